@@ -1,0 +1,438 @@
+// bench_cuda.cu: the CUDA C++ peer of the pydevice kernel benchmark (see bench/README.md).
+//
+// For each kernel of suite.cuh: make inputs on the host, run once into poisoned (or zeroed)
+// outputs and check them against a CPU reference, then 5 untimed launches and 50 launches
+// each timed with a pair of CUDA events; print the median as one JSON line. Also a
+// device-to-device cudaMemcpy (the bandwidth ceiling) and the host time of one asynchronous
+// cuLaunchKernel of an empty kernel. Sizes and launch shapes match bench/cases.py.
+//
+// Build: nvcc -O3 -arch=sm_90 -o bench_cuda bench_cuda.cu -lcuda
+// Run:   ./bench_cuda [kernel ...]     (no names: everything; progress goes to stderr)
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "suite.cuh"
+
+namespace {
+
+constexpr int kWarmup = 5;
+constexpr int kRuns = 50;
+constexpr int kN1 = 1 << 26;       // 1-D kernels
+constexpr int kN2 = 8192;          // side of the 2-D grids
+constexpr int kNmm = 2048;         // matmul side
+constexpr int kNhist = 1 << 27;    // histogram bytes
+constexpr int kGridStride = 1056;  // grid of the grid-stride kernels: 8 blocks x 132 SMs
+
+void check_cuda(cudaError_t e, const char* what, int line) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "bench_cuda.cu:%d: %s: %s\n", line, what, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+void check_cu(CUresult e, const char* what, int line) {
+  if (e != CUDA_SUCCESS) {
+    const char* msg = nullptr;
+    cuGetErrorString(e, &msg);
+    std::fprintf(stderr, "bench_cuda.cu:%d: %s: %s\n", line, what, msg ? msg : "?");
+    std::exit(1);
+  }
+}
+#define CK(call) check_cuda((call), #call, __LINE__)
+#define CKD(call) check_cu((call), #call, __LINE__)
+
+// A device buffer of n elements of T.
+template <class T>
+struct DevBuf {
+  T* p = nullptr;
+  size_t n;
+  explicit DevBuf(size_t count) : n(count) { CK(cudaMalloc(&p, n * sizeof(T))); }
+  ~DevBuf() { cudaFree(p); }
+  DevBuf(const DevBuf&) = delete;
+  DevBuf& operator=(const DevBuf&) = delete;
+  size_t bytes() const { return n * sizeof(T); }
+  void upload(const std::vector<T>& h) {
+    CK(cudaMemcpy(p, h.data(), bytes(), cudaMemcpyHostToDevice));
+  }
+  std::vector<T> download() const {
+    std::vector<T> h(n);
+    CK(cudaMemcpy(h.data(), p, bytes(), cudaMemcpyDeviceToHost));
+    return h;
+  }
+  void poison() { CK(cudaMemset(p, 0xFF, bytes())); }  // NaN for floats, -1 for ints
+  void zero() { CK(cudaMemset(p, 0, bytes())); }
+};
+
+// splitmix64: a small, fast, seeded generator for the inputs.
+struct Rng {
+  uint64_t s;
+  explicit Rng(uint64_t seed) : s(seed) {}
+  uint64_t next() {
+    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  float uniform() { return static_cast<float>(next() >> 40) * 0x1p-24f; }  // [0, 1)
+};
+
+std::vector<float> uniform_f32(size_t n, uint64_t seed) {
+  Rng r(seed);
+  std::vector<float> v(n);
+  for (auto& x : v) x = r.uniform();
+  return v;
+}
+
+bool near(double got, double want, double rtol, double atol) {
+  return std::fabs(got - want) <= atol + rtol * std::fabs(want);  // false for NaN
+}
+
+struct Timing {
+  double median_us, min_us;
+};
+
+// Warm up, then time each of kRuns launches with its own pair of events.
+Timing time_launches(const std::function<void()>& launch) {
+  for (int i = 0; i < kWarmup; ++i) launch();
+  CK(cudaGetLastError());
+  CK(cudaDeviceSynchronize());
+  cudaEvent_t start, stop;
+  CK(cudaEventCreate(&start));
+  CK(cudaEventCreate(&stop));
+  std::vector<double> us;
+  for (int i = 0; i < kRuns; ++i) {
+    CK(cudaEventRecord(start));
+    launch();
+    CK(cudaEventRecord(stop));
+    CK(cudaEventSynchronize(stop));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, start, stop));
+    us.push_back(1e3 * ms);
+  }
+  CK(cudaGetLastError());
+  CK(cudaEventDestroy(start));
+  CK(cudaEventDestroy(stop));
+  std::sort(us.begin(), us.end());
+  return {us[us.size() / 2], us.front()};
+}
+
+// Launch once, synchronize, and surface any launch or execution error.
+void run_once(const std::function<void()>& launch) {
+  launch();
+  CK(cudaGetLastError());
+  CK(cudaDeviceSynchronize());
+}
+
+void emit(const char* kernel, Timing t, double bytes, bool ok, double flops = 0) {
+  std::printf("{\"impl\":\"nvcc\",\"kernel\":\"%s\",\"median_us\":%.2f,\"min_us\":%.2f,"
+              "\"gbps\":%.1f,\"ok\":%s",
+              kernel, t.median_us, t.min_us, bytes / (t.median_us * 1e3), ok ? "true" : "false");
+  if (flops > 0) std::printf(",\"gflops\":%.1f", flops / (t.median_us * 1e3));
+  std::printf("}\n");
+  std::fflush(stdout);
+}
+
+// ---- the cases --------------------------------------------------------------------------
+
+void bench_vector_add() {
+  const int n = kN1;
+  auto a = uniform_f32(n, 1), b = uniform_f32(n, 2);
+  DevBuf<float> da(n), db(n), dout(n);
+  da.upload(a);
+  db.upload(b);
+  dout.poison();
+  auto launch = [&] { suite::vector_add<<<n / 256, 256>>>(da.p, db.p, dout.p, n); };
+  run_once(launch);
+  auto out = dout.download();
+  bool ok = true;
+  for (int i = 0; i < n && ok; ++i) ok = out[i] == a[i] + b[i];
+  emit("vector_add", time_launches(launch), 12.0 * n, ok);
+}
+
+void bench_saxpy() {
+  const int n = kN1;
+  const float alpha = 2.5f;
+  auto x = uniform_f32(n, 3), y = uniform_f32(n, 4);
+  DevBuf<float> dx(n), dy(n), dout(n);
+  dx.upload(x);
+  dy.upload(y);
+  dout.poison();
+  auto launch = [&] { suite::saxpy<<<n / 256, 256>>>(alpha, dx.p, dy.p, dout.p, n); };
+  run_once(launch);
+  auto out = dout.download();
+  bool ok = true;
+  for (int i = 0; i < n && ok; ++i) ok = near(out[i], double(alpha) * x[i] + y[i], 1e-6, 1e-6);
+  emit("saxpy", time_launches(launch), 12.0 * n, ok);
+}
+
+void bench_transpose(const char* name, bool tiled) {
+  const int rows = kN2, cols = kN2;
+  auto src = uniform_f32(size_t(rows) * cols, 5);
+  DevBuf<float> dsrc(src.size()), ddst(src.size());
+  dsrc.upload(src);
+  ddst.poison();
+  std::function<void()> launch;
+  if (tiled)
+    launch = [&] {
+      suite::transpose_tiled<<<dim3(cols / 32, rows / 32), dim3(32, 8)>>>(dsrc.p, ddst.p, rows,
+                                                                          cols);
+    };
+  else
+    launch = [&] {
+      suite::transpose_naive<<<dim3(cols / 32, rows / 8), dim3(32, 8)>>>(dsrc.p, ddst.p, rows,
+                                                                         cols);
+    };
+  run_once(launch);
+  auto dst = ddst.download();
+  bool ok = true;
+  for (size_t r = 0; r < size_t(rows) && ok; ++r)
+    for (size_t c = 0; c < size_t(cols) && ok; ++c) ok = dst[c * rows + r] == src[r * cols + c];
+  emit(name, time_launches(launch), 8.0 * rows * cols, ok);
+}
+
+void bench_reduce(const char* name, bool warp) {
+  const int n = kN1;
+  auto x = uniform_f32(n, 6);
+  DevBuf<float> dx(n), dout(1);
+  dx.upload(x);
+  dout.zero();
+  auto launch = [&] {
+    if (warp)
+      suite::reduce_warp<<<kGridStride, 256>>>(dx.p, dout.p, n);
+    else
+      suite::reduce_block<<<kGridStride, 256>>>(dx.p, dout.p, n);
+  };
+  run_once(launch);
+  double want = 0;
+  for (float v : x) want += v;
+  bool ok = near(dout.download()[0], want, 1e-4, 0);
+  emit(name, time_launches(launch), 4.0 * n, ok);  // later runs keep accumulating: harmless
+}
+
+void bench_histogram() {
+  const int n = kNhist;
+  std::vector<uint8_t> data(n);
+  Rng r(7);
+  for (auto& v : data) v = static_cast<uint8_t>(r.next() >> 56);
+  DevBuf<uint8_t> ddata(n);
+  DevBuf<int> dbins(256);
+  ddata.upload(data);
+  dbins.zero();
+  auto launch = [&] { suite::histogram<<<kGridStride, 256>>>(ddata.p, dbins.p, n); };
+  run_once(launch);
+  std::vector<int> want(256, 0);
+  for (uint8_t v : data) ++want[v];
+  bool ok = dbins.download() == want;
+  emit("histogram", time_launches(launch), 1.0 * n, ok);
+}
+
+void bench_stencil5() {
+  const int rows = kN2, cols = kN2;
+  auto u = uniform_f32(size_t(rows) * cols, 8);
+  DevBuf<float> du(u.size()), dout(u.size());
+  du.upload(u);
+  dout.poison();
+  auto launch = [&] {
+    suite::stencil5<<<dim3(cols / 32, rows / 8), dim3(32, 8)>>>(du.p, dout.p, rows, cols);
+  };
+  run_once(launch);
+  auto out = dout.download();
+  bool ok = true;
+  for (size_t i = 0; i < size_t(rows) && ok; ++i)
+    for (size_t j = 0; j < size_t(cols) && ok; ++j) {
+      size_t k = i * cols + j;
+      bool interior = i > 0 && i < size_t(rows) - 1 && j > 0 && j < size_t(cols) - 1;
+      double want = interior ? 0.5 * u[k] + 0.125 * (double(u[k - cols]) + u[k + cols] +
+                                                     u[k - 1] + u[k + 1])
+                             : u[k];
+      ok = near(out[k], want, 1e-6, 1e-6);
+    }
+  emit("stencil5", time_launches(launch), 8.0 * rows * cols, ok);
+}
+
+void bench_matmul() {
+  const int n = kNmm;
+  auto a = uniform_f32(size_t(n) * n, 9), b = uniform_f32(size_t(n) * n, 10);
+  DevBuf<float> da(a.size()), db(b.size()), dc(a.size());
+  da.upload(a);
+  db.upload(b);
+  dc.poison();
+  auto launch = [&] {
+    suite::matmul_tiled<<<dim3(n / 16, n / 16), dim3(16, 16)>>>(da.p, db.p, dc.p, n);
+  };
+  run_once(launch);
+  auto c = dc.download();
+  bool ok = true;  // every element must be written; 32 spread rows are checked in full
+  for (size_t k = 0; k < c.size() && ok; ++k) ok = !std::isnan(c[k]);
+  for (int row = 0; row < n && ok; row += n / 32)
+    for (int col = 0; col < n && ok; ++col) {
+      double want = 0;
+      for (int k = 0; k < n; ++k) want += double(a[size_t(row) * n + k]) * b[size_t(k) * n + col];
+      ok = near(c[size_t(row) * n + col], want, 1e-4, 1e-4);
+    }
+  emit("matmul_tiled", time_launches(launch), 12.0 * n * n, ok, 2.0 * n * n * n);
+}
+
+void bench_scan() {
+  const int n = kN1;
+  std::vector<int> x(n);
+  Rng r(11);
+  for (auto& v : x) v = static_cast<int>(r.next() % 10);
+  DevBuf<int> dx(n), dout(n);
+  dx.upload(x);
+  dout.poison();
+  auto launch = [&] {
+    suite::scan_block<<<n / suite::kScanBlock, suite::kScanBlock>>>(dx.p, dout.p);
+  };
+  run_once(launch);
+  auto out = dout.download();
+  bool ok = true;
+  int sum = 0;
+  for (int i = 0; i < n && ok; ++i) {
+    sum = (i % suite::kScanBlock == 0 ? 0 : sum) + x[i];
+    ok = out[i] == sum;
+  }
+  emit("scan_block", time_launches(launch), 8.0 * n, ok);
+}
+
+void bench_math_f64() {
+  const int n = kN1;
+  std::vector<double> x(n);
+  Rng r(12);
+  for (auto& v : x) v = -4.0 + 8.0 * static_cast<double>(r.next() >> 11) * 0x1p-53;
+  DevBuf<double> dx(n), dout(n);
+  dx.upload(x);
+  dout.poison();
+  auto launch = [&] { suite::math_f64<<<n / 256, 256>>>(dx.p, dout.p, n); };
+  run_once(launch);
+  auto out = dout.download();
+  bool ok = true;
+  for (int i = 0; i < n && ok; ++i)
+    ok = near(out[i], std::exp(x[i]) * std::sin(x[i]) + std::sqrt(std::fabs(x[i])), 1e-12, 1e-12);
+  emit("math_f64", time_launches(launch), 16.0 * n, ok);
+}
+
+uint32_t brev32(uint32_t v) {
+  uint32_t r = 0;
+  for (int b = 0; b < 32; ++b) r |= ((v >> b) & 1u) << (31 - b);
+  return r;
+}
+
+void bench_bits_u32() {
+  const int n = kN1;
+  std::vector<uint32_t> x(n);
+  Rng r(13);
+  for (auto& v : x) v = static_cast<uint32_t>(r.next() >> 32);
+  DevBuf<uint32_t> dx(n), dout(n);
+  dx.upload(x);
+  dout.poison();
+  auto launch = [&] { suite::bits_u32<<<n / 256, 256>>>(dx.p, dout.p, n); };
+  run_once(launch);
+  auto out = dout.download();
+  bool ok = true;
+  for (int i = 0; i < n && ok; ++i) {
+    uint32_t h = x[i];
+    for (int k = 0; k < 4; ++k) {
+      h ^= h << 13;
+      h ^= h >> 17;
+      h ^= h << 5;
+    }
+    ok = out[i] == (brev32(h) ^ static_cast<uint32_t>(__builtin_popcount(x[i])));
+  }
+  emit("bits_u32", time_launches(launch), 8.0 * n, ok);
+}
+
+// The bandwidth ceiling: a device-to-device copy of 1 GiB, counting bytes read + written.
+void bench_d2d_copy() {
+  const size_t n = size_t(1) << 28;
+  DevBuf<float> src(n), dst(n);
+  src.zero();
+  auto launch = [&] {
+    CK(cudaMemcpyAsync(dst.p, src.p, src.bytes(), cudaMemcpyDeviceToDevice));
+  };
+  emit("d2d_copy", time_launches(launch), 2.0 * src.bytes(), true);
+}
+
+// Host time of one asynchronous cuLaunchKernel of an empty kernel: 50 batches of 200
+// launches, each batch timed on the host clock without waiting for the GPU, then drained.
+void bench_launch_overhead() {
+  cudaFunction_t rt_fn;
+  CK(cudaGetFuncBySymbol(&rt_fn, reinterpret_cast<const void*>(&suite::empty_kernel)));
+  CUfunction fn = reinterpret_cast<CUfunction>(rt_fn);
+  DevBuf<float> arg(1);
+  void* params[] = {&arg.p};
+  auto launch = [&] { CKD(cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, nullptr, params, nullptr)); };
+  for (int i = 0; i < 1000; ++i) launch();
+  CK(cudaDeviceSynchronize());
+  constexpr int kBatch = 200;
+  std::vector<double> per_launch;
+  for (int b = 0; b < 50; ++b) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < kBatch; ++i) launch();
+    auto t1 = std::chrono::steady_clock::now();
+    CK(cudaDeviceSynchronize());
+    per_launch.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / kBatch);
+  }
+  std::sort(per_launch.begin(), per_launch.end());
+  std::printf("{\"impl\":\"cuLaunchKernel\",\"kernel\":\"launch_overhead\",\"host_us\":%.3f}\n",
+              per_launch[per_launch.size() / 2]);
+  std::fflush(stdout);
+}
+
+struct Entry {
+  const char* name;
+  std::function<void()> run;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<Entry> entries = {
+      {"d2d_copy", bench_d2d_copy},
+      {"launch_overhead", bench_launch_overhead},
+      {"vector_add", bench_vector_add},
+      {"saxpy", bench_saxpy},
+      {"transpose_naive", [] { bench_transpose("transpose_naive", false); }},
+      {"transpose_tiled", [] { bench_transpose("transpose_tiled", true); }},
+      {"reduce_block", [] { bench_reduce("reduce_block", false); }},
+      {"reduce_warp", [] { bench_reduce("reduce_warp", true); }},
+      {"histogram", bench_histogram},
+      {"stencil5", bench_stencil5},
+      {"matmul_tiled", bench_matmul},
+      {"scan_block", bench_scan},
+      {"math_f64", bench_math_f64},
+      {"bits_u32", bench_bits_u32},
+  };
+  for (int i = 1; i < argc; ++i) {
+    bool known = std::any_of(entries.begin(), entries.end(),
+                             [&](const Entry& e) { return std::strcmp(e.name, argv[i]) == 0; });
+    if (!known) {
+      std::fprintf(stderr, "bench_cuda: unknown kernel %s\n", argv[i]);
+      return 2;
+    }
+  }
+  CK(cudaSetDevice(0));
+  CK(cudaFree(nullptr));  // create the context before anything is timed
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  std::fprintf(stderr, "bench_cuda: %s, %d SMs, %.0f MB L2\n", prop.name,
+               prop.multiProcessorCount, prop.l2CacheSize / 1e6);
+  for (const auto& e : entries) {
+    bool wanted = argc == 1;
+    for (int i = 1; i < argc; ++i) wanted |= std::strcmp(e.name, argv[i]) == 0;
+    if (!wanted) continue;
+    std::fprintf(stderr, "bench_cuda: %s\n", e.name);
+    e.run();
+  }
+  return 0;
+}

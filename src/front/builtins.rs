@@ -1,0 +1,110 @@
+//! The names device code can use that the program does not define: the `cuda.device`
+//! namespace, Python builtins, and the scalar types. This is the single table that maps a
+//! name to an entity; `check` types each entity, and the back ends lower the IR it produces.
+
+use crate::types::Scalar;
+
+/// A namespace that can be imported.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Namespace {
+    /// The package `cuda` (only `cuda.device` is used from it).
+    Cuda,
+    /// `cuda.device`.
+    Device,
+}
+
+/// An entity provided by the compiler.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Builtin {
+    /// `@kernel`
+    Kernel,
+    /// `@func`
+    Func,
+    /// A fixed-format number type such as `float32`, callable as a conversion.
+    Scalar(Scalar),
+    /// Python's `int` (the dialect's default integer).
+    Int,
+    /// Python's `float` (the dialect's default float).
+    Float,
+    /// Python's `bool`.
+    Bool,
+    /// `thread_idx`
+    ThreadIdx,
+    /// `block_idx`
+    BlockIdx,
+    /// `block_dim`
+    BlockDim,
+    /// `grid_dim`
+    GridDim,
+    /// `lane_id`
+    LaneId,
+    /// `warp_size`
+    WarpSize,
+    /// `tid(ndims)`
+    Tid,
+    /// `grid_size(ndims)`
+    GridSize,
+    /// `syncthreads()`
+    SyncThreads,
+    /// `range(...)`, only as the iterable of a `for` loop.
+    Range,
+    /// `len(x)`
+    Len,
+    /// `abs(x)`
+    Abs,
+    /// `min(a, b, ...)`
+    Min,
+    /// `max(a, b, ...)`
+    Max,
+}
+
+/// Members of `cuda.device` known to this compiler.
+pub fn device_member(name: &str) -> Option<Builtin> {
+    use Builtin::*;
+    Some(match name {
+        "kernel" => Kernel,
+        "func" => Func,
+        "thread_idx" => ThreadIdx,
+        "block_idx" => BlockIdx,
+        "block_dim" => BlockDim,
+        "grid_dim" => GridDim,
+        "lane_id" => LaneId,
+        "warp_size" => WarpSize,
+        "tid" => Tid,
+        "grid_size" => GridSize,
+        "syncthreads" => SyncThreads,
+        n => return crate::types::Scalar::from_name(n).filter(|s| s.name() == n).map(Builtin::Scalar),
+    })
+}
+
+/// Names of `cuda.device` from the specification that this compiler does not provide yet;
+/// using one is a diagnostic that says so rather than "unknown name".
+pub fn is_planned_device_member(name: &str) -> bool {
+    const PLANNED: &[&str] = &[
+        "struct", "align", "launch", "Atomic", "atomic_ref", "threadfence", "local_array",
+        "shared_array", "dynamic_shared_array", "syncthreads_count", "syncthreads_and",
+        "syncthreads_or", "activemask", "lanemask_lt", "syncwarp", "all_sync", "any_sync",
+        "eq_sync", "ballot_sync", "shfl_sync", "shfl_up_sync", "shfl_down_sync",
+        "shfl_xor_sync", "match_any_sync", "match_all_sync", "popc", "brev", "clz", "ffs",
+        "cbrt", "fma", "target", "is_host", "is_device", "is_exactly", "provides",
+        "any_target", "no_target", "machine_representation", "ConstExpr", "WarpMask",
+        "float16", "bfloat16", "complex64", "complex128", "float8e4m3", "float8e5m2",
+    ];
+    PLANNED.contains(&name)
+}
+
+/// Python builtins available in device code.
+pub fn python_builtin(name: &str) -> Option<Builtin> {
+    use Builtin::*;
+    Some(match name {
+        "int" => Int,
+        "float" => Float,
+        "bool" => Bool,
+        "range" => Range,
+        "len" => Len,
+        "abs" => Abs,
+        "min" => Min,
+        "max" => Max,
+        _ => return None,
+    })
+}

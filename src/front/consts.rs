@@ -1,0 +1,160 @@
+//! Compile-time constants: the values of module-level globals and folded literal arithmetic,
+//! with Python's semantics (arbitrary-precision integers within `i128`, floor division).
+
+use crate::ir::BinaryOp;
+
+/// A value known at compile time.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Const {
+    /// `True` / `False`
+    Bool(bool),
+    /// A Python `int`.
+    Int(i128),
+    /// A Python `float`.
+    Float(f64),
+    /// A tuple of constants.
+    Tuple(Vec<Const>),
+}
+
+impl Const {
+    /// The value as a float, for mixed arithmetic.
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Const::Bool(b) => Some(f64::from(u8::from(*b))),
+            Const::Int(i) => Some(*i as f64),
+            Const::Float(f) => Some(*f),
+            Const::Tuple(_) => None,
+        }
+    }
+
+    /// The value as an integer, if it is one (or a bool).
+    pub fn as_int(&self) -> Option<i128> {
+        match self {
+            Const::Bool(b) => Some(i128::from(*b)),
+            Const::Int(i) => Some(*i),
+            _ => None,
+        }
+    }
+}
+
+fn floor_div(a: i128, b: i128) -> Option<i128> {
+    if b == 0 {
+        return None;
+    }
+    let q = a.checked_div(b)?;
+    Some(if (a % b != 0) && ((a < 0) != (b < 0)) { q - 1 } else { q })
+}
+
+fn floor_mod(a: i128, b: i128) -> Option<i128> {
+    if b == 0 {
+        return None;
+    }
+    let r = a.checked_rem(b)?;
+    Some(if r != 0 && ((r < 0) != (b < 0)) { r + b } else { r })
+}
+
+/// Folds a binary operation on two numeric constants as Python would; `None` when Python
+/// would raise (division by zero) or the result leaves `i128`.
+pub fn fold_binary(op: BinaryOp, a: &Const, b: &Const) -> Option<Const> {
+    use BinaryOp::*;
+    if matches!(a, Const::Tuple(_)) || matches!(b, Const::Tuple(_)) {
+        return None;
+    }
+    let ints = match (a, b) {
+        (Const::Float(_), _) | (_, Const::Float(_)) => None,
+        _ => Some((a.as_int()?, b.as_int()?)),
+    };
+    if let Some((x, y)) = ints {
+        let v = match op {
+            Add => x.checked_add(y)?,
+            Sub => x.checked_sub(y)?,
+            Mul => x.checked_mul(y)?,
+            Div => {
+                if y == 0 {
+                    return None;
+                }
+                return Some(Const::Float(x as f64 / y as f64));
+            }
+            FloorDiv => floor_div(x, y)?,
+            Mod => floor_mod(x, y)?,
+            Pow => {
+                if y < 0 {
+                    return Some(Const::Float((x as f64).powf(y as f64)));
+                }
+                x.checked_pow(u32::try_from(y).ok()?)?
+            }
+            BitAnd => x & y,
+            BitOr => x | y,
+            BitXor => x ^ y,
+            Shl => x.checked_shl(u32::try_from(y).ok()?).filter(|r| r >> y == x)?,
+            Shr => x >> y.clamp(0, 127),
+            Min => x.min(y),
+            Max => x.max(y),
+            Eq => return Some(Const::Bool(x == y)),
+            Ne => return Some(Const::Bool(x != y)),
+            Lt => return Some(Const::Bool(x < y)),
+            Le => return Some(Const::Bool(x <= y)),
+            Gt => return Some(Const::Bool(x > y)),
+            Ge => return Some(Const::Bool(x >= y)),
+        };
+        return Some(Const::Int(v));
+    }
+    let (x, y) = (a.as_f64()?, b.as_f64()?);
+    let v = match op {
+        Add => x + y,
+        Sub => x - y,
+        Mul => x * y,
+        Div if y != 0.0 => x / y,
+        FloorDiv if y != 0.0 => (x / y).floor(),
+        Mod if y != 0.0 => {
+            let r = x % y;
+            if r != 0.0 && ((r < 0.0) != (y < 0.0)) { r + y } else { r }
+        }
+        Pow => x.powf(y),
+        Min => {
+            if y < x {
+                y
+            } else {
+                x
+            }
+        }
+        Max => {
+            if y > x {
+                y
+            } else {
+                x
+            }
+        }
+        Eq => return Some(Const::Bool(x == y)),
+        Ne => return Some(Const::Bool(x != y)),
+        Lt => return Some(Const::Bool(x < y)),
+        Le => return Some(Const::Bool(x <= y)),
+        Gt => return Some(Const::Bool(x > y)),
+        Ge => return Some(Const::Bool(x >= y)),
+        _ => return None,
+    };
+    Some(Const::Float(v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_integer_semantics() {
+        let f = |op, a, b| fold_binary(op, &Const::Int(a), &Const::Int(b));
+        assert_eq!(f(BinaryOp::FloorDiv, -7, 2), Some(Const::Int(-4)));
+        assert_eq!(f(BinaryOp::Mod, -7, 2), Some(Const::Int(1)));
+        assert_eq!(f(BinaryOp::Mod, 7, -2), Some(Const::Int(-1)));
+        assert_eq!(f(BinaryOp::Div, 1, 2), Some(Const::Float(0.5)));
+        assert_eq!(f(BinaryOp::Pow, 2, -1), Some(Const::Float(0.5)));
+        assert_eq!(f(BinaryOp::FloorDiv, 1, 0), None);
+        assert_eq!(f(BinaryOp::Shl, 1, 10), Some(Const::Int(1024)));
+    }
+
+    #[test]
+    fn python_float_semantics() {
+        let r = fold_binary(BinaryOp::Mod, &Const::Float(-7.5), &Const::Int(2));
+        assert_eq!(r, Some(Const::Float(0.5)));
+    }
+}

@@ -1,0 +1,408 @@
+//! The front end: Python source → a module table → (per specialization) typed IR.
+//!
+//! [`parse`] reads a module with ruff's parser and records what device code can refer to:
+//! imports of `cuda.device`, module-level constants, and the functions decorated with
+//! `@kernel` or `@func`. It accepts host code around them (it is simply not compiled) and
+//! only reports what is wrong with the device parts. [`check::specialize`] then types one
+//! entry for concrete argument types and produces an [`ir::Program`](crate::ir::Program).
+
+pub mod builtins;
+pub mod check;
+pub mod consts;
+
+use crate::diag::{Diagnostic, Diagnostics, SourceFile, Span};
+use crate::ir::{BinaryOp, FunctionKind};
+use builtins::{Builtin, Namespace};
+use consts::Const;
+use ruff_python_ast::{self as ast, Expr, Stmt};
+use ruff_text_size::Ranged;
+use std::collections::HashMap;
+
+/// What a module-level name refers to.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Item {
+    /// A function defined in the module (index into `functions`).
+    Function(usize),
+    /// A constant known at compile time.
+    Const(Const),
+    /// An imported namespace.
+    Namespace(Namespace),
+    /// A compiler-provided entity.
+    Builtin(Builtin),
+    /// A name from a module device code cannot use (`numpy`, say).
+    Foreign(String),
+    /// A name from `cuda.device` the compiler does not provide yet.
+    Planned(String),
+    /// A global bound to something only host code can compute.
+    Host,
+}
+
+/// Options given to `@kernel(...)` or `@func(...)`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct DecoratorOptions {
+    /// `interop=True`
+    pub interop: bool,
+}
+
+/// A function defined at module level.
+#[derive(Clone, Debug)]
+pub(crate) struct FunctionDecl {
+    pub name: String,
+    /// `None` for functions without `@kernel` or `@func` (host code).
+    pub kind: Option<FunctionKind>,
+    pub options: DecoratorOptions,
+    /// Index of its `def` in the module body.
+    pub stmt: usize,
+    /// The `def` line's name.
+    pub name_span: Span,
+}
+
+/// A parsed module: the source, its syntax tree and its module-level names.
+#[derive(Debug)]
+pub struct ParsedModule {
+    pub(crate) file: SourceFile,
+    pub(crate) body: Vec<Stmt>,
+    pub(crate) items: HashMap<String, Item>,
+    pub(crate) functions: Vec<FunctionDecl>,
+    /// `from cuda.device import *` was seen.
+    pub(crate) star_device: bool,
+}
+
+impl ParsedModule {
+    /// The source file.
+    pub fn file(&self) -> &SourceFile {
+        &self.file
+    }
+
+    pub(crate) fn def(&self, f: &FunctionDecl) -> &ast::StmtFunctionDef {
+        match &self.body[f.stmt] {
+            Stmt::FunctionDef(d) => d,
+            _ => unreachable!("FunctionDecl::stmt always indexes a def"),
+        }
+    }
+
+    pub(crate) fn function(&self, name: &str) -> Option<(usize, &FunctionDecl)> {
+        self.functions
+            .iter()
+            .enumerate()
+            .find(|(_, f)| f.name == name)
+    }
+
+    /// Looks a module-level name up: the module's own names, then `from cuda.device import *`,
+    /// then Python's builtins.
+    pub(crate) fn lookup(&self, name: &str) -> Option<Item> {
+        if let Some(i) = self.items.get(name) {
+            return Some(i.clone());
+        }
+        if self.star_device {
+            if let Some(b) = builtins::device_member(name) {
+                return Some(Item::Builtin(b));
+            }
+        }
+        builtins::python_builtin(name).map(Item::Builtin)
+    }
+}
+
+/// Parses a module and records its device functions; syntax errors and errors in decorators
+/// or imports are returned together.
+pub fn parse(file: SourceFile) -> Result<ParsedModule, Diagnostics> {
+    let parsed = ruff_python_parser::parse_unchecked(
+        &file.text,
+        ruff_python_parser::ParseOptions::from(ruff_python_parser::Mode::Module),
+    );
+    let mut diags: Vec<Diagnostic> = parsed
+        .errors()
+        .iter()
+        .map(|e| Diagnostic::error("E0001", e.location.into(), format!("syntax error: {}", e.error)))
+        .collect();
+    if !diags.is_empty() {
+        return Err(Diagnostics { file, list: diags });
+    }
+    let body = match parsed.into_syntax() {
+        ast::Mod::Module(m) => m.body.into_iter().collect::<Vec<_>>(),
+        ast::Mod::Expression(_) => Vec::new(),
+    };
+    let mut module = ParsedModule {
+        file,
+        body: Vec::new(),
+        items: HashMap::new(),
+        functions: Vec::new(),
+        star_device: false,
+    };
+    for (index, stmt) in body.iter().enumerate() {
+        module.declare(index, stmt, &mut diags);
+    }
+    module.body = body;
+    if diags.is_empty() {
+        Ok(module)
+    } else {
+        Err(Diagnostics {
+            file: module.file,
+            list: diags,
+        })
+    }
+}
+
+impl ParsedModule {
+    fn declare(&mut self, index: usize, stmt: &Stmt, diags: &mut Vec<Diagnostic>) {
+        match stmt {
+            Stmt::Import(imp) => {
+                for alias in &imp.names {
+                    let path = alias.name.id.as_str();
+                    match &alias.asname {
+                        Some(asname) => {
+                            let item = match path {
+                                "cuda.device" => Item::Namespace(Namespace::Device),
+                                "cuda" => Item::Namespace(Namespace::Cuda),
+                                other => Item::Foreign(other.to_string()),
+                            };
+                            self.items.insert(asname.id.to_string(), item);
+                        }
+                        None => {
+                            let head = path.split('.').next().unwrap_or(path);
+                            let item = if head == "cuda" {
+                                Item::Namespace(Namespace::Cuda)
+                            } else {
+                                Item::Foreign(head.to_string())
+                            };
+                            self.items.insert(head.to_string(), item);
+                        }
+                    }
+                }
+            }
+            Stmt::ImportFrom(imp) => {
+                let module = imp.module.as_ref().map(|m| m.id.as_str()).unwrap_or("");
+                for alias in &imp.names {
+                    let name = alias.name.id.as_str();
+                    let bound = alias.asname.as_ref().unwrap_or(&alias.name).id.to_string();
+                    let item = match (module, name) {
+                        ("cuda.device", "*") => {
+                            self.star_device = true;
+                            continue;
+                        }
+                        ("cuda", "device") => Item::Namespace(Namespace::Device),
+                        ("cuda.device", n) => match builtins::device_member(n) {
+                            Some(b) => Item::Builtin(b),
+                            None if builtins::is_planned_device_member(n) => {
+                                Item::Planned(n.to_string())
+                            }
+                            None => {
+                                diags.push(
+                                    Diagnostic::error(
+                                        "E0102",
+                                        alias.range().into(),
+                                        format!("`cuda.device` has no member `{n}`"),
+                                    )
+                                    .with_label("not defined by the cuda.device specification"),
+                                );
+                                continue;
+                            }
+                        },
+                        (m, _) => Item::Foreign(m.to_string()),
+                    };
+                    self.items.insert(bound, item);
+                }
+            }
+            Stmt::FunctionDef(def) => {
+                let (kind, options) = self.decorators(def, diags);
+                let decl = FunctionDecl {
+                    name: def.name.id.to_string(),
+                    kind,
+                    options,
+                    stmt: index,
+                    name_span: def.name.range.into(),
+                };
+                self.items
+                    .insert(decl.name.clone(), Item::Function(self.functions.len()));
+                self.functions.push(decl);
+            }
+            Stmt::Assign(a) => {
+                let value = self.eval_const(&a.value);
+                for t in &a.targets {
+                    if let Expr::Name(n) = t {
+                        let item = value.clone().map(Item::Const).unwrap_or(Item::Host);
+                        self.items.insert(n.id.to_string(), item);
+                    }
+                }
+            }
+            Stmt::AnnAssign(a) => {
+                if let Expr::Name(n) = a.target.as_ref() {
+                    let value = a.value.as_deref().and_then(|v| self.eval_const(v));
+                    self.items
+                        .insert(n.id.to_string(), value.map(Item::Const).unwrap_or(Item::Host));
+                }
+            }
+            Stmt::ClassDef(c) => {
+                self.items.insert(c.name.id.to_string(), Item::Host);
+            }
+            _ => {}
+        }
+    }
+
+    /// Resolves a name or attribute chain at module level without evaluating anything.
+    pub(crate) fn resolve_static(&self, e: &Expr) -> Option<Item> {
+        match e {
+            Expr::Name(n) => self.lookup(n.id.as_str()),
+            Expr::Attribute(a) => match self.resolve_static(&a.value)? {
+                Item::Namespace(Namespace::Cuda) if a.attr.id.as_str() == "device" => {
+                    Some(Item::Namespace(Namespace::Device))
+                }
+                Item::Namespace(Namespace::Device) => {
+                    let n = a.attr.id.as_str();
+                    builtins::device_member(n).map(Item::Builtin).or_else(|| {
+                        builtins::is_planned_device_member(n).then(|| Item::Planned(n.to_string()))
+                    })
+                }
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    fn decorators(
+        &self,
+        def: &ast::StmtFunctionDef,
+        diags: &mut Vec<Diagnostic>,
+    ) -> (Option<FunctionKind>, DecoratorOptions) {
+        let mut kind: Option<(FunctionKind, Span)> = None;
+        let mut options = DecoratorOptions::default();
+        for dec in &def.decorator_list {
+            let (target, call) = match &dec.expression {
+                Expr::Call(c) => (c.func.as_ref(), Some(c)),
+                e => (e, None),
+            };
+            let this = match self.resolve_static(target) {
+                Some(Item::Builtin(Builtin::Kernel)) => FunctionKind::Kernel,
+                Some(Item::Builtin(Builtin::Func)) => FunctionKind::Device,
+                _ => continue, // a host-side decorator: not ours to judge
+            };
+            let span: Span = dec.range().into();
+            if let Some((prev, prev_span)) = kind {
+                let msg = if prev == this {
+                    "the same decorator is applied twice".to_string()
+                } else {
+                    "a function cannot be both `@kernel` and `@func`".to_string()
+                };
+                diags.push(
+                    Diagnostic::error("E0103", span, msg)
+                        .with_secondary(prev_span, "first decorator here"),
+                );
+                continue;
+            }
+            kind = Some((this, span));
+            let Some(call) = call else { continue };
+            let what = if this == FunctionKind::Kernel { "@kernel" } else { "@func" };
+            for arg in call.arguments.args.iter() {
+                diags.push(
+                    Diagnostic::error(
+                        "E0103",
+                        arg.range().into(),
+                        format!("`{what}` takes only keyword arguments"),
+                    )
+                    .with_note("write, for example, `interop=True`"),
+                );
+            }
+            for kw in call.arguments.keywords.iter() {
+                let Some(name) = &kw.arg else {
+                    diags.push(Diagnostic::error(
+                        "E0103",
+                        kw.range().into(),
+                        format!("`**` arguments are not accepted by `{what}`"),
+                    ));
+                    continue;
+                };
+                match name.id.as_str() {
+                    "interop" => match self.eval_const(&kw.value) {
+                        Some(Const::Bool(b)) => options.interop = b,
+                        _ => diags.push(
+                            Diagnostic::error(
+                                "E0103",
+                                kw.value.range().into(),
+                                "`interop` must be the constant `True` or `False`",
+                            ),
+                        ),
+                    },
+                    other => diags.push(
+                        Diagnostic::error(
+                            "E0103",
+                            kw.range().into(),
+                            format!("unknown keyword argument `{other}` for `{what}`"),
+                        )
+                        .with_label("not a supported option")
+                        .with_note("supported options: interop"),
+                    ),
+                }
+            }
+        }
+        (kind.map(|(k, _)| k), options)
+    }
+
+    /// Evaluates a module-level constant expression (literals, other constants, arithmetic,
+    /// tuples); `None` when it is not one.
+    pub(crate) fn eval_const(&self, e: &Expr) -> Option<Const> {
+        match e {
+            Expr::NumberLiteral(n) => match &n.value {
+                ast::Number::Int(i) => i
+                    .as_i64()
+                    .map(|v| Const::Int(i128::from(v)))
+                    .or_else(|| i.as_u64().map(|v| Const::Int(i128::from(v)))),
+                ast::Number::Float(f) => Some(Const::Float(*f)),
+                ast::Number::Complex { .. } => None,
+            },
+            Expr::BooleanLiteral(b) => Some(Const::Bool(b.value)),
+            Expr::Name(n) => match self.items.get(n.id.as_str()) {
+                Some(Item::Const(c)) => Some(c.clone()),
+                _ => None,
+            },
+            Expr::Tuple(t) => t
+                .elts
+                .iter()
+                .map(|x| self.eval_const(x))
+                .collect::<Option<Vec<_>>>()
+                .map(Const::Tuple),
+            Expr::UnaryOp(u) => {
+                let v = self.eval_const(&u.operand)?;
+                match (u.op, v) {
+                    (ast::UnaryOp::USub, Const::Int(i)) => Some(Const::Int(-i)),
+                    (ast::UnaryOp::USub, Const::Float(f)) => Some(Const::Float(-f)),
+                    (ast::UnaryOp::USub, Const::Bool(b)) => Some(Const::Int(-i128::from(b))),
+                    (ast::UnaryOp::UAdd, v @ (Const::Int(_) | Const::Float(_))) => Some(v),
+                    (ast::UnaryOp::Invert, Const::Int(i)) => Some(Const::Int(!i)),
+                    (ast::UnaryOp::Not, v) => match v {
+                        Const::Bool(b) => Some(Const::Bool(!b)),
+                        Const::Int(i) => Some(Const::Bool(i == 0)),
+                        Const::Float(f) => Some(Const::Bool(f == 0.0)),
+                        Const::Tuple(t) => Some(Const::Bool(t.is_empty())),
+                    },
+                    _ => None,
+                }
+            }
+            Expr::BinOp(b) => {
+                let l = self.eval_const(&b.left)?;
+                let r = self.eval_const(&b.right)?;
+                consts::fold_binary(binary_op(b.op)?, &l, &r)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The IR operator of a Python binary operator (`@` has none).
+pub(crate) fn binary_op(op: ast::Operator) -> Option<BinaryOp> {
+    use ast::Operator as O;
+    Some(match op {
+        O::Add => BinaryOp::Add,
+        O::Sub => BinaryOp::Sub,
+        O::Mult => BinaryOp::Mul,
+        O::Div => BinaryOp::Div,
+        O::FloorDiv => BinaryOp::FloorDiv,
+        O::Mod => BinaryOp::Mod,
+        O::Pow => BinaryOp::Pow,
+        O::LShift => BinaryOp::Shl,
+        O::RShift => BinaryOp::Shr,
+        O::BitOr => BinaryOp::BitOr,
+        O::BitXor => BinaryOp::BitXor,
+        O::BitAnd => BinaryOp::BitAnd,
+        O::MatMult => return None,
+    })
+}

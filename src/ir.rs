@@ -1,0 +1,676 @@
+//! The typed intermediate representation: what the front end produces and every back end
+//! consumes.
+//!
+//! A [`Program`] is one specialization: an entry function and every function it calls, each
+//! instantiated for concrete argument types. Functions keep their control flow structured
+//! (blocks, `if`, loops), as Python has it; expressions live in a per-function [`Arena`] and
+//! refer to each other by [`Handle`], each with its [`Type`] and source [`Span`] beside it.
+//! The IR is plain data: it prints (see the `Display` impls) and compares, and nothing in
+//! it refers to the AST or to LLVM.
+
+use crate::diag::Span;
+use crate::types::{Scalar, Type};
+use std::fmt;
+use std::marker::PhantomData;
+
+/// A typed index into an [`Arena`].
+pub struct Handle<T> {
+    index: u32,
+    _marker: PhantomData<fn() -> T>,
+}
+
+impl<T> Handle<T> {
+    fn new(index: usize) -> Handle<T> {
+        Handle {
+            index: index as u32,
+            _marker: PhantomData,
+        }
+    }
+
+    /// The position in the arena.
+    pub fn index(self) -> usize {
+        self.index as usize
+    }
+}
+
+impl<T> Clone for Handle<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Handle<T> {}
+impl<T> PartialEq for Handle<T> {
+    fn eq(&self, o: &Self) -> bool {
+        self.index == o.index
+    }
+}
+impl<T> Eq for Handle<T> {}
+impl<T> std::hash::Hash for Handle<T> {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.index.hash(h)
+    }
+}
+impl<T> fmt::Debug for Handle<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}", self.index)
+    }
+}
+
+/// A growable store of `T`, each with a span, addressed by [`Handle`].
+#[derive(Clone, Debug)]
+pub struct Arena<T> {
+    items: Vec<T>,
+    spans: Vec<Span>,
+}
+
+impl<T> Default for Arena<T> {
+    fn default() -> Self {
+        Arena {
+            items: Vec::new(),
+            spans: Vec::new(),
+        }
+    }
+}
+
+impl<T> Arena<T> {
+    /// Adds an item and returns its handle.
+    pub fn append(&mut self, item: T, span: Span) -> Handle<T> {
+        self.items.push(item);
+        self.spans.push(span);
+        Handle::new(self.items.len() - 1)
+    }
+
+    /// The span an item came from.
+    pub fn span(&self, h: Handle<T>) -> Span {
+        self.spans[h.index()]
+    }
+
+    /// Number of items.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Items with their handles.
+    pub fn iter(&self) -> impl Iterator<Item = (Handle<T>, &T)> {
+        self.items.iter().enumerate().map(|(i, t)| (Handle::new(i), t))
+    }
+}
+
+impl<T> std::ops::Index<Handle<T>> for Arena<T> {
+    type Output = T;
+    fn index(&self, h: Handle<T>) -> &T {
+        &self.items[h.index()]
+    }
+}
+
+impl<T> std::ops::IndexMut<Handle<T>> for Arena<T> {
+    fn index_mut(&mut self, h: Handle<T>) -> &mut T {
+        &mut self.items[h.index()]
+    }
+}
+
+/// One specialization: an entry and everything it calls.
+#[derive(Clone, Debug)]
+pub struct Program {
+    /// Every instantiated function; callees come before their callers.
+    pub functions: Arena<Function>,
+    /// The function that was asked for.
+    pub entry: Handle<Function>,
+}
+
+/// What a function is to the outside.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum FunctionKind {
+    /// `@kernel`: launched from the host.
+    Kernel,
+    /// `@func`: called from device code.
+    Device,
+}
+
+/// A local variable (parameters are locals too).
+#[derive(Clone, Debug)]
+pub struct Local {
+    /// The Python name (hidden compiler temporaries start with `$`).
+    pub name: String,
+    /// Its one type.
+    pub ty: Type,
+}
+
+/// A function instantiated for concrete parameter types.
+#[derive(Clone, Debug)]
+pub struct Function {
+    /// The Python name.
+    pub name: String,
+    /// The symbol in PTX: the Python name for kernels and interoperable functions,
+    /// a mangled name otherwise.
+    pub symbol: String,
+    /// Kernel or device function.
+    pub kind: FunctionKind,
+    /// Whether the symbol is visible to other languages (`interop=True`).
+    pub interop: bool,
+    /// Locals; the first `params` of them are the parameters in order.
+    pub locals: Arena<Local>,
+    /// Number of parameters.
+    pub params: usize,
+    /// The return type (`None` for kernels).
+    pub ret: Type,
+    /// Expressions.
+    pub exprs: Arena<Expr>,
+    /// Type of each expression, parallel to `exprs`.
+    pub types: Vec<Type>,
+    /// The body.
+    pub body: Block,
+    /// Where the `def` is.
+    pub span: Span,
+}
+
+impl Function {
+    /// The type of an expression.
+    pub fn ty(&self, e: Handle<Expr>) -> &Type {
+        &self.types[e.index()]
+    }
+
+    /// The parameters' handles.
+    pub fn param_locals(&self) -> impl Iterator<Item = Handle<Local>> + '_ {
+        (0..self.params).map(Handle::new)
+    }
+}
+
+/// A constant.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum Literal {
+    /// A boolean.
+    Bool(bool),
+    /// An integer of the expression's type (two's complement bits for unsigned ones).
+    Int(i128),
+    /// A float of the expression's type.
+    Float(f64),
+}
+
+/// Unary operators.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum UnaryOp {
+    /// `-x`
+    Neg,
+    /// `~x` on integers (on `bool`, logical not).
+    Invert,
+    /// `not x` on `bool`.
+    Not,
+    /// `abs(x)`
+    Abs,
+}
+
+/// Binary operators; both operands have the result type, except shifts whose right operand
+/// may be any integer, and comparisons whose result is `bool`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum BinaryOp {
+    /// `+`
+    Add,
+    /// `-`
+    Sub,
+    /// `*`
+    Mul,
+    /// `/` (operands are floats)
+    Div,
+    /// `//` (rounds toward negative infinity)
+    FloorDiv,
+    /// `%` (sign of the divisor)
+    Mod,
+    /// `**`
+    Pow,
+    /// `&`
+    BitAnd,
+    /// `|`
+    BitOr,
+    /// `^`
+    BitXor,
+    /// `<<`
+    Shl,
+    /// `>>` (arithmetic for signed types)
+    Shr,
+    /// `min(a, b)`
+    Min,
+    /// `max(a, b)`
+    Max,
+    /// `==`
+    Eq,
+    /// `!=`
+    Ne,
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+}
+
+impl BinaryOp {
+    /// True for the six comparisons.
+    pub fn is_comparison(self) -> bool {
+        use BinaryOp::*;
+        matches!(self, Eq | Ne | Lt | Le | Gt | Ge)
+    }
+
+    /// The Python spelling.
+    pub fn symbol(self) -> &'static str {
+        use BinaryOp::*;
+        match self {
+            Add => "+",
+            Sub => "-",
+            Mul => "*",
+            Div => "/",
+            FloorDiv => "//",
+            Mod => "%",
+            Pow => "**",
+            BitAnd => "&",
+            BitOr => "|",
+            BitXor => "^",
+            Shl => "<<",
+            Shr => ">>",
+            Min => "min",
+            Max => "max",
+            Eq => "==",
+            Ne => "!=",
+            Lt => "<",
+            Le => "<=",
+            Gt => ">",
+            Ge => ">=",
+        }
+    }
+}
+
+/// A dimension of the thread hierarchy.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Axis {
+    /// `.x`
+    X,
+    /// `.y`
+    Y,
+    /// `.z`
+    Z,
+}
+
+impl Axis {
+    /// The axis of an index 0..3.
+    pub fn from_index(i: usize) -> Option<Axis> {
+        [Axis::X, Axis::Y, Axis::Z].get(i).copied()
+    }
+
+    /// The letter.
+    pub fn letter(self) -> char {
+        match self {
+            Axis::X => 'x',
+            Axis::Y => 'y',
+            Axis::Z => 'z',
+        }
+    }
+}
+
+/// Hardware values and operations, each lowered by every back end.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Intrinsic {
+    /// `thread_idx.<axis>` (uint32)
+    ThreadIdx(Axis),
+    /// `block_idx.<axis>` (uint32)
+    BlockIdx(Axis),
+    /// `block_dim.<axis>` (uint32)
+    BlockDim(Axis),
+    /// `grid_dim.<axis>` (uint32)
+    GridDim(Axis),
+    /// `lane_id` (int32)
+    LaneId,
+    /// `warp_size` (int32)
+    WarpSize,
+    /// `syncthreads()`
+    SyncThreads,
+}
+
+impl Intrinsic {
+    /// The name used when printing the IR.
+    pub fn name(self) -> String {
+        match self {
+            Intrinsic::ThreadIdx(a) => format!("thread_idx.{}", a.letter()),
+            Intrinsic::BlockIdx(a) => format!("block_idx.{}", a.letter()),
+            Intrinsic::BlockDim(a) => format!("block_dim.{}", a.letter()),
+            Intrinsic::GridDim(a) => format!("grid_dim.{}", a.letter()),
+            Intrinsic::LaneId => "lane_id".into(),
+            Intrinsic::WarpSize => "warp_size".into(),
+            Intrinsic::SyncThreads => "syncthreads".into(),
+        }
+    }
+}
+
+/// A property of an array.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ArrayProp {
+    /// `a.shape[d]` (int64)
+    Shape(u8),
+    /// `a.strides[d]`, in bytes as NumPy reports them (int64)
+    Stride(u8),
+    /// `a.size` (int64)
+    Size,
+}
+
+/// An index into one dimension of an array.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Index {
+    /// The index value (any integer type).
+    pub value: Handle<Expr>,
+    /// Whether a negative value must wrap around (`a[-1]`); false when the index is known to
+    /// be non-negative, so the common case costs nothing.
+    pub wrap: bool,
+}
+
+/// An expression. Operands are evaluated left to right; `And`, `Or` and `Select` evaluate
+/// only what Python would.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    /// A constant of the expression's type.
+    Literal(Literal),
+    /// The current value of a local.
+    Local(Handle<Local>),
+    /// A unary operation.
+    Unary(UnaryOp, Handle<Expr>),
+    /// A binary operation.
+    Binary(BinaryOp, Handle<Expr>, Handle<Expr>),
+    /// `a and b` (both of the result type; truth is `!= 0`).
+    And(Handle<Expr>, Handle<Expr>),
+    /// `a or b`.
+    Or(Handle<Expr>, Handle<Expr>),
+    /// `then if cond else otherwise`.
+    Select {
+        /// A `bool`.
+        cond: Handle<Expr>,
+        /// Value when true.
+        then: Handle<Expr>,
+        /// Value when false.
+        otherwise: Handle<Expr>,
+    },
+    /// Conversion to the expression's type (truncation toward zero from float to int,
+    /// saturating; `!= 0` to bool).
+    Cast(Handle<Expr>),
+    /// A call of a device function.
+    Call(Handle<Function>, Vec<Handle<Expr>>),
+    /// A hardware value or operation.
+    Intrinsic(Intrinsic, Vec<Handle<Expr>>),
+    /// An element of an array.
+    Load {
+        /// The array.
+        array: Handle<Expr>,
+        /// One index per dimension.
+        indices: Vec<Index>,
+    },
+    /// A property of an array.
+    ArrayProp(Handle<Expr>, ArrayProp),
+    /// A tuple (or vector) built from its elements.
+    Tuple(Vec<Handle<Expr>>),
+    /// A constant-index element of a tuple or vector.
+    Extract(Handle<Expr>, u32),
+}
+
+/// A statement.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stmt {
+    /// What it does.
+    pub kind: StmtKind,
+    /// Where it came from.
+    pub span: Span,
+}
+
+/// The kinds of statement.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StmtKind {
+    /// Evaluate for effect.
+    Eval(Handle<Expr>),
+    /// `local = value`
+    Assign(Handle<Local>, Handle<Expr>),
+    /// `array[indices] = value`
+    Store {
+        /// The array.
+        array: Handle<Expr>,
+        /// One index per dimension.
+        indices: Vec<Index>,
+        /// The value, of the array's dtype.
+        value: Handle<Expr>,
+    },
+    /// `if cond: then else: otherwise`
+    If {
+        /// A `bool`.
+        cond: Handle<Expr>,
+        /// Taken when true.
+        then: Block,
+        /// Taken when false.
+        otherwise: Block,
+    },
+    /// A loop: test `cond` (a `bool`, evaluated each time round), run `body`, then
+    /// `continuing` (where `continue` goes, e.g. a `for` loop's increment).
+    Loop {
+        /// Evaluated before each iteration.
+        cond: Handle<Expr>,
+        /// The body.
+        body: Block,
+        /// Run after the body and after `continue`.
+        continuing: Block,
+    },
+    /// Leave the innermost loop.
+    Break,
+    /// Go to the innermost loop's `continuing`.
+    Continue,
+    /// Leave the function.
+    Return(Option<Handle<Expr>>),
+}
+
+/// A sequence of statements.
+pub type Block = Vec<Stmt>;
+
+// ---- printing -------------------------------------------------------------------------
+
+impl fmt::Display for Program {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, (_, func)) in self.functions.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{func}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Function {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match self.kind {
+            FunctionKind::Kernel => "kernel",
+            FunctionKind::Device => "func",
+        };
+        write!(f, "{kind} {}(", self.symbol)?;
+        for (i, l) in self.param_locals().enumerate() {
+            if i > 0 {
+                write!(f, ", ")?;
+            }
+            write!(f, "{}: {}", self.locals[l].name, self.locals[l].ty)?;
+        }
+        writeln!(f, ") -> {} {{", self.ret)?;
+        for (h, l) in self.locals.iter().skip(self.params) {
+            writeln!(f, "    local %{} {}: {}", h.index(), l.name, l.ty)?;
+        }
+        print_block(self, &self.body, 1, f)?;
+        writeln!(f, "}}")
+    }
+}
+
+fn print_block(func: &Function, block: &Block, depth: usize, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let ind = "    ".repeat(depth);
+    for s in block {
+        match &s.kind {
+            StmtKind::Eval(e) => writeln!(f, "{ind}{}", ExprFmt(func, *e))?,
+            StmtKind::Assign(l, e) => {
+                writeln!(f, "{ind}{} = {}", func.locals[*l].name, ExprFmt(func, *e))?
+            }
+            StmtKind::Store {
+                array,
+                indices,
+                value,
+            } => writeln!(
+                f,
+                "{ind}{}[{}] = {}",
+                ExprFmt(func, *array),
+                IndexFmt(func, indices),
+                ExprFmt(func, *value)
+            )?,
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                writeln!(f, "{ind}if {}:", ExprFmt(func, *cond))?;
+                print_block(func, then, depth + 1, f)?;
+                if !otherwise.is_empty() {
+                    writeln!(f, "{ind}else:")?;
+                    print_block(func, otherwise, depth + 1, f)?;
+                }
+            }
+            StmtKind::Loop {
+                cond,
+                body,
+                continuing,
+            } => {
+                writeln!(f, "{ind}loop while {}:", ExprFmt(func, *cond))?;
+                print_block(func, body, depth + 1, f)?;
+                if !continuing.is_empty() {
+                    writeln!(f, "{ind}continuing:")?;
+                    print_block(func, continuing, depth + 1, f)?;
+                }
+            }
+            StmtKind::Break => writeln!(f, "{ind}break")?,
+            StmtKind::Continue => writeln!(f, "{ind}continue")?,
+            StmtKind::Return(None) => writeln!(f, "{ind}return")?,
+            StmtKind::Return(Some(e)) => writeln!(f, "{ind}return {}", ExprFmt(func, *e))?,
+        }
+    }
+    Ok(())
+}
+
+struct IndexFmt<'a>(&'a Function, &'a [Index]);
+
+impl fmt::Display for IndexFmt<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, ix) in self.1.iter().enumerate() {
+            if i > 0 {
+                write!(f, ", ")?;
+            }
+            if ix.wrap {
+                write!(f, "wrap ")?;
+            }
+            write!(f, "{}", ExprFmt(self.0, ix.value))?;
+        }
+        Ok(())
+    }
+}
+
+struct ExprFmt<'a>(&'a Function, Handle<Expr>);
+
+impl fmt::Display for ExprFmt<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let func = self.0;
+        let e = |h: Handle<Expr>| ExprFmt(func, h);
+        let ty = func.ty(self.1);
+        match &func.exprs[self.1] {
+            Expr::Literal(Literal::Bool(b)) => write!(f, "{}", if *b { "True" } else { "False" }),
+            Expr::Literal(Literal::Int(i)) => write!(f, "{ty}({i})"),
+            Expr::Literal(Literal::Float(x)) => write!(f, "{ty}({x:?})"),
+            Expr::Local(l) => write!(f, "{}", func.locals[*l].name),
+            Expr::Unary(op, a) => {
+                let s = match op {
+                    UnaryOp::Neg => "-",
+                    UnaryOp::Invert => "~",
+                    UnaryOp::Not => "not ",
+                    UnaryOp::Abs => return write!(f, "abs({})", e(*a)),
+                };
+                write!(f, "({s}{})", e(*a))
+            }
+            Expr::Binary(op @ (BinaryOp::Min | BinaryOp::Max), a, b) => {
+                write!(f, "{}({}, {})", op.symbol(), e(*a), e(*b))
+            }
+            Expr::Binary(op, a, b) => write!(f, "({} {} {})", e(*a), op.symbol(), e(*b)),
+            Expr::And(a, b) => write!(f, "({} and {})", e(*a), e(*b)),
+            Expr::Or(a, b) => write!(f, "({} or {})", e(*a), e(*b)),
+            Expr::Select {
+                cond,
+                then,
+                otherwise,
+            } => write!(f, "({} if {} else {})", e(*then), e(*cond), e(*otherwise)),
+            Expr::Cast(a) => write!(f, "{ty}({})", e(*a)),
+            Expr::Call(callee, args) => {
+                write!(f, "call #{}(", callee.index())?;
+                for (i, a) in args.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write!(f, "{}", e(*a))?;
+                }
+                write!(f, ")")
+            }
+            Expr::Intrinsic(op, args) => {
+                write!(f, "{}", op.name())?;
+                if !args.is_empty() || matches!(op, Intrinsic::SyncThreads) {
+                    write!(f, "(")?;
+                    for (i, a) in args.iter().enumerate() {
+                        if i > 0 {
+                            write!(f, ", ")?;
+                        }
+                        write!(f, "{}", e(*a))?;
+                    }
+                    write!(f, ")")?;
+                }
+                Ok(())
+            }
+            Expr::Load { array, indices } => {
+                write!(f, "{}[{}]", e(*array), IndexFmt(func, indices))
+            }
+            Expr::ArrayProp(a, p) => match p {
+                ArrayProp::Shape(d) => write!(f, "{}.shape[{d}]", e(*a)),
+                ArrayProp::Stride(d) => write!(f, "{}.strides[{d}]", e(*a)),
+                ArrayProp::Size => write!(f, "{}.size", e(*a)),
+            },
+            Expr::Tuple(items) => {
+                write!(f, "{ty}(")?;
+                for (i, a) in items.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write!(f, "{}", e(*a))?;
+                }
+                write!(f, ")")
+            }
+            Expr::Extract(a, i) => write!(f, "{}[{i}]", e(*a)),
+        }
+    }
+}
+
+/// The literal's value as a scalar of type `s`, for constant folding and printing.
+pub fn literal_fits(lit: Literal, s: Scalar) -> bool {
+    match lit {
+        Literal::Int(v) => {
+            if s.is_float() || s == Scalar::Bool {
+                return true;
+            }
+            let bits = s.bits();
+            if s.is_signed() {
+                let min = -(1i128 << (bits - 1));
+                let max = (1i128 << (bits - 1)) - 1;
+                (min..=max).contains(&v)
+            } else {
+                (0..(1i128 << bits)).contains(&v)
+            }
+        }
+        _ => true,
+    }
+}

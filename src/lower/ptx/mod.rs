@@ -1,0 +1,172 @@
+//! The PTX back end: typed IR → LLVM IR (through inkwell) → optimized → PTX text.
+//!
+//! [`compile`] is the entry point. LLVM's NVPTX target is initialized once per process;
+//! target machines are cached per thread and architecture. Math functions come from
+//! libdevice, linked only into modules that call one (see [`libdevice`]).
+
+mod emit;
+pub mod libdevice;
+
+use super::Arch;
+use crate::ir::Program;
+use inkwell::context::Context;
+use inkwell::module::Module;
+use inkwell::passes::PassBuilderOptions;
+use inkwell::targets::{
+    CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine, TargetTriple,
+};
+use inkwell::OptimizationLevel;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Once;
+
+/// What went wrong in the back end. These are not the user's fault (except a missing
+/// libdevice); each names what failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LowerError {
+    /// LLVM rejected something the back end built: a compiler bug.
+    Llvm(String),
+    /// The kernel uses a math function and libdevice was not found.
+    LibdeviceNotFound(String),
+}
+
+impl fmt::Display for LowerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LowerError::Llvm(m) => write!(f, "internal compiler error in the PTX back end: {m}"),
+            LowerError::LibdeviceNotFound(w) => write!(
+                f,
+                "this kernel needs libdevice (CUDA's math library), which was not found (searched {w}); \
+                 install the `nvidia-cuda-nvcc` wheel or set PYDEVICE_LIBDEVICE"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for LowerError {}
+
+impl From<inkwell::builder::BuilderError> for LowerError {
+    fn from(e: inkwell::builder::BuilderError) -> Self {
+        LowerError::Llvm(e.to_string())
+    }
+}
+
+/// Options of the PTX back end.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PtxOptions {
+    /// The architecture to compile for.
+    pub arch: Arch,
+    /// LLVM optimization level, 0 to 3.
+    pub opt_level: u8,
+}
+
+impl Default for PtxOptions {
+    fn default() -> Self {
+        PtxOptions {
+            arch: Arch::DEFAULT,
+            opt_level: 3,
+        }
+    }
+}
+
+/// What to produce.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Emit {
+    /// PTX assembly.
+    Ptx,
+    /// Optimized LLVM IR (for inspection).
+    LlvmIr,
+}
+
+const TRIPLE: &str = "nvptx64-nvidia-cuda";
+
+fn init() {
+    static INIT: Once = Once::new();
+    INIT.call_once(|| Target::initialize_nvptx(&InitializationConfig::default()));
+}
+
+thread_local! {
+    static MACHINES: RefCell<HashMap<(Arch, u8), TargetMachine>> = RefCell::new(HashMap::new());
+}
+
+fn with_machine<R>(arch: Arch, opt: u8, f: impl FnOnce(&TargetMachine) -> R) -> Result<R, LowerError> {
+    init();
+    MACHINES.with(|m| {
+        let mut m = m.borrow_mut();
+        let key = (arch, opt);
+        if !m.contains_key(&key) {
+            let triple = TargetTriple::create(TRIPLE);
+            let target = Target::from_triple(&triple).map_err(|e| LowerError::Llvm(e.to_string()))?;
+            let cpu = arch.llvm_cpu();
+            let (maj, min) = cpu.ptx_version();
+            let level = match opt {
+                0 => OptimizationLevel::None,
+                1 => OptimizationLevel::Less,
+                2 => OptimizationLevel::Default,
+                _ => OptimizationLevel::Aggressive,
+            };
+            let tm = target
+                .create_target_machine(
+                    &triple,
+                    &cpu.to_string(),
+                    &format!("+ptx{maj}{min}"),
+                    level,
+                    RelocMode::Default,
+                    CodeModel::Default,
+                )
+                .ok_or_else(|| LowerError::Llvm(format!("cannot create a target machine for {arch}")))?;
+            m.insert(key, tm);
+        }
+        Ok(f(&m[&key]))
+    })
+}
+
+/// Compiles a program to PTX (or LLVM IR) for `options.arch`.
+pub fn compile(program: &Program, options: &PtxOptions, emit: Emit) -> Result<String, LowerError> {
+    let ctx = Context::create();
+    let module = ctx.create_module("pydevice");
+    module.set_triple(&TargetTriple::create(TRIPLE));
+    with_machine(options.arch, options.opt_level, |tm| {
+        module.set_data_layout(&tm.get_target_data().get_data_layout());
+    })?;
+    let uses_libdevice = emit::emit(&ctx, &module, program)?;
+    if uses_libdevice {
+        libdevice::link(&ctx, &module)?;
+    }
+    module
+        .verify()
+        .map_err(|e| LowerError::Llvm(format!("invalid LLVM IR: {}", e.to_string())))?;
+    optimize(&module, options)?;
+    match emit {
+        Emit::LlvmIr => Ok(module.print_to_string().to_string()),
+        Emit::Ptx => {
+            let buf = with_machine(options.arch, options.opt_level, |tm| {
+                tm.write_to_memory_buffer(&module, FileType::Assembly)
+            })?
+            .map_err(|e| LowerError::Llvm(e.to_string()))?;
+            let text = String::from_utf8_lossy(buf.as_slice()).into_owned();
+            Ok(retarget(text, options.arch))
+        }
+    }
+}
+
+fn optimize(module: &Module<'_>, options: &PtxOptions) -> Result<(), LowerError> {
+    let passes = format!("default<O{}>", options.opt_level.min(3));
+    with_machine(options.arch, options.opt_level, |tm| {
+        module.run_passes(&passes, tm, PassBuilderOptions::create())
+    })?
+    .map_err(|e| LowerError::Llvm(e.to_string()))
+}
+
+/// PTX built for an older architecture, relabelled for a newer one LLVM 19 does not know.
+fn retarget(ptx: String, arch: Arch) -> String {
+    let cpu = arch.llvm_cpu();
+    if cpu == arch {
+        return ptx;
+    }
+    let (maj, min) = arch.ptx_version();
+    let (cmaj, cmin) = cpu.ptx_version();
+    ptx.replacen(&format!(".version {cmaj}.{cmin}"), &format!(".version {maj}.{min}"), 1)
+        .replacen(&format!(".target {cpu}"), &format!(".target {arch}"), 1)
+}

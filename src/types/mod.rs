@@ -1,0 +1,348 @@
+//! The type lattice of device code: scalars, vectors, tuples and arrays, with their names
+//! in the Python dialect and in Numba's signature notation.
+//!
+//! This module only describes types; how values of a type are laid out in memory lives in
+//! `abi`, how they are promoted in [`promote`], and how they are inferred in `front`.
+
+pub mod promote;
+pub mod signature;
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The kind of a scalar, which decides how it takes part in promotion.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// `bool`.
+    Bool,
+    /// Signed two's-complement integers.
+    Int,
+    /// Unsigned integers.
+    UInt,
+    /// IEEE binary floating point.
+    Float,
+}
+
+/// A fixed-format number (or `bool`): the dtypes of arrays and the types of scalars.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scalar {
+    /// `bool`, one byte in memory.
+    Bool,
+    /// `int8`.
+    Int8,
+    /// `int16`.
+    Int16,
+    /// `int32`, also Python's `int` in device code.
+    Int32,
+    /// `int64`.
+    Int64,
+    /// `uint8`.
+    UInt8,
+    /// `uint16`.
+    UInt16,
+    /// `uint32`.
+    UInt32,
+    /// `uint64`.
+    UInt64,
+    /// `float32`, also Python's `float` in device code.
+    Float32,
+    /// `float64`.
+    Float64,
+}
+
+impl Scalar {
+    /// Every scalar, in a fixed order (used by table-driven tests).
+    pub const ALL: [Scalar; 11] = [
+        Scalar::Bool,
+        Scalar::Int8,
+        Scalar::Int16,
+        Scalar::Int32,
+        Scalar::Int64,
+        Scalar::UInt8,
+        Scalar::UInt16,
+        Scalar::UInt32,
+        Scalar::UInt64,
+        Scalar::Float32,
+        Scalar::Float64,
+    ];
+
+    /// The promotion kind.
+    pub fn kind(self) -> Kind {
+        use Scalar::*;
+        match self {
+            Bool => Kind::Bool,
+            Int8 | Int16 | Int32 | Int64 => Kind::Int,
+            UInt8 | UInt16 | UInt32 | UInt64 => Kind::UInt,
+            Float32 | Float64 => Kind::Float,
+        }
+    }
+
+    /// Width in bits of the value (8 for `bool`, its storage).
+    pub fn bits(self) -> u32 {
+        use Scalar::*;
+        match self {
+            Bool | Int8 | UInt8 => 8,
+            Int16 | UInt16 => 16,
+            Int32 | UInt32 | Float32 => 32,
+            Int64 | UInt64 | Float64 => 64,
+        }
+    }
+
+    /// Size in bytes.
+    pub fn size(self) -> u64 {
+        u64::from(self.bits() / 8)
+    }
+
+    /// True for signed and unsigned integers (not `bool`).
+    pub fn is_integer(self) -> bool {
+        matches!(self.kind(), Kind::Int | Kind::UInt)
+    }
+
+    /// True for floating-point types.
+    pub fn is_float(self) -> bool {
+        self.kind() == Kind::Float
+    }
+
+    /// True for signed integers.
+    pub fn is_signed(self) -> bool {
+        self.kind() == Kind::Int
+    }
+
+    /// The signed or unsigned integer of a width.
+    pub fn int(signed: bool, bits: u32) -> Option<Scalar> {
+        use Scalar::*;
+        Some(match (signed, bits) {
+            (true, 8) => Int8,
+            (true, 16) => Int16,
+            (true, 32) => Int32,
+            (true, 64) => Int64,
+            (false, 8) => UInt8,
+            (false, 16) => UInt16,
+            (false, 32) => UInt32,
+            (false, 64) => UInt64,
+            _ => return None,
+        })
+    }
+
+    /// The float of a width.
+    pub fn float(bits: u32) -> Option<Scalar> {
+        match bits {
+            32 => Some(Scalar::Float32),
+            64 => Some(Scalar::Float64),
+            _ => None,
+        }
+    }
+
+    /// The name in the Python dialect (`float32`).
+    pub fn name(self) -> &'static str {
+        use Scalar::*;
+        match self {
+            Bool => "bool",
+            Int8 => "int8",
+            Int16 => "int16",
+            Int32 => "int32",
+            Int64 => "int64",
+            UInt8 => "uint8",
+            UInt16 => "uint16",
+            UInt32 => "uint32",
+            UInt64 => "uint64",
+            Float32 => "float32",
+            Float64 => "float64",
+        }
+    }
+
+    /// Looks a dtype up by its dialect name or a NumPy / Numba alias (`f4`, `i8`, `boolean`).
+    pub fn from_name(name: &str) -> Option<Scalar> {
+        use Scalar::*;
+        Some(match name {
+            "bool" | "bool_" | "boolean" | "b1" => Bool,
+            "int8" | "i1" | "byte" => Int8,
+            "int16" | "i2" => Int16,
+            "int32" | "i4" | "intc" => Int32,
+            "int64" | "i8" | "intp" => Int64,
+            "uint8" | "u1" | "uchar" => UInt8,
+            "uint16" | "u2" => UInt16,
+            "uint32" | "u4" | "uintc" => UInt32,
+            "uint64" | "u8" | "uintp" => UInt64,
+            "float32" | "f4" | "single" => Float32,
+            "float64" | "f8" | "double" => Float64,
+            _ => return None,
+        })
+    }
+
+    /// The CUDA C++ spelling, as the spec's tables give it.
+    pub fn cxx_name(self) -> &'static str {
+        use Scalar::*;
+        match self {
+            Bool => "bool",
+            Int8 => "cuda::std::int8_t",
+            Int16 => "cuda::std::int16_t",
+            Int32 => "cuda::std::int32_t",
+            Int64 => "cuda::std::int64_t",
+            UInt8 => "cuda::std::uint8_t",
+            UInt16 => "cuda::std::uint16_t",
+            UInt32 => "cuda::std::uint32_t",
+            UInt64 => "cuda::std::uint64_t",
+            Float32 => "float",
+            Float64 => "double",
+        }
+    }
+
+    /// The NumPy array-interface type string (`<f4`).
+    pub fn numpy_descr(self) -> &'static str {
+        use Scalar::*;
+        match self {
+            Bool => "|b1",
+            Int8 => "|i1",
+            Int16 => "<i2",
+            Int32 => "<i4",
+            Int64 => "<i8",
+            UInt8 => "|u1",
+            UInt16 => "<u2",
+            UInt32 => "<u4",
+            UInt64 => "<u8",
+            Float32 => "<f4",
+            Float64 => "<f8",
+        }
+    }
+}
+
+impl fmt::Display for Scalar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How an array's elements are laid out, as far as the compiler may assume.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Layout {
+    /// Any strides (`float32[:, :]`).
+    Any,
+    /// C order: the last dimension is contiguous (`float32[:, ::1]`).
+    C,
+    /// Fortran order: the first dimension is contiguous (`float32[::1, :]`).
+    F,
+}
+
+/// Which memory an array's data lives in.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum MemSpace {
+    /// Device global memory: arrays passed to kernels.
+    Global,
+    /// Shared memory of the thread block.
+    Shared,
+    /// Thread-private local memory.
+    Local,
+}
+
+/// The type of an array: element type, number of dimensions, layout and memory space.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ArrayType {
+    /// Element type.
+    pub dtype: Scalar,
+    /// Number of dimensions (1 or more).
+    pub ndim: u8,
+    /// What the compiler may assume about strides.
+    pub layout: Layout,
+    /// Where the data lives.
+    pub space: MemSpace,
+}
+
+/// A type of device code.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Type {
+    /// `None`: the type of functions without a value.
+    None,
+    /// A number.
+    Scalar(Scalar),
+    /// A vector of 1 to 4 numbers, such as `uint32x3` (`thread_idx` is one).
+    Vector {
+        /// Element type.
+        elem: Scalar,
+        /// Number of elements, 1 to 4.
+        len: u8,
+    },
+    /// A heterogeneous tuple.
+    Tuple(Vec<Type>),
+    /// An array.
+    Array(ArrayType),
+}
+
+impl Type {
+    /// The scalar, if this is one.
+    pub fn as_scalar(&self) -> Option<Scalar> {
+        match self {
+            Type::Scalar(s) => Some(*s),
+            _ => None,
+        }
+    }
+
+    /// The array type, if this is one.
+    pub fn as_array(&self) -> Option<&ArrayType> {
+        match self {
+            Type::Array(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    /// A global-memory array type.
+    pub fn array(dtype: Scalar, ndim: u8, layout: Layout) -> Type {
+        Type::Array(ArrayType {
+            dtype,
+            ndim,
+            layout,
+            space: MemSpace::Global,
+        })
+    }
+}
+
+impl From<Scalar> for Type {
+    fn from(s: Scalar) -> Type {
+        Type::Scalar(s)
+    }
+}
+
+impl fmt::Display for ArrayType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}[", self.dtype)?;
+        for d in 0..self.ndim {
+            if d > 0 {
+                f.write_str(", ")?;
+            }
+            let contiguous = match self.layout {
+                Layout::C => d + 1 == self.ndim,
+                Layout::F => d == 0,
+                Layout::Any => false,
+            };
+            f.write_str(if contiguous { "::1" } else { ":" })?;
+        }
+        f.write_str("]")?;
+        match self.space {
+            MemSpace::Global => Ok(()),
+            MemSpace::Shared => f.write_str(" (shared)"),
+            MemSpace::Local => f.write_str(" (local)"),
+        }
+    }
+}
+
+impl fmt::Display for Type {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Type::None => f.write_str("None"),
+            Type::Scalar(s) => write!(f, "{s}"),
+            Type::Vector { elem, len } => write!(f, "{elem}x{len}"),
+            Type::Tuple(ts) => {
+                f.write_str("tuple[")?;
+                for (i, t) in ts.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{t}")?;
+                }
+                f.write_str("]")
+            }
+            Type::Array(a) => write!(f, "{a}"),
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! Parsing argument types written in Numba's notation: `float32[:]`, `float64[:, ::1]`,
+//! `int32`, `(int32, float32)`, and whole signatures such as `void(float32[:], int32)`.
+
+use super::{Layout, Scalar, Type};
+
+/// Parses a comma-separated list of argument types, optionally wrapped as a whole Numba
+/// signature `ret(args)`; the return type, if any, must be `void`/`none` for kernels and is
+/// returned beside the arguments.
+///
+/// ```
+/// use pydevice::types::{signature::parse_signature, Type, Scalar, Layout};
+/// let (args, ret) = parse_signature("void(float32[::1], int32)").unwrap();
+/// assert_eq!(args, vec![Type::array(Scalar::Float32, 1, Layout::C), Type::Scalar(Scalar::Int32)]);
+/// assert_eq!(ret, Some(Type::None));
+/// ```
+pub fn parse_signature(text: &str) -> Result<(Vec<Type>, Option<Type>), String> {
+    let mut p = Parser {
+        s: text.as_bytes(),
+        i: 0,
+    };
+    p.ws();
+    // A whole signature: NAME '(' ... ')'
+    let save = p.i;
+    if let Some(name) = p.ident() {
+        p.ws();
+        if p.eat(b'(') {
+            let ret = if matches!(name.as_str(), "void" | "none" | "None") {
+                Type::None
+            } else {
+                p.i = save;
+                let t = p.ty()?;
+                p.ws();
+                p.expect(b'(')?;
+                t
+            };
+            let args = p.list(b')')?;
+            p.expect(b')')?;
+            p.end()?;
+            return Ok((args, Some(ret)));
+        }
+    }
+    p.i = save;
+    let args = p.list(0)?;
+    p.end()?;
+    Ok((args, None))
+}
+
+/// Parses one type in Numba's notation.
+pub fn parse_type(text: &str) -> Result<Type, String> {
+    let mut p = Parser {
+        s: text.as_bytes(),
+        i: 0,
+    };
+    p.ws();
+    let t = p.ty()?;
+    p.end()?;
+    Ok(t)
+}
+
+struct Parser<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+impl Parser<'_> {
+    fn ws(&mut self) {
+        while self.i < self.s.len() && self.s[self.i].is_ascii_whitespace() {
+            self.i += 1;
+        }
+    }
+
+    fn eat(&mut self, c: u8) -> bool {
+        self.ws();
+        if self.s.get(self.i) == Some(&c) {
+            self.i += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn expect(&mut self, c: u8) -> Result<(), String> {
+        if self.eat(c) {
+            Ok(())
+        } else {
+            Err(format!(
+                "expected `{}` at column {}",
+                c as char,
+                self.i + 1
+            ))
+        }
+    }
+
+    fn end(&mut self) -> Result<(), String> {
+        self.ws();
+        if self.i == self.s.len() {
+            Ok(())
+        } else {
+            Err(format!("unexpected text at column {}", self.i + 1))
+        }
+    }
+
+    fn ident(&mut self) -> Option<String> {
+        self.ws();
+        let start = self.i;
+        while self.i < self.s.len() && (self.s[self.i].is_ascii_alphanumeric() || self.s[self.i] == b'_')
+        {
+            self.i += 1;
+        }
+        (self.i > start).then(|| String::from_utf8_lossy(&self.s[start..self.i]).into_owned())
+    }
+
+    /// Types separated by commas up to (not consuming) `close`, or the end when `close` is 0.
+    fn list(&mut self, close: u8) -> Result<Vec<Type>, String> {
+        let mut out = Vec::new();
+        self.ws();
+        if self.s.get(self.i).copied() == Some(close) || (close == 0 && self.i == self.s.len()) {
+            return Ok(out);
+        }
+        loop {
+            out.push(self.ty()?);
+            if !self.eat(b',') {
+                return Ok(out);
+            }
+            self.ws();
+            if self.s.get(self.i).copied() == Some(close) {
+                return Ok(out);
+            }
+        }
+    }
+
+    fn ty(&mut self) -> Result<Type, String> {
+        if self.eat(b'(') {
+            let elems = self.list(b')')?;
+            self.expect(b')')?;
+            return Ok(Type::Tuple(elems));
+        }
+        let col = self.i + 1;
+        let name = self
+            .ident()
+            .ok_or_else(|| format!("expected a type at column {col}"))?;
+        let scalar = match name.as_str() {
+            "int" => Scalar::Int32,
+            "float" => Scalar::Float32,
+            n => Scalar::from_name(n).ok_or_else(|| format!("unknown type `{n}`"))?,
+        };
+        if !self.eat(b'[') {
+            return Ok(Type::Scalar(scalar));
+        }
+        // Dimensions: `:` or `::1`, separated by commas.
+        let mut contiguous = Vec::new();
+        loop {
+            self.expect(b':')?;
+            if self.eat(b':') {
+                self.ws();
+                if self.s.get(self.i) == Some(&b'1') {
+                    self.i += 1;
+                    contiguous.push(true);
+                } else {
+                    return Err(format!("expected `::1` at column {}", self.i + 1));
+                }
+            } else {
+                contiguous.push(false);
+            }
+            if !self.eat(b',') {
+                break;
+            }
+        }
+        self.expect(b']')?;
+        let n = contiguous.len();
+        let layout = match contiguous.iter().position(|&c| c) {
+            None => Layout::Any,
+            Some(p) if contiguous.iter().filter(|&&c| c).count() > 1 => {
+                return Err(format!("only one dimension can be `::1` (found at {p} and more)"));
+            }
+            Some(p) if p + 1 == n => Layout::C,
+            Some(0) => Layout::F,
+            Some(_) => return Err("`::1` must be the first or last dimension".into()),
+        };
+        if n > 255 {
+            return Err("too many dimensions".into());
+        }
+        Ok(Type::array(scalar, n as u8, layout))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_numba_notation() {
+        let (args, ret) = parse_signature("float32[:], float64[:, :], int32[::1], uint8").unwrap();
+        assert_eq!(ret, None);
+        assert_eq!(
+            args,
+            vec![
+                Type::array(Scalar::Float32, 1, Layout::Any),
+                Type::array(Scalar::Float64, 2, Layout::Any),
+                Type::array(Scalar::Int32, 1, Layout::C),
+                Type::Scalar(Scalar::UInt8),
+            ]
+        );
+        assert_eq!(parse_type("f8[::1, :]").unwrap(), Type::array(Scalar::Float64, 2, Layout::F));
+        assert_eq!(
+            parse_signature("float32(float32, (int32, int64))").unwrap(),
+            (
+                vec![
+                    Type::Scalar(Scalar::Float32),
+                    Type::Tuple(vec![Scalar::Int32.into(), Scalar::Int64.into()])
+                ],
+                Some(Type::Scalar(Scalar::Float32))
+            )
+        );
+        assert_eq!(parse_signature("").unwrap(), (vec![], None));
+        assert_eq!(parse_signature("void()").unwrap(), (vec![], Some(Type::None)));
+    }
+
+    #[test]
+    fn rejects_bad_notation() {
+        assert!(parse_type("float33").is_err());
+        assert!(parse_type("float32[:").is_err());
+        assert!(parse_type("float32[:, ::1, :]").is_err());
+        assert!(parse_type("float32[::2]").is_err());
+        assert!(parse_signature("int32 int32").is_err());
+    }
+}
