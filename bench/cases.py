@@ -8,6 +8,8 @@ bench/peers/cuda/bench_cuda.cu repeats the sizes and launch shapes in C++: keep 
 Needs numpy only.
 """
 
+import statistics
+import time
 import zlib
 from dataclasses import dataclass
 from typing import Callable
@@ -270,3 +272,41 @@ def result(impl, case, median_us, min_us, ok, note=""):
     if note:
         rec["note"] = note
     return rec
+
+
+def time_launches(launch, new_event, elapsed_ms, synchronize):
+    """(median, min) in us of RUNS launches, each between its own pair of device events,
+    after WARMUP untimed launches. The event API is the framework's (numba or CuPy)."""
+    for _ in range(WARMUP):
+        launch()
+    synchronize()
+    start, stop = new_event(), new_event()
+    us = []
+    for _ in range(RUNS):
+        start.record()
+        launch()
+        stop.record()
+        stop.synchronize()
+        us.append(1e3 * elapsed_ms(start, stop))
+    return statistics.median(us), min(us)
+
+
+def launch_cost(launch, synchronize):
+    """Host us per asynchronous launch, as (median, min) over 100 batches of 100 launches;
+    each batch is timed on the host clock without waiting for the GPU, then drained."""
+    for _ in range(1000):
+        launch()
+    synchronize()
+    per = []
+    for _ in range(100):
+        t0 = time.perf_counter()
+        for _ in range(100):
+            launch()
+        per.append((time.perf_counter() - t0) * 1e4)  # / 100 launches * 1e6 us
+        synchronize()
+    return statistics.median(per), min(per)
+
+
+def launch_record(impl, median, low):
+    return {"impl": impl, "kernel": "launch_overhead", "host_us": round(median, 3),
+            "host_us_min": round(low, 3)}

@@ -82,7 +82,8 @@ def cost_table(records):
     rows = ["| cost | value |", "|---|---:|"]
     for (impl, kernel, target), rec in records.items():
         if kernel == "launch_overhead" and "host_us" in rec:
-            rows.append(f"| host µs per async launch, {impl} | {rec['host_us']:.1f} |")
+            low = f" (min {rec['host_us_min']:.1f})" if "host_us_min" in rec else ""
+            rows.append(f"| host µs per async launch, {impl} | {rec['host_us']:.1f}{low} |")
     for (impl, kernel, target), rec in records.items():
         if kernel == "compile_ptx" and "cold_ms" in rec:
             rows.append(f"| {impl} compile_ptx {target}, ms cold / warm "

@@ -1,7 +1,289 @@
-//! pydevice: a compiler library
+//! # pydevice
+//!
+//! A reusable compiler for CUDA SIMT code written in Python — the `cuda.device` dialect of
+//! the draft *CUDA Python device* specification — to PTX, with a small runtime to launch it.
+//! Frameworks embed it instead of writing their own device compiler.
+//!
+//! The pipeline, one module per stage, data flowing one way:
+//!
+//! 1. [`front`] parses Python with ruff's parser and records the module's device functions;
+//! 2. [`front::check`] specializes an entry for argument [`types`] and builds the typed [`ir`];
+//! 3. [`lower::ptx`] turns the IR into LLVM IR, optimizes it and emits PTX;
+//! 4. [`abi`] describes how each parameter is laid out (serializable);
+//! 5. [`runtime`] loads PTX through the CUDA driver and launches kernels.
+//!
+//! ```
+//! use pydevice::{Module, CompileOptions, types::signature::parse_signature};
+//!
+//! let src = r#"
+//! from cuda import device
+//!
+//! @device.kernel
+//! def saxpy(a, x, y, out):
+//!     i = device.tid(1)
+//!     if i < len(out):
+//!         out[i] = a * x[i] + y[i]
+//! "#;
+//! let module = Module::parse("saxpy.py", src).expect("parses");
+//! let (args, _) = parse_signature("float32, float32[::1], float32[::1], float32[::1]").unwrap();
+//! let kernel = module.compile("saxpy", &args, &CompileOptions::default()).expect("compiles");
+//! assert!(kernel.ptx.contains(".entry saxpy"));
+//! assert_eq!(kernel.abi.params.len(), 4);
+//! ```
+//!
+//! Errors are values: [`Diagnostics`] for programs that break the language's rules (rendered
+//! like rustc, with the source line), [`lower::ptx::LowerError`] and
+//! [`runtime::RuntimeError`] for the rest, all gathered in [`Error`].
+
+pub mod abi;
 pub mod diag;
 pub mod front;
 pub mod ir;
-pub mod types;
 pub mod lower;
+pub mod runtime;
 pub mod toolkit;
+pub mod types;
+
+pub use abi::KernelAbi;
+pub use diag::{Diagnostic, Diagnostics, SourceFile, Span};
+pub use lower::Arch;
+pub use types::Type;
+
+use lower::ptx::{Emit, LowerError, PtxOptions};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use types::promote::Defaults;
+
+/// Any error of the library.
+#[derive(Debug, Clone)]
+pub enum Error {
+    /// The program is ill-formed.
+    Diagnostics(Diagnostics),
+    /// The back end failed.
+    Lower(LowerError),
+    /// Running it failed.
+    Runtime(runtime::RuntimeError),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Diagnostics(d) => write!(f, "{d}"),
+            Error::Lower(e) => write!(f, "{e}"),
+            Error::Runtime(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<Diagnostics> for Error {
+    fn from(d: Diagnostics) -> Self {
+        Error::Diagnostics(d)
+    }
+}
+impl From<LowerError> for Error {
+    fn from(e: LowerError) -> Self {
+        Error::Lower(e)
+    }
+}
+impl From<runtime::RuntimeError> for Error {
+    fn from(e: runtime::RuntimeError) -> Self {
+        Error::Runtime(e)
+    }
+}
+
+/// Options for compiling to PTX.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CompileOptions {
+    /// Target architecture.
+    pub arch: Arch,
+    /// Optimization level 0 to 3.
+    pub opt_level: u8,
+}
+
+impl Default for CompileOptions {
+    fn default() -> Self {
+        CompileOptions {
+            arch: Arch::DEFAULT,
+            opt_level: 3,
+        }
+    }
+}
+
+impl CompileOptions {
+    fn ptx(&self) -> PtxOptions {
+        PtxOptions {
+            arch: self.arch,
+            opt_level: self.opt_level,
+        }
+    }
+}
+
+/// A compiled kernel: its PTX and how to call it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CompiledKernel {
+    /// PTX assembly text.
+    pub ptx: String,
+    /// The architecture it was compiled for.
+    pub arch: Arch,
+    /// Its symbol and parameter layouts.
+    pub abi: KernelAbi,
+}
+
+/// What a module-level function is.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EntryInfo {
+    /// The Python name.
+    pub name: String,
+    /// `true` for `@kernel`, `false` for `@func`.
+    pub is_kernel: bool,
+    /// Parameter names in order.
+    pub params: Vec<String>,
+    /// Parameter types from annotations, where every parameter has one.
+    pub annotated: Option<Vec<Type>>,
+}
+
+/// A parsed Python module of device code. `Send + Sync`: specialize it from many threads.
+#[derive(Debug)]
+pub struct Module {
+    parsed: front::ParsedModule,
+    defaults: Defaults,
+}
+
+/// One entry specialized for argument types: the typed IR, ready to lower.
+#[derive(Clone, Debug)]
+pub struct Specialization {
+    program: ir::Program,
+}
+
+impl Module {
+    /// Parses a module; `name` is used in diagnostics.
+    pub fn parse(name: &str, source: &str) -> Result<Module, Diagnostics> {
+        let parsed = front::parse(SourceFile::new(name, source))?;
+        Ok(Module {
+            parsed,
+            defaults: Defaults::CUDA_DEVICE,
+        })
+    }
+
+    /// The source.
+    pub fn file(&self) -> &SourceFile {
+        self.parsed.file()
+    }
+
+    /// The module's `@kernel` and `@func` functions.
+    pub fn entries(&self) -> Vec<EntryInfo> {
+        self.parsed
+            .functions
+            .iter()
+            .filter_map(|f| {
+                let kind = f.kind?;
+                let def = self.parsed.def(f);
+                let params: Vec<_> = def
+                    .parameters
+                    .posonlyargs
+                    .iter()
+                    .chain(def.parameters.args.iter())
+                    .collect();
+                let annotated = params
+                    .iter()
+                    .map(|p| {
+                        p.parameter
+                            .annotation
+                            .as_deref()
+                            .and_then(|a| self.parsed.annotation_type(a, self.defaults))
+                    })
+                    .collect::<Option<Vec<_>>>();
+                Some(EntryInfo {
+                    name: f.name.clone(),
+                    is_kernel: kind == ir::FunctionKind::Kernel,
+                    params: params.iter().map(|p| p.parameter.name.id.to_string()).collect(),
+                    annotated,
+                })
+            })
+            .collect()
+    }
+
+    /// Type-checks every entry whose parameters are all annotated; returns the names of the
+    /// entries that could not be checked for lack of annotations.
+    pub fn check(&self) -> Result<Vec<String>, Diagnostics> {
+        let mut unchecked = Vec::new();
+        let mut all: Vec<Diagnostic> = Vec::new();
+        for e in self.entries() {
+            match &e.annotated {
+                Some(types) => {
+                    if let Err(d) = self.specialize(&e.name, types) {
+                        for x in d.list {
+                            if !all.contains(&x) {
+                                all.push(x);
+                            }
+                        }
+                    }
+                }
+                None => unchecked.push(e.name),
+            }
+        }
+        if all.is_empty() {
+            Ok(unchecked)
+        } else {
+            Err(Diagnostics {
+                file: self.file().clone(),
+                list: all,
+            })
+        }
+    }
+
+    /// Specializes `entry` for argument types.
+    pub fn specialize(&self, entry: &str, args: &[Type]) -> Result<Specialization, Diagnostics> {
+        front::check::specialize(&self.parsed, entry, args, self.defaults)
+            .map(|program| Specialization { program })
+    }
+
+    /// Specializes and compiles `entry` to PTX.
+    pub fn compile(&self, entry: &str, args: &[Type], options: &CompileOptions) -> Result<CompiledKernel, Error> {
+        Ok(self.specialize(entry, args)?.to_ptx(options)?)
+    }
+}
+
+impl Specialization {
+    /// The typed IR.
+    pub fn program(&self) -> &ir::Program {
+        &self.program
+    }
+
+    /// The entry's ABI.
+    pub fn abi(&self) -> KernelAbi {
+        KernelAbi::of(&self.program.functions[self.program.entry])
+    }
+
+    /// Lowers to PTX.
+    pub fn to_ptx(&self, options: &CompileOptions) -> Result<CompiledKernel, LowerError> {
+        let ptx = lower::ptx::compile(&self.program, &options.ptx(), Emit::Ptx)?;
+        Ok(CompiledKernel {
+            ptx,
+            arch: options.arch,
+            abi: self.abi(),
+        })
+    }
+
+    /// Lowers to optimized LLVM IR text (for inspection).
+    pub fn to_llvm_ir(&self, options: &CompileOptions) -> Result<String, LowerError> {
+        lower::ptx::compile(&self.program, &options.ptx(), Emit::LlvmIr)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn public_types_cross_threads() {
+        assert_send_sync::<Module>();
+        assert_send_sync::<Specialization>();
+        assert_send_sync::<CompiledKernel>();
+        assert_send_sync::<Error>();
+    }
+}

@@ -19,11 +19,11 @@ usage: cupyx_suite.py [kernel ...]
 
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import warnings
 
 import cupy
 import numpy as np
@@ -31,6 +31,8 @@ from cupyx import jit
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import cases  # noqa: E402
+
+warnings.filterwarnings("ignore", message="cupyx.jit.rawkernel is experimental")
 
 FULL_MASK = 0xFFFFFFFF
 TRANSPOSE_TILE = 32
@@ -239,22 +241,6 @@ def log(msg):
     print(f"cupyx_suite: {msg}", file=sys.stderr, flush=True)
 
 
-def time_launches(launch):
-    """(median, min) in us of cases.RUNS launches, each between two events, after warm-up."""
-    for _ in range(cases.WARMUP):
-        launch()
-    cupy.cuda.Device().synchronize()
-    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-    us = []
-    for _ in range(cases.RUNS):
-        start.record()
-        launch()
-        stop.record()
-        stop.synchronize()
-        us.append(1e3 * cupy.cuda.get_elapsed_time(start, stop))
-    return statistics.median(us), min(us)
-
-
 def bench(case):
     if case.name in NOT_EXPRESSIBLE:
         emit({"impl": "cupyx", "kernel": case.name, "ok": False, "note": NOT_EXPRESSIBLE[case.name]})
@@ -271,29 +257,18 @@ def bench(case):
     names = list(args)
     got = {k: cupy.asnumpy(params[names.index(k)]) for k in case.outputs}
     ok, note = case.check(args, got)
-    median, low = time_launches(launch)
+    median, low = cases.time_launches(
+        launch, cupy.cuda.Event, cupy.cuda.get_elapsed_time, cupy.cuda.Device().synchronize
+    )
     emit(cases.result("cupyx", case, median, low, ok, note))
 
 
 def launch_overhead():
-    """Host us per asynchronous launch: 100 batches of 100, each drained after timing."""
     a = cupy.empty(1, np.float32)
     raw = cupy.RawKernel(RAW_EMPTY, "empty")
-    for impl, launch in (
-        ("cupy.RawKernel", lambda: raw((1,), (32,), (a,))),
-        ("cupyx", lambda: empty((1,), (32,), (a,))),
-    ):
-        for _ in range(1000):
-            launch()
-        cupy.cuda.Device().synchronize()
-        per = []
-        for _ in range(100):
-            t0 = time.perf_counter()
-            for _ in range(100):
-                launch()
-            per.append((time.perf_counter() - t0) / 100 * 1e6)
-            cupy.cuda.Device().synchronize()
-        emit({"impl": impl, "kernel": "launch_overhead", "host_us": round(statistics.median(per), 3)})
+    sync = cupy.cuda.Device().synchronize
+    emit(cases.launch_record("cupy.RawKernel", *cases.launch_cost(lambda: raw((1,), (32,), (a,)), sync)))
+    emit(cases.launch_record("cupyx", *cases.launch_cost(lambda: empty((1,), (32,), (a,)), sync)))
 
 
 def probe_first_call():

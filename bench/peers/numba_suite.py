@@ -247,22 +247,6 @@ def log(msg):
     print(f"numba_suite: {msg}", file=sys.stderr, flush=True)
 
 
-def time_launches(launch):
-    """(median, min) in us of cases.RUNS launches, each between two events, after warm-up."""
-    for _ in range(cases.WARMUP):
-        launch()
-    cuda.synchronize()
-    start, stop = cuda.event(), cuda.event()
-    us = []
-    for _ in range(cases.RUNS):
-        start.record()
-        launch()
-        stop.record()
-        stop.synchronize()
-        us.append(1e3 * cuda.event_elapsed_time(start, stop))
-    return statistics.median(us), min(us)
-
-
 def bench(case):
     args = case.inputs()
     params = [cuda.to_device(v) if isinstance(v, np.ndarray) else v for v in args.values()]
@@ -272,25 +256,16 @@ def bench(case):
     names = list(args)
     got = {k: params[names.index(k)].copy_to_host() for k in case.outputs}
     ok, note = case.check(args, got)
-    median, low = time_launches(lambda: kernel(*params))
+    median, low = cases.time_launches(
+        lambda: kernel(*params), cuda.event, cuda.event_elapsed_time, cuda.synchronize
+    )
     emit(cases.result("numba", case, median, low, ok, note))
 
 
 def launch_overhead():
-    """Host us per asynchronous launch: 100 batches of 100, each drained after timing."""
     a = cuda.device_array(1, np.float32)
     launch = empty[1, 32]
-    for _ in range(1000):
-        launch(a)
-    cuda.synchronize()
-    per = []
-    for _ in range(100):
-        t0 = time.perf_counter()
-        for _ in range(100):
-            launch(a)
-        per.append((time.perf_counter() - t0) / 100 * 1e6)
-        cuda.synchronize()
-    emit({"impl": "numba", "kernel": "launch_overhead", "host_us": round(statistics.median(per), 3)})
+    emit(cases.launch_record("numba", *cases.launch_cost(lambda: launch(a), cuda.synchronize)))
 
 
 def probe(what, target):

@@ -1,1 +1,348 @@
-fn main(){}
+//! The `pydevice` command line: a thin client of the library's public API.
+//!
+//! ```text
+//! pydevice compile FILE.py --entry NAME --sig "float32[:], int32" [--arch sm_90] [--emit ptx|llvm|ir|abi] [-o OUT]
+//! pydevice check FILE.py [--entry NAME --sig SIG]
+//! pydevice run FILE.py --entry NAME --grid X[,Y[,Z]] --block X[,Y[,Z]] [--shared N] [--arch smXX]
+//!              --arg NAME=file.npy --arg NAME=dtype:value ... [--out NAME=path.npy] [--bench N]
+//! ```
+//! Exit status: 0 on success, 1 when the program has errors, 2 for usage or run-time errors.
+
+use pydevice::abi::{ArgValue, ArrayArg};
+use pydevice::runtime::npy::NpyArray;
+use pydevice::runtime::{Device, LaunchConfig};
+use pydevice::types::signature::parse_signature;
+use pydevice::types::{Layout, Scalar, Type};
+use pydevice::{Arch, CompileOptions, Module};
+use std::collections::HashMap;
+use std::process::ExitCode;
+
+const USAGE: &str = "usage:
+  pydevice compile FILE.py --entry NAME [--sig SIG] [--arch smXX] [--emit ptx|llvm|ir|abi] [-o OUT]
+  pydevice check FILE.py [--entry NAME --sig SIG]
+  pydevice run FILE.py --entry NAME --grid X[,Y[,Z]] --block X[,Y[,Z]] [--shared N] [--arch smXX]
+               --arg NAME=FILE.npy | --arg NAME=DTYPE:VALUE ... [--out NAME=FILE.npy] [--bench N]
+SIG uses Numba's notation: \"float32[:], float64[:, ::1], int32\" or \"void(float32[:], int32)\".";
+
+enum Failure {
+    /// The program is ill-formed (diagnostics already printed).
+    Program,
+    /// Bad usage or a run-time failure.
+    Other(String),
+}
+
+impl From<String> for Failure {
+    fn from(s: String) -> Self {
+        Failure::Other(s)
+    }
+}
+
+impl From<&str> for Failure {
+    fn from(s: &str) -> Self {
+        Failure::Other(s.to_string())
+    }
+}
+
+struct Args {
+    positional: Vec<String>,
+    options: HashMap<String, Vec<String>>,
+}
+
+impl Args {
+    fn parse(raw: &[String]) -> Result<Args, String> {
+        let mut positional = Vec::new();
+        let mut options: HashMap<String, Vec<String>> = HashMap::new();
+        let mut i = 0;
+        while i < raw.len() {
+            let a = &raw[i];
+            if let Some(name) = a.strip_prefix("--").or_else(|| a.strip_prefix('-').filter(|n| *n == "o")) {
+                let (name, value) = match name.split_once('=') {
+                    Some((n, v)) => (n.to_string(), v.to_string()),
+                    None => {
+                        i += 1;
+                        let v = raw.get(i).ok_or_else(|| format!("`{a}` needs a value"))?;
+                        (name.to_string(), v.clone())
+                    }
+                };
+                options.entry(name).or_default().push(value);
+            } else {
+                positional.push(a.clone());
+            }
+            i += 1;
+        }
+        Ok(Args { positional, options })
+    }
+
+    fn one(&self, name: &str) -> Option<&str> {
+        self.options.get(name).and_then(|v| v.last()).map(String::as_str)
+    }
+
+    fn all(&self, name: &str) -> &[String] {
+        self.options.get(name).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    fn check_known(&self, known: &[&str]) -> Result<(), String> {
+        for k in self.options.keys() {
+            if !known.contains(&k.as_str()) {
+                return Err(format!("unknown option `--{k}`\n{USAGE}"));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn load(path: &str) -> Result<Module, Failure> {
+    let src = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+    Module::parse(path, &src).map_err(|d| {
+        eprint!("{}", d.render());
+        Failure::Program
+    })
+}
+
+fn arch_option(a: &Args) -> Result<Option<Arch>, String> {
+    a.one("arch").map(|s| s.parse::<Arch>()).transpose()
+}
+
+/// The argument types: from `--sig`, or from the entry's annotations.
+fn signature(module: &Module, entry: &str, sig: Option<&str>) -> Result<Vec<Type>, Failure> {
+    if let Some(sig) = sig {
+        let (args, _ret) = parse_signature(sig).map_err(|e| format!("bad --sig: {e}"))?;
+        return Ok(args);
+    }
+    let info = module
+        .entries()
+        .into_iter()
+        .find(|e| e.name == entry)
+        .ok_or_else(|| format!("no @kernel or @func named `{entry}` in {}", module.file().name))?;
+    info.annotated.ok_or_else(|| {
+        Failure::Other(format!(
+            "`{entry}` has parameters without type annotations; give their types with --sig (parameters: {})",
+            info.params.join(", ")
+        ))
+    })
+}
+
+fn report(e: pydevice::Error) -> Failure {
+    match e {
+        pydevice::Error::Diagnostics(d) => {
+            eprint!("{}", d.render());
+            Failure::Program
+        }
+        other => Failure::Other(other.to_string()),
+    }
+}
+
+fn cmd_compile(a: &Args) -> Result<(), Failure> {
+    a.check_known(&["entry", "sig", "arch", "emit", "o", "opt"])?;
+    let [file] = a.positional.as_slice() else {
+        return Err(Failure::Other(format!("compile takes one FILE\n{USAGE}")));
+    };
+    let module = load(file)?;
+    let entry = a.one("entry").ok_or("compile needs --entry NAME")?;
+    let args = signature(&module, entry, a.one("sig"))?;
+    let mut options = CompileOptions {
+        arch: arch_option(a)?.unwrap_or(Arch::DEFAULT),
+        ..CompileOptions::default()
+    };
+    if let Some(o) = a.one("opt") {
+        options.opt_level = o.parse().map_err(|_| format!("bad --opt `{o}`"))?;
+    }
+    let spec = module.specialize(entry, &args).map_err(|d| report(d.into()))?;
+    let text = match a.one("emit").unwrap_or("ptx") {
+        "ptx" => spec.to_ptx(&options).map_err(|e| report(e.into()))?.ptx,
+        "llvm" => spec.to_llvm_ir(&options).map_err(|e| report(e.into()))?,
+        "ir" => spec.program().to_string(),
+        "abi" => serde_json::to_string_pretty(&spec.abi()).map_err(|e| e.to_string())? + "\n",
+        other => return Err(Failure::Other(format!("unknown --emit `{other}` (ptx, llvm, ir, abi)"))),
+    };
+    match a.one("o") {
+        Some(path) => std::fs::write(path, text).map_err(|e| format!("cannot write {path}: {e}"))?,
+        None => print!("{text}"),
+    }
+    Ok(())
+}
+
+fn cmd_check(a: &Args) -> Result<(), Failure> {
+    a.check_known(&["entry", "sig"])?;
+    let [file] = a.positional.as_slice() else {
+        return Err(Failure::Other(format!("check takes one FILE\n{USAGE}")));
+    };
+    let module = load(file)?;
+    if let Some(entry) = a.one("entry") {
+        let args = signature(&module, entry, a.one("sig"))?;
+        module.specialize(entry, &args).map_err(|d| report(d.into()))?;
+        eprintln!("{file}: `{entry}` checked, no errors");
+        return Ok(());
+    }
+    let unchecked = module.check().map_err(|d| report(d.into()))?;
+    let n = module.entries().len();
+    eprintln!("{file}: {} of {n} device function(s) type-checked, no errors", n - unchecked.len());
+    if !unchecked.is_empty() {
+        eprintln!(
+            "note: not type-checked for lack of parameter annotations (use --entry and --sig): {}",
+            unchecked.join(", ")
+        );
+    }
+    Ok(())
+}
+
+fn dims(s: &str, what: &str) -> Result<[u32; 3], String> {
+    let parts: Vec<&str> = s.trim_matches(['(', ')', '[', ']']).split(',').map(str::trim).filter(|p| !p.is_empty()).collect();
+    if parts.is_empty() || parts.len() > 3 {
+        return Err(format!("--{what} takes 1 to 3 comma-separated sizes, got `{s}`"));
+    }
+    let mut d = [1u32; 3];
+    for (i, p) in parts.iter().enumerate() {
+        d[i] = p.parse().map_err(|_| format!("bad --{what} size `{p}`"))?;
+        if d[i] == 0 {
+            return Err(format!("--{what} sizes must be positive"));
+        }
+    }
+    Ok(d)
+}
+
+/// A kernel argument given on the command line.
+enum CliArg {
+    Array(NpyArray),
+    Scalar(Scalar, ArgValue),
+}
+
+fn parse_arg(text: &str) -> Result<(String, CliArg), String> {
+    let (name, value) = text.split_once('=').ok_or_else(|| format!("--arg `{text}` must be NAME=VALUE"))?;
+    if let Some((dtype, v)) = value.split_once(':') {
+        if let Some(s) = Scalar::from_name(dtype) {
+            let av = if s == Scalar::Bool {
+                match v.to_ascii_lowercase().as_str() {
+                    "true" | "1" => ArgValue::Bool(true),
+                    "false" | "0" => ArgValue::Bool(false),
+                    _ => return Err(format!("bad bool `{v}`")),
+                }
+            } else if s.is_float() {
+                ArgValue::Float(v.parse().map_err(|_| format!("bad {s} `{v}`"))?)
+            } else if s.is_signed() {
+                ArgValue::Int(v.parse().map_err(|_| format!("bad {s} `{v}`"))?)
+            } else {
+                ArgValue::UInt(v.parse().map_err(|_| format!("bad {s} `{v}`"))?)
+            };
+            return Ok((name.to_string(), CliArg::Scalar(s, av)));
+        }
+    }
+    let bytes = std::fs::read(value).map_err(|e| format!("cannot read {value}: {e}"))?;
+    let arr = NpyArray::parse(&bytes).map_err(|e| format!("{value}: {e}"))?;
+    if arr.shape.is_empty() {
+        return Err(format!("{value}: zero-dimensional arrays are not supported; pass a scalar as DTYPE:VALUE"));
+    }
+    Ok((name.to_string(), CliArg::Array(arr)))
+}
+
+fn cmd_run(a: &Args) -> Result<(), Failure> {
+    a.check_known(&["entry", "grid", "block", "shared", "arch", "arg", "out", "bench"])?;
+    let [file] = a.positional.as_slice() else {
+        return Err(Failure::Other(format!("run takes one FILE\n{USAGE}")));
+    };
+    let module = load(file)?;
+    let entry = a.one("entry").ok_or("run needs --entry NAME")?;
+    let grid = dims(a.one("grid").ok_or("run needs --grid")?, "grid")?;
+    let block = dims(a.one("block").ok_or("run needs --block")?, "block")?;
+    let shared: u32 = a.one("shared").map(|s| s.parse().map_err(|_| format!("bad --shared `{s}`"))).transpose()?.unwrap_or(0);
+    let info = module
+        .entries()
+        .into_iter()
+        .find(|e| e.name == entry && e.is_kernel)
+        .ok_or_else(|| format!("no @kernel named `{entry}` in {file}"))?;
+    let mut given: HashMap<String, CliArg> = HashMap::new();
+    for text in a.all("arg") {
+        let (name, arg) = parse_arg(text)?;
+        if !info.params.contains(&name) {
+            return Err(Failure::Other(format!("`{entry}` has no parameter `{name}` (parameters: {})", info.params.join(", "))));
+        }
+        given.insert(name, arg);
+    }
+    let mut types = Vec::new();
+    for p in &info.params {
+        let arg = given.get(p).ok_or_else(|| format!("missing --arg {p}=... (every parameter needs one)"))?;
+        types.push(match arg {
+            CliArg::Scalar(s, _) => Type::Scalar(*s),
+            CliArg::Array(arr) => {
+                let layout = if arr.fortran_order && arr.shape.len() > 1 { Layout::F } else { Layout::C };
+                Type::array(arr.dtype, arr.shape.len() as u8, layout)
+            }
+        });
+    }
+    let device = Device::open(0).map_err(|e| e.to_string())?;
+    let arch = match arch_option(a)? {
+        Some(x) => x,
+        None => {
+            let dev = device.arch().map_err(|e| e.to_string())?;
+            // The newest supported architecture not above the device's.
+            Arch::SUPPORTED.iter().rev().find(|x| **x <= dev).copied().unwrap_or(Arch::DEFAULT)
+        }
+    };
+    let kernel = module
+        .compile(entry, &types, &CompileOptions { arch, ..CompileOptions::default() })
+        .map_err(report)?;
+    let loaded = device.load(&kernel.ptx, &kernel.abi).map_err(|e| e.to_string())?;
+    let mut buffers = HashMap::new();
+    let mut values = Vec::new();
+    for p in &info.params {
+        match &given[p] {
+            CliArg::Scalar(_, v) => values.push(v.clone()),
+            CliArg::Array(arr) => {
+                let buf = device.upload(&arr.data).map_err(|e| e.to_string())?;
+                values.push(ArgValue::Array(ArrayArg {
+                    data: device.address(&buf),
+                    shape: arr.shape.clone(),
+                    strides: arr.element_strides(),
+                }));
+                buffers.insert(p.clone(), buf);
+            }
+        }
+    }
+    let cfg = LaunchConfig { grid, block, shared_bytes: shared };
+    device.launch(&loaded, &values, &cfg).map_err(|e| e.to_string())?;
+    device.synchronize().map_err(|e| format!("kernel `{entry}` failed: {e}"))?;
+    for o in a.all("out") {
+        let (name, path) = o.split_once('=').ok_or_else(|| format!("--out `{o}` must be NAME=PATH"))?;
+        let (Some(buf), Some(CliArg::Array(arr))) = (buffers.get(name), given.get(name)) else {
+            return Err(Failure::Other(format!("--out {name}: `{name}` is not an array argument")));
+        };
+        let data = device.download(buf).map_err(|e| e.to_string())?;
+        let out = NpyArray { data: data[..arr.data.len()].to_vec(), ..arr.clone() };
+        std::fs::write(path, out.to_bytes()).map_err(|e| format!("cannot write {path}: {e}"))?;
+    }
+    eprintln!("ran `{entry}` on {} ({arch}) with grid {grid:?} block {block:?}", device.name().unwrap_or_default());
+    if let Some(n) = a.one("bench") {
+        let runs: usize = n.parse().map_err(|_| format!("bad --bench `{n}`"))?;
+        let mut t = device.time_launches(&loaded, &values, &cfg, 5, runs.max(1)).map_err(|e| e.to_string())?;
+        t.sort_by(f64::total_cmp);
+        let median = t[t.len() / 2];
+        println!("{{\"kernel\":\"{entry}\",\"median_us\":{median:.3},\"min_us\":{:.3},\"runs\":{}}}", t[0], t.len());
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let raw: Vec<String> = std::env::args().skip(1).collect();
+    let Some((cmd, rest)) = raw.split_first() else {
+        eprintln!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    let result = Args::parse(rest).map_err(Failure::Other).and_then(|a| match cmd.as_str() {
+        "compile" => cmd_compile(&a),
+        "check" => cmd_check(&a),
+        "run" => cmd_run(&a),
+        "-h" | "--help" | "help" => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        other => Err(Failure::Other(format!("unknown command `{other}`\n{USAGE}"))),
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Program) => ExitCode::from(1),
+        Err(Failure::Other(m)) => {
+            eprintln!("error: {m}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -643,12 +643,8 @@ impl FnCx<'_, '_> {
     }
 
     fn check_annotation(&mut self, ann: &ast::Expr, ty: &Type) {
-        let want = match self.s.m.resolve_static(ann) {
-            Some(Item::Builtin(Builtin::Scalar(s))) => Type::Scalar(s),
-            Some(Item::Builtin(Builtin::Int)) => Type::Scalar(self.s.defaults.int),
-            Some(Item::Builtin(Builtin::Float)) => Type::Scalar(self.s.defaults.float),
-            Some(Item::Builtin(Builtin::Bool)) => Type::Scalar(Scalar::Bool),
-            _ => return, // other annotations are documentation only
+        let Some(want) = self.s.m.annotation_type(ann, self.s.defaults) else {
+            return; // other annotations are documentation only
         };
         if &want != ty {
             self.diags.push(

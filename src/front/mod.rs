@@ -387,6 +387,24 @@ impl ParsedModule {
     }
 }
 
+impl ParsedModule {
+    /// The type an annotation names: a scalar type (`float32`, `int`), or a string in
+    /// Numba's notation (`"float32[:, ::1]"`). `None` for anything else.
+    pub(crate) fn annotation_type(&self, e: &Expr, d: crate::types::promote::Defaults) -> Option<crate::types::Type> {
+        use crate::types::{Scalar, Type};
+        match e {
+            Expr::StringLiteral(s) => crate::types::signature::parse_type(s.value.to_str()).ok(),
+            e => match self.resolve_static(e)? {
+                Item::Builtin(Builtin::Scalar(s)) => Some(Type::Scalar(s)),
+                Item::Builtin(Builtin::Int) => Some(Type::Scalar(d.int)),
+                Item::Builtin(Builtin::Float) => Some(Type::Scalar(d.float)),
+                Item::Builtin(Builtin::Bool) => Some(Type::Scalar(Scalar::Bool)),
+                _ => None,
+            },
+        }
+    }
+}
+
 /// The IR operator of a Python binary operator (`@` has none).
 pub(crate) fn binary_op(op: ast::Operator) -> Option<BinaryOp> {
     use ast::Operator as O;

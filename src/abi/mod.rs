@@ -1,0 +1,381 @@
+//! The ABI of device code: how each type is laid out in memory (size, alignment, field
+//! offsets, and the CUDA C++ type it stands for), how kernel parameters are passed, and how
+//! argument values are packed into those layouts.
+//!
+//! Layouts follow what nvcc does: C struct rules for tuples, CUDA's vector types with their
+//! `__align__` (e.g. `uint3` is 12 bytes aligned to 4), and the spec's
+//! `interoperable_array_descriptor` for arrays: `{ T* data; uint64 shape[N]; uint64 strides[N]; }`
+//! with strides counted in elements, as `cuda::std::layout_stride` has them. Everything that
+//! crosses a process boundary derives serde, so another language can marshal arguments from
+//! the JSON.
+
+use crate::ir::Function;
+use crate::types::{Scalar, Type};
+use serde::{Deserialize, Serialize};
+
+/// A field of a laid-out type.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FieldLayout {
+    /// Field name (`data`, `shape`, `x`, or `__0` for tuple elements).
+    pub name: String,
+    /// Byte offset from the start of the object.
+    pub offset: u64,
+    /// The field's type, in the Python dialect's notation.
+    #[serde(rename = "type")]
+    pub ty: String,
+    /// Size in bytes.
+    pub size: u64,
+}
+
+/// How a type is laid out in memory.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TypeLayout {
+    /// The type in the Python dialect (`float32[::1]`, `uint32x3`).
+    pub name: String,
+    /// The CUDA C++ type with the same machine representation.
+    pub cxx: String,
+    /// Size in bytes (a multiple of `align`).
+    pub size: u64,
+    /// Alignment in bytes.
+    pub align: u64,
+    /// Fields, in order (empty for scalars).
+    pub fields: Vec<FieldLayout>,
+}
+
+fn round_up(x: u64, a: u64) -> u64 {
+    x.div_ceil(a) * a
+}
+
+/// The CUDA C++ name of a vector type (`uint3`, `float4`).
+fn vector_cxx(elem: Scalar, len: u8) -> String {
+    let base = match elem {
+        Scalar::Int8 => "char",
+        Scalar::UInt8 => "uchar",
+        Scalar::Int16 => "short",
+        Scalar::UInt16 => "ushort",
+        Scalar::Int32 => "int",
+        Scalar::UInt32 => "uint",
+        Scalar::Int64 => "longlong",
+        Scalar::UInt64 => "ulonglong",
+        Scalar::Float32 => "float",
+        Scalar::Float64 => "double",
+        Scalar::Bool => "bool",
+    };
+    format!("{base}{len}")
+}
+
+/// The layout of a type.
+///
+/// ```
+/// use pydevice::abi::layout_of;
+/// use pydevice::types::{Type, Scalar, Layout};
+/// let l = layout_of(&Type::array(Scalar::Float32, 2, Layout::C));
+/// assert_eq!((l.size, l.align), (40, 8));
+/// assert_eq!(l.fields[2].offset, 24); // strides follow data and shape[2]
+/// ```
+pub fn layout_of(t: &Type) -> TypeLayout {
+    match t {
+        Type::None => TypeLayout {
+            name: "None".into(),
+            cxx: "void*".into(),
+            size: 8,
+            align: 8,
+            fields: vec![],
+        },
+        Type::Scalar(s) => TypeLayout {
+            name: s.name().into(),
+            cxx: s.cxx_name().into(),
+            size: s.size(),
+            align: s.size(),
+            fields: vec![],
+        },
+        Type::Vector { elem, len } => {
+            let es = elem.size();
+            let n = u64::from(*len);
+            let align = if n == 3 { es } else { (es * n).min(16) };
+            let names = ["x", "y", "z", "w"];
+            TypeLayout {
+                name: t.to_string(),
+                cxx: vector_cxx(*elem, *len),
+                size: round_up(es * n, align),
+                align,
+                fields: (0..n)
+                    .map(|i| FieldLayout {
+                        name: names[i as usize].into(),
+                        offset: i * es,
+                        ty: elem.name().into(),
+                        size: es,
+                    })
+                    .collect(),
+            }
+        }
+        Type::Tuple(ts) => {
+            let mut off = 0;
+            let mut align = 1;
+            let mut fields = Vec::new();
+            let mut cxx = String::from("struct { ");
+            for (i, et) in ts.iter().enumerate() {
+                let l = layout_of(et);
+                off = round_up(off, l.align);
+                align = align.max(l.align);
+                fields.push(FieldLayout {
+                    name: format!("__{i}"),
+                    offset: off,
+                    ty: l.name.clone(),
+                    size: l.size,
+                });
+                cxx.push_str(&format!("{} __{i}; ", l.cxx));
+                off += l.size;
+            }
+            cxx.push('}');
+            TypeLayout {
+                name: t.to_string(),
+                cxx,
+                size: round_up(off, align),
+                align,
+                fields,
+            }
+        }
+        Type::Array(a) => {
+            let n = u64::from(a.ndim);
+            TypeLayout {
+                name: t.to_string(),
+                cxx: format!(
+                    "cuda::interoperable_array_descriptor<{}, {n}>",
+                    a.dtype.cxx_name()
+                ),
+                size: 8 + 16 * n,
+                align: 8,
+                fields: vec![
+                    FieldLayout {
+                        name: "data".into(),
+                        offset: 0,
+                        ty: format!("{}*", a.dtype.name()),
+                        size: 8,
+                    },
+                    FieldLayout {
+                        name: "shape".into(),
+                        offset: 8,
+                        ty: format!("uint64[{n}]"),
+                        size: 8 * n,
+                    },
+                    FieldLayout {
+                        name: "strides".into(),
+                        offset: 8 + 8 * n,
+                        ty: format!("uint64[{n}]"),
+                        size: 8 * n,
+                    },
+                ],
+            }
+        }
+    }
+}
+
+/// One kernel parameter.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ParamAbi {
+    /// The Python parameter name.
+    pub name: String,
+    /// Its type.
+    #[serde(rename = "type")]
+    pub ty: Type,
+    /// Its layout; the parameter is passed by value with this layout.
+    pub layout: TypeLayout,
+}
+
+/// How a compiled kernel is called: its symbol and parameters in order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KernelAbi {
+    /// The symbol in the PTX (`cuModuleGetFunction` name).
+    pub symbol: String,
+    /// Parameters in order.
+    pub params: Vec<ParamAbi>,
+}
+
+impl KernelAbi {
+    /// The ABI of an IR function (a kernel, or a device function's by-value parameters).
+    pub fn of(f: &Function) -> KernelAbi {
+        KernelAbi {
+            symbol: f.symbol.clone(),
+            params: f
+                .param_locals()
+                .map(|l| ParamAbi {
+                    name: f.locals[l].name.clone(),
+                    ty: f.locals[l].ty.clone(),
+                    layout: layout_of(&f.locals[l].ty),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// An argument array: a device pointer with shape and strides (in elements).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArrayArg {
+    /// Device address of element `[0, 0, ...]`.
+    pub data: u64,
+    /// Extent of each dimension.
+    pub shape: Vec<u64>,
+    /// Distance between consecutive elements of each dimension, in elements (may be negative).
+    pub strides: Vec<i64>,
+}
+
+/// A value for a kernel parameter.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ArgValue {
+    /// A bool.
+    Bool(bool),
+    /// A signed integer (converted to the parameter's width).
+    Int(i64),
+    /// An unsigned integer.
+    UInt(u64),
+    /// A float (converted to the parameter's precision).
+    Float(f64),
+    /// An array.
+    Array(ArrayArg),
+    /// A tuple or vector, element by element.
+    Tuple(Vec<ArgValue>),
+}
+
+/// Why an argument does not fit its parameter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PackError(pub String);
+
+impl std::fmt::Display for PackError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for PackError {}
+
+fn pack_scalar(s: Scalar, v: &ArgValue, out: &mut [u8]) -> Result<(), PackError> {
+    let bad = || PackError(format!("{v:?} is not a value of type {s}"));
+    let as_i128 = match v {
+        ArgValue::Bool(b) => Some(i128::from(*b)),
+        ArgValue::Int(i) => Some(i128::from(*i)),
+        ArgValue::UInt(u) => Some(i128::from(*u)),
+        _ => None,
+    };
+    match s {
+        Scalar::Float32 | Scalar::Float64 => {
+            let f = match v {
+                ArgValue::Float(f) => *f,
+                _ => as_i128.ok_or_else(bad)? as f64,
+            };
+            if s == Scalar::Float32 {
+                out.copy_from_slice(&(f as f32).to_le_bytes());
+            } else {
+                out.copy_from_slice(&f.to_le_bytes());
+            }
+        }
+        _ => {
+            let i = as_i128.ok_or_else(bad)?;
+            if !crate::ir::literal_fits(crate::ir::Literal::Int(i), s) {
+                return Err(PackError(format!("{i} does not fit in {s}")));
+            }
+            let bytes = (i as u128).to_le_bytes();
+            out.copy_from_slice(&bytes[..s.size() as usize]);
+        }
+    }
+    Ok(())
+}
+
+/// Packs a value into the bytes of its parameter's layout.
+pub fn pack(t: &Type, v: &ArgValue) -> Result<Vec<u8>, PackError> {
+    let l = layout_of(t);
+    let mut out = vec![0u8; l.size as usize];
+    pack_into(t, v, &mut out)?;
+    Ok(out)
+}
+
+fn pack_into(t: &Type, v: &ArgValue, out: &mut [u8]) -> Result<(), PackError> {
+    match (t, v) {
+        (Type::Scalar(s), v) => pack_scalar(*s, v, out),
+        (Type::Array(a), ArgValue::Array(arr)) => {
+            let n = a.ndim as usize;
+            if arr.shape.len() != n || arr.strides.len() != n {
+                return Err(PackError(format!(
+                    "a {t} needs {n} dimensions, got shape {:?} and strides {:?}",
+                    arr.shape, arr.strides
+                )));
+            }
+            out[0..8].copy_from_slice(&arr.data.to_le_bytes());
+            for d in 0..n {
+                out[8 + 8 * d..16 + 8 * d].copy_from_slice(&arr.shape[d].to_le_bytes());
+                let so = 8 + 8 * n + 8 * d;
+                out[so..so + 8].copy_from_slice(&arr.strides[d].to_le_bytes());
+            }
+            let contiguous = match a.layout {
+                crate::types::Layout::C => Some(n - 1),
+                crate::types::Layout::F => Some(0),
+                crate::types::Layout::Any => None,
+            };
+            if let Some(d) = contiguous {
+                if arr.strides[d] != 1 && arr.shape[d] > 1 {
+                    return Err(PackError(format!(
+                        "the parameter is {t}, but dimension {d} of the array has stride {} (elements), not 1",
+                        arr.strides[d]
+                    )));
+                }
+            }
+            Ok(())
+        }
+        (Type::Tuple(_) | Type::Vector { .. }, ArgValue::Tuple(items)) => {
+            let l = layout_of(t);
+            if items.len() != l.fields.len() {
+                return Err(PackError(format!("{t} has {} elements, got {}", l.fields.len(), items.len())));
+            }
+            for (i, (f, item)) in l.fields.iter().zip(items).enumerate() {
+                let et = match t {
+                    Type::Tuple(ts) => ts[i].clone(),
+                    Type::Vector { elem, .. } => Type::Scalar(*elem),
+                    _ => unreachable!(),
+                };
+                let (o, s) = (f.offset as usize, f.size as usize);
+                pack_into(&et, item, &mut out[o..o + s])?;
+            }
+            Ok(())
+        }
+        (t, v) => Err(PackError(format!("{v:?} cannot be passed as {t}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::Layout;
+
+    #[test]
+    fn vector_layouts_follow_cuda() {
+        let l = layout_of(&Type::Vector { elem: Scalar::UInt32, len: 3 });
+        assert_eq!((l.size, l.align, l.cxx.as_str()), (12, 4, "uint3"));
+        let l = layout_of(&Type::Vector { elem: Scalar::Float32, len: 4 });
+        assert_eq!((l.size, l.align), (16, 16));
+        let l = layout_of(&Type::Vector { elem: Scalar::Float64, len: 4 });
+        assert_eq!((l.size, l.align), (32, 16));
+    }
+
+    #[test]
+    fn tuples_follow_c_struct_rules() {
+        let t = Type::Tuple(vec![Scalar::Int8.into(), Scalar::Float64.into(), Scalar::Int16.into()]);
+        let l = layout_of(&t);
+        assert_eq!((l.size, l.align), (24, 8));
+        assert_eq!(l.fields.iter().map(|f| f.offset).collect::<Vec<_>>(), vec![0, 8, 16]);
+    }
+
+    #[test]
+    fn packs_descriptors_and_checks_contiguity() {
+        let t = Type::array(Scalar::Float32, 2, Layout::C);
+        let v = ArgValue::Array(ArrayArg { data: 0x1000, shape: vec![3, 4], strides: vec![4, 1] });
+        let b = pack(&t, &v).unwrap();
+        assert_eq!(b.len(), 40);
+        assert_eq!(u64::from_le_bytes(b[0..8].try_into().unwrap()), 0x1000);
+        assert_eq!(u64::from_le_bytes(b[16..24].try_into().unwrap()), 4);
+        assert_eq!(i64::from_le_bytes(b[24..32].try_into().unwrap()), 4);
+        let bad = ArgValue::Array(ArrayArg { data: 0, shape: vec![3, 4], strides: vec![1, 3] });
+        assert!(pack(&t, &bad).is_err());
+        assert!(pack(&Type::Scalar(Scalar::Int8), &ArgValue::Int(300)).is_err());
+        assert_eq!(pack(&Type::Scalar(Scalar::Float32), &ArgValue::Float(1.5)).unwrap(), 1.5f32.to_le_bytes());
+    }
+}

@@ -1,0 +1,180 @@
+//! Reading and writing NumPy `.npy` files (format versions 1 to 3) for the arrays the CLI
+//! passes to kernels: any dtype the compiler knows, any number of dimensions, C or Fortran
+//! order, little-endian.
+
+use crate::types::Scalar;
+use std::fmt;
+
+/// An array read from (or to be written to) a `.npy` file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NpyArray {
+    /// Element type.
+    pub dtype: Scalar,
+    /// Extent of each dimension.
+    pub shape: Vec<u64>,
+    /// True when stored in Fortran (column-major) order.
+    pub fortran_order: bool,
+    /// The raw little-endian element bytes, in storage order.
+    pub data: Vec<u8>,
+}
+
+/// A malformed or unsupported `.npy` file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NpyError(pub String);
+
+impl fmt::Display for NpyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NpyError {}
+
+fn descr_scalar(d: &str) -> Option<Scalar> {
+    let d = d.trim_start_matches(['<', '|', '=']);
+    Some(match d {
+        "b1" => Scalar::Bool,
+        "i1" => Scalar::Int8,
+        "i2" => Scalar::Int16,
+        "i4" => Scalar::Int32,
+        "i8" => Scalar::Int64,
+        "u1" => Scalar::UInt8,
+        "u2" => Scalar::UInt16,
+        "u4" => Scalar::UInt32,
+        "u8" => Scalar::UInt64,
+        "f4" => Scalar::Float32,
+        "f8" => Scalar::Float64,
+        _ => return None,
+    })
+}
+
+/// Extracts the value text of `'key':` from the header dict.
+fn header_value<'a>(h: &'a str, key: &str) -> Option<&'a str> {
+    let pat = format!("'{key}':");
+    let start = h.find(&pat)? + pat.len();
+    let rest = h[start..].trim_start();
+    if let Some(r) = rest.strip_prefix('(') {
+        return Some(&r[..r.find(')')?]);
+    }
+    if let Some(r) = rest.strip_prefix('\'') {
+        return Some(&r[..r.find('\'')?]);
+    }
+    let end = rest.find([',', '}']).unwrap_or(rest.len());
+    Some(rest[..end].trim())
+}
+
+impl NpyArray {
+    /// Number of elements.
+    pub fn len(&self) -> u64 {
+        self.shape.iter().product()
+    }
+
+    /// True when there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Strides in elements for the storage order.
+    pub fn element_strides(&self) -> Vec<i64> {
+        let n = self.shape.len();
+        let mut s = vec![1i64; n];
+        if self.fortran_order {
+            for d in 1..n {
+                s[d] = s[d - 1] * self.shape[d - 1] as i64;
+            }
+        } else {
+            for d in (0..n.saturating_sub(1)).rev() {
+                s[d] = s[d + 1] * self.shape[d + 1] as i64;
+            }
+        }
+        s
+    }
+
+    /// Parses the bytes of a `.npy` file.
+    pub fn parse(bytes: &[u8]) -> Result<NpyArray, NpyError> {
+        let e = |m: &str| NpyError(m.to_string());
+        if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
+            return Err(e("not a .npy file (bad magic)"));
+        }
+        let (hlen, hstart) = match bytes[6] {
+            1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
+            2 | 3 => {
+                if bytes.len() < 12 {
+                    return Err(e("truncated header"));
+                }
+                (u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize, 12)
+            }
+            v => return Err(NpyError(format!("unsupported .npy version {v}"))),
+        };
+        let header = std::str::from_utf8(bytes.get(hstart..hstart + hlen).ok_or_else(|| e("truncated header"))?)
+            .map_err(|_| e("header is not text"))?;
+        let descr = header_value(header, "descr").ok_or_else(|| e("header has no descr"))?;
+        if descr.starts_with('>') && !descr.ends_with("1") {
+            return Err(e("big-endian arrays are not supported"));
+        }
+        let dtype = descr_scalar(descr).ok_or_else(|| NpyError(format!("unsupported dtype `{descr}`")))?;
+        let fortran_order = header_value(header, "fortran_order").ok_or_else(|| e("header has no fortran_order"))? == "True";
+        let shape_text = header_value(header, "shape").ok_or_else(|| e("header has no shape"))?;
+        let shape = shape_text
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|s| s.parse::<u64>().map_err(|_| NpyError(format!("bad shape `{shape_text}`"))))
+            .collect::<Result<Vec<_>, _>>()?;
+        let data = bytes[hstart + hlen..].to_vec();
+        let a = NpyArray { dtype, shape, fortran_order, data };
+        if (a.data.len() as u64) < a.len() * dtype.size() {
+            return Err(e("file is shorter than its shape says"));
+        }
+        Ok(NpyArray { data: a.data[..(a.len() * dtype.size()) as usize].to_vec(), ..a })
+    }
+
+    /// The bytes of a version-1 `.npy` file.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let shape = match self.shape.len() {
+            1 => format!("({},)", self.shape[0]),
+            _ => format!("({})", self.shape.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")),
+        };
+        let mut header = format!(
+            "{{'descr': '{}', 'fortran_order': {}, 'shape': {shape}, }}",
+            self.dtype.numpy_descr(),
+            if self.fortran_order { "True" } else { "False" }
+        );
+        let total = 10 + header.len() + 1;
+        header.push_str(&" ".repeat(total.div_ceil(64) * 64 - total));
+        header.push('\n');
+        let mut out = b"\x93NUMPY\x01\x00".to_vec();
+        out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+        out.extend_from_slice(header.as_bytes());
+        out.extend_from_slice(&self.data);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips() {
+        let a = NpyArray {
+            dtype: Scalar::Float32,
+            shape: vec![2, 3],
+            fortran_order: true,
+            data: (0..6).flat_map(|i| (i as f32).to_le_bytes()).collect(),
+        };
+        let b = NpyArray::parse(&a.to_bytes()).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(b.element_strides(), vec![1, 2]);
+        assert_eq!(NpyArray { fortran_order: false, ..b }.element_strides(), vec![3, 1]);
+        assert_eq!(a.to_bytes().len() % 64, 24 % 64);
+    }
+
+    #[test]
+    fn rejects_garbage() {
+        assert!(NpyArray::parse(b"hello").is_err());
+        let mut bytes = NpyArray { dtype: Scalar::Int32, shape: vec![4], fortran_order: false, data: vec![0; 16] }.to_bytes();
+        bytes.truncate(bytes.len() - 4);
+        assert!(NpyArray::parse(&bytes).is_err());
+    }
+}
