@@ -274,20 +274,21 @@ def result(impl, case, median_us, min_us, ok, note=""):
     return rec
 
 
-def time_launches(launch, new_event, elapsed_ms, synchronize):
-    """(median, min) in us of RUNS launches, each between its own pair of device events,
-    after WARMUP untimed launches. The event API is the framework's (numba or CuPy)."""
+def time_launches(launch, new_event, elapsed_ms):
+    """(median, min) in us of RUNS launches. After WARMUP launches, left in flight, the
+    timed launches are queued back to back with a device event between each two, and each
+    launch's time is the interval between its two events: the GPU never waits for the
+    host, so the host's cost of launching stays out of the numbers. The event API is the
+    framework's (numba or CuPy)."""
     for _ in range(WARMUP):
         launch()
-    synchronize()
-    start, stop = new_event(), new_event()
-    us = []
-    for _ in range(RUNS):
-        start.record()
+    events = [new_event() for _ in range(RUNS + 1)]
+    events[0].record()
+    for ev in events[1:]:
         launch()
-        stop.record()
-        stop.synchronize()
-        us.append(1e3 * elapsed_ms(start, stop))
+        ev.record()
+    events[-1].synchronize()
+    us = [1e3 * elapsed_ms(a, b) for a, b in zip(events, events[1:])]
     return statistics.median(us), min(us)
 
 

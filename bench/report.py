@@ -23,6 +23,8 @@ COSTS = ("launch_overhead", "compile_ptx", "first_call")
 def load(paths):
     records = {}
     for path in paths:
+        if not os.path.exists(path):
+            raise SystemExit(f"report.py: no such file or directory: {path}")
         files = sorted(glob.glob(os.path.join(path, "*.jsonl"))) if os.path.isdir(path) else [path]
         for name in files:
             with open(name) as f:

@@ -257,7 +257,7 @@ def bench(case):
     got = {k: params[names.index(k)].copy_to_host() for k in case.outputs}
     ok, note = case.check(args, got)
     median, low = cases.time_launches(
-        lambda: kernel(*params), cuda.event, cuda.event_elapsed_time, cuda.synchronize
+        lambda: kernel(*params), cuda.event, cuda.event_elapsed_time
     )
     emit(cases.result("numba", case, median, low, ok, note))
 

@@ -194,7 +194,10 @@ impl Specializer<'_> {
         };
         self.stack.pop();
         let (func, diags, callees) = outcome;
-        let handle = if diags.is_empty() {
+        let callee_failed = callees
+            .iter()
+            .any(|k| self.instances.get(k).is_some_and(|i| i.handle.is_none()));
+        let handle = if diags.is_empty() && !callee_failed {
             let span = func.span;
             Some(self.functions.append(func, span))
         } else {
@@ -265,6 +268,11 @@ struct FnCx<'s, 'm> {
     assigned: HashSet<String>,
     /// Locals read before any assignment was seen in this pass.
     unresolved: Vec<(String, Span)>,
+    /// Names assigned so far in this pass, in source order (parameters included).
+    seen_assigned: HashSet<String>,
+    /// For each enclosing loop, the names its body assigns (a read there may see the value
+    /// of a previous iteration).
+    loop_assigned: Vec<HashSet<String>>,
 }
 
 impl<'s, 'm> FnCx<'s, 'm> {
@@ -297,6 +305,8 @@ impl<'s, 'm> FnCx<'s, 'm> {
             body: None,
             assigned: HashSet::new(),
             unresolved: Vec::new(),
+            seen_assigned: HashSet::new(),
+            loop_assigned: Vec::new(),
         };
         assigned_names(&def.body, &mut cx.assigned);
         let params: Vec<&ast::ParameterWithDefault> = def
@@ -316,6 +326,7 @@ impl<'s, 'm> FnCx<'s, 'm> {
                 span,
             );
             cx.scope.insert(name.clone(), h);
+            cx.seen_assigned.insert(name.clone());
             let nonneg = matches!(ty, Type::Scalar(s) if s.kind() == Kind::UInt);
             cx.hints.entry(name).or_insert(Hint {
                 ty: ty.clone(),
@@ -894,10 +905,14 @@ impl FnCx<'_, '_> {
                 if !w.orelse.is_empty() {
                     self.error("E0303", sp(&w.orelse[0]), "`while ... else` is not supported in device code");
                 }
+                let mut names = HashSet::new();
+                assigned_names(&w.body, &mut names);
+                self.loop_assigned.push(names);
                 let cond = self.cond(&w.test);
                 self.loops += 1;
                 let body = self.block(&w.body);
                 self.loops -= 1;
+                self.loop_assigned.pop();
                 if let Some(cond) = cond {
                     out.push(Stmt {
                         kind: StmtKind::Loop {
@@ -1079,6 +1094,7 @@ impl FnCx<'_, '_> {
         match target {
             ast::Expr::Name(n) => {
                 let name = n.id.as_str();
+                self.seen_assigned.insert(name.to_string());
                 let Some(e) = self.merge(name, v, span) else { return };
                 let h = self.local(name, span);
                 let want = self.locals[h].ty.clone();
@@ -1386,6 +1402,9 @@ impl FnCx<'_, '_> {
             }
         };
         self.loops += 1;
+        let mut names = HashSet::new();
+        assigned_names(&f.body, &mut names);
+        self.loop_assigned.push(names);
         let mut body = Vec::new();
         let cur = self.push(Expr::Local(ctr), tty.clone(), span);
         let mut iv = self.val(cur, tty.clone(), sp(f.target.as_ref()));
@@ -1394,6 +1413,7 @@ impl FnCx<'_, '_> {
         self.assign(&f.target, iv, &mut body);
         body.extend(self.block(&f.body));
         self.loops -= 1;
+        self.loop_assigned.pop();
         let c = self.push(Expr::Local(ctr), tty.clone(), span);
         let st = copy(self, step_e);
         let inc = self.push(Expr::Binary(BinaryOp::Add, c, st), tty.clone(), span);
@@ -1535,6 +1555,15 @@ impl FnCx<'_, '_> {
 
     fn read_name(&mut self, name: &str, span: Span) -> Value {
         if self.scope.contains_key(name) || self.assigned.contains(name) {
+            let reachable = self.seen_assigned.contains(name)
+                || self.loop_assigned.iter().any(|names| names.contains(name));
+            if !reachable {
+                self.diags.push(
+                    Diagnostic::error("E0111", span, format!("`{name}` is used before it is assigned"))
+                        .with_note("assign it before this point on every path"),
+                );
+                return Value::Err;
+            }
             let Some(hint) = self.hints.get(name).cloned() else {
                 self.unresolved.push((name.to_string(), span));
                 return Value::Err;
@@ -1844,10 +1873,13 @@ impl FnCx<'_, '_> {
                         let zero = b.as_f64() == Some(0.0);
                         if matches!(op, BinaryOp::Div | BinaryOp::FloorDiv | BinaryOp::Mod) && zero {
                             self.error("E0208", span, "division by zero in a constant expression");
-                        } else {
-                            self.error("E0204", span, "this constant expression overflows");
+                            return None;
                         }
-                        return None;
+                        if a.as_int().is_some() && b.as_int().is_some() {
+                            self.error("E0204", span, "this constant expression overflows");
+                            return None;
+                        }
+                        // Not foldable (e.g. `&` on floats): the general rules report it.
                     }
                 }
             }

@@ -382,6 +382,21 @@ impl ParsedModule {
                 let r = self.eval_const(&b.right)?;
                 consts::fold_binary(binary_op(b.op)?, &l, &r)
             }
+            Expr::If(i) => {
+                let test = match self.eval_const(&i.test)? {
+                    Const::Tuple(t) => !t.is_empty(),
+                    c => c.as_f64()? != 0.0,
+                };
+                self.eval_const(if test { &i.body } else { &i.orelse })
+            }
+            Expr::Subscript(s) => match (self.eval_const(&s.value)?, self.eval_const(&s.slice)?) {
+                (Const::Tuple(items), Const::Int(i)) => {
+                    let n = items.len() as i128;
+                    let i = if i < 0 { i + n } else { i };
+                    usize::try_from(i).ok().and_then(|i| items.get(i).cloned())
+                }
+                _ => None,
+            },
             _ => None,
         }
     }
