@@ -97,7 +97,10 @@ impl<T> Arena<T> {
 
     /// Items with their handles.
     pub fn iter(&self) -> impl Iterator<Item = (Handle<T>, &T)> {
-        self.items.iter().enumerate().map(|(i, t)| (Handle::new(i), t))
+        self.items
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (Handle::new(i), t))
     }
 }
 
@@ -506,7 +509,12 @@ impl fmt::Display for Function {
     }
 }
 
-fn print_block(func: &Function, block: &Block, depth: usize, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+fn print_block(
+    func: &Function,
+    block: &Block,
+    depth: usize,
+    f: &mut fmt::Formatter<'_>,
+) -> fmt::Result {
     let ind = "    ".repeat(depth);
     for s in block {
         match &s.kind {

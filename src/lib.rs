@@ -198,7 +198,10 @@ impl Module {
                 Some(EntryInfo {
                     name: f.name.clone(),
                     is_kernel: kind == ir::FunctionKind::Kernel,
-                    params: params.iter().map(|p| p.parameter.name.id.to_string()).collect(),
+                    params: params
+                        .iter()
+                        .map(|p| p.parameter.name.id.to_string())
+                        .collect(),
                     annotated,
                 })
             })
@@ -241,7 +244,12 @@ impl Module {
     }
 
     /// Specializes and compiles `entry` to PTX.
-    pub fn compile(&self, entry: &str, args: &[Type], options: &CompileOptions) -> Result<CompiledKernel, Error> {
+    pub fn compile(
+        &self,
+        entry: &str,
+        args: &[Type],
+        options: &CompileOptions,
+    ) -> Result<CompiledKernel, Error> {
         Ok(self.specialize(entry, args)?.to_ptx(options)?)
     }
 }

@@ -29,7 +29,10 @@ fn roots() -> &'static [PathBuf] {
 
 fn python_site_packages() -> Option<PathBuf> {
     let out = std::process::Command::new("python3")
-        .args(["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
+        .args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+        ])
         .output()
         .ok()?;
     let s = String::from_utf8(out.stdout).ok()?;
@@ -60,7 +63,8 @@ pub fn libdevice() -> Option<PathBuf> {
 /// The path of `ptxas`, if one is installed.
 pub fn ptxas() -> Option<PathBuf> {
     static P: OnceLock<Option<PathBuf>> = OnceLock::new();
-    P.get_or_init(|| find("PYDEVICE_PTXAS", &["bin/ptxas"])).clone()
+    P.get_or_init(|| find("PYDEVICE_PTXAS", &["bin/ptxas"]))
+        .clone()
 }
 
 /// Where the search looked, for error messages.
@@ -76,7 +80,11 @@ pub fn searched() -> String {
 /// ptxas's messages.
 pub fn ptxas_check(ptx: &str, arch: crate::lower::Arch) -> Result<(), String> {
     let ptxas = ptxas().ok_or_else(|| format!("ptxas not found (searched {})", searched()))?;
-    let dir = std::env::temp_dir().join(format!("pydevice-ptxas-{}-{:?}", std::process::id(), std::thread::current().id()));
+    let dir = std::env::temp_dir().join(format!(
+        "pydevice-ptxas-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let src = dir.join("k.ptx");
     std::fs::write(&src, ptx).map_err(|e| e.to_string())?;

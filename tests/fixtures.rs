@@ -18,7 +18,9 @@ use pydevice::{Arch, CompileOptions, Module};
 use std::path::{Path, PathBuf};
 
 fn fixtures(dir: &str) -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(dir);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(dir);
     let mut out: Vec<PathBuf> = std::fs::read_dir(&root)
         .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -36,7 +38,11 @@ struct Header {
 }
 
 fn header(src: &str) -> Header {
-    let mut h = Header { entry: None, sig: None, arch: Arch::DEFAULT };
+    let mut h = Header {
+        entry: None,
+        sig: None,
+        arch: Arch::DEFAULT,
+    };
     for line in src.lines().take_while(|l| l.starts_with('#')) {
         let l = line.trim_start_matches('#').trim();
         if let Some(v) = l.strip_prefix("entry:") {
@@ -55,7 +61,14 @@ fn bless() -> bool {
 }
 
 fn name_of(p: &Path) -> String {
-    format!("{}/{}", p.parent().and_then(|d| d.file_name()).unwrap_or_default().to_string_lossy(), p.file_name().unwrap_or_default().to_string_lossy())
+    format!(
+        "{}/{}",
+        p.parent()
+            .and_then(|d| d.file_name())
+            .unwrap_or_default()
+            .to_string_lossy(),
+        p.file_name().unwrap_or_default().to_string_lossy()
+    )
 }
 
 /// Compiles a fixture; `Err` carries the rendered diagnostics.
@@ -64,11 +77,15 @@ fn compile(path: &Path) -> Result<(String, String, Arch), String> {
     let h = header(&src);
     let module = Module::parse(&name_of(path), &src).map_err(|d| d.render())?;
     let entry = h.entry.expect("fixture needs `# entry:`");
-    let (args, _) = parse_signature(h.sig.as_deref().unwrap_or("")).expect("bad sig in fixture header");
+    let (args, _) =
+        parse_signature(h.sig.as_deref().unwrap_or("")).expect("bad sig in fixture header");
     let spec = module.specialize(&entry, &args).map_err(|d| d.render())?;
     let ir = spec.program().to_string();
     let k = spec
-        .to_ptx(&CompileOptions { arch: h.arch, ..CompileOptions::default() })
+        .to_ptx(&CompileOptions {
+            arch: h.arch,
+            ..CompileOptions::default()
+        })
         .map_err(|e| e.to_string())?;
     Ok((ir, k.ptx, h.arch))
 }
@@ -80,7 +97,11 @@ fn ptxas_required() -> bool {
 fn run_positive(dir: &str) {
     let have_ptxas = pydevice::toolkit::ptxas().is_some();
     if !have_ptxas {
-        assert!(!ptxas_required(), "ptxas is required in CI but was not found (searched {})", pydevice::toolkit::searched());
+        assert!(
+            !ptxas_required(),
+            "ptxas is required in CI but was not found (searched {})",
+            pydevice::toolkit::searched()
+        );
         eprintln!("note: ptxas not found; PTX of fixtures is not validated (run scripts/setup.sh)");
     }
     let mut failures = Vec::new();
@@ -92,20 +113,28 @@ fn run_positive(dir: &str) {
                 let ir_path = path.with_extension("ir");
                 if bless() {
                     std::fs::write(&ir_path, &ir).expect("write .ir");
-                } else if let Ok(want) = std::fs::read_to_string(&ir_path) {
-                    if want != ir {
-                        failures.push(format!("{name}: IR differs from {}:\n--- expected\n{want}\n--- actual\n{ir}", ir_path.display()));
-                    }
+                } else if let Ok(want) = std::fs::read_to_string(&ir_path)
+                    && want != ir
+                {
+                    failures.push(format!(
+                        "{name}: IR differs from {}:\n--- expected\n{want}\n--- actual\n{ir}",
+                        ir_path.display()
+                    ));
                 }
-                if have_ptxas {
-                    if let Err(e) = pydevice::toolkit::ptxas_check(&ptx, arch) {
-                        failures.push(format!("{name}: ptxas rejected the PTX for {arch}:\n{e}\n{ptx}"));
-                    }
+                if have_ptxas && let Err(e) = pydevice::toolkit::ptxas_check(&ptx, arch) {
+                    failures.push(format!(
+                        "{name}: ptxas rejected the PTX for {arch}:\n{e}\n{ptx}"
+                    ));
                 }
             }
         }
     }
-    assert!(failures.is_empty(), "{} fixture(s) failed:\n\n{}", failures.len(), failures.join("\n\n"));
+    assert!(
+        failures.is_empty(),
+        "{} fixture(s) failed:\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
 }
 
 #[test]
@@ -133,9 +162,19 @@ fn error_fixtures_report_the_expected_diagnostics() {
         }
         match std::fs::read_to_string(&expected_path) {
             Ok(want) if want == got => {}
-            Ok(want) => failures.push(format!("{name}: diagnostics differ:\n--- expected\n{want}\n--- actual\n{got}")),
-            Err(_) => failures.push(format!("{name}: missing {} (run with PYDEVICE_BLESS=1)", expected_path.display())),
+            Ok(want) => failures.push(format!(
+                "{name}: diagnostics differ:\n--- expected\n{want}\n--- actual\n{got}"
+            )),
+            Err(_) => failures.push(format!(
+                "{name}: missing {} (run with PYDEVICE_BLESS=1)",
+                expected_path.display()
+            )),
         }
     }
-    assert!(failures.is_empty(), "{} fixture(s) failed:\n\n{}", failures.len(), failures.join("\n\n"));
+    assert!(
+        failures.is_empty(),
+        "{} fixture(s) failed:\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
 }

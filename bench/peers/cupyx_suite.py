@@ -2,8 +2,8 @@
 
 The kernels of bench/kernels/ written with @jit.rawkernel(). For each: inputs from
 bench/cases.py copied to CuPy arrays, one launch checked against the numpy reference,
-5 untimed launches, then 50 launches each timed with a pair of CuPy events; the median goes
-to stdout as one JSON line. cupyx.jit has no bit-reverse intrinsic, so bits_u32 is reported
+5 untimed launches, then 50 launches queued back to back with a CuPy event between each two
+(cases.time_launches); the median interval goes to stdout as one JSON line. cupyx.jit has no bit-reverse intrinsic, so bits_u32 is reported
 as {"ok": false} with a note rather than written some other way. Shared memory in cupyx.jit
 is 1-D, so 2-D tiles are indexed by hand; math goes through CuPy ufuncs (cupy.exp, ...);
 thread indices are cast to int32 where they meet int loop variables, since cupyx.jit will

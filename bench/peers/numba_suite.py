@@ -2,8 +2,8 @@
 
 The twelve kernels of bench/kernels/ written with @cuda.jit. For each: inputs from
 bench/cases.py copied to numba device arrays, one launch checked against the numpy reference,
-5 untimed launches, then 50 launches each timed with a pair of numba CUDA events; the median
-goes to stdout as one JSON line. Then the compile and launch costs:
+5 untimed launches, then 50 launches queued back to back with a numba CUDA event between
+each two (cases.time_launches); the median interval goes to stdout as one JSON line. Then the compile and launch costs:
   compile_ptx   cuda.compile_ptx of vector_add and saxpy, each in a fresh process:
                 cold = the first compile there, warm = median of 10 more
   first_call    vector_add's first launch in a fresh process (type, compile, load, run),

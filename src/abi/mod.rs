@@ -311,20 +311,25 @@ fn pack_into(t: &Type, v: &ArgValue, out: &mut [u8]) -> Result<(), PackError> {
                 crate::types::Layout::F => Some(0),
                 crate::types::Layout::Any => None,
             };
-            if let Some(d) = contiguous {
-                if arr.strides[d] != 1 && arr.shape[d] > 1 {
-                    return Err(PackError(format!(
-                        "the parameter is {t}, but dimension {d} of the array has stride {} (elements), not 1",
-                        arr.strides[d]
-                    )));
-                }
+            if let Some(d) = contiguous
+                && arr.strides[d] != 1
+                && arr.shape[d] > 1
+            {
+                return Err(PackError(format!(
+                    "the parameter is {t}, but dimension {d} of the array has stride {} (elements), not 1",
+                    arr.strides[d]
+                )));
             }
             Ok(())
         }
         (Type::Tuple(_) | Type::Vector { .. }, ArgValue::Tuple(items)) => {
             let l = layout_of(t);
             if items.len() != l.fields.len() {
-                return Err(PackError(format!("{t} has {} elements, got {}", l.fields.len(), items.len())));
+                return Err(PackError(format!(
+                    "{t} has {} elements, got {}",
+                    l.fields.len(),
+                    items.len()
+                )));
             }
             for (i, (f, item)) in l.fields.iter().zip(items).enumerate() {
                 let et = match t {
@@ -348,34 +353,61 @@ mod tests {
 
     #[test]
     fn vector_layouts_follow_cuda() {
-        let l = layout_of(&Type::Vector { elem: Scalar::UInt32, len: 3 });
+        let l = layout_of(&Type::Vector {
+            elem: Scalar::UInt32,
+            len: 3,
+        });
         assert_eq!((l.size, l.align, l.cxx.as_str()), (12, 4, "uint3"));
-        let l = layout_of(&Type::Vector { elem: Scalar::Float32, len: 4 });
+        let l = layout_of(&Type::Vector {
+            elem: Scalar::Float32,
+            len: 4,
+        });
         assert_eq!((l.size, l.align), (16, 16));
-        let l = layout_of(&Type::Vector { elem: Scalar::Float64, len: 4 });
+        let l = layout_of(&Type::Vector {
+            elem: Scalar::Float64,
+            len: 4,
+        });
         assert_eq!((l.size, l.align), (32, 16));
     }
 
     #[test]
     fn tuples_follow_c_struct_rules() {
-        let t = Type::Tuple(vec![Scalar::Int8.into(), Scalar::Float64.into(), Scalar::Int16.into()]);
+        let t = Type::Tuple(vec![
+            Scalar::Int8.into(),
+            Scalar::Float64.into(),
+            Scalar::Int16.into(),
+        ]);
         let l = layout_of(&t);
         assert_eq!((l.size, l.align), (24, 8));
-        assert_eq!(l.fields.iter().map(|f| f.offset).collect::<Vec<_>>(), vec![0, 8, 16]);
+        assert_eq!(
+            l.fields.iter().map(|f| f.offset).collect::<Vec<_>>(),
+            vec![0, 8, 16]
+        );
     }
 
     #[test]
     fn packs_descriptors_and_checks_contiguity() {
         let t = Type::array(Scalar::Float32, 2, Layout::C);
-        let v = ArgValue::Array(ArrayArg { data: 0x1000, shape: vec![3, 4], strides: vec![4, 1] });
+        let v = ArgValue::Array(ArrayArg {
+            data: 0x1000,
+            shape: vec![3, 4],
+            strides: vec![4, 1],
+        });
         let b = pack(&t, &v).unwrap();
         assert_eq!(b.len(), 40);
         assert_eq!(u64::from_le_bytes(b[0..8].try_into().unwrap()), 0x1000);
         assert_eq!(u64::from_le_bytes(b[16..24].try_into().unwrap()), 4);
         assert_eq!(i64::from_le_bytes(b[24..32].try_into().unwrap()), 4);
-        let bad = ArgValue::Array(ArrayArg { data: 0, shape: vec![3, 4], strides: vec![1, 3] });
+        let bad = ArgValue::Array(ArrayArg {
+            data: 0,
+            shape: vec![3, 4],
+            strides: vec![1, 3],
+        });
         assert!(pack(&t, &bad).is_err());
         assert!(pack(&Type::Scalar(Scalar::Int8), &ArgValue::Int(300)).is_err());
-        assert_eq!(pack(&Type::Scalar(Scalar::Float32), &ArgValue::Float(1.5)).unwrap(), 1.5f32.to_le_bytes());
+        assert_eq!(
+            pack(&Type::Scalar(Scalar::Float32), &ArgValue::Float(1.5)).unwrap(),
+            1.5f32.to_le_bytes()
+        );
     }
 }

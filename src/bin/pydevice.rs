@@ -55,7 +55,10 @@ impl Args {
         let mut i = 0;
         while i < raw.len() {
             let a = &raw[i];
-            if let Some(name) = a.strip_prefix("--").or_else(|| a.strip_prefix('-').filter(|n| *n == "o")) {
+            if let Some(name) = a
+                .strip_prefix("--")
+                .or_else(|| a.strip_prefix('-').filter(|n| *n == "o"))
+            {
                 let (name, value) = match name.split_once('=') {
                     Some((n, v)) => (n.to_string(), v.to_string()),
                     None => {
@@ -70,11 +73,17 @@ impl Args {
             }
             i += 1;
         }
-        Ok(Args { positional, options })
+        Ok(Args {
+            positional,
+            options,
+        })
     }
 
     fn one(&self, name: &str) -> Option<&str> {
-        self.options.get(name).and_then(|v| v.last()).map(String::as_str)
+        self.options
+            .get(name)
+            .and_then(|v| v.last())
+            .map(String::as_str)
     }
 
     fn all(&self, name: &str) -> &[String] {
@@ -113,7 +122,12 @@ fn signature(module: &Module, entry: &str, sig: Option<&str>) -> Result<Vec<Type
         .entries()
         .into_iter()
         .find(|e| e.name == entry)
-        .ok_or_else(|| format!("no @kernel or @func named `{entry}` in {}", module.file().name))?;
+        .ok_or_else(|| {
+            format!(
+                "no @kernel or @func named `{entry}` in {}",
+                module.file().name
+            )
+        })?;
     info.annotated.ok_or_else(|| {
         Failure::Other(format!(
             "`{entry}` has parameters without type annotations; give their types with --sig (parameters: {})",
@@ -147,16 +161,24 @@ fn cmd_compile(a: &Args) -> Result<(), Failure> {
     if let Some(o) = a.one("opt") {
         options.opt_level = o.parse().map_err(|_| format!("bad --opt `{o}`"))?;
     }
-    let spec = module.specialize(entry, &args).map_err(|d| report(d.into()))?;
+    let spec = module
+        .specialize(entry, &args)
+        .map_err(|d| report(d.into()))?;
     let text = match a.one("emit").unwrap_or("ptx") {
         "ptx" => spec.to_ptx(&options).map_err(|e| report(e.into()))?.ptx,
         "llvm" => spec.to_llvm_ir(&options).map_err(|e| report(e.into()))?,
         "ir" => spec.program().to_string(),
         "abi" => serde_json::to_string_pretty(&spec.abi()).map_err(|e| e.to_string())? + "\n",
-        other => return Err(Failure::Other(format!("unknown --emit `{other}` (ptx, llvm, ir, abi)"))),
+        other => {
+            return Err(Failure::Other(format!(
+                "unknown --emit `{other}` (ptx, llvm, ir, abi)"
+            )));
+        }
     };
     match a.one("o") {
-        Some(path) => std::fs::write(path, text).map_err(|e| format!("cannot write {path}: {e}"))?,
+        Some(path) => {
+            std::fs::write(path, text).map_err(|e| format!("cannot write {path}: {e}"))?
+        }
         None => print!("{text}"),
     }
     Ok(())
@@ -170,13 +192,18 @@ fn cmd_check(a: &Args) -> Result<(), Failure> {
     let module = load(file)?;
     if let Some(entry) = a.one("entry") {
         let args = signature(&module, entry, a.one("sig"))?;
-        module.specialize(entry, &args).map_err(|d| report(d.into()))?;
+        module
+            .specialize(entry, &args)
+            .map_err(|d| report(d.into()))?;
         eprintln!("{file}: `{entry}` checked, no errors");
         return Ok(());
     }
     let unchecked = module.check().map_err(|d| report(d.into()))?;
     let n = module.entries().len();
-    eprintln!("{file}: {} of {n} device function(s) type-checked, no errors", n - unchecked.len());
+    eprintln!(
+        "{file}: {} of {n} device function(s) type-checked, no errors",
+        n - unchecked.len()
+    );
     if !unchecked.is_empty() {
         eprintln!(
             "note: not type-checked for lack of parameter annotations (use --entry and --sig): {}",
@@ -187,9 +214,16 @@ fn cmd_check(a: &Args) -> Result<(), Failure> {
 }
 
 fn dims(s: &str, what: &str) -> Result<[u32; 3], String> {
-    let parts: Vec<&str> = s.trim_matches(['(', ')', '[', ']']).split(',').map(str::trim).filter(|p| !p.is_empty()).collect();
+    let parts: Vec<&str> = s
+        .trim_matches(['(', ')', '[', ']'])
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .collect();
     if parts.is_empty() || parts.len() > 3 {
-        return Err(format!("--{what} takes 1 to 3 comma-separated sizes, got `{s}`"));
+        return Err(format!(
+            "--{what} takes 1 to 3 comma-separated sizes, got `{s}`"
+        ));
     }
     let mut d = [1u32; 3];
     for (i, p) in parts.iter().enumerate() {
@@ -208,35 +242,41 @@ enum CliArg {
 }
 
 fn parse_arg(text: &str) -> Result<(String, CliArg), String> {
-    let (name, value) = text.split_once('=').ok_or_else(|| format!("--arg `{text}` must be NAME=VALUE"))?;
-    if let Some((dtype, v)) = value.split_once(':') {
-        if let Some(s) = Scalar::from_name(dtype) {
-            let av = if s == Scalar::Bool {
-                match v.to_ascii_lowercase().as_str() {
-                    "true" | "1" => ArgValue::Bool(true),
-                    "false" | "0" => ArgValue::Bool(false),
-                    _ => return Err(format!("bad bool `{v}`")),
-                }
-            } else if s.is_float() {
-                ArgValue::Float(v.parse().map_err(|_| format!("bad {s} `{v}`"))?)
-            } else if s.is_signed() {
-                ArgValue::Int(v.parse().map_err(|_| format!("bad {s} `{v}`"))?)
-            } else {
-                ArgValue::UInt(v.parse().map_err(|_| format!("bad {s} `{v}`"))?)
-            };
-            return Ok((name.to_string(), CliArg::Scalar(s, av)));
-        }
+    let (name, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("--arg `{text}` must be NAME=VALUE"))?;
+    if let Some((dtype, v)) = value.split_once(':')
+        && let Some(s) = Scalar::from_name(dtype)
+    {
+        let av = if s == Scalar::Bool {
+            match v.to_ascii_lowercase().as_str() {
+                "true" | "1" => ArgValue::Bool(true),
+                "false" | "0" => ArgValue::Bool(false),
+                _ => return Err(format!("bad bool `{v}`")),
+            }
+        } else if s.is_float() {
+            ArgValue::Float(v.parse().map_err(|_| format!("bad {s} `{v}`"))?)
+        } else if s.is_signed() {
+            ArgValue::Int(v.parse().map_err(|_| format!("bad {s} `{v}`"))?)
+        } else {
+            ArgValue::UInt(v.parse().map_err(|_| format!("bad {s} `{v}`"))?)
+        };
+        return Ok((name.to_string(), CliArg::Scalar(s, av)));
     }
     let bytes = std::fs::read(value).map_err(|e| format!("cannot read {value}: {e}"))?;
     let arr = NpyArray::parse(&bytes).map_err(|e| format!("{value}: {e}"))?;
     if arr.shape.is_empty() {
-        return Err(format!("{value}: zero-dimensional arrays are not supported; pass a scalar as DTYPE:VALUE"));
+        return Err(format!(
+            "{value}: zero-dimensional arrays are not supported; pass a scalar as DTYPE:VALUE"
+        ));
     }
     Ok((name.to_string(), CliArg::Array(arr)))
 }
 
 fn cmd_run(a: &Args) -> Result<(), Failure> {
-    a.check_known(&["entry", "grid", "block", "shared", "arch", "arg", "out", "bench"])?;
+    a.check_known(&[
+        "entry", "grid", "block", "shared", "arch", "arg", "out", "bench",
+    ])?;
     let [file] = a.positional.as_slice() else {
         return Err(Failure::Other(format!("run takes one FILE\n{USAGE}")));
     };
@@ -244,7 +284,11 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
     let entry = a.one("entry").ok_or("run needs --entry NAME")?;
     let grid = dims(a.one("grid").ok_or("run needs --grid")?, "grid")?;
     let block = dims(a.one("block").ok_or("run needs --block")?, "block")?;
-    let shared: u32 = a.one("shared").map(|s| s.parse().map_err(|_| format!("bad --shared `{s}`"))).transpose()?.unwrap_or(0);
+    let shared: u32 = a
+        .one("shared")
+        .map(|s| s.parse().map_err(|_| format!("bad --shared `{s}`")))
+        .transpose()?
+        .unwrap_or(0);
     let info = module
         .entries()
         .into_iter()
@@ -254,17 +298,26 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
     for text in a.all("arg") {
         let (name, arg) = parse_arg(text)?;
         if !info.params.contains(&name) {
-            return Err(Failure::Other(format!("`{entry}` has no parameter `{name}` (parameters: {})", info.params.join(", "))));
+            return Err(Failure::Other(format!(
+                "`{entry}` has no parameter `{name}` (parameters: {})",
+                info.params.join(", ")
+            )));
         }
         given.insert(name, arg);
     }
     let mut types = Vec::new();
     for p in &info.params {
-        let arg = given.get(p).ok_or_else(|| format!("missing --arg {p}=... (every parameter needs one)"))?;
+        let arg = given
+            .get(p)
+            .ok_or_else(|| format!("missing --arg {p}=... (every parameter needs one)"))?;
         types.push(match arg {
             CliArg::Scalar(s, _) => Type::Scalar(*s),
             CliArg::Array(arr) => {
-                let layout = if arr.fortran_order && arr.shape.len() > 1 { Layout::F } else { Layout::C };
+                let layout = if arr.fortran_order && arr.shape.len() > 1 {
+                    Layout::F
+                } else {
+                    Layout::C
+                };
                 Type::array(arr.dtype, arr.shape.len() as u8, layout)
             }
         });
@@ -275,13 +328,27 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
         None => {
             let dev = device.arch().map_err(|e| e.to_string())?;
             // The newest supported architecture not above the device's.
-            Arch::SUPPORTED.iter().rev().find(|x| **x <= dev).copied().unwrap_or(Arch::DEFAULT)
+            Arch::SUPPORTED
+                .iter()
+                .rev()
+                .find(|x| **x <= dev)
+                .copied()
+                .unwrap_or(Arch::DEFAULT)
         }
     };
     let kernel = module
-        .compile(entry, &types, &CompileOptions { arch, ..CompileOptions::default() })
+        .compile(
+            entry,
+            &types,
+            &CompileOptions {
+                arch,
+                ..CompileOptions::default()
+            },
+        )
         .map_err(report)?;
-    let loaded = device.load(&kernel.ptx, &kernel.abi).map_err(|e| e.to_string())?;
+    let loaded = device
+        .load(&kernel.ptx, &kernel.abi)
+        .map_err(|e| e.to_string())?;
     let mut buffers = HashMap::new();
     let mut values = Vec::new();
     for p in &info.params {
@@ -298,25 +365,49 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
             }
         }
     }
-    let cfg = LaunchConfig { grid, block, shared_bytes: shared };
-    device.launch(&loaded, &values, &cfg).map_err(|e| e.to_string())?;
-    device.synchronize().map_err(|e| format!("kernel `{entry}` failed: {e}"))?;
+    let cfg = LaunchConfig {
+        grid,
+        block,
+        shared_bytes: shared,
+    };
+    device
+        .launch(&loaded, &values, &cfg)
+        .map_err(|e| e.to_string())?;
+    device
+        .synchronize()
+        .map_err(|e| format!("kernel `{entry}` failed: {e}"))?;
     for o in a.all("out") {
-        let (name, path) = o.split_once('=').ok_or_else(|| format!("--out `{o}` must be NAME=PATH"))?;
+        let (name, path) = o
+            .split_once('=')
+            .ok_or_else(|| format!("--out `{o}` must be NAME=PATH"))?;
         let (Some(buf), Some(CliArg::Array(arr))) = (buffers.get(name), given.get(name)) else {
-            return Err(Failure::Other(format!("--out {name}: `{name}` is not an array argument")));
+            return Err(Failure::Other(format!(
+                "--out {name}: `{name}` is not an array argument"
+            )));
         };
         let data = device.download(buf).map_err(|e| e.to_string())?;
-        let out = NpyArray { data: data[..arr.data.len()].to_vec(), ..arr.clone() };
+        let out = NpyArray {
+            data: data[..arr.data.len()].to_vec(),
+            ..arr.clone()
+        };
         std::fs::write(path, out.to_bytes()).map_err(|e| format!("cannot write {path}: {e}"))?;
     }
-    eprintln!("ran `{entry}` on {} ({arch}) with grid {grid:?} block {block:?}", device.name().unwrap_or_default());
+    eprintln!(
+        "ran `{entry}` on {} ({arch}) with grid {grid:?} block {block:?}",
+        device.name().unwrap_or_default()
+    );
     if let Some(n) = a.one("bench") {
         let runs: usize = n.parse().map_err(|_| format!("bad --bench `{n}`"))?;
-        let mut t = device.time_launches(&loaded, &values, &cfg, 5, runs.max(1)).map_err(|e| e.to_string())?;
+        let mut t = device
+            .time_launches(&loaded, &values, &cfg, 5, runs.max(1))
+            .map_err(|e| e.to_string())?;
         t.sort_by(f64::total_cmp);
         let median = t[t.len() / 2];
-        println!("{{\"kernel\":\"{entry}\",\"median_us\":{median:.3},\"min_us\":{:.3},\"runs\":{}}}", t[0], t.len());
+        println!(
+            "{{\"kernel\":\"{entry}\",\"median_us\":{median:.3},\"min_us\":{:.3},\"runs\":{}}}",
+            t[0],
+            t.len()
+        );
     }
     Ok(())
 }
@@ -327,16 +418,20 @@ fn main() -> ExitCode {
         eprintln!("{USAGE}");
         return ExitCode::from(2);
     };
-    let result = Args::parse(rest).map_err(Failure::Other).and_then(|a| match cmd.as_str() {
-        "compile" => cmd_compile(&a),
-        "check" => cmd_check(&a),
-        "run" => cmd_run(&a),
-        "-h" | "--help" | "help" => {
-            println!("{USAGE}");
-            Ok(())
-        }
-        other => Err(Failure::Other(format!("unknown command `{other}`\n{USAGE}"))),
-    });
+    let result = Args::parse(rest)
+        .map_err(Failure::Other)
+        .and_then(|a| match cmd.as_str() {
+            "compile" => cmd_compile(&a),
+            "check" => cmd_check(&a),
+            "run" => cmd_run(&a),
+            "-h" | "--help" | "help" => {
+                println!("{USAGE}");
+                Ok(())
+            }
+            other => Err(Failure::Other(format!(
+                "unknown command `{other}`\n{USAGE}"
+            ))),
+        });
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Program) => ExitCode::from(1),

@@ -73,7 +73,11 @@ pub fn device_member(name: &str) -> Option<Builtin> {
         "tid" => Tid,
         "grid_size" => GridSize,
         "syncthreads" => SyncThreads,
-        n => return crate::types::Scalar::from_name(n).filter(|s| s.name() == n).map(Builtin::Scalar),
+        n => {
+            return crate::types::Scalar::from_name(n)
+                .filter(|s| s.name() == n)
+                .map(Builtin::Scalar);
+        }
     })
 }
 
@@ -81,14 +85,53 @@ pub fn device_member(name: &str) -> Option<Builtin> {
 /// using one is a diagnostic that says so rather than "unknown name".
 pub fn is_planned_device_member(name: &str) -> bool {
     const PLANNED: &[&str] = &[
-        "struct", "align", "launch", "Atomic", "atomic_ref", "threadfence", "local_array",
-        "shared_array", "dynamic_shared_array", "syncthreads_count", "syncthreads_and",
-        "syncthreads_or", "activemask", "lanemask_lt", "syncwarp", "all_sync", "any_sync",
-        "eq_sync", "ballot_sync", "shfl_sync", "shfl_up_sync", "shfl_down_sync",
-        "shfl_xor_sync", "match_any_sync", "match_all_sync", "popc", "brev", "clz", "ffs",
-        "cbrt", "fma", "target", "is_host", "is_device", "is_exactly", "provides",
-        "any_target", "no_target", "machine_representation", "ConstExpr", "WarpMask",
-        "float16", "bfloat16", "complex64", "complex128", "float8e4m3", "float8e5m2",
+        "struct",
+        "align",
+        "launch",
+        "Atomic",
+        "atomic_ref",
+        "threadfence",
+        "local_array",
+        "shared_array",
+        "dynamic_shared_array",
+        "syncthreads_count",
+        "syncthreads_and",
+        "syncthreads_or",
+        "activemask",
+        "lanemask_lt",
+        "syncwarp",
+        "all_sync",
+        "any_sync",
+        "eq_sync",
+        "ballot_sync",
+        "shfl_sync",
+        "shfl_up_sync",
+        "shfl_down_sync",
+        "shfl_xor_sync",
+        "match_any_sync",
+        "match_all_sync",
+        "popc",
+        "brev",
+        "clz",
+        "ffs",
+        "cbrt",
+        "fma",
+        "target",
+        "is_host",
+        "is_device",
+        "is_exactly",
+        "provides",
+        "any_target",
+        "no_target",
+        "machine_representation",
+        "ConstExpr",
+        "WarpMask",
+        "float16",
+        "bfloat16",
+        "complex64",
+        "complex128",
+        "float8e4m3",
+        "float8e5m2",
     ];
     PLANNED.contains(&name)
 }

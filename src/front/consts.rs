@@ -42,7 +42,11 @@ fn floor_div(a: i128, b: i128) -> Option<i128> {
         return None;
     }
     let q = a.checked_div(b)?;
-    Some(if (a % b != 0) && ((a < 0) != (b < 0)) { q - 1 } else { q })
+    Some(if (a % b != 0) && ((a < 0) != (b < 0)) {
+        q - 1
+    } else {
+        q
+    })
 }
 
 fn floor_mod(a: i128, b: i128) -> Option<i128> {
@@ -50,7 +54,11 @@ fn floor_mod(a: i128, b: i128) -> Option<i128> {
         return None;
     }
     let r = a.checked_rem(b)?;
-    Some(if r != 0 && ((r < 0) != (b < 0)) { r + b } else { r })
+    Some(if r != 0 && ((r < 0) != (b < 0)) {
+        r + b
+    } else {
+        r
+    })
 }
 
 /// Folds a binary operation on two numeric constants as Python would; `None` when Python
@@ -86,7 +94,9 @@ pub fn fold_binary(op: BinaryOp, a: &Const, b: &Const) -> Option<Const> {
             BitAnd => x & y,
             BitOr => x | y,
             BitXor => x ^ y,
-            Shl => x.checked_shl(u32::try_from(y).ok()?).filter(|r| r >> y == x)?,
+            Shl => x
+                .checked_shl(u32::try_from(y).ok()?)
+                .filter(|r| r >> y == x)?,
             Shr => x >> y.clamp(0, 127),
             Min => x.min(y),
             Max => x.max(y),
@@ -108,7 +118,11 @@ pub fn fold_binary(op: BinaryOp, a: &Const, b: &Const) -> Option<Const> {
         FloorDiv if y != 0.0 => (x / y).floor(),
         Mod if y != 0.0 => {
             let r = x % y;
-            if r != 0.0 && ((r < 0.0) != (y < 0.0)) { r + y } else { r }
+            if r != 0.0 && ((r < 0.0) != (y < 0.0)) {
+                r + y
+            } else {
+                r
+            }
         }
         Pow => x.powf(y),
         Min => {

@@ -94,10 +94,10 @@ impl ParsedModule {
         if let Some(i) = self.items.get(name) {
             return Some(i.clone());
         }
-        if self.star_device {
-            if let Some(b) = builtins::device_member(name) {
-                return Some(Item::Builtin(b));
-            }
+        if self.star_device
+            && let Some(b) = builtins::device_member(name)
+        {
+            return Some(Item::Builtin(b));
         }
         builtins::python_builtin(name).map(Item::Builtin)
     }
@@ -113,7 +113,13 @@ pub fn parse(file: SourceFile) -> Result<ParsedModule, Diagnostics> {
     let mut diags: Vec<Diagnostic> = parsed
         .errors()
         .iter()
-        .map(|e| Diagnostic::error("E0001", e.location.into(), format!("syntax error: {}", e.error)))
+        .map(|e| {
+            Diagnostic::error(
+                "E0001",
+                e.location.into(),
+                format!("syntax error: {}", e.error),
+            )
+        })
         .collect();
     if !diags.is_empty() {
         return Err(Diagnostics { file, list: diags });
@@ -228,8 +234,10 @@ impl ParsedModule {
             Stmt::AnnAssign(a) => {
                 if let Expr::Name(n) = a.target.as_ref() {
                     let value = a.value.as_deref().and_then(|v| self.eval_const(v));
-                    self.items
-                        .insert(n.id.to_string(), value.map(Item::Const).unwrap_or(Item::Host));
+                    self.items.insert(
+                        n.id.to_string(),
+                        value.map(Item::Const).unwrap_or(Item::Host),
+                    );
                 }
             }
             Stmt::ClassDef(c) => {
@@ -291,7 +299,11 @@ impl ParsedModule {
             }
             kind = Some((this, span));
             let Some(call) = call else { continue };
-            let what = if this == FunctionKind::Kernel { "@kernel" } else { "@func" };
+            let what = if this == FunctionKind::Kernel {
+                "@kernel"
+            } else {
+                "@func"
+            };
             for arg in call.arguments.args.iter() {
                 diags.push(
                     Diagnostic::error(
@@ -314,13 +326,11 @@ impl ParsedModule {
                 match name.id.as_str() {
                     "interop" => match self.eval_const(&kw.value) {
                         Some(Const::Bool(b)) => options.interop = b,
-                        _ => diags.push(
-                            Diagnostic::error(
-                                "E0103",
-                                kw.value.range().into(),
-                                "`interop` must be the constant `True` or `False`",
-                            ),
-                        ),
+                        _ => diags.push(Diagnostic::error(
+                            "E0103",
+                            kw.value.range().into(),
+                            "`interop` must be the constant `True` or `False`",
+                        )),
                     },
                     other => diags.push(
                         Diagnostic::error(
@@ -405,7 +415,11 @@ impl ParsedModule {
 impl ParsedModule {
     /// The type an annotation names: a scalar type (`float32`, `int`), or a string in
     /// Numba's notation (`"float32[:, ::1]"`). `None` for anything else.
-    pub(crate) fn annotation_type(&self, e: &Expr, d: crate::types::promote::Defaults) -> Option<crate::types::Type> {
+    pub(crate) fn annotation_type(
+        &self,
+        e: &Expr,
+        d: crate::types::promote::Defaults,
+    ) -> Option<crate::types::Type> {
         use crate::types::{Scalar, Type};
         match e {
             Expr::StringLiteral(s) => crate::types::signature::parse_type(s.value.to_str()).ok(),

@@ -55,7 +55,11 @@ impl Arch {
     /// Whether LLVM 19 can target this architecture directly; newer ones are compiled for
     /// sm_90 and the PTX is retargeted (PTX is forward compatible).
     pub(crate) fn llvm_cpu(self) -> Arch {
-        if self.number() > 90 { Arch::new(9, 0) } else { self }
+        if self.number() > 90 {
+            Arch::new(9, 0)
+        } else {
+            self
+        }
     }
 }
 
@@ -69,17 +73,31 @@ impl FromStr for Arch {
     type Err = String;
     /// Parses `sm_90`, `sm90`, `90` or `9.0`.
     fn from_str(s: &str) -> Result<Arch, String> {
-        let t = s.trim().trim_start_matches("sm_").trim_start_matches("sm").trim_start_matches("compute_");
+        let t = s
+            .trim()
+            .trim_start_matches("sm_")
+            .trim_start_matches("sm")
+            .trim_start_matches("compute_");
         let arch = if let Some((a, b)) = t.split_once('.') {
-            a.parse().ok().zip(b.parse().ok()).map(|(a, b)| Arch::new(a, b))
+            a.parse()
+                .ok()
+                .zip(b.parse().ok())
+                .map(|(a, b)| Arch::new(a, b))
         } else {
-            t.parse::<u32>().ok().filter(|n| *n >= 10).map(|n| Arch::new(n / 10, n % 10))
+            t.parse::<u32>()
+                .ok()
+                .filter(|n| *n >= 10)
+                .map(|n| Arch::new(n / 10, n % 10))
         };
         match arch {
             Some(a) if Arch::SUPPORTED.contains(&a) => Ok(a),
             _ => Err(format!(
                 "unsupported architecture `{s}`; supported: {}",
-                Arch::SUPPORTED.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", ")
+                Arch::SUPPORTED
+                    .iter()
+                    .map(|a| a.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )),
         }
     }

@@ -7,7 +7,7 @@
 
 pub mod npy;
 
-use crate::abi::{pack, ArgValue, KernelAbi};
+use crate::abi::{ArgValue, KernelAbi, pack};
 use crate::lower::Arch;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr};
 use std::ffi::c_void;
@@ -37,7 +37,9 @@ impl fmt::Display for RuntimeError {
         match self {
             RuntimeError::NoDriver(m) => write!(f, "no CUDA driver: {m}"),
             RuntimeError::Driver(m) => write!(f, "CUDA driver error: {m}"),
-            RuntimeError::Launch { kernel, message } => write!(f, "kernel `{kernel}` failed: {message}"),
+            RuntimeError::Launch { kernel, message } => {
+                write!(f, "kernel `{kernel}` failed: {message}")
+            }
             RuntimeError::Argument(m) => write!(f, "bad kernel argument: {m}"),
         }
     }
@@ -131,7 +133,9 @@ impl Device {
         driver_check()?;
         let n = CudaContext::device_count().map_err(drv)?;
         if n <= ordinal as i32 {
-            return Err(RuntimeError::Driver(format!("no GPU {ordinal}: {n} present")));
+            return Err(RuntimeError::Driver(format!(
+                "no GPU {ordinal}: {n} present"
+            )));
         }
         let ctx = CudaContext::new(ordinal).map_err(drv)?;
         let stream = ctx.default_stream();
@@ -189,7 +193,12 @@ impl Device {
     }
 
     /// Launches a kernel asynchronously on the device's stream.
-    pub fn launch(&self, kernel: &LoadedKernel, args: &[ArgValue], cfg: &LaunchConfig) -> Result<(), RuntimeError> {
+    pub fn launch(
+        &self,
+        kernel: &LoadedKernel,
+        args: &[ArgValue],
+        cfg: &LaunchConfig,
+    ) -> Result<(), RuntimeError> {
         let params = &kernel.abi.params;
         if args.len() != params.len() {
             return Err(RuntimeError::Argument(format!(
@@ -202,14 +211,16 @@ impl Device {
         // Each parameter's bytes, in 8-byte aligned storage.
         let mut storage: Vec<Vec<u64>> = Vec::with_capacity(args.len());
         for (p, a) in params.iter().zip(args) {
-            let bytes = pack(&p.ty, a).map_err(|e| RuntimeError::Argument(format!("`{}`: {e}", p.name)))?;
+            let bytes =
+                pack(&p.ty, a).map_err(|e| RuntimeError::Argument(format!("`{}`: {e}", p.name)))?;
             let mut words = vec![0u64; bytes.len().div_ceil(8).max(1)];
             for (i, b) in bytes.iter().enumerate() {
                 words[i / 8] |= u64::from(*b) << (8 * (i % 8));
             }
             storage.push(words);
         }
-        let mut ptrs: Vec<*mut c_void> = storage.iter_mut().map(|w| w.as_mut_ptr().cast()).collect();
+        let mut ptrs: Vec<*mut c_void> =
+            storage.iter_mut().map(|w| w.as_mut_ptr().cast()).collect();
         let fail = |e: cudarc::driver::DriverError| RuntimeError::Launch {
             kernel: kernel.abi.symbol.clone(),
             message: format!("{e:?}"),
@@ -234,23 +245,35 @@ impl Device {
         self.stream.synchronize().map_err(drv)
     }
 
-    /// Times `runs` launches with CUDA events after `warmup` untimed ones; returns each
-    /// launch's time in microseconds.
-    pub fn time_launches(&self, kernel: &LoadedKernel, args: &[ArgValue], cfg: &LaunchConfig, warmup: usize, runs: usize) -> Result<Vec<f64>, RuntimeError> {
+    /// Times `runs` launches with CUDA events and returns each launch's GPU time in
+    /// microseconds. `warmup` untimed launches go first and are left running, then the timed
+    /// launches are queued back to back with an event between each two, so host launch cost
+    /// is not counted as kernel time (the method the peer benchmarks in `bench/` use).
+    pub fn time_launches(
+        &self,
+        kernel: &LoadedKernel,
+        args: &[ArgValue],
+        cfg: &LaunchConfig,
+        warmup: usize,
+        runs: usize,
+    ) -> Result<Vec<f64>, RuntimeError> {
         for _ in 0..warmup {
             self.launch(kernel, args, cfg)?;
         }
-        self.synchronize()?;
-        let mut times = Vec::with_capacity(runs);
+        let mut events = Vec::with_capacity(runs + 1);
+        let first = self.ctx.new_event(None).map_err(drv)?;
+        first.record(&self.stream).map_err(drv)?;
+        events.push(first);
         for _ in 0..runs {
-            let start = self.ctx.new_event(None).map_err(drv)?;
-            let end = self.ctx.new_event(None).map_err(drv)?;
-            start.record(&self.stream).map_err(drv)?;
             self.launch(kernel, args, cfg)?;
-            end.record(&self.stream).map_err(drv)?;
-            end.synchronize().map_err(drv)?;
-            times.push(f64::from(start.elapsed_ms(&end).map_err(drv)?) * 1000.0);
+            let e = self.ctx.new_event(None).map_err(drv)?;
+            e.record(&self.stream).map_err(drv)?;
+            events.push(e);
         }
-        Ok(times)
+        self.synchronize()?;
+        events
+            .windows(2)
+            .map(|w| Ok(f64::from(w[0].elapsed_ms(&w[1]).map_err(drv)?) * 1000.0))
+            .collect()
     }
 }

@@ -102,38 +102,66 @@ impl NpyArray {
                 if bytes.len() < 12 {
                     return Err(e("truncated header"));
                 }
-                (u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize, 12)
+                (
+                    u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
+                    12,
+                )
             }
             v => return Err(NpyError(format!("unsupported .npy version {v}"))),
         };
-        let header = std::str::from_utf8(bytes.get(hstart..hstart + hlen).ok_or_else(|| e("truncated header"))?)
-            .map_err(|_| e("header is not text"))?;
+        let header = std::str::from_utf8(
+            bytes
+                .get(hstart..hstart + hlen)
+                .ok_or_else(|| e("truncated header"))?,
+        )
+        .map_err(|_| e("header is not text"))?;
         let descr = header_value(header, "descr").ok_or_else(|| e("header has no descr"))?;
         if descr.starts_with('>') && !descr.ends_with("1") {
             return Err(e("big-endian arrays are not supported"));
         }
-        let dtype = descr_scalar(descr).ok_or_else(|| NpyError(format!("unsupported dtype `{descr}`")))?;
-        let fortran_order = header_value(header, "fortran_order").ok_or_else(|| e("header has no fortran_order"))? == "True";
+        let dtype =
+            descr_scalar(descr).ok_or_else(|| NpyError(format!("unsupported dtype `{descr}`")))?;
+        let fortran_order = header_value(header, "fortran_order")
+            .ok_or_else(|| e("header has no fortran_order"))?
+            == "True";
         let shape_text = header_value(header, "shape").ok_or_else(|| e("header has no shape"))?;
         let shape = shape_text
             .split(',')
             .map(str::trim)
             .filter(|s| !s.is_empty())
-            .map(|s| s.parse::<u64>().map_err(|_| NpyError(format!("bad shape `{shape_text}`"))))
+            .map(|s| {
+                s.parse::<u64>()
+                    .map_err(|_| NpyError(format!("bad shape `{shape_text}`")))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let data = bytes[hstart + hlen..].to_vec();
-        let a = NpyArray { dtype, shape, fortran_order, data };
+        let a = NpyArray {
+            dtype,
+            shape,
+            fortran_order,
+            data,
+        };
         if (a.data.len() as u64) < a.len() * dtype.size() {
             return Err(e("file is shorter than its shape says"));
         }
-        Ok(NpyArray { data: a.data[..(a.len() * dtype.size()) as usize].to_vec(), ..a })
+        Ok(NpyArray {
+            data: a.data[..(a.len() * dtype.size()) as usize].to_vec(),
+            ..a
+        })
     }
 
     /// The bytes of a version-1 `.npy` file.
     pub fn to_bytes(&self) -> Vec<u8> {
         let shape = match self.shape.len() {
             1 => format!("({},)", self.shape[0]),
-            _ => format!("({})", self.shape.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")),
+            _ => format!(
+                "({})",
+                self.shape
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         };
         let mut header = format!(
             "{{'descr': '{}', 'fortran_order': {}, 'shape': {shape}, }}",
@@ -166,14 +194,27 @@ mod tests {
         let b = NpyArray::parse(&a.to_bytes()).unwrap();
         assert_eq!(a, b);
         assert_eq!(b.element_strides(), vec![1, 2]);
-        assert_eq!(NpyArray { fortran_order: false, ..b }.element_strides(), vec![3, 1]);
-        assert_eq!(a.to_bytes().len() % 64, 24 % 64);
+        assert_eq!(
+            NpyArray {
+                fortran_order: false,
+                ..b
+            }
+            .element_strides(),
+            vec![3, 1]
+        );
+        assert_eq!(a.to_bytes().len() % 64, 24);
     }
 
     #[test]
     fn rejects_garbage() {
         assert!(NpyArray::parse(b"hello").is_err());
-        let mut bytes = NpyArray { dtype: Scalar::Int32, shape: vec![4], fortran_order: false, data: vec![0; 16] }.to_bytes();
+        let mut bytes = NpyArray {
+            dtype: Scalar::Int32,
+            shape: vec![4],
+            fortran_order: false,
+            data: vec![0; 16],
+        }
+        .to_bytes();
         bytes.truncate(bytes.len() - 4);
         assert!(NpyArray::parse(&bytes).is_err());
     }

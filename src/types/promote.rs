@@ -112,16 +112,70 @@ mod tests {
     const TABLE: &[(Scalar, &[Scalar])] = &[
         // rows: left operand; columns in Scalar::ALL order:
         // bool  i8  i16  i32  i64  u8  u16  u32  u64  f32  f64
-        (Bool, &[Bool, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64, Float32, Float64]),
-        (Int8, &[Int8, Int8, Int16, Int32, Int64, Int16, Int32, Int64, Float64, Float32, Float64]),
-        (Int16, &[Int16, Int16, Int16, Int32, Int64, Int16, Int32, Int64, Float64, Float32, Float64]),
-        (Int32, &[Int32, Int32, Int32, Int32, Int64, Int32, Int32, Int64, Float64, Float64, Float64]),
-        (Int64, &[Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Float64, Float64, Float64]),
-        (UInt8, &[UInt8, Int16, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64, Float32, Float64]),
-        (UInt16, &[UInt16, Int32, Int32, Int32, Int64, UInt16, UInt16, UInt32, UInt64, Float32, Float64]),
-        (UInt32, &[UInt32, Int64, Int64, Int64, Int64, UInt32, UInt32, UInt32, UInt64, Float64, Float64]),
-        (UInt64, &[UInt64, Float64, Float64, Float64, Float64, UInt64, UInt64, UInt64, UInt64, Float64, Float64]),
-        (Float32, &[Float32, Float32, Float32, Float64, Float64, Float32, Float32, Float64, Float64, Float32, Float64]),
+        (
+            Bool,
+            &[
+                Bool, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64, Float32, Float64,
+            ],
+        ),
+        (
+            Int8,
+            &[
+                Int8, Int8, Int16, Int32, Int64, Int16, Int32, Int64, Float64, Float32, Float64,
+            ],
+        ),
+        (
+            Int16,
+            &[
+                Int16, Int16, Int16, Int32, Int64, Int16, Int32, Int64, Float64, Float32, Float64,
+            ],
+        ),
+        (
+            Int32,
+            &[
+                Int32, Int32, Int32, Int32, Int64, Int32, Int32, Int64, Float64, Float64, Float64,
+            ],
+        ),
+        (
+            Int64,
+            &[
+                Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Float64, Float64, Float64,
+            ],
+        ),
+        (
+            UInt8,
+            &[
+                UInt8, Int16, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64, Float32, Float64,
+            ],
+        ),
+        (
+            UInt16,
+            &[
+                UInt16, Int32, Int32, Int32, Int64, UInt16, UInt16, UInt32, UInt64, Float32,
+                Float64,
+            ],
+        ),
+        (
+            UInt32,
+            &[
+                UInt32, Int64, Int64, Int64, Int64, UInt32, UInt32, UInt32, UInt64, Float64,
+                Float64,
+            ],
+        ),
+        (
+            UInt64,
+            &[
+                UInt64, Float64, Float64, Float64, Float64, UInt64, UInt64, UInt64, UInt64,
+                Float64, Float64,
+            ],
+        ),
+        (
+            Float32,
+            &[
+                Float32, Float32, Float32, Float64, Float64, Float32, Float32, Float64, Float64,
+                Float32, Float64,
+            ],
+        ),
         (Float64, &[Float64; 11]),
     ];
 

@@ -83,11 +83,7 @@ impl Parser<'_> {
         if self.eat(c) {
             Ok(())
         } else {
-            Err(format!(
-                "expected `{}` at column {}",
-                c as char,
-                self.i + 1
-            ))
+            Err(format!("expected `{}` at column {}", c as char, self.i + 1))
         }
     }
 
@@ -103,7 +99,8 @@ impl Parser<'_> {
     fn ident(&mut self) -> Option<String> {
         self.ws();
         let start = self.i;
-        while self.i < self.s.len() && (self.s[self.i].is_ascii_alphanumeric() || self.s[self.i] == b'_')
+        while self.i < self.s.len()
+            && (self.s[self.i].is_ascii_alphanumeric() || self.s[self.i] == b'_')
         {
             self.i += 1;
         }
@@ -171,7 +168,9 @@ impl Parser<'_> {
         let layout = match contiguous.iter().position(|&c| c) {
             None => Layout::Any,
             Some(p) if contiguous.iter().filter(|&&c| c).count() > 1 => {
-                return Err(format!("only one dimension can be `::1` (found at {p} and more)"));
+                return Err(format!(
+                    "only one dimension can be `::1` (found at {p} and more)"
+                ));
             }
             Some(p) if p + 1 == n => Layout::C,
             Some(0) => Layout::F,
@@ -201,7 +200,10 @@ mod tests {
                 Type::Scalar(Scalar::UInt8),
             ]
         );
-        assert_eq!(parse_type("f8[::1, :]").unwrap(), Type::array(Scalar::Float64, 2, Layout::F));
+        assert_eq!(
+            parse_type("f8[::1, :]").unwrap(),
+            Type::array(Scalar::Float64, 2, Layout::F)
+        );
         assert_eq!(
             parse_signature("float32(float32, (int32, int64))").unwrap(),
             (
@@ -213,7 +215,10 @@ mod tests {
             )
         );
         assert_eq!(parse_signature("").unwrap(), (vec![], None));
-        assert_eq!(parse_signature("void()").unwrap(), (vec![], Some(Type::None)));
+        assert_eq!(
+            parse_signature("void()").unwrap(),
+            (vec![], Some(Type::None))
+        );
     }
 
     #[test]

@@ -115,7 +115,11 @@ impl<'ctx> Emitter<'_, 'ctx> {
         let i64t = self.ctx.i64_type();
         let dims = i64t.array_type(u32::from(a.ndim));
         self.ctx.struct_type(
-            &[self.ctx.ptr_type(addr_space(a.space)).into(), dims.into(), dims.into()],
+            &[
+                self.ctx.ptr_type(addr_space(a.space)).into(),
+                dims.into(),
+                dims.into(),
+            ],
             false,
         )
     }
@@ -138,7 +142,11 @@ impl<'ctx> Emitter<'_, 'ctx> {
             Some(r) => r.fn_type(&params, false),
             None => self.ctx.void_type().fn_type(&params, false),
         };
-        let linkage = if kernel || f.interop { None } else { Some(Linkage::Internal) };
+        let linkage = if kernel || f.interop {
+            None
+        } else {
+            Some(Linkage::Internal)
+        };
         let llfn = self.module.add_function(&f.symbol, fn_ty, linkage);
         if kernel {
             let byval = Attribute::get_named_enum_kind_id("byval");
@@ -146,9 +154,14 @@ impl<'ctx> Emitter<'_, 'ctx> {
             for (i, l) in f.param_locals().enumerate() {
                 let t = &f.locals[l].ty;
                 if is_aggregate(t) {
-                    let at = self.ctx.create_type_attribute(byval, self.mem_type(t).as_any_type_enum());
+                    let at = self
+                        .ctx
+                        .create_type_attribute(byval, self.mem_type(t).as_any_type_enum());
                     llfn.add_attribute(AttributeLoc::Param(i as u32), at);
-                    llfn.add_attribute(AttributeLoc::Param(i as u32), self.ctx.create_enum_attribute(align, 8));
+                    llfn.add_attribute(
+                        AttributeLoc::Param(i as u32),
+                        self.ctx.create_enum_attribute(align, 8),
+                    );
                 }
             }
             let md = self.ctx.metadata_node(&[
@@ -175,14 +188,19 @@ impl<'ctx> Emitter<'_, 'ctx> {
         }
         let kernel = f.kind == FunctionKind::Kernel;
         for (i, l) in f.param_locals().enumerate() {
-            let p = llfn.get_nth_param(i as u32).ok_or_else(|| err("missing parameter"))?;
+            let p = llfn
+                .get_nth_param(i as u32)
+                .ok_or_else(|| err("missing parameter"))?;
             let ty = &f.locals[l].ty;
             let v = if kernel && is_aggregate(ty) {
-                self.builder.build_load(self.mem_type(ty), p.into_pointer_value(), "arg")?
+                self.builder
+                    .build_load(self.mem_type(ty), p.into_pointer_value(), "arg")?
             } else if ty == &Type::Scalar(Scalar::Bool) && kernel {
                 p // already a byte
             } else if ty == &Type::Scalar(Scalar::Bool) {
-                self.builder.build_int_z_extend(p.into_int_value(), self.ctx.i8_type(), "")?.into()
+                self.builder
+                    .build_int_z_extend(p.into_int_value(), self.ctx.i8_type(), "")?
+                    .into()
             } else {
                 p
             };
@@ -196,7 +214,10 @@ impl<'ctx> Emitter<'_, 'ctx> {
             loops: Vec::new(),
         };
         fx.block(&f.body)?;
-        let end = fx.e.builder.get_insert_block().ok_or_else(|| err("no block"))?;
+        let end =
+            fx.e.builder
+                .get_insert_block()
+                .ok_or_else(|| err("no block"))?;
         if end.get_terminator().is_none() {
             if f.ret == Type::None {
                 fx.e.builder.build_return(None)?;
@@ -213,13 +234,19 @@ impl<'ctx> Emitter<'_, 'ctx> {
             .ok_or_else(|| err(format!("LLVM intrinsic {name} not found")))
     }
 
-    fn libdevice_fn(&mut self, name: &str, ty: BasicTypeEnum<'ctx>, arity: usize) -> FunctionValue<'ctx> {
+    fn libdevice_fn(
+        &mut self,
+        name: &str,
+        ty: BasicTypeEnum<'ctx>,
+        arity: usize,
+    ) -> FunctionValue<'ctx> {
         self.uses_libdevice = true;
         if let Some(f) = self.module.get_function(name) {
             return f;
         }
         let params: Vec<BasicMetadataTypeEnum> = vec![ty.into(); arity];
-        self.module.add_function(name, ty.fn_type(&params, false), None)
+        self.module
+            .add_function(name, ty.fn_type(&params, false), None)
     }
 }
 
@@ -261,18 +288,27 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             }
             StmtKind::Assign(l, e) => {
                 if let Some(v) = self.expr(*e)? {
-                    let v = self.to_mem(v, &self.f.locals[*l].ty)?;
+                    let v = self.mem_repr(v, &self.f.locals[*l].ty)?;
                     self.b().build_store(self.locals[l.index()], v)?;
                 }
             }
-            StmtKind::Store { array, indices, value } => {
+            StmtKind::Store {
+                array,
+                indices,
+                value,
+            } => {
                 let (ptr, at) = self.element_ptr(*array, indices)?;
                 let v = self.value(*value)?;
-                let v = self.to_mem(v, &Type::Scalar(at.dtype))?;
+                let v = self.mem_repr(v, &Type::Scalar(at.dtype))?;
                 let st = self.b().build_store(ptr, v)?;
-                st.set_alignment(at.dtype.size() as u32).map_err(|e| err(e.to_string()))?;
+                st.set_alignment(at.dtype.size() as u32)
+                    .map_err(|e| err(e.to_string()))?;
             }
-            StmtKind::If { cond, then, otherwise } => {
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
                 let c = self.value(*cond)?.into_int_value();
                 let tb = self.new_block("then");
                 let eb = self.new_block("else");
@@ -286,7 +322,11 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 self.branch_if_open(mb)?;
                 self.b().position_at_end(mb);
             }
-            StmtKind::Loop { cond, body, continuing } => {
+            StmtKind::Loop {
+                cond,
+                body,
+                continuing,
+            } => {
                 let head = self.new_block("loop");
                 let bodyb = self.new_block("body");
                 let cont = self.new_block("continue");
@@ -306,8 +346,15 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 self.b().position_at_end(exit);
             }
             StmtKind::Break | StmtKind::Continue => {
-                let (cont, exit) = *self.loops.last().ok_or_else(|| err("break outside a loop"))?;
-                let target = if s.kind == StmtKind::Break { exit } else { cont };
+                let (cont, exit) = *self
+                    .loops
+                    .last()
+                    .ok_or_else(|| err("break outside a loop"))?;
+                let target = if s.kind == StmtKind::Break {
+                    exit
+                } else {
+                    cont
+                };
                 self.b().build_unconditional_branch(target)?;
                 self.dead_block();
             }
@@ -336,18 +383,24 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
     }
 
     /// Register value → memory value (bool to byte).
-    fn to_mem(&self, v: BasicValueEnum<'ctx>, t: &Type) -> R<BasicValueEnum<'ctx>> {
+    fn mem_repr(&self, v: BasicValueEnum<'ctx>, t: &Type) -> R<BasicValueEnum<'ctx>> {
         if t == &Type::Scalar(Scalar::Bool) && v.into_int_value().get_type().get_bit_width() == 1 {
-            return Ok(self.b().build_int_z_extend(v.into_int_value(), self.e.ctx.i8_type(), "")?.into());
+            return Ok(self
+                .b()
+                .build_int_z_extend(v.into_int_value(), self.e.ctx.i8_type(), "")?
+                .into());
         }
         Ok(v)
     }
 
     /// Memory value → register value (byte to bool).
-    fn from_mem(&self, v: BasicValueEnum<'ctx>, t: &Type) -> R<BasicValueEnum<'ctx>> {
+    fn reg_repr(&self, v: BasicValueEnum<'ctx>, t: &Type) -> R<BasicValueEnum<'ctx>> {
         if t == &Type::Scalar(Scalar::Bool) {
             let z = self.e.ctx.i8_type().const_zero();
-            return Ok(self.b().build_int_compare(IntPredicate::NE, v.into_int_value(), z, "")?.into());
+            return Ok(self
+                .b()
+                .build_int_compare(IntPredicate::NE, v.into_int_value(), z, "")?
+                .into());
         }
         Ok(v)
     }
@@ -361,7 +414,9 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
     }
 
     fn scalar(&self, e: Handle<Expr>) -> R<Scalar> {
-        self.ty(e).as_scalar().ok_or_else(|| err("expected a scalar"))
+        self.ty(e)
+            .as_scalar()
+            .ok_or_else(|| err("expected a scalar"))
     }
 
     fn expr(&mut self, h: Handle<Expr>) -> R<Option<BasicValueEnum<'ctx>>> {
@@ -371,11 +426,20 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 let s = ty.as_scalar().ok_or_else(|| err("non-scalar literal"))?;
                 let t = self.e.scalar_type(s);
                 match (lit, s.is_float()) {
-                    (Literal::Bool(b), _) => self.e.ctx.bool_type().const_int(u64::from(*b), false).into(),
-                    (Literal::Int(i), false) => t.into_int_type().const_int(*i as u64, s.is_signed()).into(),
+                    (Literal::Bool(b), _) => self
+                        .e
+                        .ctx
+                        .bool_type()
+                        .const_int(u64::from(*b), false)
+                        .into(),
+                    (Literal::Int(i), false) => {
+                        t.into_int_type().const_int(*i as u64, s.is_signed()).into()
+                    }
                     (Literal::Int(i), true) => t.into_float_type().const_float(*i as f64).into(),
                     (Literal::Float(x), true) => t.into_float_type().const_float(*x).into(),
-                    (Literal::Float(x), false) => t.into_int_type().const_int(*x as i64 as u64, true).into(),
+                    (Literal::Float(x), false) => {
+                        t.into_int_type().const_int(*x as i64 as u64, true).into()
+                    }
                 }
             }
             Expr::Local(l) => {
@@ -383,8 +447,10 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 if lt == &Type::None {
                     return Ok(None);
                 }
-                let v = self.b().build_load(self.e.mem_type(lt), self.locals[l.index()], "")?;
-                self.from_mem(v, lt)?
+                let v = self
+                    .b()
+                    .build_load(self.e.mem_type(lt), self.locals[l.index()], "")?;
+                self.reg_repr(v, lt)?
             }
             Expr::Unary(op, a) => {
                 let s = self.scalar(*a)?;
@@ -399,7 +465,9 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             }
             Expr::And(a, b) | Expr::Or(a, b) => {
                 let is_and = matches!(self.f.exprs[h], Expr::And(..));
-                let s = ty.as_scalar().ok_or_else(|| err("and/or on a non-scalar"))?;
+                let s = ty
+                    .as_scalar()
+                    .ok_or_else(|| err("and/or on a non-scalar"))?;
                 let x = self.value(*a)?;
                 let truth = self.truthy(x, s)?;
                 let from = self.b().get_insert_block().ok_or_else(|| err("no block"))?;
@@ -419,7 +487,11 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 phi.add_incoming(&[(&x, from), (&y, rhs_end)]);
                 phi.as_basic_value()
             }
-            Expr::Select { cond, then, otherwise } => {
+            Expr::Select {
+                cond,
+                then,
+                otherwise,
+            } => {
                 let c = self.value(*cond)?.into_int_value();
                 let tb = self.new_block("sel.then");
                 let eb = self.new_block("sel.else");
@@ -462,12 +534,17 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 let t = Type::Scalar(at.dtype);
                 let ld = self.b().build_load(self.e.mem_type(&t), ptr, "")?;
                 if let Some(i) = ld.as_instruction_value() {
-                    i.set_alignment(at.dtype.size() as u32).map_err(|e| err(e.to_string()))?;
+                    i.set_alignment(at.dtype.size() as u32)
+                        .map_err(|e| err(e.to_string()))?;
                 }
-                self.from_mem(ld, &t)?
+                self.reg_repr(ld, &t)?
             }
             Expr::ArrayProp(a, p) => {
-                let at = self.ty(*a).as_array().cloned().ok_or_else(|| err("property of a non-array"))?;
+                let at = self
+                    .ty(*a)
+                    .as_array()
+                    .cloned()
+                    .ok_or_else(|| err("property of a non-array"))?;
                 let desc = self.value(*a)?.into_struct_value();
                 let i64t = self.e.ctx.i64_type();
                 match p {
@@ -488,7 +565,11 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 }
             }
             Expr::Tuple(items) => {
-                let st = self.e.ty(&ty).ok_or_else(|| err("tuple of None"))?.into_struct_type();
+                let st = self
+                    .e
+                    .ty(&ty)
+                    .ok_or_else(|| err("tuple of None"))?
+                    .into_struct_type();
                 let mut agg = st.get_undef().as_basic_value_enum();
                 let elems: Vec<Type> = match &ty {
                     Type::Tuple(ts) => ts.clone(),
@@ -497,7 +578,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 };
                 for (i, (item, et)) in items.iter().zip(elems.iter()).enumerate() {
                     let v = self.value(*item)?;
-                    let v = self.to_mem(v, et)?;
+                    let v = self.mem_repr(v, et)?;
                     agg = self
                         .b()
                         .build_insert_value(agg.into_struct_value(), v, i as u32, "")?
@@ -507,22 +588,36 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             }
             Expr::Extract(a, i) => {
                 let agg = self.value(*a)?.into_struct_value();
-                let v = self
-                    .b()
-                    .build_extract_value(agg, *i, "")?;
-                self.from_mem(v, &ty)?
+                let v = self.b().build_extract_value(agg, *i, "")?;
+                self.reg_repr(v, &ty)?
             }
         };
         Ok(Some(v))
     }
 
-    fn dim(&self, desc: inkwell::values::StructValue<'ctx>, field: u32, d: u8) -> R<IntValue<'ctx>> {
-        let arr = self.b().build_extract_value(desc, field, "")?.into_array_value();
-        Ok(self.b().build_extract_value(arr, u32::from(d), "")?.into_int_value())
+    fn dim(
+        &self,
+        desc: inkwell::values::StructValue<'ctx>,
+        field: u32,
+        d: u8,
+    ) -> R<IntValue<'ctx>> {
+        let arr = self
+            .b()
+            .build_extract_value(desc, field, "")?
+            .into_array_value();
+        Ok(self
+            .b()
+            .build_extract_value(arr, u32::from(d), "")?
+            .into_int_value())
     }
 
     /// The stride of dimension `d` in elements (a constant 1 where the layout says so).
-    fn stride(&self, desc: inkwell::values::StructValue<'ctx>, at: &ArrayType, d: u8) -> R<IntValue<'ctx>> {
+    fn stride(
+        &self,
+        desc: inkwell::values::StructValue<'ctx>,
+        at: &ArrayType,
+        d: u8,
+    ) -> R<IntValue<'ctx>> {
         let contiguous = match at.layout {
             Layout::C => d + 1 == at.ndim,
             Layout::F => d == 0,
@@ -535,19 +630,34 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         }
     }
 
-    fn element_ptr(&mut self, array: Handle<Expr>, indices: &[Index]) -> R<(PointerValue<'ctx>, ArrayType)> {
-        let at = self.ty(array).as_array().cloned().ok_or_else(|| err("indexing a non-array"))?;
+    fn element_ptr(
+        &mut self,
+        array: Handle<Expr>,
+        indices: &[Index],
+    ) -> R<(PointerValue<'ctx>, ArrayType)> {
+        let at = self
+            .ty(array)
+            .as_array()
+            .cloned()
+            .ok_or_else(|| err("indexing a non-array"))?;
         let desc = self.value(array)?.into_struct_value();
-        let data = self.b().build_extract_value(desc, 0, "data")?.into_pointer_value();
+        let data = self
+            .b()
+            .build_extract_value(desc, 0, "data")?
+            .into_pointer_value();
         let i64t = self.e.ctx.i64_type();
         let mut offset: Option<IntValue<'ctx>> = None;
         for (d, ix) in indices.iter().enumerate() {
             let s = self.scalar(ix.value)?;
             let v = self.value(ix.value)?.into_int_value();
-            let mut i = self.b().build_int_cast_sign_flag(v, i64t, s.is_signed(), "")?;
+            let mut i = self
+                .b()
+                .build_int_cast_sign_flag(v, i64t, s.is_signed(), "")?;
             if ix.wrap && s.is_signed() {
                 let n = self.dim(desc, 1, d as u8)?;
-                let neg = self.b().build_int_compare(IntPredicate::SLT, i, i64t.const_zero(), "")?;
+                let neg =
+                    self.b()
+                        .build_int_compare(IntPredicate::SLT, i, i64t.const_zero(), "")?;
                 let wrapped = self.b().build_int_add(i, n, "")?;
                 i = self.b().build_select(neg, wrapped, i, "")?.into_int_value();
             }
@@ -600,16 +710,27 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             Scalar::Bool => v.into_int_value(),
             s if s.is_float() => {
                 let fv = v.into_float_value();
-                self.b().build_float_compare(FloatPredicate::UNE, fv, fv.get_type().const_zero(), "")?
+                self.b().build_float_compare(
+                    FloatPredicate::UNE,
+                    fv,
+                    fv.get_type().const_zero(),
+                    "",
+                )?
             }
             _ => {
                 let iv = v.into_int_value();
-                self.b().build_int_compare(IntPredicate::NE, iv, iv.get_type().const_zero(), "")?
+                self.b()
+                    .build_int_compare(IntPredicate::NE, iv, iv.get_type().const_zero(), "")?
             }
         })
     }
 
-    fn cast(&mut self, v: BasicValueEnum<'ctx>, from: Scalar, to: Scalar) -> R<BasicValueEnum<'ctx>> {
+    fn cast(
+        &mut self,
+        v: BasicValueEnum<'ctx>,
+        from: Scalar,
+        to: Scalar,
+    ) -> R<BasicValueEnum<'ctx>> {
         if from == to {
             return Ok(v);
         }
@@ -625,14 +746,22 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             (false, true) => {
                 let iv = v.into_int_value();
                 if from.is_signed() {
-                    self.b().build_signed_int_to_float(iv, tt.into_float_type(), "")?.into()
+                    self.b()
+                        .build_signed_int_to_float(iv, tt.into_float_type(), "")?
+                        .into()
                 } else {
-                    self.b().build_unsigned_int_to_float(iv, tt.into_float_type(), "")?.into()
+                    self.b()
+                        .build_unsigned_int_to_float(iv, tt.into_float_type(), "")?
+                        .into()
                 }
             }
             (true, false) => {
                 // Saturating, NaN to 0: one `cvt.rzi` instruction, never poison.
-                let name = if to.is_signed() { "llvm.fptosi.sat" } else { "llvm.fptoui.sat" };
+                let name = if to.is_signed() {
+                    "llvm.fptosi.sat"
+                } else {
+                    "llvm.fptoui.sat"
+                };
                 let f = self.e.intrinsic(name, &[tt, v.get_type()])?;
                 self.call1(f, &[v.into()])?
             }
@@ -643,14 +772,23 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         })
     }
 
-    fn call1(&self, f: FunctionValue<'ctx>, args: &[BasicMetadataValueEnum<'ctx>]) -> R<BasicValueEnum<'ctx>> {
+    fn call1(
+        &self,
+        f: FunctionValue<'ctx>,
+        args: &[BasicMetadataValueEnum<'ctx>],
+    ) -> R<BasicValueEnum<'ctx>> {
         match self.b().build_call(f, args, "")?.try_as_basic_value() {
             ValueKind::Basic(v) => Ok(v),
             _ => Err(err("call returned nothing")),
         }
     }
 
-    fn unary(&mut self, op: UnaryOp, s: Scalar, v: BasicValueEnum<'ctx>) -> R<BasicValueEnum<'ctx>> {
+    fn unary(
+        &mut self,
+        op: UnaryOp,
+        s: Scalar,
+        v: BasicValueEnum<'ctx>,
+    ) -> R<BasicValueEnum<'ctx>> {
         Ok(if s.is_float() {
             let f = v.into_float_value();
             match op {
@@ -668,7 +806,12 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 UnaryOp::Not | UnaryOp::Invert => self.b().build_not(i, "")?.into(),
                 UnaryOp::Abs => {
                     if s.is_signed() {
-                        let neg = self.b().build_int_compare(IntPredicate::SLT, i, i.get_type().const_zero(), "")?;
+                        let neg = self.b().build_int_compare(
+                            IntPredicate::SLT,
+                            i,
+                            i.get_type().const_zero(),
+                            "",
+                        )?;
                         let n = self.b().build_int_neg(i, "")?;
                         self.b().build_select(neg, n, i, "")?
                     } else {
@@ -679,7 +822,13 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         })
     }
 
-    fn binary(&mut self, op: BinaryOp, s: Scalar, x: BasicValueEnum<'ctx>, y: BasicValueEnum<'ctx>) -> R<BasicValueEnum<'ctx>> {
+    fn binary(
+        &mut self,
+        op: BinaryOp,
+        s: Scalar,
+        x: BasicValueEnum<'ctx>,
+        y: BasicValueEnum<'ctx>,
+    ) -> R<BasicValueEnum<'ctx>> {
         if s.is_float() {
             self.float_binary(op, s, x.into_float_value(), y.into_float_value())
         } else {
@@ -687,7 +836,13 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         }
     }
 
-    fn float_binary(&mut self, op: BinaryOp, s: Scalar, x: FloatValue<'ctx>, y: FloatValue<'ctx>) -> R<BasicValueEnum<'ctx>> {
+    fn float_binary(
+        &mut self,
+        op: BinaryOp,
+        s: Scalar,
+        x: FloatValue<'ctx>,
+        y: FloatValue<'ctx>,
+    ) -> R<BasicValueEnum<'ctx>> {
         use BinaryOp::*;
         let b = &self.e.builder;
         let cmp = |p| -> R<BasicValueEnum<'ctx>> { Ok(b.build_float_compare(p, x, y, "")?.into()) };
@@ -704,12 +859,20 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             Ge => cmp(FloatPredicate::OGE)?,
             Min | Max => {
                 // Python: min(a, b) is b if b < a else a (so NaN handling follows argument order).
-                let p = if op == Min { FloatPredicate::OLT } else { FloatPredicate::OGT };
+                let p = if op == Min {
+                    FloatPredicate::OLT
+                } else {
+                    FloatPredicate::OGT
+                };
                 let c = b.build_float_compare(p, y, x, "")?;
                 b.build_select(c, y, x, "")?
             }
             Pow => {
-                let name = if s == Scalar::Float32 { "__nv_powf" } else { "__nv_pow" };
+                let name = if s == Scalar::Float32 {
+                    "__nv_powf"
+                } else {
+                    "__nv_pow"
+                };
                 let f = self.e.libdevice_fn(name, x.get_type().into(), 2);
                 self.call1(f, &[x.into(), y.into()])?
             }
@@ -720,9 +883,19 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
 
     /// CPython's `float_divmod`: the remainder takes the divisor's sign, and the quotient is
     /// rounded so that `q * y + r == x` as closely as floats allow.
-    fn float_divmod(&mut self, op: BinaryOp, s: Scalar, x: FloatValue<'ctx>, y: FloatValue<'ctx>) -> R<BasicValueEnum<'ctx>> {
+    fn float_divmod(
+        &mut self,
+        op: BinaryOp,
+        s: Scalar,
+        x: FloatValue<'ctx>,
+        y: FloatValue<'ctx>,
+    ) -> R<BasicValueEnum<'ctx>> {
         let ft = x.get_type();
-        let name = if s == Scalar::Float32 { "__nv_fmodf" } else { "__nv_fmod" };
+        let name = if s == Scalar::Float32 {
+            "__nv_fmodf"
+        } else {
+            "__nv_fmod"
+        };
         let fmod = self.e.libdevice_fn(name, ft.into(), 2);
         let m = self.call1(fmod, &[x.into(), y.into()])?.into_float_value();
         let b = &self.e.builder;
@@ -737,7 +910,9 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             let r = b.build_select(adjust, m_adj, m, "")?.into_float_value();
             // A zero remainder takes the divisor's sign.
             let copysign = self.e.intrinsic("llvm.copysign", &[ft.into()])?;
-            let signed_zero = self.call1(copysign, &[zero.into(), y.into()])?.into_float_value();
+            let signed_zero = self
+                .call1(copysign, &[zero.into(), y.into()])?
+                .into_float_value();
             let b = &self.e.builder;
             return Ok(b.build_select(m_nonzero, r, signed_zero, "")?);
         }
@@ -757,21 +932,41 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         let q_zero = b.build_float_compare(FloatPredicate::OEQ, div, zero, "")?;
         let xy = b.build_float_div(x, y, "")?;
         let copysign = self.e.intrinsic("llvm.copysign", &[ft.into()])?;
-        let z = self.call1(copysign, &[zero.into(), xy.into()])?.into_float_value();
+        let z = self
+            .call1(copysign, &[zero.into(), xy.into()])?
+            .into_float_value();
         Ok(self.e.builder.build_select(q_zero, z, q, "")?)
     }
 
-    fn int_binary(&mut self, op: BinaryOp, s: Scalar, x: IntValue<'ctx>, y: IntValue<'ctx>) -> R<BasicValueEnum<'ctx>> {
+    fn int_binary(
+        &mut self,
+        op: BinaryOp,
+        s: Scalar,
+        x: IntValue<'ctx>,
+        y: IntValue<'ctx>,
+    ) -> R<BasicValueEnum<'ctx>> {
         use BinaryOp::*;
         let signed = s.is_signed();
         let t = x.get_type();
         let bits = t.get_bit_width();
         let b = &self.e.builder;
-        let icmp = |p: IntPredicate, a: IntValue<'ctx>, c: IntValue<'ctx>| b.build_int_compare(p, a, c, "");
+        let icmp = |p: IntPredicate, a: IntValue<'ctx>, c: IntValue<'ctx>| {
+            b.build_int_compare(p, a, c, "")
+        };
         let (lt, le, gt, ge) = if signed {
-            (IntPredicate::SLT, IntPredicate::SLE, IntPredicate::SGT, IntPredicate::SGE)
+            (
+                IntPredicate::SLT,
+                IntPredicate::SLE,
+                IntPredicate::SGT,
+                IntPredicate::SGE,
+            )
         } else {
-            (IntPredicate::ULT, IntPredicate::ULE, IntPredicate::UGT, IntPredicate::UGE)
+            (
+                IntPredicate::ULT,
+                IntPredicate::ULE,
+                IntPredicate::UGT,
+                IntPredicate::UGE,
+            )
         };
         Ok(match op {
             Add => b.build_int_add(x, y, "")?.into(),
@@ -802,7 +997,8 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 let (shifted, saturated) = if op == Shl {
                     (b.build_left_shift(x, y, "")?, t.const_zero())
                 } else if signed {
-                    let sign = b.build_right_shift(x, t.const_int(u64::from(bits - 1), false), true, "")?;
+                    let sign =
+                        b.build_right_shift(x, t.const_int(u64::from(bits - 1), false), true, "")?;
                     (b.build_right_shift(x, y, true, "")?, sign)
                 } else {
                     (b.build_right_shift(x, y, false, "")?, t.const_zero())
@@ -863,15 +1059,25 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         }
         let ctx = self.e.ctx;
         let t = self.e.scalar_type(s).into_int_type();
-        let f = self.e.module.add_function(&name, t.fn_type(&[t.into(), t.into()], false), Some(Linkage::Internal));
+        let f = self.e.module.add_function(
+            &name,
+            t.fn_type(&[t.into(), t.into()], false),
+            Some(Linkage::Internal),
+        );
         let saved = self.b().get_insert_block();
         let b = ctx.create_builder();
         let entry = ctx.append_basic_block(f, "entry");
         let neg = ctx.append_basic_block(f, "neg");
         let lp = ctx.append_basic_block(f, "loop");
         let done = ctx.append_basic_block(f, "done");
-        let base = f.get_nth_param(0).ok_or_else(|| err("ipow"))?.into_int_value();
-        let exp = f.get_nth_param(1).ok_or_else(|| err("ipow"))?.into_int_value();
+        let base = f
+            .get_nth_param(0)
+            .ok_or_else(|| err("ipow"))?
+            .into_int_value();
+        let exp = f
+            .get_nth_param(1)
+            .ok_or_else(|| err("ipow"))?
+            .into_int_value();
         let zero = t.const_zero();
         let one = t.const_int(1, false);
         b.position_at_end(entry);
@@ -886,7 +1092,9 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         let is_m1 = b.build_int_compare(IntPredicate::EQ, base, t.const_all_ones(), "")?;
         let odd = b.build_and(exp, one, "")?;
         let odd = b.build_int_compare(IntPredicate::NE, odd, zero, "")?;
-        let m1r = b.build_select(odd, t.const_all_ones(), one, "")?.into_int_value();
+        let m1r = b
+            .build_select(odd, t.const_all_ones(), one, "")?
+            .into_int_value();
         let r = b.build_select(is_m1, m1r, zero, "")?.into_int_value();
         let r = b.build_select(is_one, one, r, "")?;
         b.build_return(Some(&r))?;

@@ -9,13 +9,13 @@ pub mod libdevice;
 
 use super::Arch;
 use crate::ir::Program;
+use inkwell::OptimizationLevel;
 use inkwell::context::Context;
 use inkwell::module::Module;
 use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::{
     CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine, TargetTriple,
 };
-use inkwell::OptimizationLevel;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt;
@@ -90,14 +90,19 @@ thread_local! {
     static MACHINES: RefCell<HashMap<(Arch, u8), TargetMachine>> = RefCell::new(HashMap::new());
 }
 
-fn with_machine<R>(arch: Arch, opt: u8, f: impl FnOnce(&TargetMachine) -> R) -> Result<R, LowerError> {
+fn with_machine<R>(
+    arch: Arch,
+    opt: u8,
+    f: impl FnOnce(&TargetMachine) -> R,
+) -> Result<R, LowerError> {
     init();
     MACHINES.with(|m| {
         let mut m = m.borrow_mut();
         let key = (arch, opt);
-        if !m.contains_key(&key) {
+        if let std::collections::hash_map::Entry::Vacant(e) = m.entry(key) {
             let triple = TargetTriple::create(TRIPLE);
-            let target = Target::from_triple(&triple).map_err(|e| LowerError::Llvm(e.to_string()))?;
+            let target =
+                Target::from_triple(&triple).map_err(|e| LowerError::Llvm(e.to_string()))?;
             let cpu = arch.llvm_cpu();
             let (maj, min) = cpu.ptx_version();
             let level = match opt {
@@ -115,8 +120,10 @@ fn with_machine<R>(arch: Arch, opt: u8, f: impl FnOnce(&TargetMachine) -> R) -> 
                     RelocMode::Default,
                     CodeModel::Default,
                 )
-                .ok_or_else(|| LowerError::Llvm(format!("cannot create a target machine for {arch}")))?;
-            m.insert(key, tm);
+                .ok_or_else(|| {
+                    LowerError::Llvm(format!("cannot create a target machine for {arch}"))
+                })?;
+            e.insert(tm);
         }
         Ok(f(&m[&key]))
     })
@@ -167,6 +174,10 @@ fn retarget(ptx: String, arch: Arch) -> String {
     }
     let (maj, min) = arch.ptx_version();
     let (cmaj, cmin) = cpu.ptx_version();
-    ptx.replacen(&format!(".version {cmaj}.{cmin}"), &format!(".version {maj}.{min}"), 1)
-        .replacen(&format!(".target {cpu}"), &format!(".target {arch}"), 1)
+    ptx.replacen(
+        &format!(".version {cmaj}.{cmin}"),
+        &format!(".version {maj}.{min}"),
+        1,
+    )
+    .replacen(&format!(".target {cpu}"), &format!(".target {arch}"), 1)
 }

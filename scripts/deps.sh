@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what building and testing pydevice needs on Debian 12, skipping what is present:
+# LLVM 19 (static libraries, for the NVPTX back end), and the PyPI wheel nvidia-cuda-nvcc,
+# which carries ptxas (to validate PTX) and libdevice (math functions), plus numpy.
+set -euo pipefail
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+if [ ! -x /usr/lib/llvm-19/bin/llvm-config ] || [ ! -f /usr/lib/llvm-19/lib/libPolly.a ]; then
+  echo "== installing LLVM 19 (apt)" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq llvm-19-dev libpolly-19-dev zlib1g-dev libzstd-dev >/dev/null
+fi
+
+site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+if [ ! -x "$site/nvidia/cu13/bin/ptxas" ] || ! python3 -c 'import numpy' 2>/dev/null; then
+  echo "== installing nvidia-cuda-nvcc and numpy (pip)" >&2
+  python3 -m pip install --quiet --disable-pip-version-check nvidia-cuda-nvcc numpy
+fi
+export LLVM_SYS_191_PREFIX=/usr/lib/llvm-19

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (see scripts/device_bundle.sh): every GPU test, the CLI end to end,
+# and a short summary table. Output files go to $OUT when it is set.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+work=/tmp/pydevice-gpu && rm -rf $work && mkdir -p $work
+for f in .carry/*.gz; do gunzip -c "$f" > "$work/$(basename "${f%.gz}")"; done
+chmod +x $work/*
+export PYDEVICE_LIBDEVICE=${PYDEVICE_LIBDEVICE:-/usr/local/cuda/nvvm/libdevice/libdevice.10.bc}
+out=${OUT:-$work}
+nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader
+echo "== cargo GPU tests (tests/gpu.rs)"
+$work/gpu_tests --test-threads=1 2>&1 | tee "$out/gpu_tests.log" | grep -E "^test |test result|skipped|panicked"
+echo "== CLI: pydevice run examples/vector_add.py"
+python3 scripts/run_example.py $work/pydevice 2>&1 | tail -3
+echo "== ptxas (CUDA 13) on every language fixture"
+fails=0; n=0
+for f in tests/fixtures/lang/*.py; do
+  entry=$(sed -n 's/^# entry: //p' "$f"); sig=$(sed -n 's/^# sig: //p' "$f"); arch=$(sed -n 's/^# arch: //p' "$f"); arch=${arch:-sm_90}
+  n=$((n+1))
+  if ! $work/pydevice compile "$f" --entry "$entry" --sig "$sig" --arch "$arch" -o $work/k.ptx || ! /usr/local/cuda/bin/ptxas -arch=$arch $work/k.ptx -o $work/k.cubin; then
+    echo "FAIL $f"; fails=$((fails+1))
+  fi
+done
+echo "fixtures: $((n-fails)) of $n accepted by ptxas"
+if [ -n "${PYDEVICE_EXTRA:-}" ]; then bash -c "$PYDEVICE_EXTRA"; fi

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Runs the whole test suite (what CI runs). GPU tests skip, saying so, without a CUDA driver.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/deps.sh
+export PYDEVICE_REQUIRE_PTXAS=1
+cargo test 2>&1
+if ! python3 -c 'import ctypes.util,sys; sys.exit(0 if ctypes.util.find_library("cuda") else 1)'; then
+  echo "note: no CUDA driver here, so tests/gpu.rs skipped its launches (scripts/gpu_run.sh runs them on a GPU)"
+fi

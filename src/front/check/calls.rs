@@ -1,0 +1,489 @@
+//! Calls: builtins (conversions, `len`, `abs`, `min`/`max`, thread positioning) and device
+//! functions, which are instantiated for their argument types.
+
+use super::*;
+
+fn builtin_name(b: Builtin) -> String {
+    use Builtin::*;
+    match b {
+        Kernel => "kernel".into(),
+        Func => "func".into(),
+        Scalar(s) => s.name().into(),
+        Int => "int".into(),
+        Float => "float".into(),
+        Bool => "bool".into(),
+        ThreadIdx => "thread_idx".into(),
+        BlockIdx => "block_idx".into(),
+        BlockDim => "block_dim".into(),
+        GridDim => "grid_dim".into(),
+        LaneId => "lane_id".into(),
+        WarpSize => "warp_size".into(),
+        Tid => "tid".into(),
+        GridSize => "grid_size".into(),
+        SyncThreads => "syncthreads".into(),
+        Range => "range".into(),
+        Len => "len".into(),
+        Abs => "abs".into(),
+        Min => "min".into(),
+        Max => "max".into(),
+    }
+}
+
+impl FnCx<'_, '_> {
+    pub(super) fn call(&mut self, c: &ast::ExprCall) -> Value {
+        let fspan = sp(c.func.as_ref());
+        let callee = match self.callee_item(&c.func) {
+            Some(item) => Value::Item(item, fspan),
+            None => self.expr(&c.func),
+        };
+        let v = match callee {
+            Value::Err => None,
+            Value::Item(Item::Function(idx), _) => self.user_call(idx, c),
+            Value::Item(Item::Builtin(b), _) => self.builtin_call(b, c),
+            Value::Item(Item::Const(_), s) | Value::Item(Item::Namespace(_), s) => {
+                self.error("E0202", s, "this is not callable");
+                None
+            }
+            Value::Item(other, s) => {
+                self.not_a_value(&other, s);
+                None
+            }
+            Value::Val(v) => {
+                self.error("E0202", v.span, format!("{} is not callable", v.ty));
+                None
+            }
+        };
+        v.map(Value::Val).unwrap_or(Value::Err)
+    }
+
+    pub(super) fn args(
+        &mut self,
+        c: &ast::ExprCall,
+        name: &str,
+        min: usize,
+        max: usize,
+    ) -> Option<Vec<Val>> {
+        let span = sp(c);
+        if let Some(k) = c.arguments.keywords.first() {
+            self.error(
+                "E0107",
+                sp(k),
+                format!("`{name}` takes no keyword arguments"),
+            );
+            return None;
+        }
+        let n = c.arguments.args.len();
+        if n < min || n > max {
+            let want = if min == max {
+                format!("{min}")
+            } else if max == usize::MAX {
+                format!("at least {min}")
+            } else {
+                format!("{min} to {max}")
+            };
+            self.error(
+                "E0107",
+                span,
+                format!(
+                    "`{name}` takes {want} argument{}, but {n} {} given",
+                    if want == "1" { "" } else { "s" },
+                    if n == 1 { "was" } else { "were" }
+                ),
+            );
+            return None;
+        }
+        let mut out = Vec::new();
+        for a in c.arguments.args.iter() {
+            let v = self.expr(a);
+            out.push(self.value_of(v)?);
+        }
+        Some(out)
+    }
+
+    pub(super) fn builtin_call(&mut self, b: Builtin, c: &ast::ExprCall) -> Option<Val> {
+        let span = sp(c);
+        let name = builtin_name(b);
+        let d = self.s.defaults;
+        match b {
+            Builtin::Scalar(_) | Builtin::Int | Builtin::Float | Builtin::Bool => {
+                let target = match b {
+                    Builtin::Scalar(s) => s,
+                    Builtin::Int => d.int,
+                    Builtin::Float => d.float,
+                    _ => Scalar::Bool,
+                };
+                let mut args = self.args(c, &name, 0, 1)?;
+                let Some(v) = args.pop() else {
+                    let zero = if target.is_float() {
+                        Const::Float(0.0)
+                    } else if target == Scalar::Bool {
+                        Const::Bool(false)
+                    } else {
+                        Const::Int(0)
+                    };
+                    let e = self.literal(&zero, target, span)?;
+                    return Some(self.val(e, Type::Scalar(target), span));
+                };
+                self.conversion(v, target, span)
+            }
+            Builtin::Len => {
+                let v = self.args(c, &name, 1, 1)?.pop()?;
+                match &v.ty {
+                    Type::Array(_) => {
+                        let t = Type::Scalar(Scalar::Int64);
+                        let e =
+                            self.push(Expr::ArrayProp(v.e, ArrayProp::Shape(0)), t.clone(), span);
+                        let mut r = self.val(e, t, span);
+                        r.nonneg = true;
+                        Some(r)
+                    }
+                    Type::Tuple(ts) => self.const_val(&Const::Int(ts.len() as i128), span),
+                    Type::Vector { len, .. } => self.const_val(&Const::Int(i128::from(*len)), span),
+                    other => {
+                        self.error("E0202", v.span, format!("{other} has no length"));
+                        None
+                    }
+                }
+            }
+            Builtin::Abs => {
+                let v = self.args(c, &name, 1, 1)?.pop()?;
+                let Some(s) = v.ty.as_scalar() else {
+                    self.error(
+                        "E0202",
+                        v.span,
+                        format!("`abs` needs a number, found {}", v.ty),
+                    );
+                    return None;
+                };
+                if let (Some(k), true) = (&v.konst, v.weak.is_some() || s == Scalar::Bool) {
+                    let c = match k {
+                        Const::Int(i) => Const::Int(i.abs()),
+                        Const::Float(f) => Const::Float(f.abs()),
+                        Const::Bool(b) => Const::Int(i128::from(*b)),
+                        t => t.clone(),
+                    };
+                    return self.const_val(&c, span);
+                }
+                let (e, s) = if s == Scalar::Bool {
+                    (self.convert(&v, d.int)?, d.int)
+                } else {
+                    (v.e, s)
+                };
+                let e = self.push(Expr::Unary(UnaryOp::Abs, e), Type::Scalar(s), span);
+                Some(Val {
+                    e,
+                    ty: Type::Scalar(s),
+                    weak: v.weak,
+                    konst: None,
+                    nonneg: !s.is_float(),
+                    span,
+                })
+            }
+            Builtin::Min | Builtin::Max => {
+                let mut vals = self.args(c, &name, 1, usize::MAX)?;
+                if vals.len() == 1 {
+                    let v = vals.pop()?;
+                    let Type::Tuple(ts) = &v.ty else {
+                        self.error(
+                            "E0202",
+                            v.span,
+                            format!("`{name}` of one argument needs a tuple, found {}", v.ty),
+                        );
+                        return None;
+                    };
+                    if ts.is_empty() {
+                        self.error("E0202", v.span, format!("`{name}` of an empty tuple"));
+                        return None;
+                    }
+                    for (i, t) in ts.clone().into_iter().enumerate() {
+                        let base = self.push(self.exprs[v.e].clone(), v.ty.clone(), v.span);
+                        let e = self.push(Expr::Extract(base, i as u32), t.clone(), v.span);
+                        vals.push(self.val(e, t, v.span));
+                    }
+                }
+                let op = if b == Builtin::Min {
+                    BinaryOp::Min
+                } else {
+                    BinaryOp::Max
+                };
+                let mut acc = vals.remove(0);
+                for v in vals {
+                    acc = self.binary(op, acc, v, span)?;
+                }
+                Some(acc)
+            }
+            Builtin::Tid | Builtin::GridSize => {
+                let v = self.args(c, &name, 1, 1)?.pop()?;
+                let n = match v.konst.as_ref().and_then(|k| k.as_int()) {
+                    Some(n @ 1..=3) if v.ty.as_scalar().is_some_and(|s| s.is_integer()) => {
+                        n as usize
+                    }
+                    _ => {
+                        self.diags.push(
+                            Diagnostic::error(
+                                "E0210",
+                                v.span,
+                                format!("`{name}` needs a constant 1, 2 or 3"),
+                            )
+                            .with_label("ndims must satisfy 0 < ndims <= 3"),
+                        );
+                        return None;
+                    }
+                };
+                let u32t = Type::Scalar(Scalar::UInt32);
+                let i32t = Type::Scalar(Scalar::Int32);
+                let mut comps = Vec::new();
+                for axis in [Axis::X, Axis::Y, Axis::Z].into_iter().take(n) {
+                    let (a, bb) = if b == Builtin::Tid {
+                        (Intrinsic::BlockIdx(axis), Intrinsic::BlockDim(axis))
+                    } else {
+                        (Intrinsic::GridDim(axis), Intrinsic::BlockDim(axis))
+                    };
+                    let x = self.push(Expr::Intrinsic(a, vec![]), u32t.clone(), span);
+                    let y = self.push(Expr::Intrinsic(bb, vec![]), u32t.clone(), span);
+                    let mut e = self.push(Expr::Binary(BinaryOp::Mul, x, y), u32t.clone(), span);
+                    if b == Builtin::Tid {
+                        let t = self.push(
+                            Expr::Intrinsic(Intrinsic::ThreadIdx(axis), vec![]),
+                            u32t.clone(),
+                            span,
+                        );
+                        e = self.push(Expr::Binary(BinaryOp::Add, e, t), u32t.clone(), span);
+                    }
+                    comps.push(self.push(Expr::Cast(e), i32t.clone(), span));
+                }
+                let (e, ty) = if n == 1 {
+                    (comps[0], i32t)
+                } else {
+                    let ty = Type::Tuple(vec![i32t; n]);
+                    (self.push(Expr::Tuple(comps), ty.clone(), span), ty)
+                };
+                let mut r = self.val(e, ty, span);
+                r.nonneg = true;
+                Some(r)
+            }
+            Builtin::SyncThreads => {
+                self.args(c, &name, 0, 0)?;
+                let e = self.push(
+                    Expr::Intrinsic(Intrinsic::SyncThreads, vec![]),
+                    Type::None,
+                    span,
+                );
+                Some(self.val(e, Type::None, span))
+            }
+            Builtin::Range => {
+                self.error(
+                    "E0304",
+                    span,
+                    "`range` can only be used as the iterable of a `for` loop",
+                );
+                None
+            }
+            _ => {
+                self.error(
+                    "E0202",
+                    sp(c.func.as_ref()),
+                    format!("`{name}` is not callable"),
+                );
+                None
+            }
+        }
+    }
+
+    /// `T(x)`: an explicit conversion, which may truncate or wrap.
+    pub(super) fn conversion(&mut self, v: Val, target: Scalar, span: Span) -> Option<Val> {
+        let Some(src) = v.ty.as_scalar() else {
+            self.error(
+                "E0207",
+                v.span,
+                format!("cannot convert {} to {target}", v.ty),
+            );
+            return None;
+        };
+        if let (Some(k), true) = (&v.konst, v.weak.is_some() || src == Scalar::Bool) {
+            let c = match (k, target.kind()) {
+                (c, Kind::Bool) => Const::Bool(c.as_f64().is_some_and(|x| x != 0.0)),
+                (Const::Float(f), Kind::Int | Kind::UInt) => {
+                    if !f.is_finite() {
+                        self.error("E0204", v.span, format!("cannot convert {f} to {target}"));
+                        return None;
+                    }
+                    Const::Int(f.trunc() as i128)
+                }
+                (Const::Bool(b), Kind::Float) => Const::Float(f64::from(u8::from(*b))),
+                (Const::Int(i), Kind::Float) => Const::Float(*i as f64),
+                (Const::Bool(b), _) => Const::Int(i128::from(*b)),
+                (c, _) => c.clone(),
+            };
+            let e = self.literal(&c, target, v.span)?;
+            let mut r = self.val(e, Type::Scalar(target), span);
+            r.konst = Some(c.clone());
+            r.nonneg = c.as_int().is_some_and(|i| i >= 0) && !target.is_float();
+            return Some(r);
+        }
+        let e = if target == Scalar::Bool {
+            self.truthy(v.clone())?
+        } else if src == target {
+            v.e
+        } else {
+            self.push(Expr::Cast(v.e), Type::Scalar(target), span)
+        };
+        let mut r = self.val(e, Type::Scalar(target), span);
+        r.nonneg |=
+            v.nonneg && src.is_integer() && target.is_integer() && target.bits() >= src.bits();
+        Some(r)
+    }
+
+    pub(super) fn user_call(&mut self, idx: usize, c: &ast::ExprCall) -> Option<Val> {
+        let span = sp(c);
+        let m = self.s.m;
+        let decl = &m.functions[idx];
+        match decl.kind {
+            None => {
+                self.diags.push(
+                    not_device_function(decl).with_secondary(span, "called from device code here"),
+                );
+                return None;
+            }
+            Some(FunctionKind::Kernel) => {
+                self.diags.push(
+                    Diagnostic::error(
+                        "E0109",
+                        span,
+                        format!("kernel `{}` cannot be called from device code", decl.name),
+                    )
+                    .with_secondary(decl.name_span, "defined as a kernel here")
+                    .with_note("launch kernels from the host; share code through a `@device.func`"),
+                );
+                return None;
+            }
+            Some(FunctionKind::Device) => {}
+        }
+        let def = m.def(decl);
+        let params: Vec<&ast::ParameterWithDefault> = def
+            .parameters
+            .posonlyargs
+            .iter()
+            .chain(def.parameters.args.iter())
+            .collect();
+        let mut slots: Vec<Option<Val>> = vec![None; params.len()];
+        if c.arguments.args.len() > params.len() {
+            self.diags.push(
+                Diagnostic::error(
+                    "E0107",
+                    span,
+                    format!(
+                        "`{}` takes {} argument{}, but {} were given",
+                        decl.name,
+                        params.len(),
+                        if params.len() == 1 { "" } else { "s" },
+                        c.arguments.args.len()
+                    ),
+                )
+                .with_secondary(decl.name_span, "defined here"),
+            );
+            return None;
+        }
+        for (i, a) in c.arguments.args.iter().enumerate() {
+            let v = self.expr(a);
+            slots[i] = Some(self.value_of(v)?);
+        }
+        for k in c.arguments.keywords.iter() {
+            let Some(name) = &k.arg else {
+                self.error(
+                    "E0107",
+                    sp(k),
+                    "`**` arguments are not supported in device code",
+                );
+                return None;
+            };
+            let Some(pos) = params.iter().position(|p| p.parameter.name.id == name.id) else {
+                self.diags.push(
+                    Diagnostic::error(
+                        "E0107",
+                        sp(k),
+                        format!("`{}` has no parameter named `{}`", decl.name, name.id),
+                    )
+                    .with_secondary(decl.name_span, "defined here"),
+                );
+                return None;
+            };
+            if slots[pos].is_some() {
+                self.error(
+                    "E0107",
+                    sp(k),
+                    format!("argument `{}` is given twice", name.id),
+                );
+                return None;
+            }
+            let v = self.expr(&k.value);
+            slots[pos] = Some(self.value_of(v)?);
+        }
+        let mut args = Vec::new();
+        for (p, slot) in params.iter().zip(slots) {
+            let Some(v) = slot else {
+                self.diags.push(
+                    Diagnostic::error(
+                        "E0107",
+                        span,
+                        format!(
+                            "missing argument `{}` in call of `{}`",
+                            p.parameter.name.id, decl.name
+                        ),
+                    )
+                    .with_secondary(decl.name_span, "defined here"),
+                );
+                return None;
+            };
+            let annotated =
+                p.parameter
+                    .annotation
+                    .as_deref()
+                    .and_then(|a| match m.resolve_static(a) {
+                        Some(Item::Builtin(Builtin::Scalar(s))) => Some(s),
+                        Some(Item::Builtin(Builtin::Int)) => Some(self.s.defaults.int),
+                        Some(Item::Builtin(Builtin::Float)) => Some(self.s.defaults.float),
+                        Some(Item::Builtin(Builtin::Bool)) => Some(Scalar::Bool),
+                        _ => None,
+                    });
+            let v = match (annotated, v.weak) {
+                (Some(s), Some(_)) => {
+                    let e = self.convert(&v, s)?;
+                    Val {
+                        e,
+                        ty: Type::Scalar(s),
+                        weak: None,
+                        ..v
+                    }
+                }
+                _ => self.concrete(v)?,
+            };
+            if v.ty == Type::None {
+                self.error(
+                    "E0207",
+                    v.span,
+                    "`None` cannot be passed to a device function",
+                );
+                return None;
+            }
+            args.push(v);
+        }
+        let types: Vec<Type> = args.iter().map(|v| v.ty.clone()).collect();
+        self.callees.push((idx, types.clone()));
+        let h = match self.s.instantiate(idx, types, span) {
+            Ok(h) => h,
+            Err(Some(d)) => {
+                self.diags.push(*d);
+                return None;
+            }
+            Err(None) => return None,
+        };
+        let ret = self.s.functions[h].ret.clone();
+        let e = self.push(
+            Expr::Call(h, args.iter().map(|v| v.e).collect()),
+            ret.clone(),
+            span,
+        );
+        Some(self.val(e, ret, span))
+    }
+}

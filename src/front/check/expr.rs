@@ -1,0 +1,449 @@
+//! Expressions: literals, names, attributes, subscripts and array indices.
+
+use super::*;
+
+impl FnCx<'_, '_> {
+    pub(super) fn expr(&mut self, e: &ast::Expr) -> Value {
+        let span = sp(e);
+        use ast::Expr as E;
+        let v = match e {
+            E::NumberLiteral(n) => match &n.value {
+                ast::Number::Int(i) => match i
+                    .as_i64()
+                    .map(i128::from)
+                    .or_else(|| i.as_u64().map(i128::from))
+                {
+                    Some(v) => self.const_val(&Const::Int(v), span),
+                    None => {
+                        self.error(
+                            "E0204",
+                            span,
+                            "this integer literal does not fit in 64 bits",
+                        );
+                        None
+                    }
+                },
+                ast::Number::Float(f) => self.const_val(&Const::Float(*f), span),
+                ast::Number::Complex { .. } => {
+                    self.error(
+                        "E0202",
+                        span,
+                        "complex numbers are not supported in device code yet",
+                    );
+                    None
+                }
+            },
+            E::BooleanLiteral(b) => self.const_val(&Const::Bool(b.value), span),
+            E::Name(n) => return self.read_name(n.id.as_str(), span),
+            E::Attribute(a) => return self.attribute(a),
+            E::Subscript(s) => self.subscript(s),
+            E::BinOp(b) => {
+                let Some(op) = binary_op(b.op) else {
+                    self.error(
+                        "E0202",
+                        span,
+                        "the `@` operator is not supported in device code",
+                    );
+                    return Value::Err;
+                };
+                let l = self.expr(&b.left);
+                let r = self.expr(&b.right);
+                match (self.value_of(l), self.value_of(r)) {
+                    (Some(l), Some(r)) => self.binary(op, l, r, span),
+                    _ => None,
+                }
+            }
+            E::UnaryOp(u) => {
+                let v = self.expr(&u.operand);
+                self.value_of(v).and_then(|v| self.unary(u.op, v, span))
+            }
+            E::BoolOp(b) => self.bool_op(b),
+            E::Compare(c) => self.compare(c),
+            E::If(i) => self.if_expr(i),
+            E::Call(c) => return self.call(c),
+            E::Tuple(t) => {
+                let mut es = Vec::new();
+                let mut tys = Vec::new();
+                for x in &t.elts {
+                    let v = self.expr(x);
+                    let Some(v) = self.value_of(v).and_then(|v| self.concrete(v)) else {
+                        return Value::Err;
+                    };
+                    es.push(v.e);
+                    tys.push(v.ty);
+                }
+                let ty = Type::Tuple(tys);
+                let e = self.push(Expr::Tuple(es), ty.clone(), span);
+                Some(self.val(e, ty, span))
+            }
+            E::NoneLiteral(_) => {
+                self.error("E0202", span, "`None` can only be returned in device code");
+                None
+            }
+            other => {
+                let what = match other {
+                    E::StringLiteral(_) | E::FString(_) | E::TString(_) | E::BytesLiteral(_) => {
+                        "strings are"
+                    }
+                    E::List(_) | E::ListComp(_) => "lists are",
+                    E::Dict(_) | E::DictComp(_) => "dicts are",
+                    E::Set(_) | E::SetComp(_) => "sets are",
+                    E::Lambda(_) => "lambdas are",
+                    E::Generator(_) => "generators are",
+                    E::Named(_) => "assignment expressions (`:=`) are",
+                    E::Slice(_) => "slices are",
+                    _ => "this expression is",
+                };
+                self.error(
+                    "E0202",
+                    span,
+                    format!("{what} not supported in device code"),
+                );
+                None
+            }
+        };
+        v.map(Value::Val).unwrap_or(Value::Err)
+    }
+
+    pub(super) fn read_name(&mut self, name: &str, span: Span) -> Value {
+        if self.scope.contains_key(name) || self.assigned.contains(name) {
+            let reachable = self.seen_assigned.contains(name)
+                || self.loop_assigned.iter().any(|names| names.contains(name));
+            if !reachable {
+                self.diags.push(
+                    Diagnostic::error(
+                        "E0111",
+                        span,
+                        format!("`{name}` is used before it is assigned"),
+                    )
+                    .with_note("assign it before this point on every path"),
+                );
+                return Value::Err;
+            }
+            let Some(hint) = self.hints.get(name).cloned() else {
+                self.unresolved.push((name.to_string(), span));
+                return Value::Err;
+            };
+            let h = self.local(name, span);
+            let ty = self.locals[h].ty.clone();
+            let e = self.push(Expr::Local(h), ty.clone(), span);
+            return Value::Val(Val {
+                e,
+                ty,
+                weak: hint.weak,
+                konst: None,
+                nonneg: hint.nonneg,
+                span,
+            });
+        }
+        match self.s.m.lookup(name) {
+            Some(item) => Value::Item(item, span),
+            None => {
+                self.error("E0101", span, format!("name `{name}` is not defined"));
+                Value::Err
+            }
+        }
+    }
+
+    /// What a call's callee names, without evaluating it (locals shadow module names).
+    pub(super) fn callee_item(&mut self, e: &ast::Expr) -> Option<Item> {
+        if let ast::Expr::Name(n) = e
+            && self.scope.contains_key(n.id.as_str())
+        {
+            return None;
+        }
+        self.s.m.resolve_static(e)
+    }
+
+    pub(super) fn attribute(&mut self, a: &ast::ExprAttribute) -> Value {
+        let span = sp(a);
+        let attr = a.attr.id.as_str();
+        let base = self.expr(&a.value);
+        let v = match base {
+            Value::Err => return Value::Err,
+            Value::Item(Item::Namespace(Namespace::Cuda), _) if attr == "device" => {
+                return Value::Item(Item::Namespace(Namespace::Device), span);
+            }
+            Value::Item(Item::Namespace(Namespace::Device), _) => {
+                return match crate::front::builtins::device_member(attr) {
+                    Some(b) => Value::Item(Item::Builtin(b), span),
+                    None if crate::front::builtins::is_planned_device_member(attr) => {
+                        self.diags.push(planned(attr, span));
+                        Value::Err
+                    }
+                    None => {
+                        self.error(
+                            "E0102",
+                            span,
+                            format!("`cuda.device` has no member `{attr}`"),
+                        );
+                        Value::Err
+                    }
+                };
+            }
+            Value::Item(
+                Item::Builtin(
+                    b @ (Builtin::ThreadIdx
+                    | Builtin::BlockIdx
+                    | Builtin::BlockDim
+                    | Builtin::GridDim),
+                ),
+                _,
+            ) if matches!(attr, "x" | "y" | "z") => {
+                let axis = match attr {
+                    "x" => Axis::X,
+                    "y" => Axis::Y,
+                    _ => Axis::Z,
+                };
+                let ty = Type::Scalar(Scalar::UInt32);
+                let e = self.push(
+                    Expr::Intrinsic(dim3_intrinsic(b, axis), vec![]),
+                    ty.clone(),
+                    span,
+                );
+                Some(self.val(e, ty, span))
+            }
+            other => {
+                let Some(v) = self.value_of(other) else {
+                    return Value::Err;
+                };
+                self.value_attribute(v, attr, span)
+            }
+        };
+        v.map(Value::Val).unwrap_or(Value::Err)
+    }
+
+    pub(super) fn value_attribute(&mut self, v: Val, attr: &str, span: Span) -> Option<Val> {
+        let i64t = Type::Scalar(Scalar::Int64);
+        match (&v.ty, attr) {
+            (Type::Array(at), "shape" | "strides") => {
+                let n = at.ndim;
+                let es: Vec<_> = (0..n)
+                    .map(|d| {
+                        let p = if attr == "shape" {
+                            ArrayProp::Shape(d)
+                        } else {
+                            ArrayProp::Stride(d)
+                        };
+                        let base = self.push(self.exprs[v.e].clone(), v.ty.clone(), v.span);
+                        self.push(Expr::ArrayProp(base, p), i64t.clone(), span)
+                    })
+                    .collect();
+                let ty = Type::Tuple(vec![i64t; n as usize]);
+                let e = self.push(Expr::Tuple(es), ty.clone(), span);
+                let mut r = self.val(e, ty, span);
+                r.nonneg = attr == "shape";
+                Some(r)
+            }
+            (Type::Array(_), "size") => {
+                let e = self.push(Expr::ArrayProp(v.e, ArrayProp::Size), i64t.clone(), span);
+                let mut r = self.val(e, i64t, span);
+                r.nonneg = true;
+                Some(r)
+            }
+            (Type::Array(at), "ndim") => self.const_val(&Const::Int(i128::from(at.ndim)), span),
+            (Type::Vector { len, .. }, "size") => {
+                self.const_val(&Const::Int(i128::from(*len)), span)
+            }
+            (Type::Vector { elem, len }, "x" | "y" | "z" | "w") => {
+                let i = match attr {
+                    "x" => 0,
+                    "y" => 1,
+                    "z" => 2,
+                    _ => 3,
+                };
+                if i >= *len {
+                    self.error("E0212", span, format!("{} has no attribute `{attr}`", v.ty));
+                    return None;
+                }
+                let ty = Type::Scalar(*elem);
+                let e = self.push(Expr::Extract(v.e, i as u32), ty.clone(), span);
+                let mut r = self.val(e, ty, span);
+                r.nonneg |= v.nonneg;
+                Some(r)
+            }
+            (ty, _) => {
+                self.diags.push(
+                    Diagnostic::error(
+                        "E0212",
+                        span,
+                        format!("{ty} has no attribute `{attr}` in device code"),
+                    )
+                    .with_label("unknown attribute"),
+                );
+                None
+            }
+        }
+    }
+
+    pub(super) fn subscript(&mut self, s: &ast::ExprSubscript) -> Option<Val> {
+        let span = sp(s);
+        let base = self.expr(&s.value);
+        let base = self.value_of(base)?;
+        match &base.ty {
+            Type::Array(at) => {
+                let dtype = at.dtype;
+                let indices = self.indices(&base, &s.slice)?;
+                let ty = Type::Scalar(dtype);
+                let e = self.push(
+                    Expr::Load {
+                        array: base.e,
+                        indices,
+                    },
+                    ty.clone(),
+                    span,
+                );
+                Some(self.val(e, ty, span))
+            }
+            Type::Tuple(_) | Type::Vector { .. } => {
+                let n = match &base.ty {
+                    Type::Tuple(ts) => ts.len(),
+                    Type::Vector { len, .. } => *len as usize,
+                    _ => 0,
+                };
+                let iv = self.expr(&s.slice);
+                let iv = self.value_of(iv)?;
+                let Some(i) = iv
+                    .konst
+                    .as_ref()
+                    .and_then(|c| c.as_int())
+                    .filter(|_| iv.ty.as_scalar().is_some_and(|s| s.kind() != Kind::Float))
+                else {
+                    self.diags.push(
+                        Diagnostic::error("E0203", iv.span, format!("{} can only be indexed by a constant integer", base.ty))
+                            .with_note("the elements may have different types, so the index must be known when compiling"),
+                    );
+                    return None;
+                };
+                let idx = if i < 0 { i + n as i128 } else { i };
+                if idx < 0 || idx >= n as i128 {
+                    self.diags.push(
+                        Diagnostic::error(
+                            "E0203",
+                            iv.span,
+                            format!("index {i} is out of range for {}", base.ty),
+                        )
+                        .with_label(format!(
+                            "valid indices are {} to {}",
+                            -(n as i64),
+                            n as i64 - 1
+                        )),
+                    );
+                    return None;
+                }
+                let ty = element_type(&base.ty, idx as usize);
+                let e = self.push(Expr::Extract(base.e, idx as u32), ty.clone(), span);
+                let mut r = self.val(e, ty, span);
+                r.nonneg |= base.nonneg;
+                if let Some(Const::Tuple(items)) = &base.konst {
+                    r.konst = items.get(idx as usize).cloned();
+                    if let Some(c) = &r.konst {
+                        return self.const_val(&c.clone(), span);
+                    }
+                }
+                Some(r)
+            }
+            other => {
+                self.error("E0203", base.span, format!("{other} cannot be indexed"));
+                None
+            }
+        }
+    }
+
+    /// The indices of an array access: one integer per dimension.
+    pub(super) fn indices(&mut self, array: &Val, slice: &ast::Expr) -> Option<Vec<Index>> {
+        let Type::Array(at) = &array.ty else {
+            return None;
+        };
+        let ndim = at.ndim as usize;
+        let mut vals: Vec<Val> = Vec::new();
+        let parts: Vec<&ast::Expr> = match slice {
+            ast::Expr::Tuple(t) => t.elts.iter().collect(),
+            e => vec![e],
+        };
+        for p in parts {
+            if let ast::Expr::Slice(_) = p {
+                self.diags.push(
+                    Diagnostic::error(
+                        "E0203",
+                        sp(p),
+                        "slicing arrays is not supported by this version of pydevice yet",
+                    )
+                    .with_note("index every dimension with an integer"),
+                );
+                return None;
+            }
+            let v = self.expr(p);
+            let v = self.value_of(v)?;
+            match &v.ty {
+                Type::Tuple(ts)
+                    if ts
+                        .iter()
+                        .all(|t| t.as_scalar().is_some_and(|s| s.is_integer())) =>
+                {
+                    for (i, t) in ts.iter().enumerate() {
+                        let base = self.push(self.exprs[v.e].clone(), v.ty.clone(), v.span);
+                        let e = self.push(Expr::Extract(base, i as u32), t.clone(), v.span);
+                        let mut ev = self.val(e, t.clone(), v.span);
+                        ev.nonneg |= v.nonneg;
+                        vals.push(ev);
+                    }
+                }
+                _ => vals.push(v),
+            }
+        }
+        if vals.len() != ndim {
+            let d = Diagnostic::error(
+                "E0203",
+                sp(slice),
+                format!(
+                    "{} has {ndim} dimension{}, but {} ind{} given",
+                    array.ty,
+                    if ndim == 1 { "" } else { "s" },
+                    vals.len(),
+                    if vals.len() == 1 {
+                        "ex was"
+                    } else {
+                        "ices were"
+                    }
+                ),
+            );
+            let d = if vals.len() < ndim {
+                d.with_note(
+                    "indexing fewer dimensions (a view) is not supported by this version yet",
+                )
+            } else {
+                d
+            };
+            self.diags.push(d);
+            return None;
+        }
+        let mut out = Vec::new();
+        for v in vals {
+            match v.ty.as_scalar() {
+                Some(s) if s.is_integer() => {}
+                _ => {
+                    self.diags.push(
+                        Diagnostic::error(
+                            "E0203",
+                            v.span,
+                            format!("array indices must be integers, found {}", v.ty),
+                        )
+                        .with_label("not an integer"),
+                    );
+                    return None;
+                }
+            }
+            let e = if v.weak.is_some() {
+                self.convert(&v, Scalar::Int64)?
+            } else {
+                v.e
+            };
+            out.push(Index {
+                value: e,
+                wrap: !v.nonneg,
+            });
+        }
+        Some(out)
+    }
+}

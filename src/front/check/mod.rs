@@ -1,0 +1,745 @@
+//! Type checking and specialization: one entry function, given concrete argument types,
+//! becomes an [`ir::Program`] in which every local, expression and called function has one
+//! concrete type.
+//!
+//! Locals get their type from their assignments. A Python number (a literal, or a local only
+//! ever bound to them) stays *weak* until a typed value is assigned to the same local, so
+//! `acc = 0` followed by `acc += x[i]` makes `acc` a `float32` when `x` holds `float32`. When
+//! an assignment changes what is known, the body is checked again; this converges because
+//! knowledge only grows. Two typed assignments of different types are an error that points
+//! at both.
+//!
+//! The checker also tracks which integer values are known to be non-negative, so that array
+//! indexing only pays for Python's negative-index wrap-around where it can happen.
+
+use super::builtins::{Builtin, Namespace};
+use super::consts::{Const, fold_binary};
+use super::{FunctionDecl, Item, ParsedModule, binary_op};
+use crate::diag::{Diagnostic, Diagnostics, Span};
+use crate::ir::{
+    self, Arena, ArrayProp, Axis, BinaryOp, Block, Expr, Function, FunctionKind, Handle, Index,
+    Intrinsic, Literal, Local, Stmt, StmtKind, UnaryOp,
+};
+use crate::types::promote::{Defaults, Weak, promote, promote_weak, promote_weak_weak};
+use crate::types::{Kind, Scalar, Type};
+use ruff_python_ast::{self as ast};
+use ruff_text_size::Ranged;
+use std::collections::{HashMap, HashSet};
+
+/// How many times a body is re-checked while local types are still being learned. Each
+/// extra pass needs a local's type to have grown, so real programs need two or three.
+const MAX_PASSES: usize = 12;
+
+fn sp(node: &impl Ranged) -> Span {
+    node.range().into()
+}
+
+/// Specializes `entry` for `args` and returns the typed program.
+pub fn specialize(
+    module: &ParsedModule,
+    entry: &str,
+    args: &[Type],
+    defaults: Defaults,
+) -> Result<ir::Program, Diagnostics> {
+    let mut s = Specializer {
+        m: module,
+        defaults,
+        functions: Arena::default(),
+        instances: HashMap::new(),
+        reported: HashSet::new(),
+        stack: Vec::new(),
+        diags: Vec::new(),
+    };
+    let fail = |list| Diagnostics {
+        file: module.file.clone(),
+        list,
+    };
+    let Some((idx, decl)) = module.function(entry) else {
+        let names: Vec<_> = module
+            .functions
+            .iter()
+            .filter(|f| f.kind.is_some())
+            .map(|f| format!("`{}`", f.name))
+            .collect();
+        let note = if names.is_empty() {
+            "the module defines no @kernel or @func".to_string()
+        } else {
+            format!("device functions in this module: {}", names.join(", "))
+        };
+        return Err(fail(vec![
+            Diagnostic::error(
+                "E0110",
+                Span::default(),
+                format!("no function named `{entry}` in this module"),
+            )
+            .with_note(note),
+        ]));
+    };
+    if decl.kind.is_none() {
+        return Err(fail(vec![not_device_function(decl)]));
+    }
+    let def = module.def(decl);
+    let nparams = def.parameters.args.len() + def.parameters.posonlyargs.len();
+    if nparams != args.len() {
+        return Err(fail(vec![Diagnostic::error(
+            "E0107",
+            decl.name_span,
+            format!(
+                "`{entry}` takes {nparams} argument{}, but {} type{} given",
+                if nparams == 1 { "" } else { "s" },
+                args.len(),
+                if args.len() == 1 { " was" } else { "s were" }
+            ),
+        )]));
+    }
+    let handle = s.instantiate(idx, args.to_vec(), decl.name_span);
+    let key = (idx, args.to_vec());
+    s.commit(&key);
+    match handle {
+        Ok(entry) if s.diags.is_empty() => Ok(ir::Program {
+            functions: s.functions,
+            entry,
+        }),
+        _ => {
+            if s.diags.is_empty() {
+                // Defensive: a failed instance always reports why.
+                s.diags.push(Diagnostic::error(
+                    "E0999",
+                    decl.name_span,
+                    "internal error: specialization failed without a diagnostic",
+                ));
+            }
+            Err(fail(s.diags))
+        }
+    }
+}
+
+fn not_device_function(decl: &FunctionDecl) -> Diagnostic {
+    Diagnostic::error(
+        "E0104",
+        decl.name_span,
+        format!("`{}` is not a device function", decl.name),
+    )
+    .with_note("decorate it with `@device.kernel` or `@device.func`")
+}
+
+struct Instance {
+    handle: Option<Handle<Function>>,
+    diags: Vec<Diagnostic>,
+    /// Instances this one's final pass called, whose diagnostics it depends on.
+    callees: Vec<(usize, Vec<Type>)>,
+}
+
+struct Specializer<'m> {
+    m: &'m ParsedModule,
+    defaults: Defaults,
+    functions: Arena<Function>,
+    instances: HashMap<(usize, Vec<Type>), Instance>,
+    reported: HashSet<(usize, Vec<Type>)>,
+    stack: Vec<(usize, Span)>,
+    diags: Vec<Diagnostic>,
+}
+
+impl Specializer<'_> {
+    /// Moves the diagnostics of an instance and of what it calls into the result, once.
+    fn commit(&mut self, key: &(usize, Vec<Type>)) {
+        if !self.reported.insert(key.clone()) {
+            return;
+        }
+        let Some(inst) = self.instances.get(key) else {
+            return;
+        };
+        let callees = inst.callees.clone();
+        self.diags.extend(inst.diags.iter().cloned());
+        for c in callees {
+            self.commit(&c);
+        }
+    }
+
+    /// Instantiates function `idx` for argument types. A recursive call is returned as the
+    /// caller's own diagnostic; other failures were recorded with the instance.
+    fn instantiate(
+        &mut self,
+        idx: usize,
+        args: Vec<Type>,
+        call: Span,
+    ) -> Result<Handle<Function>, Option<Box<Diagnostic>>> {
+        let key = (idx, args.clone());
+        if let Some(inst) = self.instances.get(&key) {
+            return inst.handle.ok_or(None);
+        }
+        let m = self.m;
+        let decl = &m.functions[idx];
+        if let Some(pos) = self.stack.iter().position(|(i, _)| *i == idx) {
+            let mut d =
+                Diagnostic::error("E0105", call, format!("recursive call of `{}`", decl.name))
+                    .with_label("this call recurses")
+                    .with_note(
+                        "device code cannot recurse: the call depth must be known when compiling",
+                    );
+            for (i, span) in self.stack[pos + 1..].iter() {
+                d = d.with_secondary(*span, format!("`{}` is called here", m.functions[*i].name));
+            }
+            return Err(Some(Box::new(d)));
+        }
+        self.stack.push((idx, call));
+        let mut hints: HashMap<String, Hint> = HashMap::new();
+        let mut pass = 0;
+        let outcome = loop {
+            let mut cx = FnCx::new(self, idx, &args, &mut hints);
+            cx.run();
+            pass += 1;
+            if !cx.changed || pass == MAX_PASSES {
+                break cx.finish();
+            }
+        };
+        self.stack.pop();
+        let (func, diags, callees) = outcome;
+        let callee_failed = callees
+            .iter()
+            .any(|k| self.instances.get(k).is_some_and(|i| i.handle.is_none()));
+        let handle = if diags.is_empty() && !callee_failed {
+            let span = func.span;
+            Some(self.functions.append(func, span))
+        } else {
+            None
+        };
+        self.instances.insert(
+            key,
+            Instance {
+                handle,
+                diags,
+                callees,
+            },
+        );
+        handle.ok_or(None)
+    }
+}
+
+/// An instantiation's identity: the function and its argument types.
+type InstanceKey = (usize, Vec<Type>);
+
+/// A checked function, its diagnostics, and the instances it calls.
+type Finished = (Function, Vec<Diagnostic>, Vec<InstanceKey>);
+
+/// What earlier passes learned about a local (or, under `$return`, the return value).
+#[derive(Clone, Debug)]
+struct Hint {
+    ty: Type,
+    weak: Option<Weak>,
+    first: Span,
+    nonneg: bool,
+}
+
+/// A value of device code during checking.
+#[derive(Clone, Debug)]
+struct Val {
+    e: Handle<Expr>,
+    ty: Type,
+    /// A Python number whose type adapts to the other operand.
+    weak: Option<Weak>,
+    /// The value, when known at compile time.
+    konst: Option<Const>,
+    /// Known to be an integer >= 0.
+    nonneg: bool,
+    span: Span,
+}
+
+/// What an expression denotes: a value, or an entity that only some uses accept.
+#[derive(Clone, Debug)]
+enum Value {
+    Val(Val),
+    Item(Item, Span),
+    /// Already reported.
+    Err,
+}
+
+struct FnCx<'s, 'm> {
+    s: &'s mut Specializer<'m>,
+    decl: &'m FunctionDecl,
+    def: &'m ast::StmtFunctionDef,
+    kind: FunctionKind,
+    exprs: Arena<Expr>,
+    types: Vec<Type>,
+    locals: Arena<Local>,
+    scope: HashMap<String, Handle<Local>>,
+    params: usize,
+    hints: &'s mut HashMap<String, Hint>,
+    diags: Vec<Diagnostic>,
+    callees: Vec<(usize, Vec<Type>)>,
+    changed: bool,
+    loops: usize,
+    temps: usize,
+    body: Option<Block>,
+    /// Names the function assigns somewhere (its locals).
+    assigned: HashSet<String>,
+    /// Locals read before any assignment was seen in this pass.
+    unresolved: Vec<(String, Span)>,
+    /// Names assigned so far in this pass, in source order (parameters included).
+    seen_assigned: HashSet<String>,
+    /// For each enclosing loop, the names its body assigns (a read there may see the value
+    /// of a previous iteration).
+    loop_assigned: Vec<HashSet<String>>,
+}
+
+impl<'s, 'm> FnCx<'s, 'm> {
+    fn new(
+        s: &'s mut Specializer<'m>,
+        idx: usize,
+        args: &[Type],
+        hints: &'s mut HashMap<String, Hint>,
+    ) -> Self {
+        let m = s.m;
+        let decl = &m.functions[idx];
+        let def = m.def(decl);
+        let kind = decl.kind.unwrap_or(FunctionKind::Device);
+        let mut cx = FnCx {
+            s,
+            decl,
+            def,
+            kind,
+            exprs: Arena::default(),
+            types: Vec::new(),
+            locals: Arena::default(),
+            scope: HashMap::new(),
+            params: args.len(),
+            hints,
+            diags: Vec::new(),
+            callees: Vec::new(),
+            changed: false,
+            loops: 0,
+            temps: 0,
+            body: None,
+            assigned: HashSet::new(),
+            unresolved: Vec::new(),
+            seen_assigned: HashSet::new(),
+            loop_assigned: Vec::new(),
+        };
+        assigned_names(&def.body, &mut cx.assigned);
+        let params: Vec<&ast::ParameterWithDefault> = def
+            .parameters
+            .posonlyargs
+            .iter()
+            .chain(def.parameters.args.iter())
+            .collect();
+        for (p, ty) in params.iter().zip(args) {
+            let name = p.parameter.name.id.to_string();
+            let span = sp(&p.parameter);
+            let h = cx.locals.append(
+                Local {
+                    name: name.clone(),
+                    ty: ty.clone(),
+                },
+                span,
+            );
+            cx.scope.insert(name.clone(), h);
+            cx.seen_assigned.insert(name.clone());
+            let nonneg = matches!(ty, Type::Scalar(s) if s.kind() == Kind::UInt);
+            cx.hints.entry(name).or_insert(Hint {
+                ty: ty.clone(),
+                weak: None,
+                first: span,
+                nonneg,
+            });
+            if let Some(ann) = &p.parameter.annotation {
+                cx.check_annotation(ann, ty);
+            }
+            if let Some(d) = &p.default {
+                cx.error(
+                    "E0301",
+                    sp(d.as_ref()),
+                    "default parameter values are not supported in device functions",
+                );
+            }
+        }
+        let pr = &def.parameters;
+        if let Some(v) = &pr.vararg {
+            cx.error(
+                "E0301",
+                sp(v.as_ref()),
+                "`*args` is not supported in device functions",
+            );
+        }
+        if let Some(v) = &pr.kwarg {
+            cx.error(
+                "E0301",
+                sp(v.as_ref()),
+                "`**kwargs` is not supported in device functions",
+            );
+        }
+        if !pr.kwonlyargs.is_empty() {
+            cx.error(
+                "E0301",
+                sp(&pr.kwonlyargs[0]),
+                "keyword-only parameters are not supported in device functions",
+            );
+        }
+        cx
+    }
+
+    fn run(&mut self) {
+        let def = self.def;
+        let body = self.block(&def.body);
+        for (name, span) in std::mem::take(&mut self.unresolved) {
+            if self.hints.contains_key(&name) {
+                self.changed = true; // learned later in this pass: check again
+            } else {
+                self.diags.push(
+                    Diagnostic::error(
+                        "E0111",
+                        span,
+                        format!("`{name}` is used before it is assigned"),
+                    )
+                    .with_note("assign it before this point on every path"),
+                );
+            }
+        }
+        if let Some(h) = self.hints.get("$return")
+            && h.ty != Type::None
+            && !always_returns(&body)
+            && self.diags.is_empty()
+        {
+            let first = h.first;
+            self.diags.push(
+                Diagnostic::error(
+                    "E0206",
+                    self.decl.name_span,
+                    format!("`{}` does not return a value on every path", self.decl.name),
+                )
+                .with_secondary(first, "it returns a value here")
+                .with_note("add a `return` at the end; falling off the end would return `None`"),
+            );
+        }
+        self.body = Some(body);
+    }
+
+    fn finish(self) -> Finished {
+        let ret = match (self.kind, self.hints.get("$return")) {
+            (FunctionKind::Kernel, _) | (_, None) => Type::None,
+            (_, Some(h)) => self.materialize(h),
+        };
+        let symbol = if self.kind == FunctionKind::Kernel || self.decl.options.interop {
+            self.decl.name.clone()
+        } else {
+            format!("_pyd_{}_{}", self.decl.name, self.s.functions.len())
+        };
+        let func = Function {
+            name: self.decl.name.clone(),
+            symbol,
+            kind: self.kind,
+            interop: self.decl.options.interop,
+            locals: self.locals,
+            params: self.params,
+            ret,
+            exprs: self.exprs,
+            types: self.types,
+            body: self.body.unwrap_or_default(),
+            span: self.decl.name_span,
+        };
+        (func, self.diags, self.callees)
+    }
+}
+
+// ---- helpers ------------------------------------------------------------------------------
+
+impl FnCx<'_, '_> {
+    fn error(&mut self, code: &str, span: Span, msg: impl Into<String>) {
+        self.diags.push(Diagnostic::error(code, span, msg));
+    }
+
+    fn push(&mut self, e: Expr, ty: Type, span: Span) -> Handle<Expr> {
+        self.types.push(ty);
+        self.exprs.append(e, span)
+    }
+
+    fn materialize(&self, h: &Hint) -> Type {
+        match h.weak {
+            Some(w) => Type::Scalar(self.s.defaults.of(w)),
+            None => h.ty.clone(),
+        }
+    }
+
+    fn val(&self, e: Handle<Expr>, ty: Type, span: Span) -> Val {
+        let nonneg = matches!(ty, Type::Scalar(s) if s.kind() == Kind::UInt);
+        Val {
+            e,
+            ty,
+            weak: None,
+            konst: None,
+            nonneg,
+            span,
+        }
+    }
+
+    fn new_temp(&mut self, ty: Type, span: Span) -> Handle<Local> {
+        self.temps += 1;
+        self.locals.append(
+            Local {
+                name: format!("${}", self.temps),
+                ty,
+            },
+            span,
+        )
+    }
+
+    /// A literal of scalar type `s` for a constant, or an error when it does not fit.
+    fn literal(&mut self, c: &Const, s: Scalar, span: Span) -> Option<Handle<Expr>> {
+        let lit = match (c, s.kind()) {
+            (Const::Bool(b), Kind::Bool) => Literal::Bool(*b),
+            (c, Kind::Bool) => Literal::Bool(c.as_f64().is_some_and(|v| v != 0.0)),
+            (Const::Bool(b), Kind::Float) => Literal::Float(f64::from(u8::from(*b))),
+            (Const::Int(i), Kind::Float) => Literal::Float(*i as f64),
+            (Const::Float(f), Kind::Float) => {
+                let v = if s == Scalar::Float32 {
+                    f64::from(*f as f32)
+                } else {
+                    *f
+                };
+                if f.is_finite() && !v.is_finite() {
+                    self.error("E0204", span, format!("{f} is out of range for {s}"));
+                    return None;
+                }
+                Literal::Float(*f)
+            }
+            (Const::Bool(b), _) => Literal::Int(i128::from(*b)),
+            (Const::Int(i), _) => {
+                if !ir::literal_fits(Literal::Int(*i), s) {
+                    self.diags.push(
+                        Diagnostic::error(
+                            "E0204",
+                            span,
+                            format!("Python integer {i} is out of bounds for {s}"),
+                        )
+                        .with_label(format!("does not fit in {s}"))
+                        .with_note("NumPy 2 raises OverflowError here; write an explicit conversion if wrap-around is meant"),
+                    );
+                    return None;
+                }
+                Literal::Int(*i)
+            }
+            (Const::Float(_), _) => {
+                self.error(
+                    "E0207",
+                    span,
+                    format!("a float cannot be used as {s} implicitly"),
+                );
+                return None;
+            }
+            (Const::Tuple(_), _) => {
+                self.error("E0207", span, format!("a tuple cannot be used as {s}"));
+                return None;
+            }
+        };
+        Some(self.push(Expr::Literal(lit), Type::Scalar(s), span))
+    }
+
+    /// The value of a compile-time constant, as a weak Python number (or a tuple of them).
+    fn const_val(&mut self, c: &Const, span: Span) -> Option<Val> {
+        let (ty, weak) = match c {
+            Const::Bool(_) => (Scalar::Bool, None),
+            Const::Int(_) => (self.s.defaults.int, Some(Weak::Int)),
+            Const::Float(_) => (self.s.defaults.float, Some(Weak::Float)),
+            Const::Tuple(items) => {
+                let mut es = Vec::new();
+                let mut tys = Vec::new();
+                for it in items {
+                    let v = self.const_val(it, span)?;
+                    let v = self.concrete(v)?;
+                    es.push(v.e);
+                    tys.push(v.ty);
+                }
+                let e = self.push(Expr::Tuple(es), Type::Tuple(tys.clone()), span);
+                let mut v = self.val(e, Type::Tuple(tys), span);
+                v.konst = Some(c.clone());
+                return Some(v);
+            }
+        };
+        let e = match c {
+            Const::Int(i) if !ir::literal_fits(Literal::Int(*i), ty) => {
+                // Too big for `int`: keep it exact in int64 until it meets a typed operand.
+                let lit = Literal::Int(*i);
+                if !ir::literal_fits(lit, Scalar::Int64) {
+                    self.error(
+                        "E0204",
+                        span,
+                        format!("Python integer {i} is out of bounds for int64"),
+                    );
+                    return None;
+                }
+                self.push(Expr::Literal(lit), Type::Scalar(Scalar::Int64), span)
+            }
+            _ => self.literal(c, ty, span)?,
+        };
+        let ty = self.types[e.index()].clone();
+        Some(Val {
+            e,
+            ty,
+            weak,
+            konst: Some(c.clone()),
+            nonneg: c.as_f64().is_some_and(|v| v >= 0.0) && c.as_int().is_some(),
+            span,
+        })
+    }
+
+    /// A weak value turned into its dialect default type (`int32`, `float32`).
+    fn concrete(&mut self, v: Val) -> Option<Val> {
+        match v.weak {
+            None => Some(v),
+            Some(w) => {
+                let s = self.s.defaults.of(w);
+                let e = self.convert(&v, s)?;
+                Some(Val {
+                    e,
+                    ty: Type::Scalar(s),
+                    weak: None,
+                    ..v
+                })
+            }
+        }
+    }
+
+    /// Converts a scalar value to `s`: constants become literals (checked to fit), others
+    /// a cast.
+    fn convert(&mut self, v: &Val, s: Scalar) -> Option<Handle<Expr>> {
+        if v.ty == Type::Scalar(s) {
+            return Some(v.e);
+        }
+        if v.weak.is_some()
+            && let Some(c) = &v.konst
+        {
+            return self.literal(c, s, v.span);
+        }
+        match v.ty {
+            Type::Scalar(_) => Some(self.push(Expr::Cast(v.e), Type::Scalar(s), v.span)),
+            _ => {
+                self.error(
+                    "E0207",
+                    v.span,
+                    format!("expected a number of type {s}, found {}", v.ty),
+                );
+                None
+            }
+        }
+    }
+
+    /// Turns an entity into a value where one can stand for it.
+    fn value_of(&mut self, v: Value) -> Option<Val> {
+        match v {
+            Value::Val(v) => Some(v),
+            Value::Err => None,
+            Value::Item(item, span) => match item {
+                Item::Const(c) => self.const_val(&c, span),
+                Item::Builtin(b @ (Builtin::LaneId | Builtin::WarpSize)) => {
+                    let op = if b == Builtin::LaneId {
+                        Intrinsic::LaneId
+                    } else {
+                        Intrinsic::WarpSize
+                    };
+                    let e = self.push(
+                        Expr::Intrinsic(op, vec![]),
+                        Type::Scalar(Scalar::Int32),
+                        span,
+                    );
+                    let mut v = self.val(e, Type::Scalar(Scalar::Int32), span);
+                    v.nonneg = true;
+                    Some(v)
+                }
+                Item::Builtin(
+                    b @ (Builtin::ThreadIdx
+                    | Builtin::BlockIdx
+                    | Builtin::BlockDim
+                    | Builtin::GridDim),
+                ) => {
+                    let es: Vec<_> = [Axis::X, Axis::Y, Axis::Z]
+                        .into_iter()
+                        .map(|a| {
+                            self.push(
+                                Expr::Intrinsic(dim3_intrinsic(b, a), vec![]),
+                                Type::Scalar(Scalar::UInt32),
+                                span,
+                            )
+                        })
+                        .collect();
+                    let ty = Type::Vector {
+                        elem: Scalar::UInt32,
+                        len: 3,
+                    };
+                    let e = self.push(Expr::Tuple(es), ty.clone(), span);
+                    Some(self.val(e, ty, span))
+                }
+                other => {
+                    self.not_a_value(&other, span);
+                    None
+                }
+            },
+        }
+    }
+
+    fn not_a_value(&mut self, item: &Item, span: Span) {
+        let d = match item {
+            Item::Foreign(m) => Diagnostic::error(
+                "E0106",
+                span,
+                format!("names from module `{m}` cannot be used in device code"),
+            )
+            .with_note(
+                "device code can use `cuda.device`, Python's builtins and module-level constants",
+            ),
+            Item::Planned(n) => planned(n, span),
+            Item::Host => Diagnostic::error(
+                "E0106",
+                span,
+                "this global is not a compile-time constant, so device code cannot use it",
+            )
+            .with_note(
+                "module-level globals used in device code must be literals or arithmetic on them",
+            ),
+            Item::Function(_) => {
+                Diagnostic::error("E0202", span, "a function is not a value in device code")
+                    .with_note("call it instead")
+            }
+            _ => Diagnostic::error("E0202", span, "this is not a value"),
+        };
+        self.diags.push(d);
+    }
+
+    fn check_annotation(&mut self, ann: &ast::Expr, ty: &Type) {
+        let Some(want) = self.s.m.annotation_type(ann, self.s.defaults) else {
+            return; // other annotations are documentation only
+        };
+        if &want != ty {
+            self.diags.push(
+                Diagnostic::error(
+                    "E0207",
+                    sp(ann),
+                    format!("this parameter is annotated {want}, but the argument is {ty}"),
+                )
+                .with_label(format!("expects {want}")),
+            );
+        }
+    }
+}
+
+fn planned(name: &str, span: Span) -> Diagnostic {
+    Diagnostic::error(
+        "E0102",
+        span,
+        format!("`cuda.device.{name}` is not supported by this version of pydevice yet"),
+    )
+    .with_note("see the feature table in README.md")
+}
+
+fn dim3_intrinsic(b: Builtin, a: Axis) -> Intrinsic {
+    match b {
+        Builtin::ThreadIdx => Intrinsic::ThreadIdx(a),
+        Builtin::BlockIdx => Intrinsic::BlockIdx(a),
+        Builtin::BlockDim => Intrinsic::BlockDim(a),
+        _ => Intrinsic::GridDim(a),
+    }
+}
+
+mod calls;
+use stmt::{always_returns, assigned_names, contains_call, element_type};
+mod expr;
+mod ops;
+mod stmt;

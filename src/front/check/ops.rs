@@ -1,0 +1,397 @@
+//! Operators: arithmetic, comparisons, `and`/`or`, conditional expressions, with the
+//! promotion rules and constant folding.
+
+use super::*;
+
+impl FnCx<'_, '_> {
+    /// The common type of operands under the promotion rules (weak if all are weak).
+    pub(super) fn common(&self, vals: &[&Val]) -> (Scalar, Option<Weak>) {
+        let d = self.s.defaults;
+        let mut acc: Option<(Scalar, Option<Weak>)> = None;
+        for v in vals {
+            let s = v.ty.as_scalar().unwrap_or(Scalar::Bool);
+            acc = Some(match acc {
+                None => (s, v.weak),
+                Some((a, aw)) => match (aw, v.weak) {
+                    (Some(x), Some(y)) => {
+                        let w = promote_weak_weak(x, y);
+                        (d.of(w), Some(w))
+                    }
+                    (Some(x), None) => (promote_weak(s, x, d), None),
+                    (None, Some(y)) => (promote_weak(a, y, d), None),
+                    (None, None) => (promote(a, s), None),
+                },
+            });
+        }
+        acc.unwrap_or((d.int, Some(Weak::Int)))
+    }
+
+    pub(super) fn binary(&mut self, op: BinaryOp, l: Val, r: Val, span: Span) -> Option<Val> {
+        let d = self.s.defaults;
+        let (Some(ls), Some(rs)) = (l.ty.as_scalar(), r.ty.as_scalar()) else {
+            self.diags.push(
+                Diagnostic::error(
+                    "E0202",
+                    span,
+                    format!(
+                        "unsupported operand types for `{}`: {} and {}",
+                        op.symbol(),
+                        l.ty,
+                        r.ty
+                    ),
+                )
+                .with_secondary(l.span, format!("{}", l.ty))
+                .with_secondary(r.span, format!("{}", r.ty)),
+            );
+            return None;
+        };
+        let foldable = |v: &Val, s: Scalar| v.weak.is_some() || s == Scalar::Bool;
+        if let (Some(a), Some(b)) = (&l.konst, &r.konst)
+            && foldable(&l, ls)
+            && foldable(&r, rs)
+        {
+            let both_bool = ls == Scalar::Bool && rs == Scalar::Bool;
+            match fold_binary(op, a, b) {
+                Some(Const::Int(i))
+                    if both_bool
+                        && matches!(
+                            op,
+                            BinaryOp::BitAnd
+                                | BinaryOp::BitOr
+                                | BinaryOp::BitXor
+                                | BinaryOp::Min
+                                | BinaryOp::Max
+                        ) =>
+                {
+                    return self.const_val(&Const::Bool(i != 0), span);
+                }
+                Some(c) => return self.const_val(&c, span),
+                None => {
+                    let zero = b.as_f64() == Some(0.0);
+                    if matches!(op, BinaryOp::Div | BinaryOp::FloorDiv | BinaryOp::Mod) && zero {
+                        self.error("E0208", span, "division by zero in a constant expression");
+                        return None;
+                    }
+                    if a.as_int().is_some() && b.as_int().is_some() {
+                        self.error("E0204", span, "this constant expression overflows");
+                        return None;
+                    }
+                    // Not foldable (e.g. `&` on floats): the general rules report it.
+                }
+            }
+        }
+        let (mut common, mut weak) = self.common(&[&l, &r]);
+        use BinaryOp::*;
+        let result;
+        match op {
+            Add | Sub | Mul | FloorDiv | Mod | Pow | Min | Max => {
+                if common == Scalar::Bool && !matches!(op, Min | Max) {
+                    common = d.int;
+                }
+                result = common;
+            }
+            Div => {
+                if !common.is_float() {
+                    common = if common.bits() == 64 {
+                        Scalar::Float64
+                    } else {
+                        d.float
+                    };
+                    weak = weak.map(|_| Weak::Float);
+                }
+                result = common;
+            }
+            BitAnd | BitOr | BitXor | Shl | Shr => {
+                if common.is_float() {
+                    self.diags.push(
+                        Diagnostic::error(
+                            "E0202",
+                            span,
+                            format!(
+                                "`{}` needs integer operands, found {} and {}",
+                                op.symbol(),
+                                l.ty,
+                                r.ty
+                            ),
+                        )
+                        .with_note("convert with `int32(x)` (or another integer type) first"),
+                    );
+                    return None;
+                }
+                if common == Scalar::Bool && matches!(op, Shl | Shr) {
+                    common = d.int;
+                }
+                result = common;
+            }
+            Eq | Ne | Lt | Le | Gt | Ge => {
+                result = Scalar::Bool;
+                weak = None;
+            }
+        }
+        if op == Pow
+            && common.is_integer()
+            && let Some(c) = r.konst.as_ref().and_then(|c| c.as_int())
+            && c < 0
+        {
+            self.diags.push(
+                Diagnostic::error(
+                    "E0209",
+                    r.span,
+                    "integers to negative integer powers are not allowed",
+                )
+                .with_note("use a float base, e.g. `2.0 ** -1`"),
+            );
+            return None;
+        }
+        let a = self.convert(&l, common)?;
+        let b = self.convert(&r, common)?;
+        let e = self.push(Expr::Binary(op, a, b), Type::Scalar(result), span);
+        let nonneg = result.kind() == Kind::UInt
+            || (result.is_signed()
+                && match op {
+                    Add | Mul | FloorDiv | Min | Pow | BitOr | BitXor => l.nonneg && r.nonneg,
+                    Max | BitAnd => l.nonneg || r.nonneg,
+                    Mod => r.nonneg,
+                    Shr => l.nonneg,
+                    _ => false,
+                });
+        Some(Val {
+            e,
+            ty: Type::Scalar(result),
+            weak,
+            konst: None,
+            nonneg,
+            span,
+        })
+    }
+
+    pub(super) fn unary(&mut self, op: ast::UnaryOp, v: Val, span: Span) -> Option<Val> {
+        let d = self.s.defaults;
+        let Some(s) = v.ty.as_scalar() else {
+            self.error(
+                "E0202",
+                span,
+                format!("unsupported operand type for `{}`: {}", op.as_str(), v.ty),
+            );
+            return None;
+        };
+        if let Some(c) = &v.konst {
+            let folded = match (op, c) {
+                (ast::UnaryOp::USub, Const::Int(i)) => Some(Const::Int(-i)),
+                (ast::UnaryOp::USub, Const::Float(f)) => Some(Const::Float(-f)),
+                (ast::UnaryOp::USub, Const::Bool(b)) => Some(Const::Int(-i128::from(*b))),
+                (ast::UnaryOp::UAdd, Const::Bool(b)) => Some(Const::Int(i128::from(*b))),
+                (ast::UnaryOp::UAdd, c) => Some(c.clone()),
+                (ast::UnaryOp::Not, c) => Some(Const::Bool(c.as_f64() == Some(0.0))),
+                (ast::UnaryOp::Invert, Const::Int(i)) => Some(Const::Int(!i)),
+                (ast::UnaryOp::Invert, Const::Bool(b)) => Some(Const::Bool(!b)),
+                _ => None,
+            };
+            if let Some(c) = folded
+                && (v.weak.is_some() || s == Scalar::Bool)
+            {
+                return self.const_val(&c, span);
+            }
+        }
+        match op {
+            ast::UnaryOp::Not => {
+                let b = self.truthy(v)?;
+                let e = self.push(
+                    Expr::Unary(UnaryOp::Not, b),
+                    Type::Scalar(Scalar::Bool),
+                    span,
+                );
+                Some(self.val(e, Type::Scalar(Scalar::Bool), span))
+            }
+            ast::UnaryOp::UAdd | ast::UnaryOp::USub => {
+                let (e, ty) = if s == Scalar::Bool {
+                    (self.convert(&v, d.int)?, d.int)
+                } else {
+                    (v.e, s)
+                };
+                if op == ast::UnaryOp::UAdd {
+                    return Some(Val {
+                        e,
+                        ty: Type::Scalar(ty),
+                        span,
+                        ..v
+                    });
+                }
+                let e = self.push(Expr::Unary(UnaryOp::Neg, e), Type::Scalar(ty), span);
+                Some(Val {
+                    e,
+                    ty: Type::Scalar(ty),
+                    weak: v.weak,
+                    konst: None,
+                    nonneg: ty.kind() == Kind::UInt,
+                    span,
+                })
+            }
+            ast::UnaryOp::Invert => {
+                if s.is_float() {
+                    self.error(
+                        "E0202",
+                        span,
+                        format!("`~` needs an integer or bool operand, found {s}"),
+                    );
+                    return None;
+                }
+                let op = if s == Scalar::Bool {
+                    UnaryOp::Not
+                } else {
+                    UnaryOp::Invert
+                };
+                let e = self.push(Expr::Unary(op, v.e), Type::Scalar(s), span);
+                Some(Val {
+                    e,
+                    ty: Type::Scalar(s),
+                    weak: v.weak,
+                    konst: None,
+                    nonneg: s.kind() == Kind::UInt,
+                    span,
+                })
+            }
+        }
+    }
+
+    pub(super) fn compare(&mut self, c: &ast::ExprCompare) -> Option<Val> {
+        let span = sp(c);
+        let bool_t = Type::Scalar(Scalar::Bool);
+        let mut acc: Option<Val> = None;
+        for (k, (op, right)) in c.ops.iter().zip(c.comparators.iter()).enumerate() {
+            let left = if k == 0 {
+                c.left.as_ref()
+            } else {
+                &c.comparators[k - 1]
+            };
+            if k > 0 && contains_call(left) {
+                self.diags.push(
+                    Diagnostic::error(
+                        "E0305",
+                        sp(left),
+                        "a chained comparison cannot have a function call in the middle",
+                    )
+                    .with_note("assign the middle value to a name first, then compare"),
+                );
+                return None;
+            }
+            let op = match op {
+                ast::CmpOp::Eq => BinaryOp::Eq,
+                ast::CmpOp::NotEq => BinaryOp::Ne,
+                ast::CmpOp::Lt => BinaryOp::Lt,
+                ast::CmpOp::LtE => BinaryOp::Le,
+                ast::CmpOp::Gt => BinaryOp::Gt,
+                ast::CmpOp::GtE => BinaryOp::Ge,
+                other => {
+                    self.error(
+                        "E0202",
+                        span,
+                        format!("`{}` is not supported in device code", other.as_str()),
+                    );
+                    return None;
+                }
+            };
+            let l = self.expr(left);
+            let r = self.expr(right);
+            let (l, r) = (self.value_of(l)?, self.value_of(r)?);
+            let v = self.binary(op, l, r, span)?;
+            acc = Some(match acc {
+                None => v,
+                Some(a) => {
+                    let e = self.push(Expr::And(a.e, v.e), bool_t.clone(), span);
+                    self.val(e, bool_t.clone(), span)
+                }
+            });
+        }
+        acc
+    }
+
+    pub(super) fn bool_op(&mut self, b: &ast::ExprBoolOp) -> Option<Val> {
+        let span = sp(b);
+        let mut vals = Vec::new();
+        for x in &b.values {
+            let v = self.expr(x);
+            vals.push(self.value_of(v)?);
+        }
+        if let Some(bad) = vals.iter().find(|v| v.ty.as_scalar().is_none()) {
+            self.error(
+                "E0205",
+                bad.span,
+                format!("`{}` needs numbers or bools, found {}", b.op, bad.ty),
+            );
+            return None;
+        }
+        let refs: Vec<&Val> = vals.iter().collect();
+        let (common, weak) = if vals.iter().all(|v| v.ty == Type::Scalar(Scalar::Bool)) {
+            (Scalar::Bool, None)
+        } else {
+            self.common(&refs)
+        };
+        let mut acc: Option<Handle<Expr>> = None;
+        for v in &vals {
+            let e = self.convert(v, common)?;
+            acc = Some(match acc {
+                None => e,
+                Some(a) => {
+                    let node = match b.op {
+                        ast::BoolOp::And => Expr::And(a, e),
+                        ast::BoolOp::Or => Expr::Or(a, e),
+                    };
+                    self.push(node, Type::Scalar(common), span)
+                }
+            });
+        }
+        let nonneg = vals.iter().all(|v| v.nonneg);
+        Some(Val {
+            e: acc?,
+            ty: Type::Scalar(common),
+            weak,
+            konst: None,
+            nonneg,
+            span,
+        })
+    }
+
+    pub(super) fn if_expr(&mut self, i: &ast::ExprIf) -> Option<Val> {
+        let span = sp(i);
+        let cond = self.cond(&i.test);
+        let t = self.expr(&i.body);
+        let f = self.expr(&i.orelse);
+        let (cond, t, f) = (cond?, self.value_of(t)?, self.value_of(f)?);
+        let (ty, weak, te, fe) = if t.ty == f.ty && t.weak == f.weak {
+            (t.ty.clone(), t.weak, t.e, f.e)
+        } else if t.ty.as_scalar().is_some() && f.ty.as_scalar().is_some() {
+            let (common, weak) = self.common(&[&t, &f]);
+            (
+                Type::Scalar(common),
+                weak,
+                self.convert(&t, common)?,
+                self.convert(&f, common)?,
+            )
+        } else {
+            self.diags.push(
+                Diagnostic::error("E0202", span, format!("the branches of this conditional expression have different types: {} and {}", t.ty, f.ty))
+                    .with_secondary(t.span, format!("{}", t.ty))
+                    .with_secondary(f.span, format!("{}", f.ty)),
+            );
+            return None;
+        };
+        let e = self.push(
+            Expr::Select {
+                cond,
+                then: te,
+                otherwise: fe,
+            },
+            ty.clone(),
+            span,
+        );
+        Some(Val {
+            e,
+            ty,
+            weak,
+            konst: None,
+            nonneg: t.nonneg && f.nonneg,
+            span,
+        })
+    }
+}

@@ -1,0 +1,927 @@
+//! Statements: assignment (with local type inference), control flow, `for` over `range`,
+//! and `return`.
+
+use super::*;
+
+/// Names a function assigns (its locals, by Python's scoping rule).
+pub(super) fn assigned_names(stmts: &[ast::Stmt], out: &mut HashSet<String>) {
+    pub(super) fn target(e: &ast::Expr, out: &mut HashSet<String>) {
+        match e {
+            ast::Expr::Name(n) => {
+                out.insert(n.id.to_string());
+            }
+            ast::Expr::Tuple(t) => t.elts.iter().for_each(|x| target(x, out)),
+            ast::Expr::List(t) => t.elts.iter().for_each(|x| target(x, out)),
+            _ => {}
+        }
+    }
+    for s in stmts {
+        match s {
+            ast::Stmt::Assign(a) => a.targets.iter().for_each(|t| target(t, out)),
+            ast::Stmt::AugAssign(a) => target(&a.target, out),
+            ast::Stmt::AnnAssign(a) => target(&a.target, out),
+            ast::Stmt::For(f) => {
+                target(&f.target, out);
+                assigned_names(&f.body, out);
+                assigned_names(&f.orelse, out);
+            }
+            ast::Stmt::While(w) => {
+                assigned_names(&w.body, out);
+                assigned_names(&w.orelse, out);
+            }
+            ast::Stmt::If(i) => {
+                assigned_names(&i.body, out);
+                for c in &i.elif_else_clauses {
+                    assigned_names(&c.body, out);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// True when every path through the block ends in `return`.
+pub(super) fn always_returns(block: &Block) -> bool {
+    block.iter().any(|s| match &s.kind {
+        StmtKind::Return(_) => true,
+        StmtKind::If {
+            then, otherwise, ..
+        } => always_returns(then) && always_returns(otherwise),
+        _ => false,
+    })
+}
+
+pub(super) fn contains_call(e: &ast::Expr) -> bool {
+    use ruff_python_ast::visitor::{Visitor, walk_expr};
+    struct V(bool);
+    impl<'a> Visitor<'a> for V {
+        fn visit_expr(&mut self, e: &'a ast::Expr) {
+            if matches!(e, ast::Expr::Call(_)) {
+                self.0 = true;
+            }
+            walk_expr(self, e);
+        }
+    }
+    let mut v = V(false);
+    v.visit_expr(e);
+    v.0
+}
+
+fn stmt_name(s: &ast::Stmt) -> &'static str {
+    use ast::Stmt::*;
+    match s {
+        FunctionDef(_) => "nested `def`",
+        ClassDef(_) => "`class`",
+        Delete(_) => "`del`",
+        TypeAlias(_) => "`type`",
+        With(_) => "`with`",
+        Match(_) => "`match`",
+        Raise(_) => "`raise`",
+        Try(_) => "`try`",
+        Import(_) | ImportFrom(_) => "`import` inside a function",
+        Global(_) => "`global`",
+        Nonlocal(_) => "`nonlocal`",
+        _ => "this statement",
+    }
+}
+
+impl FnCx<'_, '_> {
+    pub(super) fn block(&mut self, stmts: &[ast::Stmt]) -> Block {
+        let mut out = Vec::new();
+        for s in stmts {
+            self.stmt(s, &mut out);
+        }
+        out
+    }
+
+    pub(super) fn stmt(&mut self, s: &ast::Stmt, out: &mut Block) {
+        let span = sp(s);
+        match s {
+            ast::Stmt::Expr(e) => {
+                if matches!(e.value.as_ref(), ast::Expr::StringLiteral(_)) {
+                    return; // a docstring
+                }
+                let v = self.expr(&e.value);
+                if let Some(v) = self.value_of(v) {
+                    out.push(Stmt {
+                        kind: StmtKind::Eval(v.e),
+                        span,
+                    });
+                }
+            }
+            ast::Stmt::Assign(a) => {
+                let v = self.expr(&a.value);
+                let Some(mut v) = self.value_of(v) else {
+                    return;
+                };
+                if a.targets.len() > 1 {
+                    let t = self.new_temp(v.ty.clone(), v.span);
+                    out.push(Stmt {
+                        kind: StmtKind::Assign(t, v.e),
+                        span,
+                    });
+                    v.e = self.push(Expr::Local(t), v.ty.clone(), v.span);
+                }
+                for t in &a.targets {
+                    let mut v = v.clone();
+                    if a.targets.len() > 1 {
+                        v.e = self.push(self.exprs[v.e].clone(), v.ty.clone(), v.span);
+                    }
+                    self.assign(t, v, out);
+                }
+            }
+            ast::Stmt::AnnAssign(a) => {
+                if let ast::Expr::Name(n) = a.target.as_ref() {
+                    let want = match self.s.m.resolve_static(&a.annotation) {
+                        Some(Item::Builtin(Builtin::Scalar(s))) => Some(s),
+                        Some(Item::Builtin(Builtin::Int)) => Some(self.s.defaults.int),
+                        Some(Item::Builtin(Builtin::Float)) => Some(self.s.defaults.float),
+                        Some(Item::Builtin(Builtin::Bool)) => Some(Scalar::Bool),
+                        _ => None,
+                    };
+                    if let Some(want) = want {
+                        let name = n.id.to_string();
+                        match self.hints.get(&name) {
+                            Some(h) if h.weak.is_none() && h.ty != Type::Scalar(want) => {
+                                let first = h.first;
+                                let had = h.ty.clone();
+                                self.diags.push(
+                                    Diagnostic::error(
+                                        "E0201",
+                                        sp(a.annotation.as_ref()),
+                                        format!(
+                                            "`{name}` is declared {want} but is assigned {had}"
+                                        ),
+                                    )
+                                    .with_secondary(first, format!("assigned {had} here")),
+                                );
+                            }
+                            Some(h) if h.weak.is_none() => {}
+                            _ => {
+                                self.hints.insert(
+                                    name,
+                                    Hint {
+                                        ty: Type::Scalar(want),
+                                        weak: None,
+                                        first: span,
+                                        nonneg: want.kind() == Kind::UInt,
+                                    },
+                                );
+                                self.changed |= self.scope.contains_key(n.id.as_str());
+                            }
+                        }
+                    }
+                }
+                if let Some(value) = &a.value {
+                    let v = self.expr(value);
+                    if let Some(v) = self.value_of(v) {
+                        self.assign(&a.target, v, out);
+                    }
+                }
+            }
+            ast::Stmt::AugAssign(a) => self.aug_assign(a, out),
+            ast::Stmt::If(i) => {
+                let cond = self.cond(&i.test);
+                let then = self.block(&i.body);
+                // elif/else clauses nest as else-branches, innermost last.
+                let mut otherwise: Block = Vec::new();
+                let mut chain: Vec<(Option<Handle<Expr>>, Block, Span)> = Vec::new();
+                for c in &i.elif_else_clauses {
+                    let cc = c.test.as_ref().map(|t| self.cond(t));
+                    let body = self.block(&c.body);
+                    match cc {
+                        Some(Some(h)) => chain.push((Some(h), body, sp(c))),
+                        Some(None) => chain.push((None, Vec::new(), sp(c))),
+                        None => otherwise = body,
+                    }
+                }
+                for (c, body, cspan) in chain.into_iter().rev() {
+                    if let Some(c) = c {
+                        otherwise = vec![Stmt {
+                            kind: StmtKind::If {
+                                cond: c,
+                                then: body,
+                                otherwise,
+                            },
+                            span: cspan,
+                        }];
+                    }
+                }
+                if let Some(cond) = cond {
+                    out.push(Stmt {
+                        kind: StmtKind::If {
+                            cond,
+                            then,
+                            otherwise,
+                        },
+                        span,
+                    });
+                }
+            }
+            ast::Stmt::While(w) => {
+                if !w.orelse.is_empty() {
+                    self.error(
+                        "E0303",
+                        sp(&w.orelse[0]),
+                        "`while ... else` is not supported in device code",
+                    );
+                }
+                let mut names = HashSet::new();
+                assigned_names(&w.body, &mut names);
+                self.loop_assigned.push(names);
+                let cond = self.cond(&w.test);
+                self.loops += 1;
+                let body = self.block(&w.body);
+                self.loops -= 1;
+                self.loop_assigned.pop();
+                if let Some(cond) = cond {
+                    out.push(Stmt {
+                        kind: StmtKind::Loop {
+                            cond,
+                            body,
+                            continuing: Vec::new(),
+                        },
+                        span,
+                    });
+                }
+            }
+            ast::Stmt::For(f) => self.for_range(f, out),
+            ast::Stmt::Break(_) | ast::Stmt::Continue(_) => {
+                let brk = matches!(s, ast::Stmt::Break(_));
+                if self.loops == 0 {
+                    let w = if brk { "break" } else { "continue" };
+                    self.error("E0304", span, format!("`{w}` outside a loop"));
+                } else {
+                    out.push(Stmt {
+                        kind: if brk {
+                            StmtKind::Break
+                        } else {
+                            StmtKind::Continue
+                        },
+                        span,
+                    });
+                }
+            }
+            ast::Stmt::Return(r) => self.ret(r, out),
+            ast::Stmt::Pass(_) => {}
+            ast::Stmt::Assert(_) => self.diags.push(
+                Diagnostic::error(
+                    "E0302",
+                    span,
+                    "`assert` is not supported in device code yet",
+                )
+                .with_note("check the condition with `if` and write a sentinel to an output array"),
+            ),
+            other => {
+                let what = stmt_name(other);
+                self.error(
+                    "E0301",
+                    span,
+                    format!("{what} is not supported in device code"),
+                );
+            }
+        }
+    }
+
+    pub(super) fn ret(&mut self, r: &ast::StmtReturn, out: &mut Block) {
+        let span = sp(r);
+        let value = match r.value.as_deref() {
+            None | Some(ast::Expr::NoneLiteral(_)) => None,
+            Some(e) => {
+                let v = self.expr(e);
+                match self.value_of(v) {
+                    Some(v) => Some(v),
+                    None => return,
+                }
+            }
+        };
+        if self.kind == FunctionKind::Kernel {
+            if let Some(v) = value {
+                self.diags.push(
+                    Diagnostic::error("E0108", v.span, "a kernel cannot return a value")
+                        .with_note("kernels return `None`; write results to an array argument"),
+                );
+                return;
+            }
+            out.push(Stmt {
+                kind: StmtKind::Return(None),
+                span,
+            });
+            return;
+        }
+        let v = match value {
+            Some(v) => v,
+            None => {
+                let e = self.push(Expr::Tuple(vec![]), Type::None, span);
+                self.val(e, Type::None, span)
+            }
+        };
+        let Some(e) = self.merge("$return", v, span) else {
+            return;
+        };
+        let e = (self.hints["$return"].ty != Type::None).then_some(e);
+        out.push(Stmt {
+            kind: StmtKind::Return(e),
+            span,
+        });
+    }
+
+    /// Records that `name` (a local, or `$return`) receives `v`, checks it against what is
+    /// known, and returns `v` converted to the name's type.
+    pub(super) fn merge(&mut self, name: &str, v: Val, span: Span) -> Option<Handle<Expr>> {
+        let what = |n: &str| {
+            if n == "$return" {
+                "this function returns".to_string()
+            } else {
+                format!("`{n}` is assigned")
+            }
+        };
+        let Some(h) = self.hints.get(name).cloned() else {
+            let ty = match v.weak {
+                Some(w) => Type::Scalar(self.s.defaults.of(w)),
+                None => v.ty.clone(),
+            };
+            self.hints.insert(
+                name.to_string(),
+                Hint {
+                    ty,
+                    weak: v.weak,
+                    first: span,
+                    nonneg: v.nonneg,
+                },
+            );
+            return Some(v.e);
+        };
+        let mut nh = h.clone();
+        let compatible = match (h.weak, v.weak) {
+            (Some(hw), None) => match &v.ty {
+                Type::Scalar(s) => {
+                    let ok = match hw {
+                        Weak::Int => s.kind() != Kind::Bool,
+                        Weak::Float => s.is_float(),
+                    };
+                    if ok {
+                        nh.ty = v.ty.clone();
+                        nh.weak = None;
+                    }
+                    ok
+                }
+                _ => false,
+            },
+            (Some(hw), Some(vw)) => {
+                if hw == Weak::Int && vw == Weak::Float {
+                    nh.weak = Some(Weak::Float);
+                    nh.ty = Type::Scalar(self.s.defaults.float);
+                }
+                true
+            }
+            (None, Some(vw)) => match &h.ty {
+                Type::Scalar(s) => match vw {
+                    Weak::Int => s.kind() != Kind::Bool,
+                    Weak::Float => s.is_float(),
+                },
+                _ => false,
+            },
+            (None, None) => h.ty == v.ty,
+        };
+        if !compatible {
+            let had = if h.weak == Some(Weak::Float) {
+                "a Python float".to_string()
+            } else if h.weak == Some(Weak::Int) {
+                "a Python int".to_string()
+            } else {
+                h.ty.to_string()
+            };
+            let now = match v.weak {
+                Some(Weak::Float) => "a Python float".to_string(),
+                Some(Weak::Int) => "a Python int".to_string(),
+                None => v.ty.to_string(),
+            };
+            let first = if name == "$return" {
+                "first return here"
+            } else if self
+                .scope
+                .get(name)
+                .is_some_and(|l| l.index() < self.params)
+            {
+                "the parameter is declared here"
+            } else {
+                "first assigned here"
+            };
+            self.diags.push(
+                Diagnostic::error(
+                    "E0201",
+                    span,
+                    format!("{} values of different types: {had} and {now}", what(name)),
+                )
+                .with_label(format!("this is {now}"))
+                .with_secondary(h.first, format!("{first} ({had})"))
+                .with_note(
+                    "each local variable has one type; convert explicitly, e.g. `float32(x)`",
+                ),
+            );
+            return None;
+        }
+        if h.nonneg && !v.nonneg {
+            nh.nonneg = false;
+        }
+        if nh.ty != h.ty || nh.weak != h.weak || nh.nonneg != h.nonneg {
+            self.hints.insert(name.to_string(), nh.clone());
+            self.changed = true;
+        }
+        let target = self.materialize(&nh);
+        match target {
+            Type::Scalar(s) => self.convert(&v, s),
+            _ => Some(v.e),
+        }
+    }
+
+    pub(super) fn assign(&mut self, target: &ast::Expr, v: Val, out: &mut Block) {
+        let span = sp(target);
+        match target {
+            ast::Expr::Name(n) => {
+                let name = n.id.as_str();
+                self.seen_assigned.insert(name.to_string());
+                let Some(e) = self.merge(name, v, span) else {
+                    return;
+                };
+                let h = self.local(name, span);
+                let want = self.locals[h].ty.clone();
+                if self.types[e.index()] != want {
+                    // The local's type was learned later in this pass; the next pass redoes it.
+                    self.changed = true;
+                    return;
+                }
+                out.push(Stmt {
+                    kind: StmtKind::Assign(h, e),
+                    span,
+                });
+            }
+            ast::Expr::Subscript(s) => {
+                let base = self.expr(&s.value);
+                let Some(base) = self.value_of(base) else {
+                    return;
+                };
+                match &base.ty {
+                    Type::Array(at) => {
+                        let dtype = at.dtype;
+                        let Some(indices) = self.indices(&base, &s.slice) else {
+                            return;
+                        };
+                        let Some(value) = self.store_value(&v, dtype) else {
+                            return;
+                        };
+                        out.push(Stmt {
+                            kind: StmtKind::Store {
+                                array: base.e,
+                                indices,
+                                value,
+                            },
+                            span,
+                        });
+                    }
+                    Type::Tuple(_) | Type::Vector { .. } => self.diags.push(
+                        Diagnostic::error("E0211", span, format!("{} is immutable", base.ty))
+                            .with_note("build a new tuple or vector instead"),
+                    ),
+                    other => self.error(
+                        "E0203",
+                        sp(s.value.as_ref()),
+                        format!("{other} cannot be indexed"),
+                    ),
+                }
+            }
+            ast::Expr::Tuple(ast::ExprTuple { elts, .. })
+            | ast::Expr::List(ast::ExprList { elts, .. }) => {
+                let n = match &v.ty {
+                    Type::Tuple(ts) => ts.len(),
+                    Type::Vector { len, .. } => *len as usize,
+                    other => {
+                        self.error("E0203", v.span, format!("cannot unpack {other}"));
+                        return;
+                    }
+                };
+                if n != elts.len() {
+                    self.diags.push(
+                        Diagnostic::error(
+                            "E0203",
+                            span,
+                            format!("cannot unpack {} values into {} names", n, elts.len()),
+                        )
+                        .with_secondary(v.span, format!("this is {}", v.ty)),
+                    );
+                    return;
+                }
+                let t = self.new_temp(v.ty.clone(), v.span);
+                out.push(Stmt {
+                    kind: StmtKind::Assign(t, v.e),
+                    span,
+                });
+                for (i, el) in elts.iter().enumerate() {
+                    let ety = element_type(&v.ty, i);
+                    let base = self.push(Expr::Local(t), v.ty.clone(), v.span);
+                    let e = self.push(Expr::Extract(base, i as u32), ety.clone(), v.span);
+                    let mut ev = self.val(e, ety, v.span);
+                    ev.nonneg |= v.nonneg;
+                    self.assign(el, ev, out);
+                }
+            }
+            ast::Expr::Attribute(_) => self.diags.push(
+                Diagnostic::error(
+                    "E0211",
+                    span,
+                    "attributes cannot be assigned in device code",
+                )
+                .with_note("heterogeneous objects are immutable, and attributes cannot be added"),
+            ),
+            _ => self.error(
+                "E0301",
+                span,
+                "this assignment target is not supported in device code",
+            ),
+        }
+    }
+
+    /// A value converted for storing into an array of `dtype` (any number converts, as
+    /// NumPy's item assignment does).
+    pub(super) fn store_value(&mut self, v: &Val, dtype: Scalar) -> Option<Handle<Expr>> {
+        match (&v.ty, v.weak, &v.konst) {
+            (Type::Scalar(_), Some(_), Some(Const::Float(f))) if dtype.is_integer() => {
+                let c = Const::Int(f.trunc() as i128);
+                self.literal(&c, dtype, v.span)
+            }
+            (Type::Scalar(_), _, _) => self.convert(v, dtype),
+            (other, _, _) => {
+                self.error(
+                    "E0207",
+                    v.span,
+                    format!("cannot store {other} into an array of {dtype}"),
+                );
+                None
+            }
+        }
+    }
+
+    /// The local for `name` in this pass, created on first use with its current type.
+    pub(super) fn local(&mut self, name: &str, span: Span) -> Handle<Local> {
+        if let Some(h) = self.scope.get(name) {
+            return *h;
+        }
+        let ty = self
+            .hints
+            .get(name)
+            .map(|h| self.materialize(h))
+            .unwrap_or(Type::None);
+        let h = self.locals.append(
+            Local {
+                name: name.to_string(),
+                ty,
+            },
+            span,
+        );
+        self.scope.insert(name.to_string(), h);
+        h
+    }
+
+    pub(super) fn aug_assign(&mut self, a: &ast::StmtAugAssign, out: &mut Block) {
+        let span = sp(a);
+        let Some(op) = binary_op(a.op) else {
+            self.error(
+                "E0202",
+                span,
+                "the `@` operator is not supported in device code",
+            );
+            return;
+        };
+        let rhs = self.expr(&a.value);
+        let Some(rhs) = self.value_of(rhs) else {
+            return;
+        };
+        match a.target.as_ref() {
+            ast::Expr::Name(n) => {
+                let cur = self.read_name(n.id.as_str(), sp(n));
+                let Some(cur) = self.value_of(cur) else {
+                    return;
+                };
+                let Some(v) = self.binary(op, cur, rhs, span) else {
+                    return;
+                };
+                self.assign(&a.target, v, out);
+            }
+            ast::Expr::Subscript(s) => {
+                let base = self.expr(&s.value);
+                let Some(base) = self.value_of(base) else {
+                    return;
+                };
+                let Type::Array(at) = &base.ty else {
+                    self.error("E0211", span, format!("{} is immutable", base.ty));
+                    return;
+                };
+                let dtype = at.dtype;
+                let Some(indices) = self.indices(&base, &s.slice) else {
+                    return;
+                };
+                // Evaluate the indices once: keep anything but locals and literals in temps.
+                let mut fixed = Vec::new();
+                for ix in indices {
+                    let simple = matches!(self.exprs[ix.value], Expr::Local(_) | Expr::Literal(_));
+                    let value = if simple {
+                        ix.value
+                    } else {
+                        let ty = self.types[ix.value.index()].clone();
+                        let t = self.new_temp(ty.clone(), span);
+                        out.push(Stmt {
+                            kind: StmtKind::Assign(t, ix.value),
+                            span,
+                        });
+                        self.push(Expr::Local(t), ty, span)
+                    };
+                    fixed.push(Index {
+                        value,
+                        wrap: ix.wrap,
+                    });
+                }
+                let again: Vec<Index> = fixed
+                    .iter()
+                    .map(|ix| {
+                        let ty = self.types[ix.value.index()].clone();
+                        let e = self.push(self.exprs[ix.value].clone(), ty, span);
+                        Index {
+                            value: e,
+                            wrap: ix.wrap,
+                        }
+                    })
+                    .collect();
+                let load = self.push(
+                    Expr::Load {
+                        array: base.e,
+                        indices: fixed,
+                    },
+                    Type::Scalar(dtype),
+                    span,
+                );
+                let cur = self.val(load, Type::Scalar(dtype), span);
+                let Some(v) = self.binary(op, cur, rhs, span) else {
+                    return;
+                };
+                let Some(value) = self.store_value(&v, dtype) else {
+                    return;
+                };
+                let array = self.push(self.exprs[base.e].clone(), base.ty.clone(), base.span);
+                out.push(Stmt {
+                    kind: StmtKind::Store {
+                        array,
+                        indices: again,
+                        value,
+                    },
+                    span,
+                });
+            }
+            _ => self.error(
+                "E0211",
+                span,
+                "this augmented assignment target is not supported",
+            ),
+        }
+    }
+
+    pub(super) fn for_range(&mut self, f: &ast::StmtFor, out: &mut Block) {
+        let span = sp(f);
+        if !f.orelse.is_empty() {
+            self.error(
+                "E0303",
+                sp(&f.orelse[0]),
+                "`for ... else` is not supported in device code",
+            );
+        }
+        let is_range = match f.iter.as_ref() {
+            ast::Expr::Call(c) => matches!(
+                self.callee_item(&c.func),
+                Some(Item::Builtin(Builtin::Range))
+            )
+            .then_some(c),
+            _ => None,
+        };
+        let Some(call) = is_range else {
+            self.diags.push(
+                Diagnostic::error(
+                    "E0304",
+                    sp(f.iter.as_ref()),
+                    "device code can only loop over `range(...)`",
+                )
+                .with_note("write `for i in range(len(a)):` and index the array"),
+            );
+            return;
+        };
+        if !matches!(f.target.as_ref(), ast::Expr::Name(_)) {
+            self.error(
+                "E0301",
+                sp(f.target.as_ref()),
+                "the target of a `for` loop over `range` must be a single name",
+            );
+            return;
+        }
+        let args = &call.arguments;
+        if !args.keywords.is_empty() || args.args.is_empty() || args.args.len() > 3 {
+            self.error(
+                "E0107",
+                sp(call),
+                "`range` takes 1 to 3 positional arguments",
+            );
+            return;
+        }
+        let mut vals = Vec::new();
+        for a in args.args.iter() {
+            let v = self.expr(a);
+            let Some(v) = self.value_of(v) else { return };
+            match v.ty {
+                Type::Scalar(s) if s.is_integer() => vals.push(v),
+                ref other => {
+                    self.error(
+                        "E0207",
+                        v.span,
+                        format!("`range` arguments must be integers, found {other}"),
+                    );
+                    return;
+                }
+            }
+        }
+        let (start, stop, step) = match vals.len() {
+            1 => {
+                let z = self.const_val(&Const::Int(0), span);
+                let o = self.const_val(&Const::Int(1), span);
+                let (Some(z), Some(o)) = (z, o) else { return };
+                (z, vals.remove(0), o)
+            }
+            2 => {
+                let o = self.const_val(&Const::Int(1), span);
+                let Some(o) = o else { return };
+                let b = vals.remove(1);
+                (vals.remove(0), b, o)
+            }
+            _ => {
+                let c = vals.remove(2);
+                let b = vals.remove(1);
+                (vals.remove(0), b, c)
+            }
+        };
+        // The loop variable's type: weak if all three are, else their promotion.
+        let strong: Vec<Scalar> = [&start, &stop, &step]
+            .iter()
+            .filter(|v| v.weak.is_none())
+            .filter_map(|v| v.ty.as_scalar())
+            .collect();
+        let (ty, weak) = match strong.split_first() {
+            None => (self.s.defaults.int, Some(Weak::Int)),
+            Some((first, rest)) => (rest.iter().fold(*first, |a, b| promote(a, *b)), None),
+        };
+        let step_sign = step
+            .konst
+            .as_ref()
+            .and_then(|c| c.as_int())
+            .map(|i| i.signum());
+        if step_sign == Some(0) {
+            self.error("E0208", step.span, "`range` step must not be zero");
+            return;
+        }
+        let tty = Type::Scalar(ty);
+        let snapshot = |cx: &mut Self, v: &Val, out: &mut Block| -> Option<Handle<Expr>> {
+            let e = cx.convert(v, ty)?;
+            if matches!(cx.exprs[e], Expr::Literal(_)) {
+                return Some(e);
+            }
+            let t = cx.new_temp(tty.clone(), v.span);
+            out.push(Stmt {
+                kind: StmtKind::Assign(t, e),
+                span,
+            });
+            Some(cx.push(Expr::Local(t), tty.clone(), v.span))
+        };
+        let Some(start_e) = snapshot(self, &start, out) else {
+            return;
+        };
+        let Some(stop_e) = snapshot(self, &stop, out) else {
+            return;
+        };
+        let Some(step_e) = snapshot(self, &step, out) else {
+            return;
+        };
+        let ctr = self.new_temp(tty.clone(), span);
+        out.push(Stmt {
+            kind: StmtKind::Assign(ctr, start_e),
+            span,
+        });
+        let bool_t = Type::Scalar(Scalar::Bool);
+        let copy = |cx: &mut Self, e: Handle<Expr>| {
+            cx.push(
+                cx.exprs[e].clone(),
+                cx.types[e.index()].clone(),
+                cx.exprs.span(e),
+            )
+        };
+        let cmp = |cx: &mut Self, op: BinaryOp| {
+            let c = cx.push(Expr::Local(ctr), tty.clone(), span);
+            let s = copy(cx, stop_e);
+            cx.push(Expr::Binary(op, c, s), bool_t.clone(), span)
+        };
+        let cond = match step_sign {
+            Some(1) => cmp(self, BinaryOp::Lt),
+            Some(_) => cmp(self, BinaryOp::Gt),
+            None => {
+                let up = cmp(self, BinaryOp::Lt);
+                let down = cmp(self, BinaryOp::Gt);
+                let zero = self.push(Expr::Literal(Literal::Int(0)), tty.clone(), span);
+                let s1 = copy(self, step_e);
+                let pos = self.push(Expr::Binary(BinaryOp::Gt, s1, zero), bool_t.clone(), span);
+                let up = self.push(Expr::And(pos, up), bool_t.clone(), span);
+                let zero = self.push(Expr::Literal(Literal::Int(0)), tty.clone(), span);
+                let s2 = copy(self, step_e);
+                let neg = self.push(Expr::Binary(BinaryOp::Lt, s2, zero), bool_t.clone(), span);
+                let down = self.push(Expr::And(neg, down), bool_t.clone(), span);
+                self.push(Expr::Or(up, down), bool_t.clone(), span)
+            }
+        };
+        self.loops += 1;
+        let mut names = HashSet::new();
+        assigned_names(&f.body, &mut names);
+        self.loop_assigned.push(names);
+        let mut body = Vec::new();
+        let cur = self.push(Expr::Local(ctr), tty.clone(), span);
+        let mut iv = self.val(cur, tty.clone(), sp(f.target.as_ref()));
+        iv.weak = weak;
+        iv.nonneg = start.nonneg && step_sign == Some(1);
+        self.assign(&f.target, iv, &mut body);
+        body.extend(self.block(&f.body));
+        self.loops -= 1;
+        self.loop_assigned.pop();
+        let c = self.push(Expr::Local(ctr), tty.clone(), span);
+        let st = copy(self, step_e);
+        let inc = self.push(Expr::Binary(BinaryOp::Add, c, st), tty.clone(), span);
+        out.push(Stmt {
+            kind: StmtKind::Loop {
+                cond,
+                body,
+                continuing: vec![Stmt {
+                    kind: StmtKind::Assign(ctr, inc),
+                    span,
+                }],
+            },
+            span,
+        });
+    }
+
+    /// A condition: any number, tested for `!= 0` as Python's truth does.
+    pub(super) fn cond(&mut self, e: &ast::Expr) -> Option<Handle<Expr>> {
+        let v = self.expr(e);
+        let v = self.value_of(v)?;
+        self.truthy(v)
+    }
+
+    pub(super) fn truthy(&mut self, v: Val) -> Option<Handle<Expr>> {
+        let span = v.span;
+        match &v.ty {
+            Type::Scalar(Scalar::Bool) => Some(v.e),
+            Type::Scalar(s) => {
+                let s = *s;
+                if let Some(c) = &v.konst {
+                    let b = c.as_f64().is_some_and(|x| x != 0.0);
+                    return Some(self.push(
+                        Expr::Literal(Literal::Bool(b)),
+                        Type::Scalar(Scalar::Bool),
+                        span,
+                    ));
+                }
+                let zero = if s.is_float() {
+                    Literal::Float(0.0)
+                } else {
+                    Literal::Int(0)
+                };
+                let z = self.push(Expr::Literal(zero), Type::Scalar(s), span);
+                Some(self.push(
+                    Expr::Binary(BinaryOp::Ne, v.e, z),
+                    Type::Scalar(Scalar::Bool),
+                    span,
+                ))
+            }
+            other => {
+                self.diags.push(
+                    Diagnostic::error(
+                        "E0205",
+                        span,
+                        format!("the truth value of {other} is not defined in device code"),
+                    )
+                    .with_note("compare explicitly, e.g. `len(a) > 0`"),
+                );
+                None
+            }
+        }
+    }
+}
+
+pub(super) fn element_type(t: &Type, i: usize) -> Type {
+    match t {
+        Type::Tuple(ts) => ts[i].clone(),
+        Type::Vector { elem, .. } => Type::Scalar(*elem),
+        _ => Type::None,
+    }
+}

@@ -1,0 +1,534 @@
+//! GPU tests: each compiles a kernel, runs it on random inputs and compares with a reference
+//! computed on the CPU. Without a CUDA driver every test prints why it is skipped and passes;
+//! on a GPU machine they really run (`scripts/gpu_run.sh` runs them on the H100).
+
+use pydevice::abi::{ArgValue, ArrayArg};
+use pydevice::runtime::{Device, DeviceBuffer, LaunchConfig};
+use pydevice::types::signature::parse_signature;
+use pydevice::{Arch, CompileOptions, Module};
+
+fn device(test: &str) -> Option<Device> {
+    match Device::open(0) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            eprintln!("skipped {test}: {e}");
+            None
+        }
+    }
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn f32(&mut self, lo: f32, hi: f32) -> f32 {
+        lo + (hi - lo) * ((self.next() >> 40) as f32 / (1u64 << 24) as f32)
+    }
+    fn i32(&mut self, lo: i32, hi: i32) -> i32 {
+        lo + (self.next() % (hi - lo) as u64) as i32
+    }
+}
+
+struct Kernel<'d> {
+    dev: &'d Device,
+    k: pydevice::runtime::LoadedKernel,
+}
+
+fn kernel<'d>(dev: &'d Device, src: &str, entry: &str, sig: &str) -> Kernel<'d> {
+    let module = Module::parse(entry, src).unwrap_or_else(|d| panic!("{d}"));
+    let (args, _) = parse_signature(sig).expect("signature");
+    let arch = dev.arch().expect("arch");
+    let arch = Arch::SUPPORTED
+        .iter()
+        .rev()
+        .find(|a| **a <= arch)
+        .copied()
+        .unwrap_or(Arch::DEFAULT);
+    let compiled = module
+        .compile(
+            entry,
+            &args,
+            &CompileOptions {
+                arch,
+                ..CompileOptions::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    let k = dev.load(&compiled.ptx, &compiled.abi).expect("load");
+    Kernel { dev, k }
+}
+
+impl Kernel<'_> {
+    fn launch(&self, args: &[ArgValue], grid: [u32; 3], block: [u32; 3]) {
+        let cfg = LaunchConfig {
+            grid,
+            block,
+            shared_bytes: 0,
+        };
+        self.dev.launch(&self.k, args, &cfg).expect("launch");
+        self.dev.synchronize().expect("synchronize");
+    }
+}
+
+fn bytes_of<T: Copy>(v: &[T]) -> Vec<u8> {
+    // SAFETY: plain-old-data slices of numbers viewed as bytes.
+    unsafe {
+        std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)).to_vec()
+    }
+}
+
+fn from_bytes<T: Copy + Default>(b: &[u8]) -> Vec<T> {
+    let n = b.len() / std::mem::size_of::<T>();
+    let mut out = vec![T::default(); n];
+    // SAFETY: `out` has room for exactly `n` elements of `T`, copied from `b`.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            b.as_ptr(),
+            out.as_mut_ptr().cast::<u8>(),
+            n * std::mem::size_of::<T>(),
+        )
+    };
+    out
+}
+
+fn array<T: Copy>(
+    dev: &Device,
+    data: &[T],
+    shape: &[u64],
+    strides: &[i64],
+) -> (DeviceBuffer, ArgValue) {
+    let buf = dev.upload(&bytes_of(data)).expect("upload");
+    let arg = ArgValue::Array(ArrayArg {
+        data: dev.address(&buf),
+        shape: shape.to_vec(),
+        strides: strides.to_vec(),
+    });
+    (buf, arg)
+}
+
+fn vec1<T: Copy>(dev: &Device, data: &[T]) -> (DeviceBuffer, ArgValue) {
+    array(dev, data, &[data.len() as u64], &[1])
+}
+
+fn blocks(n: usize, block: u32) -> u32 {
+    n.div_ceil(block as usize) as u32
+}
+
+#[test]
+fn vector_add_random() {
+    let Some(dev) = device("vector_add_random") else {
+        return;
+    };
+    let src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/vector_add.py"
+    ))
+    .expect("example");
+    let k = kernel(
+        &dev,
+        &src,
+        "vector_add",
+        "float32[::1], float32[::1], float32[::1]",
+    );
+    let n = (1 << 20) + 7;
+    let mut r = Rng(1);
+    let a: Vec<f32> = (0..n).map(|_| r.f32(-100.0, 100.0)).collect();
+    let b: Vec<f32> = (0..n).map(|_| r.f32(-100.0, 100.0)).collect();
+    let (_ab, aa) = vec1(&dev, &a);
+    let (_bb, ba) = vec1(&dev, &b);
+    let (cb, ca) = vec1(&dev, &vec![0f32; n]);
+    k.launch(&[aa, ba, ca], [blocks(n, 256), 1, 1], [256, 1, 1]);
+    let c: Vec<f32> = from_bytes(&dev.download(&cb).expect("download"));
+    for i in 0..n {
+        assert_eq!(c[i], a[i] + b[i], "index {i}");
+    }
+}
+
+#[test]
+fn saxpy_with_scalar() {
+    let Some(dev) = device("saxpy_with_scalar") else {
+        return;
+    };
+    let src = "from cuda import device\n@device.kernel\ndef saxpy(a, x, y, out):\n    i = device.tid(1)\n    if i < len(out):\n        out[i] = a * x[i] + y[i]\n";
+    let k = kernel(
+        &dev,
+        src,
+        "saxpy",
+        "float32, float32[:], float32[:], float32[:]",
+    );
+    let n = 100_003;
+    let mut r = Rng(2);
+    let x: Vec<f32> = (0..n).map(|_| r.f32(-1.0, 1.0)).collect();
+    let y: Vec<f32> = (0..n).map(|_| r.f32(-1.0, 1.0)).collect();
+    let (_xb, xa) = vec1(&dev, &x);
+    let (_yb, ya) = vec1(&dev, &y);
+    let (ob, oa) = vec1(&dev, &vec![0f32; n]);
+    k.launch(
+        &[ArgValue::Float(2.5), xa, ya, oa],
+        [blocks(n, 128), 1, 1],
+        [128, 1, 1],
+    );
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    for i in 0..n {
+        let want = 2.5f32.mul_add(x[i], y[i]);
+        let plain = 2.5f32 * x[i] + y[i];
+        assert!(
+            out[i] == want || out[i] == plain,
+            "index {i}: {} vs {want}",
+            out[i]
+        );
+    }
+}
+
+#[test]
+fn transpose_of_a_transposed_view() {
+    let Some(dev) = device("transpose_of_a_transposed_view") else {
+        return;
+    };
+    let src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/lang/transpose_2d.py"
+    ))
+    .expect("fixture");
+    let k = kernel(&dev, &src, "transpose", "float32[:, :], float32[:, :]");
+    let (n, m) = (300usize, 517usize);
+    let mut r = Rng(3);
+    // `base` is m x n in C order; `src` is its transpose, an n x m view with strides (1, n).
+    let base: Vec<f32> = (0..n * m).map(|_| r.f32(-5.0, 5.0)).collect();
+    let (_sb, sa) = array(&dev, &base, &[n as u64, m as u64], &[1, n as i64]);
+    let (db, da) = array(
+        &dev,
+        &vec![0f32; n * m],
+        &[m as u64, n as u64],
+        &[n as i64, 1],
+    );
+    k.launch(&[sa, da], [blocks(n, 16), blocks(m, 16), 1], [16, 16, 1]);
+    let dst: Vec<f32> = from_bytes(&dev.download(&db).expect("download"));
+    for x in 0..n {
+        for y in 0..m {
+            // src[x, y] = base[y * n + x]; dst[y, x] = dst[y * n + x]
+            assert_eq!(dst[y * n + x], base[y * n + x], "({x}, {y})");
+        }
+    }
+}
+
+#[test]
+fn grid_stride_loop() {
+    let Some(dev) = device("grid_stride_loop") else {
+        return;
+    };
+    let src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/lang/grid_stride.py"
+    ))
+    .expect("fixture");
+    let k = kernel(&dev, &src, "scale", "float64[:], float64");
+    let n = 1_000_001;
+    let a: Vec<f64> = (0..n).map(|i| i as f64 * 0.5 - 7.0).collect();
+    let (ab, aa) = vec1(&dev, &a);
+    k.launch(&[aa, ArgValue::Float(-3.0)], [40, 1, 1], [128, 1, 1]);
+    let out: Vec<f64> = from_bytes(&dev.download(&ab).expect("download"));
+    for i in 0..n {
+        assert_eq!(out[i], a[i] * -3.0, "index {i}");
+    }
+}
+
+#[test]
+fn three_d_indexing() {
+    let Some(dev) = device("three_d_indexing") else {
+        return;
+    };
+    let src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/lang/indexed_3d.py"
+    ))
+    .expect("fixture");
+    let k = kernel(&dev, &src, "fill3d", "int32[:, :, ::1]");
+    let (x, y, z) = (37usize, 21usize, 45usize);
+    let (ob, oa) = array(
+        &dev,
+        &vec![-1i32; x * y * z],
+        &[x as u64, y as u64, z as u64],
+        &[(y * z) as i64, z as i64, 1],
+    );
+    k.launch(&[oa], [blocks(x, 4), blocks(y, 4), blocks(z, 8)], [4, 4, 8]);
+    let out: Vec<i32> = from_bytes(&dev.download(&ob).expect("download"));
+    for i in 0..x {
+        for j in 0..y {
+            for l in 0..z {
+                assert_eq!(out[(i * y + j) * z + l], (i * 10000 + j * 100 + l) as i32);
+            }
+        }
+    }
+}
+
+fn py_floordiv(a: i32, b: i32) -> i32 {
+    if b == 0 {
+        return 0;
+    }
+    if b == -1 {
+        return a.wrapping_neg();
+    }
+    let q = a / b;
+    if (a % b != 0) && ((a < 0) != (b < 0)) {
+        q - 1
+    } else {
+        q
+    }
+}
+
+fn py_mod(a: i32, b: i32) -> i32 {
+    if b == 0 || b == -1 {
+        return 0;
+    }
+    let r = a % b;
+    if r != 0 && ((r < 0) != (b < 0)) {
+        r + b
+    } else {
+        r
+    }
+}
+
+#[test]
+fn integer_semantics_match_python() {
+    let Some(dev) = device("integer_semantics_match_python") else {
+        return;
+    };
+    let src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/lang/integer_semantics.py"
+    ))
+    .expect("fixture");
+    let k = kernel(&dev, &src, "intops", "int32[:], int32[:], int32[:, :]");
+    let n = 50_000;
+    let mut r = Rng(4);
+    let mut a: Vec<i32> = (0..n).map(|_| r.i32(-100_000, 100_000)).collect();
+    let mut b: Vec<i32> = (0..n).map(|_| r.i32(-50, 50)).collect();
+    // Edge cases: zero divisors, MIN // -1, wrap-around.
+    a[0] = i32::MIN;
+    b[0] = -1;
+    b[1] = 0;
+    a[2] = i32::MAX;
+    b[2] = 2;
+    let (_ab, aa) = vec1(&dev, &a);
+    let (_bb, ba) = vec1(&dev, &b);
+    let (ob, oa) = array(&dev, &vec![0i32; n * 12], &[n as u64, 12], &[12, 1]);
+    k.launch(&[aa, ba, oa], [blocks(n, 256), 1, 1], [256, 1, 1]);
+    let out: Vec<i32> = from_bytes(&dev.download(&ob).expect("download"));
+    for i in 0..n {
+        let (x, y) = (a[i], b[i]);
+        let s = (y & 31) as u32;
+        let want = [
+            py_floordiv(x, y),
+            py_mod(x, y),
+            x.wrapping_shl(s),
+            x >> s,
+            x.wrapping_mul(y),
+            x.wrapping_neg(),
+            !x,
+            x.wrapping_abs(),
+            x.min(y),
+            x.max(y).max(0),
+            x.wrapping_mul(x).wrapping_mul(x),
+            (x & y) | (x ^ y),
+        ];
+        assert_eq!(&out[i * 12..i * 12 + 12], &want, "a={x} b={y}");
+    }
+}
+
+/// CPython's float floor division and modulo, in f32.
+fn py_fdivmod(x: f32, y: f32) -> (f32, f32) {
+    let m = x % y;
+    let mut div = (x - m) / y;
+    let mut md = m;
+    if m != 0.0 {
+        if (y < 0.0) != (m < 0.0) {
+            md += y;
+            div -= 1.0;
+        }
+    } else {
+        md = 0f32.copysign(y);
+    }
+    let q = if div != 0.0 {
+        let f = div.floor();
+        if div - f > 0.5 { f + 1.0 } else { f }
+    } else {
+        0f32.copysign(x / y)
+    };
+    (q, md)
+}
+
+#[test]
+fn float_division_matches_python() {
+    let Some(dev) = device("float_division_matches_python") else {
+        return;
+    };
+    let src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/lang/float_division.py"
+    ))
+    .expect("fixture");
+    let k = kernel(&dev, &src, "fdiv", "float32[:], float32[:], float32[:, :]");
+    let n = 20_000;
+    let mut r = Rng(5);
+    let a: Vec<f32> = (0..n).map(|_| r.f32(-1000.0, 1000.0)).collect();
+    let b: Vec<f32> = (0..n)
+        .map(|_| {
+            let v = r.f32(-20.0, 20.0);
+            if v.abs() < 0.01 { 0.5 } else { v }
+        })
+        .collect();
+    let (_ab, aa) = vec1(&dev, &a);
+    let (_bb, ba) = vec1(&dev, &b);
+    let (ob, oa) = array(&dev, &vec![0f32; n * 6], &[n as u64, 6], &[6, 1]);
+    k.launch(&[aa, ba, oa], [blocks(n, 256), 1, 1], [256, 1, 1]);
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    for i in 0..n {
+        let (x, y) = (a[i], b[i]);
+        let (q, m) = py_fdivmod(x, y);
+        let row = &out[i * 6..i * 6 + 6];
+        assert_eq!(row[0], x / y, "a={x} b={y}: /");
+        assert_eq!(row[1], q, "a={x} b={y}: //");
+        assert_eq!(row[2].to_bits(), m.to_bits(), "a={x} b={y}: %");
+        let sq = x * x;
+        assert!(
+            (row[3] - sq).abs() <= sq.abs() * 2e-7,
+            "a={x}: ** 2.0 gave {} want {sq}",
+            row[3]
+        );
+        assert_eq!(row[4], if x > 0.0 { -x } else { x.abs() });
+        assert_eq!(row[5], 3.5);
+    }
+}
+
+#[test]
+fn device_function_call_chain() {
+    let Some(dev) = device("device_function_call_chain") else {
+        return;
+    };
+    let src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/lang/func_chain.py"
+    ))
+    .expect("fixture");
+    let k = kernel(&dev, &src, "apply", "float32[:], float32[:]");
+    let n = 4099;
+    let mut r = Rng(6);
+    let x: Vec<f32> = (0..n).map(|_| r.f32(-6.0, 6.0)).collect();
+    let (_xb, xa) = vec1(&dev, &x);
+    let (ob, oa) = vec1(&dev, &vec![0f32; n]);
+    k.launch(&[xa, oa], [blocks(n, 64), 1, 1], [64, 1, 1]);
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    for i in 0..n {
+        let v = x[i];
+        let p = v * v + 2.0 * v + 1.0;
+        let want = p.clamp(-10.0, 10.0);
+        assert!(
+            (out[i] - want).abs() <= 1e-5 * want.abs().max(1.0),
+            "x={v}: {} vs {want}",
+            out[i]
+        );
+    }
+}
+
+#[test]
+fn control_flow_and_int64() {
+    let Some(dev) = device("control_flow_and_int64") else {
+        return;
+    };
+    let src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/lang/control_flow.py"
+    ))
+    .expect("fixture");
+    let k = kernel(&dev, &src, "collatz", "int64[:], int32[:]");
+    let n = 10_000;
+    let start: Vec<i64> = (1..=n as i64).collect();
+    let (_sb, sa) = vec1(&dev, &start);
+    let (ob, oa) = vec1(&dev, &vec![0i32; n]);
+    k.launch(&[sa, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let out: Vec<i32> = from_bytes(&dev.download(&ob).expect("download"));
+    for (i, &s) in start.iter().enumerate() {
+        let (mut v, mut c) = (s, 0);
+        while v != 1 && c < 1000 {
+            v = if v % 2 == 0 { v / 2 } else { 3 * v + 1 };
+            c += 1;
+        }
+        assert_eq!(out[i], c, "start {s}");
+    }
+}
+
+#[test]
+fn negative_indices_and_weak_accumulators() {
+    let Some(dev) = device("negative_indices_and_weak_accumulators") else {
+        return;
+    };
+    let src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/lang/weak_local_inference.py"
+    ))
+    .expect("fixture");
+    let k = kernel(&dev, &src, "accumulate", "float64[:, :], float64[:]");
+    let (rows, cols) = (333usize, 77usize);
+    let mut r = Rng(7);
+    let m: Vec<f64> = (0..rows * cols)
+        .map(|_| f64::from(r.f32(-1.0, 1.0)))
+        .collect();
+    let (_mb, ma) = array(&dev, &m, &[rows as u64, cols as u64], &[cols as i64, 1]);
+    let (ob, oa) = vec1(&dev, &vec![0f64; rows]);
+    k.launch(&[ma, oa], [blocks(rows, 64), 1, 1], [64, 1, 1]);
+    let out: Vec<f64> = from_bytes(&dev.download(&ob).expect("download"));
+    for i in 0..rows {
+        let want: f64 = m[i * cols..(i + 1) * cols].iter().sum();
+        assert!((out[i] - want).abs() < 1e-12, "row {i}");
+    }
+    let src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/lang/negative_index.py"
+    ))
+    .expect("fixture");
+    let k = kernel(&dev, &src, "last", "int16[:], int16[:]");
+    let a: Vec<i16> = (0..100).map(|i| i * 3 - 50).collect();
+    let (_ab, aa) = vec1(&dev, &a);
+    let (ob, oa) = vec1(&dev, &[0i16; 3]);
+    k.launch(&[aa, oa], [1, 1, 1], [32, 1, 1]);
+    let out: Vec<i16> = from_bytes(&dev.download(&ob).expect("download"));
+    assert_eq!(out, vec![a[99], a[99], a[98]]);
+}
+
+#[test]
+fn launch_errors_are_values() {
+    let Some(dev) = device("launch_errors_are_values") else {
+        return;
+    };
+    let src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/vector_add.py"
+    ))
+    .expect("example");
+    let k = kernel(
+        &dev,
+        &src,
+        "vector_add",
+        "float32[::1], float32[::1], float32[::1]",
+    );
+    let (_b, a) = vec1(&dev, &[0f32; 4]);
+    let cfg = LaunchConfig {
+        grid: [1, 1, 1],
+        block: [4096, 1, 1],
+        shared_bytes: 0,
+    };
+    let e = dev
+        .launch(&k.k, &[a.clone(), a.clone(), a.clone()], &cfg)
+        .expect_err("4096 threads per block must fail");
+    assert!(e.to_string().contains("vector_add"), "{e}");
+    let e = dev
+        .launch(&k.k, std::slice::from_ref(&a), &cfg)
+        .expect_err("wrong arity");
+    assert!(e.to_string().contains("3 arguments"), "{e}");
+}
