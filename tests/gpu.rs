@@ -532,3 +532,30 @@ fn launch_errors_are_values() {
         .expect_err("wrong arity");
     assert!(e.to_string().contains("3 arguments"), "{e}");
 }
+
+#[test]
+fn event_timing_of_back_to_back_launches() {
+    let Some(dev) = device("event_timing_of_back_to_back_launches") else {
+        return;
+    };
+    let src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/vector_add.py"
+    ))
+    .expect("example");
+    let k = kernel(
+        &dev,
+        &src,
+        "vector_add",
+        "float32[::1], float32[::1], float32[::1]",
+    );
+    let n = 1 << 22;
+    let (_b, a) = vec1(&dev, &vec![1f32; n]);
+    let cfg = LaunchConfig::linear(blocks(n, 256), 256);
+    let times = dev
+        .time_launches(&k.k, &[a.clone(), a.clone(), a], &cfg, 3, 20)
+        .expect("timing");
+    assert_eq!(times.len(), 20);
+    // 48 MiB of traffic cannot take less than ~10 µs on any GPU, nor a second.
+    assert!(times.iter().all(|t| *t > 1.0 && *t < 1e6), "{times:?}");
+}

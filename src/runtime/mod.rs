@@ -261,12 +261,18 @@ impl Device {
             self.launch(kernel, args, cfg)?;
         }
         let mut events = Vec::with_capacity(runs + 1);
-        let first = self.ctx.new_event(None).map_err(drv)?;
+        let first = self
+            .ctx
+            .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(drv)?;
         first.record(&self.stream).map_err(drv)?;
         events.push(first);
         for _ in 0..runs {
             self.launch(kernel, args, cfg)?;
-            let e = self.ctx.new_event(None).map_err(drv)?;
+            let e = self
+                .ctx
+                .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
+                .map_err(drv)?;
             e.record(&self.stream).map_err(drv)?;
             events.push(e);
         }

@@ -106,6 +106,9 @@ impl FnCx<'_, '_> {
     }
 
     pub(super) fn read_name(&mut self, name: &str, span: Span) -> Value {
+        if self.poisoned.contains(name) && !self.hints.contains_key(name) {
+            return Value::Err;
+        }
         if self.scope.contains_key(name) || self.assigned.contains(name) {
             let reachable = self.seen_assigned.contains(name)
                 || self.loop_assigned.iter().any(|names| names.contains(name));

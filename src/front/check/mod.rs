@@ -277,6 +277,8 @@ struct FnCx<'s, 'm> {
     unresolved: Vec<(String, Span)>,
     /// Names assigned so far in this pass, in source order (parameters included).
     seen_assigned: HashSet<String>,
+    /// Names whose assignment had an error already reported: reading them reports nothing.
+    poisoned: HashSet<String>,
     /// For each enclosing loop, the names its body assigns (a read there may see the value
     /// of a previous iteration).
     loop_assigned: Vec<HashSet<String>>,
@@ -313,6 +315,7 @@ impl<'s, 'm> FnCx<'s, 'm> {
             assigned: HashSet::new(),
             unresolved: Vec::new(),
             seen_assigned: HashSet::new(),
+            poisoned: HashSet::new(),
             loop_assigned: Vec::new(),
         };
         assigned_names(&def.body, &mut cx.assigned);

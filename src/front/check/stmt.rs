@@ -112,6 +112,11 @@ impl FnCx<'_, '_> {
             ast::Stmt::Assign(a) => {
                 let v = self.expr(&a.value);
                 let Some(mut v) = self.value_of(v) else {
+                    // Already reported: later uses of the targets stay quiet.
+                    let mut names = HashSet::new();
+                    assigned_names(std::slice::from_ref(s), &mut names);
+                    self.seen_assigned.extend(names.iter().cloned());
+                    self.poisoned.extend(names);
                     return;
                 };
                 if a.targets.len() > 1 {
