@@ -333,6 +333,307 @@ pub enum Intrinsic {
     WarpSize,
     /// `syncthreads()`
     SyncThreads,
+    /// `syncthreads_count(pred)`: the number of threads whose predicate (arg 0, bool) holds.
+    SyncThreadsCount,
+    /// `syncthreads_and(pred)`
+    SyncThreadsAnd,
+    /// `syncthreads_or(pred)`
+    SyncThreadsOr,
+    /// `threadfence(memory, scope)`
+    ThreadFence(MemoryOrder, Scope),
+    /// `activemask()`
+    ActiveMask,
+    /// `lanemask_lt()`
+    LaneMaskLt,
+    /// `syncwarp(mask)`
+    SyncWarp,
+    /// `all_sync(mask, pred)`, `any_sync`, `eq_sync`, `ballot_sync`.
+    Vote(Vote),
+    /// `shfl_*_sync(mask, value, lane_or_delta)` for 32- and 64-bit values (smaller ones are
+    /// widened by the front end).
+    Shfl(Shfl),
+    /// `match_any_sync(mask, value)` → WarpMask
+    MatchAny,
+    /// `match_all_sync(mask, value)` → (WarpMask, bool)
+    MatchAll,
+    /// `popc(x)` → int32
+    Popc,
+    /// `brev(x)` (same type)
+    Brev,
+    /// `clz(x)` → int32
+    Clz,
+    /// `ffs(x)` → int32, 1-based, 0 when x == 0
+    Ffs,
+    /// `fma(a, b, c)`, one rounding
+    Fma,
+    /// A function of the `math` module.
+    Math(MathFn),
+    /// `dynamic_shared_array()`'s size in bytes (the launch's `shared` parameter).
+    DynamicSharedSize,
+}
+
+/// A memory order of the C++ memory model, as the spec's `memory=` parameter names it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum MemoryOrder {
+    /// `'relaxed'`
+    Relaxed,
+    /// `'consume'` (treated as acquire, as every C++ implementation does)
+    Consume,
+    /// `'acquire'`
+    Acquire,
+    /// `'release'`
+    Release,
+    /// `'acq_rel'`
+    AcqRel,
+    /// `'seq_cst'`
+    SeqCst,
+}
+
+impl MemoryOrder {
+    /// Parses the spec's spelling.
+    pub fn from_name(s: &str) -> Option<MemoryOrder> {
+        Some(match s {
+            "relaxed" => MemoryOrder::Relaxed,
+            "consume" => MemoryOrder::Consume,
+            "acquire" => MemoryOrder::Acquire,
+            "release" => MemoryOrder::Release,
+            "acq_rel" => MemoryOrder::AcqRel,
+            "seq_cst" => MemoryOrder::SeqCst,
+            _ => return None,
+        })
+    }
+}
+
+/// A thread scope (libcu++'s `cuda::thread_scope`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// `'thread'`
+    Thread,
+    /// `'block'`
+    Block,
+    /// `'device'`
+    Device,
+    /// `'system'`
+    System,
+}
+
+impl Scope {
+    /// Parses the spec's spelling.
+    pub fn from_name(s: &str) -> Option<Scope> {
+        Some(match s {
+            "thread" => Scope::Thread,
+            "block" => Scope::Block,
+            "device" => Scope::Device,
+            "system" => Scope::System,
+            _ => return None,
+        })
+    }
+}
+
+/// Warp votes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Vote {
+    /// `all_sync`
+    All,
+    /// `any_sync`
+    Any,
+    /// `eq_sync`
+    Uni,
+    /// `ballot_sync`
+    Ballot,
+}
+
+/// Warp shuffles.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Shfl {
+    /// `shfl_sync`: from lane `src_lane`
+    Idx,
+    /// `shfl_up_sync`: from `lane_id - delta`
+    Up,
+    /// `shfl_down_sync`: from `lane_id + delta`
+    Down,
+    /// `shfl_xor_sync`: from `lane_id ^ flag`
+    Xor,
+}
+
+/// Atomic read-modify-write operations and accesses.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum AtomicOp {
+    /// `load()`
+    Load,
+    /// `store(v)`
+    Store,
+    /// `exch(v)`
+    Exch,
+    /// `cas(old, v)`
+    Cas,
+    /// `add(v)`
+    Add,
+    /// `sub(v)`
+    Sub,
+    /// `and_(v)`
+    And,
+    /// `or_(v)`
+    Or,
+    /// `xor(v)`
+    Xor,
+    /// `max(v)`
+    Max,
+    /// `min(v)`
+    Min,
+    /// `nanmax(v)`: NaN is a missing value
+    NanMax,
+    /// `nanmin(v)`
+    NanMin,
+}
+
+impl AtomicOp {
+    /// The method name.
+    pub fn from_method(s: &str) -> Option<AtomicOp> {
+        Some(match s {
+            "load" => AtomicOp::Load,
+            "store" => AtomicOp::Store,
+            "exch" => AtomicOp::Exch,
+            "cas" => AtomicOp::Cas,
+            "add" => AtomicOp::Add,
+            "sub" => AtomicOp::Sub,
+            "and_" => AtomicOp::And,
+            "or_" => AtomicOp::Or,
+            "xor" => AtomicOp::Xor,
+            "max" => AtomicOp::Max,
+            "min" => AtomicOp::Min,
+            "nanmax" => AtomicOp::NanMax,
+            "nanmin" => AtomicOp::NanMin,
+            _ => return None,
+        })
+    }
+}
+
+/// The functions of Python's `math` module that device code can call.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum MathFn {
+    Sqrt,
+    Exp,
+    Exp2,
+    Expm1,
+    Log,
+    Log2,
+    Log10,
+    Log1p,
+    Pow,
+    Sin,
+    Cos,
+    Tan,
+    Asin,
+    Acos,
+    Atan,
+    Atan2,
+    Sinh,
+    Cosh,
+    Tanh,
+    Asinh,
+    Acosh,
+    Atanh,
+    Erf,
+    Erfc,
+    Gamma,
+    Lgamma,
+    Floor,
+    Ceil,
+    Trunc,
+    Fabs,
+    Copysign,
+    Fmod,
+    Hypot,
+    Isnan,
+    Isinf,
+    Isfinite,
+    Cbrt,
+}
+
+impl MathFn {
+    /// Every function, for tables and tests.
+    pub const ALL: [MathFn; 37] = {
+        use MathFn::*;
+        [
+            Sqrt, Exp, Exp2, Expm1, Log, Log2, Log10, Log1p, Pow, Sin, Cos, Tan, Asin, Acos, Atan,
+            Atan2, Sinh, Cosh, Tanh, Asinh, Acosh, Atanh, Erf, Erfc, Gamma, Lgamma, Floor, Ceil,
+            Trunc, Fabs, Copysign, Fmod, Hypot, Isnan, Isinf, Isfinite, Cbrt,
+        ]
+    };
+
+    /// The Python name (`math.<name>`).
+    pub fn name(self) -> &'static str {
+        use MathFn::*;
+        match self {
+            Sqrt => "sqrt",
+            Exp => "exp",
+            Exp2 => "exp2",
+            Expm1 => "expm1",
+            Log => "log",
+            Log2 => "log2",
+            Log10 => "log10",
+            Log1p => "log1p",
+            Pow => "pow",
+            Sin => "sin",
+            Cos => "cos",
+            Tan => "tan",
+            Asin => "asin",
+            Acos => "acos",
+            Atan => "atan",
+            Atan2 => "atan2",
+            Sinh => "sinh",
+            Cosh => "cosh",
+            Tanh => "tanh",
+            Asinh => "asinh",
+            Acosh => "acosh",
+            Atanh => "atanh",
+            Erf => "erf",
+            Erfc => "erfc",
+            Gamma => "gamma",
+            Lgamma => "lgamma",
+            Floor => "floor",
+            Ceil => "ceil",
+            Trunc => "trunc",
+            Fabs => "fabs",
+            Copysign => "copysign",
+            Fmod => "fmod",
+            Hypot => "hypot",
+            Isnan => "isnan",
+            Isinf => "isinf",
+            Isfinite => "isfinite",
+            Cbrt => "cbrt",
+        }
+    }
+
+    /// Looks a `math` function up by name.
+    pub fn from_name(s: &str) -> Option<MathFn> {
+        MathFn::ALL.into_iter().find(|f| f.name() == s)
+    }
+
+    /// Number of arguments.
+    pub fn arity(self) -> usize {
+        use MathFn::*;
+        match self {
+            Pow | Atan2 | Copysign | Fmod | Hypot => 2,
+            _ => 1,
+        }
+    }
+
+    /// The libdevice function for a float width, where the function comes from libdevice
+    /// (the others are LLVM intrinsics or plain instructions).
+    pub fn libdevice(self, f64: bool) -> Option<String> {
+        use MathFn::*;
+        let base = match self {
+            Exp | Exp2 | Expm1 | Log | Log2 | Log10 | Log1p | Pow | Sin | Cos | Tan | Asin
+            | Acos | Atan | Atan2 | Sinh | Cosh | Tanh | Asinh | Acosh | Atanh | Erf | Erfc
+            | Lgamma | Fmod | Hypot | Cbrt => self.name(),
+            Gamma => "tgamma",
+            _ => return None,
+        };
+        Some(format!("__nv_{base}{}", if f64 { "" } else { "f" }))
+    }
 }
 
 impl Intrinsic {
@@ -346,6 +647,7 @@ impl Intrinsic {
             Intrinsic::LaneId => "lane_id".into(),
             Intrinsic::WarpSize => "warp_size".into(),
             Intrinsic::SyncThreads => "syncthreads".into(),
+            other => format!("{other:?}").to_lowercase(),
         }
     }
 }
@@ -416,6 +718,51 @@ pub enum Expr {
     Tuple(Vec<Handle<Expr>>),
     /// A constant-index element of a tuple or vector.
     Extract(Handle<Expr>, u32),
+    /// An array in statically allocated shared or thread-local memory (one allocation per
+    /// call site; in shared memory every thread of the block sees the same one). The
+    /// expression's type (an array) gives the dtype, layout and memory space.
+    StaticArray {
+        /// Extent of each dimension.
+        shape: Vec<u64>,
+        /// Minimum alignment in bytes.
+        align: u64,
+    },
+    /// The block's dynamic shared memory as a 1-D `uint8` array.
+    DynamicShared,
+    /// A slice of a 1-D array, `array[start:stop:step]`, with Python's rules for missing and
+    /// negative bounds (clamped to the array); the step is a positive constant.
+    View {
+        /// The array sliced.
+        array: Handle<Expr>,
+        /// `start`, any integer type (None: 0).
+        start: Option<Handle<Expr>>,
+        /// `stop`, any integer type (None: the length).
+        stop: Option<Handle<Expr>>,
+        /// The step, >= 1.
+        step: u64,
+    },
+    /// `array.view(dtype)` on a contiguous 1-D array: the same bytes as another dtype.
+    Reinterpret(Handle<Expr>),
+    /// A reference to an array element, for atomics (`atomic_ref(a, i)`).
+    ElementRef {
+        /// The array.
+        array: Handle<Expr>,
+        /// One index per dimension.
+        indices: Vec<Index>,
+    },
+    /// An atomic operation on the element a reference refers to.
+    Atomic {
+        /// What it does.
+        op: AtomicOp,
+        /// Memory order.
+        order: MemoryOrder,
+        /// Thread scope.
+        scope: Scope,
+        /// The reference (type `Ref`).
+        target: Handle<Expr>,
+        /// Operands (none for load, one value, or `old, new` for cas), of the element type.
+        args: Vec<Handle<Expr>>,
+    },
 }
 
 /// A statement.
@@ -659,6 +1006,44 @@ impl fmt::Display for ExprFmt<'_> {
                 write!(f, ")")
             }
             Expr::Extract(a, i) => write!(f, "{}[{i}]", e(*a)),
+            Expr::StaticArray { shape, align } => write!(f, "alloc {ty} {shape:?} align {align}"),
+            Expr::DynamicShared => write!(f, "dynamic_shared_array()"),
+            Expr::View {
+                array,
+                start,
+                stop,
+                step,
+            } => {
+                write!(f, "{}[", e(*array))?;
+                if let Some(s) = start {
+                    write!(f, "{}", e(*s))?;
+                }
+                write!(f, ":")?;
+                if let Some(s) = stop {
+                    write!(f, "{}", e(*s))?;
+                }
+                write!(f, ":{step}]")
+            }
+            Expr::Reinterpret(a) => write!(f, "{}.view({ty})", e(*a)),
+            Expr::ElementRef { array, indices } => {
+                write!(f, "atomic_ref({}, {})", e(*array), IndexFmt(func, indices))
+            }
+            Expr::Atomic {
+                op,
+                order,
+                scope,
+                target,
+                args,
+            } => {
+                write!(f, "{}.{op:?}[{order:?}, {scope:?}](", e(*target))?;
+                for (i, a) in args.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write!(f, "{}", e(*a))?;
+                }
+                write!(f, ")")
+            }
         }
     }
 }

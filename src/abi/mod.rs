@@ -82,6 +82,20 @@ pub fn layout_of(t: &Type) -> TypeLayout {
             align: 8,
             fields: vec![],
         },
+        Type::WarpMask => TypeLayout {
+            name: "WarpMask".into(),
+            cxx: "unsigned int".into(),
+            size: 4,
+            align: 4,
+            fields: vec![],
+        },
+        Type::Ref { dtype, .. } => TypeLayout {
+            name: t.to_string(),
+            cxx: format!("cuda::atomic_ref<{}>", dtype.cxx_name()),
+            size: 8,
+            align: 8,
+            fields: vec![],
+        },
         Type::Scalar(s) => TypeLayout {
             name: s.name().into(),
             cxx: s.cxx_name().into(),
@@ -292,6 +306,7 @@ pub fn pack(t: &Type, v: &ArgValue) -> Result<Vec<u8>, PackError> {
 fn pack_into(t: &Type, v: &ArgValue, out: &mut [u8]) -> Result<(), PackError> {
     match (t, v) {
         (Type::Scalar(s), v) => pack_scalar(*s, v, out),
+        (Type::WarpMask, v) => pack_scalar(Scalar::UInt32, v, out),
         (Type::Array(a), ArgValue::Array(arr)) => {
             let n = a.ndim as usize;
             if arr.shape.len() != n || arr.strides.len() != n {

@@ -11,6 +11,8 @@ pub enum Namespace {
     Cuda,
     /// `cuda.device`.
     Device,
+    /// Python's `math` module.
+    Math,
 }
 
 /// An entity provided by the compiler.
@@ -56,6 +58,64 @@ pub enum Builtin {
     Min,
     /// `max(a, b, ...)`
     Max,
+    /// `shared_array(shape, dtype, order='C', align=0)`
+    SharedArray,
+    /// `local_array(shape, dtype, order='C', align=0)`
+    LocalArray,
+    /// `dynamic_shared_array()`
+    DynamicSharedArray,
+    /// `syncthreads_count(pred)`
+    SyncThreadsCount,
+    /// `syncthreads_and(pred)`
+    SyncThreadsAnd,
+    /// `syncthreads_or(pred)`
+    SyncThreadsOr,
+    /// `threadfence(memory='seq_cst', scope='system')`
+    ThreadFence,
+    /// `atomic_ref(array, index)`
+    AtomicRef,
+    /// `activemask()`
+    ActiveMask,
+    /// `lanemask_lt()`
+    LaneMaskLt,
+    /// `syncwarp(mask)`
+    SyncWarp,
+    /// `all_sync(mask, pred)`
+    AllSync,
+    /// `any_sync(mask, pred)`
+    AnySync,
+    /// `eq_sync(mask, pred)`
+    EqSync,
+    /// `ballot_sync(mask, pred)`
+    BallotSync,
+    /// `shfl_sync(mask, value, src_lane)`
+    ShflSync,
+    /// `shfl_up_sync(mask, value, delta)`
+    ShflUpSync,
+    /// `shfl_down_sync(mask, value, delta)`
+    ShflDownSync,
+    /// `shfl_xor_sync(mask, value, flag)`
+    ShflXorSync,
+    /// `match_any_sync(mask, value)`
+    MatchAnySync,
+    /// `match_all_sync(mask, value)`
+    MatchAllSync,
+    /// `popc(x)`
+    Popc,
+    /// `brev(x)`
+    Brev,
+    /// `clz(x)`
+    Clz,
+    /// `ffs(x)`
+    Ffs,
+    /// `cbrt(a)`
+    Cbrt,
+    /// `fma(a, b, c)`
+    Fma,
+    /// `WarpMask(x)`
+    WarpMask,
+    /// A function of the `math` module.
+    Math(crate::ir::MathFn),
 }
 
 /// Members of `cuda.device` known to this compiler.
@@ -73,6 +133,34 @@ pub fn device_member(name: &str) -> Option<Builtin> {
         "tid" => Tid,
         "grid_size" => GridSize,
         "syncthreads" => SyncThreads,
+        "shared_array" => SharedArray,
+        "local_array" => LocalArray,
+        "dynamic_shared_array" => DynamicSharedArray,
+        "syncthreads_count" => SyncThreadsCount,
+        "syncthreads_and" => SyncThreadsAnd,
+        "syncthreads_or" => SyncThreadsOr,
+        "threadfence" => ThreadFence,
+        "atomic_ref" => AtomicRef,
+        "activemask" => ActiveMask,
+        "lanemask_lt" => LaneMaskLt,
+        "syncwarp" => SyncWarp,
+        "all_sync" => AllSync,
+        "any_sync" => AnySync,
+        "eq_sync" => EqSync,
+        "ballot_sync" => BallotSync,
+        "shfl_sync" => ShflSync,
+        "shfl_up_sync" => ShflUpSync,
+        "shfl_down_sync" => ShflDownSync,
+        "shfl_xor_sync" => ShflXorSync,
+        "match_any_sync" => MatchAnySync,
+        "match_all_sync" => MatchAllSync,
+        "popc" => Popc,
+        "brev" => Brev,
+        "clz" => Clz,
+        "ffs" => Ffs,
+        "cbrt" => Cbrt,
+        "fma" => Fma,
+        "WarpMask" => WarpMask,
         n => {
             return crate::types::Scalar::from_name(n)
                 .filter(|s| s.name() == n)
@@ -150,4 +238,22 @@ pub fn python_builtin(name: &str) -> Option<Builtin> {
         "max" => Max,
         _ => return None,
     })
+}
+
+/// Members of Python's `math` module known in device code: functions, and the constants
+/// `pi`, `e`, `tau`, `inf` and `nan` (as Python floats).
+pub(crate) fn math_member(name: &str) -> Option<super::Item> {
+    use super::Item;
+    use super::consts::Const;
+    let c = |v: f64| Some(Item::Const(Const::Float(v)));
+    match name {
+        "pi" => c(std::f64::consts::PI),
+        "e" => c(std::f64::consts::E),
+        "tau" => c(std::f64::consts::TAU),
+        "inf" => c(f64::INFINITY),
+        "nan" => c(f64::NAN),
+        n => crate::ir::MathFn::from_name(n)
+            .filter(|f| *f != crate::ir::MathFn::Cbrt)
+            .map(|f| Item::Builtin(Builtin::Math(f))),
+    }
 }

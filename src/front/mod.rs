@@ -160,6 +160,7 @@ impl ParsedModule {
                             let item = match path {
                                 "cuda.device" => Item::Namespace(Namespace::Device),
                                 "cuda" => Item::Namespace(Namespace::Cuda),
+                                "math" => Item::Namespace(Namespace::Math),
                                 other => Item::Foreign(other.to_string()),
                             };
                             self.items.insert(asname.id.to_string(), item);
@@ -168,6 +169,8 @@ impl ParsedModule {
                             let head = path.split('.').next().unwrap_or(path);
                             let item = if head == "cuda" {
                                 Item::Namespace(Namespace::Cuda)
+                            } else if head == "math" {
+                                Item::Namespace(Namespace::Math)
                             } else {
                                 Item::Foreign(head.to_string())
                             };
@@ -187,6 +190,17 @@ impl ParsedModule {
                             continue;
                         }
                         ("cuda", "device") => Item::Namespace(Namespace::Device),
+                        ("math", n) => match builtins::math_member(n) {
+                            Some(item) => item,
+                            None => {
+                                diags.push(Diagnostic::error(
+                                    "E0102",
+                                    alias.range().into(),
+                                    format!("`math.{n}` is not available in device code"),
+                                ));
+                                continue;
+                            }
+                        },
                         ("cuda.device", n) => match builtins::device_member(n) {
                             Some(b) => Item::Builtin(b),
                             None if builtins::is_planned_device_member(n) => {
@@ -255,6 +269,7 @@ impl ParsedModule {
                 Item::Namespace(Namespace::Cuda) if a.attr.id.as_str() == "device" => {
                     Some(Item::Namespace(Namespace::Device))
                 }
+                Item::Namespace(Namespace::Math) => builtins::math_member(a.attr.id.as_str()),
                 Item::Namespace(Namespace::Device) => {
                     let n = a.attr.id.as_str();
                     builtins::device_member(n).map(Item::Builtin).or_else(|| {

@@ -267,13 +267,23 @@ pub enum Type {
     Tuple(Vec<Type>),
     /// An array.
     Array(ArrayType),
+    /// `WarpMask`: an `int32` whose bits name the lanes of a warp (`m[i]` reads and sets bit i).
+    WarpMask,
+    /// A reference to one element of an array, as `atomic_ref(array, index)` returns.
+    Ref {
+        /// The element type.
+        dtype: Scalar,
+        /// Where the element lives.
+        space: MemSpace,
+    },
 }
 
 impl Type {
-    /// The scalar, if this is one.
+    /// The scalar, if this is one (`WarpMask` is an `int32`).
     pub fn as_scalar(&self) -> Option<Scalar> {
         match self {
             Type::Scalar(s) => Some(*s),
+            Type::WarpMask => Some(Scalar::Int32),
             _ => None,
         }
     }
@@ -343,6 +353,8 @@ impl fmt::Display for Type {
                 f.write_str("]")
             }
             Type::Array(a) => write!(f, "{a}"),
+            Type::WarpMask => f.write_str("WarpMask"),
+            Type::Ref { dtype, .. } => write!(f, "atomic_ref[{dtype}]"),
         }
     }
 }

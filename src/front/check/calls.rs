@@ -3,7 +3,7 @@
 
 use super::*;
 
-fn builtin_name(b: Builtin) -> String {
+pub(super) fn builtin_name(b: Builtin) -> String {
     use Builtin::*;
     match b {
         Kernel => "kernel".into(),
@@ -26,15 +26,41 @@ fn builtin_name(b: Builtin) -> String {
         Abs => "abs".into(),
         Min => "min".into(),
         Max => "max".into(),
+        Math(f) => format!("math.{}", f.name()),
+        other => {
+            let s = format!("{other:?}");
+            // CamelCase → snake_case, e.g. ShflDownSync → shfl_down_sync.
+            let mut out = String::new();
+            for (i, ch) in s.chars().enumerate() {
+                if ch.is_uppercase() && i > 0 {
+                    out.push('_');
+                }
+                out.push(ch.to_ascii_lowercase());
+            }
+            out
+        }
     }
 }
 
 impl FnCx<'_, '_> {
     pub(super) fn call(&mut self, c: &ast::ExprCall) -> Value {
         let fspan = sp(c.func.as_ref());
-        let callee = match self.callee_item(&c.func) {
-            Some(item) => Value::Item(item, fspan),
-            None => self.expr(&c.func),
+        let callee = match (self.callee_item(&c.func), c.func.as_ref()) {
+            (Some(item), _) => Value::Item(item, fspan),
+            (None, ast::Expr::Attribute(a)) => {
+                // A method call on a value (`ref.add(1)`, `arr.view(float32)`), or an
+                // attribute of a namespace.
+                match self.expr(&a.value) {
+                    Value::Val(v) => {
+                        return self
+                            .method_call(v, a.attr.id.as_str(), c)
+                            .map(Value::Val)
+                            .unwrap_or(Value::Err);
+                    }
+                    base => self.attr_of(base, a.attr.id.as_str(), fspan),
+                }
+            }
+            (None, _) => self.expr(&c.func),
         };
         let v = match callee {
             Value::Err => None,
@@ -271,6 +297,35 @@ impl FnCx<'_, '_> {
                 );
                 Some(self.val(e, Type::None, span))
             }
+            Builtin::SharedArray
+            | Builtin::LocalArray
+            | Builtin::DynamicSharedArray
+            | Builtin::SyncThreadsCount
+            | Builtin::SyncThreadsAnd
+            | Builtin::SyncThreadsOr
+            | Builtin::ThreadFence
+            | Builtin::AtomicRef
+            | Builtin::ActiveMask
+            | Builtin::LaneMaskLt
+            | Builtin::SyncWarp
+            | Builtin::AllSync
+            | Builtin::AnySync
+            | Builtin::EqSync
+            | Builtin::BallotSync
+            | Builtin::ShflSync
+            | Builtin::ShflUpSync
+            | Builtin::ShflDownSync
+            | Builtin::ShflXorSync
+            | Builtin::MatchAnySync
+            | Builtin::MatchAllSync
+            | Builtin::Popc
+            | Builtin::Brev
+            | Builtin::Clz
+            | Builtin::Ffs
+            | Builtin::Cbrt
+            | Builtin::Fma
+            | Builtin::WarpMask
+            | Builtin::Math(_) => self.device_call(b, c),
             Builtin::Range => {
                 self.error(
                     "E0304",

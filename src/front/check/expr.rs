@@ -64,9 +64,20 @@ impl FnCx<'_, '_> {
             E::Tuple(t) => {
                 let mut es = Vec::new();
                 let mut tys = Vec::new();
+                let mut konsts = Vec::new();
+                let mut all_nonneg = true;
                 for x in &t.elts {
                     let v = self.expr(x);
-                    let Some(v) = self.value_of(v).and_then(|v| self.concrete(v)) else {
+                    let Some(v) = self.value_of(v) else {
+                        return Value::Err;
+                    };
+                    konsts.push(
+                        v.konst
+                            .clone()
+                            .filter(|_| v.weak.is_some() || v.ty == Type::Scalar(Scalar::Bool)),
+                    );
+                    all_nonneg &= v.nonneg;
+                    let Some(v) = self.concrete(v) else {
                         return Value::Err;
                     };
                     es.push(v.e);
@@ -74,7 +85,13 @@ impl FnCx<'_, '_> {
                 }
                 let ty = Type::Tuple(tys);
                 let e = self.push(Expr::Tuple(es), ty.clone(), span);
-                Some(self.val(e, ty, span))
+                let mut v = self.val(e, ty, span);
+                v.konst = konsts
+                    .into_iter()
+                    .collect::<Option<Vec<_>>>()
+                    .map(Const::Tuple);
+                v.nonneg = all_nonneg;
+                Some(v)
             }
             E::NoneLiteral(_) => {
                 self.error("E0202", span, "`None` can only be returned in device code");
@@ -88,7 +105,7 @@ impl FnCx<'_, '_> {
                     E::List(_) | E::ListComp(_) => "lists are",
                     E::Dict(_) | E::DictComp(_) => "dicts are",
                     E::Set(_) | E::SetComp(_) => "sets are",
-                    E::Lambda(_) => "lambdas are",
+                    E::Lambda(_) => "lambdas (other than predicates) are",
                     E::Generator(_) => "generators are",
                     E::Named(_) => "assignment expressions (`:=`) are",
                     E::Slice(_) => "slices are",
@@ -130,11 +147,12 @@ impl FnCx<'_, '_> {
             let h = self.local(name, span);
             let ty = self.locals[h].ty.clone();
             let e = self.push(Expr::Local(h), ty.clone(), span);
+            let single = self.assign_sites.get(name).copied() == Some(1);
             return Value::Val(Val {
                 e,
                 ty,
                 weak: hint.weak,
-                konst: None,
+                konst: if single { hint.konst } else { None },
                 nonneg: hint.nonneg,
                 span,
             });
@@ -159,11 +177,27 @@ impl FnCx<'_, '_> {
     }
 
     pub(super) fn attribute(&mut self, a: &ast::ExprAttribute) -> Value {
-        let span = sp(a);
-        let attr = a.attr.id.as_str();
         let base = self.expr(&a.value);
+        self.attr_of(base, a.attr.id.as_str(), sp(a))
+    }
+
+    /// The attribute `attr` of an evaluated base.
+    pub(super) fn attr_of(&mut self, base: Value, attr: &str, span: Span) -> Value {
         let v = match base {
             Value::Err => return Value::Err,
+            Value::Item(Item::Namespace(Namespace::Math), _) => {
+                return match crate::front::builtins::math_member(attr) {
+                    Some(item) => Value::Item(item, span),
+                    None => {
+                        self.error(
+                            "E0102",
+                            span,
+                            format!("`math.{attr}` is not available in device code"),
+                        );
+                        Value::Err
+                    }
+                };
+            }
             Value::Item(Item::Namespace(Namespace::Cuda), _) if attr == "device" => {
                 return Value::Item(Item::Namespace(Namespace::Device), span);
             }
@@ -284,6 +318,12 @@ impl FnCx<'_, '_> {
         let base = self.expr(&s.value);
         let base = self.value_of(base)?;
         match &base.ty {
+            Type::Array(_) if matches!(s.slice.as_ref(), ast::Expr::Slice(_)) => {
+                let ast::Expr::Slice(sl) = s.slice.as_ref() else {
+                    return None;
+                };
+                self.slice(&base, sl, span)
+            }
             Type::Array(at) => {
                 let dtype = at.dtype;
                 let indices = self.indices(&base, &s.slice)?;
@@ -297,6 +337,29 @@ impl FnCx<'_, '_> {
                     span,
                 );
                 Some(self.val(e, ty, span))
+            }
+            Type::WarpMask => {
+                let i = self.expr(&s.slice);
+                let i = self.value_of(i)?;
+                let one = self.push(
+                    Expr::Literal(Literal::Int(1)),
+                    Type::Scalar(Scalar::Int32),
+                    span,
+                );
+                let iv = self.convert(&i, Scalar::Int32)?;
+                let m = self.push(Expr::Cast(base.e), Type::Scalar(Scalar::Int32), span);
+                let sh = self.push(
+                    Expr::Binary(BinaryOp::Shr, m, iv),
+                    Type::Scalar(Scalar::Int32),
+                    span,
+                );
+                let bit = self.push(
+                    Expr::Binary(BinaryOp::BitAnd, sh, one),
+                    Type::Scalar(Scalar::Int32),
+                    span,
+                );
+                let e = self.push(Expr::Cast(bit), Type::Scalar(Scalar::Bool), span);
+                Some(self.val(e, Type::Scalar(Scalar::Bool), span))
             }
             Type::Tuple(_) | Type::Vector { .. } => {
                 let n = match &base.ty {

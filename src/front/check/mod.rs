@@ -229,6 +229,8 @@ struct Hint {
     weak: Option<Weak>,
     first: Span,
     nonneg: bool,
+    /// The value of a local assigned once, to a constant.
+    konst: Option<Const>,
 }
 
 /// A value of device code during checking.
@@ -279,6 +281,11 @@ struct FnCx<'s, 'm> {
     seen_assigned: HashSet<String>,
     /// Names whose assignment had an error already reported: reading them reports nothing.
     poisoned: HashSet<String>,
+    /// Nested `def`s usable as predicates: name → the expression they return.
+    local_defs: HashMap<String, ast::Expr>,
+    /// How many places assign each local (a local assigned once to a constant is a
+    /// constant expression).
+    assign_sites: HashMap<String, usize>,
     /// For each enclosing loop, the names its body assigns (a read there may see the value
     /// of a previous iteration).
     loop_assigned: Vec<HashSet<String>>,
@@ -316,9 +323,12 @@ impl<'s, 'm> FnCx<'s, 'm> {
             unresolved: Vec::new(),
             seen_assigned: HashSet::new(),
             poisoned: HashSet::new(),
+            local_defs: HashMap::new(),
+            assign_sites: HashMap::new(),
             loop_assigned: Vec::new(),
         };
         assigned_names(&def.body, &mut cx.assigned);
+        count_assignments(&def.body, &mut cx.assign_sites);
         let params: Vec<&ast::ParameterWithDefault> = def
             .parameters
             .posonlyargs
@@ -343,6 +353,7 @@ impl<'s, 'm> FnCx<'s, 'm> {
                 weak: None,
                 first: span,
                 nonneg,
+                konst: None,
             });
             if let Some(ann) = &p.parameter.annotation {
                 cx.check_annotation(ann, ty);
@@ -613,7 +624,9 @@ impl FnCx<'_, '_> {
             return self.literal(c, s, v.span);
         }
         match v.ty {
-            Type::Scalar(_) => Some(self.push(Expr::Cast(v.e), Type::Scalar(s), v.span)),
+            Type::Scalar(_) | Type::WarpMask => {
+                Some(self.push(Expr::Cast(v.e), Type::Scalar(s), v.span))
+            }
             _ => {
                 self.error(
                     "E0207",
@@ -742,7 +755,8 @@ fn dim3_intrinsic(b: Builtin, a: Axis) -> Intrinsic {
 }
 
 mod calls;
-use stmt::{always_returns, assigned_names, contains_call, element_type};
+mod device;
+use stmt::{always_returns, assigned_names, contains_call, count_assignments, element_type};
 mod expr;
 mod ops;
 mod stmt;

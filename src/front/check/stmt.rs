@@ -40,6 +40,42 @@ pub(super) fn assigned_names(stmts: &[ast::Stmt], out: &mut HashSet<String>) {
     }
 }
 
+/// Counts the places that assign each name (a `for` target and `x += 1` count too).
+pub(super) fn count_assignments(stmts: &[ast::Stmt], out: &mut HashMap<String, usize>) {
+    fn target(e: &ast::Expr, out: &mut HashMap<String, usize>) {
+        match e {
+            ast::Expr::Name(n) => *out.entry(n.id.to_string()).or_default() += 1,
+            ast::Expr::Tuple(t) => t.elts.iter().for_each(|x| target(x, out)),
+            ast::Expr::List(t) => t.elts.iter().for_each(|x| target(x, out)),
+            _ => {}
+        }
+    }
+    for s in stmts {
+        match s {
+            ast::Stmt::Assign(a) => a.targets.iter().for_each(|t| target(t, out)),
+            ast::Stmt::AugAssign(a) => target(&a.target, out),
+            ast::Stmt::AnnAssign(a) => target(&a.target, out),
+            ast::Stmt::For(f) => {
+                target(&f.target, out);
+                target(&f.target, out); // a loop variable takes many values
+                count_assignments(&f.body, out);
+                count_assignments(&f.orelse, out);
+            }
+            ast::Stmt::While(w) => {
+                count_assignments(&w.body, out);
+                count_assignments(&w.orelse, out);
+            }
+            ast::Stmt::If(i) => {
+                count_assignments(&i.body, out);
+                for c in &i.elif_else_clauses {
+                    count_assignments(&c.body, out);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 /// True when every path through the block ends in `return`.
 pub(super) fn always_returns(block: &Block) -> bool {
     block.iter().any(|s| match &s.kind {
@@ -170,6 +206,7 @@ impl FnCx<'_, '_> {
                                         weak: None,
                                         first: span,
                                         nonneg: want.kind() == Kind::UInt,
+                                        konst: None,
                                     },
                                 );
                                 self.changed |= self.scope.contains_key(n.id.as_str());
@@ -269,6 +306,22 @@ impl FnCx<'_, '_> {
             }
             ast::Stmt::Return(r) => self.ret(r, out),
             ast::Stmt::Pass(_) => {}
+            ast::Stmt::FunctionDef(d) => {
+                let body: Vec<&ast::Stmt> = d
+                    .body
+                    .iter()
+                    .filter(|s| !matches!(s, ast::Stmt::Expr(e) if matches!(e.value.as_ref(), ast::Expr::StringLiteral(_))))
+                    .collect();
+                match (d.parameters.is_empty(), body.as_slice()) {
+                    (true, [ast::Stmt::Return(ast::StmtReturn { value: Some(v), .. })]) => {
+                        self.local_defs.insert(d.name.id.to_string(), v.as_ref().clone());
+                    }
+                    _ => self.diags.push(
+                        Diagnostic::error("E0301", d.name.range.into(), "nested functions are only supported as predicates")
+                            .with_note("a predicate takes no parameters and its body is a single `return <condition>`; share other code through a `@device.func`"),
+                    ),
+                }
+            }
             ast::Stmt::Assert(_) => self.diags.push(
                 Diagnostic::error(
                     "E0302",
@@ -353,6 +406,7 @@ impl FnCx<'_, '_> {
                     weak: v.weak,
                     first: span,
                     nonneg: v.nonneg,
+                    konst: v.konst.clone(),
                 },
             );
             return Some(v.e);
@@ -485,6 +539,32 @@ impl FnCx<'_, '_> {
                             span,
                         });
                     }
+                    Type::WarpMask if matches!(s.value.as_ref(), ast::Expr::Name(_)) => {
+                        // m[i] = v  →  m = (m & ~(1 << i)) | (int(bool(v)) << i)
+                        let i32t = Type::Scalar(Scalar::Int32);
+                        let iv = self.expr(&s.slice);
+                        let Some(iv) = self.value_of(iv) else { return };
+                        let Some(i) = self.convert(&iv, Scalar::Int32) else {
+                            return;
+                        };
+                        let Some(b) = self.truthy(v) else { return };
+                        let bit = self.push(Expr::Cast(b), i32t.clone(), span);
+                        let one = self.push(Expr::Literal(Literal::Int(1)), i32t.clone(), span);
+                        let i2 = self.push(self.exprs[i].clone(), i32t.clone(), span);
+                        let sel =
+                            self.push(Expr::Binary(BinaryOp::Shl, one, i), i32t.clone(), span);
+                        let inv = self.push(Expr::Unary(UnaryOp::Invert, sel), i32t.clone(), span);
+                        let m = self.push(Expr::Cast(base.e), i32t.clone(), span);
+                        let cleared =
+                            self.push(Expr::Binary(BinaryOp::BitAnd, m, inv), i32t.clone(), span);
+                        let set =
+                            self.push(Expr::Binary(BinaryOp::Shl, bit, i2), i32t.clone(), span);
+                        let new =
+                            self.push(Expr::Binary(BinaryOp::BitOr, cleared, set), i32t, span);
+                        let e = self.push(Expr::Cast(new), Type::WarpMask, span);
+                        let nv = self.val(e, Type::WarpMask, span);
+                        self.assign(&s.value, nv, out);
+                    }
                     Type::Tuple(_) | Type::Vector { .. } => self.diags.push(
                         Diagnostic::error("E0211", span, format!("{} is immutable", base.ty))
                             .with_note("build a new tuple or vector instead"),
@@ -555,7 +635,7 @@ impl FnCx<'_, '_> {
                 let c = Const::Int(f.trunc() as i128);
                 self.literal(&c, dtype, v.span)
             }
-            (Type::Scalar(_), _, _) => self.convert(v, dtype),
+            (Type::Scalar(_) | Type::WarpMask, _, _) => self.convert(v, dtype),
             (other, _, _) => {
                 self.error(
                     "E0207",
@@ -708,6 +788,18 @@ impl FnCx<'_, '_> {
             _ => None,
         };
         let Some(call) = is_range else {
+            if let ast::Expr::Tuple(_) | ast::Expr::Name(_) | ast::Expr::Attribute(_) =
+                f.iter.as_ref()
+            {
+                let v = self.expr(&f.iter);
+                match v {
+                    Value::Val(v) if matches!(v.ty, Type::Tuple(_) | Type::Vector { .. }) => {
+                        return self.for_sequence(f, v, out);
+                    }
+                    Value::Err => return,
+                    _ => {}
+                }
+            }
             self.diags.push(
                 Diagnostic::error(
                     "E0304",
@@ -862,6 +954,112 @@ impl FnCx<'_, '_> {
         let c = self.push(Expr::Local(ctr), tty.clone(), span);
         let st = copy(self, step_e);
         let inc = self.push(Expr::Binary(BinaryOp::Add, c, st), tty.clone(), span);
+        out.push(Stmt {
+            kind: StmtKind::Loop {
+                cond,
+                body,
+                continuing: vec![Stmt {
+                    kind: StmtKind::Assign(ctr, inc),
+                    span,
+                }],
+            },
+            span,
+        });
+    }
+
+    /// `for x in (a, b, c):` over a tuple or vector whose elements have one type: a counted
+    /// loop that picks element `i` (the optimizer unrolls it), so `break` and `continue` work.
+    fn for_sequence(&mut self, f: &ast::StmtFor, v: Val, out: &mut Block) {
+        let span = sp(f);
+        let elems: Vec<Type> = match &v.ty {
+            Type::Tuple(ts) => ts.clone(),
+            Type::Vector { elem, len } => vec![Type::Scalar(*elem); *len as usize],
+            _ => return,
+        };
+        let Some(ety) = elems.first().cloned() else {
+            return;
+        };
+        if elems.iter().any(|t| *t != ety) {
+            self.diags.push(
+                Diagnostic::error("E0304", v.span, format!("a `for` loop can only iterate over a tuple whose elements have one type, not {}", v.ty))
+                    .with_note("unpack the tuple, or convert its elements to one type"),
+            );
+            return;
+        }
+        let n = elems.len();
+        let (weak, nonneg) = match &v.konst {
+            Some(Const::Tuple(items)) => (
+                items
+                    .iter()
+                    .all(|c| matches!(c, Const::Int(_)))
+                    .then_some(Weak::Int)
+                    .or_else(|| {
+                        items
+                            .iter()
+                            .all(|c| matches!(c, Const::Int(_) | Const::Float(_)))
+                            .then_some(Weak::Float)
+                    }),
+                items.iter().all(|c| c.as_int().is_some_and(|i| i >= 0)),
+            ),
+            _ => (None, v.nonneg),
+        };
+        if !matches!(f.target.as_ref(), ast::Expr::Name(_)) {
+            self.error(
+                "E0301",
+                sp(f.target.as_ref()),
+                "the target of this `for` loop must be a single name",
+            );
+            return;
+        }
+        let i32t = Type::Scalar(Scalar::Int32);
+        let bool_t = Type::Scalar(Scalar::Bool);
+        let tmp = self.new_temp(v.ty.clone(), v.span);
+        out.push(Stmt {
+            kind: StmtKind::Assign(tmp, v.e),
+            span,
+        });
+        let ctr = self.new_temp(i32t.clone(), span);
+        let zero = self.push(Expr::Literal(Literal::Int(0)), i32t.clone(), span);
+        out.push(Stmt {
+            kind: StmtKind::Assign(ctr, zero),
+            span,
+        });
+        let c = self.push(Expr::Local(ctr), i32t.clone(), span);
+        let lim = self.push(Expr::Literal(Literal::Int(n as i128)), i32t.clone(), span);
+        let cond = self.push(Expr::Binary(BinaryOp::Lt, c, lim), bool_t.clone(), span);
+        self.loops += 1;
+        let mut names = HashSet::new();
+        assigned_names(&f.body, &mut names);
+        self.loop_assigned.push(names);
+        let mut body = Vec::new();
+        let t = self.push(Expr::Local(tmp), v.ty.clone(), span);
+        let mut acc = self.push(Expr::Extract(t, (n - 1) as u32), ety.clone(), span);
+        for k in (0..n - 1).rev() {
+            let c = self.push(Expr::Local(ctr), i32t.clone(), span);
+            let kk = self.push(Expr::Literal(Literal::Int(k as i128)), i32t.clone(), span);
+            let is_k = self.push(Expr::Binary(BinaryOp::Eq, c, kk), bool_t.clone(), span);
+            let t = self.push(Expr::Local(tmp), v.ty.clone(), span);
+            let ek = self.push(Expr::Extract(t, k as u32), ety.clone(), span);
+            acc = self.push(
+                Expr::Select {
+                    cond: is_k,
+                    then: ek,
+                    otherwise: acc,
+                },
+                ety.clone(),
+                span,
+            );
+        }
+        let mut iv = self.val(acc, ety.clone(), sp(f.target.as_ref()));
+        iv.weak = weak;
+        iv.nonneg = nonneg;
+        self.assign(&f.target, iv, &mut body);
+        body.extend(self.block(&f.body));
+        self.loops -= 1;
+        self.loop_assigned.pop();
+        let c = self.push(Expr::Local(ctr), i32t.clone(), span);
+        let one = self.push(Expr::Literal(Literal::Int(1)), i32t.clone(), span);
+        let inc = self.push(Expr::Binary(BinaryOp::Add, c, one), i32t.clone(), span);
         out.push(Stmt {
             kind: StmtKind::Loop {
                 cond,

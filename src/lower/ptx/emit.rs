@@ -9,8 +9,8 @@
 
 use super::LowerError;
 use crate::ir::{
-    ArrayProp, Axis, BinaryOp, Expr, Function, FunctionKind, Handle, Index, Intrinsic, Literal,
-    Program, Stmt, StmtKind, UnaryOp,
+    ArrayProp, AtomicOp, Axis, BinaryOp, Expr, Function, FunctionKind, Handle, Index, Intrinsic,
+    Literal, MathFn, MemoryOrder, Program, Scope, Shfl, Stmt, StmtKind, UnaryOp, Vote,
 };
 use crate::types::{ArrayType, Layout, MemSpace, Scalar, Type};
 use inkwell::attributes::{Attribute, AttributeLoc};
@@ -63,8 +63,18 @@ fn addr_space(s: MemSpace) -> AddressSpace {
     AddressSpace::from(match s {
         MemSpace::Global => 1u16,
         MemSpace::Shared => 3,
-        MemSpace::Local => 5,
+        // Allocas are generic pointers that NVPTX places in local memory.
+        MemSpace::Local => 0,
     })
+}
+
+/// The PTX name of a thread scope (a thread's own accesses need no more than its block's).
+fn ptx_scope(s: Scope) -> &'static str {
+    match s {
+        Scope::Thread | Scope::Block => "cta",
+        Scope::Device => "gpu",
+        Scope::System => "sys",
+    }
 }
 
 fn is_aggregate(t: &Type) -> bool {
@@ -72,6 +82,16 @@ fn is_aggregate(t: &Type) -> bool {
 }
 
 impl<'ctx> Emitter<'_, 'ctx> {
+    fn int_t(&self, bits: u32) -> inkwell::types::IntType<'ctx> {
+        match bits {
+            1 => self.ctx.bool_type(),
+            8 => self.ctx.i8_type(),
+            16 => self.ctx.i16_type(),
+            32 => self.ctx.i32_type(),
+            _ => self.ctx.i64_type(),
+        }
+    }
+
     fn scalar_type(&self, s: Scalar) -> BasicTypeEnum<'ctx> {
         let c = self.ctx;
         match s {
@@ -99,6 +119,8 @@ impl<'ctx> Emitter<'_, 'ctx> {
                 self.ctx.struct_type(&fields, false).into()
             }
             Type::Array(a) => self.descriptor_type(a).into(),
+            Type::WarpMask => self.ctx.i32_type().into(),
+            Type::Ref { .. } => self.ctx.ptr_type(AddressSpace::default()).into(),
         })
     }
 
@@ -528,7 +550,10 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                     _ => return Ok(None),
                 }
             }
-            Expr::Intrinsic(op, _args) => return self.intrinsic(*op),
+            Expr::Intrinsic(op, args) => {
+                let args = args.clone();
+                return self.intrinsic(*op, &args, &ty);
+            }
             Expr::Load { array, indices } => {
                 let (ptr, at) = self.element_ptr(*array, indices)?;
                 let t = Type::Scalar(at.dtype);
@@ -590,6 +615,70 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 let agg = self.value(*a)?.into_struct_value();
                 let v = self.b().build_extract_value(agg, *i, "")?;
                 self.reg_repr(v, &ty)?
+            }
+            Expr::StaticArray { shape, align } => {
+                let at = ty
+                    .as_array()
+                    .cloned()
+                    .ok_or_else(|| err("static array of a non-array type"))?;
+                self.static_array(h, &at, shape, *align)?
+            }
+            Expr::DynamicShared => self.dynamic_shared(&ty)?,
+            Expr::View {
+                array,
+                start,
+                stop,
+                step,
+            } => self.view(*array, *start, *stop, *step, &ty)?,
+            Expr::Reinterpret(a) => {
+                let from = self
+                    .ty(*a)
+                    .as_array()
+                    .cloned()
+                    .ok_or_else(|| err("view of a non-array"))?;
+                let to = ty
+                    .as_array()
+                    .cloned()
+                    .ok_or_else(|| err("view to a non-array"))?;
+                let desc = self.value(*a)?.into_struct_value();
+                let data = self
+                    .b()
+                    .build_extract_value(desc, 0, "")?
+                    .into_pointer_value();
+                let n = self.dim(desc, 1, 0)?;
+                let i64t = self.e.ctx.i64_type();
+                let bytes =
+                    self.b()
+                        .build_int_mul(n, i64t.const_int(from.dtype.size(), false), "")?;
+                let n2 = self.b().build_int_unsigned_div(
+                    bytes,
+                    i64t.const_int(to.dtype.size(), false),
+                    "",
+                )?;
+                self.descriptor(&to, data, &[n2], &[i64t.const_int(1, false)])?
+            }
+            Expr::ElementRef { array, indices } => {
+                let (ptr, _) = self.element_ptr(*array, indices)?;
+                let generic = self.e.ctx.ptr_type(AddressSpace::default());
+                self.b().build_address_space_cast(ptr, generic, "")?.into()
+            }
+            Expr::Atomic {
+                op,
+                order,
+                scope,
+                target,
+                args,
+            } => {
+                let dtype = match self.ty(*target) {
+                    Type::Ref { dtype, .. } => *dtype,
+                    _ => return Err(err("atomic on a non-reference")),
+                };
+                let ptr = self.value(*target)?.into_pointer_value();
+                let mut vals = Vec::new();
+                for a in args {
+                    vals.push(self.value(*a)?);
+                }
+                return self.atomic(*op, *order, *scope, dtype, ptr, &vals);
             }
         };
         Ok(Some(v))
@@ -680,29 +769,749 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         Ok((ptr, at))
     }
 
-    fn intrinsic(&mut self, op: Intrinsic) -> R<Option<BasicValueEnum<'ctx>>> {
+    fn sreg(&self, name: &str) -> R<BasicValueEnum<'ctx>> {
+        let f = self.e.intrinsic(name, &[])?;
+        self.call1(f, &[])
+    }
+
+    fn intrinsic(
+        &mut self,
+        op: Intrinsic,
+        args: &[Handle<Expr>],
+        ty: &Type,
+    ) -> R<Option<BasicValueEnum<'ctx>>> {
         let sreg = |kind: &str, a: Axis| format!("llvm.nvvm.read.ptx.sreg.{kind}.{}", a.letter());
-        let name = match op {
-            Intrinsic::ThreadIdx(a) => sreg("tid", a),
-            Intrinsic::BlockIdx(a) => sreg("ctaid", a),
-            Intrinsic::BlockDim(a) => sreg("ntid", a),
-            Intrinsic::GridDim(a) => sreg("nctaid", a),
-            Intrinsic::LaneId => "llvm.nvvm.read.ptx.sreg.laneid".to_string(),
-            Intrinsic::WarpSize => {
-                return Ok(Some(self.e.ctx.i32_type().const_int(32, false).into()));
-            }
+        let ctx = self.e.ctx;
+        let i32t = ctx.i32_type();
+        let mut vals = Vec::new();
+        for a in args {
+            vals.push(self.value(*a)?);
+        }
+        let v: BasicValueEnum<'ctx> = match op {
+            Intrinsic::ThreadIdx(a) => self.sreg(&sreg("tid", a))?,
+            Intrinsic::BlockIdx(a) => self.sreg(&sreg("ctaid", a))?,
+            Intrinsic::BlockDim(a) => self.sreg(&sreg("ntid", a))?,
+            Intrinsic::GridDim(a) => self.sreg(&sreg("nctaid", a))?,
+            Intrinsic::LaneId => self.sreg("llvm.nvvm.read.ptx.sreg.laneid")?,
+            Intrinsic::LaneMaskLt => self.sreg("llvm.nvvm.read.ptx.sreg.lanemask.lt")?,
+            Intrinsic::WarpSize => i32t.const_int(32, false).into(),
             Intrinsic::SyncThreads => {
                 let f = self.e.intrinsic("llvm.nvvm.barrier0", &[])?;
                 self.b().build_call(f, &[], "")?;
                 return Ok(None);
             }
+            Intrinsic::SyncThreadsCount | Intrinsic::SyncThreadsAnd | Intrinsic::SyncThreadsOr => {
+                let name = match op {
+                    Intrinsic::SyncThreadsCount => "llvm.nvvm.barrier0.popc",
+                    Intrinsic::SyncThreadsAnd => "llvm.nvvm.barrier0.and",
+                    _ => "llvm.nvvm.barrier0.or",
+                };
+                let p = self
+                    .b()
+                    .build_int_z_extend(vals[0].into_int_value(), i32t, "")?;
+                let f = self.e.intrinsic(name, &[])?;
+                let r = self.call1(f, &[p.into()])?.into_int_value();
+                if op == Intrinsic::SyncThreadsCount {
+                    r.into()
+                } else {
+                    self.b()
+                        .build_int_compare(IntPredicate::NE, r, i32t.const_zero(), "")?
+                        .into()
+                }
+            }
+            Intrinsic::ThreadFence(order, scope) => {
+                if order != MemoryOrder::Relaxed {
+                    let sem = if order == MemoryOrder::SeqCst {
+                        "sc"
+                    } else {
+                        "acq_rel"
+                    };
+                    self.asm(
+                        &format!("fence.{sem}.{};", ptx_scope(scope)),
+                        "~{memory}",
+                        None,
+                        &[],
+                    )?;
+                }
+                return Ok(None);
+            }
+            Intrinsic::ActiveMask => self
+                .asm("activemask.b32 $0;", "=r,~{memory}", Some(i32t.into()), &[])?
+                .ok_or_else(|| err("activemask"))?,
+            Intrinsic::SyncWarp => {
+                let f = self.e.intrinsic("llvm.nvvm.bar.warp.sync", &[])?;
+                self.b().build_call(f, &[vals[0].into()], "")?;
+                return Ok(None);
+            }
+            Intrinsic::Vote(vote) => {
+                let name = match vote {
+                    Vote::All => "llvm.nvvm.vote.all.sync",
+                    Vote::Any => "llvm.nvvm.vote.any.sync",
+                    Vote::Uni => "llvm.nvvm.vote.uni.sync",
+                    Vote::Ballot => "llvm.nvvm.vote.ballot.sync",
+                };
+                let f = self.e.intrinsic(name, &[])?;
+                self.call1(f, &[vals[0].into(), vals[1].into()])?
+            }
+            Intrinsic::Shfl(kind) => self.shfl(
+                kind,
+                vals[0].into_int_value(),
+                vals[1],
+                vals[2].into_int_value(),
+            )?,
+            Intrinsic::MatchAny | Intrinsic::MatchAll => {
+                let x = self.as_int_bits(vals[1])?;
+                let w = x.get_type().get_bit_width();
+                let name = match (op, w) {
+                    (Intrinsic::MatchAny, 64) => "llvm.nvvm.match.any.sync.i64",
+                    (Intrinsic::MatchAny, _) => "llvm.nvvm.match.any.sync.i32",
+                    (_, 64) => "llvm.nvvm.match.all.sync.i64p",
+                    _ => "llvm.nvvm.match.all.sync.i32p",
+                };
+                let f = self.e.intrinsic(name, &[])?;
+                let r = self.call1(f, &[vals[0].into(), x.into()])?;
+                if op == Intrinsic::MatchAny {
+                    r
+                } else {
+                    let agg = r.into_struct_value();
+                    let mask = self.b().build_extract_value(agg, 0, "")?;
+                    let pred = self.b().build_extract_value(agg, 1, "")?;
+                    let st = self
+                        .e
+                        .ty(ty)
+                        .ok_or_else(|| err("match_all type"))?
+                        .into_struct_type();
+                    let out = self.b().build_insert_value(st.get_undef(), mask, 0, "")?;
+                    let pred = self.mem_repr(pred, &Type::Scalar(Scalar::Bool))?;
+                    self.b()
+                        .build_insert_value(out, pred, 1, "")?
+                        .as_basic_value_enum()
+                }
+            }
+            Intrinsic::Popc | Intrinsic::Clz | Intrinsic::Ffs | Intrinsic::Brev => {
+                let x = vals[0].into_int_value();
+                let t = x.get_type();
+                let f = |name: &str| self.e.intrinsic(name, &[t.into()]);
+                let fls = ctx.bool_type().const_zero();
+                match op {
+                    Intrinsic::Brev => self.call1(f("llvm.bitreverse")?, &[x.into()])?,
+                    Intrinsic::Popc => {
+                        let r = self.call1(f("llvm.ctpop")?, &[x.into()])?.into_int_value();
+                        self.b()
+                            .build_int_cast_sign_flag(r, i32t, false, "")?
+                            .into()
+                    }
+                    Intrinsic::Clz => {
+                        let r = self
+                            .call1(f("llvm.ctlz")?, &[x.into(), fls.into()])?
+                            .into_int_value();
+                        self.b()
+                            .build_int_cast_sign_flag(r, i32t, false, "")?
+                            .into()
+                    }
+                    _ => {
+                        let r = self
+                            .call1(f("llvm.cttz")?, &[x.into(), fls.into()])?
+                            .into_int_value();
+                        let r = self.b().build_int_cast_sign_flag(r, i32t, false, "")?;
+                        let r1 = self.b().build_int_add(r, i32t.const_int(1, false), "")?;
+                        let zero =
+                            self.b()
+                                .build_int_compare(IntPredicate::EQ, x, t.const_zero(), "")?;
+                        self.b().build_select(zero, i32t.const_zero(), r1, "")?
+                    }
+                }
+            }
+            Intrinsic::Fma => {
+                let t = vals[0].get_type();
+                let f = self.e.intrinsic("llvm.fma", &[t])?;
+                self.call1(f, &[vals[0].into(), vals[1].into(), vals[2].into()])?
+            }
+            Intrinsic::Math(f) => self.math(f, &vals)?,
+            Intrinsic::DynamicSharedSize => self
+                .asm(
+                    "mov.u32 $0, %dynamic_smem_size;",
+                    "=r",
+                    Some(i32t.into()),
+                    &[],
+                )?
+                .ok_or_else(|| err("dynamic_smem_size"))?,
         };
-        let f = self.e.intrinsic(&name, &[])?;
-        let call = self.b().build_call(f, &[], "")?;
-        match call.try_as_basic_value() {
-            ValueKind::Basic(v) => Ok(Some(v)),
-            _ => Err(err(format!("{name} returned nothing"))),
+        Ok(Some(v))
+    }
+
+    /// Emits inline PTX; `ret` is the result type, if any.
+    fn asm(
+        &self,
+        text: &str,
+        constraints: &str,
+        ret: Option<BasicTypeEnum<'ctx>>,
+        args: &[BasicValueEnum<'ctx>],
+    ) -> R<Option<BasicValueEnum<'ctx>>> {
+        let params: Vec<BasicMetadataTypeEnum> = args.iter().map(|a| a.get_type().into()).collect();
+        let fn_ty = match ret {
+            Some(r) => r.fn_type(&params, false),
+            None => self.e.ctx.void_type().fn_type(&params, false),
+        };
+        let ptr = self.e.ctx.create_inline_asm(
+            fn_ty,
+            text.to_string(),
+            constraints.to_string(),
+            true,
+            false,
+            None,
+            false,
+        );
+        let margs: Vec<BasicMetadataValueEnum> = args.iter().map(|a| (*a).into()).collect();
+        let call = self.b().build_indirect_call(fn_ty, ptr, &margs, "")?;
+        Ok(match call.try_as_basic_value() {
+            ValueKind::Basic(v) => Some(v),
+            _ => None,
+        })
+    }
+
+    /// A float or integer as an integer of the same width.
+    fn as_int_bits(&self, v: BasicValueEnum<'ctx>) -> R<IntValue<'ctx>> {
+        Ok(match v {
+            BasicValueEnum::IntValue(i) => i,
+            BasicValueEnum::FloatValue(f) => {
+                let w = if f.get_type() == self.e.ctx.f64_type() {
+                    64
+                } else {
+                    32
+                };
+                self.b()
+                    .build_bit_cast(f, self.e.int_t(w), "")?
+                    .into_int_value()
+            }
+            _ => return Err(err("bits of a non-number")),
+        })
+    }
+
+    fn from_int_bits(
+        &self,
+        i: IntValue<'ctx>,
+        like: BasicTypeEnum<'ctx>,
+    ) -> R<BasicValueEnum<'ctx>> {
+        Ok(match like {
+            BasicTypeEnum::FloatType(t) => self.b().build_bit_cast(i, t, "")?,
+            _ => i.into(),
+        })
+    }
+
+    fn shfl(
+        &mut self,
+        kind: Shfl,
+        mask: IntValue<'ctx>,
+        v: BasicValueEnum<'ctx>,
+        lane: IntValue<'ctx>,
+    ) -> R<BasicValueEnum<'ctx>> {
+        let i32t = self.e.ctx.i32_type();
+        let (name, c) = match kind {
+            Shfl::Idx => ("llvm.nvvm.shfl.sync.idx.i32", 0x1f),
+            Shfl::Up => ("llvm.nvvm.shfl.sync.up.i32", 0),
+            Shfl::Down => ("llvm.nvvm.shfl.sync.down.i32", 0x1f),
+            Shfl::Xor => ("llvm.nvvm.shfl.sync.bfly.i32", 0x1f),
+        };
+        let f = self.e.intrinsic(name, &[])?;
+        let c = i32t.const_int(c, false);
+        let bits = self.as_int_bits(v)?;
+        let r = if bits.get_type().get_bit_width() == 64 {
+            let i64t = self.e.ctx.i64_type();
+            let lo = self.b().build_int_truncate(bits, i32t, "")?;
+            let hi = self
+                .b()
+                .build_right_shift(bits, i64t.const_int(32, false), false, "")?;
+            let hi = self.b().build_int_truncate(hi, i32t, "")?;
+            let lo = self
+                .call1(f, &[mask.into(), lo.into(), lane.into(), c.into()])?
+                .into_int_value();
+            let hi = self
+                .call1(f, &[mask.into(), hi.into(), lane.into(), c.into()])?
+                .into_int_value();
+            let lo = self.b().build_int_z_extend(lo, i64t, "")?;
+            let hi = self.b().build_int_z_extend(hi, i64t, "")?;
+            let hi = self
+                .b()
+                .build_left_shift(hi, i64t.const_int(32, false), "")?;
+            self.b().build_or(hi, lo, "")?
+        } else {
+            self.call1(f, &[mask.into(), bits.into(), lane.into(), c.into()])?
+                .into_int_value()
+        };
+        self.from_int_bits(r, v.get_type())
+    }
+
+    fn math(&mut self, f: MathFn, vals: &[BasicValueEnum<'ctx>]) -> R<BasicValueEnum<'ctx>> {
+        let x = vals[0].into_float_value();
+        let ft = x.get_type();
+        let is64 = ft == self.e.ctx.f64_type();
+        let llvm = |cx: &Self, name: &str| cx.e.intrinsic(name, &[ft.into()]);
+        let inf = ft.const_float(f64::INFINITY);
+        Ok(match f {
+            MathFn::Sqrt => self.call1(llvm(self, "llvm.sqrt")?, &[x.into()])?,
+            MathFn::Floor => self.call1(llvm(self, "llvm.floor")?, &[x.into()])?,
+            MathFn::Ceil => self.call1(llvm(self, "llvm.ceil")?, &[x.into()])?,
+            MathFn::Trunc => self.call1(llvm(self, "llvm.trunc")?, &[x.into()])?,
+            MathFn::Fabs => self.call1(llvm(self, "llvm.fabs")?, &[x.into()])?,
+            MathFn::Copysign => {
+                self.call1(llvm(self, "llvm.copysign")?, &[x.into(), vals[1].into()])?
+            }
+            MathFn::Isnan => self
+                .b()
+                .build_float_compare(FloatPredicate::UNO, x, x, "")?
+                .into(),
+            MathFn::Isinf | MathFn::Isfinite => {
+                let a = self
+                    .call1(llvm(self, "llvm.fabs")?, &[x.into()])?
+                    .into_float_value();
+                let p = if f == MathFn::Isinf {
+                    FloatPredicate::OEQ
+                } else {
+                    FloatPredicate::OLT
+                };
+                self.b().build_float_compare(p, a, inf, "")?.into()
+            }
+            _ => {
+                let name = f
+                    .libdevice(is64)
+                    .ok_or_else(|| err(format!("no lowering for math.{}", f.name())))?;
+                let func = self.e.libdevice_fn(&name, ft.into(), f.arity());
+                let args: Vec<BasicMetadataValueEnum> = vals.iter().map(|v| (*v).into()).collect();
+                self.call1(func, &args)?
+            }
+        })
+    }
+
+    /// A descriptor value from its parts.
+    fn descriptor(
+        &self,
+        at: &ArrayType,
+        data: PointerValue<'ctx>,
+        shape: &[IntValue<'ctx>],
+        strides: &[IntValue<'ctx>],
+    ) -> R<BasicValueEnum<'ctx>> {
+        let st = self.e.descriptor_type(at);
+        let mut agg = self.b().build_insert_value(st.get_undef(), data, 0, "")?;
+        let dims = self.e.ctx.i64_type().array_type(u32::from(at.ndim));
+        let mut sh = dims.get_undef();
+        let mut sd = dims.get_undef();
+        for (d, (n, s)) in shape.iter().zip(strides).enumerate() {
+            sh = self
+                .b()
+                .build_insert_value(sh, *n, d as u32, "")?
+                .into_array_value();
+            sd = self
+                .b()
+                .build_insert_value(sd, *s, d as u32, "")?
+                .into_array_value();
         }
+        agg = self.b().build_insert_value(agg, sh, 1, "")?;
+        agg = self.b().build_insert_value(agg, sd, 2, "")?;
+        Ok(agg.as_basic_value_enum())
+    }
+
+    fn static_array(
+        &mut self,
+        h: Handle<Expr>,
+        at: &ArrayType,
+        shape: &[u64],
+        align: u64,
+    ) -> R<BasicValueEnum<'ctx>> {
+        let i64t = self.e.ctx.i64_type();
+        let count: u64 = shape.iter().product();
+        let et = self.e.mem_type(&Type::Scalar(at.dtype));
+        let arr_t = et.array_type(count as u32);
+        let align = align.max(at.dtype.size()) as u32;
+        let data = if at.space == MemSpace::Shared {
+            let name = format!("__pyd_shared_{}_{}", self.f.symbol, h.index());
+            let g = match self.e.module.get_global(&name) {
+                Some(g) => g,
+                None => {
+                    let g = self
+                        .e
+                        .module
+                        .add_global(arr_t, Some(AddressSpace::from(3u16)), &name);
+                    g.set_linkage(Linkage::Internal);
+                    g.set_initializer(&arr_t.get_undef());
+                    g.set_alignment(align);
+                    g
+                }
+            };
+            g.as_pointer_value()
+        } else {
+            // Thread-local arrays live in the entry block so each call site allocates once.
+            let entry = self
+                .llfn
+                .get_first_basic_block()
+                .ok_or_else(|| err("no entry block"))?;
+            let b = self.e.ctx.create_builder();
+            match entry.get_first_instruction() {
+                Some(i) => b.position_before(&i),
+                None => b.position_at_end(entry),
+            }
+            let slot = b.build_alloca(arr_t, "local_array")?;
+            slot.as_instruction()
+                .ok_or_else(|| err("alloca"))?
+                .set_alignment(align)
+                .map_err(|e| err(e.to_string()))?;
+            slot
+        };
+        let n = shape.len();
+        let mut strides = vec![1u64; n];
+        if at.layout == Layout::F {
+            for d in 1..n {
+                strides[d] = strides[d - 1] * shape[d - 1];
+            }
+        } else {
+            for d in (0..n.saturating_sub(1)).rev() {
+                strides[d] = strides[d + 1] * shape[d + 1];
+            }
+        }
+        let sh: Vec<_> = shape.iter().map(|x| i64t.const_int(*x, false)).collect();
+        let sd: Vec<_> = strides.iter().map(|x| i64t.const_int(*x, false)).collect();
+        self.descriptor(at, data, &sh, &sd)
+    }
+
+    fn dynamic_shared(&mut self, ty: &Type) -> R<BasicValueEnum<'ctx>> {
+        let at = ty
+            .as_array()
+            .cloned()
+            .ok_or_else(|| err("dynamic shared of a non-array"))?;
+        let name = "__pyd_dynamic_shared";
+        let g = match self.e.module.get_global(name) {
+            Some(g) => g,
+            None => {
+                let t = self.e.ctx.i8_type().array_type(0);
+                let g = self
+                    .e
+                    .module
+                    .add_global(t, Some(AddressSpace::from(3u16)), name);
+                g.set_linkage(Linkage::External);
+                g.set_alignment(16);
+                g
+            }
+        };
+        let i64t = self.e.ctx.i64_type();
+        let size = self
+            .asm(
+                "mov.u32 $0, %dynamic_smem_size;",
+                "=r",
+                Some(self.e.ctx.i32_type().into()),
+                &[],
+            )?
+            .ok_or_else(|| err("dynamic_smem_size"))?
+            .into_int_value();
+        let size = self.b().build_int_z_extend(size, i64t, "")?;
+        self.descriptor(
+            &at,
+            g.as_pointer_value(),
+            &[size],
+            &[i64t.const_int(1, false)],
+        )
+    }
+
+    /// Python's slice rules for a positive step: bounds wrap once if negative, then clamp.
+    fn view(
+        &mut self,
+        array: Handle<Expr>,
+        start: Option<Handle<Expr>>,
+        stop: Option<Handle<Expr>>,
+        step: u64,
+        ty: &Type,
+    ) -> R<BasicValueEnum<'ctx>> {
+        let from = self
+            .ty(array)
+            .as_array()
+            .cloned()
+            .ok_or_else(|| err("slice of a non-array"))?;
+        let to = ty
+            .as_array()
+            .cloned()
+            .ok_or_else(|| err("slice to a non-array"))?;
+        let desc = self.value(array)?.into_struct_value();
+        let i64t = self.e.ctx.i64_type();
+        let zero = i64t.const_zero();
+        let n = self.dim(desc, 1, 0)?;
+        let bound = |cx: &mut Self,
+                     b: Option<Handle<Expr>>,
+                     default: IntValue<'ctx>|
+         -> R<IntValue<'ctx>> {
+            let Some(b) = b else { return Ok(default) };
+            let x = cx.value(b)?.into_int_value();
+            let b = cx.b();
+            let neg = b.build_int_compare(IntPredicate::SLT, x, zero, "")?;
+            let wrapped = b.build_int_add(x, n, "")?;
+            let x = b.build_select(neg, wrapped, x, "")?.into_int_value();
+            let lt0 = b.build_int_compare(IntPredicate::SLT, x, zero, "")?;
+            let x = b.build_select(lt0, zero, x, "")?.into_int_value();
+            let gtn = b.build_int_compare(IntPredicate::SGT, x, n, "")?;
+            Ok(b.build_select(gtn, n, x, "")?.into_int_value())
+        };
+        let s = bound(self, start, zero)?;
+        let e = bound(self, stop, n)?;
+        let b = self.b();
+        let diff = b.build_int_sub(e, s, "")?;
+        let neg = b.build_int_compare(IntPredicate::SLT, diff, zero, "")?;
+        let diff = b.build_select(neg, zero, diff, "")?.into_int_value();
+        let stepv = i64t.const_int(step, false);
+        let len = b.build_int_add(diff, i64t.const_int(step - 1, false), "")?;
+        let len = b.build_int_unsigned_div(len, stepv, "")?;
+        let stride = self.stride(desc, &from, 0)?;
+        let data = self
+            .b()
+            .build_extract_value(desc, 0, "")?
+            .into_pointer_value();
+        let off = self.b().build_int_mul(s, stride, "")?;
+        let et = self.e.mem_type(&Type::Scalar(from.dtype));
+        // SAFETY of the GEP: an element offset within (or one past) the array.
+        let data = unsafe { self.b().build_gep(et, data, &[off], "")? };
+        let nstride = self.b().build_int_mul(stride, stepv, "")?;
+        self.descriptor(&to, data, &[len], &[nstride])
+    }
+
+    /// Atomic operations as inline PTX with explicit semantics and scope (`atom.<sem>.<scope>`,
+    /// `ld.acquire`, `st.release`, `fence.sc` for seq_cst); float max/min are CAS loops.
+    fn atomic(
+        &mut self,
+        op: AtomicOp,
+        order: MemoryOrder,
+        scope: Scope,
+        dtype: Scalar,
+        ptr: PointerValue<'ctx>,
+        vals: &[BasicValueEnum<'ctx>],
+    ) -> R<Option<BasicValueEnum<'ctx>>> {
+        let sc = ptx_scope(scope);
+        let fence = if order == MemoryOrder::SeqCst {
+            format!("fence.sc.{sc}; ")
+        } else {
+            String::new()
+        };
+        let bits = dtype.bits();
+        let it = self.e.int_t(bits.max(16));
+        let reg = match bits {
+            8 | 16 => "h",
+            32 => "r",
+            _ => "l",
+        };
+        let vt = self.e.mem_type(&Type::Scalar(dtype));
+        let to_bits = |cx: &Self, v: BasicValueEnum<'ctx>| -> R<IntValue<'ctx>> {
+            let v = cx.mem_repr(v, &Type::Scalar(dtype))?;
+            let i = cx.as_int_bits(v)?;
+            Ok(if i.get_type().get_bit_width() < 16 {
+                cx.b().build_int_z_extend(i, it, "")?
+            } else {
+                i
+            })
+        };
+        let from_bits = |cx: &Self, i: IntValue<'ctx>| -> R<BasicValueEnum<'ctx>> {
+            let i = if bits < 16 {
+                cx.b().build_int_truncate(i, cx.e.ctx.i8_type(), "")?
+            } else {
+                i
+            };
+            let v = cx.from_int_bits(i, vt)?;
+            cx.reg_repr(v, &Type::Scalar(dtype))
+        };
+        match op {
+            AtomicOp::Load => {
+                let sem = if order == MemoryOrder::Relaxed {
+                    "relaxed"
+                } else {
+                    "acquire"
+                };
+                let text = format!("{fence}ld.{sem}.{sc}.b{bits} $0, [$1];");
+                let r = self
+                    .asm(
+                        &text,
+                        &format!("={reg},l,~{{memory}}"),
+                        Some(it.into()),
+                        &[ptr.into()],
+                    )?
+                    .ok_or_else(|| err("atomic load"))?;
+                Ok(Some(from_bits(self, r.into_int_value())?))
+            }
+            AtomicOp::Store => {
+                let sem = if order == MemoryOrder::Release {
+                    "release"
+                } else {
+                    "relaxed"
+                };
+                let sem = if order == MemoryOrder::SeqCst {
+                    "relaxed"
+                } else {
+                    sem
+                };
+                let text = format!("{fence}st.{sem}.{sc}.b{bits} [$0], $1;");
+                let v = to_bits(self, vals[0])?;
+                self.asm(
+                    &text,
+                    &format!("l,{reg},~{{memory}}"),
+                    None,
+                    &[ptr.into(), v.into()],
+                )?;
+                Ok(None)
+            }
+            AtomicOp::Max | AtomicOp::Min | AtomicOp::NanMax | AtomicOp::NanMin
+                if dtype.is_float() =>
+            {
+                Ok(Some(self.atomic_float_minmax(
+                    op, order, scope, dtype, ptr, vals[0],
+                )?))
+            }
+            _ => {
+                let sem = match order {
+                    MemoryOrder::Relaxed => "relaxed",
+                    MemoryOrder::Acquire | MemoryOrder::Consume => "acquire",
+                    MemoryOrder::Release => "release",
+                    MemoryOrder::AcqRel | MemoryOrder::SeqCst => "acq_rel",
+                };
+                let signed = dtype.is_signed();
+                let (name, ty) = match op {
+                    AtomicOp::Exch => ("exch", format!("b{bits}")),
+                    AtomicOp::Cas => ("cas", format!("b{bits}")),
+                    AtomicOp::Add | AtomicOp::Sub => (
+                        "add",
+                        if dtype.is_float() {
+                            format!("f{bits}")
+                        } else if bits == 32 && signed {
+                            "s32".into()
+                        } else {
+                            format!("u{bits}")
+                        },
+                    ),
+                    AtomicOp::And => ("and", format!("b{bits}")),
+                    AtomicOp::Or => ("or", format!("b{bits}")),
+                    AtomicOp::Xor => ("xor", format!("b{bits}")),
+                    AtomicOp::Max | AtomicOp::NanMax => {
+                        ("max", format!("{}{bits}", if signed { "s" } else { "u" }))
+                    }
+                    AtomicOp::Min | AtomicOp::NanMin => {
+                        ("min", format!("{}{bits}", if signed { "s" } else { "u" }))
+                    }
+                    AtomicOp::Load | AtomicOp::Store => unreachable!("handled above"),
+                };
+                let mut operand = vals[0];
+                if op == AtomicOp::Sub {
+                    operand = match operand {
+                        BasicValueEnum::FloatValue(f) => self.b().build_float_neg(f, "")?.into(),
+                        BasicValueEnum::IntValue(i) => self.b().build_int_neg(i, "")?.into(),
+                        other => other,
+                    };
+                }
+                let a = to_bits(self, operand)?;
+                let (text, cons, args) = if op == AtomicOp::Cas {
+                    let b = to_bits(self, vals[1])?;
+                    (
+                        format!("{fence}atom.{sem}.{sc}.cas.{ty} $0, [$1], $2, $3;"),
+                        format!("={reg},l,{reg},{reg},~{{memory}}"),
+                        vec![ptr.into(), a.into(), b.into()],
+                    )
+                } else {
+                    (
+                        format!("{fence}atom.{sem}.{sc}.{name}.{ty} $0, [$1], $2;"),
+                        format!("={reg},l,{reg},~{{memory}}"),
+                        vec![ptr.into(), a.into()],
+                    )
+                };
+                let r = self
+                    .asm(&text, &cons, Some(it.into()), &args)?
+                    .ok_or_else(|| err("atomic"))?;
+                Ok(Some(from_bits(self, r.into_int_value())?))
+            }
+        }
+    }
+
+    /// `max`/`min`/`nanmax`/`nanmin` on floats: a compare-and-swap loop. Returns the old value.
+    fn atomic_float_minmax(
+        &mut self,
+        op: AtomicOp,
+        order: MemoryOrder,
+        scope: Scope,
+        dtype: Scalar,
+        ptr: PointerValue<'ctx>,
+        v: BasicValueEnum<'ctx>,
+    ) -> R<BasicValueEnum<'ctx>> {
+        let bits = dtype.bits();
+        let it = self.e.int_t(bits);
+        let ft = v.get_type().into_float_type();
+        let v = v.into_float_value();
+        let reg = if bits == 32 { "r" } else { "l" };
+        let sc = ptx_scope(scope);
+        let first = self
+            .asm(
+                &format!("ld.relaxed.{sc}.b{bits} $0, [$1];"),
+                &format!("={reg},l,~{{memory}}"),
+                Some(it.into()),
+                &[ptr.into()],
+            )?
+            .ok_or_else(|| err("load"))?
+            .into_int_value();
+        let entry = self.b().get_insert_block().ok_or_else(|| err("no block"))?;
+        let lp = self.new_block("atomic.loop");
+        let done = self.new_block("atomic.done");
+        self.b().build_unconditional_branch(lp)?;
+        self.b().position_at_end(lp);
+        let phi = self.b().build_phi(it, "old")?;
+        let old_bits = phi.as_basic_value().into_int_value();
+        let old = self
+            .b()
+            .build_bit_cast(old_bits, ft, "")?
+            .into_float_value();
+        let b = self.b();
+        let better = match op {
+            AtomicOp::Max => b.build_float_compare(FloatPredicate::OGT, v, old, "")?,
+            AtomicOp::Min => b.build_float_compare(FloatPredicate::OLT, v, old, "")?,
+            _ => {
+                // NaN is a missing value: take v if old is NaN, keep old if v is NaN.
+                let p = if op == AtomicOp::NanMax {
+                    FloatPredicate::OGT
+                } else {
+                    FloatPredicate::OLT
+                };
+                let c = b.build_float_compare(p, v, old, "")?;
+                let old_nan = b.build_float_compare(FloatPredicate::UNO, old, old, "")?;
+                b.build_or(c, old_nan, "")?
+            }
+        };
+        let new = b.build_select(better, v, old, "")?.into_float_value();
+        let new_bits = b.build_bit_cast(new, it, "")?.into_int_value();
+        let same = b.build_int_compare(IntPredicate::EQ, new_bits, old_bits, "")?;
+        let cas_block = self.new_block("atomic.cas");
+        self.b().build_conditional_branch(same, done, cas_block)?;
+        self.b().position_at_end(cas_block);
+        let sem = match order {
+            MemoryOrder::Relaxed => "relaxed",
+            MemoryOrder::Acquire | MemoryOrder::Consume => "acquire",
+            MemoryOrder::Release => "release",
+            _ => "acq_rel",
+        };
+        let fence = if order == MemoryOrder::SeqCst {
+            format!("fence.sc.{sc}; ")
+        } else {
+            String::new()
+        };
+        let prev = self
+            .asm(
+                &format!("{fence}atom.{sem}.{sc}.cas.b{bits} $0, [$1], $2, $3;"),
+                &format!("={reg},l,{reg},{reg},~{{memory}}"),
+                Some(it.into()),
+                &[ptr.into(), old_bits.into(), new_bits.into()],
+            )?
+            .ok_or_else(|| err("cas"))?
+            .into_int_value();
+        let ok = self
+            .b()
+            .build_int_compare(IntPredicate::EQ, prev, old_bits, "")?;
+        let cas_end = self.b().get_insert_block().ok_or_else(|| err("no block"))?;
+        self.b().build_conditional_branch(ok, done, lp)?;
+        phi.add_incoming(&[(&first, entry), (&prev, cas_end)]);
+        self.b().position_at_end(done);
+        let res = self.b().build_phi(it, "")?;
+        res.add_incoming(&[(&old_bits, lp), (&old_bits, cas_end)]);
+        Ok(self
+            .b()
+            .build_bit_cast(res.as_basic_value().into_int_value(), ft, "")?)
     }
 
     fn truthy(&self, v: BasicValueEnum<'ctx>, s: Scalar) -> R<IntValue<'ctx>> {

@@ -1,0 +1,859 @@
+//! The `cuda.device` entities of the specification's "Local, Shared, and Const Memory",
+//! "Synchronization" and "Numeric Intrinsics" sections, and Python's `math` module: their
+//! argument rules (each User Requirement is a diagnostic) and the IR they become.
+
+use super::*;
+use crate::ir::{AtomicOp, MathFn, MemoryOrder, Scope, Shfl, Vote};
+use crate::types::{ArrayType, Layout, MemSpace};
+
+/// Static shared memory a block may declare (larger needs dynamic shared memory).
+const STATIC_SHARED_LIMIT: u64 = 48 * 1024;
+
+impl FnCx<'_, '_> {
+    /// Binds a call's arguments to parameter names (positional, then keyword); the first
+    /// `required` must be given. Returns one slot per parameter.
+    pub(super) fn bind<'a>(
+        &mut self,
+        c: &'a ast::ExprCall,
+        name: &str,
+        params: &[&str],
+        required: usize,
+    ) -> Option<Vec<Option<&'a ast::Expr>>> {
+        let span = sp(c);
+        let mut slots: Vec<Option<&ast::Expr>> = vec![None; params.len()];
+        if c.arguments.args.len() > params.len() {
+            self.error(
+                "E0107",
+                span,
+                format!(
+                    "`{name}` takes at most {} positional argument{}, but {} were given",
+                    params.len(),
+                    if params.len() == 1 { "" } else { "s" },
+                    c.arguments.args.len()
+                ),
+            );
+            return None;
+        }
+        for (i, a) in c.arguments.args.iter().enumerate() {
+            slots[i] = Some(a);
+        }
+        for k in c.arguments.keywords.iter() {
+            let Some(kname) = &k.arg else {
+                self.error(
+                    "E0107",
+                    sp(k),
+                    format!("`**` arguments are not accepted by `{name}`"),
+                );
+                return None;
+            };
+            let Some(pos) = params.iter().position(|p| *p == kname.id.as_str()) else {
+                self.diags.push(
+                    Diagnostic::error(
+                        "E0107",
+                        sp(k),
+                        format!("`{name}` has no parameter `{}`", kname.id),
+                    )
+                    .with_note(format!("parameters: {}", params.join(", "))),
+                );
+                return None;
+            };
+            if slots[pos].is_some() {
+                self.error(
+                    "E0107",
+                    sp(k),
+                    format!("argument `{}` is given twice", kname.id),
+                );
+                return None;
+            }
+            slots[pos] = Some(&k.value);
+        }
+        if let Some(missing) = (0..required).find(|i| slots[*i].is_none()) {
+            self.error(
+                "E0107",
+                span,
+                format!("`{name}` is missing its argument `{}`", params[missing]),
+            );
+            return None;
+        }
+        Some(slots)
+    }
+
+    fn eval(&mut self, e: &ast::Expr) -> Option<Val> {
+        let v = self.expr(e);
+        self.value_of(v)
+    }
+
+    /// A string literal argument.
+    fn str_arg(&mut self, e: &ast::Expr, what: &str) -> Option<String> {
+        match e {
+            ast::Expr::StringLiteral(s) => Some(s.value.to_str().to_string()),
+            _ => {
+                self.error("E0401", sp(e), format!("`{what}` must be a string literal"));
+                None
+            }
+        }
+    }
+
+    fn memory_order(&mut self, e: Option<&ast::Expr>) -> Option<MemoryOrder> {
+        let Some(e) = e else {
+            return Some(MemoryOrder::SeqCst);
+        };
+        let s = self.str_arg(e, "memory")?;
+        MemoryOrder::from_name(&s).or_else(|| {
+            self.diags.push(
+                Diagnostic::error("E0401", sp(e), format!("`{s}` is not a memory order"))
+                    .with_note("memory orders: 'relaxed', 'consume', 'acquire', 'release', 'acq_rel', 'seq_cst'"),
+            );
+            None
+        })
+    }
+
+    fn scope(&mut self, e: Option<&ast::Expr>) -> Option<Scope> {
+        let Some(e) = e else {
+            return Some(Scope::System);
+        };
+        let s = self.str_arg(e, "scope")?;
+        Scope::from_name(&s).or_else(|| {
+            self.diags.push(
+                Diagnostic::error("E0401", sp(e), format!("`{s}` is not a thread scope"))
+                    .with_note("thread scopes: 'system', 'device', 'block', 'thread'"),
+            );
+            None
+        })
+    }
+
+    /// A dtype argument: a type (`float32`, `int`) or its name as a string.
+    fn dtype_arg(&mut self, e: &ast::Expr) -> Option<Scalar> {
+        let d = self.s.defaults;
+        let found = match e {
+            ast::Expr::StringLiteral(s) => Scalar::from_name(s.value.to_str()),
+            e => match self.callee_item(e) {
+                Some(Item::Builtin(Builtin::Scalar(s))) => Some(s),
+                Some(Item::Builtin(Builtin::Int)) => Some(d.int),
+                Some(Item::Builtin(Builtin::Float)) => Some(d.float),
+                Some(Item::Builtin(Builtin::Bool)) => Some(Scalar::Bool),
+                _ => None,
+            },
+        };
+        if found.is_none() {
+            self.error("E0401", sp(e), "expected a dtype such as `device.float32`");
+        }
+        found
+    }
+
+    /// A compile-time constant integer argument (a ConstExpr).
+    fn const_int(&mut self, e: &ast::Expr, what: &str) -> Option<i128> {
+        let v = self.eval(e)?;
+        match (&v.konst, v.ty.as_scalar()) {
+            (Some(c), Some(s)) if !s.is_float() => c.as_int(),
+            _ => {
+                self.diags.push(
+                    Diagnostic::error(
+                        "E0400",
+                        v.span,
+                        format!("`{what}` must be a constant expression"),
+                    )
+                    .with_note(
+                        "a literal, a local bound once to a constant, or a module-level constant",
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    /// A mask argument: a WarpMask, or any integer (its low 32 bits), as an int32 handle.
+    fn mask_arg(&mut self, e: Option<&ast::Expr>) -> Option<Handle<Expr>> {
+        let Some(e) = e else {
+            let span = self.decl.name_span;
+            return Some(self.push(Expr::Literal(Literal::Int(-1)), Type::WarpMask, span));
+        };
+        let v = self.eval(e)?;
+        if let (Some(Const::Int(i)), Some(_)) = (&v.konst, v.weak) {
+            if !(-(1i128 << 31)..(1i128 << 32)).contains(i) {
+                self.error("E0204", v.span, format!("{i} is not a 32-bit warp mask"));
+                return None;
+            }
+            let bits = if *i >= 1 << 31 { i - (1 << 32) } else { *i };
+            return Some(self.push(Expr::Literal(Literal::Int(bits)), Type::WarpMask, v.span));
+        }
+        match &v.ty {
+            Type::WarpMask => Some(v.e),
+            Type::Scalar(s) if s.is_integer() => {
+                Some(self.push(Expr::Cast(v.e), Type::WarpMask, v.span))
+            }
+            other => {
+                self.error(
+                    "E0207",
+                    v.span,
+                    format!("a warp mask must be a WarpMask or an integer, found {other}"),
+                );
+                None
+            }
+        }
+    }
+
+    fn int32_arg(&mut self, e: &ast::Expr) -> Option<Handle<Expr>> {
+        let v = self.eval(e)?;
+        match v.ty.as_scalar() {
+            Some(s) if s.is_integer() => self.convert(&v, Scalar::Int32),
+            _ => {
+                self.error(
+                    "E0207",
+                    v.span,
+                    format!("expected an integer, found {}", v.ty),
+                );
+                None
+            }
+        }
+    }
+
+    /// A predicate: a callable with no arguments (a lambda, a nested `def` returning one
+    /// expression, or a `@func`), evaluated here as a `bool`.
+    pub(super) fn predicate(&mut self, e: &ast::Expr) -> Option<Handle<Expr>> {
+        let bad = |cx: &mut Self| {
+            cx.diags.push(
+                Diagnostic::error(
+                    "E0405",
+                    sp(e),
+                    "a predicate must be a function callable with no arguments",
+                )
+                .with_note(
+                    "write `lambda: <condition>`, or pass a nested `def` or a `@device.func`",
+                ),
+            );
+            None
+        };
+        match e {
+            ast::Expr::Lambda(l) => {
+                if l.parameters.as_ref().is_some_and(|p| !p.is_empty()) {
+                    return bad(self);
+                }
+                let v = self.eval(&l.body)?;
+                self.truthy(v)
+            }
+            ast::Expr::Name(n) if self.local_defs.contains_key(n.id.as_str()) => {
+                let body = self.local_defs[n.id.as_str()].clone();
+                let v = self.eval(&body)?;
+                self.truthy(v)
+            }
+            e => match self.callee_item(e) {
+                Some(Item::Function(_)) => {
+                    let call = ast::ExprCall {
+                        node_index: Default::default(),
+                        range_start: e.range().start(),
+                        func: Box::new(e.clone()),
+                        arguments: ast::Arguments {
+                            range: e.range(),
+                            node_index: Default::default(),
+                            args: Box::new([]),
+                            keywords: Default::default(),
+                        },
+                    };
+                    let v = self.call(&call);
+                    let v = self.value_of(v)?;
+                    self.truthy(v)
+                }
+                _ => bad(self),
+            },
+        }
+    }
+
+    fn intrinsic(&mut self, op: Intrinsic, args: Vec<Handle<Expr>>, ty: Type, span: Span) -> Val {
+        let e = self.push(Expr::Intrinsic(op, args), ty.clone(), span);
+        self.val(e, ty, span)
+    }
+
+    pub(super) fn device_call(&mut self, b: Builtin, c: &ast::ExprCall) -> Option<Val> {
+        let span = sp(c);
+        let name = super::calls::builtin_name(b);
+        let bool_t = Type::Scalar(Scalar::Bool);
+        match b {
+            Builtin::SharedArray | Builtin::LocalArray => {
+                let a = self.bind(c, &name, &["shape", "dtype", "order", "align"], 2)?;
+                let (shape_e, dtype_e) = (a[0]?, a[1]?);
+                let sv = self.eval(shape_e)?;
+                let shape: Vec<u64> = match &sv.konst {
+                    Some(Const::Int(n)) if sv.ty.as_scalar().is_some_and(|s| !s.is_float()) => {
+                        vec![u64::try_from(*n).ok()?]
+                    }
+                    Some(Const::Tuple(items)) => items
+                        .iter()
+                        .map(|c| c.as_int().and_then(|n| u64::try_from(n).ok()))
+                        .collect::<Option<Vec<_>>>()
+                        .unwrap_or_default(),
+                    _ => Vec::new(),
+                };
+                if shape.is_empty() || shape.len() > 255 || shape.contains(&0) && false {
+                    self.diags.push(
+                        Diagnostic::error("E0400", sv.span, "`shape` must be a constant integer or a tuple of constant integers")
+                            .with_note("a literal, a local bound once to a constant, or a module-level constant"),
+                    );
+                    return None;
+                }
+                let dtype = self.dtype_arg(dtype_e)?;
+                let layout = match a[2] {
+                    None => Layout::C,
+                    Some(o) => match self.str_arg(o, "order")?.as_str() {
+                        "C" => Layout::C,
+                        "F" if shape.len() > 1 => Layout::F,
+                        "F" => Layout::C,
+                        other => {
+                            self.error(
+                                "E0401",
+                                sp(o),
+                                format!("order must be 'C' or 'F', not '{other}'"),
+                            );
+                            return None;
+                        }
+                    },
+                };
+                let align = match a[3] {
+                    None => 0,
+                    Some(e) => {
+                        let n = self.const_int(e, "align")?;
+                        if n < 0 || (n != 0 && (n & (n - 1)) != 0) || n > 4096 {
+                            self.error(
+                                "E0401",
+                                sp(e),
+                                format!("align must be a power of two up to 4096, not {n}"),
+                            );
+                            return None;
+                        }
+                        n as u64
+                    }
+                };
+                let space = if b == Builtin::SharedArray {
+                    MemSpace::Shared
+                } else {
+                    MemSpace::Local
+                };
+                let bytes = shape
+                    .iter()
+                    .try_fold(dtype.size(), |acc, n| acc.checked_mul(*n));
+                if space == MemSpace::Shared && bytes.is_none_or(|b| b > STATIC_SHARED_LIMIT) {
+                    self.diags.push(
+                        Diagnostic::error("E0407", sv.span, format!("this shared array needs more than the {} KiB of static shared memory a block may have", STATIC_SHARED_LIMIT / 1024))
+                            .with_note("use `dynamic_shared_array()` and launch with `shared=` bytes"),
+                    );
+                    return None;
+                }
+                let ty = Type::Array(ArrayType {
+                    dtype,
+                    ndim: shape.len() as u8,
+                    layout,
+                    space,
+                });
+                let e = self.push(Expr::StaticArray { shape, align }, ty.clone(), span);
+                Some(self.val(e, ty, span))
+            }
+            Builtin::DynamicSharedArray => {
+                self.bind(c, &name, &[], 0)?;
+                let ty = Type::Array(ArrayType {
+                    dtype: Scalar::UInt8,
+                    ndim: 1,
+                    layout: Layout::C,
+                    space: MemSpace::Shared,
+                });
+                let e = self.push(Expr::DynamicShared, ty.clone(), span);
+                Some(self.val(e, ty, span))
+            }
+            Builtin::SyncThreadsCount | Builtin::SyncThreadsAnd | Builtin::SyncThreadsOr => {
+                let a = self.bind(c, &name, &["pred"], 1)?;
+                let p = self.predicate(a[0]?)?;
+                let (op, ty) = match b {
+                    Builtin::SyncThreadsCount => {
+                        (Intrinsic::SyncThreadsCount, Type::Scalar(Scalar::Int32))
+                    }
+                    Builtin::SyncThreadsAnd => (Intrinsic::SyncThreadsAnd, bool_t),
+                    _ => (Intrinsic::SyncThreadsOr, bool_t),
+                };
+                let mut v = self.intrinsic(op, vec![p], ty, span);
+                v.nonneg = true;
+                Some(v)
+            }
+            Builtin::ThreadFence => {
+                let a = self.bind(c, &name, &["memory", "scope"], 0)?;
+                let order = self.memory_order(a[0])?;
+                let scope = self.scope(a[1])?;
+                Some(self.intrinsic(
+                    Intrinsic::ThreadFence(order, scope),
+                    vec![],
+                    Type::None,
+                    span,
+                ))
+            }
+            Builtin::AtomicRef => {
+                let a = self.bind(c, &name, &["array", "index"], 2)?;
+                let arr = self.eval(a[0]?)?;
+                let Type::Array(at) = &arr.ty else {
+                    self.error(
+                        "E0408",
+                        arr.span,
+                        format!("`atomic_ref` needs an array, found {}", arr.ty),
+                    );
+                    return None;
+                };
+                let (dtype, space) = (at.dtype, at.space);
+                let indices = self.indices(&arr, a[1]?)?;
+                let ty = Type::Ref { dtype, space };
+                let e = self.push(
+                    Expr::ElementRef {
+                        array: arr.e,
+                        indices,
+                    },
+                    ty.clone(),
+                    span,
+                );
+                Some(self.val(e, ty, span))
+            }
+            Builtin::ActiveMask | Builtin::LaneMaskLt => {
+                self.bind(c, &name, &[], 0)?;
+                let op = if b == Builtin::ActiveMask {
+                    Intrinsic::ActiveMask
+                } else {
+                    Intrinsic::LaneMaskLt
+                };
+                Some(self.intrinsic(op, vec![], Type::WarpMask, span))
+            }
+            Builtin::SyncWarp => {
+                let a = self.bind(c, &name, &["mask"], 0)?;
+                let m = self.mask_arg(a[0])?;
+                Some(self.intrinsic(Intrinsic::SyncWarp, vec![m], Type::None, span))
+            }
+            Builtin::AllSync | Builtin::AnySync | Builtin::EqSync | Builtin::BallotSync => {
+                let a = self.bind(c, &name, &["mask", "pred"], 2)?;
+                let m = self.mask_arg(a[0])?;
+                let p = self.predicate(a[1]?)?;
+                let (vote, ty) = match b {
+                    Builtin::AllSync => (Vote::All, bool_t),
+                    Builtin::AnySync => (Vote::Any, bool_t),
+                    Builtin::EqSync => (Vote::Uni, bool_t),
+                    _ => (Vote::Ballot, Type::WarpMask),
+                };
+                Some(self.intrinsic(Intrinsic::Vote(vote), vec![m, p], ty, span))
+            }
+            Builtin::ShflSync
+            | Builtin::ShflUpSync
+            | Builtin::ShflDownSync
+            | Builtin::ShflXorSync => {
+                let (kind, third) = match b {
+                    Builtin::ShflSync => (Shfl::Idx, "src_lane"),
+                    Builtin::ShflUpSync => (Shfl::Up, "delta"),
+                    Builtin::ShflDownSync => (Shfl::Down, "delta"),
+                    _ => (Shfl::Xor, "flag"),
+                };
+                let a = self.bind(c, &name, &["mask", "value", third], 3)?;
+                let m = self.mask_arg(a[0])?;
+                let v = self.eval(a[1]?)?;
+                let v = self.concrete(v)?;
+                let lane = self.int32_arg(a[2]?)?;
+                let (wide, back) = self.widen_for_warp(&v, &name)?;
+                let wty = self.types[wide.index()].clone();
+                let r = self.push(
+                    Expr::Intrinsic(Intrinsic::Shfl(kind), vec![m, wide, lane]),
+                    wty,
+                    span,
+                );
+                let e = if back {
+                    self.push(Expr::Cast(r), v.ty.clone(), span)
+                } else {
+                    r
+                };
+                Some(self.val(e, v.ty.clone(), span))
+            }
+            Builtin::MatchAnySync | Builtin::MatchAllSync => {
+                let a = self.bind(c, &name, &["mask", "value"], 2)?;
+                let m = self.mask_arg(a[0])?;
+                let v = self.eval(a[1]?)?;
+                let v = self.concrete(v)?;
+                let (wide, _) = self.widen_for_warp(&v, &name)?;
+                if b == Builtin::MatchAnySync {
+                    Some(self.intrinsic(Intrinsic::MatchAny, vec![m, wide], Type::WarpMask, span))
+                } else {
+                    let ty = Type::Tuple(vec![Type::WarpMask, bool_t]);
+                    Some(self.intrinsic(Intrinsic::MatchAll, vec![m, wide], ty, span))
+                }
+            }
+            Builtin::Popc | Builtin::Brev | Builtin::Clz | Builtin::Ffs => {
+                let a = self.bind(c, &name, &["x"], 1)?;
+                let v = self.eval(a[0]?)?;
+                let v = self.concrete(v)?;
+                let Some(s) = v.ty.as_scalar().filter(|s| s.is_integer()) else {
+                    self.diags.push(
+                        Diagnostic::error(
+                            "E0406",
+                            v.span,
+                            format!("`{name}` needs an integer, found {}", v.ty),
+                        )
+                        .with_label("not an integer type"),
+                    );
+                    return None;
+                };
+                let (op, ty) = match b {
+                    Builtin::Popc => (Intrinsic::Popc, Scalar::Int32),
+                    Builtin::Brev => (Intrinsic::Brev, s),
+                    Builtin::Clz => (Intrinsic::Clz, Scalar::Int32),
+                    _ => (Intrinsic::Ffs, Scalar::Int32),
+                };
+                let mut r = self.intrinsic(op, vec![v.e], Type::Scalar(ty), span);
+                r.nonneg = op != Intrinsic::Brev;
+                Some(r)
+            }
+            Builtin::Cbrt | Builtin::Fma => {
+                let n = if b == Builtin::Cbrt { 1 } else { 3 };
+                let params: &[&str] = if n == 1 { &["a"] } else { &["a", "b", "c"] };
+                let a = self.bind(c, &name, params, n)?;
+                let mut vals = Vec::new();
+                for e in a.iter().flatten() {
+                    let v = self.eval(e)?;
+                    let float =
+                        v.ty.as_scalar().is_some_and(|s| s.is_float()) && v.weak != Some(Weak::Int);
+                    if !float {
+                        self.diags.push(
+                            Diagnostic::error(
+                                "E0406",
+                                v.span,
+                                format!(
+                                    "`{name}` needs floating-point arguments, found {}",
+                                    if v.weak == Some(Weak::Int) {
+                                        "a Python int".to_string()
+                                    } else {
+                                        v.ty.to_string()
+                                    }
+                                ),
+                            )
+                            .with_note(
+                                "write a float literal (`2.0`) or convert with `float32(x)`",
+                            ),
+                        );
+                        return None;
+                    }
+                    vals.push(v);
+                }
+                let refs: Vec<&Val> = vals.iter().collect();
+                let (common, _) = self.common(&refs);
+                let args = vals
+                    .iter()
+                    .map(|v| self.convert(v, common))
+                    .collect::<Option<Vec<_>>>()?;
+                let op = if b == Builtin::Cbrt {
+                    Intrinsic::Math(MathFn::Cbrt)
+                } else {
+                    Intrinsic::Fma
+                };
+                Some(self.intrinsic(op, args, Type::Scalar(common), span))
+            }
+            Builtin::WarpMask => {
+                let a = self.bind(c, &name, &["x"], 0)?;
+                let m = match a[0] {
+                    Some(e) => self.mask_arg(Some(e))?,
+                    None => self.push(Expr::Literal(Literal::Int(0)), Type::WarpMask, span),
+                };
+                Some(self.val(m, Type::WarpMask, span))
+            }
+            Builtin::Math(f) => self.math_call(f, c),
+            _ => {
+                self.error("E0202", span, format!("`{name}` is not callable here"));
+                None
+            }
+        }
+    }
+
+    /// A value for a warp shuffle or match: bool and integers narrower than 32 bits are
+    /// widened to 32 bits (the flag says to narrow the result back); at most 8 bytes.
+    fn widen_for_warp(&mut self, v: &Val, name: &str) -> Option<(Handle<Expr>, bool)> {
+        let Some(s) = v.ty.as_scalar() else {
+            self.diags.push(
+                Diagnostic::error(
+                    "E0409",
+                    v.span,
+                    format!("`{name}` needs a number of at most 8 bytes, found {}", v.ty),
+                )
+                .with_note("shuffle the fields of a tuple one by one"),
+            );
+            return None;
+        };
+        if v.ty == Type::WarpMask || s.bits() >= 32 {
+            return Some((v.e, false));
+        }
+        let wide = if s.is_signed() {
+            Scalar::Int32
+        } else {
+            Scalar::UInt32
+        };
+        Some((self.push(Expr::Cast(v.e), Type::Scalar(wide), v.span), true))
+    }
+
+    fn math_call(&mut self, f: MathFn, c: &ast::ExprCall) -> Option<Val> {
+        let span = sp(c);
+        let name = format!("math.{}", f.name());
+        let params: &[&str] = if f.arity() == 2 { &["x", "y"] } else { &["x"] };
+        let a = self.bind(c, &name, params, f.arity())?;
+        let d = self.s.defaults;
+        let mut vals = Vec::new();
+        for e in a.iter().flatten() {
+            let v = self.eval(e)?;
+            let Some(s) = v.ty.as_scalar() else {
+                self.error(
+                    "E0207",
+                    v.span,
+                    format!("`{name}` needs a number, found {}", v.ty),
+                );
+                return None;
+            };
+            // Integers become floats as Python's math does (int64 and uint32+ need float64).
+            let v = match (v.weak, s.is_float()) {
+                (Some(_), _) | (None, true) => v,
+                (None, false) => {
+                    let to = if s.bits() >= 32 && s != Scalar::Int32 {
+                        Scalar::Float64
+                    } else {
+                        d.float
+                    };
+                    let e = self.convert(&v, to)?;
+                    Val {
+                        e,
+                        ty: Type::Scalar(to),
+                        weak: None,
+                        konst: None,
+                        ..v
+                    }
+                }
+            };
+            vals.push(v);
+        }
+        let refs: Vec<&Val> = vals.iter().collect();
+        let (mut common, _) = self.common(&refs);
+        if !common.is_float() {
+            common = d.float;
+        }
+        let args = vals
+            .iter()
+            .map(|v| self.convert(v, common))
+            .collect::<Option<Vec<_>>>()?;
+        let result = match f {
+            MathFn::Isnan | MathFn::Isinf | MathFn::Isfinite => Type::Scalar(Scalar::Bool),
+            _ => Type::Scalar(common),
+        };
+        let mut r = self.intrinsic(Intrinsic::Math(f), args, result, span);
+        if matches!(f, MathFn::Floor | MathFn::Ceil | MathFn::Trunc) {
+            // Python returns an int: int32 for float32 arguments, int64 for float64.
+            let to = if common == Scalar::Float64 {
+                Scalar::Int64
+            } else {
+                Scalar::Int32
+            };
+            let e = self.push(Expr::Cast(r.e), Type::Scalar(to), span);
+            r = self.val(e, Type::Scalar(to), span);
+        }
+        Some(r)
+    }
+
+    /// Methods of values: the atomic operations of an `atomic_ref`, and `view` of arrays.
+    pub(super) fn method_call(&mut self, v: Val, method: &str, c: &ast::ExprCall) -> Option<Val> {
+        let span = sp(c);
+        match v.ty.clone() {
+            Type::Ref { dtype, .. } => {
+                let Some(op) = AtomicOp::from_method(method) else {
+                    self.error(
+                        "E0212",
+                        span,
+                        format!("atomic references have no method `{method}`"),
+                    );
+                    return None;
+                };
+                let params: &[&str] = match op {
+                    AtomicOp::Load => &["memory", "scope"],
+                    AtomicOp::Cas => &["old", "val", "memory", "scope"],
+                    _ => &["val", "memory", "scope"],
+                };
+                let nvals = params.len() - 2;
+                let a = self.bind(c, method, params, nvals)?;
+                self.check_atomic_dtype(op, dtype, method, v.span)?;
+                let order = self.memory_order(a[nvals])?;
+                let scope = self.scope(a[nvals + 1])?;
+                let bad_order = match op {
+                    AtomicOp::Load => matches!(order, MemoryOrder::Release | MemoryOrder::AcqRel),
+                    AtomicOp::Store => matches!(
+                        order,
+                        MemoryOrder::Acquire | MemoryOrder::Consume | MemoryOrder::AcqRel
+                    ),
+                    _ => false,
+                };
+                if bad_order {
+                    let e = a[nvals].map(sp).unwrap_or(span);
+                    self.error(
+                        "E0404",
+                        e,
+                        format!("an atomic {method} cannot have {order:?} ordering"),
+                    );
+                    return None;
+                }
+                let mut args = Vec::new();
+                for e in a[..nvals].iter().flatten() {
+                    let x = self.eval(e)?;
+                    args.push(self.store_value(&x, dtype)?);
+                }
+                let ty = if op == AtomicOp::Store {
+                    Type::None
+                } else {
+                    Type::Scalar(dtype)
+                };
+                let e = self.push(
+                    Expr::Atomic {
+                        op,
+                        order,
+                        scope,
+                        target: v.e,
+                        args,
+                    },
+                    ty.clone(),
+                    span,
+                );
+                Some(self.val(e, ty, span))
+            }
+            Type::Array(at) if method == "view" => {
+                let a = self.bind(c, "view", &["dtype"], 1)?;
+                let dtype = self.dtype_arg(a[0]?)?;
+                if at.ndim != 1 || at.layout != Layout::C {
+                    self.diags.push(
+                        Diagnostic::error(
+                            "E0203",
+                            span,
+                            format!("`view(dtype)` needs a contiguous 1-D array, found {}", v.ty),
+                        )
+                        .with_note(
+                            "declare the parameter contiguous (`uint8[::1]`) or slice with step 1",
+                        ),
+                    );
+                    return None;
+                }
+                let ty = Type::Array(ArrayType { dtype, ..at });
+                let e = self.push(Expr::Reinterpret(v.e), ty.clone(), span);
+                Some(self.val(e, ty, span))
+            }
+            other => {
+                self.error(
+                    "E0212",
+                    span,
+                    format!("{other} has no method `{method}` in device code"),
+                );
+                None
+            }
+        }
+    }
+
+    fn check_atomic_dtype(
+        &mut self,
+        op: AtomicOp,
+        dtype: Scalar,
+        method: &str,
+        span: Span,
+    ) -> Option<()> {
+        use Scalar::*;
+        let arith = [UInt32, Int32, UInt64, Int64, Float32, Float64];
+        let bits = [UInt32, Int32, UInt64, Int64];
+        let (ok, rule): (bool, &str) = match op {
+            AtomicOp::Load | AtomicOp::Store => (true, ""),
+            AtomicOp::Exch | AtomicOp::Cas => (
+                dtype.size() >= 4,
+                "pydevice supports `exch` and `cas` on 4- and 8-byte types",
+            ),
+            AtomicOp::Add
+            | AtomicOp::Sub
+            | AtomicOp::Max
+            | AtomicOp::Min
+            | AtomicOp::NanMax
+            | AtomicOp::NanMin => (
+                arith.contains(&dtype),
+                "the dtype must be uint32, int32, uint64, int64, float32 or float64",
+            ),
+            AtomicOp::And | AtomicOp::Or | AtomicOp::Xor => (
+                bits.contains(&dtype),
+                "the dtype must be uint32, int32, uint64 or int64",
+            ),
+        };
+        if ok {
+            return Some(());
+        }
+        self.diags.push(
+            Diagnostic::error(
+                "E0402",
+                span,
+                format!("atomic `{method}` is not available for {dtype}"),
+            )
+            .with_note(rule),
+        );
+        None
+    }
+
+    /// `array[start:stop]` / `array[start:stop:step]` on a 1-D array: a view.
+    pub(super) fn slice(&mut self, base: &Val, s: &ast::ExprSlice, span: Span) -> Option<Val> {
+        let Type::Array(at) = &base.ty else {
+            return None;
+        };
+        if at.ndim != 1 {
+            self.diags.push(
+                Diagnostic::error(
+                    "E0203",
+                    span,
+                    "slicing is supported on 1-D arrays only in this version",
+                )
+                .with_note("index every dimension with an integer"),
+            );
+            return None;
+        }
+        let step = match &s.step {
+            None => 1,
+            Some(e) => match self.const_int(e, "step")? {
+                n if n >= 1 => n as u64,
+                n => {
+                    self.error(
+                        "E0203",
+                        sp(e.as_ref()),
+                        format!("slice steps must be positive constants in this version, not {n}"),
+                    );
+                    return None;
+                }
+            },
+        };
+        let bound = |cx: &mut Self, e: &Option<Box<ast::Expr>>| -> Option<Option<Handle<Expr>>> {
+            let Some(e) = e else { return Some(None) };
+            let v = cx.eval(e)?;
+            match v.ty.as_scalar() {
+                Some(s) if s.is_integer() => Some(Some(cx.convert(&v, Scalar::Int64)?)),
+                _ => {
+                    cx.error(
+                        "E0203",
+                        v.span,
+                        format!("slice bounds must be integers, found {}", v.ty),
+                    );
+                    None
+                }
+            }
+        };
+        let start = bound(self, &s.lower)?;
+        let stop = bound(self, &s.upper)?;
+        let layout = if at.layout == Layout::C && step == 1 {
+            Layout::C
+        } else {
+            Layout::Any
+        };
+        let ty = Type::Array(ArrayType {
+            layout,
+            ..at.clone()
+        });
+        let e = self.push(
+            Expr::View {
+                array: base.e,
+                start,
+                stop,
+                step,
+            },
+            ty.clone(),
+            span,
+        );
+        Some(self.val(e, ty, span))
+    }
+}
