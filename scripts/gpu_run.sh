@@ -13,6 +13,8 @@ echo "== cargo GPU tests (tests/gpu.rs)"
 $work/gpu_tests --test-threads=1 2>&1 | tee "$out/gpu_tests.log" | grep -E "^test |test result|skipped|panicked"
 echo "== CLI: pydevice run examples/vector_add.py"
 python3 scripts/run_example.py $work/pydevice 2>&1 | tail -3
+echo "== math accuracy in ulps against float64 (Python's math)"
+python3 scripts/math_accuracy.py $work/pydevice "$out/math_accuracy.md" 2>&1 | tail -80
 echo "== ptxas (CUDA 13) on every language fixture"
 fails=0; n=0
 for f in tests/fixtures/lang/*.py; do

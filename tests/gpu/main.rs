@@ -1,13 +1,16 @@
 //! GPU tests: each compiles a kernel, runs it on random inputs and compares with a reference
 //! computed on the CPU. Without a CUDA driver every test prints why it is skipped and passes;
 //! on a GPU machine they really run (`scripts/gpu_run.sh` runs them on the H100).
+//! `sync` covers shared memory, atomics, warp collectives and intrinsics.
+
+mod sync;
 
 use pydevice::abi::{ArgValue, ArrayArg};
 use pydevice::runtime::{Device, DeviceBuffer, LaunchConfig};
 use pydevice::types::signature::parse_signature;
 use pydevice::{Arch, CompileOptions, Module};
 
-fn device(test: &str) -> Option<Device> {
+pub(crate) fn device(test: &str) -> Option<Device> {
     match Device::open(0) {
         Ok(d) => Some(d),
         Err(e) => {
@@ -17,29 +20,29 @@ fn device(test: &str) -> Option<Device> {
     }
 }
 
-struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         self.0
     }
-    fn f32(&mut self, lo: f32, hi: f32) -> f32 {
+    pub(crate) fn f32(&mut self, lo: f32, hi: f32) -> f32 {
         lo + (hi - lo) * ((self.next() >> 40) as f32 / (1u64 << 24) as f32)
     }
-    fn i32(&mut self, lo: i32, hi: i32) -> i32 {
+    pub(crate) fn i32(&mut self, lo: i32, hi: i32) -> i32 {
         lo + (self.next() % (hi - lo) as u64) as i32
     }
 }
 
-struct Kernel<'d> {
+pub(crate) struct Kernel<'d> {
     dev: &'d Device,
     k: pydevice::runtime::LoadedKernel,
 }
 
-fn kernel<'d>(dev: &'d Device, src: &str, entry: &str, sig: &str) -> Kernel<'d> {
+pub(crate) fn kernel<'d>(dev: &'d Device, src: &str, entry: &str, sig: &str) -> Kernel<'d> {
     let module = Module::parse(entry, src).unwrap_or_else(|d| panic!("{d}"));
     let (args, _) = parse_signature(sig).expect("signature");
     let arch = dev.arch().expect("arch");
@@ -64,7 +67,7 @@ fn kernel<'d>(dev: &'d Device, src: &str, entry: &str, sig: &str) -> Kernel<'d> 
 }
 
 impl Kernel<'_> {
-    fn launch(&self, args: &[ArgValue], grid: [u32; 3], block: [u32; 3]) {
+    pub(crate) fn launch(&self, args: &[ArgValue], grid: [u32; 3], block: [u32; 3]) {
         let cfg = LaunchConfig {
             grid,
             block,
@@ -75,14 +78,14 @@ impl Kernel<'_> {
     }
 }
 
-fn bytes_of<T: Copy>(v: &[T]) -> Vec<u8> {
+pub(crate) fn bytes_of<T: Copy>(v: &[T]) -> Vec<u8> {
     // SAFETY: plain-old-data slices of numbers viewed as bytes.
     unsafe {
         std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)).to_vec()
     }
 }
 
-fn from_bytes<T: Copy + Default>(b: &[u8]) -> Vec<T> {
+pub(crate) fn from_bytes<T: Copy + Default>(b: &[u8]) -> Vec<T> {
     let n = b.len() / std::mem::size_of::<T>();
     let mut out = vec![T::default(); n];
     // SAFETY: `out` has room for exactly `n` elements of `T`, copied from `b`.
@@ -96,7 +99,7 @@ fn from_bytes<T: Copy + Default>(b: &[u8]) -> Vec<T> {
     out
 }
 
-fn array<T: Copy>(
+pub(crate) fn array<T: Copy>(
     dev: &Device,
     data: &[T],
     shape: &[u64],
@@ -111,11 +114,11 @@ fn array<T: Copy>(
     (buf, arg)
 }
 
-fn vec1<T: Copy>(dev: &Device, data: &[T]) -> (DeviceBuffer, ArgValue) {
+pub(crate) fn vec1<T: Copy>(dev: &Device, data: &[T]) -> (DeviceBuffer, ArgValue) {
     array(dev, data, &[data.len() as u64], &[1])
 }
 
-fn blocks(n: usize, block: u32) -> u32 {
+pub(crate) fn blocks(n: usize, block: u32) -> u32 {
     n.div_ceil(block as usize) as u32
 }
 
@@ -558,4 +561,32 @@ fn event_timing_of_back_to_back_launches() {
     assert_eq!(times.len(), 20);
     // 48 MiB of traffic cannot take less than ~10 µs on any GPU, nor a second.
     assert!(times.iter().all(|t| *t > 1.0 && *t < 1e6), "{times:?}");
+}
+
+/// Reads a fixture's source.
+pub(crate) fn fixture(name: &str) -> String {
+    std::fs::read_to_string(format!(
+        "{}/tests/fixtures/lang/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .expect("fixture")
+}
+
+impl Kernel<'_> {
+    /// Launches with dynamic shared memory.
+    pub(crate) fn launch_shared(
+        &self,
+        args: &[ArgValue],
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared: u32,
+    ) {
+        let cfg = LaunchConfig {
+            grid,
+            block,
+            shared_bytes: shared,
+        };
+        self.dev.launch(&self.k, args, &cfg).expect("launch");
+        self.dev.synchronize().expect("synchronize");
+    }
 }

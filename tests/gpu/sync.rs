@@ -1,0 +1,408 @@
+//! GPU tests of shared and local memory, atomics, memory ordering, warp collectives and the
+//! numeric intrinsics, each against a CPU reference.
+
+use super::*;
+
+#[test]
+fn shared_memory_tiled_matmul() {
+    let Some(dev) = device("shared_memory_tiled_matmul") else {
+        return;
+    };
+    let k = kernel(
+        &dev,
+        &fixture("shared_tiled_matmul.py"),
+        "matmul",
+        "float32[:, ::1], float32[:, ::1], float32[:, ::1]",
+    );
+    let (m, kk, n) = (200usize, 300usize, 170usize);
+    let mut r = Rng(11);
+    let a: Vec<f32> = (0..m * kk).map(|_| r.f32(-1.0, 1.0)).collect();
+    let b: Vec<f32> = (0..kk * n).map(|_| r.f32(-1.0, 1.0)).collect();
+    let (_ab, aa) = array(&dev, &a, &[m as u64, kk as u64], &[kk as i64, 1]);
+    let (_bb, ba) = array(&dev, &b, &[kk as u64, n as u64], &[n as i64, 1]);
+    let (cb, ca) = array(
+        &dev,
+        &vec![0f32; m * n],
+        &[m as u64, n as u64],
+        &[n as i64, 1],
+    );
+    k.launch(
+        &[aa, ba, ca],
+        [blocks(m, 16), blocks(n, 16), 1],
+        [16, 16, 1],
+    );
+    let c: Vec<f32> = from_bytes(&dev.download(&cb).expect("download"));
+    for i in 0..m {
+        for j in 0..n {
+            let want: f64 = (0..kk)
+                .map(|t| f64::from(a[i * kk + t]) * f64::from(b[t * n + j]))
+                .sum();
+            assert!(
+                (f64::from(c[i * n + j]) - want).abs() < 1e-3,
+                "({i}, {j}): {} vs {want}",
+                c[i * n + j]
+            );
+        }
+    }
+}
+
+#[test]
+fn block_and_warp_shuffle_reduction() {
+    let Some(dev) = device("block_and_warp_shuffle_reduction") else {
+        return;
+    };
+    let k = kernel(
+        &dev,
+        &fixture("warp_reduction.py"),
+        "reduce",
+        "float32[:], float32[::1]",
+    );
+    let n = (1 << 20) + 13;
+    let mut r = Rng(12);
+    let x: Vec<f32> = (0..n).map(|_| r.f32(0.0, 1.0)).collect();
+    let (_xb, xa) = vec1(&dev, &x);
+    let (ob, oa) = vec1(&dev, &[0f32]);
+    k.launch(&[xa, oa], [blocks(n, 256), 1, 1], [256, 1, 1]);
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    let want: f64 = x.iter().map(|v| f64::from(*v)).sum();
+    assert!(
+        (f64::from(out[0]) - want).abs() / want < 1e-4,
+        "{} vs {want}",
+        out[0]
+    );
+}
+
+#[test]
+fn histogram_with_integer_and_float_atomics() {
+    let Some(dev) = device("histogram_with_integer_and_float_atomics") else {
+        return;
+    };
+    let k = kernel(
+        &dev,
+        &fixture("histogram_atomics.py"),
+        "hist",
+        "uint8[:], int32[::1], float64[::1], float64[:]",
+    );
+    let n = 1 << 20;
+    let mut r = Rng(13);
+    let data: Vec<u8> = (0..n).map(|_| (r.next() % 256) as u8).collect();
+    let w: Vec<f64> = (0..n).map(|_| f64::from(r.f32(0.0, 2.0))).collect();
+    let (_db, da) = vec1(&dev, &data);
+    let (bb, ba) = vec1(&dev, &[0i32; 256]);
+    let (sb, sa) = vec1(&dev, &[0f64; 8]);
+    let (_wb, wa) = vec1(&dev, &w);
+    k.launch(&[da, ba, sa, wa], [blocks(n, 256), 1, 1], [256, 1, 1]);
+    let bins: Vec<i32> = from_bytes(&dev.download(&bb).expect("download"));
+    let sums: Vec<f64> = from_bytes(&dev.download(&sb).expect("download"));
+    let mut want = [0i32; 256];
+    let mut want_s = [0f64; 8];
+    for (d, wt) in data.iter().zip(&w) {
+        want[*d as usize] += 1;
+        want_s[(*d % 8) as usize] += wt;
+    }
+    assert_eq!(bins, want.to_vec());
+    for k in 0..8 {
+        assert!((sums[k] - want_s[k]).abs() < 1e-6 * want_s[k], "bin {k}");
+    }
+}
+
+const SCAN: &str = r#"
+from cuda import device
+from cuda.device import int32
+
+BLOCK = 1024
+
+@device.kernel
+def scan(x, out):
+    buf = device.shared_array(BLOCK, int32)
+    t = device.thread_idx.x
+    i = device.tid(1)
+    buf[t] = x[i] if i < len(x) else 0
+    device.syncthreads()
+    offset = 1
+    while offset < BLOCK:
+        v = buf[t - offset] if t >= offset else 0
+        device.syncthreads()
+        buf[t] += v
+        device.syncthreads()
+        offset *= 2
+    if i < len(out):
+        out[i] = buf[t]
+"#;
+
+#[test]
+fn block_prefix_scan() {
+    let Some(dev) = device("block_prefix_scan") else {
+        return;
+    };
+    let k = kernel(&dev, SCAN, "scan", "int32[::1], int32[::1]");
+    let n = 1024 * 37 + 100;
+    let mut r = Rng(14);
+    let x: Vec<i32> = (0..n).map(|_| r.i32(-100, 100)).collect();
+    let (_xb, xa) = vec1(&dev, &x);
+    let (ob, oa) = vec1(&dev, &vec![0i32; n]);
+    k.launch(&[xa, oa], [blocks(n, 1024), 1, 1], [1024, 1, 1]);
+    let out: Vec<i32> = from_bytes(&dev.download(&ob).expect("download"));
+    for b in 0..blocks(n, 1024) as usize {
+        let mut acc = 0;
+        for i in b * 1024..((b + 1) * 1024).min(n) {
+            acc += x[i];
+            assert_eq!(out[i], acc, "index {i}");
+        }
+    }
+}
+
+const MESSAGE: &str = r#"
+from cuda import device
+
+@device.kernel
+def message(data, flag, out):
+    if device.thread_idx.x != 0:
+        return
+    if device.block_idx.x == 0:
+        for i in range(len(data)):
+            data[i] = i * 7 + 1
+        device.atomic_ref(flag, 0).store(1, memory='release', scope='device')
+    else:
+        f = device.atomic_ref(flag, 0)
+        while f.load(memory='acquire', scope='device') == 0:
+            pass
+        for i in range(len(data)):
+            out[i] = data[i]
+"#;
+
+#[test]
+fn release_acquire_message_passing_across_blocks() {
+    let Some(dev) = device("release_acquire_message_passing_across_blocks") else {
+        return;
+    };
+    let k = kernel(
+        &dev,
+        MESSAGE,
+        "message",
+        "int32[::1], int32[::1], int32[::1]",
+    );
+    for round in 0..20 {
+        let n = 4096;
+        let (_db, da) = vec1(&dev, &vec![0i32; n]);
+        let (_fb, fa) = vec1(&dev, &[0i32]);
+        let (ob, oa) = vec1(&dev, &vec![-1i32; n]);
+        k.launch(&[da, fa, oa], [2, 1, 1], [32, 1, 1]);
+        let out: Vec<i32> = from_bytes(&dev.download(&ob).expect("download"));
+        for (i, v) in out.iter().enumerate() {
+            assert_eq!(*v, i as i32 * 7 + 1, "round {round}, index {i}");
+        }
+    }
+}
+
+#[test]
+fn every_warp_collective() {
+    let Some(dev) = device("every_warp_collective") else {
+        return;
+    };
+    let k = kernel(
+        &dev,
+        &fixture("warp_collectives.py"),
+        "warps",
+        "int32[:, ::1], float64[::1]",
+    );
+    let (grid, block) = (4usize, 128usize);
+    let n = grid * block;
+    let mut r = Rng(15);
+    let mut out = vec![0i32; n * 16];
+    for i in 0..n {
+        // Warp 3 holds only positive values below 1000, so its match_all succeeds.
+        out[i * 16] = if i / 32 == 3 {
+            r.i32(1, 999)
+        } else {
+            r.i32(-50, 150)
+        };
+    }
+    let vals: Vec<f64> = (0..n).map(|i| i as f64 * 1.5).collect();
+    let (ob, oa) = array(&dev, &out, &[n as u64, 16], &[16, 1]);
+    let (vb, va) = vec1(&dev, &vals);
+    k.launch(&[oa, va], [grid as u32, 1, 1], [block as u32, 1, 1]);
+    let got: Vec<i32> = from_bytes(&dev.download(&ob).expect("download"));
+    let got_v: Vec<f64> = from_bytes(&dev.download(&vb).expect("download"));
+    let x = |i: usize| out[i * 16];
+    for i in 0..n {
+        let (w, lane) = (i / 32 * 32, i % 32);
+        let warp: Vec<i32> = (w..w + 32).map(x).collect();
+        let row = &got[i * 16..i * 16 + 16];
+        let ballot = warp
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| **v > 0)
+            .fold(0u32, |m, (l, _)| m | 1 << l);
+        let b0 = i / block * block;
+        let blk: Vec<i32> = (b0..b0 + block).map(x).collect();
+        let count = blk.iter().filter(|v| **v > 0).count() as i32;
+        let all_same = warp
+            .iter()
+            .all(|v| v.div_euclid(1000) == warp[0].div_euclid(1000));
+        let same4 = warp
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v.rem_euclid(4) == x(i).rem_euclid(4))
+            .fold(0u32, |m, (l, _)| m | 1 << l);
+        let want = [
+            x(i),
+            warp.iter().all(|v| *v > 0) as i32,
+            warp.iter().any(|v| *v > 100) as i32,
+            (warp.iter().all(|v| v % 2 == 0) || warp.iter().all(|v| v % 2 != 0)) as i32,
+            ballot as i32,
+            warp[0],
+            if lane >= 1 {
+                warp[lane - 1]
+            } else {
+                warp[lane]
+            },
+            if lane + 1 < 32 {
+                warp[lane + 1]
+            } else {
+                warp[lane]
+            },
+            warp[lane ^ 1],
+            same4 as i32,
+            if all_same { -1 } else { 0 },
+            all_same as i32,
+            ((1u64 << lane) - 1) as i32,
+            1,
+            count,
+            (count == block as i32) as i32 + 2 * (count > 0) as i32,
+        ];
+        assert_eq!(row, &want, "thread {i} (lane {lane})");
+        let wv = if lane + 2 < 32 { vals[i + 2] } else { vals[i] };
+        assert_eq!(got_v[i], wv, "shfl_down of float64, thread {i}");
+    }
+}
+
+#[test]
+fn every_integer_and_float_intrinsic() {
+    let Some(dev) = device("every_integer_and_float_intrinsic") else {
+        return;
+    };
+    let k = kernel(
+        &dev,
+        &fixture("intrinsics_all.py"),
+        "bits",
+        "uint32[::1], int64[::1], int8[::1], int32[:, ::1], float32[::1], float64[::1]",
+    );
+    let n = 5000;
+    let mut r = Rng(16);
+    let mut u: Vec<u32> = (0..n).map(|_| r.next() as u32 >> (r.next() % 32)).collect();
+    u[0] = 0;
+    let l: Vec<i64> = (0..n).map(|_| r.next() as i64 >> (r.next() % 64)).collect();
+    let b: Vec<i8> = (0..n).map(|_| r.next() as i8).collect();
+    let f: Vec<f32> = (0..n).map(|_| r.f32(-100.0, 100.0)).collect();
+    let d: Vec<f64> = (0..n).map(|_| f64::from(r.f32(-100.0, 100.0))).collect();
+    let (_ub, ua) = vec1(&dev, &u);
+    let (_lb, la) = vec1(&dev, &l);
+    let (_bb, ba) = vec1(&dev, &b);
+    let (ob, oa) = array(&dev, &vec![0i32; n * 6], &[n as u64, 6], &[6, 1]);
+    let (fb, fa) = vec1(&dev, &f);
+    let (db, da) = vec1(&dev, &d);
+    k.launch(
+        &[ua, la, ba, oa, fa, da],
+        [blocks(n, 128), 1, 1],
+        [128, 1, 1],
+    );
+    let out: Vec<i32> = from_bytes(&dev.download(&ob).expect("download"));
+    let fo: Vec<f32> = from_bytes(&dev.download(&fb).expect("download"));
+    let dout: Vec<f64> = from_bytes(&dev.download(&db).expect("download"));
+    let ffs = |bits: u64| {
+        if bits == 0 {
+            0
+        } else {
+            bits.trailing_zeros() as i32 + 1
+        }
+    };
+    for i in 0..n {
+        let lu = l[i] as u64;
+        let bu = b[i] as u8;
+        let want = [
+            u[i].count_ones() as i32,
+            u[i].reverse_bits() as i32,
+            u[i].leading_zeros() as i32,
+            ffs(u64::from(u[i])),
+            lu.count_ones() as i32 + lu.leading_zeros() as i32 + ffs(lu),
+            bu.count_ones() as i32
+                + bu.leading_zeros() as i32
+                + ffs(u64::from(bu))
+                + i32::from(bu.reverse_bits() as i8),
+        ];
+        assert_eq!(
+            &out[i * 6..i * 6 + 6],
+            &want,
+            "u={} l={} b={}",
+            u[i],
+            l[i],
+            b[i]
+        );
+        let wf = f64::from(f[i]).cbrt() + f64::from(f[i]).mul_add(2.0, 1.0);
+        assert!(
+            (f64::from(fo[i]) - wf).abs() <= 1e-5 * wf.abs().max(1.0),
+            "f32 cbrt+fma of {}: {} vs {wf}",
+            f[i],
+            fo[i]
+        );
+        let wd = d[i].mul_add(d[i], 0.5) + d[i].cbrt();
+        assert!(
+            (dout[i] - wd).abs() <= 1e-13 * wd.abs().max(1.0),
+            "f64 cbrt+fma of {}: {} vs {wd}",
+            d[i],
+            dout[i]
+        );
+    }
+}
+
+#[test]
+fn dynamic_shared_memory_views() {
+    let Some(dev) = device("dynamic_shared_memory_views") else {
+        return;
+    };
+    let k = kernel(
+        &dev,
+        &fixture("dynamic_shared_views.py"),
+        "dyn",
+        "float32[::1], int32[::1]",
+    );
+    let f: Vec<f32> = (0..256).map(|i| i as f32 + 0.5).collect();
+    let ns: Vec<i32> = (0..256).map(|i| i * 3).collect();
+    let (fb, fa) = vec1(&dev, &f);
+    let (nb, na) = vec1(&dev, &ns);
+    k.launch_shared(&[fa, na], [1, 1, 1], [256, 1, 1], 1024 + 256 * 4);
+    let fo: Vec<f32> = from_bytes(&dev.download(&fb).expect("download"));
+    let no: Vec<i32> = from_bytes(&dev.download(&nb).expect("download"));
+    for t in 0..256 {
+        let want = if t % 2 == 0 { 0.0 } else { f[255 - t] };
+        assert_eq!(fo[t], want, "f[{t}]");
+        assert_eq!(no[t], ns[255] + 256, "n[{t}]");
+    }
+}
+
+#[test]
+fn local_array_in_fortran_order() {
+    let Some(dev) = device("local_array_in_fortran_order") else {
+        return;
+    };
+    let k = kernel(
+        &dev,
+        &fixture("local_array_fortran.py"),
+        "loc",
+        "float64[:, :]",
+    );
+    let rows = 10;
+    let (ob, oa) = array(&dev, &vec![0f64; rows * 4], &[rows as u64, 4], &[4, 1]);
+    k.launch(&[oa], [1, 1, 1], [32, 1, 1]);
+    let out: Vec<f64> = from_bytes(&dev.download(&ob).expect("download"));
+    for i in 0..rows {
+        for c in 0..4 {
+            assert_eq!(
+                out[i * 4 + c],
+                ((i % 4) * 10 + c) as f64 + 32.0,
+                "({i}, {c})"
+            );
+        }
+    }
+}
