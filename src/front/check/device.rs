@@ -284,7 +284,7 @@ impl FnCx<'_, '_> {
                         .unwrap_or_default(),
                     _ => Vec::new(),
                 };
-                if shape.is_empty() || shape.len() > 255 || shape.contains(&0) && false {
+                if shape.is_empty() || shape.len() > 255 {
                     self.diags.push(
                         Diagnostic::error("E0400", sv.span, "`shape` must be a constant integer or a tuple of constant integers")
                             .with_note("a literal, a local bound once to a constant, or a module-level constant"),

@@ -988,7 +988,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         })
     }
 
-    fn from_int_bits(
+    fn int_bits_as(
         &self,
         i: IntValue<'ctx>,
         like: BasicTypeEnum<'ctx>,
@@ -1039,7 +1039,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             self.call1(f, &[mask.into(), bits.into(), lane.into(), c.into()])?
                 .into_int_value()
         };
-        self.from_int_bits(r, v.get_type())
+        self.int_bits_as(r, v.get_type())
     }
 
     fn math(&mut self, f: MathFn, vals: &[BasicValueEnum<'ctx>]) -> R<BasicValueEnum<'ctx>> {
@@ -1310,7 +1310,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             } else {
                 i
             };
-            let v = cx.from_int_bits(i, vt)?;
+            let v = cx.int_bits_as(i, vt)?;
             cx.reg_repr(v, &Type::Scalar(dtype))
         };
         match op {
