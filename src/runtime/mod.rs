@@ -1,55 +1,57 @@
 //! Running compiled kernels: the CUDA driver (loaded at run time, so building needs no CUDA
-//! toolkit), modules, device memory and launches.
+//! toolkit), modules, device memory, streams and launches, for frameworks that embed the
+//! library and bring their own memory and streams.
+//!
+//! - [`Device`] opens a GPU's primary context (shared with every other framework in the
+//!   process), loads kernels ([`LoadedKernel`]) and launches them on a [`Stream`]: the
+//!   library's own, one borrowed from another framework, or a default stream.
+//! - Array arguments come from anywhere through [`DeviceArray`]: the library's
+//!   [`DeviceBuffer`]s, raw pointers, DLPack tensors ([`dlpack`]) and CUDA Array Interface
+//!   descriptions ([`cai`]); [`ArraySource`] applies the spec's "DLPack wins" rule.
+//! - [`LaunchConfig`] takes the spec's `Dim3Like` grid and block ([`Dim3`]).
+//! - [`reflect`] reads a kernel's registers, memory and occupancy without launching it.
+//! - [`cache::KernelCache`] compiles each specialization once, from many threads, with an
+//!   opt-in on-disk cache.
 //!
 //! [`Device::open`] checks that the driver library exists before touching it, so a machine
-//! without a GPU gets [`RuntimeError::NoDriver`] rather than a crash. Launch failures are
-//! error values naming the kernel.
+//! without a GPU gets [`RuntimeError::NoDriver`] rather than a crash. Every failure is an
+//! error value: see [`error`] for which ones leave the context usable.
+//!
+//! This module never reaches into the compiler's internals; it uses the public API
+//! ([`crate::Module`], [`crate::CompiledKernel`], [`crate::abi`]).
 
+pub mod array;
+pub mod cache;
+pub mod cai;
+pub mod config;
+pub mod dlpack;
+pub mod error;
 pub mod npy;
+pub mod reflect;
+pub mod stream;
 
+mod sha256;
+
+pub use array::{ArraySource, DeviceArray};
+pub use cache::{CacheStats, KernelCache};
+pub use cai::CudaArrayInterface;
+pub use config::{Dim3, LaunchConfig};
+pub use error::RuntimeError;
+pub use reflect::{BlockSizeSuggestion, KernelAttributes, Occupancy};
+pub use stream::Stream;
+
+use crate::CompiledKernel;
 use crate::abi::{ArgValue, KernelAbi, pack};
 use crate::lower::Arch;
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr};
+use cudarc::driver::sys::{CUdevice_attribute, CUfunction};
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DriverError,
+};
+use error::{code, describe, driver_error, drv, is_sticky};
+use smallvec::SmallVec;
+use std::collections::HashMap;
 use std::ffi::c_void;
-use std::fmt;
-use std::sync::Arc;
-
-/// What went wrong at run time.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RuntimeError {
-    /// No CUDA driver library is installed (no GPU on this machine).
-    NoDriver(String),
-    /// The driver reported an error.
-    Driver(String),
-    /// Loading a module or launching a kernel failed.
-    Launch {
-        /// The kernel's symbol.
-        kernel: String,
-        /// The driver's message.
-        message: String,
-    },
-    /// An argument does not match the kernel's parameters.
-    Argument(String),
-}
-
-impl fmt::Display for RuntimeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RuntimeError::NoDriver(m) => write!(f, "no CUDA driver: {m}"),
-            RuntimeError::Driver(m) => write!(f, "CUDA driver error: {m}"),
-            RuntimeError::Launch { kernel, message } => {
-                write!(f, "kernel `{kernel}` failed: {message}")
-            }
-            RuntimeError::Argument(m) => write!(f, "bad kernel argument: {m}"),
-        }
-    }
-}
-
-impl std::error::Error for RuntimeError {}
-
-fn drv(e: impl fmt::Debug) -> RuntimeError {
-    RuntimeError::Driver(format!("{e:?}"))
-}
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// True when the CUDA driver library can be loaded on this machine.
 pub fn driver_available() -> bool {
@@ -68,33 +70,23 @@ fn driver_check() -> Result<(), RuntimeError> {
     Err(RuntimeError::NoDriver(last))
 }
 
-/// Launch geometry: grid and block shapes and dynamic shared memory.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct LaunchConfig {
-    /// Blocks in the grid (x, y, z).
-    pub grid: [u32; 3],
-    /// Threads per block (x, y, z).
-    pub block: [u32; 3],
-    /// Bytes of dynamic shared memory per block.
-    pub shared_bytes: u32,
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-impl LaunchConfig {
-    /// A 1-D launch.
-    pub fn linear(grid: u32, block: u32) -> LaunchConfig {
-        LaunchConfig {
-            grid: [grid, 1, 1],
-            block: [block, 1, 1],
-            shared_bytes: 0,
-        }
-    }
-}
-
-/// A GPU with a context and a stream.
+/// A GPU: its primary context and default stream. `Send + Sync`: launch from any thread.
 pub struct Device {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
+    /// The last kernel launched, named in faults reported later (launches are asynchronous).
+    last_kernel: Mutex<Option<Arc<str>>>,
+    /// Kernels loaded by [`Device::load_cached`], by the address of their `CompiledKernel`
+    /// (kept alive here, so the address is not reused).
+    loaded: Mutex<HashMap<usize, LoadedEntry>>,
 }
+
+/// A compiled kernel kept alive beside its loaded form (see [`Device::load_cached`]).
+type LoadedEntry = (Arc<CompiledKernel>, Arc<LoadedKernel>);
 
 /// Device memory owned by the library.
 pub struct DeviceBuffer {
@@ -113,10 +105,12 @@ impl DeviceBuffer {
     }
 }
 
-/// A kernel loaded into a device's context.
+/// A kernel loaded into a device's context. `Send + Sync`.
 pub struct LoadedKernel {
-    _module: Arc<CudaModule>,
     function: CudaFunction,
+    _module: Arc<CudaModule>,
+    ctx: Arc<CudaContext>,
+    name: Arc<str>,
     abi: KernelAbi,
 }
 
@@ -124,6 +118,63 @@ impl LoadedKernel {
     /// The kernel's ABI.
     pub fn abi(&self) -> &KernelAbi {
         &self.abi
+    }
+
+    /// The kernel's symbol.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The driver's handle, for other CUDA code (valid while this `LoadedKernel` lives).
+    pub fn cu_function(&self) -> CUfunction {
+        self.function.cu_function()
+    }
+
+    /// Packs arguments once, for launching many times with [`Device::launch_packed`].
+    pub fn pack(&self, args: &[ArgValue]) -> Result<PackedArgs, RuntimeError> {
+        let params = &self.abi.params;
+        if args.len() != params.len() {
+            return Err(RuntimeError::Argument(format!(
+                "`{}` takes {} arguments, {} given",
+                self.name,
+                params.len(),
+                args.len()
+            )));
+        }
+        let mut words: Vec<u64> = Vec::new();
+        let mut offsets = SmallVec::new();
+        for (p, a) in params.iter().zip(args) {
+            let bytes =
+                pack(&p.ty, a).map_err(|e| RuntimeError::Argument(format!("`{}`: {e}", p.name)))?;
+            let start = words.len();
+            offsets.push(start);
+            words.resize(start + bytes.len().div_ceil(8).max(1), 0);
+            for (i, b) in bytes.iter().enumerate() {
+                words[start + i / 8] |= u64::from(*b) << (8 * (i % 8));
+            }
+        }
+        Ok(PackedArgs {
+            kernel: self.name.clone(),
+            words,
+            offsets,
+        })
+    }
+}
+
+/// Arguments packed into their parameters' layouts, ready to launch again and again.
+#[derive(Clone, Debug)]
+pub struct PackedArgs {
+    kernel: Arc<str>,
+    /// Each parameter's bytes, each starting on an 8-byte boundary.
+    words: Vec<u64>,
+    /// Where each parameter starts in `words`.
+    offsets: SmallVec<[usize; 8]>,
+}
+
+impl PackedArgs {
+    /// The kernel they were packed for.
+    pub fn kernel(&self) -> &str {
+        &self.kernel
     }
 }
 
@@ -139,7 +190,22 @@ impl Device {
         }
         let ctx = CudaContext::new(ordinal).map_err(drv)?;
         let stream = ctx.default_stream();
-        Ok(Device { ctx, stream })
+        Ok(Device {
+            ctx,
+            stream,
+            last_kernel: Mutex::new(None),
+            loaded: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The GPU's ordinal.
+    pub fn ordinal(&self) -> usize {
+        self.ctx.ordinal()
+    }
+
+    /// The raw context handle (the device's primary context), for other CUDA code.
+    pub fn cu_context(&self) -> cudarc::driver::sys::CUcontext {
+        self.ctx.cu_ctx()
     }
 
     /// The device's architecture (compute capability).
@@ -153,11 +219,28 @@ impl Device {
         self.ctx.name().map_err(drv)
     }
 
-    /// Loads PTX and looks the kernel described by `abi` up in it.
+    /// A device attribute (`CU_DEVICE_ATTRIBUTE_*`).
+    pub fn attribute(&self, a: CUdevice_attribute) -> Result<i32, RuntimeError> {
+        self.ctx.attribute(a).map_err(|e| self.error(e))
+    }
+
+    /// A driver error, with a fault named after the last kernel launched.
+    fn error(&self, e: DriverError) -> RuntimeError {
+        let last = lock(&self.last_kernel).clone();
+        driver_error(e, last.as_deref())
+    }
+
+    /// Loads PTX and looks the kernel described by `abi` up in it. Loading is when the driver
+    /// compiles the PTX for this GPU.
     pub fn load(&self, ptx: &str, abi: &KernelAbi) -> Result<LoadedKernel, RuntimeError> {
-        let fail = |e: cudarc::driver::DriverError| RuntimeError::Launch {
-            kernel: abi.symbol.clone(),
-            message: format!("loading the module: {e:?}"),
+        let fail = |e: DriverError| {
+            if is_sticky(code(&e)) {
+                return self.error(e);
+            }
+            RuntimeError::Launch {
+                kernel: abi.symbol.clone(),
+                message: format!("loading the module: {}", describe(&e)),
+            }
         };
         let module = self
             .ctx
@@ -165,25 +248,66 @@ impl Device {
             .map_err(fail)?;
         let function = module.load_function(&abi.symbol).map_err(fail)?;
         Ok(LoadedKernel {
-            _module: module,
             function,
+            _module: module,
+            ctx: self.ctx.clone(),
+            name: Arc::from(abi.symbol.as_str()),
             abi: abi.clone(),
         })
+    }
+
+    /// Loads a compiled kernel.
+    pub fn load_compiled(&self, kernel: &CompiledKernel) -> Result<LoadedKernel, RuntimeError> {
+        self.load(&kernel.ptx, &kernel.abi)
+    }
+
+    /// Loads a compiled kernel once per device: later calls with the same `Arc` (as
+    /// [`KernelCache`] hands out) return the same loaded kernel.
+    pub fn load_cached(
+        &self,
+        kernel: &Arc<CompiledKernel>,
+    ) -> Result<Arc<LoadedKernel>, RuntimeError> {
+        let key = Arc::as_ptr(kernel) as usize;
+        if let Some((_, k)) = lock(&self.loaded).get(&key) {
+            return Ok(k.clone());
+        }
+        let loaded = Arc::new(self.load_compiled(kernel)?);
+        let mut map = lock(&self.loaded);
+        let entry = map
+            .entry(key)
+            .or_insert_with(|| (kernel.clone(), loaded.clone()));
+        Ok(entry.1.clone())
+    }
+
+    /// Creates a stream owned by the library (non-blocking with respect to the legacy default
+    /// stream); it is destroyed when the last clone of the [`Stream`] drops.
+    pub fn create_stream(&self) -> Result<Stream, RuntimeError> {
+        Ok(Stream::owned(
+            self.ctx.new_stream().map_err(|e| self.error(e))?,
+        ))
+    }
+
+    /// The legacy default stream, which [`Device::launch`] uses.
+    pub fn default_stream(&self) -> Stream {
+        Stream::default_stream()
     }
 
     /// Copies bytes to new device memory.
     pub fn upload(&self, bytes: &[u8]) -> Result<DeviceBuffer, RuntimeError> {
         let slice = if bytes.is_empty() {
-            self.stream.alloc_zeros::<u8>(1).map_err(drv)?
+            self.stream.alloc_zeros::<u8>(1)
         } else {
-            self.stream.clone_htod(bytes).map_err(drv)?
-        };
+            self.stream.clone_htod(bytes)
+        }
+        .map_err(|e| self.error(e))?;
         Ok(DeviceBuffer { slice })
     }
 
-    /// Copies device memory back (waits for the stream).
+    /// Copies device memory back (waits for the default stream).
     pub fn download(&self, buf: &DeviceBuffer) -> Result<Vec<u8>, RuntimeError> {
-        self.stream.clone_dtoh(&buf.slice).map_err(drv)
+        self.stream
+            .clone_dtoh(&buf.slice)
+            .map_err(|e| self.error(e))
     }
 
     /// The device address of a buffer, for [`ArgValue::Array`](crate::abi::ArgValue).
@@ -192,57 +316,194 @@ impl Device {
         ptr
     }
 
-    /// Launches a kernel asynchronously on the device's stream.
+    /// Launches a kernel asynchronously on the legacy default stream.
     pub fn launch(
         &self,
         kernel: &LoadedKernel,
         args: &[ArgValue],
         cfg: &LaunchConfig,
     ) -> Result<(), RuntimeError> {
-        let params = &kernel.abi.params;
-        if args.len() != params.len() {
+        self.launch_packed(kernel, &kernel.pack(args)?, cfg, &Stream::default_stream())
+    }
+
+    /// Launches a kernel asynchronously on `stream`.
+    pub fn launch_on(
+        &self,
+        kernel: &LoadedKernel,
+        args: &[ArgValue],
+        cfg: &LaunchConfig,
+        stream: &Stream,
+    ) -> Result<(), RuntimeError> {
+        self.launch_packed(kernel, &kernel.pack(args)?, cfg, stream)
+    }
+
+    /// Launches a kernel asynchronously on `stream` with arguments packed by
+    /// [`LoadedKernel::pack`]: the cheapest launch, for launching the same arguments often.
+    ///
+    /// A rejected launch (bad shape, too much shared memory, too many registers for the block)
+    /// is a [`RuntimeError::Launch`] naming the kernel and the numbers at fault; the context
+    /// stays usable. A fault of an earlier kernel reported here is a [`RuntimeError::Fault`].
+    pub fn launch_packed(
+        &self,
+        kernel: &LoadedKernel,
+        args: &PackedArgs,
+        cfg: &LaunchConfig,
+        stream: &Stream,
+    ) -> Result<(), RuntimeError> {
+        if !Arc::ptr_eq(&args.kernel, &kernel.name) && *args.kernel != *kernel.name {
             return Err(RuntimeError::Argument(format!(
-                "`{}` takes {} arguments, {} given",
-                kernel.abi.symbol,
-                params.len(),
-                args.len()
+                "arguments packed for `{}` cannot launch `{}`",
+                args.kernel, kernel.name
             )));
         }
-        // Each parameter's bytes, in 8-byte aligned storage.
-        let mut storage: Vec<Vec<u64>> = Vec::with_capacity(args.len());
-        for (p, a) in params.iter().zip(args) {
-            let bytes =
-                pack(&p.ty, a).map_err(|e| RuntimeError::Argument(format!("`{}`: {e}", p.name)))?;
-            let mut words = vec![0u64; bytes.len().div_ceil(8).max(1)];
-            for (i, b) in bytes.iter().enumerate() {
-                words[i / 8] |= u64::from(*b) << (8 * (i % 8));
-            }
-            storage.push(words);
+        if kernel.ctx.cu_ctx() != self.ctx.cu_ctx() {
+            return Err(RuntimeError::Argument(format!(
+                "`{}` was loaded on another device",
+                kernel.name
+            )));
         }
-        let mut ptrs: Vec<*mut c_void> =
-            storage.iter_mut().map(|w| w.as_mut_ptr().cast()).collect();
-        let fail = |e: cudarc::driver::DriverError| RuntimeError::Launch {
-            kernel: kernel.abi.symbol.clone(),
-            message: format!("{e:?}"),
-        };
-        // SAFETY: `ptrs` holds one pointer per kernel parameter, each to bytes laid out as the
-        // parameter's ABI says; they outlive the call, which copies them.
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| self.launch_error(kernel, cfg, e))?;
+        let base = args.words.as_ptr();
+        // The driver only reads through these pointers, during the call.
+        let mut ptrs: SmallVec<[*mut c_void; 16]> = args
+            .offsets
+            .iter()
+            .map(|&o| base.wrapping_add(o) as *mut c_void)
+            .collect();
+        // SAFETY: `ptrs` holds one pointer per kernel parameter (`pack` checked the count),
+        // each to bytes laid out as the parameter's ABI says; they outlive the call, which
+        // copies them. The function belongs to a module `kernel` keeps loaded in this context.
         unsafe {
             cudarc::driver::result::launch_kernel(
                 kernel.function.cu_function(),
                 (cfg.grid[0], cfg.grid[1], cfg.grid[2]),
                 (cfg.block[0], cfg.block[1], cfg.block[2]),
                 cfg.shared_bytes,
-                self.stream.cu_stream(),
+                stream.raw(),
                 &mut ptrs,
             )
         }
-        .map_err(fail)
+        .map_err(|e| self.launch_error(kernel, cfg, e))?;
+        let mut last = lock(&self.last_kernel);
+        if !last.as_ref().is_some_and(|l| Arc::ptr_eq(l, &kernel.name)) {
+            *last = Some(kernel.name.clone());
+        }
+        Ok(())
     }
 
-    /// Waits for all work on the device's stream; reports an asynchronous kernel failure.
+    /// Turns a failed launch into an error naming the kernel, with what was wrong.
+    fn launch_error(
+        &self,
+        kernel: &LoadedKernel,
+        cfg: &LaunchConfig,
+        e: DriverError,
+    ) -> RuntimeError {
+        if is_sticky(code(&e)) {
+            let last = lock(&self.last_kernel).clone();
+            let culprit = last.as_deref().unwrap_or(&kernel.name).to_string();
+            return RuntimeError::Fault {
+                kernel: culprit,
+                message: format!(
+                    "{} (reported when launching `{}`)",
+                    describe(&e),
+                    kernel.name
+                ),
+            };
+        }
+        let mut why = Vec::new();
+        let attrs = kernel.attributes().ok();
+        let dev = |a: CUdevice_attribute| kernel.device_attribute(a);
+        use CUdevice_attribute as D;
+        if cfg.grid.contains(&0) || cfg.block.contains(&0) {
+            why.push("grid and block extents must be at least 1".to_string());
+        }
+        let threads = cfg.threads_per_block();
+        if let Some(a) = attrs
+            && threads > u64::from(a.max_threads_per_block)
+        {
+            why.push(format!(
+                "the block has {threads} threads; this kernel allows at most {}",
+                a.max_threads_per_block
+            ));
+        }
+        let block_max = [
+            dev(D::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X),
+            dev(D::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y),
+            dev(D::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z),
+        ];
+        let grid_max = [
+            dev(D::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X),
+            dev(D::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y),
+            dev(D::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z),
+        ];
+        for (what, dims, max) in [
+            ("block", cfg.block, block_max),
+            ("grid", cfg.grid, grid_max),
+        ] {
+            for d in 0..3 {
+                if let Some(m) = max[d]
+                    && dims[d] > m
+                {
+                    why.push(format!(
+                        "{what} extent {} is {}; this device allows at most {m}",
+                        ["x", "y", "z"][d],
+                        dims[d]
+                    ));
+                }
+            }
+        }
+        if let Some(a) = attrs
+            && cfg.shared_bytes > a.max_dynamic_shared_bytes
+        {
+            let optin = dev(D::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+                .map_or(String::new(), |o| {
+                    format!(", up to the device's {o} bytes less static shared memory")
+                });
+            why.push(format!(
+                "{} bytes of dynamic shared memory asked for; the kernel allows {} (raise it with \
+                 set_max_dynamic_shared{optin})",
+                cfg.shared_bytes, a.max_dynamic_shared_bytes
+            ));
+        }
+        if code(&e) == 701
+            && let Some(a) = attrs
+        {
+            why.push(format!(
+                "{} registers per thread × {threads} threads is more than a multiprocessor has",
+                a.registers
+            ));
+        }
+        let why = if why.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", why.join("; "))
+        };
+        RuntimeError::Launch {
+            kernel: kernel.name.to_string(),
+            message: format!("launch rejected: {}{why} ({cfg})", describe(&e)),
+        }
+    }
+
+    /// Waits for all work on the legacy default stream (and, through its implicit
+    /// synchronization, on blocking streams); reports an asynchronous kernel fault as a
+    /// [`RuntimeError::Fault`] naming the last kernel launched.
     pub fn synchronize(&self) -> Result<(), RuntimeError> {
-        self.stream.synchronize().map_err(drv)
+        self.stream.synchronize().map_err(|e| self.error(e))
+    }
+
+    /// Waits for all work on `stream`; reports faults as [`Device::synchronize`] does.
+    pub fn synchronize_stream(&self, stream: &Stream) -> Result<(), RuntimeError> {
+        self.ctx.bind_to_thread().map_err(|e| self.error(e))?;
+        // SAFETY: `stream` is a valid stream of this context (the promise of its constructor).
+        unsafe { cudarc::driver::result::stream::synchronize(stream.raw()) }
+            .map_err(|e| self.error(e))
+    }
+
+    /// Waits for all work on the device, every stream included.
+    pub fn synchronize_all(&self) -> Result<(), RuntimeError> {
+        self.ctx.synchronize().map_err(|e| self.error(e))
     }
 
     /// Times `runs` launches with CUDA events and returns each launch's GPU time in
@@ -257,23 +518,24 @@ impl Device {
         warmup: usize,
         runs: usize,
     ) -> Result<Vec<f64>, RuntimeError> {
+        let packed = kernel.pack(args)?;
+        let stream = Stream::default_stream();
         for _ in 0..warmup {
-            self.launch(kernel, args, cfg)?;
+            self.launch_packed(kernel, &packed, cfg, &stream)?;
         }
+        let event = || {
+            self.ctx
+                .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
+                .map_err(|e| self.error(e))
+        };
         let mut events = Vec::with_capacity(runs + 1);
-        let first = self
-            .ctx
-            .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
-            .map_err(drv)?;
-        first.record(&self.stream).map_err(drv)?;
+        let first = event()?;
+        first.record(&self.stream).map_err(|e| self.error(e))?;
         events.push(first);
         for _ in 0..runs {
-            self.launch(kernel, args, cfg)?;
-            let e = self
-                .ctx
-                .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(drv)?;
-            e.record(&self.stream).map_err(drv)?;
+            self.launch_packed(kernel, &packed, cfg, &stream)?;
+            let e = event()?;
+            e.record(&self.stream).map_err(|e| self.error(e))?;
             events.push(e);
         }
         self.synchronize()?;
@@ -281,5 +543,23 @@ impl Device {
             .windows(2)
             .map(|w| Ok(f64::from(w[0].elapsed_ms(&w[1]).map_err(drv)?) * 1000.0))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn runtime_types_cross_threads() {
+        assert_send_sync::<Device>();
+        assert_send_sync::<LoadedKernel>();
+        assert_send_sync::<PackedArgs>();
+        assert_send_sync::<Stream>();
+        assert_send_sync::<KernelCache>();
+        assert_send_sync::<DeviceArray>();
+        assert_send_sync::<RuntimeError>();
     }
 }
