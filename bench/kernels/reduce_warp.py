@@ -34,4 +34,4 @@ def reduce_warp(x, out):
             acc += device.shfl_down_sync(0xFFFFFFFF, acc, delta)
             delta //= 2
         if lane == 0:
-            device.atomic_ref(out, 0).add(acc)
+            device.atomic_ref(out, 0).add(acc, memory='relaxed', scope='device')
