@@ -61,6 +61,28 @@ fn floor_mod(a: i128, b: i128) -> Option<i128> {
     })
 }
 
+/// CPython's `float_divmod`: floor quotient and remainder with the divisor's sign, rounded
+/// so that `q * y + r` is as close to `x` as floats allow (`1 // 0.1 == 9.0`).
+pub fn py_float_divmod(x: f64, y: f64) -> (f64, f64) {
+    let mut m = x % y;
+    let mut div = (x - m) / y;
+    if m != 0.0 {
+        if (y < 0.0) != (m < 0.0) {
+            m += y;
+            div -= 1.0;
+        }
+    } else {
+        m = 0f64.copysign(y);
+    }
+    let q = if div != 0.0 {
+        let f = div.floor();
+        if div - f > 0.5 { f + 1.0 } else { f }
+    } else {
+        0f64.copysign(x / y)
+    };
+    (q, m)
+}
+
 /// Folds a binary operation on two numeric constants as Python would; `None` when Python
 /// would raise (division by zero) or the result leaves `i128`.
 pub fn fold_binary(op: BinaryOp, a: &Const, b: &Const) -> Option<Const> {
@@ -115,15 +137,8 @@ pub fn fold_binary(op: BinaryOp, a: &Const, b: &Const) -> Option<Const> {
         Sub => x - y,
         Mul => x * y,
         Div if y != 0.0 => x / y,
-        FloorDiv if y != 0.0 => (x / y).floor(),
-        Mod if y != 0.0 => {
-            let r = x % y;
-            if r != 0.0 && ((r < 0.0) != (y < 0.0)) {
-                r + y
-            } else {
-                r
-            }
-        }
+        FloorDiv if y != 0.0 => py_float_divmod(x, y).0,
+        Mod if y != 0.0 => py_float_divmod(x, y).1,
         Pow => x.powf(y),
         Min => {
             if y < x {
@@ -164,6 +179,19 @@ mod tests {
         assert_eq!(f(BinaryOp::Pow, 2, -1), Some(Const::Float(0.5)));
         assert_eq!(f(BinaryOp::FloorDiv, 1, 0), None);
         assert_eq!(f(BinaryOp::Shl, 1, 10), Some(Const::Int(1024)));
+    }
+
+    #[test]
+    fn float_floor_division_matches_cpython() {
+        assert_eq!(
+            fold_binary(BinaryOp::FloorDiv, &Const::Int(1), &Const::Float(0.1)),
+            Some(Const::Float(9.0))
+        );
+        assert_eq!(
+            fold_binary(BinaryOp::Mod, &Const::Int(1), &Const::Float(0.1)),
+            Some(Const::Float(0.09999999999999995))
+        );
+        assert_eq!(py_float_divmod(-7.5, 2.0), (-4.0, 0.5));
     }
 
     #[test]

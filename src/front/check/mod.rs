@@ -582,6 +582,16 @@ impl FnCx<'_, '_> {
                 }
                 self.push(Expr::Literal(lit), Type::Scalar(Scalar::Int64), span)
             }
+            Const::Float(f)
+                if ty == Scalar::Float32 && f.is_finite() && !(*f as f32).is_finite() =>
+            {
+                // Too big for float32: keep it in float64 until it meets a typed operand.
+                self.push(
+                    Expr::Literal(Literal::Float(*f)),
+                    Type::Scalar(Scalar::Float64),
+                    span,
+                )
+            }
             _ => self.literal(c, ty, span)?,
         };
         let ty = self.types[e.index()].clone();

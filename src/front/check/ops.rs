@@ -124,6 +124,18 @@ impl FnCx<'_, '_> {
                 result = common;
             }
             Eq | Ne | Lt | Le | Gt | Ge => {
+                // A Python int outside the typed operand's range still compares correctly
+                // (NumPy 2: `uint8(3) < -1` is False): compare in a wider type.
+                let outside = |v: &Val| {
+                    v.weak.is_some()
+                        && v.konst
+                            .as_ref()
+                            .and_then(|c| c.as_int())
+                            .is_some_and(|i| !ir::literal_fits(Literal::Int(i), common))
+                };
+                if common.is_integer() && (outside(&l) || outside(&r)) {
+                    common = promote(common, Scalar::Int64);
+                }
                 result = Scalar::Bool;
                 weak = None;
             }

@@ -877,6 +877,8 @@ impl FnCx<'_, '_> {
             .as_ref()
             .and_then(|c| c.as_int())
             .map(|i| i.signum());
+        // A step known to be >= 0 (e.g. `grid_size(1)`) only ever counts up.
+        let counts_up = step_sign == Some(1) || (step_sign.is_none() && step.nonneg);
         if step_sign == Some(0) {
             self.error("E0208", step.span, "`range` step must not be zero");
             return;
@@ -924,6 +926,14 @@ impl FnCx<'_, '_> {
         let cond = match step_sign {
             Some(1) => cmp(self, BinaryOp::Lt),
             Some(_) => cmp(self, BinaryOp::Gt),
+            None if counts_up => {
+                // `step > 0 and counter < stop`: a zero step runs no iteration.
+                let up = cmp(self, BinaryOp::Lt);
+                let zero = self.push(Expr::Literal(Literal::Int(0)), tty.clone(), span);
+                let s1 = copy(self, step_e);
+                let pos = self.push(Expr::Binary(BinaryOp::Gt, s1, zero), bool_t.clone(), span);
+                self.push(Expr::And(pos, up), bool_t.clone(), span)
+            }
             None => {
                 let up = cmp(self, BinaryOp::Lt);
                 let down = cmp(self, BinaryOp::Gt);
@@ -946,7 +956,7 @@ impl FnCx<'_, '_> {
         let cur = self.push(Expr::Local(ctr), tty.clone(), span);
         let mut iv = self.val(cur, tty.clone(), sp(f.target.as_ref()));
         iv.weak = weak;
-        iv.nonneg = start.nonneg && step_sign == Some(1);
+        iv.nonneg = start.nonneg && counts_up;
         self.assign(&f.target, iv, &mut body);
         body.extend(self.block(&f.body));
         self.loops -= 1;

@@ -988,11 +988,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         })
     }
 
-    fn int_bits_as(
-        &self,
-        i: IntValue<'ctx>,
-        like: BasicTypeEnum<'ctx>,
-    ) -> R<BasicValueEnum<'ctx>> {
+    fn int_bits_as(&self, i: IntValue<'ctx>, like: BasicTypeEnum<'ctx>) -> R<BasicValueEnum<'ctx>> {
         Ok(match like {
             BasicTypeEnum::FloatType(t) => self.b().build_bit_cast(i, t, "")?,
             _ => i.into(),
