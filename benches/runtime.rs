@@ -1,0 +1,252 @@
+//! Runtime overheads. Compile latency through the specialization cache: the first compile in
+//! the process (LLVM set-up included), a new specialization once LLVM is warm, a hit in
+//! memory, and a hit on disk (a fresh cache reading what another wrote). Then, on a GPU, the
+//! host time per asynchronous launch of a trivial kernel through `Device::launch` (packing
+//! the arguments each time), `Device::launch_packed` (packed once) and a bare `cuLaunchKernel`
+//! of the same function with the same parameter bytes, in the same process.
+//!
+//! Run with `cargo bench --bench runtime`. Without a CUDA driver the launch part prints
+//! "skipped: no CUDA driver" and the program exits 0.
+
+use pydevice::abi::{ArgValue, ArrayArg, pack};
+use pydevice::runtime::{Device, KernelCache, LaunchConfig, Stream, driver_available};
+use pydevice::types::signature::parse_signature;
+use pydevice::{Arch, CompileOptions};
+use std::ffi::c_void;
+use std::time::Instant;
+
+const SCALE: &str = r#"
+from cuda import device
+
+@device.kernel
+def scale(a, f):
+    i = device.tid(1)
+    if i < len(a):
+        a[i] = a[i] * f
+"#;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn min(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::INFINITY, f64::min)
+}
+
+fn us(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e6
+}
+
+fn compile_latency() {
+    let sig = |s: &str| parse_signature(s).expect("signature").0;
+    let opts = CompileOptions::default();
+    let cache = KernelCache::new();
+    let args = sig("float32[::1], float32");
+
+    let t = Instant::now();
+    cache
+        .get_or_compile_source("scale.py", SCALE, "scale", &args, &opts)
+        .expect("compile");
+    let cold = us(t);
+
+    // New specializations with LLVM warm: other argument types, each a miss.
+    let mut warm = Vec::new();
+    for s in [
+        "float64[::1], float64",
+        "int32[::1], int32",
+        "int64[::1], int64",
+        "uint32[::1], uint32",
+        "float32[:], float32",
+        "float64[:], float64",
+        "int32[:], int32",
+        "int16[::1], int16",
+        "uint8[::1], uint8",
+    ] {
+        let a = sig(s);
+        let t = Instant::now();
+        cache
+            .get_or_compile_source("scale.py", SCALE, "scale", &a, &opts)
+            .expect("compile");
+        warm.push(us(t));
+    }
+
+    let hits: Vec<f64> = (0..20_000)
+        .map(|_| {
+            let t = Instant::now();
+            let k = cache.get_or_compile_source("scale.py", SCALE, "scale", &args, &opts);
+            std::hint::black_box(k.is_ok());
+            us(t)
+        })
+        .collect();
+
+    let dir = std::env::temp_dir().join(format!("pydevice-bench-cache-{}", std::process::id()));
+    KernelCache::with_disk(&dir)
+        .get_or_compile_source("scale.py", SCALE, "scale", &args, &opts)
+        .expect("compile");
+    let disk: Vec<f64> = (0..50)
+        .map(|_| {
+            let fresh = KernelCache::with_disk(&dir);
+            let t = Instant::now();
+            fresh
+                .get_or_compile_source("scale.py", SCALE, "scale", &args, &opts)
+                .expect("disk");
+            let d = us(t);
+            assert_eq!(fresh.stats().disk_hits, 1);
+            d
+        })
+        .collect();
+    let _ = std::fs::remove_dir_all(&dir);
+
+    println!("compile latency of `scale` through KernelCache (µs)");
+    println!(
+        "  {:<52} {:>10.1}",
+        "cold: first compile in the process", cold
+    );
+    println!(
+        "  {:<52} {:>10.1}  (min {:.1})",
+        "new specialization, LLVM warm (median of 9)",
+        median(warm.clone()),
+        min(&warm)
+    );
+    println!(
+        "  {:<52} {:>10.1}  (min {:.1})",
+        "hit on disk, fresh cache (median of 50)",
+        median(disk.clone()),
+        min(&disk)
+    );
+    println!(
+        "  {:<52} {:>10.3}  (min {:.3})",
+        "hit in memory (median of 20000)",
+        median(hits.clone()),
+        min(&hits)
+    );
+}
+
+fn launch_overhead() -> Result<(), pydevice::runtime::RuntimeError> {
+    let dev = Device::open(0)?;
+    let arch = dev.arch()?;
+    let arch = Arch::SUPPORTED
+        .iter()
+        .rev()
+        .find(|a| **a <= arch)
+        .copied()
+        .unwrap_or(Arch::DEFAULT);
+    let opts = CompileOptions {
+        arch,
+        ..CompileOptions::default()
+    };
+    let args = parse_signature("float32[::1], float32")
+        .expect("signature")
+        .0;
+    let compiled = KernelCache::new()
+        .get_or_compile_source("scale.py", SCALE, "scale", &args, &opts)
+        .expect("compile");
+    let k = dev.load_cached(&compiled)?;
+    let n = 1024u64;
+    let buf = dev.upload(&vec![0u8; 4 * n as usize])?;
+    let values = [
+        ArgValue::Array(ArrayArg {
+            data: dev.address(&buf),
+            shape: vec![n],
+            strides: vec![1],
+        }),
+        ArgValue::Float(1.0),
+    ];
+    let cfg = LaunchConfig::new(1u32, 32u32);
+    let stream = Stream::default_stream();
+    let packed = k.pack(&values)?;
+
+    // The bare driver call: parameter bytes packed once, pointers built once.
+    let mut storage: Vec<Vec<u64>> = k
+        .abi()
+        .params
+        .iter()
+        .zip(&values)
+        .map(|(p, v)| {
+            let b = pack(&p.ty, v).expect("pack");
+            let mut w = vec![0u64; b.len().div_ceil(8)];
+            for (i, x) in b.iter().enumerate() {
+                w[i / 8] |= u64::from(*x) << (8 * (i % 8));
+            }
+            w
+        })
+        .collect();
+    let mut ptrs: Vec<*mut c_void> = storage.iter_mut().map(|w| w.as_mut_ptr().cast()).collect();
+    let f = k.cu_function();
+    let mut bare = || {
+        // SAFETY: one pointer per parameter, to bytes in the parameter's layout, alive for
+        // the call; the function stays loaded while `k` lives; the context is current on
+        // this thread (Device::open made it so).
+        unsafe {
+            cudarc::driver::result::launch_kernel(
+                f,
+                (1, 1, 1),
+                (32, 1, 1),
+                0,
+                stream.raw(),
+                &mut ptrs,
+            )
+        }
+        .expect("bare launch");
+    };
+
+    const BATCH: usize = 200;
+    const ROUNDS: usize = 60;
+    let names = [
+        "cuLaunchKernel (bare, same process)",
+        "Device::launch_packed (packed once)",
+        "Device::launch (packs each call)",
+    ];
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
+    // Warm up every path.
+    for _ in 0..2000 {
+        bare();
+        dev.launch_packed(&k, &packed, &cfg, &stream)?;
+        dev.launch(&k, &values, &cfg)?;
+    }
+    dev.synchronize()?;
+    for _ in 0..ROUNDS {
+        for (v, slot) in times.iter_mut().enumerate() {
+            let t = Instant::now();
+            for _ in 0..BATCH {
+                match v {
+                    0 => bare(),
+                    1 => dev.launch_packed(&k, &packed, &cfg, &stream)?,
+                    _ => dev.launch(&k, &values, &cfg)?,
+                }
+            }
+            slot.push(us(t) / BATCH as f64);
+            dev.synchronize()?;
+        }
+    }
+    println!(
+        "host time per asynchronous launch of `scale` (1 block of 32 threads) on {} (µs)",
+        dev.name()?
+    );
+    let base = median(times[0].clone());
+    for (name, t) in names.iter().zip(&times) {
+        let m = median(t.clone());
+        println!(
+            "  {name:<40} median {m:>7.3}   min {:>7.3}   ({:+.3} vs bare)",
+            min(t),
+            m - base
+        );
+    }
+    println!(
+        "  ({ROUNDS} rounds of {BATCH} launches each, interleaved; the stream is synchronized between batches, not timed)"
+    );
+    Ok(())
+}
+
+fn main() {
+    compile_latency();
+    if !driver_available() {
+        println!("launch overhead: skipped: no CUDA driver");
+        return;
+    }
+    if let Err(e) = launch_overhead() {
+        println!("launch overhead failed: {e}");
+        std::process::exit(1);
+    }
+}
