@@ -5,12 +5,23 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 work=/tmp/pydevice-gpu && rm -rf $work && mkdir -p $work
 for f in .carry/*.gz; do gunzip -c "$f" > "$work/$(basename "${f%.gz}")"; done
+for f in .carry/*.xz; do
+  [ -e "$f" ] || continue
+  python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
+    "$f" "$work/$(basename "${f%.xz}")"
+done
 chmod +x $work/*
 export PYDEVICE_LIBDEVICE=${PYDEVICE_LIBDEVICE:-/usr/local/cuda/nvvm/libdevice/libdevice.10.bc}
 out=${OUT:-$work}
 nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader
 echo "== cargo GPU tests (tests/gpu.rs)"
 $work/gpu_tests --test-threads=1 2>&1 | tee "$out/gpu_tests.log" | grep -E "^test |test result|skipped|panicked"
+echo "== runtime GPU tests (tests/gpu_runtime.rs)"
+$work/gpu_runtime_tests --test-threads=1 2>&1 | tee "$out/gpu_runtime_tests.log" | grep -E "^test |test result|skipped|panicked"
+if [ -x $work/bench_runtime ]; then
+  echo "== runtime benchmark (benches/runtime.rs)"
+  $work/bench_runtime 2>&1 | tee "$out/bench_runtime.log"
+fi
 echo "== CLI: pydevice run examples/vector_add.py"
 python3 scripts/run_example.py $work/pydevice 2>&1 | tail -3
 echo "== math accuracy in ulps against float64 (Python's math)"

@@ -1,0 +1,610 @@
+//! GPU tests of the embedding runtime: launches through DLPack tensors and CUDA Array
+//! Interface descriptions of memory the library allocated, on a raw `CUstream` made with
+//! cudarc (as another framework would hand it over), on library streams from several
+//! threads, and on the default streams; reflection checked against `cuFuncGetAttribute`;
+//! occupancy; rejected launches that leave the context usable; and an illegal address,
+//! reported as an error naming the kernel (in a child process, since the fault ruins the
+//! context for the rest of the process).
+//!
+//! Without a CUDA driver every test prints why it is skipped and passes; on a GPU machine
+//! `scripts/gpu_run.sh` runs them.
+
+use cudarc::driver::result;
+use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
+use pydevice::abi::{ArgValue, ArrayArg};
+use pydevice::runtime::dlpack::{DL_CUDA, DL_FLOAT, DLDataType, DLDevice, DLTensor};
+use pydevice::runtime::{
+    ArraySource, CudaArrayInterface, Device, DeviceArray, KernelCache, LaunchConfig, LoadedKernel,
+    RuntimeError, Stream, driver_available,
+};
+use pydevice::types::signature::parse_signature;
+use pydevice::{Arch, CompileOptions, CompiledKernel, Module};
+use std::ffi::c_void;
+use std::sync::Arc;
+
+const SCALE: &str = r#"
+from cuda import device
+
+@device.kernel
+def scale(a, f):
+    i = device.tid(1)
+    if i < len(a):
+        a[i] = a[i] * f
+"#;
+
+const MATMUL: &str = r#"
+from cuda import device
+from cuda.device import float32
+
+TILE = 16
+
+
+@device.kernel
+def matmul(a, b, c):
+    sa = device.shared_array((TILE, TILE), float32)
+    sb = device.shared_array((TILE, TILE), float32)
+    tx = device.thread_idx.x
+    ty = device.thread_idx.y
+    row, col = device.tid(2)
+    n = a.shape[1]
+    acc = float32(0)
+    for t in range((n + TILE - 1) // TILE):
+        k0 = t * TILE
+        sa[ty, tx] = a[row, k0 + tx] if row < a.shape[0] and k0 + tx < n else 0.0
+        sb[ty, tx] = b[k0 + ty, col] if k0 + ty < n and col < b.shape[1] else 0.0
+        device.syncthreads()
+        for k in range(TILE):
+            acc += sa[ty, k] * sb[k, tx]
+        device.syncthreads()
+    if row < c.shape[0] and col < c.shape[1]:
+        c[row, col] = acc
+"#;
+
+/// Set in the child process that runs [`fault_child`].
+const FAULT_CHILD: &str = "PYDEVICE_GPU_RUNTIME_FAULT_CHILD";
+
+fn device(test: &str) -> Option<Device> {
+    if !driver_available() {
+        println!("skipped {test}: no CUDA driver");
+        return None;
+    }
+    Some(Device::open(0).unwrap_or_else(|e| panic!("{test}: {e}")))
+}
+
+fn options(dev: &Device) -> CompileOptions {
+    let arch = dev.arch().expect("arch");
+    let arch = Arch::SUPPORTED
+        .iter()
+        .rev()
+        .find(|a| **a <= arch)
+        .copied()
+        .unwrap_or(Arch::DEFAULT);
+    CompileOptions {
+        arch,
+        ..CompileOptions::default()
+    }
+}
+
+fn compile(dev: &Device, src: &str, entry: &str, sig: &str) -> (CompiledKernel, LoadedKernel) {
+    let module = Module::parse(entry, src).unwrap_or_else(|d| panic!("{d}"));
+    let (args, _) = parse_signature(sig).expect("signature");
+    let compiled = module
+        .compile(entry, &args, &options(dev))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let loaded = dev.load_compiled(&compiled).expect("load");
+    (compiled, loaded)
+}
+
+fn f32_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn f32s(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+fn ramp(n: usize) -> Vec<f32> {
+    (0..n).map(|i| i as f32).collect()
+}
+
+fn dl_f32(data: u64, dev: &Device, shape: &mut [i64], strides: Option<&mut [i64]>) -> DLTensor {
+    DLTensor {
+        data: data as *mut c_void,
+        device: DLDevice {
+            device_type: DL_CUDA,
+            device_id: dev.ordinal() as i32,
+        },
+        ndim: shape.len() as i32,
+        dtype: DLDataType {
+            code: DL_FLOAT,
+            bits: 32,
+            lanes: 1,
+        },
+        shape: shape.as_mut_ptr(),
+        strides: strides.map_or(std::ptr::null_mut(), |s| s.as_mut_ptr()),
+        byte_offset: 0,
+    }
+}
+
+#[test]
+fn dlpack_tensor_on_a_borrowed_raw_stream() {
+    let Some(dev) = device("dlpack_tensor_on_a_borrowed_raw_stream") else {
+        return;
+    };
+    let (_, k) = compile(&dev, SCALE, "scale", "float32[::1], float32");
+    let n = 1000usize;
+    let host = ramp(n);
+    let buf = dev.upload(&f32_bytes(&host)).unwrap();
+    dev.synchronize().unwrap();
+    let mut shape = [n as i64];
+    let t = dl_f32(dev.address(&buf), &dev, &mut shape, None);
+    // SAFETY: `t` and its shape are live; the data is the library's own allocation.
+    let arr = unsafe { DeviceArray::from_dlpack(&t) }.unwrap();
+    arr.check_device(dev.ordinal()).unwrap();
+    let a = arr.to_arg(&k.abi().params[0]).unwrap();
+
+    // Another framework's stream, made with the bare driver API.
+    let raw = result::stream::create(result::stream::StreamKind::NonBlocking).unwrap();
+    // SAFETY: `raw` is a live stream of the current (primary) context; destroyed below.
+    let stream = unsafe { Stream::from_raw(raw) };
+    assert!(!stream.is_owned() && !stream.is_default());
+    dev.launch_on(
+        &k,
+        &[a, ArgValue::Float(2.0)],
+        &LaunchConfig::for_elements(n as u64, 128),
+        &stream,
+    )
+    .unwrap();
+    dev.synchronize_stream(&stream).unwrap();
+    drop(stream);
+    // Dropping the borrowed handle left the stream alive for its owner.
+    // SAFETY: `raw` is still a live stream; this is its owner destroying it.
+    unsafe { result::stream::synchronize(raw) }.unwrap();
+    unsafe { result::stream::destroy(raw) }.unwrap();
+
+    let out = f32s(&dev.download(&buf).unwrap());
+    let want: Vec<f32> = host.iter().map(|x| x * 2.0).collect();
+    assert_eq!(out, want);
+}
+
+#[test]
+fn dlpack_byte_offsets_and_element_strides() {
+    let Some(dev) = device("dlpack_byte_offsets_and_element_strides") else {
+        return;
+    };
+    let (_, k) = compile(&dev, SCALE, "scale", "float32[:], float32");
+    let n = 64usize;
+    let host = ramp(n);
+    let buf = dev.upload(&f32_bytes(&host)).unwrap();
+    let base = dev.address(&buf);
+
+    // Elements 10.. through byte_offset, scaled by 3.
+    let mut shape = [(n - 10) as i64];
+    let mut t = dl_f32(base, &dev, &mut shape, None);
+    t.byte_offset = 40;
+    // SAFETY: live tensor over the library's allocation.
+    let tail = unsafe { ArraySource::Dlpack(&t).to_arg(&k.abi().params[0]) }.unwrap();
+    dev.launch(
+        &k,
+        &[tail, ArgValue::Float(3.0)],
+        &LaunchConfig::new(1u32, 64u32),
+    )
+    .unwrap();
+    // Every other element (stride 2 elements, as DLPack counts), scaled by 5.
+    let mut shape = [(n / 2) as i64];
+    let mut strides = [2i64];
+    let t = dl_f32(base, &dev, &mut shape, Some(&mut strides));
+    // SAFETY: as above.
+    let evens = unsafe { ArraySource::Dlpack(&t).to_arg(&k.abi().params[0]) }.unwrap();
+    dev.launch(
+        &k,
+        &[evens, ArgValue::Float(5.0)],
+        &LaunchConfig::new(1u32, 64u32),
+    )
+    .unwrap();
+    dev.synchronize().unwrap();
+
+    let out = f32s(&dev.download(&buf).unwrap());
+    let want: Vec<f32> = (0..n)
+        .map(|i| {
+            let mut x = i as f32;
+            if i >= 10 {
+                x *= 3.0;
+            }
+            if i % 2 == 0 {
+                x *= 5.0;
+            }
+            x
+        })
+        .collect();
+    assert_eq!(out, want);
+}
+
+#[test]
+fn cai_description_on_a_library_stream_and_dlpack_wins() {
+    let Some(dev) = device("cai_description_on_a_library_stream_and_dlpack_wins") else {
+        return;
+    };
+    let (_, k) = compile(&dev, SCALE, "scale", "float32[:], float32");
+    let n = 512usize;
+    let host = ramp(n);
+    let buf = dev.upload(&f32_bytes(&host)).unwrap();
+    dev.synchronize().unwrap();
+    let addr = dev.address(&buf);
+
+    // Every other element, strides in bytes, as json.dumps(x[::2].__cuda_array_interface__).
+    let json = format!(
+        r#"{{"shape": [{}], "typestr": "<f4", "descr": [["", "<f4"]], "data": [{addr}, false],
+            "strides": [8], "version": 3, "stream": 1, "mask": null}}"#,
+        n / 2
+    );
+    let cai = CudaArrayInterface::from_json(&json).unwrap();
+    let stream = dev.create_stream().unwrap();
+    assert!(stream.is_owned());
+    let a = cai.to_arg(&k.abi().params[0]).unwrap();
+    dev.launch_on(
+        &k,
+        &[a, ArgValue::Float(0.5)],
+        &LaunchConfig::for_elements(n as u64, 128),
+        &stream,
+    )
+    .unwrap();
+    dev.synchronize_stream(&stream).unwrap();
+    let out = f32s(&dev.download(&buf).unwrap());
+    let want: Vec<f32> = (0..n)
+        .map(|i| if i % 2 == 0 { i as f32 * 0.5 } else { i as f32 })
+        .collect();
+    assert_eq!(out, want);
+
+    // An object offering both: DLPack (the first 8 elements) wins over CAI (all of them).
+    let mut shape = [8i64];
+    let t = dl_f32(addr, &dev, &mut shape, None);
+    let whole = CudaArrayInterface::from_json(&format!(
+        r#"{{"shape": [{n}], "typestr": "<f4", "data": [{addr}, false], "version": 3}}"#
+    ))
+    .unwrap();
+    let source = ArraySource::choose(Some(&t as *const DLTensor), Some(whole)).unwrap();
+    // SAFETY: `t` is live and describes the library's allocation.
+    let a = unsafe { source.to_arg(&k.abi().params[0]) }.unwrap();
+    dev.launch_on(
+        &k,
+        &[a, ArgValue::Float(-1.0)],
+        &LaunchConfig::new(4u32, 128u32),
+        &stream,
+    )
+    .unwrap();
+    dev.synchronize_stream(&stream).unwrap();
+    let after = f32s(&dev.download(&buf).unwrap());
+    for i in 0..n {
+        let expect = if i < 8 { -want[i] } else { want[i] };
+        assert_eq!(after[i], expect, "element {i}");
+    }
+}
+
+#[test]
+fn launches_from_many_threads_on_their_own_streams() {
+    let Some(dev) = device("launches_from_many_threads_on_their_own_streams") else {
+        return;
+    };
+    let (_, k) = compile(&dev, SCALE, "scale", "float32[::1], float32");
+    let n = 4096usize;
+    std::thread::scope(|s| {
+        for t in 0..4u32 {
+            let (dev, k) = (&dev, &k);
+            s.spawn(move || {
+                let host: Vec<f32> = (0..n).map(|i| (i as f32) + t as f32).collect();
+                let buf = dev.upload(&f32_bytes(&host)).unwrap();
+                dev.synchronize().unwrap();
+                let stream = dev.create_stream().unwrap();
+                let a = ArgValue::Array(ArrayArg {
+                    data: dev.address(&buf),
+                    shape: vec![n as u64],
+                    strides: vec![1],
+                });
+                let packed = k.pack(&[a, ArgValue::Float(2.0)]).unwrap();
+                let cfg = LaunchConfig::for_elements(n as u64, 256);
+                for _ in 0..10 {
+                    dev.launch_packed(k, &packed, &cfg, &stream).unwrap();
+                }
+                dev.synchronize_stream(&stream).unwrap();
+                let out = f32s(&dev.download(&buf).unwrap());
+                let want: Vec<f32> = host.iter().map(|x| x * 1024.0).collect();
+                assert_eq!(out, want, "thread {t}");
+            });
+        }
+    });
+}
+
+#[test]
+fn cached_specializations_load_once_and_run_on_default_streams() {
+    let Some(dev) = device("cached_specializations_load_once_and_run_on_default_streams") else {
+        return;
+    };
+    let cache = KernelCache::new();
+    let (args, _) = parse_signature("float32[::1], float32").unwrap();
+    let opts = options(&dev);
+    let c1 = cache
+        .get_or_compile_source("scale.py", SCALE, "scale", &args, &opts)
+        .unwrap();
+    let c2 = cache
+        .get_or_compile_source("scale.py", SCALE, "scale", &args, &opts)
+        .unwrap();
+    assert_eq!(cache.stats().compiles, 1);
+    let k1 = dev.load_cached(&c1).unwrap();
+    let k2 = dev.load_cached(&c2).unwrap();
+    assert!(Arc::ptr_eq(&k1, &k2));
+
+    let n = 300usize;
+    let host = ramp(n);
+    let buf = dev.upload(&f32_bytes(&host)).unwrap();
+    let a = DeviceArray::contiguous(
+        dev.address(&buf),
+        pydevice::types::Scalar::Float32,
+        &[n as u64],
+    );
+    let a = a.to_arg(&k1.abi().params[0]).unwrap();
+    let cfg = LaunchConfig::for_elements(n as u64, 64);
+    dev.launch_on(
+        &k1,
+        &[a.clone(), ArgValue::Float(2.0)],
+        &cfg,
+        &dev.default_stream(),
+    )
+    .unwrap();
+    dev.synchronize().unwrap();
+    // The per-thread default stream.
+    let per_thread = Stream::per_thread();
+    assert!(per_thread.is_default());
+    dev.launch_on(&k2, &[a, ArgValue::Float(3.0)], &cfg, &per_thread)
+        .unwrap();
+    dev.synchronize_stream(&per_thread).unwrap();
+    let out = f32s(&dev.download(&buf).unwrap());
+    let want: Vec<f32> = host.iter().map(|x| x * 6.0).collect();
+    assert_eq!(out, want);
+}
+
+#[test]
+fn reflection_matches_cu_func_get_attribute() {
+    let Some(dev) = device("reflection_matches_cu_func_get_attribute") else {
+        return;
+    };
+    let arch = dev.arch().unwrap();
+    let raw = |k: &LoadedKernel, a: CUfunction_attribute| -> u32 {
+        // SAFETY: the function is loaded while `k` lives.
+        unsafe { result::function::get_function_attribute(k.cu_function(), a) }.unwrap() as u32
+    };
+    use CUfunction_attribute as A;
+    for (src, entry, sig, min_static) in [
+        (SCALE, "scale", "float32[::1], float32", 0u32),
+        (
+            MATMUL,
+            "matmul",
+            "float32[:, ::1], float32[:, ::1], float32[:, ::1]",
+            2 * 16 * 16 * 4,
+        ),
+    ] {
+        let (compiled, k) = compile(&dev, src, entry, sig);
+        let at = k.attributes().unwrap();
+        println!("{entry}: {at:?}");
+        assert_eq!(at.registers, raw(&k, A::CU_FUNC_ATTRIBUTE_NUM_REGS));
+        assert_eq!(
+            at.static_shared_bytes,
+            raw(&k, A::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
+        );
+        assert_eq!(
+            at.local_bytes,
+            raw(&k, A::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)
+        );
+        assert_eq!(
+            at.const_bytes,
+            raw(&k, A::CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES)
+        );
+        assert_eq!(
+            at.max_threads_per_block,
+            raw(&k, A::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
+        );
+        assert_eq!(
+            at.max_dynamic_shared_bytes,
+            raw(&k, A::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+        );
+        assert_eq!(at.ptx_version, raw(&k, A::CU_FUNC_ATTRIBUTE_PTX_VERSION));
+        assert_eq!(
+            at.binary_version,
+            raw(&k, A::CU_FUNC_ATTRIBUTE_BINARY_VERSION)
+        );
+        // Sane numbers.
+        assert!(at.registers > 0 && at.registers <= 255, "{at:?}");
+        assert!(at.static_shared_bytes >= min_static, "{at:?}");
+        assert!(at.static_shared_bytes <= min_static + 256, "{at:?}");
+        assert_eq!(at.local_bytes, 0, "{at:?}");
+        assert!(
+            at.max_threads_per_block >= 32 && at.max_threads_per_block <= 1024,
+            "{at:?}"
+        );
+        assert_eq!(at.binary_version, arch.number(), "{at:?}");
+        assert!(
+            at.ptx_version > 0 && at.ptx_version <= compiled.arch.number(),
+            "{at:?}"
+        );
+        let json = serde_json::to_value(at).unwrap();
+        assert_eq!(json["registers"], at.registers);
+    }
+}
+
+#[test]
+fn occupancy_is_what_the_driver_says() {
+    let Some(dev) = device("occupancy_is_what_the_driver_says") else {
+        return;
+    };
+    let (_, k) = compile(&dev, SCALE, "scale", "float32[::1], float32");
+    let sms = dev
+        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        .unwrap() as u32;
+    let threads_per_sm = dev
+        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)
+        .unwrap() as u32;
+    for block in [32u32, 128, 256, 1024] {
+        let occ = k.occupancy(block, 0).unwrap();
+        // SAFETY: the function is loaded while `k` lives.
+        let raw = unsafe {
+            result::occupancy::max_active_block_per_multiprocessor(k.cu_function(), block as i32, 0)
+        }
+        .unwrap() as u32;
+        assert_eq!(occ.active_blocks_per_sm, raw);
+        assert_eq!(k.active_blocks_per_sm(block, 0).unwrap(), raw);
+        assert!(occ.active_blocks_per_sm >= 1, "{occ:?}");
+        assert!(
+            occ.active_blocks_per_sm * block <= threads_per_sm,
+            "{occ:?}"
+        );
+        assert_eq!(occ.max_warps_per_sm, threads_per_sm / 32);
+        assert!(occ.fraction > 0.0 && occ.fraction <= 1.0, "{occ:?}");
+    }
+    let s = k.suggested_block_size(0).unwrap();
+    println!("suggested: {s:?} on {sms} multiprocessors");
+    let max = k.attributes().unwrap().max_threads_per_block;
+    assert!(s.block_threads > 0 && s.block_threads <= max, "{s:?}");
+    assert!(s.min_grid_blocks >= sms, "{s:?}");
+    assert!(k.active_blocks_per_sm(s.block_threads, 0).unwrap() >= 1);
+}
+
+#[test]
+fn rejected_launches_name_the_kernel_and_leave_the_context_usable() {
+    let Some(dev) = device("rejected_launches_name_the_kernel_and_leave_the_context_usable") else {
+        return;
+    };
+    let (_, k) = compile(&dev, SCALE, "scale", "float32[::1], float32");
+    let n = 256usize;
+    let host = ramp(n);
+    let buf = dev.upload(&f32_bytes(&host)).unwrap();
+    let args = [
+        ArgValue::Array(ArrayArg {
+            data: dev.address(&buf),
+            shape: vec![n as u64],
+            strides: vec![1],
+        }),
+        ArgValue::Float(2.0),
+    ];
+    let rejected = |cfg: LaunchConfig, needle: &str| {
+        let e = dev
+            .launch(&k, &args, &cfg)
+            .expect_err("the launch must be rejected");
+        println!("{e}");
+        match &e {
+            RuntimeError::Launch { kernel, message } => {
+                assert_eq!(kernel, "scale");
+                assert!(message.contains(needle), "`{needle}` not in: {message}");
+            }
+            other => panic!("expected a rejected launch, got {other:?}"),
+        }
+        assert!(e.context_usable());
+        assert!(e.to_string().contains("`scale`"));
+    };
+    rejected(LaunchConfig::new(1u32, 2048u32), "2048 threads");
+    rejected(LaunchConfig::new((1u32, 70_000u32), 32u32), "grid extent y");
+    rejected(
+        LaunchConfig::new(1u32, 256u32).with_shared(64 * 1024),
+        "set_max_dynamic_shared",
+    );
+    // Raising the kernel's limit makes the same launch valid.
+    k.set_max_dynamic_shared(64 * 1024).unwrap();
+    assert_eq!(k.attributes().unwrap().max_dynamic_shared_bytes, 64 * 1024);
+    // Beyond what the device allows: an error naming the kernel, not a crash.
+    let optin = dev
+        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+        .unwrap() as u32;
+    let e = k.set_max_dynamic_shared(optin + 4096).unwrap_err();
+    println!("{e}");
+    assert_eq!(e.kernel(), Some("scale"));
+    assert!(e.context_usable());
+    // Arguments packed for another kernel are refused.
+    let packed = k.pack(&args).unwrap();
+    let (_, matmul) = compile(
+        &dev,
+        MATMUL,
+        "matmul",
+        "float32[:, ::1], float32[:, ::1], float32[:, ::1]",
+    );
+    let e = dev
+        .launch_packed(
+            &matmul,
+            &packed,
+            &LaunchConfig::new(1u32, 1u32),
+            &Stream::default(),
+        )
+        .unwrap_err();
+    assert!(matches!(e, RuntimeError::Argument(_)), "{e:?}");
+
+    // The context still works: the 64 KiB launch now runs and computes.
+    dev.launch(
+        &k,
+        &args,
+        &LaunchConfig::new(1u32, 256u32).with_shared(64 * 1024),
+    )
+    .unwrap();
+    dev.synchronize().unwrap();
+    let out = f32s(&dev.download(&buf).unwrap());
+    let want: Vec<f32> = host.iter().map(|x| x * 2.0).collect();
+    assert_eq!(out, want);
+}
+
+#[test]
+fn an_illegal_address_is_an_error_naming_the_kernel() {
+    if !driver_available() {
+        println!("skipped an_illegal_address_is_an_error_naming_the_kernel: no CUDA driver");
+        return;
+    }
+    // The fault is sticky: it ruins the CUDA context for the rest of the process, so the
+    // faulting launch runs in a child process (this binary, running only `fault_child`).
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new(exe)
+        .args(["fault_child", "--exact", "--nocapture", "--test-threads=1"])
+        .env(FAULT_CHILD, "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("child stdout:\n{stdout}\nchild stderr:\n{stderr}");
+    assert!(out.status.success(), "the child failed: {:?}", out.status);
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("FAULT REPORTED: "))
+        .expect("the child reported the fault");
+    assert!(line.contains("`scale`"), "{line}");
+    assert!(line.contains("CUDA_ERROR_"), "{line}");
+}
+
+/// Runs only as the child of [`an_illegal_address_is_an_error_naming_the_kernel`].
+#[test]
+fn fault_child() {
+    if std::env::var_os(FAULT_CHILD).is_none() {
+        return;
+    }
+    let dev = Device::open(0).unwrap();
+    let (_, k) = compile(&dev, SCALE, "scale", "float32[:], float32");
+    let buf = dev.upload(&[0u8; 4 * 32]).unwrap();
+    // A descriptor that lies: 32 elements, 2^40 elements (4 TiB) apart, in a 128-byte buffer.
+    let a = ArgValue::Array(ArrayArg {
+        data: dev.address(&buf),
+        shape: vec![32],
+        strides: vec![1i64 << 40],
+    });
+    let args = [a, ArgValue::Float(2.0)];
+    let cfg = LaunchConfig::new(1u32, 32u32);
+    let err = match dev.launch(&k, &args, &cfg) {
+        Err(e) => e,
+        Ok(()) => dev
+            .synchronize()
+            .expect_err("an illegal address must be reported"),
+    };
+    println!("FAULT REPORTED: {err}");
+    assert!(matches!(err, RuntimeError::Fault { .. }), "{err:?}");
+    assert_eq!(err.kernel(), Some("scale"));
+    assert!(!err.context_usable());
+    // Later calls on the ruined context are errors too, not crashes.
+    let again = dev.launch(&k, &args, &cfg).and_then(|()| dev.synchronize());
+    println!("AFTERWARDS: {again:?}");
+    assert!(again.is_err());
+}
