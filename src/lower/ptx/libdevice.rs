@@ -1,14 +1,17 @@
 //! Linking libdevice, CUDA's math library shipped as LLVM bitcode.
 //!
-//! The bitcode is read from disk once per process and parsed into each module's context
-//! only when that module calls a `__nv_` function. After linking, every libdevice function
-//! is made internal, so the optimizer keeps only what the kernel uses.
+//! Parsing all of libdevice (about 500 KB of bitcode) costs tens of milliseconds, so each
+//! function a kernel calls is extracted once per process into a small bitcode module of its
+//! own (the function and what it calls), cached, and linked on demand. A kernel that uses
+//! `math.exp` then pays for parsing `__nv_expf` alone.
 
 use super::LowerError;
 use inkwell::context::Context;
 use inkwell::memory_buffer::MemoryBuffer;
 use inkwell::module::{Linkage, Module};
-use std::sync::OnceLock;
+use inkwell::passes::PassBuilderOptions;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
 fn bitcode() -> Result<&'static [u8], LowerError> {
     static BC: OnceLock<Option<Vec<u8>>> = OnceLock::new();
@@ -17,31 +20,110 @@ fn bitcode() -> Result<&'static [u8], LowerError> {
         .ok_or_else(|| LowerError::LibdeviceNotFound(crate::toolkit::searched()))
 }
 
-/// Links libdevice into `module`.
-pub fn link<'ctx>(ctx: &'ctx Context, module: &Module<'ctx>) -> Result<(), LowerError> {
+/// Extracted functions, shared by all threads: name → bitcode of a module holding it.
+fn extracted() -> &'static Mutex<HashMap<String, Arc<Vec<u8>>>> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Arc<Vec<u8>>>>> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+thread_local! {
+    /// This thread's parsed copy of libdevice, in a context of its own, for extraction.
+    static WHOLE: OnceLock<(&'static Context, Module<'static>)> = const { OnceLock::new() };
+}
+
+/// The bitcode of a module that defines `name` (external) and, internally, what it calls.
+fn extract(name: &str) -> Result<Arc<Vec<u8>>, LowerError> {
+    if let Some(bc) = extracted()
+        .lock()
+        .map_err(|_| LowerError::Llvm("libdevice cache poisoned".into()))?
+        .get(name)
+    {
+        return Ok(bc.clone());
+    }
     let bytes = bitcode()?;
-    let buf = MemoryBuffer::create_from_memory_range(bytes, "libdevice");
-    let lib = Module::parse_bitcode_from_buffer(&buf, ctx)
-        .map_err(|e| LowerError::Llvm(format!("reading libdevice: {e}")))?;
-    lib.set_triple(&module.get_triple());
-    lib.set_data_layout(&module.get_data_layout());
-    module
-        .link_in_module(lib)
-        .map_err(|e| LowerError::Llvm(format!("linking libdevice: {e}")))?;
+    let bc = WHOLE.with(|whole| -> Result<Vec<u8>, LowerError> {
+        if whole.get().is_none() {
+            // Leaked on purpose: one context and module per thread that extracts, for the
+            // life of the process.
+            let ctx: &'static Context = Box::leak(Box::new(Context::create()));
+            let buf = MemoryBuffer::create_from_memory_range(bytes, "libdevice");
+            let m = Module::parse_bitcode_from_buffer(&buf, ctx)
+                .map_err(|e| LowerError::Llvm(format!("reading libdevice: {e}")))?;
+            let _ = whole.set((ctx, m));
+        }
+        let (_, lib) = whole
+            .get()
+            .ok_or_else(|| LowerError::Llvm("libdevice not loaded".into()))?;
+        if lib
+            .get_function(name)
+            .is_none_or(|f| f.count_basic_blocks() == 0)
+        {
+            return Err(LowerError::Llvm(format!(
+                "libdevice has no function {name}"
+            )));
+        }
+        let m = lib.clone();
+        let mut f = m.get_first_function();
+        while let Some(func) = f {
+            if func.count_basic_blocks() > 0 && func.get_name().to_bytes() != name.as_bytes() {
+                func.set_linkage(Linkage::Internal);
+            }
+            f = func.get_next_function();
+        }
+        let mut g = m.get_first_global();
+        while let Some(gv) = g {
+            if gv.get_initializer().is_some() {
+                gv.set_linkage(Linkage::Internal);
+            }
+            g = gv.get_next_global();
+        }
+        // Drop everything the function does not reach.
+        let tm = super::dce_machine()?;
+        m.run_passes("globaldce", &tm, PassBuilderOptions::create())
+            .map_err(|e| LowerError::Llvm(format!("extracting {name}: {e}")))?;
+        Ok(m.write_bitcode_to_memory().as_slice().to_vec())
+    })?;
+    let bc = Arc::new(bc);
+    extracted()
+        .lock()
+        .map_err(|_| LowerError::Llvm("libdevice cache poisoned".into()))?
+        .insert(name.to_string(), bc.clone());
+    Ok(bc)
+}
+
+/// Links into `module` the libdevice functions it declares (`__nv_*`), each made internal
+/// so the optimizer keeps only what is used.
+pub fn link<'ctx>(ctx: &'ctx Context, module: &Module<'ctx>) -> Result<(), LowerError> {
+    let mut wanted = Vec::new();
     let mut f = module.get_first_function();
     while let Some(func) = f {
-        let name = func.get_name().to_string_lossy();
-        if name.starts_with("__nv_") && func.count_basic_blocks() > 0 {
-            func.set_linkage(Linkage::Internal);
+        let name = func.get_name().to_string_lossy().into_owned();
+        if name.starts_with("__nv_") && func.count_basic_blocks() == 0 {
+            wanted.push(name);
         }
         f = func.get_next_function();
     }
+    for name in wanted {
+        let bc = extract(&name)?;
+        let buf = MemoryBuffer::create_from_memory_range_copy(&bc, &name);
+        let lib = Module::parse_bitcode_from_buffer(&buf, ctx)
+            .map_err(|e| LowerError::Llvm(format!("reading libdevice's {name}: {e}")))?;
+        lib.set_triple(&module.get_triple());
+        lib.set_data_layout(&module.get_data_layout());
+        module
+            .link_in_module(lib)
+            .map_err(|e| LowerError::Llvm(format!("linking libdevice's {name}: {e}")))?;
+        if let Some(func) = module.get_function(&name) {
+            func.set_linkage(Linkage::Internal);
+        }
+    }
     // libdevice asks `__nvvm_reflect("__CUDA_FTZ")`; answer "no flush to zero".
-    let i32t = ctx.i32_type();
-    module.add_basic_value_flag(
-        "nvvm-reflect-ftz",
-        inkwell::module::FlagBehavior::Override,
-        i32t.const_zero(),
-    );
+    if module.get_flag("nvvm-reflect-ftz").is_none() {
+        module.add_basic_value_flag(
+            "nvvm-reflect-ftz",
+            inkwell::module::FlagBehavior::Override,
+            ctx.i32_type().const_zero(),
+        );
+    }
     Ok(())
 }

@@ -129,6 +129,24 @@ fn with_machine<R>(
     })
 }
 
+/// A target machine for module-level clean-up passes (libdevice extraction), owned by the
+/// caller.
+pub(crate) fn dce_machine() -> Result<TargetMachine, LowerError> {
+    init();
+    let triple = TargetTriple::create(TRIPLE);
+    let target = Target::from_triple(&triple).map_err(|e| LowerError::Llvm(e.to_string()))?;
+    target
+        .create_target_machine(
+            &triple,
+            "sm_75",
+            "",
+            OptimizationLevel::None,
+            RelocMode::Default,
+            CodeModel::Default,
+        )
+        .ok_or_else(|| LowerError::Llvm("cannot create a target machine".into()))
+}
+
 /// Compiles a program to PTX (or LLVM IR) for `options.arch`.
 pub fn compile(program: &Program, options: &PtxOptions, emit: Emit) -> Result<String, LowerError> {
     let ctx = Context::create();
