@@ -32,33 +32,8 @@ def scale(a, f):
         a[i] = a[i] * f
 "#;
 
-const MATMUL: &str = r#"
-from cuda import device
-from cuda.device import float32
-
-TILE = 16
-
-
-@device.kernel
-def matmul(a, b, c):
-    sa = device.shared_array((TILE, TILE), float32)
-    sb = device.shared_array((TILE, TILE), float32)
-    tx = device.thread_idx.x
-    ty = device.thread_idx.y
-    row, col = device.tid(2)
-    n = a.shape[1]
-    acc = float32(0)
-    for t in range((n + TILE - 1) // TILE):
-        k0 = t * TILE
-        sa[ty, tx] = a[row, k0 + tx] if row < a.shape[0] and k0 + tx < n else 0.0
-        sb[ty, tx] = b[k0 + ty, col] if k0 + ty < n and col < b.shape[1] else 0.0
-        device.syncthreads()
-        for k in range(TILE):
-            acc += sa[ty, k] * sb[k, tx]
-        device.syncthreads()
-    if row < c.shape[0] and col < c.shape[1]:
-        c[row, col] = acc
-"#;
+/// A kernel with static shared memory: two 16 × 16 float32 tiles.
+const MATMUL: &str = include_str!("fixtures/lang/shared_tiled_matmul.py");
 
 /// Set in the child process that runs [`fault_child`].
 const FAULT_CHILD: &str = "PYDEVICE_GPU_RUNTIME_FAULT_CHILD";
@@ -228,10 +203,13 @@ fn cai_description_on_a_library_stream_and_dlpack_wins() {
         return;
     };
     let (_, k) = compile(&dev, SCALE, "scale", "float32[:], float32");
+    let stream = dev.create_stream().unwrap();
+    assert!(stream.is_owned());
     let n = 512usize;
     let host = ramp(n);
+    // Uploaded on the legacy default stream, which the CAI's `stream: 1` names below; the
+    // library's (non-blocking) stream is ordered after it with an event, not a host wait.
     let buf = dev.upload(&f32_bytes(&host)).unwrap();
-    dev.synchronize().unwrap();
     let addr = dev.address(&buf);
 
     // Every other element, strides in bytes, as json.dumps(x[::2].__cuda_array_interface__).
@@ -241,8 +219,10 @@ fn cai_description_on_a_library_stream_and_dlpack_wins() {
         n / 2
     );
     let cai = CudaArrayInterface::from_json(&json).unwrap();
-    let stream = dev.create_stream().unwrap();
-    assert!(stream.is_owned());
+    // SAFETY: 1 is CU_STREAM_LEGACY, valid in every context.
+    let producer = unsafe { Stream::from_handle(cai.stream.unwrap() as usize) };
+    assert!(producer.is_default());
+    dev.wait_stream(&stream, &producer).unwrap();
     let a = cai.to_arg(&k.abi().params[0]).unwrap();
     dev.launch_on(
         &k,
@@ -339,11 +319,13 @@ fn cached_specializations_load_once_and_run_on_default_streams() {
     let n = 300usize;
     let host = ramp(n);
     let buf = dev.upload(&f32_bytes(&host)).unwrap();
-    let a = DeviceArray::contiguous(
-        dev.address(&buf),
-        pydevice::types::Scalar::Float32,
-        &[n as u64],
-    );
+    let f32_ = pydevice::types::Scalar::Float32;
+    assert!(matches!(
+        dev.array(&buf, f32_, &[n as u64 + 1]),
+        Err(RuntimeError::Argument(_))
+    ));
+    let a = dev.array(&buf, f32_, &[n as u64]).unwrap();
+    a.check_device(dev.ordinal()).unwrap();
     let a = a.to_arg(&k1.abi().params[0]).unwrap();
     let cfg = LaunchConfig::for_elements(n as u64, 64);
     dev.launch_on(

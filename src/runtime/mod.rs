@@ -43,6 +43,7 @@ pub use stream::Stream;
 use crate::CompiledKernel;
 use crate::abi::{ArgValue, KernelAbi, pack};
 use crate::lower::Arch;
+use crate::types::Scalar;
 use cudarc::driver::sys::{CUdevice_attribute, CUfunction};
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DriverError,
@@ -314,6 +315,52 @@ impl Device {
     pub fn address(&self, buf: &DeviceBuffer) -> u64 {
         let (ptr, _sync) = buf.slice.device_ptr(&self.stream);
         ptr
+    }
+
+    /// A typed view of a whole buffer or its beginning: `shape` C-contiguous elements of
+    /// `dtype`, checked to fit in the buffer.
+    pub fn array(
+        &self,
+        buf: &DeviceBuffer,
+        dtype: Scalar,
+        shape: &[u64],
+    ) -> Result<DeviceArray, RuntimeError> {
+        let bytes = shape
+            .iter()
+            .try_fold(dtype.size(), |acc, &e| acc.checked_mul(e))
+            .ok_or_else(|| RuntimeError::Argument(format!("shape {shape:?} overflows")))?;
+        if bytes > buf.len() as u64 {
+            return Err(RuntimeError::Argument(format!(
+                "a {dtype} array of shape {shape:?} needs {bytes} bytes; the buffer has {}",
+                buf.len()
+            )));
+        }
+        let mut a = DeviceArray::contiguous(self.address(buf), dtype, shape);
+        a.device = Some(self.ordinal() as i32);
+        Ok(a)
+    }
+
+    /// Makes later work on `waiter` wait until the work already submitted to `producer` is
+    /// done, without blocking the host (an event recorded on `producer`, waited on by
+    /// `waiter`). Use it with another framework's stream, such as the `stream` entry of a
+    /// CUDA Array Interface (v3 asks consumers to do this).
+    pub fn wait_stream(&self, waiter: &Stream, producer: &Stream) -> Result<(), RuntimeError> {
+        use cudarc::driver::result::{event, stream};
+        use cudarc::driver::sys::{CUevent_flags, CUevent_wait_flags};
+        self.ctx.bind_to_thread().map_err(|e| self.error(e))?;
+        let ev =
+            event::create(CUevent_flags::CU_EVENT_DISABLE_TIMING).map_err(|e| self.error(e))?;
+        // SAFETY: `ev` was just created in this context; both streams are valid streams of it
+        // (their constructors' promise). Destroying a recorded event is allowed before it
+        // completes: the driver releases it once it has.
+        let waited = unsafe {
+            event::record(ev, producer.raw()).and_then(|()| {
+                stream::wait_event(waiter.raw(), ev, CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT)
+            })
+        };
+        // SAFETY: as above; `ev` is not used again.
+        let destroyed = unsafe { event::destroy(ev) };
+        waited.and(destroyed).map_err(|e| self.error(e))
     }
 
     /// Launches a kernel asynchronously on the legacy default stream.
