@@ -124,7 +124,31 @@ pub struct Program {
     pub functions: Arena<Function>,
     /// The function that was asked for.
     pub entry: Handle<Function>,
+    /// Options of the entry that apply to the whole program.
+    pub options: ProgramOptions,
+    /// The source, for line information and run-time error reports.
+    pub file: crate::diag::SourceFile,
 }
+
+/// Options given on the entry kernel (`@kernel(fastmath=True, ...)`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ProgramOptions {
+    /// `max_threads=`: emitted as `.maxntid`.
+    pub max_threads: Option<u32>,
+    /// `min_blocks=`: emitted as `.minnctapersm`.
+    pub min_blocks: Option<u32>,
+    /// Fast, less accurate floating point (approximate division and square root, flushing
+    /// denormals to zero, reassociation).
+    pub fastmath: bool,
+    /// Source line information in the PTX (`.loc`).
+    pub lineinfo: bool,
+    /// Check every array index; an out-of-range access is skipped and reported.
+    pub bounds_check: bool,
+}
+
+/// The device global where a bounds-checked kernel records its first out-of-range access:
+/// a `uint64` that is 0 while none happened, else `line << 32 | column` of the access.
+pub const BOUNDS_ERROR_SYMBOL: &str = "__pyd_bounds_error";
 
 /// What a function is to the outside.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]

@@ -7,8 +7,13 @@ use pydevice::types::signature::parse_signature;
 use pydevice::{CompileOptions, Module};
 
 const NAMES: &[&str] = &["x", "y", "z"];
-const BINOPS: &[&str] = &["+", "-", "*", "//", "%", "/", "**", "&", "|", "^", "<<", ">>", "<", "<=", "==", "!=", "and", "or"];
-const DTYPES: &[&str] = &["int8", "int32", "int64", "uint16", "uint32", "float32", "float64", "bool"];
+const BINOPS: &[&str] = &[
+    "+", "-", "*", "//", "%", "/", "**", "&", "|", "^", "<<", ">>", "<", "<=", "==", "!=", "and",
+    "or",
+];
+const DTYPES: &[&str] = &[
+    "int8", "int32", "int64", "uint16", "uint32", "float32", "float64", "bool",
+];
 
 fn expr(depth: u32) -> BoxedStrategy<String> {
     let leaf = prop_oneof![
@@ -26,10 +31,16 @@ fn expr(depth: u32) -> BoxedStrategy<String> {
     let sub = expr(depth - 1);
     prop_oneof![
         leaf,
-        (sub.clone(), prop::sample::select(BINOPS), sub.clone()).prop_map(|(l, op, r)| format!("({l} {op} {r})")),
-        (prop::sample::select(&["-", "~", "not ", "+"][..]), sub.clone()).prop_map(|(op, e)| format!("({op}{e})")),
+        (sub.clone(), prop::sample::select(BINOPS), sub.clone())
+            .prop_map(|(l, op, r)| format!("({l} {op} {r})")),
+        (
+            prop::sample::select(&["-", "~", "not ", "+"][..]),
+            sub.clone()
+        )
+            .prop_map(|(op, e)| format!("({op}{e})")),
         (prop::sample::select(DTYPES), sub.clone()).prop_map(|(t, e)| format!("{t}({e})")),
-        (sub.clone(), sub.clone(), sub.clone()).prop_map(|(a, c, b)| format!("({a} if {c} else {b})")),
+        (sub.clone(), sub.clone(), sub.clone())
+            .prop_map(|(a, c, b)| format!("({a} if {c} else {b})")),
         (sub.clone(), sub.clone()).prop_map(|(a, b)| format!("min({a}, {b})")),
         sub.clone().prop_map(|a| format!("abs({a})")),
         sub.prop_map(|a| format!("math.sqrt(abs(float64({a})))")),
@@ -41,7 +52,10 @@ fn stmt(depth: u32) -> BoxedStrategy<Vec<String>> {
     let simple = prop_oneof![
         expr(2).prop_map(|e| vec![format!("x = int32({e})")]),
         expr(2).prop_map(|e| vec![format!("y = float64({e})")]),
-        (prop::sample::select(&["+", "-", "*", "//", "%", "&", "<<"][..]), expr(1))
+        (
+            prop::sample::select(&["+", "-", "*", "//", "%", "&", "<<"][..]),
+            expr(1)
+        )
             .prop_map(|(op, e)| vec![format!("x = int32(x {op} {e})")]),
         expr(2).prop_map(|e| vec![format!("a[i] = {e}")]),
         Just(vec!["device.syncthreads()".to_string()]),

@@ -42,6 +42,16 @@ pub(crate) enum Item {
 pub(crate) struct DecoratorOptions {
     /// `interop=True`
     pub interop: bool,
+    /// `max_threads=N` (kernels): the most threads per block it will be launched with.
+    pub max_threads: Option<u32>,
+    /// `min_blocks=N` (kernels): blocks per SM the compiler should keep room for.
+    pub min_blocks: Option<u32>,
+    /// `fastmath=True` (kernels)
+    pub fastmath: bool,
+    /// `lineinfo=True` or `debug=True` (kernels): source lines in the PTX.
+    pub lineinfo: bool,
+    /// `bounds_check=True` (kernels): out-of-range indices are reported, not executed.
+    pub bounds_check: bool,
 }
 
 /// A function defined at module level.
@@ -338,15 +348,64 @@ impl ParsedModule {
                     ));
                     continue;
                 };
-                match name.id.as_str() {
-                    "interop" => match self.eval_const(&kw.value) {
-                        Some(Const::Bool(b)) => options.interop = b,
-                        _ => diags.push(Diagnostic::error(
+                let kernel_only = [
+                    "max_threads",
+                    "min_blocks",
+                    "fastmath",
+                    "lineinfo",
+                    "debug",
+                    "bounds_check",
+                ];
+                let key = name.id.as_str();
+                if this == FunctionKind::Device && kernel_only.contains(&key) {
+                    diags.push(
+                        Diagnostic::error(
                             "E0103",
-                            kw.value.range().into(),
-                            "`interop` must be the constant `True` or `False`",
-                        )),
-                    },
+                            kw.range().into(),
+                            format!("`{key}` is an option of `@kernel`, not of `@func`"),
+                        )
+                        .with_note(
+                            "device functions take the options of the kernel that calls them",
+                        ),
+                    );
+                    continue;
+                }
+                let value = self.eval_const(&kw.value);
+                let vspan: Span = kw.value.range().into();
+                let flag = |diags: &mut Vec<Diagnostic>| match value {
+                    Some(Const::Bool(b)) => Some(b),
+                    _ => {
+                        diags.push(Diagnostic::error(
+                            "E0103",
+                            vspan,
+                            format!("`{key}` must be the constant `True` or `False`"),
+                        ));
+                        None
+                    }
+                };
+                let count = |diags: &mut Vec<Diagnostic>, max: i128| match value
+                    .as_ref()
+                    .and_then(Const::as_int)
+                {
+                    Some(n) if (1..=max).contains(&n) && !matches!(value, Some(Const::Bool(_))) => {
+                        Some(n as u32)
+                    }
+                    _ => {
+                        diags.push(Diagnostic::error(
+                            "E0103",
+                            vspan,
+                            format!("`{key}` must be a constant integer from 1 to {max}"),
+                        ));
+                        None
+                    }
+                };
+                match key {
+                    "interop" => options.interop = flag(diags).unwrap_or(options.interop),
+                    "fastmath" => options.fastmath = flag(diags).unwrap_or(false),
+                    "lineinfo" | "debug" => options.lineinfo |= flag(diags).unwrap_or(false),
+                    "bounds_check" => options.bounds_check = flag(diags).unwrap_or(false),
+                    "max_threads" => options.max_threads = count(diags, 1024),
+                    "min_blocks" => options.min_blocks = count(diags, 64),
                     other => diags.push(
                         Diagnostic::error(
                             "E0103",
@@ -354,9 +413,19 @@ impl ParsedModule {
                             format!("unknown keyword argument `{other}` for `{what}`"),
                         )
                         .with_label("not a supported option")
-                        .with_note("supported options: interop"),
+                        .with_note(if this == FunctionKind::Kernel {
+                            "supported options: interop, max_threads, min_blocks, fastmath, lineinfo, debug, bounds_check"
+                        } else {
+                            "supported options: interop"
+                        }),
                     ),
                 }
+            }
+            if options.min_blocks.is_some() && options.max_threads.is_none() {
+                diags.push(
+                    Diagnostic::error("E0103", span, "`min_blocks` needs `max_threads` as well")
+                        .with_note("PTX's .minnctapersm only has an effect together with .maxntid"),
+                );
             }
         }
         (kind.map(|(k, _)| k), options)

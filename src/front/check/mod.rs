@@ -96,10 +96,21 @@ pub fn specialize(
     let key = (idx, args.to_vec());
     s.commit(&key);
     match handle {
-        Ok(entry) if s.diags.is_empty() => Ok(ir::Program {
-            functions: s.functions,
-            entry,
-        }),
+        Ok(entry) if s.diags.is_empty() => {
+            let o = &decl.options;
+            Ok(ir::Program {
+                functions: s.functions,
+                entry,
+                options: ir::ProgramOptions {
+                    max_threads: o.max_threads,
+                    min_blocks: o.min_blocks,
+                    fastmath: o.fastmath,
+                    lineinfo: o.lineinfo,
+                    bounds_check: o.bounds_check,
+                },
+                file: module.file.clone(),
+            })
+        }
         _ => {
             if s.diags.is_empty() {
                 // Defensive: a failed instance always reports why.

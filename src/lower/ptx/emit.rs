@@ -17,6 +17,7 @@ use inkwell::attributes::{Attribute, AttributeLoc};
 use inkwell::basic_block::BasicBlock;
 use inkwell::builder::Builder;
 use inkwell::context::Context;
+use inkwell::debug_info::AsDIScope;
 use inkwell::intrinsics::Intrinsic as LlvmIntrinsic;
 use inkwell::module::{Linkage, Module};
 use inkwell::types::{AnyType, BasicMetadataTypeEnum, BasicType, BasicTypeEnum, StructType};
@@ -34,12 +35,49 @@ fn err(m: impl Into<String>) -> LowerError {
 
 /// Emits every function of `program` into `module`; returns whether libdevice is needed.
 pub fn emit<'ctx>(ctx: &'ctx Context, module: &Module<'ctx>, program: &Program) -> R<bool> {
+    let debug = if program.options.lineinfo {
+        module.add_basic_value_flag(
+            "Debug Info Version",
+            inkwell::module::FlagBehavior::Warning,
+            ctx.i32_type().const_int(3, false),
+        );
+        let path = std::path::Path::new(&program.file.name);
+        let file = path
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let dir = path
+            .parent()
+            .map(|d| d.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Some(module.create_debug_info_builder(
+            true,
+            inkwell::debug_info::DWARFSourceLanguage::Python,
+            &file,
+            &dir,
+            "pydevice",
+            true,
+            "",
+            0,
+            "",
+            inkwell::debug_info::DWARFEmissionKind::LineTablesOnly,
+            0,
+            false,
+            false,
+            "",
+            "",
+        ))
+    } else {
+        None
+    };
     let mut e = Emitter {
         ctx,
         module,
         builder: ctx.create_builder(),
         fns: Vec::new(),
         uses_libdevice: false,
+        program,
+        debug,
     };
     for (_, f) in program.functions.iter() {
         let llfn = e.declare(f)?;
@@ -47,6 +85,12 @@ pub fn emit<'ctx>(ctx: &'ctx Context, module: &Module<'ctx>, program: &Program) 
     }
     for (h, f) in program.functions.iter() {
         e.define(f, e.fns[h.index()])?;
+    }
+    if program.options.fastmath {
+        e.relax_floating_point();
+    }
+    if let Some((dib, _)) = &e.debug {
+        dib.finalize();
     }
     Ok(e.uses_libdevice)
 }
@@ -57,6 +101,12 @@ struct Emitter<'a, 'ctx> {
     builder: Builder<'ctx>,
     fns: Vec<FunctionValue<'ctx>>,
     uses_libdevice: bool,
+    program: &'a Program,
+    /// Line information, when `lineinfo=True`.
+    debug: Option<(
+        inkwell::debug_info::DebugInfoBuilder<'ctx>,
+        inkwell::debug_info::DICompileUnit<'ctx>,
+    )>,
 }
 
 fn addr_space(s: MemSpace) -> AddressSpace {
@@ -194,6 +244,33 @@ impl<'ctx> Emitter<'_, 'ctx> {
             self.module
                 .add_global_metadata("nvvm.annotations", &md)
                 .map_err(|e| err(e.to_string()))?;
+            let o = &self.program.options;
+            for (key, value) in [("maxntidx", o.max_threads), ("minctasm", o.min_blocks)] {
+                if let Some(v) = value {
+                    let md = self.ctx.metadata_node(&[
+                        llfn.as_global_value().as_pointer_value().into(),
+                        self.ctx.metadata_string(key).into(),
+                        self.ctx.i32_type().const_int(u64::from(v), false).into(),
+                    ]);
+                    self.module
+                        .add_global_metadata("nvvm.annotations", &md)
+                        .map_err(|e| err(e.to_string()))?;
+                }
+            }
+        }
+        if self.program.options.fastmath {
+            for (k, v) in [
+                ("unsafe-fp-math", "true"),
+                ("no-infs-fp-math", "true"),
+                ("no-nans-fp-math", "true"),
+                ("no-signed-zeros-fp-math", "true"),
+                ("denormal-fp-math-f32", "preserve-sign,preserve-sign"),
+            ] {
+                llfn.add_attribute(
+                    AttributeLoc::Function,
+                    self.ctx.create_string_attribute(k, v),
+                );
+            }
         }
         Ok(llfn)
     }
@@ -201,6 +278,27 @@ impl<'ctx> Emitter<'_, 'ctx> {
     fn define(&mut self, f: &Function, llfn: FunctionValue<'ctx>) -> R<()> {
         let entry = self.ctx.append_basic_block(llfn, "entry");
         self.builder.position_at_end(entry);
+        if let Some((dib, cu)) = &self.debug {
+            let (line, _) = self.program.file.line_col(f.span.start);
+            let ty = dib.create_subroutine_type(cu.get_file(), None, &[], 0);
+            let sp = dib.create_function(
+                cu.as_debug_info_scope(),
+                &f.name,
+                Some(&f.symbol),
+                cu.get_file(),
+                line as u32,
+                ty,
+                f.kind != FunctionKind::Kernel && !f.interop,
+                true,
+                line as u32,
+                0,
+                true,
+            );
+            llfn.set_subprogram(sp);
+            let loc =
+                dib.create_debug_location(self.ctx, line as u32, 0, sp.as_debug_info_scope(), None);
+            self.builder.set_current_debug_location(loc);
+        }
         let mut locals = Vec::new();
         for (_, l) in f.locals.iter() {
             let t = self.mem_type(&l.ty);
@@ -248,6 +346,45 @@ impl<'ctx> Emitter<'_, 'ctx> {
             }
         }
         Ok(())
+    }
+
+    /// The global where bounds-checked kernels record their first out-of-range access.
+    fn bounds_error_global(&self) -> PointerValue<'ctx> {
+        let name = crate::ir::BOUNDS_ERROR_SYMBOL;
+        let g = self.module.get_global(name).unwrap_or_else(|| {
+            let i64t = self.ctx.i64_type();
+            let g = self
+                .module
+                .add_global(i64t, Some(AddressSpace::from(1u16)), name);
+            g.set_initializer(&i64t.const_zero());
+            g.set_alignment(8);
+            g
+        });
+        g.as_pointer_value()
+    }
+
+    /// `fastmath=True`: every floating-point instruction may be reassociated, contracted,
+    /// approximated, and assume finite, non-NaN values.
+    fn relax_floating_point(&self) {
+        use inkwell::values::{FastMathFlags, InstructionOpcode as Op};
+        let mut f = self.module.get_first_function();
+        while let Some(func) = f {
+            for bb in func.get_basic_blocks() {
+                let mut i = bb.get_first_instruction();
+                while let Some(inst) = i {
+                    let float = matches!(
+                        inst.get_opcode(),
+                        Op::FAdd | Op::FSub | Op::FMul | Op::FDiv | Op::FRem | Op::FNeg | Op::FCmp
+                    ) || (inst.get_opcode() == Op::Call
+                        && inst.get_type().is_float_type());
+                    if float {
+                        let _ = inst.set_fast_math_flags(FastMathFlags::all());
+                    }
+                    i = inst.get_next_instruction();
+                }
+            }
+            f = func.get_next_function();
+        }
     }
 
     fn intrinsic(&self, name: &str, types: &[BasicTypeEnum<'ctx>]) -> R<FunctionValue<'ctx>> {
@@ -304,6 +441,17 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
     }
 
     fn stmt(&mut self, s: &Stmt) -> R<()> {
+        if let (Some((dib, _)), Some(sp)) = (&self.e.debug, self.llfn.get_subprogram()) {
+            let (line, col) = self.e.program.file.line_col(s.span.start);
+            let loc = dib.create_debug_location(
+                self.e.ctx,
+                line as u32,
+                col as u32,
+                sp.as_debug_info_scope(),
+                None,
+            );
+            self.e.builder.set_current_debug_location(loc);
+        }
         match &s.kind {
             StmtKind::Eval(e) => {
                 self.expr(*e)?;
@@ -319,12 +467,17 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 indices,
                 value,
             } => {
-                let (ptr, at) = self.element_ptr(*array, indices)?;
+                let (ptr, at, ok) = self.element_ptr_checked(*array, indices, s.span)?;
                 let v = self.value(*value)?;
                 let v = self.mem_repr(v, &Type::Scalar(at.dtype))?;
+                let cont = self.guard(ok)?;
                 let st = self.b().build_store(ptr, v)?;
                 st.set_alignment(at.dtype.size() as u32)
                     .map_err(|e| err(e.to_string()))?;
+                if let Some(cont) = cont {
+                    self.b().build_unconditional_branch(cont)?;
+                    self.b().position_at_end(cont);
+                }
             }
             StmtKind::If {
                 cond,
@@ -555,13 +708,33 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 return self.intrinsic(*op, &args, &ty);
             }
             Expr::Load { array, indices } => {
-                let (ptr, at) = self.element_ptr(*array, indices)?;
+                let span = self.f.exprs.span(h);
+                let (ptr, at, ok) = self.element_ptr_checked(*array, indices, span)?;
                 let t = Type::Scalar(at.dtype);
-                let ld = self.b().build_load(self.e.mem_type(&t), ptr, "")?;
+                let mt = self.e.mem_type(&t);
+                let before = self.b().get_insert_block().ok_or_else(|| err("no block"))?;
+                let cont = self.guard(ok)?;
+                let ld = self.b().build_load(mt, ptr, "")?;
                 if let Some(i) = ld.as_instruction_value() {
                     i.set_alignment(at.dtype.size() as u32)
                         .map_err(|e| err(e.to_string()))?;
                 }
+                let ld = match cont {
+                    None => ld,
+                    Some(cont) => {
+                        // An out-of-range load reads zero (after recording the error).
+                        let loaded = self.b().get_insert_block().ok_or_else(|| err("no block"))?;
+                        self.b().build_unconditional_branch(cont)?;
+                        self.b().position_at_end(cont);
+                        let phi = self.b().build_phi(mt, "")?;
+                        let fail = cont
+                            .get_previous_basic_block()
+                            .filter(|b| *b != loaded)
+                            .unwrap_or(before);
+                        phi.add_incoming(&[(&ld, loaded), (&mt.const_zero(), fail)]);
+                        phi.as_basic_value()
+                    }
+                };
                 self.reg_repr(ld, &t)?
             }
             Expr::ArrayProp(a, p) => {
@@ -719,11 +892,73 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         }
     }
 
+    /// Like `element_ptr`, and in bounds-checking mode also whether every index is in range
+    /// (`0 <= i < shape`, after Python's wrap of negative indices).
+    fn element_ptr_checked(
+        &mut self,
+        array: Handle<Expr>,
+        indices: &[Index],
+        span: crate::diag::Span,
+    ) -> R<(PointerValue<'ctx>, ArrayType, Option<(IntValue<'ctx>, u64)>)> {
+        if !self.e.program.options.bounds_check {
+            let (p, at) = self.element_ptr(array, indices)?;
+            return Ok((p, at, None));
+        }
+        let (p, at, idx) = self.element_ptr_indices(array, indices)?;
+        let desc = self.value(array)?.into_struct_value();
+        let mut ok = self.e.ctx.bool_type().const_int(1, false);
+        for (d, i) in idx.iter().enumerate() {
+            let n = self.dim(desc, 1, d as u8)?;
+            let inb = self.b().build_int_compare(IntPredicate::ULT, *i, n, "")?;
+            ok = self.b().build_and(ok, inb, "")?;
+        }
+        let (line, col) = self.e.program.file.line_col(span.start);
+        Ok((p, at, Some((ok, (line as u64) << 32 | col as u64))))
+    }
+
+    /// In bounds-checking mode: branch on `ok`; the failing side records the error (the
+    /// first one wins) and skips the access. Returns the block where both sides meet, with
+    /// the builder positioned where the access goes.
+    fn guard(&mut self, ok: Option<(IntValue<'ctx>, u64)>) -> R<Option<BasicBlock<'ctx>>> {
+        let Some((ok, code)) = ok else {
+            return Ok(None);
+        };
+        let access = self.new_block("inbounds");
+        let fail = self.new_block("out_of_bounds");
+        let cont = self.new_block("bounds.end");
+        self.b().build_conditional_branch(ok, access, fail)?;
+        self.b().position_at_end(fail);
+        let g = self.e.bounds_error_global();
+        let i64t = self.e.ctx.i64_type();
+        self.b().build_cmpxchg(
+            g,
+            i64t.const_zero(),
+            i64t.const_int(code, false),
+            inkwell::AtomicOrdering::Monotonic,
+            inkwell::AtomicOrdering::Monotonic,
+        )?;
+        self.b().build_unconditional_branch(cont)?;
+        // The failing block must directly precede `cont` for the load's phi to find it.
+        fail.move_before(cont).map_err(|_| err("block order"))?;
+        self.b().position_at_end(access);
+        Ok(Some(cont))
+    }
+
     fn element_ptr(
         &mut self,
         array: Handle<Expr>,
         indices: &[Index],
     ) -> R<(PointerValue<'ctx>, ArrayType)> {
+        let (p, at, _) = self.element_ptr_indices(array, indices)?;
+        Ok((p, at))
+    }
+
+    /// The element's address, with each index as an `i64` after the negative wrap.
+    fn element_ptr_indices(
+        &mut self,
+        array: Handle<Expr>,
+        indices: &[Index],
+    ) -> R<(PointerValue<'ctx>, ArrayType, Vec<IntValue<'ctx>>)> {
         let at = self
             .ty(array)
             .as_array()
@@ -736,6 +971,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             .into_pointer_value();
         let i64t = self.e.ctx.i64_type();
         let mut offset: Option<IntValue<'ctx>> = None;
+        let mut idx = Vec::new();
         for (d, ix) in indices.iter().enumerate() {
             let s = self.scalar(ix.value)?;
             let v = self.value(ix.value)?.into_int_value();
@@ -750,6 +986,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 let wrapped = self.b().build_int_add(i, n, "")?;
                 i = self.b().build_select(neg, wrapped, i, "")?.into_int_value();
             }
+            idx.push(i);
             let stride = self.stride(desc, &at, d as u8)?;
             let term = if stride.is_const() && stride.get_zero_extended_constant() == Some(1) {
                 i
@@ -766,7 +1003,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         // SAFETY of the GEP: the index is in elements of `et`; bounds are the program's
         // responsibility (as in CUDA C++), and no `inbounds` is claimed.
         let ptr = unsafe { self.b().build_gep(et, data, &[offset], "elem")? };
-        Ok((ptr, at))
+        Ok((ptr, at, idx))
     }
 
     fn sreg(&self, name: &str) -> R<BasicValueEnum<'ctx>> {

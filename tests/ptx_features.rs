@@ -1,0 +1,102 @@
+//! What the kernel options and intrinsics put into the PTX: checked textually, so a change
+//! in lowering that drops one shows up here (ptxas acceptance is checked by the fixtures).
+
+use pydevice::types::signature::parse_signature;
+use pydevice::{CompileOptions, Module};
+
+fn ptx(src: &str, entry: &str, sig: &str) -> String {
+    let m = Module::parse("t.py", src).unwrap_or_else(|d| panic!("{d}"));
+    let (args, _) = parse_signature(sig).expect("sig");
+    m.compile(entry, &args, &CompileOptions::default())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .ptx
+}
+
+fn fixture(name: &str) -> String {
+    std::fs::read_to_string(format!(
+        "{}/tests/fixtures/lang/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .expect("fixture")
+}
+
+#[test]
+fn launch_bounds_fastmath_lineinfo_and_bounds_checks_reach_the_ptx() {
+    let p = ptx(
+        &fixture("kernel_options.py"),
+        "opts",
+        "float32[::1], float32[:, :]",
+    );
+    assert!(p.contains(".maxntid 256, 1, 1"), "{p}");
+    assert!(p.contains(".minnctapersm 2"), "{p}");
+    assert!(p.contains(".loc"), "line info: {p}");
+    assert!(p.contains(pydevice::ir::BOUNDS_ERROR_SYMBOL), "{p}");
+    assert!(
+        p.contains("atom.global.cas.b64") || p.contains("atom.cas.b64"),
+        "{p}"
+    );
+    assert!(
+        p.contains("sqrt.approx") && p.contains(".ftz"),
+        "fastmath: {p}"
+    );
+}
+
+#[test]
+fn default_kernels_are_exact_and_unchecked() {
+    let src = "import math\nfrom cuda import device\n@device.kernel\ndef k(a):\n    i = device.tid(1)\n    a[i] = math.sqrt(a[i]) / (a[i] + 1.0)\n";
+    let p = ptx(src, "k", "float32[::1]");
+    assert!(p.contains("sqrt.rn.f32"), "{p}");
+    assert!(p.contains("div.rn.f32"), "{p}");
+    assert!(
+        !p.contains(".maxntid") && !p.contains(".loc") && !p.contains("__pyd_bounds_error"),
+        "{p}"
+    );
+}
+
+#[test]
+fn atomics_lower_to_scoped_ptx() {
+    let p = ptx(
+        &fixture("atomics_all.py"),
+        "atomics",
+        "int32[::1], uint64[::1], float32[::1], float64[::1]",
+    );
+    for needle in [
+        "fence.sc.sys",
+        "atom.acq_rel.sys.add.s32",
+        "atom.acq_rel.cta.add.s32",
+        "atom.relaxed.sys.max.s32",
+        "atom.release.sys.exch.b32",
+        "ld.acquire.gpu.b64",
+        "st.release.gpu.b64",
+        "atom.acq_rel.sys.add.f32",
+        "fence.acq_rel.cta",
+    ] {
+        assert!(p.contains(needle), "missing `{needle}`:\n{p}");
+    }
+}
+
+#[test]
+fn warp_collectives_lower_to_sync_instructions() {
+    let p = ptx(
+        &fixture("warp_collectives.py"),
+        "warps",
+        "int32[:, ::1], float64[::1]",
+    );
+    for needle in [
+        "shfl.sync.idx.b32",
+        "shfl.sync.up.b32",
+        "shfl.sync.down.b32",
+        "shfl.sync.bfly.b32",
+        "vote.sync.all.pred",
+        "vote.sync.ballot.b32",
+        "match.any.sync.b32",
+        "match.all.sync.b32",
+        "bar.warp.sync",
+        "activemask.b32",
+        "bar.red.popc.u32",
+        "bar.red.and.pred",
+        "bar.red.or.pred",
+    ] {
+        assert!(p.contains(needle), "missing `{needle}`:\n{p}");
+    }
+}
