@@ -409,6 +409,10 @@ impl<'ctx> Emitter<'_, 'ctx> {
     }
 }
 
+/// In bounds-checking mode: whether an access is in range, and the code to record if not
+/// (`line << 32 | column`).
+type BoundsCheck<'ctx> = (IntValue<'ctx>, u64);
+
 struct FnEmitter<'a, 'b, 'ctx> {
     e: &'a mut Emitter<'b, 'ctx>,
     f: &'a Function,
@@ -899,7 +903,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         array: Handle<Expr>,
         indices: &[Index],
         span: crate::diag::Span,
-    ) -> R<(PointerValue<'ctx>, ArrayType, Option<(IntValue<'ctx>, u64)>)> {
+    ) -> R<(PointerValue<'ctx>, ArrayType, Option<BoundsCheck<'ctx>>)> {
         if !self.e.program.options.bounds_check {
             let (p, at) = self.element_ptr(array, indices)?;
             return Ok((p, at, None));
@@ -919,7 +923,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
     /// In bounds-checking mode: branch on `ok`; the failing side records the error (the
     /// first one wins) and skips the access. Returns the block where both sides meet, with
     /// the builder positioned where the access goes.
-    fn guard(&mut self, ok: Option<(IntValue<'ctx>, u64)>) -> R<Option<BasicBlock<'ctx>>> {
+    fn guard(&mut self, ok: Option<BoundsCheck<'ctx>>) -> R<Option<BasicBlock<'ctx>>> {
         let Some((ok, code)) = ok else {
             return Ok(None);
         };
