@@ -376,6 +376,9 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
     device
         .synchronize()
         .map_err(|e| format!("kernel `{entry}` failed: {e}"))?;
+    device
+        .check_bounds(&loaded)
+        .map_err(|e| format!("{file}: {e}"))?;
     for o in a.all("out") {
         let (name, path) = o
             .split_once('=')

@@ -49,6 +49,16 @@ pub enum RuntimeError {
     /// An argument does not match the kernel's parameters, or an array description (DLPack,
     /// CUDA Array Interface) is malformed or unsupported.
     Argument(String),
+    /// A kernel compiled with `bounds_check=True` indexed an array out of range; the access
+    /// was skipped. The context is still usable.
+    IndexOutOfBounds {
+        /// The kernel's symbol.
+        kernel: String,
+        /// Source line of the first out-of-range access.
+        line: u32,
+        /// Source column of it.
+        column: u32,
+    },
 }
 
 impl RuntimeError {
@@ -61,9 +71,9 @@ impl RuntimeError {
     /// The kernel the error names, if any.
     pub fn kernel(&self) -> Option<&str> {
         match self {
-            RuntimeError::Launch { kernel, .. } | RuntimeError::Fault { kernel, .. } => {
-                Some(kernel)
-            }
+            RuntimeError::Launch { kernel, .. }
+            | RuntimeError::Fault { kernel, .. }
+            | RuntimeError::IndexOutOfBounds { kernel, .. } => Some(kernel),
             _ => None,
         }
     }
@@ -82,6 +92,14 @@ impl fmt::Display for RuntimeError {
                 "kernel `{kernel}` faulted: {message} (the CUDA context is unusable from now on)"
             ),
             RuntimeError::Argument(m) => write!(f, "bad kernel argument: {m}"),
+            RuntimeError::IndexOutOfBounds {
+                kernel,
+                line,
+                column,
+            } => write!(
+                f,
+                "kernel `{kernel}` indexed an array out of bounds at line {line}, column {column} (the access was skipped)"
+            ),
         }
     }
 }

@@ -540,6 +540,37 @@ impl Device {
         self.stream.synchronize().map_err(|e| self.error(e))
     }
 
+    /// After a bounds-checked kernel (`@kernel(bounds_check=True)`) has finished (synchronize
+    /// first): reports its first out-of-range access as [`RuntimeError::IndexOutOfBounds`]
+    /// and clears the record. Kernels compiled without bounds checks always pass.
+    pub fn check_bounds(&self, kernel: &LoadedKernel) -> Result<(), RuntimeError> {
+        self.ctx.bind_to_thread().map_err(|e| self.error(e))?;
+        let Ok(mut global) = kernel
+            ._module
+            .get_global(crate::ir::BOUNDS_ERROR_SYMBOL, &self.stream)
+        else {
+            return Ok(()); // not a bounds-checked kernel
+        };
+        let mut bytes = [0u8; 8];
+        self.stream
+            .memcpy_dtoh(&global, &mut bytes)
+            .map_err(|e| self.error(e))?;
+        self.stream.synchronize().map_err(|e| self.error(e))?;
+        let code = u64::from_le_bytes(bytes);
+        if code == 0 {
+            return Ok(());
+        }
+        self.stream
+            .memcpy_htod(&[0u8; 8], &mut global)
+            .map_err(|e| self.error(e))?;
+        self.stream.synchronize().map_err(|e| self.error(e))?;
+        Err(RuntimeError::IndexOutOfBounds {
+            kernel: kernel.name.to_string(),
+            line: (code >> 32) as u32,
+            column: code as u32,
+        })
+    }
+
     /// Waits for all work on `stream`; reports faults as [`Device::synchronize`] does.
     pub fn synchronize_stream(&self, stream: &Stream) -> Result<(), RuntimeError> {
         self.ctx.bind_to_thread().map_err(|e| self.error(e))?;

@@ -1,0 +1,115 @@
+//! GPU tests of the `@kernel` options: launch bounds seen by the driver, bounds checking
+//! reported as an error naming the kernel and line, fast math still close to exact.
+
+use super::*;
+
+const OPTIONS: &str = r#"
+from cuda import device
+
+@device.kernel(max_threads=128, min_blocks=4, bounds_check=True, lineinfo=True)
+def guarded(a, out, k):
+    i = device.tid(1)
+    if i < len(out):
+        out[i] = a[i + k]
+"#;
+
+#[test]
+fn launch_bounds_and_bounds_checking() {
+    let Some(dev) = device("launch_bounds_and_bounds_checking") else {
+        return;
+    };
+    let k = kernel(
+        &dev,
+        OPTIONS,
+        "guarded",
+        "float32[::1], float32[::1], int32",
+    );
+    let attrs = k.k.attributes().expect("attributes");
+    assert_eq!(attrs.max_threads_per_block, 128, "{attrs:?}");
+    let n = 1000;
+    let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let (_ab, aa) = vec1(&dev, &a);
+    let (ob, oa) = vec1(&dev, &vec![-1f32; n]);
+    // In range: no error, exact copy.
+    k.launch(
+        &[aa.clone(), oa.clone(), ArgValue::Int(0)],
+        [blocks(n, 128), 1, 1],
+        [128, 1, 1],
+    );
+    dev.check_bounds(&k.k).expect("no out-of-range access");
+    // Shifted by 10: the last 10 reads are out of range, skipped (read as 0) and reported.
+    k.launch(
+        &[aa, oa, ArgValue::Int(10)],
+        [blocks(n, 128), 1, 1],
+        [128, 1, 1],
+    );
+    let e = dev
+        .check_bounds(&k.k)
+        .expect_err("out-of-range reads must be reported");
+    let text = e.to_string();
+    assert!(
+        text.contains("guarded") && text.contains("line 9"),
+        "{text}"
+    );
+    assert!(e.context_usable());
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    for i in 0..n {
+        let want = if i + 10 < n { a[i + 10] } else { 0.0 };
+        assert_eq!(out[i], want, "index {i}");
+    }
+    // The record was cleared: a good launch passes again.
+    let (_ab, aa) = vec1(&dev, &a);
+    let (_ob, oa) = vec1(&dev, &vec![0f32; n]);
+    k.launch(
+        &[aa, oa, ArgValue::Int(0)],
+        [blocks(n, 128), 1, 1],
+        [128, 1, 1],
+    );
+    dev.check_bounds(&k.k).expect("cleared");
+    // More threads per block than max_threads is refused, naming the kernel.
+    let cfg = LaunchConfig {
+        grid: [1, 1, 1],
+        block: [256, 1, 1],
+        shared_bytes: 0,
+    };
+    let (_b, x) = vec1(&dev, &[0f32; 4]);
+    let e = dev
+        .launch(&k.k, &[x.clone(), x, ArgValue::Int(0)], &cfg)
+        .expect_err("256 > max_threads");
+    assert!(e.to_string().contains("guarded"), "{e}");
+}
+
+const FAST: &str = r#"
+import math
+from cuda import device
+
+@device.kernel(fastmath=True)
+def fast(x, out):
+    i = device.tid(1)
+    if i < len(x):
+        out[i] = math.sqrt(x[i]) / (x[i] + 1.0) + math.exp(x[i] * 0.01)
+"#;
+
+#[test]
+fn fastmath_stays_close() {
+    let Some(dev) = device("fastmath_stays_close") else {
+        return;
+    };
+    let k = kernel(&dev, FAST, "fast", "float32[::1], float32[::1]");
+    let n = 10_000;
+    let mut r = Rng(21);
+    let x: Vec<f32> = (0..n).map(|_| r.f32(0.5, 100.0)).collect();
+    let (_xb, xa) = vec1(&dev, &x);
+    let (ob, oa) = vec1(&dev, &vec![0f32; n]);
+    k.launch(&[xa, oa], [blocks(n, 256), 1, 1], [256, 1, 1]);
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    for i in 0..n {
+        let v = f64::from(x[i]);
+        let want = v.sqrt() / (v + 1.0) + (v * 0.01).exp();
+        assert!(
+            (f64::from(out[i]) - want).abs() < 1e-4 * want,
+            "x={v}: {} vs {want}",
+            out[i]
+        );
+    }
+}
