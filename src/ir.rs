@@ -238,6 +238,9 @@ pub enum UnaryOp {
 pub enum BinaryOp {
     /// `+`
     Add,
+    /// `+` that cannot overflow: the increment of a `range` loop's counter (Python's
+    /// integers do not wrap), which lets the optimizer compute trip counts and unroll.
+    AddNoWrap,
     /// `-`
     Sub,
     /// `*`
@@ -290,6 +293,7 @@ impl BinaryOp {
         use BinaryOp::*;
         match self {
             Add => "+",
+            AddNoWrap => "+nw",
             Sub => "-",
             Mul => "*",
             Div => "/",

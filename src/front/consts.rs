@@ -96,7 +96,7 @@ pub fn fold_binary(op: BinaryOp, a: &Const, b: &Const) -> Option<Const> {
     };
     if let Some((x, y)) = ints {
         let v = match op {
-            Add => x.checked_add(y)?,
+            Add | AddNoWrap => x.checked_add(y)?,
             Sub => x.checked_sub(y)?,
             Mul => x.checked_mul(y)?,
             Div => {
@@ -133,7 +133,7 @@ pub fn fold_binary(op: BinaryOp, a: &Const, b: &Const) -> Option<Const> {
     }
     let (x, y) = (a.as_f64()?, b.as_f64()?);
     let v = match op {
-        Add => x + y,
+        Add | AddNoWrap => x + y,
         Sub => x - y,
         Mul => x * y,
         Div if y != 0.0 => x / y,

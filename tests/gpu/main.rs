@@ -591,3 +591,72 @@ impl Kernel<'_> {
         self.dev.synchronize().expect("synchronize");
     }
 }
+
+const RANGES: &str = r#"
+from cuda import device
+
+@device.kernel
+def ranges(starts, stops, steps, sums, counts, lasts):
+    i = device.tid(1)
+    if i < len(starts):
+        total = 0
+        n = 0
+        last = -12345
+        for j in range(starts[i], stops[i], steps[i]):
+            total += j
+            n += 1
+            last = j
+        sums[i] = total
+        counts[i] = n
+        lasts[i] = last
+"#;
+
+#[test]
+fn range_with_run_time_steps_matches_python() {
+    let Some(dev) = device("range_with_run_time_steps_matches_python") else {
+        return;
+    };
+    let k = kernel(
+        &dev,
+        RANGES,
+        "ranges",
+        "int32[:], int32[:], int32[:], int32[:], int32[:], int32[:]",
+    );
+    let n = 4000;
+    let mut r = Rng(31);
+    let starts: Vec<i32> = (0..n).map(|_| r.i32(-50, 50)).collect();
+    let stops: Vec<i32> = (0..n).map(|_| r.i32(-50, 50)).collect();
+    let steps: Vec<i32> = (0..n).map(|_| r.i32(-7, 8)).collect();
+    let (_a, aa) = vec1(&dev, &starts);
+    let (_b, ba) = vec1(&dev, &stops);
+    let (_c, ca) = vec1(&dev, &steps);
+    let (sb, sa) = vec1(&dev, &vec![0i32; n]);
+    let (nb, na) = vec1(&dev, &vec![0i32; n]);
+    let (lb, la) = vec1(&dev, &vec![0i32; n]);
+    k.launch(
+        &[aa, ba, ca, sa, na, la],
+        [blocks(n, 128), 1, 1],
+        [128, 1, 1],
+    );
+    let sums: Vec<i32> = from_bytes(&dev.download(&sb).expect("download"));
+    let counts: Vec<i32> = from_bytes(&dev.download(&nb).expect("download"));
+    let lasts: Vec<i32> = from_bytes(&dev.download(&lb).expect("download"));
+    for i in 0..n {
+        let (a, b, s) = (starts[i], stops[i], steps[i]);
+        // Python's range; a zero step (a ValueError in Python) runs no iteration here.
+        let vals: Vec<i32> = match s {
+            0 => vec![],
+            s if s > 0 => (a..b).step_by(s as usize).collect(),
+            s => (b + 1..=a).rev().step_by((-s) as usize).collect(),
+        };
+        assert_eq!(
+            (sums[i], counts[i], lasts[i]),
+            (
+                vals.iter().sum::<i32>(),
+                vals.len() as i32,
+                vals.last().copied().unwrap_or(-12345)
+            ),
+            "range({a}, {b}, {s})"
+        );
+    }
+}

@@ -84,7 +84,7 @@ impl FnCx<'_, '_> {
         use BinaryOp::*;
         let result;
         match op {
-            Add | Sub | Mul | FloorDiv | Mod | Pow | Min | Max => {
+            Add | AddNoWrap | Sub | Mul | FloorDiv | Mod | Pow | Min | Max => {
                 if common == Scalar::Bool && !matches!(op, Min | Max) {
                     common = d.int;
                 }
@@ -161,7 +161,9 @@ impl FnCx<'_, '_> {
         let nonneg = result.kind() == Kind::UInt
             || (result.is_signed()
                 && match op {
-                    Add | Mul | FloorDiv | Min | Pow | BitOr | BitXor => l.nonneg && r.nonneg,
+                    Add | AddNoWrap | Mul | FloorDiv | Min | Pow | BitOr | BitXor => {
+                        l.nonneg && r.nonneg
+                    }
                     Max | BitAnd => l.nonneg || r.nonneg,
                     Mod => r.nonneg,
                     Shr => l.nonneg,

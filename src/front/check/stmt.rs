@@ -905,11 +905,6 @@ impl FnCx<'_, '_> {
         let Some(step_e) = snapshot(self, &step, out) else {
             return;
         };
-        let ctr = self.new_temp(tty.clone(), span);
-        out.push(Stmt {
-            kind: StmtKind::Assign(ctr, start_e),
-            span,
-        });
         let bool_t = Type::Scalar(Scalar::Bool);
         let copy = |cx: &mut Self, e: Handle<Expr>| {
             cx.push(
@@ -918,43 +913,139 @@ impl FnCx<'_, '_> {
                 cx.exprs.span(e),
             )
         };
-        let cmp = |cx: &mut Self, op: BinaryOp| {
-            let c = cx.push(Expr::Local(ctr), tty.clone(), span);
-            let s = copy(cx, stop_e);
-            cx.push(Expr::Binary(op, c, s), bool_t.clone(), span)
+        let lit =
+            |cx: &mut Self, v: i128| cx.push(Expr::Literal(Literal::Int(v)), tty.clone(), span);
+        let bin = |cx: &mut Self, op: BinaryOp, a: Handle<Expr>, b: Handle<Expr>| {
+            let t = if op.is_comparison() {
+                bool_t.clone()
+            } else {
+                tty.clone()
+            };
+            cx.push(Expr::Binary(op, a, b), t, span)
         };
-        let cond = match step_sign {
-            Some(1) => cmp(self, BinaryOp::Lt),
-            Some(_) => cmp(self, BinaryOp::Gt),
-            None if counts_up => {
-                // `step > 0 and counter < stop`: a zero step runs no iteration.
-                let up = cmp(self, BinaryOp::Lt);
-                let zero = self.push(Expr::Literal(Literal::Int(0)), tty.clone(), span);
-                let s1 = copy(self, step_e);
-                let pos = self.push(Expr::Binary(BinaryOp::Gt, s1, zero), bool_t.clone(), span);
-                self.push(Expr::And(pos, up), bool_t.clone(), span)
-            }
-            None => {
-                let up = cmp(self, BinaryOp::Lt);
-                let down = cmp(self, BinaryOp::Gt);
-                let zero = self.push(Expr::Literal(Literal::Int(0)), tty.clone(), span);
-                let s1 = copy(self, step_e);
-                let pos = self.push(Expr::Binary(BinaryOp::Gt, s1, zero), bool_t.clone(), span);
-                let up = self.push(Expr::And(pos, up), bool_t.clone(), span);
-                let zero = self.push(Expr::Literal(Literal::Int(0)), tty.clone(), span);
-                let s2 = copy(self, step_e);
-                let neg = self.push(Expr::Binary(BinaryOp::Lt, s2, zero), bool_t.clone(), span);
-                let down = self.push(Expr::And(neg, down), bool_t.clone(), span);
-                self.push(Expr::Or(up, down), bool_t.clone(), span)
-            }
+        // With a constant step the counter itself is the induction variable. With a step known
+        // only at run time, count the iterations first, as CPython's range does, and derive
+        // the value from the count: the optimizer can then compute the trip count and unroll
+        // (a grid-stride loop otherwise keeps one load in flight per warp).
+        let counted = step_sign.is_none();
+        let ctr = self.new_temp(tty.clone(), span);
+        let (cond, value) = if counted {
+            // count = (stop - start - 1) // step + 1 when the range is non-empty, else 0.
+            let span_up =
+                |cx: &mut Self, hi: Handle<Expr>, lo: Handle<Expr>, step: Handle<Expr>| {
+                    let d = bin(cx, BinaryOp::Sub, hi, lo);
+                    let one = lit(cx, 1);
+                    let d1 = bin(cx, BinaryOp::Sub, d, one);
+                    let q = bin(cx, BinaryOp::FloorDiv, d1, step);
+                    let one = lit(cx, 1);
+                    bin(cx, BinaryOp::Add, q, one)
+                };
+            let (a, b, c) = (copy(self, stop_e), copy(self, start_e), copy(self, step_e));
+            let up_n = span_up(self, a, b, c);
+            let (a, b) = (copy(self, stop_e), copy(self, start_e));
+            let nonempty_up = bin(self, BinaryOp::Gt, a, b);
+            let zero = lit(self, 0);
+            let up = self.push(
+                Expr::Select {
+                    cond: nonempty_up,
+                    then: up_n,
+                    otherwise: zero,
+                },
+                tty.clone(),
+                span,
+            );
+            let (c0, zero) = (copy(self, step_e), lit(self, 0));
+            let positive = bin(self, BinaryOp::Gt, c0, zero);
+            let total = if counts_up {
+                let zero = lit(self, 0);
+                self.push(
+                    Expr::Select {
+                        cond: positive,
+                        then: up,
+                        otherwise: zero,
+                    },
+                    tty.clone(),
+                    span,
+                )
+            } else {
+                let (c1, zero) = (copy(self, step_e), lit(self, 0));
+                let neg_step = bin(self, BinaryOp::Sub, zero, c1);
+                let (a, b) = (copy(self, start_e), copy(self, stop_e));
+                let down_n = span_up(self, a, b, neg_step);
+                let (a, b) = (copy(self, start_e), copy(self, stop_e));
+                let nonempty_down = bin(self, BinaryOp::Gt, a, b);
+                let zero = lit(self, 0);
+                let down = self.push(
+                    Expr::Select {
+                        cond: nonempty_down,
+                        then: down_n,
+                        otherwise: zero,
+                    },
+                    tty.clone(),
+                    span,
+                );
+                let (c2, zero) = (copy(self, step_e), lit(self, 0));
+                let negative = bin(self, BinaryOp::Lt, c2, zero);
+                let zero = lit(self, 0);
+                let down = self.push(
+                    Expr::Select {
+                        cond: negative,
+                        then: down,
+                        otherwise: zero,
+                    },
+                    tty.clone(),
+                    span,
+                );
+                self.push(
+                    Expr::Select {
+                        cond: positive,
+                        then: up,
+                        otherwise: down,
+                    },
+                    tty.clone(),
+                    span,
+                )
+            };
+            let count = self.new_temp(tty.clone(), span);
+            out.push(Stmt {
+                kind: StmtKind::Assign(count, total),
+                span,
+            });
+            let zero = lit(self, 0);
+            out.push(Stmt {
+                kind: StmtKind::Assign(ctr, zero),
+                span,
+            });
+            let c = self.push(Expr::Local(ctr), tty.clone(), span);
+            let n = self.push(Expr::Local(count), tty.clone(), span);
+            let cond = bin(self, BinaryOp::Lt, c, n);
+            // value = start + counter * step
+            let c = self.push(Expr::Local(ctr), tty.clone(), span);
+            let st = copy(self, step_e);
+            let off = bin(self, BinaryOp::Mul, c, st);
+            let b = copy(self, start_e);
+            (cond, bin(self, BinaryOp::Add, b, off))
+        } else {
+            out.push(Stmt {
+                kind: StmtKind::Assign(ctr, start_e),
+                span,
+            });
+            let c = self.push(Expr::Local(ctr), tty.clone(), span);
+            let stop = copy(self, stop_e);
+            let op = if step_sign == Some(1) {
+                BinaryOp::Lt
+            } else {
+                BinaryOp::Gt
+            };
+            let cond = bin(self, op, c, stop);
+            (cond, self.push(Expr::Local(ctr), tty.clone(), span))
         };
         self.loops += 1;
         let mut names = HashSet::new();
         assigned_names(&f.body, &mut names);
         self.loop_assigned.push(names);
         let mut body = Vec::new();
-        let cur = self.push(Expr::Local(ctr), tty.clone(), span);
-        let mut iv = self.val(cur, tty.clone(), sp(f.target.as_ref()));
+        let mut iv = self.val(value, tty.clone(), sp(f.target.as_ref()));
         iv.weak = weak;
         iv.nonneg = start.nonneg && counts_up;
         self.assign(&f.target, iv, &mut body);
@@ -962,8 +1053,12 @@ impl FnCx<'_, '_> {
         self.loops -= 1;
         self.loop_assigned.pop();
         let c = self.push(Expr::Local(ctr), tty.clone(), span);
-        let st = copy(self, step_e);
-        let inc = self.push(Expr::Binary(BinaryOp::Add, c, st), tty.clone(), span);
+        let st = if counted {
+            lit(self, 1)
+        } else {
+            copy(self, step_e)
+        };
+        let inc = self.push(Expr::Binary(BinaryOp::AddNoWrap, c, st), tty.clone(), span);
         out.push(Stmt {
             kind: StmtKind::Loop {
                 cond,
@@ -1069,7 +1164,11 @@ impl FnCx<'_, '_> {
         self.loop_assigned.pop();
         let c = self.push(Expr::Local(ctr), i32t.clone(), span);
         let one = self.push(Expr::Literal(Literal::Int(1)), i32t.clone(), span);
-        let inc = self.push(Expr::Binary(BinaryOp::Add, c, one), i32t.clone(), span);
+        let inc = self.push(
+            Expr::Binary(BinaryOp::AddNoWrap, c, one),
+            i32t.clone(),
+            span,
+        );
         out.push(Stmt {
             kind: StmtKind::Loop {
                 cond,

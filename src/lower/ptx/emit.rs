@@ -1893,7 +1893,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         let b = &self.e.builder;
         let cmp = |p| -> R<BasicValueEnum<'ctx>> { Ok(b.build_float_compare(p, x, y, "")?.into()) };
         Ok(match op {
-            Add => b.build_float_add(x, y, "")?.into(),
+            Add | AddNoWrap => b.build_float_add(x, y, "")?.into(),
             Sub => b.build_float_sub(x, y, "")?.into(),
             Mul => b.build_float_mul(x, y, "")?.into(),
             Div => b.build_float_div(x, y, "")?.into(),
@@ -2016,6 +2016,8 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         };
         Ok(match op {
             Add => b.build_int_add(x, y, "")?.into(),
+            AddNoWrap if signed => b.build_int_nsw_add(x, y, "")?.into(),
+            AddNoWrap => b.build_int_nuw_add(x, y, "")?.into(),
             Sub => b.build_int_sub(x, y, "")?.into(),
             Mul => b.build_int_mul(x, y, "")?.into(),
             BitAnd => b.build_and(x, y, "")?.into(),
