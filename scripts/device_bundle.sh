@@ -27,10 +27,10 @@ cp "$gpu_runtime" .carry/gpu_runtime_tests
 cp "$bench_runtime" .carry/bench_runtime
 strip .carry/pydevice .carry/gpu_tests .carry/gpu_runtime_tests .carry/bench_runtime
 site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-gzip -9 .carry/pydevice .carry/gpu_tests
+
 # xz packs LLVM-heavy binaries about a third smaller than gzip; gpu_run.sh unpacks .xz with
 # Python's lzma, so the GPU machine needs no xz.
-xz -9 -T2 .carry/gpu_runtime_tests .carry/bench_runtime
+xz -9 -T2 .carry/pydevice .carry/gpu_tests .carry/gpu_runtime_tests .carry/bench_runtime
 total=$(du -cb .carry/* | tail -1 | cut -f1)
 echo "carry: $total bytes"
 if [ "$total" -gt $((64 * 1024 * 1024 - 2 * 1024 * 1024)) ]; then
