@@ -552,7 +552,7 @@ fn an_illegal_address_is_an_error_naming_the_kernel() {
     assert!(out.status.success(), "the child failed: {:?}", out.status);
     let line = stdout
         .lines()
-        .find(|l| l.starts_with("FAULT REPORTED: "))
+        .find_map(|l| l.find("FAULT REPORTED: ").map(|at| &l[at..]))
         .expect("the child reported the fault");
     assert!(line.contains("`scale`"), "{line}");
     assert!(line.contains("CUDA_ERROR_"), "{line}");

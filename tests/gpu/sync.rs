@@ -28,7 +28,7 @@ fn shared_memory_tiled_matmul() {
     );
     k.launch(
         &[aa, ba, ca],
-        [blocks(m, 16), blocks(n, 16), 1],
+        [blocks(n, 16), blocks(m, 16), 1],
         [16, 16, 1],
     );
     let c: Vec<f32> = from_bytes(&dev.download(&cb).expect("download"));
