@@ -92,6 +92,8 @@ def cost_table(records):
                         f"| {rec['cold_ms']:.0f} / {rec['warm_ms']:.1f} |")
         elif kernel == "first_call" and "ms" in rec:
             rows.append(f"| {impl} first call of {target}, ms | {rec['ms']:.0f} |")
+        elif kernel == "cost" and "label" in rec:
+            rows.append(f"| {rec['label']} | {rec['value']} |")
     return rows if len(rows) > 2 else []
 
 

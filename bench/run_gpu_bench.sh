@@ -7,7 +7,7 @@
 # when $PYDEVICE names our CLI, bench/run_ours.py; each writes JSON lines to RESULTS_DIR,
 # then bench/report.py merges them into RESULTS_DIR/report.md. Each step has a time limit
 # so that the whole run stays under 8 minutes; a step that fails is reported and skipped.
-# Environment: PYDEVICE (optional), NVCC (default /usr/local/cuda/bin/nvcc, else nvcc on
+# Environment: PYDEVICE (optional), BENCH_RUNTIME (optional: the benches/runtime.rs binary), NVCC (default /usr/local/cuda/bin/nvcc, else nvcc on
 # PATH), PYTHON (default python3).
 set -uo pipefail
 
@@ -46,6 +46,10 @@ if [ -x "$out/bench_cuda" ]; then
 fi
 step "numba-cuda suite" 120 "$out/numba.jsonl" "$py" "$here/peers/numba_suite.py"
 step "cupyx.jit suite" 120 "$out/cupyx.jsonl" "$py" "$here/peers/cupyx_suite.py"
+if [ -n "${BENCH_RUNTIME:-}" ]; then
+  # Our in-process compile latency and host launch overhead (benches/runtime.rs).
+  step "ours: compile latency and launch overhead" 120 "$out/ours_costs.log" env BENCH_JSON="$out/ours_costs.jsonl" "$BENCH_RUNTIME"
+fi
 if [ -n "${PYDEVICE:-}" ]; then
   step "ours ($PYDEVICE)" 120 "$out/ours.jsonl" env PYDEVICE="$PYDEVICE" "$py" "$here/run_ours.py"
 else

@@ -98,6 +98,17 @@ fn compile_latency() {
         .collect();
     let _ = std::fs::remove_dir_all(&dir);
 
+    let ms = |v: f64| v / 1000.0;
+    emit_json(&format!(
+        "{{\"impl\":\"ours\",\"kernel\":\"compile_ptx\",\"target\":\"scale (in process)\",\"cold_ms\":{:.3},\"warm_ms\":{:.3}}}",
+        ms(cold),
+        ms(median(warm.clone()))
+    ));
+    emit_json(&format!(
+        "{{\"impl\":\"ours\",\"kernel\":\"cost\",\"target\":\"cache\",\"label\":\"ours, compile on a KernelCache hit: memory / disk, µs\",\"value\":\"{:.2} / {:.1}\"}}",
+        median(hits.clone()),
+        median(disk.clone())
+    ));
     println!("compile latency of `scale` through KernelCache (µs)");
     println!(
         "  {:<52} {:>10.1}",
@@ -227,6 +238,11 @@ fn launch_overhead() -> Result<(), pydevice::runtime::RuntimeError> {
     let base = median(times[0].clone());
     for (name, t) in names.iter().zip(&times) {
         let m = median(t.clone());
+        emit_json(&format!(
+            "{{\"impl\":\"ours: {}\",\"kernel\":\"launch_overhead\",\"host_us\":{m:.3},\"host_us_min\":{:.3}}}",
+            name.split(" (").next().unwrap_or(name),
+            min(t)
+        ));
         println!(
             "  {name:<40} median {m:>7.3}   min {:>7.3}   ({:+.3} vs bare)",
             min(t),
@@ -237,6 +253,16 @@ fn launch_overhead() -> Result<(), pydevice::runtime::RuntimeError> {
         "  ({ROUNDS} rounds of {BATCH} launches each, interleaved; the stream is synchronized between batches, not timed)"
     );
     Ok(())
+}
+
+/// Appends a JSON line to `$BENCH_JSON` when it is set (for bench/report.py).
+fn emit_json(line: &str) {
+    use std::io::Write;
+    if let Some(path) = std::env::var_os("BENCH_JSON") {
+        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+            let _ = writeln!(f, "{line}");
+        }
+    }
 }
 
 fn main() {
