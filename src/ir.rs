@@ -513,6 +513,12 @@ pub enum AtomicOp {
     NanMax,
     /// `nanmin(v)`
     NanMin,
+    /// `wait(old)`: block until the value differs from `old` (C++20 `atomic_ref::wait`);
+    /// the thread polls with the memory order given, backing off with `nanosleep`.
+    Wait,
+    /// `notify_all()` / `notify_one()`: waiters poll, so there is nothing to wake; kept
+    /// for the spec's examples (the store that changed the value already released it).
+    Notify,
 }
 
 impl AtomicOp {
@@ -532,6 +538,8 @@ impl AtomicOp {
             "min" => AtomicOp::Min,
             "nanmax" => AtomicOp::NanMax,
             "nanmin" => AtomicOp::NanMin,
+            "wait" => AtomicOp::Wait,
+            "notify_all" | "notify_one" => AtomicOp::Notify,
             _ => return None,
         })
     }

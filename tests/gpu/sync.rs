@@ -406,3 +406,29 @@ fn local_array_in_fortran_order() {
         }
     }
 }
+
+#[test]
+fn ticket_mutex_serializes_blocks() {
+    let Some(dev) = device("ticket_mutex_serializes_blocks") else {
+        return;
+    };
+    let k = kernel(
+        &dev,
+        &fixture("ticket_lock.py"),
+        "count_under_lock",
+        "int32[::1], int64[::1]",
+    );
+    let blocks_n = 512u32;
+    for round in 0..5 {
+        let (_mb, ma) = vec1(&dev, &[0i32, 0]);
+        let (cb, ca) = vec1(&dev, &[0i64, 0]);
+        k.launch(&[ma, ca], [blocks_n, 1, 1], [64, 1, 1]);
+        let c: Vec<i64> = from_bytes(&dev.download(&cb).expect("download"));
+        let want_sum: i64 = (0..i64::from(blocks_n)).sum();
+        assert_eq!(
+            c,
+            vec![i64::from(blocks_n), want_sum],
+            "round {round}: lost updates under the lock"
+        );
+    }
+}

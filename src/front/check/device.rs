@@ -664,7 +664,8 @@ impl FnCx<'_, '_> {
                     return None;
                 };
                 let params: &[&str] = match op {
-                    AtomicOp::Load => &["memory", "scope"],
+                    AtomicOp::Load | AtomicOp::Notify => &["memory", "scope"],
+                    AtomicOp::Wait => &["old", "memory", "scope"],
                     AtomicOp::Cas => &["old", "val", "memory", "scope"],
                     _ => &["val", "memory", "scope"],
                 };
@@ -674,7 +675,9 @@ impl FnCx<'_, '_> {
                 let order = self.memory_order(a[nvals])?;
                 let scope = self.scope(a[nvals + 1])?;
                 let bad_order = match op {
-                    AtomicOp::Load => matches!(order, MemoryOrder::Release | MemoryOrder::AcqRel),
+                    AtomicOp::Load | AtomicOp::Wait => {
+                        matches!(order, MemoryOrder::Release | MemoryOrder::AcqRel)
+                    }
                     AtomicOp::Store => matches!(
                         order,
                         MemoryOrder::Acquire | MemoryOrder::Consume | MemoryOrder::AcqRel
@@ -695,7 +698,7 @@ impl FnCx<'_, '_> {
                     let x = self.eval(e)?;
                     args.push(self.store_value(&x, dtype)?);
                 }
-                let ty = if op == AtomicOp::Store {
+                let ty = if matches!(op, AtomicOp::Store | AtomicOp::Wait | AtomicOp::Notify) {
                     Type::None
                 } else {
                     Type::Scalar(dtype)
@@ -755,7 +758,11 @@ impl FnCx<'_, '_> {
         let arith = [UInt32, Int32, UInt64, Int64, Float32, Float64];
         let bits = [UInt32, Int32, UInt64, Int64];
         let (ok, rule): (bool, &str) = match op {
-            AtomicOp::Load | AtomicOp::Store => (true, ""),
+            AtomicOp::Load | AtomicOp::Store | AtomicOp::Notify => (true, ""),
+            AtomicOp::Wait => (
+                dtype.size() >= 4,
+                "pydevice supports `wait` on 4- and 8-byte types",
+            ),
             AtomicOp::Exch | AtomicOp::Cas => (
                 dtype.size() >= 4,
                 "pydevice supports `exch` and `cas` on 4- and 8-byte types",

@@ -1589,6 +1589,54 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 )?;
                 Ok(None)
             }
+            AtomicOp::Notify => Ok(None),
+            AtomicOp::Wait => {
+                // while load(order) == old: nanosleep(backoff), doubling up to 1 µs.
+                let sem = if order == MemoryOrder::Relaxed {
+                    "relaxed"
+                } else {
+                    "acquire"
+                };
+                let text = format!("{fence}ld.{sem}.{sc}.b{bits} $0, [$1];");
+                let old = to_bits(self, vals[0])?;
+                let i32t = self.e.ctx.i32_type();
+                let entry = self.b().get_insert_block().ok_or_else(|| err("no block"))?;
+                let lp = self.new_block("wait.loop");
+                let sleep = self.new_block("wait.sleep");
+                let done = self.new_block("wait.done");
+                self.b().build_unconditional_branch(lp)?;
+                self.b().position_at_end(lp);
+                let backoff = self.b().build_phi(i32t, "backoff")?;
+                let cur = self
+                    .asm(
+                        &text,
+                        &format!("={reg},l,~{{memory}}"),
+                        Some(it.into()),
+                        &[ptr.into()],
+                    )?
+                    .ok_or_else(|| err("wait load"))?
+                    .into_int_value();
+                let same = self.b().build_int_compare(IntPredicate::EQ, cur, old, "")?;
+                self.b().build_conditional_branch(same, sleep, done)?;
+                self.b().position_at_end(sleep);
+                let ns = backoff.as_basic_value().into_int_value();
+                self.asm("nanosleep.u32 $0;", "r,~{memory}", None, &[ns.into()])?;
+                let doubled = self
+                    .b()
+                    .build_left_shift(ns, i32t.const_int(1, false), "")?;
+                let cap = i32t.const_int(1024, false);
+                let over = self
+                    .b()
+                    .build_int_compare(IntPredicate::UGT, doubled, cap, "")?;
+                let next = self
+                    .b()
+                    .build_select(over, cap, doubled, "")?
+                    .into_int_value();
+                self.b().build_unconditional_branch(lp)?;
+                backoff.add_incoming(&[(&i32t.const_int(32, false), entry), (&next, sleep)]);
+                self.b().position_at_end(done);
+                Ok(None)
+            }
             AtomicOp::Max | AtomicOp::Min | AtomicOp::NanMax | AtomicOp::NanMin
                 if dtype.is_float() =>
             {
@@ -1626,7 +1674,9 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                     AtomicOp::Min | AtomicOp::NanMin => {
                         ("min", format!("{}{bits}", if signed { "s" } else { "u" }))
                     }
-                    AtomicOp::Load | AtomicOp::Store => unreachable!("handled above"),
+                    AtomicOp::Load | AtomicOp::Store | AtomicOp::Wait | AtomicOp::Notify => {
+                        unreachable!("handled above")
+                    }
                 };
                 let mut operand = vals[0];
                 if op == AtomicOp::Sub {
