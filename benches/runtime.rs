@@ -258,10 +258,13 @@ fn launch_overhead() -> Result<(), pydevice::runtime::RuntimeError> {
 /// Appends a JSON line to `$BENCH_JSON` when it is set (for bench/report.py).
 fn emit_json(line: &str) {
     use std::io::Write;
-    if let Some(path) = std::env::var_os("BENCH_JSON") {
-        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
-            let _ = writeln!(f, "{line}");
-        }
+    if let Some(path) = std::env::var_os("BENCH_JSON")
+        && let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+    {
+        let _ = writeln!(f, "{line}");
     }
 }
 
