@@ -60,6 +60,10 @@ fn vector_cxx(elem: Scalar, len: u8) -> String {
         Scalar::Float32 => "float",
         Scalar::Float64 => "double",
         Scalar::Bool => "bool",
+        // The spec's spellings; CUDA 13's headers define only the 2-element forms
+        // (`__half2`, `__nv_bfloat162`), whose layout the others follow (docs/semantics.md).
+        Scalar::Float16 => "__half",
+        Scalar::BFloat16 => "__nv_bfloat16",
     };
     format!("{base}{len}")
 }

@@ -116,6 +116,17 @@ pub enum Builtin {
     WarpMask,
     /// A function of the `math` module.
     Math(crate::ir::MathFn),
+    /// A vector type such as `float32x4`, callable as a constructor.
+    Vector(crate::types::Scalar, u8),
+}
+
+/// Parses a vector type name: `<dtype>x<N>` with N from 1 to 4 (`float32x3`, `uint8x4`).
+pub fn vector_name(name: &str) -> Option<(crate::types::Scalar, u8)> {
+    let (base, n) = name.rsplit_once('x')?;
+    let n: u8 = n.parse().ok().filter(|n| (1..=4).contains(n))?;
+    let s = crate::types::Scalar::from_name(base)
+        .filter(|s| s.name() == base && *s != crate::types::Scalar::Bool)?;
+    Some((s, n))
 }
 
 /// Members of `cuda.device` known to this compiler.
@@ -161,6 +172,10 @@ pub fn device_member(name: &str) -> Option<Builtin> {
         "cbrt" => Cbrt,
         "fma" => Fma,
         "WarpMask" => WarpMask,
+        n if vector_name(n).is_some() => {
+            let (s, len) = vector_name(n)?;
+            Vector(s, len)
+        }
         n => {
             return crate::types::Scalar::from_name(n)
                 .filter(|s| s.name() == n)

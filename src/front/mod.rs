@@ -512,6 +512,7 @@ impl ParsedModule {
                 Item::Builtin(Builtin::Int) => Some(Type::Scalar(d.int)),
                 Item::Builtin(Builtin::Float) => Some(Type::Scalar(d.float)),
                 Item::Builtin(Builtin::Bool) => Some(Type::Scalar(Scalar::Bool)),
+                Item::Builtin(Builtin::Vector(elem, len)) => Some(Type::Vector { elem, len }),
                 _ => None,
             },
         }

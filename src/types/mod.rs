@@ -45,6 +45,10 @@ pub enum Scalar {
     UInt32,
     /// `uint64`.
     UInt64,
+    /// `float16` (IEEE half precision).
+    Float16,
+    /// `bfloat16` (8 exponent bits, 7 mantissa bits).
+    BFloat16,
     /// `float32`, also Python's `float` in device code.
     Float32,
     /// `float64`.
@@ -53,7 +57,7 @@ pub enum Scalar {
 
 impl Scalar {
     /// Every scalar, in a fixed order (used by table-driven tests).
-    pub const ALL: [Scalar; 11] = [
+    pub const ALL: [Scalar; 13] = [
         Scalar::Bool,
         Scalar::Int8,
         Scalar::Int16,
@@ -63,6 +67,8 @@ impl Scalar {
         Scalar::UInt16,
         Scalar::UInt32,
         Scalar::UInt64,
+        Scalar::Float16,
+        Scalar::BFloat16,
         Scalar::Float32,
         Scalar::Float64,
     ];
@@ -74,7 +80,7 @@ impl Scalar {
             Bool => Kind::Bool,
             Int8 | Int16 | Int32 | Int64 => Kind::Int,
             UInt8 | UInt16 | UInt32 | UInt64 => Kind::UInt,
-            Float32 | Float64 => Kind::Float,
+            Float16 | BFloat16 | Float32 | Float64 => Kind::Float,
         }
     }
 
@@ -83,7 +89,7 @@ impl Scalar {
         use Scalar::*;
         match self {
             Bool | Int8 | UInt8 => 8,
-            Int16 | UInt16 => 16,
+            Int16 | UInt16 | Float16 | BFloat16 => 16,
             Int32 | UInt32 | Float32 => 32,
             Int64 | UInt64 | Float64 => 64,
         }
@@ -147,6 +153,8 @@ impl Scalar {
             UInt16 => "uint16",
             UInt32 => "uint32",
             UInt64 => "uint64",
+            Float16 => "float16",
+            BFloat16 => "bfloat16",
             Float32 => "float32",
             Float64 => "float64",
         }
@@ -165,6 +173,8 @@ impl Scalar {
             "uint16" | "u2" => UInt16,
             "uint32" | "u4" | "uintc" => UInt32,
             "uint64" | "u8" | "uintp" => UInt64,
+            "float16" | "f2" | "half" => Float16,
+            "bfloat16" => BFloat16,
             "float32" | "f4" | "single" => Float32,
             "float64" | "f8" | "double" => Float64,
             _ => return None,
@@ -184,6 +194,8 @@ impl Scalar {
             UInt16 => "cuda::std::uint16_t",
             UInt32 => "cuda::std::uint32_t",
             UInt64 => "cuda::std::uint64_t",
+            Float16 => "__half",
+            BFloat16 => "__nv_bfloat16",
             Float32 => "float",
             Float64 => "double",
         }
@@ -202,6 +214,9 @@ impl Scalar {
             UInt16 => "<u2",
             UInt32 => "<u4",
             UInt64 => "<u8",
+            Float16 => "<f2",
+            // NumPy has no bfloat16; ml_dtypes stores it as two raw bytes.
+            BFloat16 => "<V2",
             Float32 => "<f4",
             Float64 => "<f8",
         }

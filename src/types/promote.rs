@@ -40,14 +40,14 @@ impl Defaults {
     }
 }
 
-/// The smallest float that holds every value of an integer type exactly enough, as NumPy
-/// decides for mixed kinds: 8-bit integers need `float16` (we have `float32`), 16-bit need
-/// `float32`, wider ones `float64`.
-fn float_for_int(s: Scalar) -> Scalar {
-    if s.bits() <= 16 {
-        Scalar::Float32
-    } else {
-        Scalar::Float64
+/// The smallest float of `f`'s family that holds every value of integer type `s`, as NumPy
+/// decides for mixed kinds: 8-bit integers fit `float16` (and `bfloat16`, whose 8 significant
+/// bits hold them exactly), 16-bit ones need `float32`, wider ones `float64`.
+fn float_for_int(s: Scalar, f: Scalar) -> Scalar {
+    match s.bits() {
+        8 if f.bits() == 16 => f,
+        8 | 16 => Scalar::Float32,
+        _ => Scalar::Float64,
     }
 }
 
@@ -60,6 +60,10 @@ pub fn promote(a: Scalar, b: Scalar) -> Scalar {
     match (a.kind(), b.kind()) {
         (Bool, _) => b,
         (_, Bool) => a,
+        (Float, Float) if a.bits() == 16 && b.bits() == 16 => {
+            // float16 with bfloat16: neither holds the other (ml_dtypes also gives float32).
+            Scalar::Float32
+        }
         (Int, Int) | (UInt, UInt) | (Float, Float) => {
             if a.bits() >= b.bits() {
                 a
@@ -78,8 +82,8 @@ pub fn promote(a: Scalar, b: Scalar) -> Scalar {
                 Scalar::Float64
             }
         }
-        (Float, _) => promote(a, float_for_int(b)),
-        (_, Float) => promote(float_for_int(a), b),
+        (Float, _) => promote(a, float_for_int(b, a)),
+        (_, Float) => promote(float_for_int(a, b), b),
     }
 }
 
@@ -111,72 +115,92 @@ mod tests {
     /// to a rule shows up as a change here.
     const TABLE: &[(Scalar, &[Scalar])] = &[
         // rows: left operand; columns in Scalar::ALL order:
-        // bool  i8  i16  i32  i64  u8  u16  u32  u64  f32  f64
+        // bool  i8  i16  i32  i64  u8  u16  u32  u64  f16  bf16  f32  f64
         (
             Bool,
             &[
-                Bool, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64, Float32, Float64,
+                Bool, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64, Float16, BFloat16,
+                Float32, Float64,
             ],
         ),
         (
             Int8,
             &[
-                Int8, Int8, Int16, Int32, Int64, Int16, Int32, Int64, Float64, Float32, Float64,
+                Int8, Int8, Int16, Int32, Int64, Int16, Int32, Int64, Float64, Float16, BFloat16,
+                Float32, Float64,
             ],
         ),
         (
             Int16,
             &[
-                Int16, Int16, Int16, Int32, Int64, Int16, Int32, Int64, Float64, Float32, Float64,
+                Int16, Int16, Int16, Int32, Int64, Int16, Int32, Int64, Float64, Float32, Float32,
+                Float32, Float64,
             ],
         ),
         (
             Int32,
             &[
                 Int32, Int32, Int32, Int32, Int64, Int32, Int32, Int64, Float64, Float64, Float64,
+                Float64, Float64,
             ],
         ),
         (
             Int64,
             &[
                 Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Float64, Float64, Float64,
+                Float64, Float64,
             ],
         ),
         (
             UInt8,
             &[
-                UInt8, Int16, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64, Float32, Float64,
+                UInt8, Int16, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64, Float16,
+                BFloat16, Float32, Float64,
             ],
         ),
         (
             UInt16,
             &[
                 UInt16, Int32, Int32, Int32, Int64, UInt16, UInt16, UInt32, UInt64, Float32,
-                Float64,
+                Float32, Float32, Float64,
             ],
         ),
         (
             UInt32,
             &[
                 UInt32, Int64, Int64, Int64, Int64, UInt32, UInt32, UInt32, UInt64, Float64,
-                Float64,
+                Float64, Float64, Float64,
             ],
         ),
         (
             UInt64,
             &[
                 UInt64, Float64, Float64, Float64, Float64, UInt64, UInt64, UInt64, UInt64,
-                Float64, Float64,
+                Float64, Float64, Float64, Float64,
+            ],
+        ),
+        (
+            Float16,
+            &[
+                Float16, Float16, Float32, Float64, Float64, Float16, Float32, Float64, Float64,
+                Float16, Float32, Float32, Float64,
+            ],
+        ),
+        (
+            BFloat16,
+            &[
+                BFloat16, BFloat16, Float32, Float64, Float64, BFloat16, Float32, Float64, Float64,
+                Float32, BFloat16, Float32, Float64,
             ],
         ),
         (
             Float32,
             &[
                 Float32, Float32, Float32, Float64, Float64, Float32, Float32, Float64, Float64,
-                Float32, Float64,
+                Float32, Float32, Float32, Float64,
             ],
         ),
-        (Float64, &[Float64; 11]),
+        (Float64, &[Float64; 13]),
     ];
 
     #[test]

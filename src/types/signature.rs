@@ -136,6 +136,9 @@ impl Parser<'_> {
         let name = self
             .ident()
             .ok_or_else(|| format!("expected a type at column {col}"))?;
+        if let Some((elem, len)) = crate::front::builtins::vector_name(&name) {
+            return Ok(Type::Vector { elem, len });
+        }
         let scalar = match name.as_str() {
             "int" => Scalar::Int32,
             "float" => Scalar::Float32,

@@ -5,6 +5,7 @@
 
 mod options;
 mod sync;
+mod types;
 
 use pydevice::abi::{ArgValue, ArrayArg};
 use pydevice::runtime::{Device, DeviceBuffer, LaunchConfig};

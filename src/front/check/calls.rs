@@ -326,6 +326,7 @@ impl FnCx<'_, '_> {
             | Builtin::Fma
             | Builtin::WarpMask
             | Builtin::Math(_) => self.device_call(b, c),
+            Builtin::Vector(elem, len) => self.vector_new(elem, len, c),
             Builtin::Range => {
                 self.error(
                     "E0304",

@@ -542,6 +542,16 @@ impl FnCx<'_, '_> {
                 } else {
                     Intrinsic::Fma
                 };
+                if b == Builtin::Cbrt && common.bits() == 16 {
+                    let wide = self.push(Expr::Cast(args[0]), Type::Scalar(Scalar::Float32), span);
+                    let r = self.push(
+                        Expr::Intrinsic(op, vec![wide]),
+                        Type::Scalar(Scalar::Float32),
+                        span,
+                    );
+                    let e = self.push(Expr::Cast(r), Type::Scalar(common), span);
+                    return Some(self.val(e, Type::Scalar(common), span));
+                }
                 Some(self.intrinsic(op, args, Type::Scalar(common), span))
             }
             Builtin::WarpMask => {
@@ -576,6 +586,13 @@ impl FnCx<'_, '_> {
         };
         if v.ty == Type::WarpMask || s.bits() >= 32 {
             return Some((v.e, false));
+        }
+        if s.is_float() {
+            // float16/bfloat16 travel as float32, which holds them exactly.
+            return Some((
+                self.push(Expr::Cast(v.e), Type::Scalar(Scalar::Float32), v.span),
+                true,
+            ));
         }
         let wide = if s.is_signed() {
             Scalar::Int32
@@ -628,6 +645,11 @@ impl FnCx<'_, '_> {
         if !common.is_float() {
             common = d.float;
         }
+        // 16-bit floats are computed in float32 and rounded back (libdevice has no 16-bit math).
+        let narrow = (common.bits() == 16).then_some(common);
+        if narrow.is_some() {
+            common = Scalar::Float32;
+        }
         let args = vals
             .iter()
             .map(|v| self.convert(v, common))
@@ -636,7 +658,14 @@ impl FnCx<'_, '_> {
             MathFn::Isnan | MathFn::Isinf | MathFn::Isfinite => Type::Scalar(Scalar::Bool),
             _ => Type::Scalar(common),
         };
-        let mut r = self.intrinsic(Intrinsic::Math(f), args, result, span);
+        let mut r = self.intrinsic(Intrinsic::Math(f), args, result.clone(), span);
+        if let (Some(n), Type::Scalar(rs)) = (narrow, &result)
+            && rs.is_float()
+            && !matches!(f, MathFn::Floor | MathFn::Ceil | MathFn::Trunc)
+        {
+            let e = self.push(Expr::Cast(r.e), Type::Scalar(n), span);
+            r = self.val(e, Type::Scalar(n), span);
+        }
         if matches!(f, MathFn::Floor | MathFn::Ceil | MathFn::Trunc) {
             // Python returns an int: int32 for float32 arguments, int64 for float64.
             let to = if common == Scalar::Float64 {
@@ -862,5 +891,125 @@ impl FnCx<'_, '_> {
             span,
         );
         Some(self.val(e, ty, span))
+    }
+
+    /// `float32x3(a, b, c)`: one argument per element, each converted to the element type.
+    pub(super) fn vector_new(&mut self, elem: Scalar, len: u8, c: &ast::ExprCall) -> Option<Val> {
+        let span = sp(c);
+        let name = format!("{elem}x{len}");
+        let args = self.args(c, &name, 0, usize::MAX)?;
+        if args.len() != len as usize {
+            self.diags.push(
+                Diagnostic::error(
+                    "E0107",
+                    span,
+                    format!(
+                        "`{name}` takes {len} element{}, but {} were given",
+                        if len == 1 { "" } else { "s" },
+                        args.len()
+                    ),
+                )
+                .with_note("the number of arguments must equal the vector's size"),
+            );
+            return None;
+        }
+        let mut es = Vec::new();
+        for a in &args {
+            match a.ty.as_scalar() {
+                Some(_) => es.push(self.conversion(a.clone(), elem, a.span)?.e),
+                None => {
+                    self.error(
+                        "E0207",
+                        a.span,
+                        format!("a {name} element cannot be made from {}", a.ty),
+                    );
+                    return None;
+                }
+            }
+        }
+        let ty = Type::Vector { elem, len };
+        let e = self.push(Expr::Tuple(es), ty.clone(), span);
+        Some(self.val(e, ty, span))
+    }
+
+    /// `v[i]` with an index known only at run time: a choice among the elements
+    /// (`0 <= i < len` is the program's responsibility, as the spec requires).
+    pub(super) fn vector_element(&mut self, v: &Val, i: &Val, span: Span) -> Option<Val> {
+        let Type::Vector { elem, len } = v.ty else {
+            return None;
+        };
+        let ety = Type::Scalar(elem);
+        let i32t = Type::Scalar(Scalar::Int32);
+        let bool_t = Type::Scalar(Scalar::Bool);
+        let idx = self.convert(i, Scalar::Int32)?;
+        let mut acc = self.push(Expr::Extract(v.e, u32::from(len) - 1), ety.clone(), span);
+        for k in (0..len - 1).rev() {
+            let base = self.push(self.exprs[v.e].clone(), v.ty.clone(), span);
+            let ek = self.push(Expr::Extract(base, u32::from(k)), ety.clone(), span);
+            let ii = self.push(self.exprs[idx].clone(), i32t.clone(), span);
+            let kk = self.push(
+                Expr::Literal(Literal::Int(i128::from(k))),
+                i32t.clone(),
+                span,
+            );
+            let is_k = self.push(Expr::Binary(BinaryOp::Eq, ii, kk), bool_t.clone(), span);
+            acc = self.push(
+                Expr::Select {
+                    cond: is_k,
+                    then: ek,
+                    otherwise: acc,
+                },
+                ety.clone(),
+                span,
+            );
+        }
+        Some(self.val(acc, ety, span))
+    }
+
+    /// `v[i] = x` on a local vector: vectors are immutable values, so this binds `v` to a new
+    /// vector with element `i` replaced (as `n += 1` binds `n` to a new int).
+    pub(super) fn vector_with(&mut self, v: &Val, i: &Val, x: &Val, span: Span) -> Option<Val> {
+        let Type::Vector { elem, len } = v.ty else {
+            return None;
+        };
+        let ety = Type::Scalar(elem);
+        let i32t = Type::Scalar(Scalar::Int32);
+        let bool_t = Type::Scalar(Scalar::Bool);
+        let value = self.conversion(x.clone(), elem, x.span)?;
+        if let Some(k) = i.konst.as_ref().and_then(|c| c.as_int())
+            && !(0..i128::from(len)).contains(&k)
+        {
+            self.error(
+                "E0203",
+                i.span,
+                format!("index {k} is out of range for {}", v.ty),
+            );
+            return None;
+        }
+        let idx = self.convert(i, Scalar::Int32)?;
+        let mut es = Vec::new();
+        for k in 0..len {
+            let base = self.push(self.exprs[v.e].clone(), v.ty.clone(), span);
+            let old = self.push(Expr::Extract(base, u32::from(k)), ety.clone(), span);
+            let ii = self.push(self.exprs[idx].clone(), i32t.clone(), span);
+            let kk = self.push(
+                Expr::Literal(Literal::Int(i128::from(k))),
+                i32t.clone(),
+                span,
+            );
+            let is_k = self.push(Expr::Binary(BinaryOp::Eq, ii, kk), bool_t.clone(), span);
+            let nv = self.push(self.exprs[value.e].clone(), ety.clone(), span);
+            es.push(self.push(
+                Expr::Select {
+                    cond: is_k,
+                    then: nv,
+                    otherwise: old,
+                },
+                ety.clone(),
+                span,
+            ));
+        }
+        let e = self.push(Expr::Tuple(es), v.ty.clone(), span);
+        Some(self.val(e, v.ty.clone(), span))
     }
 }

@@ -369,6 +369,12 @@ impl FnCx<'_, '_> {
                 };
                 let iv = self.expr(&s.slice);
                 let iv = self.value_of(iv)?;
+                if matches!(base.ty, Type::Vector { .. })
+                    && iv.konst.is_none()
+                    && iv.ty.as_scalar().is_some_and(|s| s.is_integer())
+                {
+                    return self.vector_element(&base, &iv, span);
+                }
                 let Some(i) = iv
                     .konst
                     .as_ref()

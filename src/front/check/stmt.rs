@@ -565,6 +565,14 @@ impl FnCx<'_, '_> {
                         let nv = self.val(e, Type::WarpMask, span);
                         self.assign(&s.value, nv, out);
                     }
+                    Type::Vector { .. } if matches!(s.value.as_ref(), ast::Expr::Name(_)) => {
+                        let iv = self.expr(&s.slice);
+                        let Some(iv) = self.value_of(iv) else { return };
+                        let Some(nv) = self.vector_with(&base, &iv, &v, span) else {
+                            return;
+                        };
+                        self.assign(&s.value, nv, out);
+                    }
                     Type::Tuple(_) | Type::Vector { .. } => self.diags.push(
                         Diagnostic::error("E0211", span, format!("{} is immutable", base.ty))
                             .with_note("build a new tuple or vector instead"),

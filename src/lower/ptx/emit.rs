@@ -150,6 +150,8 @@ impl<'ctx> Emitter<'_, 'ctx> {
             Scalar::Int16 | Scalar::UInt16 => c.i16_type().into(),
             Scalar::Int32 | Scalar::UInt32 => c.i32_type().into(),
             Scalar::Int64 | Scalar::UInt64 => c.i64_type().into(),
+            Scalar::Float16 => c.f16_type().into(),
+            Scalar::BFloat16 => c.bf16_type().into(),
             Scalar::Float32 => c.f32_type().into(),
             Scalar::Float64 => c.f64_type().into(),
         }
@@ -1216,10 +1218,13 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         Ok(match v {
             BasicValueEnum::IntValue(i) => i,
             BasicValueEnum::FloatValue(f) => {
-                let w = if f.get_type() == self.e.ctx.f64_type() {
+                let t = f.get_type();
+                let w = if t == self.e.ctx.f64_type() {
                     64
-                } else {
+                } else if t == self.e.ctx.f32_type() {
                     32
+                } else {
+                    16
                 };
                 self.b()
                     .build_bit_cast(f, self.e.int_t(w), "")?
@@ -1939,6 +1944,16 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         x: FloatValue<'ctx>,
         y: FloatValue<'ctx>,
     ) -> R<BasicValueEnum<'ctx>> {
+        if s.bits() == 16 && matches!(op, BinaryOp::Pow | BinaryOp::FloorDiv | BinaryOp::Mod) {
+            // No 16-bit libdevice functions: compute in float32 and round once.
+            let f32t = self.e.ctx.f32_type();
+            let xe = self.b().build_float_ext(x, f32t, "")?;
+            let ye = self.b().build_float_ext(y, f32t, "")?;
+            let r = self
+                .float_binary(op, Scalar::Float32, xe, ye)?
+                .into_float_value();
+            return Ok(self.b().build_float_trunc(r, x.get_type(), "")?.into());
+        }
         use BinaryOp::*;
         let b = &self.e.builder;
         let cmp = |p| -> R<BasicValueEnum<'ctx>> { Ok(b.build_float_compare(p, x, y, "")?.into()) };
