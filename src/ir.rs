@@ -418,6 +418,18 @@ pub enum MemoryOrder {
 }
 
 impl MemoryOrder {
+    /// The spec's spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            MemoryOrder::Relaxed => "relaxed",
+            MemoryOrder::Consume => "consume",
+            MemoryOrder::Acquire => "acquire",
+            MemoryOrder::Release => "release",
+            MemoryOrder::AcqRel => "acq_rel",
+            MemoryOrder::SeqCst => "seq_cst",
+        }
+    }
+
     /// Parses the spec's spelling.
     pub fn from_name(s: &str) -> Option<MemoryOrder> {
         Some(match s {

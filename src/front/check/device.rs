@@ -718,7 +718,10 @@ impl FnCx<'_, '_> {
                     self.error(
                         "E0404",
                         e,
-                        format!("an atomic {method} cannot have {order:?} ordering"),
+                        format!(
+                            "an atomic `{method}` cannot have '{}' ordering",
+                            order.name()
+                        ),
                     );
                     return None;
                 }

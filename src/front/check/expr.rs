@@ -341,6 +341,7 @@ impl FnCx<'_, '_> {
             Type::WarpMask => {
                 let i = self.expr(&s.slice);
                 let i = self.value_of(i)?;
+                self.check_lane(&i)?;
                 let one = self.push(
                     Expr::Literal(Literal::Int(1)),
                     Type::Scalar(Scalar::Int32),
@@ -517,5 +518,19 @@ impl FnCx<'_, '_> {
             });
         }
         Some(out)
+    }
+
+    /// A constant warp-mask index must be a lane, `0 <= i < 32` (spec: WarpMask.__getitem__).
+    pub(super) fn check_lane(&mut self, i: &Val) -> Option<()> {
+        match i.konst.as_ref().and_then(|c| c.as_int()) {
+            Some(k) if !(0..32).contains(&k) => {
+                self.diags.push(
+                    Diagnostic::error("E0203", i.span, format!("lane {k} is outside a warp mask"))
+                        .with_label("must satisfy 0 <= i < 32"),
+                );
+                None
+            }
+            _ => Some(()),
+        }
     }
 }

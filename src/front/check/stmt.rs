@@ -544,6 +544,9 @@ impl FnCx<'_, '_> {
                         let i32t = Type::Scalar(Scalar::Int32);
                         let iv = self.expr(&s.slice);
                         let Some(iv) = self.value_of(iv) else { return };
+                        if self.check_lane(&iv).is_none() {
+                            return;
+                        }
                         let Some(i) = self.convert(&iv, Scalar::Int32) else {
                             return;
                         };
