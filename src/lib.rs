@@ -208,6 +208,18 @@ impl Module {
             .collect()
     }
 
+    /// The type a name stands for in this module: a `@struct` class, a vector type
+    /// (`float32x4`) or a number type (`int16`); for building argument types.
+    pub fn named_type(&self, name: &str) -> Option<Type> {
+        match self.parsed.lookup(name) {
+            Some(front::Item::Struct(i)) => self
+                .parsed
+                .struct_type(i)
+                .map(|t| Type::Struct(Box::new(t.clone()))),
+            _ => types::signature::parse_type(name).ok(),
+        }
+    }
+
     /// Type-checks every entry whose parameters are all annotated; returns the names of the
     /// entries that could not be checked for lack of annotations.
     pub fn check(&self) -> Result<Vec<String>, Diagnostics> {

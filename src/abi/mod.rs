@@ -127,6 +127,30 @@ pub fn layout_of(t: &Type) -> TypeLayout {
                     .collect(),
             }
         }
+        Type::Struct(st) => {
+            let mut off = 0;
+            let mut align = st.align.unwrap_or(1).max(1);
+            let mut fields = Vec::new();
+            for (name, ft) in &st.fields {
+                let l = layout_of(ft);
+                off = round_up(off, l.align);
+                align = align.max(l.align);
+                fields.push(FieldLayout {
+                    name: name.clone(),
+                    offset: off,
+                    ty: l.name.clone(),
+                    size: l.size,
+                });
+                off += l.size;
+            }
+            TypeLayout {
+                name: st.name.clone(),
+                cxx: st.name.clone(),
+                size: round_up(off, align),
+                align,
+                fields,
+            }
+        }
         Type::Tuple(ts) => {
             let mut off = 0;
             let mut align = 1;
@@ -341,7 +365,7 @@ fn pack_into(t: &Type, v: &ArgValue, out: &mut [u8]) -> Result<(), PackError> {
             }
             Ok(())
         }
-        (Type::Tuple(_) | Type::Vector { .. }, ArgValue::Tuple(items)) => {
+        (Type::Tuple(_) | Type::Vector { .. } | Type::Struct(_), ArgValue::Tuple(items)) => {
             let l = layout_of(t);
             if items.len() != l.fields.len() {
                 return Err(PackError(format!(
@@ -354,7 +378,8 @@ fn pack_into(t: &Type, v: &ArgValue, out: &mut [u8]) -> Result<(), PackError> {
                 let et = match t {
                     Type::Tuple(ts) => ts[i].clone(),
                     Type::Vector { elem, .. } => Type::Scalar(*elem),
-                    _ => unreachable!(),
+                    Type::Struct(st) => st.fields[i].1.clone(),
+                    _ => unreachable!("matched above"),
                 };
                 let (o, s) = (f.offset as usize, f.size as usize);
                 pack_into(&et, item, &mut out[o..o + s])?;

@@ -118,6 +118,8 @@ pub enum Builtin {
     Math(crate::ir::MathFn),
     /// A vector type such as `float32x4`, callable as a constructor.
     Vector(crate::types::Scalar, u8),
+    /// `@struct`
+    Struct,
 }
 
 /// Parses a vector type name: `<dtype>x<N>` with N from 1 to 4 (`float32x3`, `uint8x4`).
@@ -172,6 +174,7 @@ pub fn device_member(name: &str) -> Option<Builtin> {
         "cbrt" => Cbrt,
         "fma" => Fma,
         "WarpMask" => WarpMask,
+        "struct" => Struct,
         n if vector_name(n).is_some() => {
             let (s, len) = vector_name(n)?;
             Vector(s, len)
@@ -188,7 +191,6 @@ pub fn device_member(name: &str) -> Option<Builtin> {
 /// using one is a diagnostic that says so rather than "unknown name".
 pub fn is_planned_device_member(name: &str) -> bool {
     const PLANNED: &[&str] = &[
-        "struct",
         "align",
         "launch",
         "Atomic",

@@ -23,6 +23,8 @@ use std::collections::HashMap;
 pub(crate) enum Item {
     /// A function defined in the module (index into `functions`).
     Function(usize),
+    /// A `@struct` class defined in the module (index into `structs`).
+    Struct(usize),
     /// A constant known at compile time.
     Const(Const),
     /// An imported namespace.
@@ -61,10 +63,19 @@ pub(crate) struct FunctionDecl {
     /// `None` for functions without `@kernel` or `@func` (host code).
     pub kind: Option<FunctionKind>,
     pub options: DecoratorOptions,
-    /// Index of its `def` in the module body.
+    /// Index of its `def` in the module body (of its class, for a method).
     pub stmt: usize,
+    /// For a method: its index in the class body.
+    pub member: Option<usize>,
     /// The `def` line's name.
     pub name_span: Span,
+}
+
+/// A `@struct` class defined at module level.
+#[derive(Clone, Debug)]
+pub(crate) struct StructDecl {
+    /// Its type, once its fields resolved (`None` after an error in them).
+    pub ty: Option<crate::types::StructType>,
 }
 
 /// A parsed module: the source, its syntax tree and its module-level names.
@@ -74,6 +85,7 @@ pub struct ParsedModule {
     pub(crate) body: Vec<Stmt>,
     pub(crate) items: HashMap<String, Item>,
     pub(crate) functions: Vec<FunctionDecl>,
+    pub(crate) structs: Vec<StructDecl>,
     /// `from cuda.device import *` was seen.
     pub(crate) star_device: bool,
 }
@@ -85,10 +97,25 @@ impl ParsedModule {
     }
 
     pub(crate) fn def(&self, f: &FunctionDecl) -> &ast::StmtFunctionDef {
-        match &self.body[f.stmt] {
-            Stmt::FunctionDef(d) => d,
-            _ => unreachable!("FunctionDecl::stmt always indexes a def"),
+        match (&self.body[f.stmt], f.member) {
+            (Stmt::FunctionDef(d), None) => d,
+            (Stmt::ClassDef(c), Some(m)) => match &c.body[m] {
+                Stmt::FunctionDef(d) => d,
+                _ => unreachable!("FunctionDecl::member always indexes a def"),
+            },
+            _ => unreachable!("FunctionDecl::stmt always indexes a def or a class"),
         }
+    }
+
+    /// The type of a `@struct` class.
+    pub(crate) fn struct_type(&self, idx: usize) -> Option<&crate::types::StructType> {
+        self.structs.get(idx).and_then(|s| s.ty.as_ref())
+    }
+
+    /// A method of a `@struct` class, by name.
+    pub(crate) fn method(&self, struct_name: &str, method: &str) -> Option<usize> {
+        let full = format!("{struct_name}.{method}");
+        self.functions.iter().position(|f| f.name == full)
     }
 
     pub(crate) fn function(&self, name: &str) -> Option<(usize, &FunctionDecl)> {
@@ -143,6 +170,7 @@ pub fn parse(file: SourceFile) -> Result<ParsedModule, Diagnostics> {
         body: Vec::new(),
         items: HashMap::new(),
         functions: Vec::new(),
+        structs: Vec::new(),
         star_device: false,
     };
     for (index, stmt) in body.iter().enumerate() {
@@ -240,6 +268,7 @@ impl ParsedModule {
                     kind,
                     options,
                     stmt: index,
+                    member: None,
                     name_span: def.name.range.into(),
                 };
                 self.items
@@ -264,11 +293,128 @@ impl ParsedModule {
                     );
                 }
             }
-            Stmt::ClassDef(c) => {
-                self.items.insert(c.name.id.to_string(), Item::Host);
-            }
+            Stmt::ClassDef(c) => self.declare_struct(index, c, diags),
             _ => {}
         }
+    }
+
+    /// A class: a `@struct` (fields from its annotations, `@func` methods), or host code.
+    fn declare_struct(&mut self, index: usize, c: &ast::StmtClassDef, diags: &mut Vec<Diagnostic>) {
+        let name = c.name.id.to_string();
+        let mut align = None;
+        let mut is_struct = false;
+        for dec in &c.decorator_list {
+            let (target, call) = match &dec.expression {
+                Expr::Call(call) => (call.func.as_ref(), Some(call)),
+                e => (e, None),
+            };
+            if self.resolve_static(target) != Some(Item::Builtin(Builtin::Struct)) {
+                continue;
+            }
+            is_struct = true;
+            let Some(call) = call else { continue };
+            for a in call.arguments.args.iter() {
+                diags.push(Diagnostic::error(
+                    "E0103",
+                    a.range().into(),
+                    "`@struct` takes only the keyword argument `align`",
+                ));
+            }
+            for kw in call.arguments.keywords.iter() {
+                match (
+                    kw.arg.as_ref().map(|a| a.id.as_str()),
+                    self.eval_const(&kw.value),
+                ) {
+                    (Some("align"), Some(Const::Int(n)))
+                        if n > 0 && n <= 4096 && n & (n - 1) == 0 =>
+                    {
+                        align = Some(n as u64)
+                    }
+                    (Some("align"), _) => diags.push(Diagnostic::error(
+                        "E0103",
+                        kw.value.range().into(),
+                        "`align` must be a constant power of two up to 4096",
+                    )),
+                    _ => diags.push(
+                        Diagnostic::error(
+                            "E0103",
+                            kw.range().into(),
+                            "unknown keyword argument for `@struct`",
+                        )
+                        .with_note("supported options: align"),
+                    ),
+                }
+            }
+        }
+        if !is_struct {
+            self.items.insert(name, Item::Host);
+            return;
+        }
+        let mut fields: Vec<(String, crate::types::Type)> = Vec::new();
+        let mut ok = true;
+        for (m, stmt) in c.body.iter().enumerate() {
+            match stmt {
+                Stmt::AnnAssign(a) => {
+                    let Expr::Name(n) = a.target.as_ref() else {
+                        continue;
+                    };
+                    if a.value.is_some() {
+                        diags.push(Diagnostic::error(
+                            "E0213",
+                            a.range().into(),
+                            "struct fields cannot have default values in this version",
+                        ));
+                        ok = false;
+                    }
+                    match self.annotation_type(
+                        &a.annotation,
+                        crate::types::promote::Defaults::CUDA_DEVICE,
+                    ) {
+                        Some(t) => fields.push((n.id.to_string(), t)),
+                        None => {
+                            diags.push(
+                                Diagnostic::error("E0213", a.annotation.range().into(), format!("field `{}` needs a heterogeneous type hint", n.id))
+                                    .with_note("a number type (`int`, `float32`, ...), a vector type, or another `@struct` class"),
+                            );
+                            ok = false;
+                        }
+                    }
+                }
+                Stmt::FunctionDef(def) => {
+                    let (kind, options) = self.decorators(def, diags);
+                    if kind == Some(FunctionKind::Kernel) {
+                        diags.push(Diagnostic::error(
+                            "E0213",
+                            def.name.range.into(),
+                            "a `@struct` method cannot be a kernel",
+                        ));
+                        continue;
+                    }
+                    let decl = FunctionDecl {
+                        name: format!("{name}.{}", def.name.id),
+                        kind,
+                        options,
+                        stmt: index,
+                        member: Some(m),
+                        name_span: def.name.range.into(),
+                    };
+                    self.functions.push(decl);
+                }
+                Stmt::Expr(_) | Stmt::Pass(_) => {}
+                other => diags.push(Diagnostic::error(
+                    "E0213",
+                    other.range().into(),
+                    "a `@struct` class may contain only field annotations and methods",
+                )),
+            }
+        }
+        let ty = ok.then(|| crate::types::StructType {
+            name: name.clone(),
+            fields,
+            align,
+        });
+        self.items.insert(name, Item::Struct(self.structs.len()));
+        self.structs.push(StructDecl { ty });
     }
 
     /// Resolves a name or attribute chain at module level without evaluating anything.
@@ -513,6 +659,9 @@ impl ParsedModule {
                 Item::Builtin(Builtin::Float) => Some(Type::Scalar(d.float)),
                 Item::Builtin(Builtin::Bool) => Some(Type::Scalar(Scalar::Bool)),
                 Item::Builtin(Builtin::Vector(elem, len)) => Some(Type::Vector { elem, len }),
+                Item::Struct(i) => self
+                    .struct_type(i)
+                    .map(|t| Type::Struct(Box::new(t.clone()))),
                 _ => None,
             },
         }

@@ -284,6 +284,8 @@ pub enum Type {
     Array(ArrayType),
     /// `WarpMask`: an `int32` whose bits name the lanes of a warp (`m[i]` reads and sets bit i).
     WarpMask,
+    /// A `@device.struct` class: named fields in declaration order.
+    Struct(Box<StructType>),
     /// A reference to one element of an array, as `atomic_ref(array, index)` returns.
     Ref {
         /// The element type.
@@ -319,6 +321,24 @@ impl Type {
             layout,
             space: MemSpace::Global,
         })
+    }
+}
+
+/// A heterogeneous struct type (`@device.struct class point: x: int ...`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct StructType {
+    /// The class name.
+    pub name: String,
+    /// Fields in the order they appear in the class.
+    pub fields: Vec<(String, Type)>,
+    /// `@struct(align=N)`: the minimum alignment in bytes.
+    pub align: Option<u64>,
+}
+
+impl StructType {
+    /// The index of a field.
+    pub fn field(&self, name: &str) -> Option<usize> {
+        self.fields.iter().position(|(n, _)| n == name)
     }
 }
 
@@ -369,6 +389,7 @@ impl fmt::Display for Type {
             }
             Type::Array(a) => write!(f, "{a}"),
             Type::WarpMask => f.write_str("WarpMask"),
+            Type::Struct(st) => f.write_str(&st.name),
             Type::Ref { dtype, .. } => write!(f, "atomic_ref[{dtype}]"),
         }
     }

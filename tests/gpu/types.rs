@@ -117,3 +117,90 @@ fn vectors_float16_and_bfloat16() {
         assert_eq!(row[5], x + y, "float(x) + float(y), thread {i}");
     }
 }
+
+const STRUCTS: &str = r#"
+from cuda import device
+from cuda.device import float32, int16
+
+@device.struct
+class box:
+    lo: float32
+    hi: float32
+    tag: int16
+
+    @device.func
+    def clamp(self, v):
+        return min(max(v, self.lo), self.hi)
+
+    @device.func
+    def widened(self, d):
+        return box(self.lo - d, self.hi + d, self.tag + 1)
+
+@device.kernel
+def clamp_all(b, xs, out, tags):
+    i = device.tid(1)
+    if i < len(xs):
+        w = b.widened(1.0)
+        out[i] = w.clamp(xs[i])
+        tags[i] = w.tag
+"#;
+
+#[test]
+fn structs_by_value_with_methods() {
+    let Some(dev) = device("structs_by_value_with_methods") else {
+        return;
+    };
+    let module = Module::parse("structs.py", STRUCTS).expect("parse");
+    let bt = module.named_type("box").expect("struct type");
+    let layout = pydevice::abi::layout_of(&bt);
+    assert_eq!((layout.size, layout.align), (12, 4));
+    let f32a = pydevice::Type::array(
+        pydevice::types::Scalar::Float32,
+        1,
+        pydevice::types::Layout::C,
+    );
+    let i16a = pydevice::Type::array(
+        pydevice::types::Scalar::Int16,
+        1,
+        pydevice::types::Layout::C,
+    );
+    let arch = dev.arch().expect("arch");
+    let arch = Arch::SUPPORTED
+        .iter()
+        .rev()
+        .find(|a| **a <= arch)
+        .copied()
+        .unwrap_or(Arch::DEFAULT);
+    let compiled = module
+        .compile(
+            "clamp_all",
+            &[bt, f32a.clone(), f32a, i16a],
+            &CompileOptions {
+                arch,
+                ..CompileOptions::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    let k = Kernel {
+        dev: &dev,
+        k: dev.load(&compiled.ptx, &compiled.abi).expect("load"),
+    };
+    let n = 3000;
+    let mut r = Rng(51);
+    let xs: Vec<f32> = (0..n).map(|_| r.f32(-10.0, 10.0)).collect();
+    let (_xb, xa) = vec1(&dev, &xs);
+    let (ob, oa) = vec1(&dev, &vec![0f32; n]);
+    let (tb, ta) = vec1(&dev, &vec![0i16; n]);
+    let b = ArgValue::Tuple(vec![
+        ArgValue::Float(-2.5),
+        ArgValue::Float(4.0),
+        ArgValue::Int(41),
+    ]);
+    k.launch(&[b, xa, oa, ta], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    let tags: Vec<i16> = from_bytes(&dev.download(&tb).expect("download"));
+    for i in 0..n {
+        assert_eq!(out[i], xs[i].clamp(-3.5, 5.0), "x={}", xs[i]);
+        assert_eq!(tags[i], 42);
+    }
+}

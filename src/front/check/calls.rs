@@ -64,7 +64,8 @@ impl FnCx<'_, '_> {
         };
         let v = match callee {
             Value::Err => None,
-            Value::Item(Item::Function(idx), _) => self.user_call(idx, c),
+            Value::Item(Item::Function(idx), _) => self.user_call(idx, c, None),
+            Value::Item(Item::Struct(idx), _) => self.struct_new(idx, c),
             Value::Item(Item::Builtin(b), _) => self.builtin_call(b, c),
             Value::Item(Item::Const(_), s) | Value::Item(Item::Namespace(_), s) => {
                 self.error("E0202", s, "this is not callable");
@@ -390,7 +391,13 @@ impl FnCx<'_, '_> {
         Some(r)
     }
 
-    pub(super) fn user_call(&mut self, idx: usize, c: &ast::ExprCall) -> Option<Val> {
+    /// A call of a module function; `self_arg` is the receiver of a method call.
+    pub(super) fn user_call(
+        &mut self,
+        idx: usize,
+        c: &ast::ExprCall,
+        self_arg: Option<Val>,
+    ) -> Option<Val> {
         let span = sp(c);
         let m = self.s.m;
         let decl = &m.functions[idx];
@@ -423,7 +430,19 @@ impl FnCx<'_, '_> {
             .chain(def.parameters.args.iter())
             .collect();
         let mut slots: Vec<Option<Val>> = vec![None; params.len()];
-        if c.arguments.args.len() > params.len() {
+        let first = usize::from(self_arg.is_some());
+        if let Some(v) = self_arg {
+            if params.is_empty() {
+                self.error(
+                    "E0107",
+                    span,
+                    format!("method `{}` needs a `self` parameter", decl.name),
+                );
+                return None;
+            }
+            slots[0] = Some(v);
+        }
+        if c.arguments.args.len() + first > params.len() {
             self.diags.push(
                 Diagnostic::error(
                     "E0107",
@@ -442,7 +461,7 @@ impl FnCx<'_, '_> {
         }
         for (i, a) in c.arguments.args.iter().enumerate() {
             let v = self.expr(a);
-            slots[i] = Some(self.value_of(v)?);
+            slots[i + first] = Some(self.value_of(v)?);
         }
         for k in c.arguments.keywords.iter() {
             let Some(name) = &k.arg else {
@@ -541,5 +560,39 @@ impl FnCx<'_, '_> {
             span,
         );
         Some(self.val(e, ret, span))
+    }
+
+    /// `point(1, 2, z=3)`: a struct value; each argument must have its field's type (Python
+    /// numbers adapt to it).
+    pub(super) fn struct_new(&mut self, idx: usize, c: &ast::ExprCall) -> Option<Val> {
+        let span = sp(c);
+        let st = self.s.m.struct_type(idx)?.clone();
+        let names: Vec<&str> = st.fields.iter().map(|(n, _)| n.as_str()).collect();
+        let a = self.bind(c, &st.name, &names, names.len())?;
+        let mut es = Vec::new();
+        for ((fname, fty), e) in st.fields.iter().zip(a) {
+            let e = e?;
+            let v = self.expr(e);
+            let v = self.value_of(v)?;
+            let h = match (fty, v.weak) {
+                (Type::Scalar(s), Some(_)) => self.convert(&v, *s)?,
+                _ if &v.ty == fty => v.e,
+                (Type::Scalar(_), None) | (_, _) => {
+                    self.diags.push(
+                        Diagnostic::error(
+                            "E0207",
+                            v.span,
+                            format!("field `{fname}` of `{}` is {fty}, not {}", st.name, v.ty),
+                        )
+                        .with_note("convert explicitly, e.g. `float32(x)`"),
+                    );
+                    return None;
+                }
+            };
+            es.push(h);
+        }
+        let ty = Type::Struct(Box::new(st));
+        let e = self.push(Expr::Tuple(es), ty.clone(), span);
+        Some(self.val(e, ty, span))
     }
 }

@@ -279,6 +279,12 @@ impl FnCx<'_, '_> {
                 Some(r)
             }
             (Type::Array(at), "ndim") => self.const_val(&Const::Int(i128::from(at.ndim)), span),
+            (Type::Struct(st), field) if st.field(field).is_some() => {
+                let i = st.field(field)?;
+                let ty = st.fields[i].1.clone();
+                let e = self.push(Expr::Extract(v.e, i as u32), ty.clone(), span);
+                Some(self.val(e, ty, span))
+            }
             (Type::Vector { len, .. }, "size") => {
                 self.const_val(&Const::Int(i128::from(*len)), span)
             }

@@ -444,9 +444,14 @@ impl<'s, 'm> FnCx<'s, 'm> {
             (_, Some(h)) => self.materialize(h),
         };
         let symbol = if self.kind == FunctionKind::Kernel || self.decl.options.interop {
-            self.decl.name.clone()
+            // A method `point.dot` becomes `point_dot`: PTX names have no dots.
+            self.decl.name.replace('.', "_")
         } else {
-            format!("_pyd_{}_{}", self.decl.name, self.s.functions.len())
+            format!(
+                "_pyd_{}_{}",
+                self.decl.name.replace('.', "_"),
+                self.s.functions.len()
+            )
         };
         let func = Function {
             name: self.decl.name.clone(),

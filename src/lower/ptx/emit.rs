@@ -128,7 +128,10 @@ fn ptx_scope(s: Scope) -> &'static str {
 }
 
 fn is_aggregate(t: &Type) -> bool {
-    matches!(t, Type::Tuple(_) | Type::Vector { .. } | Type::Array(_))
+    matches!(
+        t,
+        Type::Tuple(_) | Type::Vector { .. } | Type::Array(_) | Type::Struct(_)
+    )
 }
 
 impl<'ctx> Emitter<'_, 'ctx> {
@@ -168,6 +171,10 @@ impl<'ctx> Emitter<'_, 'ctx> {
             }
             Type::Tuple(ts) => {
                 let fields: Vec<_> = ts.iter().map(|t| self.mem_type(t)).collect();
+                self.ctx.struct_type(&fields, false).into()
+            }
+            Type::Struct(st) => {
+                let fields: Vec<_> = st.fields.iter().map(|(_, t)| self.mem_type(t)).collect();
                 self.ctx.struct_type(&fields, false).into()
             }
             Type::Array(a) => self.descriptor_type(a).into(),
@@ -232,9 +239,11 @@ impl<'ctx> Emitter<'_, 'ctx> {
                         .ctx
                         .create_type_attribute(byval, self.mem_type(t).as_any_type_enum());
                     llfn.add_attribute(AttributeLoc::Param(i as u32), at);
+                    // The parameter's alignment is the type's CUDA C++ alignment (float4: 16).
+                    let a = crate::abi::layout_of(t).align.max(1);
                     llfn.add_attribute(
                         AttributeLoc::Param(i as u32),
-                        self.ctx.create_enum_attribute(align, 8),
+                        self.ctx.create_enum_attribute(align, a),
                     );
                 }
             }
@@ -777,6 +786,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 let mut agg = st.get_undef().as_basic_value_enum();
                 let elems: Vec<Type> = match &ty {
                     Type::Tuple(ts) => ts.clone(),
+                    Type::Struct(st) => st.fields.iter().map(|(_, t)| t.clone()).collect(),
                     Type::Vector { elem, len } => vec![Type::Scalar(*elem); *len as usize],
                     _ => return Err(err("tuple of a non-tuple type")),
                 };
