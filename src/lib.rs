@@ -208,6 +208,19 @@ impl Module {
             .collect()
     }
 
+    /// The module's `@struct` classes, in declaration order.
+    pub fn structs(&self) -> Vec<Type> {
+        (0..self.parsed.structs.len())
+            .filter_map(|i| self.parsed.struct_type(i))
+            .map(|t| Type::Struct(Box::new(t.clone())))
+            .collect()
+    }
+
+    /// Whether entry `name` was declared `interop=True` (an `extern "C"` symbol).
+    pub fn is_interop(&self, name: &str) -> bool {
+        self.parsed.function(name).is_some_and(|(_, f)| f.options.interop)
+    }
+
     /// The type a name stands for in this module: a `@struct` class, a vector type
     /// (`float32x4`) or a number type (`int16`); for building argument types.
     pub fn named_type(&self, name: &str) -> Option<Type> {
