@@ -128,6 +128,9 @@ pub struct Program {
     pub options: ProgramOptions,
     /// The source, for line information and run-time error reports.
     pub file: crate::diag::SourceFile,
+    /// `Some(sm)` when `target(...)` conditions were decided for architecture `sm` (90 for
+    /// sm_90): the program is then valid for that architecture only.
+    pub target_sm: Option<u32>,
 }
 
 /// Options given on the entry kernel (`@kernel(fastmath=True, ...)`).

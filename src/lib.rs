@@ -131,6 +131,24 @@ pub struct CompiledKernel {
     pub abi: KernelAbi,
 }
 
+/// One kernel compiled for several architectures.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MultiArchKernel {
+    /// The variants, oldest architecture first.
+    pub variants: Vec<CompiledKernel>,
+}
+
+impl MultiArchKernel {
+    /// The variant to run on a device of architecture `device`: the newest one not newer
+    /// than the device (Circle's upper-bound rule), or `None` when all are newer.
+    pub fn select(&self, device: Arch) -> Option<&CompiledKernel> {
+        self.variants
+            .iter()
+            .filter(|k| k.arch <= device)
+            .max_by_key(|k| k.arch)
+    }
+}
+
 /// What a module-level function is.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EntryInfo {
@@ -218,7 +236,9 @@ impl Module {
 
     /// Whether entry `name` was declared `interop=True` (an `extern "C"` symbol).
     pub fn is_interop(&self, name: &str) -> bool {
-        self.parsed.function(name).is_some_and(|(_, f)| f.options.interop)
+        self.parsed
+            .function(name)
+            .is_some_and(|(_, f)| f.options.interop)
     }
 
     /// The type a name stands for in this module: a `@struct` class, a vector type
@@ -262,9 +282,21 @@ impl Module {
         }
     }
 
-    /// Specializes `entry` for argument types.
+    /// Specializes `entry` for argument types, for the default architecture
+    /// ([`Arch::DEFAULT`]); see [`Module::specialize_for`].
     pub fn specialize(&self, entry: &str, args: &[Type]) -> Result<Specialization, Diagnostics> {
-        front::check::specialize(&self.parsed, entry, args, self.defaults)
+        self.specialize_for(entry, args, Arch::DEFAULT)
+    }
+
+    /// Specializes `entry` for argument types and a GPU architecture, which decides the
+    /// `if target(...)` conditions of the code.
+    pub fn specialize_for(
+        &self,
+        entry: &str,
+        args: &[Type],
+        arch: Arch,
+    ) -> Result<Specialization, Diagnostics> {
+        front::check::specialize(&self.parsed, entry, args, self.defaults, arch.number())
             .map(|program| Specialization { program })
     }
 
@@ -275,7 +307,30 @@ impl Module {
         args: &[Type],
         options: &CompileOptions,
     ) -> Result<CompiledKernel, Error> {
-        Ok(self.specialize(entry, args)?.to_ptx(options)?)
+        Ok(self
+            .specialize_for(entry, args, options.arch)?
+            .to_ptx(options)?)
+    }
+
+    /// Compiles `entry` once per architecture; at load time the runtime picks the variant
+    /// for the device ([`MultiArchKernel::select`]).
+    pub fn compile_multi(
+        &self,
+        entry: &str,
+        args: &[Type],
+        archs: &[Arch],
+        opt_level: u8,
+    ) -> Result<MultiArchKernel, Error> {
+        let mut variants = Vec::new();
+        for arch in archs {
+            let options = CompileOptions {
+                arch: *arch,
+                opt_level,
+            };
+            variants.push(self.compile(entry, args, &options)?);
+        }
+        variants.sort_by_key(|k| k.arch);
+        Ok(MultiArchKernel { variants })
     }
 }
 
@@ -290,8 +345,17 @@ impl Specialization {
         KernelAbi::of(&self.program.functions[self.program.entry])
     }
 
-    /// Lowers to PTX.
+    /// Lowers to PTX. A program whose `if target(...)` conditions were decided for one
+    /// architecture only lowers for that architecture.
     pub fn to_ptx(&self, options: &CompileOptions) -> Result<CompiledKernel, LowerError> {
+        if let Some(sm) = self.program.target_sm
+            && sm != options.arch.number()
+        {
+            return Err(LowerError::ArchMismatch {
+                specialized: sm,
+                requested: options.arch.number(),
+            });
+        }
         let ptx = lower::ptx::compile(&self.program, &options.ptx(), Emit::Ptx)?;
         Ok(CompiledKernel {
             ptx,
@@ -311,6 +375,57 @@ mod tests {
     use super::*;
 
     fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn multi_arch_selection_takes_the_newest_not_above_the_device() {
+        let src = "from cuda import device\n@device.kernel\ndef k(a):\n    a[0] = 1\n";
+        let m = Module::parse("k.py", src).expect("parse");
+        let (args, _) = types::signature::parse_signature("int32[::1]").expect("sig");
+        let archs = [Arch::new(9, 0), Arch::new(7, 5), Arch::new(8, 0)];
+        let k = m.compile_multi("k", &args, &archs, 3).expect("compile");
+        assert_eq!(
+            k.variants.iter().map(|v| v.arch).collect::<Vec<_>>(),
+            vec![Arch::new(7, 5), Arch::new(8, 0), Arch::new(9, 0)]
+        );
+        assert_eq!(
+            k.select(Arch::new(9, 0)).map(|v| v.arch),
+            Some(Arch::new(9, 0))
+        );
+        assert_eq!(
+            k.select(Arch::new(8, 9)).map(|v| v.arch),
+            Some(Arch::new(8, 0))
+        );
+        assert_eq!(
+            k.select(Arch::new(12, 0)).map(|v| v.arch),
+            Some(Arch::new(9, 0))
+        );
+        assert_eq!(k.select(Arch::new(7, 0)), None);
+        assert!(k.variants[0].ptx.contains(".target sm_75"));
+    }
+
+    #[test]
+    fn target_decisions_pin_a_specialization_to_its_arch() {
+        let src = "from cuda import device\nfrom cuda.device import target, provides, sm80\n@device.kernel\ndef k(a):\n    if target(provides(sm80)):\n        a[0] = 1\n";
+        let m = Module::parse("k.py", src).expect("parse");
+        let (args, _) = types::signature::parse_signature("int32[::1]").expect("sig");
+        let spec = m
+            .specialize_for("k", &args, Arch::new(8, 0))
+            .expect("specialize");
+        let err = spec
+            .to_ptx(&CompileOptions {
+                arch: Arch::new(7, 5),
+                opt_level: 3,
+            })
+            .expect_err("pinned to sm_80");
+        assert!(err.to_string().contains("sm_80"), "{err}");
+        assert!(
+            spec.to_ptx(&CompileOptions {
+                arch: Arch::new(8, 0),
+                opt_level: 3
+            })
+            .is_ok()
+        );
+    }
 
     #[test]
     fn public_types_cross_threads() {

@@ -79,7 +79,9 @@ fn compile(path: &Path) -> Result<(String, String, Arch), String> {
     let entry = h.entry.expect("fixture needs `# entry:`");
     let (args, _) =
         parse_signature(h.sig.as_deref().unwrap_or("")).expect("bad sig in fixture header");
-    let spec = module.specialize(&entry, &args).map_err(|d| d.render())?;
+    let spec = module
+        .specialize_for(&entry, &args, h.arch)
+        .map_err(|d| d.render())?;
     let ir = spec.program().to_string();
     let k = spec
         .to_ptx(&CompileOptions {

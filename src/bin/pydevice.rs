@@ -162,7 +162,7 @@ fn cmd_compile(a: &Args) -> Result<(), Failure> {
         options.opt_level = o.parse().map_err(|_| format!("bad --opt `{o}`"))?;
     }
     let spec = module
-        .specialize(entry, &args)
+        .specialize_for(entry, &args, options.arch)
         .map_err(|d| report(d.into()))?;
     let text = match a.one("emit").unwrap_or("ptx") {
         "ptx" => spec.to_ptx(&options).map_err(|e| report(e.into()))?.ptx,

@@ -120,6 +120,22 @@ pub enum Builtin {
     Vector(crate::types::Scalar, u8),
     /// `@struct`
     Struct,
+    /// `target(desc)`
+    Target,
+    /// `is_host`
+    IsHost,
+    /// `is_device`
+    IsDevice,
+    /// `any_target`
+    AnyTarget,
+    /// `no_target`
+    NoTarget,
+    /// `is_exactly(sm)`
+    IsExactly,
+    /// `provides(sm)`
+    Provides,
+    /// `smXX`: an architecture selector (the number, e.g. 90).
+    Sm(u32),
 }
 
 /// Parses a vector type name: `<dtype>x<N>` with N from 1 to 4 (`float32x3`, `uint8x4`).
@@ -175,6 +191,19 @@ pub fn device_member(name: &str) -> Option<Builtin> {
         "fma" => Fma,
         "WarpMask" => WarpMask,
         "struct" => Struct,
+        "target" => Target,
+        "is_host" => IsHost,
+        "is_device" => IsDevice,
+        "any_target" => AnyTarget,
+        "no_target" => NoTarget,
+        "is_exactly" => IsExactly,
+        "provides" => Provides,
+        n if n.starts_with("sm")
+            && n.len() > 2
+            && n[2..].trim_start_matches('_').parse::<u32>().is_ok() =>
+        {
+            Sm(n[2..].trim_start_matches('_').parse().ok()?)
+        }
         n if vector_name(n).is_some() => {
             let (s, len) = vector_name(n)?;
             Vector(s, len)
@@ -194,45 +223,8 @@ pub fn is_planned_device_member(name: &str) -> bool {
         "align",
         "launch",
         "Atomic",
-        "atomic_ref",
-        "threadfence",
-        "local_array",
-        "shared_array",
-        "dynamic_shared_array",
-        "syncthreads_count",
-        "syncthreads_and",
-        "syncthreads_or",
-        "activemask",
-        "lanemask_lt",
-        "syncwarp",
-        "all_sync",
-        "any_sync",
-        "eq_sync",
-        "ballot_sync",
-        "shfl_sync",
-        "shfl_up_sync",
-        "shfl_down_sync",
-        "shfl_xor_sync",
-        "match_any_sync",
-        "match_all_sync",
-        "popc",
-        "brev",
-        "clz",
-        "ffs",
-        "cbrt",
-        "fma",
-        "target",
-        "is_host",
-        "is_device",
-        "is_exactly",
-        "provides",
-        "any_target",
-        "no_target",
         "machine_representation",
         "ConstExpr",
-        "WarpMask",
-        "float16",
-        "bfloat16",
         "complex64",
         "complex128",
         "float8e4m3",

@@ -257,6 +257,24 @@ impl Device {
         })
     }
 
+    /// Loads the variant of a multi-architecture kernel meant for this device: the newest
+    /// architecture not newer than the device's.
+    pub fn load_best(&self, kernel: &crate::MultiArchKernel) -> Result<LoadedKernel, RuntimeError> {
+        let arch = self.arch()?;
+        let k = kernel.select(arch).ok_or_else(|| {
+            RuntimeError::Argument(format!(
+                "no variant runs on {arch}: built for {}",
+                kernel
+                    .variants
+                    .iter()
+                    .map(|k| k.arch.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+        self.load(&k.ptx, &k.abi)
+    }
+
     /// Loads a compiled kernel.
     pub fn load_compiled(&self, kernel: &CompiledKernel) -> Result<LoadedKernel, RuntimeError> {
         self.load(&kernel.ptx, &kernel.abi)

@@ -661,3 +661,46 @@ fn range_with_run_time_steps_matches_python() {
         );
     }
 }
+
+#[test]
+fn target_specialization_across_archs() {
+    let Some(dev) = device("target_specialization_across_archs") else {
+        return;
+    };
+    let module = Module::parse("target.py", &fixture("target_specialization.py")).expect("parse");
+    let (args, _) = parse_signature("int32[::1]").expect("sig");
+    let archs = [Arch::new(7, 5), Arch::new(8, 0), Arch::new(9, 0)];
+    let multi = module
+        .compile_multi("which", &args, &archs, 3)
+        .expect("compile");
+    let n = 64;
+    let run = |k: &pydevice::runtime::LoadedKernel| -> Vec<i32> {
+        let (b, a) = vec1(&dev, &vec![0i32; n]);
+        let cfg = LaunchConfig {
+            grid: [1, 1, 1],
+            block: [n as u32, 1, 1],
+            shared_bytes: 0,
+        };
+        dev.launch(k, &[a], &cfg).expect("launch");
+        dev.synchronize().expect("sync");
+        from_bytes(&dev.download(&b).expect("download"))
+    };
+    // The runtime picks the newest variant not above the device (sm_90 on an H100).
+    let best = dev.load_best(&multi).expect("load_best");
+    let device_arch = dev.arch().expect("arch");
+    let want_best = if device_arch >= Arch::new(9, 0) {
+        1090
+    } else if device_arch >= Arch::new(8, 0) {
+        1080
+    } else {
+        1000
+    };
+    assert_eq!(run(&best), vec![want_best; n]);
+    // Older variants from the same build run too, each with its own branch.
+    for (v, want) in multi.variants.iter().zip([1000, 1080, 1090]) {
+        if v.arch <= device_arch {
+            let k = dev.load(&v.ptx, &v.abi).expect("load");
+            assert_eq!(run(&k), vec![want; n], "{}", v.arch);
+        }
+    }
+}

@@ -328,6 +328,13 @@ impl FnCx<'_, '_> {
             | Builtin::WarpMask
             | Builtin::Math(_) => self.device_call(b, c),
             Builtin::Vector(elem, len) => self.vector_new(elem, len, c),
+            Builtin::Target | Builtin::IsExactly | Builtin::Provides => {
+                self.diags.push(
+                    Diagnostic::error("E0410", span, format!("`{name}(...)` may only appear in the whole condition of an `if` statement"))
+                        .with_note("write `if target(is_device):`; the condition must be a constant target description"),
+                );
+                None
+            }
             Builtin::Range => {
                 self.error(
                     "E0304",

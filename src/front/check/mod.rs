@@ -40,10 +40,13 @@ pub fn specialize(
     entry: &str,
     args: &[Type],
     defaults: Defaults,
+    sm: u32,
 ) -> Result<ir::Program, Diagnostics> {
     let mut s = Specializer {
         m: module,
         defaults,
+        sm,
+        target_used: false,
         functions: Arena::default(),
         instances: HashMap::new(),
         reported: HashSet::new(),
@@ -109,6 +112,7 @@ pub fn specialize(
                     bounds_check: o.bounds_check,
                 },
                 file: module.file.clone(),
+                target_sm: s.target_used.then_some(sm),
             })
         }
         _ => {
@@ -144,6 +148,10 @@ struct Instance {
 struct Specializer<'m> {
     m: &'m ParsedModule,
     defaults: Defaults,
+    /// The GPU architecture being compiled for (90 for sm_90), for `target(...)`.
+    sm: u32,
+    /// Whether any `target(...)` was decided (the program is then specific to `sm`).
+    target_used: bool,
     functions: Arena<Function>,
     instances: HashMap<(usize, Vec<Type>), Instance>,
     reported: HashSet<(usize, Vec<Type>)>,

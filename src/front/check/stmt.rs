@@ -223,42 +223,15 @@ impl FnCx<'_, '_> {
             }
             ast::Stmt::AugAssign(a) => self.aug_assign(a, out),
             ast::Stmt::If(i) => {
-                let cond = self.cond(&i.test);
-                let then = self.block(&i.body);
-                // elif/else clauses nest as else-branches, innermost last.
-                let mut otherwise: Block = Vec::new();
-                let mut chain: Vec<(Option<Handle<Expr>>, Block, Span)> = Vec::new();
-                for c in &i.elif_else_clauses {
-                    let cc = c.test.as_ref().map(|t| self.cond(t));
-                    let body = self.block(&c.body);
-                    match cc {
-                        Some(Some(h)) => chain.push((Some(h), body, sp(c))),
-                        Some(None) => chain.push((None, Vec::new(), sp(c))),
-                        None => otherwise = body,
-                    }
-                }
-                for (c, body, cspan) in chain.into_iter().rev() {
-                    if let Some(c) = c {
-                        otherwise = vec![Stmt {
-                            kind: StmtKind::If {
-                                cond: c,
-                                then: body,
-                                otherwise,
-                            },
-                            span: cspan,
-                        }];
-                    }
-                }
-                if let Some(cond) = cond {
-                    out.push(Stmt {
-                        kind: StmtKind::If {
-                            cond,
-                            then,
-                            otherwise,
-                        },
-                        span,
-                    });
-                }
+                let mut clauses: Vec<(Option<&ast::Expr>, &[ast::Stmt], Span)> =
+                    vec![(Some(i.test.as_ref()), &i.body[..], span)];
+                clauses.extend(
+                    i.elif_else_clauses
+                        .iter()
+                        .map(|c| (c.test.as_ref(), &c.body[..], sp(c))),
+                );
+                let block = self.if_chain(&clauses);
+                out.extend(block);
             }
             ast::Stmt::While(w) => {
                 if !w.orelse.is_empty() {
@@ -338,6 +311,115 @@ impl FnCx<'_, '_> {
                     format!("{what} is not supported in device code"),
                 );
             }
+        }
+    }
+
+    /// `if`/`elif`/`else` clauses, innermost last. A clause whose condition is
+    /// `target(...)` is decided now: only the taken branch is checked (the other need not be
+    /// valid for this target, as the spec's target specialization requires).
+    fn if_chain(&mut self, clauses: &[(Option<&ast::Expr>, &[ast::Stmt], Span)]) -> Block {
+        let Some(((test, body, span), rest)) = clauses.split_first() else {
+            return Vec::new();
+        };
+        let Some(test) = test else {
+            return self.block(body);
+        };
+        if let Some(decided) = self.static_target(test) {
+            return match decided {
+                Some(true) => self.block(body),
+                Some(false) => self.if_chain(rest),
+                None => Vec::new(),
+            };
+        }
+        let cond = self.cond(test);
+        let then = self.block(body);
+        let otherwise = self.if_chain(rest);
+        match cond {
+            Some(cond) => vec![Stmt {
+                kind: StmtKind::If {
+                    cond,
+                    then,
+                    otherwise,
+                },
+                span: *span,
+            }],
+            None => Vec::new(),
+        }
+    }
+
+    /// `Some(decision)` when `test` is a `target(...)` call (`Some(None)` after an error);
+    /// `None` for any other condition.
+    fn static_target(&mut self, test: &ast::Expr) -> Option<Option<bool>> {
+        let ast::Expr::Call(c) = test else {
+            return None;
+        };
+        if self.callee_item(&c.func) != Some(Item::Builtin(Builtin::Target)) {
+            return None;
+        }
+        if c.arguments.args.len() != 1 || !c.arguments.keywords.is_empty() {
+            self.error("E0410", sp(c), "`target` takes one target description");
+            return Some(None);
+        }
+        self.s.target_used = true;
+        Some(self.target_desc(&c.arguments.args[0]))
+    }
+
+    /// Evaluates a target description for the target being compiled (a GPU of
+    /// `self.s.sm`): `is_device`, `provides(sm80) & ~is_exactly(sm90)`, ...
+    fn target_desc(&mut self, e: &ast::Expr) -> Option<bool> {
+        let sm = self.s.sm;
+        let bad = |cx: &mut Self, e: &ast::Expr| {
+            cx.diags.push(
+                Diagnostic::error("E0410", sp(e), "not a constant target description")
+                    .with_note("use is_host, is_device, any_target, no_target, is_exactly(smXX), provides(smXX), combined with |, & and ~"),
+            );
+            None
+        };
+        match e {
+            ast::Expr::BinOp(b) if matches!(b.op, ast::Operator::BitOr | ast::Operator::BitAnd) => {
+                let l = self.target_desc(&b.left)?;
+                let r = self.target_desc(&b.right)?;
+                Some(if b.op == ast::Operator::BitOr {
+                    l || r
+                } else {
+                    l && r
+                })
+            }
+            ast::Expr::UnaryOp(u) if matches!(u.op, ast::UnaryOp::Invert | ast::UnaryOp::Not) => {
+                Some(!self.target_desc(&u.operand)?)
+            }
+            ast::Expr::Call(c) => match self.callee_item(&c.func) {
+                Some(Item::Builtin(b @ (Builtin::IsExactly | Builtin::Provides))) => {
+                    let arg = match (c.arguments.args.first(), c.arguments.args.len()) {
+                        (Some(a), 1) => a,
+                        _ => return bad(self, e),
+                    };
+                    let Some(Item::Builtin(Builtin::Sm(n))) = self.callee_item(arg) else {
+                        self.diags.push(
+                            Diagnostic::error(
+                                "E0410",
+                                sp(arg),
+                                "expected an architecture selector such as `sm90`",
+                            )
+                            .with_note(
+                                "supported: sm75, sm80, sm86, sm87, sm89, sm90, sm100, sm120",
+                            ),
+                        );
+                        return None;
+                    };
+                    Some(if b == Builtin::IsExactly {
+                        sm == n
+                    } else {
+                        sm >= n
+                    })
+                }
+                _ => bad(self, e),
+            },
+            e => match self.callee_item(e) {
+                Some(Item::Builtin(Builtin::IsDevice | Builtin::AnyTarget)) => Some(true),
+                Some(Item::Builtin(Builtin::IsHost | Builtin::NoTarget)) => Some(false),
+                _ => bad(self, e),
+            },
         }
     }
 

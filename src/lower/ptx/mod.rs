@@ -29,12 +29,27 @@ pub enum LowerError {
     Llvm(String),
     /// The kernel uses a math function and libdevice was not found.
     LibdeviceNotFound(String),
+    /// The program decided `if target(...)` for one architecture and was asked to lower for
+    /// another: specialize it again for that one.
+    ArchMismatch {
+        /// The architecture it was specialized for (90 for sm_90).
+        specialized: u32,
+        /// The architecture asked for.
+        requested: u32,
+    },
 }
 
 impl fmt::Display for LowerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             LowerError::Llvm(m) => write!(f, "internal compiler error in the PTX back end: {m}"),
+            LowerError::ArchMismatch {
+                specialized,
+                requested,
+            } => write!(
+                f,
+                "this specialization decided `target(...)` for sm_{specialized}; specialize it again for sm_{requested}"
+            ),
             LowerError::LibdeviceNotFound(w) => write!(
                 f,
                 "this kernel needs libdevice (CUDA's math library), which was not found (searched {w}); \
