@@ -54,6 +54,13 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use types::promote::Defaults;
 
+/// The spec's `machine_representation()`: the C++ ABI family device code follows when it
+/// crosses into CUDA C++ — `"itanium"` on Linux (and other non-Windows hosts), `"msvc"` on
+/// Windows.
+pub fn machine_representation() -> &'static str {
+    if cfg!(target_os = "windows") { "msvc" } else { "itanium" }
+}
+
 /// Any error of the library.
 #[derive(Debug, Clone)]
 pub enum Error {
@@ -425,6 +432,13 @@ mod tests {
             })
             .is_ok()
         );
+    }
+
+    #[test]
+    fn machine_representation_is_itanium_on_linux() {
+        if cfg!(target_os = "linux") {
+            assert_eq!(machine_representation(), "itanium");
+        }
     }
 
     #[test]
