@@ -1023,82 +1023,41 @@ impl FnCx<'_, '_> {
         let counted = step_sign.is_none();
         let ctr = self.new_temp(tty.clone(), span);
         let (cond, value) = if counted {
-            // count = (stop - start - 1) // step + 1 when the range is non-empty, else 0.
-            let span_up =
-                |cx: &mut Self, hi: Handle<Expr>, lo: Handle<Expr>, step: Handle<Expr>| {
-                    let d = bin(cx, BinaryOp::Sub, hi, lo);
-                    let one = lit(cx, 1);
-                    let d1 = bin(cx, BinaryOp::Sub, d, one);
-                    let q = bin(cx, BinaryOp::FloorDiv, d1, step);
-                    let one = lit(cx, 1);
-                    bin(cx, BinaryOp::Add, q, one)
-                };
-            let (a, b, c) = (copy(self, stop_e), copy(self, start_e), copy(self, step_e));
-            let up_n = span_up(self, a, b, c);
-            let (a, b) = (copy(self, stop_e), copy(self, start_e));
-            let nonempty_up = bin(self, BinaryOp::Gt, a, b);
-            let zero = lit(self, 0);
-            let up = self.push(
-                Expr::Select {
-                    cond: nonempty_up,
-                    then: up_n,
-                    otherwise: zero,
-                },
-                tty.clone(),
-                span,
-            );
-            let (c0, zero) = (copy(self, step_e), lit(self, 0));
-            let positive = bin(self, BinaryOp::Gt, c0, zero);
-            let total = if counts_up {
-                let zero = lit(self, 0);
-                self.push(
-                    Expr::Select {
-                        cond: positive,
-                        then: up,
-                        otherwise: zero,
-                    },
-                    tty.clone(),
-                    span,
-                )
-            } else {
-                let (c1, zero) = (copy(self, step_e), lit(self, 0));
-                let neg_step = bin(self, BinaryOp::Sub, zero, c1);
-                let (a, b) = (copy(self, start_e), copy(self, stop_e));
-                let down_n = span_up(self, a, b, neg_step);
-                let (a, b) = (copy(self, start_e), copy(self, stop_e));
-                let nonempty_down = bin(self, BinaryOp::Gt, a, b);
-                let zero = lit(self, 0);
-                let down = self.push(
-                    Expr::Select {
-                        cond: nonempty_down,
-                        then: down_n,
-                        otherwise: zero,
-                    },
-                    tty.clone(),
-                    span,
-                );
-                let (c2, zero) = (copy(self, step_e), lit(self, 0));
-                let negative = bin(self, BinaryOp::Lt, c2, zero);
-                let zero = lit(self, 0);
-                let down = self.push(
-                    Expr::Select {
-                        cond: negative,
-                        then: down,
-                        otherwise: zero,
-                    },
-                    tty.clone(),
-                    span,
-                );
-                self.push(
-                    Expr::Select {
-                        cond: positive,
-                        then: up,
-                        otherwise: down,
-                    },
-                    tty.clone(),
-                    span,
-                )
+            let select = |cx: &mut Self, cond, then, otherwise| {
+                cx.push(Expr::Select { cond, then, otherwise }, tty.clone(), span)
             };
+            // Iterations from `lo` up to `hi` by `step` (> 0):
+            // (hi - lo - 1) // step + 1 when hi > lo, else 0.
+            let count_between = |cx: &mut Self, hi: Handle<Expr>, lo: Handle<Expr>, step: Handle<Expr>| {
+                let (h, l) = (copy(cx, hi), copy(cx, lo));
+                let d = bin(cx, BinaryOp::Sub, h, l);
+                let one = lit(cx, 1);
+                let d1 = bin(cx, BinaryOp::Sub, d, one);
+                let q = bin(cx, BinaryOp::FloorDiv, d1, step);
+                let one = lit(cx, 1);
+                let n = bin(cx, BinaryOp::Add, q, one);
+                let (h, l) = (copy(cx, hi), copy(cx, lo));
+                let nonempty = bin(cx, BinaryOp::Gt, h, l);
+                let zero = lit(cx, 0);
+                select(cx, nonempty, n, zero)
+            };
+            let step = copy(self, step_e);
+            let up = count_between(self, stop_e, start_e, step);
+            let (s0, zero) = (copy(self, step_e), lit(self, 0));
+            let positive = bin(self, BinaryOp::Gt, s0, zero);
+            let down = if counts_up {
+                lit(self, 0)
+            } else {
+                let (s1, zero) = (copy(self, step_e), lit(self, 0));
+                let neg_step = bin(self, BinaryOp::Sub, zero, s1);
+                let down = count_between(self, start_e, stop_e, neg_step);
+                let (s2, zero) = (copy(self, step_e), lit(self, 0));
+                let negative = bin(self, BinaryOp::Lt, s2, zero);
+                let zero = lit(self, 0);
+                select(self, negative, down, zero)
+            };
+            // A zero step counts no iterations (Python raises ValueError).
+            let total = select(self, positive, up, down);
             let count = self.new_temp(tty.clone(), span);
             out.push(Stmt {
                 kind: StmtKind::Assign(count, total),
