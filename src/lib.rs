@@ -58,7 +58,11 @@ use types::promote::Defaults;
 /// crosses into CUDA C++ — `"itanium"` on Linux (and other non-Windows hosts), `"msvc"` on
 /// Windows.
 pub fn machine_representation() -> &'static str {
-    if cfg!(target_os = "windows") { "msvc" } else { "itanium" }
+    if cfg!(target_os = "windows") {
+        "msvc"
+    } else {
+        "itanium"
+    }
 }
 
 /// Any error of the library.
@@ -186,10 +190,12 @@ impl Module {
     /// Parses a module; `name` is used in diagnostics.
     pub fn parse(name: &str, source: &str) -> Result<Module, Diagnostics> {
         let parsed = front::parse(SourceFile::new(name, source))?;
-        Ok(Module {
-            parsed,
-            defaults: Defaults::CUDA_DEVICE,
-        })
+        let defaults = if parsed.numba {
+            Defaults::NUMBA
+        } else {
+            Defaults::CUDA_DEVICE
+        };
+        Ok(Module { parsed, defaults })
     }
 
     /// The source.
@@ -211,15 +217,21 @@ impl Module {
                     .iter()
                     .chain(def.parameters.args.iter())
                     .collect();
-                let annotated = params
-                    .iter()
-                    .map(|p| {
-                        p.parameter
-                            .annotation
-                            .as_deref()
-                            .and_then(|a| self.parsed.annotation_type(a, self.defaults))
-                    })
-                    .collect::<Option<Vec<_>>>();
+                let annotated = f
+                    .signature
+                    .clone()
+                    .filter(|s| s.len() == params.len())
+                    .or_else(|| {
+                        params
+                            .iter()
+                            .map(|p| {
+                                p.parameter
+                                    .annotation
+                                    .as_deref()
+                                    .and_then(|a| self.parsed.annotation_type(a, self.defaults))
+                            })
+                            .collect::<Option<Vec<_>>>()
+                    });
                 Some(EntryInfo {
                     name: f.name.clone(),
                     is_kernel: kind == ir::FunctionKind::Kernel,

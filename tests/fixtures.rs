@@ -77,8 +77,16 @@ fn compile(path: &Path) -> Result<(String, String, Arch), String> {
     let h = header(&src);
     let module = Module::parse(&name_of(path), &src).map_err(|d| d.render())?;
     let entry = h.entry.expect("fixture needs `# entry:`");
-    let (args, _) =
-        parse_signature(h.sig.as_deref().unwrap_or("")).expect("bad sig in fixture header");
+    let args = match h.sig.as_deref() {
+        Some(sig) => parse_signature(sig).expect("bad sig in fixture header").0,
+        // No `# sig:`: the decorator's signature (numba's `@cuda.jit("void(...)")`).
+        None => module
+            .entries()
+            .into_iter()
+            .find(|e| e.name == entry)
+            .and_then(|e| e.annotated)
+            .unwrap_or_default(),
+    };
     let spec = module
         .specialize_for(&entry, &args, h.arch)
         .map_err(|d| d.render())?;
@@ -142,6 +150,11 @@ fn run_positive(dir: &str) {
 #[test]
 fn language_fixtures_compile_and_pass_ptxas() {
     run_positive("lang");
+}
+
+#[test]
+fn numba_dialect_fixtures_compile_and_pass_ptxas() {
+    run_positive("numba");
 }
 
 #[test]

@@ -2,12 +2,15 @@
 //! offsets, and the CUDA C++ type it stands for), how kernel parameters are passed, and how
 //! argument values are packed into those layouts.
 //!
-//! Layouts follow what nvcc does: C struct rules for tuples, CUDA's vector types with their
-//! `__align__` (e.g. `uint3` is 12 bytes aligned to 4), and the spec's
-//! `interoperable_array_descriptor` for arrays: `{ T* data; uint64 shape[N]; uint64 strides[N]; }`
-//! with strides counted in elements, as `cuda::std::layout_stride` has them. Everything that
-//! crosses a process boundary derives serde, so another language can marshal arguments from
-//! the JSON.
+//! Layouts follow what nvcc does: C++ struct rules for tuples and `@struct` classes (an empty
+//! one still takes one byte), CUDA's vector types with their `__align__` (e.g. `uint3` is 12
+//! bytes aligned to 4), and the spec's `interoperable_array_descriptor` for arrays:
+//! `{ T* data; uint64 shape[N]; uint64 strides[N]; }` with strides counted in elements, as
+//! `cuda::std::layout_stride` has them. Everything that crosses a process boundary derives
+//! serde, so another language can marshal arguments from the JSON. [`header`] writes the same
+//! layouts as a CUDA C++ header; `tests/abi_layouts.rs` checks them against gcc and nvcc.
+
+pub mod header;
 
 use crate::ir::Function;
 use crate::types::{Scalar, Type};
@@ -47,6 +50,13 @@ fn round_up(x: u64, a: u64) -> u64 {
 }
 
 /// The CUDA C++ name of a vector type (`uint3`, `float4`).
+///
+/// The spec's table names `charN` ... `doubleN`, `__halfN` and `__nvbfloat16N`; CUDA 13 differs
+/// in two ways. Its `double4`, `longlong4` and `ulonglong4` are deprecated in favour of the
+/// `_16a` forms, which have the same layout (32 bytes aligned to 16), so those are the names
+/// used. Its headers define only the 2-element half-precision vectors (`__half2`,
+/// `__nv_bfloat162`); the other lengths are `__pyd_float16xN` / `__pyd_bfloat16xN` structs
+/// that [`header`] declares, laid out like the other vectors (`short4`: 8 bytes aligned to 8).
 fn vector_cxx(elem: Scalar, len: u8) -> String {
     let base = match elem {
         Scalar::Int8 => "char",
@@ -59,13 +69,60 @@ fn vector_cxx(elem: Scalar, len: u8) -> String {
         Scalar::UInt64 => "ulonglong",
         Scalar::Float32 => "float",
         Scalar::Float64 => "double",
-        Scalar::Bool => "bool",
-        // The spec's spellings; CUDA 13's headers define only the 2-element forms
-        // (`__half2`, `__nv_bfloat162`), whose layout the others follow (docs/semantics.md).
-        Scalar::Float16 => "__half",
-        Scalar::BFloat16 => "__nv_bfloat16",
+        // No vectors of bool exist; spell one like the half-precision ones if ever asked.
+        Scalar::Bool | Scalar::Float16 | Scalar::BFloat16 => {
+            return match (elem, len) {
+                (Scalar::Float16, 2) => "__half2".into(),
+                (Scalar::BFloat16, 2) => "__nv_bfloat162".into(),
+                _ => format!("__pyd_{elem}x{len}"),
+            };
+        }
     };
-    format!("{base}{len}")
+    let suffix = match (elem.size(), len) {
+        (8, 4) => "_16a",
+        _ => "",
+    };
+    format!("{base}{len}{suffix}")
+}
+
+/// Whether the CUDA headers lack the vector type, so that [`header`] must declare it.
+pub(crate) fn vector_is_generated(elem: Scalar, len: u8) -> bool {
+    vector_cxx(elem, len).starts_with("__pyd_")
+}
+
+/// The C++ name of a tuple type: `__pyd_tuple_` and a hash of the Python type, so the same
+/// tuple has the same name in every header (each header guards its definition).
+fn tuple_cxx(t: &Type) -> String {
+    // FNV-1a, 64 bits: stable across Rust versions and platforms, unlike `DefaultHasher`.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in t.to_string().bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("__pyd_tuple_{h:016x}")
+}
+
+/// A Python identifier as a C++ identifier: C++ keywords get a trailing underscore
+/// (`new` → `new_`); every other Python identifier is already a valid C++ one.
+pub fn cxx_ident(name: &str) -> String {
+    const KEYWORDS: &[&str] = &[
+        "alignas", "alignof", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "case",
+        "catch", "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const",
+        "consteval", "constexpr", "constinit", "const_cast", "co_await", "co_return",
+        "co_yield", "decltype", "default", "delete", "do", "double", "dynamic_cast", "enum",
+        "explicit", "export", "extern", "float", "friend", "goto", "inline", "int", "long",
+        "mutable", "namespace", "new", "noexcept", "not_eq", "nullptr", "operator", "or_eq",
+        "private", "protected", "public", "register", "reinterpret_cast", "requires", "short",
+        "signed", "sizeof", "static", "static_assert", "static_cast", "struct", "switch",
+        "template", "this", "thread_local", "throw", "typedef", "typeid", "typename", "union",
+        "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "xor", "xor_eq", "and",
+        "not", "or", "true", "false",
+    ];
+    if KEYWORDS.contains(&name) {
+        format!("{name}_")
+    } else {
+        name.to_string()
+    }
 }
 
 /// The layout of a type.
@@ -129,7 +186,7 @@ pub fn layout_of(t: &Type) -> TypeLayout {
         }
         Type::Struct(st) => {
             let mut off = 0;
-            let mut align = st.align.unwrap_or(1).max(1);
+            let mut align = 1;
             let mut fields = Vec::new();
             for (name, ft) in &st.fields {
                 let l = layout_of(ft);
@@ -145,8 +202,9 @@ pub fn layout_of(t: &Type) -> TypeLayout {
             }
             TypeLayout {
                 name: st.name.clone(),
-                cxx: st.name.clone(),
-                size: round_up(off, align),
+                cxx: cxx_ident(&st.name),
+                // C++ gives an empty class one byte.
+                size: round_up(off.max(1), align),
                 align,
                 fields,
             }
@@ -155,7 +213,6 @@ pub fn layout_of(t: &Type) -> TypeLayout {
             let mut off = 0;
             let mut align = 1;
             let mut fields = Vec::new();
-            let mut cxx = String::from("struct { ");
             for (i, et) in ts.iter().enumerate() {
                 let l = layout_of(et);
                 off = round_up(off, l.align);
@@ -166,14 +223,12 @@ pub fn layout_of(t: &Type) -> TypeLayout {
                     ty: l.name.clone(),
                     size: l.size,
                 });
-                cxx.push_str(&format!("{} __{i}; ", l.cxx));
                 off += l.size;
             }
-            cxx.push('}');
             TypeLayout {
                 name: t.to_string(),
-                cxx,
-                size: round_up(off, align),
+                cxx: tuple_cxx(t),
+                size: round_up(off.max(1), align),
                 align,
                 fields,
             }

@@ -3,12 +3,13 @@
 //! ```text
 //! pydevice compile FILE.py --entry NAME --sig "float32[:], int32" [--arch sm_90] [--emit ptx|llvm|ir|abi] [-o OUT]
 //! pydevice check FILE.py [--entry NAME --sig SIG]
+//! pydevice abi FILE.py [--type NAME ...] [--json | --header]
 //! pydevice run FILE.py --entry NAME --grid X[,Y[,Z]] --block X[,Y[,Z]] [--shared N] [--arch smXX]
 //!              --arg NAME=file.npy --arg NAME=dtype:value ... [--out NAME=path.npy] [--bench N]
 //! ```
 //! Exit status: 0 on success, 1 when the program has errors, 2 for usage or run-time errors.
 
-use pydevice::abi::{ArgValue, ArrayArg};
+use pydevice::abi::{self, ArgValue, ArrayArg};
 use pydevice::runtime::npy::NpyArray;
 use pydevice::runtime::{Device, LaunchConfig};
 use pydevice::types::signature::parse_signature;
@@ -20,9 +21,16 @@ use std::process::ExitCode;
 const USAGE: &str = "usage:
   pydevice compile FILE.py --entry NAME [--sig SIG] [--arch smXX] [--emit ptx|llvm|ir|abi] [-o OUT]
   pydevice check FILE.py [--entry NAME --sig SIG]
+  pydevice abi FILE.py [--type NAME ...] [--json | --header]
   pydevice run FILE.py --entry NAME --grid X[,Y[,Z]] --block X[,Y[,Z]] [--shared N] [--arch smXX]
                --arg NAME=FILE.npy | --arg NAME=DTYPE:VALUE ... [--out NAME=FILE.npy] [--bench N]
-SIG uses Numba's notation: \"float32[:], float64[:, ::1], int32\" or \"void(float32[:], int32)\".";
+SIG uses Numba's notation: \"float32[:], float64[:, ::1], int32\" or \"void(float32[:], int32)\".
+abi prints the layouts of the module's @struct classes, or of each --type (a class, a vector
+such as float32x3, a number, or a type in Numba's notation), with the types they are made of;
+--header prints a CUDA C++ header of those types and the module's interoperable functions.";
+
+/// Options that take no value.
+const FLAGS: &[&str] = &["json", "header"];
 
 enum Failure {
     /// The program is ill-formed (diagnostics already printed).
@@ -61,6 +69,7 @@ impl Args {
             {
                 let (name, value) = match name.split_once('=') {
                     Some((n, v)) => (n.to_string(), v.to_string()),
+                    None if FLAGS.contains(&name) => (name.to_string(), String::new()),
                     None => {
                         i += 1;
                         let v = raw.get(i).ok_or_else(|| format!("`{a}` needs a value"))?;
@@ -211,6 +220,95 @@ fn cmd_check(a: &Args) -> Result<(), Failure> {
         );
     }
     Ok(())
+}
+
+fn cmd_abi(a: &Args) -> Result<(), Failure> {
+    a.check_known(&["type", "json", "header"])?;
+    let [file] = a.positional.as_slice() else {
+        return Err(Failure::Other(format!("abi takes one FILE\n{USAGE}")));
+    };
+    let (json, header) = (a.one("json").is_some(), a.one("header").is_some());
+    if json && header {
+        return Err("--json and --header do not go together".into());
+    }
+    let module = load(file)?;
+    let named = a.all("type");
+    let mut roots = Vec::new();
+    for name in named {
+        roots.push(module.named_type(name).ok_or_else(|| {
+            format!(
+                "no type `{name}` in {file} (a @struct class, a vector such as float32x3, \
+                 a number type, or a type in Numba's notation)"
+            )
+        })?);
+    }
+    if named.is_empty() {
+        roots = module.structs();
+    }
+    if header {
+        // With --type, only those types; otherwise the whole module's interface.
+        let functions = if named.is_empty() {
+            interop_functions(&module)?
+        } else {
+            Vec::new()
+        };
+        let stem = std::path::Path::new(file)
+            .file_stem()
+            .map_or(file.clone(), |s| s.to_string_lossy().into_owned());
+        print!("{}", abi::header::header(&stem, &roots, &functions));
+        return Ok(());
+    }
+    let layouts: Vec<abi::TypeLayout> = abi::header::types_in(&roots)
+        .iter()
+        .map(abi::layout_of)
+        .collect();
+    if json {
+        let text = serde_json::to_string_pretty(&layouts).map_err(|e| e.to_string())?;
+        println!("{text}");
+        return Ok(());
+    }
+    for l in &layouts {
+        println!(
+            "{} (C++ {}): size {}, align {}",
+            l.name, l.cxx, l.size, l.align
+        );
+        for f in &l.fields {
+            println!("  {:>4}  {}: {} ({} bytes)", f.offset, f.name, f.ty, f.size);
+        }
+    }
+    if layouts.is_empty() {
+        eprintln!("{file}: no @struct classes (name types with --type)");
+    }
+    Ok(())
+}
+
+/// The declarations of the module's `interop=True` entries whose parameters are all
+/// annotated; each is type-checked to learn its result.
+fn interop_functions(module: &Module) -> Result<Vec<abi::header::FunctionDecl>, Failure> {
+    let mut out = Vec::new();
+    for e in module.entries() {
+        if !module.is_interop(&e.name) {
+            continue;
+        }
+        let Some(types) = &e.annotated else {
+            eprintln!(
+                "note: `{}` is left out of the header: its parameters need type annotations",
+                e.name
+            );
+            continue;
+        };
+        let spec = module
+            .specialize(&e.name, types)
+            .map_err(|d| report(d.into()))?;
+        let program = spec.program();
+        let ret = program.functions[program.entry].ret.clone();
+        out.push(abi::header::FunctionDecl::new(
+            &spec.abi(),
+            e.is_kernel,
+            ret,
+        ));
+    }
+    Ok(out)
 }
 
 fn dims(s: &str, what: &str) -> Result<[u32; 3], String> {
@@ -426,6 +524,7 @@ fn main() -> ExitCode {
         .and_then(|a| match cmd.as_str() {
             "compile" => cmd_compile(&a),
             "check" => cmd_check(&a),
+            "abi" => cmd_abi(&a),
             "run" => cmd_run(&a),
             "-h" | "--help" | "help" => {
                 println!("{USAGE}");

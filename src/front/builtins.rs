@@ -13,6 +13,18 @@ pub enum Namespace {
     Device,
     /// Python's `math` module.
     Math,
+    /// The package `numba` (its type objects and `numba.cuda`).
+    Numba,
+    /// `numba.cuda`.
+    NumbaCuda,
+    /// `numba.cuda.shared`
+    NumbaShared,
+    /// `numba.cuda.local`
+    NumbaLocal,
+    /// `numba.cuda.atomic`
+    NumbaAtomic,
+    /// `numba.types`
+    NumbaTypes,
 }
 
 /// An entity provided by the compiler.
@@ -136,6 +148,112 @@ pub enum Builtin {
     Provides,
     /// `smXX`: an architecture selector (the number, e.g. 90).
     Sm(u32),
+    /// numba's `@cuda.jit`
+    Jit,
+    /// numba's `void` (the return type of kernel signatures)
+    Void,
+    /// numba's `cuda.grid(n)` (int64 positions)
+    NumbaGrid,
+    /// numba's `cuda.gridsize(n)`
+    NumbaGridsize,
+    /// numba's `cuda.syncthreads_count(pred)` / `_and` / `_or`, with a value predicate
+    NumbaSyncthreads(u8),
+    /// numba's warp votes with a value predicate: all, any, eq, ballot
+    NumbaVote(u8),
+    /// numba's `cuda.atomic.<op>(ary, idx, val)` (relaxed, device scope, like CUDA's)
+    NumbaAtomic(crate::ir::AtomicOp),
+    /// numba's `cuda.atomic.compare_and_swap(ary, old, val)` on `ary[0]`
+    NumbaCompareAndSwap,
+    /// numba's `cuda.threadfence` (0), `threadfence_block` (1), `threadfence_system` (2)
+    NumbaFence(u8),
+    /// numba's `cuda.selp(cond, a, b)`
+    Selp,
+}
+
+/// Members of `numba.cuda` (the numba-cuda dialect maps onto the same entities).
+pub(crate) fn numba_cuda_member(name: &str) -> Option<super::Item> {
+    use super::Item;
+    use Builtin::*;
+    let b = match name {
+        "jit" => Jit,
+        "threadIdx" => ThreadIdx,
+        "blockIdx" => BlockIdx,
+        "blockDim" => BlockDim,
+        "gridDim" => GridDim,
+        "laneid" => LaneId,
+        "warpsize" => WarpSize,
+        "grid" => NumbaGrid,
+        "gridsize" => NumbaGridsize,
+        "syncthreads" => SyncThreads,
+        "syncthreads_count" => NumbaSyncthreads(0),
+        "syncthreads_and" => NumbaSyncthreads(1),
+        "syncthreads_or" => NumbaSyncthreads(2),
+        "all_sync" => NumbaVote(0),
+        "any_sync" => NumbaVote(1),
+        "eq_sync" => NumbaVote(2),
+        "ballot_sync" => NumbaVote(3),
+        "shfl_sync" => ShflSync,
+        "shfl_up_sync" => ShflUpSync,
+        "shfl_down_sync" => ShflDownSync,
+        "shfl_xor_sync" => ShflXorSync,
+        "match_any_sync" => MatchAnySync,
+        "match_all_sync" => MatchAllSync,
+        "activemask" => ActiveMask,
+        "lanemask_lt" => LaneMaskLt,
+        "syncwarp" => SyncWarp,
+        "threadfence" => NumbaFence(0),
+        "threadfence_block" => NumbaFence(1),
+        "threadfence_system" => NumbaFence(2),
+        "popc" => Popc,
+        "brev" => Brev,
+        "clz" => Clz,
+        "ffs" => Ffs,
+        "fma" => Fma,
+        "cbrt" => Cbrt,
+        "selp" => Selp,
+        "shared" => return Some(Item::Namespace(Namespace::NumbaShared)),
+        "local" => return Some(Item::Namespace(Namespace::NumbaLocal)),
+        "atomic" => return Some(Item::Namespace(Namespace::NumbaAtomic)),
+        _ => return None,
+    };
+    Some(Item::Builtin(b))
+}
+
+/// Members of `numba.cuda.atomic`.
+pub fn numba_atomic_member(name: &str) -> Option<Builtin> {
+    use crate::ir::AtomicOp;
+    Some(match name {
+        "compare_and_swap" => Builtin::NumbaCompareAndSwap,
+        "cas" => Builtin::NumbaAtomic(AtomicOp::Cas),
+        n => Builtin::NumbaAtomic(match n {
+            "add" => AtomicOp::Add,
+            "sub" => AtomicOp::Sub,
+            "and_" => AtomicOp::And,
+            "or_" => AtomicOp::Or,
+            "xor" => AtomicOp::Xor,
+            "exch" => AtomicOp::Exch,
+            "max" => AtomicOp::Max,
+            "min" => AtomicOp::Min,
+            "nanmax" => AtomicOp::NanMax,
+            "nanmin" => AtomicOp::NanMin,
+            _ => return None,
+        }),
+    })
+}
+
+/// numba's type objects (`numba.float32`, `numba.types.int64`, `numba.void`) and their
+/// short aliases (`f4`, `i8`, `intp`, `boolean`).
+pub fn numba_type(name: &str) -> Option<Builtin> {
+    match name {
+        "void" | "none" => Some(Builtin::Void),
+        "int_" | "intp" | "intc" => Some(Builtin::Scalar(if name == "intc" {
+            crate::types::Scalar::Int32
+        } else {
+            crate::types::Scalar::Int64
+        })),
+        "float_" => Some(Builtin::Scalar(crate::types::Scalar::Float64)),
+        n => crate::types::Scalar::from_name(n).map(Builtin::Scalar),
+    }
 }
 
 /// Parses a vector type name: `<dtype>x<N>` with N from 1 to 4 (`float32x3`, `uint8x4`).

@@ -54,6 +54,10 @@ pub(crate) struct DecoratorOptions {
     pub lineinfo: bool,
     /// `bounds_check=True` (kernels): out-of-range indices are reported, not executed.
     pub bounds_check: bool,
+    /// numba's `max_registers=N`.
+    pub max_registers: Option<u32>,
+    /// numba's signature argument of `@cuda.jit`.
+    pub signature: Option<Vec<crate::types::Type>>,
 }
 
 /// A function defined at module level.
@@ -67,6 +71,8 @@ pub(crate) struct FunctionDecl {
     pub stmt: usize,
     /// For a method: its index in the class body.
     pub member: Option<usize>,
+    /// Argument types given by the decorator (numba's `@cuda.jit("void(float32[:])")`).
+    pub signature: Option<Vec<crate::types::Type>>,
     /// The `def` line's name.
     pub name_span: Span,
 }
@@ -88,6 +94,9 @@ pub struct ParsedModule {
     pub(crate) structs: Vec<StructDecl>,
     /// `from cuda.device import *` was seen.
     pub(crate) star_device: bool,
+    /// The module imports numba: the numba-cuda dialect (`int` is int64, `float` float64,
+    /// locals take the promotion of their assignments).
+    pub(crate) numba: bool,
 }
 
 impl ParsedModule {
@@ -172,6 +181,7 @@ pub fn parse(file: SourceFile) -> Result<ParsedModule, Diagnostics> {
         functions: Vec::new(),
         structs: Vec::new(),
         star_device: false,
+        numba: false,
     };
     for (index, stmt) in body.iter().enumerate() {
         module.declare(index, stmt, &mut diags);
@@ -195,18 +205,24 @@ impl ParsedModule {
                     let path = alias.name.id.as_str();
                     match &alias.asname {
                         Some(asname) => {
+                            self.numba |= path == "numba" || path.starts_with("numba.");
                             let item = match path {
                                 "cuda.device" => Item::Namespace(Namespace::Device),
                                 "cuda" => Item::Namespace(Namespace::Cuda),
                                 "math" => Item::Namespace(Namespace::Math),
+                                "numba" => Item::Namespace(Namespace::Numba),
+                                "numba.cuda" => Item::Namespace(Namespace::NumbaCuda),
                                 other => Item::Foreign(other.to_string()),
                             };
                             self.items.insert(asname.id.to_string(), item);
                         }
                         None => {
                             let head = path.split('.').next().unwrap_or(path);
+                            self.numba |= head == "numba";
                             let item = if head == "cuda" {
                                 Item::Namespace(Namespace::Cuda)
+                            } else if head == "numba" {
+                                Item::Namespace(Namespace::Numba)
                             } else if head == "math" {
                                 Item::Namespace(Namespace::Math)
                             } else {
@@ -219,6 +235,7 @@ impl ParsedModule {
             }
             Stmt::ImportFrom(imp) => {
                 let module = imp.module.as_ref().map(|m| m.id.as_str()).unwrap_or("");
+                self.numba |= module == "numba" || module.starts_with("numba.");
                 for alias in &imp.names {
                     let name = alias.name.id.as_str();
                     let bound = alias.asname.as_ref().unwrap_or(&alias.name).id.to_string();
@@ -228,6 +245,14 @@ impl ParsedModule {
                             continue;
                         }
                         ("cuda", "device") => Item::Namespace(Namespace::Device),
+                        ("numba", "cuda") => Item::Namespace(Namespace::NumbaCuda),
+                        ("numba", "types") => Item::Namespace(Namespace::NumbaTypes),
+                        ("numba" | "numba.types", n) if builtins::numba_type(n).is_some() => {
+                            Item::Builtin(builtins::numba_type(n).unwrap_or(Builtin::Void))
+                        }
+                        ("numba.cuda", n) if builtins::numba_cuda_member(n).is_some() => {
+                            builtins::numba_cuda_member(n).unwrap_or(Item::Host)
+                        }
                         ("math", n) => match builtins::math_member(n) {
                             Some(item) => item,
                             None => {
@@ -266,6 +291,7 @@ impl ParsedModule {
                 let decl = FunctionDecl {
                     name: def.name.id.to_string(),
                     kind,
+                    signature: options.signature.clone(),
                     options,
                     stmt: index,
                     member: None,
@@ -396,6 +422,7 @@ impl ParsedModule {
                         options,
                         stmt: index,
                         member: Some(m),
+                        signature: None,
                         name_span: def.name.range.into(),
                     };
                     self.functions.push(decl);
@@ -426,6 +453,14 @@ impl ParsedModule {
                     Some(Item::Namespace(Namespace::Device))
                 }
                 Item::Namespace(Namespace::Math) => builtins::math_member(a.attr.id.as_str()),
+                Item::Namespace(
+                    ns @ (Namespace::Numba
+                    | Namespace::NumbaCuda
+                    | Namespace::NumbaShared
+                    | Namespace::NumbaLocal
+                    | Namespace::NumbaAtomic
+                    | Namespace::NumbaTypes),
+                ) => numba_member(ns, a.attr.id.as_str()),
                 Item::Namespace(Namespace::Device) => {
                     let n = a.attr.id.as_str();
                     builtins::device_member(n).map(Item::Builtin).or_else(|| {
@@ -453,6 +488,20 @@ impl ParsedModule {
             let this = match self.resolve_static(target) {
                 Some(Item::Builtin(Builtin::Kernel)) => FunctionKind::Kernel,
                 Some(Item::Builtin(Builtin::Func)) => FunctionKind::Device,
+                Some(Item::Builtin(Builtin::Jit)) => {
+                    let (k, o) = self.numba_jit(call, diags);
+                    if kind.is_some() {
+                        diags.push(Diagnostic::error(
+                            "E0103",
+                            dec.range().into(),
+                            "a function can have only one of `@kernel`, `@func` and `@cuda.jit`",
+                        ));
+                        continue;
+                    }
+                    kind = Some((k, dec.range().into()));
+                    options = o;
+                    continue;
+                }
                 _ => continue, // a host-side decorator: not ours to judge
             };
             let span: Span = dec.range().into();
@@ -577,6 +626,146 @@ impl ParsedModule {
         (kind.map(|(k, _)| k), options)
     }
 
+    /// numba's `@cuda.jit`, `@cuda.jit(sig)`, `@cuda.jit(device=True, fastmath=True, ...)`.
+    fn numba_jit(
+        &self,
+        call: Option<&ast::ExprCall>,
+        diags: &mut Vec<Diagnostic>,
+    ) -> (FunctionKind, DecoratorOptions) {
+        let mut options = DecoratorOptions::default();
+        let mut kind = FunctionKind::Kernel;
+        let Some(call) = call else {
+            return (kind, options);
+        };
+        let mut args = call.arguments.args.iter();
+        if let Some(sig) = args.next() {
+            match self.numba_signature(sig) {
+                Ok((types, _ret)) => options.signature = Some(types),
+                Err(m) => diags.push(Diagnostic::error(
+                    "E0103",
+                    sig.range().into(),
+                    format!("cannot read this signature: {m}"),
+                )),
+            }
+        }
+        for extra in args {
+            diags.push(Diagnostic::error("E0103", extra.range().into(), "`@cuda.jit` takes one signature; several signatures (eager overloads) are not supported"));
+        }
+        for kw in call.arguments.keywords.iter() {
+            let key = kw.arg.as_ref().map(|a| a.id.as_str()).unwrap_or("**");
+            let value = self.eval_const(&kw.value);
+            let vspan: Span = kw.value.range().into();
+            let flag = |diags: &mut Vec<Diagnostic>| match value {
+                Some(Const::Bool(b)) => b,
+                _ => {
+                    diags.push(Diagnostic::error(
+                        "E0103",
+                        vspan,
+                        format!("`{key}` must be the constant `True` or `False`"),
+                    ));
+                    false
+                }
+            };
+            match key {
+                "device" => {
+                    if flag(diags) {
+                        kind = FunctionKind::Device;
+                    }
+                }
+                "fastmath" => options.fastmath = flag(diags),
+                "lineinfo" | "debug" => options.lineinfo |= flag(diags),
+                // Always optimized; the embedder's KernelCache caches.
+                "opt" | "cache" => {
+                    let _ = flag(diags);
+                }
+                "inline" => {}
+                "max_registers" => match value.as_ref().and_then(Const::as_int) {
+                    Some(n) if (1..=255).contains(&n) => options.max_registers = Some(n as u32),
+                    _ => diags.push(Diagnostic::error("E0103", vspan, "`max_registers` must be a constant integer from 1 to 255")),
+                },
+                other => diags.push(
+                    Diagnostic::error("E0103", kw.range().into(), format!("unsupported keyword argument `{other}` for `@cuda.jit`"))
+                        .with_note("supported: device, fastmath, lineinfo, debug, opt, cache, max_registers, inline"),
+                ),
+            }
+        }
+        (kind, options)
+    }
+
+    /// A numba signature: a string (`"void(float32[:], int32)"`) or type objects
+    /// (`void(float32[::1], int32)`, `float32(float32, float32)`).
+    fn numba_signature(
+        &self,
+        e: &Expr,
+    ) -> Result<(Vec<crate::types::Type>, Option<crate::types::Type>), String> {
+        use crate::types::Type;
+        match e {
+            Expr::StringLiteral(s) => crate::types::signature::parse_signature(s.value.to_str()),
+            Expr::Call(c) => {
+                let ret = match self.resolve_static(&c.func) {
+                    Some(Item::Builtin(Builtin::Void)) => Type::None,
+                    _ => self.numba_type_expr(&c.func)?,
+                };
+                let args = c
+                    .arguments
+                    .args
+                    .iter()
+                    .map(|a| self.numba_type_expr(a))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok((args, Some(ret)))
+            }
+            Expr::Tuple(t) => Ok((
+                t.elts
+                    .iter()
+                    .map(|a| self.numba_type_expr(a))
+                    .collect::<Result<Vec<_>, _>>()?,
+                None,
+            )),
+            _ => Err("expected a string or a call such as `void(float32[:])`".into()),
+        }
+    }
+
+    /// A numba type expression: `float32`, `float32[:]`, `int32[:, ::1]`.
+    fn numba_type_expr(&self, e: &Expr) -> Result<crate::types::Type, String> {
+        use crate::types::{Layout, Scalar, Type};
+        let scalar = |x: &Expr| match self.resolve_static(x) {
+            Some(Item::Builtin(Builtin::Scalar(s))) => Ok(s),
+            Some(Item::Builtin(Builtin::Int)) => Ok(Scalar::Int64),
+            Some(Item::Builtin(Builtin::Float)) => Ok(Scalar::Float64),
+            Some(Item::Builtin(Builtin::Bool)) => Ok(Scalar::Bool),
+            _ => Err("expected a numba type such as `float32`".to_string()),
+        };
+        match e {
+            Expr::Subscript(sub) => {
+                let s = scalar(&sub.value)?;
+                let dims: Vec<&Expr> = match sub.slice.as_ref() {
+                    Expr::Tuple(t) => t.elts.iter().collect(),
+                    x => vec![x],
+                };
+                let contiguous: Vec<bool> = dims
+                    .iter()
+                    .map(|d| match d {
+                        Expr::Slice(sl) if sl.lower.is_none() && sl.upper.is_none() => match sl.step.as_deref() {
+                            None => Ok(false),
+                            Some(Expr::NumberLiteral(n)) if matches!(&n.value, ast::Number::Int(i) if i.as_u64() == Some(1)) => Ok(true),
+                            _ => Err("array dimensions are `:` or `::1`".to_string()),
+                        },
+                        _ => Err("array dimensions are `:` or `::1`".to_string()),
+                    })
+                    .collect::<Result<_, _>>()?;
+                let n = contiguous.len();
+                let layout = match contiguous.iter().position(|c| *c) {
+                    None => Layout::Any,
+                    Some(p) if p + 1 == n => Layout::C,
+                    Some(0) => Layout::F,
+                    Some(_) => return Err("`::1` must be the first or last dimension".into()),
+                };
+                Ok(Type::array(s, n as u8, layout))
+            }
+            x => scalar(x).map(Type::Scalar),
+        }
+    }
+
     /// Evaluates a module-level constant expression (literals, other constants, arithmetic,
     /// tuples); `None` when it is not one.
     pub(crate) fn eval_const(&self, e: &Expr) -> Option<Const> {
@@ -665,6 +854,20 @@ impl ParsedModule {
                 _ => None,
             },
         }
+    }
+}
+
+/// A member of one of numba's namespaces.
+pub(crate) fn numba_member(ns: Namespace, attr: &str) -> Option<Item> {
+    match (ns, attr) {
+        (Namespace::Numba, "cuda") => Some(Item::Namespace(Namespace::NumbaCuda)),
+        (Namespace::Numba, "types") => Some(Item::Namespace(Namespace::NumbaTypes)),
+        (Namespace::Numba | Namespace::NumbaTypes, n) => builtins::numba_type(n).map(Item::Builtin),
+        (Namespace::NumbaCuda, n) => builtins::numba_cuda_member(n),
+        (Namespace::NumbaShared, "array") => Some(Item::Builtin(Builtin::SharedArray)),
+        (Namespace::NumbaLocal, "array") => Some(Item::Builtin(Builtin::LocalArray)),
+        (Namespace::NumbaAtomic, n) => builtins::numba_atomic_member(n).map(Item::Builtin),
+        _ => None,
     }
 }
 

@@ -31,6 +31,12 @@ impl Defaults {
         float: Scalar::Float32,
     };
 
+    /// The numba-cuda dialect: `int` is `int64`, `float` is `float64`.
+    pub const NUMBA: Defaults = Defaults {
+        int: Scalar::Int64,
+        float: Scalar::Float64,
+    };
+
     /// The type a weak number takes when nothing else decides it.
     pub fn of(self, w: Weak) -> Scalar {
         match w {

@@ -328,6 +328,14 @@ impl FnCx<'_, '_> {
             | Builtin::WarpMask
             | Builtin::Math(_) => self.device_call(b, c),
             Builtin::Vector(elem, len) => self.vector_new(elem, len, c),
+            Builtin::NumbaGrid
+            | Builtin::NumbaGridsize
+            | Builtin::NumbaSyncthreads(_)
+            | Builtin::NumbaVote(_)
+            | Builtin::NumbaAtomic(_)
+            | Builtin::NumbaCompareAndSwap
+            | Builtin::NumbaFence(_)
+            | Builtin::Selp => self.numba_call(b, c),
             Builtin::Target | Builtin::IsExactly | Builtin::Provides => {
                 self.diags.push(
                     Diagnostic::error("E0410", span, format!("`{name}(...)` may only appear in the whole condition of an `if` statement"))

@@ -78,7 +78,7 @@ impl FnCx<'_, '_> {
         Some(slots)
     }
 
-    fn eval(&mut self, e: &ast::Expr) -> Option<Val> {
+    pub(super) fn eval(&mut self, e: &ast::Expr) -> Option<Val> {
         let v = self.expr(e);
         self.value_of(v)
     }
@@ -163,7 +163,7 @@ impl FnCx<'_, '_> {
     }
 
     /// A mask argument: a WarpMask, or any integer (its low 32 bits), as an int32 handle.
-    fn mask_arg(&mut self, e: Option<&ast::Expr>) -> Option<Handle<Expr>> {
+    pub(super) fn mask_arg(&mut self, e: Option<&ast::Expr>) -> Option<Handle<Expr>> {
         let Some(e) = e else {
             let span = self.decl.name_span;
             return Some(self.push(Expr::Literal(Literal::Int(-1)), Type::WarpMask, span));
@@ -790,7 +790,7 @@ impl FnCx<'_, '_> {
         }
     }
 
-    fn check_atomic_dtype(
+    pub(super) fn check_atomic_dtype(
         &mut self,
         op: AtomicOp,
         dtype: Scalar,

@@ -185,6 +185,29 @@ impl FnCx<'_, '_> {
     pub(super) fn attr_of(&mut self, base: Value, attr: &str, span: Span) -> Value {
         let v = match base {
             Value::Err => return Value::Err,
+            Value::Item(
+                Item::Namespace(
+                    ns @ (Namespace::Numba
+                    | Namespace::NumbaCuda
+                    | Namespace::NumbaShared
+                    | Namespace::NumbaLocal
+                    | Namespace::NumbaAtomic
+                    | Namespace::NumbaTypes),
+                ),
+                _,
+            ) => {
+                return match crate::front::numba_member(ns, attr) {
+                    Some(item) => Value::Item(item, span),
+                    None => {
+                        self.error(
+                            "E0102",
+                            span,
+                            format!("`{attr}` is not available in device code (numba dialect)"),
+                        );
+                        Value::Err
+                    }
+                };
+            }
             Value::Item(Item::Namespace(Namespace::Math), _) => {
                 return match crate::front::builtins::math_member(attr) {
                     Some(item) => Value::Item(item, span),

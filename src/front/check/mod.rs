@@ -790,6 +790,7 @@ fn dim3_intrinsic(b: Builtin, a: Axis) -> Intrinsic {
 
 mod calls;
 mod device;
+mod numba;
 use stmt::{always_returns, assigned_names, contains_call, count_assignments, element_type};
 mod expr;
 mod ops;

@@ -523,7 +523,14 @@ impl FnCx<'_, '_> {
                 },
                 _ => false,
             },
-            (None, None) => h.ty == v.ty,
+            (None, None) => match (&h.ty, &v.ty) {
+                // numba unifies a local's assignments to their common type.
+                (Type::Scalar(a), Type::Scalar(b)) if self.s.m.numba && a != b => {
+                    nh.ty = Type::Scalar(promote(*a, *b));
+                    true
+                }
+                _ => h.ty == v.ty,
+            },
         };
         if !compatible {
             let had = if h.weak == Some(Weak::Float) {
@@ -1024,23 +1031,32 @@ impl FnCx<'_, '_> {
         let ctr = self.new_temp(tty.clone(), span);
         let (cond, value) = if counted {
             let select = |cx: &mut Self, cond, then, otherwise| {
-                cx.push(Expr::Select { cond, then, otherwise }, tty.clone(), span)
+                cx.push(
+                    Expr::Select {
+                        cond,
+                        then,
+                        otherwise,
+                    },
+                    tty.clone(),
+                    span,
+                )
             };
             // Iterations from `lo` up to `hi` by `step` (> 0):
             // (hi - lo - 1) // step + 1 when hi > lo, else 0.
-            let count_between = |cx: &mut Self, hi: Handle<Expr>, lo: Handle<Expr>, step: Handle<Expr>| {
-                let (h, l) = (copy(cx, hi), copy(cx, lo));
-                let d = bin(cx, BinaryOp::Sub, h, l);
-                let one = lit(cx, 1);
-                let d1 = bin(cx, BinaryOp::Sub, d, one);
-                let q = bin(cx, BinaryOp::FloorDiv, d1, step);
-                let one = lit(cx, 1);
-                let n = bin(cx, BinaryOp::Add, q, one);
-                let (h, l) = (copy(cx, hi), copy(cx, lo));
-                let nonempty = bin(cx, BinaryOp::Gt, h, l);
-                let zero = lit(cx, 0);
-                select(cx, nonempty, n, zero)
-            };
+            let count_between =
+                |cx: &mut Self, hi: Handle<Expr>, lo: Handle<Expr>, step: Handle<Expr>| {
+                    let (h, l) = (copy(cx, hi), copy(cx, lo));
+                    let d = bin(cx, BinaryOp::Sub, h, l);
+                    let one = lit(cx, 1);
+                    let d1 = bin(cx, BinaryOp::Sub, d, one);
+                    let q = bin(cx, BinaryOp::FloorDiv, d1, step);
+                    let one = lit(cx, 1);
+                    let n = bin(cx, BinaryOp::Add, q, one);
+                    let (h, l) = (copy(cx, hi), copy(cx, lo));
+                    let nonempty = bin(cx, BinaryOp::Gt, h, l);
+                    let zero = lit(cx, 0);
+                    select(cx, nonempty, n, zero)
+                };
             let step = copy(self, step_e);
             let up = count_between(self, stop_e, start_e, step);
             let (s0, zero) = (copy(self, step_e), lit(self, 0));

@@ -1,0 +1,76 @@
+"""Differential check of the numba-cuda dialect: each kernel in tests/fixtures/numba is run by
+numba-cuda itself and by `pydevice run` on the same random inputs, and the outputs are
+compared (floats within a stated tolerance: atomics add in a different order).
+
+Usage (on a GPU machine with numba-cuda): python3 scripts/numba_differential.py PYDEVICE"""
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+np.row_stack = np.vstack  # numba-cuda 0.30 with NumPy 2.5
+from numba import cuda  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+rng = np.random.default_rng(3)
+
+
+def cases():
+    n = 100_000
+    yield ("vector_add.py", "add", (n + 255) // 256, 256,
+           {"a": rng.standard_normal(n, dtype=np.float32), "b": rng.standard_normal(n, dtype=np.float32),
+            "c": np.zeros(n, np.float32)}, {"c": 0.0})
+    m = 128
+    yield ("matmul_shared.py", "fast_matmul", (8, 8), (16, 16),
+           {"A": rng.standard_normal((m, m), dtype=np.float32), "B": rng.standard_normal((m, m), dtype=np.float32),
+            "C": np.zeros((m, m), np.float32)}, {"C": 1e-4})
+    n = 50_000
+    yield ("atomics_and_types.py", "hist", 64, 128,
+           {"x": rng.random(n), "bins": np.zeros(16, np.int32), "total": np.zeros(2)}, {"bins": 0.0, "total": 1e-9})
+
+
+def run_numba(src, entry, grid, block, args):
+    ns = {}
+    exec(compile(src, entry, "exec"), ns)
+    dev = {k: cuda.to_device(v) for k, v in args.items()}
+    ns[entry][grid, block](*dev.values())
+    cuda.synchronize()
+    return {k: d.copy_to_host() for k, d in dev.items()}
+
+
+def run_ours(pydevice, path, entry, grid, block, args, outs):
+    with tempfile.TemporaryDirectory() as d:
+        d = Path(d)
+        cmd = [pydevice, "run", str(path), "--entry", entry,
+               "--grid", ",".join(map(str, grid if isinstance(grid, tuple) else (grid,))),
+               "--block", ",".join(map(str, block if isinstance(block, tuple) else (block,)))]
+        for k, v in args.items():
+            np.save(d / f"{k}.npy", v)
+            cmd += ["--arg", f"{k}={d / (k + '.npy')}"]
+        for k in outs:
+            cmd += ["--out", f"{k}={d / (k + '.out.npy')}"]
+        subprocess.run(cmd, check=True, stderr=subprocess.PIPE)
+        return {k: np.load(d / f"{k}.out.npy") for k in outs}
+
+
+failed = 0
+for file, entry, grid, block, args, tol in cases():
+    path = ROOT / "tests/fixtures/numba" / file
+    src = path.read_text()
+    theirs = run_numba(src, entry, grid, block, {k: v.copy() for k, v in args.items()})
+    try:
+        ours = run_ours(sys.argv[1], path, entry, grid, block, args, tol)
+    except subprocess.CalledProcessError as e:
+        print(f"FAIL {file}: pydevice failed: {e.stderr.decode()[-500:]}")
+        failed += 1
+        continue
+    for k, t in tol.items():
+        a, b = theirs[k], ours[k]
+        ok = np.array_equal(a, b) if t == 0 else np.allclose(a, b, rtol=t, atol=t)
+        worst = float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))) if a.size else 0.0
+        print(f"{'ok  ' if ok else 'FAIL'} {file}:{entry} output `{k}` numba vs pydevice (max |diff| {worst:.3g}, tolerance {t})")
+        failed += not ok
+print(f"numba differential: {failed} mismatch(es)")
+sys.exit(1 if failed else 0)

@@ -1,0 +1,340 @@
+//! CUDA C++ headers for modules of device code: the types a module's interoperable functions
+//! take and return, spelled as CUDA C++ types with the layouts of [`layout_of`], and
+//! `extern "C"` declarations of those functions, so that C++ code can call into (and launch)
+//! device code written in Python.
+//!
+//! Every type the header names gets a `static_assert` of its size and alignment (and of each
+//! field's offset), so whichever compiler includes the header checks our layout against its
+//! own. Types that more than one header may declare (tuples, the half-precision vectors that
+//! CUDA lacks, the array descriptor) are guarded by a macro, so headers of several modules
+//! can be included together. This module only prints; it does not decide layouts.
+
+use super::{KernelAbi, cxx_ident, layout_of, vector_is_generated};
+use crate::types::{Scalar, Type};
+use std::fmt::Write;
+
+/// A function that a header declares: an interoperable `@kernel` (`__global__`) or `@func`
+/// (`__device__`), whose symbol is its Python name.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FunctionDecl {
+    /// The symbol, also the C++ name (`extern "C"`).
+    pub symbol: String,
+    /// `true` for a kernel (`__global__ void`), `false` for a device function.
+    pub kernel: bool,
+    /// Parameters in order: Python names and types, each passed by value.
+    pub params: Vec<(String, Type)>,
+    /// The return type (`Type::None` for `void`).
+    pub ret: Type,
+}
+
+impl FunctionDecl {
+    /// The declaration of a specialized entry, from its ABI and return type.
+    pub fn new(abi: &KernelAbi, kernel: bool, ret: Type) -> FunctionDecl {
+        FunctionDecl {
+            symbol: abi.symbol.clone(),
+            kernel,
+            params: abi
+                .params
+                .iter()
+                .map(|p| (p.name.clone(), p.ty.clone()))
+                .collect(),
+            ret,
+        }
+    }
+}
+
+/// Every type that `roots` are made of, each once, a type's parts before the type: structs,
+/// tuples, vectors, arrays and atomic references. Numbers appear only where they are roots.
+///
+/// ```
+/// use pydevice::abi::header::types_in;
+/// use pydevice::types::{Scalar, Type};
+/// let v = Type::Vector { elem: Scalar::Float32, len: 3 };
+/// let t = Type::Tuple(vec![Scalar::Int8.into(), v.clone()]);
+/// assert_eq!(types_in(&[t.clone(), v.clone()]), vec![v, t]);
+/// ```
+pub fn types_in(roots: &[Type]) -> Vec<Type> {
+    fn visit(t: &Type, root: bool, out: &mut Vec<Type>) {
+        match t {
+            Type::Struct(st) => st.fields.iter().for_each(|(_, f)| visit(f, false, out)),
+            Type::Tuple(ts) => ts.iter().for_each(|e| visit(e, false, out)),
+            Type::Scalar(_) | Type::None | Type::WarpMask if !root => return,
+            _ => {}
+        }
+        if !out.contains(t) {
+            out.push(t.clone());
+        }
+    }
+    let mut out = Vec::new();
+    for t in roots {
+        visit(t, true, &mut out);
+    }
+    out
+}
+
+/// Calls `f` with every number a type contains (array dtypes and references included).
+fn each_scalar(t: &Type, f: &mut impl FnMut(Scalar)) {
+    match t {
+        Type::Scalar(s) | Type::Vector { elem: s, .. } | Type::Ref { dtype: s, .. } => f(*s),
+        Type::Array(a) => f(a.dtype),
+        Type::Tuple(ts) => ts.iter().for_each(|e| each_scalar(e, f)),
+        Type::Struct(st) => st.fields.iter().for_each(|(_, e)| each_scalar(e, f)),
+        Type::None | Type::WarpMask => {}
+    }
+}
+
+/// How a parameter or result of type `t` is spelled in C++.
+fn spelling(t: &Type) -> String {
+    match t {
+        Type::None => "void*".into(),
+        t => layout_of(t).cxx,
+    }
+}
+
+/// The `static_assert`s of a type's layout: size and alignment, and each field's offset
+/// (`fields` gives the C++ names of the fields, in order, where they are checked).
+fn assert_layout(out: &mut String, t: &Type, fields: &[String]) {
+    let l = layout_of(t);
+    let _ = writeln!(
+        out,
+        "static_assert(sizeof({c}) == {} && alignof({c}) == {}, \"pydevice layout of {}\");",
+        l.size,
+        l.align,
+        l.name,
+        c = l.cxx
+    );
+    for (f, fl) in fields.iter().zip(&l.fields) {
+        let _ = writeln!(
+            out,
+            "static_assert(__builtin_offsetof({}, {f}) == {}, \"pydevice offset of {}.{}\");",
+            l.cxx, fl.offset, l.name, fl.name
+        );
+    }
+}
+
+/// Starts a paragraph: a blank line unless there is one.
+fn paragraph(out: &mut String) {
+    if !out.ends_with("\n\n") {
+        out.push('\n');
+    }
+}
+
+/// Writes a guarded definition: types that several headers may declare.
+fn guarded(out: &mut String, name: &str, body: &str) {
+    paragraph(out);
+    let guard = format!("{}_DEFINED", name.to_ascii_uppercase());
+    let _ = write!(out, "#ifndef {guard}\n#define {guard}\n{body}#endif\n\n");
+}
+
+/// A `struct` definition with its layout's `static_assert`s.
+fn definition(t: &Type, members: &[(String, String)], align: Option<u64>) -> String {
+    let l = layout_of(t);
+    let mut s = String::new();
+    let _ = writeln!(s, "// {}", l.name);
+    let _ = match align {
+        Some(a) => writeln!(s, "struct alignas({a}) {} {{", l.cxx),
+        None => writeln!(s, "struct {} {{", l.cxx),
+    };
+    for (ty, name) in members {
+        let _ = writeln!(s, "  {ty} {name};");
+    }
+    s.push_str("};\n");
+    let names: Vec<String> = members.iter().map(|(_, n)| n.clone()).collect();
+    assert_layout(&mut s, t, &names);
+    s
+}
+
+const ARRAY_DESCRIPTOR: &str = "\
+// The spec's cuda::interoperable_array_descriptor (the machine representation of an array):
+// strides are counted in elements.
+namespace cuda {
+template <typename T, cuda::std::uint64_t N>
+struct interoperable_array_descriptor {
+  T* data;
+  cuda::std::uint64_t shape[N];
+  cuda::std::uint64_t strides[N];
+};
+}  // namespace cuda
+";
+
+/// A CUDA C++ header declaring `types` (and everything they are made of) and `functions`.
+///
+/// ```
+/// use pydevice::abi::header::{header, FunctionDecl};
+/// use pydevice::types::{Layout, Scalar, StructType, Type};
+/// let point = Type::Struct(Box::new(StructType {
+///     name: "point".into(),
+///     fields: vec![("x".into(), Scalar::Float32.into()), ("y".into(), Scalar::Float32.into())],
+///     align: Some(16),
+/// }));
+/// let f = FunctionDecl {
+///     symbol: "shift".into(),
+///     kernel: true,
+///     params: vec![("p".into(), point.clone()), ("out".into(), Type::array(Scalar::Float32, 1, Layout::C))],
+///     ret: Type::None,
+/// };
+/// let h = header("points", &[point], &[f]);
+/// assert!(h.contains("struct alignas(16) point {\n  float x;\n  float y;\n};"));
+/// assert!(h.contains("static_assert(sizeof(point) == 16 && alignof(point) == 16"));
+/// assert!(h.contains(
+///     "extern \"C\" __global__ void shift(point p, cuda::interoperable_array_descriptor<float, 1> out);"
+/// ));
+/// ```
+pub fn header(module_name: &str, types: &[Type], functions: &[FunctionDecl]) -> String {
+    let mut roots: Vec<Type> = types.to_vec();
+    for f in functions {
+        roots.extend(f.params.iter().map(|(_, t)| t.clone()));
+        roots.push(f.ret.clone());
+    }
+    let all = types_in(&roots);
+    let (mut half, mut bf16, mut atomic, mut arrays) = (false, false, false, false);
+    for t in &all {
+        each_scalar(t, &mut |s| {
+            half |= s == Scalar::Float16;
+            bf16 |= s == Scalar::BFloat16;
+        });
+        atomic |= matches!(t, Type::Ref { .. });
+        arrays |= matches!(t, Type::Array(_));
+    }
+
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "// {module_name}: CUDA C++ declarations of the types and interoperable functions of a\n\
+         // pydevice module. Generated by `pydevice abi --header`; do not edit.\n\
+         // Each static_assert checks that this compiler lays a type out as pydevice does."
+    );
+    out.push_str("#pragma once\n\n#include <cuda/std/cstdint>\n");
+    if atomic {
+        out.push_str("#include <cuda/atomic>\n");
+    }
+    if half {
+        out.push_str("#include <cuda_fp16.h>\n");
+    }
+    if bf16 {
+        out.push_str("#include <cuda_bf16.h>\n");
+    }
+    out.push('\n');
+    if arrays {
+        guarded(
+            &mut out,
+            "__PYD_INTEROPERABLE_ARRAY_DESCRIPTOR",
+            ARRAY_DESCRIPTOR,
+        );
+    }
+
+    for t in &all {
+        let l = layout_of(t);
+        match t {
+            Type::Struct(st) => {
+                let members: Vec<(String, String)> = st
+                    .fields
+                    .iter()
+                    .map(|(n, ft)| (spelling(ft), cxx_ident(n)))
+                    .collect();
+                // `alignas` as written, so that the static_assert checks our rule; C++ forbids
+                // one weaker than the members' alignment (and it would change nothing).
+                let natural = st.fields.iter().map(|(_, f)| layout_of(f).align).max();
+                let align = st.align.filter(|a| Some(*a) >= natural);
+                paragraph(&mut out);
+                out.push_str(&definition(t, &members, align));
+                out.push('\n');
+            }
+            Type::Tuple(ts) => {
+                let members: Vec<(String, String)> = ts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, et)| (spelling(et), format!("__{i}")))
+                    .collect();
+                guarded(&mut out, &l.cxx, &definition(t, &members, None));
+            }
+            Type::Vector { elem, len } if vector_is_generated(*elem, *len) => {
+                let members: Vec<(String, String)> = l
+                    .fields
+                    .iter()
+                    .map(|f| (elem.cxx_name().to_string(), f.name.clone()))
+                    .collect();
+                guarded(&mut out, &l.cxx, &definition(t, &members, Some(l.align)));
+            }
+            Type::None => {}
+            // Numbers only where asked for, not for every parameter.
+            Type::Scalar(_) | Type::WarpMask if !types.contains(t) => {}
+            _ => assert_layout(&mut out, t, &[]),
+        }
+    }
+
+    if !functions.is_empty() {
+        paragraph(&mut out);
+        out.push_str("// Interoperable functions (pass each parameter by value).\n");
+    }
+    for f in functions {
+        if cxx_ident(&f.symbol) != f.symbol {
+            let _ = writeln!(
+                out,
+                "// `{}` is a C++ keyword, so C++ cannot declare it under its own name.",
+                f.symbol
+            );
+            continue;
+        }
+        let params: Vec<String> = f
+            .params
+            .iter()
+            .map(|(n, t)| format!("{} {}", spelling(t), cxx_ident(n)))
+            .collect();
+        let ret = match &f.ret {
+            Type::None => "void".to_string(),
+            t => spelling(t),
+        };
+        let _ = writeln!(
+            out,
+            "extern \"C\" {} {ret} {}({});",
+            if f.kernel { "__global__" } else { "__device__" },
+            f.symbol,
+            params.join(", ")
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::StructType;
+
+    #[test]
+    fn tuples_and_half_vectors_are_declared_once_and_guarded() {
+        let h3 = Type::Vector {
+            elem: Scalar::Float16,
+            len: 3,
+        };
+        let t = Type::Tuple(vec![h3.clone(), Scalar::BFloat16.into()]);
+        let h = header("m", &[t.clone(), t.clone()], &[]);
+        assert_eq!(h.matches("struct __pyd_float16x3 ").count(), 0);
+        assert_eq!(h.matches("struct alignas(2) __pyd_float16x3 {").count(), 1);
+        let name = layout_of(&t).cxx;
+        assert_eq!(h.matches(&format!("struct {name} {{")).count(), 1);
+        assert!(h.contains(&format!("#ifndef {}_DEFINED", name.to_ascii_uppercase())));
+        assert!(h.contains("  __pyd_float16x3 __0;\n  __nv_bfloat16 __1;\n"));
+        assert!(h.contains("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n"));
+        // The vector comes before the tuple that holds it.
+        assert!(h.find("__pyd_float16x3 {").unwrap() < h.find(&name).unwrap());
+    }
+
+    #[test]
+    fn keywords_are_renamed_and_device_functions_declared() {
+        let s = Type::Struct(Box::new(StructType {
+            name: "new".into(),
+            fields: vec![("class".into(), Scalar::Int8.into())],
+            align: None,
+        }));
+        let f = FunctionDecl {
+            symbol: "make".into(),
+            kernel: false,
+            params: vec![("int".into(), Scalar::Int8.into())],
+            ret: s.clone(),
+        };
+        let h = header("m", &[], &[f]);
+        assert!(h.contains("struct new_ {\n  cuda::std::int8_t class_;\n};"));
+        assert!(h.contains("extern \"C\" __device__ new_ make(cuda::std::int8_t int_);"));
+    }
+}

@@ -1,0 +1,182 @@
+//! The numba-cuda dialect's entities that differ in form from `cuda.device`'s: positions
+//! as int64 (`cuda.grid`), predicates given as values, atomics as free functions on
+//! `(array, index, value)` with CUDA's relaxed device-scope semantics, and `selp`.
+
+use super::*;
+use crate::ir::{AtomicOp, MemoryOrder, Scope, Vote};
+
+impl FnCx<'_, '_> {
+    pub(super) fn numba_call(&mut self, b: Builtin, c: &ast::ExprCall) -> Option<Val> {
+        let span = sp(c);
+        let bool_t = Type::Scalar(Scalar::Bool);
+        match b {
+            Builtin::NumbaGrid | Builtin::NumbaGridsize => {
+                // cuda.grid(n) is tid(n) as int64 (numba's intp).
+                let tid = if b == Builtin::NumbaGrid {
+                    Builtin::Tid
+                } else {
+                    Builtin::GridSize
+                };
+                let v = self.builtin_call(tid, c)?;
+                let i64t = Type::Scalar(Scalar::Int64);
+                let (e, ty) = match &v.ty {
+                    Type::Tuple(ts) => {
+                        let n = ts.len();
+                        let es: Vec<_> = (0..n)
+                            .map(|i| {
+                                let base = self.push(self.exprs[v.e].clone(), v.ty.clone(), span);
+                                let x = self.push(
+                                    Expr::Extract(base, i as u32),
+                                    Type::Scalar(Scalar::Int32),
+                                    span,
+                                );
+                                self.push(Expr::Cast(x), i64t.clone(), span)
+                            })
+                            .collect();
+                        let ty = Type::Tuple(vec![i64t; n]);
+                        (self.push(Expr::Tuple(es), ty.clone(), span), ty)
+                    }
+                    _ => (self.push(Expr::Cast(v.e), i64t.clone(), span), i64t),
+                };
+                let mut r = self.val(e, ty, span);
+                r.nonneg = true;
+                Some(r)
+            }
+            Builtin::NumbaSyncthreads(k) => {
+                let a = self.bind(c, "syncthreads_count", &["predicate"], 1)?;
+                let v = self.eval(a[0]?)?;
+                let p = self.truthy(v)?;
+                let (op, ty) = match k {
+                    0 => (Intrinsic::SyncThreadsCount, Type::Scalar(Scalar::Int32)),
+                    1 => (Intrinsic::SyncThreadsAnd, bool_t),
+                    _ => (Intrinsic::SyncThreadsOr, bool_t),
+                };
+                let e = self.push(Expr::Intrinsic(op, vec![p]), ty.clone(), span);
+                Some(self.val(e, ty, span))
+            }
+            Builtin::NumbaVote(k) => {
+                let a = self.bind(c, "vote", &["mask", "predicate"], 2)?;
+                let m = self.mask_arg(a[0])?;
+                let v = self.eval(a[1]?)?;
+                let p = self.truthy(v)?;
+                let (vote, ty) = match k {
+                    0 => (Vote::All, bool_t),
+                    1 => (Vote::Any, bool_t),
+                    2 => (Vote::Uni, bool_t),
+                    _ => (Vote::Ballot, Type::WarpMask),
+                };
+                let e = self.push(
+                    Expr::Intrinsic(Intrinsic::Vote(vote), vec![m, p]),
+                    ty.clone(),
+                    span,
+                );
+                Some(self.val(e, ty, span))
+            }
+            Builtin::NumbaAtomic(_) | Builtin::NumbaCompareAndSwap => {
+                let op = match b {
+                    Builtin::NumbaAtomic(op) => op,
+                    _ => AtomicOp::Cas,
+                };
+                // cuda.atomic.add(ary, idx, val) is atomicAdd: relaxed, device scope.
+                let cas_first = b == Builtin::NumbaCompareAndSwap;
+                let params: &[&str] = match (cas_first, op) {
+                    (true, _) => &["ary", "old", "val"],
+                    (false, AtomicOp::Cas) => &["ary", "idx", "old", "val"],
+                    _ => &["ary", "idx", "val"],
+                };
+                let a = self.bind(c, "cuda.atomic", params, params.len())?;
+                let arr = self.eval(a[0]?)?;
+                let Type::Array(at) = &arr.ty else {
+                    self.error(
+                        "E0408",
+                        arr.span,
+                        format!("numba atomics need an array, found {}", arr.ty),
+                    );
+                    return None;
+                };
+                let (dtype, space) = (at.dtype, at.space);
+                let indices = if cas_first {
+                    let zero = self.push(
+                        Expr::Literal(Literal::Int(0)),
+                        Type::Scalar(Scalar::Int64),
+                        span,
+                    );
+                    let ndim = at.ndim as usize;
+                    vec![
+                        Index {
+                            value: zero,
+                            wrap: false
+                        };
+                        ndim
+                    ]
+                } else {
+                    self.indices(&arr, a[1]?)?
+                };
+                let r = self.push(
+                    Expr::ElementRef {
+                        array: arr.e,
+                        indices,
+                    },
+                    Type::Ref { dtype, space },
+                    span,
+                );
+                let first_val = if cas_first { 1 } else { 2 };
+                let mut args = Vec::new();
+                for e in a[first_val..].iter().flatten() {
+                    let x = self.eval(e)?;
+                    args.push(self.store_value(&x, dtype)?);
+                }
+                let name = format!("{op:?}").to_lowercase();
+                self.check_atomic_dtype(op, dtype, &name, span)?;
+                let e = self.push(
+                    Expr::Atomic {
+                        op,
+                        order: MemoryOrder::Relaxed,
+                        scope: Scope::Device,
+                        target: r,
+                        args,
+                    },
+                    Type::Scalar(dtype),
+                    span,
+                );
+                Some(self.val(e, Type::Scalar(dtype), span))
+            }
+            Builtin::NumbaFence(k) => {
+                self.bind(c, "threadfence", &[], 0)?;
+                let scope = match k {
+                    0 => Scope::Device,
+                    1 => Scope::Block,
+                    _ => Scope::System,
+                };
+                let e = self.push(
+                    Expr::Intrinsic(Intrinsic::ThreadFence(MemoryOrder::SeqCst, scope), vec![]),
+                    Type::None,
+                    span,
+                );
+                Some(self.val(e, Type::None, span))
+            }
+            Builtin::Selp => {
+                let a = self.bind(c, "selp", &["cond", "a", "b"], 3)?;
+                let cv = self.eval(a[0]?)?;
+                let cond = self.truthy(cv)?;
+                let t = self.eval(a[1]?)?;
+                let f = self.eval(a[2]?)?;
+                let (common, weak) = self.common(&[&t, &f]);
+                let (te, fe) = (self.convert(&t, common)?, self.convert(&f, common)?);
+                let e = self.push(
+                    Expr::Select {
+                        cond,
+                        then: te,
+                        otherwise: fe,
+                    },
+                    Type::Scalar(common),
+                    span,
+                );
+                let mut r = self.val(e, Type::Scalar(common), span);
+                r.weak = weak;
+                Some(r)
+            }
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,68 @@
+# A module whose header tests/abi_layouts.rs compiles with nvcc: structs (nested, with
+# alignment), vectors (including the ones CUDA 13 lacks), tuples and arrays, as parameters and
+# results of interoperable functions.
+from cuda import device
+from cuda.device import float16, bfloat16, float32, float64, int8, int32, uint64
+from cuda.device import float32x3, float64x4, float16x3, int8x2, bfloat16x2
+
+
+@device.struct
+class point:
+    x: float32
+    y: float32
+    z: float32
+
+
+@device.struct(align=16)
+class particle:
+    pos: point
+    mass: float64
+    id: int32
+    color: float32x3
+    tag: int8
+
+
+@device.struct(align=32)
+class wide:
+    a: float64x4
+    h: float16x3
+    b: bfloat16x2
+    c: int8x2
+    flag: bool
+
+
+@device.func(interop=True)
+def weigh(p: particle, k: float32) -> float64:
+    return p.mass * k
+
+
+@device.func(interop=True)
+def split(p: point, n: int32):
+    return (p.x, n, p.y)
+
+
+@device.func(interop=True)
+def move(p: point, d: float32x3):
+    return point(p.x + d.x, p.y + d.y, p.z + d.z)
+
+
+@device.func(interop=True)
+def half_sum(w: wide, h: float16, b: bfloat16) -> float32:
+    return float32(w.h.x) + float32(h) + float32(b)
+
+
+@device.kernel(interop=True)
+def scale(xs: "float32[::1]", grid: "float64[:, :]", p: particle, w: wide, t: "(int8, float64, uint64)"):
+    i = device.tid(1)
+    if i < len(xs):
+        xs[i] = xs[i] * p.pos.x + grid[0, 0] + w.a.x + t[1]
+
+
+@device.func
+def helper(x: int32) -> int32:
+    return x + 1
+
+
+@device.kernel(interop=True)
+def unannotated(xs, n):
+    pass

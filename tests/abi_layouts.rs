@@ -1,0 +1,747 @@
+//! The ABI checked against real compilers.
+//!
+//! - gcc: `layout_of` must agree with what gcc computes for the equivalent C structs of random
+//!   nested structs, tuples, vectors and array descriptors with random alignment overrides
+//!   (many types per C program, so one gcc run checks a whole batch).
+//! - nvcc: `layout_of` must agree with nvcc's `sizeof`/`alignof`/`offsetof` for every CUDA type
+//!   we map numbers and vectors to, and the header that `pydevice abi --header` writes (for a
+//!   fixture module, and for random types) must compile, which checks its `static_assert`s.
+//! - the `abi` command: JSON, text, exit codes.
+//!
+//! Without gcc or nvcc (with CCCL) a test says so and passes, except when env `CI` is set:
+//! then it fails, since CI installs them (scripts/deps.sh).
+
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use pydevice::abi::header::{header, types_in};
+use pydevice::abi::{TypeLayout, layout_of};
+use pydevice::types::{Layout, MemSpace, Scalar, StructType, Type};
+use pydevice::{CompileOptions, Module};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Says why a test did not run and passes, or fails in CI, which must run it.
+fn skip(what: &str) {
+    if std::env::var_os("CI").is_some() {
+        panic!("{what}; CI must run this test (scripts/deps.sh installs what it needs)");
+    }
+    eprintln!("skipped: {what}");
+}
+
+/// A fresh scratch directory under the target directory.
+fn scratch(tag: &str) -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "abi-{}-{tag}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn run(cmd: &mut Command) -> Output {
+    cmd.output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"))
+}
+
+fn ok(out: &Output, what: &str, source: &str) -> String {
+    assert!(
+        out.status.success(),
+        "{what} failed:\n{}{}\n--- source ---\n{source}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Random types
+
+const VECTOR_ELEMS: [Scalar; 12] = [
+    Scalar::Int8,
+    Scalar::Int16,
+    Scalar::Int32,
+    Scalar::Int64,
+    Scalar::UInt8,
+    Scalar::UInt16,
+    Scalar::UInt32,
+    Scalar::UInt64,
+    Scalar::Float16,
+    Scalar::BFloat16,
+    Scalar::Float32,
+    Scalar::Float64,
+];
+
+/// Random nested structs and tuples of numbers, vectors and array descriptors; structs get
+/// random `align=` overrides. `empty` allows empty tuples and structs (C has none).
+fn any_type(empty: bool) -> BoxedStrategy<Type> {
+    let leaf = prop_oneof![
+        4 => prop::sample::select(&Scalar::ALL[..]).prop_map(Type::Scalar),
+        3 => (prop::sample::select(&VECTOR_ELEMS[..]), 1u8..=4)
+            .prop_map(|(elem, len)| Type::Vector { elem, len }),
+        1 => (prop::sample::select(&Scalar::ALL[..]), 1u8..=3)
+            .prop_map(|(d, n)| Type::array(d, n, Layout::Any)),
+    ];
+    let min = usize::from(!empty);
+    leaf.prop_recursive(3, 32, 5, move |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), min..5).prop_map(Type::Tuple),
+            (
+                prop::collection::vec(inner, min..5),
+                prop::option::of(prop::sample::select(&[1u64, 2, 4, 8, 16, 32, 64][..])),
+            )
+                .prop_map(|(fields, align)| {
+                    Type::Struct(Box::new(StructType {
+                        name: String::new(),
+                        fields: fields
+                            .into_iter()
+                            .enumerate()
+                            .map(|(i, t)| (format!("f{i}"), t))
+                            .collect(),
+                        align,
+                    }))
+                }),
+        ]
+    })
+    .boxed()
+}
+
+/// Gives every struct a distinct name (`s0`, `s1`, ...), as the classes of a module have.
+fn name_structs(t: &mut Type, n: &mut usize) {
+    match t {
+        Type::Struct(st) => {
+            for (_, f) in &mut st.fields {
+                name_structs(f, n);
+            }
+            st.name = format!("s{n}");
+            *n += 1;
+        }
+        Type::Tuple(ts) => ts.iter_mut().for_each(|e| name_structs(e, n)),
+        _ => {}
+    }
+}
+
+fn named(mut types: Vec<Type>) -> Vec<Type> {
+    let mut n = 0;
+    types.iter_mut().for_each(|t| name_structs(t, &mut n));
+    types
+}
+
+// ---------------------------------------------------------------------------------------------
+// The equivalent C, compiled with gcc
+
+fn c_scalar(s: Scalar) -> &'static str {
+    match s {
+        Scalar::Bool => "_Bool",
+        Scalar::Int8 => "int8_t",
+        Scalar::Int16 => "int16_t",
+        Scalar::Int32 => "int32_t",
+        Scalar::Int64 => "int64_t",
+        Scalar::UInt8 => "uint8_t",
+        Scalar::UInt16 => "uint16_t",
+        Scalar::UInt32 => "uint32_t",
+        Scalar::UInt64 => "uint64_t",
+        // Two bytes of storage, like `__half` and `__nv_bfloat16`.
+        Scalar::Float16 | Scalar::BFloat16 => "uint16_t",
+        Scalar::Float32 => "float",
+        Scalar::Float64 => "double",
+    }
+}
+
+/// What `vector_types.h` declares: `__align__(sizeof(T) * N)` for 1, 2 and 4 elements (at
+/// most 16: the 32-byte vectors are the `_16a` forms), none for 3.
+fn cuda_vector_align(elem: Scalar, len: u8) -> u64 {
+    match len {
+        3 => elem.size(),
+        n => (elem.size() * u64::from(n)).min(16),
+    }
+}
+
+/// A C program that prints, for every type in `all`, a line `k sizeof alignof offsets...`.
+fn c_program(all: &[Type]) -> String {
+    let name = |t: &Type| match t {
+        Type::Scalar(s) => c_scalar(*s).to_string(),
+        t => format!("struct t{}", all.iter().position(|x| x == t).unwrap()),
+    };
+    let mut defs = String::new();
+    let mut main = String::new();
+    for (k, t) in all.iter().enumerate() {
+        let (align, members): (Option<u64>, Vec<(String, String)>) = match t {
+            Type::Scalar(_) => (None, vec![]),
+            Type::Vector { elem, len } => (
+                Some(cuda_vector_align(*elem, *len)),
+                ["x", "y", "z", "w"][..*len as usize]
+                    .iter()
+                    .map(|f| (c_scalar(*elem).to_string(), f.to_string()))
+                    .collect(),
+            ),
+            Type::Tuple(ts) => (
+                None,
+                ts.iter()
+                    .enumerate()
+                    .map(|(i, e)| (name(e), format!("__{i}")))
+                    .collect(),
+            ),
+            Type::Struct(st) => (
+                st.align,
+                st.fields
+                    .iter()
+                    .map(|(f, e)| (name(e), f.clone()))
+                    .collect(),
+            ),
+            Type::Array(a) => (
+                None,
+                vec![
+                    (format!("{} *", c_scalar(a.dtype)), "data".into()),
+                    ("uint64_t".into(), format!("shape[{}]", a.ndim)),
+                    ("uint64_t".into(), format!("strides[{}]", a.ndim)),
+                ],
+            ),
+            other => panic!("no C for {other}"),
+        };
+        let n = name(t);
+        if !matches!(t, Type::Scalar(_)) {
+            let attr = align.map_or(String::new(), |a| format!("__attribute__((aligned({a}))) "));
+            defs.push_str(&format!("// {t}\nstruct {attr}t{k} {{\n"));
+            for (ty, f) in &members {
+                defs.push_str(&format!("  {ty} {f};\n"));
+            }
+            defs.push_str("};\n");
+        }
+        main.push_str(&format!(
+            "  printf(\"{k} %zu %zu\", sizeof({n}), _Alignof({n}));\n"
+        ));
+        for (_, f) in &members {
+            let f = f.split('[').next().unwrap();
+            main.push_str(&format!("  printf(\" %zu\", offsetof({n}, {f}));\n"));
+        }
+        main.push_str("  printf(\"\\n\");\n");
+    }
+    format!(
+        "#include <stdint.h>\n#include <stddef.h>\n#include <stdio.h>\n\n{defs}\n\
+         int main(void) {{\n{main}  return 0;\n}}\n"
+    )
+}
+
+/// The line the C program should print for a type, from `layout_of`.
+fn expected_line(k: usize, l: &TypeLayout) -> String {
+    let mut s = format!("{k} {} {}", l.size, l.align);
+    for f in &l.fields {
+        s.push_str(&format!(" {}", f.offset));
+    }
+    s
+}
+
+fn gcc_found() -> bool {
+    Command::new("gcc").arg("--version").output().is_ok()
+}
+
+/// Compiles and runs the C program for `roots` and compares every line with `layout_of`.
+fn check_with_gcc(roots: &[Type]) -> Result<(), TestCaseError> {
+    let all = types_in(roots);
+    let src = c_program(&all);
+    let dir = scratch("gcc");
+    let (c, exe) = (dir.join("layouts.c"), dir.join("layouts"));
+    std::fs::write(&c, &src).unwrap();
+    let out = run(Command::new("gcc")
+        .args(["-std=c11", "-O0", "-w", "-o"])
+        .arg(&exe)
+        .arg(&c));
+    ok(&out, "gcc", &src);
+    let printed = ok(&run(&mut Command::new(&exe)), "the layout program", &src);
+    let _ = std::fs::remove_dir_all(&dir);
+    for (k, (t, line)) in all.iter().zip(printed.lines()).enumerate() {
+        let want = expected_line(k, &layout_of(t));
+        prop_assert_eq!(
+            line,
+            want.as_str(),
+            "gcc (left) and layout_of (right) differ on `{}` (struct t{} in the C below; \
+             `k size align offsets...`)\n{}",
+            t,
+            k,
+            src
+        );
+    }
+    prop_assert_eq!(printed.lines().count(), all.len());
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, max_shrink_iters: 200, ..ProptestConfig::default() })]
+
+    /// 64 random types per case, all checked by one gcc run.
+    #[test]
+    fn layouts_match_gcc(types in prop::collection::vec(any_type(false), 64)) {
+        if !gcc_found() {
+            skip("gcc not found, so layouts are not checked against C");
+            return Ok(());
+        }
+        check_with_gcc(&named(types))?;
+    }
+}
+
+#[test]
+fn fixed_layouts_match_gcc() {
+    if !gcc_found() {
+        return skip("gcc not found, so layouts are not checked against C");
+    }
+    // Over-aligned members: a float32x4 (16) after a byte, a struct aligned to 32 inside a
+    // tuple, and a struct whose override is weaker than its members' alignment.
+    let s = |name: &str, fields: Vec<Type>, align| {
+        Type::Struct(Box::new(StructType {
+            name: name.into(),
+            fields: fields
+                .into_iter()
+                .enumerate()
+                .map(|(i, t)| (format!("f{i}"), t))
+                .collect(),
+            align,
+        }))
+    };
+    let f4 = Type::Vector {
+        elem: Scalar::Float32,
+        len: 4,
+    };
+    let roots = vec![
+        Type::Tuple(vec![Scalar::Int8.into(), f4.clone()]),
+        Type::Tuple(vec![
+            Scalar::Int8.into(),
+            s("wide", vec![Scalar::Int8.into()], Some(32)),
+        ]),
+        s(
+            "weak",
+            vec![Scalar::Float64.into(), Scalar::Int8.into()],
+            Some(2),
+        ),
+        s(
+            "nested",
+            vec![f4, Type::array(Scalar::Int8, 2, Layout::C)],
+            None,
+        ),
+    ];
+    check_with_gcc(&roots).unwrap();
+}
+
+#[test]
+fn empty_aggregates_take_one_byte_as_in_cxx() {
+    for t in [
+        Type::Tuple(vec![]),
+        Type::Struct(Box::new(StructType {
+            name: "empty".into(),
+            fields: vec![],
+            align: None,
+        })),
+    ] {
+        let l = layout_of(&t);
+        assert_eq!((l.size, l.align), (1, 1), "{t}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// nvcc
+
+/// nvcc, where CCCL's headers are beside it (`PYDEVICE_NVCC`, `CUDA_HOME`, `/usr/local/cuda`,
+/// the `nvidia-cuda-nvcc` wheel, `PATH`); else why not.
+fn nvcc() -> Result<PathBuf, String> {
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(p) = std::env::var_os("PYDEVICE_NVCC") {
+        candidates.push(p.into());
+    }
+    for var in ["CUDA_HOME", "CUDA_PATH"] {
+        if let Some(p) = std::env::var_os(var) {
+            candidates.push(Path::new(&p).join("bin/nvcc"));
+        }
+    }
+    candidates.push("/usr/local/cuda/bin/nvcc".into());
+    if let Ok(out) = Command::new("python3")
+        .args(["-c", "import nvidia; print(nvidia.__path__[0])"])
+        .output()
+    {
+        let root = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if !root.is_empty() {
+            candidates.push(Path::new(&root).join("cu13/bin/nvcc"));
+        }
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        candidates.extend(std::env::split_paths(&path).map(|d| d.join("nvcc")));
+    }
+    let nvcc = candidates
+        .into_iter()
+        .find(|p| p.is_file())
+        .ok_or("nvcc not found (pip install nvidia-cuda-nvcc)")?;
+    let include = nvcc.parent().unwrap().join("../include");
+    let cccl = ["cccl/cuda/std/cstdint", "cuda/std/cstdint"]
+        .iter()
+        .any(|p| include.join(p).is_file());
+    if !cccl {
+        return Err(format!(
+            "{} has no CCCL headers beside it (pip install nvidia-cuda-cccl)",
+            nvcc.display()
+        ));
+    }
+    Ok(nvcc)
+}
+
+fn nvcc_or_skip() -> Option<PathBuf> {
+    nvcc().map_err(|why| skip(&why)).ok()
+}
+
+/// Every number and vector type we map to a CUDA C++ type, with nvcc's layout of that type.
+#[test]
+fn cuda_types_match_nvcc() {
+    let Some(nvcc) = nvcc_or_skip() else { return };
+    let mut types: Vec<Type> = Scalar::ALL.iter().map(|s| Type::Scalar(*s)).collect();
+    for elem in VECTOR_ELEMS {
+        for len in 1..=4 {
+            let t = Type::Vector { elem, len };
+            // The half-precision vectors CUDA lacks are ours; the header test checks them.
+            if !layout_of(&t).cxx.starts_with("__pyd_") {
+                types.push(t);
+            }
+        }
+    }
+    types.push(Type::None);
+    types.push(Type::WarpMask);
+    types.push(Type::Ref {
+        dtype: Scalar::Float64,
+        space: MemSpace::Global,
+    });
+    let mut main = String::new();
+    for (k, t) in types.iter().enumerate() {
+        let l = layout_of(t);
+        main.push_str(&format!(
+            "  printf(\"{k} %zu %zu\", sizeof({c}), alignof({c}));\n",
+            c = l.cxx
+        ));
+        for f in &l.fields {
+            main.push_str(&format!(
+                "  printf(\" %zu\", offsetof({}, {}));\n",
+                l.cxx, f.name
+            ));
+        }
+        main.push_str("  printf(\"\\n\");\n");
+    }
+    // CUDA 13 deprecates these three for the `_16a` forms we use; the layouts are the same.
+    for old in ["double4", "longlong4", "ulonglong4"] {
+        main.push_str(&format!(
+            "  printf(\"{old} %zu %zu %zu %zu\\n\", sizeof({old}), alignof({old}), \
+             sizeof({old}_16a), alignof({old}_16a));\n"
+        ));
+    }
+    let src = format!(
+        "#include <cstdio>\n#include <cstddef>\n#include <cuda/std/cstdint>\n\
+         #include <cuda/atomic>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n\n\
+         int main() {{\n{main}  return 0;\n}}\n"
+    );
+    let dir = scratch("nvcc-types");
+    let (cu, exe) = (dir.join("types.cu"), dir.join("types"));
+    std::fs::write(&cu, &src).unwrap();
+    let out = run(Command::new(&nvcc)
+        .args([
+            "-arch=sm_90",
+            "-Xcompiler",
+            "-Wno-deprecated-declarations",
+            "-o",
+        ])
+        .arg(&exe)
+        .arg(&cu));
+    ok(&out, "nvcc", &src);
+    let printed = ok(
+        &run(&mut Command::new(&exe)),
+        "the nvcc layout program",
+        &src,
+    );
+    let mut lines = printed.lines();
+    let mut differ = Vec::new();
+    for (k, t) in types.iter().enumerate() {
+        let l = layout_of(t);
+        let want = expected_line(k, &l);
+        let got = lines.next().unwrap_or_default();
+        if got != want {
+            differ.push(format!(
+                "{t} as {}: nvcc `{got}`, layout_of `{want}`",
+                l.cxx
+            ));
+        }
+    }
+    for line in lines {
+        let v: Vec<&str> = line.split(' ').collect();
+        assert_eq!(
+            v[1..3],
+            v[3..5],
+            "{}: deprecated and _16a forms differ",
+            v[0]
+        );
+    }
+    assert!(
+        differ.is_empty(),
+        "nvcc and layout_of differ (`k size align offsets...`):\n{}",
+        differ.join("\n")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn cli(args: &[&str]) -> Output {
+    run(Command::new(env!("CARGO_BIN_EXE_pydevice")).args(args))
+}
+
+fn fixture() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/abi/interop.py")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The header of the fixture module (from the CLI) and of 64 random types, included together
+/// by C++ that calls the fixture's device functions: nvcc checks every `static_assert`, that
+/// the declarations are usable, and that two headers can be included together.
+#[test]
+fn headers_compile_with_nvcc() {
+    let Some(nvcc) = nvcc_or_skip() else { return };
+    let out = cli(&["abi", &fixture(), "--header"]);
+    let module_header = ok(&out, "pydevice abi --header", "");
+
+    let mut runner = TestRunner::new_with_rng(
+        Config::default(),
+        TestRng::deterministic_rng(RngAlgorithm::ChaCha),
+    );
+    let strategy = prop::collection::vec(any_type(true), 64);
+    let types = named(strategy.new_tree(&mut runner).unwrap().current());
+    let random_header = header("random", &types, &[]);
+
+    let dir = scratch("nvcc-header");
+    std::fs::write(dir.join("interop.h"), &module_header).unwrap();
+    std::fs::write(dir.join("random.h"), &random_header).unwrap();
+    let src = "\
+#include \"interop.h\"
+#include \"random.h\"
+#include \"interop.h\"
+
+__global__ void use(particle p, point q, float3 d, wide w, double* out) {
+  out[0] = weigh(p, 2.0f);
+  auto t = split(q, 3);
+  point m = move(q, d);
+  out[1] = t.__0 + t.__1 + t.__2 + m.x + half_sum(w, __float2half(1.0f), __float2bfloat16(2.0f));
+}
+";
+    let cu = dir.join("use.cu");
+    std::fs::write(&cu, src).unwrap();
+    let out = run(Command::new(&nvcc)
+        .args(["-arch=sm_90", "-rdc=true", "-c", "-o"])
+        .arg(dir.join("use.o"))
+        .arg(&cu)
+        .current_dir(&dir));
+    ok(
+        &out,
+        "nvcc on the generated headers",
+        &format!("{module_header}\n--- random.h ---\n{random_header}"),
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The `abi` command
+
+#[test]
+fn cli_prints_struct_layouts_as_json() {
+    let out = cli(&["abi", &fixture(), "--json"]);
+    let text = ok(&out, "pydevice abi --json", "");
+    let layouts: Vec<TypeLayout> = serde_json::from_str(&text).unwrap();
+    let src = std::fs::read_to_string(fixture()).unwrap();
+    let module = Module::parse("interop.py", &src).unwrap();
+    let want: Vec<TypeLayout> = types_in(&module.structs()).iter().map(layout_of).collect();
+    assert_eq!(layouts, want);
+    let particle = layouts.iter().find(|l| l.name == "particle").unwrap();
+    assert_eq!((particle.size, particle.align), (48, 16));
+    let offsets: Vec<(&str, u64, &str)> = particle
+        .fields
+        .iter()
+        .map(|f| (f.name.as_str(), f.offset, f.ty.as_str()))
+        .collect();
+    assert_eq!(
+        offsets,
+        [
+            ("pos", 0, "point"),
+            ("mass", 16, "float64"),
+            ("id", 24, "int32"),
+            ("color", 28, "float32x3"),
+            ("tag", 40, "int8")
+        ]
+    );
+    // The JSON has the documented keys.
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for key in ["name", "cxx", "size", "align", "fields"] {
+        assert!(v[0].get(key).is_some(), "no `{key}` in {}", v[0]);
+    }
+    for key in ["name", "offset", "type", "size"] {
+        assert!(v[0]["fields"][0].get(key).is_some(), "no `{key}`");
+    }
+}
+
+#[test]
+fn cli_prints_named_types() {
+    let out = cli(&["abi", &fixture(), "--type", "float32x3", "--json"]);
+    let layouts: Vec<TypeLayout> =
+        serde_json::from_str(&ok(&out, "abi --type float32x3", "")).unwrap();
+    assert_eq!(layouts.len(), 1);
+    assert_eq!(
+        (layouts[0].name.as_str(), layouts[0].cxx.as_str()),
+        ("float32x3", "float3")
+    );
+    assert_eq!((layouts[0].size, layouts[0].align), (12, 4));
+
+    // A class brings the types it is made of, parts first; numbers and Numba notation work.
+    let out = cli(&[
+        "abi",
+        &fixture(),
+        "--type",
+        "particle",
+        "--type",
+        "int16",
+        "--type",
+        "(int8, float64x4)",
+        "--json",
+    ]);
+    let layouts: Vec<TypeLayout> = serde_json::from_str(&ok(&out, "abi --type", "")).unwrap();
+    let names: Vec<&str> = layouts.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "point",
+            "float32x3",
+            "particle",
+            "int16",
+            "float64x4",
+            "tuple[int8, float64x4]"
+        ]
+    );
+    assert_eq!((layouts[5].size, layouts[5].align), (48, 16));
+
+    let out = cli(&["abi", &fixture(), "--type", "particle"]);
+    let text = ok(&out, "abi --type particle", "");
+    assert!(
+        text.contains("particle (C++ particle): size 48, align 16"),
+        "{text}"
+    );
+    assert!(
+        text.contains("    28  color: float32x3 (12 bytes)"),
+        "{text}"
+    );
+
+    let out = cli(&["abi", &fixture(), "--type", "point", "--header"]);
+    let h = ok(&out, "abi --type point --header", "");
+    assert!(
+        h.contains("struct point {") && !h.contains("extern \"C\""),
+        "{h}"
+    );
+}
+
+#[test]
+fn cli_header_declares_interop_functions() {
+    let out = cli(&["abi", &fixture(), "--header"]);
+    let h = ok(&out, "abi --header", "");
+    assert!(h.starts_with("// interop: "), "{h}");
+    assert!(h.contains("#pragma once\n"));
+    for decl in [
+        "extern \"C\" __device__ double weigh(particle p, float k);",
+        "extern \"C\" __device__ point move(point p, float3 d);",
+        "extern \"C\" __global__ void scale(cuda::interoperable_array_descriptor<float, 1> xs, \
+         cuda::interoperable_array_descriptor<double, 2> grid, particle p, wide w, __pyd_tuple_",
+    ] {
+        assert!(h.contains(decl), "no `{decl}` in\n{h}");
+    }
+    // Not interoperable, or not annotated: not declared (the latter with a note).
+    assert!(
+        !h.contains(" helper(") && !h.contains(" unannotated("),
+        "{h}"
+    );
+    let note = String::from_utf8_lossy(&out.stderr);
+    assert!(note.contains("`unannotated` is left out"), "{note}");
+}
+
+#[test]
+fn cli_exit_codes() {
+    let code = |out: Output| out.status.code();
+    assert_eq!(code(cli(&["abi", &fixture(), "--type", "nosuch"])), Some(2));
+    assert_eq!(
+        code(cli(&["abi", &fixture(), "--json", "--header"])),
+        Some(2)
+    );
+    assert_eq!(code(cli(&["abi", &fixture(), "--bogus", "x"])), Some(2));
+    assert_eq!(code(cli(&["abi"])), Some(2));
+    let dir = scratch("cli");
+    let bad = dir.join("bad.py");
+    std::fs::write(
+        &bad,
+        "from cuda import device\n\n@device.struct\nclass p:\n    x: nosuch\n",
+    )
+    .unwrap();
+    let out = cli(&["abi", bad.to_str().unwrap(), "--json"]);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("bad.py:5"), "diagnostics are rendered: {err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The lowering against the layouts
+
+/// The `.param` of a kernel's first parameter: (alignment, size).
+fn first_param(ptx: &str) -> (u64, u64) {
+    let line = ptx
+        .lines()
+        .find(|l| l.contains("_param_0"))
+        .expect("a parameter");
+    let align = line
+        .split(".align ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no alignment in `{line}`"));
+    let size = line
+        .rsplit('[')
+        .next()
+        .and_then(|s| s.split(']').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no size in `{line}`"));
+    (align, size)
+}
+
+/// Kernels take tuples with the size and alignment that `layout_of` gives (and `pack` fills).
+#[test]
+#[ignore = "the lowering lays aggregates out with LLVM's natural alignment, not CUDA's: \
+            (int8, float32x4) is a 20-byte parameter, 32 in C++ (reported; un-ignore when fixed)"]
+fn kernel_parameters_have_the_abi_layout() {
+    let src = "from cuda import device\n\n@device.kernel\ndef k(t, out):\n    out[0] = 1.0\n";
+    let module = Module::parse("k.py", src).unwrap();
+    let v = |elem, len| Type::Vector { elem, len };
+    let cases = [
+        Type::Tuple(vec![Scalar::Int8.into(), v(Scalar::Float32, 4)]),
+        Type::Tuple(vec![Scalar::Int8.into(), v(Scalar::Float64, 2)]),
+        Type::Tuple(vec![Scalar::Bool.into(), v(Scalar::Int16, 2)]),
+        Type::Tuple(vec![v(Scalar::Float16, 3), v(Scalar::BFloat16, 2)]),
+        Type::Tuple(vec![
+            Scalar::Int8.into(),
+            Type::Tuple(vec![Scalar::Int8.into(), v(Scalar::UInt8, 4)]),
+        ]),
+    ];
+    let mut differ = Vec::new();
+    for t in cases {
+        let out = Type::array(Scalar::Float32, 1, Layout::C);
+        let k = module
+            .compile("k", &[t.clone(), out], &CompileOptions::default())
+            .unwrap();
+        let l = layout_of(&t);
+        let got = first_param(&k.ptx);
+        if got != (l.align, l.size) {
+            differ.push(format!(
+                "{t}: PTX .align {} [{}], layout_of align {} size {}",
+                got.0, got.1, l.align, l.size
+            ));
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
