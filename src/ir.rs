@@ -140,6 +140,8 @@ pub struct ProgramOptions {
     pub max_threads: Option<u32>,
     /// `min_blocks=`: emitted as `.minnctapersm`.
     pub min_blocks: Option<u32>,
+    /// numba's `max_registers=`: emitted as `.maxnreg`.
+    pub max_registers: Option<u32>,
     /// Fast, less accurate floating point (approximate division and square root, flushing
     /// denormals to zero, reassociation).
     pub fastmath: bool,

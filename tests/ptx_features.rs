@@ -100,3 +100,10 @@ fn warp_collectives_lower_to_sync_instructions() {
         assert!(p.contains(needle), "missing `{needle}`:\n{p}");
     }
 }
+
+#[test]
+fn numba_max_registers_becomes_maxnreg() {
+    let src = "from numba import cuda\n@cuda.jit(\"void(float32[:])\", max_registers=32)\ndef k(a):\n    a[cuda.grid(1)] = 1.0\n";
+    let p = ptx(src, "k", "float32[:]");
+    assert!(p.contains(".maxnreg 32"), "{p}");
+}

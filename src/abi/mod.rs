@@ -167,7 +167,7 @@ pub fn layout_of(t: &Type) -> TypeLayout {
         Type::Vector { elem, len } => {
             let es = elem.size();
             let n = u64::from(*len);
-            let align = if n == 3 { es } else { (es * n).min(16) };
+            let align = if n == 3 { es } else { es * n };
             let names = ["x", "y", "z", "w"];
             TypeLayout {
                 name: t.to_string(),
@@ -186,7 +186,7 @@ pub fn layout_of(t: &Type) -> TypeLayout {
         }
         Type::Struct(st) => {
             let mut off = 0;
-            let mut align = 1;
+            let mut align = st.align.unwrap_or(1).max(1);
             let mut fields = Vec::new();
             for (name, ft) in &st.fields {
                 let l = layout_of(ft);

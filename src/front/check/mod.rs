@@ -107,6 +107,7 @@ pub fn specialize(
                 options: ir::ProgramOptions {
                     max_threads: o.max_threads,
                     min_blocks: o.min_blocks,
+                    max_registers: o.max_registers,
                     fastmath: o.fastmath,
                     lineinfo: o.lineinfo,
                     bounds_check: o.bounds_check,
