@@ -167,7 +167,7 @@ pub fn layout_of(t: &Type) -> TypeLayout {
         Type::Vector { elem, len } => {
             let es = elem.size();
             let n = u64::from(*len);
-            let align = if n == 3 { es } else { es * n };
+            let align = if n == 3 { es } else { (es * n).min(16) };
             let names = ["x", "y", "z", "w"];
             TypeLayout {
                 name: t.to_string(),
