@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing pydevice needs on Debian 12, skipping what is present:
 # LLVM 19 (static libraries, for the NVPTX back end), and the PyPI wheel nvidia-cuda-nvcc,
-# which carries ptxas (to validate PTX) and libdevice (math functions), plus numpy.
+# which carries ptxas (to validate PTX), libdevice (math functions) and nvcc (to check ABI
+# layouts), with nvidia-cuda-cccl (the headers nvcc needs for cuda/std), plus numpy.
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -13,8 +14,8 @@ if [ ! -x /usr/lib/llvm-19/bin/llvm-config ] || [ ! -f /usr/lib/llvm-19/lib/libP
 fi
 
 site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-if [ ! -x "$site/nvidia/cu13/bin/ptxas" ] || ! python3 -c 'import numpy' 2>/dev/null; then
-  echo "== installing nvidia-cuda-nvcc and numpy (pip)" >&2
-  python3 -m pip install --quiet --disable-pip-version-check nvidia-cuda-nvcc numpy
+if [ ! -x "$site/nvidia/cu13/bin/ptxas" ] || [ ! -f "$site/nvidia/cu13/include/cccl/cuda/std/cstdint" ] || ! python3 -c 'import numpy' 2>/dev/null; then
+  echo "== installing nvidia-cuda-nvcc, nvidia-cuda-cccl and numpy (pip)" >&2
+  python3 -m pip install --quiet --disable-pip-version-check nvidia-cuda-nvcc nvidia-cuda-cccl numpy
 fi
 export LLVM_SYS_191_PREFIX=/usr/lib/llvm-19

@@ -105,20 +105,16 @@ fn tuple_cxx(t: &Type) -> String {
 /// A Python identifier as a C++ identifier: C++ keywords get a trailing underscore
 /// (`new` → `new_`); every other Python identifier is already a valid C++ one.
 pub fn cxx_ident(name: &str) -> String {
-    const KEYWORDS: &[&str] = &[
-        "alignas", "alignof", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "case",
-        "catch", "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const",
-        "consteval", "constexpr", "constinit", "const_cast", "co_await", "co_return",
-        "co_yield", "decltype", "default", "delete", "do", "double", "dynamic_cast", "enum",
-        "explicit", "export", "extern", "float", "friend", "goto", "inline", "int", "long",
-        "mutable", "namespace", "new", "noexcept", "not_eq", "nullptr", "operator", "or_eq",
-        "private", "protected", "public", "register", "reinterpret_cast", "requires", "short",
-        "signed", "sizeof", "static", "static_assert", "static_cast", "struct", "switch",
-        "template", "this", "thread_local", "throw", "typedef", "typeid", "typename", "union",
-        "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "xor", "xor_eq", "and",
-        "not", "or", "true", "false",
-    ];
-    if KEYWORDS.contains(&name) {
+    const KEYWORDS: &str = "\
+        alignas alignof and_eq asm auto bitand bitor bool case catch char char8_t char16_t \
+        char32_t class compl concept const consteval constexpr constinit const_cast co_await \
+        co_return co_yield decltype default delete do double dynamic_cast enum explicit \
+        export extern float friend goto inline int long mutable namespace new noexcept \
+        not_eq nullptr operator or_eq private protected public register reinterpret_cast \
+        requires short signed sizeof static static_assert static_cast struct switch template \
+        this thread_local throw typedef typeid typename union unsigned using virtual void \
+        volatile wchar_t xor xor_eq and not or true false";
+    if KEYWORDS.split_whitespace().any(|k| k == name) {
         format!("{name}_")
     } else {
         name.to_string()
