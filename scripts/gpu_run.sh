@@ -28,8 +28,8 @@ echo "== math accuracy in ulps against float64 (Python's math)"
 python3 scripts/math_accuracy.py $work/pydevice "$out/math_accuracy.md" > /dev/null 2>&1
 echo "math functions within their ulp bounds: $(grep -c '| yes |' "$out/math_accuracy.md"), outside: $(grep -c '| NO |' "$out/math_accuracy.md")"
 grep '| NO |' "$out/math_accuracy.md"
-echo "== numba-cuda differential (tests/fixtures/numba: numba-cuda vs pydevice on the same inputs)"
-python3 scripts/numba_differential.py $work/pydevice 2>&1 | tail -8
+echo "== dialect differential (tests/fixtures/{numba,cupyx}: numba-cuda / cupyx.jit vs pydevice on the same inputs)"
+python3 scripts/dialect_differential.py $work/pydevice 2>&1 | tail -10
 echo "== ptxas (CUDA 13) on every language fixture"
 fails=0; n=0
 for f in tests/fixtures/lang/*.py; do

@@ -158,6 +158,11 @@ fn numba_dialect_fixtures_compile_and_pass_ptxas() {
 }
 
 #[test]
+fn cupyx_dialect_fixtures_compile_and_pass_ptxas() {
+    run_positive("cupyx");
+}
+
+#[test]
 fn error_fixtures_report_the_expected_diagnostics() {
     let mut failures = Vec::new();
     for path in fixtures("errors") {

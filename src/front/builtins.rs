@@ -25,6 +25,12 @@ pub enum Namespace {
     NumbaAtomic,
     /// `numba.types`
     NumbaTypes,
+    /// The package `cupyx` (only `cupyx.jit` is used from it).
+    Cupyx,
+    /// `cupyx.jit`.
+    CupyxJit,
+    /// `numpy` or `cupy`: only their dtype objects (`np.float32`) are usable in device code.
+    Numpy,
 }
 
 /// An entity provided by the compiler.
@@ -168,6 +174,45 @@ pub enum Builtin {
     NumbaFence(u8),
     /// numba's `cuda.selp(cond, a, b)`
     Selp,
+    /// cupyx's `@jit.rawkernel()`
+    RawKernel,
+    /// cupyx's `jit.shared_memory(dtype, size, alignment=None)`
+    CupyxSharedMemory,
+}
+
+/// Members of `cupyx.jit`.
+pub(crate) fn cupyx_jit_member(name: &str) -> Option<Builtin> {
+    use crate::ir::AtomicOp;
+    use Builtin::*;
+    Some(match name {
+        "rawkernel" => RawKernel,
+        "threadIdx" => ThreadIdx,
+        "blockIdx" => BlockIdx,
+        "blockDim" => BlockDim,
+        "gridDim" => GridDim,
+        "laneid" => LaneId,
+        "warpsize" => WarpSize,
+        "grid" => NumbaGrid,
+        "gridsize" => NumbaGridsize,
+        "range" => Range,
+        "syncthreads" => SyncThreads,
+        "syncwarp" => SyncWarp,
+        "shared_memory" => CupyxSharedMemory,
+        "shfl_sync" => ShflSync,
+        "shfl_up_sync" => ShflUpSync,
+        "shfl_down_sync" => ShflDownSync,
+        "shfl_xor_sync" => ShflXorSync,
+        "atomic_add" => NumbaAtomic(AtomicOp::Add),
+        "atomic_sub" => NumbaAtomic(AtomicOp::Sub),
+        "atomic_exch" => NumbaAtomic(AtomicOp::Exch),
+        "atomic_min" => NumbaAtomic(AtomicOp::Min),
+        "atomic_max" => NumbaAtomic(AtomicOp::Max),
+        "atomic_cas" => NumbaAtomic(AtomicOp::Cas),
+        "atomic_and" => NumbaAtomic(AtomicOp::And),
+        "atomic_or" => NumbaAtomic(AtomicOp::Or),
+        "atomic_xor" => NumbaAtomic(AtomicOp::Xor),
+        _ => return None,
+    })
 }
 
 /// Members of `numba.cuda` (the numba-cuda dialect maps onto the same entities).

@@ -97,6 +97,9 @@ pub struct ParsedModule {
     /// The module imports numba: the numba-cuda dialect (`int` is int64, `float` float64,
     /// locals take the promotion of their assignments).
     pub(crate) numba: bool,
+    /// The module imports cupyx: the cupyx.jit dialect (`int` is int64, `float` float64, a
+    /// local's type is fixed by its first assignment and later ones convert to it).
+    pub(crate) cupyx: bool,
 }
 
 impl ParsedModule {
@@ -182,6 +185,7 @@ pub fn parse(file: SourceFile) -> Result<ParsedModule, Diagnostics> {
         structs: Vec::new(),
         star_device: false,
         numba: false,
+        cupyx: false,
     };
     for (index, stmt) in body.iter().enumerate() {
         module.declare(index, stmt, &mut diags);
@@ -206,12 +210,15 @@ impl ParsedModule {
                     match &alias.asname {
                         Some(asname) => {
                             self.numba |= path == "numba" || path.starts_with("numba.");
+                            self.cupyx |= path == "cupyx" || path.starts_with("cupyx.");
                             let item = match path {
                                 "cuda.device" => Item::Namespace(Namespace::Device),
                                 "cuda" => Item::Namespace(Namespace::Cuda),
                                 "math" => Item::Namespace(Namespace::Math),
                                 "numba" => Item::Namespace(Namespace::Numba),
                                 "numba.cuda" => Item::Namespace(Namespace::NumbaCuda),
+                                "cupyx.jit" => Item::Namespace(Namespace::CupyxJit),
+                                "numpy" | "cupy" => Item::Namespace(Namespace::Numpy),
                                 other => Item::Foreign(other.to_string()),
                             };
                             self.items.insert(asname.id.to_string(), item);
@@ -223,6 +230,11 @@ impl ParsedModule {
                                 Item::Namespace(Namespace::Cuda)
                             } else if head == "numba" {
                                 Item::Namespace(Namespace::Numba)
+                            } else if head == "cupyx" {
+                                self.cupyx = true;
+                                Item::Namespace(Namespace::Cupyx)
+                            } else if head == "numpy" || head == "cupy" {
+                                Item::Namespace(Namespace::Numpy)
                             } else if head == "math" {
                                 Item::Namespace(Namespace::Math)
                             } else {
@@ -236,6 +248,7 @@ impl ParsedModule {
             Stmt::ImportFrom(imp) => {
                 let module = imp.module.as_ref().map(|m| m.id.as_str()).unwrap_or("");
                 self.numba |= module == "numba" || module.starts_with("numba.");
+                self.cupyx |= module == "cupyx" || module.starts_with("cupyx.");
                 for alias in &imp.names {
                     let name = alias.name.id.as_str();
                     let bound = alias.asname.as_ref().unwrap_or(&alias.name).id.to_string();
@@ -246,6 +259,15 @@ impl ParsedModule {
                         }
                         ("cuda", "device") => Item::Namespace(Namespace::Device),
                         ("numba", "cuda") => Item::Namespace(Namespace::NumbaCuda),
+                        ("cupyx", "jit") => Item::Namespace(Namespace::CupyxJit),
+                        ("cupyx.jit", n) if builtins::cupyx_jit_member(n).is_some() => {
+                            Item::Builtin(builtins::cupyx_jit_member(n).unwrap_or(Builtin::Void))
+                        }
+                        ("numpy" | "cupy", n) if Scalar_from_numpy(n).is_some() => {
+                            Item::Builtin(Builtin::Scalar(
+                                Scalar_from_numpy(n).unwrap_or(crate::types::Scalar::Int32),
+                            ))
+                        }
                         ("numba", "types") => Item::Namespace(Namespace::NumbaTypes),
                         ("numba" | "numba.types", n) if builtins::numba_type(n).is_some() => {
                             Item::Builtin(builtins::numba_type(n).unwrap_or(Builtin::Void))
@@ -459,7 +481,10 @@ impl ParsedModule {
                     | Namespace::NumbaShared
                     | Namespace::NumbaLocal
                     | Namespace::NumbaAtomic
-                    | Namespace::NumbaTypes),
+                    | Namespace::NumbaTypes
+                    | Namespace::Cupyx
+                    | Namespace::CupyxJit
+                    | Namespace::Numpy),
                 ) => numba_member(ns, a.attr.id.as_str()),
                 Item::Namespace(Namespace::Device) => {
                     let n = a.attr.id.as_str();
@@ -488,6 +513,40 @@ impl ParsedModule {
             let this = match self.resolve_static(target) {
                 Some(Item::Builtin(Builtin::Kernel)) => FunctionKind::Kernel,
                 Some(Item::Builtin(Builtin::Func)) => FunctionKind::Device,
+                Some(Item::Builtin(Builtin::RawKernel)) => {
+                    let mut k = FunctionKind::Kernel;
+                    for kw in call
+                        .map(|c| c.arguments.keywords.iter().collect::<Vec<_>>())
+                        .unwrap_or_default()
+                    {
+                        match (
+                            kw.arg.as_ref().map(|a| a.id.as_str()),
+                            self.eval_const(&kw.value),
+                        ) {
+                            (Some("device"), Some(Const::Bool(true))) => k = FunctionKind::Device,
+                            (Some("device"), Some(Const::Bool(false))) => {}
+                            (Some("mode"), _) => {}
+                            _ => diags.push(
+                                Diagnostic::error(
+                                    "E0103",
+                                    kw.range().into(),
+                                    "unsupported keyword argument for `@jit.rawkernel`",
+                                )
+                                .with_note("supported: device, mode"),
+                            ),
+                        }
+                    }
+                    if kind.is_some() {
+                        diags.push(Diagnostic::error(
+                            "E0103",
+                            dec.range().into(),
+                            "a function can have only one kernel decorator",
+                        ));
+                        continue;
+                    }
+                    kind = Some((k, dec.range().into()));
+                    continue;
+                }
                 Some(Item::Builtin(Builtin::Jit)) => {
                     let (k, o) = self.numba_jit(call, diags);
                     if kind.is_some() {
@@ -857,7 +916,17 @@ impl ParsedModule {
     }
 }
 
-/// A member of one of numba's namespaces.
+/// A NumPy / CuPy dtype object by name (`float32`, `int_`, `bool_`).
+#[allow(non_snake_case)]
+fn Scalar_from_numpy(n: &str) -> Option<crate::types::Scalar> {
+    match n {
+        "int_" | "intp" => Some(crate::types::Scalar::Int64),
+        "float_" => Some(crate::types::Scalar::Float64),
+        n => crate::types::Scalar::from_name(n),
+    }
+}
+
+/// A member of one of numba's, cupyx's or NumPy's namespaces.
 pub(crate) fn numba_member(ns: Namespace, attr: &str) -> Option<Item> {
     match (ns, attr) {
         (Namespace::Numba, "cuda") => Some(Item::Namespace(Namespace::NumbaCuda)),
@@ -867,6 +936,9 @@ pub(crate) fn numba_member(ns: Namespace, attr: &str) -> Option<Item> {
         (Namespace::NumbaShared, "array") => Some(Item::Builtin(Builtin::SharedArray)),
         (Namespace::NumbaLocal, "array") => Some(Item::Builtin(Builtin::LocalArray)),
         (Namespace::NumbaAtomic, n) => builtins::numba_atomic_member(n).map(Item::Builtin),
+        (Namespace::Cupyx, "jit") => Some(Item::Namespace(Namespace::CupyxJit)),
+        (Namespace::CupyxJit, n) => builtins::cupyx_jit_member(n).map(Item::Builtin),
+        (Namespace::Numpy, n) => Scalar_from_numpy(n).map(|s| Item::Builtin(Builtin::Scalar(s))),
         _ => None,
     }
 }

@@ -335,7 +335,8 @@ impl FnCx<'_, '_> {
             | Builtin::NumbaAtomic(_)
             | Builtin::NumbaCompareAndSwap
             | Builtin::NumbaFence(_)
-            | Builtin::Selp => self.numba_call(b, c),
+            | Builtin::Selp
+            | Builtin::CupyxSharedMemory => self.numba_call(b, c),
             Builtin::Target | Builtin::IsExactly | Builtin::Provides => {
                 self.diags.push(
                     Diagnostic::error("E0410", span, format!("`{name}(...)` may only appear in the whole condition of an `if` statement"))

@@ -123,7 +123,7 @@ impl FnCx<'_, '_> {
     }
 
     /// A dtype argument: a type (`float32`, `int`) or its name as a string.
-    fn dtype_arg(&mut self, e: &ast::Expr) -> Option<Scalar> {
+    pub(super) fn dtype_arg(&mut self, e: &ast::Expr) -> Option<Scalar> {
         let d = self.s.defaults;
         let found = match e {
             ast::Expr::StringLiteral(s) => Scalar::from_name(s.value.to_str()),

@@ -192,7 +192,10 @@ impl FnCx<'_, '_> {
                     | Namespace::NumbaShared
                     | Namespace::NumbaLocal
                     | Namespace::NumbaAtomic
-                    | Namespace::NumbaTypes),
+                    | Namespace::NumbaTypes
+                    | Namespace::Cupyx
+                    | Namespace::CupyxJit
+                    | Namespace::Numpy),
                 ),
                 _,
             ) => {

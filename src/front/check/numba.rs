@@ -176,6 +176,48 @@ impl FnCx<'_, '_> {
                 r.weak = weak;
                 Some(r)
             }
+            Builtin::CupyxSharedMemory => {
+                // jit.shared_memory(dtype, size, alignment=None); size None: dynamic.
+                let a = self.bind(c, "shared_memory", &["dtype", "size", "alignment"], 2)?;
+                let dtype = self.dtype_arg(a[0]?)?;
+                if let ast::Expr::NoneLiteral(_) = a[1]? {
+                    let bytes = Type::Array(crate::types::ArrayType {
+                        dtype: Scalar::UInt8,
+                        ndim: 1,
+                        layout: crate::types::Layout::C,
+                        space: crate::types::MemSpace::Shared,
+                    });
+                    let raw = self.push(Expr::DynamicShared, bytes, span);
+                    let ty = Type::Array(crate::types::ArrayType {
+                        dtype,
+                        ndim: 1,
+                        layout: crate::types::Layout::C,
+                        space: crate::types::MemSpace::Shared,
+                    });
+                    let e = self.push(Expr::Reinterpret(raw), ty.clone(), span);
+                    return Some(self.val(e, ty, span));
+                }
+                let call = ast::ExprCall {
+                    node_index: Default::default(),
+                    range_start: c.range().start(),
+                    func: c.func.clone(),
+                    arguments: ast::Arguments {
+                        range: c.arguments.range,
+                        node_index: Default::default(),
+                        args: vec![a[1]?.clone(), a[0]?.clone()].into_boxed_slice(),
+                        keywords: a[2]
+                            .map(|al| ast::Keyword {
+                                range: al.range(),
+                                node_index: Default::default(),
+                                arg: Some(ast::Identifier::new("align", al.range())),
+                                value: al.clone(),
+                            })
+                            .into_iter()
+                            .collect(),
+                    },
+                };
+                self.device_call(Builtin::SharedArray, &call)
+            }
             _ => None,
         }
     }

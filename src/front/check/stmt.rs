@@ -476,7 +476,9 @@ impl FnCx<'_, '_> {
                 format!("`{n}` is assigned")
             }
         };
+        let cupyx = self.s.m.cupyx && name != "$return";
         let Some(h) = self.hints.get(name).cloned() else {
+            let v = if cupyx { self.concrete(v)? } else { v };
             let ty = match v.weak {
                 Some(w) => Type::Scalar(self.s.defaults.of(w)),
                 None => v.ty.clone(),
@@ -494,6 +496,13 @@ impl FnCx<'_, '_> {
             return Some(v.e);
         };
         let mut nh = h.clone();
+        if cupyx {
+            // cupyx.jit: the first assignment fixed the type; later ones convert to it.
+            if let (Type::Scalar(t), Some(_)) = (&h.ty, v.ty.as_scalar()) {
+                let t = *t;
+                return self.convert(&v, t);
+            }
+        }
         let compatible = match (h.weak, v.weak) {
             (Some(hw), None) => match &v.ty {
                 Type::Scalar(s) => {

@@ -1,8 +1,9 @@
-"""Differential check of the numba-cuda dialect: each kernel in tests/fixtures/numba is run by
-numba-cuda itself and by `pydevice run` on the same random inputs, and the outputs are
-compared (floats within a stated tolerance: atomics add in a different order).
+"""Differential check of the numba-cuda and cupyx.jit dialects: each kernel in
+tests/fixtures/numba (tests/fixtures/cupyx) is run by numba-cuda (cupyx.jit) itself and by
+`pydevice run` on the same random inputs, and the outputs are compared (floats within a
+stated tolerance: atomics add in a different order).
 
-Usage (on a GPU machine with numba-cuda): python3 scripts/numba_differential.py PYDEVICE"""
+Usage (on a GPU machine with numba-cuda and CuPy): python3 scripts/dialect_differential.py PYDEVICE"""
 import subprocess
 import sys
 import tempfile
@@ -31,6 +32,26 @@ def cases():
            {"x": rng.random(n), "bins": np.zeros(16, np.int32), "total": np.zeros(2)}, {"bins": 0.0, "total": 1e-9})
 
 
+def cupyx_cases():
+    n = 1 << 20
+    yield ("elementwise_copy.py", "elementwise_copy", 128, 1024,
+           {"x": rng.standard_normal(n, dtype=np.float32), "y": np.zeros(n, np.float32), "size": np.uint32(n)},
+           {"y": 0.0})
+    n = 256 * 64
+    yield ("shared_and_atomics.py", "block_sum", 64, 256,
+           {"x": rng.random(n, dtype=np.float32), "out": np.zeros(1, np.float32)}, {"out": 1e-4})
+
+
+def run_cupyx(src, entry, grid, block, args):
+    import cupy
+    ns = {}
+    exec(compile(src, entry, "exec"), ns)
+    dev = {k: (cupy.asarray(v) if isinstance(v, np.ndarray) else v) for k, v in args.items()}
+    ns[entry]((grid,), (block,), tuple(dev.values()))
+    cupy.cuda.runtime.deviceSynchronize()
+    return {k: cupy.asnumpy(v) for k, v in dev.items() if isinstance(v, cupy.ndarray)}
+
+
 def run_numba(src, entry, grid, block, args):
     ns = {}
     exec(compile(src, entry, "exec"), ns)
@@ -47,8 +68,11 @@ def run_ours(pydevice, path, entry, grid, block, args, outs):
                "--grid", ",".join(map(str, grid if isinstance(grid, tuple) else (grid,))),
                "--block", ",".join(map(str, block if isinstance(block, tuple) else (block,)))]
         for k, v in args.items():
-            np.save(d / f"{k}.npy", v)
-            cmd += ["--arg", f"{k}={d / (k + '.npy')}"]
+            if isinstance(v, np.ndarray):
+                np.save(d / f"{k}.npy", v)
+                cmd += ["--arg", f"{k}={d / (k + '.npy')}"]
+            else:
+                cmd += ["--arg", f"{k}={np.asarray(v).dtype.name}:{v}"]
         for k in outs:
             cmd += ["--out", f"{k}={d / (k + '.out.npy')}"]
         subprocess.run(cmd, check=True, stderr=subprocess.PIPE)
@@ -56,21 +80,27 @@ def run_ours(pydevice, path, entry, grid, block, args, outs):
 
 
 failed = 0
-for file, entry, grid, block, args, tol in cases():
-    path = ROOT / "tests/fixtures/numba" / file
+suites = [("numba", cases, run_numba), ("cupyx", cupyx_cases, run_cupyx)]
+for dialect, make, run_theirs in suites:
+  for file, entry, grid, block, args, tol in make():
+    path = ROOT / "tests/fixtures" / dialect / file
     src = path.read_text()
-    theirs = run_numba(src, entry, grid, block, {k: v.copy() for k, v in args.items()})
+    try:
+        theirs = run_theirs(src, entry, grid, block, {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()})
+    except Exception as e:  # the peer itself failed: report, do not count against us
+        print(f"skip {dialect}/{file}: {dialect} failed: {e}")
+        continue
     try:
         ours = run_ours(sys.argv[1], path, entry, grid, block, args, tol)
     except subprocess.CalledProcessError as e:
-        print(f"FAIL {file}: pydevice failed: {e.stderr.decode()[-500:]}")
+        print(f"FAIL {dialect}/{file}: pydevice failed: {e.stderr.decode()[-500:]}")
         failed += 1
         continue
     for k, t in tol.items():
         a, b = theirs[k], ours[k]
         ok = np.array_equal(a, b) if t == 0 else np.allclose(a, b, rtol=t, atol=t)
         worst = float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))) if a.size else 0.0
-        print(f"{'ok  ' if ok else 'FAIL'} {file}:{entry} output `{k}` numba vs pydevice (max |diff| {worst:.3g}, tolerance {t})")
+        print(f"{'ok  ' if ok else 'FAIL'} {dialect}/{file}:{entry} output `{k}` vs pydevice (max |diff| {worst:.3g}, tolerance {t})")
         failed += not ok
-print(f"numba differential: {failed} mismatch(es)")
+print(f"dialect differential: {failed} mismatch(es)")
 sys.exit(1 if failed else 0)
