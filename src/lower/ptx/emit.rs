@@ -256,7 +256,11 @@ impl<'ctx> Emitter<'_, 'ctx> {
                 .add_global_metadata("nvvm.annotations", &md)
                 .map_err(|e| err(e.to_string()))?;
             let o = &self.program.options;
-            for (key, value) in [("maxntidx", o.max_threads), ("minctasm", o.min_blocks), ("maxnreg", o.max_registers)] {
+            for (key, value) in [
+                ("maxntidx", o.max_threads),
+                ("minctasm", o.min_blocks),
+                ("maxnreg", o.max_registers),
+            ] {
                 if let Some(v) = value {
                     let md = self.ctx.metadata_node(&[
                         llfn.as_global_value().as_pointer_value().into(),
