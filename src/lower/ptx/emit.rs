@@ -169,18 +169,49 @@ impl<'ctx> Emitter<'_, 'ctx> {
                 let e = self.mem_type(&Type::Scalar(*elem));
                 self.ctx.struct_type(&vec![e; *len as usize], false).into()
             }
-            Type::Tuple(ts) => {
-                let fields: Vec<_> = ts.iter().map(|t| self.mem_type(t)).collect();
-                self.ctx.struct_type(&fields, false).into()
-            }
-            Type::Struct(st) => {
-                let fields: Vec<_> = st.fields.iter().map(|(_, t)| self.mem_type(t)).collect();
-                self.ctx.struct_type(&fields, false).into()
-            }
+            Type::Tuple(_) | Type::Struct(_) => self.aggregate(t).0.into(),
             Type::Array(a) => self.descriptor_type(a).into(),
             Type::WarpMask => self.ctx.i32_type().into(),
             Type::Ref { .. } => self.ctx.ptr_type(AddressSpace::default()).into(),
         })
+    }
+
+    /// A tuple or struct as an LLVM struct laid out byte for byte as CUDA C++ lays it out
+    /// (`abi::layout_of`): packed, with explicit padding before over-aligned members such as
+    /// `float4` and at the end. Returns the type and, for each field, its element index.
+    fn aggregate(&self, t: &Type) -> (StructType<'ctx>, Vec<u32>) {
+        let fields: Vec<Type> = match t {
+            Type::Tuple(ts) => ts.clone(),
+            Type::Struct(st) => st.fields.iter().map(|(_, t)| t.clone()).collect(),
+            _ => Vec::new(),
+        };
+        let layout = crate::abi::layout_of(t);
+        let mut elems: Vec<BasicTypeEnum<'ctx>> = Vec::new();
+        let mut index = Vec::new();
+        let mut at = 0u64;
+        let pad = |elems: &mut Vec<BasicTypeEnum<'ctx>>, n: u64| {
+            if n > 0 {
+                elems.push(self.ctx.i8_type().array_type(n as u32).into());
+            }
+        };
+        for (f, ft) in layout.fields.iter().zip(&fields) {
+            pad(&mut elems, f.offset.saturating_sub(at));
+            index.push(elems.len() as u32);
+            elems.push(self.mem_type(ft));
+            at = f.offset + f.size;
+        }
+        pad(&mut elems, layout.size.saturating_sub(at));
+        (self.ctx.struct_type(&elems, true), index)
+    }
+
+    /// The LLVM element index of field `i` of a tuple, struct or vector.
+    fn field_index(&self, t: &Type, i: u32) -> u32 {
+        match t {
+            Type::Tuple(_) | Type::Struct(_) => {
+                self.aggregate(t).1.get(i as usize).copied().unwrap_or(i)
+            }
+            _ => i,
+        }
     }
 
     /// The in-memory type: like `ty`, but `bool` is a byte.
@@ -328,8 +359,14 @@ impl<'ctx> Emitter<'_, 'ctx> {
                 .ok_or_else(|| err("missing parameter"))?;
             let ty = &f.locals[l].ty;
             let v = if kernel && is_aggregate(ty) {
-                self.builder
-                    .build_load(self.mem_type(ty), p.into_pointer_value(), "arg")?
+                let ld =
+                    self.builder
+                        .build_load(self.mem_type(ty), p.into_pointer_value(), "arg")?;
+                if let Some(i) = ld.as_instruction_value() {
+                    let a = crate::abi::layout_of(ty).align.max(1) as u32;
+                    i.set_alignment(a).map_err(|e| err(e.to_string()))?;
+                }
+                ld
             } else if ty == &Type::Scalar(Scalar::Bool) && kernel {
                 p // already a byte
             } else if ty == &Type::Scalar(Scalar::Bool) {
@@ -797,16 +834,18 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 for (i, (item, et)) in items.iter().zip(elems.iter()).enumerate() {
                     let v = self.value(*item)?;
                     let v = self.mem_repr(v, et)?;
+                    let at = self.e.field_index(&ty, i as u32);
                     agg = self
                         .b()
-                        .build_insert_value(agg.into_struct_value(), v, i as u32, "")?
+                        .build_insert_value(agg.into_struct_value(), v, at, "")?
                         .as_basic_value_enum();
                 }
                 agg
             }
             Expr::Extract(a, i) => {
+                let at = self.e.field_index(self.f.ty(*a), *i);
                 let agg = self.value(*a)?.into_struct_value();
-                let v = self.b().build_extract_value(agg, *i, "")?;
+                let v = self.b().build_extract_value(agg, at, "")?;
                 self.reg_repr(v, &ty)?
             }
             Expr::StaticArray { shape, align } => {
@@ -1138,10 +1177,11 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                         .ty(ty)
                         .ok_or_else(|| err("match_all type"))?
                         .into_struct_type();
-                    let out = self.b().build_insert_value(st.get_undef(), mask, 0, "")?;
+                    let (i0, i1) = (self.e.field_index(ty, 0), self.e.field_index(ty, 1));
+                    let out = self.b().build_insert_value(st.get_undef(), mask, i0, "")?;
                     let pred = self.mem_repr(pred, &Type::Scalar(Scalar::Bool))?;
                     self.b()
-                        .build_insert_value(out, pred, 1, "")?
+                        .build_insert_value(out, pred, i1, "")?
                         .as_basic_value_enum()
                 }
             }
