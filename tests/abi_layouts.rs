@@ -15,7 +15,7 @@ use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use pydevice::abi::header::{header, types_in};
-use pydevice::abi::{TypeLayout, layout_of};
+use pydevice::abi::{TypeLayout, layout_of, passed_indirectly};
 use pydevice::types::{Layout, MemSpace, Scalar, StructType, Type};
 use pydevice::{CompileOptions, Module};
 use std::path::{Path, PathBuf};
@@ -484,8 +484,12 @@ fn cuda_types_match_nvcc() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+fn cli_path() -> &'static str {
+    env!("CARGO_BIN_EXE_pydevice")
+}
+
 fn cli(args: &[&str]) -> Output {
-    run(Command::new(env!("CARGO_BIN_EXE_pydevice")).args(args))
+    run(Command::new(cli_path()).args(args))
 }
 
 fn fixture() -> String {
@@ -495,9 +499,34 @@ fn fixture() -> String {
         .into_owned()
 }
 
+/// How nvcc passes the first parameter of a device function in its PTX: `None` for a pointer
+/// (by invisible reference), else the `.align` and size of a by-value aggregate.
+fn ptx_param(ptx: &str, func: &str) -> Option<(u64, u64)> {
+    let decl = format!(".func {func}(");
+    let mut lines = ptx.lines().skip_while(|l| !l.contains(&decl)).skip(1);
+    let line = lines
+        .next()
+        .unwrap_or_else(|| panic!("no `{func}` in the PTX"));
+    if line.contains(".param .b64 ") {
+        return None;
+    }
+    let num = |s: Option<&str>| -> u64 {
+        s.and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("unexpected parameter `{line}`"))
+    };
+    let align = num(line
+        .split(".align ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next()));
+    let size = num(line.rsplit('[').next().and_then(|s| s.split(']').next()));
+    Some((align, size))
+}
+
 /// The header of the fixture module (from the CLI) and of 64 random types, included together
 /// by C++ that calls the fixture's device functions: nvcc checks every `static_assert`, that
-/// the declarations are usable, and that two headers can be included together.
+/// the declarations are usable, and that two headers can be included together. Device
+/// functions taking each aggregate type show how nvcc passes it: by value with the layout's
+/// alignment and size, or by reference where `passed_indirectly` says so.
 #[test]
 fn headers_compile_with_nvcc() {
     let Some(nvcc) = nvcc_or_skip() else { return };
@@ -509,13 +538,17 @@ fn headers_compile_with_nvcc() {
         TestRng::deterministic_rng(RngAlgorithm::ChaCha),
     );
     let strategy = prop::collection::vec(any_type(true), 64);
-    let types = named(strategy.new_tree(&mut runner).unwrap().current());
+    let mut types = named(strategy.new_tree(&mut runner).unwrap().current());
+    for elem in VECTOR_ELEMS {
+        types.extend((1..=4).map(|len| Type::Vector { elem, len }));
+    }
     let random_header = header("random", &types, &[]);
 
     let dir = scratch("nvcc-header");
     std::fs::write(dir.join("interop.h"), &module_header).unwrap();
     std::fs::write(dir.join("random.h"), &random_header).unwrap();
-    let src = "\
+    let mut src = String::from(
+        "\
 #include \"interop.h\"
 #include \"random.h\"
 #include \"interop.h\"
@@ -526,18 +559,58 @@ __global__ void use(particle p, point q, float3 d, wide w, double* out) {
   point m = move(q, d);
   out[1] = t.__0 + t.__1 + t.__2 + m.x + half_sum(w, __float2half(1.0f), __float2bfloat16(2.0f));
 }
-";
+
+",
+    );
+    let aggregates: Vec<Type> = types_in(&types)
+        .into_iter()
+        .filter(|t| !matches!(t, Type::Scalar(_)))
+        .collect();
+    for (k, t) in aggregates.iter().enumerate() {
+        src.push_str(&format!(
+            "extern \"C\" __device__ void pyd_param_{k}({} a) {{}}\n",
+            layout_of(t).cxx
+        ));
+    }
     let cu = dir.join("use.cu");
-    std::fs::write(&cu, src).unwrap();
+    std::fs::write(&cu, &src).unwrap();
     let out = run(Command::new(&nvcc)
-        .args(["-arch=sm_90", "-rdc=true", "-c", "-o"])
+        .args(["-arch=sm_90", "-rdc=true", "-c", "-keep", "-o"])
         .arg(dir.join("use.o"))
         .arg(&cu)
         .current_dir(&dir));
     ok(
         &out,
         "nvcc on the generated headers",
-        &format!("{module_header}\n--- random.h ---\n{random_header}"),
+        &format!("{src}\n--- interop.h ---\n{module_header}\n--- random.h ---\n{random_header}"),
+    );
+    let ptx = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "ptx"))
+        .expect("nvcc -keep leaves the PTX");
+    let ptx = std::fs::read_to_string(ptx).unwrap();
+    let indirect = aggregates.iter().filter(|t| passed_indirectly(t)).count();
+    assert!(
+        indirect > 1 && indirect < aggregates.len() / 2,
+        "{indirect} indirect"
+    );
+    let mut differ = Vec::new();
+    for (k, t) in aggregates.iter().enumerate() {
+        let l = layout_of(t);
+        let want = (!passed_indirectly(t)).then_some((l.align, l.size));
+        let got = ptx_param(&ptx, &format!("pyd_param_{k}"));
+        if got != want {
+            differ.push(format!(
+                "{t} ({}): nvcc {got:?}, ours {want:?} (None: by reference)",
+                l.cxx
+            ));
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "device-function parameters, nvcc vs layout_of/passed_indirectly:\n{}",
+        differ.join("\n")
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -744,4 +817,96 @@ fn kernel_parameters_have_the_abi_layout() {
         }
     }
     assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+/// The `.entry`/`.func` signature of `name` in PTX, on one line with single spaces.
+fn ptx_signature(ptx: &str, name: &str) -> String {
+    let head = format!(" {name}(");
+    let lines: Vec<&str> = ptx
+        .lines()
+        .skip_while(|l| {
+            !(l.starts_with(".visible") && l.ends_with(&head[1..]) && l.contains(&head))
+        })
+        .collect();
+    let end = lines
+        .iter()
+        .position(|l| l.trim() == ")")
+        .unwrap_or_else(|| panic!("no signature of `{name}` in the PTX"));
+    lines[..=end]
+        .join(" ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Every interoperable function of the fixture has, in our PTX, the signature nvcc gives the
+/// header's declaration of it: parameters and results in the same `.param` form, alignment
+/// and size, and `__half2`-holding values by reference.
+#[test]
+#[ignore = "device functions take aggregates with .align 1 (nvcc: the type's alignment) and \
+            __half2-holding values by value (nvcc: by reference); reported, un-ignore when fixed"]
+fn interop_signatures_match_nvcc() {
+    let Some(nvcc) = nvcc_or_skip() else { return };
+    let path = fixture();
+    let module = Module::parse(&path, &std::fs::read_to_string(&path).unwrap()).unwrap();
+    let mut stubs = String::new();
+    let mut ours = Vec::new();
+    for e in module.entries() {
+        let Some(args) = e.annotated.filter(|_| module.is_interop(&e.name)) else {
+            continue;
+        };
+        let k = module
+            .compile(&e.name, &args, &CompileOptions::default())
+            .unwrap();
+        ours.push((e.name.clone(), ptx_signature(&k.ptx, &e.name)));
+        let spec = module.specialize(&e.name, &args).unwrap();
+        let ret = spec.program().functions[spec.program().entry].ret.clone();
+        let params: Vec<String> = args
+            .iter()
+            .enumerate()
+            .map(|(i, t)| format!("{} p{i}", layout_of(t).cxx))
+            .collect();
+        let (kind, ret, body) = match (e.is_kernel, &ret) {
+            (true, _) => ("__global__", "void".to_string(), ""),
+            (false, Type::None) => ("__device__", "void".to_string(), ""),
+            (false, t) => ("__device__", layout_of(t).cxx, " return {};"),
+        };
+        stubs.push_str(&format!(
+            "extern \"C\" {kind} {ret} {}({}) {{{body} }}\n",
+            e.name,
+            params.join(", ")
+        ));
+    }
+    assert!(ours.len() >= 5, "the fixture's interop functions: {ours:?}");
+    let dir = scratch("nvcc-signatures");
+    let out = run(Command::new(cli_path())
+        .args(["abi", &path, "--header"])
+        .current_dir(&dir));
+    std::fs::write(dir.join("interop.h"), ok(&out, "abi --header", "")).unwrap();
+    let src = format!("#include \"interop.h\"\n\n{stubs}");
+    std::fs::write(dir.join("stubs.cu"), &src).unwrap();
+    let out = run(Command::new(&nvcc)
+        .args([
+            "-arch=sm_90",
+            "-rdc=true",
+            "-ptx",
+            "-o",
+            "stubs.ptx",
+            "stubs.cu",
+        ])
+        .current_dir(&dir));
+    ok(&out, "nvcc -ptx", &src);
+    let theirs = std::fs::read_to_string(dir.join("stubs.ptx")).unwrap();
+    let differ: Vec<String> = ours
+        .iter()
+        .filter(|(name, sig)| *sig != ptx_signature(&theirs, name))
+        .map(|(name, sig)| {
+            format!(
+                "{name}:\n  ours: {sig}\n  nvcc: {}",
+                ptx_signature(&theirs, name)
+            )
+        })
+        .collect();
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+    let _ = std::fs::remove_dir_all(&dir);
 }

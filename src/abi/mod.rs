@@ -264,6 +264,36 @@ pub fn layout_of(t: &Type) -> TypeLayout {
     }
 }
 
+/// Whether CUDA C++ passes a value of this type to an `extern "C" __device__` function, and
+/// returns one from it, by invisible reference (a pointer to a caller-owned copy, and for
+/// results a hidden pointer in the first parameter) instead of in `.param` space.
+///
+/// The Itanium C++ ABI does this for classes that are not trivially copyable. Of the types we
+/// map to, only CUDA 13's `__half2` and `__nv_bfloat162` are such (they have a user-provided
+/// copy constructor), so every tuple or struct that holds one is passed indirectly too.
+/// Kernels (`__global__`) take every parameter by value regardless. `tests/abi_layouts.rs`
+/// checks this against the PTX nvcc writes.
+///
+/// ```
+/// use pydevice::abi::passed_indirectly;
+/// use pydevice::types::{Scalar, Type};
+/// let h2 = Type::Vector { elem: Scalar::Float16, len: 2 };
+/// assert!(passed_indirectly(&h2));
+/// assert!(passed_indirectly(&Type::Tuple(vec![Scalar::Int32.into(), h2])));
+/// assert!(!passed_indirectly(&Type::Vector { elem: Scalar::Float16, len: 4 }));
+/// ```
+pub fn passed_indirectly(t: &Type) -> bool {
+    match t {
+        Type::Vector {
+            elem: Scalar::Float16 | Scalar::BFloat16,
+            len: 2,
+        } => true,
+        Type::Tuple(ts) => ts.iter().any(passed_indirectly),
+        Type::Struct(st) => st.fields.iter().any(|(_, f)| passed_indirectly(f)),
+        _ => false,
+    }
+}
+
 /// One kernel parameter.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ParamAbi {
