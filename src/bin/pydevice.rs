@@ -27,7 +27,8 @@ const USAGE: &str = "usage:
 SIG uses Numba's notation: \"float32[:], float64[:, ::1], int32\" or \"void(float32[:], int32)\".
 abi prints the layouts of the module's @struct classes, or of each --type (a class, a vector
 such as float32x3, a number, or a type in Numba's notation), with the types they are made of;
---header prints a CUDA C++ header of those types and the module's interoperable functions.";
+--header prints them as a CUDA C++ header, with extern \"C\" declarations of the module's
+interoperable functions unless --type narrows it to the named types.";
 
 /// Options that take no value.
 const FLAGS: &[&str] = &["json", "header"];
