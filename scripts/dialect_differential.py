@@ -42,10 +42,21 @@ def cupyx_cases():
            {"x": rng.random(n, dtype=np.float32), "out": np.zeros(1, np.float32)}, {"out": 1e-4})
 
 
+def load_module(src, name):
+    """Imports source from a real file: cupyx.jit reads kernels with inspect.getsource."""
+    import importlib.util
+    d = Path(tempfile.mkdtemp())
+    path = d / f"{name}.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return vars(mod)
+
+
 def run_cupyx(src, entry, grid, block, args):
     import cupy
-    ns = {}
-    exec(compile(src, entry, "exec"), ns)
+    ns = load_module(src, entry)
     dev = {k: (cupy.asarray(v) if isinstance(v, np.ndarray) else v) for k, v in args.items()}
     ns[entry]((grid,), (block,), tuple(dev.values()))
     cupy.cuda.runtime.deviceSynchronize()
@@ -53,8 +64,7 @@ def run_cupyx(src, entry, grid, block, args):
 
 
 def run_numba(src, entry, grid, block, args):
-    ns = {}
-    exec(compile(src, entry, "exec"), ns)
+    ns = load_module(src, entry)
     dev = {k: cuda.to_device(v) for k, v in args.items()}
     ns[entry][grid, block](*dev.values())
     cuda.synchronize()
