@@ -424,8 +424,6 @@ pub(crate) fn math_member(name: &str) -> Option<super::Item> {
         "tau" => c(std::f64::consts::TAU),
         "inf" => c(f64::INFINITY),
         "nan" => c(f64::NAN),
-        n => crate::ir::MathFn::from_name(n)
-            .filter(|f| *f != crate::ir::MathFn::Cbrt)
-            .map(|f| Item::Builtin(Builtin::Math(f))),
+        n => crate::ir::MathFn::from_name(n).map(|f| Item::Builtin(Builtin::Math(f))),
     }
 }

@@ -113,3 +113,39 @@ fn fastmath_stays_close() {
         );
     }
 }
+
+#[test]
+fn bounds_checked_atomics_hit_a_scratch_word_and_report() {
+    let Some(dev) = device("bounds_checked_atomics_hit_a_scratch_word_and_report") else {
+        return;
+    };
+    let k = kernel(
+        &dev,
+        &fixture("kernel_options.py"),
+        "guarded_atomics",
+        "int32[::1], int32[::1]",
+    );
+    let n = 1000;
+    let keys: Vec<i32> = (0..n as i32)
+        .map(|i| if i == 500 { 99 } else { i % 16 })
+        .collect();
+    let (bb, ba) = vec1(&dev, &[0i32; 16]);
+    let (_kb, ka) = vec1(&dev, &keys);
+    k.launch(&[ba, ka], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let e = dev
+        .check_bounds(&k.k)
+        .expect_err("key 99 is out of range for 16 bins");
+    assert!(e.to_string().contains("guarded_atomics"), "{e}");
+    let bins: Vec<i32> = from_bytes(&dev.download(&bb).expect("download"));
+    let mut want = [0i32; 16];
+    for key in &keys {
+        if (0..16).contains(key) {
+            want[*key as usize] += 1;
+        }
+    }
+    assert_eq!(
+        bins,
+        want.to_vec(),
+        "in-range atomics are exact; the out-of-range one touched no bin"
+    );
+}

@@ -529,12 +529,15 @@ impl FnCx<'_, '_> {
             (Const::Bool(b), Kind::Float) => Literal::Float(f64::from(u8::from(*b))),
             (Const::Int(i), Kind::Float) => Literal::Float(*i as f64),
             (Const::Float(f), Kind::Float) => {
-                let v = if s == Scalar::Float32 {
-                    f64::from(*f as f32)
-                } else {
-                    *f
+                // The largest finite value of each format (values beyond half an ulp past it
+                // round to infinity).
+                let limit = match s {
+                    Scalar::Float16 => 65520.0,
+                    Scalar::BFloat16 => 3.3961e38,
+                    Scalar::Float32 => f64::from(f32::MAX) * (1.0 + f64::EPSILON * 2f64.powi(28)),
+                    _ => f64::INFINITY,
                 };
-                if f.is_finite() && !v.is_finite() {
+                if f.is_finite() && f.abs() >= limit {
                     self.error("E0204", span, format!("{f} is out of range for {s}"));
                     return None;
                 }

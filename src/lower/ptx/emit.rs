@@ -415,6 +415,22 @@ impl<'ctx> Emitter<'_, 'ctx> {
         g.as_pointer_value()
     }
 
+    /// A 16-byte device global that out-of-range atomics act on in bounds-checking mode.
+    fn bounds_scratch(&self) -> PointerValue<'ctx> {
+        let name = "__pyd_bounds_scratch";
+        let g = self.module.get_global(name).unwrap_or_else(|| {
+            let t = self.ctx.i64_type().array_type(2);
+            let g = self
+                .module
+                .add_global(t, Some(AddressSpace::from(1u16)), name);
+            g.set_initializer(&t.const_zero());
+            g.set_linkage(Linkage::Internal);
+            g.set_alignment(16);
+            g
+        });
+        g.as_pointer_value()
+    }
+
     /// `fastmath=True`: every floating-point instruction may be reassociated, contracted,
     /// approximated, and assume finite, non-NaN values.
     fn relax_floating_point(&self) {
@@ -890,9 +906,30 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 self.descriptor(&to, data, &[n2], &[i64t.const_int(1, false)])?
             }
             Expr::ElementRef { array, indices } => {
-                let (ptr, _) = self.element_ptr(*array, indices)?;
+                let span = self.f.exprs.span(h);
+                let (ptr, _, ok) = self.element_ptr_checked(*array, indices, span)?;
                 let generic = self.e.ctx.ptr_type(AddressSpace::default());
-                self.b().build_address_space_cast(ptr, generic, "")?.into()
+                let ptr = self.b().build_address_space_cast(ptr, generic, "")?;
+                let before = self.b().get_insert_block().ok_or_else(|| err("no block"))?;
+                match self.guard(ok)? {
+                    None => ptr.into(),
+                    Some(cont) => {
+                        // Out of range: the atomic operates on a scratch word instead, so it
+                        // cannot corrupt memory; the error is recorded.
+                        let inside = self.b().get_insert_block().ok_or_else(|| err("no block"))?;
+                        self.b().build_unconditional_branch(cont)?;
+                        self.b().position_at_end(cont);
+                        let scratch = self.e.bounds_scratch();
+                        let scratch = self.b().build_address_space_cast(scratch, generic, "")?;
+                        let phi = self.b().build_phi(generic, "")?;
+                        let fail = cont
+                            .get_previous_basic_block()
+                            .filter(|b| *b != inside)
+                            .unwrap_or(before);
+                        phi.add_incoming(&[(&ptr, inside), (&scratch, fail)]);
+                        phi.as_basic_value()
+                    }
+                }
             }
             Expr::Atomic {
                 op,
