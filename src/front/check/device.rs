@@ -331,9 +331,13 @@ impl FnCx<'_, '_> {
                 let bytes = shape
                     .iter()
                     .try_fold(dtype.size(), |acc, n| acc.checked_mul(*n));
-                if space == MemSpace::Shared && bytes.is_none_or(|b| b > STATIC_SHARED_LIMIT) {
+                let total = bytes.and_then(|b| b.checked_add(self.shared_bytes));
+                if space == MemSpace::Shared {
+                    self.shared_bytes = total.unwrap_or(u64::MAX);
+                }
+                if space == MemSpace::Shared && total.is_none_or(|b| b > STATIC_SHARED_LIMIT) {
                     self.diags.push(
-                        Diagnostic::error("E0407", sv.span, format!("this shared array needs more than the {} KiB of static shared memory a block may have", STATIC_SHARED_LIMIT / 1024))
+                        Diagnostic::error("E0407", sv.span, format!("the shared arrays of this function need more than the {} KiB of static shared memory a block may have", STATIC_SHARED_LIMIT / 1024))
                             .with_note("use `dynamic_shared_array()` and launch with `shared=` bytes"),
                     );
                     return None;

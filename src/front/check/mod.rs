@@ -301,6 +301,8 @@ struct FnCx<'s, 'm> {
     seen_assigned: HashSet<String>,
     /// Names whose assignment had an error already reported: reading them reports nothing.
     poisoned: HashSet<String>,
+    /// Static shared memory this function's `shared_array`s take so far in this pass.
+    shared_bytes: u64,
     /// Nested `def`s usable as predicates: name → the expression they return.
     local_defs: HashMap<String, ast::Expr>,
     /// How many places assign each local (a local assigned once to a constant is a
@@ -344,6 +346,7 @@ impl<'s, 'm> FnCx<'s, 'm> {
             seen_assigned: HashSet::new(),
             poisoned: HashSet::new(),
             local_defs: HashMap::new(),
+            shared_bytes: 0,
             assign_sites: HashMap::new(),
             loop_assigned: Vec::new(),
         };
