@@ -1101,7 +1101,8 @@ impl fmt::Display for ExprFmt<'_> {
     }
 }
 
-/// The literal's value as a scalar of type `s`, for constant folding and printing.
+/// Whether a literal's value is representable in scalar type `s` (integers against the
+/// type's range; floats and bools always are).
 pub fn literal_fits(lit: Literal, s: Scalar) -> bool {
     match lit {
         Literal::Int(v) => {

@@ -252,29 +252,19 @@ impl ParsedModule {
                 for alias in &imp.names {
                     let name = alias.name.id.as_str();
                     let bound = alias.asname.as_ref().unwrap_or(&alias.name).id.to_string();
+                    // numba, cupyx and NumPy names map onto the same entities.
+                    if let Some(item) =
+                        dialect_namespace(module).and_then(|ns| dialect_member(ns, name))
+                    {
+                        self.items.insert(bound, item);
+                        continue;
+                    }
                     let item = match (module, name) {
                         ("cuda.device", "*") => {
                             self.star_device = true;
                             continue;
                         }
                         ("cuda", "device") => Item::Namespace(Namespace::Device),
-                        ("numba", "cuda") => Item::Namespace(Namespace::NumbaCuda),
-                        ("cupyx", "jit") => Item::Namespace(Namespace::CupyxJit),
-                        ("cupyx.jit", n) if builtins::cupyx_jit_member(n).is_some() => {
-                            Item::Builtin(builtins::cupyx_jit_member(n).unwrap_or(Builtin::Void))
-                        }
-                        ("numpy" | "cupy", n) if Scalar_from_numpy(n).is_some() => {
-                            Item::Builtin(Builtin::Scalar(
-                                Scalar_from_numpy(n).unwrap_or(crate::types::Scalar::Int32),
-                            ))
-                        }
-                        ("numba", "types") => Item::Namespace(Namespace::NumbaTypes),
-                        ("numba" | "numba.types", n) if builtins::numba_type(n).is_some() => {
-                            Item::Builtin(builtins::numba_type(n).unwrap_or(Builtin::Void))
-                        }
-                        ("numba.cuda", n) if builtins::numba_cuda_member(n).is_some() => {
-                            builtins::numba_cuda_member(n).unwrap_or(Item::Host)
-                        }
                         ("math", n) => match builtins::math_member(n) {
                             Some(item) => item,
                             None => {
@@ -485,7 +475,7 @@ impl ParsedModule {
                     | Namespace::Cupyx
                     | Namespace::CupyxJit
                     | Namespace::Numpy),
-                ) => numba_member(ns, a.attr.id.as_str()),
+                ) => dialect_member(ns, a.attr.id.as_str()),
                 Item::Namespace(Namespace::Device) => {
                     let n = a.attr.id.as_str();
                     builtins::device_member(n).map(Item::Builtin).or_else(|| {
@@ -916,9 +906,21 @@ impl ParsedModule {
     }
 }
 
+/// The namespace a dialect package's module path names (`numba.cuda`, `cupyx.jit`, `numpy`).
+fn dialect_namespace(module: &str) -> Option<Namespace> {
+    Some(match module {
+        "numba" => Namespace::Numba,
+        "numba.cuda" => Namespace::NumbaCuda,
+        "numba.types" => Namespace::NumbaTypes,
+        "cupyx" => Namespace::Cupyx,
+        "cupyx.jit" => Namespace::CupyxJit,
+        "numpy" | "cupy" => Namespace::Numpy,
+        _ => return None,
+    })
+}
+
 /// A NumPy / CuPy dtype object by name (`float32`, `int_`, `bool_`).
-#[allow(non_snake_case)]
-fn Scalar_from_numpy(n: &str) -> Option<crate::types::Scalar> {
+fn numpy_scalar(n: &str) -> Option<crate::types::Scalar> {
     match n {
         "int_" | "intp" => Some(crate::types::Scalar::Int64),
         "float_" => Some(crate::types::Scalar::Float64),
@@ -927,7 +929,7 @@ fn Scalar_from_numpy(n: &str) -> Option<crate::types::Scalar> {
 }
 
 /// A member of one of numba's, cupyx's or NumPy's namespaces.
-pub(crate) fn numba_member(ns: Namespace, attr: &str) -> Option<Item> {
+pub(crate) fn dialect_member(ns: Namespace, attr: &str) -> Option<Item> {
     match (ns, attr) {
         (Namespace::Numba, "cuda") => Some(Item::Namespace(Namespace::NumbaCuda)),
         (Namespace::Numba, "types") => Some(Item::Namespace(Namespace::NumbaTypes)),
@@ -938,7 +940,7 @@ pub(crate) fn numba_member(ns: Namespace, attr: &str) -> Option<Item> {
         (Namespace::NumbaAtomic, n) => builtins::numba_atomic_member(n).map(Item::Builtin),
         (Namespace::Cupyx, "jit") => Some(Item::Namespace(Namespace::CupyxJit)),
         (Namespace::CupyxJit, n) => builtins::cupyx_jit_member(n).map(Item::Builtin),
-        (Namespace::Numpy, n) => Scalar_from_numpy(n).map(|s| Item::Builtin(Builtin::Scalar(s))),
+        (Namespace::Numpy, n) => numpy_scalar(n).map(|s| Item::Builtin(Builtin::Scalar(s))),
         _ => None,
     }
 }

@@ -199,7 +199,7 @@ impl FnCx<'_, '_> {
                 ),
                 _,
             ) => {
-                return match crate::front::numba_member(ns, attr) {
+                return match crate::front::dialect_member(ns, attr) {
                     Some(item) => Value::Item(item, span),
                     None => {
                         self.error(
