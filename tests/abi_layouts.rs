@@ -841,8 +841,6 @@ fn ptx_signature(ptx: &str, name: &str) -> String {
 /// header's declaration of it: parameters and results in the same `.param` form, alignment
 /// and size, and `__half2`-holding values by reference.
 #[test]
-#[ignore = "device functions take aggregates with .align 1 (nvcc: the type's alignment) and \
-            __half2-holding values by value (nvcc: by reference); reported, un-ignore when fixed"]
 fn interop_signatures_match_nvcc() {
     let Some(nvcc) = nvcc_or_skip() else { return };
     let path = fixture();

@@ -127,6 +127,13 @@ fn ptx_scope(s: Scope) -> &'static str {
     }
 }
 
+/// Whether a parameter of `f` is passed by reference: nvcc passes values that are not
+/// trivially copyable in C++ (those holding `__half2` / `__nv_bfloat162`) to `__device__`
+/// functions as a pointer, and interoperable functions follow it.
+fn by_reference(f: &Function, t: &Type) -> bool {
+    f.kind == FunctionKind::Device && f.interop && crate::abi::passed_indirectly(t)
+}
+
 fn is_aggregate(t: &Type) -> bool {
     matches!(
         t,
@@ -165,28 +172,37 @@ impl<'ctx> Emitter<'_, 'ctx> {
         Some(match t {
             Type::None => return None,
             Type::Scalar(s) => self.scalar_type(*s),
-            Type::Vector { elem, len } => {
-                let e = self.mem_type(&Type::Scalar(*elem));
-                self.ctx.struct_type(&vec![e; *len as usize], false).into()
-            }
-            Type::Tuple(_) | Type::Struct(_) => self.aggregate(t).0.into(),
+            Type::Vector { .. } | Type::Tuple(_) | Type::Struct(_) => self.aggregate(t).0.into(),
             Type::Array(a) => self.descriptor_type(a).into(),
             Type::WarpMask => self.ctx.i32_type().into(),
             Type::Ref { .. } => self.ctx.ptr_type(AddressSpace::default()).into(),
         })
     }
 
-    /// A tuple or struct as an LLVM struct laid out byte for byte as CUDA C++ lays it out
-    /// (`abi::layout_of`): packed, with explicit padding before over-aligned members such as
-    /// `float4` and at the end. Returns the type and, for each field, its element index.
+    /// A tuple, struct or vector as an LLVM struct laid out byte for byte as CUDA C++ lays it
+    /// out (`abi::layout_of`): explicit padding before members that sit further than their
+    /// natural place (over-aligned members such as `float4`), and a zero-length leading member
+    /// that gives the whole struct its C++ alignment, so parameters, results and memory
+    /// accesses all use it. Returns the type and, for each field, its element index.
     fn aggregate(&self, t: &Type) -> (StructType<'ctx>, Vec<u32>) {
         let fields: Vec<Type> = match t {
             Type::Tuple(ts) => ts.clone(),
             Type::Struct(st) => st.fields.iter().map(|(_, t)| t.clone()).collect(),
+            Type::Vector { elem, len } => vec![Type::Scalar(*elem); *len as usize],
             _ => Vec::new(),
         };
         let layout = crate::abi::layout_of(t);
         let mut elems: Vec<BasicTypeEnum<'ctx>> = Vec::new();
+        let natural = layout
+            .fields
+            .iter()
+            .zip(&fields)
+            .map(|(_, f)| crate::abi::layout_of(f).align)
+            .max()
+            .unwrap_or(1);
+        if layout.align > natural {
+            elems.push(self.align_forcer(layout.align));
+        }
         let mut index = Vec::new();
         let mut at = 0u64;
         let pad = |elems: &mut Vec<BasicTypeEnum<'ctx>>, n: u64| {
@@ -201,13 +217,26 @@ impl<'ctx> Emitter<'_, 'ctx> {
             at = f.offset + f.size;
         }
         pad(&mut elems, layout.size.saturating_sub(at));
-        (self.ctx.struct_type(&elems, true), index)
+        (self.ctx.struct_type(&elems, false), index)
+    }
+
+    /// A zero-size member whose alignment is `align` bytes (NVPTX: i16..i128, then vectors).
+    fn align_forcer(&self, align: u64) -> BasicTypeEnum<'ctx> {
+        let c = self.ctx;
+        let t: BasicTypeEnum<'ctx> = match align {
+            0..=2 => c.i16_type().into(),
+            3..=4 => c.i32_type().into(),
+            5..=8 => c.i64_type().into(),
+            9..=16 => c.i128_type().into(),
+            a => c.i32_type().vec_type((a / 4) as u32).into(),
+        };
+        t.array_type(0).into()
     }
 
     /// The LLVM element index of field `i` of a tuple, struct or vector.
     fn field_index(&self, t: &Type, i: u32) -> u32 {
         match t {
-            Type::Tuple(_) | Type::Struct(_) => {
+            Type::Tuple(_) | Type::Struct(_) | Type::Vector { .. } => {
                 self.aggregate(t).1.get(i as usize).copied().unwrap_or(i)
             }
             _ => i,
@@ -241,7 +270,7 @@ impl<'ctx> Emitter<'_, 'ctx> {
         let mut params: Vec<BasicMetadataTypeEnum> = Vec::new();
         for l in f.param_locals() {
             let t = &f.locals[l].ty;
-            let p: BasicTypeEnum = if kernel && is_aggregate(t) {
+            let p: BasicTypeEnum = if (kernel && is_aggregate(t)) || by_reference(f, t) {
                 self.ctx.ptr_type(AddressSpace::default()).into()
             } else if kernel {
                 self.mem_type(t)
@@ -358,7 +387,7 @@ impl<'ctx> Emitter<'_, 'ctx> {
                 .get_nth_param(i as u32)
                 .ok_or_else(|| err("missing parameter"))?;
             let ty = &f.locals[l].ty;
-            let v = if kernel && is_aggregate(ty) {
+            let v = if (kernel && is_aggregate(ty)) || by_reference(f, ty) {
                 let ld =
                     self.builder
                         .build_load(self.mem_type(ty), p.into_pointer_value(), "arg")?;
@@ -764,9 +793,28 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 self.cast(v, from, to)?
             }
             Expr::Call(callee, args) => {
+                let target = &self.e.program.functions[*callee];
                 let mut vals: Vec<BasicMetadataValueEnum> = Vec::new();
-                for a in args {
-                    vals.push(self.value(*a)?.into());
+                for (a, l) in args.iter().zip(target.param_locals()) {
+                    let v = self.value(*a)?;
+                    let pt = &target.locals[l].ty;
+                    if by_reference(target, pt) {
+                        // nvcc's convention: the caller passes the address of a copy.
+                        let entry = self
+                            .llfn
+                            .get_first_basic_block()
+                            .ok_or_else(|| err("no entry block"))?;
+                        let b = self.e.ctx.create_builder();
+                        match entry.get_first_instruction() {
+                            Some(i) => b.position_before(&i),
+                            None => b.position_at_end(entry),
+                        }
+                        let slot = b.build_alloca(self.e.mem_type(pt), "byref")?;
+                        self.b().build_store(slot, v)?;
+                        vals.push(slot.into());
+                    } else {
+                        vals.push(v.into());
+                    }
                 }
                 let callee = self.e.fns[callee.index()];
                 let call = self.b().build_call(callee, &vals, "")?;
