@@ -195,7 +195,17 @@ fn c_program(all: &[Type]) -> String {
             Type::Array(a) => (
                 None,
                 vec![
-                    (format!("{} *", c_scalar(a.dtype)), "data".into()),
+                    (
+                        format!(
+                            "{} *",
+                            c_scalar(
+                                a.dtype
+                                    .scalar()
+                                    .expect("the generator makes arrays of numbers")
+                            )
+                        ),
+                        "data".into(),
+                    ),
                     ("uint64_t".into(), format!("shape[{}]", a.ndim)),
                     ("uint64_t".into(), format!("strides[{}]", a.ndim)),
                 ],

@@ -76,9 +76,12 @@ pub fn types_in(roots: &[Type]) -> Vec<Type> {
 fn each_scalar(t: &Type, f: &mut impl FnMut(Scalar)) {
     match t {
         Type::Scalar(s) | Type::Vector { elem: s, .. } | Type::Ref { dtype: s, .. } => f(*s),
-        Type::Array(a) => f(a.dtype),
+        Type::Atomic { dtype: s, .. } => f(*s),
+        Type::Array(a) => each_scalar(&a.dtype.ty(), f),
         Type::Tuple(ts) => ts.iter().for_each(|e| each_scalar(e, f)),
-        Type::Struct(st) => st.fields.iter().for_each(|(_, e)| each_scalar(e, f)),
+        Type::Struct(st) | Type::StructRef { st, .. } => {
+            st.fields.iter().for_each(|(_, e)| each_scalar(e, f))
+        }
         Type::None | Type::WarpMask => {}
     }
 }

@@ -139,6 +139,24 @@ pub fn layout_of(t: &Type) -> TypeLayout {
             align: 8,
             fields: vec![],
         },
+        Type::Atomic { dtype, align } => {
+            let base = layout_of(&Type::Scalar(*dtype));
+            let align = base.align.max(*align);
+            TypeLayout {
+                name: t.to_string(),
+                cxx: format!("cuda::std::atomic<{}>", base.cxx),
+                size: round_up(base.size, align),
+                align,
+                fields: vec![],
+            }
+        }
+        Type::StructRef { st, .. } => TypeLayout {
+            name: t.to_string(),
+            cxx: format!("{}*", st.name),
+            size: 8,
+            align: 8,
+            fields: vec![],
+        },
         Type::WarpMask => TypeLayout {
             name: "WarpMask".into(),
             cxx: "unsigned int".into(),
@@ -235,7 +253,7 @@ pub fn layout_of(t: &Type) -> TypeLayout {
                 name: t.to_string(),
                 cxx: format!(
                     "cuda::interoperable_array_descriptor<{}, {n}>",
-                    a.dtype.cxx_name()
+                    layout_of(&a.dtype.ty()).cxx
                 ),
                 size: 8 + 16 * n,
                 align: 8,
@@ -243,7 +261,7 @@ pub fn layout_of(t: &Type) -> TypeLayout {
                     FieldLayout {
                         name: "data".into(),
                         offset: 0,
-                        ty: format!("{}*", a.dtype.name()),
+                        ty: format!("{}*", a.dtype),
                         size: 8,
                     },
                     FieldLayout {

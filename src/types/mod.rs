@@ -251,11 +251,59 @@ pub enum MemSpace {
     Local,
 }
 
+/// The element type of an array: a number, or a `@struct` class (an array of records).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum DType {
+    /// A number.
+    Scalar(Scalar),
+    /// A `@struct` class.
+    Struct(Box<StructType>),
+}
+
+impl DType {
+    /// The number type, for arrays of numbers.
+    pub fn scalar(&self) -> Option<Scalar> {
+        match self {
+            DType::Scalar(s) => Some(*s),
+            DType::Struct(_) => None,
+        }
+    }
+
+    /// The element type as a value type.
+    pub fn ty(&self) -> Type {
+        match self {
+            DType::Scalar(s) => Type::Scalar(*s),
+            DType::Struct(st) => Type::Struct(st.clone()),
+        }
+    }
+}
+
+impl From<Scalar> for DType {
+    fn from(s: Scalar) -> DType {
+        DType::Scalar(s)
+    }
+}
+
+impl PartialEq<Scalar> for DType {
+    fn eq(&self, s: &Scalar) -> bool {
+        self.scalar() == Some(*s)
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DType::Scalar(s) => write!(f, "{s}"),
+            DType::Struct(st) => f.write_str(&st.name),
+        }
+    }
+}
+
 /// The type of an array: element type, number of dimensions, layout and memory space.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ArrayType {
     /// Element type.
-    pub dtype: Scalar,
+    pub dtype: DType,
     /// Number of dimensions (1 or more).
     pub ndim: u8,
     /// What the compiler may assume about strides.
@@ -286,6 +334,22 @@ pub enum Type {
     WarpMask,
     /// A `@device.struct` class: named fields in declaration order.
     Struct(Box<StructType>),
+    /// `device.Atomic(dtype, align=N)`: a struct field accessed only atomically.
+    Atomic {
+        /// The value type.
+        dtype: Scalar,
+        /// Minimum alignment in bytes (0: the type's own).
+        align: u64,
+    },
+    /// A reference to an array element of struct type, or to a struct field of one: what
+    /// `array[i]` denotes when its fields are used in place (`array[i].x = 1.0`) and what
+    /// methods receive as `self` for structs with `Atomic` fields.
+    StructRef {
+        /// The struct.
+        st: Box<StructType>,
+        /// Where it lives.
+        space: MemSpace,
+    },
     /// A reference to one element of an array, as `atomic_ref(array, index)` returns.
     Ref {
         /// The element type.
@@ -316,7 +380,7 @@ impl Type {
     /// A global-memory array type.
     pub fn array(dtype: Scalar, ndim: u8, layout: Layout) -> Type {
         Type::Array(ArrayType {
-            dtype,
+            dtype: DType::Scalar(dtype),
             ndim,
             layout,
             space: MemSpace::Global,
@@ -390,6 +454,8 @@ impl fmt::Display for Type {
             Type::Array(a) => write!(f, "{a}"),
             Type::WarpMask => f.write_str("WarpMask"),
             Type::Struct(st) => f.write_str(&st.name),
+            Type::Atomic { dtype, .. } => write!(f, "Atomic[{dtype}]"),
+            Type::StructRef { st, .. } => write!(f, "ref[{}]", st.name),
             Type::Ref { dtype, .. } => write!(f, "atomic_ref[{dtype}]"),
         }
     }

@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::ir::{AtomicOp, MathFn, MemoryOrder, Scope, Shfl, Vote};
-use crate::types::{ArrayType, Layout, MemSpace};
+use crate::types::{ArrayType, DType, Layout, MemSpace};
 
 /// Static shared memory a block may declare (larger needs dynamic shared memory).
 const STATIC_SHARED_LIMIT: u64 = 48 * 1024;
@@ -123,6 +123,18 @@ impl FnCx<'_, '_> {
     }
 
     /// A dtype argument: a type (`float32`, `int`) or its name as a string.
+    /// A dtype argument that may also be a `@struct` class (the element type of arrays).
+    pub(super) fn element_dtype_arg(&mut self, e: &ast::Expr) -> Option<DType> {
+        if let Some(Item::Struct(i)) = self.callee_item(e) {
+            return self
+                .s
+                .m
+                .struct_type(i)
+                .map(|t| DType::Struct(Box::new(t.clone())));
+        }
+        self.dtype_arg(e).map(DType::Scalar)
+    }
+
     pub(super) fn dtype_arg(&mut self, e: &ast::Expr) -> Option<Scalar> {
         let d = self.s.defaults;
         let found = match e {
@@ -291,7 +303,7 @@ impl FnCx<'_, '_> {
                     );
                     return None;
                 }
-                let dtype = self.dtype_arg(dtype_e)?;
+                let dtype = self.element_dtype_arg(dtype_e)?;
                 let layout = match a[2] {
                     None => Layout::C,
                     Some(o) => match self.str_arg(o, "order")?.as_str() {
@@ -328,9 +340,8 @@ impl FnCx<'_, '_> {
                 } else {
                     MemSpace::Local
                 };
-                let bytes = shape
-                    .iter()
-                    .try_fold(dtype.size(), |acc, n| acc.checked_mul(*n));
+                let elem = crate::abi::layout_of(&dtype.ty()).size;
+                let bytes = shape.iter().try_fold(elem, |acc, n| acc.checked_mul(*n));
                 let total = bytes.and_then(|b| b.checked_add(self.shared_bytes));
                 if space == MemSpace::Shared {
                     self.shared_bytes = total.unwrap_or(u64::MAX);
@@ -354,7 +365,7 @@ impl FnCx<'_, '_> {
             Builtin::DynamicSharedArray => {
                 self.bind(c, &name, &[], 0)?;
                 let ty = Type::Array(ArrayType {
-                    dtype: Scalar::UInt8,
+                    dtype: Scalar::UInt8.into(),
                     ndim: 1,
                     layout: Layout::C,
                     space: MemSpace::Shared,
@@ -398,7 +409,14 @@ impl FnCx<'_, '_> {
                     );
                     return None;
                 };
-                let (dtype, space) = (at.dtype, at.space);
+                let space = at.space;
+                let Some(dtype) = at.dtype.scalar() else {
+                    self.diags.push(
+                        Diagnostic::error("E0408", arr.span, format!("`atomic_ref` needs an array of numbers, found {}", arr.ty))
+                            .with_note("for records, declare the field `device.Atomic(dtype)` and use `array[i].field`"),
+                    );
+                    return None;
+                };
                 let indices = self.indices(&arr, a[1]?)?;
                 let ty = Type::Ref { dtype, space };
                 let e = self.push(
@@ -779,7 +797,14 @@ impl FnCx<'_, '_> {
                     );
                     return None;
                 }
-                let ty = Type::Array(ArrayType { dtype, ..at });
+                if at.dtype.scalar().is_none() {
+                    self.error("E0203", span, "`view(dtype)` needs an array of numbers");
+                    return None;
+                }
+                let ty = Type::Array(ArrayType {
+                    dtype: dtype.into(),
+                    ..at
+                });
                 let e = self.push(Expr::Reinterpret(v.e), ty.clone(), span);
                 Some(self.val(e, ty, span))
             }

@@ -357,9 +357,8 @@ impl FnCx<'_, '_> {
                 self.slice(&base, sl, span)
             }
             Type::Array(at) => {
-                let dtype = at.dtype;
+                let ty = at.dtype.ty();
                 let indices = self.indices(&base, &s.slice)?;
-                let ty = Type::Scalar(dtype);
                 let e = self.push(
                     Expr::Load {
                         array: base.e,

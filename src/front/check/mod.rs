@@ -21,7 +21,7 @@ use crate::ir::{
     Intrinsic, Literal, Local, Stmt, StmtKind, UnaryOp,
 };
 use crate::types::promote::{Defaults, Weak, promote, promote_weak, promote_weak_weak};
-use crate::types::{Kind, Scalar, Type};
+use crate::types::{DType, Kind, Scalar, Type};
 use ruff_python_ast::{self as ast};
 use ruff_text_size::Ranged;
 use std::collections::{HashMap, HashSet};

@@ -94,7 +94,15 @@ impl FnCx<'_, '_> {
                     );
                     return None;
                 };
-                let (dtype, space) = (at.dtype, at.space);
+                let space = at.space;
+                let Some(dtype) = at.dtype.scalar() else {
+                    self.error(
+                        "E0408",
+                        arr.span,
+                        format!("numba atomics need an array of numbers, found {}", arr.ty),
+                    );
+                    return None;
+                };
                 let indices = if cas_first {
                     let zero = self.push(
                         Expr::Literal(Literal::Int(0)),
@@ -182,14 +190,14 @@ impl FnCx<'_, '_> {
                 let dtype = self.dtype_arg(a[0]?)?;
                 if let ast::Expr::NoneLiteral(_) = a[1]? {
                     let bytes = Type::Array(crate::types::ArrayType {
-                        dtype: Scalar::UInt8,
+                        dtype: Scalar::UInt8.into(),
                         ndim: 1,
                         layout: crate::types::Layout::C,
                         space: crate::types::MemSpace::Shared,
                     });
                     let raw = self.push(Expr::DynamicShared, bytes, span);
                     let ty = Type::Array(crate::types::ArrayType {
-                        dtype,
+                        dtype: dtype.into(),
                         ndim: 1,
                         layout: crate::types::Layout::C,
                         space: crate::types::MemSpace::Shared,

@@ -621,11 +621,11 @@ impl FnCx<'_, '_> {
                 };
                 match &base.ty {
                     Type::Array(at) => {
-                        let dtype = at.dtype;
+                        let dtype = at.dtype.clone();
                         let Some(indices) = self.indices(&base, &s.slice) else {
                             return;
                         };
-                        let Some(value) = self.store_value(&v, dtype) else {
+                        let Some(value) = self.store_element(&v, &dtype) else {
                             return;
                         };
                         out.push(Stmt {
@@ -738,6 +738,23 @@ impl FnCx<'_, '_> {
 
     /// A value converted for storing into an array of `dtype` (any number converts, as
     /// NumPy's item assignment does).
+    /// A value converted for storing into an array element: numbers convert (as NumPy's item
+    /// assignment does), a record must have the array's struct type.
+    pub(super) fn store_element(&mut self, v: &Val, dtype: &DType) -> Option<Handle<Expr>> {
+        match dtype {
+            DType::Scalar(s) => self.store_value(v, *s),
+            DType::Struct(st) if v.ty == Type::Struct(st.clone()) => Some(v.e),
+            DType::Struct(st) => {
+                self.error(
+                    "E0207",
+                    v.span,
+                    format!("cannot store {} into an array of `{}`", v.ty, st.name),
+                );
+                None
+            }
+        }
+    }
+
     pub(super) fn store_value(&mut self, v: &Val, dtype: Scalar) -> Option<Handle<Expr>> {
         match (&v.ty, v.weak, &v.konst) {
             (Type::Scalar(_), Some(_), Some(Const::Float(f))) if dtype.is_integer() => {
@@ -811,7 +828,18 @@ impl FnCx<'_, '_> {
                     self.error("E0211", span, format!("{} is immutable", base.ty));
                     return;
                 };
-                let dtype = at.dtype;
+                let Some(dtype) = at.dtype.scalar() else {
+                    self.error(
+                        "E0202",
+                        span,
+                        format!(
+                            "`{}=` needs an array of numbers, found {}",
+                            op.symbol(),
+                            base.ty
+                        ),
+                    );
+                    return;
+                };
                 let Some(indices) = self.indices(&base, &s.slice) else {
                     return;
                 };

@@ -134,6 +134,16 @@ fn by_reference(f: &Function, t: &Type) -> bool {
     f.kind == FunctionKind::Device && f.interop && crate::abi::passed_indirectly(t)
 }
 
+/// Alignment of an array's elements.
+fn elem_align(d: &crate::types::DType) -> u64 {
+    crate::abi::layout_of(&d.ty()).align.max(1)
+}
+
+/// Bytes per element of an array (a struct's C++ size).
+fn elem_size(d: &crate::types::DType) -> u64 {
+    crate::abi::layout_of(&d.ty()).size
+}
+
 fn is_aggregate(t: &Type) -> bool {
     matches!(
         t,
@@ -175,7 +185,10 @@ impl<'ctx> Emitter<'_, 'ctx> {
             Type::Vector { .. } | Type::Tuple(_) | Type::Struct(_) => self.aggregate(t).0.into(),
             Type::Array(a) => self.descriptor_type(a).into(),
             Type::WarpMask => self.ctx.i32_type().into(),
-            Type::Ref { .. } => self.ctx.ptr_type(AddressSpace::default()).into(),
+            Type::Atomic { dtype, .. } => self.mem_type(&Type::Scalar(*dtype)),
+            Type::Ref { .. } | Type::StructRef { .. } => {
+                self.ctx.ptr_type(AddressSpace::default()).into()
+            }
         })
     }
 
@@ -570,10 +583,10 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             } => {
                 let (ptr, at, ok) = self.element_ptr_checked(*array, indices, s.span)?;
                 let v = self.value(*value)?;
-                let v = self.mem_repr(v, &Type::Scalar(at.dtype))?;
+                let v = self.mem_repr(v, &at.dtype.ty())?;
                 let cont = self.guard(ok)?;
                 let st = self.b().build_store(ptr, v)?;
-                st.set_alignment(at.dtype.size() as u32)
+                st.set_alignment(elem_align(&at.dtype) as u32)
                     .map_err(|e| err(e.to_string()))?;
                 if let Some(cont) = cont {
                     self.b().build_unconditional_branch(cont)?;
@@ -830,13 +843,13 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             Expr::Load { array, indices } => {
                 let span = self.f.exprs.span(h);
                 let (ptr, at, ok) = self.element_ptr_checked(*array, indices, span)?;
-                let t = Type::Scalar(at.dtype);
+                let t = at.dtype.ty();
                 let mt = self.e.mem_type(&t);
                 let before = self.b().get_insert_block().ok_or_else(|| err("no block"))?;
                 let cont = self.guard(ok)?;
                 let ld = self.b().build_load(mt, ptr, "")?;
                 if let Some(i) = ld.as_instruction_value() {
-                    i.set_alignment(at.dtype.size() as u32)
+                    i.set_alignment(elem_align(&at.dtype) as u32)
                         .map_err(|e| err(e.to_string()))?;
                 }
                 let ld = match cont {
@@ -869,7 +882,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                     ArrayProp::Shape(d) => self.dim(desc, 1, *d)?.into(),
                     ArrayProp::Stride(d) => {
                         let s = self.stride(desc, &at, *d)?;
-                        let size = i64t.const_int(at.dtype.size(), false);
+                        let size = i64t.const_int(elem_size(&at.dtype), false);
                         self.b().build_int_mul(s, size, "")?.into()
                     }
                     ArrayProp::Size => {
@@ -945,10 +958,10 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 let i64t = self.e.ctx.i64_type();
                 let bytes =
                     self.b()
-                        .build_int_mul(n, i64t.const_int(from.dtype.size(), false), "")?;
+                        .build_int_mul(n, i64t.const_int(elem_size(&from.dtype), false), "")?;
                 let n2 = self.b().build_int_unsigned_div(
                     bytes,
-                    i64t.const_int(to.dtype.size(), false),
+                    i64t.const_int(elem_size(&to.dtype), false),
                     "",
                 )?;
                 self.descriptor(&to, data, &[n2], &[i64t.const_int(1, false)])?
@@ -1143,7 +1156,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             });
         }
         let offset = offset.unwrap_or_else(|| i64t.const_zero());
-        let et = self.e.mem_type(&Type::Scalar(at.dtype));
+        let et = self.e.mem_type(&at.dtype.ty());
         // SAFETY of the GEP: the index is in elements of `et`; bounds are the program's
         // responsibility (as in CUDA C++), and no `inbounds` is claimed.
         let ptr = unsafe { self.b().build_gep(et, data, &[offset], "elem")? };
@@ -1501,9 +1514,9 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
     ) -> R<BasicValueEnum<'ctx>> {
         let i64t = self.e.ctx.i64_type();
         let count: u64 = shape.iter().product();
-        let et = self.e.mem_type(&Type::Scalar(at.dtype));
+        let et = self.e.mem_type(&at.dtype.ty());
         let arr_t = et.array_type(count as u32);
-        let align = align.max(at.dtype.size()) as u32;
+        let align = align.max(elem_align(&at.dtype)) as u32;
         let data = if at.space == MemSpace::Shared {
             let name = format!("__pyd_shared_{}_{}", self.f.symbol, h.index());
             let g = match self.e.module.get_global(&name) {
@@ -1644,7 +1657,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             .build_extract_value(desc, 0, "")?
             .into_pointer_value();
         let off = self.b().build_int_mul(s, stride, "")?;
-        let et = self.e.mem_type(&Type::Scalar(from.dtype));
+        let et = self.e.mem_type(&from.dtype.ty());
         // SAFETY of the GEP: an element offset within (or one past) the array.
         let data = unsafe { self.b().build_gep(et, data, &[off], "")? };
         let nstride = self.b().build_int_mul(stride, stepv, "")?;
