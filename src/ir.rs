@@ -803,6 +803,11 @@ pub enum Expr {
         /// One index per dimension.
         indices: Vec<Index>,
     },
+    /// The address of field `1` of the struct a `StructRef` (operand 0) refers to: a `Ref`
+    /// for number and `Atomic` fields, a `StructRef` for struct fields.
+    FieldRef(Handle<Expr>, u32),
+    /// The value a reference refers to (a plain, non-atomic load).
+    Deref(Handle<Expr>),
     /// An atomic operation on the element a reference refers to.
     Atomic {
         /// What it does.
@@ -841,6 +846,13 @@ pub enum StmtKind {
         /// One index per dimension.
         indices: Vec<Index>,
         /// The value, of the array's dtype.
+        value: Handle<Expr>,
+    },
+    /// `*target = value`: a plain store through a reference (`array[i].x = v`).
+    StoreRef {
+        /// The reference (`Ref`).
+        target: Handle<Expr>,
+        /// The value, of the referenced type.
         value: Handle<Expr>,
     },
     /// `if cond: then else: otherwise`
@@ -957,6 +969,12 @@ fn print_block(
                     print_block(func, continuing, depth + 1, f)?;
                 }
             }
+            StmtKind::StoreRef { target, value } => writeln!(
+                f,
+                "{ind}*{} = {}",
+                ExprFmt(func, *target),
+                ExprFmt(func, *value)
+            )?,
             StmtKind::Break => writeln!(f, "{ind}break")?,
             StmtKind::Continue => writeln!(f, "{ind}continue")?,
             StmtKind::Return(None) => writeln!(f, "{ind}return")?,
@@ -1078,6 +1096,8 @@ impl fmt::Display for ExprFmt<'_> {
                 write!(f, ":{step}]")
             }
             Expr::Reinterpret(a) => write!(f, "{}.view({ty})", e(*a)),
+            Expr::FieldRef(a, i) => write!(f, "&{}->{i}", e(*a)),
+            Expr::Deref(a) => write!(f, "*{}", e(*a)),
             Expr::ElementRef { array, indices } => {
                 write!(f, "atomic_ref({}, {})", e(*array), IndexFmt(func, indices))
             }

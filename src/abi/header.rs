@@ -94,6 +94,22 @@ fn spelling(t: &Type) -> String {
     }
 }
 
+/// How a struct field of type `t` is declared: an `Atomic(T, align=N)` field carries its
+/// `alignas(N)` on the member.
+fn member_spelling(t: &Type) -> String {
+    match t {
+        Type::Atomic { dtype, .. } => {
+            let l = layout_of(t);
+            if l.align > layout_of(&Type::Scalar(*dtype)).align {
+                format!("alignas({}) {}", l.align, l.cxx)
+            } else {
+                l.cxx
+            }
+        }
+        t => spelling(t),
+    }
+}
+
 /// The `static_assert`s of a type's layout: size and alignment, and each field's offset
 /// (`fields` gives the C++ names of the fields, in order, where they are checked).
 fn assert_layout(out: &mut String, t: &Type, fields: &[String]) {
@@ -196,7 +212,7 @@ pub fn header(module_name: &str, types: &[Type], functions: &[FunctionDecl]) -> 
             half |= s == Scalar::Float16;
             bf16 |= s == Scalar::BFloat16;
         });
-        atomic |= matches!(t, Type::Ref { .. });
+        atomic |= matches!(t, Type::Ref { .. } | Type::Atomic { .. });
         arrays |= matches!(t, Type::Array(_));
     }
 
@@ -233,7 +249,7 @@ pub fn header(module_name: &str, types: &[Type], functions: &[FunctionDecl]) -> 
                 let members: Vec<(String, String)> = st
                     .fields
                     .iter()
-                    .map(|(n, ft)| (spelling(ft), cxx_ident(n)))
+                    .map(|(n, ft)| (member_spelling(ft), cxx_ident(n)))
                     .collect();
                 // `alignas` as written, so that the static_assert checks our rule; C++ forbids
                 // one weaker than the members' alignment (and it would change nothing).
@@ -262,6 +278,23 @@ pub fn header(module_name: &str, types: &[Type], functions: &[FunctionDecl]) -> 
             Type::None => {}
             // Numbers only where asked for, not for every parameter.
             Type::Scalar(_) | Type::WarpMask if !types.contains(t) => {}
+            // `cuda::std::atomic<T>` has T's layout; the field's `alignas` is checked by its
+            // struct's offsets.
+            Type::Atomic { dtype, .. } => {
+                let plain = Type::Atomic {
+                    dtype: *dtype,
+                    align: 0,
+                };
+                let l = layout_of(&plain);
+                let _ = writeln!(
+                    out,
+                    "static_assert(sizeof({c}) == {} && alignof({c}) == {}, \"pydevice layout of {}\");",
+                    l.size,
+                    l.align,
+                    l.name,
+                    c = l.cxx
+                );
+            }
             _ => assert_layout(&mut out, t, &[]),
         }
     }
@@ -339,5 +372,39 @@ mod tests {
         let h = header("m", &[], &[f]);
         assert!(h.contains("struct new_ {\n  cuda::std::int8_t class_;\n};"));
         assert!(h.contains("extern \"C\" __device__ new_ make(cuda::std::int8_t int_);"));
+    }
+
+    #[test]
+    fn atomic_fields_carry_their_alignment_on_the_member() {
+        let s = Type::Struct(Box::new(StructType {
+            name: "mutex".into(),
+            fields: vec![
+                (
+                    "line".into(),
+                    Type::Atomic {
+                        dtype: Scalar::Int32,
+                        align: 16,
+                    },
+                ),
+                ("flag".into(), Scalar::Int8.into()),
+                (
+                    "current".into(),
+                    Type::Atomic {
+                        dtype: Scalar::Int32,
+                        align: 0,
+                    },
+                ),
+            ],
+            align: None,
+        }));
+        let h = header("m", std::slice::from_ref(&s), &[]);
+        assert!(h.contains("#include <cuda/atomic>\n"));
+        assert!(h.contains(
+            "  alignas(16) cuda::std::atomic<cuda::std::int32_t> line;\n  cuda::std::int8_t flag;\n  cuda::std::atomic<cuda::std::int32_t> current;\n"
+        ));
+        // C++ member-alignas rules: `flag` right after `line`, the whole rounded to 16.
+        let l = layout_of(&s);
+        let offsets: Vec<u64> = l.fields.iter().map(|f| f.offset).collect();
+        assert_eq!((offsets, l.size, l.align), (vec![0, 4, 8], 16, 16));
     }
 }

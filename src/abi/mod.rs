@@ -140,12 +140,14 @@ pub fn layout_of(t: &Type) -> TypeLayout {
             fields: vec![],
         },
         Type::Atomic { dtype, align } => {
+            // A field `alignas(N) cuda::std::atomic<T> f;`: N moves the field (and aligns
+            // the struct); the field still occupies T's size.
             let base = layout_of(&Type::Scalar(*dtype));
             let align = base.align.max(*align);
             TypeLayout {
                 name: t.to_string(),
                 cxx: format!("cuda::std::atomic<{}>", base.cxx),
-                size: round_up(base.size, align),
+                size: base.size,
                 align,
                 fields: vec![],
             }

@@ -138,6 +138,8 @@ pub enum Builtin {
     Vector(crate::types::Scalar, u8),
     /// `@struct`
     Struct,
+    /// `Atomic(dtype, align=0)`, as the type of a struct field
+    AtomicClass,
     /// `target(desc)`
     Target,
     /// `is_host`
@@ -354,6 +356,7 @@ pub fn device_member(name: &str) -> Option<Builtin> {
         "fma" => Fma,
         "WarpMask" => WarpMask,
         "struct" => Struct,
+        "Atomic" => AtomicClass,
         "target" => Target,
         "is_host" => IsHost,
         "is_device" => IsDevice,
@@ -385,7 +388,6 @@ pub fn is_planned_device_member(name: &str) -> bool {
     const PLANNED: &[&str] = &[
         "align",
         "launch",
-        "Atomic",
         "machine_representation",
         "ConstExpr",
         "complex64",

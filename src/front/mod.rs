@@ -891,6 +891,29 @@ impl ParsedModule {
         use crate::types::{Scalar, Type};
         match e {
             Expr::StringLiteral(s) => crate::types::signature::parse_type(s.value.to_str()).ok(),
+            Expr::Call(c)
+                if self.resolve_static(&c.func) == Some(Item::Builtin(Builtin::AtomicClass)) =>
+            {
+                // `Atomic(dtype, align=N)`: at most 8 bytes here (the spec allows 16; no
+                // 16-byte number type exists yet).
+                let dtype = match self.annotation_type(c.arguments.args.first()?, d)? {
+                    Type::Scalar(s) => s,
+                    _ => return None,
+                };
+                let align = match c
+                    .arguments
+                    .keywords
+                    .iter()
+                    .find(|k| k.arg.as_ref().is_some_and(|a| a.id.as_str() == "align"))
+                {
+                    Some(k) => match self.eval_const(&k.value)? {
+                        Const::Int(n) if n > 0 && n <= 4096 && n & (n - 1) == 0 => n as u64,
+                        _ => return None,
+                    },
+                    None => 0,
+                };
+                Some(Type::Atomic { dtype, align })
+            }
             e => match self.resolve_static(e)? {
                 Item::Builtin(Builtin::Scalar(s)) => Some(Type::Scalar(s)),
                 Item::Builtin(Builtin::Int) => Some(Type::Scalar(d.int)),

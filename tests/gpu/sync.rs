@@ -432,3 +432,36 @@ fn ticket_mutex_serializes_blocks() {
         );
     }
 }
+
+#[test]
+fn ticket_mutex_struct_in_shared_memory_guards_struct_cells() {
+    let Some(dev) = device("ticket_mutex_struct_in_shared_memory_guards_struct_cells") else {
+        return;
+    };
+    let k = kernel(
+        &dev,
+        &fixture("ticket_mutex_struct.py"),
+        "count",
+        "int32[::1]",
+    );
+    let mut r = Rng(29);
+    for round in 0..4 {
+        let blocks_n = 1 + (r.f32(0.0, 64.0) as u32);
+        let threads = [32u32, 96, 256, 1024][round];
+        let (cb, ca) = vec1(&dev, &vec![-1i32; 8 * blocks_n as usize]);
+        k.launch(&[ca], [blocks_n, 1, 1], [threads, 1, 1]);
+        let c: Vec<i32> = from_bytes(&dev.download(&cb).expect("download"));
+        for b in 0..blocks_n as usize {
+            for cell in 0..4u32 {
+                // Threads t with t % 4 == cell each add one hit and 0.5 under the lock.
+                let want = (threads - cell).div_ceil(4) as i32;
+                assert_eq!(c[b * 8 + cell as usize], want, "block {b} cell {cell} hits");
+                assert_eq!(
+                    c[b * 8 + 4 + cell as usize],
+                    want,
+                    "block {b} cell {cell} x * 2"
+                );
+            }
+        }
+    }
+}

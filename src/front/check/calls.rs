@@ -50,7 +50,7 @@ impl FnCx<'_, '_> {
             (None, ast::Expr::Attribute(a)) => {
                 // A method call on a value (`ref.add(1)`, `arr.view(float32)`), or an
                 // attribute of a namespace.
-                match self.expr(&a.value) {
+                match self.place_or_value(&a.value) {
                     Value::Val(v) => {
                         return self
                             .method_call(v, a.attr.id.as_str(), c)

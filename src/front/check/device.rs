@@ -770,17 +770,19 @@ impl FnCx<'_, '_> {
                 );
                 Some(self.val(e, ty, span))
             }
-            Type::Struct(st) => match self.s.m.method(&st.name, method) {
-                Some(idx) => self.user_call(idx, c, Some(v)),
-                None => {
-                    self.error(
-                        "E0212",
-                        span,
-                        format!("`{}` has no method `{method}`", st.name),
-                    );
-                    None
+            Type::Struct(st) | Type::StructRef { st, .. } => {
+                match self.s.m.method(&st.name, method) {
+                    Some(idx) => self.user_call(idx, c, Some(v)),
+                    None => {
+                        self.error(
+                            "E0212",
+                            span,
+                            format!("`{}` has no method `{method}`", st.name),
+                        );
+                        None
+                    }
                 }
-            },
+            }
             Type::Array(at) if method == "view" => {
                 let a = self.bind(c, "view", &["dtype"], 1)?;
                 let dtype = self.dtype_arg(a[0]?)?;

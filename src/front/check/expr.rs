@@ -177,7 +177,7 @@ impl FnCx<'_, '_> {
     }
 
     pub(super) fn attribute(&mut self, a: &ast::ExprAttribute) -> Value {
-        let base = self.expr(&a.value);
+        let base = self.place_or_value(&a.value);
         self.attr_of(base, a.attr.id.as_str(), sp(a))
     }
 
@@ -305,6 +305,7 @@ impl FnCx<'_, '_> {
                 Some(r)
             }
             (Type::Array(at), "ndim") => self.const_val(&Const::Int(i128::from(at.ndim)), span),
+            (Type::StructRef { .. }, field) => self.field_of_ref(v, field, span),
             (Type::Struct(st), field) if st.field(field).is_some() => {
                 let i = st.field(field)?;
                 let ty = st.fields[i].1.clone();
@@ -346,9 +347,100 @@ impl FnCx<'_, '_> {
     }
 
     pub(super) fn subscript(&mut self, s: &ast::ExprSubscript) -> Option<Val> {
-        let span = sp(s);
         let base = self.expr(&s.value);
         let base = self.value_of(base)?;
+        self.subscript_with(base, s)
+    }
+
+    /// `e`, except that an element of an array of structs is a reference to it (so its
+    /// fields are read and written in place and its methods receive it by reference).
+    pub(super) fn place_or_value(&mut self, e: &ast::Expr) -> Value {
+        let ast::Expr::Subscript(s) = e else {
+            return self.expr(e);
+        };
+        let base = self.expr(&s.value);
+        let Some(base) = self.value_of(base) else {
+            return Value::Err;
+        };
+        let r = match &base.ty {
+            Type::Array(at) if !matches!(s.slice.as_ref(), ast::Expr::Slice(_)) => {
+                match &at.dtype {
+                    DType::Struct(st) => {
+                        let ty = Type::StructRef {
+                            st: st.clone(),
+                            space: at.space,
+                        };
+                        let span = sp(s);
+                        self.indices(&base, &s.slice).map(|indices| {
+                            let e = self.push(
+                                Expr::ElementRef {
+                                    array: base.e,
+                                    indices,
+                                },
+                                ty.clone(),
+                                span,
+                            );
+                            self.val(e, ty, span)
+                        })
+                    }
+                    DType::Scalar(_) => self.subscript_with(base, s),
+                }
+            }
+            _ => self.subscript_with(base, s),
+        };
+        r.map(Value::Val).unwrap_or(Value::Err)
+    }
+
+    /// A field of the struct a reference refers to: `Atomic` fields as atomic references,
+    /// struct fields as references, other fields as their values.
+    pub(super) fn field_of_ref(&mut self, r: Val, field: &str, span: Span) -> Option<Val> {
+        let Type::StructRef { st, space } = &r.ty else {
+            return None;
+        };
+        let Some(i) = st.field(field) else {
+            self.error(
+                "E0212",
+                span,
+                format!("`{}` has no field `{field}`", st.name),
+            );
+            return None;
+        };
+        let fty = st.fields[i].1.clone();
+        let space = *space;
+        let (ref_ty, deref) = match &fty {
+            Type::Atomic { dtype, .. } => (
+                Type::Ref {
+                    dtype: *dtype,
+                    space,
+                },
+                false,
+            ),
+            Type::Struct(inner) => (
+                Type::StructRef {
+                    st: inner.clone(),
+                    space,
+                },
+                false,
+            ),
+            Type::Scalar(s) => (Type::Ref { dtype: *s, space }, true),
+            other => {
+                // Vectors and tuples: read the whole element and take the field.
+                let whole = self.push(Expr::Deref(r.e), Type::Struct(st.clone()), span);
+                let e = self.push(Expr::Extract(whole, i as u32), other.clone(), span);
+                return Some(self.val(e, other.clone(), span));
+            }
+        };
+        let e = self.push(Expr::FieldRef(r.e, i as u32), ref_ty.clone(), span);
+        if deref {
+            let v = self.push(Expr::Deref(e), fty.clone(), span);
+            return Some(self.val(v, fty, span));
+        }
+        Some(self.val(e, ref_ty, span))
+    }
+
+    /// `base[...]` on an evaluated base.
+    pub(super) fn subscript_with(&mut self, base: Val, s: &ast::ExprSubscript) -> Option<Val> {
+        let span = sp(s);
         match &base.ty {
             Type::Array(_) if matches!(s.slice.as_ref(), ast::Expr::Slice(_)) => {
                 let ast::Expr::Slice(sl) = s.slice.as_ref() else {

@@ -720,14 +720,67 @@ impl FnCx<'_, '_> {
                     self.assign(el, ev, out);
                 }
             }
-            ast::Expr::Attribute(_) => self.diags.push(
-                Diagnostic::error(
-                    "E0211",
+            ast::Expr::Attribute(attr) => {
+                // `array[i].x = v` (or `self.x = v` in a method of a struct in an array):
+                // stored in place. Struct values themselves are immutable.
+                let base = self.place_or_value(&attr.value);
+                let Value::Val(base) = base else { return };
+                let Type::StructRef { st, .. } = &base.ty else {
+                    self.diags.push(
+                        Diagnostic::error("E0211", span, "attributes cannot be assigned in device code")
+                            .with_note("heterogeneous objects are immutable, and attributes cannot be added; fields of array elements can be assigned (`a[i].x = v`)"),
+                    );
+                    return;
+                };
+                let field = attr.attr.id.as_str();
+                let fty = st.field(field).map(|i| st.fields[i].1.clone());
+                let Some(Type::Scalar(fs)) = fty else {
+                    let what = match fty {
+                        Some(Type::Atomic { .. }) => {
+                            "an Atomic field is written with `.store(value)`"
+                        }
+                        Some(_) => "only number fields can be assigned in place in this version",
+                        None => "no such field",
+                    };
+                    self.diags.push(
+                        Diagnostic::error(
+                            "E0211",
+                            span,
+                            format!("cannot assign field `{field}` of `{}`", st.name),
+                        )
+                        .with_note(what),
+                    );
+                    return;
+                };
+                let idx = st.field(field).unwrap_or(0) as u32;
+                let space = match &base.ty {
+                    Type::StructRef { space, .. } => *space,
+                    _ => crate::types::MemSpace::Global,
+                };
+                if !matches!(v.ty, Type::Scalar(_) | Type::WarpMask) {
+                    self.error(
+                        "E0207",
+                        v.span,
+                        format!(
+                            "cannot assign {} to field `{field}` of `{}` ({fs})",
+                            v.ty, st.name
+                        ),
+                    );
+                    return;
+                }
+                let Some(value) = self.store_value(&v, fs) else {
+                    return;
+                };
+                let target = self.push(
+                    Expr::FieldRef(base.e, idx),
+                    Type::Ref { dtype: fs, space },
                     span,
-                    "attributes cannot be assigned in device code",
-                )
-                .with_note("heterogeneous objects are immutable, and attributes cannot be added"),
-            ),
+                );
+                out.push(Stmt {
+                    kind: StmtKind::StoreRef { target, value },
+                    span,
+                });
+            }
             _ => self.error(
                 "E0301",
                 span,
@@ -736,8 +789,6 @@ impl FnCx<'_, '_> {
         }
     }
 
-    /// A value converted for storing into an array of `dtype` (any number converts, as
-    /// NumPy's item assignment does).
     /// A value converted for storing into an array element: numbers convert (as NumPy's item
     /// assignment does), a record must have the array's struct type.
     pub(super) fn store_element(&mut self, v: &Val, dtype: &DType) -> Option<Handle<Expr>> {
@@ -763,11 +814,15 @@ impl FnCx<'_, '_> {
             }
             (Type::Scalar(_) | Type::WarpMask, _, _) => self.convert(v, dtype),
             (other, _, _) => {
-                self.error(
+                let mut d = Diagnostic::error(
                     "E0207",
                     v.span,
                     format!("cannot store {other} into an array of {dtype}"),
                 );
+                if matches!(other, Type::Ref { .. }) {
+                    d = d.with_note("an atomic reference (or Atomic field) is read with `.load()`");
+                }
+                self.diags.push(d);
                 None
             }
         }

@@ -593,6 +593,15 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                     self.b().position_at_end(cont);
                 }
             }
+            StmtKind::StoreRef { target, value } => {
+                let ptr = self.value(*target)?.into_pointer_value();
+                let vt = self.ty(*value).clone();
+                let v = self.value(*value)?;
+                let v = self.mem_repr(v, &vt)?;
+                let st = self.b().build_store(ptr, v)?;
+                let a = crate::abi::layout_of(&vt).align.max(1) as u32;
+                st.set_alignment(a).map_err(|e| err(e.to_string()))?;
+            }
             StmtKind::If {
                 cond,
                 then,
@@ -965,6 +974,29 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                     "",
                 )?;
                 self.descriptor(&to, data, &[n2], &[i64t.const_int(1, false)])?
+            }
+            Expr::FieldRef(base, i) => {
+                let st = match self.ty(*base) {
+                    Type::StructRef { st, .. } => Type::Struct(st.clone()),
+                    _ => return Err(err("field reference through a non-struct reference")),
+                };
+                let lt = self
+                    .e
+                    .ty(&st)
+                    .ok_or_else(|| err("struct type"))?
+                    .into_struct_type();
+                let at = self.e.field_index(&st, *i);
+                let ptr = self.value(*base)?.into_pointer_value();
+                self.b().build_struct_gep(lt, ptr, at, "field")?.into()
+            }
+            Expr::Deref(r) => {
+                let ptr = self.value(*r)?.into_pointer_value();
+                let ld = self.b().build_load(self.e.mem_type(&ty), ptr, "")?;
+                if let Some(i) = ld.as_instruction_value() {
+                    let a = crate::abi::layout_of(&ty).align.max(1) as u32;
+                    i.set_alignment(a).map_err(|e| err(e.to_string()))?;
+                }
+                self.reg_repr(ld, &ty)?
             }
             Expr::ElementRef { array, indices } => {
                 let span = self.f.exprs.span(h);
