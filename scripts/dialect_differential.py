@@ -110,7 +110,8 @@ for dialect, make, run_theirs in suites:
         a, b = theirs[k], ours[k]
         ok = np.array_equal(a, b) if t == 0 else np.allclose(a, b, rtol=t, atol=t)
         worst = float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))) if a.size else 0.0
-        print(f"{'ok  ' if ok else 'FAIL'} {dialect}/{file}:{entry} output `{k}` vs pydevice (max |diff| {worst:.3g}, tolerance {t})")
+        bound = "exact" if t == 0 else f"|diff| <= {t} + {t}*|ours|"
+        print(f"{'ok  ' if ok else 'FAIL'} {dialect}/{file}:{entry} output `{k}` vs pydevice (max |diff| {worst:.3g}, {bound})")
         failed += not ok
 print(f"dialect differential: {failed} mismatch(es)")
 sys.exit(1 if failed else 0)
