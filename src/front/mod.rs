@@ -409,6 +409,15 @@ impl ParsedModule {
                         crate::types::promote::Defaults::CUDA_DEVICE,
                     ) {
                         Some(t) => fields.push((n.id.to_string(), t)),
+                        None if matches!(a.annotation.as_ref(), Expr::Call(c)
+                            if self.resolve_static(&c.func) == Some(Item::Builtin(Builtin::AtomicClass))) =>
+                        {
+                            diags.push(
+                                Diagnostic::error("E0213", a.annotation.range().into(), format!("field `{}`: unsupported `Atomic` declaration", n.id))
+                                    .with_note("write `device.Atomic(dtype)` or `device.Atomic(dtype, align=N)`: dtype a number type of at most 8 bytes, N a constant power of two up to 4096"),
+                            );
+                            ok = false;
+                        }
                         None => {
                             diags.push(
                                 Diagnostic::error("E0213", a.annotation.range().into(), format!("field `{}` needs a heterogeneous type hint", n.id))

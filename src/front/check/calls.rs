@@ -344,6 +344,13 @@ impl FnCx<'_, '_> {
                 );
                 None
             }
+            Builtin::AtomicClass => {
+                self.diags.push(
+                    Diagnostic::error("E0202", span, "`Atomic(dtype)` declares a `@struct` field; it cannot be made in device code")
+                        .with_note("an atomic object lives in memory: declare a @struct field `device.Atomic(dtype)` and use `array[i].field`, or use `atomic_ref(array, index)` on an array of numbers"),
+                );
+                None
+            }
             Builtin::Range => {
                 self.error(
                     "E0304",

@@ -122,7 +122,6 @@ impl FnCx<'_, '_> {
         })
     }
 
-    /// A dtype argument: a type (`float32`, `int`) or its name as a string.
     /// A dtype argument that may also be a `@struct` class (the element type of arrays).
     pub(super) fn element_dtype_arg(&mut self, e: &ast::Expr) -> Option<DType> {
         if let Some(Item::Struct(i)) = self.callee_item(e) {
@@ -132,9 +131,19 @@ impl FnCx<'_, '_> {
                 .struct_type(i)
                 .map(|t| DType::Struct(Box::new(t.clone())));
         }
+        if let ast::Expr::Call(c) = e
+            && self.callee_item(&c.func) == Some(Item::Builtin(Builtin::AtomicClass))
+        {
+            self.diags.push(
+                Diagnostic::error("E0401", sp(e), "arrays of `Atomic` are not supported")
+                    .with_note("make an array of the number type and use `atomic_ref(array, index)`, or a @struct with `device.Atomic(dtype)` fields"),
+            );
+            return None;
+        }
         self.dtype_arg(e).map(DType::Scalar)
     }
 
+    /// A dtype argument: a type (`float32`, `int`) or its name as a string.
     pub(super) fn dtype_arg(&mut self, e: &ast::Expr) -> Option<Scalar> {
         let d = self.s.defaults;
         let found = match e {
