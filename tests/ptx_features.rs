@@ -107,3 +107,33 @@ fn numba_max_registers_becomes_maxnreg() {
     let p = ptx(src, "k", "float32[:]");
     assert!(p.contains(".maxnreg 32"), "{p}");
 }
+
+#[test]
+fn global_arrays_of_structs_use_the_c_layout() {
+    let src = std::fs::read_to_string(format!(
+        "{}/tests/fixtures/structs/particles.py",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .expect("fixture");
+    let m = Module::parse("particles.py", &src).unwrap_or_else(|d| panic!("{d}"));
+    let particle = m.named_type("particle").expect("struct");
+    let layout = pydevice::abi::layout_of(&particle);
+    assert_eq!((layout.size, layout.align), (16, 8));
+    let ps = pydevice::Type::array_of(&particle, 1, pydevice::types::Layout::C).expect("array");
+    let (args, _) = parse_signature("int32[::1], float64").expect("sig");
+    let p = m
+        .compile(
+            "step",
+            &[vec![ps], args].concat(),
+            &CompileOptions::default(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+        .ptx;
+    // `v` is read at byte 8 of the element and `id` stored at byte 4, in place.
+    assert!(p.contains("ld.global.f64") && p.contains("+8]"), "{p}");
+    assert!(p.contains("st.global.u32") && p.contains("+4]"), "{p}");
+    // `array_of` refuses element types that are neither numbers nor structs.
+    assert!(
+        pydevice::Type::array_of(&pydevice::Type::None, 1, pydevice::types::Layout::C).is_none()
+    );
+}

@@ -386,6 +386,30 @@ impl Type {
             space: MemSpace::Global,
         })
     }
+
+    /// A global-memory array whose elements are `element`: a number or a `@struct` type
+    /// (from `Module::named_type`). `None` for any other element type.
+    ///
+    /// ```
+    /// use pydevice::{Module, Type, types::Layout};
+    /// let m = Module::parse("m.py", "from cuda import device\n\
+    ///     @device.struct\nclass p:\n    x: float\n    n: int\n").unwrap();
+    /// let t = Type::array_of(&m.named_type("p").unwrap(), 1, Layout::C).unwrap();
+    /// assert_eq!(t.to_string(), "p[::1]");
+    /// ```
+    pub fn array_of(element: &Type, ndim: u8, layout: Layout) -> Option<Type> {
+        let dtype = match element {
+            Type::Scalar(s) => DType::Scalar(*s),
+            Type::Struct(st) => DType::Struct(st.clone()),
+            _ => return None,
+        };
+        Some(Type::Array(ArrayType {
+            dtype,
+            ndim,
+            layout,
+            space: MemSpace::Global,
+        }))
+    }
 }
 
 /// A heterogeneous struct type (`@device.struct class point: x: int ...`).

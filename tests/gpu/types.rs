@@ -204,3 +204,81 @@ fn structs_by_value_with_methods() {
         assert_eq!(tags[i], 42);
     }
 }
+
+/// The host mirror of `particle` in `tests/fixtures/structs/particles.py` (C layout).
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq)]
+struct Particle {
+    x: f32,
+    id: i32,
+    v: f64,
+}
+
+#[test]
+fn global_array_of_structs_updated_in_place() {
+    let Some(dev) = device("global_array_of_structs_updated_in_place") else {
+        return;
+    };
+    let src = std::fs::read_to_string(format!(
+        "{}/tests/fixtures/structs/particles.py",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .expect("fixture");
+    let module = Module::parse("particles.py", &src).expect("parse");
+    let particle = module.named_type("particle").expect("struct type");
+    assert_eq!(
+        pydevice::abi::layout_of(&particle).size as usize,
+        std::mem::size_of::<Particle>()
+    );
+    let ps_t = pydevice::Type::array_of(&particle, 1, pydevice::types::Layout::C).expect("array");
+    let (rest, _) = parse_signature("int32[::1], float64").expect("sig");
+    let arch = dev.arch().expect("arch");
+    let arch = Arch::SUPPORTED
+        .iter()
+        .rev()
+        .find(|a| **a <= arch)
+        .copied()
+        .unwrap_or(Arch::DEFAULT);
+    let compiled = module
+        .compile(
+            "step",
+            &[vec![ps_t], rest].concat(),
+            &CompileOptions {
+                arch,
+                ..CompileOptions::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    let k = Kernel {
+        dev: &dev,
+        k: dev.load(&compiled.ptx, &compiled.abi).expect("load"),
+    };
+    let n = 5001;
+    let mut r = Rng(77);
+    let ps: Vec<Particle> = (0..n)
+        .map(|_| Particle {
+            x: r.f32(-100.0, 100.0),
+            id: r.i32(-1000, 1000),
+            v: f64::from(r.f32(-5.0, 5.0)),
+        })
+        .collect();
+    let dt = 0.25f64;
+    let (pb, pa) = vec1(&dev, &ps);
+    let (ob, oa) = vec1(&dev, &vec![0i32; n]);
+    k.launch(
+        &[pa, oa, ArgValue::Float(dt)],
+        [blocks(n, 128), 1, 1],
+        [128, 1, 1],
+    );
+    let got: Vec<Particle> = from_bytes(&dev.download(&pb).expect("download"));
+    let out: Vec<i32> = from_bytes(&dev.download(&ob).expect("download"));
+    for (i, (p, g)) in ps.iter().zip(&got).enumerate() {
+        let want = Particle {
+            x: p.x + (p.v * dt) as f32,
+            id: p.id + 1,
+            v: p.v,
+        };
+        assert_eq!(*g, want, "particle {i}");
+        assert_eq!(out[i], p.id * 2 + p.id + 1, "out {i}");
+    }
+}
