@@ -30,6 +30,12 @@ def cases():
     n = 50_000
     yield ("atomics_and_types.py", "hist", 64, 128,
            {"x": rng.random(n), "bins": np.zeros(16, np.int32), "total": np.zeros(2)}, {"bins": 0.0, "total": 1e-9})
+    n = 200_000
+    yield ("atomic_inc_dec.py", "wrap_counters", (n + 255) // 256, 256,
+           {"inc32": np.zeros(64, np.uint32), "dec32": rng.integers(0, 42, 64).astype(np.uint32),
+            "inc64": np.zeros(64, np.uint64), "dec64": rng.integers(0, 6, 64).astype(np.uint64),
+            "idx": rng.integers(0, 64, n).astype(np.int32), "olds": np.zeros(1, np.uint64)},
+           {"inc32": 0.0, "dec32": 0.0, "inc64": 0.0, "dec64": 0.0, "olds": 0.0})
 
 
 def cupyx_cases():

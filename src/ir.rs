@@ -533,6 +533,10 @@ pub enum AtomicOp {
     /// `wait(old)`: block until the value differs from `old` (C++20 `atomic_ref::wait`);
     /// the thread polls with the memory order given, backing off with `nanosleep`.
     Wait,
+    /// numba's `cuda.atomic.inc(ary, idx, val)`: `old >= val ? 0 : old + 1` (unsigned)
+    Inc,
+    /// numba's `cuda.atomic.dec(ary, idx, val)`: `old == 0 || old > val ? val : old - 1`
+    Dec,
     /// `notify_all()` / `notify_one()`: waiters poll, so there is nothing to wake; kept
     /// for the spec's examples (the store that changed the value already released it).
     Notify,

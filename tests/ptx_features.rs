@@ -137,3 +137,26 @@ fn global_arrays_of_structs_use_the_c_layout() {
         pydevice::Type::array_of(&pydevice::Type::None, 1, pydevice::types::Layout::C).is_none()
     );
 }
+
+#[test]
+fn numba_inc_dec_use_ptx_on_32_bits_and_a_cas_loop_on_64() {
+    let src = std::fs::read_to_string(format!(
+        "{}/tests/fixtures/numba/atomic_inc_dec.py",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .expect("fixture");
+    let m = Module::parse("atomic_inc_dec.py", &src).unwrap_or_else(|d| panic!("{d}"));
+    let args = m
+        .entries()
+        .into_iter()
+        .find(|e| e.name == "wrap_counters")
+        .and_then(|e| e.annotated)
+        .expect("numba signature");
+    let p = m
+        .compile("wrap_counters", &args, &CompileOptions::default())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .ptx;
+    assert!(p.contains("atom.relaxed.gpu.inc.u32"), "{p}");
+    assert!(p.contains("atom.relaxed.gpu.dec.u32"), "{p}");
+    assert_eq!(p.matches("atom.relaxed.gpu.cas.b64").count(), 2, "{p}");
+}

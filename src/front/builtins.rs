@@ -283,6 +283,8 @@ pub fn numba_atomic_member(name: &str) -> Option<Builtin> {
             "min" => AtomicOp::Min,
             "nanmax" => AtomicOp::NanMax,
             "nanmin" => AtomicOp::NanMin,
+            "inc" => AtomicOp::Inc,
+            "dec" => AtomicOp::Dec,
             _ => return None,
         }),
     })

@@ -859,6 +859,10 @@ impl FnCx<'_, '_> {
                 arith.contains(&dtype),
                 "the dtype must be uint32, int32, uint64, int64, float32 or float64",
             ),
+            AtomicOp::Inc | AtomicOp::Dec => (
+                matches!(dtype, UInt32 | UInt64),
+                "numba's `inc` and `dec` need uint32 or uint64 (as CUDA's atomicInc/atomicDec)",
+            ),
             AtomicOp::And | AtomicOp::Or | AtomicOp::Xor => (
                 bits.contains(&dtype),
                 "the dtype must be uint32, int32, uint64 or int64",

@@ -118,6 +118,23 @@ fn addr_space(s: MemSpace) -> AddressSpace {
     })
 }
 
+/// The `.sem` qualifier of an `atom` instruction for `order`, and the fence that a
+/// sequentially consistent one needs before it (PTX has no `.seq_cst` atom).
+fn atomic_semantics(order: MemoryOrder, sc: &str) -> (&'static str, String) {
+    let sem = match order {
+        MemoryOrder::Relaxed => "relaxed",
+        MemoryOrder::Acquire | MemoryOrder::Consume => "acquire",
+        MemoryOrder::Release => "release",
+        MemoryOrder::AcqRel | MemoryOrder::SeqCst => "acq_rel",
+    };
+    let fence = if order == MemoryOrder::SeqCst {
+        format!("fence.sc.{sc}; ")
+    } else {
+        String::new()
+    };
+    (sem, fence)
+}
+
 /// The PTX name of a thread scope (a thread's own accesses need no more than its block's).
 fn ptx_scope(s: Scope) -> &'static str {
     match s {
@@ -1826,6 +1843,11 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 self.b().position_at_end(done);
                 Ok(None)
             }
+            AtomicOp::Inc | AtomicOp::Dec => {
+                let v = to_bits(self, vals[0])?;
+                let old = self.atomic_inc_dec(op, order, scope, bits, ptr, v)?;
+                Ok(Some(from_bits(self, old)?))
+            }
             AtomicOp::Max | AtomicOp::Min | AtomicOp::NanMax | AtomicOp::NanMin
                 if dtype.is_float() =>
             {
@@ -1863,7 +1885,12 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                     AtomicOp::Min | AtomicOp::NanMin => {
                         ("min", format!("{}{bits}", if signed { "s" } else { "u" }))
                     }
-                    AtomicOp::Load | AtomicOp::Store | AtomicOp::Wait | AtomicOp::Notify => {
+                    AtomicOp::Load
+                    | AtomicOp::Store
+                    | AtomicOp::Wait
+                    | AtomicOp::Notify
+                    | AtomicOp::Inc
+                    | AtomicOp::Dec => {
                         unreachable!("handled above")
                     }
                 };
@@ -1912,6 +1939,87 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         let it = self.e.int_t(bits);
         let ft = v.get_type().into_float_type();
         let v = v.into_float_value();
+        let old_bits = self.atomic_cas_loop(order, scope, bits, ptr, &|cx, old_bits| {
+            let b = cx.b();
+            let old = b.build_bit_cast(old_bits, ft, "")?.into_float_value();
+            let better = match op {
+                AtomicOp::Max => b.build_float_compare(FloatPredicate::OGT, v, old, "")?,
+                AtomicOp::Min => b.build_float_compare(FloatPredicate::OLT, v, old, "")?,
+                _ => {
+                    // NaN is a missing value: take v if old is NaN, keep old if v is NaN.
+                    let p = if op == AtomicOp::NanMax {
+                        FloatPredicate::OGT
+                    } else {
+                        FloatPredicate::OLT
+                    };
+                    let c = b.build_float_compare(p, v, old, "")?;
+                    let old_nan = b.build_float_compare(FloatPredicate::UNO, old, old, "")?;
+                    b.build_or(c, old_nan, "")?
+                }
+            };
+            let new = b.build_select(better, v, old, "")?.into_float_value();
+            Ok(b.build_bit_cast(new, it, "")?.into_int_value())
+        })?;
+        Ok(self.b().build_bit_cast(old_bits, ft, "")?)
+    }
+
+    /// numba's `inc` and `dec` on unsigned integers: `inc` stores `old >= v ? 0 : old + 1`,
+    /// `dec` stores `old == 0 || old > v ? v : old - 1` (CUDA's `atomicInc`/`atomicDec`).
+    /// 32 bits have PTX instructions; 64 bits use a compare-and-swap loop. Returns the old
+    /// value.
+    fn atomic_inc_dec(
+        &mut self,
+        op: AtomicOp,
+        order: MemoryOrder,
+        scope: Scope,
+        bits: u32,
+        ptr: PointerValue<'ctx>,
+        v: IntValue<'ctx>,
+    ) -> R<IntValue<'ctx>> {
+        let name = if op == AtomicOp::Inc { "inc" } else { "dec" };
+        if bits == 32 {
+            let sc = ptx_scope(scope);
+            let (sem, fence) = atomic_semantics(order, sc);
+            return Ok(self
+                .asm(
+                    &format!("{fence}atom.{sem}.{sc}.{name}.u32 $0, [$1], $2;"),
+                    "=r,l,r,~{memory}",
+                    Some(self.e.int_t(32).into()),
+                    &[ptr.into(), v.into()],
+                )?
+                .ok_or_else(|| err(name))?
+                .into_int_value());
+        }
+        self.atomic_cas_loop(order, scope, bits, ptr, &|cx, old| {
+            let b = cx.b();
+            let one = old.get_type().const_int(1, false);
+            let zero = old.get_type().const_zero();
+            Ok(if op == AtomicOp::Inc {
+                let wrap = b.build_int_compare(IntPredicate::UGE, old, v, "")?;
+                let next = b.build_int_add(old, one, "")?;
+                b.build_select(wrap, zero, next, "")?.into_int_value()
+            } else {
+                let is_zero = b.build_int_compare(IntPredicate::EQ, old, zero, "")?;
+                let above = b.build_int_compare(IntPredicate::UGT, old, v, "")?;
+                let reset = b.build_or(is_zero, above, "")?;
+                let next = b.build_int_sub(old, one, "")?;
+                b.build_select(reset, v, next, "")?.into_int_value()
+            })
+        })
+    }
+
+    /// A read-modify-write as a compare-and-swap loop on a `bits`-wide word: `new_of`
+    /// computes the value to store from the old one (both as integers). Returns the old
+    /// value that was replaced.
+    fn atomic_cas_loop(
+        &mut self,
+        order: MemoryOrder,
+        scope: Scope,
+        bits: u32,
+        ptr: PointerValue<'ctx>,
+        new_of: &dyn Fn(&Self, IntValue<'ctx>) -> R<IntValue<'ctx>>,
+    ) -> R<IntValue<'ctx>> {
+        let it = self.e.int_t(bits);
         let reg = if bits == 32 { "r" } else { "l" };
         let sc = ptx_scope(scope);
         let first = self
@@ -1930,43 +2038,14 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         self.b().position_at_end(lp);
         let phi = self.b().build_phi(it, "old")?;
         let old_bits = phi.as_basic_value().into_int_value();
-        let old = self
+        let new_bits = new_of(self, old_bits)?;
+        let same = self
             .b()
-            .build_bit_cast(old_bits, ft, "")?
-            .into_float_value();
-        let b = self.b();
-        let better = match op {
-            AtomicOp::Max => b.build_float_compare(FloatPredicate::OGT, v, old, "")?,
-            AtomicOp::Min => b.build_float_compare(FloatPredicate::OLT, v, old, "")?,
-            _ => {
-                // NaN is a missing value: take v if old is NaN, keep old if v is NaN.
-                let p = if op == AtomicOp::NanMax {
-                    FloatPredicate::OGT
-                } else {
-                    FloatPredicate::OLT
-                };
-                let c = b.build_float_compare(p, v, old, "")?;
-                let old_nan = b.build_float_compare(FloatPredicate::UNO, old, old, "")?;
-                b.build_or(c, old_nan, "")?
-            }
-        };
-        let new = b.build_select(better, v, old, "")?.into_float_value();
-        let new_bits = b.build_bit_cast(new, it, "")?.into_int_value();
-        let same = b.build_int_compare(IntPredicate::EQ, new_bits, old_bits, "")?;
+            .build_int_compare(IntPredicate::EQ, new_bits, old_bits, "")?;
         let cas_block = self.new_block("atomic.cas");
         self.b().build_conditional_branch(same, done, cas_block)?;
         self.b().position_at_end(cas_block);
-        let sem = match order {
-            MemoryOrder::Relaxed => "relaxed",
-            MemoryOrder::Acquire | MemoryOrder::Consume => "acquire",
-            MemoryOrder::Release => "release",
-            _ => "acq_rel",
-        };
-        let fence = if order == MemoryOrder::SeqCst {
-            format!("fence.sc.{sc}; ")
-        } else {
-            String::new()
-        };
+        let (sem, fence) = atomic_semantics(order, sc);
         let prev = self
             .asm(
                 &format!("{fence}atom.{sem}.{sc}.cas.b{bits} $0, [$1], $2, $3;"),
@@ -1985,9 +2064,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         self.b().position_at_end(done);
         let res = self.b().build_phi(it, "")?;
         res.add_incoming(&[(&old_bits, lp), (&old_bits, cas_end)]);
-        Ok(self
-            .b()
-            .build_bit_cast(res.as_basic_value().into_int_value(), ft, "")?)
+        Ok(res.as_basic_value().into_int_value())
     }
 
     fn truthy(&self, v: BasicValueEnum<'ctx>, s: Scalar) -> R<IntValue<'ctx>> {
