@@ -29,7 +29,7 @@ python3 scripts/math_accuracy.py $work/pydevice "$out/math_accuracy.md" > /dev/n
 echo "math functions within their ulp bounds: $(grep -c '| yes |' "$out/math_accuracy.md"), outside: $(grep -c '| NO |' "$out/math_accuracy.md")"
 grep '| NO |' "$out/math_accuracy.md"
 echo "== dialect differential (tests/fixtures/{numba,cupyx}: numba-cuda / cupyx.jit vs pydevice on the same inputs)"
-python3 scripts/dialect_differential.py $work/pydevice 2>&1 | tail -10
+python3 scripts/dialect_differential.py $work/pydevice 2>&1 | grep -v "Warning\|warn(\|experimental" | tail -30
 echo "== ptxas (CUDA 13) on every language fixture"
 fails=0; n=0
 for f in tests/fixtures/lang/*.py; do
