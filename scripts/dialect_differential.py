@@ -36,6 +36,13 @@ def cases():
             "inc64": np.zeros(64, np.uint64), "dec64": rng.integers(0, 6, 64).astype(np.uint64),
             "idx": rng.integers(0, 64, n).astype(np.int32), "olds": np.zeros(1, np.uint64)},
            {"inc32": 0.0, "dec32": 0.0, "inc64": 0.0, "dec64": 0.0, "olds": 0.0})
+    n = 10_000
+    sign = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    yield ("fp16_arith.py", "half_ops", (n + 127) // 128, 128,
+           {"a": rng.uniform(-4, 4, n).astype(np.float16), "b": (sign * rng.uniform(0.5, 4, n)).astype(np.float16),
+            "c": rng.uniform(-4, 4, n).astype(np.float16), "out": np.zeros((9, n), np.float16),
+            "flags": np.zeros(n, np.int32)},
+           {"out": 1e-3, "flags": 0.0})
 
 
 def cupyx_cases():

@@ -23,6 +23,8 @@ pub enum Namespace {
     NumbaLocal,
     /// `numba.cuda.atomic`
     NumbaAtomic,
+    /// `numba.cuda.fp16`
+    NumbaFp16,
     /// `numba.types`
     NumbaTypes,
     /// The package `cupyx` (only `cupyx.jit` is used from it).
@@ -176,6 +178,8 @@ pub enum Builtin {
     NumbaFence(u8),
     /// numba's `cuda.selp(cond, a, b)`
     Selp,
+    /// numba's `cuda.fp16.<op>` on float16 values
+    NumbaFp16(Fp16Op),
     /// cupyx's `@jit.rawkernel()`
     RawKernel,
     /// cupyx's `jit.shared_memory(dtype, size, alignment=None)`
@@ -261,9 +265,59 @@ pub(crate) fn numba_cuda_member(name: &str) -> Option<super::Item> {
         "shared" => return Some(Item::Namespace(Namespace::NumbaShared)),
         "local" => return Some(Item::Namespace(Namespace::NumbaLocal)),
         "atomic" => return Some(Item::Namespace(Namespace::NumbaAtomic)),
+        "fp16" => return Some(Item::Namespace(Namespace::NumbaFp16)),
         _ => return None,
     };
     Some(Item::Builtin(b))
+}
+
+/// The arithmetic of numba's `cuda.fp16` namespace (each takes and gives `float16`; the
+/// comparisons give `bool`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Fp16Op {
+    /// `hadd`, `hsub`, `hmul`, `hdiv`, `heq`, `hne`, `hlt`, `hle`, `hgt`, `hge`, `hmax`, `hmin`
+    Binary(crate::ir::BinaryOp),
+    /// `hneg(a)`
+    Neg,
+    /// `habs(a)`
+    Abs,
+    /// `hfma(a, b, c)`: `a * b + c` rounded once
+    Fma,
+}
+
+impl Fp16Op {
+    /// How many operands it takes.
+    pub fn arity(self) -> usize {
+        match self {
+            Fp16Op::Binary(_) => 2,
+            Fp16Op::Neg | Fp16Op::Abs => 1,
+            Fp16Op::Fma => 3,
+        }
+    }
+}
+
+/// Members of `numba.cuda.fp16`.
+pub fn numba_fp16_member(name: &str) -> Option<Builtin> {
+    use crate::ir::BinaryOp as B;
+    let op = match name {
+        "hadd" => Fp16Op::Binary(B::Add),
+        "hsub" => Fp16Op::Binary(B::Sub),
+        "hmul" => Fp16Op::Binary(B::Mul),
+        "hdiv" => Fp16Op::Binary(B::Div),
+        "heq" => Fp16Op::Binary(B::Eq),
+        "hne" => Fp16Op::Binary(B::Ne),
+        "hlt" => Fp16Op::Binary(B::Lt),
+        "hle" => Fp16Op::Binary(B::Le),
+        "hgt" => Fp16Op::Binary(B::Gt),
+        "hge" => Fp16Op::Binary(B::Ge),
+        "hmax" => Fp16Op::Binary(B::Max),
+        "hmin" => Fp16Op::Binary(B::Min),
+        "hneg" => Fp16Op::Neg,
+        "habs" => Fp16Op::Abs,
+        "hfma" => Fp16Op::Fma,
+        _ => return None,
+    };
+    Some(Builtin::NumbaFp16(op))
 }
 
 /// Members of `numba.cuda.atomic`.

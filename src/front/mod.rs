@@ -480,6 +480,7 @@ impl ParsedModule {
                     | Namespace::NumbaShared
                     | Namespace::NumbaLocal
                     | Namespace::NumbaAtomic
+                    | Namespace::NumbaFp16
                     | Namespace::NumbaTypes
                     | Namespace::Cupyx
                     | Namespace::CupyxJit
@@ -970,6 +971,7 @@ pub(crate) fn dialect_member(ns: Namespace, attr: &str) -> Option<Item> {
         (Namespace::NumbaShared, "array") => Some(Item::Builtin(Builtin::SharedArray)),
         (Namespace::NumbaLocal, "array") => Some(Item::Builtin(Builtin::LocalArray)),
         (Namespace::NumbaAtomic, n) => builtins::numba_atomic_member(n).map(Item::Builtin),
+        (Namespace::NumbaFp16, n) => builtins::numba_fp16_member(n).map(Item::Builtin),
         (Namespace::Cupyx, "jit") => Some(Item::Namespace(Namespace::CupyxJit)),
         (Namespace::CupyxJit, n) => builtins::cupyx_jit_member(n).map(Item::Builtin),
         (Namespace::Numpy, n) => numpy_scalar(n).map(|s| Item::Builtin(Builtin::Scalar(s))),

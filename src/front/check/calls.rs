@@ -333,6 +333,7 @@ impl FnCx<'_, '_> {
             | Builtin::NumbaSyncthreads(_)
             | Builtin::NumbaVote(_)
             | Builtin::NumbaAtomic(_)
+            | Builtin::NumbaFp16(_)
             | Builtin::NumbaCompareAndSwap
             | Builtin::NumbaFence(_)
             | Builtin::Selp

@@ -192,6 +192,7 @@ impl FnCx<'_, '_> {
                     | Namespace::NumbaShared
                     | Namespace::NumbaLocal
                     | Namespace::NumbaAtomic
+                    | Namespace::NumbaFp16
                     | Namespace::NumbaTypes
                     | Namespace::Cupyx
                     | Namespace::CupyxJit

@@ -149,6 +149,51 @@ impl FnCx<'_, '_> {
                 );
                 Some(self.val(e, Type::Scalar(dtype), span))
             }
+            Builtin::NumbaFp16(op) => {
+                use crate::front::builtins::Fp16Op;
+                let name = match c.func.as_ref() {
+                    ast::Expr::Attribute(a) => format!("cuda.fp16.{}", a.attr.id),
+                    ast::Expr::Name(n) => n.id.to_string(),
+                    _ => "cuda.fp16".to_string(),
+                };
+                let n = op.arity();
+                let a = self.bind(c, &name, &["a", "b", "c"][..n], n)?;
+                let half = Type::Scalar(Scalar::Float16);
+                let mut vals = Vec::new();
+                for e in a.iter().flatten() {
+                    let v = self.eval(e)?;
+                    if v.ty != half || v.weak.is_some() {
+                        self.diags.push(
+                            Diagnostic::error(
+                                "E0207",
+                                v.span,
+                                format!("`{name}` takes float16 values, found {}", v.ty),
+                            )
+                            .with_note("convert with `numba.float16(x)`, as numba requires"),
+                        );
+                        return None;
+                    }
+                    vals.push(v);
+                }
+                match op {
+                    Fp16Op::Binary(bop) => {
+                        let r = vals.pop()?;
+                        let l = vals.pop()?;
+                        self.binary(bop, l, r, span)
+                    }
+                    Fp16Op::Neg => self.unary(ast::UnaryOp::USub, vals.pop()?, span),
+                    Fp16Op::Abs => {
+                        let e = self.push(Expr::Unary(UnaryOp::Abs, vals[0].e), half.clone(), span);
+                        Some(self.val(e, half, span))
+                    }
+                    Fp16Op::Fma => {
+                        let args = vals.iter().map(|v| v.e).collect();
+                        let e =
+                            self.push(Expr::Intrinsic(Intrinsic::Fma, args), half.clone(), span);
+                        Some(self.val(e, half, span))
+                    }
+                }
+            }
             Builtin::NumbaFence(k) => {
                 self.bind(c, "threadfence", &[], 0)?;
                 let scope = match k {
