@@ -42,6 +42,7 @@ fn descr_scalar(d: &str) -> Option<Scalar> {
         "u2" => Scalar::UInt16,
         "u4" => Scalar::UInt32,
         "u8" => Scalar::UInt64,
+        "f2" => Scalar::Float16,
         "f4" => Scalar::Float32,
         "f8" => Scalar::Float64,
         _ => return None,
@@ -203,6 +204,19 @@ mod tests {
             vec![3, 1]
         );
         assert_eq!(a.to_bytes().len() % 64, 24);
+    }
+
+    #[test]
+    fn reads_numpy_float16() {
+        let a = NpyArray {
+            dtype: Scalar::Float16,
+            shape: vec![3],
+            fortran_order: false,
+            data: vec![0x00, 0x3c, 0x00, 0xc0, 0x00, 0x7c],
+        };
+        let bytes = a.to_bytes();
+        assert!(String::from_utf8_lossy(&bytes).contains("'descr': '<f2'"));
+        assert_eq!(NpyArray::parse(&bytes).unwrap(), a);
     }
 
     #[test]
