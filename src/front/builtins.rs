@@ -283,6 +283,13 @@ pub enum Fp16Op {
     Abs,
     /// `hfma(a, b, c)`: `a * b + c` rounded once
     Fma,
+    /// `hsin`, `hcos`, `hexp`, `hexp2`, `hlog`, `hlog2`, `hlog10`, `hsqrt`, `hfloor`, `hceil`,
+    /// `htrunc`: the function in `float32`, rounded to `float16` once
+    Math(crate::ir::MathFn),
+    /// `hrcp(a)`: `1 / a`
+    Rcp,
+    /// `hrsqrt(a)`: `1 / sqrt(a)`
+    Rsqrt,
 }
 
 impl Fp16Op {
@@ -290,7 +297,7 @@ impl Fp16Op {
     pub fn arity(self) -> usize {
         match self {
             Fp16Op::Binary(_) => 2,
-            Fp16Op::Neg | Fp16Op::Abs => 1,
+            Fp16Op::Neg | Fp16Op::Abs | Fp16Op::Math(_) | Fp16Op::Rcp | Fp16Op::Rsqrt => 1,
             Fp16Op::Fma => 3,
         }
     }
@@ -315,6 +322,19 @@ pub fn numba_fp16_member(name: &str) -> Option<Builtin> {
         "hneg" => Fp16Op::Neg,
         "habs" => Fp16Op::Abs,
         "hfma" => Fp16Op::Fma,
+        "hsin" => Fp16Op::Math(crate::ir::MathFn::Sin),
+        "hcos" => Fp16Op::Math(crate::ir::MathFn::Cos),
+        "hexp" => Fp16Op::Math(crate::ir::MathFn::Exp),
+        "hexp2" => Fp16Op::Math(crate::ir::MathFn::Exp2),
+        "hlog" => Fp16Op::Math(crate::ir::MathFn::Log),
+        "hlog2" => Fp16Op::Math(crate::ir::MathFn::Log2),
+        "hlog10" => Fp16Op::Math(crate::ir::MathFn::Log10),
+        "hsqrt" => Fp16Op::Math(crate::ir::MathFn::Sqrt),
+        "hfloor" => Fp16Op::Math(crate::ir::MathFn::Floor),
+        "hceil" => Fp16Op::Math(crate::ir::MathFn::Ceil),
+        "htrunc" => Fp16Op::Math(crate::ir::MathFn::Trunc),
+        "hrcp" => Fp16Op::Rcp,
+        "hrsqrt" => Fp16Op::Rsqrt,
         _ => return None,
     };
     Some(Builtin::NumbaFp16(op))

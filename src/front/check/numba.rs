@@ -3,7 +3,7 @@
 //! `(array, index, value)` with CUDA's relaxed device-scope semantics, and `selp`.
 
 use super::*;
-use crate::ir::{AtomicOp, MemoryOrder, Scope, Vote};
+use crate::ir::{AtomicOp, MathFn, MemoryOrder, Scope, Vote};
 
 impl FnCx<'_, '_> {
     pub(super) fn numba_call(&mut self, b: Builtin, c: &ast::ExprCall) -> Option<Val> {
@@ -184,6 +184,30 @@ impl FnCx<'_, '_> {
                     Fp16Op::Neg => self.unary(ast::UnaryOp::USub, vals.pop()?, span),
                     Fp16Op::Abs => {
                         let e = self.push(Expr::Unary(UnaryOp::Abs, vals[0].e), half.clone(), span);
+                        Some(self.val(e, half, span))
+                    }
+                    Fp16Op::Math(_) | Fp16Op::Rcp | Fp16Op::Rsqrt => {
+                        // In float32, rounded to float16 once (as `math` on float16 does).
+                        let f32t = Type::Scalar(Scalar::Float32);
+                        let wide = self.push(Expr::Cast(vals[0].e), f32t.clone(), span);
+                        let f = match op {
+                            Fp16Op::Math(f) => f,
+                            _ => MathFn::Sqrt,
+                        };
+                        let mut r = wide;
+                        if op != Fp16Op::Rcp {
+                            r = self.push(
+                                Expr::Intrinsic(Intrinsic::Math(f), vec![wide]),
+                                f32t.clone(),
+                                span,
+                            );
+                        }
+                        if op != Fp16Op::Math(f) {
+                            let one =
+                                self.push(Expr::Literal(Literal::Float(1.0)), f32t.clone(), span);
+                            r = self.push(Expr::Binary(BinaryOp::Div, one, r), f32t.clone(), span);
+                        }
+                        let e = self.push(Expr::Cast(r), half.clone(), span);
                         Some(self.val(e, half, span))
                     }
                     Fp16Op::Fma => {
