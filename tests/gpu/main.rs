@@ -44,16 +44,21 @@ pub(crate) struct Kernel<'d> {
     k: pydevice::runtime::LoadedKernel,
 }
 
-pub(crate) fn kernel<'d>(dev: &'d Device, src: &str, entry: &str, sig: &str) -> Kernel<'d> {
-    let module = Module::parse(entry, src).unwrap_or_else(|d| panic!("{d}"));
-    let (args, _) = parse_signature(sig).expect("signature");
+/// The newest architecture we compile for that the device runs.
+pub(crate) fn arch_for(dev: &Device) -> Arch {
     let arch = dev.arch().expect("arch");
-    let arch = Arch::SUPPORTED
+    Arch::SUPPORTED
         .iter()
         .rev()
         .find(|a| **a <= arch)
         .copied()
-        .unwrap_or(Arch::DEFAULT);
+        .unwrap_or(Arch::DEFAULT)
+}
+
+pub(crate) fn kernel<'d>(dev: &'d Device, src: &str, entry: &str, sig: &str) -> Kernel<'d> {
+    let module = Module::parse(entry, src).unwrap_or_else(|d| panic!("{d}"));
+    let (args, _) = parse_signature(sig).expect("signature");
+    let arch = arch_for(dev);
     let compiled = module
         .compile(
             entry,

@@ -164,13 +164,7 @@ fn structs_by_value_with_methods() {
         1,
         pydevice::types::Layout::C,
     );
-    let arch = dev.arch().expect("arch");
-    let arch = Arch::SUPPORTED
-        .iter()
-        .rev()
-        .find(|a| **a <= arch)
-        .copied()
-        .unwrap_or(Arch::DEFAULT);
+    let arch = arch_for(&dev);
     let compiled = module
         .compile(
             "clamp_all",
@@ -232,13 +226,7 @@ fn global_array_of_structs_updated_in_place() {
     );
     let ps_t = pydevice::Type::array_of(&particle, 1, pydevice::types::Layout::C).expect("array");
     let (rest, _) = parse_signature("int32[::1], float64").expect("sig");
-    let arch = dev.arch().expect("arch");
-    let arch = Arch::SUPPORTED
-        .iter()
-        .rev()
-        .find(|a| **a <= arch)
-        .copied()
-        .unwrap_or(Arch::DEFAULT);
+    let arch = arch_for(&dev);
     let compiled = module
         .compile(
             "step",

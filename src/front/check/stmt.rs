@@ -3,36 +3,37 @@
 
 use super::*;
 
-/// Names a function assigns (its locals, by Python's scoping rule).
-pub(super) fn assigned_names(stmts: &[ast::Stmt], out: &mut HashSet<String>) {
-    pub(super) fn target(e: &ast::Expr, out: &mut HashSet<String>) {
+/// Calls `f` with each name an assignment binds in `stmts` (nested blocks included) and
+/// whether it is a `for` loop's target.
+fn each_assigned_name(stmts: &[ast::Stmt], f: &mut impl FnMut(&str, bool)) {
+    fn target(e: &ast::Expr, loop_var: bool, f: &mut impl FnMut(&str, bool)) {
         match e {
-            ast::Expr::Name(n) => {
-                out.insert(n.id.to_string());
+            ast::Expr::Name(n) => f(n.id.as_str(), loop_var),
+            ast::Expr::Tuple(ast::ExprTuple { elts, .. })
+            | ast::Expr::List(ast::ExprList { elts, .. }) => {
+                elts.iter().for_each(|x| target(x, loop_var, f))
             }
-            ast::Expr::Tuple(t) => t.elts.iter().for_each(|x| target(x, out)),
-            ast::Expr::List(t) => t.elts.iter().for_each(|x| target(x, out)),
             _ => {}
         }
     }
     for s in stmts {
         match s {
-            ast::Stmt::Assign(a) => a.targets.iter().for_each(|t| target(t, out)),
-            ast::Stmt::AugAssign(a) => target(&a.target, out),
-            ast::Stmt::AnnAssign(a) => target(&a.target, out),
-            ast::Stmt::For(f) => {
-                target(&f.target, out);
-                assigned_names(&f.body, out);
-                assigned_names(&f.orelse, out);
+            ast::Stmt::Assign(a) => a.targets.iter().for_each(|t| target(t, false, f)),
+            ast::Stmt::AugAssign(a) => target(&a.target, false, f),
+            ast::Stmt::AnnAssign(a) => target(&a.target, false, f),
+            ast::Stmt::For(fs) => {
+                target(&fs.target, true, f);
+                each_assigned_name(&fs.body, f);
+                each_assigned_name(&fs.orelse, f);
             }
             ast::Stmt::While(w) => {
-                assigned_names(&w.body, out);
-                assigned_names(&w.orelse, out);
+                each_assigned_name(&w.body, f);
+                each_assigned_name(&w.orelse, f);
             }
             ast::Stmt::If(i) => {
-                assigned_names(&i.body, out);
+                each_assigned_name(&i.body, f);
                 for c in &i.elif_else_clauses {
-                    assigned_names(&c.body, out);
+                    each_assigned_name(&c.body, f);
                 }
             }
             _ => {}
@@ -40,40 +41,19 @@ pub(super) fn assigned_names(stmts: &[ast::Stmt], out: &mut HashSet<String>) {
     }
 }
 
-/// Counts the places that assign each name (a `for` target and `x += 1` count too).
+/// Names a function assigns (its locals, by Python's scoping rule).
+pub(super) fn assigned_names(stmts: &[ast::Stmt], out: &mut HashSet<String>) {
+    each_assigned_name(stmts, &mut |n, _| {
+        out.insert(n.to_string());
+    });
+}
+
+/// Counts the places that assign each name (a `for` target and `x += 1` count too; a loop
+/// variable counts twice, as it takes many values).
 pub(super) fn count_assignments(stmts: &[ast::Stmt], out: &mut HashMap<String, usize>) {
-    fn target(e: &ast::Expr, out: &mut HashMap<String, usize>) {
-        match e {
-            ast::Expr::Name(n) => *out.entry(n.id.to_string()).or_default() += 1,
-            ast::Expr::Tuple(t) => t.elts.iter().for_each(|x| target(x, out)),
-            ast::Expr::List(t) => t.elts.iter().for_each(|x| target(x, out)),
-            _ => {}
-        }
-    }
-    for s in stmts {
-        match s {
-            ast::Stmt::Assign(a) => a.targets.iter().for_each(|t| target(t, out)),
-            ast::Stmt::AugAssign(a) => target(&a.target, out),
-            ast::Stmt::AnnAssign(a) => target(&a.target, out),
-            ast::Stmt::For(f) => {
-                target(&f.target, out);
-                target(&f.target, out); // a loop variable takes many values
-                count_assignments(&f.body, out);
-                count_assignments(&f.orelse, out);
-            }
-            ast::Stmt::While(w) => {
-                count_assignments(&w.body, out);
-                count_assignments(&w.orelse, out);
-            }
-            ast::Stmt::If(i) => {
-                count_assignments(&i.body, out);
-                for c in &i.elif_else_clauses {
-                    count_assignments(&c.body, out);
-                }
-            }
-            _ => {}
-        }
-    }
+    each_assigned_name(stmts, &mut |n, loop_var| {
+        *out.entry(n.to_string()).or_default() += if loop_var { 2 } else { 1 };
+    });
 }
 
 /// True when every path through the block ends in `return`.

@@ -554,6 +554,21 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         &self.e.builder
     }
 
+    /// A stack slot allocated at the top of the function's entry block, so that it is
+    /// allocated once per call however often the code that needs it runs.
+    fn entry_alloca(&self, ty: impl BasicType<'ctx>, name: &str) -> R<PointerValue<'ctx>> {
+        let entry = self
+            .llfn
+            .get_first_basic_block()
+            .ok_or_else(|| err("no entry block"))?;
+        let b = self.e.ctx.create_builder();
+        match entry.get_first_instruction() {
+            Some(i) => b.position_before(&i),
+            None => b.position_at_end(entry),
+        }
+        Ok(b.build_alloca(ty, name)?)
+    }
+
     fn new_block(&self, name: &str) -> BasicBlock<'ctx> {
         self.e.ctx.append_basic_block(self.llfn, name)
     }
@@ -839,16 +854,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                     let pt = &target.locals[l].ty;
                     if by_reference(target, pt) {
                         // nvcc's convention: the caller passes the address of a copy.
-                        let entry = self
-                            .llfn
-                            .get_first_basic_block()
-                            .ok_or_else(|| err("no entry block"))?;
-                        let b = self.e.ctx.create_builder();
-                        match entry.get_first_instruction() {
-                            Some(i) => b.position_before(&i),
-                            None => b.position_at_end(entry),
-                        }
-                        let slot = b.build_alloca(self.e.mem_type(pt), "byref")?;
+                        let slot = self.entry_alloca(self.e.mem_type(pt), "byref")?;
                         self.b().build_store(slot, v)?;
                         vals.push(slot.into());
                     } else {
@@ -1584,16 +1590,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             g.as_pointer_value()
         } else {
             // Thread-local arrays live in the entry block so each call site allocates once.
-            let entry = self
-                .llfn
-                .get_first_basic_block()
-                .ok_or_else(|| err("no entry block"))?;
-            let b = self.e.ctx.create_builder();
-            match entry.get_first_instruction() {
-                Some(i) => b.position_before(&i),
-                None => b.position_at_end(entry),
-            }
-            let slot = b.build_alloca(arr_t, "local_array")?;
+            let slot = self.entry_alloca(arr_t, "local_array")?;
             slot.as_instruction()
                 .ok_or_else(|| err("alloca"))?
                 .set_alignment(align)
@@ -1725,11 +1722,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         vals: &[BasicValueEnum<'ctx>],
     ) -> R<Option<BasicValueEnum<'ctx>>> {
         let sc = ptx_scope(scope);
-        let fence = if order == MemoryOrder::SeqCst {
-            format!("fence.sc.{sc}; ")
-        } else {
-            String::new()
-        };
+        let (rmw_sem, fence) = atomic_semantics(order, sc);
         let bits = dtype.bits();
         let it = self.e.int_t(bits.max(16));
         let reg = match bits {
@@ -1856,12 +1849,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 )?))
             }
             _ => {
-                let sem = match order {
-                    MemoryOrder::Relaxed => "relaxed",
-                    MemoryOrder::Acquire | MemoryOrder::Consume => "acquire",
-                    MemoryOrder::Release => "release",
-                    MemoryOrder::AcqRel | MemoryOrder::SeqCst => "acq_rel",
-                };
+                let sem = rmw_sem;
                 let signed = dtype.is_signed();
                 let (name, ty) = match op {
                     AtomicOp::Exch => ("exch", format!("b{bits}")),
