@@ -132,6 +132,10 @@ fn global_arrays_of_structs_use_the_c_layout() {
     // `v` is read at byte 8 of the element and `id` stored at byte 4, in place.
     assert!(p.contains("ld.global.f64") && p.contains("+8]"), "{p}");
     assert!(p.contains("st.global.u32") && p.contains("+4]"), "{p}");
+    if pydevice::toolkit::ptxas().is_some() {
+        pydevice::toolkit::ptxas_check(&p, CompileOptions::default().arch)
+            .unwrap_or_else(|e| panic!("ptxas rejected the PTX: {e}"));
+    }
     // `array_of` refuses element types that are neither numbers nor structs.
     assert!(
         pydevice::Type::array_of(&pydevice::Type::None, 1, pydevice::types::Layout::C).is_none()
