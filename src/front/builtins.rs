@@ -60,6 +60,8 @@ pub enum Builtin {
     GridDim,
     /// `lane_id`
     LaneId,
+    /// cupyx's `jit.laneid()`: the lane id, as a function
+    CupyxLaneId,
     /// `warp_size`
     WarpSize,
     /// `tid(ndims)`
@@ -196,7 +198,7 @@ pub(crate) fn cupyx_jit_member(name: &str) -> Option<Builtin> {
         "blockIdx" => BlockIdx,
         "blockDim" => BlockDim,
         "gridDim" => GridDim,
-        "laneid" => LaneId,
+        "laneid" => CupyxLaneId,
         "warpsize" => WarpSize,
         "grid" => NumbaGrid,
         "gridsize" => NumbaGridsize,

@@ -17,6 +17,7 @@ pub(super) fn builtin_name(b: Builtin) -> String {
         BlockDim => "block_dim".into(),
         GridDim => "grid_dim".into(),
         LaneId => "lane_id".into(),
+        CupyxLaneId => "laneid".into(),
         WarpSize => "warp_size".into(),
         Tid => "tid".into(),
         GridSize => "grid_size".into(),
@@ -309,6 +310,7 @@ impl FnCx<'_, '_> {
             | Builtin::ActiveMask
             | Builtin::LaneMaskLt
             | Builtin::SyncWarp
+            | Builtin::CupyxLaneId
             | Builtin::AllSync
             | Builtin::AnySync
             | Builtin::EqSync

@@ -447,6 +447,17 @@ impl FnCx<'_, '_> {
                 };
                 Some(self.intrinsic(op, vec![], Type::WarpMask, span))
             }
+            Builtin::CupyxLaneId => {
+                self.bind(c, &name, &[], 0)?;
+                let e = self.push(
+                    Expr::Intrinsic(Intrinsic::LaneId, vec![]),
+                    Type::Scalar(Scalar::Int32),
+                    span,
+                );
+                let mut v = self.val(e, Type::Scalar(Scalar::Int32), span);
+                v.nonneg = true;
+                Some(v)
+            }
             Builtin::SyncWarp => {
                 let a = self.bind(c, &name, &["mask"], 0)?;
                 let m = self.mask_arg(a[0])?;
