@@ -208,6 +208,8 @@ impl Module {
         self.parsed
             .functions
             .iter()
+            // `extern` declarations are not entries: their bodies are in another language.
+            .filter(|f| f.options.external.is_none())
             .filter_map(|f| {
                 let kind = f.kind?;
                 let def = self.parsed.def(f);

@@ -84,7 +84,10 @@ pub fn emit<'ctx>(ctx: &'ctx Context, module: &Module<'ctx>, program: &Program) 
         e.fns.push(llfn);
     }
     for (h, f) in program.functions.iter() {
-        e.define(f, e.fns[h.index()])?;
+        // An `extern` function stays a declaration: PTX `.extern .func`, resolved at link time.
+        if !f.external {
+            e.define(f, e.fns[h.index()])?;
+        }
     }
     if program.options.fastmath {
         e.relax_floating_point();
