@@ -247,6 +247,32 @@ impl Module {
             .collect()
     }
 
+    /// The module's `extern` declarations (`@device.func(extern=True)`): the CUDA C++
+    /// functions its device code calls, as `extern "C" __device__` declarations for a header
+    /// ([`abi::header`]), so the C++ that defines them is checked against them.
+    pub fn extern_functions(&self) -> Vec<abi::header::FunctionDecl> {
+        self.parsed
+            .functions
+            .iter()
+            .filter_map(|f| {
+                let ext = f.options.external.as_ref()?;
+                let def = self.parsed.def(f);
+                let names = def
+                    .parameters
+                    .posonlyargs
+                    .iter()
+                    .chain(def.parameters.args.iter())
+                    .map(|p| p.parameter.name.id.to_string());
+                Some(abi::header::FunctionDecl {
+                    symbol: ext.symbol.clone(),
+                    kernel: false,
+                    params: names.zip(ext.params.iter().cloned()).collect(),
+                    ret: ext.ret.clone(),
+                })
+            })
+            .collect()
+    }
+
     /// The module's `@struct` classes, in declaration order.
     pub fn structs(&self) -> Vec<Type> {
         (0..self.parsed.structs.len())

@@ -82,6 +82,25 @@ pub fn nvlink() -> Option<PathBuf> {
         .clone()
 }
 
+/// The CUDA include directories that exist (`include`, and `include/cccl` where CUDA 13
+/// keeps `cuda/std`), for compiling CUDA C++ at run time with NVRTC.
+pub fn include_dirs() -> Vec<PathBuf> {
+    roots()
+        .iter()
+        .flat_map(|r| [r.join("include"), r.join("include/cccl")])
+        .filter(|d| d.is_dir())
+        .collect()
+}
+
+/// The CUDA library directories that exist (`lib64`, `lib`), where `libnvrtc` may be.
+pub fn library_dirs() -> Vec<PathBuf> {
+    roots()
+        .iter()
+        .flat_map(|r| [r.join("lib64"), r.join("lib")])
+        .filter(|d| d.is_dir())
+        .collect()
+}
+
 /// Where the search looked, for error messages.
 pub fn searched() -> String {
     roots()
