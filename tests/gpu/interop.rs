@@ -177,19 +177,15 @@ fn cuda_cpp_kernel_calls_python_functions() {
     raw_launch(&dev, f, n, &mut params);
     let got: Vec<f64> = from_bytes(&dev.download(&out).expect("download"));
     let ws_sum = inp.ws.iter().fold(0f32, |s, w| s + w);
-    for i in 0..n {
-        let x = inp.xs[i];
+    assert_eq!(got.len(), n);
+    for (i, (&x, &g)) in inp.xs.iter().zip(&got).enumerate() {
         let want = f64::from(x * 3.0 + 1.0)
             + f64::from(x * x + 1.0 + 4.0)
             + (inp.masses[i] * f64::from(x) + i as f64)
             + f64::from(x * 2.0)
             + (i + 1) as f64
             + f64::from(ws_sum);
-        assert!(
-            close(got[i], want),
-            "index {i}: x={x}: {} vs {want}",
-            got[i]
-        );
+        assert!(close(g, want), "index {i}: x={x}: {g} vs {want}");
     }
 }
 
@@ -217,19 +213,15 @@ fn python_kernel_calls_cuda_cpp_functions() {
     dev.synchronize().expect("synchronize");
     let got: Vec<f64> = from_bytes(&dev.download(&ob).expect("download"));
     let ws_sum = inp.ws.iter().fold(0f32, |s, w| s + w);
-    for i in 0..n {
-        let x = inp.xs[i];
+    assert_eq!(got.len(), n);
+    for (i, (&x, &g)) in inp.xs.iter().zip(&got).enumerate() {
         let want = f64::from(x * 3.0 - 0.5)
             + f64::from(x.abs() + 1.0 + 2.0)
             + (inp.masses[i] * f64::from(x) - i as f64)
             + f64::from(x + 1.0)
             + (2 * i) as f64
             + f64::from(ws_sum);
-        assert!(
-            close(got[i], want),
-            "index {i}: x={x}: {} vs {want}",
-            got[i]
-        );
+        assert!(close(g, want), "index {i}: x={x}: {g} vs {want}");
     }
 }
 
