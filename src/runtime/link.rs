@@ -361,47 +361,49 @@ struct JitLink {
     state: sys::CUlinkState,
     error_log: Vec<u8>,
     info_log: Vec<u8>,
+    /// The option keys and values given to cuLinkCreate: the driver writes the logs' sizes
+    /// back into `values`, so both must live as long as the link state.
+    keys: [CUjit_option; 4],
+    values: [*mut c_void; 4],
 }
 
 const LOG_BYTES: usize = 1 << 16;
 
 impl JitLink {
     fn new() -> Result<Box<JitLink>, RuntimeError> {
-        // Boxed: the driver keeps pointers to the log buffers until the link is destroyed.
+        // Boxed: the driver keeps pointers to the logs and the options until the link is
+        // destroyed, so they must not move.
         let mut link = Box::new(JitLink {
             state: std::ptr::null_mut(),
             error_log: vec![0; LOG_BYTES],
             info_log: vec![0; LOG_BYTES],
+            keys: [
+                CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+                CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                CUjit_option::CU_JIT_INFO_LOG_BUFFER,
+                CUjit_option::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+            ],
+            values: [std::ptr::null_mut(); 4],
         });
-        let mut keys = [
-            CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
-            CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-            CUjit_option::CU_JIT_INFO_LOG_BUFFER,
-            CUjit_option::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
-        ];
         // Option values are pointer-sized: buffers as pointers, sizes as integers.
-        let mut values: [*mut c_void; 4] = [
+        link.values = [
             link.error_log.as_mut_ptr().cast(),
             LOG_BYTES as *mut c_void,
             link.info_log.as_mut_ptr().cast(),
             LOG_BYTES as *mut c_void,
         ];
         let mut state: sys::CUlinkState = std::ptr::null_mut();
-        // SAFETY: `keys` and `values` have the same length; the log buffers live in the box
-        // until `Drop` destroys the state. A context is current (the caller bound it).
-        unsafe {
-            sys::cuLinkCreate_v2(
-                keys.len() as u32,
-                keys.as_mut_ptr(),
-                values.as_mut_ptr(),
-                &mut state,
-            )
-        }
-        .result()
-        .map_err(|e| RuntimeError::Link {
-            undefined: Vec::new(),
-            message: format!("cuLinkCreate: {}", describe(&e)),
-        })?;
+        let n = link.keys.len() as u32;
+        let (keys, values) = (link.keys.as_mut_ptr(), link.values.as_mut_ptr());
+        // SAFETY: `keys` and `values` have `n` entries; they and the log buffers live in the
+        // box, unmoved, until `Drop` destroys the state. A context is current (the caller
+        // bound it).
+        unsafe { sys::cuLinkCreate_v2(n, keys, values, &mut state) }
+            .result()
+            .map_err(|e| RuntimeError::Link {
+                undefined: Vec::new(),
+                message: format!("cuLinkCreate: {}", describe(&e)),
+            })?;
         link.state = state;
         Ok(link)
     }
