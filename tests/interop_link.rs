@@ -74,6 +74,17 @@ fn cxx_sources(dir: &Path) {
         .arg(&py)
         .arg("--header"));
     ok(&out, "pydevice abi --header");
+    let header = String::from_utf8_lossy(&out.stdout);
+    // The header declares what C++ defines (checked by nvcc against the definitions) as well
+    // as what it calls.
+    for decl in [
+        "extern \"C\" __device__ float cpp_scale(float x, float k);",
+        "extern \"C\" __device__ float cpp_l1(float3 v);",
+        "extern \"C\" __device__ pair py_make_pair(float x, cuda::std::int32_t n);",
+        "extern \"C\" __device__ float py_sum(cuda::interoperable_array_descriptor<float, 1> xs);",
+    ] {
+        assert!(header.contains(decl), "{decl} missing from\n{header}");
+    }
     std::fs::write(dir.join("interop.h"), &out.stdout).unwrap();
     std::fs::copy(source_dir().join("interop.cu"), dir.join("interop.cu")).unwrap();
 }
