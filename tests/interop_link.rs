@@ -323,3 +323,79 @@ fn nvrtc_output_links_with_ours() {
     assert!(e.to_string().contains("nope"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Every kind of parameter and result of an `extern` function (tests/interop/param_kinds.py):
+/// the PTX signature our call site declares is nvcc's signature of a C++ definition with the
+/// prototype the header gives.
+#[test]
+fn extern_signatures_of_every_kind_match_nvcc() {
+    let Some(t) = tools() else { return };
+    let dir = scratch("kinds");
+    let py = source_dir().join("param_kinds.py");
+    let module = Module::parse("param_kinds.py", &std::fs::read_to_string(&py).unwrap())
+        .unwrap_or_else(|d| panic!("{d}"));
+    let out = run(Command::new(env!("CARGO_BIN_EXE_pydevice"))
+        .arg("abi")
+        .arg(&py)
+        .arg("--header"));
+    ok(&out, "pydevice abi --header");
+    std::fs::write(dir.join("param_kinds.h"), &out.stdout).unwrap();
+    let externs = module.extern_functions();
+    assert_eq!(externs.len(), 6, "{externs:?}");
+    let mut stubs = String::from("#include \"param_kinds.h\"\n\n");
+    for f in &externs {
+        let params: Vec<String> = f
+            .params
+            .iter()
+            .map(|(n, ty)| format!("{} {n}", pydevice::abi::layout_of(ty).cxx))
+            .collect();
+        let (ret, body) = match &f.ret {
+            pydevice::types::Type::None => ("void".to_string(), ""),
+            ty => (pydevice::abi::layout_of(ty).cxx, " return {};"),
+        };
+        stubs.push_str(&format!(
+            "extern \"C\" __device__ {ret} {}({}) {{{body} }}\n",
+            f.symbol,
+            params.join(", ")
+        ));
+    }
+    std::fs::write(dir.join("stubs.cu"), &stubs).unwrap();
+    let out = run(Command::new(&t.nvcc)
+        .args([
+            "-arch=sm_90",
+            "-rdc=true",
+            "-ptx",
+            "stubs.cu",
+            "-o",
+            "stubs.ptx",
+        ])
+        .current_dir(&dir));
+    ok(&out, "nvcc -ptx stubs.cu");
+    let theirs = std::fs::read_to_string(dir.join("stubs.ptx")).unwrap();
+    let k = module
+        .compile(
+            "k",
+            &module.entries()[0].annotated.clone().unwrap(),
+            &CompileOptions::default(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    pydevice::toolkit::ptxas_check(&k.ptx, Arch::new(9, 0)).unwrap_or_else(|e| panic!("{e}"));
+    let mut differ = Vec::new();
+    for f in &externs {
+        let (a, b) = (signature(&k.ptx, &f.symbol), signature(&theirs, &f.symbol));
+        assert!(
+            a.is_some() && b.is_some(),
+            "{}: ours {a:?}, nvcc's {b:?}",
+            f.symbol
+        );
+        if a != b {
+            differ.push(format!("{}:\n  ours: {a:?}\n  nvcc: {b:?}", f.symbol));
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "{}\n--- stubs ---\n{stubs}",
+        differ.join("\n")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -860,6 +860,18 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                         let slot = self.entry_alloca(self.e.mem_type(pt), "byref")?;
                         self.b().build_store(slot, v)?;
                         vals.push(slot.into());
+                    } else if target.interop && pt == &Type::Scalar(Scalar::BFloat16) {
+                        // LLVM 19's NVPTX back end crashes selecting a constant `bfloat` call
+                        // argument (a non-inlined call: interoperable and `extern` callees),
+                        // and the optimizer folds anything transparent back into one: pass the
+                        // bits through an opaque move.
+                        let i16t = self.e.ctx.i16_type();
+                        let bits = self.b().build_bit_cast(v, i16t, "")?;
+                        let moved = self
+                            .asm("mov.b16 $0, $1;", "=h,h", Some(i16t.into()), &[bits])?
+                            .ok_or_else(|| err("mov.b16 without a result"))?;
+                        let bf = self.b().build_bit_cast(moved, self.e.ctx.bf16_type(), "")?;
+                        vals.push(bf.into());
                     } else {
                         vals.push(v.into());
                     }
