@@ -236,8 +236,25 @@ impl Device {
     }
 
     /// Loads PTX and looks the kernel described by `abi` up in it. Loading is when the driver
-    /// compiles the PTX for this GPU.
+    /// compiles the PTX for this GPU. PTX that calls `extern` functions (CUDA C++) cannot be
+    /// loaded alone: that is a [`RuntimeError::Link`] naming them; use [`Device::link`].
     pub fn load(&self, ptx: &str, abi: &KernelAbi) -> Result<LoadedKernel, RuntimeError> {
+        let undefined = link::undefined_functions(&[ptx]);
+        if !undefined.is_empty() {
+            return Err(RuntimeError::Link {
+                message: format!(
+                    "`{}` calls functions defined in other code ({}): link it with that code \
+                     (Device::link)",
+                    abi.symbol,
+                    undefined
+                        .iter()
+                        .map(|n| format!("`{n}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                undefined,
+            });
+        }
         let fail = |e: DriverError| {
             if is_sticky(code(&e)) {
                 return self.error(e);

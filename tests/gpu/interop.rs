@@ -292,6 +292,12 @@ fn missing_cuda_cpp_is_a_link_error_naming_the_symbols() {
             },
         )
         .expect("compile");
+    // Loaded alone, as if it called nothing external: a link error, not a driver error.
+    match dev.load(&k.ptx, &k.abi) {
+        Err(RuntimeError::Link { undefined, .. }) => assert_eq!(undefined.len(), 5),
+        Err(other) => panic!("expected a link error, got {other}"),
+        Ok(_) => panic!("loading PTX with unresolved calls must fail"),
+    }
     // Our PTX alone: found before the driver is asked.
     match dev.link(&[LinkInput::compiled("py_calls_cpp", &k)]) {
         Err(RuntimeError::Link { undefined, message }) => {
