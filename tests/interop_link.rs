@@ -162,7 +162,10 @@ fn python_and_cuda_cpp_link_with_nvlink() {
         assert!(names.contains(&want), "{want} missing from {names:?}");
     }
     let cubins = assemble(&dir, &ptx);
-    // Everything together: every reference is resolved.
+    // py_twice_scale's module holds a `.weak` copy of py_scale, which py_scale's module defines.
+    let twice = &ptx.iter().find(|(n, _)| n == "py_twice_scale").unwrap().1;
+    assert!(twice.contains(".weak .func"), "{twice}");
+    // Everything together: every reference is resolved, the weak copy yields.
     let mut all = cubins.clone();
     all.push(dir.join("interop.o"));
     ok(&nvlink(&t, &dir, &all), "nvlink of Python and C++");
@@ -255,6 +258,7 @@ fn calls_across_languages_use_the_same_signatures() {
         "py_momentum",
         "py_make_pair",
         "py_sum",
+        "py_twice_scale",
     ];
     for name in names {
         let (a, b) = (signature(&ours, name), signature(&theirs, name));

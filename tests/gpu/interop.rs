@@ -4,7 +4,8 @@
 //! random inputs.
 //!
 //! - `cuda_cpp_kernel_calls_python_functions`: a C++ kernel calls Python `interop=True`
-//!   functions (scalars, a vector, a struct by value and as a result, an array descriptor).
+//!   functions (scalars, a vector, a struct by value and as a result, an array descriptor,
+//!   and one that calls another, whose module holds a `.weak` copy of it).
 //! - `python_kernel_calls_cuda_cpp_functions`: a Python kernel calls C++ `extern "C"
 //!   __device__` functions declared with `@device.func(extern=True)`.
 //! - `python_kernel_launched_like_cpp_host_code`: a Python `interop=True` kernel launched by
@@ -184,7 +185,8 @@ fn cuda_cpp_kernel_calls_python_functions() {
             + (inp.masses[i] * f64::from(x) + i as f64)
             + f64::from(x * 2.0)
             + (i + 1) as f64
-            + f64::from(ws_sum);
+            + f64::from(ws_sum)
+            + f64::from((x * 2.0 + 1.0) * 2.0);
         assert!(close(g, want), "index {i}: x={x}: {g} vs {want}");
     }
 }

@@ -34,5 +34,5 @@ extern "C" __global__ void cxx_calls_py(const float* xs, const double* masses, d
   b.id = i;
   pair p = py_make_pair(x, i);
   out[i] = (double)py_scale(x, 3.0f) + (double)py_norm2(b.pos) + py_momentum(b, x) +
-           (double)p.a + (double)p.b + (double)py_sum(ws);
+           (double)p.a + (double)p.b + (double)py_sum(ws) + (double)py_twice_scale(x);
 }

@@ -41,6 +41,12 @@ def py_make_pair(x: float32, n: int32) -> pair:
 
 
 @device.func(interop=True)
+def py_twice_scale(x: float32) -> float32:
+    # Its module holds a `.weak` copy of py_scale, which links beside py_scale's own module.
+    return py_scale(x, 2) * 2
+
+
+@device.func(interop=True)
 def py_sum(xs: "float32[:]") -> float32:
     s = float32(0)
     for i in range(len(xs)):

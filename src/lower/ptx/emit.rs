@@ -316,8 +316,14 @@ impl<'ctx> Emitter<'_, 'ctx> {
             Some(r) => r.fn_type(&params, false),
             None => self.ctx.void_type().fn_type(&params, false),
         };
-        let linkage = if kernel || f.interop {
+        // An interoperable function is defined (`.visible`) by the module compiled for it;
+        // a module whose entry calls it holds a `.weak` copy, so modules of several entries
+        // link together (the linker keeps the definition over the copies).
+        let entry = std::ptr::eq(f, &self.program.functions[self.program.entry]);
+        let linkage = if kernel || f.external || (f.interop && entry) {
             None
+        } else if f.interop {
+            Some(Linkage::WeakODR)
         } else {
             Some(Linkage::Internal)
         };
