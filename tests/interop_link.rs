@@ -310,6 +310,11 @@ fn nvrtc_output_links_with_ours() {
     )
     .unwrap_or_else(|e| panic!("{e}"));
     assert!(cxx.contains(".visible .func"), "{cxx}");
+    // tests/gpu/interop.rs inlines the header instead of passing -I: that compiles too.
+    let header = std::fs::read_to_string(dir.join("interop.h")).unwrap();
+    let inlined = src.replace("#include \"interop.h\"", &header);
+    assert_ne!(inlined, src);
+    compile_cuda("interop.cu", &inlined, Arch::new(9, 0), &[]).unwrap_or_else(|e| panic!("{e}"));
     let mut ptx = python_ptx();
     ptx.push(("interop_cu".into(), cxx.clone()));
     let texts: Vec<&str> = ptx.iter().map(|(_, p)| p.as_str()).collect();
