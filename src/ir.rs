@@ -185,6 +185,9 @@ pub struct Function {
     pub kind: FunctionKind,
     /// Whether the symbol is visible to other languages (`interop=True`).
     pub interop: bool,
+    /// Declared `extern`: defined in another language (CUDA C++) and linked in later; it has
+    /// no locals but its parameters and no body, and is always `interop`.
+    pub external: bool,
     /// Locals; the first `params` of them are the parameters in order.
     pub locals: Arena<Local>,
     /// Number of parameters.
@@ -909,12 +912,18 @@ impl fmt::Display for Function {
             FunctionKind::Kernel => "kernel",
             FunctionKind::Device => "func",
         };
+        if self.external {
+            write!(f, "extern ")?;
+        }
         write!(f, "{kind} {}(", self.symbol)?;
         for (i, l) in self.param_locals().enumerate() {
             if i > 0 {
                 write!(f, ", ")?;
             }
             write!(f, "{}: {}", self.locals[l].name, self.locals[l].ty)?;
+        }
+        if self.external {
+            return writeln!(f, ") -> {}", self.ret);
         }
         writeln!(f, ") -> {} {{", self.ret)?;
         for (h, l) in self.locals.iter().skip(self.params) {

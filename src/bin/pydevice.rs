@@ -284,7 +284,7 @@ fn cmd_abi(a: &Args) -> Result<(), Failure> {
 }
 
 /// The declarations of the module's `interop=True` entries whose parameters are all
-/// annotated; each is type-checked to learn its result.
+/// annotated (each is type-checked to learn its result), then of its `extern` functions.
 fn interop_functions(module: &Module) -> Result<Vec<abi::header::FunctionDecl>, Failure> {
     let mut out = Vec::new();
     for e in module.entries() {
@@ -309,6 +309,7 @@ fn interop_functions(module: &Module) -> Result<Vec<abi::header::FunctionDecl>, 
             ret,
         ));
     }
+    out.extend(module.extern_functions());
     Ok(out)
 }
 

@@ -9,6 +9,7 @@
 pub mod builtins;
 pub mod check;
 pub mod consts;
+mod external;
 
 use crate::diag::{Diagnostic, Diagnostics, SourceFile, Span};
 use crate::ir::{BinaryOp, FunctionKind};
@@ -58,6 +59,8 @@ pub(crate) struct DecoratorOptions {
     pub max_registers: Option<u32>,
     /// numba's signature argument of `@cuda.jit`.
     pub signature: Option<Vec<crate::types::Type>>,
+    /// `extern=True` / `extern="symbol"` (`@func`): defined in another language.
+    pub external: Option<external::ExternDecl>,
 }
 
 /// A function defined at module level.
@@ -299,7 +302,10 @@ impl ParsedModule {
                 }
             }
             Stmt::FunctionDef(def) => {
-                let (kind, options) = self.decorators(def, diags);
+                let (kind, mut options) = self.decorators(def, diags);
+                if let Some(ext) = options.external.as_mut() {
+                    self.declare_extern(def, ext, diags);
+                }
                 let decl = FunctionDecl {
                     name: def.name.id.to_string(),
                     kind,
@@ -435,6 +441,17 @@ impl ParsedModule {
                             def.name.range.into(),
                             "a `@struct` method cannot be a kernel",
                         ));
+                        continue;
+                    }
+                    if let Some(ext) = &options.external {
+                        diags.push(
+                            Diagnostic::error(
+                                "E0525",
+                                ext.span,
+                                "a `@struct` method cannot be `extern`",
+                            )
+                            .with_note("declare the C++ function at module level and pass the struct to it"),
+                        );
                         continue;
                     }
                     let decl = FunctionDecl {
@@ -611,6 +628,10 @@ impl ParsedModule {
                     "bounds_check",
                 ];
                 let key = name.id.as_str();
+                if key == "extern" {
+                    options.external = self.extern_option(this, def, kw, diags);
+                    continue;
+                }
                 if this == FunctionKind::Device && kernel_only.contains(&key) {
                     diags.push(
                         Diagnostic::error(
@@ -670,7 +691,7 @@ impl ParsedModule {
                         .with_note(if this == FunctionKind::Kernel {
                             "supported options: interop, max_threads, min_blocks, fastmath, lineinfo, debug, bounds_check"
                         } else {
-                            "supported options: interop"
+                            "supported options: interop, extern"
                         }),
                     ),
                 }

@@ -569,7 +569,10 @@ impl FnCx<'_, '_> {
             }
             args.push(v);
         }
-        let types: Vec<Type> = args.iter().map(|v| v.ty.clone()).collect();
+        let mut types: Vec<Type> = args.iter().map(|v| v.ty.clone()).collect();
+        if let Some(ext) = &decl.options.external {
+            types = self.extern_args(decl, ext, &mut args)?;
+        }
         self.callees.push((idx, types.clone()));
         let h = match self.s.instantiate(idx, types, span) {
             Ok(h) => h,
@@ -586,6 +589,53 @@ impl FnCx<'_, '_> {
             span,
         );
         Some(self.val(e, ret, span))
+    }
+
+    /// The arguments of a call of an `extern` function, converted to its declared parameter
+    /// types: Python numbers adapt, arrays of any layout pass as descriptors, anything else
+    /// must already have the declared type (C++ would convert silently; we do not).
+    fn extern_args(
+        &mut self,
+        decl: &FunctionDecl,
+        ext: &super::super::external::ExternDecl,
+        args: &mut [Val],
+    ) -> Option<Vec<Type>> {
+        let mut ok = true;
+        for (v, want) in args.iter_mut().zip(&ext.params) {
+            if &v.ty == want {
+                continue;
+            }
+            match (want, &v.ty) {
+                (Type::Scalar(s), _) if v.weak.is_some() => {
+                    let e = self.convert(v, *s)?;
+                    v.e = e;
+                    v.ty = want.clone();
+                    v.weak = None;
+                }
+                (Type::Array(w), Type::Array(a))
+                    if w.dtype == a.dtype && w.ndim == a.ndim && w.space == a.space => {}
+                _ => {
+                    self.diags.push(
+                        Diagnostic::error(
+                            "E0526",
+                            v.span,
+                            format!(
+                                "`{}` takes {want} here, but the argument is {}",
+                                decl.name, v.ty
+                            ),
+                        )
+                        .with_secondary(decl.name_span, "declared `extern` here")
+                        .with_note(if matches!(want, Type::Array(_)) {
+                            "the C signature is fixed by the annotations: pass a global-memory array of that dtype and rank"
+                        } else {
+                            "the C signature is fixed by the annotations: convert explicitly, e.g. `float32(x)`"
+                        }),
+                    );
+                    ok = false;
+                }
+            }
+        }
+        ok.then(|| ext.params.clone())
     }
 
     /// `point(1, 2, z=3)`: a struct value; each argument must have its field's type (Python

@@ -81,6 +81,17 @@ pub fn specialize(
     if decl.kind.is_none() {
         return Err(fail(vec![not_device_function(decl)]));
     }
+    if let Some(ext) = &decl.options.external {
+        return Err(fail(vec![
+            Diagnostic::error(
+                "E0527",
+                decl.name_span,
+                format!("`{entry}` is declared `extern`: there is no body to compile"),
+            )
+            .with_secondary(ext.span, "defined in another language")
+            .with_note("compile a kernel or function that calls it, and link it with the code that defines it"),
+        ]));
+    }
     let def = module.def(decl);
     let nparams = def.parameters.args.len() + def.parameters.posonlyargs.len();
     if nparams != args.len() {
@@ -190,6 +201,9 @@ impl Specializer<'_> {
         }
         let m = self.m;
         let decl = &m.functions[idx];
+        if let Some(ext) = &decl.options.external {
+            return Ok(self.declare_external(idx, ext, key));
+        }
         if let Some(pos) = self.stack.iter().position(|(i, _)| *i == idx) {
             let mut d =
                 Diagnostic::error("E0105", call, format!("recursive call of `{}`", decl.name))
@@ -233,6 +247,60 @@ impl Specializer<'_> {
             },
         );
         handle.ok_or(None)
+    }
+}
+
+impl Specializer<'_> {
+    /// The IR of an `extern` function: its parameters and result, no body. Its one
+    /// instance has the declared parameter types (calls convert their arguments to them).
+    fn declare_external(
+        &mut self,
+        idx: usize,
+        ext: &super::external::ExternDecl,
+        key: InstanceKey,
+    ) -> Handle<Function> {
+        let decl = &self.m.functions[idx];
+        let def = self.m.def(decl);
+        let mut locals = Arena::default();
+        for (p, ty) in def
+            .parameters
+            .posonlyargs
+            .iter()
+            .chain(def.parameters.args.iter())
+            .zip(&ext.params)
+        {
+            locals.append(
+                Local {
+                    name: p.parameter.name.id.to_string(),
+                    ty: ty.clone(),
+                },
+                sp(&p.parameter),
+            );
+        }
+        let func = Function {
+            name: decl.name.clone(),
+            symbol: ext.symbol.clone(),
+            kind: FunctionKind::Device,
+            interop: true,
+            external: true,
+            locals,
+            params: ext.params.len(),
+            ret: ext.ret.clone(),
+            exprs: Arena::default(),
+            types: Vec::new(),
+            body: Vec::new(),
+            span: decl.name_span,
+        };
+        let h = self.functions.append(func, decl.name_span);
+        self.instances.insert(
+            key,
+            Instance {
+                handle: Some(h),
+                diags: Vec::new(),
+                callees: Vec::new(),
+            },
+        );
+        h
     }
 }
 
@@ -470,6 +538,7 @@ impl<'s, 'm> FnCx<'s, 'm> {
             symbol,
             kind: self.kind,
             interop: self.decl.options.interop,
+            external: false,
             locals: self.locals,
             params: self.params,
             ret,

@@ -84,7 +84,10 @@ pub fn emit<'ctx>(ctx: &'ctx Context, module: &Module<'ctx>, program: &Program) 
         e.fns.push(llfn);
     }
     for (h, f) in program.functions.iter() {
-        e.define(f, e.fns[h.index()])?;
+        // An `extern` function stays a declaration: PTX `.extern .func`, resolved at link time.
+        if !f.external {
+            e.define(f, e.fns[h.index()])?;
+        }
     }
     if program.options.fastmath {
         e.relax_floating_point();
@@ -313,8 +316,14 @@ impl<'ctx> Emitter<'_, 'ctx> {
             Some(r) => r.fn_type(&params, false),
             None => self.ctx.void_type().fn_type(&params, false),
         };
-        let linkage = if kernel || f.interop {
+        // An interoperable function is defined (`.visible`) by the module compiled for it;
+        // a module whose entry calls it holds a `.weak` copy, so modules of several entries
+        // link together (the linker keeps the definition over the copies).
+        let entry = std::ptr::eq(f, &self.program.functions[self.program.entry]);
+        let linkage = if kernel || f.external || (f.interop && entry) {
             None
+        } else if f.interop {
+            Some(Linkage::WeakODR)
         } else {
             Some(Linkage::Internal)
         };
@@ -857,6 +866,18 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                         let slot = self.entry_alloca(self.e.mem_type(pt), "byref")?;
                         self.b().build_store(slot, v)?;
                         vals.push(slot.into());
+                    } else if target.interop && pt == &Type::Scalar(Scalar::BFloat16) {
+                        // LLVM 19's NVPTX back end crashes selecting a constant `bfloat` call
+                        // argument (a non-inlined call: interoperable and `extern` callees),
+                        // and the optimizer folds anything transparent back into one: pass the
+                        // bits through an opaque move.
+                        let i16t = self.e.ctx.i16_type();
+                        let bits = self.b().build_bit_cast(v, i16t, "")?;
+                        let moved = self
+                            .asm("mov.b16 $0, $1;", "=h,h", Some(i16t.into()), &[bits])?
+                            .ok_or_else(|| err("mov.b16 without a result"))?;
+                        let bf = self.b().build_bit_cast(moved, self.e.ctx.bf16_type(), "")?;
+                        vals.push(bf.into());
                     } else {
                         vals.push(v.into());
                     }
