@@ -152,6 +152,7 @@ impl FnCx<'_, '_> {
                 Some(Item::Builtin(Builtin::Scalar(s))) => Some(s),
                 Some(Item::Builtin(Builtin::Int)) => Some(d.int),
                 Some(Item::Builtin(Builtin::Float)) => Some(d.float),
+                Some(Item::Builtin(Builtin::Complex)) => Some(d.complex),
                 Some(Item::Builtin(Builtin::Bool)) => Some(Scalar::Bool),
                 _ => None,
             },
@@ -713,6 +714,9 @@ impl FnCx<'_, '_> {
     /// Methods of values: the atomic operations of an `atomic_ref`, and `view` of arrays.
     pub(super) fn method_call(&mut self, v: Val, method: &str, c: &ast::ExprCall) -> Option<Val> {
         let span = sp(c);
+        if let Some(r) = self.number_method(&v, method, c) {
+            return r;
+        }
         match v.ty.clone() {
             Type::Ref { dtype, .. } => {
                 let Some(op) = AtomicOp::from_method(method) else {

@@ -170,7 +170,7 @@ pub fn compile(program: &Program, options: &PtxOptions, emit: Emit) -> Result<St
     with_machine(options.arch, options.opt_level, |tm| {
         module.set_data_layout(&tm.get_target_data().get_data_layout());
     })?;
-    let uses_libdevice = emit::emit(&ctx, &module, program)?;
+    let uses_libdevice = emit::emit(&ctx, &module, program, options.arch.number())?;
     if uses_libdevice {
         libdevice::link(&ctx, &module)?;
     }
