@@ -382,6 +382,8 @@ pub enum ArgValue {
     UInt(u64),
     /// A float (converted to the parameter's precision).
     Float(f64),
+    /// A complex number (real, imaginary), converted to the parameter's precision.
+    Complex(f64, f64),
     /// An array.
     Array(ArrayArg),
     /// A tuple or vector, element by element.
@@ -409,6 +411,29 @@ fn pack_scalar(s: Scalar, v: &ArgValue, out: &mut [u8]) -> Result<(), PackError>
         _ => None,
     };
     match s {
+        Scalar::Complex64 | Scalar::Complex128 => {
+            let (re, im) = match v {
+                ArgValue::Complex(re, im) => (*re, *im),
+                ArgValue::Float(f) => (*f, 0.0),
+                _ => (as_i128.ok_or_else(bad)? as f64, 0.0),
+            };
+            let half = out.len() / 2;
+            if s == Scalar::Complex64 {
+                out[..half].copy_from_slice(&(re as f32).to_le_bytes());
+                out[half..].copy_from_slice(&(im as f32).to_le_bytes());
+            } else {
+                out[..half].copy_from_slice(&re.to_le_bytes());
+                out[half..].copy_from_slice(&im.to_le_bytes());
+            }
+        }
+        Scalar::Float8E4M3 | Scalar::Float8E5M2 => {
+            let f = match v {
+                ArgValue::Float(f) => *f,
+                _ => as_i128.ok_or_else(bad)? as f64,
+            };
+            let format = crate::types::fp8::Format::of(s).ok_or_else(bad)?;
+            out[0] = format.encode(f);
+        }
         Scalar::Float32 | Scalar::Float64 => {
             let f = match v {
                 ArgValue::Float(f) => *f,

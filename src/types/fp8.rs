@@ -97,7 +97,9 @@ impl Format {
         }
         let sign = if x.is_sign_negative() { 0x80u8 } else { 0 };
         let a = x.abs();
-        if a.is_infinite() {
+        if a >= self.decode(self.max_code()) {
+            // Saturation (infinities included); also keeps huge values out of the search,
+            // where every distance would round to the same float.
             return sign | self.max_code();
         }
         let mut best = 0u8;
@@ -135,6 +137,8 @@ mod tests {
         assert_eq!(E4M3.encode(1.0625), 0x38);
         assert_eq!(E4M3.encode(1.1875), 0x3a);
         assert_eq!(E4M3.encode(-0.0), 0x80);
+        assert_eq!(E5M2.encode(1e300), 0x7b);
+        assert_eq!(E4M3.encode(-1e300), 0xfe);
     }
 
     #[test]

@@ -616,6 +616,19 @@ impl FnCx<'_, '_> {
             );
             return None;
         };
+        if s.is_complex() {
+            self.diags.push(
+                Diagnostic::error(
+                    "E0253",
+                    v.span,
+                    format!("`{name}` does not take complex numbers ({s})"),
+                )
+                .with_note(
+                    "exchange the parts: `z.real` and `z.imag`, then rebuild the complex number",
+                ),
+            );
+            return None;
+        }
         if v.ty == Type::WarpMask || s.bits() >= 32 {
             return Some((v.e, false));
         }
@@ -841,6 +854,17 @@ impl FnCx<'_, '_> {
         method: &str,
         span: Span,
     ) -> Option<()> {
+        if dtype.is_complex() || dtype.is_fp8() {
+            self.diags.push(
+                Diagnostic::error(
+                    "E0253",
+                    span,
+                    format!("atomic operations on {dtype} are not supported"),
+                )
+                .with_note("complex and fp8 elements have no atomic instructions; use a lock, or atomics on a float32 or int32 array"),
+            );
+            return None;
+        }
         use Scalar::*;
         let arith = [UInt32, Int32, UInt64, Int64, Float32, Float64];
         let bits = [UInt32, Int32, UInt64, Int64];

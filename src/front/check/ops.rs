@@ -11,6 +11,7 @@ impl FnCx<'_, '_> {
         for v in vals {
             let s = v.ty.as_scalar().unwrap_or(Scalar::Bool);
             acc = Some(match acc {
+                None if v.weak.is_none() => (crate::types::promote::arithmetic_type(s), None),
                 None => (s, v.weak),
                 Some((a, aw)) => match (aw, v.weak) {
                     (Some(x), Some(y)) => {
