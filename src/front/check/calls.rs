@@ -191,6 +191,14 @@ impl FnCx<'_, '_> {
                 if s.is_complex() {
                     return self.complex_abs(v, span);
                 }
+                let (v, s) = if s.is_fp8() {
+                    // fp8 is a storage format: arithmetic reads it as float32.
+                    let e = self.convert(&v, Scalar::Float32)?;
+                    let t = Type::Scalar(Scalar::Float32);
+                    (Val { e, ty: t, ..v }, Scalar::Float32)
+                } else {
+                    (v, s)
+                };
                 if let (Some(k), true) = (&v.konst, v.weak.is_some() || s == Scalar::Bool) {
                     let c = match k {
                         Const::Int(i) => Const::Int(i.abs()),
