@@ -564,6 +564,23 @@ mod tests {
     }
 
     #[test]
+    fn packs_complex_and_fp8_scalars() {
+        let c64 = pack(
+            &Type::Scalar(Scalar::Complex64),
+            &ArgValue::Complex(1.5, -2.0),
+        )
+        .unwrap();
+        assert_eq!(c64[..4], 1.5f32.to_le_bytes());
+        assert_eq!(c64[4..], (-2.0f32).to_le_bytes());
+        let c128 = pack(&Type::Scalar(Scalar::Complex128), &ArgValue::Float(3.0)).unwrap();
+        assert_eq!(c128.len(), 16);
+        assert_eq!(c128[..8], 3.0f64.to_le_bytes());
+        assert_eq!(c128[8..], 0.0f64.to_le_bytes());
+        let f8 = pack(&Type::Scalar(Scalar::Float8E4M3), &ArgValue::Float(1.0)).unwrap();
+        assert_eq!(f8, vec![0x38]);
+    }
+
+    #[test]
     fn packs_descriptors_and_checks_contiguity() {
         let t = Type::array(Scalar::Float32, 2, Layout::C);
         let v = ArgValue::Array(ArrayArg {

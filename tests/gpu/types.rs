@@ -658,3 +658,65 @@ fn fp8_round_trips() {
         }
     }
 }
+
+const COMPLEX_PARAMS: &str = "\
+from cuda import device
+from cuda.device import complex64, complex128
+
+@device.struct
+class rot:
+    w: complex64
+    k: int
+
+@device.func
+def apply(r: rot, x: complex128) -> complex128:
+    return x * r.w + r.k
+
+@device.kernel
+def kp(z, w, a):
+    i = device.tid(1)
+    if i < len(a):
+        a[i] = apply(rot(w, i), a[i] * z)
+";
+
+/// Complex scalars as kernel parameters (packed by `abi::pack` as `cuda::std::complex`),
+/// a complex `@struct` field, and a `@func` result, against the same arithmetic on the CPU.
+#[test]
+fn complex_parameters_and_struct_fields() {
+    let Some(dev) = device("complex_parameters_and_struct_fields") else {
+        return;
+    };
+    let k = kernel(
+        &dev,
+        COMPLEX_PARAMS,
+        "kp",
+        "complex128, complex64, complex128[::1]",
+    );
+    let n = 4096;
+    let mut r = Rng(64);
+    let a: Vec<[f64; 2]> = (0..n)
+        .map(|_| [f64::from(r.f32(-3.0, 3.0)), f64::from(r.f32(-3.0, 3.0))])
+        .collect();
+    let (z, w) = ((0.75, -1.25), (0.5f32, 2.0f32));
+    let (ab, aa) = vec1(&dev, &a);
+    k.launch(
+        &[
+            ArgValue::Complex(z.0, z.1),
+            ArgValue::Complex(f64::from(w.0), f64::from(w.1)),
+            aa,
+        ],
+        [blocks(n, 128), 1, 1],
+        [128, 1, 1],
+    );
+    let out: Vec<[f64; 2]> = from_bytes(&dev.download(&ab).expect("download"));
+    for i in 0..n {
+        let x = cmul((a[i][0], a[i][1]), z);
+        let y = cmul(x, (f64::from(w.0), f64::from(w.1)));
+        let want = (y.0 + i as f64, y.1);
+        let got = (out[i][0], out[i][1]);
+        assert!(
+            ulps_floor(got, want, f64::EPSILON / 2.0, 1.0) <= 4.0,
+            "index {i}: {got:?} vs {want:?}"
+        );
+    }
+}

@@ -399,8 +399,12 @@ impl FnCx<'_, '_> {
             return None;
         };
         if src.is_complex() && !target.is_complex() && target != Scalar::Bool {
-            self.diags
-                .push(complex_to_real(v.span, &src.to_string(), target));
+            let what = if v.weak.is_some() {
+                "a Python complex".to_string()
+            } else {
+                src.to_string()
+            };
+            self.diags.push(complex_to_real(v.span, &what, target));
             return None;
         }
         if let (Some(k), true) = (&v.konst, v.weak.is_some() || src == Scalar::Bool) {
