@@ -173,11 +173,25 @@ fn elem_size(d: &crate::types::DType) -> u64 {
     crate::abi::layout_of(&d.ty()).size
 }
 
+/// Whether a kernel takes a parameter of this type as a `byval` aggregate. The fp8 types are
+/// one-member structs in CUDA C++ (`__nv_fp8_e4m3` holds `__x`), which nvcc declares as
+/// `.param .align 1 .b8 p[1]`, so they go the same way.
 fn is_aggregate(t: &Type) -> bool {
     matches!(
         t,
         Type::Tuple(_) | Type::Vector { .. } | Type::Array(_) | Type::Struct(_)
-    )
+    ) || is_fp8(t)
+}
+
+fn is_fp8(t: &Type) -> bool {
+    matches!(t, Type::Scalar(s) if s.is_fp8())
+}
+
+/// Whether an fp8 parameter or result of `f` crosses the call boundary as a one-byte struct,
+/// as nvcc passes `__nv_fp8_e4m3` to and from `__device__` functions (interoperable
+/// functions only; internal ones pass the byte).
+fn boxed_fp8(f: &Function, t: &Type) -> bool {
+    f.kind == FunctionKind::Device && f.interop && is_fp8(t)
 }
 
 impl<'ctx> Emitter<'_, 'ctx> {
@@ -207,6 +221,11 @@ impl<'ctx> Emitter<'_, 'ctx> {
             Scalar::Complex128 => c.f64_type().vec_type(2).into(),
             Scalar::Float8E4M3 | Scalar::Float8E5M2 => c.i8_type().into(),
         }
+    }
+
+    /// `{ i8 }`: an fp8 value as interoperable functions pass it (see `boxed_fp8`).
+    fn fp8_box(&self) -> StructType<'ctx> {
+        self.ctx.struct_type(&[self.ctx.i8_type().into()], false)
     }
 
     /// The register type of a value (`None` has none).
@@ -317,6 +336,8 @@ impl<'ctx> Emitter<'_, 'ctx> {
             let t = &f.locals[l].ty;
             let p: BasicTypeEnum = if (kernel && is_aggregate(t)) || by_reference(f, t) {
                 self.ctx.ptr_type(AddressSpace::default()).into()
+            } else if boxed_fp8(f, t) {
+                self.fp8_box().into()
             } else if kernel {
                 self.mem_type(t)
             } else {
@@ -325,6 +346,7 @@ impl<'ctx> Emitter<'_, 'ctx> {
             params.push(p.into());
         }
         let fn_ty = match self.ty(&f.ret) {
+            Some(_) if boxed_fp8(f, &f.ret) => self.fp8_box().fn_type(&params, false),
             Some(r) => r.fn_type(&params, false),
             None => self.ctx.void_type().fn_type(&params, false),
         };
@@ -441,6 +463,9 @@ impl<'ctx> Emitter<'_, 'ctx> {
                     i.set_alignment(a).map_err(|e| err(e.to_string()))?;
                 }
                 ld
+            } else if boxed_fp8(f, ty) {
+                self.builder
+                    .build_extract_value(p.into_struct_value(), 0, "")?
             } else if ty == &Type::Scalar(Scalar::Bool) && kernel {
                 p // already a byte
             } else if ty == &Type::Scalar(Scalar::Bool) {
@@ -706,7 +731,14 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             StmtKind::Return(v) => {
                 match v {
                     Some(e) => {
-                        let v = self.value(*e)?;
+                        let mut v = self.value(*e)?;
+                        if boxed_fp8(self.f, &self.f.ret) {
+                            let boxed = self.e.fp8_box().get_undef();
+                            v = self
+                                .b()
+                                .build_insert_value(boxed, v, 0, "")?
+                                .as_basic_value_enum();
+                        }
                         self.b().build_return(Some(&v))?;
                     }
                     None => {
@@ -891,13 +923,21 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                         let slot = self.entry_alloca(self.e.mem_type(pt), "byref")?;
                         self.b().build_store(slot, v)?;
                         vals.push(slot.into());
+                    } else if boxed_fp8(target, pt) {
+                        let boxed = self.e.fp8_box().get_undef();
+                        let b = self.b().build_insert_value(boxed, v, 0, "")?;
+                        vals.push(b.as_basic_value_enum().into());
                     } else {
                         vals.push(v.into());
                     }
                 }
+                let boxed_ret = boxed_fp8(target, &target.ret);
                 let callee = self.e.fns[callee.index()];
                 let call = self.b().build_call(callee, &vals, "")?;
                 match call.try_as_basic_value() {
+                    ValueKind::Basic(v) if boxed_ret => {
+                        self.b().build_extract_value(v.into_struct_value(), 0, "")?
+                    }
                     ValueKind::Basic(v) => v,
                     _ => return Ok(None),
                 }
