@@ -225,6 +225,8 @@ pub enum Literal {
     Int(i128),
     /// A float of the expression's type.
     Float(f64),
+    /// A complex number (real, imaginary) of the expression's (complex) type.
+    Complex(f64, f64),
 }
 
 /// Unary operators.
@@ -404,6 +406,8 @@ pub enum Intrinsic {
     Fma,
     /// A function of the `math` module.
     Math(MathFn),
+    /// An operation on complex numbers (see [`ComplexOp`]).
+    Complex(ComplexOp),
     /// `dynamic_shared_array()`'s size in bytes (the launch's `shared` parameter).
     DynamicSharedSize,
 }
@@ -696,6 +700,52 @@ impl MathFn {
     }
 }
 
+/// Operations on complex numbers other than the arithmetic operators: construction, parts,
+/// and the functions of Python's `cmath` module. The result type is the expression's.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ComplexOp {
+    /// `complex64(re, im)`: two floats of the complex type's part type.
+    New,
+    /// `z.real`
+    Real,
+    /// `z.imag`
+    Imag,
+    /// `z.conjugate()`
+    Conj,
+    /// `abs(z)`, `cmath.abs`: the modulus, `hypot(re, im)`
+    Abs,
+    /// `cmath.phase(z)`: `atan2(im, re)`
+    Phase,
+    /// `cmath.exp`
+    Exp,
+    /// `cmath.log` (principal branch)
+    Log,
+    /// `cmath.sqrt` (principal branch)
+    Sqrt,
+    /// `cmath.sin`
+    Sin,
+    /// `cmath.cos`
+    Cos,
+    /// `cmath.rect(r, phi)`: two floats
+    Rect,
+}
+
+impl ComplexOp {
+    /// The `cmath` function of a name (`polar` is built from `Abs` and `Phase`).
+    pub fn cmath(name: &str) -> Option<ComplexOp> {
+        Some(match name {
+            "exp" => ComplexOp::Exp,
+            "log" => ComplexOp::Log,
+            "sqrt" => ComplexOp::Sqrt,
+            "sin" => ComplexOp::Sin,
+            "cos" => ComplexOp::Cos,
+            "phase" => ComplexOp::Phase,
+            "rect" => ComplexOp::Rect,
+            _ => return None,
+        })
+    }
+}
+
 impl Intrinsic {
     /// The name used when printing the IR.
     pub fn name(self) -> String {
@@ -707,6 +757,7 @@ impl Intrinsic {
             Intrinsic::LaneId => "lane_id".into(),
             Intrinsic::WarpSize => "warp_size".into(),
             Intrinsic::SyncThreads => "syncthreads".into(),
+            Intrinsic::Complex(op) => format!("complex.{op:?}").to_lowercase(),
             other => format!("{other:?}").to_lowercase(),
         }
     }
@@ -1025,6 +1076,7 @@ impl fmt::Display for ExprFmt<'_> {
             Expr::Literal(Literal::Bool(b)) => write!(f, "{}", if *b { "True" } else { "False" }),
             Expr::Literal(Literal::Int(i)) => write!(f, "{ty}({i})"),
             Expr::Literal(Literal::Float(x)) => write!(f, "{ty}({x:?})"),
+            Expr::Literal(Literal::Complex(re, im)) => write!(f, "{ty}({re:?}, {im:?})"),
             Expr::Local(l) => write!(f, "{}", func.locals[*l].name),
             Expr::Unary(op, a) => {
                 let s = match op {
@@ -1139,7 +1191,7 @@ impl fmt::Display for ExprFmt<'_> {
 pub fn literal_fits(lit: Literal, s: Scalar) -> bool {
     match lit {
         Literal::Int(v) => {
-            if s.is_float() || s == Scalar::Bool {
+            if s.is_float() || s.is_complex() || s == Scalar::Bool {
                 return true;
             }
             let bits = s.bits();

@@ -207,10 +207,13 @@ pub fn header(module_name: &str, types: &[Type], functions: &[FunctionDecl]) -> 
     }
     let all = types_in(&roots);
     let (mut half, mut bf16, mut atomic, mut arrays) = (false, false, false, false);
+    let (mut complex, mut fp8) = (false, false);
     for t in &all {
         each_scalar(t, &mut |s| {
             half |= s == Scalar::Float16;
             bf16 |= s == Scalar::BFloat16;
+            complex |= s.is_complex();
+            fp8 |= s.is_fp8();
         });
         atomic |= matches!(t, Type::Ref { .. } | Type::Atomic { .. });
         arrays |= matches!(t, Type::Array(_));
@@ -232,6 +235,12 @@ pub fn header(module_name: &str, types: &[Type], functions: &[FunctionDecl]) -> 
     }
     if bf16 {
         out.push_str("#include <cuda_bf16.h>\n");
+    }
+    if complex {
+        out.push_str("#include <cuda/std/complex>\n");
+    }
+    if fp8 {
+        out.push_str("#include <cuda_fp8.h>\n");
     }
     out.push('\n');
     if arrays {

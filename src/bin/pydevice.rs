@@ -354,6 +354,16 @@ fn parse_arg(text: &str) -> Result<(String, CliArg), String> {
                 "false" | "0" => ArgValue::Bool(false),
                 _ => return Err(format!("bad bool `{v}`")),
             }
+        } else if s.is_complex() {
+            // `RE,IM` or a real number.
+            let bad = || format!("bad {s} `{v}` (write RE,IM)");
+            match v.split_once(',') {
+                Some((re, im)) => ArgValue::Complex(
+                    re.trim().parse().map_err(|_| bad())?,
+                    im.trim().parse().map_err(|_| bad())?,
+                ),
+                None => ArgValue::Float(v.parse().map_err(|_| bad())?),
+            }
         } else if s.is_float() {
             ArgValue::Float(v.parse().map_err(|_| format!("bad {s} `{v}`"))?)
         } else if s.is_signed() {

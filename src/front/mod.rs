@@ -218,6 +218,7 @@ impl ParsedModule {
                                 "cuda.device" => Item::Namespace(Namespace::Device),
                                 "cuda" => Item::Namespace(Namespace::Cuda),
                                 "math" => Item::Namespace(Namespace::Math),
+                                "cmath" => Item::Namespace(Namespace::Cmath),
                                 "numba" => Item::Namespace(Namespace::Numba),
                                 "numba.cuda" => Item::Namespace(Namespace::NumbaCuda),
                                 "cupyx.jit" => Item::Namespace(Namespace::CupyxJit),
@@ -240,6 +241,8 @@ impl ParsedModule {
                                 Item::Namespace(Namespace::Numpy)
                             } else if head == "math" {
                                 Item::Namespace(Namespace::Math)
+                            } else if head == "cmath" {
+                                Item::Namespace(Namespace::Cmath)
                             } else {
                                 Item::Foreign(head.to_string())
                             };
@@ -275,6 +278,17 @@ impl ParsedModule {
                                     "E0102",
                                     alias.range().into(),
                                     format!("`math.{n}` is not available in device code"),
+                                ));
+                                continue;
+                            }
+                        },
+                        ("cmath", n) => match builtins::cmath_member(n) {
+                            Some(item) => item,
+                            None => {
+                                diags.push(Diagnostic::error(
+                                    "E0102",
+                                    alias.range().into(),
+                                    format!("`cmath.{n}` is not available in device code"),
                                 ));
                                 continue;
                             }
@@ -491,6 +505,7 @@ impl ParsedModule {
                     Some(Item::Namespace(Namespace::Device))
                 }
                 Item::Namespace(Namespace::Math) => builtins::math_member(a.attr.id.as_str()),
+                Item::Namespace(Namespace::Cmath) => builtins::cmath_member(a.attr.id.as_str()),
                 Item::Namespace(
                     ns @ (Namespace::Numba
                     | Namespace::NumbaCuda
@@ -812,6 +827,7 @@ impl ParsedModule {
             Some(Item::Builtin(Builtin::Scalar(s))) => Ok(s),
             Some(Item::Builtin(Builtin::Int)) => Ok(Scalar::Int64),
             Some(Item::Builtin(Builtin::Float)) => Ok(Scalar::Float64),
+            Some(Item::Builtin(Builtin::Complex)) => Ok(Scalar::Complex128),
             Some(Item::Builtin(Builtin::Bool)) => Ok(Scalar::Bool),
             _ => Err("expected a numba type such as `float32`".to_string()),
         };
@@ -856,7 +872,7 @@ impl ParsedModule {
                     .map(|v| Const::Int(i128::from(v)))
                     .or_else(|| i.as_u64().map(|v| Const::Int(i128::from(v)))),
                 ast::Number::Float(f) => Some(Const::Float(*f)),
-                ast::Number::Complex { .. } => None,
+                ast::Number::Complex { real, imag } => Some(Const::Complex(*real, *imag)),
             },
             Expr::BooleanLiteral(b) => Some(Const::Bool(b.value)),
             Expr::Name(n) => match self.items.get(n.id.as_str()) {
@@ -874,13 +890,18 @@ impl ParsedModule {
                 match (u.op, v) {
                     (ast::UnaryOp::USub, Const::Int(i)) => Some(Const::Int(-i)),
                     (ast::UnaryOp::USub, Const::Float(f)) => Some(Const::Float(-f)),
+                    (ast::UnaryOp::USub, Const::Complex(re, im)) => Some(Const::Complex(-re, -im)),
                     (ast::UnaryOp::USub, Const::Bool(b)) => Some(Const::Int(-i128::from(b))),
-                    (ast::UnaryOp::UAdd, v @ (Const::Int(_) | Const::Float(_))) => Some(v),
+                    (
+                        ast::UnaryOp::UAdd,
+                        v @ (Const::Int(_) | Const::Float(_) | Const::Complex(..)),
+                    ) => Some(v),
                     (ast::UnaryOp::Invert, Const::Int(i)) => Some(Const::Int(!i)),
                     (ast::UnaryOp::Not, v) => match v {
                         Const::Bool(b) => Some(Const::Bool(!b)),
                         Const::Int(i) => Some(Const::Bool(i == 0)),
                         Const::Float(f) => Some(Const::Bool(f == 0.0)),
+                        Const::Complex(re, im) => Some(Const::Bool(re == 0.0 && im == 0.0)),
                         Const::Tuple(t) => Some(Const::Bool(t.is_empty())),
                     },
                     _ => None,
@@ -949,6 +970,7 @@ impl ParsedModule {
                 Item::Builtin(Builtin::Scalar(s)) => Some(Type::Scalar(s)),
                 Item::Builtin(Builtin::Int) => Some(Type::Scalar(d.int)),
                 Item::Builtin(Builtin::Float) => Some(Type::Scalar(d.float)),
+                Item::Builtin(Builtin::Complex) => Some(Type::Scalar(d.complex)),
                 Item::Builtin(Builtin::Bool) => Some(Type::Scalar(Scalar::Bool)),
                 Item::Builtin(Builtin::Vector(elem, len)) => Some(Type::Vector { elem, len }),
                 Item::Struct(i) => self

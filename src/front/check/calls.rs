@@ -12,6 +12,9 @@ pub(super) fn builtin_name(b: Builtin) -> String {
         Int => "int".into(),
         Float => "float".into(),
         Bool => "bool".into(),
+        Complex => "complex".into(),
+        Cmath(crate::front::builtins::CmathFn::Polar) => "cmath.polar".into(),
+        Cmath(crate::front::builtins::CmathFn::Op(op)) => format!("cmath.{op:?}").to_lowercase(),
         ThreadIdx => "thread_idx".into(),
         BlockIdx => "block_idx".into(),
         BlockDim => "block_dim".into(),
@@ -133,6 +136,9 @@ impl FnCx<'_, '_> {
         let name = builtin_name(b);
         let d = self.s.defaults;
         match b {
+            Builtin::Complex => self.complex_new(d.complex, c),
+            Builtin::Scalar(s) if s.is_complex() => self.complex_new(s, c),
+            Builtin::Cmath(f) => self.cmath_call(f, c),
             Builtin::Scalar(_) | Builtin::Int | Builtin::Float | Builtin::Bool => {
                 let target = match b {
                     Builtin::Scalar(s) => s,
@@ -182,6 +188,17 @@ impl FnCx<'_, '_> {
                         format!("`abs` needs a number, found {}", v.ty),
                     );
                     return None;
+                };
+                if s.is_complex() {
+                    return self.complex_abs(v, span);
+                }
+                let (v, s) = if s.is_fp8() {
+                    // fp8 is a storage format: arithmetic reads it as float32.
+                    let e = self.convert(&v, Scalar::Float32)?;
+                    let t = Type::Scalar(Scalar::Float32);
+                    (Val { e, ty: t, ..v }, Scalar::Float32)
+                } else {
+                    (v, s)
                 };
                 if let (Some(k), true) = (&v.konst, v.weak.is_some() || s == Scalar::Bool) {
                     let c = match k {
@@ -383,9 +400,20 @@ impl FnCx<'_, '_> {
             );
             return None;
         };
+        if src.is_complex() && !target.is_complex() && target != Scalar::Bool {
+            let what = if v.weak.is_some() {
+                "a Python complex".to_string()
+            } else {
+                src.to_string()
+            };
+            self.diags.push(complex_to_real(v.span, &what, target));
+            return None;
+        }
         if let (Some(k), true) = (&v.konst, v.weak.is_some() || src == Scalar::Bool) {
             let c = match (k, target.kind()) {
-                (c, Kind::Bool) => Const::Bool(c.as_f64().is_some_and(|x| x != 0.0)),
+                (c, Kind::Bool) => {
+                    Const::Bool(c.as_complex().is_some_and(|(r, i)| r != 0.0 || i != 0.0))
+                }
                 (Const::Float(f), Kind::Int | Kind::UInt) => {
                     if !f.is_finite() {
                         self.error("E0204", v.span, format!("cannot convert {f} to {target}"));
@@ -544,6 +572,7 @@ impl FnCx<'_, '_> {
                         Some(Item::Builtin(Builtin::Scalar(s))) => Some(s),
                         Some(Item::Builtin(Builtin::Int)) => Some(self.s.defaults.int),
                         Some(Item::Builtin(Builtin::Float)) => Some(self.s.defaults.float),
+                        Some(Item::Builtin(Builtin::Complex)) => Some(self.s.defaults.complex),
                         Some(Item::Builtin(Builtin::Bool)) => Some(Scalar::Bool),
                         _ => None,
                     });

@@ -157,6 +157,7 @@ impl FnCx<'_, '_> {
                         Some(Item::Builtin(Builtin::Scalar(s))) => Some(s),
                         Some(Item::Builtin(Builtin::Int)) => Some(self.s.defaults.int),
                         Some(Item::Builtin(Builtin::Float)) => Some(self.s.defaults.float),
+                        Some(Item::Builtin(Builtin::Complex)) => Some(self.s.defaults.complex),
                         Some(Item::Builtin(Builtin::Bool)) => Some(Scalar::Bool),
                         _ => None,
                     };
@@ -489,6 +490,7 @@ impl FnCx<'_, '_> {
                     let ok = match hw {
                         Weak::Int => s.kind() != Kind::Bool,
                         Weak::Float => s.is_float(),
+                        Weak::Complex => s.is_complex(),
                     };
                     if ok {
                         nh.ty = v.ty.clone();
@@ -499,16 +501,18 @@ impl FnCx<'_, '_> {
                 _ => false,
             },
             (Some(hw), Some(vw)) => {
-                if hw == Weak::Int && vw == Weak::Float {
-                    nh.weak = Some(Weak::Float);
-                    nh.ty = Type::Scalar(self.s.defaults.float);
+                let w = promote_weak_weak(hw, vw);
+                if w != hw {
+                    nh.weak = Some(w);
+                    nh.ty = Type::Scalar(self.s.defaults.of(w));
                 }
                 true
             }
             (None, Some(vw)) => match &h.ty {
                 Type::Scalar(s) => match vw {
                     Weak::Int => s.kind() != Kind::Bool,
-                    Weak::Float => s.is_float(),
+                    Weak::Float => s.is_float() || s.is_complex(),
+                    Weak::Complex => s.is_complex(),
                 },
                 _ => false,
             },
@@ -522,18 +526,14 @@ impl FnCx<'_, '_> {
             },
         };
         if !compatible {
-            let had = if h.weak == Some(Weak::Float) {
-                "a Python float".to_string()
-            } else if h.weak == Some(Weak::Int) {
-                "a Python int".to_string()
-            } else {
-                h.ty.to_string()
-            };
-            let now = match v.weak {
+            let describe = |w: Option<Weak>, t: &Type| match w {
                 Some(Weak::Float) => "a Python float".to_string(),
                 Some(Weak::Int) => "a Python int".to_string(),
-                None => v.ty.to_string(),
+                Some(Weak::Complex) => "a Python complex".to_string(),
+                None => t.to_string(),
             };
+            let had = describe(h.weak, &h.ty);
+            let now = describe(v.weak, &v.ty);
             let first = if name == "$return" {
                 "first return here"
             } else if self
@@ -1333,10 +1333,14 @@ impl FnCx<'_, '_> {
         let span = v.span;
         match &v.ty {
             Type::Scalar(Scalar::Bool) => Some(v.e),
+            Type::Scalar(s) if (s.is_complex() || s.is_fp8()) && v.konst.is_none() => {
+                // Nonzero, part by part (complex) or ignoring the sign (fp8).
+                Some(self.push(Expr::Cast(v.e), Type::Scalar(Scalar::Bool), span))
+            }
             Type::Scalar(s) => {
                 let s = *s;
                 if let Some(c) = &v.konst {
-                    let b = c.as_f64().is_some_and(|x| x != 0.0);
+                    let b = c.as_complex().is_some_and(|(r, i)| r != 0.0 || i != 0.0);
                     return Some(self.push(
                         Expr::Literal(Literal::Bool(b)),
                         Type::Scalar(Scalar::Bool),

@@ -167,7 +167,7 @@ pub fn compile(program: &Program, options: &PtxOptions, emit: Emit) -> Result<St
     with_backend(options.arch, options.opt_level, |b| {
         module.set_data_layout(&b.machine().get_target_data().get_data_layout());
     })?;
-    let uses_libdevice = emit::emit(&ctx, &module, program)?;
+    let uses_libdevice = emit::emit(&ctx, &module, program, options.arch.number())?;
     if uses_libdevice {
         libdevice::link(&ctx, &module)?;
     }
