@@ -71,7 +71,8 @@ def cupyx_cases():
            {"x": rng.integers(-2**20, 2**20, n).astype(np.int32), "acc": acc}, {"acc": 0.0})
     n = 10_000
     yield ("typing_rule.py", "first_assignment", (n + 127) // 128, 128,
-           {"x": rng.uniform(-100, 100, n).astype(np.float32), "out": np.zeros(n, np.int32)}, {"out": 0.0})
+           {"x": rng.uniform(-100, 100, n).astype(np.float32), "y": rng.uniform(-100, 100, n),
+            "out": np.zeros(n, np.float32)}, {"out": 0.0})
 
 
 def load_module(src, name):

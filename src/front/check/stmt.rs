@@ -478,9 +478,37 @@ impl FnCx<'_, '_> {
         };
         let mut nh = h.clone();
         if cupyx {
-            // cupyx.jit: the first assignment fixed the type; later ones convert to it.
-            if let (Type::Scalar(t), Some(_)) = (&h.ty, v.ty.as_scalar()) {
+            // cupyx.jit: the first assignment fixed the type; later ones convert to it, as
+            // NumPy's `same_kind` casting allows (CuPy rejects the others).
+            if let (Type::Scalar(t), Some(from)) = (&h.ty, v.ty.as_scalar()) {
                 let t = *t;
+                let from_kind = match v.weak {
+                    Some(Weak::Int) => Kind::Int,
+                    Some(Weak::Float) => Kind::Float,
+                    Some(Weak::Complex) => Kind::Complex,
+                    None => from.kind(),
+                };
+                if kind_rank(from_kind) > kind_rank(t.kind()) {
+                    let shown = if v.weak.is_some() {
+                        format!("a Python {}", from_kind_name(from_kind))
+                    } else {
+                        format!("`{}`", v.ty)
+                    };
+                    self.diags.push(
+                        Diagnostic::error(
+                            "E0201",
+                            span,
+                            format!(
+                                "cannot assign {shown} to `{name}` of type `{t}` (cupyx.jit fixes a local's type at its first assignment and converts later ones only with NumPy's `same_kind` casting)"
+                            ),
+                        )
+                        .with_secondary(h.first, format!("`{name}` became `{t}` here"))
+                        .with_note(format!(
+                            "convert explicitly, e.g. `{name} = {t}(...)`, or make the first assignment the wider type"
+                        )),
+                    );
+                    return None;
+                }
                 return self.convert(&v, t);
             }
         }
@@ -1379,5 +1407,25 @@ pub(super) fn element_type(t: &Type, i: usize) -> Type {
         Type::Tuple(ts) => ts[i].clone(),
         Type::Vector { elem, .. } => Type::Scalar(*elem),
         _ => Type::None,
+    }
+}
+
+/// NumPy's kind order for `same_kind` casting: a value converts to a kind at or after its own.
+fn kind_rank(k: Kind) -> u8 {
+    match k {
+        Kind::Bool => 0,
+        Kind::UInt => 1,
+        Kind::Int => 2,
+        Kind::Float => 3,
+        Kind::Complex => 4,
+    }
+}
+
+fn from_kind_name(k: Kind) -> &'static str {
+    match k {
+        Kind::Bool => "bool",
+        Kind::UInt | Kind::Int => "int",
+        Kind::Float => "float",
+        Kind::Complex => "complex",
     }
 }
