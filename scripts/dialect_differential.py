@@ -131,7 +131,7 @@ for dialect, make, run_theirs in suites:
     try:
         theirs = run_theirs(src, entry, grid, block, {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()})
     except Exception as e:  # the peer itself failed: report, do not count against us
-        print(f"skip {dialect}/{file}: {dialect} failed: {e}")
+        print(f"skip {dialect}/{file}: {dialect} failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
         continue
     try:
         ours = run_ours(sys.argv[1], path, entry, grid, block, args, tol)
