@@ -802,3 +802,4 @@ use stmt::{always_returns, assigned_names, contains_call, count_assignments, ele
 mod expr;
 mod ops;
 mod stmt;
+mod views;

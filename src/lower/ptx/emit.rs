@@ -27,6 +27,8 @@ use inkwell::values::{
 };
 use inkwell::{AddressSpace, FloatPredicate, IntPredicate};
 
+mod views;
+
 type R<T> = Result<T, LowerError>;
 
 fn err(m: impl Into<String>) -> LowerError {
@@ -965,12 +967,12 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 self.static_array(h, &at, shape, *align)?
             }
             Expr::DynamicShared => self.dynamic_shared(&ty)?,
-            Expr::View {
+            Expr::View { array, subs } => self.view(*array, subs, &ty)?,
+            Expr::Reshape {
                 array,
-                start,
-                stop,
-                step,
-            } => self.view(*array, *start, *stop, *step, &ty)?,
+                shape,
+                fortran,
+            } => self.reshape(*array, shape, *fortran, &ty)?,
             Expr::Reinterpret(a) => {
                 let from = self
                     .ty(*a)
@@ -1649,65 +1651,6 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             &[size],
             &[i64t.const_int(1, false)],
         )
-    }
-
-    /// Python's slice rules for a positive step: bounds wrap once if negative, then clamp.
-    fn view(
-        &mut self,
-        array: Handle<Expr>,
-        start: Option<Handle<Expr>>,
-        stop: Option<Handle<Expr>>,
-        step: u64,
-        ty: &Type,
-    ) -> R<BasicValueEnum<'ctx>> {
-        let from = self
-            .ty(array)
-            .as_array()
-            .cloned()
-            .ok_or_else(|| err("slice of a non-array"))?;
-        let to = ty
-            .as_array()
-            .cloned()
-            .ok_or_else(|| err("slice to a non-array"))?;
-        let desc = self.value(array)?.into_struct_value();
-        let i64t = self.e.ctx.i64_type();
-        let zero = i64t.const_zero();
-        let n = self.dim(desc, 1, 0)?;
-        let bound = |cx: &mut Self,
-                     b: Option<Handle<Expr>>,
-                     default: IntValue<'ctx>|
-         -> R<IntValue<'ctx>> {
-            let Some(b) = b else { return Ok(default) };
-            let x = cx.value(b)?.into_int_value();
-            let b = cx.b();
-            let neg = b.build_int_compare(IntPredicate::SLT, x, zero, "")?;
-            let wrapped = b.build_int_add(x, n, "")?;
-            let x = b.build_select(neg, wrapped, x, "")?.into_int_value();
-            let lt0 = b.build_int_compare(IntPredicate::SLT, x, zero, "")?;
-            let x = b.build_select(lt0, zero, x, "")?.into_int_value();
-            let gtn = b.build_int_compare(IntPredicate::SGT, x, n, "")?;
-            Ok(b.build_select(gtn, n, x, "")?.into_int_value())
-        };
-        let s = bound(self, start, zero)?;
-        let e = bound(self, stop, n)?;
-        let b = self.b();
-        let diff = b.build_int_sub(e, s, "")?;
-        let neg = b.build_int_compare(IntPredicate::SLT, diff, zero, "")?;
-        let diff = b.build_select(neg, zero, diff, "")?.into_int_value();
-        let stepv = i64t.const_int(step, false);
-        let len = b.build_int_add(diff, i64t.const_int(step - 1, false), "")?;
-        let len = b.build_int_unsigned_div(len, stepv, "")?;
-        let stride = self.stride(desc, &from, 0)?;
-        let data = self
-            .b()
-            .build_extract_value(desc, 0, "")?
-            .into_pointer_value();
-        let off = self.b().build_int_mul(s, stride, "")?;
-        let et = self.e.mem_type(&from.dtype.ty());
-        // SAFETY of the GEP: an element offset within (or one past) the array.
-        let data = unsafe { self.b().build_gep(et, data, &[off], "")? };
-        let nstride = self.b().build_int_mul(stride, stepv, "")?;
-        self.descriptor(&to, data, &[len], &[nstride])
     }
 
     /// Atomic operations as inline PTX with explicit semantics and scope (`atom.<sem>.<scope>`,
