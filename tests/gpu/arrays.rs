@@ -100,3 +100,95 @@ fn reshape_views_without_copying() {
         assert_eq!(g[i], grid[i] + 1.0, "grid element {i}");
     }
 }
+
+/// `sample` of tests/fixtures/lang/struct_align_defaults.py: `value: device.align(float32,
+/// 16)` puts `value` at 16; 32 bytes aligned to 16.
+#[repr(C, align(16))]
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+struct Sample {
+    tag: i8,
+    _pad: [u8; 15],
+    value: f32,
+    weight: f32,
+    count: i32,
+}
+
+fn score(s: &Sample) -> f32 {
+    s.value * s.weight + s.count as f32 + f32::from(s.tag)
+}
+
+#[test]
+fn aligned_struct_fields_and_defaults() {
+    let Some(dev) = device("aligned_struct_fields_and_defaults") else {
+        return;
+    };
+    let src = fixture("struct_align_defaults");
+    let k = kernel(&dev, &src, "aligned", "float32[::1], float32[::1]");
+    let n = 3000usize;
+    let mut r = Rng(33);
+    let vals: Vec<f32> = (0..n).map(|_| r.f32(-2.0, 2.0)).collect();
+    let (_vb, va) = vec1(&dev, &vals);
+    let (ob, oa) = vec1(&dev, &vec![0f32; n]);
+    k.launch(&[va, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    for i in 0..n {
+        let v = vals[i];
+        // a = sample(1, v) → weight 1.5, count 0; c = sample(3, v, 0.5); b = (2, v, 1.5, 3).
+        let a = v * 1.5 + 1.0;
+        let c = v * 0.5 + 3.0;
+        let b = v * 1.5 + 3.0 + 2.0;
+        close(out[i], a + c * 10.0 + b * 100.0 + 3.0, &format!("out[{i}]"));
+    }
+
+    // The same struct in a global array: element stride 32, `value` at 16.
+    let module = Module::parse("struct_align_defaults.py", &src).expect("parse");
+    let sample = module.named_type("sample").expect("struct type");
+    let layout = pydevice::abi::layout_of(&sample);
+    assert_eq!(
+        (layout.size as usize, layout.align as usize),
+        (
+            std::mem::size_of::<Sample>(),
+            std::mem::align_of::<Sample>()
+        )
+    );
+    let arr = pydevice::Type::array_of(&sample, 1, pydevice::types::Layout::C).expect("array");
+    let (rest, _) = parse_signature("float32[::1]").expect("sig");
+    let compiled = module
+        .compile(
+            "scale",
+            &[vec![arr], rest].concat(),
+            &CompileOptions {
+                arch: arch_for(&dev),
+                ..CompileOptions::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    let k = Kernel {
+        dev: &dev,
+        k: dev.load(&compiled.ptx, &compiled.abi).expect("load"),
+    };
+    let ss: Vec<Sample> = (0..n)
+        .map(|_| Sample {
+            tag: r.i32(-100, 100) as i8,
+            value: r.f32(-3.0, 3.0),
+            weight: r.f32(-3.0, 3.0),
+            count: r.i32(-1000, 1000),
+            ..Sample::default()
+        })
+        .collect();
+    let (sb, sa) = vec1(&dev, &ss);
+    let (ob, oa) = vec1(&dev, &vec![0f32; n]);
+    k.launch(&[sa, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let got: Vec<Sample> = from_bytes(&dev.download(&sb).expect("download"));
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    for i in 0..n {
+        let s = ss[i];
+        close(out[i], score(&s), &format!("score {i}"));
+        let want = Sample {
+            weight: s.weight * 2.0,
+            count: s.count + i32::from(s.tag),
+            ..s
+        };
+        assert_eq!(got[i], want, "sample {i}");
+    }
+}

@@ -312,7 +312,7 @@ impl FnCx<'_, '_> {
                     );
                     return None;
                 }
-                let dtype = self.element_dtype_arg(dtype_e)?;
+                let (dtype, dtype_align) = self.aligned_dtype_arg(dtype_e)?;
                 let layout = match a[2] {
                     None => Layout::C,
                     Some(o) => match self.str_arg(o, "order")?.as_str() {
@@ -343,7 +343,8 @@ impl FnCx<'_, '_> {
                         }
                         n as u64
                     }
-                };
+                }
+                .max(dtype_align);
                 let space = if b == Builtin::SharedArray {
                     MemSpace::Shared
                 } else {

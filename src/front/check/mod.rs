@@ -801,5 +801,6 @@ mod numba;
 use stmt::{always_returns, assigned_names, contains_call, count_assignments, element_type};
 mod expr;
 mod ops;
+mod records;
 mod stmt;
 mod views;
