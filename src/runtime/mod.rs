@@ -27,6 +27,7 @@ pub mod config;
 pub mod dlpack;
 pub mod error;
 pub mod npy;
+pub mod records;
 pub mod reflect;
 pub mod stream;
 

@@ -5,6 +5,7 @@
 //! `abi`, how they are promoted in [`promote`], and how they are inferred in `front`.
 
 pub mod promote;
+pub mod record;
 pub mod signature;
 
 use serde::{Deserialize, Serialize};

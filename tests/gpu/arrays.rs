@@ -192,3 +192,75 @@ fn aligned_struct_fields_and_defaults() {
         assert_eq!(got[i], want, "sample {i}");
     }
 }
+
+/// An element of `np.dtype([('x', '<f4'), ('y', '<f4'), ('n', '<i4'), ('w', '<f8')],
+/// align=True)`: w at 16, 24 bytes.
+#[repr(C)]
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+struct Rec {
+    x: f32,
+    y: f32,
+    n: i32,
+    w: f64,
+}
+
+/// tests/fixtures/numba/records.py on random records, the array given once as a plain
+/// descriptor and once through the CUDA Array Interface with a `descr` of fields.
+#[test]
+fn structured_dtype_records_in_place() {
+    let Some(dev) = device("structured_dtype_records_in_place") else {
+        return;
+    };
+    let path = format!(
+        "{}/tests/fixtures/numba/records.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let src = std::fs::read_to_string(&path).expect("fixture");
+    let sig = "Record(x[type=float32;offset=0],y[type=float32;offset=4],n[type=int32;offset=8],\
+               w[type=float64;offset=16];24;True)[::1], float32[::1]";
+    let k = kernel(&dev, &src, "shift", sig);
+    let n = 4099usize;
+    let mut r = Rng(34);
+    let recs: Vec<Rec> = (0..n)
+        .map(|_| Rec {
+            x: r.f32(-10.0, 10.0),
+            y: r.f32(-10.0, 10.0),
+            n: r.i32(-1000, 1000),
+            w: f64::from(r.f32(-10.0, 10.0)),
+        })
+        .collect();
+    let check = |got: &[Rec], out: &[f32]| {
+        for i in 0..n {
+            let p = recs[i];
+            let want = Rec {
+                x: p.x + p.y,
+                y: p.y,
+                n: p.n * 2,
+                w: p.w + f64::from(p.n),
+            };
+            assert_eq!(got[i], want, "record {i}");
+            close(out[i], want.x * 2.0 + p.y, &format!("out[{i}]"));
+        }
+    };
+    let (rb, ra) = vec1(&dev, &recs);
+    let (ob, oa) = vec1(&dev, &vec![0f32; n]);
+    k.launch(&[ra, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let got: Vec<Rec> = from_bytes(&dev.download(&rb).expect("download"));
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    check(&got, &out);
+
+    // Through the CUDA Array Interface: typestr |V24 and the fields (padding included).
+    let rb = dev.upload(&bytes_of(&recs)).expect("upload");
+    let cai = pydevice::runtime::CudaArrayInterface::from_json(&format!(
+        r#"{{"shape": [{n}], "typestr": "|V24", "data": [{}, false], "version": 3,
+            "descr": [["x", "<f4"], ["y", "<f4"], ["n", "<i4"], ["", "|V4"], ["w", "<f8"]]}}"#,
+        dev.address(&rb)
+    ))
+    .expect("cai");
+    let ra = cai.to_arg(&k.k.abi().params[0]).expect("record argument");
+    let (ob, oa) = vec1(&dev, &vec![0f32; n]);
+    k.launch(&[ra, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let got: Vec<Rec> = from_bytes(&dev.download(&rb).expect("download"));
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    check(&got, &out);
+}

@@ -348,6 +348,12 @@ impl FnCx<'_, '_> {
     }
 
     pub(super) fn subscript(&mut self, s: &ast::ExprSubscript) -> Option<Val> {
+        if let ast::Expr::StringLiteral(k) = s.slice.as_ref() {
+            // `records[i]['x']`: numba's spelling of a field, `records[i].x`.
+            let base = self.place_or_value(&s.value);
+            let v = self.attr_of(base, k.value.to_str(), sp(s));
+            return self.value_of(v);
+        }
         let base = self.expr(&s.value);
         let base = self.value_of(base)?;
         self.subscript_with(base, s)
