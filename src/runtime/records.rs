@@ -2,8 +2,9 @@
 //! and from the CUDA Array Interface's `descr`, checked against C struct layout
 //! ([`crate::types::record`]), and passed as arrays of the record struct.
 //!
-//! DLPack has no record dtype, so record arrays do not come through DLPack (docs/semantics.md
-//! §5.16 says what to do instead).
+//! DLPack has no record dtype, so a record array comes through DLPack as a `uint8` array of
+//! its bytes (one more dimension, the record size) and takes its layout from the parameter
+//! ([`bytes_as_records`], docs/semantics.md §5.16).
 
 use super::RuntimeError;
 use super::cai::CudaArrayInterface;
@@ -353,6 +354,55 @@ pub fn cai_record_arg(
     Ok(arg)
 }
 
+/// A `uint8` array whose last dimension is one record's bytes (`shape[-1]` = the record
+/// size, unit stride), given to a parameter that is an array of records: DLPack has no record
+/// dtype, so a record array travels through DLPack as its bytes and takes its layout from the
+/// parameter's struct (our ABI). The other dimensions' strides must be whole records.
+/// `None` when the parameter is not a record array or the array is not `uint8`.
+pub fn bytes_as_records(
+    a: &super::DeviceArray,
+    param: &ParamAbi,
+) -> Option<Result<ArgValue, RuntimeError>> {
+    let at = param.ty.as_array()?;
+    let DType::Struct(st) = &at.dtype else {
+        return None;
+    };
+    if a.dtype != crate::types::Scalar::UInt8 {
+        return None;
+    }
+    let size = layout_of(&Type::Struct(st.clone())).size;
+    let n = usize::from(at.ndim);
+    let bad = |why: String| {
+        Some(Err(RuntimeError::Argument(format!(
+            "`{}` is {}: a uint8 array standing for its records needs shape (..., {size}) with              {n} leading dimensions and unit stride in the last; {why}",
+            param.name, param.ty
+        ))))
+    };
+    if a.shape.len() != n + 1 || a.shape[n] != size || (a.strides[n] != 1 && size > 1) {
+        return bad(format!(
+            "got shape {:?} and strides {:?}",
+            a.shape, a.strides
+        ));
+    }
+    let mut strides = Vec::new();
+    for (d, &s) in a.strides[..n].iter().enumerate() {
+        if s % size as i64 != 0 {
+            return bad(format!("dimension {d} has stride {s} bytes"));
+        }
+        strides.push(s / size as i64);
+    }
+    let arg = ArgValue::Array(ArrayArg {
+        data: a.data,
+        shape: a.shape[..n].to_vec(),
+        strides,
+    });
+    Some(
+        crate::abi::pack(&param.ty, &arg)
+            .map(|_| arg)
+            .map_err(|e| RuntimeError::Argument(format!("`{}`: {e}", param.name))),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -421,5 +471,16 @@ mod tests {
             ..cai
         };
         assert!(cai_record_arg(&wrong, &param).is_err());
+
+        // The same records as bytes (what DLPack can carry): shape (3, 16) of uint8.
+        let bytes =
+            super::super::DeviceArray::contiguous(8192, crate::types::Scalar::UInt8, &[3, 16]);
+        let ArgValue::Array(b) = bytes.to_arg(&param).unwrap() else {
+            panic!("not an array")
+        };
+        assert_eq!((b.data, b.shape, b.strides), (8192, vec![3], vec![1]));
+        let short =
+            super::super::DeviceArray::contiguous(8192, crate::types::Scalar::UInt8, &[3, 12]);
+        assert!(short.to_arg(&param).is_err());
     }
 }

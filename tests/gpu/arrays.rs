@@ -204,8 +204,9 @@ struct Rec {
     w: f64,
 }
 
-/// tests/fixtures/numba/records.py on random records, the array given once as a plain
-/// descriptor and once through the CUDA Array Interface with a `descr` of fields.
+/// tests/fixtures/numba/records.py on random records, the array given as a plain descriptor,
+/// through the CUDA Array Interface with a `descr` of fields, and as a uint8 array of the
+/// records' bytes (how DLPack carries them).
 #[test]
 fn structured_dtype_records_in_place() {
     let Some(dev) = device("structured_dtype_records_in_place") else {
@@ -258,6 +259,20 @@ fn structured_dtype_records_in_place() {
     ))
     .expect("cai");
     let ra = cai.to_arg(&k.k.abi().params[0]).expect("record argument");
+    let (ob, oa) = vec1(&dev, &vec![0f32; n]);
+    k.launch(&[ra, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let got: Vec<Rec> = from_bytes(&dev.download(&rb).expect("download"));
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    check(&got, &out);
+
+    // As DLPack carries them: a uint8 array of shape (n, 24), the layout from the parameter.
+    let rb = dev.upload(&bytes_of(&recs)).expect("upload");
+    let raw = pydevice::runtime::DeviceArray::contiguous(
+        dev.address(&rb),
+        pydevice::types::Scalar::UInt8,
+        &[n as u64, 24],
+    );
+    let ra = raw.to_arg(&k.k.abi().params[0]).expect("bytes as records");
     let (ob, oa) = vec1(&dev, &vec![0f32; n]);
     k.launch(&[ra, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
     let got: Vec<Rec> = from_bytes(&dev.download(&rb).expect("download"));
