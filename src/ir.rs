@@ -727,9 +727,9 @@ pub enum Subscript {
     Index(Index),
     /// `start:stop:step`: the dimension is kept.
     Slice {
-        /// `start`, `int64` (None: the beginning).
+        /// `start`, `int64` (None: the first element in the step's direction).
         start: Option<Handle<Expr>>,
-        /// `stop`, `int64` (None: the end).
+        /// `stop`, `int64` (None: past the last element in the step's direction).
         stop: Option<Handle<Expr>>,
         /// The step, a non-zero constant.
         step: i64,

@@ -28,7 +28,7 @@ fn column_and_row_views_of_a_matrix() {
         &dev,
         &fixture("array_views"),
         "views",
-        "float32[:, ::1], float32[::1], float32[::1], float32[:, :]",
+        "float32[:, ::1], float32[::1], float32[::1], float32[:, :], float32[::1]",
     );
     let (n, c) = (37usize, 53usize);
     let mut r = Rng(31);
@@ -44,7 +44,19 @@ fn column_and_row_views_of_a_matrix() {
         &[(n - 1) as u64, q as u64],
         &[1, (n - 1) as i64],
     );
-    k.launch(&[ma, ca, ra, sa], [1, 1, 1], [64, 1, 1]);
+    let (bb, ba) = vec1(&dev, &vec![0f32; n]);
+    k.launch(&[ma, ca, ra, sa, ba], [1, 1, 1], [64, 1, 1]);
+    let back: Vec<f32> = from_bytes(&dev.download(&bb).expect("download"));
+    for i in 0..n {
+        // up = m[::-1, c - 1], odd = m[i, ::-2] (odd[0] = m[i, c - 1], ceil(c / 2) long),
+        // rev = odd[::-1] (its last element is odd[0]), m[-1:-4:-1, 0][1] = m[n - 2, 0].
+        let want = m[(n - 1 - i) * c + c - 1]
+            + m[i * c + c - 1] * 10.0
+            + (q as f32) * 1000.0
+            + m[i * c + c - 1] * 100.0
+            + m[(n - 2) * c] * 0.5;
+        close(back[i], want, &format!("back[{i}]"));
+    }
     let colsum: Vec<f32> = from_bytes(&dev.download(&cb).expect("download"));
     let rowsum: Vec<f32> = from_bytes(&dev.download(&rb).expect("download"));
     let sub: Vec<f32> = from_bytes(&dev.download(&sb).expect("download"));

@@ -55,22 +55,21 @@ impl FnCx<'_, '_> {
         Some(parts)
     }
 
-    /// `start:stop:step`: integer bounds (as `int64`) and a constant positive step.
+    /// `start:stop:step`: integer bounds (as `int64`) and a constant non-zero step.
     fn slice_part(&mut self, s: &ast::ExprSlice) -> Option<Part> {
         let step = match &s.step {
             None => 1,
             Some(e) => match self.const_int(e, "step")? {
-                n if n >= 1 && n <= i64::MAX as i128 => n as i64,
+                0 => {
+                    self.error("E0203", sp(e.as_ref()), "a slice step cannot be zero");
+                    return None;
+                }
+                n if n.unsigned_abs() <= i64::MAX as u128 => n as i64,
                 n => {
-                    self.diags.push(
-                        Diagnostic::error(
-                            "E0203",
-                            sp(e.as_ref()),
-                            format!(
-                                "slice steps must be positive constants in this version, not {n}"
-                            ),
-                        )
-                        .with_note("negative steps (`a[::-1]`) are planned"),
+                    self.error(
+                        "E0203",
+                        sp(e.as_ref()),
+                        format!("slice step {n} does not fit int64"),
                     );
                     return None;
                 }

@@ -24,8 +24,10 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         Ok(self.b().build_select(neg, wrapped, i, "")?.into_int_value())
     }
 
-    /// Python's slice rules for a positive step over an extent `n`: bounds wrap once if
-    /// negative, then clamp to `[0, n]`. Returns (first index, length).
+    /// Python's slice rules (`slice.indices`) over an extent `n` for a constant step:
+    /// negative bounds wrap once, then clamp to `[0, n]` for a positive step and to
+    /// `[-1, n - 1]` for a negative one; missing bounds are the ends in the step's direction.
+    /// Returns (first index, length).
     fn slice_bounds(
         &mut self,
         start: Option<Handle<Expr>>,
@@ -35,6 +37,15 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
     ) -> R<(IntValue<'ctx>, IntValue<'ctx>)> {
         let i64t = self.e.ctx.i64_type();
         let zero = i64t.const_zero();
+        let minus1 = i64t.const_all_ones();
+        let (lower, upper) = if step > 0 {
+            (zero, n)
+        } else {
+            (
+                minus1,
+                self.b().build_int_sub(n, i64t.const_int(1, false), "")?,
+            )
+        };
         let bound = |cx: &mut Self,
                      b: Option<Handle<Expr>>,
                      default: IntValue<'ctx>|
@@ -45,20 +56,30 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             let neg = b.build_int_compare(IntPredicate::SLT, x, zero, "")?;
             let wrapped = b.build_int_add(x, n, "")?;
             let x = b.build_select(neg, wrapped, x, "")?.into_int_value();
-            let lt0 = b.build_int_compare(IntPredicate::SLT, x, zero, "")?;
-            let x = b.build_select(lt0, zero, x, "")?.into_int_value();
-            let gtn = b.build_int_compare(IntPredicate::SGT, x, n, "")?;
-            Ok(b.build_select(gtn, n, x, "")?.into_int_value())
+            let low = b.build_int_compare(IntPredicate::SLT, x, lower, "")?;
+            let x = b.build_select(low, lower, x, "")?.into_int_value();
+            let high = b.build_int_compare(IntPredicate::SGT, x, upper, "")?;
+            Ok(b.build_select(high, upper, x, "")?.into_int_value())
         };
-        let s = bound(self, start, zero)?;
-        let e = bound(self, stop, n)?;
+        let (first_default, stop_default) = if step > 0 {
+            (lower, upper)
+        } else {
+            (upper, lower)
+        };
+        let s = bound(self, start, first_default)?;
+        let e = bound(self, stop, stop_default)?;
         let b = self.b();
-        let diff = b.build_int_sub(e, s, "")?;
+        // The distance walked in the step's direction, if positive.
+        let diff = if step > 0 {
+            b.build_int_sub(e, s, "")?
+        } else {
+            b.build_int_sub(s, e, "")?
+        };
         let neg = b.build_int_compare(IntPredicate::SLT, diff, zero, "")?;
         let diff = b.build_select(neg, zero, diff, "")?.into_int_value();
-        let step = step.max(1) as u64;
-        let len = b.build_int_add(diff, i64t.const_int(step - 1, false), "")?;
-        let len = b.build_int_unsigned_div(len, i64t.const_int(step, false), "")?;
+        let by = step.unsigned_abs();
+        let len = b.build_int_add(diff, i64t.const_int(by - 1, false), "")?;
+        let len = b.build_int_unsigned_div(len, i64t.const_int(by, false), "")?;
         Ok((s, len))
     }
 
