@@ -291,3 +291,155 @@ fn structured_dtype_records_in_place() {
     let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
     check(&got, &out);
 }
+
+/// `pydevice run` with a structured `.npy` (as `np.save` writes an `align=True` dtype): the
+/// records are uploaded, updated in place and written back with the same `descr`.
+#[test]
+fn cli_runs_on_a_structured_npy() {
+    let Some(dev) = device("cli_runs_on_a_structured_npy") else {
+        return;
+    };
+    drop(dev);
+    use pydevice::runtime::npy::NpyArray;
+    use pydevice::runtime::records::NpyRecords;
+    let n = 1000usize;
+    let mut r = Rng(35);
+    let recs: Vec<Rec> = (0..n)
+        .map(|_| Rec {
+            x: r.f32(-10.0, 10.0),
+            y: r.f32(-10.0, 10.0),
+            n: r.i32(-1000, 1000),
+            w: f64::from(r.f32(-10.0, 10.0)),
+        })
+        .collect();
+    let sig = "Record(x[type=float32;offset=0],y[type=float32;offset=4],n[type=int32;offset=8],\
+               w[type=float64;offset=16];24;True)";
+    let pydevice::Type::Struct(record) = pydevice::types::signature::parse_type(sig).unwrap()
+    else {
+        panic!("not a record")
+    };
+    let dir = std::env::temp_dir().join(format!("pyd-records-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (rin, rout, oin, oout) = (
+        dir.join("recs.npy"),
+        dir.join("recs_out.npy"),
+        dir.join("out.npy"),
+        dir.join("out_out.npy"),
+    );
+    let npy = NpyRecords {
+        record: *record,
+        shape: vec![n as u64],
+        fortran_order: false,
+        data: bytes_of(&recs),
+    };
+    std::fs::write(&rin, npy.to_bytes()).unwrap();
+    let zeros = NpyArray {
+        dtype: pydevice::types::Scalar::Float32,
+        shape: vec![n as u64],
+        fortran_order: false,
+        data: vec![0; 4 * n],
+    };
+    std::fs::write(&oin, zeros.to_bytes()).unwrap();
+    let fixture = format!(
+        "{}/tests/fixtures/numba/records.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let arg = |k: &str, p: &std::path::Path| format!("{k}={}", p.display());
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pydevice"))
+        .args([
+            "run", &fixture, "--entry", "shift", "--grid", "8", "--block", "128",
+        ])
+        .args(["--arg", &arg("recs", &rin), "--arg", &arg("out", &oin)])
+        .args(["--out", &arg("recs", &rout), "--out", &arg("out", &oout)])
+        .output()
+        .expect("pydevice run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got = NpyRecords::parse(&std::fs::read(&rout).unwrap()).expect("records back");
+    assert_eq!(got.record, npy.record);
+    let got: Vec<Rec> = from_bytes(&got.data);
+    let outs = NpyArray::parse(&std::fs::read(&oout).unwrap()).expect("out back");
+    let outs: Vec<f32> = from_bytes(&outs.data);
+    for i in 0..n {
+        let p = recs[i];
+        let want = Rec {
+            x: p.x + p.y,
+            y: p.y,
+            n: p.n * 2,
+            w: p.w + f64::from(p.n),
+        };
+        assert_eq!(got[i], want, "record {i}");
+        close(outs[i], want.x * 2.0 + p.y, &format!("out[{i}]"));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+const RESHAPE_CHILD: &str = "PYDEVICE_GPU_RESHAPE_TRAP_CHILD";
+
+/// A reshape of an array that is not contiguous at run time (a padded C matrix: row stride
+/// larger than the row) traps instead of making a wrong view; the launch reports a fault.
+/// The fault ruins the context, so the launch runs in a child process.
+#[test]
+fn reshape_of_a_padded_matrix_traps() {
+    let Some(dev) = device("reshape_of_a_padded_matrix_traps") else {
+        return;
+    };
+    drop(dev);
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "arrays::reshape_trap_child",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(RESHAPE_CHILD, "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "child failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("RESHAPE TRAPPED: "), "{stdout}");
+    assert!(stdout.contains("CONTIGUOUS OK"), "{stdout}");
+}
+
+/// Runs only as the child of [`reshape_of_a_padded_matrix_traps`].
+#[test]
+fn reshape_trap_child() {
+    if std::env::var_os(RESHAPE_CHILD).is_none() {
+        return;
+    }
+    let dev = Device::open(0).unwrap();
+    let src = "from cuda import device\n\n@device.kernel\ndef flat(m, out):\n    \
+               f = m.reshape(-1)\n    i = device.tid(1)\n    if i < len(f):\n        \
+               out[i] = f[i]\n";
+    let k = kernel(&dev, src, "flat", "float32[:, ::1], float32[::1]");
+    let (rows, cols) = (4usize, 6usize);
+    let data: Vec<f32> = (0..rows * 8).map(|x| x as f32).collect();
+    // First a contiguous 4 x 8 matrix: the reshape is a plain view.
+    let (_mb, ma) = array(&dev, &data, &[rows as u64, 8], &[8, 1]);
+    let (ob, oa) = vec1(&dev, &vec![0f32; rows * 8]);
+    k.launch(&[ma, oa], [1, 1, 1], [64, 1, 1]);
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    assert_eq!(out, data);
+    println!("CONTIGUOUS OK");
+    // Then the first 6 columns of it: row stride 8, not 6.
+    let (_pb, pa) = array(&dev, &data, &[rows as u64, cols as u64], &[8, 1]);
+    let (_ob, oa) = vec1(&dev, &vec![0f32; rows * cols]);
+    let cfg = LaunchConfig {
+        grid: [1, 1, 1],
+        block: [64, 1, 1],
+        shared_bytes: 0,
+    };
+    let err = match dev.launch(&k.k, &[pa, oa], &cfg) {
+        Err(e) => e,
+        Ok(()) => dev.synchronize().expect_err("the reshape must trap"),
+    };
+    println!("RESHAPE TRAPPED: {err}");
+    assert!(!err.context_usable(), "{err:?}");
+}
