@@ -443,3 +443,63 @@ fn reshape_trap_child() {
     println!("RESHAPE TRAPPED: {err}");
     assert!(!err.context_usable(), "{err:?}");
 }
+
+const CHECKED_ROWS: &str = r#"from cuda import device
+
+@device.kernel(bounds_check=True)
+def row_sums(m, out, k):
+    i = device.tid(1)
+    if i < len(out):
+        row = m[i + k]
+        s = 0.0
+        for j in range(len(row)):
+            s += row[j]
+        out[i] = s + float(len(row))
+"#;
+
+/// With `bounds_check=True`, a row view whose index is out of range is recorded (line 7) and
+/// is empty, so the loop over it reads nothing.
+#[test]
+fn bounds_checked_views_are_empty_when_out_of_range() {
+    let Some(dev) = device("bounds_checked_views_are_empty_when_out_of_range") else {
+        return;
+    };
+    let k = kernel(
+        &dev,
+        CHECKED_ROWS,
+        "row_sums",
+        "float32[:, ::1], float32[::1], int32",
+    );
+    let (n, c) = (300usize, 7usize);
+    let mut r = Rng(36);
+    let m: Vec<f32> = (0..n * c).map(|_| r.f32(-1.0, 1.0)).collect();
+    let (_mb, ma) = array(&dev, &m, &[n as u64, c as u64], &[c as i64, 1]);
+    let (ob, oa) = vec1(&dev, &vec![-1f32; n]);
+    k.launch(&[ma.clone(), oa, ArgValue::Int(0)], [3, 1, 1], [128, 1, 1]);
+    dev.check_bounds(&k.k).expect("in range");
+    let shift = 5usize;
+    let (ob2, oa2) = vec1(&dev, &vec![-1f32; n]);
+    k.launch(
+        &[ma, oa2, ArgValue::Int(shift as i64)],
+        [3, 1, 1],
+        [128, 1, 1],
+    );
+    let e = dev
+        .check_bounds(&k.k)
+        .expect_err("rows past the end are reported");
+    assert!(e.to_string().contains("line 7"), "{e}");
+    for (buf, k) in [(ob, 0usize), (ob2, shift)] {
+        let out: Vec<f32> = from_bytes(&dev.download(&buf).expect("download"));
+        for i in 0..n {
+            let want = if i + k < n {
+                m[(i + k) * c..(i + k + 1) * c]
+                    .iter()
+                    .fold(0.0f32, |s, x| s + x)
+                    + c as f32
+            } else {
+                0.0
+            };
+            close(out[i], want, &format!("shift {k}, row {i}"));
+        }
+    }
+}

@@ -967,7 +967,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 self.static_array(h, &at, shape, *align)?
             }
             Expr::DynamicShared => self.dynamic_shared(&ty)?,
-            Expr::View { array, subs } => self.view(*array, subs, &ty)?,
+            Expr::View { array, subs } => self.view(*array, subs, &ty, self.f.exprs.span(h))?,
             Expr::Reshape {
                 array,
                 shape,

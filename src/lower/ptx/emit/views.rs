@@ -85,12 +85,14 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
 
     /// `array[subs]`: integer subscripts move the data pointer and drop their dimension;
     /// slices move it to their first element and keep the dimension with the stride times
-    /// the step.
+    /// the step. In bounds-checking mode an integer subscript out of range is recorded (as a
+    /// load's is) and the view is empty, so nothing is accessed through it.
     pub(super) fn view(
         &mut self,
         array: Handle<Expr>,
         subs: &[Subscript],
         ty: &Type,
+        span: crate::diag::Span,
     ) -> R<BasicValueEnum<'ctx>> {
         let from = self
             .ty(array)
@@ -106,12 +108,22 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         let mut offset = i64t.const_zero();
         let mut shape = Vec::new();
         let mut strides = Vec::new();
+        let checked = self.e.program.options.bounds_check
+            && subs.iter().any(|s| matches!(s, Subscript::Index(_)));
+        let mut ok = self.e.ctx.bool_type().const_int(1, false);
         for (d, sub) in subs.iter().enumerate() {
             let d = d as u8;
             let n = self.dim(desc, 1, d)?;
             let stride = self.stride(desc, &from, d)?;
             let first = match sub {
-                Subscript::Index(ix) => self.index_i64(ix, n)?,
+                Subscript::Index(ix) => {
+                    let i = self.index_i64(ix, n)?;
+                    if checked {
+                        let inb = self.b().build_int_compare(IntPredicate::ULT, i, n, "")?;
+                        ok = self.b().build_and(ok, inb, "")?;
+                    }
+                    i
+                }
                 Subscript::Slice { start, stop, step } => {
                     let (first, len) = self.slice_bounds(*start, *stop, *step, n)?;
                     shape.push(len);
@@ -127,6 +139,17 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             };
             let term = self.b().build_int_mul(first, stride, "")?;
             offset = self.b().build_int_add(offset, term, "")?;
+        }
+        if checked {
+            let (line, col) = self.e.program.file.line_col(span.start);
+            if let Some(cont) = self.guard(Some((ok, (line as u64) << 32 | col as u64)))? {
+                self.b().build_unconditional_branch(cont)?;
+                self.b().position_at_end(cont);
+            }
+            let zero = i64t.const_zero();
+            for n in shape.iter_mut() {
+                *n = self.b().build_select(ok, *n, zero, "")?.into_int_value();
+            }
         }
         let data = self
             .b()
