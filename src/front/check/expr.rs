@@ -378,16 +378,19 @@ impl FnCx<'_, '_> {
                             space: at.space,
                         };
                         let span = sp(s);
-                        self.indices(&base, &s.slice).map(|indices| {
-                            let e = self.push(
-                                Expr::ElementRef {
-                                    array: base.e,
-                                    indices,
-                                },
-                                ty.clone(),
-                                span,
-                            );
-                            self.val(e, ty, span)
+                        // An element becomes a reference to it; a view stays a view.
+                        self.array_subscript(&base, &s.slice, span).map(|v| {
+                            match self.exprs[v.e].clone() {
+                                Expr::Load { array, indices } => {
+                                    let e = self.push(
+                                        Expr::ElementRef { array, indices },
+                                        ty.clone(),
+                                        span,
+                                    );
+                                    self.val(e, ty, span)
+                                }
+                                _ => v,
+                            }
                         })
                     }
                     DType::Scalar(_) => self.subscript_with(base, s),
