@@ -13,19 +13,44 @@ use crate::abi::{ArgValue, ArrayArg, ParamAbi, layout_of};
 use crate::types::record::{RecordField, record, record_fields};
 use crate::types::{DType, StructType, Type};
 
-/// One entry of a NumPy `descr` list: a name and a type string (`('x', '<f4')`); padding
-/// entries have an empty name and a `|Vn` type.
-type DescrEntry = (String, String);
+/// The type of one entry of a NumPy `descr` list: a type string (`'<f4'`; `'|V4'` for
+/// padding) or the fields of a nested record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Descr {
+    /// A type string.
+    Type(String),
+    /// A nested record's entries.
+    Fields(Vec<DescrEntry>),
+}
+
+/// One entry of a NumPy `descr` list: a name (empty for padding) and its type.
+pub type DescrEntry = (String, Descr);
 
 /// The record struct of a `descr` list: fields in order, padding entries skipped, offsets
-/// counted from the entries' sizes. `itemsize` is the element size when known (`|V24`).
+/// counted from the entries' sizes, nested records recursively. `itemsize` is the element
+/// size when known (`|V24`); otherwise the entries' total.
 pub fn record_of_descr(
     entries: &[DescrEntry],
     itemsize: Option<u64>,
 ) -> Result<StructType, String> {
     let mut fields = Vec::new();
     let mut off = 0u64;
-    for (name, typestr) in entries {
+    for (name, d) in entries {
+        let typestr = match d {
+            Descr::Fields(inner) => {
+                let st = record_of_descr(inner, None).map_err(|e| format!("`{name}`: {e}"))?;
+                let ty = Type::Struct(Box::new(st));
+                let size = layout_of(&ty).size;
+                fields.push(RecordField {
+                    name: name.clone(),
+                    ty,
+                    offset: off,
+                });
+                off += size;
+                continue;
+            }
+            Descr::Type(t) => t,
+        };
         let t = typestr.trim_start_matches(['<', '|', '=']);
         if name.is_empty() {
             let n: u64 = t
@@ -39,11 +64,11 @@ pub fn record_of_descr(
             return Err(format!("field `{name}` is big-endian"));
         }
         let dtype = descr_scalar(typestr).ok_or_else(|| {
-            format!("field `{name}` has type `{typestr}`; record fields must be numbers")
+            format!("field `{name}` has type `{typestr}`; record fields must be numbers or records")
         })?;
         fields.push(RecordField {
             name: name.clone(),
-            dtype,
+            ty: Type::Scalar(dtype),
             offset: off,
         });
         off += dtype.size();
@@ -58,63 +83,149 @@ pub fn descr_of_record(st: &StructType) -> Option<Vec<DescrEntry>> {
     let size = layout_of(&Type::Struct(Box::new(st.clone()))).size;
     let mut out = Vec::new();
     let mut at = 0u64;
+    let pad = |n: u64| (String::new(), Descr::Type(format!("|V{n}")));
     for f in fields {
         if f.offset > at {
-            out.push((String::new(), format!("|V{}", f.offset - at)));
+            out.push(pad(f.offset - at));
         }
-        out.push((f.name.clone(), f.dtype.numpy_descr().to_string()));
-        at = f.offset + f.dtype.size();
+        let d = match &f.ty {
+            Type::Scalar(s) => Descr::Type(s.numpy_descr().to_string()),
+            Type::Struct(inner) => Descr::Fields(descr_of_record(inner)?),
+            _ => return None,
+        };
+        out.push((f.name.clone(), d));
+        at = f.offset + layout_of(&f.ty).size;
     }
     if size > at {
-        out.push((String::new(), format!("|V{}", size - at)));
+        out.push(pad(size - at));
     }
     Some(out)
 }
 
-/// Reads the Python literal `[('x', '<f4'), ('', '|V4'), ...]` at the start of `text`.
-fn parse_descr_list(text: &str) -> Result<Vec<DescrEntry>, String> {
-    let mut chars = text.char_indices().peekable();
-    let mut entries = Vec::new();
-    let mut strings: Vec<String> = Vec::new();
-    let mut depth = 0;
-    while let Some((_, c)) = chars.next() {
-        match c {
-            '[' if depth == 0 => depth = 1,
-            '[' => return Err("nested structured fields are not supported".into()),
-            '(' if depth == 1 => {
-                depth = 2;
-                strings.clear();
-            }
-            '(' => return Err("sub-array fields are not supported".into()),
-            ')' if depth == 2 => {
-                depth = 1;
-                match strings.as_slice() {
-                    [name, t] => entries.push((name.clone(), t.clone())),
-                    _ => return Err("sub-array fields are not supported".into()),
-                }
-            }
-            ']' if depth == 1 => return Ok(entries),
-            '\'' | '"' if depth == 2 => {
-                let mut s = String::new();
-                loop {
-                    match chars.next() {
-                        Some((_, q)) if q == c => break,
-                        Some((_, ch)) => s.push(ch),
-                        None => return Err("unterminated string in descr".into()),
-                    }
-                }
-                strings.push(s);
-            }
-            ',' | ' ' => {}
-            other if depth == 2 => {
-                return Err(format!(
-                    "unexpected `{other}` in a descr entry (sub-array fields are not supported)"
-                ));
-            }
-            other => return Err(format!("unexpected `{other}` in descr")),
+/// The Python literal of a `descr` list, as NumPy writes it in `.npy` headers.
+fn descr_text(entries: &[DescrEntry]) -> String {
+    let items: Vec<String> = entries
+        .iter()
+        .map(|(n, d)| match d {
+            Descr::Type(t) => format!("('{n}', '{t}')"),
+            Descr::Fields(inner) => format!("('{n}', {})", descr_text(inner)),
+        })
+        .collect();
+    format!("[{}]", items.join(", "))
+}
+
+/// A reader of the Python literal `[('x', '<f4'), ('', '|V4'), ('p', [...]), ...]`.
+struct DescrParser<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+impl DescrParser<'_> {
+    fn ws(&mut self) {
+        while self.s.get(self.i).is_some_and(u8::is_ascii_whitespace) {
+            self.i += 1;
         }
     }
-    Err("unterminated descr list".into())
+
+    fn eat(&mut self, c: u8) -> bool {
+        self.ws();
+        let hit = self.s.get(self.i) == Some(&c);
+        if hit {
+            self.i += 1;
+        }
+        hit
+    }
+
+    fn expect(&mut self, c: u8, what: &str) -> Result<(), String> {
+        if self.eat(c) {
+            Ok(())
+        } else {
+            Err(format!("expected `{}` {what} in descr", c as char))
+        }
+    }
+
+    fn string(&mut self) -> Result<String, String> {
+        self.ws();
+        let q = match self.s.get(self.i) {
+            Some(q @ (b'\'' | b'"')) => *q,
+            _ => return Err("expected a string in descr".into()),
+        };
+        let start = self.i + 1;
+        let len = self.s[start..]
+            .iter()
+            .position(|c| *c == q)
+            .ok_or("unterminated string in descr")?;
+        self.i = start + len + 1;
+        Ok(String::from_utf8_lossy(&self.s[start..start + len]).into_owned())
+    }
+
+    fn list(&mut self, depth: usize) -> Result<Vec<DescrEntry>, String> {
+        if depth > 16 {
+            return Err("records nested too deeply".into());
+        }
+        self.expect(b'[', "at the start of a field list")?;
+        let mut out = Vec::new();
+        loop {
+            if self.eat(b']') {
+                return Ok(out);
+            }
+            self.expect(b'(', "before a field")?;
+            let name = self.string()?;
+            self.expect(b',', "after a field name")?;
+            self.ws();
+            let d = if self.s.get(self.i) == Some(&b'[') {
+                Descr::Fields(self.list(depth + 1)?)
+            } else {
+                Descr::Type(self.string()?)
+            };
+            if self.eat(b',') {
+                // A third element is a sub-array's shape.
+                if !self.eat(b')') {
+                    return Err(format!(
+                        "field `{name}`: sub-array fields are not supported"
+                    ));
+                }
+            } else {
+                self.expect(b')', "after a field")?;
+            }
+            out.push((name, d));
+            self.eat(b',');
+        }
+    }
+}
+
+/// Reads the Python literal `[('x', '<f4'), ('', '|V4'), ...]` at the start of `text`.
+fn parse_descr_list(text: &str) -> Result<Vec<DescrEntry>, String> {
+    DescrParser {
+        s: text.as_bytes(),
+        i: 0,
+    }
+    .list(0)
+}
+
+/// A `descr` in the CUDA Array Interface's JSON form: `[["x", "<f4"], ["p", [...]], ...]`.
+fn descr_of_json(items: &[serde_json::Value]) -> Result<Vec<DescrEntry>, String> {
+    let mut out = Vec::new();
+    for item in items {
+        match item.as_array().map(Vec::as_slice) {
+            Some([serde_json::Value::String(n), serde_json::Value::String(t)]) => {
+                out.push((n.clone(), Descr::Type(t.clone())))
+            }
+            Some(
+                [
+                    serde_json::Value::String(n),
+                    serde_json::Value::Array(inner),
+                ],
+            ) => out.push((n.clone(), Descr::Fields(descr_of_json(inner)?))),
+            _ => {
+                return Err(format!(
+                    "descr entry {item} is not [name, typestr] or [name, fields] (sub-array \
+                     fields are not supported)"
+                ));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// An array of records read from (or to be written to) a `.npy` file.
@@ -204,11 +315,7 @@ impl NpyRecords {
 
     /// The bytes of a version-1 `.npy` file with the record's `descr` (padding included).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let entries = descr_of_record(&self.record).unwrap_or_default();
-        let descr: Vec<String> = entries
-            .iter()
-            .map(|(n, t)| format!("('{n}', '{t}')"))
-            .collect();
+        let descr = descr_text(&descr_of_record(&self.record).unwrap_or_default());
         let shape = match self.shape.len() {
             1 => format!("({},)", self.shape[0]),
             _ => format!(
@@ -221,8 +328,7 @@ impl NpyRecords {
             ),
         };
         let mut header = format!(
-            "{{'descr': [{}], 'fortran_order': {}, 'shape': {shape}, }}",
-            descr.join(", "),
+            "{{'descr': {descr}, 'fortran_order': {}, 'shape': {shape}, }}",
             if self.fortran_order { "True" } else { "False" }
         );
         let total = 10 + header.len() + 1;
@@ -252,20 +358,10 @@ pub fn cai_record(cai: &CudaArrayInterface) -> Option<Result<StructType, Runtime
             cai.typestr
         ))));
     };
-    let mut entries = Vec::new();
-    for item in items {
-        match item.as_array().map(Vec::as_slice) {
-            Some([serde_json::Value::String(n), serde_json::Value::String(t)]) => {
-                entries.push((n.clone(), t.clone()))
-            }
-            _ => {
-                return Some(Err(bad(format!(
-                    "descr entry {item} is not [name, typestr] (nested and sub-array fields are \
-                     not supported)"
-                ))));
-            }
-        }
-    }
+    let entries = match descr_of_json(items) {
+        Ok(e) => e,
+        Err(e) => return Some(Err(bad(e))),
+    };
     Some(record_of_descr(&entries, Some(size)).map_err(bad))
 }
 
@@ -409,7 +505,7 @@ mod tests {
 
     #[test]
     fn aligned_descr_round_trips_and_packed_is_refused() {
-        let e = |n: &str, t: &str| (n.to_string(), t.to_string());
+        let e = |n: &str, t: &str| (n.to_string(), Descr::Type(t.to_string()));
         let aligned = [e("a", "|i1"), e("", "|V3"), e("b", "<f4"), e("c", "<f8")];
         let r = record_of_descr(&aligned, Some(16)).unwrap();
         assert_eq!(descr_of_record(&r).unwrap(), aligned.to_vec());
@@ -442,6 +538,40 @@ mod tests {
         assert!(String::from_utf8_lossy(&r.to_bytes()).contains(
             "'descr': [('a', '|i1'), ('', '|V7'), ('b', '<f8'), ('c', '<u2'), ('', '|V6')]"
         ));
+    }
+
+    /// NumPy 2.4's header for `np.dtype([('id', 'i1'), ('pos', np.dtype([('x', '<f4'),
+    /// ('y', '<f8')], align=True)), ('k', '<u2')], align=True)`.
+    #[test]
+    fn nested_records() {
+        let text = "[('id', '|i1'), ('', '|V7'), ('pos', [('x', '<f4'), ('', '|V4'), \
+                    ('y', '<f8')]), ('k', '<u2'), ('', '|V6')]";
+        let entries = parse_descr_list(text).unwrap();
+        let r = record_of_descr(&entries, Some(32)).unwrap();
+        assert_eq!(
+            r.name,
+            "record_id_int8_pos_record_x_float32_y_float64_k_uint16"
+        );
+        assert_eq!(descr_text(&descr_of_record(&r).unwrap()), text);
+        let l = layout_of(&Type::Struct(Box::new(r)));
+        assert_eq!(
+            (
+                l.size,
+                l.fields.iter().map(|f| f.offset).collect::<Vec<_>>()
+            ),
+            (32, vec![0, 8, 24])
+        );
+        let json = serde_json::json!([
+            ["id", "|i1"],
+            ["", "|V7"],
+            ["pos", [["x", "<f4"], ["", "|V4"], ["y", "<f8"]]],
+            ["k", "<u2"],
+            ["", "|V6"]
+        ]);
+        let serde_json::Value::Array(items) = json else {
+            panic!("not a list")
+        };
+        assert_eq!(descr_of_json(&items).unwrap(), entries);
     }
 
     #[test]

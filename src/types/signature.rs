@@ -218,8 +218,14 @@ impl Parser<'_> {
             let t = self
                 .ident()
                 .ok_or_else(|| format!("expected a type at column {col}"))?;
-            let dtype = Scalar::from_name(&t)
-                .ok_or_else(|| format!("field `{name}`: unknown type `{t}`"))?;
+            let ty = if t == "Record" && self.eat(b'(') {
+                Type::Struct(Box::new(self.record()?))
+            } else {
+                Type::Scalar(
+                    Scalar::from_name(&t)
+                        .ok_or_else(|| format!("field `{name}`: unknown type `{t}`"))?,
+                )
+            };
             self.expect(b';')?;
             if self.ident().as_deref() != Some("offset") {
                 return Err(format!("expected `offset=` at column {}", self.i + 1));
@@ -227,11 +233,7 @@ impl Parser<'_> {
             self.expect(b'=')?;
             let offset = self.number()?;
             self.expect(b']')?;
-            fields.push(RecordField {
-                name,
-                dtype,
-                offset,
-            });
+            fields.push(RecordField { name, ty, offset });
             if !self.eat(b',') {
                 break;
             }
@@ -303,5 +305,14 @@ mod tests {
         let t = parse_type("Record(x[type=float32;offset=0],n[type=int64;offset=8];16;True)[::1]")
             .unwrap();
         assert_eq!(t.to_string(), "record_x_float32_n_int64[::1]");
+        let nested = parse_type(
+            "Record(id[type=int8;offset=0],pos[type=Record(x[type=float32;offset=0],\
+             y[type=float32;offset=4];8;True);offset=4];12;True)",
+        )
+        .unwrap();
+        assert_eq!(
+            nested.to_string(),
+            "record_id_int8_pos_record_x_float32_y_float32"
+        );
     }
 }

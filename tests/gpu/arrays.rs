@@ -249,7 +249,7 @@ fn structured_dtype_records_in_place() {
                 x: p.x + p.y,
                 y: p.y,
                 n: p.n * 2,
-                w: p.w + f64::from(p.n),
+                w: p.w + f64::from(p.n * 2),
             };
             assert_eq!(got[i], want, "record {i}");
             close(out[i], want.x * 2.0 + p.y, &format!("out[{i}]"));
@@ -369,7 +369,7 @@ fn cli_runs_on_a_structured_npy() {
             x: p.x + p.y,
             y: p.y,
             n: p.n * 2,
-            w: p.w + f64::from(p.n),
+            w: p.w + f64::from(p.n * 2),
         };
         assert_eq!(got[i], want, "record {i}");
         close(outs[i], want.x * 2.0 + p.y, &format!("out[{i}]"));
@@ -501,5 +501,84 @@ fn bounds_checked_views_are_empty_when_out_of_range() {
             };
             close(out[i], want, &format!("shift {k}, row {i}"));
         }
+    }
+}
+
+#[repr(C)]
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+struct Pos {
+    x: f32,
+    y: f64,
+}
+
+/// `np.dtype([('id', 'i1'), ('pos', np.dtype([('x', '<f4'), ('y', '<f8')], align=True)),
+/// ('k', '<u2')], align=True)`: pos at 8, k at 24, 32 bytes.
+#[repr(C)]
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+struct Nested {
+    id: i8,
+    pos: Pos,
+    k: u16,
+}
+
+/// tests/fixtures/numba/records_nested.py: nested record fields written in place, through
+/// the CUDA Array Interface with a nested `descr`.
+#[test]
+fn nested_records_in_place() {
+    let Some(dev) = device("nested_records_in_place") else {
+        return;
+    };
+    let path = format!(
+        "{}/tests/fixtures/numba/records_nested.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let src = std::fs::read_to_string(&path).expect("fixture");
+    let sig = "Record(id[type=int8;offset=0],pos[type=Record(x[type=float32;offset=0],\
+               y[type=float64;offset=8];16;True);offset=8],k[type=uint16;offset=24];32;True)[::1], \
+               float64[::1]";
+    let k = kernel(&dev, &src, "move", sig);
+    let n = 2049usize;
+    let mut r = Rng(37);
+    let recs: Vec<Nested> = (0..n)
+        .map(|_| Nested {
+            id: r.i32(-128, 128) as i8,
+            pos: Pos {
+                x: r.f32(-10.0, 10.0),
+                y: f64::from(r.f32(-10.0, 10.0)),
+            },
+            k: r.i32(0, 65536) as u16,
+        })
+        .collect();
+    let rb = dev.upload(&bytes_of(&recs)).expect("upload");
+    let cai = pydevice::runtime::CudaArrayInterface::from_json(&format!(
+        r#"{{"shape": [{n}], "typestr": "|V32", "data": [{}, false], "version": 3,
+            "descr": [["id", "|i1"], ["", "|V7"],
+                      ["pos", [["x", "<f4"], ["", "|V4"], ["y", "<f8"]]],
+                      ["k", "<u2"], ["", "|V6"]]}}"#,
+        dev.address(&rb)
+    ))
+    .expect("cai");
+    let ra = cai.to_arg(&k.k.abi().params[0]).expect("record argument");
+    let (ob, oa) = vec1(&dev, &vec![0f64; n]);
+    k.launch(&[ra, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let got: Vec<Nested> = from_bytes(&dev.download(&rb).expect("download"));
+    let out: Vec<f64> = from_bytes(&dev.download(&ob).expect("download"));
+    for i in 0..n {
+        let p = recs[i];
+        let want = Nested {
+            id: p.id,
+            pos: Pos {
+                x: p.pos.x * 2.0,
+                y: p.pos.y + f64::from(p.id),
+            },
+            k: p.k.wrapping_add(1),
+        };
+        assert_eq!(got[i], want, "record {i}");
+        let o = want.pos.y + f64::from(want.pos.x) + f64::from(want.k);
+        assert!(
+            (out[i] - o).abs() <= 1e-12 * o.abs().max(1.0),
+            "out[{i}]: {} vs {o}",
+            out[i]
+        );
     }
 }

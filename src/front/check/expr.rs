@@ -356,6 +356,11 @@ impl FnCx<'_, '_> {
         }
         let base = self.expr(&s.value);
         let base = self.value_of(base)?;
+        if self.s.m.numba {
+            // numba's records are references into their array, as NumPy's are: `r = recs[i]`
+            // sees later stores to `recs[i]`, and `r.x = v` stores into the array.
+            return self.element_place(base, s);
+        }
         self.subscript_with(base, s)
     }
 
@@ -365,11 +370,24 @@ impl FnCx<'_, '_> {
         let ast::Expr::Subscript(s) = e else {
             return self.expr(e);
         };
+        if let ast::Expr::StringLiteral(k) = s.slice.as_ref() {
+            // `records[i]['pos']`: a field, in place when the record is.
+            let base = self.place_or_value(&s.value);
+            return self.attr_of(base, k.value.to_str(), sp(s));
+        }
         let base = self.expr(&s.value);
         let Some(base) = self.value_of(base) else {
             return Value::Err;
         };
-        let r = match &base.ty {
+        self.element_place(base, s)
+            .map(Value::Val)
+            .unwrap_or(Value::Err)
+    }
+
+    /// `base[...]` where an element of an array of structs is a reference to it; anything
+    /// else as `subscript_with`.
+    fn element_place(&mut self, base: Val, s: &ast::ExprSubscript) -> Option<Val> {
+        match &base.ty {
             Type::Array(at) if !matches!(s.slice.as_ref(), ast::Expr::Slice(_)) => {
                 match &at.dtype {
                     DType::Struct(st) => {
@@ -397,8 +415,7 @@ impl FnCx<'_, '_> {
                 }
             }
             _ => self.subscript_with(base, s),
-        };
-        r.map(Value::Val).unwrap_or(Value::Err)
+        }
     }
 
     /// A field of the struct a reference refers to: `Atomic` fields as atomic references,

@@ -791,6 +791,10 @@ impl FnCx<'_, '_> {
         match dtype {
             DType::Scalar(s) => self.store_value(v, *s),
             DType::Struct(st) if v.ty == Type::Struct(st.clone()) => Some(v.e),
+            // A reference to a record (numba's `recs[j] = recs[i]`): its value.
+            DType::Struct(st) if matches!(&v.ty, Type::StructRef { st: r, .. } if r == st) => {
+                Some(self.push(Expr::Deref(v.e), Type::Struct(st.clone()), v.span))
+            }
             DType::Struct(st) => {
                 self.error(
                     "E0207",
