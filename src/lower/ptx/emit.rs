@@ -476,17 +476,27 @@ impl<'ctx> Emitter<'_, 'ctx> {
         g.as_pointer_value()
     }
 
-    /// A 16-byte device global that out-of-range atomics act on in bounds-checking mode.
-    fn bounds_scratch(&self) -> PointerValue<'ctx> {
-        let name = "__pyd_bounds_scratch";
+    /// A device global of at least 16 and at least `bytes` bytes that out-of-range element
+    /// references (atomics, struct elements) act on in bounds-checking mode.
+    fn bounds_scratch(&self, bytes: u64) -> PointerValue<'ctx> {
+        // At least the element's size: a reference to a struct element is written field by
+        // field, so a smaller scratch would let an out-of-range one corrupt other globals.
+        let words = bytes.div_ceil(8).max(2);
+        let name = if words == 2 {
+            "__pyd_bounds_scratch".to_string()
+        } else {
+            format!("__pyd_bounds_scratch_{words}")
+        };
+        let name = name.as_str();
         let g = self.module.get_global(name).unwrap_or_else(|| {
-            let t = self.ctx.i64_type().array_type(2);
+            let t = self.ctx.i64_type().array_type(words as u32);
             let g = self
                 .module
                 .add_global(t, Some(AddressSpace::from(1u16)), name);
             g.set_initializer(&t.const_zero());
             g.set_linkage(Linkage::Internal);
-            g.set_alignment(16);
+            // Aligned for any element of that size (an alignment divides the size).
+            g.set_alignment((words * 8).next_power_of_two().min(4096) as u32);
             g
         });
         g.as_pointer_value()
@@ -1037,7 +1047,11 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                         let inside = self.b().get_insert_block().ok_or_else(|| err("no block"))?;
                         self.b().build_unconditional_branch(cont)?;
                         self.b().position_at_end(cont);
-                        let scratch = self.e.bounds_scratch();
+                        let bytes = match self.ty(*array).as_array() {
+                            Some(at) => elem_size(&at.dtype),
+                            None => 16,
+                        };
+                        let scratch = self.e.bounds_scratch(bytes);
                         let scratch = self.b().build_address_space_cast(scratch, generic, "")?;
                         let phi = self.b().build_phi(generic, "")?;
                         let fail = cont
