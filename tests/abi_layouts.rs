@@ -989,3 +989,34 @@ fn aligned_struct_fields_match_nvcc() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// numba's record notation in `--type`: an aligned record prints its C layout; a packed one
+/// is refused with the reason and what to do.
+#[test]
+fn cli_abi_prints_records_and_explains_packed_ones() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/numba/records.py"
+    );
+    let out = cli(&[
+        "abi",
+        path,
+        "--type",
+        "Record(id[type=int8;offset=0],w[type=float64;offset=8];16;True)",
+    ]);
+    let text = ok(&out, "pydevice abi --type Record(...)", "");
+    assert!(text.contains("size 16, align 8"), "{text}");
+    assert!(text.contains("     8  w: float64"), "{text}");
+    let out = cli(&[
+        "abi",
+        path,
+        "--type",
+        "Record(id[type=int8;offset=0],w[type=float64;offset=1];9;False)",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("align=True") && err.contains("`w` is at byte 1"),
+        "{err}"
+    );
+}

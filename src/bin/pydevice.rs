@@ -238,6 +238,12 @@ fn cmd_abi(a: &Args) -> Result<(), Failure> {
     let mut roots = Vec::new();
     for name in named {
         roots.push(module.named_type(name).ok_or_else(|| {
+            if name.starts_with("Record(") {
+                // Say why numba's record notation was refused (a packed dtype, usually).
+                if let Err(why) = pydevice::types::signature::parse_type(name) {
+                    return format!("`{name}`: {why}");
+                }
+            }
             format!(
                 "no type `{name}` in {file} (a @struct class, a vector such as float32x3, \
                  a number type, or a type in Numba's notation)"
