@@ -1124,7 +1124,10 @@ impl fmt::Display for ExprFmt<'_> {
                             if let Some(s) = stop {
                                 write!(f, "{}", e(*s))?;
                             }
-                            write!(f, ":{step}")?;
+                            // As Python writes it: a step of 1 is left out.
+                            if *step != 1 {
+                                write!(f, ":{step}")?;
+                            }
                         }
                     }
                 }
