@@ -212,10 +212,12 @@ pub fn layout_of(t: &Type) -> TypeLayout {
             let mut off = 0;
             let mut align = st.align.unwrap_or(1).max(1);
             let mut fields = Vec::new();
-            for (name, ft) in &st.fields {
+            for (i, (name, ft)) in st.fields.iter().enumerate() {
                 let l = layout_of(ft);
-                off = round_up(off, l.align);
-                align = align.max(l.align);
+                // `device.align(t, n)`: the member is `alignas(n) T f;`.
+                let a = l.align.max(st.field_align(i));
+                off = round_up(off, a);
+                align = align.max(a);
                 fields.push(FieldLayout {
                     name: name.clone(),
                     offset: off,

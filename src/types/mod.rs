@@ -6,6 +6,7 @@
 
 pub mod fp8;
 pub mod promote;
+pub mod record;
 pub mod signature;
 
 use serde::{Deserialize, Serialize};
@@ -485,12 +486,21 @@ pub struct StructType {
     pub fields: Vec<(String, Type)>,
     /// `@struct(align=N)`: the minimum alignment in bytes.
     pub align: Option<u64>,
+    /// Each field's minimum alignment from `device.align(t, n)` (C++ `alignas(n) T f;`), 0
+    /// for the type's own; empty when no field has one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub field_align: Vec<u64>,
 }
 
 impl StructType {
     /// The index of a field.
     pub fn field(&self, name: &str) -> Option<usize> {
         self.fields.iter().position(|(n, _)| n == name)
+    }
+
+    /// The `device.align` override of field `i` in bytes (0: none).
+    pub fn field_align(&self, i: usize) -> u64 {
+        self.field_align.get(i).copied().unwrap_or(0)
     }
 }
 
