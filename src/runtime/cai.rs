@@ -81,7 +81,7 @@ pub fn typestr_scalar(typestr: &str) -> Result<Scalar, RuntimeError> {
     s.ok_or_else(|| {
         let what = match kind {
             'c' => "this complex width (device code has complex64 and complex128)",
-            'f' => "this float width (device code has float32 and float64)",
+            'f' => "this float width (NumPy's float16, float32 and float64 are supported)",
             'V' => "structured or void types",
             'O' => "Python objects",
             'S' | 'U' => "strings",

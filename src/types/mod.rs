@@ -5,6 +5,7 @@
 //! `abi`, how they are promoted in [`promote`], and how they are inferred in `front`.
 
 pub mod fp8;
+pub mod half;
 pub mod promote;
 pub mod record;
 pub mod signature;
@@ -183,6 +184,7 @@ impl Scalar {
     /// The float of a width.
     pub fn float(bits: u32) -> Option<Scalar> {
         match bits {
+            16 => Some(Scalar::Float16),
             32 => Some(Scalar::Float32),
             64 => Some(Scalar::Float64),
             _ => None,
