@@ -313,7 +313,9 @@ impl<'ctx> Emitter<'_, 'ctx> {
             Some(r) => r.fn_type(&params, false),
             None => self.ctx.void_type().fn_type(&params, false),
         };
-        let linkage = if kernel || f.interop {
+        // A `@func` compiled as the entry stays visible (`.visible .func`) for linking.
+        let entry = std::ptr::eq(f, &self.program.functions[self.program.entry]);
+        let linkage = if kernel || f.interop || entry {
             None
         } else {
             Some(Linkage::Internal)

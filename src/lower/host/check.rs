@@ -1,0 +1,251 @@
+//! What the host cannot run, found before lowering: device-only intrinsics (thread
+//! positioning, barriers, warp collectives), atomics, and values the host does not hold
+//! (arrays, references). Each use is a diagnostic at its span, so lowering itself only
+//! meets programs it can translate.
+
+use super::leaf::leaves;
+use crate::diag::{Diagnostic, Span};
+use crate::ir::{Expr, Function, FunctionKind, Handle, Intrinsic, Program, Stmt, StmtKind};
+use std::collections::HashSet;
+
+/// The note every device-only diagnostic carries.
+const GUARD: &str = "guard device-only code with `if target(is_device):` (and give the host \
+                     its own branch under `if target(is_host):`)";
+
+/// The diagnostics that stop `program` from running on the host; empty when it can.
+pub(crate) fn check(program: &Program) -> Vec<Diagnostic> {
+    let mut c = Checker {
+        diags: Vec::new(),
+        seen: HashSet::new(),
+    };
+    let entry = &program.functions[program.entry];
+    if entry.kind == FunctionKind::Kernel {
+        c.diags.push(
+            Diagnostic::error(
+                "E0500",
+                entry.span,
+                format!(
+                    "`{}` is a @kernel; only @func functions run on the host",
+                    entry.name
+                ),
+            )
+            .with_note("kernels need a grid of threads; launch them on a GPU"),
+        );
+        return c.diags;
+    }
+    for l in entry.param_locals() {
+        let t = &entry.locals[l].ty;
+        if leaves(t).is_none() {
+            c.diags.push(
+                Diagnostic::error(
+                    "E0503",
+                    entry.span,
+                    format!(
+                        "parameter `{}` has type {t}, which the host cannot pass yet",
+                        entry.locals[l].name
+                    ),
+                )
+                .with_note("host functions take numbers, tuples, vectors and @struct values"),
+            );
+        }
+    }
+    if leaves(&entry.ret).is_none() {
+        c.diags.push(Diagnostic::error(
+            "E0503",
+            entry.span,
+            format!(
+                "`{}` returns {}, which the host cannot return yet",
+                entry.name, entry.ret
+            ),
+        ));
+    }
+    for (_, f) in program.functions.iter() {
+        c.block(f, &f.body);
+    }
+    c.diags
+}
+
+struct Checker {
+    diags: Vec<Diagnostic>,
+    seen: HashSet<(Span, &'static str)>,
+}
+
+impl Checker {
+    fn report(&mut self, code: &'static str, span: Span, message: String, note: &str) {
+        if self.seen.insert((span, code)) {
+            self.diags
+                .push(Diagnostic::error(code, span, message).with_note(note));
+        }
+    }
+
+    fn block(&mut self, f: &Function, b: &[Stmt]) {
+        for s in b {
+            match &s.kind {
+                StmtKind::Eval(e) | StmtKind::Assign(_, e) | StmtKind::Return(Some(e)) => {
+                    self.expr(f, *e)
+                }
+                StmtKind::Store { array, .. } | StmtKind::StoreRef { target: array, .. } => {
+                    self.expr(f, *array)
+                }
+                StmtKind::If {
+                    cond,
+                    then,
+                    otherwise,
+                } => {
+                    self.expr(f, *cond);
+                    self.block(f, then);
+                    self.block(f, otherwise);
+                }
+                StmtKind::Loop {
+                    cond,
+                    body,
+                    continuing,
+                } => {
+                    self.expr(f, *cond);
+                    self.block(f, body);
+                    self.block(f, continuing);
+                }
+                StmtKind::Break | StmtKind::Continue | StmtKind::Return(None) => {}
+            }
+        }
+    }
+
+    fn expr(&mut self, f: &Function, h: Handle<Expr>) {
+        let span = f.exprs.span(h);
+        let e = &f.exprs[h];
+        match e {
+            Expr::Intrinsic(op, _) if device_only(*op) => {
+                self.report(
+                    "E0501",
+                    span,
+                    format!("`{}` exists only on the device", python_name(*op)),
+                    GUARD,
+                );
+                return;
+            }
+            Expr::Atomic { .. } | Expr::ElementRef { .. } => {
+                self.report(
+                    "E0502",
+                    span,
+                    "atomics are not supported on the host".into(),
+                    GUARD,
+                );
+                return;
+            }
+            Expr::StaticArray { .. } | Expr::DynamicShared => {
+                self.report(
+                    "E0503",
+                    span,
+                    "shared and local arrays are not supported on the host".into(),
+                    GUARD,
+                );
+                return;
+            }
+            _ => {}
+        }
+        // A local holding an array is reported where the array comes from (a parameter
+        // or an allocation), not at every use.
+        if leaves(f.ty(h)).is_none() && !matches!(e, Expr::Local(_)) {
+            self.report(
+                "E0503",
+                span,
+                format!(
+                    "values of type {} are not supported on the host yet",
+                    f.ty(h)
+                ),
+                "host functions compute on numbers, tuples, vectors and @struct values",
+            );
+            return;
+        }
+        for c in children(e) {
+            self.expr(f, c);
+        }
+    }
+}
+
+/// The spelling of a device-only intrinsic in Python.
+fn python_name(op: Intrinsic) -> String {
+    use crate::ir::{Shfl, Vote};
+    let s = match op {
+        Intrinsic::ThreadIdx(a) => return format!("thread_idx.{}", a.letter()),
+        Intrinsic::BlockIdx(a) => return format!("block_idx.{}", a.letter()),
+        Intrinsic::BlockDim(a) => return format!("block_dim.{}", a.letter()),
+        Intrinsic::GridDim(a) => return format!("grid_dim.{}", a.letter()),
+        Intrinsic::LaneId => "lane_id",
+        Intrinsic::WarpSize => "warp_size",
+        Intrinsic::SyncThreads => "syncthreads",
+        Intrinsic::SyncThreadsCount => "syncthreads_count",
+        Intrinsic::SyncThreadsAnd => "syncthreads_and",
+        Intrinsic::SyncThreadsOr => "syncthreads_or",
+        Intrinsic::ThreadFence(..) => "threadfence",
+        Intrinsic::ActiveMask => "activemask",
+        Intrinsic::LaneMaskLt => "lanemask_lt",
+        Intrinsic::SyncWarp => "syncwarp",
+        Intrinsic::Vote(Vote::All) => "all_sync",
+        Intrinsic::Vote(Vote::Any) => "any_sync",
+        Intrinsic::Vote(Vote::Uni) => "eq_sync",
+        Intrinsic::Vote(Vote::Ballot) => "ballot_sync",
+        Intrinsic::Shfl(Shfl::Idx) => "shfl_sync",
+        Intrinsic::Shfl(Shfl::Up) => "shfl_up_sync",
+        Intrinsic::Shfl(Shfl::Down) => "shfl_down_sync",
+        Intrinsic::Shfl(Shfl::Xor) => "shfl_xor_sync",
+        Intrinsic::MatchAny => "match_any_sync",
+        Intrinsic::MatchAll => "match_all_sync",
+        Intrinsic::DynamicSharedSize => "dynamic_shared_array",
+        other => return other.name(),
+    };
+    s.to_string()
+}
+
+/// Whether an intrinsic needs a GPU (thread positions, barriers, warp operations).
+fn device_only(op: Intrinsic) -> bool {
+    !matches!(
+        op,
+        Intrinsic::Popc
+            | Intrinsic::Brev
+            | Intrinsic::Clz
+            | Intrinsic::Ffs
+            | Intrinsic::Fma
+            | Intrinsic::Math(_)
+    )
+}
+
+/// The operands of an expression.
+pub(crate) fn children(e: &Expr) -> Vec<Handle<Expr>> {
+    match e {
+        Expr::Literal(_) | Expr::Local(_) | Expr::StaticArray { .. } | Expr::DynamicShared => {
+            Vec::new()
+        }
+        Expr::Unary(_, a)
+        | Expr::Cast(a)
+        | Expr::Extract(a, _)
+        | Expr::ArrayProp(a, _)
+        | Expr::Reinterpret(a)
+        | Expr::FieldRef(a, _)
+        | Expr::Deref(a) => vec![*a],
+        Expr::Binary(_, a, b) | Expr::And(a, b) | Expr::Or(a, b) => vec![*a, *b],
+        Expr::Select {
+            cond,
+            then,
+            otherwise,
+        } => vec![*cond, *then, *otherwise],
+        Expr::Call(_, args) | Expr::Intrinsic(_, args) | Expr::Tuple(args) => args.clone(),
+        Expr::Load { array, indices } | Expr::ElementRef { array, indices } => {
+            let mut v = vec![*array];
+            v.extend(indices.iter().map(|i| i.value));
+            v
+        }
+        Expr::View {
+            array, start, stop, ..
+        } => {
+            let mut v = vec![*array];
+            v.extend(start.iter().chain(stop.iter()).copied());
+            v
+        }
+        Expr::Atomic { target, args, .. } => {
+            let mut v = vec![*target];
+            v.extend(args.iter().copied());
+            v
+        }
+    }
+}
