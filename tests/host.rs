@@ -187,3 +187,267 @@ fn host_error_fixtures_report_the_expected_diagnostics() {
         assert_eq!(got, want, "{name}: diagnostics differ");
     }
 }
+
+/// The functions the C ABI test calls, with argument values as Python literals.
+const ABI_SRC: &str = r#"
+from cuda import device
+from cuda.device import int8, int16, int32, int64, uint8, uint16, float16, float32, float64, float32x4
+
+
+@device.struct
+class pair:
+    x: float32
+    y: float32
+
+
+@device.struct
+class mixed:
+    i: int32
+    a: float32
+    b: float32
+
+
+@device.struct
+class big:
+    a: float64
+    b: float64
+    c: float64
+
+
+@device.struct
+class small:
+    c: int8
+    h: float16
+    s: int16
+
+
+@device.struct
+class ii:
+    i: int64
+    j: int64
+
+
+@device.func
+def scal(a: int8, b: uint16, c: float32, d: float64, e: bool, f: int64, g: int32, h: uint8, i: int16, j: float32) -> float64:
+    return float64(a) + float64(b) * 10.0 + float64(c) * 100.0 + d * 1000.0 + float64(e) * 3.0 + float64(f) + float64(g) * 7.0 + float64(h) * 11.0 + float64(i) * 13.0 + float64(j)
+
+
+@device.func
+def swap(p: pair, m: mixed) -> mixed:
+    return mixed(m.i + 1, p.y, p.x + m.a + m.b)
+
+
+@device.func
+def grow(b: big, p: pair, k: int32) -> big:
+    return big(b.a + float64(p.x), b.b * float64(k), b.c - float64(p.y))
+
+
+@device.func
+def tup(x: float64, n: int64) -> tuple[int64, float64]:
+    return (n * 2, x + float64(n))
+
+
+@device.func
+def tup2(x: float64, n: int32) -> tuple[float64, int32]:
+    return (x * 0.5, n - 1)
+
+
+@device.func
+def vec4(v: float32x4, s: float32) -> float32x4:
+    return float32x4(v.w * s, v.z, v.y, v.x + s)
+
+
+@device.func
+def halfs(s: small, h: float16) -> small:
+    return small(s.c + int8(1), s.h + h, s.s * int16(2))
+
+
+@device.func
+def ints(a: ii, b: ii, c: int32, d: ii, e: ii, f: int32) -> int64:
+    return a.i + a.j * 2 + b.i * 3 + b.j * 4 + int64(c) * 5 + d.i * 6 + d.j * 7 + e.i * 8 + e.j * 9 + int64(f) * 10
+"#;
+
+const ABI_C: &str = r#"
+#include <stdint.h>
+typedef struct { float x, y; } pair;
+typedef struct { int32_t i; float a, b; } mixed;
+typedef struct { double a, b, c; } big;
+typedef struct { unsigned short x; } half;
+typedef struct { int8_t c; half h; int16_t s; } small;
+typedef struct { int64_t i, j; } ii;
+typedef struct { int64_t a; double b; } t_id;
+typedef struct { double a; int32_t b; } t_di;
+typedef struct __attribute__((aligned(16))) { float x, y, z, w; } f4;
+
+int run(void **fp, double *out) {
+    int k = 0;
+    out[k++] = ((double (*)(int8_t, uint16_t, float, double, _Bool, int64_t, int32_t, uint8_t, int16_t, float))fp[0])(
+        -5, 60000, 1.5f, 2.25, 1, -7000000000LL, 123, 200, -300, 0.75f);
+    pair p = {1.5f, -2.5f};
+    mixed m = {41, 0.25f, 8.0f};
+    mixed r1 = ((mixed (*)(pair, mixed))fp[1])(p, m);
+    out[k++] = r1.i; out[k++] = r1.a; out[k++] = r1.b;
+    big b = {1.0, 2.0, 3.0};
+    big r2 = ((big (*)(big, pair, int32_t))fp[2])(b, p, 7);
+    out[k++] = r2.a; out[k++] = r2.b; out[k++] = r2.c;
+    t_id r3 = ((t_id (*)(double, int64_t))fp[3])(0.5, 1LL << 40);
+    out[k++] = (double)r3.a; out[k++] = r3.b;
+    t_di r4 = ((t_di (*)(double, int32_t))fp[4])(9.0, -17);
+    out[k++] = r4.a; out[k++] = r4.b;
+    f4 v = {1.0f, 2.0f, 3.0f, 4.0f};
+    f4 r5 = ((f4 (*)(f4, float))fp[5])(v, 0.5f);
+    out[k++] = r5.x; out[k++] = r5.y; out[k++] = r5.z; out[k++] = r5.w;
+    small s = {-3, {0x4000}, 1234};
+    half h = {0x3C00};
+    small r6 = ((small (*)(small, half))fp[6])(s, h);
+    out[k++] = r6.c; out[k++] = r6.h.x; out[k++] = r6.s;
+    ii a1 = {1, 2}, a2 = {3, 4}, a4 = {5, 6}, a5 = {7, 8};
+    out[k++] = (double)((int64_t (*)(ii, ii, int32_t, ii, ii, int32_t))fp[7])(a1, a2, 9, a4, a5, 10);
+    return k;
+}
+"#;
+
+/// The leaves of a value as f64, half-precision ones as their bits (as the C side writes).
+fn flatten(t: &Type, v: &HostValue, out: &mut Vec<f64>) {
+    match (t, v) {
+        (Type::Scalar(Scalar::Float16), HostValue::Float32(x)) => {
+            let bits = half_bits(*x);
+            out.push(f64::from(bits));
+        }
+        (_, HostValue::Bool(b)) => out.push(f64::from(u8::from(*b))),
+        (_, HostValue::Int(i)) => out.push(*i as f64),
+        (_, HostValue::UInt(u)) => out.push(*u as f64),
+        (_, HostValue::Float32(x)) => out.push(f64::from(*x)),
+        (_, HostValue::Float64(x)) => out.push(*x),
+        (Type::Struct(st), HostValue::Struct { fields, .. }) => {
+            for ((_, ft), (_, fv)) in st.fields.iter().zip(fields) {
+                flatten(ft, fv, out);
+            }
+        }
+        (Type::Tuple(ts), HostValue::Tuple(items)) => {
+            for (et, ev) in ts.iter().zip(items) {
+                flatten(et, ev, out);
+            }
+        }
+        (Type::Vector { elem, .. }, HostValue::Tuple(items)) => {
+            for ev in items {
+                flatten(&Type::Scalar(*elem), ev, out);
+            }
+        }
+        (t, v) => panic!("cannot flatten {v} as {t}"),
+    }
+}
+
+/// IEEE half bits of an exactly representable value (normal numbers only; enough here).
+fn half_bits(x: f32) -> u16 {
+    if x == 0.0 {
+        return 0;
+    }
+    let b = x.to_bits();
+    let sign = ((b >> 16) & 0x8000) as u16;
+    let e = ((b >> 23) & 0xff) as i32 - 127 + 15;
+    let m = ((b >> 13) & 0x3ff) as u16;
+    sign | ((e as u16) << 10) | m
+}
+
+#[test]
+fn c_abi_matches_gcc() {
+    let dir = std::env::temp_dir().join(format!("pydevice_host_abi_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let c = dir.join("abi.c");
+    let so = dir.join("libabi.so");
+    std::fs::write(&c, ABI_C).expect("write C");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let built = std::process::Command::new(&cc)
+        .args(["-O1", "-shared", "-fPIC", "-o"])
+        .arg(&so)
+        .arg(&c)
+        .status();
+    match built {
+        Ok(s) if s.success() => {}
+        Ok(s) => panic!("{cc} failed on the ABI test ({s})"),
+        Err(e) => {
+            eprintln!("skipping c_abi_matches_gcc: no C compiler `{cc}` ({e})");
+            return;
+        }
+    }
+    let module = Module::parse("abi.py", ABI_SRC).unwrap_or_else(|d| panic!("{}", d.render()));
+    let lit = |s: &str| s.to_string();
+    // Each entry with the arguments the C side passes, as Python literals.
+    let calls: Vec<(&str, Vec<String>)> = vec![
+        (
+            "scal",
+            [
+                "-5",
+                "60000",
+                "1.5",
+                "2.25",
+                "True",
+                "-7000000000",
+                "123",
+                "200",
+                "-300",
+                "0.75",
+            ]
+            .map(lit)
+            .to_vec(),
+        ),
+        (
+            "swap",
+            vec![lit("pair(1.5, -2.5)"), lit("mixed(41, 0.25, 8.0)")],
+        ),
+        (
+            "grow",
+            vec![lit("big(1.0, 2.0, 3.0)"), lit("pair(1.5, -2.5)"), lit("7")],
+        ),
+        ("tup", vec![lit("0.5"), (1i64 << 40).to_string()]),
+        ("tup2", vec![lit("9.0"), lit("-17")]),
+        ("vec4", vec![lit("(1.0, 2.0, 3.0, 4.0)"), lit("0.5")]),
+        ("halfs", vec![lit("small(-3, 2.0, 1234)"), lit("1.0")]),
+        (
+            "ints",
+            ["ii(1, 2)", "ii(3, 4)", "9", "ii(5, 6)", "ii(7, 8)", "10"]
+                .map(lit)
+                .to_vec(),
+        ),
+    ];
+    let mut fns = Vec::new();
+    let mut expected = Vec::new();
+    for (name, args) in &calls {
+        let types = types_of(&module, name, None);
+        let f = module
+            .host_function(name, &types)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let vals: Vec<HostValue> = types.iter().zip(args).map(|(t, s)| literal(t, s)).collect();
+        let r = f.call(&vals).unwrap_or_else(|e| panic!("{name}: {e}"));
+        flatten(f.ret(), &r, &mut expected);
+        fns.push(f);
+    }
+    let ptrs: Vec<*const std::ffi::c_void> = fns.iter().map(|f| f.as_ptr()).collect();
+    let mut out = vec![f64::NAN; 64];
+    // SAFETY: the library was just built from ABI_C; `run` has the declared signature and
+    // calls each pointer with the C prototype of the @func at the same index.
+    let n = unsafe {
+        let lib = libloading::Library::new(&so).expect("load the C library");
+        let run: libloading::Symbol<
+            unsafe extern "C" fn(*const *const std::ffi::c_void, *mut f64) -> i32,
+        > = lib.get(b"run").expect("run");
+        run(ptrs.as_ptr(), out.as_mut_ptr())
+    };
+    assert_eq!(n as usize, expected.len(), "number of values");
+    for (i, (g, w)) in out.iter().zip(&expected).enumerate() {
+        assert_eq!(
+            g.to_bits(),
+            w.to_bits(),
+            "value {i}: C got {g}, the typed call {w}"
+        );
+    }
+    // And the typed calls computed what the Python means (spot checks).
+    assert_eq!(expected[1..4], [42.0, -2.5, 9.75]);
+    assert_eq!(expected[4..7], [2.5, 14.0, 5.5]);
+    assert_eq!(
+        *expected.last().unwrap_or(&0.0),
+        1.0 + 4.0 + 9.0 + 16.0 + 45.0 + 30.0 + 42.0 + 56.0 + 72.0 + 100.0
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
