@@ -451,3 +451,58 @@ fn c_abi_matches_gcc() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn cli_call_prints_the_python_repr() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/host/arith_int.py");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pydevice"))
+        .arg("call")
+        .arg(&file)
+        .args([
+            "--entry",
+            "ops",
+            "--arg",
+            "x=int32:-7",
+            "--arg",
+            "y=int32:2",
+        ])
+        .output()
+        .expect("run pydevice");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.lines().last(), Some("(-4, 1, -14, -5, 49, 6)"));
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/host/float_ops.py");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pydevice"))
+        .arg("call")
+        .arg(&file)
+        .args([
+            "--entry",
+            "fops",
+            "--arg",
+            "x=float32:-7.5",
+            "--arg",
+            "y=float32:2",
+        ])
+        .output()
+        .expect("run pydevice");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.lines().last(),
+        Some("(-4.0, 0.5, -3.75, 56.25, -7.5, 2.0)")
+    );
+    // A device-only construct is a diagnostic (exit status 1), never a crash.
+    let file =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/host/errors/device_only.py");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pydevice"))
+        .arg("call")
+        .arg(&file)
+        .args(["--entry", "f", "--arg", "x=int32:1"])
+        .output()
+        .expect("run pydevice");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("E0501"));
+}
