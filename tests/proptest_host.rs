@@ -116,7 +116,7 @@ fn eval_int(e: &E, t: Scalar, args: &[i128; 3]) -> i128 {
                 "^" => x ^ y,
                 "<<" if y < 0 || y >= bits => 0,
                 "<<" => x << y,
-                ">>" if y < 0 || y >= bits => i128::from(x < 0) * -1,
+                ">>" if y < 0 || y >= bits => -i128::from(x < 0),
                 ">>" => x >> y,
                 "min" => {
                     if y < x {

@@ -1,8 +1,10 @@
 //! GPU tests: each compiles a kernel, runs it on random inputs and compares with a reference
 //! computed on the CPU. Without a CUDA driver every test prints why it is skipped and passes;
 //! on a GPU machine they really run (`scripts/gpu_run.sh` runs them on the H100).
-//! `sync` covers shared memory, atomics, warp collectives and intrinsics.
+//! `sync` covers shared memory, atomics, warp collectives and intrinsics; `host_device`
+//! runs the same `@func` on the host (Cranelift) and on the device.
 
+mod host_device;
 mod options;
 mod sync;
 mod types;
