@@ -55,8 +55,8 @@ fn split_top(s: &str) -> Vec<&str> {
     let (mut depth, mut start, mut out) = (0, 0, Vec::new());
     for (i, c) in s.char_indices() {
         match c {
-            '(' => depth += 1,
-            ')' => depth -= 1,
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
             ',' if depth == 0 => {
                 out.push(s[start..i].trim());
                 start = i + 1;
@@ -115,6 +115,31 @@ fn literal(t: &Type, s: &str) -> HostValue {
                         (n.clone(), literal(t, s))
                     })
                     .collect(),
+            }
+        }
+        Type::Array(at) => {
+            // A 1-D array literal `[1.0, 2.0]`.
+            let dtype = at.dtype.scalar().expect("array of numbers");
+            let inner = s.trim_start_matches('[').trim_end_matches(']');
+            let mut data = Vec::new();
+            let items = split_top(inner);
+            for item in &items {
+                let bytes: Vec<u8> = match literal(&Type::Scalar(dtype), item) {
+                    HostValue::Float64(x) if dtype == Scalar::Float32 => {
+                        (x as f32).to_le_bytes().to_vec()
+                    }
+                    HostValue::Float64(x) => x.to_le_bytes().to_vec(),
+                    HostValue::Int(i) => i.to_le_bytes()[..dtype.size() as usize].to_vec(),
+                    HostValue::UInt(u) => u.to_le_bytes()[..dtype.size() as usize].to_vec(),
+                    HostValue::Bool(b) => vec![u8::from(b)],
+                    other => panic!("array element {other}"),
+                };
+                data.extend(bytes);
+            }
+            HostValue::Array {
+                dtype,
+                shape: vec![items.len() as u64],
+                data,
             }
         }
         other => panic!("no literal for {other}"),
@@ -265,6 +290,15 @@ def halfs(s: small, h: float16) -> small:
 @device.func
 def ints(a: ii, b: ii, c: int32, d: ii, e: ii, f: int32) -> int64:
     return a.i + a.j * 2 + b.i * 3 + b.j * 4 + int64(c) * 5 + d.i * 6 + d.j * 7 + e.i * 8 + e.j * 9 + int64(f) * 10
+
+
+@device.func
+def asum(s, a, k):
+    t = float64(s)
+    for i in range(len(a)):
+        t += a[i]
+    a[k] = -1.0
+    return t * float64(k)
 "#;
 
 const ABI_C: &str = r#"
@@ -278,6 +312,7 @@ typedef struct { int64_t i, j; } ii;
 typedef struct { int64_t a; double b; } t_id;
 typedef struct { double a; int32_t b; } t_di;
 typedef struct __attribute__((aligned(16))) { float x, y, z, w; } f4;
+typedef struct { double *data; uint64_t shape[1]; uint64_t strides[1]; } darr;
 
 int run(void **fp, double *out) {
     int k = 0;
@@ -303,6 +338,10 @@ int run(void **fp, double *out) {
     out[k++] = r6.c; out[k++] = r6.h.x; out[k++] = r6.s;
     ii a1 = {1, 2}, a2 = {3, 4}, a4 = {5, 6}, a5 = {7, 8};
     out[k++] = (double)((int64_t (*)(ii, ii, int32_t, ii, ii, int32_t))fp[7])(a1, a2, 9, a4, a5, 10);
+    double buf[5] = {1.0, 2.0, 3.0, 4.0, 5.0};
+    darr d = {buf, {5}, {1}};
+    out[k++] = ((double (*)(int32_t, darr, int32_t))fp[8])(3, d, 2);
+    out[k++] = buf[2];
     return k;
 }
 "#;
@@ -410,11 +449,16 @@ fn c_abi_matches_gcc() {
                 .map(lit)
                 .to_vec(),
         ),
+        (
+            "asum",
+            vec![lit("3"), lit("[1.0, 2.0, 3.0, 4.0, 5.0]"), lit("2")],
+        ),
     ];
     let mut fns = Vec::new();
     let mut expected = Vec::new();
     for (name, args) in &calls {
-        let types = types_of(&module, name, None);
+        let sig = (*name == "asum").then_some("int32, float64[::1], int32");
+        let types = types_of(&module, name, sig);
         let f = module
             .host_function(name, &types)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -423,6 +467,7 @@ fn c_abi_matches_gcc() {
         flatten(f.ret(), &r, &mut expected);
         fns.push(f);
     }
+    expected.push(-1.0); // what asum stored into the C array
     let ptrs: Vec<*const std::ffi::c_void> = fns.iter().map(|f| f.as_ptr()).collect();
     let mut out = vec![f64::NAN; 64];
     // SAFETY: the library was just built from ABI_C; `run` has the declared signature and
@@ -445,10 +490,12 @@ fn c_abi_matches_gcc() {
     // And the typed calls computed what the Python means (spot checks).
     assert_eq!(expected[1..4], [42.0, -2.5, 9.75]);
     assert_eq!(expected[4..7], [2.5, 14.0, 5.5]);
+    let n = expected.len();
     assert_eq!(
-        *expected.last().unwrap_or(&0.0),
+        expected[n - 3],
         1.0 + 4.0 + 9.0 + 16.0 + 45.0 + 30.0 + 42.0 + 56.0 + 72.0 + 100.0
     );
+    assert_eq!(expected[n - 2], (3.0 + 15.0) * 2.0);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -505,4 +552,74 @@ fn cli_call_prints_the_python_repr() {
         .expect("run pydevice");
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("E0501"));
+}
+
+#[test]
+fn arrays_are_written_in_place_and_bounds_checked() {
+    let src = r#"from cuda import device
+from cuda.device import float64
+
+
+@device.func
+def fill(a, m, k):
+    for i in range(m.shape[0]):
+        for j in range(m.shape[1]):
+            m[i, j] = float64(i * 10 + j) + float64(a[j % len(a)])
+    a[-1] = k
+    return m.strides[0] + m.size * 1000
+
+
+@device.func
+def oob(a, k):
+    a[k] = 5
+    return a[k + 1]
+"#;
+    let m = Module::parse("arrays.py", src).unwrap_or_else(|d| panic!("{}", d.render()));
+    let (types, _) = parse_signature("int32[::1], float64[:, ::1], int32").expect("sig");
+    let f = m
+        .host_function("fill", &types)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut args = vec![
+        HostValue::from_i32s(&[1, 2, 3]),
+        HostValue::Array {
+            dtype: Scalar::Float64,
+            shape: vec![2, 4],
+            data: vec![0; 64],
+        },
+        HostValue::Int(-9),
+    ];
+    let r = f.call_mut(&mut args).expect("call");
+    assert_eq!(r.to_string(), "8032"); // strides[0] = 4 elements of 8 bytes; size 8
+    assert_eq!(args[0].to_string(), "array([1, 2, -9], dtype=int32)");
+    assert_eq!(
+        args[1].to_string(),
+        "array([[1.0, 3.0, 5.0, 4.0], [11.0, 13.0, 15.0, 14.0]], dtype=float64)"
+    );
+    // `call` works on copies: the arguments stay as they were.
+    let before = args[0].clone();
+    f.call(&args).expect("call");
+    assert_eq!(args[0], before);
+
+    let (types, _) = parse_signature("int32[::1], int64").expect("sig");
+    let g = m
+        .host_function("oob", &types)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let a = HostValue::from_i32s(&[0, 0, 0]);
+    assert_eq!(
+        g.call(&[a.clone(), HostValue::Int(1)]).expect("in range"),
+        HostValue::Int(0)
+    );
+    // a[3] (the load) is out of range: reported with its position, nothing else touched.
+    let e = g
+        .call(&[a.clone(), HostValue::Int(2)])
+        .expect_err("out of range");
+    assert_eq!(
+        e.to_string(),
+        "array index out of range at line 17, column 12"
+    );
+    let e = g.call(&[a, HostValue::Int(-7)]).expect_err("out of range");
+    assert_eq!(
+        e.to_string(),
+        "array index out of range at line 16, column 5"
+    );
 }

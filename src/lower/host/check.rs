@@ -6,6 +6,7 @@
 use super::leaf::leaves;
 use crate::diag::{Diagnostic, Span};
 use crate::ir::{Expr, Function, FunctionKind, Handle, Intrinsic, Program, Stmt, StmtKind};
+use crate::types::Type;
 use std::collections::HashSet;
 
 /// The note every device-only diagnostic carries.
@@ -45,11 +46,11 @@ pub(crate) fn check(program: &Program) -> Vec<Diagnostic> {
                         entry.locals[l].name
                     ),
                 )
-                .with_note("host functions take numbers, tuples, vectors and @struct values"),
+                .with_note("host functions take numbers, tuples, vectors, @struct values and arrays of numbers"),
             );
         }
     }
-    if leaves(&entry.ret).is_none() {
+    if leaves(&entry.ret).is_none() || matches!(entry.ret, Type::Array(_)) {
         c.diags.push(Diagnostic::error(
             "E0503",
             entry.span,
@@ -84,8 +85,20 @@ impl Checker {
                 StmtKind::Eval(e) | StmtKind::Assign(_, e) | StmtKind::Return(Some(e)) => {
                     self.expr(f, *e)
                 }
-                StmtKind::Store { array, .. } | StmtKind::StoreRef { target: array, .. } => {
-                    self.expr(f, *array)
+                StmtKind::Store {
+                    array,
+                    indices,
+                    value,
+                } => {
+                    self.expr(f, *array);
+                    for i in indices {
+                        self.expr(f, i.value);
+                    }
+                    self.expr(f, *value);
+                }
+                StmtKind::StoreRef { target, value } => {
+                    self.expr(f, *target);
+                    self.expr(f, *value);
                 }
                 StmtKind::If {
                     cond,
@@ -129,6 +142,16 @@ impl Checker {
                     span,
                     "atomics are not supported on the host".into(),
                     GUARD,
+                );
+                return;
+            }
+            Expr::View { .. } | Expr::Reinterpret(_) | Expr::FieldRef(..) | Expr::Deref(_) => {
+                self.report(
+                    "E0503",
+                    span,
+                    "array slices, views and in-place struct elements are not supported on the host yet"
+                        .into(),
+                    "index the array itself: `a[i]`, `a[i, j]`",
                 );
                 return;
             }

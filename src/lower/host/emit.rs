@@ -11,7 +11,8 @@
 use super::HostError;
 use super::leaf::{Class, Passing, classify, element_leaves, leaves};
 use crate::ir::{
-    BinaryOp, Expr, Function, Handle, Intrinsic, Literal, MathFn, Program, Stmt, StmtKind, UnaryOp,
+    ArrayProp, BinaryOp, Expr, Function, Handle, Index, Intrinsic, Literal, MathFn, Program, Stmt,
+    StmtKind, UnaryOp,
 };
 use crate::types::{Scalar, Type};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
@@ -59,10 +60,13 @@ fn flags() -> MemFlagsData {
     MemFlagsData::new()
 }
 
-/// The internal signature of an IR function: its parameters' leaves, then its result's.
+/// The internal signature of an IR function: the address of the call's error word (where
+/// the first out-of-range array access is recorded), its parameters' leaves, then its
+/// result's.
 fn internal_signature(m: &JITModule, f: &Function) -> R<Signature> {
     let mut sig = m.make_signature();
     sig.call_conv = CallConv::SystemV;
+    sig.params.push(AbiParam::new(ct::I64));
     for l in f.param_locals() {
         for leaf in leaves(&f.locals[l].ty).ok_or_else(|| err("parameter type"))? {
             sig.params.push(AbiParam::new(reg_type(leaf.scalar)));
@@ -95,8 +99,10 @@ pub(crate) fn lower(m: &mut JITModule, program: &Program) -> R<(FuncId, FuncId)>
             let b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
             let mut cx = FnCx {
                 m,
+                program,
                 f,
                 ids: &ids,
+                error_word: None,
                 b,
                 vars: Vec::new(),
                 loops: Vec::new(),
@@ -369,6 +375,13 @@ fn c_abi_wrapper(
                 }
             }
         }
+        // Out-of-range accesses through the C pointer are skipped; the error word that
+        // records them is local to the call.
+        let word = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 3));
+        let word = b.ins().stack_addr(ct::I64, word, 0);
+        let zero = b.ins().iconst(ct::I64, 0);
+        b.ins().store(flags(), zero, word, 0);
+        args.insert(0, word);
         let f = m.declare_func_in_func(inner, b.func);
         let call = b.ins().call(f, &args);
         let results: Vec<Value> = b.inst_results(call).to_vec();
@@ -422,8 +435,9 @@ fn buffer_wrapper(
 ) -> R<FuncId> {
     let mut sig = m.make_signature();
     sig.call_conv = CallConv::SystemV;
-    sig.params.push(AbiParam::new(ct::I64));
-    sig.params.push(AbiParam::new(ct::I64));
+    for _ in 0..3 {
+        sig.params.push(AbiParam::new(ct::I64));
+    }
     let name = format!("__pyd_host_buf_{}", entry.symbol);
     let id = m
         .declare_function(&name, Linkage::Local, &sig)
@@ -442,8 +456,12 @@ fn buffer_wrapper(
         let block = b.create_block();
         b.append_block_params_for_function_params(block);
         b.switch_to_block(block);
-        let (argp, retp) = (b.block_params(block)[0], b.block_params(block)[1]);
-        let mut args = Vec::new();
+        let (argp, retp, word) = (
+            b.block_params(block)[0],
+            b.block_params(block)[1],
+            b.block_params(block)[2],
+        );
+        let mut args = vec![word];
         for (t, f) in params.iter().zip(&frame.fields) {
             args.extend(load_leaves(m, &mut b, &mut imports, t, argp, f.offset)?);
         }
@@ -462,7 +480,10 @@ fn buffer_wrapper(
 
 struct FnCx<'a, 'b> {
     m: &'a mut JITModule,
+    program: &'a Program,
     f: &'a Function,
+    /// The address of the call's error word (the hidden first parameter).
+    error_word: Option<Value>,
     ids: &'a [FuncId],
     b: FunctionBuilder<'b>,
     vars: Vec<Vec<Variable>>,
@@ -489,7 +510,8 @@ impl FnCx<'_, '_> {
             self.vars.push(vs);
         }
         let params: Vec<Value> = self.b.block_params(entry).to_vec();
-        let mut at = 0;
+        self.error_word = params.first().copied();
+        let mut at = 1;
         for l in f.param_locals() {
             for v in self.vars[l.index()].clone() {
                 self.b.def_var(v, params[at]);
@@ -538,8 +560,30 @@ impl FnCx<'_, '_> {
                     self.b.def_var(var, v);
                 }
             }
-            StmtKind::Store { .. } | StmtKind::StoreRef { .. } => {
-                return Err(err("stores reached the host back end"));
+            StmtKind::Store {
+                array,
+                indices,
+                value,
+            } => {
+                let (addr, ok, code, dtype) = self.element(*array, indices, s.span)?;
+                let v = self.scalar(*value)?;
+                let (inb, oob, merge) = (
+                    self.b.create_block(),
+                    self.b.create_block(),
+                    self.b.create_block(),
+                );
+                self.b.ins().brif(ok, inb, &[], oob, &[]);
+                self.b.switch_to_block(inb);
+                let raw = to_memory(self.m, &mut self.b, &mut self.imports, dtype, v)?;
+                self.b.ins().store(flags(), raw, addr, 0);
+                self.b.ins().jump(merge, &[]);
+                self.b.switch_to_block(oob);
+                self.record_error(code)?;
+                self.b.ins().jump(merge, &[]);
+                self.b.switch_to_block(merge);
+            }
+            StmtKind::StoreRef { .. } => {
+                return Err(err("stores through references reached the host back end"));
             }
             StmtKind::If {
                 cond,
@@ -760,7 +804,7 @@ impl FnCx<'_, '_> {
                 self.cast(x, from, to)?
             }
             Expr::Call(callee, args) => {
-                let mut vals = Vec::new();
+                let mut vals = vec![self.error_word.ok_or_else(|| err("error word"))?];
                 for a in args {
                     vals.extend(self.expr(*a)?);
                 }
@@ -785,6 +829,53 @@ impl FnCx<'_, '_> {
                 }
                 return Ok(out);
             }
+            Expr::Load { array, indices } => {
+                let span = self.f.exprs.span(h);
+                let (addr, ok, code, dtype) = self.element(*array, indices, span)?;
+                let (inb, oob, merge) = (
+                    self.b.create_block(),
+                    self.b.create_block(),
+                    self.b.create_block(),
+                );
+                self.b.append_block_param(merge, reg_type(dtype));
+                self.b.ins().brif(ok, inb, &[], oob, &[]);
+                self.b.switch_to_block(inb);
+                let raw = self.b.ins().load(mem_type(dtype), flags(), addr, 0);
+                let v = from_memory(self.m, &mut self.b, &mut self.imports, dtype, raw)?;
+                self.b.ins().jump(merge, &[BlockArg::from(v)]);
+                self.b.switch_to_block(oob);
+                // An out-of-range load reads zero, after recording the error.
+                self.record_error(code)?;
+                let z = self.zero(reg_type(dtype));
+                self.b.ins().jump(merge, &[BlockArg::from(z)]);
+                self.b.switch_to_block(merge);
+                self.b.block_params(merge)[0]
+            }
+            Expr::ArrayProp(a, p) => {
+                let at = self
+                    .ty(*a)
+                    .as_array()
+                    .cloned()
+                    .ok_or_else(|| err("property of a non-array"))?;
+                let d = self.expr(*a)?;
+                let n = usize::from(at.ndim);
+                match p {
+                    ArrayProp::Shape(k) => d[1 + usize::from(*k)],
+                    ArrayProp::Stride(k) => {
+                        let es = at.dtype.scalar().map_or(1, Scalar::size);
+                        self.b
+                            .ins()
+                            .imul_imm_s(d[1 + n + usize::from(*k)], es as i64)
+                    }
+                    ArrayProp::Size => {
+                        let mut acc = self.b.ins().iconst(ct::I64, 1);
+                        for k in 0..n {
+                            acc = self.b.ins().imul(acc, d[1 + k]);
+                        }
+                        acc
+                    }
+                }
+            }
             Expr::Extract(a, i) => {
                 let at = self.ty(*a).clone();
                 let range = element_leaves(&at, *i).ok_or_else(|| err("extract"))?;
@@ -801,6 +892,62 @@ impl FnCx<'_, '_> {
             }
         };
         Ok(vec![v])
+    }
+
+    /// The address of `array[indices]`, whether every index is in range (after Python's
+    /// wrap of negative indices), the error code of the access (`line << 32 | column`), and
+    /// the element type. The host always checks: an out-of-range access must not touch
+    /// memory.
+    fn element(
+        &mut self,
+        array: Handle<Expr>,
+        indices: &[Index],
+        span: crate::diag::Span,
+    ) -> R<(Value, Value, i64, Scalar)> {
+        let at = self
+            .ty(array)
+            .as_array()
+            .cloned()
+            .ok_or_else(|| err("indexing a non-array"))?;
+        let dtype = at.dtype.scalar().ok_or_else(|| err("array of structs"))?;
+        let n = usize::from(at.ndim);
+        let d = self.expr(array)?;
+        let mut offset = self.b.ins().iconst(ct::I64, 0);
+        let mut ok = self.b.ins().iconst(ct::I8, 1);
+        for (k, ix) in indices.iter().enumerate() {
+            let s = self.scalar_of(ix.value)?;
+            let v = self.scalar(ix.value)?;
+            let mut i = match reg_type(s) {
+                ct::I64 => v,
+                _ if s.is_signed() => self.b.ins().sextend(ct::I64, v),
+                _ => self.b.ins().uextend(ct::I64, v),
+            };
+            let shape = d[1 + k];
+            if ix.wrap && s.is_signed() {
+                let neg = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, i, 0);
+                let w = self.b.ins().iadd(i, shape);
+                i = self.b.ins().select(neg, w, i);
+            }
+            let inb = self.b.ins().icmp(IntCC::UnsignedLessThan, i, shape);
+            ok = self.b.ins().band(ok, inb);
+            let term = self.b.ins().imul(i, d[1 + n + k]);
+            offset = self.b.ins().iadd(offset, term);
+        }
+        let bytes = self.b.ins().imul_imm_s(offset, dtype.size() as i64);
+        let addr = self.b.ins().iadd(d[0], bytes);
+        let (line, col) = self.program.file.line_col(span.start);
+        Ok((addr, ok, ((line as i64) << 32) | col as i64, dtype))
+    }
+
+    /// Records an out-of-range access in the call's error word, unless one is recorded.
+    fn record_error(&mut self, code: i64) -> R<()> {
+        let word = self.error_word.ok_or_else(|| err("error word"))?;
+        let old = self.b.ins().load(ct::I64, flags(), word, 0);
+        let code = self.b.ins().iconst(ct::I64, code);
+        let first = self.b.ins().icmp_imm_s(IntCC::Equal, old, 0);
+        let v = self.b.ins().select(first, code, old);
+        self.b.ins().store(flags(), v, word, 0);
+        Ok(())
     }
 
     fn truthy(&mut self, v: Value, s: Scalar) -> Value {

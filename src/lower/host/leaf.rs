@@ -54,7 +54,27 @@ pub(crate) fn leaves(t: &Type) -> Option<Vec<Leaf>> {
             }
             Some(out)
         }
-        Type::Array(_) | Type::Atomic { .. } | Type::StructRef { .. } | Type::Ref { .. } => None,
+        Type::Array(a) => {
+            // A global array of numbers is its descriptor (§5.4): the data address, then
+            // `shape[ndim]` and `strides[ndim]` (in elements).
+            a.dtype.scalar()?;
+            if a.space != crate::types::MemSpace::Global {
+                return None;
+            }
+            let n = u64::from(a.ndim);
+            let mut out = vec![Leaf {
+                scalar: Scalar::UInt64,
+                offset: 0,
+            }];
+            for k in 0..2 * n {
+                out.push(Leaf {
+                    scalar: Scalar::Int64,
+                    offset: 8 + 8 * k,
+                });
+            }
+            Some(out)
+        }
+        Type::Atomic { .. } | Type::StructRef { .. } | Type::Ref { .. } => None,
     }
 }
 

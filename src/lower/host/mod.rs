@@ -37,6 +37,13 @@ pub enum HostError {
     Codegen(String),
     /// A typed call got arguments that do not match the parameters.
     Argument(String),
+    /// An array index was out of range (the access was skipped; a load read zero).
+    IndexOutOfBounds {
+        /// 1-based line of the access.
+        line: u32,
+        /// 1-based column.
+        column: u32,
+    },
 }
 
 impl fmt::Display for HostError {
@@ -51,6 +58,12 @@ impl fmt::Display for HostError {
             }
             HostError::Codegen(m) => write!(f, "host code generation failed: {m}"),
             HostError::Argument(m) => write!(f, "{m}"),
+            HostError::IndexOutOfBounds { line, column } => {
+                write!(
+                    f,
+                    "array index out of range at line {line}, column {column}"
+                )
+            }
         }
     }
 }
@@ -121,6 +134,33 @@ impl HostFunction {
     /// they fit; tuples, vectors and structs as [`HostValue::Tuple`] or
     /// [`HostValue::Struct`]).
     pub fn call(&self, args: &[HostValue]) -> Result<HostValue, HostError> {
+        self.invoke(args).map(|(r, _)| r)
+    }
+
+    /// Like [`HostFunction::call`], and afterwards copies what the function stored into
+    /// array arguments back into them.
+    pub fn call_mut(&self, args: &mut [HostValue]) -> Result<HostValue, HostError> {
+        let (r, arrays) = self.invoke(args)?;
+        for (arg, (k, words)) in args
+            .iter_mut()
+            .zip(arrays)
+            .filter_map(|(a, w)| Some((a, w?)))
+        {
+            if let HostValue::Array { data, .. } = arg {
+                let bytes = &value::as_bytes_words(&words)[..k];
+                data.copy_from_slice(bytes);
+            }
+        }
+        Ok(r)
+    }
+
+    /// Runs the buffer wrapper; returns the result and, per argument, the array copy it
+    /// worked on (its length in bytes and storage).
+    #[allow(clippy::type_complexity)]
+    fn invoke(
+        &self,
+        args: &[HostValue],
+    ) -> Result<(HostValue, Vec<Option<(usize, Vec<u64>)>>), HostError> {
         if args.len() != self.params.len() {
             return Err(HostError::Argument(format!(
                 "`{}` takes {} arguments, {} given",
@@ -133,23 +173,40 @@ impl HostFunction {
         let frame = crate::abi::layout_of(&frame_ty);
         // u64 words keep the buffers 8-byte aligned.
         let mut buf = vec![0u64; frame.size.div_ceil(8) as usize + 1];
+        let mut arrays = Vec::new();
         {
             let bytes = value::as_bytes_mut(&mut buf);
             for ((t, f), v) in self.params.iter().zip(&frame.fields).zip(args) {
-                value::pack(t, v, bytes, f.offset as usize)?;
+                if let Type::Array(at) = t {
+                    let copy = value::array_copy(at, v)?;
+                    value::pack_descriptor(at, v, &copy, bytes, f.offset as usize)?;
+                    arrays.push(Some(copy));
+                } else {
+                    value::pack(t, v, bytes, f.offset as usize)?;
+                    arrays.push(None);
+                }
             }
         }
+        let mut word = 0u64;
         let size = crate::abi::layout_of(&self.ret).size;
         let mut out = vec![0u64; size.div_ceil(8) as usize + 1];
         // SAFETY: `buffer` is the address of the JIT-compiled
-        // `extern "C" fn(*const u8, *mut u8)` wrapper, alive while `self._code` is; it reads
-        // the parameters' layout from `buf` and writes the result's into `out`, both large
-        // enough for those layouts.
+        // `extern "C" fn(*const u8, *mut u8, *mut u64)` wrapper, alive while `self._code`
+        // is; it reads the parameters' layout from `buf` (array descriptors point into
+        // `arrays`, alive and as large as their shapes say; every access is bounds-checked)
+        // and writes the result's layout into `out` and any index error into `word`.
         unsafe {
-            let f: extern "C" fn(*const u8, *mut u8) = std::mem::transmute(self.buffer);
-            f(buf.as_ptr().cast(), out.as_mut_ptr().cast());
+            let f: extern "C" fn(*const u8, *mut u8, *mut u64) = std::mem::transmute(self.buffer);
+            f(buf.as_ptr().cast(), out.as_mut_ptr().cast(), &mut word);
         }
-        value::unpack(&self.ret, value::as_bytes_mut(&mut out), 0)
+        if word != 0 {
+            return Err(HostError::IndexOutOfBounds {
+                line: (word >> 32) as u32,
+                column: word as u32,
+            });
+        }
+        let r = value::unpack(&self.ret, value::as_bytes_mut(&mut out), 0)?;
+        Ok((r, arrays))
     }
 
     /// The address of the function with the platform C ABI: called from C as the function

@@ -31,6 +31,37 @@ pub enum HostValue {
         /// Fields in declaration order.
         fields: Vec<(String, HostValue)>,
     },
+    /// An array of numbers: its elements' bytes in C order (little-endian, `bool` as one
+    /// byte, half precision as its bits). A typed call passes a copy, with C-order strides;
+    /// [`super::HostFunction::call_mut`] copies the elements back afterwards.
+    Array {
+        /// The element type.
+        dtype: Scalar,
+        /// The extent of each dimension.
+        shape: Vec<u64>,
+        /// `shape.iter().product() * dtype.size()` bytes.
+        data: Vec<u8>,
+    },
+}
+
+impl HostValue {
+    /// An array of `f32` values (1-D).
+    pub fn from_f32s(values: &[f32]) -> HostValue {
+        HostValue::Array {
+            dtype: Scalar::Float32,
+            shape: vec![values.len() as u64],
+            data: values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        }
+    }
+
+    /// An array of `i32` values (1-D).
+    pub fn from_i32s(values: &[i32]) -> HostValue {
+        HostValue::Array {
+            dtype: Scalar::Int32,
+            shape: vec![values.len() as u64],
+            data: values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        }
+    }
 }
 
 fn arg_err(m: String) -> HostError {
@@ -43,6 +74,64 @@ pub(crate) fn as_bytes_mut(words: &mut [u64]) -> &mut [u8] {
     // SAFETY: u8 has no alignment or validity requirements; the length is in bytes of the
     // same allocation, and the borrow of `words` is carried over.
     unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), n) }
+}
+
+/// The bytes of a buffer of words, read-only.
+pub(crate) fn as_bytes_words(words: &[u64]) -> &[u8] {
+    // SAFETY: as in `as_bytes_mut`, shared.
+    unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), words.len() * 8) }
+}
+
+/// A word-aligned copy of an array argument's elements, with its length in bytes.
+pub(crate) fn array_copy(
+    at: &crate::types::ArrayType,
+    v: &HostValue,
+) -> Result<(usize, Vec<u64>), HostError> {
+    let HostValue::Array { dtype, shape, data } = v else {
+        return Err(arg_err(format!("expected an array {at}, got {v}")));
+    };
+    if at.dtype.scalar() != Some(*dtype) || shape.len() != usize::from(at.ndim) {
+        return Err(arg_err(format!(
+            "expected an array {at}, got a {}-dimensional {dtype} array",
+            shape.len()
+        )));
+    }
+    let n = shape
+        .iter()
+        .try_fold(dtype.size(), |acc, d| acc.checked_mul(*d))
+        .ok_or_else(|| arg_err("array too large".into()))?;
+    if n != data.len() as u64 {
+        return Err(arg_err(format!(
+            "array of shape {shape:?} needs {n} bytes of {dtype}, got {}",
+            data.len()
+        )));
+    }
+    let mut words = vec![0u64; data.len().div_ceil(8).max(1)];
+    as_bytes_mut(&mut words)[..data.len()].copy_from_slice(data);
+    Ok((data.len(), words))
+}
+
+/// Writes the descriptor of an array argument (§5.4): the copy's address, the shape and
+/// C-order strides in elements.
+pub(crate) fn pack_descriptor(
+    at: &crate::types::ArrayType,
+    v: &HostValue,
+    copy: &(usize, Vec<u64>),
+    bytes: &mut [u8],
+    off: usize,
+) -> Result<(), HostError> {
+    let HostValue::Array { shape, .. } = v else {
+        return Err(arg_err(format!("expected an array {at}")));
+    };
+    let n = shape.len();
+    put(bytes, off, &(copy.1.as_ptr() as u64).to_le_bytes())?;
+    let mut stride = 1u64;
+    for k in (0..n).rev() {
+        put(bytes, off + 8 + 8 * k, &shape[k].to_le_bytes())?;
+        put(bytes, off + 8 + 8 * (n + k), &stride.to_le_bytes())?;
+        stride = stride.saturating_mul(shape[k]);
+    }
+    Ok(())
 }
 
 fn put(bytes: &mut [u8], off: usize, data: &[u8]) -> Result<(), HostError> {
@@ -227,6 +316,12 @@ impl fmt::Display for HostValue {
                 }
                 f.write_str(")")
             }
+            HostValue::Array { dtype, shape, data } => {
+                f.write_str("array(")?;
+                let mut at = 0;
+                write_nested(f, *dtype, shape, data, &mut at)?;
+                write!(f, ", dtype={dtype})")
+            }
             HostValue::Struct { name, fields } => {
                 write!(f, "{name}(")?;
                 for (i, (n, v)) in fields.iter().enumerate() {
@@ -239,6 +334,29 @@ impl fmt::Display for HostValue {
             }
         }
     }
+}
+
+/// NumPy-like nested lists of an array's elements.
+fn write_nested(
+    f: &mut fmt::Formatter<'_>,
+    dtype: Scalar,
+    shape: &[u64],
+    data: &[u8],
+    at: &mut usize,
+) -> fmt::Result {
+    let Some((n, rest)) = shape.split_first() else {
+        let v = unpack_scalar(dtype, data, *at).map_err(|_| fmt::Error)?;
+        *at += dtype.size() as usize;
+        return write!(f, "{v}");
+    };
+    f.write_str("[")?;
+    for i in 0..*n {
+        if i > 0 {
+            f.write_str(", ")?;
+        }
+        write_nested(f, dtype, rest, data, at)?;
+    }
+    f.write_str("]")
 }
 
 #[cfg(test)]
