@@ -623,3 +623,50 @@ def oob(a, k):
         "array index out of range at line 16, column 5"
     );
 }
+
+#[test]
+fn every_math_function_resolves_on_the_host() {
+    use pydevice::ir::MathFn;
+    for f in MathFn::ALL {
+        for t in ["float32", "float64"] {
+            let args = if f.arity() == 2 { "x, y" } else { "x" };
+            let src = format!(
+                "import math\nfrom cuda import device\nfrom cuda.device import {t}\n\n@device.func\ndef g(x: {t}, y: {t}):\n    return math.{}({args})\n",
+                f.name()
+            );
+            let m = Module::parse("m.py", &src).unwrap_or_else(|d| panic!("{}", d.render()));
+            let ty = Type::Scalar(Scalar::from_name(t).expect("dtype"));
+            let g = m
+                .host_function("g", &[ty.clone(), ty])
+                .unwrap_or_else(|e| panic!("math.{} ({t}): {e}", f.name()));
+            let r = g
+                .call(&[HostValue::Float64(0.5), HostValue::Float64(2.0)])
+                .unwrap_or_else(|e| panic!("math.{} ({t}): {e}", f.name()));
+            let x = 0.5f64;
+            let want = match f {
+                MathFn::Sin => Some(x.sin()),
+                MathFn::Exp => Some(x.exp()),
+                MathFn::Log => Some(x.ln()),
+                MathFn::Atan2 => Some(x.atan2(2.0)),
+                MathFn::Pow => Some(x.powf(2.0)),
+                MathFn::Hypot => Some(x.hypot(2.0)),
+                MathFn::Cbrt => Some(x.cbrt()),
+                MathFn::Gamma => Some(std::f64::consts::PI.sqrt()),
+                _ => None,
+            };
+            if let Some(w) = want {
+                let got: f64 = match r {
+                    HostValue::Float32(v) => f64::from(v),
+                    HostValue::Float64(v) => v,
+                    ref other => panic!("math.{}: {other}", f.name()),
+                };
+                let tol = if t == "float32" { 1e-6 } else { 1e-15 };
+                assert!(
+                    (got - w).abs() <= tol * w.abs().max(1.0),
+                    "math.{} ({t}): {got} vs {w}",
+                    f.name()
+                );
+            }
+        }
+    }
+}
