@@ -155,11 +155,21 @@ impl Checker {
                 );
                 return;
             }
-            Expr::StaticArray { .. } | Expr::DynamicShared => {
+            Expr::StaticArray { .. } | Expr::DynamicShared if leaves(f.ty(h)).is_none() => {
                 self.report(
                     "E0503",
                     span,
-                    "shared and local arrays are not supported on the host".into(),
+                    "shared arrays (and local arrays of structs) are not supported on the host"
+                        .into(),
+                    GUARD,
+                );
+                return;
+            }
+            Expr::DynamicShared => {
+                self.report(
+                    "E0503",
+                    span,
+                    "dynamic shared memory is not supported on the host".into(),
                     GUARD,
                 );
                 return;

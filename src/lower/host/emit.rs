@@ -876,6 +876,55 @@ impl FnCx<'_, '_> {
                     }
                 }
             }
+            Expr::StaticArray { shape, align } => {
+                // A local array: a stack slot of the function (one per call site, as on the
+                // device), zeroed at each evaluation so no stale data is ever read.
+                let at = ty
+                    .as_array()
+                    .cloned()
+                    .ok_or_else(|| err("local array type"))?;
+                let dtype = at
+                    .dtype
+                    .scalar()
+                    .ok_or_else(|| err("local array of structs"))?;
+                let count = shape
+                    .iter()
+                    .try_fold(1u64, |acc, d| acc.checked_mul(*d))
+                    .ok_or_else(|| err("local array too large"))?;
+                let bytes = u32::try_from(count.saturating_mul(dtype.size()))
+                    .map_err(|_| err("local array too large for the host stack"))?;
+                let align = (*align).max(dtype.size()).max(1);
+                let shift = align.trailing_zeros().min(12) as u8;
+                let slot = self.b.create_sized_stack_slot(StackSlotData::new(
+                    StackSlotKind::ExplicitSlot,
+                    bytes.max(1),
+                    shift,
+                ));
+                let ptr = self.b.ins().stack_addr(ct::I64, slot, 0);
+                let zero = self.b.ins().iconst(ct::I8, 0);
+                let size = self.b.ins().iconst(ct::I64, i64::from(bytes));
+                let cfg = self.m.isa().frontend_config();
+                self.b.call_memset(cfg, ptr, zero, size);
+                let n = shape.len();
+                let mut strides = vec![1u64; n];
+                match at.layout {
+                    crate::types::Layout::F => {
+                        for k in 1..n {
+                            strides[k] = strides[k - 1] * shape[k - 1];
+                        }
+                    }
+                    _ => {
+                        for k in (0..n.saturating_sub(1)).rev() {
+                            strides[k] = strides[k + 1] * shape[k + 1];
+                        }
+                    }
+                }
+                let mut out = vec![ptr];
+                for d in shape.iter().chain(&strides) {
+                    out.push(self.b.ins().iconst(ct::I64, *d as i64));
+                }
+                return Ok(out);
+            }
             Expr::Extract(a, i) => {
                 let at = self.ty(*a).clone();
                 let range = element_leaves(&at, *i).ok_or_else(|| err("extract"))?;

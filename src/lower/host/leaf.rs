@@ -58,7 +58,7 @@ pub(crate) fn leaves(t: &Type) -> Option<Vec<Leaf>> {
             // A global array of numbers is its descriptor (§5.4): the data address, then
             // `shape[ndim]` and `strides[ndim]` (in elements).
             a.dtype.scalar()?;
-            if a.space != crate::types::MemSpace::Global {
+            if a.space == crate::types::MemSpace::Shared {
                 return None;
             }
             let n = u64::from(a.ndim);
