@@ -430,6 +430,11 @@ impl Specialization {
     /// Cranelift. The specialization must come from [`Module::specialize_host`] when the
     /// code uses `target(...)`; device-only constructs reached on the host are diagnostics.
     pub fn to_host(&self) -> Result<HostFunction, Error> {
+        if let Some(sm) = self.program.target_sm
+            && sm != ir::HOST_TARGET
+        {
+            return Err(HostError::TargetMismatch { specialized: sm }.into());
+        }
         let list = lower::host::host_diagnostics(&self.program);
         if !list.is_empty() {
             return Err(Error::Diagnostics(Diagnostics {

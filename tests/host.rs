@@ -670,3 +670,32 @@ fn every_math_function_resolves_on_the_host() {
         }
     }
 }
+
+#[test]
+fn a_specialization_for_a_gpu_is_not_lowered_for_the_host() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/host/target_host.py");
+    let src = std::fs::read_to_string(&file).expect("read");
+    let m = Module::parse("target_host.py", &src).unwrap_or_else(|d| panic!("{}", d.render()));
+    let i32t = Type::Scalar(Scalar::Int32);
+    // Decided `target(...)` for sm_90: the device branch was taken, so not for the host.
+    let spec = m.specialize("where", &[i32t.clone()]).expect("specialize");
+    match spec.to_host() {
+        Err(pydevice::Error::Host(pydevice::HostError::TargetMismatch { specialized: 90 })) => {}
+        other => panic!("expected a target mismatch, got {other:?}"),
+    }
+    // A function without `target(...)` lowers from either specialization.
+    let m = Module::parse(
+        "plain.py",
+        "from cuda import device\n@device.func\ndef f(x: int):\n    return x * 2\n",
+    )
+    .unwrap_or_else(|d| panic!("{}", d.render()));
+    let f = m
+        .specialize("f", &[i32t])
+        .expect("specialize")
+        .to_host()
+        .expect("to_host");
+    assert_eq!(
+        f.call(&[HostValue::Int(21)]).expect("call"),
+        HostValue::Int(42)
+    );
+}

@@ -42,6 +42,32 @@ def mix_f64(x: float64, y: float64) -> float64:
     return (x - y) / (x * x + float64(1)) + math.floor(y) + x ** 2.0
 
 
+@device.struct
+class stats:
+    lo: float32
+    hi: float32
+    n: int32
+
+
+@device.func
+def summarize(x: float32, y: float32, k: int32) -> stats:
+    # A struct result, and a local array on both sides.
+    t = device.local_array(8, device.int32)
+    for j in range(8):
+        t[j] = k * j - (k >> j)
+    return stats(min(x, y), max(x, y) * float32(2), k // 3 - (k % 7) + t[k & 7])
+
+
+@device.kernel
+def run_struct(a, b, k, lo, hi, n):
+    i = device.tid(1)
+    if i < len(lo):
+        s = summarize(a[i], b[i], k[i])
+        lo[i] = s.lo
+        hi[i] = s.hi
+        n[i] = s.n
+
+
 @device.kernel
 def run_int(a, b, out):
     i = device.tid(1)
@@ -240,11 +266,99 @@ fn host_and_device_agree_on_float_functions() {
     }
 }
 
+#[test]
+fn host_and_device_agree_on_struct_results() {
+    let Some(dev) = device("host_and_device_agree_on_struct_results") else {
+        return;
+    };
+    let mut r = Rng(0x57a75);
+    let x: Vec<f32> = (0..N).map(|_| r.f32(-1e3, 1e3)).collect();
+    let y: Vec<f32> = (0..N).map(|_| r.f32(-1e3, 1e3)).collect();
+    let k: Vec<i32> = (0..N).map(|_| r.next() as i32).collect();
+    let kern = kernel(
+        &dev,
+        SRC,
+        "run_struct",
+        "float32[::1], float32[::1], int32[::1], float32[::1], float32[::1], int32[::1]",
+    );
+    let (_xb, xa) = vec1(&dev, &x);
+    let (_yb, ya) = vec1(&dev, &y);
+    let (_kb, ka) = vec1(&dev, &k);
+    let (lob, loa) = vec1(&dev, &vec![0f32; N]);
+    let (hib, hia) = vec1(&dev, &vec![0f32; N]);
+    let (nb, na) = vec1(&dev, &vec![0i32; N]);
+    kern.launch(
+        &[xa, ya, ka, loa, hia, na],
+        [blocks(N, 128), 1, 1],
+        [128, 1, 1],
+    );
+    let lo: Vec<f32> = from_bytes(&dev.download(&lob).expect("download"));
+    let hi: Vec<f32> = from_bytes(&dev.download(&hib).expect("download"));
+    let n: Vec<i32> = from_bytes(&dev.download(&nb).expect("download"));
+    let m = Module::parse("host_device.py", SRC).unwrap_or_else(|d| panic!("{}", d.render()));
+    let f32t = Type::Scalar(Scalar::Float32);
+    let f = m
+        .host_function(
+            "summarize",
+            &[f32t.clone(), f32t, Type::Scalar(Scalar::Int32)],
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    for i in 0..N {
+        let h = f
+            .call(&[
+                HostValue::Float32(x[i]),
+                HostValue::Float32(y[i]),
+                HostValue::Int(k[i].into()),
+            ])
+            .expect("host call");
+        let want = HostValue::Struct {
+            name: "stats".into(),
+            fields: vec![
+                ("lo".into(), HostValue::Float32(lo[i])),
+                ("hi".into(), HostValue::Float32(hi[i])),
+                ("n".into(), HostValue::Int(n[i].into())),
+            ],
+        };
+        assert_eq!(h, want, "summarize({}, {}, {})", x[i], y[i], k[i]);
+    }
+}
+
 /// Without a GPU: both sides of every function above still build (PTX for the wrappers,
 /// native code for the host), so the GPU run cannot fail for want of compiling.
 #[test]
 fn host_device_functions_build_on_both_sides() {
     let m = Module::parse("host_device.py", SRC).unwrap_or_else(|d| panic!("{}", d.render()));
+    let f32t = Type::Scalar(Scalar::Float32);
+    let s = m
+        .host_function(
+            "summarize",
+            &[f32t.clone(), f32t, Type::Scalar(Scalar::Int32)],
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    let got = s
+        .call(&[
+            HostValue::Float32(1.5),
+            HostValue::Float32(-2.0),
+            HostValue::Int(10),
+        ])
+        .expect("host call");
+    // t[10 & 7] = t[2] = 10 * 2 - (10 >> 2) = 18; 10 // 3 - 10 % 7 = 0.
+    assert_eq!(got.to_string(), "stats(lo=-2.0, hi=3.0, n=18)");
+    let arr = Type::array(Scalar::Float32, 1, pydevice::types::Layout::C);
+    let iarr = Type::array(Scalar::Int32, 1, pydevice::types::Layout::C);
+    m.compile(
+        "run_struct",
+        &[
+            arr.clone(),
+            arr.clone(),
+            iarr.clone(),
+            arr.clone(),
+            arr,
+            iarr,
+        ],
+        &pydevice::CompileOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("run_struct: {e}"));
     for (kernel, func, s) in [
         ("run_int", "mix_int", Scalar::Int32),
         ("run_u32", "mix_u32", Scalar::UInt32),
