@@ -678,7 +678,9 @@ fn a_specialization_for_a_gpu_is_not_lowered_for_the_host() {
     let m = Module::parse("target_host.py", &src).unwrap_or_else(|d| panic!("{}", d.render()));
     let i32t = Type::Scalar(Scalar::Int32);
     // Decided `target(...)` for sm_90: the device branch was taken, so not for the host.
-    let spec = m.specialize("where", &[i32t.clone()]).expect("specialize");
+    let spec = m
+        .specialize("where", std::slice::from_ref(&i32t))
+        .expect("specialize");
     match spec.to_host() {
         Err(pydevice::Error::Host(pydevice::HostError::TargetMismatch { specialized: 90 })) => {}
         other => panic!("expected a target mismatch, got {other:?}"),
