@@ -9,6 +9,10 @@ use crate::ir::{Expr, Function, FunctionKind, Handle, Intrinsic, Program, Stmt, 
 use crate::types::Type;
 use std::collections::HashSet;
 
+/// The largest local array the host puts on its stack: 512 KiB, the local memory a CUDA
+/// thread may use.
+const MAX_LOCAL_BYTES: u64 = 512 * 1024;
+
 /// The note every device-only diagnostic carries.
 const GUARD: &str = "guard device-only code with `if target(is_device):` (and give the host \
                      its own branch under `if target(is_host):`)";
@@ -164,6 +168,28 @@ impl Checker {
                     GUARD,
                 );
                 return;
+            }
+            Expr::StaticArray { shape, .. } => {
+                let elem = f
+                    .ty(h)
+                    .as_array()
+                    .and_then(|a| a.dtype.scalar())
+                    .map_or(1, |s| s.size());
+                let bytes = shape
+                    .iter()
+                    .try_fold(elem, |acc, d| acc.checked_mul(*d))
+                    .unwrap_or(u64::MAX);
+                if bytes > MAX_LOCAL_BYTES {
+                    self.report(
+                        "E0503",
+                        span,
+                        format!(
+                            "this local array takes {bytes} bytes; on the host a local array may take at most {MAX_LOCAL_BYTES} (512 KiB, a thread's local memory on the device)"
+                        ),
+                        "local arrays live on the host thread's stack",
+                    );
+                    return;
+                }
             }
             Expr::DynamicShared => {
                 self.report(
