@@ -701,3 +701,23 @@ fn a_specialization_for_a_gpu_is_not_lowered_for_the_host() {
         HostValue::Int(42)
     );
 }
+
+#[test]
+fn atomics_act_on_array_memory_and_are_bounds_checked() {
+    let src = "from cuda import device\n\n\n@device.func\ndef bump(a, k):\n    return device.atomic_ref(a, k).add(1) + device.atomic_ref(a, k).sub(1)\n";
+    let m = Module::parse("bump.py", src).unwrap_or_else(|d| panic!("{}", d.render()));
+    let (types, _) = parse_signature("int32[::1], int32").expect("sig");
+    let f = m
+        .host_function("bump", &types)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut args = vec![HostValue::from_i32s(&[5, 6]), HostValue::Int(-1)];
+    assert_eq!(f.call_mut(&mut args).expect("call"), HostValue::Int(13));
+    assert_eq!(args[0].to_string(), "array([5, 6], dtype=int32)");
+    args[1] = HostValue::Int(2);
+    let e = f.call_mut(&mut args).expect_err("out of range");
+    assert_eq!(
+        e.to_string(),
+        "array index out of range at line 6, column 12"
+    );
+    assert_eq!(args[0].to_string(), "array([5, 6], dtype=int32)");
+}

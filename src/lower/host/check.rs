@@ -5,7 +5,9 @@
 
 use super::leaf::leaves;
 use crate::diag::{Diagnostic, Span};
-use crate::ir::{Expr, Function, FunctionKind, Handle, Intrinsic, Program, Stmt, StmtKind};
+use crate::ir::{
+    AtomicOp, Expr, Function, FunctionKind, Handle, Intrinsic, Program, Stmt, StmtKind,
+};
 use crate::types::Type;
 use std::collections::HashSet;
 
@@ -140,12 +142,12 @@ impl Checker {
                 );
                 return;
             }
-            Expr::Atomic { .. } | Expr::ElementRef { .. } => {
+            Expr::Atomic { op, target, .. } if !host_atomic(*op, f.ty(*target)) => {
                 self.report(
                     "E0502",
                     span,
-                    "atomics are not supported on the host".into(),
-                    GUARD,
+                    format!("atomic `{}` is not supported on the host yet", atomic_name(*op)),
+                    "on the host: load, store, exch, cas, add, sub, and_, or_, xor, notify_*, and max/min of integers",
                 );
                 return;
             }
@@ -219,6 +221,52 @@ impl Checker {
         for c in children(e) {
             self.expr(f, c);
         }
+    }
+}
+
+/// Whether the host lowers atomic `op` on a reference of type `target`.
+fn host_atomic(op: AtomicOp, target: &Type) -> bool {
+    let Type::Ref { dtype, .. } = target else {
+        return false;
+    };
+    match op {
+        AtomicOp::Load
+        | AtomicOp::Store
+        | AtomicOp::Exch
+        | AtomicOp::Cas
+        | AtomicOp::Add
+        | AtomicOp::Sub
+        | AtomicOp::And
+        | AtomicOp::Or
+        | AtomicOp::Xor
+        | AtomicOp::Notify => true,
+        AtomicOp::Max | AtomicOp::Min => dtype.is_integer(),
+        AtomicOp::NanMax | AtomicOp::NanMin | AtomicOp::Wait | AtomicOp::Inc | AtomicOp::Dec => {
+            false
+        }
+    }
+}
+
+/// The method name of an atomic operation.
+fn atomic_name(op: AtomicOp) -> &'static str {
+    match op {
+        AtomicOp::Load => "load",
+        AtomicOp::Store => "store",
+        AtomicOp::Exch => "exch",
+        AtomicOp::Cas => "cas",
+        AtomicOp::Add => "add",
+        AtomicOp::Sub => "sub",
+        AtomicOp::And => "and_",
+        AtomicOp::Or => "or_",
+        AtomicOp::Xor => "xor",
+        AtomicOp::Max => "max",
+        AtomicOp::Min => "min",
+        AtomicOp::NanMax => "nanmax",
+        AtomicOp::NanMin => "nanmin",
+        AtomicOp::Wait => "wait",
+        AtomicOp::Inc => "inc",
+        AtomicOp::Dec => "dec",
+        AtomicOp::Notify => "notify",
     }
 }
 

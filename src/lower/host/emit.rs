@@ -11,14 +11,15 @@
 use super::HostError;
 use super::leaf::{Class, Passing, classify, element_leaves, leaves};
 use crate::ir::{
-    ArrayProp, BinaryOp, Expr, Function, Handle, Index, Intrinsic, Literal, MathFn, Program, Stmt,
-    StmtKind, UnaryOp,
+    ArrayProp, AtomicOp, BinaryOp, Expr, Function, Handle, Index, Intrinsic, Literal, MathFn,
+    Program, Stmt, StmtKind, UnaryOp,
 };
 use crate::types::{Scalar, Type};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
-    AbiParam, ArgumentExtension, ArgumentPurpose, Block, BlockArg, FuncRef, InstBuilder,
-    MemFlagsData, Signature, StackSlotData, StackSlotKind, TrapCode, Value, types as ct,
+    AbiParam, ArgumentExtension, ArgumentPurpose, AtomicRmwOp, Block, BlockArg, FuncRef,
+    InstBuilder, MemFlagsData, Signature, StackSlotData, StackSlotKind, TrapCode, Value,
+    types as ct,
 };
 use cranelift_codegen::isa::CallConv;
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
@@ -925,6 +926,40 @@ impl FnCx<'_, '_> {
                 }
                 return Ok(out);
             }
+            Expr::ElementRef { array, indices } => {
+                // Out of range: the error is recorded and the atomic acts on a scratch word
+                // of the function instead, as on the device in bounds-checking mode.
+                let span = self.f.exprs.span(h);
+                let (addr, ok, code, _) = self.element(*array, indices, span)?;
+                let word = self.error_word.ok_or_else(|| err("error word"))?;
+                let old = self.b.ins().load(ct::I64, flags(), word, 0);
+                let code = self.b.ins().iconst(ct::I64, code);
+                let first = self.b.ins().icmp_imm_s(IntCC::Equal, old, 0);
+                let new = self.b.ins().select(first, code, old);
+                let new = self.b.ins().select(ok, old, new);
+                self.b.ins().store(flags(), new, word, 0);
+                let scratch = self.b.create_sized_stack_slot(StackSlotData::new(
+                    StackSlotKind::ExplicitSlot,
+                    16,
+                    4,
+                ));
+                let scratch = self.b.ins().stack_addr(ct::I64, scratch, 0);
+                self.b.ins().select(ok, addr, scratch)
+            }
+            Expr::Atomic {
+                op, target, args, ..
+            } => {
+                let dtype = match self.ty(*target) {
+                    Type::Ref { dtype, .. } => *dtype,
+                    _ => return Err(err("atomic on a non-reference")),
+                };
+                let ptr = self.scalar(*target)?;
+                let mut vals = Vec::new();
+                for a in args {
+                    vals.push(self.scalar(*a)?);
+                }
+                return self.atomic(*op, dtype, ptr, &vals);
+            }
             Expr::Extract(a, i) => {
                 let at = self.ty(*a).clone();
                 let range = element_leaves(&at, *i).ok_or_else(|| err("extract"))?;
@@ -986,6 +1021,107 @@ impl FnCx<'_, '_> {
         let addr = self.b.ins().iadd(d[0], bytes);
         let (line, col) = self.program.file.line_col(span.start);
         Ok((addr, ok, ((line as i64) << 32) | col as i64, dtype))
+    }
+
+    /// Register value → integer bits of its memory form.
+    fn bits_of(&mut self, s: Scalar, v: Value) -> R<Value> {
+        let raw = to_memory(self.m, &mut self.b, &mut self.imports, s, v)?;
+        Ok(match s {
+            Scalar::Float32 => self.b.ins().bitcast(ct::I32, flags(), raw),
+            Scalar::Float64 => self.b.ins().bitcast(ct::I64, flags(), raw),
+            _ => raw,
+        })
+    }
+
+    /// Integer bits of a memory form → register value.
+    fn value_of_bits(&mut self, s: Scalar, bits: Value) -> R<Value> {
+        let raw = match s {
+            Scalar::Float32 => self.b.ins().bitcast(ct::F32, flags(), bits),
+            Scalar::Float64 => self.b.ins().bitcast(ct::F64, flags(), bits),
+            _ => bits,
+        };
+        from_memory(self.m, &mut self.b, &mut self.imports, s, raw)
+    }
+
+    /// An atomic operation on the element at `ptr` (x86-64's locked instructions are
+    /// sequentially consistent, at least as strong as any order asked for). Returns the old
+    /// value, or nothing for `store` and `notify`.
+    fn atomic(&mut self, op: AtomicOp, dtype: Scalar, ptr: Value, vals: &[Value]) -> R<Vec<Value>> {
+        // The integer type of the element's bits.
+        let it = match dtype {
+            Scalar::Float32 => ct::I32,
+            Scalar::Float64 => ct::I64,
+            s => mem_type(s),
+        };
+        let arg = |cx: &mut Self, k: usize| -> R<Value> {
+            let v = *vals.get(k).ok_or_else(|| err("atomic operand"))?;
+            cx.bits_of(dtype, v)
+        };
+        let old = match op {
+            AtomicOp::Notify => return Ok(Vec::new()),
+            AtomicOp::Load => self.b.ins().atomic_load(it, flags(), ptr),
+            AtomicOp::Store => {
+                let v = arg(self, 0)?;
+                self.b.ins().atomic_store(flags(), v, ptr);
+                return Ok(Vec::new());
+            }
+            AtomicOp::Cas => {
+                let expected = arg(self, 0)?;
+                let new = arg(self, 1)?;
+                self.b.ins().atomic_cas(flags(), ptr, expected, new)
+            }
+            AtomicOp::Add | AtomicOp::Sub if dtype.is_float() => {
+                // A compare-and-swap loop: old → old + v (or old - v), rounded as the
+                // device's `atom.add` rounds.
+                let v = *vals.first().ok_or_else(|| err("atomic operand"))?;
+                let first = self.b.ins().atomic_load(it, flags(), ptr);
+                let (lp, done) = (self.b.create_block(), self.b.create_block());
+                self.b.append_block_param(lp, it);
+                self.b.append_block_param(done, it);
+                self.b.ins().jump(lp, &[BlockArg::from(first)]);
+                self.b.switch_to_block(lp);
+                let cur = self.b.block_params(lp)[0];
+                let x = self.value_of_bits(dtype, cur)?;
+                let bop = if op == AtomicOp::Add {
+                    BinaryOp::Add
+                } else {
+                    BinaryOp::Sub
+                };
+                let sum = self.float_binary(bop, dtype, x, v)?;
+                let new = self.bits_of(dtype, sum)?;
+                let seen = self.b.ins().atomic_cas(flags(), ptr, cur, new);
+                let same = self.b.ins().icmp(IntCC::Equal, seen, cur);
+                self.b.ins().brif(
+                    same,
+                    done,
+                    &[BlockArg::from(cur)],
+                    lp,
+                    &[BlockArg::from(seen)],
+                );
+                self.b.switch_to_block(done);
+                self.b.block_params(done)[0]
+            }
+            _ => {
+                let rmw = match op {
+                    AtomicOp::Exch => AtomicRmwOp::Xchg,
+                    AtomicOp::Add => AtomicRmwOp::Add,
+                    AtomicOp::Sub => AtomicRmwOp::Sub,
+                    AtomicOp::And => AtomicRmwOp::And,
+                    AtomicOp::Or => AtomicRmwOp::Or,
+                    AtomicOp::Xor => AtomicRmwOp::Xor,
+                    AtomicOp::Max if dtype.is_signed() => AtomicRmwOp::Smax,
+                    AtomicOp::Max => AtomicRmwOp::Umax,
+                    AtomicOp::Min if dtype.is_signed() => AtomicRmwOp::Smin,
+                    AtomicOp::Min => AtomicRmwOp::Umin,
+                    other => {
+                        return Err(err(format!("atomic {other:?} reached the host back end")));
+                    }
+                };
+                let v = arg(self, 0)?;
+                self.b.ins().atomic_rmw(it, flags(), rmw, ptr, v)
+            }
+        };
+        Ok(vec![self.value_of_bits(dtype, old)?])
     }
 
     /// Records an out-of-range access in the call's error word, unless one is recorded.

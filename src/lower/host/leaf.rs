@@ -74,6 +74,11 @@ pub(crate) fn leaves(t: &Type) -> Option<Vec<Leaf>> {
             }
             Some(out)
         }
+        // A reference to an array element (`atomic_ref`) is its address.
+        Type::Ref { space, .. } if *space != crate::types::MemSpace::Shared => Some(vec![Leaf {
+            scalar: Scalar::UInt64,
+            offset: 0,
+        }]),
         Type::Atomic { .. } | Type::StructRef { .. } | Type::Ref { .. } => None,
     }
 }
