@@ -146,8 +146,11 @@ impl Checker {
                 self.report(
                     "E0502",
                     span,
-                    format!("atomic `{}` is not supported on the host yet", atomic_name(*op)),
-                    "on the host: load, store, exch, cas, add, sub, and_, or_, xor, notify_*, and max/min of integers",
+                    format!(
+                        "atomic `{}` is not supported on the host yet",
+                        atomic_name(*op)
+                    ),
+                    "on the host every atomic operation but `wait` is provided",
                 );
                 return;
             }
@@ -240,10 +243,14 @@ fn host_atomic(op: AtomicOp, target: &Type) -> bool {
         | AtomicOp::Or
         | AtomicOp::Xor
         | AtomicOp::Notify => true,
-        AtomicOp::Max | AtomicOp::Min => dtype.is_integer(),
-        AtomicOp::NanMax | AtomicOp::NanMin | AtomicOp::Wait | AtomicOp::Inc | AtomicOp::Dec => {
-            false
-        }
+        AtomicOp::Max
+        | AtomicOp::Min
+        | AtomicOp::NanMax
+        | AtomicOp::NanMin
+        | AtomicOp::Inc
+        | AtomicOp::Dec => dtype.is_integer() || dtype.is_float(),
+        // A single host thread waiting for a value only it could change would never return.
+        AtomicOp::Wait => false,
     }
 }
 

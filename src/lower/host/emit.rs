@@ -1071,35 +1071,58 @@ impl FnCx<'_, '_> {
                 self.b.ins().atomic_cas(flags(), ptr, expected, new)
             }
             AtomicOp::Add | AtomicOp::Sub if dtype.is_float() => {
-                // A compare-and-swap loop: old → old + v (or old - v), rounded as the
-                // device's `atom.add` rounds.
+                // old + v (or old - v), rounded as the device's `atom.add` rounds.
                 let v = *vals.first().ok_or_else(|| err("atomic operand"))?;
-                let first = self.b.ins().atomic_load(it, flags(), ptr);
-                let (lp, done) = (self.b.create_block(), self.b.create_block());
-                self.b.append_block_param(lp, it);
-                self.b.append_block_param(done, it);
-                self.b.ins().jump(lp, &[BlockArg::from(first)]);
-                self.b.switch_to_block(lp);
-                let cur = self.b.block_params(lp)[0];
-                let x = self.value_of_bits(dtype, cur)?;
                 let bop = if op == AtomicOp::Add {
                     BinaryOp::Add
                 } else {
                     BinaryOp::Sub
                 };
-                let sum = self.float_binary(bop, dtype, x, v)?;
-                let new = self.bits_of(dtype, sum)?;
-                let seen = self.b.ins().atomic_cas(flags(), ptr, cur, new);
-                let same = self.b.ins().icmp(IntCC::Equal, seen, cur);
-                self.b.ins().brif(
-                    same,
-                    done,
-                    &[BlockArg::from(cur)],
-                    lp,
-                    &[BlockArg::from(seen)],
-                );
-                self.b.switch_to_block(done);
-                self.b.block_params(done)[0]
+                self.cas_loop(dtype, it, ptr, &|cx, old| {
+                    cx.float_binary(bop, dtype, old, v)
+                })?
+            }
+            AtomicOp::Max | AtomicOp::Min | AtomicOp::NanMax | AtomicOp::NanMin
+                if dtype.is_float() =>
+            {
+                // Python's order: v replaces old when v > old (max) or v < old (min); for
+                // nanmax/nanmin a NaN old is replaced too (NaN is a missing value).
+                let v = *vals.first().ok_or_else(|| err("atomic operand"))?;
+                let cc = if matches!(op, AtomicOp::Max | AtomicOp::NanMax) {
+                    FloatCC::GreaterThan
+                } else {
+                    FloatCC::LessThan
+                };
+                let nan_aware = matches!(op, AtomicOp::NanMax | AtomicOp::NanMin);
+                self.cas_loop(dtype, it, ptr, &|cx, old| {
+                    let better = cx.b.ins().fcmp(cc, v, old);
+                    let better = if nan_aware {
+                        let nan = cx.b.ins().fcmp(FloatCC::Unordered, old, old);
+                        cx.b.ins().bor(better, nan)
+                    } else {
+                        better
+                    };
+                    Ok(cx.b.ins().select(better, v, old))
+                })?
+            }
+            AtomicOp::Inc | AtomicOp::Dec => {
+                // numba's inc: old >= v ? 0 : old + 1; dec: old == 0 || old > v ? v : old - 1.
+                let v = *vals.first().ok_or_else(|| err("atomic operand"))?;
+                self.cas_loop(dtype, it, ptr, &|cx, old| {
+                    let b = &mut cx.b;
+                    Ok(if op == AtomicOp::Inc {
+                        let wrap = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, old, v);
+                        let next = b.ins().iadd_imm_s(old, 1);
+                        let zero = b.ins().iconst(it, 0);
+                        b.ins().select(wrap, zero, next)
+                    } else {
+                        let is_zero = b.ins().icmp_imm_s(IntCC::Equal, old, 0);
+                        let above = b.ins().icmp(IntCC::UnsignedGreaterThan, old, v);
+                        let reset = b.ins().bor(is_zero, above);
+                        let next = b.ins().iadd_imm_s(old, -1);
+                        b.ins().select(reset, v, next)
+                    })
+                })?
             }
             _ => {
                 let rmw = match op {
@@ -1122,6 +1145,38 @@ impl FnCx<'_, '_> {
             }
         };
         Ok(vec![self.value_of_bits(dtype, old)?])
+    }
+
+    /// A read-modify-write as a compare-and-swap loop on the element's bits: `new_of`
+    /// computes the new value from the old one (register forms). Returns the old bits.
+    fn cas_loop(
+        &mut self,
+        dtype: Scalar,
+        it: ct::Type,
+        ptr: Value,
+        new_of: &dyn Fn(&mut Self, Value) -> R<Value>,
+    ) -> R<Value> {
+        let first = self.b.ins().atomic_load(it, flags(), ptr);
+        let (lp, done) = (self.b.create_block(), self.b.create_block());
+        self.b.append_block_param(lp, it);
+        self.b.append_block_param(done, it);
+        self.b.ins().jump(lp, &[BlockArg::from(first)]);
+        self.b.switch_to_block(lp);
+        let cur = self.b.block_params(lp)[0];
+        let old = self.value_of_bits(dtype, cur)?;
+        let new = new_of(self, old)?;
+        let new = self.bits_of(dtype, new)?;
+        let seen = self.b.ins().atomic_cas(flags(), ptr, cur, new);
+        let same = self.b.ins().icmp(IntCC::Equal, seen, cur);
+        self.b.ins().brif(
+            same,
+            done,
+            &[BlockArg::from(cur)],
+            lp,
+            &[BlockArg::from(seen)],
+        );
+        self.b.switch_to_block(done);
+        Ok(self.b.block_params(done)[0])
     }
 
     /// Records an out-of-range access in the call's error word, unless one is recorded.
