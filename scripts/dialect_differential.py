@@ -58,6 +58,21 @@ def cupyx_cases():
     n = 256 * 64
     yield ("shared_and_atomics.py", "block_sum", 64, 256,
            {"x": rng.random(n, dtype=np.float32), "out": np.zeros(1, np.float32)}, {"out": 1e-4})
+    rows, cols = 300, 500
+    yield ("grid_2d.py", "scale_2d", (8, 8), (16, 16),
+           {"x": rng.standard_normal((rows, cols), dtype=np.float32), "y": np.zeros((rows, cols), np.float32),
+            "alpha": np.float32(1.5)}, {"y": 1e-6})
+    n = 32 * 1024
+    yield ("warp_ops.py", "warp_ops", n // 128, 128,
+           {"x": rng.integers(-1000, 1000, n).astype(np.int32), "out": np.zeros(4 * n, np.int32)}, {"out": 0.0})
+    n = 100_000
+    acc = np.array([0, 0, 2**31 - 1, -2**31, -1, 0, 0, 0, 0, 0], np.int32)
+    yield ("atomics_int.py", "atomics_int", (n + 255) // 256, 256,
+           {"x": rng.integers(-2**20, 2**20, n).astype(np.int32), "acc": acc}, {"acc": 0.0})
+    n = 10_000
+    yield ("typing_rule.py", "first_assignment", (n + 127) // 128, 128,
+           {"x": rng.uniform(-100, 100, n).astype(np.float32), "y": rng.uniform(-100, 100, n),
+            "out": np.zeros(n, np.float32)}, {"out": 0.0})
 
 
 def load_module(src, name):
@@ -116,7 +131,7 @@ for dialect, make, run_theirs in suites:
     try:
         theirs = run_theirs(src, entry, grid, block, {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()})
     except Exception as e:  # the peer itself failed: report, do not count against us
-        print(f"skip {dialect}/{file}: {dialect} failed: {e}")
+        print(f"skip {dialect}/{file}: {dialect} failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
         continue
     try:
         ours = run_ours(sys.argv[1], path, entry, grid, block, args, tol)

@@ -190,6 +190,9 @@ pub struct Function {
     pub kind: FunctionKind,
     /// Whether the symbol is visible to other languages (`interop=True`).
     pub interop: bool,
+    /// Declared `extern`: defined in another language (CUDA C++) and linked in later; it has
+    /// no locals but its parameters and no body, and is always `interop`.
+    pub external: bool,
     /// Locals; the first `params` of them are the parameters in order.
     pub locals: Arena<Local>,
     /// Number of parameters.
@@ -227,6 +230,8 @@ pub enum Literal {
     Int(i128),
     /// A float of the expression's type.
     Float(f64),
+    /// A complex number (real, imaginary) of the expression's (complex) type.
+    Complex(f64, f64),
 }
 
 /// Unary operators.
@@ -406,6 +411,8 @@ pub enum Intrinsic {
     Fma,
     /// A function of the `math` module.
     Math(MathFn),
+    /// An operation on complex numbers (see [`ComplexOp`]).
+    Complex(ComplexOp),
     /// `dynamic_shared_array()`'s size in bytes (the launch's `shared` parameter).
     DynamicSharedSize,
 }
@@ -698,6 +705,52 @@ impl MathFn {
     }
 }
 
+/// Operations on complex numbers other than the arithmetic operators: construction, parts,
+/// and the functions of Python's `cmath` module. The result type is the expression's.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ComplexOp {
+    /// `complex64(re, im)`: two floats of the complex type's part type.
+    New,
+    /// `z.real`
+    Real,
+    /// `z.imag`
+    Imag,
+    /// `z.conjugate()`
+    Conj,
+    /// `abs(z)`, `cmath.abs`: the modulus, `hypot(re, im)`
+    Abs,
+    /// `cmath.phase(z)`: `atan2(im, re)`
+    Phase,
+    /// `cmath.exp`
+    Exp,
+    /// `cmath.log` (principal branch)
+    Log,
+    /// `cmath.sqrt` (principal branch)
+    Sqrt,
+    /// `cmath.sin`
+    Sin,
+    /// `cmath.cos`
+    Cos,
+    /// `cmath.rect(r, phi)`: two floats
+    Rect,
+}
+
+impl ComplexOp {
+    /// The `cmath` function of a name (`polar` is built from `Abs` and `Phase`).
+    pub fn cmath(name: &str) -> Option<ComplexOp> {
+        Some(match name {
+            "exp" => ComplexOp::Exp,
+            "log" => ComplexOp::Log,
+            "sqrt" => ComplexOp::Sqrt,
+            "sin" => ComplexOp::Sin,
+            "cos" => ComplexOp::Cos,
+            "phase" => ComplexOp::Phase,
+            "rect" => ComplexOp::Rect,
+            _ => return None,
+        })
+    }
+}
+
 impl Intrinsic {
     /// The name used when printing the IR.
     pub fn name(self) -> String {
@@ -709,6 +762,7 @@ impl Intrinsic {
             Intrinsic::LaneId => "lane_id".into(),
             Intrinsic::WarpSize => "warp_size".into(),
             Intrinsic::SyncThreads => "syncthreads".into(),
+            Intrinsic::Complex(op) => format!("complex.{op:?}").to_lowercase(),
             other => format!("{other:?}").to_lowercase(),
         }
     }
@@ -914,12 +968,18 @@ impl fmt::Display for Function {
             FunctionKind::Kernel => "kernel",
             FunctionKind::Device => "func",
         };
+        if self.external {
+            write!(f, "extern ")?;
+        }
         write!(f, "{kind} {}(", self.symbol)?;
         for (i, l) in self.param_locals().enumerate() {
             if i > 0 {
                 write!(f, ", ")?;
             }
             write!(f, "{}: {}", self.locals[l].name, self.locals[l].ty)?;
+        }
+        if self.external {
+            return writeln!(f, ") -> {}", self.ret);
         }
         writeln!(f, ") -> {} {{", self.ret)?;
         for (h, l) in self.locals.iter().skip(self.params) {
@@ -1021,6 +1081,7 @@ impl fmt::Display for ExprFmt<'_> {
             Expr::Literal(Literal::Bool(b)) => write!(f, "{}", if *b { "True" } else { "False" }),
             Expr::Literal(Literal::Int(i)) => write!(f, "{ty}({i})"),
             Expr::Literal(Literal::Float(x)) => write!(f, "{ty}({x:?})"),
+            Expr::Literal(Literal::Complex(re, im)) => write!(f, "{ty}({re:?}, {im:?})"),
             Expr::Local(l) => write!(f, "{}", func.locals[*l].name),
             Expr::Unary(op, a) => {
                 let s = match op {
@@ -1135,7 +1196,7 @@ impl fmt::Display for ExprFmt<'_> {
 pub fn literal_fits(lit: Literal, s: Scalar) -> bool {
     match lit {
         Literal::Int(v) => {
-            if s.is_float() || s == Scalar::Bool {
+            if s.is_float() || s.is_complex() || s == Scalar::Bool {
                 return true;
             }
             let bits = s.bits();

@@ -235,6 +235,8 @@ impl Module {
         self.parsed
             .functions
             .iter()
+            // `extern` declarations are not entries: their bodies are in another language.
+            .filter(|f| f.options.external.is_none())
             .filter_map(|f| {
                 let kind = f.kind?;
                 let def = self.parsed.def(f);
@@ -267,6 +269,32 @@ impl Module {
                         .map(|p| p.parameter.name.id.to_string())
                         .collect(),
                     annotated,
+                })
+            })
+            .collect()
+    }
+
+    /// The module's `extern` declarations (`@device.func(extern=True)`): the CUDA C++
+    /// functions its device code calls, as `extern "C" __device__` declarations for a header
+    /// ([`abi::header`]), so the C++ that defines them is checked against them.
+    pub fn extern_functions(&self) -> Vec<abi::header::FunctionDecl> {
+        self.parsed
+            .functions
+            .iter()
+            .filter_map(|f| {
+                let ext = f.options.external.as_ref()?;
+                let def = self.parsed.def(f);
+                let names = def
+                    .parameters
+                    .posonlyargs
+                    .iter()
+                    .chain(def.parameters.args.iter())
+                    .map(|p| p.parameter.name.id.to_string());
+                Some(abi::header::FunctionDecl {
+                    symbol: ext.symbol.clone(),
+                    kernel: false,
+                    params: names.zip(ext.params.iter().cloned()).collect(),
+                    ret: ext.ret.clone(),
                 })
             })
             .collect()

@@ -1,5 +1,6 @@
 //! Finding the CUDA files the compiler and its tests use without a GPU: `libdevice.10.bc`
-//! (math functions, linked into kernels that use them) and `ptxas` (to validate PTX).
+//! (math functions, linked into kernels that use them), `ptxas` (to validate PTX), and
+//! `nvcc` and `nvlink` (to check that our code links with CUDA C++).
 //!
 //! Looked for, in order: `$PYDEVICE_LIBDEVICE` / `$PYDEVICE_PTXAS`, `$CUDA_HOME` and
 //! `$CUDA_PATH`, `/usr/local/cuda`, and the `nvidia-cuda-nvcc` wheel in the site-packages of
@@ -67,6 +68,39 @@ pub fn ptxas() -> Option<PathBuf> {
         .clone()
 }
 
+/// The path of `nvcc`, if one is installed.
+pub fn nvcc() -> Option<PathBuf> {
+    static P: OnceLock<Option<PathBuf>> = OnceLock::new();
+    P.get_or_init(|| find("PYDEVICE_NVCC", &["bin/nvcc"]))
+        .clone()
+}
+
+/// The path of `nvlink` (the device linker), if one is installed.
+pub fn nvlink() -> Option<PathBuf> {
+    static P: OnceLock<Option<PathBuf>> = OnceLock::new();
+    P.get_or_init(|| find("PYDEVICE_NVLINK", &["bin/nvlink"]))
+        .clone()
+}
+
+/// The CUDA include directories that exist (`include`, and `include/cccl` where CUDA 13
+/// keeps `cuda/std`), for compiling CUDA C++ at run time with NVRTC.
+pub fn include_dirs() -> Vec<PathBuf> {
+    roots()
+        .iter()
+        .flat_map(|r| [r.join("include"), r.join("include/cccl")])
+        .filter(|d| d.is_dir())
+        .collect()
+}
+
+/// The CUDA library directories that exist (`lib64`, `lib`), where `libnvrtc` may be.
+pub fn library_dirs() -> Vec<PathBuf> {
+    roots()
+        .iter()
+        .flat_map(|r| [r.join("lib64"), r.join("lib")])
+        .filter(|d| d.is_dir())
+        .collect()
+}
+
 /// Where the search looked, for error messages.
 pub fn searched() -> String {
     roots()
@@ -77,8 +111,20 @@ pub fn searched() -> String {
 }
 
 /// Runs `ptxas` on a PTX text for an architecture; `Ok(())` when it is accepted, else
-/// ptxas's messages.
+/// ptxas's messages. PTX that declares `.extern` functions (calls into code linked in later)
+/// is compiled as relocatable code (`-c`), the only mode in which ptxas accepts them.
 pub fn ptxas_check(ptx: &str, arch: crate::lower::Arch) -> Result<(), String> {
+    ptxas_compile(ptx, arch, ptx.contains(".extern .func")).map(|_| ())
+}
+
+/// Assembles PTX into a cubin with `ptxas`; `relocatable` (`-c`) leaves calls of external
+/// functions for `nvlink` (or the driver's JIT linker) to resolve. Returns the cubin's bytes,
+/// or ptxas's messages.
+pub fn ptxas_compile(
+    ptx: &str,
+    arch: crate::lower::Arch,
+    relocatable: bool,
+) -> Result<Vec<u8>, String> {
     let ptxas = ptxas().ok_or_else(|| format!("ptxas not found (searched {})", searched()))?;
     let dir = std::env::temp_dir().join(format!(
         "pydevice-ptxas-{}-{:?}",
@@ -88,16 +134,21 @@ pub fn ptxas_check(ptx: &str, arch: crate::lower::Arch) -> Result<(), String> {
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let src = dir.join("k.ptx");
     std::fs::write(&src, ptx).map_err(|e| e.to_string())?;
-    let out = std::process::Command::new(&ptxas)
-        .arg(format!("-arch={arch}"))
+    let mut cmd = std::process::Command::new(&ptxas);
+    cmd.arg(format!("-arch={arch}"));
+    if relocatable {
+        cmd.arg("-c");
+    }
+    let out = cmd
         .arg(&src)
         .arg("-o")
         .arg(dir.join("k.cubin"))
         .output()
         .map_err(|e| format!("running {}: {e}", ptxas.display()))?;
+    let cubin = std::fs::read(dir.join("k.cubin"));
     let _ = std::fs::remove_dir_all(&dir);
     if out.status.success() {
-        Ok(())
+        cubin.map_err(|e| format!("reading ptxas's output: {e}"))
     } else {
         Err(String::from_utf8_lossy(&out.stderr).into_owned())
     }

@@ -148,6 +148,12 @@ fn c_scalar(s: Scalar) -> &'static str {
         Scalar::Float16 | Scalar::BFloat16 => "uint16_t",
         Scalar::Float32 => "float",
         Scalar::Float64 => "double",
+        // `cuda::std::complex<T>` is `alignas(2 * sizeof(T))`; C's `_Complex float` is only
+        // 4-aligned, so the C program declares these (nvcc checks the real ones).
+        Scalar::Complex64 => "pyd_c64",
+        Scalar::Complex128 => "pyd_c128",
+        // One byte of storage, like `__nv_fp8_e4m3` and `__nv_fp8_e5m2`.
+        Scalar::Float8E4M3 | Scalar::Float8E5M2 => "uint8_t",
     }
 }
 
@@ -231,7 +237,9 @@ fn c_program(all: &[Type]) -> String {
         main.push_str("  printf(\"\\n\");\n");
     }
     format!(
-        "#include <stdint.h>\n#include <stddef.h>\n#include <stdio.h>\n\n{defs}\n\
+        "#include <stdint.h>\n#include <stddef.h>\n#include <stdio.h>\n\n\
+         typedef struct __attribute__((aligned(8))) {{ float re, im; }} pyd_c64;\n\
+         typedef struct __attribute__((aligned(16))) {{ double re, im; }} pyd_c128;\n\n{defs}\n\
          int main(void) {{\n{main}  return 0;\n}}\n"
     )
 }
@@ -443,7 +451,8 @@ fn cuda_types_match_nvcc() {
     }
     let src = format!(
         "#include <cstdio>\n#include <cstddef>\n#include <cuda/std/cstdint>\n\
-         #include <cuda/atomic>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n\n\
+         #include <cuda/atomic>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n\
+         #include <cuda/std/complex>\n#include <cuda_fp8.h>\n\n\
          int main() {{\n{main}  return 0;\n}}\n"
     );
     let dir = scratch("nvcc-types");
@@ -804,6 +813,10 @@ fn kernel_parameters_have_the_abi_layout() {
         Type::Tuple(vec![Scalar::Int8.into(), v(Scalar::Float64, 2)]),
         Type::Tuple(vec![Scalar::Bool.into(), v(Scalar::Int16, 2)]),
         Type::Tuple(vec![v(Scalar::Float16, 3), v(Scalar::BFloat16, 2)]),
+        Type::Scalar(Scalar::Complex64),
+        Type::Scalar(Scalar::Complex128),
+        Type::Tuple(vec![Scalar::Float8E4M3.into(), Scalar::Complex128.into()]),
+        Type::Tuple(vec![Scalar::Float8E5M2.into(), Scalar::Complex64.into()]),
         Type::Tuple(vec![
             Scalar::Int8.into(),
             Type::Tuple(vec![Scalar::Int8.into(), v(Scalar::UInt8, 4)]),

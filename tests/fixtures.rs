@@ -198,3 +198,48 @@ fn error_fixtures_report_the_expected_diagnostics() {
         failures.join("\n\n")
     );
 }
+
+/// The back end keeps its LLVM pass pipelines alive between compiles on a thread
+/// (`src/lower/ptx/pipeline.cpp`). Compiling every fixture one after another on one thread
+/// must give, for each, the PTX that a fresh thread (fresh pipelines) gives. Comments are
+/// left out of the comparison: NVPTX numbers call sequences (`// callseq 3, 0`) with a counter
+/// that lives in the target machine.
+#[test]
+fn reused_pipelines_give_the_same_ptx_as_fresh_ones() {
+    let paths: Vec<PathBuf> = ["lang", "numba", "cupyx"]
+        .iter()
+        .flat_map(|d| fixtures(d))
+        .collect();
+    // Twice over, so every fixture also runs after all the others.
+    let mut reused = Vec::new();
+    for round in 0..2 {
+        for path in &paths {
+            let ptx = compile(path).map(|(_, ptx, _)| without_comments(&ptx));
+            if round == 1 {
+                reused.push(ptx);
+            }
+        }
+    }
+    let mut differ = Vec::new();
+    for (path, reused) in paths.iter().zip(reused) {
+        let p = path.clone();
+        let fresh =
+            std::thread::spawn(move || compile(&p).map(|(_, ptx, _)| without_comments(&ptx)))
+                .join()
+                .expect("compile thread panicked");
+        if fresh != reused {
+            differ.push(name_of(path));
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "PTX from reused pipelines differs from fresh pipelines for: {differ:?}"
+    );
+}
+
+fn without_comments(ptx: &str) -> String {
+    ptx.lines()
+        .map(|l| l.split("//").next().unwrap_or_default().trim_end())
+        .collect::<Vec<_>>()
+        .join("\n")
+}

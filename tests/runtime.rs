@@ -525,7 +525,7 @@ fn cai_rejects_masks_misaligned_strides_and_foreign_types() {
     assert!(m.contains("2 strides for 1 dimensions"), "{m}");
     for (ts, why) in [
         (">f4", "big-endian"),
-        ("<c8", "complex"),
+        ("<c4", "complex width"),
         ("<f2", "float width"),
         ("|V8", "structured"),
         ("f4", "start with"),
@@ -546,6 +546,38 @@ fn cai_rejects_masks_misaligned_strides_and_foreign_types() {
     // Negative byte strides that are multiples of the item size are fine.
     let a = with("strides", serde_json::json!([-4])).unwrap();
     assert_eq!(a.strides, vec![-1]);
+}
+
+/// Complex and fp8 element types cross the CAI and DLPack boundaries with their standard
+/// codes (`<c8`/`<c16`; DLPack `kDLComplex`, `kDLFloat8_e4m3fn`, `kDLFloat8_e5m2`).
+#[test]
+fn complex_and_fp8_dtypes_are_accepted() {
+    use pydevice::runtime::cai::typestr_scalar;
+    use pydevice::runtime::dlpack::{dtype_scalar, scalar_dtype};
+    assert_eq!(typestr_scalar("<c8").unwrap(), Scalar::Complex64);
+    assert_eq!(typestr_scalar("<c16").unwrap(), Scalar::Complex128);
+    for s in [
+        Scalar::Complex64,
+        Scalar::Complex128,
+        Scalar::Float8E4M3,
+        Scalar::Float8E5M2,
+    ] {
+        assert_eq!(dtype_scalar(scalar_dtype(s)).unwrap(), s, "{s}");
+    }
+    let c = DLDataType {
+        code: 5,
+        bits: 64,
+        lanes: 1,
+    };
+    assert_eq!(dtype_scalar(c).unwrap(), Scalar::Complex64);
+    let f8 = DLDataType {
+        code: 10,
+        bits: 8,
+        lanes: 1,
+    };
+    assert_eq!(dtype_scalar(f8).unwrap(), Scalar::Float8E4M3);
+    let a = DeviceArray::contiguous(8192, Scalar::Complex128, &[4]);
+    assert_eq!(CudaArrayInterface::from_array(&a).typestr, "<c16");
 }
 
 #[test]

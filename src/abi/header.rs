@@ -111,7 +111,8 @@ fn member_spelling(t: &Type) -> String {
 }
 
 /// The `static_assert`s of a type's layout: size and alignment, and each field's offset
-/// (`fields` gives the C++ names of the fields, in order, where they are checked).
+/// (`fields` gives the C++ names of the fields, in order, where they are checked). NVRTC does
+/// not know `__builtin_offsetof`, so the offsets are checked by nvcc and host compilers only.
 fn assert_layout(out: &mut String, t: &Type, fields: &[String]) {
     let l = layout_of(t);
     let _ = writeln!(
@@ -122,6 +123,10 @@ fn assert_layout(out: &mut String, t: &Type, fields: &[String]) {
         l.name,
         c = l.cxx
     );
+    if fields.is_empty() || l.fields.is_empty() {
+        return;
+    }
+    out.push_str("#ifndef __CUDACC_RTC__\n");
     for (f, fl) in fields.iter().zip(&l.fields) {
         let _ = writeln!(
             out,
@@ -129,6 +134,7 @@ fn assert_layout(out: &mut String, t: &Type, fields: &[String]) {
             l.cxx, fl.offset, l.name, fl.name
         );
     }
+    out.push_str("#endif\n");
 }
 
 /// Starts a paragraph: a blank line unless there is one.
@@ -207,10 +213,13 @@ pub fn header(module_name: &str, types: &[Type], functions: &[FunctionDecl]) -> 
     }
     let all = types_in(&roots);
     let (mut half, mut bf16, mut atomic, mut arrays) = (false, false, false, false);
+    let (mut complex, mut fp8) = (false, false);
     for t in &all {
         each_scalar(t, &mut |s| {
             half |= s == Scalar::Float16;
             bf16 |= s == Scalar::BFloat16;
+            complex |= s.is_complex();
+            fp8 |= s.is_fp8();
         });
         atomic |= matches!(t, Type::Ref { .. } | Type::Atomic { .. });
         arrays |= matches!(t, Type::Array(_));
@@ -232,6 +241,12 @@ pub fn header(module_name: &str, types: &[Type], functions: &[FunctionDecl]) -> 
     }
     if bf16 {
         out.push_str("#include <cuda_bf16.h>\n");
+    }
+    if complex {
+        out.push_str("#include <cuda/std/complex>\n");
+    }
+    if fp8 {
+        out.push_str("#include <cuda_fp8.h>\n");
     }
     out.push('\n');
     if arrays {

@@ -288,7 +288,7 @@ fn cmd_abi(a: &Args) -> Result<(), Failure> {
 }
 
 /// The declarations of the module's `interop=True` entries whose parameters are all
-/// annotated; each is type-checked to learn its result.
+/// annotated (each is type-checked to learn its result), then of its `extern` functions.
 fn interop_functions(module: &Module) -> Result<Vec<abi::header::FunctionDecl>, Failure> {
     let mut out = Vec::new();
     for e in module.entries() {
@@ -313,6 +313,7 @@ fn interop_functions(module: &Module) -> Result<Vec<abi::header::FunctionDecl>, 
             ret,
         ));
     }
+    out.extend(module.extern_functions());
     Ok(out)
 }
 
@@ -356,6 +357,16 @@ fn parse_arg(text: &str) -> Result<(String, CliArg), String> {
                 "true" | "1" => ArgValue::Bool(true),
                 "false" | "0" => ArgValue::Bool(false),
                 _ => return Err(format!("bad bool `{v}`")),
+            }
+        } else if s.is_complex() {
+            // `RE,IM` or a real number.
+            let bad = || format!("bad {s} `{v}` (write RE,IM)");
+            match v.split_once(',') {
+                Some((re, im)) => ArgValue::Complex(
+                    re.trim().parse().map_err(|_| bad())?,
+                    im.trim().parse().map_err(|_| bad())?,
+                ),
+                None => ArgValue::Float(v.parse().map_err(|_| bad())?),
             }
         } else if s.is_float() {
             ArgValue::Float(v.parse().map_err(|_| format!("bad {s} `{v}`"))?)

@@ -13,6 +13,8 @@ pub enum Namespace {
     Device,
     /// Python's `math` module.
     Math,
+    /// Python's `cmath` module.
+    Cmath,
     /// The package `numba` (its type objects and `numba.cuda`).
     Numba,
     /// `numba.cuda`.
@@ -50,6 +52,10 @@ pub enum Builtin {
     Float,
     /// Python's `bool`.
     Bool,
+    /// Python's `complex` (the dialect's default complex type).
+    Complex,
+    /// A function of the `cmath` module.
+    Cmath(CmathFn),
     /// `thread_idx`
     ThreadIdx,
     /// `block_idx`
@@ -60,6 +66,8 @@ pub enum Builtin {
     GridDim,
     /// `lane_id`
     LaneId,
+    /// cupyx's `jit.laneid()`: the lane id, as a function
+    CupyxLaneId,
     /// `warp_size`
     WarpSize,
     /// `tid(ndims)`
@@ -186,6 +194,33 @@ pub enum Builtin {
     CupyxSharedMemory,
 }
 
+/// The functions of Python's `cmath` module that device code can call (the modulus is the
+/// builtin `abs`, as in Python).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum CmathFn {
+    /// One of the operations the IR has (`exp`, `log`, `sqrt`, `sin`, `cos`, `phase`,
+    /// `rect`).
+    Op(crate::ir::ComplexOp),
+    /// `polar(z)`: `(abs(z), phase(z))`.
+    Polar,
+}
+
+/// Members of Python's `cmath` module known in device code: functions, and the constants
+/// `pi`, `e`, `tau`, `inf`, `nan` (Python floats), `infj` and `nanj` (Python complexes).
+pub(crate) fn cmath_member(name: &str) -> Option<super::Item> {
+    use super::Item;
+    use super::consts::Const;
+    match name {
+        "infj" => Some(Item::Const(Const::Complex(0.0, f64::INFINITY))),
+        "nanj" => Some(Item::Const(Const::Complex(0.0, f64::NAN))),
+        "pi" | "e" | "tau" | "inf" | "nan" => math_member(name),
+        "polar" => Some(Item::Builtin(Builtin::Cmath(CmathFn::Polar))),
+        n => {
+            crate::ir::ComplexOp::cmath(n).map(|op| Item::Builtin(Builtin::Cmath(CmathFn::Op(op))))
+        }
+    }
+}
+
 /// Members of `cupyx.jit`.
 pub(crate) fn cupyx_jit_member(name: &str) -> Option<Builtin> {
     use crate::ir::AtomicOp;
@@ -196,7 +231,7 @@ pub(crate) fn cupyx_jit_member(name: &str) -> Option<Builtin> {
         "blockIdx" => BlockIdx,
         "blockDim" => BlockDim,
         "gridDim" => GridDim,
-        "laneid" => LaneId,
+        "laneid" => CupyxLaneId,
         "warpsize" => WarpSize,
         "grid" => NumbaGrid,
         "gridsize" => NumbaGridsize,
@@ -383,8 +418,9 @@ pub fn numba_type(name: &str) -> Option<Builtin> {
 pub fn vector_name(name: &str) -> Option<(crate::types::Scalar, u8)> {
     let (base, n) = name.rsplit_once('x')?;
     let n: u8 = n.parse().ok().filter(|n| (1..=4).contains(n))?;
-    let s = crate::types::Scalar::from_name(base)
-        .filter(|s| s.name() == base && *s != crate::types::Scalar::Bool)?;
+    let s = crate::types::Scalar::from_name(base).filter(|s| {
+        s.name() == base && *s != crate::types::Scalar::Bool && !s.is_complex() && !s.is_fp8()
+    })?;
     Some((s, n))
 }
 
@@ -461,16 +497,7 @@ pub fn device_member(name: &str) -> Option<Builtin> {
 /// Names of `cuda.device` from the specification that this compiler does not provide yet;
 /// using one is a diagnostic that says so rather than "unknown name".
 pub fn is_planned_device_member(name: &str) -> bool {
-    const PLANNED: &[&str] = &[
-        "align",
-        "launch",
-        "machine_representation",
-        "ConstExpr",
-        "complex64",
-        "complex128",
-        "float8e4m3",
-        "float8e5m2",
-    ];
+    const PLANNED: &[&str] = &["align", "launch", "machine_representation", "ConstExpr"];
     PLANNED.contains(&name)
 }
 
@@ -481,6 +508,7 @@ pub fn python_builtin(name: &str) -> Option<Builtin> {
         "int" => Int,
         "float" => Float,
         "bool" => Bool,
+        "complex" => Complex,
         "range" => Range,
         "len" => Len,
         "abs" => Abs,

@@ -12,6 +12,8 @@ pub enum Const {
     Int(i128),
     /// A Python `float`.
     Float(f64),
+    /// A Python `complex` (real, imaginary).
+    Complex(f64, f64),
     /// A tuple of constants.
     Tuple(Vec<Const>),
 }
@@ -23,7 +25,15 @@ impl Const {
             Const::Bool(b) => Some(f64::from(u8::from(*b))),
             Const::Int(i) => Some(*i as f64),
             Const::Float(f) => Some(*f),
-            Const::Tuple(_) => None,
+            Const::Complex(..) | Const::Tuple(_) => None,
+        }
+    }
+
+    /// The value as a complex number (real numbers with a zero imaginary part).
+    pub fn as_complex(&self) -> Option<(f64, f64)> {
+        match self {
+            Const::Complex(re, im) => Some((*re, *im)),
+            c => c.as_f64().map(|x| (x, 0.0)),
         }
     }
 
@@ -89,6 +99,9 @@ pub fn fold_binary(op: BinaryOp, a: &Const, b: &Const) -> Option<Const> {
     use BinaryOp::*;
     if matches!(a, Const::Tuple(_)) || matches!(b, Const::Tuple(_)) {
         return None;
+    }
+    if matches!(a, Const::Complex(..)) || matches!(b, Const::Complex(..)) {
+        return fold_complex(op, a.as_complex()?, b.as_complex()?);
     }
     let ints = match (a, b) {
         (Const::Float(_), _) | (_, Const::Float(_)) => None,
@@ -165,6 +178,33 @@ pub fn fold_binary(op: BinaryOp, a: &Const, b: &Const) -> Option<Const> {
     Some(Const::Float(v))
 }
 
+/// Folds `+ - * /`, `==` and `!=` on complex constants (Python's other operators raise
+/// `TypeError` on complex numbers; the type checker reports them). Division uses Smith's
+/// algorithm, as the generated code does.
+fn fold_complex(op: BinaryOp, (a, b): (f64, f64), (c, d): (f64, f64)) -> Option<Const> {
+    use BinaryOp::*;
+    let (re, im) = match op {
+        Add | AddNoWrap => (a + c, b + d),
+        Sub => (a - c, b - d),
+        Mul => (a * c - b * d, a * d + b * c),
+        Div if c == 0.0 && d == 0.0 => return None,
+        Div if c.abs() >= d.abs() => {
+            let r = d / c;
+            let den = c + d * r;
+            ((a + b * r) / den, (b - a * r) / den)
+        }
+        Div => {
+            let r = c / d;
+            let den = c * r + d;
+            ((a * r + b) / den, (b * r - a) / den)
+        }
+        Eq => return Some(Const::Bool(a == c && b == d)),
+        Ne => return Some(Const::Bool(a != c || b != d)),
+        _ => return None,
+    };
+    Some(Const::Complex(re, im))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,6 +232,30 @@ mod tests {
             Some(Const::Float(0.09999999999999995))
         );
         assert_eq!(py_float_divmod(-7.5, 2.0), (-4.0, 0.5));
+    }
+
+    #[test]
+    fn complex_constants_fold_like_python() {
+        let f = |op, a, b| fold_binary(op, &a, &b);
+        let j = Const::Complex(0.0, 1.0);
+        assert_eq!(
+            f(BinaryOp::Add, Const::Int(2), Const::Complex(0.0, 3.0)),
+            Some(Const::Complex(2.0, 3.0))
+        );
+        assert_eq!(
+            f(BinaryOp::Mul, j.clone(), j.clone()),
+            Some(Const::Complex(-1.0, 0.0))
+        );
+        assert_eq!(
+            f(BinaryOp::Div, Const::Int(1), j.clone()),
+            Some(Const::Complex(0.0, -1.0))
+        );
+        assert_eq!(f(BinaryOp::Div, j.clone(), Const::Int(0)), None);
+        assert_eq!(
+            f(BinaryOp::Eq, Const::Float(1.0), Const::Complex(1.0, 0.0)),
+            Some(Const::Bool(true))
+        );
+        assert_eq!(f(BinaryOp::Lt, j.clone(), j), None);
     }
 
     #[test]

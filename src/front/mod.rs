@@ -9,6 +9,7 @@
 pub mod builtins;
 pub mod check;
 pub mod consts;
+mod external;
 
 use crate::diag::{Diagnostic, Diagnostics, SourceFile, Span};
 use crate::ir::{BinaryOp, FunctionKind};
@@ -58,6 +59,8 @@ pub(crate) struct DecoratorOptions {
     pub max_registers: Option<u32>,
     /// numba's signature argument of `@cuda.jit`.
     pub signature: Option<Vec<crate::types::Type>>,
+    /// `extern=True` / `extern="symbol"` (`@func`): defined in another language.
+    pub external: Option<external::ExternDecl>,
 }
 
 /// A function defined at module level.
@@ -215,6 +218,7 @@ impl ParsedModule {
                                 "cuda.device" => Item::Namespace(Namespace::Device),
                                 "cuda" => Item::Namespace(Namespace::Cuda),
                                 "math" => Item::Namespace(Namespace::Math),
+                                "cmath" => Item::Namespace(Namespace::Cmath),
                                 "numba" => Item::Namespace(Namespace::Numba),
                                 "numba.cuda" => Item::Namespace(Namespace::NumbaCuda),
                                 "cupyx.jit" => Item::Namespace(Namespace::CupyxJit),
@@ -237,6 +241,8 @@ impl ParsedModule {
                                 Item::Namespace(Namespace::Numpy)
                             } else if head == "math" {
                                 Item::Namespace(Namespace::Math)
+                            } else if head == "cmath" {
+                                Item::Namespace(Namespace::Cmath)
                             } else {
                                 Item::Foreign(head.to_string())
                             };
@@ -276,6 +282,17 @@ impl ParsedModule {
                                 continue;
                             }
                         },
+                        ("cmath", n) => match builtins::cmath_member(n) {
+                            Some(item) => item,
+                            None => {
+                                diags.push(Diagnostic::error(
+                                    "E0102",
+                                    alias.range().into(),
+                                    format!("`cmath.{n}` is not available in device code"),
+                                ));
+                                continue;
+                            }
+                        },
                         ("cuda.device", n) => match builtins::device_member(n) {
                             Some(b) => Item::Builtin(b),
                             None if builtins::is_planned_device_member(n) => {
@@ -299,7 +316,10 @@ impl ParsedModule {
                 }
             }
             Stmt::FunctionDef(def) => {
-                let (kind, options) = self.decorators(def, diags);
+                let (kind, mut options) = self.decorators(def, diags);
+                if let Some(ext) = options.external.as_mut() {
+                    self.declare_extern(def, ext, diags);
+                }
                 let decl = FunctionDecl {
                     name: def.name.id.to_string(),
                     kind,
@@ -437,6 +457,17 @@ impl ParsedModule {
                         ));
                         continue;
                     }
+                    if let Some(ext) = &options.external {
+                        diags.push(
+                            Diagnostic::error(
+                                "E0525",
+                                ext.span,
+                                "a `@struct` method cannot be `extern`",
+                            )
+                            .with_note("declare the C++ function at module level and pass the struct to it"),
+                        );
+                        continue;
+                    }
                     let decl = FunctionDecl {
                         name: format!("{name}.{}", def.name.id),
                         kind,
@@ -474,6 +505,7 @@ impl ParsedModule {
                     Some(Item::Namespace(Namespace::Device))
                 }
                 Item::Namespace(Namespace::Math) => builtins::math_member(a.attr.id.as_str()),
+                Item::Namespace(Namespace::Cmath) => builtins::cmath_member(a.attr.id.as_str()),
                 Item::Namespace(
                     ns @ (Namespace::Numba
                     | Namespace::NumbaCuda
@@ -611,6 +643,10 @@ impl ParsedModule {
                     "bounds_check",
                 ];
                 let key = name.id.as_str();
+                if key == "extern" {
+                    options.external = self.extern_option(this, def, kw, diags);
+                    continue;
+                }
                 if this == FunctionKind::Device && kernel_only.contains(&key) {
                     diags.push(
                         Diagnostic::error(
@@ -670,7 +706,7 @@ impl ParsedModule {
                         .with_note(if this == FunctionKind::Kernel {
                             "supported options: interop, max_threads, min_blocks, fastmath, lineinfo, debug, bounds_check"
                         } else {
-                            "supported options: interop"
+                            "supported options: interop, extern"
                         }),
                     ),
                 }
@@ -791,6 +827,7 @@ impl ParsedModule {
             Some(Item::Builtin(Builtin::Scalar(s))) => Ok(s),
             Some(Item::Builtin(Builtin::Int)) => Ok(Scalar::Int64),
             Some(Item::Builtin(Builtin::Float)) => Ok(Scalar::Float64),
+            Some(Item::Builtin(Builtin::Complex)) => Ok(Scalar::Complex128),
             Some(Item::Builtin(Builtin::Bool)) => Ok(Scalar::Bool),
             _ => Err("expected a numba type such as `float32`".to_string()),
         };
@@ -835,7 +872,7 @@ impl ParsedModule {
                     .map(|v| Const::Int(i128::from(v)))
                     .or_else(|| i.as_u64().map(|v| Const::Int(i128::from(v)))),
                 ast::Number::Float(f) => Some(Const::Float(*f)),
-                ast::Number::Complex { .. } => None,
+                ast::Number::Complex { real, imag } => Some(Const::Complex(*real, *imag)),
             },
             Expr::BooleanLiteral(b) => Some(Const::Bool(b.value)),
             Expr::Name(n) => match self.items.get(n.id.as_str()) {
@@ -853,13 +890,18 @@ impl ParsedModule {
                 match (u.op, v) {
                     (ast::UnaryOp::USub, Const::Int(i)) => Some(Const::Int(-i)),
                     (ast::UnaryOp::USub, Const::Float(f)) => Some(Const::Float(-f)),
+                    (ast::UnaryOp::USub, Const::Complex(re, im)) => Some(Const::Complex(-re, -im)),
                     (ast::UnaryOp::USub, Const::Bool(b)) => Some(Const::Int(-i128::from(b))),
-                    (ast::UnaryOp::UAdd, v @ (Const::Int(_) | Const::Float(_))) => Some(v),
+                    (
+                        ast::UnaryOp::UAdd,
+                        v @ (Const::Int(_) | Const::Float(_) | Const::Complex(..)),
+                    ) => Some(v),
                     (ast::UnaryOp::Invert, Const::Int(i)) => Some(Const::Int(!i)),
                     (ast::UnaryOp::Not, v) => match v {
                         Const::Bool(b) => Some(Const::Bool(!b)),
                         Const::Int(i) => Some(Const::Bool(i == 0)),
                         Const::Float(f) => Some(Const::Bool(f == 0.0)),
+                        Const::Complex(re, im) => Some(Const::Bool(re == 0.0 && im == 0.0)),
                         Const::Tuple(t) => Some(Const::Bool(t.is_empty())),
                     },
                     _ => None,
@@ -928,6 +970,7 @@ impl ParsedModule {
                 Item::Builtin(Builtin::Scalar(s)) => Some(Type::Scalar(s)),
                 Item::Builtin(Builtin::Int) => Some(Type::Scalar(d.int)),
                 Item::Builtin(Builtin::Float) => Some(Type::Scalar(d.float)),
+                Item::Builtin(Builtin::Complex) => Some(Type::Scalar(d.complex)),
                 Item::Builtin(Builtin::Bool) => Some(Type::Scalar(Scalar::Bool)),
                 Item::Builtin(Builtin::Vector(elem, len)) => Some(Type::Vector { elem, len }),
                 Item::Struct(i) => self

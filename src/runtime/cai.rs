@@ -73,11 +73,13 @@ pub fn typestr_scalar(typestr: &str) -> Result<Scalar, RuntimeError> {
         'i' => Scalar::int(true, size * 8),
         'u' => Scalar::int(false, size * 8),
         'f' => Scalar::float(size * 8),
+        'c' if size == 8 => Some(Scalar::Complex64),
+        'c' if size == 16 => Some(Scalar::Complex128),
         _ => None,
     };
     s.ok_or_else(|| {
         let what = match kind {
-            'c' => "complex numbers",
+            'c' => "this complex width (device code has complex64 and complex128)",
             'f' => "this float width (device code has float32 and float64)",
             'V' => "structured or void types",
             'O' => "Python objects",

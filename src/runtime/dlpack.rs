@@ -38,6 +38,10 @@ pub const DL_BFLOAT: u8 = 4;
 pub const DL_COMPLEX: u8 = 5;
 /// `kDLBool`.
 pub const DL_BOOL: u8 = 6;
+/// `kDLFloat8_e4m3fn` (DLPack 1.1): `float8e4m3`, CUDA's `__nv_fp8_e4m3`.
+pub const DL_FLOAT8_E4M3FN: u8 = 10;
+/// `kDLFloat8_e5m2` (DLPack 1.1): `float8e5m2`, CUDA's `__nv_fp8_e5m2`.
+pub const DL_FLOAT8_E5M2: u8 = 12;
 
 /// `DLPACK_FLAG_BITMASK_READ_ONLY` of `DLManagedTensorVersioned::flags`.
 pub const DLPACK_FLAG_READ_ONLY: u64 = 1 << 0;
@@ -173,6 +177,10 @@ pub fn dtype_scalar(t: DLDataType) -> Result<Scalar, RuntimeError> {
         DL_UINT => Scalar::int(false, bits),
         DL_FLOAT => Scalar::float(bits),
         DL_BOOL if bits == 8 => Some(Scalar::Bool),
+        DL_COMPLEX if bits == 64 => Some(Scalar::Complex64),
+        DL_COMPLEX if bits == 128 => Some(Scalar::Complex128),
+        DL_FLOAT8_E4M3FN if bits == 8 => Some(Scalar::Float8E4M3),
+        DL_FLOAT8_E5M2 if bits == 8 => Some(Scalar::Float8E5M2),
         _ => None,
     };
     s.ok_or_else(|| {
@@ -183,6 +191,7 @@ pub fn dtype_scalar(t: DLDataType) -> Result<Scalar, RuntimeError> {
             DL_BFLOAT => "bfloat",
             DL_COMPLEX => "complex",
             DL_BOOL => "bool",
+            7..=13 => "float8 variant",
             DL_OPAQUE_HANDLE => "opaque handle",
             _ => "unknown type code",
         };
@@ -197,6 +206,9 @@ pub fn dtype_scalar(t: DLDataType) -> Result<Scalar, RuntimeError> {
 pub fn scalar_dtype(s: Scalar) -> DLDataType {
     let code = match s {
         Scalar::Bool => DL_BOOL,
+        Scalar::Float8E4M3 => DL_FLOAT8_E4M3FN,
+        Scalar::Float8E5M2 => DL_FLOAT8_E5M2,
+        s if s.is_complex() => DL_COMPLEX,
         s if s.is_float() => DL_FLOAT,
         s if s.is_signed() => DL_INT,
         _ => DL_UINT,

@@ -49,6 +49,15 @@ pub enum RuntimeError {
     /// An argument does not match the kernel's parameters, or an array description (DLPack,
     /// CUDA Array Interface) is malformed or unsupported.
     Argument(String),
+    /// Device code could not be linked ([`Device::link`](super::Device::link)): a symbol no
+    /// input defines, a CUDA C++ input NVRTC rejected (its log is in the message), NVRTC
+    /// missing, or the driver's JIT linker refusing an input. The context is still usable.
+    Link {
+        /// The symbols that were referenced but defined by no input (may be empty).
+        undefined: Vec<String>,
+        /// What went wrong, with the compiler's or linker's log.
+        message: String,
+    },
     /// A kernel compiled with `bounds_check=True` indexed an array out of range; the access
     /// was skipped. The context is still usable.
     IndexOutOfBounds {
@@ -92,6 +101,9 @@ impl fmt::Display for RuntimeError {
                 "kernel `{kernel}` faulted: {message} (the CUDA context is unusable from now on)"
             ),
             RuntimeError::Argument(m) => write!(f, "bad kernel argument: {m}"),
+            RuntimeError::Link { message, .. } => {
+                write!(f, "linking device code failed: {message}")
+            }
             RuntimeError::IndexOutOfBounds {
                 kernel,
                 line,

@@ -9,6 +9,8 @@
 //!   [`DeviceBuffer`]s, raw pointers, DLPack tensors ([`dlpack`]) and CUDA Array Interface
 //!   descriptions ([`cai`]); [`ArraySource`] applies the spec's "DLPack wins" rule.
 //! - [`LaunchConfig`] takes the spec's `Dim3Like` grid and block ([`Dim3`]).
+//! - [`link`] links our PTX with CUDA C++ (PTX, cubin, fatbin, objects, or source compiled
+//!   with NVRTC) through the driver's JIT linker into one module ([`Device::link`]).
 //! - [`reflect`] reads a kernel's registers, memory and occupancy without launching it.
 //! - [`cache::KernelCache`] compiles each specialization once, from many threads, with an
 //!   opt-in on-disk cache.
@@ -26,6 +28,7 @@ pub mod cai;
 pub mod config;
 pub mod dlpack;
 pub mod error;
+pub mod link;
 pub mod npy;
 pub mod reflect;
 pub mod stream;
@@ -37,6 +40,7 @@ pub use cache::{CacheStats, KernelCache};
 pub use cai::CudaArrayInterface;
 pub use config::{Dim3, LaunchConfig};
 pub use error::RuntimeError;
+pub use link::{LinkInput, LinkedModule};
 pub use reflect::{BlockSizeSuggestion, KernelAttributes, Occupancy};
 pub use stream::Stream;
 
@@ -232,8 +236,25 @@ impl Device {
     }
 
     /// Loads PTX and looks the kernel described by `abi` up in it. Loading is when the driver
-    /// compiles the PTX for this GPU.
+    /// compiles the PTX for this GPU. PTX that calls `extern` functions (CUDA C++) cannot be
+    /// loaded alone: that is a [`RuntimeError::Link`] naming them; use [`Device::link`].
     pub fn load(&self, ptx: &str, abi: &KernelAbi) -> Result<LoadedKernel, RuntimeError> {
+        let undefined = link::undefined_functions(&[ptx]);
+        if !undefined.is_empty() {
+            return Err(RuntimeError::Link {
+                message: format!(
+                    "`{}` calls functions defined in other code ({}): link it with that code \
+                     (Device::link)",
+                    abi.symbol,
+                    undefined
+                        .iter()
+                        .map(|n| format!("`{n}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                undefined,
+            });
+        }
         let fail = |e: DriverError| {
             if is_sticky(code(&e)) {
                 return self.error(e);

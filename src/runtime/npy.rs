@@ -45,6 +45,8 @@ fn descr_scalar(d: &str) -> Option<Scalar> {
         "f2" => Scalar::Float16,
         "f4" => Scalar::Float32,
         "f8" => Scalar::Float64,
+        "c8" => Scalar::Complex64,
+        "c16" => Scalar::Complex128,
         _ => return None,
     })
 }
@@ -217,6 +219,24 @@ mod tests {
         let bytes = a.to_bytes();
         assert!(String::from_utf8_lossy(&bytes).contains("'descr': '<f2'"));
         assert_eq!(NpyArray::parse(&bytes).unwrap(), a);
+    }
+
+    #[test]
+    fn reads_numpy_complex() {
+        for (dtype, descr, size) in [
+            (Scalar::Complex64, "'<c8'", 8),
+            (Scalar::Complex128, "'<c16'", 16),
+        ] {
+            let a = NpyArray {
+                dtype,
+                shape: vec![2],
+                fortran_order: false,
+                data: (0..2 * size).map(|i| i as u8).collect(),
+            };
+            let bytes = a.to_bytes();
+            assert!(String::from_utf8_lossy(&bytes).contains(descr));
+            assert_eq!(NpyArray::parse(&bytes).unwrap(), a);
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! This module only describes types; how values of a type are laid out in memory lives in
 //! `abi`, how they are promoted in [`promote`], and how they are inferred in `front`.
 
+pub mod fp8;
 pub mod promote;
 pub mod signature;
 
@@ -21,6 +22,8 @@ pub enum Kind {
     UInt,
     /// IEEE binary floating point.
     Float,
+    /// Complex numbers: a pair of IEEE floats (real, imaginary).
+    Complex,
 }
 
 /// A fixed-format number (or `bool`): the dtypes of arrays and the types of scalars.
@@ -53,11 +56,21 @@ pub enum Scalar {
     Float32,
     /// `float64`.
     Float64,
+    /// `complex64`: two `float32`s (real, imaginary), also Python's `complex` in device code.
+    Complex64,
+    /// `complex128`: two `float64`s.
+    Complex128,
+    /// `float8e4m3` (1 sign, 4 exponent, 3 mantissa bits; no infinities): a storage format,
+    /// read as `float32` by arithmetic.
+    Float8E4M3,
+    /// `float8e5m2` (1 sign, 5 exponent, 2 mantissa bits): a storage format, read as
+    /// `float32` by arithmetic.
+    Float8E5M2,
 }
 
 impl Scalar {
     /// Every scalar, in a fixed order (used by table-driven tests).
-    pub const ALL: [Scalar; 13] = [
+    pub const ALL: [Scalar; 17] = [
         Scalar::Bool,
         Scalar::Int8,
         Scalar::Int16,
@@ -71,6 +84,10 @@ impl Scalar {
         Scalar::BFloat16,
         Scalar::Float32,
         Scalar::Float64,
+        Scalar::Complex64,
+        Scalar::Complex128,
+        Scalar::Float8E4M3,
+        Scalar::Float8E5M2,
     ];
 
     /// The promotion kind.
@@ -80,7 +97,8 @@ impl Scalar {
             Bool => Kind::Bool,
             Int8 | Int16 | Int32 | Int64 => Kind::Int,
             UInt8 | UInt16 | UInt32 | UInt64 => Kind::UInt,
-            Float16 | BFloat16 | Float32 | Float64 => Kind::Float,
+            Float16 | BFloat16 | Float32 | Float64 | Float8E4M3 | Float8E5M2 => Kind::Float,
+            Complex64 | Complex128 => Kind::Complex,
         }
     }
 
@@ -88,10 +106,11 @@ impl Scalar {
     pub fn bits(self) -> u32 {
         use Scalar::*;
         match self {
-            Bool | Int8 | UInt8 => 8,
+            Bool | Int8 | UInt8 | Float8E4M3 | Float8E5M2 => 8,
             Int16 | UInt16 | Float16 | BFloat16 => 16,
             Int32 | UInt32 | Float32 => 32,
-            Int64 | UInt64 | Float64 => 64,
+            Int64 | UInt64 | Float64 | Complex64 => 64,
+            Complex128 => 128,
         }
     }
 
@@ -108,6 +127,35 @@ impl Scalar {
     /// True for floating-point types.
     pub fn is_float(self) -> bool {
         self.kind() == Kind::Float
+    }
+
+    /// True for `complex64` and `complex128`.
+    pub fn is_complex(self) -> bool {
+        self.kind() == Kind::Complex
+    }
+
+    /// True for the 8-bit float storage formats (`float8e4m3`, `float8e5m2`).
+    pub fn is_fp8(self) -> bool {
+        matches!(self, Scalar::Float8E4M3 | Scalar::Float8E5M2)
+    }
+
+    /// The float type of a complex type's parts (`float32` for `complex64`); the type itself
+    /// for other scalars.
+    pub fn component(self) -> Scalar {
+        match self {
+            Scalar::Complex64 => Scalar::Float32,
+            Scalar::Complex128 => Scalar::Float64,
+            s => s,
+        }
+    }
+
+    /// The complex type whose parts hold every value of float type `f` (`complex64` for
+    /// `float16`, `bfloat16`, `float32` and the fp8 formats, `complex128` for `float64`).
+    pub fn complex_of(f: Scalar) -> Scalar {
+        match f {
+            Scalar::Float64 | Scalar::Complex128 => Scalar::Complex128,
+            _ => Scalar::Complex64,
+        }
     }
 
     /// True for signed integers.
@@ -157,6 +205,10 @@ impl Scalar {
             BFloat16 => "bfloat16",
             Float32 => "float32",
             Float64 => "float64",
+            Complex64 => "complex64",
+            Complex128 => "complex128",
+            Float8E4M3 => "float8e4m3",
+            Float8E5M2 => "float8e5m2",
         }
     }
 
@@ -177,6 +229,10 @@ impl Scalar {
             "bfloat16" => BFloat16,
             "float32" | "f4" | "single" => Float32,
             "float64" | "f8" | "double" => Float64,
+            "complex64" | "c8" | "csingle" => Complex64,
+            "complex128" | "c16" | "cdouble" => Complex128,
+            "float8e4m3" | "float8_e4m3fn" => Float8E4M3,
+            "float8e5m2" | "float8_e5m2" => Float8E5M2,
             _ => return None,
         })
     }
@@ -198,6 +254,10 @@ impl Scalar {
             BFloat16 => "__nv_bfloat16",
             Float32 => "float",
             Float64 => "double",
+            Complex64 => "cuda::std::complex<float>",
+            Complex128 => "cuda::std::complex<double>",
+            Float8E4M3 => "__nv_fp8_e4m3",
+            Float8E5M2 => "__nv_fp8_e5m2",
         }
     }
 
@@ -219,6 +279,10 @@ impl Scalar {
             BFloat16 => "<V2",
             Float32 => "<f4",
             Float64 => "<f8",
+            Complex64 => "<c8",
+            Complex128 => "<c16",
+            // NumPy has no fp8 either; ml_dtypes stores them as one raw byte.
+            Float8E4M3 | Float8E5M2 => "|V1",
         }
     }
 }

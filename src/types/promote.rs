@@ -13,6 +13,8 @@ pub enum Weak {
     Int,
     /// A Python `float`.
     Float,
+    /// A Python `complex` (`1j`).
+    Complex,
 }
 
 /// The types that Python's `int` and `float` stand for in a dialect.
@@ -22,6 +24,8 @@ pub struct Defaults {
     pub int: Scalar,
     /// The type of `float` (`float32` in `cuda.device`).
     pub float: Scalar,
+    /// The type of `complex` (`complex64` in `cuda.device`).
+    pub complex: Scalar,
 }
 
 impl Defaults {
@@ -29,12 +33,14 @@ impl Defaults {
     pub const CUDA_DEVICE: Defaults = Defaults {
         int: Scalar::Int32,
         float: Scalar::Float32,
+        complex: Scalar::Complex64,
     };
 
     /// The numba-cuda dialect: `int` is `int64`, `float` is `float64`.
     pub const NUMBA: Defaults = Defaults {
         int: Scalar::Int64,
         float: Scalar::Float64,
+        complex: Scalar::Complex128,
     };
 
     /// The type a weak number takes when nothing else decides it.
@@ -42,6 +48,7 @@ impl Defaults {
         match w {
             Weak::Int => self.int,
             Weak::Float => self.float,
+            Weak::Complex => self.complex,
         }
     }
 }
@@ -57,13 +64,23 @@ fn float_for_int(s: Scalar, f: Scalar) -> Scalar {
     }
 }
 
+/// The type an operand takes part in arithmetic as: `float32` for the fp8 storage formats,
+/// the type itself otherwise.
+pub fn arithmetic_type(s: Scalar) -> Scalar {
+    if s.is_fp8() { Scalar::Float32 } else { s }
+}
+
 /// The result type of a binary arithmetic operation on two typed operands.
 pub fn promote(a: Scalar, b: Scalar) -> Scalar {
     use Kind::*;
+    let (a, b) = (arithmetic_type(a), arithmetic_type(b));
     if a == b {
         return a;
     }
     match (a.kind(), b.kind()) {
+        (Complex, Complex) => Scalar::Complex128,
+        (Complex, _) => Scalar::complex_of(promote(a.component(), b)),
+        (_, Complex) => Scalar::complex_of(promote(a, b.component())),
         (Bool, _) => b,
         (_, Bool) => a,
         (Float, Float) if a.bits() == 16 && b.bits() == 16 => {
@@ -95,17 +112,22 @@ pub fn promote(a: Scalar, b: Scalar) -> Scalar {
 
 /// The result type of an operation between a typed operand and a Python number.
 pub fn promote_weak(strong: Scalar, weak: Weak, defaults: Defaults) -> Scalar {
+    let strong = arithmetic_type(strong);
     match (strong.kind(), weak) {
         (Kind::Bool, w) => defaults.of(w),
         (Kind::Int | Kind::UInt, Weak::Int) => strong,
         (Kind::Int | Kind::UInt, Weak::Float) => defaults.float,
-        (Kind::Float, _) => strong,
+        (Kind::Int | Kind::UInt, Weak::Complex) => defaults.complex,
+        (Kind::Float, Weak::Complex) => Scalar::complex_of(strong),
+        (Kind::Float | Kind::Complex, _) => strong,
     }
 }
 
 /// The weak kind of an operation between two Python numbers.
 pub fn promote_weak_weak(a: Weak, b: Weak) -> Weak {
-    if a == Weak::Float || b == Weak::Float {
+    if a == Weak::Complex || b == Weak::Complex {
+        Weak::Complex
+    } else if a == Weak::Float || b == Weak::Float {
         Weak::Float
     } else {
         Weak::Int
@@ -117,102 +139,64 @@ mod tests {
     use super::*;
     use Scalar::*;
 
-    /// The expected result for every ordered pair, written out as a table so that a change
-    /// to a rule shows up as a change here.
-    const TABLE: &[(Scalar, &[Scalar])] = &[
-        // rows: left operand; columns in Scalar::ALL order:
-        // bool  i8  i16  i32  i64  u8  u16  u32  u64  f16  bf16  f32  f64
-        (
-            Bool,
-            &[
-                Bool, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64, Float16, BFloat16,
-                Float32, Float64,
-            ],
-        ),
-        (
-            Int8,
-            &[
-                Int8, Int8, Int16, Int32, Int64, Int16, Int32, Int64, Float64, Float16, BFloat16,
-                Float32, Float64,
-            ],
-        ),
-        (
-            Int16,
-            &[
-                Int16, Int16, Int16, Int32, Int64, Int16, Int32, Int64, Float64, Float32, Float32,
-                Float32, Float64,
-            ],
-        ),
-        (
-            Int32,
-            &[
-                Int32, Int32, Int32, Int32, Int64, Int32, Int32, Int64, Float64, Float64, Float64,
-                Float64, Float64,
-            ],
-        ),
-        (
-            Int64,
-            &[
-                Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Float64, Float64, Float64,
-                Float64, Float64,
-            ],
-        ),
-        (
-            UInt8,
-            &[
-                UInt8, Int16, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64, Float16,
-                BFloat16, Float32, Float64,
-            ],
-        ),
-        (
-            UInt16,
-            &[
-                UInt16, Int32, Int32, Int32, Int64, UInt16, UInt16, UInt32, UInt64, Float32,
-                Float32, Float32, Float64,
-            ],
-        ),
-        (
-            UInt32,
-            &[
-                UInt32, Int64, Int64, Int64, Int64, UInt32, UInt32, UInt32, UInt64, Float64,
-                Float64, Float64, Float64,
-            ],
-        ),
-        (
-            UInt64,
-            &[
-                UInt64, Float64, Float64, Float64, Float64, UInt64, UInt64, UInt64, UInt64,
-                Float64, Float64, Float64, Float64,
-            ],
-        ),
-        (
-            Float16,
-            &[
-                Float16, Float16, Float32, Float64, Float64, Float16, Float32, Float64, Float64,
-                Float16, Float32, Float32, Float64,
-            ],
-        ),
-        (
-            BFloat16,
-            &[
-                BFloat16, BFloat16, Float32, Float64, Float64, BFloat16, Float32, Float64, Float64,
-                Float32, BFloat16, Float32, Float64,
-            ],
-        ),
-        (
-            Float32,
-            &[
-                Float32, Float32, Float32, Float64, Float64, Float32, Float32, Float64, Float64,
-                Float32, Float32, Float32, Float64,
-            ],
-        ),
-        (Float64, &[Float64; 13]),
+    /// The 15 dtypes of the table, in its column order.
+    const COLUMNS: [Scalar; 15] = [
+        Bool, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64, Float16, BFloat16, Float32,
+        Float64, Complex64, Complex128,
+    ];
+
+    /// The expected result for every ordered pair of typed operands, written out so that a
+    /// change to a rule shows up as a change here. Checked against NumPy 2.4's
+    /// `np.result_type` (bfloat16 as ml_dtypes has it: float16's row, but float32 with
+    /// float16).
+    #[rustfmt::skip]
+    const TABLE: [(Scalar, [Scalar; 15]); 15] = [
+        // bool      i8          i16         i32         i64         u8          u16         u32         u64         f16         bf16        f32         f64         c64         c128
+        (Bool,       [Bool,      Int8,       Int16,      Int32,      Int64,      UInt8,      UInt16,     UInt32,     UInt64,     Float16,    BFloat16,   Float32,    Float64,    Complex64,  Complex128]),
+        (Int8,       [Int8,      Int8,       Int16,      Int32,      Int64,      Int16,      Int32,      Int64,      Float64,    Float16,    BFloat16,   Float32,    Float64,    Complex64,  Complex128]),
+        (Int16,      [Int16,     Int16,      Int16,      Int32,      Int64,      Int16,      Int32,      Int64,      Float64,    Float32,    Float32,    Float32,    Float64,    Complex64,  Complex128]),
+        (Int32,      [Int32,     Int32,      Int32,      Int32,      Int64,      Int32,      Int32,      Int64,      Float64,    Float64,    Float64,    Float64,    Float64,    Complex128, Complex128]),
+        (Int64,      [Int64,     Int64,      Int64,      Int64,      Int64,      Int64,      Int64,      Int64,      Float64,    Float64,    Float64,    Float64,    Float64,    Complex128, Complex128]),
+        (UInt8,      [UInt8,     Int16,      Int16,      Int32,      Int64,      UInt8,      UInt16,     UInt32,     UInt64,     Float16,    BFloat16,   Float32,    Float64,    Complex64,  Complex128]),
+        (UInt16,     [UInt16,    Int32,      Int32,      Int32,      Int64,      UInt16,     UInt16,     UInt32,     UInt64,     Float32,    Float32,    Float32,    Float64,    Complex64,  Complex128]),
+        (UInt32,     [UInt32,    Int64,      Int64,      Int64,      Int64,      UInt32,     UInt32,     UInt32,     UInt64,     Float64,    Float64,    Float64,    Float64,    Complex128, Complex128]),
+        (UInt64,     [UInt64,    Float64,    Float64,    Float64,    Float64,    UInt64,     UInt64,     UInt64,     UInt64,     Float64,    Float64,    Float64,    Float64,    Complex128, Complex128]),
+        (Float16,    [Float16,   Float16,    Float32,    Float64,    Float64,    Float16,    Float32,    Float64,    Float64,    Float16,    Float32,    Float32,    Float64,    Complex64,  Complex128]),
+        (BFloat16,   [BFloat16,  BFloat16,   Float32,    Float64,    Float64,    BFloat16,   Float32,    Float64,    Float64,    Float32,    BFloat16,   Float32,    Float64,    Complex64,  Complex128]),
+        (Float32,    [Float32,   Float32,    Float32,    Float64,    Float64,    Float32,    Float32,    Float64,    Float64,    Float32,    Float32,    Float32,    Float64,    Complex64,  Complex128]),
+        (Float64,    [Float64,   Float64,    Float64,    Float64,    Float64,    Float64,    Float64,    Float64,    Float64,    Float64,    Float64,    Float64,    Float64,    Complex128, Complex128]),
+        (Complex64,  [Complex64, Complex64,  Complex64,  Complex128, Complex128, Complex64,  Complex64,  Complex128, Complex128, Complex64,  Complex64,  Complex64,  Complex128, Complex64,  Complex128]),
+        (Complex128, [Complex128,Complex128, Complex128, Complex128, Complex128, Complex128, Complex128, Complex128, Complex128, Complex128, Complex128, Complex128, Complex128, Complex128, Complex128]),
+    ];
+
+    /// The typed operand with a Python `bool`, `int`, `float` and `complex` in `cuda.device`
+    /// (NEP 50 with `int` = int32, `float` = float32, `complex` = complex64; a Python bool is
+    /// the `bool` dtype, which never widens the other operand).
+    #[rustfmt::skip]
+    const WEAK: [(Scalar, [Scalar; 4]); 15] = [
+        //            bool        int         float       complex
+        (Bool,       [Bool,       Int32,      Float32,    Complex64]),
+        (Int8,       [Int8,       Int8,       Float32,    Complex64]),
+        (Int16,      [Int16,      Int16,      Float32,    Complex64]),
+        (Int32,      [Int32,      Int32,      Float32,    Complex64]),
+        (Int64,      [Int64,      Int64,      Float32,    Complex64]),
+        (UInt8,      [UInt8,      UInt8,      Float32,    Complex64]),
+        (UInt16,     [UInt16,     UInt16,     Float32,    Complex64]),
+        (UInt32,     [UInt32,     UInt32,     Float32,    Complex64]),
+        (UInt64,     [UInt64,     UInt64,     Float32,    Complex64]),
+        (Float16,    [Float16,    Float16,    Float16,    Complex64]),
+        (BFloat16,   [BFloat16,   BFloat16,   BFloat16,   Complex64]),
+        (Float32,    [Float32,    Float32,    Float32,    Complex64]),
+        (Float64,    [Float64,    Float64,    Float64,    Complex128]),
+        (Complex64,  [Complex64,  Complex64,  Complex64,  Complex64]),
+        (Complex128, [Complex128, Complex128, Complex128, Complex128]),
     ];
 
     #[test]
     fn every_pair_matches_the_table() {
-        for (left, row) in TABLE {
-            for (right, want) in Scalar::ALL.iter().zip(row.iter()) {
+        for ((left, row), col) in TABLE.iter().zip(COLUMNS) {
+            assert_eq!(*left, col, "rows and columns in the same order");
+            for (right, want) in COLUMNS.iter().zip(row.iter()) {
                 assert_eq!(promote(*left, *right), *want, "{left} with {right}");
             }
         }
@@ -228,18 +212,38 @@ mod tests {
     }
 
     #[test]
-    fn weak_numbers_adapt_to_the_typed_operand() {
+    fn every_typed_operand_with_every_python_number() {
         let d = Defaults::CUDA_DEVICE;
-        for s in Scalar::ALL {
-            let int = promote_weak(s, Weak::Int, d);
-            let float = promote_weak(s, Weak::Float, d);
-            match s.kind() {
-                Kind::Bool => assert_eq!((int, float), (Int32, Float32)),
-                Kind::Int | Kind::UInt => assert_eq!((int, float), (s, Float32)),
-                Kind::Float => assert_eq!((int, float), (s, s)),
-            }
+        for (s, row) in WEAK {
+            let got = [
+                promote(s, Bool),
+                promote_weak(s, Weak::Int, d),
+                promote_weak(s, Weak::Float, d),
+                promote_weak(s, Weak::Complex, d),
+            ];
+            assert_eq!(got, row, "{s} with bool, int, float, complex");
         }
-        assert_eq!(promote_weak_weak(Weak::Int, Weak::Float), Weak::Float);
-        assert_eq!(promote_weak_weak(Weak::Int, Weak::Int), Weak::Int);
+        // numba's dialect differs only in the defaults the weak numbers fall back to.
+        let n = Defaults::NUMBA;
+        assert_eq!(promote_weak(Int8, Weak::Float, n), Float64);
+        assert_eq!(promote_weak(Int8, Weak::Complex, n), Complex128);
+        assert_eq!(promote_weak(Float32, Weak::Complex, n), Complex64);
+        let ww = |a, b| promote_weak_weak(a, b);
+        assert_eq!(ww(Weak::Int, Weak::Int), Weak::Int);
+        assert_eq!(ww(Weak::Int, Weak::Float), Weak::Float);
+        assert_eq!(ww(Weak::Float, Weak::Complex), Weak::Complex);
+        assert_eq!(ww(Weak::Int, Weak::Complex), Weak::Complex);
+    }
+
+    #[test]
+    fn fp8_takes_part_as_float32() {
+        for f8 in [Float8E4M3, Float8E5M2] {
+            for s in Scalar::ALL {
+                let want = promote(Float32, s);
+                assert_eq!(promote(f8, s), want, "{f8} with {s}");
+            }
+            assert_eq!(promote_weak(f8, Weak::Int, Defaults::CUDA_DEVICE), Float32);
+            assert_eq!(promote_weak(f8, Weak::Complex, Defaults::NUMBA), Complex64);
+        }
     }
 }

@@ -4,6 +4,7 @@
 from cuda import device
 from cuda.device import float16, bfloat16, float32, float64, int8, int32, uint64
 from cuda.device import float32x3, float64x4, float16x3, int8x2, bfloat16x2
+from cuda.device import complex64, complex128, float8e4m3, float8e5m2
 
 
 @device.struct
@@ -49,6 +50,30 @@ def move(p: point, d: float32x3):
 @device.func(interop=True)
 def half_sum(w: wide, h: float16, b: bfloat16) -> float32:
     return float32(w.h.x) + float32(h) + float32(b)
+
+
+@device.struct
+class phasor:
+    z: complex64
+    q: float8e4m3
+    w: complex128
+
+
+@device.func(interop=True)
+def rotate(z: complex64, w: complex128, q: float8e5m2) -> complex64:
+    return z * complex64(w) + float32(q)
+
+
+@device.func(interop=True)
+def settle(p: phasor) -> phasor:
+    return phasor(p.z * 2, p.q, p.w)
+
+
+@device.kernel(interop=True)
+def spin(zs: "complex64[::1]", w: complex128, e: float8e4m3):
+    i = device.tid(1)
+    if i < len(zs):
+        zs[i] = zs[i] * complex64(w) + float32(e)
 
 
 @device.kernel(interop=True)

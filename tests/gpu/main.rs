@@ -1,10 +1,12 @@
 //! GPU tests: each compiles a kernel, runs it on random inputs and compares with a reference
 //! computed on the CPU. Without a CUDA driver every test prints why it is skipped and passes;
 //! on a GPU machine they really run (`scripts/gpu_run.sh` runs them on the H100).
-//! `sync` covers shared memory, atomics, warp collectives and intrinsics; `host_device`
-//! runs the same `@func` on the host (Cranelift) and on the device.
+//! `sync` covers shared memory, atomics, warp collectives and intrinsics; `interop` Python and
+//! CUDA C++ calling each other; `host_device` the same `@func` on the host (Cranelift) and on
+//! the device.
 
 mod host_device;
+mod interop;
 mod options;
 mod sync;
 mod types;

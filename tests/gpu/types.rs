@@ -270,3 +270,453 @@ fn global_array_of_structs_updated_in_place() {
         assert_eq!(out[i], p.id * 2 + p.id + 1, "out {i}");
     }
 }
+
+// ---- complex numbers ----------------------------------------------------------------------
+
+/// A complex number in f64 for the references.
+type C = (f64, f64);
+
+fn cmul(a: C, b: C) -> C {
+    (a.0 * b.0 - a.1 * b.1, a.0 * b.1 + a.1 * b.0)
+}
+
+fn cdiv(a: C, b: C) -> C {
+    let d = b.0 * b.0 + b.1 * b.1;
+    ((a.0 * b.0 + a.1 * b.1) / d, (a.1 * b.0 - a.0 * b.1) / d)
+}
+
+fn cabs(a: C) -> f64 {
+    a.0.hypot(a.1)
+}
+
+/// Norm-wise relative error of `got` against `want`, in units of `eps`, measured against
+/// `max(|want|, floor)` (a floor of 1 makes it absolute near zeros of the function).
+fn ulps_floor(got: C, want: C, eps: f64, floor: f64) -> f64 {
+    let err = cabs((got.0 - want.0, got.1 - want.1));
+    err / (cabs(want).max(floor).max(f64::MIN_POSITIVE) * eps)
+}
+
+/// Norm-wise relative error of `got` against `want`, in units of `eps`.
+fn ulps(got: C, want: C, eps: f64) -> f64 {
+    ulps_floor(got, want, eps, 0.0)
+}
+
+const COMPLEX_ARITH: &str = "\
+from cuda import device
+from cuda.device import complex64
+
+@device.kernel
+def carith(a, b, out, ok):
+    i = device.tid(1)
+    if i < len(a):
+        x = a[i]
+        y = b[i]
+        out[i, 0] = x + y
+        out[i, 1] = x - y
+        out[i, 2] = x * y
+        out[i, 3] = x / y
+        out[i, 4] = -x
+        out[i, 5] = x.conjugate()
+        out[i, 6] = complex64(abs(x), 0.0)
+        out[i, 7] = x ** 3
+        out[i, 8] = (2 + 0.5j) * x - 1
+        ok[i] = (x == y) or (x != x)
+";
+
+/// complex64 `+ - * /`, negation, conjugate, `abs`, an integer power and weak Python
+/// complex constants on random inputs, against an f64 reference, norm-wise in float32 ulp
+/// (2^-24 relative): `+ -`, negation and conjugate exact; `*` (no FMA) within 3 (the bound
+/// is sqrt(5)); Smith's `/` within 8; `abs` (libdevice `hypotf`, 3 ulp) within 4; `x ** 3`
+/// and `(2 + 0.5j) * x - 1` within 8.
+#[test]
+fn complex64_arithmetic_random() {
+    let Some(dev) = device("complex64_arithmetic_random") else {
+        return;
+    };
+    let k = kernel(
+        &dev,
+        COMPLEX_ARITH,
+        "carith",
+        "complex64[::1], complex64[::1], complex64[:, ::1], bool[::1]",
+    );
+    let n = 100_000;
+    let mut r = Rng(61);
+    let mut a: Vec<[f32; 2]> = (0..n)
+        .map(|_| [r.f32(-100.0, 100.0), r.f32(-100.0, 100.0)])
+        .collect();
+    let b: Vec<[f32; 2]> = (0..n)
+        .map(|i| {
+            // Divisors of very different part sizes exercise both branches of Smith's method.
+            let s = if i % 3 == 0 { 1e-3 } else { 1.0 };
+            [r.f32(-10.0, 10.0), s * r.f32(-10.0, 10.0)]
+        })
+        .collect();
+    a[7] = b[7];
+    let (_ab, aa) = vec1(&dev, &a);
+    let (_bb, ba) = vec1(&dev, &b);
+    let (ob, oa) = array(&dev, &vec![[0f32; 2]; n * 9], &[n as u64, 9], &[9, 1]);
+    let (kb, ka) = vec1(&dev, &vec![0u8; n]);
+    k.launch(&[aa, ba, oa, ka], [blocks(n, 256), 1, 1], [256, 1, 1]);
+    let out: Vec<[f32; 2]> = from_bytes(&dev.download(&ob).expect("download"));
+    let ok: Vec<u8> = from_bytes(&dev.download(&kb).expect("download"));
+    let eps = f64::from(f32::EPSILON) / 2.0;
+    let mut worst = [0f64; 9];
+    for i in 0..n {
+        let x: C = (f64::from(a[i][0]), f64::from(a[i][1]));
+        let y: C = (f64::from(b[i][0]), f64::from(b[i][1]));
+        let want: [C; 9] = [
+            (x.0 + y.0, x.1 + y.1),
+            (x.0 - y.0, x.1 - y.1),
+            cmul(x, y),
+            cdiv(x, y),
+            (-x.0, -x.1),
+            (x.0, -x.1),
+            (cabs(x), 0.0),
+            cmul(x, cmul(x, x)),
+            (2.0 * x.0 - 0.5 * x.1 - 1.0, 2.0 * x.1 + 0.5 * x.0),
+        ];
+        for (j, w) in want.iter().enumerate() {
+            let g = out[i * 9 + j];
+            let got = (f64::from(g[0]), f64::from(g[1]));
+            // `+` and `-` round once in float32 on the device: do the same here.
+            let w = match j {
+                0 => (f64::from(a[i][0] + b[i][0]), f64::from(a[i][1] + b[i][1])),
+                1 => (f64::from(a[i][0] - b[i][0]), f64::from(a[i][1] - b[i][1])),
+                _ => *w,
+            };
+            let u = ulps(got, w, eps);
+            worst[j] = worst[j].max(u);
+        }
+        assert_eq!(ok[i] != 0, a[i] == b[i], "index {i}: ==");
+    }
+    let limits = [0.0, 0.0, 3.0, 8.0, 0.0, 0.0, 4.0, 8.0, 8.0];
+    for (j, (w, l)) in worst.iter().zip(limits).enumerate() {
+        assert!(*w <= l, "operation {j}: {w} ulp (limit {l})");
+    }
+}
+
+const CMATH: &str = "\
+import cmath
+from cuda import device
+
+@device.kernel
+def cm(z, out, re):
+    i = device.tid(1)
+    if i < len(z):
+        x = z[i]
+        out[i, 0] = cmath.exp(x)
+        out[i, 1] = cmath.log(x)
+        out[i, 2] = cmath.sqrt(x)
+        out[i, 3] = cmath.sin(x)
+        out[i, 4] = cmath.cos(x)
+        r, p = cmath.polar(x)
+        out[i, 5] = cmath.rect(r, p)
+        re[i, 0] = cmath.phase(x)
+        re[i, 1] = abs(x)
+";
+
+/// The cmath reference: the principal branches, in f64 (std's `exp`, `ln`, `sin_cos`,
+/// `sinh`/`cosh`, `atan2`, `hypot`).
+fn cmath_ref(x: C) -> [C; 6] {
+    let (s, c) = x.1.sin_cos();
+    let ex = x.0.exp();
+    let m = cabs(x);
+    let sqrt = {
+        let t = ((x.0.abs() + m) / 2.0).sqrt();
+        if t == 0.0 {
+            (0.0, x.1)
+        } else if x.0 >= 0.0 {
+            (t, x.1 / (2.0 * t))
+        } else {
+            (x.1.abs() / (2.0 * t), t.copysign(x.1))
+        }
+    };
+    let (sx, cx) = x.0.sin_cos();
+    [
+        (ex * c, ex * s),
+        (m.ln(), x.1.atan2(x.0)),
+        sqrt,
+        (sx * x.1.cosh(), cx * x.1.sinh()),
+        (cx * x.1.cosh(), -sx * x.1.sinh()),
+        x,
+    ]
+}
+
+/// cmath on complex64 and complex128 against an f64 reference, norm-wise and absolute below
+/// magnitude 1: complex64 within 8 float32 ulp, complex128 within 8 float64 ulp
+/// (libdevice's functions are within 1 to 3 ulp; the formulas add a few roundings).
+/// `sqrt(z)` squared gives `z` back as a check that does not share the formula.
+#[test]
+fn cmath_random() {
+    let Some(dev) = device("cmath_random") else {
+        return;
+    };
+    let n = 20_000;
+    let mut r = Rng(62);
+    let zs: Vec<C> = (0..n)
+        .map(|_| (f64::from(r.f32(-4.0, 4.0)), f64::from(r.f32(-4.0, 4.0))))
+        .collect();
+    for wide in [false, true] {
+        let (ty, eps) = if wide {
+            ("complex128", f64::EPSILON / 2.0)
+        } else {
+            ("complex64", f64::from(f32::EPSILON) / 2.0)
+        };
+        let part = if wide { "float64" } else { "float32" };
+        let k = kernel(
+            &dev,
+            CMATH,
+            "cm",
+            &format!("{ty}[::1], {ty}[:, ::1], {part}[:, ::1]"),
+        );
+        let (bytes, out_len, re_len) = if wide {
+            let z: Vec<[f64; 2]> = zs.iter().map(|z| [z.0, z.1]).collect();
+            (bytes_of(&z), n * 6 * 16, n * 2 * 8)
+        } else {
+            let z: Vec<[f32; 2]> = zs.iter().map(|z| [z.0 as f32, z.1 as f32]).collect();
+            (bytes_of(&z), n * 6 * 8, n * 2 * 4)
+        };
+        let zb = dev.upload(&bytes).expect("upload");
+        let za = ArgValue::Array(pydevice::abi::ArrayArg {
+            data: dev.address(&zb),
+            shape: vec![n as u64],
+            strides: vec![1],
+        });
+        let (ob, oa) = array(&dev, &vec![0u8; out_len], &[n as u64, 6], &[6, 1]);
+        let (rb, ra) = array(&dev, &vec![0u8; re_len], &[n as u64, 2], &[2, 1]);
+        k.launch(&[za, oa, ra], [blocks(n, 128), 1, 1], [128, 1, 1]);
+        let ob = dev.download(&ob).expect("download");
+        let rb = dev.download(&rb).expect("download");
+        let (out, re): (Vec<C>, Vec<f64>) = if wide {
+            let o: Vec<[f64; 2]> = from_bytes(&ob);
+            (o.iter().map(|v| (v[0], v[1])).collect(), from_bytes(&rb))
+        } else {
+            let o: Vec<[f32; 2]> = from_bytes(&ob);
+            let re: Vec<f32> = from_bytes(&rb);
+            (
+                o.iter()
+                    .map(|v| (f64::from(v[0]), f64::from(v[1])))
+                    .collect(),
+                re.iter().map(|v| f64::from(*v)).collect(),
+            )
+        };
+        for (i, z) in zs.iter().enumerate() {
+            let want = cmath_ref(*z);
+            for (j, w) in want.iter().enumerate() {
+                let got = out[i * 6 + j];
+                let u = ulps_floor(got, *w, eps, 1.0);
+                assert!(
+                    u <= 8.0,
+                    "{ty} function {j} of {z:?}: {got:?} vs {w:?} ({u} ulp)"
+                );
+            }
+            let s = out[i * 6 + 2];
+            assert!(s.0 >= 0.0, "{ty} sqrt of {z:?} has a negative real part");
+            assert!(
+                ulps_floor(cmul(s, s), *z, eps, 1.0) <= 8.0,
+                "{ty} sqrt({z:?})² = {:?}",
+                cmul(s, s)
+            );
+            let phase = z.1.atan2(z.0);
+            assert!(
+                (re[i * 2] - phase).abs() <= 4.0 * eps * phase.abs().max(1.0),
+                "{ty} phase"
+            );
+            assert!(
+                (re[i * 2 + 1] - cabs(*z)).abs() <= 4.0 * eps * cabs(*z),
+                "{ty} abs"
+            );
+        }
+    }
+}
+
+// ---- fp8 ----------------------------------------------------------------------------------
+
+const FP8: &str = "\
+from cuda import device
+from cuda.device import float32
+
+@device.kernel
+def f8(f, d, e4, e5, e4d, e5d, back):
+    i = device.tid(1)
+    if i < len(f):
+        e4[i] = f[i]
+        e5[i] = f[i]
+        e4d[i] = d[i]
+        e5d[i] = d[i]
+        back[i, 0] = float32(e4[i])
+        back[i, 1] = float32(e5[i])
+";
+
+/// Inputs that exercise every rounding case: each code's value, the midpoints between
+/// neighbours (ties), a hair on each side of them, values past the largest finite one,
+/// infinities, NaN, subnormals, and random values.
+fn fp8_inputs() -> Vec<f64> {
+    use pydevice::types::fp8::{E4M3, E5M2};
+    let mut v = Vec::new();
+    for f in [E4M3, E5M2] {
+        let vals: Vec<f64> = (0..=f.max_code()).map(|c| f.decode(c)).collect();
+        for w in vals.windows(2) {
+            let mid = (w[0] + w[1]) / 2.0;
+            for x in [w[0], mid, mid * (1.0 + 1e-6), mid * (1.0 - 1e-6)] {
+                v.push(x);
+                v.push(-x);
+            }
+        }
+        let top = vals[vals.len() - 1];
+        v.extend([top * 1.03, top * 1.2, -top * 4.0, 1e30, -1e30]);
+    }
+    v.extend([f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 0.0, -0.0, 1e-40]);
+    let mut r = Rng(63);
+    for _ in 0..20_000 {
+        let m = f64::from(r.f32(-1.0, 1.0));
+        let e = r.i32(-20, 18);
+        v.push(m * 2f64.powi(e));
+    }
+    v
+}
+
+/// float32 and float64 → fp8 and fp8 → float32 on the device, with the sm_89+ `cvt`
+/// instructions (the device's own architecture) and with the software conversion (sm_80),
+/// against `pydevice::types::fp8` (round to nearest even, saturating, NaN kept): equal
+/// codes for every input (any NaN code for NaN), and exact values back.
+#[test]
+fn fp8_round_trips() {
+    use pydevice::types::fp8::{E4M3, E5M2};
+    let Some(dev) = device("fp8_round_trips") else {
+        return;
+    };
+    let xs = fp8_inputs();
+    let n = xs.len();
+    let f: Vec<f32> = xs.iter().map(|x| *x as f32).collect();
+    let module = Module::parse("f8", FP8).unwrap_or_else(|d| panic!("{d}"));
+    let (args, _) = parse_signature(
+        "float32[::1], float64[::1], float8e4m3[::1], float8e5m2[::1], float8e4m3[::1], float8e5m2[::1], float32[:, ::1]",
+    )
+    .expect("signature");
+    let same = |fmt: pydevice::types::fp8::Format, got: u8, want: u8| {
+        got == want || (fmt.decode(got).is_nan() && fmt.decode(want).is_nan())
+    };
+    for arch in [arch_for(&dev), Arch::new(8, 0)] {
+        let compiled = module
+            .compile(
+                "f8",
+                &args,
+                &CompileOptions {
+                    arch,
+                    ..CompileOptions::default()
+                },
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        let k = dev.load(&compiled.ptx, &compiled.abi).expect("load");
+        let (_fb, fa) = vec1(&dev, &f);
+        let (_db, da) = vec1(&dev, &xs);
+        let outs: Vec<(DeviceBuffer, ArgValue)> =
+            (0..4).map(|_| vec1(&dev, &vec![0u8; n])).collect();
+        let (bb, ba) = array(&dev, &vec![0f32; 2 * n], &[n as u64, 2], &[2, 1]);
+        let mut launch_args = vec![fa, da];
+        launch_args.extend(outs.iter().map(|(_, a)| a.clone()));
+        launch_args.push(ba);
+        let cfg = LaunchConfig {
+            grid: [blocks(n, 256), 1, 1],
+            block: [256, 1, 1],
+            shared_bytes: 0,
+        };
+        dev.launch(&k, &launch_args, &cfg).expect("launch");
+        dev.synchronize().expect("synchronize");
+        let got: Vec<Vec<u8>> = outs
+            .iter()
+            .map(|(b, _)| dev.download(b).expect("download"))
+            .collect();
+        let back: Vec<f32> = from_bytes(&dev.download(&bb).expect("download"));
+        for i in 0..n {
+            let x32 = f64::from(f[i]);
+            let cases = [
+                (E4M3, got[0][i], E4M3.encode(x32), "float32 → e4m3"),
+                (E5M2, got[1][i], E5M2.encode(x32), "float32 → e5m2"),
+                (E4M3, got[2][i], E4M3.encode(xs[i]), "float64 → e4m3"),
+                (E5M2, got[3][i], E5M2.encode(xs[i]), "float64 → e5m2"),
+            ];
+            for (fmt, g, w, what) in cases {
+                assert!(
+                    same(fmt, g, w),
+                    "{arch}: {what} of {}: {g:#04x}, want {w:#04x}",
+                    xs[i]
+                );
+            }
+            for (j, (fmt, code)) in [(E4M3, got[0][i]), (E5M2, got[1][i])]
+                .into_iter()
+                .enumerate()
+            {
+                let want = fmt.decode(code);
+                let b = f64::from(back[i * 2 + j]);
+                assert!(
+                    b == want || (b.is_nan() && want.is_nan()),
+                    "{arch}: decoding {code:#04x}: {b}, want {want}"
+                );
+            }
+        }
+    }
+}
+
+const COMPLEX_PARAMS: &str = "\
+from cuda import device
+from cuda.device import complex64, complex128
+
+@device.struct
+class rot:
+    w: complex64
+    k: int
+
+@device.func
+def apply(r: rot, x: complex128) -> complex128:
+    return x * r.w + r.k
+
+@device.kernel
+def kp(z, w, a):
+    i = device.tid(1)
+    if i < len(a):
+        a[i] = apply(rot(w, i), a[i] * z)
+";
+
+/// Complex scalars as kernel parameters (packed by `abi::pack` as `cuda::std::complex`),
+/// a complex `@struct` field, and a `@func` result, against the same arithmetic on the CPU.
+#[test]
+fn complex_parameters_and_struct_fields() {
+    let Some(dev) = device("complex_parameters_and_struct_fields") else {
+        return;
+    };
+    let k = kernel(
+        &dev,
+        COMPLEX_PARAMS,
+        "kp",
+        "complex128, complex64, complex128[::1]",
+    );
+    let n = 4096;
+    let mut r = Rng(64);
+    let a: Vec<[f64; 2]> = (0..n)
+        .map(|_| [f64::from(r.f32(-3.0, 3.0)), f64::from(r.f32(-3.0, 3.0))])
+        .collect();
+    let (z, w) = ((0.75, -1.25), (0.5f32, 2.0f32));
+    let (ab, aa) = vec1(&dev, &a);
+    k.launch(
+        &[
+            ArgValue::Complex(z.0, z.1),
+            ArgValue::Complex(f64::from(w.0), f64::from(w.1)),
+            aa,
+        ],
+        [blocks(n, 128), 1, 1],
+        [128, 1, 1],
+    );
+    let out: Vec<[f64; 2]> = from_bytes(&dev.download(&ab).expect("download"));
+    for i in 0..n {
+        let x = cmul((a[i][0], a[i][1]), z);
+        let y = cmul(x, (f64::from(w.0), f64::from(w.1)));
+        let want = (y.0 + i as f64, y.1);
+        let got = (out[i][0], out[i][1]);
+        assert!(
+            ulps_floor(got, want, f64::EPSILON / 2.0, 1.0) <= 4.0,
+            "index {i}: {got:?} vs {want:?}"
+        );
+    }
+}

@@ -12,11 +12,15 @@ pub(super) fn builtin_name(b: Builtin) -> String {
         Int => "int".into(),
         Float => "float".into(),
         Bool => "bool".into(),
+        Complex => "complex".into(),
+        Cmath(crate::front::builtins::CmathFn::Polar) => "cmath.polar".into(),
+        Cmath(crate::front::builtins::CmathFn::Op(op)) => format!("cmath.{op:?}").to_lowercase(),
         ThreadIdx => "thread_idx".into(),
         BlockIdx => "block_idx".into(),
         BlockDim => "block_dim".into(),
         GridDim => "grid_dim".into(),
         LaneId => "lane_id".into(),
+        CupyxLaneId => "laneid".into(),
         WarpSize => "warp_size".into(),
         Tid => "tid".into(),
         GridSize => "grid_size".into(),
@@ -132,6 +136,9 @@ impl FnCx<'_, '_> {
         let name = builtin_name(b);
         let d = self.s.defaults;
         match b {
+            Builtin::Complex => self.complex_new(d.complex, c),
+            Builtin::Scalar(s) if s.is_complex() => self.complex_new(s, c),
+            Builtin::Cmath(f) => self.cmath_call(f, c),
             Builtin::Scalar(_) | Builtin::Int | Builtin::Float | Builtin::Bool => {
                 let target = match b {
                     Builtin::Scalar(s) => s,
@@ -181,6 +188,17 @@ impl FnCx<'_, '_> {
                         format!("`abs` needs a number, found {}", v.ty),
                     );
                     return None;
+                };
+                if s.is_complex() {
+                    return self.complex_abs(v, span);
+                }
+                let (v, s) = if s.is_fp8() {
+                    // fp8 is a storage format: arithmetic reads it as float32.
+                    let e = self.convert(&v, Scalar::Float32)?;
+                    let t = Type::Scalar(Scalar::Float32);
+                    (Val { e, ty: t, ..v }, Scalar::Float32)
+                } else {
+                    (v, s)
                 };
                 if let (Some(k), true) = (&v.konst, v.weak.is_some() || s == Scalar::Bool) {
                     let c = match k {
@@ -309,6 +327,7 @@ impl FnCx<'_, '_> {
             | Builtin::ActiveMask
             | Builtin::LaneMaskLt
             | Builtin::SyncWarp
+            | Builtin::CupyxLaneId
             | Builtin::AllSync
             | Builtin::AnySync
             | Builtin::EqSync
@@ -381,9 +400,20 @@ impl FnCx<'_, '_> {
             );
             return None;
         };
+        if src.is_complex() && !target.is_complex() && target != Scalar::Bool {
+            let what = if v.weak.is_some() {
+                "a Python complex".to_string()
+            } else {
+                src.to_string()
+            };
+            self.diags.push(complex_to_real(v.span, &what, target));
+            return None;
+        }
         if let (Some(k), true) = (&v.konst, v.weak.is_some() || src == Scalar::Bool) {
             let c = match (k, target.kind()) {
-                (c, Kind::Bool) => Const::Bool(c.as_f64().is_some_and(|x| x != 0.0)),
+                (c, Kind::Bool) => {
+                    Const::Bool(c.as_complex().is_some_and(|(r, i)| r != 0.0 || i != 0.0))
+                }
                 (Const::Float(f), Kind::Int | Kind::UInt) => {
                     if !f.is_finite() {
                         self.error("E0204", v.span, format!("cannot convert {f} to {target}"));
@@ -542,6 +572,7 @@ impl FnCx<'_, '_> {
                         Some(Item::Builtin(Builtin::Scalar(s))) => Some(s),
                         Some(Item::Builtin(Builtin::Int)) => Some(self.s.defaults.int),
                         Some(Item::Builtin(Builtin::Float)) => Some(self.s.defaults.float),
+                        Some(Item::Builtin(Builtin::Complex)) => Some(self.s.defaults.complex),
                         Some(Item::Builtin(Builtin::Bool)) => Some(Scalar::Bool),
                         _ => None,
                     });
@@ -567,7 +598,10 @@ impl FnCx<'_, '_> {
             }
             args.push(v);
         }
-        let types: Vec<Type> = args.iter().map(|v| v.ty.clone()).collect();
+        let mut types: Vec<Type> = args.iter().map(|v| v.ty.clone()).collect();
+        if let Some(ext) = &decl.options.external {
+            types = self.extern_args(decl, ext, &mut args)?;
+        }
         self.callees.push((idx, types.clone()));
         let h = match self.s.instantiate(idx, types, span) {
             Ok(h) => h,
@@ -584,6 +618,53 @@ impl FnCx<'_, '_> {
             span,
         );
         Some(self.val(e, ret, span))
+    }
+
+    /// The arguments of a call of an `extern` function, converted to its declared parameter
+    /// types: Python numbers adapt, arrays of any layout pass as descriptors, anything else
+    /// must already have the declared type (C++ would convert silently; we do not).
+    fn extern_args(
+        &mut self,
+        decl: &FunctionDecl,
+        ext: &super::super::external::ExternDecl,
+        args: &mut [Val],
+    ) -> Option<Vec<Type>> {
+        let mut ok = true;
+        for (v, want) in args.iter_mut().zip(&ext.params) {
+            if &v.ty == want {
+                continue;
+            }
+            match (want, &v.ty) {
+                (Type::Scalar(s), _) if v.weak.is_some() => {
+                    let e = self.convert(v, *s)?;
+                    v.e = e;
+                    v.ty = want.clone();
+                    v.weak = None;
+                }
+                (Type::Array(w), Type::Array(a))
+                    if w.dtype == a.dtype && w.ndim == a.ndim && w.space == a.space => {}
+                _ => {
+                    self.diags.push(
+                        Diagnostic::error(
+                            "E0526",
+                            v.span,
+                            format!(
+                                "`{}` takes {want} here, but the argument is {}",
+                                decl.name, v.ty
+                            ),
+                        )
+                        .with_secondary(decl.name_span, "declared `extern` here")
+                        .with_note(if matches!(want, Type::Array(_)) {
+                            "the C signature is fixed by the annotations: pass a global-memory array of that dtype and rank"
+                        } else {
+                            "the C signature is fixed by the annotations: convert explicitly, e.g. `float32(x)`"
+                        }),
+                    );
+                    ok = false;
+                }
+            }
+        }
+        ok.then(|| ext.params.clone())
     }
 
     /// `point(1, 2, z=3)`: a struct value; each argument must have its field's type (Python

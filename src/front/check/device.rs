@@ -152,6 +152,7 @@ impl FnCx<'_, '_> {
                 Some(Item::Builtin(Builtin::Scalar(s))) => Some(s),
                 Some(Item::Builtin(Builtin::Int)) => Some(d.int),
                 Some(Item::Builtin(Builtin::Float)) => Some(d.float),
+                Some(Item::Builtin(Builtin::Complex)) => Some(d.complex),
                 Some(Item::Builtin(Builtin::Bool)) => Some(Scalar::Bool),
                 _ => None,
             },
@@ -447,6 +448,17 @@ impl FnCx<'_, '_> {
                 };
                 Some(self.intrinsic(op, vec![], Type::WarpMask, span))
             }
+            Builtin::CupyxLaneId => {
+                self.bind(c, &name, &[], 0)?;
+                let e = self.push(
+                    Expr::Intrinsic(Intrinsic::LaneId, vec![]),
+                    Type::Scalar(Scalar::Int32),
+                    span,
+                );
+                let mut v = self.val(e, Type::Scalar(Scalar::Int32), span);
+                v.nonneg = true;
+                Some(v)
+            }
             Builtin::SyncWarp => {
                 let a = self.bind(c, &name, &["mask"], 0)?;
                 let m = self.mask_arg(a[0])?;
@@ -615,6 +627,19 @@ impl FnCx<'_, '_> {
             );
             return None;
         };
+        if s.is_complex() {
+            self.diags.push(
+                Diagnostic::error(
+                    "E0253",
+                    v.span,
+                    format!("`{name}` does not take complex numbers ({s})"),
+                )
+                .with_note(
+                    "exchange the parts: `z.real` and `z.imag`, then rebuild the complex number",
+                ),
+            );
+            return None;
+        }
         if v.ty == Type::WarpMask || s.bits() >= 32 {
             return Some((v.e, false));
         }
@@ -713,6 +738,9 @@ impl FnCx<'_, '_> {
     /// Methods of values: the atomic operations of an `atomic_ref`, and `view` of arrays.
     pub(super) fn method_call(&mut self, v: Val, method: &str, c: &ast::ExprCall) -> Option<Val> {
         let span = sp(c);
+        if let Some(r) = self.number_method(&v, method, c) {
+            return r;
+        }
         match v.ty.clone() {
             Type::Ref { dtype, .. } => {
                 let Some(op) = AtomicOp::from_method(method) else {
@@ -837,6 +865,17 @@ impl FnCx<'_, '_> {
         method: &str,
         span: Span,
     ) -> Option<()> {
+        if dtype.is_complex() || dtype.is_fp8() {
+            self.diags.push(
+                Diagnostic::error(
+                    "E0253",
+                    span,
+                    format!("atomic operations on {dtype} are not supported"),
+                )
+                .with_note("complex and fp8 elements have no atomic instructions; use a lock, or atomics on a float32 or int32 array"),
+            );
+            return None;
+        }
         use Scalar::*;
         let arith = [UInt32, Int32, UInt64, Int64, Float32, Float64];
         let bits = [UInt32, Int32, UInt64, Int64];

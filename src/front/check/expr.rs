@@ -24,13 +24,8 @@ impl FnCx<'_, '_> {
                     }
                 },
                 ast::Number::Float(f) => self.const_val(&Const::Float(*f), span),
-                ast::Number::Complex { .. } => {
-                    self.error(
-                        "E0202",
-                        span,
-                        "complex numbers are not supported in device code yet",
-                    );
-                    None
+                ast::Number::Complex { real, imag } => {
+                    self.const_val(&Const::Complex(*real, *imag), span)
                 }
             },
             E::BooleanLiteral(b) => self.const_val(&Const::Bool(b.value), span),
@@ -212,6 +207,19 @@ impl FnCx<'_, '_> {
                     }
                 };
             }
+            Value::Item(Item::Namespace(Namespace::Cmath), _) => {
+                return match crate::front::builtins::cmath_member(attr) {
+                    Some(item) => Value::Item(item, span),
+                    None => {
+                        self.error(
+                            "E0102",
+                            span,
+                            format!("`cmath.{attr}` is not available in device code"),
+                        );
+                        Value::Err
+                    }
+                };
+            }
             Value::Item(Item::Namespace(Namespace::Math), _) => {
                 return match crate::front::builtins::math_member(attr) {
                     Some(item) => Value::Item(item, span),
@@ -279,6 +287,9 @@ impl FnCx<'_, '_> {
 
     pub(super) fn value_attribute(&mut self, v: Val, attr: &str, span: Span) -> Option<Val> {
         let i64t = Type::Scalar(Scalar::Int64);
+        if let Some(r) = self.number_part(&v, attr, span) {
+            return r;
+        }
         match (&v.ty, attr) {
             (Type::Array(at), "shape" | "strides") => {
                 let n = at.ndim;

@@ -81,6 +81,17 @@ pub fn specialize(
     if decl.kind.is_none() {
         return Err(fail(vec![not_device_function(decl)]));
     }
+    if let Some(ext) = &decl.options.external {
+        return Err(fail(vec![
+            Diagnostic::error(
+                "E0527",
+                decl.name_span,
+                format!("`{entry}` is declared `extern`: there is no body to compile"),
+            )
+            .with_secondary(ext.span, "defined in another language")
+            .with_note("compile a kernel or function that calls it, and link it with the code that defines it"),
+        ]));
+    }
     let def = module.def(decl);
     let nparams = def.parameters.args.len() + def.parameters.posonlyargs.len();
     if nparams != args.len() {
@@ -190,6 +201,9 @@ impl Specializer<'_> {
         }
         let m = self.m;
         let decl = &m.functions[idx];
+        if let Some(ext) = &decl.options.external {
+            return Ok(self.declare_external(idx, ext, key));
+        }
         if let Some(pos) = self.stack.iter().position(|(i, _)| *i == idx) {
             let mut d =
                 Diagnostic::error("E0105", call, format!("recursive call of `{}`", decl.name))
@@ -233,6 +247,60 @@ impl Specializer<'_> {
             },
         );
         handle.ok_or(None)
+    }
+}
+
+impl Specializer<'_> {
+    /// The IR of an `extern` function: its parameters and result, no body. Its one
+    /// instance has the declared parameter types (calls convert their arguments to them).
+    fn declare_external(
+        &mut self,
+        idx: usize,
+        ext: &super::external::ExternDecl,
+        key: InstanceKey,
+    ) -> Handle<Function> {
+        let decl = &self.m.functions[idx];
+        let def = self.m.def(decl);
+        let mut locals = Arena::default();
+        for (p, ty) in def
+            .parameters
+            .posonlyargs
+            .iter()
+            .chain(def.parameters.args.iter())
+            .zip(&ext.params)
+        {
+            locals.append(
+                Local {
+                    name: p.parameter.name.id.to_string(),
+                    ty: ty.clone(),
+                },
+                sp(&p.parameter),
+            );
+        }
+        let func = Function {
+            name: decl.name.clone(),
+            symbol: ext.symbol.clone(),
+            kind: FunctionKind::Device,
+            interop: true,
+            external: true,
+            locals,
+            params: ext.params.len(),
+            ret: ext.ret.clone(),
+            exprs: Arena::default(),
+            types: Vec::new(),
+            body: Vec::new(),
+            span: decl.name_span,
+        };
+        let h = self.functions.append(func, decl.name_span);
+        self.instances.insert(
+            key,
+            Instance {
+                handle: Some(h),
+                diags: Vec::new(),
+                callees: Vec::new(),
+            },
+        );
+        h
     }
 }
 
@@ -470,6 +538,7 @@ impl<'s, 'm> FnCx<'s, 'm> {
             symbol,
             kind: self.kind,
             interop: self.decl.options.interop,
+            external: false,
             locals: self.locals,
             params: self.params,
             ret,
@@ -527,6 +596,15 @@ impl FnCx<'_, '_> {
     /// A literal of scalar type `s` for a constant, or an error when it does not fit.
     fn literal(&mut self, c: &Const, s: Scalar, span: Span) -> Option<Handle<Expr>> {
         let lit = match (c, s.kind()) {
+            (Const::Complex(re, im), Kind::Complex) => Literal::Complex(*re, *im),
+            (c, Kind::Complex) if c.as_f64().is_some() => {
+                Literal::Complex(c.as_f64().unwrap_or(0.0), 0.0)
+            }
+            (Const::Complex(..), _) => {
+                self.diags
+                    .push(complex_to_real(span, "a Python complex", s));
+                return None;
+            }
             (Const::Bool(b), Kind::Bool) => Literal::Bool(*b),
             (c, Kind::Bool) => Literal::Bool(c.as_f64().is_some_and(|v| v != 0.0)),
             (Const::Bool(b), Kind::Float) => Literal::Float(f64::from(u8::from(*b))),
@@ -538,6 +616,10 @@ impl FnCx<'_, '_> {
                     Scalar::Float16 => 65520.0,
                     Scalar::BFloat16 => 3.3961e38,
                     Scalar::Float32 => f64::from(f32::MAX) * (1.0 + f64::EPSILON * 2f64.powi(28)),
+                    // Half an ulp past the largest finite value, where rounding would leave
+                    // the format (the conversion would saturate).
+                    Scalar::Float8E4M3 => 464.0,
+                    Scalar::Float8E5M2 => 61440.0,
                     _ => f64::INFINITY,
                 };
                 if f.is_finite() && f.abs() >= limit {
@@ -584,6 +666,7 @@ impl FnCx<'_, '_> {
             Const::Bool(_) => (Scalar::Bool, None),
             Const::Int(_) => (self.s.defaults.int, Some(Weak::Int)),
             Const::Float(_) => (self.s.defaults.float, Some(Weak::Float)),
+            Const::Complex(..) => (self.s.defaults.complex, Some(Weak::Complex)),
             Const::Tuple(items) => {
                 let mut es = Vec::new();
                 let mut tys = Vec::new();
@@ -663,6 +746,14 @@ impl FnCx<'_, '_> {
             && let Some(c) = &v.konst
         {
             return self.literal(c, s, v.span);
+        }
+        if let Type::Scalar(from) = v.ty
+            && from.is_complex()
+            && !s.is_complex()
+        {
+            self.diags
+                .push(complex_to_real(v.span, &from.to_string(), s));
+            return None;
         }
         match v.ty {
             Type::Scalar(_) | Type::WarpMask => {
@@ -777,6 +868,15 @@ impl FnCx<'_, '_> {
     }
 }
 
+/// E0251: a complex number where a real one is needed. NumPy and the Array API standard
+/// convert complex to real only explicitly, and then by dropping the imaginary part with a
+/// warning; device code has no warnings, so it asks for the part it means.
+fn complex_to_real(span: Span, what: &str, to: Scalar) -> Diagnostic {
+    Diagnostic::error("E0251", span, format!("{what} cannot be converted to {to}"))
+        .with_label("complex")
+        .with_note("take the part you mean: `z.real`, `z.imag` or `abs(z)`")
+}
+
 fn planned(name: &str, span: Span) -> Diagnostic {
     Diagnostic::error(
         "E0102",
@@ -796,8 +896,10 @@ fn dim3_intrinsic(b: Builtin, a: Axis) -> Intrinsic {
 }
 
 mod calls;
+mod complex;
 mod device;
 mod numba;
+use complex::complex_unsupported;
 use stmt::{always_returns, assigned_names, contains_call, count_assignments, element_type};
 mod expr;
 mod ops;

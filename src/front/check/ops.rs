@@ -11,6 +11,7 @@ impl FnCx<'_, '_> {
         for v in vals {
             let s = v.ty.as_scalar().unwrap_or(Scalar::Bool);
             acc = Some(match acc {
+                None if v.weak.is_none() => (crate::types::promote::arithmetic_type(s), None),
                 None => (s, v.weak),
                 Some((a, aw)) => match (aw, v.weak) {
                     (Some(x), Some(y)) => {
@@ -67,7 +68,7 @@ impl FnCx<'_, '_> {
                 }
                 Some(c) => return self.const_val(&c, span),
                 None => {
-                    let zero = b.as_f64() == Some(0.0);
+                    let zero = b.as_complex() == Some((0.0, 0.0));
                     if matches!(op, BinaryOp::Div | BinaryOp::FloorDiv | BinaryOp::Mod) && zero {
                         self.error("E0208", span, "division by zero in a constant expression");
                         return None;
@@ -82,6 +83,9 @@ impl FnCx<'_, '_> {
         }
         let (mut common, mut weak) = self.common(&[&l, &r]);
         use BinaryOp::*;
+        if common.is_complex() {
+            return self.complex_binary(op, l, r, common, weak, span);
+        }
         let result;
         match op {
             Add | AddNoWrap | Sub | Mul | FloorDiv | Mod | Pow | Min | Max => {
@@ -91,7 +95,7 @@ impl FnCx<'_, '_> {
                 result = common;
             }
             Div => {
-                if !common.is_float() {
+                if !common.is_float() && !common.is_complex() {
                     common = if common.bits() == 64 {
                         Scalar::Float64
                     } else {
@@ -181,7 +185,7 @@ impl FnCx<'_, '_> {
 
     pub(super) fn unary(&mut self, op: ast::UnaryOp, v: Val, span: Span) -> Option<Val> {
         let d = self.s.defaults;
-        let Some(s) = v.ty.as_scalar() else {
+        let Some(mut s) = v.ty.as_scalar() else {
             self.error(
                 "E0202",
                 span,
@@ -189,8 +193,24 @@ impl FnCx<'_, '_> {
             );
             return None;
         };
+        let mut v = v;
+        if s.is_fp8() && op != ast::UnaryOp::Not {
+            // fp8 is a storage format: arithmetic reads it as float32.
+            let e = self.convert(&v, Scalar::Float32)?;
+            v = Val {
+                e,
+                ty: Type::Scalar(Scalar::Float32),
+                ..v
+            };
+            s = Scalar::Float32;
+        }
+        if s.is_complex() && op == ast::UnaryOp::Invert {
+            self.diags.push(complex_unsupported(span, "~", s));
+            return None;
+        }
         if let Some(c) = &v.konst {
             let folded = match (op, c) {
+                (ast::UnaryOp::USub, Const::Complex(re, im)) => Some(Const::Complex(-re, -im)),
                 (ast::UnaryOp::USub, Const::Int(i)) => Some(Const::Int(-i)),
                 (ast::UnaryOp::USub, Const::Float(f)) => Some(Const::Float(-f)),
                 (ast::UnaryOp::USub, Const::Bool(b)) => Some(Const::Int(-i128::from(*b))),

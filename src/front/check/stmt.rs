@@ -157,6 +157,7 @@ impl FnCx<'_, '_> {
                         Some(Item::Builtin(Builtin::Scalar(s))) => Some(s),
                         Some(Item::Builtin(Builtin::Int)) => Some(self.s.defaults.int),
                         Some(Item::Builtin(Builtin::Float)) => Some(self.s.defaults.float),
+                        Some(Item::Builtin(Builtin::Complex)) => Some(self.s.defaults.complex),
                         Some(Item::Builtin(Builtin::Bool)) => Some(Scalar::Bool),
                         _ => None,
                     };
@@ -479,9 +480,37 @@ impl FnCx<'_, '_> {
         };
         let mut nh = h.clone();
         if cupyx {
-            // cupyx.jit: the first assignment fixed the type; later ones convert to it.
-            if let (Type::Scalar(t), Some(_)) = (&h.ty, v.ty.as_scalar()) {
+            // cupyx.jit: the first assignment fixed the type; later ones convert to it, as
+            // NumPy's `same_kind` casting allows (CuPy rejects the others).
+            if let (Type::Scalar(t), Some(from)) = (&h.ty, v.ty.as_scalar()) {
                 let t = *t;
+                let from_kind = match v.weak {
+                    Some(Weak::Int) => Kind::Int,
+                    Some(Weak::Float) => Kind::Float,
+                    Some(Weak::Complex) => Kind::Complex,
+                    None => from.kind(),
+                };
+                if kind_rank(from_kind) > kind_rank(t.kind()) {
+                    let shown = if v.weak.is_some() {
+                        format!("a Python {}", from_kind_name(from_kind))
+                    } else {
+                        format!("`{}`", v.ty)
+                    };
+                    self.diags.push(
+                        Diagnostic::error(
+                            "E0201",
+                            span,
+                            format!(
+                                "cannot assign {shown} to `{name}` of type `{t}` (cupyx.jit fixes a local's type at its first assignment and converts later ones only with NumPy's `same_kind` casting)"
+                            ),
+                        )
+                        .with_secondary(h.first, format!("`{name}` became `{t}` here"))
+                        .with_note(format!(
+                            "convert explicitly, e.g. `{name} = {t}(...)`, or make the first assignment the wider type"
+                        )),
+                    );
+                    return None;
+                }
                 return self.convert(&v, t);
             }
         }
@@ -491,6 +520,7 @@ impl FnCx<'_, '_> {
                     let ok = match hw {
                         Weak::Int => s.kind() != Kind::Bool,
                         Weak::Float => s.is_float(),
+                        Weak::Complex => s.is_complex(),
                     };
                     if ok {
                         nh.ty = v.ty.clone();
@@ -501,16 +531,18 @@ impl FnCx<'_, '_> {
                 _ => false,
             },
             (Some(hw), Some(vw)) => {
-                if hw == Weak::Int && vw == Weak::Float {
-                    nh.weak = Some(Weak::Float);
-                    nh.ty = Type::Scalar(self.s.defaults.float);
+                let w = promote_weak_weak(hw, vw);
+                if w != hw {
+                    nh.weak = Some(w);
+                    nh.ty = Type::Scalar(self.s.defaults.of(w));
                 }
                 true
             }
             (None, Some(vw)) => match &h.ty {
                 Type::Scalar(s) => match vw {
                     Weak::Int => s.kind() != Kind::Bool,
-                    Weak::Float => s.is_float(),
+                    Weak::Float => s.is_float() || s.is_complex(),
+                    Weak::Complex => s.is_complex(),
                 },
                 _ => false,
             },
@@ -524,18 +556,14 @@ impl FnCx<'_, '_> {
             },
         };
         if !compatible {
-            let had = if h.weak == Some(Weak::Float) {
-                "a Python float".to_string()
-            } else if h.weak == Some(Weak::Int) {
-                "a Python int".to_string()
-            } else {
-                h.ty.to_string()
-            };
-            let now = match v.weak {
+            let describe = |w: Option<Weak>, t: &Type| match w {
                 Some(Weak::Float) => "a Python float".to_string(),
                 Some(Weak::Int) => "a Python int".to_string(),
-                None => v.ty.to_string(),
+                Some(Weak::Complex) => "a Python complex".to_string(),
+                None => t.to_string(),
             };
+            let had = describe(h.weak, &h.ty);
+            let now = describe(v.weak, &v.ty);
             let first = if name == "$return" {
                 "first return here"
             } else if self
@@ -1335,10 +1363,14 @@ impl FnCx<'_, '_> {
         let span = v.span;
         match &v.ty {
             Type::Scalar(Scalar::Bool) => Some(v.e),
+            Type::Scalar(s) if (s.is_complex() || s.is_fp8()) && v.konst.is_none() => {
+                // Nonzero, part by part (complex) or ignoring the sign (fp8).
+                Some(self.push(Expr::Cast(v.e), Type::Scalar(Scalar::Bool), span))
+            }
             Type::Scalar(s) => {
                 let s = *s;
                 if let Some(c) = &v.konst {
-                    let b = c.as_f64().is_some_and(|x| x != 0.0);
+                    let b = c.as_complex().is_some_and(|(r, i)| r != 0.0 || i != 0.0);
                     return Some(self.push(
                         Expr::Literal(Literal::Bool(b)),
                         Type::Scalar(Scalar::Bool),
@@ -1377,5 +1409,25 @@ pub(super) fn element_type(t: &Type, i: usize) -> Type {
         Type::Tuple(ts) => ts[i].clone(),
         Type::Vector { elem, .. } => Type::Scalar(*elem),
         _ => Type::None,
+    }
+}
+
+/// NumPy's kind order for `same_kind` casting: a value converts to a kind at or after its own.
+fn kind_rank(k: Kind) -> u8 {
+    match k {
+        Kind::Bool => 0,
+        Kind::UInt => 1,
+        Kind::Int => 2,
+        Kind::Float => 3,
+        Kind::Complex => 4,
+    }
+}
+
+fn from_kind_name(k: Kind) -> &'static str {
+    match k {
+        Kind::Bool => "bool",
+        Kind::UInt | Kind::Int => "int",
+        Kind::Float => "float",
+        Kind::Complex => "complex",
     }
 }

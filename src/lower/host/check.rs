@@ -45,7 +45,11 @@ pub(crate) fn check(program: &Program) -> Vec<Diagnostic> {
         if leaves(t).is_none() {
             c.diags.push(
                 Diagnostic::error(
-                    "E0503",
+                    if matches!(t, Type::Array(_)) {
+                        "E0503"
+                    } else {
+                        "E0504"
+                    },
                     entry.span,
                     format!(
                         "parameter `{}` has type {t}, which the host cannot pass yet",
@@ -58,7 +62,11 @@ pub(crate) fn check(program: &Program) -> Vec<Diagnostic> {
     }
     if leaves(&entry.ret).is_none() || matches!(entry.ret, Type::Array(_)) {
         c.diags.push(Diagnostic::error(
-            "E0503",
+            if matches!(entry.ret, Type::Array(_)) {
+                "E0503"
+            } else {
+                "E0504"
+            },
             entry.span,
             format!(
                 "`{}` returns {}, which the host cannot return yet",
@@ -67,7 +75,9 @@ pub(crate) fn check(program: &Program) -> Vec<Diagnostic> {
         ));
     }
     for (_, f) in program.functions.iter() {
-        c.block(f, &f.body);
+        if !f.external {
+            c.block(program, f, &f.body);
+        }
     }
     c.diags
 }
@@ -85,51 +95,51 @@ impl Checker {
         }
     }
 
-    fn block(&mut self, f: &Function, b: &[Stmt]) {
+    fn block(&mut self, program: &Program, f: &Function, b: &[Stmt]) {
         for s in b {
             match &s.kind {
                 StmtKind::Eval(e) | StmtKind::Assign(_, e) | StmtKind::Return(Some(e)) => {
-                    self.expr(f, *e)
+                    self.expr(program, f, *e)
                 }
                 StmtKind::Store {
                     array,
                     indices,
                     value,
                 } => {
-                    self.expr(f, *array);
+                    self.expr(program, f, *array);
                     for i in indices {
-                        self.expr(f, i.value);
+                        self.expr(program, f, i.value);
                     }
-                    self.expr(f, *value);
+                    self.expr(program, f, *value);
                 }
                 StmtKind::StoreRef { target, value } => {
-                    self.expr(f, *target);
-                    self.expr(f, *value);
+                    self.expr(program, f, *target);
+                    self.expr(program, f, *value);
                 }
                 StmtKind::If {
                     cond,
                     then,
                     otherwise,
                 } => {
-                    self.expr(f, *cond);
-                    self.block(f, then);
-                    self.block(f, otherwise);
+                    self.expr(program, f, *cond);
+                    self.block(program, f, then);
+                    self.block(program, f, otherwise);
                 }
                 StmtKind::Loop {
                     cond,
                     body,
                     continuing,
                 } => {
-                    self.expr(f, *cond);
-                    self.block(f, body);
-                    self.block(f, continuing);
+                    self.expr(program, f, *cond);
+                    self.block(program, f, body);
+                    self.block(program, f, continuing);
                 }
                 StmtKind::Break | StmtKind::Continue | StmtKind::Return(None) => {}
             }
         }
     }
 
-    fn expr(&mut self, f: &Function, h: Handle<Expr>) {
+    fn expr(&mut self, program: &Program, f: &Function, h: Handle<Expr>) {
         let span = f.exprs.span(h);
         let e = &f.exprs[h];
         match e {
@@ -209,9 +219,26 @@ impl Checker {
         }
         // A local holding an array is reported where the array comes from (a parameter
         // or an allocation), not at every use.
-        if leaves(f.ty(h)).is_none() && !matches!(e, Expr::Local(_)) {
+        if let Expr::Call(callee, _) = e
+            && program.functions[*callee].external
+        {
+            let name = &program.functions[*callee].name;
             self.report(
-                "E0503",
+                "E0505",
+                span,
+                format!("`{name}` is a CUDA C++ device function (`extern`); it exists only on the device"),
+                GUARD,
+            );
+            return;
+        }
+        if leaves(f.ty(h)).is_none() && !matches!(e, Expr::Local(_)) {
+            let code = if matches!(f.ty(h), Type::Array(_)) {
+                "E0503"
+            } else {
+                "E0504"
+            };
+            self.report(
+                code,
                 span,
                 format!(
                     "values of type {} are not supported on the host yet",
@@ -222,7 +249,7 @@ impl Checker {
             return;
         }
         for c in children(e) {
-            self.expr(f, c);
+            self.expr(program, f, c);
         }
     }
 }
@@ -321,6 +348,8 @@ fn device_only(op: Intrinsic) -> bool {
             | Intrinsic::Ffs
             | Intrinsic::Fma
             | Intrinsic::Math(_)
+        // Complex operations are refused by their operands' types (E0504).
+        | Intrinsic::Complex(_)
     )
 }
 

@@ -42,6 +42,8 @@ pub(crate) fn reg_type(s: Scalar) -> ct::Type {
         Scalar::Int64 | Scalar::UInt64 => ct::I64,
         Scalar::Float16 | Scalar::BFloat16 | Scalar::Float32 => ct::F32,
         Scalar::Float64 => ct::F64,
+        // Refused by the host check (`leaf::host_scalar`); never lowered.
+        Scalar::Complex64 | Scalar::Complex128 | Scalar::Float8E4M3 | Scalar::Float8E5M2 => ct::I64,
     }
 }
 
@@ -731,6 +733,9 @@ impl FnCx<'_, '_> {
                     (Literal::Int(i), true) => self.fconst(s, i as f64),
                     (Literal::Float(x), true) => self.fconst(s, x),
                     (Literal::Float(x), false) => self.iconst(s, i128::from(x as i64)),
+                    (Literal::Complex(..), _) => {
+                        return Err(err("a complex literal reached the host back end"));
+                    }
                 }
             }
             Expr::Local(l) => {

@@ -27,11 +27,23 @@ pub(crate) fn elements(t: &Type) -> Option<Vec<Type>> {
     }
 }
 
+/// Whether the host computes on a scalar type: not yet on complex numbers and the 8-bit
+/// float storage formats.
+pub(crate) fn host_scalar(s: Scalar) -> bool {
+    !matches!(
+        s,
+        Scalar::Complex64 | Scalar::Complex128 | Scalar::Float8E4M3 | Scalar::Float8E5M2
+    )
+}
+
 /// The leaves of a value of type `t`, or `None` when the host cannot hold such values
-/// (arrays, references, atomics).
+/// (shared arrays, struct references, atomic fields, complex and 8-bit float numbers).
 pub(crate) fn leaves(t: &Type) -> Option<Vec<Leaf>> {
     match t {
         Type::None => Some(Vec::new()),
+        Type::Scalar(s) if !host_scalar(*s) => None,
+        Type::Vector { elem, .. } if !host_scalar(*elem) => None,
+        Type::Ref { dtype, .. } if !host_scalar(*dtype) => None,
         Type::Scalar(s) => Some(vec![Leaf {
             scalar: *s,
             offset: 0,
@@ -57,7 +69,9 @@ pub(crate) fn leaves(t: &Type) -> Option<Vec<Leaf>> {
         Type::Array(a) => {
             // A global array of numbers is its descriptor (§5.4): the data address, then
             // `shape[ndim]` and `strides[ndim]` (in elements).
-            a.dtype.scalar()?;
+            if !host_scalar(a.dtype.scalar()?) {
+                return None;
+            }
             if a.space == crate::types::MemSpace::Shared {
                 return None;
             }

@@ -202,6 +202,9 @@ fn pack_scalar(
     off: usize,
 ) -> Option<Result<(), HostError>> {
     let data: Vec<u8> = match s {
+        Scalar::Complex64 | Scalar::Complex128 | Scalar::Float8E4M3 | Scalar::Float8E5M2 => {
+            return None;
+        }
         Scalar::Bool => match v {
             HostValue::Bool(b) => vec![u8::from(*b)],
             _ => return None,
@@ -271,6 +274,9 @@ fn unpack_scalar(s: Scalar, bytes: &[u8], off: usize) -> Result<HostValue, HostE
         )),
         Scalar::Float32 => HostValue::Float32(f32::from_le_bytes(get(bytes, off)?)),
         Scalar::Float64 => HostValue::Float64(f64::from_le_bytes(get(bytes, off)?)),
+        Scalar::Complex64 | Scalar::Complex128 | Scalar::Float8E4M3 | Scalar::Float8E5M2 => {
+            return Err(arg_err(format!("the host does not hold {s} values")));
+        }
     })
 }
 

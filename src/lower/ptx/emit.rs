@@ -7,6 +7,8 @@
 //! clang does for `__global__` functions, so their parameters match CUDA C++'s by-value ABI.
 //! Locals are allocas that the optimizer promotes to registers.
 
+mod numbers;
+
 use super::LowerError;
 use crate::ir::{
     ArrayProp, AtomicOp, Axis, BinaryOp, Expr, Function, FunctionKind, Handle, Index, Intrinsic,
@@ -34,7 +36,14 @@ fn err(m: impl Into<String>) -> LowerError {
 }
 
 /// Emits every function of `program` into `module`; returns whether libdevice is needed.
-pub fn emit<'ctx>(ctx: &'ctx Context, module: &Module<'ctx>, program: &Program) -> R<bool> {
+/// `sm` is the architecture's number (90 for sm_90): instructions that only newer ones have
+/// (the fp8 conversions) are used where it allows.
+pub fn emit<'ctx>(
+    ctx: &'ctx Context,
+    module: &Module<'ctx>,
+    program: &Program,
+    sm: u32,
+) -> R<bool> {
     let debug = if program.options.lineinfo {
         module.add_basic_value_flag(
             "Debug Info Version",
@@ -78,13 +87,17 @@ pub fn emit<'ctx>(ctx: &'ctx Context, module: &Module<'ctx>, program: &Program) 
         uses_libdevice: false,
         program,
         debug,
+        sm,
     };
     for (_, f) in program.functions.iter() {
         let llfn = e.declare(f)?;
         e.fns.push(llfn);
     }
     for (h, f) in program.functions.iter() {
-        e.define(f, e.fns[h.index()])?;
+        // An `extern` function stays a declaration: PTX `.extern .func`, resolved at link time.
+        if !f.external {
+            e.define(f, e.fns[h.index()])?;
+        }
     }
     if program.options.fastmath {
         e.relax_floating_point();
@@ -107,6 +120,8 @@ struct Emitter<'a, 'ctx> {
         inkwell::debug_info::DebugInfoBuilder<'ctx>,
         inkwell::debug_info::DICompileUnit<'ctx>,
     )>,
+    /// The target architecture's number (90 for sm_90).
+    sm: u32,
 }
 
 fn addr_space(s: MemSpace) -> AddressSpace {
@@ -161,11 +176,25 @@ fn elem_size(d: &crate::types::DType) -> u64 {
     crate::abi::layout_of(&d.ty()).size
 }
 
+/// Whether a kernel takes a parameter of this type as a `byval` aggregate. The fp8 types are
+/// one-member structs in CUDA C++ (`__nv_fp8_e4m3` holds `__x`), which nvcc declares as
+/// `.param .align 1 .b8 p[1]`, so they go the same way.
 fn is_aggregate(t: &Type) -> bool {
     matches!(
         t,
         Type::Tuple(_) | Type::Vector { .. } | Type::Array(_) | Type::Struct(_)
-    )
+    ) || is_fp8(t)
+}
+
+fn is_fp8(t: &Type) -> bool {
+    matches!(t, Type::Scalar(s) if s.is_fp8())
+}
+
+/// Whether an fp8 parameter or result of `f` crosses the call boundary as a one-byte struct,
+/// as nvcc passes `__nv_fp8_e4m3` to and from `__device__` functions (interoperable
+/// functions only; internal ones pass the byte).
+fn boxed_fp8(f: &Function, t: &Type) -> bool {
+    f.kind == FunctionKind::Device && f.interop && is_fp8(t)
 }
 
 impl<'ctx> Emitter<'_, 'ctx> {
@@ -191,7 +220,15 @@ impl<'ctx> Emitter<'_, 'ctx> {
             Scalar::BFloat16 => c.bf16_type().into(),
             Scalar::Float32 => c.f32_type().into(),
             Scalar::Float64 => c.f64_type().into(),
+            Scalar::Complex64 => c.f32_type().vec_type(2).into(),
+            Scalar::Complex128 => c.f64_type().vec_type(2).into(),
+            Scalar::Float8E4M3 | Scalar::Float8E5M2 => c.i8_type().into(),
         }
+    }
+
+    /// `{ i8 }`: an fp8 value as interoperable functions pass it (see `boxed_fp8`).
+    fn fp8_box(&self) -> StructType<'ctx> {
+        self.ctx.struct_type(&[self.ctx.i8_type().into()], false)
     }
 
     /// The register type of a value (`None` has none).
@@ -302,6 +339,8 @@ impl<'ctx> Emitter<'_, 'ctx> {
             let t = &f.locals[l].ty;
             let p: BasicTypeEnum = if (kernel && is_aggregate(t)) || by_reference(f, t) {
                 self.ctx.ptr_type(AddressSpace::default()).into()
+            } else if boxed_fp8(f, t) {
+                self.fp8_box().into()
             } else if kernel {
                 self.mem_type(t)
             } else {
@@ -310,13 +349,19 @@ impl<'ctx> Emitter<'_, 'ctx> {
             params.push(p.into());
         }
         let fn_ty = match self.ty(&f.ret) {
+            Some(_) if boxed_fp8(f, &f.ret) => self.fp8_box().fn_type(&params, false),
             Some(r) => r.fn_type(&params, false),
             None => self.ctx.void_type().fn_type(&params, false),
         };
-        // A `@func` compiled as the entry stays visible (`.visible .func`) for linking.
+        // An interoperable function is defined (`.visible`) by the module compiled for it;
+        // a module whose entry calls it holds a `.weak` copy, so modules of several entries
+        // link together (the linker keeps the definition over the copies). Any `@func`
+        // compiled as the entry stays visible (`.visible .func`) for linking.
         let entry = std::ptr::eq(f, &self.program.functions[self.program.entry]);
-        let linkage = if kernel || f.interop || entry {
+        let linkage = if kernel || f.external || entry {
             None
+        } else if f.interop {
+            Some(Linkage::WeakODR)
         } else {
             Some(Linkage::Internal)
         };
@@ -428,6 +473,9 @@ impl<'ctx> Emitter<'_, 'ctx> {
                     i.set_alignment(a).map_err(|e| err(e.to_string()))?;
                 }
                 ld
+            } else if boxed_fp8(f, ty) {
+                self.builder
+                    .build_extract_value(p.into_struct_value(), 0, "")?
             } else if ty == &Type::Scalar(Scalar::Bool) && kernel {
                 p // already a byte
             } else if ty == &Type::Scalar(Scalar::Bool) {
@@ -693,7 +741,14 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             StmtKind::Return(v) => {
                 match v {
                     Some(e) => {
-                        let v = self.value(*e)?;
+                        let mut v = self.value(*e)?;
+                        if boxed_fp8(self.f, &self.f.ret) {
+                            let boxed = self.e.fp8_box().get_undef();
+                            v = self
+                                .b()
+                                .build_insert_value(boxed, v, 0, "")?
+                                .as_basic_value_enum();
+                        }
                         self.b().build_return(Some(&v))?;
                     }
                     None => {
@@ -757,20 +812,39 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             Expr::Literal(lit) => {
                 let s = ty.as_scalar().ok_or_else(|| err("non-scalar literal"))?;
                 let t = self.e.scalar_type(s);
-                match (lit, s.is_float()) {
-                    (Literal::Bool(b), _) => self
-                        .e
-                        .ctx
-                        .bool_type()
-                        .const_int(u64::from(*b), false)
-                        .into(),
-                    (Literal::Int(i), false) => {
-                        t.into_int_type().const_int(*i as u64, s.is_signed()).into()
-                    }
-                    (Literal::Int(i), true) => t.into_float_type().const_float(*i as f64).into(),
-                    (Literal::Float(x), true) => t.into_float_type().const_float(*x).into(),
-                    (Literal::Float(x), false) => {
-                        t.into_int_type().const_int(*x as i64 as u64, true).into()
+                let real = match lit {
+                    Literal::Int(i) => Some(*i as f64),
+                    Literal::Float(x) => Some(*x),
+                    Literal::Bool(b) => Some(f64::from(u8::from(*b))),
+                    Literal::Complex(..) => None,
+                };
+                if let Literal::Complex(re, im) = lit {
+                    self.complex_literal(s, *re, *im)?
+                } else if s.is_complex() {
+                    self.complex_literal(s, real.unwrap_or(0.0), 0.0)?
+                } else if s.is_fp8() {
+                    self.fp8_literal(s, real.unwrap_or(0.0))?
+                } else {
+                    match (lit, s.is_float()) {
+                        (Literal::Bool(b), _) => self
+                            .e
+                            .ctx
+                            .bool_type()
+                            .const_int(u64::from(*b), false)
+                            .into(),
+                        (Literal::Int(i), false) => {
+                            t.into_int_type().const_int(*i as u64, s.is_signed()).into()
+                        }
+                        (Literal::Int(i), true) => {
+                            t.into_float_type().const_float(*i as f64).into()
+                        }
+                        (Literal::Float(x), true) => t.into_float_type().const_float(*x).into(),
+                        (Literal::Float(x), false) => {
+                            t.into_int_type().const_int(*x as i64 as u64, true).into()
+                        }
+                        (Literal::Complex(..), _) => {
+                            return Err(err("complex literal of a real type"));
+                        }
                     }
                 }
             }
@@ -859,13 +933,33 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                         let slot = self.entry_alloca(self.e.mem_type(pt), "byref")?;
                         self.b().build_store(slot, v)?;
                         vals.push(slot.into());
+                    } else if target.interop && pt == &Type::Scalar(Scalar::BFloat16) {
+                        // LLVM 19's NVPTX back end crashes selecting a constant `bfloat` call
+                        // argument (a non-inlined call: interoperable and `extern` callees),
+                        // and the optimizer folds anything transparent back into one: pass the
+                        // bits through an opaque move.
+                        let i16t = self.e.ctx.i16_type();
+                        let bits = self.b().build_bit_cast(v, i16t, "")?;
+                        let moved = self
+                            .asm("mov.b16 $0, $1;", "=h,h", Some(i16t.into()), &[bits])?
+                            .ok_or_else(|| err("mov.b16 without a result"))?;
+                        let bf = self.b().build_bit_cast(moved, self.e.ctx.bf16_type(), "")?;
+                        vals.push(bf.into());
+                    } else if boxed_fp8(target, pt) {
+                        let boxed = self.e.fp8_box().get_undef();
+                        let b = self.b().build_insert_value(boxed, v, 0, "")?;
+                        vals.push(b.as_basic_value_enum().into());
                     } else {
                         vals.push(v.into());
                     }
                 }
+                let boxed_ret = boxed_fp8(target, &target.ret);
                 let callee = self.e.fns[callee.index()];
                 let call = self.b().build_call(callee, &vals, "")?;
                 match call.try_as_basic_value() {
+                    ValueKind::Basic(v) if boxed_ret => {
+                        self.b().build_extract_value(v.into_struct_value(), 0, "")?
+                    }
                     ValueKind::Basic(v) => v,
                     _ => return Ok(None),
                 }
@@ -1380,6 +1474,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 self.call1(f, &[vals[0].into(), vals[1].into(), vals[2].into()])?
             }
             Intrinsic::Math(f) => self.math(f, &vals)?,
+            Intrinsic::Complex(op) => self.complex_op(op, &vals)?,
             Intrinsic::DynamicSharedSize => self
                 .asm(
                     "mov.u32 $0, %dynamic_smem_size;",
@@ -2060,6 +2155,15 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
     fn truthy(&self, v: BasicValueEnum<'ctx>, s: Scalar) -> R<IntValue<'ctx>> {
         Ok(match s {
             Scalar::Bool => v.into_int_value(),
+            s if s.is_complex() => self.complex_truthy(v)?,
+            s if s.is_fp8() => {
+                let iv = v.into_int_value();
+                let mag = self
+                    .b()
+                    .build_and(iv, iv.get_type().const_int(0x7f, false), "")?;
+                self.b()
+                    .build_int_compare(IntPredicate::NE, mag, iv.get_type().const_zero(), "")?
+            }
             s if s.is_float() => {
                 let fv = v.into_float_value();
                 self.b().build_float_compare(
@@ -2085,6 +2189,12 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
     ) -> R<BasicValueEnum<'ctx>> {
         if from == to {
             return Ok(v);
+        }
+        if from.is_complex() || to.is_complex() {
+            return self.complex_cast(v, from, to);
+        }
+        if from.is_fp8() || to.is_fp8() {
+            return self.fp8_cast(v, from, to);
         }
         let tt = self.e.scalar_type(to);
         Ok(match (from.is_float(), to.is_float()) {
@@ -2141,6 +2251,9 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         s: Scalar,
         v: BasicValueEnum<'ctx>,
     ) -> R<BasicValueEnum<'ctx>> {
+        if s.is_complex() {
+            return self.complex_unary(op, v);
+        }
         Ok(if s.is_float() {
             let f = v.into_float_value();
             match op {
@@ -2181,7 +2294,9 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         x: BasicValueEnum<'ctx>,
         y: BasicValueEnum<'ctx>,
     ) -> R<BasicValueEnum<'ctx>> {
-        if s.is_float() {
+        if s.is_complex() {
+            self.complex_binary(op, x, y)
+        } else if s.is_float() {
             self.float_binary(op, s, x.into_float_value(), y.into_float_value())
         } else {
             self.int_binary(op, s, x.into_int_value(), y.into_int_value())

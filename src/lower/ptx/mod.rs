@@ -1,21 +1,22 @@
 //! The PTX back end: typed IR → LLVM IR (through inkwell) → optimized → PTX text.
 //!
 //! [`compile`] is the entry point. LLVM's NVPTX target is initialized once per process;
-//! target machines are cached per thread and architecture. Math functions come from
+//! target machines, each with its optimization pipeline set up once ([`pipeline`]), are
+//! cached per thread, architecture and optimization level. Math functions come from
 //! libdevice, linked only into modules that call one (see [`libdevice`]).
 
 mod emit;
 pub mod libdevice;
+mod pipeline;
 
 use super::Arch;
 use crate::ir::Program;
 use inkwell::OptimizationLevel;
 use inkwell::context::Context;
-use inkwell::module::Module;
-use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::{
-    CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine, TargetTriple,
+    CodeModel, InitializationConfig, RelocMode, Target, TargetMachine, TargetTriple,
 };
+use pipeline::Backend;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt;
@@ -102,16 +103,12 @@ fn init() {
 }
 
 thread_local! {
-    static MACHINES: RefCell<HashMap<(Arch, u8), TargetMachine>> = RefCell::new(HashMap::new());
+    static BACKENDS: RefCell<HashMap<(Arch, u8), Backend>> = RefCell::new(HashMap::new());
 }
 
-fn with_machine<R>(
-    arch: Arch,
-    opt: u8,
-    f: impl FnOnce(&TargetMachine) -> R,
-) -> Result<R, LowerError> {
+fn with_backend<R>(arch: Arch, opt: u8, f: impl FnOnce(&Backend) -> R) -> Result<R, LowerError> {
     init();
-    MACHINES.with(|m| {
+    BACKENDS.with(|m| {
         let mut m = m.borrow_mut();
         let key = (arch, opt);
         if let std::collections::hash_map::Entry::Vacant(e) = m.entry(key) {
@@ -138,7 +135,7 @@ fn with_machine<R>(
                 .ok_or_else(|| {
                     LowerError::Llvm(format!("cannot create a target machine for {arch}"))
                 })?;
-            e.insert(tm);
+            e.insert(Backend::new(tm, opt));
         }
         Ok(f(&m[&key]))
     })
@@ -167,36 +164,23 @@ pub fn compile(program: &Program, options: &PtxOptions, emit: Emit) -> Result<St
     let ctx = Context::create();
     let module = ctx.create_module("pydevice");
     module.set_triple(&TargetTriple::create(TRIPLE));
-    with_machine(options.arch, options.opt_level, |tm| {
-        module.set_data_layout(&tm.get_target_data().get_data_layout());
+    with_backend(options.arch, options.opt_level, |b| {
+        module.set_data_layout(&b.machine().get_target_data().get_data_layout());
     })?;
-    let uses_libdevice = emit::emit(&ctx, &module, program)?;
+    let uses_libdevice = emit::emit(&ctx, &module, program, options.arch.number())?;
     if uses_libdevice {
         libdevice::link(&ctx, &module)?;
     }
     module
         .verify()
         .map_err(|e| LowerError::Llvm(format!("invalid LLVM IR: {}", e.to_string())))?;
-    optimize(&module, options)?;
-    match emit {
-        Emit::LlvmIr => Ok(module.print_to_string().to_string()),
-        Emit::Ptx => {
-            let buf = with_machine(options.arch, options.opt_level, |tm| {
-                tm.write_to_memory_buffer(&module, FileType::Assembly)
-            })?
-            .map_err(|e| LowerError::Llvm(e.to_string()))?;
-            let text = String::from_utf8_lossy(buf.as_slice()).into_owned();
-            Ok(retarget(text, options.arch))
+    with_backend(options.arch, options.opt_level, |b| {
+        b.optimize(&module);
+        match emit {
+            Emit::LlvmIr => Ok(module.print_to_string().to_string()),
+            Emit::Ptx => Ok(retarget(b.emit_ptx(&module)?, options.arch)),
         }
-    }
-}
-
-fn optimize(module: &Module<'_>, options: &PtxOptions) -> Result<(), LowerError> {
-    let passes = format!("default<O{}>", options.opt_level.min(3));
-    with_machine(options.arch, options.opt_level, |tm| {
-        module.run_passes(&passes, tm, PassBuilderOptions::create())
     })?
-    .map_err(|e| LowerError::Llvm(e.to_string()))
 }
 
 /// PTX built for an older architecture, relabelled for a newer one LLVM 19 does not know.

@@ -1,0 +1,501 @@
+//! Complex numbers and the fp8 storage formats in LLVM IR.
+//!
+//! A `complex64` is `<2 x float>` and a `complex128` `<2 x double>` (real part first): LLVM
+//! gives these vectors the size and alignment of `cuda::std::complex<float>` (8, 8) and
+//! `cuda::std::complex<double>` (16, 16), so loads, stores, struct fields and kernel
+//! parameters match CUDA C++ without extra padding. Arithmetic works on the parts.
+//!
+//! An fp8 value is an `i8` holding its code. Decoding and encoding use the `cvt` instructions
+//! of sm_89 and later where they exist (`cvt.rn.f16x2.e4m3x2`, `cvt.rn.satfinite.e4m3x2.f32`
+//! and their e5m2 forms), and the same conversion in integer arithmetic on older
+//! architectures and for `float64` sources (which the instructions do not take, and which
+//! must be rounded once, not through `float32`). Both round to nearest even, saturate to the
+//! largest finite value and keep NaN a NaN.
+
+use super::{FnEmitter, R, err};
+use crate::ir::{BinaryOp, ComplexOp, UnaryOp};
+use crate::types::Scalar;
+use crate::types::fp8::Format;
+use inkwell::values::{BasicMetadataValueEnum, BasicValueEnum, FloatValue, IntValue};
+use inkwell::{FloatPredicate, IntPredicate};
+
+impl<'ctx> FnEmitter<'_, '_, 'ctx> {
+    /// The real and imaginary parts of a complex value.
+    fn parts(&self, v: BasicValueEnum<'ctx>) -> R<(FloatValue<'ctx>, FloatValue<'ctx>)> {
+        let v = v.into_vector_value();
+        let i32t = self.e.ctx.i32_type();
+        let re = self
+            .b()
+            .build_extract_element(v, i32t.const_zero(), "re")?
+            .into_float_value();
+        let im = self
+            .b()
+            .build_extract_element(v, i32t.const_int(1, false), "im")?
+            .into_float_value();
+        Ok((re, im))
+    }
+
+    /// A complex value from its parts (both of the part type).
+    fn make_complex(&self, re: FloatValue<'ctx>, im: FloatValue<'ctx>) -> R<BasicValueEnum<'ctx>> {
+        let vt = re.get_type().vec_type(2);
+        let i32t = self.e.ctx.i32_type();
+        let v = self
+            .b()
+            .build_insert_element(vt.get_undef(), re, i32t.const_zero(), "")?;
+        let v = self
+            .b()
+            .build_insert_element(v, im, i32t.const_int(1, false), "")?;
+        Ok(v.into())
+    }
+
+    /// A complex constant.
+    pub(super) fn complex_literal(&self, s: Scalar, re: f64, im: f64) -> R<BasicValueEnum<'ctx>> {
+        let ft = self.e.scalar_type(s.component()).into_float_type();
+        self.make_complex(ft.const_float(re), ft.const_float(im))
+    }
+
+    /// Calls a one- or two-argument libdevice function of the parts' width (`__nv_<base>f`
+    /// for float32, `__nv_<base>` for float64).
+    fn libm(&mut self, base: &str, args: &[FloatValue<'ctx>]) -> R<FloatValue<'ctx>> {
+        let ft = args[0].get_type();
+        let f32 = ft == self.e.ctx.f32_type();
+        let name = format!("__nv_{base}{}", if f32 { "f" } else { "" });
+        let func = self.e.libdevice_fn(&name, ft.into(), args.len());
+        let args: Vec<BasicMetadataValueEnum> = args.iter().map(|a| (*a).into()).collect();
+        Ok(self.call1(func, &args)?.into_float_value())
+    }
+
+    /// `-z` and `abs(z)` (the modulus, a float).
+    pub(super) fn complex_unary(
+        &mut self,
+        op: UnaryOp,
+        v: BasicValueEnum<'ctx>,
+    ) -> R<BasicValueEnum<'ctx>> {
+        let (re, im) = self.parts(v)?;
+        match op {
+            UnaryOp::Neg => {
+                let nr = self.b().build_float_neg(re, "")?;
+                let ni = self.b().build_float_neg(im, "")?;
+                self.make_complex(nr, ni)
+            }
+            UnaryOp::Abs => Ok(self.libm("hypot", &[re, im])?.into()),
+            UnaryOp::Not | UnaryOp::Invert => Err(err("bitwise op on a complex number")),
+        }
+    }
+
+    /// `+ - * /`, `==` and `!=` on two complex values of the same type.
+    ///
+    /// Multiplication is the textbook `(ac - bd) + (ad + bc)i`; division is Smith's
+    /// algorithm (1962), which scales by the larger part of the divisor so that the
+    /// intermediate products neither overflow nor underflow where the quotient does not.
+    /// Dividing by zero gives `a/0 + (b/0)i` part by part (infinities, or NaN for 0/0), as
+    /// NumPy does.
+    pub(super) fn complex_binary(
+        &mut self,
+        op: BinaryOp,
+        x: BasicValueEnum<'ctx>,
+        y: BasicValueEnum<'ctx>,
+    ) -> R<BasicValueEnum<'ctx>> {
+        let (a, b) = self.parts(x)?;
+        let (c, d) = self.parts(y)?;
+        let bld = &self.e.builder;
+        match op {
+            BinaryOp::Add | BinaryOp::AddNoWrap => {
+                let re = bld.build_float_add(a, c, "")?;
+                let im = bld.build_float_add(b, d, "")?;
+                self.make_complex(re, im)
+            }
+            BinaryOp::Sub => {
+                let re = bld.build_float_sub(a, c, "")?;
+                let im = bld.build_float_sub(b, d, "")?;
+                self.make_complex(re, im)
+            }
+            BinaryOp::Mul => {
+                let ac = bld.build_float_mul(a, c, "")?;
+                let bd = bld.build_float_mul(b, d, "")?;
+                let ad = bld.build_float_mul(a, d, "")?;
+                let bc = bld.build_float_mul(b, c, "")?;
+                let re = bld.build_float_sub(ac, bd, "")?;
+                let im = bld.build_float_add(ad, bc, "")?;
+                self.make_complex(re, im)
+            }
+            BinaryOp::Div => self.smith_div(a, b, c, d),
+            BinaryOp::Eq => {
+                let r = bld.build_float_compare(FloatPredicate::OEQ, a, c, "")?;
+                let i = bld.build_float_compare(FloatPredicate::OEQ, b, d, "")?;
+                Ok(bld.build_and(r, i, "")?.into())
+            }
+            BinaryOp::Ne => {
+                let r = bld.build_float_compare(FloatPredicate::UNE, a, c, "")?;
+                let i = bld.build_float_compare(FloatPredicate::UNE, b, d, "")?;
+                Ok(bld.build_or(r, i, "")?.into())
+            }
+            other => Err(err(format!(
+                "`{}` on complex numbers reached the back end",
+                other.symbol()
+            ))),
+        }
+    }
+
+    /// `(a + bi) / (c + di)` by Smith's algorithm, both branches computed and selected.
+    fn smith_div(
+        &mut self,
+        a: FloatValue<'ctx>,
+        b: FloatValue<'ctx>,
+        c: FloatValue<'ctx>,
+        d: FloatValue<'ctx>,
+    ) -> R<BasicValueEnum<'ctx>> {
+        let ft = a.get_type();
+        let fabs = self.e.intrinsic("llvm.fabs", &[ft.into()])?;
+        let abs_c = self.call1(fabs, &[c.into()])?.into_float_value();
+        let abs_d = self.call1(fabs, &[d.into()])?.into_float_value();
+        let bld = &self.e.builder;
+        // |c| >= |d|: r = d/c, den = c + d r, q = ((a + b r) + (b - a r) i) / den
+        let r1 = bld.build_float_div(d, c, "")?;
+        let den1 = bld.build_float_add(c, bld.build_float_mul(d, r1, "")?, "")?;
+        let re1 = bld.build_float_add(a, bld.build_float_mul(b, r1, "")?, "")?;
+        let im1 = bld.build_float_sub(b, bld.build_float_mul(a, r1, "")?, "")?;
+        let re1 = bld.build_float_div(re1, den1, "")?;
+        let im1 = bld.build_float_div(im1, den1, "")?;
+        // |c| < |d|: r = c/d, den = c r + d, q = ((a r + b) + (b r - a) i) / den
+        let r2 = bld.build_float_div(c, d, "")?;
+        let den2 = bld.build_float_add(bld.build_float_mul(c, r2, "")?, d, "")?;
+        let re2 = bld.build_float_add(bld.build_float_mul(a, r2, "")?, b, "")?;
+        let im2 = bld.build_float_sub(bld.build_float_mul(b, r2, "")?, a, "")?;
+        let re2 = bld.build_float_div(re2, den2, "")?;
+        let im2 = bld.build_float_div(im2, den2, "")?;
+        // A zero divisor: each part over |c| (= 0), giving infinities or NaN.
+        let re0 = bld.build_float_div(a, abs_c, "")?;
+        let im0 = bld.build_float_div(b, abs_c, "")?;
+        let first = bld.build_float_compare(FloatPredicate::OGE, abs_c, abs_d, "")?;
+        let zero = ft.const_zero();
+        let c0 = bld.build_float_compare(FloatPredicate::OEQ, c, zero, "")?;
+        let d0 = bld.build_float_compare(FloatPredicate::OEQ, d, zero, "")?;
+        let both0 = bld.build_and(c0, d0, "")?;
+        let re = bld.build_select(first, re1, re2, "")?.into_float_value();
+        let im = bld.build_select(first, im1, im2, "")?.into_float_value();
+        let re = bld.build_select(both0, re0, re, "")?.into_float_value();
+        let im = bld.build_select(both0, im0, im, "")?.into_float_value();
+        self.make_complex(re, im)
+    }
+
+    /// Whether a complex value is nonzero.
+    pub(super) fn complex_truthy(&self, v: BasicValueEnum<'ctx>) -> R<IntValue<'ctx>> {
+        let (re, im) = self.parts(v)?;
+        let zero = re.get_type().const_zero();
+        let bld = self.b();
+        let r = bld.build_float_compare(FloatPredicate::UNE, re, zero, "")?;
+        let i = bld.build_float_compare(FloatPredicate::UNE, im, zero, "")?;
+        Ok(bld.build_or(r, i, "")?)
+    }
+
+    /// Conversions where `from` or `to` is complex: a real number becomes the real part (its
+    /// conversion to the part type) with a zero imaginary part; complex to complex converts
+    /// each part; complex to `bool` is "nonzero". The front end refuses complex to real.
+    pub(super) fn complex_cast(
+        &mut self,
+        v: BasicValueEnum<'ctx>,
+        from: Scalar,
+        to: Scalar,
+    ) -> R<BasicValueEnum<'ctx>> {
+        if to == Scalar::Bool {
+            return Ok(self.complex_truthy(v)?.into());
+        }
+        if !to.is_complex() {
+            return Err(err(format!("{from} to {to} reached the back end")));
+        }
+        let part = to.component();
+        let pt = self.e.scalar_type(part).into_float_type();
+        if from.is_complex() {
+            let (re, im) = self.parts(v)?;
+            let re = self.b().build_float_cast(re, pt, "")?;
+            let im = self.b().build_float_cast(im, pt, "")?;
+            return self.make_complex(re, im);
+        }
+        let re = self.cast(v, from, part)?.into_float_value();
+        self.make_complex(re, pt.const_zero())
+    }
+
+    /// Complex construction, parts, and the `cmath` functions. `vals` are the operands'
+    /// values; the result type is `to`.
+    ///
+    /// The functions are the textbook formulas over libdevice's real functions:
+    /// `exp(x+iy) = e^x (cos y + i sin y)`, `log z = log|z| + i atan2(y, x)`,
+    /// `sin(x+iy) = sin x cosh y + i cos x sinh y`, `cos(x+iy) = cos x cosh y - i sin x sinh y`,
+    /// and for `sqrt` the stable form `t = sqrt((|x| + |z|) / 2)`, giving `t + i y/(2t)` for
+    /// `x >= 0` and `|y|/(2t) + i copysign(t, y)` otherwise.
+    pub(super) fn complex_op(
+        &mut self,
+        op: ComplexOp,
+        vals: &[BasicValueEnum<'ctx>],
+    ) -> R<BasicValueEnum<'ctx>> {
+        let first = *vals
+            .first()
+            .ok_or_else(|| err("complex op without operands"))?;
+        if matches!(op, ComplexOp::New | ComplexOp::Rect) {
+            let (x, y) = (
+                first.into_float_value(),
+                vals.get(1)
+                    .ok_or_else(|| err("complex construction needs two parts"))?
+                    .into_float_value(),
+            );
+            if op == ComplexOp::New {
+                return self.make_complex(x, y);
+            }
+            let c = self.libm("cos", &[y])?;
+            let s = self.libm("sin", &[y])?;
+            let re = self.b().build_float_mul(x, c, "")?;
+            let im = self.b().build_float_mul(x, s, "")?;
+            return self.make_complex(re, im);
+        }
+        let (x, y) = self.parts(first)?;
+        let ft = x.get_type();
+        Ok(match op {
+            ComplexOp::New | ComplexOp::Rect => {
+                return Err(err("complex construction handled above"));
+            }
+            ComplexOp::Real => x.into(),
+            ComplexOp::Imag => y.into(),
+            ComplexOp::Conj => {
+                let ny = self.b().build_float_neg(y, "")?;
+                self.make_complex(x, ny)?
+            }
+            ComplexOp::Abs => self.libm("hypot", &[x, y])?.into(),
+            ComplexOp::Phase => self.libm("atan2", &[y, x])?.into(),
+            ComplexOp::Exp => {
+                let m = self.libm("exp", &[x])?;
+                let c = self.libm("cos", &[y])?;
+                let s = self.libm("sin", &[y])?;
+                let re = self.b().build_float_mul(m, c, "")?;
+                let im = self.b().build_float_mul(m, s, "")?;
+                self.make_complex(re, im)?
+            }
+            ComplexOp::Log => {
+                let m = self.libm("hypot", &[x, y])?;
+                let re = self.libm("log", &[m])?;
+                let im = self.libm("atan2", &[y, x])?;
+                self.make_complex(re, im)?
+            }
+            ComplexOp::Sin | ComplexOp::Cos => {
+                let sx = self.libm("sin", &[x])?;
+                let cx = self.libm("cos", &[x])?;
+                let shy = self.libm("sinh", &[y])?;
+                let chy = self.libm("cosh", &[y])?;
+                let b = self.b();
+                if op == ComplexOp::Sin {
+                    let re = b.build_float_mul(sx, chy, "")?;
+                    let im = b.build_float_mul(cx, shy, "")?;
+                    self.make_complex(re, im)?
+                } else {
+                    let re = b.build_float_mul(cx, chy, "")?;
+                    let im = b.build_float_mul(sx, shy, "")?;
+                    let im = b.build_float_neg(im, "")?;
+                    self.make_complex(re, im)?
+                }
+            }
+            ComplexOp::Sqrt => {
+                let fabs = self.e.intrinsic("llvm.fabs", &[ft.into()])?;
+                let copysign = self.e.intrinsic("llvm.copysign", &[ft.into()])?;
+                let sqrt = self.e.intrinsic("llvm.sqrt", &[ft.into()])?;
+                let m = self.libm("hypot", &[x, y])?;
+                let ax = self.call1(fabs, &[x.into()])?.into_float_value();
+                let ay = self.call1(fabs, &[y.into()])?.into_float_value();
+                let b = self.b();
+                let half = ft.const_float(0.5);
+                let s = b.build_float_mul(b.build_float_add(ax, m, "")?, half, "")?;
+                let t = self.call1(sqrt, &[s.into()])?.into_float_value();
+                let b = self.b();
+                let two_t = b.build_float_add(t, t, "")?;
+                let q = b.build_float_div(y, two_t, "")?;
+                let aq = b.build_float_div(ay, two_t, "")?;
+                let st = self
+                    .call1(copysign, &[t.into(), y.into()])?
+                    .into_float_value();
+                let b = self.b();
+                let nonneg = b.build_float_compare(FloatPredicate::OGE, x, ft.const_zero(), "")?;
+                let re = b.build_select(nonneg, t, aq, "")?.into_float_value();
+                let im = b.build_select(nonneg, q, st, "")?.into_float_value();
+                // sqrt(0 + 0i): t = 0 and y/(2t) is NaN; the answer is 0 with y's sign.
+                let zero = b.build_float_compare(FloatPredicate::OEQ, t, ft.const_zero(), "")?;
+                let re = b.build_select(zero, t, re, "")?.into_float_value();
+                let im = b.build_select(zero, y, im, "")?.into_float_value();
+                self.make_complex(re, im)?
+            }
+        })
+    }
+
+    /// The `i8` constant of an fp8 value (rounded once from the exact constant).
+    pub(super) fn fp8_literal(&self, s: Scalar, x: f64) -> R<BasicValueEnum<'ctx>> {
+        let f = Format::of(s).ok_or_else(|| err("fp8 literal of a non-fp8 type"))?;
+        Ok(self
+            .e
+            .ctx
+            .i8_type()
+            .const_int(u64::from(f.encode(x)), false)
+            .into())
+    }
+
+    /// Conversions where `from` or `to` is an fp8 format. Decoding goes through `float32`
+    /// (which holds every fp8 value exactly); encoding rounds `float64` values directly and
+    /// every other source through `float32`, which holds every value that does not saturate.
+    pub(super) fn fp8_cast(
+        &mut self,
+        v: BasicValueEnum<'ctx>,
+        from: Scalar,
+        to: Scalar,
+    ) -> R<BasicValueEnum<'ctx>> {
+        if let Some(f) = Format::of(from) {
+            if to == Scalar::Bool {
+                let iv = v.into_int_value();
+                let i8t = self.e.ctx.i8_type();
+                let mag = self.b().build_and(iv, i8t.const_int(0x7f, false), "")?;
+                return Ok(self
+                    .b()
+                    .build_int_compare(IntPredicate::NE, mag, i8t.const_zero(), "")?
+                    .into());
+            }
+            let x = self.fp8_decode(f, v.into_int_value())?;
+            return self.cast(x.into(), Scalar::Float32, to);
+        }
+        let f = Format::of(to).ok_or_else(|| err("fp8 conversion without an fp8 type"))?;
+        let x = if from == Scalar::Float64 {
+            v.into_float_value()
+        } else {
+            self.cast(v, from, Scalar::Float32)?.into_float_value()
+        };
+        self.fp8_encode(f, x)
+    }
+
+    /// Whether the architecture has the fp8 `cvt` instructions (sm_89 and later).
+    fn has_fp8_cvt(&self) -> bool {
+        self.e.sm >= 89
+    }
+
+    fn fp8_name(f: Format) -> &'static str {
+        if f.ieee { "e5m2x2" } else { "e4m3x2" }
+    }
+
+    /// An fp8 code as a `float32`.
+    fn fp8_decode(&mut self, f: Format, code: IntValue<'ctx>) -> R<FloatValue<'ctx>> {
+        let ctx = self.e.ctx;
+        let (i16t, i32t, f32t) = (ctx.i16_type(), ctx.i32_type(), ctx.f32_type());
+        if self.has_fp8_cvt() {
+            let wide = self.b().build_int_z_extend(code, i16t, "")?;
+            let text = format!("cvt.rn.f16x2.{} $0, $1;", Self::fp8_name(f));
+            let pair = self
+                .asm(&text, "=r,h", Some(i32t.into()), &[wide.into()])?
+                .ok_or_else(|| err("fp8 cvt"))?
+                .into_int_value();
+            let low = self.b().build_int_truncate(pair, i16t, "")?;
+            let h = self
+                .b()
+                .build_bit_cast(low, ctx.f16_type(), "")?
+                .into_float_value();
+            return Ok(self.b().build_float_ext(h, f32t, "")?);
+        }
+        let b = self.b();
+        let k = |v: u64| i32t.const_int(v, false);
+        let u = b.build_int_z_extend(code, i32t, "")?;
+        let m = u64::from(f.man_bits);
+        let e = b.build_and(
+            b.build_right_shift(u, k(m), false, "")?,
+            k((1 << f.exp_bits) - 1),
+            "",
+        )?;
+        let frac = b.build_and(u, k((1 << m) - 1), "")?;
+        // A normal code: rebias the exponent and move the fraction to float32's top bits.
+        let exp = b.build_int_add(e, k((127 - f.bias()) as u64), "")?;
+        let bits = b.build_or(
+            b.build_left_shift(exp, k(23), "")?,
+            b.build_left_shift(frac, k(23 - m), "")?,
+            "",
+        )?;
+        let top = k((1 << f.exp_bits) - 1);
+        let special = b.build_int_compare(IntPredicate::EQ, e, top, "")?;
+        let bits = if f.ieee {
+            // e5m2: an all-ones exponent is infinity or NaN, as in float32.
+            let inf_nan =
+                b.build_or(k(0x7f80_0000), b.build_left_shift(frac, k(23 - m), "")?, "")?;
+            b.build_select(special, inf_nan, bits, "")?.into_int_value()
+        } else {
+            // e4m3: only S.1111.111 is NaN; the rest of the top binade is finite.
+            let all = b.build_int_compare(IntPredicate::EQ, frac, k((1 << m) - 1), "")?;
+            let nan = b.build_and(special, all, "")?;
+            b.build_select(nan, k(0x7fc0_0000), bits, "")?
+                .into_int_value()
+        };
+        let normal = b.build_bit_cast(bits, f32t, "")?.into_float_value();
+        // A subnormal code (zero exponent): fraction × 2^(1 - bias - m), exact in float32.
+        let scale = f32t.const_float(2f64.powi(1 - f.bias() - f.man_bits as i32));
+        let sub = b.build_float_mul(b.build_unsigned_int_to_float(frac, f32t, "")?, scale, "")?;
+        let is_sub = b.build_int_compare(IntPredicate::EQ, e, k(0), "")?;
+        let mag = b.build_select(is_sub, sub, normal, "")?.into_float_value();
+        let neg = b.build_int_compare(IntPredicate::UGE, u, k(0x80), "")?;
+        let negated = b.build_float_neg(mag, "")?;
+        Ok(b.build_select(neg, negated, mag, "")?.into_float_value())
+    }
+
+    /// A `float32` or `float64` rounded to an fp8 code.
+    fn fp8_encode(&mut self, f: Format, x: FloatValue<'ctx>) -> R<BasicValueEnum<'ctx>> {
+        let ctx = self.e.ctx;
+        let i8t = ctx.i8_type();
+        let is64 = x.get_type() == ctx.f64_type();
+        if self.has_fp8_cvt() && !is64 {
+            let f32t = ctx.f32_type();
+            let text = format!("cvt.rn.satfinite.{}.f32 $0, $1, $2;", Self::fp8_name(f));
+            let pair = self
+                .asm(
+                    &text,
+                    "=h,f,f",
+                    Some(ctx.i16_type().into()),
+                    &[f32t.const_zero().into(), x.into()],
+                )?
+                .ok_or_else(|| err("fp8 cvt"))?
+                .into_int_value();
+            return Ok(self.b().build_int_truncate(pair, i8t, "")?.into());
+        }
+        // Integer rounding on the source's bits. `w`: source width, `sm`: its mantissa
+        // bits, `sb`: its exponent bias.
+        let (w, sm, sb): (u32, u64, u64) = if is64 { (64, 52, 1023) } else { (32, 23, 127) };
+        let it = self.e.int_t(w);
+        let ft = x.get_type();
+        let k = |v: u64| it.const_int(v, false);
+        let m = u64::from(f.man_bits);
+        let fabs = self.e.intrinsic("llvm.fabs", &[ft.into()])?;
+        let rint = self.e.intrinsic("llvm.rint", &[ft.into()])?;
+        let a = self.call1(fabs, &[x.into()])?.into_float_value();
+        let b = self.b();
+        let bits = b.build_bit_cast(x, it, "")?.into_int_value();
+        let abits = b.build_bit_cast(a, it, "")?.into_int_value();
+        // Normal results: round the mantissa to m bits, ties to even, then rebias.
+        let shift = sm - m;
+        let odd = b.build_and(b.build_right_shift(abits, k(shift), false, "")?, k(1), "")?;
+        let r = b.build_int_add(abits, k((1 << (shift - 1)) - 1), "")?;
+        let r = b.build_int_add(r, odd, "")?;
+        let r = b.build_right_shift(r, k(shift), false, "")?;
+        let rebias = (sb - f.bias() as u64) << m;
+        let normal = b.build_int_sub(r, k(rebias), "")?;
+        // Below the smallest normal: scale so the smallest subnormal is 1 and round to an
+        // integer (ties to even); 2^m means the smallest normal, which is also its code.
+        let min_normal = ft.const_float(2f64.powi(1 - f.bias()));
+        let scale = ft.const_float(2f64.powi(f.bias() - 1 + f.man_bits as i32));
+        let scaled = b.build_float_mul(a, scale, "")?;
+        let rounded = self.call1(rint, &[scaled.into()])?.into_float_value();
+        let b = self.b();
+        let sub = b.build_float_to_unsigned_int(rounded, it, "")?;
+        let is_sub = b.build_float_compare(FloatPredicate::OLT, a, min_normal, "")?;
+        let code = b.build_select(is_sub, sub, normal, "")?.into_int_value();
+        // Saturate (infinities included), then NaN.
+        let max = k(u64::from(f.max_code()));
+        let over = b.build_int_compare(IntPredicate::UGT, code, max, "")?;
+        let code = b.build_select(over, max, code, "")?.into_int_value();
+        let nan = b.build_float_compare(FloatPredicate::UNO, x, x, "")?;
+        let code = b
+            .build_select(nan, k(u64::from(f.nan_code())), code, "")?
+            .into_int_value();
+        let sign = b.build_right_shift(bits, k(u64::from(w) - 8), false, "")?;
+        let sign = b.build_and(sign, k(0x80), "")?;
+        let code = b.build_or(code, sign, "")?;
+        Ok(b.build_int_truncate(code, i8t, "")?.into())
+    }
+}
