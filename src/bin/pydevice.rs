@@ -12,6 +12,7 @@
 
 use pydevice::abi::{self, ArgValue, ArrayArg};
 use pydevice::runtime::npy::NpyArray;
+use pydevice::runtime::records::NpyRecords;
 use pydevice::runtime::{Device, LaunchConfig};
 use pydevice::types::signature::parse_signature;
 use pydevice::types::{Layout, Scalar, Type};
@@ -241,6 +242,12 @@ fn cmd_abi(a: &Args) -> Result<(), Failure> {
     let mut roots = Vec::new();
     for name in named {
         roots.push(module.named_type(name).ok_or_else(|| {
+            if name.starts_with("Record(") {
+                // Say why numba's record notation was refused (a packed dtype, usually).
+                if let Err(why) = pydevice::types::signature::parse_type(name) {
+                    return format!("`{name}`: {why}");
+                }
+            }
             format!(
                 "no type `{name}` in {file} (a @struct class, a vector such as float32x3, \
                  a number type, or a type in Numba's notation)"
@@ -342,6 +349,8 @@ fn dims(s: &str, what: &str) -> Result<[u32; 3], String> {
 /// A kernel argument given on the command line.
 enum CliArg {
     Array(NpyArray),
+    /// A `.npy` file of records (a structured dtype made with `align=True`).
+    Records(NpyRecords),
     Scalar(Scalar, ArgValue),
 }
 
@@ -378,6 +387,17 @@ fn parse_arg(text: &str) -> Result<(String, CliArg), String> {
         return Ok((name.to_string(), CliArg::Scalar(s, av)));
     }
     let bytes = std::fs::read(value).map_err(|e| format!("cannot read {value}: {e}"))?;
+    // A structured dtype's `descr` is a list of fields.
+    let head = String::from_utf8_lossy(&bytes[..bytes.len().min(4096)]).into_owned();
+    if head.contains("'descr': [") {
+        let recs = NpyRecords::parse(&bytes).map_err(|e| format!("{value}: {e}"))?;
+        if recs.shape.is_empty() {
+            return Err(format!(
+                "{value}: zero-dimensional arrays are not supported"
+            ));
+        }
+        return Ok((name.to_string(), CliArg::Records(recs)));
+    }
     let arr = NpyArray::parse(&bytes).map_err(|e| format!("{value}: {e}"))?;
     if arr.shape.is_empty() {
         return Err(format!(
@@ -434,6 +454,7 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
                 };
                 Type::array(arr.dtype, arr.shape.len() as u8, layout)
             }
+            CliArg::Records(r) => r.array_type(),
         });
     }
     let device = Device::open(0).map_err(|e| e.to_string())?;
@@ -477,6 +498,15 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
                 }));
                 buffers.insert(p.clone(), buf);
             }
+            CliArg::Records(r) => {
+                let buf = device.upload(&r.data).map_err(|e| e.to_string())?;
+                values.push(ArgValue::Array(ArrayArg {
+                    data: device.address(&buf),
+                    shape: r.shape.clone(),
+                    strides: r.element_strides(),
+                }));
+                buffers.insert(p.clone(), buf);
+            }
         }
     }
     let cfg = LaunchConfig {
@@ -497,17 +527,30 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
         let (name, path) = o
             .split_once('=')
             .ok_or_else(|| format!("--out `{o}` must be NAME=PATH"))?;
-        let (Some(buf), Some(CliArg::Array(arr))) = (buffers.get(name), given.get(name)) else {
+        let (Some(buf), Some(arg)) = (buffers.get(name), given.get(name)) else {
             return Err(Failure::Other(format!(
                 "--out {name}: `{name}` is not an array argument"
             )));
         };
         let data = device.download(buf).map_err(|e| e.to_string())?;
-        let out = NpyArray {
-            data: data[..arr.data.len()].to_vec(),
-            ..arr.clone()
+        let bytes = match arg {
+            CliArg::Array(arr) => NpyArray {
+                data: data[..arr.data.len()].to_vec(),
+                ..arr.clone()
+            }
+            .to_bytes(),
+            CliArg::Records(r) => NpyRecords {
+                data: data[..r.data.len()].to_vec(),
+                ..r.clone()
+            }
+            .to_bytes(),
+            CliArg::Scalar(..) => {
+                return Err(Failure::Other(format!(
+                    "--out {name}: `{name}` is not an array argument"
+                )));
+            }
         };
-        std::fs::write(path, out.to_bytes()).map_err(|e| format!("cannot write {path}: {e}"))?;
+        std::fs::write(path, bytes).map_err(|e| format!("cannot write {path}: {e}"))?;
     }
     eprintln!(
         "ran `{entry}` on {} ({arch}) with grid {grid:?} block {block:?}",

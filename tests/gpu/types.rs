@@ -720,3 +720,61 @@ fn complex_parameters_and_struct_fields() {
         );
     }
 }
+
+/// 16-bit float scalars as kernel parameters: the host packs `ArgValue::Float` into their
+/// bits (`types::half`), rounding once as CUDA's `__double2half` does.
+#[test]
+fn half_and_bfloat16_scalar_parameters() {
+    let Some(dev) = device("half_and_bfloat16_scalar_parameters") else {
+        return;
+    };
+    let src = r#"
+from cuda import device
+from cuda.device import float16, bfloat16, float32
+
+@device.kernel
+def affine(a, h: float16, b: bfloat16, out):
+    i = device.tid(1)
+    if i < len(a):
+        out[i] = a[i] * float32(h) + float32(b)
+"#;
+    let k = kernel(
+        &dev,
+        src,
+        "affine",
+        "float32[::1], float16, bfloat16, float32[::1]",
+    );
+    let n = 4096;
+    let mut r = Rng(77);
+    let a: Vec<f32> = (0..n).map(|_| r.f32(-8.0, 8.0)).collect();
+    let (_, aa) = vec1(&dev, &a);
+    let (ob, oa) = vec1(&dev, &vec![0f32; n]);
+    // 1/3 rounds in both formats; the kernel must see the rounded values.
+    let (h, b) = (1.0f64 / 3.0, -2.0f64 / 3.0);
+    k.launch(
+        &[aa, ArgValue::Float(h), ArgValue::Float(b), oa],
+        [blocks(n, 256), 1, 1],
+        [256, 1, 1],
+    );
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    let hf = half_value(pydevice::types::half::f16_bits(h));
+    let bf = f32::from_bits(u32::from(pydevice::types::half::bf16_bits(b)) << 16);
+    assert_eq!(hf, 0.333_251_95);
+    assert_eq!(bf, -0.667_968_75);
+    for i in 0..n {
+        let want = a[i] * hf + bf;
+        assert!(
+            (out[i] - want).abs() <= 1e-6 * want.abs().max(1.0),
+            "out[{i}] = {}, want {want}",
+            out[i]
+        );
+    }
+}
+
+/// The value of float16 bits (normal numbers only, as the test needs).
+fn half_value(bits: u16) -> f32 {
+    let sign = if bits & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let e = i32::from((bits >> 10) & 0x1f) - 15;
+    let m = 1.0 + f32::from(bits & 0x3ff) / 1024.0;
+    sign * m * 2f32.powi(e)
+}

@@ -6,7 +6,7 @@
 use super::leaf::leaves;
 use crate::diag::{Diagnostic, Span};
 use crate::ir::{
-    AtomicOp, Expr, Function, FunctionKind, Handle, Intrinsic, Program, Stmt, StmtKind,
+    AtomicOp, Expr, Function, FunctionKind, Handle, Intrinsic, Program, Stmt, StmtKind, Subscript,
 };
 use crate::types::Type;
 use std::collections::HashSet;
@@ -164,11 +164,15 @@ impl Checker {
                 );
                 return;
             }
-            Expr::View { .. } | Expr::Reinterpret(_) | Expr::FieldRef(..) | Expr::Deref(_) => {
+            Expr::View { .. }
+            | Expr::Reshape { .. }
+            | Expr::Reinterpret(_)
+            | Expr::FieldRef(..)
+            | Expr::Deref(_) => {
                 self.report(
                     "E0503",
                     span,
-                    "array slices, views and in-place struct elements are not supported on the host yet"
+                    "array slices, views, reshapes and in-place struct elements are not supported on the host yet"
                         .into(),
                     "index the array itself: `a[i]`, `a[i, j]`",
                 );
@@ -378,11 +382,21 @@ pub(crate) fn children(e: &Expr) -> Vec<Handle<Expr>> {
             v.extend(indices.iter().map(|i| i.value));
             v
         }
-        Expr::View {
-            array, start, stop, ..
-        } => {
+        Expr::View { array, subs } => {
             let mut v = vec![*array];
-            v.extend(start.iter().chain(stop.iter()).copied());
+            for sub in subs {
+                match sub {
+                    Subscript::Index(i) => v.push(i.value),
+                    Subscript::Slice { start, stop, .. } => {
+                        v.extend(start.iter().chain(stop.iter()).copied())
+                    }
+                }
+            }
+            v
+        }
+        Expr::Reshape { array, shape, .. } => {
+            let mut v = vec![*array];
+            v.extend(shape.iter().flatten().copied());
             v
         }
         Expr::Atomic { target, args, .. } => {
