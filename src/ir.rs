@@ -133,6 +133,11 @@ pub struct Program {
     pub target_sm: Option<u32>,
 }
 
+/// The value of [`Program::target_sm`] (and of the architecture a program is specialized
+/// for) that stands for the host: `target(is_host)` holds there, `is_device` and every
+/// `provides(smXX)` / `is_exactly(smXX)` do not.
+pub const HOST_TARGET: u32 = 0;
+
 /// Options given on the entry kernel (`@kernel(fastmath=True, ...)`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct ProgramOptions {

@@ -6,6 +6,7 @@
 //! pydevice abi FILE.py [--type NAME ...] [--json | --header]
 //! pydevice run FILE.py --entry NAME --grid X[,Y[,Z]] --block X[,Y[,Z]] [--shared N] [--arch smXX]
 //!              --arg NAME=file.npy --arg NAME=dtype:value ... [--out NAME=path.npy] [--bench N]
+//! pydevice call FILE.py --entry NAME --arg NAME=dtype:value ...
 //! ```
 //! Exit status: 0 on success, 1 when the program has errors, 2 for usage or run-time errors.
 
@@ -15,7 +16,7 @@ use pydevice::runtime::records::NpyRecords;
 use pydevice::runtime::{Device, LaunchConfig};
 use pydevice::types::signature::parse_signature;
 use pydevice::types::{Layout, Scalar, Type};
-use pydevice::{Arch, CompileOptions, Module};
+use pydevice::{Arch, CompileOptions, HostValue, Module};
 use std::collections::HashMap;
 use std::process::ExitCode;
 
@@ -25,11 +26,14 @@ const USAGE: &str = "usage:
   pydevice abi FILE.py [--type NAME ...] [--json | --header]
   pydevice run FILE.py --entry NAME --grid X[,Y[,Z]] --block X[,Y[,Z]] [--shared N] [--arch smXX]
                --arg NAME=FILE.npy | --arg NAME=DTYPE:VALUE ... [--out NAME=FILE.npy] [--bench N]
+  pydevice call FILE.py --entry NAME --arg NAME=DTYPE:VALUE ...
 SIG uses Numba's notation: \"float32[:], float64[:, ::1], int32\" or \"void(float32[:], int32)\".
 abi prints the layouts of the module's @struct classes, or of each --type (a class, a vector
 such as float32x3, a number, or a type in Numba's notation), with the types they are made of;
 --header prints them as a CUDA C++ header, with extern \"C\" declarations of the module's
-interoperable functions unless --type narrows it to the named types.";
+interoperable functions unless --type narrows it to the named types.
+call runs a @func on this machine (JIT-compiled through Cranelift) and prints its result as
+Python's repr would, on the last line.";
 
 /// Options that take no value.
 const FLAGS: &[&str] = &["json", "header"];
@@ -568,6 +572,55 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
     Ok(())
 }
 
+fn cmd_call(a: &Args) -> Result<(), Failure> {
+    a.check_known(&["entry", "arg"])?;
+    let [file] = a.positional.as_slice() else {
+        return Err(Failure::Other(format!("call takes one FILE\n{USAGE}")));
+    };
+    let module = load(file)?;
+    let entry = a.one("entry").ok_or("call needs --entry NAME")?;
+    let info = module
+        .entries()
+        .into_iter()
+        .find(|e| e.name == entry)
+        .ok_or_else(|| format!("no @func named `{entry}` in {file}"))?;
+    let mut given: HashMap<String, (Scalar, ArgValue)> = HashMap::new();
+    for text in a.all("arg") {
+        let (name, arg) = parse_arg(text)?;
+        let CliArg::Scalar(s, v) = arg else {
+            return Err(Failure::Other(format!(
+                "--arg {name}: call takes scalars only, as DTYPE:VALUE"
+            )));
+        };
+        if !info.params.contains(&name) {
+            return Err(Failure::Other(format!(
+                "`{entry}` has no parameter `{name}` (parameters: {})",
+                info.params.join(", ")
+            )));
+        }
+        given.insert(name, (s, v));
+    }
+    let mut types = Vec::new();
+    let mut values = Vec::new();
+    for p in &info.params {
+        let (s, v) = given
+            .get(p)
+            .ok_or_else(|| format!("missing --arg {p}=DTYPE:VALUE (every parameter needs one)"))?;
+        types.push(Type::Scalar(*s));
+        values.push(match v {
+            ArgValue::Bool(b) => HostValue::Bool(*b),
+            ArgValue::Int(i) => HostValue::Int(*i),
+            ArgValue::UInt(u) => HostValue::UInt(*u),
+            ArgValue::Float(x) => HostValue::Float64(*x),
+            _ => return Err(Failure::Other(format!("--arg {p}: not a scalar"))),
+        });
+    }
+    let f = module.host_function(entry, &types).map_err(report)?;
+    let r = f.call(&values).map_err(|e| e.to_string())?;
+    println!("{r}");
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let raw: Vec<String> = std::env::args().skip(1).collect();
     let Some((cmd, rest)) = raw.split_first() else {
@@ -581,6 +634,7 @@ fn main() -> ExitCode {
             "check" => cmd_check(&a),
             "abi" => cmd_abi(&a),
             "run" => cmd_run(&a),
+            "call" => cmd_call(&a),
             "-h" | "--help" | "help" => {
                 println!("{USAGE}");
                 Ok(())

@@ -397,8 +397,10 @@ impl FnCx<'_, '_> {
                 _ => bad(self, e),
             },
             e => match self.callee_item(e) {
-                Some(Item::Builtin(Builtin::IsDevice | Builtin::AnyTarget)) => Some(true),
-                Some(Item::Builtin(Builtin::IsHost | Builtin::NoTarget)) => Some(false),
+                Some(Item::Builtin(Builtin::AnyTarget)) => Some(true),
+                Some(Item::Builtin(Builtin::NoTarget)) => Some(false),
+                Some(Item::Builtin(Builtin::IsDevice)) => Some(sm != crate::ir::HOST_TARGET),
+                Some(Item::Builtin(Builtin::IsHost)) => Some(sm == crate::ir::HOST_TARGET),
                 _ => bad(self, e),
             },
         }

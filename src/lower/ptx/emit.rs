@@ -357,9 +357,10 @@ impl<'ctx> Emitter<'_, 'ctx> {
         };
         // An interoperable function is defined (`.visible`) by the module compiled for it;
         // a module whose entry calls it holds a `.weak` copy, so modules of several entries
-        // link together (the linker keeps the definition over the copies).
+        // link together (the linker keeps the definition over the copies). Any `@func`
+        // compiled as the entry stays visible (`.visible .func`) for linking.
         let entry = std::ptr::eq(f, &self.program.functions[self.program.entry]);
-        let linkage = if kernel || f.external || (f.interop && entry) {
+        let linkage = if kernel || f.external || entry {
             None
         } else if f.interop {
             Some(Linkage::WeakODR)
