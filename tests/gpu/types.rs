@@ -757,7 +757,7 @@ def affine(a, h: float16, b: bfloat16, out):
         [256, 1, 1],
     );
     let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
-    let hf = half_value(pydevice::types::half::f16_bits(h));
+    let hf = half_to_f32(pydevice::types::half::f16_bits(h));
     let bf = f32::from_bits(u32::from(pydevice::types::half::bf16_bits(b)) << 16);
     assert_eq!(hf, 0.333_251_95);
     assert_eq!(bf, -0.667_968_75);
@@ -771,10 +771,58 @@ def affine(a, h: float16, b: bfloat16, out):
     }
 }
 
-/// The value of float16 bits (normal numbers only, as the test needs).
-fn half_value(bits: u16) -> f32 {
-    let sign = if bits & 0x8000 != 0 { -1.0 } else { 1.0 };
-    let e = i32::from((bits >> 10) & 0x1f) - 15;
-    let m = 1.0 + f32::from(bits & 0x3ff) / 1024.0;
-    sign * m * 2f32.powi(e)
+/// float16 → bfloat16 → float16, explicit and through a store, on every float16 value.
+#[test]
+fn float16_bfloat16_conversions() {
+    let Some(dev) = device("float16_bfloat16_conversions") else {
+        return;
+    };
+    let src = std::fs::read_to_string(format!(
+        "{}/tests/fixtures/lang/half_bfloat_conversions.py",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .expect("fixture");
+    let k = kernel(
+        &dev,
+        &src,
+        "conv",
+        "float16[::1], bfloat16[::1], bfloat16[::1]",
+    );
+    // Every finite float16 value and the infinities (NaNs aside).
+    let h: Vec<u16> = (0u16..=0xffff)
+        .filter(|b| (b & 0x7c00) != 0x7c00 || (b & 0x3ff) == 0)
+        .collect();
+    let n = h.len();
+    let (hb, ha) = vec1(&dev, &h);
+    let (bb, ba) = vec1(&dev, &vec![0u16; n]);
+    let (b2b, b2a) = vec1(&dev, &vec![0u16; n]);
+    k.launch(&[ha, ba, b2a], [blocks(n, 256), 1, 1], [256, 1, 1]);
+    let h_out: Vec<u16> = from_bytes(&dev.download(&hb).expect("download"));
+    let b_out: Vec<u16> = from_bytes(&dev.download(&bb).expect("download"));
+    let b2_out: Vec<u16> = from_bytes(&dev.download(&b2b).expect("download"));
+    for i in 0..n {
+        let x = f64::from(half_to_f32(h[i]));
+        let want_b = pydevice::types::half::bf16_bits(x);
+        assert_eq!(b_out[i], want_b, "bfloat16({:#06x})", h[i]);
+        assert_eq!(b2_out[i], want_b, "store of {:#06x}", h[i]);
+        let back = f64::from(f32::from_bits(u32::from(want_b) << 16));
+        assert_eq!(
+            h_out[i],
+            pydevice::types::half::f16_bits(back),
+            "float16(bfloat16({:#06x}))",
+            h[i]
+        );
+    }
+}
+
+/// The value of any float16 bits but NaN.
+fn half_to_f32(bits: u16) -> f32 {
+    let sign = if bits & 0x8000 != 0 { -1.0f32 } else { 1.0 };
+    let e = i32::from((bits >> 10) & 0x1f);
+    let m = f32::from(bits & 0x3ff);
+    match e {
+        0 => sign * m * 2f32.powi(-24),
+        31 => sign * f32::INFINITY,
+        _ => sign * (1.0 + m / 1024.0) * 2f32.powi(e - 15),
+    }
 }

@@ -2184,10 +2184,19 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 let f = self.e.intrinsic(name, &[tt, v.get_type()])?;
                 self.call1(f, &[v.into()])?
             }
-            (true, true) => self
-                .b()
-                .build_float_cast(v.into_float_value(), tt.into_float_type(), "")?
-                .into(),
+            (true, true) => {
+                let x = v.into_float_value();
+                let tt = tt.into_float_type();
+                if x.get_type() != tt && x.get_type().get_bit_width() == tt.get_bit_width() {
+                    // float16 <-> bfloat16: LLVM has no cast between equal widths; float32
+                    // holds every float16 exactly, so this rounds once.
+                    let f32t = self.e.ctx.f32_type();
+                    let wide = self.b().build_float_ext(x, f32t, "")?;
+                    self.b().build_float_trunc(wide, tt, "")?.into()
+                } else {
+                    self.b().build_float_cast(x, tt, "")?.into()
+                }
+            }
         })
     }
 
