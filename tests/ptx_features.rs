@@ -164,3 +164,69 @@ fn numba_inc_dec_use_ptx_on_32_bits_and_a_cas_loop_on_64() {
     assert!(p.contains("atom.relaxed.gpu.dec.u32"), "{p}");
     assert_eq!(p.matches("atom.relaxed.gpu.cas.b64").count(), 2, "{p}");
 }
+
+/// Every pair of scalar types through a conversion, the four arithmetic operators and `==`:
+/// each kernel either compiles to PTX that ptxas accepts or is rejected with a diagnostic —
+/// never an internal error or a back-end abort (float16 → bfloat16 once aborted LLVM).
+#[test]
+fn every_scalar_pair_converts_and_combines_or_is_a_diagnostic() {
+    use pydevice::types::Scalar;
+    let have_ptxas = pydevice::toolkit::ptxas().is_some();
+    let mut compiled = 0;
+    let mut rejected = Vec::new();
+    for s in Scalar::ALL {
+        for t in Scalar::ALL {
+            let src = format!(
+                "from cuda import device\nfrom cuda.device import *\n\n\
+                 @device.kernel\ndef conv(a, out):\n    i = device.tid(1)\n    if i < len(a):\n        out[i] = {t}(a[i])\n\n\
+                 @device.kernel\ndef arith(a, b, out):\n    i = device.tid(1)\n    if i < len(a):\n        \
+                 out[i] = (a[i] + b[i]) == (a[i] * b[i])\n        out[i] = (a[i] - b[i]) != (a[i] / b[i])\n",
+                t = t.name()
+            );
+            let m = Module::parse("pairs.py", &src).unwrap_or_else(|d| panic!("{d}"));
+            let cases = [
+                (
+                    "conv",
+                    format!("{s}[::1], {t}[::1]", s = s.name(), t = t.name()),
+                ),
+                (
+                    "arith",
+                    format!("{s}[::1], {t}[::1], bool[::1]", s = s.name(), t = t.name()),
+                ),
+            ];
+            for (entry, sig) in cases {
+                let (args, _) = parse_signature(&sig).expect("sig");
+                match m.compile(entry, &args, &CompileOptions::default()) {
+                    Ok(k) => {
+                        compiled += 1;
+                        if have_ptxas {
+                            pydevice::toolkit::ptxas_check(&k.ptx, pydevice::Arch::DEFAULT)
+                                .unwrap_or_else(|e| panic!("{entry}({sig}): ptxas: {e}"));
+                        }
+                    }
+                    Err(e) => {
+                        let text = e.to_string();
+                        assert!(
+                            !text.contains("internal") && text.contains("error["),
+                            "{entry}({sig}) failed without a diagnostic: {text}"
+                        );
+                        rejected.push(format!("{entry}({sig})"));
+                    }
+                }
+            }
+        }
+    }
+    // Conversions between real types always compile; the rejections are complex → real
+    // (E0251) and operators on bools that NumPy refuses.
+    assert!(
+        compiled > 17 * 17,
+        "only {compiled} of {} compiled",
+        2 * 17 * 17
+    );
+    for r in &rejected {
+        assert!(
+            r.contains("complex") || r.contains("bool"),
+            "unexpected rejection: {r}"
+        );
+    }
+}
