@@ -50,6 +50,17 @@ def cases():
            {"out": 2e-3})
 
 
+    yield ("fp16_exp10_rint.py", "half_exp10_rint", (n + 127) // 128, 128,
+           {"a": rng.uniform(-4, 4, n).astype(np.float16), "out": np.zeros((2, n), np.float16)},
+           {"out": 2e-3})
+    # What numba-cuda's own test suite needed (scripts/numba_suite.py): cache hints, degrees,
+    # radians, remainder, nextafter, round, NumPy constants, vector type names, `x.dtype`.
+    x = rng.uniform(0.01, 4, n).astype(np.float32) * np.where(rng.random(n) < 0.5, -1, 1).astype(np.float32)
+    yield ("suite_builtins.py", "suite_builtins", (n + 127) // 128, 128,
+           {"x": x, "out": np.zeros((7, n), np.float32), "rounded": np.zeros(n, np.int64)},
+           {"out": 1e-6, "rounded": 0.0})
+
+
 def cupyx_cases():
     n = 1 << 20
     yield ("elementwise_copy.py", "elementwise_copy", 128, 1024,

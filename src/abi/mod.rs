@@ -401,15 +401,16 @@ fn pack_scalar(s: Scalar, v: &ArgValue, out: &mut [u8]) -> Result<(), PackError>
         _ => None,
     };
     match s {
-        Scalar::Float32 | Scalar::Float64 => {
+        Scalar::Float16 | Scalar::BFloat16 | Scalar::Float32 | Scalar::Float64 => {
             let f = match v {
                 ArgValue::Float(f) => *f,
                 _ => as_i128.ok_or_else(bad)? as f64,
             };
-            if s == Scalar::Float32 {
-                out.copy_from_slice(&(f as f32).to_le_bytes());
-            } else {
-                out.copy_from_slice(&f.to_le_bytes());
+            match s {
+                Scalar::Float16 => out.copy_from_slice(&narrow_float(f, 5, 10).to_le_bytes()),
+                Scalar::BFloat16 => out.copy_from_slice(&narrow_float(f, 8, 7).to_le_bytes()),
+                Scalar::Float32 => out.copy_from_slice(&(f as f32).to_le_bytes()),
+                _ => out.copy_from_slice(&f.to_le_bytes()),
             }
         }
         _ => {
@@ -422,6 +423,60 @@ fn pack_scalar(s: Scalar, v: &ArgValue, out: &mut [u8]) -> Result<(), PackError>
         }
     }
     Ok(())
+}
+
+/// The bits of `f` rounded (to nearest, ties to even, once) to a binary format of 16 bits
+/// with `exp_bits` exponent and `man_bits` mantissa bits: float16 is (5, 10), bfloat16 (8, 7).
+/// Too large values become infinities; NaN becomes the format's quiet NaN.
+pub fn narrow_float(f: f64, exp_bits: u32, man_bits: u32) -> u16 {
+    let sign = u16::from(f.is_sign_negative()) << (exp_bits + man_bits);
+    let inf = ((1u16 << exp_bits) - 1) << man_bits;
+    if f.is_nan() {
+        return inf | (1 << (man_bits - 1));
+    }
+    let a = f.abs();
+    if a.is_infinite() {
+        return sign | inf;
+    }
+    if a == 0.0 {
+        return sign;
+    }
+    // a = m * 2^e exactly.
+    let bits = a.to_bits();
+    let field = ((bits >> 52) & 0x7ff) as i32;
+    let frac = bits & ((1u64 << 52) - 1);
+    let (m, e) = if field == 0 {
+        (frac, -1074)
+    } else {
+        (frac | (1u64 << 52), field - 1075)
+    };
+    let emin = 2 - (1i32 << (exp_bits - 1));
+    let lg = 63 - m.leading_zeros() as i32 + e; // floor(log2(a))
+    let top = lg.max(emin);
+    // The result in units of its quantum 2^(top - man_bits), rounded half to even.
+    let shift = top - man_bits as i32 - e;
+    let n: u64 = if shift <= 0 {
+        m << (-shift).min(63)
+    } else if shift > 63 {
+        0
+    } else {
+        let q = m >> shift;
+        let r = m & ((1u64 << shift) - 1);
+        let half = 1u64 << (shift - 1);
+        if r > half || (r == half && q & 1 == 1) {
+            q + 1
+        } else {
+            q
+        }
+    };
+    // Subnormals (top == emin, n < 2^man_bits) and normals share this encoding; a carry out
+    // of the mantissa moves into the exponent field.
+    let enc = (((top - emin) as u64) << man_bits) + n;
+    if enc >= u64::from(inf) {
+        sign | inf
+    } else {
+        sign | enc as u16
+    }
 }
 
 /// Packs a value into the bytes of its parameter's layout.
@@ -495,6 +550,40 @@ fn pack_into(t: &Type, v: &ArgValue, out: &mut [u8]) -> Result<(), PackError> {
 mod tests {
     use super::*;
     use crate::types::Layout;
+
+    #[test]
+    fn narrow_float_rounds_like_numpy() {
+        // Expected bits from NumPy's float64 -> float16 cast (round half to even, once).
+        let cases = [
+            (0.0, 0x0000),
+            (-0.0, 0x8000),
+            (1.0, 0x3c00),
+            (-2.0, 0xc000),
+            (0.1, 0x2e66),
+            (65504.0, 0x7bff),
+            (65520.0, 0x7c00),
+            (65519.99, 0x7bff),
+            (1e-08, 0x0000),
+            (5.960464477539063e-08, 0x0001),
+            (2.9802322387695312e-08, 0x0000),
+            (2.980232238769532e-08, 0x0001),
+            (6.097555160522461e-05, 0x03ff),
+            (1.00146484375, 0x3c02),
+            (1.00048828125, 0x3c00),
+            (3.140625, 0x4248),
+            (1000000.0, 0x7c00),
+            (-1e-30, 0x8000),
+        ];
+        for (f, bits) in cases {
+            assert_eq!(narrow_float(f, 5, 10), bits, "float16({f})");
+        }
+        assert_eq!(narrow_float(f64::NAN, 5, 10) & 0x7e00, 0x7e00);
+        assert_eq!(narrow_float(f64::NEG_INFINITY, 5, 10), 0xfc00);
+        // bfloat16 is the top half of float32, rounded.
+        assert_eq!(narrow_float(1.0, 8, 7), 0x3f80);
+        assert_eq!(narrow_float(3.140625, 8, 7), 0x4049);
+        assert_eq!(narrow_float(-1.5, 8, 7), 0xbfc0);
+    }
 
     #[test]
     fn vector_layouts_follow_cuda() {

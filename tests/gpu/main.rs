@@ -3,6 +3,7 @@
 //! on a GPU machine they really run (`scripts/gpu_run.sh` runs them on the H100).
 //! `sync` covers shared memory, atomics, warp collectives and intrinsics.
 
+mod numba_suite;
 mod options;
 mod sync;
 mod types;

@@ -239,56 +239,7 @@ impl FnCx<'_, '_> {
                 }
                 Some(acc)
             }
-            Builtin::Tid | Builtin::GridSize => {
-                let v = self.args(c, &name, 1, 1)?.pop()?;
-                let n = match v.konst.as_ref().and_then(|k| k.as_int()) {
-                    Some(n @ 1..=3) if v.ty.as_scalar().is_some_and(|s| s.is_integer()) => {
-                        n as usize
-                    }
-                    _ => {
-                        self.diags.push(
-                            Diagnostic::error(
-                                "E0210",
-                                v.span,
-                                format!("`{name}` needs a constant 1, 2 or 3"),
-                            )
-                            .with_label("ndims must satisfy 0 < ndims <= 3"),
-                        );
-                        return None;
-                    }
-                };
-                let u32t = Type::Scalar(Scalar::UInt32);
-                let i32t = Type::Scalar(Scalar::Int32);
-                let mut comps = Vec::new();
-                for axis in [Axis::X, Axis::Y, Axis::Z].into_iter().take(n) {
-                    let (a, bb) = if b == Builtin::Tid {
-                        (Intrinsic::BlockIdx(axis), Intrinsic::BlockDim(axis))
-                    } else {
-                        (Intrinsic::GridDim(axis), Intrinsic::BlockDim(axis))
-                    };
-                    let x = self.push(Expr::Intrinsic(a, vec![]), u32t.clone(), span);
-                    let y = self.push(Expr::Intrinsic(bb, vec![]), u32t.clone(), span);
-                    let mut e = self.push(Expr::Binary(BinaryOp::Mul, x, y), u32t.clone(), span);
-                    if b == Builtin::Tid {
-                        let t = self.push(
-                            Expr::Intrinsic(Intrinsic::ThreadIdx(axis), vec![]),
-                            u32t.clone(),
-                            span,
-                        );
-                        e = self.push(Expr::Binary(BinaryOp::Add, e, t), u32t.clone(), span);
-                    }
-                    comps.push(self.push(Expr::Cast(e), i32t.clone(), span));
-                }
-                let (e, ty) = if n == 1 {
-                    (comps[0], i32t)
-                } else {
-                    let ty = Type::Tuple(vec![i32t; n]);
-                    (self.push(Expr::Tuple(comps), ty.clone(), span), ty)
-                };
-                let mut r = self.val(e, ty, span);
-                r.nonneg = true;
-                Some(r)
-            }
+            Builtin::Tid | Builtin::GridSize => self.positions(b, c, false),
             Builtin::SyncThreads => {
                 self.args(c, &name, 0, 0)?;
                 let e = self.push(
@@ -337,6 +288,9 @@ impl FnCx<'_, '_> {
             | Builtin::NumbaCompareAndSwap
             | Builtin::NumbaFence(_)
             | Builtin::Selp
+            | Builtin::NumbaCacheHint(_)
+            | Builtin::Round
+            | Builtin::NumbaConstArrayLike
             | Builtin::CupyxSharedMemory => self.numba_call(b, c),
             Builtin::Target | Builtin::IsExactly | Builtin::Provides => {
                 self.diags.push(
@@ -369,6 +323,75 @@ impl FnCx<'_, '_> {
                 None
             }
         }
+    }
+
+    /// `tid(n)` / `grid_size(n)` (`b`), as int32 components; `wide`: as int64 ones, computed
+    /// in int64 (numba's `cuda.grid`/`cuda.gridsize`).
+    pub(super) fn positions(&mut self, b: Builtin, c: &ast::ExprCall, wide: bool) -> Option<Val> {
+        let span = sp(c);
+        let name = builtin_name(b);
+        let v = self.args(c, &name, 1, 1)?.pop()?;
+        let n = match v.konst.as_ref().and_then(|k| k.as_int()) {
+            Some(n @ 1..=3) if v.ty.as_scalar().is_some_and(|s| s.is_integer()) => n as usize,
+            _ => {
+                self.diags.push(
+                    Diagnostic::error(
+                        "E0210",
+                        v.span,
+                        format!("`{name}` needs a constant 1, 2 or 3"),
+                    )
+                    .with_label("ndims must satisfy 0 < ndims <= 3"),
+                );
+                return None;
+            }
+        };
+        let u32t = Type::Scalar(Scalar::UInt32);
+        // numba's `cuda.grid`/`gridsize` are int64 computed without overflow (`wide`).
+        let out_t = Type::Scalar(if wide { Scalar::Int64 } else { Scalar::Int32 });
+        let at = |cx: &mut Self, e: Handle<Expr>| {
+            if wide {
+                cx.push(Expr::Cast(e), out_t.clone(), span)
+            } else {
+                e
+            }
+        };
+        let ct = if wide { out_t.clone() } else { u32t.clone() };
+        let mut comps = Vec::new();
+        for axis in [Axis::X, Axis::Y, Axis::Z].into_iter().take(n) {
+            let (a, bb) = if b == Builtin::Tid {
+                (Intrinsic::BlockIdx(axis), Intrinsic::BlockDim(axis))
+            } else {
+                (Intrinsic::GridDim(axis), Intrinsic::BlockDim(axis))
+            };
+            let x = self.push(Expr::Intrinsic(a, vec![]), u32t.clone(), span);
+            let x = at(self, x);
+            let y = self.push(Expr::Intrinsic(bb, vec![]), u32t.clone(), span);
+            let y = at(self, y);
+            let mut e = self.push(Expr::Binary(BinaryOp::Mul, x, y), ct.clone(), span);
+            if b == Builtin::Tid {
+                let t = self.push(
+                    Expr::Intrinsic(Intrinsic::ThreadIdx(axis), vec![]),
+                    u32t.clone(),
+                    span,
+                );
+                let t = at(self, t);
+                e = self.push(Expr::Binary(BinaryOp::Add, e, t), ct.clone(), span);
+            }
+            comps.push(if wide {
+                e
+            } else {
+                self.push(Expr::Cast(e), out_t.clone(), span)
+            });
+        }
+        let (e, ty) = if n == 1 {
+            (comps[0], out_t)
+        } else {
+            let ty = Type::Tuple(vec![out_t; n]);
+            (self.push(Expr::Tuple(comps), ty.clone(), span), ty)
+        };
+        let mut r = self.val(e, ty, span);
+        r.nonneg = true;
+        Some(r)
     }
 
     /// `T(x)`: an explicit conversion, which may truncate or wrap.

@@ -193,6 +193,7 @@ impl FnCx<'_, '_> {
                     | Namespace::NumbaLocal
                     | Namespace::NumbaAtomic
                     | Namespace::NumbaFp16
+                    | Namespace::NumbaConst
                     | Namespace::NumbaTypes
                     | Namespace::Cupyx
                     | Namespace::CupyxJit

@@ -117,6 +117,13 @@ impl FnCx<'_, '_> {
                 if matches!(e.value.as_ref(), ast::Expr::StringLiteral(_)) {
                     return; // a docstring
                 }
+                if let ast::Expr::Call(c) = e.value.as_ref()
+                    && let Some(Item::Builtin(Builtin::NumbaCacheHint(true))) =
+                        self.callee_item(&c.func)
+                {
+                    self.numba_store_hint(c, out);
+                    return;
+                }
                 let v = self.expr(&e.value);
                 if let Some(v) = self.value_of(v) {
                     out.push(Stmt {
