@@ -152,3 +152,40 @@ fn numba_grid_beyond_int32() {
     let total = i64::from(blocks) * 256;
     assert_eq!(out, vec![total - 1, total]);
 }
+
+#[test]
+fn numba_static_device_function_arguments() {
+    // A dtype, an atomic operation, a device function and constants as device-function
+    // arguments (numba-cuda's test_atomics style).
+    let Some(dev) = device("numba_static_device_function_arguments") else {
+        return;
+    };
+    let src = include_str!("../fixtures/numba/static_args.py");
+    let k = kernel(
+        &dev,
+        src,
+        "static_args",
+        "uint32[::1], float64[:, ::1], float64",
+    );
+    let mut r = Rng(23);
+    let ary: Vec<u32> = (0..32).map(|_| r.i32(0, 1000) as u32).collect();
+    let ary2: Vec<f64> = (0..32).map(|_| f64::from(r.f32(-1.0, 1.0))).collect();
+    let (ab, aa) = vec1(&dev, &ary);
+    let (bb, ba) = array(&dev, &ary2, &[32, 1], &[1, 1]);
+    k.launch(&[aa, ba, ArgValue::Float(0.25)], [1, 1, 1], [32, 1, 1]);
+    let got: Vec<u32> = from_bytes(&dev.download(&ab).expect("download"));
+    let got2: Vec<f64> = from_bytes(&dev.download(&bb).expect("download"));
+    // First call: a histogram of ary % 32; second: 2 where the histogram's bins % 32 land.
+    let mut hist = [0u32; 32];
+    for a in &ary {
+        hist[(a % 32) as usize] += 1;
+    }
+    let mut want = [0u32; 32];
+    for h in &hist {
+        want[(h % 32) as usize] = 2;
+    }
+    assert_eq!(got, want);
+    for (g, a) in got2.iter().zip(&ary2) {
+        assert_eq!(*g, a + 0.25);
+    }
+}

@@ -506,8 +506,16 @@ impl FnCx<'_, '_> {
             );
             return None;
         }
+        let mut statics: Statics = vec![None; params.len()];
         for (i, a) in c.arguments.args.iter().enumerate() {
             let v = self.expr(a);
+            if let Value::Item(item, _) = &v
+                && self.s.m.numba
+                && is_static_item(item)
+            {
+                statics[i + first] = Some(item.clone());
+                continue;
+            }
             slots[i + first] = Some(self.value_of(v)?);
         }
         for k in c.arguments.keywords.iter() {
@@ -530,7 +538,7 @@ impl FnCx<'_, '_> {
                 );
                 return None;
             };
-            if slots[pos].is_some() {
+            if slots[pos].is_some() || statics[pos].is_some() {
                 self.error(
                     "E0107",
                     sp(k),
@@ -539,10 +547,22 @@ impl FnCx<'_, '_> {
                 return None;
             }
             let v = self.expr(&k.value);
+            if let Value::Item(item, _) = &v
+                && self.s.m.numba
+                && is_static_item(item)
+            {
+                statics[pos] = Some(item.clone());
+                continue;
+            }
             slots[pos] = Some(self.value_of(v)?);
         }
         let mut args = Vec::new();
-        for (p, slot) in params.iter().zip(slots) {
+        // For each run-time argument, its parameter's position.
+        let mut positions = Vec::new();
+        for (i, (p, slot)) in params.iter().zip(slots).enumerate() {
+            if statics[i].is_some() {
+                continue;
+            }
             let Some(v) = slot else {
                 self.diags.push(
                     Diagnostic::error(
@@ -589,10 +609,36 @@ impl FnCx<'_, '_> {
                 return None;
             }
             args.push(v);
+            positions.push(i);
         }
         let types: Vec<Type> = args.iter().map(|v| v.ty.clone()).collect();
-        self.callees.push((idx, types.clone()));
-        let h = match self.s.instantiate(idx, types, span) {
+        let first_key = (idx, types.clone(), statics_key(&statics));
+        let mut result = self.s.instantiate(idx, types, statics.clone(), span);
+        let mut key = first_key.clone();
+        // As numba's literal dispatch: where the callee fails with its constant arguments as
+        // run-time values (a shape, say), it is tried again with them as compile-time ones.
+        let constant: Vec<usize> = (0..args.len())
+            .filter(|&j| args[j].konst.is_some())
+            .collect();
+        if matches!(result, Err(None)) && !constant.is_empty() && self.s.m.numba {
+            let mut statics2 = statics.clone();
+            for &j in &constant {
+                statics2[positions[j]] = args[j].konst.clone().map(Item::Const);
+            }
+            let rest: Vec<Val> = (0..args.len())
+                .filter(|j| !constant.contains(j))
+                .map(|j| args[j].clone())
+                .collect();
+            let types2: Vec<Type> = rest.iter().map(|v| v.ty.clone()).collect();
+            let key2 = (idx, types2.clone(), statics_key(&statics2));
+            if let Ok(h) = self.s.instantiate(idx, types2, statics2, span) {
+                result = Ok(h);
+                key = key2;
+                args = rest;
+            }
+        }
+        self.callees.push(key);
+        let h = match result {
             Ok(h) => h,
             Err(Some(d)) => {
                 self.diags.push(*d);
@@ -641,5 +687,25 @@ impl FnCx<'_, '_> {
         let ty = Type::Struct(Box::new(st));
         let e = self.push(Expr::Tuple(es), ty.clone(), span);
         Some(self.val(e, ty, span))
+    }
+}
+
+/// Whether a call argument that names an entity is passed at compile time, in the numba
+/// dialect (see [`Statics`]):
+/// dtypes, builtins such as `cuda.atomic.add`, device functions, struct types. The thread
+/// positions and `lane_id`/`warp_size` are values.
+fn is_static_item(item: &Item) -> bool {
+    match item {
+        Item::Function(_) | Item::Struct(_) => true,
+        Item::Builtin(b) => !matches!(
+            b,
+            Builtin::LaneId
+                | Builtin::WarpSize
+                | Builtin::ThreadIdx
+                | Builtin::BlockIdx
+                | Builtin::BlockDim
+                | Builtin::GridDim
+        ),
+        _ => false,
     }
 }
