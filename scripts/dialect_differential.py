@@ -56,6 +56,9 @@ def cases():
     yield ("static_args.py", "static_args", 1, 32,
            {"ary": rng.integers(0, 1000, 32).astype(np.uint32), "ary2": rng.standard_normal((32, 1)),
             "x": 0.25}, {"ary": 0.0, "ary2": 1e-12})
+    yield ("int_bit_count.py", "bit_counts", (n + 127) // 128, 128,
+           {"a": rng.integers(0, 256, n).astype(np.uint8), "b": rng.integers(-2**62, 2**62, n),
+            "out": np.zeros((2, n), np.int32)}, {"out": 0.0})
     # What numba-cuda's own test suite needed (scripts/numba_suite.py): cache hints, degrees,
     # radians, remainder, nextafter, round, NumPy constants, vector type names, `x.dtype`.
     x = rng.uniform(0.01, 4, n).astype(np.float32) * np.where(rng.random(n) < 0.5, -1, 1).astype(np.float32)

@@ -189,3 +189,30 @@ fn numba_static_device_function_arguments() {
         assert_eq!(*g, a + 0.25);
     }
 }
+
+#[test]
+fn numba_int_bit_count_random() {
+    let Some(dev) = device("numba_int_bit_count_random") else {
+        return;
+    };
+    let src = include_str!("../fixtures/numba/int_bit_count.py");
+    let k = kernel(
+        &dev,
+        src,
+        "bit_counts",
+        "uint8[::1], int64[::1], int32[:, ::1]",
+    );
+    let n = 1000;
+    let mut r = Rng(29);
+    let a: Vec<u8> = (0..n).map(|_| r.next() as u8).collect();
+    let b: Vec<i64> = (0..n).map(|_| r.next() as i64).collect();
+    let (_ab, aa) = vec1(&dev, &a);
+    let (_bb, ba) = vec1(&dev, &b);
+    let (ob, oa) = array(&dev, &vec![0i32; 2 * n], &[2, n as u64], &[n as i64, 1]);
+    k.launch(&[aa, ba, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let out: Vec<i32> = from_bytes(&dev.download(&ob).expect("download"));
+    for i in 0..n {
+        assert_eq!(out[i], a[i].count_ones() as i32, "a[{i}] = {}", a[i]);
+        assert_eq!(out[n + i], b[i].count_ones() as i32, "b[{i}] = {}", b[i]);
+    }
+}

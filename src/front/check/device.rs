@@ -829,6 +829,19 @@ impl FnCx<'_, '_> {
                 let e = self.push(Expr::Reinterpret(v.e), ty.clone(), span);
                 Some(self.val(e, ty, span))
             }
+            // Python's `int.bit_count()`, which numba-cuda lowers to `cuda.popc`.
+            Type::Scalar(s) if s.is_integer() && method == "bit_count" && self.s.m.numba => {
+                self.bind(c, "bit_count", &[], 0)?;
+                let v = self.concrete(v)?;
+                let mut r = self.intrinsic(
+                    Intrinsic::Popc,
+                    vec![v.e],
+                    Type::Scalar(Scalar::Int32),
+                    span,
+                );
+                r.nonneg = true;
+                Some(r)
+            }
             other => {
                 self.error(
                     "E0212",
