@@ -20,7 +20,9 @@ for l in sys.stdin:
 gpu_test=$(cargo test --release --test gpu --no-run --message-format=json 2>/dev/null | artifact gpu test)
 gpu_runtime=$(cargo test --release --test gpu_runtime --no-run --message-format=json 2>/dev/null | artifact gpu_runtime test)
 bench_runtime=$(cargo bench --bench runtime --no-run --message-format=json 2>/dev/null | artifact runtime bench)
-rm -rf .carry && mkdir -p .carry
+# Only the binaries are replaced: .carry/numba_tests (numba-cuda's test files, a fallback for
+# scripts/numba_suite.py) stays.
+mkdir -p .carry && rm -f .carry/pydevice* .carry/gpu_tests* .carry/gpu_runtime_tests* .carry/bench_runtime*
 cp target/release/pydevice .carry/pydevice
 cp "$gpu_test" .carry/gpu_tests
 cp "$gpu_runtime" .carry/gpu_runtime_tests

@@ -64,6 +64,23 @@ def cases():
            {"recs": nested, "out": np.zeros(n)}, {"recs": 0.0, "out": 1e-12})
 
 
+    yield ("fp16_exp10_rint.py", "half_exp10_rint", (n + 127) // 128, 128,
+           {"a": rng.uniform(-4, 4, n).astype(np.float16), "out": np.zeros((2, n), np.float16)},
+           {"out": 2e-3})
+    yield ("static_args.py", "static_args", 1, 32,
+           {"ary": rng.integers(0, 1000, 32).astype(np.uint32), "ary2": rng.standard_normal((32, 1)),
+            "x": 0.25}, {"ary": 0.0, "ary2": 1e-12})
+    yield ("int_bit_count.py", "bit_counts", (n + 127) // 128, 128,
+           {"a": rng.integers(0, 256, n).astype(np.uint8), "b": rng.integers(-2**62, 2**62, n),
+            "out": np.zeros((2, n), np.int32)}, {"out": 0.0})
+    # What numba-cuda's own test suite needed (scripts/numba_suite.py): cache hints, degrees,
+    # radians, remainder, nextafter, round, NumPy constants, vector type names, `x.dtype`.
+    x = rng.uniform(0.01, 4, n).astype(np.float32) * np.where(rng.random(n) < 0.5, -1, 1).astype(np.float32)
+    yield ("suite_builtins.py", "suite_builtins", (n + 127) // 128, 128,
+           {"x": x, "out": np.zeros((7, n), np.float32), "rounded": np.zeros(n, np.int64)},
+           {"out": 1e-6, "rounded": 0.0})
+
+
 def cupyx_cases():
     n = 1 << 20
     yield ("elementwise_copy.py", "elementwise_copy", 128, 1024,
@@ -112,10 +129,10 @@ def run_cupyx(src, entry, grid, block, args):
 
 def run_numba(src, entry, grid, block, args):
     ns = load_module(src, entry)
-    dev = {k: cuda.to_device(v) for k, v in args.items()}
+    dev = {k: (cuda.to_device(v) if isinstance(v, np.ndarray) else v) for k, v in args.items()}
     ns[entry][grid, block](*dev.values())
     cuda.synchronize()
-    return {k: d.copy_to_host() for k, d in dev.items()}
+    return {k: d.copy_to_host() for k, d in dev.items() if isinstance(args[k], np.ndarray)}
 
 
 def run_ours(pydevice, path, entry, grid, block, args, outs):

@@ -619,16 +619,30 @@ pub enum MathFn {
     Isinf,
     Isfinite,
     Cbrt,
+    /// `math.remainder(x, y)`: IEEE remainder
+    Remainder,
+    /// `math.nextafter(x, y)`
+    Nextafter,
+    /// `math.degrees(x)`: `x * (180 / pi)`, one multiplication, as numba does
+    Degrees,
+    /// `math.radians(x)`: `x * (pi / 180)`
+    Radians,
+    /// Round to the nearest integer, ties to even (`round(x)`, `cuda.fp16.hrint`; not a
+    /// `math` function)
+    Rint,
+    /// `10 ** x` (`cuda.fp16.hexp10`; not a `math` function)
+    Exp10,
 }
 
 impl MathFn {
     /// Every function, for tables and tests.
-    pub const ALL: [MathFn; 37] = {
+    pub const ALL: [MathFn; 43] = {
         use MathFn::*;
         [
             Sqrt, Exp, Exp2, Expm1, Log, Log2, Log10, Log1p, Pow, Sin, Cos, Tan, Asin, Acos, Atan,
             Atan2, Sinh, Cosh, Tanh, Asinh, Acosh, Atanh, Erf, Erfc, Gamma, Lgamma, Floor, Ceil,
-            Trunc, Fabs, Copysign, Fmod, Hypot, Isnan, Isinf, Isfinite, Cbrt,
+            Trunc, Fabs, Copysign, Fmod, Hypot, Isnan, Isinf, Isfinite, Cbrt, Remainder, Nextafter,
+            Degrees, Radians, Rint, Exp10,
         ]
     };
 
@@ -673,19 +687,28 @@ impl MathFn {
             Isinf => "isinf",
             Isfinite => "isfinite",
             Cbrt => "cbrt",
+            Remainder => "remainder",
+            Nextafter => "nextafter",
+            Degrees => "degrees",
+            Radians => "radians",
+            Rint => "rint",
+            Exp10 => "exp10",
         }
     }
 
-    /// Looks a `math` function up by name.
+    /// Looks a `math` function up by name (`rint` and `exp10` are internal: `math` has no
+    /// such functions).
     pub fn from_name(s: &str) -> Option<MathFn> {
-        MathFn::ALL.into_iter().find(|f| f.name() == s)
+        MathFn::ALL
+            .into_iter()
+            .find(|f| f.name() == s && !matches!(f, MathFn::Rint | MathFn::Exp10))
     }
 
     /// Number of arguments.
     pub fn arity(self) -> usize {
         use MathFn::*;
         match self {
-            Pow | Atan2 | Copysign | Fmod | Hypot => 2,
+            Pow | Atan2 | Copysign | Fmod | Hypot | Remainder | Nextafter => 2,
             _ => 1,
         }
     }
@@ -697,7 +720,7 @@ impl MathFn {
         let base = match self {
             Exp | Exp2 | Expm1 | Log | Log2 | Log10 | Log1p | Pow | Sin | Cos | Tan | Asin
             | Acos | Atan | Atan2 | Sinh | Cosh | Tanh | Asinh | Acosh | Atanh | Erf | Erfc
-            | Lgamma | Fmod | Hypot | Cbrt => self.name(),
+            | Lgamma | Fmod | Hypot | Cbrt | Remainder | Nextafter | Exp10 => self.name(),
             Gamma => "tgamma",
             _ => return None,
         };

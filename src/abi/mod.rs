@@ -544,6 +544,40 @@ mod tests {
     use crate::types::Layout;
 
     #[test]
+    fn half_encoding_rounds_like_numpy() {
+        // Expected bits from NumPy's float64 -> float16 cast (round half to even, once).
+        let cases = [
+            (0.0, 0x0000),
+            (-0.0, 0x8000),
+            (1.0, 0x3c00),
+            (-2.0, 0xc000),
+            (0.1, 0x2e66),
+            (65504.0, 0x7bff),
+            (65520.0, 0x7c00),
+            (65519.99, 0x7bff),
+            (1e-08, 0x0000),
+            (5.960464477539063e-08, 0x0001),
+            (2.9802322387695312e-08, 0x0000),
+            (2.980232238769532e-08, 0x0001),
+            (6.097555160522461e-05, 0x03ff),
+            (1.00146484375, 0x3c02),
+            (1.00048828125, 0x3c00),
+            (3.140625, 0x4248),
+            (1000000.0, 0x7c00),
+            (-1e-30, 0x8000),
+        ];
+        for (f, bits) in cases {
+            assert_eq!(crate::types::half::f16_bits(f), bits, "float16({f})");
+        }
+        assert_eq!(crate::types::half::f16_bits(f64::NAN) & 0x7e00, 0x7e00);
+        assert_eq!(crate::types::half::f16_bits(f64::NEG_INFINITY), 0xfc00);
+        // bfloat16 is the top half of float32, rounded.
+        assert_eq!(crate::types::half::bf16_bits(1.0), 0x3f80);
+        assert_eq!(crate::types::half::bf16_bits(3.140625), 0x4049);
+        assert_eq!(crate::types::half::bf16_bits(-1.5), 0xbfc0);
+    }
+
+    #[test]
     fn vector_layouts_follow_cuda() {
         let l = layout_of(&Type::Vector {
             elem: Scalar::UInt32,

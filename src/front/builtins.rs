@@ -27,6 +27,8 @@ pub enum Namespace {
     NumbaAtomic,
     /// `numba.cuda.fp16`
     NumbaFp16,
+    /// `numba.cuda.const`
+    NumbaConst,
     /// `numba.types`
     NumbaTypes,
     /// The package `cupyx` (only `cupyx.jit` is used from it).
@@ -191,6 +193,13 @@ pub enum Builtin {
     Selp,
     /// numba's `cuda.fp16.<op>` on float16 values
     NumbaFp16(Fp16Op),
+    /// numba's cache-hinted loads `cuda.ldca/ldcg/ldcs/ldlu/ldcv(array, i)` (false) and
+    /// stores `cuda.stcg/stcs/stwb/stwt(array, i, value)` (true): plain loads and stores
+    NumbaCacheHint(bool),
+    /// Python's `round(x)`: the nearest integer, ties to even
+    Round,
+    /// numba's `cuda.const.array_like(ary)`: not available (E0602)
+    NumbaConstArrayLike,
     /// cupyx's `@jit.rawkernel()`
     RawKernel,
     /// cupyx's `jit.shared_memory(dtype, size, alignment=None)`
@@ -304,7 +313,15 @@ pub(crate) fn numba_cuda_member(name: &str) -> Option<super::Item> {
         "local" => return Some(Item::Namespace(Namespace::NumbaLocal)),
         "atomic" => return Some(Item::Namespace(Namespace::NumbaAtomic)),
         "fp16" => return Some(Item::Namespace(Namespace::NumbaFp16)),
-        _ => return None,
+        "const" => return Some(Item::Namespace(Namespace::NumbaConst)),
+        "ldca" | "ldcg" | "ldcs" | "ldlu" | "ldcv" => NumbaCacheHint(false),
+        "stcg" | "stcs" | "stwb" | "stwt" => NumbaCacheHint(true),
+        n if vector_name(n).is_some() || cuda_vector_alias(n).is_some() => {
+            let (s, len) = vector_name(n).or_else(|| cuda_vector_alias(n))?;
+            Vector(s, len)
+        }
+        // numba.cuda re-exports numba's type objects (`from numba.cuda import float32`).
+        n => return numba_type(n).map(Item::Builtin),
     };
     Some(Item::Builtin(b))
 }
@@ -321,8 +338,8 @@ pub enum Fp16Op {
     Abs,
     /// `hfma(a, b, c)`: `a * b + c` rounded once
     Fma,
-    /// `hsin`, `hcos`, `hexp`, `hexp2`, `hlog`, `hlog2`, `hlog10`, `hsqrt`, `hfloor`, `hceil`,
-    /// `htrunc`: the function in `float32`, rounded to `float16` once
+    /// `hsin`, `hcos`, `hexp`, `hexp2`, `hexp10`, `hlog`, `hlog2`, `hlog10`, `hsqrt`, `hfloor`,
+    /// `hceil`, `htrunc`, `hrint`: the function in `float32`, rounded to `float16` once
     Math(crate::ir::MathFn),
     /// `hrcp(a)`: `1 / a`
     Rcp,
@@ -371,6 +388,8 @@ pub fn numba_fp16_member(name: &str) -> Option<Builtin> {
         "hfloor" => Fp16Op::Math(crate::ir::MathFn::Floor),
         "hceil" => Fp16Op::Math(crate::ir::MathFn::Ceil),
         "htrunc" => Fp16Op::Math(crate::ir::MathFn::Trunc),
+        "hrint" => Fp16Op::Math(crate::ir::MathFn::Rint),
+        "hexp10" => Fp16Op::Math(crate::ir::MathFn::Exp10),
         "hrcp" => Fp16Op::Rcp,
         "hrsqrt" => Fp16Op::Rsqrt,
         _ => return None,
@@ -424,6 +443,29 @@ pub fn vector_name(name: &str) -> Option<(crate::types::Scalar, u8)> {
     let s = crate::types::Scalar::from_name(base).filter(|s| {
         s.name() == base && *s != crate::types::Scalar::Bool && !s.is_complex() && !s.is_fp8()
     })?;
+    Some((s, n))
+}
+
+/// CUDA's vector type names that numba-cuda also provides (`cuda.float4`, `cuda.short2`,
+/// `cuda.ulonglong3`): `<ctype><N>` with N from 1 to 4.
+pub fn cuda_vector_alias(name: &str) -> Option<(crate::types::Scalar, u8)> {
+    use crate::types::Scalar::*;
+    let digits = name.trim_start_matches(|c: char| c.is_ascii_alphabetic());
+    let base = &name[..name.len() - digits.len()];
+    let n: u8 = digits.parse().ok().filter(|n| (1..=4).contains(n))?;
+    let s = match base {
+        "char" => Int8,
+        "uchar" => UInt8,
+        "short" => Int16,
+        "ushort" => UInt16,
+        "int" => Int32,
+        "uint" => UInt32,
+        "long" | "longlong" => Int64,
+        "ulong" | "ulonglong" => UInt64,
+        "float" => Float32,
+        "double" => Float64,
+        _ => return None,
+    };
     Some((s, n))
 }
 
@@ -518,6 +560,7 @@ pub fn python_builtin(name: &str) -> Option<Builtin> {
         "abs" => Abs,
         "min" => Min,
         "max" => Max,
+        "round" => Round,
         _ => return None,
     })
 }

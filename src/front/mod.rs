@@ -630,6 +630,7 @@ impl ParsedModule {
                     | Namespace::NumbaLocal
                     | Namespace::NumbaAtomic
                     | Namespace::NumbaFp16
+                    | Namespace::NumbaConst
                     | Namespace::NumbaTypes
                     | Namespace::Cupyx
                     | Namespace::CupyxJit
@@ -1132,8 +1133,11 @@ pub(crate) fn dialect_member(ns: Namespace, attr: &str) -> Option<Item> {
         (Namespace::NumbaLocal, "array") => Some(Item::Builtin(Builtin::LocalArray)),
         (Namespace::NumbaAtomic, n) => builtins::numba_atomic_member(n).map(Item::Builtin),
         (Namespace::NumbaFp16, n) => builtins::numba_fp16_member(n).map(Item::Builtin),
+        (Namespace::NumbaConst, "array_like") => Some(Item::Builtin(Builtin::NumbaConstArrayLike)),
         (Namespace::Cupyx, "jit") => Some(Item::Namespace(Namespace::CupyxJit)),
         (Namespace::CupyxJit, n) => builtins::cupyx_jit_member(n).map(Item::Builtin),
+        // NumPy's float constants (`np.nan`, `np.inf`, `np.pi`, `np.e`) are `math`'s.
+        (Namespace::Numpy, "nan" | "inf" | "pi" | "e") => builtins::math_member(attr),
         (Namespace::Numpy, n) => numpy_scalar(n).map(|s| Item::Builtin(Builtin::Scalar(s))),
         _ => None,
     }

@@ -3,11 +3,13 @@
 //! on a GPU machine they really run (`scripts/gpu_run.sh` runs them on the H100).
 //! `sync` covers shared memory, atomics, warp collectives and intrinsics; `interop` Python and
 //! CUDA C++ calling each other; `arrays` views, reshape, records and aligned struct fields;
-//! `host_device` the same `@func` on the host (Cranelift) and on the device.
+//! `host_device` the same `@func` on the host (Cranelift) and on the device; `numba_suite`
+//! kernels from numba-cuda's own test suite.
 
 mod arrays;
 mod host_device;
 mod interop;
+mod numba_suite;
 mod options;
 mod sync;
 mod types;

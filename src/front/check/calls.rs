@@ -257,56 +257,7 @@ impl FnCx<'_, '_> {
                 }
                 Some(acc)
             }
-            Builtin::Tid | Builtin::GridSize => {
-                let v = self.args(c, &name, 1, 1)?.pop()?;
-                let n = match v.konst.as_ref().and_then(|k| k.as_int()) {
-                    Some(n @ 1..=3) if v.ty.as_scalar().is_some_and(|s| s.is_integer()) => {
-                        n as usize
-                    }
-                    _ => {
-                        self.diags.push(
-                            Diagnostic::error(
-                                "E0210",
-                                v.span,
-                                format!("`{name}` needs a constant 1, 2 or 3"),
-                            )
-                            .with_label("ndims must satisfy 0 < ndims <= 3"),
-                        );
-                        return None;
-                    }
-                };
-                let u32t = Type::Scalar(Scalar::UInt32);
-                let i32t = Type::Scalar(Scalar::Int32);
-                let mut comps = Vec::new();
-                for axis in [Axis::X, Axis::Y, Axis::Z].into_iter().take(n) {
-                    let (a, bb) = if b == Builtin::Tid {
-                        (Intrinsic::BlockIdx(axis), Intrinsic::BlockDim(axis))
-                    } else {
-                        (Intrinsic::GridDim(axis), Intrinsic::BlockDim(axis))
-                    };
-                    let x = self.push(Expr::Intrinsic(a, vec![]), u32t.clone(), span);
-                    let y = self.push(Expr::Intrinsic(bb, vec![]), u32t.clone(), span);
-                    let mut e = self.push(Expr::Binary(BinaryOp::Mul, x, y), u32t.clone(), span);
-                    if b == Builtin::Tid {
-                        let t = self.push(
-                            Expr::Intrinsic(Intrinsic::ThreadIdx(axis), vec![]),
-                            u32t.clone(),
-                            span,
-                        );
-                        e = self.push(Expr::Binary(BinaryOp::Add, e, t), u32t.clone(), span);
-                    }
-                    comps.push(self.push(Expr::Cast(e), i32t.clone(), span));
-                }
-                let (e, ty) = if n == 1 {
-                    (comps[0], i32t)
-                } else {
-                    let ty = Type::Tuple(vec![i32t; n]);
-                    (self.push(Expr::Tuple(comps), ty.clone(), span), ty)
-                };
-                let mut r = self.val(e, ty, span);
-                r.nonneg = true;
-                Some(r)
-            }
+            Builtin::Tid | Builtin::GridSize => self.positions(b, c, false),
             Builtin::SyncThreads => {
                 self.args(c, &name, 0, 0)?;
                 let e = self.push(
@@ -356,6 +307,9 @@ impl FnCx<'_, '_> {
             | Builtin::NumbaCompareAndSwap
             | Builtin::NumbaFence(_)
             | Builtin::Selp
+            | Builtin::NumbaCacheHint(_)
+            | Builtin::Round
+            | Builtin::NumbaConstArrayLike
             | Builtin::CupyxSharedMemory => self.numba_call(b, c),
             Builtin::Target | Builtin::IsExactly | Builtin::Provides => {
                 self.diags.push(
@@ -395,6 +349,75 @@ impl FnCx<'_, '_> {
                 None
             }
         }
+    }
+
+    /// `tid(n)` / `grid_size(n)` (`b`), as int32 components; `wide`: as int64 ones, computed
+    /// in int64 (numba's `cuda.grid`/`cuda.gridsize`).
+    pub(super) fn positions(&mut self, b: Builtin, c: &ast::ExprCall, wide: bool) -> Option<Val> {
+        let span = sp(c);
+        let name = builtin_name(b);
+        let v = self.args(c, &name, 1, 1)?.pop()?;
+        let n = match v.konst.as_ref().and_then(|k| k.as_int()) {
+            Some(n @ 1..=3) if v.ty.as_scalar().is_some_and(|s| s.is_integer()) => n as usize,
+            _ => {
+                self.diags.push(
+                    Diagnostic::error(
+                        "E0210",
+                        v.span,
+                        format!("`{name}` needs a constant 1, 2 or 3"),
+                    )
+                    .with_label("ndims must satisfy 0 < ndims <= 3"),
+                );
+                return None;
+            }
+        };
+        let u32t = Type::Scalar(Scalar::UInt32);
+        // numba's `cuda.grid`/`gridsize` are int64 computed without overflow (`wide`).
+        let out_t = Type::Scalar(if wide { Scalar::Int64 } else { Scalar::Int32 });
+        let at = |cx: &mut Self, e: Handle<Expr>| {
+            if wide {
+                cx.push(Expr::Cast(e), out_t.clone(), span)
+            } else {
+                e
+            }
+        };
+        let ct = if wide { out_t.clone() } else { u32t.clone() };
+        let mut comps = Vec::new();
+        for axis in [Axis::X, Axis::Y, Axis::Z].into_iter().take(n) {
+            let (a, bb) = if b == Builtin::Tid {
+                (Intrinsic::BlockIdx(axis), Intrinsic::BlockDim(axis))
+            } else {
+                (Intrinsic::GridDim(axis), Intrinsic::BlockDim(axis))
+            };
+            let x = self.push(Expr::Intrinsic(a, vec![]), u32t.clone(), span);
+            let x = at(self, x);
+            let y = self.push(Expr::Intrinsic(bb, vec![]), u32t.clone(), span);
+            let y = at(self, y);
+            let mut e = self.push(Expr::Binary(BinaryOp::Mul, x, y), ct.clone(), span);
+            if b == Builtin::Tid {
+                let t = self.push(
+                    Expr::Intrinsic(Intrinsic::ThreadIdx(axis), vec![]),
+                    u32t.clone(),
+                    span,
+                );
+                let t = at(self, t);
+                e = self.push(Expr::Binary(BinaryOp::Add, e, t), ct.clone(), span);
+            }
+            comps.push(if wide {
+                e
+            } else {
+                self.push(Expr::Cast(e), out_t.clone(), span)
+            });
+        }
+        let (e, ty) = if n == 1 {
+            (comps[0], out_t)
+        } else {
+            let ty = Type::Tuple(vec![out_t; n]);
+            (self.push(Expr::Tuple(comps), ty.clone(), span), ty)
+        };
+        let mut r = self.val(e, ty, span);
+        r.nonneg = true;
+        Some(r)
     }
 
     /// `T(x)`: an explicit conversion, which may truncate or wrap.
@@ -520,8 +543,16 @@ impl FnCx<'_, '_> {
             );
             return None;
         }
+        let mut statics: Statics = vec![None; params.len()];
         for (i, a) in c.arguments.args.iter().enumerate() {
             let v = self.expr(a);
+            if let Value::Item(item, _) = &v
+                && self.s.m.numba
+                && is_static_item(item)
+            {
+                statics[i + first] = Some(item.clone());
+                continue;
+            }
             slots[i + first] = Some(self.value_of(v)?);
         }
         for k in c.arguments.keywords.iter() {
@@ -544,7 +575,7 @@ impl FnCx<'_, '_> {
                 );
                 return None;
             };
-            if slots[pos].is_some() {
+            if slots[pos].is_some() || statics[pos].is_some() {
                 self.error(
                     "E0107",
                     sp(k),
@@ -553,10 +584,22 @@ impl FnCx<'_, '_> {
                 return None;
             }
             let v = self.expr(&k.value);
+            if let Value::Item(item, _) = &v
+                && self.s.m.numba
+                && is_static_item(item)
+            {
+                statics[pos] = Some(item.clone());
+                continue;
+            }
             slots[pos] = Some(self.value_of(v)?);
         }
         let mut args = Vec::new();
-        for (p, slot) in params.iter().zip(slots) {
+        // For each run-time argument, its parameter's position.
+        let mut positions = Vec::new();
+        for (i, (p, slot)) in params.iter().zip(slots).enumerate() {
+            if statics[i].is_some() {
+                continue;
+            }
             let Some(v) = slot else {
                 self.diags.push(
                     Diagnostic::error(
@@ -604,13 +647,39 @@ impl FnCx<'_, '_> {
                 return None;
             }
             args.push(v);
+            positions.push(i);
         }
         let mut types: Vec<Type> = args.iter().map(|v| v.ty.clone()).collect();
         if let Some(ext) = &decl.options.external {
             types = self.extern_args(decl, ext, &mut args)?;
         }
-        self.callees.push((idx, types.clone()));
-        let h = match self.s.instantiate(idx, types, span) {
+        let first_key = (idx, types.clone(), statics_key(&statics));
+        let mut result = self.s.instantiate(idx, types, statics.clone(), span);
+        let mut key = first_key.clone();
+        // As numba's literal dispatch: where the callee fails with its constant arguments as
+        // run-time values (a shape, say), it is tried again with them as compile-time ones.
+        let constant: Vec<usize> = (0..args.len())
+            .filter(|&j| args[j].konst.is_some())
+            .collect();
+        if matches!(result, Err(None)) && !constant.is_empty() && self.s.m.numba {
+            let mut statics2 = statics.clone();
+            for &j in &constant {
+                statics2[positions[j]] = args[j].konst.clone().map(Item::Const);
+            }
+            let rest: Vec<Val> = (0..args.len())
+                .filter(|j| !constant.contains(j))
+                .map(|j| args[j].clone())
+                .collect();
+            let types2: Vec<Type> = rest.iter().map(|v| v.ty.clone()).collect();
+            let key2 = (idx, types2.clone(), statics_key(&statics2));
+            if let Ok(h) = self.s.instantiate(idx, types2, statics2, span) {
+                result = Ok(h);
+                key = key2;
+                args = rest;
+            }
+        }
+        self.callees.push(key);
+        let h = match result {
             Ok(h) => h,
             Err(Some(d)) => {
                 self.diags.push(*d);
@@ -722,5 +791,25 @@ impl FnCx<'_, '_> {
         let ty = Type::Struct(Box::new(st));
         let e = self.push(Expr::Tuple(es), ty.clone(), span);
         Some(self.val(e, ty, span))
+    }
+}
+
+/// Whether a call argument that names an entity is passed at compile time, in the numba
+/// dialect (see [`Statics`]):
+/// dtypes, builtins such as `cuda.atomic.add`, device functions, struct types. The thread
+/// positions and `lane_id`/`warp_size` are values.
+fn is_static_item(item: &Item) -> bool {
+    match item {
+        Item::Function(_) | Item::Struct(_) => true,
+        Item::Builtin(b) => !matches!(
+            b,
+            Builtin::LaneId
+                | Builtin::WarpSize
+                | Builtin::ThreadIdx
+                | Builtin::BlockIdx
+                | Builtin::BlockDim
+                | Builtin::GridDim
+        ),
+        _ => false,
     }
 }

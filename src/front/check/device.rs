@@ -148,6 +148,16 @@ impl FnCx<'_, '_> {
         let d = self.s.defaults;
         let found = match e {
             ast::Expr::StringLiteral(s) => Scalar::from_name(s.value.to_str()),
+            // `ary.dtype` of an array local or parameter (numba: `local.array(n, ary.dtype)`).
+            ast::Expr::Attribute(a)
+                if a.attr.id.as_str() == "dtype"
+                    && matches!(a.value.as_ref(), ast::Expr::Name(n) if self.scope.contains_key(n.id.as_str())) =>
+            {
+                match self.eval(&a.value).map(|v| v.ty) {
+                    Some(Type::Array(at)) => at.dtype.scalar(),
+                    _ => None,
+                }
+            }
             e => match self.callee_item(e) {
                 Some(Item::Builtin(Builtin::Scalar(s))) => Some(s),
                 Some(Item::Builtin(Builtin::Int)) => Some(d.int),
@@ -849,6 +859,19 @@ impl FnCx<'_, '_> {
                 });
                 let e = self.push(Expr::Reinterpret(v.e), ty.clone(), span);
                 Some(self.val(e, ty, span))
+            }
+            // Python's `int.bit_count()`, which numba-cuda lowers to `cuda.popc`.
+            Type::Scalar(s) if s.is_integer() && method == "bit_count" && self.s.m.numba => {
+                self.bind(c, "bit_count", &[], 0)?;
+                let v = self.concrete(v)?;
+                let mut r = self.intrinsic(
+                    Intrinsic::Popc,
+                    vec![v.e],
+                    Type::Scalar(Scalar::Int32),
+                    span,
+                );
+                r.nonneg = true;
+                Some(r)
             }
             other => {
                 self.error(

@@ -118,6 +118,9 @@ impl FnCx<'_, '_> {
     }
 
     pub(super) fn read_name(&mut self, name: &str, span: Span) -> Value {
+        if let Some(item) = self.statics.get(name) {
+            return Value::Item(item.clone(), span);
+        }
         if self.poisoned.contains(name) && !self.hints.contains_key(name) {
             return Value::Err;
         }
@@ -164,6 +167,11 @@ impl FnCx<'_, '_> {
     /// What a call's callee names, without evaluating it (locals shadow module names).
     pub(super) fn callee_item(&mut self, e: &ast::Expr) -> Option<Item> {
         if let ast::Expr::Name(n) = e
+            && let Some(item) = self.statics.get(n.id.as_str())
+        {
+            return Some(item.clone());
+        }
+        if let ast::Expr::Name(n) = e
             && self.scope.contains_key(n.id.as_str())
         {
             return None;
@@ -188,6 +196,7 @@ impl FnCx<'_, '_> {
                     | Namespace::NumbaLocal
                     | Namespace::NumbaAtomic
                     | Namespace::NumbaFp16
+                    | Namespace::NumbaConst
                     | Namespace::NumbaTypes
                     | Namespace::Cupyx
                     | Namespace::CupyxJit

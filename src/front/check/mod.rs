@@ -106,8 +106,8 @@ pub fn specialize(
             ),
         )]));
     }
-    let handle = s.instantiate(idx, args.to_vec(), decl.name_span);
-    let key = (idx, args.to_vec());
+    let handle = s.instantiate(idx, args.to_vec(), Vec::new(), decl.name_span);
+    let key = (idx, args.to_vec(), Vec::new());
     s.commit(&key);
     match handle {
         Ok(entry) if s.diags.is_empty() => {
@@ -154,7 +154,7 @@ struct Instance {
     handle: Option<Handle<Function>>,
     diags: Vec<Diagnostic>,
     /// Instances this one's final pass called, whose diagnostics it depends on.
-    callees: Vec<(usize, Vec<Type>)>,
+    callees: Vec<InstanceKey>,
 }
 
 struct Specializer<'m> {
@@ -165,15 +165,15 @@ struct Specializer<'m> {
     /// Whether any `target(...)` was decided (the program is then specific to `sm`).
     target_used: bool,
     functions: Arena<Function>,
-    instances: HashMap<(usize, Vec<Type>), Instance>,
-    reported: HashSet<(usize, Vec<Type>)>,
+    instances: HashMap<InstanceKey, Instance>,
+    reported: HashSet<InstanceKey>,
     stack: Vec<(usize, Span)>,
     diags: Vec<Diagnostic>,
 }
 
 impl Specializer<'_> {
     /// Moves the diagnostics of an instance and of what it calls into the result, once.
-    fn commit(&mut self, key: &(usize, Vec<Type>)) {
+    fn commit(&mut self, key: &InstanceKey) {
         if !self.reported.insert(key.clone()) {
             return;
         }
@@ -193,9 +193,10 @@ impl Specializer<'_> {
         &mut self,
         idx: usize,
         args: Vec<Type>,
+        statics: Statics,
         call: Span,
     ) -> Result<Handle<Function>, Option<Box<Diagnostic>>> {
-        let key = (idx, args.clone());
+        let key = (idx, args.clone(), statics_key(&statics));
         if let Some(inst) = self.instances.get(&key) {
             return inst.handle.ok_or(None);
         }
@@ -220,7 +221,7 @@ impl Specializer<'_> {
         let mut hints: HashMap<String, Hint> = HashMap::new();
         let mut pass = 0;
         let outcome = loop {
-            let mut cx = FnCx::new(self, idx, &args, &mut hints);
+            let mut cx = FnCx::new(self, idx, &args, &statics, &mut hints);
             cx.run();
             pass += 1;
             if !cx.changed || pass == MAX_PASSES {
@@ -304,8 +305,23 @@ impl Specializer<'_> {
     }
 }
 
-/// An instantiation's identity: the function and its argument types.
-type InstanceKey = (usize, Vec<Type>);
+/// An instantiation's identity: the function, its argument types, and the compile-time
+/// arguments it was specialized on (see [`Statics`]).
+type InstanceKey = (usize, Vec<Type>, Vec<String>);
+
+/// Compile-time arguments of a device-function call, one per parameter: an entity (a dtype,
+/// a builtin such as `cuda.atomic.add`, a device function) or a constant, which the callee
+/// sees under the parameter's name instead of a run-time value, as numba specializes on
+/// them. `None` for a run-time argument.
+pub(super) type Statics = Vec<Option<Item>>;
+
+/// The part of an instance key that identifies its compile-time arguments.
+fn statics_key(statics: &Statics) -> Vec<String> {
+    statics
+        .iter()
+        .map(|s| s.as_ref().map(|i| format!("{i:?}")).unwrap_or_default())
+        .collect()
+}
 
 /// A checked function, its diagnostics, and the instances it calls.
 type Finished = (Function, Vec<Diagnostic>, Vec<InstanceKey>);
@@ -356,7 +372,7 @@ struct FnCx<'s, 'm> {
     params: usize,
     hints: &'s mut HashMap<String, Hint>,
     diags: Vec<Diagnostic>,
-    callees: Vec<(usize, Vec<Type>)>,
+    callees: Vec<InstanceKey>,
     changed: bool,
     loops: usize,
     temps: usize,
@@ -379,6 +395,8 @@ struct FnCx<'s, 'm> {
     /// For each enclosing loop, the names its body assigns (a read there may see the value
     /// of a previous iteration).
     loop_assigned: Vec<HashSet<String>>,
+    /// Parameters bound to compile-time arguments (see [`Statics`]).
+    statics: HashMap<String, Item>,
 }
 
 impl<'s, 'm> FnCx<'s, 'm> {
@@ -386,6 +404,7 @@ impl<'s, 'm> FnCx<'s, 'm> {
         s: &'s mut Specializer<'m>,
         idx: usize,
         args: &[Type],
+        statics: &Statics,
         hints: &'s mut HashMap<String, Hint>,
     ) -> Self {
         let m = s.m;
@@ -417,6 +436,7 @@ impl<'s, 'm> FnCx<'s, 'm> {
             shared_bytes: 0,
             assign_sites: HashMap::new(),
             loop_assigned: Vec::new(),
+            statics: HashMap::new(),
         };
         assigned_names(&def.body, &mut cx.assigned);
         count_assignments(&def.body, &mut cx.assign_sites);
@@ -426,8 +446,17 @@ impl<'s, 'm> FnCx<'s, 'm> {
             .iter()
             .chain(def.parameters.args.iter())
             .collect();
-        for (p, ty) in params.iter().zip(args) {
+        // Run-time arguments' types in order, after the compile-time ones are set aside.
+        let mut args = args.iter();
+        for (i, p) in params.iter().enumerate() {
             let name = p.parameter.name.id.to_string();
+            if let Some(Some(item)) = statics.get(i) {
+                cx.statics.insert(name, item.clone());
+                continue;
+            }
+            let Some(ty) = args.next() else {
+                break;
+            };
             let span = sp(&p.parameter);
             let h = cx.locals.append(
                 Local {

@@ -11,36 +11,13 @@ impl FnCx<'_, '_> {
         let bool_t = Type::Scalar(Scalar::Bool);
         match b {
             Builtin::NumbaGrid | Builtin::NumbaGridsize => {
-                // cuda.grid(n) is tid(n) as int64 (numba's intp).
+                // cuda.grid(n) is tid(n) as int64 (numba's intp), computed in int64.
                 let tid = if b == Builtin::NumbaGrid {
                     Builtin::Tid
                 } else {
                     Builtin::GridSize
                 };
-                let v = self.builtin_call(tid, c)?;
-                let i64t = Type::Scalar(Scalar::Int64);
-                let (e, ty) = match &v.ty {
-                    Type::Tuple(ts) => {
-                        let n = ts.len();
-                        let es: Vec<_> = (0..n)
-                            .map(|i| {
-                                let base = self.push(self.exprs[v.e].clone(), v.ty.clone(), span);
-                                let x = self.push(
-                                    Expr::Extract(base, i as u32),
-                                    Type::Scalar(Scalar::Int32),
-                                    span,
-                                );
-                                self.push(Expr::Cast(x), i64t.clone(), span)
-                            })
-                            .collect();
-                        let ty = Type::Tuple(vec![i64t; n]);
-                        (self.push(Expr::Tuple(es), ty.clone(), span), ty)
-                    }
-                    _ => (self.push(Expr::Cast(v.e), i64t.clone(), span), i64t),
-                };
-                let mut r = self.val(e, ty, span);
-                r.nonneg = true;
-                Some(r)
+                self.positions(tid, c, true)
             }
             Builtin::NumbaSyncthreads(k) => {
                 let a = self.bind(c, "syncthreads_count", &["predicate"], 1)?;
@@ -218,6 +195,83 @@ impl FnCx<'_, '_> {
                     }
                 }
             }
+            Builtin::NumbaCacheHint(store) => {
+                let name = called_name(c, "cuda.ldcg");
+                if store {
+                    self.diags.push(
+                        Diagnostic::error(
+                            "E0600",
+                            span,
+                            format!("`{name}` stores and gives no value"),
+                        )
+                        .with_note("call it as a statement: `cuda.stcg(array, i, value)`"),
+                    );
+                    return None;
+                }
+                let a = self.bind(c, &name, &["array", "i"], 2)?;
+                let arr = self.cache_hint_array(&name, a[0]?)?;
+                let Type::Array(at) = &arr.ty else {
+                    return None;
+                };
+                let ty = at.dtype.ty();
+                let indices = self.indices(&arr, a[1]?)?;
+                let e = self.push(
+                    Expr::Load {
+                        array: arr.e,
+                        indices,
+                    },
+                    ty.clone(),
+                    span,
+                );
+                Some(self.val(e, ty, span))
+            }
+            Builtin::NumbaConstArrayLike => {
+                // The array's values live in the host program, which pydevice does not run.
+                self.diags.push(
+                    Diagnostic::error(
+                        "E0602",
+                        span,
+                        "`cuda.const.array_like` needs the values of a host NumPy array, which pydevice cannot see",
+                    )
+                    .with_note("pydevice compiles the source without running it, so module-level NumPy arrays have no values at compile time")
+                    .with_note("pass the array as a kernel argument instead (read it only)"),
+                );
+                None
+            }
+            Builtin::Round => {
+                let a = self.bind(c, "round", &["number", "ndigits"], 1)?;
+                if let Some(nd) = a[1] {
+                    self.error(
+                        "E0601",
+                        sp(nd),
+                        "`round(x, ndigits)` is not supported yet; `round(x)` is",
+                    );
+                    return None;
+                }
+                let v = self.eval(a[0]?)?;
+                let Some(s) = v.ty.as_scalar() else {
+                    self.error(
+                        "E0207",
+                        v.span,
+                        format!("`round` needs a number, found {}", v.ty),
+                    );
+                    return None;
+                };
+                if !s.is_float() {
+                    return Some(v); // round(int) is the int
+                }
+                // Nearest, ties to even (as Python and numba's llrint), then the dialect's int.
+                let wide = if s.bits() == 16 { Scalar::Float32 } else { s };
+                let x = self.convert(&v, wide)?;
+                let r = self.push(
+                    Expr::Intrinsic(Intrinsic::Math(MathFn::Rint), vec![x]),
+                    Type::Scalar(wide),
+                    span,
+                );
+                let int = Type::Scalar(self.s.defaults.int);
+                let e = self.push(Expr::Cast(r), int.clone(), span);
+                Some(self.val(e, int, span))
+            }
             Builtin::NumbaFence(k) => {
                 self.bind(c, "threadfence", &[], 0)?;
                 let scope = match k {
@@ -297,5 +351,74 @@ impl FnCx<'_, '_> {
             }
             _ => None,
         }
+    }
+}
+
+impl FnCx<'_, '_> {
+    /// The array argument of a cache-hinted load or store: global memory, of numbers.
+    fn cache_hint_array(&mut self, name: &str, e: &ast::Expr) -> Option<Val> {
+        let arr = self.eval(e)?;
+        match &arr.ty {
+            Type::Array(at) if at.dtype.scalar().is_some() => Some(arr),
+            other => {
+                self.error(
+                    "E0207",
+                    arr.span,
+                    format!("`{name}` needs an array of numbers, found {other}"),
+                );
+                None
+            }
+        }
+    }
+
+    /// `cuda.stcg(array, i, value)` (and `stcs`, `stwb`, `stwt`) as a statement: a plain
+    /// store of `value` to `array[i]` (the cache hint is not emitted).
+    pub(super) fn numba_store_hint(&mut self, c: &ast::ExprCall, out: &mut Vec<Stmt>) {
+        let span = sp(c);
+        let name = called_name(c, "cuda.stcg");
+        let Some(a) = self.bind(c, &name, &["array", "i", "value"], 3) else {
+            return;
+        };
+        let (Some(ae), Some(ie), Some(ve)) = (a[0], a[1], a[2]) else {
+            return;
+        };
+        let Some(arr) = self.cache_hint_array(&name, ae) else {
+            return;
+        };
+        let Type::Array(at) = &arr.ty else {
+            return;
+        };
+        let Some(dtype) = at.dtype.scalar() else {
+            return;
+        };
+        let Some(indices) = self.indices(&arr, ie) else {
+            return;
+        };
+        let Some(v) = self.eval(ve) else {
+            return;
+        };
+        let Some(value) = self.store_value(&v, dtype) else {
+            return;
+        };
+        out.push(Stmt {
+            kind: StmtKind::Store {
+                array: arr.e,
+                indices,
+                value,
+            },
+            span,
+        });
+    }
+}
+
+/// The name a call was written with (`cuda.ldcg`, or an alias), for diagnostics.
+fn called_name(c: &ast::ExprCall, fallback: &str) -> String {
+    match c.func.as_ref() {
+        ast::Expr::Attribute(a) => match a.value.as_ref() {
+            ast::Expr::Name(n) => format!("{}.{}", n.id, a.attr.id),
+            _ => a.attr.id.to_string(),
+        },
+        ast::Expr::Name(n) => n.id.to_string(),
+        _ => fallback.to_string(),
     }
 }

@@ -117,6 +117,13 @@ impl FnCx<'_, '_> {
                 if matches!(e.value.as_ref(), ast::Expr::StringLiteral(_)) {
                     return; // a docstring
                 }
+                if let ast::Expr::Call(c) = e.value.as_ref()
+                    && let Some(Item::Builtin(Builtin::NumbaCacheHint(true))) =
+                        self.callee_item(&c.func)
+                {
+                    self.numba_store_hint(c, out);
+                    return;
+                }
                 let v = self.expr(&e.value);
                 if let Some(v) = self.value_of(v) {
                     out.push(Stmt {
@@ -552,6 +559,26 @@ impl FnCx<'_, '_> {
                     nh.ty = Type::Scalar(promote(*a, *b));
                     true
                 }
+                // ... and tuples of numbers element by element, where the value is a tuple
+                // display whose elements can be converted one by one.
+                (Type::Tuple(a), Type::Tuple(b))
+                    if self.s.m.numba
+                        && a != b
+                        && a.len() == b.len()
+                        && matches!(self.exprs[v.e], Expr::Tuple(_))
+                        && a.iter().chain(b).all(|t| matches!(t, Type::Scalar(_))) =>
+                {
+                    let ts = a
+                        .iter()
+                        .zip(b)
+                        .map(|(x, y)| match (x, y) {
+                            (Type::Scalar(x), Type::Scalar(y)) => Type::Scalar(promote(*x, *y)),
+                            _ => x.clone(),
+                        })
+                        .collect();
+                    nh.ty = Type::Tuple(ts);
+                    true
+                }
                 _ => h.ty == v.ty,
             },
         };
@@ -599,8 +626,33 @@ impl FnCx<'_, '_> {
         let target = self.materialize(&nh);
         match target {
             Type::Scalar(s) => self.convert(&v, s),
+            Type::Tuple(ts) if v.ty != Type::Tuple(ts.clone()) => self.convert_tuple(&v, &ts),
             _ => Some(v.e),
         }
+    }
+
+    /// A tuple display converted element by element to the numbers `ts` (numba's unified
+    /// tuple locals).
+    fn convert_tuple(&mut self, v: &Val, ts: &[Type]) -> Option<Handle<Expr>> {
+        let (Expr::Tuple(es), Type::Tuple(from)) = (self.exprs[v.e].clone(), &v.ty) else {
+            return Some(v.e);
+        };
+        let mut out = Vec::new();
+        for ((e, f), t) in es.iter().zip(from).zip(ts) {
+            let (Type::Scalar(_), Type::Scalar(s)) = (f, t) else {
+                return Some(v.e);
+            };
+            let x = Val {
+                e: *e,
+                ty: f.clone(),
+                weak: None,
+                konst: None,
+                nonneg: false,
+                span: v.span,
+            };
+            out.push(self.convert(&x, *s)?);
+        }
+        Some(self.push(Expr::Tuple(out), Type::Tuple(ts.to_vec()), v.span))
     }
 
     pub(super) fn assign(&mut self, target: &ast::Expr, v: Val, out: &mut Block) {

@@ -1616,6 +1616,15 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             MathFn::Ceil => self.call1(llvm(self, "llvm.ceil")?, &[x.into()])?,
             MathFn::Trunc => self.call1(llvm(self, "llvm.trunc")?, &[x.into()])?,
             MathFn::Fabs => self.call1(llvm(self, "llvm.fabs")?, &[x.into()])?,
+            MathFn::Rint => self.call1(llvm(self, "llvm.rint")?, &[x.into()])?,
+            MathFn::Degrees | MathFn::Radians => {
+                let k = if f == MathFn::Degrees {
+                    180.0 / std::f64::consts::PI
+                } else {
+                    std::f64::consts::PI / 180.0
+                };
+                self.b().build_float_mul(x, ft.const_float(k), "")?.into()
+            }
             MathFn::Copysign => {
                 self.call1(llvm(self, "llvm.copysign")?, &[x.into(), vals[1].into()])?
             }

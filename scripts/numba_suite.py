@@ -1,0 +1,816 @@
+"""numba-cuda's own test suite, replayed through `pydevice run` (issue #8's acceptance measure).
+
+Phase 1 runs a chosen part of numba-cuda's test suite (the modules in MODULES, each in its own
+process, several at once) with real numba-cuda. A hook on kernel launch (`CUDADispatcher.call`,
+which every `kernel[grid, block](...)` and `forall` launch goes through; the simulator's
+`FakeCUDAKernel.__call__` under NUMBA_ENABLE_CUDASIM=1) captures, for the first launch of each
+distinct (kernel, argument types):
+  - the kernel's source (inspect.getsource of py_func, dedented, its decorators replaced by a
+    plain `@cuda.jit`), the @cuda.jit device functions it calls, the module-level (or closure)
+    numbers it reads and the modules, numba types and functions it names, found from the
+    LOAD_GLOBAL/LOAD_DEREF names of its code, recursively;
+  - the launch configuration and the arguments copied to the host before the launch (device
+    arrays -> NumPy; scalars with the numba type the launched overload gave them);
+  - every array argument after numba's launch (numba's outputs).
+Phase 2 runs `pydevice run kernel.py --entry NAME --grid --block --shared --arg ... --out ...` for
+each captured kernel (several at once, each with a timeout) and compares every array argument
+with numba's: integers and bools exactly, floats within TOLERANCE (NaNs equal each other).
+Each kernel is one of:
+  match        every output equal (bit-exact or within tolerance; both are counted)
+  mismatch     pydevice ran it, some output differs
+  diagnostic   exit status 1 with a rustc-style `error[E....]` message (its first line is kept)
+  run error    exit status 2: a usage or run-time error pydevice reports as `error: ...`
+  crash        anything else: a panic, a signal, a timeout
+  uncapturable the hook could not express the launch for `pydevice run` (the reason is kept)
+The rate is matches / kernels launched (every class above counted in the denominator).
+--compile-only (no GPU: with the simulator) replaces `run` by `pydevice compile --sig` and
+reports diagnostics only.
+
+Usage (GPU machine, numba-cuda installed; its wheel ships numba/cuda/tests, else the test files
+are looked for under .carry/numba_tests/tests, or $NUMBA_SUITE_TESTS/tests):
+  python3 scripts/numba_suite.py PYDEVICE [--report FILE.md] [--json FILE.json] [--jobs N]
+      [--keep CASES.tar.gz]
+Reports go to $OUT (or the current folder). About 4 minutes on the H100 with --jobs 12.
+Without a GPU, NUMBA_ENABLE_CUDASIM=1 and --compile-only give the diagnostics part.
+"""
+import argparse
+import ast
+import collections
+import concurrent.futures as futures
+import dis
+import importlib
+import importlib.util
+import inspect
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+import traceback
+import types as pytypes
+import unittest
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+CARRIED_TESTS = Path(os.environ.get("NUMBA_SUITE_TESTS", ROOT / ".carry" / "numba_tests"))
+
+# The part of the suite replayed: numba/cuda/tests/cudapy modules whose tests launch kernels,
+# and the documentation examples. Left out (and why): test_caching, test_debuginfo*,
+# test_lineinfo, test_inspect, test_compiler, test_analysis, test_ir*, test_optimization,
+# test_fastmath, test_warning, test_errors, test_debug, test_typeinfer (they inspect compiled
+# code or compile without launching); test_ipc, test_multiprocessing, test_multithreads,
+# test_multigpu (processes, threads, several GPUs); test_gufunc*, test_vectorize*, test_ufuncs
+# (numba generates those kernels: there is no source to replay); test_extending*, test_overload,
+# test_cffi, test_print, test_exception, test_userexc (numba extension APIs, FFI, printing and
+# exceptions); test_sm*, test_cooperative_groups (cooperative launches). None of the kept
+# modules takes more than a minute on the H100 (12 run at once, about 70 s in all).
+MODULES = [
+    "cudapy.test_alignment", "cudapy.test_array", "cudapy.test_array_alignment",
+    "cudapy.test_array_args", "cudapy.test_array_methods", "cudapy.test_array_reductions",
+    "cudapy.test_atomics", "cudapy.test_bfloat16", "cudapy.test_blackscholes",
+    "cudapy.test_boolean", "cudapy.test_byteflow", "cudapy.test_cache_hints",
+    "cudapy.test_casting", "cudapy.test_complex", "cudapy.test_complex_kernel",
+    "cudapy.test_const_string", "cudapy.test_constmem", "cudapy.test_copy_propagate",
+    "cudapy.test_cuda_array_interface", "cudapy.test_cuda_jit_no_types", "cudapy.test_datetime",
+    "cudapy.test_device_array_capture", "cudapy.test_device_func", "cudapy.test_dispatcher",
+    "cudapy.test_enums", "cudapy.test_flow_control", "cudapy.test_forall", "cudapy.test_freevar",
+    "cudapy.test_frexp_ldexp", "cudapy.test_globals", "cudapy.test_idiv", "cudapy.test_inline",
+    "cudapy.test_intrinsics", "cudapy.test_iterators", "cudapy.test_lang", "cudapy.test_laplace",
+    "cudapy.test_libdevice", "cudapy.test_localmem", "cudapy.test_mandel", "cudapy.test_math",
+    "cudapy.test_matmul", "cudapy.test_minmax", "cudapy.test_montecarlo", "cudapy.test_nondet",
+    "cudapy.test_operator", "cudapy.test_powi", "cudapy.test_py2_div_issue",
+    "cudapy.test_random", "cudapy.test_record_dtype", "cudapy.test_recursion",
+    "cudapy.test_reduction", "cudapy.test_retrieve_autoconverted_arrays",
+    "cudapy.test_slicing", "cudapy.test_ssa", "cudapy.test_stream_api", "cudapy.test_sync",
+    "cudapy.test_transpose", "cudapy.test_typeconv", "cudapy.test_vector_type",
+    "cudapy.test_warp_ops",
+    "doc_examples.test_globals", "doc_examples.test_laplace", "doc_examples.test_matmul",
+    "doc_examples.test_montecarlo", "doc_examples.test_random", "doc_examples.test_reduction",
+    "doc_examples.test_sessionize", "doc_examples.test_vecadd", "doc_examples.test_cpu_gpu_compat",
+]
+
+# Float outputs: |pydevice - numba| <= atol + rtol * |numba|, NaNs equal. float32 and float16
+# allow a few ulps for the order of atomic additions and for fast-math / libdevice differences.
+TOLERANCE = {"float16": (1e-3, 1e-3), "bfloat16": (1e-2, 1e-2), "float32": (1e-5, 1e-6),
+             "float64": (1e-9, 1e-12)}
+MAX_ARG_BYTES = 256 << 20
+
+
+# ---------------------------------------------------------------- phase 1: capture (worker)
+
+class Uncapturable(Exception):
+    """The launch cannot be written as a `pydevice run` command; the message says why."""
+
+
+def numba_type_name(t):
+    s = str(t)
+    return {"bool": "bool", "boolean": "bool"}.get(s, s)
+
+
+def snapshot(value, ty, simulator):
+    """The host copy of one kernel argument: ('array', ndarray) or ('scalar', dtype, text)."""
+    from numba import cuda
+    from numba.cuda.args import ArgHint
+    if isinstance(value, ArgHint):
+        value = value.value
+    if isinstance(value, (bool, np.bool_)):
+        return ("scalar", "bool", "true" if value else "false")
+    if isinstance(value, (complex, np.complexfloating)):
+        raise Uncapturable("complex scalar argument")
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        name = numba_type_name(ty)
+        if name not in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                        "float16", "float32", "float64"):
+            raise Uncapturable(f"scalar argument of numba type {name}")
+        text = repr(float(value)) if "float" in name else str(int(value))
+        return ("scalar", name, text)
+    if isinstance(value, np.void):
+        raise Uncapturable("record (structured scalar) argument")
+    if isinstance(value, np.ndarray):
+        arr = value.copy()
+    elif hasattr(value, "copy_to_host"):
+        arr = value.copy_to_host()
+    elif hasattr(value, "__cuda_array_interface__") and not simulator:
+        arr = cuda.as_cuda_array(value).copy_to_host()
+    else:
+        raise Uncapturable(f"argument of Python type {type(value).__name__}")
+    if not isinstance(arr, np.ndarray):
+        raise Uncapturable(f"argument copied to host as {type(arr).__name__}")
+    if arr.dtype.names is not None:
+        raise Uncapturable("record (structured dtype) array argument")
+    if arr.ndim == 0:
+        raise Uncapturable("zero-dimensional array argument")
+    if arr.dtype.kind in "mMOUSV":
+        raise Uncapturable(f"array of dtype {arr.dtype} (datetime, object or bytes)")
+    if arr.nbytes > MAX_ARG_BYTES:
+        raise Uncapturable("arguments too large to copy")
+    return ("array", np.ascontiguousarray(arr) if not arr.flags.f_contiguous else arr)
+
+
+def _code_names(code):
+    """Global and free names a code object (and the code nested in it) loads."""
+    names = []
+    for ins in dis.get_instructions(code):
+        if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_CLOSURE",
+                          "LOAD_FROM_DICT_OR_DEREF", "LOAD_FROM_DICT_OR_GLOBALS"):
+            if isinstance(ins.argval, str) and ins.argval not in names:
+                names.append(ins.argval)
+    for c in code.co_consts:
+        if isinstance(c, pytypes.CodeType):
+            names += [n for n in _code_names(c) if n not in names]
+    return names
+
+
+def _function_source(fn, decorator):
+    try:
+        src = textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError) as e:
+        raise Uncapturable(f"source of `{getattr(fn, '__name__', fn)}` unavailable ({e})")
+    try:
+        tree = ast.parse(src)
+    except SyntaxError:
+        raise Uncapturable(f"source of `{fn.__name__}` does not parse on its own")
+    node = tree.body[0] if tree.body else None
+    if not isinstance(node, ast.FunctionDef) or node.name != fn.__name__:
+        raise Uncapturable(f"`{fn.__name__}` is not a plain def (a lambda or generated code)")
+    lines = src.splitlines()[node.lineno - 1:node.end_lineno]
+    return decorator + "\n" + "\n".join(lines) + "\n"
+
+
+class SourceBuilder:
+    """The module text for one kernel: imports, constants, device functions, the kernel."""
+
+    def __init__(self):
+        self.imports = []
+        self.constants = []
+        self.functions = []
+        self.bound = {}  # name -> identity of what it is bound to
+        self.tags = set()
+
+    def bind(self, name, ident):
+        old = self.bound.get(name)
+        if old is not None and old != ident:
+            raise Uncapturable(f"name `{name}` means different things in different functions")
+        self.bound[name] = ident
+        return old is None
+
+    def add_function(self, fn, decorator, as_name=None):
+        """Adds `fn`'s source (renamed to `as_name`, the global it is bound to, if that differs)."""
+        name = as_name or fn.__name__
+        if not self.bind(name, ("fn", id(fn))):
+            return
+        text = _function_source(fn, decorator)
+        if name != fn.__name__:
+            text = re.sub(rf"^def {re.escape(fn.__name__)}\(", f"def {name}(", text, count=1, flags=re.M)
+        self.functions.append(text)
+        values = {}
+        if fn.__closure__:
+            for n, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+                try:
+                    values[n] = cell.cell_contents
+                except ValueError:
+                    raise Uncapturable(f"closure variable `{n}` is unset")
+        for name in _code_names(fn.__code__):
+            if name == fn.__name__:
+                continue
+            if name in values:
+                self.add_global(name, values[name])
+            elif name in fn.__globals__:
+                self.add_global(name, fn.__globals__[name])
+            # else: a builtin (range, len, min, ...)
+
+    def add_global(self, name, value):
+        import numba
+        from numba.core import types as nbtypes
+        try:
+            from numba.core.registry import CPUDispatcher
+        except ImportError:  # pragma: no cover
+            CPUDispatcher = ()
+        inner = getattr(value, "py_func", None) or getattr(value, "fn", None)
+        if isinstance(value, pytypes.ModuleType):
+            mod = value.__name__
+            if mod == "cmath":
+                self.tags.add("complex")
+            if mod.startswith("numba_cuda.numba"):
+                mod = mod[len("numba_cuda."):]
+            if not self.bind(name, ("module", mod)):
+                return
+            if "." in mod:
+                parent, child = mod.rsplit(".", 1)
+                line = f"from {parent} import {child}" + (f" as {name}" if name != child else "")
+            else:
+                line = f"import {mod}" + (f" as {name}" if name != mod else "")
+            self.imports.append(line)
+        elif inner is not None and callable(inner) and (
+                hasattr(value, "targetoptions") or hasattr(value, "_device")
+                or isinstance(value, CPUDispatcher)):
+            opts = getattr(value, "targetoptions", {}) or {}
+            device = opts.get("device", getattr(value, "_device", True))
+            if not device:
+                raise Uncapturable(f"kernel `{name}` called from device code")
+            self.add_function(inner, "@cuda.jit(device=True)", as_name=name)
+        elif isinstance(value, (bool, np.bool_)):
+            if self.bind(name, ("const", repr(bool(value)))):
+                self.constants.append(f"{name} = {bool(value)!r}")
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            if self.bind(name, ("const", repr(value))):
+                self.constants.append(f"{name} = {value!r}")
+        elif isinstance(value, (np.integer, np.floating)):
+            # int64 and float64 are the numba dialect's literal types; others keep their dtype.
+            text = repr(value.item()) if value.dtype.name in ("int64", "float64") else \
+                f"numpy.{value.dtype.name}({value.item()!r})"
+            if self.bind(name, ("const", text)):
+                self.constants.append(f"{name} = {text}")
+                self._import("import numpy")
+        elif isinstance(value, (complex, np.complexfloating)):
+            self.tags.add("complex")
+            raise Uncapturable(f"global complex constant `{name}`")
+        elif isinstance(value, tuple) and all(isinstance(v, (int, float)) for v in value):
+            if self.bind(name, ("const", repr(value))):
+                self.constants.append(f"{name} = {value!r}")
+        elif isinstance(value, np.ndarray):
+            self.tags.add("global array")
+            raise Uncapturable("global NumPy array (a constant array): not expressible")
+        elif isinstance(value, nbtypes.Type) or (
+                callable(value) and str(getattr(value, "__module__", "")).startswith(("numba", "_numba"))
+                and ".tests." not in str(getattr(value, "__module__", ""))):
+            line = numba_import(name, value)
+            if line is None:
+                raise Uncapturable(f"global `{name}` ({value}) is not exported by numba or numba.cuda")
+            if self.bind(name, ("import", line)):
+                self.imports.append(line)
+        elif isinstance(value, type) and issubclass(value, np.generic):
+            tname = value.__name__
+            line = f"from numpy import {tname}" + (f" as {name}" if name != tname else "")
+            if self.bind(name, ("import", line)):
+                self.imports.append(line)
+        elif callable(value) and getattr(value, "__module__", None) in ("math", "cmath", "numpy", "operator",
+                                                                         "_operator"):
+            mod = value.__module__.lstrip("_")
+            if mod == "cmath":
+                self.tags.add("complex")
+            line = f"from {mod} import {value.__name__}" + (f" as {name}" if name != value.__name__ else "")
+            if self.bind(name, ("import", line)):
+                self.imports.append(line)
+        else:
+            kind = type(value).__name__
+            raise Uncapturable(f"global `{name}` of type {kind}")
+
+    def _import(self, line):
+        if line not in self.imports:
+            self.imports.append(line)
+
+    def text(self):
+        head = ["from numba import cuda"] + [i for i in self.imports if i != "from numba import cuda"]
+        return "\n".join(head) + "\n\n" + "".join(c + "\n" for c in self.constants) + "\n" + \
+            "\n\n".join(reversed(self.functions))
+
+
+def numba_import(name, value):
+    """An import that binds `name` to `value` from numba, numba.types or numba.cuda, if any."""
+    import numba
+    import numba.cuda
+    from numba.core import types as nbtypes
+    own = getattr(value, "__name__", None) or str(value)
+    places = [(numba, "numba"), (numba.cuda, "numba.cuda"), (nbtypes, "numba.types")]
+    for sub in ("fp16", "bf16", "libdevice"):
+        m = getattr(numba.cuda, sub, None)
+        if isinstance(m, pytypes.ModuleType):
+            places.append((m, f"numba.cuda.{sub}"))
+    for mod, modname in places:
+        for attr in (name, own, str(value)):
+            try:
+                found = getattr(mod, attr, None)
+                same = found is value or (found is not None and isinstance(value, nbtypes.Type) and found == value)
+            except Exception:
+                same = False
+            if same:
+                return f"from {modname} import {attr}" + (f" as {name}" if name != attr else "")
+    return None
+
+
+def tags_of(src, arrays):
+    tags = set()
+    if re.search(r"\bcmath\b|\bcomplex\(|\.real\b|\.imag\b|\.conjugate\(|\b\d+(\.\d*)?j\b", src):
+        tags.add("complex")
+    if any(a.dtype.kind == "c" for a in arrays):
+        tags.add("complex")
+    if ".reshape(" in src:
+        tags.add("reshape")
+    if re.search(r"\[[^\[\]\n]*:[^\[\]\n]*,[^\[\]\n]*\]|\[[^\[\]\n]*,[^\[\]\n]*:[^\[\]\n]*\]", src):
+        tags.add("multi-dim slicing")
+    return tags
+
+
+class Capturer:
+    """Writes one case folder per distinct (kernel, argument types)."""
+
+    def __init__(self, cases_dir, module):
+        self.cases = Path(cases_dir)
+        self.module = module
+        self.seen = set()
+        self.count = 0
+        self.busy = threading.local()
+
+    def current_test(self):
+        for frame in inspect.stack()[2:]:
+            s = frame.frame.f_locals.get("self")
+            if isinstance(s, unittest.TestCase):
+                return s.id().split(".", 3)[-1]
+        return "?"
+
+    def around(self, py_func, args, typeof_types, grid, block, shared, launch, overload_types,
+               device_flag_ok=True, simulator=False):
+        """Captures one launch made by `launch()`, if it is the first of its kind."""
+        if getattr(self.busy, "on", False):
+            return launch()
+        key = (py_func.__module__, py_func.__qualname__, py_func.__code__.co_firstlineno,
+               tuple(str(t) for t in typeof_types))
+        if key in self.seen:
+            return launch()
+        self.seen.add(key)
+        self.busy.on = True
+        try:
+            self.count += 1
+            d = self.cases / f"{self.module.replace('.', '_')}-{self.count:04d}"
+            d.mkdir(parents=True)
+            meta = {"module": self.module, "test": self.current_test(), "kernel": py_func.__name__,
+                    "qualname": py_func.__qualname__, "grid": list(grid), "block": list(block),
+                    "shared": int(shared), "types": [str(t) for t in typeof_types]}
+            before = None
+            try:
+                sb = SourceBuilder()
+                sb.add_function(py_func, "@cuda.jit")
+                src = sb.text()
+                meta["tags"] = sorted(sb.tags)
+                (d / "kernel.py").write_text(src)
+                params = list(inspect.signature(py_func).parameters)
+                if len(params) != len(args):
+                    raise Uncapturable("argument count differs from the parameters (*args?)")
+                before = [snapshot(a, t, simulator) for a, t in zip(args, typeof_types)]
+            except Uncapturable as e:
+                meta["uncapturable"] = str(e)
+            except Exception as e:  # the hook must never change the test's outcome
+                meta["uncapturable"] = f"capture failed: {type(e).__name__}: {e}"
+            try:
+                result = launch()
+            except BaseException as e:
+                meta["numba_failed"] = f"{type(e).__name__}: {str(e)[:200]}"
+                (d / "meta.json").write_text(json.dumps(meta))
+                raise
+            try:
+                if not simulator:
+                    from numba import cuda
+                    cuda.synchronize()
+                types_used = overload_types() or typeof_types
+                meta["types"] = [str(t) for t in types_used]
+                if before is not None and "uncapturable" not in meta:
+                    argspec, outs = [], []
+                    after_vals = [snapshot(a, t, simulator) for a, t in zip(args, types_used)]
+                    for i, (p, b, a, t) in enumerate(zip(params, before, after_vals, types_used)):
+                        if b[0] == "array":
+                            np.save(d / f"in_{p}.npy", b[1])
+                            np.save(d / f"ref_{p}.npy", a[1])
+                            argspec.append({"name": p, "array": f"in_{p}.npy", "dtype": str(b[1].dtype),
+                                            "shape": list(b[1].shape)})
+                            outs.append(p)
+                        else:
+                            # the overload numba launched fixes the scalar's type
+                            _, dtype, text = snapshot(args[i], t, simulator)
+                            argspec.append({"name": p, "scalar": f"{dtype}:{text}"})
+                    meta["args"] = argspec
+                    meta["outs"] = outs
+                    meta["tags"] = sorted(set(meta.get("tags", [])) | tags_of(
+                        src, [b[1] for b in before if b[0] == "array"]))
+            except Uncapturable as e:
+                meta["uncapturable"] = str(e)
+            except Exception as e:
+                meta["uncapturable"] = f"capture failed: {type(e).__name__}: {e}"
+            (d / "meta.json").write_text(json.dumps(meta))
+            return result
+        finally:
+            self.busy.on = False
+
+
+def install_hook(cap, simulator):
+    if simulator:
+        from numba.cuda.simulator.kernel import FakeCUDAKernel
+        orig = FakeCUDAKernel.__call__
+
+        def call(self, *args):
+            from numba.cuda.simulator import kernel as k
+            if self._device or k._kernel_context:
+                return orig(self, *args)
+            import numba
+            grid = tuple(self.grid_dim) if self.grid_dim is not None else (1, 1, 1)
+            block = tuple(self.block_dim) if self.block_dim is not None else (1, 1, 1)
+            grid, block = (tuple(list(x) + [1] * (3 - len(x))) for x in (grid, block))
+
+            def typeof(a):
+                try:
+                    return numba.typeof(getattr(a, "_ary", a))
+                except Exception:
+                    return type(a).__name__
+            tys = tuple(typeof(a) for a in args)
+            return cap.around(self.fn, args, tys, grid, block, self.dynshared_size,
+                              lambda: orig(self, *args), lambda: None, simulator=True)
+        FakeCUDAKernel.__call__ = call
+    else:
+        from numba.cuda.dispatcher import CUDADispatcher
+        orig = CUDADispatcher.call
+
+        def call(self, args, launch_config):
+            try:
+                tys = tuple(self.typeof_pyval(a) for a in args)
+            except Exception:
+                tys = tuple(type(a).__name__ for a in args)
+
+            def used():
+                if len(self.overloads) == 1:
+                    return tuple(next(iter(self.overloads.keys())))
+                return tys if tys in self.overloads else None
+            return cap.around(self.py_func, args, tys, launch_config.griddim, launch_config.blockdim,
+                              launch_config.sharedmem or 0, lambda: orig(self, args, launch_config), used)
+        CUDADispatcher.call = call
+
+
+def ensure_test_deps():
+    try:
+        import pytest  # noqa: F401
+    except ImportError:  # numba.cuda.testing imports it for a decorator; unittest runs the tests
+        stub = pytypes.ModuleType("pytest")
+
+        class _Mark:
+            def __getattr__(self, _):
+                def deco(*a, **k):
+                    if len(a) == 1 and callable(a[0]) and not k:
+                        return a[0]
+                    return lambda f: f
+                return deco
+        stub.mark = _Mark()
+        stub.fixture = lambda *a, **k: (a[0] if a and callable(a[0]) else (lambda f: f))
+        stub.skip = lambda *a, **k: (_ for _ in ()).throw(unittest.SkipTest(a[0] if a else ""))
+        stub.raises = lambda exc, *a, **k: unittest.TestCase().assertRaises(exc)
+        sys.modules["pytest"] = stub
+    try:
+        import filecheck  # noqa: F401
+    except ImportError:  # numba.cuda.testing imports it for tests that check PTX text
+        for sub, names in {"": [], "matcher": ["Matcher"], "options": ["Options"],
+                           "parser": ["Parser", "pattern_for_opts"], "finput": ["FInput"]}.items():
+            m = pytypes.ModuleType("filecheck" + ("." + sub if sub else ""))
+            for n in names:
+                setattr(m, n, type(n, (), {}))
+            sys.modules[m.__name__] = m
+
+
+def tests_package():
+    """Imports numba.cuda.tests: the installed one, else the copy under .carry/numba_tests."""
+    try:
+        import numba.cuda.tests.cudapy  # noqa: F401
+        return "installed"
+    except ImportError:
+        pass
+    base = CARRIED_TESTS / "tests"
+    if not base.is_dir():
+        sys.exit(f"numba-cuda's tests are not installed and {base} does not exist")
+    spec = importlib.util.spec_from_file_location("numba.cuda.tests", base / "__init__.py",
+                                                  submodule_search_locations=[str(base)])
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["numba.cuda.tests"] = mod
+    spec.loader.exec_module(mod)
+    import numba.cuda
+    numba.cuda.tests = mod
+    return f"carried ({base})"
+
+
+def worker(module, cases_dir):
+    np.row_stack = getattr(np, "row_stack", np.vstack)  # numba-cuda 0.30 with NumPy 2.5
+    ensure_test_deps()
+    from numba.core import config
+    simulator = bool(config.ENABLE_CUDASIM)
+    where = tests_package()
+    cap = Capturer(cases_dir, module)
+    install_hook(cap, simulator)
+    t0 = time.time()
+    summary = {"module": module, "tests_from": where}
+    try:
+        mod = importlib.import_module(f"numba.cuda.tests.{module}")
+        suite = unittest.defaultTestLoader.loadTestsFromModule(mod)
+        res = unittest.TextTestRunner(stream=io.StringIO(), verbosity=0).run(suite)
+        summary.update(tests=res.testsRun, failures=len(res.failures), errors=len(res.errors),
+                       skipped=len(res.skipped))
+    except Exception as e:
+        summary["import_error"] = f"{type(e).__name__}: {e}"
+        traceback.print_exc()
+    summary["seconds"] = round(time.time() - t0, 1)
+    summary["launches_captured"] = cap.count
+    (Path(cases_dir) / f"summary-{module}.json").write_text(json.dumps(summary))
+
+
+# ---------------------------------------------------------------- phase 2: pydevice
+
+def compare(ref, ours):
+    if ref.shape != ours.shape or ref.dtype != ours.dtype:
+        return False, False, f"shape/dtype {ours.shape} {ours.dtype} vs {ref.shape} {ref.dtype}"
+    if ref.tobytes() == ours.tobytes():
+        return True, True, ""
+    name = ref.dtype.name
+    if ref.dtype.kind in "fc" and name in TOLERANCE or ref.dtype.kind == "c":
+        rtol, atol = TOLERANCE.get(name, TOLERANCE["float64"] if "128" in name else TOLERANCE["float32"])
+        ok = np.allclose(ours, ref, rtol=rtol, atol=atol, equal_nan=True)
+        worst = np.nanmax(np.abs(ours.astype(np.complex128) - ref.astype(np.complex128))) if ref.size else 0
+        return bool(ok), False, f"max |diff| {float(worst):.3g}"
+    bad = int(np.count_nonzero(ref != ours))
+    return False, False, f"{bad} of {ref.size} elements differ"
+
+
+def replay(case, pydevice, compile_only, timeout):
+    meta = json.loads((case / "meta.json").read_text())
+    out = {"case": case.name, **{k: meta.get(k) for k in ("module", "test", "kernel", "grid", "block",
+                                                           "shared", "types", "tags")}}
+    src_path = case / "kernel.py"
+    out["source"] = src_path.read_text() if src_path.exists() else ""
+    if "numba_failed" in meta:
+        out["status"] = "numba failed"
+        out["detail"] = meta["numba_failed"]
+        return out
+    if "uncapturable" in meta:
+        out["status"] = "uncapturable"
+        out["detail"] = meta["uncapturable"]
+        return out
+    if compile_only:
+        sig = []
+        for a in meta["args"]:
+            if "scalar" in a:
+                sig.append(a["scalar"].split(":")[0])
+            else:
+                nd = len(a["shape"])
+                sig.append(a["dtype"] + "[" + ", ".join([":"] * (nd - 1) + ["::1"]) + "]")
+        cmd = [pydevice, "compile", str(src_path), "--entry", meta["kernel"], "--sig", ", ".join(sig),
+               "-o", os.devnull]
+    else:
+        cmd = [pydevice, "run", str(src_path), "--entry", meta["kernel"],
+               "--grid", ",".join(map(str, meta["grid"])), "--block", ",".join(map(str, meta["block"])),
+               "--shared", str(meta["shared"])]
+        for a in meta["args"]:
+            cmd += ["--arg", f"{a['name']}=" + (a["scalar"] if "scalar" in a else str(case / a["array"]))]
+        for o in meta["outs"]:
+            cmd += ["--out", f"{o}={case / ('ours_' + o + '.npy')}"]
+    out["command"] = " ".join(cmd)
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        out["status"], out["detail"] = "crash", f"timeout after {timeout} s"
+        return out
+    err = p.stderr.strip()
+    first = next((l for l in err.splitlines() if l.startswith("error")), err.splitlines()[0] if err else "")
+    if p.returncode == 1 and re.search(r"^error\[E\d{4}\]", err, re.M):
+        out["status"], out["detail"] = "diagnostic", first
+        out["stderr"] = err[:3000]
+        return out
+    if p.returncode == 2 and first.startswith("error:"):
+        out["status"], out["detail"] = "run error", first
+        out["stderr"] = err[:3000]
+        return out
+    if p.returncode != 0:
+        out["status"] = "crash"
+        out["detail"] = f"exit status {p.returncode}: " + (err.splitlines()[-1] if err else "")
+        out["stderr"] = err[-3000:]
+        return out
+    if compile_only:
+        out["status"] = "compiles"
+        return out
+    exact, notes = True, []
+    for o in meta["outs"]:
+        ref = np.load(case / f"ref_{o}.npy")
+        ours = np.load(case / f"ours_{o}.npy")
+        ok, bits, note = compare(ref, ours)
+        exact &= bits
+        if not ok:
+            notes.append(f"`{o}`: {note}")
+    if notes:
+        out["status"], out["detail"] = "mismatch", "; ".join(notes)
+    else:
+        out["status"] = "match"
+        out["exact"] = exact
+    return out
+
+
+# ---------------------------------------------------------------- report
+
+STATUSES = ["match", "mismatch", "diagnostic", "run error", "crash", "uncapturable", "compiles"]
+
+
+def normalize(line):
+    """A diagnostic's first line without the names it quotes, for the histogram."""
+    return re.sub(r"/\S*/", "…/", re.sub(r"`[^`]*`", "`…`", line))
+
+
+NEEDS = [
+    (r"record", "records (structured dtypes)"),
+    (r"complex|<c8|<c16", "complex"),
+    (r"reshape", "reshape"),
+    (r"slicing", "multi-dim slicing"),
+    (r"this is not a value", "types and functions as device-function arguments"),
+    (r"Python type (tuple|Point)|global `(arrays|cases)` of type tuple",
+     "tuple arguments (pydevice run cannot pass them)"),
+    (r"global NumPy array|DeviceNDArray", "global arrays (constant or captured device arrays)"),
+    (r"source of .* unavailable|lambda", "generated kernels (no source)"),
+    (r"enumerate|can only loop over", "enumerate / other iterables"),
+]
+
+
+def needs_of(detail):
+    return {tag for pat, tag in NEEDS if re.search(pat, detail)}
+
+
+def report(results, summaries, args, elapsed, version):
+    launched = [r for r in results if r["status"] != "numba failed"]
+    counts = collections.Counter(r["status"] for r in launched)
+    n = len(launched)
+    lines = [f"# numba-cuda test suite through pydevice ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})",
+             "", f"numba-cuda {version}; {len(summaries)} test modules; "
+             f"{sum(s.get('tests', 0) for s in summaries)} tests run by numba in {elapsed[0]:.0f} s; "
+             f"pydevice phase {elapsed[1]:.0f} s; mode: {'compile only' if args.compile_only else 'run'}", ""]
+    exact = sum(1 for r in launched if r.get("exact"))
+    lines += ["| class | kernels |", "|---|---|"]
+    for s in STATUSES:
+        if counts.get(s):
+            extra = f" ({exact} bit-exact)" if s == "match" else ""
+            lines.append(f"| {s} | {counts[s]}{extra} |")
+    lines.append(f"| **launched (distinct kernel, argument types)** | {n} |")
+    rate = counts.get("match", 0) / n if n else 0.0
+    lines += ["", f"**rate: {counts.get('match', 0)} / {n} = {100 * rate:.1f}%** (matches / kernels launched)"]
+    capt = n - counts.get("uncapturable", 0)
+    if capt:
+        lines.append(f"of the {capt} captured kernels: {100 * counts.get('match', 0) / capt:.1f}% match")
+    failed = sum(1 for r in results if r["status"] == "numba failed")
+    lines.append(f"(launches numba itself rejected, not counted: {failed})")
+
+    def histogram(title, rows, k=40):
+        c = collections.Counter(rows)
+        out = ["", f"## {title}", "", "| count | first line |", "|---|---|"]
+        out += ["| %d | %s |" % (v, t.replace("|", "\\|")) for t, v in c.most_common(k)]
+        return out
+    lines += histogram("Diagnostics (first lines, names elided)",
+                       [normalize(r["detail"]) for r in launched if r["status"] == "diagnostic"])
+    lines += histogram("Run errors and crashes", [f"{r['status']}: {normalize(r['detail'])}" for r in launched
+                                                  if r["status"] in ("run error", "crash")])
+    lines += histogram("Not capturable (why)", [r["detail"] for r in launched if r["status"] == "uncapturable"])
+    tagged = collections.Counter()
+    for r in launched:
+        if r["status"] != "match":
+            for t in set(r.get("tags") or []) | needs_of(r.get("detail") or ""):
+                tagged[t] += 1
+    lines += ["", "## What the kernels that do not match need", "",
+              "(a kernel can need several; from its source, its arguments and its diagnostic)", "",
+              "| needs | kernels |", "|---|---|"] + [f"| {t} | {v} |" for t, v in tagged.most_common()]
+    lines += ["", "## Mismatches", ""] + [f"- {r['module']} {r['test']} `{r['kernel']}`: {r['detail']}"
+                                         for r in launched if r["status"] == "mismatch"]
+    lines += ["", "## Per module", "", "| module | tests | kernels | match | seconds |", "|---|---|---|---|---|"]
+    per = collections.defaultdict(lambda: [0, 0])
+    for r in launched:
+        per[r["module"]][0] += 1
+        per[r["module"]][1] += r["status"] == "match"
+    for s in sorted(summaries, key=lambda s: s["module"]):
+        k, m = per.get(s["module"], [0, 0])
+        note = f" ({s['import_error'][:60]})" if "import_error" in s else ""
+        lines.append(f"| {s['module']}{note} | {s.get('tests', '-')} | {k} | {m} | {s.get('seconds', '-')} |")
+    return "\n".join(lines) + "\n", rate
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("pydevice", nargs="?")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--cases", help="folder for the captured cases (default: a temporary one)")
+    ap.add_argument("--modules", help="comma-separated modules (default: MODULES)")
+    ap.add_argument("--jobs", type=int, default=min(8, os.cpu_count() or 2))
+    ap.add_argument("--module-timeout", type=int, default=150)
+    ap.add_argument("--kernel-timeout", type=int, default=30)
+    ap.add_argument("--budget", type=int, default=330, help="seconds for both phases together")
+    ap.add_argument("--compile-only", action="store_true")
+    ap.add_argument("--keep", help="a .tar.gz to keep the cases that did not match in")
+    ap.add_argument("--report", default=os.path.join(os.environ.get("OUT", "."), "numba_suite.md"))
+    ap.add_argument("--json", default=os.path.join(os.environ.get("OUT", "."), "numba_suite.json"))
+    args = ap.parse_args()
+    if args.worker:
+        worker(args.worker, args.cases)
+        return
+    if not args.pydevice:
+        ap.error("PYDEVICE is required")
+    cases = Path(args.cases or tempfile.mkdtemp(prefix="numba_suite_"))
+    if cases.exists():
+        shutil.rmtree(cases)
+    cases.mkdir(parents=True)
+    modules = args.modules.split(",") if args.modules else MODULES
+    env = dict(os.environ, NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS="0", NUMBA_DISABLE_PERFORMANCE_WARNINGS="1",
+               PYTHONWARNINGS="ignore")
+    t0 = time.time()
+
+    def run_module(m):
+        left = args.budget * 0.6 - (time.time() - t0)
+        if left < 10:
+            return f"{m}: skipped (time budget)"
+        try:
+            p = subprocess.run([sys.executable, __file__, "--worker", m, "--cases", str(cases)], env=env,
+                               capture_output=True, text=True, timeout=min(args.module_timeout, left))
+            return f"{m}: exit {p.returncode}" + (f"\n{p.stderr[-800:]}" if p.returncode else "")
+        except subprocess.TimeoutExpired:
+            return f"{m}: timed out"
+    with futures.ThreadPoolExecutor(args.jobs) as pool:
+        for line in pool.map(run_module, modules):
+            print(line, flush=True)
+    t1 = time.time()
+    summaries = [json.loads(p.read_text()) for p in cases.glob("summary-*.json")]
+    done = {s["module"] for s in summaries}
+    for m in modules:
+        if m not in done:
+            summaries.append({"module": m, "import_error": "no summary: timed out, crashed or skipped"})
+    case_dirs = sorted(p for p in cases.iterdir() if p.is_dir() and (p / "meta.json").exists())
+    print(f"captured {len(case_dirs)} kernel launches in {t1 - t0:.0f} s", flush=True)
+
+    def one(c):
+        if time.time() - t0 > args.budget:
+            return {"case": c.name, "status": "crash", "detail": "not run: time budget spent",
+                    **{k: json.loads((c / "meta.json").read_text()).get(k) for k in ("module", "test", "kernel")}}
+        try:
+            return replay(c, args.pydevice, args.compile_only, args.kernel_timeout)
+        except Exception as e:
+            return {"case": c.name, "status": "crash", "detail": f"harness: {type(e).__name__}: {e}",
+                    "module": "?", "test": "?", "kernel": "?"}
+    with futures.ThreadPoolExecutor(args.jobs) as pool:
+        results = list(pool.map(one, case_dirs))
+    t2 = time.time()
+    try:
+        from importlib.metadata import version
+        nv = version("numba-cuda")
+    except Exception:
+        nv = "?"
+    text, rate = report(results, summaries, args, (t1 - t0, t2 - t1), nv)
+    print(text)
+    Path(args.report).write_text(text)
+    Path(args.json).write_text(json.dumps({"results": results, "summaries": summaries}, indent=1))
+    if args.keep:  # the cases that did not match, for a closer look (at most about 12 MB)
+        import tarfile
+        total = 0
+        with tarfile.open(args.keep, "w:gz") as tar:
+            for r in results:
+                c = cases / r["case"]
+                if r["status"] in ("mismatch", "crash", "run error") and c.is_dir():
+                    size = sum(f.stat().st_size for f in c.iterdir())
+                    if total + size < 12 << 20:
+                        tar.add(c, arcname=c.name)
+                        total += size
+
+
+if __name__ == "__main__":
+    main()

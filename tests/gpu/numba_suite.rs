@@ -1,0 +1,218 @@
+//! What numba-cuda's own test suite needed (scripts/numba_suite.py): cache-hinted loads and
+//! stores, `math.degrees/radians/remainder/nextafter`, `round`, NumPy's constants and CUDA's
+//! vector type names, on random inputs against a CPU reference; and float16 scalar arguments.
+
+use super::*;
+
+#[test]
+fn numba_suite_builtins_random() {
+    let Some(dev) = device("numba_suite_builtins_random") else {
+        return;
+    };
+    let src = include_str!("../fixtures/numba/suite_builtins.py");
+    let k = kernel(
+        &dev,
+        src,
+        "suite_builtins",
+        "float32[::1], float32[:, ::1], int64[::1]",
+    );
+    let n = 10_007;
+    let mut r = Rng(11);
+    let x: Vec<f32> = (0..n)
+        .map(|_| {
+            let v = r.f32(0.01, 4.0);
+            if r.next().is_multiple_of(2) { v } else { -v }
+        })
+        .collect();
+    let (_xb, xa) = vec1(&dev, &x);
+    let (ob, oa) = array(&dev, &vec![0f32; 7 * n], &[7, n as u64], &[n as i64, 1]);
+    let (rb, ra) = vec1(&dev, &vec![0i64; n]);
+    k.launch(&[xa, oa, ra], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    let rounded: Vec<i64> = from_bytes(&dev.download(&rb).expect("download"));
+    let pi = std::f64::consts::PI;
+    for (i, &v) in x.iter().enumerate() {
+        let q = (f64::from(v) / 0.75).round_ties_even();
+        let rem = (f64::from(v) - q * 0.75) as f32;
+        let next = f32::from_bits(if v > 0.0 {
+            v.to_bits() + 1
+        } else {
+            v.to_bits() - 1
+        });
+        let want = [
+            v * (180.0 / pi) as f32,
+            v * (pi / 180.0) as f32,
+            rem,
+            next,
+            v + pi as f32,
+            v * 2.0,
+            v + v,
+        ];
+        for (row, w) in want.iter().enumerate() {
+            let got = out[row * n + i];
+            let tol = if row == 2 { 1e-6 } else { 0.0 };
+            assert!(
+                (got - w).abs() <= tol,
+                "row {row}, x[{i}] = {v}: {got} vs {w}"
+            );
+        }
+        assert_eq!(
+            rounded[i],
+            (v * 3.5).round_ties_even() as i64,
+            "round({v} * 3.5)"
+        );
+    }
+}
+
+#[test]
+fn float16_scalar_arguments() {
+    let Some(dev) = device("float16_scalar_arguments") else {
+        return;
+    };
+    let src = "from numba import cuda\n\n@cuda.jit\ndef k(a, out):\n    out[0] = a\n";
+    let k = kernel(&dev, src, "k", "float16, float16[::1]");
+    let mut r = Rng(5);
+    for _ in 0..50 {
+        let v = f64::from(r.f32(-70000.0, 70000.0))
+            * if r.next().is_multiple_of(2) {
+                1.0
+            } else {
+                1e-4
+            };
+        let (ob, oa) = vec1(&dev, &[0u16]);
+        k.launch(&[ArgValue::Float(v), oa], [1, 1, 1], [1, 1, 1]);
+        let got: Vec<u16> = from_bytes(&dev.download(&ob).expect("download"));
+        assert_eq!(
+            got[0],
+            pydevice::types::half::f16_bits(v),
+            "float16({v})"
+        );
+    }
+}
+
+#[test]
+fn numba_fp16_exp10_rint_random() {
+    let Some(dev) = device("numba_fp16_exp10_rint_random") else {
+        return;
+    };
+    let src = include_str!("../fixtures/numba/fp16_exp10_rint.py");
+    let k = kernel(
+        &dev,
+        src,
+        "half_exp10_rint",
+        "float16[::1], float16[:, ::1]",
+    );
+    let n = 4099;
+    let mut r = Rng(17);
+    let a: Vec<u16> = (0..n)
+        .map(|_| pydevice::types::half::f16_bits(f64::from(r.f32(-4.0, 4.0))))
+        .collect();
+    let (_ab, aa) = vec1(&dev, &a);
+    let (ob, oa) = array(&dev, &vec![0u16; 2 * n], &[2, n as u64], &[n as i64, 1]);
+    k.launch(&[aa, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let out: Vec<u16> = from_bytes(&dev.download(&ob).expect("download"));
+    for (i, &h) in a.iter().enumerate() {
+        let x = half_to_f64(h);
+        let exp10 = pydevice::types::half::f16_bits(10f64.powf(x));
+        // float32's exp10 may round the other way at a float16 tie: one ulp apart at most.
+        assert!(
+            out[i].abs_diff(exp10) <= 1,
+            "hexp10({x}): {:#06x} vs {exp10:#06x}",
+            out[i]
+        );
+        let rint = pydevice::types::half::f16_bits(x.round_ties_even());
+        assert_eq!(out[n + i], rint, "hrint({x})");
+    }
+}
+
+/// A float16's value from its bits.
+fn half_to_f64(h: u16) -> f64 {
+    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let e = i32::from((h >> 10) & 0x1f);
+    let m = f64::from(h & 0x3ff);
+    sign * match e {
+        0 => m * 2f64.powi(-24),
+        31 => f64::INFINITY,
+        _ => (1.0 + m / 1024.0) * 2f64.powi(e - 15),
+    }
+}
+
+#[test]
+fn numba_grid_beyond_int32() {
+    // numba-cuda's test_issue_9229: 22121216 × 256 threads, more than 2^32.
+    let Some(dev) = device("numba_grid_beyond_int32") else {
+        return;
+    };
+    let src = "from numba import cuda\n\n@cuda.jit\ndef k(out):\n    if cuda.threadIdx.x == cuda.blockDim.x - 1 and cuda.blockIdx.x == cuda.gridDim.x - 1:\n        out[0] = cuda.grid(1)\n        out[1] = cuda.gridsize(1)\n";
+    let k = kernel(&dev, src, "k", "int64[::1]");
+    let (ob, oa) = vec1(&dev, &[0i64; 2]);
+    let blocks = 22_121_216u32;
+    k.launch(&[oa], [blocks, 1, 1], [256, 1, 1]);
+    let out: Vec<i64> = from_bytes(&dev.download(&ob).expect("download"));
+    let total = i64::from(blocks) * 256;
+    assert_eq!(out, vec![total - 1, total]);
+}
+
+#[test]
+fn numba_static_device_function_arguments() {
+    // A dtype, an atomic operation, a device function and constants as device-function
+    // arguments (numba-cuda's test_atomics style).
+    let Some(dev) = device("numba_static_device_function_arguments") else {
+        return;
+    };
+    let src = include_str!("../fixtures/numba/static_args.py");
+    let k = kernel(
+        &dev,
+        src,
+        "static_args",
+        "uint32[::1], float64[:, ::1], float64",
+    );
+    let mut r = Rng(23);
+    let ary: Vec<u32> = (0..32).map(|_| r.i32(0, 1000) as u32).collect();
+    let ary2: Vec<f64> = (0..32).map(|_| f64::from(r.f32(-1.0, 1.0))).collect();
+    let (ab, aa) = vec1(&dev, &ary);
+    let (bb, ba) = array(&dev, &ary2, &[32, 1], &[1, 1]);
+    k.launch(&[aa, ba, ArgValue::Float(0.25)], [1, 1, 1], [32, 1, 1]);
+    let got: Vec<u32> = from_bytes(&dev.download(&ab).expect("download"));
+    let got2: Vec<f64> = from_bytes(&dev.download(&bb).expect("download"));
+    // First call: a histogram of ary % 32; second: 2 where the histogram's bins % 32 land.
+    let mut hist = [0u32; 32];
+    for a in &ary {
+        hist[(a % 32) as usize] += 1;
+    }
+    let mut want = [0u32; 32];
+    for h in &hist {
+        want[(h % 32) as usize] = 2;
+    }
+    assert_eq!(got, want);
+    for (g, a) in got2.iter().zip(&ary2) {
+        assert_eq!(*g, a + 0.25);
+    }
+}
+
+#[test]
+fn numba_int_bit_count_random() {
+    let Some(dev) = device("numba_int_bit_count_random") else {
+        return;
+    };
+    let src = include_str!("../fixtures/numba/int_bit_count.py");
+    let k = kernel(
+        &dev,
+        src,
+        "bit_counts",
+        "uint8[::1], int64[::1], int32[:, ::1]",
+    );
+    let n = 1000;
+    let mut r = Rng(29);
+    let a: Vec<u8> = (0..n).map(|_| r.next() as u8).collect();
+    let b: Vec<i64> = (0..n).map(|_| r.next() as i64).collect();
+    let (_ab, aa) = vec1(&dev, &a);
+    let (_bb, ba) = vec1(&dev, &b);
+    let (ob, oa) = array(&dev, &vec![0i32; 2 * n], &[2, n as u64], &[n as i64, 1]);
+    k.launch(&[aa, ba, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let out: Vec<i32> = from_bytes(&dev.download(&ob).expect("download"));
+    for i in 0..n {
+        assert_eq!(out[i], a[i].count_ones() as i32, "a[{i}] = {}", a[i]);
+        assert_eq!(out[n + i], b[i].count_ones() as i32, "b[{i}] = {}", b[i]);
+    }
+}
