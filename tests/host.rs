@@ -628,6 +628,10 @@ def oob(a, k):
 fn every_math_function_resolves_on_the_host() {
     use pydevice::ir::MathFn;
     for f in MathFn::ALL {
+        // Not in Python's `math`: reached through `cuda.fp16.hrint`/`hexp10` only.
+        if matches!(f, MathFn::Rint | MathFn::Exp10) {
+            continue;
+        }
         for t in ["float32", "float64"] {
             let args = if f.arity() == 2 { "x, y" } else { "x" };
             let src = format!(

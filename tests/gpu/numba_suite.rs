@@ -82,11 +82,7 @@ fn float16_scalar_arguments() {
         let (ob, oa) = vec1(&dev, &[0u16]);
         k.launch(&[ArgValue::Float(v), oa], [1, 1, 1], [1, 1, 1]);
         let got: Vec<u16> = from_bytes(&dev.download(&ob).expect("download"));
-        assert_eq!(
-            got[0],
-            pydevice::types::half::f16_bits(v),
-            "float16({v})"
-        );
+        assert_eq!(got[0], pydevice::types::half::f16_bits(v), "float16({v})");
     }
 }
 

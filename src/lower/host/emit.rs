@@ -136,6 +136,13 @@ fn import(
     if let Some(r) = imports.get(name) {
         return Ok(*r);
     }
+    // cranelift-jit panics on a symbol it cannot resolve when the module is finalized:
+    // refuse unknown helpers here, as an error value.
+    if !super::runtime::symbols().iter().any(|(n, _)| *n == name) {
+        return Err(err(format!(
+            "no host implementation of `{name}` (a compiler bug; please report it)"
+        )));
+    }
     let mut sig = m.make_signature();
     for p in params {
         sig.params.push(AbiParam::new(*p));
@@ -1589,6 +1596,20 @@ impl FnCx<'_, '_> {
                     FloatCC::LessThan
                 };
                 return Ok(self.b.ins().fcmp(cc, a, inf));
+            }
+            MathFn::Degrees | MathFn::Radians => {
+                // One multiplication by the constant rounded to the type, as the device does.
+                let k = if f == MathFn::Degrees {
+                    180.0 / std::f64::consts::PI
+                } else {
+                    std::f64::consts::PI / 180.0
+                };
+                let c = if t == ct::F64 {
+                    self.b.ins().f64const(k)
+                } else {
+                    self.b.ins().f32const(k as f32)
+                };
+                self.b.ins().fmul(x, c)
             }
             _ => {
                 let name = libm_name(f, t == ct::F64);

@@ -83,16 +83,17 @@ macro_rules! libmf {
 
 libm! {
     unary: exp exp2 expm1 log log2 log10 log1p sin cos tan asin acos atan sinh cosh tanh
-        asinh acosh atanh erf erfc tgamma lgamma cbrt floor ceil trunc nearbyint sqrt;
-    binary: pow atan2 fmod hypot;
+        asinh acosh atanh erf erfc tgamma lgamma cbrt floor ceil trunc nearbyint sqrt rint
+        exp10;
+    binary: pow atan2 fmod hypot remainder nextafter;
     ternary: fma;
 }
 
 libmf! {
     unary: expf exp2f expm1f logf log2f log10f log1pf sinf cosf tanf asinf acosf atanf sinhf
         coshf tanhf asinhf acoshf atanhf erff erfcf tgammaf lgammaf cbrtf floorf ceilf truncf
-        nearbyintf sqrtf;
-    binary: powf atan2f fmodf hypotf;
+        nearbyintf sqrtf rintf exp10f;
+    binary: powf atan2f fmodf hypotf remainderf nextafterf;
     ternary: fmaf;
 }
 
