@@ -136,16 +136,16 @@ impl Parser<'_> {
         let name = self
             .ident()
             .ok_or_else(|| format!("expected a type at column {col}"))?;
-        if let Some((elem, len)) = crate::front::builtins::vector_name(&name) {
-            return Ok(Type::Vector { elem, len });
-        }
-        let scalar = match name.as_str() {
-            "int" => Scalar::Int32,
-            "float" => Scalar::Float32,
-            n => Scalar::from_name(n).ok_or_else(|| format!("unknown type `{n}`"))?,
+        let element = match crate::front::builtins::vector_name(&name) {
+            Some((elem, len)) => Type::Vector { elem, len },
+            None => Type::Scalar(match name.as_str() {
+                "int" => Scalar::Int32,
+                "float" => Scalar::Float32,
+                n => Scalar::from_name(n).ok_or_else(|| format!("unknown type `{n}`"))?,
+            }),
         };
         if !self.eat(b'[') {
-            return Ok(Type::Scalar(scalar));
+            return Ok(element);
         }
         // Dimensions: `:` or `::1`, separated by commas.
         let mut contiguous = Vec::new();
@@ -182,7 +182,7 @@ impl Parser<'_> {
         if n > 255 {
             return Err("too many dimensions".into());
         }
-        Ok(Type::array(scalar, n as u8, layout))
+        Type::array_of(&element, n as u8, layout).ok_or_else(|| format!("no arrays of {element}"))
     }
 }
 
@@ -222,6 +222,24 @@ mod tests {
             parse_signature("void()").unwrap(),
             (vec![], Some(Type::None))
         );
+    }
+
+    #[test]
+    fn parses_arrays_of_vectors() {
+        for text in ["float8e4m3x4[::1]", "float32x3[:, :]", "uint8x2[::1, :]"] {
+            let t = parse_type(text).unwrap();
+            assert_eq!(t.to_string(), text);
+        }
+        let t = parse_type("float8e5m2x3[:]").unwrap();
+        let Type::Array(a) = &t else { panic!("{t:?}") };
+        assert_eq!(
+            a.dtype.ty(),
+            Type::Vector {
+                elem: Scalar::Float8E5M2,
+                len: 3
+            }
+        );
+        assert!(parse_type("float32x5[:]").is_err());
     }
 
     #[test]

@@ -109,10 +109,11 @@ def fp8_repack(p: fp8pack, e: float8e5m2x4) -> fp8pack:
 
 
 @device.kernel(interop=True)
-def fp8_store(out: "float8e4m3[::1]", a: float8e4m3x4, b: float8e5m2x2, c: float8e5m2x3, d: float8e4m3x1, p: fp8pack):
+def fp8_store(out: "float8e4m3[::1]", a: float8e4m3x4, b: float8e5m2x2, c: float8e5m2x3, d: float8e4m3x1, p: fp8pack, vs: "float8e5m2x3[:]"):
     i = device.tid(1)
     if i < len(out):
         out[i] = a[i % 4] + b.y + c.z + d.x + p.c.w
+        vs[i] = c
 
 
 @device.func

@@ -684,7 +684,7 @@ def mix(p: pair, s: float32):
 def f8v(q, r, f, k4, k2, o4, o5, back):
     i = device.tid(1)
     if i < len(f):
-        v = float8e4m3x4(q[4 * i], q[4 * i + 1], q[4 * i + 2], q[4 * i + 3])
+        v = q[i]
         w = float8e5m2x2(r[2 * i], r[2 * i + 1])
         x = f[i]
         s = 0.0
@@ -695,10 +695,8 @@ def f8v(q, r, f, k4, k2, o4, o5, back):
         p = pair(float8e4m3x3(x, v.y, w.x), w)
         m, a3 = mix(p, x * 3)
         t = (u, m)
-        for j in range(4):
-            o4[4 * i + j] = t[0][j]
-        for j in range(3):
-            o5[3 * i + j] = t[1][j]
+        o4[i] = t[0]
+        o5[i] = t[1]
         back[i, 0] = s
         back[i, 1] = v[i % 4] * w.y
         back[i, 2] = a3.z + k4.w + k2[i % 2]
@@ -706,11 +704,12 @@ def f8v(q, r, f, k4, k2, o4, o5, back):
 ";
 
 /// fp8 vectors on the device, with the sm_89+ conversions and the software ones (sm_80):
-/// vectors built from random fp8 codes (every code, NaNs included) and from float32 values
-/// (rounded as `float8e4m3(x)` rounds), element reads, a run-time `v[i] = x`, iteration,
-/// `@func` parameters and results, a struct field, a tuple, and vector kernel parameters
-/// packed on the host; every fp8 code and float32 result checked exactly against
-/// `pydevice::types::fp8`.
+/// vectors read from an array of vectors of random fp8 codes (every code, NaNs included),
+/// built from fp8 array elements and from float32 values (rounded as `float8e4m3(x)`
+/// rounds), element reads, a run-time `v[i] = x`, iteration, `@func` parameters and
+/// results, a struct field, a tuple, vector kernel parameters packed on the host, and whole
+/// vectors stored into `float8e4m3x4` and (3-byte) `float8e5m2x3` arrays; every fp8 code and
+/// float32 result checked exactly against `pydevice::types::fp8`.
 #[test]
 fn fp8_vectors_random() {
     use pydevice::types::fp8::{E4M3, E5M2, Format};
@@ -719,7 +718,7 @@ fn fp8_vectors_random() {
     };
     let n = 4096;
     let mut rng = Rng(88);
-    let q: Vec<u8> = (0..4 * n).map(|_| rng.next() as u8).collect();
+    let q: Vec<[u8; 4]> = (0..n).map(|_| (rng.next() as u32).to_le_bytes()).collect();
     let r: Vec<u8> = (0..2 * n).map(|_| rng.next() as u8).collect();
     let f: Vec<f32> = (0..n)
         .map(|i| match i % 4 {
@@ -732,8 +731,8 @@ fn fp8_vectors_random() {
     let (k4, k2) = ([1.75f64, -3.0, 0.3, 100.0], [-0.4f64, 7e4]);
     let module = Module::parse("f8v", FP8_VECTORS).unwrap_or_else(|d| panic!("{d}"));
     let (args, _) = parse_signature(
-        "float8e4m3[::1], float8e5m2[::1], float32[::1], float8e4m3x4, float8e5m2x2, \
-         float8e4m3[::1], float8e5m2[::1], float32[:, ::1]",
+        "float8e4m3x4[::1], float8e5m2[::1], float32[::1], float8e4m3x4, float8e5m2x2, \
+         float8e4m3x4[::1], float8e5m2x3[::1], float32[:, ::1]",
     )
     .expect("signature");
     let e4 = |x: f64| E4M3.encode(x);
@@ -759,8 +758,8 @@ fn fp8_vectors_random() {
         let (_qb, qa) = vec1(&dev, &q);
         let (_rb, ra) = vec1(&dev, &r);
         let (_fb, fa) = vec1(&dev, &f);
-        let (o4b, o4a) = vec1(&dev, &vec![0u8; 4 * n]);
-        let (o5b, o5a) = vec1(&dev, &vec![0u8; 3 * n]);
+        let (o4b, o4a) = vec1(&dev, &vec![[0u8; 4]; n]);
+        let (o5b, o5a) = vec1(&dev, &vec![[0u8; 3]; n]);
         let (bb, ba) = array(&dev, &vec![0f32; 4 * n], &[n as u64, 4], &[4, 1]);
         let k4a = ArgValue::Tuple(k4.iter().map(|x| ArgValue::Float(*x)).collect());
         let k2a = ArgValue::Tuple(k2.iter().map(|x| ArgValue::Float(*x)).collect());
@@ -779,7 +778,7 @@ fn fp8_vectors_random() {
         let k4c: Vec<u8> = k4.iter().map(|x| e4(*x)).collect();
         let k2c: Vec<u8> = k2.iter().map(|x| e5(*x)).collect();
         for i in 0..n {
-            let v = &q[4 * i..4 * i + 4];
+            let v = &q[i];
             let w = &r[2 * i..2 * i + 2];
             let x = f[i];
             let s = v.iter().fold(0f32, |s, c| s + d4(*c));

@@ -395,7 +395,7 @@ impl FnCx<'_, '_> {
                             self.val(e, ty, span)
                         })
                     }
-                    DType::Scalar(_) => self.subscript_with(base, s),
+                    DType::Scalar(_) | DType::Vector { .. } => self.subscript_with(base, s),
                 }
             }
             _ => self.subscript_with(base, s),
