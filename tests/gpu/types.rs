@@ -700,14 +700,14 @@ def f8v(q, r, f, k4, k2, o4, o5, back):
         back[i, 0] = s
         back[i, 1] = v[i % 4] * w.y
         back[i, 2] = a3.z + k4.w + k2[i % 2]
-        back[i, 3] = len(v) + a3.size
+        back[i, 3] = float32(len(v) + a3.size) + v.dtype(x)
 ";
 
 /// fp8 vectors on the device, with the sm_89+ conversions and the software ones (sm_80):
 /// vectors read from an array of vectors of random fp8 codes (every code, NaNs included),
 /// built from fp8 array elements and from float32 values (rounded as `float8e4m3(x)`
 /// rounds), element reads, a run-time `v[i] = x`, iteration, `@func` parameters and
-/// results, a struct field, a tuple, vector kernel parameters packed on the host, and whole
+/// results, a struct field, a tuple, `v.dtype(x)`, vector kernel parameters packed on the host, and whole
 /// vectors stored into `float8e4m3x4` and (3-byte) `float8e5m2x3` arrays; every fp8 code and
 /// float32 result checked exactly against `pydevice::types::fp8`.
 #[test]
@@ -806,7 +806,7 @@ fn fp8_vectors_random() {
                 s,
                 d4(v[i % 4]) * d5(w[1]),
                 d4(a3[2]) + d4(k4c[3]) + d5(k2c[i % 2]),
-                7.0,
+                7.0 + d4(e4(f64::from(x))),
             ];
             for j in 0..4 {
                 assert!(

@@ -754,6 +754,10 @@ impl FnCx<'_, '_> {
             return r;
         }
         match v.ty.clone() {
+            // `v.dtype(x)`: the element type's conversion.
+            Type::Vector { elem, .. } if method == "dtype" => {
+                self.builtin_call(Builtin::Scalar(elem), c)
+            }
             Type::Ref { dtype, .. } => {
                 let Some(op) = AtomicOp::from_method(method) else {
                     self.error(

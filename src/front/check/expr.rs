@@ -162,7 +162,22 @@ impl FnCx<'_, '_> {
     }
 
     /// What a call's callee names, without evaluating it (locals shadow module names).
+    /// `v.dtype` of a local vector `v` names its element type (`v.dtype(x)`,
+    /// `local_array(n, v.dtype)`).
     pub(super) fn callee_item(&mut self, e: &ast::Expr) -> Option<Item> {
+        if let ast::Expr::Attribute(a) = e
+            && a.attr.id.as_str() == "dtype"
+            && let ast::Expr::Name(n) = a.value.as_ref()
+            && (self.scope.contains_key(n.id.as_str()) || self.assigned.contains(n.id.as_str()))
+        {
+            return match self.read_name(n.id.as_str(), sp(n)) {
+                Value::Val(Val {
+                    ty: Type::Vector { elem, .. },
+                    ..
+                }) => Some(Item::Builtin(Builtin::Scalar(elem))),
+                _ => None,
+            };
+        }
         if let ast::Expr::Name(n) = e
             && self.scope.contains_key(n.id.as_str())
         {
@@ -279,6 +294,11 @@ impl FnCx<'_, '_> {
                 let Some(v) = self.value_of(other) else {
                     return Value::Err;
                 };
+                // A vector's `.dtype` is a type, usable where types are (called, or given
+                // as a dtype), not a value.
+                if let (Type::Vector { elem, .. }, "dtype") = (&v.ty, attr) {
+                    return Value::Item(Item::Builtin(Builtin::Scalar(*elem)), span);
+                }
                 self.value_attribute(v, attr, span)
             }
         };
@@ -327,6 +347,7 @@ impl FnCx<'_, '_> {
             (Type::Vector { len, .. }, "size") => {
                 self.const_val(&Const::Int(i128::from(*len)), span)
             }
+
             (Type::Vector { elem, len }, "x" | "y" | "z" | "w") => {
                 let i = match attr {
                     "x" => 0,
