@@ -48,6 +48,20 @@ def cases():
     yield ("fp16_math.py", "half_math", (n + 127) // 128, 128,
            {"a": rng.uniform(0.05, 6, n).astype(np.float16), "out": np.zeros((13, n), np.float16)},
            {"out": 2e-3})
+    # Arrays of records (structured dtypes with align=True), nested ones too: records are
+    # references into their array in both.
+    rec = np.dtype([("x", "<f4"), ("y", "<f4"), ("n", "<i4"), ("w", "<f8")], align=True)
+    recs = np.zeros(n, rec)
+    recs["x"], recs["y"] = rng.standard_normal(n), rng.standard_normal(n)
+    recs["n"], recs["w"] = rng.integers(-1000, 1000, n), rng.standard_normal(n)
+    yield ("records.py", "shift", (n + 127) // 128, 128,
+           {"recs": recs, "out": np.zeros(n, np.float32)}, {"recs": 0.0, "out": 1e-6})
+    pos = np.dtype([("x", "<f4"), ("y", "<f8")], align=True)
+    nested = np.zeros(n, np.dtype([("id", "i1"), ("pos", pos), ("k", "<u2")], align=True))
+    nested["id"], nested["k"] = rng.integers(-128, 128, n), rng.integers(0, 65536, n)
+    nested["pos"]["x"], nested["pos"]["y"] = rng.standard_normal(n), rng.standard_normal(n)
+    yield ("records_nested.py", "move", (n + 127) // 128, 128,
+           {"recs": nested, "out": np.zeros(n)}, {"recs": 0.0, "out": 1e-12})
 
 
 def cupyx_cases():
@@ -122,6 +136,13 @@ def run_ours(pydevice, path, entry, grid, block, args, outs):
         return {k: np.load(d / f"{k}.out.npy") for k in outs}
 
 
+def leaves(a):
+    """The number arrays of an output: itself, or each field of a record array (recursively)."""
+    if a.dtype.names is None:
+        return [a]
+    return [x for name in a.dtype.names for x in leaves(a[name])]
+
+
 failed = 0
 suites = [("numba", cases, run_numba), ("cupyx", cupyx_cases, run_cupyx)]
 for dialect, make, run_theirs in suites:
@@ -140,9 +161,10 @@ for dialect, make, run_theirs in suites:
         failed += 1
         continue
     for k, t in tol.items():
-        a, b = theirs[k], ours[k]
-        ok = np.array_equal(a, b) if t == 0 else np.allclose(a, b, rtol=t, atol=t)
-        worst = float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))) if a.size else 0.0
+        a, b = leaves(theirs[k]), leaves(ours[k])
+        ok = all(np.array_equal(x, y) if t == 0 else np.allclose(x, y, rtol=t, atol=t) for x, y in zip(a, b))
+        worst = max((float(np.max(np.abs(x.astype(np.float64) - y.astype(np.float64)))) if x.size else 0.0
+                     for x, y in zip(a, b)), default=0.0)
         bound = "exact" if t == 0 else f"|diff| <= {t} + {t}*|ours|"
         print(f"{'ok  ' if ok else 'FAIL'} {dialect}/{file}:{entry} output `{k}` vs pydevice (max |diff| {worst:.3g}, {bound})")
         failed += not ok

@@ -133,6 +133,11 @@ pub struct Program {
     pub target_sm: Option<u32>,
 }
 
+/// The value of [`Program::target_sm`] (and of the architecture a program is specialized
+/// for) that stands for the host: `target(is_host)` holds there, `is_device` and every
+/// `provides(smXX)` / `is_exactly(smXX)` do not.
+pub const HOST_TARGET: u32 = 0;
+
 /// Options given on the entry kernel (`@kernel(fastmath=True, ...)`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct ProgramOptions {
@@ -774,6 +779,22 @@ pub enum ArrayProp {
     Size,
 }
 
+/// What a view keeps of one dimension of an array.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Subscript {
+    /// One position: the dimension is dropped.
+    Index(Index),
+    /// `start:stop:step`: the dimension is kept.
+    Slice {
+        /// `start`, `int64` (None: the first element in the step's direction).
+        start: Option<Handle<Expr>>,
+        /// `stop`, `int64` (None: past the last element in the step's direction).
+        stop: Option<Handle<Expr>>,
+        /// The step, a non-zero constant.
+        step: i64,
+    },
+}
+
 /// An index into one dimension of an array.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Index {
@@ -840,17 +861,26 @@ pub enum Expr {
     },
     /// The block's dynamic shared memory as a 1-D `uint8` array.
     DynamicShared,
-    /// A slice of a 1-D array, `array[start:stop:step]`, with Python's rules for missing and
-    /// negative bounds (clamped to the array); the step is a positive constant.
+    /// A view of an array, `array[i, start:stop:step, ...]`: one subscript per dimension of
+    /// the array (missing trailing dimensions are whole slices). An integer subscript drops
+    /// its dimension; a slice keeps it with Python's rules for missing and negative bounds
+    /// (clamped to the array). The result shares the array's memory.
     View {
-        /// The array sliced.
+        /// The array viewed.
         array: Handle<Expr>,
-        /// `start`, any integer type (None: 0).
-        start: Option<Handle<Expr>>,
-        /// `stop`, any integer type (None: the length).
-        stop: Option<Handle<Expr>>,
-        /// The step, >= 1.
-        step: u64,
+        /// One subscript per dimension of `array`.
+        subs: Vec<Subscript>,
+    },
+    /// `array.reshape(shape)`: the same elements with another shape, in C order (or F order),
+    /// without copying. The array must be contiguous in that order at run time (a kernel
+    /// traps otherwise) and the shape must have the same number of elements.
+    Reshape {
+        /// The array reshaped.
+        array: Handle<Expr>,
+        /// The new extents (`int64`); `None` is the one `-1` extent, computed from the others.
+        shape: Vec<Option<Handle<Expr>>>,
+        /// Fortran order (`order='F'`) instead of C order.
+        fortran: bool,
     },
     /// `array.view(dtype)` on a contiguous 1-D array: the same bytes as another dtype.
     Reinterpret(Handle<Expr>),
@@ -1144,21 +1174,47 @@ impl fmt::Display for ExprFmt<'_> {
             Expr::Extract(a, i) => write!(f, "{}[{i}]", e(*a)),
             Expr::StaticArray { shape, align } => write!(f, "alloc {ty} {shape:?} align {align}"),
             Expr::DynamicShared => write!(f, "dynamic_shared_array()"),
-            Expr::View {
-                array,
-                start,
-                stop,
-                step,
-            } => {
+            Expr::View { array, subs } => {
                 write!(f, "{}[", e(*array))?;
-                if let Some(s) = start {
-                    write!(f, "{}", e(*s))?;
+                for (i, sub) in subs.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    match sub {
+                        Subscript::Index(ix) => write!(f, "{}", IndexFmt(func, &[*ix]))?,
+                        Subscript::Slice { start, stop, step } => {
+                            if let Some(s) = start {
+                                write!(f, "{}", e(*s))?;
+                            }
+                            write!(f, ":")?;
+                            if let Some(s) = stop {
+                                write!(f, "{}", e(*s))?;
+                            }
+                            // As Python writes it: a step of 1 is left out.
+                            if *step != 1 {
+                                write!(f, ":{step}")?;
+                            }
+                        }
+                    }
                 }
-                write!(f, ":")?;
-                if let Some(s) = stop {
-                    write!(f, "{}", e(*s))?;
+                write!(f, "]")
+            }
+            Expr::Reshape {
+                array,
+                shape,
+                fortran,
+            } => {
+                write!(f, "{}.reshape((", e(*array))?;
+                for (i, n) in shape.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    match n {
+                        Some(n) => write!(f, "{}", e(*n))?,
+                        None => write!(f, "-1")?,
+                    }
                 }
-                write!(f, ":{step}]")
+                write!(f, "){}) -> {ty}", if *fortran { ", order='F'" } else { "" })
             }
             Expr::Reinterpret(a) => write!(f, "{}.view({ty})", e(*a)),
             Expr::FieldRef(a, i) => write!(f, "&{}->{i}", e(*a)),

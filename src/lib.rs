@@ -10,7 +10,9 @@
 //! 2. [`front::check`] specializes an entry for argument [`types`] and builds the typed [`ir`];
 //! 3. [`lower::ptx`] turns the IR into LLVM IR, optimizes it and emits PTX;
 //! 4. [`abi`] describes how each parameter is laid out (serializable);
-//! 5. [`runtime`] loads PTX through the CUDA driver and launches kernels.
+//! 5. [`runtime`] loads PTX through the CUDA driver and launches kernels;
+//! 6. [`lower::host`] JIT-compiles a `@func` for the host through Cranelift
+//!    ([`Module::host_function`]), since heterogeneous functions run on both sides.
 //!
 //! ```
 //! use pydevice::{Module, CompileOptions, types::signature::parse_signature};
@@ -31,6 +33,22 @@
 //! assert_eq!(kernel.abi.params.len(), 4);
 //! ```
 //!
+//! A `@func` runs on the host too:
+//!
+//! ```
+//! use pydevice::{Module, HostValue, types::{Scalar, Type}};
+//!
+//! let src = "from cuda import device\n@device.func\ndef hyp(x: float, y: float) -> float:\n    return (x * x + y * y) ** 0.5\n";
+//! let module = Module::parse("hyp.py", src).expect("parses");
+//! let f32t = Type::Scalar(Scalar::Float32);
+//! let hyp = module.host_function("hyp", &[f32t.clone(), f32t]).expect("compiles");
+//! let r = hyp.call(&[HostValue::Float32(3.0), HostValue::Float32(4.0)]).expect("runs");
+//! assert_eq!(r.to_string(), "5.0");
+//! // The same function through its C ABI pointer:
+//! let c: extern "C" fn(f32, f32) -> f32 = unsafe { std::mem::transmute(hyp.as_ptr()) };
+//! assert_eq!(c(6.0, 8.0), 10.0);
+//! ```
+//!
 //! Errors are values: [`Diagnostics`] for programs that break the language's rules (rendered
 //! like rustc, with the source line), [`lower::ptx::LowerError`] and
 //! [`runtime::RuntimeError`] for the rest, all gathered in [`Error`].
@@ -47,6 +65,7 @@ pub mod types;
 pub use abi::KernelAbi;
 pub use diag::{Diagnostic, Diagnostics, SourceFile, Span};
 pub use lower::Arch;
+pub use lower::host::{HostError, HostFunction, HostValue};
 pub use types::Type;
 
 use lower::ptx::{Emit, LowerError, PtxOptions};
@@ -74,6 +93,8 @@ pub enum Error {
     Lower(LowerError),
     /// Running it failed.
     Runtime(runtime::RuntimeError),
+    /// Building or calling host code failed.
+    Host(HostError),
 }
 
 impl fmt::Display for Error {
@@ -82,6 +103,7 @@ impl fmt::Display for Error {
             Error::Diagnostics(d) => write!(f, "{d}"),
             Error::Lower(e) => write!(f, "{e}"),
             Error::Runtime(e) => write!(f, "{e}"),
+            Error::Host(e) => write!(f, "{e}"),
         }
     }
 }
@@ -96,6 +118,11 @@ impl From<Diagnostics> for Error {
 impl From<LowerError> for Error {
     fn from(e: LowerError) -> Self {
         Error::Lower(e)
+    }
+}
+impl From<HostError> for Error {
+    fn from(e: HostError) -> Self {
+        Error::Host(e)
     }
 }
 impl From<runtime::RuntimeError> for Error {
@@ -347,6 +374,22 @@ impl Module {
             .map(|program| Specialization { program })
     }
 
+    /// Specializes `entry` for argument types and the host: `target(is_host)` holds,
+    /// `is_device` and every `provides(smXX)` do not (docs/semantics.md §16).
+    pub fn specialize_host(
+        &self,
+        entry: &str,
+        args: &[Type],
+    ) -> Result<Specialization, Diagnostics> {
+        front::check::specialize(&self.parsed, entry, args, self.defaults, ir::HOST_TARGET)
+            .map(|program| Specialization { program })
+    }
+
+    /// Specializes `@func` `entry` for the host and JIT-compiles it to native code.
+    pub fn host_function(&self, entry: &str, args: &[Type]) -> Result<HostFunction, Error> {
+        self.specialize_host(entry, args)?.to_host()
+    }
+
     /// Specializes and compiles `entry` to PTX.
     pub fn compile(
         &self,
@@ -409,6 +452,25 @@ impl Specialization {
             arch: options.arch,
             abi: self.abi(),
         })
+    }
+
+    /// JIT-compiles the entry (a `@func`) to native code for this machine through
+    /// Cranelift. The specialization must come from [`Module::specialize_host`] when the
+    /// code uses `target(...)`; device-only constructs reached on the host are diagnostics.
+    pub fn to_host(&self) -> Result<HostFunction, Error> {
+        if let Some(sm) = self.program.target_sm
+            && sm != ir::HOST_TARGET
+        {
+            return Err(HostError::TargetMismatch { specialized: sm }.into());
+        }
+        let list = lower::host::host_diagnostics(&self.program);
+        if !list.is_empty() {
+            return Err(Error::Diagnostics(Diagnostics {
+                file: self.program.file.clone(),
+                list,
+            }));
+        }
+        Ok(lower::host::compile(&self.program)?)
     }
 
     /// Lowers to optimized LLVM IR text (for inspection).
@@ -487,5 +549,6 @@ mod tests {
         assert_send_sync::<Specialization>();
         assert_send_sync::<CompiledKernel>();
         assert_send_sync::<Error>();
+        assert_send_sync::<HostFunction>();
     }
 }

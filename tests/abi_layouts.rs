@@ -92,18 +92,28 @@ fn any_type(empty: bool) -> BoxedStrategy<Type> {
         prop_oneof![
             prop::collection::vec(inner.clone(), min..5).prop_map(Type::Tuple),
             (
-                prop::collection::vec(inner, min..5),
+                prop::collection::vec(
+                    (
+                        inner,
+                        prop::sample::select(&[0u64, 0, 0, 1, 4, 8, 16, 32][..])
+                    ),
+                    min..5
+                ),
                 prop::option::of(prop::sample::select(&[1u64, 2, 4, 8, 16, 32, 64][..])),
             )
                 .prop_map(|(fields, align)| {
+                    // `device.align(t, n)` fields: some stronger than the type, some weaker
+                    // (which change nothing).
+                    let field_align = fields.iter().map(|(_, a)| *a).collect();
                     Type::Struct(Box::new(StructType {
                         name: String::new(),
                         fields: fields
                             .into_iter()
                             .enumerate()
-                            .map(|(i, t)| (format!("f{i}"), t))
+                            .map(|(i, (t, _))| (format!("f{i}"), t))
                             .collect(),
                         align,
+                        field_align,
                     }))
                 }),
         ]
@@ -177,6 +187,8 @@ fn c_program(all: &[Type]) -> String {
     let mut defs = String::new();
     let mut main = String::new();
     for (k, t) in all.iter().enumerate() {
+        // `device.align(t, n)` members are `_Alignas(n)` where n is stronger than t's own
+        // alignment (C11 forbids a weaker one; pydevice ignores it).
         let (align, members): (Option<u64>, Vec<(String, String)>) = match t {
             Type::Scalar(_) => (None, vec![]),
             Type::Vector { elem, len } => (
@@ -197,7 +209,16 @@ fn c_program(all: &[Type]) -> String {
                 st.align,
                 st.fields
                     .iter()
-                    .map(|(f, e)| (name(e), f.clone()))
+                    .enumerate()
+                    .map(|(i, (f, e))| {
+                        let a = st.field_align(i);
+                        let ty = if a > layout_of(e).align {
+                            format!("_Alignas({a}) {}", name(e))
+                        } else {
+                            name(e)
+                        };
+                        (ty, f.clone())
+                    })
                     .collect(),
             ),
             Type::Array(a) => (
@@ -319,6 +340,7 @@ fn fixed_layouts_match_gcc() {
                 .map(|(i, t)| (format!("f{i}"), t))
                 .collect(),
             align,
+            field_align: Vec::new(),
         }))
     };
     let f4 = Type::Vector {
@@ -341,7 +363,26 @@ fn fixed_layouts_match_gcc() {
             vec![f4, Type::array(Scalar::Int8, 2, Layout::C)],
             None,
         ),
+        // `value: device.align(float32, 16)` after an int8 (tests/fixtures/lang/
+        // struct_align_defaults.py): value at 16, 32 bytes aligned to 16.
+        Type::Struct(Box::new(StructType {
+            name: "sample".into(),
+            fields: vec![
+                ("tag".into(), Scalar::Int8.into()),
+                ("value".into(), Scalar::Float32.into()),
+                ("weight".into(), Scalar::Float32.into()),
+                ("count".into(), Scalar::Int32.into()),
+            ],
+            align: None,
+            field_align: vec![0, 16, 0, 0],
+        })),
     ];
+    let sample = layout_of(roots.last().unwrap());
+    assert_eq!((sample.size, sample.align), (32, 16));
+    assert_eq!(
+        sample.fields.iter().map(|f| f.offset).collect::<Vec<_>>(),
+        [0, 16, 20, 24]
+    );
     check_with_gcc(&roots).unwrap();
 }
 
@@ -353,6 +394,7 @@ fn empty_aggregates_take_one_byte_as_in_cxx() {
             name: "empty".into(),
             fields: vec![],
             align: None,
+            field_align: vec![],
         })),
     ] {
         let l = layout_of(&t);
@@ -958,4 +1000,66 @@ fn interop_signatures_match_nvcc() {
         .collect();
     assert!(differ.is_empty(), "{}", differ.join("\n"));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A `device.align(float32, 16)` field: the header spells it `alignas(16) float value;` and
+/// nvcc agrees with its `static_assert`s (offset 16, 32 bytes aligned to 16). The GPU test
+/// `aligned_struct_fields_and_defaults` runs kernels on arrays of them.
+#[test]
+fn aligned_struct_fields_match_nvcc() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/lang/struct_align_defaults.py"
+    );
+    let out = cli(&["abi", path, "--header"]);
+    let h = ok(&out, "pydevice abi --header", "");
+    assert!(h.contains("alignas(16) float value;"), "{h}");
+    let Some(nvcc) = nvcc_or_skip() else { return };
+    let dir = scratch("nvcc-aligned");
+    std::fs::write(dir.join("aligned.h"), &h).unwrap();
+    let src = "#include \"aligned.h\"\n\
+        __global__ void touch(sample* s) { s[threadIdx.x].weight = s[threadIdx.x].value; }\n";
+    let cu = dir.join("aligned.cu");
+    std::fs::write(&cu, src).unwrap();
+    let out = run(Command::new(&nvcc)
+        .args(["-arch=sm_90", "-c", "-o"])
+        .arg(dir.join("aligned.o"))
+        .arg(&cu));
+    ok(
+        &out,
+        "nvcc on the aligned-field header",
+        &format!("{src}\n{h}"),
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// numba's record notation in `--type`: an aligned record prints its C layout; a packed one
+/// is refused with the reason and what to do.
+#[test]
+fn cli_abi_prints_records_and_explains_packed_ones() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/numba/records.py"
+    );
+    let out = cli(&[
+        "abi",
+        path,
+        "--type",
+        "Record(id[type=int8;offset=0],w[type=float64;offset=8];16;True)",
+    ]);
+    let text = ok(&out, "pydevice abi --type Record(...)", "");
+    assert!(text.contains("size 16, align 8"), "{text}");
+    assert!(text.contains("     8  w: float64"), "{text}");
+    let out = cli(&[
+        "abi",
+        path,
+        "--type",
+        "Record(id[type=int8;offset=0],w[type=float64;offset=1];9;False)",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("align=True") && err.contains("`w` is at byte 1"),
+        "{err}"
+    );
 }

@@ -366,8 +366,8 @@ fn dlpack_rejects_what_kernels_cannot_use() {
     );
     let m = argument_error(unsafe { DeviceArray::from_dlpack(&t) });
     assert!(m.contains("lanes"), "{m}");
-    // float16 and bfloat16.
-    for (code, bits) in [(DL_FLOAT, 16u8), (4, 16)] {
+    // Float widths device code does not have.
+    for (code, bits) in [(DL_FLOAT, 8u8), (4, 32)] {
         let t = tensor(
             &mut shape,
             None,
@@ -526,7 +526,7 @@ fn cai_rejects_masks_misaligned_strides_and_foreign_types() {
     for (ts, why) in [
         (">f4", "big-endian"),
         ("<c4", "complex width"),
-        ("<f2", "float width"),
+        ("<f16", "float width"),
         ("|V8", "structured"),
         ("f4", "start with"),
     ] {
@@ -551,12 +551,18 @@ fn cai_rejects_masks_misaligned_strides_and_foreign_types() {
 /// Complex and fp8 element types cross the CAI and DLPack boundaries with their standard
 /// codes (`<c8`/`<c16`; DLPack `kDLComplex`, `kDLFloat8_e4m3fn`, `kDLFloat8_e5m2`).
 #[test]
-fn complex_and_fp8_dtypes_are_accepted() {
+fn complex_fp8_and_16_bit_float_dtypes_are_accepted() {
     use pydevice::runtime::cai::typestr_scalar;
     use pydevice::runtime::dlpack::{dtype_scalar, scalar_dtype};
     assert_eq!(typestr_scalar("<c8").unwrap(), Scalar::Complex64);
     assert_eq!(typestr_scalar("<c16").unwrap(), Scalar::Complex128);
+    assert_eq!(typestr_scalar("<f2").unwrap(), Scalar::Float16);
+    // DLPack: kDLFloat 16 is float16, kDLBfloat 16 is bfloat16.
+    assert_eq!(scalar_dtype(Scalar::Float16).code, 2);
+    assert_eq!(scalar_dtype(Scalar::BFloat16).code, 4);
     for s in [
+        Scalar::Float16,
+        Scalar::BFloat16,
         Scalar::Complex64,
         Scalar::Complex128,
         Scalar::Float8E4M3,

@@ -192,6 +192,7 @@ struct interoperable_array_descriptor {
 ///     name: "point".into(),
 ///     fields: vec![("x".into(), Scalar::Float32.into()), ("y".into(), Scalar::Float32.into())],
 ///     align: Some(16),
+///     field_align: vec![],
 /// }));
 /// let f = FunctionDecl {
 ///     symbol: "shift".into(),
@@ -265,11 +266,27 @@ pub fn header(module_name: &str, types: &[Type], functions: &[FunctionDecl]) -> 
                 let members: Vec<(String, String)> = st
                     .fields
                     .iter()
-                    .map(|(n, ft)| (member_spelling(ft), cxx_ident(n)))
+                    .enumerate()
+                    .map(|(i, (n, ft))| {
+                        // `device.align(t, n)` stronger than the type's own: `alignas(n)`.
+                        let a = st.field_align(i);
+                        let spelled = member_spelling(ft);
+                        let spelled = if a > layout_of(ft).align {
+                            format!("alignas({a}) {spelled}")
+                        } else {
+                            spelled
+                        };
+                        (spelled, cxx_ident(n))
+                    })
                     .collect();
                 // `alignas` as written, so that the static_assert checks our rule; C++ forbids
                 // one weaker than the members' alignment (and it would change nothing).
-                let natural = st.fields.iter().map(|(_, f)| layout_of(f).align).max();
+                let natural = st
+                    .fields
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (_, f))| layout_of(f).align.max(st.field_align(i)))
+                    .max();
                 let align = st.align.filter(|a| Some(*a) >= natural);
                 paragraph(&mut out);
                 out.push_str(&definition(t, &members, align));
@@ -397,6 +414,7 @@ mod tests {
             name: "new".into(),
             fields: vec![("class".into(), Scalar::Int8.into())],
             align: None,
+            field_align: Vec::new(),
         }));
         let f = FunctionDecl {
             symbol: "make".into(),
@@ -431,6 +449,7 @@ mod tests {
                 ),
             ],
             align: None,
+            field_align: Vec::new(),
         }));
         let h = header("m", std::slice::from_ref(&s), &[]);
         assert!(h.contains("#include <cuda/atomic>\n"));

@@ -225,10 +225,12 @@ pub fn layout_of(t: &Type) -> TypeLayout {
             let mut off = 0;
             let mut align = st.align.unwrap_or(1).max(1);
             let mut fields = Vec::new();
-            for (name, ft) in &st.fields {
+            for (i, (name, ft)) in st.fields.iter().enumerate() {
                 let l = layout_of(ft);
-                off = round_up(off, l.align);
-                align = align.max(l.align);
+                // `device.align(t, n)`: the member is `alignas(n) T f;`.
+                let a = l.align.max(st.field_align(i));
+                off = round_up(off, a);
+                align = align.max(a);
                 fields.push(FieldLayout {
                     name: name.clone(),
                     offset: off,
@@ -447,6 +449,18 @@ fn pack_scalar(s: Scalar, v: &ArgValue, out: &mut [u8]) -> Result<(), PackError>
             let format = crate::types::fp8::Format::of(s).ok_or_else(bad)?;
             out[0] = format.encode(f);
         }
+        Scalar::Float16 | Scalar::BFloat16 => {
+            let f = match v {
+                ArgValue::Float(f) => *f,
+                _ => as_i128.ok_or_else(bad)? as f64,
+            };
+            let bits = if s == Scalar::Float16 {
+                crate::types::half::f16_bits(f)
+            } else {
+                crate::types::half::bf16_bits(f)
+            };
+            out.copy_from_slice(&bits.to_le_bytes());
+        }
         Scalar::Float32 | Scalar::Float64 => {
             let f = match v {
                 ArgValue::Float(f) => *f,
@@ -611,6 +625,16 @@ mod tests {
         assert_eq!(c128[8..], 0.0f64.to_le_bytes());
         let f8 = pack(&Type::Scalar(Scalar::Float8E4M3), &ArgValue::Float(1.0)).unwrap();
         assert_eq!(f8, vec![0x38]);
+    }
+
+    #[test]
+    fn packs_16_bit_floats_as_their_bits() {
+        let h = pack(&Type::Scalar(Scalar::Float16), &ArgValue::Float(-2.0)).unwrap();
+        assert_eq!(h, 0xc000u16.to_le_bytes());
+        let h = pack(&Type::Scalar(Scalar::Float16), &ArgValue::Int(3)).unwrap();
+        assert_eq!(h, 0x4200u16.to_le_bytes());
+        let b = pack(&Type::Scalar(Scalar::BFloat16), &ArgValue::Float(1.0)).unwrap();
+        assert_eq!(b, 0x3f80u16.to_le_bytes());
     }
 
     #[test]

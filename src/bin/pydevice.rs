@@ -6,15 +6,17 @@
 //! pydevice abi FILE.py [--type NAME ...] [--json | --header]
 //! pydevice run FILE.py --entry NAME --grid X[,Y[,Z]] --block X[,Y[,Z]] [--shared N] [--arch smXX]
 //!              --arg NAME=file.npy --arg NAME=dtype:value ... [--out NAME=path.npy] [--bench N]
+//! pydevice call FILE.py --entry NAME --arg NAME=dtype:value ...
 //! ```
 //! Exit status: 0 on success, 1 when the program has errors, 2 for usage or run-time errors.
 
 use pydevice::abi::{self, ArgValue, ArrayArg};
 use pydevice::runtime::npy::NpyArray;
+use pydevice::runtime::records::NpyRecords;
 use pydevice::runtime::{Device, LaunchConfig};
 use pydevice::types::signature::parse_signature;
 use pydevice::types::{Layout, Scalar, Type};
-use pydevice::{Arch, CompileOptions, Module};
+use pydevice::{Arch, CompileOptions, HostValue, Module};
 use std::collections::HashMap;
 use std::process::ExitCode;
 
@@ -24,11 +26,14 @@ const USAGE: &str = "usage:
   pydevice abi FILE.py [--type NAME ...] [--json | --header]
   pydevice run FILE.py --entry NAME --grid X[,Y[,Z]] --block X[,Y[,Z]] [--shared N] [--arch smXX]
                --arg NAME=FILE.npy | --arg NAME=DTYPE:VALUE ... [--out NAME=FILE.npy] [--bench N]
+  pydevice call FILE.py --entry NAME --arg NAME=DTYPE:VALUE ...
 SIG uses Numba's notation: \"float32[:], float64[:, ::1], int32\" or \"void(float32[:], int32)\".
 abi prints the layouts of the module's @struct classes, or of each --type (a class, a vector
 such as float32x3, a number, or a type in Numba's notation), with the types they are made of;
 --header prints them as a CUDA C++ header, with extern \"C\" declarations of the module's
-interoperable functions unless --type narrows it to the named types.";
+interoperable functions unless --type narrows it to the named types.
+call runs a @func on this machine (JIT-compiled through Cranelift) and prints its result as
+Python's repr would, on the last line.";
 
 /// Options that take no value.
 const FLAGS: &[&str] = &["json", "header"];
@@ -237,6 +242,12 @@ fn cmd_abi(a: &Args) -> Result<(), Failure> {
     let mut roots = Vec::new();
     for name in named {
         roots.push(module.named_type(name).ok_or_else(|| {
+            if name.starts_with("Record(") {
+                // Say why numba's record notation was refused (a packed dtype, usually).
+                if let Err(why) = pydevice::types::signature::parse_type(name) {
+                    return format!("`{name}`: {why}");
+                }
+            }
             format!(
                 "no type `{name}` in {file} (a @struct class, a vector such as float32x3, \
                  a number type, or a type in Numba's notation)"
@@ -338,6 +349,8 @@ fn dims(s: &str, what: &str) -> Result<[u32; 3], String> {
 /// A kernel argument given on the command line.
 enum CliArg {
     Array(NpyArray),
+    /// A `.npy` file of records (a structured dtype made with `align=True`).
+    Records(NpyRecords),
     Scalar(Scalar, ArgValue),
 }
 
@@ -374,6 +387,17 @@ fn parse_arg(text: &str) -> Result<(String, CliArg), String> {
         return Ok((name.to_string(), CliArg::Scalar(s, av)));
     }
     let bytes = std::fs::read(value).map_err(|e| format!("cannot read {value}: {e}"))?;
+    // A structured dtype's `descr` is a list of fields.
+    let head = String::from_utf8_lossy(&bytes[..bytes.len().min(4096)]).into_owned();
+    if head.contains("'descr': [") {
+        let recs = NpyRecords::parse(&bytes).map_err(|e| format!("{value}: {e}"))?;
+        if recs.shape.is_empty() {
+            return Err(format!(
+                "{value}: zero-dimensional arrays are not supported"
+            ));
+        }
+        return Ok((name.to_string(), CliArg::Records(recs)));
+    }
     let arr = NpyArray::parse(&bytes).map_err(|e| format!("{value}: {e}"))?;
     if arr.shape.is_empty() {
         return Err(format!(
@@ -430,6 +454,7 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
                 };
                 Type::array(arr.dtype, arr.shape.len() as u8, layout)
             }
+            CliArg::Records(r) => r.array_type(),
         });
     }
     let device = Device::open(0).map_err(|e| e.to_string())?;
@@ -473,6 +498,15 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
                 }));
                 buffers.insert(p.clone(), buf);
             }
+            CliArg::Records(r) => {
+                let buf = device.upload(&r.data).map_err(|e| e.to_string())?;
+                values.push(ArgValue::Array(ArrayArg {
+                    data: device.address(&buf),
+                    shape: r.shape.clone(),
+                    strides: r.element_strides(),
+                }));
+                buffers.insert(p.clone(), buf);
+            }
         }
     }
     let cfg = LaunchConfig {
@@ -493,17 +527,30 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
         let (name, path) = o
             .split_once('=')
             .ok_or_else(|| format!("--out `{o}` must be NAME=PATH"))?;
-        let (Some(buf), Some(CliArg::Array(arr))) = (buffers.get(name), given.get(name)) else {
+        let (Some(buf), Some(arg)) = (buffers.get(name), given.get(name)) else {
             return Err(Failure::Other(format!(
                 "--out {name}: `{name}` is not an array argument"
             )));
         };
         let data = device.download(buf).map_err(|e| e.to_string())?;
-        let out = NpyArray {
-            data: data[..arr.data.len()].to_vec(),
-            ..arr.clone()
+        let bytes = match arg {
+            CliArg::Array(arr) => NpyArray {
+                data: data[..arr.data.len()].to_vec(),
+                ..arr.clone()
+            }
+            .to_bytes(),
+            CliArg::Records(r) => NpyRecords {
+                data: data[..r.data.len()].to_vec(),
+                ..r.clone()
+            }
+            .to_bytes(),
+            CliArg::Scalar(..) => {
+                return Err(Failure::Other(format!(
+                    "--out {name}: `{name}` is not an array argument"
+                )));
+            }
         };
-        std::fs::write(path, out.to_bytes()).map_err(|e| format!("cannot write {path}: {e}"))?;
+        std::fs::write(path, bytes).map_err(|e| format!("cannot write {path}: {e}"))?;
     }
     eprintln!(
         "ran `{entry}` on {} ({arch}) with grid {grid:?} block {block:?}",
@@ -525,6 +572,55 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
     Ok(())
 }
 
+fn cmd_call(a: &Args) -> Result<(), Failure> {
+    a.check_known(&["entry", "arg"])?;
+    let [file] = a.positional.as_slice() else {
+        return Err(Failure::Other(format!("call takes one FILE\n{USAGE}")));
+    };
+    let module = load(file)?;
+    let entry = a.one("entry").ok_or("call needs --entry NAME")?;
+    let info = module
+        .entries()
+        .into_iter()
+        .find(|e| e.name == entry)
+        .ok_or_else(|| format!("no @func named `{entry}` in {file}"))?;
+    let mut given: HashMap<String, (Scalar, ArgValue)> = HashMap::new();
+    for text in a.all("arg") {
+        let (name, arg) = parse_arg(text)?;
+        let CliArg::Scalar(s, v) = arg else {
+            return Err(Failure::Other(format!(
+                "--arg {name}: call takes scalars only, as DTYPE:VALUE"
+            )));
+        };
+        if !info.params.contains(&name) {
+            return Err(Failure::Other(format!(
+                "`{entry}` has no parameter `{name}` (parameters: {})",
+                info.params.join(", ")
+            )));
+        }
+        given.insert(name, (s, v));
+    }
+    let mut types = Vec::new();
+    let mut values = Vec::new();
+    for p in &info.params {
+        let (s, v) = given
+            .get(p)
+            .ok_or_else(|| format!("missing --arg {p}=DTYPE:VALUE (every parameter needs one)"))?;
+        types.push(Type::Scalar(*s));
+        values.push(match v {
+            ArgValue::Bool(b) => HostValue::Bool(*b),
+            ArgValue::Int(i) => HostValue::Int(*i),
+            ArgValue::UInt(u) => HostValue::UInt(*u),
+            ArgValue::Float(x) => HostValue::Float64(*x),
+            _ => return Err(Failure::Other(format!("--arg {p}: not a scalar"))),
+        });
+    }
+    let f = module.host_function(entry, &types).map_err(report)?;
+    let r = f.call(&values).map_err(|e| e.to_string())?;
+    println!("{r}");
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let raw: Vec<String> = std::env::args().skip(1).collect();
     let Some((cmd, rest)) = raw.split_first() else {
@@ -538,6 +634,7 @@ fn main() -> ExitCode {
             "check" => cmd_check(&a),
             "abi" => cmd_abi(&a),
             "run" => cmd_run(&a),
+            "call" => cmd_call(&a),
             "-h" | "--help" | "help" => {
                 println!("{USAGE}");
                 Ok(())

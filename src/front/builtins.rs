@@ -150,6 +150,9 @@ pub enum Builtin {
     Struct,
     /// `Atomic(dtype, align=0)`, as the type of a struct field
     AtomicClass,
+    /// `align(t, n)`: `t` aligned to at least `n` bytes, as a struct field type or an array
+    /// dtype
+    Align,
     /// `target(desc)`
     Target,
     /// `is_host`
@@ -469,6 +472,7 @@ pub fn device_member(name: &str) -> Option<Builtin> {
         "WarpMask" => WarpMask,
         "struct" => Struct,
         "Atomic" => AtomicClass,
+        "align" => Align,
         "target" => Target,
         "is_host" => IsHost,
         "is_device" => IsDevice,

@@ -85,6 +85,8 @@ pub(crate) struct FunctionDecl {
 pub(crate) struct StructDecl {
     /// Its type, once its fields resolved (`None` after an error in them).
     pub ty: Option<crate::types::StructType>,
+    /// Each field's default value (`x: float32 = 0.0`), used when a constructor omits it.
+    pub defaults: Vec<Option<Const>>,
 }
 
 /// A parsed module: the source, its syntax tree and its module-level names.
@@ -409,6 +411,8 @@ impl ParsedModule {
             return;
         }
         let mut fields: Vec<(String, crate::types::Type)> = Vec::new();
+        let mut defaults: Vec<Option<Const>> = Vec::new();
+        let mut field_align: Vec<u64> = Vec::new();
         let mut ok = true;
         for (m, stmt) in c.body.iter().enumerate() {
             match stmt {
@@ -416,19 +420,51 @@ impl ParsedModule {
                     let Expr::Name(n) = a.target.as_ref() else {
                         continue;
                     };
-                    if a.value.is_some() {
-                        diags.push(Diagnostic::error(
-                            "E0213",
-                            a.range().into(),
-                            "struct fields cannot have default values in this version",
-                        ));
-                        ok = false;
+                    let mut annotation = a.annotation.as_ref();
+                    let mut falign = 0;
+                    if let Expr::Call(c) = annotation
+                        && self.resolve_static(&c.func) == Some(Item::Builtin(Builtin::Align))
+                    {
+                        match self.align_call(c) {
+                            Ok((t, n)) => {
+                                annotation = t;
+                                falign = n;
+                            }
+                            Err(d) => {
+                                diags.push(*d);
+                                ok = false;
+                                continue;
+                            }
+                        }
                     }
-                    match self.annotation_type(
-                        &a.annotation,
-                        crate::types::promote::Defaults::CUDA_DEVICE,
-                    ) {
-                        Some(t) => fields.push((n.id.to_string(), t)),
+                    match self
+                        .annotation_type(annotation, crate::types::promote::Defaults::CUDA_DEVICE)
+                    {
+                        Some(t) => {
+                            field_align.push(falign);
+                            match a.value.as_deref() {
+                                Some(v) => match self.field_default(&n.id, &t, v) {
+                                    Ok(c) => defaults.push(Some(c)),
+                                    Err(d) => {
+                                        diags.push(*d);
+                                        ok = false;
+                                    }
+                                },
+                                None if defaults.iter().any(Option::is_some) => {
+                                    diags.push(
+                                        Diagnostic::error(
+                                            "E0422",
+                                            a.range().into(),
+                                            format!("field `{}` has no default, but an earlier field has one", n.id),
+                                        )
+                                        .with_note("as in a dataclass, fields with defaults come after those without"),
+                                    );
+                                    ok = false;
+                                }
+                                None => defaults.push(None),
+                            }
+                            fields.push((n.id.to_string(), t));
+                        }
                         None if matches!(a.annotation.as_ref(), Expr::Call(c)
                             if self.resolve_static(&c.func) == Some(Item::Builtin(Builtin::AtomicClass))) =>
                         {
@@ -487,13 +523,94 @@ impl ParsedModule {
                 )),
             }
         }
+        if field_align.iter().all(|a| *a == 0) {
+            field_align.clear();
+        }
         let ty = ok.then(|| crate::types::StructType {
             name: name.clone(),
             fields,
             align,
+            field_align,
         });
         self.items.insert(name, Item::Struct(self.structs.len()));
-        self.structs.push(StructDecl { ty });
+        self.structs.push(StructDecl { ty, defaults });
+    }
+
+    /// `device.align(t, n)`: the type expression `t` and the constant power of two `n` (up
+    /// to 4096). E0423 otherwise.
+    pub(crate) fn align_call<'e>(
+        &self,
+        c: &'e ast::ExprCall,
+    ) -> Result<(&'e Expr, u64), Box<Diagnostic>> {
+        let bad = |span: crate::diag::Span, msg: &str| {
+            Box::new(Diagnostic::error("E0423", span, msg.to_string()).with_note(
+                "write `device.align(t, n)`: t a type, n a constant power of two up to 4096",
+            ))
+        };
+        let span: crate::diag::Span = c.range().into();
+        let (t, n) = match (&c.arguments.args[..], &c.arguments.keywords[..]) {
+            ([t, n], []) => (t, n),
+            ([t], [k]) if k.arg.as_ref().is_some_and(|a| a.id.as_str() == "n") => (t, &k.value),
+            _ => return Err(bad(span, "`align` takes a type and an alignment")),
+        };
+        match self.eval_const(n) {
+            Some(Const::Int(n)) if n > 0 && n <= 4096 && n & (n - 1) == 0 => Ok((t, n as u64)),
+            _ => Err(bad(
+                n.range().into(),
+                "the alignment must be a constant power of two up to 4096",
+            )),
+        }
+    }
+
+    /// A field's default value: a constant the field's number type accepts as a constructor
+    /// argument (an `int` for integer and float fields, a `float` for float fields, a `bool`
+    /// for `bool` fields), within range. E0422 otherwise.
+    fn field_default(
+        &self,
+        field: &str,
+        ty: &crate::types::Type,
+        value: &Expr,
+    ) -> Result<Const, Box<Diagnostic>> {
+        use crate::types::{Kind, Type};
+        let span: crate::diag::Span = value.range().into();
+        let bad = |msg: String| {
+            Box::new(
+                Diagnostic::error("E0422", span, msg)
+                    .with_note("a default is a constant: an int for integer and float fields, a float for float fields, True or False for bool fields"),
+            )
+        };
+        let Type::Scalar(s) = ty else {
+            return Err(bad(format!(
+                "field `{field}` is {ty}; only number fields can have defaults in this version"
+            )));
+        };
+        let Some(c) = self.eval_const(value) else {
+            return Err(bad(format!(
+                "the default of field `{field}` must be a constant"
+            )));
+        };
+        let fits = match (&c, s.kind()) {
+            (Const::Bool(_), Kind::Bool) => true,
+            (Const::Int(i), Kind::Int | Kind::UInt) => {
+                crate::ir::literal_fits(crate::ir::Literal::Int(*i), *s)
+            }
+            (Const::Int(_) | Const::Float(_), Kind::Float) => true,
+            (Const::Int(_) | Const::Float(_) | Const::Complex(..), Kind::Complex) => true,
+            _ => false,
+        };
+        if !fits {
+            let what = match &c {
+                Const::Bool(b) => (if *b { "True" } else { "False" }).to_string(),
+                Const::Int(i) => format!("{i}"),
+                Const::Float(f) => format!("{f:?}"),
+                Const::Complex(re, im) => format!("complex({re:?}, {im:?})"),
+                Const::Tuple(_) => "a tuple".to_string(),
+            };
+            return Err(bad(format!(
+                "the default of field `{field}`, {what}, is not a valid {s} value"
+            )));
+        }
+        Ok(c)
     }
 
     /// Resolves a name or attribute chain at module level without evaluating anything.

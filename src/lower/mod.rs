@@ -1,6 +1,7 @@
-//! Back ends: typed IR → machine code. `ptx` builds device code through LLVM's NVPTX target.
-//! (The host side, through Cranelift, will live beside it in `host`.)
+//! Back ends: typed IR → machine code. `ptx` builds device code through LLVM's NVPTX target;
+//! `host` builds native code for this machine through Cranelift (heterogeneous `@func`s).
 
+pub mod host;
 pub mod ptx;
 
 use serde::{Deserialize, Serialize};

@@ -97,6 +97,9 @@ impl DeviceArray {
                 param.name, param.ty
             )));
         };
+        if let Some(records) = super::records::bytes_as_records(self, param) {
+            return records;
+        }
         if at.dtype != self.dtype {
             return Err(RuntimeError::Argument(format!(
                 "`{}` is {}, but the array's dtype is {}",

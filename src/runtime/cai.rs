@@ -44,7 +44,8 @@ pub struct CudaArrayInterface {
     /// producer needs no synchronization. The consumer should order its work after it.
     #[serde(default)]
     pub stream: Option<u64>,
-    /// The structured-type description; read but not used.
+    /// The structured-type description: for a `|Vn` typestr, the fields as
+    /// `[name, typestr]` pairs (arrays of records, `runtime::records`).
     #[serde(default)]
     pub descr: Option<serde_json::Value>,
 }
@@ -80,7 +81,7 @@ pub fn typestr_scalar(typestr: &str) -> Result<Scalar, RuntimeError> {
     s.ok_or_else(|| {
         let what = match kind {
             'c' => "this complex width (device code has complex64 and complex128)",
-            'f' => "this float width (device code has float32 and float64)",
+            'f' => "this float width (NumPy's float16, float32 and float64 are supported)",
             'V' => "structured or void types",
             'O' => "Python objects",
             'S' | 'U' => "strings",
@@ -190,8 +191,17 @@ impl CudaArrayInterface {
         })
     }
 
-    /// Checks and converts the description and makes the argument for `param`.
+    /// Checks and converts the description and makes the argument for `param`. Arrays of
+    /// records (a `|Vn` typestr with a `descr` of fields) go to a parameter whose dtype is
+    /// the same record ([`super::records::cai_record_arg`]).
     pub fn to_arg(&self, param: &ParamAbi) -> Result<ArgValue, RuntimeError> {
+        let record_param = param
+            .ty
+            .as_array()
+            .is_some_and(|a| matches!(a.dtype, crate::types::DType::Struct(_)));
+        if record_param || super::records::cai_record(self).is_some() {
+            return super::records::cai_record_arg(self, param);
+        }
         self.to_array()?.to_arg(param)
     }
 }

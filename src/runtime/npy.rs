@@ -30,7 +30,7 @@ impl fmt::Display for NpyError {
 
 impl std::error::Error for NpyError {}
 
-fn descr_scalar(d: &str) -> Option<Scalar> {
+pub(super) fn descr_scalar(d: &str) -> Option<Scalar> {
     let d = d.trim_start_matches(['<', '|', '=']);
     Some(match d {
         "b1" => Scalar::Bool,
@@ -52,7 +52,7 @@ fn descr_scalar(d: &str) -> Option<Scalar> {
 }
 
 /// Extracts the value text of `'key':` from the header dict.
-fn header_value<'a>(h: &'a str, key: &str) -> Option<&'a str> {
+pub(super) fn header_value<'a>(h: &'a str, key: &str) -> Option<&'a str> {
     let pat = format!("'{key}':");
     let start = h.find(&pat)? + pat.len();
     let rest = h[start..].trim_start();
@@ -96,47 +96,20 @@ impl NpyArray {
     /// Parses the bytes of a `.npy` file.
     pub fn parse(bytes: &[u8]) -> Result<NpyArray, NpyError> {
         let e = |m: &str| NpyError(m.to_string());
-        if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
-            return Err(e("not a .npy file (bad magic)"));
-        }
-        let (hlen, hstart) = match bytes[6] {
-            1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
-            2 | 3 => {
-                if bytes.len() < 12 {
-                    return Err(e("truncated header"));
-                }
-                (
-                    u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
-                    12,
-                )
-            }
-            v => return Err(NpyError(format!("unsupported .npy version {v}"))),
-        };
-        let header = std::str::from_utf8(
-            bytes
-                .get(hstart..hstart + hlen)
-                .ok_or_else(|| e("truncated header"))?,
-        )
-        .map_err(|_| e("header is not text"))?;
+        let (header, hstart, hlen) = split_header(bytes)?;
         let descr = header_value(header, "descr").ok_or_else(|| e("header has no descr"))?;
         if descr.starts_with('>') && !descr.ends_with("1") {
             return Err(e("big-endian arrays are not supported"));
         }
-        let dtype =
-            descr_scalar(descr).ok_or_else(|| NpyError(format!("unsupported dtype `{descr}`")))?;
-        let fortran_order = header_value(header, "fortran_order")
-            .ok_or_else(|| e("header has no fortran_order"))?
-            == "True";
-        let shape_text = header_value(header, "shape").ok_or_else(|| e("header has no shape"))?;
-        let shape = shape_text
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(|s| {
-                s.parse::<u64>()
-                    .map_err(|_| NpyError(format!("bad shape `{shape_text}`")))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let dtype = descr_scalar(descr).ok_or_else(|| {
+            let hint = if header.contains("'descr': [") {
+                " (a structured dtype: read it with `runtime::records::NpyRecords`)"
+            } else {
+                ""
+            };
+            NpyError(format!("unsupported dtype `{descr}`{hint}"))
+        })?;
+        let (shape, fortran_order) = header_shape(header)?;
         let data = bytes[hstart + hlen..].to_vec();
         let a = NpyArray {
             dtype,
@@ -152,7 +125,56 @@ impl NpyArray {
             ..a
         })
     }
+}
 
+/// The header text of a `.npy` file, where it starts and its length.
+pub(super) fn split_header(bytes: &[u8]) -> Result<(&str, usize, usize), NpyError> {
+    let e = |m: &str| NpyError(m.to_string());
+    if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
+        return Err(e("not a .npy file (bad magic)"));
+    }
+    let (hlen, hstart) = match bytes[6] {
+        1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
+        2 | 3 => {
+            if bytes.len() < 12 {
+                return Err(e("truncated header"));
+            }
+            (
+                u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
+                12,
+            )
+        }
+        v => return Err(NpyError(format!("unsupported .npy version {v}"))),
+    };
+    let header = std::str::from_utf8(
+        bytes
+            .get(hstart..hstart + hlen)
+            .ok_or_else(|| e("truncated header"))?,
+    )
+    .map_err(|_| e("header is not text"))?;
+    Ok((header, hstart, hlen))
+}
+
+/// The `shape` and `fortran_order` entries of a header.
+pub(super) fn header_shape(header: &str) -> Result<(Vec<u64>, bool), NpyError> {
+    let e = |m: &str| NpyError(m.to_string());
+    let fortran_order = header_value(header, "fortran_order")
+        .ok_or_else(|| e("header has no fortran_order"))?
+        == "True";
+    let shape_text = header_value(header, "shape").ok_or_else(|| e("header has no shape"))?;
+    let shape = shape_text
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<u64>()
+                .map_err(|_| NpyError(format!("bad shape `{shape_text}`")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((shape, fortran_order))
+}
+
+impl NpyArray {
     /// The bytes of a version-1 `.npy` file.
     pub fn to_bytes(&self) -> Vec<u8> {
         let shape = match self.shape.len() {

@@ -5,7 +5,9 @@
 //! `abi`, how they are promoted in [`promote`], and how they are inferred in `front`.
 
 pub mod fp8;
+pub mod half;
 pub mod promote;
+pub mod record;
 pub mod signature;
 
 use serde::{Deserialize, Serialize};
@@ -182,6 +184,7 @@ impl Scalar {
     /// The float of a width.
     pub fn float(bits: u32) -> Option<Scalar> {
         match bits {
+            16 => Some(Scalar::Float16),
             32 => Some(Scalar::Float32),
             64 => Some(Scalar::Float64),
             _ => None,
@@ -501,12 +504,21 @@ pub struct StructType {
     pub fields: Vec<(String, Type)>,
     /// `@struct(align=N)`: the minimum alignment in bytes.
     pub align: Option<u64>,
+    /// Each field's minimum alignment from `device.align(t, n)` (C++ `alignas(n) T f;`), 0
+    /// for the type's own; empty when no field has one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub field_align: Vec<u64>,
 }
 
 impl StructType {
     /// The index of a field.
     pub fn field(&self, name: &str) -> Option<usize> {
         self.fields.iter().position(|(n, _)| n == name)
+    }
+
+    /// The `device.align` override of field `i` in bytes (0: none).
+    pub fn field_align(&self, i: usize) -> u64 {
+        self.field_align.get(i).copied().unwrap_or(0)
     }
 }
 

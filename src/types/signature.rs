@@ -21,7 +21,7 @@ pub fn parse_signature(text: &str) -> Result<(Vec<Type>, Option<Type>), String> 
     p.ws();
     // A whole signature: NAME '(' ... ')'
     let save = p.i;
-    if let Some(name) = p.ident() {
+    if let Some(name) = p.ident().filter(|n| n != "Record") {
         p.ws();
         if p.eat(b'(') {
             let ret = if matches!(name.as_str(), "void" | "none" | "None") {
@@ -136,16 +136,19 @@ impl Parser<'_> {
         let name = self
             .ident()
             .ok_or_else(|| format!("expected a type at column {col}"))?;
-        let element = match crate::front::builtins::vector_name(&name) {
-            Some((elem, len)) => Type::Vector { elem, len },
-            None => Type::Scalar(match name.as_str() {
-                "int" => Scalar::Int32,
-                "float" => Scalar::Float32,
-                n => Scalar::from_name(n).ok_or_else(|| format!("unknown type `{n}`"))?,
-            }),
+        let elem = match name.as_str() {
+            "int" => Type::Scalar(Scalar::Int32),
+            "float" => Type::Scalar(Scalar::Float32),
+            "Record" if self.eat(b'(') => Type::Struct(Box::new(self.record()?)),
+            n => match crate::front::builtins::vector_name(n) {
+                Some((elem, len)) => Type::Vector { elem, len },
+                None => {
+                    Type::Scalar(Scalar::from_name(n).ok_or_else(|| format!("unknown type `{n}`"))?)
+                }
+            },
         };
         if !self.eat(b'[') {
-            return Ok(element);
+            return Ok(elem);
         }
         // Dimensions: `:` or `::1`, separated by commas.
         let mut contiguous = Vec::new();
@@ -182,7 +185,68 @@ impl Parser<'_> {
         if n > 255 {
             return Err("too many dimensions".into());
         }
-        Type::array_of(&element, n as u8, layout).ok_or_else(|| format!("no arrays of {element}"))
+        Type::array_of(&elem, n as u8, layout).ok_or_else(|| format!("no arrays of {elem}"))
+    }
+
+    /// A decimal number.
+    fn number(&mut self) -> Result<u64, String> {
+        self.ws();
+        let start = self.i;
+        while self.s.get(self.i).is_some_and(u8::is_ascii_digit) {
+            self.i += 1;
+        }
+        std::str::from_utf8(&self.s[start..self.i])
+            .ok()
+            .and_then(|t| t.parse().ok())
+            .ok_or_else(|| format!("expected a number at column {}", start + 1))
+    }
+
+    /// The inside of numba's `Record(x[type=float32;offset=0],y[type=int32;offset=4];8;True)`
+    /// (what `str(numba.from_dtype(dtype))` prints), after `Record(`.
+    fn record(&mut self) -> Result<crate::types::StructType, String> {
+        use crate::types::record::{RecordField, record};
+        let mut fields = Vec::new();
+        loop {
+            let col = self.i + 1;
+            let name = self
+                .ident()
+                .ok_or_else(|| format!("expected a field name at column {col}"))?;
+            self.expect(b'[')?;
+            if self.ident().as_deref() != Some("type") {
+                return Err(format!("expected `type=` at column {}", self.i + 1));
+            }
+            self.expect(b'=')?;
+            let col = self.i + 1;
+            let t = self
+                .ident()
+                .ok_or_else(|| format!("expected a type at column {col}"))?;
+            let ty = if t == "Record" && self.eat(b'(') {
+                Type::Struct(Box::new(self.record()?))
+            } else {
+                Type::Scalar(
+                    Scalar::from_name(&t)
+                        .ok_or_else(|| format!("field `{name}`: unknown type `{t}`"))?,
+                )
+            };
+            self.expect(b';')?;
+            if self.ident().as_deref() != Some("offset") {
+                return Err(format!("expected `offset=` at column {}", self.i + 1));
+            }
+            self.expect(b'=')?;
+            let offset = self.number()?;
+            self.expect(b']')?;
+            fields.push(RecordField { name, ty, offset });
+            if !self.eat(b',') {
+                break;
+            }
+        }
+        self.expect(b';')?;
+        let size = self.number()?;
+        if self.eat(b';') {
+            self.ident();
+        }
+        self.expect(b')')?;
+        record(&fields, size)
     }
 }
 
@@ -249,5 +313,26 @@ mod tests {
         assert!(parse_type("float32[:, ::1, :]").is_err());
         assert!(parse_type("float32[::2]").is_err());
         assert!(parse_signature("int32 int32").is_err());
+        // Packed records are not C layout.
+        assert!(
+            parse_type("Record(a[type=int8;offset=0],b[type=float32;offset=1];5;False)[:]")
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn parses_numba_records() {
+        let t = parse_type("Record(x[type=float32;offset=0],n[type=int64;offset=8];16;True)[::1]")
+            .unwrap();
+        assert_eq!(t.to_string(), "record_x_float32_n_int64[::1]");
+        let nested = parse_type(
+            "Record(id[type=int8;offset=0],pos[type=Record(x[type=float32;offset=0],\
+             y[type=float32;offset=4];8;True);offset=4];12;True)",
+        )
+        .unwrap();
+        assert_eq!(
+            nested.to_string(),
+            "record_id_int8_pos_record_x_float32_y_float32"
+        );
     }
 }

@@ -2,8 +2,11 @@
 //! computed on the CPU. Without a CUDA driver every test prints why it is skipped and passes;
 //! on a GPU machine they really run (`scripts/gpu_run.sh` runs them on the H100).
 //! `sync` covers shared memory, atomics, warp collectives and intrinsics; `interop` Python and
-//! CUDA C++ calling each other.
+//! CUDA C++ calling each other; `arrays` views, reshape, records and aligned struct fields;
+//! `host_device` the same `@func` on the host (Cranelift) and on the device.
 
+mod arrays;
+mod host_device;
 mod interop;
 mod options;
 mod sync;

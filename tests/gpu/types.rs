@@ -881,3 +881,109 @@ fn complex_parameters_and_struct_fields() {
         );
     }
 }
+
+/// 16-bit float scalars as kernel parameters: the host packs `ArgValue::Float` into their
+/// bits (`types::half`), rounding once as CUDA's `__double2half` does.
+#[test]
+fn half_and_bfloat16_scalar_parameters() {
+    let Some(dev) = device("half_and_bfloat16_scalar_parameters") else {
+        return;
+    };
+    let src = r#"
+from cuda import device
+from cuda.device import float16, bfloat16, float32
+
+@device.kernel
+def affine(a, h: float16, b: bfloat16, out):
+    i = device.tid(1)
+    if i < len(a):
+        out[i] = a[i] * float32(h) + float32(b)
+"#;
+    let k = kernel(
+        &dev,
+        src,
+        "affine",
+        "float32[::1], float16, bfloat16, float32[::1]",
+    );
+    let n = 4096;
+    let mut r = Rng(77);
+    let a: Vec<f32> = (0..n).map(|_| r.f32(-8.0, 8.0)).collect();
+    let (_, aa) = vec1(&dev, &a);
+    let (ob, oa) = vec1(&dev, &vec![0f32; n]);
+    // 1/3 rounds in both formats; the kernel must see the rounded values.
+    let (h, b) = (1.0f64 / 3.0, -2.0f64 / 3.0);
+    k.launch(
+        &[aa, ArgValue::Float(h), ArgValue::Float(b), oa],
+        [blocks(n, 256), 1, 1],
+        [256, 1, 1],
+    );
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    let hf = half_to_f32(pydevice::types::half::f16_bits(h));
+    let bf = f32::from_bits(u32::from(pydevice::types::half::bf16_bits(b)) << 16);
+    assert_eq!(hf, 0.333_251_95);
+    assert_eq!(bf, -0.667_968_75);
+    for i in 0..n {
+        let want = a[i] * hf + bf;
+        assert!(
+            (out[i] - want).abs() <= 1e-6 * want.abs().max(1.0),
+            "out[{i}] = {}, want {want}",
+            out[i]
+        );
+    }
+}
+
+/// float16 → bfloat16 → float16, explicit and through a store, on every float16 value.
+#[test]
+fn float16_bfloat16_conversions() {
+    let Some(dev) = device("float16_bfloat16_conversions") else {
+        return;
+    };
+    let src = std::fs::read_to_string(format!(
+        "{}/tests/fixtures/lang/half_bfloat_conversions.py",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .expect("fixture");
+    let k = kernel(
+        &dev,
+        &src,
+        "conv",
+        "float16[::1], bfloat16[::1], bfloat16[::1]",
+    );
+    // Every finite float16 value and the infinities (NaNs aside).
+    let h: Vec<u16> = (0u16..=0xffff)
+        .filter(|b| (b & 0x7c00) != 0x7c00 || (b & 0x3ff) == 0)
+        .collect();
+    let n = h.len();
+    let (hb, ha) = vec1(&dev, &h);
+    let (bb, ba) = vec1(&dev, &vec![0u16; n]);
+    let (b2b, b2a) = vec1(&dev, &vec![0u16; n]);
+    k.launch(&[ha, ba, b2a], [blocks(n, 256), 1, 1], [256, 1, 1]);
+    let h_out: Vec<u16> = from_bytes(&dev.download(&hb).expect("download"));
+    let b_out: Vec<u16> = from_bytes(&dev.download(&bb).expect("download"));
+    let b2_out: Vec<u16> = from_bytes(&dev.download(&b2b).expect("download"));
+    for i in 0..n {
+        let x = f64::from(half_to_f32(h[i]));
+        let want_b = pydevice::types::half::bf16_bits(x);
+        assert_eq!(b_out[i], want_b, "bfloat16({:#06x})", h[i]);
+        assert_eq!(b2_out[i], want_b, "store of {:#06x}", h[i]);
+        let back = f64::from(f32::from_bits(u32::from(want_b) << 16));
+        assert_eq!(
+            h_out[i],
+            pydevice::types::half::f16_bits(back),
+            "float16(bfloat16({:#06x}))",
+            h[i]
+        );
+    }
+}
+
+/// The value of any float16 bits but NaN.
+fn half_to_f32(bits: u16) -> f32 {
+    let sign = if bits & 0x8000 != 0 { -1.0f32 } else { 1.0 };
+    let e = i32::from((bits >> 10) & 0x1f);
+    let m = f32::from(bits & 0x3ff);
+    match e {
+        0 => sign * m * 2f32.powi(-24),
+        31 => sign * f32::INFINITY,
+        _ => sign * (1.0 + m / 1024.0) * 2f32.powi(e - 15),
+    }
+}

@@ -364,6 +364,13 @@ impl FnCx<'_, '_> {
                 );
                 None
             }
+            Builtin::Align => {
+                self.diags.push(
+                    Diagnostic::error("E0423", span, "`align(t, n)` is a type: it can be a @struct field's type or an array's dtype, not a value")
+                        .with_note("declare a field `x: device.align(float32, 16)`, or `device.local_array(n, device.align(float32, 16))`"),
+                );
+                None
+            }
             Builtin::AtomicClass => {
                 self.diags.push(
                     Diagnostic::error("E0202", span, "`Atomic(dtype)` declares a `@struct` field; it cannot be made in device code")
@@ -673,12 +680,28 @@ impl FnCx<'_, '_> {
         let span = sp(c);
         let st = self.s.m.struct_type(idx)?.clone();
         let names: Vec<&str> = st.fields.iter().map(|(n, _)| n.as_str()).collect();
-        let a = self.bind(c, &st.name, &names, names.len())?;
+        let defaults = self
+            .s
+            .m
+            .structs
+            .get(idx)
+            .map(|d| d.defaults.clone())
+            .unwrap_or_default();
+        let required = defaults
+            .iter()
+            .position(Option::is_some)
+            .unwrap_or(names.len());
+        let a = self.bind(c, &st.name, &names, required)?;
         let mut es = Vec::new();
-        for ((fname, fty), e) in st.fields.iter().zip(a) {
-            let e = e?;
-            let v = self.expr(e);
-            let v = self.value_of(v)?;
+        for (i, ((fname, fty), e)) in st.fields.iter().zip(a).enumerate() {
+            let v = match (e, defaults.get(i).and_then(|d| d.as_ref())) {
+                (Some(e), _) => {
+                    let v = self.expr(e);
+                    self.value_of(v)?
+                }
+                (None, Some(d)) => self.const_val(&d.clone(), span)?,
+                (None, None) => return None,
+            };
             let h = match (fty, v.weak) {
                 (Type::Scalar(s), Some(_)) => self.convert(&v, *s)?,
                 _ if &v.ty == fty => v.e,

@@ -176,7 +176,7 @@ impl FnCx<'_, '_> {
     }
 
     /// A compile-time constant integer argument (a ConstExpr).
-    fn const_int(&mut self, e: &ast::Expr, what: &str) -> Option<i128> {
+    pub(super) fn const_int(&mut self, e: &ast::Expr, what: &str) -> Option<i128> {
         let v = self.eval(e)?;
         match (&v.konst, v.ty.as_scalar()) {
             (Some(c), Some(s)) if !s.is_float() => c.as_int(),
@@ -325,7 +325,7 @@ impl FnCx<'_, '_> {
                     );
                     return None;
                 }
-                let dtype = self.element_dtype_arg(dtype_e)?;
+                let (dtype, dtype_align) = self.aligned_dtype_arg(dtype_e)?;
                 let layout = match a[2] {
                     None => Layout::C,
                     Some(o) => match self.str_arg(o, "order")?.as_str() {
@@ -356,7 +356,8 @@ impl FnCx<'_, '_> {
                         }
                         n as u64
                     }
-                };
+                }
+                .max(dtype_align);
                 let space = if b == Builtin::SharedArray {
                     MemSpace::Shared
                 } else {
@@ -836,6 +837,8 @@ impl FnCx<'_, '_> {
                     }
                 }
             }
+            Type::Array(_) if method == "reshape" => self.reshape(&v, c),
+            Type::Array(_) if method == "astype" => self.astype(&v, c),
             Type::Array(at) if method == "view" => {
                 let a = self.bind(c, "view", &["dtype"], 1)?;
                 let dtype = self.dtype_arg(a[0]?)?;
@@ -935,75 +938,6 @@ impl FnCx<'_, '_> {
             .with_note(rule),
         );
         None
-    }
-
-    /// `array[start:stop]` / `array[start:stop:step]` on a 1-D array: a view.
-    pub(super) fn slice(&mut self, base: &Val, s: &ast::ExprSlice, span: Span) -> Option<Val> {
-        let Type::Array(at) = &base.ty else {
-            return None;
-        };
-        if at.ndim != 1 {
-            self.diags.push(
-                Diagnostic::error(
-                    "E0203",
-                    span,
-                    "slicing is supported on 1-D arrays only in this version",
-                )
-                .with_note("index every dimension with an integer"),
-            );
-            return None;
-        }
-        let step = match &s.step {
-            None => 1,
-            Some(e) => match self.const_int(e, "step")? {
-                n if n >= 1 => n as u64,
-                n => {
-                    self.error(
-                        "E0203",
-                        sp(e.as_ref()),
-                        format!("slice steps must be positive constants in this version, not {n}"),
-                    );
-                    return None;
-                }
-            },
-        };
-        let bound = |cx: &mut Self, e: &Option<Box<ast::Expr>>| -> Option<Option<Handle<Expr>>> {
-            let Some(e) = e else { return Some(None) };
-            let v = cx.eval(e)?;
-            match v.ty.as_scalar() {
-                Some(s) if s.is_integer() => Some(Some(cx.convert(&v, Scalar::Int64)?)),
-                _ => {
-                    cx.error(
-                        "E0203",
-                        v.span,
-                        format!("slice bounds must be integers, found {}", v.ty),
-                    );
-                    None
-                }
-            }
-        };
-        let start = bound(self, &s.lower)?;
-        let stop = bound(self, &s.upper)?;
-        let layout = if at.layout == Layout::C && step == 1 {
-            Layout::C
-        } else {
-            Layout::Any
-        };
-        let ty = Type::Array(ArrayType {
-            layout,
-            ..at.clone()
-        });
-        let e = self.push(
-            Expr::View {
-                array: base.e,
-                start,
-                stop,
-                step,
-            },
-            ty.clone(),
-            span,
-        );
-        Some(self.val(e, ty, span))
     }
 
     /// `float32x3(a, b, c)`: one argument per element, each converted to the element type.

@@ -380,8 +380,19 @@ impl FnCx<'_, '_> {
     }
 
     pub(super) fn subscript(&mut self, s: &ast::ExprSubscript) -> Option<Val> {
+        if let ast::Expr::StringLiteral(k) = s.slice.as_ref() {
+            // `records[i]['x']`: numba's spelling of a field, `records[i].x`.
+            let base = self.place_or_value(&s.value);
+            let v = self.attr_of(base, k.value.to_str(), sp(s));
+            return self.value_of(v);
+        }
         let base = self.expr(&s.value);
         let base = self.value_of(base)?;
+        if self.s.m.numba {
+            // numba's records are references into their array, as NumPy's are: `r = recs[i]`
+            // sees later stores to `recs[i]`, and `r.x = v` stores into the array.
+            return self.element_place(base, s);
+        }
         self.subscript_with(base, s)
     }
 
@@ -391,11 +402,24 @@ impl FnCx<'_, '_> {
         let ast::Expr::Subscript(s) = e else {
             return self.expr(e);
         };
+        if let ast::Expr::StringLiteral(k) = s.slice.as_ref() {
+            // `records[i]['pos']`: a field, in place when the record is.
+            let base = self.place_or_value(&s.value);
+            return self.attr_of(base, k.value.to_str(), sp(s));
+        }
         let base = self.expr(&s.value);
         let Some(base) = self.value_of(base) else {
             return Value::Err;
         };
-        let r = match &base.ty {
+        self.element_place(base, s)
+            .map(Value::Val)
+            .unwrap_or(Value::Err)
+    }
+
+    /// `base[...]` where an element of an array of structs is a reference to it; anything
+    /// else as `subscript_with`.
+    fn element_place(&mut self, base: Val, s: &ast::ExprSubscript) -> Option<Val> {
+        match &base.ty {
             Type::Array(at) if !matches!(s.slice.as_ref(), ast::Expr::Slice(_)) => {
                 match &at.dtype {
                     DType::Struct(st) => {
@@ -404,24 +428,26 @@ impl FnCx<'_, '_> {
                             space: at.space,
                         };
                         let span = sp(s);
-                        self.indices(&base, &s.slice).map(|indices| {
-                            let e = self.push(
-                                Expr::ElementRef {
-                                    array: base.e,
-                                    indices,
-                                },
-                                ty.clone(),
-                                span,
-                            );
-                            self.val(e, ty, span)
+                        // An element becomes a reference to it; a view stays a view.
+                        self.array_subscript(&base, &s.slice, span).map(|v| {
+                            match self.exprs[v.e].clone() {
+                                Expr::Load { array, indices } => {
+                                    let e = self.push(
+                                        Expr::ElementRef { array, indices },
+                                        ty.clone(),
+                                        span,
+                                    );
+                                    self.val(e, ty, span)
+                                }
+                                _ => v,
+                            }
                         })
                     }
                     DType::Scalar(_) | DType::Vector { .. } => self.subscript_with(base, s),
                 }
             }
             _ => self.subscript_with(base, s),
-        };
-        r.map(Value::Val).unwrap_or(Value::Err)
+        }
     }
 
     /// A field of the struct a reference refers to: `Atomic` fields as atomic references,
@@ -475,25 +501,7 @@ impl FnCx<'_, '_> {
     pub(super) fn subscript_with(&mut self, base: Val, s: &ast::ExprSubscript) -> Option<Val> {
         let span = sp(s);
         match &base.ty {
-            Type::Array(_) if matches!(s.slice.as_ref(), ast::Expr::Slice(_)) => {
-                let ast::Expr::Slice(sl) = s.slice.as_ref() else {
-                    return None;
-                };
-                self.slice(&base, sl, span)
-            }
-            Type::Array(at) => {
-                let ty = at.dtype.ty();
-                let indices = self.indices(&base, &s.slice)?;
-                let e = self.push(
-                    Expr::Load {
-                        array: base.e,
-                        indices,
-                    },
-                    ty.clone(),
-                    span,
-                );
-                Some(self.val(e, ty, span))
-            }
+            Type::Array(_) => self.array_subscript(&base, &s.slice, span),
             Type::WarpMask => {
                 let i = self.expr(&s.slice);
                 let i = self.value_of(i)?;
@@ -577,103 +585,6 @@ impl FnCx<'_, '_> {
                 None
             }
         }
-    }
-
-    /// The indices of an array access: one integer per dimension.
-    pub(super) fn indices(&mut self, array: &Val, slice: &ast::Expr) -> Option<Vec<Index>> {
-        let Type::Array(at) = &array.ty else {
-            return None;
-        };
-        let ndim = at.ndim as usize;
-        let mut vals: Vec<Val> = Vec::new();
-        let parts: Vec<&ast::Expr> = match slice {
-            ast::Expr::Tuple(t) => t.elts.iter().collect(),
-            e => vec![e],
-        };
-        for p in parts {
-            if let ast::Expr::Slice(_) = p {
-                self.diags.push(
-                    Diagnostic::error(
-                        "E0203",
-                        sp(p),
-                        "slicing arrays is not supported by this version of pydevice yet",
-                    )
-                    .with_note("index every dimension with an integer"),
-                );
-                return None;
-            }
-            let v = self.expr(p);
-            let v = self.value_of(v)?;
-            match &v.ty {
-                Type::Tuple(ts)
-                    if ts
-                        .iter()
-                        .all(|t| t.as_scalar().is_some_and(|s| s.is_integer())) =>
-                {
-                    for (i, t) in ts.iter().enumerate() {
-                        let base = self.push(self.exprs[v.e].clone(), v.ty.clone(), v.span);
-                        let e = self.push(Expr::Extract(base, i as u32), t.clone(), v.span);
-                        let mut ev = self.val(e, t.clone(), v.span);
-                        ev.nonneg |= v.nonneg;
-                        vals.push(ev);
-                    }
-                }
-                _ => vals.push(v),
-            }
-        }
-        if vals.len() != ndim {
-            let d = Diagnostic::error(
-                "E0203",
-                sp(slice),
-                format!(
-                    "{} has {ndim} dimension{}, but {} ind{} given",
-                    array.ty,
-                    if ndim == 1 { "" } else { "s" },
-                    vals.len(),
-                    if vals.len() == 1 {
-                        "ex was"
-                    } else {
-                        "ices were"
-                    }
-                ),
-            );
-            let d = if vals.len() < ndim {
-                d.with_note(
-                    "indexing fewer dimensions (a view) is not supported by this version yet",
-                )
-            } else {
-                d
-            };
-            self.diags.push(d);
-            return None;
-        }
-        let mut out = Vec::new();
-        for v in vals {
-            match v.ty.as_scalar() {
-                Some(s) if s.is_integer() => {}
-                _ => {
-                    self.diags.push(
-                        Diagnostic::error(
-                            "E0203",
-                            v.span,
-                            format!("array indices must be integers, found {}", v.ty),
-                        )
-                        .with_label("not an integer"),
-                    );
-                    return None;
-                }
-            }
-            let e = if v.weak.is_some() {
-                self.convert(&v, Scalar::Int64)?
-            } else {
-                v.e
-            };
-            out.push(Index {
-                value: e,
-                wrap: !v.nonneg,
-            });
-        }
-        Some(out)
     }
 
     /// A constant warp-mask index must be a lane, `0 <= i < 32` (spec: WarpMask.__getitem__).

@@ -911,4 +911,6 @@ use complex::complex_unsupported;
 use stmt::{always_returns, assigned_names, contains_call, count_assignments, element_type};
 mod expr;
 mod ops;
+mod records;
 mod stmt;
+mod views;

@@ -397,8 +397,10 @@ impl FnCx<'_, '_> {
                 _ => bad(self, e),
             },
             e => match self.callee_item(e) {
-                Some(Item::Builtin(Builtin::IsDevice | Builtin::AnyTarget)) => Some(true),
-                Some(Item::Builtin(Builtin::IsHost | Builtin::NoTarget)) => Some(false),
+                Some(Item::Builtin(Builtin::AnyTarget)) => Some(true),
+                Some(Item::Builtin(Builtin::NoTarget)) => Some(false),
+                Some(Item::Builtin(Builtin::IsDevice)) => Some(sm != crate::ir::HOST_TARGET),
+                Some(Item::Builtin(Builtin::IsHost)) => Some(sm == crate::ir::HOST_TARGET),
                 _ => bad(self, e),
             },
         }
@@ -622,6 +624,12 @@ impl FnCx<'_, '_> {
                     span,
                 });
             }
+            ast::Expr::Subscript(s) if matches!(s.slice.as_ref(), ast::Expr::StringLiteral(_)) => {
+                // `records[i]['x'] = v`: numba's spelling of `records[i].x = v`.
+                if let ast::Expr::StringLiteral(k) = s.slice.as_ref() {
+                    self.assign_field(&s.value, k.value.to_str(), v, span, out);
+                }
+            }
             ast::Expr::Subscript(s) => {
                 let base = self.expr(&s.value);
                 let Some(base) = self.value_of(base) else {
@@ -729,77 +737,7 @@ impl FnCx<'_, '_> {
                 }
             }
             ast::Expr::Attribute(attr) => {
-                // `array[i].x = v` (or `self.x = v` in a method of a struct in an array):
-                // stored in place. Struct values themselves are immutable.
-                let base = self.place_or_value(&attr.value);
-                let Value::Val(base) = base else { return };
-                let Type::StructRef { st, .. } = &base.ty else {
-                    let note = if let Type::Vector { .. } = &base.ty {
-                        format!(
-                            "vectors are immutable: build a new {} (on a local vector, `v[0] = x` rebinds it)",
-                            base.ty
-                        )
-                    } else {
-                        "heterogeneous objects are immutable, and attributes cannot be added; fields of array elements can be assigned (`a[i].x = v`)".to_string()
-                    };
-                    self.diags.push(
-                        Diagnostic::error(
-                            "E0211",
-                            span,
-                            "attributes cannot be assigned in device code",
-                        )
-                        .with_note(note),
-                    );
-                    return;
-                };
-                let field = attr.attr.id.as_str();
-                let fty = st.field(field).map(|i| st.fields[i].1.clone());
-                let Some(Type::Scalar(fs)) = fty else {
-                    let what = match fty {
-                        Some(Type::Atomic { .. }) => {
-                            "an Atomic field is written with `.store(value)`"
-                        }
-                        Some(_) => "only number fields can be assigned in place in this version",
-                        None => "no such field",
-                    };
-                    self.diags.push(
-                        Diagnostic::error(
-                            "E0211",
-                            span,
-                            format!("cannot assign field `{field}` of `{}`", st.name),
-                        )
-                        .with_note(what),
-                    );
-                    return;
-                };
-                let idx = st.field(field).unwrap_or(0) as u32;
-                let space = match &base.ty {
-                    Type::StructRef { space, .. } => *space,
-                    _ => crate::types::MemSpace::Global,
-                };
-                if !matches!(v.ty, Type::Scalar(_) | Type::WarpMask) {
-                    self.error(
-                        "E0207",
-                        v.span,
-                        format!(
-                            "cannot assign {} to field `{field}` of `{}` ({fs})",
-                            v.ty, st.name
-                        ),
-                    );
-                    return;
-                }
-                let Some(value) = self.store_value(&v, fs) else {
-                    return;
-                };
-                let target = self.push(
-                    Expr::FieldRef(base.e, idx),
-                    Type::Ref { dtype: fs, space },
-                    span,
-                );
-                out.push(Stmt {
-                    kind: StmtKind::StoreRef { target, value },
-                    span,
-                });
+                self.assign_field(&attr.value, attr.attr.id.as_str(), v, span, out)
             }
             _ => self.error(
                 "E0301",
@@ -809,6 +747,86 @@ impl FnCx<'_, '_> {
         }
     }
 
+    /// `target.field = v` where `target` is an array element of struct type (or `self` of a
+    /// method that received one): stored in place. Struct values themselves are immutable.
+    fn assign_field(
+        &mut self,
+        target: &ast::Expr,
+        field: &str,
+        v: Val,
+        span: Span,
+        out: &mut Block,
+    ) {
+        // `array[i].x = v` (or `self.x = v` in a method of a struct in an array):
+        // stored in place. Struct values themselves are immutable.
+        let base = self.place_or_value(target);
+        let Value::Val(base) = base else { return };
+        let Type::StructRef { st, .. } = &base.ty else {
+            let note = if let Type::Vector { .. } = &base.ty {
+                format!(
+                    "vectors are immutable: build a new {} (on a local vector, `v[0] = x` rebinds it)",
+                    base.ty
+                )
+            } else {
+                "heterogeneous objects are immutable, and attributes cannot be added; fields of array elements can be assigned (`a[i].x = v`)".to_string()
+            };
+            self.diags.push(
+                Diagnostic::error(
+                    "E0211",
+                    span,
+                    "attributes cannot be assigned in device code",
+                )
+                .with_note(note),
+            );
+            return;
+        };
+        let fty = st.field(field).map(|i| st.fields[i].1.clone());
+        let Some(Type::Scalar(fs)) = fty else {
+            let what = match fty {
+                Some(Type::Atomic { .. }) => "an Atomic field is written with `.store(value)`",
+                Some(_) => "only number fields can be assigned in place in this version",
+                None => "no such field",
+            };
+            self.diags.push(
+                Diagnostic::error(
+                    "E0211",
+                    span,
+                    format!("cannot assign field `{field}` of `{}`", st.name),
+                )
+                .with_note(what),
+            );
+            return;
+        };
+        let idx = st.field(field).unwrap_or(0) as u32;
+        let space = match &base.ty {
+            Type::StructRef { space, .. } => *space,
+            _ => crate::types::MemSpace::Global,
+        };
+        if !matches!(v.ty, Type::Scalar(_) | Type::WarpMask) {
+            self.error(
+                "E0207",
+                v.span,
+                format!(
+                    "cannot assign {} to field `{field}` of `{}` ({fs})",
+                    v.ty, st.name
+                ),
+            );
+            return;
+        }
+        let Some(value) = self.store_value(&v, fs) else {
+            return;
+        };
+        let target = self.push(
+            Expr::FieldRef(base.e, idx),
+            Type::Ref { dtype: fs, space },
+            span,
+        );
+        out.push(Stmt {
+            kind: StmtKind::StoreRef { target, value },
+            span,
+        });
+    }
+
     /// A value converted for storing into an array element: numbers convert (as NumPy's item
     /// assignment does), a record must have the array's struct type, a vector the array's
     /// vector type.
@@ -816,6 +834,10 @@ impl FnCx<'_, '_> {
         match dtype {
             DType::Scalar(s) => self.store_value(v, *s),
             DType::Struct(st) if v.ty == Type::Struct(st.clone()) => Some(v.e),
+            // A reference to a record (numba's `recs[j] = recs[i]`): its value.
+            DType::Struct(st) if matches!(&v.ty, Type::StructRef { st: r, .. } if r == st) => {
+                Some(self.push(Expr::Deref(v.e), Type::Struct(st.clone()), v.span))
+            }
             DType::Struct(st) => {
                 self.error(
                     "E0207",

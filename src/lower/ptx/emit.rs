@@ -29,6 +29,8 @@ use inkwell::values::{
 };
 use inkwell::{AddressSpace, FloatPredicate, IntPredicate};
 
+mod views;
+
 type R<T> = Result<T, LowerError>;
 
 fn err(m: impl Into<String>) -> LowerError {
@@ -355,9 +357,10 @@ impl<'ctx> Emitter<'_, 'ctx> {
         };
         // An interoperable function is defined (`.visible`) by the module compiled for it;
         // a module whose entry calls it holds a `.weak` copy, so modules of several entries
-        // link together (the linker keeps the definition over the copies).
+        // link together (the linker keeps the definition over the copies). Any `@func`
+        // compiled as the entry stays visible (`.visible .func`) for linking.
         let entry = std::ptr::eq(f, &self.program.functions[self.program.entry]);
-        let linkage = if kernel || f.external || (f.interop && entry) {
+        let linkage = if kernel || f.external || entry {
             None
         } else if f.interop {
             Some(Linkage::WeakODR)
@@ -523,17 +526,27 @@ impl<'ctx> Emitter<'_, 'ctx> {
         g.as_pointer_value()
     }
 
-    /// A 16-byte device global that out-of-range atomics act on in bounds-checking mode.
-    fn bounds_scratch(&self) -> PointerValue<'ctx> {
-        let name = "__pyd_bounds_scratch";
+    /// A device global of at least 16 and at least `bytes` bytes that out-of-range element
+    /// references (atomics, struct elements) act on in bounds-checking mode.
+    fn bounds_scratch(&self, bytes: u64) -> PointerValue<'ctx> {
+        // At least the element's size: a reference to a struct element is written field by
+        // field, so a smaller scratch would let an out-of-range one corrupt other globals.
+        let words = bytes.div_ceil(8).max(2);
+        let name = if words == 2 {
+            "__pyd_bounds_scratch".to_string()
+        } else {
+            format!("__pyd_bounds_scratch_{words}")
+        };
+        let name = name.as_str();
         let g = self.module.get_global(name).unwrap_or_else(|| {
-            let t = self.ctx.i64_type().array_type(2);
+            let t = self.ctx.i64_type().array_type(words as u32);
             let g = self
                 .module
                 .add_global(t, Some(AddressSpace::from(1u16)), name);
             g.set_initializer(&t.const_zero());
             g.set_linkage(Linkage::Internal);
-            g.set_alignment(16);
+            // Aligned for any element of that size (an alignment divides the size).
+            g.set_alignment((words * 8).next_power_of_two().min(4096) as u32);
             g
         });
         g.as_pointer_value()
@@ -1060,12 +1073,12 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 self.static_array(h, &at, shape, *align)?
             }
             Expr::DynamicShared => self.dynamic_shared(&ty)?,
-            Expr::View {
+            Expr::View { array, subs } => self.view(*array, subs, &ty, self.f.exprs.span(h))?,
+            Expr::Reshape {
                 array,
-                start,
-                stop,
-                step,
-            } => self.view(*array, *start, *stop, *step, &ty)?,
+                shape,
+                fortran,
+            } => self.reshape(*array, shape, *fortran, &ty)?,
             Expr::Reinterpret(a) => {
                 let from = self
                     .ty(*a)
@@ -1130,7 +1143,11 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                         let inside = self.b().get_insert_block().ok_or_else(|| err("no block"))?;
                         self.b().build_unconditional_branch(cont)?;
                         self.b().position_at_end(cont);
-                        let scratch = self.e.bounds_scratch();
+                        let bytes = match self.ty(*array).as_array() {
+                            Some(at) => elem_size(&at.dtype),
+                            None => 16,
+                        };
+                        let scratch = self.e.bounds_scratch(bytes);
                         let scratch = self.b().build_address_space_cast(scratch, generic, "")?;
                         let phi = self.b().build_phi(generic, "")?;
                         let fail = cont
@@ -1747,65 +1764,6 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         )
     }
 
-    /// Python's slice rules for a positive step: bounds wrap once if negative, then clamp.
-    fn view(
-        &mut self,
-        array: Handle<Expr>,
-        start: Option<Handle<Expr>>,
-        stop: Option<Handle<Expr>>,
-        step: u64,
-        ty: &Type,
-    ) -> R<BasicValueEnum<'ctx>> {
-        let from = self
-            .ty(array)
-            .as_array()
-            .cloned()
-            .ok_or_else(|| err("slice of a non-array"))?;
-        let to = ty
-            .as_array()
-            .cloned()
-            .ok_or_else(|| err("slice to a non-array"))?;
-        let desc = self.value(array)?.into_struct_value();
-        let i64t = self.e.ctx.i64_type();
-        let zero = i64t.const_zero();
-        let n = self.dim(desc, 1, 0)?;
-        let bound = |cx: &mut Self,
-                     b: Option<Handle<Expr>>,
-                     default: IntValue<'ctx>|
-         -> R<IntValue<'ctx>> {
-            let Some(b) = b else { return Ok(default) };
-            let x = cx.value(b)?.into_int_value();
-            let b = cx.b();
-            let neg = b.build_int_compare(IntPredicate::SLT, x, zero, "")?;
-            let wrapped = b.build_int_add(x, n, "")?;
-            let x = b.build_select(neg, wrapped, x, "")?.into_int_value();
-            let lt0 = b.build_int_compare(IntPredicate::SLT, x, zero, "")?;
-            let x = b.build_select(lt0, zero, x, "")?.into_int_value();
-            let gtn = b.build_int_compare(IntPredicate::SGT, x, n, "")?;
-            Ok(b.build_select(gtn, n, x, "")?.into_int_value())
-        };
-        let s = bound(self, start, zero)?;
-        let e = bound(self, stop, n)?;
-        let b = self.b();
-        let diff = b.build_int_sub(e, s, "")?;
-        let neg = b.build_int_compare(IntPredicate::SLT, diff, zero, "")?;
-        let diff = b.build_select(neg, zero, diff, "")?.into_int_value();
-        let stepv = i64t.const_int(step, false);
-        let len = b.build_int_add(diff, i64t.const_int(step - 1, false), "")?;
-        let len = b.build_int_unsigned_div(len, stepv, "")?;
-        let stride = self.stride(desc, &from, 0)?;
-        let data = self
-            .b()
-            .build_extract_value(desc, 0, "")?
-            .into_pointer_value();
-        let off = self.b().build_int_mul(s, stride, "")?;
-        let et = self.e.mem_type(&from.dtype.ty());
-        // SAFETY of the GEP: an element offset within (or one past) the array.
-        let data = unsafe { self.b().build_gep(et, data, &[off], "")? };
-        let nstride = self.b().build_int_mul(stride, stepv, "")?;
-        self.descriptor(&to, data, &[len], &[nstride])
-    }
-
     /// Atomic operations as inline PTX with explicit semantics and scope (`atom.<sem>.<scope>`,
     /// `ld.acquire`, `st.release`, `fence.sc` for seq_cst); float max/min are CAS loops.
     fn atomic(
@@ -2226,10 +2184,19 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 let f = self.e.intrinsic(name, &[tt, v.get_type()])?;
                 self.call1(f, &[v.into()])?
             }
-            (true, true) => self
-                .b()
-                .build_float_cast(v.into_float_value(), tt.into_float_type(), "")?
-                .into(),
+            (true, true) => {
+                let x = v.into_float_value();
+                let tt = tt.into_float_type();
+                if x.get_type() != tt && x.get_type().get_bit_width() == tt.get_bit_width() {
+                    // float16 <-> bfloat16: LLVM has no cast between equal widths; float32
+                    // holds every float16 exactly, so this rounds once.
+                    let f32t = self.e.ctx.f32_type();
+                    let wide = self.b().build_float_ext(x, f32t, "")?;
+                    self.b().build_float_trunc(wide, tt, "")?.into()
+                } else {
+                    self.b().build_float_cast(x, tt, "")?.into()
+                }
+            }
         })
     }
 

@@ -1,0 +1,408 @@
+//! What the host cannot run, found before lowering: device-only intrinsics (thread
+//! positioning, barriers, warp collectives), atomics, and values the host does not hold
+//! (arrays, references). Each use is a diagnostic at its span, so lowering itself only
+//! meets programs it can translate.
+
+use super::leaf::leaves;
+use crate::diag::{Diagnostic, Span};
+use crate::ir::{
+    AtomicOp, Expr, Function, FunctionKind, Handle, Intrinsic, Program, Stmt, StmtKind, Subscript,
+};
+use crate::types::Type;
+use std::collections::HashSet;
+
+/// The largest local array the host puts on its stack: 512 KiB, the local memory a CUDA
+/// thread may use.
+const MAX_LOCAL_BYTES: u64 = 512 * 1024;
+
+/// The note every device-only diagnostic carries.
+const GUARD: &str = "guard device-only code with `if target(is_device):` (and give the host \
+                     its own branch under `if target(is_host):`)";
+
+/// The diagnostics that stop `program` from running on the host; empty when it can.
+pub(crate) fn check(program: &Program) -> Vec<Diagnostic> {
+    let mut c = Checker {
+        diags: Vec::new(),
+        seen: HashSet::new(),
+    };
+    let entry = &program.functions[program.entry];
+    if entry.kind == FunctionKind::Kernel {
+        c.diags.push(
+            Diagnostic::error(
+                "E0500",
+                entry.span,
+                format!(
+                    "`{}` is a @kernel; only @func functions run on the host",
+                    entry.name
+                ),
+            )
+            .with_note("kernels need a grid of threads; launch them on a GPU"),
+        );
+        return c.diags;
+    }
+    for l in entry.param_locals() {
+        let t = &entry.locals[l].ty;
+        if leaves(t).is_none() {
+            c.diags.push(
+                Diagnostic::error(
+                    if matches!(t, Type::Array(_)) {
+                        "E0503"
+                    } else {
+                        "E0504"
+                    },
+                    entry.span,
+                    format!(
+                        "parameter `{}` has type {t}, which the host cannot pass yet",
+                        entry.locals[l].name
+                    ),
+                )
+                .with_note("host functions take numbers, tuples, vectors, @struct values and arrays of numbers"),
+            );
+        }
+    }
+    if leaves(&entry.ret).is_none() || matches!(entry.ret, Type::Array(_)) {
+        c.diags.push(Diagnostic::error(
+            if matches!(entry.ret, Type::Array(_)) {
+                "E0503"
+            } else {
+                "E0504"
+            },
+            entry.span,
+            format!(
+                "`{}` returns {}, which the host cannot return yet",
+                entry.name, entry.ret
+            ),
+        ));
+    }
+    for (_, f) in program.functions.iter() {
+        if !f.external {
+            c.block(program, f, &f.body);
+        }
+    }
+    c.diags
+}
+
+struct Checker {
+    diags: Vec<Diagnostic>,
+    seen: HashSet<(Span, &'static str)>,
+}
+
+impl Checker {
+    fn report(&mut self, code: &'static str, span: Span, message: String, note: &str) {
+        if self.seen.insert((span, code)) {
+            self.diags
+                .push(Diagnostic::error(code, span, message).with_note(note));
+        }
+    }
+
+    fn block(&mut self, program: &Program, f: &Function, b: &[Stmt]) {
+        for s in b {
+            match &s.kind {
+                StmtKind::Eval(e) | StmtKind::Assign(_, e) | StmtKind::Return(Some(e)) => {
+                    self.expr(program, f, *e)
+                }
+                StmtKind::Store {
+                    array,
+                    indices,
+                    value,
+                } => {
+                    self.expr(program, f, *array);
+                    for i in indices {
+                        self.expr(program, f, i.value);
+                    }
+                    self.expr(program, f, *value);
+                }
+                StmtKind::StoreRef { target, value } => {
+                    self.expr(program, f, *target);
+                    self.expr(program, f, *value);
+                }
+                StmtKind::If {
+                    cond,
+                    then,
+                    otherwise,
+                } => {
+                    self.expr(program, f, *cond);
+                    self.block(program, f, then);
+                    self.block(program, f, otherwise);
+                }
+                StmtKind::Loop {
+                    cond,
+                    body,
+                    continuing,
+                } => {
+                    self.expr(program, f, *cond);
+                    self.block(program, f, body);
+                    self.block(program, f, continuing);
+                }
+                StmtKind::Break | StmtKind::Continue | StmtKind::Return(None) => {}
+            }
+        }
+    }
+
+    fn expr(&mut self, program: &Program, f: &Function, h: Handle<Expr>) {
+        let span = f.exprs.span(h);
+        let e = &f.exprs[h];
+        match e {
+            Expr::Intrinsic(op, _) if device_only(*op) => {
+                self.report(
+                    "E0501",
+                    span,
+                    format!("`{}` exists only on the device", python_name(*op)),
+                    GUARD,
+                );
+                return;
+            }
+            Expr::Atomic { op, target, .. } if !host_atomic(*op, f.ty(*target)) => {
+                self.report(
+                    "E0502",
+                    span,
+                    format!(
+                        "atomic `{}` is not supported on the host yet",
+                        atomic_name(*op)
+                    ),
+                    "on the host every atomic operation but `wait` is provided",
+                );
+                return;
+            }
+            Expr::View { .. }
+            | Expr::Reshape { .. }
+            | Expr::Reinterpret(_)
+            | Expr::FieldRef(..)
+            | Expr::Deref(_) => {
+                self.report(
+                    "E0503",
+                    span,
+                    "array slices, views, reshapes and in-place struct elements are not supported on the host yet"
+                        .into(),
+                    "index the array itself: `a[i]`, `a[i, j]`",
+                );
+                return;
+            }
+            Expr::StaticArray { .. } | Expr::DynamicShared if leaves(f.ty(h)).is_none() => {
+                self.report(
+                    "E0503",
+                    span,
+                    "shared arrays (and local arrays of structs) are not supported on the host"
+                        .into(),
+                    GUARD,
+                );
+                return;
+            }
+            Expr::StaticArray { shape, .. } => {
+                let elem = f
+                    .ty(h)
+                    .as_array()
+                    .and_then(|a| a.dtype.scalar())
+                    .map_or(1, |s| s.size());
+                let bytes = shape
+                    .iter()
+                    .try_fold(elem, |acc, d| acc.checked_mul(*d))
+                    .unwrap_or(u64::MAX);
+                if bytes > MAX_LOCAL_BYTES {
+                    self.report(
+                        "E0503",
+                        span,
+                        format!(
+                            "this local array takes {bytes} bytes; on the host a local array may take at most {MAX_LOCAL_BYTES} (512 KiB, a thread's local memory on the device)"
+                        ),
+                        "local arrays live on the host thread's stack",
+                    );
+                    return;
+                }
+            }
+            Expr::DynamicShared => {
+                self.report(
+                    "E0503",
+                    span,
+                    "dynamic shared memory is not supported on the host".into(),
+                    GUARD,
+                );
+                return;
+            }
+            _ => {}
+        }
+        // A local holding an array is reported where the array comes from (a parameter
+        // or an allocation), not at every use.
+        if let Expr::Call(callee, _) = e
+            && program.functions[*callee].external
+        {
+            let name = &program.functions[*callee].name;
+            self.report(
+                "E0505",
+                span,
+                format!("`{name}` is a CUDA C++ device function (`extern`); it exists only on the device"),
+                GUARD,
+            );
+            return;
+        }
+        if leaves(f.ty(h)).is_none() && !matches!(e, Expr::Local(_)) {
+            let code = if matches!(f.ty(h), Type::Array(_)) {
+                "E0503"
+            } else {
+                "E0504"
+            };
+            self.report(
+                code,
+                span,
+                format!(
+                    "values of type {} are not supported on the host yet",
+                    f.ty(h)
+                ),
+                "host functions compute on numbers, tuples, vectors and @struct values",
+            );
+            return;
+        }
+        for c in children(e) {
+            self.expr(program, f, c);
+        }
+    }
+}
+
+/// Whether the host lowers atomic `op` on a reference of type `target`.
+fn host_atomic(op: AtomicOp, target: &Type) -> bool {
+    let Type::Ref { dtype, .. } = target else {
+        return false;
+    };
+    match op {
+        AtomicOp::Load
+        | AtomicOp::Store
+        | AtomicOp::Exch
+        | AtomicOp::Cas
+        | AtomicOp::Add
+        | AtomicOp::Sub
+        | AtomicOp::And
+        | AtomicOp::Or
+        | AtomicOp::Xor
+        | AtomicOp::Notify => true,
+        AtomicOp::Max
+        | AtomicOp::Min
+        | AtomicOp::NanMax
+        | AtomicOp::NanMin
+        | AtomicOp::Inc
+        | AtomicOp::Dec => dtype.is_integer() || dtype.is_float(),
+        // A single host thread waiting for a value only it could change would never return.
+        AtomicOp::Wait => false,
+    }
+}
+
+/// The method name of an atomic operation.
+fn atomic_name(op: AtomicOp) -> &'static str {
+    match op {
+        AtomicOp::Load => "load",
+        AtomicOp::Store => "store",
+        AtomicOp::Exch => "exch",
+        AtomicOp::Cas => "cas",
+        AtomicOp::Add => "add",
+        AtomicOp::Sub => "sub",
+        AtomicOp::And => "and_",
+        AtomicOp::Or => "or_",
+        AtomicOp::Xor => "xor",
+        AtomicOp::Max => "max",
+        AtomicOp::Min => "min",
+        AtomicOp::NanMax => "nanmax",
+        AtomicOp::NanMin => "nanmin",
+        AtomicOp::Wait => "wait",
+        AtomicOp::Inc => "inc",
+        AtomicOp::Dec => "dec",
+        AtomicOp::Notify => "notify",
+    }
+}
+
+/// The spelling of a device-only intrinsic in Python.
+fn python_name(op: Intrinsic) -> String {
+    use crate::ir::{Shfl, Vote};
+    let s = match op {
+        Intrinsic::ThreadIdx(a) => return format!("thread_idx.{}", a.letter()),
+        Intrinsic::BlockIdx(a) => return format!("block_idx.{}", a.letter()),
+        Intrinsic::BlockDim(a) => return format!("block_dim.{}", a.letter()),
+        Intrinsic::GridDim(a) => return format!("grid_dim.{}", a.letter()),
+        Intrinsic::LaneId => "lane_id",
+        Intrinsic::WarpSize => "warp_size",
+        Intrinsic::SyncThreads => "syncthreads",
+        Intrinsic::SyncThreadsCount => "syncthreads_count",
+        Intrinsic::SyncThreadsAnd => "syncthreads_and",
+        Intrinsic::SyncThreadsOr => "syncthreads_or",
+        Intrinsic::ThreadFence(..) => "threadfence",
+        Intrinsic::ActiveMask => "activemask",
+        Intrinsic::LaneMaskLt => "lanemask_lt",
+        Intrinsic::SyncWarp => "syncwarp",
+        Intrinsic::Vote(Vote::All) => "all_sync",
+        Intrinsic::Vote(Vote::Any) => "any_sync",
+        Intrinsic::Vote(Vote::Uni) => "eq_sync",
+        Intrinsic::Vote(Vote::Ballot) => "ballot_sync",
+        Intrinsic::Shfl(Shfl::Idx) => "shfl_sync",
+        Intrinsic::Shfl(Shfl::Up) => "shfl_up_sync",
+        Intrinsic::Shfl(Shfl::Down) => "shfl_down_sync",
+        Intrinsic::Shfl(Shfl::Xor) => "shfl_xor_sync",
+        Intrinsic::MatchAny => "match_any_sync",
+        Intrinsic::MatchAll => "match_all_sync",
+        Intrinsic::DynamicSharedSize => "dynamic_shared_array",
+        other => return other.name(),
+    };
+    s.to_string()
+}
+
+/// Whether an intrinsic needs a GPU (thread positions, barriers, warp operations).
+fn device_only(op: Intrinsic) -> bool {
+    !matches!(
+        op,
+        Intrinsic::Popc
+            | Intrinsic::Brev
+            | Intrinsic::Clz
+            | Intrinsic::Ffs
+            | Intrinsic::Fma
+            | Intrinsic::Math(_)
+        // Complex operations are refused by their operands' types (E0504).
+        | Intrinsic::Complex(_)
+    )
+}
+
+/// The operands of an expression.
+pub(crate) fn children(e: &Expr) -> Vec<Handle<Expr>> {
+    match e {
+        Expr::Literal(_) | Expr::Local(_) | Expr::StaticArray { .. } | Expr::DynamicShared => {
+            Vec::new()
+        }
+        Expr::Unary(_, a)
+        | Expr::Cast(a)
+        | Expr::Extract(a, _)
+        | Expr::ArrayProp(a, _)
+        | Expr::Reinterpret(a)
+        | Expr::FieldRef(a, _)
+        | Expr::Deref(a) => vec![*a],
+        Expr::Binary(_, a, b) | Expr::And(a, b) | Expr::Or(a, b) => vec![*a, *b],
+        Expr::Select {
+            cond,
+            then,
+            otherwise,
+        } => vec![*cond, *then, *otherwise],
+        Expr::Call(_, args) | Expr::Intrinsic(_, args) | Expr::Tuple(args) => args.clone(),
+        Expr::Load { array, indices } | Expr::ElementRef { array, indices } => {
+            let mut v = vec![*array];
+            v.extend(indices.iter().map(|i| i.value));
+            v
+        }
+        Expr::View { array, subs } => {
+            let mut v = vec![*array];
+            for sub in subs {
+                match sub {
+                    Subscript::Index(i) => v.push(i.value),
+                    Subscript::Slice { start, stop, .. } => {
+                        v.extend(start.iter().chain(stop.iter()).copied())
+                    }
+                }
+            }
+            v
+        }
+        Expr::Reshape { array, shape, .. } => {
+            let mut v = vec![*array];
+            v.extend(shape.iter().flatten().copied());
+            v
+        }
+        Expr::Atomic { target, args, .. } => {
+            let mut v = vec![*target];
+            v.extend(args.iter().copied());
+            v
+        }
+    }
+}

@@ -1,0 +1,296 @@
+//! The host side of heterogeneous functions: a `@func` specialized for the host target
+//! (`target(is_host)` true) is lowered to Cranelift IR and JIT-compiled to native code.
+//!
+//! [`compile`] checks what the host cannot run ([`check`]: device-only intrinsics, atomics,
+//! arrays — each a diagnostic at its use), lowers every function of the program
+//! ([`emit`]), and returns a [`HostFunction`]: a typed [`HostFunction::call`] and a raw
+//! function pointer with the platform C ABI (System V x86-64, aggregates classified as gcc
+//! does, see [`leaf::classify`]). docs/semantics.md §16 records the decisions.
+
+mod check;
+mod emit;
+mod leaf;
+mod runtime;
+mod value;
+
+pub use value::HostValue;
+
+use crate::diag::Diagnostic;
+use crate::ir::Program;
+use crate::types::Type;
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_jit::{JITBuilder, JITModule};
+use std::fmt;
+use std::sync::Arc;
+
+/// Why host code could not be built or called.
+#[derive(Clone, Debug, PartialEq)]
+pub enum HostError {
+    /// The specialization decided `target(...)` for a GPU, not for the host.
+    TargetMismatch {
+        /// The architecture it was specialized for (90 for sm_90).
+        specialized: u32,
+    },
+    /// Host execution needs x86-64 with the System V ABI (Linux, macOS, the BSDs).
+    UnsupportedPlatform,
+    /// Cranelift failed (a bug: the program passed the host checks).
+    Codegen(String),
+    /// A typed call got arguments that do not match the parameters.
+    Argument(String),
+    /// An array index was out of range (the access was skipped; a load read zero).
+    IndexOutOfBounds {
+        /// 1-based line of the access.
+        line: u32,
+        /// 1-based column.
+        column: u32,
+    },
+}
+
+impl fmt::Display for HostError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HostError::TargetMismatch { specialized } => write!(
+                f,
+                "this specialization decided `target(...)` for sm_{specialized}; specialize it for the host (Module::specialize_host)"
+            ),
+            HostError::UnsupportedPlatform => {
+                write!(f, "host execution needs an x86-64 System V platform")
+            }
+            HostError::Codegen(m) => write!(f, "host code generation failed: {m}"),
+            HostError::Argument(m) => write!(f, "{m}"),
+            HostError::IndexOutOfBounds { line, column } => {
+                write!(
+                    f,
+                    "array index out of range at line {line}, column {column}"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for HostError {}
+
+/// The JIT-compiled code, freed when the last [`HostFunction`] using it is dropped.
+struct Code {
+    module: Option<JITModule>,
+}
+
+// SAFETY: after `finalize_definitions` the module is never used again except to free its
+// memory on drop; the code it owns is immutable and callable from any thread (it touches
+// no state but its arguments and the stack).
+unsafe impl Send for Code {}
+// SAFETY: as above; `&Code` gives no access to the module.
+unsafe impl Sync for Code {}
+
+impl Drop for Code {
+    fn drop(&mut self) {
+        if let Some(m) = self.module.take() {
+            // SAFETY: every HostFunction holding pointers into this module holds this
+            // `Arc<Code>`; it is the last one, so no pointer into the code survives.
+            unsafe { m.free_memory() };
+        }
+    }
+}
+
+/// A `@func` compiled to native code for this machine. `Send + Sync`; cheap to clone.
+#[derive(Clone)]
+pub struct HostFunction {
+    /// Owns the code the two pointers point into.
+    _code: Arc<Code>,
+    c_abi: usize,
+    buffer: usize,
+    name: String,
+    params: Vec<Type>,
+    ret: Type,
+}
+
+impl fmt::Debug for HostFunction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HostFunction")
+            .field("name", &self.name)
+            .field("params", &self.params)
+            .field("ret", &self.ret)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HostFunction {
+    /// The Python name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Parameter types, in order.
+    pub fn params(&self) -> &[Type] {
+        &self.params
+    }
+
+    /// The result type.
+    pub fn ret(&self) -> &Type {
+        &self.ret
+    }
+
+    /// Calls the function with typed values (numbers convert to the parameter's type where
+    /// they fit; tuples, vectors and structs as [`HostValue::Tuple`] or
+    /// [`HostValue::Struct`]).
+    pub fn call(&self, args: &[HostValue]) -> Result<HostValue, HostError> {
+        self.invoke(args).map(|(r, _)| r)
+    }
+
+    /// Like [`HostFunction::call`], and afterwards copies what the function stored into
+    /// array arguments back into them.
+    pub fn call_mut(&self, args: &mut [HostValue]) -> Result<HostValue, HostError> {
+        let (r, arrays) = self.invoke(args)?;
+        for (arg, (k, words)) in args
+            .iter_mut()
+            .zip(arrays)
+            .filter_map(|(a, w)| Some((a, w?)))
+        {
+            if let HostValue::Array { data, .. } = arg {
+                let bytes = &value::as_bytes_words(&words)[..k];
+                data.copy_from_slice(bytes);
+            }
+        }
+        Ok(r)
+    }
+
+    /// Runs the buffer wrapper; returns the result and, per argument, the array copy it
+    /// worked on (its length in bytes and storage).
+    #[allow(clippy::type_complexity)]
+    fn invoke(
+        &self,
+        args: &[HostValue],
+    ) -> Result<(HostValue, Vec<Option<(usize, Vec<u64>)>>), HostError> {
+        if args.len() != self.params.len() {
+            return Err(HostError::Argument(format!(
+                "`{}` takes {} arguments, {} given",
+                self.name,
+                self.params.len(),
+                args.len()
+            )));
+        }
+        let frame_ty = Type::Tuple(self.params.clone());
+        let frame = crate::abi::layout_of(&frame_ty);
+        // u64 words keep the buffers 8-byte aligned.
+        let mut buf = vec![0u64; frame.size.div_ceil(8) as usize + 1];
+        let mut arrays = Vec::new();
+        {
+            let bytes = value::as_bytes_mut(&mut buf);
+            for ((t, f), v) in self.params.iter().zip(&frame.fields).zip(args) {
+                if let Type::Array(at) = t {
+                    let copy = value::array_copy(at, v)?;
+                    value::pack_descriptor(at, v, &copy, bytes, f.offset as usize)?;
+                    arrays.push(Some(copy));
+                } else {
+                    value::pack(t, v, bytes, f.offset as usize)?;
+                    arrays.push(None);
+                }
+            }
+        }
+        let mut word = 0u64;
+        let size = crate::abi::layout_of(&self.ret).size;
+        let mut out = vec![0u64; size.div_ceil(8) as usize + 1];
+        // SAFETY: `buffer` is the address of the JIT-compiled
+        // `extern "C" fn(*const u8, *mut u8, *mut u64)` wrapper, alive while `self._code`
+        // is; it reads the parameters' layout from `buf` (array descriptors point into
+        // `arrays`, alive and as large as their shapes say; every access is bounds-checked)
+        // and writes the result's layout into `out` and any index error into `word`.
+        unsafe {
+            let f: extern "C" fn(*const u8, *mut u8, *mut u64) = std::mem::transmute(self.buffer);
+            f(buf.as_ptr().cast(), out.as_mut_ptr().cast(), &mut word);
+        }
+        if word != 0 {
+            return Err(HostError::IndexOutOfBounds {
+                line: (word >> 32) as u32,
+                column: word as u32,
+            });
+        }
+        let r = value::unpack(&self.ret, value::as_bytes_mut(&mut out), 0)?;
+        Ok((r, arrays))
+    }
+
+    /// The address of the function with the platform C ABI: called from C as the function
+    /// `R f(P1, P2, ...)` whose parameter and result types are the C equivalents of the
+    /// Python ones (`abi::layout_of(t).cxx`; `float16` as CUDA's `__half`, a struct holding
+    /// an `unsigned short`). Valid while this `HostFunction` (or a clone) is alive.
+    pub fn as_ptr(&self) -> *const std::ffi::c_void {
+        self.c_abi as *const std::ffi::c_void
+    }
+}
+
+/// The diagnostics that keep `program` from running on the host (empty when it can).
+pub fn host_diagnostics(program: &Program) -> Vec<Diagnostic> {
+    check::check(program)
+}
+
+/// JIT-compiles a program that passed [`host_diagnostics`].
+pub fn compile(program: &Program) -> Result<HostFunction, HostError> {
+    if !cfg!(all(target_arch = "x86_64", not(windows))) {
+        return Err(HostError::UnsupportedPlatform);
+    }
+    if let Some(sm) = program.target_sm
+        && sm != crate::ir::HOST_TARGET
+    {
+        return Err(HostError::TargetMismatch { specialized: sm });
+    }
+    let cg = |e: &dyn fmt::Display| HostError::Codegen(e.to_string());
+    let mut fb = settings::builder();
+    for (k, v) in [
+        ("opt_level", "speed"),
+        ("is_pic", "false"),
+        ("use_colocated_libcalls", "false"),
+        ("enable_multi_ret_implicit_sret", "true"),
+    ] {
+        fb.set(k, v).map_err(|e| cg(&e))?;
+    }
+    let isa = cranelift_native::builder()
+        .map_err(|e| cg(&e))?
+        .finish(settings::Flags::new(fb))
+        .map_err(|e| cg(&e))?;
+    let mut jb = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
+    for (name, ptr) in runtime::symbols() {
+        jb.symbol(name, ptr);
+    }
+    let mut module = JITModule::new(jb);
+    let lowered = emit::lower(&mut module, program);
+    let (c_abi, buffer) = match lowered {
+        Ok(ids) => ids,
+        Err(e) => {
+            // SAFETY: nothing was finalized; no pointer into the module exists.
+            unsafe { module.free_memory() };
+            return Err(e);
+        }
+    };
+    if let Err(e) = module.finalize_definitions() {
+        // SAFETY: as above.
+        unsafe { module.free_memory() };
+        return Err(cg(&e));
+    }
+    let c_ptr = module.get_finalized_function(c_abi) as usize;
+    let buf_ptr = module.get_finalized_function(buffer) as usize;
+    let entry = &program.functions[program.entry];
+    Ok(HostFunction {
+        _code: Arc::new(Code {
+            module: Some(module),
+        }),
+        c_abi: c_ptr,
+        buffer: buf_ptr,
+        name: entry.name.clone(),
+        params: entry
+            .param_locals()
+            .map(|l| entry.locals[l].ty.clone())
+            .collect(),
+        ret: entry.ret.clone(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_functions_cross_threads() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<HostFunction>();
+    }
+}

@@ -1,0 +1,126 @@
+//! The symbols JIT-compiled host code calls: the C math library (`sinf`, `pow`, …, linked
+//! from libm so they are always present) and pydevice's own helpers (half-precision rounding,
+//! integer power). Registered with the JIT by name; nothing else is looked up.
+
+use super::leaf;
+
+/// `x ** e` on integers widened to 64 bits (the caller keeps the low bits): repeated
+/// squaring, wrapping; a negative exponent (when `signed`) gives 1 for 1, ±1 for −1 and 0
+/// otherwise, as the device's `__pyd_ipow_*`.
+extern "C" fn ipow(base: i64, exp: i64, signed: u8) -> i64 {
+    if signed != 0 && exp < 0 {
+        return match base {
+            1 => 1,
+            -1 if exp & 1 != 0 => -1,
+            -1 => 1,
+            _ => 0,
+        };
+    }
+    let (mut acc, mut b, mut e) = (1i64, base, exp as u64);
+    while e != 0 {
+        if e & 1 != 0 {
+            acc = acc.wrapping_mul(b);
+        }
+        b = b.wrapping_mul(b);
+        e >>= 1;
+    }
+    acc
+}
+
+extern "C" fn round_f16(x: f64) -> f32 {
+    leaf::round_f16(x)
+}
+
+extern "C" fn round_bf16(x: f64) -> f32 {
+    leaf::round_bf16(x)
+}
+
+extern "C" fn f16_bits(v: f32) -> u16 {
+    leaf::f16_bits(v)
+}
+
+extern "C" fn f16_value(bits: u16) -> f32 {
+    leaf::f16_value(bits)
+}
+
+macro_rules! libm {
+    (unary: $($u:ident)*; binary: $($b:ident)*; ternary: $($t:ident)*;) => {
+        #[link(name = "m")]
+        unsafe extern "C" {
+            $(safe fn $u(x: f64) -> f64;)*
+            $(safe fn $b(x: f64, y: f64) -> f64;)*
+            $(safe fn $t(x: f64, y: f64, z: f64) -> f64;)*
+        }
+        /// The double-precision functions, by C name.
+        fn libm_f64() -> Vec<(&'static str, *const u8)> {
+            vec![
+                $((stringify!($u), $u as *const u8),)*
+                $((stringify!($b), $b as *const u8),)*
+                $((stringify!($t), $t as *const u8),)*
+            ]
+        }
+    };
+}
+
+macro_rules! libmf {
+    (unary: $($u:ident)*; binary: $($b:ident)*; ternary: $($t:ident)*;) => {
+        #[link(name = "m")]
+        unsafe extern "C" {
+            $(safe fn $u(x: f32) -> f32;)*
+            $(safe fn $b(x: f32, y: f32) -> f32;)*
+            $(safe fn $t(x: f32, y: f32, z: f32) -> f32;)*
+        }
+        /// The single-precision functions, by C name.
+        fn libm_f32() -> Vec<(&'static str, *const u8)> {
+            vec![
+                $((stringify!($u), $u as *const u8),)*
+                $((stringify!($b), $b as *const u8),)*
+                $((stringify!($t), $t as *const u8),)*
+            ]
+        }
+    };
+}
+
+libm! {
+    unary: exp exp2 expm1 log log2 log10 log1p sin cos tan asin acos atan sinh cosh tanh
+        asinh acosh atanh erf erfc tgamma lgamma cbrt floor ceil trunc nearbyint sqrt;
+    binary: pow atan2 fmod hypot;
+    ternary: fma;
+}
+
+libmf! {
+    unary: expf exp2f expm1f logf log2f log10f log1pf sinf cosf tanf asinf acosf atanf sinhf
+        coshf tanhf asinhf acoshf atanhf erff erfcf tgammaf lgammaf cbrtf floorf ceilf truncf
+        nearbyintf sqrtf;
+    binary: powf atan2f fmodf hypotf;
+    ternary: fmaf;
+}
+
+/// Every symbol host code may call, by name.
+pub(crate) fn symbols() -> Vec<(&'static str, *const u8)> {
+    let mut v = libm_f64();
+    v.extend(libm_f32());
+    v.push(("__pyd_ipow", ipow as *const u8));
+    v.push(("__pyd_round_f16", round_f16 as *const u8));
+    v.push(("__pyd_round_bf16", round_bf16 as *const u8));
+    v.push(("__pyd_f16_bits", f16_bits as *const u8));
+    v.push(("__pyd_f16_value", f16_value as *const u8));
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_power_wraps_and_handles_negative_exponents() {
+        assert_eq!(ipow(3, 4, 1), 81);
+        assert_eq!(ipow(2, 0, 1), 1);
+        assert_eq!(ipow(2, 64, 1), 0);
+        assert_eq!(ipow(-1, -3, 1), -1);
+        assert_eq!(ipow(-1, -4, 1), 1);
+        assert_eq!(ipow(1, -5, 1), 1);
+        assert_eq!(ipow(7, -1, 1), 0);
+        assert_eq!(ipow(3, 40, 1) as i32, 3i32.wrapping_pow(40));
+    }
+}

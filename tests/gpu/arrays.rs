@@ -1,0 +1,584 @@
+//! GPU tests of array views and layouts: column and row views of a matrix, strided
+//! sub-blocks, `reshape` without copying, arrays of structured (record) elements and
+//! `align`ed struct fields, each on random inputs against a CPU reference.
+
+use super::*;
+
+fn fixture(name: &str) -> String {
+    let path = format!(
+        "{}/tests/fixtures/lang/{name}.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn close(got: f32, want: f32, what: &str) {
+    assert!(
+        (got - want).abs() <= 1e-5 * want.abs().max(1.0),
+        "{what}: {got} vs {want}"
+    );
+}
+
+#[test]
+fn column_and_row_views_of_a_matrix() {
+    let Some(dev) = device("column_and_row_views_of_a_matrix") else {
+        return;
+    };
+    let k = kernel(
+        &dev,
+        &fixture("array_views"),
+        "views",
+        "float32[:, ::1], float32[::1], float32[::1], float32[:, :], float32[::1]",
+    );
+    let (n, c) = (37usize, 53usize);
+    let mut r = Rng(31);
+    let m: Vec<f32> = (0..n * c).map(|_| r.f32(-4.0, 4.0)).collect();
+    let (_mb, ma) = array(&dev, &m, &[n as u64, c as u64], &[c as i64, 1]);
+    let (cb, ca) = vec1(&dev, &vec![0f32; c]);
+    let (rb, ra) = vec1(&dev, &vec![0f32; n]);
+    let q = c.div_ceil(2);
+    // The output block is Fortran-ordered, so the kernel's `sub[i, j]` uses both strides.
+    let (sb, sa) = array(
+        &dev,
+        &vec![0f32; (n - 1) * q],
+        &[(n - 1) as u64, q as u64],
+        &[1, (n - 1) as i64],
+    );
+    let (bb, ba) = vec1(&dev, &vec![0f32; n]);
+    k.launch(&[ma, ca, ra, sa, ba], [1, 1, 1], [64, 1, 1]);
+    let back: Vec<f32> = from_bytes(&dev.download(&bb).expect("download"));
+    for i in 0..n {
+        // up = m[::-1, c - 1], odd = m[i, ::-2] (odd[0] = m[i, c - 1], ceil(c / 2) long),
+        // rev = odd[::-1] (its last element is odd[0]), m[-1:-4:-1, 0][1] = m[n - 2, 0].
+        let want = m[(n - 1 - i) * c + c - 1]
+            + m[i * c + c - 1] * 10.0
+            + (q as f32) * 1000.0
+            + m[i * c + c - 1] * 100.0
+            + m[(n - 2) * c] * 0.5;
+        close(back[i], want, &format!("back[{i}]"));
+    }
+    let colsum: Vec<f32> = from_bytes(&dev.download(&cb).expect("download"));
+    let rowsum: Vec<f32> = from_bytes(&dev.download(&rb).expect("download"));
+    let sub: Vec<f32> = from_bytes(&dev.download(&sb).expect("download"));
+    for j in 0..c {
+        let want: f32 = (0..n).fold(0.0, |s, i| s + m[i * c + j]);
+        close(colsum[j], want, &format!("column {j}"));
+    }
+    for i in 0..n {
+        let row = &m[i * c..(i + 1) * c];
+        let want = row.iter().fold(0.0f32, |s, x| s + x) + row[c - 1] * 100.0;
+        close(rowsum[i], want, &format!("row {i}"));
+    }
+    for i in 0..n - 1 {
+        for j in 0..q {
+            let x = m[(i + 1) * c + 2 * j];
+            close(sub[j * (n - 1) + i], x * 2.0 + x, &format!("sub[{i}, {j}]"));
+        }
+    }
+}
+
+#[test]
+fn reshape_views_without_copying() {
+    let Some(dev) = device("reshape_views_without_copying") else {
+        return;
+    };
+    let k = kernel(
+        &dev,
+        &fixture("array_reshape"),
+        "reshaped",
+        "float32[::1], float32[::1], float32[:, ::1]",
+    );
+    let rows = 50usize;
+    let (gr, gc) = (7usize, 9usize);
+    let mut r = Rng(32);
+    let flat: Vec<f32> = (0..rows * 4).map(|_| r.f32(-8.0, 8.0)).collect();
+    let grid: Vec<f32> = (0..gr * gc).map(|_| r.f32(-8.0, 8.0)).collect();
+    let (_fb, fa) = vec1(&dev, &flat);
+    let (ob, oa) = vec1(&dev, &vec![0f32; rows]);
+    let (gb, ga) = array(&dev, &grid, &[gr as u64, gc as u64], &[gc as i64, 1]);
+    k.launch(&[fa, oa, ga], [1, 1, 1], [128, 1, 1]);
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    let g: Vec<f32> = from_bytes(&dev.download(&gb).expect("download"));
+    // Thread 0 overwrites out[0] with f[1, 2] + c3[0, 1, 0] * 100 = t[5] + t[3] * 100.
+    close(out[0], 305.0, "out[0]");
+    for i in 1..rows {
+        close(
+            out[i],
+            flat[4 * i] + flat[4 * i + 3] * 10.0,
+            &format!("out[{i}]"),
+        );
+    }
+    for i in 0..gr * gc {
+        assert_eq!(g[i], grid[i] + 1.0, "grid element {i}");
+    }
+}
+
+/// `sample` of tests/fixtures/lang/struct_align_defaults.py: `value: device.align(float32,
+/// 16)` puts `value` at 16; 32 bytes aligned to 16.
+#[repr(C, align(16))]
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+struct Sample {
+    tag: i8,
+    _pad: [u8; 15],
+    value: f32,
+    weight: f32,
+    count: i32,
+}
+
+fn score(s: &Sample) -> f32 {
+    s.value * s.weight + s.count as f32 + f32::from(s.tag)
+}
+
+#[test]
+fn aligned_struct_fields_and_defaults() {
+    let Some(dev) = device("aligned_struct_fields_and_defaults") else {
+        return;
+    };
+    let src = fixture("struct_align_defaults");
+    let k = kernel(&dev, &src, "aligned", "float32[::1], float32[::1]");
+    let n = 3000usize;
+    let mut r = Rng(33);
+    let vals: Vec<f32> = (0..n).map(|_| r.f32(-2.0, 2.0)).collect();
+    let (_vb, va) = vec1(&dev, &vals);
+    let (ob, oa) = vec1(&dev, &vec![0f32; n]);
+    k.launch(&[va, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    for i in 0..n {
+        let v = vals[i];
+        // a = sample(1, v) → weight 1.5, count 0; c = sample(3, v, 0.5); b = (2, v, 1.5, 3).
+        let a = v * 1.5 + 1.0;
+        let c = v * 0.5 + 3.0;
+        let b = v * 1.5 + 3.0 + 2.0;
+        close(out[i], a + c * 10.0 + b * 100.0 + 3.0, &format!("out[{i}]"));
+    }
+
+    // The same struct in a global array: element stride 32, `value` at 16.
+    let module = Module::parse("struct_align_defaults.py", &src).expect("parse");
+    let sample = module.named_type("sample").expect("struct type");
+    let layout = pydevice::abi::layout_of(&sample);
+    assert_eq!(
+        (layout.size as usize, layout.align as usize),
+        (
+            std::mem::size_of::<Sample>(),
+            std::mem::align_of::<Sample>()
+        )
+    );
+    let arr = pydevice::Type::array_of(&sample, 1, pydevice::types::Layout::C).expect("array");
+    let (rest, _) = parse_signature("float32[::1]").expect("sig");
+    let compiled = module
+        .compile(
+            "scale",
+            &[vec![arr], rest].concat(),
+            &CompileOptions {
+                arch: arch_for(&dev),
+                ..CompileOptions::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    let k = Kernel {
+        dev: &dev,
+        k: dev.load(&compiled.ptx, &compiled.abi).expect("load"),
+    };
+    let ss: Vec<Sample> = (0..n)
+        .map(|_| Sample {
+            tag: r.i32(-100, 100) as i8,
+            value: r.f32(-3.0, 3.0),
+            weight: r.f32(-3.0, 3.0),
+            count: r.i32(-1000, 1000),
+            ..Sample::default()
+        })
+        .collect();
+    let (sb, sa) = vec1(&dev, &ss);
+    let (ob, oa) = vec1(&dev, &vec![0f32; n]);
+    k.launch(&[sa, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let got: Vec<Sample> = from_bytes(&dev.download(&sb).expect("download"));
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    for i in 0..n {
+        let s = ss[i];
+        close(out[i], score(&s), &format!("score {i}"));
+        let want = Sample {
+            weight: s.weight * 2.0,
+            count: s.count + i32::from(s.tag),
+            ..s
+        };
+        assert_eq!(got[i], want, "sample {i}");
+    }
+}
+
+/// An element of `np.dtype([('x', '<f4'), ('y', '<f4'), ('n', '<i4'), ('w', '<f8')],
+/// align=True)`: w at 16, 24 bytes.
+#[repr(C)]
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+struct Rec {
+    x: f32,
+    y: f32,
+    n: i32,
+    w: f64,
+}
+
+/// tests/fixtures/numba/records.py on random records, the array given as a plain descriptor,
+/// through the CUDA Array Interface with a `descr` of fields, and as a uint8 array of the
+/// records' bytes (how DLPack carries them).
+#[test]
+fn structured_dtype_records_in_place() {
+    let Some(dev) = device("structured_dtype_records_in_place") else {
+        return;
+    };
+    let path = format!(
+        "{}/tests/fixtures/numba/records.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let src = std::fs::read_to_string(&path).expect("fixture");
+    let sig = "Record(x[type=float32;offset=0],y[type=float32;offset=4],n[type=int32;offset=8],\
+               w[type=float64;offset=16];24;True)[::1], float32[::1]";
+    let k = kernel(&dev, &src, "shift", sig);
+    let n = 4099usize;
+    let mut r = Rng(34);
+    let recs: Vec<Rec> = (0..n)
+        .map(|_| Rec {
+            x: r.f32(-10.0, 10.0),
+            y: r.f32(-10.0, 10.0),
+            n: r.i32(-1000, 1000),
+            w: f64::from(r.f32(-10.0, 10.0)),
+        })
+        .collect();
+    let check = |got: &[Rec], out: &[f32]| {
+        for i in 0..n {
+            let p = recs[i];
+            let want = Rec {
+                x: p.x + p.y,
+                y: p.y,
+                n: p.n * 2,
+                w: p.w + f64::from(p.n * 2),
+            };
+            assert_eq!(got[i], want, "record {i}");
+            close(out[i], want.x * 2.0 + p.y, &format!("out[{i}]"));
+        }
+    };
+    let (rb, ra) = vec1(&dev, &recs);
+    let (ob, oa) = vec1(&dev, &vec![0f32; n]);
+    k.launch(&[ra, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let got: Vec<Rec> = from_bytes(&dev.download(&rb).expect("download"));
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    check(&got, &out);
+
+    // Through the CUDA Array Interface: typestr |V24 and the fields (padding included).
+    let rb = dev.upload(&bytes_of(&recs)).expect("upload");
+    let cai = pydevice::runtime::CudaArrayInterface::from_json(&format!(
+        r#"{{"shape": [{n}], "typestr": "|V24", "data": [{}, false], "version": 3,
+            "descr": [["x", "<f4"], ["y", "<f4"], ["n", "<i4"], ["", "|V4"], ["w", "<f8"]]}}"#,
+        dev.address(&rb)
+    ))
+    .expect("cai");
+    let ra = cai.to_arg(&k.k.abi().params[0]).expect("record argument");
+    let (ob, oa) = vec1(&dev, &vec![0f32; n]);
+    k.launch(&[ra, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let got: Vec<Rec> = from_bytes(&dev.download(&rb).expect("download"));
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    check(&got, &out);
+
+    // As DLPack carries them: a uint8 array of shape (n, 24), the layout from the parameter.
+    let rb = dev.upload(&bytes_of(&recs)).expect("upload");
+    let raw = pydevice::runtime::DeviceArray::contiguous(
+        dev.address(&rb),
+        pydevice::types::Scalar::UInt8,
+        &[n as u64, 24],
+    );
+    let ra = raw.to_arg(&k.k.abi().params[0]).expect("bytes as records");
+    let (ob, oa) = vec1(&dev, &vec![0f32; n]);
+    k.launch(&[ra, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let got: Vec<Rec> = from_bytes(&dev.download(&rb).expect("download"));
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    check(&got, &out);
+}
+
+/// `pydevice run` with a structured `.npy` (as `np.save` writes an `align=True` dtype): the
+/// records are uploaded, updated in place and written back with the same `descr`.
+#[test]
+fn cli_runs_on_a_structured_npy() {
+    let Some(dev) = device("cli_runs_on_a_structured_npy") else {
+        return;
+    };
+    drop(dev);
+    use pydevice::runtime::npy::NpyArray;
+    use pydevice::runtime::records::NpyRecords;
+    let n = 1000usize;
+    let mut r = Rng(35);
+    let recs: Vec<Rec> = (0..n)
+        .map(|_| Rec {
+            x: r.f32(-10.0, 10.0),
+            y: r.f32(-10.0, 10.0),
+            n: r.i32(-1000, 1000),
+            w: f64::from(r.f32(-10.0, 10.0)),
+        })
+        .collect();
+    let sig = "Record(x[type=float32;offset=0],y[type=float32;offset=4],n[type=int32;offset=8],\
+               w[type=float64;offset=16];24;True)";
+    let pydevice::Type::Struct(record) = pydevice::types::signature::parse_type(sig).unwrap()
+    else {
+        panic!("not a record")
+    };
+    let dir = std::env::temp_dir().join(format!("pyd-records-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (rin, rout, oin, oout) = (
+        dir.join("recs.npy"),
+        dir.join("recs_out.npy"),
+        dir.join("out.npy"),
+        dir.join("out_out.npy"),
+    );
+    let npy = NpyRecords {
+        record: *record,
+        shape: vec![n as u64],
+        fortran_order: false,
+        data: bytes_of(&recs),
+    };
+    std::fs::write(&rin, npy.to_bytes()).unwrap();
+    let zeros = NpyArray {
+        dtype: pydevice::types::Scalar::Float32,
+        shape: vec![n as u64],
+        fortran_order: false,
+        data: vec![0; 4 * n],
+    };
+    std::fs::write(&oin, zeros.to_bytes()).unwrap();
+    let fixture = format!(
+        "{}/tests/fixtures/numba/records.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let arg = |k: &str, p: &std::path::Path| format!("{k}={}", p.display());
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pydevice"))
+        .args([
+            "run", &fixture, "--entry", "shift", "--grid", "8", "--block", "128",
+        ])
+        .args(["--arg", &arg("recs", &rin), "--arg", &arg("out", &oin)])
+        .args(["--out", &arg("recs", &rout), "--out", &arg("out", &oout)])
+        .output()
+        .expect("pydevice run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got = NpyRecords::parse(&std::fs::read(&rout).unwrap()).expect("records back");
+    assert_eq!(got.record, npy.record);
+    let got: Vec<Rec> = from_bytes(&got.data);
+    let outs = NpyArray::parse(&std::fs::read(&oout).unwrap()).expect("out back");
+    let outs: Vec<f32> = from_bytes(&outs.data);
+    for i in 0..n {
+        let p = recs[i];
+        let want = Rec {
+            x: p.x + p.y,
+            y: p.y,
+            n: p.n * 2,
+            w: p.w + f64::from(p.n * 2),
+        };
+        assert_eq!(got[i], want, "record {i}");
+        close(outs[i], want.x * 2.0 + p.y, &format!("out[{i}]"));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+const RESHAPE_CHILD: &str = "PYDEVICE_GPU_RESHAPE_TRAP_CHILD";
+
+/// A reshape of an array that is not contiguous at run time (a padded C matrix: row stride
+/// larger than the row) traps instead of making a wrong view; the launch reports a fault.
+/// The fault ruins the context, so the launch runs in a child process.
+#[test]
+fn reshape_of_a_padded_matrix_traps() {
+    let Some(dev) = device("reshape_of_a_padded_matrix_traps") else {
+        return;
+    };
+    drop(dev);
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "arrays::reshape_trap_child",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(RESHAPE_CHILD, "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "child failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("RESHAPE TRAPPED: "), "{stdout}");
+    assert!(stdout.contains("CONTIGUOUS OK"), "{stdout}");
+}
+
+/// Runs only as the child of [`reshape_of_a_padded_matrix_traps`].
+#[test]
+fn reshape_trap_child() {
+    if std::env::var_os(RESHAPE_CHILD).is_none() {
+        return;
+    }
+    let dev = Device::open(0).unwrap();
+    let src = "from cuda import device\n\n@device.kernel\ndef flat(m, out):\n    \
+               f = m.reshape(-1)\n    i = device.tid(1)\n    if i < len(f):\n        \
+               out[i] = f[i]\n";
+    let k = kernel(&dev, src, "flat", "float32[:, ::1], float32[::1]");
+    let (rows, cols) = (4usize, 6usize);
+    let data: Vec<f32> = (0..rows * 8).map(|x| x as f32).collect();
+    // First a contiguous 4 x 8 matrix: the reshape is a plain view.
+    let (_mb, ma) = array(&dev, &data, &[rows as u64, 8], &[8, 1]);
+    let (ob, oa) = vec1(&dev, &vec![0f32; rows * 8]);
+    k.launch(&[ma, oa], [1, 1, 1], [64, 1, 1]);
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    assert_eq!(out, data);
+    println!("CONTIGUOUS OK");
+    // Then the first 6 columns of it: row stride 8, not 6.
+    let (_pb, pa) = array(&dev, &data, &[rows as u64, cols as u64], &[8, 1]);
+    let (_ob, oa) = vec1(&dev, &vec![0f32; rows * cols]);
+    let cfg = LaunchConfig {
+        grid: [1, 1, 1],
+        block: [64, 1, 1],
+        shared_bytes: 0,
+    };
+    let err = match dev.launch(&k.k, &[pa, oa], &cfg) {
+        Err(e) => e,
+        Ok(()) => dev.synchronize().expect_err("the reshape must trap"),
+    };
+    println!("RESHAPE TRAPPED: {err}");
+    assert!(!err.context_usable(), "{err:?}");
+}
+
+const CHECKED_ROWS: &str = r#"from cuda import device
+
+@device.kernel(bounds_check=True)
+def row_sums(m, out, k):
+    i = device.tid(1)
+    if i < len(out):
+        row = m[i + k]
+        s = 0.0
+        for j in range(len(row)):
+            s += row[j]
+        out[i] = s + float(len(row))
+"#;
+
+/// With `bounds_check=True`, a row view whose index is out of range is recorded (line 7) and
+/// is empty, so the loop over it reads nothing.
+#[test]
+fn bounds_checked_views_are_empty_when_out_of_range() {
+    let Some(dev) = device("bounds_checked_views_are_empty_when_out_of_range") else {
+        return;
+    };
+    let k = kernel(
+        &dev,
+        CHECKED_ROWS,
+        "row_sums",
+        "float32[:, ::1], float32[::1], int32",
+    );
+    let (n, c) = (300usize, 7usize);
+    let mut r = Rng(36);
+    let m: Vec<f32> = (0..n * c).map(|_| r.f32(-1.0, 1.0)).collect();
+    let (_mb, ma) = array(&dev, &m, &[n as u64, c as u64], &[c as i64, 1]);
+    let (ob, oa) = vec1(&dev, &vec![-1f32; n]);
+    k.launch(&[ma.clone(), oa, ArgValue::Int(0)], [3, 1, 1], [128, 1, 1]);
+    dev.check_bounds(&k.k).expect("in range");
+    let shift = 5usize;
+    let (ob2, oa2) = vec1(&dev, &vec![-1f32; n]);
+    k.launch(
+        &[ma, oa2, ArgValue::Int(shift as i64)],
+        [3, 1, 1],
+        [128, 1, 1],
+    );
+    let e = dev
+        .check_bounds(&k.k)
+        .expect_err("rows past the end are reported");
+    assert!(e.to_string().contains("line 7"), "{e}");
+    for (buf, k) in [(ob, 0usize), (ob2, shift)] {
+        let out: Vec<f32> = from_bytes(&dev.download(&buf).expect("download"));
+        for i in 0..n {
+            let want = if i + k < n {
+                m[(i + k) * c..(i + k + 1) * c]
+                    .iter()
+                    .fold(0.0f32, |s, x| s + x)
+                    + c as f32
+            } else {
+                0.0
+            };
+            close(out[i], want, &format!("shift {k}, row {i}"));
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+struct Pos {
+    x: f32,
+    y: f64,
+}
+
+/// `np.dtype([('id', 'i1'), ('pos', np.dtype([('x', '<f4'), ('y', '<f8')], align=True)),
+/// ('k', '<u2')], align=True)`: pos at 8, k at 24, 32 bytes.
+#[repr(C)]
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+struct Nested {
+    id: i8,
+    pos: Pos,
+    k: u16,
+}
+
+/// tests/fixtures/numba/records_nested.py: nested record fields written in place, through
+/// the CUDA Array Interface with a nested `descr`.
+#[test]
+fn nested_records_in_place() {
+    let Some(dev) = device("nested_records_in_place") else {
+        return;
+    };
+    let path = format!(
+        "{}/tests/fixtures/numba/records_nested.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let src = std::fs::read_to_string(&path).expect("fixture");
+    let sig = "Record(id[type=int8;offset=0],pos[type=Record(x[type=float32;offset=0],\
+               y[type=float64;offset=8];16;True);offset=8],k[type=uint16;offset=24];32;True)[::1], \
+               float64[::1]";
+    let k = kernel(&dev, &src, "move", sig);
+    let n = 2049usize;
+    let mut r = Rng(37);
+    let recs: Vec<Nested> = (0..n)
+        .map(|_| Nested {
+            id: r.i32(-128, 128) as i8,
+            pos: Pos {
+                x: r.f32(-10.0, 10.0),
+                y: f64::from(r.f32(-10.0, 10.0)),
+            },
+            k: r.i32(0, 65536) as u16,
+        })
+        .collect();
+    let rb = dev.upload(&bytes_of(&recs)).expect("upload");
+    let cai = pydevice::runtime::CudaArrayInterface::from_json(&format!(
+        r#"{{"shape": [{n}], "typestr": "|V32", "data": [{}, false], "version": 3,
+            "descr": [["id", "|i1"], ["", "|V7"],
+                      ["pos", [["x", "<f4"], ["", "|V4"], ["y", "<f8"]]],
+                      ["k", "<u2"], ["", "|V6"]]}}"#,
+        dev.address(&rb)
+    ))
+    .expect("cai");
+    let ra = cai.to_arg(&k.k.abi().params[0]).expect("record argument");
+    let (ob, oa) = vec1(&dev, &vec![0f64; n]);
+    k.launch(&[ra, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let got: Vec<Nested> = from_bytes(&dev.download(&rb).expect("download"));
+    let out: Vec<f64> = from_bytes(&dev.download(&ob).expect("download"));
+    for i in 0..n {
+        let p = recs[i];
+        let want = Nested {
+            id: p.id,
+            pos: Pos {
+                x: p.pos.x * 2.0,
+                y: p.pos.y + f64::from(p.id),
+            },
+            k: p.k.wrapping_add(1),
+        };
+        assert_eq!(got[i], want, "record {i}");
+        let o = want.pos.y + f64::from(want.pos.x) + f64::from(want.k);
+        assert!(
+            (out[i] - o).abs() <= 1e-12 * o.abs().max(1.0),
+            "out[{i}]: {} vs {o}",
+            out[i]
+        );
+    }
+}

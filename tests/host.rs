@@ -1,0 +1,723 @@
+//! Host execution of `@func`s through Cranelift.
+//!
+//! Every `tests/fixtures/host/*.py` names its entry (`# entry:`), optionally its argument
+//! types (`# sig:`, else the annotations), and cases `# case: ARGS -> REPR`: the function is
+//! called on the host with ARGS (Python literals) and its result must print as REPR. Each
+//! fixture also compiles for the device (the same `@func` is heterogeneous).
+//!
+//! Every `tests/fixtures/host/errors/*.py` must fail to build for the host; its rendered
+//! diagnostics are compared with the `.stderr` beside it (`PYDEVICE_BLESS=1` rewrites them).
+//!
+//! `c_abi_matches_gcc` calls the raw C ABI pointer from C code compiled by the system's C
+//! compiler, with structs, tuples and vectors passed and returned by value.
+
+use pydevice::types::signature::parse_signature;
+use pydevice::types::{Scalar, Type};
+use pydevice::{CompileOptions, HostValue, Module};
+use std::path::{Path, PathBuf};
+
+fn fixtures(dir: &str) -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(dir);
+    let mut out: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "py"))
+        .collect();
+    out.sort();
+    assert!(!out.is_empty(), "no fixtures in {}", root.display());
+    out
+}
+
+fn header<'a>(src: &'a str, key: &str) -> Vec<&'a str> {
+    src.lines()
+        .take_while(|l| l.starts_with('#'))
+        .filter_map(|l| l.trim_start_matches('#').trim().strip_prefix(key))
+        .map(str::trim)
+        .collect()
+}
+
+fn types_of(module: &Module, entry: &str, sig: Option<&str>) -> Vec<Type> {
+    match sig {
+        Some(s) => parse_signature(s).expect("sig").0,
+        None => module
+            .entries()
+            .into_iter()
+            .find(|e| e.name == entry)
+            .and_then(|e| e.annotated)
+            .expect("annotated entry"),
+    }
+}
+
+/// Splits `a, (b, c), d` at top-level commas.
+fn split_top(s: &str) -> Vec<&str> {
+    let (mut depth, mut start, mut out) = (0, 0, Vec::new());
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(s[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if !s[start..].trim().is_empty() {
+        out.push(s[start..].trim());
+    }
+    out
+}
+
+/// A Python literal as a value of type `t`.
+fn literal(t: &Type, s: &str) -> HostValue {
+    match t {
+        Type::Scalar(Scalar::Bool) => HostValue::Bool(s == "True"),
+        Type::Scalar(sc) if sc.is_float() => HostValue::Float64(match s {
+            "nan" => f64::NAN,
+            "inf" => f64::INFINITY,
+            "-inf" => f64::NEG_INFINITY,
+            s => s.parse().unwrap_or_else(|_| panic!("bad float `{s}`")),
+        }),
+        Type::Scalar(sc) if sc.is_signed() => HostValue::Int(s.parse().expect("int")),
+        Type::Scalar(_) => HostValue::UInt(s.parse().expect("uint")),
+        Type::Tuple(ts) => {
+            let inner = s.trim_start_matches('(').trim_end_matches(')');
+            HostValue::Tuple(
+                ts.iter()
+                    .zip(split_top(inner))
+                    .map(|(t, s)| literal(t, s))
+                    .collect(),
+            )
+        }
+        Type::Vector { elem, len } => {
+            let inner = s.trim_start_matches('(').trim_end_matches(')');
+            let t = Type::Scalar(*elem);
+            let items: Vec<_> = split_top(inner).iter().map(|s| literal(&t, s)).collect();
+            assert_eq!(items.len(), usize::from(*len));
+            HostValue::Tuple(items)
+        }
+        Type::Struct(st) => {
+            let inner = s
+                .split_once('(')
+                .map(|x| x.1)
+                .unwrap_or(s)
+                .trim_end_matches(')');
+            HostValue::Struct {
+                name: st.name.clone(),
+                fields: st
+                    .fields
+                    .iter()
+                    .zip(split_top(inner))
+                    .map(|((n, t), s)| {
+                        let s = s.split_once('=').map(|x| x.1).unwrap_or(s);
+                        (n.clone(), literal(t, s))
+                    })
+                    .collect(),
+            }
+        }
+        Type::Array(at) => {
+            // A 1-D array literal `[1.0, 2.0]`.
+            let dtype = at.dtype.scalar().expect("array of numbers");
+            let inner = s.trim_start_matches('[').trim_end_matches(']');
+            let mut data = Vec::new();
+            let items = split_top(inner);
+            for item in &items {
+                let bytes: Vec<u8> = match literal(&Type::Scalar(dtype), item) {
+                    HostValue::Float64(x) if dtype == Scalar::Float32 => {
+                        (x as f32).to_le_bytes().to_vec()
+                    }
+                    HostValue::Float64(x) => x.to_le_bytes().to_vec(),
+                    HostValue::Int(i) => i.to_le_bytes()[..dtype.size() as usize].to_vec(),
+                    HostValue::UInt(u) => u.to_le_bytes()[..dtype.size() as usize].to_vec(),
+                    HostValue::Bool(b) => vec![u8::from(b)],
+                    other => panic!("array element {other}"),
+                };
+                data.extend(bytes);
+            }
+            HostValue::Array {
+                dtype,
+                shape: vec![items.len() as u64],
+                data,
+            }
+        }
+        other => panic!("no literal for {other}"),
+    }
+}
+
+#[test]
+fn host_fixtures_compute_the_expected_values() {
+    let mut cases = 0;
+    for path in fixtures("host") {
+        let name = path.display().to_string();
+        let src = std::fs::read_to_string(&path).expect("read");
+        let module = Module::parse(&name, &src).unwrap_or_else(|d| panic!("{}", d.render()));
+        let entry = header(&src, "entry:")[0];
+        let types = types_of(&module, entry, header(&src, "sig:").first().copied());
+        let f = module
+            .host_function(entry, &types)
+            .unwrap_or_else(|e| match e {
+                pydevice::Error::Diagnostics(d) => panic!("{name}:\n{}", d.render()),
+                e => panic!("{name}: {e}"),
+            });
+        for case in header(&src, "case:") {
+            let (args, want) = case.rsplit_once("->").expect("case: ARGS -> REPR");
+            let args: Vec<HostValue> = types
+                .iter()
+                .zip(split_top(args.trim()))
+                .map(|(t, s)| literal(t, s))
+                .collect();
+            let got = f
+                .call(&args)
+                .unwrap_or_else(|e| panic!("{name}: {case}: {e}"));
+            assert_eq!(got.to_string(), want.trim(), "{name}: {case}");
+            cases += 1;
+        }
+        // The same @func is valid device code too.
+        let k = module
+            .compile(entry, &types, &CompileOptions::default())
+            .unwrap_or_else(|e| panic!("{name} on the device: {e}"));
+        assert!(
+            k.ptx.contains(".func"),
+            "{name}: no device function in the PTX"
+        );
+    }
+    assert!(cases > 20, "only {cases} cases");
+}
+
+#[test]
+fn host_error_fixtures_report_the_expected_diagnostics() {
+    for path in fixtures("host/errors") {
+        let name = format!(
+            "host/errors/{}",
+            path.file_name().unwrap_or_default().to_string_lossy()
+        );
+        let src = std::fs::read_to_string(&path).expect("read");
+        let module = Module::parse(&name, &src).unwrap_or_else(|d| panic!("{}", d.render()));
+        let entry = header(&src, "entry:")[0];
+        let types = types_of(&module, entry, header(&src, "sig:").first().copied());
+        let got = match module.host_function(entry, &types) {
+            Ok(_) => panic!("{name}: built for the host, but should not"),
+            Err(pydevice::Error::Diagnostics(d)) => d.render(),
+            Err(e) => panic!("{name}: {e}"),
+        };
+        let expected = path.with_extension("stderr");
+        if std::env::var_os("PYDEVICE_BLESS").is_some() {
+            std::fs::write(&expected, &got).expect("write .stderr");
+            continue;
+        }
+        let want = std::fs::read_to_string(&expected)
+            .unwrap_or_else(|_| panic!("{name}: no {}", expected.display()));
+        assert_eq!(got, want, "{name}: diagnostics differ");
+    }
+}
+
+/// The functions the C ABI test calls, with argument values as Python literals.
+const ABI_SRC: &str = r#"
+from cuda import device
+from cuda.device import int8, int16, int32, int64, uint8, uint16, float16, float32, float64, float32x4
+
+
+@device.struct
+class pair:
+    x: float32
+    y: float32
+
+
+@device.struct
+class mixed:
+    i: int32
+    a: float32
+    b: float32
+
+
+@device.struct
+class big:
+    a: float64
+    b: float64
+    c: float64
+
+
+@device.struct
+class small:
+    c: int8
+    h: float16
+    s: int16
+
+
+@device.struct
+class ii:
+    i: int64
+    j: int64
+
+
+@device.func
+def scal(a: int8, b: uint16, c: float32, d: float64, e: bool, f: int64, g: int32, h: uint8, i: int16, j: float32) -> float64:
+    return float64(a) + float64(b) * 10.0 + float64(c) * 100.0 + d * 1000.0 + float64(e) * 3.0 + float64(f) + float64(g) * 7.0 + float64(h) * 11.0 + float64(i) * 13.0 + float64(j)
+
+
+@device.func
+def swap(p: pair, m: mixed) -> mixed:
+    return mixed(m.i + 1, p.y, p.x + m.a + m.b)
+
+
+@device.func
+def grow(b: big, p: pair, k: int32) -> big:
+    return big(b.a + float64(p.x), b.b * float64(k), b.c - float64(p.y))
+
+
+@device.func
+def tup(x: float64, n: int64) -> tuple[int64, float64]:
+    return (n * 2, x + float64(n))
+
+
+@device.func
+def tup2(x: float64, n: int32) -> tuple[float64, int32]:
+    return (x * 0.5, n - 1)
+
+
+@device.func
+def vec4(v: float32x4, s: float32) -> float32x4:
+    return float32x4(v.w * s, v.z, v.y, v.x + s)
+
+
+@device.func
+def halfs(s: small, h: float16) -> small:
+    return small(s.c + int8(1), s.h + h, s.s * int16(2))
+
+
+@device.func
+def ints(a: ii, b: ii, c: int32, d: ii, e: ii, f: int32) -> int64:
+    return a.i + a.j * 2 + b.i * 3 + b.j * 4 + int64(c) * 5 + d.i * 6 + d.j * 7 + e.i * 8 + e.j * 9 + int64(f) * 10
+
+
+@device.func
+def asum(s, a, k):
+    t = float64(s)
+    for i in range(len(a)):
+        t += a[i]
+    a[k] = -1.0
+    return t * float64(k)
+"#;
+
+const ABI_C: &str = r#"
+#include <stdint.h>
+typedef struct { float x, y; } pair;
+typedef struct { int32_t i; float a, b; } mixed;
+typedef struct { double a, b, c; } big;
+typedef struct { unsigned short x; } half;
+typedef struct { int8_t c; half h; int16_t s; } small;
+typedef struct { int64_t i, j; } ii;
+typedef struct { int64_t a; double b; } t_id;
+typedef struct { double a; int32_t b; } t_di;
+typedef struct __attribute__((aligned(16))) { float x, y, z, w; } f4;
+typedef struct { double *data; uint64_t shape[1]; uint64_t strides[1]; } darr;
+
+int run(void **fp, double *out) {
+    int k = 0;
+    out[k++] = ((double (*)(int8_t, uint16_t, float, double, _Bool, int64_t, int32_t, uint8_t, int16_t, float))fp[0])(
+        -5, 60000, 1.5f, 2.25, 1, -7000000000LL, 123, 200, -300, 0.75f);
+    pair p = {1.5f, -2.5f};
+    mixed m = {41, 0.25f, 8.0f};
+    mixed r1 = ((mixed (*)(pair, mixed))fp[1])(p, m);
+    out[k++] = r1.i; out[k++] = r1.a; out[k++] = r1.b;
+    big b = {1.0, 2.0, 3.0};
+    big r2 = ((big (*)(big, pair, int32_t))fp[2])(b, p, 7);
+    out[k++] = r2.a; out[k++] = r2.b; out[k++] = r2.c;
+    t_id r3 = ((t_id (*)(double, int64_t))fp[3])(0.5, 1LL << 40);
+    out[k++] = (double)r3.a; out[k++] = r3.b;
+    t_di r4 = ((t_di (*)(double, int32_t))fp[4])(9.0, -17);
+    out[k++] = r4.a; out[k++] = r4.b;
+    f4 v = {1.0f, 2.0f, 3.0f, 4.0f};
+    f4 r5 = ((f4 (*)(f4, float))fp[5])(v, 0.5f);
+    out[k++] = r5.x; out[k++] = r5.y; out[k++] = r5.z; out[k++] = r5.w;
+    small s = {-3, {0x4000}, 1234};
+    half h = {0x3C00};
+    small r6 = ((small (*)(small, half))fp[6])(s, h);
+    out[k++] = r6.c; out[k++] = r6.h.x; out[k++] = r6.s;
+    ii a1 = {1, 2}, a2 = {3, 4}, a4 = {5, 6}, a5 = {7, 8};
+    out[k++] = (double)((int64_t (*)(ii, ii, int32_t, ii, ii, int32_t))fp[7])(a1, a2, 9, a4, a5, 10);
+    double buf[5] = {1.0, 2.0, 3.0, 4.0, 5.0};
+    darr d = {buf, {5}, {1}};
+    out[k++] = ((double (*)(int32_t, darr, int32_t))fp[8])(3, d, 2);
+    out[k++] = buf[2];
+    return k;
+}
+"#;
+
+/// The leaves of a value as f64, half-precision ones as their bits (as the C side writes).
+fn flatten(t: &Type, v: &HostValue, out: &mut Vec<f64>) {
+    match (t, v) {
+        (Type::Scalar(Scalar::Float16), HostValue::Float32(x)) => {
+            let bits = half_bits(*x);
+            out.push(f64::from(bits));
+        }
+        (_, HostValue::Bool(b)) => out.push(f64::from(u8::from(*b))),
+        (_, HostValue::Int(i)) => out.push(*i as f64),
+        (_, HostValue::UInt(u)) => out.push(*u as f64),
+        (_, HostValue::Float32(x)) => out.push(f64::from(*x)),
+        (_, HostValue::Float64(x)) => out.push(*x),
+        (Type::Struct(st), HostValue::Struct { fields, .. }) => {
+            for ((_, ft), (_, fv)) in st.fields.iter().zip(fields) {
+                flatten(ft, fv, out);
+            }
+        }
+        (Type::Tuple(ts), HostValue::Tuple(items)) => {
+            for (et, ev) in ts.iter().zip(items) {
+                flatten(et, ev, out);
+            }
+        }
+        (Type::Vector { elem, .. }, HostValue::Tuple(items)) => {
+            for ev in items {
+                flatten(&Type::Scalar(*elem), ev, out);
+            }
+        }
+        (t, v) => panic!("cannot flatten {v} as {t}"),
+    }
+}
+
+/// IEEE half bits of an exactly representable value (normal numbers only; enough here).
+fn half_bits(x: f32) -> u16 {
+    if x == 0.0 {
+        return 0;
+    }
+    let b = x.to_bits();
+    let sign = ((b >> 16) & 0x8000) as u16;
+    let e = ((b >> 23) & 0xff) as i32 - 127 + 15;
+    let m = ((b >> 13) & 0x3ff) as u16;
+    sign | ((e as u16) << 10) | m
+}
+
+#[test]
+fn c_abi_matches_gcc() {
+    let dir = std::env::temp_dir().join(format!("pydevice_host_abi_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let c = dir.join("abi.c");
+    let so = dir.join("libabi.so");
+    std::fs::write(&c, ABI_C).expect("write C");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let built = std::process::Command::new(&cc)
+        .args(["-O1", "-shared", "-fPIC", "-o"])
+        .arg(&so)
+        .arg(&c)
+        .status();
+    match built {
+        Ok(s) if s.success() => {}
+        Ok(s) => panic!("{cc} failed on the ABI test ({s})"),
+        Err(e) => {
+            eprintln!("skipping c_abi_matches_gcc: no C compiler `{cc}` ({e})");
+            return;
+        }
+    }
+    let module = Module::parse("abi.py", ABI_SRC).unwrap_or_else(|d| panic!("{}", d.render()));
+    let lit = |s: &str| s.to_string();
+    // Each entry with the arguments the C side passes, as Python literals.
+    let calls: Vec<(&str, Vec<String>)> = vec![
+        (
+            "scal",
+            [
+                "-5",
+                "60000",
+                "1.5",
+                "2.25",
+                "True",
+                "-7000000000",
+                "123",
+                "200",
+                "-300",
+                "0.75",
+            ]
+            .map(lit)
+            .to_vec(),
+        ),
+        (
+            "swap",
+            vec![lit("pair(1.5, -2.5)"), lit("mixed(41, 0.25, 8.0)")],
+        ),
+        (
+            "grow",
+            vec![lit("big(1.0, 2.0, 3.0)"), lit("pair(1.5, -2.5)"), lit("7")],
+        ),
+        ("tup", vec![lit("0.5"), (1i64 << 40).to_string()]),
+        ("tup2", vec![lit("9.0"), lit("-17")]),
+        ("vec4", vec![lit("(1.0, 2.0, 3.0, 4.0)"), lit("0.5")]),
+        ("halfs", vec![lit("small(-3, 2.0, 1234)"), lit("1.0")]),
+        (
+            "ints",
+            ["ii(1, 2)", "ii(3, 4)", "9", "ii(5, 6)", "ii(7, 8)", "10"]
+                .map(lit)
+                .to_vec(),
+        ),
+        (
+            "asum",
+            vec![lit("3"), lit("[1.0, 2.0, 3.0, 4.0, 5.0]"), lit("2")],
+        ),
+    ];
+    let mut fns = Vec::new();
+    let mut expected = Vec::new();
+    for (name, args) in &calls {
+        let sig = (*name == "asum").then_some("int32, float64[::1], int32");
+        let types = types_of(&module, name, sig);
+        let f = module
+            .host_function(name, &types)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let vals: Vec<HostValue> = types.iter().zip(args).map(|(t, s)| literal(t, s)).collect();
+        let r = f.call(&vals).unwrap_or_else(|e| panic!("{name}: {e}"));
+        flatten(f.ret(), &r, &mut expected);
+        fns.push(f);
+    }
+    expected.push(-1.0); // what asum stored into the C array
+    let ptrs: Vec<*const std::ffi::c_void> = fns.iter().map(|f| f.as_ptr()).collect();
+    let mut out = vec![f64::NAN; 64];
+    // SAFETY: the library was just built from ABI_C; `run` has the declared signature and
+    // calls each pointer with the C prototype of the @func at the same index.
+    let n = unsafe {
+        let lib = libloading::Library::new(&so).expect("load the C library");
+        let run: libloading::Symbol<
+            unsafe extern "C" fn(*const *const std::ffi::c_void, *mut f64) -> i32,
+        > = lib.get(b"run").expect("run");
+        run(ptrs.as_ptr(), out.as_mut_ptr())
+    };
+    assert_eq!(n as usize, expected.len(), "number of values");
+    for (i, (g, w)) in out.iter().zip(&expected).enumerate() {
+        assert_eq!(
+            g.to_bits(),
+            w.to_bits(),
+            "value {i}: C got {g}, the typed call {w}"
+        );
+    }
+    // And the typed calls computed what the Python means (spot checks).
+    assert_eq!(expected[1..4], [42.0, -2.5, 9.75]);
+    assert_eq!(expected[4..7], [2.5, 14.0, 5.5]);
+    let n = expected.len();
+    assert_eq!(
+        expected[n - 3],
+        1.0 + 4.0 + 9.0 + 16.0 + 45.0 + 30.0 + 42.0 + 56.0 + 72.0 + 100.0
+    );
+    assert_eq!(expected[n - 2], (3.0 + 15.0) * 2.0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn cli_call_prints_the_python_repr() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/host/arith_int.py");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pydevice"))
+        .arg("call")
+        .arg(&file)
+        .args([
+            "--entry",
+            "ops",
+            "--arg",
+            "x=int32:-7",
+            "--arg",
+            "y=int32:2",
+        ])
+        .output()
+        .expect("run pydevice");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.lines().last(), Some("(-4, 1, -14, -5, 49, 6)"));
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/host/float_ops.py");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pydevice"))
+        .arg("call")
+        .arg(&file)
+        .args([
+            "--entry",
+            "fops",
+            "--arg",
+            "x=float32:-7.5",
+            "--arg",
+            "y=float32:2",
+        ])
+        .output()
+        .expect("run pydevice");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.lines().last(),
+        Some("(-4.0, 0.5, -3.75, 56.25, -7.5, 2.0)")
+    );
+    // A device-only construct is a diagnostic (exit status 1), never a crash.
+    let file =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/host/errors/device_only.py");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pydevice"))
+        .arg("call")
+        .arg(&file)
+        .args(["--entry", "f", "--arg", "x=int32:1"])
+        .output()
+        .expect("run pydevice");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("E0501"));
+}
+
+#[test]
+fn arrays_are_written_in_place_and_bounds_checked() {
+    let src = r#"from cuda import device
+from cuda.device import float64
+
+
+@device.func
+def fill(a, m, k):
+    for i in range(m.shape[0]):
+        for j in range(m.shape[1]):
+            m[i, j] = float64(i * 10 + j) + float64(a[j % len(a)])
+    a[-1] = k
+    return m.strides[0] + m.size * 1000
+
+
+@device.func
+def oob(a, k):
+    a[k] = 5
+    return a[k + 1]
+"#;
+    let m = Module::parse("arrays.py", src).unwrap_or_else(|d| panic!("{}", d.render()));
+    let (types, _) = parse_signature("int32[::1], float64[:, ::1], int32").expect("sig");
+    let f = m
+        .host_function("fill", &types)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut args = vec![
+        HostValue::from_i32s(&[1, 2, 3]),
+        HostValue::Array {
+            dtype: Scalar::Float64,
+            shape: vec![2, 4],
+            data: vec![0; 64],
+        },
+        HostValue::Int(-9),
+    ];
+    let r = f.call_mut(&mut args).expect("call");
+    assert_eq!(r.to_string(), "8032"); // strides[0] = 4 elements of 8 bytes; size 8
+    assert_eq!(args[0].to_string(), "array([1, 2, -9], dtype=int32)");
+    assert_eq!(
+        args[1].to_string(),
+        "array([[1.0, 3.0, 5.0, 4.0], [11.0, 13.0, 15.0, 14.0]], dtype=float64)"
+    );
+    // `call` works on copies: the arguments stay as they were.
+    let before = args[0].clone();
+    f.call(&args).expect("call");
+    assert_eq!(args[0], before);
+
+    let (types, _) = parse_signature("int32[::1], int64").expect("sig");
+    let g = m
+        .host_function("oob", &types)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let a = HostValue::from_i32s(&[0, 0, 0]);
+    assert_eq!(
+        g.call(&[a.clone(), HostValue::Int(1)]).expect("in range"),
+        HostValue::Int(0)
+    );
+    // a[3] (the load) is out of range: reported with its position, nothing else touched.
+    let e = g
+        .call(&[a.clone(), HostValue::Int(2)])
+        .expect_err("out of range");
+    assert_eq!(
+        e.to_string(),
+        "array index out of range at line 17, column 12"
+    );
+    let e = g.call(&[a, HostValue::Int(-7)]).expect_err("out of range");
+    assert_eq!(
+        e.to_string(),
+        "array index out of range at line 16, column 5"
+    );
+}
+
+#[test]
+fn every_math_function_resolves_on_the_host() {
+    use pydevice::ir::MathFn;
+    for f in MathFn::ALL {
+        for t in ["float32", "float64"] {
+            let args = if f.arity() == 2 { "x, y" } else { "x" };
+            let src = format!(
+                "import math\nfrom cuda import device\nfrom cuda.device import {t}\n\n@device.func\ndef g(x: {t}, y: {t}):\n    return math.{}({args})\n",
+                f.name()
+            );
+            let m = Module::parse("m.py", &src).unwrap_or_else(|d| panic!("{}", d.render()));
+            let ty = Type::Scalar(Scalar::from_name(t).expect("dtype"));
+            let g = m
+                .host_function("g", &[ty.clone(), ty])
+                .unwrap_or_else(|e| panic!("math.{} ({t}): {e}", f.name()));
+            let r = g
+                .call(&[HostValue::Float64(0.5), HostValue::Float64(2.0)])
+                .unwrap_or_else(|e| panic!("math.{} ({t}): {e}", f.name()));
+            let x = 0.5f64;
+            let want = match f {
+                MathFn::Sin => Some(x.sin()),
+                MathFn::Exp => Some(x.exp()),
+                MathFn::Log => Some(x.ln()),
+                MathFn::Atan2 => Some(x.atan2(2.0)),
+                MathFn::Pow => Some(x.powf(2.0)),
+                MathFn::Hypot => Some(x.hypot(2.0)),
+                MathFn::Cbrt => Some(x.cbrt()),
+                MathFn::Gamma => Some(std::f64::consts::PI.sqrt()),
+                _ => None,
+            };
+            if let Some(w) = want {
+                let got: f64 = match r {
+                    HostValue::Float32(v) => f64::from(v),
+                    HostValue::Float64(v) => v,
+                    ref other => panic!("math.{}: {other}", f.name()),
+                };
+                let tol = if t == "float32" { 1e-6 } else { 1e-15 };
+                assert!(
+                    (got - w).abs() <= tol * w.abs().max(1.0),
+                    "math.{} ({t}): {got} vs {w}",
+                    f.name()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_specialization_for_a_gpu_is_not_lowered_for_the_host() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/host/target_host.py");
+    let src = std::fs::read_to_string(&file).expect("read");
+    let m = Module::parse("target_host.py", &src).unwrap_or_else(|d| panic!("{}", d.render()));
+    let i32t = Type::Scalar(Scalar::Int32);
+    // Decided `target(...)` for sm_90: the device branch was taken, so not for the host.
+    let spec = m
+        .specialize("where", std::slice::from_ref(&i32t))
+        .expect("specialize");
+    match spec.to_host() {
+        Err(pydevice::Error::Host(pydevice::HostError::TargetMismatch { specialized: 90 })) => {}
+        other => panic!("expected a target mismatch, got {other:?}"),
+    }
+    // A function without `target(...)` lowers from either specialization.
+    let m = Module::parse(
+        "plain.py",
+        "from cuda import device\n@device.func\ndef f(x: int):\n    return x * 2\n",
+    )
+    .unwrap_or_else(|d| panic!("{}", d.render()));
+    let f = m
+        .specialize("f", &[i32t])
+        .expect("specialize")
+        .to_host()
+        .expect("to_host");
+    assert_eq!(
+        f.call(&[HostValue::Int(21)]).expect("call"),
+        HostValue::Int(42)
+    );
+}
+
+#[test]
+fn atomics_act_on_array_memory_and_are_bounds_checked() {
+    let src = "from cuda import device\n\n\n@device.func\ndef bump(a, k):\n    return device.atomic_ref(a, k).add(1) + device.atomic_ref(a, k).sub(1)\n";
+    let m = Module::parse("bump.py", src).unwrap_or_else(|d| panic!("{}", d.render()));
+    let (types, _) = parse_signature("int32[::1], int32").expect("sig");
+    let f = m
+        .host_function("bump", &types)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut args = vec![HostValue::from_i32s(&[5, 6]), HostValue::Int(-1)];
+    assert_eq!(f.call_mut(&mut args).expect("call"), HostValue::Int(13));
+    assert_eq!(args[0].to_string(), "array([5, 6], dtype=int32)");
+    args[1] = HostValue::Int(2);
+    let e = f.call_mut(&mut args).expect_err("out of range");
+    assert_eq!(
+        e.to_string(),
+        "array index out of range at line 6, column 12"
+    );
+    assert_eq!(args[0].to_string(), "array([5, 6], dtype=int32)");
+}
