@@ -60,7 +60,7 @@ fn ok(out: &Output, what: &str, source: &str) -> String {
 // ---------------------------------------------------------------------------------------------
 // Random types
 
-const VECTOR_ELEMS: [Scalar; 12] = [
+const VECTOR_ELEMS: [Scalar; 14] = [
     Scalar::Int8,
     Scalar::Int16,
     Scalar::Int32,
@@ -73,6 +73,8 @@ const VECTOR_ELEMS: [Scalar; 12] = [
     Scalar::BFloat16,
     Scalar::Float32,
     Scalar::Float64,
+    Scalar::Float8E4M3,
+    Scalar::Float8E5M2,
 ];
 
 /// Random nested structs and tuples of numbers, vectors and array descriptors; structs get
@@ -457,7 +459,8 @@ fn cuda_types_match_nvcc() {
     for elem in VECTOR_ELEMS {
         for len in 1..=4 {
             let t = Type::Vector { elem, len };
-            // The half-precision vectors CUDA lacks are ours; the header test checks them.
+            // The half-precision and fp8 vectors CUDA lacks are ours; the header test checks
+            // them.
             if !layout_of(&t).cxx.starts_with("__pyd_") {
                 types.push(t);
             }
@@ -476,11 +479,38 @@ fn cuda_types_match_nvcc() {
             "  printf(\"{k} %zu %zu\", sizeof({c}), alignof({c}));\n",
             c = l.cxx
         ));
-        for f in &l.fields {
-            main.push_str(&format!(
-                "  printf(\" %zu\", offsetof({}, {}));\n",
-                l.cxx, f.name
-            ));
+        match t {
+            // `__nv_fp8x2_e4m3` and friends hold their bytes in one `__x` member: build one
+            // from distinct floats and find where each element's byte landed.
+            Type::Vector { elem, len } if elem.is_fp8() => {
+                let kind = if *elem == Scalar::Float8E4M3 {
+                    "e4m3"
+                } else {
+                    "e5m2"
+                };
+                let vals: Vec<String> = (1..=*len).map(|i| format!("{i}.0f")).collect();
+                main.push_str(&format!(
+                    "  {{ {c} v(float{len}{{{}}}); const unsigned char* b = \
+                     reinterpret_cast<const unsigned char*>(&v);\n",
+                    vals.join(", "),
+                    c = l.cxx
+                ));
+                for i in 1..=*len {
+                    main.push_str(&format!(
+                        "    for (int j = 0; j < {len}; ++j) if (b[j] == __nv_fp8_{kind}({i}.0f).__x) \
+                         printf(\" %d\", j);\n"
+                    ));
+                }
+                main.push_str("  }\n");
+            }
+            _ => {
+                for f in &l.fields {
+                    main.push_str(&format!(
+                        "  printf(\" %zu\", offsetof({}, {}));\n",
+                        l.cxx, f.name
+                    ));
+                }
+            }
         }
         main.push_str("  printf(\"\\n\");\n");
     }

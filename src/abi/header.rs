@@ -5,9 +5,10 @@
 //!
 //! Every type the header names gets a `static_assert` of its size and alignment (and of each
 //! field's offset), so whichever compiler includes the header checks our layout against its
-//! own. Types that more than one header may declare (tuples, the half-precision vectors that
-//! CUDA lacks, the array descriptor) are guarded by a macro, so headers of several modules
-//! can be included together. This module only prints; it does not decide layouts.
+//! own. Types that more than one header may declare (tuples, the half-precision and fp8
+//! vectors that CUDA lacks, the array descriptor) are guarded by a macro, so headers of
+//! several modules can be included together. This module only prints; it does not decide
+//! layouts.
 
 use super::{KernelAbi, cxx_ident, layout_of, vector_is_generated};
 use crate::types::{Scalar, Type};
@@ -386,6 +387,25 @@ mod tests {
         assert!(h.contains("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n"));
         // The vector comes before the tuple that holds it.
         assert!(h.find("__pyd_float16x3 {").unwrap() < h.find(&name).unwrap());
+    }
+
+    #[test]
+    fn fp8_vectors_cuda_lacks_are_declared() {
+        let v = |len| Type::Vector {
+            elem: Scalar::Float8E4M3,
+            len,
+        };
+        let h = header("m", &[v(1), v(2), v(3), v(4)], &[]);
+        assert!(h.contains("#include <cuda_fp8.h>\n"));
+        assert!(h.contains(
+            "struct alignas(1) __pyd_float8e4m3x3 {\n  __nv_fp8_e4m3 x;\n  __nv_fp8_e4m3 y;\n  __nv_fp8_e4m3 z;\n};"
+        ));
+        assert!(h.contains("struct alignas(1) __pyd_float8e4m3x1 {\n  __nv_fp8_e4m3 x;\n};"));
+        // CUDA's own are only checked.
+        assert!(!h.contains("struct __nv_fp8x2_e4m3"));
+        assert!(h.contains(
+            "static_assert(sizeof(__nv_fp8x4_e4m3) == 4 && alignof(__nv_fp8x4_e4m3) == 4"
+        ));
     }
 
     #[test]

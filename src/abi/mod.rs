@@ -57,6 +57,9 @@ fn round_up(x: u64, a: u64) -> u64 {
 /// used. Its headers define only the 2-element half-precision vectors (`__half2`,
 /// `__nv_bfloat162`); the other lengths are `__pyd_float16xN` / `__pyd_bfloat16xN` structs
 /// that [`header`] declares, laid out like the other vectors (`short4`: 8 bytes aligned to 8).
+/// Likewise its fp8 header defines `__nv_fp8x2_e4m3` and `__nv_fp8x4_e4m3` (and the `e5m2`
+/// ones) but no 1- or 3-element forms, which are `__pyd_float8e4m3x1`, `__pyd_float8e4m3x3`
+/// (1 and 3 bytes, aligned to 1, like `char1` and `char3`).
 fn vector_cxx(elem: Scalar, len: u8) -> String {
     let base = match elem {
         Scalar::Int8 => "char",
@@ -69,9 +72,19 @@ fn vector_cxx(elem: Scalar, len: u8) -> String {
         Scalar::UInt64 => "ulonglong",
         Scalar::Float32 => "float",
         Scalar::Float64 => "double",
-        // No vectors of bool exist; spell one like the half-precision ones if ever asked.
-        // Nor of complex numbers; fp8 vectors are not provided yet (`vector_name` refuses
-        // both), so these spellings are never asked for either.
+        // CUDA's fp8 headers define only the 2- and 4-element vectors (one `__x` member
+        // holding the bytes, element 0 in the lowest, aligned to their size), which is the
+        // layout of `char2` and `char4`; the 1- and 3-element ones are ours.
+        Scalar::Float8E4M3 | Scalar::Float8E5M2 if len == 2 || len == 4 => {
+            let kind = if elem == Scalar::Float8E4M3 {
+                "e4m3"
+            } else {
+                "e5m2"
+            };
+            return format!("__nv_fp8x{len}_{kind}");
+        }
+        // No vectors of bool or of complex numbers exist (`vector_name` refuses them); spell
+        // one like the half-precision ones if ever asked.
         Scalar::Bool
         | Scalar::Float16
         | Scalar::BFloat16
@@ -594,6 +607,26 @@ mod tests {
             len: 4,
         });
         assert_eq!((l.size, l.align), (32, 16));
+    }
+
+    #[test]
+    fn fp8_vectors_are_cudas_where_it_has_them() {
+        let cases = [
+            (Scalar::Float8E4M3, 1, 1, 1, "__pyd_float8e4m3x1"),
+            (Scalar::Float8E4M3, 2, 2, 2, "__nv_fp8x2_e4m3"),
+            (Scalar::Float8E5M2, 3, 3, 1, "__pyd_float8e5m2x3"),
+            (Scalar::Float8E5M2, 4, 4, 4, "__nv_fp8x4_e5m2"),
+        ];
+        for (elem, len, size, align, cxx) in cases {
+            let l = layout_of(&Type::Vector { elem, len });
+            assert_eq!((l.size, l.align, l.cxx.as_str()), (size, align, cxx));
+            assert_eq!(vector_is_generated(elem, len), len % 2 == 1);
+        }
+        let h = Type::Vector {
+            elem: Scalar::Float8E4M3,
+            len: 2,
+        };
+        assert!(!passed_indirectly(&h));
     }
 
     #[test]

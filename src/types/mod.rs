@@ -325,6 +325,13 @@ pub enum DType {
     Scalar(Scalar),
     /// A `@struct` class.
     Struct(Box<StructType>),
+    /// A vector type (`float8e4m3x4[:]`): elements laid out as the vector's C++ type.
+    Vector {
+        /// Element type of the vector.
+        elem: Scalar,
+        /// Number of elements, 1 to 4.
+        len: u8,
+    },
 }
 
 impl DType {
@@ -332,7 +339,7 @@ impl DType {
     pub fn scalar(&self) -> Option<Scalar> {
         match self {
             DType::Scalar(s) => Some(*s),
-            DType::Struct(_) => None,
+            DType::Struct(_) | DType::Vector { .. } => None,
         }
     }
 
@@ -341,6 +348,10 @@ impl DType {
         match self {
             DType::Scalar(s) => Type::Scalar(*s),
             DType::Struct(st) => Type::Struct(st.clone()),
+            DType::Vector { elem, len } => Type::Vector {
+                elem: *elem,
+                len: *len,
+            },
         }
     }
 }
@@ -362,6 +373,7 @@ impl fmt::Display for DType {
         match self {
             DType::Scalar(s) => write!(f, "{s}"),
             DType::Struct(st) => f.write_str(&st.name),
+            DType::Vector { elem, len } => write!(f, "{elem}x{len}"),
         }
     }
 }
@@ -454,8 +466,8 @@ impl Type {
         })
     }
 
-    /// A global-memory array whose elements are `element`: a number or a `@struct` type
-    /// (from `Module::named_type`). `None` for any other element type.
+    /// A global-memory array whose elements are `element`: a number, a vector or a `@struct`
+    /// type (from `Module::named_type`). `None` for any other element type.
     ///
     /// ```
     /// use pydevice::{Module, Type, types::Layout};
@@ -468,6 +480,10 @@ impl Type {
         let dtype = match element {
             Type::Scalar(s) => DType::Scalar(*s),
             Type::Struct(st) => DType::Struct(st.clone()),
+            Type::Vector { elem, len } => DType::Vector {
+                elem: *elem,
+                len: *len,
+            },
             _ => return None,
         };
         Some(Type::Array(ArrayType {

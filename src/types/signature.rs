@@ -136,14 +136,16 @@ impl Parser<'_> {
         let name = self
             .ident()
             .ok_or_else(|| format!("expected a type at column {col}"))?;
-        if let Some((elem, len)) = crate::front::builtins::vector_name(&name) {
-            return Ok(Type::Vector { elem, len });
-        }
         let elem = match name.as_str() {
             "int" => Type::Scalar(Scalar::Int32),
             "float" => Type::Scalar(Scalar::Float32),
             "Record" if self.eat(b'(') => Type::Struct(Box::new(self.record()?)),
-            n => Type::Scalar(Scalar::from_name(n).ok_or_else(|| format!("unknown type `{n}`"))?),
+            n => match crate::front::builtins::vector_name(n) {
+                Some((elem, len)) => Type::Vector { elem, len },
+                None => {
+                    Type::Scalar(Scalar::from_name(n).ok_or_else(|| format!("unknown type `{n}`"))?)
+                }
+            },
         };
         if !self.eat(b'[') {
             return Ok(elem);
@@ -284,6 +286,24 @@ mod tests {
             parse_signature("void()").unwrap(),
             (vec![], Some(Type::None))
         );
+    }
+
+    #[test]
+    fn parses_arrays_of_vectors() {
+        for text in ["float8e4m3x4[::1]", "float32x3[:, :]", "uint8x2[::1, :]"] {
+            let t = parse_type(text).unwrap();
+            assert_eq!(t.to_string(), text);
+        }
+        let t = parse_type("float8e5m2x3[:]").unwrap();
+        let Type::Array(a) = &t else { panic!("{t:?}") };
+        assert_eq!(
+            a.dtype.ty(),
+            Type::Vector {
+                elem: Scalar::Float8E5M2,
+                len: 3
+            }
+        );
+        assert!(parse_type("float32x5[:]").is_err());
     }
 
     #[test]

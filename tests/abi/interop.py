@@ -5,6 +5,8 @@ from cuda import device
 from cuda.device import float16, bfloat16, float32, float64, int8, int32, uint64
 from cuda.device import float32x3, float64x4, float16x3, int8x2, bfloat16x2
 from cuda.device import complex64, complex128, float8e4m3, float8e5m2
+from cuda.device import float8e4m3x1, float8e4m3x2, float8e4m3x3, float8e4m3x4
+from cuda.device import float8e5m2x1, float8e5m2x2, float8e5m2x3, float8e5m2x4
 
 
 @device.struct
@@ -81,6 +83,37 @@ def scale(xs: "float32[::1]", grid: "float64[:, :]", p: particle, w: wide, t: "(
     i = device.tid(1)
     if i < len(xs):
         xs[i] = xs[i] * p.pos.x + grid[0, 0] + w.a.x + t[1]
+
+
+@device.struct
+class fp8pack:
+    tag: int8
+    a: float8e4m3x2
+    b: float8e5m2x3
+    c: float8e4m3x4
+
+
+@device.func(interop=True)
+def fp8_mix(a: float8e4m3x2, b: float8e5m2x4, c: float8e4m3x3, d: float8e5m2x1) -> float8e4m3x4:
+    return float8e4m3x4(a.y, b.x, c.z, d.x)
+
+
+@device.func(interop=True)
+def fp8_pair(x: float8e5m2x2, y: float8e4m3x1):
+    return (y, x)
+
+
+@device.func(interop=True)
+def fp8_repack(p: fp8pack, e: float8e5m2x4) -> fp8pack:
+    return fp8pack(p.tag, p.a, float8e5m2x3(e.x, e.y, e.z), p.c)
+
+
+@device.kernel(interop=True)
+def fp8_store(out: "float8e4m3[::1]", a: float8e4m3x4, b: float8e5m2x2, c: float8e5m2x3, d: float8e4m3x1, p: fp8pack, vs: "float8e5m2x3[:]"):
+    i = device.tid(1)
+    if i < len(out):
+        out[i] = a[i % 4] + b.y + c.z + d.x + p.c.w
+        vs[i] = c
 
 
 @device.func

@@ -659,6 +659,167 @@ fn fp8_round_trips() {
     }
 }
 
+const FP8_VECTORS: &str = "\
+from cuda import device
+from cuda.device import float32, float8e4m3x4, float8e4m3x3, float8e5m2x2, float8e5m2x3
+
+
+@device.struct
+class pair:
+    a: float8e4m3x3
+    b: float8e5m2x2
+
+
+@device.func
+def swap(v: float8e4m3x4) -> float8e4m3x4:
+    return float8e4m3x4(v.w, v.z, v.y, v.x)
+
+
+@device.func
+def mix(p: pair, s: float32):
+    return float8e5m2x3(p.a.x, p.b[1], s), p.a
+
+
+@device.kernel
+def f8v(q, r, f, k4, k2, o4, o5, back):
+    i = device.tid(1)
+    if i < len(f):
+        v = q[i]
+        w = float8e5m2x2(r[2 * i], r[2 * i + 1])
+        x = f[i]
+        s = 0.0
+        for e in v:
+            s += e
+        u = swap(v)
+        u[i % 4] = x
+        p = pair(float8e4m3x3(x, v.y, w.x), w)
+        m, a3 = mix(p, x * 3)
+        t = (u, m)
+        o4[i] = t[0]
+        o5[i] = t[1]
+        back[i, 0] = s
+        back[i, 1] = v[i % 4] * w.y
+        back[i, 2] = a3.z + k4.w + k2[i % 2]
+        back[i, 3] = float32(len(v) + a3.size) + v.dtype(x)
+";
+
+/// fp8 vectors on the device, with the sm_89+ conversions and the software ones (sm_80):
+/// vectors read from an array of vectors of random fp8 codes (every code, NaNs included),
+/// built from fp8 array elements and from float32 values (rounded as `float8e4m3(x)`
+/// rounds), element reads, a run-time `v[i] = x`, iteration, `@func` parameters and
+/// results, a struct field, a tuple, `v.dtype(x)`, vector kernel parameters packed on the host, and whole
+/// vectors stored into `float8e4m3x4` and (3-byte) `float8e5m2x3` arrays; every fp8 code and
+/// float32 result checked exactly against `pydevice::types::fp8`.
+#[test]
+fn fp8_vectors_random() {
+    use pydevice::types::fp8::{E4M3, E5M2, Format};
+    let Some(dev) = device("fp8_vectors_random") else {
+        return;
+    };
+    let n = 4096;
+    let mut rng = Rng(88);
+    let q: Vec<[u8; 4]> = (0..n).map(|_| (rng.next() as u32).to_le_bytes()).collect();
+    let r: Vec<u8> = (0..2 * n).map(|_| rng.next() as u8).collect();
+    let f: Vec<f32> = (0..n)
+        .map(|i| match i % 4 {
+            0 => rng.f32(-600.0, 600.0),
+            1 => rng.f32(-2.0, 2.0),
+            2 => rng.f32(-0.02, 0.02),
+            _ => E4M3.decode(rng.next() as u8 & 0x7e) as f32,
+        })
+        .collect();
+    let (k4, k2) = ([1.75f64, -3.0, 0.3, 100.0], [-0.4f64, 7e4]);
+    let module = Module::parse("f8v", FP8_VECTORS).unwrap_or_else(|d| panic!("{d}"));
+    let (args, _) = parse_signature(
+        "float8e4m3x4[::1], float8e5m2[::1], float32[::1], float8e4m3x4, float8e5m2x2, \
+         float8e4m3x4[::1], float8e5m2x3[::1], float32[:, ::1]",
+    )
+    .expect("signature");
+    let e4 = |x: f64| E4M3.encode(x);
+    let e5 = |x: f64| E5M2.encode(x);
+    let d4 = |c: u8| E4M3.decode(c) as f32;
+    let d5 = |c: u8| E5M2.decode(c) as f32;
+    let same_code = |fmt: Format, got: u8, want: u8| {
+        got == want || (fmt.decode(got).is_nan() && fmt.decode(want).is_nan())
+    };
+    let same_f32 = |got: f32, want: f32| got == want || (got.is_nan() && want.is_nan());
+    for arch in [arch_for(&dev), Arch::new(8, 0)] {
+        let compiled = module
+            .compile(
+                "f8v",
+                &args,
+                &CompileOptions {
+                    arch,
+                    ..CompileOptions::default()
+                },
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        let k = dev.load(&compiled.ptx, &compiled.abi).expect("load");
+        let (_qb, qa) = vec1(&dev, &q);
+        let (_rb, ra) = vec1(&dev, &r);
+        let (_fb, fa) = vec1(&dev, &f);
+        let (o4b, o4a) = vec1(&dev, &vec![[0u8; 4]; n]);
+        let (o5b, o5a) = vec1(&dev, &vec![[0u8; 3]; n]);
+        let (bb, ba) = array(&dev, &vec![0f32; 4 * n], &[n as u64, 4], &[4, 1]);
+        let k4a = ArgValue::Tuple(k4.iter().map(|x| ArgValue::Float(*x)).collect());
+        let k2a = ArgValue::Tuple(k2.iter().map(|x| ArgValue::Float(*x)).collect());
+        let cfg = LaunchConfig {
+            grid: [blocks(n, 128), 1, 1],
+            block: [128, 1, 1],
+            shared_bytes: 0,
+        };
+        dev.launch(&k, &[qa, ra, fa, k4a, k2a, o4a, o5a, ba], &cfg)
+            .expect("launch");
+        dev.synchronize().expect("synchronize");
+        let o4 = dev.download(&o4b).expect("download");
+        let o5 = dev.download(&o5b).expect("download");
+        let back: Vec<f32> = from_bytes(&dev.download(&bb).expect("download"));
+        // The kernel parameters, as `abi::pack` rounds them.
+        let k4c: Vec<u8> = k4.iter().map(|x| e4(*x)).collect();
+        let k2c: Vec<u8> = k2.iter().map(|x| e5(*x)).collect();
+        for i in 0..n {
+            let v = &q[i];
+            let w = &r[2 * i..2 * i + 2];
+            let x = f[i];
+            let s = v.iter().fold(0f32, |s, c| s + d4(*c));
+            let mut u = [v[3], v[2], v[1], v[0]];
+            u[i % 4] = e4(f64::from(x));
+            let a3 = [e4(f64::from(x)), v[1], e4(f64::from(d5(w[0])))];
+            let m = [e5(f64::from(d4(a3[0]))), w[1], e5(f64::from(x * 3.0))];
+            for j in 0..4 {
+                assert!(
+                    same_code(E4M3, o4[4 * i + j], u[j]),
+                    "{arch}: thread {i} u[{j}]: {:#04x}, want {:#04x} (x = {x})",
+                    o4[4 * i + j],
+                    u[j]
+                );
+            }
+            for j in 0..3 {
+                assert!(
+                    same_code(E5M2, o5[3 * i + j], m[j]),
+                    "{arch}: thread {i} m[{j}]: {:#04x}, want {:#04x} (x = {x})",
+                    o5[3 * i + j],
+                    m[j]
+                );
+            }
+            let want = [
+                s,
+                d4(v[i % 4]) * d5(w[1]),
+                d4(a3[2]) + d4(k4c[3]) + d5(k2c[i % 2]),
+                7.0 + d4(e4(f64::from(x))),
+            ];
+            for j in 0..4 {
+                assert!(
+                    same_f32(back[4 * i + j], want[j]),
+                    "{arch}: thread {i} back[{j}]: {}, want {}",
+                    back[4 * i + j],
+                    want[j]
+                );
+            }
+        }
+    }
+}
+
 const COMPLEX_PARAMS: &str = "\
 from cuda import device
 from cuda.device import complex64, complex128

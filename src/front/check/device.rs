@@ -122,14 +122,26 @@ impl FnCx<'_, '_> {
         })
     }
 
-    /// A dtype argument that may also be a `@struct` class (the element type of arrays).
+    /// A dtype argument that may also be a `@struct` class or a vector type (the element
+    /// type of arrays).
     pub(super) fn element_dtype_arg(&mut self, e: &ast::Expr) -> Option<DType> {
-        if let Some(Item::Struct(i)) = self.callee_item(e) {
-            return self
-                .s
-                .m
-                .struct_type(i)
-                .map(|t| DType::Struct(Box::new(t.clone())));
+        match self.callee_item(e) {
+            Some(Item::Struct(i)) => {
+                return self
+                    .s
+                    .m
+                    .struct_type(i)
+                    .map(|t| DType::Struct(Box::new(t.clone())));
+            }
+            Some(Item::Builtin(Builtin::Vector(elem, len))) => {
+                return Some(DType::Vector { elem, len });
+            }
+            _ => {}
+        }
+        if let ast::Expr::StringLiteral(s) = e
+            && let Some((elem, len)) = crate::front::builtins::vector_name(s.value.to_str())
+        {
+            return Some(DType::Vector { elem, len });
         }
         if let ast::Expr::Call(c) = e
             && self.callee_item(&c.func) == Some(Item::Builtin(Builtin::AtomicClass))
@@ -753,6 +765,10 @@ impl FnCx<'_, '_> {
             return r;
         }
         match v.ty.clone() {
+            // `v.dtype(x)`: the element type's conversion.
+            Type::Vector { elem, .. } if method == "dtype" => {
+                self.builtin_call(Builtin::Scalar(elem), c)
+            }
             Type::Ref { dtype, .. } => {
                 let Some(op) = AtomicOp::from_method(method) else {
                     self.error(

@@ -165,7 +165,22 @@ impl FnCx<'_, '_> {
     }
 
     /// What a call's callee names, without evaluating it (locals shadow module names).
+    /// `v.dtype` of a local vector `v` names its element type (`v.dtype(x)`,
+    /// `local_array(n, v.dtype)`).
     pub(super) fn callee_item(&mut self, e: &ast::Expr) -> Option<Item> {
+        if let ast::Expr::Attribute(a) = e
+            && a.attr.id.as_str() == "dtype"
+            && let ast::Expr::Name(n) = a.value.as_ref()
+            && (self.scope.contains_key(n.id.as_str()) || self.assigned.contains(n.id.as_str()))
+        {
+            return match self.read_name(n.id.as_str(), sp(n)) {
+                Value::Val(Val {
+                    ty: Type::Vector { elem, .. },
+                    ..
+                }) => Some(Item::Builtin(Builtin::Scalar(elem))),
+                _ => None,
+            };
+        }
         if let ast::Expr::Name(n) = e
             && let Some(item) = self.statics.get(n.id.as_str())
         {
@@ -288,6 +303,11 @@ impl FnCx<'_, '_> {
                 let Some(v) = self.value_of(other) else {
                     return Value::Err;
                 };
+                // A vector's `.dtype` is a type, usable where types are (called, or given
+                // as a dtype), not a value.
+                if let (Type::Vector { elem, .. }, "dtype") = (&v.ty, attr) {
+                    return Value::Item(Item::Builtin(Builtin::Scalar(*elem)), span);
+                }
                 self.value_attribute(v, attr, span)
             }
         };
@@ -336,6 +356,7 @@ impl FnCx<'_, '_> {
             (Type::Vector { len, .. }, "size") => {
                 self.const_val(&Const::Int(i128::from(*len)), span)
             }
+
             (Type::Vector { elem, len }, "x" | "y" | "z" | "w") => {
                 let i = match attr {
                     "x" => 0,
@@ -431,7 +452,7 @@ impl FnCx<'_, '_> {
                             }
                         })
                     }
-                    DType::Scalar(_) => self.subscript_with(base, s),
+                    DType::Scalar(_) | DType::Vector { .. } => self.subscript_with(base, s),
                 }
             }
             _ => self.subscript_with(base, s),

@@ -875,6 +875,14 @@ impl FnCx<'_, '_> {
                 Diagnostic::error("E0202", span, "a function is not a value in device code")
                     .with_note("call it instead")
             }
+            Item::Builtin(Builtin::Scalar(s)) => Diagnostic::error(
+                "E0202",
+                span,
+                format!("the type {s} is not a value"),
+            )
+            .with_note(format!(
+                "a type can be called (`{s}(x)`) or given as a dtype (`local_array(n, {s})`)"
+            )),
             _ => Diagnostic::error("E0202", span, "this is not a value"),
         };
         self.diags.push(d);

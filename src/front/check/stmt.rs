@@ -814,9 +814,21 @@ impl FnCx<'_, '_> {
         let base = self.place_or_value(target);
         let Value::Val(base) = base else { return };
         let Type::StructRef { st, .. } = &base.ty else {
+            let note = if let Type::Vector { .. } = &base.ty {
+                format!(
+                    "vectors are immutable: build a new {} (on a local vector, `v[0] = x` rebinds it)",
+                    base.ty
+                )
+            } else {
+                "heterogeneous objects are immutable, and attributes cannot be added; fields of array elements can be assigned (`a[i].x = v`)".to_string()
+            };
             self.diags.push(
-                Diagnostic::error("E0211", span, "attributes cannot be assigned in device code")
-                    .with_note("heterogeneous objects are immutable, and attributes cannot be added; fields of array elements can be assigned (`a[i].x = v`)"),
+                Diagnostic::error(
+                    "E0211",
+                    span,
+                    "attributes cannot be assigned in device code",
+                )
+                .with_note(note),
             );
             return;
         };
@@ -868,7 +880,8 @@ impl FnCx<'_, '_> {
     }
 
     /// A value converted for storing into an array element: numbers convert (as NumPy's item
-    /// assignment does), a record must have the array's struct type.
+    /// assignment does), a record must have the array's struct type, a vector the array's
+    /// vector type.
     pub(super) fn store_element(&mut self, v: &Val, dtype: &DType) -> Option<Handle<Expr>> {
         match dtype {
             DType::Scalar(s) => self.store_value(v, *s),
@@ -882,6 +895,21 @@ impl FnCx<'_, '_> {
                     "E0207",
                     v.span,
                     format!("cannot store {} into an array of `{}`", v.ty, st.name),
+                );
+                None
+            }
+            // A vector is stored whole and as it is: build one of the array's type.
+            DType::Vector { .. } if v.ty == dtype.ty() => Some(v.e),
+            DType::Vector { .. } => {
+                self.diags.push(
+                    Diagnostic::error(
+                        "E0207",
+                        v.span,
+                        format!("cannot store {} into an array of {dtype}", v.ty),
+                    )
+                    .with_note(format!(
+                        "an element of a vector array is a whole {dtype}: build one with `{dtype}(...)`"
+                    )),
                 );
                 None
             }
