@@ -160,13 +160,15 @@ impl FnCx<'_, '_> {
         let d = self.s.defaults;
         let found = match e {
             ast::Expr::StringLiteral(s) => Scalar::from_name(s.value.to_str()),
-            // `ary.dtype` of an array local or parameter (numba: `local.array(n, ary.dtype)`).
+            // `ary.dtype` of an array local or parameter (numba: `local.array(n, ary.dtype)`),
+            // and `v.dtype` of a vector.
             ast::Expr::Attribute(a)
                 if a.attr.id.as_str() == "dtype"
                     && matches!(a.value.as_ref(), ast::Expr::Name(n) if self.scope.contains_key(n.id.as_str())) =>
             {
                 match self.eval(&a.value).map(|v| v.ty) {
                     Some(Type::Array(at)) => at.dtype.scalar(),
+                    Some(Type::Vector { elem, .. }) => Some(elem),
                     _ => None,
                 }
             }
