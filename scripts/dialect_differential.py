@@ -90,9 +90,9 @@ def cupyx_cases():
     yield ("shared_and_atomics.py", "block_sum", 64, 256,
            {"x": rng.random(n, dtype=np.float32), "out": np.zeros(1, np.float32)}, {"out": 1e-4})
     rows, cols = 300, 500
-    yield ("grid_2d.py", "scale_2d", (8, 8), (16, 16),
+    yield ("grid_stride_2d.py", "scale_2d", 64, 128,
            {"x": rng.standard_normal((rows, cols), dtype=np.float32), "y": np.zeros((rows, cols), np.float32),
-            "alpha": np.float32(1.5)}, {"y": 1e-6})
+            "alpha": np.float32(1.5), "cols": np.int32(cols)}, {"y": 1e-4})
     n = 32 * 1024
     yield ("warp_ops.py", "warp_ops", n // 128, 128,
            {"x": rng.integers(-1000, 1000, n).astype(np.int32), "out": np.zeros(4 * n, np.int32)}, {"out": 0.0})

@@ -13,6 +13,8 @@ done
 chmod +x $work/*
 export PYDEVICE_LIBDEVICE=${PYDEVICE_LIBDEVICE:-/usr/local/cuda/nvvm/libdevice/libdevice.10.bc}
 out=${OUT:-$work}
+# Tests that run the CLI find it here (the path cargo baked in does not exist on this machine).
+export PYDEVICE_BIN=$work/pydevice
 nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader
 echo "== cargo GPU tests (tests/gpu.rs)"
 $work/gpu_tests --test-threads=1 2>&1 | tee "$out/gpu_tests.log" | grep -E "^test |test result|skipped|panicked"

@@ -217,11 +217,7 @@ impl Module {
     /// Parses a module; `name` is used in diagnostics.
     pub fn parse(name: &str, source: &str) -> Result<Module, Diagnostics> {
         let parsed = front::parse(SourceFile::new(name, source))?;
-        let defaults = if parsed.numba || parsed.cupyx {
-            Defaults::NUMBA
-        } else {
-            Defaults::CUDA_DEVICE
-        };
+        let defaults = Defaults::of_dialect(parsed.numba);
         Ok(Module { parsed, defaults })
     }
 

@@ -105,11 +105,7 @@ impl ParsedModule {
         decl: &mut ExternDecl,
         diags: &mut Vec<Diagnostic>,
     ) {
-        let defaults = if self.numba || self.cupyx {
-            crate::types::promote::Defaults::NUMBA
-        } else {
-            crate::types::promote::Defaults::CUDA_DEVICE
-        };
+        let defaults = crate::types::promote::Defaults::of_dialect(self.numba);
         let name = def.name.id.as_str();
         let body: Vec<&Stmt> = def
             .body

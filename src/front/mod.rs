@@ -102,8 +102,9 @@ pub struct ParsedModule {
     /// The module imports numba: the numba-cuda dialect (`int` is int64, `float` float64,
     /// locals take the promotion of their assignments).
     pub(crate) numba: bool,
-    /// The module imports cupyx: the cupyx.jit dialect (`int` is int64, `float` float64, a
-    /// local's type is fixed by its first assignment and later ones convert to it).
+    /// The module imports cupyx: the cupyx.jit dialect (`int` is int32, `float` float32 as in
+    /// CuPy's `mode='cuda'`; a local's type is fixed by its first assignment and later ones
+    /// convert to it under `same_kind` casting).
     pub(crate) cupyx: bool,
 }
 

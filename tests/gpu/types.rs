@@ -908,7 +908,8 @@ def affine(a, h: float16, b: bfloat16, out):
     let n = 4096;
     let mut r = Rng(77);
     let a: Vec<f32> = (0..n).map(|_| r.f32(-8.0, 8.0)).collect();
-    let (_, aa) = vec1(&dev, &a);
+    // Keep the buffer alive (`_` would free it before the launch).
+    let (_ab, aa) = vec1(&dev, &a);
     let (ob, oa) = vec1(&dev, &vec![0f32; n]);
     // 1/3 rounds in both formats; the kernel must see the rounded values.
     let (h, b) = (1.0f64 / 3.0, -2.0f64 / 3.0);
