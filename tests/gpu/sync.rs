@@ -465,3 +465,21 @@ fn ticket_mutex_struct_in_shared_memory_guards_struct_cells() {
         }
     }
 }
+
+/// `activemask()` on both sides of a divergent branch reports each side's lanes (numba-cuda's
+/// `test_activemask`); LLVM once merged the two calls into one before the branch.
+#[test]
+fn activemask_in_divergent_branches() {
+    let Some(dev) = device("activemask_in_divergent_branches") else {
+        return;
+    };
+    let src = include_str!("../fixtures/numba/activemask_branches.py");
+    let k = kernel(&dev, src, "use_activemask", "uint32[::1]");
+    let (xb, xa) = vec1(&dev, &[0u32; 32]);
+    k.launch(&[xa], [1, 1, 1], [32, 1, 1]);
+    let x: Vec<u32> = from_bytes(&dev.download(&xb).expect("download"));
+    for (i, m) in x.iter().enumerate() {
+        let want = if i % 2 == 0 { 0x5555_5555 } else { 0xaaaa_aaaa };
+        assert_eq!(*m, want, "lane {i}: {m:#010x}");
+    }
+}

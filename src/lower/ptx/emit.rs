@@ -1527,6 +1527,13 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         );
         let margs: Vec<BasicMetadataValueEnum> = args.iter().map(|a| (*a).into()).collect();
         let call = self.b().build_indirect_call(fn_ty, ptr, &margs, "")?;
+        // Convergent: the result may depend on which threads execute it (`activemask`), so
+        // LLVM must not merge copies from both sides of a branch into one before it.
+        let convergent = Attribute::get_named_enum_kind_id("convergent");
+        call.add_attribute(
+            AttributeLoc::Function,
+            self.e.ctx.create_enum_attribute(convergent, 0),
+        );
         Ok(match call.try_as_basic_value() {
             ValueKind::Basic(v) => Some(v),
             _ => None,
