@@ -988,3 +988,64 @@ fn half_to_f32(bits: u16) -> f32 {
         _ => sign * (1.0 + m / 1024.0) * 2f32.powi(e - 15),
     }
 }
+
+/// `cmath.rect` at CPython's special values (numba-cuda's `test_rect` inputs): an infinite
+/// radius with a zero angle keeps the zero, a non-finite angle gives `|r|` for `r == 0` and
+/// `(r, phi)` for an infinite `r`.
+#[test]
+fn cmath_rect_special_values() {
+    let Some(dev) = device("cmath_rect_special_values") else {
+        return;
+    };
+    let src = "import cmath\nfrom cuda import device\n\n@device.kernel\ndef rect(r, phi, out):\n    i = device.tid(1)\n    if i < len(r):\n        out[i] = cmath.rect(r[i], phi[i])\n";
+    let k = kernel(
+        &dev,
+        src,
+        "rect",
+        "float64[::1], float64[::1], complex128[::1]",
+    );
+    let inf = f64::INFINITY;
+    let nan = f64::NAN;
+    // (r, phi, expected real, expected imag), from CPython's cmath.rect (NaN: any NaN).
+    let cases: [(f64, f64, f64, f64); 10] = [
+        (inf, 0.0, inf, 0.0),
+        (inf, -0.0, inf, -0.0),
+        (-inf, 0.0, -inf, -0.0),
+        (0.0, inf, 0.0, 0.0),
+        (-0.0, nan, 0.0, 0.0),
+        (inf, nan, inf, nan),
+        (-inf, 1.0, -inf, -inf),
+        (inf, -2.0, -inf, -inf),
+        (2.0, 0.0, 2.0, 0.0),
+        (1.5, -0.0, 1.5, -0.0),
+    ];
+    let r: Vec<f64> = cases.iter().map(|c| c.0).collect();
+    let phi: Vec<f64> = cases.iter().map(|c| c.1).collect();
+    let (_rb, ra) = vec1(&dev, &r);
+    let (_pb, pa) = vec1(&dev, &phi);
+    // complex128[::1] of n elements: the bytes of 2n float64.
+    let ob = dev
+        .upload(&bytes_of(&vec![0f64; 2 * cases.len()]))
+        .expect("upload");
+    let oa = ArgValue::Array(pydevice::abi::ArrayArg {
+        data: dev.address(&ob),
+        shape: vec![cases.len() as u64],
+        strides: vec![1],
+    });
+    k.launch(&[ra, pa, oa], [1, 1, 1], [32, 1, 1]);
+    let out: Vec<f64> = from_bytes(&dev.download(&ob).expect("download"));
+    for (i, c) in cases.iter().enumerate() {
+        let (re, im) = (out[2 * i], out[2 * i + 1]);
+        let same = |got: f64, want: f64| {
+            (got.is_nan() && want.is_nan()) || got.to_bits() == want.to_bits()
+        };
+        assert!(
+            same(re, c.2) && same(im, c.3),
+            "rect({}, {}) = ({re}, {im}), want ({}, {})",
+            c.0,
+            c.1,
+            c.2,
+            c.3
+        );
+    }
+}

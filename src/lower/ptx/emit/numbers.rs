@@ -216,6 +216,52 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         self.make_complex(re, pt.const_zero())
     }
 
+    /// `cmath.rect(r, phi)` as numba-cuda computes it, which keeps CPython's special values
+    /// where the naive `r*cos(phi), r*sin(phi)` would make NaNs: an infinite `r` times a zero
+    /// `cos`/`sin` gives a signed zero (`0 / r`), and a non-finite `phi` gives `|r| + 0j` for
+    /// `r == 0` and `r + phi*j` for an infinite `r`.
+    fn rect(&mut self, r: FloatValue<'ctx>, phi: FloatValue<'ctx>) -> R<BasicValueEnum<'ctx>> {
+        let ft = r.get_type();
+        let fabs = self.e.intrinsic("llvm.fabs", &[ft.into()])?;
+        let c = self.libm("cos", &[phi])?;
+        let s = self.libm("sin", &[phi])?;
+        let abs_r = self.call1(fabs, &[r.into()])?.into_float_value();
+        let abs_phi = self.call1(fabs, &[phi.into()])?.into_float_value();
+        let inf = ft.const_float(f64::INFINITY);
+        let zero = ft.const_zero();
+        let b = self.b();
+        let r_inf = b.build_float_compare(FloatPredicate::OEQ, abs_r, inf, "")?;
+        let r_zero = b.build_float_compare(FloatPredicate::OEQ, r, zero, "")?;
+        let phi_finite = b.build_float_compare(FloatPredicate::OLT, abs_phi, inf, "")?;
+        let part = |v: FloatValue<'ctx>| -> R<FloatValue<'ctx>> {
+            let b = self.b();
+            let is_zero = b.build_float_compare(FloatPredicate::OEQ, v, zero, "")?;
+            let keep_zero = b.build_and(is_zero, r_inf, "")?;
+            let div = b.build_float_div(v, r, "")?;
+            let mul = b.build_float_mul(v, r, "")?;
+            Ok(b.build_select(keep_zero, div, mul, "")?.into_float_value())
+        };
+        let re = part(c)?;
+        let im = part(s)?;
+        let b = self.b();
+        // phi is NaN or infinite: r == 0 gives |r|, an infinite r gives (r, phi).
+        let re_special = b.build_select(r_inf, r, re, "")?.into_float_value();
+        let re_special = b
+            .build_select(r_zero, abs_r, re_special, "")?
+            .into_float_value();
+        let im_special = b.build_select(r_inf, phi, im, "")?.into_float_value();
+        let im_special = b
+            .build_select(r_zero, zero, im_special, "")?
+            .into_float_value();
+        let re = b
+            .build_select(phi_finite, re, re_special, "")?
+            .into_float_value();
+        let im = b
+            .build_select(phi_finite, im, im_special, "")?
+            .into_float_value();
+        self.make_complex(re, im)
+    }
+
     /// Complex construction, parts, and the `cmath` functions. `vals` are the operands'
     /// values; the result type is `to`.
     ///
@@ -242,11 +288,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             if op == ComplexOp::New {
                 return self.make_complex(x, y);
             }
-            let c = self.libm("cos", &[y])?;
-            let s = self.libm("sin", &[y])?;
-            let re = self.b().build_float_mul(x, c, "")?;
-            let im = self.b().build_float_mul(x, s, "")?;
-            return self.make_complex(re, im);
+            return self.rect(x, y);
         }
         let (x, y) = self.parts(first)?;
         let ft = x.get_type();
