@@ -725,3 +725,19 @@ fn atomics_act_on_array_memory_and_are_bounds_checked() {
     );
     assert_eq!(args[0].to_string(), "array([5, 6], dtype=int32)");
 }
+
+/// The same `@func` decides `target(...)` per target: `is_host` on the host, `provides(sm90)`
+/// and older-arch branches on the device (tests/gpu/main.rs runs those on the H100).
+#[test]
+fn target_specialization_takes_the_host_branch_on_the_host() {
+    let src = std::fs::read_to_string(format!(
+        "{}/tests/fixtures/lang/target_specialization.py",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .expect("fixture");
+    let m = Module::parse("target.py", &src).unwrap_or_else(|d| panic!("{}", d.render()));
+    let level = m.host_function("level", &[]).expect("host function");
+    assert_eq!(level.call(&[]).expect("call"), HostValue::Int(-1));
+    // The kernel is a device entity: E0500 on the host.
+    assert!(m.host_function("which", &[]).is_err());
+}

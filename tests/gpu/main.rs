@@ -680,6 +680,9 @@ fn target_specialization_across_archs() {
         return;
     };
     let module = Module::parse("target.py", &fixture("target_specialization.py")).expect("parse");
+    // The host takes the `is_host` branch of the same @func (Cranelift).
+    let host = module.host_function("level", &[]).expect("host function");
+    assert_eq!(host.call(&[]).expect("call"), pydevice::HostValue::Int(-1));
     let (args, _) = parse_signature("int32[::1]").expect("sig");
     let archs = [Arch::new(7, 5), Arch::new(8, 0), Arch::new(9, 0)];
     let multi = module
