@@ -83,6 +83,35 @@ impl FnCx<'_, '_> {
         }
         let (mut common, mut weak) = self.common(&[&l, &r]);
         use BinaryOp::*;
+        if self.s.m.numba
+            && weak.is_none()
+            && common.is_integer()
+            && common.bits() < 64
+            && matches!(
+                op,
+                Add | AddNoWrap
+                    | Sub
+                    | Mul
+                    | FloorDiv
+                    | Mod
+                    | Pow
+                    | BitAnd
+                    | BitOr
+                    | BitXor
+                    | Shl
+                    | Shr
+            )
+        {
+            // numba (NBEP 1): integer operations widen to intp, signed if either operand is
+            // (a Python int is an intp constant): `uint32 * uint32` is a uint64 and
+            // `uint32 + 1` an int64, where NumPy would keep 32 bits.
+            let signed = |v: &Val, s: Scalar| v.weak == Some(Weak::Int) || s.is_signed();
+            common = if signed(&l, ls) || signed(&r, rs) {
+                Scalar::Int64
+            } else {
+                Scalar::UInt64
+            };
+        }
         if common.is_complex() {
             return self.complex_binary(op, l, r, common, weak, span);
         }
