@@ -177,31 +177,38 @@ pub(super) fn header_shape(header: &str) -> Result<(Vec<u64>, bool), NpyError> {
 impl NpyArray {
     /// The bytes of a version-1 `.npy` file.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let shape = match self.shape.len() {
-            1 => format!("({},)", self.shape[0]),
-            _ => format!(
-                "({})",
-                self.shape
-                    .iter()
-                    .map(|s| s.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        };
-        let mut header = format!(
-            "{{'descr': '{}', 'fortran_order': {}, 'shape': {shape}, }}",
-            self.dtype.numpy_descr(),
-            if self.fortran_order { "True" } else { "False" }
-        );
-        let total = 10 + header.len() + 1;
-        header.push_str(&" ".repeat(total.div_ceil(64) * 64 - total));
-        header.push('\n');
-        let mut out = b"\x93NUMPY\x01\x00".to_vec();
-        out.extend_from_slice(&(header.len() as u16).to_le_bytes());
-        out.extend_from_slice(header.as_bytes());
-        out.extend_from_slice(&self.data);
-        out
+        let descr = format!("'{}'", self.dtype.numpy_descr());
+        npy_bytes(&descr, &self.shape, self.fortran_order, &self.data)
     }
+}
+
+/// A version-1 `.npy` file: the header (`descr` written as Python would, e.g. `'<f4'` or a
+/// list of fields), padded with spaces so that the data starts on a 64-byte boundary, then
+/// the data.
+pub(crate) fn npy_bytes(descr: &str, shape: &[u64], fortran_order: bool, data: &[u8]) -> Vec<u8> {
+    let shape = match shape.len() {
+        1 => format!("({},)", shape[0]),
+        _ => format!(
+            "({})",
+            shape
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let mut header = format!(
+        "{{'descr': {descr}, 'fortran_order': {}, 'shape': {shape}, }}",
+        if fortran_order { "True" } else { "False" }
+    );
+    let total = 10 + header.len() + 1;
+    header.push_str(&" ".repeat(total.div_ceil(64) * 64 - total));
+    header.push('\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    out.extend_from_slice(header.as_bytes());
+    out.extend_from_slice(data);
+    out
 }
 
 #[cfg(test)]

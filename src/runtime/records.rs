@@ -316,29 +316,7 @@ impl NpyRecords {
     /// The bytes of a version-1 `.npy` file with the record's `descr` (padding included).
     pub fn to_bytes(&self) -> Vec<u8> {
         let descr = descr_text(&descr_of_record(&self.record).unwrap_or_default());
-        let shape = match self.shape.len() {
-            1 => format!("({},)", self.shape[0]),
-            _ => format!(
-                "({})",
-                self.shape
-                    .iter()
-                    .map(|s| s.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        };
-        let mut header = format!(
-            "{{'descr': {descr}, 'fortran_order': {}, 'shape': {shape}, }}",
-            if self.fortran_order { "True" } else { "False" }
-        );
-        let total = 10 + header.len() + 1;
-        header.push_str(&" ".repeat(total.div_ceil(64) * 64 - total));
-        header.push('\n');
-        let mut out = b"\x93NUMPY\x01\x00".to_vec();
-        out.extend_from_slice(&(header.len() as u16).to_le_bytes());
-        out.extend_from_slice(header.as_bytes());
-        out.extend_from_slice(&self.data);
-        out
+        super::npy::npy_bytes(&descr, &self.shape, self.fortran_order, &self.data)
     }
 }
 
