@@ -756,6 +756,9 @@ pub enum ComplexOp {
     Cos,
     /// `cmath.rect(r, phi)`: two floats
     Rect,
+    /// `z ** w` with two complex operands, where `w` is not a small integer constant
+    /// (CPython's `c_pow`)
+    Pow,
 }
 
 impl ComplexOp {

@@ -1049,3 +1049,80 @@ fn cmath_rect_special_values() {
         );
     }
 }
+
+/// CPython's `c_pow`, the reference for complex powers with a non-constant exponent.
+fn c_pow(z: (f64, f64), w: (f64, f64)) -> (f64, f64) {
+    if w == (0.0, 0.0) {
+        return (1.0, 0.0);
+    }
+    if z == (0.0, 0.0) {
+        return (0.0, 0.0);
+    }
+    let vabs = z.0.hypot(z.1);
+    let mut len = vabs.powf(w.0);
+    let at = z.1.atan2(z.0);
+    let mut phase = at * w.0;
+    if w.1 != 0.0 {
+        len /= (at * w.1).exp();
+        phase += w.1 * vabs.ln();
+    }
+    (len * phase.cos(), len * phase.sin())
+}
+
+/// `z ** w` for complex128 `z` and `w` at run time, and `z ** 0.5`, against `c_pow`.
+#[test]
+fn complex_power_random() {
+    let Some(dev) = device("complex_power_random") else {
+        return;
+    };
+    let src = "from cuda import device\n\n@device.kernel\ndef p(z, w, out):\n    i = device.tid(1)\n    if i < len(z):\n        out[2 * i] = z[i] ** w[i]\n        out[2 * i + 1] = z[i] ** 0.5\n";
+    let k = kernel(
+        &dev,
+        src,
+        "p",
+        "complex128[::1], complex128[::1], complex128[::1]",
+    );
+    let n = 4096;
+    let mut r = Rng(91);
+    let mut z: Vec<[f64; 2]> = (0..n)
+        .map(|_| [f64::from(r.f32(-3.0, 3.0)), f64::from(r.f32(-3.0, 3.0))])
+        .collect();
+    let mut w: Vec<[f64; 2]> = (0..n)
+        .map(|_| [f64::from(r.f32(-2.5, 2.5)), f64::from(r.f32(-1.5, 1.5))])
+        .collect();
+    // Real exponents, and the special cases.
+    for v in w.iter_mut().take(512) {
+        v[1] = 0.0;
+    }
+    z[0] = [0.0, 0.0];
+    w[1] = [0.0, 0.0];
+    let upload = |v: &[[f64; 2]]| {
+        let b = dev.upload(&bytes_of(v)).expect("upload");
+        let a = ArgValue::Array(pydevice::abi::ArrayArg {
+            data: dev.address(&b),
+            shape: vec![v.len() as u64],
+            strides: vec![1],
+        });
+        (b, a)
+    };
+    let (_zb, za) = upload(&z);
+    let (_wb, wa) = upload(&w);
+    let (ob, oa) = upload(&vec![[0.0; 2]; 2 * n]);
+    k.launch(&[za, wa, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let out: Vec<[f64; 2]> = from_bytes(&dev.download(&ob).expect("download"));
+    for i in 0..n {
+        let zi = (z[i][0], z[i][1]);
+        for (got, want) in [
+            (out[2 * i], c_pow(zi, (w[i][0], w[i][1]))),
+            (out[2 * i + 1], c_pow(zi, (0.5, 0.0))),
+        ] {
+            let scale = want.0.hypot(want.1).max(1e-300);
+            let err = (got[0] - want.0).hypot(got[1] - want.1) / scale;
+            assert!(
+                err <= 64.0 * f64::EPSILON,
+                "z[{i}] = {zi:?}, w = {:?}: got {got:?}, want {want:?} (rel err {err:e})",
+                w[i]
+            );
+        }
+    }
+}

@@ -54,7 +54,8 @@ impl FnCx<'_, '_> {
     }
 
     /// `z ** n` for a constant integer `n` (|n| <= 64): square-and-multiply, and one
-    /// division for a negative `n` (`z ** 0` is 1, as in Python, even for 0 and NaN).
+    /// division for a negative `n` (`z ** 0` is 1, as in Python, even for 0 and NaN). Any
+    /// other exponent is `ComplexOp::Pow`, CPython's polar-form `c_pow`.
     fn complex_pow(
         &mut self,
         l: Val,
@@ -70,16 +71,18 @@ impl FnCx<'_, '_> {
             .and_then(|c| c.as_int())
             .filter(|n| n.abs() <= MAX_POW);
         let Some(n) = n else {
-            self.diags.push(
-                Diagnostic::error(
-                    "E0252",
-                    r.span,
-                    "a complex power needs an integer constant exponent",
-                )
-                .with_label("not an integer constant from -64 to 64")
-                .with_note("write `cmath.exp(w * cmath.log(z))` for other powers"),
+            // Any other exponent: CPython's `c_pow` (polar form), as numba does.
+            let base = self.convert(&l, common)?;
+            let exp = self.convert(&r, common)?;
+            let ty = Type::Scalar(common);
+            let e = self.push(
+                Expr::Intrinsic(Intrinsic::Complex(ComplexOp::Pow), vec![base, exp]),
+                ty.clone(),
+                span,
             );
-            return None;
+            let mut v = self.val(e, ty, span);
+            v.weak = weak;
+            return Some(v);
         };
         let ty = Type::Scalar(common);
         let base = self.convert(&l, common)?;

@@ -216,6 +216,62 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         self.make_complex(re, pt.const_zero())
     }
 
+    /// `(a + bi) ** (c + di)` as CPython's `c_pow` (and numba) computes it: `1` for a zero
+    /// exponent, `0` for a zero base (where Python raises), otherwise in polar form: with
+    /// `r = |z|` and `t = atan2(b, a)`, `r**c / e**(t d)` at angle `t c + d log r`.
+    fn complex_pow(
+        &mut self,
+        a: FloatValue<'ctx>,
+        b: FloatValue<'ctx>,
+        c: FloatValue<'ctx>,
+        d: FloatValue<'ctx>,
+    ) -> R<BasicValueEnum<'ctx>> {
+        let ft = a.get_type();
+        let zero = ft.const_zero();
+        let one = ft.const_float(1.0);
+        let vabs = self.libm("hypot", &[a, b])?;
+        let len = self.libm("pow", &[vabs, c])?;
+        let at = self.libm("atan2", &[b, a])?;
+        let atd = self.b().build_float_mul(at, d, "")?;
+        let shrink = self.libm("exp", &[atd])?;
+        let logr = self.libm("log", &[vabs])?;
+        let b_ = self.b();
+        let phase = b_.build_float_mul(at, c, "")?;
+        let turn = b_.build_float_mul(d, logr, "")?;
+        // Only where the exponent has an imaginary part, as CPython does (it keeps
+        // `len`/`phase` exact for real exponents).
+        let d_nonzero = b_.build_float_compare(FloatPredicate::UNE, d, zero, "")?;
+        let len_d = b_.build_float_div(len, shrink, "")?;
+        let len = b_
+            .build_select(d_nonzero, len_d, len, "")?
+            .into_float_value();
+        let phase_d = b_.build_float_add(phase, turn, "")?;
+        let phase = b_
+            .build_select(d_nonzero, phase_d, phase, "")?
+            .into_float_value();
+        let cos = self.libm("cos", &[phase])?;
+        let sin = self.libm("sin", &[phase])?;
+        let b_ = self.b();
+        let re = b_.build_float_mul(len, cos, "")?;
+        let im = b_.build_float_mul(len, sin, "")?;
+        // Special cases: a zero exponent gives 1, a zero base 0.
+        let w_zero = {
+            let cz = b_.build_float_compare(FloatPredicate::OEQ, c, zero, "")?;
+            let dz = b_.build_float_compare(FloatPredicate::OEQ, d, zero, "")?;
+            b_.build_and(cz, dz, "")?
+        };
+        let z_zero = {
+            let az = b_.build_float_compare(FloatPredicate::OEQ, a, zero, "")?;
+            let bz = b_.build_float_compare(FloatPredicate::OEQ, b, zero, "")?;
+            b_.build_and(az, bz, "")?
+        };
+        let re = b_.build_select(z_zero, zero, re, "")?.into_float_value();
+        let im = b_.build_select(z_zero, zero, im, "")?.into_float_value();
+        let re = b_.build_select(w_zero, one, re, "")?.into_float_value();
+        let im = b_.build_select(w_zero, zero, im, "")?.into_float_value();
+        self.make_complex(re, im)
+    }
+
     /// `cmath.rect(r, phi)` as numba-cuda computes it, which keeps CPython's special values
     /// where the naive `r*cos(phi), r*sin(phi)` would make NaNs: an infinite `r` times a zero
     /// `cos`/`sin` gives a signed zero (`0 / r`), and a non-finite `phi` gives `|r| + 0j` for
@@ -292,9 +348,16 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         }
         let (x, y) = self.parts(first)?;
         let ft = x.get_type();
+        if op == ComplexOp::Pow {
+            let w = *vals
+                .get(1)
+                .ok_or_else(|| err("complex power needs two operands"))?;
+            let (c, d) = self.parts(w)?;
+            return self.complex_pow(x, y, c, d);
+        }
         Ok(match op {
-            ComplexOp::New | ComplexOp::Rect => {
-                return Err(err("complex construction handled above"));
+            ComplexOp::New | ComplexOp::Rect | ComplexOp::Pow => {
+                return Err(err("complex construction and power handled above"));
             }
             ComplexOp::Real => x.into(),
             ComplexOp::Imag => y.into(),
