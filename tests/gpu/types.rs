@@ -1126,3 +1126,52 @@ fn complex_power_random() {
         }
     }
 }
+
+/// `cmath.log(z, base)` (numba-cuda's `test_log_base`): `log(z) / log(base)`.
+#[test]
+fn cmath_log_with_a_base() {
+    let Some(dev) = device("cmath_log_with_a_base") else {
+        return;
+    };
+    let src = include_str!("../fixtures/numba/cmath_log_base.py");
+    let k = kernel(
+        &dev,
+        src,
+        "kernel_func",
+        "complex128[::1], complex128[::1], float64[::1]",
+    );
+    let n = 2048;
+    let mut r = Rng(17);
+    let a: Vec<[f64; 2]> = (0..n)
+        .map(|_| [f64::from(r.f32(-5.0, 5.0)), f64::from(r.f32(-5.0, 5.0))])
+        .collect();
+    let b: Vec<f64> = (0..n).map(|_| f64::from(r.f32(1.5, 9.0))).collect();
+    let ab = dev.upload(&bytes_of(&a)).expect("upload");
+    let aa = ArgValue::Array(pydevice::abi::ArrayArg {
+        data: dev.address(&ab),
+        shape: vec![n as u64],
+        strides: vec![1],
+    });
+    let (_bb, ba) = vec1(&dev, &b);
+    let ob = dev.upload(&bytes_of(&vec![[0f64; 2]; n])).expect("upload");
+    let oa = ArgValue::Array(pydevice::abi::ArrayArg {
+        data: dev.address(&ob),
+        shape: vec![n as u64],
+        strides: vec![1],
+    });
+    k.launch(&[oa, aa, ba], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let out: Vec<[f64; 2]> = from_bytes(&dev.download(&ob).expect("download"));
+    for i in 0..n {
+        // log(z) / log(b) for a real base b > 1: both parts divide by ln(b).
+        let (x, y) = (a[i][0], a[i][1]);
+        let lb = b[i].ln();
+        let want = (x.hypot(y).ln() / lb, y.atan2(x) / lb);
+        let err = (out[i][0] - want.0).hypot(out[i][1] - want.1) / want.0.hypot(want.1).max(1e-300);
+        assert!(
+            err <= 16.0 * f64::EPSILON,
+            "log({x}+{y}j, {}) = {:?}, want {want:?}",
+            b[i],
+            out[i]
+        );
+    }
+}

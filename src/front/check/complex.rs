@@ -264,12 +264,13 @@ impl FnCx<'_, '_> {
             CmathFn::Polar => "cmath.polar".to_string(),
             CmathFn::Op(op) => format!("cmath.{op:?}").to_lowercase(),
         };
-        let arity = if f == CmathFn::Op(ComplexOp::Rect) {
-            2
-        } else {
-            1
+        let (min, max) = match f {
+            CmathFn::Op(ComplexOp::Rect) => (2, 2),
+            // log(z, base)
+            CmathFn::Op(ComplexOp::Log) => (1, 2),
+            _ => (1, 1),
         };
-        let args = self.args(c, &name, arity, arity)?;
+        let mut args = self.args(c, &name, min, max)?;
         for a in &args {
             if a.ty.as_scalar().is_none() {
                 self.error(
@@ -308,6 +309,30 @@ impl FnCx<'_, '_> {
             let ty = Type::Scalar(Scalar::complex_of(part));
             let e = self.push(
                 Expr::Intrinsic(Intrinsic::Complex(ComplexOp::Rect), es),
+                ty.clone(),
+                span,
+            );
+            return Some(self.val(e, ty, span));
+        }
+        if args.len() == 2 {
+            // cmath.log(z, base) = log(z) / log(base), as CPython computes it.
+            let base = args.pop()?;
+            let z = args.pop()?;
+            let z = self.as_complex_operand(z)?;
+            let base = self.as_complex_operand(base)?;
+            let (common, _) = self.common(&[&z, &base]);
+            let ty = Type::Scalar(common);
+            let mut logs = Vec::new();
+            for v in [z, base] {
+                let e = self.convert(&v, common)?;
+                logs.push(self.push(
+                    Expr::Intrinsic(Intrinsic::Complex(ComplexOp::Log), vec![e]),
+                    ty.clone(),
+                    span,
+                ));
+            }
+            let e = self.push(
+                Expr::Binary(BinaryOp::Div, logs[0], logs[1]),
                 ty.clone(),
                 span,
             );
