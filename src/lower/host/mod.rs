@@ -1,11 +1,11 @@
 //! The host side of heterogeneous functions: a `@func` specialized for the host target
 //! (`target(is_host)` true) is lowered to Cranelift IR and JIT-compiled to native code.
 //!
-//! [`compile`] checks what the host cannot run ([`check`]: device-only intrinsics, atomics,
+//! [`compile`] checks what the host cannot run (`check`: device-only intrinsics, atomics,
 //! arrays — each a diagnostic at its use), lowers every function of the program
-//! ([`emit`]), and returns a [`HostFunction`]: a typed [`HostFunction::call`] and a raw
+//! (`emit`), and returns a [`HostFunction`]: a typed [`HostFunction::call`] and a raw
 //! function pointer with the platform C ABI (System V x86-64, aggregates classified as gcc
-//! does, see [`leaf::classify`]). docs/semantics.md §16 records the decisions.
+//! does, see `leaf::classify`). docs/semantics.md §16 records the decisions.
 
 mod check;
 mod emit;

@@ -1,7 +1,7 @@
 //! The PTX back end: typed IR → LLVM IR (through inkwell) → optimized → PTX text.
 //!
 //! [`compile`] is the entry point. LLVM's NVPTX target is initialized once per process;
-//! target machines, each with its optimization pipeline set up once ([`pipeline`]), are
+//! target machines, each with its optimization pipeline set up once (`pipeline`), are
 //! cached per thread, architecture and optimization level. Math functions come from
 //! libdevice, linked only into modules that call one (see [`libdevice`]).
 
