@@ -212,3 +212,51 @@ fn numba_int_bit_count_random() {
         assert_eq!(out[n + i], b[i].count_ones() as i32, "b[{i}] = {}", b[i]);
     }
 }
+
+/// numba-cuda's `array_reshape1d(arr, newshape, got)` with `newshape == -1` passed at run
+/// time (and a positive one), and `flat.reshape((-1, cols))` with `cols` a run-time value:
+/// the extents numba infers, on random contents.
+#[test]
+fn numba_reshape_with_run_time_minus_one() {
+    let Some(dev) = device("numba_reshape_with_run_time_minus_one") else {
+        return;
+    };
+    let src = include_str!("../fixtures/numba/reshape_runtime.py");
+    let k = kernel(
+        &dev,
+        src,
+        "reshape_runtime",
+        "int64[:, ::1], int64, int64[::1], float64[::1], int64, int64[:, ::1]",
+    );
+    let mut r = Rng(23);
+    for (newshape, cols) in [(-1i64, 6i64), (15, 4), (-1, 3)] {
+        let a: Vec<i64> = (0..15).map(|_| r.next() as i64 >> 20).collect();
+        let flat: Vec<f64> = (0..24).map(|_| f64::from(r.i32(-500, 500))).collect();
+        let rows = 24 / cols;
+        let (_ab, aa) = array(&dev, &a, &[3, 5], &[5, 1]);
+        let (gb, ga) = vec1(&dev, &vec![0i64; 15]);
+        let (_fb, fa) = vec1(&dev, &flat);
+        let (mb, ma) = array(
+            &dev,
+            &vec![0i64; 24],
+            &[rows as u64, cols as u64],
+            &[cols, 1],
+        );
+        k.launch(
+            &[aa, ArgValue::Int(newshape), ga, fa, ArgValue::Int(cols), ma],
+            [1, 1, 1],
+            [1, 1, 1],
+        );
+        let got: Vec<i64> = from_bytes(&dev.download(&gb).expect("download"));
+        assert_eq!(got, a, "reshape({newshape})");
+        let m: Vec<i64> = from_bytes(&dev.download(&mb).expect("download"));
+        for (i, v) in m.iter().enumerate() {
+            let row = i as i64 / cols;
+            assert_eq!(
+                *v,
+                flat[i] as i64 + row * 1000,
+                "reshape((-1, {cols}))[{i}]"
+            );
+        }
+    }
+}
