@@ -234,14 +234,9 @@ fn numba_reshape_with_run_time_minus_one() {
         let flat: Vec<f64> = (0..24).map(|_| f64::from(r.i32(-500, 500))).collect();
         let rows = 24 / cols;
         let (_ab, aa) = array(&dev, &a, &[3, 5], &[5, 1]);
-        let (gb, ga) = vec1(&dev, &vec![0i64; 15]);
+        let (gb, ga) = vec1(&dev, &[0i64; 15]);
         let (_fb, fa) = vec1(&dev, &flat);
-        let (mb, ma) = array(
-            &dev,
-            &vec![0i64; 24],
-            &[rows as u64, cols as u64],
-            &[cols, 1],
-        );
+        let (mb, ma) = array(&dev, &[0i64; 24], &[rows as u64, cols as u64], &[cols, 1]);
         k.launch(
             &[aa, ArgValue::Int(newshape), ga, fa, ArgValue::Int(cols), ma],
             [1, 1, 1],
