@@ -255,3 +255,116 @@ fn numba_reshape_with_run_time_minus_one() {
         }
     }
 }
+
+/// The `pydevice` binary (on the GPU machine it travels separately: PYDEVICE_BIN).
+fn pydevice_bin() -> String {
+    std::env::var("PYDEVICE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_pydevice").into())
+}
+
+/// `pydevice run` with tuple arguments (`--arg 't=(int64:3, (float64:1.5, float64:-2))'`,
+/// `--arg 'e=()'`) and a record by value (a zero-dimensional structured `.npy`), as
+/// scripts/numba_suite.py passes numba-cuda's test_array_args and test_record_dtype launches.
+#[test]
+fn cli_runs_with_tuple_and_record_scalar_arguments() {
+    let Some(dev) = device("cli_runs_with_tuple_and_record_scalar_arguments") else {
+        return;
+    };
+    drop(dev);
+    use pydevice::runtime::npy::NpyArray;
+    use pydevice::runtime::records::NpyRecords;
+    let sig = "Record(a[type=float64;offset=0],n[type=int32;offset=8];16;True)";
+    let pydevice::Type::Struct(record) = pydevice::types::signature::parse_type(sig).unwrap()
+    else {
+        panic!("not a record")
+    };
+    let dir = std::env::temp_dir().join(format!("pyd-tuples-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fixture = format!(
+        "{}/tests/fixtures/numba/tuple_record_args.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut r = Rng(41);
+    for round in 0..3 {
+        let n = 1000usize;
+        let x: Vec<f64> = (0..n).map(|_| f64::from(r.f32(-100.0, 100.0))).collect();
+        let k = i64::from(r.i32(-9, 9));
+        let (p, q) = (f64::from(r.f32(-5.0, 5.0)), f64::from(r.f32(-5.0, 5.0)));
+        let (a, m) = (f64::from(r.f32(-3.0, 3.0)), r.i32(-50, 50));
+        let (rin, rout, rec) = (
+            dir.join(format!("r{round}.npy")),
+            dir.join(format!("r{round}_out.npy")),
+            dir.join(format!("rec{round}.npy")),
+        );
+        let arr = NpyArray {
+            dtype: pydevice::types::Scalar::Float64,
+            shape: vec![n as u64],
+            fortran_order: false,
+            data: bytes_of(&x),
+        };
+        std::fs::write(&rin, arr.to_bytes()).unwrap();
+        let mut bytes = a.to_le_bytes().to_vec();
+        bytes.extend_from_slice(&m.to_le_bytes());
+        bytes.extend_from_slice(&[0; 4]);
+        let one = NpyRecords {
+            record: (*record).clone(),
+            shape: vec![],
+            fortran_order: false,
+            data: bytes,
+        };
+        std::fs::write(&rec, one.to_bytes()).unwrap();
+        let out = std::process::Command::new(pydevice_bin())
+            .args(["run", &fixture, "--entry", "tuple_record_args"])
+            .args(["--grid", "8", "--block", "128"])
+            .arg("--arg")
+            .arg(format!("r={}", rin.display()))
+            .arg("--arg")
+            .arg(format!("t=(int64:{k}, (float64:{p:?}, float64:{q:?}))"))
+            .args(["--arg", "e=()"])
+            .arg("--arg")
+            .arg(format!("rec={}", rec.display()))
+            .arg("--out")
+            .arg(format!("r={}", rout.display()))
+            .output()
+            .expect("pydevice run");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let got = NpyArray::parse(&std::fs::read(&rout).unwrap()).expect("r back");
+        let got: Vec<f64> = from_bytes(&got.data);
+        for i in 0..n {
+            let want = x[i] * k as f64 + p - q + 0.0 + a * f64::from(m);
+            assert!(
+                (got[i] - want).abs() <= 1e-12 * want.abs().max(1.0),
+                "r[{i}]: {} vs {want}",
+                got[i]
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Tuple arguments the CLI refuses, before it looks for a GPU (exit status 2).
+#[test]
+fn cli_refuses_malformed_tuple_arguments() {
+    let fixture = format!(
+        "{}/tests/fixtures/numba/tuple_record_args.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    for (t, why) in [
+        ("t=(int64:1, (float64:2)", "unbalanced `(`"),
+        ("t=(int64:1,, int64:2)", "empty item"),
+        ("t=(int64:1, x.npy)", "arrays cannot be tuple items"),
+        ("t=(int64:1, float64:zz)", "bad float64"),
+    ] {
+        let out = std::process::Command::new(pydevice_bin())
+            .args(["run", &fixture, "--entry", "tuple_record_args"])
+            .args(["--grid", "1", "--block", "1", "--arg", t])
+            .output()
+            .expect("pydevice run");
+        assert_eq!(out.status.code(), Some(2), "{t}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(why), "{t}: {err}");
+    }
+}
