@@ -27,6 +27,8 @@ pub enum Namespace {
     NumbaAtomic,
     /// `numba.cuda.fp16`
     NumbaFp16,
+    /// `numba.cuda.bf16`
+    NumbaBf16,
     /// `numba.cuda.const`
     NumbaConst,
     /// `numba.types`
@@ -193,6 +195,8 @@ pub enum Builtin {
     Selp,
     /// numba's `cuda.fp16.<op>` on float16 values
     NumbaFp16(Fp16Op),
+    /// numba's `cuda.bf16.<op>` on bfloat16 values (the same operations as `cuda.fp16`)
+    NumbaBf16(Fp16Op),
     /// numba's cache-hinted loads `cuda.ldca/ldcg/ldcs/ldlu/ldcv(array, i)` (false) and
     /// stores `cuda.stcg/stcs/stwb/stwt(array, i, value)` (true): plain loads and stores
     NumbaCacheHint(bool),
@@ -313,6 +317,7 @@ pub(crate) fn numba_cuda_member(name: &str) -> Option<super::Item> {
         "local" => return Some(Item::Namespace(Namespace::NumbaLocal)),
         "atomic" => return Some(Item::Namespace(Namespace::NumbaAtomic)),
         "fp16" => return Some(Item::Namespace(Namespace::NumbaFp16)),
+        "bf16" => return Some(Item::Namespace(Namespace::NumbaBf16)),
         "const" => return Some(Item::Namespace(Namespace::NumbaConst)),
         "ldca" | "ldcg" | "ldcs" | "ldlu" | "ldcv" => NumbaCacheHint(false),
         "stcg" | "stcs" | "stwb" | "stwt" => NumbaCacheHint(true),
@@ -395,6 +400,22 @@ pub fn numba_fp16_member(name: &str) -> Option<Builtin> {
         _ => return None,
     };
     Some(Builtin::NumbaFp16(op))
+}
+
+/// Members of `numba.cuda.bf16`: `cuda.fp16`'s arithmetic, comparisons and math functions on
+/// bfloat16, and `hadd_rn`/`hsub_rn`/`hmul_rn`, which round to nearest like `hadd`/`hsub`/`hmul`
+/// (the `_rn` forms only forbid contracting them into an fma; pydevice does not contract).
+pub fn numba_bf16_member(name: &str) -> Option<Builtin> {
+    let plain = match name {
+        "hadd_rn" => "hadd",
+        "hsub_rn" => "hsub",
+        "hmul_rn" => "hmul",
+        n => n,
+    };
+    match numba_fp16_member(plain)? {
+        Builtin::NumbaFp16(op) => Some(Builtin::NumbaBf16(op)),
+        _ => None,
+    }
 }
 
 /// Members of `numba.cuda.atomic`.

@@ -368,3 +368,85 @@ fn cli_refuses_malformed_tuple_arguments() {
         assert!(err.contains(why), "{t}: {err}");
     }
 }
+
+/// bfloat16 bits of `x`, rounded to nearest even.
+fn to_bf16(x: f32) -> u16 {
+    let b = x.to_bits();
+    let rest = b & 0xffff;
+    let mut h = b >> 16;
+    if rest > 0x8000 || (rest == 0x8000 && h & 1 == 1) {
+        h += 1;
+    }
+    h as u16
+}
+
+fn from_bf16(h: u16) -> f32 {
+    f32::from_bits(u32::from(h) << 16)
+}
+
+/// numba's `cuda.bf16` functions (imported by name, as numba-cuda's test_bfloat16 does) on
+/// random bfloat16 values, against the exact result rounded once to bfloat16 (division and
+/// square root within one bfloat16 ulp).
+#[test]
+fn numba_bf16_functions_random() {
+    let Some(dev) = device("numba_bf16_functions_random") else {
+        return;
+    };
+    let src = include_str!("../fixtures/numba/bf16_arith.py");
+    let k = kernel(
+        &dev,
+        src,
+        "bf16_arith",
+        "bfloat16[::1], bfloat16[::1], float32[:, ::1]",
+    );
+    let n = 4099usize;
+    let mut r = Rng(47);
+    let a: Vec<u16> = (0..n).map(|_| to_bf16(r.f32(-40.0, 40.0))).collect();
+    let b: Vec<u16> = (0..n).map(|_| to_bf16(r.f32(-40.0, 40.0))).collect();
+    let (_ab, aa) = vec1(&dev, &a);
+    let (_bb, ba) = vec1(&dev, &b);
+    let rows = 15;
+    let (ob, oa) = array(
+        &dev,
+        &vec![0f32; rows * n],
+        &[rows as u64, n as u64],
+        &[n as i64, 1],
+    );
+    k.launch(&[aa, ba, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    let rb = |v: f64| from_bf16(to_bf16(v as f32));
+    for i in 0..n {
+        let (x, y) = (from_bf16(a[i]), from_bf16(b[i]));
+        let (xd, yd) = (f64::from(x), f64::from(y));
+        let want = [
+            y.abs(),
+            rb(xd + yd),
+            rb(xd - yd),
+            rb(xd * yd),
+            rb(yd / xd),
+            -x,
+            rb(xd * yd + yd),
+            rb(xd + yd),
+            rb(xd - yd),
+            rb(xd * yd),
+            x.max(y),
+            x.min(y),
+            rb(xd.abs().sqrt()),
+            if x < y { 1.0 } else { 0.0 },
+            rb(xd * xd),
+        ];
+        for (row, w) in want.iter().enumerate() {
+            let got = out[row * n + i];
+            // one bfloat16 ulp where float32 (or the reference) may round first
+            let tol = if row == 4 || row == 6 || row == 12 {
+                w.abs() * 2f32.powi(-7)
+            } else {
+                0.0
+            };
+            assert!(
+                (got - w).abs() <= tol || (got.is_nan() && w.is_nan()),
+                "row {row}, a[{i}] = {x}, b[{i}] = {y}: {got} vs {w}"
+            );
+        }
+    }
+}

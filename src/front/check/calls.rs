@@ -304,6 +304,7 @@ impl FnCx<'_, '_> {
             | Builtin::NumbaVote(_)
             | Builtin::NumbaAtomic(_)
             | Builtin::NumbaFp16(_)
+            | Builtin::NumbaBf16(_)
             | Builtin::NumbaCompareAndSwap
             | Builtin::NumbaFence(_)
             | Builtin::Selp

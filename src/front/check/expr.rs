@@ -211,6 +211,7 @@ impl FnCx<'_, '_> {
                     | Namespace::NumbaLocal
                     | Namespace::NumbaAtomic
                     | Namespace::NumbaFp16
+                    | Namespace::NumbaBf16
                     | Namespace::NumbaConst
                     | Namespace::NumbaTypes
                     | Namespace::Cupyx

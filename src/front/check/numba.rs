@@ -126,16 +126,20 @@ impl FnCx<'_, '_> {
                 );
                 Some(self.val(e, Type::Scalar(dtype), span))
             }
-            Builtin::NumbaFp16(op) => {
+            Builtin::NumbaFp16(op) | Builtin::NumbaBf16(op) => {
                 use crate::front::builtins::Fp16Op;
+                let (module, prec) = match b {
+                    Builtin::NumbaBf16(_) => ("bf16", Scalar::BFloat16),
+                    _ => ("fp16", Scalar::Float16),
+                };
                 let name = match c.func.as_ref() {
-                    ast::Expr::Attribute(a) => format!("cuda.fp16.{}", a.attr.id),
+                    ast::Expr::Attribute(a) => format!("cuda.{module}.{}", a.attr.id),
                     ast::Expr::Name(n) => n.id.to_string(),
-                    _ => "cuda.fp16".to_string(),
+                    _ => format!("cuda.{module}"),
                 };
                 let n = op.arity();
                 let a = self.bind(c, &name, &["a", "b", "c"][..n], n)?;
-                let half = Type::Scalar(Scalar::Float16);
+                let half = Type::Scalar(prec);
                 let mut vals = Vec::new();
                 for e in a.iter().flatten() {
                     let v = self.eval(e)?;
@@ -144,9 +148,11 @@ impl FnCx<'_, '_> {
                             Diagnostic::error(
                                 "E0207",
                                 v.span,
-                                format!("`{name}` takes float16 values, found {}", v.ty),
+                                format!("`{name}` takes {prec} values, found {}", v.ty),
                             )
-                            .with_note("convert with `numba.float16(x)`, as numba requires"),
+                            .with_note(format!(
+                                "convert with `numba.{prec}(x)`, as numba requires"
+                            )),
                         );
                         return None;
                     }
