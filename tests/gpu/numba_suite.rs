@@ -450,3 +450,30 @@ fn numba_bf16_functions_random() {
         }
     }
 }
+
+/// `for ... else` (numba-cuda's test_flow_control): the `else` runs when the loop ends
+/// without `break` (empty ranges included), a nested loop's `break` does not count for the
+/// outer loop; random trip counts and keys.
+#[test]
+fn numba_for_else_random() {
+    let Some(dev) = device("numba_for_else_random") else {
+        return;
+    };
+    let src = include_str!("../fixtures/numba/for_else.py");
+    let k = kernel(&dev, src, "for_else", "int64[::1], int64[::1], int64[::1]");
+    let n = 5000usize;
+    let mut r = Rng(53);
+    let x: Vec<i64> = (0..n).map(|_| i64::from(r.i32(0, 9))).collect();
+    let key: Vec<i64> = (0..n).map(|_| i64::from(r.i32(0, 50))).collect();
+    let (_xb, xa) = vec1(&dev, &x);
+    let (_kb, ka) = vec1(&dev, &key);
+    let (ob, oa) = vec1(&dev, &vec![0i64; n]);
+    k.launch(&[xa, ka, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let out: Vec<i64> = from_bytes(&dev.download(&ob).expect("download"));
+    for i in 0..n {
+        let m = x[i];
+        let z = (0..m).find(|j| j * j == key[i]).unwrap_or(m * 100);
+        let hits = 3 * (1 + if m > 2 { 0 } else { 10 });
+        assert_eq!(out[i], z * 1000 + hits, "x = {m}, key = {}", key[i]);
+    }
+}

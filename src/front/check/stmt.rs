@@ -255,6 +255,21 @@ impl FnCx<'_, '_> {
                     let w = if brk { "break" } else { "continue" };
                     self.error("E0304", span, format!("`{w}` outside a loop"));
                 } else {
+                    if brk
+                        && let Some(&(depth, flag)) = self.else_flags.last()
+                        && depth == self.loops
+                    {
+                        // `for … else`: this loop was left by `break`.
+                        let no = self.push(
+                            Expr::Literal(Literal::Bool(false)),
+                            Type::Scalar(Scalar::Bool),
+                            span,
+                        );
+                        out.push(Stmt {
+                            kind: StmtKind::Assign(flag, no),
+                            span,
+                        });
+                    }
                     out.push(Stmt {
                         kind: if brk {
                             StmtKind::Break
@@ -1074,13 +1089,6 @@ impl FnCx<'_, '_> {
 
     pub(super) fn for_range(&mut self, f: &ast::StmtFor, out: &mut Block) {
         let span = sp(f);
-        if !f.orelse.is_empty() {
-            self.error(
-                "E0303",
-                sp(&f.orelse[0]),
-                "`for ... else` is not supported in device code",
-            );
-        }
         let is_range = match f.iter.as_ref() {
             ast::Expr::Call(c) => matches!(
                 self.callee_item(&c.func),
@@ -1096,6 +1104,13 @@ impl FnCx<'_, '_> {
                 let v = self.expr(&f.iter);
                 match v {
                     Value::Val(v) if matches!(v.ty, Type::Tuple(_) | Type::Vector { .. }) => {
+                        if !f.orelse.is_empty() {
+                            self.error(
+                                "E0303",
+                                sp(&f.orelse[0]),
+                                "`for ... else` over a tuple is not supported in device code",
+                            );
+                        }
                         return self.for_sequence(f, v, out);
                     }
                     Value::Err => return,
@@ -1310,6 +1325,20 @@ impl FnCx<'_, '_> {
             let cond = bin(self, op, c, stop);
             (cond, self.push(Expr::Local(ctr), tty.clone(), span))
         };
+        // `for … else`: a flag, true until a `break` of this loop clears it.
+        let else_flag = if f.orelse.is_empty() {
+            None
+        } else {
+            let bool_t = Type::Scalar(Scalar::Bool);
+            let flag = self.new_temp(bool_t.clone(), span);
+            let yes = self.push(Expr::Literal(Literal::Bool(true)), bool_t, span);
+            out.push(Stmt {
+                kind: StmtKind::Assign(flag, yes),
+                span,
+            });
+            self.else_flags.push((self.loops + 1, flag));
+            Some(flag)
+        };
         self.loops += 1;
         let mut names = HashSet::new();
         assigned_names(&f.body, &mut names);
@@ -1322,6 +1351,9 @@ impl FnCx<'_, '_> {
         body.extend(self.block(&f.body));
         self.loops -= 1;
         self.loop_assigned.pop();
+        if else_flag.is_some() {
+            self.else_flags.pop();
+        }
         let c = self.push(Expr::Local(ctr), tty.clone(), span);
         let st = if counted {
             lit(self, 1)
@@ -1340,6 +1372,18 @@ impl FnCx<'_, '_> {
             },
             span,
         });
+        if let Some(flag) = else_flag {
+            let cond = self.push(Expr::Local(flag), Type::Scalar(Scalar::Bool), span);
+            let then = self.block(&f.orelse);
+            out.push(Stmt {
+                kind: StmtKind::If {
+                    cond,
+                    then,
+                    otherwise: Vec::new(),
+                },
+                span,
+            });
+        }
     }
 
     /// `for x in (a, b, c):` over a tuple or vector whose elements have one type: a counted
