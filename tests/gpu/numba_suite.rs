@@ -477,3 +477,55 @@ fn numba_for_else_random() {
         assert_eq!(out[i], z * 1000 + hits, "x = {m}, key = {}", key[i]);
     }
 }
+
+/// `for` over 1-D arrays, `enumerate`, `zip` (stopping at the shorter) nested in each other,
+/// with `break`, and `enumerate` over a module-level tuple (numba-cuda's test_iterators and
+/// test_lang), on random arrays of random lengths against the same sums in the same order.
+#[test]
+fn numba_iterate_arrays_random() {
+    let Some(dev) = device("numba_iterate_arrays_random") else {
+        return;
+    };
+    let src = include_str!("../fixtures/numba/iterate_arrays.py");
+    let k = kernel(
+        &dev,
+        src,
+        "iterate_arrays",
+        "float64[::1], float64[::1], float64[::1], int64[::1]",
+    );
+    let mut r = Rng(59);
+    for _ in 0..20 {
+        let nx = 3 + (r.next() % 200) as usize;
+        let ny = 1 + (r.next() % 200) as usize;
+        let x: Vec<f64> = (0..nx).map(|_| f64::from(r.f32(-60.0, 60.0))).collect();
+        let y: Vec<f64> = (0..ny).map(|_| f64::from(r.f32(-60.0, 60.0))).collect();
+        let (_xb, xa) = vec1(&dev, &x);
+        let (_yb, ya) = vec1(&dev, &y);
+        let (ob, oa) = vec1(&dev, &[0f64; 4]);
+        let (ib, ia) = vec1(&dev, &vec![0i64; ny]);
+        k.launch(&[xa, ya, oa, ia], [1, 1, 1], [32, 1, 1]);
+        let out: Vec<f64> = from_bytes(&dev.download(&ob).expect("download"));
+        let idx: Vec<i64> = from_bytes(&dev.download(&ib).expect("download"));
+        let s = x.iter().fold(0.0, |s, v| s + v);
+        let m = x
+            .iter()
+            .zip(&y)
+            .enumerate()
+            .fold(0.0, |m, (k, (a, b))| m + k as f64 * a * b);
+        let mut n = 0usize;
+        let mut want_idx = vec![0i64; ny];
+        for (k, a) in y.iter().enumerate().take(nx) {
+            want_idx[k] = k as i64 + 1;
+            n += 1;
+            if *a > 50.0 {
+                break;
+            }
+        }
+        let w3 = [0.5, 1.5, 2.5]
+            .iter()
+            .enumerate()
+            .fold(0.0, |t, (k, w)| t + w * x[k]);
+        assert_eq!(out, vec![s, m, n as f64, w3], "nx = {nx}, ny = {ny}");
+        assert_eq!(idx, want_idx);
+    }
+}
