@@ -409,6 +409,13 @@ pub enum Intrinsic {
     Ffs,
     /// `fma(a, b, c)`, one rounding
     Fma,
+    /// `math.ldexp(x, n)`: `x * 2**n` rounded once (libdevice's `ldexp`; `n` is int32)
+    Ldexp,
+    /// `math.frexp(x)`: `(mantissa, exponent)` as `(float, int32)` (libdevice's `frexp`)
+    Frexp,
+    /// `math.modf(x)`: `(fractional part, integral part)`, both with `x`'s sign (libdevice's
+    /// `modf`)
+    Modf,
     /// A function of the `math` module.
     Math(MathFn),
     /// An operation on complex numbers (see [`ComplexOp`]).

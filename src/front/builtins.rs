@@ -144,6 +144,8 @@ pub enum Builtin {
     Cbrt,
     /// `fma(a, b, c)`
     Fma,
+    /// `math.frexp(x)`, `math.ldexp(x, n)`, `math.modf(x)` (one of the three intrinsics)
+    MathPair(crate::ir::Intrinsic),
     /// `WarpMask(x)`
     WarpMask,
     /// A function of the `math` module.
@@ -598,6 +600,13 @@ pub(crate) fn math_member(name: &str) -> Option<super::Item> {
         "tau" => c(std::f64::consts::TAU),
         "inf" => c(f64::INFINITY),
         "nan" => c(f64::NAN),
+        "frexp" => Some(Item::Builtin(Builtin::MathPair(
+            crate::ir::Intrinsic::Frexp,
+        ))),
+        "ldexp" => Some(Item::Builtin(Builtin::MathPair(
+            crate::ir::Intrinsic::Ldexp,
+        ))),
+        "modf" => Some(Item::Builtin(Builtin::MathPair(crate::ir::Intrinsic::Modf))),
         n => crate::ir::MathFn::from_name(n).map(|f| Item::Builtin(Builtin::Math(f))),
     }
 }

@@ -529,3 +529,103 @@ fn numba_iterate_arrays_random() {
         assert_eq!(idx, want_idx);
     }
 }
+
+/// `frexp` on the host: `(m, e)` with `x = m * 2**e`, `0.5 <= |m| < 1` (zeros, infinities and
+/// NaN give `(x, 0)`).
+fn frexp64(x: f64) -> (f64, i32) {
+    if x == 0.0 || !x.is_finite() {
+        return (x, 0);
+    }
+    let (x, bias) = if x.abs() < f64::MIN_POSITIVE {
+        (x * 2f64.powi(64), 64)
+    } else {
+        (x, 0)
+    };
+    let e = ((x.to_bits() >> 52) & 0x7ff) as i32 - 1022;
+    let m = f64::from_bits((x.to_bits() & !(0x7ff << 52)) | (1022 << 52));
+    (m, e - bias)
+}
+
+/// `math.frexp`, `math.ldexp` and `math.modf` in float64 and float32 on random values and the
+/// special ones (zeros of both signs, infinities, NaN, a subnormal), against the host.
+#[test]
+fn numba_frexp_ldexp_modf_random() {
+    let Some(dev) = device("numba_frexp_ldexp_modf_random") else {
+        return;
+    };
+    let src = include_str!("../fixtures/numba/math_frexp_ldexp_modf.py");
+    let k = kernel(
+        &dev,
+        src,
+        "frexp_ldexp_modf",
+        "float64[::1], int32[::1], float32[::1], float64[:, ::1], int32[:, ::1], float32[:, ::1]",
+    );
+    let mut r = Rng(61);
+    let specials = [
+        0.0,
+        -0.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        1e-310,
+        -2.0,
+    ];
+    let n = 3000usize;
+    let x: Vec<f64> = (0..n)
+        .map(|i| {
+            specials.get(i).copied().unwrap_or_else(|| {
+                f64::from(r.f32(-1000.0, 1000.0)) * f64::from(r.f32(0.0, 1.0)).powi(3)
+            })
+        })
+        .collect();
+    let ns: Vec<i32> = (0..n).map(|_| r.i32(-40, 40)).collect();
+    let y: Vec<f32> = x.iter().map(|v| *v as f32).collect();
+    let (_xb, xa) = vec1(&dev, &x);
+    let (_nb, na) = vec1(&dev, &ns);
+    let (_yb, ya) = vec1(&dev, &y);
+    let (ob, oa) = array(&dev, &vec![0f64; 4 * n], &[4, n as u64], &[n as i64, 1]);
+    let (eb, ea) = array(&dev, &vec![0i32; 2 * n], &[2, n as u64], &[n as i64, 1]);
+    let (fb, fa) = array(&dev, &vec![0f32; 4 * n], &[4, n as u64], &[n as i64, 1]);
+    k.launch(
+        &[xa, na, ya, oa, ea, fa],
+        [blocks(n, 128), 1, 1],
+        [128, 1, 1],
+    );
+    let out: Vec<f64> = from_bytes(&dev.download(&ob).expect("download"));
+    let exps: Vec<i32> = from_bytes(&dev.download(&eb).expect("download"));
+    let out32: Vec<f32> = from_bytes(&dev.download(&fb).expect("download"));
+    let same = |a: f64, b: f64| a == b || (a.is_nan() && b.is_nan());
+    for i in 0..n {
+        let v = x[i];
+        let (m, e) = frexp64(v);
+        let int = v.trunc();
+        let frac = if v.is_infinite() { 0.0 } else { v - int }.copysign(v);
+        let want = [m, v * 2f64.powi(ns[i]), frac, int];
+        for (row, w) in want.iter().enumerate() {
+            assert!(
+                same(out[row * n + i], *w),
+                "row {row}, x = {v}: {} vs {w}",
+                out[row * n + i]
+            );
+        }
+        if v.is_finite() {
+            assert_eq!(exps[i], e, "frexp({v})");
+        }
+        let v32 = y[i];
+        let (m32, e32) = frexp64(f64::from(v32));
+        let int32 = v32.trunc();
+        let frac32 = if v32.is_infinite() { 0.0 } else { v32 - int32 }.copysign(v32);
+        let l32 = (f64::from(v32) * 2f64.powi(ns[i])) as f32;
+        let want32 = [m32 as f32, l32, frac32, int32];
+        for (row, w) in want32.iter().enumerate() {
+            let got = out32[row * n + i];
+            assert!(
+                same(f64::from(got), f64::from(*w)),
+                "float32 row {row}, y = {v32}: {got} vs {w}"
+            );
+        }
+        if v32.is_finite() {
+            assert_eq!(exps[n + i], e32, "frexp(float32 {v32})");
+        }
+    }
+}

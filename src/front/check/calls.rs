@@ -295,6 +295,7 @@ impl FnCx<'_, '_> {
             | Builtin::Ffs
             | Builtin::Cbrt
             | Builtin::Fma
+            | Builtin::MathPair(_)
             | Builtin::WarpMask
             | Builtin::Math(_) => self.device_call(b, c),
             Builtin::Vector(elem, len) => self.vector_new(elem, len, c),
