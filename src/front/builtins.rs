@@ -29,6 +29,8 @@ pub enum Namespace {
     NumbaFp16,
     /// `numba.cuda.bf16`
     NumbaBf16,
+    /// `numba.cuda.libdevice`
+    NumbaLibdevice,
     /// `numba.cuda.const`
     NumbaConst,
     /// `numba.types`
@@ -320,6 +322,7 @@ pub(crate) fn numba_cuda_member(name: &str) -> Option<super::Item> {
         "atomic" => return Some(Item::Namespace(Namespace::NumbaAtomic)),
         "fp16" => return Some(Item::Namespace(Namespace::NumbaFp16)),
         "bf16" => return Some(Item::Namespace(Namespace::NumbaBf16)),
+        "libdevice" => return Some(Item::Namespace(Namespace::NumbaLibdevice)),
         "const" => return Some(Item::Namespace(Namespace::NumbaConst)),
         "ldca" | "ldcg" | "ldcs" | "ldlu" | "ldcv" => NumbaCacheHint(false),
         "stcg" | "stcs" | "stwb" | "stwt" => NumbaCacheHint(true),
@@ -418,6 +421,20 @@ pub fn numba_bf16_member(name: &str) -> Option<Builtin> {
         Builtin::NumbaFp16(op) => Some(Builtin::NumbaBf16(op)),
         _ => None,
     }
+}
+
+/// Members of `numba.cuda.libdevice` that `math` has: `frexp`, `ldexp`, `modf` and the
+/// math function names (`sin`, `exp2`, …), each also with libdevice's float32 `f`
+/// suffix (`sinf`); the arguments are converted as `math`'s are.
+pub fn numba_libdevice_member(name: &str) -> Option<Builtin> {
+    use crate::ir::{Intrinsic, MathFn};
+    let pair = |n: &str| match n {
+        "frexp" => Some(Builtin::MathPair(Intrinsic::Frexp)),
+        "ldexp" => Some(Builtin::MathPair(Intrinsic::Ldexp)),
+        "modf" => Some(Builtin::MathPair(Intrinsic::Modf)),
+        n => MathFn::from_name(n).map(Builtin::Math),
+    };
+    pair(name).or_else(|| name.strip_suffix('f').and_then(pair))
 }
 
 /// Members of `numba.cuda.atomic`.

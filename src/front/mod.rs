@@ -632,6 +632,7 @@ impl ParsedModule {
                     | Namespace::NumbaAtomic
                     | Namespace::NumbaFp16
                     | Namespace::NumbaBf16
+                    | Namespace::NumbaLibdevice
                     | Namespace::NumbaConst
                     | Namespace::NumbaTypes
                     | Namespace::Cupyx
@@ -1109,6 +1110,7 @@ fn dialect_namespace(module: &str) -> Option<Namespace> {
         "numba.cuda" => Namespace::NumbaCuda,
         "numba.cuda.fp16" => Namespace::NumbaFp16,
         "numba.cuda.bf16" => Namespace::NumbaBf16,
+        "numba.cuda.libdevice" => Namespace::NumbaLibdevice,
         "numba.types" => Namespace::NumbaTypes,
         "cupyx" => Namespace::Cupyx,
         "cupyx.jit" => Namespace::CupyxJit,
@@ -1138,6 +1140,7 @@ pub(crate) fn dialect_member(ns: Namespace, attr: &str) -> Option<Item> {
         (Namespace::NumbaAtomic, n) => builtins::numba_atomic_member(n).map(Item::Builtin),
         (Namespace::NumbaFp16, n) => builtins::numba_fp16_member(n).map(Item::Builtin),
         (Namespace::NumbaBf16, n) => builtins::numba_bf16_member(n).map(Item::Builtin),
+        (Namespace::NumbaLibdevice, n) => builtins::numba_libdevice_member(n).map(Item::Builtin),
         (Namespace::NumbaConst, "array_like") => Some(Item::Builtin(Builtin::NumbaConstArrayLike)),
         (Namespace::Cupyx, "jit") => Some(Item::Namespace(Namespace::CupyxJit)),
         (Namespace::CupyxJit, n) => builtins::cupyx_jit_member(n).map(Item::Builtin),

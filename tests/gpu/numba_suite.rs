@@ -629,3 +629,41 @@ fn numba_frexp_ldexp_modf_random() {
         }
     }
 }
+
+/// `numba.cuda.libdevice.frexp/ldexp/sin/sinf/modff` (numba-cuda's test_libdevice) are the
+/// `math` functions: random values against the host's frexp and ldexp, and `libdevice.sin`
+/// minus `math.sin` exactly zero.
+#[test]
+fn numba_libdevice_names_random() {
+    let Some(dev) = device("numba_libdevice_names_random") else {
+        return;
+    };
+    let src = include_str!("../fixtures/numba/libdevice_names.py");
+    let k = kernel(
+        &dev,
+        src,
+        "libdevice_names",
+        "float64[::1], float32[::1], float64[:, ::1], int32[::1], float32[:, ::1]",
+    );
+    let mut r = Rng(67);
+    let n = 2000usize;
+    let x: Vec<f64> = (0..n).map(|_| f64::from(r.f32(-500.0, 500.0))).collect();
+    let y: Vec<f32> = (0..n).map(|_| r.f32(-500.0, 500.0)).collect();
+    let (_xb, xa) = vec1(&dev, &x);
+    let (_yb, ya) = vec1(&dev, &y);
+    let (ob, oa) = array(&dev, &vec![0f64; 3 * n], &[3, n as u64], &[n as i64, 1]);
+    let (eb, ea) = vec1(&dev, &vec![0i32; n]);
+    let (fb, fa) = array(&dev, &vec![0f32; 2 * n], &[2, n as u64], &[n as i64, 1]);
+    k.launch(&[xa, ya, oa, ea, fa], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let out: Vec<f64> = from_bytes(&dev.download(&ob).expect("download"));
+    let exps: Vec<i32> = from_bytes(&dev.download(&eb).expect("download"));
+    let out32: Vec<f32> = from_bytes(&dev.download(&fb).expect("download"));
+    for i in 0..n {
+        let (m, e) = frexp64(x[i]);
+        assert_eq!((out[i], exps[i]), (m, e), "frexp({})", x[i]);
+        assert_eq!(out[n + i], x[i] * 8.0, "ldexp({}, 3)", x[i]);
+        assert_eq!(out[2 * n + i], 0.0, "libdevice.sin({})", x[i]);
+        assert_eq!(out32[i], 0.0, "libdevice.sinf({})", y[i]);
+        assert_eq!(out32[n + i], y[i].trunc(), "libdevice.modff({})", y[i]);
+    }
+}

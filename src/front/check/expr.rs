@@ -212,6 +212,7 @@ impl FnCx<'_, '_> {
                     | Namespace::NumbaAtomic
                     | Namespace::NumbaFp16
                     | Namespace::NumbaBf16
+                    | Namespace::NumbaLibdevice
                     | Namespace::NumbaConst
                     | Namespace::NumbaTypes
                     | Namespace::Cupyx
