@@ -355,15 +355,22 @@ pub enum Fp16Op {
     Rcp,
     /// `hrsqrt(a)`: `1 / sqrt(a)`
     Rsqrt,
+    /// `cuda.bf16`'s `hadd_sat`, `hsub_sat`, `hmul_sat`: the operation, clamped to [0, 1]
+    /// (NaN gives 0)
+    SatBinary(crate::ir::BinaryOp),
+    /// `cuda.bf16.hfma_sat(a, b, c)`: `hfma`, clamped to [0, 1] (NaN gives 0)
+    FmaSat,
+    /// `cuda.bf16.hfma_relu(a, b, c)`: `hfma`, negative results 0 (NaN stays NaN)
+    FmaRelu,
 }
 
 impl Fp16Op {
     /// How many operands it takes.
     pub fn arity(self) -> usize {
         match self {
-            Fp16Op::Binary(_) => 2,
+            Fp16Op::Binary(_) | Fp16Op::SatBinary(_) => 2,
             Fp16Op::Neg | Fp16Op::Abs | Fp16Op::Math(_) | Fp16Op::Rcp | Fp16Op::Rsqrt => 1,
-            Fp16Op::Fma => 3,
+            Fp16Op::Fma | Fp16Op::FmaSat | Fp16Op::FmaRelu => 3,
         }
     }
 }
@@ -411,6 +418,18 @@ pub fn numba_fp16_member(name: &str) -> Option<Builtin> {
 /// bfloat16, and `hadd_rn`/`hsub_rn`/`hmul_rn`, which round to nearest like `hadd`/`hsub`/`hmul`
 /// (the `_rn` forms only forbid contracting them into an fma; pydevice does not contract).
 pub fn numba_bf16_member(name: &str) -> Option<Builtin> {
+    use crate::ir::BinaryOp as B;
+    let special = match name {
+        "hadd_sat" => Some(Fp16Op::SatBinary(B::Add)),
+        "hsub_sat" => Some(Fp16Op::SatBinary(B::Sub)),
+        "hmul_sat" => Some(Fp16Op::SatBinary(B::Mul)),
+        "hfma_sat" => Some(Fp16Op::FmaSat),
+        "hfma_relu" => Some(Fp16Op::FmaRelu),
+        _ => None,
+    };
+    if let Some(op) = special {
+        return Some(Builtin::NumbaBf16(op));
+    }
     let plain = match name {
         "hadd_rn" => "hadd",
         "hsub_rn" => "hsub",

@@ -667,3 +667,63 @@ fn numba_libdevice_names_random() {
         assert_eq!(out32[n + i], y[i].trunc(), "libdevice.modff({})", y[i]);
     }
 }
+
+/// `cuda.bf16.hadd_sat/hsub_sat/hmul_sat/hfma_sat` clamp to [0, 1] with NaN giving 0, and
+/// `hfma_relu` gives 0 for negative results and keeps NaN: random bfloat16 values (NaN and
+/// infinities among them) against the host, rounded once to bfloat16 first.
+#[test]
+fn numba_bf16_sat_relu_random() {
+    let Some(dev) = device("numba_bf16_sat_relu_random") else {
+        return;
+    };
+    let src = include_str!("../fixtures/numba/bf16_sat_relu.py");
+    let k = kernel(
+        &dev,
+        src,
+        "bf16_sat_relu",
+        "bfloat16[::1], bfloat16[::1], float32[:, ::1]",
+    );
+    let n = 4096usize;
+    let mut r = Rng(71);
+    let special = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0, 1.0];
+    let pick = |r: &mut Rng, i: usize| {
+        if i % 97 < special.len() {
+            special[i % 97]
+        } else {
+            r.f32(-2.0, 2.0)
+        }
+    };
+    let a: Vec<u16> = (0..n).map(|i| to_bf16(pick(&mut r, i))).collect();
+    let b: Vec<u16> = (0..n).map(|i| to_bf16(pick(&mut r, i + 13))).collect();
+    let (_ab, aa) = vec1(&dev, &a);
+    let (_bb, ba) = vec1(&dev, &b);
+    let (ob, oa) = array(&dev, &vec![0f32; 5 * n], &[5, n as u64], &[n as i64, 1]);
+    k.launch(&[aa, ba, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    let rb = |v: f64| from_bf16(to_bf16(v as f32));
+    let sat = |v: f32| if v > 0.0 { v.min(1.0) } else { 0.0 };
+    for i in 0..n {
+        let (x, y) = (from_bf16(a[i]), from_bf16(b[i]));
+        let (xd, yd) = (f64::from(x), f64::from(y));
+        let relu = rb(xd * yd + yd);
+        let want = [
+            sat(rb(xd + yd)),
+            sat(rb(xd - yd)),
+            sat(rb(xd * yd)),
+            sat(rb(xd * yd + xd)),
+            if relu < 0.0 { 0.0 } else { relu },
+        ];
+        for (row, w) in want.iter().enumerate() {
+            let got = out[row * n + i];
+            let tol = if row >= 3 {
+                w.abs() * 2f32.powi(-7)
+            } else {
+                0.0
+            };
+            assert!(
+                (got - w).abs() <= tol || (got.is_nan() && w.is_nan()),
+                "row {row}, a[{i}] = {x}, b[{i}] = {y}: {got} vs {w}"
+            );
+        }
+    }
+}

@@ -193,10 +193,37 @@ impl FnCx<'_, '_> {
                         let e = self.push(Expr::Cast(r), half.clone(), span);
                         Some(self.val(e, half, span))
                     }
-                    Fp16Op::Fma => {
-                        let args = vals.iter().map(|v| v.e).collect();
-                        let e =
-                            self.push(Expr::Intrinsic(Intrinsic::Fma, args), half.clone(), span);
+                    Fp16Op::Fma | Fp16Op::FmaSat | Fp16Op::FmaRelu | Fp16Op::SatBinary(_) => {
+                        let r = if let Fp16Op::SatBinary(bop) = op {
+                            let r = vals.pop()?;
+                            let l = vals.pop()?;
+                            self.binary(bop, l, r, span)?.e
+                        } else {
+                            let args = vals.iter().map(|v| v.e).collect();
+                            self.push(Expr::Intrinsic(Intrinsic::Fma, args), half.clone(), span)
+                        };
+                        // `max(0, r)` is `r if r > 0 else 0` (NaN gives 0) and `max(r, 0)` is
+                        // `0 if 0 > r else r` (NaN stays NaN): §15.1.
+                        let lit = |me: &mut Self, x: f64| {
+                            me.push(Expr::Literal(Literal::Float(x)), half.clone(), span)
+                        };
+                        let e = match op {
+                            Fp16Op::Fma => r,
+                            Fp16Op::FmaRelu => {
+                                let zero = lit(self, 0.0);
+                                self.push(Expr::Binary(BinaryOp::Max, r, zero), half.clone(), span)
+                            }
+                            _ => {
+                                let zero = lit(self, 0.0);
+                                let one = lit(self, 1.0);
+                                let lo = self.push(
+                                    Expr::Binary(BinaryOp::Max, zero, r),
+                                    half.clone(),
+                                    span,
+                                );
+                                self.push(Expr::Binary(BinaryOp::Min, lo, one), half.clone(), span)
+                            }
+                        };
                         Some(self.val(e, half, span))
                     }
                 }
