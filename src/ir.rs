@@ -763,6 +763,12 @@ pub enum ComplexOp {
     Cos,
     /// `cmath.rect(r, phi)`: two floats
     Rect,
+    /// `cmath.isfinite(z)`: both parts finite (bool)
+    IsFinite,
+    /// `cmath.isnan(z)`: either part NaN (bool)
+    IsNan,
+    /// `cmath.isinf(z)`: either part infinite (bool)
+    IsInf,
 }
 
 impl ComplexOp {
@@ -776,6 +782,9 @@ impl ComplexOp {
             "cos" => ComplexOp::Cos,
             "phase" => ComplexOp::Phase,
             "rect" => ComplexOp::Rect,
+            "isfinite" => ComplexOp::IsFinite,
+            "isnan" => ComplexOp::IsNan,
+            "isinf" => ComplexOp::IsInf,
             _ => return None,
         })
     }

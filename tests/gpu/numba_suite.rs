@@ -727,3 +727,57 @@ fn numba_bf16_sat_relu_random() {
         }
     }
 }
+
+/// `cmath.isfinite`, `cmath.isnan` and `cmath.isinf` on complex128 and complex64 values whose
+/// parts are random finite numbers, infinities and NaNs, against the host.
+#[test]
+fn numba_cmath_predicates_random() {
+    let Some(dev) = device("numba_cmath_predicates_random") else {
+        return;
+    };
+    let src = include_str!("../fixtures/numba/cmath_predicates.py");
+    let k = kernel(
+        &dev,
+        src,
+        "cmath_predicates",
+        "complex128[::1], complex64[::1], bool[:, ::1]",
+    );
+    let n = 3000usize;
+    let mut r = Rng(73);
+    let part = |r: &mut Rng| match r.next() % 6 {
+        0 => f64::NAN,
+        1 => f64::INFINITY,
+        2 => f64::NEG_INFINITY,
+        _ => f64::from(r.f32(-1e6, 1e6)),
+    };
+    let z: Vec<[f64; 2]> = (0..n).map(|_| [part(&mut r), part(&mut r)]).collect();
+    let w: Vec<[f32; 2]> = (0..n)
+        .map(|_| [part(&mut r) as f32, part(&mut r) as f32])
+        .collect();
+    let (_zb, za) = vec1(&dev, &z);
+    let (_wb, wa) = vec1(&dev, &w);
+    let (ob, oa) = array(&dev, &vec![0u8; 6 * n], &[6, n as u64], &[n as i64, 1]);
+    k.launch(&[za, wa, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let out: Vec<u8> = dev.download(&ob).expect("download");
+    for i in 0..n {
+        let [a, b] = z[i];
+        let [c, d] = w[i];
+        let want = [
+            a.is_finite() && b.is_finite(),
+            a.is_nan() || b.is_nan(),
+            a.is_infinite() || b.is_infinite(),
+            c.is_finite() && d.is_finite(),
+            c.is_nan() || d.is_nan(),
+            c.is_infinite() || d.is_infinite(),
+        ];
+        for (row, expect) in want.iter().enumerate() {
+            assert_eq!(
+                out[row * n + i] != 0,
+                *expect,
+                "row {row}, z = {:?}, w = {:?}",
+                z[i],
+                w[i]
+            );
+        }
+    }
+}
