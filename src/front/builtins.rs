@@ -430,6 +430,12 @@ pub fn numba_bf16_member(name: &str) -> Option<Builtin> {
     if let Some(op) = special {
         return Some(Builtin::NumbaBf16(op));
     }
+    // The exact widening and the round-to-nearest narrowing are the type conversions.
+    match name {
+        "bfloat16_to_float32" => return numba_type("float32"),
+        "float32_to_bfloat16" | "float32_to_bfloat16_rn" => return numba_type("bfloat16"),
+        _ => {}
+    }
     let plain = match name {
         "hadd_rn" => "hadd",
         "hsub_rn" => "hsub",
