@@ -129,6 +129,16 @@ def snapshot(value, ty, simulator):
             raise Uncapturable(f"complex scalar argument of numba type {name}")
         z = complex(value)
         return ("scalar", name, f"{z.real!r},{z.imag!r}")
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        # a namedtuple of numbers: one record by value with its field names (`p.x` works on
+        # a record; the C layout of a struct of numbers is that of the tuple)
+        items = getattr(ty, "types", None)
+        names = {"bool": "bool", "boolean": "bool"}
+        if items is None or len(items) != len(value) or not all(
+                isinstance(v, (int, float, np.integer, np.floating, bool, np.bool_)) for v in value):
+            raise Uncapturable(f"namedtuple argument of numba type {ty}")
+        dt = np.dtype([(f, names.get(str(t), str(t))) for f, t in zip(value._fields, items)], align=True)
+        return ("record", np.array(tuple(value), dtype=dt))
     if isinstance(value, tuple):
         return ("scalar", "tuple", tuple_text(value, ty))
     if isinstance(value, (int, float, np.integer, np.floating)):
@@ -189,6 +199,12 @@ def tuple_text(value, ty):
         else:
             raise Uncapturable(f"tuple argument holding {type(v).__name__} ({t})")
     return "(" + ", ".join(parts) + (",)" if len(parts) == 1 else ")")
+
+
+def record_sig(dt):
+    """numba's `Record(...)` notation of an aligned structured dtype of numbers (for --sig)."""
+    fields = ",".join(f"{n}[type={dt.fields[n][0].name};offset={dt.fields[n][1]}]" for n in dt.names)
+    return f"Record({fields};{dt.itemsize};True)"
 
 
 def tuple_sig(text):
@@ -468,7 +484,7 @@ class Capturer:
                             outs.append(p)
                         elif b[0] == "record":
                             np.save(d / f"in_{p}.npy", b[1])
-                            argspec.append({"name": p, "record": f"in_{p}.npy", "sig": str(t)})
+                            argspec.append({"name": p, "record": f"in_{p}.npy", "sig": str(t) if str(t).startswith("Record(") else record_sig(b[1].dtype)})
                         else:
                             # the overload numba launched fixes the scalar's type
                             _, dtype, text = snapshot(args[i], t, simulator)
