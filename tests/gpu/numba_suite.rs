@@ -782,3 +782,48 @@ fn numba_cmath_predicates_random() {
         }
     }
 }
+
+/// `cmath.log(z, base)` (numba-cuda's test_cmath) on random complex128 values against
+/// `log(z) / log(base)` computed on the host.
+#[test]
+fn numba_cmath_log_base_random() {
+    let Some(dev) = device("numba_cmath_log_base_random") else {
+        return;
+    };
+    let src = include_str!("../fixtures/numba/cmath_log_base.py");
+    let k = kernel(
+        &dev,
+        src,
+        "cmath_log_base",
+        "complex128[::1], complex128[::1], complex128[::1]",
+    );
+    let n = 2000usize;
+    let mut r = Rng(79);
+    let mut c = || [f64::from(r.f32(-50.0, 50.0)), f64::from(r.f32(-50.0, 50.0))];
+    let a: Vec<[f64; 2]> = (0..n).map(|_| c()).collect();
+    let b: Vec<[f64; 2]> = (0..n).map(|_| c()).collect();
+    let (ob, oa) = vec1(&dev, &vec![[0f64; 2]; n]);
+    let (_ab, aa) = vec1(&dev, &a);
+    let (_bb, ba) = vec1(&dev, &b);
+    k.launch(&[oa, aa, ba], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let out: Vec<[f64; 2]> = from_bytes(&dev.download(&ob).expect("download"));
+    let log = |z: [f64; 2]| [z[0].hypot(z[1]).ln(), z[1].atan2(z[0])];
+    for i in 0..n {
+        let (p, q) = (log(a[i]), log(b[i]));
+        let d = q[0] * q[0] + q[1] * q[1];
+        let want = [
+            (p[0] * q[0] + p[1] * q[1]) / d,
+            (p[1] * q[0] - p[0] * q[1]) / d,
+        ];
+        let scale = want[0].abs().max(want[1].abs()).max(1e-300);
+        for part in 0..2 {
+            assert!(
+                (out[i][part] - want[part]).abs() <= 1e-12 * scale,
+                "log({:?}, {:?}) = {:?}, want {want:?}",
+                a[i],
+                b[i],
+                out[i]
+            );
+        }
+    }
+}

@@ -266,7 +266,13 @@ impl FnCx<'_, '_> {
         } else {
             1
         };
-        let args = self.args(c, &name, arity, arity)?;
+        // `cmath.log(z, base)` is `log(z) / log(base)`, as Python and numba compute it.
+        let max = if f == CmathFn::Op(ComplexOp::Log) {
+            2
+        } else {
+            arity
+        };
+        let mut args = self.args(c, &name, arity, max)?;
         for a in &args {
             if a.ty.as_scalar().is_none() {
                 self.error(
@@ -309,6 +315,24 @@ impl FnCx<'_, '_> {
                 span,
             );
             return Some(self.val(e, ty, span));
+        }
+        if args.len() == 2 {
+            let base = args.pop()?;
+            let mut logs = Vec::new();
+            for v in [args.pop()?, base] {
+                let z = self.as_complex_operand(v)?;
+                let z = self.concrete(z)?;
+                let ty = z.ty.clone();
+                let e = self.push(
+                    Expr::Intrinsic(Intrinsic::Complex(ComplexOp::Log), vec![z.e]),
+                    ty.clone(),
+                    span,
+                );
+                logs.push(self.val(e, ty, span));
+            }
+            let lb = logs.pop()?;
+            let lz = logs.pop()?;
+            return self.binary(BinaryOp::Div, lz, lb, span);
         }
         let v = args.into_iter().next()?;
         let z = self.as_complex_operand(v)?;
