@@ -124,7 +124,23 @@ def snapshot(value, ty, simulator):
     if isinstance(value, (bool, np.bool_)):
         return ("scalar", "bool", "true" if value else "false")
     if isinstance(value, (complex, np.complexfloating)):
-        raise Uncapturable("complex scalar argument")
+        name = numba_type_name(ty)
+        if name not in ("complex64", "complex128"):
+            raise Uncapturable(f"complex scalar argument of numba type {name}")
+        z = complex(value)
+        return ("scalar", name, f"{z.real!r},{z.imag!r}")
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        # a namedtuple of numbers: one record by value with its field names (`p.x` works on
+        # a record; the C layout of a struct of numbers is that of the tuple)
+        items = getattr(ty, "types", None)
+        names = {"bool": "bool", "boolean": "bool"}
+        if items is None or len(items) != len(value) or not all(
+                isinstance(v, (int, float, np.integer, np.floating, bool, np.bool_)) for v in value):
+            raise Uncapturable(f"namedtuple argument of numba type {ty}")
+        dt = np.dtype([(f, names.get(str(t), str(t))) for f, t in zip(value._fields, items)], align=True)
+        return ("record", np.array(tuple(value), dtype=dt))
+    if isinstance(value, tuple):
+        return ("scalar", "tuple", tuple_text(value, ty))
     if isinstance(value, (int, float, np.integer, np.floating)):
         name = numba_type_name(ty)
         if name not in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -133,7 +149,8 @@ def snapshot(value, ty, simulator):
         text = repr(float(value)) if "float" in name else str(int(value))
         return ("scalar", name, text)
     if isinstance(value, np.void):
-        raise Uncapturable("record (structured scalar) argument")
+        # one record, passed by value: a zero-dimensional structured .npy
+        return ("record", np.array(value, dtype=value.dtype).view(np.ndarray))
     if isinstance(value, np.ndarray):
         arr = value.copy()
     elif hasattr(value, "copy_to_host"):
@@ -145,14 +162,54 @@ def snapshot(value, ty, simulator):
     if not isinstance(arr, np.ndarray):
         raise Uncapturable(f"argument copied to host as {type(arr).__name__}")
     if arr.dtype.names is not None:
-        raise Uncapturable("record (structured dtype) array argument")
+        # `pydevice run` reads structured .npy files (align=True layouts); a plain ndarray view
+        # of a recarray saves the same bytes and descr.
+        arr = arr.view(np.ndarray)
+        if arr.dtype.type is not np.void:
+            arr = arr.view(np.dtype((np.void, arr.dtype)))
     if arr.ndim == 0:
         raise Uncapturable("zero-dimensional array argument")
-    if arr.dtype.kind in "mMOUSV":
+    if arr.dtype.kind in "mMOUS" or (arr.dtype.kind == "V" and arr.dtype.names is None):
         raise Uncapturable(f"array of dtype {arr.dtype} (datetime, object or bytes)")
     if arr.nbytes > MAX_ARG_BYTES:
         raise Uncapturable("arguments too large to copy")
     return ("array", np.ascontiguousarray(arr) if not arr.flags.f_contiguous else arr)
+
+
+def tuple_text(value, ty):
+    """A tuple argument as `pydevice run` takes it: `(int64:1, (float64:2.5, bool:true))`."""
+    items_ty = getattr(ty, "types", None)
+    if items_ty is None or len(items_ty) != len(value):
+        raise Uncapturable(f"tuple argument of numba type {ty}")
+    parts = []
+    for v, t in zip(value, items_ty):
+        if isinstance(v, tuple):
+            parts.append(tuple_text(v, t))
+            continue
+        if isinstance(v, (bool, np.bool_)):
+            parts.append("bool:" + ("true" if v else "false"))
+            continue
+        name = numba_type_name(t)
+        if isinstance(v, (complex, np.complexfloating)) and name in ("complex64", "complex128"):
+            parts.append(f"{name}:({complex(v).real!r},{complex(v).imag!r})")
+        elif isinstance(v, (int, float, np.integer, np.floating)) and name in (
+                "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                "float16", "float32", "float64"):
+            parts.append(f"{name}:" + (repr(float(v)) if "float" in name else str(int(v))))
+        else:
+            raise Uncapturable(f"tuple argument holding {type(v).__name__} ({t})")
+    return "(" + ", ".join(parts) + (",)" if len(parts) == 1 else ")")
+
+
+def record_sig(dt):
+    """numba's `Record(...)` notation of an aligned structured dtype of numbers (for --sig)."""
+    fields = ",".join(f"{n}[type={dt.fields[n][0].name};offset={dt.fields[n][1]}]" for n in dt.names)
+    return f"Record({fields};{dt.itemsize};True)"
+
+
+def tuple_sig(text):
+    """The --sig spelling of a tuple argument's text: `(int64:1, (float64:2.5,))` -> types."""
+    return re.sub(r"([a-z0-9]+):(\([^()]*\)|[^,()]+)", r"\1", text)
 
 
 def _code_names(code):
@@ -421,11 +478,20 @@ class Capturer:
                             np.save(d / f"ref_{p}.npy", a[1])
                             argspec.append({"name": p, "array": f"in_{p}.npy", "dtype": str(b[1].dtype),
                                             "shape": list(b[1].shape)})
+                            if b[1].dtype.names is not None and hasattr(t, "dtype"):
+                                nd = b[1].ndim
+                                argspec[-1]["sig"] = f"{t.dtype}[" + ", ".join([":"] * (nd - 1) + ["::1"]) + "]"
                             outs.append(p)
+                        elif b[0] == "record":
+                            np.save(d / f"in_{p}.npy", b[1])
+                            argspec.append({"name": p, "record": f"in_{p}.npy", "sig": str(t) if str(t).startswith("Record(") else record_sig(b[1].dtype)})
                         else:
                             # the overload numba launched fixes the scalar's type
                             _, dtype, text = snapshot(args[i], t, simulator)
-                            argspec.append({"name": p, "scalar": f"{dtype}:{text}"})
+                            if dtype == "tuple":
+                                argspec.append({"name": p, "scalar": text, "sig": tuple_sig(text)})
+                            else:
+                                argspec.append({"name": p, "scalar": f"{dtype}:{text}"})
                     meta["args"] = argspec
                     meta["outs"] = outs
                     meta["tags"] = sorted(set(meta.get("tags", [])) | tags_of(
@@ -562,6 +628,14 @@ def compare(ref, ours):
         return False, False, f"shape/dtype {ours.shape} {ours.dtype} vs {ref.shape} {ref.dtype}"
     if ref.tobytes() == ours.tobytes():
         return True, True, ""
+    if ref.dtype.names is not None:  # records: field by field (padding bytes are not data)
+        oks, notes = [], []
+        for f in ref.dtype.names:
+            ok, bits, note = compare(ref[f], ours[f])
+            oks.append((ok, bits))
+            if not ok:
+                notes.append(f"field {f}: {note}")
+        return all(o for o, _ in oks), all(b for _, b in oks), "; ".join(notes)
     name = ref.dtype.name
     if ref.dtype.kind in "fc" and name in TOLERANCE or ref.dtype.kind == "c":
         rtol, atol = TOLERANCE.get(name, TOLERANCE["float64"] if "128" in name else TOLERANCE["float32"])
@@ -589,7 +663,9 @@ def replay(case, pydevice, compile_only, timeout):
     if compile_only:
         sig = []
         for a in meta["args"]:
-            if "scalar" in a:
+            if "sig" in a:
+                sig.append(a["sig"])
+            elif "scalar" in a:
                 sig.append(a["scalar"].split(":")[0])
             else:
                 nd = len(a["shape"])
@@ -601,7 +677,8 @@ def replay(case, pydevice, compile_only, timeout):
                "--grid", ",".join(map(str, meta["grid"])), "--block", ",".join(map(str, meta["block"])),
                "--shared", str(meta["shared"])]
         for a in meta["args"]:
-            cmd += ["--arg", f"{a['name']}=" + (a["scalar"] if "scalar" in a else str(case / a["array"]))]
+            value = a["scalar"] if "scalar" in a else str(case / a.get("array", a.get("record")))
+            cmd += ["--arg", f"{a['name']}=" + value]
         for o in meta["outs"]:
             cmd += ["--out", f"{o}={case / ('ours_' + o + '.npy')}"]
     out["command"] = " ".join(cmd)

@@ -409,6 +409,13 @@ pub enum Intrinsic {
     Ffs,
     /// `fma(a, b, c)`, one rounding
     Fma,
+    /// `math.ldexp(x, n)`: `x * 2**n` rounded once (libdevice's `ldexp`; `n` is int32)
+    Ldexp,
+    /// `math.frexp(x)`: `(mantissa, exponent)` as `(float, int32)` (libdevice's `frexp`)
+    Frexp,
+    /// `math.modf(x)`: `(fractional part, integral part)`, both with `x`'s sign (libdevice's
+    /// `modf`)
+    Modf,
     /// A function of the `math` module.
     Math(MathFn),
     /// An operation on complex numbers (see [`ComplexOp`]).
@@ -759,6 +766,12 @@ pub enum ComplexOp {
     /// `z ** w` with two complex operands, where `w` is not a small integer constant
     /// (CPython's `c_pow`)
     Pow,
+    /// `cmath.isfinite(z)`: both parts finite (bool)
+    IsFinite,
+    /// `cmath.isnan(z)`: either part NaN (bool)
+    IsNan,
+    /// `cmath.isinf(z)`: either part infinite (bool)
+    IsInf,
 }
 
 impl ComplexOp {
@@ -772,6 +785,9 @@ impl ComplexOp {
             "cos" => ComplexOp::Cos,
             "phase" => ComplexOp::Phase,
             "rect" => ComplexOp::Rect,
+            "isfinite" => ComplexOp::IsFinite,
+            "isnan" => ComplexOp::IsNan,
+            "isinf" => ComplexOp::IsInf,
             _ => return None,
         })
     }

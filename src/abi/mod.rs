@@ -403,6 +403,9 @@ pub enum ArgValue {
     Array(ArrayArg),
     /// A tuple or vector, element by element.
     Tuple(Vec<ArgValue>),
+    /// A record (struct) passed by value, as the bytes of its layout (padding included):
+    /// what a zero-dimensional structured `.npy` file holds.
+    Bytes(Vec<u8>),
 }
 
 /// Why an argument does not fit its parameter.
@@ -545,6 +548,17 @@ fn pack_into(t: &Type, v: &ArgValue, out: &mut [u8]) -> Result<(), PackError> {
                 let (o, s) = (f.offset as usize, f.size as usize);
                 pack_into(&et, item, &mut out[o..o + s])?;
             }
+            Ok(())
+        }
+        (Type::Struct(_), ArgValue::Bytes(b)) => {
+            if b.len() != out.len() {
+                return Err(PackError(format!(
+                    "{t} takes {} bytes, got {}",
+                    out.len(),
+                    b.len()
+                )));
+            }
+            out.copy_from_slice(b);
             Ok(())
         }
         (t, v) => Err(PackError(format!("{v:?} cannot be passed as {t}"))),

@@ -352,12 +352,109 @@ enum CliArg {
     /// A `.npy` file of records (a structured dtype made with `align=True`).
     Records(NpyRecords),
     Scalar(Scalar, ArgValue),
+    /// A tuple of scalars and tuples: `(int64:1, (float64:2.5, bool:true))`.
+    Tuple(Vec<CliArg>),
+    /// A record passed by value: a zero-dimensional structured `.npy` file.
+    Record(Type, Vec<u8>),
 }
 
-fn parse_arg(text: &str) -> Result<(String, CliArg), String> {
-    let (name, value) = text
-        .split_once('=')
-        .ok_or_else(|| format!("--arg `{text}` must be NAME=VALUE"))?;
+impl CliArg {
+    /// The parameter type this argument gives its kernel parameter.
+    fn ty(&self) -> Type {
+        match self {
+            CliArg::Scalar(s, _) => Type::Scalar(*s),
+            CliArg::Array(arr) => {
+                let layout = if arr.fortran_order && arr.shape.len() > 1 {
+                    Layout::F
+                } else {
+                    Layout::C
+                };
+                Type::array(arr.dtype, arr.shape.len() as u8, layout)
+            }
+            CliArg::Records(r) => r.array_type(),
+            CliArg::Tuple(items) => Type::Tuple(items.iter().map(CliArg::ty).collect()),
+            CliArg::Record(t, _) => t.clone(),
+        }
+    }
+
+    /// The value of a scalar, tuple or record argument (arrays are uploaded by the caller).
+    fn value(&self) -> Option<ArgValue> {
+        match self {
+            CliArg::Scalar(_, v) => Some(v.clone()),
+            CliArg::Tuple(items) => items
+                .iter()
+                .map(CliArg::value)
+                .collect::<Option<Vec<_>>>()
+                .map(ArgValue::Tuple),
+            CliArg::Record(_, b) => Some(ArgValue::Bytes(b.clone())),
+            CliArg::Array(_) | CliArg::Records(_) => None,
+        }
+    }
+}
+
+/// Splits `a, (b, c), d` at the commas outside parentheses.
+fn split_top(text: &str) -> Result<Vec<&str>, String> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, ch) in text.char_indices() {
+        match ch {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+        if depth < 0 {
+            return Err(format!("unbalanced `)` in `{text}`"));
+        }
+    }
+    if depth != 0 {
+        return Err(format!("unbalanced `(` in `{text}`"));
+    }
+    parts.push(&text[start..]);
+    Ok(parts)
+}
+
+/// A tuple argument `(ITEM, ...)`: each item `DTYPE:VALUE` (a complex one `complex64:(RE,IM)`)
+/// or a nested tuple; `()` is the empty tuple and `(int64:1)` or `(int64:1,)` a 1-tuple.
+fn parse_tuple(text: &str) -> Result<CliArg, String> {
+    let inner = text
+        .trim()
+        .strip_prefix('(')
+        .and_then(|t| t.strip_suffix(')'))
+        .ok_or_else(|| format!("bad tuple `{text}`"))?;
+    let mut items = Vec::new();
+    let parts = split_top(inner)?;
+    let last = parts.len() - 1;
+    for (i, part) in parts.into_iter().enumerate() {
+        let part = part.trim();
+        if part.is_empty() {
+            // `()` and the trailing comma of `(x,)`
+            if i == last && (i == 0 || items.len() == i) {
+                continue;
+            }
+            return Err(format!("empty item in tuple `{text}`"));
+        }
+        if part.starts_with('(') {
+            items.push(parse_tuple(part)?);
+            continue;
+        }
+        match parse_scalar(part)? {
+            Some((s, v)) => items.push(CliArg::Scalar(s, v)),
+            None => {
+                return Err(format!(
+                    "tuple item `{part}` must be DTYPE:VALUE or a tuple (arrays cannot be tuple items)"
+                ));
+            }
+        }
+    }
+    Ok(CliArg::Tuple(items))
+}
+
+/// `DTYPE:VALUE` as a scalar (None when the text does not start with a dtype name).
+fn parse_scalar(value: &str) -> Result<Option<(Scalar, ArgValue)>, String> {
     if let Some((dtype, v)) = value.split_once(':')
         && let Some(s) = Scalar::from_name(dtype)
     {
@@ -370,6 +467,10 @@ fn parse_arg(text: &str) -> Result<(String, CliArg), String> {
         } else if s.is_complex() {
             // `RE,IM` or a real number.
             let bad = || format!("bad {s} `{v}` (write RE,IM)");
+            let v = v
+                .strip_prefix('(')
+                .and_then(|x| x.strip_suffix(')'))
+                .unwrap_or(v);
             match v.split_once(',') {
                 Some((re, im)) => ArgValue::Complex(
                     re.trim().parse().map_err(|_| bad())?,
@@ -384,6 +485,19 @@ fn parse_arg(text: &str) -> Result<(String, CliArg), String> {
         } else {
             ArgValue::UInt(v.parse().map_err(|_| format!("bad {s} `{v}`"))?)
         };
+        return Ok(Some((s, av)));
+    }
+    Ok(None)
+}
+
+fn parse_arg(text: &str) -> Result<(String, CliArg), String> {
+    let (name, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("--arg `{text}` must be NAME=VALUE"))?;
+    if value.trim_start().starts_with('(') {
+        return Ok((name.to_string(), parse_tuple(value)?));
+    }
+    if let Some((s, av)) = parse_scalar(value)? {
         return Ok((name.to_string(), CliArg::Scalar(s, av)));
     }
     let bytes = std::fs::read(value).map_err(|e| format!("cannot read {value}: {e}"))?;
@@ -392,9 +506,9 @@ fn parse_arg(text: &str) -> Result<(String, CliArg), String> {
     if head.contains("'descr': [") {
         let recs = NpyRecords::parse(&bytes).map_err(|e| format!("{value}: {e}"))?;
         if recs.shape.is_empty() {
-            return Err(format!(
-                "{value}: zero-dimensional arrays are not supported"
-            ));
+            // One record, passed by value.
+            let t = Type::Struct(Box::new(recs.record.clone()));
+            return Ok((name.to_string(), CliArg::Record(t, recs.data)));
         }
         return Ok((name.to_string(), CliArg::Records(recs)));
     }
@@ -444,18 +558,7 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
         let arg = given
             .get(p)
             .ok_or_else(|| format!("missing --arg {p}=... (every parameter needs one)"))?;
-        types.push(match arg {
-            CliArg::Scalar(s, _) => Type::Scalar(*s),
-            CliArg::Array(arr) => {
-                let layout = if arr.fortran_order && arr.shape.len() > 1 {
-                    Layout::F
-                } else {
-                    Layout::C
-                };
-                Type::array(arr.dtype, arr.shape.len() as u8, layout)
-            }
-            CliArg::Records(r) => r.array_type(),
-        });
+        types.push(arg.ty());
     }
     let device = Device::open(0).map_err(|e| e.to_string())?;
     let arch = match arch_option(a)? {
@@ -488,7 +591,9 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
     let mut values = Vec::new();
     for p in &info.params {
         match &given[p] {
-            CliArg::Scalar(_, v) => values.push(v.clone()),
+            arg @ (CliArg::Scalar(..) | CliArg::Tuple(_) | CliArg::Record(..)) => {
+                values.push(arg.value().ok_or("an array inside a tuple")?)
+            }
             CliArg::Array(arr) => {
                 let buf = device.upload(&arr.data).map_err(|e| e.to_string())?;
                 values.push(ArgValue::Array(ArrayArg {
@@ -544,7 +649,7 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
                 ..r.clone()
             }
             .to_bytes(),
-            CliArg::Scalar(..) => {
+            CliArg::Scalar(..) | CliArg::Tuple(_) | CliArg::Record(..) => {
                 return Err(Failure::Other(format!(
                     "--out {name}: `{name}` is not an array argument"
                 )));

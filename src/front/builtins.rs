@@ -27,6 +27,10 @@ pub enum Namespace {
     NumbaAtomic,
     /// `numba.cuda.fp16`
     NumbaFp16,
+    /// `numba.cuda.bf16`
+    NumbaBf16,
+    /// `numba.cuda.libdevice`
+    NumbaLibdevice,
     /// `numba.cuda.const`
     NumbaConst,
     /// `numba.types`
@@ -142,6 +146,8 @@ pub enum Builtin {
     Cbrt,
     /// `fma(a, b, c)`
     Fma,
+    /// `math.frexp(x)`, `math.ldexp(x, n)`, `math.modf(x)` (one of the three intrinsics)
+    MathPair(crate::ir::Intrinsic),
     /// `WarpMask(x)`
     WarpMask,
     /// A function of the `math` module.
@@ -193,6 +199,8 @@ pub enum Builtin {
     Selp,
     /// numba's `cuda.fp16.<op>` on float16 values
     NumbaFp16(Fp16Op),
+    /// numba's `cuda.bf16.<op>` on bfloat16 values (the same operations as `cuda.fp16`)
+    NumbaBf16(Fp16Op),
     /// numba's cache-hinted loads `cuda.ldca/ldcg/ldcs/ldlu/ldcv(array, i)` (false) and
     /// stores `cuda.stcg/stcs/stwb/stwt(array, i, value)` (true): plain loads and stores
     NumbaCacheHint(bool),
@@ -313,6 +321,8 @@ pub(crate) fn numba_cuda_member(name: &str) -> Option<super::Item> {
         "local" => return Some(Item::Namespace(Namespace::NumbaLocal)),
         "atomic" => return Some(Item::Namespace(Namespace::NumbaAtomic)),
         "fp16" => return Some(Item::Namespace(Namespace::NumbaFp16)),
+        "bf16" => return Some(Item::Namespace(Namespace::NumbaBf16)),
+        "libdevice" => return Some(Item::Namespace(Namespace::NumbaLibdevice)),
         "const" => return Some(Item::Namespace(Namespace::NumbaConst)),
         "ldca" | "ldcg" | "ldcs" | "ldlu" | "ldcv" => NumbaCacheHint(false),
         "stcg" | "stcs" | "stwb" | "stwt" => NumbaCacheHint(true),
@@ -345,15 +355,22 @@ pub enum Fp16Op {
     Rcp,
     /// `hrsqrt(a)`: `1 / sqrt(a)`
     Rsqrt,
+    /// `cuda.bf16`'s `hadd_sat`, `hsub_sat`, `hmul_sat`: the operation, clamped to [0, 1]
+    /// (NaN gives 0)
+    SatBinary(crate::ir::BinaryOp),
+    /// `cuda.bf16.hfma_sat(a, b, c)`: `hfma`, clamped to [0, 1] (NaN gives 0)
+    FmaSat,
+    /// `cuda.bf16.hfma_relu(a, b, c)`: `hfma`, negative results 0 (NaN stays NaN)
+    FmaRelu,
 }
 
 impl Fp16Op {
     /// How many operands it takes.
     pub fn arity(self) -> usize {
         match self {
-            Fp16Op::Binary(_) => 2,
+            Fp16Op::Binary(_) | Fp16Op::SatBinary(_) => 2,
             Fp16Op::Neg | Fp16Op::Abs | Fp16Op::Math(_) | Fp16Op::Rcp | Fp16Op::Rsqrt => 1,
-            Fp16Op::Fma => 3,
+            Fp16Op::Fma | Fp16Op::FmaSat | Fp16Op::FmaRelu => 3,
         }
     }
 }
@@ -395,6 +412,54 @@ pub fn numba_fp16_member(name: &str) -> Option<Builtin> {
         _ => return None,
     };
     Some(Builtin::NumbaFp16(op))
+}
+
+/// Members of `numba.cuda.bf16`: `cuda.fp16`'s arithmetic, comparisons and math functions on
+/// bfloat16, and `hadd_rn`/`hsub_rn`/`hmul_rn`, which round to nearest like `hadd`/`hsub`/`hmul`
+/// (the `_rn` forms only forbid contracting them into an fma; pydevice does not contract).
+pub fn numba_bf16_member(name: &str) -> Option<Builtin> {
+    use crate::ir::BinaryOp as B;
+    let special = match name {
+        "hadd_sat" => Some(Fp16Op::SatBinary(B::Add)),
+        "hsub_sat" => Some(Fp16Op::SatBinary(B::Sub)),
+        "hmul_sat" => Some(Fp16Op::SatBinary(B::Mul)),
+        "hfma_sat" => Some(Fp16Op::FmaSat),
+        "hfma_relu" => Some(Fp16Op::FmaRelu),
+        _ => None,
+    };
+    if let Some(op) = special {
+        return Some(Builtin::NumbaBf16(op));
+    }
+    // The exact widening and the round-to-nearest narrowing are the type conversions.
+    match name {
+        "bfloat16_to_float32" => return numba_type("float32"),
+        "float32_to_bfloat16" | "float32_to_bfloat16_rn" => return numba_type("bfloat16"),
+        _ => {}
+    }
+    let plain = match name {
+        "hadd_rn" => "hadd",
+        "hsub_rn" => "hsub",
+        "hmul_rn" => "hmul",
+        n => n,
+    };
+    match numba_fp16_member(plain)? {
+        Builtin::NumbaFp16(op) => Some(Builtin::NumbaBf16(op)),
+        _ => None,
+    }
+}
+
+/// Members of `numba.cuda.libdevice` that `math` has: `frexp`, `ldexp`, `modf` and the
+/// math function names (`sin`, `exp2`, …), each also with libdevice's float32 `f`
+/// suffix (`sinf`); the arguments are converted as `math`'s are.
+pub fn numba_libdevice_member(name: &str) -> Option<Builtin> {
+    use crate::ir::{Intrinsic, MathFn};
+    let pair = |n: &str| match n {
+        "frexp" => Some(Builtin::MathPair(Intrinsic::Frexp)),
+        "ldexp" => Some(Builtin::MathPair(Intrinsic::Ldexp)),
+        "modf" => Some(Builtin::MathPair(Intrinsic::Modf)),
+        n => MathFn::from_name(n).map(Builtin::Math),
+    };
+    pair(name).or_else(|| name.strip_suffix('f').and_then(pair))
 }
 
 /// Members of `numba.cuda.atomic`.
@@ -577,6 +642,13 @@ pub(crate) fn math_member(name: &str) -> Option<super::Item> {
         "tau" => c(std::f64::consts::TAU),
         "inf" => c(f64::INFINITY),
         "nan" => c(f64::NAN),
+        "frexp" => Some(Item::Builtin(Builtin::MathPair(
+            crate::ir::Intrinsic::Frexp,
+        ))),
+        "ldexp" => Some(Item::Builtin(Builtin::MathPair(
+            crate::ir::Intrinsic::Ldexp,
+        ))),
+        "modf" => Some(Item::Builtin(Builtin::MathPair(crate::ir::Intrinsic::Modf))),
         n => crate::ir::MathFn::from_name(n).map(|f| Item::Builtin(Builtin::Math(f))),
     }
 }

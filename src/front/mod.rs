@@ -631,6 +631,8 @@ impl ParsedModule {
                     | Namespace::NumbaLocal
                     | Namespace::NumbaAtomic
                     | Namespace::NumbaFp16
+                    | Namespace::NumbaBf16
+                    | Namespace::NumbaLibdevice
                     | Namespace::NumbaConst
                     | Namespace::NumbaTypes
                     | Namespace::Cupyx
@@ -1106,6 +1108,9 @@ fn dialect_namespace(module: &str) -> Option<Namespace> {
     Some(match module {
         "numba" => Namespace::Numba,
         "numba.cuda" => Namespace::NumbaCuda,
+        "numba.cuda.fp16" => Namespace::NumbaFp16,
+        "numba.cuda.bf16" => Namespace::NumbaBf16,
+        "numba.cuda.libdevice" => Namespace::NumbaLibdevice,
         "numba.types" => Namespace::NumbaTypes,
         "cupyx" => Namespace::Cupyx,
         "cupyx.jit" => Namespace::CupyxJit,
@@ -1134,6 +1139,8 @@ pub(crate) fn dialect_member(ns: Namespace, attr: &str) -> Option<Item> {
         (Namespace::NumbaLocal, "array") => Some(Item::Builtin(Builtin::LocalArray)),
         (Namespace::NumbaAtomic, n) => builtins::numba_atomic_member(n).map(Item::Builtin),
         (Namespace::NumbaFp16, n) => builtins::numba_fp16_member(n).map(Item::Builtin),
+        (Namespace::NumbaBf16, n) => builtins::numba_bf16_member(n).map(Item::Builtin),
+        (Namespace::NumbaLibdevice, n) => builtins::numba_libdevice_member(n).map(Item::Builtin),
         (Namespace::NumbaConst, "array_like") => Some(Item::Builtin(Builtin::NumbaConstArrayLike)),
         (Namespace::Cupyx, "jit") => Some(Item::Namespace(Namespace::CupyxJit)),
         (Namespace::CupyxJit, n) => builtins::cupyx_jit_member(n).map(Item::Builtin),

@@ -212,3 +212,618 @@ fn numba_int_bit_count_random() {
         assert_eq!(out[n + i], b[i].count_ones() as i32, "b[{i}] = {}", b[i]);
     }
 }
+
+/// numba-cuda's `array_reshape1d(arr, newshape, got)` with `newshape == -1` passed at run
+/// time (and a positive one), and `flat.reshape((-1, cols))` with `cols` a run-time value:
+/// the extents numba infers, on random contents.
+#[test]
+fn numba_reshape_with_run_time_minus_one() {
+    let Some(dev) = device("numba_reshape_with_run_time_minus_one") else {
+        return;
+    };
+    let src = include_str!("../fixtures/numba/reshape_runtime.py");
+    let k = kernel(
+        &dev,
+        src,
+        "reshape_runtime",
+        "int64[:, ::1], int64, int64[::1], float64[::1], int64, int64[:, ::1]",
+    );
+    let mut r = Rng(23);
+    for (newshape, cols) in [(-1i64, 6i64), (15, 4), (-1, 3)] {
+        let a: Vec<i64> = (0..15).map(|_| r.next() as i64 >> 20).collect();
+        let flat: Vec<f64> = (0..24).map(|_| f64::from(r.i32(-500, 500))).collect();
+        let rows = 24 / cols;
+        let (_ab, aa) = array(&dev, &a, &[3, 5], &[5, 1]);
+        let (gb, ga) = vec1(&dev, &[0i64; 15]);
+        let (_fb, fa) = vec1(&dev, &flat);
+        let (mb, ma) = array(&dev, &[0i64; 24], &[rows as u64, cols as u64], &[cols, 1]);
+        k.launch(
+            &[aa, ArgValue::Int(newshape), ga, fa, ArgValue::Int(cols), ma],
+            [1, 1, 1],
+            [1, 1, 1],
+        );
+        let got: Vec<i64> = from_bytes(&dev.download(&gb).expect("download"));
+        assert_eq!(got, a, "reshape({newshape})");
+        let m: Vec<i64> = from_bytes(&dev.download(&mb).expect("download"));
+        for (i, v) in m.iter().enumerate() {
+            let row = i as i64 / cols;
+            assert_eq!(
+                *v,
+                flat[i] as i64 + row * 1000,
+                "reshape((-1, {cols}))[{i}]"
+            );
+        }
+    }
+}
+
+/// The `pydevice` binary (on the GPU machine it travels separately: PYDEVICE_BIN).
+fn pydevice_bin() -> String {
+    std::env::var("PYDEVICE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_pydevice").into())
+}
+
+/// `pydevice run` with tuple arguments (`--arg 't=(int64:3, (float64:1.5, float64:-2))'`,
+/// `--arg 'e=()'`) and a record by value (a zero-dimensional structured `.npy`), as
+/// scripts/numba_suite.py passes numba-cuda's test_array_args and test_record_dtype launches.
+#[test]
+fn cli_runs_with_tuple_and_record_scalar_arguments() {
+    let Some(dev) = device("cli_runs_with_tuple_and_record_scalar_arguments") else {
+        return;
+    };
+    drop(dev);
+    use pydevice::runtime::npy::NpyArray;
+    use pydevice::runtime::records::NpyRecords;
+    let sig = "Record(a[type=float64;offset=0],n[type=int32;offset=8];16;True)";
+    let pydevice::Type::Struct(record) = pydevice::types::signature::parse_type(sig).unwrap()
+    else {
+        panic!("not a record")
+    };
+    let dir = std::env::temp_dir().join(format!("pyd-tuples-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fixture = format!(
+        "{}/tests/fixtures/numba/tuple_record_args.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut r = Rng(41);
+    for round in 0..3 {
+        let n = 1000usize;
+        let x: Vec<f64> = (0..n).map(|_| f64::from(r.f32(-100.0, 100.0))).collect();
+        let k = i64::from(r.i32(-9, 9));
+        let (p, q) = (f64::from(r.f32(-5.0, 5.0)), f64::from(r.f32(-5.0, 5.0)));
+        let (a, m) = (f64::from(r.f32(-3.0, 3.0)), r.i32(-50, 50));
+        let (rin, rout, rec) = (
+            dir.join(format!("r{round}.npy")),
+            dir.join(format!("r{round}_out.npy")),
+            dir.join(format!("rec{round}.npy")),
+        );
+        let arr = NpyArray {
+            dtype: pydevice::types::Scalar::Float64,
+            shape: vec![n as u64],
+            fortran_order: false,
+            data: bytes_of(&x),
+        };
+        std::fs::write(&rin, arr.to_bytes()).unwrap();
+        let mut bytes = a.to_le_bytes().to_vec();
+        bytes.extend_from_slice(&m.to_le_bytes());
+        bytes.extend_from_slice(&[0; 4]);
+        let one = NpyRecords {
+            record: (*record).clone(),
+            shape: vec![],
+            fortran_order: false,
+            data: bytes,
+        };
+        std::fs::write(&rec, one.to_bytes()).unwrap();
+        let out = std::process::Command::new(pydevice_bin())
+            .args(["run", &fixture, "--entry", "tuple_record_args"])
+            .args(["--grid", "8", "--block", "128"])
+            .arg("--arg")
+            .arg(format!("r={}", rin.display()))
+            .arg("--arg")
+            .arg(format!("t=(int64:{k}, (float64:{p:?}, float64:{q:?}))"))
+            .args(["--arg", "e=()"])
+            .arg("--arg")
+            .arg(format!("rec={}", rec.display()))
+            .arg("--out")
+            .arg(format!("r={}", rout.display()))
+            .output()
+            .expect("pydevice run");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let got = NpyArray::parse(&std::fs::read(&rout).unwrap()).expect("r back");
+        let got: Vec<f64> = from_bytes(&got.data);
+        for i in 0..n {
+            let want = x[i] * k as f64 + p - q + 0.0 + a * f64::from(m);
+            assert!(
+                (got[i] - want).abs() <= 1e-12 * want.abs().max(1.0),
+                "r[{i}]: {} vs {want}",
+                got[i]
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Tuple arguments the CLI refuses, before it looks for a GPU (exit status 2).
+#[test]
+fn cli_refuses_malformed_tuple_arguments() {
+    let fixture = format!(
+        "{}/tests/fixtures/numba/tuple_record_args.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    for (t, why) in [
+        ("t=(int64:1, (float64:2)", "unbalanced `(`"),
+        ("t=(int64:1,, int64:2)", "empty item"),
+        ("t=(int64:1, x.npy)", "arrays cannot be tuple items"),
+        ("t=(int64:1, float64:zz)", "bad float64"),
+    ] {
+        let out = std::process::Command::new(pydevice_bin())
+            .args(["run", &fixture, "--entry", "tuple_record_args"])
+            .args(["--grid", "1", "--block", "1", "--arg", t])
+            .output()
+            .expect("pydevice run");
+        assert_eq!(out.status.code(), Some(2), "{t}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(why), "{t}: {err}");
+    }
+}
+
+/// bfloat16 bits of `x`, rounded to nearest even.
+fn to_bf16(x: f32) -> u16 {
+    let b = x.to_bits();
+    let rest = b & 0xffff;
+    let mut h = b >> 16;
+    if rest > 0x8000 || (rest == 0x8000 && h & 1 == 1) {
+        h += 1;
+    }
+    h as u16
+}
+
+fn from_bf16(h: u16) -> f32 {
+    f32::from_bits(u32::from(h) << 16)
+}
+
+/// numba's `cuda.bf16` functions (imported by name, as numba-cuda's test_bfloat16 does) on
+/// random bfloat16 values, against the exact result rounded once to bfloat16 (division and
+/// square root within one bfloat16 ulp).
+#[test]
+fn numba_bf16_functions_random() {
+    let Some(dev) = device("numba_bf16_functions_random") else {
+        return;
+    };
+    let src = include_str!("../fixtures/numba/bf16_arith.py");
+    let k = kernel(
+        &dev,
+        src,
+        "bf16_arith",
+        "bfloat16[::1], bfloat16[::1], float32[:, ::1]",
+    );
+    let n = 4099usize;
+    let mut r = Rng(47);
+    let a: Vec<u16> = (0..n).map(|_| to_bf16(r.f32(-40.0, 40.0))).collect();
+    let b: Vec<u16> = (0..n).map(|_| to_bf16(r.f32(-40.0, 40.0))).collect();
+    let (_ab, aa) = vec1(&dev, &a);
+    let (_bb, ba) = vec1(&dev, &b);
+    let rows = 15;
+    let (ob, oa) = array(
+        &dev,
+        &vec![0f32; rows * n],
+        &[rows as u64, n as u64],
+        &[n as i64, 1],
+    );
+    k.launch(&[aa, ba, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    let rb = |v: f64| from_bf16(to_bf16(v as f32));
+    for i in 0..n {
+        let (x, y) = (from_bf16(a[i]), from_bf16(b[i]));
+        let (xd, yd) = (f64::from(x), f64::from(y));
+        let want = [
+            y.abs(),
+            rb(xd + yd),
+            rb(xd - yd),
+            rb(xd * yd),
+            rb(yd / xd),
+            -x,
+            rb(xd * yd + yd),
+            rb(xd + yd),
+            rb(xd - yd),
+            rb(xd * yd),
+            x.max(y),
+            x.min(y),
+            rb(xd.abs().sqrt()),
+            if x < y { 1.0 } else { 0.0 },
+            rb(xd * xd),
+        ];
+        for (row, w) in want.iter().enumerate() {
+            let got = out[row * n + i];
+            // one bfloat16 ulp where float32 (or the reference) may round first
+            let tol = if row == 4 || row == 6 || row == 12 {
+                w.abs() * 2f32.powi(-7)
+            } else {
+                0.0
+            };
+            assert!(
+                (got - w).abs() <= tol || (got.is_nan() && w.is_nan()),
+                "row {row}, a[{i}] = {x}, b[{i}] = {y}: {got} vs {w}"
+            );
+        }
+    }
+}
+
+/// `for ... else` (numba-cuda's test_flow_control): the `else` runs when the loop ends
+/// without `break` (empty ranges included), a nested loop's `break` does not count for the
+/// outer loop; random trip counts and keys.
+#[test]
+fn numba_for_else_random() {
+    let Some(dev) = device("numba_for_else_random") else {
+        return;
+    };
+    let src = include_str!("../fixtures/numba/for_else.py");
+    let k = kernel(&dev, src, "for_else", "int64[::1], int64[::1], int64[::1]");
+    let n = 5000usize;
+    let mut r = Rng(53);
+    let x: Vec<i64> = (0..n).map(|_| i64::from(r.i32(0, 9))).collect();
+    let key: Vec<i64> = (0..n).map(|_| i64::from(r.i32(0, 50))).collect();
+    let (_xb, xa) = vec1(&dev, &x);
+    let (_kb, ka) = vec1(&dev, &key);
+    let (ob, oa) = vec1(&dev, &vec![0i64; n]);
+    k.launch(&[xa, ka, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let out: Vec<i64> = from_bytes(&dev.download(&ob).expect("download"));
+    for i in 0..n {
+        let m = x[i];
+        let z = (0..m).find(|j| j * j == key[i]).unwrap_or(m * 100);
+        let hits = 3 * (1 + if m > 2 { 0 } else { 10 });
+        assert_eq!(out[i], z * 1000 + hits, "x = {m}, key = {}", key[i]);
+    }
+}
+
+/// `for` over 1-D arrays, `enumerate`, `zip` (stopping at the shorter) nested in each other,
+/// with `break`, and `enumerate` over a module-level tuple (numba-cuda's test_iterators and
+/// test_lang), on random arrays of random lengths against the same sums in the same order.
+#[test]
+fn numba_iterate_arrays_random() {
+    let Some(dev) = device("numba_iterate_arrays_random") else {
+        return;
+    };
+    let src = include_str!("../fixtures/numba/iterate_arrays.py");
+    let k = kernel(
+        &dev,
+        src,
+        "iterate_arrays",
+        "float64[::1], float64[::1], float64[::1], int64[::1]",
+    );
+    let mut r = Rng(59);
+    for _ in 0..20 {
+        let nx = 3 + (r.next() % 200) as usize;
+        let ny = 1 + (r.next() % 200) as usize;
+        let x: Vec<f64> = (0..nx).map(|_| f64::from(r.f32(-60.0, 60.0))).collect();
+        let y: Vec<f64> = (0..ny).map(|_| f64::from(r.f32(-60.0, 60.0))).collect();
+        let (_xb, xa) = vec1(&dev, &x);
+        let (_yb, ya) = vec1(&dev, &y);
+        let (ob, oa) = vec1(&dev, &[0f64; 4]);
+        let (ib, ia) = vec1(&dev, &vec![0i64; ny]);
+        k.launch(&[xa, ya, oa, ia], [1, 1, 1], [32, 1, 1]);
+        let out: Vec<f64> = from_bytes(&dev.download(&ob).expect("download"));
+        let idx: Vec<i64> = from_bytes(&dev.download(&ib).expect("download"));
+        let s = x.iter().fold(0.0, |s, v| s + v);
+        let m = x
+            .iter()
+            .zip(&y)
+            .enumerate()
+            .fold(0.0, |m, (k, (a, b))| m + k as f64 * a * b);
+        let mut n = 0usize;
+        let mut want_idx = vec![0i64; ny];
+        for (k, a) in y.iter().enumerate().take(nx) {
+            want_idx[k] = k as i64 + 1;
+            n += 1;
+            if *a > 50.0 {
+                break;
+            }
+        }
+        let w3 = [0.5, 1.5, 2.5]
+            .iter()
+            .enumerate()
+            .fold(0.0, |t, (k, w)| t + w * x[k]);
+        assert_eq!(out, vec![s, m, n as f64, w3], "nx = {nx}, ny = {ny}");
+        assert_eq!(idx, want_idx);
+    }
+}
+
+/// `frexp` on the host: `(m, e)` with `x = m * 2**e`, `0.5 <= |m| < 1` (zeros, infinities and
+/// NaN give `(x, 0)`).
+fn frexp64(x: f64) -> (f64, i32) {
+    if x == 0.0 || !x.is_finite() {
+        return (x, 0);
+    }
+    let (x, bias) = if x.abs() < f64::MIN_POSITIVE {
+        (x * 2f64.powi(64), 64)
+    } else {
+        (x, 0)
+    };
+    let e = ((x.to_bits() >> 52) & 0x7ff) as i32 - 1022;
+    let m = f64::from_bits((x.to_bits() & !(0x7ff << 52)) | (1022 << 52));
+    (m, e - bias)
+}
+
+/// `math.frexp`, `math.ldexp` and `math.modf` in float64 and float32 on random values and the
+/// special ones (zeros of both signs, infinities, NaN, a subnormal), against the host.
+#[test]
+fn numba_frexp_ldexp_modf_random() {
+    let Some(dev) = device("numba_frexp_ldexp_modf_random") else {
+        return;
+    };
+    let src = include_str!("../fixtures/numba/math_frexp_ldexp_modf.py");
+    let k = kernel(
+        &dev,
+        src,
+        "frexp_ldexp_modf",
+        "float64[::1], int32[::1], float32[::1], float64[:, ::1], int32[:, ::1], float32[:, ::1]",
+    );
+    let mut r = Rng(61);
+    let specials = [
+        0.0,
+        -0.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        1e-310,
+        -2.0,
+    ];
+    let n = 3000usize;
+    let x: Vec<f64> = (0..n)
+        .map(|i| {
+            specials.get(i).copied().unwrap_or_else(|| {
+                f64::from(r.f32(-1000.0, 1000.0)) * f64::from(r.f32(0.0, 1.0)).powi(3)
+            })
+        })
+        .collect();
+    let ns: Vec<i32> = (0..n).map(|_| r.i32(-40, 40)).collect();
+    let y: Vec<f32> = x.iter().map(|v| *v as f32).collect();
+    let (_xb, xa) = vec1(&dev, &x);
+    let (_nb, na) = vec1(&dev, &ns);
+    let (_yb, ya) = vec1(&dev, &y);
+    let (ob, oa) = array(&dev, &vec![0f64; 4 * n], &[4, n as u64], &[n as i64, 1]);
+    let (eb, ea) = array(&dev, &vec![0i32; 2 * n], &[2, n as u64], &[n as i64, 1]);
+    let (fb, fa) = array(&dev, &vec![0f32; 4 * n], &[4, n as u64], &[n as i64, 1]);
+    k.launch(
+        &[xa, na, ya, oa, ea, fa],
+        [blocks(n, 128), 1, 1],
+        [128, 1, 1],
+    );
+    let out: Vec<f64> = from_bytes(&dev.download(&ob).expect("download"));
+    let exps: Vec<i32> = from_bytes(&dev.download(&eb).expect("download"));
+    let out32: Vec<f32> = from_bytes(&dev.download(&fb).expect("download"));
+    let same = |a: f64, b: f64| a == b || (a.is_nan() && b.is_nan());
+    for i in 0..n {
+        let v = x[i];
+        let (m, e) = frexp64(v);
+        let int = v.trunc();
+        let frac = if v.is_infinite() { 0.0 } else { v - int }.copysign(v);
+        let want = [m, v * 2f64.powi(ns[i]), frac, int];
+        for (row, w) in want.iter().enumerate() {
+            assert!(
+                same(out[row * n + i], *w),
+                "row {row}, x = {v}: {} vs {w}",
+                out[row * n + i]
+            );
+        }
+        if v.is_finite() {
+            assert_eq!(exps[i], e, "frexp({v})");
+        }
+        let v32 = y[i];
+        let (m32, e32) = frexp64(f64::from(v32));
+        let int32 = v32.trunc();
+        let frac32 = if v32.is_infinite() { 0.0 } else { v32 - int32 }.copysign(v32);
+        let l32 = (f64::from(v32) * 2f64.powi(ns[i])) as f32;
+        let want32 = [m32 as f32, l32, frac32, int32];
+        for (row, w) in want32.iter().enumerate() {
+            let got = out32[row * n + i];
+            assert!(
+                same(f64::from(got), f64::from(*w)),
+                "float32 row {row}, y = {v32}: {got} vs {w}"
+            );
+        }
+        if v32.is_finite() {
+            assert_eq!(exps[n + i], e32, "frexp(float32 {v32})");
+        }
+    }
+}
+
+/// `numba.cuda.libdevice.frexp/ldexp/sin/sinf/modff` (numba-cuda's test_libdevice) are the
+/// `math` functions: random values against the host's frexp and ldexp, and `libdevice.sin`
+/// minus `math.sin` exactly zero.
+#[test]
+fn numba_libdevice_names_random() {
+    let Some(dev) = device("numba_libdevice_names_random") else {
+        return;
+    };
+    let src = include_str!("../fixtures/numba/libdevice_names.py");
+    let k = kernel(
+        &dev,
+        src,
+        "libdevice_names",
+        "float64[::1], float32[::1], float64[:, ::1], int32[::1], float32[:, ::1]",
+    );
+    let mut r = Rng(67);
+    let n = 2000usize;
+    let x: Vec<f64> = (0..n).map(|_| f64::from(r.f32(-500.0, 500.0))).collect();
+    let y: Vec<f32> = (0..n).map(|_| r.f32(-500.0, 500.0)).collect();
+    let (_xb, xa) = vec1(&dev, &x);
+    let (_yb, ya) = vec1(&dev, &y);
+    let (ob, oa) = array(&dev, &vec![0f64; 3 * n], &[3, n as u64], &[n as i64, 1]);
+    let (eb, ea) = vec1(&dev, &vec![0i32; n]);
+    let (fb, fa) = array(&dev, &vec![0f32; 2 * n], &[2, n as u64], &[n as i64, 1]);
+    k.launch(&[xa, ya, oa, ea, fa], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let out: Vec<f64> = from_bytes(&dev.download(&ob).expect("download"));
+    let exps: Vec<i32> = from_bytes(&dev.download(&eb).expect("download"));
+    let out32: Vec<f32> = from_bytes(&dev.download(&fb).expect("download"));
+    for i in 0..n {
+        let (m, e) = frexp64(x[i]);
+        assert_eq!((out[i], exps[i]), (m, e), "frexp({})", x[i]);
+        assert_eq!(out[n + i], x[i] * 8.0, "ldexp({}, 3)", x[i]);
+        assert_eq!(out[2 * n + i], 0.0, "libdevice.sin({})", x[i]);
+        assert_eq!(out32[i], 0.0, "libdevice.sinf({})", y[i]);
+        assert_eq!(out32[n + i], y[i].trunc(), "libdevice.modff({})", y[i]);
+    }
+}
+
+/// `cuda.bf16.hadd_sat/hsub_sat/hmul_sat/hfma_sat` clamp to [0, 1] with NaN giving 0, and
+/// `hfma_relu` gives 0 for negative results and keeps NaN: random bfloat16 values (NaN and
+/// infinities among them) against the host, rounded once to bfloat16 first.
+#[test]
+fn numba_bf16_sat_relu_random() {
+    let Some(dev) = device("numba_bf16_sat_relu_random") else {
+        return;
+    };
+    let src = include_str!("../fixtures/numba/bf16_sat_relu.py");
+    let k = kernel(
+        &dev,
+        src,
+        "bf16_sat_relu",
+        "bfloat16[::1], bfloat16[::1], float32[:, ::1]",
+    );
+    let n = 4096usize;
+    let mut r = Rng(71);
+    let special = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0, 1.0];
+    let pick = |r: &mut Rng, i: usize| {
+        if i % 97 < special.len() {
+            special[i % 97]
+        } else {
+            r.f32(-2.0, 2.0)
+        }
+    };
+    let a: Vec<u16> = (0..n).map(|i| to_bf16(pick(&mut r, i))).collect();
+    let b: Vec<u16> = (0..n).map(|i| to_bf16(pick(&mut r, i + 13))).collect();
+    let (_ab, aa) = vec1(&dev, &a);
+    let (_bb, ba) = vec1(&dev, &b);
+    let (ob, oa) = array(&dev, &vec![0f32; 6 * n], &[6, n as u64], &[n as i64, 1]);
+    k.launch(&[aa, ba, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    let rb = |v: f64| from_bf16(to_bf16(v as f32));
+    let sat = |v: f32| if v > 0.0 { v.min(1.0) } else { 0.0 };
+    for i in 0..n {
+        let (x, y) = (from_bf16(a[i]), from_bf16(b[i]));
+        let (xd, yd) = (f64::from(x), f64::from(y));
+        let relu = rb(xd * yd + yd);
+        let want = [
+            sat(rb(xd + yd)),
+            sat(rb(xd - yd)),
+            sat(rb(xd * yd)),
+            sat(rb(xd * yd + xd)),
+            if relu < 0.0 { 0.0 } else { relu },
+            from_bf16(to_bf16(x * 1.3f32)),
+        ];
+        for (row, w) in want.iter().enumerate() {
+            let got = out[row * n + i];
+            let tol = if row == 3 || row == 4 {
+                w.abs() * 2f32.powi(-7)
+            } else {
+                0.0
+            };
+            assert!(
+                got == *w || (got - w).abs() <= tol || (got.is_nan() && w.is_nan()),
+                "row {row}, a[{i}] = {x}, b[{i}] = {y}: {got} vs {w}"
+            );
+        }
+    }
+}
+
+/// `cmath.isfinite`, `cmath.isnan` and `cmath.isinf` on complex128 and complex64 values whose
+/// parts are random finite numbers, infinities and NaNs, against the host.
+#[test]
+fn numba_cmath_predicates_random() {
+    let Some(dev) = device("numba_cmath_predicates_random") else {
+        return;
+    };
+    let src = include_str!("../fixtures/numba/cmath_predicates.py");
+    let k = kernel(
+        &dev,
+        src,
+        "cmath_predicates",
+        "complex128[::1], complex64[::1], bool[:, ::1]",
+    );
+    let n = 3000usize;
+    let mut r = Rng(73);
+    let part = |r: &mut Rng| match r.next() % 6 {
+        0 => f64::NAN,
+        1 => f64::INFINITY,
+        2 => f64::NEG_INFINITY,
+        _ => f64::from(r.f32(-1e6, 1e6)),
+    };
+    let z: Vec<[f64; 2]> = (0..n).map(|_| [part(&mut r), part(&mut r)]).collect();
+    let w: Vec<[f32; 2]> = (0..n)
+        .map(|_| [part(&mut r) as f32, part(&mut r) as f32])
+        .collect();
+    let (_zb, za) = vec1(&dev, &z);
+    let (_wb, wa) = vec1(&dev, &w);
+    let (ob, oa) = array(&dev, &vec![0u8; 6 * n], &[6, n as u64], &[n as i64, 1]);
+    k.launch(&[za, wa, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let out: Vec<u8> = dev.download(&ob).expect("download");
+    for i in 0..n {
+        let [a, b] = z[i];
+        let [c, d] = w[i];
+        let want = [
+            a.is_finite() && b.is_finite(),
+            a.is_nan() || b.is_nan(),
+            a.is_infinite() || b.is_infinite(),
+            c.is_finite() && d.is_finite(),
+            c.is_nan() || d.is_nan(),
+            c.is_infinite() || d.is_infinite(),
+        ];
+        for (row, expect) in want.iter().enumerate() {
+            assert_eq!(
+                out[row * n + i] != 0,
+                *expect,
+                "row {row}, z = {:?}, w = {:?}",
+                z[i],
+                w[i]
+            );
+        }
+    }
+}
+
+/// `cmath.log(z, base)` (numba-cuda's test_cmath) on random complex128 values against
+/// `log(z) / log(base)` computed on the host.
+#[test]
+fn numba_cmath_log_base_random() {
+    let Some(dev) = device("numba_cmath_log_base_random") else {
+        return;
+    };
+    let src = include_str!("../fixtures/numba/cmath_log_base.py");
+    let k = kernel(
+        &dev,
+        src,
+        "cmath_log_base",
+        "complex128[::1], complex128[::1], complex128[::1]",
+    );
+    let n = 2000usize;
+    let mut r = Rng(79);
+    let mut c = || [f64::from(r.f32(-50.0, 50.0)), f64::from(r.f32(-50.0, 50.0))];
+    let a: Vec<[f64; 2]> = (0..n).map(|_| c()).collect();
+    let b: Vec<[f64; 2]> = (0..n).map(|_| c()).collect();
+    let (ob, oa) = vec1(&dev, &vec![[0f64; 2]; n]);
+    let (_ab, aa) = vec1(&dev, &a);
+    let (_bb, ba) = vec1(&dev, &b);
+    k.launch(&[oa, aa, ba], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let out: Vec<[f64; 2]> = from_bytes(&dev.download(&ob).expect("download"));
+    let log = |z: [f64; 2]| [z[0].hypot(z[1]).ln(), z[1].atan2(z[0])];
+    for i in 0..n {
+        let (p, q) = (log(a[i]), log(b[i]));
+        let d = q[0] * q[0] + q[1] * q[1];
+        let want = [
+            (p[0] * q[0] + p[1] * q[1]) / d,
+            (p[1] * q[0] - p[0] * q[1]) / d,
+        ];
+        let scale = want[0].abs().max(want[1].abs()).max(1e-300);
+        for part in 0..2 {
+            assert!(
+                (out[i][part] - want[part]).abs() <= 1e-12 * scale,
+                "log({:?}, {:?}) = {:?}, want {want:?}",
+                a[i],
+                b[i],
+                out[i]
+            );
+        }
+    }
+}

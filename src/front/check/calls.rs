@@ -295,6 +295,7 @@ impl FnCx<'_, '_> {
             | Builtin::Ffs
             | Builtin::Cbrt
             | Builtin::Fma
+            | Builtin::MathPair(_)
             | Builtin::WarpMask
             | Builtin::Math(_) => self.device_call(b, c),
             Builtin::Vector(elem, len) => self.vector_new(elem, len, c),
@@ -304,6 +305,7 @@ impl FnCx<'_, '_> {
             | Builtin::NumbaVote(_)
             | Builtin::NumbaAtomic(_)
             | Builtin::NumbaFp16(_)
+            | Builtin::NumbaBf16(_)
             | Builtin::NumbaCompareAndSwap
             | Builtin::NumbaFence(_)
             | Builtin::Selp

@@ -355,6 +355,16 @@ impl FnCx<'_, '_> {
                 let p = self.complex_part(ComplexOp::Phase, z, cs.component(), span)?;
                 self.concrete(p)
             }
+            CmathFn::Op(op @ (ComplexOp::IsFinite | ComplexOp::IsNan | ComplexOp::IsInf)) => {
+                let z = self.concrete(z)?;
+                let ty = Type::Scalar(Scalar::Bool);
+                let e = self.push(
+                    Expr::Intrinsic(Intrinsic::Complex(op), vec![z.e]),
+                    ty.clone(),
+                    span,
+                );
+                Some(self.val(e, ty, span))
+            }
             CmathFn::Op(op) => {
                 let z = self.concrete(z)?;
                 let ty = z.ty.clone();

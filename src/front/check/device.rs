@@ -631,6 +631,7 @@ impl FnCx<'_, '_> {
                 Some(self.val(m, Type::WarpMask, span))
             }
             Builtin::Math(f) => self.math_call(f, c),
+            Builtin::MathPair(op) => self.math_pair(op, c),
             _ => {
                 self.error("E0202", span, format!("`{name}` is not callable here"));
                 None
@@ -681,6 +682,63 @@ impl FnCx<'_, '_> {
             Scalar::UInt32
         };
         Some((self.push(Expr::Cast(v.e), Type::Scalar(wide), v.span), true))
+    }
+
+    /// `math.frexp(x)` -> `(float, int32)`, `math.ldexp(x, n)` -> float, `math.modf(x)` ->
+    /// `(float, float)`: `x` as `math`'s other functions take it (an integer becomes a float;
+    /// float16 and bfloat16 are computed in float32), `n` any integer, converted to int32 as
+    /// numba's `ldexp(float, intc)` does.
+    fn math_pair(&mut self, op: Intrinsic, c: &ast::ExprCall) -> Option<Val> {
+        let span = sp(c);
+        let fname = format!("math.{}", op.name());
+        let n = if op == Intrinsic::Ldexp { 2 } else { 1 };
+        let params: &[&str] = if n == 2 { &["x", "i"] } else { &["x"] };
+        let a = self.bind(c, &fname, params, n)?;
+        let x = self.eval(a[0]?)?;
+        let Some(s) = x.ty.as_scalar().filter(|s| !s.is_complex()) else {
+            self.error(
+                "E0207",
+                x.span,
+                format!("`{fname}` needs a real number, found {}", x.ty),
+            );
+            return None;
+        };
+        let ft = match (x.weak, s) {
+            (Some(_), _) => self.s.defaults.float,
+            (None, Scalar::Float32 | Scalar::Float64) => s,
+            (None, s) if s.is_float() => Scalar::Float32,
+            (None, s) if s.bits() >= 32 && s != Scalar::Int32 => Scalar::Float64,
+            (None, _) => self.s.defaults.float,
+        };
+        let xe = self.convert(&x, ft)?;
+        let fty = Type::Scalar(ft);
+        match op {
+            Intrinsic::Ldexp => {
+                let i = self.eval(a[1]?)?;
+                if !i
+                    .ty
+                    .as_scalar()
+                    .is_some_and(|s| s.is_integer() || s == Scalar::Bool)
+                {
+                    self.error(
+                        "E0207",
+                        i.span,
+                        format!("`{fname}`'s exponent must be an integer, found {}", i.ty),
+                    );
+                    return None;
+                }
+                let ie = self.convert(&i, Scalar::Int32)?;
+                Some(self.intrinsic(op, vec![xe, ie], fty, span))
+            }
+            Intrinsic::Frexp => {
+                let t = Type::Tuple(vec![fty, Type::Scalar(Scalar::Int32)]);
+                Some(self.intrinsic(op, vec![xe], t, span))
+            }
+            _ => {
+                let t = Type::Tuple(vec![fty.clone(), fty]);
+                Some(self.intrinsic(op, vec![xe], t, span))
+            }
+        }
     }
 
     fn math_call(&mut self, f: MathFn, c: &ast::ExprCall) -> Option<Val> {

@@ -211,6 +211,8 @@ impl FnCx<'_, '_> {
                     | Namespace::NumbaLocal
                     | Namespace::NumbaAtomic
                     | Namespace::NumbaFp16
+                    | Namespace::NumbaBf16
+                    | Namespace::NumbaLibdevice
                     | Namespace::NumbaConst
                     | Namespace::NumbaTypes
                     | Namespace::Cupyx

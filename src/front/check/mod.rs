@@ -374,6 +374,9 @@ struct FnCx<'s, 'm> {
     diags: Vec<Diagnostic>,
     callees: Vec<InstanceKey>,
     changed: bool,
+    /// The no-break flags of the enclosing `for … else` loops, with the loop depth each
+    /// belongs to: a `break` at that depth clears its flag.
+    pub(super) else_flags: Vec<(usize, crate::ir::Handle<crate::ir::Local>)>,
     loops: usize,
     temps: usize,
     body: Option<Block>,
@@ -426,6 +429,7 @@ impl<'s, 'm> FnCx<'s, 'm> {
             callees: Vec::new(),
             changed: false,
             loops: 0,
+            else_flags: Vec::new(),
             temps: 0,
             body: None,
             assigned: HashSet::new(),

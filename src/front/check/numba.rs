@@ -126,16 +126,20 @@ impl FnCx<'_, '_> {
                 );
                 Some(self.val(e, Type::Scalar(dtype), span))
             }
-            Builtin::NumbaFp16(op) => {
+            Builtin::NumbaFp16(op) | Builtin::NumbaBf16(op) => {
                 use crate::front::builtins::Fp16Op;
+                let (module, prec) = match b {
+                    Builtin::NumbaBf16(_) => ("bf16", Scalar::BFloat16),
+                    _ => ("fp16", Scalar::Float16),
+                };
                 let name = match c.func.as_ref() {
-                    ast::Expr::Attribute(a) => format!("cuda.fp16.{}", a.attr.id),
+                    ast::Expr::Attribute(a) => format!("cuda.{module}.{}", a.attr.id),
                     ast::Expr::Name(n) => n.id.to_string(),
-                    _ => "cuda.fp16".to_string(),
+                    _ => format!("cuda.{module}"),
                 };
                 let n = op.arity();
                 let a = self.bind(c, &name, &["a", "b", "c"][..n], n)?;
-                let half = Type::Scalar(Scalar::Float16);
+                let half = Type::Scalar(prec);
                 let mut vals = Vec::new();
                 for e in a.iter().flatten() {
                     let v = self.eval(e)?;
@@ -144,9 +148,11 @@ impl FnCx<'_, '_> {
                             Diagnostic::error(
                                 "E0207",
                                 v.span,
-                                format!("`{name}` takes float16 values, found {}", v.ty),
+                                format!("`{name}` takes {prec} values, found {}", v.ty),
                             )
-                            .with_note("convert with `numba.float16(x)`, as numba requires"),
+                            .with_note(format!(
+                                "convert with `numba.{prec}(x)`, as numba requires"
+                            )),
                         );
                         return None;
                     }
@@ -187,10 +193,37 @@ impl FnCx<'_, '_> {
                         let e = self.push(Expr::Cast(r), half.clone(), span);
                         Some(self.val(e, half, span))
                     }
-                    Fp16Op::Fma => {
-                        let args = vals.iter().map(|v| v.e).collect();
-                        let e =
-                            self.push(Expr::Intrinsic(Intrinsic::Fma, args), half.clone(), span);
+                    Fp16Op::Fma | Fp16Op::FmaSat | Fp16Op::FmaRelu | Fp16Op::SatBinary(_) => {
+                        let r = if let Fp16Op::SatBinary(bop) = op {
+                            let r = vals.pop()?;
+                            let l = vals.pop()?;
+                            self.binary(bop, l, r, span)?.e
+                        } else {
+                            let args = vals.iter().map(|v| v.e).collect();
+                            self.push(Expr::Intrinsic(Intrinsic::Fma, args), half.clone(), span)
+                        };
+                        // `max(0, r)` is `r if r > 0 else 0` (NaN gives 0) and `max(r, 0)` is
+                        // `0 if 0 > r else r` (NaN stays NaN): §15.1.
+                        let lit = |me: &mut Self, x: f64| {
+                            me.push(Expr::Literal(Literal::Float(x)), half.clone(), span)
+                        };
+                        let e = match op {
+                            Fp16Op::Fma => r,
+                            Fp16Op::FmaRelu => {
+                                let zero = lit(self, 0.0);
+                                self.push(Expr::Binary(BinaryOp::Max, r, zero), half.clone(), span)
+                            }
+                            _ => {
+                                let zero = lit(self, 0.0);
+                                let one = lit(self, 1.0);
+                                let lo = self.push(
+                                    Expr::Binary(BinaryOp::Max, zero, r),
+                                    half.clone(),
+                                    span,
+                                );
+                                self.push(Expr::Binary(BinaryOp::Min, lo, one), half.clone(), span)
+                            }
+                        };
                         Some(self.val(e, half, span))
                     }
                 }

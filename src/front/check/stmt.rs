@@ -255,6 +255,21 @@ impl FnCx<'_, '_> {
                     let w = if brk { "break" } else { "continue" };
                     self.error("E0304", span, format!("`{w}` outside a loop"));
                 } else {
+                    if brk
+                        && let Some(&(depth, flag)) = self.else_flags.last()
+                        && depth == self.loops
+                    {
+                        // `for … else`: this loop was left by `break`.
+                        let no = self.push(
+                            Expr::Literal(Literal::Bool(false)),
+                            Type::Scalar(Scalar::Bool),
+                            span,
+                        );
+                        out.push(Stmt {
+                            kind: StmtKind::Assign(flag, no),
+                            span,
+                        });
+                    }
                     out.push(Stmt {
                         kind: if brk {
                             StmtKind::Break
@@ -1074,13 +1089,6 @@ impl FnCx<'_, '_> {
 
     pub(super) fn for_range(&mut self, f: &ast::StmtFor, out: &mut Block) {
         let span = sp(f);
-        if !f.orelse.is_empty() {
-            self.error(
-                "E0303",
-                sp(&f.orelse[0]),
-                "`for ... else` is not supported in device code",
-            );
-        }
         let is_range = match f.iter.as_ref() {
             ast::Expr::Call(c) => matches!(
                 self.callee_item(&c.func),
@@ -1096,11 +1104,21 @@ impl FnCx<'_, '_> {
                 let v = self.expr(&f.iter);
                 match v {
                     Value::Val(v) if matches!(v.ty, Type::Tuple(_) | Type::Vector { .. }) => {
+                        if !f.orelse.is_empty() {
+                            self.error(
+                                "E0303",
+                                sp(&f.orelse[0]),
+                                "`for ... else` over a tuple is not supported in device code",
+                            );
+                        }
                         return self.for_sequence(f, v, out);
                     }
                     Value::Err => return,
                     _ => {}
                 }
+            }
+            if self.s.m.numba && self.for_arrays(f, out) {
+                return;
             }
             self.diags.push(
                 Diagnostic::error(
@@ -1310,6 +1328,20 @@ impl FnCx<'_, '_> {
             let cond = bin(self, op, c, stop);
             (cond, self.push(Expr::Local(ctr), tty.clone(), span))
         };
+        // `for … else`: a flag, true until a `break` of this loop clears it.
+        let else_flag = if f.orelse.is_empty() {
+            None
+        } else {
+            let bool_t = Type::Scalar(Scalar::Bool);
+            let flag = self.new_temp(bool_t.clone(), span);
+            let yes = self.push(Expr::Literal(Literal::Bool(true)), bool_t, span);
+            out.push(Stmt {
+                kind: StmtKind::Assign(flag, yes),
+                span,
+            });
+            self.else_flags.push((self.loops + 1, flag));
+            Some(flag)
+        };
         self.loops += 1;
         let mut names = HashSet::new();
         assigned_names(&f.body, &mut names);
@@ -1322,6 +1354,9 @@ impl FnCx<'_, '_> {
         body.extend(self.block(&f.body));
         self.loops -= 1;
         self.loop_assigned.pop();
+        if else_flag.is_some() {
+            self.else_flags.pop();
+        }
         let c = self.push(Expr::Local(ctr), tty.clone(), span);
         let st = if counted {
             lit(self, 1)
@@ -1340,6 +1375,274 @@ impl FnCx<'_, '_> {
             },
             span,
         });
+        if let Some(flag) = else_flag {
+            let cond = self.push(Expr::Local(flag), Type::Scalar(Scalar::Bool), span);
+            let then = self.block(&f.orelse);
+            out.push(Stmt {
+                kind: StmtKind::If {
+                    cond,
+                    then,
+                    otherwise: Vec::new(),
+                },
+                span,
+            });
+        }
+    }
+
+    /// The iterable of a `for` over arrays: a 1-D array of numbers or a tuple of one element
+    /// type (by its temp), or `enumerate`/`zip` of such iterables.
+    fn array_iterable(&mut self, e: &ast::Expr, arrays: &mut Vec<Val>) -> Option<ArrayIter> {
+        if let ast::Expr::Call(c) = e
+            && let ast::Expr::Name(n) = c.func.as_ref()
+            && matches!(n.id.as_str(), "enumerate" | "zip")
+            && self.callee_item(&c.func).is_none()
+            && c.arguments.keywords.is_empty()
+        {
+            let args = &c.arguments.args;
+            if n.id.as_str() == "enumerate" {
+                let [inner] = &args[..] else {
+                    return None;
+                };
+                let it = self.array_iterable(inner, arrays)?;
+                return Some(ArrayIter::Enumerate(Box::new(it)));
+            }
+            if args.is_empty() {
+                return None;
+            }
+            let mut items = Vec::new();
+            for a in args.iter() {
+                items.push(self.array_iterable(a, arrays)?);
+            }
+            return Some(ArrayIter::Zip(items));
+        }
+        if !matches!(e, ast::Expr::Name(_) | ast::Expr::Attribute(_)) {
+            return None;
+        }
+        let v = match self.expr(e) {
+            Value::Val(v) => v,
+            c @ Value::Item(Item::Const(_), _) => self.value_of(c)?,
+            _ => return None,
+        };
+        match &v.ty {
+            Type::Array(at) if at.ndim == 1 && at.dtype.scalar().is_some() => {
+                arrays.push(v);
+                Some(ArrayIter::Array(arrays.len() - 1))
+            }
+            Type::Tuple(ts) if ts.first().is_some_and(|t| ts.iter().all(|u| u == t)) => {
+                let n = ts.len();
+                arrays.push(v);
+                Some(ArrayIter::Tuple(arrays.len() - 1, n))
+            }
+            _ => None,
+        }
+    }
+
+    /// Binds a `for` target to iteration `ctr` of `it`: an array's element, `enumerate`'s
+    /// `(index, item)`, `zip`'s items, unpacked into the target's names.
+    fn bind_array_target(
+        &mut self,
+        target: &ast::Expr,
+        it: &ArrayIter,
+        temps: &[(Handle<Local>, Type)],
+        ctr: Handle<Local>,
+        body: &mut Block,
+    ) -> Option<()> {
+        let span = sp(target);
+        let i64t = Type::Scalar(Scalar::Int64);
+        let parts: Vec<&ast::Expr> = match target {
+            ast::Expr::Tuple(t) => t.elts.iter().collect(),
+            ast::Expr::List(l) => l.elts.iter().collect(),
+            _ => Vec::new(),
+        };
+        match it {
+            ArrayIter::Array(i) => {
+                let (tmp, ty) = &temps[*i];
+                let Type::Array(at) = ty else {
+                    return None;
+                };
+                let dtype = at.dtype.scalar()?;
+                let a = self.push(Expr::Local(*tmp), ty.clone(), span);
+                let k = self.push(Expr::Local(ctr), i64t, span);
+                let load = self.push(
+                    Expr::Load {
+                        array: a,
+                        indices: vec![Index {
+                            value: k,
+                            wrap: false,
+                        }],
+                    },
+                    Type::Scalar(dtype),
+                    span,
+                );
+                let v = self.val(load, Type::Scalar(dtype), span);
+                self.assign(target, v, body);
+                Some(())
+            }
+            ArrayIter::Tuple(i, n) => {
+                let (tmp, ty) = &temps[*i];
+                let Type::Tuple(ts) = ty else {
+                    return None;
+                };
+                let ety = ts.first()?.clone();
+                let bool_t = Type::Scalar(Scalar::Bool);
+                // element `ctr`: a chain of selects the optimizer folds once unrolled
+                let t = self.push(Expr::Local(*tmp), ty.clone(), span);
+                let mut acc = self.push(Expr::Extract(t, (*n - 1) as u32), ety.clone(), span);
+                for k in (0..*n - 1).rev() {
+                    let c = self.push(Expr::Local(ctr), i64t.clone(), span);
+                    let kk = self.push(Expr::Literal(Literal::Int(k as i128)), i64t.clone(), span);
+                    let is_k = self.push(Expr::Binary(BinaryOp::Eq, c, kk), bool_t.clone(), span);
+                    let t = self.push(Expr::Local(*tmp), ty.clone(), span);
+                    let ek = self.push(Expr::Extract(t, k as u32), ety.clone(), span);
+                    acc = self.push(
+                        Expr::Select {
+                            cond: is_k,
+                            then: ek,
+                            otherwise: acc,
+                        },
+                        ety.clone(),
+                        span,
+                    );
+                }
+                let v = self.val(acc, ety, span);
+                self.assign(target, v, body);
+                Some(())
+            }
+            ArrayIter::Enumerate(inner) => {
+                let [first, second] = &parts[..] else {
+                    self.error(
+                        "E0301",
+                        span,
+                        "the target of a `for` over `enumerate(...)` must be two names: `i, x`",
+                    );
+                    return None;
+                };
+                let k = self.push(Expr::Local(ctr), i64t.clone(), span);
+                let mut kv = self.val(k, i64t, span);
+                kv.nonneg = true;
+                self.assign(first, kv, body);
+                self.bind_array_target(second, inner, temps, ctr, body)
+            }
+            ArrayIter::Zip(items) => {
+                if parts.len() != items.len() {
+                    self.error(
+                        "E0301",
+                        span,
+                        format!(
+                            "the target of a `for` over `zip(...)` of {} iterables must be {} names",
+                            items.len(),
+                            items.len()
+                        ),
+                    );
+                    return None;
+                }
+                for (t, it) in parts.into_iter().zip(items) {
+                    self.bind_array_target(t, it, temps, ctr, body)?;
+                }
+                Some(())
+            }
+        }
+    }
+
+    /// `for x in a:`, `for i, x in enumerate(a):`, `for x, y in zip(a, b):` (nested too) over
+    /// 1-D arrays of numbers and tuples of one element type (numba dialect): a counted loop
+    /// over `min(len(a), len(b), …)` that loads element `i`. False when the iterable is not
+    /// one of these (the caller reports E0304).
+    fn for_arrays(&mut self, f: &ast::StmtFor, out: &mut Block) -> bool {
+        let span = sp(f);
+        let mut arrays = Vec::new();
+        let Some(it) = self.array_iterable(&f.iter, &mut arrays) else {
+            return false;
+        };
+        if !f.orelse.is_empty() {
+            self.error(
+                "E0303",
+                sp(&f.orelse[0]),
+                "`for ... else` over arrays is not supported in device code",
+            );
+            return true;
+        }
+        let i64t = Type::Scalar(Scalar::Int64);
+        let bool_t = Type::Scalar(Scalar::Bool);
+        let mut temps = Vec::new();
+        for a in &arrays {
+            let t = self.new_temp(a.ty.clone(), span);
+            out.push(Stmt {
+                kind: StmtKind::Assign(t, a.e),
+                span,
+            });
+            temps.push((t, a.ty.clone()));
+        }
+        // n = min of the lengths
+        let count = self.new_temp(i64t.clone(), span);
+        for (j, (t, ty)) in temps.iter().enumerate() {
+            let len = if let Type::Tuple(ts) = ty {
+                let n = ts.len() as i128;
+                self.push(Expr::Literal(Literal::Int(n)), i64t.clone(), span)
+            } else {
+                let a = self.push(Expr::Local(*t), ty.clone(), span);
+                self.push(Expr::ArrayProp(a, ArrayProp::Shape(0)), i64t.clone(), span)
+            };
+            let v = if j == 0 {
+                len
+            } else {
+                let cur = self.push(Expr::Local(count), i64t.clone(), span);
+                let len2 = self.push(self.exprs[len].clone(), i64t.clone(), span);
+                let lt = self.push(Expr::Binary(BinaryOp::Lt, len, cur), bool_t.clone(), span);
+                let cur2 = self.push(Expr::Local(count), i64t.clone(), span);
+                self.push(
+                    Expr::Select {
+                        cond: lt,
+                        then: len2,
+                        otherwise: cur2,
+                    },
+                    i64t.clone(),
+                    span,
+                )
+            };
+            out.push(Stmt {
+                kind: StmtKind::Assign(count, v),
+                span,
+            });
+        }
+        let ctr = self.new_temp(i64t.clone(), span);
+        let zero = self.push(Expr::Literal(Literal::Int(0)), i64t.clone(), span);
+        out.push(Stmt {
+            kind: StmtKind::Assign(ctr, zero),
+            span,
+        });
+        let c = self.push(Expr::Local(ctr), i64t.clone(), span);
+        let n = self.push(Expr::Local(count), i64t.clone(), span);
+        let cond = self.push(Expr::Binary(BinaryOp::Lt, c, n), bool_t, span);
+        self.loops += 1;
+        let mut names = HashSet::new();
+        assigned_names(&f.body, &mut names);
+        self.loop_assigned.push(names);
+        let mut body = Vec::new();
+        let bound = self.bind_array_target(&f.target, &it, &temps, ctr, &mut body);
+        if bound.is_some() {
+            body.extend(self.block(&f.body));
+        }
+        self.loops -= 1;
+        self.loop_assigned.pop();
+        if bound.is_none() {
+            return true;
+        }
+        let c = self.push(Expr::Local(ctr), i64t.clone(), span);
+        let one = self.push(Expr::Literal(Literal::Int(1)), i64t.clone(), span);
+        let inc = self.push(Expr::Binary(BinaryOp::AddNoWrap, c, one), i64t, span);
+        out.push(Stmt {
+            kind: StmtKind::Loop {
+                cond,
+                body,
+                continuing: vec![Stmt {
+                    kind: StmtKind::Assign(ctr, inc),
+                    span,
+                }],
+            },
+            span,
+        });
+        true
     }
 
     /// `for x in (a, b, c):` over a tuple or vector whose elements have one type: a counted
@@ -1530,4 +1833,16 @@ fn from_kind_name(k: Kind) -> &'static str {
         Kind::Float => "float",
         Kind::Complex => "complex",
     }
+}
+
+/// What a `for` over arrays iterates (see `for_arrays`).
+enum ArrayIter {
+    /// Element `i` of the array with this index among the loop's arrays.
+    Array(usize),
+    /// Element `i` of the tuple (of one element type) with this index, and its length.
+    Tuple(usize, usize),
+    /// `enumerate(inner)`: `(i, inner's item)`.
+    Enumerate(Box<ArrayIter>),
+    /// `zip(a, b, …)`: the items of each.
+    Zip(Vec<ArrayIter>),
 }

@@ -1490,6 +1490,9 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 self.call1(f, &[vals[0].into(), vals[1].into(), vals[2].into()])?
             }
             Intrinsic::Math(f) => self.math(f, &vals)?,
+            Intrinsic::Ldexp | Intrinsic::Frexp | Intrinsic::Modf => {
+                self.math_pair(op, &vals, ty)?
+            }
             Intrinsic::Complex(op) => self.complex_op(op, &vals)?,
             Intrinsic::DynamicSharedSize => self
                 .asm(
@@ -2214,6 +2217,61 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 }
             }
         })
+    }
+
+    /// `ldexp`, `frexp` and `modf` through libdevice (`__nv_frexpf(float, int*)` …): the
+    /// out-parameter is a stack slot of the entry block; the pairs are built as tuples.
+    fn math_pair(
+        &mut self,
+        op: Intrinsic,
+        vals: &[BasicValueEnum<'ctx>],
+        ty: &Type,
+    ) -> R<BasicValueEnum<'ctx>> {
+        let x = vals[0].into_float_value();
+        let ft = x.get_type();
+        let suffix = if ft == self.e.ctx.f32_type() { "f" } else { "" };
+        let i32t = self.e.ctx.i32_type();
+        let ptr = self.e.ctx.ptr_type(inkwell::AddressSpace::default());
+        let (base, second): (&str, BasicTypeEnum<'ctx>) = match op {
+            Intrinsic::Ldexp => ("ldexp", i32t.into()),
+            Intrinsic::Frexp => ("frexp", ptr.into()),
+            _ => ("modf", ptr.into()),
+        };
+        let name = format!("__nv_{base}{suffix}");
+        self.e.uses_libdevice = true;
+        let func = match self.e.module.get_function(&name) {
+            Some(f) => f,
+            None => self.e.module.add_function(
+                &name,
+                ft.fn_type(&[ft.into(), second.into()], false),
+                None,
+            ),
+        };
+        if op == Intrinsic::Ldexp {
+            return self.call1(func, &[x.into(), vals[1].into()]);
+        }
+        let slot_ty: BasicTypeEnum<'ctx> = if op == Intrinsic::Frexp {
+            i32t.into()
+        } else {
+            ft.into()
+        };
+        let slot = self.entry_alloca(slot_ty, base)?;
+        let first = self.call1(func, &[x.into(), slot.into()])?;
+        let other = self.b().build_load(slot_ty, slot, "")?;
+        let st = self
+            .e
+            .ty(ty)
+            .ok_or_else(|| err("math pair of None"))?
+            .into_struct_type();
+        let mut agg = st.get_undef().as_basic_value_enum();
+        for (i, v) in [first, other].into_iter().enumerate() {
+            let at = self.e.field_index(ty, i as u32);
+            agg = self
+                .b()
+                .build_insert_value(agg.into_struct_value(), v, at, "")?
+                .as_basic_value_enum();
+        }
+        Ok(agg)
     }
 
     fn call1(

@@ -366,6 +366,35 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 self.make_complex(x, ny)?
             }
             ComplexOp::Abs => self.libm("hypot", &[x, y])?.into(),
+            ComplexOp::IsFinite | ComplexOp::IsNan | ComplexOp::IsInf => {
+                // |x| < inf is false for NaN; |x| == inf only for the infinities.
+                let fabs = self.e.intrinsic("llvm.fabs", &[ft.into()])?;
+                let inf = ft.const_float(f64::INFINITY);
+                let mut tests = Vec::new();
+                for p in [x, y] {
+                    let t = match op {
+                        ComplexOp::IsNan => {
+                            self.b()
+                                .build_float_compare(FloatPredicate::UNO, p, p, "")?
+                        }
+                        _ => {
+                            let a = self.call1(fabs, &[p.into()])?.into_float_value();
+                            let pred = if op == ComplexOp::IsFinite {
+                                FloatPredicate::OLT
+                            } else {
+                                FloatPredicate::OEQ
+                            };
+                            self.b().build_float_compare(pred, a, inf, "")?
+                        }
+                    };
+                    tests.push(t);
+                }
+                if op == ComplexOp::IsFinite {
+                    self.b().build_and(tests[0], tests[1], "")?.into()
+                } else {
+                    self.b().build_or(tests[0], tests[1], "")?.into()
+                }
+            }
             ComplexOp::Phase => self.libm("atan2", &[y, x])?.into(),
             ComplexOp::Exp => {
                 let m = self.libm("exp", &[x])?;

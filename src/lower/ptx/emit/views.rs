@@ -164,8 +164,8 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
 
     /// `array.reshape(shape)`: checks at run time that the array is contiguous in the
     /// requested order (extents of 1 may have any stride, an empty array any strides) and
-    /// that the new shape has as many elements (the one `-1` extent is the quotient); traps
-    /// otherwise. The new strides are those of a contiguous array of the new shape.
+    /// that the new shape has as many elements (the one `-1` extent, literal or found at run
+    /// time, is the quotient); traps otherwise. The new strides are those of a contiguous array of the new shape.
     pub(super) fn reshape(
         &mut self,
         array: Handle<Expr>,
@@ -208,38 +208,57 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             .b()
             .build_int_compare(IntPredicate::EQ, size, zero, "")?;
         ok = self.b().build_or(ok, empty, "")?;
+        // An extent given at run time may be -1 as well as a literal one (numba's
+        // `a.reshape(n)` with `n == -1`): each extent is (value, is it the hole).
+        let minus1 = i64t.const_all_ones();
+        let tru = ctx.bool_type().const_int(1, false);
         let mut known = one;
-        let mut dims: Vec<Option<IntValue<'ctx>>> = Vec::new();
+        let mut holes = zero;
+        let mut dims: Vec<(IntValue<'ctx>, IntValue<'ctx>)> = Vec::new();
         for n in new_shape {
             match n {
                 Some(h) => {
                     let v = self.value(*h)?.into_int_value();
                     let b = self.b();
-                    let nonneg = b.build_int_compare(IntPredicate::SGE, v, zero, "")?;
-                    ok = b.build_and(ok, nonneg, "")?;
-                    known = b.build_int_mul(known, v, "")?;
-                    dims.push(Some(v));
+                    let hole = b.build_int_compare(IntPredicate::EQ, v, minus1, "")?;
+                    let valid = b.build_int_compare(IntPredicate::SGE, v, minus1, "")?;
+                    ok = b.build_and(ok, valid, "")?;
+                    let factor = b.build_select(hole, one, v, "")?.into_int_value();
+                    known = b.build_int_mul(known, factor, "")?;
+                    let h64 = b.build_int_z_extend(hole, i64t, "")?;
+                    holes = b.build_int_add(holes, h64, "")?;
+                    dims.push((v, hole));
                 }
-                None => dims.push(None),
+                None => {
+                    holes = self.b().build_int_add(holes, one, "")?;
+                    dims.push((minus1, tru));
+                }
             }
         }
         let b = self.b();
-        let inferred = if dims.iter().any(|d| d.is_none()) {
-            let zero_known = b.build_int_compare(IntPredicate::EQ, known, zero, "")?;
-            let divisor = b.build_select(zero_known, one, known, "")?.into_int_value();
-            let q = b.build_int_unsigned_div(size, divisor, "")?;
-            let nz = b.build_not(zero_known, "")?;
-            ok = b.build_and(ok, nz, "")?;
-            let total = b.build_int_mul(q, known, "")?;
-            let same = b.build_int_compare(IntPredicate::EQ, total, size, "")?;
-            ok = b.build_and(ok, same, "")?;
-            q
-        } else {
-            let same = b.build_int_compare(IntPredicate::EQ, known, size, "")?;
-            ok = b.build_and(ok, same, "")?;
-            one
-        };
-        let shape: Vec<IntValue<'ctx>> = dims.iter().map(|d| d.unwrap_or(inferred)).collect();
+        let at_most_one = b.build_int_compare(IntPredicate::ULE, holes, one, "")?;
+        ok = b.build_and(ok, at_most_one, "")?;
+        let has_hole = b.build_int_compare(IntPredicate::EQ, holes, one, "")?;
+        let zero_known = b.build_int_compare(IntPredicate::EQ, known, zero, "")?;
+        let divisor = b.build_select(zero_known, one, known, "")?.into_int_value();
+        let inferred = b.build_int_unsigned_div(size, divisor, "")?;
+        let total = b.build_int_mul(inferred, known, "")?;
+        let nz = b.build_not(zero_known, "")?;
+        let fills = b.build_int_compare(IntPredicate::EQ, total, size, "")?;
+        let hole_ok = b.build_and(nz, fills, "")?;
+        let exact = b.build_int_compare(IntPredicate::EQ, known, size, "")?;
+        let fits = b
+            .build_select(has_hole, hole_ok, exact, "")?
+            .into_int_value();
+        ok = b.build_and(ok, fits, "")?;
+        let mut shape: Vec<IntValue<'ctx>> = Vec::new();
+        for (v, hole) in dims {
+            let x = self
+                .b()
+                .build_select(hole, inferred, v, "")?
+                .into_int_value();
+            shape.push(x);
+        }
         let good = self.new_block("reshape.ok");
         let bad = self.new_block("reshape.trap");
         self.b().build_conditional_branch(ok, good, bad)?;
