@@ -454,10 +454,13 @@ impl<'ctx> Emitter<'_, 'ctx> {
             self.builder.set_current_debug_location(loc);
         }
         let mut locals = Vec::new();
-        for (_, l) in f.locals.iter() {
+        for (i, (_, l)) in f.locals.iter().enumerate() {
             let t = self.mem_type(&l.ty);
             let slot = self.builder.build_alloca(t, &l.name)?;
-            self.builder.build_store(slot, t.const_zero())?;
+            // Parameters are stored below; every other local starts at zero.
+            if i >= f.params {
+                self.builder.build_store(slot, t.const_zero())?;
+            }
             locals.push(slot);
         }
         let kernel = f.kind == FunctionKind::Kernel;
