@@ -114,6 +114,7 @@ fn any_type(empty: bool) -> BoxedStrategy<Type> {
                             .collect(),
                         align,
                         field_align,
+                        record: None,
                     }))
                 }),
         ]
@@ -341,6 +342,7 @@ fn fixed_layouts_match_gcc() {
                 .collect(),
             align,
             field_align: Vec::new(),
+            record: None,
         }))
     };
     let f4 = Type::Vector {
@@ -375,6 +377,7 @@ fn fixed_layouts_match_gcc() {
             ],
             align: None,
             field_align: vec![0, 16, 0, 0],
+            record: None,
         })),
     ];
     let sample = layout_of(roots.last().unwrap());
@@ -395,6 +398,7 @@ fn empty_aggregates_take_one_byte_as_in_cxx() {
             fields: vec![],
             align: None,
             field_align: vec![],
+            record: None,
         })),
     ] {
         let l = layout_of(&t);

@@ -193,6 +193,7 @@ struct interoperable_array_descriptor {
 ///     fields: vec![("x".into(), Scalar::Float32.into()), ("y".into(), Scalar::Float32.into())],
 ///     align: Some(16),
 ///     field_align: vec![],
+///     record: None,
 /// }));
 /// let f = FunctionDecl {
 ///     symbol: "shift".into(),
@@ -415,6 +416,7 @@ mod tests {
             fields: vec![("class".into(), Scalar::Int8.into())],
             align: None,
             field_align: Vec::new(),
+            record: None,
         }));
         let f = FunctionDecl {
             symbol: "make".into(),
@@ -450,6 +452,7 @@ mod tests {
             ],
             align: None,
             field_align: Vec::new(),
+            record: None,
         }));
         let h = header("m", std::slice::from_ref(&s), &[]);
         assert!(h.contains("#include <cuda/atomic>\n"));

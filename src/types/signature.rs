@@ -220,6 +220,27 @@ impl Parser<'_> {
             let t = self
                 .ident()
                 .ok_or_else(|| format!("expected a type at column {col}"))?;
+            let (t, shape) = if t == "nestedarray" && self.eat(b'(') {
+                // A sub-array field: `nestedarray(float32, (3, 2))`.
+                let col = self.i + 1;
+                let elem = self
+                    .ident()
+                    .ok_or_else(|| format!("expected a type at column {col}"))?;
+                self.expect(b',')?;
+                self.expect(b'(')?;
+                let mut shape = Vec::new();
+                while !self.eat(b')') {
+                    shape.push(self.number()?);
+                    if !self.eat(b',') {
+                        self.expect(b')')?;
+                        break;
+                    }
+                }
+                self.expect(b')')?;
+                (elem, shape)
+            } else {
+                (t, Vec::new())
+            };
             let ty = if t == "Record" && self.eat(b'(') {
                 Type::Struct(Box::new(self.record()?))
             } else {
@@ -235,7 +256,12 @@ impl Parser<'_> {
             self.expect(b'=')?;
             let offset = self.number()?;
             self.expect(b']')?;
-            fields.push(RecordField { name, ty, offset });
+            fields.push(RecordField {
+                name,
+                ty,
+                offset,
+                shape,
+            });
             if !self.eat(b',') {
                 break;
             }
@@ -334,5 +360,22 @@ mod tests {
             nested.to_string(),
             "record_id_int8_pos_record_x_float32_y_float32"
         );
+    }
+
+    #[test]
+    fn parses_numba_nested_arrays() {
+        // `str(numba.from_dtype(np.dtype([('i', np.int32), ('j', np.float32, (3, 2))])))`.
+        let t = parse_type(
+            "Record(i[type=int32;offset=0],j[type=nestedarray(float32, (3, 2));offset=4];28;False)",
+        )
+        .unwrap();
+        let Type::Struct(st) = &t else { panic!("{t}") };
+        assert_eq!(st.name, "record_i_int32_j_float32_3x2");
+        assert_eq!(st.subarray_shape(1), &[3, 2]);
+        let one = parse_type(
+            "Record(g[type=int32;offset=0],h[type=nestedarray(float32, (2,));offset=4];12;True)",
+        )
+        .unwrap();
+        assert_eq!(one.to_string(), "record_g_int32_h_float32_2");
     }
 }
