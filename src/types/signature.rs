@@ -220,12 +220,17 @@ impl Parser<'_> {
             let t = self
                 .ident()
                 .ok_or_else(|| format!("expected a type at column {col}"))?;
-            let (t, shape) = if t == "nestedarray" && self.eat(b'(') {
+            let (t, shape, nested) = if t == "nestedarray" && self.eat(b'(') {
                 // A sub-array field: `nestedarray(float32, (3, 2))`.
                 let col = self.i + 1;
                 let elem = self
                     .ident()
                     .ok_or_else(|| format!("expected a type at column {col}"))?;
+                let nested = if elem == "Record" && self.eat(b'(') {
+                    Some(Type::Struct(Box::new(self.record()?)))
+                } else {
+                    None
+                };
                 self.expect(b',')?;
                 self.expect(b'(')?;
                 let mut shape = Vec::new();
@@ -237,11 +242,13 @@ impl Parser<'_> {
                     }
                 }
                 self.expect(b')')?;
-                (elem, shape)
+                (elem, shape, nested)
             } else {
-                (t, Vec::new())
+                (t, Vec::new(), None)
             };
-            let ty = if t == "Record" && self.eat(b'(') {
+            let ty = if let Some(n) = nested {
+                n
+            } else if t == "Record" && self.eat(b'(') {
                 Type::Struct(Box::new(self.record()?))
             } else {
                 Type::Scalar(
