@@ -768,6 +768,38 @@ fn record_headers_compile_with_nvcc() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A numba record argument by reference (docs/semantics.md §5.16.1): the parameter is the
+/// record's device address, 8 bytes, and the kernel stores through it.
+#[test]
+fn numba_record_arguments_by_reference_are_addresses() {
+    let src = "from numba import cuda\n\n@cuda.jit\ndef k(r):\n    r.i = 3\n    r.j[2, 1] = 10.0\n";
+    let module = Module::parse("k.py", src).unwrap();
+    assert!(module.is_numba());
+    let rec = pydevice::types::signature::parse_type(
+        "Record(i[type=int32;offset=0],j[type=nestedarray(float32, (3, 2));offset=4];28;False)",
+    )
+    .unwrap();
+    let Type::Struct(st) = rec else {
+        panic!("not a record")
+    };
+    let t = Type::StructRef {
+        st,
+        space: MemSpace::Global,
+    };
+    let k = module
+        .compile("k", std::slice::from_ref(&t), &CompileOptions::default())
+        .unwrap();
+    assert_eq!(k.abi.params[0].layout.size, 8);
+    assert!(k.ptx.contains("st.global"), "{}", k.ptx);
+    assert!(
+        k.ptx.contains("+24]"),
+        "j[2, 1] is at byte 4 + 5 * 4: {}",
+        k.ptx
+    );
+    let packed = pydevice::abi::pack(&t, &pydevice::abi::ArgValue::UInt(0x1234_5678)).unwrap();
+    assert_eq!(packed, 0x1234_5678u64.to_le_bytes().to_vec());
+}
+
 // ---------------------------------------------------------------------------------------------
 // The `abi` command
 

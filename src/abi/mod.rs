@@ -581,6 +581,12 @@ fn pack_into(t: &Type, v: &ArgValue, out: &mut [u8]) -> Result<(), PackError> {
             }
             Ok(())
         }
+        // A reference to a record in device memory (numba passes record arguments so):
+        // the record's device address.
+        (Type::StructRef { .. }, ArgValue::UInt(address)) => {
+            out.copy_from_slice(&address.to_le_bytes());
+            Ok(())
+        }
         (Type::Struct(_), ArgValue::Bytes(b)) => {
             if b.len() != out.len() {
                 return Err(PackError(format!(

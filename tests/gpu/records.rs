@@ -311,3 +311,135 @@ fn subarray_fields_in_cuda_device_code() {
         close(out[i], f64::from(o), &format!("out[{i}]"));
     }
 }
+
+const WRITE_BACK: &str = "from numba import cuda
+
+
+@cuda.jit
+def write(r, vals):
+    r.i = r.i * 2 + 1
+    for k in range(3):
+        r.j[k, 0] = vals[k]
+        r.j[k, 1] = r.j[k, 1] + vals[k]
+";
+
+/// What `WRITE_BACK` does to a record.
+fn write_back_reference(p: IjRec, vals: &[f32]) -> IjRec {
+    let mut q = p;
+    q.i = p.i * 2 + 1;
+    for (k, v) in vals.iter().enumerate() {
+        q.j[k][0] = *v;
+        q.j[k][1] = p.j[k][1] + *v;
+    }
+    q
+}
+
+/// numba-cuda's test_record_write_array: a record argument passed by reference (its device
+/// address, `Type::StructRef`), as numba passes it, so the kernel's stores reach it.
+#[test]
+fn numba_record_arguments_by_reference_are_written() {
+    let Some(dev) = device("numba_record_arguments_by_reference_are_written") else {
+        return;
+    };
+    let module = pydevice::Module::parse("write.py", WRITE_BACK).expect("parse");
+    let sig = "Record(i[type=int32;offset=0],j[type=nestedarray(float32, (3, 2));offset=4];28;False), float32[::1]";
+    let (types, _) = parse_signature(sig).expect("signature");
+    let pydevice::Type::Struct(st) = types[0].clone() else {
+        panic!("not a record")
+    };
+    let types = vec![
+        pydevice::Type::StructRef {
+            st,
+            space: pydevice::types::MemSpace::Global,
+        },
+        types[1].clone(),
+    ];
+    let compiled = module
+        .compile(
+            "write",
+            &types,
+            &CompileOptions {
+                arch: arch_for(&dev),
+                ..CompileOptions::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    let k = dev.load(&compiled.ptx, &compiled.abi).expect("load");
+    let rec = random_ij(1, 65)[0];
+    let vals = [2.5f32, -1.0, 7.25];
+    let rb = dev.upload(&bytes_of(&[rec])).expect("upload");
+    let (_vb, va) = vec1(&dev, &vals);
+    let cfg = LaunchConfig {
+        grid: [1, 1, 1],
+        block: [1, 1, 1],
+        shared_bytes: 0,
+    };
+    dev.launch(&k, &[ArgValue::UInt(dev.address(&rb)), va], &cfg)
+        .expect("launch");
+    dev.synchronize().expect("synchronize");
+    let got: Vec<IjRec> = from_bytes(&dev.download(&rb).expect("download"));
+    assert_eq!(got[0], write_back_reference(rec, &vals));
+}
+
+/// The same through `pydevice run`: a numba module's record argument from a
+/// zero-dimensional `.npy` is passed by reference and `--out` writes it back.
+#[test]
+fn cli_writes_numba_record_arguments_back() {
+    let Some(dev) = device("cli_writes_numba_record_arguments_back") else {
+        return;
+    };
+    drop(dev);
+    let dir = std::env::temp_dir().join(format!("pyd-record-back-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = |f: &str| dir.join(f);
+    std::fs::write(path("write.py"), WRITE_BACK).unwrap();
+    let rec = random_ij(1, 66)[0];
+    let vals = [0.5f32, 4.0, -3.5];
+    let pydevice::Type::Struct(st) = pydevice::types::signature::parse_type(
+        "Record(i[type=int32;offset=0],j[type=nestedarray(float32, (3, 2));offset=4];28;False)",
+    )
+    .expect("record") else {
+        panic!("not a record")
+    };
+    let npy = NpyRecords {
+        record: *st,
+        shape: vec![],
+        fortran_order: false,
+        data: bytes_of(&[rec]),
+    };
+    std::fs::write(path("r.npy"), npy.to_bytes()).unwrap();
+    let v = NpyArray {
+        dtype: pydevice::types::Scalar::Float32,
+        shape: vec![3],
+        fortran_order: false,
+        data: bytes_of(&vals),
+    };
+    std::fs::write(path("vals.npy"), v.to_bytes()).unwrap();
+    let arg = |k: &str, f: &str| format!("{k}={}", path(f).display());
+    let bin =
+        std::env::var("PYDEVICE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_pydevice").into());
+    let out = std::process::Command::new(bin)
+        .arg("run")
+        .arg(path("write.py"))
+        .args(["--entry", "write", "--grid", "1", "--block", "1"])
+        .args([
+            "--arg",
+            &arg("r", "r.npy"),
+            "--arg",
+            &arg("vals", "vals.npy"),
+        ])
+        .args(["--out", &arg("r", "r_out.npy")])
+        .output()
+        .expect("pydevice run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let back = NpyRecords::parse(&std::fs::read(path("r_out.npy")).unwrap()).expect("record");
+    assert_eq!(back.record, npy.record);
+    assert!(back.shape.is_empty());
+    let got: Vec<IjRec> = from_bytes(&back.data);
+    assert_eq!(got[0], write_back_reference(rec, &vals));
+    let _ = std::fs::remove_dir_all(&dir);
+}
