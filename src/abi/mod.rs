@@ -221,37 +221,7 @@ pub fn layout_of(t: &Type) -> TypeLayout {
                     .collect(),
             }
         }
-        Type::Struct(st) if st.record.is_some() => {
-            // A record: NumPy's offsets and size (types::record).
-            let r = st
-                .record
-                .as_deref()
-                .cloned()
-                .unwrap_or(crate::types::RecordLayout {
-                    offsets: vec![],
-                    size: 1,
-                    align: 1,
-                    shapes: vec![],
-                });
-            let fields = st
-                .fields
-                .iter()
-                .zip(&r.offsets)
-                .map(|((name, ft), off)| FieldLayout {
-                    name: name.clone(),
-                    offset: *off,
-                    ty: layout_of(ft).name,
-                    size: layout_of(ft).size,
-                })
-                .collect();
-            TypeLayout {
-                name: st.name.clone(),
-                cxx: cxx_ident(&st.name),
-                size: r.size,
-                align: r.align,
-                fields,
-            }
-        }
+        Type::Struct(st) if st.record.is_some() => record_layout(st),
         Type::Struct(st) => {
             let mut off = 0;
             let mut align = st.align.unwrap_or(1).max(1);
@@ -335,6 +305,35 @@ pub fn layout_of(t: &Type) -> TypeLayout {
                 ],
             }
         }
+    }
+}
+
+/// The layout of a record: NumPy's offsets, item size and alignment (`types::record`).
+fn record_layout(st: &crate::types::StructType) -> TypeLayout {
+    let (offsets, size, align) = st
+        .record
+        .as_ref()
+        .map_or((&[][..], 1, 1), |r| (&r.offsets[..], r.size, r.align));
+    let fields = st
+        .fields
+        .iter()
+        .zip(offsets)
+        .map(|((name, ft), off)| {
+            let l = layout_of(ft);
+            FieldLayout {
+                name: name.clone(),
+                offset: *off,
+                ty: l.name,
+                size: l.size,
+            }
+        })
+        .collect();
+    TypeLayout {
+        name: st.name.clone(),
+        cxx: cxx_ident(&st.name),
+        size,
+        align,
+        fields,
     }
 }
 

@@ -134,7 +134,9 @@ pub fn record(fields: &[RecordField], itemsize: u64) -> Result<StructType, Strin
         c_layout &= c_off == f.offset;
         c_off += esize * count;
         c_max = c_max.max(ca);
-        align = align.max(a);
+        // A sub-array is read with its elements' C++ alignment (a complex64 sub-array with
+        // 8-byte loads), so every record in an array must keep it there.
+        align = align.max(if f.shape.is_empty() { a } else { ca });
         end = f.offset + esize * count;
         name.push('_');
         name.push_str(&f.name);
@@ -358,5 +360,31 @@ mod tests {
         };
         let st = record(&[f("n", Scalar::Int8, 0, &[]), pf], 20).unwrap();
         assert_eq!(layout(&st), (vec![0, 4], 20, 4));
+    }
+
+    #[test]
+    fn complex_subarrays_keep_their_cxx_alignment() {
+        // np.dtype([('z','c8',(2,)),('b','i4')], align=True): z 0, b 16, itemsize 20 (NumPy
+        // aligns complex64 to 4), so the second record's z would sit at 20: refused.
+        let e = record(
+            &[
+                f("z", Scalar::Complex64, 0, &[2]),
+                f("b", Scalar::Int32, 16, &[]),
+            ],
+            20,
+        )
+        .unwrap_err();
+        assert!(e.contains("item size"), "{e}");
+        // np.dtype({'names': ['z', 'b'], 'formats': [('c8', (2,)), 'i4'], 'offsets': [0, 16],
+        // 'itemsize': 24}) keeps every z 8-aligned.
+        let st = record(
+            &[
+                f("z", Scalar::Complex64, 0, &[2]),
+                f("b", Scalar::Int32, 16, &[]),
+            ],
+            24,
+        )
+        .unwrap();
+        assert_eq!(layout(&st), (vec![0, 16], 24, 8));
     }
 }
