@@ -217,6 +217,13 @@ impl Parser<'_> {
             }
             self.expect(b'=')?;
             let col = self.i + 1;
+            if self.s.get(self.i) == Some(&b'[') {
+                // numba's `[char x 12]` / `[unichr x 12]`: a string field.
+                return Err(format!(
+                    "field `{name}` is a string; record fields must be numbers, records or \
+                     sub-arrays of those"
+                ));
+            }
             let t = self
                 .ident()
                 .ok_or_else(|| format!("expected a type at column {col}"))?;
@@ -384,5 +391,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(one.to_string(), "record_g_int32_h_float32_2");
+        // numba-cuda test_const_string's record: strings are refused with the field named.
+        let e = parse_type(
+            "Record(x[type=float32;offset=0],y[type=[char x 12];offset=4];16;False)[::1]",
+        )
+        .unwrap_err();
+        assert!(e.contains("`y` is a string"), "{e}");
     }
 }
