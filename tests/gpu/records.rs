@@ -66,13 +66,13 @@ fn nested_reference(p: IjRec, rec: GhRec) -> (IjRec, f64) {
     let mut q = p;
     q.j[1][0] = p.i as f32;
     q.j[2][1] = rec.h[0];
-    q.j[0][1] = p.j[0][0] + p.j[0][1];
+    q.j[0][1] = (rec.h[0] + rec.h[1]) + p.j[0][0];
     (q, f64::from(acc as f32))
 }
 
 /// numba-cuda test_record_dtype's operations on sub-array fields: read and write `r.j[k, l]`
-/// of array elements and of a record argument, `len`, `.shape`, iteration, a row view, a
-/// view passed to a device function and whole-field assignment.
+/// of array elements, read those of a record argument (by value here), `len`, `.shape`,
+/// iteration, a row view and a view passed to a device function.
 #[test]
 fn subarray_fields_read_and_write_in_place() {
     let Some(dev) = device("subarray_fields_read_and_write_in_place") else {
@@ -107,7 +107,8 @@ fn subarray_fields_read_and_write_in_place() {
 }
 
 /// The same kernel through `pydevice run`: structured `.npy` files with a sub-array field
-/// (as `np.save` writes them), the record argument as a zero-dimensional one.
+/// (as `np.save` writes them), the record argument as a zero-dimensional one (passed by
+/// reference, a numba module's record; the kernel only reads it).
 #[test]
 fn cli_runs_on_subarray_records() {
     let Some(dev) = device("cli_runs_on_subarray_records") else {
