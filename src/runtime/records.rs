@@ -1,5 +1,5 @@
 //! Arrays of records (NumPy structured dtypes) as kernel arguments: read from `.npy` files
-//! and from the CUDA Array Interface's `descr`, checked against C struct layout
+//! and from the CUDA Array Interface's `descr`, checked for aligned fields
 //! ([`crate::types::record`]), and passed as arrays of the record struct.
 //!
 //! DLPack has no record dtype, so a record array comes through DLPack as a `uint8` array of
@@ -317,8 +317,8 @@ pub struct NpyRecords {
 }
 
 impl NpyRecords {
-    /// Parses a `.npy` file whose `descr` is a list of fields in C layout (a NumPy dtype made
-    /// with `align=True`).
+    /// Parses a `.npy` file whose `descr` is a list of aligned fields (a NumPy dtype made
+    /// with `align=True`, or packed fields that fall aligned), sub-arrays included.
     ///
     /// ```
     /// use pydevice::runtime::records::NpyRecords;
