@@ -485,6 +485,11 @@ class Capturer:
                         elif b[0] == "record":
                             np.save(d / f"in_{p}.npy", b[1])
                             argspec.append({"name": p, "record": f"in_{p}.npy", "sig": str(t) if str(t).startswith("Record(") else record_sig(b[1].dtype)})
+                            if str(t).startswith("Record(") and a[0] == "record":
+                                # numba passes a record by reference and copies it back;
+                                # `pydevice run --out` writes it back too (semantics §5.16.1)
+                                np.save(d / f"ref_{p}.npy", a[1])
+                                outs.append(p)
                         else:
                             # the overload numba launched fixes the scalar's type
                             _, dtype, text = snapshot(args[i], t, simulator)

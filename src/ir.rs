@@ -936,6 +936,9 @@ pub enum Expr {
     /// The address of field `1` of the struct a `StructRef` (operand 0) refers to: a `Ref`
     /// for number and `Atomic` fields, a `StructRef` for struct fields.
     FieldRef(Handle<Expr>, u32),
+    /// The sub-array field `1` of the record a `StructRef` (operand 0) refers to, as a
+    /// C-contiguous array view of the record's bytes (numba's nested arrays, §5.16).
+    FieldArray(Handle<Expr>, u32),
     /// The value a reference refers to (a plain, non-atomic load).
     Deref(Handle<Expr>),
     /// An atomic operation on the element a reference refers to.
@@ -1260,6 +1263,7 @@ impl fmt::Display for ExprFmt<'_> {
             }
             Expr::Reinterpret(a) => write!(f, "{}.view({ty})", e(*a)),
             Expr::FieldRef(a, i) => write!(f, "&{}->{i}", e(*a)),
+            Expr::FieldArray(a, i) => write!(f, "{}->{i}[...]", e(*a)),
             Expr::Deref(a) => write!(f, "*{}", e(*a)),
             Expr::ElementRef { array, indices } => {
                 write!(f, "atomic_ref({}, {})", e(*array), IndexFmt(func, indices))

@@ -221,6 +221,14 @@ impl Module {
         Ok(Module { parsed, defaults })
     }
 
+    /// Whether the module is in the numba-cuda dialect (it imports `numba`). Such a module
+    /// takes a record argument either by value (`Type::Struct`) or, as numba does, by
+    /// reference (`Type::StructRef` in global memory, passed as the record's device address),
+    /// so that the kernel's stores reach the caller's record (docs/semantics.md §5.16.1).
+    pub fn is_numba(&self) -> bool {
+        self.parsed.numba
+    }
+
     /// The source.
     pub fn file(&self) -> &SourceFile {
         self.parsed.file()

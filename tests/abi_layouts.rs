@@ -114,6 +114,7 @@ fn any_type(empty: bool) -> BoxedStrategy<Type> {
                             .collect(),
                         align,
                         field_align,
+                        record: None,
                     }))
                 }),
         ]
@@ -341,6 +342,7 @@ fn fixed_layouts_match_gcc() {
                 .collect(),
             align,
             field_align: Vec::new(),
+            record: None,
         }))
     };
     let f4 = Type::Vector {
@@ -375,6 +377,7 @@ fn fixed_layouts_match_gcc() {
             ],
             align: None,
             field_align: vec![0, 16, 0, 0],
+            record: None,
         })),
     ];
     let sample = layout_of(roots.last().unwrap());
@@ -395,6 +398,7 @@ fn empty_aggregates_take_one_byte_as_in_cxx() {
             fields: vec![],
             align: None,
             field_align: vec![],
+            record: None,
         })),
     ] {
         let l = layout_of(&t);
@@ -704,6 +708,96 @@ __global__ void use(particle p, point q, float3 d, wide w, double* out) {
         differ.join("\n")
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Records at NumPy's offsets with sub-array fields (docs/semantics.md §5.16.1): nvcc checks
+/// the header's `static_assert`s (offsets as NumPy prints them in `dtype.fields`, item size,
+/// alignment) and passes each record as a parameter with our layout's size and alignment.
+#[test]
+fn record_headers_compile_with_nvcc() {
+    let Some(nvcc) = nvcc_or_skip() else { return };
+    let records = [
+        // np.dtype([('a','f8'),('b','i4'),('c','c8'),('d','u1',(5,))], align=True)
+        "Record(a[type=float64;offset=0],b[type=int32;offset=8],c[type=complex64;offset=12],\
+         d[type=nestedarray(uint8, (5,));offset=20];32;True)",
+        // np.dtype([('i', np.int32), ('j', np.float32, (3, 2))])
+        "Record(i[type=int32;offset=0],j[type=nestedarray(float32, (3, 2));offset=4];28;False)",
+        // np.dtype([('n','i1'),('p',p,(2,)),('z','c16')], align=True) with
+        // p = np.dtype([('x','f4'),('y','i2')], align=True): n 0, p 4, z 24, itemsize 40.
+        "Record(n[type=int8;offset=0],p[type=nestedarray(Record(x[type=float32;offset=0],\
+         y[type=int16;offset=4];8;True), (2,));offset=4],z[type=complex128;offset=24];40;True)",
+    ];
+    let types: Vec<Type> = records
+        .iter()
+        .map(|r| pydevice::types::signature::parse_type(r).expect("record"))
+        .collect();
+    let h = header("records", &types, &[]);
+    assert!(h.contains("  float j[3][2];\n"), "{h}");
+    assert!(h.contains("  float c[2];\n"), "{h}");
+    let dir = scratch("nvcc-records");
+    std::fs::write(dir.join("records.h"), &h).unwrap();
+    let mut src = String::from("#include \"records.h\"\n");
+    for (k, t) in types.iter().enumerate() {
+        src.push_str(&format!(
+            "extern \"C\" __device__ void pyd_param_{k}({} a) {{}}\n",
+            layout_of(t).cxx
+        ));
+    }
+    let cu = dir.join("use.cu");
+    std::fs::write(&cu, &src).unwrap();
+    let out = run(Command::new(&nvcc)
+        .args(["-arch=sm_90", "-rdc=true", "-c", "-keep", "-o"])
+        .arg(dir.join("use.o"))
+        .arg(&cu)
+        .current_dir(&dir));
+    ok(&out, "nvcc on record headers", &format!("{src}\n{h}"));
+    let ptx = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "ptx"))
+        .expect("nvcc -keep leaves the PTX");
+    let ptx = std::fs::read_to_string(ptx).unwrap();
+    for (k, t) in types.iter().enumerate() {
+        let l = layout_of(t);
+        assert_eq!(
+            ptx_param(&ptx, &format!("pyd_param_{k}")),
+            Some((l.align, l.size)),
+            "{t}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A numba record argument by reference (docs/semantics.md §5.16.1): the parameter is the
+/// record's device address, 8 bytes, and the kernel stores through it.
+#[test]
+fn numba_record_arguments_by_reference_are_addresses() {
+    let src = "from numba import cuda\n\n@cuda.jit\ndef k(r):\n    r.i = 3\n    r.j[2, 1] = 10.0\n";
+    let module = Module::parse("k.py", src).unwrap();
+    assert!(module.is_numba());
+    let rec = pydevice::types::signature::parse_type(
+        "Record(i[type=int32;offset=0],j[type=nestedarray(float32, (3, 2));offset=4];28;False)",
+    )
+    .unwrap();
+    let Type::Struct(st) = rec else {
+        panic!("not a record")
+    };
+    let t = Type::StructRef {
+        st,
+        space: MemSpace::Global,
+    };
+    let k = module
+        .compile("k", std::slice::from_ref(&t), &CompileOptions::default())
+        .unwrap();
+    assert_eq!(k.abi.params[0].layout.size, 8);
+    assert!(k.ptx.contains("st.global"), "{}", k.ptx);
+    assert!(
+        k.ptx.contains("+24]"),
+        "j[2, 1] is at byte 4 + 5 * 4: {}",
+        k.ptx
+    );
+    let packed = pydevice::abi::pack(&t, &pydevice::abi::ArgValue::UInt(0x1234_5678)).unwrap();
+    assert_eq!(packed, 0x1234_5678u64.to_le_bytes().to_vec());
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -57,7 +57,12 @@ impl FunctionDecl {
 pub fn types_in(roots: &[Type]) -> Vec<Type> {
     fn visit(t: &Type, root: bool, out: &mut Vec<Type>) {
         match t {
-            Type::Struct(st) => st.fields.iter().for_each(|(_, f)| visit(f, false, out)),
+            // A record's sub-array fields are C arrays of their elements.
+            Type::Struct(st) => st.fields.iter().enumerate().for_each(|(i, (_, f))| {
+                let n = st.subarray_shape(i).len();
+                let f = crate::types::record::subarray_elem(f, n).unwrap_or(f);
+                visit(f, false, out)
+            }),
             Type::Tuple(ts) => ts.iter().for_each(|e| visit(e, false, out)),
             Type::Scalar(_) | Type::None | Type::WarpMask if !root => return,
             _ => {}
@@ -152,6 +157,47 @@ fn guarded(out: &mut String, name: &str, body: &str) {
     let _ = write!(out, "#ifndef {guard}\n#define {guard}\n{body}#endif\n\n");
 }
 
+/// The definition of a record (a NumPy structured dtype, `types::record`) at NumPy's
+/// offsets: explicit `__pad` members fill the gaps, a sub-array field is a C array (`float
+/// j[3][2]`), and a complex field that NumPy aligns to its parts only (a `complex64` at 12)
+/// is spelled as its two parts (`float c[2]`), since `cuda::std::complex<float>` is aligned
+/// to 8. Every member then sits at a multiple of its C++ alignment, so plain C++ rules give
+/// NumPy's offsets and item size; the `static_assert`s check them.
+fn record_definition(t: &Type, st: &crate::types::StructType) -> String {
+    let l = layout_of(t);
+    let mut s = String::new();
+    let _ = writeln!(s, "// {}", l.name);
+    let _ = writeln!(s, "struct {} {{", l.cxx);
+    let mut at = 0u64;
+    let mut pads = 0;
+    let mut names = Vec::new();
+    for (i, ((name, ft), fl)) in st.fields.iter().zip(&l.fields).enumerate() {
+        if fl.offset > at {
+            let _ = writeln!(s, "  unsigned char __pad{pads}[{}];", fl.offset - at);
+            pads += 1;
+        }
+        let shape = st.subarray_shape(i);
+        let elem = crate::types::record::subarray_elem(ft, shape.len()).unwrap_or(ft);
+        let dims: String = shape.iter().map(|n| format!("[{n}]")).collect();
+        let member = cxx_ident(name);
+        let decl = match elem {
+            Type::Scalar(c) if c.is_complex() && fl.offset % c.size() != 0 => {
+                format!("{} {member}{dims}[2]", c.component().cxx_name())
+            }
+            e => format!("{} {member}{dims}", spelling(e)),
+        };
+        let _ = writeln!(s, "  {decl};");
+        names.push(member);
+        at = fl.offset + fl.size;
+    }
+    if l.size > at {
+        let _ = writeln!(s, "  unsigned char __pad{pads}[{}];", l.size - at);
+    }
+    s.push_str("};\n");
+    assert_layout(&mut s, t, &names);
+    s
+}
+
 /// A `struct` definition with its layout's `static_assert`s.
 fn definition(t: &Type, members: &[(String, String)], align: Option<u64>) -> String {
     let l = layout_of(t);
@@ -193,6 +239,7 @@ struct interoperable_array_descriptor {
 ///     fields: vec![("x".into(), Scalar::Float32.into()), ("y".into(), Scalar::Float32.into())],
 ///     align: Some(16),
 ///     field_align: vec![],
+///     record: None,
 /// }));
 /// let f = FunctionDecl {
 ///     symbol: "shift".into(),
@@ -262,6 +309,11 @@ pub fn header(module_name: &str, types: &[Type], functions: &[FunctionDecl]) -> 
     for t in &all {
         let l = layout_of(t);
         match t {
+            Type::Struct(st) if st.record.is_some() => {
+                paragraph(&mut out);
+                out.push_str(&record_definition(t, st));
+                out.push('\n');
+            }
             Type::Struct(st) => {
                 let members: Vec<(String, String)> = st
                     .fields
@@ -415,6 +467,7 @@ mod tests {
             fields: vec![("class".into(), Scalar::Int8.into())],
             align: None,
             field_align: Vec::new(),
+            record: None,
         }));
         let f = FunctionDecl {
             symbol: "make".into(),
@@ -450,6 +503,7 @@ mod tests {
             ],
             align: None,
             field_align: Vec::new(),
+            record: None,
         }));
         let h = header("m", std::slice::from_ref(&s), &[]);
         assert!(h.contains("#include <cuda/atomic>\n"));

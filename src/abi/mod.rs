@@ -221,6 +221,7 @@ pub fn layout_of(t: &Type) -> TypeLayout {
                     .collect(),
             }
         }
+        Type::Struct(st) if st.record.is_some() => record_layout(st),
         Type::Struct(st) => {
             let mut off = 0;
             let mut align = st.align.unwrap_or(1).max(1);
@@ -304,6 +305,35 @@ pub fn layout_of(t: &Type) -> TypeLayout {
                 ],
             }
         }
+    }
+}
+
+/// The layout of a record: NumPy's offsets, item size and alignment (`types::record`).
+fn record_layout(st: &crate::types::StructType) -> TypeLayout {
+    let (offsets, size, align) = st
+        .record
+        .as_ref()
+        .map_or((&[][..], 1, 1), |r| (&r.offsets[..], r.size, r.align));
+    let fields = st
+        .fields
+        .iter()
+        .zip(offsets)
+        .map(|((name, ft), off)| {
+            let l = layout_of(ft);
+            FieldLayout {
+                name: name.clone(),
+                offset: *off,
+                ty: l.name,
+                size: l.size,
+            }
+        })
+        .collect();
+    TypeLayout {
+        name: st.name.clone(),
+        cxx: cxx_ident(&st.name),
+        size,
+        align,
+        fields,
     }
 }
 
@@ -548,6 +578,12 @@ fn pack_into(t: &Type, v: &ArgValue, out: &mut [u8]) -> Result<(), PackError> {
                 let (o, s) = (f.offset as usize, f.size as usize);
                 pack_into(&et, item, &mut out[o..o + s])?;
             }
+            Ok(())
+        }
+        // A reference to a record in device memory (numba passes record arguments so):
+        // the record's device address.
+        (Type::StructRef { .. }, ArgValue::UInt(address)) => {
+            out.copy_from_slice(&address.to_le_bytes());
             Ok(())
         }
         (Type::Struct(_), ArgValue::Bytes(b)) => {

@@ -558,7 +558,14 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
         let arg = given
             .get(p)
             .ok_or_else(|| format!("missing --arg {p}=... (every parameter needs one)"))?;
-        types.push(arg.ty());
+        types.push(match arg {
+            // numba passes a record argument by reference and copies it back.
+            CliArg::Record(Type::Struct(st), _) if module.is_numba() => Type::StructRef {
+                st: st.clone(),
+                space: pydevice::types::MemSpace::Global,
+            },
+            arg => arg.ty(),
+        });
     }
     let device = Device::open(0).map_err(|e| e.to_string())?;
     let arch = match arch_option(a)? {
@@ -589,8 +596,13 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
         .map_err(|e| e.to_string())?;
     let mut buffers = HashMap::new();
     let mut values = Vec::new();
-    for p in &info.params {
+    for (p, ty) in info.params.iter().zip(&types) {
         match &given[p] {
+            CliArg::Record(_, bytes) if matches!(ty, Type::StructRef { .. }) => {
+                let buf = device.upload(bytes).map_err(|e| e.to_string())?;
+                values.push(ArgValue::UInt(device.address(&buf)));
+                buffers.insert(p.clone(), buf);
+            }
             arg @ (CliArg::Scalar(..) | CliArg::Tuple(_) | CliArg::Record(..)) => {
                 values.push(arg.value().ok_or("an array inside a tuple")?)
             }
@@ -647,6 +659,14 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
             CliArg::Records(r) => NpyRecords {
                 data: data[..r.data.len()].to_vec(),
                 ..r.clone()
+            }
+            .to_bytes(),
+            // A record passed by reference: a zero-dimensional structured .npy.
+            CliArg::Record(Type::Struct(st), b) => NpyRecords {
+                record: (**st).clone(),
+                shape: Vec::new(),
+                fortran_order: false,
+                data: data[..b.len()].to_vec(),
             }
             .to_bytes(),
             CliArg::Scalar(..) | CliArg::Tuple(_) | CliArg::Record(..) => {

@@ -532,6 +532,7 @@ impl ParsedModule {
             fields,
             align,
             field_align,
+            record: None,
         });
         self.items.insert(name, Item::Struct(self.structs.len()));
         self.structs.push(StructDecl { ty, defaults });

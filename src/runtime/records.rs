@@ -1,5 +1,5 @@
 //! Arrays of records (NumPy structured dtypes) as kernel arguments: read from `.npy` files
-//! and from the CUDA Array Interface's `descr`, checked against C struct layout
+//! and from the CUDA Array Interface's `descr`, checked for aligned fields
 //! ([`crate::types::record`]), and passed as arrays of the record struct.
 //!
 //! DLPack has no record dtype, so a record array comes through DLPack as a `uint8` array of
@@ -14,21 +14,47 @@ use crate::types::record::{RecordField, record, record_fields};
 use crate::types::{DType, StructType, Type};
 
 /// The type of one entry of a NumPy `descr` list: a type string (`'<f4'`; `'|V4'` for
-/// padding) or the fields of a nested record.
+/// padding), the fields of a nested record, or a sub-array of either.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Descr {
     /// A type string.
     Type(String),
     /// A nested record's entries.
     Fields(Vec<DescrEntry>),
+    /// A sub-array field (`('j', '<f4', (3, 2))`): its element and shape.
+    Sub(Box<Descr>, Vec<u64>),
 }
 
 /// One entry of a NumPy `descr` list: a name (empty for padding) and its type.
 pub type DescrEntry = (String, Descr);
 
+/// The element type of one field's `descr` (a number or a nested record).
+fn element_of_descr(name: &str, d: &Descr) -> Result<Type, String> {
+    match d {
+        Descr::Fields(inner) => {
+            let st = record_of_descr(inner, None).map_err(|e| format!("`{name}`: {e}"))?;
+            Ok(Type::Struct(Box::new(st)))
+        }
+        Descr::Type(typestr) => {
+            let t = typestr.trim_start_matches(['<', '|', '=']);
+            if typestr.starts_with('>') && !t.ends_with('1') {
+                return Err(format!("field `{name}` is big-endian"));
+            }
+            let dtype = descr_scalar(typestr).ok_or_else(|| {
+                format!(
+                    "field `{name}` has type `{typestr}`; record fields must be numbers, records \
+                     or sub-arrays of those"
+                )
+            })?;
+            Ok(Type::Scalar(dtype))
+        }
+        Descr::Sub(..) => Err(format!("field `{name}`: a sub-array of sub-arrays")),
+    }
+}
+
 /// The record struct of a `descr` list: fields in order, padding entries skipped, offsets
-/// counted from the entries' sizes, nested records recursively. `itemsize` is the element
-/// size when known (`|V24`); otherwise the entries' total.
+/// counted from the entries' sizes, nested records and sub-arrays recursively. `itemsize` is
+/// the element size when known (`|V24`); otherwise the entries' total.
 pub fn record_of_descr(
     entries: &[DescrEntry],
     itemsize: Option<u64>,
@@ -36,23 +62,8 @@ pub fn record_of_descr(
     let mut fields = Vec::new();
     let mut off = 0u64;
     for (name, d) in entries {
-        let typestr = match d {
-            Descr::Fields(inner) => {
-                let st = record_of_descr(inner, None).map_err(|e| format!("`{name}`: {e}"))?;
-                let ty = Type::Struct(Box::new(st));
-                let size = layout_of(&ty).size;
-                fields.push(RecordField {
-                    name: name.clone(),
-                    ty,
-                    offset: off,
-                });
-                off += size;
-                continue;
-            }
-            Descr::Type(t) => t,
-        };
-        let t = typestr.trim_start_matches(['<', '|', '=']);
-        if name.is_empty() {
+        if let (true, Descr::Type(typestr)) = (name.is_empty(), d) {
+            let t = typestr.trim_start_matches(['<', '|', '=']);
             let n: u64 = t
                 .strip_prefix('V')
                 .and_then(|n| n.parse().ok())
@@ -60,23 +71,25 @@ pub fn record_of_descr(
             off += n;
             continue;
         }
-        if typestr.starts_with('>') && !t.ends_with('1') {
-            return Err(format!("field `{name}` is big-endian"));
-        }
-        let dtype = descr_scalar(typestr).ok_or_else(|| {
-            format!("field `{name}` has type `{typestr}`; record fields must be numbers or records")
-        })?;
+        let (elem, shape) = match d {
+            Descr::Sub(inner, shape) => (inner.as_ref(), shape.clone()),
+            d => (d, Vec::new()),
+        };
+        let ty = element_of_descr(name, elem)?;
+        let count: u64 = shape.iter().product();
+        let size = layout_of(&ty).size.saturating_mul(count);
         fields.push(RecordField {
             name: name.clone(),
-            ty: Type::Scalar(dtype),
+            ty,
             offset: off,
+            shape,
         });
-        off += dtype.size();
+        off = off.saturating_add(size);
     }
     record(&fields, itemsize.unwrap_or(off))
 }
 
-/// The `descr` list of a record struct, with padding entries where C layout has gaps (what
+/// The `descr` list of a record struct, with padding entries where the layout has gaps (what
 /// NumPy writes for a dtype made with `align=True`).
 pub fn descr_of_record(st: &StructType) -> Option<Vec<DescrEntry>> {
     let fields = record_fields(st)?;
@@ -93,8 +106,14 @@ pub fn descr_of_record(st: &StructType) -> Option<Vec<DescrEntry>> {
             Type::Struct(inner) => Descr::Fields(descr_of_record(inner)?),
             _ => return None,
         };
+        let count: u64 = f.shape.iter().product();
+        let d = if f.shape.is_empty() {
+            d
+        } else {
+            Descr::Sub(Box::new(d), f.shape.clone())
+        };
         out.push((f.name.clone(), d));
-        at = f.offset + layout_of(&f.ty).size;
+        at = f.offset + layout_of(&f.ty).size * count;
     }
     if size > at {
         out.push(pad(size - at));
@@ -104,12 +123,20 @@ pub fn descr_of_record(st: &StructType) -> Option<Vec<DescrEntry>> {
 
 /// The Python literal of a `descr` list, as NumPy writes it in `.npy` headers.
 fn descr_text(entries: &[DescrEntry]) -> String {
+    fn ty(d: &Descr) -> String {
+        match d {
+            Descr::Type(t) => format!("'{t}'"),
+            Descr::Fields(inner) => descr_text(inner),
+            Descr::Sub(inner, shape) => {
+                let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
+                let comma = if dims.len() == 1 { "," } else { "" };
+                format!("{}, ({}{comma})", ty(inner), dims.join(", "))
+            }
+        }
+    }
     let items: Vec<String> = entries
         .iter()
-        .map(|(n, d)| match d {
-            Descr::Type(t) => format!("('{n}', '{t}')"),
-            Descr::Fields(inner) => format!("('{n}', {})", descr_text(inner)),
-        })
+        .map(|(n, d)| format!("('{n}', {})", ty(d)))
         .collect();
     format!("[{}]", items.join(", "))
 }
@@ -159,6 +186,34 @@ impl DescrParser<'_> {
         Ok(String::from_utf8_lossy(&self.s[start..start + len]).into_owned())
     }
 
+    fn number(&mut self) -> Result<u64, String> {
+        self.ws();
+        let start = self.i;
+        while self.s.get(self.i).is_some_and(u8::is_ascii_digit) {
+            self.i += 1;
+        }
+        std::str::from_utf8(&self.s[start..self.i])
+            .ok()
+            .and_then(|t| t.parse().ok())
+            .ok_or_else(|| "expected a number in a sub-array shape".into())
+    }
+
+    /// A sub-array shape: `(3, 2)`, `(5,)` or a bare `5`.
+    fn shape(&mut self) -> Result<Vec<u64>, String> {
+        if !self.eat(b'(') {
+            return Ok(vec![self.number()?]);
+        }
+        let mut dims = Vec::new();
+        while !self.eat(b')') {
+            dims.push(self.number()?);
+            if !self.eat(b',') {
+                self.expect(b')', "after a sub-array shape")?;
+                break;
+            }
+        }
+        Ok(dims)
+    }
+
     fn list(&mut self, depth: usize) -> Result<Vec<DescrEntry>, String> {
         if depth > 16 {
             return Err("records nested too deeply".into());
@@ -178,15 +233,15 @@ impl DescrParser<'_> {
             } else {
                 Descr::Type(self.string()?)
             };
-            if self.eat(b',') {
-                // A third element is a sub-array's shape.
+            let mut d = d;
+            if !self.eat(b')') {
+                self.expect(b',', "after a field's type")?;
                 if !self.eat(b')') {
-                    return Err(format!(
-                        "field `{name}`: sub-array fields are not supported"
-                    ));
+                    // A third element is a sub-array's shape: `(3, 2)`, `(5,)` or `5`.
+                    d = Descr::Sub(Box::new(d), self.shape()?);
+                    self.eat(b',');
+                    self.expect(b')', "after a field")?;
                 }
-            } else {
-                self.expect(b')', "after a field")?;
             }
             out.push((name, d));
             self.eat(b',');
@@ -217,10 +272,30 @@ fn descr_of_json(items: &[serde_json::Value]) -> Result<Vec<DescrEntry>, String>
                     serde_json::Value::Array(inner),
                 ],
             ) => out.push((n.clone(), Descr::Fields(descr_of_json(inner)?))),
+            Some(
+                [
+                    serde_json::Value::String(n),
+                    elem,
+                    serde_json::Value::Array(dims),
+                ],
+            ) => {
+                // A sub-array field: `["j", "<f4", [3, 2]]`.
+                let d = match elem {
+                    serde_json::Value::String(t) => Descr::Type(t.clone()),
+                    serde_json::Value::Array(inner) => Descr::Fields(descr_of_json(inner)?),
+                    _ => return Err(format!("descr entry {item} has no type")),
+                };
+                let shape = dims
+                    .iter()
+                    .map(serde_json::Value::as_u64)
+                    .collect::<Option<Vec<u64>>>()
+                    .ok_or_else(|| format!("descr entry {item}: the shape is not integers"))?;
+                out.push((n.clone(), Descr::Sub(Box::new(d), shape)));
+            }
             _ => {
                 return Err(format!(
-                    "descr entry {item} is not [name, typestr] or [name, fields] (sub-array \
-                     fields are not supported)"
+                    "descr entry {item} is not [name, typestr], [name, fields] or [name, \
+                     typestr, shape]"
                 ));
             }
         }
@@ -242,8 +317,8 @@ pub struct NpyRecords {
 }
 
 impl NpyRecords {
-    /// Parses a `.npy` file whose `descr` is a list of fields in C layout (a NumPy dtype made
-    /// with `align=True`).
+    /// Parses a `.npy` file whose `descr` is a list of aligned fields (a NumPy dtype made
+    /// with `align=True`, or packed fields that fall aligned), sub-arrays included.
     ///
     /// ```
     /// use pydevice::runtime::records::NpyRecords;
@@ -371,7 +446,7 @@ pub fn cai_record_arg(
             )));
         }
     };
-    if got.fields != want.fields {
+    if got.fields != want.fields || got.record != want.record {
         return Err(RuntimeError::Argument(format!(
             "`{}` holds {} records, but the array's fields are {}",
             param.name, want.name, got.name
@@ -490,7 +565,13 @@ mod tests {
         let packed = [e("a", "|i1"), e("b", "<f4")];
         let err = record_of_descr(&packed, Some(5)).unwrap_err();
         assert!(err.contains("align=True"), "{err}");
-        assert!(parse_descr_list("[('a', '<f4', (2,))]").is_err());
+        assert_eq!(
+            parse_descr_list("[('a', '<f4', (2,))]").unwrap(),
+            vec![(
+                "a".to_string(),
+                Descr::Sub(Box::new(Descr::Type("<f4".into())), vec![2])
+            )]
+        );
         assert_eq!(
             parse_descr_list("[('x', '<f4'), (\"\", '|V4')]").unwrap(),
             vec![e("x", "<f4"), e("", "|V4")]
@@ -550,6 +631,50 @@ mod tests {
             panic!("not a list")
         };
         assert_eq!(descr_of_json(&items).unwrap(), entries);
+    }
+
+    /// The header NumPy 2 writes for `np.save` of
+    /// `np.zeros(2, np.dtype([('a','f8'),('b','i4'),('c','c8'),('d','u1',(5,))], align=True))`
+    /// (numba-cuda's `test_record_dtype` record): fields at 0, 8, 12 and 20, itemsize 32.
+    #[test]
+    fn subarray_fields_round_trip() {
+        let header = "{'descr': [('a', '<f8'), ('b', '<i4'), ('c', '<c8'), ('d', '|u1', (5,)), \
+                      ('', '|V7')], 'fortran_order': False, 'shape': (2,), }";
+        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+        bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+        bytes.extend_from_slice(header.as_bytes());
+        bytes.extend((0..2 * 32).map(|i| i as u8));
+        let r = NpyRecords::parse(&bytes).unwrap();
+        let l = layout_of(&Type::Struct(Box::new(r.record.clone())));
+        assert_eq!(
+            (
+                l.size,
+                l.fields.iter().map(|f| f.offset).collect::<Vec<_>>()
+            ),
+            (32, vec![0, 8, 12, 20])
+        );
+        assert_eq!(r.record.subarray_shape(3), &[5]);
+        assert_eq!(NpyRecords::parse(&r.to_bytes()).unwrap(), r);
+        assert!(String::from_utf8_lossy(&r.to_bytes()).contains(
+            "'descr': [('a', '<f8'), ('b', '<i4'), ('c', '<c8'), ('d', '|u1', (5,)), ('', '|V7')]"
+        ));
+        // 2-D, packed: np.dtype([('i', np.int32), ('j', np.float32, (3, 2))]), itemsize 28.
+        let entries = parse_descr_list("[('i', '<i4'), ('j', '<f4', (3, 2))]").unwrap();
+        let r = record_of_descr(&entries, Some(28)).unwrap();
+        assert_eq!(r.subarray_shape(1), &[3, 2]);
+        assert_eq!(
+            descr_text(&descr_of_record(&r).unwrap()),
+            "[('i', '<i4'), ('j', '<f4', (3, 2))]"
+        );
+        // The CUDA Array Interface's JSON form of the same.
+        let json = serde_json::json!([["i", "<i4"], ["j", "<f4", [3, 2]]]);
+        let serde_json::Value::Array(items) = json else {
+            panic!("not a list")
+        };
+        assert_eq!(descr_of_json(&items).unwrap(), entries);
+        // Strings stay unsupported.
+        let s = parse_descr_list("[('x', '<i4'), ('y', '|S12')]").unwrap();
+        assert!(record_of_descr(&s, None).unwrap_err().contains("|S12"));
     }
 
     #[test]

@@ -508,6 +508,26 @@ pub struct StructType {
     /// for the type's own; empty when no field has one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub field_align: Vec<u64>,
+    /// For a record (a NumPy structured dtype, [`record::record`]): NumPy's layout of it,
+    /// which the C++ rules above do not always give, and its sub-array fields. `None` for
+    /// `@struct` classes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record: Option<Box<RecordLayout>>,
+}
+
+/// NumPy's layout of a record: where each field sits and which fields are sub-arrays.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RecordLayout {
+    /// Byte offset of each field, in field order.
+    pub offsets: Vec<u64>,
+    /// The item size in bytes.
+    pub size: u64,
+    /// The alignment in bytes: the largest of the fields' NumPy alignments.
+    pub align: u64,
+    /// Each field's sub-array shape (`('j', '<f4', (3, 2))` has `[3, 2]`); empty for a field
+    /// that is not a sub-array. A sub-array field's type in [`StructType::fields`] is the C
+    /// array it occupies, as nested tuples (`tuple[tuple[float32, float32], ...]`).
+    pub shapes: Vec<Vec<u64>>,
 }
 
 impl StructType {
@@ -519,6 +539,14 @@ impl StructType {
     /// The `device.align` override of field `i` in bytes (0: none).
     pub fn field_align(&self, i: usize) -> u64 {
         self.field_align.get(i).copied().unwrap_or(0)
+    }
+
+    /// The sub-array shape of field `i` of a record (empty when it is not a sub-array).
+    pub fn subarray_shape(&self, i: usize) -> &[u64] {
+        self.record
+            .as_ref()
+            .and_then(|r| r.shapes.get(i))
+            .map_or(&[], Vec::as_slice)
     }
 }
 

@@ -217,10 +217,45 @@ impl Parser<'_> {
             }
             self.expect(b'=')?;
             let col = self.i + 1;
+            if self.s.get(self.i) == Some(&b'[') {
+                // numba's `[char x 12]` / `[unichr x 12]`: a string field.
+                return Err(format!(
+                    "field `{name}` is a string; record fields must be numbers, records or \
+                     sub-arrays of those"
+                ));
+            }
             let t = self
                 .ident()
                 .ok_or_else(|| format!("expected a type at column {col}"))?;
-            let ty = if t == "Record" && self.eat(b'(') {
+            let (t, shape, nested) = if t == "nestedarray" && self.eat(b'(') {
+                // A sub-array field: `nestedarray(float32, (3, 2))`.
+                let col = self.i + 1;
+                let elem = self
+                    .ident()
+                    .ok_or_else(|| format!("expected a type at column {col}"))?;
+                let nested = if elem == "Record" && self.eat(b'(') {
+                    Some(Type::Struct(Box::new(self.record()?)))
+                } else {
+                    None
+                };
+                self.expect(b',')?;
+                self.expect(b'(')?;
+                let mut shape = Vec::new();
+                while !self.eat(b')') {
+                    shape.push(self.number()?);
+                    if !self.eat(b',') {
+                        self.expect(b')')?;
+                        break;
+                    }
+                }
+                self.expect(b')')?;
+                (elem, shape, nested)
+            } else {
+                (t, Vec::new(), None)
+            };
+            let ty = if let Some(n) = nested {
+                n
+            } else if t == "Record" && self.eat(b'(') {
                 Type::Struct(Box::new(self.record()?))
             } else {
                 Type::Scalar(
@@ -235,7 +270,12 @@ impl Parser<'_> {
             self.expect(b'=')?;
             let offset = self.number()?;
             self.expect(b']')?;
-            fields.push(RecordField { name, ty, offset });
+            fields.push(RecordField {
+                name,
+                ty,
+                offset,
+                shape,
+            });
             if !self.eat(b',') {
                 break;
             }
@@ -334,5 +374,28 @@ mod tests {
             nested.to_string(),
             "record_id_int8_pos_record_x_float32_y_float32"
         );
+    }
+
+    #[test]
+    fn parses_numba_nested_arrays() {
+        // `str(numba.from_dtype(np.dtype([('i', np.int32), ('j', np.float32, (3, 2))])))`.
+        let t = parse_type(
+            "Record(i[type=int32;offset=0],j[type=nestedarray(float32, (3, 2));offset=4];28;False)",
+        )
+        .unwrap();
+        let Type::Struct(st) = &t else { panic!("{t}") };
+        assert_eq!(st.name, "record_i_int32_j_float32_3x2");
+        assert_eq!(st.subarray_shape(1), &[3, 2]);
+        let one = parse_type(
+            "Record(g[type=int32;offset=0],h[type=nestedarray(float32, (2,));offset=4];12;True)",
+        )
+        .unwrap();
+        assert_eq!(one.to_string(), "record_g_int32_h_float32_2");
+        // numba-cuda test_const_string's record: strings are refused with the field named.
+        let e = parse_type(
+            "Record(x[type=float32;offset=0],y[type=[char x 12];offset=4];16;False)[::1]",
+        )
+        .unwrap_err();
+        assert!(e.contains("`y` is a string"), "{e}");
     }
 }

@@ -11,6 +11,7 @@ mod host_device;
 mod interop;
 mod numba_suite;
 mod options;
+mod records;
 mod sync;
 mod types;
 

@@ -349,6 +349,28 @@ impl FnCx<'_, '_> {
             }
             (Type::Array(at), "ndim") => self.const_val(&Const::Int(i128::from(at.ndim)), span),
             (Type::StructRef { .. }, field) => self.field_of_ref(v, field, span),
+            (Type::Struct(st), field)
+                if st
+                    .field(field)
+                    .is_some_and(|i| !st.subarray_shape(i).is_empty()) =>
+            {
+                self.diags.push(
+                    Diagnostic::error(
+                        "E0214",
+                        span,
+                        format!(
+                            "sub-array field `{field}` of a record value: a sub-array is a view \
+                             of the record's memory, and this record is a copy"
+                        ),
+                    )
+                    .with_label("a record value, not a record in memory")
+                    .with_note(
+                        "use the field of the array element in place, `recs[i].field`, or \
+                         of a record argument in the numba dialect",
+                    ),
+                );
+                None
+            }
             (Type::Struct(st), field) if st.field(field).is_some() => {
                 let i = st.field(field)?;
                 let ty = st.fields[i].1.clone();
@@ -477,6 +499,24 @@ impl FnCx<'_, '_> {
         };
         let fty = st.fields[i].1.clone();
         let space = *space;
+        let shape = st.subarray_shape(i);
+        if !shape.is_empty() {
+            // A sub-array field: an array view of the record's bytes (numba's nested arrays).
+            let elem = crate::types::record::subarray_elem(&fty, shape.len())?;
+            let dtype = match elem {
+                Type::Scalar(s) => DType::Scalar(*s),
+                Type::Struct(inner) => DType::Struct(inner.clone()),
+                _ => return None,
+            };
+            let ty = Type::Array(crate::types::ArrayType {
+                dtype,
+                ndim: shape.len() as u8,
+                layout: crate::types::Layout::C,
+                space,
+            });
+            let e = self.push(Expr::FieldArray(r.e, i as u32), ty.clone(), span);
+            return Some(self.val(e, ty, span));
+        }
         let (ref_ty, deref) = match &fty {
             Type::Atomic { dtype, .. } => (
                 Type::Ref {
@@ -590,6 +630,33 @@ impl FnCx<'_, '_> {
                     }
                 }
                 Some(r)
+            }
+            Type::StructRef { st, .. } if st.record.is_some() => {
+                // numba: `rec[0]` is a record's first field, as in NumPy.
+                let st = st.clone();
+                let iv = self.expr(&s.slice);
+                let iv = self.value_of(iv)?;
+                let n = st.fields.len() as i128;
+                let i = iv
+                    .konst
+                    .as_ref()
+                    .and_then(|c| c.as_int())
+                    .filter(|_| iv.ty.as_scalar().is_some_and(|s| s.is_integer()))
+                    .map(|i| if i < 0 { i + n } else { i })
+                    .filter(|i| (0..n).contains(i));
+                let Some(i) = i else {
+                    self.diags.push(
+                        Diagnostic::error(
+                            "E0216",
+                            iv.span,
+                            format!("a record is indexed by a field name or a constant field number (0 to {})", n - 1),
+                        )
+                        .with_label(format!("not a field of `{}`", st.name)),
+                    );
+                    return None;
+                };
+                let name = st.fields[i as usize].0.clone();
+                self.field_of_ref(base, &name, span)
             }
             other => {
                 self.error("E0203", base.span, format!("{other} cannot be indexed"));

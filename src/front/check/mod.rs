@@ -517,7 +517,8 @@ impl<'s, 'm> FnCx<'s, 'm> {
 
     fn run(&mut self) {
         let def = self.def;
-        let body = self.block(&def.body);
+        let mut body = self.record_params_in_memory();
+        body.extend(self.block(&def.body));
         for (name, span) in std::mem::take(&mut self.unresolved) {
             if self.hints.contains_key(&name) {
                 self.changed = true; // learned later in this pass: check again
@@ -549,6 +550,99 @@ impl<'s, 'm> FnCx<'s, 'm> {
             );
         }
         self.body = Some(body);
+    }
+
+    /// numba passes a record argument by reference, so its sub-array fields are views and
+    /// its fields can be assigned. In the numba dialect a parameter of record type is
+    /// therefore copied into a one-element local array on entry, and its name refers to that
+    /// element (`ref[record_…]`), like `r = recs[i]` (docs/semantics.md §5.16). Stores
+    /// change the kernel's copy: the caller's record is not written back.
+    fn record_params_in_memory(&mut self) -> Block {
+        let mut out = Vec::new();
+        if !self.s.m.numba {
+            return out;
+        }
+        let params: Vec<Handle<Local>> = self
+            .locals
+            .iter()
+            .map(|(h, _)| h)
+            .take(self.params)
+            .collect();
+        for p in params {
+            let (name, ty) = (self.locals[p].name.clone(), self.locals[p].ty.clone());
+            let Type::Struct(st) = &ty else { continue };
+            if st.record.is_none() || self.assigned.contains(&name) {
+                continue;
+            }
+            let span = self.locals.span(p);
+            let at = Type::Array(crate::types::ArrayType {
+                dtype: DType::Struct(st.clone()),
+                ndim: 1,
+                layout: crate::types::Layout::C,
+                space: crate::types::MemSpace::Local,
+            });
+            let arr = self.push(
+                Expr::StaticArray {
+                    shape: vec![1],
+                    align: 0,
+                },
+                at.clone(),
+                span,
+            );
+            let slot = self.locals.append(
+                Local {
+                    name: format!("{name}$record"),
+                    ty: at.clone(),
+                },
+                span,
+            );
+            out.push(Stmt {
+                kind: StmtKind::Assign(slot, arr),
+                span,
+            });
+            let i64t = Type::Scalar(Scalar::Int64);
+            let zero = self.push(Expr::Literal(Literal::Int(0)), i64t, span);
+            let index = vec![Index {
+                value: zero,
+                wrap: false,
+            }];
+            let whole = self.push(Expr::Local(p), ty.clone(), span);
+            let array = self.push(Expr::Local(slot), at.clone(), span);
+            out.push(Stmt {
+                kind: StmtKind::Store {
+                    array,
+                    indices: index.clone(),
+                    value: whole,
+                },
+                span,
+            });
+            let rt = Type::StructRef {
+                st: st.clone(),
+                space: crate::types::MemSpace::Local,
+            };
+            let array = self.push(Expr::Local(slot), at, span);
+            let r = self.push(
+                Expr::ElementRef {
+                    array,
+                    indices: index,
+                },
+                rt.clone(),
+                span,
+            );
+            let rl = self.locals.append(
+                Local {
+                    name: name.clone(),
+                    ty: rt,
+                },
+                span,
+            );
+            out.push(Stmt {
+                kind: StmtKind::Assign(rl, r),
+                span,
+            });
+            self.scope.insert(name, rl);
+        }
+        out
     }
 
     fn finish(self) -> Finished {

@@ -847,6 +847,15 @@ impl FnCx<'_, '_> {
             );
             return;
         };
+        if let Some(i) = st.field(field)
+            && !st.subarray_shape(i).is_empty()
+        {
+            let shape = st.subarray_shape(i).to_vec();
+            if let Some(view) = self.field_of_ref(base, field, span) {
+                self.assign_subarray(view, &shape, v, span, out);
+            }
+            return;
+        }
         let fty = st.field(field).map(|i| st.fields[i].1.clone());
         let Some(Type::Scalar(fs)) = fty else {
             let what = match fty {
@@ -892,6 +901,89 @@ impl FnCx<'_, '_> {
             kind: StmtKind::StoreRef { target, value },
             span,
         });
+    }
+
+    /// `r.j = v` for a sub-array field `j` (its view is `view`): every element of the
+    /// sub-array gets the element of array `v` at the same index, or the number `v`, as
+    /// NumPy assigns a whole field. Unrolled: sub-arrays are small and their shape is known.
+    fn assign_subarray(&mut self, view: Val, shape: &[u64], v: Val, span: Span, out: &mut Block) {
+        const MAX_UNROLLED: u64 = 256;
+        let Type::Array(at) = &view.ty else { return };
+        let at = at.clone();
+        let count: u64 = shape.iter().product();
+        let src_ndim = match &v.ty {
+            Type::Array(sa) => Some(sa.ndim),
+            _ => None,
+        };
+        if count > MAX_UNROLLED || src_ndim.is_some_and(|n| usize::from(n) != shape.len()) {
+            let why = if count > MAX_UNROLLED {
+                format!(
+                    "it has {count} elements (whole sub-arrays of at most {MAX_UNROLLED} are assigned)"
+                )
+            } else {
+                format!(
+                    "it is {}-dimensional and the sub-array is {}-dimensional",
+                    src_ndim.unwrap_or(0),
+                    shape.len()
+                )
+            };
+            self.diags.push(
+                Diagnostic::error(
+                    "E0215",
+                    span,
+                    format!("cannot assign {} to this sub-array field: {why}", v.ty),
+                )
+                .with_label("the whole sub-array is assigned here")
+                .with_note("assign its elements in a loop: `r.j[k] = v[k]`"),
+            );
+            return;
+        }
+        let i64t = Type::Scalar(Scalar::Int64);
+        for flat in 0..count {
+            let mut rest = flat;
+            let mut idx = vec![0u64; shape.len()];
+            for d in (0..shape.len()).rev() {
+                idx[d] = rest % shape[d];
+                rest /= shape[d];
+            }
+            let indices: Vec<Index> = idx
+                .iter()
+                .map(|k| Index {
+                    value: self.push(
+                        Expr::Literal(Literal::Int(i128::from(*k))),
+                        i64t.clone(),
+                        span,
+                    ),
+                    wrap: false,
+                })
+                .collect();
+            let item = match &v.ty {
+                Type::Array(sa) => {
+                    let t = sa.dtype.ty();
+                    let e = self.push(
+                        Expr::Load {
+                            array: v.e,
+                            indices: indices.clone(),
+                        },
+                        t.clone(),
+                        span,
+                    );
+                    self.val(e, t, span)
+                }
+                _ => v.clone(),
+            };
+            let Some(value) = self.store_element(&item, &at.dtype) else {
+                return;
+            };
+            out.push(Stmt {
+                kind: StmtKind::Store {
+                    array: view.e,
+                    indices,
+                    value,
+                },
+                span,
+            });
+        }
     }
 
     /// A value converted for storing into an array element: numbers convert (as NumPy's item

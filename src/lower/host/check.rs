@@ -168,6 +168,7 @@ impl Checker {
             | Expr::Reshape { .. }
             | Expr::Reinterpret(_)
             | Expr::FieldRef(..)
+            | Expr::FieldArray(..)
             | Expr::Deref(_) => {
                 self.report(
                     "E0503",
@@ -369,6 +370,7 @@ pub(crate) fn children(e: &Expr) -> Vec<Handle<Expr>> {
         | Expr::ArrayProp(a, _)
         | Expr::Reinterpret(a)
         | Expr::FieldRef(a, _)
+        | Expr::FieldArray(a, _)
         | Expr::Deref(a) => vec![*a],
         Expr::Binary(_, a, b) | Expr::And(a, b) | Expr::Or(a, b) => vec![*a, *b],
         Expr::Select {

@@ -173,6 +173,15 @@ fn elem_align(d: &crate::types::DType) -> u64 {
     crate::abi::layout_of(&d.ty()).align.max(1)
 }
 
+/// The alignment a load or store through a reference may assume: the type's, except that a
+/// complex number may be a record field aligned only to its parts, as NumPy places them.
+fn ref_align(t: &Type) -> u32 {
+    match t {
+        Type::Scalar(s) if s.is_complex() => s.component().size() as u32,
+        t => crate::abi::layout_of(t).align.max(1) as u32,
+    }
+}
+
 /// Bytes per element of an array (a struct's C++ size).
 fn elem_size(d: &crate::types::DType) -> u64 {
     crate::abi::layout_of(&d.ty()).size
@@ -261,6 +270,9 @@ impl<'ctx> Emitter<'_, 'ctx> {
             _ => Vec::new(),
         };
         let layout = crate::abi::layout_of(t);
+        // A record has NumPy's offsets (a complex64 may sit at 12), so it is a packed
+        // struct with explicit padding; its accesses carry their own alignments.
+        let packed = matches!(t, Type::Struct(st) if st.record.is_some());
         let mut elems: Vec<BasicTypeEnum<'ctx>> = Vec::new();
         let natural = layout
             .fields
@@ -269,7 +281,7 @@ impl<'ctx> Emitter<'_, 'ctx> {
             .map(|(_, f)| crate::abi::layout_of(f).align)
             .max()
             .unwrap_or(1);
-        if layout.align > natural {
+        if layout.align > natural && !packed {
             elems.push(self.align_forcer(layout.align));
         }
         let mut index = Vec::new();
@@ -286,7 +298,7 @@ impl<'ctx> Emitter<'_, 'ctx> {
             at = f.offset + f.size;
         }
         pad(&mut elems, layout.size.saturating_sub(at));
-        (self.ctx.struct_type(&elems, false), index)
+        (self.ctx.struct_type(&elems, packed), index)
     }
 
     /// A zero-size member whose alignment is `align` bytes (NVPTX: i16..i128, then vectors).
@@ -696,8 +708,8 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 let v = self.value(*value)?;
                 let v = self.mem_repr(v, &vt)?;
                 let st = self.b().build_store(ptr, v)?;
-                let a = crate::abi::layout_of(&vt).align.max(1) as u32;
-                st.set_alignment(a).map_err(|e| err(e.to_string()))?;
+                st.set_alignment(ref_align(&vt))
+                    .map_err(|e| err(e.to_string()))?;
             }
             StmtKind::If {
                 cond,
@@ -1123,12 +1135,42 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 let ptr = self.value(*base)?.into_pointer_value();
                 self.b().build_struct_gep(lt, ptr, at, "field")?.into()
             }
+            Expr::FieldArray(base, i) => {
+                let (st, space) = match self.ty(*base) {
+                    Type::StructRef { st, space } => (st.clone(), *space),
+                    _ => return Err(err("sub-array of a non-struct reference")),
+                };
+                let at = ty
+                    .as_array()
+                    .cloned()
+                    .ok_or_else(|| err("sub-array view of a non-array type"))?;
+                let shape = st.subarray_shape(*i as usize).to_vec();
+                let lt = self
+                    .e
+                    .ty(&Type::Struct(st.clone()))
+                    .ok_or_else(|| err("struct type"))?
+                    .into_struct_type();
+                let at_field = self.e.field_index(&Type::Struct(st), *i);
+                let ptr = self.value(*base)?.into_pointer_value();
+                let field = self.b().build_struct_gep(lt, ptr, at_field, "sub")?;
+                let data = self.b().build_address_space_cast(
+                    field,
+                    self.e.ctx.ptr_type(addr_space(space)),
+                    "",
+                )?;
+                let i64t = self.e.ctx.i64_type();
+                let dims: Vec<_> = shape.iter().map(|n| i64t.const_int(*n, false)).collect();
+                let strides: Vec<_> = (0..shape.len())
+                    .map(|d| i64t.const_int(shape[d + 1..].iter().product(), false))
+                    .collect();
+                self.descriptor(&at, data, &dims, &strides)?
+            }
             Expr::Deref(r) => {
                 let ptr = self.value(*r)?.into_pointer_value();
                 let ld = self.b().build_load(self.e.mem_type(&ty), ptr, "")?;
                 if let Some(i) = ld.as_instruction_value() {
-                    let a = crate::abi::layout_of(&ty).align.max(1) as u32;
-                    i.set_alignment(a).map_err(|e| err(e.to_string()))?;
+                    i.set_alignment(ref_align(&ty))
+                        .map_err(|e| err(e.to_string()))?;
                 }
                 self.reg_repr(ld, &ty)?
             }
