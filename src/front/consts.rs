@@ -16,6 +16,8 @@ pub enum Const {
     Complex(f64, f64),
     /// A tuple of constants.
     Tuple(Vec<Const>),
+    /// A NumPy array written out in the source (§1.3).
+    Array(std::sync::Arc<super::const_array::ConstArray>),
 }
 
 impl Const {
@@ -25,7 +27,7 @@ impl Const {
             Const::Bool(b) => Some(f64::from(u8::from(*b))),
             Const::Int(i) => Some(*i as f64),
             Const::Float(f) => Some(*f),
-            Const::Complex(..) | Const::Tuple(_) => None,
+            Const::Complex(..) | Const::Tuple(_) | Const::Array(_) => None,
         }
     }
 
@@ -97,7 +99,9 @@ pub fn py_float_divmod(x: f64, y: f64) -> (f64, f64) {
 /// would raise (division by zero) or the result leaves `i128`.
 pub fn fold_binary(op: BinaryOp, a: &Const, b: &Const) -> Option<Const> {
     use BinaryOp::*;
-    if matches!(a, Const::Tuple(_)) || matches!(b, Const::Tuple(_)) {
+    if matches!(a, Const::Tuple(_) | Const::Array(_))
+        || matches!(b, Const::Tuple(_) | Const::Array(_))
+    {
         return None;
     }
     if matches!(a, Const::Complex(..)) || matches!(b, Const::Complex(..)) {

@@ -452,6 +452,7 @@ impl FnCx<'_, '_> {
                     );
                     return None;
                 };
+                self.check_writable(&arr, span)?;
                 let indices = self.indices(&arr, a[1]?)?;
                 let ty = Type::Ref { dtype, space };
                 let e = self.push(

@@ -689,6 +689,10 @@ impl FnCx<'_, '_> {
                 self.error("E0207", span, format!("a tuple cannot be used as {s}"));
                 return None;
             }
+            (Const::Array(_), _) => {
+                self.error("E0207", span, format!("an array cannot be used as {s}"));
+                return None;
+            }
         };
         Some(self.push(Expr::Literal(lit), Type::Scalar(s), span))
     }
@@ -696,6 +700,35 @@ impl FnCx<'_, '_> {
     /// The value of a compile-time constant, as a weak Python number (or a tuple of them).
     fn const_val(&mut self, c: &Const, span: Span) -> Option<Val> {
         let (ty, weak) = match c {
+            Const::Array(a) => {
+                let ty = Type::Array(crate::types::ArrayType {
+                    dtype: DType::Scalar(a.dtype),
+                    ndim: a.shape.len() as u8,
+                    layout: if a.fortran && a.shape.len() > 1 {
+                        crate::types::Layout::F
+                    } else {
+                        crate::types::Layout::C
+                    },
+                    space: a.space,
+                });
+                if a.space != crate::types::MemSpace::Const {
+                    self.diags.push(
+                        Diagnostic::error(
+                            "E0114",
+                            span,
+                            format!("the constant array `{}` does not fit in the 64 KiB constant bank", a.name),
+                        )
+                        .with_secondary(a.span, format!("`{}` is assigned here ({} bytes)", a.name, a.bytes.len()))
+                        .with_note("the module's constant arrays are placed in the bank in source order; together they may take at most 65536 bytes")
+                        .with_note("pass a large table as a kernel argument instead"),
+                    );
+                    return None;
+                }
+                let e = self.push(Expr::ConstArray(a.clone()), ty.clone(), span);
+                let mut v = self.val(e, ty, span);
+                v.konst = Some(c.clone());
+                return Some(v);
+            }
             Const::Bool(_) => (Scalar::Bool, None),
             Const::Int(_) => (self.s.defaults.int, Some(Weak::Int)),
             Const::Float(_) => (self.s.defaults.float, Some(Weak::Float)),
@@ -854,6 +887,35 @@ impl FnCx<'_, '_> {
                 }
             },
         }
+    }
+
+    /// E0112 when `array` is a constant array (§1.3), which device code cannot write: `span`
+    /// is the write, and a note points at the global when it is known.
+    pub(super) fn check_writable(&mut self, array: &Val, span: Span) -> Option<()> {
+        let Type::Array(at) = &array.ty else {
+            return Some(());
+        };
+        if at.space != crate::types::MemSpace::Const {
+            return Some(());
+        }
+        let mut d = Diagnostic::error(
+            "E0112",
+            span,
+            "this writes to a constant array, which device code can only read",
+        );
+        d = match &array.konst {
+            Some(Const::Array(a)) => d.with_secondary(
+                a.span,
+                format!("`{}` is a module-level constant array", a.name),
+            ),
+            _ => d.with_note(
+                "module-level NumPy arrays are compile-time constants in constant memory",
+            ),
+        };
+        self.diags.push(d.with_note(
+            "copy it into a `local.array` (or pass a device array as an argument) to modify it",
+        ));
+        None
     }
 
     fn not_a_value(&mut self, item: &Item, span: Span) {

@@ -705,6 +705,9 @@ impl FnCx<'_, '_> {
                 match &base.ty {
                     Type::Array(at) => {
                         let dtype = at.dtype.clone();
+                        if self.check_writable(&base, span).is_none() {
+                            return;
+                        }
                         let Some(indices) = self.indices(&base, &s.slice) else {
                             return;
                         };
@@ -1020,6 +1023,9 @@ impl FnCx<'_, '_> {
                     );
                     return;
                 };
+                if self.check_writable(&base, span).is_none() {
+                    return;
+                }
                 let Some(indices) = self.indices(&base, &s.slice) else {
                     return;
                 };

@@ -1,0 +1,454 @@
+//! Module-level constant arrays (§1.3, §5.17): `NAME = np.array(<nested literal>, dtype=…)`
+//! evaluated at compile time into the bytes device code reads them from.
+//!
+//! This file only turns literal nested lists into a dtype, a shape and bytes in memory order;
+//! deciding that a call is `np.array`, typing reads and lowering live elsewhere.
+
+use super::builtins::{Builtin, Namespace};
+use super::consts::Const;
+use super::{Item, ParsedModule};
+use crate::types::{MemSpace, Scalar};
+use ruff_python_ast::{self as ast, Expr};
+use ruff_text_size::Ranged;
+use std::sync::Arc;
+
+/// The bytes of PTX's constant bank that module-level constant arrays may take in all; the
+/// arrays that do not fit (in source order) live in global memory instead.
+pub const CONST_BANK_BYTES: u64 = 64 * 1024;
+
+/// A NumPy array written out in the source, known at compile time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConstArray {
+    /// The global it was assigned to (`cases[1]` for an element of a tuple), for the symbol
+    /// and for notes; empty until the assignment names it.
+    pub name: String,
+    /// Where the global is assigned.
+    pub span: crate::diag::Span,
+    /// Element type.
+    pub dtype: Scalar,
+    /// Extents; empty for a zero-dimensional array.
+    pub shape: Vec<u64>,
+    /// Fortran order (`order='F'`, `np.asfortranarray`).
+    pub fortran: bool,
+    /// The elements in memory order, each `dtype.size()` little-endian bytes.
+    pub bytes: Vec<u8>,
+    /// Constant memory (`.const`) or, for arrays past the 64 KiB bank, global memory.
+    pub space: MemSpace,
+}
+
+impl ConstArray {
+    /// Number of elements.
+    pub fn len(&self) -> u64 {
+        self.shape.iter().product()
+    }
+
+    /// Whether it has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The symbol of its data in PTX.
+    pub fn symbol(&self) -> String {
+        let clean: String = self
+            .name
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        format!("__pyd_const_{clean}")
+    }
+}
+
+/// The nested-list literal of an array, flattened: its shape and its elements in C order.
+pub struct Nested {
+    /// Extents, outermost first.
+    pub shape: Vec<u64>,
+    /// Elements in C order.
+    pub items: Vec<Const>,
+}
+
+/// Flattens a nested list/tuple of numbers (given as a `Const::Tuple` tree) into a regular
+/// shape; `None` when it is ragged. A bare number is a zero-dimensional array.
+pub fn flatten(c: &Const) -> Option<Nested> {
+    match c {
+        Const::Tuple(items) => {
+            let mut shape = vec![items.len() as u64];
+            let mut out = Vec::new();
+            let mut inner: Option<Vec<u64>> = None;
+            for it in items {
+                let n = flatten(it)?;
+                match &inner {
+                    None => inner = Some(n.shape.clone()),
+                    Some(s) if *s == n.shape => {}
+                    Some(_) => return None,
+                }
+                out.extend(n.items);
+            }
+            shape.extend(inner.unwrap_or_default());
+            Some(Nested { shape, items: out })
+        }
+        Const::Array(_) => None,
+        c => Some(Nested {
+            shape: Vec::new(),
+            items: vec![c.clone()],
+        }),
+    }
+}
+
+/// NumPy's default dtype for a literal: `bool` if all are bools, `int64` if all are ints
+/// (or bools), `complex128` if any is complex, `float64` otherwise (an empty list too).
+pub fn default_dtype(items: &[Const]) -> Scalar {
+    if items.is_empty() {
+        return Scalar::Float64;
+    }
+    if items.iter().all(|c| matches!(c, Const::Bool(_))) {
+        Scalar::Bool
+    } else if items
+        .iter()
+        .all(|c| matches!(c, Const::Bool(_) | Const::Int(_)))
+    {
+        Scalar::Int64
+    } else if items.iter().any(|c| matches!(c, Const::Complex(..))) {
+        Scalar::Complex128
+    } else {
+        Scalar::Float64
+    }
+}
+
+/// One element's bytes as `dtype`; `None` when NumPy would refuse the value (an integer out
+/// of range, a float for an integer dtype, a complex for a real one) or the dtype is not
+/// supported in constant arrays (the float8 formats).
+fn element_bytes(c: &Const, dtype: Scalar, out: &mut Vec<u8>) -> Option<()> {
+    use Scalar::*;
+    match dtype {
+        Bool => out.push(u8::from(match c {
+            Const::Bool(b) => *b,
+            Const::Int(i) => *i != 0,
+            Const::Float(f) => *f != 0.0,
+            Const::Complex(re, im) => *re != 0.0 || *im != 0.0,
+            _ => return None,
+        })),
+        Int8 | Int16 | Int32 | Int64 | UInt8 | UInt16 | UInt32 | UInt64 => {
+            let i = c.as_int()?;
+            if !crate::ir::literal_fits(crate::ir::Literal::Int(i), dtype) {
+                return None;
+            }
+            let n = dtype.size() as usize;
+            out.extend_from_slice(&(i as u128).to_le_bytes()[..n]);
+        }
+        Float16 => out.extend_from_slice(&crate::types::half::f16_bits(c.as_f64()?).to_le_bytes()),
+        BFloat16 => {
+            out.extend_from_slice(&crate::types::half::bf16_bits(c.as_f64()?).to_le_bytes())
+        }
+        Float32 => out.extend_from_slice(&(c.as_f64()? as f32).to_le_bytes()),
+        Float64 => out.extend_from_slice(&c.as_f64()?.to_le_bytes()),
+        Complex64 => {
+            let (re, im) = c.as_complex()?;
+            out.extend_from_slice(&(re as f32).to_le_bytes());
+            out.extend_from_slice(&(im as f32).to_le_bytes());
+        }
+        Complex128 => {
+            let (re, im) = c.as_complex()?;
+            out.extend_from_slice(&re.to_le_bytes());
+            out.extend_from_slice(&im.to_le_bytes());
+        }
+        Float8E4M3 | Float8E5M2 => return None,
+    }
+    Some(())
+}
+
+/// Builds the array of `nested` with `dtype` (NumPy's default when `None`), in C or Fortran
+/// order. The name, span and memory space are filled in by the assignment.
+pub fn build(nested: Nested, dtype: Option<Scalar>, fortran: bool) -> Option<ConstArray> {
+    if nested.shape.is_empty() {
+        return None; // zero-dimensional arrays are not supported in device code yet
+    }
+    let dtype = dtype.unwrap_or_else(|| default_dtype(&nested.items));
+    if !nested.items.iter().all(|c| match c {
+        Const::Complex(..) => dtype.is_complex() || dtype == Scalar::Bool,
+        Const::Float(_) => dtype.is_float() || dtype.is_complex() || dtype == Scalar::Bool,
+        Const::Int(_) | Const::Bool(_) => true,
+        _ => false,
+    }) {
+        return None;
+    }
+    let order: Vec<usize> = if fortran && nested.shape.len() > 1 {
+        fortran_order(&nested.shape)
+    } else {
+        (0..nested.items.len()).collect()
+    };
+    let mut bytes = Vec::with_capacity(nested.items.len() * dtype.size() as usize);
+    for i in order {
+        element_bytes(&nested.items[i], dtype, &mut bytes)?;
+    }
+    Some(ConstArray {
+        name: String::new(),
+        span: crate::diag::Span::default(),
+        dtype,
+        shape: nested.shape,
+        fortran,
+        bytes,
+        space: MemSpace::Const,
+    })
+}
+
+/// The C-order positions of the elements in Fortran order (first index fastest).
+fn fortran_order(shape: &[u64]) -> Vec<usize> {
+    let n: u64 = shape.iter().product();
+    let nd = shape.len();
+    let mut c_strides = vec![1u64; nd];
+    for d in (0..nd.saturating_sub(1)).rev() {
+        c_strides[d] = c_strides[d + 1] * shape[d + 1];
+    }
+    (0..n)
+        .map(|mut f| {
+            let mut pos = 0;
+            for d in 0..nd {
+                let idx = f % shape[d];
+                f /= shape[d];
+                pos += idx * c_strides[d];
+            }
+            pos as usize
+        })
+        .collect()
+}
+
+impl ParsedModule {
+    /// Whether `e` names a member of NumPy (`np.array`, `numpy.asfortranarray`).
+    fn numpy_function<'e>(&self, e: &'e Expr) -> Option<&'e str> {
+        match e {
+            Expr::Attribute(a)
+                if self.resolve_static(&a.value) == Some(Item::Namespace(Namespace::Numpy)) =>
+            {
+                Some(a.attr.id.as_str())
+            }
+            _ => None,
+        }
+    }
+
+    /// The dtype a `dtype=` argument names: a NumPy or numba type object, Python's `float`,
+    /// `int`, `bool`, `complex`, or a string such as `'float32'`.
+    fn const_dtype(&self, e: &Expr) -> Option<Scalar> {
+        if let Expr::StringLiteral(s) = e {
+            return super::numpy_scalar(s.value.to_str());
+        }
+        match self.resolve_static(e)? {
+            Item::Builtin(Builtin::Scalar(s)) => Some(s),
+            Item::Builtin(Builtin::Float) => Some(Scalar::Float64),
+            Item::Builtin(Builtin::Int) => Some(Scalar::Int64),
+            Item::Builtin(Builtin::Bool) => Some(Scalar::Bool),
+            Item::Builtin(Builtin::Complex) => Some(Scalar::Complex128),
+            _ => None,
+        }
+    }
+
+    /// A nested list/tuple literal of constants as a `Const::Tuple` tree.
+    fn literal_tree(&self, e: &Expr) -> Option<Const> {
+        match e {
+            Expr::List(l) => l
+                .elts
+                .iter()
+                .map(|x| self.literal_tree(x))
+                .collect::<Option<Vec<_>>>()
+                .map(Const::Tuple),
+            Expr::Tuple(t) => t
+                .elts
+                .iter()
+                .map(|x| self.literal_tree(x))
+                .collect::<Option<Vec<_>>>()
+                .map(Const::Tuple),
+            // `[0.0] * 4`: a repeated list (at most 2^24 elements).
+            Expr::BinOp(b)
+                if b.op == ast::Operator::Mult && matches!(b.left.as_ref(), Expr::List(_)) =>
+            {
+                let Const::Tuple(items) = self.literal_tree(&b.left)? else {
+                    return None;
+                };
+                let n = usize::try_from(self.eval_const(&b.right)?.as_int()?.max(0)).ok()?;
+                if items.len().checked_mul(n)? > 1 << 24 {
+                    return None;
+                }
+                Some(Const::Tuple(
+                    items
+                        .iter()
+                        .cycle()
+                        .take(items.len() * n)
+                        .cloned()
+                        .collect(),
+                ))
+            }
+            e => match self.eval_const(e)? {
+                Const::Array(_) => None,
+                c => Some(c),
+            },
+        }
+    }
+
+    /// The parts of an array-building call: the literal, the dtype asked for, Fortran order.
+    fn array_parts(&self, c: &ast::ExprCall) -> Option<(Nested, Option<Scalar>, bool)> {
+        let args = &c.arguments;
+        let kw = |name: &str| {
+            args.keywords
+                .iter()
+                .find(|k| k.arg.as_ref().is_some_and(|a| a.id.as_str() == name))
+                .map(|k| &k.value)
+        };
+        let known = |names: &[&str]| {
+            args.keywords.iter().all(|k| {
+                k.arg
+                    .as_ref()
+                    .is_some_and(|a| names.contains(&a.id.as_str()))
+            })
+        };
+        // `np.float64([...])`: a dtype called on a literal.
+        if let Some(Item::Builtin(Builtin::Scalar(s))) = self.resolve_static(&c.func) {
+            if args.args.len() != 1 || !args.keywords.is_empty() {
+                return None;
+            }
+            let tree = self.literal_tree(&args.args[0])?;
+            return Some((flatten(&tree)?, Some(s), false));
+        }
+        let f = self.numpy_function(&c.func)?;
+        match f {
+            "array" | "asarray" => {
+                if !known(&["dtype", "order"]) {
+                    return None;
+                }
+                let (data, mut dtype) = match args.args.as_ref() {
+                    [d] => (d, None),
+                    [d, t] => (d, Some(self.const_dtype(t)?)),
+                    _ => return None,
+                };
+                if let Some(t) = kw("dtype") {
+                    dtype = Some(self.const_dtype(t)?);
+                }
+                let fortran = match kw("order") {
+                    None => false,
+                    Some(Expr::StringLiteral(s)) => match s.value.to_str() {
+                        "F" => true,
+                        "C" | "K" | "A" => false,
+                        _ => return None,
+                    },
+                    Some(_) => return None,
+                };
+                let tree = self.literal_tree(data)?;
+                Some((flatten(&tree)?, dtype, fortran))
+            }
+            "asfortranarray" | "ascontiguousarray" => {
+                if args.args.len() != 1 || !args.keywords.is_empty() {
+                    return None;
+                }
+                let Expr::Call(inner) = &args.args[0] else {
+                    return None;
+                };
+                let (n, dtype, _) = self.array_parts(inner)?;
+                Some((n, dtype, f == "asfortranarray"))
+            }
+            _ => None,
+        }
+    }
+
+    /// A call that builds a constant: an array from a literal, or `float('nan')` and the
+    /// like (`'inf'`, `'-inf'`, `'infinity'`, case-insensitive, as Python's `float` accepts).
+    pub(crate) fn eval_const_call(&self, c: &ast::ExprCall) -> Option<Const> {
+        if self.resolve_static(&c.func) == Some(Item::Builtin(Builtin::Float))
+            && c.arguments.keywords.is_empty()
+            && let [Expr::StringLiteral(s)] = c.arguments.args.as_ref()
+        {
+            let text = s.value.to_str().trim().to_ascii_lowercase();
+            let (neg, word) = match text.strip_prefix('-') {
+                Some(w) => (true, w.to_string()),
+                None => (false, text.trim_start_matches('+').to_string()),
+            };
+            let v = match word.as_str() {
+                "nan" => f64::NAN,
+                "inf" | "infinity" => f64::INFINITY,
+                w => w.parse::<f64>().ok()?,
+            };
+            return Some(Const::Float(if neg { -v } else { v }));
+        }
+        let (nested, dtype, fortran) = self.array_parts(c)?;
+        build(nested, dtype, fortran).map(|a| Const::Array(Arc::new(a)))
+    }
+
+    /// Names the arrays in a module-level constant assigned to `name` (elements of a tuple
+    /// are `name[i]`), records where they are assigned, and places each in constant memory
+    /// while the module's arrays fit in the 64 KiB bank, in global memory after that.
+    pub(crate) fn name_const_arrays(
+        &mut self,
+        c: Const,
+        name: &str,
+        span: crate::diag::Span,
+    ) -> Const {
+        match c {
+            Const::Array(a) if a.name.is_empty() => {
+                let mut a = Arc::unwrap_or_clone(a);
+                a.name = name.to_string();
+                a.span = span;
+                let size = a.bytes.len() as u64;
+                if self.const_bytes + size <= CONST_BANK_BYTES {
+                    self.const_bytes += size;
+                } else {
+                    a.space = MemSpace::Global;
+                }
+                Const::Array(Arc::new(a))
+            }
+            Const::Tuple(items) => Const::Tuple(
+                items
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, x)| self.name_const_arrays(x, &format!("{name}[{i}]"), span))
+                    .collect(),
+            ),
+            c => c,
+        }
+    }
+}
+
+/// The span of an expression, for the assignment that names a constant array.
+pub(crate) fn span_of(e: &impl Ranged) -> crate::diag::Span {
+    e.range().into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(items: Vec<Const>) -> Const {
+        Const::Tuple(items)
+    }
+
+    #[test]
+    fn nested_lists_flatten_and_take_numpys_default_dtype() {
+        let c = t(vec![
+            t(vec![Const::Int(1), Const::Int(2)]),
+            t(vec![Const::Int(3), Const::Float(4.5)]),
+        ]);
+        let n = flatten(&c).unwrap();
+        assert_eq!(n.shape, vec![2, 2]);
+        assert_eq!(default_dtype(&n.items), Scalar::Float64);
+        let ragged = t(vec![t(vec![Const::Int(1)]), t(vec![])]);
+        assert!(flatten(&ragged).is_none());
+    }
+
+    #[test]
+    fn fortran_order_puts_the_first_index_fastest() {
+        assert_eq!(fortran_order(&[2, 3]), vec![0, 3, 1, 4, 2, 5]);
+        let c = t(vec![
+            t(vec![Const::Int(1), Const::Int(2), Const::Int(3)]),
+            t(vec![Const::Int(4), Const::Int(5), Const::Int(6)]),
+        ]);
+        let a = build(flatten(&c).unwrap(), Some(Scalar::UInt8), true).unwrap();
+        assert_eq!(a.bytes, vec![1, 4, 2, 5, 3, 6]);
+    }
+
+    #[test]
+    fn values_numpy_refuses_are_not_constants() {
+        let c = t(vec![Const::Int(300)]);
+        assert!(build(flatten(&c).unwrap(), Some(Scalar::UInt8), false).is_none());
+        let c = t(vec![Const::Float(1.5)]);
+        assert!(build(flatten(&c).unwrap(), Some(Scalar::Int32), false).is_none());
+        let c = t(vec![Const::Int(-1)]);
+        let a = build(flatten(&c).unwrap(), Some(Scalar::Int16), false).unwrap();
+        assert_eq!(a.bytes, vec![0xff, 0xff]);
+    }
+}
