@@ -279,12 +279,12 @@ class SourceBuilder:
             if name == fn.__name__:
                 continue
             if name in values:
-                self.add_global(name, values[name])
+                self.add_global(name, values[name], user=text)
             elif name in fn.__globals__:
-                self.add_global(name, fn.__globals__[name])
+                self.add_global(name, fn.__globals__[name], user=text)
             # else: a builtin (range, len, min, ...)
 
-    def add_global(self, name, value):
+    def add_global(self, name, value, user=None):
         import numba
         from numba.core import types as nbtypes
         try:
@@ -333,9 +333,26 @@ class SourceBuilder:
         elif isinstance(value, tuple) and all(isinstance(v, (int, float)) for v in value):
             if self.bind(name, ("const", repr(value))):
                 self.constants.append(f"{name} = {value!r}")
-        elif isinstance(value, np.ndarray):
+        elif isinstance(value, np.ndarray) or (
+                isinstance(value, tuple) and value and all(isinstance(v, np.ndarray) for v in value)):
+            # A global NumPy array (or a tuple of them, `literal_unroll`'s `cases`) is a
+            # constant numba copies into the kernel: written out as an `np.array` literal.
             self.tags.add("global array")
-            raise Uncapturable("global NumPy array (a constant array): not expressible")
+            text = const_array_text(value)
+            if self.bind(name, ("const", text)):
+                self.constants.append(f"{name} = {text}")
+                self._import("import numpy")
+        elif hasattr(value, "__cuda_array_interface__"):
+            # numba captures a device array global by reference; one the kernel only reads
+            # is the same as a constant copy of its contents at the launch.
+            self.tags.add("global array")
+            if user is not None and writes_global(user, name):
+                raise Uncapturable(f"kernel writes the captured device array `{name}`")
+            host = numba.cuda.as_cuda_array(value).copy_to_host()
+            text = const_array_text(host)
+            if self.bind(name, ("const", text)):
+                self.constants.append(f"{name} = {text}")
+                self._import("import numpy")
         elif isinstance(value, nbtypes.Type) or (
                 callable(value) and str(getattr(value, "__module__", "")).startswith(("numba", "_numba"))
                 and ".tests." not in str(getattr(value, "__module__", ""))):
@@ -369,6 +386,75 @@ class SourceBuilder:
         head = ["from numba import cuda"] + [i for i in self.imports if i != "from numba import cuda"]
         return "\n".join(head) + "\n\n" + "".join(c + "\n" for c in self.constants) + "\n" + \
             "\n\n".join(reversed(self.functions))
+
+
+def _const_item(x, complex_ok):
+    """One element of a constant array literal, written so that it reads back exactly."""
+    if isinstance(x, (bool, np.bool_)):
+        return repr(bool(x))
+    if isinstance(x, (int, np.integer)):
+        return repr(int(x))
+    if isinstance(x, (complex, np.complexfloating)):
+        re_, im = float(x.real), float(x.imag)
+        if not (np.isfinite(re_) and np.isfinite(im)) or (re_ == 0.0 and np.signbit(re_)):
+            raise Uncapturable("global complex array with non-finite parts or a -0.0 real part")
+        return f"({re_!r}{'+' if im >= 0 and not np.signbit(im) else '-'}{abs(im)!r}j)"
+    f = float(x)
+    if np.isnan(f):
+        return "float('nan')"
+    if np.isinf(f):
+        return "float('inf')" if f > 0 else "-float('inf')"
+    return repr(f)
+
+
+def const_array_text(value):
+    """A global NumPy array (or a tuple of them) as a `numpy.array` literal that pydevice reads
+    as a compile-time constant array: nested lists, exact float reprs, the dtype, the order."""
+    if isinstance(value, tuple):
+        items = [const_array_text(v) for v in value]
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+    arr = np.asarray(value)
+    if arr.dtype.fields is not None:
+        raise Uncapturable("global record array (constant record arrays are not supported)")
+    if arr.dtype.kind not in "biufc" or arr.dtype.name in ("float128", "complex256"):
+        raise Uncapturable(f"global array of dtype {arr.dtype}")
+    if arr.ndim == 0:
+        raise Uncapturable("zero-dimensional global array")
+    if arr.size > 1 << 16:
+        raise Uncapturable("global array too large to write out")
+
+    def nest(a):
+        if a.ndim == 1:
+            return "[" + ", ".join(_const_item(x, True) for x in a) + "]"
+        return "[" + ", ".join(nest(sub) for sub in a) + "]"
+
+    order = ", order='F'" if arr.ndim > 1 and arr.flags.f_contiguous and not arr.flags.c_contiguous else ""
+    return f"numpy.array({nest(arr)}, dtype=numpy.{arr.dtype.name}{order})"
+
+
+def writes_global(src, name):
+    """Whether function source `src` stores into `name[...]` or passes `name` to an atomic."""
+    import ast as pyast
+    try:
+        tree = pyast.parse(src)
+    except SyntaxError:
+        return True
+    for node in pyast.walk(tree):
+        targets = []
+        if isinstance(node, pyast.Assign):
+            targets = node.targets
+        elif isinstance(node, (pyast.AugAssign, pyast.AnnAssign)):
+            targets = [node.target]
+        for t in targets:
+            while isinstance(t, (pyast.Subscript, pyast.Attribute)):
+                t = t.value
+            if isinstance(t, pyast.Name) and t.id == name and t is not node:
+                if not (isinstance(node, pyast.Assign) and node.targets[0] is t):
+                    return True
+        if isinstance(node, pyast.Call) and node.args and isinstance(node.args[0], pyast.Name) \
+                and node.args[0].id == name and "atomic" in pyast.unparse(node.func):
+            return True
+    return False
 
 
 def numba_import(name, value):
