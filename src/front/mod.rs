@@ -1127,6 +1127,8 @@ fn dialect_namespace(module: &str) -> Option<Namespace> {
         "numba.cuda.bf16" => Namespace::NumbaBf16,
         "numba.cuda.libdevice" => Namespace::NumbaLibdevice,
         "numba.types" => Namespace::NumbaTypes,
+        // `literal_unroll`'s home; its other members are numba's too.
+        "numba.cuda.misc.special" | "numba.misc.special" => Namespace::Numba,
         "cupyx" => Namespace::Cupyx,
         "cupyx.jit" => Namespace::CupyxJit,
         "numpy" | "cupy" => Namespace::Numpy,
@@ -1147,6 +1149,9 @@ pub(crate) fn numpy_scalar(n: &str) -> Option<crate::types::Scalar> {
 pub(crate) fn dialect_member(ns: Namespace, attr: &str) -> Option<Item> {
     match (ns, attr) {
         (Namespace::Numba, "cuda") => Some(Item::Namespace(Namespace::NumbaCuda)),
+        (Namespace::Numba | Namespace::NumbaCuda, "literal_unroll") => {
+            Some(Item::Builtin(Builtin::LiteralUnroll))
+        }
         (Namespace::Numba, "types") => Some(Item::Namespace(Namespace::NumbaTypes)),
         (Namespace::Numba | Namespace::NumbaTypes, n) => builtins::numba_type(n).map(Item::Builtin),
         (Namespace::NumbaCuda, n) => builtins::numba_cuda_member(n),
@@ -1161,7 +1166,11 @@ pub(crate) fn dialect_member(ns: Namespace, attr: &str) -> Option<Item> {
         (Namespace::CupyxJit, n) => builtins::cupyx_jit_member(n).map(Item::Builtin),
         // NumPy's float constants (`np.nan`, `np.inf`, `np.pi`, `np.e`) are `math`'s.
         (Namespace::Numpy, "nan" | "inf" | "pi" | "e") => builtins::math_member(attr),
-        (Namespace::Numpy, n) => numpy_scalar(n).map(|s| Item::Builtin(Builtin::Scalar(s))),
+        (Namespace::Numpy, n) => numpy_scalar(n)
+            .map(|s| Item::Builtin(Builtin::Scalar(s)))
+            .or_else(|| {
+                check::reduce::Reduce::from_function(n).map(|r| Item::Builtin(Builtin::NpReduce(r)))
+            }),
         _ => None,
     }
 }

@@ -908,6 +908,11 @@ impl FnCx<'_, '_> {
                     }
                 }
             }
+            Type::Array(_) if super::reduce::Reduce::from_method(method).is_some() => {
+                let r = super::reduce::Reduce::from_method(method)?;
+                self.bind(c, method, &[], 0)?;
+                self.reduce_call(r, v, span)
+            }
             Type::Array(_) if method == "reshape" => self.reshape(&v, c),
             Type::Array(_) if method == "astype" => self.astype(&v, c),
             Type::Array(at) if method == "view" => {

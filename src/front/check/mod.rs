@@ -52,6 +52,7 @@ pub fn specialize(
         reported: HashSet::new(),
         stack: Vec::new(),
         diags: Vec::new(),
+        reductions: HashMap::new(),
     };
     let fail = |list| Diagnostics {
         file: module.file.clone(),
@@ -169,6 +170,8 @@ struct Specializer<'m> {
     reported: HashSet<InstanceKey>,
     stack: Vec<(usize, Span)>,
     diags: Vec<Diagnostic>,
+    /// The functions computing NumPy reductions, by reduction and array type (§5.18).
+    reductions: HashMap<(reduce::Reduce, crate::types::ArrayType), Handle<Function>>,
 }
 
 impl Specializer<'_> {
@@ -1007,5 +1010,6 @@ use stmt::{always_returns, assigned_names, contains_call, count_assignments, ele
 mod expr;
 mod ops;
 mod records;
+pub(crate) mod reduce;
 mod stmt;
 mod views;
