@@ -348,7 +348,11 @@ class SourceBuilder:
             self.tags.add("global array")
             if user is not None and writes_global(user, name):
                 raise Uncapturable(f"kernel writes the captured device array `{name}`")
-            host = numba.cuda.as_cuda_array(value).copy_to_host()
+            try:
+                host = value.copy_to_host() if hasattr(value, "copy_to_host") else \
+                    numba.cuda.as_cuda_array(value).copy_to_host()
+            except Exception as e:  # noqa: BLE001 - any failure means we cannot see the data
+                raise Uncapturable(f"captured device array `{name}` could not be copied ({e})")
             text = const_array_text(host)
             if self.bind(name, ("const", text)):
                 self.constants.append(f"{name} = {text}")
