@@ -908,6 +908,12 @@ impl FnCx<'_, '_> {
                     }
                 }
             }
+            // A copy of a constant array that nothing can write is the array itself (writing
+            // it is E0112, §1.3.1).
+            Type::Array(at) if method == "copy" && at.space == crate::types::MemSpace::Const => {
+                self.bind(c, method, &[], 0)?;
+                Some(v)
+            }
             Type::Array(_) if super::reduce::Reduce::from_method(method).is_some() => {
                 let r = super::reduce::Reduce::from_method(method)?;
                 self.bind(c, method, &[], 0)?;
