@@ -422,12 +422,12 @@ def const_array_text(value):
         raise Uncapturable("global record array (constant record arrays are not supported)")
     if arr.dtype.kind not in "biufc" or arr.dtype.name in ("float128", "complex256"):
         raise Uncapturable(f"global array of dtype {arr.dtype}")
-    if arr.ndim == 0:
-        raise Uncapturable("zero-dimensional global array")
     if arr.size > 1 << 16:
         raise Uncapturable("global array too large to write out")
 
     def nest(a):
+        if a.ndim == 0:
+            return _const_item(a.item(), True)
         if a.ndim == 1:
             return "[" + ", ".join(_const_item(x, True) for x in a) + "]"
         return "[" + ", ".join(nest(sub) for sub in a) + "]"

@@ -159,9 +159,6 @@ fn element_bytes(c: &Const, dtype: Scalar, out: &mut Vec<u8>) -> Option<()> {
 /// Builds the array of `nested` with `dtype` (NumPy's default when `None`), in C or Fortran
 /// order. The name, span and memory space are filled in by the assignment.
 pub fn build(nested: Nested, dtype: Option<Scalar>, fortran: bool) -> Option<ConstArray> {
-    if nested.shape.is_empty() {
-        return None; // zero-dimensional arrays are not supported in device code yet
-    }
     let dtype = dtype.unwrap_or_else(|| default_dtype(&nested.items));
     if !nested.items.iter().all(|c| match c {
         Const::Complex(..) => dtype.is_complex() || dtype == Scalar::Bool,

@@ -216,13 +216,14 @@ fn numba_literal_unroll_over_constant_arrays() {
     };
     let src = include_str!("../fixtures/numba/literal_unroll.py");
     let k = kernel(&dev, src, "unrolled", "float64[::1], int64[::1]");
-    let (ob, oa) = vec1(&dev, &[0f64; 6]);
+    let (ob, oa) = vec1(&dev, &[0f64; 9]);
     let (ib, ia) = vec1(&dev, &[0i64; 3]);
     k.launch(&[oa, ia], [1, 1, 1], [1, 1, 1]);
     let out: Vec<f64> = from_bytes(&dev.download(&ob).expect("download"));
     let iout: Vec<i64> = from_bytes(&dev.download(&ib).expect("download"));
     // nansum([1, -0.0, nan, 2.5]) = 3.5; sum of [[1, 2, 0], [3, 4, 5]] = 15; 2 Trues.
-    assert_eq!(out, vec![3.5, 15.0, 2.0, 6.0, 1.5, 3.0]);
+    // Then count_nonzero + ndim of [1, 0, 2], array(0), array(3.5).
+    assert_eq!(out, vec![3.5, 15.0, 2.0, 6.0, 1.5, 3.0, 3.0, 0.0, 1.0]);
     // count_nonzero + len: NaN counts as non-zero.
     assert_eq!(iout, vec![3 + 4, 5 + 2, 2 + 3]);
 }

@@ -189,6 +189,11 @@ impl FnCx<'_, '_> {
             Builtin::Len => {
                 let v = self.args(c, &name, 1, 1)?.pop()?;
                 match &v.ty {
+                    Type::Array(at) if at.ndim == 0 => {
+                        // NumPy: "len() of unsized object".
+                        self.error("E0202", v.span, "a zero-dimensional array has no length");
+                        None
+                    }
                     Type::Array(_) => {
                         let t = Type::Scalar(Scalar::Int64);
                         let e =
