@@ -419,7 +419,7 @@ def const_array_text(value):
         return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
     arr = np.asarray(value)
     if arr.dtype.fields is not None:
-        raise Uncapturable("global record array (constant record arrays are not supported)")
+        return _const_records_text(arr)
     if arr.dtype.kind not in "biufc" or arr.dtype.name in ("float128", "complex256"):
         raise Uncapturable(f"global array of dtype {arr.dtype}")
     if arr.size > 1 << 16:
@@ -434,6 +434,34 @@ def const_array_text(value):
 
     order = ", order='F'" if arr.ndim > 1 and arr.flags.f_contiguous and not arr.flags.c_contiguous else ""
     return f"numpy.array({nest(arr)}, dtype=numpy.{arr.dtype.name}{order})"
+
+
+def _const_records_text(arr):
+    """A global record array as `numpy.array([(…), …], dtype=numpy.dtype([...], align=True))`
+    when its fields are numbers laid out as C lays them out (what kernels use, §5.16)."""
+    names = arr.dtype.names
+    fields = []
+    for n in names:
+        ft = arr.dtype.fields[n][0]
+        if ft.fields is not None or ft.subdtype is not None or ft.kind not in "biuf":
+            raise Uncapturable("global record array with nested, sub-array or complex fields")
+        fields.append((n, ft))
+    c_layout = np.dtype(fields, align=True)
+    if c_layout.itemsize != arr.dtype.itemsize or any(
+            c_layout.fields[n][1] != arr.dtype.fields[n][1] for n in names):
+        raise Uncapturable("global record array whose fields are not in C layout (packed dtype)")
+    if arr.ndim == 0 or arr.size > 1 << 16:
+        raise Uncapturable("global record array that is zero-dimensional or too large")
+
+    def nest(a):
+        if a.ndim == 1:
+            return "[" + ", ".join(
+                "(" + ", ".join(_const_item(r[n], False) for n in names) + ("," if len(names) == 1 else "") + ")"
+                for r in a) + "]"
+        return "[" + ", ".join(nest(sub) for sub in a) + "]"
+
+    spec = ", ".join(f"({n!r}, numpy.{ft.name})" for n, ft in fields)
+    return f"numpy.array({nest(arr)}, dtype=numpy.dtype([{spec}], align=True))"
 
 
 def writes_global(src, name):

@@ -7,7 +7,7 @@
 use super::builtins::{Builtin, Namespace};
 use super::consts::Const;
 use super::{Item, ParsedModule};
-use crate::types::{MemSpace, Scalar};
+use crate::types::{DType, MemSpace, Scalar, StructType, Type};
 use ruff_python_ast::{self as ast, Expr};
 use ruff_text_size::Ranged;
 use std::sync::Arc;
@@ -24,8 +24,8 @@ pub struct ConstArray {
     pub name: String,
     /// Where the global is assigned.
     pub span: crate::diag::Span,
-    /// Element type.
-    pub dtype: Scalar,
+    /// Element type: a number, or a record (a structured dtype in C layout).
+    pub dtype: DType,
     /// Extents; empty for a zero-dimensional array.
     pub shape: Vec<u64>,
     /// Fortran order (`order='F'`, `np.asfortranarray`).
@@ -180,7 +180,7 @@ pub fn build(nested: Nested, dtype: Option<Scalar>, fortran: bool) -> Option<Con
     Some(ConstArray {
         name: String::new(),
         span: crate::diag::Span::default(),
-        dtype,
+        dtype: DType::Scalar(dtype),
         shape: nested.shape,
         fortran,
         bytes,
@@ -344,6 +344,107 @@ impl ParsedModule {
         }
     }
 
+    /// A structured dtype: `[('x', np.float64), ('y', 'int32')]`, or `np.dtype(that,
+    /// align=True)` (also `np.dtype(dtype=that, align=True)`).
+    fn record_spec(&self, e: &Expr) -> Option<RecordSpec> {
+        match e {
+            Expr::List(l) => {
+                let mut fields = Vec::new();
+                for f in &l.elts {
+                    let Expr::Tuple(t) = f else { return None };
+                    let [Expr::StringLiteral(name), ty] = t.elts.as_slice() else {
+                        return None;
+                    };
+                    fields.push((name.value.to_str().to_string(), self.const_dtype(ty)?));
+                }
+                Some(RecordSpec {
+                    fields,
+                    aligned: false,
+                })
+            }
+            Expr::Call(c) if self.numpy_function(&c.func) == Some("dtype") => {
+                let mut inner = c.arguments.args.first();
+                let mut aligned = false;
+                for k in &c.arguments.keywords {
+                    match (k.arg.as_ref().map(|a| a.id.as_str()), &k.value) {
+                        (Some("dtype"), v) => inner = Some(v),
+                        (Some("align"), Expr::BooleanLiteral(b)) => aligned = b.value,
+                        _ => return None,
+                    }
+                }
+                let mut spec = self.record_spec(inner?)?;
+                spec.aligned = aligned;
+                Some(spec)
+            }
+            _ => None,
+        }
+    }
+
+    /// A nested list of records (tuples): its shape and the records in C order.
+    fn record_literal(&self, e: &Expr, n: usize) -> Option<(Vec<u64>, Vec<Vec<Const>>)> {
+        match e {
+            Expr::List(l) => {
+                let mut inner: Option<Vec<u64>> = None;
+                let mut out = Vec::new();
+                for x in &l.elts {
+                    let (sh, recs) = self.record_literal(x, n)?;
+                    match &inner {
+                        None => inner = Some(sh),
+                        Some(s) if *s == sh => {}
+                        Some(_) => return None,
+                    }
+                    out.extend(recs);
+                }
+                let mut shape = vec![l.elts.len() as u64];
+                shape.extend(inner.unwrap_or_default());
+                Some((shape, out))
+            }
+            Expr::Tuple(t) if t.elts.len() == n => {
+                let rec = t
+                    .elts
+                    .iter()
+                    .map(|x| match self.eval_const(x)? {
+                        c @ (Const::Bool(_)
+                        | Const::Int(_)
+                        | Const::Float(_)
+                        | Const::Complex(..)) => Some(c),
+                        _ => None,
+                    })
+                    .collect::<Option<Vec<_>>>()?;
+                Some((Vec::new(), vec![rec]))
+            }
+            _ => None,
+        }
+    }
+
+    /// `np.array([(1.0, 2), ...], dtype=<structured dtype>)`: a constant record array.
+    fn record_array(&self, c: &ast::ExprCall) -> Option<Const> {
+        if !matches!(self.numpy_function(&c.func), Some("array" | "asarray")) {
+            return None;
+        }
+        let args = &c.arguments;
+        let dtype = args
+            .keywords
+            .iter()
+            .find(|k| k.arg.as_ref().is_some_and(|a| a.id.as_str() == "dtype"))
+            .map(|k| &k.value)
+            .or(args.args.get(1))?;
+        let spec = self.record_spec(dtype)?;
+        if args
+            .keywords
+            .iter()
+            .any(|k| k.arg.as_ref().is_none_or(|a| a.id.as_str() != "dtype"))
+            || args.args.len() > 2
+        {
+            return None;
+        }
+        let (shape, recs) = self.record_literal(args.args.first()?, spec.fields.len())?;
+        if shape.is_empty() {
+            return None;
+        }
+        build_records(&spec, shape, &recs, false).map(|a| Const::Array(Arc::new(a)))
+    }
+
     /// A call that builds a constant: an array from a literal, or `float('nan')` and the
     /// like (`'inf'`, `'-inf'`, `'infinity'`, case-insensitive, as Python's `float` accepts).
     pub(crate) fn eval_const_call(&self, c: &ast::ExprCall) -> Option<Const> {
@@ -362,6 +463,9 @@ impl ParsedModule {
                 w => w.parse::<f64>().ok()?,
             };
             return Some(Const::Float(if neg { -v } else { v }));
+        }
+        if let Some(r) = self.record_array(c) {
+            return Some(r);
         }
         let (nested, dtype, fortran) = self.array_parts(c)?;
         build(nested, dtype, fortran).map(|a| Const::Array(Arc::new(a)))
@@ -404,6 +508,99 @@ impl ParsedModule {
 /// The span of an expression, for the assignment that names a constant array.
 pub(crate) fn span_of(e: &impl Ranged) -> crate::diag::Span {
     e.range().into()
+}
+
+/// A structured dtype written in the source: its fields and whether `align=True` was given.
+pub struct RecordSpec {
+    /// Field names and number types, in order.
+    pub fields: Vec<(String, Scalar)>,
+    /// `align=True`.
+    pub aligned: bool,
+}
+
+/// The record struct of `spec` with each field's byte offset, when its layout is C's: with
+/// `align=True`, or packed fields that happen to sit where C puts them. `None` otherwise
+/// (kernels lay records out as C structs, §5.16).
+pub fn record_layout(spec: &RecordSpec) -> Option<(StructType, Vec<u64>)> {
+    let mut offsets = Vec::new();
+    let (mut c_off, mut packed_off, mut align) = (0u64, 0u64, 1u64);
+    for (_, s) in &spec.fields {
+        let a = s.size();
+        c_off = c_off.div_ceil(a) * a;
+        if !spec.aligned && c_off != packed_off {
+            return None;
+        }
+        offsets.push(c_off);
+        c_off += s.size();
+        packed_off += s.size();
+        align = align.max(a);
+    }
+    let itemsize = c_off.div_ceil(align) * align;
+    if !spec.aligned && itemsize != packed_off {
+        return None;
+    }
+    let fields: Vec<crate::types::record::RecordField> = spec
+        .fields
+        .iter()
+        .zip(&offsets)
+        .map(|((name, s), off)| crate::types::record::RecordField {
+            name: name.clone(),
+            ty: Type::Scalar(*s),
+            offset: *off,
+        })
+        .collect();
+    let st = crate::types::record::record(&fields, itemsize).ok()?;
+    Some((st, offsets))
+}
+
+/// Builds a record array: `shape` and the records (each a tuple of field values) in C order.
+pub fn build_records(
+    spec: &RecordSpec,
+    shape: Vec<u64>,
+    records: &[Vec<Const>],
+    fortran: bool,
+) -> Option<ConstArray> {
+    let (st, offsets) = record_layout(spec)?;
+    let itemsize = {
+        let align = spec.fields.iter().map(|(_, s)| s.size()).max().unwrap_or(1);
+        let end = offsets
+            .last()
+            .zip(spec.fields.last())
+            .map_or(0, |(o, (_, s))| o + s.size());
+        end.div_ceil(align) * align
+    };
+    let order: Vec<usize> = if fortran && shape.len() > 1 {
+        fortran_order(&shape)
+    } else {
+        (0..records.len()).collect()
+    };
+    let mut bytes = Vec::with_capacity(records.len() * itemsize as usize);
+    for i in order {
+        let rec = &records[i];
+        if rec.len() != spec.fields.len() {
+            return None;
+        }
+        let start = bytes.len();
+        bytes.resize(start + itemsize as usize, 0);
+        for ((v, (_, s)), off) in rec.iter().zip(&spec.fields).zip(&offsets) {
+            let mut one = Vec::new();
+            if matches!(v, Const::Float(_)) && !(s.is_float() || s.is_complex()) {
+                return None;
+            }
+            element_bytes(v, *s, &mut one)?;
+            let at = start + *off as usize;
+            bytes[at..at + one.len()].copy_from_slice(&one);
+        }
+    }
+    Some(ConstArray {
+        name: String::new(),
+        span: crate::diag::Span::default(),
+        dtype: DType::Struct(Box::new(st)),
+        shape,
+        fortran,
+        bytes,
+        space: MemSpace::Const,
+    })
 }
 
 #[cfg(test)]

@@ -227,3 +227,33 @@ fn numba_literal_unroll_over_constant_arrays() {
     // count_nonzero + len: NaN counts as non-zero.
     assert_eq!(iout, vec![3 + 4, 5 + 2, 2 + 3]);
 }
+
+#[test]
+fn numba_const_record_arrays() {
+    let Some(dev) = device("numba_const_record_arrays") else {
+        return;
+    };
+    let src = include_str!("../fixtures/numba/const_records.py");
+    let k = kernel(
+        &dev,
+        src,
+        "records",
+        "float64[::1], int64[::1], uint8[::1], uint32[::1], int64[::1]",
+    );
+    let (ab, aa) = vec1(&dev, &[0f64; 2]);
+    let (bb, ba) = vec1(&dev, &[0i64; 2]);
+    let (cb, ca) = vec1(&dev, &[0u8; 2]);
+    let (db, da) = vec1(&dev, &[0u32; 2]);
+    let (eb, ea) = vec1(&dev, &[-1i64; 2]);
+    k.launch(&[aa, ba, ca, da, ea], [1, 1, 1], [32, 1, 1]);
+    let a: Vec<f64> = from_bytes(&dev.download(&ab).expect("download"));
+    let b: Vec<i64> = from_bytes(&dev.download(&bb).expect("download"));
+    let c: Vec<u8> = from_bytes(&dev.download(&cb).expect("download"));
+    let d: Vec<u32> = from_bytes(&dev.download(&db).expect("download"));
+    let e: Vec<i64> = from_bytes(&dev.download(&eb).expect("download"));
+    assert_eq!(a, vec![1.0, 3.0]);
+    assert_eq!(b, vec![2, 4]);
+    assert_eq!(c, vec![1 + 2 + 3 + 8, 4 + 5 + 6 + 10]);
+    assert_eq!(d, vec![0xDEAD_BEEF, 0xBEEF_DEAD]);
+    assert_eq!(e, vec![0, 0]);
+}

@@ -705,7 +705,7 @@ impl FnCx<'_, '_> {
         let (ty, weak) = match c {
             Const::Array(a) => {
                 let ty = Type::Array(crate::types::ArrayType {
-                    dtype: DType::Scalar(a.dtype),
+                    dtype: a.dtype.clone(),
                     ndim: a.shape.len() as u8,
                     layout: if a.fortran && a.shape.len() > 1 {
                         crate::types::Layout::F

@@ -831,6 +831,23 @@ impl FnCx<'_, '_> {
         // stored in place. Struct values themselves are immutable.
         let base = self.place_or_value(target);
         let Value::Val(base) = base else { return };
+        if let Type::StructRef {
+            space: crate::types::MemSpace::Const,
+            ..
+        } = &base.ty
+        {
+            self.diags.push(
+                Diagnostic::error(
+                    "E0112",
+                    span,
+                    "this writes to a constant array, which device code can only read",
+                )
+                .with_note(
+                    "module-level NumPy arrays are compile-time constants in constant memory",
+                ),
+            );
+            return;
+        }
         let Type::StructRef { st, .. } = &base.ty else {
             let note = if let Type::Vector { .. } = &base.ty {
                 format!(
