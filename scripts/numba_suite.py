@@ -399,10 +399,8 @@ def _const_item(x, complex_ok):
     if isinstance(x, (int, np.integer)):
         return repr(int(x))
     if isinstance(x, (complex, np.complexfloating)):
-        re_, im = float(x.real), float(x.imag)
-        if not (np.isfinite(re_) and np.isfinite(im)) or (re_ == 0.0 and np.signbit(re_)):
-            raise Uncapturable("global complex array with non-finite parts or a -0.0 real part")
-        return f"({re_!r}{'+' if im >= 0 and not np.signbit(im) else '-'}{abs(im)!r}j)"
+        # complex(re, im): exact parts, -0.0, NaN and infinities included.
+        return f"complex({_const_item(float(x.real), False)}, {_const_item(float(x.imag), False)})"
     f = float(x)
     if np.isnan(f):
         return "float('nan')"

@@ -464,6 +464,17 @@ impl ParsedModule {
             };
             return Some(Const::Float(if neg { -v } else { v }));
         }
+        // `complex(re, im)` of real constants: exact parts (-0.0, NaN and infinities too).
+        if self.resolve_static(&c.func) == Some(Item::Builtin(Builtin::Complex))
+            && c.arguments.keywords.is_empty()
+            && let [re, im] = c.arguments.args.as_ref()
+        {
+            let (re, im) = (self.eval_const(re)?, self.eval_const(im)?);
+            if matches!(re, Const::Complex(..)) || matches!(im, Const::Complex(..)) {
+                return None;
+            }
+            return Some(Const::Complex(re.as_f64()?, im.as_f64()?));
+        }
         if let Some(r) = self.record_array(c) {
             return Some(r);
         }

@@ -18,7 +18,7 @@ fn numba_const_arrays_read_from_constant_memory() {
     );
     let (ab, aa) = vec1(&dev, &[0f64; 8]);
     let (bb, ba) = array(&dev, &[0i32; 6], &[2, 3], &[3, 1]);
-    let (zb, za) = vec1(&dev, &[0f32; 4]);
+    let (zb, za) = vec1(&dev, &[0f32; 6]);
     k.launch(&[aa, ba, za], [1, 1, 1], [32, 1, 1]);
     let a: Vec<f64> = from_bytes(&dev.download(&ab).expect("download"));
     let b: Vec<i32> = from_bytes(&dev.download(&bb).expect("download"));
@@ -50,7 +50,12 @@ fn numba_const_arrays_read_from_constant_memory() {
         }
     }
     assert_eq!(b, want);
-    assert_eq!(z, vec![1.0, 2.0, 0.0, -0.5]);
+    let z: Vec<u32> = z.iter().map(|v| v.to_bits()).collect();
+    let want: Vec<u32> = [1.0f32, 2.0, 0.0, -0.5, -0.0, f32::INFINITY]
+        .iter()
+        .map(|v| v.to_bits())
+        .collect();
+    assert_eq!(z, want);
 }
 
 #[test]
