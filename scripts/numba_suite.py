@@ -422,6 +422,8 @@ def const_array_text(value):
         raise Uncapturable(f"global array of dtype {arr.dtype}")
     if arr.size > 1 << 16:
         raise Uncapturable("global array too large to write out")
+    if arr.size == 0 and arr.ndim > 1:
+        raise Uncapturable("empty multi-dimensional global array (a literal cannot give its shape)")
 
     def nest(a):
         if a.ndim == 0:
@@ -498,6 +500,11 @@ def numba_import(name, value):
         m = getattr(numba.cuda, sub, None)
         if isinstance(m, pytypes.ModuleType):
             places.append((m, f"numba.cuda.{sub}"))
+    try:  # `literal_unroll`'s home in numba-cuda
+        import numba.cuda.misc.special as special
+        places.append((special, "numba.cuda.misc.special"))
+    except ImportError:
+        pass
     for mod, modname in places:
         for attr in (name, own, str(value)):
             try:
