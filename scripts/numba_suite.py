@@ -347,12 +347,12 @@ class SourceBuilder:
             # is the same as a constant copy of its contents at the launch.
             self.tags.add("global array")
             if user is not None and writes_global(user, name):
-                raise Uncapturable(f"kernel writes the captured device array `{name}`")
+                raise Uncapturable(f"kernel writes `{name}`, a device array captured as a global (DeviceNDArray)")
             try:
                 host = value.copy_to_host() if hasattr(value, "copy_to_host") else \
                     numba.cuda.as_cuda_array(value).copy_to_host()
             except Exception as e:  # noqa: BLE001 - any failure means we cannot see the data
-                raise Uncapturable(f"captured device array `{name}` could not be copied ({e})")
+                raise Uncapturable(f"`{name}`, a device array captured as a global (DeviceNDArray), could not be copied ({e})")
             text = const_array_text(host)
             if self.bind(name, ("const", text)):
                 self.constants.append(f"{name} = {text}")
@@ -419,11 +419,11 @@ def const_array_text(value):
     if arr.dtype.fields is not None:
         return _const_records_text(arr)
     if arr.dtype.kind not in "biufc" or arr.dtype.name in ("float128", "complex256"):
-        raise Uncapturable(f"global array of dtype {arr.dtype}")
+        raise Uncapturable(f"global NumPy array of dtype {arr.dtype}")
     if arr.size > 1 << 16:
-        raise Uncapturable("global array too large to write out")
+        raise Uncapturable("global NumPy array too large to write out")
     if arr.size == 0 and arr.ndim > 1:
-        raise Uncapturable("empty multi-dimensional global array (a literal cannot give its shape)")
+        raise Uncapturable("global NumPy array, empty and multi-dimensional (a literal cannot give its shape)")
 
     def nest(a):
         if a.ndim == 0:
