@@ -133,7 +133,7 @@ fn numba_array_reductions_random() {
         &dev,
         src,
         "reductions",
-        "float64[::1], float64[:, ::1], int32[::1], float64[::1], int64[::1]",
+        "float64[::1], float64[:, ::1], int32[::1], float32[::1], bool[::1], float64[::1], int64[::1]",
     );
     let mut r = Rng(0x5eed_1234);
     for trial in 0..60 {
@@ -160,9 +160,15 @@ fn numba_array_reductions_random() {
         let (_xb, xa) = vec1(&dev, &x);
         let (_mb, ma) = array(&dev, &m, &[rows as u64, cols as u64], &[cols as i64, 1]);
         let (_nb, na) = vec1(&dev, &n);
-        let (ob, oa) = vec1(&dev, &[0f64; 16]);
-        let (ib, ia) = vec1(&dev, &[0i64; 8]);
-        k.launch(&[xa, ma, na, oa, ia], [1, 1, 1], [32, 1, 1]);
+        let flen = 1 + (r.next() % 40) as usize;
+        let f: Vec<f32> = (0..flen).map(|_| r.f32(-3.0, 3.0)).collect();
+        let blen = 1 + (r.next() % 10) as usize;
+        let b: Vec<u8> = (0..blen).map(|_| u8::from(r.next() % 4 != 0)).collect();
+        let (_fb, fa) = vec1(&dev, &f);
+        let (_bb, ba) = vec1(&dev, &b);
+        let (ob, oa) = vec1(&dev, &[0f64; 19]);
+        let (ib, ia) = vec1(&dev, &[0i64; 12]);
+        k.launch(&[xa, ma, na, fa, ba, oa, ia], [1, 1, 1], [32, 1, 1]);
         let out: Vec<f64> = from_bytes(&dev.download(&ob).expect("download"));
         let iout: Vec<i64> = from_bytes(&dev.download(&ib).expect("download"));
 
@@ -191,6 +197,15 @@ fn numba_array_reductions_random() {
             nan_min_max(&m, true),
             nf.iter().fold(0.0, |a, v| a + v) / nlen as f64,
             var(&nf),
+            // float32: summed in float32, divided in float64 (numba's `c / a.size`).
+            f64::from(f.iter().fold(0f32, |a, v| a + v)) / flen as f64,
+            f64::from(f.iter().fold(0f32, |a, v| a + v)),
+            {
+                let m = f64::from(f.iter().fold(0f32, |a, v| a + v)) / flen as f64;
+                f.iter()
+                    .fold(0.0, |s, v| s + (f64::from(*v) - m) * (f64::from(*v) - m))
+                    / flen as f64
+            },
         ];
         for (i, (g, w)) in out.iter().zip(want).enumerate() {
             // std is `var ** 0.5` through libdevice's pow, as numba computes it.
@@ -209,6 +224,10 @@ fn numba_array_reductions_random() {
             i64::from(*n.iter().max().expect("non-empty")),
             n.iter().fold(1i64, |a, v| a.wrapping_mul(i64::from(*v))),
             m.iter().filter(|v| **v != 0.0).count() as i64,
+            b.iter().map(|v| i64::from(*v)).sum(),
+            i64::from(b.iter().all(|v| *v != 0)),
+            i64::from(b.iter().any(|v| *v != 0)),
+            b.iter().filter(|v| **v != 0).count() as i64,
         ];
         assert_eq!(iout, iwant, "trial {trial}");
     }
@@ -261,4 +280,71 @@ fn numba_const_record_arrays() {
     assert_eq!(c, vec![1 + 2 + 3 + 8, 4 + 5 + 6 + 10]);
     assert_eq!(d, vec![0xDEAD_BEEF, 0xBEEF_DEAD]);
     assert_eq!(e, vec![0, 0]);
+}
+
+/// The arrays of numba-cuda's `test_array_reductions` (as in `numba/reductions_suite.py`).
+fn suite_arrays() -> Vec<Vec<f64>> {
+    let (nan, inf) = (f64::NAN, f64::INFINITY);
+    vec![
+        vec![1.0, 2.0, 0.0, -0.0, 1.0, -1.5],
+        vec![-0.0, -1.5],
+        vec![-1.5, 2.5, inf],
+        vec![-1.5, 2.5, -inf],
+        vec![-1.5, 2.5, inf, -inf],
+        vec![nan, -1.5, 2.5, nan, 3.0],
+        vec![nan, -1.5, 2.5, nan, inf, -inf, 3.0],
+        vec![5.0, nan, -1.5, nan],
+        vec![nan, nan],
+        vec![-1.5, 2.5, nan],
+        vec![0.0, -0.0, 1.5, 0.0],
+        vec![1.0, 1.5, inf, nan],
+    ]
+}
+
+#[test]
+fn numba_array_reductions_suite_inputs() {
+    let Some(dev) = device("numba_array_reductions_suite_inputs") else {
+        return;
+    };
+    let src = include_str!("../fixtures/numba/reductions_suite.py");
+    let k = kernel(&dev, src, "kernel", "float64[::1], int64[::1]");
+    let arrays = suite_arrays();
+    let (ob, oa) = vec1(&dev, &vec![0f64; 12 * arrays.len()]);
+    let (ib, ia) = vec1(&dev, &vec![0i64; 3 * arrays.len()]);
+    k.launch(&[oa, ia], [1, 1, 1], [1, 1, 1]);
+    let out: Vec<f64> = from_bytes(&dev.download(&ob).expect("download"));
+    let iout: Vec<i64> = from_bytes(&dev.download(&ib).expect("download"));
+    for (a, x) in arrays.iter().enumerate() {
+        let n = x.len() as f64;
+        let sum = x.iter().fold(0.0, |s, v| s + v);
+        let keep: Vec<f64> = x.iter().copied().filter(|v| !v.is_nan()).collect();
+        let nansum = keep.iter().fold(0.0, |s, v| s + v);
+        let want = [
+            sum,
+            sum / n,
+            var(x),
+            var(x).powf(0.5),
+            min_max(x, false),
+            min_max(x, true),
+            nan_min_max(x, false),
+            nan_min_max(x, true),
+            nansum,
+            keep.iter().fold(1.0, |s, v| s * v),
+            nansum / keep.len() as f64,
+            x.iter().fold(1.0, |s, v| s * v),
+        ];
+        for (j, w) in want.iter().enumerate() {
+            let g = out[12 * a + j];
+            assert!(
+                same(g, *w),
+                "array {a} ({x:?}), reduction {j}: {g:?}, want {w:?}"
+            );
+        }
+        let iwant = [
+            i64::from(x.iter().all(|v| *v != 0.0)),
+            i64::from(x.iter().any(|v| *v != 0.0)),
+            x.iter().filter(|v| **v != 0.0).count() as i64,
+        ];
+        assert_eq!(&iout[3 * a..3 * a + 3], &iwant, "array {a}");
+    }
 }
