@@ -163,7 +163,9 @@ fn numba_array_reductions_random() {
         let flen = 1 + (r.next() % 40) as usize;
         let f: Vec<f32> = (0..flen).map(|_| r.f32(-3.0, 3.0)).collect();
         let blen = 1 + (r.next() % 10) as usize;
-        let b: Vec<u8> = (0..blen).map(|_| u8::from(r.next() % 4 != 0)).collect();
+        let b: Vec<u8> = (0..blen)
+            .map(|_| u8::from(!r.next().is_multiple_of(4)))
+            .collect();
         let (_fb, fa) = vec1(&dev, &f);
         let (_bb, ba) = vec1(&dev, &b);
         let (ob, oa) = vec1(&dev, &[0f64; 19]);
