@@ -318,8 +318,12 @@ class SourceBuilder:
             if self.bind(name, ("const", repr(bool(value)))):
                 self.constants.append(f"{name} = {bool(value)!r}")
         elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            if self.bind(name, ("const", repr(value))):
-                self.constants.append(f"{name} = {value!r}")
+            # np.float64 is a float subclass whose repr is `np.float64(…)`: write the number.
+            text = repr(float(value)) if isinstance(value, float) else repr(int(value))
+            if text in ("nan", "inf", "-inf"):
+                text = _const_item(float(value), False)
+            if self.bind(name, ("const", text)):
+                self.constants.append(f"{name} = {text}")
         elif isinstance(value, (np.integer, np.floating)):
             # int64 and float64 are the numba dialect's literal types; others keep their dtype.
             text = repr(value.item()) if value.dtype.name in ("int64", "float64") else \
