@@ -87,6 +87,7 @@ pub fn flatten(c: &Const) -> Option<Nested> {
             Some(Nested { shape, items: out })
         }
         Const::Array(_) => None,
+        Const::Typed(_, c) => flatten(c),
         c => Some(Nested {
             shape: Vec::new(),
             items: vec![c.clone()],
@@ -474,6 +475,14 @@ impl ParsedModule {
                 return None;
             }
             return Some(Const::Complex(re.as_f64()?, im.as_f64()?));
+        }
+        // `np.float32(6.2831855)`: a typed NumPy scalar.
+        if let Some(Item::Builtin(Builtin::Scalar(s))) = self.resolve_static(&c.func)
+            && c.arguments.keywords.is_empty()
+            && let [arg] = c.arguments.args.as_ref()
+            && !matches!(arg, Expr::List(_) | Expr::Tuple(_))
+        {
+            return Const::typed(s, &self.eval_const(arg)?);
         }
         if let Some(r) = self.record_array(c) {
             return Some(r);

@@ -618,6 +618,7 @@ impl ParsedModule {
                 Const::Complex(re, im) => format!("complex({re:?}, {im:?})"),
                 Const::Tuple(_) => "a tuple".to_string(),
                 Const::Array(_) => "an array".to_string(),
+                Const::Typed(t, v) => format!("{t}({v:?})"),
             };
             return Err(bad(format!(
                 "the default of field `{field}`, {what}, is not a valid {s} value"
@@ -1037,6 +1038,7 @@ impl ParsedModule {
                         Const::Complex(re, im) => Some(Const::Bool(re == 0.0 && im == 0.0)),
                         Const::Tuple(t) => Some(Const::Bool(t.is_empty())),
                         Const::Array(_) => None,
+                        Const::Typed(_, c) => Some(Const::Bool(c.as_f64()? == 0.0)),
                     },
                     _ => None,
                 }

@@ -350,3 +350,26 @@ fn numba_array_reductions_suite_inputs() {
         assert_eq!(&iout[3 * a..3 * a + 3], &iwant, "array {a}");
     }
 }
+
+#[test]
+fn numba_typed_numpy_scalar_constants_random() {
+    let Some(dev) = device("numba_typed_numpy_scalar_constants_random") else {
+        return;
+    };
+    let src = include_str!("../fixtures/numba/typed_constants.py");
+    let k = kernel(&dev, src, "k", "float32[::1], int64[::1]");
+    let mut r = Rng(0x7e57);
+    let x: Vec<f32> = (0..300).map(|_| r.f32(-100.0, 100.0)).collect();
+    let (ob, oa) = vec1(&dev, &x);
+    let (ib, ia) = vec1(&dev, &[0i64; 1]);
+    k.launch(&[oa, ia], [3, 1, 1], [128, 1, 1]);
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    let iout: Vec<i64> = from_bytes(&dev.download(&ib).expect("download"));
+    let two_pi = 6.283_185_5_f32;
+    for (i, (g, v)) in out.iter().zip(&x).enumerate() {
+        // float32 throughout, as numba computes with typed float32 globals.
+        let want = two_pi * v + 0.1f32 + [0.5f32, 2.0][i % 2];
+        assert_eq!(g.to_bits(), want.to_bits(), "i = {i}, x = {v}");
+    }
+    assert_eq!(iout, vec![-21]);
+}

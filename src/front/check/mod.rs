@@ -631,7 +631,11 @@ impl FnCx<'_, '_> {
 
     /// A literal of scalar type `s` for a constant, or an error when it does not fit.
     fn literal(&mut self, c: &Const, s: Scalar, span: Span) -> Option<Handle<Expr>> {
+        if let Const::Typed(_, inner) = c {
+            return self.literal(inner, s, span);
+        }
         let lit = match (c, s.kind()) {
+            (Const::Typed(..), _) => return None,
             (Const::Complex(re, im), Kind::Complex) => Literal::Complex(*re, *im),
             (c, Kind::Complex) if c.as_f64().is_some() => {
                 Literal::Complex(c.as_f64().unwrap_or(0.0), 0.0)
@@ -703,6 +707,14 @@ impl FnCx<'_, '_> {
     /// The value of a compile-time constant, as a weak Python number (or a tuple of them).
     fn const_val(&mut self, c: &Const, span: Span) -> Option<Val> {
         let (ty, weak) = match c {
+            Const::Typed(t, inner) => {
+                // A typed NumPy scalar: a literal of its type, not a weak number.
+                let e = self.literal(inner, *t, span)?;
+                let mut v = self.val(e, Type::Scalar(*t), span);
+                v.konst = Some(c.clone());
+                v.nonneg = inner.as_int().is_some_and(|i| i >= 0);
+                return Some(v);
+            }
             Const::Array(a) => {
                 let ty = Type::Array(crate::types::ArrayType {
                     dtype: a.dtype.clone(),
