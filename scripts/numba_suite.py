@@ -279,12 +279,12 @@ class SourceBuilder:
             if name == fn.__name__:
                 continue
             if name in values:
-                self.add_global(name, values[name])
+                self.add_global(name, values[name], user=text)
             elif name in fn.__globals__:
-                self.add_global(name, fn.__globals__[name])
+                self.add_global(name, fn.__globals__[name], user=text)
             # else: a builtin (range, len, min, ...)
 
-    def add_global(self, name, value):
+    def add_global(self, name, value, user=None):
         import numba
         from numba.core import types as nbtypes
         try:
@@ -318,8 +318,12 @@ class SourceBuilder:
             if self.bind(name, ("const", repr(bool(value)))):
                 self.constants.append(f"{name} = {bool(value)!r}")
         elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            if self.bind(name, ("const", repr(value))):
-                self.constants.append(f"{name} = {value!r}")
+            # np.float64 is a float subclass whose repr is `np.float64(…)`: write the number.
+            text = repr(float(value)) if isinstance(value, float) else repr(int(value))
+            if text in ("nan", "inf", "-inf"):
+                text = _const_item(float(value), False)
+            if self.bind(name, ("const", text)):
+                self.constants.append(f"{name} = {text}")
         elif isinstance(value, (np.integer, np.floating)):
             # int64 and float64 are the numba dialect's literal types; others keep their dtype.
             text = repr(value.item()) if value.dtype.name in ("int64", "float64") else \
@@ -333,9 +337,30 @@ class SourceBuilder:
         elif isinstance(value, tuple) and all(isinstance(v, (int, float)) for v in value):
             if self.bind(name, ("const", repr(value))):
                 self.constants.append(f"{name} = {value!r}")
-        elif isinstance(value, np.ndarray):
+        elif isinstance(value, np.ndarray) or (
+                isinstance(value, tuple) and value and all(isinstance(v, np.ndarray) for v in value)):
+            # A global NumPy array (or a tuple of them, `literal_unroll`'s `cases`) is a
+            # constant numba copies into the kernel: written out as an `np.array` literal.
             self.tags.add("global array")
-            raise Uncapturable("global NumPy array (a constant array): not expressible")
+            text = const_array_text(value)
+            if self.bind(name, ("const", text)):
+                self.constants.append(f"{name} = {text}")
+                self._import("import numpy")
+        elif hasattr(value, "__cuda_array_interface__"):
+            # numba captures a device array global by reference; one the kernel only reads
+            # is the same as a constant copy of its contents at the launch.
+            self.tags.add("global array")
+            if user is not None and writes_global(user, name):
+                raise Uncapturable(f"kernel writes `{name}`, a device array captured as a global (DeviceNDArray)")
+            try:
+                host = value.copy_to_host() if hasattr(value, "copy_to_host") else \
+                    numba.cuda.as_cuda_array(value).copy_to_host()
+            except Exception as e:  # noqa: BLE001 - any failure means we cannot see the data
+                raise Uncapturable(f"`{name}`, a device array captured as a global (DeviceNDArray), could not be copied ({e})")
+            text = const_array_text(host)
+            if self.bind(name, ("const", text)):
+                self.constants.append(f"{name} = {text}")
+                self._import("import numpy")
         elif isinstance(value, nbtypes.Type) or (
                 callable(value) and str(getattr(value, "__module__", "")).startswith(("numba", "_numba"))
                 and ".tests." not in str(getattr(value, "__module__", ""))):
@@ -371,6 +396,103 @@ class SourceBuilder:
             "\n\n".join(reversed(self.functions))
 
 
+def _const_item(x, complex_ok):
+    """One element of a constant array literal, written so that it reads back exactly."""
+    if isinstance(x, (bool, np.bool_)):
+        return repr(bool(x))
+    if isinstance(x, (int, np.integer)):
+        return repr(int(x))
+    if isinstance(x, (complex, np.complexfloating)):
+        # complex(re, im): exact parts, -0.0, NaN and infinities included.
+        return f"complex({_const_item(float(x.real), False)}, {_const_item(float(x.imag), False)})"
+    f = float(x)
+    if np.isnan(f):
+        return "float('nan')"
+    if np.isinf(f):
+        return "float('inf')" if f > 0 else "-float('inf')"
+    return repr(f)
+
+
+def const_array_text(value):
+    """A global NumPy array (or a tuple of them) as a `numpy.array` literal that pydevice reads
+    as a compile-time constant array: nested lists, exact float reprs, the dtype, the order."""
+    if isinstance(value, tuple):
+        items = [const_array_text(v) for v in value]
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+    arr = np.asarray(value)
+    if arr.dtype.fields is not None:
+        return _const_records_text(arr)
+    if arr.dtype.kind not in "biufc" or arr.dtype.name in ("float128", "complex256"):
+        raise Uncapturable(f"global NumPy array of dtype {arr.dtype}")
+    if arr.size > 1 << 16:
+        raise Uncapturable("global NumPy array too large to write out")
+    if arr.size == 0 and arr.ndim > 1:
+        raise Uncapturable("global NumPy array, empty and multi-dimensional (a literal cannot give its shape)")
+
+    def nest(a):
+        if a.ndim == 0:
+            return _const_item(a.item(), True)
+        if a.ndim == 1:
+            return "[" + ", ".join(_const_item(x, True) for x in a) + "]"
+        return "[" + ", ".join(nest(sub) for sub in a) + "]"
+
+    order = ", order='F'" if arr.ndim > 1 and arr.flags.f_contiguous and not arr.flags.c_contiguous else ""
+    return f"numpy.array({nest(arr)}, dtype=numpy.{arr.dtype.name}{order})"
+
+
+def _const_records_text(arr):
+    """A global record array as `numpy.array([(…), …], dtype=numpy.dtype([...], align=True))`
+    when its fields are numbers laid out as C lays them out (what kernels use, §5.16)."""
+    names = arr.dtype.names
+    fields = []
+    for n in names:
+        ft = arr.dtype.fields[n][0]
+        if ft.fields is not None or ft.subdtype is not None or ft.kind not in "biuf":
+            raise Uncapturable("global record array with nested, sub-array or complex fields")
+        fields.append((n, ft))
+    c_layout = np.dtype(fields, align=True)
+    if c_layout.itemsize != arr.dtype.itemsize or any(
+            c_layout.fields[n][1] != arr.dtype.fields[n][1] for n in names):
+        raise Uncapturable("global record array whose fields are not in C layout (packed dtype)")
+    if arr.ndim == 0 or arr.size > 1 << 16:
+        raise Uncapturable("global record array that is zero-dimensional or too large")
+
+    def nest(a):
+        if a.ndim == 1:
+            return "[" + ", ".join(
+                "(" + ", ".join(_const_item(r[n], False) for n in names) + ("," if len(names) == 1 else "") + ")"
+                for r in a) + "]"
+        return "[" + ", ".join(nest(sub) for sub in a) + "]"
+
+    spec = ", ".join(f"({n!r}, numpy.{ft.name})" for n, ft in fields)
+    return f"numpy.array({nest(arr)}, dtype=numpy.dtype([{spec}], align=True))"
+
+
+def writes_global(src, name):
+    """Whether function source `src` stores into `name[...]` or passes `name` to an atomic."""
+    import ast as pyast
+    try:
+        tree = pyast.parse(src)
+    except SyntaxError:
+        return True
+    for node in pyast.walk(tree):
+        targets = []
+        if isinstance(node, pyast.Assign):
+            targets = node.targets
+        elif isinstance(node, (pyast.AugAssign, pyast.AnnAssign)):
+            targets = [node.target]
+        for t in targets:
+            while isinstance(t, (pyast.Subscript, pyast.Attribute)):
+                t = t.value
+            if isinstance(t, pyast.Name) and t.id == name and t is not node:
+                if not (isinstance(node, pyast.Assign) and node.targets[0] is t):
+                    return True
+        if isinstance(node, pyast.Call) and node.args and isinstance(node.args[0], pyast.Name) \
+                and node.args[0].id == name and "atomic" in pyast.unparse(node.func):
+            return True
+    return False
+
+
 def numba_import(name, value):
     """An import that binds `name` to `value` from numba, numba.types or numba.cuda, if any."""
     import numba
@@ -382,6 +504,11 @@ def numba_import(name, value):
         m = getattr(numba.cuda, sub, None)
         if isinstance(m, pytypes.ModuleType):
             places.append((m, f"numba.cuda.{sub}"))
+    try:  # `literal_unroll`'s home in numba-cuda
+        import numba.cuda.misc.special as special
+        places.append((special, "numba.cuda.misc.special"))
+    except ImportError:
+        pass
     for mod, modname in places:
         for attr in (name, own, str(value)):
             try:

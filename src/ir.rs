@@ -903,6 +903,10 @@ pub enum Expr {
     },
     /// The block's dynamic shared memory as a 1-D `uint8` array.
     DynamicShared,
+    /// A module-level constant array (§1.3): its data is a read-only global of the program
+    /// (in the constant bank or, past 64 KiB, global memory), named by its symbol. The
+    /// expression's type gives the dtype, layout and memory space.
+    ConstArray(std::sync::Arc<crate::front::const_array::ConstArray>),
     /// A view of an array, `array[i, start:stop:step, ...]`: one subscript per dimension of
     /// the array (missing trailing dimensions are whole slices). An integer subscript drops
     /// its dimension; a slice keeps it with Python's rules for missing and negative bounds
@@ -1219,6 +1223,13 @@ impl fmt::Display for ExprFmt<'_> {
             Expr::Extract(a, i) => write!(f, "{}[{i}]", e(*a)),
             Expr::StaticArray { shape, align } => write!(f, "alloc {ty} {shape:?} align {align}"),
             Expr::DynamicShared => write!(f, "dynamic_shared_array()"),
+            Expr::ConstArray(a) => write!(
+                f,
+                "const_array {} {:?} ({} bytes)",
+                a.name,
+                a.shape,
+                a.bytes.len()
+            ),
             Expr::View { array, subs } => {
                 write!(f, "{}[", e(*array))?;
                 for (i, sub) in subs.iter().enumerate() {

@@ -210,6 +210,10 @@ pub enum Builtin {
     NumbaConstArrayLike,
     /// cupyx's `@jit.rawkernel()`
     RawKernel,
+    /// A NumPy whole-array reduction (`np.sum(a)`, `np.nanmax(a)`, …; §5.18)
+    NpReduce(super::check::reduce::Reduce),
+    /// numba's `literal_unroll(t)`: a `for` loop over it is unrolled at compile time (§4.6.1)
+    LiteralUnroll,
     /// cupyx's `jit.shared_memory(dtype, size, alignment=None)`
     CupyxSharedMemory,
 }

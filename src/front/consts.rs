@@ -16,16 +16,51 @@ pub enum Const {
     Complex(f64, f64),
     /// A tuple of constants.
     Tuple(Vec<Const>),
+    /// A NumPy array written out in the source (§1.3).
+    Array(std::sync::Arc<super::const_array::ConstArray>),
+    /// A typed NumPy scalar such as `np.float32(6.2831855)` (§1.3.1): the value, already
+    /// converted to the type, is not a weak Python number.
+    Typed(crate::types::Scalar, Box<Const>),
 }
 
 impl Const {
+    /// `value` converted to the NumPy scalar type `s` as `np.<s>(value)` converts it, for
+    /// the types whose values constants hold exactly (bool, integers, float32, float64):
+    /// integers must fit (NumPy 2 raises otherwise), floats to integers truncate toward zero,
+    /// float32 rounds to nearest even. `None` otherwise.
+    pub fn typed(s: crate::types::Scalar, value: &Const) -> Option<Const> {
+        use crate::types::Scalar as S;
+        let inner = match (s, value) {
+            (_, Const::Tuple(_) | Const::Array(_) | Const::Typed(..) | Const::Complex(..)) => {
+                return None;
+            }
+            (S::Bool, v) => Const::Bool(v.as_f64()? != 0.0),
+            (S::Float64, v) => Const::Float(v.as_f64()?),
+            (S::Float32, v) => Const::Float(f64::from(v.as_f64()? as f32)),
+            (s, v) if s.is_integer() => {
+                let i = match v {
+                    Const::Float(f) if f.is_finite() => f.trunc() as i128,
+                    Const::Float(_) => return None,
+                    v => v.as_int()?,
+                };
+                if !crate::ir::literal_fits(crate::ir::Literal::Int(i), s) {
+                    return None;
+                }
+                Const::Int(i)
+            }
+            _ => return None,
+        };
+        Some(Const::Typed(s, Box::new(inner)))
+    }
+
     /// The value as a float, for mixed arithmetic.
     pub fn as_f64(&self) -> Option<f64> {
         match self {
             Const::Bool(b) => Some(f64::from(u8::from(*b))),
             Const::Int(i) => Some(*i as f64),
             Const::Float(f) => Some(*f),
-            Const::Complex(..) | Const::Tuple(_) => None,
+            Const::Typed(_, c) => c.as_f64(),
+            Const::Complex(..) | Const::Tuple(_) | Const::Array(_) => None,
         }
     }
 
@@ -33,6 +68,7 @@ impl Const {
     pub fn as_complex(&self) -> Option<(f64, f64)> {
         match self {
             Const::Complex(re, im) => Some((*re, *im)),
+            Const::Typed(_, c) => c.as_complex(),
             c => c.as_f64().map(|x| (x, 0.0)),
         }
     }
@@ -42,6 +78,7 @@ impl Const {
         match self {
             Const::Bool(b) => Some(i128::from(*b)),
             Const::Int(i) => Some(*i),
+            Const::Typed(_, c) => c.as_int(),
             _ => None,
         }
     }
@@ -97,7 +134,9 @@ pub fn py_float_divmod(x: f64, y: f64) -> (f64, f64) {
 /// would raise (division by zero) or the result leaves `i128`.
 pub fn fold_binary(op: BinaryOp, a: &Const, b: &Const) -> Option<Const> {
     use BinaryOp::*;
-    if matches!(a, Const::Tuple(_)) || matches!(b, Const::Tuple(_)) {
+    if matches!(a, Const::Tuple(_) | Const::Array(_) | Const::Typed(..))
+        || matches!(b, Const::Tuple(_) | Const::Array(_) | Const::Typed(..))
+    {
         return None;
     }
     if matches!(a, Const::Complex(..)) || matches!(b, Const::Complex(..)) {

@@ -8,6 +8,7 @@
 
 pub mod builtins;
 pub mod check;
+pub mod const_array;
 pub mod consts;
 mod external;
 
@@ -106,6 +107,8 @@ pub struct ParsedModule {
     /// CuPy's `mode='cuda'`; a local's type is fixed by its first assignment and later ones
     /// convert to it under `same_kind` casting).
     pub(crate) cupyx: bool,
+    /// Bytes of constant memory the module's constant arrays take so far (§1.3).
+    pub(crate) const_bytes: u64,
 }
 
 impl ParsedModule {
@@ -192,6 +195,7 @@ pub fn parse(file: SourceFile) -> Result<ParsedModule, Diagnostics> {
         star_device: false,
         numba: false,
         cupyx: false,
+        const_bytes: 0,
     };
     for (index, stmt) in body.iter().enumerate() {
         module.declare(index, stmt, &mut diags);
@@ -340,14 +344,21 @@ impl ParsedModule {
                 let value = self.eval_const(&a.value);
                 for t in &a.targets {
                     if let Expr::Name(n) = t {
-                        let item = value.clone().map(Item::Const).unwrap_or(Item::Host);
+                        let value = value.clone().map(|c| {
+                            self.name_const_arrays(c, n.id.as_str(), const_array::span_of(a))
+                        });
+                        let item = value.map(Item::Const).unwrap_or(Item::Host);
                         self.items.insert(n.id.to_string(), item);
                     }
                 }
             }
             Stmt::AnnAssign(a) => {
                 if let Expr::Name(n) = a.target.as_ref() {
-                    let value = a.value.as_deref().and_then(|v| self.eval_const(v));
+                    let value = a
+                        .value
+                        .as_deref()
+                        .and_then(|v| self.eval_const(v))
+                        .map(|c| self.name_const_arrays(c, n.id.as_str(), const_array::span_of(a)));
                     self.items.insert(
                         n.id.to_string(),
                         value.map(Item::Const).unwrap_or(Item::Host),
@@ -607,6 +618,8 @@ impl ParsedModule {
                 Const::Float(f) => format!("{f:?}"),
                 Const::Complex(re, im) => format!("complex({re:?}, {im:?})"),
                 Const::Tuple(_) => "a tuple".to_string(),
+                Const::Array(_) => "an array".to_string(),
+                Const::Typed(t, v) => format!("{t}({v:?})"),
             };
             return Err(bad(format!(
                 "the default of field `{field}`, {what}, is not a valid {s} value"
@@ -1025,6 +1038,8 @@ impl ParsedModule {
                         Const::Float(f) => Some(Const::Bool(f == 0.0)),
                         Const::Complex(re, im) => Some(Const::Bool(re == 0.0 && im == 0.0)),
                         Const::Tuple(t) => Some(Const::Bool(t.is_empty())),
+                        Const::Array(_) => None,
+                        Const::Typed(_, c) => Some(Const::Bool(c.as_f64()? == 0.0)),
                     },
                     _ => None,
                 }
@@ -1037,6 +1052,7 @@ impl ParsedModule {
             Expr::If(i) => {
                 let test = match self.eval_const(&i.test)? {
                     Const::Tuple(t) => !t.is_empty(),
+                    Const::Array(_) => return None,
                     c => c.as_f64()? != 0.0,
                 };
                 self.eval_const(if test { &i.body } else { &i.orelse })
@@ -1049,6 +1065,7 @@ impl ParsedModule {
                 }
                 _ => None,
             },
+            Expr::Call(c) => self.eval_const_call(c),
             _ => None,
         }
     }
@@ -1113,6 +1130,8 @@ fn dialect_namespace(module: &str) -> Option<Namespace> {
         "numba.cuda.bf16" => Namespace::NumbaBf16,
         "numba.cuda.libdevice" => Namespace::NumbaLibdevice,
         "numba.types" => Namespace::NumbaTypes,
+        // `literal_unroll`'s home; its other members are numba's too.
+        "numba.cuda.misc.special" | "numba.misc.special" => Namespace::Numba,
         "cupyx" => Namespace::Cupyx,
         "cupyx.jit" => Namespace::CupyxJit,
         "numpy" | "cupy" => Namespace::Numpy,
@@ -1121,7 +1140,7 @@ fn dialect_namespace(module: &str) -> Option<Namespace> {
 }
 
 /// A NumPy / CuPy dtype object by name (`float32`, `int_`, `bool_`).
-fn numpy_scalar(n: &str) -> Option<crate::types::Scalar> {
+pub(crate) fn numpy_scalar(n: &str) -> Option<crate::types::Scalar> {
     match n {
         "int_" | "intp" => Some(crate::types::Scalar::Int64),
         "float_" => Some(crate::types::Scalar::Float64),
@@ -1133,6 +1152,9 @@ fn numpy_scalar(n: &str) -> Option<crate::types::Scalar> {
 pub(crate) fn dialect_member(ns: Namespace, attr: &str) -> Option<Item> {
     match (ns, attr) {
         (Namespace::Numba, "cuda") => Some(Item::Namespace(Namespace::NumbaCuda)),
+        (Namespace::Numba | Namespace::NumbaCuda, "literal_unroll") => {
+            Some(Item::Builtin(Builtin::LiteralUnroll))
+        }
         (Namespace::Numba, "types") => Some(Item::Namespace(Namespace::NumbaTypes)),
         (Namespace::Numba | Namespace::NumbaTypes, n) => builtins::numba_type(n).map(Item::Builtin),
         (Namespace::NumbaCuda, n) => builtins::numba_cuda_member(n),
@@ -1147,7 +1169,11 @@ pub(crate) fn dialect_member(ns: Namespace, attr: &str) -> Option<Item> {
         (Namespace::CupyxJit, n) => builtins::cupyx_jit_member(n).map(Item::Builtin),
         // NumPy's float constants (`np.nan`, `np.inf`, `np.pi`, `np.e`) are `math`'s.
         (Namespace::Numpy, "nan" | "inf" | "pi" | "e") => builtins::math_member(attr),
-        (Namespace::Numpy, n) => numpy_scalar(n).map(|s| Item::Builtin(Builtin::Scalar(s))),
+        (Namespace::Numpy, n) => numpy_scalar(n)
+            .map(|s| Item::Builtin(Builtin::Scalar(s)))
+            .or_else(|| {
+                check::reduce::Reduce::from_function(n).map(|r| Item::Builtin(Builtin::NpReduce(r)))
+            }),
         _ => None,
     }
 }

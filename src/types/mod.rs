@@ -316,6 +316,8 @@ pub enum MemSpace {
     Shared,
     /// Thread-private local memory.
     Local,
+    /// Read-only constant memory (`.const`): module-level constant arrays (§1.3).
+    Const,
 }
 
 /// The element type of an array: a number, or a `@struct` class (an array of records).
@@ -575,6 +577,7 @@ impl fmt::Display for ArrayType {
             MemSpace::Global => Ok(()),
             MemSpace::Shared => f.write_str(" (shared)"),
             MemSpace::Local => f.write_str(" (local)"),
+            MemSpace::Const => f.write_str(" (const)"),
         }
     }
 }

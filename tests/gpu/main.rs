@@ -7,6 +7,7 @@
 //! kernels from numba-cuda's own test suite.
 
 mod arrays;
+mod const_arrays;
 mod host_device;
 mod interop;
 mod numba_suite;

@@ -54,7 +54,17 @@ impl FnCx<'_, '_> {
             (None, ast::Expr::Attribute(a)) => {
                 // A method call on a value (`ref.add(1)`, `arr.view(float32)`), or an
                 // attribute of a namespace.
-                match self.place_or_value(&a.value) {
+                let base = match self.place_or_value(&a.value) {
+                    // A constant array's methods (`TABLE.sum()`).
+                    Value::Item(Item::Const(k @ Const::Array(_)), s) => {
+                        match self.const_val(&k, s) {
+                            Some(v) => Value::Val(v),
+                            None => Value::Err,
+                        }
+                    }
+                    other => other,
+                };
+                match base {
                     Value::Val(v) => {
                         return self
                             .method_call(v, a.attr.id.as_str(), c)
@@ -139,6 +149,22 @@ impl FnCx<'_, '_> {
             Builtin::Complex => self.complex_new(d.complex, c),
             Builtin::Scalar(s) if s.is_complex() => self.complex_new(s, c),
             Builtin::Cmath(f) => self.cmath_call(f, c),
+            Builtin::NpReduce(r) => {
+                let a = self.bind(c, &format!("np.{}", r.name()), &["a"], 1)?;
+                let v = self.eval(a[0]?)?;
+                self.reduce_call(r, v, span)
+            }
+            Builtin::LiteralUnroll => {
+                self.diags.push(
+                    Diagnostic::error(
+                        "E0307",
+                        span,
+                        "`literal_unroll(...)` can only be the iterable of a `for` loop",
+                    )
+                    .with_note("write `for x in literal_unroll(t):`"),
+                );
+                None
+            }
             Builtin::Scalar(_) | Builtin::Int | Builtin::Float | Builtin::Bool => {
                 let target = match b {
                     Builtin::Scalar(s) => s,
@@ -163,6 +189,11 @@ impl FnCx<'_, '_> {
             Builtin::Len => {
                 let v = self.args(c, &name, 1, 1)?.pop()?;
                 match &v.ty {
+                    Type::Array(at) if at.ndim == 0 => {
+                        // NumPy: "len() of unsized object".
+                        self.error("E0202", v.span, "a zero-dimensional array has no length");
+                        None
+                    }
                     Type::Array(_) => {
                         let t = Type::Scalar(Scalar::Int64);
                         let e =

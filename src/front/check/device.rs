@@ -452,6 +452,7 @@ impl FnCx<'_, '_> {
                     );
                     return None;
                 };
+                self.check_writable(&arr, span)?;
                 let indices = self.indices(&arr, a[1]?)?;
                 let ty = Type::Ref { dtype, space };
                 let e = self.push(
@@ -906,6 +907,17 @@ impl FnCx<'_, '_> {
                         None
                     }
                 }
+            }
+            // A copy of a constant array that nothing can write is the array itself (writing
+            // it is E0112, §1.3.1).
+            Type::Array(at) if method == "copy" && at.space == crate::types::MemSpace::Const => {
+                self.bind(c, method, &[], 0)?;
+                Some(v)
+            }
+            Type::Array(_) if super::reduce::Reduce::from_method(method).is_some() => {
+                let r = super::reduce::Reduce::from_method(method)?;
+                self.bind(c, method, &[], 0)?;
+                self.reduce_call(r, v, span)
             }
             Type::Array(_) if method == "reshape" => self.reshape(&v, c),
             Type::Array(_) if method == "astype" => self.astype(&v, c),

@@ -52,6 +52,7 @@ pub fn specialize(
         reported: HashSet::new(),
         stack: Vec::new(),
         diags: Vec::new(),
+        reductions: HashMap::new(),
     };
     let fail = |list| Diagnostics {
         file: module.file.clone(),
@@ -169,6 +170,8 @@ struct Specializer<'m> {
     reported: HashSet<InstanceKey>,
     stack: Vec<(usize, Span)>,
     diags: Vec<Diagnostic>,
+    /// The functions computing NumPy reductions, by reduction and array type (§5.18).
+    reductions: HashMap<(reduce::Reduce, crate::types::ArrayType), Handle<Function>>,
 }
 
 impl Specializer<'_> {
@@ -722,7 +725,11 @@ impl FnCx<'_, '_> {
 
     /// A literal of scalar type `s` for a constant, or an error when it does not fit.
     fn literal(&mut self, c: &Const, s: Scalar, span: Span) -> Option<Handle<Expr>> {
+        if let Const::Typed(_, inner) = c {
+            return self.literal(inner, s, span);
+        }
         let lit = match (c, s.kind()) {
+            (Const::Typed(..), _) => return None,
             (Const::Complex(re, im), Kind::Complex) => Literal::Complex(*re, *im),
             (c, Kind::Complex) if c.as_f64().is_some() => {
                 Literal::Complex(c.as_f64().unwrap_or(0.0), 0.0)
@@ -783,6 +790,10 @@ impl FnCx<'_, '_> {
                 self.error("E0207", span, format!("a tuple cannot be used as {s}"));
                 return None;
             }
+            (Const::Array(_), _) => {
+                self.error("E0207", span, format!("an array cannot be used as {s}"));
+                return None;
+            }
         };
         Some(self.push(Expr::Literal(lit), Type::Scalar(s), span))
     }
@@ -790,6 +801,43 @@ impl FnCx<'_, '_> {
     /// The value of a compile-time constant, as a weak Python number (or a tuple of them).
     fn const_val(&mut self, c: &Const, span: Span) -> Option<Val> {
         let (ty, weak) = match c {
+            Const::Typed(t, inner) => {
+                // A typed NumPy scalar: a literal of its type, not a weak number.
+                let e = self.literal(inner, *t, span)?;
+                let mut v = self.val(e, Type::Scalar(*t), span);
+                v.konst = Some(c.clone());
+                v.nonneg = inner.as_int().is_some_and(|i| i >= 0);
+                return Some(v);
+            }
+            Const::Array(a) => {
+                let ty = Type::Array(crate::types::ArrayType {
+                    dtype: a.dtype.clone(),
+                    ndim: a.shape.len() as u8,
+                    layout: if a.fortran && a.shape.len() > 1 {
+                        crate::types::Layout::F
+                    } else {
+                        crate::types::Layout::C
+                    },
+                    space: a.space,
+                });
+                if a.space != crate::types::MemSpace::Const {
+                    self.diags.push(
+                        Diagnostic::error(
+                            "E0114",
+                            span,
+                            format!("the constant array `{}` does not fit in the 64 KiB constant bank", a.name),
+                        )
+                        .with_secondary(a.span, format!("`{}` is assigned here ({} bytes)", a.name, a.bytes.len()))
+                        .with_note("the module's constant arrays are placed in the bank in source order; together they may take at most 65536 bytes")
+                        .with_note("pass a large table as a kernel argument instead"),
+                    );
+                    return None;
+                }
+                let e = self.push(Expr::ConstArray(a.clone()), ty.clone(), span);
+                let mut v = self.val(e, ty, span);
+                v.konst = Some(c.clone());
+                return Some(v);
+            }
             Const::Bool(_) => (Scalar::Bool, None),
             Const::Int(_) => (self.s.defaults.int, Some(Weak::Int)),
             Const::Float(_) => (self.s.defaults.float, Some(Weak::Float)),
@@ -950,6 +998,35 @@ impl FnCx<'_, '_> {
         }
     }
 
+    /// E0112 when `array` is a constant array (§1.3), which device code cannot write: `span`
+    /// is the write, and a note points at the global when it is known.
+    pub(super) fn check_writable(&mut self, array: &Val, span: Span) -> Option<()> {
+        let Type::Array(at) = &array.ty else {
+            return Some(());
+        };
+        if at.space != crate::types::MemSpace::Const {
+            return Some(());
+        }
+        let mut d = Diagnostic::error(
+            "E0112",
+            span,
+            "this writes to a constant array, which device code can only read",
+        );
+        d = match &array.konst {
+            Some(Const::Array(a)) => d.with_secondary(
+                a.span,
+                format!("`{}` is a module-level constant array", a.name),
+            ),
+            _ => d.with_note(
+                "module-level NumPy arrays are compile-time constants in constant memory",
+            ),
+        };
+        self.diags.push(d.with_note(
+            "copy it into a `local.array` (or pass a device array as an argument) to modify it",
+        ));
+        None
+    }
+
     fn not_a_value(&mut self, item: &Item, span: Span) {
         let d = match item {
             Item::Foreign(m) => Diagnostic::error(
@@ -1039,5 +1116,6 @@ use stmt::{always_returns, assigned_names, contains_call, count_assignments, ele
 mod expr;
 mod ops;
 mod records;
+pub(crate) mod reduce;
 mod stmt;
 mod views;

@@ -97,6 +97,7 @@ impl FnCx<'_, '_> {
                 } else {
                     self.indices(&arr, a[1]?)?
                 };
+                self.check_writable(&arr, span)?;
                 let r = self.push(
                     Expr::ElementRef {
                         array: arr.e,
@@ -259,14 +260,27 @@ impl FnCx<'_, '_> {
                 Some(self.val(e, ty, span))
             }
             Builtin::NumbaConstArrayLike => {
-                // The array's values live in the host program, which pydevice does not run.
+                // A module-level constant array is already in constant memory: the call is
+                // the array itself. Anything else has no values at compile time.
+                let a = self.bind(c, "cuda.const.array_like", &["ary"], 1)?;
+                let arg = a[0]?;
+                let host = matches!(arg, ast::Expr::Name(n)
+                    if !self.scope.contains_key(n.id.as_str())
+                        && !self.assigned.contains(n.id.as_str())
+                        && self.s.m.lookup(n.id.as_str()) == Some(super::super::Item::Host));
+                if !host {
+                    let v = self.eval(arg)?;
+                    if let Some(Const::Array(_)) = &v.konst {
+                        return Some(v);
+                    }
+                }
                 self.diags.push(
                     Diagnostic::error(
                         "E0602",
                         span,
-                        "`cuda.const.array_like` needs the values of a host NumPy array, which pydevice cannot see",
+                        "`cuda.const.array_like` needs a module-level constant array",
                     )
-                    .with_note("pydevice compiles the source without running it, so module-level NumPy arrays have no values at compile time")
+                    .with_note("a module-level `NAME = np.array([...], dtype=...)` written out in the source is one (§1.3); pydevice compiles the source without running it, so arrays computed at run time have no values at compile time")
                     .with_note("pass the array as a kernel argument instead (read it only)"),
                 );
                 None
@@ -424,6 +438,9 @@ impl FnCx<'_, '_> {
         let Some(dtype) = at.dtype.scalar() else {
             return;
         };
+        if self.check_writable(&arr, span).is_none() {
+            return;
+        }
         let Some(indices) = self.indices(&arr, ie) else {
             return;
         };

@@ -705,6 +705,9 @@ impl FnCx<'_, '_> {
                 match &base.ty {
                     Type::Array(at) => {
                         let dtype = at.dtype.clone();
+                        if self.check_writable(&base, span).is_none() {
+                            return;
+                        }
                         let Some(indices) = self.indices(&base, &s.slice) else {
                             return;
                         };
@@ -828,6 +831,23 @@ impl FnCx<'_, '_> {
         // stored in place. Struct values themselves are immutable.
         let base = self.place_or_value(target);
         let Value::Val(base) = base else { return };
+        if let Type::StructRef {
+            space: crate::types::MemSpace::Const,
+            ..
+        } = &base.ty
+        {
+            self.diags.push(
+                Diagnostic::error(
+                    "E0112",
+                    span,
+                    "this writes to a constant array, which device code can only read",
+                )
+                .with_note(
+                    "module-level NumPy arrays are compile-time constants in constant memory",
+                ),
+            );
+            return;
+        }
         let Type::StructRef { st, .. } = &base.ty else {
             let note = if let Type::Vector { .. } = &base.ty {
                 format!(
@@ -1112,6 +1132,9 @@ impl FnCx<'_, '_> {
                     );
                     return;
                 };
+                if self.check_writable(&base, span).is_none() {
+                    return;
+                }
                 let Some(indices) = self.indices(&base, &s.slice) else {
                     return;
                 };
@@ -1181,6 +1204,11 @@ impl FnCx<'_, '_> {
 
     pub(super) fn for_range(&mut self, f: &ast::StmtFor, out: &mut Block) {
         let span = sp(f);
+        if let ast::Expr::Call(c) = f.iter.as_ref()
+            && self.callee_item(&c.func) == Some(Item::Builtin(Builtin::LiteralUnroll))
+        {
+            return self.for_unroll(f, c, out);
+        }
         let is_range = match f.iter.as_ref() {
             ast::Expr::Call(c) => matches!(
                 self.callee_item(&c.func),
@@ -1737,6 +1765,79 @@ impl FnCx<'_, '_> {
         true
     }
 
+    /// `for x in literal_unroll(t):` (§4.6.1): over a compile-time constant tuple, the body
+    /// is checked and emitted once per element with `x` bound to that element (so the
+    /// elements may have different types: arrays of different shapes, numbers of different
+    /// types); over a run-time tuple of one element type, an ordinary loop over it.
+    fn for_unroll(&mut self, f: &ast::StmtFor, c: &ast::ExprCall, out: &mut Block) {
+        let Some(a) = self.bind(c, "literal_unroll", &["container"], 1) else {
+            return;
+        };
+        let Some(arg) = a[0] else { return };
+        let v = self.expr(arg);
+        let Some(v) = self.value_of(v) else { return };
+        if !f.orelse.is_empty() {
+            self.error(
+                "E0303",
+                sp(&f.orelse[0]),
+                "`for ... else` over `literal_unroll` is not supported in device code",
+            );
+            return;
+        }
+        let items = match &v.konst {
+            Some(Const::Tuple(items)) => items.clone(),
+            _ => {
+                if matches!(&v.ty, Type::Tuple(ts) if ts.windows(2).all(|w| w[0] == w[1])) {
+                    return self.for_sequence(f, v, out);
+                }
+                self.diags.push(
+                    Diagnostic::error(
+                        "E0306",
+                        v.span,
+                        format!(
+                            "`literal_unroll` needs a tuple known at compile time when its elements have different types, found {}",
+                            v.ty
+                        ),
+                    )
+                    .with_note("a module-level tuple of constants (numbers, constant arrays) is one"),
+                );
+                return;
+            }
+        };
+        let ast::Expr::Name(target) = f.target.as_ref() else {
+            self.error(
+                "E0301",
+                sp(f.target.as_ref()),
+                "the target of a `for` loop over `literal_unroll` must be a single name",
+            );
+            return;
+        };
+        if let Some(jump) = loop_jump(&f.body) {
+            self.diags.push(
+                Diagnostic::error(
+                    "E0307",
+                    jump,
+                    "`break` and `continue` are not supported in a loop over `literal_unroll`",
+                )
+                .with_note(
+                    "the body is repeated once per element at compile time; use an `if` instead",
+                ),
+            );
+            return;
+        }
+        let name = target.id.to_string();
+        let saved = self.statics.remove(&name);
+        for item in items {
+            self.statics.insert(name.clone(), Item::Const(item));
+            let body = self.block(&f.body);
+            out.extend(body);
+        }
+        self.statics.remove(&name);
+        if let Some(s) = saved {
+            self.statics.insert(name, s);
+        }
+    }
+
     /// `for x in (a, b, c):` over a tuple or vector whose elements have one type: a counted
     /// loop that picks element `i` (the optimizer unrolls it), so `break` and `continue` work.
     fn for_sequence(&mut self, f: &ast::StmtFor, v: Val, out: &mut Block) {
@@ -1937,4 +2038,17 @@ enum ArrayIter {
     Enumerate(Box<ArrayIter>),
     /// `zip(a, b, …)`: the items of each.
     Zip(Vec<ArrayIter>),
+}
+
+/// The first `break` or `continue` of `body` that belongs to the loop `body` is the body of
+/// (not to a loop nested in it).
+fn loop_jump(body: &[ast::Stmt]) -> Option<Span> {
+    body.iter().find_map(|s| match s {
+        ast::Stmt::Break(_) | ast::Stmt::Continue(_) => Some(sp(s)),
+        ast::Stmt::If(i) => loop_jump(&i.body)
+            .or_else(|| i.elif_else_clauses.iter().find_map(|c| loop_jump(&c.body))),
+        ast::Stmt::With(w) => loop_jump(&w.body),
+        ast::Stmt::Try(t) => loop_jump(&t.body),
+        _ => None,
+    })
 }

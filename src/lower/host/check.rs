@@ -220,6 +220,15 @@ impl Checker {
                 );
                 return;
             }
+            Expr::ConstArray(_) => {
+                self.report(
+                    "E0503",
+                    span,
+                    "module-level constant arrays are not supported on the host yet".into(),
+                    GUARD,
+                );
+                return;
+            }
             _ => {}
         }
         // A local holding an array is reported where the array comes from (a parameter
@@ -361,9 +370,11 @@ fn device_only(op: Intrinsic) -> bool {
 /// The operands of an expression.
 pub(crate) fn children(e: &Expr) -> Vec<Handle<Expr>> {
     match e {
-        Expr::Literal(_) | Expr::Local(_) | Expr::StaticArray { .. } | Expr::DynamicShared => {
-            Vec::new()
-        }
+        Expr::Literal(_)
+        | Expr::Local(_)
+        | Expr::StaticArray { .. }
+        | Expr::DynamicShared
+        | Expr::ConstArray(_) => Vec::new(),
         Expr::Unary(_, a)
         | Expr::Cast(a)
         | Expr::Extract(a, _)

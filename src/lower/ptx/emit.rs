@@ -132,6 +132,7 @@ fn addr_space(s: MemSpace) -> AddressSpace {
         MemSpace::Shared => 3,
         // Allocas are generic pointers that NVPTX places in local memory.
         MemSpace::Local => 0,
+        MemSpace::Const => 4,
     })
 }
 
@@ -1088,6 +1089,13 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 self.static_array(h, &at, shape, *align)?
             }
             Expr::DynamicShared => self.dynamic_shared(&ty)?,
+            Expr::ConstArray(a) => {
+                let at = ty
+                    .as_array()
+                    .cloned()
+                    .ok_or_else(|| err("constant array of a non-array type"))?;
+                self.const_array(&at, a)?
+            }
             Expr::View { array, subs } => self.view(*array, subs, &ty, self.f.exprs.span(h))?,
             Expr::Reshape {
                 array,
@@ -1788,6 +1796,53 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         let sh: Vec<_> = shape.iter().map(|x| i64t.const_int(*x, false)).collect();
         let sd: Vec<_> = strides.iter().map(|x| i64t.const_int(*x, false)).collect();
         self.descriptor(at, data, &sh, &sd)
+    }
+
+    /// A module-level constant array: one read-only global per array in the program (in
+    /// the constant bank, or global memory past 64 KiB), initialized with its bytes.
+    fn const_array(
+        &mut self,
+        at: &ArrayType,
+        a: &crate::front::const_array::ConstArray,
+    ) -> R<BasicValueEnum<'ctx>> {
+        let name = a.symbol();
+        let g = match self.e.module.get_global(&name) {
+            Some(g) => g,
+            None => {
+                let i8t = self.e.ctx.i8_type();
+                let bytes: Vec<_> = a
+                    .bytes
+                    .iter()
+                    .map(|b| i8t.const_int(u64::from(*b), false))
+                    .collect();
+                let init = i8t.const_array(&bytes);
+                let g = self.e.module.add_global(
+                    i8t.array_type(a.bytes.len() as u32),
+                    Some(addr_space(at.space)),
+                    &name,
+                );
+                g.set_linkage(Linkage::Internal);
+                g.set_constant(true);
+                g.set_initializer(&init);
+                g.set_alignment(elem_align(&at.dtype).max(8) as u32);
+                g
+            }
+        };
+        let i64t = self.e.ctx.i64_type();
+        let n = a.shape.len();
+        let mut strides = vec![1u64; n];
+        if at.layout == Layout::F {
+            for d in 1..n {
+                strides[d] = strides[d - 1] * a.shape[d - 1];
+            }
+        } else {
+            for d in (0..n.saturating_sub(1)).rev() {
+                strides[d] = strides[d + 1] * a.shape[d + 1];
+            }
+        }
+        let sh: Vec<_> = a.shape.iter().map(|x| i64t.const_int(*x, false)).collect();
+        let sd: Vec<_> = strides.iter().map(|x| i64t.const_int(*x, false)).collect();
+        self.descriptor(at, g.as_pointer_value(), &sh, &sd)
     }
 
     fn dynamic_shared(&mut self, ty: &Type) -> R<BasicValueEnum<'ctx>> {
