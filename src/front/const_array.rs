@@ -563,10 +563,8 @@ pub fn record_layout(spec: &RecordSpec) -> Option<(StructType, Vec<u64>)> {
         .fields
         .iter()
         .zip(&offsets)
-        .map(|((name, s), off)| crate::types::record::RecordField {
-            name: name.clone(),
-            ty: Type::Scalar(*s),
-            offset: *off,
+        .map(|((name, s), off)| {
+            crate::types::record::RecordField::new(name, Type::Scalar(*s), *off)
         })
         .collect();
     let st = crate::types::record::record(&fields, itemsize).ok()?;
