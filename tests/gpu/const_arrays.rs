@@ -51,7 +51,8 @@ fn numba_const_arrays_read_from_constant_memory() {
     }
     assert_eq!(b, want);
     let z: Vec<u32> = z.iter().map(|v| v.to_bits()).collect();
-    let want: Vec<u32> = [1.0f32, 2.0, 0.0, -0.5, -0.0, f32::INFINITY]
+    // `-0.5j` is `-(0.5j)` = complex(-0.0, -0.5) in Python (and NumPy keeps the sign).
+    let want: Vec<u32> = [1.0f32, 2.0, -0.0, -0.5, -0.0, f32::INFINITY]
         .iter()
         .map(|v| v.to_bits())
         .collect();
