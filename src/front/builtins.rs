@@ -204,8 +204,10 @@ pub enum Builtin {
     /// numba's cache-hinted loads `cuda.ldca/ldcg/ldcs/ldlu/ldcv(array, i)` (false) and
     /// stores `cuda.stcg/stcs/stwb/stwt(array, i, value)` (true): plain loads and stores
     NumbaCacheHint(bool),
-    /// Python's `round(x)`: the nearest integer, ties to even
+    /// Python's `round(x)`: the nearest integer, ties to even; `round(x, ndigits)`
     Round,
+    /// Python's `pow(x, y)`: the `**` operator (`pow(x, y, mod)` is E0603)
+    Pow,
     /// numba's `cuda.const.array_like(ary)`: not available (E0602)
     NumbaConstArrayLike,
     /// cupyx's `@jit.rawkernel()`
@@ -626,6 +628,7 @@ pub fn python_builtin(name: &str) -> Option<Builtin> {
         "min" => Min,
         "max" => Max,
         "round" => Round,
+        "pow" => Pow,
         _ => return None,
     })
 }

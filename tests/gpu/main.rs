@@ -9,6 +9,7 @@
 mod arrays;
 mod host_device;
 mod interop;
+mod numba_misc;
 mod numba_suite;
 mod options;
 mod sync;

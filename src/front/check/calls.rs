@@ -224,6 +224,23 @@ impl FnCx<'_, '_> {
                     span,
                 })
             }
+            Builtin::Pow => {
+                let a = self.bind(c, "pow", &["base", "exp", "mod"], 2)?;
+                if let Some(m) = a[2] {
+                    self.diags.push(
+                        Diagnostic::error(
+                            "E0603",
+                            sp(m),
+                            "`pow(x, y, mod)` (modular power) is not supported in device code",
+                        )
+                        .with_note("write `(x ** y) % mod`, or a loop of modular multiplications"),
+                    );
+                    return None;
+                }
+                let x = self.eval(a[0]?)?;
+                let y = self.eval(a[1]?)?;
+                self.binary(BinaryOp::Pow, x, y, span)
+            }
             Builtin::Min | Builtin::Max => {
                 let mut vals = self.args(c, &name, 1, usize::MAX)?;
                 if vals.len() == 1 {

