@@ -16,6 +16,10 @@ pub enum Const {
     Complex(f64, f64),
     /// A tuple of constants.
     Tuple(Vec<Const>),
+    /// A number of a fixed type, such as a module-level `np.float32(6.28)` (the value is
+    /// already rounded to the type). Not a Python number: it does not adapt to the other
+    /// operand (§1.3) and is not folded with other constants.
+    Typed(crate::types::Scalar, Box<Const>),
 }
 
 impl Const {
@@ -25,7 +29,7 @@ impl Const {
             Const::Bool(b) => Some(f64::from(u8::from(*b))),
             Const::Int(i) => Some(*i as f64),
             Const::Float(f) => Some(*f),
-            Const::Complex(..) | Const::Tuple(_) => None,
+            Const::Complex(..) | Const::Tuple(_) | Const::Typed(..) => None,
         }
     }
 
@@ -33,6 +37,7 @@ impl Const {
     pub fn as_complex(&self) -> Option<(f64, f64)> {
         match self {
             Const::Complex(re, im) => Some((*re, *im)),
+            Const::Typed(..) => None,
             c => c.as_f64().map(|x| (x, 0.0)),
         }
     }
@@ -42,9 +47,31 @@ impl Const {
         match self {
             Const::Bool(b) => Some(i128::from(*b)),
             Const::Int(i) => Some(*i),
+            Const::Typed(_, inner) => inner.as_int(),
             _ => None,
         }
     }
+}
+
+/// A constant converted to the number type `t` as NumPy's scalar constructors convert
+/// Python numbers (`np.float32(6.28)` rounds to nearest; an integer must fit), for
+/// `bool`, the integer types, `float32` and `float64`; `None` for anything else.
+pub fn typed(t: crate::types::Scalar, c: &Const) -> Option<Const> {
+    use crate::types::{Kind, Scalar};
+    let inner = match (t.kind(), c) {
+        (Kind::Bool, c) => Const::Bool(c.as_f64()? != 0.0),
+        (Kind::Int | Kind::UInt, c) => {
+            let i = c.as_int()?;
+            if !crate::ir::literal_fits(crate::ir::Literal::Int(i), t) {
+                return None;
+            }
+            Const::Int(i)
+        }
+        (Kind::Float, c) if t == Scalar::Float32 => Const::Float(f64::from(c.as_f64()? as f32)),
+        (Kind::Float, c) if t == Scalar::Float64 => Const::Float(c.as_f64()?),
+        _ => return None,
+    };
+    Some(Const::Typed(t, Box::new(inner)))
 }
 
 fn floor_div(a: i128, b: i128) -> Option<i128> {
@@ -97,7 +124,9 @@ pub fn py_float_divmod(x: f64, y: f64) -> (f64, f64) {
 /// would raise (division by zero) or the result leaves `i128`.
 pub fn fold_binary(op: BinaryOp, a: &Const, b: &Const) -> Option<Const> {
     use BinaryOp::*;
-    if matches!(a, Const::Tuple(_)) || matches!(b, Const::Tuple(_)) {
+    if matches!(a, Const::Tuple(_) | Const::Typed(..))
+        || matches!(b, Const::Tuple(_) | Const::Typed(..))
+    {
         return None;
     }
     if matches!(a, Const::Complex(..)) || matches!(b, Const::Complex(..)) {

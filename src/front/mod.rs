@@ -606,6 +606,7 @@ impl ParsedModule {
                 Const::Float(f) => format!("{f:?}"),
                 Const::Complex(re, im) => format!("complex({re:?}, {im:?})"),
                 Const::Tuple(_) => "a tuple".to_string(),
+                Const::Typed(t, _) => format!("a {t} value"),
             };
             return Err(bad(format!(
                 "the default of field `{field}`, {what}, is not a valid {s} value"
@@ -1024,6 +1025,7 @@ impl ParsedModule {
                         Const::Float(f) => Some(Const::Bool(f == 0.0)),
                         Const::Complex(re, im) => Some(Const::Bool(re == 0.0 && im == 0.0)),
                         Const::Tuple(t) => Some(Const::Bool(t.is_empty())),
+                        Const::Typed(..) => None,
                     },
                     _ => None,
                 }
@@ -1039,6 +1041,13 @@ impl ParsedModule {
                     c => c.as_f64()? != 0.0,
                 };
                 self.eval_const(if test { &i.body } else { &i.orelse })
+            }
+            Expr::Call(c) if c.arguments.keywords.is_empty() && c.arguments.args.len() == 1 => {
+                // `np.float32(6.28)`, `int32(5)`: a number of that type.
+                let Some(Item::Builtin(Builtin::Scalar(t))) = self.resolve_static(&c.func) else {
+                    return None;
+                };
+                consts::typed(t, &self.eval_const(&c.arguments.args[0])?)
             }
             Expr::Subscript(s) => match (self.eval_const(&s.value)?, self.eval_const(&s.slice)?) {
                 (Const::Tuple(items), Const::Int(i)) => {

@@ -181,3 +181,107 @@ fn numba_round_ndigits_random() {
         );
     }
 }
+
+/// numba.cuda.random's `xoroshiro128p_next` on the host: returns `s0 + s1` and advances.
+fn xoroshiro_next(s: &mut [u64; 2]) -> u64 {
+    let (s0, mut s1) = (s[0], s[1]);
+    let result = s0.wrapping_add(s1);
+    s1 ^= s0;
+    s[0] = s0.rotate_left(55) ^ s1 ^ (s1 << 14);
+    s[1] = s1.rotate_left(36);
+    result
+}
+
+/// numba.cuda.random's `uint64_to_unit_float64`: the top 53 bits over 2**53.
+fn unit_f64(x: u64) -> f64 {
+    (x >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+}
+
+/// numba-cuda's test_random kernels (`xoroshiro128p_uniform_float32/64`,
+/// `xoroshiro128p_normal_float32/64` over a record array of states) against the exact
+/// xoroshiro128+ sequence computed here: states and uniform draws bit for bit; normal draws
+/// (Box-Muller through libdevice's `log`/`cos`) within a few ulps.
+#[test]
+fn numba_xoroshiro128p_sequences() {
+    let Some(dev) = device("numba_xoroshiro128p_sequences") else {
+        return;
+    };
+    let rec = "Record(s0[type=uint64;offset=0],s1[type=uint64;offset=8];16;True)[::1]";
+    let k32 = kernel(
+        &dev,
+        include_str!("../fixtures/numba/xoroshiro_float32.py"),
+        "rng_kernel_float32",
+        &format!("{rec}, float32[::1], int64, int64"),
+    );
+    let k64 = kernel(
+        &dev,
+        include_str!("../fixtures/numba/xoroshiro_float64.py"),
+        "rng_kernel_float64",
+        &format!("{rec}, float64[::1], int64, int64"),
+    );
+    let (threads, count) = (256usize, 40usize);
+    let mut r = Rng(303);
+    let init: Vec<[u64; 2]> = (0..threads).map(|_| [r.next(), r.next()]).collect();
+    for (wide, dist) in [(false, 1i64), (false, 2), (true, 1), (true, 2)] {
+        let (sb, sa) = vec1(&dev, &init);
+        let mut states = init.clone();
+        let mut want = vec![0f64; threads * count];
+        for (t, s) in states.iter_mut().enumerate() {
+            for i in 0..count {
+                let u32_draw = |s: &mut [u64; 2]| unit_f64(xoroshiro_next(s)) as f32;
+                want[t * count + i] = match (wide, dist) {
+                    (false, 1) => f64::from(u32_draw(s)),
+                    (true, 1) => unit_f64(xoroshiro_next(s)),
+                    (false, _) => {
+                        let (u1, u2) = (u32_draw(s), u32_draw(s));
+                        let tp = std::f32::consts::TAU;
+                        f64::from((-2.0f32 * u1.ln()).sqrt() * (tp * u2).cos())
+                    }
+                    (true, _) => {
+                        let (u1, u2) = (u32_draw(s), u32_draw(s));
+                        (-2.0 * f64::from(u1.ln())).sqrt()
+                            * (std::f64::consts::TAU * f64::from(u2)).cos()
+                    }
+                };
+            }
+        }
+        let args = |oa| {
+            [
+                sa.clone(),
+                oa,
+                ArgValue::Int(count as i64),
+                ArgValue::Int(dist),
+            ]
+        };
+        let got: Vec<f64> = if wide {
+            let (ob, oa) = vec1(&dev, &vec![0f64; threads * count]);
+            k64.launch(&args(oa), [2, 1, 1], [128, 1, 1]);
+            from_bytes(&dev.download(&ob).expect("download"))
+        } else {
+            let (ob, oa) = vec1(&dev, &vec![0f32; threads * count]);
+            k32.launch(&args(oa), [2, 1, 1], [128, 1, 1]);
+            let v: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+            v.into_iter().map(f64::from).collect()
+        };
+        let end: Vec<[u64; 2]> = from_bytes(&dev.download(&sb).expect("download"));
+        assert_eq!(
+            end, states,
+            "states after {count} draws (float64 {wide}, {dist})"
+        );
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            if dist == 1 {
+                assert_eq!(
+                    g.to_bits(),
+                    w.to_bits(),
+                    "uniform draw {i} (float64 {wide})"
+                );
+            } else {
+                let tol = if wide { 1e-13 } else { 4e-6 };
+                assert!(
+                    (g - w).abs() <= tol * w.abs().max(1.0),
+                    "normal draw {i} (float64 {wide}): {g} vs {w}"
+                );
+            }
+        }
+    }
+}

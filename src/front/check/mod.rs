@@ -689,17 +689,23 @@ impl FnCx<'_, '_> {
                 self.error("E0207", span, format!("a tuple cannot be used as {s}"));
                 return None;
             }
+            (Const::Typed(_, inner), _) => return self.literal(inner, s, span),
         };
         Some(self.push(Expr::Literal(lit), Type::Scalar(s), span))
     }
 
     /// The value of a compile-time constant, as a weak Python number (or a tuple of them).
     fn const_val(&mut self, c: &Const, span: Span) -> Option<Val> {
+        if let Const::Typed(t, inner) = c {
+            let e = self.literal(inner, *t, span)?;
+            return Some(self.val(e, Type::Scalar(*t), span));
+        }
         let (ty, weak) = match c {
             Const::Bool(_) => (Scalar::Bool, None),
             Const::Int(_) => (self.s.defaults.int, Some(Weak::Int)),
             Const::Float(_) => (self.s.defaults.float, Some(Weak::Float)),
             Const::Complex(..) => (self.s.defaults.complex, Some(Weak::Complex)),
+            Const::Typed(t, _) => (*t, None),
             Const::Tuple(items) => {
                 let mut es = Vec::new();
                 let mut tys = Vec::new();
