@@ -765,6 +765,26 @@ pub enum ComplexOp {
     Sin,
     /// `cmath.cos`
     Cos,
+    /// `cmath.tan`
+    Tan,
+    /// `cmath.asin`
+    Asin,
+    /// `cmath.acos`
+    Acos,
+    /// `cmath.atan`
+    Atan,
+    /// `cmath.sinh`
+    Sinh,
+    /// `cmath.cosh`
+    Cosh,
+    /// `cmath.tanh`
+    Tanh,
+    /// `cmath.asinh`
+    Asinh,
+    /// `cmath.acosh`
+    Acosh,
+    /// `cmath.atanh`
+    Atanh,
     /// `cmath.rect(r, phi)`: two floats
     Rect,
     /// `z ** w` with two complex operands, where `w` is not a small integer constant
@@ -787,6 +807,16 @@ impl ComplexOp {
             "sqrt" => ComplexOp::Sqrt,
             "sin" => ComplexOp::Sin,
             "cos" => ComplexOp::Cos,
+            "tan" => ComplexOp::Tan,
+            "asin" => ComplexOp::Asin,
+            "acos" => ComplexOp::Acos,
+            "atan" => ComplexOp::Atan,
+            "sinh" => ComplexOp::Sinh,
+            "cosh" => ComplexOp::Cosh,
+            "tanh" => ComplexOp::Tanh,
+            "asinh" => ComplexOp::Asinh,
+            "acosh" => ComplexOp::Acosh,
+            "atanh" => ComplexOp::Atanh,
             "phase" => ComplexOp::Phase,
             "rect" => ComplexOp::Rect,
             "isfinite" => ComplexOp::IsFinite,

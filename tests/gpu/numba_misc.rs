@@ -285,3 +285,286 @@ fn numba_xoroshiro128p_sequences() {
         }
     }
 }
+
+/// numba's complex functions (`numba/cpython/cmathimpl.py`, CPython's algorithms), on the
+/// host, as plain branching code: the reference for `numba_cmath_inverse_random`.
+mod cmath_ref {
+    pub type C = (f64, f64);
+    const THRES: f64 = f32::MAX as f64 / 4.0;
+
+    pub fn sqrt((a, b): C) -> C {
+        let thres = f64::MAX / (1.0 + std::f64::consts::SQRT_2);
+        if a == 0.0 && b == 0.0 || b.is_infinite() {
+            return (b.abs(), b);
+        }
+        if a.is_nan() {
+            return (a, a);
+        }
+        if a.is_infinite() {
+            // numba's `b - b`: 0 for a finite `b`, NaN for a NaN.
+            let bb = if b.is_nan() { f64::NAN } else { 0.0 };
+            return if a < 0.0 {
+                (bb.abs(), a.copysign(b))
+            } else {
+                (a, bb.copysign(b))
+            };
+        }
+        let scale = a.abs() >= thres || b.abs() >= thres;
+        let (a, b) = if scale { (a * 0.25, b * 0.25) } else { (a, b) };
+        let (re, im) = if a >= 0.0 {
+            let t = ((a + a.hypot(b)) * 0.5).sqrt();
+            (t, b / (2.0 * t))
+        } else {
+            let t = ((-a + a.hypot(b)) * 0.5).sqrt();
+            (b.abs() / (2.0 * t), t.copysign(b))
+        };
+        if scale { (re * 2.0, im) } else { (re, im) }
+    }
+
+    pub fn cosh((x, y): C) -> C {
+        if x.is_infinite() {
+            let (re, mut im) = if y.is_nan() || y == 0.0 {
+                (x.abs(), y)
+            } else {
+                (x.copysign(y.cos()), x.copysign(y.sin()))
+            };
+            if x < 0.0 {
+                im = -im;
+            }
+            return (re, im);
+        }
+        (y.cos() * x.cosh(), y.sin() * x.sinh())
+    }
+
+    pub fn sinh((x, y): C) -> C {
+        if x.is_infinite() {
+            if y.is_nan() {
+                return (x, y);
+            }
+            let (mut re, mut im) = (y.cos(), y.sin());
+            if re != 0.0 {
+                re *= x;
+            }
+            if im != 0.0 {
+                im *= x.abs();
+            }
+            return (re, im);
+        }
+        (y.cos() * x.sinh(), y.sin() * x.cosh())
+    }
+
+    pub fn tanh((x, y): C) -> C {
+        if x.is_infinite() {
+            let im = if y.is_infinite() {
+                0.0
+            } else {
+                0f64.copysign((2.0 * y).sin())
+            };
+            return (1f64.copysign(x), im);
+        }
+        let (tx, ty, cx) = (x.tanh(), y.tan(), 1.0 / x.cosh());
+        let txty = tx * ty;
+        let denom = 1.0 + txty * txty;
+        (tx * (1.0 + ty * ty) / denom, ((ty / denom) * cx) * cx)
+    }
+
+    fn log_abs_large(x: f64, y: f64) -> f64 {
+        (x * 0.5).hypot(y * 0.5).ln() + 4f64.ln()
+    }
+
+    pub fn acos((x, y): C) -> C {
+        if x.abs() > THRES || y.abs() > THRES {
+            return (y.abs().atan2(x), log_abs_large(x, y).copysign(-y));
+        }
+        let s1 = sqrt((1.0 - x, -y));
+        let s2 = sqrt((1.0 + x, y));
+        (2.0 * s1.0.atan2(s2.0), (s2.0 * s1.1 - s2.1 * s1.0).asinh())
+    }
+
+    pub fn acosh((x, y): C) -> C {
+        if x.abs() > THRES || y.abs() > THRES {
+            return (log_abs_large(x, y), y.atan2(x));
+        }
+        let s1 = sqrt((x - 1.0, y));
+        let s2 = sqrt((x + 1.0, y));
+        ((s1.0 * s2.0 + s1.1 * s2.1).asinh(), 2.0 * s1.1.atan2(s2.0))
+    }
+
+    pub fn asinh((x, y): C) -> C {
+        if x.abs() > THRES || y.abs() > THRES {
+            return (log_abs_large(x, y).copysign(x), y.atan2(x.abs()));
+        }
+        let s1 = sqrt((1.0 + y, -x));
+        let s2 = sqrt((1.0 - y, x));
+        (
+            (s1.0 * s2.1 - s2.0 * s1.1).asinh(),
+            y.atan2(s1.0 * s2.0 - s1.1 * s2.1),
+        )
+    }
+
+    pub fn atanh((x, y): C) -> C {
+        let negate = x < 0.0;
+        let (x, y) = if negate { (-x, -y) } else { (x, y) };
+        let ay = y.abs();
+        let large = THRES.sqrt();
+        let small = (f32::MIN_POSITIVE as f64).sqrt();
+        let (re, mut im) = if x.is_nan() || x > large || ay > large {
+            let re = if y.is_infinite() {
+                0f64.copysign(x)
+            } else if x.is_infinite() {
+                0.0
+            } else {
+                let h = (x * 0.5).hypot(y * 0.5);
+                x / 4.0 / h / h
+            };
+            (re, -std::f64::consts::FRAC_PI_2.copysign(-y))
+        } else if x == 1.0 && ay < small {
+            if ay == 0.0 {
+                (f64::INFINITY, y)
+            } else {
+                (
+                    -(ay.sqrt() / ay.hypot(2.0).sqrt()).ln(),
+                    (2f64.atan2(-ay) / 2.0).copysign(y),
+                )
+            }
+        } else {
+            let sqay = ay * ay;
+            let zr1 = 1.0 - x;
+            (
+                (4.0 * x / (zr1 * zr1 + sqay)).ln_1p() * 0.25,
+                -(-2.0 * y).atan2(zr1 * (1.0 + x) - sqay) * 0.5,
+            )
+        };
+        if y.is_nan() {
+            im = f64::NAN;
+        }
+        if negate { (-re, -im) } else { (re, im) }
+    }
+
+    /// `f(z) = -j g(jz)`.
+    fn circular(g: fn(C) -> C, (x, y): C) -> C {
+        let r = g((-y, x));
+        (r.1, -r.0)
+    }
+
+    pub fn all(z: C) -> [C; 10] {
+        let atan = {
+            let r = atanh((-z.1, z.0));
+            if z.0.is_infinite() && z.1.is_nan() {
+                (r.1, r.0)
+            } else {
+                (r.1, -r.0)
+            }
+        };
+        [
+            acos(z),
+            circular(asinh, z),
+            atan,
+            acosh(z),
+            asinh(z),
+            atanh(z),
+            sinh(z),
+            cosh(z),
+            tanh(z),
+            circular(tanh, z),
+        ]
+    }
+}
+
+/// Whether `got` is `want` within `tol` of its magnitude, NaNs and infinities included.
+fn complex_close(got: (f64, f64), want: (f64, f64), tol: f64) -> bool {
+    let scale = want.0.abs().max(want.1.abs());
+    [(got.0, want.0), (got.1, want.1)].iter().all(|&(g, w)| {
+        if w.is_nan() || g.is_nan() {
+            w.is_nan() && g.is_nan()
+        } else if w.is_infinite() || g.is_infinite() {
+            g == w
+        } else {
+            (g - w).abs() <= tol * scale.max(1e-300) || (g - w).abs() <= 1e-300
+        }
+    })
+}
+
+/// `cmath.acos` and numba's other inverse, hyperbolic and circular complex functions
+/// (numba-cuda's test_complex TestCMath) on random complex128 and complex64 values and
+/// special values, against numba's algorithms in Rust.
+#[test]
+fn numba_cmath_inverse_random() {
+    let Some(dev) = device("numba_cmath_inverse_random") else {
+        return;
+    };
+    let k = kernel(
+        &dev,
+        include_str!("../fixtures/numba/cmath_inverse.py"),
+        "kernel_func",
+        "complex128[:, ::1], complex128[::1]",
+    );
+    let k64 = kernel(
+        &dev,
+        include_str!("../fixtures/numba/cmath_acos_complex64.py"),
+        "kernel_func",
+        "complex64[::1], complex64[::1]",
+    );
+    let specials = [
+        (f64::INFINITY, 0.0),
+        (0.0, f64::INFINITY),
+        (f64::NEG_INFINITY, 1.0),
+        (f64::NAN, 1.0),
+        (1.0, f64::NAN),
+        (f64::INFINITY, f64::NAN),
+        (1.0, 0.0),
+        (-1.0, 0.0),
+        (1.0, 1e-25),
+        (0.0, 0.0),
+        (1e300, -1e300),
+        (-3e38, 2.0),
+        (1e20, 1e-3),
+        (2.0, 800.0),
+        (800.0, -2.0),
+    ];
+    let mut r = Rng(304);
+    let mut z: Vec<(f64, f64)> = specials.to_vec();
+    while z.len() < 3000 {
+        let s = [1.0, 4.0, 30.0][z.len() % 3];
+        z.push((f64::from(r.f32(-s, s)), f64::from(r.f32(-s, s))));
+    }
+    let n = z.len();
+    let (ob, oa) = array(
+        &dev,
+        &vec![(0f64, 0f64); 10 * n],
+        &[10, n as u64],
+        &[n as i64, 1],
+    );
+    let (_ab, aa) = vec1(&dev, &z);
+    k.launch(&[oa, aa], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let out: Vec<(f64, f64)> = from_bytes(&dev.download(&ob).expect("download"));
+    let names = [
+        "acos", "asin", "atan", "acosh", "asinh", "atanh", "sinh", "cosh", "tanh", "tan",
+    ];
+    for (i, &zi) in z.iter().enumerate() {
+        let want = cmath_ref::all(zi);
+        for (f, name) in names.iter().enumerate() {
+            let got = out[f * n + i];
+            assert!(
+                complex_close(got, want[f], 1e-12),
+                "cmath.{name}({zi:?}) = {got:?}, want {:?}",
+                want[f]
+            );
+        }
+    }
+    // complex64: computed in float64 and rounded once.
+    let z32: Vec<(f32, f32)> = z.iter().map(|&(a, b)| (a as f32, b as f32)).collect();
+    let (o32b, o32a) = vec1(&dev, &vec![(0f32, 0f32); n]);
+    let (_a32b, a32a) = vec1(&dev, &z32);
+    k64.launch(&[o32a, a32a], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let out32: Vec<(f32, f32)> = from_bytes(&dev.download(&o32b).expect("download"));
+    for (i, &(a, b)) in z32.iter().enumerate() {
+        let w = cmath_ref::acos((f64::from(a), f64::from(b)));
+        let got = (f64::from(out32[i].0), f64::from(out32[i].1));
+        let want = (w.0 as f32 as f64, w.1 as f32 as f64);
+        assert!(
+            complex_close(got, want, 2e-7),
+            "cmath.acos({a}, {b}) as complex64 = {got:?}, want {want:?}"
+        );
+    }
+}

@@ -7,6 +7,7 @@
 //! clang does for `__global__` functions, so their parameters match CUDA C++'s by-value ABI.
 //! Locals are allocas that the optimizer promotes to registers.
 
+mod cmath;
 mod numbers;
 
 use super::LowerError;

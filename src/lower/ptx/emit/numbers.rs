@@ -21,7 +21,7 @@ use inkwell::{FloatPredicate, IntPredicate};
 
 impl<'ctx> FnEmitter<'_, '_, 'ctx> {
     /// The real and imaginary parts of a complex value.
-    fn parts(&self, v: BasicValueEnum<'ctx>) -> R<(FloatValue<'ctx>, FloatValue<'ctx>)> {
+    pub(super) fn parts(&self, v: BasicValueEnum<'ctx>) -> R<(FloatValue<'ctx>, FloatValue<'ctx>)> {
         let v = v.into_vector_value();
         let i32t = self.e.ctx.i32_type();
         let re = self
@@ -36,7 +36,11 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
     }
 
     /// A complex value from its parts (both of the part type).
-    fn make_complex(&self, re: FloatValue<'ctx>, im: FloatValue<'ctx>) -> R<BasicValueEnum<'ctx>> {
+    pub(super) fn make_complex(
+        &self,
+        re: FloatValue<'ctx>,
+        im: FloatValue<'ctx>,
+    ) -> R<BasicValueEnum<'ctx>> {
         let vt = re.get_type().vec_type(2);
         let i32t = self.e.ctx.i32_type();
         let v = self
@@ -56,7 +60,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
 
     /// Calls a one- or two-argument libdevice function of the parts' width (`__nv_<base>f`
     /// for float32, `__nv_<base>` for float64).
-    fn libm(&mut self, base: &str, args: &[FloatValue<'ctx>]) -> R<FloatValue<'ctx>> {
+    pub(super) fn libm(&mut self, base: &str, args: &[FloatValue<'ctx>]) -> R<FloatValue<'ctx>> {
         let ft = args[0].get_type();
         let f32 = ft == self.e.ctx.f32_type();
         let name = format!("__nv_{base}{}", if f32 { "f" } else { "" });
@@ -359,6 +363,16 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             ComplexOp::New | ComplexOp::Rect | ComplexOp::Pow => {
                 return Err(err("complex construction and power handled above"));
             }
+            ComplexOp::Tan
+            | ComplexOp::Asin
+            | ComplexOp::Acos
+            | ComplexOp::Atan
+            | ComplexOp::Sinh
+            | ComplexOp::Cosh
+            | ComplexOp::Tanh
+            | ComplexOp::Asinh
+            | ComplexOp::Acosh
+            | ComplexOp::Atanh => self.cmath_function(op, first)?,
             ComplexOp::Real => x.into(),
             ComplexOp::Imag => y.into(),
             ComplexOp::Conj => {
