@@ -568,3 +568,35 @@ fn numba_cmath_inverse_random() {
         );
     }
 }
+
+/// numba-cuda's `intrinsic_forloop_step`: grid-stride `range` loops whose arguments mix
+/// int64 and uint64 count in int64; every element of a random-shaped array is written once.
+#[test]
+fn numba_range_mixed_signedness() {
+    let Some(dev) = device("numba_range_mixed_signedness") else {
+        return;
+    };
+    let k = kernel(
+        &dev,
+        include_str!("../fixtures/numba/range_mixed_sign.py"),
+        "intrinsic_forloop_step",
+        "int32[:, ::1]",
+    );
+    let mut r = Rng(305);
+    for _ in 0..4 {
+        let (h, w) = (r.i32(1, 300) as usize, r.i32(1, 300) as usize);
+        let (cb, ca) = array(
+            &dev,
+            &vec![-1i32; h * w],
+            &[h as u64, w as u64],
+            &[w as i64, 1],
+        );
+        k.launch(&[ca], [3, 2, 1], [16, 8, 1]);
+        let c: Vec<i32> = from_bytes(&dev.download(&cb).expect("download"));
+        for y in 0..h {
+            for x in 0..w {
+                assert_eq!(c[y * w + x], (x + y) as i32, "c[{y}, {x}] of {h}x{w}");
+            }
+        }
+    }
+}

@@ -1190,7 +1190,12 @@ impl FnCx<'_, '_> {
             .collect();
         let (ty, weak) = match strong.split_first() {
             None => (self.s.defaults.int, Some(Weak::Int)),
-            Some((first, rest)) => (rest.iter().fold(*first, |a, b| promote(a, *b)), None),
+            // int64 with uint64 promotes to float64; `range` counts in int64 then, as numba's
+            // `range_state64` does (it converts a uint64 argument to int64).
+            Some((first, rest)) => match rest.iter().fold(*first, |a, b| promote(a, *b)) {
+                t if t.is_integer() => (t, None),
+                _ => (Scalar::Int64, None),
+            },
         };
         let step_sign = step
             .konst
