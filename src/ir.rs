@@ -416,6 +416,10 @@ pub enum Intrinsic {
     /// `math.modf(x)`: `(fractional part, integral part)`, both with `x`'s sign (libdevice's
     /// `modf`)
     Modf,
+    /// numba's `libdevice.sincos(x)`: `(sin x, cos x)` (libdevice's `sincos`)
+    Sincos,
+    /// numba's `libdevice.sad(x, y, z)`: `|x - y| + z` on int32 (libdevice's `sad`)
+    Sad,
     /// `round(x, ndigits)` on a `float64` `x` and an `int64` `ndigits` → `float64`, by
     /// numba-cuda's `round_to_impl` (CPython's fallback `double_round`: scale by a power of
     /// ten, round half to even, scale back).

@@ -459,6 +459,8 @@ pub fn numba_libdevice_member(name: &str) -> Option<Builtin> {
         "frexp" => Some(Builtin::MathPair(Intrinsic::Frexp)),
         "ldexp" => Some(Builtin::MathPair(Intrinsic::Ldexp)),
         "modf" => Some(Builtin::MathPair(Intrinsic::Modf)),
+        "sincos" => Some(Builtin::MathPair(Intrinsic::Sincos)),
+        "sad" => Some(Builtin::MathPair(Intrinsic::Sad)),
         n => MathFn::from_name(n).map(Builtin::Math),
     };
     pair(name).or_else(|| name.strip_suffix('f').and_then(pair))

@@ -600,3 +600,76 @@ fn numba_range_mixed_signedness() {
         }
     }
 }
+
+/// numba's `libdevice.sad` and `libdevice.sincos` (numba-cuda's test_libdevice) on random
+/// inputs: `sad` exactly (`|x - y| + z` in 32 bits, arguments truncated to int32 as numba
+/// converts them), `sincos` against the host's `sin`/`cos`.
+#[test]
+fn numba_libdevice_sad_sincos_random() {
+    let Some(dev) = device("numba_libdevice_sad_sincos_random") else {
+        return;
+    };
+    let ks = kernel(
+        &dev,
+        include_str!("../fixtures/numba/libdevice_sad.py"),
+        "use_sad",
+        "int64[::1], int64[::1], int64[::1], int64[::1]",
+    );
+    let kc = kernel(
+        &dev,
+        include_str!("../fixtures/numba/libdevice_sincos.py"),
+        "use_sincos",
+        "float64[::1], float64[::1], float64[::1]",
+    );
+    let n = 5000usize;
+    let mut r = Rng(306);
+    let mut int = |big: bool| {
+        if big {
+            r.next() as i64
+        } else {
+            i64::from(r.i32(-100_000, 100_000))
+        }
+    };
+    let x: Vec<i64> = (0..n).map(|i| int(i % 7 == 0)).collect();
+    let y: Vec<i64> = (0..n).map(|i| int(i % 5 == 0)).collect();
+    let z: Vec<i64> = (0..n).map(|i| int(i % 3 == 0)).collect();
+    let (rb, ra) = vec1(&dev, &vec![0i64; n]);
+    let (_xb, xa) = vec1(&dev, &x);
+    let (_yb, ya) = vec1(&dev, &y);
+    let (_zb, za) = vec1(&dev, &z);
+    ks.launch(&[ra, xa, ya, za], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let got: Vec<i64> = from_bytes(&dev.download(&rb).expect("download"));
+    for i in 0..n {
+        let (a, b, c) = (x[i] as i32, y[i] as i32, z[i] as i32);
+        let d = if a < b {
+            (b as u32).wrapping_sub(a as u32)
+        } else {
+            (a as u32).wrapping_sub(b as u32)
+        };
+        let want = i64::from(d.wrapping_add(c as u32) as i32);
+        assert_eq!(got[i], want, "sad({}, {}, {})", x[i], y[i], z[i]);
+    }
+    let v: Vec<f64> = (0..n)
+        .map(|i| f64::from(r.f32(-10.0, 10.0)) * if i % 9 == 0 { 1e5 } else { 1.0 })
+        .collect();
+    let (sb, sa) = vec1(&dev, &vec![0f64; n]);
+    let (cb, ca) = vec1(&dev, &vec![0f64; n]);
+    let (_vb, va) = vec1(&dev, &v);
+    kc.launch(&[sa, ca, va], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let s: Vec<f64> = from_bytes(&dev.download(&sb).expect("download"));
+    let c: Vec<f64> = from_bytes(&dev.download(&cb).expect("download"));
+    for i in 0..n {
+        assert!(
+            (s[i] - v[i].sin()).abs() <= 1e-15,
+            "sin({}) = {}",
+            v[i],
+            s[i]
+        );
+        assert!(
+            (c[i] - v[i].cos()).abs() <= 1e-15,
+            "cos({}) = {}",
+            v[i],
+            c[i]
+        );
+    }
+}

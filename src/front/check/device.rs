@@ -690,7 +690,14 @@ impl FnCx<'_, '_> {
     /// numba's `ldexp(float, intc)` does.
     fn math_pair(&mut self, op: Intrinsic, c: &ast::ExprCall) -> Option<Val> {
         let span = sp(c);
-        let fname = format!("math.{}", op.name());
+        if op == Intrinsic::Sad {
+            return self.libdevice_sad(c);
+        }
+        let fname = if op == Intrinsic::Sincos {
+            "libdevice.sincos".to_string()
+        } else {
+            format!("math.{}", op.name())
+        };
         let n = if op == Intrinsic::Ldexp { 2 } else { 1 };
         let params: &[&str] = if n == 2 { &["x", "i"] } else { &["x"] };
         let a = self.bind(c, &fname, params, n)?;
@@ -739,6 +746,31 @@ impl FnCx<'_, '_> {
                 Some(self.intrinsic(op, vec![xe], t, span))
             }
         }
+    }
+
+    /// numba's `libdevice.sad(x, y, z)`: libdevice's `__nv_sad(int, int, int) -> int`, the
+    /// arguments converted to int32 as numba converts them to the declared parameter types.
+    fn libdevice_sad(&mut self, c: &ast::ExprCall) -> Option<Val> {
+        let span = sp(c);
+        let a = self.bind(c, "libdevice.sad", &["x", "y", "z"], 3)?;
+        let mut es = Vec::new();
+        for e in a.into_iter().flatten() {
+            let v = self.eval(e)?;
+            if !v
+                .ty
+                .as_scalar()
+                .is_some_and(|s| s.is_integer() || s == Scalar::Bool)
+            {
+                self.error(
+                    "E0207",
+                    v.span,
+                    format!("`libdevice.sad` takes integers, found {}", v.ty),
+                );
+                return None;
+            }
+            es.push(self.convert(&v, Scalar::Int32)?);
+        }
+        Some(self.intrinsic(Intrinsic::Sad, es, Type::Scalar(Scalar::Int32), span))
     }
 
     fn math_call(&mut self, f: MathFn, c: &ast::ExprCall) -> Option<Val> {
