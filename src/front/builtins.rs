@@ -41,6 +41,8 @@ pub enum Namespace {
     CupyxJit,
     /// `numpy` or `cupy`: only their dtype objects (`np.float32`) are usable in device code.
     Numpy,
+    /// Python's `operator` module: its arithmetic, bitwise and comparison functions.
+    Operator,
 }
 
 /// An entity provided by the compiler.
@@ -208,6 +210,10 @@ pub enum Builtin {
     Round,
     /// Python's `pow(x, y)`: the `**` operator (`pow(x, y, mod)` is E0603)
     Pow,
+    /// A binary function of Python's `operator` module (`operator.add` is `+`).
+    OperatorBinary(crate::ir::BinaryOp),
+    /// A unary function of Python's `operator` module: `neg`, `pos`, `invert`, `not_`.
+    OperatorUnary(OperatorUnary),
     /// numba's `cuda.const.array_like(ary)`: not available (E0602)
     NumbaConstArrayLike,
     /// cupyx's `@jit.rawkernel()`
@@ -614,6 +620,51 @@ pub fn device_member(name: &str) -> Option<Builtin> {
 pub fn is_planned_device_member(name: &str) -> bool {
     const PLANNED: &[&str] = &["align", "launch", "machine_representation", "ConstExpr"];
     PLANNED.contains(&name)
+}
+
+/// The unary functions of Python's `operator` module.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum OperatorUnary {
+    /// `operator.neg(x)`: `-x`
+    Neg,
+    /// `operator.pos(x)`: `+x`
+    Pos,
+    /// `operator.invert(x)` / `operator.inv(x)`: `~x`
+    Invert,
+    /// `operator.not_(x)`: `not x`
+    Not,
+}
+
+/// Members of Python's `operator` module known in device code: the operators as functions
+/// (`add`, `sub`, `mul`, `truediv`, `floordiv`, `mod`, `pow`, `lshift`, `rshift`, `and_`,
+/// `or_`, `xor`, the comparisons, `neg`, `pos`, `invert`/`inv`, `not_`).
+pub fn operator_member(name: &str) -> Option<Builtin> {
+    use crate::ir::BinaryOp as B;
+    Some(Builtin::OperatorBinary(match name {
+        "add" => B::Add,
+        "sub" => B::Sub,
+        "mul" => B::Mul,
+        "truediv" => B::Div,
+        "floordiv" => B::FloorDiv,
+        "mod" => B::Mod,
+        "pow" => B::Pow,
+        "lshift" => B::Shl,
+        "rshift" => B::Shr,
+        "and_" => B::BitAnd,
+        "or_" => B::BitOr,
+        "xor" => B::BitXor,
+        "eq" => B::Eq,
+        "ne" => B::Ne,
+        "lt" => B::Lt,
+        "le" => B::Le,
+        "gt" => B::Gt,
+        "ge" => B::Ge,
+        "neg" => return Some(Builtin::OperatorUnary(OperatorUnary::Neg)),
+        "pos" => return Some(Builtin::OperatorUnary(OperatorUnary::Pos)),
+        "invert" | "inv" => return Some(Builtin::OperatorUnary(OperatorUnary::Invert)),
+        "not_" => return Some(Builtin::OperatorUnary(OperatorUnary::Not)),
+        _ => return None,
+    }))
 }
 
 /// Python builtins available in device code.

@@ -222,6 +222,7 @@ impl ParsedModule {
                                 "cuda" => Item::Namespace(Namespace::Cuda),
                                 "math" => Item::Namespace(Namespace::Math),
                                 "cmath" => Item::Namespace(Namespace::Cmath),
+                                "operator" => Item::Namespace(Namespace::Operator),
                                 "numba" => Item::Namespace(Namespace::Numba),
                                 "numba.cuda" => Item::Namespace(Namespace::NumbaCuda),
                                 "cupyx.jit" => Item::Namespace(Namespace::CupyxJit),
@@ -246,6 +247,8 @@ impl ParsedModule {
                                 Item::Namespace(Namespace::Math)
                             } else if head == "cmath" {
                                 Item::Namespace(Namespace::Cmath)
+                            } else if head == "operator" {
+                                Item::Namespace(Namespace::Operator)
                             } else {
                                 Item::Foreign(head.to_string())
                             };
@@ -638,7 +641,8 @@ impl ParsedModule {
                     | Namespace::NumbaTypes
                     | Namespace::Cupyx
                     | Namespace::CupyxJit
-                    | Namespace::Numpy),
+                    | Namespace::Numpy
+                    | Namespace::Operator),
                 ) => dialect_member(ns, a.attr.id.as_str()),
                 Item::Namespace(Namespace::Device) => {
                     let n = a.attr.id.as_str();
@@ -1124,6 +1128,7 @@ fn dialect_namespace(module: &str) -> Option<Namespace> {
         "cupyx" => Namespace::Cupyx,
         "cupyx.jit" => Namespace::CupyxJit,
         "numpy" | "cupy" => Namespace::Numpy,
+        "operator" => Namespace::Operator,
         _ => return None,
     })
 }
@@ -1156,6 +1161,7 @@ pub(crate) fn dialect_member(ns: Namespace, attr: &str) -> Option<Item> {
         // NumPy's float constants (`np.nan`, `np.inf`, `np.pi`, `np.e`) are `math`'s.
         (Namespace::Numpy, "nan" | "inf" | "pi" | "e") => builtins::math_member(attr),
         (Namespace::Numpy, n) => numpy_scalar(n).map(|s| Item::Builtin(Builtin::Scalar(s))),
+        (Namespace::Operator, n) => builtins::operator_member(n).map(Item::Builtin),
         _ => None,
     }
 }

@@ -673,3 +673,57 @@ fn numba_libdevice_sad_sincos_random() {
         );
     }
 }
+
+/// Functions of Python's `operator` module (numba-cuda's test_operator) on random inputs.
+#[test]
+fn numba_operator_module_random() {
+    let Some(dev) = device("numba_operator_module_random") else {
+        return;
+    };
+    let k = kernel(
+        &dev,
+        include_str!("../fixtures/numba/operator_module.py"),
+        "foo",
+        "float64[::1], float64[::1], int64[::1]",
+    );
+    let n = 3000usize;
+    let mut r = Rng(307);
+    let a: Vec<f64> = (0..n).map(|_| f64::from(r.f32(-100.0, 100.0))).collect();
+    let b: Vec<f64> = (0..n).map(|_| f64::from(r.f32(-100.0, 100.0))).collect();
+    let m: Vec<i64> = (0..n)
+        .map(|_| i64::from(r.i32(-1_000_000, 1_000_000)))
+        .collect();
+    let (ab, aa) = vec1(&dev, &a);
+    let (bb, ba) = vec1(&dev, &b);
+    let (mb, ma) = vec1(&dev, &m);
+    k.launch(&[aa, ba, ma], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let ga: Vec<f64> = from_bytes(&dev.download(&ab).expect("download"));
+    let gb: Vec<f64> = from_bytes(&dev.download(&bb).expect("download"));
+    let gm: Vec<i64> = from_bytes(&dev.download(&mb).expect("download"));
+    for i in 0..n {
+        let sum = a[i] + b[i];
+        assert_eq!(ga[i], sum, "add at {i}");
+        assert_eq!(gb[i], -(sum * b[i]), "neg(mul) at {i}");
+        assert_eq!(gm[i], m[i].div_euclid(3) ^ (m[i] << 2), "ints at {i}");
+    }
+}
+
+/// `pred is True` on a bool argument (numba-cuda's test_issue5623) for both values.
+#[test]
+fn numba_is_on_bools() {
+    let Some(dev) = device("numba_is_on_bools") else {
+        return;
+    };
+    let k = kernel(
+        &dev,
+        include_str!("../fixtures/numba/is_compile_time.py"),
+        "foo",
+        "bool, int64[::1]",
+    );
+    for (pred, want) in [(true, [1i64, 1]), (false, [0, 666])] {
+        let (sb, sa) = vec1(&dev, &[0i64, 666]);
+        k.launch(&[ArgValue::Bool(pred), sa], [1, 1, 1], [1, 1, 1]);
+        let got: Vec<i64> = from_bytes(&dev.download(&sb).expect("download"));
+        assert_eq!(got, want, "pred = {pred}");
+    }
+}
