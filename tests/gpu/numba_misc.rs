@@ -727,3 +727,31 @@ fn numba_is_on_bools() {
         assert_eq!(got, want, "pred = {pred}");
     }
 }
+
+/// numba-cuda's `atomic_add_double_global_3`: an atomic add at a tuple-valued index `bin`,
+/// with the dead `if neg_idx:` branch pruned; every element of a random block-shaped array
+/// (strided, not contiguous) is incremented once.
+#[test]
+fn numba_atomic_tuple_index_random() {
+    let Some(dev) = device("numba_atomic_tuple_index_random") else {
+        return;
+    };
+    let k = kernel(
+        &dev,
+        include_str!("../fixtures/numba/atomic_tuple_index.py"),
+        "atomic_add_double_global_3",
+        "float64[:, :]",
+    );
+    let mut r = Rng(308);
+    for _ in 0..3 {
+        let (h, w) = (r.i32(1, 16) as usize, r.i32(1, 32) as usize);
+        // Column-major storage, so the view is not C-contiguous.
+        let init: Vec<f64> = (0..h * w).map(|_| f64::from(r.f32(-5.0, 5.0))).collect();
+        let (ab, aa) = array(&dev, &init, &[h as u64, w as u64], &[1, h as i64]);
+        k.launch(&[aa], [1, 1, 1], [h as u32, w as u32, 1]);
+        let got: Vec<f64> = from_bytes(&dev.download(&ab).expect("download"));
+        for i in 0..h * w {
+            assert_eq!(got[i], init[i] + 1.0, "element {i} of {h}x{w}");
+        }
+    }
+}
