@@ -755,3 +755,34 @@ fn numba_atomic_tuple_index_random() {
         }
     }
 }
+
+/// numba's vector constructors from vectors and numbers (numba-cuda's
+/// `test_fancy_creation_readout`), on random int8 components.
+#[test]
+fn numba_vector_from_vectors_random() {
+    let Some(dev) = device("numba_vector_from_vectors_random") else {
+        return;
+    };
+    let k = kernel(
+        &dev,
+        include_str!("../fixtures/numba/vector_from_vectors.py"),
+        "kernel",
+        "float64[::1], int8[::1]",
+    );
+    let mut r = Rng(309);
+    for _ in 0..5 {
+        let s: Vec<i8> = (0..4).map(|_| r.i32(-128, 128) as i8).collect();
+        let (o, t, h, f) = (
+            f64::from(s[0]),
+            f64::from(s[1]),
+            f64::from(s[2]),
+            f64::from(s[3]),
+        );
+        let (rb, ra) = vec1(&dev, &[0f64; 18]);
+        let (_sb, sa) = vec1(&dev, &s);
+        k.launch(&[ra, sa], [1, 1, 1], [1, 1, 1]);
+        let got: Vec<f64> = from_bytes(&dev.download(&rb).expect("download"));
+        let want = [o, o, h, o, t, h, t, h, t, h, f, t, h, o, o, t, h, h];
+        assert_eq!(got, want, "components {s:?}");
+    }
+}

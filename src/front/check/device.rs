@@ -1060,7 +1060,31 @@ impl FnCx<'_, '_> {
         let span = sp(c);
         let name = format!("{elem}x{len}");
         let args = self.args(c, &name, 0, usize::MAX)?;
-        if args.len() != len as usize {
+        // Each argument gives one element, or (numba dialect) a vector all of its elements, in
+        // order, as numba's vector constructors take them: `float32x4(f2, z, w)`.
+        let mut parts: Vec<Val> = Vec::new();
+        for a in &args {
+            match &a.ty {
+                Type::Scalar(_) => parts.push(a.clone()),
+                Type::Vector { elem: ae, len: al } if self.s.m.numba => {
+                    for k in 0..*al {
+                        let base = self.push(self.exprs[a.e].clone(), a.ty.clone(), a.span);
+                        let ety = Type::Scalar(*ae);
+                        let e = self.push(Expr::Extract(base, u32::from(k)), ety.clone(), a.span);
+                        parts.push(self.val(e, ety, a.span));
+                    }
+                }
+                other => {
+                    self.error(
+                        "E0207",
+                        a.span,
+                        format!("a {name} element cannot be made from {other}"),
+                    );
+                    return None;
+                }
+            }
+        }
+        if parts.len() != len as usize {
             self.diags.push(
                 Diagnostic::error(
                     "E0107",
@@ -1068,7 +1092,7 @@ impl FnCx<'_, '_> {
                     format!(
                         "`{name}` takes {len} element{}, but {} were given",
                         if len == 1 { "" } else { "s" },
-                        args.len()
+                        parts.len()
                     ),
                 )
                 .with_note("the number of arguments must equal the vector's size"),
@@ -1076,18 +1100,9 @@ impl FnCx<'_, '_> {
             return None;
         }
         let mut es = Vec::new();
-        for a in &args {
-            match a.ty.as_scalar() {
-                Some(_) => es.push(self.conversion(a.clone(), elem, a.span)?.e),
-                None => {
-                    self.error(
-                        "E0207",
-                        a.span,
-                        format!("a {name} element cannot be made from {}", a.ty),
-                    );
-                    return None;
-                }
-            }
+        for a in parts {
+            let sp_ = a.span;
+            es.push(self.conversion(a, elem, sp_)?.e);
         }
         let ty = Type::Vector { elem, len };
         let e = self.push(Expr::Tuple(es), ty.clone(), span);
