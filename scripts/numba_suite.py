@@ -314,6 +314,16 @@ class SourceBuilder:
             if not device:
                 raise Uncapturable(f"kernel `{name}` called from device code")
             self.add_function(inner, "@cuda.jit(device=True)", as_name=name)
+        elif isinstance(value, (np.integer, np.floating)):
+            # Checked before Python numbers: np.float64 is a subclass of float. int64 is the
+            # numba dialect's literal type (a literal keeps it usable as a shape); the others,
+            # float64 included, keep their dtype (`numpy.float64(x) * float32` is a float64,
+            # as numba types it, where a Python float would adapt to the float32).
+            text = repr(value.item()) if value.dtype.name == "int64" else \
+                f"numpy.{value.dtype.name}({value.item()!r})"
+            if self.bind(name, ("const", text)):
+                self.constants.append(f"{name} = {text}")
+                self._import("import numpy")
         elif isinstance(value, (bool, np.bool_)):
             if self.bind(name, ("const", repr(bool(value)))):
                 self.constants.append(f"{name} = {bool(value)!r}")

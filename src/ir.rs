@@ -416,6 +416,14 @@ pub enum Intrinsic {
     /// `math.modf(x)`: `(fractional part, integral part)`, both with `x`'s sign (libdevice's
     /// `modf`)
     Modf,
+    /// numba's `libdevice.sincos(x)`: `(sin x, cos x)` (libdevice's `sincos`)
+    Sincos,
+    /// numba's `libdevice.sad(x, y, z)`: `|x - y| + z` on int32 (libdevice's `sad`)
+    Sad,
+    /// `round(x, ndigits)` on a `float64` `x` and an `int64` `ndigits` → `float64`, by
+    /// numba-cuda's `round_to_impl` (CPython's fallback `double_round`: scale by a power of
+    /// ten, round half to even, scale back).
+    RoundDigits,
     /// A function of the `math` module.
     Math(MathFn),
     /// An operation on complex numbers (see [`ComplexOp`]).
@@ -761,6 +769,26 @@ pub enum ComplexOp {
     Sin,
     /// `cmath.cos`
     Cos,
+    /// `cmath.tan`
+    Tan,
+    /// `cmath.asin`
+    Asin,
+    /// `cmath.acos`
+    Acos,
+    /// `cmath.atan`
+    Atan,
+    /// `cmath.sinh`
+    Sinh,
+    /// `cmath.cosh`
+    Cosh,
+    /// `cmath.tanh`
+    Tanh,
+    /// `cmath.asinh`
+    Asinh,
+    /// `cmath.acosh`
+    Acosh,
+    /// `cmath.atanh`
+    Atanh,
     /// `cmath.rect(r, phi)`: two floats
     Rect,
     /// `z ** w` with two complex operands, where `w` is not a small integer constant
@@ -783,6 +811,16 @@ impl ComplexOp {
             "sqrt" => ComplexOp::Sqrt,
             "sin" => ComplexOp::Sin,
             "cos" => ComplexOp::Cos,
+            "tan" => ComplexOp::Tan,
+            "asin" => ComplexOp::Asin,
+            "acos" => ComplexOp::Acos,
+            "atan" => ComplexOp::Atan,
+            "sinh" => ComplexOp::Sinh,
+            "cosh" => ComplexOp::Cosh,
+            "tanh" => ComplexOp::Tanh,
+            "asinh" => ComplexOp::Asinh,
+            "acosh" => ComplexOp::Acosh,
+            "atanh" => ComplexOp::Atanh,
             "phase" => ComplexOp::Phase,
             "rect" => ComplexOp::Rect,
             "isfinite" => ComplexOp::IsFinite,

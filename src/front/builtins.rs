@@ -41,6 +41,8 @@ pub enum Namespace {
     CupyxJit,
     /// `numpy` or `cupy`: only their dtype objects (`np.float32`) are usable in device code.
     Numpy,
+    /// Python's `operator` module: its arithmetic, bitwise and comparison functions.
+    Operator,
 }
 
 /// An entity provided by the compiler.
@@ -204,8 +206,14 @@ pub enum Builtin {
     /// numba's cache-hinted loads `cuda.ldca/ldcg/ldcs/ldlu/ldcv(array, i)` (false) and
     /// stores `cuda.stcg/stcs/stwb/stwt(array, i, value)` (true): plain loads and stores
     NumbaCacheHint(bool),
-    /// Python's `round(x)`: the nearest integer, ties to even
+    /// Python's `round(x)`: the nearest integer, ties to even; `round(x, ndigits)`
     Round,
+    /// Python's `pow(x, y)`: the `**` operator (`pow(x, y, mod)` is E0603)
+    Pow,
+    /// A binary function of Python's `operator` module (`operator.add` is `+`).
+    OperatorBinary(crate::ir::BinaryOp),
+    /// A unary function of Python's `operator` module: `neg`, `pos`, `invert`, `not_`.
+    OperatorUnary(OperatorUnary),
     /// numba's `cuda.const.array_like(ary)`: not available (E0602)
     NumbaConstArrayLike,
     /// cupyx's `@jit.rawkernel()`
@@ -461,6 +469,8 @@ pub fn numba_libdevice_member(name: &str) -> Option<Builtin> {
         "frexp" => Some(Builtin::MathPair(Intrinsic::Frexp)),
         "ldexp" => Some(Builtin::MathPair(Intrinsic::Ldexp)),
         "modf" => Some(Builtin::MathPair(Intrinsic::Modf)),
+        "sincos" => Some(Builtin::MathPair(Intrinsic::Sincos)),
+        "sad" => Some(Builtin::MathPair(Intrinsic::Sad)),
         n => MathFn::from_name(n).map(Builtin::Math),
     };
     pair(name).or_else(|| name.strip_suffix('f').and_then(pair))
@@ -616,6 +626,51 @@ pub fn is_planned_device_member(name: &str) -> bool {
     PLANNED.contains(&name)
 }
 
+/// The unary functions of Python's `operator` module.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum OperatorUnary {
+    /// `operator.neg(x)`: `-x`
+    Neg,
+    /// `operator.pos(x)`: `+x`
+    Pos,
+    /// `operator.invert(x)` / `operator.inv(x)`: `~x`
+    Invert,
+    /// `operator.not_(x)`: `not x`
+    Not,
+}
+
+/// Members of Python's `operator` module known in device code: the operators as functions
+/// (`add`, `sub`, `mul`, `truediv`, `floordiv`, `mod`, `pow`, `lshift`, `rshift`, `and_`,
+/// `or_`, `xor`, the comparisons, `neg`, `pos`, `invert`/`inv`, `not_`).
+pub fn operator_member(name: &str) -> Option<Builtin> {
+    use crate::ir::BinaryOp as B;
+    Some(Builtin::OperatorBinary(match name {
+        "add" => B::Add,
+        "sub" => B::Sub,
+        "mul" => B::Mul,
+        "truediv" => B::Div,
+        "floordiv" => B::FloorDiv,
+        "mod" => B::Mod,
+        "pow" => B::Pow,
+        "lshift" => B::Shl,
+        "rshift" => B::Shr,
+        "and_" => B::BitAnd,
+        "or_" => B::BitOr,
+        "xor" => B::BitXor,
+        "eq" => B::Eq,
+        "ne" => B::Ne,
+        "lt" => B::Lt,
+        "le" => B::Le,
+        "gt" => B::Gt,
+        "ge" => B::Ge,
+        "neg" => return Some(Builtin::OperatorUnary(OperatorUnary::Neg)),
+        "pos" => return Some(Builtin::OperatorUnary(OperatorUnary::Pos)),
+        "invert" | "inv" => return Some(Builtin::OperatorUnary(OperatorUnary::Invert)),
+        "not_" => return Some(Builtin::OperatorUnary(OperatorUnary::Not)),
+        _ => return None,
+    }))
+}
+
 /// Python builtins available in device code.
 pub fn python_builtin(name: &str) -> Option<Builtin> {
     use Builtin::*;
@@ -630,6 +685,7 @@ pub fn python_builtin(name: &str) -> Option<Builtin> {
         "min" => Min,
         "max" => Max,
         "round" => Round,
+        "pow" => Pow,
         _ => return None,
     })
 }

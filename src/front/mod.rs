@@ -226,6 +226,7 @@ impl ParsedModule {
                                 "cuda" => Item::Namespace(Namespace::Cuda),
                                 "math" => Item::Namespace(Namespace::Math),
                                 "cmath" => Item::Namespace(Namespace::Cmath),
+                                "operator" => Item::Namespace(Namespace::Operator),
                                 "numba" => Item::Namespace(Namespace::Numba),
                                 "numba.cuda" => Item::Namespace(Namespace::NumbaCuda),
                                 "cupyx.jit" => Item::Namespace(Namespace::CupyxJit),
@@ -250,6 +251,8 @@ impl ParsedModule {
                                 Item::Namespace(Namespace::Math)
                             } else if head == "cmath" {
                                 Item::Namespace(Namespace::Cmath)
+                            } else if head == "operator" {
+                                Item::Namespace(Namespace::Operator)
                             } else {
                                 Item::Foreign(head.to_string())
                             };
@@ -651,7 +654,8 @@ impl ParsedModule {
                     | Namespace::NumbaTypes
                     | Namespace::Cupyx
                     | Namespace::CupyxJit
-                    | Namespace::Numpy),
+                    | Namespace::Numpy
+                    | Namespace::Operator),
                 ) => dialect_member(ns, a.attr.id.as_str()),
                 Item::Namespace(Namespace::Device) => {
                     let n = a.attr.id.as_str();
@@ -1135,6 +1139,7 @@ fn dialect_namespace(module: &str) -> Option<Namespace> {
         "cupyx" => Namespace::Cupyx,
         "cupyx.jit" => Namespace::CupyxJit,
         "numpy" | "cupy" => Namespace::Numpy,
+        "operator" => Namespace::Operator,
         _ => return None,
     })
 }
@@ -1174,6 +1179,7 @@ pub(crate) fn dialect_member(ns: Namespace, attr: &str) -> Option<Item> {
             .or_else(|| {
                 check::reduce::Reduce::from_function(n).map(|r| Item::Builtin(Builtin::NpReduce(r)))
             }),
+        (Namespace::Operator, n) => builtins::operator_member(n).map(Item::Builtin),
         _ => None,
     }
 }

@@ -10,6 +10,7 @@ mod arrays;
 mod const_arrays;
 mod host_device;
 mod interop;
+mod numba_misc;
 mod numba_suite;
 mod options;
 mod records;

@@ -2,6 +2,7 @@
 //! functions, which are instantiated for their argument types.
 
 use super::*;
+use crate::front::builtins::OperatorUnary;
 
 pub(super) fn builtin_name(b: Builtin) -> String {
     use Builtin::*;
@@ -31,6 +32,8 @@ pub(super) fn builtin_name(b: Builtin) -> String {
         Min => "min".into(),
         Max => "max".into(),
         Math(f) => format!("math.{}", f.name()),
+        OperatorBinary(op) => format!("operator.{}", operator_name(op)),
+        OperatorUnary(u) => format!("operator.{}", format!("{u:?}").to_lowercase()),
         other => {
             let s = format!("{other:?}");
             // CamelCase → snake_case, e.g. ShflDownSync → shfl_down_sync.
@@ -43,6 +46,32 @@ pub(super) fn builtin_name(b: Builtin) -> String {
             }
             out
         }
+    }
+}
+
+/// The `operator` module's name of a binary operator.
+fn operator_name(op: BinaryOp) -> &'static str {
+    match op {
+        BinaryOp::Add | BinaryOp::AddNoWrap => "add",
+        BinaryOp::Sub => "sub",
+        BinaryOp::Mul => "mul",
+        BinaryOp::Div => "truediv",
+        BinaryOp::FloorDiv => "floordiv",
+        BinaryOp::Mod => "mod",
+        BinaryOp::Pow => "pow",
+        BinaryOp::Shl => "lshift",
+        BinaryOp::Shr => "rshift",
+        BinaryOp::BitAnd => "and_",
+        BinaryOp::BitOr => "or_",
+        BinaryOp::BitXor => "xor",
+        BinaryOp::Eq => "eq",
+        BinaryOp::Ne => "ne",
+        BinaryOp::Lt => "lt",
+        BinaryOp::Le => "le",
+        BinaryOp::Gt => "gt",
+        BinaryOp::Ge => "ge",
+        BinaryOp::Min => "min",
+        BinaryOp::Max => "max",
     }
 }
 
@@ -254,6 +283,40 @@ impl FnCx<'_, '_> {
                     nonneg: !s.is_float(),
                     span,
                 })
+            }
+            Builtin::Pow => {
+                let a = self.bind(c, "pow", &["base", "exp", "mod"], 2)?;
+                if let Some(m) = a[2] {
+                    self.diags.push(
+                        Diagnostic::error(
+                            "E0603",
+                            sp(m),
+                            "`pow(x, y, mod)` (modular power) is not supported in device code",
+                        )
+                        .with_note("write `(x ** y) % mod`, or a loop of modular multiplications"),
+                    );
+                    return None;
+                }
+                let x = self.eval(a[0]?)?;
+                let y = self.eval(a[1]?)?;
+                self.binary(BinaryOp::Pow, x, y, span)
+            }
+            Builtin::OperatorBinary(op) => {
+                let a = self.bind(c, &name, &["a", "b"], 2)?;
+                let x = self.eval(a[0]?)?;
+                let y = self.eval(a[1]?)?;
+                self.binary(op, x, y, span)
+            }
+            Builtin::OperatorUnary(op) => {
+                let a = self.bind(c, &name, &["a"], 1)?;
+                let x = self.eval(a[0]?)?;
+                let op = match op {
+                    OperatorUnary::Neg => ast::UnaryOp::USub,
+                    OperatorUnary::Pos => ast::UnaryOp::UAdd,
+                    OperatorUnary::Invert => ast::UnaryOp::Invert,
+                    OperatorUnary::Not => ast::UnaryOp::Not,
+                };
+                self.unary(op, x, span)
             }
             Builtin::Min | Builtin::Max => {
                 let mut vals = self.args(c, &name, 1, usize::MAX)?;

@@ -691,7 +691,14 @@ impl FnCx<'_, '_> {
     /// numba's `ldexp(float, intc)` does.
     fn math_pair(&mut self, op: Intrinsic, c: &ast::ExprCall) -> Option<Val> {
         let span = sp(c);
-        let fname = format!("math.{}", op.name());
+        if op == Intrinsic::Sad {
+            return self.libdevice_sad(c);
+        }
+        let fname = if op == Intrinsic::Sincos {
+            "libdevice.sincos".to_string()
+        } else {
+            format!("math.{}", op.name())
+        };
         let n = if op == Intrinsic::Ldexp { 2 } else { 1 };
         let params: &[&str] = if n == 2 { &["x", "i"] } else { &["x"] };
         let a = self.bind(c, &fname, params, n)?;
@@ -740,6 +747,31 @@ impl FnCx<'_, '_> {
                 Some(self.intrinsic(op, vec![xe], t, span))
             }
         }
+    }
+
+    /// numba's `libdevice.sad(x, y, z)`: libdevice's `__nv_sad(int, int, int) -> int`, the
+    /// arguments converted to int32 as numba converts them to the declared parameter types.
+    fn libdevice_sad(&mut self, c: &ast::ExprCall) -> Option<Val> {
+        let span = sp(c);
+        let a = self.bind(c, "libdevice.sad", &["x", "y", "z"], 3)?;
+        let mut es = Vec::new();
+        for e in a.into_iter().flatten() {
+            let v = self.eval(e)?;
+            if !v
+                .ty
+                .as_scalar()
+                .is_some_and(|s| s.is_integer() || s == Scalar::Bool)
+            {
+                self.error(
+                    "E0207",
+                    v.span,
+                    format!("`libdevice.sad` takes integers, found {}", v.ty),
+                );
+                return None;
+            }
+            es.push(self.convert(&v, Scalar::Int32)?);
+        }
+        Some(self.intrinsic(Intrinsic::Sad, es, Type::Scalar(Scalar::Int32), span))
     }
 
     fn math_call(&mut self, f: MathFn, c: &ast::ExprCall) -> Option<Val> {
@@ -1040,7 +1072,31 @@ impl FnCx<'_, '_> {
         let span = sp(c);
         let name = format!("{elem}x{len}");
         let args = self.args(c, &name, 0, usize::MAX)?;
-        if args.len() != len as usize {
+        // Each argument gives one element, or (numba dialect) a vector all of its elements, in
+        // order, as numba's vector constructors take them: `float32x4(f2, z, w)`.
+        let mut parts: Vec<Val> = Vec::new();
+        for a in &args {
+            match &a.ty {
+                Type::Scalar(_) => parts.push(a.clone()),
+                Type::Vector { elem: ae, len: al } if self.s.m.numba => {
+                    for k in 0..*al {
+                        let base = self.push(self.exprs[a.e].clone(), a.ty.clone(), a.span);
+                        let ety = Type::Scalar(*ae);
+                        let e = self.push(Expr::Extract(base, u32::from(k)), ety.clone(), a.span);
+                        parts.push(self.val(e, ety, a.span));
+                    }
+                }
+                other => {
+                    self.error(
+                        "E0207",
+                        a.span,
+                        format!("a {name} element cannot be made from {other}"),
+                    );
+                    return None;
+                }
+            }
+        }
+        if parts.len() != len as usize {
             self.diags.push(
                 Diagnostic::error(
                     "E0107",
@@ -1048,7 +1104,7 @@ impl FnCx<'_, '_> {
                     format!(
                         "`{name}` takes {len} element{}, but {} were given",
                         if len == 1 { "" } else { "s" },
-                        args.len()
+                        parts.len()
                     ),
                 )
                 .with_note("the number of arguments must equal the vector's size"),
@@ -1056,18 +1112,9 @@ impl FnCx<'_, '_> {
             return None;
         }
         let mut es = Vec::new();
-        for a in &args {
-            match a.ty.as_scalar() {
-                Some(_) => es.push(self.conversion(a.clone(), elem, a.span)?.e),
-                None => {
-                    self.error(
-                        "E0207",
-                        a.span,
-                        format!("a {name} element cannot be made from {}", a.ty),
-                    );
-                    return None;
-                }
-            }
+        for a in parts {
+            let sp_ = a.span;
+            es.push(self.conversion(a, elem, sp_)?.e);
         }
         let ty = Type::Vector { elem, len };
         let e = self.push(Expr::Tuple(es), ty.clone(), span);

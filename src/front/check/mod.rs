@@ -729,7 +729,6 @@ impl FnCx<'_, '_> {
             return self.literal(inner, s, span);
         }
         let lit = match (c, s.kind()) {
-            (Const::Typed(..), _) => return None,
             (Const::Complex(re, im), Kind::Complex) => Literal::Complex(*re, *im),
             (c, Kind::Complex) if c.as_f64().is_some() => {
                 Literal::Complex(c.as_f64().unwrap_or(0.0), 0.0)
@@ -794,6 +793,7 @@ impl FnCx<'_, '_> {
                 self.error("E0207", span, format!("an array cannot be used as {s}"));
                 return None;
             }
+            (Const::Typed(..), _) => return None,
         };
         Some(self.push(Expr::Literal(lit), Type::Scalar(s), span))
     }

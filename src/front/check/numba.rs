@@ -287,15 +287,10 @@ impl FnCx<'_, '_> {
             }
             Builtin::Round => {
                 let a = self.bind(c, "round", &["number", "ndigits"], 1)?;
-                if let Some(nd) = a[1] {
-                    self.error(
-                        "E0601",
-                        sp(nd),
-                        "`round(x, ndigits)` is not supported yet; `round(x)` is",
-                    );
-                    return None;
-                }
                 let v = self.eval(a[0]?)?;
+                if let Some(nd) = a[1] {
+                    return self.round_digits(v, nd, span);
+                }
                 let Some(s) = v.ty.as_scalar() else {
                     self.error(
                         "E0207",
@@ -458,6 +453,52 @@ impl FnCx<'_, '_> {
             },
             span,
         });
+    }
+
+    /// `round(x, ndigits)` on a float `x` (float32 and float64, as numba-cuda's
+    /// `round_to_impl`; float16/bfloat16 are computed in float64 too): the result has `x`'s
+    /// type. An integer `x` or a non-integer `ndigits` is E0207.
+    fn round_digits(&mut self, v: Val, nd: &ast::Expr, span: Span) -> Option<Val> {
+        let n = self.eval(nd)?;
+        let s = match v.ty.as_scalar() {
+            Some(s) if s.is_float() && !s.is_fp8() => s,
+            Some(s) if s.is_float() => Scalar::Float32,
+            _ => {
+                self.error(
+                    "E0207",
+                    v.span,
+                    format!("`round(x, ndigits)` needs a float `x`, found {}", v.ty),
+                );
+                return None;
+            }
+        };
+        let s = if v.weak.is_some() {
+            self.s.defaults.float
+        } else {
+            s
+        };
+        if !matches!(n.ty.as_scalar(), Some(t) if t.kind() == Kind::Int || t.kind() == Kind::UInt) {
+            self.error(
+                "E0207",
+                n.span,
+                format!("`round`'s `ndigits` must be an integer, found {}", n.ty),
+            );
+            return None;
+        }
+        let x = self.convert(&v, Scalar::Float64)?;
+        let n = self.convert(&n, Scalar::Int64)?;
+        let f64t = Type::Scalar(Scalar::Float64);
+        let r = self.push(
+            Expr::Intrinsic(Intrinsic::RoundDigits, vec![x, n]),
+            f64t.clone(),
+            span,
+        );
+        let r = self.val(r, f64t, span);
+        if s == Scalar::Float64 {
+            return Some(r);
+        }
+        let e = self.convert(&r, s)?;
+        Some(self.val(e, Type::Scalar(s), span))
     }
 }
 

@@ -338,6 +338,17 @@ impl FnCx<'_, '_> {
                 );
                 return None;
             }
+            if matches!(op, ast::CmpOp::Is | ast::CmpOp::IsNot) {
+                let v = self.identity(left, right, *op == ast::CmpOp::IsNot, span)?;
+                acc = Some(match acc {
+                    None => v,
+                    Some(a) => {
+                        let e = self.push(Expr::And(a.e, v.e), bool_t.clone(), span);
+                        self.val(e, bool_t.clone(), span)
+                    }
+                });
+                continue;
+            }
             let op = match op {
                 ast::CmpOp::Eq => BinaryOp::Eq,
                 ast::CmpOp::NotEq => BinaryOp::Ne,
@@ -367,6 +378,42 @@ impl FnCx<'_, '_> {
             });
         }
         acc
+    }
+
+    /// `l is r` (`negate`: `is not`) as numba decides it at compile time from the types: with
+    /// `None` on one side, whether the other is `None` too; for two numbers, `==` when their
+    /// types are the same (a Python number taking the dialect's default type, `True` a
+    /// `bool`), otherwise `False`, as numba's `generic_is` falls back to `==` for immutable
+    /// values of one type. Anything else (arrays, tuples) is E0202.
+    fn identity(&mut self, l: &ast::Expr, r: &ast::Expr, negate: bool, span: Span) -> Option<Val> {
+        let none_l = matches!(l, ast::Expr::NoneLiteral(_));
+        let none_r = matches!(r, ast::Expr::NoneLiteral(_));
+        let answer = |cx: &mut Self, b: bool| cx.const_val(&Const::Bool(b != negate), span);
+        if none_l || none_r {
+            // A value is never `None` in device code (only a function's missing return is,
+            // and that cannot be compared).
+            return answer(self, none_l && none_r);
+        }
+        let lv = self.expr(l);
+        let rv = self.expr(r);
+        let (lv, rv) = (self.value_of(lv)?, self.value_of(rv)?);
+        let (Some(_), Some(_)) = (lv.ty.as_scalar(), rv.ty.as_scalar()) else {
+            self.error(
+                "E0202",
+                span,
+                format!(
+                    "`is` compares numbers or `None` in device code, found {} and {}",
+                    lv.ty, rv.ty
+                ),
+            );
+            return None;
+        };
+        let (lv, rv) = (self.concrete(lv)?, self.concrete(rv)?);
+        if lv.ty != rv.ty {
+            return answer(self, false);
+        }
+        let op = if negate { BinaryOp::Ne } else { BinaryOp::Eq };
+        self.binary(op, lv, rv, span)
     }
 
     pub(super) fn bool_op(&mut self, b: &ast::ExprBoolOp) -> Option<Val> {

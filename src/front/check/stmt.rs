@@ -334,6 +334,13 @@ impl FnCx<'_, '_> {
                 None => Vec::new(),
             };
         }
+        if let Some(decided) = self.constant_test(test) {
+            return if decided {
+                self.block(body)
+            } else {
+                self.if_chain(rest)
+            };
+        }
         let cond = self.cond(test);
         let then = self.block(body);
         let otherwise = self.if_chain(rest);
@@ -348,6 +355,40 @@ impl FnCx<'_, '_> {
             }],
             None => Vec::new(),
         }
+    }
+
+    /// numba's dead-branch pruning (numba dialect): an `if` whose test is a `bool` literal, a
+    /// compile-time argument (a constant the callee is specialized on, §15.1) or a module
+    /// constant keeps only the branch taken, so the other is neither typed nor compiled
+    /// (`if neg_idx: bin = (bin[0] % n, ...)` with `neg_idx=False` does not unify `bin`'s
+    /// type with the dead assignment's). `None` for any other test.
+    fn constant_test(&mut self, test: &ast::Expr) -> Option<bool> {
+        if !self.s.m.numba {
+            return None;
+        }
+        let c = match test {
+            ast::Expr::BooleanLiteral(b) => Const::Bool(b.value),
+            ast::Expr::Name(n) if !self.assigned.contains(n.id.as_str()) => {
+                match self.callee_item(test)? {
+                    Item::Const(c) => c,
+                    _ => return None,
+                }
+            }
+            _ => return None,
+        };
+        fn truth(c: &Const) -> Option<bool> {
+            Some(match c {
+                Const::Bool(b) => *b,
+                Const::Int(i) => *i != 0,
+                Const::Float(f) => *f != 0.0,
+                Const::Complex(re, im) => *re != 0.0 || *im != 0.0,
+                Const::Tuple(t) => !t.is_empty(),
+                Const::Typed(_, inner) => truth(inner)?,
+                // NumPy's truth of an array depends on its size; not a constant test.
+                Const::Array(_) => return None,
+            })
+        }
+        truth(&c)
     }
 
     /// `Some(decision)` when `test` is a `target(...)` call (`Some(None)` after an error);
@@ -1310,7 +1351,12 @@ impl FnCx<'_, '_> {
             .collect();
         let (ty, weak) = match strong.split_first() {
             None => (self.s.defaults.int, Some(Weak::Int)),
-            Some((first, rest)) => (rest.iter().fold(*first, |a, b| promote(a, *b)), None),
+            // int64 with uint64 promotes to float64; `range` counts in int64 then, as numba's
+            // `range_state64` does (it converts a uint64 argument to int64).
+            Some((first, rest)) => match rest.iter().fold(*first, |a, b| promote(a, *b)) {
+                t if t.is_integer() => (t, None),
+                _ => (Scalar::Int64, None),
+            },
         };
         let step_sign = step
             .konst

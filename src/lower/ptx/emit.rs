@@ -7,6 +7,7 @@
 //! clang does for `__global__` functions, so their parameters match CUDA C++'s by-value ABI.
 //! Locals are allocas that the optimizer promotes to registers.
 
+mod cmath;
 mod numbers;
 
 use super::LowerError;
@@ -1543,8 +1544,14 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 self.call1(f, &[vals[0].into(), vals[1].into(), vals[2].into()])?
             }
             Intrinsic::Math(f) => self.math(f, &vals)?,
-            Intrinsic::Ldexp | Intrinsic::Frexp | Intrinsic::Modf => {
+            Intrinsic::RoundDigits => self.round_digits(vals[0], vals[1])?,
+            Intrinsic::Ldexp | Intrinsic::Frexp | Intrinsic::Modf | Intrinsic::Sincos => {
                 self.math_pair(op, &vals, ty)?
+            }
+            Intrinsic::Sad => {
+                let i32t = self.e.ctx.i32_type();
+                let f = self.e.libdevice_fn("__nv_sad", i32t.into(), 3);
+                self.call1(f, &[vals[0].into(), vals[1].into(), vals[2].into()])?
             }
             Intrinsic::Complex(op) => self.complex_op(op, &vals)?,
             Intrinsic::DynamicSharedSize => self
@@ -2339,6 +2346,28 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         };
         let name = format!("__nv_{base}{suffix}");
         self.e.uses_libdevice = true;
+        if op == Intrinsic::Sincos {
+            // void __nv_sincos(double x, double *s, double *c)
+            let name = format!("__nv_sincos{suffix}");
+            let func = match self.e.module.get_function(&name) {
+                Some(f) => f,
+                None => self.e.module.add_function(
+                    &name,
+                    self.e
+                        .ctx
+                        .void_type()
+                        .fn_type(&[ft.into(), ptr.into(), ptr.into()], false),
+                    None,
+                ),
+            };
+            let s = self.entry_alloca(ft, "sin")?;
+            let c = self.entry_alloca(ft, "cos")?;
+            self.b()
+                .build_call(func, &[x.into(), s.into(), c.into()], "")?;
+            let sv = self.b().build_load(ft, s, "")?;
+            let cv = self.b().build_load(ft, c, "")?;
+            return self.pair_tuple(ty, [sv, cv]);
+        }
         let func = match self.e.module.get_function(&name) {
             Some(f) => f,
             None => self.e.module.add_function(
@@ -2358,13 +2387,22 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         let slot = self.entry_alloca(slot_ty, base)?;
         let first = self.call1(func, &[x.into(), slot.into()])?;
         let other = self.b().build_load(slot_ty, slot, "")?;
+        self.pair_tuple(ty, [first, other])
+    }
+
+    /// A two-element tuple value of type `ty`.
+    fn pair_tuple(
+        &mut self,
+        ty: &Type,
+        items: [BasicValueEnum<'ctx>; 2],
+    ) -> R<BasicValueEnum<'ctx>> {
         let st = self
             .e
             .ty(ty)
             .ok_or_else(|| err("math pair of None"))?
             .into_struct_type();
         let mut agg = st.get_undef().as_basic_value_enum();
-        for (i, v) in [first, other].into_iter().enumerate() {
+        for (i, v) in items.into_iter().enumerate() {
             let at = self.e.field_index(ty, i as u32);
             agg = self
                 .b()

@@ -21,7 +21,7 @@ use inkwell::{FloatPredicate, IntPredicate};
 
 impl<'ctx> FnEmitter<'_, '_, 'ctx> {
     /// The real and imaginary parts of a complex value.
-    fn parts(&self, v: BasicValueEnum<'ctx>) -> R<(FloatValue<'ctx>, FloatValue<'ctx>)> {
+    pub(super) fn parts(&self, v: BasicValueEnum<'ctx>) -> R<(FloatValue<'ctx>, FloatValue<'ctx>)> {
         let v = v.into_vector_value();
         let i32t = self.e.ctx.i32_type();
         let re = self
@@ -36,7 +36,11 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
     }
 
     /// A complex value from its parts (both of the part type).
-    fn make_complex(&self, re: FloatValue<'ctx>, im: FloatValue<'ctx>) -> R<BasicValueEnum<'ctx>> {
+    pub(super) fn make_complex(
+        &self,
+        re: FloatValue<'ctx>,
+        im: FloatValue<'ctx>,
+    ) -> R<BasicValueEnum<'ctx>> {
         let vt = re.get_type().vec_type(2);
         let i32t = self.e.ctx.i32_type();
         let v = self
@@ -56,7 +60,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
 
     /// Calls a one- or two-argument libdevice function of the parts' width (`__nv_<base>f`
     /// for float32, `__nv_<base>` for float64).
-    fn libm(&mut self, base: &str, args: &[FloatValue<'ctx>]) -> R<FloatValue<'ctx>> {
+    pub(super) fn libm(&mut self, base: &str, args: &[FloatValue<'ctx>]) -> R<FloatValue<'ctx>> {
         let ft = args[0].get_type();
         let f32 = ft == self.e.ctx.f32_type();
         let name = format!("__nv_{base}{}", if f32 { "f" } else { "" });
@@ -359,6 +363,16 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             ComplexOp::New | ComplexOp::Rect | ComplexOp::Pow => {
                 return Err(err("complex construction and power handled above"));
             }
+            ComplexOp::Tan
+            | ComplexOp::Asin
+            | ComplexOp::Acos
+            | ComplexOp::Atan
+            | ComplexOp::Sinh
+            | ComplexOp::Cosh
+            | ComplexOp::Tanh
+            | ComplexOp::Asinh
+            | ComplexOp::Acosh
+            | ComplexOp::Atanh => self.cmath_function(op, first)?,
             ComplexOp::Real => x.into(),
             ComplexOp::Imag => y.into(),
             ComplexOp::Conj => {
@@ -456,6 +470,102 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 self.make_complex(re, im)?
             }
         })
+    }
+
+    /// `round(x, ndigits)` (`x` a `double`, `ndigits` an `i64`) exactly as numba-cuda's
+    /// `round_to_impl` computes it, so that results match bit for bit:
+    ///
+    /// ```text
+    /// x infinite or NaN: x
+    /// ndigits >= 0: pow1 = 10.0 ** (ndigits - 22), pow2 = 1e22 if ndigits > 22
+    ///               else pow1 = 10.0 ** ndigits, pow2 = 1.0
+    ///               y = (x * pow1) * pow2; y infinite: x
+    /// ndigits < 0:  pow1 = 10.0 ** -ndigits; y = x / pow1
+    /// z = float(llrint(y)); if |y - z| == 0.5: z = 2.0 * float(llrint(y / 2.0))
+    /// ndigits >= 0: (z / pow2) / pow1, else z * pow1
+    /// ```
+    ///
+    /// `10.0 ** e` is numba's `int_power_impl`: repeated squaring (exact up to `1e22`, and
+    /// the same roundings as numba's above), `math.pow` beyond `e = 0x10000` (infinite).
+    pub(super) fn round_digits(
+        &mut self,
+        x: BasicValueEnum<'ctx>,
+        n: BasicValueEnum<'ctx>,
+    ) -> R<BasicValueEnum<'ctx>> {
+        let x = x.into_float_value();
+        let n = n.into_int_value();
+        let ft = x.get_type();
+        let it = n.get_type();
+        let fabs = self.e.intrinsic("llvm.fabs", &[ft.into()])?;
+        let llrint = {
+            self.e.uses_libdevice = true;
+            match self.e.module.get_function("__nv_llrint") {
+                Some(f) => f,
+                None => {
+                    self.e
+                        .module
+                        .add_function("__nv_llrint", it.fn_type(&[ft.into()], false), None)
+                }
+            }
+        };
+        let inf = ft.const_float(f64::INFINITY);
+        let one = ft.const_float(1.0);
+        let b = self.b();
+        let nonneg = b.build_int_compare(IntPredicate::SGE, n, it.const_zero(), "")?;
+        let big = b.build_int_compare(IntPredicate::SGT, n, it.const_int(22, false), "")?;
+        let big = b.build_and(nonneg, big, "")?;
+        let n22 = b.build_int_sub(n, it.const_int(22, false), "")?;
+        let neg_n = b.build_int_neg(n, "")?;
+        let e = b.build_select(big, n22, n, "")?.into_int_value();
+        let e = b.build_select(nonneg, e, neg_n, "")?.into_int_value();
+        // 10.0 ** e by repeated squaring over e's low 17 bits (e <= 0x10000 here).
+        let mut r = one;
+        let mut a = ft.const_float(10.0);
+        for bit in 0..17u64 {
+            let b = self.b();
+            let m = b.build_and(e, it.const_int(1 << bit, false), "")?;
+            let set = b.build_int_compare(IntPredicate::NE, m, it.const_zero(), "")?;
+            let ra = b.build_float_mul(r, a, "")?;
+            r = b.build_select(set, ra, r, "")?.into_float_value();
+            a = b.build_float_mul(a, a, "")?;
+        }
+        let b = self.b();
+        let huge = b.build_int_compare(IntPredicate::SGT, e, it.const_int(0x10000, false), "")?;
+        let pow1 = b.build_select(huge, inf, r, "")?.into_float_value();
+        let pow2 = b
+            .build_select(big, ft.const_float(1e22), one, "")?
+            .into_float_value();
+        let y_pos = b.build_float_mul(b.build_float_mul(x, pow1, "")?, pow2, "")?;
+        let y_neg = b.build_float_div(x, pow1, "")?;
+        let y = b.build_select(nonneg, y_pos, y_neg, "")?.into_float_value();
+        let to_f = |cx: &mut Self, v: FloatValue<'ctx>| -> R<FloatValue<'ctx>> {
+            let i = cx.call1(llrint, &[v.into()])?.into_int_value();
+            Ok(cx.b().build_signed_int_to_float(i, ft, "")?)
+        };
+        let z = to_f(self, y)?;
+        let half_y = self.b().build_float_mul(y, ft.const_float(0.5), "")?;
+        let z_half = to_f(self, half_y)?;
+        let b = self.b();
+        let diff = b.build_float_sub(y, z, "")?;
+        let diff = self.call1(fabs, &[diff.into()])?.into_float_value();
+        let b = self.b();
+        let tie = b.build_float_compare(FloatPredicate::OEQ, diff, ft.const_float(0.5), "")?;
+        let z_even = b.build_float_mul(ft.const_float(2.0), z_half, "")?;
+        let z = b.build_select(tie, z_even, z, "")?.into_float_value();
+        let back_pos = b.build_float_div(b.build_float_div(z, pow2, "")?, pow1, "")?;
+        let back_neg = b.build_float_mul(z, pow1, "")?;
+        let res = b
+            .build_select(nonneg, back_pos, back_neg, "")?
+            .into_float_value();
+        // x itself where x is not finite, or where scaling it up overflows.
+        let ax = self.call1(fabs, &[x.into()])?.into_float_value();
+        let ay = self.call1(fabs, &[y_pos.into()])?.into_float_value();
+        let b = self.b();
+        let x_finite = b.build_float_compare(FloatPredicate::OLT, ax, inf, "")?;
+        let y_inf = b.build_float_compare(FloatPredicate::OEQ, ay, inf, "")?;
+        let overflow = b.build_and(nonneg, y_inf, "")?;
+        let res = b.build_select(overflow, x, res, "")?.into_float_value();
+        Ok(b.build_select(x_finite, res, x, "")?)
     }
 
     /// The `i8` constant of an fp8 value (rounded once from the exact constant).
