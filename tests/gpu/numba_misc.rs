@@ -276,7 +276,11 @@ fn numba_xoroshiro128p_sequences() {
                     "uniform draw {i} (float64 {wide})"
                 );
             } else {
-                let tol = if wide { 1e-13 } else { 4e-6 };
+                // numba draws both uniforms of `xoroshiro128p_normal_float64` as float32 and
+                // takes `math.log` of a float32 (libdevice `logf`, 1 ulp, where Rust's `ln`
+                // rounds correctly): a float32 ulp of the log, ~6e-8 relative, reaches the
+                // float64 result too.
+                let tol = if wide { 3e-7 } else { 4e-6 };
                 assert!(
                     (g - w).abs() <= tol * w.abs().max(1.0),
                     "normal draw {i} (float64 {wide}): {g} vs {w}"
@@ -544,9 +548,18 @@ fn numba_cmath_inverse_random() {
     for (i, &zi) in z.iter().enumerate() {
         let want = cmath_ref::all(zi);
         for (f, name) in names.iter().enumerate() {
-            let got = out[f * n + i];
+            let mut got = out[f * n + i];
+            let mut want_f = want[f];
+            // C99 Annex G (which CPython's tables follow) leaves the sign of an infinite
+            // part unspecified when the other part is NaN (`cacos(∞ + iNaN) = NaN ± i∞`):
+            // it depends on the sign a NaN carries through `neg.f64`, which PTX leaves
+            // unspecified. Compare magnitudes there.
+            if zi.0.is_nan() != zi.1.is_nan() && (zi.0.is_infinite() || zi.1.is_infinite()) {
+                got = (got.0.abs(), got.1.abs());
+                want_f = (want_f.0.abs(), want_f.1.abs());
+            }
             assert!(
-                complex_close(got, want[f], 1e-12),
+                complex_close(got, want_f, 1e-12),
                 "cmath.{name}({zi:?}) = {got:?}, want {:?}",
                 want[f]
             );
@@ -560,8 +573,13 @@ fn numba_cmath_inverse_random() {
     let out32: Vec<(f32, f32)> = from_bytes(&dev.download(&o32b).expect("download"));
     for (i, &(a, b)) in z32.iter().enumerate() {
         let w = cmath_ref::acos((f64::from(a), f64::from(b)));
-        let got = (f64::from(out32[i].0), f64::from(out32[i].1));
-        let want = (w.0 as f32 as f64, w.1 as f32 as f64);
+        let mut got = (f64::from(out32[i].0), f64::from(out32[i].1));
+        let mut want = (w.0 as f32 as f64, w.1 as f32 as f64);
+        // As above: the sign of an infinity beside a NaN is unspecified.
+        if a.is_nan() != b.is_nan() && (a.is_infinite() || b.is_infinite()) {
+            got = (got.0.abs(), got.1.abs());
+            want = (want.0.abs(), want.1.abs());
+        }
         assert!(
             complex_close(got, want, 2e-7),
             "cmath.acos({a}, {b}) as complex64 = {got:?}, want {want:?}"
