@@ -313,7 +313,17 @@ class SourceBuilder:
             device = opts.get("device", getattr(value, "_device", True))
             if not device:
                 raise Uncapturable(f"kernel `{name}` called from device code")
-            self.add_function(inner, "@cuda.jit(device=True)", as_name=name)
+            # A device function compiled eagerly for one signature of numbers
+            # (`cuda.jit("(int64, int64)", device=True)`) converts its arguments to it: keep
+            # the signature. Several eager signatures (overloads) are left to specialization.
+            decorator = "@cuda.jit(device=True)"
+            if getattr(value, "_can_compile", True) is False:
+                keys = list(getattr(value, "overloads", {}) or {})
+                if len(keys) == 1 and all(
+                        isinstance(t, (nbtypes.Integer, nbtypes.Float, nbtypes.Boolean))
+                        for t in keys[0]):
+                    decorator = '@cuda.jit("(' + ", ".join(str(t) for t in keys[0]) + ')", device=True)'
+            self.add_function(inner, decorator, as_name=name)
         elif isinstance(value, (np.integer, np.floating)):
             # Checked before Python numbers: np.float64 is a subclass of float. int64 is the
             # numba dialect's literal type (a literal keeps it usable as a shape); the others,

@@ -934,7 +934,26 @@ impl ParsedModule {
     ) -> Result<(Vec<crate::types::Type>, Option<crate::types::Type>), String> {
         use crate::types::Type;
         match e {
-            Expr::StringLiteral(s) => crate::types::signature::parse_signature(s.value.to_str()),
+            Expr::StringLiteral(s) => {
+                let text = s.value.to_str().trim();
+                // numba's `"(int64, int64)"`: argument types without a result type, not
+                // one tuple argument.
+                let mut depth = 0i32;
+                let closes_at = text.char_indices().find_map(|(i, ch)| {
+                    depth += match ch {
+                        '(' => 1,
+                        ')' => -1,
+                        _ => 0,
+                    };
+                    (depth == 0).then_some(i)
+                });
+                match closes_at {
+                    Some(i) if text.starts_with('(') && i + 1 == text.len() => {
+                        crate::types::signature::parse_signature(&text[1..i])
+                    }
+                    _ => crate::types::signature::parse_signature(text),
+                }
+            }
             Expr::Call(c) => {
                 let ret = match self.resolve_static(&c.func) {
                     Some(Item::Builtin(Builtin::Void)) => Type::None,

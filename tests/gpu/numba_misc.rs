@@ -804,3 +804,41 @@ fn numba_vector_from_vectors_random() {
         assert_eq!(got, want, "components {s:?}");
     }
 }
+
+/// numba-cuda's `test_explicit_signatures_device_unsafe`: a device function compiled for
+/// `(int64, int64)` converts float64 arguments to int64 (truncating) before adding them,
+/// as numba's device calls do; random arguments of both signs against that rule.
+#[test]
+fn numba_device_explicit_signature_converts_arguments() {
+    let Some(dev) = device("numba_device_explicit_signature_converts_arguments") else {
+        return;
+    };
+    let k = kernel(
+        &dev,
+        include_str!("../fixtures/numba/device_explicit_signature.py"),
+        "f",
+        "int64[::1], float64, float64",
+    );
+    let mut r = Rng(309);
+    let mut cases = vec![(1.5, 2.5), (-1.5, 0.75), (0.999, 0.999)];
+    while cases.len() < 64 {
+        cases.push((
+            f64::from(r.f32(-1.0e6, 1.0e6)),
+            f64::from(r.f32(-1.0e6, 1.0e6)),
+        ));
+    }
+    for (x, y) in cases {
+        let (rb, ra) = vec1(&dev, &[0i64]);
+        k.launch(
+            &[ra, ArgValue::Float(x), ArgValue::Float(y)],
+            [1, 1, 1],
+            [1, 1, 1],
+        );
+        let got: Vec<i64> = from_bytes(&dev.download(&rb).expect("download"));
+        assert_eq!(
+            got[0],
+            x.trunc() as i64 + y.trunc() as i64,
+            "add_device({x}, {y})"
+        );
+    }
+}

@@ -745,6 +745,30 @@ impl FnCx<'_, '_> {
             args.push(v);
             positions.push(i);
         }
+        // numba: a device function given one explicit signature (`cuda.jit("(int64, int64)",
+        // device=True)`) is compiled for those types only, and a call converts its number
+        // arguments to them, unsafe casts included, as numba's device calls do (§15.3).
+        if self.s.m.numba
+            && decl.options.external.is_none()
+            && let Some(sig) = decl.signature.clone().or(decl.options.signature.clone())
+            && sig.len() == params.len()
+        {
+            for (j, v) in args.iter_mut().enumerate() {
+                if let (Type::Scalar(want), Type::Scalar(_)) = (&sig[positions[j]], &v.ty)
+                    && v.ty != Type::Scalar(*want)
+                {
+                    let e = self.convert(v, *want)?;
+                    *v = Val {
+                        e,
+                        ty: Type::Scalar(*want),
+                        weak: None,
+                        konst: None,
+                        nonneg: false,
+                        span: v.span,
+                    };
+                }
+            }
+        }
         let mut types: Vec<Type> = args.iter().map(|v| v.ty.clone()).collect();
         if let Some(ext) = &decl.options.external {
             types = self.extern_args(decl, ext, &mut args)?;
