@@ -712,6 +712,18 @@ impl FnCx<'_, '_> {
         }
     }
 
+    /// A hidden integer local of type `ty`, set to 0 by a statement appended to `out`: the
+    /// counter of a loop the checker builds.
+    fn counter_from_zero(&mut self, ty: &Type, span: Span, out: &mut Block) -> Handle<Local> {
+        let ctr = self.new_temp(ty.clone(), span);
+        let zero = self.push(Expr::Literal(Literal::Int(0)), ty.clone(), span);
+        out.push(Stmt {
+            kind: StmtKind::Assign(ctr, zero),
+            span,
+        });
+        ctr
+    }
+
     fn new_temp(&mut self, ty: Type, span: Span) -> Handle<Local> {
         self.temps += 1;
         self.locals.append(

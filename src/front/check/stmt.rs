@@ -1771,12 +1771,7 @@ impl FnCx<'_, '_> {
                 span,
             });
         }
-        let ctr = self.new_temp(i64t.clone(), span);
-        let zero = self.push(Expr::Literal(Literal::Int(0)), i64t.clone(), span);
-        out.push(Stmt {
-            kind: StmtKind::Assign(ctr, zero),
-            span,
-        });
+        let ctr = self.counter_from_zero(&i64t, span, out);
         let c = self.push(Expr::Local(ctr), i64t.clone(), span);
         let n = self.push(Expr::Local(count), i64t.clone(), span);
         let cond = self.push(Expr::Binary(BinaryOp::Lt, c, n), bool_t, span);
@@ -1935,12 +1930,7 @@ impl FnCx<'_, '_> {
             kind: StmtKind::Assign(tmp, v.e),
             span,
         });
-        let ctr = self.new_temp(i32t.clone(), span);
-        let zero = self.push(Expr::Literal(Literal::Int(0)), i32t.clone(), span);
-        out.push(Stmt {
-            kind: StmtKind::Assign(ctr, zero),
-            span,
-        });
+        let ctr = self.counter_from_zero(&i32t, span, out);
         let c = self.push(Expr::Local(ctr), i32t.clone(), span);
         let lim = self.push(Expr::Literal(Literal::Int(n as i128)), i32t.clone(), span);
         let cond = self.push(Expr::Binary(BinaryOp::Lt, c, lim), bool_t.clone(), span);
