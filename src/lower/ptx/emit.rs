@@ -467,15 +467,24 @@ impl<'ctx> Emitter<'_, 'ctx> {
                 dib.create_debug_location(self.ctx, line as u32, 0, sp.as_debug_info_scope(), None);
             self.builder.set_current_debug_location(loc);
         }
+        // A parameter the body never assigns stays an SSA value; every other local is a
+        // stack slot (which SROA promotes). Leaving the optimizer fewer slots to split and
+        // fewer loads to forward makes small kernels compile ~N% faster.
+        let assigned = assigned_locals(f);
         let mut locals = Vec::new();
         for (i, (_, l)) in f.locals.iter().enumerate() {
+            if f.kind == FunctionKind::Kernel && i < f.params && !assigned[i] {
+                // Filled in with the parameter's value below.
+                locals.push(LocalSlot::Unset);
+                continue;
+            }
             let t = self.mem_type(&l.ty);
             let slot = self.builder.build_alloca(t, &l.name)?;
             // Parameters are stored below; every other local starts at zero.
             if i >= f.params {
                 self.builder.build_store(slot, t.const_zero())?;
             }
-            locals.push(slot);
+            locals.push(LocalSlot::Memory(slot));
         }
         let kernel = f.kind == FunctionKind::Kernel;
         for (i, l) in f.param_locals().enumerate() {
@@ -504,7 +513,12 @@ impl<'ctx> Emitter<'_, 'ctx> {
             } else {
                 p
             };
-            self.builder.build_store(locals[l.index()], v)?;
+            match locals[l.index()] {
+                LocalSlot::Memory(slot) => {
+                    self.builder.build_store(slot, v)?;
+                }
+                _ => locals[l.index()] = LocalSlot::Value(v),
+            }
         }
         let mut fx = FnEmitter {
             e: self,
@@ -619,11 +633,54 @@ impl<'ctx> Emitter<'_, 'ctx> {
 /// (`line << 32 | column`).
 type BoundsCheck<'ctx> = (IntValue<'ctx>, u64);
 
+/// Where a local lives.
+#[derive(Copy, Clone)]
+enum LocalSlot<'ctx> {
+    /// A stack slot (in memory representation), for locals that are assigned.
+    Memory(PointerValue<'ctx>),
+    /// The value of a parameter the body never assigns (in memory representation).
+    Value(BasicValueEnum<'ctx>),
+    /// A parameter's value, before the entry block reads it.
+    Unset,
+}
+
+/// Which locals some statement of `f` assigns (indexed like `f.locals`).
+fn assigned_locals(f: &Function) -> Vec<bool> {
+    fn walk(block: &[Stmt], out: &mut [bool]) {
+        for s in block {
+            match &s.kind {
+                StmtKind::Assign(l, _) => out[l.index()] = true,
+                StmtKind::If {
+                    then, otherwise, ..
+                } => {
+                    walk(then, out);
+                    walk(otherwise, out);
+                }
+                StmtKind::Loop {
+                    body, continuing, ..
+                } => {
+                    walk(body, out);
+                    walk(continuing, out);
+                }
+                StmtKind::Eval(_)
+                | StmtKind::Store { .. }
+                | StmtKind::StoreRef { .. }
+                | StmtKind::Break
+                | StmtKind::Continue
+                | StmtKind::Return(_) => {}
+            }
+        }
+    }
+    let mut out = vec![false; f.locals.len()];
+    walk(&f.body, &mut out);
+    out
+}
+
 struct FnEmitter<'a, 'b, 'ctx> {
     e: &'a mut Emitter<'b, 'ctx>,
     f: &'a Function,
     llfn: FunctionValue<'ctx>,
-    locals: Vec<PointerValue<'ctx>>,
+    locals: Vec<LocalSlot<'ctx>>,
     /// (continue target, break target) of enclosing loops.
     loops: Vec<(BasicBlock<'ctx>, BasicBlock<'ctx>)>,
 }
@@ -684,7 +741,10 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             StmtKind::Assign(l, e) => {
                 if let Some(v) = self.expr(*e)? {
                     let v = self.mem_repr(v, &self.f.locals[*l].ty)?;
-                    self.b().build_store(self.locals[l.index()], v)?;
+                    let LocalSlot::Memory(slot) = self.locals[l.index()] else {
+                        return Err(err("assignment to a local without a stack slot"));
+                    };
+                    self.b().build_store(slot, v)?;
                 }
             }
             StmtKind::Store {
@@ -882,9 +942,13 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 if lt == &Type::None {
                     return Ok(None);
                 }
-                let v = self
-                    .b()
-                    .build_load(self.e.mem_type(lt), self.locals[l.index()], "")?;
+                let v = match self.locals[l.index()] {
+                    LocalSlot::Memory(slot) => {
+                        self.b().build_load(self.e.mem_type(lt), slot, "")?
+                    }
+                    LocalSlot::Value(v) => v,
+                    LocalSlot::Unset => return Err(err("a parameter without a value")),
+                };
                 self.reg_repr(v, lt)?
             }
             Expr::Unary(op, a) => {
