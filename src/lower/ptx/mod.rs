@@ -13,7 +13,6 @@ use super::Arch;
 use crate::ir::Program;
 use inkwell::OptimizationLevel;
 use inkwell::context::Context;
-use inkwell::llvm_sys::core::LLVMContextSetDiscardValueNames;
 use inkwell::targets::{
     CodeModel, InitializationConfig, RelocMode, Target, TargetMachine, TargetTriple,
 };
@@ -22,6 +21,7 @@ use pipeline::{Backend, Detached};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt;
+use std::rc::Rc;
 use std::sync::Once;
 
 /// What went wrong in the back end. These are not the user's fault (except a missing
@@ -125,19 +125,26 @@ fn with_backend<R>(arch: Arch, opt: u8, f: impl FnOnce(&Backend) -> R) -> Result
                 2 => OptimizationLevel::Default,
                 _ => OptimizationLevel::Aggressive,
             };
-            let tm = target
-                .create_target_machine(
-                    &triple,
-                    &cpu.to_string(),
-                    &format!("+ptx{maj}{min}"),
-                    level,
-                    RelocMode::Default,
-                    CodeModel::Default,
-                )
-                .ok_or_else(|| {
-                    LowerError::Llvm(format!("cannot create a target machine for {arch}"))
-                })?;
-            e.insert(Backend::new(tm, opt));
+            let machine = |level| {
+                target
+                    .create_target_machine(
+                        &triple,
+                        &cpu.to_string(),
+                        &format!("+ptx{maj}{min}"),
+                        level,
+                        RelocMode::Default,
+                        CodeModel::Default,
+                    )
+                    .ok_or_else(|| {
+                        LowerError::Llvm(format!("cannot create a target machine for {arch}"))
+                    })
+            };
+            // Loop-free leaf modules are code-generated at -O2 (see `pipeline::Shape`).
+            let light = match level {
+                OptimizationLevel::Aggressive => Some(machine(OptimizationLevel::Default)?),
+                _ => None,
+            };
+            e.insert(Backend::new(machine(level)?, light, opt));
         }
         Ok(f(&m[&key]))
     })
@@ -173,13 +180,12 @@ pub(crate) fn compile_with(
     emit: Emit,
     pipeline: Pipeline,
 ) -> Result<String, LowerError> {
-    let ctx = Context::create();
-    if emit == Emit::Ptx {
-        // PTX never shows value names, so LLVM need not keep them (it spends ~4% of a small
-        // kernel's compile on naming otherwise).
-        // SAFETY: the context is live; this only sets a flag on it.
-        unsafe { LLVMContextSetDiscardValueNames(ctx.raw(), 1) };
-    }
+    // PTX modules share a context that discards value names; LLVM IR for inspection gets
+    // a context of its own, which keeps them.
+    let ctx = match emit {
+        Emit::Ptx => with_backend(options.arch, options.opt_level, |b| b.context())?,
+        Emit::LlvmIr => Rc::new(Context::create()),
+    };
     let module = ctx.create_module("pydevice");
     module.set_triple(&TargetTriple::create(TRIPLE));
     with_backend(options.arch, options.opt_level, |b| {
@@ -192,23 +198,26 @@ pub(crate) fn compile_with(
     module
         .verify()
         .map_err(|e| LowerError::Llvm(format!("invalid LLVM IR: {}", e.to_string())))?;
-    let ir = with_backend(options.arch, options.opt_level, |b| {
-        b.optimize(&module, pipeline);
-        match emit {
+    let (shape, ir) = with_backend(options.arch, options.opt_level, |b| {
+        let shape = b.optimize(&module, pipeline);
+        let ir = match emit {
             Emit::LlvmIr => {
                 let text = module.print_to_string().to_string();
                 b.forget(&module);
                 Some(text)
             }
             Emit::Ptx => None,
-        }
+        };
+        (shape, ir)
     })?;
     if let Some(text) = ir {
         return Ok(text);
     }
     // The code generator keeps the module (and its context) alive: see `pipeline`.
     let module = Detached::module(module).with_context(ctx);
-    let ptx = with_backend(options.arch, options.opt_level, |b| b.emit_ptx(module))??;
+    let ptx = with_backend(options.arch, options.opt_level, |b| {
+        b.emit_ptx(module, shape)
+    })??;
     Ok(retarget(ptx, options.arch))
 }
 
@@ -294,7 +303,7 @@ mod tests {
 
     #[test]
     fn the_leaf_pipeline_gives_ptx_no_longer_than_the_full_pipeline() {
-        let mut leaves = 0;
+        let (mut leaves, mut straight) = (0, 0);
         let mut worse = Vec::new();
         for (name, program, arch) in fixture_programs() {
             let options = PtxOptions { arch, opt_level: 3 };
@@ -303,7 +312,9 @@ mod tests {
             let before = pipeline::LEAF_RUNS.with(|n| n.get());
             let auto =
                 compile_with(&program, &options, Emit::Ptx, Pipeline::Auto).expect("auto pipeline");
-            leaves += pipeline::LEAF_RUNS.with(|n| n.get()) - before;
+            let after = pipeline::LEAF_RUNS.with(|n| n.get());
+            leaves += after.0 - before.0;
+            straight += after.1 - before.1;
             if work(&auto) > work(&full) {
                 worse.push(format!("{name}: {} > {}", work(&auto), work(&full)));
             }
@@ -317,6 +328,10 @@ mod tests {
             leaves >= 20,
             "only {leaves} fixtures took the leaf pipeline"
         );
-        eprintln!("{leaves} fixtures took the leaf pipeline");
+        assert!(
+            straight >= 20,
+            "only {straight} fixtures took the loop-free leaf pipeline"
+        );
+        eprintln!("{leaves} fixtures took the leaf pipeline, {straight} of them loop-free");
     }
 }

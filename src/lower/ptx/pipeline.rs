@@ -2,7 +2,9 @@
 //!
 //! For a module holding a single function that calls nothing (most kernels before any
 //! helper is inlined: `vector_add`, `saxpy`), the optimizer skips the interprocedural part
-//! of LLVM's pipeline; see [`Pipeline`].
+//! of LLVM's pipeline; if that function has no loop either, it runs a straight-line pipeline
+//! (one round of the function simplification passes) and code generation runs at `-O2` (see
+//! [`Pipeline`], [`Shape`]). Every fixture's PTX is checked against the whole pipeline's.
 //!
 //! Setting up LLVM's new pass manager (a PassBuilder with every analysis registered) costs
 //! about as much as optimizing a small kernel, and assembling the legacy code-generation pass
@@ -13,19 +15,22 @@
 //! clears it. A [`Backend`] therefore keeps every module it generated code for alive
 //! ([`Detached`]) until it replaces its code generator, which it does every
 //! [`MODULES_PER_CODEGEN`] modules, so no function address is reused while the old code
-//! generator could still match it. A `Backend` owns its [`TargetMachine`] and is deliberately
+//! generator could still match it. PTX compiles also share an LLVM context, a fresh one
+//! every [`MODULES_PER_CODEGEN`] modules; each module holds a share of its context, which
+//! is freed with the last of them. A `Backend` owns its [`TargetMachine`] and is deliberately
 //! neither `Send` nor `Sync`: it lives in a thread-local cache (see `super::with_backend`).
 
 use super::LowerError;
 use inkwell::context::Context;
-use inkwell::llvm_sys::core::{LLVMContextDispose, LLVMDisposeModule};
-use inkwell::llvm_sys::prelude::{LLVMContextRef, LLVMModuleRef};
+use inkwell::llvm_sys::core::{LLVMContextSetDiscardValueNames, LLVMDisposeModule};
+use inkwell::llvm_sys::prelude::LLVMModuleRef;
 use inkwell::llvm_sys::target_machine::LLVMTargetMachineRef;
 use inkwell::module::Module;
 use inkwell::targets::TargetMachine;
 use std::cell::RefCell;
 use std::ffi::{c_char, c_void};
 use std::marker::PhantomData;
+use std::rc::Rc;
 
 unsafe extern "C" {
     fn pydevice_optimizer_new(tm: LLVMTargetMachineRef, opt_level: u32) -> *mut c_void;
@@ -54,10 +59,26 @@ pub(crate) enum Pipeline {
     Full,
 }
 
+/// Which pipeline the optimizer chose for a module (see pipeline.cpp).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Shape {
+    /// LLVM's whole per-module pipeline; code generation at the back end's level.
+    Full,
+    /// A leaf module with a loop: the leaf pipeline; code generation at the back end's level.
+    Leaf,
+    /// A loop-free leaf module: the leaf pipeline less its loop and vectorization stages,
+    /// and code generation at `-O2` at most, whose only difference from `-O3` (EarlyCSE
+    /// instead of GVN among the IR passes before instruction selection) leaves such
+    /// straight-line code unchanged on every fixture (a test compares).
+    StraightLeaf,
+}
+
 #[cfg(test)]
 thread_local! {
-    /// How many modules this thread optimized with the leaf pipeline (for tests).
-    pub(crate) static LEAF_RUNS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// How many modules this thread optimized with the leaf pipeline, and how many of those
+    /// were loop-free (for tests).
+    pub(crate) static LEAF_RUNS: std::cell::Cell<(usize, usize)> =
+        const { std::cell::Cell::new((0, 0)) };
 }
 
 /// How many modules one code generator serves before it is replaced (and the modules it
@@ -65,11 +86,17 @@ thread_local! {
 /// with its context, keeps a few hundred KiB alive until then.
 pub(crate) const MODULES_PER_CODEGEN: usize = 32;
 
-/// An LLVM module and the context it lives in, owned through raw handles so that it can
-/// outlive the compile that built it.
+/// How many modules one LLVM context serves before the back end starts a fresh one. Sharing
+/// a context saves creating and destroying one per compile (~1.5% of a small kernel's) and
+/// lets later modules find their types and constants already made.
+const MODULES_PER_CONTEXT: usize = MODULES_PER_CODEGEN;
+
+/// An LLVM module and (a share of) the context it lives in, owned through a raw handle so
+/// that it can outlive the compile that built it.
 pub(crate) struct Detached {
     module: LLVMModuleRef,
-    context: LLVMContextRef,
+    // Dropped (the context freed with its last module) after `drop` disposes the module.
+    _context: Rc<Context>,
 }
 
 impl Detached {
@@ -87,26 +114,20 @@ impl Detached {
 pub(crate) struct ModuleWithoutContext(LLVMModuleRef);
 
 impl ModuleWithoutContext {
-    /// Takes ownership of `context`, which must be the context the module was created in,
-    /// holding no other module.
-    pub(crate) fn with_context(self, context: Context) -> Detached {
-        let context_ref = context.raw();
-        std::mem::forget(context);
+    /// Keeps a share of `context`, which must be the context the module was created in.
+    pub(crate) fn with_context(self, context: Rc<Context>) -> Detached {
         Detached {
             module: self.0,
-            context: context_ref,
+            _context: context,
         }
     }
 }
 
 impl Drop for Detached {
     fn drop(&mut self) {
-        // SAFETY: both handles are owned here (their inkwell owners were forgotten in `new`),
-        // and the module is disposed before its context.
-        unsafe {
-            LLVMDisposeModule(self.module);
-            LLVMContextDispose(self.context);
-        }
+        // SAFETY: the module is owned here (its inkwell owner was forgotten), and its context
+        // is alive: this holds a share of it, released only after this.
+        unsafe { LLVMDisposeModule(self.module) }
     }
 }
 
@@ -127,26 +148,50 @@ impl Drop for CodeGen {
 /// A target machine with its optimization and code-generation pipelines, built once.
 pub(crate) struct Backend {
     optimizer: *mut c_void,
-    codegen: RefCell<Option<CodeGen>>,
-    // Dropped after the optimizer and the code generator, which point into it.
+    /// The code generator of `machine`, and the one of `light` (straight-line leaves).
+    codegens: [RefCell<Option<CodeGen>>; 2],
+    // Dropped after the optimizer and the code generators, which point into them.
     machine: TargetMachine,
+    /// The same target at code-generation level `-O2`, where `machine` is at `-O3`.
+    light: Option<TargetMachine>,
+    /// The context that PTX compiles create their modules in, and how many it has served.
+    context: RefCell<(Rc<Context>, usize)>,
     // Raw LLVM handles: keep the backend on the thread that built it.
     _not_send: PhantomData<*mut ()>,
 }
 
 impl Backend {
-    /// Builds the optimization pipeline for `machine` at `opt_level` (0 to 3).
-    pub(crate) fn new(machine: TargetMachine, opt_level: u8) -> Backend {
+    /// Builds the optimization pipeline for `machine` at `opt_level` (0 to 3). `light`, if
+    /// given, is the same target with code generation at `-O2`, for loop-free leaf modules.
+    pub(crate) fn new(
+        machine: TargetMachine,
+        light: Option<TargetMachine>,
+        opt_level: u8,
+    ) -> Backend {
         // SAFETY: the target machine is live; the optimizer keeps a pointer to it, and
         // `Backend` frees the optimizer before dropping `machine`.
         let optimizer =
             unsafe { pydevice_optimizer_new(machine.as_mut_ptr(), u32::from(opt_level.min(3))) };
         Backend {
             optimizer,
-            codegen: RefCell::new(None),
+            codegens: [RefCell::new(None), RefCell::new(None)],
             machine,
+            light,
+            context: RefCell::new((ptx_context(), 0)),
             _not_send: PhantomData,
         }
+    }
+
+    /// The context for a new PTX compile's module: shared with up to
+    /// [`MODULES_PER_CONTEXT`] modules, and set to discard value names (PTX never shows
+    /// them, and LLVM otherwise spends ~4% of a small kernel's compile naming SROA's pieces).
+    pub(crate) fn context(&self) -> Rc<Context> {
+        let mut slot = self.context.borrow_mut();
+        if slot.1 >= MODULES_PER_CONTEXT {
+            *slot = (ptx_context(), 0);
+        }
+        slot.1 += 1;
+        Rc::clone(&slot.0)
     }
 
     /// The target machine the pipelines were built for.
@@ -154,17 +199,27 @@ impl Backend {
         &self.machine
     }
 
-    /// Runs the optimization pipeline on `module` (which must verify); says whether it was
-    /// the leaf pipeline.
-    pub(crate) fn optimize(&self, module: &Module<'_>, pipeline: Pipeline) -> bool {
+    /// Runs the optimization pipeline on `module` (which must verify); says which.
+    pub(crate) fn optimize(&self, module: &Module<'_>, pipeline: Pipeline) -> Shape {
         let allow_leaf = i32::from(pipeline == Pipeline::Auto);
         // SAFETY: the optimizer is live; it clears its analyses after the run, so nothing
         // in it refers to `module` afterwards.
-        let leaf =
-            unsafe { pydevice_optimizer_run(self.optimizer, module.as_mut_ptr(), allow_leaf) != 0 };
+        let shape = match unsafe {
+            pydevice_optimizer_run(self.optimizer, module.as_mut_ptr(), allow_leaf)
+        } {
+            2 => Shape::StraightLeaf,
+            1 => Shape::Leaf,
+            _ => Shape::Full,
+        };
         #[cfg(test)]
-        LEAF_RUNS.with(|n| n.set(n.get() + usize::from(leaf)));
-        leaf
+        LEAF_RUNS.with(|n| {
+            let (leaves, straight) = n.get();
+            n.set((
+                leaves + usize::from(shape != Shape::Full),
+                straight + usize::from(shape == Shape::StraightLeaf),
+            ))
+        });
+        shape
     }
 
     /// Forgets what the target cached about `module`, which was optimized but will not be
@@ -174,10 +229,13 @@ impl Backend {
         unsafe { pydevice_forget_module(module.as_mut_ptr()) }
     }
 
-    /// Generates PTX for `module` (optimized). The backend keeps the module alive as long
-    /// as the code generator that saw it.
-    pub(crate) fn emit_ptx(&self, module: Detached) -> Result<String, LowerError> {
-        let mut slot = self.codegen.borrow_mut();
+    /// Generates PTX for `module`, optimized into `shape`. The backend keeps the module
+    /// alive as long as the code generator that saw it.
+    pub(crate) fn emit_ptx(&self, module: Detached, shape: Shape) -> Result<String, LowerError> {
+        let (machine, mut slot) = match (&self.light, shape) {
+            (Some(light), Shape::StraightLeaf) => (light, self.codegens[1].borrow_mut()),
+            _ => (&self.machine, self.codegens[0].borrow_mut()),
+        };
         if slot
             .as_ref()
             .is_some_and(|c| c.seen.len() >= MODULES_PER_CODEGEN)
@@ -186,7 +244,7 @@ impl Backend {
         }
         if slot.is_none() {
             // SAFETY: the target machine outlives the code generator (field order above).
-            let handle = unsafe { pydevice_codegen_new(self.machine.as_mut_ptr()) };
+            let handle = unsafe { pydevice_codegen_new(machine.as_mut_ptr()) };
             if handle.is_null() {
                 return Err(LowerError::Llvm(
                     "the NVPTX target cannot emit assembly".into(),
@@ -218,11 +276,21 @@ impl Backend {
     }
 }
 
+/// A fresh context that discards value names.
+fn ptx_context() -> Rc<Context> {
+    let context = Context::create();
+    // SAFETY: the context is live; this only sets a flag on it.
+    unsafe { LLVMContextSetDiscardValueNames(context.raw(), 1) };
+    Rc::new(context)
+}
+
 impl Drop for Backend {
     fn drop(&mut self) {
-        // The code generator (and the modules it saw) first, then the optimizer; the target
-        // machine, a field, is dropped after this.
-        self.codegen.get_mut().take();
+        // The code generators (and the modules they saw) first, then the optimizer; the
+        // target machines, fields, are dropped after this.
+        for codegen in &mut self.codegens {
+            codegen.get_mut().take();
+        }
         // SAFETY: the handle came from pydevice_optimizer_new and is freed exactly once.
         unsafe { pydevice_optimizer_free(self.optimizer) }
     }
