@@ -334,4 +334,30 @@ mod tests {
         );
         eprintln!("{leaves} fixtures took the leaf pipeline, {straight} of them loop-free");
     }
+
+    #[test]
+    fn skipping_the_straight_line_passes_leaves_every_loop_free_fixture_unchanged() {
+        let mut compared = 0;
+        let mut changed = Vec::new();
+        for (name, program, arch) in fixture_programs() {
+            let options = PtxOptions { arch, opt_level: 3 };
+            let before = pipeline::LEAF_RUNS.with(|n| n.get()).1;
+            let skipped = compile(&program, &options, Emit::Ptx).expect("compile");
+            if pipeline::LEAF_RUNS.with(|n| n.get()).1 == before {
+                continue; // not a loop-free leaf: nothing is skipped
+            }
+            pipeline::KEEP_STRAIGHT_LINE_PASSES.with(|k| k.set(true));
+            let kept = compile(&program, &options, Emit::Ptx);
+            pipeline::KEEP_STRAIGHT_LINE_PASSES.with(|k| k.set(false));
+            if kept.expect("compile") != skipped {
+                changed.push(name);
+            }
+            compared += 1;
+        }
+        assert!(
+            changed.is_empty(),
+            "skipping the straight-line passes changed the PTX of {changed:?}"
+        );
+        assert!(compared >= 20, "only {compared} loop-free leaf fixtures");
+    }
 }

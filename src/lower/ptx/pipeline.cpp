@@ -29,7 +29,9 @@
 #include <llvm/Analysis/CFG.h>
 #include <llvm/ADT/SmallString.h>
 #include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
+#include <llvm/IR/OptBisect.h>
 #include <llvm/IR/PassManager.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/CBindingWrapping.h>
@@ -152,6 +154,30 @@ FunctionPassManager straight_line_pipeline() {
   return f;
 }
 
+// What the code generator's IR passes skip in a loop-free leaf module. Before instruction
+// selection NVPTX runs the "straight-line scalar optimizations" (constant-offset splitting
+// of GEPs, strength reduction, n-ary reassociation), each followed by an EarlyCSE, and a
+// last EarlyCSE before load/store vectorization. N-ary reassociation looks for sums whose
+// parts are already computed elsewhere, which unrolled loops make and the straight-line
+// optimizer pipeline (Reassociate, then GVN) leaves none of; the EarlyCSE runs after it find
+// nothing for the same reason. On every loop-free fixture the PTX is byte-identical with and
+// without them (a test in mod.rs compares); they cost ~6% of a small kernel's compile,
+// mostly the scalar evolution n-ary reassociation builds. Strength reduction and the
+// EarlyCSE after it do change such code (`negative_index`), so they stay. Passes are known
+// by their legacy names; if a later LLVM renames them, nothing is skipped.
+class StraightLineGate final : public OptPassGate {
+ public:
+  bool shouldRunPass(StringRef pass, StringRef) override {
+    if (pass == "Nary reassociation") return false;
+    if (pass == "Early CSE") return ++early_cse_ == 1;
+    return true;
+  }
+  bool isEnabled() const override { return true; }
+
+ private:
+  unsigned early_cse_ = 0;
+};
+
 TargetMachine *target_machine(LLVMTargetMachineRef tm) {
   return reinterpret_cast<TargetMachine *>(tm);
 }
@@ -223,12 +249,25 @@ void *pydevice_codegen_new(LLVMTargetMachineRef tm) {
   return c;
 }
 
-// Generates PTX for `module` (already optimized; its data layout set). The text stays valid
-// until the next call on `handle`. The module must stay alive until `handle` is freed.
-void pydevice_codegen_run(void *handle, LLVMModuleRef module, const char **text, size_t *len) {
+// Generates PTX for `module` (already optimized; its data layout set). With `straight_line`
+// (a loop-free leaf module), the passes `StraightLineGate` names are skipped. The text stays
+// valid until the next call on `handle`. The module must stay alive until `handle` is freed.
+void pydevice_codegen_run(void *handle, LLVMModuleRef module, int straight_line, const char **text,
+                          size_t *len) {
   auto *c = static_cast<CodeGen *>(handle);
   c->text.clear();
-  c->passes.run(*unwrap(module));
+  Module &m = *unwrap(module);
+  if (straight_line) {
+    // The gate belongs to the context, which other modules share: set it for this run only.
+    LLVMContext &ctx = m.getContext();
+    OptPassGate &previous = ctx.getOptPassGate();
+    StraightLineGate gate;
+    ctx.setOptPassGate(gate);
+    c->passes.run(m);
+    ctx.setOptPassGate(previous);
+  } else {
+    c->passes.run(m);
+  }
   *text = c->text.data();
   *len = c->text.size();
 }

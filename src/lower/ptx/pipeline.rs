@@ -40,6 +40,7 @@ unsafe extern "C" {
     fn pydevice_codegen_run(
         handle: *mut c_void,
         module: LLVMModuleRef,
+        straight_line: i32,
         text: *mut *const c_char,
         len: *mut usize,
     );
@@ -69,7 +70,8 @@ pub(crate) enum Shape {
     /// A loop-free leaf module: the leaf pipeline less its loop and vectorization stages,
     /// and code generation at `-O2` at most, whose only difference from `-O3` (EarlyCSE
     /// instead of GVN among the IR passes before instruction selection) leaves such
-    /// straight-line code unchanged on every fixture (a test compares).
+    /// straight-line code unchanged on every fixture (a test compares), without the IR
+    /// passes that find nothing in such code (pipeline.cpp's `StraightLineGate`).
     StraightLeaf,
 }
 
@@ -79,6 +81,22 @@ thread_local! {
     /// were loop-free (for tests).
     pub(crate) static LEAF_RUNS: std::cell::Cell<(usize, usize)> =
         const { std::cell::Cell::new((0, 0)) };
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests set this to code-generate loop-free leaf modules without `StraightLineGate`.
+    pub(crate) static KEEP_STRAIGHT_LINE_PASSES: std::cell::Cell<bool> =
+        const { std::cell::Cell::new(false) };
+}
+
+/// Whether code generation skips the IR passes that find nothing in a module of `shape`.
+fn skip_straight_line_passes(shape: Shape) -> bool {
+    #[cfg(test)]
+    if KEEP_STRAIGHT_LINE_PASSES.with(|k| k.get()) {
+        return false;
+    }
+    shape == Shape::StraightLeaf
 }
 
 /// How many modules one code generator serves before it is replaced (and the modules it
@@ -263,7 +281,13 @@ impl Backend {
         // SAFETY: the handle and module are live; the text pointer is valid until the next
         // run, and is copied before then.
         let ptx = unsafe {
-            pydevice_codegen_run(codegen.handle, module.module, &mut text, &mut len);
+            pydevice_codegen_run(
+                codegen.handle,
+                module.module,
+                i32::from(skip_straight_line_passes(shape)),
+                &mut text,
+                &mut len,
+            );
             if text.is_null() {
                 String::new()
             } else {
