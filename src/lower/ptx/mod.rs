@@ -180,45 +180,34 @@ pub(crate) fn compile_with(
     emit: Emit,
     pipeline: Pipeline,
 ) -> Result<String, LowerError> {
-    // PTX modules share a context that discards value names; LLVM IR for inspection gets
-    // a context of its own, which keeps them.
-    let ctx = match emit {
-        Emit::Ptx => with_backend(options.arch, options.opt_level, |b| b.context())?,
-        Emit::LlvmIr => Rc::new(Context::create()),
-    };
-    let module = ctx.create_module("pydevice");
-    module.set_triple(&TargetTriple::create(TRIPLE));
     with_backend(options.arch, options.opt_level, |b| {
-        module.set_data_layout(&b.machine().get_target_data().get_data_layout());
-    })?;
-    let uses_libdevice = emit::emit(&ctx, &module, program, options.arch.number())?;
-    if uses_libdevice {
-        libdevice::link(&ctx, &module)?;
-    }
-    module
-        .verify()
-        .map_err(|e| LowerError::Llvm(format!("invalid LLVM IR: {}", e.to_string())))?;
-    let (shape, ir) = with_backend(options.arch, options.opt_level, |b| {
-        let shape = b.optimize(&module, pipeline);
-        let ir = match emit {
-            Emit::LlvmIr => {
-                let text = module.print_to_string().to_string();
-                b.forget(&module);
-                Some(text)
-            }
-            Emit::Ptx => None,
+        // PTX modules share a context that discards value names; LLVM IR for inspection
+        // gets a context of its own, which keeps them.
+        let ctx = match emit {
+            Emit::Ptx => b.context(),
+            Emit::LlvmIr => Rc::new(Context::create()),
         };
-        (shape, ir)
-    })?;
-    if let Some(text) = ir {
-        return Ok(text);
-    }
-    // The code generator keeps the module (and its context) alive: see `pipeline`.
-    let module = Detached::module(module).with_context(ctx);
-    let ptx = with_backend(options.arch, options.opt_level, |b| {
-        b.emit_ptx(module, shape)
-    })??;
-    Ok(retarget(ptx, options.arch))
+        let module = ctx.create_module("pydevice");
+        module.set_triple(&TargetTriple::create(TRIPLE));
+        module.set_data_layout(&b.machine().get_target_data().get_data_layout());
+        let uses_libdevice = emit::emit(&ctx, &module, program, options.arch.number())?;
+        if uses_libdevice {
+            libdevice::link(&ctx, &module)?;
+        }
+        module
+            .verify()
+            .map_err(|e| LowerError::Llvm(format!("invalid LLVM IR: {}", e.to_string())))?;
+        let shape = b.optimize(&module, pipeline);
+        if emit == Emit::LlvmIr {
+            let text = module.print_to_string().to_string();
+            b.forget(&module);
+            return Ok(text);
+        }
+        // The code generator keeps the module (and its context) alive: see `pipeline`.
+        let module = Detached::module(module).with_context(ctx);
+        let ptx = b.emit_ptx(module, shape)?;
+        Ok(retarget(ptx, options.arch))
+    })?
 }
 
 /// PTX built for an older architecture, relabelled for a newer one LLVM 19 does not know.
