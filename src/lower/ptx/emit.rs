@@ -471,11 +471,13 @@ impl<'ctx> Emitter<'_, 'ctx> {
         // stack slot (which SROA promotes). Leaving the optimizer fewer slots to split and
         // fewer loads to forward makes small kernels compile ~6% faster.
         let assigned = assigned_locals(f);
-        let mut locals = Vec::new();
+        let kernel = f.kind == FunctionKind::Kernel;
+        // Stack slots first (none for the parameters that stay values), then the
+        // parameters' values, which fill their slots or stand for them.
+        let mut slots = Vec::with_capacity(f.locals.len());
         for (i, (_, l)) in f.locals.iter().enumerate() {
-            if f.kind == FunctionKind::Kernel && i < f.params && !assigned[i] {
-                // Filled in with the parameter's value below.
-                locals.push(LocalSlot::Unset);
+            if kernel && i < f.params && !assigned[i] {
+                slots.push(None);
                 continue;
             }
             let t = self.mem_type(&l.ty);
@@ -484,9 +486,9 @@ impl<'ctx> Emitter<'_, 'ctx> {
             if i >= f.params {
                 self.builder.build_store(slot, t.const_zero())?;
             }
-            locals.push(LocalSlot::Memory(slot));
+            slots.push(Some(slot));
         }
-        let kernel = f.kind == FunctionKind::Kernel;
+        let mut locals = Vec::with_capacity(f.locals.len());
         for (i, l) in f.param_locals().enumerate() {
             let p = llfn
                 .get_nth_param(i as u32)
@@ -513,12 +515,17 @@ impl<'ctx> Emitter<'_, 'ctx> {
             } else {
                 p
             };
-            match locals[l.index()] {
-                LocalSlot::Memory(slot) => {
+            locals.push(match slots[l.index()] {
+                Some(slot) => {
                     self.builder.build_store(slot, v)?;
+                    LocalSlot::Memory(slot)
                 }
-                _ => locals[l.index()] = LocalSlot::Value(v),
-            }
+                None => LocalSlot::Value(v),
+            });
+        }
+        for slot in &slots[f.params..] {
+            let slot = slot.ok_or_else(|| err("a local without a stack slot"))?;
+            locals.push(LocalSlot::Memory(slot));
         }
         let mut fx = FnEmitter {
             e: self,
@@ -640,8 +647,6 @@ enum LocalSlot<'ctx> {
     Memory(PointerValue<'ctx>),
     /// The value of a parameter the body never assigns (in memory representation).
     Value(BasicValueEnum<'ctx>),
-    /// A parameter's value, before the entry block reads it.
-    Unset,
 }
 
 /// Which locals some statement of `f` assigns (indexed like `f.locals`).
@@ -947,7 +952,6 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                         self.b().build_load(self.e.mem_type(lt), slot, "")?
                     }
                     LocalSlot::Value(v) => v,
-                    LocalSlot::Unset => return Err(err("a parameter without a value")),
                 };
                 self.reg_repr(v, lt)?
             }
