@@ -189,14 +189,17 @@ fn elem_size(d: &crate::types::DType) -> u64 {
     crate::abi::layout_of(&d.ty()).size
 }
 
-/// Whether a kernel takes a parameter of this type as a `byval` aggregate. The fp8 types are
-/// one-member structs in CUDA C++ (`__nv_fp8_e4m3` holds `__x`), which nvcc declares as
-/// `.param .align 1 .b8 p[1]`, so they go the same way.
-fn is_aggregate(t: &Type) -> bool {
-    matches!(
-        t,
-        Type::Tuple(_) | Type::Vector { .. } | Type::Array(_) | Type::Struct(_)
-    ) || is_fp8(t)
+/// Whether a kernel takes a parameter of this type through a `byval` pointer. In PTX every
+/// aggregate parameter is a `.param .align A .b8 p[N]`; `byval` carries the CUDA C++
+/// alignment (float4: 16, `device.align`), which LLVM's own layout of the struct need not
+/// have. An array's descriptor ({data, shape, strides}, aligned to 8 either way) is instead
+/// a struct argument: NVPTX loads each field it uses straight from the parameter
+/// (`ld.param.u64 %rd1, [k_param_0+8]`), and the optimizer has no memory to look through
+/// (7% of `vector_add`'s compile; PTX with fewer moves). The fp8 types are one-member
+/// structs in CUDA C++ (`__nv_fp8_e4m3` holds `__x`), which nvcc declares as
+/// `.param .align 1 .b8 p[1]`, so they go by `byval` too.
+fn kernel_byval(t: &Type) -> bool {
+    matches!(t, Type::Tuple(_) | Type::Vector { .. } | Type::Struct(_)) || is_fp8(t)
 }
 
 fn is_fp8(t: &Type) -> bool {
@@ -353,7 +356,7 @@ impl<'ctx> Emitter<'_, 'ctx> {
         let mut params: Vec<BasicMetadataTypeEnum> = Vec::new();
         for l in f.param_locals() {
             let t = &f.locals[l].ty;
-            let p: BasicTypeEnum = if (kernel && is_aggregate(t)) || by_reference(f, t) {
+            let p: BasicTypeEnum = if (kernel && kernel_byval(t)) || by_reference(f, t) {
                 self.ctx.ptr_type(AddressSpace::default()).into()
             } else if boxed_fp8(f, t) {
                 self.fp8_box().into()
@@ -387,7 +390,7 @@ impl<'ctx> Emitter<'_, 'ctx> {
             let align = Attribute::get_named_enum_kind_id("align");
             for (i, l) in f.param_locals().enumerate() {
                 let t = &f.locals[l].ty;
-                if is_aggregate(t) {
+                if kernel_byval(t) {
                     let at = self
                         .ctx
                         .create_type_attribute(byval, self.mem_type(t).as_any_type_enum());
@@ -494,7 +497,7 @@ impl<'ctx> Emitter<'_, 'ctx> {
                 .get_nth_param(i as u32)
                 .ok_or_else(|| err("missing parameter"))?;
             let ty = &f.locals[l].ty;
-            let v = if (kernel && is_aggregate(ty)) || by_reference(f, ty) {
+            let v = if (kernel && kernel_byval(ty)) || by_reference(f, ty) {
                 let ld =
                     self.builder
                         .build_load(self.mem_type(ty), p.into_pointer_value(), "arg")?;
