@@ -349,4 +349,62 @@ mod tests {
         );
         assert!(compared >= 20, "only {compared} loop-free leaf fixtures");
     }
+
+    /// The size and alignment PTX declares for each parameter of `.entry symbol`: an
+    /// aggregate's from `.param .align A .b8 name[N]`, a scalar's from its type's width.
+    fn entry_params(ptx: &str, symbol: &str) -> Vec<(u64, u64)> {
+        let head = format!(".entry {symbol}(");
+        let Some(start) = ptx.find(&head) else {
+            return Vec::new();
+        };
+        let list = &ptx[start + head.len()..];
+        let list = &list[..list.find(')').unwrap_or(list.len())];
+        list.lines()
+            .filter_map(|l| l.trim().trim_end_matches(',').strip_prefix(".param "))
+            .map(|decl| {
+                if let Some(rest) = decl.strip_prefix(".align ") {
+                    let align: u64 = rest.split(' ').next().unwrap_or("").parse().unwrap_or(0);
+                    let size = rest
+                        .split('[')
+                        .nth(1)
+                        .and_then(|n| n.trim_end_matches(']').parse().ok())
+                        .unwrap_or(0);
+                    (size, align)
+                } else {
+                    // `.b32 name`, `.u8 name`, `.f64 name`: the width in bits.
+                    let ty = decl.split(' ').next().unwrap_or("");
+                    let bits: u64 = ty.get(2..).and_then(|b| b.parse().ok()).unwrap_or(0);
+                    (bits / 8, bits / 8)
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_kernel_parameter_is_declared_with_its_abi_size_and_alignment() {
+        let mut checked = 0;
+        let mut wrong = Vec::new();
+        for (name, program, arch) in fixture_programs() {
+            let f = &program.functions[program.entry];
+            if f.kind != crate::ir::FunctionKind::Kernel {
+                continue;
+            }
+            let options = PtxOptions { arch, opt_level: 3 };
+            let ptx = compile(&program, &options, Emit::Ptx).expect("compile");
+            let declared = entry_params(&ptx, &f.symbol);
+            let expected: Vec<(u64, u64)> = f
+                .param_locals()
+                .map(|l| {
+                    let layout = crate::abi::layout_of(&f.locals[l].ty);
+                    (layout.size, layout.align)
+                })
+                .collect();
+            if declared != expected {
+                wrong.push(format!("{name}: PTX {declared:?}, ABI {expected:?}"));
+            }
+            checked += expected.len();
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+        assert!(checked >= 150, "only {checked} kernel parameters checked");
+    }
 }
