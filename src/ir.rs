@@ -727,20 +727,6 @@ impl MathFn {
             _ => 1,
         }
     }
-
-    /// The libdevice function for a float width, where the function comes from libdevice
-    /// (the others are LLVM intrinsics or plain instructions).
-    pub fn libdevice(self, f64: bool) -> Option<String> {
-        use MathFn::*;
-        let base = match self {
-            Exp | Exp2 | Expm1 | Log | Log2 | Log10 | Log1p | Pow | Sin | Cos | Tan | Asin
-            | Acos | Atan | Atan2 | Sinh | Cosh | Tanh | Asinh | Acosh | Atanh | Erf | Erfc
-            | Lgamma | Fmod | Hypot | Cbrt | Remainder | Nextafter | Exp10 => self.name(),
-            Gamma => "tgamma",
-            _ => return None,
-        };
-        Some(format!("__nv_{base}{}", if f64 { "" } else { "f" }))
-    }
 }
 
 /// Operations on complex numbers other than the arithmetic operators: construction, parts,
