@@ -144,7 +144,7 @@ impl FnCx<'_, '_> {
             _ => {}
         }
         if let ast::Expr::StringLiteral(s) = e
-            && let Some((elem, len)) = crate::front::builtins::vector_name(s.value.to_str())
+            && let Some((elem, len)) = crate::types::vector_name(s.value.to_str())
         {
             return Some(DType::Vector { elem, len });
         }
