@@ -295,7 +295,8 @@ __global__ void sgemm_reg(const float* a, const float* b, float* c, int n) {
     __syncthreads();
   }
   for (int m = 0; m < kGemmTm; ++m)
-    for (int q = 0; q < kGemmTm; ++q) c[(row0 + ty * kGemmTm + m) * n + col0 + tx * kGemmTm + q] = acc[m][q];
+    for (int q = 0; q < kGemmTm; ++q)
+      c[(row0 + ty * kGemmTm + m) * n + col0 + tx * kGemmTm + q] = acc[m][q];
 }
 
 // One warp a row ("vector CSR").
@@ -473,7 +474,8 @@ __global__ void scan_lookback(const int* x, int* out, unsigned long long* status
         }
       }
     }
-    Ref(status[tile]).store((inclusive << 32) | unsigned(prefix + total), cuda::memory_order_relaxed);
+    Ref(status[tile]).store((inclusive << 32) | unsigned(prefix + total),
+                            cuda::memory_order_relaxed);
     carry = prefix;
   }
   __syncthreads();
