@@ -241,7 +241,9 @@ CONV_SIDE = 36
 SORT_SEG = 2048
 SORT_HALF = 1024
 FFT_ANGLE = float32(-2.0 * math.pi / 4.0)
-H8, H7, H6, H5, H4, H3, H2, H1, H0 = (np.float16(c) for c in cases.HALF_COEFFS)
+# float32 constants converted in the kernel: numba writes float16 globals into its IR as
+# literals NVVM rejects ("parse floating point constant invalid for type")
+H8, H7, H6, H5, H4, H3, H2, H1, H0 = (float32(c) for c in cases.HALF_COEFFS)
 SCAN_BLOCK2 = 256
 SCAN_WARPS = 8
 SCAN_ITEMS = 8
@@ -510,15 +512,15 @@ def fft_radix4(x, y, ns):
 
 @cuda.jit(device=True)
 def _poly(v):
-    r = H8
-    r = cuda.fp16.hfma(r, v, H7)
-    r = cuda.fp16.hfma(r, v, H6)
-    r = cuda.fp16.hfma(r, v, H5)
-    r = cuda.fp16.hfma(r, v, H4)
-    r = cuda.fp16.hfma(r, v, H3)
-    r = cuda.fp16.hfma(r, v, H2)
-    r = cuda.fp16.hfma(r, v, H1)
-    r = cuda.fp16.hfma(r, v, H0)
+    r = np.float16(H8)
+    r = cuda.fp16.hfma(r, v, np.float16(H7))
+    r = cuda.fp16.hfma(r, v, np.float16(H6))
+    r = cuda.fp16.hfma(r, v, np.float16(H5))
+    r = cuda.fp16.hfma(r, v, np.float16(H4))
+    r = cuda.fp16.hfma(r, v, np.float16(H3))
+    r = cuda.fp16.hfma(r, v, np.float16(H2))
+    r = cuda.fp16.hfma(r, v, np.float16(H1))
+    r = cuda.fp16.hfma(r, v, np.float16(H0))
     return r
 
 
