@@ -11,7 +11,7 @@
 # Benchmark: n = 2^26 values in 0..9; 1-D launch, block 256, grid n / 2048.
 # n must be a multiple of TILE; status (uint64, one a tile) and state (uint32[2]) start 0.
 from cuda import device
-from cuda.device import int32, uint32, uint64
+from cuda.device import int32, uint64
 
 BLOCK = 256
 WARPS = 8
