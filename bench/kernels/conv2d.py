@@ -29,6 +29,8 @@ def conv2d(img, w, out):
         ws[t // K, t % K] = w[t // K, t % K]
     for yy in range(ty, SIDE, ROWS):
         for xx in range(tx, SIDE, TILE):
+            # uint32 like block_idx: above or left of the image these wrap to huge
+            # values, which the comparisons with the (int64) shape reject
             gy = y0 + yy - R
             gx = x0 + xx - R
             v = 0.0
