@@ -349,7 +349,7 @@ impl Module {
         arch: Arch,
     ) -> Result<Specialization, Diagnostics> {
         front::check::specialize(&self.parsed, entry, args, self.defaults, arch.number())
-            .map(|program| Specialization { program })
+            .and_then(Specialization::checked)
     }
 
     /// Specializes `entry` for argument types and the host: `target(is_host)` holds,
@@ -360,7 +360,7 @@ impl Module {
         args: &[Type],
     ) -> Result<Specialization, Diagnostics> {
         front::check::specialize(&self.parsed, entry, args, self.defaults, ir::HOST_TARGET)
-            .map(|program| Specialization { program })
+            .and_then(Specialization::checked)
     }
 
     /// Specializes `@func` `entry` for the host and JIT-compiles it to native code.
@@ -403,6 +403,23 @@ impl Module {
 }
 
 impl Specialization {
+    /// The checker's program, validated against the IR's rules ([`ir::validate`]) in debug
+    /// builds: a broken rule is a compiler bug, reported as internal error E0998 at the
+    /// statement, so that it never reaches a back end. Release builds skip the walk.
+    fn checked(program: ir::Program) -> Result<Specialization, Diagnostics> {
+        #[cfg(debug_assertions)]
+        if let Err(e) = ir::validate(&program) {
+            return Err(Diagnostics {
+                file: program.file.clone(),
+                list: vec![
+                    Diagnostic::error("E0998", e.span, format!("internal compiler error: {e}"))
+                        .with_note("this is a bug in pydevice; please report it"),
+                ],
+            });
+        }
+        Ok(Specialization { program })
+    }
+
     /// The typed IR.
     pub fn program(&self) -> &ir::Program {
         &self.program
