@@ -204,7 +204,7 @@ def k(out):
 ";
     let m = Module::parse("t.py", src).expect("parses");
     let (args, _) = parse_signature("int64[::1]").expect("sig");
-    for arch in [Arch::new(9, 0), Arch::new(8, 0)] {
+    for arch in [Arch::SM_90, Arch::SM_80] {
         let options = CompileOptions {
             arch,
             ..CompileOptions::default()
