@@ -14,6 +14,11 @@
 //! 6. [`lower::host`] JIT-compiles a `@func` for the host through Cranelift
 //!    ([`Module::host_function`]), since heterogeneous functions run on both sides.
 //!
+//! Beside them: [`target`] (the [`Arch`] and [`OptLevel`]), [`kernel`] (what a compile
+//! produces), [`diag`] and [`toolkit`]. `tests/layers.rs` keeps every import pointing down
+//! the order the README's Design section gives; [`ir::validate`] checks the IR between
+//! checking and lowering in debug builds.
+//!
 //! ```
 //! use pydevice::{Module, CompileOptions, types::signature::parse_signature};
 //!
