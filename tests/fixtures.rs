@@ -272,6 +272,7 @@ fn compile(path: &Path) -> Result<Compiled, String> {
     let spec = module
         .specialize_for(&entry, &args, h.arch)
         .map_err(|d| d.render())?;
+    pydevice::ir::validate(spec.program()).map_err(|e| e.to_string())?;
     let ir = spec.program().to_string();
     let k = spec
         .to_ptx(&CompileOptions {
