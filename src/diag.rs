@@ -248,6 +248,8 @@ codes! {
     E0602,
     /// `pow(x, y, mod)`: the three-argument (modular) `pow` (§15.3)
     E0603,
+    /// internal error: the checker built IR that breaks a rule of `ir::validate` (run in debug builds and tests between checking and lowering; a compiler bug; please report it)
+    E0998,
     /// internal error: a specialization failed without a diagnostic (a compiler bug; please report it)
     E0999,
 }

@@ -417,7 +417,7 @@ impl Specialization {
             return Err(Diagnostics {
                 file: program.file.clone(),
                 list: vec![
-                    Diagnostic::error("E0998", e.span, format!("internal compiler error: {e}"))
+                    Diagnostic::error(diag::Code::E0998, e.span, format!("internal compiler error: {e}"))
                         .with_note("this is a bug in pydevice; please report it"),
                 ],
             });
