@@ -152,7 +152,7 @@ class _Source:
             )
         lines = [l if l.endswith("\n") else l + "\n" for l in lines]
         first = code.co_firstlineno - 1
-        if first < len(lines) and not _is_top(lines[first]):
+        if "<locals>" in fn.__qualname__ and first < len(lines) and not _is_top(lines[first]):
             block, _ = inspect.getsourcelines(fn)
             lines = _hoist_nested(lines, first, block)
         self.lines = _rewrite_imports(lines)
@@ -584,11 +584,17 @@ class _Entry:
         self.__doc__ = fn.__doc__
         self.__module__ = fn.__module__
         self.__wrapped__ = fn
-        self._source = _Source(fn)
+        self._src: Optional[_Source] = None
         self._module = None
         self._params: Optional[List[str]] = None
         self._annotated: Optional[List[str]] = None
         self._lock = threading.Lock()
+
+    @property
+    def _source(self) -> "_Source":
+        if self._src is None:
+            self._src = _Source(self.underlying)
+        return self._src
 
     # The native module is made on first use (parsing is a few hundred microseconds).
     def _mod(self):
@@ -698,6 +704,7 @@ class Kernel(_Entry):
     def __init__(self, fn, options: dict, dialect: str = "device"):
         super().__init__(fn, options, dialect)
         self._specs: Dict[Any, _Specialization] = {}
+        self._bounds_check = bool(options.get("bounds_check", False))
 
     def __repr__(self) -> str:
         return f"<pydevice kernel {self.__qualname__}>"
@@ -752,7 +759,13 @@ class Kernel(_Entry):
             spec = self._specialize(key, args)
         if spec.host_arrays:
             return self._launch_host(spec, vals, grid, block, stream, shared)
-        spec.launcher.launch(tuple(vals), grid, block, shared, _stream_handle(stream))
+        h = _stream_handle(stream)
+        spec.launcher.launch(tuple(vals), grid, block, shared, h)
+        if self._bounds_check:
+            # A bounds-checked kernel is a debugging aid: wait for it and report its first
+            # out-of-range access as BoundsError.
+            _native.synchronize(spec.launcher.device, h)
+            spec.launcher.check_bounds()
 
     def _launch_host(self, spec, vals, grid, block, stream, shared):
         """Host NumPy arrays: copied to the device, launched, synchronized, copied back."""
@@ -768,6 +781,8 @@ class Kernel(_Entry):
             vals[i] = (buf.ptr, a.shape if a.ndim else (1,), strides)
         spec.launcher.launch(tuple(vals), grid, block, shared, h)
         _native.synchronize(ordinal, h)
+        if self._bounds_check:
+            spec.launcher.check_bounds()
         for a, buf in bufs.values():
             if a.flags.writeable and a.size:
                 data = buf.download()[: a.nbytes]
@@ -988,9 +1003,10 @@ def func(fn=None, *, interop: bool = False, **options):
     return Func(fn, options)
 
 
-def struct(cls=None, *, align: Optional[int] = None):
+def struct(cls=None, *, align: Optional[int] = None, **options):
     """``@struct`` / ``@struct(align=N)``: a heterogeneous struct type; instances are built
     on the host (``Particle(1.0, 2.0)``) and passed by value."""
+    _check_options("@struct", options, {"align"})
     if align is not None and (not isinstance(align, int) or align <= 0 or align & (align - 1)):
         raise ValueError(f"@struct(align=...) must be a power of two, not {align!r}")
     if cls is None:
