@@ -11,13 +11,16 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use pydevice::abi::{ArgValue, ArrayArg};
-use pydevice::runtime::{Device, KernelCache, LaunchConfig, LoadedKernel, RuntimeError, Stream};
+use pydevice::runtime::{
+    Device, KernelCache, LaunchConfig, LoadedKernel, PackedArgs, RuntimeError, Stream,
+};
 use pydevice::types::signature::parse_type;
 use pydevice::types::{Scalar, Type};
 use pydevice::{Arch, CompileOptions, CompiledKernel, Error, HostFunction, HostValue};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+use smallvec::SmallVec;
 
 /// Raises the Python exception class `name` of `pydevice.errors` with `args`.
 fn raise<'py, A: pyo3::call::PyCallArgs<'py>>(py: Python<'py>, name: &str, args: A) -> PyErr {
@@ -67,7 +70,11 @@ fn diagnostics_list<'py>(
 fn to_py(py: Python<'_>, e: Error) -> PyErr {
     match e {
         Error::Diagnostics(d) => match diagnostics_list(py, &d) {
-            Ok(list) => raise(py, "CompileError", (d.render().trim_end().to_string(), list)),
+            Ok(list) => raise(
+                py,
+                "CompileError",
+                (d.render().trim_end().to_string(), list),
+            ),
             Err(e) => e,
         },
         Error::Lower(e) => raise(py, "CompileError", (e.to_string(), PyList::empty(py))),
@@ -139,7 +146,10 @@ impl Module {
             return parse_type(&s).map_err(|e| PyTypeError::new_err(format!("type `{s}`: {e}")));
         }
         if let Ok(t) = spec.cast::<PyTuple>() {
-            let items = t.iter().map(|i| self.resolve(&i)).collect::<PyResult<Vec<_>>>()?;
+            let items = t
+                .iter()
+                .map(|i| self.resolve(&i))
+                .collect::<PyResult<Vec<_>>>()?;
             return Ok(Type::Tuple(items));
         }
         Err(PyTypeError::new_err(format!(
@@ -224,10 +234,11 @@ impl Module {
         let options = Self::options(arch, opt)?;
         let module = self.inner.clone();
         let entry = entry.to_string();
-        let compiled = py.detach(move || {
-            current_cache().get_or_compile(&module, &entry, &types, &options)
-        });
-        compiled.map(|k| Kernel { inner: k }).map_err(|e| to_py(py, e))
+        let compiled =
+            py.detach(move || current_cache().get_or_compile(&module, &entry, &types, &options));
+        compiled
+            .map(|k| Kernel { inner: k })
+            .map_err(|e| to_py(py, e))
     }
 
     /// The typed IR of `entry` specialized for `types`, as text.
@@ -323,7 +334,12 @@ impl Kernel {
     /// Each parameter's type, printed.
     #[getter]
     fn param_types(&self) -> Vec<String> {
-        self.inner.abi.params.iter().map(|p| p.ty.to_string()).collect()
+        self.inner
+            .abi
+            .params
+            .iter()
+            .map(|p| p.ty.to_string())
+            .collect()
     }
 
     /// Loads the kernel on GPU `ordinal` (once per device and kernel).
@@ -336,10 +352,12 @@ impl Kernel {
         });
         let (dev, loaded) = r.map_err(|e| runtime_to_py(py, e))?;
         let params = loaded.abi().params.iter().map(|p| p.ty.clone()).collect();
+        let template = loaded.zeroed_args();
         Ok(Launcher {
             device: dev,
             kernel: loaded,
             params,
+            template,
         })
     }
 }
@@ -350,6 +368,23 @@ struct Launcher {
     device: Arc<Device>,
     kernel: Arc<LoadedKernel>,
     params: Vec<Type>,
+    /// A zeroed parameter buffer, cloned and filled in place per launch.
+    template: PackedArgs,
+}
+
+/// A short sequence of integers (a shape or strides) without a heap allocation.
+fn small<'py, T: FromPyObject<'py> + Copy, const N: usize>(
+    v: &Bound<'py, PyAny>,
+) -> PyResult<SmallVec<[T; N]>>
+where
+    [T; N]: smallvec::Array<Item = T>,
+{
+    let t = v.cast::<PyTuple>()?;
+    let mut out = SmallVec::new();
+    for x in t.iter() {
+        out.push(x.extract::<T>()?);
+    }
+    Ok(out)
 }
 
 /// Reads one argument value for a parameter of type `t` (see [`Launcher::launch`]).
@@ -411,8 +446,9 @@ fn dim3(v: &Bound<'_, PyAny>, what: &str) -> PyResult<[u32; 3]> {
     let ints: Vec<i64> = if let Ok(i) = v.extract::<i64>() {
         vec![i]
     } else {
-        v.extract()
-            .map_err(|_| PyTypeError::new_err(format!("{what} must be an int or a tuple of 1 to 3 ints")))?
+        v.extract().map_err(|_| {
+            PyTypeError::new_err(format!("{what} must be an int or a tuple of 1 to 3 ints"))
+        })?
     };
     pydevice::runtime::Dim3::from_ints(&ints)
         .map(|d| d.to_array())
@@ -443,20 +479,35 @@ impl Launcher {
                 values.len()
             )));
         }
-        let mut args = Vec::with_capacity(self.params.len());
-        for (t, v) in self.params.iter().zip(values.iter()) {
-            args.push(arg_value(t, &v)?);
+        let abi = self.kernel.abi();
+        let mut packed = self.template.clone();
+        for (i, (t, v)) in self.params.iter().zip(values.iter()).enumerate() {
+            let r = if let Type::Array(_) = t {
+                // Straight into the descriptor: `(data, shape, strides)`, no ArgValue.
+                let item = v.cast::<PyTuple>().map_err(|_| {
+                    PyTypeError::new_err("an array argument is passed as (data, shape, strides)")
+                })?;
+                let data: u64 = item.get_item(0)?.extract()?;
+                let shape: SmallVec<[u64; 4]> = small(&item.get_item(1)?)?;
+                let strides: SmallVec<[i64; 4]> = small(&item.get_item(2)?)?;
+                packed.set_array(abi, i, data, &shape, &strides)
+            } else {
+                packed.set(abi, i, &arg_value(t, &v)?)
+            };
+            r.map_err(|e| runtime_to_py(py, e))?;
         }
         let cfg = LaunchConfig {
             grid: dim3(grid, "grid")?,
             block: dim3(block, "block")?,
             shared_bytes: shared,
         };
-        let packed = self.kernel.pack(&args).map_err(|e| runtime_to_py(py, e))?;
         // SAFETY: the handle comes from a stream object the caller keeps alive for the call
         // (or is 0/1/2, the default streams).
         let stream = unsafe { Stream::from_handle(stream) };
-        let r = py.detach(|| self.device.launch_packed(&self.kernel, &packed, &cfg, &stream));
+        let r = py.detach(|| {
+            self.device
+                .launch_packed(&self.kernel, &packed, &cfg, &stream)
+        });
         r.map_err(|e| runtime_to_py(py, e))
     }
 
@@ -599,7 +650,10 @@ fn host_result(py: Python<'_>, v: &HostValue) -> PyResult<Py<PyAny>> {
                 .iter()
                 .map(|(n, v)| Ok((n.clone(), host_result(py, v)?)))
                 .collect::<PyResult<Vec<_>>>()?;
-            ("struct", name.clone(), fields).into_pyobject(py)?.into_any().unbind()
+            ("struct", name.clone(), fields)
+                .into_pyobject(py)?
+                .into_any()
+                .unbind()
         }
         HostValue::Array { data, .. } => PyBytes::new(py, data).into_any().unbind(),
     })
@@ -608,7 +662,11 @@ fn host_result(py: Python<'_>, v: &HostValue) -> PyResult<Py<PyAny>> {
 #[pymethods]
 impl HostFunc {
     /// Calls the function: returns `(result, [array bytes after the call, ...])`.
-    fn call(&self, py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<(Py<PyAny>, Vec<Py<PyAny>>)> {
+    fn call(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+    ) -> PyResult<(Py<PyAny>, Vec<Py<PyAny>>)> {
         let params = self.inner.params();
         if args.len() != params.len() {
             return Err(PyTypeError::new_err(format!(

@@ -545,7 +545,10 @@ pub fn interop_functions(
 
 /// The whole header of a module (what `pydevice abi FILE.py --header` prints): its
 /// `@struct` types and [`interop_functions`].
-pub fn module_header(module: &crate::Module, module_name: &str) -> Result<String, crate::Diagnostics> {
+pub fn module_header(
+    module: &crate::Module,
+    module_name: &str,
+) -> Result<String, crate::Diagnostics> {
     let (functions, _) = interop_functions(module)?;
     Ok(header(module_name, &module.structs(), &functions))
 }
