@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds what the GPU machine runs (it has no Rust toolchain) into .carry/, which
-# .git/info/exclude ignores: the CLI, the GPU test binaries (tests/gpu, tests/gpu_runtime) and the runtime
-# benchmark (benches/runtime.rs), LLVM linked statically,
+# .git/info/exclude ignores: the CLI, the GPU test binaries (tests/gpu, tests/gpu_runtime), the runtime
+# benchmark (benches/runtime.rs) and the Python package's wheel, LLVM linked statically,
 # stripped and compressed (gzip, xz) to fit the 64 MiB carry limit. Then call the device tool with
-# carry [".carry"] and command `bash scripts/gpu_run.sh`.
+# carry [".carry"] and command `bash scripts/gpu_run.sh` (Rust side) or
+# `bash python/tests/gpu_run.sh` (the Python package: GPU pytest and the Python benchmarks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
@@ -22,7 +23,7 @@ gpu_runtime=$(cargo test --release --test gpu_runtime --no-run --message-format=
 bench_runtime=$(cargo bench --bench runtime --no-run --message-format=json 2>/dev/null | artifact runtime bench)
 # Only the binaries are replaced: .carry/numba_tests (numba-cuda's test files, a fallback for
 # scripts/numba_suite.py) stays.
-mkdir -p .carry && rm -f .carry/pydevice* .carry/gpu_tests* .carry/gpu_runtime_tests* .carry/bench_runtime*
+mkdir -p .carry && rm -f .carry/pydevice .carry/pydevice.* .carry/gpu_tests* .carry/gpu_runtime_tests* .carry/bench_runtime*
 cp target/release/pydevice .carry/pydevice
 cp "$gpu_test" .carry/gpu_tests
 cp "$gpu_runtime" .carry/gpu_runtime_tests
@@ -33,6 +34,15 @@ site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 # xz packs LLVM-heavy binaries about a third smaller than gzip; gpu_run.sh unpacks .xz with
 # Python's lzma, so the GPU machine needs no xz.
 xz -9 -T2 .carry/pydevice .carry/gpu_tests .carry/gpu_runtime_tests .carry/bench_runtime
+# The Python package: the abi3 wheel (one for every CPython >= 3.9; the GPU machine has 3.12),
+# xz-compressed too (its zip is only deflated), and pytest's wheels in case the GPU machine
+# lacks pytest (it cannot reach PyPI). python/tests/gpu_run.sh installs them.
+rm -rf .carry/pydevice-*.whl* .carry/pywheels
+wheel=$(bash scripts/python_package.sh --release | tail -1)
+cp "$wheel" .carry/ && xz -9 -T2 ".carry/$(basename "$wheel")"
+mkdir -p .carry/pywheels
+python3 -m pip download --quiet --disable-pip-version-check --only-binary=:all: --python-version 3.12 \
+  -d .carry/pywheels pytest 2>/dev/null || echo "note: pytest wheels not downloaded (no network); the GPU machine needs pytest" >&2
 total=$(du -cb .carry/* | tail -1 | cut -f1)
 echo "carry: $total bytes"
 if [ "$total" -gt $((64 * 1024 * 1024 - 2 * 1024 * 1024)) ]; then

@@ -129,6 +129,9 @@ fn parse_arch(arch: &str) -> PyResult<Arch> {
         .map_err(|e| PyValueError::new_err(format!("architecture `{arch}`: {e}")))
 }
 
+/// An entry as Python sees it: `(name, is_kernel, params, annotated types or None)`.
+type EntryTuple = (String, bool, Vec<String>, Option<Vec<String>>);
+
 /// A parsed module of device code.
 #[pyclass(frozen, module = "pydevice._native")]
 struct Module {
@@ -186,7 +189,7 @@ impl Module {
     }
 
     /// The `@kernel`/`@func` functions: `(name, is_kernel, params, annotated types or None)`.
-    fn entries(&self) -> Vec<(String, bool, Vec<String>, Option<Vec<String>>)> {
+    fn entries(&self) -> Vec<EntryTuple> {
         self.inner
             .entries()
             .into_iter()
@@ -612,13 +615,9 @@ fn host_value(t: &Type, v: &Bound<'_, PyAny>) -> PyResult<HostValue> {
                 .map(|((n, t), v)| Ok((n.clone(), host_value(t, &v?)?)))
                 .collect::<PyResult<_>>()?,
         },
-        Type::Array(a) if a.dtype.scalar().is_some() => {
+        Type::Array(a) if let Some(dtype) = a.dtype.scalar() => {
             let (shape, data): (Vec<u64>, Vec<u8>) = v.extract()?;
-            HostValue::Array {
-                dtype: a.dtype.scalar().unwrap_or(Scalar::Bool),
-                shape,
-                data,
-            }
+            HostValue::Array { dtype, shape, data }
         }
         other => {
             return Err(PyTypeError::new_err(format!(
