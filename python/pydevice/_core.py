@@ -375,10 +375,13 @@ def _handler_for(a):
     h = None
     if mod.startswith("cupy") and t.__name__ == "ndarray":
         h = _make_cupy_handler()
+        _native.register_array_type("cupy", t)
     elif mod.startswith("torch") and t.__name__ in ("Tensor", "Parameter"):
         import torch
 
         h = _make_torch_handler(torch)
+        if t is torch.Tensor:
+            _native.register_array_type("torch", t)
     elif isinstance(a, np.generic):
         h = _h_numpy_scalar
     elif isinstance(a, np.ndarray):
@@ -705,6 +708,8 @@ class Kernel(_Entry):
         super().__init__(fn, options, dialect)
         self._specs: Dict[Any, _Specialization] = {}
         self._bounds_check = bool(options.get("bounds_check", False))
+        # The repeated-launch fast path (Rust): argument kinds -> prepared launcher.
+        self._dispatcher = _native.Dispatcher()
 
     def __repr__(self) -> str:
         return f"<pydevice kernel {self.__qualname__}>"
@@ -761,7 +766,11 @@ class Kernel(_Entry):
             return self._launch_host(spec, vals, grid, block, stream, shared)
         h = _stream_handle(stream)
         spec.launcher.launch(tuple(vals), grid, block, shared, h)
-        if self._bounds_check:
+        if not self._bounds_check:
+            # Later launches with arguments of these kinds take the fast path (when all of
+            # them have one: CuPy arrays, PyTorch tensors, Python numbers).
+            self._dispatcher.insert(args, spec.launcher)
+        else:
             # A bounds-checked kernel is a debugging aid: wait for it and report its first
             # out-of-range access as BoundsError.
             _native.synchronize(spec.launcher.device, h)
@@ -840,18 +849,18 @@ class _Configured:
         self.shared = shared
 
     def __call__(self, *args):
-        self.k._launch(args, self.grid, self.block, self.stream, self.shared)
+        k = self.k
+        if not k._dispatcher.try_launch(args, self.grid, self.block, self.stream, self.shared):
+            k._launch(args, self.grid, self.block, self.stream, self.shared)
 
 
-def launch(f, *args, grid, block, stream=None, shared: int = 0) -> None:
-    """The spec's ``launch``: runs kernel ``f`` on ``args`` with a ``grid`` of blocks of
-    ``block`` threads (each an int or a tuple of 1 to 3 ints) and ``shared`` bytes of dynamic
-    shared memory, asynchronously on ``stream`` (a cuda.core Stream, anything with
-    ``__cuda_stream__``, a CuPy or PyTorch stream, or a handle; None is the default stream)."""
-    launch_ = getattr(f, "_launch", None)
-    if launch_ is None:
-        raise TypeError(f"launch: expected a @kernel, got {type(f).__name__}")
-    launch_(args, grid, block, stream, shared)
+# The spec's `launch(f, *args, grid, block, stream, shared=0)`: runs kernel `f` on `args` with
+# a `grid` of blocks of `block` threads (each an int or a tuple of 1 to 3 ints) and `shared`
+# bytes of dynamic shared memory, asynchronously on `stream` (a cuda.core Stream, anything
+# with `__cuda_stream__`, a CuPy or PyTorch stream, or a handle; None is the default
+# stream). It is native: the fast path when the kernel has a launcher for arguments of these
+# kinds, else `Kernel._launch`.
+launch = _native.launch
 
 
 class Func(_Entry):

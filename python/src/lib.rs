@@ -7,6 +7,8 @@
 //! classes of `pydevice.errors`. The Python side (`pydevice/_core.py`) reads decorated
 //! functions' source, chooses specializations and describes arguments.
 
+mod fast;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
@@ -84,7 +86,7 @@ fn to_py(py: Python<'_>, e: Error) -> PyErr {
 }
 
 /// The Python exception for a run-time error.
-fn runtime_to_py(py: Python<'_>, e: RuntimeError) -> PyErr {
+pub(crate) fn runtime_to_py(py: Python<'_>, e: RuntimeError) -> PyErr {
     let text = e.to_string();
     match e {
         RuntimeError::NoDriver(_) => raise(py, "NoDriverError", (text,)),
@@ -367,12 +369,12 @@ impl Kernel {
 
 /// A kernel loaded on a device, ready to launch.
 #[pyclass(frozen, module = "pydevice._native")]
-struct Launcher {
+pub struct Launcher {
     device: Arc<Device>,
-    kernel: Arc<LoadedKernel>,
-    params: Vec<Type>,
+    pub(crate) kernel: Arc<LoadedKernel>,
+    pub(crate) params: Vec<Type>,
     /// A zeroed parameter buffer, cloned and filled in place per launch.
-    template: PackedArgs,
+    pub(crate) template: PackedArgs,
 }
 
 /// A short sequence of integers (a shape or strides) without a heap allocation.
@@ -445,7 +447,7 @@ fn arg_value(t: &Type, v: &Bound<'_, PyAny>) -> PyResult<ArgValue> {
 }
 
 /// A `Dim3Like` from Python: an int, or a sequence of one to three ints.
-fn dim3(v: &Bound<'_, PyAny>, what: &str) -> PyResult<[u32; 3]> {
+pub(crate) fn dim3(v: &Bound<'_, PyAny>, what: &str) -> PyResult<[u32; 3]> {
     let ints: Vec<i64> = if let Ok(i) = v.extract::<i64>() {
         vec![i]
     } else {
@@ -456,6 +458,33 @@ fn dim3(v: &Bound<'_, PyAny>, what: &str) -> PyResult<[u32; 3]> {
     pydevice::runtime::Dim3::from_ints(&ints)
         .map(|d| d.to_array())
         .map_err(|e| PyValueError::new_err(format!("{what}: {e}")))
+}
+
+impl Launcher {
+    /// Launches a filled parameter buffer on stream handle `stream`, without the GIL.
+    fn launch_packed(
+        &self,
+        py: Python<'_>,
+        packed: &PackedArgs,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared: u32,
+        stream: usize,
+    ) -> PyResult<()> {
+        let cfg = LaunchConfig {
+            grid,
+            block,
+            shared_bytes: shared,
+        };
+        // SAFETY: the handle comes from a stream object the caller keeps alive for the call
+        // (or is 0/1/2, the default streams).
+        let stream = unsafe { Stream::from_handle(stream) };
+        let r = py.detach(|| {
+            self.device
+                .launch_packed(&self.kernel, packed, &cfg, &stream)
+        });
+        r.map_err(|e| runtime_to_py(py, e))
+    }
 }
 
 #[pymethods]
@@ -499,19 +528,14 @@ impl Launcher {
             };
             r.map_err(|e| runtime_to_py(py, e))?;
         }
-        let cfg = LaunchConfig {
-            grid: dim3(grid, "grid")?,
-            block: dim3(block, "block")?,
-            shared_bytes: shared,
-        };
-        // SAFETY: the handle comes from a stream object the caller keeps alive for the call
-        // (or is 0/1/2, the default streams).
-        let stream = unsafe { Stream::from_handle(stream) };
-        let r = py.detach(|| {
-            self.device
-                .launch_packed(&self.kernel, &packed, &cfg, &stream)
-        });
-        r.map_err(|e| runtime_to_py(py, e))
+        self.launch_packed(
+            py,
+            &packed,
+            dim3(grid, "grid")?,
+            dim3(block, "block")?,
+            shared,
+            stream,
+        )
     }
 
     /// The kernel's symbol.
@@ -853,6 +877,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Launcher>()?;
     m.add_class::<HostFunc>()?;
     m.add_class::<Buffer>()?;
+    m.add_class::<fast::Dispatcher>()?;
+    m.add_function(wrap_pyfunction!(fast::launch, m)?)?;
+    m.add_function(wrap_pyfunction!(fast::register_array_type, m)?)?;
     m.add_function(wrap_pyfunction!(driver_available, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack_describe, m)?)?;
     m.add_function(wrap_pyfunction!(device_arch, m)?)?;
