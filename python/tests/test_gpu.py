@@ -208,7 +208,7 @@ def test_device_fault_raises_device_fault_in_a_child_process(gpu, tmp_path):
 
         buf = np.zeros(4, np.float32)
         try:
-            device.launch(wild, buf, 1 << 40, grid=1, block=1)
+            device.launch(wild, buf, np.int64(1 << 40), grid=1, block=1)
             device.synchronize()
         except device.DeviceFault as e:
             print("DeviceFault", e.kernel, e.context_usable)
