@@ -56,6 +56,17 @@ def test_cuda_device_is_a_namespace_portion():
     assert device.machine_representation() == "itanium"
 
 
+def test_cuda_core_and_bindings_import_beside_cuda_device():
+    pytest.importorskip("cuda.core", reason="cuda-python's cuda.core is not installed")
+    import cuda
+    import cuda.bindings.driver  # noqa: F401
+    import cuda.core
+    import cuda.device
+
+    assert cuda.device.launch is device.launch
+    assert hasattr(cuda.core, "Device")
+
+
 def test_device_only_names_raise_on_the_host():
     with pytest.raises(TypeError, match="device code"):
         device.tid(1)
