@@ -80,6 +80,12 @@ fn to_py(py: Python<'_>, e: Error) -> PyErr {
             Err(e) => e,
         },
         Error::Lower(e) => raise(py, "CompileError", (e.to_string(), PyList::empty(py))),
+        Error::Host(pydevice::HostError::IndexOutOfBounds { line, column }) => {
+            let text =
+                Error::Host(pydevice::HostError::IndexOutOfBounds { line, column }).to_string();
+            raise(py, "BoundsError", (text, String::new(), line, column))
+        }
+        Error::Host(pydevice::HostError::Argument(m)) => raise(py, "ArgumentError", (m,)),
         Error::Host(e) => raise(py, "HostError", (e.to_string(),)),
         Error::Runtime(e) => runtime_to_py(py, e),
     }

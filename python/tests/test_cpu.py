@@ -340,3 +340,18 @@ def test_disk_cache_is_shared_across_processes(tmp_path):
     assert first["disk_writes"] == 1 and first["compiles"] == 1
     assert second["disk_hits"] == 1 and second["compiles"] == 0
     assert any((tmp_path / "cache").iterdir())
+
+
+def test_host_call_out_of_range_is_a_bounds_error(tmp_path):
+    mod, _ = load_module(tmp_path, "host_oob", """
+        from cuda import device
+
+        @device.func
+        def at(a, i):
+            return a[i]
+    """)
+    a = np.arange(4, dtype=np.float32)
+    assert mod.at(a, 2) == 2.0
+    with pytest.raises(device.BoundsError) as info:
+        mod.at(a, 7)
+    assert info.value.line == 6
