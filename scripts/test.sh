@@ -8,7 +8,7 @@ source scripts/deps.sh
 export PYDEVICE_REQUIRE_PTXAS=1
 cargo test 2>&1
 echo "== the Python package: maturin build --release, pip install, pytest python/tests"
-bash scripts/python_package.sh --release
+bash scripts/python_package.sh "${PYDEVICE_WHEEL_PROFILE:---release}"  # --dev reuses cargo test's build
 # From the repository root, so `import pydevice` is the installed wheel, not python/pydevice.
 set +e
 python3 -m pytest -q -rs -p no:cacheprovider python/tests

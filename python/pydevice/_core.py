@@ -531,7 +531,7 @@ def _stream_handle(s) -> int:
 # ---------------------------------------------------------------------------------------
 # Decorated objects
 
-_KERNEL_OPTIONS = {"max_threads", "min_blocks", "fastmath", "lineinfo", "debug", "bounds_check"}
+_KERNEL_OPTIONS = {"interop", "max_threads", "min_blocks", "fastmath", "lineinfo", "debug", "bounds_check"}
 _FUNC_OPTIONS = {"interop", "extern"}
 _NUMBA_OPTIONS = {"device", "fastmath", "lineinfo", "debug", "opt", "cache", "max_registers", "inline", "link"}
 
@@ -993,8 +993,8 @@ def _make_struct(cls, align: Optional[int]):
 
 
 def kernel(fn=None, **options):
-    """``@kernel`` / ``@kernel(max_threads=, min_blocks=, fastmath=, lineinfo=, debug=,
-    bounds_check=)``: a kernel. Options are read by the compiler from the source; unknown
+    """``@kernel`` / ``@kernel(interop=, max_threads=, min_blocks=, fastmath=, lineinfo=,
+    debug=, bounds_check=)``: a kernel. Options are read by the compiler from the source; unknown
     keywords raise ``TypeError`` here."""
     _check_options("@kernel", options, _KERNEL_OPTIONS)
     if fn is None:

@@ -102,6 +102,9 @@ def test_unknown_keywords_raise_at_decoration_time():
         cuda.jit(nonsense=True)
     with pytest.raises(ValueError, match="power of two"):
         device.struct(align=3)
+    # the spec's own keywords are accepted
+    assert callable(device.kernel(interop=True)) and callable(device.func(interop=True))
+    assert callable(device.struct(align=16))
 
 
 def test_kernels_cannot_be_called_on_the_host():
