@@ -20,7 +20,9 @@ class RawKernel(_core.Kernel):
     def __call__(self, grid, block, args, shared_mem: int = 0, stream=None, **kwargs):
         if stream is None and "cupy" in sys.modules:
             stream = sys.modules["cupy"].cuda.get_current_stream()
-        self._launch(tuple(args), grid, block, stream, shared_mem)
+        args = tuple(args)
+        if not self._dispatcher.try_launch(args, grid, block, stream, shared_mem):
+            self._launch(args, grid, block, stream, shared_mem)
 
 
 class _Jit:
