@@ -1,38 +1,62 @@
 #!/usr/bin/env bash
 # Builds what the GPU machine runs (it has no Rust toolchain) into .carry/, which
-# .git/info/exclude ignores: the CLI, the GPU test binaries (tests/gpu, tests/gpu_runtime) and the runtime
-# benchmark (benches/runtime.rs), LLVM linked statically,
+# .git/info/exclude ignores: the CLI, the GPU test binaries (tests/gpu, tests/gpu_runtime), the runtime
+# benchmark (benches/runtime.rs) and the Python package's wheel, LLVM linked statically,
 # stripped and compressed (gzip, xz) to fit the 64 MiB carry limit. Then call the device tool with
-# carry [".carry"] and command `bash scripts/gpu_run.sh`.
+# carry [".carry"] and command `bash scripts/gpu_run.sh` (Rust side) or
+# `bash python/tests/gpu_run.sh` (the Python package: GPU pytest and the Python benchmarks).
+# PYDEVICE_BUNDLE_ONLY_PYTHON=1 bundles only the Python package (the other binaries in
+# .carry/ are left as they are), should everything together not fit the carry limit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
-grep -qx '/.carry/' .git/info/exclude 2>/dev/null || echo '/.carry/' >> .git/info/exclude
-cargo build --release --bins
-# The executable cargo built for target NAME of kind KIND (test or bench), from its JSON messages.
-artifact() {
-  python3 -c 'import json,sys
+excl=$(git rev-parse --git-path info/exclude)
+grep -qx '/.carry/' "$excl" 2>/dev/null || echo '/.carry/' >> "$excl"
+if [ -z "${PYDEVICE_BUNDLE_ONLY_PYTHON:-}" ]; then
+  cargo build --release --bins
+  # The executable cargo built for target NAME of kind KIND (test or bench), from its JSON messages.
+  artifact() {
+    python3 -c 'import json,sys
 name, kind = sys.argv[1], sys.argv[2]
 for l in sys.stdin:
     m=json.loads(l)
     if m.get("reason")=="compiler-artifact" and m["target"]["name"]==name and kind in m["target"]["kind"] and m.get("executable"): print(m["executable"])' "$1" "$2"
-}
-gpu_test=$(cargo test --release --test gpu --no-run --message-format=json 2>/dev/null | artifact gpu test)
-gpu_runtime=$(cargo test --release --test gpu_runtime --no-run --message-format=json 2>/dev/null | artifact gpu_runtime test)
-bench_runtime=$(cargo bench --bench runtime --no-run --message-format=json 2>/dev/null | artifact runtime bench)
-# Only the binaries are replaced: .carry/numba_tests (numba-cuda's test files, a fallback for
-# scripts/numba_suite.py) stays.
-mkdir -p .carry && rm -f .carry/pydevice* .carry/gpu_tests* .carry/gpu_runtime_tests* .carry/bench_runtime*
-cp target/release/pydevice .carry/pydevice
-cp "$gpu_test" .carry/gpu_tests
-cp "$gpu_runtime" .carry/gpu_runtime_tests
-cp "$bench_runtime" .carry/bench_runtime
-strip .carry/pydevice .carry/gpu_tests .carry/gpu_runtime_tests .carry/bench_runtime
-site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  }
+  gpu_test=$(cargo test --release --test gpu --no-run --message-format=json 2>/dev/null | artifact gpu test)
+  gpu_runtime=$(cargo test --release --test gpu_runtime --no-run --message-format=json 2>/dev/null | artifact gpu_runtime test)
+  bench_runtime=$(cargo bench --bench runtime --no-run --message-format=json 2>/dev/null | artifact runtime bench)
+  # Only the binaries are replaced: .carry/numba_tests (numba-cuda's test files, a fallback for
+  # scripts/numba_suite.py) stays.
+  mkdir -p .carry && rm -f .carry/pydevice .carry/pydevice.* .carry/gpu_tests* .carry/gpu_runtime_tests* .carry/bench_runtime*
+  cp target/release/pydevice .carry/pydevice
+  cp "$gpu_test" .carry/gpu_tests
+  cp "$gpu_runtime" .carry/gpu_runtime_tests
+  cp "$bench_runtime" .carry/bench_runtime
+  strip .carry/pydevice .carry/gpu_tests .carry/gpu_runtime_tests .carry/bench_runtime
+  site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 
-# xz packs LLVM-heavy binaries about a third smaller than gzip; gpu_run.sh unpacks .xz with
-# Python's lzma, so the GPU machine needs no xz.
-xz -9 -T2 .carry/pydevice .carry/gpu_tests .carry/gpu_runtime_tests .carry/bench_runtime
+  # xz packs LLVM-heavy binaries about a third smaller than gzip; gpu_run.sh unpacks .xz with
+  # Python's lzma, so the GPU machine needs no xz.
+  xz -9 -T2 .carry/pydevice .carry/gpu_tests .carry/gpu_runtime_tests .carry/bench_runtime
+fi
+# The Python package: the abi3 wheel (one for every CPython >= 3.9; the GPU machine has 3.12),
+# xz-compressed too (its zip is only deflated), and pytest's wheels in case the GPU machine
+# lacks pytest (it cannot reach PyPI). python/tests/gpu_run.sh installs them.
+mkdir -p .carry && rm -rf .carry/pydevice-*.whl* .carry/pywheels
+wheel=$(bash scripts/python_package.sh --release | tail -1)
+# maturin's wheel is deflated (19 MB); stored, then xz'd, it is about 12.5 MB. A stored zip
+# is still a valid wheel, which gpu_run.sh gets back by unpacking the .xz.
+python3 - "$wheel" ".carry/$(basename "$wheel")" <<'PY'
+import sys, zipfile
+src = zipfile.ZipFile(sys.argv[1])
+with zipfile.ZipFile(sys.argv[2], "w", zipfile.ZIP_STORED) as dst:
+    for info in src.infolist():
+        dst.writestr(info, src.read(info.filename), compress_type=zipfile.ZIP_STORED)
+PY
+xz -9 -T2 ".carry/$(basename "$wheel")"
+mkdir -p .carry/pywheels
+python3 -m pip download --quiet --disable-pip-version-check --only-binary=:all: --python-version 3.12 \
+  -d .carry/pywheels pytest 2>/dev/null || echo "note: pytest wheels not downloaded (no network); the GPU machine needs pytest" >&2
 total=$(du -cb .carry/* | tail -1 | cut -f1)
 echo "carry: $total bytes"
 if [ "$total" -gt $((64 * 1024 * 1024 - 2 * 1024 * 1024)) ]; then

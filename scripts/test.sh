@@ -1,10 +1,24 @@
 #!/usr/bin/env bash
-# Runs the whole test suite (what CI runs). GPU tests skip, saying so, without a CUDA driver.
+# Runs the whole test suite (what CI runs): the Rust tests, then the Python package built as a
+# release wheel, installed, and its pytest suite. GPU tests skip, saying so, without a CUDA
+# driver.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
 export PYDEVICE_REQUIRE_PTXAS=1
 cargo test 2>&1
+echo "== the Python package: maturin build --release, pip install, pytest python/tests"
+bash scripts/python_package.sh "${PYDEVICE_WHEEL_PROFILE:---release}"  # --dev reuses cargo test's build
+# From the repository root, so `import pydevice` is the installed wheel, not python/pydevice.
+set +e
+python3 -m pytest -q -rs -p no:cacheprovider python/tests
+rc=$?
+set -e
+case $rc in
+  0) ;;
+  5) echo "error: pytest collected no tests from python/tests" >&2; exit 1 ;;
+  *) echo "error: pytest failed (exit status $rc)" >&2; exit 1 ;;
+esac
 if ! python3 -c 'import ctypes.util,sys; sys.exit(0 if ctypes.util.find_library("cuda") else 1)'; then
-  echo "note: no CUDA driver here, so tests/gpu.rs skipped its launches (scripts/gpu_run.sh runs them on a GPU)"
+  echo "note: no CUDA driver here, so tests/gpu.rs and python/tests/test_gpu.py skipped their launches (scripts/gpu_run.sh and python/tests/gpu_run.sh run them on a GPU)"
 fi

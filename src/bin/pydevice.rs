@@ -295,32 +295,12 @@ fn cmd_abi(a: &Args) -> Result<(), Failure> {
 }
 
 /// The declarations of the module's `interop=True` entries whose parameters are all
-/// annotated (each is type-checked to learn its result), then of its `extern` functions.
+/// annotated, then of its `extern` functions (`abi::header::interop_functions`).
 fn interop_functions(module: &Module) -> Result<Vec<abi::header::FunctionDecl>, Failure> {
-    let mut out = Vec::new();
-    for e in module.entries() {
-        if !module.is_interop(&e.name) {
-            continue;
-        }
-        let Some(types) = &e.annotated else {
-            eprintln!(
-                "note: `{}` is left out of the header: its parameters need type annotations",
-                e.name
-            );
-            continue;
-        };
-        let spec = module
-            .specialize(&e.name, types)
-            .map_err(|d| report(d.into()))?;
-        let program = spec.program();
-        let ret = program.functions[program.entry].ret.clone();
-        out.push(abi::header::FunctionDecl::new(
-            &spec.abi(),
-            e.is_kernel,
-            ret,
-        ));
+    let (out, left_out) = abi::header::interop_functions(module).map_err(|d| report(d.into()))?;
+    for name in left_out {
+        eprintln!("note: `{name}` is left out of the header: its parameters need type annotations");
     }
-    out.extend(module.extern_functions());
     Ok(out)
 }
 

@@ -30,6 +30,7 @@ pub mod dlpack;
 pub mod error;
 pub mod link;
 pub mod npy;
+pub mod params;
 pub mod records;
 pub mod reflect;
 pub mod stream;

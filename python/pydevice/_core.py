@@ -1,0 +1,1089 @@
+"""The host side of ``cuda.device``: decorators, launching, host calls and reflection.
+
+This is glue over ``pydevice._native`` (the Rust crate through PyO3). What happens here:
+
+1. **Source.** A decorated function's source is its file's text as ``linecache`` holds it (a
+   module, a script or a notebook cell), so diagnostics name the real file and line. The
+   dialect imports of ``pydevice.numba``/``pydevice.cupyx`` are rewritten to the ones the
+   compiler recognizes (``numba``/``cupyx``), on the same line. The current values of the
+   numeric module globals the function (and the device functions it calls) reads are
+   appended as assignments, so a global computed at run time is a constant of the kernel,
+   as the spec's constant expressions allow. A nested function is moved to the top level at
+   its own lines (its columns shift by its indentation).
+2. **Arguments.** Each argument is described by a handler chosen by its exact type (a dict
+   lookup): the handler returns a cheap hashable key (dtype, rank, layout, device for an
+   array) and the value to pass (data pointer, shape and strides for an array). The kernel
+   keeps one prepared launcher per tuple of keys; the first launch with a new tuple
+   specializes, compiles (the crate's ``KernelCache``, without the GIL) and loads it.
+3. **Launch.** The launcher (Rust) packs the values into the parameters' layouts with the
+   crate's ``abi::pack`` and calls ``cuLaunchKernel`` without the GIL.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import linecache
+import os
+import re
+import threading
+import types as _pytypes
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import _native
+from . import _types
+from .errors import CompileError
+
+# ---------------------------------------------------------------------------------------
+# Source of decorated objects
+
+_REWRITES = [
+    # `from pydevice.numba import cuda` -> `from numba import cuda` (the numba dialect).
+    (re.compile(r"^(\s*from\s+)pydevice\.numba(\s+import\b)"), r"\1numba\2"),
+    (re.compile(r"^(\s*from\s+)pydevice\.cupyx(\s+import\b)"), r"\1cupyx\2"),
+    (re.compile(r"^(\s*import\s+)pydevice\.numba(\s+as\s+numba\b)"), r"\1numba\2"),
+    # `import pydevice as device` / `from pydevice import x` -> cuda.device.
+    (re.compile(r"^(\s*import\s+)pydevice(\s+as\s+\w+)"), r"\1cuda.device\2"),
+    (re.compile(r"^(\s*from\s+)pydevice(\s+import\b)"), r"\1cuda.device\2"),
+]
+
+
+def _rewrite_imports(lines: List[str]) -> List[str]:
+    out = []
+    for line in lines:
+        if "pydevice" in line:
+            for pat, rep in _REWRITES:
+                line = pat.sub(rep, line)
+        out.append(line)
+    return out
+
+
+def _is_top(line: str) -> bool:
+    return bool(line.strip()) and not line[0].isspace() and not line.lstrip().startswith("#")
+
+
+def _hoist_nested(lines: List[str], first: int, block: List[str]) -> List[str]:
+    """Moves a nested function (``block``, starting at 0-based line ``first``) to the top
+    level at the same lines, blanking the top-level statement around it."""
+    start = first
+    while start > 0 and not _is_top(lines[start]):
+        start -= 1
+    while start > 0 and lines[start - 1].lstrip().startswith("@") and _is_top(lines[start - 1]):
+        start -= 1
+    end = first + len(block)
+    while end < len(lines) and not _is_top(lines[end]):
+        end += 1
+    out = list(lines)
+    for i in range(start, end):
+        out[i] = "\n"
+    dedented = _dedent(block)
+    for i, text in enumerate(dedented):
+        out[first + i] = text
+    return out
+
+
+def _dedent(block: List[str]) -> List[str]:
+    indent = min((len(l) - len(l.lstrip()) for l in block if l.strip()), default=0)
+    return [l[indent:] if l.strip() else "\n" for l in block]
+
+
+def _referenced_names(code: _pytypes.CodeType, out: set) -> None:
+    out.update(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, _pytypes.CodeType):
+            _referenced_names(c, out)
+
+
+def _constant_text(value) -> Optional[str]:
+    """A Python literal the compiler folds for a numeric global, or None."""
+    if isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, int):
+        return repr(value)
+    if isinstance(value, float):
+        return repr(value) if np.isfinite(value) else None
+    if isinstance(value, complex):
+        return repr(value) if np.isfinite(value.real) and np.isfinite(value.imag) else None
+    if isinstance(value, np.generic) and value.dtype.kind in "biuf":
+        inner = _constant_text(value.item())
+        if inner is not None and value.dtype.name in _types.SCALARS:
+            return f"_pydevice_numpy_.{value.dtype.name}({inner})"
+    return None
+
+
+def _globals_suffix(fn, seen=None) -> List[str]:
+    """Assignments of the current values of the numeric globals `fn` (and the device
+    functions it calls) reads."""
+    seen = set() if seen is None else seen
+    if id(fn) in seen:
+        return []
+    seen.add(id(fn))
+    names: set = set()
+    _referenced_names(fn.__code__, names)
+    out = []
+    g = fn.__globals__
+    for name in sorted(names):
+        if name not in g:
+            continue
+        v = g[name]
+        if isinstance(v, (Func, Kernel)) and v.underlying.__globals__ is g:
+            out.extend(_globals_suffix(v.underlying, seen))
+            continue
+        text = _constant_text(v)
+        if text is not None:
+            out.append(f"{name} = {text}\n")
+    return out
+
+
+class _Source:
+    """The compiler's view of a decorated function: file name, text, entry name."""
+
+    def __init__(self, fn):
+        code = fn.__code__
+        self.filename = code.co_filename
+        self.entry = fn.__name__
+        lines = linecache.getlines(self.filename, fn.__globals__)
+        if not lines:
+            raise OSError(
+                f"the source of `{fn.__qualname__}` is not available ({self.filename}): "
+                "pydevice compiles device code from source; define it in a file or a notebook cell"
+            )
+        lines = [l if l.endswith("\n") else l + "\n" for l in lines]
+        first = code.co_firstlineno - 1
+        if "<locals>" in fn.__qualname__ and first < len(lines) and not _is_top(lines[first]):
+            block, _ = inspect.getsourcelines(fn)
+            lines = _hoist_nested(lines, first, block)
+        self.lines = _rewrite_imports(lines)
+        self.fn = fn
+
+    def text(self) -> str:
+        suffix = _globals_suffix(self.fn)
+        if suffix:
+            suffix = ["\nimport numpy as _pydevice_numpy_\n"] + suffix
+        return "".join(self.lines + suffix)
+
+
+_MODULES: Dict[Tuple[str, str], Any] = {}
+_MODULES_LOCK = threading.Lock()
+
+
+def _native_module(filename: str, text: str):
+    key = (filename, text)
+    m = _MODULES.get(key)
+    if m is None:
+        m = _native.Module(filename, text)
+        with _MODULES_LOCK:
+            m = _MODULES.setdefault(key, m)
+    return m
+
+
+# ---------------------------------------------------------------------------------------
+# Argument description
+
+_DTYPE_NAMES = {np.dtype(n): n for n in _types.SCALAR_NAMES if _types.SCALARS[n].dtype is not None}
+
+
+def _dtype_name(dt) -> str:
+    """The compiler's name of a NumPy dtype (numba's Record notation for structured ones)."""
+    name = _DTYPE_NAMES.get(dt)
+    if name is not None:
+        return name
+    if isinstance(dt, np.dtype) and dt.fields is not None:
+        return _record_notation(dt)
+    raise TypeError(f"arrays of dtype {dt} cannot be kernel arguments")
+
+
+def _record_notation(dt: np.dtype) -> str:
+    fields = []
+    for name in dt.names:
+        fdt, off = dt.fields[name][:2]
+        if fdt.subdtype is not None:
+            base, shape = fdt.subdtype
+            ftype = f"nestedarray({_dtype_name(base)}, {tuple(shape)})"
+        else:
+            ftype = _dtype_name(fdt)
+        fields.append(f"{name}[type={ftype};offset={off}]")
+    return f"Record({','.join(fields)};{dt.itemsize};{dt.isalignedstruct})"
+
+
+def _layout(shape, strides) -> str:
+    """'C', 'F' or 'A' for a shape and element strides."""
+    expect = 1
+    c = True
+    for n, s in zip(reversed(shape), reversed(strides)):
+        if n != 1 and s != expect:
+            c = False
+            break
+        expect *= n
+    if c:
+        return "C"
+    expect = 1
+    for n, s in zip(shape, strides):
+        if n != 1 and s != expect:
+            return "A"
+        expect *= n
+    return "F"
+
+
+def _array_type(dtype_name: str, ndim: int, layout: str) -> str:
+    if ndim == 0:
+        ndim, layout = 1, "C"  # zero-dimensional arrays are passed as one element
+    dims = [":"] * ndim
+    if layout == "C":
+        dims[-1] = "::1"
+    elif layout == "F":
+        dims[0] = "::1"
+    return f"{dtype_name}[{', '.join(dims)}]"
+
+
+class _Unsupported(Exception):
+    pass
+
+
+def _h_int(a):
+    return ("i",), a
+
+
+def _h_float(a):
+    return ("f",), a
+
+
+def _h_bool(a):
+    return ("b",), a
+
+
+def _h_complex(a):
+    return ("c",), a
+
+
+def _h_tuple(t):
+    keys = []
+    vals = []
+    for x in t:
+        k, v = _describe(x)
+        keys.append(k)
+        vals.append(v)
+    return ("t", tuple(keys)), tuple(vals)
+
+
+def _h_numpy_scalar(a):
+    if a.dtype.fields is not None:
+        return ("R", a.dtype), a.tobytes()
+    return ("n", a.dtype), a.item()
+
+
+def _h_vector(v):
+    return ("V", type(v)), tuple(x.item() if hasattr(x, "item") else x for x in v)
+
+
+def _h_struct(s):
+    keys = []
+    vals = []
+    for name in type(s)._fields:
+        k, v = _describe(getattr(s, name))
+        keys.append(k)
+        vals.append(v)
+    return ("S", type(s), tuple(keys)), tuple(vals)
+
+
+def _h_host_array(a):
+    # Copied in and out around the launch; always passed C-contiguous.
+    return ("H", a.dtype, a.ndim), a
+
+
+def _make_cupy_handler():
+    def h(a):
+        sh = a.shape
+        isz = a.itemsize
+        st = a.strides
+        if len(sh) == 1:
+            s0 = st[0] // isz
+            lay = "C" if (s0 == 1 or sh[0] <= 1) else "A"
+            return ("A", a.dtype, 1, lay, a.data.device_id), (a.data.ptr, sh, (s0,))
+        es = tuple(s // isz for s in st)
+        return ("A", a.dtype, len(sh), _layout(sh, es), a.data.device_id), (a.data.ptr, sh, es)
+
+    return h
+
+
+_TORCH_DTYPES: Dict[Any, str] = {}
+
+
+def _make_torch_handler(torch):
+    for n in _types.SCALAR_NAMES:
+        t = getattr(torch, n if n != "bool" else "bool", None)
+        if t is not None and isinstance(t, torch.dtype):
+            _TORCH_DTYPES[t] = n
+    for alias, n in (("float8_e4m3fn", "float8e4m3"), ("float8_e5m2", "float8e5m2")):
+        t = getattr(torch, alias, None)
+        if t is not None:
+            _TORCH_DTYPES[t] = n
+
+    def h(t):
+        if not t.is_cuda:
+            raise _Unsupported("a PyTorch tensor on the CPU (move it to the GPU with .cuda())")
+        sh = tuple(t.shape)
+        st = t.stride()
+        return ("T", t.dtype, len(sh), _layout(sh, st), t.get_device()), (t.data_ptr(), sh, st)
+
+    return h
+
+
+def _h_dlpack(a):
+    cap = a.__dlpack__()
+    data, dtype, shape, strides, dev = _native.dlpack_describe(cap)
+    shape = tuple(shape)
+    strides = tuple(strides)
+    return ("D", dtype, len(shape), _layout(shape, strides), dev or 0), (data, shape, strides)
+
+
+def _h_cai(a):
+    cai = a.__cuda_array_interface__
+    dt = np.dtype(cai["descr"]) if len(cai.get("descr", ())) > 1 else np.dtype(cai["typestr"])
+    shape = tuple(cai["shape"])
+    st = cai.get("strides")
+    if st is None:
+        strides = []
+        acc = 1
+        for n in reversed(shape):
+            strides.append(acc)
+            acc *= n
+        strides = tuple(reversed(strides))
+    else:
+        strides = tuple(s // dt.itemsize for s in st)
+    return ("A", dt, len(shape), _layout(shape, strides), 0), (cai["data"][0], shape, strides)
+
+
+_HANDLERS: Dict[type, Any] = {
+    int: _h_int,
+    float: _h_float,
+    bool: _h_bool,
+    complex: _h_complex,
+    tuple: _h_tuple,
+    np.ndarray: _h_host_array,
+}
+for _v in _types.VECTORS.values():
+    _HANDLERS[_v] = _h_vector
+
+
+def _handler_for(a):
+    """Finds (and remembers, by exact type) how to describe an argument."""
+    t = type(a)
+    mod = t.__module__ or ""
+    h = None
+    if mod.startswith("cupy") and t.__name__ == "ndarray":
+        h = _make_cupy_handler()
+        _native.register_array_type("cupy", t)
+    elif mod.startswith("torch") and t.__name__ in ("Tensor", "Parameter"):
+        import torch
+
+        h = _make_torch_handler(torch)
+        if t is torch.Tensor:
+            _native.register_array_type("torch", t)
+    elif isinstance(a, np.generic):
+        h = _h_numpy_scalar
+    elif isinstance(a, np.ndarray):
+        h = _h_host_array
+    elif hasattr(a, "__dlpack__") and hasattr(a, "__dlpack_device__"):
+        dev_type = a.__dlpack_device__()[0]
+        if int(dev_type) in (2, 13):  # kDLCUDA, kDLCUDAManaged
+            h = _h_dlpack
+        elif hasattr(a, "__cuda_array_interface__"):
+            h = _h_cai
+    elif hasattr(a, "__cuda_array_interface__"):
+        h = _h_cai
+    elif isinstance(a, tuple):
+        h = _h_tuple
+    if h is None:
+        raise _Unsupported(
+            f"{t.__module__}.{t.__qualname__} (a kernel takes arrays with __dlpack__ or "
+            "__cuda_array_interface__, host NumPy arrays, numbers, NumPy scalars, tuples, "
+            "vectors and @struct instances)"
+        )
+    _HANDLERS[t] = h
+    return h
+
+
+def _describe(a):
+    h = _HANDLERS.get(type(a))
+    if h is None:
+        h = _handler_for(a)
+    return h(a)
+
+
+_INT_KINDS = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
+_FLOAT_KINDS = {"float16", "bfloat16", "float32", "float64"}
+_COMPLEX_KINDS = {"complex64", "complex128"}
+_PY_NUMBER_TYPES = {
+    "device": {"i": "int32", "f": "float32", "b": "bool", "c": "complex64"},
+    "numba": {"i": "int64", "f": "float64", "b": "bool", "c": "complex128"},
+    "cupyx": {"i": "int64", "f": "float64", "b": "bool", "c": "complex128"},
+}
+
+
+def _type_of_key(k, dialect: str):
+    """The compiler's type description (a string or a tuple) for an argument key."""
+    tag = k[0]
+    if tag in ("i", "f", "b", "c"):
+        return _PY_NUMBER_TYPES[dialect][tag]
+    if tag == "n":
+        return _dtype_name(k[1])
+    if tag == "R":
+        return _record_notation(k[1])
+    if tag in ("A", "D"):
+        name = k[1] if tag == "D" else _dtype_name(k[1])
+        return _array_type(name, k[2], k[3])
+    if tag == "T":
+        return _array_type(_TORCH_DTYPES[k[1]], k[2], k[3])
+    if tag == "H":
+        return _array_type(_dtype_name(k[1]), k[2], "C")
+    if tag == "t":
+        return tuple(_type_of_key(x, dialect) for x in k[1])
+    if tag == "V":
+        return k[1].__name__
+    if tag == "S":
+        return k[1].__name__
+    raise AssertionError(k)
+
+
+def _device_of_key(key) -> Optional[int]:
+    for k in key:
+        if k[0] in ("A", "D", "T"):
+            return k[4]
+    return None
+
+
+_ARRAY_RE = re.compile(r"^(.*)\[(.*)\]$")
+
+
+def _reconcile(ours, ann: Optional[str], k, module) -> Any:
+    """The type to specialize a parameter for: the annotation where the argument fits it
+    (Python numbers adopt the annotated number type), else TypeError text."""
+    if ann is None:
+        return ours
+    tag = k[0]
+    if tag in ("i", "f", "b", "c"):
+        ok = {
+            "b": {"bool"},
+            "i": _INT_KINDS | _FLOAT_KINDS | _COMPLEX_KINDS,
+            "f": _FLOAT_KINDS | _COMPLEX_KINDS,
+            "c": _COMPLEX_KINDS,
+        }[tag]
+        if ann in ok:
+            return ann
+        raise _Mismatch(ann)
+    mine = module.type_name(ours)
+    if mine == ann:
+        return ann
+    a = _ARRAY_RE.match(ann)
+    m = _ARRAY_RE.match(mine)
+    if a and m and a.group(1) == m.group(1):
+        ad = [d.strip() for d in a.group(2).split(",")]
+        md = [d.strip() for d in m.group(2).split(",")]
+        if len(ad) == len(md) and all(x == ":" or x == y for x, y in zip(ad, md)):
+            return ann
+    raise _Mismatch(ann, mine)
+
+
+class _Mismatch(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------------------
+# Streams and launch shapes
+
+_stream_cache: Tuple[Any, int] = (None, 0)
+
+
+def _resolve_stream(s) -> int:
+    if hasattr(s, "__cuda_stream__"):
+        proto = s.__cuda_stream__
+        proto = proto() if callable(proto) else proto
+        return int(proto[1])
+    for attr in ("cuda_stream", "ptr", "handle"):  # PyTorch, CuPy, numba / cuda.core
+        if hasattr(s, attr):
+            h = getattr(s, attr)
+            if hasattr(h, "value"):
+                h = h.value
+            return int(h or 0)
+    raise TypeError(
+        f"stream: expected a cuda.core Stream, an object with __cuda_stream__, a CuPy or PyTorch "
+        f"stream or an int handle; given {type(s).__module__}.{type(s).__qualname__}"
+    )
+
+
+def _stream_handle(s) -> int:
+    global _stream_cache
+    if s is None:
+        return 0
+    if type(s) is int:
+        return s
+    c = _stream_cache
+    if c[0] is s:
+        return c[1]
+    h = _resolve_stream(s)
+    _stream_cache = (s, h)
+    return h
+
+
+# ---------------------------------------------------------------------------------------
+# Decorated objects
+
+_KERNEL_OPTIONS = {"interop", "max_threads", "min_blocks", "fastmath", "lineinfo", "debug", "bounds_check"}
+_FUNC_OPTIONS = {"interop", "extern"}
+_NUMBA_OPTIONS = {"device", "fastmath", "lineinfo", "debug", "opt", "cache", "max_registers", "inline", "link"}
+
+
+def _check_options(what: str, given: dict, allowed: set) -> None:
+    unknown = sorted(set(given) - allowed)
+    if unknown:
+        raise TypeError(
+            f"{what} got unknown keyword argument{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(repr(u) for u in unknown)} (supported: {', '.join(sorted(allowed))})"
+        )
+
+
+class _Specialization:
+    __slots__ = ("launcher", "host_arrays", "kernel")
+
+    def __init__(self, kernel, launcher, host_arrays):
+        self.kernel = kernel
+        self.launcher = launcher
+        self.host_arrays = host_arrays
+
+
+def _default_device() -> int:
+    return int(os.environ.get("PYDEVICE_DEVICE", "0"))
+
+
+_SUPPORTED_ARCHS = (75, 80, 86, 87, 89, 90, 100, 120)
+_ARCH_OF_DEVICE: Dict[int, str] = {}
+
+
+def _arch_for(ordinal: int) -> str:
+    a = _ARCH_OF_DEVICE.get(ordinal)
+    if a is None:
+        n = int(_native.device_arch(ordinal)[3:])
+        best = max((x for x in _SUPPORTED_ARCHS if x <= n), default=_SUPPORTED_ARCHS[0])
+        a = _ARCH_OF_DEVICE[ordinal] = f"sm_{best}"
+    return a
+
+
+class _Entry:
+    """What `Kernel` and `Func` share: the source, its native module and the entry's facts."""
+
+    dialect = "device"
+
+    def __init__(self, fn, options: dict, dialect: str):
+        if not isinstance(fn, _pytypes.FunctionType):
+            raise TypeError(f"expected a function, got {type(fn).__name__}")
+        self.underlying = fn
+        self.options = dict(options)
+        self.dialect = dialect
+        self.__name__ = fn.__name__
+        self.__qualname__ = fn.__qualname__
+        self.__doc__ = fn.__doc__
+        self.__module__ = fn.__module__
+        self.__wrapped__ = fn
+        self._src: Optional[_Source] = None
+        self._module = None
+        self._params: Optional[List[str]] = None
+        self._annotated: Optional[List[str]] = None
+        self._lock = threading.Lock()
+
+    @property
+    def _source(self) -> "_Source":
+        if self._src is None:
+            self._src = _Source(self.underlying)
+        return self._src
+
+    # The native module is made on first use (parsing is a few hundred microseconds).
+    def _mod(self):
+        m = self._module
+        if m is None:
+            m = _native_module(self._source.filename, self._source.text())
+            for name, _is_kernel, params, ann in m.entries():
+                if name == self.__name__:
+                    self._params = list(params)
+                    self._annotated = ann
+                    break
+            else:
+                raise CompileError(
+                    f"error: `{self.__name__}` is not a module-level device function the compiler found "
+                    f"in {self._source.filename} (is it decorated with a pydevice decorator?)",
+                    [],
+                )
+            self._module = m
+        return m
+
+    def _param_name(self, i: int) -> str:
+        try:
+            self._mod()
+        except CompileError:
+            pass
+        if self._params is not None and i < len(self._params):
+            return self._params[i]
+        return f"#{i}"
+
+    def _arg_types(self, args, types) -> list:
+        """The compiler's types for example arguments or given type descriptions."""
+        m = self._mod()
+        if types is not None:
+            if isinstance(types, str):
+                return _split_signature(types)
+            return [t if isinstance(t, (str, tuple)) else str(t) for t in types]
+        keys = []
+        for i, a in enumerate(args):
+            try:
+                keys.append(_describe(a)[0])
+            except _Unsupported as e:
+                raise self._bad_arg(i, a, str(e)) from None
+        return self._types_of_keys(tuple(keys), args, m)
+
+    def _types_of_keys(self, key, args, m) -> list:
+        n = len(self._params or ())
+        if len(key) != n:
+            raise TypeError(f"{self.__name__}() takes {n} arguments, {len(key)} given")
+        out = []
+        for i, k in enumerate(key):
+            ours = _type_of_key(k, self.dialect)
+            ann = self._annotated[i] if self._annotated else None
+            try:
+                out.append(_reconcile(ours, ann, k, m))
+            except _Mismatch as e:
+                given = e.args[1] if len(e.args) > 1 else ours
+                raise self._bad_arg(i, args[i], f"expected {e.args[0]}, given {given}") from None
+        return out
+
+    def _bad_arg(self, i: int, a, why: str) -> TypeError:
+        t = type(a)
+        return TypeError(
+            f"{self.__name__}(): argument {i} (parameter `{self._param_name(i)}`): {why} "
+            f"[given a {t.__module__}.{t.__qualname__}]"
+        )
+
+    # Reflection -----------------------------------------------------------------------
+    def typed_ir(self, *args, types=None, arch: Optional[str] = None) -> str:
+        """pydevice's typed IR of the specialization for ``args`` (or ``types``)."""
+        return self._mod().typed_ir(self.__name__, self._arg_types(args, types), arch)
+
+    def llvm_ir(self, *args, types=None, arch: Optional[str] = None, opt: int = 3) -> str:
+        """The optimized LLVM IR of the specialization."""
+        return self._mod().llvm_ir(self.__name__, self._arg_types(args, types), arch, opt)
+
+    def ptx(self, *args, types=None, arch: Optional[str] = None, opt: int = 3) -> str:
+        """The PTX of the specialization (compiled through the shared cache)."""
+        return self._mod().compile(self.__name__, self._arg_types(args, types), arch, opt).ptx
+
+    def abi(self, *args, types=None) -> dict:
+        """The parameter ABI (symbol; each parameter's name, type, C++ type, size, align, fields)."""
+        raw = json.loads(self._mod().abi(self.__name__, self._arg_types(args, types)))
+        return {
+            "symbol": raw["symbol"],
+            "params": [
+                {
+                    "name": p["name"],
+                    "type": p["layout"]["name"],
+                    "cxx": p["layout"]["cxx"],
+                    "size": p["layout"]["size"],
+                    "align": p["layout"]["align"],
+                    "fields": p["layout"]["fields"],
+                }
+                for p in raw["params"]
+            ],
+        }
+
+    def header(self) -> str:
+        """The CUDA C++ header of this function's module."""
+        return header(self)
+
+
+class Kernel(_Entry):
+    """A ``@kernel``: launch it with ``device.launch(k, *args, grid=, block=, stream=)`` or
+    ``k[grid, block, stream, shared](*args)``. ``underlying`` is the decorated function."""
+
+    def __init__(self, fn, options: dict, dialect: str = "device"):
+        super().__init__(fn, options, dialect)
+        self._specs: Dict[Any, _Specialization] = {}
+        self._bounds_check = bool(options.get("bounds_check", False))
+        # The repeated-launch fast path (Rust): argument kinds -> prepared launcher.
+        self._dispatcher = _native.Dispatcher()
+
+    def __repr__(self) -> str:
+        return f"<pydevice kernel {self.__qualname__}>"
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(
+            f"kernel `{self.__name__}` runs on a device: launch it with "
+            f"device.launch({self.__name__}, *args, grid=..., block=..., stream=...) or "
+            f"{self.__name__}[grid, block](*args)"
+        )
+
+    def __getitem__(self, config) -> "_Configured":
+        if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
+            raise TypeError("kernel[grid, block] or kernel[grid, block, stream, shared]")
+        return _Configured(self, *config)
+
+    def _specialize(self, key, args) -> _Specialization:
+        with self._lock:
+            spec = self._specs.get(key)
+            if spec is not None:
+                return spec
+        m = self._mod()
+        types = self._types_of_keys(key, args, m)
+        ordinal = _device_of_key(key)
+        if ordinal is None:
+            ordinal = _default_device()
+        compiled = m.compile(self.__name__, types, _arch_for(ordinal), 3)
+        launcher = compiled.load(ordinal)
+        host = tuple(i for i, k in enumerate(key) if k[0] == "H")
+        spec = _Specialization(compiled, launcher, host)
+        with self._lock:
+            return self._specs.setdefault(key, spec)
+
+    def _launch(self, args, grid, block, stream, shared):
+        keys = []
+        vals = []
+        H = _HANDLERS
+        try:
+            for a in args:
+                h = H.get(type(a))
+                if h is None:
+                    h = _handler_for(a)
+                k, v = h(a)
+                keys.append(k)
+                vals.append(v)
+        except _Unsupported as e:
+            i = len(keys)
+            raise self._bad_arg(i, args[i], f"unsupported argument type {e}") from None
+        key = tuple(keys)
+        spec = self._specs.get(key)
+        if spec is None:
+            spec = self._specialize(key, args)
+        if spec.host_arrays:
+            return self._launch_host(spec, vals, grid, block, stream, shared)
+        h = _stream_handle(stream)
+        spec.launcher.launch(tuple(vals), grid, block, shared, h)
+        if not self._bounds_check:
+            # Later launches with arguments of these kinds take the fast path (when all of
+            # them have one: CuPy arrays, PyTorch tensors, Python numbers).
+            self._dispatcher.insert(args, spec.launcher)
+        else:
+            # A bounds-checked kernel is a debugging aid: wait for it and report its first
+            # out-of-range access as BoundsError.
+            _native.synchronize(spec.launcher.device, h)
+            spec.launcher.check_bounds()
+
+    def _launch_host(self, spec, vals, grid, block, stream, shared):
+        """Host NumPy arrays: copied to the device, launched, synchronized, copied back."""
+        ordinal = spec.launcher.device
+        h = _stream_handle(stream)
+        bufs = {}
+        for i in spec.host_arrays:
+            a = vals[i]
+            c = np.ascontiguousarray(a)
+            buf = _native.Buffer.upload(ordinal, c.tobytes() if c.size else b"\0")
+            bufs[i] = (a, buf)
+            strides = _c_strides(a.shape) if a.ndim else (1,)
+            vals[i] = (buf.ptr, a.shape if a.ndim else (1,), strides)
+        spec.launcher.launch(tuple(vals), grid, block, shared, h)
+        _native.synchronize(ordinal, h)
+        if self._bounds_check:
+            spec.launcher.check_bounds()
+        for a, buf in bufs.values():
+            if a.flags.writeable and a.size:
+                data = buf.download()[: a.nbytes]
+                a[...] = np.frombuffer(data, dtype=a.dtype).reshape(a.shape)
+
+    # Reflection needing a GPU -----------------------------------------------------------
+    def _loaded(self, args, types, device):
+        m = self._mod()
+        ordinal = _default_device() if device is None else device
+        t = self._arg_types(args, types)
+        return m.compile(self.__name__, t, _arch_for(ordinal), 3).load(ordinal)
+
+    def attributes(self, *args, types=None, device: Optional[int] = None) -> dict:
+        """Registers, shared/local/const bytes, max threads per block (needs a GPU)."""
+        return self._loaded(args, types, device).attributes()
+
+    def occupancy(self, *args, block: int, shared: int = 0, types=None, device=None) -> dict:
+        """Resident blocks and warps per multiprocessor at ``block`` threads (needs a GPU)."""
+        return self._loaded(args, types, device).occupancy(block, shared)
+
+    def suggested_block_size(self, *args, shared: int = 0, types=None, device=None) -> Tuple[int, int]:
+        """``(block threads, min grid blocks)`` that maximize occupancy (needs a GPU)."""
+        return self._loaded(args, types, device).suggested_block_size(shared)
+
+    def check_bounds(self, *args, types=None, device=None) -> None:
+        """After synchronizing: raises BoundsError for the first out-of-range access of this
+        ``bounds_check=True`` specialization (and clears the record)."""
+        self._loaded(args, types, device).check_bounds()
+
+    @property
+    def specializations(self) -> list:
+        """The argument types of each specialization made so far."""
+        return [s.kernel.param_types for s in self._specs.values()]
+
+
+def _c_strides(shape) -> tuple:
+    out = []
+    acc = 1
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= n
+    return tuple(reversed(out))
+
+
+class _Configured:
+    """``kernel[grid, block, stream, shared]``: call it with the arguments (numba's form)."""
+
+    __slots__ = ("k", "grid", "block", "stream", "shared")
+
+    def __init__(self, k, grid, block, stream=0, shared=0):
+        self.k = k
+        self.grid = grid
+        self.block = block
+        self.stream = stream
+        self.shared = shared
+
+    def __call__(self, *args):
+        k = self.k
+        if not k._dispatcher.try_launch(args, self.grid, self.block, self.stream, self.shared):
+            k._launch(args, self.grid, self.block, self.stream, self.shared)
+
+
+# The spec's `launch(f, *args, grid, block, stream, shared=0)`: runs kernel `f` on `args` with
+# a `grid` of blocks of `block` threads (each an int or a tuple of 1 to 3 ints) and `shared`
+# bytes of dynamic shared memory, asynchronously on `stream` (a cuda.core Stream, anything
+# with `__cuda_stream__`, a CuPy or PyTorch stream, or a handle; None is the default
+# stream). It is native: the fast path when the kernel has a launcher for arguments of these
+# kinds, else `Kernel._launch`.
+launch = _native.launch
+
+
+class Func(_Entry):
+    """A ``@func``: callable in device code, and on the host (compiled by Cranelift)."""
+
+    def __init__(self, fn, options: dict, dialect: str = "device"):
+        super().__init__(fn, options, dialect)
+        self.interop = bool(options.get("interop", False))
+        self._host: Dict[Any, Any] = {}
+
+    def __repr__(self) -> str:
+        return f"<pydevice func {self.__qualname__}>"
+
+    def __call__(self, *args):
+        keys = []
+        vals = []
+        try:
+            for a in args:
+                k, v = _describe(a)
+                keys.append(k)
+                vals.append(v)
+        except _Unsupported as e:
+            i = len(keys)
+            raise self._bad_arg(i, args[i], f"unsupported argument type {e}") from None
+        key = tuple(keys)
+        hf = self._host.get(key)
+        if hf is None:
+            m = self._mod()
+            hf = m.host_function(self.__name__, self._types_of_keys(key, args, m))
+            self._host[key] = hf
+        host_vals = []
+        arrays = []
+        for k, v in zip(key, vals):
+            if k[0] == "H":
+                c = np.ascontiguousarray(v)
+                host_vals.append((tuple(c.shape), c.tobytes()))
+                arrays.append(v)
+            else:
+                host_vals.append(v)
+        result, after = hf.call(tuple(host_vals))
+        for a, data in zip(arrays, after):
+            if a.flags.writeable and a.size:
+                a[...] = np.frombuffer(data, dtype=a.dtype).reshape(a.shape)
+        return _host_result(result, hf.result_type, self.underlying.__globals__)
+
+
+def _host_result(v, rtype: str, g: dict):
+    if isinstance(v, tuple) and len(v) == 3 and v[0] == "struct" and isinstance(v[2], list):
+        cls = g.get(v[1]) or _STRUCTS.get(v[1])
+        fields = {n: _host_result(x, "", g) for n, x in v[2]}
+        if cls is not None and hasattr(cls, "_fields"):
+            return cls(**fields)
+        return fields
+    if rtype in _types.VECTORS:
+        return _types.VECTORS[rtype](*v)
+    if isinstance(v, tuple):
+        return tuple(_host_result(x, "", g) for x in v)
+    return v
+
+
+_STRUCTS: Dict[str, type] = {}
+
+
+def _make_struct(cls, align: Optional[int]):
+    ann = cls.__dict__.get("__annotations__", {})
+    fields = tuple(ann)
+    defaults = {f: cls.__dict__[f] for f in fields if f in cls.__dict__}
+    ns = {
+        k: v
+        for k, v in cls.__dict__.items()
+        if k not in fields and k not in ("__dict__", "__weakref__")
+    }
+
+    def __init__(self, *args, **kwargs):
+        if len(args) > len(fields):
+            raise TypeError(f"{cls.__name__}() takes {len(fields)} fields, {len(args)} given")
+        values = dict(zip(fields, args))
+        for k, v in kwargs.items():
+            if k not in fields:
+                raise TypeError(f"{cls.__name__}() has no field `{k}`")
+            if k in values:
+                raise TypeError(f"{cls.__name__}() got field `{k}` twice")
+            values[k] = v
+        for f in fields:
+            if f not in values:
+                if f not in defaults:
+                    raise TypeError(f"{cls.__name__}() missing field `{f}`")
+                values[f] = defaults[f]
+            object.__setattr__(self, f, values[f])
+
+    def __setattr__(self, k, v):
+        raise AttributeError(f"{cls.__name__} is immutable (heterogeneous structs are)")
+
+    def __repr__(self):
+        return f"{cls.__name__}({', '.join(f'{f}={getattr(self, f)!r}' for f in fields)})"
+
+    def __eq__(self, other):
+        return type(other) is type(self) and all(getattr(self, f) == getattr(other, f) for f in fields)
+
+    def __hash__(self):
+        return hash(tuple(getattr(self, f) for f in fields))
+
+    def __iter__(self):
+        return iter(tuple(getattr(self, f) for f in fields))
+
+    ns.update(
+        __init__=__init__,
+        __setattr__=__setattr__,
+        __repr__=__repr__,
+        __eq__=__eq__,
+        __hash__=__hash__,
+        __iter__=__iter__,
+        __slots__=fields,
+        _fields=fields,
+        _align=align,
+        underlying=cls,
+    )
+    for f in fields:
+        ns.pop(f, None)
+    new = type(cls.__name__, cls.__bases__, ns)
+    new.__qualname__ = cls.__qualname__
+    new.__module__ = cls.__module__
+    _HANDLERS[new] = _h_struct
+    _STRUCTS[cls.__name__] = new
+    return new
+
+
+# ---------------------------------------------------------------------------------------
+# Decorators
+
+
+def kernel(fn=None, **options):
+    """``@kernel`` / ``@kernel(interop=, max_threads=, min_blocks=, fastmath=, lineinfo=,
+    debug=, bounds_check=)``: a kernel. Options are read by the compiler from the source; unknown
+    keywords raise ``TypeError`` here."""
+    _check_options("@kernel", options, _KERNEL_OPTIONS)
+    if fn is None:
+        return lambda f: Kernel(f, options)
+    return Kernel(fn, options)
+
+
+def func(fn=None, *, interop: bool = False, **options):
+    """``@func`` / ``@func(interop=True)``: a heterogeneous function, callable in device code
+    and on the host."""
+    _check_options("@func", options, _FUNC_OPTIONS - {"interop"})
+    options = dict(options, interop=interop)
+    if fn is None:
+        return lambda f: Func(f, options)
+    return Func(fn, options)
+
+
+def struct(cls=None, *, align: Optional[int] = None, **options):
+    """``@struct`` / ``@struct(align=N)``: a heterogeneous struct type; instances are built
+    on the host (``Particle(1.0, 2.0)``) and passed by value."""
+    _check_options("@struct", options, {"align"})
+    if align is not None and (not isinstance(align, int) or align <= 0 or align & (align - 1)):
+        raise ValueError(f"@struct(align=...) must be a power of two, not {align!r}")
+    if cls is None:
+        return lambda c: _make_struct(c, align)
+    if not isinstance(cls, type):
+        raise TypeError(f"@struct decorates a class, not {type(cls).__name__}")
+    return _make_struct(cls, align)
+
+
+def _split_signature(sig: str) -> list:
+    """Splits numba notation ``"float32[:], (int32, float32), point"`` at top-level commas
+    (a ``void(...)`` wrapper is dropped)."""
+    s = sig.strip()
+    m = re.match(r"^\w+\s*\((.*)\)$", s)
+    if m and not s.startswith("Record("):
+        s = m.group(1)
+    out, depth, cur = [], 0, ""
+    for ch in s:
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+
+def compile_ptx(f, signature, *, arch: str = "sm_90", opt: int = 3) -> str:
+    """PTX of ``f`` (a ``@kernel`` or ``@func``) for ``signature`` (numba notation, such as
+    ``"float32[::1], int32"``, or a list of type names), without a GPU."""
+    return f.ptx(types=signature, arch=arch, opt=opt)
+
+
+def header(obj) -> str:
+    """The CUDA C++ header of the module of ``obj`` (a decorated function): its ``@struct``
+    types and ``extern "C"`` declarations of its annotated ``interop=True`` functions."""
+    m = obj._mod()
+    stem = os.path.splitext(os.path.basename(obj._source.filename))[0]
+    return m.header(stem)
+
+
+def synchronize(stream=None, device: Optional[int] = None) -> None:
+    """Waits for the work on ``stream`` (all streams when None), raising DeviceFault for a
+    kernel that faulted."""
+    _native.synchronize(_default_device() if device is None else device,
+                        None if stream is None else _stream_handle(stream))
+
+
+def set_cache_dir(path: Optional[str]) -> None:
+    """Turns on the on-disk specialization cache (the Rust ``KernelCache``'s, shared with
+    other embedders using the same directory), or off with None. Also ``PYDEVICE_CACHE_DIR``."""
+    _native.set_disk_cache(path)
+
+
+def cache_stats() -> dict:
+    """Hits, misses, compiles and disk hits/writes of the specialization cache."""
+    return _native.cache_stats()
+
+
+def machine_representation() -> str:
+    """The spec's ``machine_representation()``: ``"itanium"`` on Linux."""
+    return _native.machine_representation()
+
+
+if os.environ.get("PYDEVICE_CACHE_DIR"):
+    set_cache_dir(os.environ["PYDEVICE_CACHE_DIR"])

@@ -1,0 +1,98 @@
+"""Exceptions of pydevice. Every failure is one of these (or a ``TypeError`` for a wrong
+argument); none of them ends the process.
+
+- :class:`CompileError`: the program is ill-formed (or the back end failed). It carries the
+  diagnostics, each with its code, message, file, line and column, and the rendered text.
+- :class:`LaunchError`: the driver refused a launch (bad grid or block, too much shared
+  memory). The CUDA context is still usable.
+- :class:`DeviceFault`: a kernel faulted (illegal address, trap). The CUDA context is lost:
+  later work on that device fails too.
+- :class:`BoundsError`: a ``bounds_check=True`` kernel indexed an array out of range (also an
+  ``IndexError``). The context is still usable.
+- :class:`NoDriverError`: no CUDA driver on this machine.
+"""
+
+from __future__ import annotations
+
+from typing import List, NamedTuple, Optional
+
+
+class Diagnostic(NamedTuple):
+    """One problem found in a program."""
+
+    code: str
+    message: str
+    severity: str
+    file: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    label: str
+    notes: List[str]
+    rendered: str
+
+    def __str__(self) -> str:
+        return self.rendered
+
+
+class PydeviceError(Exception):
+    """Base class of pydevice's errors."""
+
+
+class CompileError(PydeviceError):
+    """The program is ill-formed: ``diagnostics`` says where and why; ``rendered`` is the text
+    rustc-style (also ``str(e)``)."""
+
+    def __init__(self, rendered: str, diagnostics=()):
+        super().__init__(rendered)
+        self.rendered = rendered
+        self.diagnostics = [d if isinstance(d, Diagnostic) else Diagnostic(**d) for d in diagnostics]
+
+
+class HostError(PydeviceError):
+    """A ``@func`` could not be built or called on the host."""
+
+
+class DriverError(PydeviceError):
+    """The CUDA driver reported an error outside a launch."""
+
+
+class NoDriverError(DriverError):
+    """No CUDA driver is installed on this machine."""
+
+
+class LaunchError(PydeviceError):
+    """The driver refused a launch or could not load a kernel; the context is still usable."""
+
+    def __init__(self, message: str, kernel: Optional[str] = None):
+        super().__init__(message)
+        self.kernel = kernel
+
+
+class DeviceFault(PydeviceError):
+    """A kernel faulted while running. The CUDA context of its device is lost."""
+
+    context_usable = False
+
+    def __init__(self, message: str, kernel: Optional[str] = None):
+        super().__init__(message)
+        self.kernel = kernel
+
+
+class BoundsError(PydeviceError, IndexError):
+    """A ``bounds_check=True`` kernel indexed an array out of range (the access was skipped)."""
+
+    def __init__(self, message: str, kernel: str = "", line: int = 0, column: int = 0):
+        super().__init__(message)
+        self.kernel = kernel
+        self.line = line
+        self.column = column
+
+
+class LinkError(PydeviceError):
+    """Device code could not be linked."""
+
+
+class ArgumentError(PydeviceError, TypeError):
+    """An argument does not fit its parameter (also a ``TypeError``)."""

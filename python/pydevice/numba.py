@@ -1,0 +1,106 @@
+"""The numba-cuda dialect: ``from pydevice.numba import cuda`` instead of
+``from numba import cuda`` (or ``from pydevice.numba import cuda, float32, ...``).
+
+A module written for numba-cuda runs with only that import changed: ``@cuda.jit``,
+``@cuda.jit("void(float32[:])")``, ``@cuda.jit(device=True)`` and ``kernel[grid, block,
+stream, shared](*args)``; ``cuda.to_device``, ``cuda.device_array(_like)``,
+``copy_to_host`` and ``cuda.synchronize`` for memory. The compiler reads the module as
+numba code (``int`` is int64, ``float`` float64, numba's typing), because pydevice rewrites
+this import to ``from numba import cuda`` in the source it compiles. Host NumPy arrays passed
+to a kernel are copied to the device and back around the launch, as numba does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _core, _native, _types
+
+_JIT_OPTIONS = _core._NUMBA_OPTIONS
+
+
+class DeviceNDArray:
+    """Device memory with a NumPy shape and dtype (numba's ``DeviceNDArray``), offering the
+    CUDA Array Interface."""
+
+    def __init__(self, shape, dtype, buffer=None, device: int = 0):
+        self.shape = tuple(shape) if isinstance(shape, (tuple, list)) else (int(shape),)
+        self.dtype = np.dtype(dtype)
+        self.size = int(np.prod(self.shape)) if self.shape else 1
+        self.nbytes = self.size * self.dtype.itemsize
+        self._device = device
+        self._buf = buffer or _native.Buffer.upload(device, bytes(max(self.nbytes, 1)))
+
+    ndim = property(lambda self: len(self.shape))
+
+    @property
+    def __cuda_array_interface__(self):
+        return {
+            "shape": self.shape,
+            "typestr": self.dtype.str,
+            "descr": self.dtype.descr,
+            "data": (self._buf.ptr, False),
+            "strides": None,
+            "version": 3,
+        }
+
+    def __len__(self):
+        return self.shape[0]
+
+    def copy_to_host(self, ary=None, stream=0):
+        data = self._buf.download()[: self.nbytes]
+        out = np.frombuffer(data, dtype=self.dtype).reshape(self.shape).copy()
+        if ary is not None:
+            ary[...] = out
+            return ary
+        return out
+
+
+def _to_device(ary, stream=0, copy=True, to=None):
+    a = np.ascontiguousarray(ary)
+    buf = _native.Buffer.upload(_core._default_device(), a.tobytes() if a.nbytes else b"\0")
+    return DeviceNDArray(a.shape, a.dtype, buf)
+
+
+class _Cuda:
+    """The ``cuda`` object of the numba dialect."""
+
+    def jit(self, func_or_sig=None, device: bool = False, **options):
+        _core._check_options("@cuda.jit", dict(options, device=device), _JIT_OPTIONS)
+
+        def wrap(fn):
+            if device:
+                return _core.Func(fn, options, "numba")
+            return _core.Kernel(fn, options, "numba")
+
+        if callable(func_or_sig) and not isinstance(func_or_sig, (str, list, tuple)):
+            return wrap(func_or_sig)
+        return wrap
+
+    to_device = staticmethod(_to_device)
+
+    @staticmethod
+    def device_array(shape, dtype=np.float64, stream=0, order="C"):
+        return DeviceNDArray(shape, dtype)
+
+    @staticmethod
+    def device_array_like(ary, stream=0):
+        return DeviceNDArray(ary.shape, ary.dtype)
+
+    @staticmethod
+    def synchronize():
+        _native.synchronize(_core._default_device(), None)
+
+    @staticmethod
+    def is_available() -> bool:
+        return _native.driver_available()
+
+    def __getattr__(self, name):
+        import pydevice
+
+        return getattr(pydevice, name)
+
+
+cuda = _Cuda()
+
+globals().update(_types.SCALARS)

@@ -1,0 +1,383 @@
+//! The repeated-launch fast path: one call from Python per launch.
+//!
+//! A [`Dispatcher`] belongs to one kernel. It maps a key made of each argument's kind (for a
+//! CuPy array or PyTorch tensor: the dtype object, rank, layout and device; for a Python
+//! `int`, `float` or `bool`: just that) to the prepared [`Launcher`] of that specialization.
+//! [`launch`] reads the arguments' facts straight from the objects (the same facts DLPack
+//! would give, without making a capsule), looks the launcher up, writes the arrays into a
+//! copy of its zeroed parameter buffer and launches without the GIL. Anything else (a first
+//! launch, host NumPy arrays, structs, other array types, bounds-checked kernels) returns to
+//! the Python path, which specializes and then [`Dispatcher::insert`]s the launcher.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock, RwLock};
+
+use pydevice::abi::ArgValue;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple, PyType};
+use smallvec::SmallVec;
+
+use crate::{Launcher, dim3};
+
+/// Array types with a fast path, registered by the Python side when it first meets them.
+static CUPY_NDARRAY: OnceLock<Py<PyType>> = OnceLock::new();
+static TORCH_TENSOR: OnceLock<Py<PyType>> = OnceLock::new();
+
+/// Registers `cupy.ndarray` (`kind="cupy"`) or `torch.Tensor` (`kind="torch"`).
+#[pyfunction]
+pub fn register_array_type(kind: &str, t: Bound<'_, PyType>) {
+    let cell = match kind {
+        "cupy" => &CUPY_NDARRAY,
+        "torch" => &TORCH_TENSOR,
+        _ => return,
+    };
+    let _ = cell.set(t.unbind());
+}
+
+/// What determines the specialization, per argument.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum ArgKey {
+    Array {
+        torch: bool,
+        /// The dtype object's address; the map entry holds a reference, so it stays unique.
+        dtype: usize,
+        ndim: u8,
+        /// 0: C-contiguous, 1: F-contiguous (and not C), 2: any.
+        layout: u8,
+        device: i32,
+    },
+    Int,
+    Float,
+    Bool,
+}
+
+/// An argument's value as read on the fast path.
+enum ArgVal {
+    Array {
+        data: u64,
+        shape: SmallVec<[u64; 4]>,
+        strides: SmallVec<[i64; 4]>,
+    },
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+}
+
+type Key = SmallVec<[ArgKey; 6]>;
+
+struct Prepared {
+    launcher: Py<Launcher>,
+    /// The dtype objects named in the key, kept alive.
+    _dtypes: Vec<Py<PyAny>>,
+}
+
+/// One kernel's prepared launchers by argument kinds, and its last stream.
+#[pyclass(frozen, module = "pydevice._native")]
+pub struct Dispatcher {
+    map: RwLock<HashMap<Key, Prepared>>,
+    /// The last stream object (kept alive, so its address identifies it) and its handle.
+    stream: Mutex<Option<(Py<PyAny>, usize)>>,
+}
+
+fn layout_of(shape: &[u64], strides: &[i64]) -> u8 {
+    let mut expect = 1i64;
+    let mut c = true;
+    for (&n, &s) in shape.iter().zip(strides).rev() {
+        if n != 1 && s != expect {
+            c = false;
+            break;
+        }
+        expect = expect.wrapping_mul(n as i64);
+    }
+    if c {
+        return 0;
+    }
+    expect = 1;
+    for (&n, &s) in shape.iter().zip(strides) {
+        if n != 1 && s != expect {
+            return 2;
+        }
+        expect = expect.wrapping_mul(n as i64);
+    }
+    1
+}
+
+fn ints<T: for<'a> FromPyObject<'a>>(t: &Bound<'_, PyAny>) -> PyResult<Option<SmallVec<[T; 4]>>> {
+    let Ok(t) = t.cast::<PyTuple>() else {
+        return Ok(None);
+    };
+    let mut out = SmallVec::new();
+    for x in t.iter() {
+        out.push(x.extract::<T>()?);
+    }
+    Ok(Some(out))
+}
+
+/// One argument read on the fast path: its key, its value, and the dtype object to keep.
+type Read = (ArgKey, ArgVal, Option<Py<PyAny>>);
+
+/// Reads one argument; `None` when it has no fast path.
+fn read(py: Python<'_>, a: &Bound<'_, PyAny>) -> PyResult<Option<Read>> {
+    let t = a.get_type();
+    if let Some(cp) = CUPY_NDARRAY.get()
+        && t.is(cp.bind(py))
+    {
+        let mem = a.getattr(pyo3::intern!(py, "data"))?;
+        let data: u64 = mem.getattr(pyo3::intern!(py, "ptr"))?.extract()?;
+        let device: i32 = mem.getattr(pyo3::intern!(py, "device_id"))?.extract()?;
+        let itemsize: i64 = a.getattr(pyo3::intern!(py, "itemsize"))?.extract()?;
+        let Some(shape) = ints::<u64>(&a.getattr(pyo3::intern!(py, "shape"))?)? else {
+            return Ok(None);
+        };
+        let Some(bytes) = ints::<i64>(&a.getattr(pyo3::intern!(py, "strides"))?)? else {
+            return Ok(None);
+        };
+        if shape.is_empty() || itemsize == 0 || bytes.iter().any(|s| s % itemsize != 0) {
+            return Ok(None);
+        }
+        let strides: SmallVec<[i64; 4]> = bytes.iter().map(|s| s / itemsize).collect();
+        let dtype = a.getattr(pyo3::intern!(py, "dtype"))?;
+        let key = ArgKey::Array {
+            torch: false,
+            dtype: dtype.as_ptr() as usize,
+            ndim: shape.len() as u8,
+            layout: layout_of(&shape, &strides),
+            device,
+        };
+        return Ok(Some((
+            key,
+            ArgVal::Array {
+                data,
+                shape,
+                strides,
+            },
+            Some(dtype.unbind()),
+        )));
+    }
+    if let Some(tt) = TORCH_TENSOR.get()
+        && t.is(tt.bind(py))
+    {
+        let device: i32 = a.call_method0(pyo3::intern!(py, "get_device"))?.extract()?;
+        if device < 0 {
+            return Ok(None); // on the CPU: the Python path says why it is refused
+        }
+        let data: u64 = a.call_method0(pyo3::intern!(py, "data_ptr"))?.extract()?;
+        let Some(shape) = ints::<u64>(&a.getattr(pyo3::intern!(py, "shape"))?)? else {
+            return Ok(None);
+        };
+        let Some(strides) = ints::<i64>(&a.call_method0(pyo3::intern!(py, "stride"))?)? else {
+            return Ok(None);
+        };
+        if shape.is_empty() {
+            return Ok(None);
+        }
+        let dtype = a.getattr(pyo3::intern!(py, "dtype"))?;
+        let key = ArgKey::Array {
+            torch: true,
+            dtype: dtype.as_ptr() as usize,
+            ndim: shape.len() as u8,
+            layout: layout_of(&shape, &strides),
+            device,
+        };
+        return Ok(Some((
+            key,
+            ArgVal::Array {
+                data,
+                shape,
+                strides,
+            },
+            Some(dtype.unbind()),
+        )));
+    }
+    if a.is_exact_instance_of::<PyBool>() {
+        return Ok(Some((ArgKey::Bool, ArgVal::Bool(a.extract()?), None)));
+    }
+    if a.is_exact_instance_of::<PyInt>() {
+        return Ok(match a.extract::<i64>() {
+            Ok(i) => Some((ArgKey::Int, ArgVal::Int(i), None)),
+            Err(_) => None,
+        });
+    }
+    if a.is_exact_instance_of::<PyFloat>() {
+        return Ok(Some((ArgKey::Float, ArgVal::Float(a.extract()?), None)));
+    }
+    Ok(None)
+}
+
+/// Reads every argument; `None` when one has no fast path.
+#[allow(clippy::type_complexity)]
+fn read_all(
+    py: Python<'_>,
+    args: &Bound<'_, PyTuple>,
+) -> PyResult<Option<(Key, SmallVec<[ArgVal; 6]>, Vec<Py<PyAny>>)>> {
+    let mut key = Key::new();
+    let mut vals = SmallVec::new();
+    let mut dtypes = Vec::new();
+    for a in args.iter() {
+        match read(py, &a)? {
+            Some((k, v, d)) => {
+                key.push(k);
+                vals.push(v);
+                dtypes.extend(d);
+            }
+            None => return Ok(None),
+        }
+    }
+    Ok(Some((key, vals, dtypes)))
+}
+
+impl Dispatcher {
+    /// The stream handle of a stream-like object, remembering the last one.
+    fn stream_handle(&self, py: Python<'_>, s: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
+        if s.is_none() {
+            return Ok(Some(0));
+        }
+        if s.is_exact_instance_of::<PyInt>() {
+            return Ok(Some(s.extract()?));
+        }
+        // The lock is never held across Python code (which may switch threads).
+        {
+            let cache = self.stream.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((obj, h)) = cache.as_ref()
+                && obj.as_ptr() == s.as_ptr()
+            {
+                return Ok(Some(*h));
+            }
+        }
+        let h = if let Ok(p) = s.getattr(pyo3::intern!(py, "__cuda_stream__")) {
+            let p = if p.is_callable() { p.call0()? } else { p };
+            p.get_item(1)?.extract::<usize>()?
+        } else if let Ok(h) = s.getattr(pyo3::intern!(py, "cuda_stream")) {
+            h.extract::<usize>()?
+        } else if let Ok(h) = s.getattr(pyo3::intern!(py, "ptr")) {
+            h.extract::<usize>()?
+        } else {
+            return Ok(None); // the Python path knows the other kinds (and the error)
+        };
+        let old = self
+            .stream
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .replace((s.clone().unbind(), h));
+        drop(old); // outside the lock: dropping a Python object may run Python code
+        Ok(Some(h))
+    }
+}
+
+#[pymethods]
+impl Dispatcher {
+    #[new]
+    fn new() -> Dispatcher {
+        Dispatcher {
+            map: RwLock::new(HashMap::new()),
+            stream: Mutex::new(None),
+        }
+    }
+
+    /// Launches when the arguments have a prepared launcher; returns `False` (having done
+    /// nothing) when they need the Python path.
+    #[pyo3(signature = (args, grid, block, stream, shared=0))]
+    pub fn try_launch(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        grid: &Bound<'_, PyAny>,
+        block: &Bound<'_, PyAny>,
+        stream: &Bound<'_, PyAny>,
+        shared: u32,
+    ) -> PyResult<bool> {
+        let Some((key, vals, _)) = read_all(py, args)? else {
+            return Ok(false);
+        };
+        let launcher = {
+            let map = self.map.read().unwrap_or_else(|e| e.into_inner());
+            match map.get(&key) {
+                Some(p) => p.launcher.clone_ref(py),
+                None => return Ok(false),
+            }
+        };
+        let Some(handle) = self.stream_handle(py, stream)? else {
+            return Ok(false);
+        };
+        let l = launcher.get();
+        let abi = l.kernel.abi();
+        let mut packed = l.template.clone();
+        for (i, v) in vals.iter().enumerate() {
+            let r = match v {
+                ArgVal::Array {
+                    data,
+                    shape,
+                    strides,
+                } => packed.set_array(abi, i, *data, shape, strides),
+                ArgVal::Int(x) => packed.set(abi, i, &ArgValue::Int(*x)),
+                ArgVal::Float(x) => packed.set(abi, i, &ArgValue::Float(*x)),
+                ArgVal::Bool(x) => packed.set(abi, i, &ArgValue::Bool(*x)),
+            };
+            r.map_err(|e| crate::runtime_to_py(py, e))?;
+        }
+        let grid = dim3(grid, "grid")?;
+        let block = dim3(block, "block")?;
+        l.launch_packed(py, &packed, grid, block, shared, handle)?;
+        Ok(true)
+    }
+
+    /// Remembers `launcher` for arguments of the kinds of `args` (when they all have a fast
+    /// path); returns whether it did.
+    pub fn insert(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        launcher: Py<Launcher>,
+    ) -> PyResult<bool> {
+        let Some((key, _, dtypes)) = read_all(py, args)? else {
+            return Ok(false);
+        };
+        if key.len() != launcher.get().params.len() {
+            return Ok(false);
+        }
+        let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
+        map.entry(key).or_insert(Prepared {
+            launcher,
+            _dtypes: dtypes,
+        });
+        Ok(true)
+    }
+
+    /// How many prepared launchers it holds.
+    fn __len__(&self) -> usize {
+        self.map.read().unwrap_or_else(|e| e.into_inner()).len()
+    }
+}
+
+/// `device.launch(f, *args, grid, block, stream=None, shared=0)`: the fast path when `f`'s
+/// dispatcher has a launcher for these arguments, else `f._launch(...)` (Python).
+#[pyfunction]
+#[pyo3(signature = (f, *args, grid, block, stream=None, shared=0))]
+pub fn launch(
+    py: Python<'_>,
+    f: &Bound<'_, PyAny>,
+    args: &Bound<'_, PyTuple>,
+    grid: &Bound<'_, PyAny>,
+    block: &Bound<'_, PyAny>,
+    stream: Option<&Bound<'_, PyAny>>,
+    shared: u32,
+) -> PyResult<()> {
+    let none = py.None().into_bound(py);
+    let stream = stream.unwrap_or(&none);
+    if let Ok(d) = f.getattr(pyo3::intern!(py, "_dispatcher"))
+        && let Ok(d) = d.cast::<Dispatcher>()
+        && d.get().try_launch(py, args, grid, block, stream, shared)?
+    {
+        return Ok(());
+    }
+    match f.getattr(pyo3::intern!(py, "_launch")) {
+        Ok(slow) => {
+            slow.call1((args, grid, block, stream, shared))?;
+            Ok(())
+        }
+        Err(_) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "launch: expected a @kernel, got {}",
+            f.get_type().name()?
+        ))),
+    }
+}

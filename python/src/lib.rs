@@ -1,0 +1,899 @@
+//! `pydevice._native`: the PyO3 glue between the `pydevice` Python package and the crate.
+//!
+//! It is kept thin on purpose: parsing, specialization, caching ([`KernelCache`]), argument
+//! packing ([`pydevice::abi::pack`] through [`LoadedKernel::pack`]) and launching
+//! ([`Device::launch_packed`]) are the crate's. This file only converts Python values to the
+//! crate's types and back, and turns the crate's error values into the Python exception
+//! classes of `pydevice.errors`. The Python side (`pydevice/_core.py`) reads decorated
+//! functions' source, chooses specializations and describes arguments.
+
+mod fast;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+
+use pydevice::abi::{ArgValue, ArrayArg};
+use pydevice::runtime::{
+    Device, KernelCache, LaunchConfig, LoadedKernel, PackedArgs, RuntimeError, Stream,
+};
+use pydevice::types::signature::parse_type;
+use pydevice::types::{Scalar, Type};
+use pydevice::{Arch, CompileOptions, CompiledKernel, Error, HostFunction, HostValue};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+use smallvec::SmallVec;
+
+/// Raises the Python exception class `name` of `pydevice.errors` with `args`.
+fn raise<'py, A: pyo3::call::PyCallArgs<'py>>(py: Python<'py>, name: &str, args: A) -> PyErr {
+    let made = py
+        .import("pydevice.errors")
+        .and_then(|m| m.getattr(name))
+        .and_then(|cls| cls.call1(args));
+    match made {
+        Ok(e) => PyErr::from_value(e),
+        Err(e) => e,
+    }
+}
+
+/// A list of dictionaries describing diagnostics, for `CompileError.diagnostics`.
+fn diagnostics_list<'py>(
+    py: Python<'py>,
+    d: &pydevice::Diagnostics,
+) -> PyResult<Bound<'py, PyList>> {
+    let out = PyList::empty(py);
+    for diag in &d.list {
+        let (line, column) = d.file.line_col(diag.primary.span.start);
+        let (end_line, end_column) = d.file.line_col(diag.primary.span.end);
+        let item = PyDict::new(py);
+        item.set_item("code", &diag.code)?;
+        item.set_item("message", &diag.message)?;
+        item.set_item(
+            "severity",
+            match diag.severity {
+                pydevice::diag::Severity::Error => "error",
+                pydevice::diag::Severity::Warning => "warning",
+            },
+        )?;
+        item.set_item("file", &d.file.name)?;
+        item.set_item("line", line)?;
+        item.set_item("column", column)?;
+        item.set_item("end_line", end_line)?;
+        item.set_item("end_column", end_column)?;
+        item.set_item("label", &diag.primary.message)?;
+        item.set_item("notes", diag.notes.clone())?;
+        item.set_item("rendered", d.file.render(diag))?;
+        out.append(item)?;
+    }
+    Ok(out)
+}
+
+/// The Python exception for a crate error.
+fn to_py(py: Python<'_>, e: Error) -> PyErr {
+    match e {
+        Error::Diagnostics(d) => match diagnostics_list(py, &d) {
+            Ok(list) => raise(
+                py,
+                "CompileError",
+                (d.render().trim_end().to_string(), list),
+            ),
+            Err(e) => e,
+        },
+        Error::Lower(e) => raise(py, "CompileError", (e.to_string(), PyList::empty(py))),
+        Error::Host(pydevice::HostError::IndexOutOfBounds { line, column }) => {
+            let text =
+                Error::Host(pydevice::HostError::IndexOutOfBounds { line, column }).to_string();
+            raise(py, "BoundsError", (text, String::new(), line, column))
+        }
+        Error::Host(pydevice::HostError::Argument(m)) => raise(py, "ArgumentError", (m,)),
+        Error::Host(e) => raise(py, "HostError", (e.to_string(),)),
+        Error::Runtime(e) => runtime_to_py(py, e),
+    }
+}
+
+/// The Python exception for a run-time error.
+pub(crate) fn runtime_to_py(py: Python<'_>, e: RuntimeError) -> PyErr {
+    let text = e.to_string();
+    match e {
+        RuntimeError::NoDriver(_) => raise(py, "NoDriverError", (text,)),
+        RuntimeError::Driver(_) => raise(py, "DriverError", (text,)),
+        RuntimeError::Launch { kernel, .. } => raise(py, "LaunchError", (text, kernel)),
+        RuntimeError::Fault { kernel, .. } => raise(py, "DeviceFault", (text, kernel)),
+        RuntimeError::Argument(_) => raise(py, "ArgumentError", (text,)),
+        RuntimeError::Link { .. } => raise(py, "LinkError", (text,)),
+        RuntimeError::IndexOutOfBounds {
+            kernel,
+            line,
+            column,
+        } => raise(py, "BoundsError", (text, kernel, line, column)),
+    }
+}
+
+/// The process-wide specialization cache (memory, and disk once `set_disk_cache` is called).
+fn cache() -> &'static RwLock<Arc<KernelCache>> {
+    static CACHE: OnceLock<RwLock<Arc<KernelCache>>> = OnceLock::new();
+    CACHE.get_or_init(|| RwLock::new(Arc::new(KernelCache::new())))
+}
+
+fn current_cache() -> Arc<KernelCache> {
+    cache().read().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// Opened devices by ordinal, each opened once per process.
+fn device(ordinal: usize) -> Result<Arc<Device>, RuntimeError> {
+    static DEVICES: OnceLock<Mutex<HashMap<usize, Arc<Device>>>> = OnceLock::new();
+    let map = DEVICES.get_or_init(Default::default);
+    let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(d) = map.get(&ordinal) {
+        return Ok(d.clone());
+    }
+    let d = Arc::new(Device::open(ordinal)?);
+    map.insert(ordinal, d.clone());
+    Ok(d)
+}
+
+fn parse_arch(arch: &str) -> PyResult<Arch> {
+    arch.parse::<Arch>()
+        .map_err(|e| PyValueError::new_err(format!("architecture `{arch}`: {e}")))
+}
+
+/// An entry as Python sees it: `(name, is_kernel, params, annotated types or None)`.
+type EntryTuple = (String, bool, Vec<String>, Option<Vec<String>>);
+
+/// A parsed module of device code.
+#[pyclass(frozen, module = "pydevice._native")]
+struct Module {
+    inner: Arc<pydevice::Module>,
+}
+
+impl Module {
+    /// Resolves a type description from Python: a string in numba notation or a name the
+    /// module defines (a `@struct` class, `float32x4`), or a tuple of descriptions.
+    fn resolve(&self, spec: &Bound<'_, PyAny>) -> PyResult<Type> {
+        if let Ok(s) = spec.extract::<String>() {
+            if let Some(t) = self.inner.named_type(&s) {
+                return Ok(t);
+            }
+            return parse_type(&s).map_err(|e| PyTypeError::new_err(format!("type `{s}`: {e}")));
+        }
+        if let Ok(t) = spec.cast::<PyTuple>() {
+            let items = t
+                .iter()
+                .map(|i| self.resolve(&i))
+                .collect::<PyResult<Vec<_>>>()?;
+            return Ok(Type::Tuple(items));
+        }
+        Err(PyTypeError::new_err(format!(
+            "a type description is a string or a tuple, not {}",
+            spec.get_type().name()?
+        )))
+    }
+
+    fn resolve_all(&self, specs: &Bound<'_, PyAny>) -> PyResult<Vec<Type>> {
+        specs.try_iter()?.map(|s| self.resolve(&s?)).collect()
+    }
+
+    fn options(arch: Option<&str>, opt: u8) -> PyResult<CompileOptions> {
+        Ok(CompileOptions {
+            arch: match arch {
+                Some(a) => parse_arch(a)?,
+                None => Arch::DEFAULT,
+            },
+            opt_level: opt,
+        })
+    }
+}
+
+#[pymethods]
+impl Module {
+    /// Parses `source`; `name` (the file name) is used in diagnostics.
+    #[new]
+    fn new(py: Python<'_>, name: &str, source: &str) -> PyResult<Module> {
+        let parsed = py.detach(|| pydevice::Module::parse(name, source));
+        match parsed {
+            Ok(m) => Ok(Module { inner: Arc::new(m) }),
+            Err(d) => Err(to_py(py, Error::Diagnostics(d))),
+        }
+    }
+
+    /// The `@kernel`/`@func` functions: `(name, is_kernel, params, annotated types or None)`.
+    fn entries(&self) -> Vec<EntryTuple> {
+        self.inner
+            .entries()
+            .into_iter()
+            .map(|e| {
+                let ann = e
+                    .annotated
+                    .map(|ts| ts.iter().map(|t| t.to_string()).collect());
+                (e.name, e.is_kernel, e.params, ann)
+            })
+            .collect()
+    }
+
+    /// Whether `name` is `@func(interop=True)`.
+    fn is_interop(&self, name: &str) -> bool {
+        self.inner.is_interop(name)
+    }
+
+    /// Whether the module is in the numba dialect (as the compiler sees it).
+    fn is_numba(&self) -> bool {
+        self.inner.is_numba()
+    }
+
+    /// The layout of a type (`@struct` name, vector, number, numba notation) as JSON.
+    fn layout(&self, spec: &Bound<'_, PyAny>) -> PyResult<String> {
+        let t = self.resolve(spec)?;
+        Ok(serde_json::to_string(&pydevice::abi::layout_of(&t)).unwrap_or_default())
+    }
+
+    /// The printed form of a resolved type (checks a description).
+    fn type_name(&self, spec: &Bound<'_, PyAny>) -> PyResult<String> {
+        Ok(self.resolve(spec)?.to_string())
+    }
+
+    /// Compiles `entry` for `types` through the process-wide [`KernelCache`], without the GIL.
+    #[pyo3(signature = (entry, types, arch=None, opt=3))]
+    fn compile(
+        &self,
+        py: Python<'_>,
+        entry: &str,
+        types: &Bound<'_, PyAny>,
+        arch: Option<&str>,
+        opt: u8,
+    ) -> PyResult<Kernel> {
+        let types = self.resolve_all(types)?;
+        let options = Self::options(arch, opt)?;
+        let module = self.inner.clone();
+        let entry = entry.to_string();
+        let compiled =
+            py.detach(move || current_cache().get_or_compile(&module, &entry, &types, &options));
+        compiled
+            .map(|k| Kernel { inner: k })
+            .map_err(|e| to_py(py, e))
+    }
+
+    /// The typed IR of `entry` specialized for `types`, as text.
+    #[pyo3(signature = (entry, types, arch=None))]
+    fn typed_ir(
+        &self,
+        py: Python<'_>,
+        entry: &str,
+        types: &Bound<'_, PyAny>,
+        arch: Option<&str>,
+    ) -> PyResult<String> {
+        let types = self.resolve_all(types)?;
+        let arch = Self::options(arch, 3)?.arch;
+        let spec = py.detach(|| self.inner.specialize_for(entry, &types, arch));
+        spec.map(|s| s.program().to_string())
+            .map_err(|d| to_py(py, Error::Diagnostics(d)))
+    }
+
+    /// The optimized LLVM IR of `entry` specialized for `types`.
+    #[pyo3(signature = (entry, types, arch=None, opt=3))]
+    fn llvm_ir(
+        &self,
+        py: Python<'_>,
+        entry: &str,
+        types: &Bound<'_, PyAny>,
+        arch: Option<&str>,
+        opt: u8,
+    ) -> PyResult<String> {
+        let types = self.resolve_all(types)?;
+        let options = Self::options(arch, opt)?;
+        let r = py.detach(|| -> Result<String, Error> {
+            let spec = self.inner.specialize_for(entry, &types, options.arch)?;
+            Ok(spec.to_llvm_ir(&options)?)
+        });
+        r.map_err(|e| to_py(py, e))
+    }
+
+    /// The parameter ABI of `entry` for `types`, as JSON (`KernelAbi`).
+    fn abi(&self, py: Python<'_>, entry: &str, types: &Bound<'_, PyAny>) -> PyResult<String> {
+        let types = self.resolve_all(types)?;
+        let spec = py.detach(|| self.inner.specialize(entry, &types));
+        spec.map(|s| serde_json::to_string(&s.abi()).unwrap_or_default())
+            .map_err(|d| to_py(py, Error::Diagnostics(d)))
+    }
+
+    /// A CUDA C++ header of the module: its `@struct` types and the declarations of its
+    /// `interop=True` functions whose parameters are all annotated.
+    fn header(&self, py: Python<'_>, name: &str) -> PyResult<String> {
+        pydevice::abi::header::module_header(&self.inner, name)
+            .map_err(|d| to_py(py, Error::Diagnostics(d)))
+    }
+
+    /// JIT-compiles `entry` for the host (Cranelift), without the GIL.
+    fn host_function(
+        &self,
+        py: Python<'_>,
+        entry: &str,
+        types: &Bound<'_, PyAny>,
+    ) -> PyResult<HostFunc> {
+        let types = self.resolve_all(types)?;
+        let f = py.detach(|| self.inner.host_function(entry, &types));
+        f.map(|f| HostFunc { inner: Arc::new(f) })
+            .map_err(|e| to_py(py, e))
+    }
+}
+
+/// A compiled kernel: PTX and ABI.
+#[pyclass(frozen, module = "pydevice._native")]
+struct Kernel {
+    inner: Arc<CompiledKernel>,
+}
+
+#[pymethods]
+impl Kernel {
+    /// The PTX text.
+    #[getter]
+    fn ptx(&self) -> &str {
+        &self.inner.ptx
+    }
+
+    /// The architecture, `sm_XX`.
+    #[getter]
+    fn arch(&self) -> String {
+        self.inner.arch.to_string()
+    }
+
+    /// The kernel ABI as JSON.
+    #[getter]
+    fn abi_json(&self) -> String {
+        serde_json::to_string(&self.inner.abi).unwrap_or_default()
+    }
+
+    /// Each parameter's type, printed.
+    #[getter]
+    fn param_types(&self) -> Vec<String> {
+        self.inner
+            .abi
+            .params
+            .iter()
+            .map(|p| p.ty.to_string())
+            .collect()
+    }
+
+    /// Loads the kernel on GPU `ordinal` (once per device and kernel).
+    fn load(&self, py: Python<'_>, ordinal: usize) -> PyResult<Launcher> {
+        let k = self.inner.clone();
+        let r = py.detach(move || -> Result<_, RuntimeError> {
+            let dev = device(ordinal)?;
+            let loaded = dev.load_cached(&k)?;
+            Ok((dev, loaded))
+        });
+        let (dev, loaded) = r.map_err(|e| runtime_to_py(py, e))?;
+        let params = loaded.abi().params.iter().map(|p| p.ty.clone()).collect();
+        let template = loaded.zeroed_args();
+        Ok(Launcher {
+            device: dev,
+            kernel: loaded,
+            params,
+            template,
+        })
+    }
+}
+
+/// A kernel loaded on a device, ready to launch.
+#[pyclass(frozen, module = "pydevice._native")]
+pub struct Launcher {
+    device: Arc<Device>,
+    pub(crate) kernel: Arc<LoadedKernel>,
+    pub(crate) params: Vec<Type>,
+    /// A zeroed parameter buffer, cloned and filled in place per launch.
+    pub(crate) template: PackedArgs,
+}
+
+/// A short sequence of integers (a shape or strides) without a heap allocation.
+fn small<'py, T: FromPyObject<'py> + Copy, const N: usize>(
+    v: &Bound<'py, PyAny>,
+) -> PyResult<SmallVec<[T; N]>>
+where
+    [T; N]: smallvec::Array<Item = T>,
+{
+    let t = v.cast::<PyTuple>()?;
+    let mut out = SmallVec::new();
+    for x in t.iter() {
+        out.push(x.extract::<T>()?);
+    }
+    Ok(out)
+}
+
+/// Reads one argument value for a parameter of type `t` (see [`Launcher::launch`]).
+fn arg_value(t: &Type, v: &Bound<'_, PyAny>) -> PyResult<ArgValue> {
+    Ok(match t {
+        Type::Scalar(s) if *s == Scalar::Bool => ArgValue::Bool(v.extract()?),
+        Type::Scalar(s) if s.is_float() => ArgValue::Float(v.extract()?),
+        Type::Scalar(s) if s.is_complex() => {
+            let re: f64 = v.getattr("real")?.extract()?;
+            let im: f64 = v.getattr("imag")?.extract()?;
+            ArgValue::Complex(re, im)
+        }
+        Type::Scalar(s) if s.is_signed() => ArgValue::Int(v.extract()?),
+        Type::Scalar(_) | Type::WarpMask => ArgValue::UInt(v.extract()?),
+        Type::Array(_) => {
+            let (data, shape, strides): (u64, Vec<u64>, Vec<i64>) = v.extract()?;
+            ArgValue::Array(ArrayArg {
+                data,
+                shape,
+                strides,
+            })
+        }
+        Type::Struct(_) if v.cast::<PyBytes>().is_ok() => {
+            ArgValue::Bytes(v.cast::<PyBytes>()?.as_bytes().to_vec())
+        }
+        Type::StructRef { .. } => ArgValue::UInt(v.extract()?),
+        Type::Tuple(items) => ArgValue::Tuple(
+            items
+                .iter()
+                .zip(v.try_iter()?)
+                .map(|(t, v)| arg_value(t, &v?))
+                .collect::<PyResult<_>>()?,
+        ),
+        Type::Vector { elem, len } => {
+            let t = Type::Scalar(*elem);
+            let mut out = Vec::with_capacity(*len as usize);
+            for x in v.try_iter()? {
+                out.push(arg_value(&t, &x?)?);
+            }
+            ArgValue::Tuple(out)
+        }
+        Type::Struct(st) => {
+            let mut out = Vec::with_capacity(st.fields.len());
+            for ((_, ft), x) in st.fields.iter().zip(v.try_iter()?) {
+                out.push(arg_value(ft, &x?)?);
+            }
+            ArgValue::Tuple(out)
+        }
+        other => {
+            return Err(PyTypeError::new_err(format!(
+                "a `{other}` parameter cannot be passed from Python"
+            )));
+        }
+    })
+}
+
+/// A `Dim3Like` from Python: an int, or a sequence of one to three ints.
+pub(crate) fn dim3(v: &Bound<'_, PyAny>, what: &str) -> PyResult<[u32; 3]> {
+    let ints: Vec<i64> = if let Ok(i) = v.extract::<i64>() {
+        vec![i]
+    } else {
+        v.extract().map_err(|_| {
+            PyTypeError::new_err(format!("{what} must be an int or a tuple of 1 to 3 ints"))
+        })?
+    };
+    pydevice::runtime::Dim3::from_ints(&ints)
+        .map(|d| d.to_array())
+        .map_err(|e| PyValueError::new_err(format!("{what}: {e}")))
+}
+
+impl Launcher {
+    /// Launches a filled parameter buffer on stream handle `stream`, without the GIL.
+    fn launch_packed(
+        &self,
+        py: Python<'_>,
+        packed: &PackedArgs,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared: u32,
+        stream: usize,
+    ) -> PyResult<()> {
+        let cfg = LaunchConfig {
+            grid,
+            block,
+            shared_bytes: shared,
+        };
+        // SAFETY: the handle comes from a stream object the caller keeps alive for the call
+        // (or is 0/1/2, the default streams).
+        let stream = unsafe { Stream::from_handle(stream) };
+        let r = py.detach(|| {
+            self.device
+                .launch_packed(&self.kernel, packed, &cfg, &stream)
+        });
+        r.map_err(|e| runtime_to_py(py, e))
+    }
+}
+
+#[pymethods]
+impl Launcher {
+    /// Launches asynchronously on the stream with handle `stream`: `values` holds one value per
+    /// parameter (arrays as `(data, shape, strides_in_elements)`, numbers as Python numbers,
+    /// tuples, vectors and structs as sequences, records as bytes). Packing is the crate's
+    /// [`LoadedKernel::pack`]; the driver call runs without the GIL.
+    #[pyo3(signature = (values, grid, block, shared=0, stream=0))]
+    fn launch(
+        &self,
+        py: Python<'_>,
+        values: &Bound<'_, PyTuple>,
+        grid: &Bound<'_, PyAny>,
+        block: &Bound<'_, PyAny>,
+        shared: u32,
+        stream: usize,
+    ) -> PyResult<()> {
+        if values.len() != self.params.len() {
+            return Err(PyTypeError::new_err(format!(
+                "`{}` takes {} arguments, {} given",
+                self.kernel.name(),
+                self.params.len(),
+                values.len()
+            )));
+        }
+        let abi = self.kernel.abi();
+        let mut packed = self.template.clone();
+        for (i, (t, v)) in self.params.iter().zip(values.iter()).enumerate() {
+            let r = if let Type::Array(_) = t {
+                // Straight into the descriptor: `(data, shape, strides)`, no ArgValue.
+                let item = v.cast::<PyTuple>().map_err(|_| {
+                    PyTypeError::new_err("an array argument is passed as (data, shape, strides)")
+                })?;
+                let data: u64 = item.get_item(0)?.extract()?;
+                let shape: SmallVec<[u64; 4]> = small(&item.get_item(1)?)?;
+                let strides: SmallVec<[i64; 4]> = small(&item.get_item(2)?)?;
+                packed.set_array(abi, i, data, &shape, &strides)
+            } else {
+                packed.set(abi, i, &arg_value(t, &v)?)
+            };
+            r.map_err(|e| runtime_to_py(py, e))?;
+        }
+        self.launch_packed(
+            py,
+            &packed,
+            dim3(grid, "grid")?,
+            dim3(block, "block")?,
+            shared,
+            stream,
+        )
+    }
+
+    /// The kernel's symbol.
+    #[getter]
+    fn name(&self) -> &str {
+        self.kernel.name()
+    }
+
+    /// The device ordinal.
+    #[getter]
+    fn device(&self) -> usize {
+        self.device.ordinal()
+    }
+
+    /// Registers, shared/local/const bytes, max threads per block, PTX and binary versions.
+    fn attributes(&self, py: Python<'_>) -> PyResult<Py<PyDict>> {
+        let a = self.kernel.attributes().map_err(|e| runtime_to_py(py, e))?;
+        let d = PyDict::new(py);
+        d.set_item("registers", a.registers)?;
+        d.set_item("shared_bytes", a.static_shared_bytes)?;
+        d.set_item("local_bytes", a.local_bytes)?;
+        d.set_item("const_bytes", a.const_bytes)?;
+        d.set_item("max_threads_per_block", a.max_threads_per_block)?;
+        d.set_item("max_dynamic_shared_bytes", a.max_dynamic_shared_bytes)?;
+        d.set_item("ptx_version", a.ptx_version)?;
+        d.set_item("binary_version", a.binary_version)?;
+        Ok(d.unbind())
+    }
+
+    /// Occupancy at `threads` per block with `shared` dynamic shared bytes.
+    #[pyo3(signature = (threads, shared=0))]
+    fn occupancy(&self, py: Python<'_>, threads: u32, shared: u32) -> PyResult<Py<PyDict>> {
+        let o = self
+            .kernel
+            .occupancy(threads, shared)
+            .map_err(|e| runtime_to_py(py, e))?;
+        let d = PyDict::new(py);
+        d.set_item("block_threads", o.block_threads)?;
+        d.set_item("dynamic_shared_bytes", o.dynamic_shared_bytes)?;
+        d.set_item("active_blocks_per_sm", o.active_blocks_per_sm)?;
+        d.set_item("active_warps_per_sm", o.active_warps_per_sm)?;
+        d.set_item("max_warps_per_sm", o.max_warps_per_sm)?;
+        d.set_item("fraction", o.fraction)?;
+        Ok(d.unbind())
+    }
+
+    /// The block size that maximizes occupancy with `shared` dynamic shared bytes per block.
+    #[pyo3(signature = (shared=0))]
+    fn suggested_block_size(&self, py: Python<'_>, shared: u32) -> PyResult<(u32, u32)> {
+        let s = self
+            .kernel
+            .suggested_block_size(shared)
+            .map_err(|e| runtime_to_py(py, e))?;
+        Ok((s.block_threads, s.min_grid_blocks))
+    }
+
+    /// Reports the first out-of-range access of a `bounds_check=True` kernel (after
+    /// synchronizing) as `BoundsError`.
+    fn check_bounds(&self, py: Python<'_>) -> PyResult<()> {
+        self.device
+            .check_bounds(&self.kernel)
+            .map_err(|e| runtime_to_py(py, e))
+    }
+}
+
+/// A `@func` compiled for the host.
+#[pyclass(frozen, module = "pydevice._native")]
+struct HostFunc {
+    inner: Arc<HostFunction>,
+}
+
+/// A Python value as a host argument of type `t`. Arrays come as `(dtype, shape, bytes)`.
+fn host_value(t: &Type, v: &Bound<'_, PyAny>) -> PyResult<HostValue> {
+    Ok(match t {
+        Type::Scalar(Scalar::Bool) => HostValue::Bool(v.extract()?),
+        Type::Scalar(Scalar::Float64) => HostValue::Float64(v.extract()?),
+        Type::Scalar(s) if s.is_float() => HostValue::Float32(v.extract::<f64>()? as f32),
+        Type::Scalar(s) if s.is_signed() => HostValue::Int(v.extract()?),
+        Type::Scalar(s) if !s.is_complex() => HostValue::UInt(v.extract()?),
+        Type::Tuple(items) => HostValue::Tuple(
+            items
+                .iter()
+                .zip(v.try_iter()?)
+                .map(|(t, v)| host_value(t, &v?))
+                .collect::<PyResult<_>>()?,
+        ),
+        Type::Vector { elem, .. } => {
+            let t = Type::Scalar(*elem);
+            HostValue::Tuple(
+                v.try_iter()?
+                    .map(|v| host_value(&t, &v?))
+                    .collect::<PyResult<_>>()?,
+            )
+        }
+        Type::Struct(st) => HostValue::Struct {
+            name: st.name.clone(),
+            fields: st
+                .fields
+                .iter()
+                .zip(v.try_iter()?)
+                .map(|((n, t), v)| Ok((n.clone(), host_value(t, &v?)?)))
+                .collect::<PyResult<_>>()?,
+        },
+        Type::Array(a) if let Some(dtype) = a.dtype.scalar() => {
+            let (shape, data): (Vec<u64>, Vec<u8>) = v.extract()?;
+            HostValue::Array { dtype, shape, data }
+        }
+        other => {
+            return Err(PyTypeError::new_err(format!(
+                "a `{other}` argument cannot be passed to a host call"
+            )));
+        }
+    })
+}
+
+/// A host result as a Python value: structs as `(name, [(field, value)])` for the Python
+/// side to rebuild.
+fn host_result(py: Python<'_>, v: &HostValue) -> PyResult<Py<PyAny>> {
+    Ok(match v {
+        HostValue::None => py.None(),
+        HostValue::Bool(b) => b.into_pyobject(py)?.to_owned().into_any().unbind(),
+        HostValue::Int(i) => i.into_pyobject(py)?.into_any().unbind(),
+        HostValue::UInt(u) => u.into_pyobject(py)?.into_any().unbind(),
+        HostValue::Float32(f) => f64::from(*f).into_pyobject(py)?.into_any().unbind(),
+        HostValue::Float64(f) => f.into_pyobject(py)?.into_any().unbind(),
+        HostValue::Tuple(items) => {
+            let items = items
+                .iter()
+                .map(|i| host_result(py, i))
+                .collect::<PyResult<Vec<_>>>()?;
+            PyTuple::new(py, items)?.into_any().unbind()
+        }
+        HostValue::Struct { name, fields } => {
+            let fields = fields
+                .iter()
+                .map(|(n, v)| Ok((n.clone(), host_result(py, v)?)))
+                .collect::<PyResult<Vec<_>>>()?;
+            ("struct", name.clone(), fields)
+                .into_pyobject(py)?
+                .into_any()
+                .unbind()
+        }
+        HostValue::Array { data, .. } => PyBytes::new(py, data).into_any().unbind(),
+    })
+}
+
+#[pymethods]
+impl HostFunc {
+    /// Calls the function: returns `(result, [array bytes after the call, ...])`.
+    fn call(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+    ) -> PyResult<(Py<PyAny>, Vec<Py<PyAny>>)> {
+        let params = self.inner.params();
+        if args.len() != params.len() {
+            return Err(PyTypeError::new_err(format!(
+                "`{}` takes {} arguments, {} given",
+                self.inner.name(),
+                params.len(),
+                args.len()
+            )));
+        }
+        let mut values = params
+            .iter()
+            .zip(args.iter())
+            .map(|(t, v)| host_value(t, &v))
+            .collect::<PyResult<Vec<_>>>()?;
+        let f = self.inner.clone();
+        let r = py.detach(|| f.call_mut(&mut values));
+        let r = r.map_err(|e| to_py(py, Error::Host(e)))?;
+        let arrays = values
+            .iter()
+            .filter(|v| matches!(v, HostValue::Array { .. }))
+            .map(|v| host_result(py, v))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok((host_result(py, &r)?, arrays))
+    }
+
+    /// The C ABI address of the compiled function.
+    #[getter]
+    fn address(&self) -> usize {
+        self.inner.as_ptr() as usize
+    }
+
+    /// The parameter types, printed.
+    #[getter]
+    fn param_types(&self) -> Vec<String> {
+        self.inner.params().iter().map(|t| t.to_string()).collect()
+    }
+
+    /// The result type, printed.
+    #[getter]
+    fn result_type(&self) -> String {
+        self.inner.ret().to_string()
+    }
+}
+
+/// Device memory owned by the package (for host NumPy arrays copied in and out).
+#[pyclass(frozen, module = "pydevice._native")]
+struct Buffer {
+    device: Arc<Device>,
+    buf: pydevice::runtime::DeviceBuffer,
+}
+
+#[pymethods]
+impl Buffer {
+    /// Copies `data` to new memory on GPU `ordinal`.
+    #[staticmethod]
+    fn upload(py: Python<'_>, ordinal: usize, data: &[u8]) -> PyResult<Buffer> {
+        let r = py.detach(|| -> Result<_, RuntimeError> {
+            let device = device(ordinal)?;
+            let buf = device.upload(data)?;
+            Ok(Buffer { device, buf })
+        });
+        r.map_err(|e| runtime_to_py(py, e))
+    }
+
+    /// The device address.
+    #[getter]
+    fn ptr(&self) -> u64 {
+        self.device.address(&self.buf)
+    }
+
+    /// Copies the memory back (after the default stream's work).
+    fn download<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let r = py.detach(|| self.device.download(&self.buf));
+        let bytes = r.map_err(|e| runtime_to_py(py, e))?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+}
+
+/// Reads a DLPack capsule (`__dlpack__()`'s result, `"dltensor"` or `"dltensor_versioned"`)
+/// through the crate's [`pydevice::runtime::DeviceArray`] readers: returns
+/// `(data, dtype, shape, strides_in_elements, device_or_None)`. The capsule keeps ownership
+/// (its destructor releases the producer's tensor).
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn dlpack_describe(
+    py: Python<'_>,
+    capsule: &Bound<'_, PyAny>,
+) -> PyResult<(u64, String, Vec<u64>, Vec<i64>, Option<i32>)> {
+    use pyo3::ffi;
+    let cap = capsule.as_ptr();
+    // SAFETY: the capsule API checks the object's type and name; the pointer it returns is
+    // the producer's managed tensor, valid while the capsule lives (we hold it).
+    let array = unsafe {
+        if ffi::PyCapsule_IsValid(cap, c"dltensor".as_ptr()) == 1 {
+            let p = ffi::PyCapsule_GetPointer(cap, c"dltensor".as_ptr());
+            pydevice::runtime::DeviceArray::from_dlpack_managed(p.cast())
+        } else if ffi::PyCapsule_IsValid(cap, c"dltensor_versioned".as_ptr()) == 1 {
+            let p = ffi::PyCapsule_GetPointer(cap, c"dltensor_versioned".as_ptr());
+            pydevice::runtime::DeviceArray::from_dlpack_versioned(p.cast())
+        } else {
+            return Err(PyTypeError::new_err(
+                "not a DLPack capsule (expected a `dltensor` or `dltensor_versioned` capsule)",
+            ));
+        }
+    };
+    let a = array.map_err(|e| runtime_to_py(py, e))?;
+    Ok((a.data, a.dtype.to_string(), a.shape, a.strides, a.device))
+}
+
+/// True when the CUDA driver library can be loaded.
+#[pyfunction]
+fn driver_available() -> bool {
+    pydevice::runtime::driver_available()
+}
+
+/// The architecture of GPU `ordinal`, `sm_XX` (opens it).
+#[pyfunction]
+fn device_arch(py: Python<'_>, ordinal: usize) -> PyResult<String> {
+    let r = py.detach(|| device(ordinal).and_then(|d| d.arch()));
+    r.map(|a| a.to_string()).map_err(|e| runtime_to_py(py, e))
+}
+
+/// The name of GPU `ordinal`.
+#[pyfunction]
+fn device_name(py: Python<'_>, ordinal: usize) -> PyResult<String> {
+    let r = py.detach(|| device(ordinal).and_then(|d| d.name()));
+    r.map_err(|e| runtime_to_py(py, e))
+}
+
+/// Waits for the work on stream handle `stream` of GPU `ordinal`, reporting faults.
+#[pyfunction]
+#[pyo3(signature = (ordinal, stream=None))]
+fn synchronize(py: Python<'_>, ordinal: usize, stream: Option<usize>) -> PyResult<()> {
+    let r = py.detach(|| {
+        let d = device(ordinal)?;
+        match stream {
+            // SAFETY: the caller keeps the stream alive for the call.
+            Some(h) => d.synchronize_stream(&unsafe { Stream::from_handle(h) }),
+            None => d.synchronize_all(),
+        }
+    });
+    r.map_err(|e| runtime_to_py(py, e))
+}
+
+/// Turns the on-disk specialization cache on (a directory) or off (`None`).
+#[pyfunction]
+#[pyo3(signature = (dir=None))]
+fn set_disk_cache(dir: Option<std::path::PathBuf>) {
+    let c = match dir {
+        Some(d) => KernelCache::with_disk(d),
+        None => KernelCache::new(),
+    };
+    *cache().write().unwrap_or_else(|e| e.into_inner()) = Arc::new(c);
+}
+
+/// The cache's counters: hits, misses, compiles, disk hits and writes.
+#[pyfunction]
+fn cache_stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
+    let s = current_cache().stats();
+    let d = PyDict::new(py);
+    d.set_item("hits", s.hits)?;
+    d.set_item("misses", s.misses)?;
+    d.set_item("compiles", s.compiles)?;
+    d.set_item("disk_hits", s.disk_hits)?;
+    d.set_item("disk_writes", s.disk_writes)?;
+    Ok(d.unbind())
+}
+
+/// The spec's `machine_representation()`.
+#[pyfunction]
+fn machine_representation() -> &'static str {
+    pydevice::machine_representation()
+}
+
+/// The crate's version (also part of disk cache keys).
+#[pyfunction]
+fn compiler_version() -> &'static str {
+    pydevice::runtime::cache::COMPILER_VERSION
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Module>()?;
+    m.add_class::<Kernel>()?;
+    m.add_class::<Launcher>()?;
+    m.add_class::<HostFunc>()?;
+    m.add_class::<Buffer>()?;
+    m.add_class::<fast::Dispatcher>()?;
+    m.add_function(wrap_pyfunction!(fast::launch, m)?)?;
+    m.add_function(wrap_pyfunction!(fast::register_array_type, m)?)?;
+    m.add_function(wrap_pyfunction!(driver_available, m)?)?;
+    m.add_function(wrap_pyfunction!(dlpack_describe, m)?)?;
+    m.add_function(wrap_pyfunction!(device_arch, m)?)?;
+    m.add_function(wrap_pyfunction!(device_name, m)?)?;
+    m.add_function(wrap_pyfunction!(synchronize, m)?)?;
+    m.add_function(wrap_pyfunction!(set_disk_cache, m)?)?;
+    m.add_function(wrap_pyfunction!(cache_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(machine_representation, m)?)?;
+    m.add_function(wrap_pyfunction!(compiler_version, m)?)?;
+    Ok(())
+}

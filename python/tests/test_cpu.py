@@ -1,0 +1,360 @@
+"""The CPU-only part of the Python tests: decorators, compiling to PTX, reflection, host
+calls of @func, errors with real line numbers, the ABI and wrong arguments. No GPU needed."""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+
+import pydevice
+from cuda import device
+
+import kernels as K
+
+F32C = "float32[::1]"
+
+
+class FakeCAI:
+    """A device array description without memory: enough to type and specialize a kernel."""
+
+    def __init__(self, shape, dtype="float32", strides=None, ptr=0x7F0000000000):
+        dt = np.dtype(dtype)
+        self.__cuda_array_interface__ = {
+            "shape": tuple(shape),
+            "typestr": dt.str,
+            "descr": dt.descr,
+            "data": (ptr, False),
+            "strides": strides,
+            "version": 3,
+        }
+
+
+def load_module(tmp_path, name, source):
+    path = tmp_path / f"{name}.py"
+    path.write_text(textwrap.dedent(source))
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod, str(path)
+
+
+# --- the namespace --------------------------------------------------------------------------
+
+def test_cuda_device_is_a_namespace_portion():
+    import cuda
+
+    # PEP 420: `cuda` has no __init__.py of ours, so cuda.core / cuda.bindings can live beside it.
+    assert getattr(cuda, "__file__", None) is None
+    assert hasattr(cuda, "__path__")
+    assert device.kernel is pydevice.kernel and device.launch is pydevice.launch
+    assert device.machine_representation() == "itanium"
+
+
+def test_cuda_core_and_bindings_import_beside_cuda_device():
+    pytest.importorskip("cuda.core", reason="cuda-python's cuda.core is not installed")
+    import cuda
+    import cuda.bindings.driver  # noqa: F401
+    import cuda.core
+    import cuda.device
+
+    assert cuda.device.launch is device.launch
+    assert hasattr(cuda.core, "Device")
+
+
+def test_device_only_names_raise_on_the_host():
+    with pytest.raises(TypeError, match="device code"):
+        device.tid(1)
+    with pytest.raises(TypeError, match="device code"):
+        device.syncthreads()
+
+
+# --- decorators -----------------------------------------------------------------------------
+
+def test_decorators_return_objects_with_underlying():
+    assert K.vec_add.underlying.__name__ == "vec_add"
+    assert K.recip.underlying(4.0) == 0.25  # the plain Python function
+    assert K.diff.interop and not K.recip.interop
+    assert K.point.underlying.__name__ == "point"
+    assert K.complex._align == 16
+    p = K.Particle(1.0, 2.0)
+    assert (p.x, p.y) == (1.0, 2.0)
+    assert K.Particle(y=2.0, x=1.0) == p
+    with pytest.raises(AttributeError):
+        p.x = 3.0  # heterogeneous structs are immutable
+
+
+def test_unknown_keywords_raise_at_decoration_time():
+    with pytest.raises(TypeError, match="unknown keyword argument 'link_me'"):
+        device.kernel(link_me=["x.cu"])
+    with pytest.raises(TypeError, match="unknown keyword"):
+        device.func(max_threads=128)
+    with pytest.raises(TypeError, match="unknown keyword"):
+        device.struct(packed=True)
+    from pydevice.numba import cuda
+
+    with pytest.raises(TypeError, match="unknown keyword"):
+        cuda.jit(nonsense=True)
+    with pytest.raises(ValueError, match="power of two"):
+        device.struct(align=3)
+    # the spec's own keywords are accepted
+    assert callable(device.kernel(interop=True)) and callable(device.func(interop=True))
+    assert callable(device.struct(align=16))
+
+
+def test_kernels_cannot_be_called_on_the_host():
+    with pytest.raises(TypeError, match="device.launch"):
+        K.vec_add(1, 2, 3)
+
+
+# --- compile and reflection -----------------------------------------------------------------
+
+def test_ptx_for_types_and_for_example_arguments():
+    ptx = K.vec_add.ptx(types=[F32C] * 3)
+    assert ".visible .entry vec_add(" in ptx and ".target sm_90" in ptx
+    fake = FakeCAI((1024,))
+    assert K.vec_add.ptx(fake, fake, fake) == ptx
+    assert ".target sm_80" in K.vec_add.ptx(types=[F32C] * 3, arch="sm_80")
+
+
+def test_compile_ptx_llvm_and_typed_ir():
+    ptx = device.compile_ptx(K.vec_add, "void(float64[::1], float64[::1], float64[::1])")
+    assert "ld.global.f64" in ptx or "ld.global.nc.f64" in ptx
+    llvm = K.vec_add.llvm_ir(types=[F32C] * 3)
+    assert "define" in llvm and "vec_add" in llvm
+    ir = K.vec_add.typed_ir(types=[F32C] * 3)
+    assert ir.startswith("kernel vec_add(a: float32[::1], b: float32[::1], c: float32[::1])")
+
+
+def test_strided_arrays_specialize_as_any_layout():
+    strided = FakeCAI((8,), strides=(8,))
+    ir = K.vec_add.typed_ir(strided, strided, strided)
+    assert "a: float32[:]" in ir
+    two_d = FakeCAI((4, 4))
+    assert "m: float32[:, ::1]" in K.scale2d.typed_ir(two_d, np.float32(2))
+    fortran = FakeCAI((4, 4), strides=(4, 16))
+    assert "m: float32[::1, :]" in K.scale2d.typed_ir(fortran, 2.0)
+
+
+def test_abi_as_python_data():
+    abi = K.all_kinds.abi(FakeCAI((4,)), 1, 2.0, (1, 2.0), device.float32x3(1, 2, 3),
+                          K.Particle(1.0, 2.0), K.point(1, 2, 3), K.complex(1.0, 2.0))
+    assert abi["symbol"] == "all_kinds"
+    params = {p["name"]: p for p in abi["params"]}
+    assert params["out"]["cxx"] == "cuda::interoperable_array_descriptor<float, 1>"
+    assert (params["out"]["size"], params["out"]["align"]) == (24, 8)
+    assert params["n"]["type"] == "int32" and params["f"]["type"] == "float32"  # spec typing
+    assert (params["t"]["size"], params["t"]["align"]) == (8, 4)
+    assert (params["v"]["size"], params["v"]["align"]) == (12, 4)  # float3
+    assert (params["p"]["size"], params["q"]["size"]) == (8, 12)
+    assert (params["c"]["size"], params["c"]["align"]) == (16, 16)  # @struct(align=16)
+    assert [f["name"] for f in params["p"]["fields"]] == ["x", "y"]
+
+
+def test_numpy_scalars_keep_their_dtype():
+    fake = FakeCAI((4,))
+    ir = K.all_kinds.typed_ir(fake, np.int64(1), np.float64(2), (np.int8(1), np.float16(2)),
+                              device.float32x3(1, 2, 3), K.Particle(1.0, 2.0), K.point(1, 2, 3),
+                              K.complex(1.0, 2.0))
+    assert "n: int64" in ir and "f: float64" in ir and "t: tuple[int8, float16]" in ir
+
+
+def test_header_of_a_module():
+    h = device.header(K.diff)
+    assert "struct alignas(16) complex" in h
+    assert "struct point" in h
+
+
+def test_dialect_modules_compile_with_only_their_import_changed():
+    import numba_dialect as N
+    import cupyx_dialect as C
+
+    f64 = FakeCAI((16,), "float64")
+    ir = N.axpy.typed_ir(f64, 2.0, f64, f64)
+    assert "a: float64" in ir  # numba types a Python float as float64
+    assert ".entry axpy(" in N.axpy.ptx(f64, 2.0, f64, f64)
+    assert ".entry copy(" in N.copy.ptx(f64, f64)
+    assert N.sq(3.0) == 9.0  # a numba device function, called on the host
+    f32 = FakeCAI((16,))
+    assert ".entry elementwise_copy(" in C.elementwise_copy.ptx(f32, f32, 16)
+
+
+def test_globals_are_read_at_compile_time(tmp_path):
+    mod, _ = load_module(tmp_path, "late_globals", """
+        from cuda import device
+        import numpy as np
+        FACTOR = int(np.sqrt(49.0))  # not a literal: computed when the module runs
+
+        @device.func
+        def times(x):
+            return x * FACTOR
+    """)
+    assert mod.times(3) == 21
+
+
+# --- host calls of @func --------------------------------------------------------------------
+
+def test_host_calls_with_scalars_tuples_structs_and_arrays():
+    assert K.recip(2.0) == 0.5
+    assert K.recip(4) == 0.25
+    assert K.diff(3, 5) == 2
+    assert K.hyp(3.0, 4.0) == 5.0
+    assert K.swap((1, 2.5)) == (2.5, 1)
+    assert K.norm2(K.Particle(3.0, 4.0)) == 25.0
+    moved = K.moved(K.Particle(1.0, 2.0), 0.5)
+    assert isinstance(moved, K.Particle) and moved == K.Particle(1.5, 1.5)
+    assert K.scaled(np.int64(5)) == 15
+    a = np.arange(5, dtype=np.float32)
+    assert K.total_and_clear(a) == 10.0
+    assert not a.any()  # what the function stored is copied back
+    assert isinstance(K.recip(np.float32(8)), float)
+
+
+def test_host_call_float32_semantics():
+    # cuda.device's float is float32: 1/3 rounds to float32.
+    assert K.recip(3.0) == float(np.float32(1) / np.float32(3))
+    assert K.recip(np.float64(3.0)) == 1 / 3
+
+
+def test_wrong_argument_to_annotated_function():
+    with pytest.raises(TypeError, match=r"parameter `p`.*expected Particle, given tuple\[float32, float32\]"):
+        K.norm2((1.0, 2.0))
+
+
+# --- errors ---------------------------------------------------------------------------------
+
+def test_compile_error_points_at_the_real_file_and_line(tmp_path):
+    mod, path = load_module(tmp_path, "broken_kernel", """
+        from cuda import device
+        import numpy as np
+
+
+        # a comment, so that the kernel is not at the top
+
+        @device.kernel
+        def broken(a):
+            i = device.tid(1)
+            a[i] = undefined_name + 1
+    """)
+    with pytest.raises(device.CompileError) as info:
+        mod.broken.ptx(types=[F32C])
+    e = info.value
+    assert len(e.diagnostics) == 1
+    d = e.diagnostics[0]
+    assert (d.code, d.file, d.line, d.column) == ("E0101", path, 11, 12)
+    assert "undefined_name" in d.message
+    assert f"--> {path}:11:12" in str(e)
+    assert "a[i] = undefined_name + 1" in e.rendered
+
+
+def test_nested_kernel_keeps_its_line_numbers(tmp_path):
+    mod, path = load_module(tmp_path, "nested", """
+        from cuda import device
+
+        def make():
+            @device.kernel
+            def inner(a):
+                a[0] = nope
+            return inner
+    """)
+    with pytest.raises(device.CompileError) as info:
+        mod.make().ptx(types=[F32C])
+    assert (info.value.diagnostics[0].line, info.value.diagnostics[0].file) == (7, path)
+
+
+def test_wrong_arguments_name_parameter_expected_and_given():
+    with pytest.raises(TypeError, match=r"argument 1 \(parameter `b`\).*builtins\.str"):
+        device.launch(K.vec_add, FakeCAI((4,)), "no", FakeCAI((4,)), grid=1, block=4)
+    with pytest.raises(TypeError, match=r"parameter `a`.*expected float32\[::1\], given float64\[::1\]"):
+        device.launch(K.annotated, FakeCAI((4,), "float64"), 4, grid=1, block=4)
+    with pytest.raises(TypeError, match=r"parameter `a`.*expected float32\[::1\], given float32\[:\]"):
+        device.launch(K.annotated, FakeCAI((4,), strides=(8,)), 4, grid=1, block=4)
+    with pytest.raises(TypeError, match=r"parameter `n`.*expected int32, given float32"):
+        device.launch(K.annotated, FakeCAI((4,)), 4.5, grid=1, block=4)
+    with pytest.raises(TypeError, match="takes 2 arguments, 1 given"):
+        device.launch(K.annotated, FakeCAI((4,)), grid=1, block=4)
+    with pytest.raises(TypeError, match="expected a @kernel"):
+        device.launch(print, grid=1, block=1)
+
+
+@pytest.mark.skipif(pydevice.driver_available(), reason="checks the no-driver error")
+def test_launch_without_a_driver_is_an_exception():
+    with pytest.raises(device.NoDriverError):
+        device.launch(K.vec_add, FakeCAI((4,)), FakeCAI((4,)), FakeCAI((4,)), grid=1, block=4)
+
+
+def test_error_classes():
+    assert issubclass(device.BoundsError, IndexError)
+    assert issubclass(device.ArgumentError, TypeError)
+    for cls in (device.CompileError, device.LaunchError, device.DeviceFault, device.BoundsError):
+        assert issubclass(cls, device.PydeviceError)
+    assert len({device.LaunchError, device.DeviceFault, device.BoundsError}) == 3
+
+
+# --- caching and threads --------------------------------------------------------------------
+
+def test_compiles_from_eight_threads(tmp_path):
+    mod, _ = load_module(tmp_path, "threaded", """
+        from cuda import device
+
+        @device.kernel
+        def add_one(a):
+            i = device.tid(1)
+            if i < len(a):
+                a[i] += 1
+    """)
+    dtypes = ["float32", "float64", "int32", "int64"]
+    results = {}
+
+    def work(n):
+        dt = dtypes[n % 4]
+        results[n] = mod.add_one.ptx(FakeCAI((8,), dt))
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 8
+    for n in range(4):
+        assert results[n] == results[n + 4]
+
+
+def test_disk_cache_is_shared_across_processes(tmp_path):
+    src = tmp_path / "cached.py"
+    src.write_text("from cuda import device\n\n@device.kernel\ndef k(a):\n    a[0] = 1.0\n")
+    script = (
+        "import sys, pydevice; sys.path.insert(0, sys.argv[1]); import cached; "
+        "cached.k.ptx(types=['float32[::1]']); print(pydevice.cache_stats())"
+    )
+    env = dict(os.environ, PYDEVICE_CACHE_DIR=str(tmp_path / "cache"))
+    outs = [
+        subprocess.run([sys.executable, "-c", script, str(tmp_path)], env=env, capture_output=True,
+                       text=True, check=True).stdout
+        for _ in range(2)
+    ]
+    first = eval(outs[0])  # noqa: S307 (our own dict repr)
+    second = eval(outs[1])  # noqa: S307
+    assert first["disk_writes"] == 1 and first["compiles"] == 1
+    assert second["disk_hits"] == 1 and second["compiles"] == 0
+    assert any((tmp_path / "cache").iterdir())
+
+
+def test_host_call_out_of_range_is_a_bounds_error(tmp_path):
+    mod, _ = load_module(tmp_path, "host_oob", """
+        from cuda import device
+
+        @device.func
+        def at(a, i):
+            return a[i]
+    """)
+    a = np.arange(4, dtype=np.float32)
+    assert mod.at(a, 2) == 2.0
+    with pytest.raises(device.BoundsError) as info:
+        mod.at(a, 7)
+    assert info.value.line == 6

@@ -1,0 +1,262 @@
+"""The GPU part of the Python tests. Every test takes the `gpu` fixture (or `cupy`/`torch`,
+which take it), so without a CUDA driver, a GPU, CuPy or PyTorch it is skipped with the reason.
+On the H100: the spec's example on CuPy arrays with a cuda.core stream, the same kernels on
+PyTorch tensors and streams, from 8 threads, and the error classes (a fault in a child)."""
+
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+
+from cuda import device
+
+import kernels as K
+
+
+def test_spec_vec_add_on_cupy_with_a_cuda_core_stream(cupy):
+    pytest.importorskip("cuda.core", reason="cuda-python's cuda.core is not installed")
+    import cuda.bindings  # noqa: F401 (the namespace package keeps working beside cuda.device)
+    import spec_examples
+
+    a, b, c = spec_examples.run_vec_add()
+    np.testing.assert_array_equal(cupy.asnumpy(c), cupy.asnumpy(a) + cupy.asnumpy(b))
+
+
+def test_vec_add_on_cupy_streams_and_dim3like_shapes(cupy):
+    n = 1000
+    for dt in ("float32", "float64", "int32"):
+        a = cupy.arange(n, dtype=dt)
+        b = cupy.arange(n, dtype=dt) * 2
+        c = cupy.zeros(n, dtype=dt)
+        s = cupy.cuda.Stream(non_blocking=True)
+        device.launch(K.vec_add, a, b, c, grid=(4,), block=(256, 1, 1), stream=s)
+        s.synchronize()
+        np.testing.assert_array_equal(cupy.asnumpy(c), np.arange(n, dtype=dt) * 3)
+    # numba's form, with a raw stream handle
+    c[:] = 0
+    K.vec_add[4, 256, s.ptr, 0](a, b, c)
+    s.synchronize()
+    np.testing.assert_array_equal(cupy.asnumpy(c), np.arange(n, dtype="int32") * 3)
+    assert len(K.vec_add.specializations) >= 3
+
+
+def test_same_kernels_on_pytorch_tensors_and_streams(torch):
+    n = 4096
+    a = torch.arange(n, device="cuda", dtype=torch.float32)
+    b = torch.ones(n, device="cuda", dtype=torch.float32)
+    c = torch.empty_like(a)
+    s = torch.cuda.Stream()
+    device.launch(K.vec_add, a, b, c, grid=n // 256, block=256, stream=s)
+    s.synchronize()
+    assert torch.equal(c, a + b)
+    m = torch.arange(64 * 32, device="cuda", dtype=torch.float32).reshape(64, 32)
+    t = m.t()  # Fortran-ordered view: its own specialization
+    device.launch(K.scale2d, t, 2.0, grid=(4, 4), block=(16, 16), stream=s)
+    s.synchronize()
+    expect = torch.arange(64 * 32, dtype=torch.float32).reshape(64, 32) * 2
+    assert torch.equal(m.cpu(), expect)
+
+
+def test_every_kind_of_argument(cupy):
+    out = cupy.zeros(8, dtype="float32")
+    args = (out, 1, 2.0, (3, np.float32(4.0)), device.float32x3(5, 6, 7), K.Particle(8.0, 9.0),
+            K.point(10, 11, 12), K.complex(2.0, 0.0))
+    device.launch(K.all_kinds, *args, grid=1, block=8, stream=None)
+    cupy.cuda.Device().synchronize()
+    expect = 1 + 2 + 3 + 4 + 5 + 7 + 8 + 9 + 10 + 11 + 12 + 2.0 * K.SCALE + 0.5
+    np.testing.assert_allclose(cupy.asnumpy(out), np.full(8, expect, "float32"))
+
+
+def test_device_functions_in_a_kernel(cupy):
+    x = cupy.asarray([0.5, 2.0, 4.0], dtype="float32")
+    out = cupy.zeros(3, dtype="float32")
+    device.launch(K.uses_funcs, x, out, grid=1, block=32, stream=None)
+    xh = cupy.asnumpy(x)
+    np.testing.assert_allclose(cupy.asnumpy(out), 1 / xh + abs(xh - 1), rtol=1e-6)
+
+
+def test_host_numpy_arrays_are_copied_in_and_out(gpu):
+    a = np.arange(300, dtype=np.float32)
+    b = np.ones(300, dtype=np.float32)
+    c = np.zeros(300, dtype=np.float32)
+    device.launch(K.vec_add, a, b, c, grid=2, block=256)
+    np.testing.assert_array_equal(c, a + 1)
+
+
+def test_numba_dialect_module(cupy):
+    import numba_dialect as N
+    from pydevice.numba import cuda
+
+    x = np.arange(100, dtype=np.float64)
+    y = np.full(100, 3.0)
+    r = cuda.device_array_like(x)
+    N.axpy[1, 128](r, 2.0, cuda.to_device(x), cuda.to_device(y))
+    cuda.synchronize()
+    np.testing.assert_allclose(r.copy_to_host(), 2.0 * x + 9.0 + 2.0)
+    dst = cupy.zeros(100)
+    N.copy[1, 128](dst, cupy.asarray(x))
+    cupy.cuda.Device().synchronize()
+    np.testing.assert_array_equal(cupy.asnumpy(dst), x)
+
+
+def test_cupyx_dialect_module(cupy):
+    import cupyx_dialect as C
+
+    size = cupy.uint32(5000)
+    x = cupy.arange(5000, dtype=cupy.float32)
+    y = cupy.zeros(5000, dtype=cupy.float32)
+    C.elementwise_copy((8,), (128,), (x, y, size))
+    cupy.cuda.get_current_stream().synchronize()
+    assert bool((x == y).all())
+
+
+def test_from_eight_python_threads(cupy):
+    """Odd threads launch on CuPy arrays and streams, even ones on PyTorch's (CuPy's too
+    where PyTorch is missing), each with its own dtype, 50 launches each, all at once."""
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            torch = None
+    except ImportError:
+        torch = None
+    errors = []
+
+    def work(n):
+        try:
+            with cupy.cuda.Device(0):
+                s = cupy.cuda.Stream(non_blocking=True)
+                dt = ("float32", "float64", "int32", "int64")[n % 4]
+                for it in range(50):
+                    if n % 2 or torch is None:
+                        a = cupy.full(777, n, dtype=dt)
+                        c = cupy.zeros(777, dtype=dt)
+                        device.launch(K.vec_add, a, a, c, grid=4, block=256, stream=s)
+                        s.synchronize()
+                        assert int(c[776]) == 2 * n
+                    else:
+                        ts = torch.cuda.Stream()
+                        a = torch.full((777,), n, device="cuda", dtype=getattr(torch, dt))
+                        c = torch.zeros_like(a)
+                        K.vec_add[4, 256, ts](a, a, c)
+                        ts.synchronize()
+                        assert int(c[776]) == 2 * n
+        except BaseException as e:  # noqa: BLE001 (reported below)
+            errors.append((n, repr(e)))
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+class _Both:
+    """Offers DLPack (the real array) and a CUDA Array Interface that points elsewhere."""
+
+    def __init__(self, real, decoy):
+        self.real = real
+        self.__cuda_array_interface__ = decoy.__cuda_array_interface__
+
+    def __dlpack__(self, stream=None):
+        return self.real.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.real.__dlpack_device__()
+
+
+class _CaiOnly:
+    def __init__(self, a):
+        self.__cuda_array_interface__ = a.__cuda_array_interface__
+
+
+def test_dlpack_wins_over_the_cuda_array_interface(cupy):
+    a = cupy.ones(256, dtype="float32")
+    c = cupy.zeros(256, dtype="float32")
+    decoy = cupy.zeros(256, dtype="float32")
+    device.launch(K.vec_add, _CaiOnly(a), a, _Both(c, decoy), grid=1, block=256)
+    cupy.cuda.Device().synchronize()
+    assert float(c.sum()) == 512.0 and float(decoy.sum()) == 0.0
+
+
+def test_rejected_launch_leaves_the_context_usable(cupy):
+    a = cupy.ones(64, dtype="float32")
+    c = cupy.zeros(64, dtype="float32")
+    with pytest.raises(device.LaunchError):
+        device.launch(K.vec_add, a, a, c, grid=1, block=4096)
+    with pytest.raises(ValueError):
+        device.launch(K.vec_add, a, a, c, grid=(1, 2, 3, 4), block=64)
+    device.launch(K.vec_add, a, a, c, grid=1, block=64)
+    cupy.cuda.Device().synchronize()
+    assert float(c.sum()) == 128.0
+
+
+def test_bounds_check_failure_is_a_bounds_error(cupy):
+    a = cupy.zeros(32, dtype="float32")
+    with pytest.raises(device.BoundsError) as info:
+        device.launch(K.checked, a, 1, grid=1, block=32)
+    assert info.value.kernel == "checked" and info.value.line > 0
+    device.launch(K.checked, a, 0, grid=1, block=32)  # in range: passes
+    assert float(a.sum()) == 32.0
+
+
+def test_device_fault_raises_device_fault_in_a_child_process(gpu, tmp_path):
+    script = tmp_path / "fault.py"
+    script.write_text(textwrap.dedent("""
+        import sys
+        from cuda import device
+        import numpy as np
+
+        @device.kernel
+        def wild(a, n):
+            a[n] = 1.0
+
+        buf = np.zeros(4, np.float32)
+        try:
+            device.launch(wild, buf, np.int64(1 << 40), grid=1, block=1)
+            device.synchronize()
+        except device.DeviceFault as e:
+            print("DeviceFault", e.kernel, e.context_usable)
+            sys.exit(0)
+        except Exception as e:
+            print("wrong", type(e).__name__, e)
+            sys.exit(2)
+        print("no error")
+        sys.exit(3)
+    """))
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.split() == ["DeviceFault", "wild", "False"]
+
+
+def test_reflection_with_a_gpu(cupy):
+    a = cupy.ones(1024, dtype="float32")
+    attrs = K.heavy_regs.attributes(a)
+    assert attrs["registers"] > 0 and attrs["max_threads_per_block"] > 0
+    assert attrs["binary_version"] >= 70
+    occ = K.heavy_regs.occupancy(a, block=256)
+    assert occ["active_blocks_per_sm"] > 0 and 0 < occ["fraction"] <= 1
+    block, grid = K.heavy_regs.suggested_block_size(a)
+    assert block % 32 == 0 and grid > 0
+    assert K.with_shared.attributes(types=["float32[::1]"])["shared_bytes"] == 0
+
+
+def test_dynamic_shared_memory(cupy):
+    out = cupy.zeros(64, dtype="uint8")
+    device.launch(K.with_shared, out, grid=2, block=32, shared=32)
+    cupy.cuda.Device().synchronize()
+    assert bool((out == 2).all())
+
+
+def test_repeated_launches_reuse_one_specialization(cupy):
+    a = cupy.ones(256, dtype="float32")
+    c = cupy.zeros(256, dtype="float32")
+    before = len(K.vec_add.specializations)
+    for _ in range(1000):
+        device.launch(K.vec_add, a, a, c, grid=1, block=256)
+    cupy.cuda.Device().synchronize()
+    assert len(K.vec_add.specializations) - before <= 1

@@ -1,0 +1,202 @@
+//! Parameter buffers filled in place: the launch path of embedders that launch the same
+//! kernel many times with different arguments (a Python `launch` call per step, say).
+//!
+//! [`LoadedKernel::pack`] builds every parameter from [`ArgValue`]s, allocating for each
+//! array's shape and strides. [`PackedArgs::zeroed`] makes a buffer laid out for a kernel's
+//! parameters once; each launch clones it (one allocation) and writes arrays straight into
+//! their descriptors with [`PackedArgs::set_array`] (checked as [`crate::abi::pack`] checks
+//! them) and other values with [`PackedArgs::set`]; [`Device::launch_packed`] launches it.
+//!
+//! [`Device::launch_packed`]: super::Device::launch_packed
+
+use super::{LoadedKernel, PackedArgs, RuntimeError};
+use crate::abi::{ArgValue, KernelAbi, layout_of, pack};
+use crate::types::{Layout, Type};
+
+impl PackedArgs {
+    /// A buffer for `abi`'s parameters, every byte zero: each parameter starts on an 8-byte
+    /// boundary, as [`LoadedKernel::pack`] lays them out.
+    pub fn zeroed(abi: &KernelAbi) -> PackedArgs {
+        let mut words = Vec::new();
+        let mut offsets = smallvec::SmallVec::new();
+        for p in &abi.params {
+            let size = layout_of(&p.ty).size as usize;
+            offsets.push(words.len());
+            words.resize(words.len() + size.div_ceil(8).max(1), 0);
+        }
+        PackedArgs {
+            kernel: abi.symbol.as_str().into(),
+            words,
+            offsets,
+        }
+    }
+
+    /// Writes an array into parameter `index`'s descriptor: `data` points to element
+    /// `[0, ..., 0]`, `strides` count elements. The rank must be the parameter's, and a
+    /// dimension the parameter's layout promises contiguous must have stride 1 (or extent
+    /// at most 1).
+    pub fn set_array(
+        &mut self,
+        abi: &KernelAbi,
+        index: usize,
+        data: u64,
+        shape: &[u64],
+        strides: &[i64],
+    ) -> Result<(), RuntimeError> {
+        let p = param(abi, index)?;
+        let Type::Array(a) = &p.ty else {
+            return Err(RuntimeError::Argument(format!(
+                "`{}` is a {}, not an array",
+                p.name, p.ty
+            )));
+        };
+        let n = a.ndim as usize;
+        if shape.len() != n || strides.len() != n {
+            return Err(RuntimeError::Argument(format!(
+                "`{}`: a {} needs {n} dimensions, got shape {shape:?} and strides {strides:?}",
+                p.name, p.ty
+            )));
+        }
+        let contiguous = match a.layout {
+            Layout::C => Some(n - 1),
+            Layout::F => Some(0),
+            Layout::Any => None,
+        };
+        if let Some(d) = contiguous
+            && strides[d] != 1
+            && shape[d] > 1
+        {
+            return Err(RuntimeError::Argument(format!(
+                "`{}`: the parameter is {}, but dimension {d} of the array has stride {} (elements), not 1",
+                p.name, p.ty, strides[d]
+            )));
+        }
+        let o = self.offsets[index];
+        self.words[o] = data;
+        for d in 0..n {
+            self.words[o + 1 + d] = shape[d];
+            self.words[o + 1 + n + d] = strides[d] as u64;
+        }
+        Ok(())
+    }
+
+    /// Writes any value into parameter `index`, packed by [`crate::abi::pack`].
+    pub fn set(
+        &mut self,
+        abi: &KernelAbi,
+        index: usize,
+        value: &ArgValue,
+    ) -> Result<(), RuntimeError> {
+        let p = param(abi, index)?;
+        let bytes =
+            pack(&p.ty, value).map_err(|e| RuntimeError::Argument(format!("`{}`: {e}", p.name)))?;
+        let o = self.offsets[index];
+        for (i, chunk) in bytes.chunks(8).enumerate() {
+            let mut w = [0u8; 8];
+            w[..chunk.len()].copy_from_slice(chunk);
+            self.words[o + i] = u64::from_le_bytes(w);
+        }
+        Ok(())
+    }
+
+    /// The bytes of parameter `index` as the kernel receives them.
+    pub fn param_bytes(&self, abi: &KernelAbi, index: usize) -> Option<Vec<u8>> {
+        let p = abi.params.get(index)?;
+        let size = layout_of(&p.ty).size as usize;
+        let o = *self.offsets.get(index)?;
+        let bytes: Vec<u8> = self.words[o..]
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect();
+        Some(bytes[..size].to_vec())
+    }
+}
+
+impl LoadedKernel {
+    /// A zeroed parameter buffer for this kernel ([`PackedArgs::zeroed`]).
+    pub fn zeroed_args(&self) -> PackedArgs {
+        let mut p = PackedArgs::zeroed(&self.abi);
+        p.kernel = self.name.clone();
+        p
+    }
+}
+
+fn param(abi: &KernelAbi, index: usize) -> Result<&crate::abi::ParamAbi, RuntimeError> {
+    abi.params.get(index).ok_or_else(|| {
+        RuntimeError::Argument(format!(
+            "`{}` has {} parameters, not {}",
+            abi.symbol,
+            abi.params.len(),
+            index + 1
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::ArrayArg;
+    use crate::types::signature::parse_signature;
+
+    const SRC: &str = "from cuda import device\n\n@device.kernel\ndef k(a, n, t, m):\n    a[0] = n + t[0] + m[0, 0]\n";
+
+    fn abi() -> KernelAbi {
+        let (types, _) =
+            parse_signature("float32[::1], int32, (int8, float64), float32[:, :]").unwrap();
+        crate::Module::parse("k.py", SRC)
+            .unwrap()
+            .specialize("k", &types)
+            .unwrap()
+            .abi()
+    }
+
+    #[test]
+    fn filled_in_place_equals_packed_from_values() {
+        let abi = abi();
+        let mut p = PackedArgs::zeroed(&abi);
+        p.set_array(&abi, 0, 0x1000, &[16], &[1]).unwrap();
+        p.set(&abi, 1, &ArgValue::Int(-7)).unwrap();
+        p.set(
+            &abi,
+            2,
+            &ArgValue::Tuple(vec![ArgValue::Int(3), ArgValue::Float(1.5)]),
+        )
+        .unwrap();
+        p.set_array(&abi, 3, 0x2000, &[4, 5], &[-5, 2]).unwrap();
+        let values = [
+            ArgValue::Array(ArrayArg {
+                data: 0x1000,
+                shape: vec![16],
+                strides: vec![1],
+            }),
+            ArgValue::Int(-7),
+            ArgValue::Tuple(vec![ArgValue::Int(3), ArgValue::Float(1.5)]),
+            ArgValue::Array(ArrayArg {
+                data: 0x2000,
+                shape: vec![4, 5],
+                strides: vec![-5, 2],
+            }),
+        ];
+        for (i, v) in values.iter().enumerate() {
+            assert_eq!(
+                p.param_bytes(&abi, i).unwrap(),
+                pack(&abi.params[i].ty, v).unwrap(),
+                "param {i}"
+            );
+        }
+    }
+
+    #[test]
+    fn wrong_rank_stride_and_kind_are_errors() {
+        let abi = abi();
+        let mut p = PackedArgs::zeroed(&abi);
+        let e = p.set_array(&abi, 0, 0, &[4, 4], &[4, 1]).unwrap_err();
+        assert!(e.to_string().contains("needs 1 dimensions"), "{e}");
+        let e = p.set_array(&abi, 0, 0, &[4], &[2]).unwrap_err();
+        assert!(e.to_string().contains("stride 2"), "{e}");
+        assert!(p.set_array(&abi, 0, 0, &[1], &[9]).is_ok()); // extent 1: any stride
+        let e = p.set_array(&abi, 1, 0, &[4], &[1]).unwrap_err();
+        assert!(e.to_string().contains("not an array"), "{e}");
+        assert!(p.set(&abi, 9, &ArgValue::Int(0)).is_err());
+    }
+}
