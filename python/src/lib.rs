@@ -46,7 +46,7 @@ fn diagnostics_list<'py>(
         let (line, column) = d.file.line_col(diag.primary.span.start);
         let (end_line, end_column) = d.file.line_col(diag.primary.span.end);
         let item = PyDict::new(py);
-        item.set_item("code", &diag.code)?;
+        item.set_item("code", diag.code.as_str())?;
         item.set_item("message", &diag.message)?;
         item.set_item(
             "severity",
@@ -179,7 +179,8 @@ impl Module {
                 Some(a) => parse_arch(a)?,
                 None => Arch::DEFAULT,
             },
-            opt_level: opt,
+            opt_level: pydevice::OptLevel::try_from(opt)
+                .map_err(pyo3::exceptions::PyValueError::new_err)?,
         })
     }
 }
