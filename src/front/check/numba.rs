@@ -3,23 +3,15 @@
 //! `(array, index, value)` with CUDA's relaxed device-scope semantics, and `selp`.
 
 use super::*;
+use crate::front::builtins::table::{self, Rule};
 use crate::ir::{AtomicOp, MathFn, MemoryOrder, Scope, Vote};
 
 impl FnCx<'_, '_> {
-    pub(super) fn numba_call(&mut self, b: Builtin, c: &ast::ExprCall) -> Option<Val> {
+    pub(super) fn numba_call(&mut self, rule: Rule, b: Builtin, c: &ast::ExprCall) -> Option<Val> {
         let span = sp(c);
         let bool_t = Type::Scalar(Scalar::Bool);
-        match b {
-            Builtin::NumbaGrid | Builtin::NumbaGridsize => {
-                // cuda.grid(n) is tid(n) as int64 (numba's intp), computed in int64.
-                let tid = if b == Builtin::NumbaGrid {
-                    Builtin::Tid
-                } else {
-                    Builtin::GridSize
-                };
-                self.positions(tid, c, true)
-            }
-            Builtin::NumbaSyncthreads(k) => {
+        match (rule, b) {
+            (Rule::NumbaSyncthreads, Builtin::NumbaSyncthreads(k)) => {
                 let a = self.bind(c, "syncthreads_count", &["predicate"], 1)?;
                 let v = self.eval(a[0]?)?;
                 let p = self.truthy(v)?;
@@ -31,7 +23,7 @@ impl FnCx<'_, '_> {
                 let e = self.push(Expr::Intrinsic(op, vec![p]), ty.clone(), span);
                 Some(self.val(e, ty, span))
             }
-            Builtin::NumbaVote(k) => {
+            (Rule::NumbaVote, Builtin::NumbaVote(k)) => {
                 let a = self.bind(c, "vote", &["mask", "predicate"], 2)?;
                 let m = self.mask_arg(a[0])?;
                 let v = self.eval(a[1]?)?;
@@ -49,7 +41,7 @@ impl FnCx<'_, '_> {
                 );
                 Some(self.val(e, ty, span))
             }
-            Builtin::NumbaAtomic(_) | Builtin::NumbaCompareAndSwap => {
+            (Rule::NumbaAtomic, Builtin::NumbaAtomic(_) | Builtin::NumbaCompareAndSwap) => {
                 let op = match b {
                     Builtin::NumbaAtomic(op) => op,
                     _ => AtomicOp::Cas,
@@ -127,7 +119,7 @@ impl FnCx<'_, '_> {
                 );
                 Some(self.val(e, Type::Scalar(dtype), span))
             }
-            Builtin::NumbaFp16(op) | Builtin::NumbaBf16(op) => {
+            (Rule::Fp16, Builtin::NumbaFp16(op) | Builtin::NumbaBf16(op)) => {
                 use crate::front::builtins::Fp16Op;
                 let (module, prec) = match b {
                     Builtin::NumbaBf16(_) => ("bf16", Scalar::BFloat16),
@@ -229,7 +221,7 @@ impl FnCx<'_, '_> {
                     }
                 }
             }
-            Builtin::NumbaCacheHint(store) => {
+            (Rule::CacheHint, Builtin::NumbaCacheHint(store)) => {
                 let name = called_name(c, "cuda.ldcg");
                 if store {
                     self.diags.push(
@@ -259,7 +251,7 @@ impl FnCx<'_, '_> {
                 );
                 Some(self.val(e, ty, span))
             }
-            Builtin::NumbaConstArrayLike => {
+            (Rule::ConstArrayLike, _) => {
                 // A module-level constant array is already in constant memory: the call is
                 // the array itself. Anything else has no values at compile time.
                 let a = self.bind(c, "cuda.const.array_like", &["ary"], 1)?;
@@ -285,7 +277,7 @@ impl FnCx<'_, '_> {
                 );
                 None
             }
-            Builtin::Round => {
+            (Rule::Round, _) => {
                 let a = self.bind(c, "round", &["number", "ndigits"], 1)?;
                 let v = self.eval(a[0]?)?;
                 if let Some(nd) = a[1] {
@@ -314,7 +306,7 @@ impl FnCx<'_, '_> {
                 let e = self.push(Expr::Cast(r), int.clone(), span);
                 Some(self.val(e, int, span))
             }
-            Builtin::NumbaFence(k) => {
+            (Rule::NumbaFence, Builtin::NumbaFence(k)) => {
                 self.bind(c, "threadfence", &[], 0)?;
                 let scope = match k {
                     0 => Scope::Device,
@@ -328,7 +320,7 @@ impl FnCx<'_, '_> {
                 );
                 Some(self.val(e, Type::None, span))
             }
-            Builtin::Selp => {
+            (Rule::Selp, _) => {
                 let a = self.bind(c, "selp", &["cond", "a", "b"], 3)?;
                 let cv = self.eval(a[0]?)?;
                 let cond = self.truthy(cv)?;
@@ -349,7 +341,7 @@ impl FnCx<'_, '_> {
                 r.weak = weak;
                 Some(r)
             }
-            Builtin::CupyxSharedMemory => {
+            (Rule::CupyxSharedMemory, _) => {
                 // jit.shared_memory(dtype, size, alignment=None); size None: dynamic.
                 let a = self.bind(c, "shared_memory", &["dtype", "size", "alignment"], 2)?;
                 let dtype = self.dtype_arg(a[0]?)?;
@@ -389,9 +381,11 @@ impl FnCx<'_, '_> {
                             .collect(),
                     },
                 };
-                self.device_call(Builtin::SharedArray, &call)
+                let entry = table::entry(Builtin::SharedArray);
+                self.device_call(Rule::LocalMemory, entry, Builtin::SharedArray, &call)
             }
-            _ => None,
+            // A row whose rule does not match its entity (ruled out by the table's tests).
+            _ => self.table_mismatch(b, span),
         }
     }
 }
