@@ -10,12 +10,14 @@ pub mod builtins;
 pub mod check;
 pub mod const_array;
 pub mod consts;
+pub mod dialect;
 mod external;
 
 use crate::diag::{Diagnostic, Diagnostics, SourceFile, Span};
 use crate::ir::{BinaryOp, FunctionKind};
 use builtins::{Builtin, Namespace};
 use consts::Const;
+use dialect::{Dialect, Rules};
 use ruff_python_ast::{self as ast, Expr, Stmt};
 use ruff_text_size::Ranged;
 use std::collections::HashMap;
@@ -100,18 +102,18 @@ pub struct ParsedModule {
     pub(crate) structs: Vec<StructDecl>,
     /// `from cuda.device import *` was seen.
     pub(crate) star_device: bool,
-    /// The module imports numba: the numba-cuda dialect (`int` is int64, `float` float64,
-    /// locals take the promotion of their assignments).
-    pub(crate) numba: bool,
-    /// The module imports cupyx: the cupyx.jit dialect (`int` is int32, `float` float32 as in
-    /// CuPy's `mode='cuda'`; a local's type is fixed by its first assignment and later ones
-    /// convert to it under `same_kind` casting).
-    pub(crate) cupyx: bool,
+    /// The module's dialect, from its imports (numba's, cupyx's or `cuda.device`'s).
+    pub(crate) dialect: Dialect,
     /// Bytes of constant memory the module's constant arrays take so far (§1.3).
     pub(crate) const_bytes: u64,
 }
 
 impl ParsedModule {
+    /// The rules of the module's dialect.
+    pub(crate) fn rules(&self) -> &'static Rules {
+        self.dialect.rules()
+    }
+
     /// The source file.
     pub fn file(&self) -> &SourceFile {
         &self.file
@@ -193,8 +195,7 @@ pub fn parse(file: SourceFile) -> Result<ParsedModule, Diagnostics> {
         functions: Vec::new(),
         structs: Vec::new(),
         star_device: false,
-        numba: false,
-        cupyx: false,
+        dialect: Dialect::CudaDevice,
         const_bytes: 0,
     };
     for (index, stmt) in body.iter().enumerate() {
@@ -219,8 +220,7 @@ impl ParsedModule {
                     let path = alias.name.id.as_str();
                     match &alias.asname {
                         Some(asname) => {
-                            self.numba |= path == "numba" || path.starts_with("numba.");
-                            self.cupyx |= path == "cupyx" || path.starts_with("cupyx.");
+                            self.dialect = self.dialect.with_import(path);
                             let item = match path {
                                 "cuda.device" => Item::Namespace(Namespace::Device),
                                 "cuda" => Item::Namespace(Namespace::Cuda),
@@ -237,13 +237,12 @@ impl ParsedModule {
                         }
                         None => {
                             let head = path.split('.').next().unwrap_or(path);
-                            self.numba |= head == "numba";
+                            self.dialect = self.dialect.with_import(head);
                             let item = if head == "cuda" {
                                 Item::Namespace(Namespace::Cuda)
                             } else if head == "numba" {
                                 Item::Namespace(Namespace::Numba)
                             } else if head == "cupyx" {
-                                self.cupyx = true;
                                 Item::Namespace(Namespace::Cupyx)
                             } else if head == "numpy" || head == "cupy" {
                                 Item::Namespace(Namespace::Numpy)
@@ -263,8 +262,7 @@ impl ParsedModule {
             }
             Stmt::ImportFrom(imp) => {
                 let module = imp.module.as_ref().map(|m| m.id.as_str()).unwrap_or("");
-                self.numba |= module == "numba" || module.starts_with("numba.");
-                self.cupyx |= module == "cupyx" || module.starts_with("cupyx.");
+                self.dialect = self.dialect.with_import(module);
                 for alias in &imp.names {
                     let name = alias.name.id.as_str();
                     let bound = alias.asname.as_ref().unwrap_or(&alias.name).id.to_string();

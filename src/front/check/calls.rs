@@ -591,7 +591,7 @@ impl FnCx<'_, '_> {
         for (i, a) in c.arguments.args.iter().enumerate() {
             let v = self.expr(a);
             if let Value::Item(item, _) = &v
-                && self.s.m.numba
+                && self.s.m.rules().static_arguments
                 && is_static_item(item)
             {
                 statics[i + first] = Some(item.clone());
@@ -629,7 +629,7 @@ impl FnCx<'_, '_> {
             }
             let v = self.expr(&k.value);
             if let Value::Item(item, _) = &v
-                && self.s.m.numba
+                && self.s.m.rules().static_arguments
                 && is_static_item(item)
             {
                 statics[pos] = Some(item.clone());
@@ -696,7 +696,7 @@ impl FnCx<'_, '_> {
         // numba: a device function given one explicit signature (`cuda.jit("(int64, int64)",
         // device=True)`) is compiled for those types only, and a call converts its number
         // arguments to them, unsafe casts included, as numba's device calls do (§15.3).
-        if self.s.m.numba
+        if self.s.m.rules().signature_converts_arguments
             && decl.options.external.is_none()
             && let Some(sig) = decl.signature.clone().or(decl.options.signature.clone())
             && sig.len() == params.len()
@@ -729,7 +729,8 @@ impl FnCx<'_, '_> {
         let constant: Vec<usize> = (0..args.len())
             .filter(|&j| args[j].konst.is_some())
             .collect();
-        if matches!(result, Err(None)) && !constant.is_empty() && self.s.m.numba {
+        if matches!(result, Err(None)) && !constant.is_empty() && self.s.m.rules().static_arguments
+        {
             let mut statics2 = statics.clone();
             for &j in &constant {
                 statics2[positions[j]] = args[j].konst.clone().map(Item::Const);

@@ -1019,7 +1019,9 @@ impl FnCx<'_, '_> {
                 Some(self.val(e, ty, span))
             }
             // Python's `int.bit_count()`, which numba-cuda lowers to `cuda.popc`.
-            Type::Scalar(s) if s.is_integer() && method == "bit_count" && self.s.m.numba => {
+            Type::Scalar(s)
+                if s.is_integer() && method == "bit_count" && self.s.m.rules().int_bit_count =>
+            {
                 self.bind(c, "bit_count", &[], 0)?;
                 let v = self.concrete(v)?;
                 let mut r = self.intrinsic(
@@ -1116,7 +1118,7 @@ impl FnCx<'_, '_> {
         for a in &args {
             match &a.ty {
                 Type::Scalar(_) => parts.push(a.clone()),
-                Type::Vector { elem: ae, len: al } if self.s.m.numba => {
+                Type::Vector { elem: ae, len: al } if self.s.m.rules().vectors_from_vectors => {
                     for k in 0..*al {
                         let base = self.push(self.exprs[a.e].clone(), a.ty.clone(), a.span);
                         let ety = Type::Scalar(*ae);

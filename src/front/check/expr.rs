@@ -370,7 +370,7 @@ impl FnCx<'_, '_> {
         }
         let base = self.expr(&s.value);
         let base = self.value_of(base)?;
-        if self.s.m.numba {
+        if self.s.m.rules().records_by_reference {
             // numba's records are references into their array, as NumPy's are: `r = recs[i]`
             // sees later stores to `recs[i]`, and `r.x = v` stores into the array.
             return self.element_place(base, s);

@@ -562,7 +562,7 @@ impl<'s, 'm> FnCx<'s, 'm> {
     /// change the kernel's copy: the caller's record is not written back.
     fn record_params_in_memory(&mut self) -> Block {
         let mut out = Vec::new();
-        if !self.s.m.numba {
+        if !self.s.m.rules().records_by_reference {
             return out;
         }
         let params: Vec<Handle<Local>> = self

@@ -363,7 +363,7 @@ impl FnCx<'_, '_> {
     /// (`if neg_idx: bin = (bin[0] % n, ...)` with `neg_idx=False` does not unify `bin`'s
     /// type with the dead assignment's). `None` for any other test.
     fn constant_test(&mut self, test: &ast::Expr) -> Option<bool> {
-        if !self.s.m.numba {
+        if !self.s.m.rules().static_arguments {
             return None;
         }
         let c = match test {
@@ -522,7 +522,7 @@ impl FnCx<'_, '_> {
                 format!("`{n}` is assigned")
             }
         };
-        let cupyx = self.s.m.cupyx && name != "$return";
+        let cupyx = self.s.m.rules().fixed_local_types && name != "$return";
         let Some(h) = self.hints.get(name).cloned() else {
             let v = if cupyx { self.concrete(v)? } else { v };
             let ty = match v.weak {
@@ -611,14 +611,16 @@ impl FnCx<'_, '_> {
             },
             (None, None) => match (&h.ty, &v.ty) {
                 // numba unifies a local's assignments to their common type.
-                (Type::Scalar(a), Type::Scalar(b)) if self.s.m.numba && a != b => {
+                (Type::Scalar(a), Type::Scalar(b))
+                    if self.s.m.rules().unify_assignments && a != b =>
+                {
                     nh.ty = Type::Scalar(promote(*a, *b));
                     true
                 }
                 // ... and tuples of numbers element by element, where the value is a tuple
                 // display whose elements can be converted one by one.
                 (Type::Tuple(a), Type::Tuple(b))
-                    if self.s.m.numba
+                    if self.s.m.rules().unify_assignments
                         && a != b
                         && a.len() == b.len()
                         && matches!(self.exprs[v.e], Expr::Tuple(_))
@@ -1278,7 +1280,7 @@ impl FnCx<'_, '_> {
                     _ => {}
                 }
             }
-            if self.s.m.numba && self.for_arrays(f, out) {
+            if self.s.m.rules().iterate_arrays && self.for_arrays(f, out) {
                 return;
             }
             self.diags.push(
