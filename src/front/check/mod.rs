@@ -1119,6 +1119,7 @@ fn dim3_intrinsic(b: Builtin, a: Axis) -> Intrinsic {
     }
 }
 
+mod assign;
 mod calls;
 mod complex;
 mod device;
@@ -1126,6 +1127,7 @@ mod numba;
 use complex::complex_unsupported;
 use stmt::{always_returns, assigned_names, contains_call, count_assignments, element_type};
 mod expr;
+mod loops;
 mod ops;
 mod records;
 pub(crate) mod reduce;
