@@ -57,15 +57,18 @@ pub mod abi;
 pub mod diag;
 pub mod front;
 pub mod ir;
+pub mod kernel;
 pub mod lower;
 pub mod runtime;
+pub mod target;
 pub mod toolkit;
 pub mod types;
 
 pub use abi::KernelAbi;
 pub use diag::{Diagnostic, Diagnostics, SourceFile, Span};
-pub use lower::Arch;
+pub use kernel::{CompiledKernel, MultiArchKernel};
 pub use lower::host::{HostError, HostFunction, HostValue};
+pub use target::Arch;
 pub use types::Type;
 
 use lower::ptx::{Emit, LowerError, PtxOptions};
@@ -155,35 +158,6 @@ impl CompileOptions {
             arch: self.arch,
             opt_level: self.opt_level,
         }
-    }
-}
-
-/// A compiled kernel: its PTX and how to call it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CompiledKernel {
-    /// PTX assembly text.
-    pub ptx: String,
-    /// The architecture it was compiled for.
-    pub arch: Arch,
-    /// Its symbol and parameter layouts.
-    pub abi: KernelAbi,
-}
-
-/// One kernel compiled for several architectures.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct MultiArchKernel {
-    /// The variants, oldest architecture first.
-    pub variants: Vec<CompiledKernel>,
-}
-
-impl MultiArchKernel {
-    /// The variant to run on a device of architecture `device`: the newest one not newer
-    /// than the device (Circle's upper-bound rule), or `None` when all are newer.
-    pub fn select(&self, device: Arch) -> Option<&CompiledKernel> {
-        self.variants
-            .iter()
-            .filter(|k| k.arch <= device)
-            .max_by_key(|k| k.arch)
     }
 }
 

@@ -279,10 +279,9 @@ fn cli_runs_with_tuple_and_record_scalar_arguments() {
     };
     let dir = std::env::temp_dir().join(format!("pyd-tuples-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let fixture = format!(
-        "{}/tests/fixtures/numba/tuple_record_args.py",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let fixture = crate::support::repo_path("tests/fixtures/numba/tuple_record_args.py")
+        .display()
+        .to_string();
     let mut r = Rng(41);
     for round in 0..3 {
         let n = 1000usize;
@@ -348,10 +347,9 @@ fn cli_runs_with_tuple_and_record_scalar_arguments() {
 /// Tuple arguments the CLI refuses, before it looks for a GPU (exit status 2).
 #[test]
 fn cli_refuses_malformed_tuple_arguments() {
-    let fixture = format!(
-        "{}/tests/fixtures/numba/tuple_record_args.py",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let fixture = crate::support::repo_path("tests/fixtures/numba/tuple_record_args.py")
+        .display()
+        .to_string();
     for (t, why) in [
         ("t=(int64:1, (float64:2)", "unbalanced `(`"),
         ("t=(int64:1,, int64:2)", "empty item"),

@@ -8,11 +8,8 @@ use pydevice::runtime::npy::NpyArray;
 use pydevice::runtime::records::NpyRecords;
 
 fn fixture(path: &str) -> String {
-    std::fs::read_to_string(format!(
-        "{}/tests/fixtures/{path}",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .expect("fixture")
+    std::fs::read_to_string(crate::support::repo_path(&format!("tests/fixtures/{path}")))
+        .expect("fixture")
 }
 
 fn close(got: f32, want: f64, what: &str) {
@@ -156,10 +153,9 @@ fn cli_runs_on_subarray_records() {
         data: vec![0; 4 * n],
     };
     std::fs::write(path("out.npy"), zeros.to_bytes()).unwrap();
-    let fx = format!(
-        "{}/tests/fixtures/numba/records_subarray.py",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let fx = crate::support::repo_path("tests/fixtures/numba/records_subarray.py")
+        .display()
+        .to_string();
     let arg = |k: &str, f: &str| format!("{k}={}", path(f).display());
     let bin =
         std::env::var("PYDEVICE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_pydevice").into());

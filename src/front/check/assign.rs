@@ -2,6 +2,7 @@
 //! array elements, struct fields and sub-arrays, and augmented assignment.
 
 use super::*;
+use crate::diag::Code;
 
 impl FnCx<'_, '_> {
     /// Records that `name` (a local, or `$return`) receives `v`, checks it against what is
@@ -53,7 +54,7 @@ impl FnCx<'_, '_> {
                     };
                     self.diags.push(
                         Diagnostic::error(
-                            "E0201",
+                            Code::E0201,
                             span,
                             format!(
                                 "cannot assign {shown} to `{name}` of type `{t}` (cupyx.jit fixes a local's type at its first assignment and converts later ones only with NumPy's `same_kind` casting)"
@@ -154,7 +155,7 @@ impl FnCx<'_, '_> {
             };
             self.diags.push(
                 Diagnostic::error(
-                    "E0201",
+                    Code::E0201,
                     span,
                     format!("{} values of different types: {had} and {now}", what(name)),
                 )
@@ -296,11 +297,11 @@ impl FnCx<'_, '_> {
                         self.assign(&s.value, nv, out);
                     }
                     Type::Tuple(_) | Type::Vector { .. } => self.diags.push(
-                        Diagnostic::error("E0211", span, format!("{} is immutable", base.ty))
+                        Diagnostic::error(Code::E0211, span, format!("{} is immutable", base.ty))
                             .with_note("build a new tuple or vector instead"),
                     ),
                     other => self.error(
-                        "E0203",
+                        Code::E0203,
                         sp(s.value.as_ref()),
                         format!("{other} cannot be indexed"),
                     ),
@@ -312,14 +313,14 @@ impl FnCx<'_, '_> {
                     Type::Tuple(ts) => ts.len(),
                     Type::Vector { len, .. } => *len as usize,
                     other => {
-                        self.error("E0203", v.span, format!("cannot unpack {other}"));
+                        self.error(Code::E0203, v.span, format!("cannot unpack {other}"));
                         return;
                     }
                 };
                 if n != elts.len() {
                     self.diags.push(
                         Diagnostic::error(
-                            "E0203",
+                            Code::E0203,
                             span,
                             format!("cannot unpack {} values into {} names", n, elts.len()),
                         )
@@ -345,7 +346,7 @@ impl FnCx<'_, '_> {
                 self.assign_field(&attr.value, attr.attr.id.as_str(), v, span, out)
             }
             _ => self.error(
-                "E0301",
+                Code::E0301,
                 span,
                 "this assignment target is not supported in device code",
             ),
@@ -373,7 +374,7 @@ impl FnCx<'_, '_> {
         {
             self.diags.push(
                 Diagnostic::error(
-                    "E0112",
+                    Code::E0112,
                     span,
                     "this writes to a constant array, which device code can only read",
                 )
@@ -394,7 +395,7 @@ impl FnCx<'_, '_> {
             };
             self.diags.push(
                 Diagnostic::error(
-                    "E0211",
+                    Code::E0211,
                     span,
                     "attributes cannot be assigned in device code",
                 )
@@ -420,7 +421,7 @@ impl FnCx<'_, '_> {
             };
             self.diags.push(
                 Diagnostic::error(
-                    "E0211",
+                    Code::E0211,
                     span,
                     format!("cannot assign field `{field}` of `{}`", st.name),
                 )
@@ -435,7 +436,7 @@ impl FnCx<'_, '_> {
         };
         if !matches!(v.ty, Type::Scalar(_) | Type::WarpMask) {
             self.error(
-                "E0207",
+                Code::E0207,
                 v.span,
                 format!(
                     "cannot assign {} to field `{field}` of `{}` ({fs})",
@@ -484,7 +485,7 @@ impl FnCx<'_, '_> {
             };
             self.diags.push(
                 Diagnostic::error(
-                    "E0215",
+                    Code::E0215,
                     span,
                     format!("cannot assign {} to this sub-array field: {why}", v.ty),
                 )
@@ -554,7 +555,7 @@ impl FnCx<'_, '_> {
             }
             DType::Struct(st) => {
                 self.error(
-                    "E0207",
+                    Code::E0207,
                     v.span,
                     format!("cannot store {} into an array of `{}`", v.ty, st.name),
                 );
@@ -565,7 +566,7 @@ impl FnCx<'_, '_> {
             DType::Vector { .. } => {
                 self.diags.push(
                     Diagnostic::error(
-                        "E0207",
+                        Code::E0207,
                         v.span,
                         format!("cannot store {} into an array of {dtype}", v.ty),
                     )
@@ -587,7 +588,7 @@ impl FnCx<'_, '_> {
             (Type::Scalar(_) | Type::WarpMask, _, _) => self.convert(v, dtype),
             (other, _, _) => {
                 let mut d = Diagnostic::error(
-                    "E0207",
+                    Code::E0207,
                     v.span,
                     format!("cannot store {other} into an array of {dtype}"),
                 );
@@ -625,7 +626,7 @@ impl FnCx<'_, '_> {
         let span = sp(a);
         let Some(op) = binary_op(a.op) else {
             self.error(
-                "E0202",
+                Code::E0202,
                 span,
                 "the `@` operator is not supported in device code",
             );
@@ -652,12 +653,12 @@ impl FnCx<'_, '_> {
                     return;
                 };
                 let Type::Array(at) = &base.ty else {
-                    self.error("E0211", span, format!("{} is immutable", base.ty));
+                    self.error(Code::E0211, span, format!("{} is immutable", base.ty));
                     return;
                 };
                 let Some(dtype) = at.dtype.scalar() else {
                     self.error(
-                        "E0202",
+                        Code::E0202,
                         span,
                         format!(
                             "`{}=` needs an array of numbers, found {}",
@@ -730,7 +731,7 @@ impl FnCx<'_, '_> {
                 });
             }
             _ => self.error(
-                "E0211",
+                Code::E0211,
                 span,
                 "this augmented assignment target is not supported",
             ),

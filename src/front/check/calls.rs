@@ -2,6 +2,7 @@
 //! functions, which are instantiated for their argument types.
 
 use super::*;
+use crate::diag::Code;
 use crate::front::builtins::OperatorUnary;
 use crate::front::builtins::table::{self, Rule};
 
@@ -46,7 +47,7 @@ impl FnCx<'_, '_> {
             Value::Item(Item::Struct(idx), _) => self.struct_new(idx, c),
             Value::Item(Item::Builtin(b), _) => self.builtin_call(b, c),
             Value::Item(Item::Const(_), s) | Value::Item(Item::Namespace(_), s) => {
-                self.error("E0202", s, "this is not callable");
+                self.error(Code::E0202, s, "this is not callable");
                 None
             }
             Value::Item(other, s) => {
@@ -54,7 +55,7 @@ impl FnCx<'_, '_> {
                 None
             }
             Value::Val(v) => {
-                self.error("E0202", v.span, format!("{} is not callable", v.ty));
+                self.error(Code::E0202, v.span, format!("{} is not callable", v.ty));
                 None
             }
         };
@@ -71,7 +72,7 @@ impl FnCx<'_, '_> {
         let span = sp(c);
         if let Some(k) = c.arguments.keywords.first() {
             self.error(
-                "E0107",
+                Code::E0107,
                 sp(k),
                 format!("`{name}` takes no keyword arguments"),
             );
@@ -87,7 +88,7 @@ impl FnCx<'_, '_> {
                 format!("{min} to {max}")
             };
             self.error(
-                "E0107",
+                Code::E0107,
                 span,
                 format!(
                     "`{name}` takes {want} argument{}, but {n} {} given",
@@ -129,7 +130,7 @@ impl FnCx<'_, '_> {
             Rule::UnrollOnly => {
                 self.diags.push(
                     Diagnostic::error(
-                        "E0307",
+                        Code::E0307,
                         span,
                         "`literal_unroll(...)` can only be the iterable of a `for` loop",
                     )
@@ -168,7 +169,11 @@ impl FnCx<'_, '_> {
                 match &v.ty {
                     Type::Array(at) if at.ndim == 0 => {
                         // NumPy: "len() of unsized object".
-                        self.error("E0202", v.span, "a zero-dimensional array has no length");
+                        self.error(
+                            Code::E0202,
+                            v.span,
+                            "a zero-dimensional array has no length",
+                        );
                         None
                     }
                     Type::Array(_) => {
@@ -182,7 +187,7 @@ impl FnCx<'_, '_> {
                     Type::Tuple(ts) => self.const_val(&Const::Int(ts.len() as i128), span),
                     Type::Vector { len, .. } => self.const_val(&Const::Int(i128::from(*len)), span),
                     other => {
-                        self.error("E0202", v.span, format!("{other} has no length"));
+                        self.error(Code::E0202, v.span, format!("{other} has no length"));
                         None
                     }
                 }
@@ -191,7 +196,7 @@ impl FnCx<'_, '_> {
                 let v = self.args(c, &name, 1, 1)?.pop()?;
                 let Some(s) = v.ty.as_scalar() else {
                     self.error(
-                        "E0202",
+                        Code::E0202,
                         v.span,
                         format!("`abs` needs a number, found {}", v.ty),
                     );
@@ -237,7 +242,7 @@ impl FnCx<'_, '_> {
                 if let Some(m) = a[2] {
                     self.diags.push(
                         Diagnostic::error(
-                            "E0603",
+                            Code::E0603,
                             sp(m),
                             "`pow(x, y, mod)` (modular power) is not supported in device code",
                         )
@@ -276,14 +281,14 @@ impl FnCx<'_, '_> {
                     let v = vals.pop()?;
                     let Type::Tuple(ts) = &v.ty else {
                         self.error(
-                            "E0202",
+                            Code::E0202,
                             v.span,
                             format!("`{name}` of one argument needs a tuple, found {}", v.ty),
                         );
                         return None;
                     };
                     if ts.is_empty() {
-                        self.error("E0202", v.span, format!("`{name}` of an empty tuple"));
+                        self.error(Code::E0202, v.span, format!("`{name}` of an empty tuple"));
                         return None;
                     }
                     for (i, t) in ts.clone().into_iter().enumerate() {
@@ -343,28 +348,28 @@ impl FnCx<'_, '_> {
             | Rule::CupyxSharedMemory) => self.numba_call(rule, b, c),
             Rule::TargetOnly => {
                 self.diags.push(
-                    Diagnostic::error("E0410", span, format!("`{name}(...)` may only appear in the whole condition of an `if` statement"))
+                    Diagnostic::error(Code::E0410, span, format!("`{name}(...)` may only appear in the whole condition of an `if` statement"))
                         .with_note("write `if target(is_device):`; the condition must be a constant target description"),
                 );
                 None
             }
             Rule::AlignType => {
                 self.diags.push(
-                    Diagnostic::error("E0423", span, "`align(t, n)` is a type: it can be a @struct field's type or an array's dtype, not a value")
+                    Diagnostic::error(Code::E0423, span, "`align(t, n)` is a type: it can be a @struct field's type or an array's dtype, not a value")
                         .with_note("declare a field `x: device.align(float32, 16)`, or `device.local_array(n, device.align(float32, 16))`"),
                 );
                 None
             }
             Rule::AtomicField => {
                 self.diags.push(
-                    Diagnostic::error("E0202", span, "`Atomic(dtype)` declares a `@struct` field; it cannot be made in device code")
+                    Diagnostic::error(Code::E0202, span, "`Atomic(dtype)` declares a `@struct` field; it cannot be made in device code")
                         .with_note("an atomic object lives in memory: declare a @struct field `device.Atomic(dtype)` and use `array[i].field`, or use `atomic_ref(array, index)` on an array of numbers"),
                 );
                 None
             }
             Rule::LoopOnly => {
                 self.error(
-                    "E0304",
+                    Code::E0304,
                     span,
                     "`range` can only be used as the iterable of a `for` loop",
                 );
@@ -372,7 +377,7 @@ impl FnCx<'_, '_> {
             }
             Rule::NotCallable => {
                 self.error(
-                    "E0202",
+                    Code::E0202,
                     sp(c.func.as_ref()),
                     format!("`{name}` is not callable"),
                 );
@@ -385,7 +390,7 @@ impl FnCx<'_, '_> {
     /// `front::builtins::table`'s tests and the fixture coverage test rule out.
     pub(super) fn table_mismatch(&mut self, b: Builtin, span: Span) -> Option<Val> {
         self.error(
-            "E0999",
+            Code::E0999,
             span,
             format!(
                 "internal error: the builtin table types `{}` with a rule that does not apply to it",
@@ -406,7 +411,7 @@ impl FnCx<'_, '_> {
             _ => {
                 self.diags.push(
                     Diagnostic::error(
-                        "E0210",
+                        Code::E0210,
                         v.span,
                         format!("`{name}` needs a constant 1, 2 or 3"),
                     )
@@ -468,7 +473,7 @@ impl FnCx<'_, '_> {
     pub(super) fn conversion(&mut self, v: Val, target: Scalar, span: Span) -> Option<Val> {
         let Some(src) = v.ty.as_scalar() else {
             self.error(
-                "E0207",
+                Code::E0207,
                 v.span,
                 format!("cannot convert {} to {target}", v.ty),
             );
@@ -490,7 +495,11 @@ impl FnCx<'_, '_> {
                 }
                 (Const::Float(f), Kind::Int | Kind::UInt) => {
                     if !f.is_finite() {
-                        self.error("E0204", v.span, format!("cannot convert {f} to {target}"));
+                        self.error(
+                            Code::E0204,
+                            v.span,
+                            format!("cannot convert {f} to {target}"),
+                        );
                         return None;
                     }
                     Const::Int(f.trunc() as i128)
@@ -539,7 +548,7 @@ impl FnCx<'_, '_> {
             Some(FunctionKind::Kernel) => {
                 self.diags.push(
                     Diagnostic::error(
-                        "E0109",
+                        Code::E0109,
                         span,
                         format!("kernel `{}` cannot be called from device code", decl.name),
                     )
@@ -562,7 +571,7 @@ impl FnCx<'_, '_> {
         if let Some(v) = self_arg {
             if params.is_empty() {
                 self.error(
-                    "E0107",
+                    Code::E0107,
                     span,
                     format!("method `{}` needs a `self` parameter", decl.name),
                 );
@@ -573,7 +582,7 @@ impl FnCx<'_, '_> {
         if c.arguments.args.len() + first > params.len() {
             self.diags.push(
                 Diagnostic::error(
-                    "E0107",
+                    Code::E0107,
                     span,
                     format!(
                         "`{}` takes {} argument{}, but {} were given",
@@ -602,7 +611,7 @@ impl FnCx<'_, '_> {
         for k in c.arguments.keywords.iter() {
             let Some(name) = &k.arg else {
                 self.error(
-                    "E0107",
+                    Code::E0107,
                     sp(k),
                     "`**` arguments are not supported in device code",
                 );
@@ -611,7 +620,7 @@ impl FnCx<'_, '_> {
             let Some(pos) = params.iter().position(|p| p.parameter.name.id == name.id) else {
                 self.diags.push(
                     Diagnostic::error(
-                        "E0107",
+                        Code::E0107,
                         sp(k),
                         format!("`{}` has no parameter named `{}`", decl.name, name.id),
                     )
@@ -621,7 +630,7 @@ impl FnCx<'_, '_> {
             };
             if slots[pos].is_some() || statics[pos].is_some() {
                 self.error(
-                    "E0107",
+                    Code::E0107,
                     sp(k),
                     format!("argument `{}` is given twice", name.id),
                 );
@@ -647,7 +656,7 @@ impl FnCx<'_, '_> {
             let Some(v) = slot else {
                 self.diags.push(
                     Diagnostic::error(
-                        "E0107",
+                        Code::E0107,
                         span,
                         format!(
                             "missing argument `{}` in call of `{}`",
@@ -684,7 +693,7 @@ impl FnCx<'_, '_> {
             };
             if v.ty == Type::None {
                 self.error(
-                    "E0207",
+                    Code::E0207,
                     v.span,
                     "`None` cannot be passed to a device function",
                 );
@@ -791,7 +800,7 @@ impl FnCx<'_, '_> {
                 _ => {
                     self.diags.push(
                         Diagnostic::error(
-                            "E0526",
+                            Code::E0526,
                             v.span,
                             format!(
                                 "`{}` takes {want} here, but the argument is {}",
@@ -846,7 +855,7 @@ impl FnCx<'_, '_> {
                 (Type::Scalar(_), None) | (_, _) => {
                     self.diags.push(
                         Diagnostic::error(
-                            "E0207",
+                            Code::E0207,
                             v.span,
                             format!("field `{fname}` of `{}` is {fty}, not {}", st.name, v.ty),
                         )

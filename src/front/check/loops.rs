@@ -2,6 +2,7 @@
 //! (`literal_unroll`) and over sequences.
 
 use super::*;
+use crate::diag::Code;
 
 impl FnCx<'_, '_> {
     pub(super) fn for_range(&mut self, f: &ast::StmtFor, out: &mut Block) {
@@ -28,7 +29,7 @@ impl FnCx<'_, '_> {
                     Value::Val(v) if matches!(v.ty, Type::Tuple(_) | Type::Vector { .. }) => {
                         if !f.orelse.is_empty() {
                             self.error(
-                                "E0303",
+                                Code::E0303,
                                 sp(&f.orelse[0]),
                                 "`for ... else` over a tuple is not supported in device code",
                             );
@@ -44,7 +45,7 @@ impl FnCx<'_, '_> {
             }
             self.diags.push(
                 Diagnostic::error(
-                    "E0304",
+                    Code::E0304,
                     sp(f.iter.as_ref()),
                     "device code can only loop over `range(...)`",
                 )
@@ -54,7 +55,7 @@ impl FnCx<'_, '_> {
         };
         if !matches!(f.target.as_ref(), ast::Expr::Name(_)) {
             self.error(
-                "E0301",
+                Code::E0301,
                 sp(f.target.as_ref()),
                 "the target of a `for` loop over `range` must be a single name",
             );
@@ -63,7 +64,7 @@ impl FnCx<'_, '_> {
         let args = &call.arguments;
         if !args.keywords.is_empty() || args.args.is_empty() || args.args.len() > 3 {
             self.error(
-                "E0107",
+                Code::E0107,
                 sp(call),
                 "`range` takes 1 to 3 positional arguments",
             );
@@ -77,7 +78,7 @@ impl FnCx<'_, '_> {
                 Type::Scalar(s) if s.is_integer() => vals.push(v),
                 ref other => {
                     self.error(
-                        "E0207",
+                        Code::E0207,
                         v.span,
                         format!("`range` arguments must be integers, found {other}"),
                     );
@@ -127,7 +128,7 @@ impl FnCx<'_, '_> {
         // A step known to be >= 0 (e.g. `grid_size(1)`) only ever counts up.
         let counts_up = step_sign == Some(1) || (step_sign.is_none() && step.nonneg);
         if step_sign == Some(0) {
-            self.error("E0208", step.span, "`range` step must not be zero");
+            self.error(Code::E0208, step.span, "`range` step must not be zero");
             return;
         }
         let tty = Type::Scalar(ty);
@@ -438,7 +439,7 @@ impl FnCx<'_, '_> {
             ArrayIter::Enumerate(inner) => {
                 let [first, second] = &parts[..] else {
                     self.error(
-                        "E0301",
+                        Code::E0301,
                         span,
                         "the target of a `for` over `enumerate(...)` must be two names: `i, x`",
                     );
@@ -453,7 +454,7 @@ impl FnCx<'_, '_> {
             ArrayIter::Zip(items) => {
                 if parts.len() != items.len() {
                     self.error(
-                        "E0301",
+                        Code::E0301,
                         span,
                         format!(
                             "the target of a `for` over `zip(...)` of {} iterables must be {} names",
@@ -483,7 +484,7 @@ impl FnCx<'_, '_> {
         };
         if !f.orelse.is_empty() {
             self.error(
-                "E0303",
+                Code::E0303,
                 sp(&f.orelse[0]),
                 "`for ... else` over arrays is not supported in device code",
             );
@@ -580,7 +581,7 @@ impl FnCx<'_, '_> {
         let Some(v) = self.value_of(v) else { return };
         if !f.orelse.is_empty() {
             self.error(
-                "E0303",
+                Code::E0303,
                 sp(&f.orelse[0]),
                 "`for ... else` over `literal_unroll` is not supported in device code",
             );
@@ -594,7 +595,7 @@ impl FnCx<'_, '_> {
                 }
                 self.diags.push(
                     Diagnostic::error(
-                        "E0306",
+                        Code::E0306,
                         v.span,
                         format!(
                             "`literal_unroll` needs a tuple known at compile time when its elements have different types, found {}",
@@ -608,7 +609,7 @@ impl FnCx<'_, '_> {
         };
         let ast::Expr::Name(target) = f.target.as_ref() else {
             self.error(
-                "E0301",
+                Code::E0301,
                 sp(f.target.as_ref()),
                 "the target of a `for` loop over `literal_unroll` must be a single name",
             );
@@ -617,7 +618,7 @@ impl FnCx<'_, '_> {
         if let Some(jump) = loop_jump(&f.body) {
             self.diags.push(
                 Diagnostic::error(
-                    "E0307",
+                    Code::E0307,
                     jump,
                     "`break` and `continue` are not supported in a loop over `literal_unroll`",
                 )
@@ -654,7 +655,7 @@ impl FnCx<'_, '_> {
         };
         if elems.iter().any(|t| *t != ety) {
             self.diags.push(
-                Diagnostic::error("E0304", v.span, format!("a `for` loop can only iterate over a tuple whose elements have one type, not {}", v.ty))
+                Diagnostic::error(Code::E0304, v.span, format!("a `for` loop can only iterate over a tuple whose elements have one type, not {}", v.ty))
                     .with_note("unpack the tuple, or convert its elements to one type"),
             );
             return;
@@ -678,7 +679,7 @@ impl FnCx<'_, '_> {
         };
         if !matches!(f.target.as_ref(), ast::Expr::Name(_)) {
             self.error(
-                "E0301",
+                Code::E0301,
                 sp(f.target.as_ref()),
                 "the target of this `for` loop must be a single name",
             );

@@ -3,6 +3,7 @@
 //! loops in `loops.rs`.
 
 use super::*;
+use crate::diag::Code;
 
 /// Calls `f` with each name an assignment binds in `stmts` (nested blocks included) and
 /// whether it is a `for` loop's target.
@@ -177,7 +178,7 @@ impl FnCx<'_, '_> {
                                 let had = h.ty.clone();
                                 self.diags.push(
                                     Diagnostic::error(
-                                        "E0201",
+                                        Code::E0201,
                                         sp(a.annotation.as_ref()),
                                         format!(
                                             "`{name}` is declared {want} but is assigned {had}"
@@ -225,7 +226,7 @@ impl FnCx<'_, '_> {
             ast::Stmt::While(w) => {
                 if !w.orelse.is_empty() {
                     self.error(
-                        "E0303",
+                        Code::E0303,
                         sp(&w.orelse[0]),
                         "`while ... else` is not supported in device code",
                     );
@@ -254,7 +255,7 @@ impl FnCx<'_, '_> {
                 let brk = matches!(s, ast::Stmt::Break(_));
                 if self.loops == 0 {
                     let w = if brk { "break" } else { "continue" };
-                    self.error("E0304", span, format!("`{w}` outside a loop"));
+                    self.error(Code::E0304, span, format!("`{w}` outside a loop"));
                 } else {
                     if brk
                         && let Some(&(depth, flag)) = self.else_flags.last()
@@ -294,14 +295,14 @@ impl FnCx<'_, '_> {
                         self.local_defs.insert(d.name.id.to_string(), v.as_ref().clone());
                     }
                     _ => self.diags.push(
-                        Diagnostic::error("E0301", d.name.range.into(), "nested functions are only supported as predicates")
+                        Diagnostic::error(Code::E0301, d.name.range.into(), "nested functions are only supported as predicates")
                             .with_note("a predicate takes no parameters and its body is a single `return <condition>`; share other code through a `@device.func`"),
                     ),
                 }
             }
             ast::Stmt::Assert(_) => self.diags.push(
                 Diagnostic::error(
-                    "E0302",
+                    Code::E0302,
                     span,
                     "`assert` is not supported in device code yet",
                 )
@@ -310,7 +311,7 @@ impl FnCx<'_, '_> {
             other => {
                 let what = stmt_name(other);
                 self.error(
-                    "E0301",
+                    Code::E0301,
                     span,
                     format!("{what} is not supported in device code"),
                 );
@@ -402,7 +403,7 @@ impl FnCx<'_, '_> {
             return None;
         }
         if c.arguments.args.len() != 1 || !c.arguments.keywords.is_empty() {
-            self.error("E0410", sp(c), "`target` takes one target description");
+            self.error(Code::E0410, sp(c), "`target` takes one target description");
             return Some(None);
         }
         self.s.target_used = true;
@@ -415,7 +416,7 @@ impl FnCx<'_, '_> {
         let sm = self.s.sm;
         let bad = |cx: &mut Self, e: &ast::Expr| {
             cx.diags.push(
-                Diagnostic::error("E0410", sp(e), "not a constant target description")
+                Diagnostic::error(Code::E0410, sp(e), "not a constant target description")
                     .with_note("use is_host, is_device, any_target, no_target, is_exactly(smXX), provides(smXX), combined with |, & and ~"),
             );
             None
@@ -442,7 +443,7 @@ impl FnCx<'_, '_> {
                     let Some(Item::Builtin(Builtin::Sm(n))) = self.callee_item(arg) else {
                         self.diags.push(
                             Diagnostic::error(
-                                "E0410",
+                                Code::E0410,
                                 sp(arg),
                                 "expected an architecture selector such as `sm90`",
                             )
@@ -485,7 +486,7 @@ impl FnCx<'_, '_> {
         if self.kind == FunctionKind::Kernel {
             if let Some(v) = value {
                 self.diags.push(
-                    Diagnostic::error("E0108", v.span, "a kernel cannot return a value")
+                    Diagnostic::error(Code::E0108, v.span, "a kernel cannot return a value")
                         .with_note("kernels return `None`; write results to an array argument"),
                 );
                 return;
@@ -553,7 +554,7 @@ impl FnCx<'_, '_> {
             other => {
                 self.diags.push(
                     Diagnostic::error(
-                        "E0205",
+                        Code::E0205,
                         span,
                         format!("the truth value of {other} is not defined in device code"),
                     )
