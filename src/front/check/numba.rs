@@ -11,8 +11,11 @@ impl FnCx<'_, '_> {
     pub(super) fn numba_call(&mut self, rule: Rule, b: Builtin, c: &ast::ExprCall) -> Option<Val> {
         let span = sp(c);
         let bool_t = Type::Scalar(Scalar::Bool);
-        match (rule, b) {
-            (Rule::NumbaSyncthreads, Builtin::NumbaSyncthreads(k)) => {
+        match rule {
+            Rule::NumbaSyncthreads => {
+                let Builtin::NumbaSyncthreads(k) = b else {
+                    return self.table_mismatch(b, span);
+                };
                 let a = self.bind(c, "syncthreads_count", &["predicate"], 1)?;
                 let v = self.eval(a[0]?)?;
                 let p = self.truthy(v)?;
@@ -24,7 +27,10 @@ impl FnCx<'_, '_> {
                 let e = self.push(Expr::Intrinsic(op, vec![p]), ty.clone(), span);
                 Some(self.val(e, ty, span))
             }
-            (Rule::NumbaVote, Builtin::NumbaVote(k)) => {
+            Rule::NumbaVote => {
+                let Builtin::NumbaVote(k) = b else {
+                    return self.table_mismatch(b, span);
+                };
                 let a = self.bind(c, "vote", &["mask", "predicate"], 2)?;
                 let m = self.mask_arg(a[0])?;
                 let v = self.eval(a[1]?)?;
@@ -42,7 +48,7 @@ impl FnCx<'_, '_> {
                 );
                 Some(self.val(e, ty, span))
             }
-            (Rule::NumbaAtomic, Builtin::NumbaAtomic(_) | Builtin::NumbaCompareAndSwap) => {
+            Rule::NumbaAtomic => {
                 let op = match b {
                     Builtin::NumbaAtomic(op) => op,
                     _ => AtomicOp::Cas,
@@ -120,7 +126,10 @@ impl FnCx<'_, '_> {
                 );
                 Some(self.val(e, Type::Scalar(dtype), span))
             }
-            (Rule::Fp16, Builtin::NumbaFp16(op) | Builtin::NumbaBf16(op)) => {
+            Rule::Fp16 => {
+                let (Builtin::NumbaFp16(op) | Builtin::NumbaBf16(op)) = b else {
+                    return self.table_mismatch(b, span);
+                };
                 use crate::front::builtins::Fp16Op;
                 let (module, prec) = match b {
                     Builtin::NumbaBf16(_) => ("bf16", Scalar::BFloat16),
@@ -222,7 +231,10 @@ impl FnCx<'_, '_> {
                     }
                 }
             }
-            (Rule::CacheHint, Builtin::NumbaCacheHint(store)) => {
+            Rule::CacheHint => {
+                let Builtin::NumbaCacheHint(store) = b else {
+                    return self.table_mismatch(b, span);
+                };
                 let name = called_name(c, "cuda.ldcg");
                 if store {
                     self.diags.push(
@@ -252,7 +264,7 @@ impl FnCx<'_, '_> {
                 );
                 Some(self.val(e, ty, span))
             }
-            (Rule::ConstArrayLike, _) => {
+            Rule::ConstArrayLike => {
                 // A module-level constant array is already in constant memory: the call is
                 // the array itself. Anything else has no values at compile time.
                 let a = self.bind(c, "cuda.const.array_like", &["ary"], 1)?;
@@ -278,7 +290,7 @@ impl FnCx<'_, '_> {
                 );
                 None
             }
-            (Rule::Round, _) => {
+            Rule::Round => {
                 let a = self.bind(c, "round", &["number", "ndigits"], 1)?;
                 let v = self.eval(a[0]?)?;
                 if let Some(nd) = a[1] {
@@ -307,7 +319,10 @@ impl FnCx<'_, '_> {
                 let e = self.push(Expr::Cast(r), int.clone(), span);
                 Some(self.val(e, int, span))
             }
-            (Rule::NumbaFence, Builtin::NumbaFence(k)) => {
+            Rule::NumbaFence => {
+                let Builtin::NumbaFence(k) = b else {
+                    return self.table_mismatch(b, span);
+                };
                 self.bind(c, "threadfence", &[], 0)?;
                 let scope = match k {
                     0 => Scope::Device,
@@ -321,7 +336,7 @@ impl FnCx<'_, '_> {
                 );
                 Some(self.val(e, Type::None, span))
             }
-            (Rule::Selp, _) => {
+            Rule::Selp => {
                 let a = self.bind(c, "selp", &["cond", "a", "b"], 3)?;
                 let cv = self.eval(a[0]?)?;
                 let cond = self.truthy(cv)?;
@@ -342,7 +357,7 @@ impl FnCx<'_, '_> {
                 r.weak = weak;
                 Some(r)
             }
-            (Rule::CupyxSharedMemory, _) => {
+            Rule::CupyxSharedMemory => {
                 // jit.shared_memory(dtype, size, alignment=None); size None: dynamic.
                 let a = self.bind(c, "shared_memory", &["dtype", "size", "alignment"], 2)?;
                 let dtype = self.dtype_arg(a[0]?)?;
@@ -385,8 +400,39 @@ impl FnCx<'_, '_> {
                 let entry = table::entry(Builtin::SharedArray);
                 self.device_call(Rule::LocalMemory, entry, Builtin::SharedArray, &call)
             }
-            // A row whose rule does not match its entity (ruled out by the table's tests).
-            _ => self.table_mismatch(b, span),
+            // Rules typed elsewhere (`builtin_call`, `device_call`).
+            Rule::NotCallable
+            | Rule::Conversion
+            | Rule::Cmath
+            | Rule::NpReduce
+            | Rule::UnrollOnly
+            | Rule::LoopOnly
+            | Rule::TargetOnly
+            | Rule::AlignType
+            | Rule::AtomicField
+            | Rule::Len
+            | Rule::Abs
+            | Rule::Pow
+            | Rule::OperatorBinary
+            | Rule::OperatorUnary
+            | Rule::MinMax
+            | Rule::Positions
+            | Rule::Nullary
+            | Rule::LocalMemory
+            | Rule::DynamicShared
+            | Rule::SyncPredicate
+            | Rule::Fence
+            | Rule::AtomicRef
+            | Rule::SyncWarp
+            | Rule::Vote
+            | Rule::Shfl
+            | Rule::Match
+            | Rule::Bits
+            | Rule::FloatOp
+            | Rule::WarpMask
+            | Rule::Math
+            | Rule::MathPair
+            | Rule::Vector => self.table_mismatch(b, span),
         }
     }
 }

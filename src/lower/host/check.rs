@@ -293,7 +293,7 @@ fn host_atomic(op: AtomicOp, target: &Type) -> bool {
     }
 }
 
-/// The spelling of a device-only intrinsic in Python.
+/// The spelling of an intrinsic in Python (an exhaustive match: no name derived from `Debug`).
 fn python_name(op: Intrinsic) -> String {
     use crate::ir::{Shfl, Vote};
     let s = match op {
@@ -322,7 +322,19 @@ fn python_name(op: Intrinsic) -> String {
         Intrinsic::MatchAny => "match_any_sync",
         Intrinsic::MatchAll => "match_all_sync",
         Intrinsic::DynamicSharedSize => "dynamic_shared_array",
-        other => return other.name(),
+        Intrinsic::Ldexp => "math.ldexp",
+        Intrinsic::Frexp => "math.frexp",
+        Intrinsic::Modf => "math.modf",
+        Intrinsic::Sincos => "libdevice.sincos",
+        Intrinsic::Sad => "libdevice.sad",
+        Intrinsic::RoundDigits => "round",
+        Intrinsic::Popc => "popc",
+        Intrinsic::Brev => "brev",
+        Intrinsic::Clz => "clz",
+        Intrinsic::Ffs => "ffs",
+        Intrinsic::Fma => "fma",
+        Intrinsic::Math(f) => return format!("math.{}", f.name()),
+        Intrinsic::Complex(_) => "complex arithmetic",
     };
     s.to_string()
 }
