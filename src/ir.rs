@@ -573,26 +573,60 @@ pub enum AtomicOp {
 }
 
 impl AtomicOp {
-    /// The method name.
+    /// Every operation.
+    pub const ALL: [AtomicOp; 17] = [
+        AtomicOp::Load,
+        AtomicOp::Store,
+        AtomicOp::Exch,
+        AtomicOp::Cas,
+        AtomicOp::Add,
+        AtomicOp::Sub,
+        AtomicOp::And,
+        AtomicOp::Or,
+        AtomicOp::Xor,
+        AtomicOp::Max,
+        AtomicOp::Min,
+        AtomicOp::NanMax,
+        AtomicOp::NanMin,
+        AtomicOp::Wait,
+        AtomicOp::Inc,
+        AtomicOp::Dec,
+        AtomicOp::Notify,
+    ];
+
+    /// The method name (`atomic_ref(a, i).and_(v)`); numba's `cuda.atomic.<name>` and
+    /// cupyx's `jit.atomic_<name>` are spelled from it. The one place atomic names live.
+    pub fn method(self) -> &'static str {
+        match self {
+            AtomicOp::Load => "load",
+            AtomicOp::Store => "store",
+            AtomicOp::Exch => "exch",
+            AtomicOp::Cas => "cas",
+            AtomicOp::Add => "add",
+            AtomicOp::Sub => "sub",
+            AtomicOp::And => "and_",
+            AtomicOp::Or => "or_",
+            AtomicOp::Xor => "xor",
+            AtomicOp::Max => "max",
+            AtomicOp::Min => "min",
+            AtomicOp::NanMax => "nanmax",
+            AtomicOp::NanMin => "nanmin",
+            AtomicOp::Wait => "wait",
+            AtomicOp::Inc => "inc",
+            AtomicOp::Dec => "dec",
+            AtomicOp::Notify => "notify_all",
+        }
+    }
+
+    /// The operation of an atomic reference's method name ([`AtomicOp::method`], and
+    /// `notify_one`); `inc` and `dec` are numba's functions, not methods.
     pub fn from_method(s: &str) -> Option<AtomicOp> {
-        Some(match s {
-            "load" => AtomicOp::Load,
-            "store" => AtomicOp::Store,
-            "exch" => AtomicOp::Exch,
-            "cas" => AtomicOp::Cas,
-            "add" => AtomicOp::Add,
-            "sub" => AtomicOp::Sub,
-            "and_" => AtomicOp::And,
-            "or_" => AtomicOp::Or,
-            "xor" => AtomicOp::Xor,
-            "max" => AtomicOp::Max,
-            "min" => AtomicOp::Min,
-            "nanmax" => AtomicOp::NanMax,
-            "nanmin" => AtomicOp::NanMin,
-            "wait" => AtomicOp::Wait,
-            "notify_all" | "notify_one" => AtomicOp::Notify,
-            _ => return None,
-        })
+        if s == "notify_one" {
+            return Some(AtomicOp::Notify);
+        }
+        AtomicOp::ALL
+            .into_iter()
+            .find(|op| op.method() == s && !matches!(op, AtomicOp::Inc | AtomicOp::Dec))
     }
 }
 

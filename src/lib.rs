@@ -196,7 +196,7 @@ impl Module {
     /// Parses a module; `name` is used in diagnostics.
     pub fn parse(name: &str, source: &str) -> Result<Module, Diagnostics> {
         let parsed = front::parse(SourceFile::new(name, source))?;
-        let defaults = Defaults::of_dialect(parsed.numba);
+        let defaults = parsed.rules().defaults;
         Ok(Module { parsed, defaults })
     }
 
@@ -205,7 +205,7 @@ impl Module {
     /// reference (`Type::StructRef` in global memory, passed as the record's device address),
     /// so that the kernel's stores reach the caller's record (docs/semantics.md §5.16.1).
     pub fn is_numba(&self) -> bool {
-        self.parsed.numba
+        self.parsed.dialect == front::dialect::Dialect::Numba
     }
 
     /// The source.

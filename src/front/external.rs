@@ -107,7 +107,7 @@ impl ParsedModule {
         decl: &mut ExternDecl,
         diags: &mut Vec<Diagnostic>,
     ) {
-        let defaults = crate::types::promote::Defaults::of_dialect(self.numba);
+        let defaults = self.rules().defaults;
         let name = def.name.id.as_str();
         let body: Vec<&Stmt> = def
             .body

@@ -10,6 +10,7 @@ pub mod builtins;
 pub mod check;
 pub mod const_array;
 pub mod consts;
+pub mod dialect;
 mod external;
 
 use crate::diag::Code;
@@ -17,6 +18,7 @@ use crate::diag::{Diagnostic, Diagnostics, SourceFile, Span};
 use crate::ir::{BinaryOp, FunctionKind};
 use builtins::{Builtin, Namespace};
 use consts::Const;
+use dialect::{Dialect, Rules};
 use ruff_python_ast::{self as ast, Expr, Stmt};
 use ruff_text_size::Ranged;
 use std::collections::HashMap;
@@ -101,18 +103,18 @@ pub struct ParsedModule {
     pub(crate) structs: Vec<StructDecl>,
     /// `from cuda.device import *` was seen.
     pub(crate) star_device: bool,
-    /// The module imports numba: the numba-cuda dialect (`int` is int64, `float` float64,
-    /// locals take the promotion of their assignments).
-    pub(crate) numba: bool,
-    /// The module imports cupyx: the cupyx.jit dialect (`int` is int32, `float` float32 as in
-    /// CuPy's `mode='cuda'`; a local's type is fixed by its first assignment and later ones
-    /// convert to it under `same_kind` casting).
-    pub(crate) cupyx: bool,
+    /// The module's dialect, from its imports (numba's, cupyx's or `cuda.device`'s).
+    pub(crate) dialect: Dialect,
     /// Bytes of constant memory the module's constant arrays take so far (§1.3).
     pub(crate) const_bytes: u64,
 }
 
 impl ParsedModule {
+    /// The rules of the module's dialect.
+    pub(crate) fn rules(&self) -> &'static Rules {
+        self.dialect.rules()
+    }
+
     /// The source file.
     pub fn file(&self) -> &SourceFile {
         &self.file
@@ -154,11 +156,11 @@ impl ParsedModule {
             return Some(i.clone());
         }
         if self.star_device
-            && let Some(b) = builtins::device_member(name)
+            && let Some(b) = builtins::table::member(Namespace::Device, name)
         {
             return Some(Item::Builtin(b));
         }
-        builtins::python_builtin(name).map(Item::Builtin)
+        builtins::table::member(Namespace::Builtins, name).map(Item::Builtin)
     }
 }
 
@@ -194,8 +196,7 @@ pub fn parse(file: SourceFile) -> Result<ParsedModule, Diagnostics> {
         functions: Vec::new(),
         structs: Vec::new(),
         star_device: false,
-        numba: false,
-        cupyx: false,
+        dialect: Dialect::CudaDevice,
         const_bytes: 0,
     };
     for (index, stmt) in body.iter().enumerate() {
@@ -220,8 +221,7 @@ impl ParsedModule {
                     let path = alias.name.id.as_str();
                     match &alias.asname {
                         Some(asname) => {
-                            self.numba |= path == "numba" || path.starts_with("numba.");
-                            self.cupyx |= path == "cupyx" || path.starts_with("cupyx.");
+                            self.dialect = self.dialect.with_import(path);
                             let item = match path {
                                 "cuda.device" => Item::Namespace(Namespace::Device),
                                 "cuda" => Item::Namespace(Namespace::Cuda),
@@ -238,13 +238,12 @@ impl ParsedModule {
                         }
                         None => {
                             let head = path.split('.').next().unwrap_or(path);
-                            self.numba |= head == "numba";
+                            self.dialect = self.dialect.with_import(head);
                             let item = if head == "cuda" {
                                 Item::Namespace(Namespace::Cuda)
                             } else if head == "numba" {
                                 Item::Namespace(Namespace::Numba)
                             } else if head == "cupyx" {
-                                self.cupyx = true;
                                 Item::Namespace(Namespace::Cupyx)
                             } else if head == "numpy" || head == "cupy" {
                                 Item::Namespace(Namespace::Numpy)
@@ -264,14 +263,13 @@ impl ParsedModule {
             }
             Stmt::ImportFrom(imp) => {
                 let module = imp.module.as_ref().map(|m| m.id.as_str()).unwrap_or("");
-                self.numba |= module == "numba" || module.starts_with("numba.");
-                self.cupyx |= module == "cupyx" || module.starts_with("cupyx.");
+                self.dialect = self.dialect.with_import(module);
                 for alias in &imp.names {
                     let name = alias.name.id.as_str();
                     let bound = alias.asname.as_ref().unwrap_or(&alias.name).id.to_string();
                     // numba, cupyx and NumPy names map onto the same entities.
                     if let Some(item) =
-                        dialect_namespace(module).and_then(|ns| dialect_member(ns, name))
+                        dialect_namespace(module).and_then(|ns| builtins::member(ns, name))
                     {
                         self.items.insert(bound, item);
                         continue;
@@ -282,7 +280,7 @@ impl ParsedModule {
                             continue;
                         }
                         ("cuda", "device") => Item::Namespace(Namespace::Device),
-                        ("math", n) => match builtins::math_member(n) {
+                        ("math", n) => match builtins::member(Namespace::Math, n) {
                             Some(item) => item,
                             None => {
                                 diags.push(Diagnostic::error(
@@ -293,7 +291,7 @@ impl ParsedModule {
                                 continue;
                             }
                         },
-                        ("cmath", n) => match builtins::cmath_member(n) {
+                        ("cmath", n) => match builtins::member(Namespace::Cmath, n) {
                             Some(item) => item,
                             None => {
                                 diags.push(Diagnostic::error(
@@ -304,11 +302,8 @@ impl ParsedModule {
                                 continue;
                             }
                         },
-                        ("cuda.device", n) => match builtins::device_member(n) {
-                            Some(b) => Item::Builtin(b),
-                            None if builtins::is_planned_device_member(n) => {
-                                Item::Planned(n.to_string())
-                            }
+                        ("cuda.device", n) => match builtins::member(Namespace::Device, n) {
+                            Some(item) => item,
                             None => {
                                 diags.push(
                                     Diagnostic::error(
@@ -638,33 +633,7 @@ impl ParsedModule {
         match e {
             Expr::Name(n) => self.lookup(n.id.as_str()),
             Expr::Attribute(a) => match self.resolve_static(&a.value)? {
-                Item::Namespace(Namespace::Cuda) if a.attr.id.as_str() == "device" => {
-                    Some(Item::Namespace(Namespace::Device))
-                }
-                Item::Namespace(Namespace::Math) => builtins::math_member(a.attr.id.as_str()),
-                Item::Namespace(Namespace::Cmath) => builtins::cmath_member(a.attr.id.as_str()),
-                Item::Namespace(
-                    ns @ (Namespace::Numba
-                    | Namespace::NumbaCuda
-                    | Namespace::NumbaShared
-                    | Namespace::NumbaLocal
-                    | Namespace::NumbaAtomic
-                    | Namespace::NumbaFp16
-                    | Namespace::NumbaBf16
-                    | Namespace::NumbaLibdevice
-                    | Namespace::NumbaConst
-                    | Namespace::NumbaTypes
-                    | Namespace::Cupyx
-                    | Namespace::CupyxJit
-                    | Namespace::Numpy
-                    | Namespace::Operator),
-                ) => dialect_member(ns, a.attr.id.as_str()),
-                Item::Namespace(Namespace::Device) => {
-                    let n = a.attr.id.as_str();
-                    builtins::device_member(n).map(Item::Builtin).or_else(|| {
-                        builtins::is_planned_device_member(n).then(|| Item::Planned(n.to_string()))
-                    })
-                }
+                Item::Namespace(ns) => builtins::member(ns, a.attr.id.as_str()),
                 _ => None,
             },
             _ => None,
@@ -1175,37 +1144,6 @@ pub(crate) fn numpy_scalar(n: &str) -> Option<crate::types::Scalar> {
         "int_" | "intp" => Some(crate::types::Scalar::Int64),
         "float_" => Some(crate::types::Scalar::Float64),
         n => crate::types::Scalar::from_name(n),
-    }
-}
-
-/// A member of one of numba's, cupyx's or NumPy's namespaces.
-pub(crate) fn dialect_member(ns: Namespace, attr: &str) -> Option<Item> {
-    match (ns, attr) {
-        (Namespace::Numba, "cuda") => Some(Item::Namespace(Namespace::NumbaCuda)),
-        (Namespace::Numba | Namespace::NumbaCuda, "literal_unroll") => {
-            Some(Item::Builtin(Builtin::LiteralUnroll))
-        }
-        (Namespace::Numba, "types") => Some(Item::Namespace(Namespace::NumbaTypes)),
-        (Namespace::Numba | Namespace::NumbaTypes, n) => builtins::numba_type(n).map(Item::Builtin),
-        (Namespace::NumbaCuda, n) => builtins::numba_cuda_member(n),
-        (Namespace::NumbaShared, "array") => Some(Item::Builtin(Builtin::SharedArray)),
-        (Namespace::NumbaLocal, "array") => Some(Item::Builtin(Builtin::LocalArray)),
-        (Namespace::NumbaAtomic, n) => builtins::numba_atomic_member(n).map(Item::Builtin),
-        (Namespace::NumbaFp16, n) => builtins::numba_fp16_member(n).map(Item::Builtin),
-        (Namespace::NumbaBf16, n) => builtins::numba_bf16_member(n).map(Item::Builtin),
-        (Namespace::NumbaLibdevice, n) => builtins::numba_libdevice_member(n).map(Item::Builtin),
-        (Namespace::NumbaConst, "array_like") => Some(Item::Builtin(Builtin::NumbaConstArrayLike)),
-        (Namespace::Cupyx, "jit") => Some(Item::Namespace(Namespace::CupyxJit)),
-        (Namespace::CupyxJit, n) => builtins::cupyx_jit_member(n).map(Item::Builtin),
-        // NumPy's float constants (`np.nan`, `np.inf`, `np.pi`, `np.e`) are `math`'s.
-        (Namespace::Numpy, "nan" | "inf" | "pi" | "e") => builtins::math_member(attr),
-        (Namespace::Numpy, n) => numpy_scalar(n)
-            .map(|s| Item::Builtin(Builtin::Scalar(s)))
-            .or_else(|| {
-                check::reduce::Reduce::from_function(n).map(|r| Item::Builtin(Builtin::NpReduce(r)))
-            }),
-        (Namespace::Operator, n) => builtins::operator_member(n).map(Item::Builtin),
-        _ => None,
     }
 }
 

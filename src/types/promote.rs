@@ -43,17 +43,6 @@ impl Defaults {
         complex: Scalar::Complex128,
     };
 
-    /// The defaults of a module's dialect: numba's for a module that imports numba;
-    /// `cuda.device`'s otherwise, cupyx.jit's included (its `rawkernel(mode='cuda')` types a
-    /// Python `int` as `int32` and a `float` as `float32`, as CUDA C++ literals are).
-    pub fn of_dialect(numba: bool) -> Defaults {
-        if numba {
-            Defaults::NUMBA
-        } else {
-            Defaults::CUDA_DEVICE
-        }
-    }
-
     /// The type a weak number takes when nothing else decides it.
     pub fn of(self, w: Weak) -> Scalar {
         match w {

@@ -4,76 +4,11 @@
 use super::*;
 use crate::diag::Code;
 use crate::front::builtins::OperatorUnary;
+use crate::front::builtins::table::{self, Rule};
 
+/// The name diagnostics use for a builtin (the table's first spelling of it).
 pub(super) fn builtin_name(b: Builtin) -> String {
-    use Builtin::*;
-    match b {
-        Kernel => "kernel".into(),
-        Func => "func".into(),
-        Scalar(s) => s.name().into(),
-        Int => "int".into(),
-        Float => "float".into(),
-        Bool => "bool".into(),
-        Complex => "complex".into(),
-        Cmath(crate::front::builtins::CmathFn::Polar) => "cmath.polar".into(),
-        Cmath(crate::front::builtins::CmathFn::Op(op)) => format!("cmath.{op:?}").to_lowercase(),
-        ThreadIdx => "thread_idx".into(),
-        BlockIdx => "block_idx".into(),
-        BlockDim => "block_dim".into(),
-        GridDim => "grid_dim".into(),
-        LaneId => "lane_id".into(),
-        CupyxLaneId => "laneid".into(),
-        WarpSize => "warp_size".into(),
-        Tid => "tid".into(),
-        GridSize => "grid_size".into(),
-        SyncThreads => "syncthreads".into(),
-        Range => "range".into(),
-        Len => "len".into(),
-        Abs => "abs".into(),
-        Min => "min".into(),
-        Max => "max".into(),
-        Math(f) => format!("math.{}", f.name()),
-        OperatorBinary(op) => format!("operator.{}", operator_name(op)),
-        OperatorUnary(u) => format!("operator.{}", format!("{u:?}").to_lowercase()),
-        other => {
-            let s = format!("{other:?}");
-            // CamelCase → snake_case, e.g. ShflDownSync → shfl_down_sync.
-            let mut out = String::new();
-            for (i, ch) in s.chars().enumerate() {
-                if ch.is_uppercase() && i > 0 {
-                    out.push('_');
-                }
-                out.push(ch.to_ascii_lowercase());
-            }
-            out
-        }
-    }
-}
-
-/// The `operator` module's name of a binary operator.
-fn operator_name(op: BinaryOp) -> &'static str {
-    match op {
-        BinaryOp::Add | BinaryOp::AddNoWrap => "add",
-        BinaryOp::Sub => "sub",
-        BinaryOp::Mul => "mul",
-        BinaryOp::Div => "truediv",
-        BinaryOp::FloorDiv => "floordiv",
-        BinaryOp::Mod => "mod",
-        BinaryOp::Pow => "pow",
-        BinaryOp::Shl => "lshift",
-        BinaryOp::Shr => "rshift",
-        BinaryOp::BitAnd => "and_",
-        BinaryOp::BitOr => "or_",
-        BinaryOp::BitXor => "xor",
-        BinaryOp::Eq => "eq",
-        BinaryOp::Ne => "ne",
-        BinaryOp::Lt => "lt",
-        BinaryOp::Le => "le",
-        BinaryOp::Gt => "gt",
-        BinaryOp::Ge => "ge",
-        BinaryOp::Min => "min",
-        BinaryOp::Max => "max",
-    }
+    crate::front::builtins::table::name(b)
 }
 
 impl FnCx<'_, '_> {
@@ -175,16 +110,24 @@ impl FnCx<'_, '_> {
         let span = sp(c);
         let name = builtin_name(b);
         let d = self.s.defaults;
-        match b {
-            Builtin::Complex => self.complex_new(d.complex, c),
-            Builtin::Scalar(s) if s.is_complex() => self.complex_new(s, c),
-            Builtin::Cmath(f) => self.cmath_call(f, c),
-            Builtin::NpReduce(r) => {
+        let entry = table::entry(b);
+        // One arm per typing rule; the table says which rule types `b`.
+        match entry.rule() {
+            Rule::Cmath => {
+                let Builtin::Cmath(f) = b else {
+                    return self.table_mismatch(b, span);
+                };
+                self.cmath_call(f, c)
+            }
+            Rule::NpReduce => {
+                let Builtin::NpReduce(r) = b else {
+                    return self.table_mismatch(b, span);
+                };
                 let a = self.bind(c, &format!("np.{}", r.name()), &["a"], 1)?;
                 let v = self.eval(a[0]?)?;
                 self.reduce_call(r, v, span)
             }
-            Builtin::LiteralUnroll => {
+            Rule::UnrollOnly => {
                 self.diags.push(
                     Diagnostic::error(
                         Code::E0307,
@@ -195,13 +138,18 @@ impl FnCx<'_, '_> {
                 );
                 None
             }
-            Builtin::Scalar(_) | Builtin::Int | Builtin::Float | Builtin::Bool => {
+            Rule::Conversion => {
                 let target = match b {
                     Builtin::Scalar(s) => s,
                     Builtin::Int => d.int,
                     Builtin::Float => d.float,
-                    _ => Scalar::Bool,
+                    Builtin::Complex => d.complex,
+                    Builtin::Bool => Scalar::Bool,
+                    _ => return self.table_mismatch(b, span),
                 };
+                if target.is_complex() {
+                    return self.complex_new(target, c);
+                }
                 let mut args = self.args(c, &name, 0, 1)?;
                 let Some(v) = args.pop() else {
                     let zero = if target.is_float() {
@@ -216,7 +164,7 @@ impl FnCx<'_, '_> {
                 };
                 self.conversion(v, target, span)
             }
-            Builtin::Len => {
+            Rule::Len => {
                 let v = self.args(c, &name, 1, 1)?.pop()?;
                 match &v.ty {
                     Type::Array(at) if at.ndim == 0 => {
@@ -244,7 +192,7 @@ impl FnCx<'_, '_> {
                     }
                 }
             }
-            Builtin::Abs => {
+            Rule::Abs => {
                 let v = self.args(c, &name, 1, 1)?.pop()?;
                 let Some(s) = v.ty.as_scalar() else {
                     self.error(
@@ -289,7 +237,7 @@ impl FnCx<'_, '_> {
                     span,
                 })
             }
-            Builtin::Pow => {
+            Rule::Pow => {
                 let a = self.bind(c, "pow", &["base", "exp", "mod"], 2)?;
                 if let Some(m) = a[2] {
                     self.diags.push(
@@ -306,13 +254,17 @@ impl FnCx<'_, '_> {
                 let y = self.eval(a[1]?)?;
                 self.binary(BinaryOp::Pow, x, y, span)
             }
-            Builtin::OperatorBinary(op) => {
-                let a = self.bind(c, &name, &["a", "b"], 2)?;
-                let x = self.eval(a[0]?)?;
-                let y = self.eval(a[1]?)?;
-                self.binary(op, x, y, span)
-            }
-            Builtin::OperatorUnary(op) => {
+            Rule::OperatorBinary | Rule::OperatorUnary => {
+                let op = match b {
+                    Builtin::OperatorBinary(op) => {
+                        let a = self.bind(c, &name, &["a", "b"], 2)?;
+                        let x = self.eval(a[0]?)?;
+                        let y = self.eval(a[1]?)?;
+                        return self.binary(op, x, y, span);
+                    }
+                    Builtin::OperatorUnary(op) => op,
+                    _ => return self.table_mismatch(b, span),
+                };
                 let a = self.bind(c, &name, &["a"], 1)?;
                 let x = self.eval(a[0]?)?;
                 let op = match op {
@@ -323,7 +275,7 @@ impl FnCx<'_, '_> {
                 };
                 self.unary(op, x, span)
             }
-            Builtin::Min | Builtin::Max => {
+            Rule::MinMax => {
                 let mut vals = self.args(c, &name, 1, usize::MAX)?;
                 if vals.len() == 1 {
                     let v = vals.pop()?;
@@ -356,84 +308,66 @@ impl FnCx<'_, '_> {
                 }
                 Some(acc)
             }
-            Builtin::Tid | Builtin::GridSize => self.positions(b, c, false),
-            Builtin::SyncThreads => {
-                self.args(c, &name, 0, 0)?;
-                let e = self.push(
-                    Expr::Intrinsic(Intrinsic::SyncThreads, vec![]),
-                    Type::None,
-                    span,
-                );
-                Some(self.val(e, Type::None, span))
+            Rule::Positions => match b {
+                Builtin::Tid | Builtin::GridSize => self.positions(b, c, false),
+                // cuda.grid(n) is tid(n) as int64 (numba's intp), computed in int64.
+                Builtin::NumbaGrid => self.positions(Builtin::Tid, c, true),
+                Builtin::NumbaGridsize => self.positions(Builtin::GridSize, c, true),
+                _ => self.table_mismatch(b, span),
+            },
+            rule @ (Rule::Nullary
+            | Rule::LocalMemory
+            | Rule::DynamicShared
+            | Rule::SyncPredicate
+            | Rule::Fence
+            | Rule::AtomicRef
+            | Rule::SyncWarp
+            | Rule::Vote
+            | Rule::Shfl
+            | Rule::Match
+            | Rule::Bits
+            | Rule::FloatOp
+            | Rule::WarpMask
+            | Rule::Math
+            | Rule::MathPair) => self.device_call(rule, entry, b, c),
+            Rule::Vector => {
+                let Builtin::Vector(elem, len) = b else {
+                    return self.table_mismatch(b, span);
+                };
+                self.vector_new(elem, len, c)
             }
-            Builtin::SharedArray
-            | Builtin::LocalArray
-            | Builtin::DynamicSharedArray
-            | Builtin::SyncThreadsCount
-            | Builtin::SyncThreadsAnd
-            | Builtin::SyncThreadsOr
-            | Builtin::ThreadFence
-            | Builtin::AtomicRef
-            | Builtin::ActiveMask
-            | Builtin::LaneMaskLt
-            | Builtin::SyncWarp
-            | Builtin::CupyxLaneId
-            | Builtin::AllSync
-            | Builtin::AnySync
-            | Builtin::EqSync
-            | Builtin::BallotSync
-            | Builtin::ShflSync
-            | Builtin::ShflUpSync
-            | Builtin::ShflDownSync
-            | Builtin::ShflXorSync
-            | Builtin::MatchAnySync
-            | Builtin::MatchAllSync
-            | Builtin::Popc
-            | Builtin::Brev
-            | Builtin::Clz
-            | Builtin::Ffs
-            | Builtin::Cbrt
-            | Builtin::Fma
-            | Builtin::MathPair(_)
-            | Builtin::WarpMask
-            | Builtin::Math(_) => self.device_call(b, c),
-            Builtin::Vector(elem, len) => self.vector_new(elem, len, c),
-            Builtin::NumbaGrid
-            | Builtin::NumbaGridsize
-            | Builtin::NumbaSyncthreads(_)
-            | Builtin::NumbaVote(_)
-            | Builtin::NumbaAtomic(_)
-            | Builtin::NumbaFp16(_)
-            | Builtin::NumbaBf16(_)
-            | Builtin::NumbaCompareAndSwap
-            | Builtin::NumbaFence(_)
-            | Builtin::Selp
-            | Builtin::NumbaCacheHint(_)
-            | Builtin::Round
-            | Builtin::NumbaConstArrayLike
-            | Builtin::CupyxSharedMemory => self.numba_call(b, c),
-            Builtin::Target | Builtin::IsExactly | Builtin::Provides => {
+            rule @ (Rule::NumbaSyncthreads
+            | Rule::NumbaVote
+            | Rule::NumbaAtomic
+            | Rule::Fp16
+            | Rule::CacheHint
+            | Rule::ConstArrayLike
+            | Rule::Round
+            | Rule::NumbaFence
+            | Rule::Selp
+            | Rule::CupyxSharedMemory) => self.numba_call(rule, b, c),
+            Rule::TargetOnly => {
                 self.diags.push(
                     Diagnostic::error(Code::E0410, span, format!("`{name}(...)` may only appear in the whole condition of an `if` statement"))
                         .with_note("write `if target(is_device):`; the condition must be a constant target description"),
                 );
                 None
             }
-            Builtin::Align => {
+            Rule::AlignType => {
                 self.diags.push(
                     Diagnostic::error(Code::E0423, span, "`align(t, n)` is a type: it can be a @struct field's type or an array's dtype, not a value")
                         .with_note("declare a field `x: device.align(float32, 16)`, or `device.local_array(n, device.align(float32, 16))`"),
                 );
                 None
             }
-            Builtin::AtomicClass => {
+            Rule::AtomicField => {
                 self.diags.push(
                     Diagnostic::error(Code::E0202, span, "`Atomic(dtype)` declares a `@struct` field; it cannot be made in device code")
                         .with_note("an atomic object lives in memory: declare a @struct field `device.Atomic(dtype)` and use `array[i].field`, or use `atomic_ref(array, index)` on an array of numbers"),
                 );
                 None
             }
-            Builtin::Range => {
+            Rule::LoopOnly => {
                 self.error(
                     Code::E0304,
                     span,
@@ -441,7 +375,7 @@ impl FnCx<'_, '_> {
                 );
                 None
             }
-            _ => {
+            Rule::NotCallable => {
                 self.error(
                     Code::E0202,
                     sp(c.func.as_ref()),
@@ -450,6 +384,20 @@ impl FnCx<'_, '_> {
                 None
             }
         }
+    }
+
+    /// A builtin whose row names a typing rule that does not type it: a table error, which
+    /// `front::builtins::table`'s tests and the fixture coverage test rule out.
+    pub(super) fn table_mismatch(&mut self, b: Builtin, span: Span) -> Option<Val> {
+        self.error(
+            Code::E0999,
+            span,
+            format!(
+                "internal error: the builtin table types `{}` with a rule that does not apply to it",
+                builtin_name(b)
+            ),
+        );
+        None
     }
 
     /// `tid(n)` / `grid_size(n)` (`b`), as int32 components; `wide`: as int64 ones, computed
@@ -652,7 +600,7 @@ impl FnCx<'_, '_> {
         for (i, a) in c.arguments.args.iter().enumerate() {
             let v = self.expr(a);
             if let Value::Item(item, _) = &v
-                && self.s.m.numba
+                && self.s.m.rules().static_arguments
                 && is_static_item(item)
             {
                 statics[i + first] = Some(item.clone());
@@ -690,7 +638,7 @@ impl FnCx<'_, '_> {
             }
             let v = self.expr(&k.value);
             if let Value::Item(item, _) = &v
-                && self.s.m.numba
+                && self.s.m.rules().static_arguments
                 && is_static_item(item)
             {
                 statics[pos] = Some(item.clone());
@@ -757,7 +705,7 @@ impl FnCx<'_, '_> {
         // numba: a device function given one explicit signature (`cuda.jit("(int64, int64)",
         // device=True)`) is compiled for those types only, and a call converts its number
         // arguments to them, unsafe casts included, as numba's device calls do (§15.3).
-        if self.s.m.numba
+        if self.s.m.rules().signature_converts_arguments
             && decl.options.external.is_none()
             && let Some(sig) = decl.signature.clone().or(decl.options.signature.clone())
             && sig.len() == params.len()
@@ -790,7 +738,8 @@ impl FnCx<'_, '_> {
         let constant: Vec<usize> = (0..args.len())
             .filter(|&j| args[j].konst.is_some())
             .collect();
-        if matches!(result, Err(None)) && !constant.is_empty() && self.s.m.numba {
+        if matches!(result, Err(None)) && !constant.is_empty() && self.s.m.rules().static_arguments
+        {
             let mut statics2 = statics.clone();
             for &j in &constant {
                 statics2[positions[j]] = args[j].konst.clone().map(Item::Const);

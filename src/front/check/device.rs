@@ -4,7 +4,8 @@
 
 use super::*;
 use crate::diag::Code;
-use crate::ir::{AtomicOp, MathFn, MemoryOrder, Scope, Shfl, Vote};
+use crate::front::builtins::table::{self, Op, Rule};
+use crate::ir::{AtomicOp, MathFn, MemoryOrder, Scope, Vote};
 use crate::types::{ArrayType, DType, Layout, MemSpace};
 
 /// Static shared memory a block may declare (larger needs dynamic shared memory).
@@ -323,12 +324,25 @@ impl FnCx<'_, '_> {
         self.val(e, ty, span)
     }
 
-    pub(super) fn device_call(&mut self, b: Builtin, c: &ast::ExprCall) -> Option<Val> {
+    /// A call of a `cuda.device` builtin typed by `rule` (the table's rules of the spec's
+    /// memory, synchronization, warp and numeric sections, and of `math`).
+    pub(super) fn device_call(
+        &mut self,
+        rule: Rule,
+        entry: table::Entry,
+        b: Builtin,
+        c: &ast::ExprCall,
+    ) -> Option<Val> {
         let span = sp(c);
         let name = super::calls::builtin_name(b);
         let bool_t = Type::Scalar(Scalar::Bool);
-        match b {
-            Builtin::SharedArray | Builtin::LocalArray => {
+        // The intrinsic the table says this builtin produces.
+        let op = match entry.op() {
+            Op::Intrinsic(op) => Some(op),
+            _ => None,
+        };
+        match rule {
+            Rule::LocalMemory => {
                 let a = self.bind(c, &name, &["shape", "dtype", "order", "align"], 2)?;
                 let (shape_e, dtype_e) = (a[0]?, a[1]?);
                 let sv = self.eval(shape_e)?;
@@ -410,7 +424,7 @@ impl FnCx<'_, '_> {
                 let e = self.push(Expr::StaticArray { shape, align }, ty.clone(), span);
                 Some(self.val(e, ty, span))
             }
-            Builtin::DynamicSharedArray => {
+            Rule::DynamicShared => {
                 self.bind(c, &name, &[], 0)?;
                 let ty = Type::Array(ArrayType {
                     dtype: Scalar::UInt8.into(),
@@ -421,22 +435,23 @@ impl FnCx<'_, '_> {
                 let e = self.push(Expr::DynamicShared, ty.clone(), span);
                 Some(self.val(e, ty, span))
             }
-            Builtin::SyncThreadsCount | Builtin::SyncThreadsAnd | Builtin::SyncThreadsOr => {
-                let a = self.bind(c, &name, &["pred"], 1)?;
+            Rule::SyncPredicate => {
+                let a = self.bind(c, &name, entry.params(), entry.required())?;
                 let p = self.predicate(a[0]?)?;
-                let (op, ty) = match b {
-                    Builtin::SyncThreadsCount => {
-                        (Intrinsic::SyncThreadsCount, Type::Scalar(Scalar::Int32))
-                    }
-                    Builtin::SyncThreadsAnd => (Intrinsic::SyncThreadsAnd, bool_t),
-                    _ => (Intrinsic::SyncThreadsOr, bool_t),
+                let Some(op) = op else {
+                    return self.table_mismatch(b, span);
+                };
+                let ty = if op == Intrinsic::SyncThreadsCount {
+                    Type::Scalar(Scalar::Int32)
+                } else {
+                    bool_t
                 };
                 let mut v = self.intrinsic(op, vec![p], ty, span);
                 v.nonneg = true;
                 Some(v)
             }
-            Builtin::ThreadFence => {
-                let a = self.bind(c, &name, &["memory", "scope"], 0)?;
+            Rule::Fence => {
+                let a = self.bind(c, &name, entry.params(), entry.required())?;
                 let order = self.memory_order(a[0])?;
                 let scope = self.scope(a[1])?;
                 Some(self.intrinsic(
@@ -446,8 +461,8 @@ impl FnCx<'_, '_> {
                     span,
                 ))
             }
-            Builtin::AtomicRef => {
-                let a = self.bind(c, &name, &["array", "index"], 2)?;
+            Rule::AtomicRef => {
+                let a = self.bind(c, &name, entry.params(), entry.required())?;
                 let arr = self.eval(a[0]?)?;
                 let Type::Array(at) = &arr.ty else {
                     self.error(
@@ -478,65 +493,55 @@ impl FnCx<'_, '_> {
                 );
                 Some(self.val(e, ty, span))
             }
-            Builtin::ActiveMask | Builtin::LaneMaskLt => {
-                self.bind(c, &name, &[], 0)?;
-                let op = if b == Builtin::ActiveMask {
-                    Intrinsic::ActiveMask
-                } else {
-                    Intrinsic::LaneMaskLt
+            Rule::Nullary => {
+                let Some(op) = op else {
+                    return self.table_mismatch(b, span);
                 };
-                Some(self.intrinsic(op, vec![], Type::WarpMask, span))
-            }
-            Builtin::CupyxLaneId => {
-                self.bind(c, &name, &[], 0)?;
-                let e = self.push(
-                    Expr::Intrinsic(Intrinsic::LaneId, vec![]),
-                    Type::Scalar(Scalar::Int32),
-                    span,
-                );
-                let mut v = self.val(e, Type::Scalar(Scalar::Int32), span);
-                v.nonneg = true;
+                if op == Intrinsic::SyncThreads {
+                    self.args(c, &name, 0, 0)?;
+                } else {
+                    self.bind(c, &name, &[], 0)?;
+                }
+                let ty = match op {
+                    Intrinsic::SyncThreads => Type::None,
+                    Intrinsic::LaneId => Type::Scalar(Scalar::Int32),
+                    _ => Type::WarpMask,
+                };
+                let mut v = self.intrinsic(op, vec![], ty, span);
+                v.nonneg = op == Intrinsic::LaneId;
                 Some(v)
             }
-            Builtin::SyncWarp => {
-                let a = self.bind(c, &name, &["mask"], 0)?;
+            Rule::SyncWarp => {
+                let a = self.bind(c, &name, entry.params(), entry.required())?;
                 let m = self.mask_arg(a[0])?;
                 Some(self.intrinsic(Intrinsic::SyncWarp, vec![m], Type::None, span))
             }
-            Builtin::AllSync | Builtin::AnySync | Builtin::EqSync | Builtin::BallotSync => {
-                let a = self.bind(c, &name, &["mask", "pred"], 2)?;
+            Rule::Vote => {
+                let a = self.bind(c, &name, entry.params(), entry.required())?;
                 let m = self.mask_arg(a[0])?;
                 let p = self.predicate(a[1]?)?;
-                let (vote, ty) = match b {
-                    Builtin::AllSync => (Vote::All, bool_t),
-                    Builtin::AnySync => (Vote::Any, bool_t),
-                    Builtin::EqSync => (Vote::Uni, bool_t),
-                    _ => (Vote::Ballot, Type::WarpMask),
+                let Some(op @ Intrinsic::Vote(vote)) = op else {
+                    return self.table_mismatch(b, span);
                 };
-                Some(self.intrinsic(Intrinsic::Vote(vote), vec![m, p], ty, span))
+                let ty = if vote == Vote::Ballot {
+                    Type::WarpMask
+                } else {
+                    bool_t
+                };
+                Some(self.intrinsic(op, vec![m, p], ty, span))
             }
-            Builtin::ShflSync
-            | Builtin::ShflUpSync
-            | Builtin::ShflDownSync
-            | Builtin::ShflXorSync => {
-                let (kind, third) = match b {
-                    Builtin::ShflSync => (Shfl::Idx, "src_lane"),
-                    Builtin::ShflUpSync => (Shfl::Up, "delta"),
-                    Builtin::ShflDownSync => (Shfl::Down, "delta"),
-                    _ => (Shfl::Xor, "flag"),
+            Rule::Shfl => {
+                let Some(op @ Intrinsic::Shfl(_)) = op else {
+                    return self.table_mismatch(b, span);
                 };
-                let a = self.bind(c, &name, &["mask", "value", third], 3)?;
+                let a = self.bind(c, &name, entry.params(), entry.required())?;
                 let m = self.mask_arg(a[0])?;
                 let v = self.eval(a[1]?)?;
                 let v = self.concrete(v)?;
                 let lane = self.int32_arg(a[2]?)?;
                 let (wide, back) = self.widen_for_warp(&v, &name)?;
                 let wty = self.types[wide.index()].clone();
-                let r = self.push(
-                    Expr::Intrinsic(Intrinsic::Shfl(kind), vec![m, wide, lane]),
-                    wty,
-                    span,
-                );
+                let r = self.push(Expr::Intrinsic(op, vec![m, wide, lane]), wty, span);
                 let e = if back {
                     self.push(Expr::Cast(r), v.ty.clone(), span)
                 } else {
@@ -544,21 +549,21 @@ impl FnCx<'_, '_> {
                 };
                 Some(self.val(e, v.ty.clone(), span))
             }
-            Builtin::MatchAnySync | Builtin::MatchAllSync => {
-                let a = self.bind(c, &name, &["mask", "value"], 2)?;
+            Rule::Match => {
+                let a = self.bind(c, &name, entry.params(), entry.required())?;
                 let m = self.mask_arg(a[0])?;
                 let v = self.eval(a[1]?)?;
                 let v = self.concrete(v)?;
                 let (wide, _) = self.widen_for_warp(&v, &name)?;
-                if b == Builtin::MatchAnySync {
+                if op == Some(Intrinsic::MatchAny) {
                     Some(self.intrinsic(Intrinsic::MatchAny, vec![m, wide], Type::WarpMask, span))
                 } else {
                     let ty = Type::Tuple(vec![Type::WarpMask, bool_t]);
                     Some(self.intrinsic(Intrinsic::MatchAll, vec![m, wide], ty, span))
                 }
             }
-            Builtin::Popc | Builtin::Brev | Builtin::Clz | Builtin::Ffs => {
-                let a = self.bind(c, &name, &["x"], 1)?;
+            Rule::Bits => {
+                let a = self.bind(c, &name, entry.params(), entry.required())?;
                 let v = self.eval(a[0]?)?;
                 let v = self.concrete(v)?;
                 let Some(s) = v.ty.as_scalar().filter(|s| s.is_integer()) else {
@@ -572,17 +577,20 @@ impl FnCx<'_, '_> {
                     );
                     return None;
                 };
-                let (op, ty) = match b {
-                    Builtin::Popc => (Intrinsic::Popc, Scalar::Int32),
-                    Builtin::Brev => (Intrinsic::Brev, s),
-                    Builtin::Clz => (Intrinsic::Clz, Scalar::Int32),
-                    _ => (Intrinsic::Ffs, Scalar::Int32),
+                let Some(op) = op else {
+                    return self.table_mismatch(b, span);
+                };
+                // A reversal keeps the type; the counts are int32.
+                let ty = if op == Intrinsic::Brev {
+                    s
+                } else {
+                    Scalar::Int32
                 };
                 let mut r = self.intrinsic(op, vec![v.e], Type::Scalar(ty), span);
                 r.nonneg = op != Intrinsic::Brev;
                 Some(r)
             }
-            Builtin::Cbrt | Builtin::Fma => {
+            Rule::FloatOp => {
                 let n = if b == Builtin::Cbrt { 1 } else { 3 };
                 let params: &[&str] = if n == 1 { &["a"] } else { &["a", "b", "c"] };
                 let a = self.bind(c, &name, params, n)?;
@@ -636,20 +644,50 @@ impl FnCx<'_, '_> {
                 }
                 Some(self.intrinsic(op, args, Type::Scalar(common), span))
             }
-            Builtin::WarpMask => {
-                let a = self.bind(c, &name, &["x"], 0)?;
+            Rule::WarpMask => {
+                let a = self.bind(c, &name, entry.params(), entry.required())?;
                 let m = match a[0] {
                     Some(e) => self.mask_arg(Some(e))?,
                     None => self.push(Expr::Literal(Literal::Int(0)), Type::WarpMask, span),
                 };
                 Some(self.val(m, Type::WarpMask, span))
             }
-            Builtin::Math(f) => self.math_call(f, c),
-            Builtin::MathPair(op) => self.math_pair(op, c),
-            _ => {
-                self.error(Code::E0202, span, format!("`{name}` is not callable here"));
-                None
-            }
+            Rule::Math => match b {
+                Builtin::Math(f) => self.math_call(f, c),
+                _ => self.table_mismatch(b, span),
+            },
+            Rule::MathPair => match op {
+                Some(op) => self.math_pair(op, c),
+                None => self.table_mismatch(b, span),
+            },
+            // Rules typed elsewhere (`builtin_call`, `numba_call`).
+            Rule::NotCallable
+            | Rule::Conversion
+            | Rule::Cmath
+            | Rule::NpReduce
+            | Rule::UnrollOnly
+            | Rule::LoopOnly
+            | Rule::TargetOnly
+            | Rule::AlignType
+            | Rule::AtomicField
+            | Rule::Len
+            | Rule::Abs
+            | Rule::Pow
+            | Rule::OperatorBinary
+            | Rule::OperatorUnary
+            | Rule::MinMax
+            | Rule::Positions
+            | Rule::Vector
+            | Rule::NumbaSyncthreads
+            | Rule::NumbaVote
+            | Rule::NumbaAtomic
+            | Rule::Fp16
+            | Rule::CacheHint
+            | Rule::ConstArrayLike
+            | Rule::Round
+            | Rule::NumbaFence
+            | Rule::Selp
+            | Rule::CupyxSharedMemory => self.table_mismatch(b, span),
         }
     }
 
@@ -994,7 +1032,9 @@ impl FnCx<'_, '_> {
                 Some(self.val(e, ty, span))
             }
             // Python's `int.bit_count()`, which numba-cuda lowers to `cuda.popc`.
-            Type::Scalar(s) if s.is_integer() && method == "bit_count" && self.s.m.numba => {
+            Type::Scalar(s)
+                if s.is_integer() && method == "bit_count" && self.s.m.rules().int_bit_count =>
+            {
                 self.bind(c, "bit_count", &[], 0)?;
                 let v = self.concrete(v)?;
                 let mut r = self.intrinsic(
@@ -1091,7 +1131,7 @@ impl FnCx<'_, '_> {
         for a in &args {
             match &a.ty {
                 Type::Scalar(_) => parts.push(a.clone()),
-                Type::Vector { elem: ae, len: al } if self.s.m.numba => {
+                Type::Vector { elem: ae, len: al } if self.s.m.rules().vectors_from_vectors => {
                     for k in 0..*al {
                         let base = self.push(self.exprs[a.e].clone(), a.ty.clone(), a.span);
                         let ety = Type::Scalar(*ae);

@@ -208,81 +208,30 @@ impl FnCx<'_, '_> {
     pub(super) fn attr_of(&mut self, base: Value, attr: &str, span: Span) -> Value {
         let v = match base {
             Value::Err => return Value::Err,
-            Value::Item(
-                Item::Namespace(
-                    ns @ (Namespace::Numba
-                    | Namespace::NumbaCuda
-                    | Namespace::NumbaShared
-                    | Namespace::NumbaLocal
-                    | Namespace::NumbaAtomic
-                    | Namespace::NumbaFp16
-                    | Namespace::NumbaBf16
-                    | Namespace::NumbaLibdevice
-                    | Namespace::NumbaConst
-                    | Namespace::NumbaTypes
-                    | Namespace::Cupyx
-                    | Namespace::CupyxJit
-                    | Namespace::Numpy),
-                ),
-                _,
-            ) => {
-                return match crate::front::dialect_member(ns, attr) {
-                    Some(item) => Value::Item(item, span),
-                    None => {
-                        self.error(
-                            Code::E0102,
-                            span,
-                            format!("`{attr}` is not available in device code (numba dialect)"),
-                        );
-                        Value::Err
+            // Every namespace's members come from the one resolver, `builtins::member`.
+            Value::Item(Item::Namespace(ns), _) => {
+                let missing = match ns {
+                    Namespace::Math => format!("`math.{attr}` is not available in device code"),
+                    Namespace::Cmath => {
+                        format!("`cmath.{attr}` is not available in device code")
                     }
+                    Namespace::Device => format!("`cuda.device` has no member `{attr}`"),
+                    Namespace::Cuda | Namespace::Operator | Namespace::Builtins => String::new(),
+                    _ => format!("`{attr}` is not available in device code (numba dialect)"),
                 };
-            }
-            Value::Item(Item::Namespace(Namespace::Cmath), _) => {
-                return match crate::front::builtins::cmath_member(attr) {
-                    Some(item) => Value::Item(item, span),
-                    None => {
-                        self.error(
-                            Code::E0102,
-                            span,
-                            format!("`cmath.{attr}` is not available in device code"),
-                        );
-                        Value::Err
+                match crate::front::builtins::member(ns, attr) {
+                    Some(Item::Planned(n)) => {
+                        self.diags.push(planned(&n, span));
+                        return Value::Err;
                     }
-                };
-            }
-            Value::Item(Item::Namespace(Namespace::Math), _) => {
-                return match crate::front::builtins::math_member(attr) {
-                    Some(item) => Value::Item(item, span),
-                    None => {
-                        self.error(
-                            Code::E0102,
-                            span,
-                            format!("`math.{attr}` is not available in device code"),
-                        );
-                        Value::Err
+                    Some(item) => return Value::Item(item, span),
+                    None if !missing.is_empty() => {
+                        self.error(Code::E0102, span, missing);
+                        return Value::Err;
                     }
-                };
-            }
-            Value::Item(Item::Namespace(Namespace::Cuda), _) if attr == "device" => {
-                return Value::Item(Item::Namespace(Namespace::Device), span);
-            }
-            Value::Item(Item::Namespace(Namespace::Device), _) => {
-                return match crate::front::builtins::device_member(attr) {
-                    Some(b) => Value::Item(Item::Builtin(b), span),
-                    None if crate::front::builtins::is_planned_device_member(attr) => {
-                        self.diags.push(planned(attr, span));
-                        Value::Err
-                    }
-                    None => {
-                        self.error(
-                            Code::E0102,
-                            span,
-                            format!("`cuda.device` has no member `{attr}`"),
-                        );
-                        Value::Err
-                    }
-                };
+                    // Not a member: the namespace itself is not a value (below).
+                    None => self.value_of(base),
+                }
             }
             Value::Item(
                 Item::Builtin(
@@ -430,7 +379,7 @@ impl FnCx<'_, '_> {
         }
         let base = self.expr(&s.value);
         let base = self.value_of(base)?;
-        if self.s.m.numba {
+        if self.s.m.rules().records_by_reference {
             // numba's records are references into their array, as NumPy's are: `r = recs[i]`
             // sees later stores to `recs[i]`, and `r.x = v` stores into the array.
             return self.element_place(base, s);

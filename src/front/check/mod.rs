@@ -564,7 +564,7 @@ impl<'s, 'm> FnCx<'s, 'm> {
     /// change the kernel's copy: the caller's record is not written back.
     fn record_params_in_memory(&mut self) -> Block {
         let mut out = Vec::new();
-        if !self.s.m.numba {
+        if !self.s.m.rules().records_by_reference {
             return out;
         }
         let params: Vec<Handle<Local>> = self
@@ -1127,6 +1127,7 @@ fn dim3_intrinsic(b: Builtin, a: Axis) -> Intrinsic {
     }
 }
 
+mod assign;
 mod calls;
 mod complex;
 mod device;
@@ -1134,6 +1135,7 @@ mod numba;
 use complex::complex_unsupported;
 use stmt::{always_returns, assigned_names, contains_call, count_assignments, element_type};
 mod expr;
+mod loops;
 mod ops;
 mod records;
 pub(crate) mod reduce;

@@ -4,23 +4,18 @@
 
 use super::*;
 use crate::diag::Code;
+use crate::front::builtins::table::{self, Rule};
 use crate::ir::{AtomicOp, MathFn, MemoryOrder, Scope, Vote};
 
 impl FnCx<'_, '_> {
-    pub(super) fn numba_call(&mut self, b: Builtin, c: &ast::ExprCall) -> Option<Val> {
+    pub(super) fn numba_call(&mut self, rule: Rule, b: Builtin, c: &ast::ExprCall) -> Option<Val> {
         let span = sp(c);
         let bool_t = Type::Scalar(Scalar::Bool);
-        match b {
-            Builtin::NumbaGrid | Builtin::NumbaGridsize => {
-                // cuda.grid(n) is tid(n) as int64 (numba's intp), computed in int64.
-                let tid = if b == Builtin::NumbaGrid {
-                    Builtin::Tid
-                } else {
-                    Builtin::GridSize
+        match rule {
+            Rule::NumbaSyncthreads => {
+                let Builtin::NumbaSyncthreads(k) = b else {
+                    return self.table_mismatch(b, span);
                 };
-                self.positions(tid, c, true)
-            }
-            Builtin::NumbaSyncthreads(k) => {
                 let a = self.bind(c, "syncthreads_count", &["predicate"], 1)?;
                 let v = self.eval(a[0]?)?;
                 let p = self.truthy(v)?;
@@ -32,7 +27,10 @@ impl FnCx<'_, '_> {
                 let e = self.push(Expr::Intrinsic(op, vec![p]), ty.clone(), span);
                 Some(self.val(e, ty, span))
             }
-            Builtin::NumbaVote(k) => {
+            Rule::NumbaVote => {
+                let Builtin::NumbaVote(k) = b else {
+                    return self.table_mismatch(b, span);
+                };
                 let a = self.bind(c, "vote", &["mask", "predicate"], 2)?;
                 let m = self.mask_arg(a[0])?;
                 let v = self.eval(a[1]?)?;
@@ -50,7 +48,7 @@ impl FnCx<'_, '_> {
                 );
                 Some(self.val(e, ty, span))
             }
-            Builtin::NumbaAtomic(_) | Builtin::NumbaCompareAndSwap => {
+            Rule::NumbaAtomic => {
                 let op = match b {
                     Builtin::NumbaAtomic(op) => op,
                     _ => AtomicOp::Cas,
@@ -128,7 +126,10 @@ impl FnCx<'_, '_> {
                 );
                 Some(self.val(e, Type::Scalar(dtype), span))
             }
-            Builtin::NumbaFp16(op) | Builtin::NumbaBf16(op) => {
+            Rule::Fp16 => {
+                let (Builtin::NumbaFp16(op) | Builtin::NumbaBf16(op)) = b else {
+                    return self.table_mismatch(b, span);
+                };
                 use crate::front::builtins::Fp16Op;
                 let (module, prec) = match b {
                     Builtin::NumbaBf16(_) => ("bf16", Scalar::BFloat16),
@@ -230,7 +231,10 @@ impl FnCx<'_, '_> {
                     }
                 }
             }
-            Builtin::NumbaCacheHint(store) => {
+            Rule::CacheHint => {
+                let Builtin::NumbaCacheHint(store) = b else {
+                    return self.table_mismatch(b, span);
+                };
                 let name = called_name(c, "cuda.ldcg");
                 if store {
                     self.diags.push(
@@ -260,7 +264,7 @@ impl FnCx<'_, '_> {
                 );
                 Some(self.val(e, ty, span))
             }
-            Builtin::NumbaConstArrayLike => {
+            Rule::ConstArrayLike => {
                 // A module-level constant array is already in constant memory: the call is
                 // the array itself. Anything else has no values at compile time.
                 let a = self.bind(c, "cuda.const.array_like", &["ary"], 1)?;
@@ -286,7 +290,7 @@ impl FnCx<'_, '_> {
                 );
                 None
             }
-            Builtin::Round => {
+            Rule::Round => {
                 let a = self.bind(c, "round", &["number", "ndigits"], 1)?;
                 let v = self.eval(a[0]?)?;
                 if let Some(nd) = a[1] {
@@ -315,7 +319,10 @@ impl FnCx<'_, '_> {
                 let e = self.push(Expr::Cast(r), int.clone(), span);
                 Some(self.val(e, int, span))
             }
-            Builtin::NumbaFence(k) => {
+            Rule::NumbaFence => {
+                let Builtin::NumbaFence(k) = b else {
+                    return self.table_mismatch(b, span);
+                };
                 self.bind(c, "threadfence", &[], 0)?;
                 let scope = match k {
                     0 => Scope::Device,
@@ -329,7 +336,7 @@ impl FnCx<'_, '_> {
                 );
                 Some(self.val(e, Type::None, span))
             }
-            Builtin::Selp => {
+            Rule::Selp => {
                 let a = self.bind(c, "selp", &["cond", "a", "b"], 3)?;
                 let cv = self.eval(a[0]?)?;
                 let cond = self.truthy(cv)?;
@@ -350,7 +357,7 @@ impl FnCx<'_, '_> {
                 r.weak = weak;
                 Some(r)
             }
-            Builtin::CupyxSharedMemory => {
+            Rule::CupyxSharedMemory => {
                 // jit.shared_memory(dtype, size, alignment=None); size None: dynamic.
                 let a = self.bind(c, "shared_memory", &["dtype", "size", "alignment"], 2)?;
                 let dtype = self.dtype_arg(a[0]?)?;
@@ -390,9 +397,42 @@ impl FnCx<'_, '_> {
                             .collect(),
                     },
                 };
-                self.device_call(Builtin::SharedArray, &call)
+                let entry = table::entry(Builtin::SharedArray);
+                self.device_call(Rule::LocalMemory, entry, Builtin::SharedArray, &call)
             }
-            _ => None,
+            // Rules typed elsewhere (`builtin_call`, `device_call`).
+            Rule::NotCallable
+            | Rule::Conversion
+            | Rule::Cmath
+            | Rule::NpReduce
+            | Rule::UnrollOnly
+            | Rule::LoopOnly
+            | Rule::TargetOnly
+            | Rule::AlignType
+            | Rule::AtomicField
+            | Rule::Len
+            | Rule::Abs
+            | Rule::Pow
+            | Rule::OperatorBinary
+            | Rule::OperatorUnary
+            | Rule::MinMax
+            | Rule::Positions
+            | Rule::Nullary
+            | Rule::LocalMemory
+            | Rule::DynamicShared
+            | Rule::SyncPredicate
+            | Rule::Fence
+            | Rule::AtomicRef
+            | Rule::SyncWarp
+            | Rule::Vote
+            | Rule::Shfl
+            | Rule::Match
+            | Rule::Bits
+            | Rule::FloatOp
+            | Rule::WarpMask
+            | Rule::Math
+            | Rule::MathPair
+            | Rule::Vector => self.table_mismatch(b, span),
         }
     }
 }

@@ -88,7 +88,7 @@ impl FnCx<'_, '_> {
         }
         let (mut common, mut weak) = self.common(&[&l, &r]);
         use BinaryOp::*;
-        if self.s.m.numba
+        if self.s.m.rules().widen_integer_arithmetic
             && weak.is_none()
             && common.is_integer()
             && common.bits() < 64

@@ -157,10 +157,7 @@ impl Checker {
                 self.report(
                     Code::E0502,
                     span,
-                    format!(
-                        "atomic `{}` is not supported on the host yet",
-                        atomic_name(*op)
-                    ),
+                    format!("atomic `{}` is not supported on the host yet", op.method()),
                     "on the host every atomic operation but `wait` is provided",
                 );
                 return;
@@ -296,30 +293,7 @@ fn host_atomic(op: AtomicOp, target: &Type) -> bool {
     }
 }
 
-/// The method name of an atomic operation.
-fn atomic_name(op: AtomicOp) -> &'static str {
-    match op {
-        AtomicOp::Load => "load",
-        AtomicOp::Store => "store",
-        AtomicOp::Exch => "exch",
-        AtomicOp::Cas => "cas",
-        AtomicOp::Add => "add",
-        AtomicOp::Sub => "sub",
-        AtomicOp::And => "and_",
-        AtomicOp::Or => "or_",
-        AtomicOp::Xor => "xor",
-        AtomicOp::Max => "max",
-        AtomicOp::Min => "min",
-        AtomicOp::NanMax => "nanmax",
-        AtomicOp::NanMin => "nanmin",
-        AtomicOp::Wait => "wait",
-        AtomicOp::Inc => "inc",
-        AtomicOp::Dec => "dec",
-        AtomicOp::Notify => "notify",
-    }
-}
-
-/// The spelling of a device-only intrinsic in Python.
+/// The spelling of an intrinsic in Python (an exhaustive match: no name derived from `Debug`).
 fn python_name(op: Intrinsic) -> String {
     use crate::ir::{Shfl, Vote};
     let s = match op {
@@ -348,24 +322,63 @@ fn python_name(op: Intrinsic) -> String {
         Intrinsic::MatchAny => "match_any_sync",
         Intrinsic::MatchAll => "match_all_sync",
         Intrinsic::DynamicSharedSize => "dynamic_shared_array",
-        other => return other.name(),
+        Intrinsic::Ldexp => "math.ldexp",
+        Intrinsic::Frexp => "math.frexp",
+        Intrinsic::Modf => "math.modf",
+        Intrinsic::Sincos => "libdevice.sincos",
+        Intrinsic::Sad => "libdevice.sad",
+        Intrinsic::RoundDigits => "round",
+        Intrinsic::Popc => "popc",
+        Intrinsic::Brev => "brev",
+        Intrinsic::Clz => "clz",
+        Intrinsic::Ffs => "ffs",
+        Intrinsic::Fma => "fma",
+        Intrinsic::Math(f) => return format!("math.{}", f.name()),
+        Intrinsic::Complex(_) => "complex arithmetic",
     };
     s.to_string()
 }
 
-/// Whether an intrinsic needs a GPU (thread positions, barriers, warp operations).
-fn device_only(op: Intrinsic) -> bool {
-    !matches!(
-        op,
+/// Whether an intrinsic needs a GPU (thread positions, barriers, warp operations). An
+/// exhaustive match, so a new intrinsic must say whether the host runs it; the host emitter
+/// (`emit/intrinsics.rs`) lowers exactly those that are not device-only, and the builtin
+/// table's host column is tested against this (`tests/builtin_table.rs`).
+pub(crate) fn device_only(op: Intrinsic) -> bool {
+    match op {
         Intrinsic::Popc
-            | Intrinsic::Brev
-            | Intrinsic::Clz
-            | Intrinsic::Ffs
-            | Intrinsic::Fma
-            | Intrinsic::Math(_)
+        | Intrinsic::Brev
+        | Intrinsic::Clz
+        | Intrinsic::Ffs
+        | Intrinsic::Fma
+        | Intrinsic::Math(_)
         // Complex operations are refused by their operands' types (E0504).
-        | Intrinsic::Complex(_)
-    )
+        | Intrinsic::Complex(_) => false,
+        Intrinsic::ThreadIdx(_)
+        | Intrinsic::BlockIdx(_)
+        | Intrinsic::BlockDim(_)
+        | Intrinsic::GridDim(_)
+        | Intrinsic::LaneId
+        | Intrinsic::WarpSize
+        | Intrinsic::SyncThreads
+        | Intrinsic::SyncThreadsCount
+        | Intrinsic::SyncThreadsAnd
+        | Intrinsic::SyncThreadsOr
+        | Intrinsic::ThreadFence(..)
+        | Intrinsic::ActiveMask
+        | Intrinsic::LaneMaskLt
+        | Intrinsic::SyncWarp
+        | Intrinsic::Vote(_)
+        | Intrinsic::Shfl(_)
+        | Intrinsic::MatchAny
+        | Intrinsic::MatchAll
+        | Intrinsic::Ldexp
+        | Intrinsic::Frexp
+        | Intrinsic::Modf
+        | Intrinsic::Sincos
+        | Intrinsic::Sad
+        | Intrinsic::RoundDigits
+        | Intrinsic::DynamicSharedSize => true,
+    }
 }
 
 /// The operands of an expression.

@@ -1,6 +1,10 @@
 //! The names device code can use that the program does not define: the `cuda.device`
-//! namespace, Python builtins, and the scalar types. This is the single table that maps a
-//! name to an entity; `check` types each entity, and the back ends lower the IR it produces.
+//! namespace, Python builtins, the dialects' namespaces, and the scalar types. The entities
+//! are [`Builtin`]s; [`table`] says everything about each (spellings, parameters, typing
+//! rule, IR operation, host support), and [`member`] is the one resolver of a namespace's
+//! members that the front end uses.
+
+pub mod table;
 
 use crate::types::Scalar;
 
@@ -43,6 +47,54 @@ pub enum Namespace {
     Numpy,
     /// Python's `operator` module: its arithmetic, bitwise and comparison functions.
     Operator,
+    /// Python's builtins (`len`, `int`): not importable, the names every module sees.
+    Builtins,
+}
+
+/// The namespaces that are members of other namespaces (`numba.cuda`, `cuda.device`).
+const SUBSPACES: &[(Namespace, &str, Namespace)] = &[
+    (Namespace::Cuda, "device", Namespace::Device),
+    (Namespace::Numba, "cuda", Namespace::NumbaCuda),
+    (Namespace::Numba, "types", Namespace::NumbaTypes),
+    (Namespace::NumbaCuda, "shared", Namespace::NumbaShared),
+    (Namespace::NumbaCuda, "local", Namespace::NumbaLocal),
+    (Namespace::NumbaCuda, "atomic", Namespace::NumbaAtomic),
+    (Namespace::NumbaCuda, "fp16", Namespace::NumbaFp16),
+    (Namespace::NumbaCuda, "bf16", Namespace::NumbaBf16),
+    (Namespace::NumbaCuda, "libdevice", Namespace::NumbaLibdevice),
+    (Namespace::NumbaCuda, "const", Namespace::NumbaConst),
+    (Namespace::Cupyx, "jit", Namespace::CupyxJit),
+];
+
+/// Member `name` of namespace `ns`: a sub-namespace, a constant (`math.pi`, `cmath.infj`,
+/// `np.nan`), or a builtin of the [`table`]. The one namespace-member resolver: module-level
+/// imports (`front::resolve_static`) and attribute expressions in device code
+/// (`check::expr`) both call it.
+pub(crate) fn member(ns: Namespace, name: &str) -> Option<super::Item> {
+    use super::Item;
+    use super::consts::Const;
+    if let Some(&(_, _, sub)) = SUBSPACES.iter().find(|(p, n, _)| *p == ns && *n == name) {
+        return Some(Item::Namespace(sub));
+    }
+    let float = |v: f64| Some(Item::Const(Const::Float(v)));
+    let konst = match (ns, name) {
+        (Namespace::Math | Namespace::Cmath, "tau") => float(std::f64::consts::TAU),
+        (Namespace::Math | Namespace::Cmath | Namespace::Numpy, "pi") => {
+            float(std::f64::consts::PI)
+        }
+        (Namespace::Math | Namespace::Cmath | Namespace::Numpy, "e") => float(std::f64::consts::E),
+        (Namespace::Math | Namespace::Cmath | Namespace::Numpy, "inf") => float(f64::INFINITY),
+        (Namespace::Math | Namespace::Cmath | Namespace::Numpy, "nan") => float(f64::NAN),
+        (Namespace::Cmath, "infj") => Some(Item::Const(Const::Complex(0.0, f64::INFINITY))),
+        (Namespace::Cmath, "nanj") => Some(Item::Const(Const::Complex(0.0, f64::NAN))),
+        _ => None,
+    };
+    konst
+        .or_else(|| table::member(ns, name).map(Item::Builtin))
+        .or_else(|| {
+            (ns == Namespace::Device && is_planned_device_member(name))
+                .then(|| Item::Planned(name.to_string()))
+        })
 }
 
 /// An entity provided by the compiler.
@@ -237,117 +289,6 @@ pub enum CmathFn {
     Polar,
 }
 
-/// Members of Python's `cmath` module known in device code: functions, and the constants
-/// `pi`, `e`, `tau`, `inf`, `nan` (Python floats), `infj` and `nanj` (Python complexes).
-pub(crate) fn cmath_member(name: &str) -> Option<super::Item> {
-    use super::Item;
-    use super::consts::Const;
-    match name {
-        "infj" => Some(Item::Const(Const::Complex(0.0, f64::INFINITY))),
-        "nanj" => Some(Item::Const(Const::Complex(0.0, f64::NAN))),
-        "pi" | "e" | "tau" | "inf" | "nan" => math_member(name),
-        "polar" => Some(Item::Builtin(Builtin::Cmath(CmathFn::Polar))),
-        n => {
-            crate::ir::ComplexOp::cmath(n).map(|op| Item::Builtin(Builtin::Cmath(CmathFn::Op(op))))
-        }
-    }
-}
-
-/// Members of `cupyx.jit`.
-pub(crate) fn cupyx_jit_member(name: &str) -> Option<Builtin> {
-    use crate::ir::AtomicOp;
-    use Builtin::*;
-    Some(match name {
-        "rawkernel" => RawKernel,
-        "threadIdx" => ThreadIdx,
-        "blockIdx" => BlockIdx,
-        "blockDim" => BlockDim,
-        "gridDim" => GridDim,
-        "laneid" => CupyxLaneId,
-        "warpsize" => WarpSize,
-        "grid" => NumbaGrid,
-        "gridsize" => NumbaGridsize,
-        "range" => Range,
-        "syncthreads" => SyncThreads,
-        "syncwarp" => SyncWarp,
-        "shared_memory" => CupyxSharedMemory,
-        "shfl_sync" => ShflSync,
-        "shfl_up_sync" => ShflUpSync,
-        "shfl_down_sync" => ShflDownSync,
-        "shfl_xor_sync" => ShflXorSync,
-        "atomic_add" => NumbaAtomic(AtomicOp::Add),
-        "atomic_sub" => NumbaAtomic(AtomicOp::Sub),
-        "atomic_exch" => NumbaAtomic(AtomicOp::Exch),
-        "atomic_min" => NumbaAtomic(AtomicOp::Min),
-        "atomic_max" => NumbaAtomic(AtomicOp::Max),
-        "atomic_cas" => NumbaAtomic(AtomicOp::Cas),
-        "atomic_and" => NumbaAtomic(AtomicOp::And),
-        "atomic_or" => NumbaAtomic(AtomicOp::Or),
-        "atomic_xor" => NumbaAtomic(AtomicOp::Xor),
-        _ => return None,
-    })
-}
-
-/// Members of `numba.cuda` (the numba-cuda dialect maps onto the same entities).
-pub(crate) fn numba_cuda_member(name: &str) -> Option<super::Item> {
-    use super::Item;
-    use Builtin::*;
-    let b = match name {
-        "jit" => Jit,
-        "threadIdx" => ThreadIdx,
-        "blockIdx" => BlockIdx,
-        "blockDim" => BlockDim,
-        "gridDim" => GridDim,
-        "laneid" => LaneId,
-        "warpsize" => WarpSize,
-        "grid" => NumbaGrid,
-        "gridsize" => NumbaGridsize,
-        "syncthreads" => SyncThreads,
-        "syncthreads_count" => NumbaSyncthreads(0),
-        "syncthreads_and" => NumbaSyncthreads(1),
-        "syncthreads_or" => NumbaSyncthreads(2),
-        "all_sync" => NumbaVote(0),
-        "any_sync" => NumbaVote(1),
-        "eq_sync" => NumbaVote(2),
-        "ballot_sync" => NumbaVote(3),
-        "shfl_sync" => ShflSync,
-        "shfl_up_sync" => ShflUpSync,
-        "shfl_down_sync" => ShflDownSync,
-        "shfl_xor_sync" => ShflXorSync,
-        "match_any_sync" => MatchAnySync,
-        "match_all_sync" => MatchAllSync,
-        "activemask" => ActiveMask,
-        "lanemask_lt" => LaneMaskLt,
-        "syncwarp" => SyncWarp,
-        "threadfence" => NumbaFence(0),
-        "threadfence_block" => NumbaFence(1),
-        "threadfence_system" => NumbaFence(2),
-        "popc" => Popc,
-        "brev" => Brev,
-        "clz" => Clz,
-        "ffs" => Ffs,
-        "fma" => Fma,
-        "cbrt" => Cbrt,
-        "selp" => Selp,
-        "shared" => return Some(Item::Namespace(Namespace::NumbaShared)),
-        "local" => return Some(Item::Namespace(Namespace::NumbaLocal)),
-        "atomic" => return Some(Item::Namespace(Namespace::NumbaAtomic)),
-        "fp16" => return Some(Item::Namespace(Namespace::NumbaFp16)),
-        "bf16" => return Some(Item::Namespace(Namespace::NumbaBf16)),
-        "libdevice" => return Some(Item::Namespace(Namespace::NumbaLibdevice)),
-        "const" => return Some(Item::Namespace(Namespace::NumbaConst)),
-        "ldca" | "ldcg" | "ldcs" | "ldlu" | "ldcv" => NumbaCacheHint(false),
-        "stcg" | "stcs" | "stwb" | "stwt" => NumbaCacheHint(true),
-        n if vector_name(n).is_some() || cuda_vector_alias(n).is_some() => {
-            let (s, len) = vector_name(n).or_else(|| cuda_vector_alias(n))?;
-            Vector(s, len)
-        }
-        // numba.cuda re-exports numba's type objects (`from numba.cuda import float32`).
-        n => return numba_type(n).map(Item::Builtin),
-    };
-    Some(Item::Builtin(b))
-}
-
 /// The arithmetic of numba's `cuda.fp16` namespace (each takes and gives `float16`; the
 /// comparisons give `bool`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -376,7 +317,58 @@ pub enum Fp16Op {
     FmaRelu,
 }
 
+/// The names of `cuda.fp16`'s members, in the order of [`numba_fp16_member`].
+const FP16_NAMES: &[&str] = &[
+    "hadd",
+    "hsub",
+    "hmul",
+    "hdiv",
+    "heq",
+    "hne",
+    "hlt",
+    "hle",
+    "hgt",
+    "hge",
+    "hmax",
+    "hmin",
+    "hneg",
+    "habs",
+    "hfma",
+    "hsin",
+    "hcos",
+    "hexp",
+    "hexp2",
+    "hlog",
+    "hlog2",
+    "hlog10",
+    "hsqrt",
+    "hfloor",
+    "hceil",
+    "htrunc",
+    "hrint",
+    "hexp10",
+    "hrcp",
+    "hrsqrt",
+    "hadd_sat",
+    "hsub_sat",
+    "hmul_sat",
+    "hfma_sat",
+    "hfma_relu",
+];
+
 impl Fp16Op {
+    /// Its name in `cuda.fp16` (or `cuda.bf16`, for the saturating forms).
+    pub fn name(self) -> &'static str {
+        FP16_NAMES
+            .iter()
+            .find(|n| {
+                numba_fp16_member(n) == Some(Builtin::NumbaFp16(self))
+                    || numba_bf16_member(n) == Some(Builtin::NumbaBf16(self))
+            })
+            .copied()
+            .unwrap_or("?")
+    }
+
     /// How many operands it takes.
     pub fn arity(self) -> usize {
         match self {
@@ -442,12 +434,6 @@ pub fn numba_bf16_member(name: &str) -> Option<Builtin> {
     if let Some(op) = special {
         return Some(Builtin::NumbaBf16(op));
     }
-    // The exact widening and the round-to-nearest narrowing are the type conversions.
-    match name {
-        "bfloat16_to_float32" => return numba_type("float32"),
-        "float32_to_bfloat16" | "float32_to_bfloat16_rn" => return numba_type("bfloat16"),
-        _ => {}
-    }
     let plain = match name {
         "hadd_rn" => "hadd",
         "hsub_rn" => "hsub",
@@ -457,61 +443,6 @@ pub fn numba_bf16_member(name: &str) -> Option<Builtin> {
     match numba_fp16_member(plain)? {
         Builtin::NumbaFp16(op) => Some(Builtin::NumbaBf16(op)),
         _ => None,
-    }
-}
-
-/// Members of `numba.cuda.libdevice` that `math` has: `frexp`, `ldexp`, `modf` and the
-/// math function names (`sin`, `exp2`, …), each also with libdevice's float32 `f`
-/// suffix (`sinf`); the arguments are converted as `math`'s are.
-pub fn numba_libdevice_member(name: &str) -> Option<Builtin> {
-    use crate::ir::{Intrinsic, MathFn};
-    let pair = |n: &str| match n {
-        "frexp" => Some(Builtin::MathPair(Intrinsic::Frexp)),
-        "ldexp" => Some(Builtin::MathPair(Intrinsic::Ldexp)),
-        "modf" => Some(Builtin::MathPair(Intrinsic::Modf)),
-        "sincos" => Some(Builtin::MathPair(Intrinsic::Sincos)),
-        "sad" => Some(Builtin::MathPair(Intrinsic::Sad)),
-        n => MathFn::from_name(n).map(Builtin::Math),
-    };
-    pair(name).or_else(|| name.strip_suffix('f').and_then(pair))
-}
-
-/// Members of `numba.cuda.atomic`.
-pub fn numba_atomic_member(name: &str) -> Option<Builtin> {
-    use crate::ir::AtomicOp;
-    Some(match name {
-        "compare_and_swap" => Builtin::NumbaCompareAndSwap,
-        "cas" => Builtin::NumbaAtomic(AtomicOp::Cas),
-        n => Builtin::NumbaAtomic(match n {
-            "add" => AtomicOp::Add,
-            "sub" => AtomicOp::Sub,
-            "and_" => AtomicOp::And,
-            "or_" => AtomicOp::Or,
-            "xor" => AtomicOp::Xor,
-            "exch" => AtomicOp::Exch,
-            "max" => AtomicOp::Max,
-            "min" => AtomicOp::Min,
-            "nanmax" => AtomicOp::NanMax,
-            "nanmin" => AtomicOp::NanMin,
-            "inc" => AtomicOp::Inc,
-            "dec" => AtomicOp::Dec,
-            _ => return None,
-        }),
-    })
-}
-
-/// numba's type objects (`numba.float32`, `numba.types.int64`, `numba.void`) and their
-/// short aliases (`f4`, `i8`, `intp`, `boolean`).
-pub fn numba_type(name: &str) -> Option<Builtin> {
-    match name {
-        "void" | "none" => Some(Builtin::Void),
-        "int_" | "intp" | "intc" => Some(Builtin::Scalar(if name == "intc" {
-            crate::types::Scalar::Int32
-        } else {
-            crate::types::Scalar::Int64
-        })),
-        "float_" => Some(Builtin::Scalar(crate::types::Scalar::Float64)),
-        n => crate::types::Scalar::from_name(n).map(Builtin::Scalar),
     }
 }
 
@@ -540,77 +471,6 @@ pub fn cuda_vector_alias(name: &str) -> Option<(crate::types::Scalar, u8)> {
     Some((s, n))
 }
 
-/// Members of `cuda.device` known to this compiler.
-pub fn device_member(name: &str) -> Option<Builtin> {
-    use Builtin::*;
-    Some(match name {
-        "kernel" => Kernel,
-        "func" => Func,
-        "thread_idx" => ThreadIdx,
-        "block_idx" => BlockIdx,
-        "block_dim" => BlockDim,
-        "grid_dim" => GridDim,
-        "lane_id" => LaneId,
-        "warp_size" => WarpSize,
-        "tid" => Tid,
-        "grid_size" => GridSize,
-        "syncthreads" => SyncThreads,
-        "shared_array" => SharedArray,
-        "local_array" => LocalArray,
-        "dynamic_shared_array" => DynamicSharedArray,
-        "syncthreads_count" => SyncThreadsCount,
-        "syncthreads_and" => SyncThreadsAnd,
-        "syncthreads_or" => SyncThreadsOr,
-        "threadfence" => ThreadFence,
-        "atomic_ref" => AtomicRef,
-        "activemask" => ActiveMask,
-        "lanemask_lt" => LaneMaskLt,
-        "syncwarp" => SyncWarp,
-        "all_sync" => AllSync,
-        "any_sync" => AnySync,
-        "eq_sync" => EqSync,
-        "ballot_sync" => BallotSync,
-        "shfl_sync" => ShflSync,
-        "shfl_up_sync" => ShflUpSync,
-        "shfl_down_sync" => ShflDownSync,
-        "shfl_xor_sync" => ShflXorSync,
-        "match_any_sync" => MatchAnySync,
-        "match_all_sync" => MatchAllSync,
-        "popc" => Popc,
-        "brev" => Brev,
-        "clz" => Clz,
-        "ffs" => Ffs,
-        "cbrt" => Cbrt,
-        "fma" => Fma,
-        "WarpMask" => WarpMask,
-        "struct" => Struct,
-        "Atomic" => AtomicClass,
-        "align" => Align,
-        "target" => Target,
-        "is_host" => IsHost,
-        "is_device" => IsDevice,
-        "any_target" => AnyTarget,
-        "no_target" => NoTarget,
-        "is_exactly" => IsExactly,
-        "provides" => Provides,
-        n if n.starts_with("sm")
-            && n.len() > 2
-            && n[2..].trim_start_matches('_').parse::<u32>().is_ok() =>
-        {
-            Sm(n[2..].trim_start_matches('_').parse().ok()?)
-        }
-        n if vector_name(n).is_some() => {
-            let (s, len) = vector_name(n)?;
-            Vector(s, len)
-        }
-        n => {
-            return crate::types::Scalar::from_name(n)
-                .filter(|s| s.name() == n)
-                .map(Builtin::Scalar);
-        }
-    })
-}
-
 /// Names of `cuda.device` from the specification that this compiler does not provide yet;
 /// using one is a diagnostic that says so rather than "unknown name".
 pub fn is_planned_device_member(name: &str) -> bool {
@@ -629,6 +489,60 @@ pub enum OperatorUnary {
     Invert,
     /// `operator.not_(x)`: `not x`
     Not,
+}
+
+impl OperatorUnary {
+    /// Its name in `operator`.
+    pub fn name(self) -> &'static str {
+        match self {
+            OperatorUnary::Neg => "neg",
+            OperatorUnary::Pos => "pos",
+            OperatorUnary::Invert => "invert",
+            OperatorUnary::Not => "not_",
+        }
+    }
+}
+
+/// The `operator` module's name of a binary operator.
+pub fn operator_name(op: crate::ir::BinaryOp) -> &'static str {
+    use crate::ir::BinaryOp;
+    match op {
+        BinaryOp::Add | BinaryOp::AddNoWrap => "add",
+        BinaryOp::Sub => "sub",
+        BinaryOp::Mul => "mul",
+        BinaryOp::Div => "truediv",
+        BinaryOp::FloorDiv => "floordiv",
+        BinaryOp::Mod => "mod",
+        BinaryOp::Pow => "pow",
+        BinaryOp::Shl => "lshift",
+        BinaryOp::Shr => "rshift",
+        BinaryOp::BitAnd => "and_",
+        BinaryOp::BitOr => "or_",
+        BinaryOp::BitXor => "xor",
+        BinaryOp::Eq => "eq",
+        BinaryOp::Ne => "ne",
+        BinaryOp::Lt => "lt",
+        BinaryOp::Le => "le",
+        BinaryOp::Gt => "gt",
+        BinaryOp::Ge => "ge",
+        BinaryOp::Min => "min",
+        BinaryOp::Max => "max",
+    }
+}
+
+/// The names of `cmath`'s functions that are IR operations.
+const CMATH_NAMES: &[&str] = &[
+    "exp", "log", "sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
+    "asinh", "acosh", "atanh", "phase", "rect", "isfinite", "isnan", "isinf",
+];
+
+/// The `cmath` name of a complex operation (`Exp` → `exp`).
+pub fn cmath_name(op: crate::ir::ComplexOp) -> &'static str {
+    CMATH_NAMES
+        .iter()
+        .find(|n| crate::ir::ComplexOp::cmath(n) == Some(op))
+        .copied()
+        .unwrap_or("?")
 }
 
 /// Members of Python's `operator` module known in device code: the operators as functions
@@ -661,46 +575,4 @@ pub fn operator_member(name: &str) -> Option<Builtin> {
         "not_" => return Some(Builtin::OperatorUnary(OperatorUnary::Not)),
         _ => return None,
     }))
-}
-
-/// Python builtins available in device code.
-pub fn python_builtin(name: &str) -> Option<Builtin> {
-    use Builtin::*;
-    Some(match name {
-        "int" => Int,
-        "float" => Float,
-        "bool" => Bool,
-        "complex" => Complex,
-        "range" => Range,
-        "len" => Len,
-        "abs" => Abs,
-        "min" => Min,
-        "max" => Max,
-        "round" => Round,
-        "pow" => Pow,
-        _ => return None,
-    })
-}
-
-/// Members of Python's `math` module known in device code: functions, and the constants
-/// `pi`, `e`, `tau`, `inf` and `nan` (as Python floats).
-pub(crate) fn math_member(name: &str) -> Option<super::Item> {
-    use super::Item;
-    use super::consts::Const;
-    let c = |v: f64| Some(Item::Const(Const::Float(v)));
-    match name {
-        "pi" => c(std::f64::consts::PI),
-        "e" => c(std::f64::consts::E),
-        "tau" => c(std::f64::consts::TAU),
-        "inf" => c(f64::INFINITY),
-        "nan" => c(f64::NAN),
-        "frexp" => Some(Item::Builtin(Builtin::MathPair(
-            crate::ir::Intrinsic::Frexp,
-        ))),
-        "ldexp" => Some(Item::Builtin(Builtin::MathPair(
-            crate::ir::Intrinsic::Ldexp,
-        ))),
-        "modf" => Some(Item::Builtin(Builtin::MathPair(crate::ir::Intrinsic::Modf))),
-        n => crate::ir::MathFn::from_name(n).map(|f| Item::Builtin(Builtin::Math(f))),
-    }
 }

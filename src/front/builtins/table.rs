@@ -1,0 +1,723 @@
+//! The builtin table: one row per builtin, saying everything the compiler knows about it
+//! outside its typing rule and its lowering.
+//!
+//! A row gives the builtin's spellings in each namespace (`cuda.device`, `numba.cuda`,
+//! `cupyx.jit`, `math`, Python's builtins, …), its parameters and their defaults, the typing
+//! rule that checks a call of it (one [`Rule`] shared by the builtins that type alike), the
+//! IR operation a call produces, and whether the host can run it. Member lookup
+//! ([`member`]), the name diagnostics use ([`name`]), the checker's dispatch
+//! (`check::calls::builtin_call`, an exhaustive match on [`Rule`]) and the host column are
+//! all derived from these rows; nothing else lists builtins.
+//!
+//! Builtins that come in families named by another enum (number types, vector types,
+//! `math` functions, `operator` functions, the `cuda.fp16` arithmetic, NumPy reductions,
+//! atomic operations) are one [`Family`] each: the family's own name table spells its
+//! members.
+//!
+//! This module must not depend on the checker: a rule is data here, a function there.
+
+use super::{Builtin, Namespace as N};
+use crate::ir::{AtomicOp, Intrinsic, Shfl, Vote};
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+/// How a call of a builtin is checked and typed: each rule is one function of the checker
+/// (`check::calls::builtin_call` matches on it exhaustively), shared by the builtins that
+/// type alike; the row's [`Op`] says which IR operation the rule produces.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Rule {
+    /// Not a function (a decorator, a type, a value, a namespace entity): calling it is E0202.
+    NotCallable,
+    /// A conversion to a number type (`float32(x)`, `int(x)`, `complex(re, im)`).
+    Conversion,
+    /// A function of `cmath`.
+    Cmath,
+    /// A NumPy whole-array reduction (`np.sum(a)`).
+    NpReduce,
+    /// Only the iterable of a `for` loop: `literal_unroll(t)` (E0307).
+    UnrollOnly,
+    /// Only the iterable of a `for` loop: `range(...)` (E0304).
+    LoopOnly,
+    /// Only the whole condition of an `if`: `target(...)`, `is_exactly(sm)` (E0410).
+    TargetOnly,
+    /// A type for struct fields and dtypes: `align(t, n)` (E0423).
+    AlignType,
+    /// A struct field's type: `Atomic(dtype)` (E0202).
+    AtomicField,
+    /// `len(x)`.
+    Len,
+    /// `abs(x)`.
+    Abs,
+    /// `pow(x, y)`.
+    Pow,
+    /// A binary `operator` function.
+    OperatorBinary,
+    /// A unary `operator` function.
+    OperatorUnary,
+    /// `min`/`max` of several values or of a tuple.
+    MinMax,
+    /// `tid(n)`/`grid_size(n)` (int32), numba's `grid(n)`/`gridsize(n)` (int64).
+    Positions,
+    /// A call with no arguments that produces the row's intrinsic.
+    Nullary,
+    /// `shared_array`/`local_array`.
+    LocalMemory,
+    /// `dynamic_shared_array()`.
+    DynamicShared,
+    /// A block barrier with a predicate (`syncthreads_count(pred)`).
+    SyncPredicate,
+    /// `threadfence(memory, scope)`.
+    Fence,
+    /// `atomic_ref(array, index)`.
+    AtomicRef,
+    /// `syncwarp(mask)`.
+    SyncWarp,
+    /// A warp vote (`all_sync(mask, pred)`).
+    Vote,
+    /// A warp shuffle (`shfl_sync(mask, value, lane)`).
+    Shfl,
+    /// A warp match (`match_any_sync(mask, value)`).
+    Match,
+    /// A bit count or reversal of an integer (`popc(x)`).
+    Bits,
+    /// A floating-point function of floats (`cbrt(a)`, `fma(a, b, c)`).
+    FloatOp,
+    /// `WarpMask(x)`.
+    WarpMask,
+    /// A function of `math` of one or two floats.
+    Math,
+    /// A `math` function with two results or an int operand (`frexp`, `ldexp`, `modf`).
+    MathPair,
+    /// A vector constructor (`float32x4(...)`).
+    Vector,
+    /// numba's value-predicate barriers (`cuda.syncthreads_count(pred)`).
+    NumbaSyncthreads,
+    /// numba's value-predicate votes (`cuda.all_sync(mask, pred)`).
+    NumbaVote,
+    /// numba's and cupyx's array atomics (`cuda.atomic.add(ary, idx, val)`).
+    NumbaAtomic,
+    /// numba's `cuda.fp16`/`cuda.bf16` arithmetic.
+    Fp16,
+    /// numba's cache-hinted loads and stores.
+    CacheHint,
+    /// numba's `cuda.const.array_like` (E0602).
+    ConstArrayLike,
+    /// `round(x)` / `round(x, ndigits)`.
+    Round,
+    /// numba's `cuda.threadfence*()`.
+    NumbaFence,
+    /// numba's `cuda.selp(cond, a, b)`.
+    Selp,
+    /// cupyx's `jit.shared_memory(dtype, size)`.
+    CupyxSharedMemory,
+}
+
+/// The IR operation a call of a builtin produces.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// `Expr::Intrinsic` with this intrinsic.
+    Intrinsic(Intrinsic),
+    /// `Expr::Atomic` with this operation.
+    Atomic(AtomicOp),
+    /// Another IR expression, said in words (a cast, a load, an array allocation, …).
+    Expr(&'static str),
+    /// None: the builtin is not called (a decorator, a type, a namespace entity), or the call
+    /// is a diagnostic.
+    None,
+}
+
+/// One builtin.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// The entity.
+    pub builtin: Builtin,
+    /// Its spellings, one per namespace that has it; the first is the name diagnostics use.
+    pub names: &'static [(N, &'static str)],
+    /// Its parameters, by name, in order.
+    pub params: &'static [&'static str],
+    /// The defaults of its last parameters, as Python spells them; the parameters before
+    /// them are required.
+    pub defaults: &'static [&'static str],
+    /// How a call is checked and typed.
+    pub rule: Rule,
+    /// What a call produces in the IR.
+    pub op: Op,
+    /// Whether the host back end can run it (`Module::host_function`).
+    pub host: bool,
+}
+
+impl Row {
+    /// How many leading parameters a call must give.
+    pub fn required(&self) -> usize {
+        self.params.len() - self.defaults.len()
+    }
+
+    /// The name diagnostics use.
+    pub fn name(&self) -> &'static str {
+        self.names[0].1
+    }
+}
+
+/// A family of builtins named by another enum (number types, `math` functions, …).
+#[derive(Clone, Debug)]
+pub struct Family {
+    /// What the family is, for documentation and test output.
+    pub what: &'static str,
+    /// Whether `b` belongs to the family.
+    pub contains: fn(Builtin) -> bool,
+    /// The member of namespace `ns` spelled `name`, if it is in the family.
+    pub member: fn(N, &str) -> Option<Builtin>,
+    /// The name diagnostics use for a member.
+    pub name: fn(Builtin) -> String,
+    /// Every namespace that spells members of the family.
+    pub namespaces: &'static [N],
+    /// How a call is checked and typed.
+    pub rule: Rule,
+    /// What a call of member `b` produces in the IR.
+    pub op: fn(Builtin) -> Op,
+    /// Whether the host back end can run a call of a member.
+    pub host: bool,
+}
+
+use Builtin as B;
+use Intrinsic as I;
+
+const fn row(
+    builtin: Builtin,
+    names: &'static [(N, &'static str)],
+    params: &'static [&'static str],
+    defaults: &'static [&'static str],
+    rule: Rule,
+    op: Op,
+    host: bool,
+) -> Row {
+    Row {
+        builtin,
+        names,
+        params,
+        defaults,
+        rule,
+        op,
+        host,
+    }
+}
+
+/// Not a call: a decorator, a type or a value the checker reads in its own place.
+const fn entity(builtin: Builtin, names: &'static [(N, &'static str)], host: bool) -> Row {
+    row(builtin, names, &[], &[], Rule::NotCallable, Op::None, host)
+}
+
+const DEVICE_ONLY: bool = false;
+const HOST: bool = true;
+
+/// Every builtin that is not in a [`Family`], one line each.
+#[rustfmt::skip]
+pub static ROWS: &[Row] = &[
+    // Decorators.
+    entity(B::Kernel, &[(N::Device, "kernel")], HOST),
+    entity(B::Func, &[(N::Device, "func")], HOST),
+    entity(B::Struct, &[(N::Device, "struct")], HOST),
+    entity(B::Jit, &[(N::NumbaCuda, "jit")], DEVICE_ONLY),
+    entity(B::RawKernel, &[(N::CupyxJit, "rawkernel")], DEVICE_ONLY),
+    entity(
+        B::Void,
+        &[(N::Numba, "void"), (N::Numba, "none"), (N::NumbaTypes, "void"), (N::NumbaTypes, "none"), (N::NumbaCuda, "void"), (N::NumbaCuda, "none")],
+        DEVICE_ONLY,
+    ),
+    // Conversions: Python's number types.
+    row(B::Int, &[(N::Builtins, "int")], &["x"], &["0"], Rule::Conversion, Op::Expr("cast"), HOST),
+    row(B::Float, &[(N::Builtins, "float")], &["x"], &["0.0"], Rule::Conversion, Op::Expr("cast"), HOST),
+    row(B::Bool, &[(N::Builtins, "bool")], &["x"], &["False"], Rule::Conversion, Op::Expr("cast"), HOST),
+    row(B::Complex, &[(N::Builtins, "complex")], &["real", "imag"], &["0.0", "0.0"], Rule::Conversion, Op::Expr("complex"), DEVICE_ONLY),
+    // Python builtins.
+    row(B::Range, &[(N::Builtins, "range"), (N::CupyxJit, "range")], &["start", "stop", "step"], &["None", "1"], Rule::LoopOnly, Op::None, HOST),
+    row(B::Len, &[(N::Builtins, "len")], &["x"], &[], Rule::Len, Op::Expr("shape"), HOST),
+    row(B::Abs, &[(N::Builtins, "abs")], &["x"], &[], Rule::Abs, Op::Expr("abs"), HOST),
+    row(B::Min, &[(N::Builtins, "min")], &["*args"], &[], Rule::MinMax, Op::Expr("min"), HOST),
+    row(B::Max, &[(N::Builtins, "max")], &["*args"], &[], Rule::MinMax, Op::Expr("max"), HOST),
+    row(B::Round, &[(N::Builtins, "round")], &["number", "ndigits"], &["None"], Rule::Round, Op::Intrinsic(I::RoundDigits), HOST),
+    row(B::Pow, &[(N::Builtins, "pow")], &["base", "exp", "mod"], &["None"], Rule::Pow, Op::Expr("pow"), HOST),
+    row(B::LiteralUnroll, &[(N::NumbaCuda, "literal_unroll"), (N::Numba, "literal_unroll")], &["t"], &[], Rule::UnrollOnly, Op::None, DEVICE_ONLY),
+    // Thread positioning (§ "Thread Positioning").
+    entity(B::ThreadIdx, &[(N::Device, "thread_idx"), (N::NumbaCuda, "threadIdx"), (N::CupyxJit, "threadIdx")], DEVICE_ONLY),
+    entity(B::BlockIdx, &[(N::Device, "block_idx"), (N::NumbaCuda, "blockIdx"), (N::CupyxJit, "blockIdx")], DEVICE_ONLY),
+    entity(B::BlockDim, &[(N::Device, "block_dim"), (N::NumbaCuda, "blockDim"), (N::CupyxJit, "blockDim")], DEVICE_ONLY),
+    entity(B::GridDim, &[(N::Device, "grid_dim"), (N::NumbaCuda, "gridDim"), (N::CupyxJit, "gridDim")], DEVICE_ONLY),
+    entity(B::LaneId, &[(N::Device, "lane_id"), (N::NumbaCuda, "laneid")], DEVICE_ONLY),
+    entity(B::WarpSize, &[(N::Device, "warp_size"), (N::NumbaCuda, "warpsize"), (N::CupyxJit, "warpsize")], DEVICE_ONLY),
+    row(B::CupyxLaneId, &[(N::CupyxJit, "laneid")], &[], &[], Rule::Nullary, Op::Intrinsic(I::LaneId), DEVICE_ONLY),
+    row(B::Tid, &[(N::Device, "tid")], &["ndim"], &[], Rule::Positions, Op::Expr("block_idx * block_dim + thread_idx"), DEVICE_ONLY),
+    row(B::GridSize, &[(N::Device, "grid_size")], &["ndim"], &[], Rule::Positions, Op::Expr("block_dim * grid_dim"), DEVICE_ONLY),
+    row(B::NumbaGrid, &[(N::NumbaCuda, "grid"), (N::CupyxJit, "grid")], &["ndim"], &[], Rule::Positions, Op::Expr("block_idx * block_dim + thread_idx"), DEVICE_ONLY),
+    row(B::NumbaGridsize, &[(N::NumbaCuda, "gridsize"), (N::CupyxJit, "gridsize")], &["ndim"], &[], Rule::Positions, Op::Expr("block_dim * grid_dim"), DEVICE_ONLY),
+    // Memory.
+    row(B::SharedArray, &[(N::Device, "shared_array"), (N::NumbaShared, "array")], &["shape", "dtype", "order", "align"], &["'C'", "0"], Rule::LocalMemory, Op::Expr("static array"), DEVICE_ONLY),
+    row(B::LocalArray, &[(N::Device, "local_array"), (N::NumbaLocal, "array")], &["shape", "dtype", "order", "align"], &["'C'", "0"], Rule::LocalMemory, Op::Expr("static array"), HOST),
+    row(B::DynamicSharedArray, &[(N::Device, "dynamic_shared_array")], &[], &[], Rule::DynamicShared, Op::Expr("dynamic shared array"), DEVICE_ONLY),
+    row(B::CupyxSharedMemory, &[(N::CupyxJit, "shared_memory")], &["dtype", "size", "alignment"], &["None"], Rule::CupyxSharedMemory, Op::Expr("static array"), DEVICE_ONLY),
+    row(B::NumbaConstArrayLike, &[(N::NumbaConst, "array_like")], &["ary"], &[], Rule::ConstArrayLike, Op::None, DEVICE_ONLY),
+    row(B::NumbaCacheHint(false), &[(N::NumbaCuda, "ldca"), (N::NumbaCuda, "ldcg"), (N::NumbaCuda, "ldcs"), (N::NumbaCuda, "ldlu"), (N::NumbaCuda, "ldcv")], &["array", "i"], &[], Rule::CacheHint, Op::Expr("load"), DEVICE_ONLY),
+    row(B::NumbaCacheHint(true), &[(N::NumbaCuda, "stcg"), (N::NumbaCuda, "stcs"), (N::NumbaCuda, "stwb"), (N::NumbaCuda, "stwt")], &["array", "i", "value"], &[], Rule::CacheHint, Op::Expr("store"), DEVICE_ONLY),
+    // Synchronization.
+    row(B::SyncThreads, &[(N::Device, "syncthreads"), (N::NumbaCuda, "syncthreads"), (N::CupyxJit, "syncthreads")], &[], &[], Rule::Nullary, Op::Intrinsic(I::SyncThreads), DEVICE_ONLY),
+    row(B::SyncThreadsCount, &[(N::Device, "syncthreads_count")], &["pred"], &[], Rule::SyncPredicate, Op::Intrinsic(I::SyncThreadsCount), DEVICE_ONLY),
+    row(B::SyncThreadsAnd, &[(N::Device, "syncthreads_and")], &["pred"], &[], Rule::SyncPredicate, Op::Intrinsic(I::SyncThreadsAnd), DEVICE_ONLY),
+    row(B::SyncThreadsOr, &[(N::Device, "syncthreads_or")], &["pred"], &[], Rule::SyncPredicate, Op::Intrinsic(I::SyncThreadsOr), DEVICE_ONLY),
+    row(B::NumbaSyncthreads(0), &[(N::NumbaCuda, "syncthreads_count")], &["predicate"], &[], Rule::NumbaSyncthreads, Op::Intrinsic(I::SyncThreadsCount), DEVICE_ONLY),
+    row(B::NumbaSyncthreads(1), &[(N::NumbaCuda, "syncthreads_and")], &["predicate"], &[], Rule::NumbaSyncthreads, Op::Intrinsic(I::SyncThreadsAnd), DEVICE_ONLY),
+    row(B::NumbaSyncthreads(2), &[(N::NumbaCuda, "syncthreads_or")], &["predicate"], &[], Rule::NumbaSyncthreads, Op::Intrinsic(I::SyncThreadsOr), DEVICE_ONLY),
+    row(B::ThreadFence, &[(N::Device, "threadfence")], &["memory", "scope"], &["'seq_cst'", "'system'"], Rule::Fence, Op::Intrinsic(I::ThreadFence(crate::ir::MemoryOrder::SeqCst, crate::ir::Scope::System)), DEVICE_ONLY),
+    row(B::NumbaFence(0), &[(N::NumbaCuda, "threadfence")], &[], &[], Rule::NumbaFence, Op::Intrinsic(I::ThreadFence(crate::ir::MemoryOrder::SeqCst, crate::ir::Scope::Device)), DEVICE_ONLY),
+    row(B::NumbaFence(1), &[(N::NumbaCuda, "threadfence_block")], &[], &[], Rule::NumbaFence, Op::Intrinsic(I::ThreadFence(crate::ir::MemoryOrder::SeqCst, crate::ir::Scope::Block)), DEVICE_ONLY),
+    row(B::NumbaFence(2), &[(N::NumbaCuda, "threadfence_system")], &[], &[], Rule::NumbaFence, Op::Intrinsic(I::ThreadFence(crate::ir::MemoryOrder::SeqCst, crate::ir::Scope::System)), DEVICE_ONLY),
+    // Atomics.
+    row(B::AtomicRef, &[(N::Device, "atomic_ref")], &["array", "index"], &[], Rule::AtomicRef, Op::Expr("element reference"), HOST),
+    row(B::AtomicClass, &[(N::Device, "Atomic")], &["dtype", "align"], &["0"], Rule::AtomicField, Op::None, HOST),
+    row(B::NumbaCompareAndSwap, &[(N::NumbaAtomic, "compare_and_swap")], &["ary", "old", "val"], &[], Rule::NumbaAtomic, Op::Atomic(AtomicOp::Cas), DEVICE_ONLY),
+    // Warp operations.
+    row(B::ActiveMask, &[(N::Device, "activemask"), (N::NumbaCuda, "activemask")], &[], &[], Rule::Nullary, Op::Intrinsic(I::ActiveMask), DEVICE_ONLY),
+    row(B::LaneMaskLt, &[(N::Device, "lanemask_lt"), (N::NumbaCuda, "lanemask_lt")], &[], &[], Rule::Nullary, Op::Intrinsic(I::LaneMaskLt), DEVICE_ONLY),
+    row(B::SyncWarp, &[(N::Device, "syncwarp"), (N::NumbaCuda, "syncwarp"), (N::CupyxJit, "syncwarp")], &["mask"], &["0xFFFFFFFF"], Rule::SyncWarp, Op::Intrinsic(I::SyncWarp), DEVICE_ONLY),
+    row(B::AllSync, &[(N::Device, "all_sync")], &["mask", "pred"], &[], Rule::Vote, Op::Intrinsic(I::Vote(Vote::All)), DEVICE_ONLY),
+    row(B::AnySync, &[(N::Device, "any_sync")], &["mask", "pred"], &[], Rule::Vote, Op::Intrinsic(I::Vote(Vote::Any)), DEVICE_ONLY),
+    row(B::EqSync, &[(N::Device, "eq_sync")], &["mask", "pred"], &[], Rule::Vote, Op::Intrinsic(I::Vote(Vote::Uni)), DEVICE_ONLY),
+    row(B::BallotSync, &[(N::Device, "ballot_sync")], &["mask", "pred"], &[], Rule::Vote, Op::Intrinsic(I::Vote(Vote::Ballot)), DEVICE_ONLY),
+    row(B::NumbaVote(0), &[(N::NumbaCuda, "all_sync")], &["mask", "predicate"], &[], Rule::NumbaVote, Op::Intrinsic(I::Vote(Vote::All)), DEVICE_ONLY),
+    row(B::NumbaVote(1), &[(N::NumbaCuda, "any_sync")], &["mask", "predicate"], &[], Rule::NumbaVote, Op::Intrinsic(I::Vote(Vote::Any)), DEVICE_ONLY),
+    row(B::NumbaVote(2), &[(N::NumbaCuda, "eq_sync")], &["mask", "predicate"], &[], Rule::NumbaVote, Op::Intrinsic(I::Vote(Vote::Uni)), DEVICE_ONLY),
+    row(B::NumbaVote(3), &[(N::NumbaCuda, "ballot_sync")], &["mask", "predicate"], &[], Rule::NumbaVote, Op::Intrinsic(I::Vote(Vote::Ballot)), DEVICE_ONLY),
+    row(B::ShflSync, &[(N::Device, "shfl_sync"), (N::NumbaCuda, "shfl_sync"), (N::CupyxJit, "shfl_sync")], &["mask", "value", "src_lane"], &[], Rule::Shfl, Op::Intrinsic(I::Shfl(Shfl::Idx)), DEVICE_ONLY),
+    row(B::ShflUpSync, &[(N::Device, "shfl_up_sync"), (N::NumbaCuda, "shfl_up_sync"), (N::CupyxJit, "shfl_up_sync")], &["mask", "value", "delta"], &[], Rule::Shfl, Op::Intrinsic(I::Shfl(Shfl::Up)), DEVICE_ONLY),
+    row(B::ShflDownSync, &[(N::Device, "shfl_down_sync"), (N::NumbaCuda, "shfl_down_sync"), (N::CupyxJit, "shfl_down_sync")], &["mask", "value", "delta"], &[], Rule::Shfl, Op::Intrinsic(I::Shfl(Shfl::Down)), DEVICE_ONLY),
+    row(B::ShflXorSync, &[(N::Device, "shfl_xor_sync"), (N::NumbaCuda, "shfl_xor_sync"), (N::CupyxJit, "shfl_xor_sync")], &["mask", "value", "flag"], &[], Rule::Shfl, Op::Intrinsic(I::Shfl(Shfl::Xor)), DEVICE_ONLY),
+    row(B::MatchAnySync, &[(N::Device, "match_any_sync"), (N::NumbaCuda, "match_any_sync")], &["mask", "value"], &[], Rule::Match, Op::Intrinsic(I::MatchAny), DEVICE_ONLY),
+    row(B::MatchAllSync, &[(N::Device, "match_all_sync"), (N::NumbaCuda, "match_all_sync")], &["mask", "value"], &[], Rule::Match, Op::Intrinsic(I::MatchAll), DEVICE_ONLY),
+    row(B::WarpMask, &[(N::Device, "WarpMask")], &["x"], &["0"], Rule::WarpMask, Op::Expr("warp mask"), HOST),
+    // Numeric intrinsics.
+    row(B::Popc, &[(N::Device, "popc"), (N::NumbaCuda, "popc")], &["x"], &[], Rule::Bits, Op::Intrinsic(I::Popc), HOST),
+    row(B::Brev, &[(N::Device, "brev"), (N::NumbaCuda, "brev")], &["x"], &[], Rule::Bits, Op::Intrinsic(I::Brev), HOST),
+    row(B::Clz, &[(N::Device, "clz"), (N::NumbaCuda, "clz")], &["x"], &[], Rule::Bits, Op::Intrinsic(I::Clz), HOST),
+    row(B::Ffs, &[(N::Device, "ffs"), (N::NumbaCuda, "ffs")], &["x"], &[], Rule::Bits, Op::Intrinsic(I::Ffs), HOST),
+    row(B::Cbrt, &[(N::Device, "cbrt"), (N::NumbaCuda, "cbrt")], &["a"], &[], Rule::FloatOp, Op::Intrinsic(I::Math(crate::ir::MathFn::Cbrt)), HOST),
+    row(B::Fma, &[(N::Device, "fma"), (N::NumbaCuda, "fma")], &["a", "b", "c"], &[], Rule::FloatOp, Op::Intrinsic(I::Fma), HOST),
+    row(B::Selp, &[(N::NumbaCuda, "selp")], &["cond", "a", "b"], &[], Rule::Selp, Op::Expr("select"), DEVICE_ONLY),
+    row(B::MathPair(I::Frexp), &[(N::Math, "frexp"), (N::NumbaLibdevice, "frexp"), (N::NumbaLibdevice, "frexpf")], &["x"], &[], Rule::MathPair, Op::Intrinsic(I::Frexp), DEVICE_ONLY),
+    row(B::MathPair(I::Ldexp), &[(N::Math, "ldexp"), (N::NumbaLibdevice, "ldexp"), (N::NumbaLibdevice, "ldexpf")], &["x", "i"], &[], Rule::MathPair, Op::Intrinsic(I::Ldexp), DEVICE_ONLY),
+    row(B::MathPair(I::Modf), &[(N::Math, "modf"), (N::NumbaLibdevice, "modf"), (N::NumbaLibdevice, "modff")], &["x"], &[], Rule::MathPair, Op::Intrinsic(I::Modf), DEVICE_ONLY),
+    row(B::MathPair(I::Sincos), &[(N::NumbaLibdevice, "sincos"), (N::NumbaLibdevice, "sincosf")], &["x"], &[], Rule::MathPair, Op::Intrinsic(I::Sincos), DEVICE_ONLY),
+    row(B::MathPair(I::Sad), &[(N::NumbaLibdevice, "sad")], &["x", "y", "z"], &[], Rule::MathPair, Op::Intrinsic(I::Sad), DEVICE_ONLY),
+    // Struct field types and target descriptions.
+    row(B::Align, &[(N::Device, "align")], &["t", "n"], &[], Rule::AlignType, Op::None, HOST),
+    row(B::Target, &[(N::Device, "target")], &["desc"], &[], Rule::TargetOnly, Op::None, HOST),
+    row(B::IsExactly, &[(N::Device, "is_exactly")], &["sm"], &[], Rule::TargetOnly, Op::None, HOST),
+    row(B::Provides, &[(N::Device, "provides")], &["sm"], &[], Rule::TargetOnly, Op::None, HOST),
+    entity(B::IsHost, &[(N::Device, "is_host")], HOST),
+    entity(B::IsDevice, &[(N::Device, "is_device")], HOST),
+    entity(B::AnyTarget, &[(N::Device, "any_target")], HOST),
+    entity(B::NoTarget, &[(N::Device, "no_target")], HOST),
+];
+
+/// The families of builtins named by another enum.
+pub static FAMILIES: &[Family] = &[
+    Family {
+        what: "vector types (`float32x4`, numba's `cuda.float4`)",
+        contains: |b| matches!(b, B::Vector(..)),
+        member: |ns, n| {
+            let v = match ns {
+                N::Device => super::vector_name(n),
+                N::NumbaCuda => super::vector_name(n).or_else(|| super::cuda_vector_alias(n)),
+                _ => None,
+            }?;
+            Some(B::Vector(v.0, v.1))
+        },
+        name: |b| match b {
+            B::Vector(s, n) => format!("{}x{n}", s.name()),
+            _ => String::new(),
+        },
+        namespaces: &[N::Device, N::NumbaCuda],
+        rule: Rule::Vector,
+        op: |_| Op::Expr("vector"),
+        host: HOST,
+    },
+    Family {
+        what: "number types (`float32`, numba's `f4`, `np.int64`)",
+        contains: |b| matches!(b, B::Scalar(_)),
+        member: scalar_member,
+        name: |b| match b {
+            B::Scalar(s) => s.name().into(),
+            _ => String::new(),
+        },
+        namespaces: &[
+            N::Device,
+            N::Numba,
+            N::NumbaTypes,
+            N::NumbaCuda,
+            N::NumbaBf16,
+            N::Numpy,
+        ],
+        rule: Rule::Conversion,
+        op: |_| Op::Expr("cast"),
+        host: HOST,
+    },
+    Family {
+        what: "architecture selectors (`sm_90`, `sm90`)",
+        contains: |b| matches!(b, B::Sm(_)),
+        member: |ns, n| {
+            let digits = n.strip_prefix("sm")?.trim_start_matches('_');
+            (ns == N::Device && !digits.is_empty())
+                .then(|| digits.parse().ok().map(B::Sm))
+                .flatten()
+        },
+        name: |b| match b {
+            B::Sm(n) => format!("sm_{n}"),
+            _ => String::new(),
+        },
+        namespaces: &[N::Device],
+        rule: Rule::NotCallable,
+        op: |_| Op::None,
+        host: HOST,
+    },
+    Family {
+        what: "functions of `math` (and numba's `cuda.libdevice`)",
+        contains: |b| matches!(b, B::Math(_)),
+        member: |ns, n| match ns {
+            N::Math => crate::ir::MathFn::from_name(n).map(B::Math),
+            N::NumbaLibdevice => crate::ir::MathFn::from_name(n)
+                .or_else(|| n.strip_suffix('f').and_then(crate::ir::MathFn::from_name))
+                .map(B::Math),
+            _ => None,
+        },
+        name: |b| match b {
+            B::Math(f) => format!("math.{}", f.name()),
+            _ => String::new(),
+        },
+        namespaces: &[N::Math, N::NumbaLibdevice],
+        rule: Rule::Math,
+        op: |b| match b {
+            B::Math(f) => Op::Intrinsic(I::Math(f)),
+            _ => Op::None,
+        },
+        host: HOST,
+    },
+    Family {
+        what: "functions of `cmath`",
+        contains: |b| matches!(b, B::Cmath(_)),
+        member: |ns, n| match (ns, n) {
+            (N::Cmath, "polar") => Some(B::Cmath(super::CmathFn::Polar)),
+            (N::Cmath, n) => {
+                crate::ir::ComplexOp::cmath(n).map(|op| B::Cmath(super::CmathFn::Op(op)))
+            }
+            _ => None,
+        },
+        name: |b| match b {
+            B::Cmath(super::CmathFn::Polar) => "cmath.polar".into(),
+            B::Cmath(super::CmathFn::Op(op)) => format!("cmath.{}", super::cmath_name(op)),
+            _ => String::new(),
+        },
+        namespaces: &[N::Cmath],
+        rule: Rule::Cmath,
+        op: |b| match b {
+            B::Cmath(super::CmathFn::Op(op)) => Op::Intrinsic(I::Complex(op)),
+            _ => Op::Expr("complex tuple"),
+        },
+        host: DEVICE_ONLY,
+    },
+    Family {
+        what: "functions of `operator`",
+        contains: |b| matches!(b, B::OperatorBinary(_) | B::OperatorUnary(_)),
+        member: |ns, n| {
+            (ns == N::Operator)
+                .then(|| super::operator_member(n))
+                .flatten()
+        },
+        name: |b| match b {
+            B::OperatorBinary(op) => format!("operator.{}", super::operator_name(op)),
+            B::OperatorUnary(u) => format!("operator.{}", u.name()),
+            _ => String::new(),
+        },
+        namespaces: &[N::Operator],
+        rule: Rule::OperatorBinary,
+        op: |_| Op::Expr("operator"),
+        host: HOST,
+    },
+    Family {
+        what: "numba's `cuda.fp16` and `cuda.bf16` arithmetic",
+        contains: |b| matches!(b, B::NumbaFp16(_) | B::NumbaBf16(_)),
+        member: |ns, n| match ns {
+            N::NumbaFp16 => super::numba_fp16_member(n),
+            N::NumbaBf16 => super::numba_bf16_member(n),
+            _ => None,
+        },
+        name: |b| match b {
+            B::NumbaFp16(op) => format!("fp16.{}", op.name()),
+            B::NumbaBf16(op) => format!("bf16.{}", op.name()),
+            _ => String::new(),
+        },
+        namespaces: &[N::NumbaFp16, N::NumbaBf16],
+        rule: Rule::Fp16,
+        op: |_| Op::Expr("half-precision arithmetic"),
+        host: DEVICE_ONLY,
+    },
+    Family {
+        what: "NumPy whole-array reductions (`np.sum(a)`)",
+        contains: |b| matches!(b, B::NpReduce(_)),
+        member: |ns, n| {
+            (ns == N::Numpy)
+                .then(|| crate::front::check::reduce::Reduce::from_function(n).map(B::NpReduce))
+                .flatten()
+        },
+        name: |b| match b {
+            B::NpReduce(r) => format!("np.{}", r.name()),
+            _ => String::new(),
+        },
+        namespaces: &[N::Numpy],
+        rule: Rule::NpReduce,
+        op: |_| Op::Expr("loop"),
+        host: DEVICE_ONLY,
+    },
+    Family {
+        what: "numba's `cuda.atomic.<op>` and cupyx's `jit.atomic_<op>`",
+        contains: |b| matches!(b, B::NumbaAtomic(_)),
+        member: |ns, n| {
+            // cupyx drops the trailing underscore: `jit.atomic_and`.
+            let (numba, n) = match ns {
+                N::NumbaAtomic => (true, n),
+                N::CupyxJit => (false, n.strip_prefix("atomic_")?),
+                _ => return None,
+            };
+            let op = AtomicOp::ALL.into_iter().find(|op| {
+                let m = op.method();
+                (if numba { m } else { m.trim_end_matches('_') }) == n
+            })?;
+            numba_atomic(op, numba).then_some(B::NumbaAtomic(op))
+        },
+        name: |b| match b {
+            B::NumbaAtomic(op) => format!("atomic.{}", op.method()),
+            _ => String::new(),
+        },
+        namespaces: &[N::NumbaAtomic, N::CupyxJit],
+        rule: Rule::NumbaAtomic,
+        op: |b| match b {
+            B::NumbaAtomic(op) => Op::Atomic(op),
+            _ => Op::None,
+        },
+        host: DEVICE_ONLY,
+    },
+];
+
+/// The atomic operations of numba's `cuda.atomic` (`numba`) and cupyx's `jit.atomic_*`.
+fn numba_atomic(op: AtomicOp, numba: bool) -> bool {
+    match op {
+        AtomicOp::Add
+        | AtomicOp::Sub
+        | AtomicOp::And
+        | AtomicOp::Or
+        | AtomicOp::Xor
+        | AtomicOp::Exch
+        | AtomicOp::Max
+        | AtomicOp::Min
+        | AtomicOp::Cas => true,
+        AtomicOp::NanMax | AtomicOp::NanMin | AtomicOp::Inc | AtomicOp::Dec => numba,
+        AtomicOp::Load | AtomicOp::Store | AtomicOp::Wait | AtomicOp::Notify => false,
+    }
+}
+
+/// A number type by its name in namespace `ns`.
+fn scalar_member(ns: N, n: &str) -> Option<Builtin> {
+    use crate::types::Scalar;
+    let s = match ns {
+        N::Device => Scalar::from_name(n).filter(|s| s.name() == n),
+        N::Numba | N::NumbaTypes | N::NumbaCuda => match n {
+            "int_" | "intp" => Some(Scalar::Int64),
+            "intc" => Some(Scalar::Int32),
+            "float_" => Some(Scalar::Float64),
+            n => Scalar::from_name(n),
+        },
+        // The exact widening and the round-to-nearest narrowing are the type conversions.
+        N::NumbaBf16 => match n {
+            "bfloat16_to_float32" => Some(Scalar::Float32),
+            "float32_to_bfloat16" | "float32_to_bfloat16_rn" => Some(Scalar::BFloat16),
+            _ => None,
+        },
+        N::Numpy => crate::front::numpy_scalar(n),
+        _ => None,
+    }?;
+    Some(B::Scalar(s))
+}
+
+/// The index of rows by spelling and by entity, built once per process.
+struct Index {
+    by_name: HashMap<(N, &'static str), usize>,
+    by_builtin: HashMap<Builtin, usize>,
+}
+
+fn index() -> &'static Index {
+    static INDEX: OnceLock<Index> = OnceLock::new();
+    INDEX.get_or_init(|| {
+        let mut by_name = HashMap::new();
+        let mut by_builtin = HashMap::new();
+        for (i, r) in ROWS.iter().enumerate() {
+            for &(ns, n) in r.names {
+                let dup = by_name.insert((ns, n), i);
+                debug_assert!(dup.is_none(), "{ns:?}.{n} is spelled by two rows");
+            }
+            let dup = by_builtin.insert(r.builtin, i);
+            debug_assert!(dup.is_none(), "{:?} has two rows", r.builtin);
+        }
+        Index {
+            by_name,
+            by_builtin,
+        }
+    })
+}
+
+/// The builtin namespace `ns` spells `name`, if any.
+pub fn member(ns: N, name: &str) -> Option<Builtin> {
+    if let Some(&i) = index().by_name.get(&(ns, name)) {
+        return Some(ROWS[i].builtin);
+    }
+    FAMILIES.iter().find_map(|f| (f.member)(ns, name))
+}
+
+/// What the table says about one builtin: its row, or its family.
+#[derive(Copy, Clone, Debug)]
+pub enum Entry {
+    /// A builtin with its own row.
+    Row(&'static Row),
+    /// A member of a family.
+    Family(&'static Family, Builtin),
+}
+
+impl Entry {
+    /// How a call is checked and typed.
+    pub fn rule(self) -> Rule {
+        match self {
+            Entry::Row(r) => r.rule,
+            Entry::Family(f, _) => f.rule,
+        }
+    }
+
+    /// What a call produces in the IR.
+    pub fn op(self) -> Op {
+        match self {
+            Entry::Row(r) => r.op,
+            Entry::Family(f, b) => (f.op)(b),
+        }
+    }
+
+    /// Whether the host can run a call.
+    pub fn host(self) -> bool {
+        match self {
+            Entry::Row(r) => r.host,
+            Entry::Family(f, _) => f.host,
+        }
+    }
+
+    /// The parameters, by name (a family's members check their own arguments: none here).
+    pub fn params(self) -> &'static [&'static str] {
+        match self {
+            Entry::Row(r) => r.params,
+            Entry::Family(..) => &[],
+        }
+    }
+
+    /// How many leading parameters a call must give.
+    pub fn required(self) -> usize {
+        match self {
+            Entry::Row(r) => r.required(),
+            Entry::Family(..) => 0,
+        }
+    }
+}
+
+/// The table's entry for `b`. Every builtin has one; `tests::every_builtin_has_an_entry`
+/// checks it.
+pub fn entry(b: Builtin) -> Entry {
+    if let Some(&i) = index().by_builtin.get(&b) {
+        return Entry::Row(&ROWS[i]);
+    }
+    match FAMILIES.iter().find(|f| (f.contains)(b)) {
+        Some(f) => Entry::Family(f, b),
+        // Unreachable while the table is complete (tested); a name that says so.
+        None => Entry::Row(&MISSING),
+    }
+}
+
+static MISSING: Row = row(
+    B::Kernel,
+    &[(N::Device, "<builtin missing from the table>")],
+    &[],
+    &[],
+    Rule::NotCallable,
+    Op::None,
+    DEVICE_ONLY,
+);
+
+/// The name diagnostics use for `b`: its first spelling, or its family's name for it.
+pub fn name(b: Builtin) -> String {
+    match entry(b) {
+        Entry::Row(r) => r.name().to_string(),
+        Entry::Family(f, b) => (f.name)(b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_row_is_found_by_each_of_its_spellings() {
+        for r in ROWS {
+            for &(ns, n) in r.names {
+                assert_eq!(member(ns, n), Some(r.builtin), "{ns:?}.{n}");
+            }
+            assert!(matches!(entry(r.builtin), Entry::Row(x) if std::ptr::eq(x, r)));
+        }
+    }
+
+    #[test]
+    fn every_family_member_belongs_to_its_family() {
+        let probes: &[(N, &str)] = &[
+            (N::Device, "float32"),
+            (N::Device, "float32x4"),
+            (N::Device, "sm_90"),
+            (N::Math, "sin"),
+            (N::NumbaLibdevice, "sinf"),
+            (N::Cmath, "exp"),
+            (N::Cmath, "polar"),
+            (N::Operator, "add"),
+            (N::Operator, "neg"),
+            (N::NumbaFp16, "hadd"),
+            (N::NumbaBf16, "hfma_relu"),
+            (N::Numpy, "sum"),
+            (N::NumbaAtomic, "inc"),
+            (N::CupyxJit, "atomic_add"),
+        ];
+        for &(ns, n) in probes {
+            let b = member(ns, n).unwrap_or_else(|| panic!("{ns:?}.{n}"));
+            let Entry::Family(f, _) = entry(b) else {
+                panic!("{ns:?}.{n} has a row, not a family");
+            };
+            assert!(f.namespaces.contains(&ns), "{ns:?}.{n}: {}", f.what);
+            assert!(!name(b).is_empty());
+        }
+        // cupyx has no `atomic_inc`; numba's `cuda.atomic` has `inc`.
+        assert_eq!(member(N::CupyxJit, "atomic_inc"), None);
+    }
+
+    #[test]
+    fn rows_spell_no_name_twice_and_have_sane_defaults() {
+        let mut seen = std::collections::HashSet::new();
+        for r in ROWS {
+            assert!(r.defaults.len() <= r.params.len(), "{}", r.name());
+            for &(ns, n) in r.names {
+                assert!(seen.insert((ns, n)), "{ns:?}.{n} is spelled twice");
+                // No family may also claim a row's spelling.
+                assert!(
+                    FAMILIES.iter().all(|f| (f.member)(ns, n).is_none()),
+                    "{ns:?}.{n} is both a row and a family member"
+                );
+            }
+        }
+    }
+}

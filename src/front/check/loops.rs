@@ -1,0 +1,773 @@
+//! `for` loops: over `range`, over arrays (numba), unrolled over tuples
+//! (`literal_unroll`) and over sequences.
+
+use super::*;
+use crate::diag::Code;
+
+impl FnCx<'_, '_> {
+    pub(super) fn for_range(&mut self, f: &ast::StmtFor, out: &mut Block) {
+        let span = sp(f);
+        if let ast::Expr::Call(c) = f.iter.as_ref()
+            && self.callee_item(&c.func) == Some(Item::Builtin(Builtin::LiteralUnroll))
+        {
+            return self.for_unroll(f, c, out);
+        }
+        let is_range = match f.iter.as_ref() {
+            ast::Expr::Call(c) => matches!(
+                self.callee_item(&c.func),
+                Some(Item::Builtin(Builtin::Range))
+            )
+            .then_some(c),
+            _ => None,
+        };
+        let Some(call) = is_range else {
+            if let ast::Expr::Tuple(_) | ast::Expr::Name(_) | ast::Expr::Attribute(_) =
+                f.iter.as_ref()
+            {
+                let v = self.expr(&f.iter);
+                match v {
+                    Value::Val(v) if matches!(v.ty, Type::Tuple(_) | Type::Vector { .. }) => {
+                        if !f.orelse.is_empty() {
+                            self.error(
+                                Code::E0303,
+                                sp(&f.orelse[0]),
+                                "`for ... else` over a tuple is not supported in device code",
+                            );
+                        }
+                        return self.for_sequence(f, v, out);
+                    }
+                    Value::Err => return,
+                    _ => {}
+                }
+            }
+            if self.s.m.rules().iterate_arrays && self.for_arrays(f, out) {
+                return;
+            }
+            self.diags.push(
+                Diagnostic::error(
+                    Code::E0304,
+                    sp(f.iter.as_ref()),
+                    "device code can only loop over `range(...)`",
+                )
+                .with_note("write `for i in range(len(a)):` and index the array"),
+            );
+            return;
+        };
+        if !matches!(f.target.as_ref(), ast::Expr::Name(_)) {
+            self.error(
+                Code::E0301,
+                sp(f.target.as_ref()),
+                "the target of a `for` loop over `range` must be a single name",
+            );
+            return;
+        }
+        let args = &call.arguments;
+        if !args.keywords.is_empty() || args.args.is_empty() || args.args.len() > 3 {
+            self.error(
+                Code::E0107,
+                sp(call),
+                "`range` takes 1 to 3 positional arguments",
+            );
+            return;
+        }
+        let mut vals = Vec::new();
+        for a in args.args.iter() {
+            let v = self.expr(a);
+            let Some(v) = self.value_of(v) else { return };
+            match v.ty {
+                Type::Scalar(s) if s.is_integer() => vals.push(v),
+                ref other => {
+                    self.error(
+                        Code::E0207,
+                        v.span,
+                        format!("`range` arguments must be integers, found {other}"),
+                    );
+                    return;
+                }
+            }
+        }
+        let (start, stop, step) = match vals.len() {
+            1 => {
+                let z = self.const_val(&Const::Int(0), span);
+                let o = self.const_val(&Const::Int(1), span);
+                let (Some(z), Some(o)) = (z, o) else { return };
+                (z, vals.remove(0), o)
+            }
+            2 => {
+                let o = self.const_val(&Const::Int(1), span);
+                let Some(o) = o else { return };
+                let b = vals.remove(1);
+                (vals.remove(0), b, o)
+            }
+            _ => {
+                let c = vals.remove(2);
+                let b = vals.remove(1);
+                (vals.remove(0), b, c)
+            }
+        };
+        // The loop variable's type: weak if all three are, else their promotion.
+        let strong: Vec<Scalar> = [&start, &stop, &step]
+            .iter()
+            .filter(|v| v.weak.is_none())
+            .filter_map(|v| v.ty.as_scalar())
+            .collect();
+        let (ty, weak) = match strong.split_first() {
+            None => (self.s.defaults.int, Some(Weak::Int)),
+            // int64 with uint64 promotes to float64; `range` counts in int64 then, as numba's
+            // `range_state64` does (it converts a uint64 argument to int64).
+            Some((first, rest)) => match rest.iter().fold(*first, |a, b| promote(a, *b)) {
+                t if t.is_integer() => (t, None),
+                _ => (Scalar::Int64, None),
+            },
+        };
+        let step_sign = step
+            .konst
+            .as_ref()
+            .and_then(|c| c.as_int())
+            .map(|i| i.signum());
+        // A step known to be >= 0 (e.g. `grid_size(1)`) only ever counts up.
+        let counts_up = step_sign == Some(1) || (step_sign.is_none() && step.nonneg);
+        if step_sign == Some(0) {
+            self.error(Code::E0208, step.span, "`range` step must not be zero");
+            return;
+        }
+        let tty = Type::Scalar(ty);
+        let snapshot = |cx: &mut Self, v: &Val, out: &mut Block| -> Option<Handle<Expr>> {
+            let e = cx.convert(v, ty)?;
+            if matches!(cx.exprs[e], Expr::Literal(_)) {
+                return Some(e);
+            }
+            let t = cx.new_temp(tty.clone(), v.span);
+            out.push(Stmt {
+                kind: StmtKind::Assign(t, e),
+                span,
+            });
+            Some(cx.push(Expr::Local(t), tty.clone(), v.span))
+        };
+        let Some(start_e) = snapshot(self, &start, out) else {
+            return;
+        };
+        let Some(stop_e) = snapshot(self, &stop, out) else {
+            return;
+        };
+        let Some(step_e) = snapshot(self, &step, out) else {
+            return;
+        };
+        let bool_t = Type::Scalar(Scalar::Bool);
+        let copy = |cx: &mut Self, e: Handle<Expr>| {
+            cx.push(
+                cx.exprs[e].clone(),
+                cx.types[e.index()].clone(),
+                cx.exprs.span(e),
+            )
+        };
+        let lit =
+            |cx: &mut Self, v: i128| cx.push(Expr::Literal(Literal::Int(v)), tty.clone(), span);
+        let bin = |cx: &mut Self, op: BinaryOp, a: Handle<Expr>, b: Handle<Expr>| {
+            let t = if op.is_comparison() {
+                bool_t.clone()
+            } else {
+                tty.clone()
+            };
+            cx.push(Expr::Binary(op, a, b), t, span)
+        };
+        // With a constant step the counter itself is the induction variable. With a step known
+        // only at run time, count the iterations first, as CPython's range does, and derive
+        // the value from the count: the optimizer can then compute the trip count and unroll
+        // (a grid-stride loop otherwise keeps one load in flight per warp).
+        let counted = step_sign.is_none();
+        let ctr = self.new_temp(tty.clone(), span);
+        let (cond, value) = if counted {
+            let select = |cx: &mut Self, cond, then, otherwise| {
+                cx.push(
+                    Expr::Select {
+                        cond,
+                        then,
+                        otherwise,
+                    },
+                    tty.clone(),
+                    span,
+                )
+            };
+            // Iterations from `lo` up to `hi` by `step` (> 0):
+            // (hi - lo - 1) // step + 1 when hi > lo, else 0.
+            let count_between =
+                |cx: &mut Self, hi: Handle<Expr>, lo: Handle<Expr>, step: Handle<Expr>| {
+                    let (h, l) = (copy(cx, hi), copy(cx, lo));
+                    let d = bin(cx, BinaryOp::Sub, h, l);
+                    let one = lit(cx, 1);
+                    let d1 = bin(cx, BinaryOp::Sub, d, one);
+                    let q = bin(cx, BinaryOp::FloorDiv, d1, step);
+                    let one = lit(cx, 1);
+                    let n = bin(cx, BinaryOp::Add, q, one);
+                    let (h, l) = (copy(cx, hi), copy(cx, lo));
+                    let nonempty = bin(cx, BinaryOp::Gt, h, l);
+                    let zero = lit(cx, 0);
+                    select(cx, nonempty, n, zero)
+                };
+            let step = copy(self, step_e);
+            let up = count_between(self, stop_e, start_e, step);
+            let (s0, zero) = (copy(self, step_e), lit(self, 0));
+            let positive = bin(self, BinaryOp::Gt, s0, zero);
+            let down = if counts_up {
+                lit(self, 0)
+            } else {
+                let (s1, zero) = (copy(self, step_e), lit(self, 0));
+                let neg_step = bin(self, BinaryOp::Sub, zero, s1);
+                let down = count_between(self, start_e, stop_e, neg_step);
+                let (s2, zero) = (copy(self, step_e), lit(self, 0));
+                let negative = bin(self, BinaryOp::Lt, s2, zero);
+                let zero = lit(self, 0);
+                select(self, negative, down, zero)
+            };
+            // A zero step counts no iterations (Python raises ValueError).
+            let total = select(self, positive, up, down);
+            let count = self.new_temp(tty.clone(), span);
+            out.push(Stmt {
+                kind: StmtKind::Assign(count, total),
+                span,
+            });
+            let zero = lit(self, 0);
+            out.push(Stmt {
+                kind: StmtKind::Assign(ctr, zero),
+                span,
+            });
+            let c = self.push(Expr::Local(ctr), tty.clone(), span);
+            let n = self.push(Expr::Local(count), tty.clone(), span);
+            let cond = bin(self, BinaryOp::Lt, c, n);
+            // value = start + counter * step
+            let c = self.push(Expr::Local(ctr), tty.clone(), span);
+            let st = copy(self, step_e);
+            let off = bin(self, BinaryOp::Mul, c, st);
+            let b = copy(self, start_e);
+            (cond, bin(self, BinaryOp::Add, b, off))
+        } else {
+            out.push(Stmt {
+                kind: StmtKind::Assign(ctr, start_e),
+                span,
+            });
+            let c = self.push(Expr::Local(ctr), tty.clone(), span);
+            let stop = copy(self, stop_e);
+            let op = if step_sign == Some(1) {
+                BinaryOp::Lt
+            } else {
+                BinaryOp::Gt
+            };
+            let cond = bin(self, op, c, stop);
+            (cond, self.push(Expr::Local(ctr), tty.clone(), span))
+        };
+        // `for … else`: a flag, true until a `break` of this loop clears it.
+        let else_flag = if f.orelse.is_empty() {
+            None
+        } else {
+            let bool_t = Type::Scalar(Scalar::Bool);
+            let flag = self.new_temp(bool_t.clone(), span);
+            let yes = self.push(Expr::Literal(Literal::Bool(true)), bool_t, span);
+            out.push(Stmt {
+                kind: StmtKind::Assign(flag, yes),
+                span,
+            });
+            self.else_flags.push((self.loops + 1, flag));
+            Some(flag)
+        };
+        self.loops += 1;
+        let mut names = HashSet::new();
+        assigned_names(&f.body, &mut names);
+        self.loop_assigned.push(names);
+        let mut body = Vec::new();
+        let mut iv = self.val(value, tty.clone(), sp(f.target.as_ref()));
+        iv.weak = weak;
+        iv.nonneg = start.nonneg && counts_up;
+        self.assign(&f.target, iv, &mut body);
+        body.extend(self.block(&f.body));
+        self.loops -= 1;
+        self.loop_assigned.pop();
+        if else_flag.is_some() {
+            self.else_flags.pop();
+        }
+        let c = self.push(Expr::Local(ctr), tty.clone(), span);
+        let st = if counted {
+            lit(self, 1)
+        } else {
+            copy(self, step_e)
+        };
+        let inc = self.push(Expr::Binary(BinaryOp::AddNoWrap, c, st), tty.clone(), span);
+        out.push(Stmt {
+            kind: StmtKind::Loop {
+                cond,
+                body,
+                continuing: vec![Stmt {
+                    kind: StmtKind::Assign(ctr, inc),
+                    span,
+                }],
+            },
+            span,
+        });
+        if let Some(flag) = else_flag {
+            let cond = self.push(Expr::Local(flag), Type::Scalar(Scalar::Bool), span);
+            let then = self.block(&f.orelse);
+            out.push(Stmt {
+                kind: StmtKind::If {
+                    cond,
+                    then,
+                    otherwise: Vec::new(),
+                },
+                span,
+            });
+        }
+    }
+
+    /// The iterable of a `for` over arrays: a 1-D array of numbers or a tuple of one element
+    /// type (by its temp), or `enumerate`/`zip` of such iterables.
+    fn array_iterable(&mut self, e: &ast::Expr, arrays: &mut Vec<Val>) -> Option<ArrayIter> {
+        if let ast::Expr::Call(c) = e
+            && let ast::Expr::Name(n) = c.func.as_ref()
+            && matches!(n.id.as_str(), "enumerate" | "zip")
+            && self.callee_item(&c.func).is_none()
+            && c.arguments.keywords.is_empty()
+        {
+            let args = &c.arguments.args;
+            if n.id.as_str() == "enumerate" {
+                let [inner] = &args[..] else {
+                    return None;
+                };
+                let it = self.array_iterable(inner, arrays)?;
+                return Some(ArrayIter::Enumerate(Box::new(it)));
+            }
+            if args.is_empty() {
+                return None;
+            }
+            let mut items = Vec::new();
+            for a in args.iter() {
+                items.push(self.array_iterable(a, arrays)?);
+            }
+            return Some(ArrayIter::Zip(items));
+        }
+        if !matches!(e, ast::Expr::Name(_) | ast::Expr::Attribute(_)) {
+            return None;
+        }
+        let v = match self.expr(e) {
+            Value::Val(v) => v,
+            c @ Value::Item(Item::Const(_), _) => self.value_of(c)?,
+            _ => return None,
+        };
+        match &v.ty {
+            Type::Array(at) if at.ndim == 1 && at.dtype.scalar().is_some() => {
+                arrays.push(v);
+                Some(ArrayIter::Array(arrays.len() - 1))
+            }
+            Type::Tuple(ts) if ts.first().is_some_and(|t| ts.iter().all(|u| u == t)) => {
+                let n = ts.len();
+                arrays.push(v);
+                Some(ArrayIter::Tuple(arrays.len() - 1, n))
+            }
+            _ => None,
+        }
+    }
+
+    /// Binds a `for` target to iteration `ctr` of `it`: an array's element, `enumerate`'s
+    /// `(index, item)`, `zip`'s items, unpacked into the target's names.
+    fn bind_array_target(
+        &mut self,
+        target: &ast::Expr,
+        it: &ArrayIter,
+        temps: &[(Handle<Local>, Type)],
+        ctr: Handle<Local>,
+        body: &mut Block,
+    ) -> Option<()> {
+        let span = sp(target);
+        let i64t = Type::Scalar(Scalar::Int64);
+        let parts: Vec<&ast::Expr> = match target {
+            ast::Expr::Tuple(t) => t.elts.iter().collect(),
+            ast::Expr::List(l) => l.elts.iter().collect(),
+            _ => Vec::new(),
+        };
+        match it {
+            ArrayIter::Array(i) => {
+                let (tmp, ty) = &temps[*i];
+                let Type::Array(at) = ty else {
+                    return None;
+                };
+                let dtype = at.dtype.scalar()?;
+                let a = self.push(Expr::Local(*tmp), ty.clone(), span);
+                let k = self.push(Expr::Local(ctr), i64t, span);
+                let load = self.push(
+                    Expr::Load {
+                        array: a,
+                        indices: vec![Index {
+                            value: k,
+                            wrap: false,
+                        }],
+                    },
+                    Type::Scalar(dtype),
+                    span,
+                );
+                let v = self.val(load, Type::Scalar(dtype), span);
+                self.assign(target, v, body);
+                Some(())
+            }
+            ArrayIter::Tuple(i, n) => {
+                let (tmp, ty) = &temps[*i];
+                let Type::Tuple(ts) = ty else {
+                    return None;
+                };
+                let ety = ts.first()?.clone();
+                let bool_t = Type::Scalar(Scalar::Bool);
+                // element `ctr`: a chain of selects the optimizer folds once unrolled
+                let t = self.push(Expr::Local(*tmp), ty.clone(), span);
+                let mut acc = self.push(Expr::Extract(t, (*n - 1) as u32), ety.clone(), span);
+                for k in (0..*n - 1).rev() {
+                    let c = self.push(Expr::Local(ctr), i64t.clone(), span);
+                    let kk = self.push(Expr::Literal(Literal::Int(k as i128)), i64t.clone(), span);
+                    let is_k = self.push(Expr::Binary(BinaryOp::Eq, c, kk), bool_t.clone(), span);
+                    let t = self.push(Expr::Local(*tmp), ty.clone(), span);
+                    let ek = self.push(Expr::Extract(t, k as u32), ety.clone(), span);
+                    acc = self.push(
+                        Expr::Select {
+                            cond: is_k,
+                            then: ek,
+                            otherwise: acc,
+                        },
+                        ety.clone(),
+                        span,
+                    );
+                }
+                let v = self.val(acc, ety, span);
+                self.assign(target, v, body);
+                Some(())
+            }
+            ArrayIter::Enumerate(inner) => {
+                let [first, second] = &parts[..] else {
+                    self.error(
+                        Code::E0301,
+                        span,
+                        "the target of a `for` over `enumerate(...)` must be two names: `i, x`",
+                    );
+                    return None;
+                };
+                let k = self.push(Expr::Local(ctr), i64t.clone(), span);
+                let mut kv = self.val(k, i64t, span);
+                kv.nonneg = true;
+                self.assign(first, kv, body);
+                self.bind_array_target(second, inner, temps, ctr, body)
+            }
+            ArrayIter::Zip(items) => {
+                if parts.len() != items.len() {
+                    self.error(
+                        Code::E0301,
+                        span,
+                        format!(
+                            "the target of a `for` over `zip(...)` of {} iterables must be {} names",
+                            items.len(),
+                            items.len()
+                        ),
+                    );
+                    return None;
+                }
+                for (t, it) in parts.into_iter().zip(items) {
+                    self.bind_array_target(t, it, temps, ctr, body)?;
+                }
+                Some(())
+            }
+        }
+    }
+
+    /// `for x in a:`, `for i, x in enumerate(a):`, `for x, y in zip(a, b):` (nested too) over
+    /// 1-D arrays of numbers and tuples of one element type (numba dialect): a counted loop
+    /// over `min(len(a), len(b), …)` that loads element `i`. False when the iterable is not
+    /// one of these (the caller reports E0304).
+    fn for_arrays(&mut self, f: &ast::StmtFor, out: &mut Block) -> bool {
+        let span = sp(f);
+        let mut arrays = Vec::new();
+        let Some(it) = self.array_iterable(&f.iter, &mut arrays) else {
+            return false;
+        };
+        if !f.orelse.is_empty() {
+            self.error(
+                Code::E0303,
+                sp(&f.orelse[0]),
+                "`for ... else` over arrays is not supported in device code",
+            );
+            return true;
+        }
+        let i64t = Type::Scalar(Scalar::Int64);
+        let bool_t = Type::Scalar(Scalar::Bool);
+        let mut temps = Vec::new();
+        for a in &arrays {
+            let t = self.new_temp(a.ty.clone(), span);
+            out.push(Stmt {
+                kind: StmtKind::Assign(t, a.e),
+                span,
+            });
+            temps.push((t, a.ty.clone()));
+        }
+        // n = min of the lengths
+        let count = self.new_temp(i64t.clone(), span);
+        for (j, (t, ty)) in temps.iter().enumerate() {
+            let len = if let Type::Tuple(ts) = ty {
+                let n = ts.len() as i128;
+                self.push(Expr::Literal(Literal::Int(n)), i64t.clone(), span)
+            } else {
+                let a = self.push(Expr::Local(*t), ty.clone(), span);
+                self.push(Expr::ArrayProp(a, ArrayProp::Shape(0)), i64t.clone(), span)
+            };
+            let v = if j == 0 {
+                len
+            } else {
+                let cur = self.push(Expr::Local(count), i64t.clone(), span);
+                let len2 = self.push(self.exprs[len].clone(), i64t.clone(), span);
+                let lt = self.push(Expr::Binary(BinaryOp::Lt, len, cur), bool_t.clone(), span);
+                let cur2 = self.push(Expr::Local(count), i64t.clone(), span);
+                self.push(
+                    Expr::Select {
+                        cond: lt,
+                        then: len2,
+                        otherwise: cur2,
+                    },
+                    i64t.clone(),
+                    span,
+                )
+            };
+            out.push(Stmt {
+                kind: StmtKind::Assign(count, v),
+                span,
+            });
+        }
+        let ctr = self.counter_from_zero(&i64t, span, out);
+        let c = self.push(Expr::Local(ctr), i64t.clone(), span);
+        let n = self.push(Expr::Local(count), i64t.clone(), span);
+        let cond = self.push(Expr::Binary(BinaryOp::Lt, c, n), bool_t, span);
+        self.loops += 1;
+        let mut names = HashSet::new();
+        assigned_names(&f.body, &mut names);
+        self.loop_assigned.push(names);
+        let mut body = Vec::new();
+        let bound = self.bind_array_target(&f.target, &it, &temps, ctr, &mut body);
+        if bound.is_some() {
+            body.extend(self.block(&f.body));
+        }
+        self.loops -= 1;
+        self.loop_assigned.pop();
+        if bound.is_none() {
+            return true;
+        }
+        let c = self.push(Expr::Local(ctr), i64t.clone(), span);
+        let one = self.push(Expr::Literal(Literal::Int(1)), i64t.clone(), span);
+        let inc = self.push(Expr::Binary(BinaryOp::AddNoWrap, c, one), i64t, span);
+        out.push(Stmt {
+            kind: StmtKind::Loop {
+                cond,
+                body,
+                continuing: vec![Stmt {
+                    kind: StmtKind::Assign(ctr, inc),
+                    span,
+                }],
+            },
+            span,
+        });
+        true
+    }
+
+    /// `for x in literal_unroll(t):` (§4.6.1): over a compile-time constant tuple, the body
+    /// is checked and emitted once per element with `x` bound to that element (so the
+    /// elements may have different types: arrays of different shapes, numbers of different
+    /// types); over a run-time tuple of one element type, an ordinary loop over it.
+    fn for_unroll(&mut self, f: &ast::StmtFor, c: &ast::ExprCall, out: &mut Block) {
+        let Some(a) = self.bind(c, "literal_unroll", &["container"], 1) else {
+            return;
+        };
+        let Some(arg) = a[0] else { return };
+        let v = self.expr(arg);
+        let Some(v) = self.value_of(v) else { return };
+        if !f.orelse.is_empty() {
+            self.error(
+                Code::E0303,
+                sp(&f.orelse[0]),
+                "`for ... else` over `literal_unroll` is not supported in device code",
+            );
+            return;
+        }
+        let items = match &v.konst {
+            Some(Const::Tuple(items)) => items.clone(),
+            _ => {
+                if matches!(&v.ty, Type::Tuple(ts) if ts.windows(2).all(|w| w[0] == w[1])) {
+                    return self.for_sequence(f, v, out);
+                }
+                self.diags.push(
+                    Diagnostic::error(
+                        Code::E0306,
+                        v.span,
+                        format!(
+                            "`literal_unroll` needs a tuple known at compile time when its elements have different types, found {}",
+                            v.ty
+                        ),
+                    )
+                    .with_note("a module-level tuple of constants (numbers, constant arrays) is one"),
+                );
+                return;
+            }
+        };
+        let ast::Expr::Name(target) = f.target.as_ref() else {
+            self.error(
+                Code::E0301,
+                sp(f.target.as_ref()),
+                "the target of a `for` loop over `literal_unroll` must be a single name",
+            );
+            return;
+        };
+        if let Some(jump) = loop_jump(&f.body) {
+            self.diags.push(
+                Diagnostic::error(
+                    Code::E0307,
+                    jump,
+                    "`break` and `continue` are not supported in a loop over `literal_unroll`",
+                )
+                .with_note(
+                    "the body is repeated once per element at compile time; use an `if` instead",
+                ),
+            );
+            return;
+        }
+        let name = target.id.to_string();
+        let saved = self.statics.remove(&name);
+        for item in items {
+            self.statics.insert(name.clone(), Item::Const(item));
+            let body = self.block(&f.body);
+            out.extend(body);
+        }
+        self.statics.remove(&name);
+        if let Some(s) = saved {
+            self.statics.insert(name, s);
+        }
+    }
+
+    /// `for x in (a, b, c):` over a tuple or vector whose elements have one type: a counted
+    /// loop that picks element `i` (the optimizer unrolls it), so `break` and `continue` work.
+    fn for_sequence(&mut self, f: &ast::StmtFor, v: Val, out: &mut Block) {
+        let span = sp(f);
+        let elems: Vec<Type> = match &v.ty {
+            Type::Tuple(ts) => ts.clone(),
+            Type::Vector { elem, len } => vec![Type::Scalar(*elem); *len as usize],
+            _ => return,
+        };
+        let Some(ety) = elems.first().cloned() else {
+            return;
+        };
+        if elems.iter().any(|t| *t != ety) {
+            self.diags.push(
+                Diagnostic::error(Code::E0304, v.span, format!("a `for` loop can only iterate over a tuple whose elements have one type, not {}", v.ty))
+                    .with_note("unpack the tuple, or convert its elements to one type"),
+            );
+            return;
+        }
+        let n = elems.len();
+        let (weak, nonneg) = match &v.konst {
+            Some(Const::Tuple(items)) => (
+                items
+                    .iter()
+                    .all(|c| matches!(c, Const::Int(_)))
+                    .then_some(Weak::Int)
+                    .or_else(|| {
+                        items
+                            .iter()
+                            .all(|c| matches!(c, Const::Int(_) | Const::Float(_)))
+                            .then_some(Weak::Float)
+                    }),
+                items.iter().all(|c| c.as_int().is_some_and(|i| i >= 0)),
+            ),
+            _ => (None, v.nonneg),
+        };
+        if !matches!(f.target.as_ref(), ast::Expr::Name(_)) {
+            self.error(
+                Code::E0301,
+                sp(f.target.as_ref()),
+                "the target of this `for` loop must be a single name",
+            );
+            return;
+        }
+        let i32t = Type::Scalar(Scalar::Int32);
+        let bool_t = Type::Scalar(Scalar::Bool);
+        let tmp = self.new_temp(v.ty.clone(), v.span);
+        out.push(Stmt {
+            kind: StmtKind::Assign(tmp, v.e),
+            span,
+        });
+        let ctr = self.counter_from_zero(&i32t, span, out);
+        let c = self.push(Expr::Local(ctr), i32t.clone(), span);
+        let lim = self.push(Expr::Literal(Literal::Int(n as i128)), i32t.clone(), span);
+        let cond = self.push(Expr::Binary(BinaryOp::Lt, c, lim), bool_t.clone(), span);
+        self.loops += 1;
+        let mut names = HashSet::new();
+        assigned_names(&f.body, &mut names);
+        self.loop_assigned.push(names);
+        let mut body = Vec::new();
+        let t = self.push(Expr::Local(tmp), v.ty.clone(), span);
+        let mut acc = self.push(Expr::Extract(t, (n - 1) as u32), ety.clone(), span);
+        for k in (0..n - 1).rev() {
+            let c = self.push(Expr::Local(ctr), i32t.clone(), span);
+            let kk = self.push(Expr::Literal(Literal::Int(k as i128)), i32t.clone(), span);
+            let is_k = self.push(Expr::Binary(BinaryOp::Eq, c, kk), bool_t.clone(), span);
+            let t = self.push(Expr::Local(tmp), v.ty.clone(), span);
+            let ek = self.push(Expr::Extract(t, k as u32), ety.clone(), span);
+            acc = self.push(
+                Expr::Select {
+                    cond: is_k,
+                    then: ek,
+                    otherwise: acc,
+                },
+                ety.clone(),
+                span,
+            );
+        }
+        let mut iv = self.val(acc, ety.clone(), sp(f.target.as_ref()));
+        iv.weak = weak;
+        iv.nonneg = nonneg;
+        self.assign(&f.target, iv, &mut body);
+        body.extend(self.block(&f.body));
+        self.loops -= 1;
+        self.loop_assigned.pop();
+        let c = self.push(Expr::Local(ctr), i32t.clone(), span);
+        let one = self.push(Expr::Literal(Literal::Int(1)), i32t.clone(), span);
+        let inc = self.push(
+            Expr::Binary(BinaryOp::AddNoWrap, c, one),
+            i32t.clone(),
+            span,
+        );
+        out.push(Stmt {
+            kind: StmtKind::Loop {
+                cond,
+                body,
+                continuing: vec![Stmt {
+                    kind: StmtKind::Assign(ctr, inc),
+                    span,
+                }],
+            },
+            span,
+        });
+    }
+}
+
+/// What a `for` over arrays iterates (see `for_arrays`).
+enum ArrayIter {
+    /// Element `i` of the array with this index among the loop's arrays.
+    Array(usize),
+    /// Element `i` of the tuple (of one element type) with this index, and its length.
+    Tuple(usize, usize),
+    /// `enumerate(inner)`: `(i, inner's item)`.
+    Enumerate(Box<ArrayIter>),
+    /// `zip(a, b, …)`: the items of each.
+    Zip(Vec<ArrayIter>),
+}
+
+/// The first `break` or `continue` of `body` that belongs to the loop `body` is the body of
+/// (not to a loop nested in it).
+fn loop_jump(body: &[ast::Stmt]) -> Option<Span> {
+    body.iter().find_map(|s| match s {
+        ast::Stmt::Break(_) | ast::Stmt::Continue(_) => Some(sp(s)),
+        ast::Stmt::If(i) => loop_jump(&i.body)
+            .or_else(|| i.elif_else_clauses.iter().find_map(|c| loop_jump(&c.body))),
+        ast::Stmt::With(w) => loop_jump(&w.body),
+        ast::Stmt::Try(t) => loop_jump(&t.body),
+        _ => None,
+    })
+}

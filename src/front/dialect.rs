@@ -1,0 +1,106 @@
+//! The dialects a module can be written in, and the rules that differ between them.
+//!
+//! A module's [`Dialect`] is decided by its imports (numba's, cupyx's, or neither); the
+//! checker reads the dialect's [`Rules`] by name (`self.s.m.rules().unify_assignments`),
+//! never the dialect itself, so a rule that two dialects share is one field and a new
+//! dialect is one more [`Rules`] value. docs/semantics.md records each rule's reason.
+
+use crate::types::promote::Defaults;
+
+/// The dialect of a module.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Dialect {
+    /// The draft `cuda.device` specification.
+    #[default]
+    CudaDevice,
+    /// numba-cuda: the module imports `numba`.
+    Numba,
+    /// cupyx.jit: the module imports `cupyx` (and not `numba`).
+    Cupyx,
+}
+
+/// The rules in which the dialects differ; each field is read where its rule applies.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Rules {
+    /// The types of Python's `int`, `float` and `complex` (and of their literals).
+    pub defaults: Defaults,
+    /// A local takes the promotion of all its assignments' types (numba), where
+    /// `cuda.device` requires them to agree.
+    pub unify_assignments: bool,
+    /// A local's type is fixed by its first assignment; later ones convert to it under
+    /// NumPy's `same_kind` casting (cupyx).
+    pub fixed_local_types: bool,
+    /// `r = recs[i]` is a reference into the array and record parameters live in memory
+    /// (numba's records, like NumPy's), where `cuda.device` copies.
+    pub records_by_reference: bool,
+    /// Thread-positioning objects and constants passed to a device function are
+    /// compile-time arguments the callee is specialized on, and an `if` on one keeps only
+    /// the branch taken (numba, §15.1).
+    pub static_arguments: bool,
+    /// A device function with one explicit signature converts its number arguments to it,
+    /// unsafe casts included (numba's device calls, §15.3).
+    pub signature_converts_arguments: bool,
+    /// `for x in array` iterates over the array's first axis (numba).
+    pub iterate_arrays: bool,
+    /// Integer arithmetic narrower than 64 bits widens to `intp` (numba's NBEP 1).
+    pub widen_integer_arithmetic: bool,
+    /// `int.bit_count()` is `popc` (numba).
+    pub int_bit_count: bool,
+    /// A vector constructor takes vectors as well as numbers, flattening them (numba).
+    pub vectors_from_vectors: bool,
+}
+
+const CUDA_DEVICE: Rules = Rules {
+    defaults: Defaults::CUDA_DEVICE,
+    unify_assignments: false,
+    fixed_local_types: false,
+    records_by_reference: false,
+    static_arguments: false,
+    signature_converts_arguments: false,
+    iterate_arrays: false,
+    widen_integer_arithmetic: false,
+    int_bit_count: false,
+    vectors_from_vectors: false,
+};
+
+const NUMBA: Rules = Rules {
+    defaults: Defaults::NUMBA,
+    unify_assignments: true,
+    fixed_local_types: false,
+    records_by_reference: true,
+    static_arguments: true,
+    signature_converts_arguments: true,
+    iterate_arrays: true,
+    widen_integer_arithmetic: true,
+    int_bit_count: true,
+    vectors_from_vectors: true,
+};
+
+/// cupyx.jit: `cuda.device`'s rules (its `rawkernel(mode='cuda')` types a Python `int` as
+/// `int32` and a `float` as `float32`, as CUDA C++ literals are), with fixed local types.
+const CUPYX: Rules = Rules {
+    fixed_local_types: true,
+    ..CUDA_DEVICE
+};
+
+impl Dialect {
+    /// The dialect's rules.
+    pub const fn rules(self) -> &'static Rules {
+        match self {
+            Dialect::CudaDevice => &CUDA_DEVICE,
+            Dialect::Numba => &NUMBA,
+            Dialect::Cupyx => &CUPYX,
+        }
+    }
+
+    /// The dialect of a module that also imports `module`: numba's for `numba` and its
+    /// submodules, cupyx's for `cupyx` (unless numba's was seen: numba's rules win).
+    pub fn with_import(self, module: &str) -> Dialect {
+        let head = module.split('.').next().unwrap_or(module);
+        match head {
+            "numba" => Dialect::Numba,
+            "cupyx" if self == Dialect::CudaDevice => Dialect::Cupyx,
+            _ => self,
+        }
+    }
+}
