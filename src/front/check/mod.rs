@@ -684,6 +684,24 @@ impl<'s, 'm> FnCx<'s, 'm> {
 // ---- helpers ------------------------------------------------------------------------------
 
 impl FnCx<'_, '_> {
+    /// Whether this pass has reported an error, here or in a function it called: a check
+    /// that gives up without a value (`Value::Err`, `None`) must make this true.
+    fn has_failed(&self) -> bool {
+        self.diags
+            .iter()
+            .any(|d| d.severity == crate::diag::Severity::Error)
+            || self.callees.iter().any(|k| {
+                self.s
+                    .instances
+                    .get(k)
+                    .is_some_and(|i| i.handle.is_none())
+            })
+            || !self.s.diags.is_empty()
+            // A read before any assignment is reported (or the body checked again) at
+            // the end of the pass.
+            || !self.unresolved.is_empty()
+    }
+
     fn error(&mut self, code: &str, span: Span, msg: impl Into<String>) {
         self.diags.push(Diagnostic::error(code, span, msg));
     }
@@ -961,7 +979,14 @@ impl FnCx<'_, '_> {
     fn value_of(&mut self, v: Value) -> Option<Val> {
         match v {
             Value::Val(v) => Some(v),
-            Value::Err => None,
+            Value::Err => {
+                debug_assert!(
+                    self.has_failed(),
+                    "a failed check reported no error (a checker path drops code silently) in `{}`",
+                    self.decl.name
+                );
+                None
+            }
             Value::Item(item, span) => match item {
                 Item::Const(c) => self.const_val(&c, span),
                 Item::Builtin(b @ (Builtin::LaneId | Builtin::WarpSize)) => {

@@ -83,6 +83,21 @@ pub(super) fn contains_call(e: &ast::Expr) -> bool {
     v.0
 }
 
+/// Whether a statement must leave IR behind when it checks without error: an assignment to
+/// an attribute or an element, or a call evaluated for its effect. (Other statements may
+/// legitimately leave none: a name bound to a constant, a loop over an empty tuple, a
+/// branch that `target(...)` removes.)
+fn has_effect(s: &ast::Stmt) -> bool {
+    let stores = |t: &ast::Expr| matches!(t, ast::Expr::Attribute(_) | ast::Expr::Subscript(_));
+    match s {
+        ast::Stmt::Expr(e) => matches!(e.value.as_ref(), ast::Expr::Call(_)),
+        ast::Stmt::Assign(a) => a.targets.iter().any(stores),
+        ast::Stmt::AugAssign(a) => stores(&a.target),
+        ast::Stmt::AnnAssign(a) => a.value.is_some() && stores(&a.target),
+        _ => false,
+    }
+}
+
 fn stmt_name(s: &ast::Stmt) -> &'static str {
     use ast::Stmt::*;
     match s {
@@ -110,7 +125,21 @@ impl FnCx<'_, '_> {
         out
     }
 
+    /// Checks one statement into `out`. Checker invariant: a statement with an effect
+    /// either adds IR to `out` or leaves an error behind (its own, or one reported where a
+    /// value it uses failed); a path that drops code without a diagnostic is a compiler
+    /// bug, caught here in debug builds (every fixture and property test runs them).
     pub(super) fn stmt(&mut self, s: &ast::Stmt, out: &mut Block) {
+        let before = out.len();
+        self.stmt_inner(s, out);
+        debug_assert!(
+            out.len() > before || !has_effect(s) || self.has_failed(),
+            "checker dropped a statement without a diagnostic at {:?}",
+            sp(s)
+        );
+    }
+
+    fn stmt_inner(&mut self, s: &ast::Stmt, out: &mut Block) {
         let span = sp(s);
         match s {
             ast::Stmt::Expr(e) => {
@@ -871,7 +900,29 @@ impl FnCx<'_, '_> {
         // `array[i].x = v` (or `self.x = v` in a method of a struct in an array):
         // stored in place. Struct values themselves are immutable.
         let base = self.place_or_value(target);
-        let Value::Val(base) = base else { return };
+        let base = match base {
+            Value::Val(base) => base,
+            Value::Err => return, // reported where the target was read
+            Value::Item(item, _) => {
+                // A builtin (`device.warp_size`, `device.thread_idx.w`), a module, a
+                // class or a constant: none of them has attributes device code can set.
+                let what = match &item {
+                    Item::Builtin(_) => "a builtin",
+                    Item::Const(_) => "a constant",
+                    Item::Namespace(_) => "a module",
+                    _ => "this object",
+                };
+                self.diags.push(
+                    Diagnostic::error(
+                        "E0211",
+                        span,
+                        format!("cannot assign attribute `{field}` of {what}"),
+                    )
+                    .with_note("attributes cannot be added or changed in device code"),
+                );
+                return;
+            }
+        };
         if let Type::StructRef {
             space: crate::types::MemSpace::Const,
             ..
