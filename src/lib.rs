@@ -59,6 +59,7 @@ pub mod front;
 pub mod ir;
 pub mod lower;
 pub mod runtime;
+mod stack;
 pub mod toolkit;
 pub mod types;
 

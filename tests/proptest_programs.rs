@@ -144,3 +144,51 @@ proptest! {
         }
     }
 }
+
+/// A kernel whose one statement nests `depth` levels: `-(-(…a[1]…))` and a left-nested
+/// chain `a[1] + a[1] + …`.
+fn deep_kernel(depth: usize, chain: bool) -> String {
+    let e = if chain {
+        vec!["a[1]"; depth].join(" + ")
+    } else {
+        format!("{}a[1]{}", "-(".repeat(depth), ")".repeat(depth))
+    };
+    format!("from cuda import device\n\n@device.kernel\ndef k(a):\n    a[0] = {e}\n")
+}
+
+/// Checks, lowers and prints a deep program on a 2 MiB thread (as test threads and many
+/// embedders have): the recursive walks grow their stack instead of overflowing.
+fn compile_deep(src: String) -> Result<(), String> {
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            let module = Module::parse("deep.py", &src).map_err(|d| d.render())?;
+            let (args, _) = parse_signature("float32[:]").expect("signature");
+            let spec = module.specialize("k", &args).map_err(|d| d.render())?;
+            let _ = spec.program().to_string();
+            spec.to_ptx(&CompileOptions::default())
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })
+        .expect("spawn")
+        .join()
+        .expect("no panic")
+}
+
+#[test]
+fn deep_expressions_compile_on_a_small_stack() {
+    for chain in [false, true] {
+        let depth = pydevice::front::MAX_NESTING - 10;
+        compile_deep(deep_kernel(depth, chain)).expect("a program below the limit compiles");
+    }
+}
+
+#[test]
+fn expressions_beyond_the_nesting_limit_are_a_diagnostic() {
+    for depth in [pydevice::front::MAX_NESTING + 1, 200_000] {
+        for chain in [false, true] {
+            let err = compile_deep(deep_kernel(depth, chain)).expect_err("too deep");
+            assert!(err.contains("E0002"), "{}", &err[..err.len().min(300)]);
+        }
+    }
+}
