@@ -161,6 +161,20 @@ impl ParsedModule {
     }
 }
 
+/// E0113: a kernel, interoperable or `extern` function whose name is not ASCII. Its name is
+/// its PTX symbol and its C++ name (§1.2.1, the ABI header), and PTX identifiers are ASCII.
+fn non_ascii_symbol(def: &ast::StmtFunctionDef) -> Diagnostic {
+    Diagnostic::error(
+        "E0113",
+        def.name.range.into(),
+        format!(
+            "`{}` names a kernel or an interoperable function, whose name must be ASCII",
+            def.name.id
+        ),
+    )
+    .with_note("the name is the PTX symbol and the C++ name, and PTX identifiers are ASCII; private `@func`s may have any name")
+}
+
 /// The deepest nesting of expressions and statements a module may have (§1.1): CPython
 /// itself refuses more than 200 nested parentheses and runs out of recursion on chains of
 /// some thousands of operators. Below it, every stage handles the depth on any thread (the
@@ -419,6 +433,15 @@ impl ParsedModule {
                 if let Some(ext) = options.external.as_mut() {
                     self.declare_extern(def, ext, diags);
                 }
+                let exported = kind == Some(FunctionKind::Kernel)
+                    || options.interop
+                    || options
+                        .external
+                        .as_ref()
+                        .is_some_and(|e| e.symbol == def.name.id.as_str());
+                if exported && !def.name.id.is_ascii() {
+                    diags.push(non_ascii_symbol(def));
+                }
                 let decl = FunctionDecl {
                     name: def.name.id.to_string(),
                     kind,
@@ -607,6 +630,11 @@ impl ParsedModule {
                             .with_note("declare the C++ function at module level and pass the struct to it"),
                         );
                         continue;
+                    }
+                    if (kind == Some(FunctionKind::Kernel) || options.interop)
+                        && !(name.is_ascii() && def.name.id.is_ascii())
+                    {
+                        diags.push(non_ascii_symbol(def));
                     }
                     let decl = FunctionDecl {
                         name: format!("{name}.{}", def.name.id),

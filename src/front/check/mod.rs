@@ -657,11 +657,17 @@ impl<'s, 'm> FnCx<'s, 'm> {
             // A method `point.dot` becomes `point_dot`: PTX names have no dots.
             self.decl.name.replace('.', "_")
         } else {
-            format!(
-                "_pyd_{}_{}",
-                self.decl.name.replace('.', "_"),
-                self.s.functions.len()
-            )
+            // A private symbol: any other character becomes `_uXXXX` (PTX identifiers are
+            // ASCII letters, digits, `_` and `$`).
+            let mut name = String::new();
+            for c in self.decl.name.chars() {
+                match c {
+                    '.' => name.push('_'),
+                    c if c.is_ascii_alphanumeric() || c == '_' => name.push(c),
+                    c => name.push_str(&format!("_u{:04x}", u32::from(c))),
+                }
+            }
+            format!("_pyd_{name}_{}", self.s.functions.len())
         };
         let func = Function {
             name: self.decl.name.clone(),
