@@ -536,19 +536,31 @@ impl<'s, 'm> FnCx<'s, 'm> {
                 );
             }
         }
-        if let Some(h) = self.hints.get("$return")
-            && h.ty != Type::None
-            && !always_returns(&body)
+        // A value is expected where a `return` gives one, or where the function is
+        // annotated `-> T` for a T other than `None`.
+        let returns_value = self
+            .hints
+            .get("$return")
+            .filter(|h| h.ty != Type::None)
+            .map(|h| (h.first, "it returns a value here"))
+            .or_else(|| match def.returns.as_deref() {
+                Some(ann) if !matches!(ann, ast::Expr::NoneLiteral(_)) => {
+                    Some((sp(ann), "it is declared to return a value here"))
+                }
+                _ => None,
+            });
+        if let Some((first, label)) = returns_value
+            && self.kind != FunctionKind::Kernel
+            && !always_returns(&body, &self.exprs)
             && self.diags.is_empty()
         {
-            let first = h.first;
             self.diags.push(
                 Diagnostic::error(
                     "E0206",
                     self.decl.name_span,
                     format!("`{}` does not return a value on every path", self.decl.name),
                 )
-                .with_secondary(first, "it returns a value here")
+                .with_secondary(first, label)
                 .with_note("add a `return` at the end; falling off the end would return `None`"),
             );
         }

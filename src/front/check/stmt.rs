@@ -56,13 +56,29 @@ pub(super) fn count_assignments(stmts: &[ast::Stmt], out: &mut HashMap<String, u
     });
 }
 
-/// True when every path through the block ends in `return`.
-pub(super) fn always_returns(block: &Block) -> bool {
+/// True when no path through the block falls off its end: each ends in `return`, or in a
+/// loop that never ends normally (`while True:` whose body has no `break` of its own). A
+/// loop whose condition can be false, or that a `break` leaves, falls through.
+pub(super) fn always_returns(block: &Block, exprs: &Arena<Expr>) -> bool {
     block.iter().any(|s| match &s.kind {
         StmtKind::Return(_) => true,
         StmtKind::If {
             then, otherwise, ..
-        } => always_returns(then) && always_returns(otherwise),
+        } => always_returns(then, exprs) && always_returns(otherwise, exprs),
+        StmtKind::Loop { cond, body, .. } => {
+            matches!(exprs[*cond], Expr::Literal(Literal::Bool(true))) && !breaks(body)
+        }
+        _ => false,
+    })
+}
+
+/// Whether a `break` in `block` leaves the loop whose body it is (not an inner loop's).
+fn breaks(block: &Block) -> bool {
+    block.iter().any(|s| match &s.kind {
+        StmtKind::Break => true,
+        StmtKind::If {
+            then, otherwise, ..
+        } => breaks(then) || breaks(otherwise),
         _ => false,
     })
 }
@@ -561,13 +577,19 @@ impl FnCx<'_, '_> {
             self.hints.insert(
                 name.to_string(),
                 Hint {
-                    ty,
+                    ty: ty.clone(),
                     weak: v.weak,
                     first: span,
                     nonneg: v.nonneg,
                     konst: v.konst.clone(),
                 },
             );
+            // The function's result type is the hint's: a Python int that needs more
+            // than the default int (a literal ≥ 2**31) is converted, so an out-of-range
+            // one is E0204 here instead of a return that disagrees with the signature.
+            if let (true, Type::Scalar(s)) = (name == "$return" && ty != v.ty, &ty) {
+                return self.convert(&v, *s);
+            }
             return Some(v.e);
         };
         let mut nh = h.clone();
