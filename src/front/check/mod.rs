@@ -907,17 +907,23 @@ impl FnCx<'_, '_> {
         };
         let e = match c {
             Const::Int(i) if !ir::literal_fits(Literal::Int(*i), ty) => {
-                // Too big for `int`: keep it exact in int64 until it meets a typed operand.
+                // Too big for `int`: keep it exact in int64 (from 2**63, uint64) until it
+                // meets a typed operand, which types it as NumPy types a Python int
+                // (`uint64(18446744073709551615)` is the largest uint64).
                 let lit = Literal::Int(*i);
-                if !ir::literal_fits(lit, Scalar::Int64) {
+                let wide = if ir::literal_fits(lit, Scalar::Int64) {
+                    Scalar::Int64
+                } else if ir::literal_fits(lit, Scalar::UInt64) {
+                    Scalar::UInt64
+                } else {
                     self.error(
                         "E0204",
                         span,
-                        format!("Python integer {i} is out of bounds for int64"),
+                        format!("Python integer {i} is out of bounds for int64 and uint64"),
                     );
                     return None;
-                }
-                self.push(Expr::Literal(lit), Type::Scalar(Scalar::Int64), span)
+                };
+                self.push(Expr::Literal(lit), Type::Scalar(wide), span)
             }
             Const::Float(f)
                 if ty == Scalar::Float32 && f.is_finite() && !(*f as f32).is_finite() =>
