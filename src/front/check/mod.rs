@@ -493,6 +493,9 @@ impl<'s, 'm> FnCx<'s, 'm> {
                 );
             }
         }
+        if kind == FunctionKind::Kernel {
+            cx.check_param_space(&params);
+        }
         let pr = &def.parameters;
         if let Some(v) = &pr.vararg {
             cx.error(
@@ -702,6 +705,35 @@ impl<'s, 'm> FnCx<'s, 'm> {
 // ---- helpers ------------------------------------------------------------------------------
 
 impl FnCx<'_, '_> {
+    /// A kernel's parameters must fit CUDA's parameter space, 32,764 bytes (E0412). Over
+    /// 4 KiB needs PTX ISA 8.1 and sm_70, which every supported architecture is; the back
+    /// end then declares PTX 8.1 where the architecture's usual version is older.
+    fn check_param_space(&mut self, params: &[&ast::ParameterWithDefault]) {
+        const LIMIT: u64 = 32_764;
+        let mut off = 0u64;
+        for p in params {
+            let Some(l) = self.scope.get(p.parameter.name.id.as_str()) else {
+                continue; // a compile-time argument takes no space
+            };
+            let (size, align) = crate::abi::size_align(&self.locals[*l].ty);
+            off = off.div_ceil(align.max(1)) * align.max(1) + size;
+            if off > LIMIT {
+                self.diags.push(
+                    Diagnostic::error(
+                        "E0412",
+                        sp(&p.parameter),
+                        format!(
+                            "the parameters of this kernel up to `{}` take {off} bytes, more than the {LIMIT} bytes CUDA allows",
+                            p.parameter.name.id
+                        ),
+                    )
+                    .with_note("pass large values in global arrays instead"),
+                );
+                return;
+            }
+        }
+    }
+
     /// Whether this pass has reported an error, here or in a function it called: a check
     /// that gives up without a value (`Value::Err`, `None`) must make this true.
     fn has_failed(&self) -> bool {
