@@ -251,7 +251,7 @@ proptest! {
         }
 
         let t = format!("{}a[0]{}", "(".repeat(tuple_depth), ",)".repeat(tuple_depth));
-        let mut src = format!("from cuda import device\n\n@device.func\ndef f0(x):\n    return x\n");
+        let mut src = String::from("from cuda import device\n\n@device.func\ndef f0(x):\n    return x\n");
         for i in 1..=chain {
             src.push_str(&format!("\n@device.func\ndef f{i}(x):\n    return f{}((x, x))\n", i - 1));
         }
