@@ -13,8 +13,9 @@
 //! Compilation goes through the public [`Module`] API only.
 
 use super::sha256::{hex, sha256};
+use crate::kernel::CompiledKernel;
 use crate::types::Type;
-use crate::{CompileOptions, CompiledKernel, Error, Module};
+use crate::{CompileOptions, Error, Module};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -45,9 +45,9 @@ pub use link::{LinkInput, LinkedModule};
 pub use reflect::{BlockSizeSuggestion, KernelAttributes, Occupancy};
 pub use stream::Stream;
 
-use crate::CompiledKernel;
 use crate::abi::{ArgValue, KernelAbi, pack};
-use crate::lower::Arch;
+use crate::kernel::CompiledKernel;
+use crate::target::Arch;
 use crate::types::Scalar;
 use cudarc::driver::sys::{CUdevice_attribute, CUfunction};
 use cudarc::driver::{
@@ -217,7 +217,7 @@ impl Device {
     /// The device's architecture (compute capability).
     pub fn arch(&self) -> Result<Arch, RuntimeError> {
         let (maj, min) = self.ctx.compute_capability().map_err(drv)?;
-        Ok(Arch::new(maj as u32, min as u32))
+        Arch::new(maj as u32, min as u32).map_err(RuntimeError::Driver)
     }
 
     /// The device's name.
@@ -281,7 +281,10 @@ impl Device {
 
     /// Loads the variant of a multi-architecture kernel meant for this device: the newest
     /// architecture not newer than the device's.
-    pub fn load_best(&self, kernel: &crate::MultiArchKernel) -> Result<LoadedKernel, RuntimeError> {
+    pub fn load_best(
+        &self,
+        kernel: &crate::kernel::MultiArchKernel,
+    ) -> Result<LoadedKernel, RuntimeError> {
         let arch = self.arch()?;
         let k = kernel.select(arch).ok_or_else(|| {
             RuntimeError::Argument(format!(

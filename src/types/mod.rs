@@ -290,6 +290,16 @@ impl Scalar {
     }
 }
 
+/// Parses a vector type name: `<dtype>x<N>` with N from 1 to 4 (`float32x3`, `uint8x4`,
+/// `float8e4m3x2`).
+pub fn vector_name(name: &str) -> Option<(Scalar, u8)> {
+    let (base, n) = name.rsplit_once('x')?;
+    let n: u8 = n.parse().ok().filter(|n| (1..=4).contains(n))?;
+    let s = Scalar::from_name(base)
+        .filter(|s| s.name() == base && *s != Scalar::Bool && !s.is_complex())?;
+    Some((s, n))
+}
+
 impl fmt::Display for Scalar {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

@@ -213,9 +213,8 @@ fn global_array_of_structs_updated_in_place() {
     let Some(dev) = device("global_array_of_structs_updated_in_place") else {
         return;
     };
-    let src = std::fs::read_to_string(format!(
-        "{}/tests/fixtures/structs/particles.py",
-        env!("CARGO_MANIFEST_DIR")
+    let src = std::fs::read_to_string(crate::support::repo_path(
+        "tests/fixtures/structs/particles.py",
     ))
     .expect("fixture");
     let module = Module::parse("particles.py", &src).expect("parse");
@@ -597,7 +596,7 @@ fn fp8_round_trips() {
     let same = |fmt: pydevice::types::fp8::Format, got: u8, want: u8| {
         got == want || (fmt.decode(got).is_nan() && fmt.decode(want).is_nan())
     };
-    for arch in [arch_for(&dev), Arch::new(8, 0)] {
+    for arch in [arch_for(&dev), Arch::SM_80] {
         let compiled = module
             .compile(
                 "f8",
@@ -743,7 +742,7 @@ fn fp8_vectors_random() {
         got == want || (fmt.decode(got).is_nan() && fmt.decode(want).is_nan())
     };
     let same_f32 = |got: f32, want: f32| got == want || (got.is_nan() && want.is_nan());
-    for arch in [arch_for(&dev), Arch::new(8, 0)] {
+    for arch in [arch_for(&dev), Arch::SM_80] {
         let compiled = module
             .compile(
                 "f8v",
@@ -939,9 +938,8 @@ fn float16_bfloat16_conversions() {
     let Some(dev) = device("float16_bfloat16_conversions") else {
         return;
     };
-    let src = std::fs::read_to_string(format!(
-        "{}/tests/fixtures/lang/half_bfloat_conversions.py",
-        env!("CARGO_MANIFEST_DIR")
+    let src = std::fs::read_to_string(crate::support::repo_path(
+        "tests/fixtures/lang/half_bfloat_conversions.py",
     ))
     .expect("fixture");
     let k = kernel(

@@ -240,7 +240,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
     pub(super) fn const_array(
         &mut self,
         at: &ArrayType,
-        a: &crate::front::const_array::ConstArray,
+        a: &crate::ir::ConstArray,
     ) -> R<BasicValueEnum<'ctx>> {
         let name = a.symbol();
         let g = match self.e.module.get_global(&name) {

@@ -339,8 +339,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 self.b().build_float_compare(p, a, inf, "")?.into()
             }
             _ => {
-                let name = f
-                    .libdevice(is64)
+                let name = crate::lower::ptx::libdevice::function_for(f, is64)
                     .ok_or_else(|| err(format!("no lowering for math.{}", f.name())))?;
                 let func = self.e.libdevice_fn(&name, ft.into(), f.arity());
                 let args: Vec<BasicMetadataValueEnum> = vals.iter().map(|v| (*v).into()).collect();
