@@ -133,6 +133,26 @@ pub fn size_align(t: &Type) -> (u64, u64) {
     }
 }
 
+/// The byte offset of each field of an aggregate, as [`layout_of`] places them; for a tuple,
+/// computed without spelling names (see [`size_align`]).
+pub fn field_offsets(t: &Type) -> Vec<u64> {
+    match t {
+        Type::Tuple(ts) => {
+            let mut off = 0u64;
+            ts.iter()
+                .map(|et| {
+                    let (size, align) = size_align(et);
+                    off = round_up(off, align);
+                    let at = off;
+                    off = off.saturating_add(size);
+                    at
+                })
+                .collect()
+        }
+        _ => layout_of(t).fields.iter().map(|f| f.offset).collect(),
+    }
+}
+
 /// The C++ name of a tuple type: `__pyd_tuple_` and a hash of the Python type, so the same
 /// tuple has the same name in every header (each header guards its definition).
 fn tuple_cxx(t: &Type) -> String {
