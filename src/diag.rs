@@ -104,7 +104,7 @@ macro_rules! codes {
 codes! {
     /// syntax error (from ruff's parser)
     E0001,
-    /// nesting beyond the compiler's limits: an expression or statement nested more than 10,000 levels (`-(-(…))`, a chain of 10,000 `+`), or a statement indented more than 100 levels (CPython's own limit)
+    /// nesting beyond the compiler's limits: an expression or statement nested more than 10,000 levels (`-(-(…))`, a chain of 10,000 `+`), or a statement indented more than 100 levels (about CPython's own limit)
     E0002,
     /// name is not defined
     E0101,

@@ -270,7 +270,7 @@ pub fn parse(file: SourceFile) -> Result<ParsedModule, Diagnostics> {
             Code::E0002,
             indented,
             format!(
-                "this statement is indented {indent} levels deep; at most {MAX_INDENTATION} are allowed, as in CPython"
+                "this statement is indented {indent} levels deep; at most {MAX_INDENTATION} are allowed (CPython refuses about as many)"
             ),
         ).with_note("move the inner blocks into functions"));
     }
