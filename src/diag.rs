@@ -104,6 +104,8 @@ macro_rules! codes {
 codes! {
     /// syntax error (from ruff's parser)
     E0001,
+    /// nesting beyond the compiler's limits: an expression or statement nested more than 10,000 levels (`-(-(…))`, a chain of 10,000 `+`), or a statement indented more than 100 levels (about CPython's own limit)
+    E0002,
     /// name is not defined
     E0101,
     /// not a member of `cuda.device`, a member pydevice does not support yet, or a `math` name that is not available
@@ -128,6 +130,8 @@ codes! {
     E0111,
     /// a write to a module-level constant array (§1.3.1)
     E0112,
+    /// a kernel, interoperable `@func` or `extern` function whose name is not ASCII: it is the PTX symbol and the C++ name (§1.2)
+    E0113,
     /// a constant array that does not fit in the module's 64 KiB constant bank (§1.3.1)
     E0114,
     /// a local (or the return value) gets values of different types
@@ -136,11 +140,11 @@ codes! {
     E0202,
     /// bad indexing: wrong number of indices (for an element; more subscripts than dimensions for a view), a zero slice step, a slice or view as an assignment target, non-integer index or slice bound, `view` of a non-contiguous or multi-dimensional array, non-constant or out-of-range tuple index, a constant vector index out of range, a constant `WarpMask` lane outside `0..31`, indexing a non-array, bit assignment on a `WarpMask` that is not a local, unpacking mismatch
     E0203,
-    /// value out of range: a literal or constant does not fit its type, constant overflow, an integer literal wider than 64 bits, a float literal beyond `float32` where it becomes `float32`, a warp mask constant outside 32 bits
+    /// value out of range: a literal or constant does not fit its type (a returned Python int beyond the default int included, `return_literal_out_of_range`), constant overflow, an integer literal of 2\*\*64 or more (or of 2\*\*63 or more outside `uint64`, `int64_literal_out_of_range`), a float literal beyond `float32` where it becomes `float32`, a warp mask constant outside 32 bits
     E0204,
     /// no truth value (array, tuple or vector in a condition or `and`/`or`)
     E0205,
-    /// a function that returns a value does not return on every path
+    /// a function that returns a value, or is annotated `-> T` (T not `None`), does not return on every path; a loop falls through unless it is `while True:` with no `break` of its own
     E0206,
     /// type mismatch: annotation vs argument, a float where an integer is required, non-integer `range` arguments, storing a non-number into an array (or anything but a vector of the array's type into an array of vectors), converting a non-number, passing `None`, a non-integer warp mask, a non-number to a `math` function or a vector constructor, a struct field given a value of another type, an Atomic field used as a number, a `cuda.fp16` function given a non-`float16` value
     E0207,
@@ -150,7 +154,7 @@ codes! {
     E0209,
     /// `tid`/`grid_size` argument is not the constant 1, 2 or 3
     E0210,
-    /// assignment to something immutable: an attribute (a struct value's field included), an Atomic field, a non-number field of an array element, or a tuple or vector element other than a local vector's
+    /// assignment to something immutable: an attribute (a struct value's field included; an attribute of a builtin or module such as `device.thread_idx.x` or `device.warp_size`), an Atomic field, a non-number field of an array element, or a tuple or vector element other than a local vector's
     E0211,
     /// unknown attribute or method (`.dtype`, `.ndims`, `.w` of a 3-vector, an atomic reference's `.dtype` or unknown method, a struct method that does not exist, an array method other than `view`/`reshape`/`astype`, a record field that does not exist, …)
     E0212,
@@ -184,7 +188,7 @@ codes! {
     E0306,
     /// `break`/`continue` in a loop over `literal_unroll`, or `literal_unroll(...)` used outside a `for` (§4.6.1)
     E0307,
-    /// not a constant expression where one is required: `shape` or `align` of `local_array`/`shared_array`, a slice step (§5.6)
+    /// not a constant expression where one is required: `shape` or `align` of `local_array`/`shared_array`, a slice step (§5.6); a negative or over-64-bit array dimension
     E0400,
     /// bad argument value: `memory` not a memory order, `scope` not a thread scope (or either not a string literal), `order` not `'C'`/`'F'`, `align` not a power of two up to 4096, `dtype` not a dtype (an `Atomic(...)` array dtype included) (§5.7, §9.1)
     E0401,
@@ -204,6 +208,10 @@ codes! {
     E0409,
     /// misused target specialization: `target(…)` outside the whole condition of an `if`/`elif`, a description that is not a constant combination of `is_host`, `is_device`, `any_target`, `no_target`, `is_exactly(smXX)`, `provides(smXX)`, or a selector that is not `smXX` (§1.6)
     E0410,
+    /// a `local_array` larger than the 512 KiB of local memory a thread may have (§5.7)
+    E0411,
+    /// a kernel whose parameters take more than CUDA's 32,764 bytes of parameter space (§8)
+    E0412,
     /// bad `reshape`: a second `-1` extent, another negative constant extent, a non-integer extent, `order` other than `'C'`/`'F'`, a `copy=` argument (§5.13)
     E0420,
     /// `astype` that would copy (another dtype, or `copy` not `False`), or its `order`/`casting`/`subok` (§5.14)

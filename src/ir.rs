@@ -1251,6 +1251,12 @@ struct ExprFmt<'a>(&'a Function, Handle<Expr>);
 
 impl fmt::Display for ExprFmt<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        crate::stack::deep(|| self.fmt_expr(f))
+    }
+}
+
+impl ExprFmt<'_> {
+    fn fmt_expr(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let func = self.0;
         let e = |h: Handle<Expr>| ExprFmt(func, h);
         let ty = func.ty(self.1);

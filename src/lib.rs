@@ -65,6 +65,7 @@ pub mod ir;
 pub mod kernel;
 pub mod lower;
 pub mod runtime;
+mod stack;
 pub mod target;
 pub mod toolkit;
 pub mod types;

@@ -1154,3 +1154,41 @@ fn cli_abi_prints_records_and_explains_packed_ones() {
         "{err}"
     );
 }
+
+/// `pydevice abi FILE.py | head` (and every other subcommand whose reader goes away): the
+/// process ends quietly, by SIGPIPE as `cat` does, instead of panicking on a closed pipe.
+#[cfg(unix)]
+#[test]
+fn cli_exits_quietly_when_its_output_pipe_closes() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = std::env::temp_dir().join(format!("pydevice-pipe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("many.py");
+    let mut src = String::from("from cuda import device\nfrom cuda.device import float32\n");
+    for i in 0..2000 {
+        src.push_str(&format!(
+            "\n@device.struct\nclass S{i}:\n    x: float32\n    y: float32\n"
+        ));
+    }
+    std::fs::write(&file, src).expect("write");
+    let path = file.to_string_lossy().to_string();
+    for args in [vec!["abi", &path[..]], vec!["abi", &path[..], "--header"]] {
+        let mut child = Command::new(cli_path())
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        drop(child.stdout.take()); // the reader goes away before the output is written
+        let out = child.wait_with_output().expect("wait");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(
+            out.status.signal(),
+            Some(13),
+            "{args:?}: {:?} {stderr}",
+            out.status
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

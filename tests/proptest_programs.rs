@@ -146,3 +146,121 @@ proptest! {
         }
     }
 }
+
+/// A kernel whose one statement nests `depth` levels: `-(-(…a[1]…))` and a left-nested
+/// chain `a[1] + a[1] + …`.
+fn deep_kernel(depth: usize, chain: bool) -> String {
+    let e = if chain {
+        vec!["a[1]"; depth].join(" + ")
+    } else {
+        format!("{}a[1]{}", "-(".repeat(depth), ")".repeat(depth))
+    };
+    format!("from cuda import device\n\n@device.kernel\ndef k(a):\n    a[0] = {e}\n")
+}
+
+/// Checks, lowers and prints a deep program on a 2 MiB thread (as test threads and many
+/// embedders have): the recursive walks grow their stack instead of overflowing.
+fn compile_deep(src: String) -> Result<(), String> {
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            let module = Module::parse("deep.py", &src).map_err(|d| d.render())?;
+            let (args, _) = parse_signature("float32[:]").expect("signature");
+            let spec = module.specialize("k", &args).map_err(|d| d.render())?;
+            let _ = spec.program().to_string();
+            spec.to_ptx(&CompileOptions::default())
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })
+        .expect("spawn")
+        .join()
+        .expect("no panic")
+}
+
+#[test]
+fn deep_expressions_compile_on_a_small_stack() {
+    for chain in [false, true] {
+        let depth = pydevice::front::MAX_NESTING - 10;
+        compile_deep(deep_kernel(depth, chain)).expect("a program below the limit compiles");
+    }
+}
+
+#[test]
+fn expressions_beyond_the_nesting_limit_are_a_diagnostic() {
+    for depth in [pydevice::front::MAX_NESTING + 1, 200_000] {
+        for chain in [false, true] {
+            let err = compile_deep(deep_kernel(depth, chain)).expect_err("too deep");
+            assert!(err.contains("E0002"), "{}", &err[..err.len().min(300)]);
+        }
+    }
+}
+
+/// Parses, checks and lowers `src` for `entry`; any outcome but a panic or an abort is fine,
+/// and a checked program must lower.
+fn compiles_or_diagnoses(src: &str, entry: &str, sig: &str) -> Result<(), TestCaseError> {
+    let Ok(module) = Module::parse("shape.py", src) else {
+        return Ok(());
+    };
+    let (args, _) = parse_signature(sig).expect("signature");
+    if let Ok(spec) = module.specialize(entry, &args) {
+        let _ = spec.program().to_string();
+        let k = spec.to_ptx(&CompileOptions::default());
+        prop_assert!(
+            k.is_ok(),
+            "checked program failed to lower: {:?}\n{}",
+            k.err(),
+            src
+        );
+    }
+    Ok(())
+}
+
+const NAME_PARTS: &[&str] = &["k", "_", "ядро", "函数", "é", "x1", "Ω", "𝔘"];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// The shapes of the audit's crashes: deep nesting of every expression form (on the test
+    /// thread's 2 MiB stack), names of any script for kernels, interoperable and private
+    /// functions, and nested aggregates passed through chains of functions.
+    #[test]
+    fn crash_shapes_only_give_diagnostics(
+        depth in 1usize..3000,
+        form in 0usize..5,
+        kname in prop::collection::vec(prop::sample::select(NAME_PARTS), 1..3),
+        fname in prop::collection::vec(prop::sample::select(NAME_PARTS), 1..3),
+        interop in any::<bool>(),
+        tuple_depth in 1usize..48,
+        chain in 1usize..7,
+    ) {
+        let e = match form {
+            0 => format!("{}a[1]{}", "-(".repeat(depth), ")".repeat(depth)),
+            1 => vec!["a[1]"; depth].join(" + "),
+            2 => format!("{}a[1]", "- ".repeat(depth)),
+            3 => format!("{}a[1]{}", "abs(".repeat(depth.min(500)), ")".repeat(depth.min(500))),
+            _ => format!("{}a[1]{}", "float32(".repeat(depth.min(500)), ")".repeat(depth.min(500))),
+        };
+        let src = format!("from cuda import device\n\n@device.kernel\ndef k(a):\n    a[0] = {e}\n");
+        compiles_or_diagnoses(&src, "k", "float32[:]")?;
+
+        let (kname, fname) = (kname.concat(), fname.concat());
+        let deco = if interop { "@device.func(interop=True)" } else { "@device.func" };
+        let src = format!(
+            "from cuda import device\nfrom cuda.device import float32\n\n{deco}\ndef {fname}(x: float32) -> float32:\n    return x + 1\n\n@device.kernel\ndef {kname}(a):\n    a[0] = {fname}(a[1])\n"
+        );
+        if kname != fname {
+            compiles_or_diagnoses(&src, &kname, "float32[:]")?;
+        }
+
+        let t = format!("{}a[0]{}", "(".repeat(tuple_depth), ",)".repeat(tuple_depth));
+        let mut src = String::from("from cuda import device\n\n@device.func\ndef f0(x):\n    return x\n");
+        for i in 1..=chain {
+            src.push_str(&format!("\n@device.func\ndef f{i}(x):\n    return f{}((x, x))\n", i - 1));
+        }
+        src.push_str(&format!(
+            "\n@device.kernel\ndef k(a):\n    t = {t}\n    u = f{chain}(a[1])\n    a[1] = t{}\n",
+            "[0]".repeat(tuple_depth)
+        ));
+        compiles_or_diagnoses(&src, "k", "float32[:]")?;
+    }
+}

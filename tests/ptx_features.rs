@@ -223,3 +223,49 @@ fn every_scalar_pair_converts_and_combines_or_is_a_diagnostic() {
         );
     }
 }
+
+/// A kernel taking a tuple of `n` float32 by value.
+fn big_parameter_kernel(n: usize, arch: pydevice::Arch) -> Result<String, String> {
+    let src =
+        "from cuda import device\n\n@device.kernel\ndef k(out, t):\n    out[0] = t[0] + t[1]\n";
+    let m = Module::parse("big.py", src).map_err(|d| d.render())?;
+    let sig = format!("float32[:], ({})", vec!["float32"; n].join(", "));
+    let (args, _) = parse_signature(&sig).expect("sig");
+    let options = CompileOptions {
+        arch,
+        ..CompileOptions::default()
+    };
+    m.compile("k", &args, &options)
+        .map(|k| k.ptx)
+        .map_err(|e| e.to_string())
+}
+
+#[test]
+fn kernel_parameters_over_4_kib_declare_ptx_8_1() {
+    for arch in ["sm_80", "sm_90"] {
+        let arch: pydevice::Arch = arch.parse().expect("arch");
+        // 24 + 4,400 bytes: more than the 4 KiB (0x1100 with the driver's share) PTX 8.0
+        // allows; ptxas refuses it under `.version 8.0`/`7.8`.
+        let ptx = big_parameter_kernel(1100, arch).expect("compiles");
+        assert!(ptx.contains(".version 8.1\n"), "{arch}: {}", &ptx[..200]);
+        if pydevice::toolkit::ptxas().is_some() {
+            pydevice::toolkit::ptxas_check(&ptx, arch).expect("ptxas accepts it");
+        }
+        // Small parameter spaces keep the architecture's own version.
+        let small = big_parameter_kernel(2, arch).expect("compiles");
+        let (maj, min) = arch.ptx_version();
+        assert!(small.contains(&format!(".version {maj}.{min}\n")), "{arch}");
+    }
+}
+
+#[test]
+fn kernel_parameters_over_cuda_s_limit_are_a_diagnostic() {
+    // 24 + 32,744 bytes > 32,764.
+    let err = big_parameter_kernel(8186, pydevice::Arch::DEFAULT).expect_err("too large");
+    assert!(err.contains("E0412") && err.contains("32764"), "{err}");
+    assert!(
+        err.contains("def k(out, t):"),
+        "points at the parameter: {err}"
+    );
+    big_parameter_kernel(8185, pydevice::Arch::DEFAULT).expect("32,764 bytes fit");
+}

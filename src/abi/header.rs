@@ -8,7 +8,8 @@
 //! own. Types that more than one header may declare (tuples, the half-precision and fp8
 //! vectors that CUDA lacks, the array descriptor) are guarded by a macro, so headers of
 //! several modules can be included together. This module only prints; it does not decide
-//! layouts.
+//! layouts. The functions it declares have ASCII names: the front end refuses (E0113) a
+//! kernel or interoperable function whose Python name is not, as that name is the symbol.
 
 use super::{KernelAbi, cxx_ident, layout_of, vector_is_generated};
 use crate::types::{Scalar, Type};

@@ -111,6 +111,48 @@ pub(crate) fn vector_is_generated(elem: Scalar, len: u8) -> bool {
     vector_cxx(elem, len).starts_with("__pyd_")
 }
 
+/// Size and alignment of `t` in bytes, as [`layout_of`] gives them, without the names and
+/// fields it builds: linear in the number of elements of a nested tuple, where a
+/// [`layout_of`] spells every sub-tuple's name (quadratic, and the lowering asks for
+/// alignments of every aggregate value).
+pub fn size_align(t: &Type) -> (u64, u64) {
+    match t {
+        Type::Tuple(ts) => crate::stack::deep(|| {
+            let (mut off, mut align) = (0u64, 1u64);
+            for et in ts {
+                let (size, a) = size_align(et);
+                off = round_up(off, a).saturating_add(size);
+                align = align.max(a);
+            }
+            (round_up(off.max(1), align), align)
+        }),
+        _ => {
+            let l = layout_of(t);
+            (l.size, l.align)
+        }
+    }
+}
+
+/// The byte offset of each field of an aggregate, as [`layout_of`] places them; for a tuple,
+/// computed without spelling names (see [`size_align`]).
+pub fn field_offsets(t: &Type) -> Vec<u64> {
+    match t {
+        Type::Tuple(ts) => {
+            let mut off = 0u64;
+            ts.iter()
+                .map(|et| {
+                    let (size, align) = size_align(et);
+                    off = round_up(off, align);
+                    let at = off;
+                    off = off.saturating_add(size);
+                    at
+                })
+                .collect()
+        }
+        _ => layout_of(t).fields.iter().map(|f| f.offset).collect(),
+    }
+}
+
 /// The C++ name of a tuple type: `__pyd_tuple_` and a hash of the Python type, so the same
 /// tuple has the same name in every header (each header guards its definition).
 fn tuple_cxx(t: &Type) -> String {

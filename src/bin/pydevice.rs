@@ -726,7 +726,20 @@ fn cmd_call(a: &Args) -> Result<(), Failure> {
     Ok(())
 }
 
+/// A closed pipe (`pydevice abi FILE.py | head`) ends the process quietly, as it ends
+/// `cat`: Rust ignores SIGPIPE, so every `println!` would panic instead. Restoring the
+/// default action before anything is printed covers every subcommand.
+fn exit_quietly_on_closed_pipe() {
+    #[cfg(unix)]
+    // SAFETY: called first thing in `main`, before any other thread exists; resetting a
+    // signal's disposition to its default has no other effect on this process.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
+    exit_quietly_on_closed_pipe();
     let raw: Vec<String> = std::env::args().skip(1).collect();
     let Some((cmd, rest)) = raw.split_first() else {
         eprintln!("{USAGE}");

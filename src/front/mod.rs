@@ -164,6 +164,83 @@ impl ParsedModule {
     }
 }
 
+/// E0113: a kernel, interoperable or `extern` function whose name is not ASCII. Its name is
+/// its PTX symbol and its C++ name (§1.2.1, the ABI header), and PTX identifiers are ASCII.
+fn non_ascii_symbol(def: &ast::StmtFunctionDef) -> Diagnostic {
+    Diagnostic::error(
+        Code::E0113,
+        def.name.range.into(),
+        format!(
+            "`{}` names a kernel or an interoperable function, whose name must be ASCII",
+            def.name.id
+        ),
+    )
+    .with_note("the name is the PTX symbol and the C++ name, and PTX identifiers are ASCII; private `@func`s may have any name")
+}
+
+/// The deepest nesting of expressions and statements a module may have (§1.1): CPython
+/// itself refuses more than 200 nested parentheses and runs out of recursion on chains of
+/// some thousands of operators. Below it, every stage handles the depth on any thread (the
+/// recursive walks grow their stack, see `crate::stack`).
+pub const MAX_NESTING: usize = 10_000;
+
+/// The deepest indentation a module may have: CPython's tokenizer refuses more than 100
+/// levels ("too many levels of indentation"). LLVM's loop passes take time quadratic in the
+/// depth of a loop nest, so deeper nests of loops would compile slowly for no program
+/// CPython accepts.
+pub const MAX_INDENTATION: usize = 100;
+
+/// The deepest nesting of expressions and statements in `body`, and where it is; then the
+/// deepest indentation (statements nested in compound statements), and where it is.
+fn nesting_depth(body: &[Stmt]) -> (usize, Span, usize, Span) {
+    use ruff_python_ast::visitor::{Visitor, walk_expr, walk_stmt};
+    struct Depth {
+        now: usize,
+        max: usize,
+        at: Span,
+        stmts: usize,
+        max_stmts: usize,
+        stmt_at: Span,
+    }
+    impl Depth {
+        fn enter(&mut self, span: Span) {
+            self.now += 1;
+            if self.now > self.max {
+                self.max = self.now;
+                self.at = span;
+            }
+        }
+    }
+    impl<'a> Visitor<'a> for Depth {
+        fn visit_stmt(&mut self, s: &'a Stmt) {
+            self.enter(s.range().into());
+            self.stmts += 1;
+            if self.stmts > self.max_stmts {
+                self.max_stmts = self.stmts;
+                self.stmt_at = s.range().into();
+            }
+            crate::stack::deep(|| walk_stmt(self, s));
+            self.stmts -= 1;
+            self.now -= 1;
+        }
+        fn visit_expr(&mut self, e: &'a Expr) {
+            self.enter(e.range().into());
+            crate::stack::deep(|| walk_expr(self, e));
+            self.now -= 1;
+        }
+    }
+    let mut d = Depth {
+        now: 0,
+        max: 0,
+        at: Span::default(),
+        stmts: 0,
+        max_stmts: 0,
+        stmt_at: Span::default(),
+    };
+    d.visit_body(body);
+    (d.max, d.at, d.max_stmts.saturating_sub(1), d.stmt_at)
+}
+
 /// Parses a module and records its device functions; syntax errors and errors in decorators
 /// or imports are returned together.
 pub fn parse(file: SourceFile) -> Result<ParsedModule, Diagnostics> {
@@ -189,6 +266,32 @@ pub fn parse(file: SourceFile) -> Result<ParsedModule, Diagnostics> {
         ast::Mod::Module(m) => m.body.into_iter().collect::<Vec<_>>(),
         ast::Mod::Expression(_) => Vec::new(),
     };
+    let (depth, deepest, indent, indented) = nesting_depth(&body);
+    if indent > MAX_INDENTATION {
+        diags.push(Diagnostic::error(
+            Code::E0002,
+            indented,
+            format!(
+                "this statement is indented {indent} levels deep; at most {MAX_INDENTATION} are allowed (CPython refuses about as many)"
+            ),
+        ).with_note("move the inner blocks into functions"));
+    }
+    if depth > MAX_NESTING {
+        diags.push(
+            Diagnostic::error(
+                Code::E0002,
+                deepest,
+                format!("this is nested {depth} levels deep; at most {MAX_NESTING} are allowed"),
+            )
+            .with_note("split the expression with locals, or the statement into functions"),
+        );
+        // Dropping a syntax tree recurses once per level: give it the stack it needs.
+        stacker::grow((1 << 20) + depth * 1024, move || drop(body));
+        return Err(Diagnostics { file, list: diags });
+    }
+    if !diags.is_empty() {
+        return Err(Diagnostics { file, list: diags });
+    }
     let mut module = ParsedModule {
         file,
         body: Vec::new(),
@@ -325,6 +428,15 @@ impl ParsedModule {
                 let (kind, mut options) = self.decorators(def, diags);
                 if let Some(ext) = options.external.as_mut() {
                     self.declare_extern(def, ext, diags);
+                }
+                let exported = kind == Some(FunctionKind::Kernel)
+                    || options.interop
+                    || options
+                        .external
+                        .as_ref()
+                        .is_some_and(|e| e.symbol == def.name.id.as_str());
+                if exported && !def.name.id.is_ascii() {
+                    diags.push(non_ascii_symbol(def));
                 }
                 let decl = FunctionDecl {
                     name: def.name.id.to_string(),
@@ -514,6 +626,11 @@ impl ParsedModule {
                             .with_note("declare the C++ function at module level and pass the struct to it"),
                         );
                         continue;
+                    }
+                    if (kind == Some(FunctionKind::Kernel) || options.interop)
+                        && !(name.is_ascii() && def.name.id.is_ascii())
+                    {
+                        diags.push(non_ascii_symbol(def));
                     }
                     let decl = FunctionDecl {
                         name: format!("{name}.{}", def.name.id),
@@ -998,6 +1115,10 @@ impl ParsedModule {
     /// Evaluates a module-level constant expression (literals, other constants, arithmetic,
     /// tuples); `None` when it is not one.
     pub(crate) fn eval_const(&self, e: &Expr) -> Option<Const> {
+        crate::stack::deep(|| self.eval_const_inner(e))
+    }
+
+    fn eval_const_inner(&self, e: &Expr) -> Option<Const> {
         match e {
             Expr::NumberLiteral(n) => match &n.value {
                 ast::Number::Int(i) => i

@@ -25,13 +25,19 @@ impl FnCx<'_, '_> {
             self.hints.insert(
                 name.to_string(),
                 Hint {
-                    ty,
+                    ty: ty.clone(),
                     weak: v.weak,
                     first: span,
                     nonneg: v.nonneg,
                     konst: v.konst.clone(),
                 },
             );
+            // The function's result type is the hint's: a Python int that needs more
+            // than the default int (a literal ≥ 2**31) is converted, so an out-of-range
+            // one is E0204 here instead of a return that disagrees with the signature.
+            if let (true, Type::Scalar(s)) = (name == "$return" && ty != v.ty, &ty) {
+                return self.convert(&v, *s);
+            }
             return Some(v.e);
         };
         let mut nh = h.clone();
@@ -366,7 +372,29 @@ impl FnCx<'_, '_> {
         // `array[i].x = v` (or `self.x = v` in a method of a struct in an array):
         // stored in place. Struct values themselves are immutable.
         let base = self.place_or_value(target);
-        let Value::Val(base) = base else { return };
+        let base = match base {
+            Value::Val(base) => base,
+            Value::Err => return, // reported where the target was read
+            Value::Item(item, _) => {
+                // A builtin (`device.warp_size`, `device.thread_idx.w`), a module, a
+                // class or a constant: none of them has attributes device code can set.
+                let what = match &item {
+                    Item::Builtin(_) => "a builtin",
+                    Item::Const(_) => "a constant",
+                    Item::Namespace(_) => "a module",
+                    _ => "this object",
+                };
+                self.diags.push(
+                    Diagnostic::error(
+                        Code::E0211,
+                        span,
+                        format!("cannot assign attribute `{field}` of {what}"),
+                    )
+                    .with_note("attributes cannot be added or changed in device code"),
+                );
+                return;
+            }
+        };
         if let Type::StructRef {
             space: crate::types::MemSpace::Const,
             ..

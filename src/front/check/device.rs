@@ -11,6 +11,11 @@ use crate::types::{ArrayType, DType, Layout, MemSpace};
 /// Static shared memory a block may declare (larger needs dynamic shared memory).
 const STATIC_SHARED_LIMIT: u64 = 48 * 1024;
 
+/// Local memory one thread may have on every architecture pydevice targets (CUDA C++
+/// Programming Guide, "Technical Specifications per Compute Capability": 512 KB from
+/// compute capability 2.0 on).
+const LOCAL_MEMORY_LIMIT: u64 = 512 * 1024;
+
 impl FnCx<'_, '_> {
     /// Binds a call's arguments to parameter names (positional, then keyword); the first
     /// `required` must be given. Returns one slot per parameter.
@@ -346,16 +351,35 @@ impl FnCx<'_, '_> {
                 let a = self.bind(c, &name, &["shape", "dtype", "order", "align"], 2)?;
                 let (shape_e, dtype_e) = (a[0]?, a[1]?);
                 let sv = self.eval(shape_e)?;
-                let shape: Vec<u64> = match &sv.konst {
+                let dims: Vec<i128> = match &sv.konst {
                     Some(Const::Int(n)) if sv.ty.as_scalar().is_some_and(|s| !s.is_float()) => {
-                        vec![u64::try_from(*n).ok()?]
+                        vec![*n]
                     }
                     Some(Const::Tuple(items)) => items
                         .iter()
-                        .map(|c| c.as_int().and_then(|n| u64::try_from(n).ok()))
+                        .map(|c| c.as_int())
                         .collect::<Option<Vec<_>>>()
                         .unwrap_or_default(),
                     _ => Vec::new(),
+                };
+                if let Some(n) = dims.iter().find(|n| **n < 0) {
+                    self.diags.push(
+                        Diagnostic::error(
+                            Code::E0400,
+                            sv.span,
+                            format!("array dimensions cannot be negative, and this one is {n}"),
+                        )
+                        .with_note("the shape of a local or shared array is a count of elements"),
+                    );
+                    return None;
+                }
+                let Ok(shape) = dims
+                    .iter()
+                    .map(|n| u64::try_from(*n))
+                    .collect::<Result<Vec<u64>, _>>()
+                else {
+                    self.error(Code::E0400, sv.span, "this array dimension is too large");
+                    return None;
                 };
                 if shape.is_empty() || shape.len() > 255 {
                     self.diags.push(
@@ -412,6 +436,16 @@ impl FnCx<'_, '_> {
                     self.diags.push(
                         Diagnostic::error(Code::E0407, sv.span, format!("the shared arrays of this function need more than the {} KiB of static shared memory a block may have", STATIC_SHARED_LIMIT / 1024))
                             .with_note("use `dynamic_shared_array()` and launch with `shared=` bytes"),
+                    );
+                    return None;
+                }
+                if space == MemSpace::Local && bytes.is_none_or(|b| b > LOCAL_MEMORY_LIMIT) {
+                    let size = bytes.map_or("more than 2**64 bytes".to_string(), |b| {
+                        format!("{b} bytes")
+                    });
+                    self.diags.push(
+                        Diagnostic::error(Code::E0411, sv.span, format!("this local array needs {size}, more than the {} KiB of local memory a thread may have", LOCAL_MEMORY_LIMIT / 1024))
+                            .with_note("share a large buffer between threads with `shared_array`, or pass a global array"),
                     );
                     return None;
                 }

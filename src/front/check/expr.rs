@@ -5,6 +5,10 @@ use crate::diag::Code;
 
 impl FnCx<'_, '_> {
     pub(super) fn expr(&mut self, e: &ast::Expr) -> Value {
+        crate::stack::deep(|| self.expr_inner(e))
+    }
+
+    fn expr_inner(&mut self, e: &ast::Expr) -> Value {
         let span = sp(e);
         use ast::Expr as E;
         let v = match e {

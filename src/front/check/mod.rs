@@ -495,6 +495,9 @@ impl<'s, 'm> FnCx<'s, 'm> {
                 );
             }
         }
+        if kind == FunctionKind::Kernel {
+            cx.check_param_space(&params);
+        }
         let pr = &def.parameters;
         if let Some(v) = &pr.vararg {
             cx.error(
@@ -538,19 +541,31 @@ impl<'s, 'm> FnCx<'s, 'm> {
                 );
             }
         }
-        if let Some(h) = self.hints.get("$return")
-            && h.ty != Type::None
-            && !always_returns(&body)
+        // A value is expected where a `return` gives one, or where the function is
+        // annotated `-> T` for a T other than `None`.
+        let returns_value = self
+            .hints
+            .get("$return")
+            .filter(|h| h.ty != Type::None)
+            .map(|h| (h.first, "it returns a value here"))
+            .or_else(|| match def.returns.as_deref() {
+                Some(ann) if !matches!(ann, ast::Expr::NoneLiteral(_)) => {
+                    Some((sp(ann), "it is declared to return a value here"))
+                }
+                _ => None,
+            });
+        if let Some((first, label)) = returns_value
+            && self.kind != FunctionKind::Kernel
+            && !always_returns(&body, &self.exprs)
             && self.diags.is_empty()
         {
-            let first = h.first;
             self.diags.push(
                 Diagnostic::error(
                     Code::E0206,
                     self.decl.name_span,
                     format!("`{}` does not return a value on every path", self.decl.name),
                 )
-                .with_secondary(first, "it returns a value here")
+                .with_secondary(first, label)
                 .with_note("add a `return` at the end; falling off the end would return `None`"),
             );
         }
@@ -659,11 +674,17 @@ impl<'s, 'm> FnCx<'s, 'm> {
             // A method `point.dot` becomes `point_dot`: PTX names have no dots.
             self.decl.name.replace('.', "_")
         } else {
-            format!(
-                "_pyd_{}_{}",
-                self.decl.name.replace('.', "_"),
-                self.s.functions.len()
-            )
+            // A private symbol: any other character becomes `_uXXXX` (PTX identifiers are
+            // ASCII letters, digits, `_` and `$`).
+            let mut name = String::new();
+            for c in self.decl.name.chars() {
+                match c {
+                    '.' => name.push('_'),
+                    c if c.is_ascii_alphanumeric() || c == '_' => name.push(c),
+                    c => name.push_str(&format!("_u{:04x}", u32::from(c))),
+                }
+            }
+            format!("_pyd_{name}_{}", self.s.functions.len())
         };
         let func = Function {
             name: self.decl.name.clone(),
@@ -686,6 +707,53 @@ impl<'s, 'm> FnCx<'s, 'm> {
 // ---- helpers ------------------------------------------------------------------------------
 
 impl FnCx<'_, '_> {
+    /// A kernel's parameters must fit CUDA's parameter space, 32,764 bytes (E0412). Over
+    /// 4 KiB needs PTX ISA 8.1 and sm_70, which every supported architecture is; the back
+    /// end then declares PTX 8.1 where the architecture's usual version is older.
+    fn check_param_space(&mut self, params: &[&ast::ParameterWithDefault]) {
+        const LIMIT: u64 = 32_764;
+        let mut off = 0u64;
+        for p in params {
+            let Some(l) = self.scope.get(p.parameter.name.id.as_str()) else {
+                continue; // a compile-time argument takes no space
+            };
+            let (size, align) = crate::abi::size_align(&self.locals[*l].ty);
+            off = off.div_ceil(align.max(1)) * align.max(1) + size;
+            if off > LIMIT {
+                self.diags.push(
+                    Diagnostic::error(
+                        Code::E0412,
+                        sp(&p.parameter),
+                        format!(
+                            "the parameters of this kernel up to `{}` take {off} bytes, more than the {LIMIT} bytes CUDA allows",
+                            p.parameter.name.id
+                        ),
+                    )
+                    .with_note("pass large values in global arrays instead"),
+                );
+                return;
+            }
+        }
+    }
+
+    /// Whether this pass has reported an error, here or in a function it called: a check
+    /// that gives up without a value (`Value::Err`, `None`) must make this true.
+    fn has_failed(&self) -> bool {
+        self.diags
+            .iter()
+            .any(|d| d.severity == crate::diag::Severity::Error)
+            || self.callees.iter().any(|k| {
+                self.s
+                    .instances
+                    .get(k)
+                    .is_some_and(|i| i.handle.is_none())
+            })
+            || !self.s.diags.is_empty()
+            // A read before any assignment is reported (or the body checked again) at
+            // the end of the pass.
+            || !self.unresolved.is_empty()
+    }
+
     fn error(&mut self, code: Code, span: Span, msg: impl Into<String>) {
         self.diags.push(Diagnostic::error(code, span, msg));
     }
@@ -873,17 +941,23 @@ impl FnCx<'_, '_> {
         };
         let e = match c {
             Const::Int(i) if !ir::literal_fits(Literal::Int(*i), ty) => {
-                // Too big for `int`: keep it exact in int64 until it meets a typed operand.
+                // Too big for `int`: keep it exact in int64 (from 2**63, uint64) until it
+                // meets a typed operand, which types it as NumPy types a Python int
+                // (`uint64(18446744073709551615)` is the largest uint64).
                 let lit = Literal::Int(*i);
-                if !ir::literal_fits(lit, Scalar::Int64) {
+                let wide = if ir::literal_fits(lit, Scalar::Int64) {
+                    Scalar::Int64
+                } else if ir::literal_fits(lit, Scalar::UInt64) {
+                    Scalar::UInt64
+                } else {
                     self.error(
                         Code::E0204,
                         span,
-                        format!("Python integer {i} is out of bounds for int64"),
+                        format!("Python integer {i} is out of bounds for int64 and uint64"),
                     );
                     return None;
-                }
-                self.push(Expr::Literal(lit), Type::Scalar(Scalar::Int64), span)
+                };
+                self.push(Expr::Literal(lit), Type::Scalar(wide), span)
             }
             Const::Float(f)
                 if ty == Scalar::Float32 && f.is_finite() && !(*f as f32).is_finite() =>
@@ -963,7 +1037,14 @@ impl FnCx<'_, '_> {
     fn value_of(&mut self, v: Value) -> Option<Val> {
         match v {
             Value::Val(v) => Some(v),
-            Value::Err => None,
+            Value::Err => {
+                debug_assert!(
+                    self.has_failed(),
+                    "a failed check reported no error (a checker path drops code silently) in `{}`",
+                    self.decl.name
+                );
+                None
+            }
             Value::Item(item, span) => match item {
                 Item::Const(c) => self.const_val(&c, span),
                 Item::Builtin(b @ (Builtin::LaneId | Builtin::WarpSize)) => {

@@ -58,13 +58,29 @@ pub(super) fn count_assignments(stmts: &[ast::Stmt], out: &mut HashMap<String, u
     });
 }
 
-/// True when every path through the block ends in `return`.
-pub(super) fn always_returns(block: &Block) -> bool {
+/// True when no path through the block falls off its end: each ends in `return`, or in a
+/// loop that never ends normally (`while True:` whose body has no `break` of its own). A
+/// loop whose condition can be false, or that a `break` leaves, falls through.
+pub(super) fn always_returns(block: &Block, exprs: &Arena<Expr>) -> bool {
     block.iter().any(|s| match &s.kind {
         StmtKind::Return(_) => true,
         StmtKind::If {
             then, otherwise, ..
-        } => always_returns(then) && always_returns(otherwise),
+        } => always_returns(then, exprs) && always_returns(otherwise, exprs),
+        StmtKind::Loop { cond, body, .. } => {
+            matches!(exprs[*cond], Expr::Literal(Literal::Bool(true))) && !breaks(body)
+        }
+        _ => false,
+    })
+}
+
+/// Whether a `break` in `block` leaves the loop whose body it is (not an inner loop's).
+fn breaks(block: &Block) -> bool {
+    block.iter().any(|s| match &s.kind {
+        StmtKind::Break => true,
+        StmtKind::If {
+            then, otherwise, ..
+        } => breaks(then) || breaks(otherwise),
         _ => false,
     })
 }
@@ -83,6 +99,21 @@ pub(super) fn contains_call(e: &ast::Expr) -> bool {
     let mut v = V(false);
     v.visit_expr(e);
     v.0
+}
+
+/// Whether a statement must leave IR behind when it checks without error: an assignment to
+/// an attribute or an element, or a call evaluated for its effect. (Other statements may
+/// legitimately leave none: a name bound to a constant, a loop over an empty tuple, a
+/// branch that `target(...)` removes.)
+fn has_effect(s: &ast::Stmt) -> bool {
+    let stores = |t: &ast::Expr| matches!(t, ast::Expr::Attribute(_) | ast::Expr::Subscript(_));
+    match s {
+        ast::Stmt::Expr(e) => matches!(e.value.as_ref(), ast::Expr::Call(_)),
+        ast::Stmt::Assign(a) => a.targets.iter().any(stores),
+        ast::Stmt::AugAssign(a) => stores(&a.target),
+        ast::Stmt::AnnAssign(a) => a.value.is_some() && stores(&a.target),
+        _ => false,
+    }
 }
 
 fn stmt_name(s: &ast::Stmt) -> &'static str {
@@ -112,7 +143,21 @@ impl FnCx<'_, '_> {
         out
     }
 
+    /// Checks one statement into `out`. Checker invariant: a statement with an effect
+    /// either adds IR to `out` or leaves an error behind (its own, or one reported where a
+    /// value it uses failed); a path that drops code without a diagnostic is a compiler
+    /// bug, caught here in debug builds (every fixture and property test runs them).
     pub(super) fn stmt(&mut self, s: &ast::Stmt, out: &mut Block) {
+        let before = out.len();
+        self.stmt_inner(s, out);
+        debug_assert!(
+            out.len() > before || !has_effect(s) || self.has_failed(),
+            "checker dropped a statement without a diagnostic at {:?}",
+            sp(s)
+        );
+    }
+
+    fn stmt_inner(&mut self, s: &ast::Stmt, out: &mut Block) {
         let span = sp(s);
         match s {
             ast::Stmt::Expr(e) => {

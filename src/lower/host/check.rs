@@ -141,6 +141,10 @@ impl Checker {
     }
 
     fn expr(&mut self, program: &Program, f: &Function, h: Handle<Expr>) {
+        crate::stack::deep(|| self.expr_inner(program, f, h))
+    }
+
+    fn expr_inner(&mut self, program: &Program, f: &Function, h: Handle<Expr>) {
         let span = f.exprs.span(h);
         let e = &f.exprs[h];
         match e {

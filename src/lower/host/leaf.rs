@@ -5,7 +5,6 @@
 //! Cranelift has no arithmetic on them: they are held as `float32` values that are exactly
 //! representable in the narrow format.
 
-use crate::abi::layout_of;
 use crate::types::{Scalar, Type};
 
 /// One scalar of a flattened value, at a byte offset from the start of the value.
@@ -53,14 +52,14 @@ pub(crate) fn leaves(t: &Type) -> Option<Vec<Leaf>> {
             offset: 0,
         }]),
         Type::Tuple(_) | Type::Struct(_) | Type::Vector { .. } => {
-            let layout = layout_of(t);
+            let offsets = crate::abi::field_offsets(t);
             let elems = elements(t)?;
             let mut out = Vec::new();
-            for (f, et) in layout.fields.iter().zip(&elems) {
+            for (offset, et) in offsets.iter().zip(&elems) {
                 for l in leaves(et)? {
                     out.push(Leaf {
                         scalar: l.scalar,
-                        offset: f.offset + l.offset,
+                        offset: offset + l.offset,
                     });
                 }
             }
@@ -150,11 +149,11 @@ pub(crate) fn classify(t: &Type) -> Option<Passing> {
     if ls.is_empty() {
         return Some(Passing::Nothing);
     }
-    let layout = layout_of(t);
-    if layout.size > 16 {
-        return Some(Passing::Memory { size: layout.size });
+    let (size, _) = crate::abi::size_align(t);
+    if size > 16 {
+        return Some(Passing::Memory { size });
     }
-    let n = layout.size.div_ceil(8) as usize;
+    let n = size.div_ceil(8) as usize;
     let mut classes = vec![Class::Sse; n];
     for l in &ls {
         let k = (l.offset / 8) as usize;

@@ -3,7 +3,6 @@
 
 use super::HostError;
 use super::leaf::{elements, f16_bits, f16_value, round_bf16, round_f16};
-use crate::abi::layout_of;
 use crate::types::{Scalar, Type};
 use std::fmt;
 
@@ -185,9 +184,9 @@ pub(crate) fn pack(t: &Type, v: &HostValue, bytes: &mut [u8], off: usize) -> Res
             if items.len() != elems.len() {
                 return Err(mismatch());
             }
-            let layout = layout_of(t);
-            for ((et, f), item) in elems.iter().zip(&layout.fields).zip(items) {
-                pack(et, item, bytes, off + f.offset as usize)?;
+            let offsets = crate::abi::field_offsets(t);
+            for ((et, f), item) in elems.iter().zip(&offsets).zip(items) {
+                pack(et, item, bytes, off + *f as usize)?;
             }
             Ok(())
         }
@@ -235,10 +234,10 @@ pub(crate) fn unpack(t: &Type, bytes: &[u8], off: usize) -> Result<HostValue, Ho
         Type::WarpMask => unpack_scalar(Scalar::Int32, bytes, off)?,
         Type::Tuple(_) | Type::Vector { .. } | Type::Struct(_) => {
             let elems = elements(t).ok_or_else(|| arg_err(format!("cannot read {t}")))?;
-            let layout = layout_of(t);
+            let offsets = crate::abi::field_offsets(t);
             let mut items = Vec::new();
-            for (et, f) in elems.iter().zip(&layout.fields) {
-                items.push(unpack(et, bytes, off + f.offset as usize)?);
+            for (et, f) in elems.iter().zip(&offsets) {
+                items.push(unpack(et, bytes, off + *f as usize)?);
             }
             match t {
                 Type::Struct(st) => HostValue::Struct {

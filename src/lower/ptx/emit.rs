@@ -102,6 +102,7 @@ pub fn emit<'ctx>(
         program,
         debug,
         sm,
+        aggregates: Default::default(),
     };
     for (_, f) in program.functions.iter() {
         let llfn = e.declare(f)?;
@@ -136,6 +137,10 @@ struct Emitter<'a, 'ctx> {
     )>,
     /// The target architecture's number (90 for sm_90).
     sm: u32,
+    /// The LLVM struct of each aggregate type met so far, with its fields' element indices
+    /// (see `aggregate`): computed once per type, so nested tuples lower in time linear in
+    /// the program's size.
+    aggregates: std::cell::RefCell<std::collections::HashMap<Type, (StructType<'ctx>, Vec<u32>)>>,
 }
 
 fn addr_space(s: MemSpace) -> AddressSpace {
@@ -165,7 +170,7 @@ fn elem_align(d: &crate::types::DType) -> u64 {
 fn ref_align(t: &Type) -> u32 {
     match t {
         Type::Scalar(s) if s.is_complex() => s.component().size() as u32,
-        t => crate::abi::layout_of(t).align.max(1) as u32,
+        t => crate::abi::size_align(t).1.max(1) as u32,
     }
 }
 

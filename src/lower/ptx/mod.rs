@@ -9,7 +9,7 @@ mod emit;
 pub mod libdevice;
 mod pipeline;
 
-use crate::ir::Program;
+use crate::ir::{FunctionKind, Program};
 use crate::target::{Arch, OptLevel};
 use inkwell::OptimizationLevel;
 use inkwell::context::Context;
@@ -216,8 +216,39 @@ pub(crate) fn compile_with(
         // The code generator keeps the module (and its context) alive: see `pipeline`.
         let module = Detached::module(module).with_context(ctx);
         let ptx = b.emit_ptx(module, shape)?;
-        Ok(retarget(ptx, options.arch))
+        Ok(widen_param_space(
+            retarget(ptx, options.arch),
+            program,
+            options.arch,
+        ))
     })?
+}
+
+/// The `.param` space a kernel's parameters may take before PTX ISA 8.1; from 8.1 on (sm_70
+/// and newer), 32,764 bytes, which the checker enforces (E0412).
+const SMALL_PARAM_SPACE: u64 = 4096;
+
+/// Bytes of `.param` space the parameters of kernel `f` take, each at its alignment.
+pub(crate) fn kernel_param_bytes(f: &crate::ir::Function) -> u64 {
+    f.param_locals().fold(0, |off, l| {
+        let (size, align) = crate::abi::size_align(&f.locals[l].ty);
+        off.div_ceil(align.max(1)) * align.max(1) + size
+    })
+}
+
+/// A module with a kernel whose parameters take more than 4 KiB declares PTX ISA 8.1 (the
+/// first to allow them) when its architecture's usual version is older; other modules keep
+/// the version of their architecture.
+fn widen_param_space(ptx: String, program: &Program, arch: Arch) -> String {
+    let large = program
+        .functions
+        .iter()
+        .any(|(_, f)| f.kind == FunctionKind::Kernel && kernel_param_bytes(f) > SMALL_PARAM_SPACE);
+    let (maj, min) = arch.ptx_version();
+    if !large || (maj, min) >= (8, 1) {
+        return ptx;
+    }
+    ptx.replacen(&format!(".version {maj}.{min}"), ".version 8.1", 1)
 }
 
 /// PTX built for an older architecture, relabelled for a newer one LLVM 19 does not know.

@@ -5,6 +5,10 @@ use super::*;
 
 impl FnCx<'_, '_> {
     pub(super) fn expr(&mut self, h: Handle<Expr>) -> R<Vec<Value>> {
+        crate::stack::deep(|| self.expr_inner(h))
+    }
+
+    fn expr_inner(&mut self, h: Handle<Expr>) -> R<Vec<Value>> {
         let ty = self.ty(h).clone();
         let v = match &self.f.exprs[h] {
             Expr::Literal(lit) => {

@@ -5,6 +5,10 @@ use super::*;
 
 impl<'ctx> FnEmitter<'_, '_, 'ctx> {
     pub(super) fn expr(&mut self, h: Handle<Expr>) -> R<Option<BasicValueEnum<'ctx>>> {
+        crate::stack::deep(|| self.expr_inner(h))
+    }
+
+    fn expr_inner(&mut self, h: Handle<Expr>) -> R<Option<BasicValueEnum<'ctx>>> {
         let ty = self.ty(h).clone();
         let v: BasicValueEnum<'ctx> = match &self.f.exprs[h] {
             Expr::Literal(lit) => {

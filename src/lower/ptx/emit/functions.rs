@@ -50,7 +50,7 @@ impl<'ctx> Emitter<'_, 'ctx> {
                         .create_type_attribute(byval, self.mem_type(t).as_any_type_enum());
                     llfn.add_attribute(AttributeLoc::Param(i as u32), at);
                     // The parameter's alignment is the type's CUDA C++ alignment (float4: 16).
-                    let a = crate::abi::layout_of(t).align.max(1);
+                    let a = crate::abi::size_align(t).1.max(1);
                     llfn.add_attribute(
                         AttributeLoc::Param(i as u32),
                         self.ctx.create_enum_attribute(align, a),
@@ -156,7 +156,7 @@ impl<'ctx> Emitter<'_, 'ctx> {
                     self.builder
                         .build_load(self.mem_type(ty), p.into_pointer_value(), "arg")?;
                 if let Some(i) = ld.as_instruction_value() {
-                    let a = crate::abi::layout_of(ty).align.max(1) as u32;
+                    let a = crate::abi::size_align(ty).1.max(1) as u32;
                     i.set_alignment(a).map_err(|e| err(e.to_string()))?;
                 }
                 ld

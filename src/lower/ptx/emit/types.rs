@@ -59,26 +59,58 @@ impl<'ctx> Emitter<'_, 'ctx> {
     /// that gives the whole struct its C++ alignment, so parameters, results and memory
     /// accesses all use it. Returns the type and, for each field, its element index.
     fn aggregate(&self, t: &Type) -> (StructType<'ctx>, Vec<u32>) {
+        if let Some(known) = self.aggregates.borrow().get(t) {
+            return known.clone();
+        }
+        let made = self.make_aggregate(t);
+        self.aggregates.borrow_mut().insert(t.clone(), made.clone());
+        made
+    }
+
+    fn make_aggregate(&self, t: &Type) -> (StructType<'ctx>, Vec<u32>) {
         let fields: Vec<Type> = match t {
             Type::Tuple(ts) => ts.clone(),
             Type::Struct(st) => st.fields.iter().map(|(_, t)| t.clone()).collect(),
             Type::Vector { elem, len } => vec![Type::Scalar(*elem); *len as usize],
             _ => Vec::new(),
         };
-        let layout = crate::abi::layout_of(t);
+        // (offset, size) of each field, then the whole size and alignment. A tuple's are
+        // computed without `layout_of`, which names every nested tuple (nested tuples
+        // would take time quadratic in their size).
+        let (places, size, align): (Vec<(u64, u64)>, u64, u64) = match t {
+            Type::Tuple(ts) => {
+                let mut off = 0u64;
+                let places = ts
+                    .iter()
+                    .map(|et| {
+                        let (size, align) = crate::abi::size_align(et);
+                        off = off.div_ceil(align) * align;
+                        let place = (off, size);
+                        off += size;
+                        place
+                    })
+                    .collect();
+                let (size, align) = crate::abi::size_align(t);
+                (places, size, align)
+            }
+            _ => {
+                let layout = crate::abi::layout_of(t);
+                let places = layout.fields.iter().map(|f| (f.offset, f.size)).collect();
+                (places, layout.size, layout.align)
+            }
+        };
         // A record has NumPy's offsets (a complex64 may sit at 12), so it is a packed
         // struct with explicit padding; its accesses carry their own alignments.
         let packed = matches!(t, Type::Struct(st) if st.record.is_some());
         let mut elems: Vec<BasicTypeEnum<'ctx>> = Vec::new();
-        let natural = layout
-            .fields
+        let natural = places
             .iter()
             .zip(&fields)
-            .map(|(_, f)| crate::abi::layout_of(f).align)
+            .map(|(_, f)| crate::abi::size_align(f).1)
             .max()
             .unwrap_or(1);
-        if layout.align > natural && !packed {
-            elems.push(self.align_forcer(layout.align));
+        if align > natural && !packed {
+            elems.push(self.align_forcer(align));
         }
         let mut index = Vec::new();
         let mut at = 0u64;
@@ -87,13 +119,13 @@ impl<'ctx> Emitter<'_, 'ctx> {
                 elems.push(self.ctx.i8_type().array_type(n as u32).into());
             }
         };
-        for (f, ft) in layout.fields.iter().zip(&fields) {
-            pad(&mut elems, f.offset.saturating_sub(at));
+        for ((offset, fsize), ft) in places.iter().zip(&fields) {
+            pad(&mut elems, offset.saturating_sub(at));
             index.push(elems.len() as u32);
             elems.push(self.mem_type(ft));
-            at = f.offset + f.size;
+            at = offset + fsize;
         }
-        pad(&mut elems, layout.size.saturating_sub(at));
+        pad(&mut elems, size.saturating_sub(at));
         (self.ctx.struct_type(&elems, packed), index)
     }
 
