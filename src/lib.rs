@@ -194,6 +194,48 @@ pub struct Specialization {
 }
 
 impl Module {
+    /// The declarations a module's header holds: its `interop=True` entries whose parameters
+    /// are all annotated (each specialized for its annotations, to learn its result), then the
+    /// CUDA C++ functions it declares `extern`. Entries left out for want of annotations are
+    /// named in the second list. Shared by the CLI (`pydevice abi --header`) and embedders.
+    pub fn interop_functions(
+        &self,
+    ) -> Result<(Vec<abi::header::FunctionDecl>, Vec<String>), Diagnostics> {
+        let module = self;
+        let mut out = Vec::new();
+        let mut left_out = Vec::new();
+        for e in module.entries() {
+            if !module.is_interop(&e.name) {
+                continue;
+            }
+            let Some(types) = &e.annotated else {
+                left_out.push(e.name.clone());
+                continue;
+            };
+            let spec = module.specialize(&e.name, types)?;
+            let program = spec.program();
+            let ret = program.functions[program.entry].ret.clone();
+            out.push(abi::header::FunctionDecl::new(
+                &spec.abi(),
+                e.is_kernel,
+                ret,
+            ));
+        }
+        out.extend(module.extern_functions());
+        Ok((out, left_out))
+    }
+
+    /// The whole header of a module (what `pydevice abi FILE.py --header` prints): its
+    /// `@struct` types and [`Module::interop_functions`].
+    pub fn header(&self, module_name: &str) -> Result<String, Diagnostics> {
+        let (functions, _) = self.interop_functions()?;
+        Ok(abi::header::header(
+            module_name,
+            &self.structs(),
+            &functions,
+        ))
+    }
+
     /// Parses a module; `name` is used in diagnostics.
     pub fn parse(name: &str, source: &str) -> Result<Module, Diagnostics> {
         let parsed = front::parse(SourceFile::new(name, source))?;

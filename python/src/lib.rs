@@ -299,7 +299,8 @@ impl Module {
     /// A CUDA C++ header of the module: its `@struct` types and the declarations of its
     /// `interop=True` functions whose parameters are all annotated.
     fn header(&self, py: Python<'_>, name: &str) -> PyResult<String> {
-        pydevice::abi::header::module_header(&self.inner, name)
+        self.inner
+            .header(name)
             .map_err(|d| to_py(py, Error::Diagnostics(d)))
     }
 

@@ -418,42 +418,6 @@ pub fn header(module_name: &str, types: &[Type], functions: &[FunctionDecl]) -> 
     out
 }
 
-/// The declarations a module's header holds: its `interop=True` entries whose parameters
-/// are all annotated (each specialized for its annotations, to learn its result), then the
-/// CUDA C++ functions it declares `extern`. Entries left out for want of annotations are
-/// named in the second list. Shared by the CLI (`pydevice abi --header`) and embedders.
-pub fn interop_functions(
-    module: &crate::Module,
-) -> Result<(Vec<FunctionDecl>, Vec<String>), crate::Diagnostics> {
-    let mut out = Vec::new();
-    let mut left_out = Vec::new();
-    for e in module.entries() {
-        if !module.is_interop(&e.name) {
-            continue;
-        }
-        let Some(types) = &e.annotated else {
-            left_out.push(e.name.clone());
-            continue;
-        };
-        let spec = module.specialize(&e.name, types)?;
-        let program = spec.program();
-        let ret = program.functions[program.entry].ret.clone();
-        out.push(FunctionDecl::new(&spec.abi(), e.is_kernel, ret));
-    }
-    out.extend(module.extern_functions());
-    Ok((out, left_out))
-}
-
-/// The whole header of a module (what `pydevice abi FILE.py --header` prints): its
-/// `@struct` types and [`interop_functions`].
-pub fn module_header(
-    module: &crate::Module,
-    module_name: &str,
-) -> Result<String, crate::Diagnostics> {
-    let (functions, _) = interop_functions(module)?;
-    Ok(header(module_name, &module.structs(), &functions))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

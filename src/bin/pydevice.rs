@@ -297,7 +297,7 @@ fn cmd_abi(a: &Args) -> Result<(), Failure> {
 /// The declarations of the module's `interop=True` entries whose parameters are all
 /// annotated, then of its `extern` functions (`abi::header::interop_functions`).
 fn interop_functions(module: &Module) -> Result<Vec<abi::header::FunctionDecl>, Failure> {
-    let (out, left_out) = abi::header::interop_functions(module).map_err(|d| report(d.into()))?;
+    let (out, left_out) = module.interop_functions().map_err(|d| report(d.into()))?;
     for name in left_out {
         eprintln!("note: `{name}` is left out of the header: its parameters need type annotations");
     }
