@@ -74,12 +74,16 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             return self.atomic_private(op, dtype, ptr, vals);
         }
         // A field of a struct reference is an offset from a generic address, which LLVM does
-        // not convert back to the space; converting it here would cost a `cvta` pair, so
-        // such an atomic keeps the generic address (as before).
+        // not convert back to the space (converting it here would cost a `cvta` pair); and
+        // with bounds checks, a shared element's address may be the global scratch word
+        // instead. Both keep the generic address. (The scratch word is global memory, so a
+        // global element's address is global either way.)
         let field = ptr
             .as_instruction()
             .is_some_and(|i| i.get_opcode() == InstructionOpcode::GetElementPtr);
-        let (ss, ptr) = match state_space(space).filter(|_| !field) {
+        let scratch = space == MemSpace::Shared && self.e.program.options.bounds_check;
+        let known = !field && !scratch;
+        let (ss, ptr) = match state_space(space).filter(|_| known) {
             Some((ss, n)) => {
                 let t = self.e.ctx.ptr_type(AddressSpace::from(n));
                 (ss, self.b().build_address_space_cast(ptr, t, "")?)
