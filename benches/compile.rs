@@ -1,10 +1,144 @@
 //! Compile latency, source → PTX in process: the first compile in the process (cold: LLVM
 //! target set-up included) and the median of repeated compiles (warm), for the example
-//! kernels. Run with `cargo bench --bench compile`.
+//! kernels; then three measurements that each need fresh processes or threads:
+//!
+//! - the first compile in a fresh process (`vector_add`), one child process per sample, timed
+//!   inside the child from just before `Module::parse` to the PTX text;
+//! - throughput: a module of 50 kernels compiled from 1 and from N threads (kernels/second);
+//! - peak RSS (`VmHWM` of `/proc/self/status`, which is `getrusage`'s `ru_maxrss`) of a fresh
+//!   process that compiles one benchmark kernel (`bench/kernels/`), for each of them.
+//!
+//! Run with `cargo bench --bench compile` (`-- --quick` skips the warm table).
 
 use pydevice::types::signature::parse_signature;
 use pydevice::{CompileOptions, Module};
+use std::process::Command;
 use std::time::Instant;
+
+/// The benchmark kernels and the signatures `bench/run_ours.py` gives them (as in
+/// `tests/fixtures.rs`).
+const BENCH_KERNELS: &[(&str, &str)] = &[
+    ("bitonic_sort", "uint32[::1], uint32[::1]"),
+    (
+        "conv2d",
+        "float32[:, ::1], float32[:, ::1], float32[:, ::1]",
+    ),
+    ("fft_radix4", "complex64[::1], complex64[::1], int32"),
+    ("half2_poly", "float16[::1], float16[::1]"),
+    (
+        "layernorm",
+        "float32[:, ::1], float32[::1], float32[::1], float32[:, ::1], float32[::1], float32[::1]",
+    ),
+    ("mandelbrot", "int32[:, ::1]"),
+    ("nbody", "float32[:, ::1], float32[:, ::1]"),
+    (
+        "scan_lookback",
+        "int32[::1], int32[::1], uint64[::1], uint32[::1]",
+    ),
+    (
+        "sgemm_reg",
+        "float32[:, ::1], float32[:, ::1], float32[:, ::1]",
+    ),
+    ("softmax_rows", "float32[:, ::1], float32[:, ::1]"),
+    (
+        "spmv_csr",
+        "int32[::1], int32[::1], float32[::1], float32[::1], float32[::1]",
+    ),
+    ("bits_u32", "uint32[::1], uint32[::1]"),
+    ("histogram", "uint8[::1], int32[::1]"),
+    ("math_f64", "float64[::1], float64[::1]"),
+    (
+        "matmul_tiled",
+        "float32[:, ::1], float32[:, ::1], float32[:, ::1]",
+    ),
+    ("reduce_block", "float32[::1], float32[::1]"),
+    ("reduce_warp", "float32[::1], float32[::1]"),
+    ("saxpy", "float32, float32[::1], float32[::1], float32[::1]"),
+    ("scan_block", "int32[::1], int32[::1]"),
+    ("stencil5", "float32[:, ::1], float32[:, ::1]"),
+    ("transpose_naive", "float32[:, ::1], float32[:, ::1]"),
+    ("transpose_tiled", "float32[:, ::1], float32[:, ::1]"),
+    ("vector_add", "float32[::1], float32[::1], float32[::1]"),
+];
+
+/// Child processes of this binary are told what to do by this variable:
+/// `first:FILE:ENTRY:SIG` compiles once and prints `ms <t> rss_kb <peak>`.
+const CHILD: &str = "PYDEVICE_COMPILE_BENCH_CHILD";
+
+/// Peak resident set of this process in KiB (`VmHWM`).
+fn peak_rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Runs the child whose job is `job` and returns (compile ms, peak RSS KiB).
+fn child(job: &str) -> (f64, u64) {
+    let exe = std::env::current_exe().expect("own path");
+    let out = Command::new(exe)
+        .env(CHILD, job)
+        .output()
+        .expect("spawn child");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("ms "))
+        .unwrap_or_else(|| {
+            panic!(
+                "child {job} failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    let f: Vec<&str> = line.split_whitespace().collect();
+    (f[1].parse().expect("ms"), f[3].parse().expect("rss"))
+}
+
+/// A module of `n` small kernels that differ (each its own PTX), in the dialect's style.
+fn many_kernels(n: usize) -> String {
+    let mut src = String::from("from cuda import device\nimport math\n\n");
+    for k in 0..n {
+        let body = match k % 5 {
+            0 => format!("out[i] = a[i] * {k}.0 + b[i]"),
+            1 => format!("out[i] = max(a[i], b[i]) - {k}.5"),
+            2 => format!("out[i] = math.sqrt(abs(a[i])) + b[i] * {k}.25"),
+            3 => {
+                format!(
+                    "s = 0.0\n        for j in range({k} % 7 + 1):\n            s += a[i] * j\n        out[i] = s + b[i]"
+                )
+            }
+            _ => format!("out[i] = b[i] if a[i] > {k}.0 else a[i]"),
+        };
+        src.push_str(&format!(
+            "@device.kernel\ndef k{k}(a, b, out):\n    i = device.tid(1)\n    if i < out.shape[0]:\n        {body}\n\n\n"
+        ));
+    }
+    src
+}
+
+/// Kernels per second compiling all `n` kernels of `src`, split over `threads` threads.
+fn throughput(src: &str, n: usize, threads: usize) -> f64 {
+    let (args, _) = parse_signature("float32[::1], float32[::1], float32[::1]").expect("sig");
+    let t = Instant::now();
+    std::thread::scope(|s| {
+        for w in 0..threads {
+            let args = &args;
+            s.spawn(move || {
+                let module = Module::parse("many", src).expect("parse");
+                for k in (w..n).step_by(threads) {
+                    module
+                        .compile(&format!("k{k}"), args, &CompileOptions::default())
+                        .expect("compile");
+                }
+            });
+        }
+    });
+    n as f64 / t.elapsed().as_secs_f64()
+}
 
 const CASES: &[(&str, &str, &str)] = &[
     (
@@ -50,6 +184,71 @@ fn compile_once(src: &str, entry: &str, sig: &str) -> usize {
 
 fn main() {
     let root = env!("CARGO_MANIFEST_DIR");
+    if let Ok(job) = std::env::var(CHILD) {
+        let mut parts = job.splitn(4, ':');
+        let (_, file, entry, sig) = (parts.next(), parts.next(), parts.next(), parts.next());
+        let (file, entry, sig) = (
+            file.expect("file"),
+            entry.expect("entry"),
+            sig.expect("sig"),
+        );
+        let src = std::fs::read_to_string(format!("{root}/{file}")).expect("source");
+        let t = Instant::now();
+        compile_once(&src, entry, sig);
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        println!("ms {ms:.3} rss_kb {}", peak_rss_kb());
+        return;
+    }
+    let quick = std::env::args().any(|a| a == "--quick");
+    if !quick {
+        warm_table(root);
+    }
+    fresh_processes();
+}
+
+/// First compile in a fresh process, throughput, and peak RSS per benchmark kernel.
+fn fresh_processes() {
+    let (file, entry, sig) = CASES[0];
+    let mut firsts: Vec<f64> = (0..20)
+        .map(|_| child(&format!("first:{file}:{entry}:{sig}")).0)
+        .collect();
+    firsts.sort_by(f64::total_cmp);
+    println!(
+        "first compile in a fresh process, {entry}: median {:.3} ms, min {:.3}, max {:.3} (20 processes)",
+        firsts[firsts.len() / 2],
+        firsts[0],
+        firsts[firsts.len() - 1]
+    );
+    let n = 50;
+    let src = many_kernels(n);
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    throughput(&src, n, 1); // LLVM set up and libdevice's functions extracted once
+    for threads in [1, cores.max(2), 2 * cores.max(2)] {
+        let mut rates: Vec<f64> = (0..5).map(|_| throughput(&src, n, threads)).collect();
+        rates.sort_by(f64::total_cmp);
+        println!(
+            "throughput, a module of {n} kernels on {threads} threads ({cores} cores): median {:.0} kernels/s (best {:.0})",
+            rates[2], rates[4]
+        );
+    }
+    println!(
+        "{:<16} {:>10} {:>12}",
+        "bench kernel", "first ms", "peak RSS MB"
+    );
+    let mut worst = 0u64;
+    for (name, sig) in BENCH_KERNELS {
+        let (ms, kb) = child(&format!("first:bench/kernels/{name}.py:{name}:{sig}"));
+        worst = worst.max(kb);
+        println!("{name:<16} {ms:>10.3} {:>12.1}", kb as f64 / 1024.0);
+    }
+    println!(
+        "peak RSS = VmHWM of a fresh process that compiles only that kernel; largest {:.1} MB",
+        worst as f64 / 1024.0
+    );
+}
+
+/// Cold and warm compile latency of the example kernels, in this process.
+fn warm_table(root: &str) {
     println!(
         "{:<44} {:>10} {:>10} {:>10}",
         "kernel", "cold ms", "warm ms", "min ms"

@@ -59,19 +59,21 @@ fn atomics_lower_to_scoped_ptx() {
         "atomics",
         "int32[::1], uint64[::1], float32[::1], float64[::1]",
     );
+    // Kernel array parameters are global memory: every atomic states `.global`.
     for needle in [
         "fence.sc.sys",
-        "atom.acq_rel.sys.add.s32",
-        "atom.acq_rel.cta.add.s32",
-        "atom.relaxed.sys.max.s32",
-        "atom.release.sys.exch.b32",
-        "ld.acquire.gpu.b64",
-        "st.release.gpu.b64",
-        "atom.acq_rel.sys.add.f32",
+        "atom.acq_rel.sys.global.add.s32",
+        "atom.acq_rel.cta.global.add.s32",
+        "atom.relaxed.sys.global.max.s32",
+        "atom.release.sys.global.exch.b32",
+        "ld.acquire.gpu.global.b64",
+        "st.release.gpu.global.b64",
+        "atom.acq_rel.sys.global.add.f32",
         "fence.acq_rel.cta",
     ] {
         assert!(p.contains(needle), "missing `{needle}`:\n{p}");
     }
+    assert!(!p.contains("cvta"), "{p}");
 }
 
 #[test]
@@ -153,9 +155,13 @@ fn numba_inc_dec_use_ptx_on_32_bits_and_a_cas_loop_on_64() {
         .compile("wrap_counters", &args, &CompileOptions::default())
         .unwrap_or_else(|e| panic!("{e}"))
         .ptx;
-    assert!(p.contains("atom.relaxed.gpu.inc.u32"), "{p}");
-    assert!(p.contains("atom.relaxed.gpu.dec.u32"), "{p}");
-    assert_eq!(p.matches("atom.relaxed.gpu.cas.b64").count(), 2, "{p}");
+    assert!(p.contains("atom.relaxed.gpu.global.inc.u32"), "{p}");
+    assert!(p.contains("atom.relaxed.gpu.global.dec.u32"), "{p}");
+    assert_eq!(
+        p.matches("atom.relaxed.gpu.global.cas.b64").count(),
+        2,
+        "{p}"
+    );
 }
 
 /// Every pair of scalar types through a conversion, the four arithmetic operators and `==`:

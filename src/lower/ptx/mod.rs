@@ -124,40 +124,46 @@ fn with_backend<R>(arch: Arch, opt: u8, f: impl FnOnce(&Backend) -> R) -> Result
         let mut m = m.borrow_mut();
         let key = (arch, opt);
         if let std::collections::hash_map::Entry::Vacant(e) = m.entry(key) {
-            let triple = TargetTriple::create(TRIPLE);
-            let target =
-                Target::from_triple(&triple).map_err(|e| LowerError::Llvm(e.to_string()))?;
-            let cpu = llvm_cpu(arch);
-            let (maj, min) = cpu.ptx_version();
             let level = match opt {
                 0 => OptimizationLevel::None,
                 1 => OptimizationLevel::Less,
                 2 => OptimizationLevel::Default,
                 _ => OptimizationLevel::Aggressive,
             };
-            let machine = |level| {
-                target
-                    .create_target_machine(
-                        &triple,
-                        &cpu.to_string(),
-                        &format!("+ptx{maj}{min}"),
-                        level,
-                        RelocMode::Default,
-                        CodeModel::Default,
-                    )
-                    .ok_or_else(|| {
-                        LowerError::Llvm(format!("cannot create a target machine for {arch}"))
-                    })
+            // Loop-free leaf modules are code-generated at -O2 (see `pipeline::Shape`) by the
+            // optimizer's machine; the -O3 one is made when a module first needs it.
+            let backend = match level {
+                OptimizationLevel::Aggressive => Backend::new(
+                    target_machine(arch, OptimizationLevel::Default)?,
+                    Some(Box::new(move || {
+                        target_machine(arch, OptimizationLevel::Aggressive)
+                    })),
+                    opt,
+                ),
+                _ => Backend::new(target_machine(arch, level)?, None, opt),
             };
-            // Loop-free leaf modules are code-generated at -O2 (see `pipeline::Shape`).
-            let light = match level {
-                OptimizationLevel::Aggressive => Some(machine(OptimizationLevel::Default)?),
-                _ => None,
-            };
-            e.insert(Backend::new(machine(level)?, light, opt));
+            e.insert(backend);
         }
         Ok(f(&m[&key]))
     })
+}
+
+/// An NVPTX target machine for `arch` generating code at `level`.
+fn target_machine(arch: Arch, level: OptimizationLevel) -> Result<TargetMachine, LowerError> {
+    let triple = TargetTriple::create(TRIPLE);
+    let target = Target::from_triple(&triple).map_err(|e| LowerError::Llvm(e.to_string()))?;
+    let cpu = llvm_cpu(arch);
+    let (maj, min) = cpu.ptx_version();
+    target
+        .create_target_machine(
+            &triple,
+            &cpu.to_string(),
+            &format!("+ptx{maj}{min}"),
+            level,
+            RelocMode::Default,
+            CodeModel::Default,
+        )
+        .ok_or_else(|| LowerError::Llvm(format!("cannot create a target machine for {arch}")))
 }
 
 /// A target machine for module-level clean-up passes (libdevice extraction), owned by the

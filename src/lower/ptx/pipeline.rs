@@ -163,15 +163,40 @@ impl Drop for CodeGen {
     }
 }
 
+/// Makes a target machine (for [`Backend::new`]'s `-O3` code generator, on first use).
+pub(crate) type MakeMachine = Box<dyn Fn() -> Result<TargetMachine, LowerError>>;
+
+/// A target machine made when first needed.
+struct LazyMachine {
+    make: MakeMachine,
+    machine: std::cell::OnceCell<TargetMachine>,
+}
+
+impl LazyMachine {
+    fn get(&self) -> Result<&TargetMachine, LowerError> {
+        if let Some(m) = self.machine.get() {
+            return Ok(m);
+        }
+        let m = (self.make)()?;
+        Ok(self.machine.get_or_init(|| m))
+    }
+}
+
 /// A target machine with its optimization and code-generation pipelines, built once.
 pub(crate) struct Backend {
     optimizer: *mut c_void,
-    /// The code generator of `machine`, and the one of `light` (straight-line leaves).
+    /// The code generator of `full` (or of `machine` when there is no `full`), and the one
+    /// of `machine` for straight-line leaves.
     codegens: [RefCell<Option<CodeGen>>; 2],
     // Dropped after the optimizer and the code generators, which point into them.
+    /// The optimizer's target machine (its passes do not depend on the machine's
+    /// code-generation level); with `full`, it generates only straight-line leaves (`-O2`).
     machine: TargetMachine,
-    /// The same target at code-generation level `-O2`, where `machine` is at `-O3`.
-    light: Option<TargetMachine>,
+    /// At `-O3`: the target at code-generation level `-O3`, for every other module, created
+    /// when the first such module needs it. Creating an NVPTX target machine costs about a
+    /// quarter of a small kernel's first compile (its `TargetLowering` tables), and a
+    /// process that compiles only loop-free kernels never needs this one.
+    full: Option<LazyMachine>,
     /// The context that PTX compiles create their modules in, and how many it has served.
     context: RefCell<(Rc<Context>, usize)>,
     // Raw LLVM handles: keep the backend on the thread that built it.
@@ -179,13 +204,10 @@ pub(crate) struct Backend {
 }
 
 impl Backend {
-    /// Builds the optimization pipeline for `machine` at `opt_level` (0 to 3). `light`, if
-    /// given, is the same target with code generation at `-O2`, for loop-free leaf modules.
-    pub(crate) fn new(
-        machine: TargetMachine,
-        light: Option<TargetMachine>,
-        opt_level: u8,
-    ) -> Backend {
+    /// Builds the optimization pipeline for `machine` at `opt_level` (0 to 3). `full`, if
+    /// given, makes the same target with code generation at `-O3`, for the modules that are
+    /// not straight-line leaves (which `machine`, at `-O2`, then generates alone).
+    pub(crate) fn new(machine: TargetMachine, full: Option<MakeMachine>, opt_level: u8) -> Backend {
         // SAFETY: the target machine is live; the optimizer keeps a pointer to it, and
         // `Backend` frees the optimizer before dropping `machine`.
         let optimizer =
@@ -194,7 +216,10 @@ impl Backend {
             optimizer,
             codegens: [RefCell::new(None), RefCell::new(None)],
             machine,
-            light,
+            full: full.map(|make| LazyMachine {
+                make,
+                machine: std::cell::OnceCell::new(),
+            }),
             context: RefCell::new((ptx_context(), 0)),
             _not_send: PhantomData,
         }
@@ -250,9 +275,10 @@ impl Backend {
     /// Generates PTX for `module`, optimized into `shape`. The backend keeps the module
     /// alive as long as the code generator that saw it.
     pub(crate) fn emit_ptx(&self, module: Detached, shape: Shape) -> Result<String, LowerError> {
-        let (machine, mut slot) = match (&self.light, shape) {
-            (Some(light), Shape::StraightLeaf) => (light, self.codegens[1].borrow_mut()),
-            _ => (&self.machine, self.codegens[0].borrow_mut()),
+        let (machine, mut slot) = match (&self.full, shape) {
+            (None, _) => (&self.machine, self.codegens[0].borrow_mut()),
+            (Some(_), Shape::StraightLeaf) => (&self.machine, self.codegens[1].borrow_mut()),
+            (Some(full), _) => (full.get()?, self.codegens[0].borrow_mut()),
         };
         if slot
             .as_ref()

@@ -1,7 +1,11 @@
 //! Atomic operations as inline PTX (`atom.<sem>.<scope>`, `ld.acquire`, `st.release`, the
-//! fences of seq_cst), with compare-and-swap loops for float min/max and inc/dec.
+//! fences of seq_cst), with compare-and-swap loops for float min/max and inc/dec. The
+//! statements state the address's space (`.shared`, `.global`) when its type knows it, and
+//! are not `convergent` (which would keep LLVM from unrolling the loops around them). On a
+//! thread's own memory (a local array) an atomic is a plain load and store.
 
 use super::*;
+use inkwell::values::InstructionOpcode;
 
 /// The `.sem` qualifier of an `atom` instruction for `order`, and the fence that a
 /// sequentially consistent one needs before it (PTX has no `.seq_cst` atom).
@@ -20,6 +24,16 @@ fn atomic_semantics(order: MemoryOrder, sc: &str) -> (&'static str, String) {
     (sem, fence)
 }
 
+/// The PTX state space of an atomic on memory of `space` (`.shared`, `.global`), with the
+/// LLVM address space its address is converted to; `None` for a generic address.
+fn state_space(space: MemSpace) -> Option<(&'static str, u16)> {
+    match space {
+        MemSpace::Shared => Some((".shared", 3)),
+        MemSpace::Global => Some((".global", 1)),
+        MemSpace::Local | MemSpace::Const => None,
+    }
+}
+
 /// The PTX name of a thread scope (a thread's own accesses need no more than its block's).
 pub(super) fn ptx_scope(s: Scope) -> &'static str {
     match s {
@@ -30,17 +44,52 @@ pub(super) fn ptx_scope(s: Scope) -> &'static str {
 }
 
 impl<'ctx> FnEmitter<'_, '_, 'ctx> {
+    /// Inline PTX that reads or writes memory: a side effect, but not `convergent`.
+    fn mem_asm(
+        &self,
+        text: &str,
+        constraints: &str,
+        ret: Option<BasicTypeEnum<'ctx>>,
+        args: &[BasicValueEnum<'ctx>],
+    ) -> R<Option<BasicValueEnum<'ctx>>> {
+        self.asm_call(text, constraints, ret, args, false)
+    }
+
     /// Atomic operations as inline PTX with explicit semantics and scope (`atom.<sem>.<scope>`,
     /// `ld.acquire`, `st.release`, `fence.sc` for seq_cst); float max/min are CAS loops.
+    /// `space` is where the element lives: shared and global addresses are given to PTX in
+    /// their own state space, and a local element (one thread's) is loaded and stored plainly.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn atomic(
         &mut self,
         op: AtomicOp,
         order: MemoryOrder,
         scope: Scope,
         dtype: Scalar,
+        space: MemSpace,
         ptr: PointerValue<'ctx>,
         vals: &[BasicValueEnum<'ctx>],
     ) -> R<Option<BasicValueEnum<'ctx>>> {
+        if space == MemSpace::Local {
+            return self.atomic_private(op, dtype, ptr, vals);
+        }
+        // A field of a struct reference is an offset from a generic address, which LLVM does
+        // not convert back to the space (converting it here would cost a `cvta` pair); and
+        // with bounds checks, a shared element's address may be the global scratch word
+        // instead. Both keep the generic address. (The scratch word is global memory, so a
+        // global element's address is global either way.)
+        let field = ptr
+            .as_instruction()
+            .is_some_and(|i| i.get_opcode() == InstructionOpcode::GetElementPtr);
+        let scratch = space == MemSpace::Shared && self.e.program.options.bounds_check;
+        let known = !field && !scratch;
+        let (ss, ptr) = match state_space(space).filter(|_| known) {
+            Some((ss, n)) => {
+                let t = self.e.ctx.ptr_type(AddressSpace::from(n));
+                (ss, self.b().build_address_space_cast(ptr, t, "")?)
+            }
+            None => ("", ptr),
+        };
         let sc = ptx_scope(scope);
         let (rmw_sem, fence) = atomic_semantics(order, sc);
         let bits = dtype.bits();
@@ -76,9 +125,9 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 } else {
                     "acquire"
                 };
-                let text = format!("{fence}ld.{sem}.{sc}.b{bits} $0, [$1];");
+                let text = format!("{fence}ld.{sem}.{sc}{ss}.b{bits} $0, [$1];");
                 let r = self
-                    .asm(
+                    .mem_asm(
                         &text,
                         &format!("={reg},l,~{{memory}}"),
                         Some(it.into()),
@@ -98,9 +147,9 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 } else {
                     sem
                 };
-                let text = format!("{fence}st.{sem}.{sc}.b{bits} [$0], $1;");
+                let text = format!("{fence}st.{sem}.{sc}{ss}.b{bits} [$0], $1;");
                 let v = to_bits(self, vals[0])?;
-                self.asm(
+                self.mem_asm(
                     &text,
                     &format!("l,{reg},~{{memory}}"),
                     None,
@@ -116,7 +165,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 } else {
                     "acquire"
                 };
-                let text = format!("{fence}ld.{sem}.{sc}.b{bits} $0, [$1];");
+                let text = format!("{fence}ld.{sem}.{sc}{ss}.b{bits} $0, [$1];");
                 let old = to_bits(self, vals[0])?;
                 let i32t = self.e.ctx.i32_type();
                 let entry = self.b().get_insert_block().ok_or_else(|| err("no block"))?;
@@ -127,7 +176,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 self.b().position_at_end(lp);
                 let backoff = self.b().build_phi(i32t, "backoff")?;
                 let cur = self
-                    .asm(
+                    .mem_asm(
                         &text,
                         &format!("={reg},l,~{{memory}}"),
                         Some(it.into()),
@@ -158,14 +207,14 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             }
             AtomicOp::Inc | AtomicOp::Dec => {
                 let v = to_bits(self, vals[0])?;
-                let old = self.atomic_inc_dec(op, order, scope, bits, ptr, v)?;
+                let old = self.atomic_inc_dec(op, order, scope, ss, bits, ptr, v)?;
                 Ok(Some(from_bits(self, old)?))
             }
             AtomicOp::Max | AtomicOp::Min | AtomicOp::NanMax | AtomicOp::NanMin
                 if dtype.is_float() =>
             {
                 Ok(Some(self.atomic_float_minmax(
-                    op, order, scope, dtype, ptr, vals[0],
+                    op, order, scope, ss, dtype, ptr, vals[0],
                 )?))
             }
             _ => {
@@ -214,19 +263,19 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 let (text, cons, args) = if op == AtomicOp::Cas {
                     let b = to_bits(self, vals[1])?;
                     (
-                        format!("{fence}atom.{sem}.{sc}.cas.{ty} $0, [$1], $2, $3;"),
+                        format!("{fence}atom.{sem}.{sc}{ss}.cas.{ty} $0, [$1], $2, $3;"),
                         format!("={reg},l,{reg},{reg},~{{memory}}"),
                         vec![ptr.into(), a.into(), b.into()],
                     )
                 } else {
                     (
-                        format!("{fence}atom.{sem}.{sc}.{name}.{ty} $0, [$1], $2;"),
+                        format!("{fence}atom.{sem}.{sc}{ss}.{name}.{ty} $0, [$1], $2;"),
                         format!("={reg},l,{reg},~{{memory}}"),
                         vec![ptr.into(), a.into()],
                     )
                 };
                 let r = self
-                    .asm(&text, &cons, Some(it.into()), &args)?
+                    .mem_asm(&text, &cons, Some(it.into()), &args)?
                     .ok_or_else(|| err("atomic"))?;
                 Ok(Some(from_bits(self, r.into_int_value())?))
             }
@@ -234,11 +283,13 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
     }
 
     /// `max`/`min`/`nanmax`/`nanmin` on floats: a compare-and-swap loop. Returns the old value.
+    #[allow(clippy::too_many_arguments)]
     fn atomic_float_minmax(
         &mut self,
         op: AtomicOp,
         order: MemoryOrder,
         scope: Scope,
+        ss: &str,
         dtype: Scalar,
         ptr: PointerValue<'ctx>,
         v: BasicValueEnum<'ctx>,
@@ -247,39 +298,52 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         let it = self.e.int_t(bits);
         let ft = v.get_type().into_float_type();
         let v = v.into_float_value();
-        let old_bits = self.atomic_cas_loop(order, scope, bits, ptr, &|cx, old_bits| {
+        let old_bits = self.atomic_cas_loop(order, scope, ss, bits, ptr, &|cx, old_bits| {
             let b = cx.b();
             let old = b.build_bit_cast(old_bits, ft, "")?.into_float_value();
-            let better = match op {
-                AtomicOp::Max => b.build_float_compare(FloatPredicate::OGT, v, old, "")?,
-                AtomicOp::Min => b.build_float_compare(FloatPredicate::OLT, v, old, "")?,
-                _ => {
-                    // NaN is a missing value: take v if old is NaN, keep old if v is NaN.
-                    let p = if op == AtomicOp::NanMax {
-                        FloatPredicate::OGT
-                    } else {
-                        FloatPredicate::OLT
-                    };
-                    let c = b.build_float_compare(p, v, old, "")?;
-                    let old_nan = b.build_float_compare(FloatPredicate::UNO, old, old, "")?;
-                    b.build_or(c, old_nan, "")?
-                }
-            };
-            let new = b.build_select(better, v, old, "")?.into_float_value();
+            let new = cx.float_minmax(op, v, old)?;
             Ok(b.build_bit_cast(new, it, "")?.into_int_value())
         })?;
         Ok(self.b().build_bit_cast(old_bits, ft, "")?)
+    }
+
+    /// What float `max`/`min`/`nanmax`/`nanmin` of `v` into `old` stores.
+    fn float_minmax(
+        &self,
+        op: AtomicOp,
+        v: FloatValue<'ctx>,
+        old: FloatValue<'ctx>,
+    ) -> R<FloatValue<'ctx>> {
+        let b = self.b();
+        let better = match op {
+            AtomicOp::Max => b.build_float_compare(FloatPredicate::OGT, v, old, "")?,
+            AtomicOp::Min => b.build_float_compare(FloatPredicate::OLT, v, old, "")?,
+            _ => {
+                // NaN is a missing value: take v if old is NaN, keep old if v is NaN.
+                let p = if op == AtomicOp::NanMax {
+                    FloatPredicate::OGT
+                } else {
+                    FloatPredicate::OLT
+                };
+                let c = b.build_float_compare(p, v, old, "")?;
+                let old_nan = b.build_float_compare(FloatPredicate::UNO, old, old, "")?;
+                b.build_or(c, old_nan, "")?
+            }
+        };
+        Ok(b.build_select(better, v, old, "")?.into_float_value())
     }
 
     /// numba's `inc` and `dec` on unsigned integers: `inc` stores `old >= v ? 0 : old + 1`,
     /// `dec` stores `old == 0 || old > v ? v : old - 1` (CUDA's `atomicInc`/`atomicDec`).
     /// 32 bits have PTX instructions; 64 bits use a compare-and-swap loop. Returns the old
     /// value.
+    #[allow(clippy::too_many_arguments)]
     fn atomic_inc_dec(
         &mut self,
         op: AtomicOp,
         order: MemoryOrder,
         scope: Scope,
+        ss: &str,
         bits: u32,
         ptr: PointerValue<'ctx>,
         v: IntValue<'ctx>,
@@ -289,8 +353,8 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             let sc = ptx_scope(scope);
             let (sem, fence) = atomic_semantics(order, sc);
             return Ok(self
-                .asm(
-                    &format!("{fence}atom.{sem}.{sc}.{name}.u32 $0, [$1], $2;"),
+                .mem_asm(
+                    &format!("{fence}atom.{sem}.{sc}{ss}.{name}.u32 $0, [$1], $2;"),
                     "=r,l,r,~{memory}",
                     Some(self.e.int_t(32).into()),
                     &[ptr.into(), v.into()],
@@ -298,21 +362,31 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 .ok_or_else(|| err(name))?
                 .into_int_value());
         }
-        self.atomic_cas_loop(order, scope, bits, ptr, &|cx, old| {
-            let b = cx.b();
-            let one = old.get_type().const_int(1, false);
-            let zero = old.get_type().const_zero();
-            Ok(if op == AtomicOp::Inc {
-                let wrap = b.build_int_compare(IntPredicate::UGE, old, v, "")?;
-                let next = b.build_int_add(old, one, "")?;
-                b.build_select(wrap, zero, next, "")?.into_int_value()
-            } else {
-                let is_zero = b.build_int_compare(IntPredicate::EQ, old, zero, "")?;
-                let above = b.build_int_compare(IntPredicate::UGT, old, v, "")?;
-                let reset = b.build_or(is_zero, above, "")?;
-                let next = b.build_int_sub(old, one, "")?;
-                b.build_select(reset, v, next, "")?.into_int_value()
-            })
+        self.atomic_cas_loop(order, scope, ss, bits, ptr, &|cx, old| {
+            cx.inc_dec_next(op, old, v)
+        })
+    }
+
+    /// What `inc`/`dec` with bound `v` stores in place of `old`.
+    fn inc_dec_next(
+        &self,
+        op: AtomicOp,
+        old: IntValue<'ctx>,
+        v: IntValue<'ctx>,
+    ) -> R<IntValue<'ctx>> {
+        let b = self.b();
+        let one = old.get_type().const_int(1, false);
+        let zero = old.get_type().const_zero();
+        Ok(if op == AtomicOp::Inc {
+            let wrap = b.build_int_compare(IntPredicate::UGE, old, v, "")?;
+            let next = b.build_int_add(old, one, "")?;
+            b.build_select(wrap, zero, next, "")?.into_int_value()
+        } else {
+            let is_zero = b.build_int_compare(IntPredicate::EQ, old, zero, "")?;
+            let above = b.build_int_compare(IntPredicate::UGT, old, v, "")?;
+            let reset = b.build_or(is_zero, above, "")?;
+            let next = b.build_int_sub(old, one, "")?;
+            b.build_select(reset, v, next, "")?.into_int_value()
         })
     }
 
@@ -323,6 +397,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         &mut self,
         order: MemoryOrder,
         scope: Scope,
+        ss: &str,
         bits: u32,
         ptr: PointerValue<'ctx>,
         new_of: &dyn Fn(&Self, IntValue<'ctx>) -> R<IntValue<'ctx>>,
@@ -331,8 +406,8 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         let reg = if bits == 32 { "r" } else { "l" };
         let sc = ptx_scope(scope);
         let first = self
-            .asm(
-                &format!("ld.relaxed.{sc}.b{bits} $0, [$1];"),
+            .mem_asm(
+                &format!("ld.relaxed.{sc}{ss}.b{bits} $0, [$1];"),
                 &format!("={reg},l,~{{memory}}"),
                 Some(it.into()),
                 &[ptr.into()],
@@ -355,8 +430,8 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         self.b().position_at_end(cas_block);
         let (sem, fence) = atomic_semantics(order, sc);
         let prev = self
-            .asm(
-                &format!("{fence}atom.{sem}.{sc}.cas.b{bits} $0, [$1], $2, $3;"),
+            .mem_asm(
+                &format!("{fence}atom.{sem}.{sc}{ss}.cas.b{bits} $0, [$1], $2, $3;"),
                 &format!("={reg},l,{reg},{reg},~{{memory}}"),
                 Some(it.into()),
                 &[ptr.into(), old_bits.into(), new_bits.into()],
@@ -373,5 +448,124 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         let res = self.b().build_phi(it, "")?;
         res.add_incoming(&[(&old_bits, lp), (&old_bits, cas_end)]);
         Ok(res.as_basic_value().into_int_value())
+    }
+
+    /// An atomic on an element of a local array: the array belongs to one thread, so no
+    /// other thread can observe the element, and the operation is a plain load, the update
+    /// and a plain store (PTX leaves `atom` on a `.local` address undefined). Memory order
+    /// and scope order nothing here: they only relate accesses of other threads.
+    fn atomic_private(
+        &mut self,
+        op: AtomicOp,
+        dtype: Scalar,
+        ptr: PointerValue<'ctx>,
+        vals: &[BasicValueEnum<'ctx>],
+    ) -> R<Option<BasicValueEnum<'ctx>>> {
+        let t = Type::Scalar(dtype);
+        let vt = self.e.mem_type(&t);
+        let align = ref_align(&t);
+        let load = |cx: &Self| -> R<BasicValueEnum<'ctx>> {
+            let v = cx.b().build_load(vt, ptr, "")?;
+            if let Some(i) = v.as_instruction_value() {
+                i.set_alignment(align).map_err(|e| err(e.to_string()))?;
+            }
+            cx.reg_repr(v, &t)
+        };
+        let store = |cx: &Self, v: BasicValueEnum<'ctx>| -> R<()> {
+            let v = cx.mem_repr(v, &t)?;
+            cx.b()
+                .build_store(ptr, v)?
+                .set_alignment(align)
+                .map_err(|e| err(e.to_string()))?;
+            Ok(())
+        };
+        let bits_of = |cx: &Self, v: BasicValueEnum<'ctx>| -> R<IntValue<'ctx>> {
+            cx.as_int_bits(cx.mem_repr(v, &t)?)
+        };
+        match op {
+            AtomicOp::Load => Ok(Some(load(self)?)),
+            AtomicOp::Store => {
+                store(self, vals[0])?;
+                Ok(None)
+            }
+            AtomicOp::Notify => Ok(None),
+            AtomicOp::Wait => {
+                // No other thread can change the element: wait returns at once if it differs
+                // from `old`, and otherwise never (the loop a shared element would spin in).
+                let old = bits_of(self, vals[0])?;
+                let lp = self.new_block("wait.loop");
+                let done = self.new_block("wait.done");
+                self.b().build_unconditional_branch(lp)?;
+                self.b().position_at_end(lp);
+                let cur = load(self)?;
+                let cur = bits_of(self, cur)?;
+                let same = self.b().build_int_compare(IntPredicate::EQ, cur, old, "")?;
+                self.b().build_conditional_branch(same, lp, done)?;
+                self.b().position_at_end(done);
+                Ok(None)
+            }
+            _ => {
+                let old = load(self)?;
+                let v = vals[0];
+                let b = self.b();
+                let new: BasicValueEnum<'ctx> = match (op, old, v) {
+                    (AtomicOp::Exch, _, _) => v,
+                    (AtomicOp::Cas, _, _) => {
+                        // Compares bits, as `atom.cas.b<N>` does.
+                        let same = b.build_int_compare(
+                            IntPredicate::EQ,
+                            bits_of(self, old)?,
+                            bits_of(self, v)?,
+                            "",
+                        )?;
+                        b.build_select(same, vals[1], old, "")?
+                    }
+                    (
+                        AtomicOp::Add | AtomicOp::Sub,
+                        BasicValueEnum::FloatValue(o),
+                        BasicValueEnum::FloatValue(x),
+                    ) => if op == AtomicOp::Add {
+                        b.build_float_add(o, x, "")?
+                    } else {
+                        b.build_float_sub(o, x, "")?
+                    }
+                    .into(),
+                    (
+                        AtomicOp::Max | AtomicOp::Min | AtomicOp::NanMax | AtomicOp::NanMin,
+                        BasicValueEnum::FloatValue(o),
+                        BasicValueEnum::FloatValue(x),
+                    ) => self.float_minmax(op, x, o)?.into(),
+                    (_, BasicValueEnum::IntValue(o), BasicValueEnum::IntValue(x)) => {
+                        let signed = dtype.is_signed();
+                        let pick = |p: IntPredicate| -> R<BasicValueEnum<'ctx>> {
+                            let c = b.build_int_compare(p, x, o, "")?;
+                            Ok(b.build_select(c, x, o, "")?)
+                        };
+                        match op {
+                            AtomicOp::Add => b.build_int_add(o, x, "")?.into(),
+                            AtomicOp::Sub => b.build_int_sub(o, x, "")?.into(),
+                            AtomicOp::And => b.build_and(o, x, "")?.into(),
+                            AtomicOp::Or => b.build_or(o, x, "")?.into(),
+                            AtomicOp::Xor => b.build_xor(o, x, "")?.into(),
+                            AtomicOp::Max | AtomicOp::NanMax => pick(if signed {
+                                IntPredicate::SGT
+                            } else {
+                                IntPredicate::UGT
+                            })?,
+                            AtomicOp::Min | AtomicOp::NanMin => pick(if signed {
+                                IntPredicate::SLT
+                            } else {
+                                IntPredicate::ULT
+                            })?,
+                            AtomicOp::Inc | AtomicOp::Dec => self.inc_dec_next(op, o, x)?.into(),
+                            _ => return Err(err("atomic operation on a local element")),
+                        }
+                    }
+                    _ => return Err(err("atomic operation on a local element")),
+                };
+                store(self, new)?;
+                Ok(Some(old))
+            }
+        }
     }
 }

@@ -396,8 +396,8 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 target,
                 args,
             } => {
-                let dtype = match self.ty(*target) {
-                    Type::Ref { dtype, .. } => *dtype,
+                let (dtype, space) = match self.ty(*target) {
+                    Type::Ref { dtype, space } => (*dtype, *space),
                     _ => return Err(err("atomic on a non-reference")),
                 };
                 let ptr = self.value(*target)?.into_pointer_value();
@@ -405,7 +405,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 for a in args {
                     vals.push(self.value(*a)?);
                 }
-                return self.atomic(*op, *order, *scope, dtype, ptr, &vals);
+                return self.atomic(*op, *order, *scope, dtype, space, ptr, &vals);
             }
         };
         Ok(Some(v))

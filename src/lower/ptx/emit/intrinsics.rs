@@ -187,13 +187,28 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         Ok(Some(v))
     }
 
-    /// Emits inline PTX; `ret` is the result type, if any.
+    /// Emits inline PTX that is `convergent` (warp and block operations); `ret` is the result
+    /// type, if any.
     pub(super) fn asm(
         &self,
         text: &str,
         constraints: &str,
         ret: Option<BasicTypeEnum<'ctx>>,
         args: &[BasicValueEnum<'ctx>],
+    ) -> R<Option<BasicValueEnum<'ctx>>> {
+        self.asm_call(text, constraints, ret, args, true)
+    }
+
+    /// Emits inline PTX; `convergent` only for operations whose result depends on which
+    /// threads execute them together. A `convergent` call keeps LLVM from unrolling the loop
+    /// around it, so memory operations (atomics) are emitted without it.
+    pub(super) fn asm_call(
+        &self,
+        text: &str,
+        constraints: &str,
+        ret: Option<BasicTypeEnum<'ctx>>,
+        args: &[BasicValueEnum<'ctx>],
+        convergent: bool,
     ) -> R<Option<BasicValueEnum<'ctx>>> {
         let params: Vec<BasicMetadataTypeEnum> = args.iter().map(|a| a.get_type().into()).collect();
         let fn_ty = match ret {
@@ -213,11 +228,13 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         let call = self.b().build_indirect_call(fn_ty, ptr, &margs, "")?;
         // Convergent: the result may depend on which threads execute it (`activemask`), so
         // LLVM must not merge copies from both sides of a branch into one before it.
-        let convergent = Attribute::get_named_enum_kind_id("convergent");
-        call.add_attribute(
-            AttributeLoc::Function,
-            self.e.ctx.create_enum_attribute(convergent, 0),
-        );
+        if convergent {
+            let kind = Attribute::get_named_enum_kind_id("convergent");
+            call.add_attribute(
+                AttributeLoc::Function,
+                self.e.ctx.create_enum_attribute(kind, 0),
+            );
+        }
         Ok(match call.try_as_basic_value() {
             ValueKind::Basic(v) => Some(v),
             _ => None,
