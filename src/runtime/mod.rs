@@ -34,10 +34,8 @@ pub mod records;
 pub mod reflect;
 pub mod stream;
 
-mod sha256;
-
 pub use array::{ArraySource, DeviceArray};
-pub use cache::{CacheStats, KernelCache};
+pub use cache::{CacheStats, DiskCacheError, DiskTrust, KernelCache};
 pub use cai::CudaArrayInterface;
 pub use config::{Dim3, LaunchConfig};
 pub use error::RuntimeError;
