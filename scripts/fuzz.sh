@@ -18,6 +18,8 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   echo "installing cargo-fuzz"
   cargo install cargo-fuzz --locked
 fi
+# The fuzz crate is outside the workspace: build it with the library's locked versions.
+[ -e fuzz/Cargo.lock ] || cp Cargo.lock fuzz/Cargo.lock
 scratch=${FUZZ_SCRATCH:-$(mktemp -d /tmp/pydevice-fuzz.XXXXXX)}
 status=0
 for target in ${TARGETS:-signature arrays compile}; do

@@ -1,6 +1,16 @@
 //! Reading and writing NumPy `.npy` files (format versions 1 to 3) for the arrays the CLI
 //! passes to kernels: any dtype the compiler knows, any number of dimensions, C or Fortran
 //! order, little-endian.
+//!
+//! Every size computed from a header is checked ([`checked_size`]): a shape whose byte size,
+//! element count or dense strides would not fit in `i64` is an error, never a wrapped size.
+//!
+//! Why not a crate: `npyz` (the maintained fork of `npy-rs`) parses structured `descr`s, but
+//! its documented reading API yields elements of Rust types known at compile time (its
+//! derive), while these records are defined at run time by a kernel's `@struct` and travel to
+//! the device as their raw bytes with NumPy's offsets and padding (`runtime::records`);
+//! `ndarray-npy` reads plain numbers only (judged from their documentation, not tried). Either would replace the header parsing (about 100 lines here) and leave the layout
+//! code, so the reader stays ours, fuzzed (`fuzz/fuzz_targets/arrays.rs`).
 
 use crate::types::Scalar;
 use std::fmt;
