@@ -721,6 +721,9 @@ fn soak_compile_and_launch_from_16_threads() {
                         let data: Vec<u8> = (0..n).flat_map(bytes).collect();
                         let abuf = dev.upload(&data).map_err(|e| e.to_string())?;
                         let bbuf = dev.upload(&data).map_err(|e| e.to_string())?;
+                        // The uploads ran on the legacy default stream; the launch runs on this
+                        // thread's non-blocking stream, which does not wait for it.
+                        dev.synchronize().map_err(|e| e.to_string())?;
                         let arr = |b| {
                             dev.array(b, dtype, &[n])
                                 .and_then(|a| a.to_arg(&kernel.abi().params[0]))
