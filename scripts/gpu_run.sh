@@ -15,6 +15,8 @@ export PYDEVICE_LIBDEVICE=${PYDEVICE_LIBDEVICE:-/usr/local/cuda/nvvm/libdevice/l
 out=${OUT:-$work}
 # Tests that run the CLI find it here (the path cargo baked in does not exist on this machine).
 export PYDEVICE_BIN=$work/pydevice
+# Tests find their fixtures from here (tests/support/mod.rs), not from the build machine's path.
+export PYDEVICE_REPO=$PWD
 nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader
 echo "== cargo GPU tests (tests/gpu.rs)"
 $work/gpu_tests --test-threads=1 2>&1 | tee "$out/gpu_tests.log" | grep -E "^test |test result|skipped|panicked"

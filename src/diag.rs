@@ -5,7 +5,15 @@
 //! Stages collect diagnostics instead of stopping at the first one; the caller receives them
 //! together as [`Diagnostics`], which knows the source text and renders them with the source
 //! line and carets. Nothing here depends on a later stage.
+//!
+//! Rendering is `annotate-snippets`'s (the renderer of rustc and ruff). It replaced a
+//! hand-written one that gave the same information (code, message, file:line:col, source
+//! lines, caret spans, secondary labels, notes) but repeated a source line for each label
+//! on it, cut multi-line spans at the end of their first line and did not elide the lines
+//! between distant labels; the `.stderr` goldens changed only in those ways and in rustc's
+//! ` |` line before the notes.
 
+use annotate_snippets::{AnnotationKind, Level, Renderer, Snippet};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::sync::Arc;
@@ -61,13 +69,204 @@ pub struct Label {
     pub message: String,
 }
 
+/// Declares [`Code`]: one variant per diagnostic code, its doc line the code's meaning.
+macro_rules! codes {
+    ($($(#[doc = $doc:literal])+ $name:ident,)*) => {
+        /// A stable diagnostic code. Each variant's doc line is its meaning, word for word the
+        /// "meaning" column of the table at the end of `docs/semantics.md` (a test checks it).
+        /// Serialized as its spelling (`"E0201"`).
+        #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        pub enum Code {
+            $($(#[doc = $doc])+ $name,)*
+        }
+
+        impl Code {
+            /// Every code, in order.
+            pub const ALL: &'static [Code] = &[$(Code::$name,)*];
+
+            /// The code as written in diagnostics: `E0201`.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Code::$name => stringify!($name),)*
+                }
+            }
+
+            /// What the code means: its doc line.
+            pub fn meaning(self) -> &'static str {
+                match self {
+                    $(Code::$name => concat!($($doc),+).trim(),)*
+                }
+            }
+        }
+    };
+}
+
+codes! {
+    /// syntax error (from ruff's parser)
+    E0001,
+    /// name is not defined
+    E0101,
+    /// not a member of `cuda.device`, a member pydevice does not support yet, or a `math` name that is not available
+    E0102,
+    /// bad decorator: unknown or positional argument, `**kwargs`, non-constant or out-of-range option value, a kernel-only option on `@func`, `min_blocks` without `max_threads`, both `@kernel` and `@func`, the same decorator twice, a `@struct` option other than a power-of-two `align`
+    E0103,
+    /// not a device function: the entry, or a called function, lacks `@kernel`/`@func`
+    E0104,
+    /// recursive call (direct or mutual)
+    E0105,
+    /// name from another module (`numpy`, …), or a global that is not a compile-time constant
+    E0106,
+    /// wrong arguments: entry arity vs the signature, call arity (including `cuda.device` functions, atomic methods, vector constructors, struct constructors, methods without `self`, and the spec's extra `flag` of `match_*_sync`), unknown/duplicate/missing keyword, keywords to builtins, `range` with 0 or more than 3 arguments, a `@func` predicate that needs arguments
+    E0107,
+    /// a kernel returns a value
+    E0108,
+    /// a kernel is called from device code
+    E0109,
+    /// no function with the entry's name in the module
+    E0110,
+    /// local used before it is assigned
+    E0111,
+    /// a write to a module-level constant array (§1.3.1)
+    E0112,
+    /// a constant array that does not fit in the module's 64 KiB constant bank (§1.3.1)
+    E0114,
+    /// an argument type built through the Rust API that no program can take (`Type::validate`: a vector of other than 1 to 4 elements, an array of 0 dimensions, an alignment that is not a power of two up to 4096, nesting deeper than 64, a layout over 2 GiB), or `None` as a kernel parameter
+    E0115,
+    /// a local (or the return value) gets values of different types
+    E0201,
+    /// unsupported expression or operand types: bitwise on floats, `@`, `in`/`is`, strings, lists, dicts, sets, lambdas other than predicates, `None` as a value, calling a non-function (`device.Atomic(...)` as a value included), mismatched conditional branches, a type (`v.dtype` included) used as a value
+    E0202,
+    /// bad indexing: wrong number of indices (for an element; more subscripts than dimensions for a view), a zero slice step, a slice or view as an assignment target, non-integer index or slice bound, `view` of a non-contiguous or multi-dimensional array, non-constant or out-of-range tuple index, a constant vector index out of range, a constant `WarpMask` lane outside `0..31`, indexing a non-array, bit assignment on a `WarpMask` that is not a local, unpacking mismatch
+    E0203,
+    /// value out of range: a literal or constant does not fit its type, constant overflow, an integer literal wider than 64 bits, a float literal beyond `float32` where it becomes `float32`, a warp mask constant outside 32 bits
+    E0204,
+    /// no truth value (array, tuple or vector in a condition or `and`/`or`)
+    E0205,
+    /// a function that returns a value does not return on every path
+    E0206,
+    /// type mismatch: annotation vs argument, a float where an integer is required, non-integer `range` arguments, storing a non-number into an array (or anything but a vector of the array's type into an array of vectors), converting a non-number, passing `None`, a non-integer warp mask, a non-number to a `math` function or a vector constructor, a struct field given a value of another type, an Atomic field used as a number, a `cuda.fp16` function given a non-`float16` value
+    E0207,
+    /// division by zero in a constant expression, or a constant zero `range` step
+    E0208,
+    /// integer raised to a constant negative integer power
+    E0209,
+    /// `tid`/`grid_size` argument is not the constant 1, 2 or 3
+    E0210,
+    /// assignment to something immutable: an attribute (a struct value's field included), an Atomic field, a non-number field of an array element, or a tuple or vector element other than a local vector's
+    E0211,
+    /// unknown attribute or method (`.dtype`, `.ndims`, `.w` of a 3-vector, an atomic reference's `.dtype` or unknown method, a struct method that does not exist, an array method other than `view`/`reshape`/`astype`, a record field that does not exist, …)
+    E0212,
+    /// bad `@struct` class: a field without a heterogeneous type hint, a statement other than fields and methods, a `@kernel` method, an unsupported `Atomic(...)` field (§7.3)
+    E0213,
+    /// a sub-array field of a record value (a copy): only records in memory have sub-array views (§5.16.1)
+    E0214,
+    /// a whole sub-array field assigned from an array of another ndim, or a sub-array of more than 256 elements assigned whole (§5.16.1)
+    E0215,
+    /// a record indexed by something other than a field name or a constant field number (§5.16.1)
+    E0216,
+    /// an operator Python does not define on complex numbers: ordering comparisons, `//`, `%`, `min`/`max`, bitwise operators, `~` (§2.7)
+    E0250,
+    /// a complex number where a real one is needed: stored into a real array or local, converted with `float32(z)`/`int(z)`, as a part of `complex64(re, im)` or `cmath.rect`, given to a `math` function (§2.7)
+    E0251,
+    /// (no longer issued: every complex power compiles, §2.7)
+    E0252,
+    /// complex or fp8 values where the hardware has no instruction: atomic operations on `complex64`/`complex128`/fp8 elements, warp shuffles and matches of complex values (§2.7, §2.8)
+    E0253,
+    /// unsupported statement or parameter form (`try`, `with`, `raise`, a nested `def` that is not a predicate, `global`, defaults, `*args`, a `for` target that is not a name, …)
+    E0301,
+    /// `assert` is not supported yet
+    E0302,
+    /// `while … else` / `for … else` over a tuple
+    E0303,
+    /// loop over something other than `range` or a tuple/vector (numba dialect: or 1-D arrays, `enumerate`, `zip`, §15.1), a tuple whose elements have different types, `range` outside a `for`, `break`/`continue` outside a loop
+    E0304,
+    /// chained comparison with a call in the middle
+    E0305,
+    /// `literal_unroll` over a run-time tuple with elements of different types (§4.6.1); a NumPy reduction of a non-array or an unsupported dtype (§5.18)
+    E0306,
+    /// `break`/`continue` in a loop over `literal_unroll`, or `literal_unroll(...)` used outside a `for` (§4.6.1)
+    E0307,
+    /// not a constant expression where one is required: `shape` or `align` of `local_array`/`shared_array`, a slice step (§5.6)
+    E0400,
+    /// bad argument value: `memory` not a memory order, `scope` not a thread scope (or either not a string literal), `order` not `'C'`/`'F'`, `align` not a power of two up to 4096, `dtype` not a dtype (an `Atomic(...)` array dtype included) (§5.7, §9.1)
+    E0401,
+    /// atomic operation not available for the element's dtype (§9.2; numba's `inc`/`dec` need uint32 or uint64)
+    E0402,
+    /// memory order not allowed for the operation: a `load` or `wait` that is `release`/`acq_rel`, a `store` that is `acquire`/`consume`/`acq_rel` (§9.1)
+    E0404,
+    /// a predicate that is not a function callable with no arguments: a plain value such as `x > 0` or `True`, a lambda with parameters (§9.5)
+    E0405,
+    /// wrong operand type for a numeric intrinsic: `popc`/`brev`/`clz`/`ffs` need an integer, `cbrt`/`fma` need floats (§11.1)
+    E0406,
+    /// a `shared_array` larger than the 48 KiB of static shared memory (§5.7)
+    E0407,
+    /// `atomic_ref` of something that is not an array of numbers (§9.2)
+    E0408,
+    /// a shuffle or match value that is not a number of at most 8 bytes (§10.3, §10.4)
+    E0409,
+    /// misused target specialization: `target(…)` outside the whole condition of an `if`/`elif`, a description that is not a constant combination of `is_host`, `is_device`, `any_target`, `no_target`, `is_exactly(smXX)`, `provides(smXX)`, or a selector that is not `smXX` (§1.6)
+    E0410,
+    /// bad `reshape`: a second `-1` extent, another negative constant extent, a non-integer extent, `order` other than `'C'`/`'F'`, a `copy=` argument (§5.13)
+    E0420,
+    /// `astype` that would copy (another dtype, or `copy` not `False`), or its `order`/`casting`/`subok` (§5.14)
+    E0421,
+    /// bad `@struct` field default: not a constant, a value the field's type does not accept (a `float` for an integer field, an out-of-range `int`), a default on a non-number field, a field without a default after one with a default (§7.3)
+    E0422,
+    /// bad `align(t, n)`: `n` not a constant power of two up to 4096, wrong arguments, or `align(...)` used as a value (§5.15)
+    E0423,
+    /// a `@kernel` asked to run on the host: only `@func` functions run there (§16.1)
+    E0500,
+    /// a device-only intrinsic reached on the host: thread positions, `lane_id`, `warp_size`, barriers, fences, votes, shuffles, matches, `activemask`, `lanemask_lt`, `syncwarp`, `dynamic_shared_array` sizes (§16.1)
+    E0501,
+    /// an atomic operation the host does not provide: `wait` (§16.1)
+    E0502,
+    /// an array the host cannot hold yet: `shared_array`, `dynamic_shared_array`, a `local_array` of structs or of more than 512 KiB, a slice, `view(dtype)`, an array of `@struct` elements, an array result, or another value the host cannot hold (§16.1)
+    E0503,
+    /// a value the host does not hold yet: `complex64`/`complex128` numbers and the 8-bit float formats (§16.1)
+    E0504,
+    /// a call of a CUDA C++ `extern` device function on the host (§16.1)
+    E0505,
+    /// `extern=` on a `@kernel`: only device functions can be called across languages (§1.2.1)
+    E0520,
+    /// an `extern` function has a body other than `...` (§1.2.1)
+    E0521,
+    /// an `extern` function's parameter lacks a type annotation, or its annotation is not a type that can be passed to CUDA C++ (§1.2.1)
+    E0522,
+    /// an `extern` function lacks a return annotation, or returns an array, a `__half2`-holding value or another type C++ cannot return (§1.2.1)
+    E0523,
+    /// `extern=` is neither `True`, `False` nor a string naming a C identifier (§1.2.1)
+    E0524,
+    /// an `extern` function with defaults, `*args`, `**kwargs` or keyword-only parameters, or an `extern` `@struct` method (§1.2.1)
+    E0525,
+    /// an argument of a call to an `extern` function does not have the declared type (§1.2.1)
+    E0526,
+    /// an `extern` function specialized as an entry: it has no body to compile (§1.2.1)
+    E0527,
+    /// a numba cache-hinted store (`cuda.stcg`, `stcs`, `stwb`, `stwt`) used as a value (§15.1)
+    E0600,
+    /// no longer emitted: `round(x, ndigits)` is supported (§15.3)
+    E0601,
+    /// `cuda.const.array_like` of something other than a module-level constant array: a host array's values are not available at compile time (§1.3.1, §15.1)
+    E0602,
+    /// `pow(x, y, mod)`: the three-argument (modular) `pow` (§15.3)
+    E0603,
+    /// internal error: a specialization failed without a diagnostic (a compiler bug; please report it)
+    E0999,
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One problem found in a program.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Diagnostic {
     /// Error or warning.
     pub severity: Severity,
-    /// A stable code such as `E0201`; the list lives in `docs/semantics.md`.
-    pub code: String,
+    /// A stable code such as [`Code::E0201`]; the list lives in `docs/semantics.md`.
+    pub code: Code,
     /// One line saying what is wrong.
     pub message: String,
     /// The span that is wrong.
@@ -80,10 +279,10 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     /// An error with a code, message and primary span.
-    pub fn error(code: &str, span: Span, message: impl Into<String>) -> Diagnostic {
+    pub fn error(code: Code, span: Span, message: impl Into<String>) -> Diagnostic {
         Diagnostic {
             severity: Severity::Error,
-            code: code.to_string(),
+            code,
             message: message.into(),
             primary: Label {
                 span,
@@ -166,52 +365,53 @@ impl SourceFile {
         self.text[start..end].trim_end_matches(['\n', '\r'])
     }
 
-    /// Renders one diagnostic in rustc's style.
+    /// Renders one diagnostic in rustc's style, through `annotate-snippets` (the renderer
+    /// rustc's own and ruff use): `error[CODE]: message`, `--> file:line:col`, the source
+    /// lines with the primary span marked `^` and secondary ones `-`, each with its label, a
+    /// multi-line span drawn across its lines, and the notes as `= note:` lines.
     pub fn render(&self, d: &Diagnostic) -> String {
-        let mut out = String::new();
-        let sev = match d.severity {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
+        let len = self.text.len();
+        // Spans come from the parser, on character boundaries; clamp them to the text so that
+        // a span past the end (a synthesized one) cannot make the renderer fail. A span that
+        // ends with a line break (the parser's "found newline") is shown on the line where it
+        // starts, not drawn as a span over two lines.
+        let text = self.text.as_bytes();
+        let range = |sp: Span| {
+            let start = (sp.start as usize).min(len);
+            let mut end = (sp.end as usize).clamp(start, len);
+            while end > start && matches!(text[end - 1], b'\n' | b'\r') {
+                end -= 1;
+            }
+            start..end
         };
-        out.push_str(&format!("{sev}[{}]: {}\n", d.code, d.message));
-        let mut labels: Vec<(&Label, bool)> = vec![(&d.primary, true)];
-        labels.extend(d.secondary.iter().map(|l| (l, false)));
-        let width = labels
-            .iter()
-            .map(|(l, _)| self.line_col(l.span.start).0.to_string().len())
-            .max()
-            .unwrap_or(1);
-        let pad = " ".repeat(width);
-        let (line, col) = self.line_col(d.primary.span.start);
-        out.push_str(&format!("{pad}--> {}:{line}:{col}\n", self.name));
-        out.push_str(&format!("{pad} |\n"));
-        // Secondary labels in source order around the primary one.
-        labels.sort_by_key(|(l, _)| l.span.start);
-        for (label, primary) in labels {
-            let (line, col) = self.line_col(label.span.start);
-            let text = self.line_text(line);
-            let (end_line, end_col) = self.line_col(label.span.end.max(label.span.start));
-            let len = if end_line == line {
-                end_col.saturating_sub(col).max(1)
-            } else {
-                text.chars().count().saturating_sub(col - 1).max(1)
-            };
-            let mark = if primary { "^" } else { "-" };
-            out.push_str(&format!("{line:>width$} | {text}\n"));
-            let msg = if label.message.is_empty() {
-                String::new()
-            } else {
-                format!(" {}", label.message)
-            };
-            out.push_str(&format!(
-                "{pad} | {}{}{msg}\n",
-                " ".repeat(col - 1),
-                mark.repeat(len)
-            ));
+        fn label(l: &Label) -> Option<&str> {
+            (!l.message.is_empty()).then_some(l.message.as_str())
         }
+        let mut snippet = Snippet::source(&*self.text)
+            .path(self.name.as_str())
+            .fold(true)
+            .annotation(
+                AnnotationKind::Primary
+                    .span(range(d.primary.span))
+                    .label(label(&d.primary)),
+            );
+        for l in &d.secondary {
+            snippet =
+                snippet.annotation(AnnotationKind::Context.span(range(l.span)).label(label(l)));
+        }
+        let level = match d.severity {
+            Severity::Error => Level::ERROR,
+            Severity::Warning => Level::WARNING,
+        };
+        let mut group = level
+            .primary_title(d.message.as_str())
+            .id(d.code.as_str())
+            .element(snippet);
         for note in &d.notes {
-            out.push_str(&format!("{pad} = note: {note}\n"));
+            group = group.element(Level::NOTE.message(note.as_str()));
         }
+        let mut out = Renderer::plain().render(&[group]);
+        out.push('\n');
         out
     }
 }
@@ -257,15 +457,56 @@ mod tests {
     #[test]
     fn renders_primary_and_secondary_in_source_order() {
         let src = SourceFile::new("k.py", "x = 1\ny = 2.5\nx = y\n");
-        let d = Diagnostic::error("E0001", Span::new(18, 19), "bad")
+        let d = Diagnostic::error(Code::E0001, Span::new(18, 19), "bad")
             .with_label("here")
             .with_secondary(Span::new(0, 1), "first")
             .with_note("a note");
         let r = src.render(&d);
         assert_eq!(
             r,
-            "error[E0001]: bad\n --> k.py:3:5\n  |\n1 | x = 1\n  | - first\n3 | x = y\n  |     ^ here\n  = note: a note\n"
+            "error[E0001]: bad\n --> k.py:3:5\n  |\n1 | x = 1\n  | - first\n2 | y = 2.5\n3 | x = y\n  |     ^ here\n  |\n  = note: a note\n"
         );
+    }
+
+    #[test]
+    fn labels_on_one_line_share_it_and_distant_lines_are_elided() {
+        let src = SourceFile::new(
+            "k.py",
+            "x = a & 2.5
+\n\n\n\ny = 1\n",
+        );
+        let d = Diagnostic::error(Code::E0202, Span::new(4, 11), "bad operands")
+            .with_secondary(Span::new(8, 11), "float32")
+            .with_secondary(Span::new(16, 17), "later");
+        assert_eq!(
+            src.render(&d),
+            "error[E0202]: bad operands\n --> k.py:1:5\n  |\n1 | x = a & 2.5\n  |     ^^^^---\n  |         |\n  |         float32\n...\n6 | y = 1\n  | - later\n"
+        );
+    }
+
+    #[test]
+    fn a_span_ending_in_a_line_break_stays_on_its_line() {
+        // The parser's "found newline" covers the line break.
+        let src = SourceFile::new("k.py", "def k(a)\n    pass\n");
+        let d = Diagnostic::error(Code::E0001, Span::new(8, 9), "expected `:`");
+        assert_eq!(
+            src.render(&d),
+            "error[E0001]: expected `:`\n --> k.py:1:9\n  |\n1 | def k(a)\n  |         ^\n"
+        );
+    }
+
+    #[test]
+    fn spans_past_the_end_or_reversed_render_without_panicking() {
+        let src = SourceFile::new("k.py", "x = 1\n");
+        for span in [
+            Span::new(3, 99),
+            Span::new(99, 120),
+            Span::new(4, 2),
+            Span::default(),
+        ] {
+            let r = src.render(&Diagnostic::error(Code::E0999, span, "odd span"));
+            assert!(r.starts_with("error[E0999]: odd span\n"), "{r}");
+        }
     }
 
     #[test]
@@ -273,5 +514,50 @@ mod tests {
         let src = SourceFile::new("k.py", "a\n\u{e9}b = 1\n");
         assert_eq!(src.line_col(0), (1, 1));
         assert_eq!(src.line_col(4), (2, 2));
+    }
+
+    /// Every code has a row in the table at the end of docs/semantics.md whose meaning is
+    /// the variant's doc line, and every row of the table is a code.
+    #[test]
+    fn codes_match_the_table_in_the_semantics_document() {
+        let doc = include_str!("../docs/semantics.md");
+        let table = doc
+            .split_once("\n## Diagnostic codes\n")
+            .expect("docs/semantics.md has a `## Diagnostic codes` section")
+            .1;
+        let mut rows = Vec::new();
+        for line in table.lines().filter(|l| l.starts_with("| E")) {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            assert_eq!(cells.len(), 5, "a row of code, meaning, fixture: {line}");
+            rows.push((cells[1].to_string(), cells[2].to_string()));
+        }
+        let codes: Vec<(String, String)> = Code::ALL
+            .iter()
+            .map(|c| (c.as_str().to_string(), c.meaning().to_string()))
+            .collect();
+        for (code, meaning) in &codes {
+            match rows.iter().find(|(c, _)| c == code) {
+                None => panic!("{code} is not in the table of docs/semantics.md"),
+                Some((_, m)) => assert_eq!(
+                    m, meaning,
+                    "{code}: the table's meaning differs from the doc line of Code::{code}"
+                ),
+            }
+        }
+        for (code, _) in &rows {
+            assert!(
+                codes.iter().any(|(c, _)| c == code),
+                "{code} is in the table of docs/semantics.md but not in diag::Code"
+            );
+        }
+        assert_eq!(rows.len(), codes.len(), "a code appears twice in the table");
+    }
+
+    #[test]
+    fn codes_serialize_as_their_spelling() {
+        assert_eq!(serde_json::to_string(&Code::E0201).unwrap(), "\"E0201\"");
+        let back: Code = serde_json::from_str("\"E0503\"").unwrap();
+        assert_eq!(back, Code::E0503);
+        assert_eq!(Code::E0112.to_string(), "E0112");
     }
 }

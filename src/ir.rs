@@ -9,7 +9,7 @@
 //! it refers to the AST or to LLVM.
 
 use crate::diag::Span;
-use crate::types::{Scalar, Type};
+use crate::types::{DType, MemSpace, Scalar, Type};
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -727,20 +727,6 @@ impl MathFn {
             _ => 1,
         }
     }
-
-    /// The libdevice function for a float width, where the function comes from libdevice
-    /// (the others are LLVM intrinsics or plain instructions).
-    pub fn libdevice(self, f64: bool) -> Option<String> {
-        use MathFn::*;
-        let base = match self {
-            Exp | Exp2 | Expm1 | Log | Log2 | Log10 | Log1p | Pow | Sin | Cos | Tan | Asin
-            | Acos | Atan | Atan2 | Sinh | Cosh | Tanh | Asinh | Acosh | Atanh | Erf | Erfc
-            | Lgamma | Fmod | Hypot | Cbrt | Remainder | Nextafter | Exp10 => self.name(),
-            Gamma => "tgamma",
-            _ => return None,
-        };
-        Some(format!("__nv_{base}{}", if f64 { "" } else { "f" }))
-    }
 }
 
 /// Operations on complex numbers other than the arithmetic operators: construction, parts,
@@ -885,6 +871,48 @@ pub struct Index {
     pub wrap: bool,
 }
 
+/// A NumPy array written out in the source, known at compile time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConstArray {
+    /// The global it was assigned to (`cases[1]` for an element of a tuple), for the symbol
+    /// and for notes; empty until the assignment names it.
+    pub name: String,
+    /// Where the global is assigned.
+    pub span: Span,
+    /// Element type: a number, or a record (a structured dtype in C layout).
+    pub dtype: DType,
+    /// Extents; empty for a zero-dimensional array.
+    pub shape: Vec<u64>,
+    /// Fortran order (`order='F'`, `np.asfortranarray`).
+    pub fortran: bool,
+    /// The elements in memory order, each `dtype.size()` little-endian bytes.
+    pub bytes: Vec<u8>,
+    /// Constant memory (`.const`) or, for arrays past the 64 KiB bank, global memory.
+    pub space: MemSpace,
+}
+
+impl ConstArray {
+    /// Number of elements.
+    pub fn len(&self) -> u64 {
+        self.shape.iter().product()
+    }
+
+    /// Whether it has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The symbol of its data in PTX.
+    pub fn symbol(&self) -> String {
+        let clean: String = self
+            .name
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        format!("__pyd_const_{clean}")
+    }
+}
+
 /// An expression. Operands are evaluated left to right; `And`, `Or` and `Select` evaluate
 /// only what Python would.
 #[derive(Clone, Debug, PartialEq)]
@@ -944,7 +972,7 @@ pub enum Expr {
     /// A module-level constant array (§1.3): its data is a read-only global of the program
     /// (in the constant bank or, past 64 KiB, global memory), named by its symbol. The
     /// expression's type gives the dtype, layout and memory space.
-    ConstArray(std::sync::Arc<crate::front::const_array::ConstArray>),
+    ConstArray(std::sync::Arc<ConstArray>),
     /// A view of an array, `array[i, start:stop:step, ...]`: one subscript per dimension of
     /// the array (missing trailing dimensions are whole slices). An integer subscript drops
     /// its dimension; a slice keeps it with Python's rules for missing and negative bounds

@@ -57,15 +57,18 @@ pub mod abi;
 pub mod diag;
 pub mod front;
 pub mod ir;
+pub mod kernel;
 pub mod lower;
 pub mod runtime;
+pub mod target;
 pub mod toolkit;
 pub mod types;
 
 pub use abi::KernelAbi;
 pub use diag::{Diagnostic, Diagnostics, SourceFile, Span};
-pub use lower::Arch;
+pub use kernel::{CompiledKernel, MultiArchKernel};
 pub use lower::host::{HostError, HostFunction, HostValue};
+pub use target::Arch;
 pub use types::Type;
 
 use lower::ptx::{Emit, LowerError, PtxOptions};
@@ -155,35 +158,6 @@ impl CompileOptions {
             arch: self.arch,
             opt_level: self.opt_level,
         }
-    }
-}
-
-/// A compiled kernel: its PTX and how to call it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CompiledKernel {
-    /// PTX assembly text.
-    pub ptx: String,
-    /// The architecture it was compiled for.
-    pub arch: Arch,
-    /// Its symbol and parameter layouts.
-    pub abi: KernelAbi,
-}
-
-/// One kernel compiled for several architectures.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct MultiArchKernel {
-    /// The variants, oldest architecture first.
-    pub variants: Vec<CompiledKernel>,
-}
-
-impl MultiArchKernel {
-    /// The variant to run on a device of architecture `device`: the newest one not newer
-    /// than the device (Circle's upper-bound rule), or `None` when all are newer.
-    pub fn select(&self, device: Arch) -> Option<&CompiledKernel> {
-        self.variants
-            .iter()
-            .filter(|k| k.arch <= device)
-            .max_by_key(|k| k.arch)
     }
 }
 
@@ -380,7 +354,7 @@ impl Module {
     }
 
     /// Rejects argument types built through the API that no program could be specialized
-    /// for ([`Type::validate`]), and `None` as a kernel parameter on the device (a kernel
+    /// for ([`abi::check_type`]), and `None` as a kernel parameter on the device (a kernel
     /// parameter has a value), with E0115 at the entry's name.
     fn check_arg_types(&self, entry: &str, args: &[Type], device: bool) -> Result<(), Diagnostics> {
         let span = self
@@ -392,7 +366,7 @@ impl Module {
             .function(entry)
             .is_some_and(|(_, f)| f.kind == Some(ir::FunctionKind::Kernel));
         for (i, t) in args.iter().enumerate() {
-            let why = match t.validate() {
+            let why = match abi::check_type(t) {
                 Err(why) => why,
                 Ok(()) if device && is_kernel && *t == Type::None => {
                     "a kernel parameter cannot be `None`: it has no value to pass".to_string()
@@ -402,7 +376,7 @@ impl Module {
             return Err(Diagnostics {
                 file: self.file().clone(),
                 list: vec![Diagnostic::error(
-                    "E0115",
+                    diag::Code::E0115,
                     span,
                     format!("argument type {} of `{entry}` is invalid: {why}", i + 1),
                 )],

@@ -113,7 +113,7 @@ pub fn searched() -> String {
 /// Runs `ptxas` on a PTX text for an architecture; `Ok(())` when it is accepted, else
 /// ptxas's messages. PTX that declares `.extern` functions (calls into code linked in later)
 /// is compiled as relocatable code (`-c`), the only mode in which ptxas accepts them.
-pub fn ptxas_check(ptx: &str, arch: crate::lower::Arch) -> Result<(), String> {
+pub fn ptxas_check(ptx: &str, arch: crate::target::Arch) -> Result<(), String> {
     ptxas_compile(ptx, arch, ptx.contains(".extern .func")).map(|_| ())
 }
 
@@ -122,7 +122,7 @@ pub fn ptxas_check(ptx: &str, arch: crate::lower::Arch) -> Result<(), String> {
 /// or ptxas's messages.
 pub fn ptxas_compile(
     ptx: &str,
-    arch: crate::lower::Arch,
+    arch: crate::target::Arch,
     relocatable: bool,
 ) -> Result<Vec<u8>, String> {
     let ptxas = ptxas().ok_or_else(|| format!("ptxas not found (searched {})", searched()))?;

@@ -13,6 +13,8 @@
 
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
+mod support;
+
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use pydevice::abi::header::{header, types_in};
 use pydevice::abi::{TypeLayout, layout_of, passed_indirectly};
@@ -588,8 +590,7 @@ fn cli(args: &[&str]) -> Output {
 }
 
 fn fixture() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/abi/interop.py")
+    support::repo_path("tests/abi/interop.py")
         .to_string_lossy()
         .into_owned()
 }
@@ -1101,10 +1102,8 @@ fn interop_signatures_match_nvcc() {
 /// `aligned_struct_fields_and_defaults` runs kernels on arrays of them.
 #[test]
 fn aligned_struct_fields_match_nvcc() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/lang/struct_align_defaults.py"
-    );
+    let path = support::repo_path("tests/fixtures/lang/struct_align_defaults.py");
+    let path = &*path.to_string_lossy();
     let out = cli(&["abi", path, "--header"]);
     let h = ok(&out, "pydevice abi --header", "");
     assert!(h.contains("alignas(16) float value;"), "{h}");
@@ -1131,10 +1130,8 @@ fn aligned_struct_fields_match_nvcc() {
 /// is refused with the reason and what to do.
 #[test]
 fn cli_abi_prints_records_and_explains_packed_ones() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/numba/records.py"
-    );
+    let path = support::repo_path("tests/fixtures/numba/records.py");
+    let path = &*path.to_string_lossy();
     let out = cli(&[
         "abi",
         path,

@@ -1,4 +1,6 @@
-//! Fixture tests: every `tests/fixtures/**/*.py` is a case, so adding a case is adding a file.
+//! Fixture tests: every fixture file is its own test case, so adding a case is adding a file,
+//! and a failure names its case. Run one with `cargo test --test fixtures lang/vector_add`
+//! (a substring filter; add `--exact` for exactly one), list them with `-- --list`.
 //!
 //! A fixture starts with header comments:
 //!
@@ -8,25 +10,165 @@
 //! # arch: sm_80            (optional; default sm_90)
 //! ```
 //!
-//! Files under `errors/` must fail to compile; their rendered diagnostics are compared with
-//! the `.stderr` file beside them. Every other fixture must compile, its PTX must be accepted
-//! by `ptxas`, and when a `.ir` file is beside it, the printed IR must match it.
-//! Set `PYDEVICE_BLESS=1` to (re)write the expected files.
+//! The cases, by folder of `tests/fixtures/`:
+//!
+//! - `errors/NAME`: must fail to compile; the rendered diagnostics are compared with
+//!   `NAME.stderr`.
+//! - `lang/`, `numba/`, `cupyx/`, `structs/`: must compile, the PTX must be accepted by
+//!   `ptxas`, the printed IR must match `NAME.ir` and the PTX, its `//` comments and trailing
+//!   whitespace stripped, must match `NAME.ptx`. A `# sig:` may name a struct of the module
+//!   as an array element (`particle[::1]`).
+//! - `host/NAME`: the `@func` is called on the host for every `# case: ARGS -> REPR` line and
+//!   must print REPR; compiled for the device, its PTX must match `NAME.ptx`.
+//! - `host/errors/NAME`: must fail to build for the host; diagnostics compared with `.stderr`.
+//! - `bench/NAME`: every benchmark kernel of `bench/kernels/` (signature as
+//!   `bench/run_ours.py` passes its arguments): PTX accepted by `ptxas` and equal to
+//!   `bench/kernels/NAME.ptx`.
+//!
+//! A missing expected file is a failure. Set `PYDEVICE_BLESS=1` to (re)write them all. With
+//! `CI` or `PYDEVICE_REQUIRE_PTXAS` set, a missing `ptxas` is a failure; otherwise the PTX is
+//! not validated and a note says so.
 
+mod support;
+
+use libtest_mimic::{Arguments, Failed, Trial};
 use pydevice::types::signature::parse_signature;
-use pydevice::{Arch, CompileOptions, Module};
+use pydevice::types::{Layout, Type};
+use pydevice::{Arch, CompileOptions, HostValue, Module};
 use std::path::{Path, PathBuf};
+use support::host_values::{header as header_values, literal, split_top, types_of};
+use support::{check_golden, ptx_golden_text, repo_path};
 
-fn fixtures(dir: &str) -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(dir);
-    let mut out: Vec<PathBuf> = std::fs::read_dir(&root)
-        .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
+/// The benchmark kernels (`bench/kernels/NAME.py`, entry `NAME`) and the signature their
+/// arguments give through `pydevice run` (`bench/cases.py`: C-contiguous `.npy` arrays).
+const BENCH_KERNELS: &[(&str, &str)] = &[
+    ("bitonic_sort", "uint32[::1], uint32[::1]"),
+    (
+        "conv2d",
+        "float32[:, ::1], float32[:, ::1], float32[:, ::1]",
+    ),
+    ("fft_radix4", "complex64[::1], complex64[::1], int32"),
+    ("half2_poly", "float16[::1], float16[::1]"),
+    (
+        "layernorm",
+        "float32[:, ::1], float32[::1], float32[::1], float32[:, ::1], float32[::1], float32[::1]",
+    ),
+    ("mandelbrot", "int32[:, ::1]"),
+    ("nbody", "float32[:, ::1], float32[:, ::1]"),
+    (
+        "scan_lookback",
+        "int32[::1], int32[::1], uint64[::1], uint32[::1]",
+    ),
+    (
+        "sgemm_reg",
+        "float32[:, ::1], float32[:, ::1], float32[:, ::1]",
+    ),
+    ("softmax_rows", "float32[:, ::1], float32[:, ::1]"),
+    (
+        "spmv_csr",
+        "int32[::1], int32[::1], float32[::1], float32[::1], float32[::1]",
+    ),
+    ("bits_u32", "uint32[::1], uint32[::1]"),
+    ("histogram", "uint8[::1], int32[::1]"),
+    ("math_f64", "float64[::1], float64[::1]"),
+    (
+        "matmul_tiled",
+        "float32[:, ::1], float32[:, ::1], float32[:, ::1]",
+    ),
+    ("reduce_block", "float32[::1], float32[::1]"),
+    ("reduce_warp", "float32[::1], float32[::1]"),
+    ("saxpy", "float32, float32[::1], float32[::1], float32[::1]"),
+    ("scan_block", "int32[::1], int32[::1]"),
+    ("stencil5", "float32[:, ::1], float32[:, ::1]"),
+    ("transpose_naive", "float32[:, ::1], float32[:, ::1]"),
+    ("transpose_tiled", "float32[:, ::1], float32[:, ::1]"),
+    ("vector_add", "float32[::1], float32[::1], float32[::1]"),
+];
+
+fn main() {
+    let args = Arguments::from_args();
+    let mut trials = Vec::new();
+    for dir in ["lang", "numba", "cupyx", "structs"] {
+        for path in fixtures(dir) {
+            trials.push(trial(&path, positive));
+        }
+    }
+    for path in fixtures("errors") {
+        trials.push(trial(&path, error));
+    }
+    for path in fixtures("host") {
+        trials.push(trial(&path, host));
+    }
+    for path in fixtures("host/errors") {
+        trials.push(trial(&path, host_error));
+    }
+    let bench_dir = repo_path("bench/kernels");
+    let mut listed: Vec<&str> = BENCH_KERNELS.iter().map(|(name, _)| *name).collect();
+    listed.sort_unstable();
+    let on_disk: Vec<String> = py_files(&bench_dir)
+        .iter()
+        .map(|p| stem(p))
+        .collect::<Vec<_>>();
+    trials.push(Trial::test("bench/every_kernel_is_listed", move || {
+        if on_disk == listed {
+            Ok(())
+        } else {
+            Err(format!(
+                "bench/kernels holds {on_disk:?} but BENCH_KERNELS in tests/fixtures.rs lists \
+                 {listed:?}; add the new kernel with its signature"
+            )
+            .into())
+        }
+    }));
+    for &(name, sig) in BENCH_KERNELS {
+        let path = bench_dir.join(format!("{name}.py"));
+        trials.push(Trial::test(format!("bench/{name}"), move || {
+            bench(&path, name, sig).map_err(Failed::from)
+        }));
+    }
+    trials.push(Trial::test(
+        "reused_pipelines_give_the_same_ptx_as_fresh_ones",
+        reused_pipelines_give_the_same_ptx_as_fresh_ones,
+    ));
+    libtest_mimic::run(&args, trials).exit();
+}
+
+/// A test case named after its fixture's path under `tests/fixtures` (no extension).
+fn trial(path: &Path, run: fn(&Path) -> Result<(), String>) -> Trial {
+    let name = case_name(path);
+    let path = path.to_path_buf();
+    Trial::test(name, move || run(&path).map_err(Failed::from))
+}
+
+/// `lang/vector_add` for `tests/fixtures/lang/vector_add.py`.
+fn case_name(path: &Path) -> String {
+    let rel = path
+        .strip_prefix(repo_path("tests/fixtures"))
+        .unwrap_or(path)
+        .with_extension("");
+    rel.to_string_lossy().replace('\\', "/")
+}
+
+fn stem(path: &Path) -> String {
+    path.file_stem()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn py_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "py"))
         .collect();
     out.sort();
+    out
+}
+
+fn fixtures(dir: &str) -> Vec<PathBuf> {
+    let root = repo_path("tests/fixtures").join(dir);
+    let out = py_files(&root);
     assert!(!out.is_empty(), "no fixtures in {}", root.display());
     out
 }
@@ -37,7 +179,7 @@ struct Header {
     arch: Arch,
 }
 
-fn header(src: &str) -> Header {
+fn header(src: &str) -> Result<Header, String> {
     let mut h = Header {
         entry: None,
         sig: None,
@@ -50,16 +192,16 @@ fn header(src: &str) -> Header {
         } else if let Some(v) = l.strip_prefix("sig:") {
             h.sig = Some(v.trim().to_string());
         } else if let Some(v) = l.strip_prefix("arch:") {
-            h.arch = v.trim().parse().expect("bad arch in fixture header");
+            h.arch = v
+                .trim()
+                .parse()
+                .map_err(|e| format!("bad `# arch:` in the fixture header: {e}"))?;
         }
     }
-    h
+    Ok(h)
 }
 
-fn bless() -> bool {
-    std::env::var_os("PYDEVICE_BLESS").is_some()
-}
-
+/// The name diagnostics give a fixture file: its folder and file name (`lang/x.py`).
 fn name_of(p: &Path) -> String {
     format!(
         "{}/{}",
@@ -71,14 +213,54 @@ fn name_of(p: &Path) -> String {
     )
 }
 
+/// The argument types of a `# sig:`, where an item may also be `STRUCT[...]`: an array of a
+/// struct of `module` (`--sig` cannot name structs).
+fn signature(module: &Module, sig: &str) -> Result<Vec<Type>, String> {
+    let mut out = Vec::new();
+    for item in split_top(sig) {
+        if let Some((name, dims)) = item.strip_suffix(']').and_then(|s| s.split_once('['))
+            && let Some(elem) = module.named_type(name.trim())
+        {
+            let ndim = dims.split(',').count() as u8;
+            let layout = if dims.trim_end().ends_with("::1") {
+                Layout::C
+            } else if ndim > 1 && dims.trim_start().starts_with("::1") {
+                Layout::F
+            } else {
+                Layout::Any
+            };
+            out.push(
+                Type::array_of(&elem, ndim, layout)
+                    .ok_or_else(|| format!("`{item}`: no array of `{name}`"))?,
+            );
+        } else {
+            out.extend(
+                parse_signature(item)
+                    .map_err(|e| format!("bad `# sig:` item `{item}`: {e}"))?
+                    .0,
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// What compiling a fixture gives.
+struct Compiled {
+    ir: String,
+    ptx: String,
+    arch: Arch,
+}
+
 /// Compiles a fixture; `Err` carries the rendered diagnostics.
-fn compile(path: &Path) -> Result<(String, String, Arch), String> {
-    let src = std::fs::read_to_string(path).expect("read fixture");
-    let h = header(&src);
+fn compile(path: &Path) -> Result<Compiled, String> {
+    let src = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let h = header(&src)?;
     let module = Module::parse(&name_of(path), &src).map_err(|d| d.render())?;
-    let entry = h.entry.expect("fixture needs `# entry:`");
+    let entry = h
+        .entry
+        .ok_or("the fixture needs a `# entry:` header line")?;
     let args = match h.sig.as_deref() {
-        Some(sig) => parse_signature(sig).expect("bad sig in fixture header").0,
+        Some(sig) => signature(&module, sig)?,
         // No `# sig:`: the decorator's signature (numba's `@cuda.jit("void(...)")`).
         None => module
             .entries()
@@ -97,106 +279,157 @@ fn compile(path: &Path) -> Result<(String, String, Arch), String> {
             ..CompileOptions::default()
         })
         .map_err(|e| e.to_string())?;
-    Ok((ir, k.ptx, h.arch))
+    Ok(Compiled {
+        ir,
+        ptx: k.ptx,
+        arch: h.arch,
+    })
 }
 
 fn ptxas_required() -> bool {
     std::env::var_os("CI").is_some() || std::env::var_os("PYDEVICE_REQUIRE_PTXAS").is_some()
 }
 
-fn run_positive(dir: &str) {
-    let have_ptxas = pydevice::toolkit::ptxas().is_some();
-    if !have_ptxas {
-        assert!(
-            !ptxas_required(),
-            "ptxas is required in CI but was not found (searched {})",
-            pydevice::toolkit::searched()
-        );
-        eprintln!("note: ptxas not found; PTX of fixtures is not validated (run scripts/setup.sh)");
+/// Validates PTX with `ptxas` when there is one (required in CI).
+fn ptxas(ptx: &str, arch: Arch) -> Result<(), String> {
+    if pydevice::toolkit::ptxas().is_none() {
+        if ptxas_required() {
+            return Err(format!(
+                "ptxas is required in CI but was not found (searched {})",
+                pydevice::toolkit::searched()
+            ));
+        }
+        static NOTE: std::sync::Once = std::sync::Once::new();
+        NOTE.call_once(|| {
+            eprintln!(
+                "note: ptxas not found; PTX of fixtures is not validated (run scripts/setup.sh)"
+            )
+        });
+        return Ok(());
+    }
+    pydevice::toolkit::ptxas_check(ptx, arch)
+        .map_err(|e| format!("ptxas rejected the PTX for {arch}:\n{e}\n{ptx}"))
+}
+
+/// Several failures of one case, reported together.
+fn all(results: impl IntoIterator<Item = Result<(), String>>) -> Result<(), String> {
+    let errors: Vec<String> = results.into_iter().filter_map(Result::err).collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.join("\n\n"))
+    }
+}
+
+fn positive(path: &Path) -> Result<(), String> {
+    let c = compile(path).map_err(|e| format!("failed to compile:\n{e}"))?;
+    all([
+        check_golden(&path.with_extension("ir"), &c.ir, "the IR"),
+        check_golden(
+            &path.with_extension("ptx"),
+            &ptx_golden_text(&c.ptx),
+            "the PTX",
+        ),
+        ptxas(&c.ptx, c.arch),
+    ])
+}
+
+fn error(path: &Path) -> Result<(), String> {
+    let got = match compile(path) {
+        Ok(_) => return Err("compiled, but it must be rejected".into()),
+        Err(e) => e,
+    };
+    if got.contains("internal") {
+        return Err(format!("internal error:\n{got}"));
+    }
+    check_golden(&path.with_extension("stderr"), &got, "the diagnostics")
+}
+
+fn host(path: &Path) -> Result<(), String> {
+    let name = path.display().to_string();
+    let src = std::fs::read_to_string(path).map_err(|e| format!("{name}: {e}"))?;
+    let module = Module::parse(&name, &src).map_err(|d| d.render())?;
+    let entry = *header_values(&src, "entry:")
+        .first()
+        .ok_or("the fixture needs a `# entry:` header line")?;
+    let types = types_of(&module, entry, header_values(&src, "sig:").first().copied());
+    let f = module.host_function(entry, &types).map_err(|e| match e {
+        pydevice::Error::Diagnostics(d) => d.render(),
+        e => e.to_string(),
+    })?;
+    let cases = header_values(&src, "case:");
+    if cases.is_empty() {
+        return Err("no `# case: ARGS -> REPR` header line".into());
     }
     let mut failures = Vec::new();
-    for path in fixtures(dir) {
-        let name = name_of(&path);
-        match compile(&path) {
-            Err(e) => failures.push(format!("{name}: failed to compile:\n{e}")),
-            Ok((ir, ptx, arch)) => {
-                let ir_path = path.with_extension("ir");
-                if bless() {
-                    std::fs::write(&ir_path, &ir).expect("write .ir");
-                } else if let Ok(want) = std::fs::read_to_string(&ir_path)
-                    && want != ir
-                {
-                    failures.push(format!(
-                        "{name}: IR differs from {}:\n--- expected\n{want}\n--- actual\n{ir}",
-                        ir_path.display()
-                    ));
-                }
-                if have_ptxas && let Err(e) = pydevice::toolkit::ptxas_check(&ptx, arch) {
-                    failures.push(format!(
-                        "{name}: ptxas rejected the PTX for {arch}:\n{e}\n{ptx}"
-                    ));
-                }
-            }
+    for case in cases {
+        let (args, want) = case
+            .rsplit_once("->")
+            .ok_or_else(|| format!("`# case: {case}` is not `ARGS -> REPR`"))?;
+        let args: Vec<HostValue> = types
+            .iter()
+            .zip(split_top(args.trim()))
+            .map(|(t, s)| literal(t, s))
+            .collect();
+        match f.call(&args) {
+            Ok(got) if got.to_string() == want.trim() => {}
+            Ok(got) => failures.push(format!("{case}: got {got}")),
+            Err(e) => failures.push(format!("{case}: {e}")),
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} fixture(s) failed:\n\n{}",
-        failures.len(),
-        failures.join("\n\n")
-    );
-}
-
-#[test]
-fn language_fixtures_compile_and_pass_ptxas() {
-    run_positive("lang");
-}
-
-#[test]
-fn numba_dialect_fixtures_compile_and_pass_ptxas() {
-    run_positive("numba");
-}
-
-#[test]
-fn cupyx_dialect_fixtures_compile_and_pass_ptxas() {
-    run_positive("cupyx");
-}
-
-#[test]
-fn error_fixtures_report_the_expected_diagnostics() {
-    let mut failures = Vec::new();
-    for path in fixtures("errors") {
-        let name = name_of(&path);
-        let expected_path = path.with_extension("stderr");
-        let got = match compile(&path) {
-            Ok(_) => {
-                failures.push(format!("{name}: compiled, but it must be rejected"));
-                continue;
-            }
-            Err(e) => e,
-        };
-        assert!(!got.contains("internal"), "{name}: internal error:\n{got}");
-        if bless() {
-            std::fs::write(&expected_path, &got).expect("write .stderr");
-            continue;
-        }
-        match std::fs::read_to_string(&expected_path) {
-            Ok(want) if want == got => {}
-            Ok(want) => failures.push(format!(
-                "{name}: diagnostics differ:\n--- expected\n{want}\n--- actual\n{got}"
-            )),
-            Err(_) => failures.push(format!(
-                "{name}: missing {} (run with PYDEVICE_BLESS=1)",
-                expected_path.display()
-            )),
-        }
+    // The same @func is valid device code too.
+    let k = module
+        .compile(entry, &types, &CompileOptions::default())
+        .map_err(|e| format!("on the device: {e}"))?;
+    if !k.ptx.contains(".func") {
+        failures.push("no device function in the PTX".into());
     }
-    assert!(
-        failures.is_empty(),
-        "{} fixture(s) failed:\n\n{}",
-        failures.len(),
-        failures.join("\n\n")
+    all([
+        all(failures.into_iter().map(Err)),
+        check_golden(
+            &path.with_extension("ptx"),
+            &ptx_golden_text(&k.ptx),
+            "the PTX",
+        ),
+        ptxas(&k.ptx, CompileOptions::default().arch),
+    ])
+}
+
+fn host_error(path: &Path) -> Result<(), String> {
+    let name = format!(
+        "host/errors/{}",
+        path.file_name().unwrap_or_default().to_string_lossy()
     );
+    let src = std::fs::read_to_string(path).map_err(|e| format!("{name}: {e}"))?;
+    let module = Module::parse(&name, &src).map_err(|d| d.render())?;
+    let entry = *header_values(&src, "entry:")
+        .first()
+        .ok_or("the fixture needs a `# entry:` header line")?;
+    let types = types_of(&module, entry, header_values(&src, "sig:").first().copied());
+    let got = match module.host_function(entry, &types) {
+        Ok(_) => return Err("built for the host, but it must not".into()),
+        Err(pydevice::Error::Diagnostics(d)) => d.render(),
+        Err(e) => return Err(e.to_string()),
+    };
+    check_golden(&path.with_extension("stderr"), &got, "the diagnostics")
+}
+
+fn bench(path: &Path, entry: &str, sig: &str) -> Result<(), String> {
+    let src = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let module = Module::parse(&format!("{entry}.py"), &src).map_err(|d| d.render())?;
+    let (args, _) = parse_signature(sig).map_err(|e| format!("bad signature `{sig}`: {e}"))?;
+    let options = CompileOptions::default();
+    let k = module
+        .compile(entry, &args, &options)
+        .map_err(|e| e.to_string())?;
+    all([
+        check_golden(
+            &path.with_extension("ptx"),
+            &ptx_golden_text(&k.ptx),
+            "the PTX",
+        ),
+        ptxas(&k.ptx, options.arch),
+    ])
 }
 
 /// The back end keeps its LLVM pass pipelines alive between compiles on a thread
@@ -204,17 +437,17 @@ fn error_fixtures_report_the_expected_diagnostics() {
 /// must give, for each, the PTX that a fresh thread (fresh pipelines) gives. Comments are
 /// left out of the comparison: NVPTX numbers call sequences (`// callseq 3, 0`) with a counter
 /// that lives in the target machine.
-#[test]
-fn reused_pipelines_give_the_same_ptx_as_fresh_ones() {
+fn reused_pipelines_give_the_same_ptx_as_fresh_ones() -> Result<(), Failed> {
     let paths: Vec<PathBuf> = ["lang", "numba", "cupyx"]
         .iter()
         .flat_map(|d| fixtures(d))
         .collect();
+    let ptx_of = |path: &Path| compile(path).map(|c| ptx_golden_text(&c.ptx));
     // Twice over, so every fixture also runs after all the others.
     let mut reused = Vec::new();
     for round in 0..2 {
         for path in &paths {
-            let ptx = compile(path).map(|(_, ptx, _)| without_comments(&ptx));
+            let ptx = ptx_of(path);
             if round == 1 {
                 reused.push(ptx);
             }
@@ -223,23 +456,19 @@ fn reused_pipelines_give_the_same_ptx_as_fresh_ones() {
     let mut differ = Vec::new();
     for (path, reused) in paths.iter().zip(reused) {
         let p = path.clone();
-        let fresh =
-            std::thread::spawn(move || compile(&p).map(|(_, ptx, _)| without_comments(&ptx)))
-                .join()
-                .expect("compile thread panicked");
+        let fresh = std::thread::spawn(move || ptx_of(&p))
+            .join()
+            .map_err(|_| "compile thread panicked")?;
         if fresh != reused {
             differ.push(name_of(path));
         }
     }
-    assert!(
-        differ.is_empty(),
-        "PTX from reused pipelines differs from fresh pipelines for: {differ:?}"
-    );
-}
-
-fn without_comments(ptx: &str) -> String {
-    ptx.lines()
-        .map(|l| l.split("//").next().unwrap_or_default().trim_end())
-        .collect::<Vec<_>>()
-        .join("\n")
+    if differ.is_empty() {
+        Ok(())
+    } else {
+        Err(
+            format!("PTX from reused pipelines differs from fresh pipelines for: {differ:?}")
+                .into(),
+        )
+    }
 }

@@ -10,6 +10,8 @@
 //! (scripts/deps.sh installs them there). The NVRTC test also needs libnvrtc (the
 //! `nvidia-cuda-nvrtc` wheel or a CUDA installation) and is skipped without it.
 
+mod support;
+
 use pydevice::runtime::link::{compile_cuda, nvrtc_available, undefined_functions};
 use pydevice::{Arch, CompileOptions, Module};
 use std::path::{Path, PathBuf};
@@ -42,7 +44,7 @@ fn tools() -> Option<Tools> {
 }
 
 fn source_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop")
+    support::repo_path("tests/interop")
 }
 
 fn scratch(tag: &str) -> PathBuf {

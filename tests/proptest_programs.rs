@@ -2,6 +2,8 @@
 //! well-typed ones (by construction) compile to PTX. Arbitrary text must only ever give
 //! diagnostics.
 
+mod support;
+
 use proptest::prelude::*;
 use pydevice::types::signature::parse_signature;
 use pydevice::{CompileOptions, Module};
@@ -130,7 +132,7 @@ proptest! {
 
     #[test]
     fn mutated_fixtures_only_give_diagnostics(cut in 0usize..2000, len in 0usize..40, insert in "[ -~]{0,8}") {
-        let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/lang/func_chain.py")).expect("fixture");
+        let src = std::fs::read_to_string(support::repo_path("tests/fixtures/lang/func_chain.py")).expect("fixture");
         let mut s: Vec<char> = src.chars().collect();
         let at = cut.min(s.len());
         let end = (at + len).min(s.len());

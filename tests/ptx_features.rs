@@ -1,6 +1,8 @@
 //! What the kernel options and intrinsics put into the PTX: checked textually, so a change
 //! in lowering that drops one shows up here (ptxas acceptance is checked by the fixtures).
 
+mod support;
+
 use pydevice::types::signature::parse_signature;
 use pydevice::{CompileOptions, Module};
 
@@ -13,11 +15,8 @@ fn ptx(src: &str, entry: &str, sig: &str) -> String {
 }
 
 fn fixture(name: &str) -> String {
-    std::fs::read_to_string(format!(
-        "{}/tests/fixtures/lang/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .expect("fixture")
+    std::fs::read_to_string(support::repo_path(&format!("tests/fixtures/lang/{name}")))
+        .expect("fixture")
 }
 
 #[test]
@@ -110,11 +109,8 @@ fn numba_max_registers_becomes_maxnreg() {
 
 #[test]
 fn global_arrays_of_structs_use_the_c_layout() {
-    let src = std::fs::read_to_string(format!(
-        "{}/tests/fixtures/structs/particles.py",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .expect("fixture");
+    let src = std::fs::read_to_string(support::repo_path("tests/fixtures/structs/particles.py"))
+        .expect("fixture");
     let m = Module::parse("particles.py", &src).unwrap_or_else(|d| panic!("{d}"));
     let particle = m.named_type("particle").expect("struct");
     let layout = pydevice::abi::layout_of(&particle);
@@ -144,11 +140,8 @@ fn global_arrays_of_structs_use_the_c_layout() {
 
 #[test]
 fn numba_inc_dec_use_ptx_on_32_bits_and_a_cas_loop_on_64() {
-    let src = std::fs::read_to_string(format!(
-        "{}/tests/fixtures/numba/atomic_inc_dec.py",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .expect("fixture");
+    let src = std::fs::read_to_string(support::repo_path("tests/fixtures/numba/atomic_inc_dec.py"))
+        .expect("fixture");
     let m = Module::parse("atomic_inc_dec.py", &src).unwrap_or_else(|d| panic!("{d}"));
     let args = m
         .entries()

@@ -58,6 +58,20 @@ pub fn array_bytes(shape: &[u64], itemsize: u64) -> Option<u64> {
     (bound <= i64::MAX as u64).then_some(exact)
 }
 
+/// Checks a type given through the API: [`Type::validate`], and a layout of at most
+/// [`crate::types::MAX_TYPE_SIZE`] bytes.
+pub fn check_type(t: &Type) -> Result<(), String> {
+    t.validate()?;
+    let size = layout_of(t).size;
+    if size > crate::types::MAX_TYPE_SIZE {
+        return Err(format!(
+            "the type takes {size} bytes, more than the {} allowed",
+            crate::types::MAX_TYPE_SIZE
+        ));
+    }
+    Ok(())
+}
+
 /// `x` rounded up to a multiple of `a` (an alignment of 0 counts as 1), saturating: a
 /// type too large to lay out is refused by [`Type::validate`], never a panic here.
 fn round_up(x: u64, a: u64) -> u64 {
@@ -543,7 +557,7 @@ fn pack_scalar(s: Scalar, v: &ArgValue, out: &mut [u8]) -> Result<(), PackError>
 
 /// Packs a value into the bytes of its parameter's layout.
 pub fn pack(t: &Type, v: &ArgValue) -> Result<Vec<u8>, PackError> {
-    t.validate().map_err(PackError)?;
+    check_type(t).map_err(PackError)?;
     let l = layout_of(t);
     let mut out = vec![0u8; l.size as usize];
     pack_into(t, v, &mut out)?;

@@ -515,15 +515,7 @@ pub fn numba_type(name: &str) -> Option<Builtin> {
     }
 }
 
-/// Parses a vector type name: `<dtype>x<N>` with N from 1 to 4 (`float32x3`, `uint8x4`,
-/// `float8e4m3x2`).
-pub fn vector_name(name: &str) -> Option<(crate::types::Scalar, u8)> {
-    let (base, n) = name.rsplit_once('x')?;
-    let n: u8 = n.parse().ok().filter(|n| (1..=4).contains(n))?;
-    let s = crate::types::Scalar::from_name(base)
-        .filter(|s| s.name() == base && *s != crate::types::Scalar::Bool && !s.is_complex())?;
-    Some((s, n))
-}
+pub use crate::types::vector_name;
 
 /// CUDA's vector type names that numba-cuda also provides (`cuda.float4`, `cuda.short2`,
 /// `cuda.ulonglong3`): `<ctype><N>` with N from 1 to 4.

@@ -16,47 +16,7 @@ use std::sync::Arc;
 /// arrays that do not fit (in source order) live in global memory instead.
 pub const CONST_BANK_BYTES: u64 = 64 * 1024;
 
-/// A NumPy array written out in the source, known at compile time.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ConstArray {
-    /// The global it was assigned to (`cases[1]` for an element of a tuple), for the symbol
-    /// and for notes; empty until the assignment names it.
-    pub name: String,
-    /// Where the global is assigned.
-    pub span: crate::diag::Span,
-    /// Element type: a number, or a record (a structured dtype in C layout).
-    pub dtype: DType,
-    /// Extents; empty for a zero-dimensional array.
-    pub shape: Vec<u64>,
-    /// Fortran order (`order='F'`, `np.asfortranarray`).
-    pub fortran: bool,
-    /// The elements in memory order, each `dtype.size()` little-endian bytes.
-    pub bytes: Vec<u8>,
-    /// Constant memory (`.const`) or, for arrays past the 64 KiB bank, global memory.
-    pub space: MemSpace,
-}
-
-impl ConstArray {
-    /// Number of elements.
-    pub fn len(&self) -> u64 {
-        self.shape.iter().product()
-    }
-
-    /// Whether it has no elements.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The symbol of its data in PTX.
-    pub fn symbol(&self) -> String {
-        let clean: String = self
-            .name
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-            .collect();
-        format!("__pyd_const_{clean}")
-    }
-}
+pub use crate::ir::ConstArray;
 
 /// The nested-list literal of an array, flattened: its shape and its elements in C order.
 pub struct Nested {

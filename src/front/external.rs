@@ -10,6 +10,7 @@
 //! function without a body.
 
 use super::ParsedModule;
+use crate::diag::Code;
 use crate::diag::{Diagnostic, Span};
 use crate::ir::FunctionKind;
 use crate::types::Type;
@@ -51,11 +52,12 @@ impl ParsedModule {
         let span: Span = kw.range().into();
         if kind == FunctionKind::Kernel {
             diags.push(
-                Diagnostic::error("E0520", span, "a kernel cannot be declared `extern`").with_note(
-                    "only device functions can be called across languages; launch a CUDA \
+                Diagnostic::error(Code::E0520, span, "a kernel cannot be declared `extern`")
+                    .with_note(
+                        "only device functions can be called across languages; launch a CUDA \
                          C++ kernel from the host, or declare the `__device__` function it \
                          calls with `@device.func(extern=True)`",
-                ),
+                    ),
             );
             return None;
         }
@@ -66,7 +68,7 @@ impl ParsedModule {
             other => {
                 diags.push(
                     Diagnostic::error(
-                        "E0524",
+                        Code::E0524,
                         other.range().into(),
                         "`extern` must be `True` or a string naming the C symbol",
                     )
@@ -78,7 +80,7 @@ impl ParsedModule {
         if !is_c_identifier(&symbol) {
             diags.push(
                 Diagnostic::error(
-                    "E0524",
+                    Code::E0524,
                     kw.value.range().into(),
                     format!(
                         "`{symbol}` is not a C identifier, so it cannot be an `extern \"C\"` symbol"
@@ -126,7 +128,7 @@ impl ParsedModule {
                 .unwrap_or_else(|| def.name.range.into());
             diags.push(
                 Diagnostic::error(
-                    "E0521",
+                    Code::E0521,
                     at,
                     format!("`extern` function `{name}` cannot have a body"),
                 )
@@ -152,7 +154,7 @@ impl ParsedModule {
         if let Some(at) = extra {
             diags.push(
                 Diagnostic::error(
-                    "E0525",
+                    Code::E0525,
                     at,
                     format!("`extern` function `{name}` can only have plain positional parameters"),
                 )
@@ -166,7 +168,7 @@ impl ParsedModule {
             match a.parameter.annotation.as_deref() {
                 None => diags.push(
                     Diagnostic::error(
-                        "E0522",
+                        Code::E0522,
                         a.parameter.range().into(),
                         format!("parameter `{pname}` of `extern` function `{name}` needs a type annotation"),
                     )
@@ -176,7 +178,7 @@ impl ParsedModule {
                     Some(t) if crosses_languages(&t) => decl.params.push(t),
                     Some(t) => diags.push(
                         Diagnostic::error(
-                            "E0522",
+                            Code::E0522,
                             ann.range().into(),
                             format!("{t} cannot be passed to CUDA C++"),
                         )
@@ -189,7 +191,7 @@ impl ParsedModule {
         match def.returns.as_deref() {
             None => diags.push(
                 Diagnostic::error(
-                    "E0523",
+                    Code::E0523,
                     def.name.range.into(),
                     format!("`extern` function `{name}` needs a return annotation"),
                 )
@@ -199,7 +201,7 @@ impl ParsedModule {
             Some(ann) => match self.annotation_type(ann, defaults) {
                 Some(Type::Array(_)) => diags.push(
                     Diagnostic::error(
-                        "E0523",
+                        Code::E0523,
                         ann.range().into(),
                         "an `extern` function cannot return an array",
                     )
@@ -207,7 +209,7 @@ impl ParsedModule {
                 ),
                 Some(t) if crate::abi::passed_indirectly(&t) => diags.push(
                     Diagnostic::error(
-                        "E0523",
+                        Code::E0523,
                         ann.range().into(),
                         format!("returning {t} from an `extern` function is not supported yet"),
                     )
@@ -215,7 +217,7 @@ impl ParsedModule {
                 ),
                 Some(t) if crosses_languages(&t) => decl.ret = t,
                 Some(t) => diags.push(Diagnostic::error(
-                    "E0523",
+                    Code::E0523,
                     ann.range().into(),
                     format!("{t} cannot be returned from CUDA C++"),
                 )),
@@ -231,7 +233,7 @@ impl ParsedModule {
             format!("`{what}`")
         };
         Diagnostic::error(
-            "E0522",
+            Code::E0522,
             ann.range().into(),
             format!("the annotation of {what} of `extern` function `{name}` is not a type"),
         )

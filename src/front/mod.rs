@@ -12,6 +12,7 @@ pub mod const_array;
 pub mod consts;
 mod external;
 
+use crate::diag::Code;
 use crate::diag::{Diagnostic, Diagnostics, SourceFile, Span};
 use crate::ir::{BinaryOp, FunctionKind};
 use builtins::{Builtin, Namespace};
@@ -173,7 +174,7 @@ pub fn parse(file: SourceFile) -> Result<ParsedModule, Diagnostics> {
         .iter()
         .map(|e| {
             Diagnostic::error(
-                "E0001",
+                Code::E0001,
                 e.location.into(),
                 format!("syntax error: {}", e.error),
             )
@@ -285,7 +286,7 @@ impl ParsedModule {
                             Some(item) => item,
                             None => {
                                 diags.push(Diagnostic::error(
-                                    "E0102",
+                                    Code::E0102,
                                     alias.range().into(),
                                     format!("`math.{n}` is not available in device code"),
                                 ));
@@ -296,7 +297,7 @@ impl ParsedModule {
                             Some(item) => item,
                             None => {
                                 diags.push(Diagnostic::error(
-                                    "E0102",
+                                    Code::E0102,
                                     alias.range().into(),
                                     format!("`cmath.{n}` is not available in device code"),
                                 ));
@@ -311,7 +312,7 @@ impl ParsedModule {
                             None => {
                                 diags.push(
                                     Diagnostic::error(
-                                        "E0102",
+                                        Code::E0102,
                                         alias.range().into(),
                                         format!("`cuda.device` has no member `{n}`"),
                                     )
@@ -390,7 +391,7 @@ impl ParsedModule {
             let Some(call) = call else { continue };
             for a in call.arguments.args.iter() {
                 diags.push(Diagnostic::error(
-                    "E0103",
+                    Code::E0103,
                     a.range().into(),
                     "`@struct` takes only the keyword argument `align`",
                 ));
@@ -406,13 +407,13 @@ impl ParsedModule {
                         align = Some(n as u64)
                     }
                     (Some("align"), _) => diags.push(Diagnostic::error(
-                        "E0103",
+                        Code::E0103,
                         kw.value.range().into(),
                         "`align` must be a constant power of two up to 4096",
                     )),
                     _ => diags.push(
                         Diagnostic::error(
-                            "E0103",
+                            Code::E0103,
                             kw.range().into(),
                             "unknown keyword argument for `@struct`",
                         )
@@ -468,7 +469,7 @@ impl ParsedModule {
                                 None if defaults.iter().any(Option::is_some) => {
                                     diags.push(
                                         Diagnostic::error(
-                                            "E0422",
+                                            Code::E0422,
                                             a.range().into(),
                                             format!("field `{}` has no default, but an earlier field has one", n.id),
                                         )
@@ -484,14 +485,14 @@ impl ParsedModule {
                             if self.resolve_static(&c.func) == Some(Item::Builtin(Builtin::AtomicClass))) =>
                         {
                             diags.push(
-                                Diagnostic::error("E0213", a.annotation.range().into(), format!("field `{}`: unsupported `Atomic` declaration", n.id))
+                                Diagnostic::error(Code::E0213, a.annotation.range().into(), format!("field `{}`: unsupported `Atomic` declaration", n.id))
                                     .with_note("write `device.Atomic(dtype)` or `device.Atomic(dtype, align=N)`: dtype a number type of at most 8 bytes, N a constant power of two up to 4096"),
                             );
                             ok = false;
                         }
                         None => {
                             diags.push(
-                                Diagnostic::error("E0213", a.annotation.range().into(), format!("field `{}` needs a heterogeneous type hint", n.id))
+                                Diagnostic::error(Code::E0213, a.annotation.range().into(), format!("field `{}` needs a heterogeneous type hint", n.id))
                                     .with_note("a number type (`int`, `float32`, ...), a vector type, or another `@struct` class"),
                             );
                             ok = false;
@@ -502,7 +503,7 @@ impl ParsedModule {
                     let (kind, options) = self.decorators(def, diags);
                     if kind == Some(FunctionKind::Kernel) {
                         diags.push(Diagnostic::error(
-                            "E0213",
+                            Code::E0213,
                             def.name.range.into(),
                             "a `@struct` method cannot be a kernel",
                         ));
@@ -511,7 +512,7 @@ impl ParsedModule {
                     if let Some(ext) = &options.external {
                         diags.push(
                             Diagnostic::error(
-                                "E0525",
+                                Code::E0525,
                                 ext.span,
                                 "a `@struct` method cannot be `extern`",
                             )
@@ -532,7 +533,7 @@ impl ParsedModule {
                 }
                 Stmt::Expr(_) | Stmt::Pass(_) => {}
                 other => diags.push(Diagnostic::error(
-                    "E0213",
+                    Code::E0213,
                     other.range().into(),
                     "a `@struct` class may contain only field annotations and methods",
                 )),
@@ -558,11 +559,12 @@ impl ParsedModule {
         &self,
         c: &'e ast::ExprCall,
     ) -> Result<(&'e Expr, u64), Box<Diagnostic>> {
-        let bad = |span: crate::diag::Span, msg: &str| {
-            Box::new(Diagnostic::error("E0423", span, msg.to_string()).with_note(
+        let bad =
+            |span: crate::diag::Span, msg: &str| {
+                Box::new(Diagnostic::error(Code::E0423, span, msg.to_string()).with_note(
                 "write `device.align(t, n)`: t a type, n a constant power of two up to 4096",
             ))
-        };
+            };
         let span: crate::diag::Span = c.range().into();
         let (t, n) = match (&c.arguments.args[..], &c.arguments.keywords[..]) {
             ([t, n], []) => (t, n),
@@ -591,7 +593,7 @@ impl ParsedModule {
         let span: crate::diag::Span = value.range().into();
         let bad = |msg: String| {
             Box::new(
-                Diagnostic::error("E0422", span, msg)
+                Diagnostic::error(Code::E0422, span, msg)
                     .with_note("a default is a constant: an int for integer and float fields, a float for float fields, True or False for bool fields"),
             )
         };
@@ -699,7 +701,7 @@ impl ParsedModule {
                             (Some("mode"), _) => {}
                             _ => diags.push(
                                 Diagnostic::error(
-                                    "E0103",
+                                    Code::E0103,
                                     kw.range().into(),
                                     "unsupported keyword argument for `@jit.rawkernel`",
                                 )
@@ -709,7 +711,7 @@ impl ParsedModule {
                     }
                     if kind.is_some() {
                         diags.push(Diagnostic::error(
-                            "E0103",
+                            Code::E0103,
                             dec.range().into(),
                             "a function can have only one kernel decorator",
                         ));
@@ -722,7 +724,7 @@ impl ParsedModule {
                     let (k, o) = self.numba_jit(call, diags);
                     if kind.is_some() {
                         diags.push(Diagnostic::error(
-                            "E0103",
+                            Code::E0103,
                             dec.range().into(),
                             "a function can have only one of `@kernel`, `@func` and `@cuda.jit`",
                         ));
@@ -742,7 +744,7 @@ impl ParsedModule {
                     "a function cannot be both `@kernel` and `@func`".to_string()
                 };
                 diags.push(
-                    Diagnostic::error("E0103", span, msg)
+                    Diagnostic::error(Code::E0103, span, msg)
                         .with_secondary(prev_span, "first decorator here"),
                 );
                 continue;
@@ -757,7 +759,7 @@ impl ParsedModule {
             for arg in call.arguments.args.iter() {
                 diags.push(
                     Diagnostic::error(
-                        "E0103",
+                        Code::E0103,
                         arg.range().into(),
                         format!("`{what}` takes only keyword arguments"),
                     )
@@ -767,7 +769,7 @@ impl ParsedModule {
             for kw in call.arguments.keywords.iter() {
                 let Some(name) = &kw.arg else {
                     diags.push(Diagnostic::error(
-                        "E0103",
+                        Code::E0103,
                         kw.range().into(),
                         format!("`**` arguments are not accepted by `{what}`"),
                     ));
@@ -789,7 +791,7 @@ impl ParsedModule {
                 if this == FunctionKind::Device && kernel_only.contains(&key) {
                     diags.push(
                         Diagnostic::error(
-                            "E0103",
+                            Code::E0103,
                             kw.range().into(),
                             format!("`{key}` is an option of `@kernel`, not of `@func`"),
                         )
@@ -805,7 +807,7 @@ impl ParsedModule {
                     Some(Const::Bool(b)) => Some(b),
                     _ => {
                         diags.push(Diagnostic::error(
-                            "E0103",
+                            Code::E0103,
                             vspan,
                             format!("`{key}` must be the constant `True` or `False`"),
                         ));
@@ -821,7 +823,7 @@ impl ParsedModule {
                     }
                     _ => {
                         diags.push(Diagnostic::error(
-                            "E0103",
+                            Code::E0103,
                             vspan,
                             format!("`{key}` must be a constant integer from 1 to {max}"),
                         ));
@@ -837,7 +839,7 @@ impl ParsedModule {
                     "min_blocks" => options.min_blocks = count(diags, 64),
                     other => diags.push(
                         Diagnostic::error(
-                            "E0103",
+                            Code::E0103,
                             kw.range().into(),
                             format!("unknown keyword argument `{other}` for `{what}`"),
                         )
@@ -852,8 +854,12 @@ impl ParsedModule {
             }
             if options.min_blocks.is_some() && options.max_threads.is_none() {
                 diags.push(
-                    Diagnostic::error("E0103", span, "`min_blocks` needs `max_threads` as well")
-                        .with_note("PTX's .minnctapersm only has an effect together with .maxntid"),
+                    Diagnostic::error(
+                        Code::E0103,
+                        span,
+                        "`min_blocks` needs `max_threads` as well",
+                    )
+                    .with_note("PTX's .minnctapersm only has an effect together with .maxntid"),
                 );
             }
         }
@@ -876,14 +882,14 @@ impl ParsedModule {
             match self.numba_signature(sig) {
                 Ok((types, _ret)) => options.signature = Some(types),
                 Err(m) => diags.push(Diagnostic::error(
-                    "E0103",
+                    Code::E0103,
                     sig.range().into(),
                     format!("cannot read this signature: {m}"),
                 )),
             }
         }
         for extra in args {
-            diags.push(Diagnostic::error("E0103", extra.range().into(), "`@cuda.jit` takes one signature; several signatures (eager overloads) are not supported"));
+            diags.push(Diagnostic::error(Code::E0103, extra.range().into(), "`@cuda.jit` takes one signature; several signatures (eager overloads) are not supported"));
         }
         for kw in call.arguments.keywords.iter() {
             let key = kw.arg.as_ref().map(|a| a.id.as_str()).unwrap_or("**");
@@ -893,7 +899,7 @@ impl ParsedModule {
                 Some(Const::Bool(b)) => b,
                 _ => {
                     diags.push(Diagnostic::error(
-                        "E0103",
+                        Code::E0103,
                         vspan,
                         format!("`{key}` must be the constant `True` or `False`"),
                     ));
@@ -915,10 +921,10 @@ impl ParsedModule {
                 "inline" => {}
                 "max_registers" => match value.as_ref().and_then(Const::as_int) {
                     Some(n) if (1..=255).contains(&n) => options.max_registers = Some(n as u32),
-                    _ => diags.push(Diagnostic::error("E0103", vspan, "`max_registers` must be a constant integer from 1 to 255")),
+                    _ => diags.push(Diagnostic::error(Code::E0103, vspan, "`max_registers` must be a constant integer from 1 to 255")),
                 },
                 other => diags.push(
-                    Diagnostic::error("E0103", kw.range().into(), format!("unsupported keyword argument `{other}` for `@cuda.jit`"))
+                    Diagnostic::error(Code::E0103, kw.range().into(), format!("unsupported keyword argument `{other}` for `@cuda.jit`"))
                         .with_note("supported: device, fastmath, lineinfo, debug, opt, cache, max_registers, inline"),
                 ),
             }

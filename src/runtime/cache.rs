@@ -37,8 +37,9 @@
 //!
 //! Compilation goes through the public [`Module`] API only.
 
+use crate::kernel::CompiledKernel;
 use crate::types::Type;
-use crate::{CompileOptions, CompiledKernel, Error, Module};
+use crate::{CompileOptions, Error, Module};
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};

@@ -31,9 +31,9 @@
 
 use super::error::describe;
 use super::{Device, LoadedKernel, RuntimeError};
-use crate::CompiledKernel;
 use crate::abi::KernelAbi;
-use crate::lower::Arch;
+use crate::kernel::CompiledKernel;
+use crate::target::Arch;
 use cudarc::driver::sys::{self, CUjit_option, CUjitInputType};
 use cudarc::driver::{CudaContext, CudaModule};
 use std::ffi::{CString, c_void};

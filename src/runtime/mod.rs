@@ -43,9 +43,9 @@ pub use link::{LinkInput, LinkedModule};
 pub use reflect::{BlockSizeSuggestion, KernelAttributes, Occupancy};
 pub use stream::Stream;
 
-use crate::CompiledKernel;
 use crate::abi::{ArgValue, KernelAbi, pack};
-use crate::lower::Arch;
+use crate::kernel::CompiledKernel;
+use crate::target::Arch;
 use crate::types::Scalar;
 use cudarc::driver::sys::{CUdevice_attribute, CUfunction};
 use cudarc::driver::{
@@ -298,7 +298,10 @@ impl Device {
 
     /// Loads the variant of a multi-architecture kernel meant for this device: the newest
     /// architecture not newer than the device's.
-    pub fn load_best(&self, kernel: &crate::MultiArchKernel) -> Result<LoadedKernel, RuntimeError> {
+    pub fn load_best(
+        &self,
+        kernel: &crate::kernel::MultiArchKernel,
+    ) -> Result<LoadedKernel, RuntimeError> {
         let arch = self.arch()?;
         let k = kernel.select(arch).ok_or_else(|| {
             RuntimeError::Argument(format!(

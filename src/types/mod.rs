@@ -290,6 +290,16 @@ impl Scalar {
     }
 }
 
+/// Parses a vector type name: `<dtype>x<N>` with N from 1 to 4 (`float32x3`, `uint8x4`,
+/// `float8e4m3x2`).
+pub fn vector_name(name: &str) -> Option<(Scalar, u8)> {
+    let (base, n) = name.rsplit_once('x')?;
+    let n: u8 = n.parse().ok().filter(|n| (1..=4).contains(n))?;
+    let s = Scalar::from_name(base)
+        .filter(|s| s.name() == base && *s != Scalar::Bool && !s.is_complex())?;
+    Some((s, n))
+}
+
 impl fmt::Display for Scalar {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -490,9 +500,10 @@ pub const MAX_TYPE_SIZE: u64 = 1 << 31;
 impl Type {
     /// Checks a type built through the API (the front end only builds valid ones): vectors
     /// of 1 to 4 elements, arrays of 1 to 255 dimensions, alignments that are powers of two
-    /// up to [`MAX_TYPE_ALIGN`], nesting up to [`MAX_TYPE_DEPTH`] and a layout of at most
-    /// [`MAX_TYPE_SIZE`] bytes. The compiler's entry points ([`crate::Module::specialize`],
-    /// [`crate::abi::pack`]) reject an invalid type with an error instead of misbehaving.
+    /// up to [`MAX_TYPE_ALIGN`] and nesting up to [`MAX_TYPE_DEPTH`]. `crate::abi::check_type`
+    /// adds the bound on the layout's size ([`MAX_TYPE_SIZE`]); the compiler's entry points
+    /// (`Module::specialize`, `abi::pack`) reject an invalid type with an error instead of
+    /// misbehaving.
     pub fn validate(&self) -> Result<(), String> {
         fn align_ok(a: u64, zero_ok: bool) -> bool {
             (zero_ok && a == 0) || (a.is_power_of_two() && a <= MAX_TYPE_ALIGN)
@@ -544,12 +555,6 @@ impl Type {
                     }
                 }
             }
-        }
-        let size = crate::abi::layout_of(self).size;
-        if size > MAX_TYPE_SIZE {
-            return Err(format!(
-                "the type takes {size} bytes, more than the {MAX_TYPE_SIZE} allowed"
-            ));
         }
         Ok(())
     }

@@ -174,7 +174,7 @@ impl Parser<'_> {
             "int" => Type::Scalar(Scalar::Int32),
             "float" => Type::Scalar(Scalar::Float32),
             "Record" if self.eat(b'(') => Type::Struct(Box::new(self.record()?)),
-            n => match crate::front::builtins::vector_name(n) {
+            n => match super::vector_name(n) {
                 Some((elem, len)) => Type::Vector { elem, len },
                 None => {
                     Type::Scalar(Scalar::from_name(n).ok_or_else(|| format!("unknown type `{n}`"))?)

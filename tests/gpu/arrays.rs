@@ -5,11 +5,7 @@
 use super::*;
 
 fn fixture(name: &str) -> String {
-    let path = format!(
-        "{}/tests/fixtures/lang/{name}.py",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    crate::support::read_repo_file(&format!("tests/fixtures/lang/{name}.py"))
 }
 
 fn close(got: f32, want: f32, what: &str) {
@@ -224,10 +220,7 @@ fn structured_dtype_records_in_place() {
     let Some(dev) = device("structured_dtype_records_in_place") else {
         return;
     };
-    let path = format!(
-        "{}/tests/fixtures/numba/records.py",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let path = crate::support::repo_path("tests/fixtures/numba/records.py");
     let src = std::fs::read_to_string(&path).expect("fixture");
     let sig = "Record(x[type=float32;offset=0],y[type=float32;offset=4],n[type=int32;offset=8],\
                w[type=float64;offset=16];24;True)[::1], float32[::1]";
@@ -340,14 +333,11 @@ fn cli_runs_on_a_structured_npy() {
         data: vec![0; 4 * n],
     };
     std::fs::write(&oin, zeros.to_bytes()).unwrap();
-    let fixture = format!(
-        "{}/tests/fixtures/numba/records.py",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let fixture = crate::support::repo_path("tests/fixtures/numba/records.py")
+        .display()
+        .to_string();
     let arg = |k: &str, p: &std::path::Path| format!("{k}={}", p.display());
-    // On the GPU machine the binary travels separately (scripts/gpu_run.sh sets PYDEVICE_BIN).
-    let bin =
-        std::env::var("PYDEVICE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_pydevice").into());
+    let bin = crate::support::pydevice_bin();
     let out = std::process::Command::new(bin)
         .args([
             "run", &fixture, "--entry", "shift", "--grid", "8", "--block", "128",
@@ -531,10 +521,7 @@ fn nested_records_in_place() {
     let Some(dev) = device("nested_records_in_place") else {
         return;
     };
-    let path = format!(
-        "{}/tests/fixtures/numba/records_nested.py",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let path = crate::support::repo_path("tests/fixtures/numba/records_nested.py");
     let src = std::fs::read_to_string(&path).expect("fixture");
     let sig = "Record(id[type=int8;offset=0],pos[type=Record(x[type=float32;offset=0],\
                y[type=float64;offset=8];16;True);offset=8],k[type=uint16;offset=24];32;True)[::1], \

@@ -14,6 +14,8 @@ mod numba_misc;
 mod numba_suite;
 mod options;
 mod records;
+#[path = "../support/mod.rs"]
+mod support;
 mod sync;
 mod types;
 
@@ -144,11 +146,8 @@ fn vector_add_random() {
     let Some(dev) = device("vector_add_random") else {
         return;
     };
-    let src = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/examples/vector_add.py"
-    ))
-    .expect("example");
+    let src = std::fs::read_to_string(crate::support::repo_path("examples/vector_add.py"))
+        .expect("example");
     let k = kernel(
         &dev,
         &src,
@@ -210,9 +209,8 @@ fn transpose_of_a_transposed_view() {
     let Some(dev) = device("transpose_of_a_transposed_view") else {
         return;
     };
-    let src = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/lang/transpose_2d.py"
+    let src = std::fs::read_to_string(crate::support::repo_path(
+        "tests/fixtures/lang/transpose_2d.py",
     ))
     .expect("fixture");
     let k = kernel(&dev, &src, "transpose", "float32[:, :], float32[:, :]");
@@ -242,9 +240,8 @@ fn grid_stride_loop() {
     let Some(dev) = device("grid_stride_loop") else {
         return;
     };
-    let src = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/lang/grid_stride.py"
+    let src = std::fs::read_to_string(crate::support::repo_path(
+        "tests/fixtures/lang/grid_stride.py",
     ))
     .expect("fixture");
     let k = kernel(&dev, &src, "scale", "float64[:], float64");
@@ -263,9 +260,8 @@ fn three_d_indexing() {
     let Some(dev) = device("three_d_indexing") else {
         return;
     };
-    let src = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/lang/indexed_3d.py"
+    let src = std::fs::read_to_string(crate::support::repo_path(
+        "tests/fixtures/lang/indexed_3d.py",
     ))
     .expect("fixture");
     let k = kernel(&dev, &src, "fill3d", "int32[:, :, ::1]");
@@ -319,9 +315,8 @@ fn integer_semantics_match_python() {
     let Some(dev) = device("integer_semantics_match_python") else {
         return;
     };
-    let src = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/lang/integer_semantics.py"
+    let src = std::fs::read_to_string(crate::support::repo_path(
+        "tests/fixtures/lang/integer_semantics.py",
     ))
     .expect("fixture");
     let k = kernel(&dev, &src, "intops", "int32[:], int32[:], int32[:, :]");
@@ -388,9 +383,8 @@ fn float_division_matches_python() {
     let Some(dev) = device("float_division_matches_python") else {
         return;
     };
-    let src = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/lang/float_division.py"
+    let src = std::fs::read_to_string(crate::support::repo_path(
+        "tests/fixtures/lang/float_division.py",
     ))
     .expect("fixture");
     let k = kernel(&dev, &src, "fdiv", "float32[:], float32[:], float32[:, :]");
@@ -431,9 +425,8 @@ fn device_function_call_chain() {
     let Some(dev) = device("device_function_call_chain") else {
         return;
     };
-    let src = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/lang/func_chain.py"
+    let src = std::fs::read_to_string(crate::support::repo_path(
+        "tests/fixtures/lang/func_chain.py",
     ))
     .expect("fixture");
     let k = kernel(&dev, &src, "apply", "float32[:], float32[:]");
@@ -461,9 +454,8 @@ fn control_flow_and_int64() {
     let Some(dev) = device("control_flow_and_int64") else {
         return;
     };
-    let src = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/lang/control_flow.py"
+    let src = std::fs::read_to_string(crate::support::repo_path(
+        "tests/fixtures/lang/control_flow.py",
     ))
     .expect("fixture");
     let k = kernel(&dev, &src, "collatz", "int64[:], int32[:]");
@@ -488,9 +480,8 @@ fn negative_indices_and_weak_accumulators() {
     let Some(dev) = device("negative_indices_and_weak_accumulators") else {
         return;
     };
-    let src = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/lang/weak_local_inference.py"
+    let src = std::fs::read_to_string(crate::support::repo_path(
+        "tests/fixtures/lang/weak_local_inference.py",
     ))
     .expect("fixture");
     let k = kernel(&dev, &src, "accumulate", "float64[:, :], float64[:]");
@@ -507,9 +498,8 @@ fn negative_indices_and_weak_accumulators() {
         let want: f64 = m[i * cols..(i + 1) * cols].iter().sum();
         assert!((out[i] - want).abs() < 1e-12, "row {i}");
     }
-    let src = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/lang/negative_index.py"
+    let src = std::fs::read_to_string(crate::support::repo_path(
+        "tests/fixtures/lang/negative_index.py",
     ))
     .expect("fixture");
     let k = kernel(&dev, &src, "last", "int16[:], int16[:]");
@@ -526,11 +516,8 @@ fn launch_errors_are_values() {
     let Some(dev) = device("launch_errors_are_values") else {
         return;
     };
-    let src = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/examples/vector_add.py"
-    ))
-    .expect("example");
+    let src = std::fs::read_to_string(crate::support::repo_path("examples/vector_add.py"))
+        .expect("example");
     let k = kernel(
         &dev,
         &src,
@@ -558,11 +545,8 @@ fn event_timing_of_back_to_back_launches() {
     let Some(dev) = device("event_timing_of_back_to_back_launches") else {
         return;
     };
-    let src = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/examples/vector_add.py"
-    ))
-    .expect("example");
+    let src = std::fs::read_to_string(crate::support::repo_path("examples/vector_add.py"))
+        .expect("example");
     let k = kernel(
         &dev,
         &src,
@@ -582,10 +566,9 @@ fn event_timing_of_back_to_back_launches() {
 
 /// Reads a fixture's source.
 pub(crate) fn fixture(name: &str) -> String {
-    std::fs::read_to_string(format!(
-        "{}/tests/fixtures/lang/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    ))
+    std::fs::read_to_string(crate::support::repo_path(&format!(
+        "tests/fixtures/lang/{name}"
+    )))
     .expect("fixture")
 }
 

@@ -3,6 +3,7 @@
 //! vector type names, on random inputs against a CPU reference; and float16 scalar arguments.
 
 use super::*;
+use crate::support::pydevice_bin;
 
 #[test]
 fn numba_suite_builtins_random() {
@@ -256,11 +257,6 @@ fn numba_reshape_with_run_time_minus_one() {
     }
 }
 
-/// The `pydevice` binary (on the GPU machine it travels separately: PYDEVICE_BIN).
-fn pydevice_bin() -> String {
-    std::env::var("PYDEVICE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_pydevice").into())
-}
-
 /// `pydevice run` with tuple arguments (`--arg 't=(int64:3, (float64:1.5, float64:-2))'`,
 /// `--arg 'e=()'`) and a record by value (a zero-dimensional structured `.npy`), as
 /// scripts/numba_suite.py passes numba-cuda's test_array_args and test_record_dtype launches.
@@ -279,10 +275,9 @@ fn cli_runs_with_tuple_and_record_scalar_arguments() {
     };
     let dir = std::env::temp_dir().join(format!("pyd-tuples-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let fixture = format!(
-        "{}/tests/fixtures/numba/tuple_record_args.py",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let fixture = crate::support::repo_path("tests/fixtures/numba/tuple_record_args.py")
+        .display()
+        .to_string();
     let mut r = Rng(41);
     for round in 0..3 {
         let n = 1000usize;
@@ -348,10 +343,9 @@ fn cli_runs_with_tuple_and_record_scalar_arguments() {
 /// Tuple arguments the CLI refuses, before it looks for a GPU (exit status 2).
 #[test]
 fn cli_refuses_malformed_tuple_arguments() {
-    let fixture = format!(
-        "{}/tests/fixtures/numba/tuple_record_args.py",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let fixture = crate::support::repo_path("tests/fixtures/numba/tuple_record_args.py")
+        .display()
+        .to_string();
     for (t, why) in [
         ("t=(int64:1, (float64:2)", "unbalanced `(`"),
         ("t=(int64:1,, int64:2)", "empty item"),

@@ -8,11 +8,8 @@ use pydevice::runtime::npy::NpyArray;
 use pydevice::runtime::records::NpyRecords;
 
 fn fixture(path: &str) -> String {
-    std::fs::read_to_string(format!(
-        "{}/tests/fixtures/{path}",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .expect("fixture")
+    std::fs::read_to_string(crate::support::repo_path(&format!("tests/fixtures/{path}")))
+        .expect("fixture")
 }
 
 fn close(got: f32, want: f64, what: &str) {
@@ -156,13 +153,11 @@ fn cli_runs_on_subarray_records() {
         data: vec![0; 4 * n],
     };
     std::fs::write(path("out.npy"), zeros.to_bytes()).unwrap();
-    let fx = format!(
-        "{}/tests/fixtures/numba/records_subarray.py",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let fx = crate::support::repo_path("tests/fixtures/numba/records_subarray.py")
+        .display()
+        .to_string();
     let arg = |k: &str, f: &str| format!("{k}={}", path(f).display());
-    let bin =
-        std::env::var("PYDEVICE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_pydevice").into());
+    let bin = crate::support::pydevice_bin();
     let out = std::process::Command::new(bin)
         .args([
             "run", &fx, "--entry", "nested", "--grid", "7", "--block", "128",
@@ -417,8 +412,7 @@ fn cli_writes_numba_record_arguments_back() {
     };
     std::fs::write(path("vals.npy"), v.to_bytes()).unwrap();
     let arg = |k: &str, f: &str| format!("{k}={}", path(f).display());
-    let bin =
-        std::env::var("PYDEVICE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_pydevice").into());
+    let bin = crate::support::pydevice_bin();
     let out = std::process::Command::new(bin)
         .arg("run")
         .arg(path("write.py"))

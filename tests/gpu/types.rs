@@ -213,9 +213,8 @@ fn global_array_of_structs_updated_in_place() {
     let Some(dev) = device("global_array_of_structs_updated_in_place") else {
         return;
     };
-    let src = std::fs::read_to_string(format!(
-        "{}/tests/fixtures/structs/particles.py",
-        env!("CARGO_MANIFEST_DIR")
+    let src = std::fs::read_to_string(crate::support::repo_path(
+        "tests/fixtures/structs/particles.py",
     ))
     .expect("fixture");
     let module = Module::parse("particles.py", &src).expect("parse");
@@ -939,9 +938,8 @@ fn float16_bfloat16_conversions() {
     let Some(dev) = device("float16_bfloat16_conversions") else {
         return;
     };
-    let src = std::fs::read_to_string(format!(
-        "{}/tests/fixtures/lang/half_bfloat_conversions.py",
-        env!("CARGO_MANIFEST_DIR")
+    let src = std::fs::read_to_string(crate::support::repo_path(
+        "tests/fixtures/lang/half_bfloat_conversions.py",
     ))
     .expect("fixture");
     let k = kernel(

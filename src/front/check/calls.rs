@@ -2,6 +2,7 @@
 //! functions, which are instantiated for their argument types.
 
 use super::*;
+use crate::diag::Code;
 use crate::front::builtins::OperatorUnary;
 
 pub(super) fn builtin_name(b: Builtin) -> String {
@@ -111,7 +112,7 @@ impl FnCx<'_, '_> {
             Value::Item(Item::Struct(idx), _) => self.struct_new(idx, c),
             Value::Item(Item::Builtin(b), _) => self.builtin_call(b, c),
             Value::Item(Item::Const(_), s) | Value::Item(Item::Namespace(_), s) => {
-                self.error("E0202", s, "this is not callable");
+                self.error(Code::E0202, s, "this is not callable");
                 None
             }
             Value::Item(other, s) => {
@@ -119,7 +120,7 @@ impl FnCx<'_, '_> {
                 None
             }
             Value::Val(v) => {
-                self.error("E0202", v.span, format!("{} is not callable", v.ty));
+                self.error(Code::E0202, v.span, format!("{} is not callable", v.ty));
                 None
             }
         };
@@ -136,7 +137,7 @@ impl FnCx<'_, '_> {
         let span = sp(c);
         if let Some(k) = c.arguments.keywords.first() {
             self.error(
-                "E0107",
+                Code::E0107,
                 sp(k),
                 format!("`{name}` takes no keyword arguments"),
             );
@@ -152,7 +153,7 @@ impl FnCx<'_, '_> {
                 format!("{min} to {max}")
             };
             self.error(
-                "E0107",
+                Code::E0107,
                 span,
                 format!(
                     "`{name}` takes {want} argument{}, but {n} {} given",
@@ -186,7 +187,7 @@ impl FnCx<'_, '_> {
             Builtin::LiteralUnroll => {
                 self.diags.push(
                     Diagnostic::error(
-                        "E0307",
+                        Code::E0307,
                         span,
                         "`literal_unroll(...)` can only be the iterable of a `for` loop",
                     )
@@ -220,7 +221,11 @@ impl FnCx<'_, '_> {
                 match &v.ty {
                     Type::Array(at) if at.ndim == 0 => {
                         // NumPy: "len() of unsized object".
-                        self.error("E0202", v.span, "a zero-dimensional array has no length");
+                        self.error(
+                            Code::E0202,
+                            v.span,
+                            "a zero-dimensional array has no length",
+                        );
                         None
                     }
                     Type::Array(_) => {
@@ -234,7 +239,7 @@ impl FnCx<'_, '_> {
                     Type::Tuple(ts) => self.const_val(&Const::Int(ts.len() as i128), span),
                     Type::Vector { len, .. } => self.const_val(&Const::Int(i128::from(*len)), span),
                     other => {
-                        self.error("E0202", v.span, format!("{other} has no length"));
+                        self.error(Code::E0202, v.span, format!("{other} has no length"));
                         None
                     }
                 }
@@ -243,7 +248,7 @@ impl FnCx<'_, '_> {
                 let v = self.args(c, &name, 1, 1)?.pop()?;
                 let Some(s) = v.ty.as_scalar() else {
                     self.error(
-                        "E0202",
+                        Code::E0202,
                         v.span,
                         format!("`abs` needs a number, found {}", v.ty),
                     );
@@ -289,7 +294,7 @@ impl FnCx<'_, '_> {
                 if let Some(m) = a[2] {
                     self.diags.push(
                         Diagnostic::error(
-                            "E0603",
+                            Code::E0603,
                             sp(m),
                             "`pow(x, y, mod)` (modular power) is not supported in device code",
                         )
@@ -324,14 +329,14 @@ impl FnCx<'_, '_> {
                     let v = vals.pop()?;
                     let Type::Tuple(ts) = &v.ty else {
                         self.error(
-                            "E0202",
+                            Code::E0202,
                             v.span,
                             format!("`{name}` of one argument needs a tuple, found {}", v.ty),
                         );
                         return None;
                     };
                     if ts.is_empty() {
-                        self.error("E0202", v.span, format!("`{name}` of an empty tuple"));
+                        self.error(Code::E0202, v.span, format!("`{name}` of an empty tuple"));
                         return None;
                     }
                     for (i, t) in ts.clone().into_iter().enumerate() {
@@ -409,28 +414,28 @@ impl FnCx<'_, '_> {
             | Builtin::CupyxSharedMemory => self.numba_call(b, c),
             Builtin::Target | Builtin::IsExactly | Builtin::Provides => {
                 self.diags.push(
-                    Diagnostic::error("E0410", span, format!("`{name}(...)` may only appear in the whole condition of an `if` statement"))
+                    Diagnostic::error(Code::E0410, span, format!("`{name}(...)` may only appear in the whole condition of an `if` statement"))
                         .with_note("write `if target(is_device):`; the condition must be a constant target description"),
                 );
                 None
             }
             Builtin::Align => {
                 self.diags.push(
-                    Diagnostic::error("E0423", span, "`align(t, n)` is a type: it can be a @struct field's type or an array's dtype, not a value")
+                    Diagnostic::error(Code::E0423, span, "`align(t, n)` is a type: it can be a @struct field's type or an array's dtype, not a value")
                         .with_note("declare a field `x: device.align(float32, 16)`, or `device.local_array(n, device.align(float32, 16))`"),
                 );
                 None
             }
             Builtin::AtomicClass => {
                 self.diags.push(
-                    Diagnostic::error("E0202", span, "`Atomic(dtype)` declares a `@struct` field; it cannot be made in device code")
+                    Diagnostic::error(Code::E0202, span, "`Atomic(dtype)` declares a `@struct` field; it cannot be made in device code")
                         .with_note("an atomic object lives in memory: declare a @struct field `device.Atomic(dtype)` and use `array[i].field`, or use `atomic_ref(array, index)` on an array of numbers"),
                 );
                 None
             }
             Builtin::Range => {
                 self.error(
-                    "E0304",
+                    Code::E0304,
                     span,
                     "`range` can only be used as the iterable of a `for` loop",
                 );
@@ -438,7 +443,7 @@ impl FnCx<'_, '_> {
             }
             _ => {
                 self.error(
-                    "E0202",
+                    Code::E0202,
                     sp(c.func.as_ref()),
                     format!("`{name}` is not callable"),
                 );
@@ -458,7 +463,7 @@ impl FnCx<'_, '_> {
             _ => {
                 self.diags.push(
                     Diagnostic::error(
-                        "E0210",
+                        Code::E0210,
                         v.span,
                         format!("`{name}` needs a constant 1, 2 or 3"),
                     )
@@ -520,7 +525,7 @@ impl FnCx<'_, '_> {
     pub(super) fn conversion(&mut self, v: Val, target: Scalar, span: Span) -> Option<Val> {
         let Some(src) = v.ty.as_scalar() else {
             self.error(
-                "E0207",
+                Code::E0207,
                 v.span,
                 format!("cannot convert {} to {target}", v.ty),
             );
@@ -542,7 +547,11 @@ impl FnCx<'_, '_> {
                 }
                 (Const::Float(f), Kind::Int | Kind::UInt) => {
                     if !f.is_finite() {
-                        self.error("E0204", v.span, format!("cannot convert {f} to {target}"));
+                        self.error(
+                            Code::E0204,
+                            v.span,
+                            format!("cannot convert {f} to {target}"),
+                        );
                         return None;
                     }
                     Const::Int(f.trunc() as i128)
@@ -591,7 +600,7 @@ impl FnCx<'_, '_> {
             Some(FunctionKind::Kernel) => {
                 self.diags.push(
                     Diagnostic::error(
-                        "E0109",
+                        Code::E0109,
                         span,
                         format!("kernel `{}` cannot be called from device code", decl.name),
                     )
@@ -614,7 +623,7 @@ impl FnCx<'_, '_> {
         if let Some(v) = self_arg {
             if params.is_empty() {
                 self.error(
-                    "E0107",
+                    Code::E0107,
                     span,
                     format!("method `{}` needs a `self` parameter", decl.name),
                 );
@@ -625,7 +634,7 @@ impl FnCx<'_, '_> {
         if c.arguments.args.len() + first > params.len() {
             self.diags.push(
                 Diagnostic::error(
-                    "E0107",
+                    Code::E0107,
                     span,
                     format!(
                         "`{}` takes {} argument{}, but {} were given",
@@ -654,7 +663,7 @@ impl FnCx<'_, '_> {
         for k in c.arguments.keywords.iter() {
             let Some(name) = &k.arg else {
                 self.error(
-                    "E0107",
+                    Code::E0107,
                     sp(k),
                     "`**` arguments are not supported in device code",
                 );
@@ -663,7 +672,7 @@ impl FnCx<'_, '_> {
             let Some(pos) = params.iter().position(|p| p.parameter.name.id == name.id) else {
                 self.diags.push(
                     Diagnostic::error(
-                        "E0107",
+                        Code::E0107,
                         sp(k),
                         format!("`{}` has no parameter named `{}`", decl.name, name.id),
                     )
@@ -673,7 +682,7 @@ impl FnCx<'_, '_> {
             };
             if slots[pos].is_some() || statics[pos].is_some() {
                 self.error(
-                    "E0107",
+                    Code::E0107,
                     sp(k),
                     format!("argument `{}` is given twice", name.id),
                 );
@@ -699,7 +708,7 @@ impl FnCx<'_, '_> {
             let Some(v) = slot else {
                 self.diags.push(
                     Diagnostic::error(
-                        "E0107",
+                        Code::E0107,
                         span,
                         format!(
                             "missing argument `{}` in call of `{}`",
@@ -736,7 +745,7 @@ impl FnCx<'_, '_> {
             };
             if v.ty == Type::None {
                 self.error(
-                    "E0207",
+                    Code::E0207,
                     v.span,
                     "`None` cannot be passed to a device function",
                 );
@@ -842,7 +851,7 @@ impl FnCx<'_, '_> {
                 _ => {
                     self.diags.push(
                         Diagnostic::error(
-                            "E0526",
+                            Code::E0526,
                             v.span,
                             format!(
                                 "`{}` takes {want} here, but the argument is {}",
@@ -897,7 +906,7 @@ impl FnCx<'_, '_> {
                 (Type::Scalar(_), None) | (_, _) => {
                     self.diags.push(
                         Diagnostic::error(
-                            "E0207",
+                            Code::E0207,
                             v.span,
                             format!("field `{fname}` of `{}` is {fty}, not {}", st.name, v.ty),
                         )

@@ -2,13 +2,14 @@
 //! the `cmath` module. The decisions are in docs/semantics.md §2.7.
 
 use super::*;
+use crate::diag::Code;
 use crate::front::builtins::CmathFn;
 use crate::ir::ComplexOp;
 
 /// E0250: an operator Python and NumPy do not define on complex numbers.
 pub(super) fn complex_unsupported(span: Span, op: &str, s: Scalar) -> Diagnostic {
     Diagnostic::error(
-        "E0250",
+        Code::E0250,
         span,
         format!("`{op}` is not defined on complex numbers ({s})"),
     )
@@ -134,7 +135,7 @@ impl FnCx<'_, '_> {
                         Some(s) if s.is_complex() => {
                             self.diags.push(
                                 Diagnostic::error(
-                                    "E0251",
+                                    Code::E0251,
                                     a.span,
                                     format!(
                                         "the parts of {target}(re, im) must be real numbers, found {s}"
@@ -148,7 +149,7 @@ impl FnCx<'_, '_> {
                         Some(_) => {}
                         None => {
                             self.error(
-                                "E0207",
+                                Code::E0207,
                                 a.span,
                                 format!("cannot convert {} to {part}", a.ty),
                             );
@@ -274,7 +275,7 @@ impl FnCx<'_, '_> {
         for a in &args {
             if a.ty.as_scalar().is_none() {
                 self.error(
-                    "E0207",
+                    Code::E0207,
                     a.span,
                     format!("`{name}` needs a number, found {}", a.ty),
                 );

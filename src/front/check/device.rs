@@ -3,6 +3,7 @@
 //! argument rules (each User Requirement is a diagnostic) and the IR they become.
 
 use super::*;
+use crate::diag::Code;
 use crate::ir::{AtomicOp, MathFn, MemoryOrder, Scope, Shfl, Vote};
 use crate::types::{ArrayType, DType, Layout, MemSpace};
 
@@ -23,7 +24,7 @@ impl FnCx<'_, '_> {
         let mut slots: Vec<Option<&ast::Expr>> = vec![None; params.len()];
         if c.arguments.args.len() > params.len() {
             self.error(
-                "E0107",
+                Code::E0107,
                 span,
                 format!(
                     "`{name}` takes at most {} positional argument{}, but {} were given",
@@ -40,7 +41,7 @@ impl FnCx<'_, '_> {
         for k in c.arguments.keywords.iter() {
             let Some(kname) = &k.arg else {
                 self.error(
-                    "E0107",
+                    Code::E0107,
                     sp(k),
                     format!("`**` arguments are not accepted by `{name}`"),
                 );
@@ -49,7 +50,7 @@ impl FnCx<'_, '_> {
             let Some(pos) = params.iter().position(|p| *p == kname.id.as_str()) else {
                 self.diags.push(
                     Diagnostic::error(
-                        "E0107",
+                        Code::E0107,
                         sp(k),
                         format!("`{name}` has no parameter `{}`", kname.id),
                     )
@@ -59,7 +60,7 @@ impl FnCx<'_, '_> {
             };
             if slots[pos].is_some() {
                 self.error(
-                    "E0107",
+                    Code::E0107,
                     sp(k),
                     format!("argument `{}` is given twice", kname.id),
                 );
@@ -69,7 +70,7 @@ impl FnCx<'_, '_> {
         }
         if let Some(missing) = (0..required).find(|i| slots[*i].is_none()) {
             self.error(
-                "E0107",
+                Code::E0107,
                 span,
                 format!("`{name}` is missing its argument `{}`", params[missing]),
             );
@@ -88,7 +89,11 @@ impl FnCx<'_, '_> {
         match e {
             ast::Expr::StringLiteral(s) => Some(s.value.to_str().to_string()),
             _ => {
-                self.error("E0401", sp(e), format!("`{what}` must be a string literal"));
+                self.error(
+                    Code::E0401,
+                    sp(e),
+                    format!("`{what}` must be a string literal"),
+                );
                 None
             }
         }
@@ -101,7 +106,7 @@ impl FnCx<'_, '_> {
         let s = self.str_arg(e, "memory")?;
         MemoryOrder::from_name(&s).or_else(|| {
             self.diags.push(
-                Diagnostic::error("E0401", sp(e), format!("`{s}` is not a memory order"))
+                Diagnostic::error(Code::E0401, sp(e), format!("`{s}` is not a memory order"))
                     .with_note("memory orders: 'relaxed', 'consume', 'acquire', 'release', 'acq_rel', 'seq_cst'"),
             );
             None
@@ -115,7 +120,7 @@ impl FnCx<'_, '_> {
         let s = self.str_arg(e, "scope")?;
         Scope::from_name(&s).or_else(|| {
             self.diags.push(
-                Diagnostic::error("E0401", sp(e), format!("`{s}` is not a thread scope"))
+                Diagnostic::error(Code::E0401, sp(e), format!("`{s}` is not a thread scope"))
                     .with_note("thread scopes: 'system', 'device', 'block', 'thread'"),
             );
             None
@@ -139,7 +144,7 @@ impl FnCx<'_, '_> {
             _ => {}
         }
         if let ast::Expr::StringLiteral(s) = e
-            && let Some((elem, len)) = crate::front::builtins::vector_name(s.value.to_str())
+            && let Some((elem, len)) = crate::types::vector_name(s.value.to_str())
         {
             return Some(DType::Vector { elem, len });
         }
@@ -147,7 +152,7 @@ impl FnCx<'_, '_> {
             && self.callee_item(&c.func) == Some(Item::Builtin(Builtin::AtomicClass))
         {
             self.diags.push(
-                Diagnostic::error("E0401", sp(e), "arrays of `Atomic` are not supported")
+                Diagnostic::error(Code::E0401, sp(e), "arrays of `Atomic` are not supported")
                     .with_note("make an array of the number type and use `atomic_ref(array, index)`, or a @struct with `device.Atomic(dtype)` fields"),
             );
             return None;
@@ -182,7 +187,11 @@ impl FnCx<'_, '_> {
             },
         };
         if found.is_none() {
-            self.error("E0401", sp(e), "expected a dtype such as `device.float32`");
+            self.error(
+                Code::E0401,
+                sp(e),
+                "expected a dtype such as `device.float32`",
+            );
         }
         found
     }
@@ -195,7 +204,7 @@ impl FnCx<'_, '_> {
             _ => {
                 self.diags.push(
                     Diagnostic::error(
-                        "E0400",
+                        Code::E0400,
                         v.span,
                         format!("`{what}` must be a constant expression"),
                     )
@@ -217,7 +226,11 @@ impl FnCx<'_, '_> {
         let v = self.eval(e)?;
         if let (Some(Const::Int(i)), Some(_)) = (&v.konst, v.weak) {
             if !(-(1i128 << 31)..(1i128 << 32)).contains(i) {
-                self.error("E0204", v.span, format!("{i} is not a 32-bit warp mask"));
+                self.error(
+                    Code::E0204,
+                    v.span,
+                    format!("{i} is not a 32-bit warp mask"),
+                );
                 return None;
             }
             let bits = if *i >= 1 << 31 { i - (1 << 32) } else { *i };
@@ -230,7 +243,7 @@ impl FnCx<'_, '_> {
             }
             other => {
                 self.error(
-                    "E0207",
+                    Code::E0207,
                     v.span,
                     format!("a warp mask must be a WarpMask or an integer, found {other}"),
                 );
@@ -245,7 +258,7 @@ impl FnCx<'_, '_> {
             Some(s) if s.is_integer() => self.convert(&v, Scalar::Int32),
             _ => {
                 self.error(
-                    "E0207",
+                    Code::E0207,
                     v.span,
                     format!("expected an integer, found {}", v.ty),
                 );
@@ -260,7 +273,7 @@ impl FnCx<'_, '_> {
         let bad = |cx: &mut Self| {
             cx.diags.push(
                 Diagnostic::error(
-                    "E0405",
+                    Code::E0405,
                     sp(e),
                     "a predicate must be a function callable with no arguments",
                 )
@@ -332,7 +345,7 @@ impl FnCx<'_, '_> {
                 };
                 if shape.is_empty() || shape.len() > 255 {
                     self.diags.push(
-                        Diagnostic::error("E0400", sv.span, "`shape` must be a constant integer or a tuple of constant integers")
+                        Diagnostic::error(Code::E0400, sv.span, "`shape` must be a constant integer or a tuple of constant integers")
                             .with_note("a literal, a local bound once to a constant, or a module-level constant"),
                     );
                     return None;
@@ -346,7 +359,7 @@ impl FnCx<'_, '_> {
                         "F" => Layout::C,
                         other => {
                             self.error(
-                                "E0401",
+                                Code::E0401,
                                 sp(o),
                                 format!("order must be 'C' or 'F', not '{other}'"),
                             );
@@ -360,7 +373,7 @@ impl FnCx<'_, '_> {
                         let n = self.const_int(e, "align")?;
                         if n < 0 || (n != 0 && (n & (n - 1)) != 0) || n > 4096 {
                             self.error(
-                                "E0401",
+                                Code::E0401,
                                 sp(e),
                                 format!("align must be a power of two up to 4096, not {n}"),
                             );
@@ -383,7 +396,7 @@ impl FnCx<'_, '_> {
                 }
                 if space == MemSpace::Shared && total.is_none_or(|b| b > STATIC_SHARED_LIMIT) {
                     self.diags.push(
-                        Diagnostic::error("E0407", sv.span, format!("the shared arrays of this function need more than the {} KiB of static shared memory a block may have", STATIC_SHARED_LIMIT / 1024))
+                        Diagnostic::error(Code::E0407, sv.span, format!("the shared arrays of this function need more than the {} KiB of static shared memory a block may have", STATIC_SHARED_LIMIT / 1024))
                             .with_note("use `dynamic_shared_array()` and launch with `shared=` bytes"),
                     );
                     return None;
@@ -438,7 +451,7 @@ impl FnCx<'_, '_> {
                 let arr = self.eval(a[0]?)?;
                 let Type::Array(at) = &arr.ty else {
                     self.error(
-                        "E0408",
+                        Code::E0408,
                         arr.span,
                         format!("`atomic_ref` needs an array, found {}", arr.ty),
                     );
@@ -447,7 +460,7 @@ impl FnCx<'_, '_> {
                 let space = at.space;
                 let Some(dtype) = at.dtype.scalar() else {
                     self.diags.push(
-                        Diagnostic::error("E0408", arr.span, format!("`atomic_ref` needs an array of numbers, found {}", arr.ty))
+                        Diagnostic::error(Code::E0408, arr.span, format!("`atomic_ref` needs an array of numbers, found {}", arr.ty))
                             .with_note("for records, declare the field `device.Atomic(dtype)` and use `array[i].field`"),
                     );
                     return None;
@@ -551,7 +564,7 @@ impl FnCx<'_, '_> {
                 let Some(s) = v.ty.as_scalar().filter(|s| s.is_integer()) else {
                     self.diags.push(
                         Diagnostic::error(
-                            "E0406",
+                            Code::E0406,
                             v.span,
                             format!("`{name}` needs an integer, found {}", v.ty),
                         )
@@ -581,7 +594,7 @@ impl FnCx<'_, '_> {
                     if !float {
                         self.diags.push(
                             Diagnostic::error(
-                                "E0406",
+                                Code::E0406,
                                 v.span,
                                 format!(
                                     "`{name}` needs floating-point arguments, found {}",
@@ -634,7 +647,7 @@ impl FnCx<'_, '_> {
             Builtin::Math(f) => self.math_call(f, c),
             Builtin::MathPair(op) => self.math_pair(op, c),
             _ => {
-                self.error("E0202", span, format!("`{name}` is not callable here"));
+                self.error(Code::E0202, span, format!("`{name}` is not callable here"));
                 None
             }
         }
@@ -646,7 +659,7 @@ impl FnCx<'_, '_> {
         let Some(s) = v.ty.as_scalar() else {
             self.diags.push(
                 Diagnostic::error(
-                    "E0409",
+                    Code::E0409,
                     v.span,
                     format!("`{name}` needs a number of at most 8 bytes, found {}", v.ty),
                 )
@@ -657,7 +670,7 @@ impl FnCx<'_, '_> {
         if s.is_complex() {
             self.diags.push(
                 Diagnostic::error(
-                    "E0253",
+                    Code::E0253,
                     v.span,
                     format!("`{name}` does not take complex numbers ({s})"),
                 )
@@ -705,7 +718,7 @@ impl FnCx<'_, '_> {
         let x = self.eval(a[0]?)?;
         let Some(s) = x.ty.as_scalar().filter(|s| !s.is_complex()) else {
             self.error(
-                "E0207",
+                Code::E0207,
                 x.span,
                 format!("`{fname}` needs a real number, found {}", x.ty),
             );
@@ -729,7 +742,7 @@ impl FnCx<'_, '_> {
                     .is_some_and(|s| s.is_integer() || s == Scalar::Bool)
                 {
                     self.error(
-                        "E0207",
+                        Code::E0207,
                         i.span,
                         format!("`{fname}`'s exponent must be an integer, found {}", i.ty),
                     );
@@ -763,7 +776,7 @@ impl FnCx<'_, '_> {
                 .is_some_and(|s| s.is_integer() || s == Scalar::Bool)
             {
                 self.error(
-                    "E0207",
+                    Code::E0207,
                     v.span,
                     format!("`libdevice.sad` takes integers, found {}", v.ty),
                 );
@@ -785,7 +798,7 @@ impl FnCx<'_, '_> {
             let v = self.eval(e)?;
             let Some(s) = v.ty.as_scalar() else {
                 self.error(
-                    "E0207",
+                    Code::E0207,
                     v.span,
                     format!("`{name}` needs a number, found {}", v.ty),
                 );
@@ -865,7 +878,7 @@ impl FnCx<'_, '_> {
             Type::Ref { dtype, .. } => {
                 let Some(op) = AtomicOp::from_method(method) else {
                     self.error(
-                        "E0212",
+                        Code::E0212,
                         span,
                         format!("atomic references have no method `{method}`"),
                     );
@@ -895,7 +908,7 @@ impl FnCx<'_, '_> {
                 if bad_order {
                     let e = a[nvals].map(sp).unwrap_or(span);
                     self.error(
-                        "E0404",
+                        Code::E0404,
                         e,
                         format!(
                             "an atomic `{method}` cannot have '{}' ordering",
@@ -932,7 +945,7 @@ impl FnCx<'_, '_> {
                     Some(idx) => self.user_call(idx, c, Some(v)),
                     None => {
                         self.error(
-                            "E0212",
+                            Code::E0212,
                             span,
                             format!("`{}` has no method `{method}`", st.name),
                         );
@@ -959,7 +972,7 @@ impl FnCx<'_, '_> {
                 if at.ndim != 1 || at.layout != Layout::C {
                     self.diags.push(
                         Diagnostic::error(
-                            "E0203",
+                            Code::E0203,
                             span,
                             format!("`view(dtype)` needs a contiguous 1-D array, found {}", v.ty),
                         )
@@ -970,7 +983,7 @@ impl FnCx<'_, '_> {
                     return None;
                 }
                 if at.dtype.scalar().is_none() {
-                    self.error("E0203", span, "`view(dtype)` needs an array of numbers");
+                    self.error(Code::E0203, span, "`view(dtype)` needs an array of numbers");
                     return None;
                 }
                 let ty = Type::Array(ArrayType {
@@ -995,7 +1008,7 @@ impl FnCx<'_, '_> {
             }
             other => {
                 self.error(
-                    "E0212",
+                    Code::E0212,
                     span,
                     format!("{other} has no method `{method}` in device code"),
                 );
@@ -1014,7 +1027,7 @@ impl FnCx<'_, '_> {
         if dtype.is_complex() || dtype.is_fp8() {
             self.diags.push(
                 Diagnostic::error(
-                    "E0253",
+                    Code::E0253,
                     span,
                     format!("atomic operations on {dtype} are not supported"),
                 )
@@ -1058,7 +1071,7 @@ impl FnCx<'_, '_> {
         }
         self.diags.push(
             Diagnostic::error(
-                "E0402",
+                Code::E0402,
                 span,
                 format!("atomic `{method}` is not available for {dtype}"),
             )
@@ -1088,7 +1101,7 @@ impl FnCx<'_, '_> {
                 }
                 other => {
                     self.error(
-                        "E0207",
+                        Code::E0207,
                         a.span,
                         format!("a {name} element cannot be made from {other}"),
                     );
@@ -1099,7 +1112,7 @@ impl FnCx<'_, '_> {
         if parts.len() != len as usize {
             self.diags.push(
                 Diagnostic::error(
-                    "E0107",
+                    Code::E0107,
                     span,
                     format!(
                         "`{name}` takes {len} element{}, but {} were given",
@@ -1169,7 +1182,7 @@ impl FnCx<'_, '_> {
             && !(0..i128::from(len)).contains(&k)
         {
             self.error(
-                "E0203",
+                Code::E0203,
                 i.span,
                 format!("index {k} is out of range for {}", v.ty),
             );

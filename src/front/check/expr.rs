@@ -1,6 +1,7 @@
 //! Expressions: literals, names, attributes, subscripts and array indices.
 
 use super::*;
+use crate::diag::Code;
 
 impl FnCx<'_, '_> {
     pub(super) fn expr(&mut self, e: &ast::Expr) -> Value {
@@ -16,7 +17,7 @@ impl FnCx<'_, '_> {
                     Some(v) => self.const_val(&Const::Int(v), span),
                     None => {
                         self.error(
-                            "E0204",
+                            Code::E0204,
                             span,
                             "this integer literal does not fit in 64 bits",
                         );
@@ -35,7 +36,7 @@ impl FnCx<'_, '_> {
             E::BinOp(b) => {
                 let Some(op) = binary_op(b.op) else {
                     self.error(
-                        "E0202",
+                        Code::E0202,
                         span,
                         "the `@` operator is not supported in device code",
                     );
@@ -89,7 +90,11 @@ impl FnCx<'_, '_> {
                 Some(v)
             }
             E::NoneLiteral(_) => {
-                self.error("E0202", span, "`None` can only be returned in device code");
+                self.error(
+                    Code::E0202,
+                    span,
+                    "`None` can only be returned in device code",
+                );
                 None
             }
             other => {
@@ -107,7 +112,7 @@ impl FnCx<'_, '_> {
                     _ => "this expression is",
                 };
                 self.error(
-                    "E0202",
+                    Code::E0202,
                     span,
                     format!("{what} not supported in device code"),
                 );
@@ -130,7 +135,7 @@ impl FnCx<'_, '_> {
             if !reachable {
                 self.diags.push(
                     Diagnostic::error(
-                        "E0111",
+                        Code::E0111,
                         span,
                         format!("`{name}` is used before it is assigned"),
                     )
@@ -158,7 +163,7 @@ impl FnCx<'_, '_> {
         match self.s.m.lookup(name) {
             Some(item) => Value::Item(item, span),
             None => {
-                self.error("E0101", span, format!("name `{name}` is not defined"));
+                self.error(Code::E0101, span, format!("name `{name}` is not defined"));
                 Value::Err
             }
         }
@@ -225,7 +230,7 @@ impl FnCx<'_, '_> {
                     Some(item) => Value::Item(item, span),
                     None => {
                         self.error(
-                            "E0102",
+                            Code::E0102,
                             span,
                             format!("`{attr}` is not available in device code (numba dialect)"),
                         );
@@ -238,7 +243,7 @@ impl FnCx<'_, '_> {
                     Some(item) => Value::Item(item, span),
                     None => {
                         self.error(
-                            "E0102",
+                            Code::E0102,
                             span,
                             format!("`cmath.{attr}` is not available in device code"),
                         );
@@ -251,7 +256,7 @@ impl FnCx<'_, '_> {
                     Some(item) => Value::Item(item, span),
                     None => {
                         self.error(
-                            "E0102",
+                            Code::E0102,
                             span,
                             format!("`math.{attr}` is not available in device code"),
                         );
@@ -271,7 +276,7 @@ impl FnCx<'_, '_> {
                     }
                     None => {
                         self.error(
-                            "E0102",
+                            Code::E0102,
                             span,
                             format!("`cuda.device` has no member `{attr}`"),
                         );
@@ -356,7 +361,7 @@ impl FnCx<'_, '_> {
             {
                 self.diags.push(
                     Diagnostic::error(
-                        "E0214",
+                        Code::E0214,
                         span,
                         format!(
                             "sub-array field `{field}` of a record value: a sub-array is a view \
@@ -389,7 +394,11 @@ impl FnCx<'_, '_> {
                     _ => 3,
                 };
                 if i >= *len {
-                    self.error("E0212", span, format!("{} has no attribute `{attr}`", v.ty));
+                    self.error(
+                        Code::E0212,
+                        span,
+                        format!("{} has no attribute `{attr}`", v.ty),
+                    );
                     return None;
                 }
                 let ty = Type::Scalar(*elem);
@@ -401,7 +410,7 @@ impl FnCx<'_, '_> {
             (ty, _) => {
                 self.diags.push(
                     Diagnostic::error(
-                        "E0212",
+                        Code::E0212,
                         span,
                         format!("{ty} has no attribute `{attr}` in device code"),
                     )
@@ -491,7 +500,7 @@ impl FnCx<'_, '_> {
         };
         let Some(i) = st.field(field) else {
             self.error(
-                "E0212",
+                Code::E0212,
                 span,
                 format!("`{}` has no field `{field}`", st.name),
             );
@@ -598,7 +607,7 @@ impl FnCx<'_, '_> {
                     .filter(|_| iv.ty.as_scalar().is_some_and(|s| s.kind() != Kind::Float))
                 else {
                     self.diags.push(
-                        Diagnostic::error("E0203", iv.span, format!("{} can only be indexed by a constant integer", base.ty))
+                        Diagnostic::error(Code::E0203, iv.span, format!("{} can only be indexed by a constant integer", base.ty))
                             .with_note("the elements may have different types, so the index must be known when compiling"),
                     );
                     return None;
@@ -607,7 +616,7 @@ impl FnCx<'_, '_> {
                 if idx < 0 || idx >= n as i128 {
                     self.diags.push(
                         Diagnostic::error(
-                            "E0203",
+                            Code::E0203,
                             iv.span,
                             format!("index {i} is out of range for {}", base.ty),
                         )
@@ -647,7 +656,7 @@ impl FnCx<'_, '_> {
                 let Some(i) = i else {
                     self.diags.push(
                         Diagnostic::error(
-                            "E0216",
+                            Code::E0216,
                             iv.span,
                             format!("a record is indexed by a field name or a constant field number (0 to {})", n - 1),
                         )
@@ -659,7 +668,7 @@ impl FnCx<'_, '_> {
                 self.field_of_ref(base, &name, span)
             }
             other => {
-                self.error("E0203", base.span, format!("{other} cannot be indexed"));
+                self.error(Code::E0203, base.span, format!("{other} cannot be indexed"));
                 None
             }
         }
@@ -670,8 +679,12 @@ impl FnCx<'_, '_> {
         match i.konst.as_ref().and_then(|c| c.as_int()) {
             Some(k) if !(0..32).contains(&k) => {
                 self.diags.push(
-                    Diagnostic::error("E0203", i.span, format!("lane {k} is outside a warp mask"))
-                        .with_label("must satisfy 0 <= i < 32"),
+                    Diagnostic::error(
+                        Code::E0203,
+                        i.span,
+                        format!("lane {k} is outside a warp mask"),
+                    )
+                    .with_label("must satisfy 0 <= i < 32"),
                 );
                 None
             }

@@ -15,6 +15,7 @@
 use super::builtins::{Builtin, Namespace};
 use super::consts::{Const, fold_binary};
 use super::{FunctionDecl, Item, ParsedModule, binary_op};
+use crate::diag::Code;
 use crate::diag::{Diagnostic, Diagnostics, Span};
 use crate::ir::{
     self, Arena, ArrayProp, Axis, BinaryOp, Block, Expr, Function, FunctionKind, Handle, Index,
@@ -72,7 +73,7 @@ pub fn specialize(
         };
         return Err(fail(vec![
             Diagnostic::error(
-                "E0110",
+                Code::E0110,
                 Span::default(),
                 format!("no function named `{entry}` in this module"),
             )
@@ -85,7 +86,7 @@ pub fn specialize(
     if let Some(ext) = &decl.options.external {
         return Err(fail(vec![
             Diagnostic::error(
-                "E0527",
+                Code::E0527,
                 decl.name_span,
                 format!("`{entry}` is declared `extern`: there is no body to compile"),
             )
@@ -97,7 +98,7 @@ pub fn specialize(
     let nparams = def.parameters.args.len() + def.parameters.posonlyargs.len();
     if nparams != args.len() {
         return Err(fail(vec![Diagnostic::error(
-            "E0107",
+            Code::E0107,
             decl.name_span,
             format!(
                 "`{entry}` takes {nparams} argument{}, but {} type{} given",
@@ -132,7 +133,7 @@ pub fn specialize(
             if s.diags.is_empty() {
                 // Defensive: a failed instance always reports why.
                 s.diags.push(Diagnostic::error(
-                    "E0999",
+                    Code::E0999,
                     decl.name_span,
                     "internal error: specialization failed without a diagnostic",
                 ));
@@ -144,7 +145,7 @@ pub fn specialize(
 
 fn not_device_function(decl: &FunctionDecl) -> Diagnostic {
     Diagnostic::error(
-        "E0104",
+        Code::E0104,
         decl.name_span,
         format!("`{}` is not a device function", decl.name),
     )
@@ -209,12 +210,13 @@ impl Specializer<'_> {
             return Ok(self.declare_external(idx, ext, key));
         }
         if let Some(pos) = self.stack.iter().position(|(i, _)| *i == idx) {
-            let mut d =
-                Diagnostic::error("E0105", call, format!("recursive call of `{}`", decl.name))
-                    .with_label("this call recurses")
-                    .with_note(
-                        "device code cannot recurse: the call depth must be known when compiling",
-                    );
+            let mut d = Diagnostic::error(
+                Code::E0105,
+                call,
+                format!("recursive call of `{}`", decl.name),
+            )
+            .with_label("this call recurses")
+            .with_note("device code cannot recurse: the call depth must be known when compiling");
             for (i, span) in self.stack[pos + 1..].iter() {
                 d = d.with_secondary(*span, format!("`{}` is called here", m.functions[*i].name));
             }
@@ -487,7 +489,7 @@ impl<'s, 'm> FnCx<'s, 'm> {
             }
             if let Some(d) = &p.default {
                 cx.error(
-                    "E0301",
+                    Code::E0301,
                     sp(d.as_ref()),
                     "default parameter values are not supported in device functions",
                 );
@@ -496,21 +498,21 @@ impl<'s, 'm> FnCx<'s, 'm> {
         let pr = &def.parameters;
         if let Some(v) = &pr.vararg {
             cx.error(
-                "E0301",
+                Code::E0301,
                 sp(v.as_ref()),
                 "`*args` is not supported in device functions",
             );
         }
         if let Some(v) = &pr.kwarg {
             cx.error(
-                "E0301",
+                Code::E0301,
                 sp(v.as_ref()),
                 "`**kwargs` is not supported in device functions",
             );
         }
         if !pr.kwonlyargs.is_empty() {
             cx.error(
-                "E0301",
+                Code::E0301,
                 sp(&pr.kwonlyargs[0]),
                 "keyword-only parameters are not supported in device functions",
             );
@@ -528,7 +530,7 @@ impl<'s, 'm> FnCx<'s, 'm> {
             } else {
                 self.diags.push(
                     Diagnostic::error(
-                        "E0111",
+                        Code::E0111,
                         span,
                         format!("`{name}` is used before it is assigned"),
                     )
@@ -544,7 +546,7 @@ impl<'s, 'm> FnCx<'s, 'm> {
             let first = h.first;
             self.diags.push(
                 Diagnostic::error(
-                    "E0206",
+                    Code::E0206,
                     self.decl.name_span,
                     format!("`{}` does not return a value on every path", self.decl.name),
                 )
@@ -684,7 +686,7 @@ impl<'s, 'm> FnCx<'s, 'm> {
 // ---- helpers ------------------------------------------------------------------------------
 
 impl FnCx<'_, '_> {
-    fn error(&mut self, code: &str, span: Span, msg: impl Into<String>) {
+    fn error(&mut self, code: Code, span: Span, msg: impl Into<String>) {
         self.diags.push(Diagnostic::error(code, span, msg));
     }
 
@@ -768,7 +770,7 @@ impl FnCx<'_, '_> {
                     _ => f64::INFINITY,
                 };
                 if f.is_finite() && f.abs() >= limit {
-                    self.error("E0204", span, format!("{f} is out of range for {s}"));
+                    self.error(Code::E0204, span, format!("{f} is out of range for {s}"));
                     return None;
                 }
                 Literal::Float(*f)
@@ -778,7 +780,7 @@ impl FnCx<'_, '_> {
                 if !ir::literal_fits(Literal::Int(*i), s) {
                     self.diags.push(
                         Diagnostic::error(
-                            "E0204",
+                            Code::E0204,
                             span,
                             format!("Python integer {i} is out of bounds for {s}"),
                         )
@@ -791,18 +793,18 @@ impl FnCx<'_, '_> {
             }
             (Const::Float(_), _) => {
                 self.error(
-                    "E0207",
+                    Code::E0207,
                     span,
                     format!("a float cannot be used as {s} implicitly"),
                 );
                 return None;
             }
             (Const::Tuple(_), _) => {
-                self.error("E0207", span, format!("a tuple cannot be used as {s}"));
+                self.error(Code::E0207, span, format!("a tuple cannot be used as {s}"));
                 return None;
             }
             (Const::Array(_), _) => {
-                self.error("E0207", span, format!("an array cannot be used as {s}"));
+                self.error(Code::E0207, span, format!("an array cannot be used as {s}"));
                 return None;
             }
             (Const::Typed(..), _) => return None,
@@ -835,7 +837,7 @@ impl FnCx<'_, '_> {
                 if a.space != crate::types::MemSpace::Const {
                     self.diags.push(
                         Diagnostic::error(
-                            "E0114",
+                            Code::E0114,
                             span,
                             format!("the constant array `{}` does not fit in the 64 KiB constant bank", a.name),
                         )
@@ -875,7 +877,7 @@ impl FnCx<'_, '_> {
                 let lit = Literal::Int(*i);
                 if !ir::literal_fits(lit, Scalar::Int64) {
                     self.error(
-                        "E0204",
+                        Code::E0204,
                         span,
                         format!("Python integer {i} is out of bounds for int64"),
                     );
@@ -948,7 +950,7 @@ impl FnCx<'_, '_> {
             }
             _ => {
                 self.error(
-                    "E0207",
+                    Code::E0207,
                     v.span,
                     format!("expected a number of type {s}, found {}", v.ty),
                 );
@@ -1020,7 +1022,7 @@ impl FnCx<'_, '_> {
             return Some(());
         }
         let mut d = Diagnostic::error(
-            "E0112",
+            Code::E0112,
             span,
             "this writes to a constant array, which device code can only read",
         );
@@ -1042,7 +1044,7 @@ impl FnCx<'_, '_> {
     fn not_a_value(&mut self, item: &Item, span: Span) {
         let d = match item {
             Item::Foreign(m) => Diagnostic::error(
-                "E0106",
+                Code::E0106,
                 span,
                 format!("names from module `{m}` cannot be used in device code"),
             )
@@ -1051,26 +1053,28 @@ impl FnCx<'_, '_> {
             ),
             Item::Planned(n) => planned(n, span),
             Item::Host => Diagnostic::error(
-                "E0106",
+                Code::E0106,
                 span,
                 "this global is not a compile-time constant, so device code cannot use it",
             )
             .with_note(
                 "module-level globals used in device code must be literals or arithmetic on them",
             ),
-            Item::Function(_) => {
-                Diagnostic::error("E0202", span, "a function is not a value in device code")
-                    .with_note("call it instead")
-            }
+            Item::Function(_) => Diagnostic::error(
+                Code::E0202,
+                span,
+                "a function is not a value in device code",
+            )
+            .with_note("call it instead"),
             Item::Builtin(Builtin::Scalar(s)) => Diagnostic::error(
-                "E0202",
+                Code::E0202,
                 span,
                 format!("the type {s} is not a value"),
             )
             .with_note(format!(
                 "a type can be called (`{s}(x)`) or given as a dtype (`local_array(n, {s})`)"
             )),
-            _ => Diagnostic::error("E0202", span, "this is not a value"),
+            _ => Diagnostic::error(Code::E0202, span, "this is not a value"),
         };
         self.diags.push(d);
     }
@@ -1082,7 +1086,7 @@ impl FnCx<'_, '_> {
         if &want != ty {
             self.diags.push(
                 Diagnostic::error(
-                    "E0207",
+                    Code::E0207,
                     sp(ann),
                     format!("this parameter is annotated {want}, but the argument is {ty}"),
                 )
@@ -1096,14 +1100,18 @@ impl FnCx<'_, '_> {
 /// convert complex to real only explicitly, and then by dropping the imaginary part with a
 /// warning; device code has no warnings, so it asks for the part it means.
 fn complex_to_real(span: Span, what: &str, to: Scalar) -> Diagnostic {
-    Diagnostic::error("E0251", span, format!("{what} cannot be converted to {to}"))
-        .with_label("complex")
-        .with_note("take the part you mean: `z.real`, `z.imag` or `abs(z)`")
+    Diagnostic::error(
+        Code::E0251,
+        span,
+        format!("{what} cannot be converted to {to}"),
+    )
+    .with_label("complex")
+    .with_note("take the part you mean: `z.real`, `z.imag` or `abs(z)`")
 }
 
 fn planned(name: &str, span: Span) -> Diagnostic {
     Diagnostic::error(
-        "E0102",
+        Code::E0102,
         span,
         format!("`cuda.device.{name}` is not supported by this version of pydevice yet"),
     )

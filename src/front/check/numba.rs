@@ -3,6 +3,7 @@
 //! `(array, index, value)` with CUDA's relaxed device-scope semantics, and `selp`.
 
 use super::*;
+use crate::diag::Code;
 use crate::ir::{AtomicOp, MathFn, MemoryOrder, Scope, Vote};
 
 impl FnCx<'_, '_> {
@@ -65,7 +66,7 @@ impl FnCx<'_, '_> {
                 let arr = self.eval(a[0]?)?;
                 let Type::Array(at) = &arr.ty else {
                     self.error(
-                        "E0408",
+                        Code::E0408,
                         arr.span,
                         format!("numba atomics need an array, found {}", arr.ty),
                     );
@@ -74,7 +75,7 @@ impl FnCx<'_, '_> {
                 let space = at.space;
                 let Some(dtype) = at.dtype.scalar() else {
                     self.error(
-                        "E0408",
+                        Code::E0408,
                         arr.span,
                         format!("numba atomics need an array of numbers, found {}", arr.ty),
                     );
@@ -147,7 +148,7 @@ impl FnCx<'_, '_> {
                     if v.ty != half || v.weak.is_some() {
                         self.diags.push(
                             Diagnostic::error(
-                                "E0207",
+                                Code::E0207,
                                 v.span,
                                 format!("`{name}` takes {prec} values, found {}", v.ty),
                             )
@@ -234,7 +235,7 @@ impl FnCx<'_, '_> {
                 if store {
                     self.diags.push(
                         Diagnostic::error(
-                            "E0600",
+                            Code::E0600,
                             span,
                             format!("`{name}` stores and gives no value"),
                         )
@@ -276,7 +277,7 @@ impl FnCx<'_, '_> {
                 }
                 self.diags.push(
                     Diagnostic::error(
-                        "E0602",
+                        Code::E0602,
                         span,
                         "`cuda.const.array_like` needs a module-level constant array",
                     )
@@ -293,7 +294,7 @@ impl FnCx<'_, '_> {
                 }
                 let Some(s) = v.ty.as_scalar() else {
                     self.error(
-                        "E0207",
+                        Code::E0207,
                         v.span,
                         format!("`round` needs a number, found {}", v.ty),
                     );
@@ -404,7 +405,7 @@ impl FnCx<'_, '_> {
             Type::Array(at) if at.dtype.scalar().is_some() => Some(arr),
             other => {
                 self.error(
-                    "E0207",
+                    Code::E0207,
                     arr.span,
                     format!("`{name}` needs an array of numbers, found {other}"),
                 );
@@ -465,7 +466,7 @@ impl FnCx<'_, '_> {
             Some(s) if s.is_float() => Scalar::Float32,
             _ => {
                 self.error(
-                    "E0207",
+                    Code::E0207,
                     v.span,
                     format!("`round(x, ndigits)` needs a float `x`, found {}", v.ty),
                 );
@@ -479,7 +480,7 @@ impl FnCx<'_, '_> {
         };
         if !matches!(n.ty.as_scalar(), Some(t) if t.kind() == Kind::Int || t.kind() == Kind::UInt) {
             self.error(
-                "E0207",
+                Code::E0207,
                 n.span,
                 format!("`round`'s `ndigits` must be an integer, found {}", n.ty),
             );

@@ -2,6 +2,7 @@
 //! promotion rules and constant folding.
 
 use super::*;
+use crate::diag::Code;
 
 impl FnCx<'_, '_> {
     /// The common type of operands under the promotion rules (weak if all are weak).
@@ -32,7 +33,7 @@ impl FnCx<'_, '_> {
         let (Some(ls), Some(rs)) = (l.ty.as_scalar(), r.ty.as_scalar()) else {
             self.diags.push(
                 Diagnostic::error(
-                    "E0202",
+                    Code::E0202,
                     span,
                     format!(
                         "unsupported operand types for `{}`: {} and {}",
@@ -70,11 +71,15 @@ impl FnCx<'_, '_> {
                 None => {
                     let zero = b.as_complex() == Some((0.0, 0.0));
                     if matches!(op, BinaryOp::Div | BinaryOp::FloorDiv | BinaryOp::Mod) && zero {
-                        self.error("E0208", span, "division by zero in a constant expression");
+                        self.error(
+                            Code::E0208,
+                            span,
+                            "division by zero in a constant expression",
+                        );
                         return None;
                     }
                     if a.as_int().is_some() && b.as_int().is_some() {
-                        self.error("E0204", span, "this constant expression overflows");
+                        self.error(Code::E0204, span, "this constant expression overflows");
                         return None;
                     }
                     // Not foldable (e.g. `&` on floats): the general rules report it.
@@ -138,7 +143,7 @@ impl FnCx<'_, '_> {
                 if common.is_float() {
                     self.diags.push(
                         Diagnostic::error(
-                            "E0202",
+                            Code::E0202,
                             span,
                             format!(
                                 "`{}` needs integer operands, found {} and {}",
@@ -180,7 +185,7 @@ impl FnCx<'_, '_> {
         {
             self.diags.push(
                 Diagnostic::error(
-                    "E0209",
+                    Code::E0209,
                     r.span,
                     "integers to negative integer powers are not allowed",
                 )
@@ -216,7 +221,7 @@ impl FnCx<'_, '_> {
         let d = self.s.defaults;
         let Some(mut s) = v.ty.as_scalar() else {
             self.error(
-                "E0202",
+                Code::E0202,
                 span,
                 format!("unsupported operand type for `{}`: {}", op.as_str(), v.ty),
             );
@@ -293,7 +298,7 @@ impl FnCx<'_, '_> {
             ast::UnaryOp::Invert => {
                 if s.is_float() {
                     self.error(
-                        "E0202",
+                        Code::E0202,
                         span,
                         format!("`~` needs an integer or bool operand, found {s}"),
                     );
@@ -330,7 +335,7 @@ impl FnCx<'_, '_> {
             if k > 0 && contains_call(left) {
                 self.diags.push(
                     Diagnostic::error(
-                        "E0305",
+                        Code::E0305,
                         sp(left),
                         "a chained comparison cannot have a function call in the middle",
                     )
@@ -358,7 +363,7 @@ impl FnCx<'_, '_> {
                 ast::CmpOp::GtE => BinaryOp::Ge,
                 other => {
                     self.error(
-                        "E0202",
+                        Code::E0202,
                         span,
                         format!("`{}` is not supported in device code", other.as_str()),
                     );
@@ -399,7 +404,7 @@ impl FnCx<'_, '_> {
         let (lv, rv) = (self.value_of(lv)?, self.value_of(rv)?);
         let (Some(_), Some(_)) = (lv.ty.as_scalar(), rv.ty.as_scalar()) else {
             self.error(
-                "E0202",
+                Code::E0202,
                 span,
                 format!(
                     "`is` compares numbers or `None` in device code, found {} and {}",
@@ -425,7 +430,7 @@ impl FnCx<'_, '_> {
         }
         if let Some(bad) = vals.iter().find(|v| v.ty.as_scalar().is_none()) {
             self.error(
-                "E0205",
+                Code::E0205,
                 bad.span,
                 format!("`{}` needs numbers or bools, found {}", b.op, bad.ty),
             );
@@ -480,7 +485,7 @@ impl FnCx<'_, '_> {
             )
         } else {
             self.diags.push(
-                Diagnostic::error("E0202", span, format!("the branches of this conditional expression have different types: {} and {}", t.ty, f.ty))
+                Diagnostic::error(Code::E0202, span, format!("the branches of this conditional expression have different types: {} and {}", t.ty, f.ty))
                     .with_secondary(t.span, format!("{}", t.ty))
                     .with_secondary(f.span, format!("{}", f.ty)),
             );

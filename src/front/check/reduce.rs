@@ -6,6 +6,7 @@
 //! This file builds that function's IR directly; it does not parse or type-check Python.
 
 use super::*;
+use crate::diag::Code;
 use crate::types::{ArrayType, Layout};
 
 /// A whole-array reduction of NumPy's.
@@ -510,7 +511,7 @@ impl FnCx<'_, '_> {
         let Type::Array(at) = &arr.ty else {
             self.diags.push(
                 Diagnostic::error(
-                    "E0306",
+                    Code::E0306,
                     arr.span,
                     format!("`np.{}` needs an array, found {}", r.name(), arr.ty),
                 )
@@ -535,7 +536,7 @@ impl FnCx<'_, '_> {
             _ => {
                 self.diags.push(
                     Diagnostic::error(
-                        "E0306",
+                        Code::E0306,
                         arr.span,
                         format!("`np.{}` of {} is not supported in device code", r.name(), arr.ty),
                     )

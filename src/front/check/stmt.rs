@@ -2,6 +2,7 @@
 //! and `return`.
 
 use super::*;
+use crate::diag::Code;
 
 /// Calls `f` with each name an assignment binds in `stmts` (nested blocks included) and
 /// whether it is a `for` loop's target.
@@ -176,7 +177,7 @@ impl FnCx<'_, '_> {
                                 let had = h.ty.clone();
                                 self.diags.push(
                                     Diagnostic::error(
-                                        "E0201",
+                                        Code::E0201,
                                         sp(a.annotation.as_ref()),
                                         format!(
                                             "`{name}` is declared {want} but is assigned {had}"
@@ -224,7 +225,7 @@ impl FnCx<'_, '_> {
             ast::Stmt::While(w) => {
                 if !w.orelse.is_empty() {
                     self.error(
-                        "E0303",
+                        Code::E0303,
                         sp(&w.orelse[0]),
                         "`while ... else` is not supported in device code",
                     );
@@ -253,7 +254,7 @@ impl FnCx<'_, '_> {
                 let brk = matches!(s, ast::Stmt::Break(_));
                 if self.loops == 0 {
                     let w = if brk { "break" } else { "continue" };
-                    self.error("E0304", span, format!("`{w}` outside a loop"));
+                    self.error(Code::E0304, span, format!("`{w}` outside a loop"));
                 } else {
                     if brk
                         && let Some(&(depth, flag)) = self.else_flags.last()
@@ -293,14 +294,14 @@ impl FnCx<'_, '_> {
                         self.local_defs.insert(d.name.id.to_string(), v.as_ref().clone());
                     }
                     _ => self.diags.push(
-                        Diagnostic::error("E0301", d.name.range.into(), "nested functions are only supported as predicates")
+                        Diagnostic::error(Code::E0301, d.name.range.into(), "nested functions are only supported as predicates")
                             .with_note("a predicate takes no parameters and its body is a single `return <condition>`; share other code through a `@device.func`"),
                     ),
                 }
             }
             ast::Stmt::Assert(_) => self.diags.push(
                 Diagnostic::error(
-                    "E0302",
+                    Code::E0302,
                     span,
                     "`assert` is not supported in device code yet",
                 )
@@ -309,7 +310,7 @@ impl FnCx<'_, '_> {
             other => {
                 let what = stmt_name(other);
                 self.error(
-                    "E0301",
+                    Code::E0301,
                     span,
                     format!("{what} is not supported in device code"),
                 );
@@ -401,7 +402,7 @@ impl FnCx<'_, '_> {
             return None;
         }
         if c.arguments.args.len() != 1 || !c.arguments.keywords.is_empty() {
-            self.error("E0410", sp(c), "`target` takes one target description");
+            self.error(Code::E0410, sp(c), "`target` takes one target description");
             return Some(None);
         }
         self.s.target_used = true;
@@ -414,7 +415,7 @@ impl FnCx<'_, '_> {
         let sm = self.s.sm;
         let bad = |cx: &mut Self, e: &ast::Expr| {
             cx.diags.push(
-                Diagnostic::error("E0410", sp(e), "not a constant target description")
+                Diagnostic::error(Code::E0410, sp(e), "not a constant target description")
                     .with_note("use is_host, is_device, any_target, no_target, is_exactly(smXX), provides(smXX), combined with |, & and ~"),
             );
             None
@@ -441,7 +442,7 @@ impl FnCx<'_, '_> {
                     let Some(Item::Builtin(Builtin::Sm(n))) = self.callee_item(arg) else {
                         self.diags.push(
                             Diagnostic::error(
-                                "E0410",
+                                Code::E0410,
                                 sp(arg),
                                 "expected an architecture selector such as `sm90`",
                             )
@@ -484,7 +485,7 @@ impl FnCx<'_, '_> {
         if self.kind == FunctionKind::Kernel {
             if let Some(v) = value {
                 self.diags.push(
-                    Diagnostic::error("E0108", v.span, "a kernel cannot return a value")
+                    Diagnostic::error(Code::E0108, v.span, "a kernel cannot return a value")
                         .with_note("kernels return `None`; write results to an array argument"),
                 );
                 return;
@@ -561,7 +562,7 @@ impl FnCx<'_, '_> {
                     };
                     self.diags.push(
                         Diagnostic::error(
-                            "E0201",
+                            Code::E0201,
                             span,
                             format!(
                                 "cannot assign {shown} to `{name}` of type `{t}` (cupyx.jit fixes a local's type at its first assignment and converts later ones only with NumPy's `same_kind` casting)"
@@ -660,7 +661,7 @@ impl FnCx<'_, '_> {
             };
             self.diags.push(
                 Diagnostic::error(
-                    "E0201",
+                    Code::E0201,
                     span,
                     format!("{} values of different types: {had} and {now}", what(name)),
                 )
@@ -802,11 +803,11 @@ impl FnCx<'_, '_> {
                         self.assign(&s.value, nv, out);
                     }
                     Type::Tuple(_) | Type::Vector { .. } => self.diags.push(
-                        Diagnostic::error("E0211", span, format!("{} is immutable", base.ty))
+                        Diagnostic::error(Code::E0211, span, format!("{} is immutable", base.ty))
                             .with_note("build a new tuple or vector instead"),
                     ),
                     other => self.error(
-                        "E0203",
+                        Code::E0203,
                         sp(s.value.as_ref()),
                         format!("{other} cannot be indexed"),
                     ),
@@ -818,14 +819,14 @@ impl FnCx<'_, '_> {
                     Type::Tuple(ts) => ts.len(),
                     Type::Vector { len, .. } => *len as usize,
                     other => {
-                        self.error("E0203", v.span, format!("cannot unpack {other}"));
+                        self.error(Code::E0203, v.span, format!("cannot unpack {other}"));
                         return;
                     }
                 };
                 if n != elts.len() {
                     self.diags.push(
                         Diagnostic::error(
-                            "E0203",
+                            Code::E0203,
                             span,
                             format!("cannot unpack {} values into {} names", n, elts.len()),
                         )
@@ -851,7 +852,7 @@ impl FnCx<'_, '_> {
                 self.assign_field(&attr.value, attr.attr.id.as_str(), v, span, out)
             }
             _ => self.error(
-                "E0301",
+                Code::E0301,
                 span,
                 "this assignment target is not supported in device code",
             ),
@@ -879,7 +880,7 @@ impl FnCx<'_, '_> {
         {
             self.diags.push(
                 Diagnostic::error(
-                    "E0112",
+                    Code::E0112,
                     span,
                     "this writes to a constant array, which device code can only read",
                 )
@@ -900,7 +901,7 @@ impl FnCx<'_, '_> {
             };
             self.diags.push(
                 Diagnostic::error(
-                    "E0211",
+                    Code::E0211,
                     span,
                     "attributes cannot be assigned in device code",
                 )
@@ -926,7 +927,7 @@ impl FnCx<'_, '_> {
             };
             self.diags.push(
                 Diagnostic::error(
-                    "E0211",
+                    Code::E0211,
                     span,
                     format!("cannot assign field `{field}` of `{}`", st.name),
                 )
@@ -941,7 +942,7 @@ impl FnCx<'_, '_> {
         };
         if !matches!(v.ty, Type::Scalar(_) | Type::WarpMask) {
             self.error(
-                "E0207",
+                Code::E0207,
                 v.span,
                 format!(
                     "cannot assign {} to field `{field}` of `{}` ({fs})",
@@ -990,7 +991,7 @@ impl FnCx<'_, '_> {
             };
             self.diags.push(
                 Diagnostic::error(
-                    "E0215",
+                    Code::E0215,
                     span,
                     format!("cannot assign {} to this sub-array field: {why}", v.ty),
                 )
@@ -1060,7 +1061,7 @@ impl FnCx<'_, '_> {
             }
             DType::Struct(st) => {
                 self.error(
-                    "E0207",
+                    Code::E0207,
                     v.span,
                     format!("cannot store {} into an array of `{}`", v.ty, st.name),
                 );
@@ -1071,7 +1072,7 @@ impl FnCx<'_, '_> {
             DType::Vector { .. } => {
                 self.diags.push(
                     Diagnostic::error(
-                        "E0207",
+                        Code::E0207,
                         v.span,
                         format!("cannot store {} into an array of {dtype}", v.ty),
                     )
@@ -1093,7 +1094,7 @@ impl FnCx<'_, '_> {
             (Type::Scalar(_) | Type::WarpMask, _, _) => self.convert(v, dtype),
             (other, _, _) => {
                 let mut d = Diagnostic::error(
-                    "E0207",
+                    Code::E0207,
                     v.span,
                     format!("cannot store {other} into an array of {dtype}"),
                 );
@@ -1131,7 +1132,7 @@ impl FnCx<'_, '_> {
         let span = sp(a);
         let Some(op) = binary_op(a.op) else {
             self.error(
-                "E0202",
+                Code::E0202,
                 span,
                 "the `@` operator is not supported in device code",
             );
@@ -1158,12 +1159,12 @@ impl FnCx<'_, '_> {
                     return;
                 };
                 let Type::Array(at) = &base.ty else {
-                    self.error("E0211", span, format!("{} is immutable", base.ty));
+                    self.error(Code::E0211, span, format!("{} is immutable", base.ty));
                     return;
                 };
                 let Some(dtype) = at.dtype.scalar() else {
                     self.error(
-                        "E0202",
+                        Code::E0202,
                         span,
                         format!(
                             "`{}=` needs an array of numbers, found {}",
@@ -1236,7 +1237,7 @@ impl FnCx<'_, '_> {
                 });
             }
             _ => self.error(
-                "E0211",
+                Code::E0211,
                 span,
                 "this augmented assignment target is not supported",
             ),
@@ -1267,7 +1268,7 @@ impl FnCx<'_, '_> {
                     Value::Val(v) if matches!(v.ty, Type::Tuple(_) | Type::Vector { .. }) => {
                         if !f.orelse.is_empty() {
                             self.error(
-                                "E0303",
+                                Code::E0303,
                                 sp(&f.orelse[0]),
                                 "`for ... else` over a tuple is not supported in device code",
                             );
@@ -1283,7 +1284,7 @@ impl FnCx<'_, '_> {
             }
             self.diags.push(
                 Diagnostic::error(
-                    "E0304",
+                    Code::E0304,
                     sp(f.iter.as_ref()),
                     "device code can only loop over `range(...)`",
                 )
@@ -1293,7 +1294,7 @@ impl FnCx<'_, '_> {
         };
         if !matches!(f.target.as_ref(), ast::Expr::Name(_)) {
             self.error(
-                "E0301",
+                Code::E0301,
                 sp(f.target.as_ref()),
                 "the target of a `for` loop over `range` must be a single name",
             );
@@ -1302,7 +1303,7 @@ impl FnCx<'_, '_> {
         let args = &call.arguments;
         if !args.keywords.is_empty() || args.args.is_empty() || args.args.len() > 3 {
             self.error(
-                "E0107",
+                Code::E0107,
                 sp(call),
                 "`range` takes 1 to 3 positional arguments",
             );
@@ -1316,7 +1317,7 @@ impl FnCx<'_, '_> {
                 Type::Scalar(s) if s.is_integer() => vals.push(v),
                 ref other => {
                     self.error(
-                        "E0207",
+                        Code::E0207,
                         v.span,
                         format!("`range` arguments must be integers, found {other}"),
                     );
@@ -1366,7 +1367,7 @@ impl FnCx<'_, '_> {
         // A step known to be >= 0 (e.g. `grid_size(1)`) only ever counts up.
         let counts_up = step_sign == Some(1) || (step_sign.is_none() && step.nonneg);
         if step_sign == Some(0) {
-            self.error("E0208", step.span, "`range` step must not be zero");
+            self.error(Code::E0208, step.span, "`range` step must not be zero");
             return;
         }
         let tty = Type::Scalar(ty);
@@ -1677,7 +1678,7 @@ impl FnCx<'_, '_> {
             ArrayIter::Enumerate(inner) => {
                 let [first, second] = &parts[..] else {
                     self.error(
-                        "E0301",
+                        Code::E0301,
                         span,
                         "the target of a `for` over `enumerate(...)` must be two names: `i, x`",
                     );
@@ -1692,7 +1693,7 @@ impl FnCx<'_, '_> {
             ArrayIter::Zip(items) => {
                 if parts.len() != items.len() {
                     self.error(
-                        "E0301",
+                        Code::E0301,
                         span,
                         format!(
                             "the target of a `for` over `zip(...)` of {} iterables must be {} names",
@@ -1722,7 +1723,7 @@ impl FnCx<'_, '_> {
         };
         if !f.orelse.is_empty() {
             self.error(
-                "E0303",
+                Code::E0303,
                 sp(&f.orelse[0]),
                 "`for ... else` over arrays is not supported in device code",
             );
@@ -1819,7 +1820,7 @@ impl FnCx<'_, '_> {
         let Some(v) = self.value_of(v) else { return };
         if !f.orelse.is_empty() {
             self.error(
-                "E0303",
+                Code::E0303,
                 sp(&f.orelse[0]),
                 "`for ... else` over `literal_unroll` is not supported in device code",
             );
@@ -1833,7 +1834,7 @@ impl FnCx<'_, '_> {
                 }
                 self.diags.push(
                     Diagnostic::error(
-                        "E0306",
+                        Code::E0306,
                         v.span,
                         format!(
                             "`literal_unroll` needs a tuple known at compile time when its elements have different types, found {}",
@@ -1847,7 +1848,7 @@ impl FnCx<'_, '_> {
         };
         let ast::Expr::Name(target) = f.target.as_ref() else {
             self.error(
-                "E0301",
+                Code::E0301,
                 sp(f.target.as_ref()),
                 "the target of a `for` loop over `literal_unroll` must be a single name",
             );
@@ -1856,7 +1857,7 @@ impl FnCx<'_, '_> {
         if let Some(jump) = loop_jump(&f.body) {
             self.diags.push(
                 Diagnostic::error(
-                    "E0307",
+                    Code::E0307,
                     jump,
                     "`break` and `continue` are not supported in a loop over `literal_unroll`",
                 )
@@ -1893,7 +1894,7 @@ impl FnCx<'_, '_> {
         };
         if elems.iter().any(|t| *t != ety) {
             self.diags.push(
-                Diagnostic::error("E0304", v.span, format!("a `for` loop can only iterate over a tuple whose elements have one type, not {}", v.ty))
+                Diagnostic::error(Code::E0304, v.span, format!("a `for` loop can only iterate over a tuple whose elements have one type, not {}", v.ty))
                     .with_note("unpack the tuple, or convert its elements to one type"),
             );
             return;
@@ -1917,7 +1918,7 @@ impl FnCx<'_, '_> {
         };
         if !matches!(f.target.as_ref(), ast::Expr::Name(_)) {
             self.error(
-                "E0301",
+                Code::E0301,
                 sp(f.target.as_ref()),
                 "the target of this `for` loop must be a single name",
             );
@@ -2024,7 +2025,7 @@ impl FnCx<'_, '_> {
             other => {
                 self.diags.push(
                     Diagnostic::error(
-                        "E0205",
+                        Code::E0205,
                         span,
                         format!("the truth value of {other} is not defined in device code"),
                     )

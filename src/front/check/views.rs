@@ -4,6 +4,7 @@
 //! values whose descriptor points into the same memory.
 
 use super::*;
+use crate::diag::Code;
 use crate::ir::Subscript;
 use crate::types::{ArrayType, Layout};
 
@@ -61,13 +62,13 @@ impl FnCx<'_, '_> {
             None => 1,
             Some(e) => match self.const_int(e, "step")? {
                 0 => {
-                    self.error("E0203", sp(e.as_ref()), "a slice step cannot be zero");
+                    self.error(Code::E0203, sp(e.as_ref()), "a slice step cannot be zero");
                     return None;
                 }
                 n if n.unsigned_abs() <= i64::MAX as u128 => n as i64,
                 n => {
                     self.error(
-                        "E0203",
+                        Code::E0203,
                         sp(e.as_ref()),
                         format!("slice step {n} does not fit int64"),
                     );
@@ -82,7 +83,7 @@ impl FnCx<'_, '_> {
                 Some(s) if s.is_integer() => Some(Some(cx.convert(&v, Scalar::Int64)?)),
                 _ => {
                     cx.error(
-                        "E0203",
+                        Code::E0203,
                         v.span,
                         format!("slice bounds must be integers, found {}", v.ty),
                     );
@@ -107,7 +108,7 @@ impl FnCx<'_, '_> {
             _ => {
                 self.diags.push(
                     Diagnostic::error(
-                        "E0203",
+                        Code::E0203,
                         v.span,
                         format!("array indices must be integers, found {}", v.ty),
                     )
@@ -141,7 +142,7 @@ impl FnCx<'_, '_> {
         }) {
             self.diags.push(
                 Diagnostic::error(
-                    "E0203",
+                    Code::E0203,
                     span,
                     "assigning to a slice (or taking `atomic_ref` of one) is not supported",
                 )
@@ -151,7 +152,7 @@ impl FnCx<'_, '_> {
         }
         if parts.len() != ndim {
             let d = Diagnostic::error(
-                "E0203",
+                Code::E0203,
                 sp(slice),
                 format!(
                     "{} has {ndim} dimension{}, but {} ind{} given",
@@ -201,7 +202,7 @@ impl FnCx<'_, '_> {
         let parts = self.parts(slice)?;
         if parts.len() > ndim {
             self.error(
-                "E0203",
+                Code::E0203,
                 sp(slice),
                 format!(
                     "{} has {ndim} dimension{}, but {} subscripts were given",
@@ -277,7 +278,7 @@ impl FnCx<'_, '_> {
                     other => {
                         self.diags.push(
                             Diagnostic::error(
-                                "E0420",
+                                Code::E0420,
                                 sp(other),
                                 "`reshape`'s `order` must be 'C' or 'F'",
                             )
@@ -289,7 +290,7 @@ impl FnCx<'_, '_> {
                 Some("copy") => {
                     self.diags.push(
                         Diagnostic::error(
-                            "E0420",
+                            Code::E0420,
                             sp(k),
                             "`reshape` never copies in device code; leave out `copy`",
                         )
@@ -300,7 +301,7 @@ impl FnCx<'_, '_> {
                 _ => {
                     self.diags.push(
                         Diagnostic::error(
-                            "E0107",
+                            Code::E0107,
                             sp(k),
                             "`reshape` takes only `order` by keyword",
                         )
@@ -312,7 +313,7 @@ impl FnCx<'_, '_> {
         }
         let args = &c.arguments.args;
         if args.is_empty() {
-            self.error("E0107", span, "`reshape` needs a shape");
+            self.error(Code::E0107, span, "`reshape` needs a shape");
             return None;
         }
         let mut dims: Vec<Val> = Vec::new();
@@ -343,7 +344,7 @@ impl FnCx<'_, '_> {
         }
         if dims.is_empty() || dims.len() > 255 {
             self.error(
-                "E0420",
+                Code::E0420,
                 span,
                 format!("`reshape` needs 1 to 255 extents, found {}", dims.len()),
             );
@@ -354,7 +355,7 @@ impl FnCx<'_, '_> {
         for d in dims {
             if !d.ty.as_scalar().is_some_and(|s| s.is_integer()) {
                 self.error(
-                    "E0420",
+                    Code::E0420,
                     d.span,
                     format!("`reshape` extents must be integers, found {}", d.ty),
                 );
@@ -362,7 +363,11 @@ impl FnCx<'_, '_> {
             }
             match d.konst.as_ref().and_then(|k| k.as_int()) {
                 Some(-1) if inferred => {
-                    self.error("E0420", d.span, "only one extent of `reshape` can be -1");
+                    self.error(
+                        Code::E0420,
+                        d.span,
+                        "only one extent of `reshape` can be -1",
+                    );
                     return None;
                 }
                 Some(-1) => {
@@ -371,7 +376,7 @@ impl FnCx<'_, '_> {
                 }
                 Some(n) if n < 0 => {
                     self.error(
-                        "E0420",
+                        Code::E0420,
                         d.span,
                         format!("`reshape` extents cannot be negative, found {n}"),
                     );
@@ -417,7 +422,7 @@ impl FnCx<'_, '_> {
         for (i, name) in [(1, "order"), (2, "casting"), (3, "subok")] {
             if let Some(e) = a[i] {
                 self.error(
-                    "E0421",
+                    Code::E0421,
                     sp(e),
                     format!("`astype`'s `{name}` is not supported in device code"),
                 );
@@ -428,7 +433,7 @@ impl FnCx<'_, '_> {
         if dtype != at.dtype {
             self.diags.push(
                 Diagnostic::error(
-                    "E0421",
+                    Code::E0421,
                     span,
                     format!("`astype({dtype})` of {} would copy the array", v.ty),
                 )
@@ -439,7 +444,7 @@ impl FnCx<'_, '_> {
         if !no_copy {
             self.diags.push(
                 Diagnostic::error(
-                    "E0421",
+                    Code::E0421,
                     span,
                     "`astype` copies unless `copy=False` is given, and device code cannot allocate",
                 )

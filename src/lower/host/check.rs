@@ -4,6 +4,7 @@
 //! meets programs it can translate.
 
 use super::leaf::leaves;
+use crate::diag::Code;
 use crate::diag::{Diagnostic, Span};
 use crate::ir::{
     AtomicOp, Expr, Function, FunctionKind, Handle, Intrinsic, Program, Stmt, StmtKind, Subscript,
@@ -29,7 +30,7 @@ pub(crate) fn check(program: &Program) -> Vec<Diagnostic> {
     if entry.kind == FunctionKind::Kernel {
         c.diags.push(
             Diagnostic::error(
-                "E0500",
+                Code::E0500,
                 entry.span,
                 format!(
                     "`{}` is a @kernel; only @func functions run on the host",
@@ -46,9 +47,9 @@ pub(crate) fn check(program: &Program) -> Vec<Diagnostic> {
             c.diags.push(
                 Diagnostic::error(
                     if matches!(t, Type::Array(_)) {
-                        "E0503"
+                        Code::E0503
                     } else {
-                        "E0504"
+                        Code::E0504
                     },
                     entry.span,
                     format!(
@@ -63,9 +64,9 @@ pub(crate) fn check(program: &Program) -> Vec<Diagnostic> {
     if leaves(&entry.ret).is_none() || matches!(entry.ret, Type::Array(_)) {
         c.diags.push(Diagnostic::error(
             if matches!(entry.ret, Type::Array(_)) {
-                "E0503"
+                Code::E0503
             } else {
-                "E0504"
+                Code::E0504
             },
             entry.span,
             format!(
@@ -84,11 +85,11 @@ pub(crate) fn check(program: &Program) -> Vec<Diagnostic> {
 
 struct Checker {
     diags: Vec<Diagnostic>,
-    seen: HashSet<(Span, &'static str)>,
+    seen: HashSet<(Span, Code)>,
 }
 
 impl Checker {
-    fn report(&mut self, code: &'static str, span: Span, message: String, note: &str) {
+    fn report(&mut self, code: Code, span: Span, message: String, note: &str) {
         if self.seen.insert((span, code)) {
             self.diags
                 .push(Diagnostic::error(code, span, message).with_note(note));
@@ -145,7 +146,7 @@ impl Checker {
         match e {
             Expr::Intrinsic(op, _) if device_only(*op) => {
                 self.report(
-                    "E0501",
+                    Code::E0501,
                     span,
                     format!("`{}` exists only on the device", python_name(*op)),
                     GUARD,
@@ -154,7 +155,7 @@ impl Checker {
             }
             Expr::Atomic { op, target, .. } if !host_atomic(*op, f.ty(*target)) => {
                 self.report(
-                    "E0502",
+                    Code::E0502,
                     span,
                     format!(
                         "atomic `{}` is not supported on the host yet",
@@ -171,7 +172,7 @@ impl Checker {
             | Expr::FieldArray(..)
             | Expr::Deref(_) => {
                 self.report(
-                    "E0503",
+                    Code::E0503,
                     span,
                     "array slices, views, reshapes and in-place struct elements are not supported on the host yet"
                         .into(),
@@ -181,7 +182,7 @@ impl Checker {
             }
             Expr::StaticArray { .. } | Expr::DynamicShared if leaves(f.ty(h)).is_none() => {
                 self.report(
-                    "E0503",
+                    Code::E0503,
                     span,
                     "shared arrays (and local arrays of structs) are not supported on the host"
                         .into(),
@@ -201,7 +202,7 @@ impl Checker {
                     .unwrap_or(u64::MAX);
                 if bytes > MAX_LOCAL_BYTES {
                     self.report(
-                        "E0503",
+                        Code::E0503,
                         span,
                         format!(
                             "this local array takes {bytes} bytes; on the host a local array may take at most {MAX_LOCAL_BYTES} (512 KiB, a thread's local memory on the device)"
@@ -213,7 +214,7 @@ impl Checker {
             }
             Expr::DynamicShared => {
                 self.report(
-                    "E0503",
+                    Code::E0503,
                     span,
                     "dynamic shared memory is not supported on the host".into(),
                     GUARD,
@@ -222,7 +223,7 @@ impl Checker {
             }
             Expr::ConstArray(_) => {
                 self.report(
-                    "E0503",
+                    Code::E0503,
                     span,
                     "module-level constant arrays are not supported on the host yet".into(),
                     GUARD,
@@ -238,7 +239,7 @@ impl Checker {
         {
             let name = &program.functions[*callee].name;
             self.report(
-                "E0505",
+                Code::E0505,
                 span,
                 format!("`{name}` is a CUDA C++ device function (`extern`); it exists only on the device"),
                 GUARD,
@@ -247,9 +248,9 @@ impl Checker {
         }
         if leaves(f.ty(h)).is_none() && !matches!(e, Expr::Local(_)) {
             let code = if matches!(f.ty(h), Type::Array(_)) {
-                "E0503"
+                Code::E0503
             } else {
-                "E0504"
+                Code::E0504
             };
             self.report(
                 code,

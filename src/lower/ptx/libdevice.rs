@@ -6,12 +6,56 @@
 //! `math.exp` then pays for parsing `__nv_expf` alone.
 
 use super::LowerError;
+use crate::ir::MathFn;
 use inkwell::context::Context;
 use inkwell::memory_buffer::MemoryBuffer;
 use inkwell::module::{Linkage, Module};
 use inkwell::passes::PassBuilderOptions;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
+
+/// The libdevice function that computes `f` at a float width (`__nv_expf`, `__nv_exp`), for
+/// the functions that come from libdevice; the others are LLVM intrinsics or plain
+/// instructions (`None`).
+pub(crate) fn function_for(f: MathFn, f64: bool) -> Option<String> {
+    use MathFn::*;
+    let base = match f {
+        Exp => "exp",
+        Exp2 => "exp2",
+        Expm1 => "expm1",
+        Log => "log",
+        Log2 => "log2",
+        Log10 => "log10",
+        Log1p => "log1p",
+        Pow => "pow",
+        Sin => "sin",
+        Cos => "cos",
+        Tan => "tan",
+        Asin => "asin",
+        Acos => "acos",
+        Atan => "atan",
+        Atan2 => "atan2",
+        Sinh => "sinh",
+        Cosh => "cosh",
+        Tanh => "tanh",
+        Asinh => "asinh",
+        Acosh => "acosh",
+        Atanh => "atanh",
+        Erf => "erf",
+        Erfc => "erfc",
+        Gamma => "tgamma",
+        Lgamma => "lgamma",
+        Fmod => "fmod",
+        Hypot => "hypot",
+        Cbrt => "cbrt",
+        Remainder => "remainder",
+        Nextafter => "nextafter",
+        Exp10 => "exp10",
+        Sqrt | Floor | Ceil | Trunc | Fabs | Copysign | Isnan | Isinf | Isfinite | Degrees
+        | Radians | Rint => return None,
+    };
+    Some(format!("__nv_{base}{}", if f64 { "" } else { "f" }))
+}
 
 fn bitcode() -> Result<&'static [u8], LowerError> {
     static BC: OnceLock<Option<Vec<u8>>> = OnceLock::new();
@@ -140,4 +184,36 @@ pub fn link<'ctx>(ctx: &'ctx Context, module: &Module<'ctx>) -> Result<(), Lower
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every name `function_for` gives is a function libdevice defines, at both widths.
+    #[test]
+    fn math_functions_name_libdevice_functions() {
+        let Ok(bytes) = bitcode() else {
+            eprintln!("note: libdevice not found; names not checked");
+            return;
+        };
+        let ctx = Context::create();
+        let buf = MemoryBuffer::create_from_memory_range(bytes, "libdevice");
+        let lib = Module::parse_bitcode_from_buffer(&buf, &ctx).expect("libdevice parses");
+        let mut named = 0;
+        for f in MathFn::ALL {
+            for f64 in [false, true] {
+                if let Some(name) = function_for(f, f64) {
+                    named += 1;
+                    assert!(
+                        lib.get_function(&name)
+                            .is_some_and(|g| g.count_basic_blocks() > 0),
+                        "{f:?} ({}) maps to {name}, which libdevice does not define",
+                        if f64 { "f64" } else { "f32" }
+                    );
+                }
+            }
+        }
+        assert_eq!(named, 62, "31 functions from libdevice, at two widths");
+    }
 }

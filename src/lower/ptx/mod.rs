@@ -9,8 +9,8 @@ mod emit;
 pub mod libdevice;
 mod pipeline;
 
-use super::Arch;
 use crate::ir::Program;
+use crate::target::Arch;
 use inkwell::OptimizationLevel;
 use inkwell::context::Context;
 use inkwell::targets::{
@@ -99,6 +99,16 @@ pub enum Emit {
 
 const TRIPLE: &str = "nvptx64-nvidia-cuda";
 
+/// The architecture LLVM 19 compiles for: `arch` itself where it can target it directly;
+/// newer ones are compiled for sm_90 and the PTX is retargeted (PTX is forward compatible).
+fn llvm_cpu(arch: Arch) -> Arch {
+    if arch.number() > 90 {
+        Arch::new(9, 0)
+    } else {
+        arch
+    }
+}
+
 fn init() {
     static INIT: Once = Once::new();
     INIT.call_once(|| Target::initialize_nvptx(&InitializationConfig::default()));
@@ -117,7 +127,7 @@ fn with_backend<R>(arch: Arch, opt: u8, f: impl FnOnce(&Backend) -> R) -> Result
             let triple = TargetTriple::create(TRIPLE);
             let target =
                 Target::from_triple(&triple).map_err(|e| LowerError::Llvm(e.to_string()))?;
-            let cpu = arch.llvm_cpu();
+            let cpu = llvm_cpu(arch);
             let (maj, min) = cpu.ptx_version();
             let level = match opt {
                 0 => OptimizationLevel::None,
@@ -242,7 +252,7 @@ pub(crate) fn renumber_call_sequences(ptx: String) -> String {
 
 /// PTX built for an older architecture, relabelled for a newer one LLVM 19 does not know.
 fn retarget(ptx: String, arch: Arch) -> String {
-    let cpu = arch.llvm_cpu();
+    let cpu = llvm_cpu(arch);
     if cpu == arch {
         return ptx;
     }

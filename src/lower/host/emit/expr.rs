@@ -1,0 +1,332 @@
+//! Lowering of IR expressions to Cranelift values (one per leaf of the expression's type),
+//! array element addresses, and the bit-level views of scalars that atomics use.
+
+use super::*;
+
+impl FnCx<'_, '_> {
+    pub(super) fn expr(&mut self, h: Handle<Expr>) -> R<Vec<Value>> {
+        let ty = self.ty(h).clone();
+        let v = match &self.f.exprs[h] {
+            Expr::Literal(lit) => {
+                let s = ty.as_scalar().ok_or_else(|| err("non-scalar literal"))?;
+                match (*lit, s.is_float()) {
+                    (Literal::Bool(b), _) => self.b.ins().iconst(ct::I8, i64::from(b)),
+                    (Literal::Int(i), false) => self.iconst(s, i),
+                    (Literal::Int(i), true) => self.fconst(s, i as f64),
+                    (Literal::Float(x), true) => self.fconst(s, x),
+                    (Literal::Float(x), false) => self.iconst(s, i128::from(x as i64)),
+                    (Literal::Complex(..), _) => {
+                        return Err(err("a complex literal reached the host back end"));
+                    }
+                }
+            }
+            Expr::Local(l) => {
+                let vars = self.vars[l.index()].clone();
+                return Ok(vars.into_iter().map(|v| self.b.use_var(v)).collect());
+            }
+            Expr::Unary(op, a) => {
+                let s = self.scalar_of(*a)?;
+                let x = self.scalar(*a)?;
+                self.unary(*op, s, x)?
+            }
+            Expr::Binary(op, a, b) => {
+                let s = self.scalar_of(*a)?;
+                let x = self.scalar(*a)?;
+                let y = self.scalar(*b)?;
+                self.binary(*op, s, x, y)?
+            }
+            Expr::And(a, b) | Expr::Or(a, b) => {
+                let is_and = matches!(self.f.exprs[h], Expr::And(..));
+                let s = ty
+                    .as_scalar()
+                    .ok_or_else(|| err("and/or on a non-scalar"))?;
+                let x = self.scalar(*a)?;
+                let truth = self.truthy(x, s);
+                let rhs = self.b.create_block();
+                let merge = self.b.create_block();
+                self.b.append_block_param(merge, reg_type(s));
+                let xs = [BlockArg::from(x)];
+                if is_and {
+                    self.b.ins().brif(truth, rhs, &[], merge, &xs);
+                } else {
+                    self.b.ins().brif(truth, merge, &xs, rhs, &[]);
+                }
+                self.b.switch_to_block(rhs);
+                let y = self.scalar(*b)?;
+                self.b.ins().jump(merge, &[BlockArg::from(y)]);
+                self.b.switch_to_block(merge);
+                self.b.block_params(merge)[0]
+            }
+            Expr::Select {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let c = self.scalar(*cond)?;
+                let (tb, eb, mb) = (
+                    self.b.create_block(),
+                    self.b.create_block(),
+                    self.b.create_block(),
+                );
+                for l in leaves(&ty).ok_or_else(|| err("select type"))? {
+                    self.b.append_block_param(mb, reg_type(l.scalar));
+                }
+                self.b.ins().brif(c, tb, &[], eb, &[]);
+                self.b.switch_to_block(tb);
+                let x: Vec<BlockArg> = self.expr(*then)?.into_iter().map(BlockArg::from).collect();
+                self.b.ins().jump(mb, &x);
+                self.b.switch_to_block(eb);
+                let y: Vec<BlockArg> = self
+                    .expr(*otherwise)?
+                    .into_iter()
+                    .map(BlockArg::from)
+                    .collect();
+                self.b.ins().jump(mb, &y);
+                self.b.switch_to_block(mb);
+                return Ok(self.b.block_params(mb).to_vec());
+            }
+            Expr::Cast(a) => {
+                let from = self.scalar_of(*a)?;
+                let to = ty.as_scalar().ok_or_else(|| err("cast to a non-scalar"))?;
+                let x = self.scalar(*a)?;
+                self.cast(x, from, to)?
+            }
+            Expr::Call(callee, args) => {
+                let mut vals = vec![self.error_word.ok_or_else(|| err("error word"))?];
+                for a in args {
+                    vals.extend(self.expr(*a)?);
+                }
+                let id = self.ids[callee.index()];
+                let fr = self.m.declare_func_in_func(id, self.b.func);
+                let c = self.b.ins().call(fr, &vals);
+                return Ok(self.b.inst_results(c).to_vec());
+            }
+            Expr::Intrinsic(op, args) => {
+                let mut vals = Vec::new();
+                let mut scalars = Vec::new();
+                for a in args {
+                    scalars.push(self.scalar_of(*a)?);
+                    vals.push(self.scalar(*a)?);
+                }
+                self.intrinsic(*op, &scalars, &vals, &ty)?
+            }
+            Expr::Tuple(items) => {
+                let mut out = Vec::new();
+                for i in items {
+                    out.extend(self.expr(*i)?);
+                }
+                return Ok(out);
+            }
+            Expr::Load { array, indices } => {
+                let span = self.f.exprs.span(h);
+                let (addr, ok, code, dtype) = self.element(*array, indices, span)?;
+                let (inb, oob, merge) = (
+                    self.b.create_block(),
+                    self.b.create_block(),
+                    self.b.create_block(),
+                );
+                self.b.append_block_param(merge, reg_type(dtype));
+                self.b.ins().brif(ok, inb, &[], oob, &[]);
+                self.b.switch_to_block(inb);
+                let raw = self.b.ins().load(mem_type(dtype), flags(), addr, 0);
+                let v = from_memory(self.m, &mut self.b, &mut self.imports, dtype, raw)?;
+                self.b.ins().jump(merge, &[BlockArg::from(v)]);
+                self.b.switch_to_block(oob);
+                // An out-of-range load reads zero, after recording the error.
+                self.record_error(code)?;
+                let z = self.zero(reg_type(dtype));
+                self.b.ins().jump(merge, &[BlockArg::from(z)]);
+                self.b.switch_to_block(merge);
+                self.b.block_params(merge)[0]
+            }
+            Expr::ArrayProp(a, p) => {
+                let at = self
+                    .ty(*a)
+                    .as_array()
+                    .cloned()
+                    .ok_or_else(|| err("property of a non-array"))?;
+                let d = self.expr(*a)?;
+                let n = usize::from(at.ndim);
+                match p {
+                    ArrayProp::Shape(k) => d[1 + usize::from(*k)],
+                    ArrayProp::Stride(k) => {
+                        let es = at.dtype.scalar().map_or(1, Scalar::size);
+                        self.b
+                            .ins()
+                            .imul_imm_s(d[1 + n + usize::from(*k)], es as i64)
+                    }
+                    ArrayProp::Size => {
+                        let mut acc = self.b.ins().iconst(ct::I64, 1);
+                        for k in 0..n {
+                            acc = self.b.ins().imul(acc, d[1 + k]);
+                        }
+                        acc
+                    }
+                }
+            }
+            Expr::StaticArray { shape, align } => {
+                // A local array: a stack slot of the function (one per call site, as on the
+                // device), zeroed at each evaluation so no stale data is ever read.
+                let at = ty
+                    .as_array()
+                    .cloned()
+                    .ok_or_else(|| err("local array type"))?;
+                let dtype = at
+                    .dtype
+                    .scalar()
+                    .ok_or_else(|| err("local array of structs"))?;
+                let count = shape
+                    .iter()
+                    .try_fold(1u64, |acc, d| acc.checked_mul(*d))
+                    .ok_or_else(|| err("local array too large"))?;
+                let bytes = u32::try_from(count.saturating_mul(dtype.size()))
+                    .map_err(|_| err("local array too large for the host stack"))?;
+                let align = (*align).max(dtype.size()).max(1);
+                let shift = align.trailing_zeros().min(12) as u8;
+                let slot = self.b.create_sized_stack_slot(StackSlotData::new(
+                    StackSlotKind::ExplicitSlot,
+                    bytes.max(1),
+                    shift,
+                ));
+                let ptr = self.b.ins().stack_addr(ct::I64, slot, 0);
+                let zero = self.b.ins().iconst(ct::I8, 0);
+                let size = self.b.ins().iconst(ct::I64, i64::from(bytes));
+                let cfg = self.m.isa().frontend_config();
+                self.b.call_memset(cfg, ptr, zero, size);
+                let n = shape.len();
+                let mut strides = vec![1u64; n];
+                match at.layout {
+                    crate::types::Layout::F => {
+                        for k in 1..n {
+                            strides[k] = strides[k - 1] * shape[k - 1];
+                        }
+                    }
+                    _ => {
+                        for k in (0..n.saturating_sub(1)).rev() {
+                            strides[k] = strides[k + 1] * shape[k + 1];
+                        }
+                    }
+                }
+                let mut out = vec![ptr];
+                for d in shape.iter().chain(&strides) {
+                    out.push(self.b.ins().iconst(ct::I64, *d as i64));
+                }
+                return Ok(out);
+            }
+            Expr::ElementRef { array, indices } => {
+                // Out of range: the error is recorded and the atomic acts on a scratch word
+                // of the function instead, as on the device in bounds-checking mode.
+                let span = self.f.exprs.span(h);
+                let (addr, ok, code, _) = self.element(*array, indices, span)?;
+                let word = self.error_word.ok_or_else(|| err("error word"))?;
+                let old = self.b.ins().load(ct::I64, flags(), word, 0);
+                let code = self.b.ins().iconst(ct::I64, code);
+                let first = self.b.ins().icmp_imm_s(IntCC::Equal, old, 0);
+                let new = self.b.ins().select(first, code, old);
+                let new = self.b.ins().select(ok, old, new);
+                self.b.ins().store(flags(), new, word, 0);
+                let scratch = self.b.create_sized_stack_slot(StackSlotData::new(
+                    StackSlotKind::ExplicitSlot,
+                    16,
+                    4,
+                ));
+                let scratch = self.b.ins().stack_addr(ct::I64, scratch, 0);
+                self.b.ins().select(ok, addr, scratch)
+            }
+            Expr::Atomic {
+                op, target, args, ..
+            } => {
+                let dtype = match self.ty(*target) {
+                    Type::Ref { dtype, .. } => *dtype,
+                    _ => return Err(err("atomic on a non-reference")),
+                };
+                let ptr = self.scalar(*target)?;
+                let mut vals = Vec::new();
+                for a in args {
+                    vals.push(self.scalar(*a)?);
+                }
+                return self.atomic(*op, dtype, ptr, &vals);
+            }
+            Expr::Extract(a, i) => {
+                let at = self.ty(*a).clone();
+                let range = element_leaves(&at, *i).ok_or_else(|| err("extract"))?;
+                let vals = self.expr(*a)?;
+                return vals
+                    .get(range)
+                    .map(<[Value]>::to_vec)
+                    .ok_or_else(|| err("extract out of range"));
+            }
+            other => {
+                return Err(err(format!(
+                    "{other:?} reached the host back end (the host check should have refused it)"
+                )));
+            }
+        };
+        Ok(vec![v])
+    }
+
+    /// The address of `array[indices]`, whether every index is in range (after Python's
+    /// wrap of negative indices), the error code of the access (`line << 32 | column`), and
+    /// the element type. The host always checks: an out-of-range access must not touch
+    /// memory.
+    pub(super) fn element(
+        &mut self,
+        array: Handle<Expr>,
+        indices: &[Index],
+        span: crate::diag::Span,
+    ) -> R<(Value, Value, i64, Scalar)> {
+        let at = self
+            .ty(array)
+            .as_array()
+            .cloned()
+            .ok_or_else(|| err("indexing a non-array"))?;
+        let dtype = at.dtype.scalar().ok_or_else(|| err("array of structs"))?;
+        let n = usize::from(at.ndim);
+        let d = self.expr(array)?;
+        let mut offset = self.b.ins().iconst(ct::I64, 0);
+        let mut ok = self.b.ins().iconst(ct::I8, 1);
+        for (k, ix) in indices.iter().enumerate() {
+            let s = self.scalar_of(ix.value)?;
+            let v = self.scalar(ix.value)?;
+            let mut i = match reg_type(s) {
+                ct::I64 => v,
+                _ if s.is_signed() => self.b.ins().sextend(ct::I64, v),
+                _ => self.b.ins().uextend(ct::I64, v),
+            };
+            let shape = d[1 + k];
+            if ix.wrap && s.is_signed() {
+                let neg = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, i, 0);
+                let w = self.b.ins().iadd(i, shape);
+                i = self.b.ins().select(neg, w, i);
+            }
+            let inb = self.b.ins().icmp(IntCC::UnsignedLessThan, i, shape);
+            ok = self.b.ins().band(ok, inb);
+            let term = self.b.ins().imul(i, d[1 + n + k]);
+            offset = self.b.ins().iadd(offset, term);
+        }
+        let bytes = self.b.ins().imul_imm_s(offset, dtype.size() as i64);
+        let addr = self.b.ins().iadd(d[0], bytes);
+        let (line, col) = self.program.file.line_col(span.start);
+        Ok((addr, ok, ((line as i64) << 32) | col as i64, dtype))
+    }
+
+    /// Register value → integer bits of its memory form.
+    pub(super) fn bits_of(&mut self, s: Scalar, v: Value) -> R<Value> {
+        let raw = to_memory(self.m, &mut self.b, &mut self.imports, s, v)?;
+        Ok(match s {
+            Scalar::Float32 => self.b.ins().bitcast(ct::I32, flags(), raw),
+            Scalar::Float64 => self.b.ins().bitcast(ct::I64, flags(), raw),
+            _ => raw,
+        })
+    }
+
+    /// Integer bits of a memory form → register value.
+    pub(super) fn value_of_bits(&mut self, s: Scalar, bits: Value) -> R<Value> {
+        let raw = match s {
+            Scalar::Float32 => self.b.ins().bitcast(ct::F32, flags(), bits),
+            Scalar::Float64 => self.b.ins().bitcast(ct::F64, flags(), bits),
+            _ => bits,
+        };
+        from_memory(self.m, &mut self.b, &mut self.imports, s, raw)
+    }
+}

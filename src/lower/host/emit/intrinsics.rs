@@ -1,0 +1,116 @@
+//! The intrinsics a host function can run, and the math functions (Cranelift instructions
+//! where there is one, the C library's `libm` otherwise).
+
+use super::*;
+
+impl FnCx<'_, '_> {
+    pub(super) fn intrinsic(
+        &mut self,
+        op: Intrinsic,
+        scalars: &[Scalar],
+        vals: &[Value],
+        ty: &Type,
+    ) -> R<Value> {
+        let x = *vals
+            .first()
+            .ok_or_else(|| err("intrinsic without operands"))?;
+        let to_i32 = |cx: &mut Self, r: Value| {
+            let t = cx.b.func.dfg.value_type(r);
+            if t.bits() > 32 {
+                cx.b.ins().ireduce(ct::I32, r)
+            } else if t.bits() < 32 {
+                cx.b.ins().uextend(ct::I32, r)
+            } else {
+                r
+            }
+        };
+        Ok(match op {
+            Intrinsic::Popc => {
+                let r = self.b.ins().popcnt(x);
+                to_i32(self, r)
+            }
+            Intrinsic::Clz => {
+                let r = self.b.ins().clz(x);
+                to_i32(self, r)
+            }
+            Intrinsic::Brev => self.b.ins().bitrev(x),
+            Intrinsic::Ffs => {
+                let r = self.b.ins().ctz(x);
+                let r = to_i32(self, r);
+                let r1 = self.b.ins().iadd_imm_s(r, 1);
+                let z = self.b.ins().icmp_imm_s(IntCC::Equal, x, 0);
+                let zero = self.b.ins().iconst(ct::I32, 0);
+                self.b.ins().select(z, zero, r1)
+            }
+            Intrinsic::Fma => {
+                let s = ty.as_scalar().ok_or_else(|| err("fma type"))?;
+                if is_half(s) {
+                    let w: Vec<Value> = vals
+                        .iter()
+                        .map(|v| self.b.ins().fpromote(ct::F64, *v))
+                        .collect();
+                    let r = self.b.ins().fma(w[0], w[1], w[2]);
+                    self.round_half(s, r)?
+                } else {
+                    self.b.ins().fma(vals[0], vals[1], vals[2])
+                }
+            }
+            Intrinsic::Math(f) => {
+                let s = *scalars.first().ok_or_else(|| err("math operand"))?;
+                self.math(f, s, vals)?
+            }
+            other => return Err(err(format!("{other:?} reached the host back end"))),
+        })
+    }
+
+    fn math(&mut self, f: MathFn, s: Scalar, vals: &[Value]) -> R<Value> {
+        let x = vals[0];
+        let t = reg_type(s);
+        let inf = if t == ct::F32 {
+            self.b.ins().f32const(f32::INFINITY)
+        } else {
+            self.b.ins().f64const(f64::INFINITY)
+        };
+        let r = match f {
+            MathFn::Sqrt => self.b.ins().sqrt(x),
+            MathFn::Floor => self.b.ins().floor(x),
+            MathFn::Ceil => self.b.ins().ceil(x),
+            MathFn::Trunc => self.b.ins().trunc(x),
+            MathFn::Fabs => self.b.ins().fabs(x),
+            MathFn::Copysign => self.b.ins().fcopysign(x, vals[1]),
+            MathFn::Isnan => return Ok(self.b.ins().fcmp(FloatCC::Unordered, x, x)),
+            MathFn::Isinf | MathFn::Isfinite => {
+                let a = self.b.ins().fabs(x);
+                let cc = if f == MathFn::Isinf {
+                    FloatCC::Equal
+                } else {
+                    FloatCC::LessThan
+                };
+                return Ok(self.b.ins().fcmp(cc, a, inf));
+            }
+            MathFn::Degrees | MathFn::Radians => {
+                // One multiplication by the constant rounded to the type, as the device does.
+                let k = if f == MathFn::Degrees {
+                    180.0 / std::f64::consts::PI
+                } else {
+                    std::f64::consts::PI / 180.0
+                };
+                let c = if t == ct::F64 {
+                    self.b.ins().f64const(k)
+                } else {
+                    self.b.ins().f32const(k as f32)
+                };
+                self.b.ins().fmul(x, c)
+            }
+            _ => {
+                let name = libm_name(f, t == ct::F64);
+                let params = vec![t; f.arity()];
+                self.call_helper(&name, &params, t, vals)?
+            }
+        };
+        if is_half(s) && !matches!(f, MathFn::Fabs | MathFn::Copysign) {
+            return self.round_half(s, r);
+        }
+        Ok(r)
+    }
+}

@@ -1,0 +1,350 @@
+//! Device intrinsics: special registers, inline PTX, warp shuffles and the math functions
+//! (LLVM intrinsics or libdevice).
+
+use super::atomics::ptx_scope;
+use super::*;
+
+impl<'ctx> FnEmitter<'_, '_, 'ctx> {
+    fn sreg(&self, name: &str) -> R<BasicValueEnum<'ctx>> {
+        let f = self.e.intrinsic(name, &[])?;
+        self.call1(f, &[])
+    }
+
+    pub(super) fn intrinsic(
+        &mut self,
+        op: Intrinsic,
+        args: &[Handle<Expr>],
+        ty: &Type,
+    ) -> R<Option<BasicValueEnum<'ctx>>> {
+        let sreg = |kind: &str, a: Axis| format!("llvm.nvvm.read.ptx.sreg.{kind}.{}", a.letter());
+        let ctx = self.e.ctx;
+        let i32t = ctx.i32_type();
+        let mut vals = Vec::new();
+        for a in args {
+            vals.push(self.value(*a)?);
+        }
+        let v: BasicValueEnum<'ctx> = match op {
+            Intrinsic::ThreadIdx(a) => self.sreg(&sreg("tid", a))?,
+            Intrinsic::BlockIdx(a) => self.sreg(&sreg("ctaid", a))?,
+            Intrinsic::BlockDim(a) => self.sreg(&sreg("ntid", a))?,
+            Intrinsic::GridDim(a) => self.sreg(&sreg("nctaid", a))?,
+            Intrinsic::LaneId => self.sreg("llvm.nvvm.read.ptx.sreg.laneid")?,
+            Intrinsic::LaneMaskLt => self.sreg("llvm.nvvm.read.ptx.sreg.lanemask.lt")?,
+            Intrinsic::WarpSize => i32t.const_int(32, false).into(),
+            Intrinsic::SyncThreads => {
+                let f = self.e.intrinsic("llvm.nvvm.barrier0", &[])?;
+                self.b().build_call(f, &[], "")?;
+                return Ok(None);
+            }
+            Intrinsic::SyncThreadsCount | Intrinsic::SyncThreadsAnd | Intrinsic::SyncThreadsOr => {
+                let name = match op {
+                    Intrinsic::SyncThreadsCount => "llvm.nvvm.barrier0.popc",
+                    Intrinsic::SyncThreadsAnd => "llvm.nvvm.barrier0.and",
+                    _ => "llvm.nvvm.barrier0.or",
+                };
+                let p = self
+                    .b()
+                    .build_int_z_extend(vals[0].into_int_value(), i32t, "")?;
+                let f = self.e.intrinsic(name, &[])?;
+                let r = self.call1(f, &[p.into()])?.into_int_value();
+                if op == Intrinsic::SyncThreadsCount {
+                    r.into()
+                } else {
+                    self.b()
+                        .build_int_compare(IntPredicate::NE, r, i32t.const_zero(), "")?
+                        .into()
+                }
+            }
+            Intrinsic::ThreadFence(order, scope) => {
+                if order != MemoryOrder::Relaxed {
+                    let sem = if order == MemoryOrder::SeqCst {
+                        "sc"
+                    } else {
+                        "acq_rel"
+                    };
+                    self.asm(
+                        &format!("fence.{sem}.{};", ptx_scope(scope)),
+                        "~{memory}",
+                        None,
+                        &[],
+                    )?;
+                }
+                return Ok(None);
+            }
+            Intrinsic::ActiveMask => self
+                .asm("activemask.b32 $0;", "=r,~{memory}", Some(i32t.into()), &[])?
+                .ok_or_else(|| err("activemask"))?,
+            Intrinsic::SyncWarp => {
+                let f = self.e.intrinsic("llvm.nvvm.bar.warp.sync", &[])?;
+                self.b().build_call(f, &[vals[0].into()], "")?;
+                return Ok(None);
+            }
+            Intrinsic::Vote(vote) => {
+                let name = match vote {
+                    Vote::All => "llvm.nvvm.vote.all.sync",
+                    Vote::Any => "llvm.nvvm.vote.any.sync",
+                    Vote::Uni => "llvm.nvvm.vote.uni.sync",
+                    Vote::Ballot => "llvm.nvvm.vote.ballot.sync",
+                };
+                let f = self.e.intrinsic(name, &[])?;
+                self.call1(f, &[vals[0].into(), vals[1].into()])?
+            }
+            Intrinsic::Shfl(kind) => self.shfl(
+                kind,
+                vals[0].into_int_value(),
+                vals[1],
+                vals[2].into_int_value(),
+            )?,
+            Intrinsic::MatchAny | Intrinsic::MatchAll => {
+                let x = self.as_int_bits(vals[1])?;
+                let w = x.get_type().get_bit_width();
+                let name = match (op, w) {
+                    (Intrinsic::MatchAny, 64) => "llvm.nvvm.match.any.sync.i64",
+                    (Intrinsic::MatchAny, _) => "llvm.nvvm.match.any.sync.i32",
+                    (_, 64) => "llvm.nvvm.match.all.sync.i64p",
+                    _ => "llvm.nvvm.match.all.sync.i32p",
+                };
+                let f = self.e.intrinsic(name, &[])?;
+                let r = self.call1(f, &[vals[0].into(), x.into()])?;
+                if op == Intrinsic::MatchAny {
+                    r
+                } else {
+                    let agg = r.into_struct_value();
+                    let mask = self.b().build_extract_value(agg, 0, "")?;
+                    let pred = self.b().build_extract_value(agg, 1, "")?;
+                    let st = self
+                        .e
+                        .ty(ty)
+                        .ok_or_else(|| err("match_all type"))?
+                        .into_struct_type();
+                    let (i0, i1) = (self.e.field_index(ty, 0), self.e.field_index(ty, 1));
+                    let out = self.b().build_insert_value(st.get_undef(), mask, i0, "")?;
+                    let pred = self.mem_repr(pred, &Type::Scalar(Scalar::Bool))?;
+                    self.b()
+                        .build_insert_value(out, pred, i1, "")?
+                        .as_basic_value_enum()
+                }
+            }
+            Intrinsic::Popc | Intrinsic::Clz | Intrinsic::Ffs | Intrinsic::Brev => {
+                let x = vals[0].into_int_value();
+                let t = x.get_type();
+                let f = |name: &str| self.e.intrinsic(name, &[t.into()]);
+                let fls = ctx.bool_type().const_zero();
+                match op {
+                    Intrinsic::Brev => self.call1(f("llvm.bitreverse")?, &[x.into()])?,
+                    Intrinsic::Popc => {
+                        let r = self.call1(f("llvm.ctpop")?, &[x.into()])?.into_int_value();
+                        self.b()
+                            .build_int_cast_sign_flag(r, i32t, false, "")?
+                            .into()
+                    }
+                    Intrinsic::Clz => {
+                        let r = self
+                            .call1(f("llvm.ctlz")?, &[x.into(), fls.into()])?
+                            .into_int_value();
+                        self.b()
+                            .build_int_cast_sign_flag(r, i32t, false, "")?
+                            .into()
+                    }
+                    _ => {
+                        let r = self
+                            .call1(f("llvm.cttz")?, &[x.into(), fls.into()])?
+                            .into_int_value();
+                        let r = self.b().build_int_cast_sign_flag(r, i32t, false, "")?;
+                        let r1 = self.b().build_int_add(r, i32t.const_int(1, false), "")?;
+                        let zero =
+                            self.b()
+                                .build_int_compare(IntPredicate::EQ, x, t.const_zero(), "")?;
+                        self.b().build_select(zero, i32t.const_zero(), r1, "")?
+                    }
+                }
+            }
+            Intrinsic::Fma => {
+                let t = vals[0].get_type();
+                let f = self.e.intrinsic("llvm.fma", &[t])?;
+                self.call1(f, &[vals[0].into(), vals[1].into(), vals[2].into()])?
+            }
+            Intrinsic::Math(f) => self.math(f, &vals)?,
+            Intrinsic::RoundDigits => self.round_digits(vals[0], vals[1])?,
+            Intrinsic::Ldexp | Intrinsic::Frexp | Intrinsic::Modf | Intrinsic::Sincos => {
+                self.math_pair(op, &vals, ty)?
+            }
+            Intrinsic::Sad => {
+                let i32t = self.e.ctx.i32_type();
+                let f = self.e.libdevice_fn("__nv_sad", i32t.into(), 3);
+                self.call1(f, &[vals[0].into(), vals[1].into(), vals[2].into()])?
+            }
+            Intrinsic::Complex(op) => self.complex_op(op, &vals)?,
+            Intrinsic::DynamicSharedSize => self
+                .asm(
+                    "mov.u32 $0, %dynamic_smem_size;",
+                    "=r",
+                    Some(i32t.into()),
+                    &[],
+                )?
+                .ok_or_else(|| err("dynamic_smem_size"))?,
+        };
+        Ok(Some(v))
+    }
+
+    /// Emits inline PTX; `ret` is the result type, if any.
+    pub(super) fn asm(
+        &self,
+        text: &str,
+        constraints: &str,
+        ret: Option<BasicTypeEnum<'ctx>>,
+        args: &[BasicValueEnum<'ctx>],
+    ) -> R<Option<BasicValueEnum<'ctx>>> {
+        let params: Vec<BasicMetadataTypeEnum> = args.iter().map(|a| a.get_type().into()).collect();
+        let fn_ty = match ret {
+            Some(r) => r.fn_type(&params, false),
+            None => self.e.ctx.void_type().fn_type(&params, false),
+        };
+        let ptr = self.e.ctx.create_inline_asm(
+            fn_ty,
+            text.to_string(),
+            constraints.to_string(),
+            true,
+            false,
+            None,
+            false,
+        );
+        let margs: Vec<BasicMetadataValueEnum> = args.iter().map(|a| (*a).into()).collect();
+        let call = self.b().build_indirect_call(fn_ty, ptr, &margs, "")?;
+        // Convergent: the result may depend on which threads execute it (`activemask`), so
+        // LLVM must not merge copies from both sides of a branch into one before it.
+        let convergent = Attribute::get_named_enum_kind_id("convergent");
+        call.add_attribute(
+            AttributeLoc::Function,
+            self.e.ctx.create_enum_attribute(convergent, 0),
+        );
+        Ok(match call.try_as_basic_value() {
+            ValueKind::Basic(v) => Some(v),
+            _ => None,
+        })
+    }
+
+    /// A float or integer as an integer of the same width.
+    pub(super) fn as_int_bits(&self, v: BasicValueEnum<'ctx>) -> R<IntValue<'ctx>> {
+        Ok(match v {
+            BasicValueEnum::IntValue(i) => i,
+            BasicValueEnum::FloatValue(f) => {
+                let t = f.get_type();
+                let w = if t == self.e.ctx.f64_type() {
+                    64
+                } else if t == self.e.ctx.f32_type() {
+                    32
+                } else {
+                    16
+                };
+                self.b()
+                    .build_bit_cast(f, self.e.int_t(w), "")?
+                    .into_int_value()
+            }
+            _ => return Err(err("bits of a non-number")),
+        })
+    }
+
+    pub(super) fn int_bits_as(
+        &self,
+        i: IntValue<'ctx>,
+        like: BasicTypeEnum<'ctx>,
+    ) -> R<BasicValueEnum<'ctx>> {
+        Ok(match like {
+            BasicTypeEnum::FloatType(t) => self.b().build_bit_cast(i, t, "")?,
+            _ => i.into(),
+        })
+    }
+
+    fn shfl(
+        &mut self,
+        kind: Shfl,
+        mask: IntValue<'ctx>,
+        v: BasicValueEnum<'ctx>,
+        lane: IntValue<'ctx>,
+    ) -> R<BasicValueEnum<'ctx>> {
+        let i32t = self.e.ctx.i32_type();
+        let (name, c) = match kind {
+            Shfl::Idx => ("llvm.nvvm.shfl.sync.idx.i32", 0x1f),
+            Shfl::Up => ("llvm.nvvm.shfl.sync.up.i32", 0),
+            Shfl::Down => ("llvm.nvvm.shfl.sync.down.i32", 0x1f),
+            Shfl::Xor => ("llvm.nvvm.shfl.sync.bfly.i32", 0x1f),
+        };
+        let f = self.e.intrinsic(name, &[])?;
+        let c = i32t.const_int(c, false);
+        let bits = self.as_int_bits(v)?;
+        let r = if bits.get_type().get_bit_width() == 64 {
+            let i64t = self.e.ctx.i64_type();
+            let lo = self.b().build_int_truncate(bits, i32t, "")?;
+            let hi = self
+                .b()
+                .build_right_shift(bits, i64t.const_int(32, false), false, "")?;
+            let hi = self.b().build_int_truncate(hi, i32t, "")?;
+            let lo = self
+                .call1(f, &[mask.into(), lo.into(), lane.into(), c.into()])?
+                .into_int_value();
+            let hi = self
+                .call1(f, &[mask.into(), hi.into(), lane.into(), c.into()])?
+                .into_int_value();
+            let lo = self.b().build_int_z_extend(lo, i64t, "")?;
+            let hi = self.b().build_int_z_extend(hi, i64t, "")?;
+            let hi = self
+                .b()
+                .build_left_shift(hi, i64t.const_int(32, false), "")?;
+            self.b().build_or(hi, lo, "")?
+        } else {
+            self.call1(f, &[mask.into(), bits.into(), lane.into(), c.into()])?
+                .into_int_value()
+        };
+        self.int_bits_as(r, v.get_type())
+    }
+
+    fn math(&mut self, f: MathFn, vals: &[BasicValueEnum<'ctx>]) -> R<BasicValueEnum<'ctx>> {
+        let x = vals[0].into_float_value();
+        let ft = x.get_type();
+        let is64 = ft == self.e.ctx.f64_type();
+        let llvm = |cx: &Self, name: &str| cx.e.intrinsic(name, &[ft.into()]);
+        let inf = ft.const_float(f64::INFINITY);
+        Ok(match f {
+            MathFn::Sqrt => self.call1(llvm(self, "llvm.sqrt")?, &[x.into()])?,
+            MathFn::Floor => self.call1(llvm(self, "llvm.floor")?, &[x.into()])?,
+            MathFn::Ceil => self.call1(llvm(self, "llvm.ceil")?, &[x.into()])?,
+            MathFn::Trunc => self.call1(llvm(self, "llvm.trunc")?, &[x.into()])?,
+            MathFn::Fabs => self.call1(llvm(self, "llvm.fabs")?, &[x.into()])?,
+            MathFn::Rint => self.call1(llvm(self, "llvm.rint")?, &[x.into()])?,
+            MathFn::Degrees | MathFn::Radians => {
+                let k = if f == MathFn::Degrees {
+                    180.0 / std::f64::consts::PI
+                } else {
+                    std::f64::consts::PI / 180.0
+                };
+                self.b().build_float_mul(x, ft.const_float(k), "")?.into()
+            }
+            MathFn::Copysign => {
+                self.call1(llvm(self, "llvm.copysign")?, &[x.into(), vals[1].into()])?
+            }
+            MathFn::Isnan => self
+                .b()
+                .build_float_compare(FloatPredicate::UNO, x, x, "")?
+                .into(),
+            MathFn::Isinf | MathFn::Isfinite => {
+                let a = self
+                    .call1(llvm(self, "llvm.fabs")?, &[x.into()])?
+                    .into_float_value();
+                let p = if f == MathFn::Isinf {
+                    FloatPredicate::OEQ
+                } else {
+                    FloatPredicate::OLT
+                };
+                self.b().build_float_compare(p, a, inf, "")?.into()
+            }
+            _ => {
+                let name = crate::lower::ptx::libdevice::function_for(f, is64)
+                    .ok_or_else(|| err(format!("no lowering for math.{}", f.name())))?;
+                let func = self.e.libdevice_fn(&name, ft.into(), f.arity());
+                let args: Vec<BasicMetadataValueEnum> = vals.iter().map(|v| (*v).into()).collect();
+                self.call1(func, &args)?
+            }
+        })
+    }
+}

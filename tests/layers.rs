@@ -1,0 +1,335 @@
+//! The stages of the compiler import only downward.
+//!
+//! Every `crate::…` and `super::…` path in `src/**` (`use` declarations, paths in code and
+//! types, and `crate::` paths inside macro invocations) is resolved to the unit it names, and
+//! a unit may only name units of a strictly lower layer (or itself). Code under `#[cfg(test)]`
+//! is exempt: unit tests may drive the whole pipeline. `src/bin` is a client of the public
+//! API and is not scanned.
+//!
+//! The layers, lowest first (README.md, "Design", says the same):
+//!
+//! | layer | units | what it is |
+//! |---|---|---|
+//! | 0 | `diag`, `target` | diagnostics; the GPU architecture |
+//! | 1 | `types`, `toolkit` | the type lattice; finding the CUDA toolkit |
+//! | 2 | `ir` | the typed IR |
+//! | 3 | `abi` | parameter layouts (of types and IR functions) |
+//! | 4 | `front`, `lower`, `kernel` | source → IR; IR → PTX and host code; a compiled kernel |
+//! | 5 | `runtime` | the CUDA driver: loading and launching compiled kernels |
+//! | 6 | the crate root | the compiler's API (`Module`, `CompileOptions`, `Error`) |
+//! | 7 | `runtime::cache` | the specialization cache, a client of that API |
+//!
+//! Units of one layer are peers: `front` and `lower` meet only in `ir`.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use syn::visit::Visit;
+
+/// The layers, lowest first. A unit is a module path (`runtime::cache`); a path belongs to
+/// the longest unit that prefixes it, and `crate` is the root's own items.
+const LAYERS: &[&[&str]] = &[
+    &["diag", "target"],
+    &["types", "toolkit"],
+    &["ir"],
+    &["abi"],
+    &["front", "lower", "kernel"],
+    &["runtime"],
+    &["crate"],
+    &["runtime::cache"],
+];
+
+/// The unit a module path (without the leading `crate`) belongs to.
+fn unit_of(path: &[String]) -> String {
+    let mut best = "crate".to_string();
+    let mut best_len = 0;
+    for unit in LAYERS.iter().flat_map(|l| l.iter()) {
+        let segs: Vec<&str> = unit.split("::").collect();
+        if *unit != "crate"
+            && segs.len() > best_len
+            && path.len() >= segs.len()
+            && segs.iter().zip(path).all(|(a, b)| a == b)
+        {
+            best = unit.to_string();
+            best_len = segs.len();
+        }
+    }
+    best
+}
+
+fn layer_of(unit: &str) -> usize {
+    LAYERS
+        .iter()
+        .position(|l| l.contains(&unit))
+        .unwrap_or_else(|| panic!("unit `{unit}` is in no layer"))
+}
+
+/// The module path of a source file (`src/lower/ptx/emit/atomics.rs` → lower::ptx::emit::atomics).
+fn module_of(src: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src).expect("under src");
+    let mut parts: Vec<String> = rel
+        .with_extension("")
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    if parts.last().is_some_and(|p| p == "mod" || p == "lib") {
+        parts.pop();
+    }
+    parts
+}
+
+fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("cfg")
+            && a.meta
+                .require_list()
+                .is_ok_and(|l| l.tokens.to_string().split_whitespace().any(|t| t == "test"))
+    })
+}
+
+struct Scan<'a> {
+    file: &'a str,
+    /// The module the visitor is in (the file's, plus inline modules).
+    module: Vec<String>,
+    /// (file, line, path as written, resolved module path)
+    found: Vec<(String, usize, String, Vec<String>)>,
+}
+
+impl Scan<'_> {
+    /// Records a path given as segments, if it starts from `crate` or `super`.
+    fn record(&mut self, segs: &[String], line: usize) {
+        let resolved = match segs.first().map(String::as_str) {
+            Some("crate") => segs[1..].to_vec(),
+            Some("super") => {
+                let ups = segs.iter().take_while(|s| *s == "super").count();
+                let Some(keep) = self.module.len().checked_sub(ups) else {
+                    return;
+                };
+                let mut p = self.module[..keep].to_vec();
+                p.extend_from_slice(&segs[ups..]);
+                p
+            }
+            _ => return,
+        };
+        if resolved.is_empty() {
+            // `pub(crate)` spelled inside a macro's tokens.
+            return;
+        }
+        self.found
+            .push((self.file.to_string(), line, segs.join("::"), resolved));
+    }
+
+    fn use_tree(&mut self, prefix: &mut Vec<String>, t: &syn::UseTree, line: usize) {
+        match t {
+            syn::UseTree::Path(p) => {
+                prefix.push(p.ident.to_string());
+                self.use_tree(prefix, &p.tree, line);
+                prefix.pop();
+            }
+            syn::UseTree::Name(n) => {
+                let mut p = prefix.clone();
+                if n.ident != "self" {
+                    p.push(n.ident.to_string());
+                }
+                self.record(&p, line);
+            }
+            syn::UseTree::Rename(r) => {
+                let mut p = prefix.clone();
+                p.push(r.ident.to_string());
+                self.record(&p, line);
+            }
+            syn::UseTree::Glob(_) => self.record(prefix, line),
+            syn::UseTree::Group(g) => {
+                for t in &g.items {
+                    self.use_tree(prefix, t, line);
+                }
+            }
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for Scan<'_> {
+    fn visit_item(&mut self, i: &'ast syn::Item) {
+        let attrs = match i {
+            syn::Item::Const(x) => &x.attrs,
+            syn::Item::Enum(x) => &x.attrs,
+            syn::Item::Fn(x) => &x.attrs,
+            syn::Item::Impl(x) => &x.attrs,
+            syn::Item::Macro(x) => &x.attrs,
+            syn::Item::Mod(x) => &x.attrs,
+            syn::Item::Static(x) => &x.attrs,
+            syn::Item::Struct(x) => &x.attrs,
+            syn::Item::Trait(x) => &x.attrs,
+            syn::Item::Type(x) => &x.attrs,
+            syn::Item::Use(x) => &x.attrs,
+            _ => return syn::visit::visit_item(self, i),
+        };
+        if !is_cfg_test(attrs) {
+            syn::visit::visit_item(self, i);
+        }
+    }
+
+    fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        if m.content.is_some() {
+            self.module.push(m.ident.to_string());
+            syn::visit::visit_item_mod(self, m);
+            self.module.pop();
+        }
+    }
+
+    fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
+        if !is_cfg_test(&f.attrs) {
+            syn::visit::visit_impl_item_fn(self, f);
+        }
+    }
+
+    /// `pub(crate)`, `pub(super)`: not imports.
+    fn visit_visibility(&mut self, _: &'ast syn::Visibility) {}
+
+    fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
+        let line = u.use_token.span.start().line;
+        self.use_tree(&mut Vec::new(), &u.tree, line);
+    }
+
+    fn visit_path(&mut self, p: &'ast syn::Path) {
+        let segs: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
+        let line = p
+            .segments
+            .first()
+            .map_or(0, |s| s.ident.span().start().line);
+        self.record(&segs, line);
+        syn::visit::visit_path(self, p);
+    }
+
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        // `crate :: a :: b` inside the tokens of `matches!`, `format!`, ….
+        fn walk(s: &mut Scan<'_>, ts: proc_macro2::TokenStream) {
+            let toks: Vec<proc_macro2::TokenTree> = ts.into_iter().collect();
+            let mut i = 0;
+            while i < toks.len() {
+                match &toks[i] {
+                    proc_macro2::TokenTree::Group(g) => walk(s, g.stream()),
+                    proc_macro2::TokenTree::Ident(id) if id == "crate" || id == "super" => {
+                        let line = id.span().start().line;
+                        let mut segs = vec![id.to_string()];
+                        let mut j = i + 1;
+                        while let (
+                            Some(proc_macro2::TokenTree::Punct(a)),
+                            Some(proc_macro2::TokenTree::Punct(b)),
+                            Some(proc_macro2::TokenTree::Ident(n)),
+                        ) = (toks.get(j), toks.get(j + 1), toks.get(j + 2))
+                            && a.as_char() == ':'
+                            && b.as_char() == ':'
+                        {
+                            segs.push(n.to_string());
+                            j += 3;
+                        }
+                        s.record(&segs, line);
+                        i = j;
+                        continue;
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+        }
+        walk(self, m.tokens.clone());
+        syn::visit::visit_macro(self, m);
+    }
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let p = e.expect("dir entry").path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// Every `crate::`/`super::` path outside `#[cfg(test)]` code, resolved.
+fn scan() -> Vec<(String, usize, String, Vec<String>)> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.retain(|f| !f.starts_with(src.join("bin")));
+    files.sort();
+    let mut found = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).expect("read source");
+        let ast = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let name = f
+            .strip_prefix(&src)
+            .expect("under src")
+            .display()
+            .to_string();
+        let mut s = Scan {
+            file: &name,
+            module: module_of(&src, &f),
+            found: Vec::new(),
+        };
+        s.visit_file(&ast);
+        found.extend(s.found);
+    }
+    found
+}
+
+#[test]
+fn no_stage_imports_a_higher_one() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut bad = BTreeSet::new();
+    for (file, line, written, resolved) in scan() {
+        let from = unit_of(&module_of(&src, &src.join(&file)));
+        let to = unit_of(&resolved);
+        if from != to && layer_of(&to) >= layer_of(&from) {
+            bad.insert(format!(
+                "src/{file}:{line}: `{written}`: {from} (layer {}) uses {to} (layer {})",
+                layer_of(&from),
+                layer_of(&to)
+            ));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "{} import(s) against the layer order (see tests/layers.rs):\n{}",
+        bad.len(),
+        bad.into_iter().collect::<Vec<_>>().join("\n")
+    );
+}
+
+/// The scan sees what it must: paths in `use` trees, in code, in macros, and `super` chains.
+#[test]
+fn the_scan_finds_known_imports() {
+    let found = scan();
+    let has = |file: &str, to: &[&str]| {
+        found
+            .iter()
+            .any(|(f, _, _, r)| f == file && r.len() >= to.len() && r[..to.len()] == *to)
+    };
+    // `use crate::types::{...}` in a group.
+    assert!(has("ir.rs", &["types", "Type"]));
+    // `use super::LowerError` from lower/ptx/libdevice.rs resolves to lower::ptx.
+    assert!(has(
+        "lower/ptx/libdevice.rs",
+        &["lower", "ptx", "LowerError"]
+    ));
+    // A path in code: `crate::abi::layout_of(...)`.
+    assert!(has("lower/ptx/emit.rs", &["abi", "layout_of"]));
+    // Every file of the crate was read (none are left out by a parse error).
+    assert!(found.iter().any(|(f, ..)| f == "runtime/cache.rs"));
+}
+
+/// The checker fails on an upward import: resolved by hand, as the test above does.
+#[test]
+fn an_upward_import_is_caught() {
+    let from = unit_of(&["ir".to_string()]);
+    let to = unit_of(&["front".into(), "const_array".into(), "ConstArray".into()]);
+    assert!(layer_of(&to) >= layer_of(&from));
+    assert_eq!(
+        unit_of(&["runtime".into(), "cache".into()]),
+        "runtime::cache"
+    );
+    assert_eq!(unit_of(&["Module".into()]), "crate");
+    assert!(layer_of("front") == layer_of("lower"), "peers");
+}
