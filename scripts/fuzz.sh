@@ -26,7 +26,10 @@ for target in ${TARGETS:-signature arrays compile}; do
   corpus=$scratch/$target
   mkdir -p "$corpus"
   [ -d fuzz/seeds/$target ] && cp fuzz/seeds/$target/* "$corpus"/ 2>/dev/null || true
-  if [ "$target" = compile ]; then cp tests/fixtures/*/*.py "$corpus"/; fi
+  if [ "$target" = compile ]; then
+    # Fixture names repeat across dialects: prefix each with its directory.
+    for f in tests/fixtures/*/*.py; do cp "$f" "$corpus/$(basename "$(dirname "$f")")_$(basename "$f")"; done
+  fi
   echo "== fuzz $target for ${seconds}s"
   # -rss_limit_mb: LLVM and Cranelift are large; 4 GiB leaves room and still catches blow-ups.
   set +e
