@@ -1,19 +1,61 @@
 //! Compiles the small C++ part of the PTX back end (`src/lower/ptx/pipeline.cpp`), which keeps
-//! LLVM's pass pipelines alive between compiles, against the same LLVM 19 that inkwell links.
+//! LLVM's pass pipelines alive between compiles, against the same LLVM 19 that inkwell links,
+//! and computes the build identity (`PYDEVICE_BUILD_ID`) that the on-disk kernel cache keys
+//! on: the SHA-256 of every file under `src/`, `Cargo.lock` and LLVM's version, so that a
+//! code-generation change never reuses kernels compiled by another build.
 
-use std::path::PathBuf;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// Every file under `dir`, sorted, so the hash does not depend on directory order.
+fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        match entry.file_type() {
+            Ok(t) if t.is_dir() => files_under(&path, out),
+            Ok(t) if t.is_file() => out.push(path),
+            _ => {}
+        }
+    }
+}
+
+fn build_id(llvm_version: &str) -> String {
+    let mut files = Vec::new();
+    files_under(Path::new("src"), &mut files);
+    files.push(PathBuf::from("Cargo.lock"));
+    files.sort();
+    let mut h = Sha256::new();
+    h.update(format!(
+        "pydevice {}\0",
+        std::env::var("CARGO_PKG_VERSION").unwrap_or_default()
+    ));
+    h.update(format!("llvm {llvm_version}\0"));
+    for f in &files {
+        let bytes = std::fs::read(f).unwrap_or_default();
+        h.update(f.to_string_lossy().as_bytes());
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(&bytes);
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
 
 fn main() {
     let source = "src/lower/ptx/pipeline.cpp";
-    println!("cargo:rerun-if-changed={source}");
+    // Any change under src/ changes the build identity; the C++ is recompiled only when it
+    // or its flags change (see the stamp below).
+    println!("cargo:rerun-if-changed=src");
+    println!("cargo:rerun-if-changed=Cargo.lock");
     println!("cargo:rerun-if-env-changed=LLVM_SYS_191_PREFIX");
     let prefix = std::env::var("LLVM_SYS_191_PREFIX").unwrap_or_else(|_| "/usr/lib/llvm-19".into());
     let config = PathBuf::from(&prefix).join("bin").join("llvm-config");
-    let flags = match Command::new(&config).arg("--cxxflags").output() {
+    let run = |arg: &str| match Command::new(&config).arg(arg).output() {
         Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).into_owned(),
         Ok(out) => panic!(
-            "{} --cxxflags failed: {}",
+            "{} {arg} failed: {}",
             config.display(),
             String::from_utf8_lossy(&out.stderr)
         ),
@@ -22,6 +64,32 @@ fn main() {
             config.display()
         ),
     };
+    let flags = run("--cxxflags");
+    let llvm_version = run("--version");
+    println!(
+        "cargo:rustc-env=PYDEVICE_BUILD_ID={}",
+        build_id(llvm_version.trim())
+    );
+
+    // The C++ library, rebuilt only when its source, its flags or the profile change.
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let lib = out_dir.join("libpydevice_llvm_pipeline.a");
+    let stamp_path = out_dir.join("pydevice_llvm_pipeline.stamp");
+    let stamp = {
+        let mut h = Sha256::new();
+        h.update(std::fs::read(source).unwrap_or_default());
+        h.update(flags.as_bytes());
+        for var in ["PROFILE", "OPT_LEVEL", "DEBUG", "TARGET", "CXX", "CXXFLAGS"] {
+            h.update(format!("{var}={:?}\0", std::env::var(var).ok()));
+        }
+        format!("{:x}", h.finalize())
+    };
+    if lib.exists() && std::fs::read_to_string(&stamp_path).ok().as_deref() == Some(&stamp) {
+        println!("cargo:rustc-link-search=native={}", out_dir.display());
+        println!("cargo:rustc-link-lib=static=pydevice_llvm_pipeline");
+        println!("cargo:rustc-link-lib=stdc++");
+        return;
+    }
     let mut build = cc::Build::new();
     build.cpp(true).file(source).warnings(false);
     for flag in flags.split_whitespace() {
@@ -31,4 +99,5 @@ fn main() {
         }
     }
     build.compile("pydevice_llvm_pipeline");
+    let _ = std::fs::write(&stamp_path, stamp);
 }

@@ -82,11 +82,12 @@ fn compile_latency() {
 
     let dir = std::env::temp_dir().join(format!("pydevice-bench-cache-{}", std::process::id()));
     KernelCache::with_disk(&dir)
+        .expect("cache directory")
         .get_or_compile_source("scale.py", SCALE, "scale", &args, &opts)
         .expect("compile");
     let disk: Vec<f64> = (0..50)
         .map(|_| {
-            let fresh = KernelCache::with_disk(&dir);
+            let fresh = KernelCache::with_disk(&dir).expect("cache directory");
             let t = Instant::now();
             fresh
                 .get_or_compile_source("scale.py", SCALE, "scale", &args, &opts)

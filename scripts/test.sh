@@ -19,6 +19,14 @@ case $rc in
   5) echo "error: pytest collected no tests from python/tests" >&2; exit 1 ;;
   *) echo "error: pytest failed (exit status $rc)" >&2; exit 1 ;;
 esac
+# A short fuzzing run of every cargo-fuzz target (scripts/fuzz.sh; PYDEVICE_FUZZ_SECONDS=0
+# skips it). Installs cargo-fuzz on first use.
+# In the test suite the targets are built unoptimized and without AddressSanitizer, which
+# keeps the build to a few minutes; scripts/fuzz.sh alone builds them optimized with ASan.
+fuzz_seconds=${PYDEVICE_FUZZ_SECONDS:-20}
+if [ "$fuzz_seconds" != 0 ]; then
+  FUZZ_BUILD_FLAGS=${FUZZ_BUILD_FLAGS:---dev --sanitizer none} bash scripts/fuzz.sh "$fuzz_seconds"
+fi
 if ! python3 -c 'import ctypes.util,sys; sys.exit(0 if ctypes.util.find_library("cuda") else 1)'; then
   echo "note: no CUDA driver here, so tests/gpu.rs and python/tests/test_gpu.py skipped their launches (scripts/gpu_run.sh and python/tests/gpu_run.sh run them on a GPU)"
 fi

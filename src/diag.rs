@@ -134,6 +134,8 @@ codes! {
     E0113,
     /// a constant array that does not fit in the module's 64 KiB constant bank (§1.3.1)
     E0114,
+    /// an argument type built through the Rust API that no program can take (`Type::validate`: a vector of other than 1 to 4 elements, an array of 0 dimensions, an alignment that is not a power of two up to 4096, nesting deeper than 64, a layout over 2 GiB), or `None` as a kernel parameter
+    E0115,
     /// a local (or the return value) gets values of different types
     E0201,
     /// unsupported expression or operand types: bitwise on floats, `@`, `in`/`is`, strings, lists, dicts, sets, lambdas other than predicates, `None` as a value, calling a non-function (`device.Atomic(...)` as a value included), mismatched conditional branches, a type (`v.dtype` included) used as a value

@@ -396,8 +396,41 @@ impl Module {
         args: &[Type],
         arch: Arch,
     ) -> Result<Specialization, Diagnostics> {
+        self.check_arg_types(entry, args, true)?;
         front::check::specialize(&self.parsed, entry, args, self.defaults, arch.number())
             .and_then(Specialization::checked)
+    }
+
+    /// Rejects argument types built through the API that no program could be specialized
+    /// for ([`abi::check_type`]), and `None` as a kernel parameter on the device (a kernel
+    /// parameter has a value), with E0115 at the entry's name.
+    fn check_arg_types(&self, entry: &str, args: &[Type], device: bool) -> Result<(), Diagnostics> {
+        let span = self
+            .parsed
+            .function(entry)
+            .map_or(Span::default(), |(_, f)| f.name_span);
+        let is_kernel = self
+            .parsed
+            .function(entry)
+            .is_some_and(|(_, f)| f.kind == Some(ir::FunctionKind::Kernel));
+        for (i, t) in args.iter().enumerate() {
+            let why = match abi::check_type(t) {
+                Err(why) => why,
+                Ok(()) if device && is_kernel && *t == Type::None => {
+                    "a kernel parameter cannot be `None`: it has no value to pass".to_string()
+                }
+                Ok(()) => continue,
+            };
+            return Err(Diagnostics {
+                file: self.file().clone(),
+                list: vec![Diagnostic::error(
+                    diag::Code::E0115,
+                    span,
+                    format!("argument type {} of `{entry}` is invalid: {why}", i + 1),
+                )],
+            });
+        }
+        Ok(())
     }
 
     /// Specializes `entry` for argument types and the host: `target(is_host)` holds,
@@ -407,6 +440,7 @@ impl Module {
         entry: &str,
         args: &[Type],
     ) -> Result<Specialization, Diagnostics> {
+        self.check_arg_types(entry, args, false)?;
         front::check::specialize(&self.parsed, entry, args, self.defaults, ir::HOST_TARGET)
             .and_then(Specialization::checked)
     }

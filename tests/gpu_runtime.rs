@@ -590,3 +590,228 @@ fn fault_child() {
     println!("AFTERWARDS: {again:?}");
     assert!(again.is_err());
 }
+
+/// Host memory in use by this process (resident set), in bytes.
+fn host_rss() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    pages * 4096
+}
+
+/// A kernel of two arrays for the soak test: `b[i] = a[i] * f + b[i]`.
+const AXPY: &str = r#"
+from cuda import device
+
+@device.kernel
+def axpy(a, b, f):
+    i = device.tid(1)
+    if i < len(a):
+        b[i] = a[i] * f + b[i]
+"#;
+
+/// The soak test: 16 threads compile (through one `KernelCache` with a disk directory) and
+/// launch random specializations for `PYDEVICE_SOAK_SECONDS` (default 600), checking every
+/// result, while the main thread samples host RSS and free device memory every 5 s. After a
+/// warm-up (the first quarter, at least 20 s) neither may grow by more than 64 MiB (host) or
+/// 64 MiB (device) over its warm-up level, and no call may fail. Besides cached kernels
+/// (`load_cached`), every 8th launch compiles and loads a kernel afresh and drops it, so
+/// that compiling, loading and unloading are exercised throughout, not only until the cache
+/// is warm. Run on a GPU machine:
+/// `PYDEVICE_SOAK_SECONDS=120 gpu_runtime_tests --ignored --exact soak_compile_and_launch_from_16_threads --nocapture`.
+#[test]
+#[ignore = "long: run explicitly on a GPU machine (see the doc comment)"]
+fn soak_compile_and_launch_from_16_threads() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::time::{Duration, Instant};
+    let Some(dev) = device("soak_compile_and_launch_from_16_threads") else {
+        return;
+    };
+    let seconds: u64 = std::env::var("PYDEVICE_SOAK_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(600);
+    let dir = std::env::temp_dir().join(format!("pydevice-soak-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let cache = KernelCache::with_disk(&dir).expect("cache directory");
+    let base = options(&dev);
+    let dev = Arc::new(dev);
+    let stop = AtomicBool::new(false);
+    let launches = AtomicU64::new(0);
+    let fresh = AtomicU64::new(0);
+    let errors: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let cu_ctx = dev.cu_context();
+    let free_device = || {
+        // SAFETY: the device's own context, alive for the whole test.
+        unsafe { result::ctx::set_current(cu_ctx) }.expect("bind the context");
+        result::mem_get_info()
+            .map(|(free, _)| free as u64)
+            .expect("cuMemGetInfo")
+    };
+    let mut samples: Vec<(f64, u64, u64)> = Vec::new();
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        for t in 0..16u64 {
+            let (dev, cache, stop, launches, fresh, errors, base) =
+                (&dev, &cache, &stop, &launches, &fresh, &errors, &base);
+            s.spawn(move || {
+                let mut rng = 0x9e37_79b9_7f4a_7c15u64 ^ (t << 32);
+                let mut next = move |n: u64| {
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    rng % n
+                };
+                let stream = dev.create_stream().expect("stream");
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    i += 1;
+                    let r = (|| -> Result<(), String> {
+                        let float = next(2) == 0;
+                        let (dtype, name) = match (float, next(2)) {
+                            (true, 0) => (pydevice::types::Scalar::Float32, "float32"),
+                            (true, _) => (pydevice::types::Scalar::Float64, "float64"),
+                            (false, 0) => (pydevice::types::Scalar::Int32, "int32"),
+                            (false, _) => (pydevice::types::Scalar::Int64, "int64"),
+                        };
+                        let layout = if next(2) == 0 { "[::1]" } else { "[:]" };
+                        let axpy = next(2) == 0;
+                        let sig = if axpy {
+                            format!("{name}{layout}, {name}{layout}, {name}")
+                        } else {
+                            format!("{name}{layout}, {name}")
+                        };
+                        let opts = CompileOptions {
+                            opt_level: 1 + next(3) as u8,
+                            ..base.clone()
+                        };
+                        let (src, entry) = if axpy {
+                            (AXPY, "axpy")
+                        } else {
+                            (SCALE, "scale")
+                        };
+                        let args = parse_signature(&sig)?.0;
+                        let kernel: Arc<LoadedKernel> = if i.is_multiple_of(8) {
+                            fresh.fetch_add(1, Ordering::Relaxed);
+                            let k = Module::parse("soak.py", src)
+                                .map_err(|d| d.render())?
+                                .compile(entry, &args, &opts)
+                                .map_err(|e| e.to_string())?;
+                            Arc::new(dev.load_compiled(&k).map_err(|e| e.to_string())?)
+                        } else {
+                            let k = cache
+                                .get_or_compile_source("soak.py", src, entry, &args, &opts)
+                                .map_err(|e| e.to_string())?;
+                            dev.load_cached(&k).map_err(|e| e.to_string())?
+                        };
+                        let n = 1 + next(1 << 16);
+                        let size = dtype.size() as usize;
+                        // Element k holds k (as the dtype); f = 3.
+                        let bytes = |k: u64| -> Vec<u8> {
+                            match name {
+                                "float32" => (k as f32).to_le_bytes().to_vec(),
+                                "float64" => (k as f64).to_le_bytes().to_vec(),
+                                "int32" => (k as i32).to_le_bytes().to_vec(),
+                                _ => (k as i64).to_le_bytes().to_vec(),
+                            }
+                        };
+                        let data: Vec<u8> = (0..n).flat_map(bytes).collect();
+                        let abuf = dev.upload(&data).map_err(|e| e.to_string())?;
+                        let bbuf = dev.upload(&data).map_err(|e| e.to_string())?;
+                        // The uploads ran on the legacy default stream; the launch runs on this
+                        // thread's non-blocking stream, which does not wait for it.
+                        dev.synchronize().map_err(|e| e.to_string())?;
+                        let arr = |b| {
+                            dev.array(b, dtype, &[n])
+                                .and_then(|a| a.to_arg(&kernel.abi().params[0]))
+                                .map_err(|e| e.to_string())
+                        };
+                        let f = if float {
+                            ArgValue::Float(3.0)
+                        } else {
+                            ArgValue::Int(3)
+                        };
+                        let mut argv = vec![arr(&abuf)?];
+                        if axpy {
+                            argv.push(arr(&bbuf)?);
+                        }
+                        argv.push(f);
+                        let cfg = LaunchConfig::new((n as u32).div_ceil(256), 256u32);
+                        dev.launch_on(&kernel, &argv, &cfg, &stream)
+                            .map_err(|e| e.to_string())?;
+                        dev.synchronize_stream(&stream).map_err(|e| e.to_string())?;
+                        let out = dev
+                            .download(if axpy { &bbuf } else { &abuf })
+                            .map_err(|e| e.to_string())?;
+                        for k in [0, n / 2, n - 1] {
+                            let want = bytes(if axpy { 4 * k } else { 3 * k });
+                            let at = k as usize * size;
+                            if out[at..at + size] != want[..] {
+                                return Err(format!("{entry}({sig}) element {k} of {n} is wrong"));
+                            }
+                        }
+                        launches.fetch_add(1, Ordering::Relaxed);
+                        Ok(())
+                    })();
+                    if let Err(e) = r {
+                        errors.lock().unwrap().push(format!("thread {t}: {e}"));
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+        while start.elapsed() < Duration::from_secs(seconds) && !stop.load(Ordering::Relaxed) {
+            samples.push((start.elapsed().as_secs_f64(), host_rss(), free_device()));
+            println!(
+                "soak {:6.1} s: {} launches ({} fresh compiles), host RSS {} MiB, device free {} MiB",
+                samples.last().unwrap().0,
+                launches.load(Ordering::Relaxed),
+                fresh.load(Ordering::Relaxed),
+                samples.last().unwrap().1 >> 20,
+                samples.last().unwrap().2 >> 20
+            );
+            std::thread::sleep(Duration::from_secs(5).min(Duration::from_secs(seconds)));
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    samples.push((start.elapsed().as_secs_f64(), host_rss(), free_device()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let errors = errors.into_inner().unwrap();
+    assert!(errors.is_empty(), "errors: {errors:#?}");
+    let warm = (seconds as f64 / 4.0).max(20.0).min(seconds as f64);
+    let baseline = samples
+        .iter()
+        .find(|s| s.0 >= warm)
+        .or(samples.last())
+        .copied()
+        .unwrap();
+    let last = *samples.last().unwrap();
+    let (host_growth, device_drop) = (
+        last.1.saturating_sub(baseline.1),
+        baseline.2.saturating_sub(last.2),
+    );
+    println!(
+        "soak done: {} launches in {:.0} s; host RSS {} -> {} MiB, device free {} -> {} MiB after warm-up at {:.0} s",
+        launches.load(Ordering::Relaxed),
+        last.0,
+        baseline.1 >> 20,
+        last.1 >> 20,
+        baseline.2 >> 20,
+        last.2 >> 20,
+        baseline.0
+    );
+    assert!(launches.load(Ordering::Relaxed) > 0);
+    assert!(
+        host_growth <= 64 << 20,
+        "host RSS grew {} MiB",
+        host_growth >> 20
+    );
+    assert!(
+        device_drop <= 64 << 20,
+        "device memory grew {} MiB",
+        device_drop >> 20
+    );
+}

@@ -842,15 +842,20 @@ fn synchronize(py: Python<'_>, ordinal: usize, stream: Option<usize>) -> PyResul
     r.map_err(|e| runtime_to_py(py, e))
 }
 
-/// Turns the on-disk specialization cache on (a directory) or off (`None`).
+/// Turns the on-disk specialization cache on (a directory) or off (`None`). The directory is
+/// created `0700`; one owned by another user or writable by others raises `ValueError`
+/// (the cache's trust model: see the README).
 #[pyfunction]
 #[pyo3(signature = (dir=None))]
-fn set_disk_cache(dir: Option<std::path::PathBuf>) {
+fn set_disk_cache(dir: Option<std::path::PathBuf>) -> PyResult<()> {
     let c = match dir {
-        Some(d) => KernelCache::with_disk(d),
+        Some(d) => KernelCache::with_disk(&d).map_err(|e| {
+            PyValueError::new_err(format!("disk cache {}: {e}", d.display()))
+        })?,
         None => KernelCache::new(),
     };
     *cache().write().unwrap_or_else(|e| e.into_inner()) = Arc::new(c);
+    Ok(())
 }
 
 /// The cache's counters: hits, misses, compiles, disk hits and writes.

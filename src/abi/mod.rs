@@ -45,8 +45,38 @@ pub struct TypeLayout {
     pub fields: Vec<FieldLayout>,
 }
 
+/// The size in bytes of a dense array of `shape` with `itemsize`-byte elements, or `None`
+/// when it, the element count or any dense stride in bytes (every extent counted as at least
+/// 1) does not fit in `i64`, the bound NumPy puts on shapes.
+pub fn array_bytes(shape: &[u64], itemsize: u64) -> Option<u64> {
+    let mut bound = itemsize.max(1);
+    let mut exact = itemsize;
+    for &d in shape {
+        bound = bound.checked_mul(d.max(1))?;
+        exact = exact.checked_mul(d)?;
+    }
+    (bound <= i64::MAX as u64).then_some(exact)
+}
+
+/// Checks a type given through the API: [`Type::validate`], and a layout of at most
+/// [`crate::types::MAX_TYPE_SIZE`] bytes.
+pub fn check_type(t: &Type) -> Result<(), String> {
+    t.validate()?;
+    let size = layout_of(t).size;
+    if size > crate::types::MAX_TYPE_SIZE {
+        return Err(format!(
+            "the type takes {size} bytes, more than the {} allowed",
+            crate::types::MAX_TYPE_SIZE
+        ));
+    }
+    Ok(())
+}
+
+/// `x` rounded up to a multiple of `a` (an alignment of 0 counts as 1), saturating: a
+/// type too large to lay out is refused by [`Type::validate`], never a panic here.
 fn round_up(x: u64, a: u64) -> u64 {
-    x.div_ceil(a) * a
+    let a = a.max(1);
+    x.div_ceil(a).saturating_mul(a)
 }
 
 /// The CUDA C++ name of a vector type (`uint3`, `float4`).
@@ -246,7 +276,13 @@ pub fn layout_of(t: &Type) -> TypeLayout {
         Type::Vector { elem, len } => {
             let es = elem.size();
             let n = u64::from(*len);
-            let align = if n == 3 { es } else { (es * n).min(16) };
+            // Vectors have 1 to 4 elements (`Type::validate`); other lengths get an array's
+            // layout rather than a panic.
+            let align = if n == 3 || !(1..=4).contains(&n) {
+                es
+            } else {
+                (es * n).min(16)
+            };
             let names = ["x", "y", "z", "w"];
             TypeLayout {
                 name: t.to_string(),
@@ -255,7 +291,9 @@ pub fn layout_of(t: &Type) -> TypeLayout {
                 align,
                 fields: (0..n)
                     .map(|i| FieldLayout {
-                        name: names[i as usize].into(),
+                        name: names
+                            .get(i as usize)
+                            .map_or_else(|| format!("_{i}"), |n| n.to_string()),
                         offset: i * es,
                         ty: elem.name().into(),
                         size: es,
@@ -280,7 +318,7 @@ pub fn layout_of(t: &Type) -> TypeLayout {
                     ty: l.name.clone(),
                     size: l.size,
                 });
-                off += l.size;
+                off = off.saturating_add(l.size);
             }
             TypeLayout {
                 name: st.name.clone(),
@@ -305,7 +343,7 @@ pub fn layout_of(t: &Type) -> TypeLayout {
                     ty: l.name.clone(),
                     size: l.size,
                 });
-                off += l.size;
+                off = off.saturating_add(l.size);
             }
             TypeLayout {
                 name: t.to_string(),
@@ -561,6 +599,7 @@ fn pack_scalar(s: Scalar, v: &ArgValue, out: &mut [u8]) -> Result<(), PackError>
 
 /// Packs a value into the bytes of its parameter's layout.
 pub fn pack(t: &Type, v: &ArgValue) -> Result<Vec<u8>, PackError> {
+    check_type(t).map_err(PackError)?;
     let l = layout_of(t);
     let mut out = vec![0u8; l.size as usize];
     pack_into(t, v, &mut out)?;
@@ -579,6 +618,16 @@ fn pack_into(t: &Type, v: &ArgValue, out: &mut [u8]) -> Result<(), PackError> {
                     arr.shape, arr.strides
                 )));
             }
+            let itemsize = layout_of(&a.dtype.ty()).size;
+            if array_bytes(&arr.shape, itemsize).is_none() {
+                return Err(PackError(format!(
+                    "the array's shape {:?} is too large: its size in bytes does not fit in 64 bits",
+                    arr.shape
+                )));
+            }
+            if out.len() < 8 + 16 * n {
+                return Err(PackError(format!("{t} does not fit its layout")));
+            }
             out[0..8].copy_from_slice(&arr.data.to_le_bytes());
             for d in 0..n {
                 out[8 + 8 * d..16 + 8 * d].copy_from_slice(&arr.shape[d].to_le_bytes());
@@ -586,7 +635,7 @@ fn pack_into(t: &Type, v: &ArgValue, out: &mut [u8]) -> Result<(), PackError> {
                 out[so..so + 8].copy_from_slice(&arr.strides[d].to_le_bytes());
             }
             let contiguous = match a.layout {
-                crate::types::Layout::C => Some(n - 1),
+                crate::types::Layout::C => n.checked_sub(1),
                 crate::types::Layout::F => Some(0),
                 crate::types::Layout::Any => None,
             };
@@ -618,7 +667,11 @@ fn pack_into(t: &Type, v: &ArgValue, out: &mut [u8]) -> Result<(), PackError> {
                     _ => unreachable!("matched above"),
                 };
                 let (o, s) = (f.offset as usize, f.size as usize);
-                pack_into(&et, item, &mut out[o..o + s])?;
+                let slot = o
+                    .checked_add(s)
+                    .and_then(|end| out.get_mut(o..end))
+                    .ok_or_else(|| PackError(format!("{t}: field {i} lies outside the type")))?;
+                pack_into(&et, item, slot)?;
             }
             Ok(())
         }

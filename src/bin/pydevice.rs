@@ -18,6 +18,8 @@ use pydevice::types::signature::parse_signature;
 use pydevice::types::{Layout, Scalar, Type};
 use pydevice::{Arch, CompileOptions, HostValue, Module};
 use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::path::Path;
 use std::process::ExitCode;
 
 const USAGE: &str = "usage:
@@ -58,30 +60,52 @@ impl From<&str> for Failure {
 }
 
 struct Args {
-    positional: Vec<String>,
-    options: HashMap<String, Vec<String>>,
+    /// Positional arguments (file names), as the OS gave them.
+    positional: Vec<OsString>,
+    options: HashMap<String, Vec<OsString>>,
 }
 
+/// Options whose values name files (`--arg NAME=FILE`, `--out NAME=FILE`, `-o FILE`): kept
+/// as the OS gave them, since a file name need not be UTF-8. Every other option is text.
+const PATH_OPTIONS: &[&str] = &["o", "out", "arg"];
+
 impl Args {
-    fn parse(raw: &[String]) -> Result<Args, String> {
+    fn parse(raw: &[OsString]) -> Result<Args, String> {
         let mut positional = Vec::new();
-        let mut options: HashMap<String, Vec<String>> = HashMap::new();
+        let mut options: HashMap<String, Vec<OsString>> = HashMap::new();
         let mut i = 0;
         while i < raw.len() {
             let a = &raw[i];
-            if let Some(name) = a
-                .strip_prefix("--")
-                .or_else(|| a.strip_prefix('-').filter(|n| *n == "o"))
-            {
-                let (name, value) = match name.split_once('=') {
-                    Some((n, v)) => (n.to_string(), v.to_string()),
-                    None if FLAGS.contains(&name) => (name.to_string(), String::new()),
+            let bytes = a.as_encoded_bytes();
+            let name_part = bytes
+                .strip_prefix(b"--")
+                .or_else(|| bytes.strip_prefix(b"-").filter(|n| *n == b"o"));
+            if let Some(rest) = name_part {
+                let (name, inline) = match rest.iter().position(|&b| b == b'=') {
+                    Some(at) => (&rest[..at], Some(&rest[at + 1..])),
+                    None => (rest, None),
+                };
+                let name = std::str::from_utf8(name)
+                    .map_err(|_| format!("option `{}` is not valid UTF-8", a.to_string_lossy()))?
+                    .to_string();
+                let value = match inline {
+                    // SAFETY: split at an ASCII `=` of a string from the OS, so both halves are
+                    // valid OS strings (the documented contract of from_encoded_bytes_unchecked).
+                    Some(v) => unsafe { OsString::from_encoded_bytes_unchecked(v.to_vec()) },
+                    None if FLAGS.contains(&name.as_str()) => OsString::new(),
                     None => {
                         i += 1;
-                        let v = raw.get(i).ok_or_else(|| format!("`{a}` needs a value"))?;
-                        (name.to_string(), v.clone())
+                        raw.get(i)
+                            .ok_or_else(|| format!("`{}` needs a value", a.to_string_lossy()))?
+                            .clone()
                     }
                 };
+                if !PATH_OPTIONS.contains(&name.as_str()) && value.to_str().is_none() {
+                    return Err(format!(
+                        "the value of `--{name}` is not valid UTF-8: `{}`",
+                        value.to_string_lossy()
+                    ));
+                }
                 options.entry(name).or_default().push(value);
             } else {
                 positional.push(a.clone());
@@ -94,14 +118,32 @@ impl Args {
         })
     }
 
+    /// The last value of a text option (always UTF-8: checked by `parse`).
     fn one(&self, name: &str) -> Option<&str> {
         self.options
             .get(name)
             .and_then(|v| v.last())
-            .map(String::as_str)
+            .and_then(|v| v.to_str())
     }
 
-    fn all(&self, name: &str) -> &[String] {
+    /// The last value of a file-name option.
+    fn one_os(&self, name: &str) -> Option<&OsStr> {
+        self.options
+            .get(name)
+            .and_then(|v| v.last())
+            .map(OsString::as_os_str)
+    }
+
+    /// Every value of a text option (always UTF-8: checked by `parse`).
+    fn all(&self, name: &str) -> Vec<&str> {
+        self.options
+            .get(name)
+            .map(|v| v.iter().filter_map(|s| s.to_str()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Every value of a file-name option.
+    fn all_os(&self, name: &str) -> &[OsString] {
         self.options.get(name).map(Vec::as_slice).unwrap_or(&[])
     }
 
@@ -115,9 +157,10 @@ impl Args {
     }
 }
 
-fn load(path: &str) -> Result<Module, Failure> {
-    let src = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
-    Module::parse(path, &src).map_err(|d| {
+fn load(path: &OsStr) -> Result<Module, Failure> {
+    let shown = Path::new(path).display();
+    let src = std::fs::read_to_string(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    Module::parse(&path.to_string_lossy(), &src).map_err(|d| {
         eprint!("{}", d.render());
         Failure::Program
     })
@@ -163,10 +206,10 @@ fn report(e: pydevice::Error) -> Failure {
 
 fn cmd_compile(a: &Args) -> Result<(), Failure> {
     a.check_known(&["entry", "sig", "arch", "emit", "o", "opt"])?;
-    let [file] = a.positional.as_slice() else {
+    let [path] = a.positional.as_slice() else {
         return Err(Failure::Other(format!("compile takes one FILE\n{USAGE}")));
     };
-    let module = load(file)?;
+    let module = load(path)?;
     let entry = a.one("entry").ok_or("compile needs --entry NAME")?;
     let args = signature(&module, entry, a.one("sig"))?;
     let mut options = CompileOptions {
@@ -190,10 +233,9 @@ fn cmd_compile(a: &Args) -> Result<(), Failure> {
             )));
         }
     };
-    match a.one("o") {
-        Some(path) => {
-            std::fs::write(path, text).map_err(|e| format!("cannot write {path}: {e}"))?
-        }
+    match a.one_os("o") {
+        Some(out) => std::fs::write(out, text)
+            .map_err(|e| format!("cannot write {}: {e}", Path::new(out).display()))?,
         None => print!("{text}"),
     }
     Ok(())
@@ -201,10 +243,11 @@ fn cmd_compile(a: &Args) -> Result<(), Failure> {
 
 fn cmd_check(a: &Args) -> Result<(), Failure> {
     a.check_known(&["entry", "sig"])?;
-    let [file] = a.positional.as_slice() else {
+    let [path] = a.positional.as_slice() else {
         return Err(Failure::Other(format!("check takes one FILE\n{USAGE}")));
     };
-    let module = load(file)?;
+    let file = path.to_string_lossy();
+    let module = load(path)?;
     if let Some(entry) = a.one("entry") {
         let args = signature(&module, entry, a.one("sig"))?;
         module
@@ -230,17 +273,18 @@ fn cmd_check(a: &Args) -> Result<(), Failure> {
 
 fn cmd_abi(a: &Args) -> Result<(), Failure> {
     a.check_known(&["type", "json", "header"])?;
-    let [file] = a.positional.as_slice() else {
+    let [path] = a.positional.as_slice() else {
         return Err(Failure::Other(format!("abi takes one FILE\n{USAGE}")));
     };
     let (json, header) = (a.one("json").is_some(), a.one("header").is_some());
     if json && header {
         return Err("--json and --header do not go together".into());
     }
-    let module = load(file)?;
+    let file = path.to_string_lossy();
+    let module = load(path)?;
     let named = a.all("type");
     let mut roots = Vec::new();
-    for name in named {
+    for &name in &named {
         roots.push(module.named_type(name).ok_or_else(|| {
             if name.starts_with("Record(") {
                 // Say why numba's record notation was refused (a packed dtype, usually).
@@ -264,9 +308,9 @@ fn cmd_abi(a: &Args) -> Result<(), Failure> {
         } else {
             Vec::new()
         };
-        let stem = std::path::Path::new(file)
+        let stem = Path::new(path)
             .file_stem()
-            .map_or(file.clone(), |s| s.to_string_lossy().into_owned());
+            .map_or(file.to_string(), |s| s.to_string_lossy().into_owned());
         print!("{}", abi::header::header(&stem, &roots, &functions));
         return Ok(());
     }
@@ -399,7 +443,13 @@ fn split_top(text: &str) -> Result<Vec<&str>, String> {
 
 /// A tuple argument `(ITEM, ...)`: each item `DTYPE:VALUE` (a complex one `complex64:(RE,IM)`)
 /// or a nested tuple; `()` is the empty tuple and `(int64:1)` or `(int64:1,)` a 1-tuple.
-fn parse_tuple(text: &str) -> Result<CliArg, String> {
+fn parse_tuple(text: &str, depth: usize) -> Result<CliArg, String> {
+    if depth > pydevice::types::MAX_TYPE_DEPTH {
+        return Err(format!(
+            "tuple argument nests deeper than {} levels",
+            pydevice::types::MAX_TYPE_DEPTH
+        ));
+    }
     let inner = text
         .trim()
         .strip_prefix('(')
@@ -418,7 +468,7 @@ fn parse_tuple(text: &str) -> Result<CliArg, String> {
             return Err(format!("empty item in tuple `{text}`"));
         }
         if part.starts_with('(') {
-            items.push(parse_tuple(part)?);
+            items.push(parse_tuple(part, depth + 1)?);
             continue;
         }
         match parse_scalar(part)? {
@@ -470,17 +520,42 @@ fn parse_scalar(value: &str) -> Result<Option<(Scalar, ArgValue)>, String> {
     Ok(None)
 }
 
-fn parse_arg(text: &str) -> Result<(String, CliArg), String> {
-    let (name, value) = text
-        .split_once('=')
-        .ok_or_else(|| format!("--arg `{text}` must be NAME=VALUE"))?;
+/// Splits `NAME=VALUE` as the OS gave it: the name must be UTF-8, the value may be any file
+/// name.
+fn split_name(text: &OsStr) -> Option<(&str, OsString)> {
+    let bytes = text.as_encoded_bytes();
+    let at = bytes.iter().position(|&b| b == b'=')?;
+    let name = std::str::from_utf8(&bytes[..at]).ok()?;
+    // SAFETY: split at an ASCII `=` of a string from the OS, so the rest is a valid OS
+    // string (the documented contract of from_encoded_bytes_unchecked).
+    let value = unsafe { OsString::from_encoded_bytes_unchecked(bytes[at + 1..].to_vec()) };
+    Some((name, value))
+}
+
+fn parse_arg(text: &OsStr) -> Result<(String, CliArg), String> {
+    let (name, value_os) = split_name(text).ok_or_else(|| {
+        format!(
+            "--arg `{}` must be NAME=VALUE (NAME in UTF-8)",
+            text.to_string_lossy()
+        )
+    })?;
+    let Some(value) = value_os.to_str() else {
+        // Not text, so a file name.
+        return parse_file_arg(name, Path::new(&value_os));
+    };
     if value.trim_start().starts_with('(') {
-        return Ok((name.to_string(), parse_tuple(value)?));
+        return Ok((name.to_string(), parse_tuple(value, 1)?));
     }
     if let Some((s, av)) = parse_scalar(value)? {
         return Ok((name.to_string(), CliArg::Scalar(s, av)));
     }
-    let bytes = std::fs::read(value).map_err(|e| format!("cannot read {value}: {e}"))?;
+    parse_file_arg(name, Path::new(value))
+}
+
+/// `--arg NAME=FILE`: an array, array of records or record read from a `.npy` file.
+fn parse_file_arg(name: &str, path: &Path) -> Result<(String, CliArg), String> {
+    let value = path.display();
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {value}: {e}"))?;
     // A structured dtype's `descr` is a list of fields.
     let head = String::from_utf8_lossy(&bytes[..bytes.len().min(4096)]).into_owned();
     if head.contains("'descr': [") {
@@ -505,10 +580,11 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
     a.check_known(&[
         "entry", "grid", "block", "shared", "arch", "arg", "out", "bench",
     ])?;
-    let [file] = a.positional.as_slice() else {
+    let [path] = a.positional.as_slice() else {
         return Err(Failure::Other(format!("run takes one FILE\n{USAGE}")));
     };
-    let module = load(file)?;
+    let file = path.to_string_lossy();
+    let module = load(path)?;
     let entry = a.one("entry").ok_or("run needs --entry NAME")?;
     let grid = dims(a.one("grid").ok_or("run needs --grid")?, "grid")?;
     let block = dims(a.one("block").ok_or("run needs --block")?, "block")?;
@@ -523,7 +599,7 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
         .find(|e| e.name == entry && e.is_kernel)
         .ok_or_else(|| format!("no @kernel named `{entry}` in {file}"))?;
     let mut given: HashMap<String, CliArg> = HashMap::new();
-    for text in a.all("arg") {
+    for text in a.all_os("arg") {
         let (name, arg) = parse_arg(text)?;
         if !info.params.contains(&name) {
             return Err(Failure::Other(format!(
@@ -620,10 +696,13 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
     device
         .check_bounds(&loaded)
         .map_err(|e| format!("{file}: {e}"))?;
-    for o in a.all("out") {
-        let (name, path) = o
-            .split_once('=')
-            .ok_or_else(|| format!("--out `{o}` must be NAME=PATH"))?;
+    for o in a.all_os("out") {
+        let (name, out) = split_name(o).ok_or_else(|| {
+            format!(
+                "--out `{}` must be NAME=PATH (NAME in UTF-8)",
+                o.to_string_lossy()
+            )
+        })?;
         let (Some(buf), Some(arg)) = (buffers.get(name), given.get(name)) else {
             return Err(Failure::Other(format!(
                 "--out {name}: `{name}` is not an array argument"
@@ -655,7 +734,8 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
                 )));
             }
         };
-        std::fs::write(path, bytes).map_err(|e| format!("cannot write {path}: {e}"))?;
+        std::fs::write(&out, bytes)
+            .map_err(|e| format!("cannot write {}: {e}", Path::new(&out).display()))?;
     }
     eprintln!(
         "ran `{entry}` on {} ({arch}) with grid {grid:?} block {block:?}",
@@ -679,10 +759,11 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
 
 fn cmd_call(a: &Args) -> Result<(), Failure> {
     a.check_known(&["entry", "arg"])?;
-    let [file] = a.positional.as_slice() else {
+    let [path] = a.positional.as_slice() else {
         return Err(Failure::Other(format!("call takes one FILE\n{USAGE}")));
     };
-    let module = load(file)?;
+    let file = path.to_string_lossy();
+    let module = load(path)?;
     let entry = a.one("entry").ok_or("call needs --entry NAME")?;
     let info = module
         .entries()
@@ -690,7 +771,7 @@ fn cmd_call(a: &Args) -> Result<(), Failure> {
         .find(|e| e.name == entry)
         .ok_or_else(|| format!("no @func named `{entry}` in {file}"))?;
     let mut given: HashMap<String, (Scalar, ArgValue)> = HashMap::new();
-    for text in a.all("arg") {
+    for text in a.all_os("arg") {
         let (name, arg) = parse_arg(text)?;
         let CliArg::Scalar(s, v) = arg else {
             return Err(Failure::Other(format!(
@@ -740,14 +821,15 @@ fn exit_quietly_on_closed_pipe() {
 
 fn main() -> ExitCode {
     exit_quietly_on_closed_pipe();
-    let raw: Vec<String> = std::env::args().skip(1).collect();
+    let raw: Vec<OsString> = std::env::args_os().skip(1).collect();
     let Some((cmd, rest)) = raw.split_first() else {
         eprintln!("{USAGE}");
         return ExitCode::from(2);
     };
+    let cmd = cmd.to_string_lossy();
     let result = Args::parse(rest)
         .map_err(Failure::Other)
-        .and_then(|a| match cmd.as_str() {
+        .and_then(|a| match &*cmd {
             "compile" => cmd_compile(&a),
             "check" => cmd_check(&a),
             "abi" => cmd_abi(&a),

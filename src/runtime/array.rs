@@ -37,11 +37,7 @@ pub struct DeviceArray {
 
 /// Row-major (C order) strides, in elements, for a shape.
 pub fn c_strides(shape: &[u64]) -> Vec<i64> {
-    let mut strides = vec![1i64; shape.len()];
-    for d in (0..shape.len().saturating_sub(1)).rev() {
-        strides[d] = strides[d + 1].saturating_mul(shape[d + 1].max(1) as i64);
-    }
-    strides
+    super::npy::element_strides(shape, false)
 }
 
 impl DeviceArray {
@@ -57,14 +53,67 @@ impl DeviceArray {
         }
     }
 
+    /// Checks that the description is consistent and that every size and offset computed
+    /// from it fits in `i64`: as many strides as extents, each extent and the element count,
+    /// and the distance in bytes between the first and last elements. Every source
+    /// (DLPack, CAI) checks this before handing out an array, and [`DeviceArray::to_arg`]
+    /// checks it again, since the fields are public.
+    pub fn check(&self) -> Result<(), RuntimeError> {
+        let bad = |why: String| RuntimeError::Argument(why);
+        if self.strides.len() != self.shape.len() {
+            return Err(bad(format!(
+                "the array has {} strides for {} dimensions",
+                self.strides.len(),
+                self.shape.len()
+            )));
+        }
+        let itemsize = self.dtype.size();
+        if super::npy::checked_size(&self.shape, itemsize).is_none() {
+            return Err(bad(format!(
+                "the array's shape {:?} is too large: its size in bytes does not fit in 64 bits",
+                self.shape
+            )));
+        }
+        if self.shape.contains(&0) {
+            return Ok(());
+        }
+        // The byte offset of the last element from the first (and of the first from the
+        // last, for negative strides), which the kernel computes.
+        let mut span: u64 = itemsize;
+        for (&d, &s) in self.shape.iter().zip(&self.strides) {
+            span = (d - 1)
+                .checked_mul(s.unsigned_abs())
+                .and_then(|e| e.checked_mul(itemsize))
+                .and_then(|e| span.checked_add(e))
+                .filter(|v| *v <= i64::MAX as u64)
+                .ok_or_else(|| {
+                    bad(format!(
+                        "the array's strides {:?} over shape {:?} reach past 2**63 bytes",
+                        self.strides, self.shape
+                    ))
+                })?;
+        }
+        if self.data.checked_add(span).is_none() {
+            return Err(bad(format!(
+                "the array at {:#x} spanning {span} bytes runs past the end of the address space",
+                self.data
+            )));
+        }
+        Ok(())
+    }
+
     /// Number of dimensions.
     pub fn ndim(&self) -> usize {
         self.shape.len()
     }
 
-    /// Number of elements.
+    /// Number of elements (saturating: [`DeviceArray::check`] rejects a shape whose count
+    /// overflows).
     pub fn len(&self) -> u64 {
-        self.shape.iter().product()
+        self.shape
+            .iter()
+            .try_fold(1u64, |n, &d| n.checked_mul(d))
+            .unwrap_or(u64::MAX)
     }
 
     /// True when some extent is 0.
@@ -77,7 +126,7 @@ impl DeviceArray {
     /// the argument packer checks). For dispatching on argument types.
     pub fn array_type(&self) -> Type {
         let n = self.ndim();
-        let unit = |d: usize| self.strides[d] == 1 || self.shape[d] <= 1;
+        let unit = |d: usize| self.strides.get(d) == Some(&1) || self.shape[d] <= 1;
         let layout = if n > 0 && unit(n - 1) {
             Layout::C
         } else if n > 1 && unit(0) {
@@ -97,6 +146,7 @@ impl DeviceArray {
                 param.name, param.ty
             )));
         };
+        self.check()?;
         if let Some(records) = super::records::bytes_as_records(self, param) {
             return records;
         }

@@ -1,23 +1,53 @@
 //! The specialization cache: each kernel compiled once per source text, entry, argument types
 //! and compile options (architecture, optimization level...), however many threads ask for
-//! it at once, with an opt-in on-disk cache that outlives the process.
+//! it at once, with an opt-in on-disk cache that outlives the process and can be shared by
+//! the processes of one user.
 //!
-//! In memory the key holds the source text itself, so it is exact. On disk an entry is a JSON
-//! file named by the SHA-256 of a stable description of the key (the compiler's version, the
-//! source's SHA-256, the entry, the argument types, the options), holding that description
-//! beside the [`CompiledKernel`]: a file whose description does not match (a collision, an
-//! older compiler), or that does not parse (a torn or corrupt write), is ignored and the
-//! kernel recompiled and rewritten. Files are written to a temporary name and renamed, so a
-//! reader never sees half a file.
+//! In memory the key holds the source text itself, so it is exact. On disk an entry is a file
+//! named by the SHA-256 of a stable description of the key: the build identity (a hash of the
+//! compiler's sources, `Cargo.lock` and LLVM's version, computed by `build.rs`), the identity
+//! of the libdevice linked, the file name (which `lineinfo` writes into the PTX), the
+//! source's SHA-256, the entry, the argument types and every compile option. The entry holds
+//! that description beside the [`CompiledKernel`].
+//!
+//! # Trust model
+//!
+//! Reading an entry means running its PTX with the reader's rights, so only entries written
+//! by someone the reader trusts are loaded:
+//!
+//! - the directory is created `0700`, and [`KernelCache::with_disk`] refuses (with a
+//!   [`DiskCacheError`]) a directory that is not owned by the user or that the group or the
+//!   world can write, unless the embedder opts in with [`DiskTrust::Shared`];
+//! - the directory holds a per-user secret, [`MAC_KEY_FILE`]: 32 random bytes, created
+//!   `0600` (`0640` when shared) and refused when anyone but the owner can read it (in
+//!   private mode). Every entry carries an HMAC-SHA-256 under that key over its file name and
+//!   contents, so an entry that was tampered with, truncated, swapped with another's, or
+//!   planted by someone without the key is not loaded: it is counted in
+//!   [`CacheStats::disk_ignored`], recompiled and rewritten;
+//! - entries are opened with `O_NOFOLLOW|O_NONBLOCK` and read only when they are regular
+//!   files of at most [`MAX_ENTRY_BYTES`], so a symbolic link (to `/dev/zero`, say), a FIFO or
+//!   a huge sparse file is ignored at once instead of hanging or exhausting memory;
+//! - entries are written to a temporary file created with `O_EXCL` under an unpredictable
+//!   name (the `tempfile` crate), flushed to disk (`fsync`) and then renamed, so a reader
+//!   never sees half a file and a planted symbolic link is never written through.
+//!
+//! With [`DiskTrust::Shared`] everyone who can read the key (the group that shares the
+//! directory) is trusted to write entries. Nothing here defends against someone who can
+//! already write as the user.
 //!
 //! Compilation goes through the public [`Module`] API only.
 
-use super::sha256::{hex, sha256};
 use crate::kernel::CompiledKernel;
 use crate::types::Type;
 use crate::{CompileOptions, Error, Module};
+use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 use std::collections::HashMap;
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -25,9 +55,29 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 /// The compiler's version, part of every on-disk key.
 pub const COMPILER_VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// The build identity, part of every on-disk key: the SHA-256 of the compiler's sources,
+/// `Cargo.lock` and LLVM's version, computed by `build.rs`. Any change to code generation
+/// changes it.
+pub const BUILD_ID: &str = env!("PYDEVICE_BUILD_ID");
+
+/// The largest entry file read; larger files are ignored without being read.
+pub const MAX_ENTRY_BYTES: u64 = 64 << 20;
+
+/// The name of the per-user MAC key file in the cache directory.
+pub const MAC_KEY_FILE: &str = "mac-key";
+
+const ENTRY_MAGIC: &str = "pydevice-cache-v2";
+
+type HmacSha256 = Hmac<Sha256>;
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// What identifies a compiled specialization.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct CacheKey {
+    name: Arc<str>,
     source: Arc<str>,
     entry: String,
     args: Vec<Type>,
@@ -35,19 +85,27 @@ pub struct CacheKey {
 }
 
 impl CacheKey {
-    /// The key of `entry` of `source` specialized for `args` and compiled with `options`.
+    /// The key of `entry` of `source` (a file called `name`) specialized for `args` and
+    /// compiled with `options`.
     pub fn new(
+        name: &str,
         source: impl Into<Arc<str>>,
         entry: &str,
         args: &[Type],
         options: &CompileOptions,
     ) -> CacheKey {
         CacheKey {
+            name: name.into(),
             source: source.into(),
             entry: entry.to_string(),
             args: args.to_vec(),
             options: options.clone(),
         }
+    }
+
+    /// The source's file name.
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     /// The entry's name.
@@ -67,14 +125,17 @@ impl CacheKey {
 
     /// The SHA-256 of the source text, in hexadecimal.
     pub fn source_sha256(&self) -> String {
-        hex(&sha256(self.source.as_bytes()))
+        hex(&Sha256::digest(self.source.as_bytes()))
     }
 
     /// The stable description written into disk entries: the same for the same key in any
-    /// process built from the same compiler version.
+    /// process of the same build linking the same libdevice.
     pub fn stable_description(&self) -> serde_json::Value {
         serde_json::json!({
             "compiler": format!("pydevice {COMPILER_VERSION}"),
+            "build": BUILD_ID,
+            "libdevice": crate::lower::ptx::libdevice::identity(),
+            "file": &*self.name,
             "source_sha256": self.source_sha256(),
             "entry": self.entry,
             "args": self.args,
@@ -88,8 +149,250 @@ impl CacheKey {
     /// The disk entry's file name: the SHA-256 of the stable description, in hexadecimal.
     pub fn file_name(&self) -> String {
         let text = self.stable_description().to_string();
-        format!("{}.json", hex(&sha256(text.as_bytes())))
+        format!("{}.json", hex(&Sha256::digest(text.as_bytes())))
     }
+}
+
+/// Whom an on-disk cache directory trusts to write its entries.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum DiskTrust {
+    /// Only the user: the directory must be owned by the user and not writable by the group
+    /// or the world, and the MAC key readable by the user alone.
+    #[default]
+    Private,
+    /// Everyone who can write the directory and read its MAC key (say, a group sharing a
+    /// cache): ownership and modes are not checked. An opt-in for the embedder.
+    Shared,
+}
+
+/// An on-disk cache directory that cannot be used: it cannot be created, it is not a
+/// directory, or it is not trusted (see the [module documentation](self)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DiskCacheError {
+    /// The directory or file at fault.
+    pub path: PathBuf,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+impl fmt::Display for DiskCacheError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "kernel cache {}: {}", self.path.display(), self.message)
+    }
+}
+
+impl std::error::Error for DiskCacheError {}
+
+/// An opened on-disk cache: its directory and MAC key.
+struct Disk {
+    dir: PathBuf,
+    key: [u8; 32],
+}
+
+impl fmt::Debug for Disk {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Never the key.
+        f.debug_struct("Disk").field("dir", &self.dir).finish()
+    }
+}
+
+fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Opens `path` for reading without following a symbolic link or blocking on a FIFO, and
+/// checks that it is a regular file of at most `max` bytes.
+fn open_regular(path: &Path, max: u64) -> std::io::Result<(File, std::fs::Metadata)> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.file_type().is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    if meta.len() > max {
+        return Err(std::io::Error::other("too large"));
+    }
+    Ok((file, meta))
+}
+
+/// Reads at most `max` bytes of a file opened by [`open_regular`]; a file that grew past it
+/// is an error.
+fn read_capped(file: File, max: u64) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    file.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(std::io::Error::other("too large"));
+    }
+    Ok(bytes)
+}
+
+impl Disk {
+    fn open(dir: PathBuf, trust: DiskTrust) -> Result<Disk, DiskCacheError> {
+        let err = |path: &Path, message: String| DiskCacheError {
+            path: path.to_path_buf(),
+            message,
+        };
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|e| err(&dir, format!("cannot create the directory: {e}")))?;
+        let meta = std::fs::metadata(&dir)
+            .map_err(|e| err(&dir, format!("cannot read the directory: {e}")))?;
+        if !meta.is_dir() {
+            return Err(err(&dir, "not a directory".into()));
+        }
+        if trust == DiskTrust::Private {
+            if meta.uid() != euid() {
+                return Err(err(
+                    &dir,
+                    format!(
+                        "owned by uid {}, not by this user (uid {}): its entries cannot be                          trusted (use DiskTrust::Shared to share a cache on purpose)",
+                        meta.uid(),
+                        euid()
+                    ),
+                ));
+            }
+            if meta.mode() & 0o022 != 0 {
+                return Err(err(
+                    &dir,
+                    format!(
+                        "writable by the group or the world (mode {:o}): its entries cannot                          be trusted (chmod 700 it, or use DiskTrust::Shared to share a cache                          on purpose)",
+                        meta.mode() & 0o7777
+                    ),
+                ));
+            }
+        }
+        let key = Disk::load_or_create_key(&dir, trust)?;
+        Ok(Disk { dir, key })
+    }
+
+    fn load_or_create_key(dir: &Path, trust: DiskTrust) -> Result<[u8; 32], DiskCacheError> {
+        let path = dir.join(MAC_KEY_FILE);
+        let err = |message: String| DiskCacheError {
+            path: path.clone(),
+            message,
+        };
+        // A key written by another process appears whole (it is linked into place), so at
+        // most one retry is needed after losing the race to create it.
+        for _ in 0..2 {
+            match open_regular(&path, 32) {
+                Ok((file, meta)) => {
+                    if trust == DiskTrust::Private {
+                        if meta.uid() != euid() {
+                            return Err(err(format!(
+                                "the MAC key is owned by uid {}, not by this user",
+                                meta.uid()
+                            )));
+                        }
+                        if meta.mode() & 0o077 != 0 {
+                            return Err(err(format!(
+                                "the MAC key can be read by others (mode {:o}); it must be 600",
+                                meta.mode() & 0o7777
+                            )));
+                        }
+                    }
+                    let bytes = read_capped(file, 32)
+                        .map_err(|e| err(format!("cannot read the MAC key: {e}")))?;
+                    return <[u8; 32]>::try_from(bytes.as_slice()).map_err(|_| {
+                        err(format!("the MAC key has {} bytes, not 32", bytes.len()))
+                    });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(err(format!("cannot open the MAC key: {e}"))),
+            }
+            let mut key = [0u8; 32];
+            getrandom::getrandom(&mut key)
+                .map_err(|e| err(format!("no random bytes for a MAC key: {e}")))?;
+            let mut tmp = tempfile::Builder::new()
+                .prefix(".mac-key-")
+                .tempfile_in(dir)
+                .map_err(|e| err(format!("cannot create the MAC key: {e}")))?;
+            let mode = if trust == DiskTrust::Shared {
+                0o640
+            } else {
+                0o600
+            };
+            tmp.as_file()
+                .set_permissions(std::fs::Permissions::from_mode(mode))
+                .and_then(|()| tmp.write_all(&key))
+                .and_then(|()| tmp.as_file().sync_all())
+                .map_err(|e| err(format!("cannot write the MAC key: {e}")))?;
+            match tmp.persist_noclobber(&path) {
+                Ok(_) => {
+                    sync_dir(dir);
+                    return Ok(key);
+                }
+                Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(err(format!("cannot write the MAC key: {}", e.error))),
+            }
+        }
+        Err(err("the MAC key keeps changing".into()))
+    }
+
+    fn mac(&self, name: &str, payload: &[u8]) -> HmacSha256 {
+        let mut mac = HmacSha256::new_from_slice(&self.key).expect("HMAC takes any key length");
+        mac.update(name.as_bytes());
+        mac.update(&[0]);
+        mac.update(payload);
+        mac
+    }
+
+    /// The verified payload of the entry called `name`: `Ok(None)` when there is none, `Err`
+    /// when there is a file that is not a valid entry.
+    fn read(&self, name: &str) -> Result<Option<Vec<u8>>, ()> {
+        let (file, _) = match open_regular(&self.dir.join(name), MAX_ENTRY_BYTES) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(_) => return Err(()),
+        };
+        let bytes = read_capped(file, MAX_ENTRY_BYTES).map_err(|_| ())?;
+        let newline = bytes.iter().position(|&b| b == b'\n').ok_or(())?;
+        let (head, payload) = (&bytes[..newline], &bytes[newline + 1..]);
+        let tag = std::str::from_utf8(head)
+            .ok()
+            .and_then(|h| h.strip_prefix(ENTRY_MAGIC))
+            .and_then(|h| h.strip_prefix(' '))
+            .ok_or(())?;
+        let tag = decode_hex(tag).ok_or(())?;
+        self.mac(name, payload).verify_slice(&tag).map_err(|_| ())?;
+        Ok(Some(payload.to_vec()))
+    }
+
+    /// Writes the entry called `name`: a temporary file, flushed, then renamed.
+    fn write(&self, name: &str, payload: &[u8]) -> std::io::Result<()> {
+        let tag = hex(&self.mac(name, payload).finalize().into_bytes());
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".entry-")
+            .suffix(".tmp")
+            .tempfile_in(&self.dir)?;
+        tmp.write_all(format!("{ENTRY_MAGIC} {tag}\n").as_bytes())?;
+        tmp.write_all(payload)?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(self.dir.join(name)).map_err(|e| e.error)?;
+        sync_dir(&self.dir);
+        Ok(())
+    }
+}
+
+/// Flushes a directory's entries (a rename) to disk; best effort.
+fn sync_dir(dir: &Path) {
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+fn decode_hex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) || !s.is_ascii() {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok())
+        .collect()
 }
 
 /// How a cache has been used.
@@ -133,7 +436,7 @@ type Slot = Arc<OnceLock<Result<Arc<CompiledKernel>, Error>>>;
 #[derive(Debug, Default)]
 pub struct KernelCache {
     slots: Mutex<HashMap<CacheKey, Slot>>,
-    dir: Option<PathBuf>,
+    disk: Option<Disk>,
     hits: AtomicU64,
     misses: AtomicU64,
     compiles: AtomicU64,
@@ -164,18 +467,29 @@ impl KernelCache {
         KernelCache::default()
     }
 
-    /// An empty cache that also reads and writes compiled kernels under `dir` (created when
-    /// first written).
-    pub fn with_disk(dir: impl Into<PathBuf>) -> KernelCache {
-        KernelCache {
-            dir: Some(dir.into()),
+    /// An empty cache that also reads and writes compiled kernels under `dir`, which must be
+    /// the user's alone ([`DiskTrust::Private`]): created `0700` if missing, refused if
+    /// another user owns it or the group or the world can write it. See the
+    /// [module documentation](self) for the trust model.
+    pub fn with_disk(dir: impl Into<PathBuf>) -> Result<KernelCache, DiskCacheError> {
+        KernelCache::with_disk_trusting(dir, DiskTrust::Private)
+    }
+
+    /// An empty cache over `dir` with an explicit trust: [`DiskTrust::Shared`] accepts a
+    /// directory shared with others, whom it then trusts to write entries.
+    pub fn with_disk_trusting(
+        dir: impl Into<PathBuf>,
+        trust: DiskTrust,
+    ) -> Result<KernelCache, DiskCacheError> {
+        Ok(KernelCache {
+            disk: Some(Disk::open(dir.into(), trust)?),
             ..KernelCache::default()
-        }
+        })
     }
 
     /// The on-disk directory, if any.
     pub fn disk_dir(&self) -> Option<&Path> {
-        self.dir.as_deref()
+        self.disk.as_ref().map(|d| d.dir.as_path())
     }
 
     /// The kernel for `entry` of a parsed module specialized for `args`, compiled on the first
@@ -187,7 +501,8 @@ impl KernelCache {
         args: &[Type],
         options: &CompileOptions,
     ) -> Result<Arc<CompiledKernel>, Error> {
-        let key = CacheKey::new(module.file().text.clone(), entry, args, options);
+        let file = module.file();
+        let key = CacheKey::new(&file.name, file.text.clone(), entry, args, options);
         self.get_with(key, || module.compile(entry, args, options))
     }
 
@@ -201,7 +516,7 @@ impl KernelCache {
         args: &[Type],
         options: &CompileOptions,
     ) -> Result<Arc<CompiledKernel>, Error> {
-        let key = CacheKey::new(source, entry, args, options);
+        let key = CacheKey::new(name, source, entry, args, options);
         self.get_with(key, || {
             Module::parse(name, source)?.compile(entry, args, options)
         })
@@ -246,30 +561,30 @@ impl KernelCache {
         key: &CacheKey,
         compile: impl FnOnce() -> Result<CompiledKernel, Error>,
     ) -> Result<Arc<CompiledKernel>, Error> {
-        if let Some(dir) = &self.dir
-            && let Some(k) = self.read_disk(dir, key)
+        if let Some(disk) = &self.disk
+            && let Some(k) = self.read_disk(disk, key)
         {
             bump(&self.disk_hits);
             return Ok(Arc::new(k));
         }
         bump(&self.compiles);
         let kernel = compile()?;
-        if let Some(dir) = &self.dir {
-            self.write_disk(dir, key, &kernel);
+        if let Some(disk) = &self.disk {
+            self.write_disk(disk, key, &kernel);
         }
         Ok(Arc::new(kernel))
     }
 
-    fn read_disk(&self, dir: &Path, key: &CacheKey) -> Option<CompiledKernel> {
-        let bytes = match std::fs::read(dir.join(key.file_name())) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-            Err(_) => {
+    fn read_disk(&self, disk: &Disk, key: &CacheKey) -> Option<CompiledKernel> {
+        let payload = match disk.read(&key.file_name()) {
+            Ok(Some(p)) => p,
+            Ok(None) => return None,
+            Err(()) => {
                 bump(&self.disk_ignored);
                 return None;
             }
         };
-        match serde_json::from_slice::<DiskEntry>(&bytes) {
+        match serde_json::from_slice::<DiskEntry>(&payload) {
             Ok(e) if e.key == key.stable_description() && e.kernel.arch == key.options.arch => {
                 Some(e.kernel)
             }
@@ -280,30 +595,17 @@ impl KernelCache {
         }
     }
 
-    fn write_disk(&self, dir: &Path, key: &CacheKey, kernel: &CompiledKernel) {
-        static TEMP: AtomicU64 = AtomicU64::new(0);
-        let name = key.file_name();
-        let tmp = dir.join(format!(
-            ".{name}.{}.{}.tmp",
-            std::process::id(),
-            TEMP.fetch_add(1, Ordering::Relaxed)
-        ));
+    fn write_disk(&self, disk: &Disk, key: &CacheKey, kernel: &CompiledKernel) {
         let entry = DiskEntry {
             key: key.stable_description(),
             kernel: kernel.clone(),
         };
-        let written = std::fs::create_dir_all(dir)
-            .and_then(|()| {
-                let text = serde_json::to_vec(&entry).map_err(std::io::Error::other)?;
-                std::fs::write(&tmp, text)
-            })
-            .and_then(|()| std::fs::rename(&tmp, dir.join(&name)));
+        let written = serde_json::to_vec(&entry)
+            .map_err(std::io::Error::other)
+            .and_then(|payload| disk.write(&key.file_name(), &payload));
         match written {
             Ok(()) => bump(&self.disk_writes),
-            Err(_) => {
-                let _ = std::fs::remove_file(&tmp);
-                bump(&self.disk_write_errors);
-            }
+            Err(_) => bump(&self.disk_write_errors),
         }
     }
 

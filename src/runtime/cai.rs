@@ -69,11 +69,13 @@ pub fn typestr_scalar(typestr: &str) -> Result<Scalar, RuntimeError> {
         .as_str()
         .parse()
         .map_err(|_| bad("no item size after the kind"))?;
+    // A size whose bit count overflows is no size (`<i536870913` is not int8).
+    let bits = size.checked_mul(8).unwrap_or(0);
     let s = match kind {
         'b' if size == 1 => Some(Scalar::Bool),
-        'i' => Scalar::int(true, size * 8),
-        'u' => Scalar::int(false, size * 8),
-        'f' => Scalar::float(size * 8),
+        'i' => Scalar::int(true, bits),
+        'u' => Scalar::int(false, bits),
+        'f' => Scalar::float(bits),
         'c' if size == 8 => Some(Scalar::Complex64),
         'c' if size == 16 => Some(Scalar::Complex128),
         _ => None,
@@ -113,7 +115,7 @@ impl CudaArrayInterface {
             None
         } else {
             let size = a.dtype.size() as i64;
-            Some(a.strides.iter().map(|s| s * size).collect())
+            Some(a.strides.iter().map(|s| s.saturating_mul(size)).collect())
         };
         CudaArrayInterface {
             shape: a.shape.clone(),
@@ -181,14 +183,16 @@ impl CudaArrayInterface {
                 "__cuda_array_interface__ has a NULL data pointer for a non-empty array".into(),
             ));
         }
-        Ok(DeviceArray {
+        let a = DeviceArray {
             data: self.data.0,
             dtype,
             shape: self.shape.clone(),
             strides,
             readonly: self.data.1,
             device: None,
-        })
+        };
+        a.check()?;
+        Ok(a)
     }
 
     /// Checks and converts the description and makes the argument for `param`. Arrays of

@@ -288,14 +288,16 @@ impl DeviceArray {
         let data = (t.data as u64).checked_add(t.byte_offset).ok_or_else(|| {
             RuntimeError::Argument("the DLPack tensor's data + byte_offset overflows".into())
         })?;
-        Ok(DeviceArray {
+        let a = DeviceArray {
             data,
             dtype,
             shape,
             strides,
             readonly: false,
             device,
-        })
+        };
+        a.check()?;
+        Ok(a)
     }
 
     /// Reads a pre-1.0 `DLManagedTensor` (its `dl_tensor`). Ownership stays with the caller.

@@ -181,6 +181,8 @@ pub struct LinkedModule {
     module: Arc<CudaModule>,
     ctx: Arc<CudaContext>,
     cubin: Vec<u8>,
+    /// Whether a PTX input defines the bounds-check record, or a binary input might.
+    bounds_global: bool,
 }
 
 impl LinkedModule {
@@ -193,6 +195,7 @@ impl LinkedModule {
             ctx: self.ctx.clone(),
             name: Arc::from(abi.symbol.as_str()),
             abi: abi.clone(),
+            bounds_global: self.bounds_global,
         })
     }
 
@@ -575,6 +578,10 @@ impl Device {
         }
         let cubin = link.complete()?;
         drop(link);
+        let bounds_global = ptx.iter().any(|t| match t {
+            Some(text) => super::defines_bounds_global(text),
+            None => true,
+        });
         let module = self
             .ctx
             .load_module(cudarc::nvrtc::Ptx::from_binary(cubin.clone()))
@@ -586,6 +593,7 @@ impl Device {
             module,
             ctx: self.ctx.clone(),
             cubin,
+            bounds_global,
         })
     }
 }

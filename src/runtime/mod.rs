@@ -35,10 +35,8 @@ pub mod records;
 pub mod reflect;
 pub mod stream;
 
-mod sha256;
-
 pub use array::{ArraySource, DeviceArray};
-pub use cache::{CacheStats, KernelCache};
+pub use cache::{CacheStats, DiskCacheError, DiskTrust, KernelCache};
 pub use cai::CudaArrayInterface;
 pub use config::{Dim3, LaunchConfig};
 pub use error::RuntimeError;
@@ -119,6 +117,24 @@ pub struct LoadedKernel {
     ctx: Arc<CudaContext>,
     name: Arc<str>,
     abi: KernelAbi,
+    /// Whether the module defines the bounds-check record ([`crate::ir::BOUNDS_ERROR_SYMBOL`]):
+    /// [`Device::check_bounds`] looks it up only then, so that no driver call fails
+    /// (`cuModuleGetGlobal` returning `CUDA_ERROR_NOT_FOUND`, which compute-sanitizer
+    /// reports) for kernels compiled without bounds checks.
+    bounds_global: bool,
+}
+
+/// Whether PTX text defines the bounds-check record, a `.global` variable named
+/// [`crate::ir::BOUNDS_ERROR_SYMBOL`] (bounds-checked kernels define it).
+pub(crate) fn defines_bounds_global(ptx: &str) -> bool {
+    ptx.lines().any(|l| {
+        let l = l.trim();
+        l.contains(".global")
+            && !l.starts_with(".extern")
+            && l.strip_suffix(';').is_some_and(|d| {
+                d.split_whitespace().last() == Some(crate::ir::BOUNDS_ERROR_SYMBOL)
+            })
+    })
 }
 
 impl LoadedKernel {
@@ -277,6 +293,7 @@ impl Device {
             ctx: self.ctx.clone(),
             name: Arc::from(abi.symbol.as_str()),
             abi: abi.clone(),
+            bounds_global: defines_bounds_global(ptx),
         })
     }
 
@@ -588,6 +605,9 @@ impl Device {
     /// first): reports its first out-of-range access as [`RuntimeError::IndexOutOfBounds`]
     /// and clears the record. Kernels compiled without bounds checks always pass.
     pub fn check_bounds(&self, kernel: &LoadedKernel) -> Result<(), RuntimeError> {
+        if !kernel.bounds_global {
+            return Ok(()); // not a bounds-checked kernel
+        }
         self.ctx.bind_to_thread().map_err(|e| self.error(e))?;
         let Ok(mut global) = kernel
             ._module
@@ -681,6 +701,29 @@ mod tests {
         assert_send_sync::<PackedArgs>();
         assert_send_sync::<Stream>();
         assert_send_sync::<KernelCache>();
+    }
+
+    #[test]
+    fn the_bounds_record_is_found_only_where_defined() {
+        let src = |check: bool| {
+            let opt = if check { "(bounds_check=True)" } else { "" };
+            format!("from cuda import device\n\n@device.kernel{opt}\ndef k(a):\n    a[0] = 1.0\n")
+        };
+        let args = crate::types::signature::parse_signature("float32[::1]")
+            .unwrap()
+            .0;
+        let ptx = |check: bool| {
+            crate::Module::parse("k.py", &src(check))
+                .unwrap()
+                .compile("k", &args, &crate::CompileOptions::default())
+                .unwrap()
+                .ptx
+        };
+        assert!(super::defines_bounds_global(&ptx(true)));
+        assert!(!super::defines_bounds_global(&ptx(false)));
+        assert!(!super::defines_bounds_global(
+            ".extern .global .align 8 .u64 __pyd_bounds_error;"
+        ));
         assert_send_sync::<DeviceArray>();
         assert_send_sync::<RuntimeError>();
     }

@@ -1,6 +1,16 @@
 //! Reading and writing NumPy `.npy` files (format versions 1 to 3) for the arrays the CLI
 //! passes to kernels: any dtype the compiler knows, any number of dimensions, C or Fortran
 //! order, little-endian.
+//!
+//! Every size computed from a header is checked ([`checked_size`]): a shape whose byte size,
+//! element count or dense strides would not fit in `i64` is an error, never a wrapped size.
+//!
+//! Why not a crate: `npyz` (the maintained fork of `npy-rs`) parses structured `descr`s, but
+//! its documented reading API yields elements of Rust types known at compile time (its
+//! derive), while these records are defined at run time by a kernel's `@struct` and travel to
+//! the device as their raw bytes with NumPy's offsets and padding (`runtime::records`);
+//! `ndarray-npy` reads plain numbers only (judged from their documentation, not tried). Either would replace the header parsing (about 100 lines here) and leave the layout
+//! code, so the reader stays ours, fuzzed (`fuzz/fuzz_targets/arrays.rs`).
 
 use crate::types::Scalar;
 use std::fmt;
@@ -51,6 +61,14 @@ pub(super) fn descr_scalar(d: &str) -> Option<Scalar> {
     })
 }
 
+/// The size in bytes of an array of `shape` with `itemsize`-byte elements, or `None` when
+/// it, the element count or any stride (in bytes, with every extent counted as at least 1)
+/// does not fit in `i64`: the bound NumPy itself puts on shapes (`npy_intp`), and what keeps
+/// every size and offset computed from a shape read from a file free of overflow.
+pub fn checked_size(shape: &[u64], itemsize: u64) -> Option<u64> {
+    crate::abi::array_bytes(shape, itemsize)
+}
+
 /// Extracts the value text of `'key':` from the header dict.
 pub(super) fn header_value<'a>(h: &'a str, key: &str) -> Option<&'a str> {
     let pat = format!("'{key}':");
@@ -77,20 +95,10 @@ impl NpyArray {
         self.len() == 0
     }
 
-    /// Strides in elements for the storage order.
+    /// Strides in elements for the storage order (saturating for a shape too large to
+    /// parse, which no parsed array has).
     pub fn element_strides(&self) -> Vec<i64> {
-        let n = self.shape.len();
-        let mut s = vec![1i64; n];
-        if self.fortran_order {
-            for d in 1..n {
-                s[d] = s[d - 1] * self.shape[d - 1] as i64;
-            }
-        } else {
-            for d in (0..n.saturating_sub(1)).rev() {
-                s[d] = s[d + 1] * self.shape[d + 1] as i64;
-            }
-        }
-        s
+        element_strides(&self.shape, self.fortran_order)
     }
 
     /// Parses the bytes of a `.npy` file.
@@ -117,14 +125,33 @@ impl NpyArray {
             fortran_order,
             data,
         };
-        if (a.data.len() as u64) < a.len() * dtype.size() {
+        let want = checked_size(&a.shape, dtype.size())
+            .ok_or_else(|| NpyError(format!("shape {:?} is too large", a.shape)))?;
+        if (a.data.len() as u64) < want {
             return Err(e("file is shorter than its shape says"));
         }
         Ok(NpyArray {
-            data: a.data[..(a.len() * dtype.size()) as usize].to_vec(),
+            data: a.data[..want as usize].to_vec(),
             ..a
         })
     }
+}
+
+/// Strides in elements of a dense array of `shape` in C or Fortran order, saturating.
+pub(super) fn element_strides(shape: &[u64], fortran_order: bool) -> Vec<i64> {
+    let n = shape.len();
+    let mut s = vec![1i64; n];
+    let ext = |d: u64| i64::try_from(d.max(1)).unwrap_or(i64::MAX);
+    if fortran_order {
+        for d in 1..n {
+            s[d] = s[d - 1].saturating_mul(ext(shape[d - 1]));
+        }
+    } else {
+        for d in (0..n.saturating_sub(1)).rev() {
+            s[d] = s[d + 1].saturating_mul(ext(shape[d + 1]));
+        }
+    }
+    s
 }
 
 /// The header text of a `.npy` file, where it starts and its length.
@@ -171,6 +198,9 @@ pub(super) fn header_shape(header: &str) -> Result<(Vec<u64>, bool), NpyError> {
                 .map_err(|_| NpyError(format!("bad shape `{shape_text}`")))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    if checked_size(&shape, 1).is_none() {
+        return Err(NpyError(format!("shape `{shape_text}` is too large")));
+    }
     Ok((shape, fortran_order))
 }
 
@@ -266,6 +296,26 @@ mod tests {
             assert!(String::from_utf8_lossy(&bytes).contains(descr));
             assert_eq!(NpyArray::parse(&bytes).unwrap(), a);
         }
+    }
+
+    #[test]
+    fn shapes_whose_size_overflows_are_rejected() {
+        // 2**62 float32 elements: 2**64 bytes, which wrapped to 0 and was accepted.
+        for shape in [
+            vec![1u64 << 62],
+            vec![1 << 61, 1 << 3],
+            vec![0, 1 << 62, 1 << 62],
+            vec![u64::MAX],
+        ] {
+            // A 128-byte body, as in the report.
+            let bytes = npy_bytes("'<f4'", &shape, false, &[0u8; 128]);
+            let e = NpyArray::parse(&bytes).unwrap_err().to_string();
+            assert!(e.contains("too large"), "{shape:?}: {e}");
+        }
+        assert_eq!(checked_size(&[1 << 61], 4), None);
+        assert_eq!(checked_size(&[0, 1 << 40, 1 << 40], 8), None);
+        assert_eq!(checked_size(&[3, 0], 8), Some(0));
+        assert_eq!(checked_size(&[], 8), Some(8));
     }
 
     #[test]

@@ -68,7 +68,10 @@ pub fn record_of_descr(
                 .strip_prefix('V')
                 .and_then(|n| n.parse().ok())
                 .ok_or_else(|| format!("padding entry `{typestr}` is not `|Vn`"))?;
-            off += n;
+            off = off
+                .checked_add(n)
+                .filter(|o| *o <= i64::MAX as u64)
+                .ok_or("the record is too large")?;
             continue;
         }
         let (elem, shape) = match d {
@@ -76,15 +79,18 @@ pub fn record_of_descr(
             d => (d, Vec::new()),
         };
         let ty = element_of_descr(name, elem)?;
-        let count: u64 = shape.iter().product();
-        let size = layout_of(&ty).size.saturating_mul(count);
+        let size = super::npy::checked_size(&shape, layout_of(&ty).size)
+            .ok_or_else(|| format!("field `{name}`: sub-array shape {shape:?} is too large"))?;
         fields.push(RecordField {
             name: name.clone(),
             ty,
             offset: off,
             shape,
         });
-        off = off.saturating_add(size);
+        off = off
+            .checked_add(size)
+            .filter(|o| *o <= i64::MAX as u64)
+            .ok_or("the record is too large")?;
     }
     record(&fields, itemsize.unwrap_or(off))
 }
@@ -343,10 +349,8 @@ impl NpyRecords {
             .map_err(|e| NpyError(format!("structured dtype: {e}")))?;
         let (shape, fortran_order) = header_shape(header)?;
         let size = layout_of(&Type::Struct(Box::new(record.clone()))).size;
-        let n: u64 = shape.iter().product();
         let data = &bytes[hstart + hlen..];
-        let want = n
-            .checked_mul(size)
+        let want = super::npy::checked_size(&shape, size)
             .filter(|w| *w <= data.len() as u64)
             .ok_or_else(|| NpyError("file is shorter than its shape says".into()))?;
         Ok(NpyRecords {
@@ -357,20 +361,10 @@ impl NpyRecords {
         })
     }
 
-    /// Strides in elements for the storage order.
+    /// Strides in elements for the storage order (saturating for a shape too large to
+    /// parse, which no parsed array has).
     pub fn element_strides(&self) -> Vec<i64> {
-        let n = self.shape.len();
-        let mut s = vec![1i64; n];
-        if self.fortran_order {
-            for d in 1..n {
-                s[d] = s[d - 1] * self.shape[d - 1] as i64;
-            }
-        } else {
-            for d in (0..n.saturating_sub(1)).rev() {
-                s[d] = s[d + 1] * self.shape[d + 1] as i64;
-            }
-        }
-        s
+        super::npy::element_strides(&self.shape, self.fortran_order)
     }
 
     /// The array type of a kernel parameter that takes this array.

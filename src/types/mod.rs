@@ -403,6 +403,43 @@ pub struct ArrayType {
     pub space: MemSpace,
 }
 
+fn validate_struct(st: &StructType, align_ok: fn(u64, bool) -> bool) -> Result<(), String> {
+    let name = &st.name;
+    if let Some(a) = st.align
+        && !align_ok(a, false)
+    {
+        return Err(format!(
+            "struct {name} asks for alignment {a}; alignments are powers of two up to \
+             {MAX_TYPE_ALIGN}"
+        ));
+    }
+    if let Some(a) = st.field_align.iter().find(|a| !align_ok(**a, true)) {
+        return Err(format!(
+            "a field of struct {name} asks for alignment {a}; alignments are powers of two up \
+             to {MAX_TYPE_ALIGN}"
+        ));
+    }
+    if let Some(r) = &st.record {
+        if r.size > MAX_TYPE_SIZE || !align_ok(r.align, true) {
+            return Err(format!(
+                "record {name} has size {} and alignment {}",
+                r.size, r.align
+            ));
+        }
+        if r.offsets.len() != st.fields.len() {
+            return Err(format!(
+                "record {name} has {} offsets for {} fields",
+                r.offsets.len(),
+                st.fields.len()
+            ));
+        }
+        if r.offsets.iter().any(|o| *o > r.size) {
+            return Err(format!("record {name} has a field past its end"));
+        }
+    }
+    Ok(())
+}
+
 /// A type of device code.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Type {
@@ -450,7 +487,78 @@ pub enum Type {
     },
 }
 
+/// The deepest nesting of tuples, structs and arrays that [`Type::validate`] accepts.
+pub const MAX_TYPE_DEPTH: usize = 64;
+
+/// The largest alignment a type may ask for (`@struct(align=N)`, `device.align`,
+/// `device.Atomic(align=N)`): what the front end accepts.
+pub const MAX_TYPE_ALIGN: u64 = 4096;
+
+/// The largest size in bytes of a type ([`crate::abi::layout_of`]).
+pub const MAX_TYPE_SIZE: u64 = 1 << 31;
+
 impl Type {
+    /// Checks a type built through the API (the front end only builds valid ones): vectors
+    /// of 1 to 4 elements, arrays of 1 to 255 dimensions, alignments that are powers of two
+    /// up to [`MAX_TYPE_ALIGN`] and nesting up to [`MAX_TYPE_DEPTH`]. `crate::abi::check_type`
+    /// adds the bound on the layout's size ([`MAX_TYPE_SIZE`]); the compiler's entry points
+    /// (`Module::specialize`, `abi::pack`) reject an invalid type with an error instead of
+    /// misbehaving.
+    pub fn validate(&self) -> Result<(), String> {
+        fn align_ok(a: u64, zero_ok: bool) -> bool {
+            (zero_ok && a == 0) || (a.is_power_of_two() && a <= MAX_TYPE_ALIGN)
+        }
+        // Iterative, so that a deep type cannot overflow the stack.
+        let mut work: Vec<(&Type, usize)> = vec![(self, 0)];
+        while let Some((t, depth)) = work.pop() {
+            if depth > MAX_TYPE_DEPTH {
+                return Err(format!(
+                    "the type nests deeper than {MAX_TYPE_DEPTH} levels"
+                ));
+            }
+            let scalar_vector = |elem: Scalar, len: u8| {
+                if (1..=4).contains(&len) {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "a vector of {elem} has {len} elements; vectors have 1 to 4"
+                    ))
+                }
+            };
+            match t {
+                Type::None | Type::Scalar(_) | Type::WarpMask | Type::Ref { .. } => {}
+                Type::Vector { elem, len } => scalar_vector(*elem, *len)?,
+                Type::Tuple(ts) => work.extend(ts.iter().map(|t| (t, depth + 1))),
+                Type::Array(a) => {
+                    if a.ndim == 0 {
+                        return Err("an array type has 0 dimensions; arrays have 1 to 255".into());
+                    }
+                    match &a.dtype {
+                        DType::Scalar(_) => {}
+                        DType::Vector { elem, len } => scalar_vector(*elem, *len)?,
+                        DType::Struct(st) => {
+                            validate_struct(st, align_ok)?;
+                            work.extend(st.fields.iter().map(|(_, t)| (t, depth + 1)));
+                        }
+                    }
+                }
+                Type::Struct(st) | Type::StructRef { st, .. } => {
+                    validate_struct(st, align_ok)?;
+                    work.extend(st.fields.iter().map(|(_, t)| (t, depth + 1)));
+                }
+                Type::Atomic { dtype, align } => {
+                    if !align_ok(*align, true) {
+                        return Err(format!(
+                            "Atomic({dtype}) asks for alignment {align}; alignments are powers \
+                             of two up to {MAX_TYPE_ALIGN}"
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The scalar, if this is one (`WarpMask` is an `int32`).
     pub fn as_scalar(&self) -> Option<Scalar> {
         match self {

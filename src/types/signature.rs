@@ -17,6 +17,8 @@ pub fn parse_signature(text: &str) -> Result<(Vec<Type>, Option<Type>), String> 
     let mut p = Parser {
         s: text.as_bytes(),
         i: 0,
+        depth: 0,
+        records: 0,
     };
     p.ws();
     // A whole signature: NAME '(' ... ')'
@@ -36,13 +38,19 @@ pub fn parse_signature(text: &str) -> Result<(Vec<Type>, Option<Type>), String> 
             let args = p.list(b')')?;
             p.expect(b')')?;
             p.end()?;
+            validate(&args)?;
             return Ok((args, Some(ret)));
         }
     }
     p.i = save;
     let args = p.list(0)?;
     p.end()?;
+    validate(&args)?;
     Ok((args, None))
+}
+
+fn validate(types: &[Type]) -> Result<(), String> {
+    types.iter().try_for_each(Type::validate)
 }
 
 /// Parses one type in Numba's notation.
@@ -50,19 +58,43 @@ pub fn parse_type(text: &str) -> Result<Type, String> {
     let mut p = Parser {
         s: text.as_bytes(),
         i: 0,
+        depth: 0,
+        records: 0,
     };
     p.ws();
     let t = p.ty()?;
     p.end()?;
+    t.validate()?;
     Ok(t)
 }
 
 struct Parser<'a> {
     s: &'a [u8],
     i: usize,
+    /// Tuples and records open around the current position: bounded by
+    /// [`super::MAX_TYPE_DEPTH`], so that deep input is an error, not a stack overflow.
+    depth: usize,
+    /// Records open around the current position (each costs more stack than a tuple).
+    records: usize,
 }
 
+/// The deepest nesting of `Record(...)` accepted (as for `.npy` structured dtypes).
+const MAX_RECORD_DEPTH: usize = 16;
+
 impl Parser<'_> {
+    /// Enters a tuple or record.
+    fn enter(&mut self) -> Result<(), String> {
+        self.depth += 1;
+        if self.depth > super::MAX_TYPE_DEPTH {
+            return Err(format!(
+                "types nest deeper than {} levels at column {}",
+                super::MAX_TYPE_DEPTH,
+                self.i + 1
+            ));
+        }
+        Ok(())
+    }
+
     fn ws(&mut self) {
         while self.i < self.s.len() && self.s[self.i].is_ascii_whitespace() {
             self.i += 1;
@@ -128,8 +160,10 @@ impl Parser<'_> {
 
     fn ty(&mut self) -> Result<Type, String> {
         if self.eat(b'(') {
+            self.enter()?;
             let elems = self.list(b')')?;
             self.expect(b')')?;
+            self.depth -= 1;
             return Ok(Type::Tuple(elems));
         }
         let col = self.i + 1;
@@ -204,6 +238,21 @@ impl Parser<'_> {
     /// The inside of numba's `Record(x[type=float32;offset=0],y[type=int32;offset=4];8;True)`
     /// (what `str(numba.from_dtype(dtype))` prints), after `Record(`.
     fn record(&mut self) -> Result<crate::types::StructType, String> {
+        self.enter()?;
+        self.records += 1;
+        if self.records > MAX_RECORD_DEPTH {
+            return Err(format!(
+                "records nest deeper than {MAX_RECORD_DEPTH} levels at column {}",
+                self.i + 1
+            ));
+        }
+        let r = self.record_fields();
+        self.records -= 1;
+        self.depth -= 1;
+        r
+    }
+
+    fn record_fields(&mut self) -> Result<crate::types::StructType, String> {
         use crate::types::record::{RecordField, record};
         let mut fields = Vec::new();
         loop {

@@ -322,6 +322,20 @@ impl fmt::Display for HostValue {
                 f.write_str(")")
             }
             HostValue::Array { dtype, shape, data } => {
+                // Display never fails (`to_string` would panic): an array whose data does
+                // not match its shape, or too deep to print, is described instead.
+                let fits = crate::abi::array_bytes(shape, dtype.size())
+                    .is_some_and(|n| n == data.len() as u64);
+                if !fits {
+                    return write!(
+                        f,
+                        "array(<{} bytes, not the size of shape {shape:?}>, dtype={dtype})",
+                        data.len()
+                    );
+                }
+                if shape.len() > 32 {
+                    return write!(f, "array(<shape {shape:?}>, dtype={dtype})");
+                }
                 f.write_str("array(")?;
                 let mut at = 0;
                 write_nested(f, *dtype, shape, data, &mut at)?;

@@ -64,6 +64,20 @@ fn bitcode() -> Result<&'static [u8], LowerError> {
         .ok_or_else(|| LowerError::LibdeviceNotFound(crate::toolkit::searched()))
 }
 
+/// The identity of the libdevice this process links (the SHA-256 of its bitcode, in
+/// hexadecimal), or `"none"` when none is found: part of the on-disk cache's key, since the
+/// math functions it defines reach the PTX.
+pub fn identity() -> &'static str {
+    static ID: OnceLock<String> = OnceLock::new();
+    ID.get_or_init(|| match bitcode() {
+        Ok(bytes) => {
+            use sha2::{Digest, Sha256};
+            format!("{:x}", Sha256::digest(bytes))
+        }
+        Err(_) => "none".to_string(),
+    })
+}
+
 /// Extracted functions, shared by all threads: name → bitcode of a module holding it.
 fn extracted() -> &'static Mutex<HashMap<String, Arc<Vec<u8>>>> {
     static CACHE: OnceLock<Mutex<HashMap<String, Arc<Vec<u8>>>>> = OnceLock::new();

@@ -223,11 +223,41 @@ pub(crate) fn compile_with(
         let module = Detached::module(module).with_context(ctx);
         let ptx = b.emit_ptx(module, shape)?;
         Ok(widen_param_space(
-            retarget(ptx, options.arch),
+            retarget(renumber_call_sequences(ptx), options.arch),
             program,
             options.arch,
         ))
     })?
+}
+
+/// Renumbers NVPTX's `// callseq N` comments from 0 in order of appearance. The code
+/// generator numbers call sequences with a counter that lives in the target machine, which a
+/// thread reuses across compiles, so the numbers would depend on what the thread compiled
+/// before; renumbered, the PTX is a function of the input alone (for caches, goldens and
+/// reproducible builds). A fresh target machine's first compile is left unchanged.
+pub(crate) fn renumber_call_sequences(ptx: String) -> String {
+    const TAG: &str = "// callseq ";
+    if !ptx.contains(TAG) {
+        return ptx;
+    }
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    let mut out = String::with_capacity(ptx.len());
+    let mut rest = ptx.as_str();
+    while let Some(at) = rest.find(TAG) {
+        let (before, after) = rest.split_at(at + TAG.len());
+        out.push_str(before);
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            rest = after;
+            continue;
+        }
+        let next = seen.len();
+        let n = *seen.entry(&after[..digits]).or_insert(next);
+        out.push_str(&n.to_string());
+        rest = &after[digits..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The `.param` space a kernel's parameters may take before PTX ISA 8.1; from 8.1 on (sm_70
@@ -462,5 +492,16 @@ mod tests {
         }
         assert!(wrong.is_empty(), "{}", wrong.join("\n"));
         assert!(checked >= 150, "only {checked} kernel parameters checked");
+    }
+
+    #[test]
+    fn call_sequences_are_numbered_from_zero_in_order() {
+        let ptx = "\t{ // callseq 7, 0\n\tcall f;\n\t} // callseq 7\n\t{ // callseq 9, 0\n\t} // callseq 9\n\t{ // callseq 8, 0\n\t} // callseq 8\n// callseq x\n";
+        assert_eq!(
+            super::renumber_call_sequences(ptx.to_string()),
+            "\t{ // callseq 0, 0\n\tcall f;\n\t} // callseq 0\n\t{ // callseq 1, 0\n\t} // callseq 1\n\t{ // callseq 2, 0\n\t} // callseq 2\n// callseq x\n"
+        );
+        let plain = "ret;\n".to_string();
+        assert_eq!(super::renumber_call_sequences(plain.clone()), plain);
     }
 }

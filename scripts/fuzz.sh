@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Runs every cargo-fuzz target (fuzz/fuzz_targets: compile, signature, arrays) for SECONDS
+# each (default 60) on one core, on the stable toolchain (RUSTC_BOOTSTRAP=1 lets cargo-fuzz
+# use the nightly flags it needs), seeded from the corpus kept in fuzz/seeds/<target> and,
+# for `compile`, the language fixtures. New inputs go to a scratch corpus, not the repository.
+# Installs cargo-fuzz first if it is missing. A crash fails the script and leaves the input
+# under fuzz/artifacts/<target>/.
+#
+#   bash scripts/fuzz.sh            # 60 s per target
+#   bash scripts/fuzz.sh 3600       # an hour per target
+#   TARGETS=arrays bash scripts/fuzz.sh 600
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/deps.sh
+seconds=${1:-60}
+export RUSTC_BOOTSTRAP=1
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  echo "installing cargo-fuzz"
+  cargo install cargo-fuzz --locked
+fi
+# The fuzz crate is outside the workspace: build it with the library's locked versions.
+[ -e fuzz/Cargo.lock ] || cp Cargo.lock fuzz/Cargo.lock
+scratch=${FUZZ_SCRATCH:-$(mktemp -d /tmp/pydevice-fuzz.XXXXXX)}
+status=0
+for target in ${TARGETS:-signature arrays compile}; do
+  corpus=$scratch/$target
+  mkdir -p "$corpus"
+  [ -d fuzz/seeds/$target ] && cp fuzz/seeds/$target/* "$corpus"/ 2>/dev/null || true
+  if [ "$target" = compile ]; then
+    # Fixture names repeat across dialects: prefix each with its directory.
+    for f in tests/fixtures/*/*.py; do cp "$f" "$corpus/$(basename "$(dirname "$f")")_$(basename "$f")"; done
+  fi
+  echo "== fuzz $target for ${seconds}s"
+  # -rss_limit_mb: LLVM and Cranelift are large; 4 GiB leaves room and still catches blow-ups.
+  set +e
+  nice -n 19 cargo fuzz run "$target" "$corpus" -- -max_total_time="$seconds" -rss_limit_mb=4096 \
+    -print_final_stats=1 > "$scratch/$target.log" 2>&1
+  rc=$?
+  set -e
+  grep -E "^#[0-9]+ +DONE|stat::number_of_executed_units|stat::peak_rss|ERROR|SUMMARY|panicked|Test unit written" \
+    "$scratch/$target.log" || tail -5 "$scratch/$target.log"
+  if [ "$rc" != 0 ] || grep -q "Test unit written\|==ERROR" "$scratch/$target.log"; then
+    echo "FAIL: fuzz $target found a crash (see fuzz/artifacts/$target and $scratch/$target.log)"
+    status=1
+  fi
+done
+exit $status

@@ -1,0 +1,345 @@
+//! Untrusted input and the public API's promise never to panic: sizes computed from input
+//! with checked arithmetic (`.npy`, DLPack, CUDA Array Interface, array arguments), depth
+//! bounds on nested input (signatures, CLI tuple arguments) checked on a small thread stack,
+//! non-UTF-8 CLI arguments and file names, invalid types and values built through the API,
+//! and PTX that depends on the input alone, whatever the thread compiled before.
+
+use pydevice::abi::{ArgValue, ArrayArg, layout_of, pack};
+use pydevice::runtime::dlpack::{DL_CUDA, DL_FLOAT, DLDataType, DLDevice, DLTensor};
+use pydevice::runtime::{CudaArrayInterface, DeviceArray};
+use pydevice::types::signature::{parse_signature, parse_type};
+use pydevice::types::{Layout, Scalar, StructType, Type};
+use pydevice::{CompileOptions, HostValue, Module};
+use std::os::unix::ffi::OsStrExt;
+use std::process::Command;
+
+/// Runs `f` on a thread with a 256 KiB stack (an embedder's worker thread, smaller than the
+/// 2 MiB default), so that unbounded recursion on input shows up as a crash here.
+fn on_small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    std::thread::Builder::new()
+        .stack_size(256 << 10)
+        .spawn(f)
+        .unwrap()
+        .join()
+        .expect("the thread overflowed its stack or panicked")
+}
+
+#[test]
+fn deeply_nested_signatures_are_an_error_not_a_stack_overflow() {
+    let n = 20_000;
+    let text = format!("{}int32{}", "(".repeat(n), ",)".repeat(n));
+    let e = on_small_stack(move || parse_signature(&text).unwrap_err());
+    assert!(e.contains("nest deeper than 64"), "{e}");
+    let text = format!("void({}int32{})", "(".repeat(n), ",)".repeat(n));
+    let e = on_small_stack(move || parse_type(&text).unwrap_err());
+    assert!(!e.is_empty());
+    // Records nest too.
+    let mut rec = "int32".to_string();
+    for _ in 0..200 {
+        rec = format!("Record(a[type={rec};offset=0];4;False)");
+    }
+    let e = on_small_stack(move || parse_type(&rec).unwrap_err());
+    assert!(e.contains("nest deeper"), "{e}");
+    // Up to the bound is fine.
+    let ok = format!("{}int32{}", "(".repeat(60), ",)".repeat(60));
+    on_small_stack(move || parse_signature(&ok).unwrap());
+}
+
+fn cli() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_pydevice"))
+}
+
+fn temp_dir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "pydevice-robust-{tag}-{}-{:?}",
+        std::process::id(),
+        std::time::SystemTime::now()
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+const FUNC: &str =
+    "from cuda import device\n\n@device.func\ndef f(x: int32) -> int32:\n    return x + 1\n";
+
+#[test]
+fn cli_tuple_arguments_nested_deeply_are_an_error() {
+    let dir = temp_dir("deep-arg");
+    let file = dir.join("f.py");
+    std::fs::write(&file, FUNC).unwrap();
+    let n = 20_000;
+    let deep = format!("x={}int32:1{}", "(".repeat(n), ")".repeat(n));
+    let out = cli()
+        .arg("call")
+        .arg(&file)
+        .args(["--entry", "f", "--arg", &deep])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("nests deeper than 64"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn cli_takes_non_utf8_file_names_and_rejects_non_utf8_text_cleanly() {
+    let dir = temp_dir("non-utf8");
+    let name = std::ffi::OsStr::from_bytes(b"f\xff\xfe.py");
+    let file = dir.join(name);
+    std::fs::write(&file, FUNC).unwrap();
+    // A file whose name is not UTF-8 is read and checked.
+    let out = cli().arg("check").arg(&file).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("type-checked"), "{err}");
+    // So is a function call.
+    let out = cli()
+        .arg("call")
+        .arg(&file)
+        .args(["--entry", "f", "--arg", "x=int32:41"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "42");
+    // Text that is not UTF-8: a clear error, exit 2 (not a panic, 101).
+    let out = cli()
+        .arg("check")
+        .arg(&file)
+        .arg("--entry")
+        .arg(std::ffi::OsStr::from_bytes(b"f\xff"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("not valid UTF-8"), "{err}");
+    let out = cli()
+        .arg(std::ffi::OsStr::from_bytes(b"\xffcompile"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    // An --arg file name that is not UTF-8 (missing): "cannot read", exit 2.
+    let mut raw = b"x=".to_vec();
+    raw.extend_from_slice(dir.as_os_str().as_bytes());
+    raw.extend_from_slice(b"/a\xff.npy");
+    let out = cli()
+        .arg("call")
+        .arg(&file)
+        .args(["--entry", "f", "--arg"])
+        .arg(std::ffi::OsStr::from_bytes(&raw))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("cannot read"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn device_arrays_whose_sizes_overflow_are_rejected() {
+    let a = |shape: &[u64], strides: &[i64]| DeviceArray {
+        data: 0x7f00_0000_0000,
+        dtype: Scalar::Float32,
+        shape: shape.to_vec(),
+        strides: strides.to_vec(),
+        readonly: false,
+        device: None,
+    };
+    assert!(a(&[1 << 62], &[1]).check().is_err());
+    assert!(a(&[u64::MAX], &[1]).check().is_err());
+    assert!(a(&[4, 1 << 40], &[1 << 40, 1]).check().is_ok());
+    assert!(a(&[1 << 20], &[i64::MAX]).check().is_err());
+    assert!(a(&[3, 3], &[1]).check().is_err());
+    assert!(
+        a(&[0, 1 << 40], &[1, 1]).check().is_ok(),
+        "empty arrays are fine"
+    );
+    let param = pydevice::abi::ParamAbi {
+        name: "a".into(),
+        ty: Type::array(Scalar::Float32, 1, Layout::C),
+        layout: layout_of(&Type::array(Scalar::Float32, 1, Layout::C)),
+    };
+    let e = a(&[1 << 62], &[1]).to_arg(&param).unwrap_err().to_string();
+    assert!(e.contains("too large"), "{e}");
+
+    // The same through the ABI packer directly.
+    let t = Type::array(Scalar::Float32, 1, Layout::Any);
+    let v = ArgValue::Array(ArrayArg {
+        data: 0x1000,
+        shape: vec![1 << 62],
+        strides: vec![1],
+    });
+    assert!(pack(&t, &v).is_err());
+
+    // CUDA Array Interface: a typestr whose bit count overflows, huge shapes.
+    let cai = |typestr: &str, shape: Vec<u64>, strides: Option<Vec<i64>>| CudaArrayInterface {
+        shape,
+        typestr: typestr.into(),
+        data: (0x7f00_0000_0000, false),
+        strides,
+        version: 3,
+        mask: None,
+        stream: None,
+        descr: None,
+    };
+    let e = cai("<i536870913", vec![4], None)
+        .to_array()
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("not supported"), "{e}");
+    assert!(cai("<f4", vec![u64::MAX - 1], None).to_array().is_err());
+    assert!(cai("<f4", vec![1 << 61, 4], None).to_array().is_err());
+    assert!(
+        cai("<f4", vec![1 << 30], Some(vec![i64::MAX - 3]))
+            .to_array()
+            .is_err()
+    );
+    assert!(cai("<f4", vec![4], None).to_array().is_ok());
+
+    // DLPack: a shape whose size overflows.
+    let mut shape = [1i64 << 62];
+    let t = DLTensor {
+        data: 0x7f00_0000_1000usize as *mut std::ffi::c_void,
+        device: DLDevice {
+            device_type: DL_CUDA,
+            device_id: 0,
+        },
+        ndim: 1,
+        dtype: DLDataType {
+            code: DL_FLOAT,
+            bits: 32,
+            lanes: 1,
+        },
+        shape: shape.as_mut_ptr(),
+        strides: std::ptr::null_mut(),
+        byte_offset: 0,
+    };
+    // SAFETY: a valid tensor description; the data pointer is never dereferenced.
+    let e = unsafe { DeviceArray::from_dlpack(&t) }
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("too large"), "{e}");
+}
+
+#[test]
+fn host_values_that_do_not_match_their_shape_are_errors() {
+    let short = HostValue::Array {
+        dtype: Scalar::Float32,
+        shape: vec![4],
+        data: vec![0; 8],
+    };
+    let text = short.to_string();
+    assert!(text.contains("8 bytes"), "{text}");
+    let huge = HostValue::Array {
+        dtype: Scalar::Float32,
+        shape: vec![u64::MAX, 2],
+        data: vec![],
+    };
+    let _ = huge.to_string();
+    let src = "from cuda import device\n\n@device.func\ndef first(a: \"float32[:]\") -> float32:\n    return a[0]\n";
+    let m = Module::parse("f.py", src).unwrap();
+    let f = m
+        .host_function("first", &[Type::array(Scalar::Float32, 1, Layout::Any)])
+        .unwrap();
+    assert!(f.call(std::slice::from_ref(&short)).is_err());
+    assert!(f.call(&[huge]).is_err());
+}
+
+#[test]
+fn invalid_types_are_errors_everywhere() {
+    // Vectors of 0 and 5 elements: a layout, no panic; refused when packed or compiled.
+    for len in [0u8, 5, 255] {
+        let t = Type::Vector {
+            elem: Scalar::Float32,
+            len,
+        };
+        let _ = layout_of(&t);
+        assert!(t.validate().is_err());
+        assert!(pack(&t, &ArgValue::Tuple(vec![])).is_err());
+    }
+    // A zero-dimensional C-layout array.
+    let t0 = Type::array(Scalar::Float32, 0, Layout::C);
+    let v0 = ArgValue::Array(ArrayArg {
+        data: 0x1000,
+        shape: vec![],
+        strides: vec![],
+    });
+    assert!(pack(&t0, &v0).is_err());
+    // A struct aligned to 2**40.
+    let st = Type::Struct(Box::new(StructType {
+        name: "big".into(),
+        fields: vec![("x".into(), Type::Scalar(Scalar::Float32))],
+        align: Some(1 << 40),
+        field_align: vec![],
+        record: None,
+    }));
+    let e = st.validate().unwrap_err();
+    assert!(e.contains("alignment"), "{e}");
+    assert!(pack(&st, &ArgValue::Tuple(vec![ArgValue::Float(1.0)])).is_err());
+    let src = "from cuda import device\n\n@device.kernel\ndef k(s, a):\n    a[0] = 1.0\n";
+    let m = Module::parse("k.py", src).unwrap();
+    let arr = Type::array(Scalar::Float32, 1, Layout::C);
+    let opts = CompileOptions::default();
+    for bad in [st, Type::None, t0] {
+        let e = match m.compile("k", &[bad.clone(), arr.clone()], &opts) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("{bad:?} compiled"),
+        };
+        assert!(e.contains("E0115"), "{bad:?}: {e}");
+    }
+}
+
+const CALLS: &str = r#"
+from cuda import device
+from cuda.device import float32
+
+@device.func(extern=True)
+def ext(x: float32) -> float32: ...
+
+@device.kernel
+def one(a):
+    i = device.tid(1)
+    a[i] = ext(a[i])
+
+@device.kernel
+def two(a):
+    i = device.tid(1)
+    a[i] = ext(a[i]) + ext(a[i] * 2.0)
+"#;
+
+/// PTX is a function of the input: 16 threads compiling the same kernels in different
+/// orders, after different amounts of other work, give what one thread gives.
+#[test]
+fn ptx_does_not_depend_on_what_the_thread_compiled_before() {
+    let jobs: Vec<(&str, &str)> = vec![
+        ("one", "float32[::1]"),
+        ("two", "float32[::1]"),
+        ("one", "float32[:]"),
+        ("two", "float32[:]"),
+    ];
+    let compile = |entry: &str, sig: &str| {
+        let m = Module::parse("calls.py", CALLS).unwrap();
+        let args = parse_signature(sig).unwrap().0;
+        let k = m.compile(entry, &args, &CompileOptions::default()).unwrap();
+        assert!(k.ptx.contains("callseq"), "{}", k.ptx);
+        k.ptx
+    };
+    let expected: Vec<String> = std::thread::scope(|s| {
+        jobs.iter()
+            .map(|(e, sig)| s.spawn(move || compile(e, sig)).join().unwrap())
+            .collect()
+    });
+    std::thread::scope(|s| {
+        for t in 0..16 {
+            let jobs = &jobs;
+            let expected = &expected;
+            s.spawn(move || {
+                for round in 0..3 {
+                    for k in 0..jobs.len() {
+                        let j = (k + t + round) % jobs.len();
+                        let (e, sig) = jobs[j];
+                        assert_eq!(compile(e, sig), expected[j], "thread {t} round {round} {e}");
+                    }
+                }
+            });
+        }
+    });
+}
