@@ -685,7 +685,8 @@ fn soak_compile_and_launch_from_16_threads() {
                             format!("{name}{layout}, {name}")
                         };
                         let opts = CompileOptions {
-                            opt_level: 1 + next(3) as u8,
+                            opt_level: pydevice::OptLevel::try_from(1 + next(3) as u8)
+                                .expect("1, 2 or 3"),
                             ..base.clone()
                         };
                         let (src, entry) = if axpy {

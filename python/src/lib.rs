@@ -849,9 +849,8 @@ fn synchronize(py: Python<'_>, ordinal: usize, stream: Option<usize>) -> PyResul
 #[pyo3(signature = (dir=None))]
 fn set_disk_cache(dir: Option<std::path::PathBuf>) -> PyResult<()> {
     let c = match dir {
-        Some(d) => KernelCache::with_disk(&d).map_err(|e| {
-            PyValueError::new_err(format!("disk cache {}: {e}", d.display()))
-        })?,
+        Some(d) => KernelCache::with_disk(&d)
+            .map_err(|e| PyValueError::new_err(format!("disk cache {}: {e}", d.display())))?,
         None => KernelCache::new(),
     };
     *cache().write().unwrap_or_else(|e| e.into_inner()) = Arc::new(c);

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Every GPU check and benchmark, on the GPU machine, from the .carry/ bundle that
+# scripts/device_bundle.sh builds. One part per call keeps each inside the device tool's
+# 10-minute limit; with no argument all parts run in order (a machine with no such limit).
+#
+#   bash scripts/gpu_all.sh tests      # Rust GPU tests, CLI, math, dialects, Python package
+#   bash scripts/gpu_all.sh bench      # the kernel benchmark (all suites) and the SASS check
+#   bash scripts/gpu_all.sh sanitize   # compute-sanitizer (memcheck, synccheck, racecheck), short soak
+#   bash scripts/gpu_all.sh            # all of them
+#
+# Each part ends with a short summary; logs go to $OUT when it is set.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+parts=${*:-tests bench sanitize}
+work=/tmp/pydevice-gpu-all && rm -rf $work && mkdir -p $work
+for f in .carry/*.xz; do
+  [ -e "$f" ] || continue
+  case "$f" in *.whl.xz) continue ;; esac
+  python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
+    "$f" "$work/$(basename "${f%.xz}")"
+done
+chmod +x $work/* 2>/dev/null
+export PYDEVICE_LIBDEVICE=${PYDEVICE_LIBDEVICE:-/usr/local/cuda/nvvm/libdevice/libdevice.10.bc}
+export PYDEVICE_REPO=$PWD PYDEVICE_BIN=$work/pydevice PYTHONUNBUFFERED=1
+out=${OUT:-$work}
+summary=$work/summary.txt
+: > "$summary"
+t0=$SECONDS
+
+for part in $parts; do
+  case $part in
+    tests)
+      echo "######## tests"
+      bash scripts/gpu_run.sh 2>&1 | tee "$out/gpu_run.log" | tail -60
+      if [ -x $work/gpu_debug_tests ]; then
+        echo "== debugging features (tests/gpu_debug.rs)"
+        $work/gpu_debug_tests --test-threads=1 2>&1 | tee "$out/gpu_debug.log" | grep -E "^test |test result|panicked"
+      fi
+      bash python/tests/gpu_run.sh 2>&1 | tee "$out/python_gpu.log" | tail -45
+      for log in gpu_tests gpu_runtime_tests; do
+        [ -e "$work/../pydevice-gpu/$log.log" ] && cp "$work/../pydevice-gpu/$log.log" "$out/" 2>/dev/null
+      done
+      {
+        echo "rust GPU tests:    $(grep -h 'test result' "$out/gpu_run.log" | head -2 | tr '\n' ' ')"
+        [ -e "$out/gpu_debug.log" ] && echo "debug GPU tests:   $(grep -h 'test result' "$out/gpu_debug.log" | tail -1)"
+        echo "python (pytest):   $(grep -hE '[0-9]+ (passed|failed)' "$out/python_gpu.log" | tail -1)"
+        echo "ptxas fixtures:    $(grep -h 'accepted by ptxas' "$out/gpu_run.log")"
+        echo "math:              $(grep -h 'within their ulp' "$out/gpu_run.log")"
+      } >> "$summary"
+      ;;
+    bench)
+      echo "######## bench"
+      PYDEVICE=$work/pydevice BENCH_RUNTIME=${BENCH_RUNTIME:-} bash bench/run_gpu_bench.sh "$work/bench" 2>&1 \
+        | tee "$out/bench.log" | tail -80
+      cp "$work/bench/report.md" "$out/bench_report.md" 2>/dev/null
+      echo "== SASS of the histogram's shared-memory atomics"
+      $work/pydevice compile bench/kernels/histogram.py --entry histogram --sig "uint8[::1], int32[::1]" \
+        --arch sm_90 -o $work/h.ptx && /usr/local/cuda/bin/ptxas -arch=sm_90 $work/h.ptx -o $work/h.cubin \
+        && /usr/local/cuda/bin/cuobjdump -sass $work/h.cubin | grep -oE "ATOMS\.[A-Z.0-9]+|ATOMG?\.[A-Z.0-9]+|RED\.[A-Z.0-9]+" | sort | uniq -c
+      echo "bench: $(grep -c '' "$out/bench_report.md" 2>/dev/null) report lines (bench_report.md)" >> "$summary"
+      ;;
+    sanitize)
+      echo "######## sanitize"
+      for tool in memcheck synccheck racecheck; do
+        TOOLS=$tool timeout 170 bash scripts/sanitize.sh 2>&1 | tee "$out/sanitize-$tool.out" | tail -8
+        echo "sanitize $tool: $(tail -3 "$out/sanitize-$tool.out" | tr '\n' ' ')" >> "$summary"
+      done
+      timeout 100 bash scripts/soak.sh 60 2>&1 | tail -8 | tee "$out/soak.out"
+      echo "soak (60 s): $(tail -2 "$out/soak.out" | tr '\n' ' ')" >> "$summary"
+      ;;
+    *) echo "unknown part $part (tests, bench, sanitize)" >&2; exit 2 ;;
+  esac
+done
+echo "######## summary ($((SECONDS - t0)) s)"
+cat "$summary"
