@@ -7,6 +7,9 @@ Reads the records printed by bench_cuda, numba_suite.py, cupyx_suite.py and run_
 replaces an earlier one) and prints:
   - one table of kernel times: the median of each implementation, with its ratio to nvcc
     (above 1 = slower than nvcc), our GB/s and that as a share of the D2D copy bandwidth;
+  - one table of what users would pick instead (frameworks_suite.py: torch, Triton, CuPy,
+    cuSPARSE): each call's median, its ratio to nvcc, and ours over it (above 1 = the
+    framework is faster than our kernel);
   - one table of the compile and launch costs;
   - the notes of every failed or missing check.
 """
@@ -17,6 +20,7 @@ import os
 import sys
 
 COLUMNS = ("ours", "numba", "cupyx")
+FRAMEWORKS = ("torch", "triton", "cupy", "cusparse")
 COSTS = ("launch_overhead", "compile_ptx", "first_call")
 
 
@@ -55,7 +59,8 @@ def cell(rec, base):
 def kernel_table(records):
     kernels = []
     for impl, kernel, target in records:
-        if target is None and kernel not in COSTS and kernel != "d2d_copy" and kernel not in kernels:
+        if (target is None and impl not in FRAMEWORKS and kernel not in COSTS
+                and kernel != "d2d_copy" and kernel not in kernels):
             kernels.append(kernel)
     copy = records.get(("nvcc", "d2d_copy", None), {}).get("gbps")
     rows = [
@@ -80,6 +85,31 @@ def kernel_table(records):
     return rows
 
 
+def framework_table(records):
+    """What users would pick instead: one row per (kernel, framework call)."""
+    rows = [
+        "| kernel | instead | µs | ×nvcc | ours ÷ it |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for (impl, kernel, target), rec in records.items():
+        if impl not in FRAMEWORKS or target is not None:
+            continue
+        nvcc = records.get(("nvcc", kernel, None)) or {}
+        ours = records.get(("ours", kernel, None)) or {}
+        base = nvcc.get("median_us") if nvcc.get("ok") else None
+        mine = ours.get("median_us") if ours.get("ok") else None
+        it = rec.get("median_us")
+        cells = [
+            f"{kernel}",
+            rec.get("call", impl),
+            cell(rec, None),
+            f"{it / base:.2f}×" if it and base else "—",
+            f"{mine / it:.2f}" if it and mine else "—",
+        ]
+        rows.append("| " + " | ".join(cells) + " |")
+    return rows if len(rows) > 2 else []
+
+
 def cost_table(records):
     rows = ["| cost | value |", "|---|---:|"]
     for (impl, kernel, target), rec in records.items():
@@ -102,7 +132,8 @@ def notes(records):
     for (impl, kernel, target), rec in records.items():
         if rec.get("ok") is False or rec.get("note"):
             what = f"{kernel} ({target})" if target else kernel
-            out.append(f"- {impl} {what}: {rec.get('note') or 'check failed'}")
+            call = f" ({rec['call']})" if rec.get("call") else ""
+            out.append(f"- {impl}{call} {what}: {rec.get('note') or 'check failed'}")
     return out
 
 
@@ -112,7 +143,7 @@ def main(paths):
     records = load(paths)
     if not records:
         raise SystemExit("report.py: no records found")
-    parts = [kernel_table(records), cost_table(records), notes(records)]
+    parts = [kernel_table(records), framework_table(records), cost_table(records), notes(records)]
     print("\n\n".join("\n".join(p) for p in parts if p))
 
 

@@ -3,11 +3,16 @@
 #
 #   bench/run_gpu_bench.sh [RESULTS_DIR]      (default: bench/results/<date-time>)
 #
-# Builds the CUDA C++ driver with nvcc, runs the nvcc, numba-cuda and cupyx.jit suites and,
-# when $PYDEVICE names our CLI, bench/run_ours.py; each writes JSON lines to RESULTS_DIR,
-# then bench/report.py merges them into RESULTS_DIR/report.md. Each step has a time limit
-# so that the whole run stays under 8 minutes; a step that fails is reported and skipped.
-# Environment: PYDEVICE (optional), BENCH_RUNTIME (optional: the benches/runtime.rs binary), NVCC (default /usr/local/cuda/bin/nvcc, else nvcc on
+# Builds the CUDA C++ driver with nvcc, runs the nvcc, numba-cuda and cupyx.jit suites, the
+# framework built-ins and Triton (peers/frameworks_suite.py) and, when $PYDEVICE names our
+# CLI, bench/run_ours.py; each writes JSON lines to RESULTS_DIR, then bench/report.py merges
+# them into RESULTS_DIR/report.md. Each step has a time limit, together 570 s, so that the
+# whole run fits in one 10-minute command; a step that fails is reported and skipped (the
+# kernels of a suite that ran out of time are missing from the table). The Python suites
+# share their seeded inputs and numpy references through $BENCH_CACHE (/dev/shm when it has
+# room), so they are drawn and computed once a run.
+# Environment: BENCH_KERNELS (optional: space-separated case names, to run only those; the
+# suites then skip their launch-overhead and compile probes), PYDEVICE (optional), BENCH_RUNTIME (optional: the benches/runtime.rs binary), NVCC (default /usr/local/cuda/bin/nvcc, else nvcc on
 # PATH), PYTHON (default python3).
 set -uo pipefail
 
@@ -35,23 +40,41 @@ step() {
   log "$name done in $((SECONDS - t0))s"
 }
 
+read -r -a kernels <<<"${BENCH_KERNELS:-}"
+
 start=$SECONDS
 log "results in $out"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader >&2 || true
 
-step "build bench_cuda (nvcc -O3 -arch=sm_90)" 90 "$out/build.log" \
+# Inputs and references shared by the Python suites: about 20 GB for all the cases.
+if [ -z "${BENCH_CACHE:-}" ]; then
+  shm_free=$(df --output=avail -B1G /dev/shm 2>/dev/null | tail -1 | tr -d ' ')
+  if [ "${shm_free:-0}" -gt 30 ]; then
+    BENCH_CACHE=$(mktemp -d /dev/shm/pydevice-bench-cache.XXXXXX)
+  else
+    BENCH_CACHE=$(mktemp -d "$out/cache.XXXXXX")
+  fi
+  trap 'rm -rf "$BENCH_CACHE"' EXIT
+fi
+export BENCH_CACHE
+log "inputs and references cached in $BENCH_CACHE"
+
+step "build bench_cuda (nvcc -O3 -arch=sm_90)" 60 "$out/build.log" \
   "$nvcc" -O3 -arch=sm_90 -o "$out/bench_cuda" "$here/peers/cuda/bench_cuda.cu" -lcuda
 if [ -x "$out/bench_cuda" ]; then
-  step "nvcc suite" 90 "$out/nvcc.jsonl" "$out/bench_cuda"
+  step "nvcc suite" 100 "$out/nvcc.jsonl" "$out/bench_cuda" "${kernels[@]}"
 fi
-step "numba-cuda suite" 120 "$out/numba.jsonl" "$py" "$here/peers/numba_suite.py"
-step "cupyx.jit suite" 120 "$out/cupyx.jsonl" "$py" "$here/peers/cupyx_suite.py"
+step "numba-cuda suite" 120 "$out/numba.jsonl" "$py" "$here/peers/numba_suite.py" "${kernels[@]}"
+step "cupyx.jit suite" 100 "$out/cupyx.jsonl" "$py" "$here/peers/cupyx_suite.py" "${kernels[@]}"
+step "frameworks and Triton" 70 "$out/frameworks.jsonl" "$py" "$here/peers/frameworks_suite.py" \
+  "${kernels[@]}"
 if [ -n "${BENCH_RUNTIME:-}" ]; then
   # Our in-process compile latency and host launch overhead (benches/runtime.rs).
   step "ours: compile latency and launch overhead" 120 "$out/ours_costs.log" env BENCH_JSON="$out/ours_costs.jsonl" "$BENCH_RUNTIME"
 fi
 if [ -n "${PYDEVICE:-}" ]; then
-  step "ours ($PYDEVICE)" 120 "$out/ours.jsonl" env PYDEVICE="$PYDEVICE" "$py" "$here/run_ours.py"
+  step "ours ($PYDEVICE)" 120 "$out/ours.jsonl" env PYDEVICE="$PYDEVICE" "$py" "$here/run_ours.py" \
+    "${kernels[@]}"
 else
   log "PYDEVICE not set: skipping our compiler"
 fi

@@ -29,7 +29,7 @@ import numpy as np
 import cases
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TIMEOUT_S = 120  # per CLI call
+TIMEOUT_S = 60  # per CLI call (scan_lookback would spin forever if its look-back broke)
 
 
 def dims(t):

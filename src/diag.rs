@@ -5,7 +5,15 @@
 //! Stages collect diagnostics instead of stopping at the first one; the caller receives them
 //! together as [`Diagnostics`], which knows the source text and renders them with the source
 //! line and carets. Nothing here depends on a later stage.
+//!
+//! Rendering is `annotate-snippets`'s (the renderer of rustc and ruff). It replaced a
+//! hand-written one that gave the same information (code, message, file:line:col, source
+//! lines, caret spans, secondary labels, notes) but repeated a source line for each label
+//! on it, cut multi-line spans at the end of their first line and did not elide the lines
+//! between distant labels; the `.stderr` goldens changed only in those ways and in rustc's
+//! ` |` line before the notes.
 
+use annotate_snippets::{AnnotationKind, Level, Renderer, Snippet};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::sync::Arc;
@@ -240,6 +248,8 @@ codes! {
     E0602,
     /// `pow(x, y, mod)`: the three-argument (modular) `pow` (§15.3)
     E0603,
+    /// internal error: the checker built IR that breaks a rule of `ir::validate` (run in debug builds and tests between checking and lowering; a compiler bug; please report it)
+    E0998,
     /// internal error: a specialization failed without a diagnostic (a compiler bug; please report it)
     E0999,
 }
@@ -355,52 +365,53 @@ impl SourceFile {
         self.text[start..end].trim_end_matches(['\n', '\r'])
     }
 
-    /// Renders one diagnostic in rustc's style.
+    /// Renders one diagnostic in rustc's style, through `annotate-snippets` (the renderer
+    /// rustc's own and ruff use): `error[CODE]: message`, `--> file:line:col`, the source
+    /// lines with the primary span marked `^` and secondary ones `-`, each with its label, a
+    /// multi-line span drawn across its lines, and the notes as `= note:` lines.
     pub fn render(&self, d: &Diagnostic) -> String {
-        let mut out = String::new();
-        let sev = match d.severity {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
+        let len = self.text.len();
+        // Spans come from the parser, on character boundaries; clamp them to the text so that
+        // a span past the end (a synthesized one) cannot make the renderer fail. A span that
+        // ends with a line break (the parser's "found newline") is shown on the line where it
+        // starts, not drawn as a span over two lines.
+        let text = self.text.as_bytes();
+        let range = |sp: Span| {
+            let start = (sp.start as usize).min(len);
+            let mut end = (sp.end as usize).clamp(start, len);
+            while end > start && matches!(text[end - 1], b'\n' | b'\r') {
+                end -= 1;
+            }
+            start..end
         };
-        out.push_str(&format!("{sev}[{}]: {}\n", d.code, d.message));
-        let mut labels: Vec<(&Label, bool)> = vec![(&d.primary, true)];
-        labels.extend(d.secondary.iter().map(|l| (l, false)));
-        let width = labels
-            .iter()
-            .map(|(l, _)| self.line_col(l.span.start).0.to_string().len())
-            .max()
-            .unwrap_or(1);
-        let pad = " ".repeat(width);
-        let (line, col) = self.line_col(d.primary.span.start);
-        out.push_str(&format!("{pad}--> {}:{line}:{col}\n", self.name));
-        out.push_str(&format!("{pad} |\n"));
-        // Secondary labels in source order around the primary one.
-        labels.sort_by_key(|(l, _)| l.span.start);
-        for (label, primary) in labels {
-            let (line, col) = self.line_col(label.span.start);
-            let text = self.line_text(line);
-            let (end_line, end_col) = self.line_col(label.span.end.max(label.span.start));
-            let len = if end_line == line {
-                end_col.saturating_sub(col).max(1)
-            } else {
-                text.chars().count().saturating_sub(col - 1).max(1)
-            };
-            let mark = if primary { "^" } else { "-" };
-            out.push_str(&format!("{line:>width$} | {text}\n"));
-            let msg = if label.message.is_empty() {
-                String::new()
-            } else {
-                format!(" {}", label.message)
-            };
-            out.push_str(&format!(
-                "{pad} | {}{}{msg}\n",
-                " ".repeat(col - 1),
-                mark.repeat(len)
-            ));
+        fn label(l: &Label) -> Option<&str> {
+            (!l.message.is_empty()).then_some(l.message.as_str())
         }
+        let mut snippet = Snippet::source(&*self.text)
+            .path(self.name.as_str())
+            .fold(true)
+            .annotation(
+                AnnotationKind::Primary
+                    .span(range(d.primary.span))
+                    .label(label(&d.primary)),
+            );
+        for l in &d.secondary {
+            snippet =
+                snippet.annotation(AnnotationKind::Context.span(range(l.span)).label(label(l)));
+        }
+        let level = match d.severity {
+            Severity::Error => Level::ERROR,
+            Severity::Warning => Level::WARNING,
+        };
+        let mut group = level
+            .primary_title(d.message.as_str())
+            .id(d.code.as_str())
+            .element(snippet);
         for note in &d.notes {
-            out.push_str(&format!("{pad} = note: {note}\n"));
+            group = group.element(Level::NOTE.message(note.as_str()));
         }
+        let mut out = Renderer::plain().render(&[group]);
+        out.push('\n');
         out
     }
 }
@@ -453,8 +464,49 @@ mod tests {
         let r = src.render(&d);
         assert_eq!(
             r,
-            "error[E0001]: bad\n --> k.py:3:5\n  |\n1 | x = 1\n  | - first\n3 | x = y\n  |     ^ here\n  = note: a note\n"
+            "error[E0001]: bad\n --> k.py:3:5\n  |\n1 | x = 1\n  | - first\n2 | y = 2.5\n3 | x = y\n  |     ^ here\n  |\n  = note: a note\n"
         );
+    }
+
+    #[test]
+    fn labels_on_one_line_share_it_and_distant_lines_are_elided() {
+        let src = SourceFile::new(
+            "k.py",
+            "x = a & 2.5
+\n\n\n\ny = 1\n",
+        );
+        let d = Diagnostic::error(Code::E0202, Span::new(4, 11), "bad operands")
+            .with_secondary(Span::new(8, 11), "float32")
+            .with_secondary(Span::new(16, 17), "later");
+        assert_eq!(
+            src.render(&d),
+            "error[E0202]: bad operands\n --> k.py:1:5\n  |\n1 | x = a & 2.5\n  |     ^^^^---\n  |         |\n  |         float32\n...\n6 | y = 1\n  | - later\n"
+        );
+    }
+
+    #[test]
+    fn a_span_ending_in_a_line_break_stays_on_its_line() {
+        // The parser's "found newline" covers the line break.
+        let src = SourceFile::new("k.py", "def k(a)\n    pass\n");
+        let d = Diagnostic::error(Code::E0001, Span::new(8, 9), "expected `:`");
+        assert_eq!(
+            src.render(&d),
+            "error[E0001]: expected `:`\n --> k.py:1:9\n  |\n1 | def k(a)\n  |         ^\n"
+        );
+    }
+
+    #[test]
+    fn spans_past_the_end_or_reversed_render_without_panicking() {
+        let src = SourceFile::new("k.py", "x = 1\n");
+        for span in [
+            Span::new(3, 99),
+            Span::new(99, 120),
+            Span::new(4, 2),
+            Span::default(),
+        ] {
+            let r = src.render(&Diagnostic::error(Code::E0999, span, "odd span"));
+            assert!(r.starts_with("error[E0999]: odd span\n"), "{r}");
+        }
     }
 
     #[test]

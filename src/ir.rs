@@ -13,6 +13,9 @@ use crate::types::{DType, MemSpace, Scalar, Type};
 use std::fmt;
 use std::marker::PhantomData;
 
+mod validate;
+pub use validate::{ValidationError, validate};
+
 /// A typed index into an [`Arena`].
 pub struct Handle<T> {
     index: u32,

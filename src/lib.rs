@@ -14,6 +14,11 @@
 //! 6. [`lower::host`] JIT-compiles a `@func` for the host through Cranelift
 //!    ([`Module::host_function`]), since heterogeneous functions run on both sides.
 //!
+//! Beside them: [`target`] (the [`Arch`] and [`OptLevel`]), [`kernel`] (what a compile
+//! produces), [`diag`] and [`toolkit`]. `tests/layers.rs` keeps every import pointing down
+//! the order the README's Design section gives; [`ir::validate`] checks the IR between
+//! checking and lowering in debug builds.
+//!
 //! ```
 //! use pydevice::{Module, CompileOptions, types::signature::parse_signature};
 //!
@@ -68,7 +73,7 @@ pub use abi::KernelAbi;
 pub use diag::{Diagnostic, Diagnostics, SourceFile, Span};
 pub use kernel::{CompiledKernel, MultiArchKernel};
 pub use lower::host::{HostError, HostFunction, HostValue};
-pub use target::Arch;
+pub use target::{Arch, OptLevel};
 pub use types::Type;
 
 use lower::ptx::{Emit, LowerError, PtxOptions};
@@ -139,15 +144,15 @@ impl From<runtime::RuntimeError> for Error {
 pub struct CompileOptions {
     /// Target architecture.
     pub arch: Arch,
-    /// Optimization level 0 to 3.
-    pub opt_level: u8,
+    /// Optimization level.
+    pub opt_level: OptLevel,
 }
 
 impl Default for CompileOptions {
     fn default() -> Self {
         CompileOptions {
             arch: Arch::DEFAULT,
-            opt_level: 3,
+            opt_level: OptLevel::O3,
         }
     }
 }
@@ -349,7 +354,7 @@ impl Module {
         arch: Arch,
     ) -> Result<Specialization, Diagnostics> {
         front::check::specialize(&self.parsed, entry, args, self.defaults, arch.number())
-            .map(|program| Specialization { program })
+            .and_then(Specialization::checked)
     }
 
     /// Specializes `entry` for argument types and the host: `target(is_host)` holds,
@@ -360,7 +365,7 @@ impl Module {
         args: &[Type],
     ) -> Result<Specialization, Diagnostics> {
         front::check::specialize(&self.parsed, entry, args, self.defaults, ir::HOST_TARGET)
-            .map(|program| Specialization { program })
+            .and_then(Specialization::checked)
     }
 
     /// Specializes `@func` `entry` for the host and JIT-compiles it to native code.
@@ -387,7 +392,7 @@ impl Module {
         entry: &str,
         args: &[Type],
         archs: &[Arch],
-        opt_level: u8,
+        opt_level: OptLevel,
     ) -> Result<MultiArchKernel, Error> {
         let mut variants = Vec::new();
         for arch in archs {
@@ -403,6 +408,23 @@ impl Module {
 }
 
 impl Specialization {
+    /// The checker's program, validated against the IR's rules ([`ir::validate`]) in debug
+    /// builds: a broken rule is a compiler bug, reported as internal error E0998 at the
+    /// statement, so that it never reaches a back end. Release builds skip the walk.
+    fn checked(program: ir::Program) -> Result<Specialization, Diagnostics> {
+        #[cfg(debug_assertions)]
+        if let Err(e) = ir::validate(&program) {
+            return Err(Diagnostics {
+                file: program.file.clone(),
+                list: vec![
+                    Diagnostic::error(diag::Code::E0998, e.span, format!("internal compiler error: {e}"))
+                        .with_note("this is a bug in pydevice; please report it"),
+                ],
+            });
+        }
+        Ok(Specialization { program })
+    }
+
     /// The typed IR.
     pub fn program(&self) -> &ir::Program {
         &self.program
@@ -468,25 +490,18 @@ mod tests {
         let src = "from cuda import device\n@device.kernel\ndef k(a):\n    a[0] = 1\n";
         let m = Module::parse("k.py", src).expect("parse");
         let (args, _) = types::signature::parse_signature("int32[::1]").expect("sig");
-        let archs = [Arch::new(9, 0), Arch::new(7, 5), Arch::new(8, 0)];
-        let k = m.compile_multi("k", &args, &archs, 3).expect("compile");
+        let archs = [Arch::SM_90, Arch::SM_75, Arch::SM_80];
+        let k = m
+            .compile_multi("k", &args, &archs, OptLevel::O3)
+            .expect("compile");
         assert_eq!(
             k.variants.iter().map(|v| v.arch).collect::<Vec<_>>(),
-            vec![Arch::new(7, 5), Arch::new(8, 0), Arch::new(9, 0)]
+            vec![Arch::SM_75, Arch::SM_80, Arch::SM_90]
         );
-        assert_eq!(
-            k.select(Arch::new(9, 0)).map(|v| v.arch),
-            Some(Arch::new(9, 0))
-        );
-        assert_eq!(
-            k.select(Arch::new(8, 9)).map(|v| v.arch),
-            Some(Arch::new(8, 0))
-        );
-        assert_eq!(
-            k.select(Arch::new(12, 0)).map(|v| v.arch),
-            Some(Arch::new(9, 0))
-        );
-        assert_eq!(k.select(Arch::new(7, 0)), None);
+        assert_eq!(k.select(Arch::SM_90).map(|v| v.arch), Some(Arch::SM_90));
+        assert_eq!(k.select(Arch::SM_89).map(|v| v.arch), Some(Arch::SM_80));
+        assert_eq!(k.select(Arch::SM_120).map(|v| v.arch), Some(Arch::SM_90));
+        assert_eq!(k.select(Arch::new(7, 0).expect("sm_70")), None);
         assert!(k.variants[0].ptx.contains(".target sm_75"));
     }
 
@@ -496,19 +511,19 @@ mod tests {
         let m = Module::parse("k.py", src).expect("parse");
         let (args, _) = types::signature::parse_signature("int32[::1]").expect("sig");
         let spec = m
-            .specialize_for("k", &args, Arch::new(8, 0))
+            .specialize_for("k", &args, Arch::SM_80)
             .expect("specialize");
         let err = spec
             .to_ptx(&CompileOptions {
-                arch: Arch::new(7, 5),
-                opt_level: 3,
+                arch: Arch::SM_75,
+                opt_level: OptLevel::O3,
             })
             .expect_err("pinned to sm_80");
         assert!(err.to_string().contains("sm_80"), "{err}");
         assert!(
             spec.to_ptx(&CompileOptions {
-                arch: Arch::new(8, 0),
-                opt_level: 3
+                arch: Arch::SM_80,
+                opt_level: OptLevel::O3
             })
             .is_ok()
         );

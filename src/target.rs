@@ -1,39 +1,108 @@
 //! The compilation target: the GPU architecture (`sm_90`) that code is compiled for and that
-//! a device reports. Shared by every stage that needs it (`lower`, `toolkit`, `runtime`);
-//! it knows nothing of them.
+//! a device reports, and the optimization level. Shared by every stage that needs them
+//! (`lower`, `toolkit`, `runtime`, the compiler's API); it knows nothing of them.
+//!
+//! Both are valid by construction: an [`Arch`] is a compute capability with a major version
+//! from 1 to 99 and a minor one from 0 to 9 (so `sm_XY` names it exactly), and an
+//! [`OptLevel`] is 0 to 3. Constructors, parsers and deserialization check this and return
+//! errors; nothing clamps or wraps.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
 /// A CUDA GPU architecture (compute capability), such as `sm_90`.
+///
+/// ```
+/// use pydevice::Arch;
+/// assert_eq!(Arch::new(9, 0), Ok(Arch::SM_90));
+/// assert!(Arch::new(0, 0).is_err());
+/// assert_eq!("sm_80".parse::<Arch>(), Ok(Arch::SM_80));
+/// assert!("0090".parse::<Arch>().is_err());
+/// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "RawArch")]
 pub struct Arch {
-    /// Major version (9 for sm_90).
-    pub major: u32,
-    /// Minor version (0 for sm_90).
-    pub minor: u32,
+    /// Major version (9 for sm_90), 1 to 99.
+    major: u32,
+    /// Minor version (0 for sm_90), 0 to 9.
+    minor: u32,
+}
+
+/// An `Arch` as it is serialized (`{"major": 9, "minor": 0}`), before validation.
+#[derive(Deserialize)]
+struct RawArch {
+    major: u32,
+    minor: u32,
+}
+
+impl TryFrom<RawArch> for Arch {
+    type Error = String;
+    fn try_from(r: RawArch) -> Result<Arch, String> {
+        Arch::new(r.major, r.minor)
+    }
 }
 
 impl Arch {
+    /// Turing (sm_75).
+    pub const SM_75: Arch = Arch::known(7, 5);
+    /// Ampere A100 (sm_80).
+    pub const SM_80: Arch = Arch::known(8, 0);
+    /// Ampere GA10x (sm_86).
+    pub const SM_86: Arch = Arch::known(8, 6);
+    /// Jetson Orin (sm_87).
+    pub const SM_87: Arch = Arch::known(8, 7);
+    /// Ada (sm_89).
+    pub const SM_89: Arch = Arch::known(8, 9);
+    /// Hopper (sm_90).
+    pub const SM_90: Arch = Arch::known(9, 0);
+    /// Blackwell B100/B200 (sm_100).
+    pub const SM_100: Arch = Arch::known(10, 0);
+    /// Blackwell GeForce (sm_120).
+    pub const SM_120: Arch = Arch::known(12, 0);
+
     /// Every architecture the PTX back end accepts, oldest first.
     pub const SUPPORTED: [Arch; 8] = [
-        Arch::new(7, 5),
-        Arch::new(8, 0),
-        Arch::new(8, 6),
-        Arch::new(8, 7),
-        Arch::new(8, 9),
-        Arch::new(9, 0),
-        Arch::new(10, 0),
-        Arch::new(12, 0),
+        Arch::SM_75,
+        Arch::SM_80,
+        Arch::SM_86,
+        Arch::SM_87,
+        Arch::SM_89,
+        Arch::SM_90,
+        Arch::SM_100,
+        Arch::SM_120,
     ];
 
     /// The default when no GPU is present: Hopper.
-    pub const DEFAULT: Arch = Arch::new(9, 0);
+    pub const DEFAULT: Arch = Arch::SM_90;
 
-    /// An architecture from its compute capability.
-    pub const fn new(major: u32, minor: u32) -> Arch {
+    /// For the constants above, which are valid.
+    const fn known(major: u32, minor: u32) -> Arch {
         Arch { major, minor }
+    }
+
+    /// An architecture from its compute capability: `major` from 1 to 99, `minor` from 0
+    /// to 9. Any such compute capability is an `Arch` (a device may report one the back end
+    /// does not compile for; see [`Arch::SUPPORTED`]).
+    pub fn new(major: u32, minor: u32) -> Result<Arch, String> {
+        if (1..=99).contains(&major) && minor <= 9 {
+            Ok(Arch { major, minor })
+        } else {
+            Err(format!(
+                "compute capability {major}.{minor} is not an architecture: the major version \
+                 is 1 to 99 and the minor 0 to 9"
+            ))
+        }
+    }
+
+    /// Major version (9 for sm_90).
+    pub fn major(self) -> u32 {
+        self.major
+    }
+
+    /// Minor version (0 for sm_90).
+    pub fn minor(self) -> u32 {
+        self.minor
     }
 
     /// The number in `sm_XY` (90 for sm_90).
@@ -58,25 +127,32 @@ impl fmt::Display for Arch {
     }
 }
 
+/// A decimal number written without sign, spaces or leading zeros (`"0"` itself allowed).
+fn plain_number(s: &str) -> Option<u32> {
+    let canonical =
+        !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) && (s == "0" || !s.starts_with('0'));
+    canonical.then(|| s.parse().ok()).flatten()
+}
+
 impl FromStr for Arch {
     type Err = String;
-    /// Parses `sm_90`, `sm90`, `90` or `9.0`.
+    /// Parses `sm_90`, `sm90`, `compute_90`, `90` or `9.0`: one prefix at most, then
+    /// digits without a sign or leading zeros. Only [`Arch::SUPPORTED`] architectures parse.
     fn from_str(s: &str) -> Result<Arch, String> {
-        let t = s
-            .trim()
-            .trim_start_matches("sm_")
-            .trim_start_matches("sm")
-            .trim_start_matches("compute_");
+        let t = s.trim();
+        let t = t
+            .strip_prefix("sm_")
+            .or_else(|| t.strip_prefix("compute_"))
+            .or_else(|| t.strip_prefix("sm"))
+            .unwrap_or(t);
         let arch = if let Some((a, b)) = t.split_once('.') {
-            a.parse()
-                .ok()
-                .zip(b.parse().ok())
-                .map(|(a, b)| Arch::new(a, b))
+            plain_number(a)
+                .zip(plain_number(b))
+                .and_then(|(a, b)| Arch::new(a, b).ok())
         } else {
-            t.parse::<u32>()
-                .ok()
+            plain_number(t)
                 .filter(|n| *n >= 10)
-                .map(|n| Arch::new(n / 10, n % 10))
+                .and_then(|n| Arch::new(n / 10, n % 10).ok())
         };
         match arch {
             Some(a) if Arch::SUPPORTED.contains(&a) => Ok(a),
@@ -92,17 +168,175 @@ impl FromStr for Arch {
     }
 }
 
+/// How hard LLVM optimizes device code: `-O0` to `-O3`.
+///
+/// ```
+/// use pydevice::OptLevel;
+/// assert_eq!("2".parse::<OptLevel>(), Ok(OptLevel::O2));
+/// assert!("9".parse::<OptLevel>().is_err());
+/// assert!(OptLevel::try_from(4u8).is_err());
+/// ```
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub enum OptLevel {
+    /// No optimization.
+    O0,
+    /// Light optimization.
+    O1,
+    /// Most optimizations.
+    O2,
+    /// All optimizations (the default).
+    #[default]
+    O3,
+}
+
+impl OptLevel {
+    /// The level as a number, 0 to 3.
+    pub fn number(self) -> u8 {
+        match self {
+            OptLevel::O0 => 0,
+            OptLevel::O1 => 1,
+            OptLevel::O2 => 2,
+            OptLevel::O3 => 3,
+        }
+    }
+}
+
+impl TryFrom<u8> for OptLevel {
+    type Error = String;
+    fn try_from(n: u8) -> Result<OptLevel, String> {
+        Ok(match n {
+            0 => OptLevel::O0,
+            1 => OptLevel::O1,
+            2 => OptLevel::O2,
+            3 => OptLevel::O3,
+            n => return Err(format!("optimization level {n}: it is 0, 1, 2 or 3")),
+        })
+    }
+}
+
+impl From<OptLevel> for u8 {
+    fn from(o: OptLevel) -> u8 {
+        o.number()
+    }
+}
+
+impl FromStr for OptLevel {
+    type Err = String;
+    /// Parses `0`, `1`, `2` or `3`.
+    fn from_str(s: &str) -> Result<OptLevel, String> {
+        match s.trim() {
+            "0" => Ok(OptLevel::O0),
+            "1" => Ok(OptLevel::O1),
+            "2" => Ok(OptLevel::O2),
+            "3" => Ok(OptLevel::O3),
+            _ => Err(format!("optimization level `{s}`: it is 0, 1, 2 or 3")),
+        }
+    }
+}
+
+/// The number, as the level was written before it was a type (`opt_level: 3` in option
+/// dumps and cache keys).
+impl fmt::Debug for OptLevel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.number())
+    }
+}
+
+impl fmt::Display for OptLevel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.number())
+    }
+}
+
+impl Serialize for OptLevel {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u8(self.number())
+    }
+}
+
+impl<'de> Deserialize<'de> for OptLevel {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<OptLevel, D::Error> {
+        OptLevel::try_from(u8::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn parses_arch_spellings() {
-        assert_eq!("sm_90".parse::<Arch>().unwrap(), Arch::new(9, 0));
-        assert_eq!("sm75".parse::<Arch>().unwrap(), Arch::new(7, 5));
-        assert_eq!("8.6".parse::<Arch>().unwrap(), Arch::new(8, 6));
+        assert_eq!("sm_90".parse::<Arch>().unwrap(), Arch::SM_90);
+        assert_eq!("sm75".parse::<Arch>().unwrap(), Arch::SM_75);
+        assert_eq!("8.6".parse::<Arch>().unwrap(), Arch::SM_86);
+        assert_eq!("compute_80".parse::<Arch>().unwrap(), Arch::SM_80);
+        assert_eq!(" 90 ".parse::<Arch>().unwrap(), Arch::SM_90);
+        assert_eq!("sm_120".parse::<Arch>().unwrap(), Arch::SM_120);
         assert!("sm_91".parse::<Arch>().is_err());
         assert!("banana".parse::<Arch>().is_err());
-        assert_eq!(Arch::new(10, 0).to_string(), "sm_100");
+        assert_eq!(Arch::SM_100.to_string(), "sm_100");
+    }
+
+    /// Issue #23: these parsed as sm_90.
+    #[test]
+    fn rejects_repeated_prefixes_signs_and_leading_zeros() {
+        for s in [
+            "smsm90", "+90", "0090", "sm_+90", "sm_090", "09.0", "9.00", "sm_sm_90", "9.+0", "",
+            "sm_", "9.", ".0", "sm 90",
+        ] {
+            assert!(s.parse::<Arch>().is_err(), "`{s}` parsed");
+        }
+    }
+
+    /// Issue #23: `Arch::new(0, 0)` was `sm_0`, and large values wrapped in `number`.
+    #[test]
+    fn new_accepts_compute_capabilities_only() {
+        assert!(Arch::new(0, 0).is_err());
+        assert!(Arch::new(9, 10).is_err());
+        assert!(Arch::new(100, 0).is_err());
+        assert!(Arch::new(u32::MAX, u32::MAX).is_err());
+        assert!(Arch::new(u32::MAX / 10 + 1, 0).is_err());
+        let a = Arch::new(99, 9).expect("valid");
+        assert_eq!(a.number(), 999);
+        assert_eq!(a.to_string(), "sm_999");
+        // A device may report a capability the back end does not compile for.
+        assert_eq!(Arch::new(7, 0).map(|a| a.to_string()), Ok("sm_70".into()));
+        for a in Arch::SUPPORTED {
+            assert_eq!(Arch::new(a.major(), a.minor()), Ok(a));
+        }
+    }
+
+    #[test]
+    fn deserializing_validates_arch() {
+        let ok: Arch = serde_json::from_str(r#"{"major":9,"minor":0}"#).expect("valid");
+        assert_eq!(ok, Arch::SM_90);
+        assert_eq!(
+            serde_json::to_string(&Arch::SM_90).expect("serializes"),
+            r#"{"major":9,"minor":0}"#
+        );
+        assert!(serde_json::from_str::<Arch>(r#"{"major":0,"minor":0}"#).is_err());
+        assert!(serde_json::from_str::<Arch>(r#"{"major":9,"minor":12}"#).is_err());
+    }
+
+    /// Issue #23: levels 4 to 255 silently meant -O3.
+    #[test]
+    fn opt_levels_are_0_to_3() {
+        for n in 0..=3u8 {
+            let o = OptLevel::try_from(n).expect("valid");
+            assert_eq!(u8::from(o), n);
+            assert_eq!(n.to_string().parse::<OptLevel>(), Ok(o));
+            assert_eq!(
+                serde_json::to_string(&o).expect("serializes"),
+                n.to_string()
+            );
+        }
+        for n in 4..=255u8 {
+            assert!(OptLevel::try_from(n).is_err(), "{n}");
+            assert!(serde_json::from_str::<OptLevel>(&n.to_string()).is_err());
+        }
+        for s in ["9", "4", "-1", "+3", "03", "O3", ""] {
+            assert!(s.parse::<OptLevel>().is_err(), "`{s}` parsed");
+        }
+        assert_eq!(format!("{:?}", OptLevel::default()), "3");
     }
 }

@@ -42,6 +42,32 @@ use support::{check_golden, ptx_golden_text, repo_path};
 /// The benchmark kernels (`bench/kernels/NAME.py`, entry `NAME`) and the signature their
 /// arguments give through `pydevice run` (`bench/cases.py`: C-contiguous `.npy` arrays).
 const BENCH_KERNELS: &[(&str, &str)] = &[
+    ("bitonic_sort", "uint32[::1], uint32[::1]"),
+    (
+        "conv2d",
+        "float32[:, ::1], float32[:, ::1], float32[:, ::1]",
+    ),
+    ("fft_radix4", "complex64[::1], complex64[::1], int32"),
+    ("half2_poly", "float16[::1], float16[::1]"),
+    (
+        "layernorm",
+        "float32[:, ::1], float32[::1], float32[::1], float32[:, ::1], float32[::1], float32[::1]",
+    ),
+    ("mandelbrot", "int32[:, ::1]"),
+    ("nbody", "float32[:, ::1], float32[:, ::1]"),
+    (
+        "scan_lookback",
+        "int32[::1], int32[::1], uint64[::1], uint32[::1]",
+    ),
+    (
+        "sgemm_reg",
+        "float32[:, ::1], float32[:, ::1], float32[:, ::1]",
+    ),
+    ("softmax_rows", "float32[:, ::1], float32[:, ::1]"),
+    (
+        "spmv_csr",
+        "int32[::1], int32[::1], float32[::1], float32[::1], float32[::1]",
+    ),
     ("bits_u32", "uint32[::1], uint32[::1]"),
     ("histogram", "uint8[::1], int32[::1]"),
     ("math_f64", "float64[::1], float64[::1]"),
@@ -77,7 +103,8 @@ fn main() {
         trials.push(trial(&path, host_error));
     }
     let bench_dir = repo_path("bench/kernels");
-    let listed: Vec<&str> = BENCH_KERNELS.iter().map(|(name, _)| *name).collect();
+    let mut listed: Vec<&str> = BENCH_KERNELS.iter().map(|(name, _)| *name).collect();
+    listed.sort_unstable();
     let on_disk: Vec<String> = py_files(&bench_dir)
         .iter()
         .map(|p| stem(p))
@@ -245,6 +272,7 @@ fn compile(path: &Path) -> Result<Compiled, String> {
     let spec = module
         .specialize_for(&entry, &args, h.arch)
         .map_err(|d| d.render())?;
+    pydevice::ir::validate(spec.program()).map_err(|e| e.to_string())?;
     let ir = spec.program().to_string();
     let k = spec
         .to_ptx(&CompileOptions {

@@ -98,7 +98,7 @@ fn python_ptx() -> Vec<(String, String)> {
     let module = Module::parse("interop.py", &std::fs::read_to_string(&path).unwrap())
         .unwrap_or_else(|d| panic!("{d}"));
     let opts = CompileOptions {
-        arch: Arch::new(9, 0),
+        arch: Arch::SM_90,
         ..CompileOptions::default()
     };
     module
@@ -118,7 +118,7 @@ fn python_ptx() -> Vec<(String, String)> {
 fn assemble(dir: &Path, ptx: &[(String, String)]) -> Vec<PathBuf> {
     ptx.iter()
         .map(|(name, text)| {
-            let cubin = pydevice::toolkit::ptxas_compile(text, Arch::new(9, 0), true)
+            let cubin = pydevice::toolkit::ptxas_compile(text, Arch::SM_90, true)
                 .unwrap_or_else(|e| panic!("ptxas -c {name}: {e}\n{text}"));
             let p = dir.join(format!("{name}.cubin"));
             std::fs::write(&p, cubin).unwrap();
@@ -307,7 +307,7 @@ fn nvrtc_output_links_with_ours() {
     let cxx = compile_cuda(
         "interop.cu",
         &src,
-        Arch::new(9, 0),
+        Arch::SM_90,
         &[format!("-I{}", dir.display())],
     )
     .unwrap_or_else(|e| panic!("{e}"));
@@ -316,7 +316,7 @@ fn nvrtc_output_links_with_ours() {
     let header = std::fs::read_to_string(dir.join("interop.h")).unwrap();
     let inlined = src.replace("#include \"interop.h\"", &header);
     assert_ne!(inlined, src);
-    compile_cuda("interop.cu", &inlined, Arch::new(9, 0), &[]).unwrap_or_else(|e| panic!("{e}"));
+    compile_cuda("interop.cu", &inlined, Arch::SM_90, &[]).unwrap_or_else(|e| panic!("{e}"));
     let mut ptx = python_ptx();
     ptx.push(("interop_cu".into(), cxx.clone()));
     let texts: Vec<&str> = ptx.iter().map(|(_, p)| p.as_str()).collect();
@@ -327,7 +327,7 @@ fn nvrtc_output_links_with_ours() {
     let e = compile_cuda(
         "bad.cu",
         "__device__ int f() { return nope; }",
-        Arch::new(9, 0),
+        Arch::SM_90,
         &[],
     )
     .unwrap_err();
@@ -390,7 +390,7 @@ fn extern_signatures_of_every_kind_match_nvcc() {
             &CompileOptions::default(),
         )
         .unwrap_or_else(|e| panic!("{e}"));
-    pydevice::toolkit::ptxas_check(&k.ptx, Arch::new(9, 0)).unwrap_or_else(|e| panic!("{e}"));
+    pydevice::toolkit::ptxas_check(&k.ptx, Arch::SM_90).unwrap_or_else(|e| panic!("{e}"));
     let mut differ = Vec::new();
     for f in &externs {
         let (a, b) = (signature(&k.ptx, &f.symbol), signature(&theirs, &f.symbol));

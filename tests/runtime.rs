@@ -96,11 +96,11 @@ fn each_part_of_the_key_makes_a_new_specialization() {
     let f64_args = sig("float64[::1], float64");
     let base = CompileOptions::default();
     let other_arch = CompileOptions {
-        arch: Arch::new(8, 0),
+        arch: Arch::SM_80,
         ..CompileOptions::default()
     };
     let o1 = CompileOptions {
-        opt_level: 1,
+        opt_level: pydevice::OptLevel::O1,
         ..CompileOptions::default()
     };
     let a = cache

@@ -26,6 +26,7 @@ import time
 import warnings
 
 import cupy
+import cupyx
 import numpy as np
 from cupyx import jit
 
@@ -206,6 +207,319 @@ def math_f64(x, out):
         out[i] = cupy.exp(v) * cupy.sin(v) + cupy.sqrt(cupy.abs(v))
 
 
+# ---- the second set (issue 21) --------------------------------------------------------------
+
+SM_BLOCK = 256
+SM_WARPS = 8
+NEG_INF = np.float32(-np.inf)
+ONE = np.float32(1.0)
+LN_EPS = np.float32(cases.LN_EPS)
+NBODY_BLOCK = cases.NBODY_BLOCK
+NBODY_EPS2 = np.float32(cases.NBODY_EPS2)
+MB_MAXIT = cases.MB_MAXIT
+MB_X0 = np.float32(cases.MB_X0)
+MB_Y0 = np.float32(cases.MB_Y0)
+MB_DX = np.float32(cases.MB_DX)
+MB_DY = np.float32(cases.MB_DY)
+MB_FOUR = np.float32(4.0)
+MB_TWO = np.float32(2.0)
+CONV_K = 5
+CONV_R = 2
+CONV_TILE = 32
+CONV_ROWS = 8
+CONV_SIDE = 36
+SORT_SEG = 2048
+SORT_HALF = 1024
+SCAN_BLOCK2 = 256
+SCAN_WARPS = 8
+SCAN_ITEMS = 8
+SCAN_TILE = 2048
+SCAN_PADDED = 2112
+LOW32 = np.uint64(0xFFFFFFFF)
+SHIFT32 = np.uint64(32)
+
+
+@jit.rawkernel()
+def softmax_rows(x, out):
+    partial = jit.shared_memory(np.float32, SM_WARPS)
+    row = np.int32(jit.blockIdx.x)
+    t = np.int32(jit.threadIdx.x)
+    lane = t % 32
+    warp = t // 32
+    cols = np.int32(x.shape[1])
+    m = NEG_INF
+    for j in range(t, cols, SM_BLOCK):
+        m = cupy.maximum(m, x[row, j])
+    offset = np.int32(16)
+    while offset > 0:
+        m = cupy.maximum(m, jit.shfl_xor_sync(FULL_MASK, m, offset))
+        offset //= 2
+    if lane == 0:
+        partial[warp] = m
+    jit.syncthreads()
+    m = partial[0]
+    for w in range(1, SM_WARPS):
+        m = cupy.maximum(m, partial[w])
+    jit.syncthreads()
+    s = ZERO
+    for j in range(t, cols, SM_BLOCK):
+        s += cupy.exp(x[row, j] - m)
+    offset = np.int32(16)
+    while offset > 0:
+        s += jit.shfl_xor_sync(FULL_MASK, s, offset)
+        offset //= 2
+    if lane == 0:
+        partial[warp] = s
+    jit.syncthreads()
+    s = partial[0]
+    for w in range(1, SM_WARPS):
+        s += partial[w]
+    inv = ONE / s
+    for j in range(t, cols, SM_BLOCK):
+        out[row, j] = cupy.exp(x[row, j] - m) * inv
+
+
+@jit.rawkernel()
+def layernorm(x, w, b, out, mean, rstd):
+    row = np.int32(jit.grid(1)) // 32
+    lane = np.int32(jit.threadIdx.x) % 32
+    rows = np.int32(x.shape[0])
+    cols = np.int32(x.shape[1])
+    if row < rows:
+        s = ZERO
+        for j in range(lane, cols, 32):
+            s += x[row, j]
+        offset = np.int32(16)
+        while offset > 0:
+            s += jit.shfl_xor_sync(FULL_MASK, s, offset)
+            offset //= 2
+        m = s / np.float32(cols)
+        v = ZERO
+        for j in range(lane, cols, 32):
+            d = x[row, j] - m
+            v += d * d
+        offset = np.int32(16)
+        while offset > 0:
+            v += jit.shfl_xor_sync(FULL_MASK, v, offset)
+            offset //= 2
+        r = ONE / cupy.sqrt(v / np.float32(cols) + LN_EPS)
+        if lane == 0:
+            mean[row] = m
+            rstd[row] = r
+        for j in range(lane, cols, 32):
+            out[row, j] = (x[row, j] - m) * r * w[j] + b[j]
+
+
+@jit.rawkernel()
+def nbody(pos, acc):
+    tile = jit.shared_memory(np.float32, NBODY_BLOCK * 4)  # 1-D: no float4 in cupyx.jit
+    t = np.int32(jit.threadIdx.x)
+    i = np.int32(jit.grid(1))
+    n = np.int32(pos.shape[0])
+    px = pos[i, 0]
+    py = pos[i, 1]
+    pz = pos[i, 2]
+    ax = ZERO
+    ay = ZERO
+    az = ZERO
+    for base in range(0, n, NBODY_BLOCK):
+        j = base + t
+        tile[4 * t] = pos[j, 0]
+        tile[4 * t + 1] = pos[j, 1]
+        tile[4 * t + 2] = pos[j, 2]
+        tile[4 * t + 3] = pos[j, 3]
+        jit.syncthreads()
+        for k in range(NBODY_BLOCK):
+            dx = tile[4 * k] - px
+            dy = tile[4 * k + 1] - py
+            dz = tile[4 * k + 2] - pz
+            d2 = dx * dx + dy * dy + dz * dz + NBODY_EPS2
+            inv = cupyx.rsqrt(d2)
+            s = tile[4 * k + 3] * inv * inv * inv
+            ax += dx * s
+            ay += dy * s
+            az += dz * s
+        jit.syncthreads()
+    acc[i, 0] = ax
+    acc[i, 1] = ay
+    acc[i, 2] = az
+
+
+@jit.rawkernel()
+def spmv_csr(indptr, indices, data, x, y):
+    row = np.int32(jit.grid(1)) // 32
+    lane = np.int32(jit.threadIdx.x) % 32
+    if row < len(y):
+        s = ZERO
+        for k in range(indptr[row] + lane, indptr[row + 1], 32):
+            s += data[k] * x[indices[k]]
+        offset = np.int32(16)
+        while offset > 0:
+            s += jit.shfl_xor_sync(FULL_MASK, s, offset)
+            offset //= 2
+        if lane == 0:
+            y[row] = s
+
+
+@jit.rawkernel()
+def mandelbrot(out):
+    j, i = jit.grid(2)
+    if i < out.shape[0] and j < out.shape[1]:
+        cx = MB_X0 + np.float32(j) * MB_DX
+        cy = MB_Y0 + np.float32(i) * MB_DY
+        x = ZERO
+        y = ZERO
+        it = np.int32(0)
+        while it < MB_MAXIT:
+            x2 = x * x
+            y2 = y * y
+            if x2 + y2 > MB_FOUR:
+                break
+            y = MB_TWO * x * y + cy
+            x = x2 - y2 + cx
+            it += 1
+        out[i, j] = it
+
+
+@jit.rawkernel()
+def conv2d(img, w, out):
+    tile = jit.shared_memory(np.float32, CONV_SIDE * CONV_SIDE)
+    ws = jit.shared_memory(np.float32, CONV_K * CONV_K)
+    tx = np.int32(jit.threadIdx.x)
+    ty = np.int32(jit.threadIdx.y)
+    h = np.int32(img.shape[0])
+    wd = np.int32(img.shape[1])
+    x0 = np.int32(jit.blockIdx.x) * CONV_TILE
+    y0 = np.int32(jit.blockIdx.y) * CONV_TILE
+    t = ty * CONV_TILE + tx
+    if t < CONV_K * CONV_K:
+        ws[t] = w[t // CONV_K, t % CONV_K]
+    for yy in range(ty, CONV_SIDE, CONV_ROWS):
+        for xx in range(tx, CONV_SIDE, CONV_TILE):
+            gy = y0 + yy - CONV_R
+            gx = x0 + xx - CONV_R
+            v = ZERO
+            if gy >= 0 and gy < h and gx >= 0 and gx < wd:
+                v = img[gy, gx]
+            tile[yy * CONV_SIDE + xx] = v
+    jit.syncthreads()
+    for r in range(0, CONV_TILE, CONV_ROWS):
+        acc = ZERO
+        for ky in range(CONV_K):
+            for kx in range(CONV_K):
+                acc += ws[ky * CONV_K + kx] * tile[(ty + r + ky) * CONV_SIDE + tx + kx]
+        out[y0 + ty + r, x0 + tx] = acc
+
+
+@jit.rawkernel()
+def bitonic_sort(keys, out):
+    s = jit.shared_memory(np.uint32, SORT_SEG)
+    t = np.int32(jit.threadIdx.x)
+    base = np.int32(jit.blockIdx.x) * SORT_SEG
+    s[t] = keys[base + t]
+    s[t + SORT_HALF] = keys[base + t + SORT_HALF]
+    jit.syncthreads()
+    k = np.int32(2)
+    while k <= SORT_SEG:
+        j = k // 2
+        while j > 0:
+            i = 2 * t - (t & (j - 1))
+            a = s[i]
+            b = s[i + j]
+            up = (i & k) == 0
+            if (a > b) == up:
+                s[i] = b
+                s[i + j] = a
+            jit.syncthreads()
+            j //= 2
+        k *= 2
+    out[base + t] = s[t]
+    out[base + t + SORT_HALF] = s[t + SORT_HALF]
+
+
+@jit.rawkernel()
+def scan_lookback(x, out, status, state):
+    buf = jit.shared_memory(np.int32, SCAN_PADDED)
+    sums = jit.shared_memory(np.int32, SCAN_WARPS)
+    carry = jit.shared_memory(np.int32, 1)
+    t = np.int32(jit.threadIdx.x)
+    lane = t % 32
+    warp = t // 32
+    tile = np.int32(jit.blockIdx.x)
+    base = tile * SCAN_TILE
+    for k in range(SCAN_ITEMS):
+        e = k * SCAN_BLOCK2 + t
+        buf[e + e // 32] = x[base + e]
+    jit.syncthreads()
+    own = np.int32(0)
+    for k in range(SCAN_ITEMS):
+        e = t * SCAN_ITEMS + k
+        own += buf[e + e // 32]
+    v = own
+    d = np.uint32(1)
+    while d < 32:
+        up = jit.shfl_up_sync(FULL_MASK, v, d)
+        if lane >= d:
+            v += up
+        d *= np.uint32(2)
+    if lane == 31:
+        sums[warp] = v
+    jit.syncthreads()
+    if warp == 0:
+        w = np.int32(0)
+        if lane < SCAN_WARPS:
+            w = sums[lane]
+        d = np.uint32(1)
+        while d < SCAN_WARPS:
+            up = jit.shfl_up_sync(FULL_MASK, w, d)
+            if lane >= d:
+                w += up
+            d *= np.uint32(2)
+        if lane < SCAN_WARPS:
+            sums[lane] = w
+    jit.syncthreads()
+    before = v - own
+    if warp > 0:
+        before += sums[warp - 1]
+    epoch = np.uint32(0)
+    if t == 0:
+        total = sums[SCAN_WARPS - 1]
+        epoch = state[0]
+        aggregate = np.uint64(2 * epoch + 1)
+        inclusive = np.uint64(2 * epoch + 2)
+        prefix = np.int32(0)
+        if tile > 0:
+            # no atomic load or store in cupyx.jit: exch stores, add of 0 loads
+            jit.atomic_exch(status, tile, (aggregate << SHIFT32) | np.uint64(total))
+            j = tile - 1
+            while True:
+                word = jit.atomic_add(status, j, np.uint64(0))
+                flag = word >> SHIFT32
+                if flag == inclusive:
+                    prefix += np.int32(word & LOW32)
+                    break
+                if flag == aggregate:
+                    prefix += np.int32(word & LOW32)
+                    j -= 1
+        jit.atomic_exch(status, tile, (inclusive << SHIFT32) | np.uint64(prefix + total))
+        carry[0] = prefix
+    jit.syncthreads()
+    run = carry[0] + before
+    for k in range(SCAN_ITEMS):
+        e = t * SCAN_ITEMS + k
+        run += buf[e + e // 32]
+        buf[e + e // 32] = run
+    jit.syncthreads()
+    for k in range(SCAN_ITEMS):
+        e = k * SCAN_BLOCK2 + t
+        out[base + e] = buf[e + e // 32]
+    if t == 0:
+        done = jit.atomic_add(state, 1, np.uint32(1))
+        if done == jit.gridDim.x - 1:
+            state[1] = np.uint32(0)
+            state[0] = np.uint32(epoch + 1)
+
+
 @jit.rawkernel()
 def empty(a):
     pass
@@ -223,11 +537,22 @@ KERNELS = {
     "matmul_tiled": matmul_tiled,
     "scan_block": scan_block,
     "math_f64": math_f64,
+    "softmax_rows": softmax_rows,
+    "layernorm": layernorm,
+    "nbody": nbody,
+    "spmv_csr": spmv_csr,
+    "mandelbrot": mandelbrot,
+    "conv2d": conv2d,
+    "bitonic_sort": bitonic_sort,
+    "scan_lookback": scan_lookback,
 }
 
 NOT_EXPRESSIBLE = {
     "bits_u32": "cupyx.jit has no bit-reverse intrinsic (brev); popc only as the ufunc "
     "cupy.bitwise_count",
+    "sgemm_reg": "cupyx.jit has no per-thread (local) arrays for the 8 x 8 accumulators",
+    "fft_radix4": "cupyx.jit cannot build a complex number from two floats (no complex(re, im))",
+    "half2_poly": "cupyx.jit has no float16 fused multiply-add and no half2 arithmetic",
 }
 
 RAW_EMPTY = r'extern "C" __global__ void empty(float* a) {}'

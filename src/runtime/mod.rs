@@ -217,7 +217,7 @@ impl Device {
     /// The device's architecture (compute capability).
     pub fn arch(&self) -> Result<Arch, RuntimeError> {
         let (maj, min) = self.ctx.compute_capability().map_err(drv)?;
-        Ok(Arch::new(maj as u32, min as u32))
+        Arch::new(maj as u32, min as u32).map_err(RuntimeError::Driver)
     }
 
     /// The device's name.

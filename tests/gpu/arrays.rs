@@ -337,9 +337,7 @@ fn cli_runs_on_a_structured_npy() {
         .display()
         .to_string();
     let arg = |k: &str, p: &std::path::Path| format!("{k}={}", p.display());
-    // On the GPU machine the binary travels separately (scripts/gpu_run.sh sets PYDEVICE_BIN).
-    let bin =
-        std::env::var("PYDEVICE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_pydevice").into());
+    let bin = crate::support::pydevice_bin();
     let out = std::process::Command::new(bin)
         .args([
             "run", &fixture, "--entry", "shift", "--grid", "8", "--block", "128",

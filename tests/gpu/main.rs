@@ -670,9 +670,9 @@ fn target_specialization_across_archs() {
     let host = module.host_function("level", &[]).expect("host function");
     assert_eq!(host.call(&[]).expect("call"), pydevice::HostValue::Int(-1));
     let (args, _) = parse_signature("int32[::1]").expect("sig");
-    let archs = [Arch::new(7, 5), Arch::new(8, 0), Arch::new(9, 0)];
+    let archs = [Arch::SM_75, Arch::SM_80, Arch::SM_90];
     let multi = module
-        .compile_multi("which", &args, &archs, 3)
+        .compile_multi("which", &args, &archs, pydevice::OptLevel::O3)
         .expect("compile");
     let n = 64;
     let run = |k: &pydevice::runtime::LoadedKernel| -> Vec<i32> {
@@ -689,9 +689,9 @@ fn target_specialization_across_archs() {
     // The runtime picks the newest variant not above the device (sm_90 on an H100).
     let best = dev.load_best(&multi).expect("load_best");
     let device_arch = dev.arch().expect("arch");
-    let want_best = if device_arch >= Arch::new(9, 0) {
+    let want_best = if device_arch >= Arch::SM_90 {
         1090
-    } else if device_arch >= Arch::new(8, 0) {
+    } else if device_arch >= Arch::SM_80 {
         1080
     } else {
         1000

@@ -3,6 +3,7 @@
 //! vector type names, on random inputs against a CPU reference; and float16 scalar arguments.
 
 use super::*;
+use crate::support::pydevice_bin;
 
 #[test]
 fn numba_suite_builtins_random() {
@@ -254,11 +255,6 @@ fn numba_reshape_with_run_time_minus_one() {
             );
         }
     }
-}
-
-/// The `pydevice` binary (on the GPU machine it travels separately: PYDEVICE_BIN).
-fn pydevice_bin() -> String {
-    std::env::var("PYDEVICE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_pydevice").into())
 }
 
 /// `pydevice run` with tuple arguments (`--arg 't=(int64:3, (float64:1.5, float64:-2))'`,

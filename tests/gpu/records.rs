@@ -157,8 +157,7 @@ fn cli_runs_on_subarray_records() {
         .display()
         .to_string();
     let arg = |k: &str, f: &str| format!("{k}={}", path(f).display());
-    let bin =
-        std::env::var("PYDEVICE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_pydevice").into());
+    let bin = crate::support::pydevice_bin();
     let out = std::process::Command::new(bin)
         .args([
             "run", &fx, "--entry", "nested", "--grid", "7", "--block", "128",
@@ -413,8 +412,7 @@ fn cli_writes_numba_record_arguments_back() {
     };
     std::fs::write(path("vals.npy"), v.to_bytes()).unwrap();
     let arg = |k: &str, f: &str| format!("{k}={}", path(f).display());
-    let bin =
-        std::env::var("PYDEVICE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_pydevice").into());
+    let bin = crate::support::pydevice_bin();
     let out = std::process::Command::new(bin)
         .arg("run")
         .arg(path("write.py"))

@@ -596,7 +596,7 @@ fn fp8_round_trips() {
     let same = |fmt: pydevice::types::fp8::Format, got: u8, want: u8| {
         got == want || (fmt.decode(got).is_nan() && fmt.decode(want).is_nan())
     };
-    for arch in [arch_for(&dev), Arch::new(8, 0)] {
+    for arch in [arch_for(&dev), Arch::SM_80] {
         let compiled = module
             .compile(
                 "f8",
@@ -742,7 +742,7 @@ fn fp8_vectors_random() {
         got == want || (fmt.decode(got).is_nan() && fmt.decode(want).is_nan())
     };
     let same_f32 = |got: f32, want: f32| got == want || (got.is_nan() && want.is_nan());
-    for arch in [arch_for(&dev), Arch::new(8, 0)] {
+    for arch in [arch_for(&dev), Arch::SM_80] {
         let compiled = module
             .compile(
                 "f8v",

@@ -69,6 +69,12 @@ pub fn read_repo_file(relative: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// The `pydevice` command-line binary: `$PYDEVICE_BIN` when set (on the GPU machine the
+/// binary travels separately; `scripts/gpu_run.sh` sets it), else the one cargo built.
+pub fn pydevice_bin() -> String {
+    std::env::var("PYDEVICE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_pydevice").into())
+}
+
 /// Whether `PYDEVICE_BLESS` is set: tests then (re)write their expected files.
 pub fn bless() -> bool {
     std::env::var_os("PYDEVICE_BLESS").is_some()

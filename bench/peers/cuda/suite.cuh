@@ -1,9 +1,13 @@
-// suite.cuh: the twelve benchmark kernels in CUDA C++, one for one with bench/kernels/*.py.
+// suite.cuh: the benchmark kernels in CUDA C++, one for one with bench/kernels/*.py.
 //
 // Each kernel is the plain translation of its Python source: same launch shape, same
 // algorithm, int indices (the dialect's int is 32-bit), no __restrict__ (the Python source
 // carries no aliasing facts either). bench_cuda.cu includes this file and drives it.
 #pragma once
+
+#include <cuda/atomic>
+#include <cuda/std/complex>
+#include <cuda_fp16.h>
 
 #include <cstdint>
 
@@ -171,6 +175,327 @@ __global__ void bits_u32(const uint32_t* x, uint32_t* out, int n) {
       h ^= h << 5;
     }
     out[i] = __brev(h) ^ static_cast<uint32_t>(__popc(x[i]));
+  }
+}
+
+// ---- the second set (issue 21) ----------------------------------------------------------
+
+constexpr int kSoftmaxBlock = 256;  // softmax_rows: threads a row
+constexpr float kLayernormEps = 1e-5f;
+constexpr int kNbodyBlock = 128;  // nbody: block_dim.x = shared tile of positions
+constexpr float kNbodyEps2 = 0.01f;
+constexpr int kGemmBm = 128, kGemmBk = 8, kGemmTm = 8;  // sgemm_reg tiles
+constexpr int kMandelMaxit = 256;
+constexpr float kMandelX0 = -2.0f, kMandelY0 = -1.25f;
+constexpr float kMandelDx = 2.5f / 4096, kMandelDy = 2.5f / 4096;
+constexpr int kConvK = 5, kConvR = 2, kConvTile = 32, kConvRows = 8, kConvSide = 36;
+constexpr int kSortSeg = 2048, kSortHalf = 1024;
+constexpr float kFftAngle = -1.5707963267948966f;  // -2*pi/4
+constexpr int kScanBlock2 = 256, kScanItems = 8, kScanTile = 2048, kScanPadded = 2112;
+
+// One block of 256 a row: row max, then sum of exponentials, each by xor shuffles and
+// across the 8 warps through shared memory (llm.c's softmax_forward form).
+__global__ void softmax_rows(const float* x, float* out, int cols) {
+  constexpr int kWarps = kSoftmaxBlock / 32;
+  __shared__ float partial[kWarps];
+  int row = blockIdx.x, t = threadIdx.x, lane = t % 32, warp = t / 32;
+  const float* xr = x + size_t(row) * cols;
+  float m = -INFINITY;
+  for (int j = t; j < cols; j += kSoftmaxBlock) m = fmaxf(m, xr[j]);
+  for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
+  if (lane == 0) partial[warp] = m;
+  __syncthreads();
+  m = partial[0];
+  for (int w = 1; w < kWarps; ++w) m = fmaxf(m, partial[w]);
+  __syncthreads();
+  float s = 0.0f;
+  for (int j = t; j < cols; j += kSoftmaxBlock) s += expf(xr[j] - m);
+  for (int off = 16; off > 0; off /= 2) s += __shfl_xor_sync(0xFFFFFFFFu, s, off);
+  if (lane == 0) partial[warp] = s;
+  __syncthreads();
+  s = partial[0];
+  for (int w = 1; w < kWarps; ++w) s += partial[w];
+  float inv = 1.0f / s;
+  for (int j = t; j < cols; j += kSoftmaxBlock) out[size_t(row) * cols + j] = expf(xr[j] - m) * inv;
+}
+
+// One warp a row (llm.c's layernorm_forward_kernel3, without cooperative groups).
+__global__ void layernorm(const float* x, const float* w, const float* b, float* out,
+                          float* mean, float* rstd, int rows, int cols) {
+  int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+  int lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  const float* xr = x + size_t(row) * cols;
+  float s = 0.0f;
+  for (int j = lane; j < cols; j += 32) s += xr[j];
+  for (int off = 16; off > 0; off /= 2) s += __shfl_xor_sync(0xFFFFFFFFu, s, off);
+  float m = s / float(cols);
+  float v = 0.0f;
+  for (int j = lane; j < cols; j += 32) {
+    float d = xr[j] - m;
+    v += d * d;
+  }
+  for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xFFFFFFFFu, v, off);
+  float r = 1.0f / sqrtf(v / float(cols) + kLayernormEps);
+  if (lane == 0) {
+    mean[row] = m;
+    rstd[row] = r;
+  }
+  for (int j = lane; j < cols; j += 32) out[size_t(row) * cols + j] = (xr[j] - m) * r * w[j] + b[j];
+}
+
+// All pairs, positions staged in a shared tile of float4; rsqrtf. n a multiple of kNbodyBlock.
+__global__ void nbody(const float4* pos, float* acc, int n) {
+  __shared__ float4 tile[kNbodyBlock];
+  int t = threadIdx.x, i = blockIdx.x * blockDim.x + t;
+  float4 me = pos[i];
+  float ax = 0.0f, ay = 0.0f, az = 0.0f;
+  for (int base = 0; base < n; base += kNbodyBlock) {
+    tile[t] = pos[base + t];
+    __syncthreads();
+    for (int k = 0; k < kNbodyBlock; ++k) {
+      float4 p = tile[k];
+      float dx = p.x - me.x, dy = p.y - me.y, dz = p.z - me.z;
+      float d2 = dx * dx + dy * dy + dz * dz + kNbodyEps2;
+      float inv = rsqrtf(d2);
+      float s = p.w * inv * inv * inv;
+      ax += dx * s;
+      ay += dy * s;
+      az += dz * s;
+    }
+    __syncthreads();
+  }
+  acc[3 * i] = ax;
+  acc[3 * i + 1] = ay;
+  acc[3 * i + 2] = az;
+}
+
+// 128 x 128 tile a block, 8 x 8 a thread in registers; block (16, 16); n a multiple of 128.
+__global__ void sgemm_reg(const float* a, const float* b, float* c, int n) {
+  __shared__ __align__(16) float sa[kGemmBk][kGemmBm];
+  __shared__ __align__(16) float sb[kGemmBk][kGemmBm];
+  float acc[kGemmTm][kGemmTm], ra[kGemmTm], rb[kGemmTm];
+  int tx = threadIdx.x, ty = threadIdx.y, t = ty * 16 + tx;
+  int row0 = blockIdx.y * kGemmBm, col0 = blockIdx.x * kGemmBm;
+  for (int m = 0; m < kGemmTm; ++m)
+    for (int q = 0; q < kGemmTm; ++q) acc[m][q] = 0.0f;
+  for (int k0 = 0; k0 < n; k0 += kGemmBk) {
+    for (int l = 0; l < 4; ++l) {
+      int e = t + l * 256;
+      sa[e % kGemmBk][e / kGemmBk] = a[(row0 + e / kGemmBk) * n + k0 + e % kGemmBk];
+      sb[e / kGemmBm][e % kGemmBm] = b[(k0 + e / kGemmBm) * n + col0 + e % kGemmBm];
+    }
+    __syncthreads();
+    for (int k = 0; k < kGemmBk; ++k) {
+      for (int m = 0; m < kGemmTm; ++m) ra[m] = sa[k][ty * kGemmTm + m];
+      for (int q = 0; q < kGemmTm; ++q) rb[q] = sb[k][tx * kGemmTm + q];
+      for (int m = 0; m < kGemmTm; ++m)
+        for (int q = 0; q < kGemmTm; ++q) acc[m][q] += ra[m] * rb[q];
+    }
+    __syncthreads();
+  }
+  for (int m = 0; m < kGemmTm; ++m)
+    for (int q = 0; q < kGemmTm; ++q)
+      c[(row0 + ty * kGemmTm + m) * n + col0 + tx * kGemmTm + q] = acc[m][q];
+}
+
+// One warp a row ("vector CSR").
+__global__ void spmv_csr(const int* indptr, const int* indices, const float* data, const float* x,
+                         float* y, int rows) {
+  int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+  int lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  float s = 0.0f;
+  for (int k = indptr[row] + lane; k < indptr[row + 1]; k += 32) s += data[k] * x[indices[k]];
+  for (int off = 16; off > 0; off /= 2) s += __shfl_xor_sync(0xFFFFFFFFu, s, off);
+  if (lane == 0) y[row] = s;
+}
+
+__global__ void mandelbrot(int* out, int h, int w) {
+  int j = blockIdx.x * blockDim.x + threadIdx.x;
+  int i = blockIdx.y * blockDim.y + threadIdx.y;
+  if (i < h && j < w) {
+    float cx = kMandelX0 + float(j) * kMandelDx, cy = kMandelY0 + float(i) * kMandelDy;
+    float x = 0.0f, y = 0.0f;
+    int it = 0;
+    while (it < kMandelMaxit) {
+      float x2 = x * x, y2 = y * y;
+      if (x2 + y2 > 4.0f) break;
+      y = 2.0f * x * y + cy;
+      x = x2 - y2 + cx;
+      ++it;
+    }
+    out[i * w + j] = it;
+  }
+}
+
+// 32 x 32 outputs a block from a 36 x 36 shared tile with halo; block (32, 8).
+__global__ void conv2d(const float* img, const float* w, float* out, int h, int wd) {
+  __shared__ float tile[kConvSide][kConvSide];
+  __shared__ float ws[kConvK][kConvK];
+  int tx = threadIdx.x, ty = threadIdx.y;
+  int x0 = blockIdx.x * kConvTile, y0 = blockIdx.y * kConvTile;
+  int t = ty * kConvTile + tx;
+  if (t < kConvK * kConvK) ws[t / kConvK][t % kConvK] = w[t];
+  for (int yy = ty; yy < kConvSide; yy += kConvRows)
+    for (int xx = tx; xx < kConvSide; xx += kConvTile) {
+      int gy = y0 + yy - kConvR, gx = x0 + xx - kConvR;
+      float v = 0.0f;
+      if (gy >= 0 && gy < h && gx >= 0 && gx < wd) v = img[gy * wd + gx];
+      tile[yy][xx] = v;
+    }
+  __syncthreads();
+  for (int r = 0; r < kConvTile; r += kConvRows) {
+    float acc = 0.0f;
+    for (int ky = 0; ky < kConvK; ++ky)
+      for (int kx = 0; kx < kConvK; ++kx) acc += ws[ky][kx] * tile[ty + r + ky][tx + kx];
+    out[(y0 + ty + r) * wd + x0 + tx] = acc;
+  }
+}
+
+// Sorts each run of 2048 keys; block 1024.
+__global__ void bitonic_sort(const uint32_t* keys, uint32_t* out) {
+  __shared__ uint32_t s[kSortSeg];
+  int t = threadIdx.x, base = blockIdx.x * kSortSeg;
+  s[t] = keys[base + t];
+  s[t + kSortHalf] = keys[base + t + kSortHalf];
+  __syncthreads();
+  for (int k = 2; k <= kSortSeg; k *= 2)
+    for (int j = k / 2; j > 0; j /= 2) {
+      int i = 2 * t - (t & (j - 1));
+      uint32_t a = s[i], b = s[i + j];
+      bool up = (i & k) == 0;
+      if ((a > b) == up) {
+        s[i] = b;
+        s[i + j] = a;
+      }
+      __syncthreads();
+    }
+  out[base + t] = s[t];
+  out[base + t + kSortHalf] = s[t + kSortHalf];
+}
+
+// One radix-4 Stockham stage; n/4 threads.
+__global__ void fft_radix4(const cuda::std::complex<float>* x, cuda::std::complex<float>* y, int n,
+                           int ns) {
+  using C = cuda::std::complex<float>;
+  int j = blockIdx.x * blockDim.x + threadIdx.x;
+  int q = n / 4;
+  if (j < q) {
+    int k = j % ns;
+    float ang = kFftAngle * float(k) / float(ns);
+    C v0 = x[j];
+    C v1 = x[j + q] * C(cosf(ang), sinf(ang));
+    C v2 = x[j + 2 * q] * C(cosf(2.0f * ang), sinf(2.0f * ang));
+    C v3 = x[j + 3 * q] * C(cosf(3.0f * ang), sinf(3.0f * ang));
+    C a0 = v0 + v2, a1 = v0 - v2, a2 = v1 + v3, d = v1 - v3;
+    C a3(d.imag(), -d.real());
+    int o = (j / ns) * ns * 4 + k;
+    y[o] = a0 + a2;
+    y[o + ns] = a1 + a3;
+    y[o + 2 * ns] = a0 - a2;
+    y[o + 3 * ns] = a1 - a3;
+  }
+}
+
+// exp's degree-8 Taylor polynomial by Horner, two elements a thread as one __half2.
+__global__ void half2_poly(const __half2* x, __half2* out, int n2) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n2) {
+    __half2 v = x[i];
+    __half2 r = __float2half2_rn(1.0f / 40320);
+    r = __hfma2(r, v, __float2half2_rn(1.0f / 5040));
+    r = __hfma2(r, v, __float2half2_rn(1.0f / 720));
+    r = __hfma2(r, v, __float2half2_rn(1.0f / 120));
+    r = __hfma2(r, v, __float2half2_rn(1.0f / 24));
+    r = __hfma2(r, v, __float2half2_rn(1.0f / 6));
+    r = __hfma2(r, v, __float2half2_rn(0.5f));
+    r = __hfma2(r, v, __float2half2_rn(1.0f));
+    r = __hfma2(r, v, __float2half2_rn(1.0f));
+    out[i] = r;
+  }
+}
+
+// Single-pass inclusive scan with decoupled look-back (see bench/kernels/scan_lookback.py).
+__global__ void scan_lookback(const int* x, int* out, unsigned long long* status, unsigned* state) {
+  using Ref = cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>;
+  constexpr int kWarps = kScanBlock2 / 32;
+  __shared__ int buf[kScanPadded];
+  __shared__ int sums[kWarps];
+  __shared__ int carry;
+  int t = threadIdx.x, lane = t % 32, warp = t / 32, tile = blockIdx.x;
+  int base = tile * kScanTile;
+  for (int k = 0; k < kScanItems; ++k) {
+    int e = k * kScanBlock2 + t;
+    buf[e + e / 32] = x[base + e];
+  }
+  __syncthreads();
+  int own = 0;
+  for (int k = 0; k < kScanItems; ++k) {
+    int e = t * kScanItems + k;
+    own += buf[e + e / 32];
+  }
+  int v = own;
+  for (int d = 1; d < 32; d *= 2) {
+    int up = __shfl_up_sync(0xFFFFFFFFu, v, d);
+    if (lane >= d) v += up;
+  }
+  if (lane == 31) sums[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    int w = lane < kWarps ? sums[lane] : 0;
+    for (int d = 1; d < kWarps; d *= 2) {
+      int up = __shfl_up_sync(0xFFFFFFFFu, w, d);
+      if (lane >= d) w += up;
+    }
+    if (lane < kWarps) sums[lane] = w;
+  }
+  __syncthreads();
+  int before = v - own;
+  if (warp > 0) before += sums[warp - 1];
+  unsigned epoch = 0;
+  if (t == 0) {
+    int total = sums[kWarps - 1];
+    epoch = state[0];
+    unsigned long long aggregate = 2ull * epoch + 1, inclusive = 2ull * epoch + 2;
+    int prefix = 0;
+    if (tile > 0) {
+      Ref(status[tile]).store((aggregate << 32) | unsigned(total), cuda::memory_order_relaxed);
+      for (int j = tile - 1;;) {
+        unsigned long long word = Ref(status[j]).load(cuda::memory_order_relaxed);
+        unsigned long long flag = word >> 32;
+        if (flag == inclusive) {
+          prefix += int(word & 0xFFFFFFFFull);
+          break;
+        }
+        if (flag == aggregate) {
+          prefix += int(word & 0xFFFFFFFFull);
+          --j;
+        }
+      }
+    }
+    Ref(status[tile]).store((inclusive << 32) | unsigned(prefix + total),
+                            cuda::memory_order_relaxed);
+    carry = prefix;
+  }
+  __syncthreads();
+  int run = carry + before;
+  for (int k = 0; k < kScanItems; ++k) {
+    int e = t * kScanItems + k;
+    run += buf[e + e / 32];
+    buf[e + e / 32] = run;
+  }
+  __syncthreads();
+  for (int k = 0; k < kScanItems; ++k) {
+    int e = k * kScanBlock2 + t;
+    out[base + e] = buf[e + e / 32];
+  }
+  if (t == 0) {
+    unsigned done = atomicAdd(&state[1], 1u);
+    if (done == gridDim.x - 1) {
+      state[1] = 0;
+      state[0] = epoch + 1;
+    }
   }
 }
 

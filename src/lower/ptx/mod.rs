@@ -10,7 +10,7 @@ pub mod libdevice;
 mod pipeline;
 
 use crate::ir::Program;
-use crate::target::Arch;
+use crate::target::{Arch, OptLevel};
 use inkwell::OptimizationLevel;
 use inkwell::context::Context;
 use inkwell::targets::{
@@ -75,15 +75,15 @@ impl From<inkwell::builder::BuilderError> for LowerError {
 pub struct PtxOptions {
     /// The architecture to compile for.
     pub arch: Arch,
-    /// LLVM optimization level, 0 to 3.
-    pub opt_level: u8,
+    /// LLVM optimization level.
+    pub opt_level: OptLevel,
 }
 
 impl Default for PtxOptions {
     fn default() -> Self {
         PtxOptions {
             arch: Arch::DEFAULT,
-            opt_level: 3,
+            opt_level: OptLevel::O3,
         }
     }
 }
@@ -103,7 +103,7 @@ const TRIPLE: &str = "nvptx64-nvidia-cuda";
 /// newer ones are compiled for sm_90 and the PTX is retargeted (PTX is forward compatible).
 fn llvm_cpu(arch: Arch) -> Arch {
     if arch.number() > 90 {
-        Arch::new(9, 0)
+        Arch::SM_90
     } else {
         arch
     }
@@ -190,7 +190,7 @@ pub(crate) fn compile_with(
     emit: Emit,
     pipeline: Pipeline,
 ) -> Result<String, LowerError> {
-    with_backend(options.arch, options.opt_level, |b| {
+    with_backend(options.arch, options.opt_level.number(), |b| {
         // PTX modules share a context that discards value names; LLVM IR for inspection
         // gets a context of its own, which keeps them.
         let ctx = match emit {
@@ -305,7 +305,10 @@ mod tests {
         let (mut leaves, mut straight) = (0, 0);
         let mut worse = Vec::new();
         for (name, program, arch) in fixture_programs() {
-            let options = PtxOptions { arch, opt_level: 3 };
+            let options = PtxOptions {
+                arch,
+                opt_level: OptLevel::O3,
+            };
             let full =
                 compile_with(&program, &options, Emit::Ptx, Pipeline::Full).expect("full pipeline");
             let before = pipeline::LEAF_RUNS.with(|n| n.get());
@@ -339,7 +342,10 @@ mod tests {
         let mut compared = 0;
         let mut changed = Vec::new();
         for (name, program, arch) in fixture_programs() {
-            let options = PtxOptions { arch, opt_level: 3 };
+            let options = PtxOptions {
+                arch,
+                opt_level: OptLevel::O3,
+            };
             let before = pipeline::LEAF_RUNS.with(|n| n.get()).1;
             let skipped = compile(&program, &options, Emit::Ptx).expect("compile");
             if pipeline::LEAF_RUNS.with(|n| n.get()).1 == before {
@@ -399,7 +405,10 @@ mod tests {
             if f.kind != crate::ir::FunctionKind::Kernel {
                 continue;
             }
-            let options = PtxOptions { arch, opt_level: 3 };
+            let options = PtxOptions {
+                arch,
+                opt_level: OptLevel::O3,
+            };
             let ptx = compile(&program, &options, Emit::Ptx).expect("compile");
             let declared = entry_params(&ptx, &f.symbol);
             let expected: Vec<(u64, u64)> = f
