@@ -184,6 +184,8 @@ codes! {
     E0306,
     /// `break`/`continue` in a loop over `literal_unroll`, or `literal_unroll(...)` used outside a `for` (§4.6.1)
     E0307,
+    /// `print` used as a value, given a keyword other than `sep`/`end` or a `sep`/`end` that is not a string literal, or asked to print what device printf cannot write: a value of a type it does not print (arrays, complex, fp8, references), an f-string conversion (`!r`) or a format spec printf has no equivalent of (fill characters, centring, `,`/`_` grouping, `b`/`c`/`n`/`%`, a spec on a string or bool)
+    E0308,
     /// not a constant expression where one is required: `shape` or `align` of `local_array`/`shared_array`, a slice step (§5.6)
     E0400,
     /// bad argument value: `memory` not a memory order, `scope` not a thread scope (or either not a string literal), `order` not `'C'`/`'F'`, `align` not a power of two up to 4096, `dtype` not a dtype (an `Atomic(...)` array dtype included) (§5.7, §9.1)

@@ -1120,6 +1120,63 @@ pub enum StmtKind {
     Continue,
     /// Leave the function.
     Return(Option<Handle<Expr>>),
+    /// `print(...)`: write the pieces, in order, to standard output (`vprintf` on the
+    /// device, C `printf` on the host).
+    Print(Vec<PrintPiece>),
+}
+
+/// One piece of a `print`: literal text or one value with its printf conversion.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PrintPiece {
+    /// Text written as is.
+    Text(String),
+    /// A value, formatted by `conv`.
+    Value {
+        /// The value: an `int64` for [`PrintConv::Signed`], a `uint64` for
+        /// [`PrintConv::Unsigned`], a `float64` for [`PrintConv::Float`], a `bool` for
+        /// [`PrintConv::Bool`] (the checker promotes as C varargs do, to 64 bits).
+        value: Handle<Expr>,
+        /// How it is written.
+        conv: PrintConv,
+        /// The printf flags, width and precision between `%` and the conversion letter
+        /// (only the characters `-+ #0123456789.`).
+        spec: String,
+        /// The conversion letter: `d`/`x`/`X`/`o` for integers (after `ll`), `f`/`F`/`e`/`E`/
+        /// `g`/`G` for floats, `s` for bools.
+        letter: char,
+    },
+}
+
+/// The C type a printed value is passed as.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum PrintConv {
+    /// `long long` (`int64`).
+    Signed,
+    /// `unsigned long long` (`uint64`).
+    Unsigned,
+    /// `double` (`float64`).
+    Float,
+    /// A `bool`, written `True` or `False` (passed as a `const char *`).
+    Bool,
+}
+
+impl PrintPiece {
+    /// The printf directive of a value piece (`%lld`, `%.3f`, `%s`), or the text of a text
+    /// piece with `%` doubled.
+    pub fn printf(&self) -> String {
+        match self {
+            PrintPiece::Text(t) => t.replace('%', "%%"),
+            PrintPiece::Value {
+                conv, spec, letter, ..
+            } => {
+                let ll = match conv {
+                    PrintConv::Signed | PrintConv::Unsigned => "ll",
+                    PrintConv::Float | PrintConv::Bool => "",
+                };
+                format!("%{spec}{ll}{letter}")
+            }
+        }
+    }
 }
 
 /// A sequence of statements.
@@ -1223,6 +1280,18 @@ fn print_block(
             )?,
             StmtKind::Break => writeln!(f, "{ind}break")?,
             StmtKind::Continue => writeln!(f, "{ind}continue")?,
+            StmtKind::Print(pieces) => {
+                write!(f, "{ind}print")?;
+                for p in pieces {
+                    match p {
+                        PrintPiece::Text(t) => write!(f, " {t:?}")?,
+                        PrintPiece::Value { value, .. } => {
+                            write!(f, " {}:{:?}", ExprFmt(func, *value), p.printf())?
+                        }
+                    }
+                }
+                writeln!(f)?;
+            }
             StmtKind::Return(None) => writeln!(f, "{ind}return")?,
             StmtKind::Return(Some(e)) => writeln!(f, "{ind}return {}", ExprFmt(func, *e))?,
         }

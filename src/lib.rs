@@ -417,8 +417,12 @@ impl Specialization {
             return Err(Diagnostics {
                 file: program.file.clone(),
                 list: vec![
-                    Diagnostic::error(diag::Code::E0998, e.span, format!("internal compiler error: {e}"))
-                        .with_note("this is a bug in pydevice; please report it"),
+                    Diagnostic::error(
+                        diag::Code::E0998,
+                        e.span,
+                        format!("internal compiler error: {e}"),
+                    )
+                    .with_note("this is a bug in pydevice; please report it"),
                 ],
             });
         }

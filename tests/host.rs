@@ -540,3 +540,38 @@ fn target_specialization_takes_the_host_branch_on_the_host() {
     // The kernel is a device entity: E0500 on the host.
     assert!(m.host_function("which", &[]).is_err());
 }
+
+/// `print` on the host writes through C `printf` to the process's standard output, so the
+/// call runs in a child process (`pydevice call`) whose stdout is compared with the text
+/// Python prints (floats: printf's `%g`, see docs/semantics.md §print).
+#[test]
+fn print_on_the_host_writes_python_text() {
+    let file = support::repo_path("tests/fixtures/host/print_host.py");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pydevice"))
+        .arg("call")
+        .arg(&file)
+        .args([
+            "--entry",
+            "show",
+            "--arg",
+            "i=int32:3",
+            "--arg",
+            "x=float32:2.5",
+        ])
+        .output()
+        .expect("run pydevice");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "i = 3 x = 2.5 False 100%\n\
+         3: 2.500 [    3] fffffffffffffffd   2.50e+00|\n\
+         (3, 2.5) ; (3,)\n\
+         point(x=2.5, y=2) float32x2(2.5, 0.1) 200 -3\n\
+         \n\
+         5.5\n"
+    );
+}

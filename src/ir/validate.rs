@@ -203,6 +203,13 @@ impl Validator<'_> {
                     self.roots(body, spans)?;
                     self.roots(continuing, spans)?;
                 }
+                StmtKind::Print(pieces) => {
+                    for p in pieces {
+                        if let PrintPiece::Value { value, .. } = p {
+                            mark(*value)?;
+                        }
+                    }
+                }
                 StmtKind::Break | StmtKind::Continue | StmtKind::Return(None) => {}
             }
         }
@@ -306,6 +313,21 @@ impl Validator<'_> {
                 self.fail("`break` or `continue` outside a loop")
             }
             StmtKind::Break | StmtKind::Continue => Ok(()),
+            StmtKind::Print(pieces) => {
+                for p in pieces {
+                    if let PrintPiece::Value { value, conv, .. } = p {
+                        self.handle(*value)?;
+                        let want = match conv {
+                            PrintConv::Signed => Scalar::Int64,
+                            PrintConv::Unsigned => Scalar::UInt64,
+                            PrintConv::Float => Scalar::Float64,
+                            PrintConv::Bool => Scalar::Bool,
+                        };
+                        self.expect(*value, &Type::Scalar(want), "a printed value")?;
+                    }
+                }
+                Ok(())
+            }
             StmtKind::Return(None) if self.f.ret != Type::None => self.fail(format!(
                 "a `return` without a value in a function declared to return {}",
                 self.f.ret
@@ -628,7 +650,8 @@ fn falls_through(f: &Function, block: &Block) -> bool {
             StmtKind::Eval(_)
             | StmtKind::Assign(..)
             | StmtKind::Store { .. }
-            | StmtKind::StoreRef { .. } => {}
+            | StmtKind::StoreRef { .. }
+            | StmtKind::Print(_) => {}
         }
     }
     true

@@ -1137,6 +1137,7 @@ use stmt::{always_returns, assigned_names, contains_call, count_assignments, ele
 mod expr;
 mod loops;
 mod ops;
+mod print;
 mod records;
 pub(crate) mod reduce;
 mod stmt;

@@ -126,6 +126,12 @@ impl FnCx<'_, '_> {
                     self.numba_store_hint(c, out);
                     return;
                 }
+                if let ast::Expr::Call(c) = e.value.as_ref()
+                    && let Some(Item::Builtin(Builtin::Print)) = self.callee_item(&c.func)
+                {
+                    self.print(c, span, out);
+                    return;
+                }
                 let v = self.expr(&e.value);
                 if let Some(v) = self.value_of(v) {
                     out.push(Stmt {

@@ -16,6 +16,7 @@ mod arith;
 mod atomics;
 mod expr;
 mod intrinsics;
+mod print;
 mod wrappers;
 
 use super::HostError;
@@ -403,6 +404,7 @@ impl FnCx<'_, '_> {
                 self.b.ins().jump(head, &[]);
                 self.b.switch_to_block(exit);
             }
+            StmtKind::Print(pieces) => self.print(pieces)?,
             StmtKind::Break | StmtKind::Continue => {
                 let (cont, exit) = *self
                     .loops

@@ -20,6 +20,7 @@ mod expr;
 mod functions;
 mod intrinsics;
 mod numbers;
+mod print;
 mod types;
 mod views;
 
@@ -232,6 +233,7 @@ fn assigned_locals(f: &Function) -> Vec<bool> {
                 StmtKind::Eval(_)
                 | StmtKind::Store { .. }
                 | StmtKind::StoreRef { .. }
+                | StmtKind::Print(_)
                 | StmtKind::Break
                 | StmtKind::Continue
                 | StmtKind::Return(_) => {}
@@ -381,6 +383,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 self.branch_if_open(head)?;
                 self.b().position_at_end(exit);
             }
+            StmtKind::Print(pieces) => self.print(pieces)?,
             StmtKind::Break | StmtKind::Continue => {
                 let (cont, exit) = *self
                     .loops
