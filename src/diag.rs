@@ -170,9 +170,9 @@ codes! {
     E0252,
     /// complex or fp8 values where the hardware has no instruction: atomic operations on `complex64`/`complex128`/fp8 elements, warp shuffles and matches of complex values (§2.7, §2.8)
     E0253,
-    /// unsupported statement or parameter form (`try`, `with`, `raise`, a nested `def` that is not a predicate, `global`, defaults, `*args`, a `for` target that is not a name, …)
+    /// unsupported statement or parameter form (`try`, `with`, a nested `def` that is not a predicate, `global`, defaults, `*args`, a `for` target that is not a name, …)
     E0301,
-    /// `assert` is not supported yet
+    /// an `assert` or `raise` device code cannot report: an `assert` message that is not a string literal, a bare `raise`, `raise ... from`, an exception that is not one of Python's built-in ones or whose argument is not one string literal
     E0302,
     /// `while … else` / `for … else` over a tuple
     E0303,

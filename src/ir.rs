@@ -157,11 +157,28 @@ pub struct ProgramOptions {
     pub lineinfo: bool,
     /// Check every array index; an out-of-range access is skipped and reported.
     pub bounds_check: bool,
+    /// `assertions=False`: `assert` statements are compiled out (not evaluated).
+    pub skip_assertions: bool,
 }
 
 /// The device global where a bounds-checked kernel records its first out-of-range access:
-/// a `uint64` that is 0 while none happened, else `line << 32 | column` of the access.
+/// a `uint64` that is 0 while none happened, else `line << 32 | column` of the access; a
+/// failed `assert` or a `raise` records `1 << 63 | line << 32 | column` there (the first
+/// error of the launch wins), and the thread that recorded it fills [`ERROR_INFO_SYMBOL`].
 pub const BOUNDS_ERROR_SYMBOL: &str = "__pyd_bounds_error";
+
+/// The device global, present in modules with `assert` or `raise`, that the thread whose
+/// error won [`BOUNDS_ERROR_SYMBOL`] fills: [`ERROR_INFO_WORDS`] `uint64`s, the first three
+/// `thread_idx.x | thread_idx.y << 32`, `thread_idx.z | block_idx.x << 32`,
+/// `block_idx.y | block_idx.z << 32`, then the NUL-terminated file name followed by the
+/// NUL-terminated message (truncated to fit).
+pub const ERROR_INFO_SYMBOL: &str = "__pyd_error_info";
+
+/// The size of [`ERROR_INFO_SYMBOL`] in `uint64`s.
+pub const ERROR_INFO_WORDS: usize = 32;
+
+/// The bit of an error word that marks an `assert`/`raise` (not an out-of-range index).
+pub const RAISE_BIT: u64 = 1 << 63;
 
 /// What a function is to the outside.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -1120,6 +1137,21 @@ pub enum StmtKind {
     Continue,
     /// Leave the function.
     Return(Option<Handle<Expr>>),
+    /// `assert cond, "message"`: when `cond` (a `bool`) is false, fail as [`StmtKind::Raise`]
+    /// does with `AssertionError: message`. Compiled out with `assertions=False`
+    /// ([`ProgramOptions::skip_assertions`]); `cond` is then not evaluated.
+    Assert {
+        /// The condition.
+        cond: Handle<Expr>,
+        /// What the error says: `AssertionError` or `AssertionError: message`.
+        message: String,
+    },
+    /// `raise SomeError("message")`: record the error (the first one of the launch or call
+    /// wins) and stop the thread; the host reports it as an error value naming the line.
+    Raise {
+        /// What the error says: `ValueError: message`.
+        message: String,
+    },
     /// `print(...)`: write the pieces, in order, to standard output (`vprintf` on the
     /// device, C `printf` on the host).
     Print(Vec<PrintPiece>),
@@ -1280,6 +1312,10 @@ fn print_block(
             )?,
             StmtKind::Break => writeln!(f, "{ind}break")?,
             StmtKind::Continue => writeln!(f, "{ind}continue")?,
+            StmtKind::Assert { cond, message } => {
+                writeln!(f, "{ind}assert {}, {message:?}", ExprFmt(func, *cond))?
+            }
+            StmtKind::Raise { message } => writeln!(f, "{ind}raise {message:?}")?,
             StmtKind::Print(pieces) => {
                 write!(f, "{ind}print")?;
                 for p in pieces {

@@ -575,3 +575,23 @@ fn print_on_the_host_writes_python_text() {
          5.5\n"
     );
 }
+
+/// `assert` and `raise` on the host stop the call with an error naming the line and the
+/// message, as Python would; the function stays callable.
+#[test]
+fn assert_and_raise_on_the_host_name_the_line() {
+    let src = std::fs::read_to_string(support::repo_path("tests/fixtures/host/assert_host.py"))
+        .expect("fixture");
+    let module = Module::parse("assert_host.py", &src).expect("parse");
+    let f = module
+        .host_function("checked", &[Type::Scalar(Scalar::Int32)])
+        .expect("host");
+    let fail = |x: i64| f.call(&[HostValue::Int(x)]).expect_err("fails").to_string();
+    assert_eq!(fail(1), "AssertionError (at assert_host.py:19:5)");
+    assert_eq!(
+        fail(-2),
+        "AssertionError: x must be non-negative (at assert_host.py:10:5)"
+    );
+    assert_eq!(fail(200), "ValueError: too large (at assert_host.py:12:9)");
+    assert_eq!(f.call(&[HostValue::Int(3)]).expect("ok"), HostValue::Int(9));
+}

@@ -203,6 +203,8 @@ impl Validator<'_> {
                     self.roots(body, spans)?;
                     self.roots(continuing, spans)?;
                 }
+                StmtKind::Assert { cond, .. } => mark(*cond)?,
+                StmtKind::Raise { .. } => {}
                 StmtKind::Print(pieces) => {
                     for p in pieces {
                         if let PrintPiece::Value { value, .. } = p {
@@ -313,6 +315,11 @@ impl Validator<'_> {
                 self.fail("`break` or `continue` outside a loop")
             }
             StmtKind::Break | StmtKind::Continue => Ok(()),
+            StmtKind::Assert { cond, .. } => {
+                self.handle(*cond)?;
+                self.expect(*cond, &Type::Scalar(Scalar::Bool), "an assertion")
+            }
+            StmtKind::Raise { .. } => Ok(()),
             StmtKind::Print(pieces) => {
                 for p in pieces {
                     if let PrintPiece::Value { value, conv, .. } = p {
@@ -629,7 +636,9 @@ fn operands(e: &Expr) -> Vec<Handle<Expr>> {
 fn falls_through(f: &Function, block: &Block) -> bool {
     for s in block {
         match &s.kind {
-            StmtKind::Return(_) | StmtKind::Break | StmtKind::Continue => return false,
+            StmtKind::Return(_) | StmtKind::Break | StmtKind::Continue | StmtKind::Raise { .. } => {
+                return false;
+            }
             StmtKind::If {
                 then, otherwise, ..
             } => {
@@ -651,6 +660,7 @@ fn falls_through(f: &Function, block: &Block) -> bool {
             | StmtKind::Assign(..)
             | StmtKind::Store { .. }
             | StmtKind::StoreRef { .. }
+            | StmtKind::Assert { .. }
             | StmtKind::Print(_) => {}
         }
     }

@@ -58,6 +58,25 @@ pub enum RuntimeError {
         /// What went wrong, with the compiler's or linker's log.
         message: String,
     },
+    /// A thread of a kernel failed an `assert` or executed a `raise` (the first one of the
+    /// launch to do so is reported); that thread stopped (PTX `exit`), the others ran on.
+    /// The context is still usable.
+    Raised {
+        /// The kernel's symbol.
+        kernel: String,
+        /// The source file.
+        file: String,
+        /// Source line of the `assert`/`raise`.
+        line: u32,
+        /// Source column of it.
+        column: u32,
+        /// What Python would print: `AssertionError: message`, `ValueError: message`.
+        message: String,
+        /// `thread_idx` (x, y, z) of the thread.
+        thread: [u32; 3],
+        /// `block_idx` (x, y, z) of the thread.
+        block: [u32; 3],
+    },
     /// A kernel compiled with `bounds_check=True` indexed an array out of range; the access
     /// was skipped. The context is still usable.
     IndexOutOfBounds {
@@ -82,6 +101,7 @@ impl RuntimeError {
         match self {
             RuntimeError::Launch { kernel, .. }
             | RuntimeError::Fault { kernel, .. }
+            | RuntimeError::Raised { kernel, .. }
             | RuntimeError::IndexOutOfBounds { kernel, .. } => Some(kernel),
             _ => None,
         }
@@ -104,6 +124,19 @@ impl fmt::Display for RuntimeError {
             RuntimeError::Link { message, .. } => {
                 write!(f, "linking device code failed: {message}")
             }
+            RuntimeError::Raised {
+                kernel,
+                file,
+                line,
+                column,
+                message,
+                thread,
+                block,
+            } => write!(
+                f,
+                "kernel `{kernel}` raised {message} at {file}:{line}:{column} (thread ({}, {}, {}) of block ({}, {}, {}); that thread stopped)",
+                thread[0], thread[1], thread[2], block[0], block[1], block[2]
+            ),
             RuntimeError::IndexOutOfBounds {
                 kernel,
                 line,

@@ -583,16 +583,24 @@ impl Device {
         self.stream.synchronize().map_err(|e| self.error(e))
     }
 
-    /// After a bounds-checked kernel (`@kernel(bounds_check=True)`) has finished (synchronize
-    /// first): reports its first out-of-range access as [`RuntimeError::IndexOutOfBounds`]
-    /// and clears the record. Kernels compiled without bounds checks always pass.
+    /// After a kernel has finished (synchronize first): reports the first error its threads
+    /// recorded, an out-of-range access of a bounds-checked kernel
+    /// (`@kernel(bounds_check=True)`) as [`RuntimeError::IndexOutOfBounds`], a failed `assert`
+    /// or a `raise` as [`RuntimeError::Raised`], and clears the record. Kernels that record
+    /// nothing (no bounds checks, no `assert`, no `raise`) always pass.
     pub fn check_bounds(&self, kernel: &LoadedKernel) -> Result<(), RuntimeError> {
+        self.check_errors(kernel)
+    }
+
+    /// The same as [`Device::check_bounds`], under the name that says it reports `assert`
+    /// and `raise` too.
+    pub fn check_errors(&self, kernel: &LoadedKernel) -> Result<(), RuntimeError> {
         self.ctx.bind_to_thread().map_err(|e| self.error(e))?;
         let Ok(mut global) = kernel
             ._module
             .get_global(crate::ir::BOUNDS_ERROR_SYMBOL, &self.stream)
         else {
-            return Ok(()); // not a bounds-checked kernel
+            return Ok(()); // records nothing
         };
         let mut bytes = [0u8; 8];
         self.stream
@@ -603,15 +611,30 @@ impl Device {
         if code == 0 {
             return Ok(());
         }
+        let mut info = [0u8; crate::ir::ERROR_INFO_WORDS * 8];
+        let info_global = kernel
+            ._module
+            .get_global(crate::ir::ERROR_INFO_SYMBOL, &self.stream)
+            .ok();
+        if code & crate::ir::RAISE_BIT != 0
+            && let Some(g) = &info_global
+        {
+            self.stream
+                .memcpy_dtoh(g, &mut info)
+                .map_err(|e| self.error(e))?;
+        }
         self.stream
             .memcpy_htod(&[0u8; 8], &mut global)
             .map_err(|e| self.error(e))?;
         self.stream.synchronize().map_err(|e| self.error(e))?;
-        Err(RuntimeError::IndexOutOfBounds {
-            kernel: kernel.name.to_string(),
-            line: (code >> 32) as u32,
-            column: code as u32,
-        })
+        if code & crate::ir::RAISE_BIT == 0 {
+            return Err(RuntimeError::IndexOutOfBounds {
+                kernel: kernel.name.to_string(),
+                line: (code >> 32) as u32,
+                column: code as u32,
+            });
+        }
+        Err(decode_raise(&kernel.name, code, &info))
     }
 
     /// Waits for all work on `stream`; reports faults as [`Device::synchronize`] does.
@@ -682,5 +705,51 @@ mod tests {
         assert_send_sync::<KernelCache>();
         assert_send_sync::<DeviceArray>();
         assert_send_sync::<RuntimeError>();
+    }
+}
+
+/// The [`RuntimeError::Raised`] of an error word with `RAISE_BIT` and the
+/// `ERROR_INFO_SYMBOL` record (see `ir::ERROR_INFO_SYMBOL` for its layout).
+fn decode_raise(kernel: &str, code: u64, info: &[u8]) -> RuntimeError {
+    let word = |k: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&info[k * 8..k * 8 + 8]);
+        u64::from_le_bytes(b)
+    };
+    let (w0, w1, w2) = (word(0), word(1), word(2));
+    let mut text = info[24..].split(|b| *b == 0);
+    let mut next = || String::from_utf8_lossy(text.next().unwrap_or_default()).into_owned();
+    let file = next();
+    let message = next();
+    RuntimeError::Raised {
+        kernel: kernel.to_string(),
+        file,
+        line: ((code & !crate::ir::RAISE_BIT) >> 32) as u32,
+        column: code as u32,
+        message,
+        thread: [w0 as u32, (w0 >> 32) as u32, w1 as u32],
+        block: [(w1 >> 32) as u32, w2 as u32, (w2 >> 32) as u32],
+    }
+}
+
+#[cfg(test)]
+mod raise_tests {
+    #[test]
+    fn the_error_record_decodes_to_the_python_error() {
+        let mut info = vec![0u8; crate::ir::ERROR_INFO_WORDS * 8];
+        let w = |i: &mut Vec<u8>, k: usize, v: u64| {
+            i[k * 8..k * 8 + 8].copy_from_slice(&v.to_le_bytes())
+        };
+        w(&mut info, 0, 5 | 1 << 32);
+        w(&mut info, 1, 2 | 7 << 32);
+        w(&mut info, 2, 3 | 4 << 32);
+        let text = b"k.py\0AssertionError: bad\0";
+        info[24..24 + text.len()].copy_from_slice(text);
+        let code = crate::ir::RAISE_BIT | 12 << 32 | 5;
+        let e = super::decode_raise("k", code, &info);
+        assert_eq!(
+            e.to_string(),
+            "kernel `k` raised AssertionError: bad at k.py:12:5 (thread (5, 1, 2) of block (7, 3, 4); that thread stopped)"
+        );
     }
 }

@@ -124,6 +124,7 @@ pub fn specialize(
                     fastmath: o.fastmath,
                     lineinfo: o.lineinfo,
                     bounds_check: o.bounds_check,
+                    skip_assertions: o.skip_assertions,
                 },
                 file: module.file.clone(),
                 target_sm: s.target_used.then_some(sm),

@@ -21,6 +21,7 @@ mod functions;
 mod intrinsics;
 mod numbers;
 mod print;
+mod raise;
 mod types;
 mod views;
 
@@ -234,6 +235,8 @@ fn assigned_locals(f: &Function) -> Vec<bool> {
                 | StmtKind::Store { .. }
                 | StmtKind::StoreRef { .. }
                 | StmtKind::Print(_)
+                | StmtKind::Assert { .. }
+                | StmtKind::Raise { .. }
                 | StmtKind::Break
                 | StmtKind::Continue
                 | StmtKind::Return(_) => {}
@@ -384,6 +387,8 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 self.b().position_at_end(exit);
             }
             StmtKind::Print(pieces) => self.print(pieces)?,
+            StmtKind::Assert { cond, message } => self.assert(*cond, message, s.span)?,
+            StmtKind::Raise { message } => self.raise(message, s.span)?,
             StmtKind::Break | StmtKind::Continue => {
                 let (cont, exit) = *self
                     .loops
