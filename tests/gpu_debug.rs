@@ -1,7 +1,8 @@
 //! GPU tests of the debugging features: `print` output of a kernel captured from a child
 //! process's stdout and compared with the expected text; a failing `assert` reported with
 //! its line, message, thread and block, with the context usable afterwards (a second launch
-//! works); `raise` in the numba dialect.
+//! works); `raise` in the numba dialect; a bounds-check report naming the array, the index
+//! and the shape.
 //!
 //! Without a CUDA driver every test prints why it is skipped and passes. On a GPU machine:
 //! `cargo test --test gpu_debug -- --test-threads=1 --nocapture`.
@@ -62,6 +63,16 @@ def k(a):
         if a[i] < 0.0:
             raise ValueError("negative element")
         a[i] = a[i] * 2.0
+"#;
+
+const BOUNDS: &str = r#"
+from cuda import device
+
+
+@device.kernel(bounds_check=True)
+def k(grid, n):
+    i = device.tid(1)
+    grid[i, n - 1] = 1.0
 "#;
 
 fn device(test: &str) -> Option<Device> {
@@ -266,4 +277,54 @@ fn raise_in_the_numba_dialect_is_reported() {
         matches!(&e, RuntimeError::Raised { line: 10, thread: [2, 0, 0], message, .. } if message == "ValueError: negative element"),
         "{e:?}"
     );
+}
+
+#[test]
+fn a_bounds_report_names_the_array_the_index_and_the_shape() {
+    let Some(dev) = device("a_bounds_report_names_the_array_the_index_and_the_shape") else {
+        return;
+    };
+    let k = load(&dev, "bounds.py", BOUNDS, "k", "float32[:, ::1], int32");
+    let buf = dev.upload(&[0u8; 4 * 4 * 8]).unwrap();
+    let grid = ArgValue::Array(ArrayArg {
+        data: dev.address(&buf),
+        shape: vec![4, 8],
+        strides: vec![8, 1],
+    });
+    // Threads 0..3 write column 9 - 1 = 8 of an 8-wide array: out of range.
+    dev.launch(
+        &k,
+        &[grid.clone(), ArgValue::Int(9)],
+        &LaunchConfig::new(1u32, 4u32),
+    )
+    .unwrap();
+    dev.synchronize().unwrap();
+    let e = dev.check_errors(&k).expect_err("out of range");
+    println!("reported: {e}");
+    let RuntimeError::IndexOutOfBounds {
+        line,
+        array,
+        indices,
+        shape,
+        file,
+        ..
+    } = &e
+    else {
+        panic!("{e:?}");
+    };
+    assert_eq!(
+        (*line, array.as_str(), file.as_str()),
+        (8, "grid", "bounds.py")
+    );
+    assert_eq!(indices[1], 8);
+    assert!((0..4).contains(&indices[0]), "{e}");
+    assert_eq!(shape, &vec![4, 8]);
+    dev.launch(
+        &k,
+        &[grid, ArgValue::Int(8)],
+        &LaunchConfig::new(1u32, 4u32),
+    )
+    .unwrap();
+    dev.synchronize().unwrap();
+    dev.check_errors(&k).expect("in range");
 }

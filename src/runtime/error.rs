@@ -86,6 +86,19 @@ pub enum RuntimeError {
         line: u32,
         /// Source column of it.
         column: u32,
+        /// The source file.
+        file: String,
+        /// The array, as the source names it (`an array` for a computed one).
+        array: String,
+        /// The indices as written (a negative one before Python's wrap); empty for a view
+        /// (`m[i, :]`), whose report names only the array.
+        indices: Vec<i64>,
+        /// The array's shape (as many dimensions as `indices`, at most 8).
+        shape: Vec<i64>,
+        /// `thread_idx` (x, y, z) of the thread.
+        thread: [u32; 3],
+        /// `block_idx` (x, y, z) of the thread.
+        block: [u32; 3],
     },
 }
 
@@ -141,10 +154,38 @@ impl fmt::Display for RuntimeError {
                 kernel,
                 line,
                 column,
-            } => write!(
-                f,
-                "kernel `{kernel}` indexed an array out of bounds at line {line}, column {column} (the access was skipped)"
-            ),
+                file,
+                array,
+                indices,
+                shape,
+                thread,
+                block,
+            } => {
+                let list = |v: &[i64]| {
+                    let parts: Vec<String> = v.iter().map(i64::to_string).collect();
+                    if parts.len() == 1 {
+                        format!("({},)", parts[0])
+                    } else {
+                        format!("({})", parts.join(", "))
+                    }
+                };
+                let place = if file.is_empty() {
+                    format!("line {line}, column {column}")
+                } else {
+                    format!("{file}:{line}:{column}")
+                };
+                let what = if indices.is_empty() {
+                    format!("`{array}`")
+                } else {
+                    let ix: Vec<String> = indices.iter().map(i64::to_string).collect();
+                    format!("`{array}[{}]` (shape {})", ix.join(", "), list(shape))
+                };
+                write!(
+                    f,
+                    "kernel `{kernel}` indexed {what} out of bounds at {place}, thread ({}, {}, {}) of block ({}, {}, {}) (the access was skipped)",
+                    thread[0], thread[1], thread[2], block[0], block[1], block[2]
+                )
+            }
         }
     }
 }

@@ -616,9 +616,7 @@ impl Device {
             ._module
             .get_global(crate::ir::ERROR_INFO_SYMBOL, &self.stream)
             .ok();
-        if code & crate::ir::RAISE_BIT != 0
-            && let Some(g) = &info_global
-        {
+        if let Some(g) = &info_global {
             self.stream
                 .memcpy_dtoh(g, &mut info)
                 .map_err(|e| self.error(e))?;
@@ -628,11 +626,7 @@ impl Device {
             .map_err(|e| self.error(e))?;
         self.stream.synchronize().map_err(|e| self.error(e))?;
         if code & crate::ir::RAISE_BIT == 0 {
-            return Err(RuntimeError::IndexOutOfBounds {
-                kernel: kernel.name.to_string(),
-                line: (code >> 32) as u32,
-                column: code as u32,
-            });
+            return Err(decode_bounds(&kernel.name, code, &info));
         }
         Err(decode_raise(&kernel.name, code, &info))
     }
@@ -708,15 +702,54 @@ mod tests {
     }
 }
 
+/// Word `k` of an `ERROR_INFO_SYMBOL` record.
+fn info_word(info: &[u8], k: usize) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&info[k * 8..k * 8 + 8]);
+    u64::from_le_bytes(b)
+}
+
+/// The thread and block indices of an `ERROR_INFO_SYMBOL` record.
+fn info_ids(info: &[u8]) -> ([u32; 3], [u32; 3]) {
+    let (w0, w1, w2) = (info_word(info, 0), info_word(info, 1), info_word(info, 2));
+    (
+        [w0 as u32, (w0 >> 32) as u32, w1 as u32],
+        [(w1 >> 32) as u32, w2 as u32, (w2 >> 32) as u32],
+    )
+}
+
+/// The [`RuntimeError::IndexOutOfBounds`] of a bounds error word and the
+/// `ERROR_INFO_SYMBOL` record (all zero when the module has none): thread and block, the
+/// number of dimensions `n`, `n` indices, `n` extents, then the file and array names.
+fn decode_bounds(kernel: &str, code: u64, info: &[u8]) -> RuntimeError {
+    let (thread, block) = info_ids(info);
+    let n = (info_word(info, 3) as usize).min(8);
+    let indices = (0..n).map(|k| info_word(info, 4 + k) as i64).collect();
+    let shape = (0..n).map(|k| info_word(info, 4 + n + k) as i64).collect();
+    let mut text = info[(4 + 2 * n) * 8..].split(|b| *b == 0);
+    let mut next = || String::from_utf8_lossy(text.next().unwrap_or_default()).into_owned();
+    let file = next();
+    let mut array = next();
+    if array.is_empty() {
+        array = "an array".to_string();
+    }
+    RuntimeError::IndexOutOfBounds {
+        kernel: kernel.to_string(),
+        line: (code >> 32) as u32,
+        column: code as u32,
+        file,
+        array,
+        indices,
+        shape,
+        thread,
+        block,
+    }
+}
+
 /// The [`RuntimeError::Raised`] of an error word with `RAISE_BIT` and the
 /// `ERROR_INFO_SYMBOL` record (see `ir::ERROR_INFO_SYMBOL` for its layout).
 fn decode_raise(kernel: &str, code: u64, info: &[u8]) -> RuntimeError {
-    let word = |k: usize| {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&info[k * 8..k * 8 + 8]);
-        u64::from_le_bytes(b)
-    };
-    let (w0, w1, w2) = (word(0), word(1), word(2));
+    let (thread, block) = info_ids(info);
     let mut text = info[24..].split(|b| *b == 0);
     let mut next = || String::from_utf8_lossy(text.next().unwrap_or_default()).into_owned();
     let file = next();
@@ -727,8 +760,8 @@ fn decode_raise(kernel: &str, code: u64, info: &[u8]) -> RuntimeError {
         line: ((code & !crate::ir::RAISE_BIT) >> 32) as u32,
         column: code as u32,
         message,
-        thread: [w0 as u32, (w0 >> 32) as u32, w1 as u32],
-        block: [(w1 >> 32) as u32, w2 as u32, (w2 >> 32) as u32],
+        thread,
+        block,
     }
 }
 
@@ -750,6 +783,35 @@ mod raise_tests {
         assert_eq!(
             e.to_string(),
             "kernel `k` raised AssertionError: bad at k.py:12:5 (thread (5, 1, 2) of block (7, 3, 4); that thread stopped)"
+        );
+    }
+
+    #[test]
+    fn the_bounds_record_names_array_index_and_shape() {
+        let mut info = vec![0u8; crate::ir::ERROR_INFO_WORDS * 8];
+        let w = |i: &mut Vec<u8>, k: usize, v: u64| {
+            i[k * 8..k * 8 + 8].copy_from_slice(&v.to_le_bytes())
+        };
+        w(&mut info, 0, 3);
+        w(&mut info, 1, 1 << 32);
+        w(&mut info, 3, 2);
+        w(&mut info, 4, 1);
+        w(&mut info, 5, (-9i64) as u64);
+        w(&mut info, 6, 4);
+        w(&mut info, 7, 8);
+        let text = b"m.py\0grid\0";
+        info[64..64 + text.len()].copy_from_slice(text);
+        let e = super::decode_bounds("k", 7 << 32 | 9, &info);
+        assert_eq!(
+            e.to_string(),
+            "kernel `k` indexed `grid[1, -9]` (shape (4, 8)) out of bounds at m.py:7:9, thread (3, 0, 0) of block (1, 0, 0) (the access was skipped)"
+        );
+        // A module without the record (all zero): the line and column only.
+        let e = super::decode_bounds("k", 7 << 32 | 9, &[0u8; crate::ir::ERROR_INFO_WORDS * 8]);
+        assert!(
+            e.to_string()
+                .contains("`an array` out of bounds at line 7, column 9"),
+            "{e}"
         );
     }
 }

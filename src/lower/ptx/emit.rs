@@ -200,9 +200,16 @@ fn boxed_fp8(f: &Function, t: &Type) -> bool {
     f.kind == FunctionKind::Device && f.interop && is_fp8(t)
 }
 
-/// In bounds-checking mode: whether an access is in range, and the code to record if not
-/// (`line << 32 | column`).
-type BoundsCheck<'ctx> = (IntValue<'ctx>, u64);
+/// In bounds-checking mode: whether an access is in range, the code to record if not
+/// (`line << 32 | column`), and what the report names: the array, the indices as written
+/// (before the wrap of negative ones) and the shape.
+struct BoundsCheck<'ctx> {
+    ok: IntValue<'ctx>,
+    code: u64,
+    array: String,
+    indices: Vec<IntValue<'ctx>>,
+    shape: Vec<IntValue<'ctx>>,
+}
 
 /// Where a local lives.
 #[derive(Copy, Clone)]

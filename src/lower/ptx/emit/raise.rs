@@ -55,6 +55,18 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         let stop = self.new_block("raise.stop");
         self.b().build_conditional_branch(won, record, stop)?;
         self.b().position_at_end(record);
+        self.write_error_info(Vec::new(), message)?;
+        self.b().build_unconditional_branch(stop)?;
+        self.b().position_at_end(stop);
+        self.asm("exit;", "", None, &[])?;
+        self.b().build_unreachable()?;
+        Ok(())
+    }
+
+    /// Fills `ERROR_INFO_SYMBOL`: the thread and block indices (3 words), then `extra`
+    /// words, then the file name and `text`, each NUL-terminated (truncated to fit).
+    pub(super) fn write_error_info(&mut self, extra: Vec<IntValue<'ctx>>, text: &str) -> R<()> {
+        let i64t = self.e.ctx.i64_type();
         let info = self.error_info_global();
         let info_t = i64t.array_type(ERROR_INFO_WORDS as u32);
         let mut ids = Vec::new();
@@ -71,13 +83,14 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 .build_left_shift(pair[1], i64t.const_int(32, false), "")?;
             words.push(self.b().build_or(pair[0], hi, "")?);
         }
-        let mut text = self.e.program.file.name.as_bytes().to_vec();
-        text.push(0);
-        text.extend_from_slice(message.as_bytes());
+        words.extend(extra);
+        let mut bytes = self.e.program.file.name.as_bytes().to_vec();
+        bytes.push(0);
+        bytes.extend_from_slice(text.as_bytes());
         let room = (ERROR_INFO_WORDS - words.len()) * 8 - 1;
-        text.truncate(room);
-        text.push(0);
-        for chunk in text.chunks(8) {
+        bytes.truncate(room);
+        bytes.push(0);
+        for chunk in bytes.chunks(8) {
             let mut b = [0u8; 8];
             b[..chunk.len()].copy_from_slice(chunk);
             words.push(i64t.const_int(u64::from_le_bytes(b), false));
@@ -94,10 +107,6 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             };
             self.b().build_store(slot, *w)?;
         }
-        self.b().build_unconditional_branch(stop)?;
-        self.b().position_at_end(stop);
-        self.asm("exit;", "", None, &[])?;
-        self.b().build_unreachable()?;
         Ok(())
     }
 
