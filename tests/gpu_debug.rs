@@ -205,21 +205,18 @@ fn a_failing_assert_names_its_line_and_the_context_stays_usable() {
     println!("reported: {e}");
     let RuntimeError::Raised {
         kernel,
-        file,
         line,
-        message,
-        thread,
-        block,
+        report,
         ..
     } = &e
     else {
         panic!("not Raised: {e:?}");
     };
     assert_eq!(kernel, "k");
-    assert_eq!(file, "asserts.py");
+    assert_eq!(report.file, "asserts.py");
     assert_eq!(*line, 14);
-    assert_eq!(message, "AssertionError: index past n");
-    let tid = block[0] * 32 + thread[0];
+    assert_eq!(report.message, "AssertionError: index past n");
+    let tid = report.block[0] * 32 + report.thread[0];
     assert!((40..64).contains(&tid), "{e}");
     assert!(e.context_usable());
     let out: Vec<f32> = dev
@@ -249,7 +246,7 @@ fn a_failing_assert_names_its_line_and_the_context_stays_usable() {
     dev.synchronize().unwrap();
     let e = dev.check_errors(&k).expect_err("halve fails");
     assert!(
-        matches!(&e, RuntimeError::Raised { line: 7, thread: [1, 0, 0], block: [0, 0, 0], message, .. } if message == "AssertionError: x must be non-negative"),
+        matches!(&e, RuntimeError::Raised { line: 7, report, .. } if report.thread == [1, 0, 0] && report.block == [0, 0, 0] && report.message == "AssertionError: x must be non-negative"),
         "{e:?}"
     );
 }
@@ -274,7 +271,7 @@ fn raise_in_the_numba_dialect_is_reported() {
     let e = dev.check_errors(&k).expect_err("raise");
     println!("reported: {e}");
     assert!(
-        matches!(&e, RuntimeError::Raised { line: 10, thread: [2, 0, 0], message, .. } if message == "ValueError: negative element"),
+        matches!(&e, RuntimeError::Raised { line: 10, report, .. } if report.thread == [2, 0, 0] && report.message == "ValueError: negative element"),
         "{e:?}"
     );
 }
@@ -301,24 +298,16 @@ fn a_bounds_report_names_the_array_the_index_and_the_shape() {
     dev.synchronize().unwrap();
     let e = dev.check_errors(&k).expect_err("out of range");
     println!("reported: {e}");
-    let RuntimeError::IndexOutOfBounds {
-        line,
-        array,
-        indices,
-        shape,
-        file,
-        ..
-    } = &e
-    else {
+    let RuntimeError::IndexOutOfBounds { line, report, .. } = &e else {
         panic!("{e:?}");
     };
     assert_eq!(
-        (*line, array.as_str(), file.as_str()),
+        (*line, report.array.as_str(), report.file.as_str()),
         (8, "grid", "bounds.py")
     );
-    assert_eq!(indices[1], 8);
-    assert!((0..4).contains(&indices[0]), "{e}");
-    assert_eq!(shape, &vec![4, 8]);
+    assert_eq!(report.indices[1], 8);
+    assert!((0..4).contains(&report.indices[0]), "{e}");
+    assert_eq!(report.shape, vec![4, 8]);
     dev.launch(
         &k,
         &[grid, ArgValue::Int(8)],

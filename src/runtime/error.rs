@@ -64,18 +64,12 @@ pub enum RuntimeError {
     Raised {
         /// The kernel's symbol.
         kernel: String,
-        /// The source file.
-        file: String,
         /// Source line of the `assert`/`raise`.
         line: u32,
         /// Source column of it.
         column: u32,
-        /// What Python would print: `AssertionError: message`, `ValueError: message`.
-        message: String,
-        /// `thread_idx` (x, y, z) of the thread.
-        thread: [u32; 3],
-        /// `block_idx` (x, y, z) of the thread.
-        block: [u32; 3],
+        /// The file, the message and the thread.
+        report: Box<RaiseReport>,
     },
     /// A kernel compiled with `bounds_check=True` indexed an array out of range; the access
     /// was skipped. The context is still usable.
@@ -86,20 +80,40 @@ pub enum RuntimeError {
         line: u32,
         /// Source column of it.
         column: u32,
-        /// The source file.
-        file: String,
-        /// The array, as the source names it (`an array` for a computed one).
-        array: String,
-        /// The indices as written (a negative one before Python's wrap); empty for a view
-        /// (`m[i, :]`), whose report names only the array.
-        indices: Vec<i64>,
-        /// The array's shape (as many dimensions as `indices`, at most 8).
-        shape: Vec<i64>,
-        /// `thread_idx` (x, y, z) of the thread.
-        thread: [u32; 3],
-        /// `block_idx` (x, y, z) of the thread.
-        block: [u32; 3],
+        /// The file, the array, the indices, the shape and the thread.
+        report: Box<BoundsReport>,
     },
+}
+
+/// What [`RuntimeError::Raised`] reports besides the kernel and the position.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RaiseReport {
+    /// The source file.
+    pub file: String,
+    /// What Python would print: `AssertionError: message`, `ValueError: message`.
+    pub message: String,
+    /// `thread_idx` (x, y, z) of the thread.
+    pub thread: [u32; 3],
+    /// `block_idx` (x, y, z) of the thread.
+    pub block: [u32; 3],
+}
+
+/// What [`RuntimeError::IndexOutOfBounds`] reports besides the kernel and the position.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BoundsReport {
+    /// The source file (empty when the module recorded none).
+    pub file: String,
+    /// The array, as the source names it (`an array` for a computed one).
+    pub array: String,
+    /// The indices as written (a negative one before Python's wrap); empty for a view
+    /// (`m[i, :]`), whose report names only the array.
+    pub indices: Vec<i64>,
+    /// The array's shape (as many dimensions as `indices`, at most 8).
+    pub shape: Vec<i64>,
+    /// `thread_idx` (x, y, z) of the thread.
+    pub thread: [u32; 3],
+    /// `block_idx` (x, y, z) of the thread.
+    pub block: [u32; 3],
 }
 
 impl RuntimeError {
@@ -139,28 +153,36 @@ impl fmt::Display for RuntimeError {
             }
             RuntimeError::Raised {
                 kernel,
-                file,
                 line,
                 column,
-                message,
-                thread,
-                block,
-            } => write!(
-                f,
-                "kernel `{kernel}` raised {message} at {file}:{line}:{column} (thread ({}, {}, {}) of block ({}, {}, {}); that thread stopped)",
-                thread[0], thread[1], thread[2], block[0], block[1], block[2]
-            ),
+                report,
+            } => {
+                let RaiseReport {
+                    file,
+                    message,
+                    thread,
+                    block,
+                } = report.as_ref();
+                write!(
+                    f,
+                    "kernel `{kernel}` raised {message} at {file}:{line}:{column} (thread ({}, {}, {}) of block ({}, {}, {}); that thread stopped)",
+                    thread[0], thread[1], thread[2], block[0], block[1], block[2]
+                )
+            }
             RuntimeError::IndexOutOfBounds {
                 kernel,
                 line,
                 column,
-                file,
-                array,
-                indices,
-                shape,
-                thread,
-                block,
+                report,
             } => {
+                let BoundsReport {
+                    file,
+                    array,
+                    indices,
+                    shape,
+                    thread,
+                    block,
+                } = report.as_ref();
                 let list = |v: &[i64]| {
                     let parts: Vec<String> = v.iter().map(i64::to_string).collect();
                     if parts.len() == 1 {

@@ -40,7 +40,7 @@ pub use array::{ArraySource, DeviceArray};
 pub use cache::{CacheStats, KernelCache};
 pub use cai::CudaArrayInterface;
 pub use config::{Dim3, LaunchConfig};
-pub use error::RuntimeError;
+pub use error::{BoundsReport, RaiseReport, RuntimeError};
 pub use link::{LinkInput, LinkedModule};
 pub use reflect::{BlockSizeSuggestion, KernelAttributes, Occupancy};
 pub use stream::Stream;
@@ -737,12 +737,14 @@ fn decode_bounds(kernel: &str, code: u64, info: &[u8]) -> RuntimeError {
         kernel: kernel.to_string(),
         line: (code >> 32) as u32,
         column: code as u32,
-        file,
-        array,
-        indices,
-        shape,
-        thread,
-        block,
+        report: Box::new(error::BoundsReport {
+            file,
+            array,
+            indices,
+            shape,
+            thread,
+            block,
+        }),
     }
 }
 
@@ -756,12 +758,14 @@ fn decode_raise(kernel: &str, code: u64, info: &[u8]) -> RuntimeError {
     let message = next();
     RuntimeError::Raised {
         kernel: kernel.to_string(),
-        file,
         line: ((code & !crate::ir::RAISE_BIT) >> 32) as u32,
         column: code as u32,
-        message,
-        thread,
-        block,
+        report: Box::new(error::RaiseReport {
+            file,
+            message,
+            thread,
+            block,
+        }),
     }
 }
 
