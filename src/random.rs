@@ -100,7 +100,10 @@ mod tests {
         }
         let mean = sum / n;
         let var = sq / n - mean * mean;
-        assert!((mean - 0.5).abs() < 5.0 * (1.0f64 / 12.0 / n).sqrt(), "{mean}");
+        assert!(
+            (mean - 0.5).abs() < 5.0 * (1.0f64 / 12.0 / n).sqrt(),
+            "{mean}"
+        );
         assert!((var - 1.0 / 12.0).abs() < 1e-3, "{var}");
     }
 }

@@ -178,6 +178,8 @@ fn print_child() {
         return;
     }
     let dev = Device::open(0).unwrap();
+    dev.set_print_buffer_size(4 << 20).unwrap();
+    assert!(dev.print_buffer_size().unwrap() >= 4 << 20);
     let k = load(&dev, "prints.py", PRINTS, "show", "float32[::1], int32");
     let v: Vec<f32> = (0..4).map(|i| i as f32 * 1.5).collect();
     let (_buf, a) = f32_array(&dev, &v);

@@ -639,6 +639,27 @@ impl Device {
             .map_err(|e| self.error(e))
     }
 
+    /// Sets the size of the device's `printf` FIFO, which holds the output of `print` in
+    /// kernels until the next synchronization (1 MiB by default; output past it is lost, as
+    /// in CUDA C++). Call it before the first launch that prints.
+    pub fn set_print_buffer_size(&self, bytes: usize) -> Result<(), RuntimeError> {
+        self.ctx.bind_to_thread().map_err(|e| self.error(e))?;
+        cudarc::driver::result::ctx::set_limit(
+            cudarc::driver::sys::CUlimit::CU_LIMIT_PRINTF_FIFO_SIZE,
+            bytes,
+        )
+        .map_err(|e| self.error(e))
+    }
+
+    /// The size of the device's `printf` FIFO (see [`Device::set_print_buffer_size`]).
+    pub fn print_buffer_size(&self) -> Result<usize, RuntimeError> {
+        self.ctx.bind_to_thread().map_err(|e| self.error(e))?;
+        cudarc::driver::result::ctx::get_limit(
+            cudarc::driver::sys::CUlimit::CU_LIMIT_PRINTF_FIFO_SIZE,
+        )
+        .map_err(|e| self.error(e))
+    }
+
     /// Waits for all work on the device, every stream included.
     pub fn synchronize_all(&self) -> Result<(), RuntimeError> {
         self.ctx.synchronize().map_err(|e| self.error(e))
