@@ -72,7 +72,7 @@ extern "C" fn print_f64(format: *const std::ffi::c_char, v: f64) -> i32 {
     unsafe { printf(format, v) }
 }
 
-extern "C" fn print_bool(format: *const std::ffi::c_char, v: u8) -> i32 {
+extern "C" fn print_bool(format: *const std::ffi::c_char, v: u32) -> i32 {
     let s: &std::ffi::CStr = if v != 0 { c"True" } else { c"False" };
     // SAFETY: `format` is one `%...s` directive, which takes a NUL-terminated string.
     unsafe { printf(format, s.as_ptr()) }

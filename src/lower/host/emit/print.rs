@@ -32,12 +32,17 @@ impl FnCx<'_, '_> {
                     self.call_helper("__pyd_print_text", &[ct::I64], ct::I32, &[fmt])?;
                 }
                 PrintPiece::Value { value, conv, .. } => {
-                    let v = self.scalar(*value)?;
+                    let mut v = self.scalar(*value)?;
                     let (name, t) = match conv {
                         PrintConv::Signed => ("__pyd_print_i64", ct::I64),
                         PrintConv::Unsigned => ("__pyd_print_u64", ct::I64),
                         PrintConv::Float => ("__pyd_print_f64", ct::F64),
-                        PrintConv::Bool => ("__pyd_print_bool", ct::I8),
+                        PrintConv::Bool => {
+                            // Widened here: the C ABI leaves a byte argument's upper bits
+                            // to the caller.
+                            v = self.b.ins().uextend(ct::I32, v);
+                            ("__pyd_print_bool", ct::I32)
+                        }
                     };
                     self.call_helper(name, &[ct::I64, t], ct::I32, &[fmt, v])?;
                 }
