@@ -15,6 +15,10 @@ Grids and blocks are written "X" or "X,Y". Prints one line per kernel:
 {"impl": "ours", "kernel", "median_us", "min_us", "gbps", "ok"[, "note"]}.
 
 usage: PYDEVICE=path/to/pydevice python3 run_ours.py [kernel ...]
+
+With PYDEVICE_BENCH_VARIANT=bounds|asserts|asserts_off the kernels are first rewritten by
+variants.py (bounds checks on; an `assert` before every array store; the same compiled
+out) and the lines say "impl": "ours+VARIANT": the cost of the checks (bench/NOTES.md).
 """
 
 import json
@@ -27,6 +31,7 @@ import tempfile
 import numpy as np
 
 import cases
+import variants
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TIMEOUT_S = 60  # per CLI call (scan_lookback would spin forever if its look-back broke)
@@ -57,9 +62,23 @@ def call(cmd):
     return res.stdout, None
 
 
+def kernel_file(case, tmp):
+    """The kernel's source file, rewritten for PYDEVICE_BENCH_VARIANT if that is set."""
+    path = os.path.join(HERE, "kernels", f"{case.name}.py")
+    variant = os.environ.get("PYDEVICE_BENCH_VARIANT")
+    if not variant:
+        return path
+    with open(path) as f:
+        src = variants.rewrite(variant, f.read())
+    out = os.path.join(tmp, f"{case.name}.py")
+    with open(out, "w") as f:
+        f.write(src)
+    return out
+
+
 def bench(cli, case, tmp):
     args = case.inputs()
-    cmd = [cli, "run", os.path.join(HERE, "kernels", f"{case.name}.py"),
+    cmd = [cli, "run", kernel_file(case, tmp),
            "--entry", case.name, "--grid", dims(case.grid), "--block", dims(case.block)]
     for name, value in args.items():
         cmd += ["--arg", f"{name}={arg_value(name, value, tmp)}"]
@@ -83,7 +102,9 @@ def bench(cli, case, tmp):
         median, low = float(rec["median_us"]), float(rec["min_us"])
     except (IndexError, ValueError, KeyError, TypeError):
         return {"ok": False, "note": f"no JSON timing on the last stdout line: {lines[-1:]}"}
-    return cases.result("ours", case, median, low, ok, note)
+    variant = os.environ.get("PYDEVICE_BENCH_VARIANT")
+    impl = f"ours+{variant}" if variant else "ours"
+    return cases.result(impl, case, median, low, ok, note)
 
 
 def main(names):

@@ -176,9 +176,9 @@ codes! {
     E0252,
     /// complex or fp8 values where the hardware has no instruction: atomic operations on `complex64`/`complex128`/fp8 elements, warp shuffles and matches of complex values (§2.7, §2.8)
     E0253,
-    /// unsupported statement or parameter form (`try`, `with`, `raise`, a nested `def` that is not a predicate, `global`, defaults, `*args`, a `for` target that is not a name, …)
+    /// unsupported statement or parameter form (`try`, `with`, a nested `def` that is not a predicate, `global`, defaults, `*args`, a `for` target that is not a name, …)
     E0301,
-    /// `assert` is not supported yet
+    /// an `assert` or `raise` device code cannot report: an `assert` message that is not a string literal, a bare `raise`, `raise ... from`, an exception that is not one of Python's built-in ones or whose argument is not one string literal
     E0302,
     /// `while … else` / `for … else` over a tuple
     E0303,
@@ -190,6 +190,8 @@ codes! {
     E0306,
     /// `break`/`continue` in a loop over `literal_unroll`, or `literal_unroll(...)` used outside a `for` (§4.6.1)
     E0307,
+    /// `print` used as a value, given a keyword other than `sep`/`end` or a `sep`/`end` that is not a string literal, or asked to print what device printf cannot write: a value of a type it does not print (arrays, complex, fp8, references), an f-string conversion (`!r`) or a format spec printf has no equivalent of (fill characters, centring, `,`/`_` grouping, `b`/`c`/`n`/`%`, a spec on a string or bool)
+    E0308,
     /// not a constant expression where one is required: `shape` or `align` of `local_array`/`shared_array`, a slice step (§5.6); a negative or over-64-bit array dimension
     E0400,
     /// bad argument value: `memory` not a memory order, `scope` not a thread scope (or either not a string literal), `order` not `'C'`/`'F'`, `align` not a power of two up to 4096, `dtype` not a dtype (an `Atomic(...)` array dtype included) (§5.7, §9.1)

@@ -157,11 +157,28 @@ pub struct ProgramOptions {
     pub lineinfo: bool,
     /// Check every array index; an out-of-range access is skipped and reported.
     pub bounds_check: bool,
+    /// `assertions=False`: `assert` statements are compiled out (not evaluated).
+    pub skip_assertions: bool,
 }
 
 /// The device global where a bounds-checked kernel records its first out-of-range access:
-/// a `uint64` that is 0 while none happened, else `line << 32 | column` of the access.
+/// a `uint64` that is 0 while none happened, else `line << 32 | column` of the access; a
+/// failed `assert` or a `raise` records `1 << 63 | line << 32 | column` there (the first
+/// error of the launch wins), and the thread that recorded it fills [`ERROR_INFO_SYMBOL`].
 pub const BOUNDS_ERROR_SYMBOL: &str = "__pyd_bounds_error";
+
+/// The device global, present in modules with `assert` or `raise`, that the thread whose
+/// error won [`BOUNDS_ERROR_SYMBOL`] fills: [`ERROR_INFO_WORDS`] `uint64`s, the first three
+/// `thread_idx.x | thread_idx.y << 32`, `thread_idx.z | block_idx.x << 32`,
+/// `block_idx.y | block_idx.z << 32`, then the NUL-terminated file name followed by the
+/// NUL-terminated message (truncated to fit).
+pub const ERROR_INFO_SYMBOL: &str = "__pyd_error_info";
+
+/// The size of [`ERROR_INFO_SYMBOL`] in `uint64`s.
+pub const ERROR_INFO_WORDS: usize = 32;
+
+/// The bit of an error word that marks an `assert`/`raise` (not an out-of-range index).
+pub const RAISE_BIT: u64 = 1 << 63;
 
 /// What a function is to the outside.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -1120,6 +1137,78 @@ pub enum StmtKind {
     Continue,
     /// Leave the function.
     Return(Option<Handle<Expr>>),
+    /// `assert cond, "message"`: when `cond` (a `bool`) is false, fail as [`StmtKind::Raise`]
+    /// does with `AssertionError: message`. Compiled out with `assertions=False`
+    /// ([`ProgramOptions::skip_assertions`]); `cond` is then not evaluated.
+    Assert {
+        /// The condition.
+        cond: Handle<Expr>,
+        /// What the error says: `AssertionError` or `AssertionError: message`.
+        message: String,
+    },
+    /// `raise SomeError("message")`: record the error (the first one of the launch or call
+    /// wins) and stop the thread; the host reports it as an error value naming the line.
+    Raise {
+        /// What the error says: `ValueError: message`.
+        message: String,
+    },
+    /// `print(...)`: write the pieces, in order, to standard output (`vprintf` on the
+    /// device, C `printf` on the host).
+    Print(Vec<PrintPiece>),
+}
+
+/// One piece of a `print`: literal text or one value with its printf conversion.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PrintPiece {
+    /// Text written as is.
+    Text(String),
+    /// A value, formatted by `conv`.
+    Value {
+        /// The value: an `int64` for [`PrintConv::Signed`], a `uint64` for
+        /// [`PrintConv::Unsigned`], a `float64` for [`PrintConv::Float`], a `bool` for
+        /// [`PrintConv::Bool`] (the checker promotes as C varargs do, to 64 bits).
+        value: Handle<Expr>,
+        /// How it is written.
+        conv: PrintConv,
+        /// The printf flags, width and precision between `%` and the conversion letter
+        /// (only the characters `-+ #0123456789.`).
+        spec: String,
+        /// The conversion letter: `d`/`x`/`X`/`o` for integers (after `ll`), `f`/`F`/`e`/`E`/
+        /// `g`/`G` for floats, `s` for bools.
+        letter: char,
+    },
+}
+
+/// The C type a printed value is passed as.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum PrintConv {
+    /// `long long` (`int64`).
+    Signed,
+    /// `unsigned long long` (`uint64`).
+    Unsigned,
+    /// `double` (`float64`).
+    Float,
+    /// A `bool`, written `True` or `False` (passed as a `const char *`).
+    Bool,
+}
+
+impl PrintPiece {
+    /// The printf directive of a value piece (`%lld`, `%.3f`, `%s`), or the text of a text
+    /// piece with `%` doubled.
+    pub fn printf(&self) -> String {
+        match self {
+            PrintPiece::Text(t) => t.replace('%', "%%"),
+            PrintPiece::Value {
+                conv, spec, letter, ..
+            } => {
+                let ll = match conv {
+                    PrintConv::Signed | PrintConv::Unsigned => "ll",
+                    PrintConv::Float | PrintConv::Bool => "",
+                };
+                format!("%{spec}{ll}{letter}")
+            }
+        }
+    }
 }
 
 /// A sequence of statements.
@@ -1223,6 +1312,22 @@ fn print_block(
             )?,
             StmtKind::Break => writeln!(f, "{ind}break")?,
             StmtKind::Continue => writeln!(f, "{ind}continue")?,
+            StmtKind::Assert { cond, message } => {
+                writeln!(f, "{ind}assert {}, {message:?}", ExprFmt(func, *cond))?
+            }
+            StmtKind::Raise { message } => writeln!(f, "{ind}raise {message:?}")?,
+            StmtKind::Print(pieces) => {
+                write!(f, "{ind}print")?;
+                for p in pieces {
+                    match p {
+                        PrintPiece::Text(t) => write!(f, " {t:?}")?,
+                        PrintPiece::Value { value, .. } => {
+                            write!(f, " {}:{:?}", ExprFmt(func, *value), p.printf())?
+                        }
+                    }
+                }
+                writeln!(f)?;
+            }
             StmtKind::Return(None) => writeln!(f, "{ind}return")?,
             StmtKind::Return(Some(e)) => writeln!(f, "{ind}return {}", ExprFmt(func, *e))?,
         }

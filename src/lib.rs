@@ -64,6 +64,7 @@ pub mod front;
 pub mod ir;
 pub mod kernel;
 pub mod lower;
+pub mod random;
 pub mod runtime;
 mod stack;
 pub mod target;

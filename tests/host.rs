@@ -540,3 +540,58 @@ fn target_specialization_takes_the_host_branch_on_the_host() {
     // The kernel is a device entity: E0500 on the host.
     assert!(m.host_function("which", &[]).is_err());
 }
+
+/// `print` on the host writes through C `printf` to the process's standard output, so the
+/// call runs in a child process (`pydevice call`) whose stdout is compared with the text
+/// Python prints (floats: printf's `%g`, see docs/semantics.md §print).
+#[test]
+fn print_on_the_host_writes_python_text() {
+    let file = support::repo_path("tests/fixtures/host/print_host.py");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pydevice"))
+        .arg("call")
+        .arg(&file)
+        .args([
+            "--entry",
+            "show",
+            "--arg",
+            "i=int32:3",
+            "--arg",
+            "x=float32:2.5",
+        ])
+        .output()
+        .expect("run pydevice");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "i = 3 x = 2.5 False 100%\n\
+         3: 2.500 [    3] fffffffffffffffd   2.50e+00|\n\
+         (3, 2.5) ; (3,)\n\
+         point(x=2.5, y=2) float32x2(2.5, 0.1) 200 -3\n\
+         \n\
+         5.5\n"
+    );
+}
+
+/// `assert` and `raise` on the host stop the call with an error naming the line and the
+/// message, as Python would; the function stays callable.
+#[test]
+fn assert_and_raise_on_the_host_name_the_line() {
+    let src = std::fs::read_to_string(support::repo_path("tests/fixtures/host/assert_host.py"))
+        .expect("fixture");
+    let module = Module::parse("assert_host.py", &src).expect("parse");
+    let f = module
+        .host_function("checked", &[Type::Scalar(Scalar::Int32)])
+        .expect("host");
+    let fail = |x: i64| f.call(&[HostValue::Int(x)]).expect_err("fails").to_string();
+    assert_eq!(fail(1), "AssertionError (at assert_host.py:19:5)");
+    assert_eq!(
+        fail(-2),
+        "AssertionError: x must be non-negative (at assert_host.py:10:5)"
+    );
+    assert_eq!(fail(200), "ValueError: too large (at assert_host.py:12:9)");
+    assert_eq!(f.call(&[HostValue::Int(3)]).expect("ok"), HostValue::Int(9));
+}

@@ -39,6 +39,7 @@ from .errors import (
     Diagnostic,
     DriverError,
     HostError,
+    KernelRaised,
     LaunchError,
     NoDriverError,
     PydeviceError,

@@ -5,6 +5,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 from .errors import (
     ArgumentError as ArgumentError,
     BoundsError as BoundsError,
+    KernelRaised as KernelRaised,
     CompileError as CompileError,
     DeviceFault as DeviceFault,
     Diagnostic as Diagnostic,

@@ -9,6 +9,8 @@ argument); none of them ends the process.
   later work on that device fails too.
 - :class:`BoundsError`: a ``bounds_check=True`` kernel indexed an array out of range (also an
   ``IndexError``). The context is still usable.
+- :class:`KernelRaised`: a kernel thread failed an ``assert`` or executed ``raise``; it names
+  the file, line, message, thread and block. The context is still usable.
 - :class:`NoDriverError`: no CUDA driver on this machine.
 """
 
@@ -88,6 +90,32 @@ class BoundsError(PydeviceError, IndexError):
         self.kernel = kernel
         self.line = line
         self.column = column
+
+
+class KernelRaised(PydeviceError):
+    """A kernel thread failed an ``assert`` or executed ``raise`` (the first one of the launch
+    is reported; that thread stopped, the others ran on, and the context is still usable)."""
+
+    def __init__(
+        self,
+        message: str,
+        kernel: str = "",
+        line: int = 0,
+        column: int = 0,
+        file: str = "",
+        exception: str = "",
+        thread: tuple = (0, 0, 0),
+        block: tuple = (0, 0, 0),
+    ):
+        super().__init__(message)
+        self.kernel = kernel
+        self.line = line
+        self.column = column
+        self.file = file
+        #: What Python would print, e.g. ``AssertionError: n must be positive``.
+        self.exception = exception
+        self.thread = tuple(thread)
+        self.block = tuple(block)
 
 
 class LinkError(PydeviceError):

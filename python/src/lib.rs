@@ -105,7 +105,27 @@ pub(crate) fn runtime_to_py(py: Python<'_>, e: RuntimeError) -> PyErr {
             kernel,
             line,
             column,
+            ..
         } => raise(py, "BoundsError", (text, kernel, line, column)),
+        RuntimeError::Raised {
+            kernel,
+            line,
+            column,
+            report,
+        } => raise(
+            py,
+            "KernelRaised",
+            (
+                text,
+                kernel,
+                line,
+                column,
+                report.file,
+                report.message,
+                report.thread,
+                report.block,
+            ),
+        ),
     }
 }
 

@@ -59,6 +59,8 @@ pub(crate) struct DecoratorOptions {
     pub lineinfo: bool,
     /// `bounds_check=True` (kernels): out-of-range indices are reported, not executed.
     pub bounds_check: bool,
+    /// `assertions=False` (kernels): `assert` statements are compiled out.
+    pub skip_assertions: bool,
     /// numba's `max_registers=N`.
     pub max_registers: Option<u32>,
     /// numba's signature argument of `@cuda.jit`.
@@ -868,6 +870,7 @@ impl ParsedModule {
                     "lineinfo",
                     "debug",
                     "bounds_check",
+                    "assertions",
                 ];
                 let key = name.id.as_str();
                 if key == "extern" {
@@ -921,6 +924,7 @@ impl ParsedModule {
                     "fastmath" => options.fastmath = flag(diags).unwrap_or(false),
                     "lineinfo" | "debug" => options.lineinfo |= flag(diags).unwrap_or(false),
                     "bounds_check" => options.bounds_check = flag(diags).unwrap_or(false),
+                    "assertions" => options.skip_assertions = !flag(diags).unwrap_or(true),
                     "max_threads" => options.max_threads = count(diags, 1024),
                     "min_blocks" => options.min_blocks = count(diags, 64),
                     other => diags.push(
@@ -931,7 +935,7 @@ impl ParsedModule {
                         )
                         .with_label("not a supported option")
                         .with_note(if this == FunctionKind::Kernel {
-                            "supported options: interop, max_threads, min_blocks, fastmath, lineinfo, debug, bounds_check"
+                            "supported options: interop, max_threads, min_blocks, fastmath, lineinfo, debug, bounds_check, assertions"
                         } else {
                             "supported options: interop, extern"
                         }),

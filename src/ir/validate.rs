@@ -203,6 +203,15 @@ impl Validator<'_> {
                     self.roots(body, spans)?;
                     self.roots(continuing, spans)?;
                 }
+                StmtKind::Assert { cond, .. } => mark(*cond)?,
+                StmtKind::Raise { .. } => {}
+                StmtKind::Print(pieces) => {
+                    for p in pieces {
+                        if let PrintPiece::Value { value, .. } = p {
+                            mark(*value)?;
+                        }
+                    }
+                }
                 StmtKind::Break | StmtKind::Continue | StmtKind::Return(None) => {}
             }
         }
@@ -306,6 +315,26 @@ impl Validator<'_> {
                 self.fail("`break` or `continue` outside a loop")
             }
             StmtKind::Break | StmtKind::Continue => Ok(()),
+            StmtKind::Assert { cond, .. } => {
+                self.handle(*cond)?;
+                self.expect(*cond, &Type::Scalar(Scalar::Bool), "an assertion")
+            }
+            StmtKind::Raise { .. } => Ok(()),
+            StmtKind::Print(pieces) => {
+                for p in pieces {
+                    if let PrintPiece::Value { value, conv, .. } = p {
+                        self.handle(*value)?;
+                        let want = match conv {
+                            PrintConv::Signed => Scalar::Int64,
+                            PrintConv::Unsigned => Scalar::UInt64,
+                            PrintConv::Float => Scalar::Float64,
+                            PrintConv::Bool => Scalar::Bool,
+                        };
+                        self.expect(*value, &Type::Scalar(want), "a printed value")?;
+                    }
+                }
+                Ok(())
+            }
             StmtKind::Return(None) if self.f.ret != Type::None => self.fail(format!(
                 "a `return` without a value in a function declared to return {}",
                 self.f.ret
@@ -607,7 +636,9 @@ fn operands(e: &Expr) -> Vec<Handle<Expr>> {
 fn falls_through(f: &Function, block: &Block) -> bool {
     for s in block {
         match &s.kind {
-            StmtKind::Return(_) | StmtKind::Break | StmtKind::Continue => return false,
+            StmtKind::Return(_) | StmtKind::Break | StmtKind::Continue | StmtKind::Raise { .. } => {
+                return false;
+            }
             StmtKind::If {
                 then, otherwise, ..
             } => {
@@ -628,7 +659,9 @@ fn falls_through(f: &Function, block: &Block) -> bool {
             StmtKind::Eval(_)
             | StmtKind::Assign(..)
             | StmtKind::Store { .. }
-            | StmtKind::StoreRef { .. } => {}
+            | StmtKind::StoreRef { .. }
+            | StmtKind::Assert { .. }
+            | StmtKind::Print(_) => {}
         }
     }
     true

@@ -58,6 +58,19 @@ pub enum RuntimeError {
         /// What went wrong, with the compiler's or linker's log.
         message: String,
     },
+    /// A thread of a kernel failed an `assert` or executed a `raise` (the first one of the
+    /// launch to do so is reported); that thread stopped (PTX `exit`), the others ran on.
+    /// The context is still usable.
+    Raised {
+        /// The kernel's symbol.
+        kernel: String,
+        /// Source line of the `assert`/`raise`.
+        line: u32,
+        /// Source column of it.
+        column: u32,
+        /// The file, the message and the thread.
+        report: Box<RaiseReport>,
+    },
     /// A kernel compiled with `bounds_check=True` indexed an array out of range; the access
     /// was skipped. The context is still usable.
     IndexOutOfBounds {
@@ -67,7 +80,40 @@ pub enum RuntimeError {
         line: u32,
         /// Source column of it.
         column: u32,
+        /// The file, the array, the indices, the shape and the thread.
+        report: Box<BoundsReport>,
     },
+}
+
+/// What [`RuntimeError::Raised`] reports besides the kernel and the position.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RaiseReport {
+    /// The source file.
+    pub file: String,
+    /// What Python would print: `AssertionError: message`, `ValueError: message`.
+    pub message: String,
+    /// `thread_idx` (x, y, z) of the thread.
+    pub thread: [u32; 3],
+    /// `block_idx` (x, y, z) of the thread.
+    pub block: [u32; 3],
+}
+
+/// What [`RuntimeError::IndexOutOfBounds`] reports besides the kernel and the position.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BoundsReport {
+    /// The source file (empty when the module recorded none).
+    pub file: String,
+    /// The array, as the source names it (`an array` for a computed one).
+    pub array: String,
+    /// The indices as written (a negative one before Python's wrap); empty for a view
+    /// (`m[i, :]`), whose report names only the array.
+    pub indices: Vec<i64>,
+    /// The array's shape (as many dimensions as `indices`, at most 8).
+    pub shape: Vec<i64>,
+    /// `thread_idx` (x, y, z) of the thread.
+    pub thread: [u32; 3],
+    /// `block_idx` (x, y, z) of the thread.
+    pub block: [u32; 3],
 }
 
 impl RuntimeError {
@@ -82,6 +128,7 @@ impl RuntimeError {
         match self {
             RuntimeError::Launch { kernel, .. }
             | RuntimeError::Fault { kernel, .. }
+            | RuntimeError::Raised { kernel, .. }
             | RuntimeError::IndexOutOfBounds { kernel, .. } => Some(kernel),
             _ => None,
         }
@@ -104,14 +151,63 @@ impl fmt::Display for RuntimeError {
             RuntimeError::Link { message, .. } => {
                 write!(f, "linking device code failed: {message}")
             }
+            RuntimeError::Raised {
+                kernel,
+                line,
+                column,
+                report,
+            } => {
+                let RaiseReport {
+                    file,
+                    message,
+                    thread,
+                    block,
+                } = report.as_ref();
+                write!(
+                    f,
+                    "kernel `{kernel}` raised {message} at {file}:{line}:{column} (thread ({}, {}, {}) of block ({}, {}, {}); that thread stopped)",
+                    thread[0], thread[1], thread[2], block[0], block[1], block[2]
+                )
+            }
             RuntimeError::IndexOutOfBounds {
                 kernel,
                 line,
                 column,
-            } => write!(
-                f,
-                "kernel `{kernel}` indexed an array out of bounds at line {line}, column {column} (the access was skipped)"
-            ),
+                report,
+            } => {
+                let BoundsReport {
+                    file,
+                    array,
+                    indices,
+                    shape,
+                    thread,
+                    block,
+                } = report.as_ref();
+                let list = |v: &[i64]| {
+                    let parts: Vec<String> = v.iter().map(i64::to_string).collect();
+                    if parts.len() == 1 {
+                        format!("({},)", parts[0])
+                    } else {
+                        format!("({})", parts.join(", "))
+                    }
+                };
+                let place = if file.is_empty() {
+                    format!("line {line}, column {column}")
+                } else {
+                    format!("{file}:{line}:{column}")
+                };
+                let what = if indices.is_empty() {
+                    format!("`{array}`")
+                } else {
+                    let ix: Vec<String> = indices.iter().map(i64::to_string).collect();
+                    format!("`{array}[{}]` (shape {})", ix.join(", "), list(shape))
+                };
+                write!(
+                    f,
+                    "kernel `{kernel}` indexed {what} out of bounds at {place}, thread ({}, {}, {}) of block ({}, {}, {}) (the access was skipped)",
+                    thread[0], thread[1], thread[2], block[0], block[1], block[2]
+                )
+            }
         }
     }
 }

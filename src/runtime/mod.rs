@@ -39,7 +39,7 @@ pub use array::{ArraySource, DeviceArray};
 pub use cache::{CacheStats, DiskCacheError, DiskTrust, KernelCache};
 pub use cai::CudaArrayInterface;
 pub use config::{Dim3, LaunchConfig};
-pub use error::RuntimeError;
+pub use error::{BoundsReport, RaiseReport, RuntimeError};
 pub use link::{LinkInput, LinkedModule};
 pub use reflect::{BlockSizeSuggestion, KernelAttributes, Occupancy};
 pub use stream::Stream;
@@ -601,19 +601,27 @@ impl Device {
         self.stream.synchronize().map_err(|e| self.error(e))
     }
 
-    /// After a bounds-checked kernel (`@kernel(bounds_check=True)`) has finished (synchronize
-    /// first): reports its first out-of-range access as [`RuntimeError::IndexOutOfBounds`]
-    /// and clears the record. Kernels compiled without bounds checks always pass.
+    /// After a kernel has finished (synchronize first): reports the first error its threads
+    /// recorded, an out-of-range access of a bounds-checked kernel
+    /// (`@kernel(bounds_check=True)`) as [`RuntimeError::IndexOutOfBounds`], a failed `assert`
+    /// or a `raise` as [`RuntimeError::Raised`], and clears the record. Kernels that record
+    /// nothing (no bounds checks, no `assert`, no `raise`) always pass.
     pub fn check_bounds(&self, kernel: &LoadedKernel) -> Result<(), RuntimeError> {
+        self.check_errors(kernel)
+    }
+
+    /// The same as [`Device::check_bounds`], under the name that says it reports `assert`
+    /// and `raise` too.
+    pub fn check_errors(&self, kernel: &LoadedKernel) -> Result<(), RuntimeError> {
         if !kernel.bounds_global {
-            return Ok(()); // not a bounds-checked kernel
+            return Ok(()); // records nothing: neither bounds-checked nor asserting
         }
         self.ctx.bind_to_thread().map_err(|e| self.error(e))?;
         let Ok(mut global) = kernel
             ._module
             .get_global(crate::ir::BOUNDS_ERROR_SYMBOL, &self.stream)
         else {
-            return Ok(()); // not a bounds-checked kernel
+            return Ok(()); // records nothing
         };
         let mut bytes = [0u8; 8];
         self.stream
@@ -624,15 +632,24 @@ impl Device {
         if code == 0 {
             return Ok(());
         }
+        let mut info = [0u8; crate::ir::ERROR_INFO_WORDS * 8];
+        let info_global = kernel
+            ._module
+            .get_global(crate::ir::ERROR_INFO_SYMBOL, &self.stream)
+            .ok();
+        if let Some(g) = &info_global {
+            self.stream
+                .memcpy_dtoh(g, &mut info)
+                .map_err(|e| self.error(e))?;
+        }
         self.stream
             .memcpy_htod(&[0u8; 8], &mut global)
             .map_err(|e| self.error(e))?;
         self.stream.synchronize().map_err(|e| self.error(e))?;
-        Err(RuntimeError::IndexOutOfBounds {
-            kernel: kernel.name.to_string(),
-            line: (code >> 32) as u32,
-            column: code as u32,
-        })
+        if code & crate::ir::RAISE_BIT == 0 {
+            return Err(decode_bounds(&kernel.name, code, &info));
+        }
+        Err(decode_raise(&kernel.name, code, &info))
     }
 
     /// Waits for all work on `stream`; reports faults as [`Device::synchronize`] does.
@@ -641,6 +658,27 @@ impl Device {
         // SAFETY: `stream` is a valid stream of this context (the promise of its constructor).
         unsafe { cudarc::driver::result::stream::synchronize(stream.raw()) }
             .map_err(|e| self.error(e))
+    }
+
+    /// Sets the size of the device's `printf` FIFO, which holds the output of `print` in
+    /// kernels until the next synchronization (1 MiB by default; output past it is lost, as
+    /// in CUDA C++). Call it before the first launch that prints.
+    pub fn set_print_buffer_size(&self, bytes: usize) -> Result<(), RuntimeError> {
+        self.ctx.bind_to_thread().map_err(|e| self.error(e))?;
+        cudarc::driver::result::ctx::set_limit(
+            cudarc::driver::sys::CUlimit::CU_LIMIT_PRINTF_FIFO_SIZE,
+            bytes,
+        )
+        .map_err(|e| self.error(e))
+    }
+
+    /// The size of the device's `printf` FIFO (see [`Device::set_print_buffer_size`]).
+    pub fn print_buffer_size(&self) -> Result<usize, RuntimeError> {
+        self.ctx.bind_to_thread().map_err(|e| self.error(e))?;
+        cudarc::driver::result::ctx::get_limit(
+            cudarc::driver::sys::CUlimit::CU_LIMIT_PRINTF_FIFO_SIZE,
+        )
+        .map_err(|e| self.error(e))
     }
 
     /// Waits for all work on the device, every stream included.
@@ -726,5 +764,123 @@ mod tests {
         ));
         assert_send_sync::<DeviceArray>();
         assert_send_sync::<RuntimeError>();
+    }
+}
+
+/// Word `k` of an `ERROR_INFO_SYMBOL` record.
+fn info_word(info: &[u8], k: usize) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&info[k * 8..k * 8 + 8]);
+    u64::from_le_bytes(b)
+}
+
+/// The thread and block indices of an `ERROR_INFO_SYMBOL` record.
+fn info_ids(info: &[u8]) -> ([u32; 3], [u32; 3]) {
+    let (w0, w1, w2) = (info_word(info, 0), info_word(info, 1), info_word(info, 2));
+    (
+        [w0 as u32, (w0 >> 32) as u32, w1 as u32],
+        [(w1 >> 32) as u32, w2 as u32, (w2 >> 32) as u32],
+    )
+}
+
+/// The [`RuntimeError::IndexOutOfBounds`] of a bounds error word and the
+/// `ERROR_INFO_SYMBOL` record (all zero when the module has none): thread and block, the
+/// number of dimensions `n`, `n` indices, `n` extents, then the file and array names.
+fn decode_bounds(kernel: &str, code: u64, info: &[u8]) -> RuntimeError {
+    let (thread, block) = info_ids(info);
+    let n = (info_word(info, 3) as usize).min(8);
+    let indices = (0..n).map(|k| info_word(info, 4 + k) as i64).collect();
+    let shape = (0..n).map(|k| info_word(info, 4 + n + k) as i64).collect();
+    let mut text = info[(4 + 2 * n) * 8..].split(|b| *b == 0);
+    let mut next = || String::from_utf8_lossy(text.next().unwrap_or_default()).into_owned();
+    let file = next();
+    let mut array = next();
+    if array.is_empty() {
+        array = "an array".to_string();
+    }
+    RuntimeError::IndexOutOfBounds {
+        kernel: kernel.to_string(),
+        line: (code >> 32) as u32,
+        column: code as u32,
+        report: Box::new(error::BoundsReport {
+            file,
+            array,
+            indices,
+            shape,
+            thread,
+            block,
+        }),
+    }
+}
+
+/// The [`RuntimeError::Raised`] of an error word with `RAISE_BIT` and the
+/// `ERROR_INFO_SYMBOL` record (see `ir::ERROR_INFO_SYMBOL` for its layout).
+fn decode_raise(kernel: &str, code: u64, info: &[u8]) -> RuntimeError {
+    let (thread, block) = info_ids(info);
+    let mut text = info[24..].split(|b| *b == 0);
+    let mut next = || String::from_utf8_lossy(text.next().unwrap_or_default()).into_owned();
+    let file = next();
+    let message = next();
+    RuntimeError::Raised {
+        kernel: kernel.to_string(),
+        line: ((code & !crate::ir::RAISE_BIT) >> 32) as u32,
+        column: code as u32,
+        report: Box::new(error::RaiseReport {
+            file,
+            message,
+            thread,
+            block,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod raise_tests {
+    #[test]
+    fn the_error_record_decodes_to_the_python_error() {
+        let mut info = vec![0u8; crate::ir::ERROR_INFO_WORDS * 8];
+        let w = |i: &mut Vec<u8>, k: usize, v: u64| {
+            i[k * 8..k * 8 + 8].copy_from_slice(&v.to_le_bytes())
+        };
+        w(&mut info, 0, 5 | 1 << 32);
+        w(&mut info, 1, 2 | 7 << 32);
+        w(&mut info, 2, 3 | 4 << 32);
+        let text = b"k.py\0AssertionError: bad\0";
+        info[24..24 + text.len()].copy_from_slice(text);
+        let code = crate::ir::RAISE_BIT | 12 << 32 | 5;
+        let e = super::decode_raise("k", code, &info);
+        assert_eq!(
+            e.to_string(),
+            "kernel `k` raised AssertionError: bad at k.py:12:5 (thread (5, 1, 2) of block (7, 3, 4); that thread stopped)"
+        );
+    }
+
+    #[test]
+    fn the_bounds_record_names_array_index_and_shape() {
+        let mut info = vec![0u8; crate::ir::ERROR_INFO_WORDS * 8];
+        let w = |i: &mut Vec<u8>, k: usize, v: u64| {
+            i[k * 8..k * 8 + 8].copy_from_slice(&v.to_le_bytes())
+        };
+        w(&mut info, 0, 3);
+        w(&mut info, 1, 1 << 32);
+        w(&mut info, 3, 2);
+        w(&mut info, 4, 1);
+        w(&mut info, 5, (-9i64) as u64);
+        w(&mut info, 6, 4);
+        w(&mut info, 7, 8);
+        let text = b"m.py\0grid\0";
+        info[64..64 + text.len()].copy_from_slice(text);
+        let e = super::decode_bounds("k", 7 << 32 | 9, &info);
+        assert_eq!(
+            e.to_string(),
+            "kernel `k` indexed `grid[1, -9]` (shape (4, 8)) out of bounds at m.py:7:9, thread (3, 0, 0) of block (1, 0, 0) (the access was skipped)"
+        );
+        // A module without the record (all zero): the line and column only.
+        let e = super::decode_bounds("k", 7 << 32 | 9, &[0u8; crate::ir::ERROR_INFO_WORDS * 8]);
+        assert!(
+            e.to_string()
+                .contains("`an array` out of bounds at line 7, column 9"),
+            "{e}"
+        );
     }
 }

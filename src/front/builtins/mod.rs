@@ -140,6 +140,8 @@ pub enum Builtin {
     Range,
     /// `len(x)`
     Len,
+    /// `print(*args, sep=' ', end='\\n')`, only as a statement.
+    Print,
     /// `abs(x)`
     Abs,
     /// `min(a, b, ...)`

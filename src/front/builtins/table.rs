@@ -46,6 +46,8 @@ pub enum Rule {
     AtomicField,
     /// `len(x)`.
     Len,
+    /// `print(...)`: only a statement (`check::print`); as a value it is E0308.
+    PrintOnly,
     /// `abs(x)`.
     Abs,
     /// `pow(x, y)`.
@@ -231,6 +233,7 @@ pub static ROWS: &[Row] = &[
     row(B::Complex, &[(N::Builtins, "complex")], &["real", "imag"], &["0.0", "0.0"], Rule::Conversion, Op::Expr("complex"), DEVICE_ONLY),
     // Python builtins.
     row(B::Range, &[(N::Builtins, "range"), (N::CupyxJit, "range")], &["start", "stop", "step"], &["None", "1"], Rule::LoopOnly, Op::None, HOST),
+    row(B::Print, &[(N::Builtins, "print")], &["*args"], &[], Rule::PrintOnly, Op::Expr("print statement"), HOST),
     row(B::Len, &[(N::Builtins, "len")], &["x"], &[], Rule::Len, Op::Expr("shape"), HOST),
     row(B::Abs, &[(N::Builtins, "abs")], &["x"], &[], Rule::Abs, Op::Expr("abs"), HOST),
     row(B::Min, &[(N::Builtins, "min")], &["*args"], &[], Rule::MinMax, Op::Expr("min"), HOST),

@@ -367,6 +367,14 @@ impl FnCx<'_, '_> {
                 );
                 None
             }
+            Rule::PrintOnly => {
+                self.error(
+                    Code::E0308,
+                    span,
+                    "`print(...)` is a statement here: its value (`None`) cannot be used",
+                );
+                None
+            }
             Rule::LoopOnly => {
                 self.error(
                     Code::E0304,

@@ -701,6 +701,7 @@ impl FnCx<'_, '_> {
             | Rule::NpReduce
             | Rule::UnrollOnly
             | Rule::LoopOnly
+            | Rule::PrintOnly
             | Rule::TargetOnly
             | Rule::AlignType
             | Rule::AtomicField

@@ -124,6 +124,7 @@ pub fn specialize(
                     fastmath: o.fastmath,
                     lineinfo: o.lineinfo,
                     bounds_check: o.bounds_check,
+                    skip_assertions: o.skip_assertions,
                 },
                 file: module.file.clone(),
                 target_sm: s.target_used.then_some(sm),
@@ -1218,6 +1219,7 @@ use stmt::{always_returns, assigned_names, contains_call, count_assignments, ele
 mod expr;
 mod loops;
 mod ops;
+mod print;
 mod records;
 pub(crate) mod reduce;
 mod stmt;

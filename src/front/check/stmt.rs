@@ -134,6 +134,23 @@ fn stmt_name(s: &ast::Stmt) -> &'static str {
     }
 }
 
+/// The exceptions device code may raise (Python's built-in ones that a computation raises).
+const BUILTIN_EXCEPTIONS: &[&str] = &[
+    "Exception",
+    "ArithmeticError",
+    "AssertionError",
+    "FloatingPointError",
+    "IndexError",
+    "KeyError",
+    "LookupError",
+    "NotImplementedError",
+    "OverflowError",
+    "RuntimeError",
+    "TypeError",
+    "ValueError",
+    "ZeroDivisionError",
+];
+
 impl FnCx<'_, '_> {
     pub(super) fn block(&mut self, stmts: &[ast::Stmt]) -> Block {
         let mut out = Vec::new();
@@ -169,6 +186,12 @@ impl FnCx<'_, '_> {
                         self.callee_item(&c.func)
                 {
                     self.numba_store_hint(c, out);
+                    return;
+                }
+                if let ast::Expr::Call(c) = e.value.as_ref()
+                    && let Some(Item::Builtin(Builtin::Print)) = self.callee_item(&c.func)
+                {
+                    self.print(c, span, out);
                     return;
                 }
                 let v = self.expr(&e.value);
@@ -345,14 +368,37 @@ impl FnCx<'_, '_> {
                     ),
                 }
             }
-            ast::Stmt::Assert(_) => self.diags.push(
-                Diagnostic::error(
-                    Code::E0302,
-                    span,
-                    "`assert` is not supported in device code yet",
-                )
-                .with_note("check the condition with `if` and write a sentinel to an output array"),
-            ),
+            ast::Stmt::Assert(a) => {
+                let cond = self.cond(&a.test);
+                let message = match a.msg.as_deref() {
+                    None => Some("AssertionError".to_string()),
+                    Some(ast::Expr::StringLiteral(m)) => {
+                        Some(format!("AssertionError: {}", m.value.to_str()))
+                    }
+                    Some(m) => {
+                        self.error(
+                            Code::E0302,
+                            sp(m),
+                            "the message of an `assert` in device code must be a string literal",
+                        );
+                        None
+                    }
+                };
+                if let (Some(cond), Some(message)) = (cond, message) {
+                    out.push(Stmt {
+                        kind: StmtKind::Assert { cond, message },
+                        span,
+                    });
+                }
+            }
+            ast::Stmt::Raise(r) => {
+                if let Some(message) = self.raise_message(r) {
+                    out.push(Stmt {
+                        kind: StmtKind::Raise { message },
+                        span,
+                    });
+                }
+            }
             other => {
                 let what = stmt_name(other);
                 self.error(
@@ -360,6 +406,71 @@ impl FnCx<'_, '_> {
                     span,
                     format!("{what} is not supported in device code"),
                 );
+            }
+        }
+    }
+
+    /// What `raise E("text")` (or `raise E`, `raise E()`) says: `E: text`; E0302 for any
+    /// other form.
+    fn raise_message(&mut self, r: &ast::StmtRaise) -> Option<String> {
+        let span = sp(r);
+        if r.cause.is_some() {
+            self.error(
+                Code::E0302,
+                span,
+                "`raise ... from ...` is not supported in device code",
+            );
+            return None;
+        }
+        let Some(exc) = r.exc.as_deref() else {
+            self.error(
+                Code::E0302,
+                span,
+                "a bare `raise` has no exception to re-raise in device code",
+            );
+            return None;
+        };
+        let (class, args) = match exc {
+            ast::Expr::Name(n) => (n, &[][..]),
+            ast::Expr::Call(c) if c.arguments.keywords.is_empty() => match c.func.as_ref() {
+                ast::Expr::Name(n) => (n, &c.arguments.args[..]),
+                f => {
+                    self.error(
+                        Code::E0302,
+                        sp(f),
+                        "device code can raise only Python's built-in exceptions, by name",
+                    );
+                    return None;
+                }
+            },
+            e => {
+                self.error(
+                    Code::E0302,
+                    sp(e),
+                    "device code can raise only `ExceptionClass(\"message\")`",
+                );
+                return None;
+            }
+        };
+        let name = class.id.as_str();
+        if !BUILTIN_EXCEPTIONS.contains(&name) {
+            self.error(
+                Code::E0302,
+                sp(class),
+                format!("`{name}` is not one of Python's built-in exceptions"),
+            );
+            return None;
+        }
+        match args {
+            [] => Some(name.to_string()),
+            [ast::Expr::StringLiteral(m)] => Some(format!("{name}: {}", m.value.to_str())),
+            [a, ..] => {
+                self.error(
+                    Code::E0302,
+                    sp(a),
+                    "the exception's argument in device code must be one string literal",
+                );
+                None
             }
         }
     }

@@ -135,6 +135,15 @@ impl Checker {
                     self.block(program, f, body);
                     self.block(program, f, continuing);
                 }
+                StmtKind::Assert { cond, .. } => self.expr(program, f, *cond),
+                StmtKind::Raise { .. } => {}
+                StmtKind::Print(pieces) => {
+                    for p in pieces {
+                        if let crate::ir::PrintPiece::Value { value, .. } = p {
+                            self.expr(program, f, *value);
+                        }
+                    }
+                }
                 StmtKind::Break | StmtKind::Continue | StmtKind::Return(None) => {}
             }
         }

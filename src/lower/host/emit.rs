@@ -16,6 +16,8 @@ mod arith;
 mod atomics;
 mod expr;
 mod intrinsics;
+mod print;
+mod raise;
 mod wrappers;
 
 use super::HostError;
@@ -107,6 +109,7 @@ pub(crate) fn lower(m: &mut JITModule, program: &Program) -> R<(FuncId, FuncId)>
     let mut fctx = FunctionBuilderContext::new();
     let mut ctx = m.make_context();
     let cfg = m.isa().frontend_config();
+    let can_raise = raise::can_raise(program);
     for (h, f) in program.functions.iter() {
         ctx.func.signature = internal_signature(m, f)?;
         {
@@ -121,6 +124,7 @@ pub(crate) fn lower(m: &mut JITModule, program: &Program) -> R<(FuncId, FuncId)>
                 vars: Vec::new(),
                 loops: Vec::new(),
                 imports: HashMap::new(),
+                can_raise,
             };
             cx.define()?;
             cx.b.finalize(cfg);
@@ -263,6 +267,8 @@ struct FnCx<'a, 'b> {
     /// (continue target, break target) of enclosing loops.
     loops: Vec<(Block, Block)>,
     imports: HashMap<String, FuncRef>,
+    /// The program has an `assert` or a `raise`: test the error word after each call.
+    can_raise: bool,
 }
 
 impl FnCx<'_, '_> {
@@ -403,6 +409,9 @@ impl FnCx<'_, '_> {
                 self.b.ins().jump(head, &[]);
                 self.b.switch_to_block(exit);
             }
+            StmtKind::Print(pieces) => self.print(pieces)?,
+            StmtKind::Assert { cond, .. } => self.assert(*cond, s.span)?,
+            StmtKind::Raise { .. } => self.raise(s.span)?,
             StmtKind::Break | StmtKind::Continue => {
                 let (cont, exit) = *self
                     .loops

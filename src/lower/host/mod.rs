@@ -16,7 +16,7 @@ mod value;
 pub use value::HostValue;
 
 use crate::diag::Diagnostic;
-use crate::ir::Program;
+use crate::ir::{Program, StmtKind};
 use crate::types::Type;
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_jit::{JITBuilder, JITModule};
@@ -37,6 +37,17 @@ pub enum HostError {
     Codegen(String),
     /// A typed call got arguments that do not match the parameters.
     Argument(String),
+    /// A failed `assert` or a `raise` stopped the call.
+    Raised {
+        /// The source file.
+        file: String,
+        /// 1-based line of the `assert`/`raise`.
+        line: u32,
+        /// 1-based column.
+        column: u32,
+        /// What Python would print: `AssertionError: message`, `ValueError: message`.
+        message: String,
+    },
     /// An array index was out of range (the access was skipped; a load read zero).
     IndexOutOfBounds {
         /// 1-based line of the access.
@@ -58,6 +69,12 @@ impl fmt::Display for HostError {
             }
             HostError::Codegen(m) => write!(f, "host code generation failed: {m}"),
             HostError::Argument(m) => write!(f, "{m}"),
+            HostError::Raised {
+                file,
+                line,
+                column,
+                message,
+            } => write!(f, "{message} (at {file}:{line}:{column})"),
             HostError::IndexOutOfBounds { line, column } => {
                 write!(
                     f,
@@ -102,6 +119,42 @@ pub struct HostFunction {
     name: String,
     params: Vec<Type>,
     ret: Type,
+    /// The source file, for [`HostError::Raised`].
+    file: Arc<str>,
+    /// Every `assert` and `raise` of the program: line, column, message.
+    raises: Arc<Vec<(u32, u32, String)>>,
+}
+
+/// Every `assert` and `raise` of `program`: line, column, message.
+fn raise_sites(program: &Program) -> Vec<(u32, u32, String)> {
+    fn walk(program: &Program, b: &crate::ir::Block, out: &mut Vec<(u32, u32, String)>) {
+        for s in b {
+            match &s.kind {
+                StmtKind::Assert { message, .. } | StmtKind::Raise { message } => {
+                    let (l, c) = program.file.line_col(s.span.start);
+                    out.push((l as u32, c as u32, message.clone()));
+                }
+                StmtKind::If {
+                    then, otherwise, ..
+                } => {
+                    walk(program, then, out);
+                    walk(program, otherwise, out);
+                }
+                StmtKind::Loop {
+                    body, continuing, ..
+                } => {
+                    walk(program, body, out);
+                    walk(program, continuing, out);
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (_, f) in program.functions.iter() {
+        walk(program, &f.body, &mut out);
+    }
+    out
 }
 
 impl fmt::Debug for HostFunction {
@@ -199,6 +252,21 @@ impl HostFunction {
             let f: extern "C" fn(*const u8, *mut u8, *mut u64) = std::mem::transmute(self.buffer);
             f(buf.as_ptr().cast(), out.as_mut_ptr().cast(), &mut word);
         }
+        if word & crate::ir::RAISE_BIT != 0 {
+            let line = ((word & !crate::ir::RAISE_BIT) >> 32) as u32;
+            let column = word as u32;
+            let message = self
+                .raises
+                .iter()
+                .find(|(l, c, _)| *l == line && *c == column)
+                .map_or_else(|| "an exception".to_string(), |(_, _, m)| m.clone());
+            return Err(HostError::Raised {
+                file: self.file.to_string(),
+                line,
+                column,
+                message,
+            });
+        }
         if word != 0 {
             return Err(HostError::IndexOutOfBounds {
                 line: (word >> 32) as u32,
@@ -281,6 +349,8 @@ pub fn compile(program: &Program) -> Result<HostFunction, HostError> {
             .map(|l| entry.locals[l].ty.clone())
             .collect(),
         ret: entry.ret.clone(),
+        file: program.file.name.as_str().into(),
+        raises: Arc::new(raise_sites(program)),
     })
 }
 

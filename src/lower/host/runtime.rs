@@ -43,6 +43,46 @@ extern "C" fn f16_value(bits: u16) -> f32 {
     leaf::f16_value(bits)
 }
 
+unsafe extern "C" {
+    fn printf(format: *const std::ffi::c_char, ...) -> std::ffi::c_int;
+    fn fflush(stream: *mut std::ffi::c_void) -> std::ffi::c_int;
+}
+
+// The `print` pieces (`lower::host::emit::print`): `format` is one NUL-terminated printf
+// directive (or text with `%` doubled) from the JIT module's data; each value is passed as C
+// passes a variadic argument of its type, as the device's `vprintf` buffer holds it.
+
+extern "C" fn print_text(format: *const std::ffi::c_char) -> i32 {
+    // SAFETY: `format` is a NUL-terminated string with no conversion (every `%` doubled).
+    unsafe { printf(format) }
+}
+
+extern "C" fn print_i64(format: *const std::ffi::c_char, v: i64) -> i32 {
+    // SAFETY: `format` is one `%...lld`-style directive, which takes a `long long`.
+    unsafe { printf(format, v) }
+}
+
+extern "C" fn print_u64(format: *const std::ffi::c_char, v: u64) -> i32 {
+    // SAFETY: `format` is one `%...llu`-style directive, which takes an `unsigned long long`.
+    unsafe { printf(format, v) }
+}
+
+extern "C" fn print_f64(format: *const std::ffi::c_char, v: f64) -> i32 {
+    // SAFETY: `format` is one floating-point directive, which takes a `double`.
+    unsafe { printf(format, v) }
+}
+
+extern "C" fn print_bool(format: *const std::ffi::c_char, v: u32) -> i32 {
+    let s: &std::ffi::CStr = if v != 0 { c"True" } else { c"False" };
+    // SAFETY: `format` is one `%...s` directive, which takes a NUL-terminated string.
+    unsafe { printf(format, s.as_ptr()) }
+}
+
+extern "C" fn print_flush() -> i32 {
+    // SAFETY: `fflush(NULL)` flushes every output stream.
+    unsafe { fflush(std::ptr::null_mut()) }
+}
+
 macro_rules! libm {
     (unary: $($u:ident)*; binary: $($b:ident)*; ternary: $($t:ident)*;) => {
         #[link(name = "m")]
@@ -106,6 +146,12 @@ pub(crate) fn symbols() -> Vec<(&'static str, *const u8)> {
     v.push(("__pyd_round_bf16", round_bf16 as *const u8));
     v.push(("__pyd_f16_bits", f16_bits as *const u8));
     v.push(("__pyd_f16_value", f16_value as *const u8));
+    v.push(("__pyd_print_text", print_text as *const u8));
+    v.push(("__pyd_print_i64", print_i64 as *const u8));
+    v.push(("__pyd_print_u64", print_u64 as *const u8));
+    v.push(("__pyd_print_f64", print_f64 as *const u8));
+    v.push(("__pyd_print_bool", print_bool as *const u8));
+    v.push(("__pyd_print_flush", print_flush as *const u8));
     v
 }
 

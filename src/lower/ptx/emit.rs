@@ -20,6 +20,8 @@ mod expr;
 mod functions;
 mod intrinsics;
 mod numbers;
+mod print;
+mod raise;
 mod types;
 mod views;
 
@@ -203,9 +205,16 @@ fn boxed_fp8(f: &Function, t: &Type) -> bool {
     f.kind == FunctionKind::Device && f.interop && is_fp8(t)
 }
 
-/// In bounds-checking mode: whether an access is in range, and the code to record if not
-/// (`line << 32 | column`).
-type BoundsCheck<'ctx> = (IntValue<'ctx>, u64);
+/// In bounds-checking mode: whether an access is in range, the code to record if not
+/// (`line << 32 | column`), and what the report names: the array, the indices as written
+/// (before the wrap of negative ones) and the shape.
+struct BoundsCheck<'ctx> {
+    ok: IntValue<'ctx>,
+    code: u64,
+    array: String,
+    indices: Vec<IntValue<'ctx>>,
+    shape: Vec<IntValue<'ctx>>,
+}
 
 /// Where a local lives.
 #[derive(Copy, Clone)]
@@ -237,6 +246,9 @@ fn assigned_locals(f: &Function) -> Vec<bool> {
                 StmtKind::Eval(_)
                 | StmtKind::Store { .. }
                 | StmtKind::StoreRef { .. }
+                | StmtKind::Print(_)
+                | StmtKind::Assert { .. }
+                | StmtKind::Raise { .. }
                 | StmtKind::Break
                 | StmtKind::Continue
                 | StmtKind::Return(_) => {}
@@ -386,6 +398,9 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 self.branch_if_open(head)?;
                 self.b().position_at_end(exit);
             }
+            StmtKind::Print(pieces) => self.print(pieces)?,
+            StmtKind::Assert { cond, message } => self.assert(*cond, message, s.span)?,
+            StmtKind::Raise { message } => self.raise(message, s.span)?,
             StmtKind::Break | StmtKind::Continue => {
                 let (cont, exit) = *self
                     .loops

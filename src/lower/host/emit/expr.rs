@@ -103,7 +103,11 @@ impl FnCx<'_, '_> {
                 let id = self.ids[callee.index()];
                 let fr = self.m.declare_func_in_func(id, self.b.func);
                 let c = self.b.ins().call(fr, &vals);
-                return Ok(self.b.inst_results(c).to_vec());
+                let results = self.b.inst_results(c).to_vec();
+                if self.can_raise {
+                    self.propagate_raise()?;
+                }
+                return Ok(results);
             }
             Expr::Intrinsic(op, args) => {
                 let mut vals = Vec::new();

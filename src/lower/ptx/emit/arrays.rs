@@ -55,39 +55,85 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         let (p, at, idx) = self.element_ptr_indices(array, indices)?;
         let desc = self.value(array)?.into_struct_value();
         let mut ok = self.e.ctx.bool_type().const_int(1, false);
+        let mut shape = Vec::new();
         for (d, i) in idx.iter().enumerate() {
             let n = self.dim(desc, 1, d as u8)?;
             let inb = self.b().build_int_compare(IntPredicate::ULT, *i, n, "")?;
             ok = self.b().build_and(ok, inb, "")?;
+            shape.push(n);
+        }
+        let i64t = self.e.ctx.i64_type();
+        let mut written = Vec::new();
+        for ix in indices {
+            let s = self.scalar(ix.value)?;
+            let v = self.value(ix.value)?.into_int_value();
+            written.push(
+                self.b()
+                    .build_int_cast_sign_flag(v, i64t, s.is_signed(), "")?,
+            );
         }
         let (line, col) = self.e.program.file.line_col(span.start);
-        Ok((p, at, Some((ok, (line as u64) << 32 | col as u64))))
+        let check = BoundsCheck {
+            ok,
+            code: (line as u64) << 32 | col as u64,
+            array: self.array_name(array),
+            indices: written,
+            shape,
+        };
+        Ok((p, at, Some(check)))
+    }
+
+    /// The name a bounds report gives an array: the local or parameter it is read from.
+    pub(super) fn array_name(&self, array: Handle<Expr>) -> String {
+        match &self.f.exprs[array] {
+            Expr::Local(l) => self.f.locals[*l].name.clone(),
+            _ => "an array".to_string(),
+        }
     }
 
     /// In bounds-checking mode: branch on `ok`; the failing side records the error (the
     /// first one wins) and skips the access. Returns the block where both sides meet, with
     /// the builder positioned where the access goes.
+    ///
+    /// The thread whose error wins also fills `ir::ERROR_INFO_SYMBOL`: its thread and block
+    /// indices, the number of dimensions recorded (at most 8), the indices as written, the
+    /// shape, then the file and array names.
     pub(super) fn guard(&mut self, ok: Option<BoundsCheck<'ctx>>) -> R<Option<BasicBlock<'ctx>>> {
-        let Some((ok, code)) = ok else {
+        let Some(check) = ok else {
             return Ok(None);
         };
         let access = self.new_block("inbounds");
         let fail = self.new_block("out_of_bounds");
+        let record = self.new_block("bounds.record");
+        let merge = self.new_block("bounds.recorded");
         let cont = self.new_block("bounds.end");
-        self.b().build_conditional_branch(ok, access, fail)?;
+        self.b().build_conditional_branch(check.ok, access, fail)?;
         self.b().position_at_end(fail);
         let g = self.e.bounds_error_global();
         let i64t = self.e.ctx.i64_type();
-        self.b().build_cmpxchg(
+        let r = self.b().build_cmpxchg(
             g,
             i64t.const_zero(),
-            i64t.const_int(code, false),
+            i64t.const_int(check.code, false),
             inkwell::AtomicOrdering::Monotonic,
             inkwell::AtomicOrdering::Monotonic,
         )?;
+        let won = self.b().build_extract_value(r, 1, "won")?.into_int_value();
+        self.b().build_conditional_branch(won, record, merge)?;
+        self.b().position_at_end(record);
+        let dims = check.indices.len().min(8);
+        let mut words: Vec<IntValue<'ctx>> = vec![i64t.const_int(dims as u64, false)];
+        words.extend(&check.indices[..dims]);
+        words.extend(&check.shape[..dims]);
+        self.write_error_info(words, &check.array)?;
+        self.b().build_unconditional_branch(merge)?;
+        self.b().position_at_end(merge);
         self.b().build_unconditional_branch(cont)?;
-        // The failing block must directly precede `cont` for the load's phi to find it.
+        // The block the failing path leaves from must directly precede `cont` for the
+        // load's phi to find it.
         fail.move_before(cont).map_err(|_| err("block order"))?;
+        record.move_before(cont).map_err(|_| err("block order"))?;
+        merge.move_before(cont).map_err(|_| err("block order"))?;
         self.b().position_at_end(access);
         Ok(Some(cont))
     }

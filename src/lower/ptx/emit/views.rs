@@ -142,7 +142,14 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         }
         if checked {
             let (line, col) = self.e.program.file.line_col(span.start);
-            if let Some(cont) = self.guard(Some((ok, (line as u64) << 32 | col as u64)))? {
+            let check = BoundsCheck {
+                ok,
+                code: (line as u64) << 32 | col as u64,
+                array: self.array_name(array),
+                indices: Vec::new(),
+                shape: Vec::new(),
+            };
+            if let Some(cont) = self.guard(Some(check))? {
                 self.b().build_unconditional_branch(cont)?;
                 self.b().position_at_end(cont);
             }

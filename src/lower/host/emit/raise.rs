@@ -1,0 +1,92 @@
+//! `assert` and `raise` on the host: the failing call records `RAISE_BIT | line << 32 |
+//! column` (bit 63 is `RAISE_BIT`, tested as the word shifted right by 63) in the call's error word (over an out-of-range index recorded before it, not
+//! over an earlier `raise`) and returns at once; in a program with an `assert` or a `raise`,
+//! every call of a `@func` is followed by a test of the word, so the whole host call stops,
+//! as a Python exception would. `HostFunction::call` turns the word into
+//! `HostError::Raised`.
+
+use super::*;
+use crate::ir::RAISE_BIT;
+
+impl FnCx<'_, '_> {
+    /// `assert cond, message` (nothing with `assertions=False`).
+    pub(super) fn assert(&mut self, cond: Handle<Expr>, span: crate::diag::Span) -> R<()> {
+        if self.program.options.skip_assertions {
+            return Ok(());
+        }
+        let c = self.scalar(cond)?;
+        let ok = self.b.create_block();
+        let fail = self.b.create_block();
+        self.b.ins().brif(c, ok, &[], fail, &[]);
+        self.b.switch_to_block(fail);
+        self.record_and_return(span)?;
+        self.b.switch_to_block(ok);
+        Ok(())
+    }
+
+    /// `raise E("message")`: record and return; code after it is dead.
+    pub(super) fn raise(&mut self, span: crate::diag::Span) -> R<()> {
+        self.record_and_return(span)?;
+        self.dead_block();
+        Ok(())
+    }
+
+    /// Records the error and ends the current block with a return.
+    fn record_and_return(&mut self, span: crate::diag::Span) -> R<()> {
+        let (line, col) = self.program.file.line_col(span.start);
+        let code = (RAISE_BIT | (line as u64) << 32 | col as u64) as i64;
+        let word = self.error_word.ok_or_else(|| err("error word"))?;
+        let old = self.b.ins().load(ct::I64, flags(), word, 0);
+        let raised = self.b.ins().ushr_imm_u(old, 63);
+        let code = self.b.ins().iconst(ct::I64, code);
+        let new = self.b.ins().select(raised, old, code);
+        self.b.ins().store(flags(), new, word, 0);
+        self.return_zeros()
+    }
+
+    /// After a call, in a program that can raise: return at once if the callee raised.
+    pub(super) fn propagate_raise(&mut self) -> R<()> {
+        let word = self.error_word.ok_or_else(|| err("error word"))?;
+        let w = self.b.ins().load(ct::I64, flags(), word, 0);
+        let raised = self.b.ins().ushr_imm_u(w, 63);
+        let stop = self.b.create_block();
+        let go = self.b.create_block();
+        self.b.ins().brif(raised, stop, &[], go, &[]);
+        self.b.switch_to_block(stop);
+        self.return_zeros()?;
+        self.b.switch_to_block(go);
+        Ok(())
+    }
+
+    /// Returns zeros of the function's result type (the caller ignores them).
+    fn return_zeros(&mut self) -> R<()> {
+        let mut vals = Vec::new();
+        if self.f.ret != Type::None {
+            for leaf in leaves(&self.f.ret).ok_or_else(|| err("result type"))? {
+                let t = reg_type(leaf.scalar);
+                vals.push(self.zero(t));
+            }
+        }
+        self.b.ins().return_(&vals);
+        Ok(())
+    }
+}
+
+/// Whether `program` has an `assert` (that is compiled in) or a `raise`.
+pub(super) fn can_raise(program: &Program) -> bool {
+    fn any(b: &crate::ir::Block, asserts: bool) -> bool {
+        b.iter().any(|s| match &s.kind {
+            StmtKind::Raise { .. } => true,
+            StmtKind::Assert { .. } => asserts,
+            StmtKind::If {
+                then, otherwise, ..
+            } => any(then, asserts) || any(otherwise, asserts),
+            StmtKind::Loop {
+                body, continuing, ..
+            } => any(body, asserts) || any(continuing, asserts),
+            _ => false,
+        })
+    }
+    let asserts = !program.options.skip_assertions;
+    program.functions.iter().any(|(_, f)| any(&f.body, asserts))
+}

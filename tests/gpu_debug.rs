@@ -1,0 +1,321 @@
+//! GPU tests of the debugging features: `print` output of a kernel captured from a child
+//! process's stdout and compared with the expected text; a failing `assert` reported with
+//! its line, message, thread and block, with the context usable afterwards (a second launch
+//! works); `raise` in the numba dialect; a bounds-check report naming the array, the index
+//! and the shape.
+//!
+//! Without a CUDA driver every test prints why it is skipped and passes. On a GPU machine:
+//! `cargo test --test gpu_debug -- --test-threads=1 --nocapture`.
+
+use pydevice::abi::{ArgValue, ArrayArg};
+use pydevice::runtime::{Device, LaunchConfig, LoadedKernel, RuntimeError, driver_available};
+use pydevice::types::signature::parse_signature;
+use pydevice::{Arch, CompileOptions, Module};
+
+/// Set in the child process that runs [`print_child`].
+const PRINT_CHILD: &str = "PYDEVICE_GPU_DEBUG_PRINT_CHILD";
+
+const PRINTS: &str = r#"
+from cuda import device
+from cuda.device import float32
+
+
+@device.struct
+class point:
+    x: float32
+    y: float32
+
+
+@device.kernel
+def show(a, n):
+    i = device.tid(1)
+    if i < n:
+        x = a[i]
+        print("thread", i, "x =", x, i % 2 == 0)
+        print(f"{i:>3d}|{x:8.3f}|{x:.2e}", (i, x), point(x, 2.0), sep=" ; ")
+"#;
+
+const ASSERTS: &str = r#"
+from cuda import device
+from cuda.device import float32
+
+@device.func
+def halve(x: float32) -> float32:
+    assert x >= 0.0, "x must be non-negative"
+    return x / 2.0
+
+
+@device.kernel
+def k(a, n):
+    i = device.tid(1)
+    assert i < n, "index past n"
+    a[i] = halve(a[i])
+"#;
+
+const RAISES: &str = r#"
+from numba import cuda
+
+
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    if i < a.size:
+        if a[i] < 0.0:
+            raise ValueError("negative element")
+        a[i] = a[i] * 2.0
+"#;
+
+const BOUNDS: &str = r#"
+from cuda import device
+
+
+@device.kernel(bounds_check=True)
+def k(grid, n):
+    i = device.tid(1)
+    grid[i, n - 1] = 1.0
+"#;
+
+fn device(test: &str) -> Option<Device> {
+    if !driver_available() {
+        println!("skipped {test}: no CUDA driver");
+        return None;
+    }
+    Some(Device::open(0).unwrap_or_else(|e| panic!("{test}: {e}")))
+}
+
+fn load(dev: &Device, file: &str, src: &str, entry: &str, sig: &str) -> LoadedKernel {
+    let arch = dev.arch().expect("arch");
+    let arch = Arch::SUPPORTED
+        .iter()
+        .rev()
+        .find(|a| **a <= arch)
+        .copied()
+        .unwrap_or(Arch::DEFAULT);
+    let options = CompileOptions {
+        arch,
+        ..CompileOptions::default()
+    };
+    let module = Module::parse(file, src).unwrap_or_else(|d| panic!("{d}"));
+    let (args, _) = parse_signature(sig).expect("signature");
+    let compiled = module
+        .compile(entry, &args, &options)
+        .unwrap_or_else(|e| panic!("{e}"));
+    dev.load_compiled(&compiled).expect("load")
+}
+
+fn f32_array(dev: &Device, v: &[f32]) -> (pydevice::runtime::DeviceBuffer, ArgValue) {
+    let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+    let buf = dev.upload(&bytes).unwrap();
+    let arg = ArgValue::Array(ArrayArg {
+        data: dev.address(&buf),
+        shape: vec![v.len() as u64],
+        strides: vec![1],
+    });
+    (buf, arg)
+}
+
+#[test]
+fn print_output_of_a_kernel_reaches_stdout() {
+    if !driver_available() {
+        println!("skipped print_output_of_a_kernel_reaches_stdout: no CUDA driver");
+        return;
+    }
+    // Device printf writes to the process's fd 1 at synchronization: run the kernel in a
+    // child process (this binary, running only `print_child`) and read its stdout.
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new(exe)
+        .args(["print_child", "--exact", "--nocapture", "--test-threads=1"])
+        .env(PRINT_CHILD, "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "child failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut got: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("thread") || l.contains(" ; "))
+        .collect();
+    got.sort();
+    let mut want = Vec::new();
+    for i in 0..4u32 {
+        let x = i as f32 * 1.5;
+        // printf's `%g` of these values is Rust's shortest form (0, 1.5, 3, 4.5).
+        let g = |v: f32| format!("{v}");
+        want.push(format!(
+            "thread {i} x = {} {}",
+            g(x),
+            if i % 2 == 0 { "True" } else { "False" }
+        ));
+        want.push(format!(
+            "{i:>3}|{x:8.3}|{} ; ({i}, {}) ; point(x={}, y=2)",
+            sci(x),
+            g(x),
+            g(x)
+        ));
+    }
+    let mut want: Vec<&str> = want.iter().map(String::as_str).collect();
+    want.sort();
+    assert_eq!(got, want, "child stdout:\n{stdout}");
+}
+
+/// printf's `%.2e`.
+fn sci(x: f32) -> String {
+    if x == 0.0 {
+        return "0.00e+00".into();
+    }
+    let e = (x.abs().log10()).floor() as i32;
+    let m = x / 10f32.powi(e);
+    format!("{m:.2}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs())
+}
+
+/// Runs only as the child of [`print_output_of_a_kernel_reaches_stdout`].
+#[test]
+fn print_child() {
+    if std::env::var_os(PRINT_CHILD).is_none() {
+        return;
+    }
+    let dev = Device::open(0).unwrap();
+    dev.set_print_buffer_size(4 << 20).unwrap();
+    assert!(dev.print_buffer_size().unwrap() >= 4 << 20);
+    let k = load(&dev, "prints.py", PRINTS, "show", "float32[::1], int32");
+    let v: Vec<f32> = (0..4).map(|i| i as f32 * 1.5).collect();
+    let (_buf, a) = f32_array(&dev, &v);
+    dev.launch(&k, &[a, ArgValue::Int(4)], &LaunchConfig::new(1u32, 32u32))
+        .unwrap();
+    dev.synchronize().unwrap();
+}
+
+#[test]
+fn a_failing_assert_names_its_line_and_the_context_stays_usable() {
+    let Some(dev) = device("a_failing_assert_names_its_line_and_the_context_stays_usable") else {
+        return;
+    };
+    let k = load(&dev, "asserts.py", ASSERTS, "k", "float32[::1], int32");
+    // 64 threads, n = 40: threads 40..63 fail `assert i < n` (line 14) and stop.
+    let (buf, a) = f32_array(&dev, &[4.0; 64]);
+    dev.launch(
+        &k,
+        &[a.clone(), ArgValue::Int(40)],
+        &LaunchConfig::new(2u32, 32u32),
+    )
+    .unwrap();
+    dev.synchronize().unwrap();
+    let e = dev.check_errors(&k).expect_err("the assert fails");
+    println!("reported: {e}");
+    let RuntimeError::Raised {
+        kernel,
+        line,
+        report,
+        ..
+    } = &e
+    else {
+        panic!("not Raised: {e:?}");
+    };
+    assert_eq!(kernel, "k");
+    assert_eq!(report.file, "asserts.py");
+    assert_eq!(*line, 14);
+    assert_eq!(report.message, "AssertionError: index past n");
+    let tid = report.block[0] * 32 + report.thread[0];
+    assert!((40..64).contains(&tid), "{e}");
+    assert!(e.context_usable());
+    let out: Vec<f32> = dev
+        .download(&buf)
+        .unwrap()
+        .chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert!(out[..40].iter().all(|x| *x == 2.0), "{out:?}");
+    assert!(
+        out[40..].iter().all(|x| *x == 4.0),
+        "stopped threads wrote: {out:?}"
+    );
+    // The record is cleared and the context works: a second launch passes.
+    dev.launch(
+        &k,
+        &[a.clone(), ArgValue::Int(64)],
+        &LaunchConfig::new(2u32, 32u32),
+    )
+    .unwrap();
+    dev.synchronize().unwrap();
+    dev.check_errors(&k).expect("no failure");
+    // A failing assert in a @func (line 7), from one thread.
+    let (_b2, neg) = f32_array(&dev, &[1.0, -1.0, 1.0, 1.0]);
+    dev.launch(&k, &[neg, ArgValue::Int(4)], &LaunchConfig::new(1u32, 4u32))
+        .unwrap();
+    dev.synchronize().unwrap();
+    let e = dev.check_errors(&k).expect_err("halve fails");
+    assert!(
+        matches!(&e, RuntimeError::Raised { line: 7, report, .. } if report.thread == [1, 0, 0] && report.block == [0, 0, 0] && report.message == "AssertionError: x must be non-negative"),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn raise_in_the_numba_dialect_is_reported() {
+    let Some(dev) = device("raise_in_the_numba_dialect_is_reported") else {
+        return;
+    };
+    let k = load(&dev, "raises.py", RAISES, "k", "float64[::1]");
+    let v: Vec<f64> = vec![1.0, 2.0, -3.0, 4.0];
+    let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+    let buf = dev.upload(&bytes).unwrap();
+    let a = ArgValue::Array(ArrayArg {
+        data: dev.address(&buf),
+        shape: vec![4],
+        strides: vec![1],
+    });
+    dev.launch(&k, &[a], &LaunchConfig::new(1u32, 32u32))
+        .unwrap();
+    dev.synchronize().unwrap();
+    let e = dev.check_errors(&k).expect_err("raise");
+    println!("reported: {e}");
+    assert!(
+        matches!(&e, RuntimeError::Raised { line: 10, report, .. } if report.thread == [2, 0, 0] && report.message == "ValueError: negative element"),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn a_bounds_report_names_the_array_the_index_and_the_shape() {
+    let Some(dev) = device("a_bounds_report_names_the_array_the_index_and_the_shape") else {
+        return;
+    };
+    let k = load(&dev, "bounds.py", BOUNDS, "k", "float32[:, ::1], int32");
+    let buf = dev.upload(&[0u8; 4 * 4 * 8]).unwrap();
+    let grid = ArgValue::Array(ArrayArg {
+        data: dev.address(&buf),
+        shape: vec![4, 8],
+        strides: vec![8, 1],
+    });
+    // Threads 0..3 write column 9 - 1 = 8 of an 8-wide array: out of range.
+    dev.launch(
+        &k,
+        &[grid.clone(), ArgValue::Int(9)],
+        &LaunchConfig::new(1u32, 4u32),
+    )
+    .unwrap();
+    dev.synchronize().unwrap();
+    let e = dev.check_errors(&k).expect_err("out of range");
+    println!("reported: {e}");
+    let RuntimeError::IndexOutOfBounds { line, report, .. } = &e else {
+        panic!("{e:?}");
+    };
+    assert_eq!(
+        (*line, report.array.as_str(), report.file.as_str()),
+        (8, "grid", "bounds.py")
+    );
+    assert_eq!(report.indices[1], 8);
+    assert!((0..4).contains(&report.indices[0]), "{e}");
+    assert_eq!(report.shape, vec![4, 8]);
+    dev.launch(
+        &k,
+        &[grid, ArgValue::Int(8)],
+        &LaunchConfig::new(1u32, 4u32),
+    )
+    .unwrap();
+    dev.synchronize().unwrap();
+    dev.check_errors(&k).expect("in range");
+}
