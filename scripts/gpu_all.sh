@@ -3,7 +3,8 @@
 # scripts/device_bundle.sh builds. One part per call keeps each inside the device tool's
 # 10-minute limit; with no argument all parts run in order (a machine with no such limit).
 #
-#   bash scripts/gpu_all.sh tests      # Rust GPU tests, CLI, math, dialects, Python package
+#   bash scripts/gpu_all.sh tests      # Rust GPU tests, CLI, math, dialects, debugging features
+#   bash scripts/gpu_all.sh python     # the Python package: GPU pytest and its two benchmarks
 #   bash scripts/gpu_all.sh bench      # the kernel benchmark (all suites) and the SASS check
 #   bash scripts/gpu_all.sh sanitize   # compute-sanitizer (memcheck, synccheck, racecheck), short soak
 #   bash scripts/gpu_all.sh            # all of them
@@ -11,7 +12,7 @@
 # Each part ends with a short summary; logs go to $OUT when it is set.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-parts=${*:-tests bench sanitize}
+parts=${*:-tests python bench sanitize}
 work=/tmp/pydevice-gpu-all && rm -rf $work && mkdir -p $work
 for f in .carry/*.xz; do
   [ -e "$f" ] || continue
@@ -36,17 +37,17 @@ for part in $parts; do
         echo "== debugging features (tests/gpu_debug.rs)"
         $work/gpu_debug_tests --test-threads=1 2>&1 | tee "$out/gpu_debug.log" | grep -E "^test |test result|panicked"
       fi
-      bash python/tests/gpu_run.sh 2>&1 | tee "$out/python_gpu.log" | tail -45
-      for log in gpu_tests gpu_runtime_tests; do
-        [ -e "$work/../pydevice-gpu/$log.log" ] && cp "$work/../pydevice-gpu/$log.log" "$out/" 2>/dev/null
-      done
       {
         echo "rust GPU tests:    $(grep -h 'test result' "$out/gpu_run.log" | head -2 | tr '\n' ' ')"
         [ -e "$out/gpu_debug.log" ] && echo "debug GPU tests:   $(grep -h 'test result' "$out/gpu_debug.log" | tail -1)"
-        echo "python (pytest):   $(grep -hE '[0-9]+ (passed|failed)' "$out/python_gpu.log" | tail -1)"
         echo "ptxas fixtures:    $(grep -h 'accepted by ptxas' "$out/gpu_run.log")"
         echo "math:              $(grep -h 'within their ulp' "$out/gpu_run.log")"
       } >> "$summary"
+      ;;
+    python)
+      echo "######## python"
+      bash python/tests/gpu_run.sh 2>&1 | tee "$out/python_gpu.log" | tail -60
+      echo "python (pytest):   $(grep -hE '[0-9]+ (passed|failed)' "$out/python_gpu.log" | tail -1)" >> "$summary"
       ;;
     bench)
       echo "######## bench"
@@ -68,7 +69,7 @@ for part in $parts; do
       timeout 100 bash scripts/soak.sh 60 2>&1 | tail -8 | tee "$out/soak.out"
       echo "soak (60 s): $(tail -2 "$out/soak.out" | tr '\n' ' ')" >> "$summary"
       ;;
-    *) echo "unknown part $part (tests, bench, sanitize)" >&2; exit 2 ;;
+    *) echo "unknown part $part (tests, python, bench, sanitize)" >&2; exit 2 ;;
   esac
 done
 echo "######## summary ($((SECONDS - t0)) s)"
