@@ -48,7 +48,7 @@ fn launch_bounds_and_bounds_checking() {
         .expect_err("out-of-range reads must be reported");
     let text = e.to_string();
     assert!(
-        text.contains("guarded") && text.contains("line 8"),
+        text.contains("guarded") && text.contains("a[1000]") && text.contains(":8:"),
         "{text}"
     );
     assert!(e.context_usable());
