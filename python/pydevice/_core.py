@@ -77,7 +77,14 @@ def _hoist_nested(lines: List[str], first: int, block: List[str]) -> List[str]:
         end += 1
     out = list(lines)
     for i in range(start, end):
-        out[i] = "\n"
+        # An import in the enclosing function (`from cuda import device` inside a test
+        # function) stays, moved to the top level, so the names it binds resolve.
+        stripped = lines[i].strip()
+        single = not stripped.endswith(("(", "\\", ","))
+        if i < first and single and stripped.startswith(("import ", "from ")) and " import " in f" {stripped}":
+            out[i] = stripped + "\n"
+        else:
+            out[i] = "\n"
     dedented = _dedent(block)
     for i, text in enumerate(dedented):
         out[first + i] = text

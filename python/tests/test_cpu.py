@@ -267,6 +267,24 @@ def test_nested_kernel_keeps_its_line_numbers(tmp_path):
     assert (info.value.diagnostics[0].line, info.value.diagnostics[0].file) == (7, path)
 
 
+def test_nested_kernel_with_a_local_import_compiles(tmp_path):
+    # A kernel defined inside a function that imports `device` itself (as tests and
+    # benchmarks do): the import moves to the top level with the kernel.
+    mod, _ = load_module(tmp_path, "nested_import", """
+        def make():
+            from cuda import device
+
+            @device.kernel
+            def inner(a, b):
+                i = device.tid(1)
+                if i < len(a):
+                    b[i] = a[i] * 2.0
+            return inner
+    """)
+    ptx = mod.make().ptx(types=[F32C, F32C])
+    assert ".entry inner" in ptx
+
+
 def test_wrong_arguments_name_parameter_expected_and_given():
     with pytest.raises(TypeError, match=r"argument 1 \(parameter `b`\).*builtins\.str"):
         device.launch(K.vec_add, FakeCAI((4,)), "no", FakeCAI((4,)), grid=1, block=4)
