@@ -63,7 +63,7 @@ for part in $parts; do
     sanitize)
       echo "######## sanitize"
       for tool in memcheck synccheck racecheck; do
-        TOOLS=$tool timeout 170 bash scripts/sanitize.sh 2>&1 | tee "$out/sanitize-$tool.out" | tail -8
+        TOOLS=$tool timeout 160 bash scripts/sanitize.sh 2>&1 | tee "$out/sanitize-$tool.out" | tail -8
         echo "sanitize $tool: $(tail -3 "$out/sanitize-$tool.out" | tr '\n' ' ')" >> "$summary"
       done
       timeout 100 bash scripts/soak.sh 60 2>&1 | tail -8 | tee "$out/soak.out"
