@@ -347,7 +347,9 @@ fn error(path: &Path) -> Result<(), String> {
 }
 
 fn host(path: &Path) -> Result<(), String> {
-    let name = path.display().to_string();
+    // Relative, like the other fixtures: the name reaches the PTX (an assert's record names
+    // its file), so an absolute path would make the golden depend on the checkout.
+    let name = name_of(path);
     let src = std::fs::read_to_string(path).map_err(|e| format!("{name}: {e}"))?;
     let module = Module::parse(&name, &src).map_err(|d| d.render())?;
     let entry = *header_values(&src, "entry:")
