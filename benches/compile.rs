@@ -15,51 +15,8 @@ use pydevice::{CompileOptions, Module};
 use std::process::Command;
 use std::time::Instant;
 
-/// The benchmark kernels and the signatures `bench/run_ours.py` gives them (as in
-/// `tests/fixtures.rs`).
-const BENCH_KERNELS: &[(&str, &str)] = &[
-    ("bitonic_sort", "uint32[::1], uint32[::1]"),
-    (
-        "conv2d",
-        "float32[:, ::1], float32[:, ::1], float32[:, ::1]",
-    ),
-    ("fft_radix4", "complex64[::1], complex64[::1], int32"),
-    ("half2_poly", "float16[::1], float16[::1]"),
-    (
-        "layernorm",
-        "float32[:, ::1], float32[::1], float32[::1], float32[:, ::1], float32[::1], float32[::1]",
-    ),
-    ("mandelbrot", "int32[:, ::1]"),
-    ("nbody", "float32[:, ::1], float32[:, ::1]"),
-    (
-        "scan_lookback",
-        "int32[::1], int32[::1], uint64[::1], uint32[::1]",
-    ),
-    (
-        "sgemm_reg",
-        "float32[:, ::1], float32[:, ::1], float32[:, ::1]",
-    ),
-    ("softmax_rows", "float32[:, ::1], float32[:, ::1]"),
-    (
-        "spmv_csr",
-        "int32[::1], int32[::1], float32[::1], float32[::1], float32[::1]",
-    ),
-    ("bits_u32", "uint32[::1], uint32[::1]"),
-    ("histogram", "uint8[::1], int32[::1]"),
-    ("math_f64", "float64[::1], float64[::1]"),
-    (
-        "matmul_tiled",
-        "float32[:, ::1], float32[:, ::1], float32[:, ::1]",
-    ),
-    ("reduce_block", "float32[::1], float32[::1]"),
-    ("reduce_warp", "float32[::1], float32[::1]"),
-    ("saxpy", "float32, float32[::1], float32[::1], float32[::1]"),
-    ("scan_block", "int32[::1], int32[::1]"),
-    ("stencil5", "float32[:, ::1], float32[:, ::1]"),
-    ("transpose_naive", "float32[:, ::1], float32[:, ::1]"),
-    ("transpose_tiled", "float32[:, ::1], float32[:, ::1]"),
-    ("vector_add", "float32[::1], float32[::1], float32[::1]"),
-];
+// The benchmark kernels and their signatures: one table, shared with tests/fixtures.rs.
+include!("../tests/bench_kernels.in");
 
 /// Child processes of this binary are told what to do by this variable:
 /// `first:FILE:ENTRY:SIG` compiles once and prints `ms <t> rss_kb <peak>`.

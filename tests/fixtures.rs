@@ -39,51 +39,8 @@ use std::path::{Path, PathBuf};
 use support::host_values::{header as header_values, literal, split_top, types_of};
 use support::{check_golden, ptx_golden_text, repo_path};
 
-/// The benchmark kernels (`bench/kernels/NAME.py`, entry `NAME`) and the signature their
-/// arguments give through `pydevice run` (`bench/cases.py`: C-contiguous `.npy` arrays).
-const BENCH_KERNELS: &[(&str, &str)] = &[
-    ("bitonic_sort", "uint32[::1], uint32[::1]"),
-    (
-        "conv2d",
-        "float32[:, ::1], float32[:, ::1], float32[:, ::1]",
-    ),
-    ("fft_radix4", "complex64[::1], complex64[::1], int32"),
-    ("half2_poly", "float16[::1], float16[::1]"),
-    (
-        "layernorm",
-        "float32[:, ::1], float32[::1], float32[::1], float32[:, ::1], float32[::1], float32[::1]",
-    ),
-    ("mandelbrot", "int32[:, ::1]"),
-    ("nbody", "float32[:, ::1], float32[:, ::1]"),
-    (
-        "scan_lookback",
-        "int32[::1], int32[::1], uint64[::1], uint32[::1]",
-    ),
-    (
-        "sgemm_reg",
-        "float32[:, ::1], float32[:, ::1], float32[:, ::1]",
-    ),
-    ("softmax_rows", "float32[:, ::1], float32[:, ::1]"),
-    (
-        "spmv_csr",
-        "int32[::1], int32[::1], float32[::1], float32[::1], float32[::1]",
-    ),
-    ("bits_u32", "uint32[::1], uint32[::1]"),
-    ("histogram", "uint8[::1], int32[::1]"),
-    ("math_f64", "float64[::1], float64[::1]"),
-    (
-        "matmul_tiled",
-        "float32[:, ::1], float32[:, ::1], float32[:, ::1]",
-    ),
-    ("reduce_block", "float32[::1], float32[::1]"),
-    ("reduce_warp", "float32[::1], float32[::1]"),
-    ("saxpy", "float32, float32[::1], float32[::1], float32[::1]"),
-    ("scan_block", "int32[::1], int32[::1]"),
-    ("stencil5", "float32[:, ::1], float32[:, ::1]"),
-    ("transpose_naive", "float32[:, ::1], float32[:, ::1]"),
-    ("transpose_tiled", "float32[:, ::1], float32[:, ::1]"),
-    ("vector_add", "float32[::1], float32[::1], float32[::1]"),
-];
+// The benchmark kernels and their signatures: one table, shared with benches/compile.rs.
+include!("bench_kernels.in");
 
 fn main() {
     let args = Arguments::from_args();
