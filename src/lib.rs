@@ -400,6 +400,7 @@ impl Module {
         self.check_arg_types(entry, args, true)?;
         front::check::specialize(&self.parsed, entry, args, self.defaults, arch.number())
             .and_then(Specialization::checked)
+            .and_then(Specialization::random_state_fits)
     }
 
     /// Rejects argument types built through the API that no program could be specialized
@@ -507,6 +508,39 @@ impl Specialization {
         Ok(Specialization { program })
     }
 
+    /// On the device, a function that draws random numbers takes the generator state as a
+    /// hidden trailing parameter, which an `interop=True` function's C++ signature cannot
+    /// have: E0781 at each such function.
+    fn random_state_fits(self) -> Result<Specialization, Diagnostics> {
+        let p = &self.program;
+        let list: Vec<Diagnostic> = p
+            .uses_random()
+            .into_iter()
+            .zip(p.functions.iter())
+            .filter(|(uses, (_, f))| {
+                *uses && f.interop && f.kind == ir::FunctionKind::Device
+            })
+            .map(|(_, (_, f))| {
+                Diagnostic::error(
+                    diag::Code::E0781,
+                    f.span,
+                    format!(
+                        "`{}` is `interop=True` and draws random numbers (`random.rand`/`randn`, itself or through a callee)",
+                        f.name
+                    ),
+                )
+                .with_note("the generator state is a hidden parameter that its C++ signature cannot carry; draw the numbers in the caller and pass them in")
+            })
+            .collect();
+        if list.is_empty() {
+            return Ok(self);
+        }
+        Err(Diagnostics {
+            file: p.file.clone(),
+            list,
+        })
+    }
+
     /// The typed IR.
     pub fn program(&self) -> &ir::Program {
         &self.program
@@ -514,7 +548,11 @@ impl Specialization {
 
     /// The entry's ABI.
     pub fn abi(&self) -> KernelAbi {
-        KernelAbi::of(&self.program.functions[self.program.entry])
+        let p = &self.program;
+        let mut abi = KernelAbi::of(&p.functions[p.entry]);
+        abi.seed = p.functions[p.entry].kind == ir::FunctionKind::Kernel
+            && p.uses_random()[p.entry.index()];
+        abi
     }
 
     /// Lowers to PTX. A program whose `if target(...)` conditions were decided for one

@@ -6,6 +6,7 @@
 //! pydevice abi FILE.py [--type NAME ...] [--json | --header]
 //! pydevice run FILE.py --entry NAME --grid X[,Y[,Z]] --block X[,Y[,Z]] [--shared N] [--arch smXX]
 //!              --arg NAME=file.npy --arg NAME=dtype:value ... [--out NAME=path.npy] [--bench N]
+//!              [--seed N]
 //! pydevice call FILE.py --entry NAME --arg NAME=dtype:value ...
 //! ```
 //! Exit status: 0 on success, 1 when the program has errors, 2 for usage or run-time errors.
@@ -28,12 +29,15 @@ const USAGE: &str = "usage:
   pydevice abi FILE.py [--type NAME ...] [--json | --header]
   pydevice run FILE.py --entry NAME --grid X[,Y[,Z]] --block X[,Y[,Z]] [--shared N] [--arch smXX]
                --arg NAME=FILE.npy | --arg NAME=DTYPE:VALUE ... [--out NAME=FILE.npy] [--bench N]
+               [--seed N]
   pydevice call FILE.py --entry NAME --arg NAME=DTYPE:VALUE ...
 SIG uses Numba's notation: \"float32[:], float64[:, ::1], int32\" or \"void(float32[:], int32)\".
 abi prints the layouts of the module's @struct classes, or of each --type (a class, a vector
 such as float32x3, a number, or a type in Numba's notation), with the types they are made of;
 --header prints them as a CUDA C++ header, with extern \"C\" declarations of the module's
 interoperable functions unless --type narrows it to the named types.
+--seed gives the seed of the kernel's random numbers (cuda.device.random); without it each
+launch draws a fresh one.
 call runs a @func on this machine (JIT-compiled through Cranelift) and prints its result as
 Python's repr would, on the last line.";
 
@@ -578,8 +582,12 @@ fn parse_file_arg(name: &str, path: &Path) -> Result<(String, CliArg), String> {
 
 fn cmd_run(a: &Args) -> Result<(), Failure> {
     a.check_known(&[
-        "entry", "grid", "block", "shared", "arch", "arg", "out", "bench",
+        "entry", "grid", "block", "shared", "arch", "arg", "out", "bench", "seed",
     ])?;
+    let seed: Option<u64> = a
+        .one("seed")
+        .map(|s| s.parse().map_err(|_| format!("bad --seed `{s}` (an integer 0 to 2**64-1)")))
+        .transpose()?;
     let [path] = a.positional.as_slice() else {
         return Err(Failure::Other(format!("run takes one FILE\n{USAGE}")));
     };
@@ -688,7 +696,13 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
         shared_bytes: shared,
     };
     device
-        .launch(&loaded, &values, &cfg)
+        .launch_seeded(
+            &loaded,
+            &values,
+            &cfg,
+            &pydevice::runtime::Stream::default_stream(),
+            seed,
+        )
         .map_err(|e| e.to_string())?;
     device
         .synchronize()

@@ -329,6 +329,7 @@ impl ParsedModule {
                             self.dialect = self.dialect.with_import(path);
                             let item = match path {
                                 "cuda.device" => Item::Namespace(Namespace::Device),
+                                "cuda.device.random" => Item::Namespace(Namespace::DeviceRandom),
                                 "cuda" => Item::Namespace(Namespace::Cuda),
                                 "math" => Item::Namespace(Namespace::Math),
                                 "cmath" => Item::Namespace(Namespace::Cmath),
@@ -1259,6 +1260,7 @@ fn dialect_namespace(module: &str) -> Option<Namespace> {
         "cupyx.jit" => Namespace::CupyxJit,
         "numpy" | "cupy" => Namespace::Numpy,
         "operator" => Namespace::Operator,
+        "cuda.device.random" => Namespace::DeviceRandom,
         _ => return None,
     })
 }

@@ -22,6 +22,7 @@ mod intrinsics;
 mod numbers;
 mod print;
 mod raise;
+mod random;
 mod types;
 mod views;
 
@@ -105,6 +106,7 @@ pub fn emit<'ctx>(
         debug,
         sm,
         aggregates: Default::default(),
+        random: program.uses_random(),
     };
     for (_, f) in program.functions.iter() {
         let llfn = e.declare(f)?;
@@ -143,6 +145,9 @@ struct Emitter<'a, 'ctx> {
     /// (see `aggregate`): computed once per type, so nested tuples lower in time linear in
     /// the program's size.
     aggregates: std::cell::RefCell<std::collections::HashMap<Type, (StructType<'ctx>, Vec<u32>)>>,
+    /// For each function: whether it draws random numbers (`Program::uses_random`), so takes
+    /// the generator state (a kernel: the launch's seed) as a trailing parameter.
+    random: Vec<bool>,
 }
 
 fn addr_space(s: MemSpace) -> AddressSpace {
@@ -267,6 +272,8 @@ struct FnEmitter<'a, 'b, 'ctx> {
     locals: Vec<LocalSlot<'ctx>>,
     /// (continue target, break target) of enclosing loops.
     loops: Vec<(BasicBlock<'ctx>, BasicBlock<'ctx>)>,
+    /// The thread's random generator state, in functions that draw random numbers.
+    rng: Option<PointerValue<'ctx>>,
 }
 
 impl<'ctx> FnEmitter<'_, '_, 'ctx> {

@@ -21,6 +21,15 @@ impl<'ctx> Emitter<'_, 'ctx> {
             };
             params.push(p.into());
         }
+        let h = self.program.functions.iter().position(|(_, g)| std::ptr::eq(g, f));
+        if h.is_some_and(|h| self.random[h]) {
+            // The launch's seed (kernels) or the generator state (functions): `random.rs`.
+            params.push(if kernel {
+                self.ctx.i64_type().into()
+            } else {
+                self.ctx.ptr_type(AddressSpace::default()).into()
+            });
+        }
         let fn_ty = match self.ty(&f.ret) {
             Some(_) if boxed_fp8(f, &f.ret) => self.fp8_box().fn_type(&params, false),
             Some(r) => r.fn_type(&params, false),
@@ -184,12 +193,34 @@ impl<'ctx> Emitter<'_, 'ctx> {
             let slot = slot.ok_or_else(|| err("a local without a stack slot"))?;
             locals.push(LocalSlot::Memory(slot));
         }
+        let h = self.program.functions.iter().position(|(_, g)| std::ptr::eq(g, f));
+        let rng = if h.is_some_and(|h| self.random[h]) {
+            let last = llfn
+                .get_last_param()
+                .ok_or_else(|| err("missing generator parameter"))?;
+            if kernel {
+                // The state starts at call 0 of the launch's seed.
+                let st = self.rand_state_type();
+                let slot = self.builder.build_alloca(st, "rng")?;
+                let i64t = self.ctx.i64_type();
+                let seed = last.into_int_value();
+                let v = st.const_named_struct(&[i64t.const_zero().into(), i64t.const_zero().into()]);
+                let v = self.builder.build_insert_value(v, seed, 0, "")?;
+                self.builder.build_store(slot, v.into_struct_value())?;
+                Some(slot)
+            } else {
+                Some(last.into_pointer_value())
+            }
+        } else {
+            None
+        };
         let mut fx = FnEmitter {
             e: self,
             f,
             llfn,
             locals,
             loops: Vec::new(),
+            rng,
         };
         fx.block(&f.body)?;
         let end =
