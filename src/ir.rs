@@ -155,6 +155,9 @@ pub struct ProgramOptions {
     pub fastmath: bool,
     /// Source line information in the PTX (`.loc`).
     pub lineinfo: bool,
+    /// `debug=True`: full DWARF (subprograms, line tables, local variables) for cuda-gdb,
+    /// compiled at -O0; the runtime JIT-compiles it with debug information.
+    pub debug: bool,
     /// Check every array index; an out-of-range access is skipped and reported.
     pub bounds_check: bool,
     /// `assertions=False`: `assert` statements are compiled out (not evaluated).

@@ -362,7 +362,10 @@ mod tests {
     fn ln_and_cos_agree_with_libm() {
         for i in 1..=100_000u64 {
             let y = i as f64 / 100_000.0;
-            assert!((ln(y) - y.ln()).abs() <= 4.0 * f64::EPSILON * y.ln().abs().max(1.0), "{y}");
+            assert!(
+                (ln(y) - y.ln()).abs() <= 4.0 * f64::EPSILON * y.ln().abs().max(1.0),
+                "{y}"
+            );
             let u = (i - 1) as f64 / 100_000.0;
             let c = (2.0 * std::f64::consts::PI * u).cos();
             assert!((cos_2pi(u) - c).abs() < 1e-14, "{u}: {} {c}", cos_2pi(u));

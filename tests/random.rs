@@ -99,3 +99,15 @@ fn misuse_is_a_diagnostic() {
     let m = Module::parse("k.py", interop).unwrap();
     m.host_function("f", &[]).unwrap();
 }
+
+#[test]
+fn the_header_declares_the_seed_parameter() {
+    let src = "from cuda import device\nfrom cuda.device import random\nfrom cuda.device import float32\n\n@device.kernel(interop=True)\ndef k(a: \"float32[::1]\"):\n    a[0] = random.rand()\n";
+    let m = Module::parse("k.py", src).unwrap();
+    let (decls, _) = m.interop_functions().unwrap();
+    let text = pydevice::abi::header::header("k", &[], &decls);
+    assert!(
+        text.contains(", cuda::std::uint64_t __pyd_seed);"),
+        "{text}"
+    );
+}

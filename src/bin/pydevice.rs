@@ -1,12 +1,12 @@
 //! The `pydevice` command line: a thin client of the library's public API.
 //!
 //! ```text
-//! pydevice compile FILE.py --entry NAME --sig "float32[:], int32" [--arch sm_90] [--emit ptx|llvm|ir|abi] [-o OUT]
+//! pydevice compile FILE.py --entry NAME --sig "float32[:], int32" [--arch sm_90] [--emit ptx|llvm|ir|abi] [-o OUT] [--debug]
 //! pydevice check FILE.py [--entry NAME --sig SIG]
 //! pydevice abi FILE.py [--type NAME ...] [--json | --header]
 //! pydevice run FILE.py --entry NAME --grid X[,Y[,Z]] --block X[,Y[,Z]] [--shared N] [--arch smXX]
 //!              --arg NAME=file.npy --arg NAME=dtype:value ... [--out NAME=path.npy] [--bench N]
-//!              [--seed N]
+//!              [--seed N] [--debug]
 //! pydevice call FILE.py --entry NAME --arg NAME=dtype:value ...
 //! ```
 //! Exit status: 0 on success, 1 when the program has errors, 2 for usage or run-time errors.
@@ -25,11 +25,12 @@ use std::process::ExitCode;
 
 const USAGE: &str = "usage:
   pydevice compile FILE.py --entry NAME [--sig SIG] [--arch smXX] [--emit ptx|llvm|ir|abi] [-o OUT]
+                   [--debug]
   pydevice check FILE.py [--entry NAME --sig SIG]
   pydevice abi FILE.py [--type NAME ...] [--json | --header]
   pydevice run FILE.py --entry NAME --grid X[,Y[,Z]] --block X[,Y[,Z]] [--shared N] [--arch smXX]
                --arg NAME=FILE.npy | --arg NAME=DTYPE:VALUE ... [--out NAME=FILE.npy] [--bench N]
-               [--seed N]
+               [--seed N] [--debug]
   pydevice call FILE.py --entry NAME --arg NAME=DTYPE:VALUE ...
 SIG uses Numba's notation: \"float32[:], float64[:, ::1], int32\" or \"void(float32[:], int32)\".
 abi prints the layouts of the module's @struct classes, or of each --type (a class, a vector
@@ -37,12 +38,13 @@ such as float32x3, a number, or a type in Numba's notation), with the types they
 --header prints them as a CUDA C++ header, with extern \"C\" declarations of the module's
 interoperable functions unless --type narrows it to the named types.
 --seed gives the seed of the kernel's random numbers (cuda.device.random); without it each
-launch draws a fresh one.
+launch draws a fresh one. --debug compiles every kernel as @kernel(debug=True) does: DWARF
+for cuda-gdb (`break FILE.py:LINE`), at -O0, JIT-compiled with debug information.
 call runs a @func on this machine (JIT-compiled through Cranelift) and prints its result as
 Python's repr would, on the last line.";
 
 /// Options that take no value.
-const FLAGS: &[&str] = &["json", "header"];
+const FLAGS: &[&str] = &["json", "header", "debug"];
 
 enum Failure {
     /// The program is ill-formed (diagnostics already printed).
@@ -209,11 +211,11 @@ fn report(e: pydevice::Error) -> Failure {
 }
 
 fn cmd_compile(a: &Args) -> Result<(), Failure> {
-    a.check_known(&["entry", "sig", "arch", "emit", "o", "opt"])?;
+    a.check_known(&["entry", "sig", "arch", "emit", "o", "opt", "debug"])?;
     let [path] = a.positional.as_slice() else {
         return Err(Failure::Other(format!("compile takes one FILE\n{USAGE}")));
     };
-    let module = load(path)?;
+    let module = load(path)?.with_debug_info(a.one("debug").is_some());
     let entry = a.one("entry").ok_or("compile needs --entry NAME")?;
     let args = signature(&module, entry, a.one("sig"))?;
     let mut options = CompileOptions {
@@ -582,17 +584,20 @@ fn parse_file_arg(name: &str, path: &Path) -> Result<(String, CliArg), String> {
 
 fn cmd_run(a: &Args) -> Result<(), Failure> {
     a.check_known(&[
-        "entry", "grid", "block", "shared", "arch", "arg", "out", "bench", "seed",
+        "entry", "grid", "block", "shared", "arch", "arg", "out", "bench", "seed", "debug",
     ])?;
     let seed: Option<u64> = a
         .one("seed")
-        .map(|s| s.parse().map_err(|_| format!("bad --seed `{s}` (an integer 0 to 2**64-1)")))
+        .map(|s| {
+            s.parse()
+                .map_err(|_| format!("bad --seed `{s}` (an integer 0 to 2**64-1)"))
+        })
         .transpose()?;
     let [path] = a.positional.as_slice() else {
         return Err(Failure::Other(format!("run takes one FILE\n{USAGE}")));
     };
     let file = path.to_string_lossy();
-    let module = load(path)?;
+    let module = load(path)?.with_debug_info(a.one("debug").is_some());
     let entry = a.one("entry").ok_or("run needs --entry NAME")?;
     let grid = dims(a.one("grid").ok_or("run needs --grid")?, "grid")?;
     let block = dims(a.one("block").ok_or("run needs --block")?, "block")?;

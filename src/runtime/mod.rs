@@ -137,6 +137,13 @@ pub(crate) fn defines_bounds_global(ptx: &str) -> bool {
     })
 }
 
+/// Whether PTX text is a `debug=True` kernel's (its first line is
+/// [`crate::lower::ptx::DEBUG_MARK`]): it is then JIT-compiled with
+/// `CU_JIT_GENERATE_DEBUG_INFO`.
+pub(crate) fn has_debug_info(ptx: &str) -> bool {
+    ptx.starts_with(crate::lower::ptx::DEBUG_MARK)
+}
+
 impl LoadedKernel {
     /// The kernel's ABI.
     pub fn abi(&self) -> &KernelAbi {
@@ -304,10 +311,14 @@ impl Device {
                 message: format!("loading the module: {}", describe(&e)),
             }
         };
-        let module = self
-            .ctx
-            .load_module(cudarc::nvrtc::Ptx::from_src(ptx))
-            .map_err(fail)?;
+        let image = if has_debug_info(ptx) {
+            // `debug=True`: JIT-compiled with debug information (ptxas -g) for cuda-gdb.
+            self.ctx.bind_to_thread().map_err(|e| self.error(e))?;
+            cudarc::nvrtc::Ptx::from_binary(link::JitLink::debug_cubin(&abi.symbol, ptx)?)
+        } else {
+            cudarc::nvrtc::Ptx::from_src(ptx)
+        };
+        let module = self.ctx.load_module(image).map_err(fail)?;
         let function = module.load_function(&abi.symbol).map_err(fail)?;
         Ok(LoadedKernel {
             function,

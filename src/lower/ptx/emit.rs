@@ -82,11 +82,15 @@ pub fn emit<'ctx>(
             &file,
             &dir,
             "pydevice",
-            true,
+            !program.options.debug,
             "",
             0,
             "",
-            inkwell::debug_info::DWARFEmissionKind::LineTablesOnly,
+            if program.options.debug {
+                inkwell::debug_info::DWARFEmissionKind::Full
+            } else {
+                inkwell::debug_info::DWARFEmissionKind::LineTablesOnly
+            },
             0,
             false,
             false,

@@ -94,7 +94,10 @@ impl<'ctx> Emitter<'_, 'ctx> {
             let a = b.build_int_z_extend(a, i64t, "")?;
             let p = b.build_int_mul(a, i64t.const_int(u64::from(m), false), "")?;
             let h = b.build_right_shift(p, i64t.const_int(32, false), false, "")?;
-            Ok((b.build_int_truncate(h, i32t, "")?, b.build_int_truncate(p, i32t, "")?))
+            Ok((
+                b.build_int_truncate(h, i32t, "")?,
+                b.build_int_truncate(p, i32t, "")?,
+            ))
         };
         for r in 0..10 {
             if r > 0 {
@@ -166,14 +169,14 @@ impl<'ctx> Emitter<'_, 'ctx> {
             .get_nth_param(0)
             .ok_or_else(|| err("normal"))?
             .into_array_value();
-        let word = |i| -> R<BasicMetadataValueEnum<'ctx>> {
-            Ok(b.build_extract_value(w, i, "")?.into())
-        };
-        let call = |g: FunctionValue<'ctx>, args: &[BasicMetadataValueEnum<'ctx>]| {
-            match b.build_call(g, args, "")?.try_as_basic_value() {
-                ValueKind::Basic(v) => Ok(v.into_float_value()),
-                _ => Err(err("call returned nothing")),
-            }
+        let word =
+            |i| -> R<BasicMetadataValueEnum<'ctx>> { Ok(b.build_extract_value(w, i, "")?.into()) };
+        let call = |g: FunctionValue<'ctx>, args: &[BasicMetadataValueEnum<'ctx>]| match b
+            .build_call(g, args, "")?
+            .try_as_basic_value()
+        {
+            ValueKind::Basic(v) => Ok(v.into_float_value()),
+            _ => Err(err("call returned nothing")),
         };
         let u1 = call(uniform, &[word(0)?, word(1)?])?;
         let u2 = call(uniform, &[word(2)?, word(3)?])?;
@@ -194,12 +197,7 @@ impl<'ctx> Emitter<'_, 'ctx> {
         let mant = b.build_and(bits, i64t.const_int(0x000f_ffff_ffff_ffff, false), "")?;
         let mant = b.build_or(mant, i64t.const_int(0x3ff0_0000_0000_0000, false), "")?;
         let m = b.build_bit_cast(mant, f64t, "")?.into_float_value();
-        let big = b.build_float_compare(
-            FloatPredicate::OGT,
-            m,
-            c(std::f64::consts::SQRT_2),
-            "",
-        )?;
+        let big = b.build_float_compare(FloatPredicate::OGT, m, c(std::f64::consts::SQRT_2), "")?;
         let half = b.build_float_mul(m, c(0.5), "")?;
         let m = b.build_select(big, half, m, "")?.into_float_value();
         let bumped = b.build_int_add(exp, i64t.const_int(1, false), "")?;
@@ -215,10 +213,7 @@ impl<'ctx> Emitter<'_, 'ctx> {
         let two_s = b.build_float_mul(c(2.0), s, "")?;
         let ln = b.build_float_add(eln2, b.build_float_mul(two_s, p, "")?, "")?;
         let sqrt = self.intrinsic("llvm.sqrt", &[f64t.into()])?;
-        let r = call(
-            sqrt,
-            &[b.build_float_mul(c(-2.0), ln, "")?.into()],
-        )?;
+        let r = call(sqrt, &[b.build_float_mul(c(-2.0), ln, "")?.into()])?;
         // cos(2π u2) (crate::random::cos_2pi).
         let t = b.build_float_mul(u2, c(4.0), "")?;
         let q = b.build_float_to_unsigned_int(t, i32t, "")?;
@@ -262,11 +257,9 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                     .build_right_shift(x, i32t.const_int(8, false), false, "")?;
                 let f32t = self.e.ctx.f32_type();
                 let x = self.b().build_unsigned_int_to_float(x, f32t, "")?;
-                let u = self.b().build_float_mul(
-                    x,
-                    f32t.const_float(1.0 / 16_777_216.0),
-                    "",
-                )?;
+                let u = self
+                    .b()
+                    .build_float_mul(x, f32t.const_float(1.0 / 16_777_216.0), "")?;
                 return Ok(u.into());
             }
             Intrinsic::Rand => {
