@@ -21,12 +21,7 @@ impl<'ctx> Emitter<'_, 'ctx> {
             };
             params.push(p.into());
         }
-        let h = self
-            .program
-            .functions
-            .iter()
-            .position(|(_, g)| std::ptr::eq(g, f));
-        if h.is_some_and(|h| self.random[h]) {
+        if self.draws_random(f) {
             // The launch's seed (kernels) or the generator state (functions): `random.rs`.
             params.push(if kernel {
                 self.ctx.i64_type().into()
@@ -201,12 +196,7 @@ impl<'ctx> Emitter<'_, 'ctx> {
         if self.program.options.debug {
             self.declare_variables(f, llfn, &slots)?;
         }
-        let h = self
-            .program
-            .functions
-            .iter()
-            .position(|(_, g)| std::ptr::eq(g, f));
-        let rng = if h.is_some_and(|h| self.random[h]) {
+        let rng = if self.draws_random(f) {
             let last = llfn
                 .get_last_param()
                 .ok_or_else(|| err("missing generator parameter"))?;
@@ -248,6 +238,18 @@ impl<'ctx> Emitter<'_, 'ctx> {
             }
         }
         Ok(())
+    }
+
+    /// Whether `f` (one of the program's functions) draws random numbers, so takes the
+    /// generator state. Most programs draw none: then no search.
+    fn draws_random(&self, f: &Function) -> bool {
+        self.random.contains(&true)
+            && self
+                .program
+                .functions
+                .iter()
+                .position(|(_, g)| std::ptr::eq(g, f))
+                .is_some_and(|h| self.random[h])
     }
 
     /// `debug=True`: a `DILocalVariable` for each number-typed local and parameter in a stack
