@@ -7,7 +7,7 @@
 //! pydevice run FILE.py --entry NAME --grid X[,Y[,Z]] --block X[,Y[,Z]] [--shared N] [--arch smXX]
 //!              --arg NAME=file.npy --arg NAME=dtype:value ... [--out NAME=path.npy] [--bench N]
 //!              [--seed N] [--debug]
-//! pydevice call FILE.py --entry NAME --arg NAME=dtype:value ...
+//! pydevice call FILE.py --entry NAME --arg NAME=dtype:value ... [--seed N [--thread T]]
 //! ```
 //! Exit status: 0 on success, 1 when the program has errors, 2 for usage or run-time errors.
 
@@ -31,7 +31,7 @@ const USAGE: &str = "usage:
   pydevice run FILE.py --entry NAME --grid X[,Y[,Z]] --block X[,Y[,Z]] [--shared N] [--arch smXX]
                --arg NAME=FILE.npy | --arg NAME=DTYPE:VALUE ... [--out NAME=FILE.npy] [--bench N]
                [--seed N] [--debug]
-  pydevice call FILE.py --entry NAME --arg NAME=DTYPE:VALUE ...
+  pydevice call FILE.py --entry NAME --arg NAME=DTYPE:VALUE ... [--seed N [--thread T]]
 SIG uses Numba's notation: \"float32[:], float64[:, ::1], int32\" or \"void(float32[:], int32)\".
 abi prints the layouts of the module's @struct classes, or of each --type (a class, a vector
 such as float32x3, a number, or a type in Numba's notation), with the types they are made of;
@@ -777,10 +777,23 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
 }
 
 fn cmd_call(a: &Args) -> Result<(), Failure> {
-    a.check_known(&["entry", "arg"])?;
+    a.check_known(&["entry", "arg", "seed", "thread"])?;
     let [path] = a.positional.as_slice() else {
         return Err(Failure::Other(format!("call takes one FILE\n{USAGE}")));
     };
+    // `cuda.device.random` on the host: the stream of thread `--thread` (0) of a launch
+    // with seed `--seed` (else a fresh seed).
+    let number = |name: &str| -> Result<Option<u64>, String> {
+        a.one(name)
+            .map(|s| s.parse().map_err(|_| format!("bad --{name} `{s}`")))
+            .transpose()
+    };
+    let thread = number("thread")?.unwrap_or(0);
+    if let Some(seed) = number("seed")? {
+        pydevice::random::set_host_stream(seed, thread);
+    } else if a.one("thread").is_some() {
+        pydevice::random::set_host_stream(pydevice::random::draw_seed(), thread);
+    }
     let file = path.to_string_lossy();
     let module = load(path)?;
     let entry = a.one("entry").ok_or("call needs --entry NAME")?;
