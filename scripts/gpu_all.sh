@@ -37,7 +37,11 @@ for part in $parts; do
         echo "== debugging features (tests/gpu_debug.rs)"
         $work/gpu_debug_tests --test-threads=1 2>&1 | tee "$out/gpu_debug.log" | grep -E "^test |test result|panicked"
       fi
+      echo "== cuda-gdb at a Python line of a debug=True kernel (scripts/cuda_gdb_check.sh)"
+      bash scripts/cuda_gdb_check.sh > "$out/cuda_gdb.log" 2>&1; echo "exit $?" >> "$out/cuda_gdb.log"
+      tail -25 "$out/cuda_gdb.log"
       {
+        echo "cuda-gdb:          $(grep -hE '^(PASS|FAIL|skipped)' "$out/cuda_gdb.log" | tr '\n' ' ')"
         echo "rust GPU tests:    $(grep -h 'test result' "$out/gpu_run.log" | head -2 | tr '\n' ' ')"
         [ -e "$out/gpu_debug.log" ] && echo "debug GPU tests:   $(grep -h 'test result' "$out/gpu_debug.log" | tail -1)"
         echo "ptxas fixtures:    $(grep -h 'accepted by ptxas' "$out/gpu_run.log")"

@@ -260,6 +260,10 @@ codes! {
     E0602,
     /// `pow(x, y, mod)`: the three-argument (modular) `pow` (§15.3)
     E0603,
+    /// `random.rand`/`random.randn` of a dtype other than `float32` and `float64` (§6.4)
+    E0780,
+    /// `random.rand`/`random.randn` in an `interop=True` function, directly or through a callee: its C++ signature has no place for the generator state (§6.4)
+    E0781,
     /// internal error: the checker built IR that breaks a rule of `ir::validate` (run in debug builds and tests between checking and lowering; a compiler bug; please report it)
     E0998,
     /// internal error: a specialization failed without a diagnostic (a compiler bug; please report it)

@@ -155,6 +155,9 @@ pub struct ProgramOptions {
     pub fastmath: bool,
     /// Source line information in the PTX (`.loc`).
     pub lineinfo: bool,
+    /// `debug=True`: full DWARF (subprograms, line tables, local variables) for cuda-gdb,
+    /// compiled at -O0; the runtime JIT-compiles it with debug information.
+    pub debug: bool,
     /// Check every array index; an out-of-range access is skipped and reported.
     pub bounds_check: bool,
     /// `assertions=False`: `assert` statements are compiled out (not evaluated).
@@ -227,6 +230,35 @@ pub struct Function {
     pub body: Block,
     /// Where the `def` is.
     pub span: Span,
+}
+
+impl Program {
+    /// For each function (indexed like `functions`): whether it draws random numbers
+    /// (`rand`/`randn`), itself or through a callee. Such functions take the thread's
+    /// generator state, and a kernel that does takes the launch's seed.
+    pub fn uses_random(&self) -> Vec<bool> {
+        let mut out = vec![false; self.functions.len()];
+        // Callees come before their callers, so one pass suffices but for recursion: repeat
+        // until nothing changes.
+        loop {
+            let mut changed = false;
+            for (h, f) in self.functions.iter() {
+                if out[h.index()] {
+                    continue;
+                }
+                let uses = f.exprs.iter().any(|(_, e)| match e {
+                    Expr::Intrinsic(Intrinsic::Rand | Intrinsic::Randn, _) => true,
+                    Expr::Call(callee, _) => out.get(callee.index()).copied().unwrap_or(false),
+                    _ => false,
+                });
+                out[h.index()] = uses;
+                changed |= uses;
+            }
+            if !changed {
+                return out;
+            }
+        }
+    }
 }
 
 impl Function {
@@ -450,6 +482,11 @@ pub enum Intrinsic {
     Complex(ComplexOp),
     /// `dynamic_shared_array()`'s size in bytes (the launch's `shared` parameter).
     DynamicSharedSize,
+    /// `random.rand(dtype)`: the next uniform in [0, 1) of the thread's Philox stream, of
+    /// the expression's type (float32 or float64; `crate::random` defines the stream).
+    Rand,
+    /// `random.randn(dtype)`: the next standard normal of the thread's Philox stream.
+    Randn,
 }
 
 /// A memory order of the C++ memory model, as the spec's `memory=` parameter names it.

@@ -186,6 +186,8 @@ pub struct EntryInfo {
 pub struct Module {
     parsed: front::ParsedModule,
     defaults: Defaults,
+    /// [`Module::with_debug_info`]: every kernel compiled as if `debug=True`.
+    debug: bool,
 }
 
 /// One entry specialized for argument types: the typed IR, ready to lower.
@@ -195,6 +197,14 @@ pub struct Specialization {
 }
 
 impl Module {
+    /// Compiles every entry specialized from this module for the device as if it were
+    /// `@kernel(debug=True)`: full DWARF for cuda-gdb, at -O0, JIT-compiled with debug
+    /// information (the CLI's `--debug`). Host functions are not affected.
+    pub fn with_debug_info(mut self, on: bool) -> Module {
+        self.debug = on;
+        self
+    }
+
     /// The declarations a module's header holds: its `interop=True` entries whose parameters
     /// are all annotated (each specialized for its annotations, to learn its result), then the
     /// CUDA C++ functions it declares `extern`. Entries left out for want of annotations are
@@ -241,7 +251,11 @@ impl Module {
     pub fn parse(name: &str, source: &str) -> Result<Module, Diagnostics> {
         let parsed = front::parse(SourceFile::new(name, source))?;
         let defaults = parsed.rules().defaults;
-        Ok(Module { parsed, defaults })
+        Ok(Module {
+            parsed,
+            defaults,
+            debug: false,
+        })
     }
 
     /// Whether the module is in the numba-cuda dialect (it imports `numba`). Such a module
@@ -398,8 +412,15 @@ impl Module {
         arch: Arch,
     ) -> Result<Specialization, Diagnostics> {
         self.check_arg_types(entry, args, true)?;
-        front::check::specialize(&self.parsed, entry, args, self.defaults, arch.number())
-            .and_then(Specialization::checked)
+        let mut spec =
+            front::check::specialize(&self.parsed, entry, args, self.defaults, arch.number())
+                .and_then(Specialization::checked)
+                .and_then(Specialization::random_state_fits)?;
+        if self.debug {
+            spec.program.options.debug = true;
+            spec.program.options.lineinfo = true;
+        }
+        Ok(spec)
     }
 
     /// Rejects argument types built through the API that no program could be specialized
@@ -507,6 +528,39 @@ impl Specialization {
         Ok(Specialization { program })
     }
 
+    /// On the device, a function that draws random numbers takes the generator state as a
+    /// hidden trailing parameter, which an `interop=True` function's C++ signature cannot
+    /// have: E0781 at each such function.
+    fn random_state_fits(self) -> Result<Specialization, Diagnostics> {
+        let p = &self.program;
+        let list: Vec<Diagnostic> = p
+            .uses_random()
+            .into_iter()
+            .zip(p.functions.iter())
+            .filter(|(uses, (_, f))| {
+                *uses && f.interop && f.kind == ir::FunctionKind::Device
+            })
+            .map(|(_, (_, f))| {
+                Diagnostic::error(
+                    diag::Code::E0781,
+                    f.span,
+                    format!(
+                        "`{}` is `interop=True` and draws random numbers (`random.rand`/`randn`, itself or through a callee)",
+                        f.name
+                    ),
+                )
+                .with_note("the generator state is a hidden parameter that its C++ signature cannot carry; draw the numbers in the caller and pass them in")
+            })
+            .collect();
+        if list.is_empty() {
+            return Ok(self);
+        }
+        Err(Diagnostics {
+            file: p.file.clone(),
+            list,
+        })
+    }
+
     /// The typed IR.
     pub fn program(&self) -> &ir::Program {
         &self.program
@@ -514,7 +568,11 @@ impl Specialization {
 
     /// The entry's ABI.
     pub fn abi(&self) -> KernelAbi {
-        KernelAbi::of(&self.program.functions[self.program.entry])
+        let p = &self.program;
+        let mut abi = KernelAbi::of(&p.functions[p.entry]);
+        abi.seed = p.functions[p.entry].kind == ir::FunctionKind::Kernel
+            && p.uses_random()[p.entry.index()];
+        abi
     }
 
     /// Lowers to PTX. A program whose `if target(...)` conditions were decided for one

@@ -3,10 +3,20 @@
 //! from the published algorithm and constants, and the conversions of its 32-bit outputs to
 //! uniform floats.
 //!
-//! This is the host reference for the planned `device.random` extension (issue 18): device
-//! code will compute the same bits (only integer multiply, xor and add), so a kernel's
-//! uniform numbers can be checked against [`philox4x32_10`] bit for bit. The generator is
-//! not wired into device code yet.
+//! This is the reference of the `cuda.device.random` extension (`rand()`, `randn()`;
+//! docs/semantics.md §6.4): the PTX back end computes the same bits from the same stream
+//! definition ([`block`]), the host back end calls [`host_rand_f32`] and friends, and the
+//! tests compare both with the functions here bit for bit.
+//!
+//! The stream: launch seed `s` (64 bits), thread `t` (the global linear thread index), call
+//! `n` (how many `rand`/`randn` calls the thread made before, from 0). Call `n` of thread `t`
+//! uses the one Philox block `philox4x32_10([n_lo, n_hi, t_lo, t_hi], [s_lo, s_hi])`:
+//! `rand(float32)` takes word 0 ([`uniform_f32`]), `rand(float64)` words 0 and 1
+//! ([`uniform_f64`]), `randn` all four ([`normal_f64`]). Normals are Box–Muller computed in
+//! `float64` with the polynomials below (only `+ - * /`, `sqrt` and exact bit operations, so
+//! every IEEE machine gives the same bits); `randn(float32)` rounds that value to `float32`.
+//!
+//! This module is a leaf (layer 0): it imports nothing from the crate.
 
 /// The multipliers of the two Philox S-boxes.
 const M0: u32 = 0xD251_1F53;
@@ -49,6 +59,246 @@ pub fn uniform_f32(x: u32) -> f32 {
 pub fn uniform_f64(hi: u32, lo: u32) -> f64 {
     let bits = (u64::from(hi) << 32 | u64::from(lo)) >> 11;
     bits as f64 * (1.0 / 9_007_199_254_740_992.0)
+}
+
+/// The Philox key of a 64-bit seed: its low and high words.
+pub fn key(seed: u64) -> [u32; 2] {
+    [seed as u32, (seed >> 32) as u32]
+}
+
+/// The Philox counter of call `call` of thread `thread`: `[call_lo, call_hi, thread_lo,
+/// thread_hi]`.
+pub fn counter(thread: u64, call: u64) -> [u32; 4] {
+    [
+        call as u32,
+        (call >> 32) as u32,
+        thread as u32,
+        (thread >> 32) as u32,
+    ]
+}
+
+/// The Philox block of call `call` of thread `thread` in the stream of `seed`.
+pub fn block(seed: u64, thread: u64, call: u64) -> [u32; 4] {
+    philox4x32_10(counter(thread, call), key(seed))
+}
+
+/// `rand(float32)`: call `call` of thread `thread` under `seed`.
+pub fn rand_f32(seed: u64, thread: u64, call: u64) -> f32 {
+    uniform_f32(block(seed, thread, call)[0])
+}
+
+/// `rand(float64)`: call `call` of thread `thread` under `seed`.
+pub fn rand_f64(seed: u64, thread: u64, call: u64) -> f64 {
+    let b = block(seed, thread, call);
+    uniform_f64(b[0], b[1])
+}
+
+/// `randn(float64)`: call `call` of thread `thread` under `seed`.
+pub fn randn_f64(seed: u64, thread: u64, call: u64) -> f64 {
+    normal_f64(block(seed, thread, call))
+}
+
+/// `randn(float32)`: [`randn_f64`] rounded to nearest.
+pub fn randn_f32(seed: u64, thread: u64, call: u64) -> f32 {
+    randn_f64(seed, thread, call) as f32
+}
+
+/// The coefficients of `ln(m) = 2s · Σ LN_COEFFS[k] · s^(2k)`, `s = (m - 1)/(m + 1)`:
+/// `1/(2k + 1)`. With `m` in [√½, √2), `s²` ≤ 0.0295 and the series is cut after `s^23`
+/// (the rest is below 2⁻⁵⁶ relative).
+pub const LN_COEFFS: [f64; 12] = [
+    1.0,
+    1.0 / 3.0,
+    1.0 / 5.0,
+    1.0 / 7.0,
+    1.0 / 9.0,
+    1.0 / 11.0,
+    1.0 / 13.0,
+    1.0 / 15.0,
+    1.0 / 17.0,
+    1.0 / 19.0,
+    1.0 / 21.0,
+    1.0 / 23.0,
+];
+
+/// The Taylor coefficients of `sin(x)/x` in `x²` (`(-1)^k / (2k + 1)!`), enough on [0, π/4].
+pub const SIN_COEFFS: [f64; 8] = [
+    1.0,
+    -1.0 / 6.0,
+    1.0 / 120.0,
+    -1.0 / 5040.0,
+    1.0 / 362_880.0,
+    -1.0 / 39_916_800.0,
+    1.0 / 6_227_020_800.0,
+    -1.0 / 1_307_674_368_000.0,
+];
+
+/// The Taylor coefficients of `cos(x)` in `x²` (`(-1)^k / (2k)!`), enough on [0, π/4].
+pub const COS_COEFFS: [f64; 9] = [
+    1.0,
+    -1.0 / 2.0,
+    1.0 / 24.0,
+    -1.0 / 720.0,
+    1.0 / 40_320.0,
+    -1.0 / 3_628_800.0,
+    1.0 / 479_001_600.0,
+    -1.0 / 87_178_291_200.0,
+    1.0 / 20_922_789_888_000.0,
+];
+
+/// `p(z) = c[0] + c[1] z + …` by Horner's rule, highest coefficient first, one rounding per
+/// operation (no fused multiply-add: the device lowering does the same operations).
+pub fn horner(c: &[f64], z: f64) -> f64 {
+    let mut p = c[c.len() - 1];
+    for &k in c[..c.len() - 1].iter().rev() {
+        p = p * z + k;
+    }
+    p
+}
+
+/// The natural logarithm of a positive normal `y`, as the device computes it: `y = m · 2^e`
+/// with `m` in [√½, √2) (from the bits), then `e · ln 2 + ln m` by [`LN_COEFFS`].
+pub fn ln(y: f64) -> f64 {
+    let bits = y.to_bits();
+    let mut e = ((bits >> 52) & 0x7ff) as i64 - 1023;
+    let mut m = f64::from_bits(bits & 0x000f_ffff_ffff_ffff | 0x3ff0_0000_0000_0000);
+    if m > std::f64::consts::SQRT_2 {
+        m *= 0.5;
+        e += 1;
+    }
+    let s = (m - 1.0) / (m + 1.0);
+    let p = horner(&LN_COEFFS, s * s);
+    e as f64 * std::f64::consts::LN_2 + 2.0 * s * p
+}
+
+/// `cos(2πu)` for `u` in [0, 1), as the device computes it: the quadrant `q` and fraction
+/// `f` of `4u` are exact; `cos(fπ/2)` and `sin(fπ/2)` come from the Taylor polynomials at
+/// `min(f, 1 - f) · π/2` ≤ π/4.
+pub fn cos_2pi(u: f64) -> f64 {
+    let t = u * 4.0;
+    let q = t as u32;
+    let f = t - f64::from(q);
+    let swap = f > 0.5;
+    let g = if swap { 1.0 - f } else { f };
+    let x = g * std::f64::consts::FRAC_PI_2;
+    let z = x * x;
+    let sin = x * horner(&SIN_COEFFS, z);
+    let cos = horner(&COS_COEFFS, z);
+    let (a, b) = if swap { (sin, cos) } else { (cos, sin) };
+    match q {
+        0 => a,
+        1 => -b,
+        2 => -a,
+        _ => b,
+    }
+}
+
+/// A standard normal from one Philox block, by Box–Muller: `u1` from words 0 and 1, `u2` from
+/// words 2 and 3 ([`uniform_f64`]), `sqrt(-2 ln(1 - u1)) · cos(2π u2)` (`1 - u1` is exact and
+/// in (0, 1], so the logarithm is finite).
+pub fn normal_f64(w: [u32; 4]) -> f64 {
+    let u1 = uniform_f64(w[0], w[1]);
+    let u2 = uniform_f64(w[2], w[3]);
+    let r = (-2.0 * ln(1.0 - u1)).sqrt();
+    r * cos_2pi(u2)
+}
+
+/// A fresh 64-bit seed, different at each call in the process (SplitMix64 of a counter that
+/// starts from the standard library's per-process random hasher keys): the seed of a launch
+/// that was given none.
+pub fn draw_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: OnceLock<AtomicU64> = OnceLock::new();
+    let next = NEXT.get_or_init(|| {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(0x5eed);
+        AtomicU64::new(h.finish())
+    });
+    let mut z = next
+        .fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed)
+        .wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Where the host is in its stream: `(seed, thread, next call)`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct HostStream {
+    /// The seed.
+    pub seed: u64,
+    /// The thread index the host calls stand for.
+    pub thread: u64,
+    /// How many calls were made.
+    pub call: u64,
+}
+
+thread_local! {
+    static HOST: std::cell::Cell<Option<HostStream>> = const { std::cell::Cell::new(None) };
+}
+
+/// Makes `rand`/`randn` in `@func`s run on the host (on this OS thread) continue the stream
+/// of `seed` as thread `thread` from its first call, so they give what thread `thread` of a
+/// kernel launched with `seed` gets.
+pub fn set_host_stream(seed: u64, thread: u64) {
+    HOST.with(|h| {
+        h.set(Some(HostStream {
+            seed,
+            thread,
+            call: 0,
+        }))
+    });
+}
+
+/// This OS thread's host stream (a fresh seed, thread 0, drawn at the first use when
+/// [`set_host_stream`] was not called).
+pub fn host_stream() -> HostStream {
+    HOST.with(|h| {
+        h.get().unwrap_or_else(|| {
+            let s = HostStream {
+                seed: draw_seed(),
+                thread: 0,
+                call: 0,
+            };
+            h.set(Some(s));
+            s
+        })
+    })
+}
+
+/// The next block of this OS thread's host stream.
+fn host_block() -> [u32; 4] {
+    let s = host_stream();
+    HOST.with(|h| {
+        h.set(Some(HostStream {
+            call: s.call.wrapping_add(1),
+            ..s
+        }))
+    });
+    block(s.seed, s.thread, s.call)
+}
+
+/// `rand(float32)` on the host (the Cranelift back end calls it).
+pub extern "C" fn host_rand_f32() -> f32 {
+    uniform_f32(host_block()[0])
+}
+
+/// `rand(float64)` on the host.
+pub extern "C" fn host_rand_f64() -> f64 {
+    let b = host_block();
+    uniform_f64(b[0], b[1])
+}
+
+/// `randn(float32)` on the host.
+pub extern "C" fn host_randn_f32() -> f32 {
+    normal_f64(host_block()) as f32
+}
+
+/// `randn(float64)` on the host.
+pub extern "C" fn host_randn_f64() -> f64 {
+    normal_f64(host_block())
 }
 
 #[cfg(test)]
@@ -105,5 +355,49 @@ mod tests {
             "{mean}"
         );
         assert!((var - 1.0 / 12.0).abs() < 1e-3, "{var}");
+    }
+
+    /// The device-exact `ln` and `cos_2pi` are within a few ulps of libm's.
+    #[test]
+    fn ln_and_cos_agree_with_libm() {
+        for i in 1..=100_000u64 {
+            let y = i as f64 / 100_000.0;
+            assert!(
+                (ln(y) - y.ln()).abs() <= 4.0 * f64::EPSILON * y.ln().abs().max(1.0),
+                "{y}"
+            );
+            let u = (i - 1) as f64 / 100_000.0;
+            let c = (2.0 * std::f64::consts::PI * u).cos();
+            assert!((cos_2pi(u) - c).abs() < 1e-14, "{u}: {} {c}", cos_2pi(u));
+        }
+        assert_eq!(ln(1.0), 0.0);
+        assert!((ln(f64::from_bits(1 << 52)) - (-708.3964185322641)).abs() < 1e-12);
+    }
+
+    /// Mean 0 and variance 1 over 10⁶ normals, within a few standard errors.
+    #[test]
+    fn normals_have_the_moments_of_n01() {
+        let n = 1_000_000u64;
+        let (mut sum, mut sq) = (0f64, 0f64);
+        for i in 0..n {
+            let z = randn_f64(42, i % 1000, i / 1000);
+            sum += z;
+            sq += z * z;
+        }
+        let mean = sum / n as f64;
+        let var = sq / n as f64 - mean * mean;
+        assert!(mean.abs() < 5.0 / (n as f64).sqrt(), "{mean}");
+        assert!((var - 1.0).abs() < 5.0 * (2.0 / n as f64).sqrt(), "{var}");
+    }
+
+    #[test]
+    fn host_stream_continues_from_the_set_point() {
+        set_host_stream(7, 3);
+        let a = host_rand_f32();
+        let b = host_randn_f64();
+        assert_eq!(a, rand_f32(7, 3, 0));
+        assert_eq!(b, randn_f64(7, 3, 1));
+        assert_eq!(host_stream().call, 2);
+        assert_ne!(draw_seed(), draw_seed());
     }
 }

@@ -118,8 +118,9 @@ pub fn ptxas_check(ptx: &str, arch: crate::target::Arch) -> Result<(), String> {
 }
 
 /// Assembles PTX into a cubin with `ptxas`; `relocatable` (`-c`) leaves calls of external
-/// functions for `nvlink` (or the driver's JIT linker) to resolve. Returns the cubin's bytes,
-/// or ptxas's messages.
+/// functions for `nvlink` (or the driver's JIT linker) to resolve. The PTX of `debug=True`
+/// kernels (marked on its first line) is assembled with `-g`, as the runtime's JIT does.
+/// Returns the cubin's bytes, or ptxas's messages.
 pub fn ptxas_compile(
     ptx: &str,
     arch: crate::target::Arch,
@@ -138,6 +139,10 @@ pub fn ptxas_compile(
     cmd.arg(format!("-arch={arch}"));
     if relocatable {
         cmd.arg("-c");
+    }
+    // The mark `lower::ptx::DEBUG_MARK` begins with (toolkit is below `lower`).
+    if ptx.starts_with("// pydevice: debug=True") {
+        cmd.arg("-g");
     }
     let out = cmd
         .arg(&src)

@@ -54,6 +54,10 @@ fn uses(src: &str, ns: N, name: &str) -> bool {
         N::Numba | N::NumbaTypes => src.contains("numba") && has_word(src, name),
         N::NumbaShared => qualified("shared"),
         N::NumbaLocal => qualified("local"),
+        N::DeviceRandom => {
+            qualified("random")
+                || (src.contains("from cuda.device.random import") && has_word(src, name))
+        }
         N::NumbaAtomic => qualified("atomic"),
         N::NumbaFp16 => qualified("fp16"),
         N::NumbaBf16 => qualified("bf16"),

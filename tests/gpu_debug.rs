@@ -2,7 +2,9 @@
 //! process's stdout and compared with the expected text; a failing `assert` reported with
 //! its line, message, thread and block, with the context usable afterwards (a second launch
 //! works); `raise` in the numba dialect; a bounds-check report naming the array, the index
-//! and the shape.
+//! and the shape; `cuda.device.random` equal to the host reference bit for bit, and the
+//! moments of 10⁷ uniforms and 10⁷ normals; a `debug=True` kernel loaded with debug
+//! information (cuda-gdb itself: `scripts/cuda_gdb_check.sh`).
 //!
 //! Without a CUDA driver every test prints why it is skipped and passes. On a GPU machine:
 //! `cargo test --test gpu_debug -- --test-threads=1 --nocapture`.
@@ -321,4 +323,234 @@ fn a_bounds_report_names_the_array_the_index_and_the_shape() {
     .unwrap();
     dev.synchronize().unwrap();
     dev.check_errors(&k).expect("in range");
+}
+
+const RANDOM: &str = r#"
+from cuda import device
+from cuda.device import random
+
+
+@device.func
+def normal(scale: float) -> float:
+    return scale * random.randn()
+
+
+@device.kernel
+def draws(u32, u64, n32, n64, count):
+    i = device.tid(1)
+    if i < count:
+        u32[i] = random.rand()
+        u64[i] = random.rand(device.float64)
+        n32[i] = normal(1.0)
+        n64[i] = random.randn(device.float64)
+
+
+@device.kernel
+def many(u, z, per):
+    i = device.tid(1)
+    for k in range(per):
+        u[i * per + k] = random.rand()
+        z[i * per + k] = random.randn()
+"#;
+
+fn zeros(dev: &Device, n: usize, elem: usize) -> (pydevice::runtime::DeviceBuffer, ArgValue) {
+    let buf = dev.upload(&vec![0u8; n * elem]).unwrap();
+    let arg = ArgValue::Array(ArrayArg {
+        data: dev.address(&buf),
+        shape: vec![n as u64],
+        strides: vec![1],
+    });
+    (buf, arg)
+}
+
+fn words<const N: usize>(bytes: &[u8]) -> Vec<[u8; N]> {
+    bytes
+        .chunks_exact(N)
+        .map(|c| c.try_into().unwrap())
+        .collect()
+}
+
+/// The device's `rand`/`randn` are the host reference's bits (`pydevice::random`) for the
+/// same seed, thread and call: calls 0–3 of threads 0..count, through a `@func` too, with a
+/// 2-D grid's worth of threads in a 1-D launch of several blocks. The same seed gives the
+/// same numbers at a second launch; another seed other numbers.
+#[test]
+fn rand_on_the_device_is_the_host_reference_bit_for_bit() {
+    let Some(dev) = device("rand_on_the_device_is_the_host_reference_bit_for_bit") else {
+        return;
+    };
+    use pydevice::random as r;
+    let k = load(
+        &dev,
+        "random.py",
+        RANDOM,
+        "draws",
+        "float32[::1], float64[::1], float32[::1], float64[::1], int32",
+    );
+    assert!(k.abi().seed);
+    let n = 3000usize;
+    let (b0, a0) = zeros(&dev, n, 4);
+    let (b1, a1) = zeros(&dev, n, 8);
+    let (b2, a2) = zeros(&dev, n, 4);
+    let (b3, a3) = zeros(&dev, n, 8);
+    let args = [a0, a1, a2, a3, ArgValue::Int(n as i64)];
+    let cfg = LaunchConfig::new(n.div_ceil(128) as u32, 128u32);
+    for seed in [0u64, 42, 0xdead_beef_0123_4567] {
+        for _ in 0..2 {
+            dev.launch_seeded(
+                &k,
+                &args,
+                &cfg,
+                &pydevice::runtime::Stream::default_stream(),
+                Some(seed),
+            )
+            .unwrap();
+            dev.synchronize().unwrap();
+            let u32s = words::<4>(&dev.download(&b0).unwrap());
+            let u64s = words::<8>(&dev.download(&b1).unwrap());
+            let n32s = words::<4>(&dev.download(&b2).unwrap());
+            let n64s = words::<8>(&dev.download(&b3).unwrap());
+            for t in 0..n {
+                let tt = t as u64;
+                assert_eq!(
+                    f32::from_le_bytes(u32s[t]).to_bits(),
+                    r::rand_f32(seed, tt, 0).to_bits(),
+                    "rand f32 seed {seed} thread {t}"
+                );
+                assert_eq!(
+                    f64::from_le_bytes(u64s[t]).to_bits(),
+                    r::rand_f64(seed, tt, 1).to_bits(),
+                    "rand f64 seed {seed} thread {t}"
+                );
+                assert_eq!(
+                    f32::from_le_bytes(n32s[t]).to_bits(),
+                    r::randn_f32(seed, tt, 2).to_bits(),
+                    "randn f32 seed {seed} thread {t}"
+                );
+                assert_eq!(
+                    f64::from_le_bytes(n64s[t]).to_bits(),
+                    r::randn_f64(seed, tt, 3).to_bits(),
+                    "randn f64 seed {seed} thread {t}"
+                );
+            }
+        }
+    }
+    // Without a seed, each launch draws its own: two launches differ.
+    let first = |dev: &Device| {
+        dev.launch(&k, &args, &cfg).unwrap();
+        dev.synchronize().unwrap();
+        dev.download(&b0).unwrap()
+    };
+    assert_ne!(first(&dev), first(&dev));
+}
+
+/// 10⁷ uniforms and 10⁷ normals (10⁴ threads × 1000 calls): mean and variance within 6
+/// standard errors of U[0, 1)'s (1/2, 1/12) and N(0, 1)'s (0, 1); the uniforms in [0, 1).
+#[test]
+fn ten_million_draws_have_the_right_mean_and_variance() {
+    let Some(dev) = device("ten_million_draws_have_the_right_mean_and_variance") else {
+        return;
+    };
+    let k = load(
+        &dev,
+        "random.py",
+        RANDOM,
+        "many",
+        "float32[::1], float32[::1], int32",
+    );
+    let (threads, per) = (10_000usize, 1000usize);
+    let n = threads * per;
+    let (bu, au) = zeros(&dev, n, 4);
+    let (bz, az) = zeros(&dev, n, 4);
+    dev.launch_seeded(
+        &k,
+        &[au, az, ArgValue::Int(per as i64)],
+        &LaunchConfig::new((threads / 100) as u32, 100u32),
+        &pydevice::runtime::Stream::default_stream(),
+        Some(2026),
+    )
+    .unwrap();
+    dev.synchronize().unwrap();
+    let moments = |bytes: &[u8]| {
+        let (mut s, mut q) = (0f64, 0f64);
+        for w in words::<4>(bytes) {
+            let x = f64::from(f32::from_le_bytes(w));
+            s += x;
+            q += x * x;
+        }
+        let mean = s / n as f64;
+        (mean, q / n as f64 - mean * mean)
+    };
+    let ub = dev.download(&bu).unwrap();
+    assert!(
+        words::<4>(&ub)
+            .iter()
+            .all(|w| (0.0..1.0).contains(&f32::from_le_bytes(*w)))
+    );
+    let (um, uv) = moments(&ub);
+    let (zm, zv) = moments(&dev.download(&bz).unwrap());
+    let nf = n as f64;
+    println!(
+        "uniform: mean {um:.6} var {uv:.6}; normal: mean {zm:.6} var {zv:.6} ({n} draws each)"
+    );
+    // Standard errors: uniform mean √(1/12/n), variance √(1/180/n); normal mean √(1/n),
+    // variance √(2/n).
+    assert!(
+        (um - 0.5).abs() < 6.0 * (1.0 / 12.0 / nf).sqrt(),
+        "uniform mean {um}"
+    );
+    assert!(
+        (uv - 1.0 / 12.0).abs() < 6.0 * (1.0 / 180.0 / nf).sqrt(),
+        "uniform variance {uv}"
+    );
+    assert!(zm.abs() < 6.0 * (1.0 / nf).sqrt(), "normal mean {zm}");
+    assert!(
+        (zv - 1.0).abs() < 6.0 * (2.0 / nf).sqrt(),
+        "normal variance {zv}"
+    );
+}
+
+/// A `debug=True` kernel loads through the JIT with debug information
+/// (`CU_JIT_GENERATE_DEBUG_INFO`) and computes what the optimized one does.
+#[test]
+fn a_debug_kernel_loads_with_debug_information_and_runs() {
+    let Some(dev) = device("a_debug_kernel_loads_with_debug_information_and_runs") else {
+        return;
+    };
+    let src = r#"
+from cuda import device
+
+
+@device.func
+def square(x: float) -> float:
+    y = x * x
+    return y
+
+
+@device.kernel(debug=True)
+def scale(a, f):
+    i = device.tid(1)
+    if i < len(a):
+        v = a[i]
+        a[i] = square(v) * f
+"#;
+    let k = load(&dev, "debug_info.py", src, "scale", "float32[::1], float32");
+    let v: Vec<f32> = (0..100).map(|i| i as f32 * 0.5).collect();
+    let (buf, a) = f32_array(&dev, &v);
+    dev.launch(
+        &k,
+        &[a, ArgValue::Float(3.0)],
+        &LaunchConfig::new(4u32, 32u32),
+    )
+    .unwrap();
+    dev.synchronize().unwrap();
+    let out = dev.download(&buf).unwrap();
+    for (i, w) in out.chunks_exact(4).enumerate() {
+        let x = v[i];
+        assert_eq!(
+            f32::from_le_bytes(w.try_into().unwrap()),
+            x * x * 3.0,
+            "{i}"
+        );
+    }
 }

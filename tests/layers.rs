@@ -10,7 +10,7 @@
 //!
 //! | layer | units | what it is |
 //! |---|---|---|
-//! | 0 | `diag`, `target`, `stack` | diagnostics; the GPU architecture; stack growth for deep recursion |
+//! | 0 | `diag`, `target`, `stack`, `random` | diagnostics; the GPU architecture; stack growth for deep recursion; the Philox reference |
 //! | 1 | `types`, `toolkit` | the type lattice; finding the CUDA toolkit |
 //! | 2 | `ir` | the typed IR |
 //! | 3 | `abi` | parameter layouts (of types and IR functions) |
@@ -28,7 +28,7 @@ use syn::visit::Visit;
 /// The layers, lowest first. A unit is a module path (`runtime::cache`); a path belongs to
 /// the longest unit that prefixes it, and `crate` is the root's own items.
 const LAYERS: &[&[&str]] = &[
-    &["diag", "target", "stack"],
+    &["diag", "target", "stack", "random"],
     &["types", "toolkit"],
     &["ir"],
     &["abi"],

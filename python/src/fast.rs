@@ -352,7 +352,8 @@ impl Dispatcher {
 /// `device.launch(f, *args, grid, block, stream=None, shared=0)`: the fast path when `f`'s
 /// dispatcher has a launcher for these arguments, else `f._launch(...)` (Python).
 #[pyfunction]
-#[pyo3(signature = (f, *args, grid, block, stream=None, shared=0))]
+#[pyo3(signature = (f, *args, grid, block, stream=None, shared=0, seed=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn launch(
     py: Python<'_>,
     f: &Bound<'_, PyAny>,
@@ -361,10 +362,13 @@ pub fn launch(
     block: &Bound<'_, PyAny>,
     stream: Option<&Bound<'_, PyAny>>,
     shared: u32,
+    seed: Option<u64>,
 ) -> PyResult<()> {
     let none = py.None().into_bound(py);
     let stream = stream.unwrap_or(&none);
-    if let Ok(d) = f.getattr(pyo3::intern!(py, "_dispatcher"))
+    // A fixed random-number seed takes the Python path (the prepared launchers draw one).
+    if seed.is_none()
+        && let Ok(d) = f.getattr(pyo3::intern!(py, "_dispatcher"))
         && let Ok(d) = d.cast::<Dispatcher>()
         && d.get().try_launch(py, args, grid, block, stream, shared)?
     {
@@ -372,7 +376,7 @@ pub fn launch(
     }
     match f.getattr(pyo3::intern!(py, "_launch")) {
         Ok(slow) => {
-            slow.call1((args, grid, block, stream, shared))?;
+            slow.call1((args, grid, block, stream, shared, seed))?;
             Ok(())
         }
         Err(_) => Err(pyo3::exceptions::PyTypeError::new_err(format!(

@@ -521,7 +521,10 @@ impl Launcher {
     /// parameter (arrays as `(data, shape, strides_in_elements)`, numbers as Python numbers,
     /// tuples, vectors and structs as sequences, records as bytes). Packing is the crate's
     /// [`LoadedKernel::pack`]; the driver call runs without the GIL.
-    #[pyo3(signature = (values, grid, block, shared=0, stream=0))]
+    /// `seed` is the seed of the kernel's random numbers (`cuda.device.random`); `None` draws
+    /// a fresh one per launch.
+    #[pyo3(signature = (values, grid, block, shared=0, stream=0, seed=None))]
+    #[allow(clippy::too_many_arguments)]
     fn launch(
         &self,
         py: Python<'_>,
@@ -530,6 +533,7 @@ impl Launcher {
         block: &Bound<'_, PyAny>,
         shared: u32,
         stream: usize,
+        seed: Option<u64>,
     ) -> PyResult<()> {
         if values.len() != self.params.len() {
             return Err(PyTypeError::new_err(format!(
@@ -541,6 +545,7 @@ impl Launcher {
         }
         let abi = self.kernel.abi();
         let mut packed = self.template.clone();
+        packed.set_seed(seed);
         for (i, (t, v)) in self.params.iter().zip(values.iter()).enumerate() {
             let r = if let Type::Array(_) = t {
                 // Straight into the descriptor: `(data, shape, strides)`, no ArgValue.
@@ -896,6 +901,14 @@ fn machine_representation() -> &'static str {
     pydevice::machine_representation()
 }
 
+/// `random.seed(seed, thread=0)`: `rand`/`randn` in `@func`s called on the host (this OS
+/// thread) continue the stream of `seed` as thread `thread` from its first call.
+#[pyfunction]
+#[pyo3(signature = (seed, thread=0))]
+fn set_host_stream(seed: u64, thread: u64) {
+    pydevice::random::set_host_stream(seed, thread);
+}
+
 /// The crate's version (also part of disk cache keys).
 #[pyfunction]
 fn compiler_version() -> &'static str {
@@ -921,5 +934,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cache_stats, m)?)?;
     m.add_function(wrap_pyfunction!(machine_representation, m)?)?;
     m.add_function(wrap_pyfunction!(compiler_version, m)?)?;
+    m.add_function(wrap_pyfunction!(set_host_stream, m)?)?;
     Ok(())
 }

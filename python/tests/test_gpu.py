@@ -260,3 +260,40 @@ def test_repeated_launches_reuse_one_specialization(cupy):
         device.launch(K.vec_add, a, a, c, grid=1, block=256)
     cupy.cuda.Device().synchronize()
     assert len(K.vec_add.specializations) - before <= 1
+
+
+RANDOM_KERNEL = """
+from cuda import device
+from cuda.device import random
+
+
+@device.kernel
+def draws(u, z):
+    i = device.tid(1)
+    if i < len(u):
+        u[i] = random.rand()
+        z[i] = random.randn(device.float64)
+"""
+
+
+def test_kernel_random_numbers_match_an_independent_python_reference(gpu, tmp_path):
+    import importlib.util
+    import textwrap
+
+    import philox_ref as R
+
+    path = tmp_path / "rnd_kernel.py"
+    path.write_text(textwrap.dedent(RANDOM_KERNEL))
+    spec = importlib.util.spec_from_file_location("rnd_kernel", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    n = 1000
+    u = np.zeros(n, dtype=np.float32)
+    z = np.zeros(n, dtype=np.float64)
+    device.launch(mod.draws, u, z, grid=8, block=128, seed=1234)
+    assert [float(x) for x in u] == [R.rand32(1234, t, 0) for t in range(n)]
+    assert [float(x) for x in z] == [R.randn64(1234, t, 1) for t in range(n)]
+    # Without a seed each launch draws its own.
+    u2 = np.zeros(n, dtype=np.float32)
+    device.launch(mod.draws, u2, z, grid=8, block=128)
+    assert not np.array_equal(u, u2)

@@ -30,16 +30,22 @@ pub struct FunctionDecl {
 }
 
 impl FunctionDecl {
-    /// The declaration of a specialized entry, from its ABI and return type.
+    /// The declaration of a specialized entry, from its ABI and return type. A kernel that
+    /// draws random numbers (`KernelAbi::seed`) declares its trailing seed parameter,
+    /// `cuda::std::uint64_t __pyd_seed`.
     pub fn new(abi: &KernelAbi, kernel: bool, ret: Type) -> FunctionDecl {
+        let mut params: Vec<(String, Type)> = abi
+            .params
+            .iter()
+            .map(|p| (p.name.clone(), p.ty.clone()))
+            .collect();
+        if abi.seed {
+            params.push(("__pyd_seed".into(), Type::Scalar(Scalar::UInt64)));
+        }
         FunctionDecl {
             symbol: abi.symbol.clone(),
             kernel,
-            params: abi
-                .params
-                .iter()
-                .map(|p| (p.name.clone(), p.ty.clone()))
-                .collect(),
+            params,
             ret,
         }
     }

@@ -466,6 +466,11 @@ pub struct KernelAbi {
     pub symbol: String,
     /// Parameters in order.
     pub params: Vec<ParamAbi>,
+    /// Whether the kernel draws random numbers (`random.rand`/`randn`): it then takes one
+    /// more parameter after `params`, the launch's seed, a `uint64` (`unsigned long long`)
+    /// that the runtime passes (docs/semantics.md §6.4). Absent from the JSON when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub seed: bool,
 }
 
 impl KernelAbi {
@@ -481,6 +486,7 @@ impl KernelAbi {
                     layout: layout_of(&f.locals[l].ty),
                 })
                 .collect(),
+            seed: false,
         }
     }
 }

@@ -1,12 +1,13 @@
 //! The `pydevice` command line: a thin client of the library's public API.
 //!
 //! ```text
-//! pydevice compile FILE.py --entry NAME --sig "float32[:], int32" [--arch sm_90] [--emit ptx|llvm|ir|abi] [-o OUT]
+//! pydevice compile FILE.py --entry NAME --sig "float32[:], int32" [--arch sm_90] [--emit ptx|llvm|ir|abi] [-o OUT] [--debug]
 //! pydevice check FILE.py [--entry NAME --sig SIG]
 //! pydevice abi FILE.py [--type NAME ...] [--json | --header]
 //! pydevice run FILE.py --entry NAME --grid X[,Y[,Z]] --block X[,Y[,Z]] [--shared N] [--arch smXX]
 //!              --arg NAME=file.npy --arg NAME=dtype:value ... [--out NAME=path.npy] [--bench N]
-//! pydevice call FILE.py --entry NAME --arg NAME=dtype:value ...
+//!              [--seed N] [--debug]
+//! pydevice call FILE.py --entry NAME --arg NAME=dtype:value ... [--seed N [--thread T]]
 //! ```
 //! Exit status: 0 on success, 1 when the program has errors, 2 for usage or run-time errors.
 
@@ -24,21 +25,26 @@ use std::process::ExitCode;
 
 const USAGE: &str = "usage:
   pydevice compile FILE.py --entry NAME [--sig SIG] [--arch smXX] [--emit ptx|llvm|ir|abi] [-o OUT]
+                   [--debug]
   pydevice check FILE.py [--entry NAME --sig SIG]
   pydevice abi FILE.py [--type NAME ...] [--json | --header]
   pydevice run FILE.py --entry NAME --grid X[,Y[,Z]] --block X[,Y[,Z]] [--shared N] [--arch smXX]
                --arg NAME=FILE.npy | --arg NAME=DTYPE:VALUE ... [--out NAME=FILE.npy] [--bench N]
-  pydevice call FILE.py --entry NAME --arg NAME=DTYPE:VALUE ...
+               [--seed N] [--debug]
+  pydevice call FILE.py --entry NAME --arg NAME=DTYPE:VALUE ... [--seed N [--thread T]]
 SIG uses Numba's notation: \"float32[:], float64[:, ::1], int32\" or \"void(float32[:], int32)\".
 abi prints the layouts of the module's @struct classes, or of each --type (a class, a vector
 such as float32x3, a number, or a type in Numba's notation), with the types they are made of;
 --header prints them as a CUDA C++ header, with extern \"C\" declarations of the module's
 interoperable functions unless --type narrows it to the named types.
+--seed gives the seed of the kernel's random numbers (cuda.device.random); without it each
+launch draws a fresh one. --debug compiles every kernel as @kernel(debug=True) does: DWARF
+for cuda-gdb (`break FILE.py:LINE`), at -O0, JIT-compiled with debug information.
 call runs a @func on this machine (JIT-compiled through Cranelift) and prints its result as
 Python's repr would, on the last line.";
 
 /// Options that take no value.
-const FLAGS: &[&str] = &["json", "header"];
+const FLAGS: &[&str] = &["json", "header", "debug"];
 
 enum Failure {
     /// The program is ill-formed (diagnostics already printed).
@@ -205,11 +211,11 @@ fn report(e: pydevice::Error) -> Failure {
 }
 
 fn cmd_compile(a: &Args) -> Result<(), Failure> {
-    a.check_known(&["entry", "sig", "arch", "emit", "o", "opt"])?;
+    a.check_known(&["entry", "sig", "arch", "emit", "o", "opt", "debug"])?;
     let [path] = a.positional.as_slice() else {
         return Err(Failure::Other(format!("compile takes one FILE\n{USAGE}")));
     };
-    let module = load(path)?;
+    let module = load(path)?.with_debug_info(a.one("debug").is_some());
     let entry = a.one("entry").ok_or("compile needs --entry NAME")?;
     let args = signature(&module, entry, a.one("sig"))?;
     let mut options = CompileOptions {
@@ -578,13 +584,20 @@ fn parse_file_arg(name: &str, path: &Path) -> Result<(String, CliArg), String> {
 
 fn cmd_run(a: &Args) -> Result<(), Failure> {
     a.check_known(&[
-        "entry", "grid", "block", "shared", "arch", "arg", "out", "bench",
+        "entry", "grid", "block", "shared", "arch", "arg", "out", "bench", "seed", "debug",
     ])?;
+    let seed: Option<u64> = a
+        .one("seed")
+        .map(|s| {
+            s.parse()
+                .map_err(|_| format!("bad --seed `{s}` (an integer 0 to 2**64-1)"))
+        })
+        .transpose()?;
     let [path] = a.positional.as_slice() else {
         return Err(Failure::Other(format!("run takes one FILE\n{USAGE}")));
     };
     let file = path.to_string_lossy();
-    let module = load(path)?;
+    let module = load(path)?.with_debug_info(a.one("debug").is_some());
     let entry = a.one("entry").ok_or("run needs --entry NAME")?;
     let grid = dims(a.one("grid").ok_or("run needs --grid")?, "grid")?;
     let block = dims(a.one("block").ok_or("run needs --block")?, "block")?;
@@ -688,7 +701,13 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
         shared_bytes: shared,
     };
     device
-        .launch(&loaded, &values, &cfg)
+        .launch_seeded(
+            &loaded,
+            &values,
+            &cfg,
+            &pydevice::runtime::Stream::default_stream(),
+            seed,
+        )
         .map_err(|e| e.to_string())?;
     device
         .synchronize()
@@ -758,10 +777,23 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
 }
 
 fn cmd_call(a: &Args) -> Result<(), Failure> {
-    a.check_known(&["entry", "arg"])?;
+    a.check_known(&["entry", "arg", "seed", "thread"])?;
     let [path] = a.positional.as_slice() else {
         return Err(Failure::Other(format!("call takes one FILE\n{USAGE}")));
     };
+    // `cuda.device.random` on the host: the stream of thread `--thread` (0) of a launch
+    // with seed `--seed` (else a fresh seed).
+    let number = |name: &str| -> Result<Option<u64>, String> {
+        a.one(name)
+            .map(|s| s.parse().map_err(|_| format!("bad --{name} `{s}`")))
+            .transpose()
+    };
+    let thread = number("thread")?.unwrap_or(0);
+    if let Some(seed) = number("seed")? {
+        pydevice::random::set_host_stream(seed, thread);
+    } else if a.one("thread").is_some() {
+        pydevice::random::set_host_stream(pydevice::random::draw_seed(), thread);
+    }
     let file = path.to_string_lossy();
     let module = load(path)?;
     let entry = a.one("entry").ok_or("call needs --entry NAME")?;

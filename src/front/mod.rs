@@ -57,6 +57,8 @@ pub(crate) struct DecoratorOptions {
     pub fastmath: bool,
     /// `lineinfo=True` or `debug=True` (kernels): source lines in the PTX.
     pub lineinfo: bool,
+    /// `debug=True` (kernels): full DWARF for cuda-gdb, compiled at -O0 (implies `lineinfo`).
+    pub debug: bool,
     /// `bounds_check=True` (kernels): out-of-range indices are reported, not executed.
     pub bounds_check: bool,
     /// `assertions=False` (kernels): `assert` statements are compiled out.
@@ -329,6 +331,7 @@ impl ParsedModule {
                             self.dialect = self.dialect.with_import(path);
                             let item = match path {
                                 "cuda.device" => Item::Namespace(Namespace::Device),
+                                "cuda.device.random" => Item::Namespace(Namespace::DeviceRandom),
                                 "cuda" => Item::Namespace(Namespace::Cuda),
                                 "math" => Item::Namespace(Namespace::Math),
                                 "cmath" => Item::Namespace(Namespace::Cmath),
@@ -922,7 +925,12 @@ impl ParsedModule {
                 match key {
                     "interop" => options.interop = flag(diags).unwrap_or(options.interop),
                     "fastmath" => options.fastmath = flag(diags).unwrap_or(false),
-                    "lineinfo" | "debug" => options.lineinfo |= flag(diags).unwrap_or(false),
+                    "lineinfo" => options.lineinfo |= flag(diags).unwrap_or(false),
+                    "debug" => {
+                        let on = flag(diags).unwrap_or(false);
+                        options.lineinfo |= on;
+                        options.debug |= on;
+                    }
                     "bounds_check" => options.bounds_check = flag(diags).unwrap_or(false),
                     "assertions" => options.skip_assertions = !flag(diags).unwrap_or(true),
                     "max_threads" => options.max_threads = count(diags, 1024),
@@ -1003,7 +1011,12 @@ impl ParsedModule {
                     }
                 }
                 "fastmath" => options.fastmath = flag(diags),
-                "lineinfo" | "debug" => options.lineinfo |= flag(diags),
+                "lineinfo" => options.lineinfo |= flag(diags),
+                "debug" => {
+                    let on = flag(diags);
+                    options.lineinfo |= on;
+                    options.debug |= on;
+                }
                 // Always optimized; the embedder's KernelCache caches.
                 "opt" | "cache" => {
                     let _ = flag(diags);
@@ -1259,6 +1272,7 @@ fn dialect_namespace(module: &str) -> Option<Namespace> {
         "cupyx.jit" => Namespace::CupyxJit,
         "numpy" | "cupy" => Namespace::Numpy,
         "operator" => Namespace::Operator,
+        "cuda.device.random" => Namespace::DeviceRandom,
         _ => return None,
     })
 }

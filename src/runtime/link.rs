@@ -363,20 +363,24 @@ pub fn compile_cuda(
 }
 
 /// The driver's JIT link, with its logs; destroys the link state however it ends.
-struct JitLink {
+pub(super) struct JitLink {
     state: sys::CUlinkState,
     error_log: Vec<u8>,
     info_log: Vec<u8>,
     /// The option keys and values given to cuLinkCreate: the driver writes the logs' sizes
     /// back into `values`, so both must live as long as the link state.
-    keys: [CUjit_option; 4],
-    values: [*mut c_void; 4],
+    keys: [CUjit_option; 6],
+    values: [*mut c_void; 6],
+    /// How many of `keys` are given (the last two only with debug information).
+    count: u32,
 }
 
 const LOG_BYTES: usize = 1 << 16;
 
 impl JitLink {
-    fn new() -> Result<Box<JitLink>, RuntimeError> {
+    /// A link; with `debug`, the driver's JIT compiles PTX with debug information
+    /// (`CU_JIT_GENERATE_DEBUG_INFO`, ptxas's `-g`), as cuda-gdb needs.
+    fn new(debug: bool) -> Result<Box<JitLink>, RuntimeError> {
         // Boxed: the driver keeps pointers to the logs and the options until the link is
         // destroyed, so they must not move.
         let mut link = Box::new(JitLink {
@@ -388,8 +392,11 @@ impl JitLink {
                 CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
                 CUjit_option::CU_JIT_INFO_LOG_BUFFER,
                 CUjit_option::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                CUjit_option::CU_JIT_GENERATE_DEBUG_INFO,
+                CUjit_option::CU_JIT_GENERATE_LINE_INFO,
             ],
-            values: [std::ptr::null_mut(); 4],
+            values: [std::ptr::null_mut(); 6],
+            count: if debug { 6 } else { 4 },
         });
         // Option values are pointer-sized: buffers as pointers, sizes as integers.
         link.values = [
@@ -397,9 +404,11 @@ impl JitLink {
             LOG_BYTES as *mut c_void,
             link.info_log.as_mut_ptr().cast(),
             LOG_BYTES as *mut c_void,
+            std::ptr::without_provenance_mut(1), // the integer 1: on
+            std::ptr::without_provenance_mut(1), // the integer 1: on
         ];
         let mut state: sys::CUlinkState = std::ptr::null_mut();
-        let n = link.keys.len() as u32;
+        let n = link.count;
         let (keys, values) = (link.keys.as_mut_ptr(), link.values.as_mut_ptr());
         // SAFETY: `keys` and `values` have `n` entries; they and the log buffers live in the
         // box, unmoved, until `Drop` destroys the state. A context is current (the caller
@@ -425,6 +434,15 @@ impl JitLink {
             (false, true) => e,
             _ => i,
         }
+    }
+
+    /// Compiles one module of PTX with debug information (`debug=True` kernels) to a cubin.
+    pub(super) fn debug_cubin(name: &str, ptx: &str) -> Result<Vec<u8>, RuntimeError> {
+        let mut link = JitLink::new(true)?;
+        let mut bytes = ptx.as_bytes().to_vec();
+        bytes.push(0);
+        link.add(CUjitInputType::CU_JIT_INPUT_PTX, name, &bytes)?;
+        link.complete()
     }
 
     fn add(&mut self, kind: CUjitInputType, name: &str, data: &[u8]) -> Result<(), RuntimeError> {
@@ -550,7 +568,8 @@ impl Device {
             }
         }
         self.ctx.bind_to_thread().map_err(|e| self.error(e))?;
-        let mut link = JitLink::new()?;
+        let debug = ptx.iter().flatten().any(|t| super::has_debug_info(t));
+        let mut link = JitLink::new(debug)?;
         for (input, text) in inputs.iter().zip(&ptx) {
             let name = input.name();
             match (input, text) {

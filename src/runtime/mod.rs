@@ -137,6 +137,13 @@ pub(crate) fn defines_bounds_global(ptx: &str) -> bool {
     })
 }
 
+/// Whether PTX text is a `debug=True` kernel's (its first line is
+/// [`crate::lower::ptx::DEBUG_MARK`]): it is then JIT-compiled with
+/// `CU_JIT_GENERATE_DEBUG_INFO`.
+pub(crate) fn has_debug_info(ptx: &str) -> bool {
+    ptx.starts_with(crate::lower::ptx::DEBUG_MARK)
+}
+
 impl LoadedKernel {
     /// The kernel's ABI.
     pub fn abi(&self) -> &KernelAbi {
@@ -180,6 +187,7 @@ impl LoadedKernel {
             kernel: self.name.clone(),
             words,
             offsets,
+            seed: None,
         })
     }
 }
@@ -192,9 +200,30 @@ pub struct PackedArgs {
     words: Vec<u64>,
     /// Where each parameter starts in `words`.
     offsets: SmallVec<[usize; 8]>,
+    /// The seed of the random numbers (`random.rand`/`randn`) of the launches; `None` draws
+    /// a fresh one per launch.
+    seed: Option<u64>,
 }
 
 impl PackedArgs {
+    /// The same arguments, launched with random-number seed `seed` (`None`: a fresh seed per
+    /// launch, [`crate::random::draw_seed`]). Only kernels that draw random numbers
+    /// (`KernelAbi::seed`) read it; a given seed gives the same numbers at every launch.
+    pub fn with_seed(mut self, seed: Option<u64>) -> PackedArgs {
+        self.seed = seed;
+        self
+    }
+
+    /// Sets the random-number seed of later launches (see [`PackedArgs::with_seed`]).
+    pub fn set_seed(&mut self, seed: Option<u64>) {
+        self.seed = seed;
+    }
+
+    /// The random-number seed, if one was set.
+    pub fn seed(&self) -> Option<u64> {
+        self.seed
+    }
+
     /// The kernel they were packed for.
     pub fn kernel(&self) -> &str {
         &self.kernel
@@ -282,10 +311,14 @@ impl Device {
                 message: format!("loading the module: {}", describe(&e)),
             }
         };
-        let module = self
-            .ctx
-            .load_module(cudarc::nvrtc::Ptx::from_src(ptx))
-            .map_err(fail)?;
+        let image = if has_debug_info(ptx) {
+            // `debug=True`: JIT-compiled with debug information (ptxas -g) for cuda-gdb.
+            self.ctx.bind_to_thread().map_err(|e| self.error(e))?;
+            cudarc::nvrtc::Ptx::from_binary(link::JitLink::debug_cubin(&abi.symbol, ptx)?)
+        } else {
+            cudarc::nvrtc::Ptx::from_src(ptx)
+        };
+        let module = self.ctx.load_module(image).map_err(fail)?;
         let function = module.load_function(&abi.symbol).map_err(fail)?;
         Ok(LoadedKernel {
             function,
@@ -434,6 +467,19 @@ impl Device {
         self.launch_packed(kernel, &kernel.pack(args)?, cfg, &Stream::default_stream())
     }
 
+    /// Launches a kernel asynchronously on `stream` with random-number seed `seed` (`None`
+    /// draws one; kernels that use no `random.rand`/`randn` ignore it).
+    pub fn launch_seeded(
+        &self,
+        kernel: &LoadedKernel,
+        args: &[ArgValue],
+        cfg: &LaunchConfig,
+        stream: &Stream,
+        seed: Option<u64>,
+    ) -> Result<(), RuntimeError> {
+        self.launch_packed(kernel, &kernel.pack(args)?.with_seed(seed), cfg, stream)
+    }
+
     /// Launches a kernel asynchronously on `stream`.
     pub fn launch_on(
         &self,
@@ -480,6 +526,14 @@ impl Device {
             .iter()
             .map(|&o| base.wrapping_add(o) as *mut c_void)
             .collect();
+        // A kernel that draws random numbers takes the launch's seed after its parameters.
+        let mut seed = args.seed.unwrap_or(0);
+        if kernel.abi.seed {
+            if args.seed.is_none() {
+                seed = crate::random::draw_seed();
+            }
+            ptrs.push((&raw mut seed).cast());
+        }
         // SAFETY: `ptrs` holds one pointer per kernel parameter (`pack` checked the count),
         // each to bytes laid out as the parameter's ABI says; they outlive the call, which
         // copies them. The function belongs to a module `kernel` keeps loaded in this context.

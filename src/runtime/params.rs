@@ -28,6 +28,7 @@ impl PackedArgs {
             kernel: abi.symbol.as_str().into(),
             words,
             offsets,
+            seed: None,
         }
     }
 

@@ -15,6 +15,8 @@ pub enum Namespace {
     Cuda,
     /// `cuda.device`.
     Device,
+    /// `cuda.device.random`: pydevice's extension for random numbers (`rand`, `randn`).
+    DeviceRandom,
     /// Python's `math` module.
     Math,
     /// Python's `cmath` module.
@@ -54,6 +56,7 @@ pub enum Namespace {
 /// The namespaces that are members of other namespaces (`numba.cuda`, `cuda.device`).
 const SUBSPACES: &[(Namespace, &str, Namespace)] = &[
     (Namespace::Cuda, "device", Namespace::Device),
+    (Namespace::Device, "random", Namespace::DeviceRandom),
     (Namespace::Numba, "cuda", Namespace::NumbaCuda),
     (Namespace::Numba, "types", Namespace::NumbaTypes),
     (Namespace::NumbaCuda, "shared", Namespace::NumbaShared),
@@ -278,6 +281,10 @@ pub enum Builtin {
     LiteralUnroll,
     /// cupyx's `jit.shared_memory(dtype, size, alignment=None)`
     CupyxSharedMemory,
+    /// `random.rand(dtype=float)`: a uniform number in [0, 1) (pydevice's extension, §6.4)
+    Rand,
+    /// `random.randn(dtype=float)`: a standard normal number (§6.4)
+    Randn,
 }
 
 /// The functions of Python's `cmath` module that device code can call (the modulus is the

@@ -112,6 +112,9 @@ pub enum Rule {
     Selp,
     /// cupyx's `jit.shared_memory(dtype, size)`.
     CupyxSharedMemory,
+    /// `random.rand(dtype)` / `random.randn(dtype)`: a float of the dtype (float32 or float64;
+    /// the dialect's `float` by default).
+    Random,
 }
 
 /// The IR operation a call of a builtin produces.
@@ -318,6 +321,9 @@ pub static ROWS: &[Row] = &[
     entity(B::IsDevice, &[(N::Device, "is_device")], HOST),
     entity(B::AnyTarget, &[(N::Device, "any_target")], HOST),
     entity(B::NoTarget, &[(N::Device, "no_target")], HOST),
+    // Random numbers: pydevice's extension `cuda.device.random` (§6.4).
+    row(B::Rand, &[(N::DeviceRandom, "rand")], &["dtype"], &["float"], Rule::Random, Op::Intrinsic(I::Rand), HOST),
+    row(B::Randn, &[(N::DeviceRandom, "randn")], &["dtype"], &["float"], Rule::Random, Op::Intrinsic(I::Randn), HOST),
 ];
 
 /// The families of builtins named by another enum.

@@ -329,7 +329,8 @@ impl FnCx<'_, '_> {
             | Rule::FloatOp
             | Rule::WarpMask
             | Rule::Math
-            | Rule::MathPair) => self.device_call(rule, entry, b, c),
+            | Rule::MathPair
+            | Rule::Random) => self.device_call(rule, entry, b, c),
             Rule::Vector => {
                 let Builtin::Vector(elem, len) = b else {
                     return self.table_mismatch(b, span);

@@ -545,6 +545,28 @@ impl FnCx<'_, '_> {
                 v.nonneg = op == Intrinsic::LaneId;
                 Some(v)
             }
+            Rule::Random => {
+                let Some(op) = op else {
+                    return self.table_mismatch(b, span);
+                };
+                let a = self.bind(c, &name, entry.params(), entry.required())?;
+                let dtype = match a[0] {
+                    Some(e) => self.dtype_arg(e)?,
+                    None => self.s.defaults.float,
+                };
+                if !matches!(dtype, Scalar::Float32 | Scalar::Float64) {
+                    self.diags.push(
+                        Diagnostic::error(
+                            Code::E0780,
+                            a[0].map_or(span, sp),
+                            format!("`{name}` draws `float32` or `float64` numbers, not `{}`", dtype.name()),
+                        )
+                        .with_note("convert the result (`int32(rand() * n)` for an integer below n), or draw in float64 and narrow it"),
+                    );
+                    return None;
+                }
+                Some(self.intrinsic(op, vec![], Type::Scalar(dtype), span))
+            }
             Rule::SyncWarp => {
                 let a = self.bind(c, &name, entry.params(), entry.required())?;
                 let m = self.mask_arg(a[0])?;

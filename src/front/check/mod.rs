@@ -123,6 +123,7 @@ pub fn specialize(
                     max_registers: o.max_registers,
                     fastmath: o.fastmath,
                     lineinfo: o.lineinfo,
+                    debug: o.debug,
                     bounds_check: o.bounds_check,
                     skip_assertions: o.skip_assertions,
                 },

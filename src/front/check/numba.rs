@@ -419,6 +419,7 @@ impl FnCx<'_, '_> {
             | Rule::MinMax
             | Rule::Positions
             | Rule::Nullary
+            | Rule::Random
             | Rule::LocalMemory
             | Rule::DynamicShared
             | Rule::SyncPredicate

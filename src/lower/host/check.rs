@@ -348,6 +348,8 @@ fn python_name(op: Intrinsic) -> String {
         Intrinsic::Fma => "fma",
         Intrinsic::Math(f) => return format!("math.{}", f.name()),
         Intrinsic::Complex(_) => "complex arithmetic",
+        Intrinsic::Rand => "random.rand",
+        Intrinsic::Randn => "random.randn",
     };
     s.to_string()
 }
@@ -364,6 +366,8 @@ pub(crate) fn device_only(op: Intrinsic) -> bool {
         | Intrinsic::Ffs
         | Intrinsic::Fma
         | Intrinsic::Math(_)
+        | Intrinsic::Rand
+        | Intrinsic::Randn
         // Complex operations are refused by their operands' types (E0504).
         | Intrinsic::Complex(_) => false,
         Intrinsic::ThreadIdx(_)

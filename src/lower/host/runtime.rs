@@ -152,6 +152,16 @@ pub(crate) fn symbols() -> Vec<(&'static str, *const u8)> {
     v.push(("__pyd_print_f64", print_f64 as *const u8));
     v.push(("__pyd_print_bool", print_bool as *const u8));
     v.push(("__pyd_print_flush", print_flush as *const u8));
+    v.push(("__pyd_rand_f32", crate::random::host_rand_f32 as *const u8));
+    v.push(("__pyd_rand_f64", crate::random::host_rand_f64 as *const u8));
+    v.push((
+        "__pyd_randn_f32",
+        crate::random::host_randn_f32 as *const u8,
+    ));
+    v.push((
+        "__pyd_randn_f64",
+        crate::random::host_randn_f64 as *const u8,
+    ));
     v
 }
 

@@ -10,7 +10,8 @@
 //! This file holds the driver, statements and locals; the submodules hold the rest: `types`
 //! (LLVM types), `functions` (signatures and prologues), `expr`, `arith` (operators and
 //! casts), `arrays` (elements and array storage), `views`, `intrinsics`, `atomics`, `numbers`
-//! (complex and fp8) and `cmath` (complex math functions).
+//! (complex and fp8), `cmath` (complex math functions), `print`, `raise` (asserts and
+//! errors) and `random` (`cuda.device.random`: Philox and its conversions).
 
 mod arith;
 mod arrays;
@@ -22,6 +23,7 @@ mod intrinsics;
 mod numbers;
 mod print;
 mod raise;
+mod random;
 mod types;
 mod views;
 
@@ -81,11 +83,15 @@ pub fn emit<'ctx>(
             &file,
             &dir,
             "pydevice",
-            true,
+            !program.options.debug,
             "",
             0,
             "",
-            inkwell::debug_info::DWARFEmissionKind::LineTablesOnly,
+            if program.options.debug {
+                inkwell::debug_info::DWARFEmissionKind::Full
+            } else {
+                inkwell::debug_info::DWARFEmissionKind::LineTablesOnly
+            },
             0,
             false,
             false,
@@ -105,6 +111,7 @@ pub fn emit<'ctx>(
         debug,
         sm,
         aggregates: Default::default(),
+        random: program.uses_random(),
     };
     for (_, f) in program.functions.iter() {
         let llfn = e.declare(f)?;
@@ -143,6 +150,9 @@ struct Emitter<'a, 'ctx> {
     /// (see `aggregate`): computed once per type, so nested tuples lower in time linear in
     /// the program's size.
     aggregates: std::cell::RefCell<std::collections::HashMap<Type, (StructType<'ctx>, Vec<u32>)>>,
+    /// For each function: whether it draws random numbers (`Program::uses_random`), so takes
+    /// the generator state (a kernel: the launch's seed) as a trailing parameter.
+    random: Vec<bool>,
 }
 
 fn addr_space(s: MemSpace) -> AddressSpace {
@@ -267,6 +277,8 @@ struct FnEmitter<'a, 'b, 'ctx> {
     locals: Vec<LocalSlot<'ctx>>,
     /// (continue target, break target) of enclosing loops.
     loops: Vec<(BasicBlock<'ctx>, BasicBlock<'ctx>)>,
+    /// The thread's random generator state, in functions that draw random numbers.
+    rng: Option<PointerValue<'ctx>>,
 }
 
 impl<'ctx> FnEmitter<'_, '_, 'ctx> {

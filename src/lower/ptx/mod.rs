@@ -99,6 +99,13 @@ pub enum Emit {
 
 const TRIPLE: &str = "nvptx64-nvidia-cuda";
 
+/// The first line of the PTX of a `debug=True` kernel: the runtime JIT-compiles such PTX
+/// with debug information (`CU_JIT_GENERATE_DEBUG_INFO`, ptxas's `-g`), and the tests'
+/// ptxas check passes `-g`. (`lineinfo=True` PTX also has a small `.debug_info` section, for
+/// its line tables, and is compiled optimized.)
+pub const DEBUG_MARK: &str =
+    "// pydevice: debug=True (JIT-compile with debug information, ptxas -g)";
+
 /// The architecture LLVM 19 compiles for: `arch` itself where it can target it directly;
 /// newer ones are compiled for sm_90 and the PTX is retargeted (PTX is forward compatible).
 fn llvm_cpu(arch: Arch) -> Arch {
@@ -196,7 +203,14 @@ pub(crate) fn compile_with(
     emit: Emit,
     pipeline: Pipeline,
 ) -> Result<String, LowerError> {
-    with_backend(options.arch, options.opt_level.number(), |b| {
+    // `debug=True` is compiled at -O0, so every statement and variable stays where the
+    // source puts it (and ptxas is asked for -g, which optimized PTX does not suit).
+    let opt = if program.options.debug {
+        0
+    } else {
+        options.opt_level.number()
+    };
+    with_backend(options.arch, opt, |b| {
         // PTX modules share a context that discards value names; LLVM IR for inspection
         // gets a context of its own, which keeps them.
         let ctx = match emit {
@@ -222,11 +236,16 @@ pub(crate) fn compile_with(
         // The code generator keeps the module (and its context) alive: see `pipeline`.
         let module = Detached::module(module).with_context(ctx);
         let ptx = b.emit_ptx(module, shape)?;
-        Ok(widen_param_space(
+        let ptx = widen_param_space(
             retarget(renumber_call_sequences(ptx), options.arch),
             program,
             options.arch,
-        ))
+        );
+        Ok(if program.options.debug {
+            format!("{DEBUG_MARK}\n{ptx}")
+        } else {
+            ptx
+        })
     })?
 }
 
@@ -478,13 +497,17 @@ mod tests {
             };
             let ptx = compile(&program, &options, Emit::Ptx).expect("compile");
             let declared = entry_params(&ptx, &f.symbol);
-            let expected: Vec<(u64, u64)> = f
+            let mut expected: Vec<(u64, u64)> = f
                 .param_locals()
                 .map(|l| {
                     let layout = crate::abi::layout_of(&f.locals[l].ty);
                     (layout.size, layout.align)
                 })
                 .collect();
+            // A kernel that draws random numbers takes the seed, a `.u64`, last.
+            if program.uses_random()[program.entry.index()] {
+                expected.push((8, 8));
+            }
             if declared != expected {
                 wrong.push(format!("{name}: PTX {declared:?}, ABI {expected:?}"));
             }

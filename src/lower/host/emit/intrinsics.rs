@@ -11,6 +11,17 @@ impl FnCx<'_, '_> {
         vals: &[Value],
         ty: &Type,
     ) -> R<Value> {
+        if let Intrinsic::Rand | Intrinsic::Randn = op {
+            // The OS thread's stream (`crate::random::host_stream`), in the runtime.
+            let f64 = ty.as_scalar() == Some(Scalar::Float64);
+            let (name, t) = match (op == Intrinsic::Rand, f64) {
+                (true, false) => ("__pyd_rand_f32", ct::F32),
+                (true, true) => ("__pyd_rand_f64", ct::F64),
+                (false, false) => ("__pyd_randn_f32", ct::F32),
+                (false, true) => ("__pyd_randn_f64", ct::F64),
+            };
+            return self.call_helper(name, &[], t, &[]);
+        }
         let x = *vals
             .first()
             .ok_or_else(|| err("intrinsic without operands"))?;

@@ -158,6 +158,13 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                         vals.push(v.into());
                     }
                 }
+                if self.e.random[callee.index()] {
+                    vals.push(
+                        self.rng
+                            .ok_or_else(|| err("a call that draws random numbers without state"))?
+                            .into(),
+                    );
+                }
                 let boxed_ret = boxed_fp8(target, &target.ret);
                 let callee = self.e.fns[callee.index()];
                 let call = self.b().build_call(callee, &vals, "")?;

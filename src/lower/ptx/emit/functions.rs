@@ -21,6 +21,14 @@ impl<'ctx> Emitter<'_, 'ctx> {
             };
             params.push(p.into());
         }
+        if self.draws_random(f) {
+            // The launch's seed (kernels) or the generator state (functions): `random.rs`.
+            params.push(if kernel {
+                self.ctx.i64_type().into()
+            } else {
+                self.ctx.ptr_type(AddressSpace::default()).into()
+            });
+        }
         let fn_ty = match self.ty(&f.ret) {
             Some(_) if boxed_fp8(f, &f.ret) => self.fp8_box().fn_type(&params, false),
             Some(r) => r.fn_type(&params, false),
@@ -117,7 +125,7 @@ impl<'ctx> Emitter<'_, 'ctx> {
                 true,
                 line as u32,
                 0,
-                true,
+                !self.program.options.debug,
             );
             llfn.set_subprogram(sp);
             let loc =
@@ -133,7 +141,8 @@ impl<'ctx> Emitter<'_, 'ctx> {
         // parameters' values, which fill their slots or stand for them.
         let mut slots = Vec::with_capacity(f.locals.len());
         for (i, (_, l)) in f.locals.iter().enumerate() {
-            if kernel && i < f.params && !assigned[i] {
+            // (Under `debug=True` every parameter gets a slot, for the debugger to show.)
+            if kernel && i < f.params && !assigned[i] && !self.program.options.debug {
                 slots.push(None);
                 continue;
             }
@@ -184,12 +193,37 @@ impl<'ctx> Emitter<'_, 'ctx> {
             let slot = slot.ok_or_else(|| err("a local without a stack slot"))?;
             locals.push(LocalSlot::Memory(slot));
         }
+        if self.program.options.debug {
+            self.declare_variables(f, llfn, &slots)?;
+        }
+        let rng = if self.draws_random(f) {
+            let last = llfn
+                .get_last_param()
+                .ok_or_else(|| err("missing generator parameter"))?;
+            if kernel {
+                // The state starts at call 0 of the launch's seed.
+                let st = self.rand_state_type();
+                let slot = self.builder.build_alloca(st, "rng")?;
+                let i64t = self.ctx.i64_type();
+                let seed = last.into_int_value();
+                let v =
+                    st.const_named_struct(&[i64t.const_zero().into(), i64t.const_zero().into()]);
+                let v = self.builder.build_insert_value(v, seed, 0, "")?;
+                self.builder.build_store(slot, v.into_struct_value())?;
+                Some(slot)
+            } else {
+                Some(last.into_pointer_value())
+            }
+        } else {
+            None
+        };
         let mut fx = FnEmitter {
             e: self,
             f,
             llfn,
             locals,
             loops: Vec::new(),
+            rng,
         };
         fx.block(&f.body)?;
         let end =
@@ -201,6 +235,105 @@ impl<'ctx> Emitter<'_, 'ctx> {
                 fx.e.builder.build_return(None)?;
             } else {
                 fx.e.builder.build_unreachable()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `f` (one of the program's functions) draws random numbers, so takes the
+    /// generator state. Most programs draw none: then no search.
+    fn draws_random(&self, f: &Function) -> bool {
+        self.random.contains(&true)
+            && self
+                .program
+                .functions
+                .iter()
+                .position(|(_, g)| std::ptr::eq(g, f))
+                .is_some_and(|h| self.random[h])
+    }
+
+    /// `debug=True`: a `DILocalVariable` for each number-typed local and parameter in a stack
+    /// slot, with a `dbg.declare` of its slot, so cuda-gdb can print it (compiler temporaries,
+    /// whose names start with `$`, are left out).
+    fn declare_variables(
+        &self,
+        f: &Function,
+        llfn: FunctionValue<'ctx>,
+        slots: &[Option<PointerValue<'ctx>>],
+    ) -> R<()> {
+        use inkwell::debug_info::{AsDIScope, DIFlags, DIFlagsConstants};
+        let (Some((dib, cu)), Some(sp)) = (&self.debug, llfn.get_subprogram()) else {
+            return Ok(());
+        };
+        let block = self
+            .builder
+            .get_insert_block()
+            .ok_or_else(|| err("no block"))?;
+        let (line, _) = self.program.file.line_col(f.span.start);
+        let line = line as u32;
+        let scope = sp.as_debug_info_scope();
+        let file = cu.get_file();
+        for (i, (_, l)) in f.locals.iter().enumerate() {
+            let (Some(slot), Type::Scalar(s)) = (slots[i], &l.ty) else {
+                continue;
+            };
+            if l.name.starts_with('$') {
+                continue;
+            }
+            // DWARF base type encodings: boolean, float, signed, unsigned.
+            let (encoding, bits) = match s {
+                Scalar::Bool => (0x02, 8),
+                s if s.is_complex() => continue,
+                s if s.is_float() => (0x04, s.size() * 8),
+                s if s.is_signed() => (0x05, s.size() * 8),
+                s => (0x08, s.size() * 8),
+            };
+            let ty = dib
+                .create_basic_type(s.name(), bits, encoding, DIFlags::ZERO)
+                .map_err(|e| err(e.to_string()))?;
+            let var = if i < f.params {
+                dib.create_parameter_variable(
+                    scope,
+                    &l.name,
+                    i as u32 + 1,
+                    file,
+                    line,
+                    ty.as_type(),
+                    true,
+                    DIFlags::ZERO,
+                )
+            } else {
+                dib.create_auto_variable(
+                    scope,
+                    &l.name,
+                    file,
+                    line,
+                    ty.as_type(),
+                    true,
+                    DIFlags::ZERO,
+                    0,
+                )
+            };
+            let loc = dib.create_debug_location(self.ctx, line, 0, scope, None);
+            let expr = dib.create_expression(vec![]);
+            // LLVM 19 modules hold debug records or intrinsics: insert the kind it uses.
+            // SAFETY: every handle is alive and belongs to this module's context.
+            unsafe {
+                use inkwell::llvm_sys::core::LLVMIsNewDbgInfoFormat;
+                use inkwell::llvm_sys::debuginfo::LLVMDIBuilderInsertDeclareRecordAtEnd;
+                use inkwell::values::AsValueRef;
+                if LLVMIsNewDbgInfoFormat(self.module.as_mut_ptr()) != 0 {
+                    LLVMDIBuilderInsertDeclareRecordAtEnd(
+                        dib.as_mut_ptr(),
+                        slot.as_value_ref(),
+                        var.as_mut_ptr(),
+                        expr.as_mut_ptr(),
+                        loc.as_mut_ptr(),
+                        block.as_mut_ptr(),
+                    );
+                } else {
+                    dib.insert_declare_at_end(slot, Some(var), Some(expr), loc, block);
+                }
             }
         }
         Ok(())

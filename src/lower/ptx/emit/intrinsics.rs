@@ -175,6 +175,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 self.call1(f, &[vals[0].into(), vals[1].into(), vals[2].into()])?
             }
             Intrinsic::Complex(op) => self.complex_op(op, &vals)?,
+            Intrinsic::Rand | Intrinsic::Randn => self.random(op, ty)?,
             Intrinsic::DynamicSharedSize => self
                 .asm(
                     "mov.u32 $0, %dynamic_smem_size;",
