@@ -514,7 +514,9 @@ impl Specialization {
 
     /// The entry's ABI.
     pub fn abi(&self) -> KernelAbi {
-        KernelAbi::of(&self.program.functions[self.program.entry])
+        let mut abi = KernelAbi::of(&self.program.functions[self.program.entry]);
+        abi.cooperative = self.program.cooperative;
+        abi
     }
 
     /// Lowers to PTX. A program whose `if target(...)` conditions were decided for one

@@ -16,8 +16,9 @@
 //!
 //! This module must not depend on the checker: a rule is data here, a function there.
 
-use super::{Builtin, Namespace as N};
-use crate::ir::{AtomicOp, Intrinsic, Shfl, Vote};
+use super::{Builtin, CgFn, Namespace as N};
+use crate::ir::{AtomicOp, CgOp, Intrinsic, Shfl, Vote};
+use crate::types::GroupKind;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -112,6 +113,8 @@ pub enum Rule {
     Selp,
     /// cupyx's `jit.shared_memory(dtype, size)`.
     CupyxSharedMemory,
+    /// A function of `cuda.device.cg` (`check::groups`, docs/semantics.md §17).
+    Cg,
 }
 
 /// The IR operation a call of a builtin produces.
@@ -318,6 +321,13 @@ pub static ROWS: &[Row] = &[
     entity(B::IsDevice, &[(N::Device, "is_device")], HOST),
     entity(B::AnyTarget, &[(N::Device, "any_target")], HOST),
     entity(B::NoTarget, &[(N::Device, "no_target")], HOST),
+    // Cooperative groups: a pydevice extension (`cuda.device.cg`, docs/semantics.md §17).
+    row(B::Cg(CgFn::ThisThreadBlock), &[(N::Cg, "this_thread_block")], &[], &[], Rule::Cg, Op::Intrinsic(I::Cg(CgOp::Make(GroupKind::Block))), DEVICE_ONLY),
+    row(B::Cg(CgFn::ThisGrid), &[(N::Cg, "this_grid")], &[], &[], Rule::Cg, Op::Intrinsic(I::Cg(CgOp::Make(GroupKind::Grid))), DEVICE_ONLY),
+    row(B::Cg(CgFn::CoalescedThreads), &[(N::Cg, "coalesced_threads")], &[], &[], Rule::Cg, Op::Intrinsic(I::Cg(CgOp::Make(GroupKind::Coalesced))), DEVICE_ONLY),
+    row(B::Cg(CgFn::TiledPartition), &[(N::Cg, "tiled_partition")], &["parent", "size"], &[], Rule::Cg, Op::Expr("tile group"), DEVICE_ONLY),
+    row(B::Cg(CgFn::Reduce), &[(N::Cg, "reduce")], &["group", "value", "op"], &[], Rule::Cg, Op::Expr("group reduction"), DEVICE_ONLY),
+    row(B::Cg(CgFn::Sync), &[(N::Cg, "sync")], &["group"], &[], Rule::Cg, Op::Expr("group barrier"), DEVICE_ONLY),
 ];
 
 /// The families of builtins named by another enum.

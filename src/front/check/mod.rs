@@ -48,6 +48,7 @@ pub fn specialize(
         defaults,
         sm,
         target_used: false,
+        grid_sync: false,
         functions: Arena::default(),
         instances: HashMap::new(),
         reported: HashSet::new(),
@@ -128,6 +129,7 @@ pub fn specialize(
                 },
                 file: module.file.clone(),
                 target_sm: s.target_used.then_some(sm),
+                cooperative: s.grid_sync,
             })
         }
         _ => {
@@ -167,6 +169,9 @@ struct Specializer<'m> {
     sm: u32,
     /// Whether any `target(...)` was decided (the program is then specific to `sm`).
     target_used: bool,
+    /// Whether any `cg.this_grid().sync()` was checked (the kernel needs a cooperative
+    /// launch).
+    grid_sync: bool,
     functions: Arena<Function>,
     instances: HashMap<InstanceKey, Instance>,
     reported: HashSet<InstanceKey>,
@@ -1213,6 +1218,7 @@ mod assign;
 mod calls;
 mod complex;
 mod device;
+mod groups;
 mod numba;
 use complex::complex_unsupported;
 use stmt::{always_returns, assigned_names, contains_call, count_assignments, element_type};
