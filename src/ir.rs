@@ -137,6 +137,9 @@ pub struct Program {
     /// Whether the program synchronizes the whole grid (`cg.this_grid().sync()`): the
     /// kernel must then be launched cooperatively (docs/semantics.md §17.4).
     pub cooperative: bool,
+    /// Whether the program uses the block's split barrier (`cg.barrier_arrive`): the kernel
+    /// then initializes it on entry (docs/semantics.md §17.5).
+    pub split_barrier: bool,
 }
 
 /// The value of [`Program::target_sm`] (and of the architecture a program is specialized
@@ -486,6 +489,13 @@ pub enum CgOp {
     Vote(GroupKind, Vote),
     /// `cg.reduce(g, value, op)`: `[group, value]` → the value's type, in every member.
     Reduce(GroupKind, CgReduce),
+    /// `cg.barrier_arrive(block)`: `[group]` → the arrival token (uint64): an arrival on
+    /// the block's split barrier (an mbarrier on sm_80+; below, only a token, and the wait
+    /// is a whole block barrier).
+    BarrierArrive,
+    /// `cg.barrier_wait(block, token)`: `[group, uint64]`: waits until every thread of
+    /// the block has arrived in the token's phase.
+    BarrierWait,
 }
 
 /// The operations of `cg.reduce`.

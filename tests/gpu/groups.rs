@@ -384,3 +384,69 @@ fn cg_coalesced_groups() {
         }
     }
 }
+
+const SPLIT_BARRIER: &str = r#"
+from cuda import device
+from cuda.device import cg
+
+@device.kernel
+def rotate(x, out, rounds):
+    block = cg.this_thread_block()
+    t = block.thread_rank()
+    n = block.num_threads()
+    buf = device.shared_array(1024, device.int32)
+    i = cg.this_grid().thread_rank()
+    acc = 0
+    for step in range(rounds):
+        buf[t] = x[i] * (step + 1)
+        token = cg.barrier_arrive(block)
+        own = x[i] + step
+        cg.barrier_wait(block, token)
+        acc += buf[(t + 1 + step) % n] + own
+        # Nobody overwrites `buf` before every thread has read it.
+        token = cg.barrier_arrive(block)
+        cg.barrier_wait(block, token)
+    out[i] = acc
+"#;
+
+#[test]
+fn cg_split_barrier_arrive_wait() {
+    let Some(dev) = device("cg_split_barrier_arrive_wait") else {
+        return;
+    };
+    let (blocks, block) = (5usize, 160usize);
+    let n = blocks * block;
+    let rounds = 9i32;
+    let mut rng = Rng(99);
+    let x: Vec<i32> = (0..n).map(|_| rng.i32(-1000, 1000)).collect();
+    for arch in arches(&dev) {
+        let k = compile_for(
+            &dev,
+            SPLIT_BARRIER,
+            "rotate",
+            "int32[::1], int32[::1], int32",
+            arch,
+        );
+        let (_xb, xa) = vec1(&dev, &x);
+        let (ob, oa) = vec1(&dev, &vec![0i32; n]);
+        let cfg = LaunchConfig {
+            grid: [blocks as u32, 1, 1],
+            block: [block as u32, 1, 1],
+            shared_bytes: 0,
+        };
+        dev.launch(&k, &[xa, oa, ArgValue::Int(i64::from(rounds))], &cfg)
+            .expect("launch");
+        dev.synchronize().expect("synchronize");
+        let out: Vec<i32> = from_bytes(&dev.download(&ob).expect("download"));
+        for i in 0..n {
+            let (b0, t) = (i / block * block, i % block);
+            let want: i32 = (0..rounds)
+                .map(|s| {
+                    let j = b0 + (t + 1 + s as usize) % block;
+                    x[j] * (s + 1) + x[i] + s
+                })
+                .sum();
+            assert_eq!(out[i], want, "{arch}: thread {i}");
+        }
+    }
+}

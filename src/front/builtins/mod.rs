@@ -301,6 +301,10 @@ pub enum CgFn {
     Reduce,
     /// `cg.sync(g)`: `g.sync()`
     Sync,
+    /// `cg.barrier_arrive(block)`
+    BarrierArrive,
+    /// `cg.barrier_wait(block, token)`
+    BarrierWait,
 }
 
 /// The functions of Python's `cmath` module that device code can call (the modulus is the

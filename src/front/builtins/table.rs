@@ -328,6 +328,8 @@ pub static ROWS: &[Row] = &[
     row(B::Cg(CgFn::TiledPartition), &[(N::Cg, "tiled_partition")], &["parent", "size"], &[], Rule::Cg, Op::Expr("tile group"), DEVICE_ONLY),
     row(B::Cg(CgFn::Reduce), &[(N::Cg, "reduce")], &["group", "value", "op"], &[], Rule::Cg, Op::Expr("group reduction"), DEVICE_ONLY),
     row(B::Cg(CgFn::Sync), &[(N::Cg, "sync")], &["group"], &[], Rule::Cg, Op::Expr("group barrier"), DEVICE_ONLY),
+    row(B::Cg(CgFn::BarrierArrive), &[(N::Cg, "barrier_arrive")], &["group"], &[], Rule::Cg, Op::Intrinsic(I::Cg(CgOp::BarrierArrive)), DEVICE_ONLY),
+    row(B::Cg(CgFn::BarrierWait), &[(N::Cg, "barrier_wait")], &["group", "token"], &[], Rule::Cg, Op::Intrinsic(I::Cg(CgOp::BarrierWait)), DEVICE_ONLY),
 ];
 
 /// The families of builtins named by another enum.

@@ -106,6 +106,43 @@ impl FnCx<'_, '_> {
                 let kind = GroupKind::Tile(n as u8);
                 Some(self.cg_op(CgOp::Make(kind), vec![], Type::Group(kind), span))
             }
+            CgFn::BarrierArrive | CgFn::BarrierWait => {
+                let what = if f == CgFn::BarrierArrive {
+                    "barrier_arrive"
+                } else {
+                    "barrier_wait"
+                };
+                let (kind, g) = self.group_arg(a[0]?, &name)?;
+                if kind != GroupKind::Block {
+                    self.diags.push(
+                        Diagnostic::error(
+                            Code::E0721,
+                            sp(a[0]?),
+                            format!("a {} has no split barrier (`{what}`)", kind.name()),
+                        )
+                        .with_note("`barrier_arrive`/`barrier_wait` take `cg.this_thread_block()`"),
+                    );
+                    return None;
+                }
+                self.s.split_barrier = true;
+                if f == CgFn::BarrierArrive {
+                    let t = Type::Scalar(Scalar::UInt64);
+                    return Some(self.cg_op(CgOp::BarrierArrive, vec![g.e], t, span));
+                }
+                let tok = self.eval(a[1]?)?;
+                if tok.ty != Type::Scalar(Scalar::UInt64) || tok.konst.is_some() {
+                    self.diags.push(
+                        Diagnostic::error(
+                            Code::E0721,
+                            tok.span,
+                            format!("`barrier_wait` takes the token `barrier_arrive` returned, found {}", tok.ty),
+                        )
+                        .with_note("write `t = cg.barrier_arrive(block)` … `cg.barrier_wait(block, t)`"),
+                    );
+                    return None;
+                }
+                Some(self.cg_op(CgOp::BarrierWait, vec![g.e, tok.e], Type::None, span))
+            }
             CgFn::Sync => {
                 let (kind, g) = self.group_arg(a[0]?, &name)?;
                 Some(self.cg_op(CgOp::Sync(kind), vec![g.e], Type::None, span))

@@ -49,6 +49,7 @@ pub fn specialize(
         sm,
         target_used: false,
         grid_sync: false,
+        split_barrier: false,
         functions: Arena::default(),
         instances: HashMap::new(),
         reported: HashSet::new(),
@@ -130,6 +131,7 @@ pub fn specialize(
                 file: module.file.clone(),
                 target_sm: s.target_used.then_some(sm),
                 cooperative: s.grid_sync,
+                split_barrier: s.split_barrier,
             })
         }
         _ => {
@@ -172,6 +174,9 @@ struct Specializer<'m> {
     /// Whether any `cg.this_grid().sync()` was checked (the kernel needs a cooperative
     /// launch).
     grid_sync: bool,
+    /// Whether any `cg.barrier_arrive` was checked (the kernel initializes the block's
+    /// split barrier on entry).
+    split_barrier: bool,
     functions: Arena<Function>,
     instances: HashMap<InstanceKey, Instance>,
     reported: HashSet<InstanceKey>,

@@ -191,6 +191,9 @@ impl<'ctx> Emitter<'_, 'ctx> {
             locals,
             loops: Vec::new(),
         };
+        if kernel && fx.e.program.split_barrier {
+            fx.init_split_barrier()?;
+        }
         fx.block(&f.body)?;
         let end =
             fx.e.builder

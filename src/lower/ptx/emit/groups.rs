@@ -17,6 +17,9 @@ use crate::types::GroupKind;
 /// `grid.sync()` counts the same way).
 pub(crate) const GRID_BARRIER_SYMBOL: &str = "__pyd_grid_barrier";
 
+/// The shared mbarrier of `cg.barrier_arrive`/`barrier_wait` (sm_80+).
+const SPLIT_BARRIER_SYMBOL: &str = "__pyd_block_mbarrier";
+
 impl<'ctx> FnEmitter<'_, '_, 'ctx> {
     fn sreg32(&self, name: &str) -> R<IntValue<'ctx>> {
         let f = self
@@ -252,6 +255,39 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                     _ => r,
                 }
             }
+            CgOp::BarrierArrive => {
+                if self.e.sm >= 80 {
+                    let bar = self.split_barrier_global();
+                    let f = self.e.intrinsic("llvm.nvvm.mbarrier.arrive.shared", &[])?;
+                    self.call1(f, &[bar.into()])?
+                } else {
+                    // Below sm_80 the arrival is only the token; the wait is a whole block
+                    // barrier (a barrier counts arrivals, not threads, so an arrive and a
+                    // sync of one fast warp could complete a hardware barrier alone).
+                    i64t.const_zero().into()
+                }
+            }
+            CgOp::BarrierWait => {
+                if self.e.sm >= 80 {
+                    let bar = self.split_barrier_global();
+                    let f = self
+                        .e
+                        .intrinsic("llvm.nvvm.mbarrier.test.wait.shared", &[])?;
+                    let spin = self.new_block("mbarrier.wait");
+                    let done = self.new_block("mbarrier.done");
+                    self.b().build_unconditional_branch(spin)?;
+                    self.b().position_at_end(spin);
+                    let ok = self
+                        .call1(f, &[bar.into(), vals[1].into()])?
+                        .into_int_value();
+                    self.b().build_conditional_branch(ok, done, spin)?;
+                    self.b().position_at_end(done);
+                } else {
+                    let f = self.e.intrinsic("llvm.nvvm.barrier0", &[])?;
+                    self.b().build_call(f, &[], "")?;
+                }
+                return Ok(None);
+            }
             CgOp::Reduce(kind, red) => {
                 let mask = self.member_mask(kind, g()?)?;
                 let Type::Scalar(s) = ty else {
@@ -261,6 +297,54 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             }
         };
         Ok(Some(v))
+    }
+
+    /// The block's split barrier: an mbarrier in shared memory (sm_80+).
+    fn split_barrier_global(&self) -> PointerValue<'ctx> {
+        let i64t = self.e.ctx.i64_type();
+        let g = self
+            .e
+            .module
+            .get_global(SPLIT_BARRIER_SYMBOL)
+            .unwrap_or_else(|| {
+                let g = self.e.module.add_global(
+                    i64t,
+                    Some(AddressSpace::from(3u16)),
+                    SPLIT_BARRIER_SYMBOL,
+                );
+                g.set_initializer(&i64t.get_undef());
+                g.set_linkage(Linkage::Internal);
+                g.set_alignment(8);
+                g
+            });
+        g.as_pointer_value()
+    }
+
+    /// The kernel prologue of a program that uses `cg.barrier_arrive` on sm_80+: the block's
+    /// first thread initializes the mbarrier for every thread of the block, then a block
+    /// barrier publishes it.
+    pub(super) fn init_split_barrier(&mut self) -> R<()> {
+        if self.e.sm < 80 {
+            return Ok(());
+        }
+        let i32t = self.e.ctx.i32_type();
+        let bar = self.split_barrier_global();
+        let t = self.linear("tid", "ntid")?;
+        let first = self
+            .b()
+            .build_int_compare(IntPredicate::EQ, t, i32t.const_zero(), "")?;
+        let init = self.new_block("mbarrier.init");
+        let go = self.new_block("body");
+        self.b().build_conditional_branch(first, init, go)?;
+        self.b().position_at_end(init);
+        let n = self.product("ntid")?;
+        let f = self.e.intrinsic("llvm.nvvm.mbarrier.init.shared", &[])?;
+        self.b().build_call(f, &[bar.into(), n.into()], "")?;
+        self.b().build_unconditional_branch(go)?;
+        self.b().position_at_end(go);
+        let b0 = self.e.intrinsic("llvm.nvvm.barrier0", &[])?;
+        self.b().build_call(b0, &[], "")?;
+        Ok(())
     }
 
     /// One step of a reduction.
