@@ -266,6 +266,8 @@ codes! {
     E0721,
     /// `cg.reduce` with an operation other than `'add'`, `'min'`, `'max'`, or of a value that is not an integer, `float32` or `float64` (§17.3)
     E0722,
+    /// `cg.memcpy_async` of something other than a contiguous 1-D global array into a 1-D shared array of the same dtype, of other than 4, 8 or 16 bytes, at a constant index that is not aligned to the copy; `memcpy_async_wait(n)` with `n` outside 0 to 7 (§17.6)
+    E0723,
     /// internal error: the checker built IR that breaks a rule of `ir::validate` (run in debug builds and tests between checking and lowering; a compiler bug; please report it)
     E0998,
     /// internal error: a specialization failed without a diagnostic (a compiler bug; please report it)

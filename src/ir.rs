@@ -496,6 +496,16 @@ pub enum CgOp {
     /// `cg.barrier_wait(block, token)`: `[group, uint64]`: waits until every thread of
     /// the block has arrived in the token's phase.
     BarrierWait,
+    /// `cg.memcpy_async(dst, i, src, j, count)`: `[shared array, int64 byte offset, global
+    /// array, int64 byte offset]`; copies this many bytes (4, 8 or 16) asynchronously
+    /// (`cp.async` on sm_80+, a plain load and store below).
+    MemcpyAsync(u8),
+    /// `cg.memcpy_async_commit()`: `cp.async.commit_group` (nothing below sm_80).
+    AsyncCommit,
+    /// `cg.memcpy_async_wait(n)`: `cp.async.wait_group n` (nothing below sm_80).
+    AsyncWait(u8),
+    /// `cg.memcpy_async_wait_all()`: `cp.async.wait_all` (nothing below sm_80).
+    AsyncWaitAll,
 }
 
 /// The operations of `cg.reduce`.

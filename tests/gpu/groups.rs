@@ -450,3 +450,130 @@ fn cg_split_barrier_arrive_wait() {
         }
     }
 }
+
+const PIPELINE: &str = r#"
+from cuda import device
+from cuda.device import cg
+
+W = 512
+
+@device.kernel
+def pipeline(x, out, sums):
+    # Double-buffered: stage k + 1 is copied (cp.async, 16 bytes a thread) while stage k is
+    # read. Block b handles the chunks k * nb + b of W elements.
+    block = cg.this_thread_block()
+    t = block.thread_rank()
+    b = cg.this_grid().block_rank()
+    nb = cg.this_grid().num_blocks()
+    buf = device.shared_array(1024, device.float32, align=16)
+    stages = len(x) // (W * nb)
+    if stages > 0:
+        cg.memcpy_async(buf, 4 * t, x, b * W + 4 * t, 4)
+    cg.memcpy_async_commit()
+    acc = device.float32(0)
+    for k in range(stages):
+        cur = (k % 2) * W
+        if k + 1 < stages:
+            cg.memcpy_async(buf, ((k + 1) % 2) * W + 4 * t, x, ((k + 1) * nb + b) * W + 4 * t, 4)
+        cg.memcpy_async_commit()
+        cg.memcpy_async_wait(1)
+        block.sync()
+        base = (k * nb + b) * W
+        for j in range(4):
+            # Another thread's elements: the block barrier publishes its copy.
+            e = (4 * t + j + 4) % W
+            out[base + e] = buf[cur + e] * 2.0
+            acc += buf[cur + e]
+        block.sync()
+    cg.memcpy_async_wait_all()
+    sums[b * 128 + t] = acc
+
+@device.kernel
+def small(y, z, oy, oz):
+    t = cg.this_thread_block().thread_rank()
+    sy = device.shared_array(384, device.int16, align=16)
+    sz = device.shared_array(192, device.float64, align=16)
+    cg.memcpy_async(sy, 4 * t, y, 4 * t, 4)
+    cg.memcpy_async(sy, 256 + 2 * t, y, 256 + 2 * t, 2)
+    cg.memcpy_async(sz, t, z, t)
+    cg.memcpy_async(sz, 64 + 2 * t, z, 64 + 2 * t, 2)
+    cg.memcpy_async_commit()
+    cg.memcpy_async_wait(0)
+    cg.this_thread_block().sync()
+    for j in range(t, 384, 64):
+        oy[j] = sy[j]
+    for j in range(t, 192, 64):
+        oz[j] = sz[j]
+"#;
+
+#[test]
+fn cg_memcpy_async_pipeline() {
+    let Some(dev) = device("cg_memcpy_async_pipeline") else {
+        return;
+    };
+    let (blocks, block, stages) = (6usize, 128usize, 9usize);
+    let w = 512usize;
+    let n = blocks * w * stages;
+    let mut rng = Rng(1234);
+    let x: Vec<f32> = (0..n).map(|_| rng.f32(-4.0, 4.0)).collect();
+    let y: Vec<i16> = (0..384).map(|_| rng.i32(-30000, 30000) as i16).collect();
+    let z: Vec<f64> = (0..192).map(|_| f64::from(rng.f32(-1e3, 1e3))).collect();
+    for arch in arches(&dev) {
+        let k = compile_for(
+            &dev,
+            PIPELINE,
+            "pipeline",
+            "float32[::1], float32[::1], float32[::1]",
+            arch,
+        );
+        let (_xb, xa) = vec1(&dev, &x);
+        let (ob, oa) = vec1(&dev, &vec![0f32; n]);
+        let (sb, sa) = vec1(&dev, &vec![0f32; blocks * block]);
+        let cfg = LaunchConfig {
+            grid: [blocks as u32, 1, 1],
+            block: [block as u32, 1, 1],
+            shared_bytes: 0,
+        };
+        dev.launch(&k, &[xa, oa, sa], &cfg).expect("launch");
+        dev.synchronize().expect("synchronize");
+        let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+        let sums: Vec<f32> = from_bytes(&dev.download(&sb).expect("download"));
+        for i in 0..n {
+            assert_eq!(out[i], x[i] * 2.0, "{arch}: out[{i}]");
+        }
+        for b in 0..blocks {
+            for t in 0..block {
+                let mut acc = 0f32;
+                for kk in 0..stages {
+                    let base = (kk * blocks + b) * w;
+                    for j in 0..4 {
+                        acc += x[base + (4 * t + j + 4) % w];
+                    }
+                }
+                assert_eq!(sums[b * block + t], acc, "{arch}: sums[{b}, {t}]");
+            }
+        }
+        let k = compile_for(
+            &dev,
+            PIPELINE,
+            "small",
+            "int16[::1], float64[::1], int16[::1], float64[::1]",
+            arch,
+        );
+        let (_yb, ya) = vec1(&dev, &y);
+        let (_zb, za) = vec1(&dev, &z);
+        let (oyb, oya) = vec1(&dev, &[0i16; 384]);
+        let (ozb, oza) = vec1(&dev, &[0f64; 192]);
+        let cfg = LaunchConfig {
+            grid: [1, 1, 1],
+            block: [64, 1, 1],
+            shared_bytes: 0,
+        };
+        dev.launch(&k, &[ya, za, oya, oza], &cfg).expect("launch");
+        dev.synchronize().expect("synchronize");
+        let oy: Vec<i16> = from_bytes(&dev.download(&oyb).expect("download"));
+        let oz: Vec<f64> = from_bytes(&dev.download(&ozb).expect("download"));
+        assert_eq!(oy, y, "{arch}: 8- and 4-byte copies of int16");
+        assert_eq!(oz, z, "{arch}: 8- and 16-byte copies of float64");
+    }
+}

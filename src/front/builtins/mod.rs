@@ -305,6 +305,14 @@ pub enum CgFn {
     BarrierArrive,
     /// `cg.barrier_wait(block, token)`
     BarrierWait,
+    /// `cg.memcpy_async(dst, dst_index, src, src_index, count=1)`
+    MemcpyAsync,
+    /// `cg.memcpy_async_commit()`
+    AsyncCommit,
+    /// `cg.memcpy_async_wait(n=0)`
+    AsyncWait,
+    /// `cg.memcpy_async_wait_all()`
+    AsyncWaitAll,
 }
 
 /// The functions of Python's `cmath` module that device code can call (the modulus is the

@@ -329,6 +329,10 @@ pub static ROWS: &[Row] = &[
     row(B::Cg(CgFn::Reduce), &[(N::Cg, "reduce")], &["group", "value", "op"], &[], Rule::Cg, Op::Expr("group reduction"), DEVICE_ONLY),
     row(B::Cg(CgFn::Sync), &[(N::Cg, "sync")], &["group"], &[], Rule::Cg, Op::Expr("group barrier"), DEVICE_ONLY),
     row(B::Cg(CgFn::BarrierArrive), &[(N::Cg, "barrier_arrive")], &["group"], &[], Rule::Cg, Op::Intrinsic(I::Cg(CgOp::BarrierArrive)), DEVICE_ONLY),
+    row(B::Cg(CgFn::MemcpyAsync), &[(N::Cg, "memcpy_async")], &["dst", "dst_index", "src", "src_index", "count"], &["1"], Rule::Cg, Op::Expr("asynchronous copy"), DEVICE_ONLY),
+    row(B::Cg(CgFn::AsyncCommit), &[(N::Cg, "memcpy_async_commit")], &[], &[], Rule::Cg, Op::Intrinsic(I::Cg(CgOp::AsyncCommit)), DEVICE_ONLY),
+    row(B::Cg(CgFn::AsyncWait), &[(N::Cg, "memcpy_async_wait")], &["n"], &["0"], Rule::Cg, Op::Expr("cp.async.wait_group"), DEVICE_ONLY),
+    row(B::Cg(CgFn::AsyncWaitAll), &[(N::Cg, "memcpy_async_wait_all")], &[], &[], Rule::Cg, Op::Intrinsic(I::Cg(CgOp::AsyncWaitAll)), DEVICE_ONLY),
     row(B::Cg(CgFn::BarrierWait), &[(N::Cg, "barrier_wait")], &["group", "token"], &[], Rule::Cg, Op::Intrinsic(I::Cg(CgOp::BarrierWait)), DEVICE_ONLY),
 ];
 

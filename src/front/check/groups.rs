@@ -143,6 +143,27 @@ impl FnCx<'_, '_> {
                 }
                 Some(self.cg_op(CgOp::BarrierWait, vec![g.e, tok.e], Type::None, span))
             }
+            CgFn::AsyncCommit => Some(self.cg_op(CgOp::AsyncCommit, vec![], Type::None, span)),
+            CgFn::AsyncWaitAll => Some(self.cg_op(CgOp::AsyncWaitAll, vec![], Type::None, span)),
+            CgFn::AsyncWait => {
+                let n = match a[0] {
+                    Some(e) => self.const_int(e, "n")?,
+                    None => 0,
+                };
+                if !(0..=7).contains(&n) {
+                    self.diags.push(
+                        Diagnostic::error(
+                            Code::E0723,
+                            a[0].map(sp).unwrap_or(span),
+                            format!("`memcpy_async_wait(n)` waits for all but the last 0 to 7 committed groups, not {n}"),
+                        )
+                        .with_note("`cp.async.wait_group` takes an immediate from 0 to 7"),
+                    );
+                    return None;
+                }
+                Some(self.cg_op(CgOp::AsyncWait(n as u8), vec![], Type::None, span))
+            }
+            CgFn::MemcpyAsync => self.memcpy_async(&a, span),
             CgFn::Sync => {
                 let (kind, g) = self.group_arg(a[0]?, &name)?;
                 Some(self.cg_op(CgOp::Sync(kind), vec![g.e], Type::None, span))
@@ -217,6 +238,134 @@ impl FnCx<'_, '_> {
                 Some(self.val(e, Type::Scalar(s), span))
             }
         }
+    }
+
+    /// `cg.memcpy_async(dst, dst_index, src, src_index, count=1)`: `count` elements from a
+    /// contiguous 1-D global array to a 1-D shared array, 4, 8 or 16 bytes in all.
+    fn memcpy_async(&mut self, a: &[Option<&ast::Expr>], span: Span) -> Option<Val> {
+        use crate::types::{Layout, MemSpace};
+        let count = match a[4] {
+            Some(e) => self.const_int(e, "count")?,
+            None => 1,
+        };
+        let dst = self.eval(a[0]?)?;
+        let src = self.eval(a[2]?)?;
+        let bad = |cx: &mut Self, s: Span, m: String, note: &str| {
+            cx.diags
+                .push(Diagnostic::error(Code::E0723, s, m).with_note(note.to_string()));
+            None
+        };
+        let (dt, st) = match (&dst.ty, &src.ty) {
+            (Type::Array(d), Type::Array(s)) => (d.clone(), s.clone()),
+            (Type::Array(_), other) => {
+                return bad(
+                    self,
+                    src.span,
+                    format!("`memcpy_async` copies from an array, not {other}"),
+                    "pass a global array and an index",
+                );
+            }
+            (other, _) => {
+                return bad(
+                    self,
+                    dst.span,
+                    format!("`memcpy_async` copies to an array, not {other}"),
+                    "pass a shared array and an index",
+                );
+            }
+        };
+        if dt.space != MemSpace::Shared || dt.ndim != 1 || dt.layout != Layout::C {
+            return bad(
+                self,
+                dst.span,
+                format!(
+                    "`memcpy_async` copies to a 1-D shared array, not {}",
+                    dst.ty
+                ),
+                "make one with `device.shared_array(n, dtype, align=16)`",
+            );
+        }
+        if st.space != MemSpace::Global || st.ndim != 1 || st.layout != Layout::C {
+            return bad(
+                self,
+                src.span,
+                format!(
+                    "`memcpy_async` copies from a contiguous 1-D global array, not {}",
+                    src.ty
+                ),
+                "declare the parameter contiguous (`float32[::1]`)",
+            );
+        }
+        if dt.dtype != st.dtype {
+            return bad(
+                self,
+                src.span,
+                format!(
+                    "`memcpy_async` copies between arrays of one dtype, not from {} to {}",
+                    st.dtype, dt.dtype
+                ),
+                "cp.async copies bytes: convert after the copy",
+            );
+        }
+        let item = crate::abi::layout_of(&dt.dtype.ty()).size;
+        let bytes = i128::from(item as u32) * count;
+        if count < 1 || ![4, 8, 16].contains(&bytes) {
+            return bad(
+                self,
+                a[4].map(sp).unwrap_or(span),
+                format!(
+                    "`memcpy_async` copies 4, 8 or 16 bytes; {count} element(s) of {} are {bytes}",
+                    dt.dtype
+                ),
+                "choose `count` so that count × itemsize is 4, 8 or 16",
+            );
+        }
+        let mut offsets = Vec::new();
+        for e in [a[1]?, a[3]?] {
+            let v = self.eval(e)?;
+            if let (Some(k), Some(_)) = (&v.konst, v.ty.as_scalar())
+                && let Some(i) = k.as_int()
+                && (i < 0 || i % count != 0)
+            {
+                return bad(
+                    self,
+                    v.span,
+                    format!(
+                        "index {i} is not a multiple of {count}: the copy of {bytes} bytes would not be aligned to {bytes}"
+                    ),
+                    "`memcpy_async` copies to and from addresses aligned to the copy's size",
+                );
+            }
+            let Some(s) =
+                v.ty.as_scalar()
+                    .filter(|s| s.is_integer() || *s == Scalar::Bool)
+            else {
+                return bad(
+                    self,
+                    v.span,
+                    format!("an index must be an integer, not {}", v.ty),
+                    "index with an integer",
+                );
+            };
+            let _ = s;
+            let i = self.convert(&v, Scalar::Int64)?;
+            let k = self.push(
+                Expr::Literal(Literal::Int(i128::from(item as u32))),
+                Type::Scalar(Scalar::Int64),
+                v.span,
+            );
+            offsets.push(self.push(
+                Expr::Binary(BinaryOp::Mul, i, k),
+                Type::Scalar(Scalar::Int64),
+                v.span,
+            ));
+        }
+        Some(self.cg_op(
+            CgOp::MemcpyAsync(bytes as u8),
+            vec![dst.e, offsets[0], src.e, offsets[1]],
+            Type::None,
+            span,
+        ))
     }
 
     fn wrong_group(&mut self, kind: GroupKind, method: &str, span: Span) {

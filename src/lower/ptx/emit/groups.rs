@@ -288,6 +288,58 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 }
                 return Ok(None);
             }
+            CgOp::MemcpyAsync(bytes) => {
+                let b = self.b();
+                let i8t = self.e.ctx.i8_type();
+                let at =
+                    |v: BasicValueEnum<'ctx>, off: BasicValueEnum<'ctx>| -> R<PointerValue<'ctx>> {
+                        let data = b
+                            .build_extract_value(v.into_struct_value(), 0, "data")?
+                            .into_pointer_value();
+                        // SAFETY (of the GEP): an offset inside the array, as the language
+                        // requires of the indices (docs/semantics.md §17.6).
+                        Ok(unsafe { b.build_gep(i8t, data, &[off.into_int_value()], "")? })
+                    };
+                let dst = at(vals[0], vals[1])?;
+                let src = at(vals[2], vals[3])?;
+                if self.e.sm >= 80 {
+                    // `.cg` (L2 only) takes only 16 bytes; `.ca` takes 4, 8 and 16.
+                    let level = if bytes == 16 { "cg" } else { "ca" };
+                    self.asm_call(
+                        &format!("cp.async.{level}.shared.global [$0], [$1], {bytes};"),
+                        "l,l,~{memory}",
+                        None,
+                        &[dst.into(), src.into()],
+                        false,
+                    )?;
+                } else {
+                    let t: BasicTypeEnum<'ctx> = match bytes {
+                        4 => self.e.ctx.i32_type().into(),
+                        8 => self.e.ctx.i64_type().into(),
+                        _ => self.e.ctx.i64_type().vec_type(2).into(),
+                    };
+                    let v = self.b().build_load(t, src, "")?;
+                    if let Some(i) = v.as_instruction_value() {
+                        i.set_alignment(u32::from(bytes))
+                            .map_err(|e| err(e.to_string()))?;
+                    }
+                    let st = self.b().build_store(dst, v)?;
+                    st.set_alignment(u32::from(bytes))
+                        .map_err(|e| err(e.to_string()))?;
+                }
+                return Ok(None);
+            }
+            CgOp::AsyncCommit | CgOp::AsyncWait(_) | CgOp::AsyncWaitAll => {
+                if self.e.sm >= 80 {
+                    let text = match op {
+                        CgOp::AsyncCommit => "cp.async.commit_group;".to_string(),
+                        CgOp::AsyncWait(n) => format!("cp.async.wait_group {n};"),
+                        _ => "cp.async.wait_all;".to_string(),
+                    };
+                    self.asm_call(&text, "~{memory}", None, &[], false)?;
+                }
+                return Ok(None);
+            }
             CgOp::Reduce(kind, red) => {
                 let mask = self.member_mask(kind, g()?)?;
                 let Type::Scalar(s) = ty else {
