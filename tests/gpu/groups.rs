@@ -577,3 +577,108 @@ fn cg_memcpy_async_pipeline() {
         assert_eq!(oz, z, "{arch}: 8- and 16-byte copies of float64");
     }
 }
+
+/// The grid-sync benchmark (bench/grid_sync/README.md): the sum of 2^20, 2^24 and 2^26
+/// float32 as one cooperative kernel with `cg.this_grid().sync()` against the same algorithm
+/// as two kernels, each checked against the CPU sum; prints µs per sum (host wall time over
+/// 200 back-to-back sums after 20 warm-up sums, both timed the same way). Run it with
+/// `gpu --ignored --nocapture cg_bench_grid_sync_vs_two_kernels`.
+#[test]
+#[ignore = "a benchmark: run it with --ignored --nocapture on the GPU machine"]
+fn cg_bench_grid_sync_vs_two_kernels() {
+    let Some(dev) = device("cg_bench_grid_sync_vs_two_kernels") else {
+        return;
+    };
+    let src = std::fs::read_to_string(crate::support::repo_path("bench/grid_sync/grid_reduce.py"))
+        .expect("bench/grid_sync/grid_reduce.py");
+    let arch = arch_for(&dev);
+    let one = compile_for(
+        &dev,
+        &src,
+        "grid_sum",
+        "float32[::1], float32[::1], float32[::1]",
+        arch,
+    );
+    let first = compile_for(&dev, &src, "partials", "float32[::1], float32[::1]", arch);
+    let second = compile_for(
+        &dev,
+        &src,
+        "finish_kernel",
+        "float32[::1], float32[::1]",
+        arch,
+    );
+    let block = 256u32;
+    let probe = LaunchConfig {
+        grid: [1, 1, 1],
+        block: [block, 1, 1],
+        shared_bytes: 0,
+    };
+    let blocks = dev.cooperative_limit(&one, &probe).expect("limit") as u32;
+    let grid = LaunchConfig {
+        grid: [blocks, 1, 1],
+        ..probe
+    };
+    let stream = Stream::default_stream();
+    println!(
+        "grid-sync reduction vs two kernels, {} ({blocks} blocks of {block})",
+        dev.name().unwrap_or_default()
+    );
+    println!("| n | one kernel, grid.sync() (µs) | two kernels (µs) | ratio |");
+    println!("|---|---|---|---|");
+    for log in [20u32, 24, 26] {
+        let n = 1usize << log;
+        let mut rng = Rng(u64::from(log));
+        let x: Vec<f32> = (0..n).map(|_| rng.f32(-1.0, 1.0)).collect();
+        let want: f64 = x.iter().map(|&v| f64::from(v)).sum();
+        let (_xb, xa) = vec1(&dev, &x);
+        let (_pb, pa) = vec1(&dev, &vec![0f32; blocks as usize * block as usize / 32]);
+        let (ob, oa) = vec1(&dev, &[0f32]);
+        let p1 = one
+            .pack(&[xa.clone(), pa.clone(), oa.clone()])
+            .expect("pack");
+        let q1 = first.pack(&[xa, pa.clone()]).expect("pack");
+        let q2 = second.pack(&[pa, oa]).expect("pack");
+        let finisher = LaunchConfig {
+            grid: [1, 1, 1],
+            ..probe
+        };
+        let run_one = || {
+            dev.launch_cooperative_packed(&one, &p1, &grid, &stream)
+                .expect("cooperative launch")
+        };
+        let run_two = || {
+            dev.launch_packed(&first, &q1, &grid, &stream)
+                .expect("launch");
+            dev.launch_packed(&second, &q2, &finisher, &stream)
+                .expect("launch");
+        };
+        let check = |what: &str| {
+            dev.synchronize().expect("synchronize");
+            let got: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+            assert!(
+                (f64::from(got[0]) - want).abs() <= 1e-3 * (n as f64).sqrt().max(1.0),
+                "{what}: {} vs {want}",
+                got[0]
+            );
+        };
+        let time = |f: &dyn Fn()| {
+            for _ in 0..20 {
+                f();
+            }
+            dev.synchronize().expect("synchronize");
+            let t = std::time::Instant::now();
+            for _ in 0..200 {
+                f();
+            }
+            dev.synchronize().expect("synchronize");
+            t.elapsed().as_secs_f64() * 1e6 / 200.0
+        };
+        run_one();
+        check("one kernel");
+        run_two();
+        check("two kernels");
+        let a = time(&run_one);
+        let b = time(&run_two);
+        println!("| 2^{log} | {a:.2} | {b:.2} | {:.2} |", a / b);
+    }
+}
