@@ -687,9 +687,18 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
         block,
         shared_bytes: shared,
     };
-    device
-        .launch(&loaded, &values, &cfg)
-        .map_err(|e| e.to_string())?;
+    // A kernel that synchronizes the grid is launched cooperatively (docs/semantics.md §17.4).
+    if loaded.abi().cooperative {
+        device.launch_cooperative(
+            &loaded,
+            &values,
+            &cfg,
+            &pydevice::runtime::Stream::default_stream(),
+        )
+    } else {
+        device.launch(&loaded, &values, &cfg)
+    }
+    .map_err(|e| e.to_string())?;
     device
         .synchronize()
         .map_err(|e| format!("kernel `{entry}` failed: {e}"))?;
