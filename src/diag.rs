@@ -260,7 +260,7 @@ codes! {
     E0602,
     /// `pow(x, y, mod)`: the three-argument (modular) `pow` (§15.3)
     E0603,
-    /// `cg.tiled_partition(g, n)` with `n` not a compile-time constant power of two from 1 to 32, or of a group that is not a thread block or a tile (§17.1)
+    /// `cg.tiled_partition(g, n)` with `n` not a power of two from 1 to 32 (a non-constant `n` is E0400), or of a group that is not a thread block or a tile (§17.1)
     E0720,
     /// a cooperative-groups operation on a group kind that does not have it (a shuffle, vote or `reduce` on a thread block or the grid, `shfl_xor` on a coalesced group, `meta_group_rank` of the grid), or a group argument that is not a group (§17.2)
     E0721,
