@@ -311,7 +311,12 @@ def coalesced(x, out):
         out[i, 6] = act.shfl_up(v, 2)
         out[i, 7] = device.int32(act.ballot(v > 0))
         out[i, 8] = device.int32(cg.reduce(act, device.int64(v) * 1000000, 'min') // 1000000)
-        out[i, 9] = device.int32(act.ballot(True))
+        # The members' lanes, gathered by rank.
+        m = 0
+        for r in range(act.num_threads()):
+            m |= 1 << act.shfl(device.lane_id, r)
+        out[i, 9] = m
+        out[i, 10] = device.int32(act.ballot(True))
         act.sync()
 "#;
 
@@ -333,7 +338,7 @@ fn cg_coalesced_groups() {
             arch,
         );
         let (_xb, xa) = vec1(&dev, &x);
-        let (ob, oa) = array(&dev, &vec![-7i32; n * 10], &[n as u64, 10], &[10, 1]);
+        let (ob, oa) = array(&dev, &vec![-7i32; n * 11], &[n as u64, 11], &[11, 1]);
         let cfg = LaunchConfig {
             grid: [blocks, 1, 1],
             block: [block, 1, 1],
@@ -343,13 +348,13 @@ fn cg_coalesced_groups() {
         dev.synchronize().expect("synchronize");
         let out: Vec<i32> = from_bytes(&dev.download(&ob).expect("download"));
         for i in 0..n {
-            let o = &out[i * 10..i * 10 + 10];
+            let o = &out[i * 11..i * 11 + 11];
             if x[i].rem_euclid(3) == 0 {
                 assert!(o.iter().all(|&v| v == -7), "{arch}: thread {i} wrote {o:?}");
                 continue;
             }
-            // The group is the lanes active together (observed through `ballot(True)`); it
-            // holds this thread and only threads that took the branch.
+            // The group is the lanes active together (gathered by `shfl` of `lane_id` from
+            // each rank); it holds this thread and only threads that took the branch.
             let m = o[9] as u32;
             let warp = i / 32 * 32;
             let lane = i % 32;
@@ -372,13 +377,15 @@ fn cg_coalesced_groups() {
                 vals[0],
                 *vals.get(rank + 1).unwrap_or(&x[i]),
                 if rank >= 2 { vals[rank - 2] } else { x[i] },
-                members
-                    .iter()
-                    .filter(|&&j| x[j] > 0)
-                    .map(|&j| 1u32 << (j - warp))
+                // Bit r for the member of rank r (CUDA's packed ballot).
+                vals.iter()
+                    .enumerate()
+                    .filter(|&(_, &v)| v > 0)
+                    .map(|(r, _)| 1u32 << r)
                     .sum::<u32>() as i32,
                 *vals.iter().min().unwrap(),
                 m as i32,
+                (((1u64 << members.len()) - 1) as u32) as i32,
             ];
             assert_eq!(o, &want, "{arch}: thread {i}");
         }

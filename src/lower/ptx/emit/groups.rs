@@ -233,6 +233,23 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                     }
                 }
             }
+            CgOp::Vote(GroupKind::Coalesced, Vote::Ballot) => {
+                // Bit r for the member of rank r (CUDA's packed lanes): each member's bit is
+                // distinct, so their sum is their union.
+                let mask = g()?;
+                let lt = self.sreg32("lanemask.lt")?;
+                let rank = self.popc32(self.b().build_and(mask, lt, "")?)?;
+                let b = self.b();
+                let p = b.build_int_z_extend(vals[1].into_int_value(), i32t, "")?;
+                let bit = b.build_left_shift(p, rank, "")?;
+                self.cg_reduce(
+                    GroupKind::Coalesced,
+                    CgReduce::Add,
+                    Scalar::UInt32,
+                    mask,
+                    bit.into(),
+                )?
+            }
             CgOp::Vote(kind, vote) => {
                 let mask = self.member_mask(kind, g()?)?;
                 let name = match vote {
