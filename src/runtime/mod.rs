@@ -122,6 +122,9 @@ pub struct LoadedKernel {
     /// (`cuModuleGetGlobal` returning `CUDA_ERROR_NOT_FOUND`, which compute-sanitizer
     /// reports) for kernels compiled without bounds checks.
     bounds_global: bool,
+    /// The cooperative launch limits found so far, by (threads per block, dynamic shared
+    /// bytes): [`Device::cooperative_limit`] asks the driver once per shape.
+    cooperative_limits: Mutex<Vec<((u32, u32), u64)>>,
 }
 
 /// Whether PTX text defines the bounds-check record, a `.global` variable named
@@ -294,6 +297,7 @@ impl Device {
             name: Arc::from(abi.symbol.as_str()),
             abi: abi.clone(),
             bounds_global: defines_bounds_global(ptx),
+            cooperative_limits: Mutex::default(),
         })
     }
 
@@ -527,13 +531,23 @@ impl Device {
         cfg: &LaunchConfig,
     ) -> Result<u64, RuntimeError> {
         use CUdevice_attribute as D;
-        if self.attribute(D::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)? == 0 {
-            return Ok(0);
-        }
-        let sms = self.attribute(D::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
         let threads = u32::try_from(cfg.threads_per_block()).unwrap_or(u32::MAX);
-        let per_sm = kernel.active_blocks_per_sm(threads, cfg.shared_bytes)?;
-        Ok(u64::from(per_sm) * u64::try_from(sms).unwrap_or(0))
+        let shape = (threads, cfg.shared_bytes);
+        if let Some(&(_, l)) = lock(&kernel.cooperative_limits)
+            .iter()
+            .find(|(s, _)| *s == shape)
+        {
+            return Ok(l);
+        }
+        let limit = if self.attribute(D::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)? == 0 {
+            0
+        } else {
+            let sms = self.attribute(D::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+            let per_sm = kernel.active_blocks_per_sm(threads, cfg.shared_bytes)?;
+            u64::from(per_sm) * u64::try_from(sms).unwrap_or(0)
+        };
+        lock(&kernel.cooperative_limits).push((shape, limit));
+        Ok(limit)
     }
 
     fn launch_raw(
