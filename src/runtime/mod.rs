@@ -524,7 +524,7 @@ impl Device {
 
     /// The most blocks of `cfg`'s shape a cooperative launch of `kernel` may have: resident
     /// blocks per multiprocessor × multiprocessors (0 when the device cannot launch
-    /// cooperatively).
+    /// cooperatively). Asked of the driver once per kernel and shape, then remembered.
     pub fn cooperative_limit(
         &self,
         kernel: &LoadedKernel,
