@@ -260,6 +260,14 @@ codes! {
     E0602,
     /// `pow(x, y, mod)`: the three-argument (modular) `pow` (§15.3)
     E0603,
+    /// `cg.tiled_partition(g, n)` with `n` not a power of two from 1 to 32 (a non-constant `n` is E0400), or of a group that is not a thread block or a tile (§17.1)
+    E0720,
+    /// a cooperative-groups operation on a group kind that does not have it (a shuffle, vote or `reduce` on a thread block or the grid, `shfl_xor` on a coalesced group, `meta_group_rank` of the grid), or a group argument that is not a group (§17.2)
+    E0721,
+    /// `cg.reduce` with an operation other than `'add'`, `'min'`, `'max'`, or of a value that is not an integer, `float32` or `float64` (§17.3)
+    E0722,
+    /// `cg.memcpy_async` of something other than a contiguous 1-D global array into a 1-D shared array of the same dtype, of other than 4, 8 or 16 bytes, at a constant index that is not aligned to the copy; `memcpy_async_wait(n)` with `n` outside 0 to 7 (§17.6)
+    E0723,
     /// `random.rand`/`random.randn` of a dtype other than `float32` and `float64` (§6.4)
     E0780,
     /// `random.rand`/`random.randn` in an `interop=True` function, directly or through a callee: its C++ signature has no place for the generator state (§6.4)

@@ -9,7 +9,7 @@
 //! it refers to the AST or to LLVM.
 
 use crate::diag::Span;
-use crate::types::{DType, MemSpace, Scalar, Type};
+use crate::types::{DType, GroupKind, MemSpace, Scalar, Type};
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -134,6 +134,12 @@ pub struct Program {
     /// `Some(sm)` when `target(...)` conditions were decided for architecture `sm` (90 for
     /// sm_90): the program is then valid for that architecture only.
     pub target_sm: Option<u32>,
+    /// Whether the program synchronizes the whole grid (`cg.this_grid().sync()`): the
+    /// kernel must then be launched cooperatively (docs/semantics.md §17.4).
+    pub cooperative: bool,
+    /// Whether the program uses the block's split barrier (`cg.barrier_arrive`): the kernel
+    /// then initializes it on entry (docs/semantics.md §17.5).
+    pub split_barrier: bool,
 }
 
 /// The value of [`Program::target_sm`] (and of the architecture a program is specialized
@@ -487,6 +493,79 @@ pub enum Intrinsic {
     Rand,
     /// `random.randn(dtype)`: the next standard normal of the thread's Philox stream.
     Randn,
+    /// A cooperative-groups operation (`cuda.device.cg`, docs/semantics.md §17); its first
+    /// argument, where it has one, is the group value.
+    Cg(CgOp),
+}
+
+/// The operations of cooperative groups (docs/semantics.md §17). `Group` values are
+/// `int32` at run time: a coalesced group's member mask, 0 for the other kinds.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum CgOp {
+    /// `this_thread_block()`, `this_grid()`, `coalesced_threads()`, `tiled_partition(g, n)`:
+    /// no arguments → the group value (`activemask` for a coalesced group).
+    Make(GroupKind),
+    /// `g.thread_rank()` → int32 (int64 for the grid).
+    ThreadRank(GroupKind),
+    /// `g.num_threads()` → int32 (int64 for the grid).
+    NumThreads(GroupKind),
+    /// `g.sync()`; the grid's is a grid-wide barrier (needs a cooperative launch).
+    Sync(GroupKind),
+    /// `g.meta_group_rank()` → int32: which tile of the block (0 for a coalesced group).
+    MetaRank(GroupKind),
+    /// `g.meta_group_size()` → int32: how many tiles the block has (1 for a coalesced group).
+    MetaSize(GroupKind),
+    /// The grid's `block_rank()` → int32: the block's linear index.
+    BlockRank,
+    /// The grid's `num_blocks()` → int32.
+    NumBlocks,
+    /// `g.shfl*(value, lane_or_delta)` on a tile or coalesced group: `[group, value,
+    /// int32]` → the value's type (32- or 64-bit; the front end widens smaller ones).
+    Shfl(GroupKind, Shfl),
+    /// `g.any(p)`, `g.all(p)` → bool, `g.ballot(p)` → WarpMask: `[group, bool]`.
+    Vote(GroupKind, Vote),
+    /// `cg.reduce(g, value, op)`: `[group, value]` → the value's type, in every member.
+    Reduce(GroupKind, CgReduce),
+    /// `cg.barrier_arrive(block)`: `[group]` → the arrival token (uint64): an arrival on
+    /// the block's split barrier (an mbarrier on sm_80+; below, only a token, and the wait
+    /// is a whole block barrier).
+    BarrierArrive,
+    /// `cg.barrier_wait(block, token)`: `[group, uint64]`: waits until every thread of
+    /// the block has arrived in the token's phase.
+    BarrierWait,
+    /// `cg.memcpy_async(dst, i, src, j, count)`: `[shared array, int64 byte offset, global
+    /// array, int64 byte offset]`; copies this many bytes (4, 8 or 16) asynchronously
+    /// (`cp.async` on sm_80+, a plain load and store below).
+    MemcpyAsync(u8),
+    /// `cg.memcpy_async_commit()`: `cp.async.commit_group` (nothing below sm_80).
+    AsyncCommit,
+    /// `cg.memcpy_async_wait(n)`: `cp.async.wait_group n` (nothing below sm_80).
+    AsyncWait(u8),
+    /// `cg.memcpy_async_wait_all()`: `cp.async.wait_all` (nothing below sm_80).
+    AsyncWaitAll,
+}
+
+/// The operations of `cg.reduce`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum CgReduce {
+    /// `'add'`
+    Add,
+    /// `'min'`
+    Min,
+    /// `'max'`
+    Max,
+}
+
+impl CgReduce {
+    /// Parses the language's spelling.
+    pub fn from_name(s: &str) -> Option<CgReduce> {
+        Some(match s {
+            "add" => CgReduce::Add,
+            "min" => CgReduce::Min,
+            "max" => CgReduce::Max,
+            _ => return None,
+        })
+    }
 }
 
 /// A memory order of the C++ memory model, as the spec's `memory=` parameter names it.
@@ -920,6 +999,7 @@ impl Intrinsic {
             Intrinsic::WarpSize => "warp_size".into(),
             Intrinsic::SyncThreads => "syncthreads".into(),
             Intrinsic::Complex(op) => format!("complex.{op:?}").to_lowercase(),
+            Intrinsic::Cg(op) => format!("cg.{op:?}").to_lowercase(),
             other => format!("{other:?}").to_lowercase(),
         }
     }

@@ -572,6 +572,7 @@ impl Specialization {
         let mut abi = KernelAbi::of(&p.functions[p.entry]);
         abi.seed = p.functions[p.entry].kind == ir::FunctionKind::Kernel
             && p.uses_random()[p.entry.index()];
+        abi.cooperative = p.cooperative;
         abi
     }
 

@@ -66,6 +66,7 @@ fn uses(src: &str, ns: N, name: &str) -> bool {
         N::CupyxJit => src.contains("cupyx") && qualified("jit"),
         N::Numpy => qualified("np") || qualified("numpy") || qualified("cupy"),
         N::Operator => qualified("operator"),
+        N::Cg => qualified("cg"),
         N::Cuda | N::Cupyx => has_word(src, name),
     }
 }

@@ -275,3 +275,60 @@ fn kernel_parameters_over_cuda_s_limit_are_a_diagnostic() {
     );
     big_parameter_kernel(8185, pydevice::Arch::DEFAULT).expect("32,764 bytes fit");
 }
+
+#[test]
+fn grid_sync_marks_the_kernel_cooperative_and_others_not() {
+    let compile = |src: &str, entry: &str, sig: &str, arch: &str| {
+        let m = Module::parse("t.py", src).unwrap_or_else(|d| panic!("{d}"));
+        let (args, _) = parse_signature(sig).expect("sig");
+        let opts = CompileOptions {
+            arch: arch.parse().expect("arch"),
+            ..CompileOptions::default()
+        };
+        m.compile(entry, &args, &opts)
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let sync = compile(
+        &fixture("cg_grid_sync.py"),
+        "grid_sum",
+        "float32[::1], float32[::1]",
+        "sm_80",
+    );
+    assert!(sync.abi.cooperative);
+    assert!(
+        sync.ptx.contains("atom.add.release.gpu.global.u32"),
+        "{}",
+        sync.ptx
+    );
+    let json = serde_json::to_string(&sync.abi).expect("json");
+    assert!(json.contains("\"cooperative\":true"), "{json}");
+    // A grid sync inside a @func called by the kernel counts too.
+    let via_func = "from cuda import device\nfrom cuda.device import cg\n\
+        @device.func\ndef wait_all():\n    cg.sync(cg.this_grid())\n\
+        @device.kernel\ndef k(a):\n    a[0] = 1\n    wait_all()\n";
+    assert!(
+        compile(via_func, "k", "int32[::1]", "sm_90")
+            .abi
+            .cooperative
+    );
+    // Other groups' barriers do not, and the ABI's JSON is unchanged for them.
+    let tiles = compile(
+        &fixture("cg_groups.py"),
+        "groups",
+        "int32[::1], float32[::1], int32[:, ::1]",
+        "sm_90",
+    );
+    assert!(!tiles.abi.cooperative);
+    assert!(tiles.ptx.contains("redux.sync.add.s32"), "{}", tiles.ptx);
+    let json = serde_json::to_string(&tiles.abi).expect("json");
+    assert!(!json.contains("cooperative"), "{json}");
+    // Below sm_80 the same reductions are shuffle trees.
+    let old = compile(
+        &fixture("cg_groups.py"),
+        "groups",
+        "int32[::1], float32[::1], int32[:, ::1]",
+        "sm_75",
+    );
+    assert!(!old.ptx.contains("redux.sync"), "{}", old.ptx);
+    assert!(old.ptx.contains("shfl.sync.bfly.b32"), "{}", old.ptx);
+}

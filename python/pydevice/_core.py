@@ -750,7 +750,7 @@ class Kernel(_Entry):
         with self._lock:
             return self._specs.setdefault(key, spec)
 
-    def _launch(self, args, grid, block, stream, shared, seed=None):
+    def _launch(self, args, grid, block, stream, shared, seed=None, cooperative=False):
         keys = []
         vals = []
         H = _HANDLERS
@@ -770,9 +770,9 @@ class Kernel(_Entry):
         if spec is None:
             spec = self._specialize(key, args)
         if spec.host_arrays:
-            return self._launch_host(spec, vals, grid, block, stream, shared, seed)
+            return self._launch_host(spec, vals, grid, block, stream, shared, seed, cooperative)
         h = _stream_handle(stream)
-        spec.launcher.launch(tuple(vals), grid, block, shared, h, seed)
+        spec.launcher.launch(tuple(vals), grid, block, shared, h, seed, cooperative)
         if not self._bounds_check:
             # Later launches with arguments of these kinds take the fast path (when all of
             # them have one: CuPy arrays, PyTorch tensors, Python numbers).
@@ -783,7 +783,7 @@ class Kernel(_Entry):
             _native.synchronize(spec.launcher.device, h)
             spec.launcher.check_bounds()
 
-    def _launch_host(self, spec, vals, grid, block, stream, shared, seed=None):
+    def _launch_host(self, spec, vals, grid, block, stream, shared, seed=None, cooperative=False):
         """Host NumPy arrays: copied to the device, launched, synchronized, copied back."""
         ordinal = spec.launcher.device
         h = _stream_handle(stream)
@@ -795,7 +795,7 @@ class Kernel(_Entry):
             bufs[i] = (a, buf)
             strides = _c_strides(a.shape) if a.ndim else (1,)
             vals[i] = (buf.ptr, a.shape if a.ndim else (1,), strides)
-        spec.launcher.launch(tuple(vals), grid, block, shared, h, seed)
+        spec.launcher.launch(tuple(vals), grid, block, shared, h, seed, cooperative)
         _native.synchronize(ordinal, h)
         if self._bounds_check:
             spec.launcher.check_bounds()
@@ -861,8 +861,10 @@ class _Configured:
             k._launch(args, self.grid, self.block, self.stream, self.shared)
 
 
-# The spec's `launch(f, *args, grid, block, stream, shared=0)` (and pydevice's `seed=None`,
-# the seed of the kernel's `cuda.device.random` numbers): runs kernel `f` on `args` with
+# The spec's `launch(f, *args, grid, block, stream, shared=0)`, plus pydevice's `seed=None`
+# (the seed of the kernel's `cuda.device.random` numbers) and `cooperative=False` (True: every
+# block resident at once, as `cg.this_grid().sync()` needs; docs/semantics.md §17.4): runs
+# kernel `f` on `args` with
 # a `grid` of blocks of `block` threads (each an int or a tuple of 1 to 3 ints) and `shared`
 # bytes of dynamic shared memory, asynchronously on `stream` (a cuda.core Stream, anything
 # with `__cuda_stream__`, a CuPy or PyTorch stream, or a handle; None is the default

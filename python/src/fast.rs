@@ -276,7 +276,8 @@ impl Dispatcher {
 
     /// Launches when the arguments have a prepared launcher; returns `False` (having done
     /// nothing) when they need the Python path.
-    #[pyo3(signature = (args, grid, block, stream, shared=0))]
+    #[pyo3(signature = (args, grid, block, stream, shared=0, cooperative=false))]
+    #[allow(clippy::too_many_arguments)]
     pub fn try_launch(
         &self,
         py: Python<'_>,
@@ -285,6 +286,7 @@ impl Dispatcher {
         block: &Bound<'_, PyAny>,
         stream: &Bound<'_, PyAny>,
         shared: u32,
+        cooperative: bool,
     ) -> PyResult<bool> {
         let Some((key, vals, _)) = read_all(py, args)? else {
             return Ok(false);
@@ -317,7 +319,7 @@ impl Dispatcher {
         }
         let grid = dim3(grid, "grid")?;
         let block = dim3(block, "block")?;
-        l.launch_packed(py, &packed, grid, block, shared, handle)?;
+        l.launch_packed(py, &packed, grid, block, shared, handle, cooperative)?;
         Ok(true)
     }
 
@@ -349,10 +351,12 @@ impl Dispatcher {
     }
 }
 
-/// `device.launch(f, *args, grid, block, stream=None, shared=0)`: the fast path when `f`'s
-/// dispatcher has a launcher for these arguments, else `f._launch(...)` (Python).
+/// `device.launch(f, *args, grid, block, stream=None, shared=0, cooperative=False)`: the
+/// fast path when `f`'s dispatcher has a launcher for these arguments, else `f._launch(...)`
+/// (Python). `cooperative=True` launches with `cuLaunchCooperativeKernel` (every block
+/// resident at once), which kernels that call `cg.this_grid().sync()` need.
 #[pyfunction]
-#[pyo3(signature = (f, *args, grid, block, stream=None, shared=0, seed=None))]
+#[pyo3(signature = (f, *args, grid, block, stream=None, shared=0, seed=None, cooperative=false))]
 #[allow(clippy::too_many_arguments)]
 pub fn launch(
     py: Python<'_>,
@@ -363,6 +367,7 @@ pub fn launch(
     stream: Option<&Bound<'_, PyAny>>,
     shared: u32,
     seed: Option<u64>,
+    cooperative: bool,
 ) -> PyResult<()> {
     let none = py.None().into_bound(py);
     let stream = stream.unwrap_or(&none);
@@ -370,13 +375,14 @@ pub fn launch(
     if seed.is_none()
         && let Ok(d) = f.getattr(pyo3::intern!(py, "_dispatcher"))
         && let Ok(d) = d.cast::<Dispatcher>()
-        && d.get().try_launch(py, args, grid, block, stream, shared)?
+        && d.get()
+            .try_launch(py, args, grid, block, stream, shared, cooperative)?
     {
         return Ok(());
     }
     match f.getattr(pyo3::intern!(py, "_launch")) {
         Ok(slow) => {
-            slow.call1((args, grid, block, stream, shared, seed))?;
+            slow.call1((args, grid, block, stream, shared, seed, cooperative))?;
             Ok(())
         }
         Err(_) => Err(pyo3::exceptions::PyTypeError::new_err(format!(

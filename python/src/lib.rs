@@ -489,7 +489,9 @@ pub(crate) fn dim3(v: &Bound<'_, PyAny>, what: &str) -> PyResult<[u32; 3]> {
 }
 
 impl Launcher {
-    /// Launches a filled parameter buffer on stream handle `stream`, without the GIL.
+    /// Launches a filled parameter buffer on stream handle `stream`, without the GIL;
+    /// `cooperative` through `Device::launch_cooperative_packed`.
+    #[allow(clippy::too_many_arguments)]
     fn launch_packed(
         &self,
         py: Python<'_>,
@@ -498,6 +500,7 @@ impl Launcher {
         block: [u32; 3],
         shared: u32,
         stream: usize,
+        cooperative: bool,
     ) -> PyResult<()> {
         let cfg = LaunchConfig {
             grid,
@@ -508,8 +511,13 @@ impl Launcher {
         // (or is 0/1/2, the default streams).
         let stream = unsafe { Stream::from_handle(stream) };
         let r = py.detach(|| {
-            self.device
-                .launch_packed(&self.kernel, packed, &cfg, &stream)
+            if cooperative {
+                self.device
+                    .launch_cooperative_packed(&self.kernel, packed, &cfg, &stream)
+            } else {
+                self.device
+                    .launch_packed(&self.kernel, packed, &cfg, &stream)
+            }
         });
         r.map_err(|e| runtime_to_py(py, e))
     }
@@ -523,7 +531,7 @@ impl Launcher {
     /// [`LoadedKernel::pack`]; the driver call runs without the GIL.
     /// `seed` is the seed of the kernel's random numbers (`cuda.device.random`); `None` draws
     /// a fresh one per launch.
-    #[pyo3(signature = (values, grid, block, shared=0, stream=0, seed=None))]
+    #[pyo3(signature = (values, grid, block, shared=0, stream=0, seed=None, cooperative=false))]
     #[allow(clippy::too_many_arguments)]
     fn launch(
         &self,
@@ -534,6 +542,7 @@ impl Launcher {
         shared: u32,
         stream: usize,
         seed: Option<u64>,
+        cooperative: bool,
     ) -> PyResult<()> {
         if values.len() != self.params.len() {
             return Err(PyTypeError::new_err(format!(
@@ -568,7 +577,14 @@ impl Launcher {
             dim3(block, "block")?,
             shared,
             stream,
+            cooperative,
         )
+    }
+
+    /// Whether the kernel synchronizes the grid and so needs `cooperative=True`.
+    #[getter]
+    fn cooperative(&self) -> bool {
+        self.kernel.abi().cooperative
     }
 
     /// The kernel's symbol.

@@ -252,6 +252,14 @@ pub fn layout_of(t: &Type) -> TypeLayout {
             align: 8,
             fields: vec![],
         },
+        // A group's run-time part: the member mask of a coalesced group (§17).
+        Type::Group(_) => TypeLayout {
+            name: t.to_string(),
+            cxx: "unsigned int".into(),
+            size: 4,
+            align: 4,
+            fields: vec![],
+        },
         Type::WarpMask => TypeLayout {
             name: "WarpMask".into(),
             cxx: "unsigned int".into(),
@@ -471,6 +479,12 @@ pub struct KernelAbi {
     /// that the runtime passes (docs/semantics.md §6.4). Absent from the JSON when false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub seed: bool,
+    /// Whether the kernel synchronizes the whole grid (`cg.this_grid().sync()`), so that it
+    /// must be launched cooperatively, with every block resident at once
+    /// (`runtime::Device::launch_cooperative`; docs/semantics.md §17.4). Absent from the
+    /// JSON when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cooperative: bool,
 }
 
 impl KernelAbi {
@@ -487,6 +501,7 @@ impl KernelAbi {
                 })
                 .collect(),
             seed: false,
+            cooperative: false,
         }
     }
 }

@@ -700,15 +700,15 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
         block,
         shared_bytes: shared,
     };
-    device
-        .launch_seeded(
-            &loaded,
-            &values,
-            &cfg,
-            &pydevice::runtime::Stream::default_stream(),
-            seed,
-        )
-        .map_err(|e| e.to_string())?;
+    // A kernel that synchronizes the grid is launched cooperatively (docs/semantics.md §17.4).
+    let packed = loaded.pack(&values).map_err(|e| e.to_string())?.with_seed(seed);
+    let stream = pydevice::runtime::Stream::default_stream();
+    if loaded.abi().cooperative {
+        device.launch_cooperative_packed(&loaded, &packed, &cfg, &stream)
+    } else {
+        device.launch_packed(&loaded, &packed, &cfg, &stream)
+    }
+    .map_err(|e| e.to_string())?;
     device
         .synchronize()
         .map_err(|e| format!("kernel `{entry}` failed: {e}"))?;

@@ -122,6 +122,9 @@ pub struct LoadedKernel {
     /// (`cuModuleGetGlobal` returning `CUDA_ERROR_NOT_FOUND`, which compute-sanitizer
     /// reports) for kernels compiled without bounds checks.
     bounds_global: bool,
+    /// The cooperative launch limits found so far, by (threads per block, dynamic shared
+    /// bytes): [`Device::cooperative_limit`] asks the driver once per shape.
+    cooperative_limits: Mutex<Vec<((u32, u32), u64)>>,
 }
 
 /// Whether PTX text defines the bounds-check record, a `.global` variable named
@@ -327,6 +330,7 @@ impl Device {
             name: Arc::from(abi.symbol.as_str()),
             abi: abi.clone(),
             bounds_global: defines_bounds_global(ptx),
+            cooperative_limits: Mutex::default(),
         })
     }
 
@@ -497,12 +501,108 @@ impl Device {
     /// A rejected launch (bad shape, too much shared memory, too many registers for the block)
     /// is a [`RuntimeError::Launch`] naming the kernel and the numbers at fault; the context
     /// stays usable. A fault of an earlier kernel reported here is a [`RuntimeError::Fault`].
+    ///
+    /// A kernel that synchronizes the grid (`cg.this_grid().sync()`, [`KernelAbi::cooperative`])
+    /// is refused here with a [`RuntimeError::Launch`]: it needs
+    /// [`launch_cooperative`](Device::launch_cooperative).
     pub fn launch_packed(
         &self,
         kernel: &LoadedKernel,
         args: &PackedArgs,
         cfg: &LaunchConfig,
         stream: &Stream,
+    ) -> Result<(), RuntimeError> {
+        if kernel.abi.cooperative {
+            return Err(RuntimeError::Launch {
+                kernel: kernel.name.to_string(),
+                message: "launch rejected: the kernel synchronizes the whole grid \
+                          (`cg.this_grid().sync()`), so it needs a cooperative launch \
+                          (`Device::launch_cooperative`; in Python \
+                          `device.launch(..., cooperative=True)`)"
+                    .to_string(),
+            });
+        }
+        self.launch_raw(kernel, args, cfg, stream, false)
+    }
+
+    /// Launches a kernel cooperatively (`cuLaunchCooperativeKernel`) on `stream`: every
+    /// block is resident at once, which `cg.this_grid().sync()` needs (docs/semantics.md
+    /// §17.4). Any kernel may be launched this way. A grid with more blocks than the device
+    /// holds at once (blocks per multiprocessor at this block size and shared memory ×
+    /// multiprocessors) is refused with a [`RuntimeError::Launch`] that gives the limit.
+    ///
+    /// One loaded grid-synchronizing kernel must not run twice at the same time (on two
+    /// streams): its launches share the module's barrier word.
+    pub fn launch_cooperative(
+        &self,
+        kernel: &LoadedKernel,
+        args: &[ArgValue],
+        cfg: &LaunchConfig,
+        stream: &Stream,
+    ) -> Result<(), RuntimeError> {
+        self.launch_cooperative_packed(kernel, &kernel.pack(args)?, cfg, stream)
+    }
+
+    /// [`launch_cooperative`](Device::launch_cooperative) with packed arguments.
+    pub fn launch_cooperative_packed(
+        &self,
+        kernel: &LoadedKernel,
+        args: &PackedArgs,
+        cfg: &LaunchConfig,
+        stream: &Stream,
+    ) -> Result<(), RuntimeError> {
+        let limit = self.cooperative_limit(kernel, cfg)?;
+        let blocks = cfg.grid.iter().map(|&g| u64::from(g)).product::<u64>();
+        if blocks > limit {
+            return Err(RuntimeError::Launch {
+                kernel: kernel.name.to_string(),
+                message: format!(
+                    "cooperative launch rejected: the grid has {blocks} blocks, but at most \
+                     {limit} can be resident at once on this device with {} threads and {} \
+                     bytes of dynamic shared memory per block ({cfg})",
+                    cfg.threads_per_block(),
+                    cfg.shared_bytes
+                ),
+            });
+        }
+        self.launch_raw(kernel, args, cfg, stream, true)
+    }
+
+    /// The most blocks of `cfg`'s shape a cooperative launch of `kernel` may have: resident
+    /// blocks per multiprocessor × multiprocessors (0 when the device cannot launch
+    /// cooperatively). Asked of the driver once per kernel and shape, then remembered.
+    pub fn cooperative_limit(
+        &self,
+        kernel: &LoadedKernel,
+        cfg: &LaunchConfig,
+    ) -> Result<u64, RuntimeError> {
+        use CUdevice_attribute as D;
+        let threads = u32::try_from(cfg.threads_per_block()).unwrap_or(u32::MAX);
+        let shape = (threads, cfg.shared_bytes);
+        if let Some(&(_, l)) = lock(&kernel.cooperative_limits)
+            .iter()
+            .find(|(s, _)| *s == shape)
+        {
+            return Ok(l);
+        }
+        let limit = if self.attribute(D::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)? == 0 {
+            0
+        } else {
+            let sms = self.attribute(D::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+            let per_sm = kernel.active_blocks_per_sm(threads, cfg.shared_bytes)?;
+            u64::from(per_sm) * u64::try_from(sms).unwrap_or(0)
+        };
+        lock(&kernel.cooperative_limits).push((shape, limit));
+        Ok(limit)
+    }
+
+    fn launch_raw(
+        &self,
+        kernel: &LoadedKernel,
+        args: &PackedArgs,
+        cfg: &LaunchConfig,
+        stream: &Stream,
+        cooperative: bool,
     ) -> Result<(), RuntimeError> {
         if !Arc::ptr_eq(&args.kernel, &kernel.name) && *args.kernel != *kernel.name {
             return Err(RuntimeError::Argument(format!(
@@ -538,14 +638,30 @@ impl Device {
         // each to bytes laid out as the parameter's ABI says; they outlive the call, which
         // copies them. The function belongs to a module `kernel` keeps loaded in this context.
         unsafe {
-            cudarc::driver::result::launch_kernel(
-                kernel.function.cu_function(),
-                (cfg.grid[0], cfg.grid[1], cfg.grid[2]),
-                (cfg.block[0], cfg.block[1], cfg.block[2]),
-                cfg.shared_bytes,
-                stream.raw(),
-                &mut ptrs,
-            )
+            if cooperative {
+                cudarc::driver::sys::cuLaunchCooperativeKernel(
+                    kernel.function.cu_function(),
+                    cfg.grid[0],
+                    cfg.grid[1],
+                    cfg.grid[2],
+                    cfg.block[0],
+                    cfg.block[1],
+                    cfg.block[2],
+                    cfg.shared_bytes,
+                    stream.raw(),
+                    ptrs.as_mut_ptr(),
+                )
+                .result()
+            } else {
+                cudarc::driver::result::launch_kernel(
+                    kernel.function.cu_function(),
+                    (cfg.grid[0], cfg.grid[1], cfg.grid[2]),
+                    (cfg.block[0], cfg.block[1], cfg.block[2]),
+                    cfg.shared_bytes,
+                    stream.raw(),
+                    &mut ptrs,
+                )
+            }
         }
         .map_err(|e| self.launch_error(kernel, cfg, e))?;
         let mut last = lock(&self.last_kernel);

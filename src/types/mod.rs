@@ -485,6 +485,36 @@ pub enum Type {
         /// Where the element lives.
         space: MemSpace,
     },
+    /// A cooperative group (`cg.this_thread_block()`, `cg.tiled_partition(g, 8)`, …,
+    /// docs/semantics.md §17). Its kind is known at compile time; at run time it is an
+    /// `int32`: the member mask of a coalesced group, 0 for the others.
+    Group(GroupKind),
+}
+
+/// The kind of a cooperative group (docs/semantics.md §17).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum GroupKind {
+    /// `this_thread_block()`: the threads of the block.
+    Block,
+    /// `this_grid()`: every thread of the launch (its `sync()` needs a cooperative launch).
+    Grid,
+    /// `coalesced_threads()`: the threads of a warp active where it was created.
+    Coalesced,
+    /// `tiled_partition(g, n)`: `n` consecutive threads (by rank in the block), `n` a power
+    /// of two from 1 to 32.
+    Tile(u8),
+}
+
+impl GroupKind {
+    /// The name the language gives the group's type.
+    pub fn name(self) -> String {
+        match self {
+            GroupKind::Block => "thread_block".into(),
+            GroupKind::Grid => "grid_group".into(),
+            GroupKind::Coalesced => "coalesced_group".into(),
+            GroupKind::Tile(n) => format!("thread_block_tile[{n}]"),
+        }
+    }
 }
 
 /// The deepest nesting of tuples, structs and arrays that [`Type::validate`] accepts.
@@ -526,7 +556,11 @@ impl Type {
                 }
             };
             match t {
-                Type::None | Type::Scalar(_) | Type::WarpMask | Type::Ref { .. } => {}
+                Type::None
+                | Type::Scalar(_)
+                | Type::WarpMask
+                | Type::Ref { .. }
+                | Type::Group(_) => {}
                 Type::Vector { elem, len } => scalar_vector(*elem, *len)?,
                 Type::Tuple(ts) => work.extend(ts.iter().map(|t| (t, depth + 1))),
                 Type::Array(a) => {
@@ -722,6 +756,7 @@ impl fmt::Display for Type {
             Type::Atomic { dtype, .. } => write!(f, "Atomic[{dtype}]"),
             Type::StructRef { st, .. } => write!(f, "ref[{}]", st.name),
             Type::Ref { dtype, .. } => write!(f, "atomic_ref[{dtype}]"),
+            Type::Group(k) => f.write_str(&k.name()),
         }
     }
 }

@@ -51,12 +51,16 @@ pub enum Namespace {
     Operator,
     /// Python's builtins (`len`, `int`): not importable, the names every module sees.
     Builtins,
+    /// `cuda.device.cg`: cooperative groups and asynchronous copies, a pydevice extension
+    /// (docs/semantics.md §17).
+    Cg,
 }
 
 /// The namespaces that are members of other namespaces (`numba.cuda`, `cuda.device`).
 const SUBSPACES: &[(Namespace, &str, Namespace)] = &[
     (Namespace::Cuda, "device", Namespace::Device),
     (Namespace::Device, "random", Namespace::DeviceRandom),
+    (Namespace::Device, "cg", Namespace::Cg),
     (Namespace::Numba, "cuda", Namespace::NumbaCuda),
     (Namespace::Numba, "types", Namespace::NumbaTypes),
     (Namespace::NumbaCuda, "shared", Namespace::NumbaShared),
@@ -285,6 +289,37 @@ pub enum Builtin {
     Rand,
     /// `random.randn(dtype=float)`: a standard normal number (§6.4)
     Randn,
+    /// A function of `cuda.device.cg` (docs/semantics.md §17).
+    Cg(CgFn),
+}
+
+/// The functions of `cuda.device.cg` (docs/semantics.md §17).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum CgFn {
+    /// `cg.this_thread_block()`
+    ThisThreadBlock,
+    /// `cg.this_grid()`
+    ThisGrid,
+    /// `cg.coalesced_threads()`
+    CoalescedThreads,
+    /// `cg.tiled_partition(g, n)`
+    TiledPartition,
+    /// `cg.reduce(g, value, op)`
+    Reduce,
+    /// `cg.sync(g)`: `g.sync()`
+    Sync,
+    /// `cg.barrier_arrive(block)`
+    BarrierArrive,
+    /// `cg.barrier_wait(block, token)`
+    BarrierWait,
+    /// `cg.memcpy_async(dst, dst_index, src, src_index, count=1)`
+    MemcpyAsync,
+    /// `cg.memcpy_async_commit()`
+    AsyncCommit,
+    /// `cg.memcpy_async_wait(n=0)`
+    AsyncWait,
+    /// `cg.memcpy_async_wait_all()`
+    AsyncWaitAll,
 }
 
 /// The functions of Python's `cmath` module that device code can call (the modulus is the

@@ -16,8 +16,9 @@
 //!
 //! This module must not depend on the checker: a rule is data here, a function there.
 
-use super::{Builtin, Namespace as N};
-use crate::ir::{AtomicOp, Intrinsic, Shfl, Vote};
+use super::{Builtin, CgFn, Namespace as N};
+use crate::ir::{AtomicOp, CgOp, Intrinsic, Shfl, Vote};
+use crate::types::GroupKind;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -115,6 +116,8 @@ pub enum Rule {
     /// `random.rand(dtype)` / `random.randn(dtype)`: a float of the dtype (float32 or float64;
     /// the dialect's `float` by default).
     Random,
+    /// A function of `cuda.device.cg` (`check::groups`, docs/semantics.md §17).
+    Cg,
 }
 
 /// The IR operation a call of a builtin produces.
@@ -324,6 +327,19 @@ pub static ROWS: &[Row] = &[
     // Random numbers: pydevice's extension `cuda.device.random` (§6.4).
     row(B::Rand, &[(N::DeviceRandom, "rand")], &["dtype"], &["float"], Rule::Random, Op::Intrinsic(I::Rand), HOST),
     row(B::Randn, &[(N::DeviceRandom, "randn")], &["dtype"], &["float"], Rule::Random, Op::Intrinsic(I::Randn), HOST),
+    // Cooperative groups: a pydevice extension (`cuda.device.cg`, docs/semantics.md §17).
+    row(B::Cg(CgFn::ThisThreadBlock), &[(N::Cg, "this_thread_block")], &[], &[], Rule::Cg, Op::Intrinsic(I::Cg(CgOp::Make(GroupKind::Block))), DEVICE_ONLY),
+    row(B::Cg(CgFn::ThisGrid), &[(N::Cg, "this_grid")], &[], &[], Rule::Cg, Op::Intrinsic(I::Cg(CgOp::Make(GroupKind::Grid))), DEVICE_ONLY),
+    row(B::Cg(CgFn::CoalescedThreads), &[(N::Cg, "coalesced_threads")], &[], &[], Rule::Cg, Op::Intrinsic(I::Cg(CgOp::Make(GroupKind::Coalesced))), DEVICE_ONLY),
+    row(B::Cg(CgFn::TiledPartition), &[(N::Cg, "tiled_partition")], &["parent", "size"], &[], Rule::Cg, Op::Expr("tile group"), DEVICE_ONLY),
+    row(B::Cg(CgFn::Reduce), &[(N::Cg, "reduce")], &["group", "value", "op"], &[], Rule::Cg, Op::Expr("group reduction"), DEVICE_ONLY),
+    row(B::Cg(CgFn::Sync), &[(N::Cg, "sync")], &["group"], &[], Rule::Cg, Op::Expr("group barrier"), DEVICE_ONLY),
+    row(B::Cg(CgFn::BarrierArrive), &[(N::Cg, "barrier_arrive")], &["group"], &[], Rule::Cg, Op::Intrinsic(I::Cg(CgOp::BarrierArrive)), DEVICE_ONLY),
+    row(B::Cg(CgFn::MemcpyAsync), &[(N::Cg, "memcpy_async")], &["dst", "dst_index", "src", "src_index", "count"], &["1"], Rule::Cg, Op::Expr("asynchronous copy"), DEVICE_ONLY),
+    row(B::Cg(CgFn::AsyncCommit), &[(N::Cg, "memcpy_async_commit")], &[], &[], Rule::Cg, Op::Intrinsic(I::Cg(CgOp::AsyncCommit)), DEVICE_ONLY),
+    row(B::Cg(CgFn::AsyncWait), &[(N::Cg, "memcpy_async_wait")], &["n"], &["0"], Rule::Cg, Op::Expr("cp.async.wait_group"), DEVICE_ONLY),
+    row(B::Cg(CgFn::AsyncWaitAll), &[(N::Cg, "memcpy_async_wait_all")], &[], &[], Rule::Cg, Op::Intrinsic(I::Cg(CgOp::AsyncWaitAll)), DEVICE_ONLY),
+    row(B::Cg(CgFn::BarrierWait), &[(N::Cg, "barrier_wait")], &["group", "token"], &[], Rule::Cg, Op::Intrinsic(I::Cg(CgOp::BarrierWait)), DEVICE_ONLY),
 ];
 
 /// The families of builtins named by another enum.

@@ -347,6 +347,7 @@ impl FnCx<'_, '_> {
             | Rule::NumbaFence
             | Rule::Selp
             | Rule::CupyxSharedMemory) => self.numba_call(rule, b, c),
+            Rule::Cg => self.cg_call(b, c),
             Rule::TargetOnly => {
                 self.diags.push(
                     Diagnostic::error(Code::E0410, span, format!("`{name}(...)` may only appear in the whole condition of an `if` statement"))

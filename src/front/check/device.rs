@@ -258,7 +258,7 @@ impl FnCx<'_, '_> {
         }
     }
 
-    fn int32_arg(&mut self, e: &ast::Expr) -> Option<Handle<Expr>> {
+    pub(super) fn int32_arg(&mut self, e: &ast::Expr) -> Option<Handle<Expr>> {
         let v = self.eval(e)?;
         match v.ty.as_scalar() {
             Some(s) if s.is_integer() => self.convert(&v, Scalar::Int32),
@@ -735,6 +735,7 @@ impl FnCx<'_, '_> {
             | Rule::MinMax
             | Rule::Positions
             | Rule::Vector
+            | Rule::Cg
             | Rule::NumbaSyncthreads
             | Rule::NumbaVote
             | Rule::NumbaAtomic
@@ -750,7 +751,7 @@ impl FnCx<'_, '_> {
 
     /// A value for a warp shuffle or match: bool and integers narrower than 32 bits are
     /// widened to 32 bits (the flag says to narrow the result back); at most 8 bytes.
-    fn widen_for_warp(&mut self, v: &Val, name: &str) -> Option<(Handle<Expr>, bool)> {
+    pub(super) fn widen_for_warp(&mut self, v: &Val, name: &str) -> Option<(Handle<Expr>, bool)> {
         let Some(s) = v.ty.as_scalar() else {
             self.diags.push(
                 Diagnostic::error(
@@ -966,6 +967,7 @@ impl FnCx<'_, '_> {
             return r;
         }
         match v.ty.clone() {
+            Type::Group(k) => self.group_method(k, v, method, c),
             // `v.dtype(x)`: the element type's conversion.
             Type::Vector { elem, .. } if method == "dtype" => {
                 self.builtin_call(Builtin::Scalar(elem), c)

@@ -48,6 +48,8 @@ pub fn specialize(
         defaults,
         sm,
         target_used: false,
+        grid_sync: false,
+        split_barrier: false,
         functions: Arena::default(),
         instances: HashMap::new(),
         reported: HashSet::new(),
@@ -129,6 +131,8 @@ pub fn specialize(
                 },
                 file: module.file.clone(),
                 target_sm: s.target_used.then_some(sm),
+                cooperative: s.grid_sync,
+                split_barrier: s.split_barrier,
             })
         }
         _ => {
@@ -168,6 +172,12 @@ struct Specializer<'m> {
     sm: u32,
     /// Whether any `target(...)` was decided (the program is then specific to `sm`).
     target_used: bool,
+    /// Whether any `cg.this_grid().sync()` was checked (the kernel needs a cooperative
+    /// launch).
+    grid_sync: bool,
+    /// Whether any `cg.barrier_arrive` was checked (the kernel initializes the block's
+    /// split barrier on entry).
+    split_barrier: bool,
     functions: Arena<Function>,
     instances: HashMap<InstanceKey, Instance>,
     reported: HashSet<InstanceKey>,
@@ -1214,6 +1224,7 @@ mod assign;
 mod calls;
 mod complex;
 mod device;
+mod groups;
 mod numba;
 use complex::complex_unsupported;
 use stmt::{always_returns, assigned_names, contains_call, count_assignments, element_type};

@@ -434,7 +434,8 @@ impl FnCx<'_, '_> {
             | Rule::WarpMask
             | Rule::Math
             | Rule::MathPair
-            | Rule::Vector => self.table_mismatch(b, span),
+            | Rule::Vector
+            | Rule::Cg => self.table_mismatch(b, span),
         }
     }
 }

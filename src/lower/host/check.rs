@@ -350,6 +350,7 @@ fn python_name(op: Intrinsic) -> String {
         Intrinsic::Complex(_) => "complex arithmetic",
         Intrinsic::Rand => "random.rand",
         Intrinsic::Randn => "random.randn",
+        Intrinsic::Cg(_) => "cooperative groups (`cg`)",
     };
     s.to_string()
 }
@@ -394,7 +395,8 @@ pub(crate) fn device_only(op: Intrinsic) -> bool {
         | Intrinsic::Sincos
         | Intrinsic::Sad
         | Intrinsic::RoundDigits
-        | Intrinsic::DynamicSharedSize => true,
+        | Intrinsic::DynamicSharedSize
+        | Intrinsic::Cg(_) => true,
     }
 }
 

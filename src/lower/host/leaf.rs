@@ -43,6 +43,8 @@ pub(crate) fn leaves(t: &Type) -> Option<Vec<Leaf>> {
         Type::Scalar(s) if !host_scalar(*s) => None,
         Type::Vector { elem, .. } if !host_scalar(*elem) => None,
         Type::Ref { dtype, .. } if !host_scalar(*dtype) => None,
+        // Cooperative groups exist only on the device.
+        Type::Group(_) => None,
         Type::Scalar(s) => Some(vec![Leaf {
             scalar: *s,
             offset: 0,

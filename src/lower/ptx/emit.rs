@@ -19,6 +19,7 @@ mod atomics;
 mod cmath;
 mod expr;
 mod functions;
+mod groups;
 mod intrinsics;
 mod numbers;
 mod print;

@@ -225,6 +225,9 @@ impl<'ctx> Emitter<'_, 'ctx> {
             loops: Vec::new(),
             rng,
         };
+        if kernel && fx.e.program.split_barrier {
+            fx.init_split_barrier()?;
+        }
         fx.block(&f.body)?;
         let end =
             fx.e.builder

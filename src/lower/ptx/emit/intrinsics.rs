@@ -176,6 +176,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             }
             Intrinsic::Complex(op) => self.complex_op(op, &vals)?,
             Intrinsic::Rand | Intrinsic::Randn => self.random(op, ty)?,
+            Intrinsic::Cg(op) => return self.cg(op, &vals, ty),
             Intrinsic::DynamicSharedSize => self
                 .asm(
                     "mov.u32 $0, %dynamic_smem_size;",
@@ -281,15 +282,32 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         v: BasicValueEnum<'ctx>,
         lane: IntValue<'ctx>,
     ) -> R<BasicValueEnum<'ctx>> {
+        let c = match kind {
+            Shfl::Up => 0,
+            _ => 0x1f,
+        };
+        let c = self.e.ctx.i32_type().const_int(c, false);
+        self.shfl_with(kind, mask, v, lane, c)
+    }
+
+    /// A shuffle with an explicit `c` operand (segment mask and clamp, as CUDA's `width`
+    /// sets them: `((32 - width) << 8) | clamp`); 64-bit values travel as two halves.
+    pub(super) fn shfl_with(
+        &mut self,
+        kind: Shfl,
+        mask: IntValue<'ctx>,
+        v: BasicValueEnum<'ctx>,
+        lane: IntValue<'ctx>,
+        c: IntValue<'ctx>,
+    ) -> R<BasicValueEnum<'ctx>> {
         let i32t = self.e.ctx.i32_type();
-        let (name, c) = match kind {
-            Shfl::Idx => ("llvm.nvvm.shfl.sync.idx.i32", 0x1f),
-            Shfl::Up => ("llvm.nvvm.shfl.sync.up.i32", 0),
-            Shfl::Down => ("llvm.nvvm.shfl.sync.down.i32", 0x1f),
-            Shfl::Xor => ("llvm.nvvm.shfl.sync.bfly.i32", 0x1f),
+        let name = match kind {
+            Shfl::Idx => "llvm.nvvm.shfl.sync.idx.i32",
+            Shfl::Up => "llvm.nvvm.shfl.sync.up.i32",
+            Shfl::Down => "llvm.nvvm.shfl.sync.down.i32",
+            Shfl::Xor => "llvm.nvvm.shfl.sync.bfly.i32",
         };
         let f = self.e.intrinsic(name, &[])?;
-        let c = i32t.const_int(c, false);
         let bits = self.as_int_bits(v)?;
         let r = if bits.get_type().get_bit_width() == 64 {
             let i64t = self.e.ctx.i64_type();

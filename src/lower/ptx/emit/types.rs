@@ -45,7 +45,7 @@ impl<'ctx> Emitter<'_, 'ctx> {
             Type::Scalar(s) => self.scalar_type(*s),
             Type::Vector { .. } | Type::Tuple(_) | Type::Struct(_) => self.aggregate(t).0.into(),
             Type::Array(a) => self.descriptor_type(a).into(),
-            Type::WarpMask => self.ctx.i32_type().into(),
+            Type::WarpMask | Type::Group(_) => self.ctx.i32_type().into(),
             Type::Atomic { dtype, .. } => self.mem_type(&Type::Scalar(*dtype)),
             Type::Ref { .. } | Type::StructRef { .. } => {
                 self.ctx.ptr_type(AddressSpace::default()).into()
