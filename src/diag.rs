@@ -198,7 +198,7 @@ codes! {
     E0401,
     /// atomic operation not available for the element's dtype (§9.2; numba's `inc`/`dec` need uint32 or uint64)
     E0402,
-    /// memory order not allowed for the operation: a `load` or `wait` that is `release`/`acq_rel`, a `store` that is `acquire`/`consume`/`acq_rel` (§9.1)
+    /// memory order not allowed for the operation: a `load` or `wait` that is `release`/`acq_rel`, a `store` that is `acquire`/`consume`/`acq_rel` (§9.1), a `cluster_arrive` that is neither `release` nor `relaxed` (§17.1)
     E0404,
     /// a predicate that is not a function callable with no arguments: a plain value such as `x > 0` or `True`, a lambda with parameters (§9.5)
     E0405,
@@ -260,6 +260,10 @@ codes! {
     E0602,
     /// `pow(x, y, mod)`: the three-argument (modular) `pow` (§15.3)
     E0603,
+    /// a thread block cluster entity (`cluster_idx`, `cluster_sync`, `map_shared_rank`, …) or the `@kernel(cluster=...)` option while compiling for an architecture older than sm_90 (§17.1)
+    E0740,
+    /// `map_shared_rank` of something that is not an array in the block's shared memory (§17.1)
+    E0741,
     /// internal error: the checker built IR that breaks a rule of `ir::validate` (run in debug builds and tests between checking and lowering; a compiler bug; please report it)
     E0998,
     /// internal error: a specialization failed without a diagnostic (a compiler bug; please report it)

@@ -159,6 +159,9 @@ pub struct ProgramOptions {
     pub bounds_check: bool,
     /// `assertions=False`: `assert` statements are compiled out (not evaluated).
     pub skip_assertions: bool,
+    /// `cluster=(x, y, z)` (sm_90): the thread block cluster shape the kernel must be
+    /// launched with, emitted as `.explicitcluster` and `.reqnctapercluster x, y, z`.
+    pub cluster: Option<[u32; 3]>,
 }
 
 /// The device global where a bounds-checked kernel records its first out-of-range access:
@@ -450,6 +453,32 @@ pub enum Intrinsic {
     Complex(ComplexOp),
     /// `dynamic_shared_array()`'s size in bytes (the launch's `shared` parameter).
     DynamicSharedSize,
+    /// `cluster_idx.<axis>` (uint32, sm_90): the cluster's index in the grid (`%clusterid`).
+    ClusterIdx(Axis),
+    /// `cluster_dim.<axis>` (uint32, sm_90): the cluster's extent in blocks
+    /// (`%cluster_nctaid`).
+    ClusterDim(Axis),
+    /// `block_idx_in_cluster.<axis>` (uint32, sm_90): the block's index in its cluster
+    /// (`%cluster_ctaid`).
+    BlockIdxInCluster(Axis),
+    /// `block_rank_in_cluster` (int32, sm_90): the block's linear rank in its cluster
+    /// (`%cluster_ctarank`).
+    BlockRankInCluster,
+    /// `cluster_size` (int32, sm_90): the number of blocks in the cluster
+    /// (`%cluster_nctarank`).
+    ClusterSize,
+    /// `cluster_arrive(memory)` (sm_90): `barrier.cluster.arrive`, with release semantics, or
+    /// `.relaxed` when the field is true.
+    ClusterArrive(bool),
+    /// `cluster_wait()` (sm_90): `barrier.cluster.wait`, with acquire semantics.
+    ClusterWait,
+    /// `cluster_sync()` (sm_90): `barrier.cluster.arrive` (release) then
+    /// `barrier.cluster.wait` (acquire).
+    ClusterSync,
+    /// `map_shared_rank(array, rank)` (sm_90): the shared array (operand 0) of the block of
+    /// rank operand 1 (int32) in the cluster, as an array of [`crate::types::MemSpace::Cluster`]
+    /// (generic addresses from `mapa`) with the same shape and strides.
+    MapSharedRank,
 }
 
 /// A memory order of the C++ memory model, as the spec's `memory=` parameter names it.
@@ -882,6 +911,16 @@ impl Intrinsic {
             Intrinsic::LaneId => "lane_id".into(),
             Intrinsic::WarpSize => "warp_size".into(),
             Intrinsic::SyncThreads => "syncthreads".into(),
+            Intrinsic::ClusterIdx(a) => format!("cluster_idx.{}", a.letter()),
+            Intrinsic::ClusterDim(a) => format!("cluster_dim.{}", a.letter()),
+            Intrinsic::BlockIdxInCluster(a) => format!("block_idx_in_cluster.{}", a.letter()),
+            Intrinsic::BlockRankInCluster => "block_rank_in_cluster".into(),
+            Intrinsic::ClusterSize => "cluster_size".into(),
+            Intrinsic::ClusterArrive(false) => "cluster_arrive".into(),
+            Intrinsic::ClusterArrive(true) => "cluster_arrive_relaxed".into(),
+            Intrinsic::ClusterWait => "cluster_wait".into(),
+            Intrinsic::ClusterSync => "cluster_sync".into(),
+            Intrinsic::MapSharedRank => "map_shared_rank".into(),
             Intrinsic::Complex(op) => format!("complex.{op:?}").to_lowercase(),
             other => format!("{other:?}").to_lowercase(),
         }
@@ -1404,7 +1443,15 @@ impl ExprFmt<'_> {
             }
             Expr::Intrinsic(op, args) => {
                 write!(f, "{}", op.name())?;
-                if !args.is_empty() || matches!(op, Intrinsic::SyncThreads) {
+                if !args.is_empty()
+                    || matches!(
+                        op,
+                        Intrinsic::SyncThreads
+                            | Intrinsic::ClusterArrive(_)
+                            | Intrinsic::ClusterWait
+                            | Intrinsic::ClusterSync
+                    )
+                {
                     write!(f, "(")?;
                     for (i, a) in args.iter().enumerate() {
                         if i > 0 {

@@ -196,6 +196,7 @@ impl LinkedModule {
             name: Arc::from(abi.symbol.as_str()),
             abi: abi.clone(),
             bounds_global: self.bounds_global,
+            cluster: Default::default(),
         })
     }
 

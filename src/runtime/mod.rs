@@ -25,6 +25,7 @@
 pub mod array;
 pub mod cache;
 pub mod cai;
+mod cluster;
 pub mod config;
 pub mod dlpack;
 pub mod error;
@@ -122,6 +123,9 @@ pub struct LoadedKernel {
     /// (`cuModuleGetGlobal` returning `CUDA_ERROR_NOT_FOUND`, which compute-sanitizer
     /// reports) for kernels compiled without bounds checks.
     bounds_global: bool,
+    /// The cluster shape the kernel was compiled for, read from the driver at its first
+    /// launch (see `cluster.rs`).
+    cluster: std::sync::OnceLock<Option<[u32; 3]>>,
 }
 
 /// Whether PTX text defines the bounds-check record, a `.global` variable named
@@ -294,6 +298,7 @@ impl Device {
             name: Arc::from(abi.symbol.as_str()),
             abi: abi.clone(),
             bounds_global: defines_bounds_global(ptx),
+            cluster: Default::default(),
         })
     }
 
@@ -458,6 +463,19 @@ impl Device {
         cfg: &LaunchConfig,
         stream: &Stream,
     ) -> Result<(), RuntimeError> {
+        self.launch_with(kernel, args, cfg, stream, None)
+    }
+
+    /// [`Device::launch_packed`], in clusters of `cluster` blocks when given
+    /// ([`Device::launch_cluster`]).
+    fn launch_with(
+        &self,
+        kernel: &LoadedKernel,
+        args: &PackedArgs,
+        cfg: &LaunchConfig,
+        stream: &Stream,
+        cluster: Option<[u32; 3]>,
+    ) -> Result<(), RuntimeError> {
         if !Arc::ptr_eq(&args.kernel, &kernel.name) && *args.kernel != *kernel.name {
             return Err(RuntimeError::Argument(format!(
                 "arguments packed for `{}` cannot launch `{}`",
@@ -480,18 +498,24 @@ impl Device {
             .iter()
             .map(|&o| base.wrapping_add(o) as *mut c_void)
             .collect();
+        let cluster = cluster::cluster_shape(kernel, cfg, cluster)?;
         // SAFETY: `ptrs` holds one pointer per kernel parameter (`pack` checked the count),
         // each to bytes laid out as the parameter's ABI says; they outlive the call, which
         // copies them. The function belongs to a module `kernel` keeps loaded in this context.
         unsafe {
-            cudarc::driver::result::launch_kernel(
-                kernel.function.cu_function(),
-                (cfg.grid[0], cfg.grid[1], cfg.grid[2]),
-                (cfg.block[0], cfg.block[1], cfg.block[2]),
-                cfg.shared_bytes,
-                stream.raw(),
-                &mut ptrs,
-            )
+            match cluster {
+                Some(shape) => {
+                    cluster::launch_ex(kernel.function.cu_function(), cfg, shape, stream, &mut ptrs)
+                }
+                None => cudarc::driver::result::launch_kernel(
+                    kernel.function.cu_function(),
+                    (cfg.grid[0], cfg.grid[1], cfg.grid[2]),
+                    (cfg.block[0], cfg.block[1], cfg.block[2]),
+                    cfg.shared_bytes,
+                    stream.raw(),
+                    &mut ptrs,
+                ),
+            }
         }
         .map_err(|e| self.launch_error(kernel, cfg, e))?;
         let mut last = lock(&self.last_kernel);

@@ -130,6 +130,24 @@ pub enum Builtin {
     CupyxLaneId,
     /// `warp_size`
     WarpSize,
+    /// `cluster_idx` (sm_90)
+    ClusterIdx,
+    /// `cluster_dim` (sm_90)
+    ClusterDim,
+    /// `block_idx_in_cluster` (sm_90)
+    BlockIdxInCluster,
+    /// `block_rank_in_cluster` (sm_90)
+    BlockRankInCluster,
+    /// `cluster_size` (sm_90)
+    ClusterSize,
+    /// `cluster_arrive(memory='release')` (sm_90)
+    ClusterArrive,
+    /// `cluster_wait()` (sm_90)
+    ClusterWait,
+    /// `cluster_sync()` (sm_90)
+    ClusterSync,
+    /// `map_shared_rank(array, rank)` (sm_90)
+    MapSharedRank,
     /// `tid(ndims)`
     Tid,
     /// `grid_size(ndims)`

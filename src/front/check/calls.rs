@@ -346,6 +346,9 @@ impl FnCx<'_, '_> {
             | Rule::NumbaFence
             | Rule::Selp
             | Rule::CupyxSharedMemory) => self.numba_call(rule, b, c),
+            rule @ (Rule::ClusterBarrier | Rule::MapSharedRank) => {
+                self.cluster_call(rule, entry, b, c)
+            }
             Rule::TargetOnly => {
                 self.diags.push(
                     Diagnostic::error(Code::E0410, span, format!("`{name}(...)` may only appear in the whole condition of an `if` statement"))
@@ -895,6 +898,11 @@ fn is_static_item(item: &Item) -> bool {
                 | Builtin::BlockIdx
                 | Builtin::BlockDim
                 | Builtin::GridDim
+                | Builtin::ClusterIdx
+                | Builtin::ClusterDim
+                | Builtin::BlockIdxInCluster
+                | Builtin::BlockRankInCluster
+                | Builtin::ClusterSize
         ),
         _ => false,
     }

@@ -433,7 +433,9 @@ impl FnCx<'_, '_> {
             | Rule::WarpMask
             | Rule::Math
             | Rule::MathPair
-            | Rule::Vector => self.table_mismatch(b, span),
+            | Rule::Vector
+            | Rule::ClusterBarrier
+            | Rule::MapSharedRank => self.table_mismatch(b, span),
         }
     }
 }

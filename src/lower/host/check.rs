@@ -335,6 +335,15 @@ fn python_name(op: Intrinsic) -> String {
         Intrinsic::MatchAny => "match_any_sync",
         Intrinsic::MatchAll => "match_all_sync",
         Intrinsic::DynamicSharedSize => "dynamic_shared_array",
+        Intrinsic::ClusterIdx(a) => return format!("cluster_idx.{}", a.letter()),
+        Intrinsic::ClusterDim(a) => return format!("cluster_dim.{}", a.letter()),
+        Intrinsic::BlockIdxInCluster(a) => return format!("block_idx_in_cluster.{}", a.letter()),
+        Intrinsic::BlockRankInCluster => "block_rank_in_cluster",
+        Intrinsic::ClusterSize => "cluster_size",
+        Intrinsic::ClusterArrive(_) => "cluster_arrive",
+        Intrinsic::ClusterWait => "cluster_wait",
+        Intrinsic::ClusterSync => "cluster_sync",
+        Intrinsic::MapSharedRank => "map_shared_rank",
         Intrinsic::Ldexp => "math.ldexp",
         Intrinsic::Frexp => "math.frexp",
         Intrinsic::Modf => "math.modf",
@@ -390,7 +399,16 @@ pub(crate) fn device_only(op: Intrinsic) -> bool {
         | Intrinsic::Sincos
         | Intrinsic::Sad
         | Intrinsic::RoundDigits
-        | Intrinsic::DynamicSharedSize => true,
+        | Intrinsic::DynamicSharedSize
+        | Intrinsic::ClusterIdx(_)
+        | Intrinsic::ClusterDim(_)
+        | Intrinsic::BlockIdxInCluster(_)
+        | Intrinsic::BlockRankInCluster
+        | Intrinsic::ClusterSize
+        | Intrinsic::ClusterArrive(_)
+        | Intrinsic::ClusterWait
+        | Intrinsic::ClusterSync
+        | Intrinsic::MapSharedRank => true,
     }
 }
 

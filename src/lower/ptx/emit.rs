@@ -152,6 +152,8 @@ fn addr_space(s: MemSpace) -> AddressSpace {
         // Allocas are generic pointers that NVPTX places in local memory.
         MemSpace::Local => 0,
         MemSpace::Const => 4,
+        // Another block's shared memory: generic addresses from `mapa` (§17.1).
+        MemSpace::Cluster => 0,
     })
 }
 
