@@ -264,6 +264,16 @@ codes! {
     E0740,
     /// `map_shared_rank` of something that is not an array in the block's shared memory (§17.1)
     E0741,
+    /// bad `asm` call: a template that is not a string literal, names an operand that does not exist (`$N`), has a `$` that starts no operand, or leaves an output unwritten; `constraints` not a string literal; `volatile`/`memory` not constant booleans (§17.2)
+    E0742,
+    /// an inline PTX operand or result of a type PTX operands cannot have: `bool`, 8-bit integers, complex and fp8 numbers, arrays, tuples (§17.2)
+    E0743,
+    /// an inline PTX constraint that does not fit: a count other than the operands', an output without `=`, an input with it, an unknown letter, a register class other than the operand type's, `n` on a value that is not an integer constant (§17.2)
+    E0744,
+    /// `launch` in device code of something that is not a `@kernel` of the module (§17.3)
+    E0745,
+    /// a kernel launched from device code given an array outside global memory (shared, local or cluster shared) (§17.3)
+    E0746,
     /// internal error: the checker built IR that breaks a rule of `ir::validate` (run in debug builds and tests between checking and lowering; a compiler bug; please report it)
     E0998,
     /// internal error: a specialization failed without a diagnostic (a compiler bug; please report it)

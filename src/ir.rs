@@ -1006,12 +1006,51 @@ impl ConstArray {
     }
 }
 
+/// Inline PTX (§17.2), checked by the front end: every `$N` of the template names an
+/// operand, outputs first, and each operand's constraint fits its type.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InlineAsm {
+    /// The PTX, with `$N` for operand N and `$$` for a `$`.
+    pub template: String,
+    /// LLVM's constraint string: `=r,=l` for the outputs, then `r,f,n` for the inputs, then
+    /// `~{memory}` when the PTX reads or writes memory the compiler does not see.
+    pub constraints: String,
+    /// Whether the PTX has effects beyond its outputs (it is then never removed, merged or
+    /// moved across other side effects).
+    pub volatile: bool,
+    /// The inputs, in operand order.
+    pub args: Vec<Handle<Expr>>,
+}
+
+/// A launch from device code (§17.3): the parameter buffer comes from the device runtime's
+/// `cudaGetParameterBuffer`, is filled with the arguments laid out as the child kernel's
+/// parameters, and is launched by `cudaLaunchDevice` on the default stream.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceLaunch {
+    /// The child, a kernel of the same program.
+    pub kernel: Handle<Function>,
+    /// Blocks in the grid (`uint32x3`).
+    pub grid: Handle<Expr>,
+    /// Threads per block (`uint32x3`).
+    pub block: Handle<Expr>,
+    /// Bytes of dynamic shared memory (`uint32`).
+    pub shared: Handle<Expr>,
+    /// The arguments, of the child's parameter types.
+    pub args: Vec<Handle<Expr>>,
+}
+
 /// An expression. Operands are evaluated left to right; `And`, `Or` and `Select` evaluate
 /// only what Python would.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Expr {
     /// A constant of the expression's type.
     Literal(Literal),
+    /// Inline PTX (`asm(...)`, §17.2): its result is `None`, a number, or a tuple of numbers,
+    /// one per output operand.
+    Asm(Box<InlineAsm>),
+    /// A kernel launched from device code (`launch(kernel, grid, block, *args)`, CUDA's
+    /// dynamic parallelism, §17.3): the `cudaError_t` (int32) of `cudaLaunchDevice`.
+    Launch(Box<DeviceLaunch>),
     /// The current value of a local.
     Local(Handle<Local>),
     /// A unary operation.
@@ -1405,6 +1444,33 @@ impl ExprFmt<'_> {
         let e = |h: Handle<Expr>| ExprFmt(func, h);
         let ty = func.ty(self.1);
         match &func.exprs[self.1] {
+            Expr::Asm(a) => {
+                write!(f, "asm[{}]({:?}, {:?}", ty, a.template, a.constraints)?;
+                if a.volatile {
+                    write!(f, ", volatile")?;
+                }
+                for x in &a.args {
+                    write!(f, ", {}", e(*x))?;
+                }
+                write!(f, ")")
+            }
+            Expr::Launch(l) => {
+                write!(
+                    f,
+                    "launch #{}[{}, {}, {}](",
+                    l.kernel.index(),
+                    e(l.grid),
+                    e(l.block),
+                    e(l.shared)
+                )?;
+                for (i, x) in l.args.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write!(f, "{}", e(*x))?;
+                }
+                write!(f, ")")
+            }
             Expr::Literal(Literal::Bool(b)) => write!(f, "{}", if *b { "True" } else { "False" }),
             Expr::Literal(Literal::Int(i)) => write!(f, "{ty}({i})"),
             Expr::Literal(Literal::Float(x)) => write!(f, "{ty}({x:?})"),

@@ -148,6 +148,10 @@ pub enum Builtin {
     ClusterSync,
     /// `map_shared_rank(array, rank)` (sm_90)
     MapSharedRank,
+    /// `asm(template, result, args, constraints, volatile, memory)`: inline PTX
+    Asm,
+    /// `launch(kernel, *args, grid, block, shared=0)` in device code
+    Launch,
     /// `tid(ndims)`
     Tid,
     /// `grid_size(ndims)`
@@ -494,7 +498,7 @@ pub fn cuda_vector_alias(name: &str) -> Option<(crate::types::Scalar, u8)> {
 /// Names of `cuda.device` from the specification that this compiler does not provide yet;
 /// using one is a diagnostic that says so rather than "unknown name".
 pub fn is_planned_device_member(name: &str) -> bool {
-    const PLANNED: &[&str] = &["align", "launch", "machine_representation", "ConstExpr"];
+    const PLANNED: &[&str] = &["align", "machine_representation", "ConstExpr"];
     PLANNED.contains(&name)
 }
 

@@ -117,6 +117,10 @@ pub enum Rule {
     ClusterBarrier,
     /// `map_shared_rank(array, rank)`: another block's shared array (sm_90, §17.1).
     MapSharedRank,
+    /// `asm(...)`: inline PTX (§17.2).
+    Asm,
+    /// `launch(kernel, *args, grid, block, shared)` in device code (§17.3).
+    DeviceLaunch,
 }
 
 /// The IR operation a call of a builtin produces.
@@ -263,6 +267,9 @@ pub static ROWS: &[Row] = &[
     row(B::ClusterWait, &[(N::Device, "cluster_wait")], &[], &[], Rule::ClusterBarrier, Op::Intrinsic(I::ClusterWait), DEVICE_ONLY),
     row(B::ClusterSync, &[(N::Device, "cluster_sync")], &[], &[], Rule::ClusterBarrier, Op::Intrinsic(I::ClusterSync), DEVICE_ONLY),
     row(B::MapSharedRank, &[(N::Device, "map_shared_rank")], &["array", "rank"], &[], Rule::MapSharedRank, Op::Intrinsic(I::MapSharedRank), DEVICE_ONLY),
+    // Inline PTX and launches from device code (extensions, §17.2, §17.3).
+    row(B::Asm, &[(N::Device, "asm")], &["template", "result", "args", "constraints", "volatile", "memory"], &["()", "None", "False", "False"], Rule::Asm, Op::Expr("inline PTX"), DEVICE_ONLY),
+    row(B::Launch, &[(N::Device, "launch")], &["kernel", "*args", "grid", "block", "shared"], &["0"], Rule::DeviceLaunch, Op::Expr("device-side launch"), DEVICE_ONLY),
     row(B::CupyxLaneId, &[(N::CupyxJit, "laneid")], &[], &[], Rule::Nullary, Op::Intrinsic(I::LaneId), DEVICE_ONLY),
     row(B::Tid, &[(N::Device, "tid")], &["ndim"], &[], Rule::Positions, Op::Expr("block_idx * block_dim + thread_idx"), DEVICE_ONLY),
     row(B::GridSize, &[(N::Device, "grid_size")], &["ndim"], &[], Rule::Positions, Op::Expr("block_dim * grid_dim"), DEVICE_ONLY),

@@ -349,6 +349,8 @@ impl FnCx<'_, '_> {
             rule @ (Rule::ClusterBarrier | Rule::MapSharedRank) => {
                 self.cluster_call(rule, entry, b, c)
             }
+            Rule::Asm => self.asm_call(entry, c),
+            Rule::DeviceLaunch => self.device_launch(c),
             Rule::TargetOnly => {
                 self.diags.push(
                     Diagnostic::error(Code::E0410, span, format!("`{name}(...)` may only appear in the whole condition of an `if` statement"))

@@ -730,7 +730,9 @@ impl FnCx<'_, '_> {
             | Rule::Selp
             | Rule::CupyxSharedMemory
             | Rule::ClusterBarrier
-            | Rule::MapSharedRank => self.table_mismatch(b, span),
+            | Rule::MapSharedRank
+            | Rule::Asm
+            | Rule::DeviceLaunch => self.table_mismatch(b, span),
         }
     }
 

@@ -1220,6 +1220,7 @@ fn dim3_intrinsic(b: Builtin, a: Axis) -> Intrinsic {
     }
 }
 
+mod asm;
 mod assign;
 mod calls;
 mod cluster;
@@ -1229,6 +1230,7 @@ mod numba;
 use complex::complex_unsupported;
 use stmt::{always_returns, assigned_names, contains_call, count_assignments, element_type};
 mod expr;
+mod launch;
 mod loops;
 mod ops;
 mod print;

@@ -435,7 +435,9 @@ impl FnCx<'_, '_> {
             | Rule::MathPair
             | Rule::Vector
             | Rule::ClusterBarrier
-            | Rule::MapSharedRank => self.table_mismatch(b, span),
+            | Rule::MapSharedRank
+            | Rule::Asm
+            | Rule::DeviceLaunch => self.table_mismatch(b, span),
         }
     }
 }

@@ -157,6 +157,20 @@ impl Checker {
         let span = f.exprs.span(h);
         let e = &f.exprs[h];
         match e {
+            Expr::Asm(_) | Expr::Launch(_) => {
+                let what = if matches!(e, Expr::Asm(_)) {
+                    "inline PTX (`asm`)"
+                } else {
+                    "a launch from device code"
+                };
+                self.report(
+                    Code::E0501,
+                    span,
+                    format!("{what} exists only on the device"),
+                    GUARD,
+                );
+                return;
+            }
             Expr::Intrinsic(op, _) if device_only(*op) => {
                 self.report(
                     Code::E0501,
@@ -435,6 +449,11 @@ pub(crate) fn children(e: &Expr) -> Vec<Handle<Expr>> {
             otherwise,
         } => vec![*cond, *then, *otherwise],
         Expr::Call(_, args) | Expr::Intrinsic(_, args) | Expr::Tuple(args) => args.clone(),
+        Expr::Asm(a) => a.args.clone(),
+        Expr::Launch(l) => [l.grid, l.block, l.shared]
+            .into_iter()
+            .chain(l.args.iter().copied())
+            .collect(),
         Expr::Load { array, indices } | Expr::ElementRef { array, indices } => {
             let mut v = vec![*array];
             v.extend(indices.iter().map(|i| i.value));

@@ -17,6 +17,7 @@ mod arrays;
 mod atomics;
 mod cmath;
 mod expr;
+mod extensions;
 mod functions;
 mod intrinsics;
 mod numbers;
