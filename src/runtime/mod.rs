@@ -260,8 +260,23 @@ impl Device {
     /// Loads PTX and looks the kernel described by `abi` up in it. Loading is when the driver
     /// compiles the PTX for this GPU. PTX that calls `extern` functions (CUDA C++) cannot be
     /// loaded alone: that is a [`RuntimeError::Link`] naming them; use [`Device::link`].
+    /// PTX that launches kernels from device code (§17.3) is linked with the CUDA device
+    /// runtime (`libcudadevrt.a`) here.
     pub fn load(&self, ptx: &str, abi: &KernelAbi) -> Result<LoadedKernel, RuntimeError> {
         let undefined = link::undefined_functions(&[ptx]);
+        if !undefined.is_empty()
+            && undefined
+                .iter()
+                .all(|n| link::DEVICE_RUNTIME_FUNCTIONS.contains(&n.as_str()))
+        {
+            // A kernel that launches kernels (§17.3): linked with the device runtime.
+            return self
+                .link(&[LinkInput::Ptx {
+                    name: abi.symbol.clone(),
+                    text: ptx.to_string(),
+                }])?
+                .kernel(abi);
+        }
         if !undefined.is_empty() {
             return Err(RuntimeError::Link {
                 message: format!(

@@ -170,3 +170,121 @@ fn cluster_launch_refused_for_a_bad_grid() {
     launch_cluster(&dev, &p, &[oa], [2, 1, 1], [32, 1, 1], [2, 1, 1]).expect("good launch");
     k.launch(&[sa, da], [8, 1, 1], [128, 1, 1]);
 }
+
+/// The byte permutation of PTX's `prmt.b32 d, a, b, c` in its default mode.
+fn prmt(a: u32, b: u32, c: u32) -> u32 {
+    let bytes = (u64::from(b) << 32 | u64::from(a)).to_le_bytes();
+    let mut d = 0u32;
+    for k in 0..4 {
+        let sel = (c >> (4 * k)) & 0xf;
+        let mut byte = bytes[(sel & 7) as usize];
+        if sel & 8 != 0 {
+            byte = if byte & 0x80 != 0 { 0xff } else { 0 };
+        }
+        d |= u32::from(byte) << (8 * k);
+    }
+    d
+}
+
+#[test]
+fn inline_ptx_results_match_the_cpu() {
+    let Some(dev) = device("inline_ptx_results_match_the_cpu") else {
+        return;
+    };
+    let k = kernel(
+        &dev,
+        &fixture("inline_ptx.py"),
+        "inline_ptx",
+        "uint32[::1], uint32[::1], uint32[::1], int32[::1], float64[::1], int16[::1], float16[::1]",
+    );
+    let n = 3000usize;
+    let mut rng = Rng(0xa5a5_1234);
+    let a: Vec<u32> = (0..n).map(|_| rng.next() as u32).collect();
+    let b: Vec<u32> = (0..n).map(|_| rng.next() as u32).collect();
+    let s: Vec<i32> = (0..n).map(|_| rng.next() as i32).collect();
+    let d: Vec<f64> = (0..n).map(|_| f64::from(rng.f32(-8.0, 8.0))).collect();
+    let h: Vec<i16> = (0..n).map(|_| rng.next() as i16).collect();
+    // float16 bits of small integers 0..=64 (exact, and so are their doubles).
+    let halves: Vec<u16> = (0..n)
+        .map(|i| {
+            let v = (i % 65) as u16;
+            if v == 0 {
+                0
+            } else {
+                let e = 15 - v.leading_zeros() as u16;
+                ((e + 15) << 10) | ((v << (10 - e)) & 0x3ff)
+            }
+        })
+        .collect();
+    let (_ab, aa) = vec1(&dev, &a);
+    let (_bb, ba) = vec1(&dev, &b);
+    let (ob, oa) = vec1(&dev, &vec![0u32; 8 * n]);
+    let (sb, sa) = vec1(&dev, &s);
+    let (db, da) = vec1(&dev, &d);
+    let (hb, ha) = vec1(&dev, &h);
+    let (fb, fa) = vec1(&dev, &halves);
+    k.launch(
+        &[aa, ba, oa, sa, da, ha, fa],
+        [blocks(n, 128), 1, 1],
+        [128, 1, 1],
+    );
+    let out: Vec<u32> = from_bytes(&dev.download(&ob).expect("download"));
+    let s2: Vec<i32> = from_bytes(&dev.download(&sb).expect("download"));
+    let d2: Vec<f64> = from_bytes(&dev.download(&db).expect("download"));
+    let h2: Vec<i16> = from_bytes(&dev.download(&hb).expect("download"));
+    let f2: Vec<u16> = from_bytes(&dev.download(&fb).expect("download"));
+    for i in 0..n {
+        let (x, y) = (a[i], b[i]);
+        let lane = (i % 32) as u32;
+        let want = [
+            lane,
+            prmt(x, y, 0x5410),
+            x ^ y ^ lane,
+            y,
+            x,
+            (i64::from(s[i]) + 7) as u32,
+            1,
+            7,
+        ];
+        assert_eq!(&out[8 * i..8 * i + 8], &want, "element {i}");
+        assert_eq!(s2[i], s[i].wrapping_add(x as i32), "s[{i}]");
+        assert_eq!(d2[i], d[i].mul_add(d[i], 0.5), "d[{i}]");
+        assert_eq!(h2[i], h[i].wrapping_add(3), "h[{i}]");
+        // Doubling a float16 adds one to its exponent (zero stays zero).
+        let want = if halves[i] == 0 {
+            0
+        } else {
+            halves[i] + (1 << 10)
+        };
+        assert_eq!(f2[i], want, "f16[{i}]");
+    }
+}
+
+#[test]
+fn device_side_launch_scales_each_slice() {
+    let Some(dev) = device("device_side_launch_scales_each_slice") else {
+        return;
+    };
+    // The parent's blocks each launch a child grid over their slice (linked with the device
+    // runtime when loaded).
+    let k = kernel(
+        &dev,
+        &fixture("device_launch.py"),
+        "parent",
+        "float32[::1], float32[::1], int32",
+    );
+    let (n, per_block) = (10_000usize, 1000usize);
+    let mut rng = Rng(0xcd9_2024);
+    let src: Vec<f32> = (0..n).map(|_| rng.f32(-1000.0, 1000.0)).collect();
+    let (_sb, sa) = vec1(&dev, &src);
+    let (db, da) = vec1(&dev, &vec![f32::NAN; n]);
+    k.launch(
+        &[sa, da, ArgValue::Int(per_block as i64)],
+        [(n / per_block) as u32, 1, 1],
+        [32, 1, 1],
+    );
+    let out: Vec<f32> = from_bytes(&dev.download(&db).expect("download"));
+    for i in 0..n {
+        assert_eq!(out[i], src[i] * 2.5, "element {i}");
+    }
+}
