@@ -317,7 +317,7 @@ impl Dispatcher {
         }
         let grid = dim3(grid, "grid")?;
         let block = dim3(block, "block")?;
-        l.launch_packed(py, &packed, grid, block, shared, handle)?;
+        l.launch_packed(py, &packed, grid, block, shared, handle, None)?;
         Ok(true)
     }
 
@@ -349,10 +349,12 @@ impl Dispatcher {
     }
 }
 
-/// `device.launch(f, *args, grid, block, stream=None, shared=0)`: the fast path when `f`'s
-/// dispatcher has a launcher for these arguments, else `f._launch(...)` (Python).
+/// `device.launch(f, *args, grid, block, stream=None, shared=0, cluster=None)`: the fast path
+/// when `f`'s dispatcher has a launcher for these arguments, else `f._launch(...)` (Python).
+/// A launch in thread block clusters (`cluster=(x, y, z)`, §17.1) takes the Python path.
 #[pyfunction]
-#[pyo3(signature = (f, *args, grid, block, stream=None, shared=0))]
+#[pyo3(signature = (f, *args, grid, block, stream=None, shared=0, cluster=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn launch(
     py: Python<'_>,
     f: &Bound<'_, PyAny>,
@@ -361,9 +363,22 @@ pub fn launch(
     block: &Bound<'_, PyAny>,
     stream: Option<&Bound<'_, PyAny>>,
     shared: u32,
+    cluster: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     let none = py.None().into_bound(py);
     let stream = stream.unwrap_or(&none);
+    if let Some(cluster) = cluster.filter(|c| !c.is_none()) {
+        return match f.getattr(pyo3::intern!(py, "_launch")) {
+            Ok(slow) => {
+                slow.call1((args, grid, block, stream, shared, cluster))?;
+                Ok(())
+            }
+            Err(_) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "launch: expected a @kernel, got {}",
+                f.get_type().name()?
+            ))),
+        };
+    }
     if let Ok(d) = f.getattr(pyo3::intern!(py, "_dispatcher"))
         && let Ok(d) = d.cast::<Dispatcher>()
         && d.get().try_launch(py, args, grid, block, stream, shared)?

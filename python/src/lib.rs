@@ -489,7 +489,9 @@ pub(crate) fn dim3(v: &Bound<'_, PyAny>, what: &str) -> PyResult<[u32; 3]> {
 }
 
 impl Launcher {
-    /// Launches a filled parameter buffer on stream handle `stream`, without the GIL.
+    /// Launches a filled parameter buffer on stream handle `stream`, without the GIL; in
+    /// thread block clusters of `cluster` blocks when given (§17.1).
+    #[allow(clippy::too_many_arguments)]
     fn launch_packed(
         &self,
         py: Python<'_>,
@@ -498,6 +500,7 @@ impl Launcher {
         block: [u32; 3],
         shared: u32,
         stream: usize,
+        cluster: Option<[u32; 3]>,
     ) -> PyResult<()> {
         let cfg = LaunchConfig {
             grid,
@@ -507,9 +510,13 @@ impl Launcher {
         // SAFETY: the handle comes from a stream object the caller keeps alive for the call
         // (or is 0/1/2, the default streams).
         let stream = unsafe { Stream::from_handle(stream) };
-        let r = py.detach(|| {
-            self.device
-                .launch_packed(&self.kernel, packed, &cfg, &stream)
+        let r = py.detach(|| match cluster {
+            Some(c) => self
+                .device
+                .launch_cluster(&self.kernel, packed, &cfg, c, &stream),
+            None => self
+                .device
+                .launch_packed(&self.kernel, packed, &cfg, &stream),
         });
         r.map_err(|e| runtime_to_py(py, e))
     }
@@ -520,8 +527,10 @@ impl Launcher {
     /// Launches asynchronously on the stream with handle `stream`: `values` holds one value per
     /// parameter (arrays as `(data, shape, strides_in_elements)`, numbers as Python numbers,
     /// tuples, vectors and structs as sequences, records as bytes). Packing is the crate's
-    /// [`LoadedKernel::pack`]; the driver call runs without the GIL.
-    #[pyo3(signature = (values, grid, block, shared=0, stream=0))]
+    /// [`LoadedKernel::pack`]; the driver call runs without the GIL. `cluster` (a `Dim3Like`)
+    /// launches in thread block clusters of that shape (`cuLaunchKernelEx`, §17.1).
+    #[pyo3(signature = (values, grid, block, shared=0, stream=0, cluster=None))]
+    #[allow(clippy::too_many_arguments)]
     fn launch(
         &self,
         py: Python<'_>,
@@ -530,6 +539,7 @@ impl Launcher {
         block: &Bound<'_, PyAny>,
         shared: u32,
         stream: usize,
+        cluster: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         if values.len() != self.params.len() {
             return Err(PyTypeError::new_err(format!(
@@ -563,6 +573,10 @@ impl Launcher {
             dim3(block, "block")?,
             shared,
             stream,
+            match cluster.filter(|c| !c.is_none()) {
+                Some(c) => Some(dim3(c, "cluster")?),
+                None => None,
+            },
         )
     }
 

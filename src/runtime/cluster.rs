@@ -61,7 +61,7 @@ pub(super) fn cluster_shape(
         )));
     }
     for d in 0..3 {
-        if cfg.grid[d] % shape[d] != 0 {
+        if !cfg.grid[d].is_multiple_of(shape[d]) {
             return Err(refuse(format!(
                 "grid extent {} is {}, not a multiple of {} ({} blocks in {}); the grid \
                  must be a whole number of clusters",

@@ -163,8 +163,15 @@ fn cluster_launch_refused_for_a_bad_grid() {
     // The launch attribute's shape is checked the same way.
     let p = kernel(&dev, POSITIONS, "positions", "int32[:, ::1]");
     let (_ob, oa) = array(&dev, &vec![0i32; 3 * 32 * 8], &[96, 8], &[8, 1]);
-    let e = launch_cluster(&dev, &p, &[oa.clone()], [3, 1, 1], [32, 1, 1], [2, 1, 1])
-        .expect_err("3 blocks in clusters of 2");
+    let e = launch_cluster(
+        &dev,
+        &p,
+        std::slice::from_ref(&oa),
+        [3, 1, 1],
+        [32, 1, 1],
+        [2, 1, 1],
+    )
+    .expect_err("3 blocks in clusters of 2");
     assert!(e.to_string().contains("the launch's cluster shape"), "{e}");
     // The context is still usable: a good launch runs.
     launch_cluster(&dev, &p, &[oa], [2, 1, 1], [32, 1, 1], [2, 1, 1]).expect("good launch");

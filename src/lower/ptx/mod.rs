@@ -304,8 +304,15 @@ fn cluster_directives(ptx: String, program: &Program) -> String {
     let Some(start) = ptx.find(&head) else {
         return ptx;
     };
-    // The parameter list ends at the first line that is `)` after the head.
-    let Some(close) = ptx[start..].find("\n)\n").map(|i| start + i + 3) else {
+    // The parameter list ends at the first line that is `)` after the head, or with the
+    // head's own line when the kernel has no parameters (`.entry k()`).
+    let after = start + head.len();
+    let close = if ptx[after..].starts_with(')') {
+        ptx[after..].find('\n').map(|i| after + i + 1)
+    } else {
+        ptx[start..].find("\n)\n").map(|i| start + i + 3)
+    };
+    let Some(close) = close else {
         return ptx;
     };
     let mut out = String::with_capacity(ptx.len() + 64);
