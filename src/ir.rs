@@ -1023,8 +1023,8 @@ pub struct InlineAsm {
 }
 
 /// A launch from device code (§17.3): the parameter buffer comes from the device runtime's
-/// `cudaGetParameterBuffer`, is filled with the arguments laid out as the child kernel's
-/// parameters, and is launched by `cudaLaunchDevice` on the default stream.
+/// `__cudaCDP2GetParameterBufferV2`, is filled with the arguments laid out as the child
+/// kernel's parameters, and is launched by `__cudaCDP2LaunchDeviceV2` on the default stream.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DeviceLaunch {
     /// The child, a kernel of the same program.
@@ -1049,7 +1049,7 @@ pub enum Expr {
     /// one per output operand.
     Asm(Box<InlineAsm>),
     /// A kernel launched from device code (`launch(kernel, grid, block, *args)`, CUDA's
-    /// dynamic parallelism, §17.3): the `cudaError_t` (int32) of `cudaLaunchDevice`.
+    /// dynamic parallelism, §17.3): the launch's `cudaError_t` (int32).
     Launch(Box<DeviceLaunch>),
     /// The current value of a local.
     Local(Handle<Local>),

@@ -412,8 +412,7 @@ fn extern_signatures_of_every_kind_match_nvcc() {
 }
 
 /// A kernel that launches a kernel from device code (§17.3): its PTX, assembled with
-/// `ptxas -c` for sm_80 and sm_90, leaves `cudaGetParameterBuffer` and `cudaLaunchDevice`
-/// undefined, and links with the device runtime (`nvlink -lcudadevrt`), which the runtime
+/// `ptxas -c` for sm_80 and sm_90, leaves the device runtime's CDP2 entry points undefined, and links with the device runtime (`nvlink -lcudadevrt`), which the runtime
 /// adds to the driver's JIT link the same way; without it the link fails naming them.
 #[test]
 fn device_side_launch_links_with_the_device_runtime() {
@@ -441,7 +440,11 @@ fn device_side_launch_links_with_the_device_runtime() {
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
             undefined_functions(&[&k.ptx]),
-            vec!["cudaGetParameterBuffer", "cudaLaunchDevice"]
+            vec![
+                "__cudaCDP2GetLastError",
+                "__cudaCDP2GetParameterBufferV2",
+                "__cudaCDP2LaunchDeviceV2"
+            ]
         );
         assert!(k.ptx.contains(".entry scale(") && k.ptx.contains("mov.u64"));
         let dir = scratch(&format!("cdp-{arch}"));
@@ -467,9 +470,6 @@ fn device_side_launch_links_with_the_device_runtime() {
             "nvlink must fail without libcudadevrt"
         );
         let msg = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            msg.contains("cudaLaunchDevice") || msg.contains("cudaGetParameterBuffer"),
-            "{msg}"
-        );
+        assert!(msg.contains("__cudaCDP2LaunchDeviceV2"), "{msg}");
     }
 }

@@ -506,7 +506,11 @@ fn undefined_in_log(log: &str) -> Vec<String> {
 
 /// The CUDA device runtime's functions that a launch from device code calls (§17.3);
 /// `libcudadevrt.a` defines them, and [`Device::link`] adds it when PTX needs them.
-pub const DEVICE_RUNTIME_FUNCTIONS: [&str; 2] = ["cudaGetParameterBuffer", "cudaLaunchDevice"];
+pub const DEVICE_RUNTIME_FUNCTIONS: [&str; 3] = [
+    "__cudaCDP2GetLastError",
+    "__cudaCDP2GetParameterBufferV2",
+    "__cudaCDP2LaunchDeviceV2",
+];
 
 /// The bytes of the device runtime library, for the JIT linker.
 fn device_runtime_library(undefined: &[String]) -> Result<(String, Vec<u8>), RuntimeError> {

@@ -4,7 +4,7 @@
 //!
 //! The child is a `@kernel` of the same module, instantiated for the argument types as for
 //! a host launch and compiled into the same PTX; the call is lowered to the device
-//! runtime's `cudaGetParameterBuffer` and `cudaLaunchDevice` (`lower::ptx`), and the runtime
+//! runtime's CDP2 entry points, as nvcc lowers it (`lower::ptx`), and the runtime
 //! links `libcudadevrt` when it loads the module.
 
 use super::*;

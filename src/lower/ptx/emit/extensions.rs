@@ -99,69 +99,34 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         Ok(Some(out.into()))
     }
 
-    /// A launch from device code: `cudaGetParameterBuffer(align, size)` gives a buffer that
-    /// is filled with the arguments at the offsets of the child's parameters (the kernel
-    /// parameter ABI), then `cudaLaunchDevice(kernel, buffer, grid, block, shared, 0)` queues
-    /// the child on the default stream; its `cudaError_t` is the result.
+    /// A launch from device code, as nvcc lowers `kernel<<<grid, block, shared>>>(args)` in
+    /// device code under CDP2: `__cudaCDP2GetParameterBufferV2(kernel, grid, block, shared)`
+    /// gives a buffer for the child's parameters (null when the launch cannot be queued),
+    /// which is filled with the arguments at the offsets of the child's parameter ABI and
+    /// launched by `__cudaCDP2LaunchDeviceV2(buffer, 0)` on the default stream. The result
+    /// is that call's `cudaError_t`, or `__cudaCDP2GetLastError()` when there was no buffer.
+    /// (The `cudaLaunchDevice`/`cudaGetParameterBuffer` symbols of `libcudadevrt` are CDP1's,
+    /// which sm_90 does not support; CUDA's headers map those names to these functions.)
     pub(super) fn device_launch(&mut self, l: &DeviceLaunch) -> R<BasicValueEnum<'ctx>> {
         let ctx = self.e.ctx;
         let (i32t, i64t) = (ctx.i32_type(), ctx.i64_type());
         let ptr = ctx.ptr_type(AddressSpace::default());
-        let child = &self.e.program.functions[l.kernel];
-        let mut offsets = Vec::new();
-        let (mut size, mut align) = (0u64, 8u64);
-        for lo in child.param_locals() {
-            let (s, a) = crate::abi::size_align(&child.locals[lo].ty);
-            let a = a.max(1);
-            size = size.div_ceil(a) * a;
-            offsets.push((size, a));
-            size += s;
-            align = align.max(a);
-        }
-        let module = &self.e.module;
-        let get_buffer = module
-            .get_function("cudaGetParameterBuffer")
-            .unwrap_or_else(|| {
-                let t = ptr.fn_type(&[i64t.into(), i64t.into()], false);
-                module.add_function("cudaGetParameterBuffer", t, None)
-            });
         let dim3 = ctx.struct_type(&[i32t.into(), i32t.into(), i32t.into()], false);
-        let launch = module.get_function("cudaLaunchDevice").unwrap_or_else(|| {
-            let t = i32t.fn_type(
-                &[
-                    ptr.into(),
-                    ptr.into(),
-                    dim3.into(),
-                    dim3.into(),
-                    i32t.into(),
-                    ptr.into(),
-                ],
-                false,
-            );
-            module.add_function("cudaLaunchDevice", t, None)
-        });
-        let buf = self
-            .call1(
-                get_buffer,
-                &[
-                    i64t.const_int(align, false).into(),
-                    i64t.const_int(size.max(1), false).into(),
-                ],
-            )?
-            .into_pointer_value();
-        let params: Vec<_> = child.param_locals().collect();
-        for ((x, lo), (off, a)) in l.args.iter().zip(params).zip(offsets) {
-            let t = self.e.program.functions[l.kernel].locals[lo].ty.clone();
-            let v = self.value(*x)?;
-            let v = self.mem_repr(v, &t)?;
-            // SAFETY of the GEP: `off` is inside the buffer of `size` bytes asked for above.
-            let at = unsafe {
-                self.b()
-                    .build_gep(ctx.i8_type(), buf, &[i64t.const_int(off, false)], "")?
-            };
-            let st = self.b().build_store(at, v)?;
-            st.set_alignment(a as u32).map_err(|e| err(e.to_string()))?;
-        }
+        let extern_fn = |name: &str, t: inkwell::types::FunctionType<'ctx>| {
+            self.e
+                .module
+                .get_function(name)
+                .unwrap_or_else(|| self.e.module.add_function(name, t, None))
+        };
+        let get_buffer = extern_fn(
+            "__cudaCDP2GetParameterBufferV2",
+            ptr.fn_type(&[ptr.into(), dim3.into(), dim3.into(), i32t.into()], false),
+        );
+        let launch = extern_fn(
+            "__cudaCDP2LaunchDeviceV2",
+            i32t.fn_type(&[ptr.into(), ptr.into()], false),
+        );
+        let last_error = extern_fn("__cudaCDP2GetLastError", i32t.fn_type(&[], false));
         let as_dim3 = |cx: &mut Self, h: Handle<Expr>| -> R<BasicValueEnum<'ctx>> {
             let ty = Type::Vector {
                 elem: Scalar::UInt32,
@@ -179,19 +144,64 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         let grid = as_dim3(self, l.grid)?;
         let block = as_dim3(self, l.block)?;
         let shared = self.value(l.shared)?;
+        let mut args = Vec::new();
+        for x in &l.args {
+            args.push(self.value(*x)?);
+        }
         let kernel = self.e.fns[l.kernel.index()]
             .as_global_value()
             .as_pointer_value();
-        self.call1(
-            launch,
-            &[
-                kernel.into(),
-                buf.into(),
-                grid.into(),
-                block.into(),
-                shared.into(),
-                ptr.const_null().into(),
-            ],
-        )
+        let buf = self
+            .call1(
+                get_buffer,
+                &[kernel.into(), grid.into(), block.into(), shared.into()],
+            )?
+            .into_pointer_value();
+        let (fill, failed, done) = (
+            self.new_block("launch"),
+            self.new_block("no_buffer"),
+            self.new_block("launched"),
+        );
+        let null = self.b().build_is_null(buf, "")?;
+        self.b().build_conditional_branch(null, failed, fill)?;
+        // The arguments at the offsets of the child's parameters, each at its alignment.
+        self.b().position_at_end(fill);
+        let child = &self.e.program.functions[l.kernel];
+        let types: Vec<Type> = child
+            .param_locals()
+            .map(|lo| child.locals[lo].ty.clone())
+            .collect();
+        let mut off = 0u64;
+        for (v, t) in args.into_iter().zip(&types) {
+            let (size, align) = crate::abi::size_align(t);
+            let align = align.max(1);
+            off = off.div_ceil(align) * align;
+            let v = self.mem_repr(v, t)?;
+            // SAFETY of the GEP: `off` is inside the buffer, which the device runtime sizes
+            // for the child's parameters.
+            let at = unsafe {
+                self.b()
+                    .build_gep(ctx.i8_type(), buf, &[i64t.const_int(off, false)], "")?
+            };
+            let st = self.b().build_store(at, v)?;
+            st.set_alignment(align as u32)
+                .map_err(|e| err(e.to_string()))?;
+            off += size;
+        }
+        let queued = self
+            .call1(launch, &[buf.into(), ptr.const_null().into()])?
+            .into_int_value();
+        let fill_end = self
+            .b()
+            .get_insert_block()
+            .ok_or_else(|| err("launch block"))?;
+        self.b().build_unconditional_branch(done)?;
+        self.b().position_at_end(failed);
+        let error = self.call1(last_error, &[])?.into_int_value();
+        self.b().build_unconditional_branch(done)?;
+        self.b().position_at_end(done);
+        let phi = self.b().build_phi(i32t, "")?;
+        phi.add_incoming(&[(&queued, fill_end), (&error, failed)]);
+        Ok(phi.as_basic_value())
     }
 }
