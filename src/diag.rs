@@ -198,7 +198,7 @@ codes! {
     E0401,
     /// atomic operation not available for the element's dtype (§9.2; numba's `inc`/`dec` need uint32 or uint64)
     E0402,
-    /// memory order not allowed for the operation: a `load` or `wait` that is `release`/`acq_rel`, a `store` that is `acquire`/`consume`/`acq_rel` (§9.1)
+    /// memory order not allowed for the operation: a `load` or `wait` that is `release`/`acq_rel`, a `store` that is `acquire`/`consume`/`acq_rel` (§9.1), a `cluster_arrive` that is neither `release` nor `relaxed` (§18.1)
     E0404,
     /// a predicate that is not a function callable with no arguments: a plain value such as `x > 0` or `True`, a lambda with parameters (§9.5)
     E0405,
@@ -268,6 +268,20 @@ codes! {
     E0722,
     /// `cg.memcpy_async` of something other than a contiguous 1-D global array into a 1-D shared array of the same dtype, of other than 4, 8 or 16 bytes, at a constant index that is not aligned to the copy; `memcpy_async_wait(n)` with `n` outside 0 to 7 (§17.6)
     E0723,
+    /// a thread block cluster entity (`cluster_idx`, `cluster_sync`, `map_shared_rank`, …) or the `@kernel(cluster=...)` option while compiling for an architecture older than sm_90 (§18.1)
+    E0740,
+    /// `map_shared_rank` of something that is not an array in the block's shared memory (§18.1)
+    E0741,
+    /// bad `asm` call: a template that is not a string literal, names an operand that does not exist (`$N`), has a `$` that starts no operand, or leaves an output unwritten; `constraints` not a string literal; `volatile`/`memory` not constant booleans (§18.2)
+    E0742,
+    /// an inline PTX operand or result of a type PTX operands cannot have: `bool`, 8-bit integers, complex and fp8 numbers, arrays, tuples (§18.2)
+    E0743,
+    /// an inline PTX constraint that does not fit: a count other than the operands', an output without `=`, an input with it, an unknown letter, a register class other than the operand type's, `n` on a value that is not an integer constant (§18.2)
+    E0744,
+    /// `launch` in device code of something that is not a `@kernel` of the module (§18.3)
+    E0745,
+    /// a kernel launched from device code given an array outside global memory (shared, local or cluster shared) (§18.3)
+    E0746,
     /// `random.rand`/`random.randn` of a dtype other than `float32` and `float64` (§6.4)
     E0780,
     /// `random.rand`/`random.randn` in an `interop=True` function, directly or through a callee: its C++ signature has no place for the generator state (§6.4)

@@ -168,6 +168,9 @@ pub struct ProgramOptions {
     pub bounds_check: bool,
     /// `assertions=False`: `assert` statements are compiled out (not evaluated).
     pub skip_assertions: bool,
+    /// `cluster=(x, y, z)` (sm_90): the thread block cluster shape the kernel must be
+    /// launched with, emitted as `.explicitcluster` and `.reqnctapercluster x, y, z`.
+    pub cluster: Option<[u32; 3]>,
 }
 
 /// The device global where a bounds-checked kernel records its first out-of-range access:
@@ -488,6 +491,32 @@ pub enum Intrinsic {
     Complex(ComplexOp),
     /// `dynamic_shared_array()`'s size in bytes (the launch's `shared` parameter).
     DynamicSharedSize,
+    /// `cluster_idx.<axis>` (uint32, sm_90): the cluster's index in the grid (`%clusterid`).
+    ClusterIdx(Axis),
+    /// `cluster_dim.<axis>` (uint32, sm_90): the cluster's extent in blocks
+    /// (`%cluster_nctaid`).
+    ClusterDim(Axis),
+    /// `block_idx_in_cluster.<axis>` (uint32, sm_90): the block's index in its cluster
+    /// (`%cluster_ctaid`).
+    BlockIdxInCluster(Axis),
+    /// `block_rank_in_cluster` (int32, sm_90): the block's linear rank in its cluster
+    /// (`%cluster_ctarank`).
+    BlockRankInCluster,
+    /// `cluster_size` (int32, sm_90): the number of blocks in the cluster
+    /// (`%cluster_nctarank`).
+    ClusterSize,
+    /// `cluster_arrive(memory)` (sm_90): `barrier.cluster.arrive`, with release semantics, or
+    /// `.relaxed` when the field is true.
+    ClusterArrive(bool),
+    /// `cluster_wait()` (sm_90): `barrier.cluster.wait`, with acquire semantics.
+    ClusterWait,
+    /// `cluster_sync()` (sm_90): `barrier.cluster.arrive` (release) then
+    /// `barrier.cluster.wait` (acquire).
+    ClusterSync,
+    /// `map_shared_rank(array, rank)` (sm_90): the shared array (operand 0) of the block of
+    /// rank operand 1 (int32) in the cluster, as an array of [`crate::types::MemSpace::Cluster`]
+    /// (generic addresses from `mapa`) with the same shape and strides.
+    MapSharedRank,
     /// `random.rand(dtype)`: the next uniform in [0, 1) of the thread's Philox stream, of
     /// the expression's type (float32 or float64; `crate::random` defines the stream).
     Rand,
@@ -998,6 +1027,16 @@ impl Intrinsic {
             Intrinsic::LaneId => "lane_id".into(),
             Intrinsic::WarpSize => "warp_size".into(),
             Intrinsic::SyncThreads => "syncthreads".into(),
+            Intrinsic::ClusterIdx(a) => format!("cluster_idx.{}", a.letter()),
+            Intrinsic::ClusterDim(a) => format!("cluster_dim.{}", a.letter()),
+            Intrinsic::BlockIdxInCluster(a) => format!("block_idx_in_cluster.{}", a.letter()),
+            Intrinsic::BlockRankInCluster => "block_rank_in_cluster".into(),
+            Intrinsic::ClusterSize => "cluster_size".into(),
+            Intrinsic::ClusterArrive(false) => "cluster_arrive".into(),
+            Intrinsic::ClusterArrive(true) => "cluster_arrive_relaxed".into(),
+            Intrinsic::ClusterWait => "cluster_wait".into(),
+            Intrinsic::ClusterSync => "cluster_sync".into(),
+            Intrinsic::MapSharedRank => "map_shared_rank".into(),
             Intrinsic::Complex(op) => format!("complex.{op:?}").to_lowercase(),
             Intrinsic::Cg(op) => format!("cg.{op:?}").to_lowercase(),
             other => format!("{other:?}").to_lowercase(),
@@ -1084,12 +1123,51 @@ impl ConstArray {
     }
 }
 
+/// Inline PTX (§18.2), checked by the front end: every `$N` of the template names an
+/// operand, outputs first, and each operand's constraint fits its type.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InlineAsm {
+    /// The PTX, with `$N` for operand N and `$$` for a `$`.
+    pub template: String,
+    /// LLVM's constraint string: `=r,=l` for the outputs, then `r,f,n` for the inputs, then
+    /// `~{memory}` when the PTX reads or writes memory the compiler does not see.
+    pub constraints: String,
+    /// Whether the PTX has effects beyond its outputs (it is then never removed, merged or
+    /// moved across other side effects).
+    pub volatile: bool,
+    /// The inputs, in operand order.
+    pub args: Vec<Handle<Expr>>,
+}
+
+/// A launch from device code (§18.3): the parameter buffer comes from the device runtime's
+/// `__cudaCDP2GetParameterBufferV2`, is filled with the arguments laid out as the child
+/// kernel's parameters, and is launched by `__cudaCDP2LaunchDeviceV2` on the default stream.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceLaunch {
+    /// The child, a kernel of the same program.
+    pub kernel: Handle<Function>,
+    /// Blocks in the grid (`uint32x3`).
+    pub grid: Handle<Expr>,
+    /// Threads per block (`uint32x3`).
+    pub block: Handle<Expr>,
+    /// Bytes of dynamic shared memory (`uint32`).
+    pub shared: Handle<Expr>,
+    /// The arguments, of the child's parameter types.
+    pub args: Vec<Handle<Expr>>,
+}
+
 /// An expression. Operands are evaluated left to right; `And`, `Or` and `Select` evaluate
 /// only what Python would.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Expr {
     /// A constant of the expression's type.
     Literal(Literal),
+    /// Inline PTX (`asm(...)`, §18.2): its result is `None`, a number, or a tuple of numbers,
+    /// one per output operand.
+    Asm(Box<InlineAsm>),
+    /// A kernel launched from device code (`launch(kernel, grid, block, *args)`, CUDA's
+    /// dynamic parallelism, §18.3): the launch's `cudaError_t` (int32).
+    Launch(Box<DeviceLaunch>),
     /// The current value of a local.
     Local(Handle<Local>),
     /// A unary operation.
@@ -1483,6 +1561,33 @@ impl ExprFmt<'_> {
         let e = |h: Handle<Expr>| ExprFmt(func, h);
         let ty = func.ty(self.1);
         match &func.exprs[self.1] {
+            Expr::Asm(a) => {
+                write!(f, "asm[{}]({:?}, {:?}", ty, a.template, a.constraints)?;
+                if a.volatile {
+                    write!(f, ", volatile")?;
+                }
+                for x in &a.args {
+                    write!(f, ", {}", e(*x))?;
+                }
+                write!(f, ")")
+            }
+            Expr::Launch(l) => {
+                write!(
+                    f,
+                    "launch #{}[{}, {}, {}](",
+                    l.kernel.index(),
+                    e(l.grid),
+                    e(l.block),
+                    e(l.shared)
+                )?;
+                for (i, x) in l.args.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write!(f, "{}", e(*x))?;
+                }
+                write!(f, ")")
+            }
             Expr::Literal(Literal::Bool(b)) => write!(f, "{}", if *b { "True" } else { "False" }),
             Expr::Literal(Literal::Int(i)) => write!(f, "{ty}({i})"),
             Expr::Literal(Literal::Float(x)) => write!(f, "{ty}({x:?})"),
@@ -1521,7 +1626,15 @@ impl ExprFmt<'_> {
             }
             Expr::Intrinsic(op, args) => {
                 write!(f, "{}", op.name())?;
-                if !args.is_empty() || matches!(op, Intrinsic::SyncThreads) {
+                if !args.is_empty()
+                    || matches!(
+                        op,
+                        Intrinsic::SyncThreads
+                            | Intrinsic::ClusterArrive(_)
+                            | Intrinsic::ClusterWait
+                            | Intrinsic::ClusterSync
+                    )
+                {
                     write!(f, "(")?;
                     for (i, a) in args.iter().enumerate() {
                         if i > 0 {

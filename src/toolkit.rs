@@ -82,6 +82,23 @@ pub fn nvlink() -> Option<PathBuf> {
         .clone()
 }
 
+/// The path of the CUDA device runtime library `libcudadevrt.a`, which kernels that launch
+/// kernels from device code are linked with (§18.3), if one is installed.
+pub fn cudadevrt() -> Option<PathBuf> {
+    static P: OnceLock<Option<PathBuf>> = OnceLock::new();
+    P.get_or_init(|| {
+        find(
+            "PYDEVICE_CUDADEVRT",
+            &[
+                "lib64/libcudadevrt.a",
+                "lib/libcudadevrt.a",
+                "lib/x64/cudadevrt.lib",
+            ],
+        )
+    })
+    .clone()
+}
+
 /// The CUDA include directories that exist (`include`, and `include/cccl` where CUDA 13
 /// keeps `cuda/std`), for compiling CUDA C++ at run time with NVRTC.
 pub fn include_dirs() -> Vec<PathBuf> {

@@ -123,6 +123,10 @@ fn argument(row: &Row, param: &str) -> &'static str {
         "array" => "arr",
         "index" => "0",
         "*args" => "x, 1",
+        "template" => "\"mov.u32 $0, %laneid;\"",
+        "result" => "int32",
+        "kernel" => "f",
+        "grid" | "block" => "1",
         _ => "",
     }
 }

@@ -410,3 +410,66 @@ fn extern_signatures_of_every_kind_match_nvcc() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A kernel that launches a kernel from device code (§18.3): its PTX, assembled with
+/// `ptxas -c` for sm_80 and sm_90, leaves the device runtime's CDP2 entry points undefined, and links with the device runtime (`nvlink -lcudadevrt`), which the runtime
+/// adds to the driver's JIT link the same way; without it the link fails naming them.
+#[test]
+fn device_side_launch_links_with_the_device_runtime() {
+    let Some(t) = tools() else { return };
+    let Some(lib) = pydevice::toolkit::cudadevrt() else {
+        skip("libcudadevrt.a not found");
+        return;
+    };
+    let src = std::fs::read_to_string(support::repo_path("tests/fixtures/lang/device_launch.py"))
+        .expect("fixture");
+    let module = Module::parse("device_launch.py", &src).unwrap_or_else(|d| panic!("{d}"));
+    let sig = pydevice::types::signature::parse_signature("float32[::1], float32[::1], int32")
+        .expect("signature")
+        .0;
+    for arch in [Arch::SM_80, Arch::SM_90] {
+        let k = module
+            .compile(
+                "parent",
+                &sig,
+                &CompileOptions {
+                    arch,
+                    ..CompileOptions::default()
+                },
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            undefined_functions(&[&k.ptx]),
+            vec![
+                "__cudaCDP2GetLastError",
+                "__cudaCDP2GetParameterBufferV2",
+                "__cudaCDP2LaunchDeviceV2"
+            ]
+        );
+        assert!(k.ptx.contains(".entry scale(") && k.ptx.contains("mov.u64"));
+        let dir = scratch(&format!("cdp-{arch}"));
+        let cubin = dir.join("parent.cubin");
+        std::fs::write(
+            &cubin,
+            pydevice::toolkit::ptxas_compile(&k.ptx, arch, true).expect("ptxas -c"),
+        )
+        .unwrap();
+        let link = |with_runtime: bool| {
+            let mut cmd = Command::new(&t.nvlink);
+            cmd.arg(format!("-arch={arch}")).arg(&cubin);
+            if with_runtime {
+                cmd.arg(format!("-L{}", lib.parent().unwrap().display()))
+                    .arg("-lcudadevrt");
+            }
+            run(cmd.arg("-o").arg(dir.join("linked.cubin")))
+        };
+        ok(&link(true), "nvlink with the device runtime");
+        let out = link(false);
+        assert!(
+            !out.status.success(),
+            "nvlink must fail without libcudadevrt"
+        );
+        let msg = String::from_utf8_lossy(&out.stderr);
+        assert!(msg.contains("__cudaCDP2LaunchDeviceV2"), "{msg}");
+    }
+}

@@ -538,7 +538,7 @@ def _stream_handle(s) -> int:
 # ---------------------------------------------------------------------------------------
 # Decorated objects
 
-_KERNEL_OPTIONS = {"interop", "max_threads", "min_blocks", "fastmath", "lineinfo", "debug", "bounds_check"}
+_KERNEL_OPTIONS = {"interop", "max_threads", "min_blocks", "fastmath", "lineinfo", "debug", "bounds_check", "cluster"}
 _FUNC_OPTIONS = {"interop", "extern"}
 _NUMBA_OPTIONS = {"device", "fastmath", "lineinfo", "debug", "opt", "cache", "max_registers", "inline", "link"}
 
@@ -750,7 +750,7 @@ class Kernel(_Entry):
         with self._lock:
             return self._specs.setdefault(key, spec)
 
-    def _launch(self, args, grid, block, stream, shared, seed=None, cooperative=False):
+    def _launch(self, args, grid, block, stream, shared, seed=None, cooperative=False, cluster=None):
         keys = []
         vals = []
         H = _HANDLERS
@@ -770,9 +770,9 @@ class Kernel(_Entry):
         if spec is None:
             spec = self._specialize(key, args)
         if spec.host_arrays:
-            return self._launch_host(spec, vals, grid, block, stream, shared, seed, cooperative)
+            return self._launch_host(spec, vals, grid, block, stream, shared, seed, cooperative, cluster)
         h = _stream_handle(stream)
-        spec.launcher.launch(tuple(vals), grid, block, shared, h, seed, cooperative)
+        spec.launcher.launch(tuple(vals), grid, block, shared, h, seed, cooperative, cluster)
         if not self._bounds_check:
             # Later launches with arguments of these kinds take the fast path (when all of
             # them have one: CuPy arrays, PyTorch tensors, Python numbers).
@@ -783,7 +783,7 @@ class Kernel(_Entry):
             _native.synchronize(spec.launcher.device, h)
             spec.launcher.check_bounds()
 
-    def _launch_host(self, spec, vals, grid, block, stream, shared, seed=None, cooperative=False):
+    def _launch_host(self, spec, vals, grid, block, stream, shared, seed=None, cooperative=False, cluster=None):
         """Host NumPy arrays: copied to the device, launched, synchronized, copied back."""
         ordinal = spec.launcher.device
         h = _stream_handle(stream)
@@ -795,7 +795,7 @@ class Kernel(_Entry):
             bufs[i] = (a, buf)
             strides = _c_strides(a.shape) if a.ndim else (1,)
             vals[i] = (buf.ptr, a.shape if a.ndim else (1,), strides)
-        spec.launcher.launch(tuple(vals), grid, block, shared, h, seed, cooperative)
+        spec.launcher.launch(tuple(vals), grid, block, shared, h, seed, cooperative, cluster)
         _native.synchronize(ordinal, h)
         if self._bounds_check:
             spec.launcher.check_bounds()
@@ -868,7 +868,9 @@ class _Configured:
 # a `grid` of blocks of `block` threads (each an int or a tuple of 1 to 3 ints) and `shared`
 # bytes of dynamic shared memory, asynchronously on `stream` (a cuda.core Stream, anything
 # with `__cuda_stream__`, a CuPy or PyTorch stream, or a handle; None is the default
-# stream). It is native: the fast path when the kernel has a launcher for arguments of these
+# stream). The extension `cluster=(x, y, z)` (sm_90, semantics §18.1) runs it in thread block
+# clusters of that shape; a grid that is not a whole number of clusters is refused
+# (LaunchError). It is native: the fast path when the kernel has a launcher for arguments of these
 # kinds, else `Kernel._launch`.
 launch = _native.launch
 
@@ -1004,7 +1006,7 @@ def _make_struct(cls, align: Optional[int]):
 
 def kernel(fn=None, **options):
     """``@kernel`` / ``@kernel(interop=, max_threads=, min_blocks=, fastmath=, lineinfo=,
-    debug=, bounds_check=)``: a kernel. Options are read by the compiler from the source; unknown
+    debug=, bounds_check=, cluster=)``: a kernel. Options are read by the compiler from the source; unknown
     keywords raise ``TypeError`` here."""
     _check_options("@kernel", options, _KERNEL_OPTIONS)
     if fn is None:

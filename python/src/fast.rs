@@ -319,7 +319,7 @@ impl Dispatcher {
         }
         let grid = dim3(grid, "grid")?;
         let block = dim3(block, "block")?;
-        l.launch_packed(py, &packed, grid, block, shared, handle, cooperative)?;
+        l.launch_packed(py, &packed, grid, block, shared, handle, cooperative, None)?;
         Ok(true)
     }
 
@@ -351,12 +351,14 @@ impl Dispatcher {
     }
 }
 
-/// `device.launch(f, *args, grid, block, stream=None, shared=0, cooperative=False)`: the
-/// fast path when `f`'s dispatcher has a launcher for these arguments, else `f._launch(...)`
-/// (Python). `cooperative=True` launches with `cuLaunchCooperativeKernel` (every block
-/// resident at once), which kernels that call `cg.this_grid().sync()` need.
+/// `device.launch(f, *args, grid, block, stream=None, shared=0, seed=None, cooperative=False,
+/// cluster=None)`: the fast path when `f`'s dispatcher has a launcher for these arguments, else
+/// `f._launch(...)` (Python). `cooperative=True` launches with `cuLaunchCooperativeKernel` (every
+/// block resident at once), which kernels that call `cg.this_grid().sync()` need. A fixed
+/// `seed` or a launch in thread block clusters (`cluster=(x, y, z)`, §18.1) takes the Python
+/// path.
 #[pyfunction]
-#[pyo3(signature = (f, *args, grid, block, stream=None, shared=0, seed=None, cooperative=false))]
+#[pyo3(signature = (f, *args, grid, block, stream=None, shared=0, seed=None, cooperative=false, cluster=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn launch(
     py: Python<'_>,
@@ -368,11 +370,15 @@ pub fn launch(
     shared: u32,
     seed: Option<u64>,
     cooperative: bool,
+    cluster: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     let none = py.None().into_bound(py);
     let stream = stream.unwrap_or(&none);
-    // A fixed random-number seed takes the Python path (the prepared launchers draw one).
+    let cluster = cluster.filter(|c| !c.is_none());
+    // A fixed random-number seed or a cluster shape takes the Python path (the prepared
+    // launchers draw a seed and launch without clusters).
     if seed.is_none()
+        && cluster.is_none()
         && let Ok(d) = f.getattr(pyo3::intern!(py, "_dispatcher"))
         && let Ok(d) = d.cast::<Dispatcher>()
         && d.get()
@@ -382,7 +388,7 @@ pub fn launch(
     }
     match f.getattr(pyo3::intern!(py, "_launch")) {
         Ok(slow) => {
-            slow.call1((args, grid, block, stream, shared, seed, cooperative))?;
+            slow.call1((args, grid, block, stream, shared, seed, cooperative, cluster))?;
             Ok(())
         }
         Err(_) => Err(pyo3::exceptions::PyTypeError::new_err(format!(

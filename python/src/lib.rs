@@ -490,7 +490,8 @@ pub(crate) fn dim3(v: &Bound<'_, PyAny>, what: &str) -> PyResult<[u32; 3]> {
 
 impl Launcher {
     /// Launches a filled parameter buffer on stream handle `stream`, without the GIL;
-    /// `cooperative` through `Device::launch_cooperative_packed`.
+    /// `cooperative` through `Device::launch_cooperative_packed`, in thread block clusters of
+    /// `cluster` blocks when given (§18.1).
     #[allow(clippy::too_many_arguments)]
     fn launch_packed(
         &self,
@@ -501,6 +502,7 @@ impl Launcher {
         shared: u32,
         stream: usize,
         cooperative: bool,
+        cluster: Option<[u32; 3]>,
     ) -> PyResult<()> {
         let cfg = LaunchConfig {
             grid,
@@ -510,14 +512,17 @@ impl Launcher {
         // SAFETY: the handle comes from a stream object the caller keeps alive for the call
         // (or is 0/1/2, the default streams).
         let stream = unsafe { Stream::from_handle(stream) };
-        let r = py.detach(|| {
-            if cooperative {
+        let r = py.detach(|| match cluster {
+            Some(c) => self
+                .device
+                .launch_cluster(&self.kernel, packed, &cfg, c, &stream),
+            None if cooperative => {
                 self.device
                     .launch_cooperative_packed(&self.kernel, packed, &cfg, &stream)
-            } else {
-                self.device
-                    .launch_packed(&self.kernel, packed, &cfg, &stream)
             }
+            None => self
+                .device
+                .launch_packed(&self.kernel, packed, &cfg, &stream),
         });
         r.map_err(|e| runtime_to_py(py, e))
     }
@@ -530,8 +535,9 @@ impl Launcher {
     /// tuples, vectors and structs as sequences, records as bytes). Packing is the crate's
     /// [`LoadedKernel::pack`]; the driver call runs without the GIL.
     /// `seed` is the seed of the kernel's random numbers (`cuda.device.random`); `None` draws
-    /// a fresh one per launch.
-    #[pyo3(signature = (values, grid, block, shared=0, stream=0, seed=None, cooperative=false))]
+    /// a fresh one per launch. `cluster` (a `Dim3Like`) launches in thread block clusters of
+    /// that shape (`cuLaunchKernelEx`, §18.1).
+    #[pyo3(signature = (values, grid, block, shared=0, stream=0, seed=None, cooperative=false, cluster=None))]
     #[allow(clippy::too_many_arguments)]
     fn launch(
         &self,
@@ -543,6 +549,7 @@ impl Launcher {
         stream: usize,
         seed: Option<u64>,
         cooperative: bool,
+        cluster: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         if values.len() != self.params.len() {
             return Err(PyTypeError::new_err(format!(
@@ -578,6 +585,10 @@ impl Launcher {
             shared,
             stream,
             cooperative,
+            match cluster.filter(|c| !c.is_none()) {
+                Some(c) => Some(dim3(c, "cluster")?),
+                None => None,
+            },
         )
     }
 

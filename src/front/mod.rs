@@ -69,6 +69,9 @@ pub(crate) struct DecoratorOptions {
     pub signature: Option<Vec<crate::types::Type>>,
     /// `extern=True` / `extern="symbol"` (`@func`): defined in another language.
     pub external: Option<external::ExternDecl>,
+    /// `cluster=(x, y, z)` (kernels, sm_90): the thread block cluster shape, with the
+    /// option's span (§18.1).
+    pub cluster: Option<([u32; 3], Span)>,
 }
 
 /// A function defined at module level.
@@ -874,6 +877,7 @@ impl ParsedModule {
                     "debug",
                     "bounds_check",
                     "assertions",
+                    "cluster",
                 ];
                 let key = name.id.as_str();
                 if key == "extern" {
@@ -935,6 +939,10 @@ impl ParsedModule {
                     "assertions" => options.skip_assertions = !flag(diags).unwrap_or(true),
                     "max_threads" => options.max_threads = count(diags, 1024),
                     "min_blocks" => options.min_blocks = count(diags, 64),
+                    "cluster" => {
+                        options.cluster = cluster_shape(value.as_ref(), vspan, diags)
+                            .map(|d| (d, kw.range().into()))
+                    }
                     other => diags.push(
                         Diagnostic::error(
                             Code::E0103,
@@ -943,7 +951,7 @@ impl ParsedModule {
                         )
                         .with_label("not a supported option")
                         .with_note(if this == FunctionKind::Kernel {
-                            "supported options: interop, max_threads, min_blocks, fastmath, lineinfo, debug, bounds_check, assertions"
+                            "supported options: interop, max_threads, min_blocks, fastmath, lineinfo, debug, bounds_check, assertions, cluster"
                         } else {
                             "supported options: interop, extern"
                         }),
@@ -1304,4 +1312,61 @@ pub(crate) fn binary_op(op: ast::Operator) -> Option<BinaryOp> {
         O::BitAnd => BinaryOp::BitAnd,
         O::MatMult => return None,
     })
+}
+
+/// The blocks a thread block cluster may hold without the non-portable cluster size
+/// attribute (CUDA C++ Programming Guide, "Thread Block Clusters").
+pub(crate) const MAX_PORTABLE_CLUSTER: u32 = 8;
+
+/// The value of `@kernel(cluster=...)`: a constant positive integer or a tuple of one to three,
+/// padded with 1s, of at most [`MAX_PORTABLE_CLUSTER`] blocks in all (E0103 otherwise).
+fn cluster_shape(
+    value: Option<&Const>,
+    span: Span,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<[u32; 3]> {
+    let dims: Option<Vec<i128>> = match value {
+        Some(Const::Bool(_)) => None,
+        Some(Const::Tuple(items)) if (1..=3).contains(&items.len()) => items
+            .iter()
+            .map(|c| match c {
+                Const::Bool(_) => None,
+                c => c.as_int(),
+            })
+            .collect(),
+        Some(c) => c.as_int().map(|n| vec![n]),
+        None => None,
+    };
+    let ok = dims.filter(|d| {
+        d.iter()
+            .all(|n| (1..=i128::from(MAX_PORTABLE_CLUSTER)).contains(n))
+    });
+    let Some(d) = ok else {
+        diags.push(
+            Diagnostic::error(
+                Code::E0103,
+                span,
+                "`cluster` must be a constant positive integer or a tuple of one to three of them",
+            )
+            .with_note("write, for example, `cluster=(2, 1, 1)` (blocks per cluster in x, y, z)"),
+        );
+        return None;
+    };
+    let mut shape = [1u32; 3];
+    for (i, n) in d.iter().enumerate() {
+        shape[i] = *n as u32;
+    }
+    let blocks: u32 = shape.iter().product();
+    if blocks > MAX_PORTABLE_CLUSTER {
+        diags.push(
+            Diagnostic::error(
+                Code::E0103,
+                span,
+                format!("a cluster of {blocks} blocks is more than the portable {MAX_PORTABLE_CLUSTER}"),
+            )
+            .with_note("larger clusters need the non-portable cluster size attribute, which pydevice does not set"),
+        );
+        return None;
+    }
+    Some(shape)
 }

@@ -508,6 +508,59 @@ impl Validator<'_> {
                     ));
                 }
             }
+            Expr::Asm(a) => {
+                let scalar = |t: &Type| matches!(t, Type::Scalar(s) if !s.is_complex());
+                let ok = match &ty {
+                    Type::None => true,
+                    Type::Tuple(ts) => ts.iter().all(scalar),
+                    t => scalar(t),
+                };
+                if !ok {
+                    return self.fail(format!("inline PTX with a result of type {ty}"));
+                }
+                for x in &a.args {
+                    self.scalar(*x, "an inline PTX operand")?;
+                }
+            }
+            Expr::Launch(l) => {
+                if l.kernel.index() >= self.this.index() {
+                    return self.fail(format!(
+                        "a launch of function {}, which does not come before its caller",
+                        l.kernel.index()
+                    ));
+                }
+                let g = &self.program.functions[l.kernel];
+                if g.kind != crate::ir::FunctionKind::Kernel || l.args.len() != g.params {
+                    return self.fail(format!(
+                        "a launch of `{}` (not a kernel, or with {} arguments for {})",
+                        g.symbol,
+                        l.args.len(),
+                        g.params
+                    ));
+                }
+                let dim3 = Type::Vector {
+                    elem: Scalar::UInt32,
+                    len: 3,
+                };
+                self.expect(l.grid, &dim3, "a launch's grid")?;
+                self.expect(l.block, &dim3, "a launch's block")?;
+                self.expect(
+                    l.shared,
+                    &Type::Scalar(Scalar::UInt32),
+                    "a launch's shared bytes",
+                )?;
+                for (a, lo) in l.args.iter().zip(g.param_locals()) {
+                    let p = &g.locals[lo];
+                    self.expect(
+                        *a,
+                        &p.ty,
+                        &format!("argument `{}` of `{}`", p.name, g.symbol),
+                    )?;
+                }
+                if ty != Type::Scalar(Scalar::Int32) {
+                    return self.fail(format!("a launch typed {ty}"));
+                }
+            }
             Expr::Intrinsic(Intrinsic::Math(m), args) => {
                 if args.len() != m.arity() {
                     return self.fail(format!("math.{} with {} arguments", m.name(), args.len()));
@@ -604,6 +657,11 @@ fn operands(e: &Expr) -> Vec<Handle<Expr>> {
             otherwise,
         } => vec![*cond, *then, *otherwise],
         Expr::Call(_, args) | Expr::Intrinsic(_, args) | Expr::Tuple(args) => args.clone(),
+        Expr::Asm(a) => a.args.clone(),
+        Expr::Launch(l) => [l.grid, l.block, l.shared]
+            .into_iter()
+            .chain(l.args.iter().copied())
+            .collect(),
         Expr::Load { array, indices } | Expr::ElementRef { array, indices } => {
             let mut v = vec![*array];
             v.extend(ix(indices));

@@ -197,6 +197,7 @@ impl LinkedModule {
             abi: abi.clone(),
             bounds_global: self.bounds_global,
             cooperative_limits: std::sync::Mutex::default(),
+            cluster: Default::default(),
         })
     }
 
@@ -522,6 +523,34 @@ fn undefined_in_log(log: &str) -> Vec<String> {
     out
 }
 
+/// The CUDA device runtime's functions that a launch from device code calls (§18.3);
+/// `libcudadevrt.a` defines them, and [`Device::link`] adds it when PTX needs them.
+pub const DEVICE_RUNTIME_FUNCTIONS: [&str; 3] = [
+    "__cudaCDP2GetLastError",
+    "__cudaCDP2GetParameterBufferV2",
+    "__cudaCDP2LaunchDeviceV2",
+];
+
+/// The bytes of the device runtime library, for the JIT linker.
+fn device_runtime_library(undefined: &[String]) -> Result<(String, Vec<u8>), RuntimeError> {
+    let missing = || RuntimeError::Link {
+        undefined: undefined.to_vec(),
+        message: format!(
+            "the code launches kernels from device code ({}), which needs the CUDA device \
+             runtime library libcudadevrt.a; none was found (searched {}; set \
+             PYDEVICE_CUDADEVRT or CUDA_HOME)",
+            quoted(undefined),
+            crate::toolkit::searched()
+        ),
+    };
+    let path = crate::toolkit::cudadevrt().ok_or_else(missing)?;
+    let bytes = std::fs::read(&path).map_err(|e| RuntimeError::Link {
+        undefined: undefined.to_vec(),
+        message: format!("reading {}: {e}", path.display()),
+    })?;
+    Ok((path.display().to_string(), bytes))
+}
+
 fn quoted(names: &[String]) -> String {
     names
         .iter()
@@ -550,9 +579,22 @@ impl Device {
                 _ => None,
             });
         }
+        let texts: Vec<&str> = ptx.iter().flatten().map(String::as_str).collect();
+        // Launches from device code need the device runtime, added here unless a library
+        // was given (which may be it).
+        let runtime_calls: Vec<String> = undefined_functions(&texts)
+            .into_iter()
+            .filter(|n| DEVICE_RUNTIME_FUNCTIONS.contains(&n.as_str()))
+            .collect();
+        let device_runtime = !runtime_calls.is_empty()
+            && !inputs
+                .iter()
+                .any(|i| matches!(i, LinkInput::Library { .. }));
         if ptx.iter().all(Option::is_some) {
-            let texts: Vec<&str> = ptx.iter().flatten().map(String::as_str).collect();
-            let undefined = undefined_functions(&texts);
+            let mut undefined = undefined_functions(&texts);
+            if device_runtime {
+                undefined.retain(|n| !DEVICE_RUNTIME_FUNCTIONS.contains(&n.as_str()));
+            }
             if !undefined.is_empty() {
                 return Err(RuntimeError::Link {
                     message: format!(
@@ -595,6 +637,10 @@ impl Device {
                     unreachable!("text inputs were turned into PTX above")
                 }
             }
+        }
+        if device_runtime {
+            let (name, bytes) = device_runtime_library(&runtime_calls)?;
+            link.add(CUjitInputType::CU_JIT_INPUT_LIBRARY, &name, &bytes)?;
         }
         let cubin = link.complete()?;
         drop(link);

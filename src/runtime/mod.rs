@@ -25,6 +25,7 @@
 pub mod array;
 pub mod cache;
 pub mod cai;
+mod cluster;
 pub mod config;
 pub mod dlpack;
 pub mod error;
@@ -125,6 +126,9 @@ pub struct LoadedKernel {
     /// The cooperative launch limits found so far, by (threads per block, dynamic shared
     /// bytes): [`Device::cooperative_limit`] asks the driver once per shape.
     cooperative_limits: Mutex<Vec<((u32, u32), u64)>>,
+    /// The cluster shape the kernel was compiled for, read from the driver at its first
+    /// launch (see `cluster.rs`).
+    cluster: std::sync::OnceLock<Option<[u32; 3]>>,
 }
 
 /// Whether PTX text defines the bounds-check record, a `.global` variable named
@@ -288,8 +292,23 @@ impl Device {
     /// Loads PTX and looks the kernel described by `abi` up in it. Loading is when the driver
     /// compiles the PTX for this GPU. PTX that calls `extern` functions (CUDA C++) cannot be
     /// loaded alone: that is a [`RuntimeError::Link`] naming them; use [`Device::link`].
+    /// PTX that launches kernels from device code (§18.3) is linked with the CUDA device
+    /// runtime (`libcudadevrt.a`) here.
     pub fn load(&self, ptx: &str, abi: &KernelAbi) -> Result<LoadedKernel, RuntimeError> {
         let undefined = link::undefined_functions(&[ptx]);
+        if !undefined.is_empty()
+            && undefined
+                .iter()
+                .all(|n| link::DEVICE_RUNTIME_FUNCTIONS.contains(&n.as_str()))
+        {
+            // A kernel that launches kernels (§18.3): linked with the device runtime.
+            return self
+                .link(&[LinkInput::Ptx {
+                    name: abi.symbol.clone(),
+                    text: ptx.to_string(),
+                }])?
+                .kernel(abi);
+        }
         if !undefined.is_empty() {
             return Err(RuntimeError::Link {
                 message: format!(
@@ -331,6 +350,7 @@ impl Device {
             abi: abi.clone(),
             bounds_global: defines_bounds_global(ptx),
             cooperative_limits: Mutex::default(),
+            cluster: Default::default(),
         })
     }
 
@@ -512,6 +532,19 @@ impl Device {
         cfg: &LaunchConfig,
         stream: &Stream,
     ) -> Result<(), RuntimeError> {
+        self.launch_with(kernel, args, cfg, stream, None)
+    }
+
+    /// [`Device::launch_packed`], in clusters of `cluster` blocks when given
+    /// ([`Device::launch_cluster`]); refuses kernels that need a cooperative launch.
+    fn launch_with(
+        &self,
+        kernel: &LoadedKernel,
+        args: &PackedArgs,
+        cfg: &LaunchConfig,
+        stream: &Stream,
+        cluster: Option<[u32; 3]>,
+    ) -> Result<(), RuntimeError> {
         if kernel.abi.cooperative {
             return Err(RuntimeError::Launch {
                 kernel: kernel.name.to_string(),
@@ -522,7 +555,7 @@ impl Device {
                     .to_string(),
             });
         }
-        self.launch_raw(kernel, args, cfg, stream, false)
+        self.launch_raw(kernel, args, cfg, stream, false, cluster)
     }
 
     /// Launches a kernel cooperatively (`cuLaunchCooperativeKernel`) on `stream`: every
@@ -565,7 +598,7 @@ impl Device {
                 ),
             });
         }
-        self.launch_raw(kernel, args, cfg, stream, true)
+        self.launch_raw(kernel, args, cfg, stream, true, None)
     }
 
     /// The most blocks of `cfg`'s shape a cooperative launch of `kernel` may have: resident
@@ -603,6 +636,7 @@ impl Device {
         cfg: &LaunchConfig,
         stream: &Stream,
         cooperative: bool,
+        cluster: Option<[u32; 3]>,
     ) -> Result<(), RuntimeError> {
         if !Arc::ptr_eq(&args.kernel, &kernel.name) && *args.kernel != *kernel.name {
             return Err(RuntimeError::Argument(format!(
@@ -634,6 +668,15 @@ impl Device {
             }
             ptrs.push((&raw mut seed).cast());
         }
+        let cluster = cluster::cluster_shape(kernel, cfg, cluster)?;
+        if cooperative && cluster.is_some() {
+            return Err(RuntimeError::Launch {
+                kernel: kernel.name.to_string(),
+                message: "launch rejected: a cooperative launch of a kernel compiled for thread \
+                          block clusters is not supported"
+                    .to_string(),
+            });
+        }
         // SAFETY: `ptrs` holds one pointer per kernel parameter (`pack` checked the count),
         // each to bytes laid out as the parameter's ABI says; they outlive the call, which
         // copies them. The function belongs to a module `kernel` keeps loaded in this context.
@@ -653,14 +696,19 @@ impl Device {
                 )
                 .result()
             } else {
-                cudarc::driver::result::launch_kernel(
+                match cluster {
+                Some(shape) => {
+                    cluster::launch_ex(kernel.function.cu_function(), cfg, shape, stream, &mut ptrs)
+                }
+                None => cudarc::driver::result::launch_kernel(
                     kernel.function.cu_function(),
                     (cfg.grid[0], cfg.grid[1], cfg.grid[2]),
                     (cfg.block[0], cfg.block[1], cfg.block[2]),
                     cfg.shared_bytes,
                     stream.raw(),
                     &mut ptrs,
-                )
+                ),
+                }
             }
         }
         .map_err(|e| self.launch_error(kernel, cfg, e))?;

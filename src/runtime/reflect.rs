@@ -77,7 +77,7 @@ impl LoadedKernel {
         }
     }
 
-    fn attribute(&self, a: CUfunction_attribute) -> Result<u32, RuntimeError> {
+    pub(super) fn attribute(&self, a: CUfunction_attribute) -> Result<u32, RuntimeError> {
         self.ctx
             .bind_to_thread()
             .map_err(|e| self.reflect_error("reading attributes", e))?;

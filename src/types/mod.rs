@@ -328,6 +328,9 @@ pub enum MemSpace {
     Local,
     /// Read-only constant memory (`.const`): module-level constant arrays (§1.3).
     Const,
+    /// Distributed shared memory: the shared memory of a block of the same thread block
+    /// cluster (sm_90), reached through generic addresses (`map_shared_rank`, §18.1).
+    Cluster,
 }
 
 /// The element type of an array: a number, or a `@struct` class (an array of records).
@@ -730,6 +733,7 @@ impl fmt::Display for ArrayType {
             MemSpace::Shared => f.write_str(" (shared)"),
             MemSpace::Local => f.write_str(" (local)"),
             MemSpace::Const => f.write_str(" (const)"),
+            MemSpace::Cluster => f.write_str(" (cluster shared)"),
         }
     }
 }

@@ -4,11 +4,13 @@
 //! `sync` covers shared memory, atomics, warp collectives and intrinsics; `interop` Python and
 //! CUDA C++ calling each other; `arrays` views, reshape, records and aligned struct fields;
 //! `host_device` the same `@func` on the host (Cranelift) and on the device; `numba_suite`
-//! kernels from numba-cuda's own test suite.
+//! kernels from numba-cuda's own test suite; `hopper` thread block clusters, inline PTX and
+//! launches from device code (§17).
 
 mod arrays;
 mod const_arrays;
 mod groups;
+mod hopper;
 mod host_device;
 mod interop;
 mod numba_misc;

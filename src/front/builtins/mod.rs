@@ -137,6 +137,28 @@ pub enum Builtin {
     CupyxLaneId,
     /// `warp_size`
     WarpSize,
+    /// `cluster_idx` (sm_90)
+    ClusterIdx,
+    /// `cluster_dim` (sm_90)
+    ClusterDim,
+    /// `block_idx_in_cluster` (sm_90)
+    BlockIdxInCluster,
+    /// `block_rank_in_cluster` (sm_90)
+    BlockRankInCluster,
+    /// `cluster_size` (sm_90)
+    ClusterSize,
+    /// `cluster_arrive(memory='release')` (sm_90)
+    ClusterArrive,
+    /// `cluster_wait()` (sm_90)
+    ClusterWait,
+    /// `cluster_sync()` (sm_90)
+    ClusterSync,
+    /// `map_shared_rank(array, rank)` (sm_90)
+    MapSharedRank,
+    /// `asm(template, result, args, constraints, volatile, memory)`: inline PTX
+    Asm,
+    /// `launch(kernel, *args, grid, block, shared=0)` in device code
+    Launch,
     /// `tid(ndims)`
     Tid,
     /// `grid_size(ndims)`
@@ -518,7 +540,7 @@ pub fn cuda_vector_alias(name: &str) -> Option<(crate::types::Scalar, u8)> {
 /// Names of `cuda.device` from the specification that this compiler does not provide yet;
 /// using one is a diagnostic that says so rather than "unknown name".
 pub fn is_planned_device_member(name: &str) -> bool {
-    const PLANNED: &[&str] = &["align", "launch", "machine_representation", "ConstExpr"];
+    const PLANNED: &[&str] = &["align", "machine_representation", "ConstExpr"];
     PLANNED.contains(&name)
 }
 

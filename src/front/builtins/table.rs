@@ -118,6 +118,15 @@ pub enum Rule {
     Random,
     /// A function of `cuda.device.cg` (`check::groups`, docs/semantics.md §17).
     Cg,
+    /// A thread block cluster barrier (`cluster_arrive(memory)`, `cluster_wait()`,
+    /// `cluster_sync()`; sm_90, §18.1).
+    ClusterBarrier,
+    /// `map_shared_rank(array, rank)`: another block's shared array (sm_90, §18.1).
+    MapSharedRank,
+    /// `asm(...)`: inline PTX (§18.2).
+    Asm,
+    /// `launch(kernel, *args, grid, block, shared)` in device code (§18.3).
+    DeviceLaunch,
 }
 
 /// The IR operation a call of a builtin produces.
@@ -254,6 +263,19 @@ pub static ROWS: &[Row] = &[
     entity(B::GridDim, &[(N::Device, "grid_dim"), (N::NumbaCuda, "gridDim"), (N::CupyxJit, "gridDim")], DEVICE_ONLY),
     entity(B::LaneId, &[(N::Device, "lane_id"), (N::NumbaCuda, "laneid")], DEVICE_ONLY),
     entity(B::WarpSize, &[(N::Device, "warp_size"), (N::NumbaCuda, "warpsize"), (N::CupyxJit, "warpsize")], DEVICE_ONLY),
+    // Thread block clusters (sm_90; a pydevice extension, §18.1).
+    entity(B::ClusterIdx, &[(N::Device, "cluster_idx")], DEVICE_ONLY),
+    entity(B::ClusterDim, &[(N::Device, "cluster_dim")], DEVICE_ONLY),
+    entity(B::BlockIdxInCluster, &[(N::Device, "block_idx_in_cluster")], DEVICE_ONLY),
+    entity(B::BlockRankInCluster, &[(N::Device, "block_rank_in_cluster")], DEVICE_ONLY),
+    entity(B::ClusterSize, &[(N::Device, "cluster_size")], DEVICE_ONLY),
+    row(B::ClusterArrive, &[(N::Device, "cluster_arrive")], &["memory"], &["'release'"], Rule::ClusterBarrier, Op::Intrinsic(I::ClusterArrive(false)), DEVICE_ONLY),
+    row(B::ClusterWait, &[(N::Device, "cluster_wait")], &[], &[], Rule::ClusterBarrier, Op::Intrinsic(I::ClusterWait), DEVICE_ONLY),
+    row(B::ClusterSync, &[(N::Device, "cluster_sync")], &[], &[], Rule::ClusterBarrier, Op::Intrinsic(I::ClusterSync), DEVICE_ONLY),
+    row(B::MapSharedRank, &[(N::Device, "map_shared_rank")], &["array", "rank"], &[], Rule::MapSharedRank, Op::Intrinsic(I::MapSharedRank), DEVICE_ONLY),
+    // Inline PTX and launches from device code (extensions, §18.2, §18.3).
+    row(B::Asm, &[(N::Device, "asm")], &["template", "result", "args", "constraints", "volatile", "memory"], &["()", "None", "False", "False"], Rule::Asm, Op::Expr("inline PTX"), DEVICE_ONLY),
+    row(B::Launch, &[(N::Device, "launch")], &["kernel", "*args", "grid", "block", "shared"], &["0"], Rule::DeviceLaunch, Op::Expr("device-side launch"), DEVICE_ONLY),
     row(B::CupyxLaneId, &[(N::CupyxJit, "laneid")], &[], &[], Rule::Nullary, Op::Intrinsic(I::LaneId), DEVICE_ONLY),
     row(B::Tid, &[(N::Device, "tid")], &["ndim"], &[], Rule::Positions, Op::Expr("block_idx * block_dim + thread_idx"), DEVICE_ONLY),
     row(B::GridSize, &[(N::Device, "grid_size")], &["ndim"], &[], Rule::Positions, Op::Expr("block_dim * grid_dim"), DEVICE_ONLY),

@@ -348,6 +348,11 @@ impl FnCx<'_, '_> {
             | Rule::Selp
             | Rule::CupyxSharedMemory) => self.numba_call(rule, b, c),
             Rule::Cg => self.cg_call(b, c),
+            rule @ (Rule::ClusterBarrier | Rule::MapSharedRank) => {
+                self.cluster_call(rule, entry, b, c)
+            }
+            Rule::Asm => self.asm_call(entry, c),
+            Rule::DeviceLaunch => self.device_launch(c),
             Rule::TargetOnly => {
                 self.diags.push(
                     Diagnostic::error(Code::E0410, span, format!("`{name}(...)` may only appear in the whole condition of an `if` statement"))
@@ -897,6 +902,11 @@ fn is_static_item(item: &Item) -> bool {
                 | Builtin::BlockIdx
                 | Builtin::BlockDim
                 | Builtin::GridDim
+                | Builtin::ClusterIdx
+                | Builtin::ClusterDim
+                | Builtin::BlockIdxInCluster
+                | Builtin::BlockRankInCluster
+                | Builtin::ClusterSize
         ),
         _ => false,
     }

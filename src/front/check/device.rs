@@ -105,7 +105,7 @@ impl FnCx<'_, '_> {
         }
     }
 
-    fn memory_order(&mut self, e: Option<&ast::Expr>) -> Option<MemoryOrder> {
+    pub(super) fn memory_order(&mut self, e: Option<&ast::Expr>) -> Option<MemoryOrder> {
         let Some(e) = e else {
             return Some(MemoryOrder::SeqCst);
         };
@@ -324,7 +324,13 @@ impl FnCx<'_, '_> {
         }
     }
 
-    fn intrinsic(&mut self, op: Intrinsic, args: Vec<Handle<Expr>>, ty: Type, span: Span) -> Val {
+    pub(super) fn intrinsic(
+        &mut self,
+        op: Intrinsic,
+        args: Vec<Handle<Expr>>,
+        ty: Type,
+        span: Span,
+    ) -> Val {
         let e = self.push(Expr::Intrinsic(op, args), ty.clone(), span);
         self.val(e, ty, span)
     }
@@ -745,7 +751,11 @@ impl FnCx<'_, '_> {
             | Rule::Round
             | Rule::NumbaFence
             | Rule::Selp
-            | Rule::CupyxSharedMemory => self.table_mismatch(b, span),
+            | Rule::CupyxSharedMemory
+            | Rule::ClusterBarrier
+            | Rule::MapSharedRank
+            | Rule::Asm
+            | Rule::DeviceLaunch => self.table_mismatch(b, span),
         }
     }
 

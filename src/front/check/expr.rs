@@ -259,6 +259,19 @@ impl FnCx<'_, '_> {
                 );
                 Some(self.val(e, ty, span))
             }
+            Value::Item(
+                Item::Builtin(
+                    b @ (Builtin::ClusterIdx | Builtin::ClusterDim | Builtin::BlockIdxInCluster),
+                ),
+                _,
+            ) if matches!(attr, "x" | "y" | "z") => {
+                let axis = match attr {
+                    "x" => Axis::X,
+                    "y" => Axis::Y,
+                    _ => Axis::Z,
+                };
+                self.cluster_position(b, Some(axis), span)
+            }
             other => {
                 let Some(v) = self.value_of(other) else {
                     return Value::Err;

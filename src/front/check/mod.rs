@@ -113,6 +113,9 @@ pub fn specialize(
     let handle = s.instantiate(idx, args.to_vec(), Vec::new(), decl.name_span);
     let key = (idx, args.to_vec(), Vec::new());
     s.commit(&key);
+    if let Some((_, span)) = decl.options.cluster {
+        s.require_sm90("`cluster=`", span);
+    }
     match handle {
         Ok(entry) if s.diags.is_empty() => {
             let o = &decl.options;
@@ -128,6 +131,7 @@ pub fn specialize(
                     debug: o.debug,
                     bounds_check: o.bounds_check,
                     skip_assertions: o.skip_assertions,
+                    cluster: o.cluster.map(|(d, _)| d),
                 },
                 file: module.file.clone(),
                 target_sm: s.target_used.then_some(sm),
@@ -1075,6 +1079,13 @@ impl FnCx<'_, '_> {
                     Some(v)
                 }
                 Item::Builtin(
+                    b @ (Builtin::ClusterIdx
+                    | Builtin::ClusterDim
+                    | Builtin::BlockIdxInCluster
+                    | Builtin::BlockRankInCluster
+                    | Builtin::ClusterSize),
+                ) => self.cluster_position(b, None, span),
+                Item::Builtin(
                     b @ (Builtin::ThreadIdx
                     | Builtin::BlockIdx
                     | Builtin::BlockDim
@@ -1220,8 +1231,10 @@ fn dim3_intrinsic(b: Builtin, a: Axis) -> Intrinsic {
     }
 }
 
+mod asm;
 mod assign;
 mod calls;
+mod cluster;
 mod complex;
 mod device;
 mod groups;
@@ -1229,6 +1242,7 @@ mod numba;
 use complex::complex_unsupported;
 use stmt::{always_returns, assigned_names, contains_call, count_assignments, element_type};
 mod expr;
+mod launch;
 mod loops;
 mod ops;
 mod print;

@@ -435,7 +435,11 @@ impl FnCx<'_, '_> {
             | Rule::Math
             | Rule::MathPair
             | Rule::Vector
-            | Rule::Cg => self.table_mismatch(b, span),
+            | Rule::Cg
+            | Rule::ClusterBarrier
+            | Rule::MapSharedRank
+            | Rule::Asm
+            | Rule::DeviceLaunch => self.table_mismatch(b, span),
         }
     }
 }

@@ -157,6 +157,20 @@ impl Checker {
         let span = f.exprs.span(h);
         let e = &f.exprs[h];
         match e {
+            Expr::Asm(_) | Expr::Launch(_) => {
+                let what = if matches!(e, Expr::Asm(_)) {
+                    "inline PTX (`asm`)"
+                } else {
+                    "a launch from device code"
+                };
+                self.report(
+                    Code::E0501,
+                    span,
+                    format!("{what} exists only on the device"),
+                    GUARD,
+                );
+                return;
+            }
             Expr::Intrinsic(op, _) if device_only(*op) => {
                 self.report(
                     Code::E0501,
@@ -335,6 +349,15 @@ fn python_name(op: Intrinsic) -> String {
         Intrinsic::MatchAny => "match_any_sync",
         Intrinsic::MatchAll => "match_all_sync",
         Intrinsic::DynamicSharedSize => "dynamic_shared_array",
+        Intrinsic::ClusterIdx(a) => return format!("cluster_idx.{}", a.letter()),
+        Intrinsic::ClusterDim(a) => return format!("cluster_dim.{}", a.letter()),
+        Intrinsic::BlockIdxInCluster(a) => return format!("block_idx_in_cluster.{}", a.letter()),
+        Intrinsic::BlockRankInCluster => "block_rank_in_cluster",
+        Intrinsic::ClusterSize => "cluster_size",
+        Intrinsic::ClusterArrive(_) => "cluster_arrive",
+        Intrinsic::ClusterWait => "cluster_wait",
+        Intrinsic::ClusterSync => "cluster_sync",
+        Intrinsic::MapSharedRank => "map_shared_rank",
         Intrinsic::Ldexp => "math.ldexp",
         Intrinsic::Frexp => "math.frexp",
         Intrinsic::Modf => "math.modf",
@@ -396,7 +419,16 @@ pub(crate) fn device_only(op: Intrinsic) -> bool {
         | Intrinsic::Sad
         | Intrinsic::RoundDigits
         | Intrinsic::DynamicSharedSize
-        | Intrinsic::Cg(_) => true,
+        | Intrinsic::Cg(_)
+        | Intrinsic::ClusterIdx(_)
+        | Intrinsic::ClusterDim(_)
+        | Intrinsic::BlockIdxInCluster(_)
+        | Intrinsic::BlockRankInCluster
+        | Intrinsic::ClusterSize
+        | Intrinsic::ClusterArrive(_)
+        | Intrinsic::ClusterWait
+        | Intrinsic::ClusterSync
+        | Intrinsic::MapSharedRank => true,
     }
 }
 
@@ -423,6 +455,11 @@ pub(crate) fn children(e: &Expr) -> Vec<Handle<Expr>> {
             otherwise,
         } => vec![*cond, *then, *otherwise],
         Expr::Call(_, args) | Expr::Intrinsic(_, args) | Expr::Tuple(args) => args.clone(),
+        Expr::Asm(a) => a.args.clone(),
+        Expr::Launch(l) => [l.grid, l.block, l.shared]
+            .into_iter()
+            .chain(l.args.iter().copied())
+            .collect(),
         Expr::Load { array, indices } | Expr::ElementRef { array, indices } => {
             let mut v = vec![*array];
             v.extend(indices.iter().map(|i| i.value));

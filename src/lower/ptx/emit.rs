@@ -18,6 +18,7 @@ mod arrays;
 mod atomics;
 mod cmath;
 mod expr;
+mod extensions;
 mod functions;
 mod groups;
 mod intrinsics;
@@ -163,6 +164,8 @@ fn addr_space(s: MemSpace) -> AddressSpace {
         // Allocas are generic pointers that NVPTX places in local memory.
         MemSpace::Local => 0,
         MemSpace::Const => 4,
+        // Another block's shared memory: generic addresses from `mapa` (§18.1).
+        MemSpace::Cluster => 0,
     })
 }
 

@@ -236,10 +236,13 @@ pub(crate) fn compile_with(
         // The code generator keeps the module (and its context) alive: see `pipeline`.
         let module = Detached::module(module).with_context(ctx);
         let ptx = b.emit_ptx(module, shape)?;
-        let ptx = widen_param_space(
-            retarget(renumber_call_sequences(ptx), options.arch),
+        let ptx = cluster_directives(
+            widen_param_space(
+                retarget(renumber_call_sequences(ptx), options.arch),
+                program,
+                options.arch,
+            ),
             program,
-            options.arch,
         );
         Ok(if program.options.debug {
             format!("{DEBUG_MARK}\n{ptx}")
@@ -304,6 +307,40 @@ fn widen_param_space(ptx: String, program: &Program, arch: Arch) -> String {
         return ptx;
     }
     ptx.replacen(&format!(".version {maj}.{min}"), ".version 8.1", 1)
+}
+
+/// The entry kernel's `cluster=(x, y, z)` option as PTX's `.explicitcluster` and
+/// `.reqnctapercluster x, y, z` directives, placed with the other performance directives
+/// between the entry's parameter list and its body. LLVM 19's NVPTX back end has no
+/// annotation for them (its `cluster_dim_x` arrived in LLVM 20), so they are added to the
+/// PTX text here (§18.1); ptxas checks them in the fixture tests.
+fn cluster_directives(ptx: String, program: &Program) -> String {
+    let Some([x, y, z]) = program.options.cluster else {
+        return ptx;
+    };
+    let symbol = &program.functions[program.entry].symbol;
+    let head = format!(".entry {symbol}(");
+    let Some(start) = ptx.find(&head) else {
+        return ptx;
+    };
+    // The parameter list ends at the first line that is `)` after the head, or with the
+    // head's own line when the kernel has no parameters (`.entry k()`).
+    let after = start + head.len();
+    let close = if ptx[after..].starts_with(')') {
+        ptx[after..].find('\n').map(|i| after + i + 1)
+    } else {
+        ptx[start..].find("\n)\n").map(|i| start + i + 3)
+    };
+    let Some(close) = close else {
+        return ptx;
+    };
+    let mut out = String::with_capacity(ptx.len() + 64);
+    out.push_str(&ptx[..close]);
+    out.push_str(&format!(
+        ".explicitcluster\n.reqnctapercluster {x}, {y}, {z}\n"
+    ));
+    out.push_str(&ptx[close..]);
+    out
 }
 
 /// PTX built for an older architecture, relabelled for a newer one LLVM 19 does not know.

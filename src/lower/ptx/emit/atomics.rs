@@ -30,7 +30,7 @@ fn state_space(space: MemSpace) -> Option<(&'static str, u16)> {
     match space {
         MemSpace::Shared => Some((".shared", 3)),
         MemSpace::Global => Some((".global", 1)),
-        MemSpace::Local | MemSpace::Const => None,
+        MemSpace::Local | MemSpace::Const | MemSpace::Cluster => None,
     }
 }
 

@@ -11,6 +11,14 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
     fn expr_inner(&mut self, h: Handle<Expr>) -> R<Option<BasicValueEnum<'ctx>>> {
         let ty = self.ty(h).clone();
         let v: BasicValueEnum<'ctx> = match &self.f.exprs[h] {
+            Expr::Asm(a) => {
+                let a = a.clone();
+                return self.inline_asm(&a, &ty);
+            }
+            Expr::Launch(l) => {
+                let l = l.clone();
+                self.device_launch(&l)?
+            }
             Expr::Literal(lit) => {
                 let s = ty.as_scalar().ok_or_else(|| err("non-scalar literal"))?;
                 let t = self.e.scalar_type(s);

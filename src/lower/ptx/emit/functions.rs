@@ -73,13 +73,14 @@ impl<'ctx> Emitter<'_, 'ctx> {
             self.module
                 .add_global_metadata("nvvm.annotations", &md)
                 .map_err(|e| err(e.to_string()))?;
+            // The entry's options; a kernel it launches (§18.3) has none of them.
             let o = &self.program.options;
             for (key, value) in [
                 ("maxntidx", o.max_threads),
                 ("minctasm", o.min_blocks),
                 ("maxnreg", o.max_registers),
             ] {
-                if let Some(v) = value {
+                if let Some(v) = value.filter(|_| entry) {
                     let md = self.ctx.metadata_node(&[
                         llfn.as_global_value().as_pointer_value().into(),
                         self.ctx.metadata_string(key).into(),

@@ -185,8 +185,63 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                     &[],
                 )?
                 .ok_or_else(|| err("dynamic_smem_size"))?,
+            Intrinsic::ClusterIdx(a) => self.sreg(&sreg("clusterid", a))?,
+            Intrinsic::ClusterDim(a) => self.sreg(&sreg("cluster.nctaid", a))?,
+            Intrinsic::BlockIdxInCluster(a) => self.sreg(&sreg("cluster.ctaid", a))?,
+            Intrinsic::BlockRankInCluster => {
+                self.sreg("llvm.nvvm.read.ptx.sreg.cluster.ctarank")?
+            }
+            Intrinsic::ClusterSize => self.sreg("llvm.nvvm.read.ptx.sreg.cluster.nctarank")?,
+            Intrinsic::ClusterArrive(_) | Intrinsic::ClusterWait | Intrinsic::ClusterSync => {
+                // The non-`.aligned` forms: correct when threads of a warp diverge (§18.1).
+                let names: &[&str] = match op {
+                    Intrinsic::ClusterArrive(false) => &["llvm.nvvm.barrier.cluster.arrive"],
+                    Intrinsic::ClusterArrive(true) => &["llvm.nvvm.barrier.cluster.arrive.relaxed"],
+                    Intrinsic::ClusterWait => &["llvm.nvvm.barrier.cluster.wait"],
+                    _ => &[
+                        "llvm.nvvm.barrier.cluster.arrive",
+                        "llvm.nvvm.barrier.cluster.wait",
+                    ],
+                };
+                for name in names {
+                    let f = self.e.intrinsic(name, &[])?;
+                    self.b().build_call(f, &[], "")?;
+                }
+                return Ok(None);
+            }
+            Intrinsic::MapSharedRank => self.map_shared_rank(vals[0], vals[1], ty)?,
         };
         Ok(Some(v))
+    }
+
+    /// `map_shared_rank(array, rank)`: the descriptor of a shared array with its data
+    /// pointer made generic (`cvta.shared`) and mapped by `mapa` to the same offset in the
+    /// shared memory of the cluster's block `rank`; shape and strides are kept (§18.1).
+    fn map_shared_rank(
+        &mut self,
+        array: BasicValueEnum<'ctx>,
+        rank: BasicValueEnum<'ctx>,
+        ty: &Type,
+    ) -> R<BasicValueEnum<'ctx>> {
+        let Type::Array(at) = ty else {
+            return Err(err("map_shared_rank of a non-array"));
+        };
+        let agg = array.into_struct_value();
+        let data = self
+            .b()
+            .build_extract_value(agg, 0, "")?
+            .into_pointer_value();
+        let generic = self.e.ctx.ptr_type(AddressSpace::from(0u16));
+        let data = self.b().build_address_space_cast(data, generic, "")?;
+        let f = self.e.intrinsic("llvm.nvvm.mapa", &[])?;
+        let remote = self.call1(f, &[data.into(), rank.into()])?;
+        let st = self.e.descriptor_type(at);
+        let mut out = self.b().build_insert_value(st.get_undef(), remote, 0, "")?;
+        for i in 1..3 {
+            let part = self.b().build_extract_value(agg, i, "")?;
+            out = self.b().build_insert_value(out, part, i, "")?;
+        }
+        Ok(out.as_basic_value_enum())
     }
 
     /// Emits inline PTX that is `convergent` (warp and block operations); `ret` is the result
