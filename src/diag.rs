@@ -260,6 +260,18 @@ codes! {
     E0602,
     /// `pow(x, y, mod)`: the three-argument (modular) `pow` (§15.3)
     E0603,
+    /// a tensor-core fragment that CUDA does not have: its use, shape, element type and layout do not go together (§17.1)
+    E0760,
+    /// a tensor-core element type that the target architecture lacks: bfloat16, tf32 and float64 need sm_80 (§17)
+    E0761,
+    /// the operands of a tensor-core multiply-accumulate do not go together: shapes, element types or uses (§17)
+    E0762,
+    /// a `wmma` operation that writes its first argument (`fill_fragment`, `load_matrix_sync`, `mma_sync`) used as a value, or given something other than a local name as that argument (§17.1)
+    E0763,
+    /// the memory of a tensor-core load or store: not an array, an array of the wrong element type, or (`ldmatrix`) not in shared memory (§17)
+    E0764,
+    /// a tensor-core argument of the wrong kind: not a fragment, a fragment of the wrong use, or registers of the wrong types (§17)
+    E0765,
     /// internal error: the checker built IR that breaks a rule of `ir::validate` (run in debug builds and tests between checking and lowering; a compiler bug; please report it)
     E0998,
     /// internal error: a specialization failed without a diagnostic (a compiler bug; please report it)

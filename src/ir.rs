@@ -9,6 +9,7 @@
 //! it refers to the AST or to LLVM.
 
 use crate::diag::Span;
+use crate::types::tensor::MatrixLayout;
 use crate::types::{DType, MemSpace, Scalar, Type};
 use std::fmt;
 use std::marker::PhantomData;
@@ -450,6 +451,59 @@ pub enum Intrinsic {
     Complex(ComplexOp),
     /// `dynamic_shared_array()`'s size in bytes (the launch's `shared` parameter).
     DynamicSharedSize,
+    /// A tensor-core operation of `device.wmma` or `device.mma` (§17).
+    Tensor(TensorOp),
+}
+
+/// A tensor-core operation (§17). WMMA operations read shapes, element types and layouts
+/// from their fragments' types (`Type::Fragment`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum TensorOp {
+    /// A fragment (the expression's type) with every element arg 0 (of the fragment's
+    /// element type): `wmma.fragment`, `wmma.fill_fragment`.
+    Fill,
+    /// `wmma.load_matrix_sync`: args [reference to the first element (`ElementRef`), ldm
+    /// (int32)] → the fragment; the layout is the fragment's, or this one for accumulators.
+    Load(MatrixLayout),
+    /// `wmma.store_matrix_sync`: args [reference to the first element (`ElementRef`),
+    /// accumulator fragment, ldm (int32)].
+    Store(MatrixLayout),
+    /// `wmma.mma_sync`: args [a, b, c] → d (the expression's type).
+    Mma {
+        /// Integer saturation (`.satfinite`).
+        satfinite: bool,
+    },
+    /// `mma.mma_sync_m16n8k16`: args [a: four `float16x2`/`bfloat16x2`, b: two of the same,
+    /// c: four `float32`] as tuples → four `float32` (PTX's
+    /// `mma.sync.aligned.m16n8k16.row.col.f32.<t>.<t>.f32`).
+    MmaM16n8k16,
+    /// `mma.ldmatrix`: args [reference to this thread's row (`ElementRef` into a shared
+    /// array of 16-bit elements)] → a tuple of `count` two-element vectors (PTX's
+    /// `ldmatrix.sync.aligned.m8n8.x<count>[.trans].shared.b16`).
+    Ldmatrix {
+        /// 1, 2 or 4 matrices.
+        count: u8,
+        /// Whether each 8×8 matrix is transposed.
+        trans: bool,
+    },
+}
+
+impl TensorOp {
+    /// The name in printed IR.
+    pub fn name(self) -> String {
+        match self {
+            TensorOp::Fill => "wmma.fill".into(),
+            TensorOp::Load(l) => format!("wmma.load.{}", l.name()),
+            TensorOp::Store(l) => format!("wmma.store.{}", l.name()),
+            TensorOp::Mma { satfinite } => {
+                format!("wmma.mma{}", if satfinite { ".satfinite" } else { "" })
+            }
+            TensorOp::MmaM16n8k16 => "mma.m16n8k16".into(),
+            TensorOp::Ldmatrix { count, trans } => {
+                format!("mma.ldmatrix.x{count}{}", if trans { ".trans" } else { "" })
+            }
+        }
+    }
 }
 
 /// A memory order of the C++ memory model, as the spec's `memory=` parameter names it.
@@ -883,6 +937,7 @@ impl Intrinsic {
             Intrinsic::WarpSize => "warp_size".into(),
             Intrinsic::SyncThreads => "syncthreads".into(),
             Intrinsic::Complex(op) => format!("complex.{op:?}").to_lowercase(),
+            Intrinsic::Tensor(op) => op.name(),
             other => format!("{other:?}").to_lowercase(),
         }
     }

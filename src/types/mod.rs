@@ -9,6 +9,7 @@ pub mod half;
 pub mod promote;
 pub mod record;
 pub mod signature;
+pub mod tensor;
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -485,6 +486,9 @@ pub enum Type {
         /// Where the element lives.
         space: MemSpace,
     },
+    /// A warp-wide tensor-core matrix fragment (`device.wmma.fragment`, §17.1): a fixed set
+    /// of registers in each thread.
+    Fragment(Box<tensor::Fragment>),
 }
 
 /// The deepest nesting of tuples, structs and arrays that [`Type::validate`] accepts.
@@ -526,7 +530,11 @@ impl Type {
                 }
             };
             match t {
-                Type::None | Type::Scalar(_) | Type::WarpMask | Type::Ref { .. } => {}
+                Type::None
+                | Type::Scalar(_)
+                | Type::WarpMask
+                | Type::Ref { .. }
+                | Type::Fragment(_) => {}
                 Type::Vector { elem, len } => scalar_vector(*elem, *len)?,
                 Type::Tuple(ts) => work.extend(ts.iter().map(|t| (t, depth + 1))),
                 Type::Array(a) => {
@@ -722,6 +730,7 @@ impl fmt::Display for Type {
             Type::Atomic { dtype, .. } => write!(f, "Atomic[{dtype}]"),
             Type::StructRef { st, .. } => write!(f, "ref[{}]", st.name),
             Type::Ref { dtype, .. } => write!(f, "atomic_ref[{dtype}]"),
+            Type::Fragment(fr) => write!(f, "{fr}"),
         }
     }
 }

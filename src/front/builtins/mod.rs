@@ -49,11 +49,19 @@ pub enum Namespace {
     Operator,
     /// Python's builtins (`len`, `int`): not importable, the names every module sees.
     Builtins,
+    /// `cuda.device.wmma`: warp matrix multiply-accumulate fragments (a pydevice extension,
+    /// §17.1).
+    Wmma,
+    /// `cuda.device.mma`: `mma.sync` on explicit fragment layouts and `ldmatrix` (a pydevice
+    /// extension, §17.2).
+    Mma,
 }
 
 /// The namespaces that are members of other namespaces (`numba.cuda`, `cuda.device`).
 const SUBSPACES: &[(Namespace, &str, Namespace)] = &[
     (Namespace::Cuda, "device", Namespace::Device),
+    (Namespace::Device, "wmma", Namespace::Wmma),
+    (Namespace::Device, "mma", Namespace::Mma),
     (Namespace::Numba, "cuda", Namespace::NumbaCuda),
     (Namespace::Numba, "types", Namespace::NumbaTypes),
     (Namespace::NumbaCuda, "shared", Namespace::NumbaShared),
@@ -278,6 +286,22 @@ pub enum Builtin {
     LiteralUnroll,
     /// cupyx's `jit.shared_memory(dtype, size, alignment=None)`
     CupyxSharedMemory,
+    /// `wmma.fragment(use, shape, dtype, layout=None)`: a fragment of zeros (§17.1)
+    WmmaFragment,
+    /// `wmma.fill_fragment(frag, value)` (§17.1)
+    WmmaFillFragment,
+    /// `wmma.load_matrix_sync(frag, array, index, ldm, layout=None)` (§17.1)
+    WmmaLoadMatrix,
+    /// `wmma.store_matrix_sync(array, index, frag, ldm, layout)` (§17.1)
+    WmmaStoreMatrix,
+    /// `wmma.mma_sync(d, a, b, c, satfinite=False)` (§17.1)
+    WmmaMmaSync,
+    /// `wmma.tf32`: the TF32 element type of fragments (§17.1)
+    WmmaTf32,
+    /// `mma.mma_sync_m16n8k16(a, b, c)` (§17.2)
+    MmaM16n8k16,
+    /// `mma.ldmatrix(array, index, count, trans=False)` (§17.2)
+    Ldmatrix,
 }
 
 /// The functions of Python's `cmath` module that device code can call (the modulus is the

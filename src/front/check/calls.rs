@@ -330,6 +330,7 @@ impl FnCx<'_, '_> {
             | Rule::WarpMask
             | Rule::Math
             | Rule::MathPair) => self.device_call(rule, entry, b, c),
+            Rule::Tensor | Rule::TensorInPlace => self.tensor_call(b, c),
             Rule::Vector => {
                 let Builtin::Vector(elem, len) = b else {
                     return self.table_mismatch(b, span);

@@ -722,7 +722,9 @@ impl FnCx<'_, '_> {
             | Rule::Round
             | Rule::NumbaFence
             | Rule::Selp
-            | Rule::CupyxSharedMemory => self.table_mismatch(b, span),
+            | Rule::CupyxSharedMemory
+            | Rule::Tensor
+            | Rule::TensorInPlace => self.table_mismatch(b, span),
         }
     }
 

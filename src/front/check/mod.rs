@@ -1223,4 +1223,5 @@ mod print;
 mod records;
 pub(crate) mod reduce;
 mod stmt;
+mod tensor;
 mod views;

@@ -433,6 +433,8 @@ impl FnCx<'_, '_> {
             | Rule::WarpMask
             | Rule::Math
             | Rule::MathPair
+            | Rule::Tensor
+            | Rule::TensorInPlace
             | Rule::Vector => self.table_mismatch(b, span),
         }
     }

@@ -348,6 +348,7 @@ fn python_name(op: Intrinsic) -> String {
         Intrinsic::Fma => "fma",
         Intrinsic::Math(f) => return format!("math.{}", f.name()),
         Intrinsic::Complex(_) => "complex arithmetic",
+        Intrinsic::Tensor(op) => return op.name(),
     };
     s.to_string()
 }
@@ -390,7 +391,8 @@ pub(crate) fn device_only(op: Intrinsic) -> bool {
         | Intrinsic::Sincos
         | Intrinsic::Sad
         | Intrinsic::RoundDigits
-        | Intrinsic::DynamicSharedSize => true,
+        | Intrinsic::DynamicSharedSize
+        | Intrinsic::Tensor(_) => true,
     }
 }
 

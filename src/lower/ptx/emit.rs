@@ -22,6 +22,7 @@ mod intrinsics;
 mod numbers;
 mod print;
 mod raise;
+mod tensor;
 mod types;
 mod views;
 

@@ -16,6 +16,9 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         args: &[Handle<Expr>],
         ty: &Type,
     ) -> R<Option<BasicValueEnum<'ctx>>> {
+        if let Intrinsic::Tensor(t) = op {
+            return self.tensor(t, args, ty);
+        }
         let sreg = |kind: &str, a: Axis| format!("llvm.nvvm.read.ptx.sreg.{kind}.{}", a.letter());
         let ctx = self.e.ctx;
         let i32t = ctx.i32_type();
@@ -175,6 +178,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 self.call1(f, &[vals[0].into(), vals[1].into(), vals[2].into()])?
             }
             Intrinsic::Complex(op) => self.complex_op(op, &vals)?,
+            Intrinsic::Tensor(_) => return Err(err("tensor operation lowered twice")),
             Intrinsic::DynamicSharedSize => self
                 .asm(
                     "mov.u32 $0, %dynamic_smem_size;",
