@@ -62,6 +62,8 @@ fn uses(src: &str, ns: N, name: &str) -> bool {
         N::CupyxJit => src.contains("cupyx") && qualified("jit"),
         N::Numpy => qualified("np") || qualified("numpy") || qualified("cupy"),
         N::Operator => qualified("operator"),
+        N::Wmma => qualified("wmma"),
+        N::Mma => qualified("mma"),
         N::Cuda | N::Cupyx => has_word(src, name),
     }
 }

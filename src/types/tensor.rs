@@ -44,6 +44,14 @@ impl FragmentUse {
         .find(|u| u.name() == s)
     }
 
+    /// Its name with an indefinite article (`a matrix_a`, `an accumulator`), for messages.
+    pub fn with_article(self) -> String {
+        match self {
+            FragmentUse::Accumulator => "an accumulator".into(),
+            u => format!("a {}", u.name()),
+        }
+    }
+
     /// PTX's letter for it in `wmma.load.{a,b,c}`.
     pub fn letter(self) -> &'static str {
         match self {
@@ -219,8 +227,11 @@ pub struct Fragment {
     pub layout: Option<MatrixLayout>,
 }
 
+/// A WMMA shape `(m, n, k)` and the input types it takes.
+type WmmaShape = ((u8, u8, u8), &'static [FragmentElem]);
+
 /// The WMMA shapes, with the input types each takes (CUDA's `nvcuda::wmma`).
-const WMMA: &[((u8, u8, u8), &[FragmentElem])] = {
+const WMMA: &[WmmaShape] = {
     use FragmentElem::*;
     &[
         ((16, 16, 16), &[F16, BF16, S8, U8]),
@@ -242,33 +253,25 @@ impl Fragment {
                  (float16, bfloat16, int8, uint8), m16n16k8 (tf32) and m8n8k4 (float64)"
             ));
         };
+        let acc_ok = |e: FragmentElem| match e {
+            F16 => inputs.contains(&F16),
+            F32 => inputs.iter().any(|e| matches!(e, F16 | BF16 | TF32)),
+            S32 => inputs.contains(&S8),
+            F64 => inputs.contains(&F64),
+            BF16 | TF32 | S8 | U8 => false,
+        };
         let ok = match self.usage {
             FragmentUse::MatrixA | FragmentUse::MatrixB => inputs.contains(&self.elem),
-            FragmentUse::Accumulator => match self.elem {
-                F16 => inputs.contains(&F16),
-                F32 => inputs.iter().any(|e| matches!(e, F16 | BF16 | TF32)),
-                S32 => inputs.contains(&S8),
-                F64 => inputs.contains(&F64),
-                BF16 | TF32 | S8 | U8 => false,
-            },
+            FragmentUse::Accumulator => acc_ok(self.elem),
         };
         if !ok {
             let what = match self.usage {
-                FragmentUse::Accumulator => {
-                    let acc: Vec<&str> = [F16, F32, S32, F64]
-                        .into_iter()
-                        .filter(|e| {
-                            Fragment {
-                                elem: *e,
-                                ..self.clone()
-                            }
-                            .check()
-                            .is_ok()
-                        })
-                        .map(FragmentElem::name)
-                        .collect();
-                    acc.join(", ")
-                }
+                FragmentUse::Accumulator => [F16, F32, S32, F64]
+                    .into_iter()
+                    .filter(|e| acc_ok(*e))
+                    .map(FragmentElem::name)
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 _ => inputs
                     .iter()
                     .map(|e| e.name())
@@ -276,8 +279,8 @@ impl Fragment {
                     .join(", "),
             };
             return Err(format!(
-                "a {} fragment of shape {s} cannot hold {}; it holds {what}",
-                self.usage.name(),
+                "{} fragment of shape {s} cannot hold {}; it holds {what}",
+                self.usage.with_article(),
                 self.elem.name()
             ));
         }

@@ -433,7 +433,7 @@ impl FnCx<'_, '_> {
             Type::Fragment(f) if want.is_none_or(|u| u == f.usage) => (**f).clone(),
             other => {
                 let what = want.map_or("a fragment".to_string(), |u| {
-                    format!("a {} fragment", u.name())
+                    format!("{} fragment", u.with_article())
                 });
                 self.diags.push(
                     Diagnostic::error(
