@@ -4,7 +4,7 @@
 //! `sync` covers shared memory, atomics, warp collectives and intrinsics; `interop` Python and
 //! CUDA C++ calling each other; `arrays` views, reshape, records and aligned struct fields;
 //! `host_device` the same `@func` on the host (Cranelift) and on the device; `numba_suite`
-//! kernels from numba-cuda's own test suite.
+//! kernels from numba-cuda's own test suite; `tensor` WMMA and `mma.sync` GEMMs and `ldmatrix`.
 
 mod arrays;
 mod const_arrays;
@@ -17,6 +17,7 @@ mod records;
 #[path = "../support/mod.rs"]
 mod support;
 mod sync;
+mod tensor;
 mod types;
 
 use pydevice::abi::{ArgValue, ArrayArg};
