@@ -481,3 +481,42 @@ def ld(src, out, out_t):
         }
     }
 }
+
+/// `bounds_check=True`: a WMMA load whose first element is out of range is reported (naming
+/// the array) and skipped, the fragment reading as zeros; in range it copies the tile.
+#[test]
+fn wmma_bounds_checked_load() {
+    let Some(dev) = device("wmma_bounds_checked_load") else {
+        return;
+    };
+    let src = r#"
+from cuda import device
+from cuda.device import wmma
+
+
+@device.kernel(bounds_check=True)
+def tile(a, c, row):
+    f = wmma.fragment("accumulator", (16, 16, 16), device.float32)
+    wmma.load_matrix_sync(f, a, (row, 0), 16, "row_major")
+    wmma.store_matrix_sync(c, (0, 0), f, 16, "row_major")
+"#;
+    let k = kernel(&dev, src, "tile", "float32[:, ::1], float32[:, ::1], int32");
+    let a: Vec<f32> = (0..32 * 16).map(|i| i as f32 * 0.5).collect();
+    let (_ab, aa) = upload(&dev, &bytes_of(&a), 32, 16);
+    let (cb, ca) = upload(&dev, &bytes_of(&vec![-1f32; 256]), 16, 16);
+    k.launch(
+        &[aa.clone(), ca.clone(), ArgValue::Int(16)],
+        [1, 1, 1],
+        [32, 1, 1],
+    );
+    dev.check_bounds(&k.k).expect("in range");
+    let c: Vec<f32> = from_bytes(&dev.download(&cb).expect("download"));
+    assert_eq!(c, a[256..].to_vec());
+    k.launch(&[aa, ca, ArgValue::Int(40)], [1, 1, 1], [32, 1, 1]);
+    let e = dev
+        .check_bounds(&k.k)
+        .expect_err("an out-of-range tile must be reported");
+    assert!(e.to_string().contains("a[40, 0]"), "{e}");
+    let c: Vec<f32> = from_bytes(&dev.download(&cb).expect("download"));
+    assert!(c.iter().all(|x| *x == 0.0), "{c:?}");
+}
