@@ -489,6 +489,18 @@ pub enum TensorOp {
 }
 
 impl TensorOp {
+    /// The builtin that produces it, as Python spells it (for diagnostics).
+    pub fn python_name(self) -> &'static str {
+        match self {
+            TensorOp::Fill => "wmma.fragment",
+            TensorOp::Load(_) => "wmma.load_matrix_sync",
+            TensorOp::Store(_) => "wmma.store_matrix_sync",
+            TensorOp::Mma { .. } => "wmma.mma_sync",
+            TensorOp::MmaM16n8k16 => "mma.mma_sync_m16n8k16",
+            TensorOp::Ldmatrix { .. } => "mma.ldmatrix",
+        }
+    }
+
     /// The name in printed IR.
     pub fn name(self) -> String {
         match self {

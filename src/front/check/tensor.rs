@@ -49,7 +49,7 @@ impl FnCx<'_, '_> {
                 ))
             }
             Builtin::MmaM16n8k16 => {
-                if self.s.sm < 80 {
+                if self.s.sm != crate::ir::HOST_TARGET && self.s.sm < 80 {
                     self.diags.push(
                         Diagnostic::error(
                             Code::E0761,
@@ -403,7 +403,8 @@ impl FnCx<'_, '_> {
             self.error(Code::E0760, span, why);
             return None;
         }
-        if self.s.sm < elem.min_sm() {
+        // The host refuses tensor operations as device-only (E0500) after checking.
+        if self.s.sm != crate::ir::HOST_TARGET && self.s.sm < elem.min_sm() {
             self.diags.push(
                 Diagnostic::error(
                     Code::E0761,

@@ -348,7 +348,7 @@ fn python_name(op: Intrinsic) -> String {
         Intrinsic::Fma => "fma",
         Intrinsic::Math(f) => return format!("math.{}", f.name()),
         Intrinsic::Complex(_) => "complex arithmetic",
-        Intrinsic::Tensor(op) => return op.name(),
+        Intrinsic::Tensor(op) => op.python_name(),
     };
     s.to_string()
 }
