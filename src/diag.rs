@@ -270,7 +270,7 @@ codes! {
     E0763,
     /// the memory of a tensor-core load or store: not an array, an array of the wrong element type, or (`ldmatrix`) not in shared memory (§17)
     E0764,
-    /// a tensor-core argument of the wrong kind: not a fragment, a fragment of the wrong use, or registers of the wrong types (§17)
+    /// a tensor-core argument of the wrong kind: not a fragment, a fragment of the wrong use, registers of the wrong types, or a fragment element index that is not an integer in range (§17)
     E0765,
     /// internal error: the checker built IR that breaks a rule of `ir::validate` (run in debug builds and tests between checking and lowering; a compiler bug; please report it)
     E0998,

@@ -473,6 +473,12 @@ pub enum TensorOp {
         /// Integer saturation (`.satfinite`).
         satfinite: bool,
     },
+    /// `frag[i]`: args [fragment, index (int32, already reduced modulo the number of
+    /// elements)] → the element (the fragment's element type; float32 for tf32).
+    Element,
+    /// `frag[i] = v`: args [fragment, index (int32, reduced), value] → the fragment with
+    /// element i replaced.
+    SetElement,
     /// `mma.mma_sync_m16n8k16`: args [a: four `float16x2`/`bfloat16x2`, b: two of the same,
     /// c: four `float32`] as tuples → four `float32` (PTX's
     /// `mma.sync.aligned.m16n8k16.row.col.f32.<t>.<t>.f32`).
@@ -498,6 +504,7 @@ impl TensorOp {
             TensorOp::Mma { .. } => "wmma.mma_sync",
             TensorOp::MmaM16n8k16 => "mma.mma_sync_m16n8k16",
             TensorOp::Ldmatrix { .. } => "mma.ldmatrix",
+            TensorOp::Element | TensorOp::SetElement => "fragment element",
         }
     }
 
@@ -511,6 +518,8 @@ impl TensorOp {
                 format!("wmma.mma{}", if satfinite { ".satfinite" } else { "" })
             }
             TensorOp::MmaM16n8k16 => "mma.m16n8k16".into(),
+            TensorOp::Element => "wmma.element".into(),
+            TensorOp::SetElement => "wmma.set_element".into(),
             TensorOp::Ldmatrix { count, trans } => {
                 format!("mma.ldmatrix.x{count}{}", if trans { ".trans" } else { "" })
             }

@@ -520,3 +520,57 @@ def tile(a, c, row):
     let c: Vec<f32> = from_bytes(&dev.download(&cb).expect("download"));
     assert!(c.iter().all(|x| *x == 0.0), "{c:?}");
 }
+
+/// `lang/wmma_elements.py`: C = alpha·A·B + beta·C on one 16×16 tile, the scaling done on
+/// the accumulator fragments' elements (`frag[i]`, `num_elements`).
+#[test]
+fn wmma_fragment_elements_epilogue() {
+    let test = "wmma_fragment_elements_epilogue";
+    let Some(dev) = device(test) else {
+        return;
+    };
+    let src = std::fs::read_to_string(crate::support::repo_path(
+        "tests/fixtures/lang/wmma_elements.py",
+    ))
+    .expect("fixture");
+    let k = kernel(
+        &dev,
+        &src,
+        "gemm_epilogue",
+        "float16[:, ::1], float16[:, ::1], float32[:, ::1], float32, float32",
+    );
+    let mut r = Rng(31);
+    let (ab, av) = random_matrix(In::F16, 256, &mut r);
+    let (bb, bv) = random_matrix(In::F16, 256, &mut r);
+    let c0: Vec<f32> = (0..256).map(|_| r.f32(-1.0, 1.0)).collect();
+    let (alpha, beta) = (1.5f32, -0.75f32);
+    let (_a, aa) = upload(&dev, &ab, 16, 16);
+    let (_b, ba) = upload(&dev, &bb, 16, 16);
+    let (cb, ca) = upload(&dev, &bytes_of(&c0), 16, 16);
+    k.launch(
+        &[
+            aa,
+            ba,
+            ca,
+            ArgValue::Float(f64::from(alpha)),
+            ArgValue::Float(f64::from(beta)),
+        ],
+        [1, 1, 1],
+        [32, 1, 1],
+    );
+    let got: Vec<f32> = from_bytes(&dev.download(&cb).expect("download"));
+    for i in 0..16 {
+        for j in 0..16 {
+            let mut ab_ij = 0f64;
+            let mut mag = 0f64;
+            for p in 0..16 {
+                ab_ij += av[i * 16 + p] * bv[p * 16 + j];
+                mag += (av[i * 16 + p] * bv[p * 16 + j]).abs();
+            }
+            let want = f64::from(alpha) * ab_ij + f64::from(beta) * f64::from(c0[i * 16 + j]);
+            let tol = 16.0 * 2.4e-7 * mag * 1.5 + 1e-6;
+            let g = f64::from(got[i * 16 + j]);
+            assert!((g - want).abs() <= tol, "C[{i}, {j}] = {g}, want {want}");
+        }
+    }
+}

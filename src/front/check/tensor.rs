@@ -250,6 +250,81 @@ impl FnCx<'_, '_> {
         }
     }
 
+    /// `frag[i]`: element `i` of this thread's part of a fragment (CUDA's `frag.x[i]`).
+    pub(super) fn fragment_element(
+        &mut self,
+        base: &Val,
+        slice: &ast::Expr,
+        span: Span,
+    ) -> Option<Val> {
+        let (fr, i) = self.fragment_index(base, slice)?;
+        let ty = Type::Scalar(fr.elem.scalar());
+        Some(self.tensor_op(TensorOp::Element, vec![base.e, i], ty, span))
+    }
+
+    /// `frag[i] = x`: the fragment with element `i` replaced by `x` (converted to the
+    /// element type), for the caller to assign to the fragment's local.
+    pub(super) fn fragment_with(
+        &mut self,
+        base: &Val,
+        slice: &ast::Expr,
+        x: &Val,
+        span: Span,
+    ) -> Option<Val> {
+        let (fr, i) = self.fragment_index(base, slice)?;
+        let v = self.convert(x, fr.elem.scalar())?;
+        Some(self.tensor_op(
+            TensorOp::SetElement,
+            vec![base.e, i, v],
+            base.ty.clone(),
+            span,
+        ))
+    }
+
+    /// A fragment's element index as an int32 reduced modulo the (power-of-two) number of
+    /// elements, which is Python's wrap for `-n <= i < n` (a constant outside is E0765).
+    fn fragment_index(
+        &mut self,
+        base: &Val,
+        slice: &ast::Expr,
+    ) -> Option<(Fragment, Handle<Expr>)> {
+        let Type::Fragment(fr) = &base.ty else {
+            return None;
+        };
+        let fr = (**fr).clone();
+        let n = i128::from(fr.num_elements());
+        let iv = self.eval(slice)?;
+        if !iv.ty.as_scalar().is_some_and(|s| s.is_integer()) {
+            self.error(
+                Code::E0765,
+                iv.span,
+                format!(
+                    "a fragment's elements are indexed by integers, not {}",
+                    iv.ty
+                ),
+            );
+            return None;
+        }
+        if let Some(k) = iv.konst.as_ref().and_then(|c| c.as_int())
+            && !(-n..n).contains(&k)
+        {
+            self.diags.push(
+                Diagnostic::error(
+                    Code::E0765,
+                    iv.span,
+                    format!("index {k} is out of range for {fr}"),
+                )
+                .with_note(format!("each thread holds {n} elements (`num_elements`)")),
+            );
+            return None;
+        }
+        let i32t = Type::Scalar(Scalar::Int32);
+        let i = self.convert(&iv, Scalar::Int32)?;
+        let mask = self.push(Expr::Literal(Literal::Int(n - 1)), i32t.clone(), iv.span);
+        let e = self.push(Expr::Binary(BinaryOp::BitAnd, i, mask), i32t, iv.span);
+        Some((fr, e))
+    }
+
     /// `wmma.mma_sync(d, a, b, c, satfinite)`: `a·b + c` as `d`'s type (or `c`'s, for a new
     /// `d`).
     fn mma_sync(

@@ -107,6 +107,35 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 let f = self.e.intrinsic(&name, &[])?;
                 Ok(Some(self.call1(f, &call)?))
             }
+            TensorOp::Element | TensorOp::SetElement => {
+                // Through memory: the registers are the elements in order (two float16 a
+                // `<2 x half>`, two bfloat16 or four int8 an `i32`, low bytes first), so
+                // element i is at byte i * size; SROA turns constant indices back into
+                // register operations.
+                let fr = frag(self.ty(args[0]))?;
+                let st = self.e.fragment_type(&fr);
+                let v = self.value(args[0])?;
+                let i = self.value(args[1])?.into_int_value();
+                let slot = self.entry_alloca(st, "fragment")?;
+                self.b().build_store(slot, v)?;
+                let es = fr.elem.scalar();
+                let et = self.e.scalar_type(es);
+                let size = self.e.ctx.i64_type().const_int(es.size(), false);
+                let i64v = self.b().build_int_z_extend(i, self.e.ctx.i64_type(), "")?;
+                let off = self.b().build_int_mul(i64v, size, "")?;
+                // SAFETY: the index was reduced modulo the element count by the checker.
+                let at = unsafe { self.b().build_gep(self.e.ctx.i8_type(), slot, &[off], "")? };
+                if op == TensorOp::Element {
+                    return Ok(Some(self.b().build_load(et, at, "")?));
+                }
+                let mut x = self.value(args[2])?;
+                if fr.elem == FragmentElem::TF32 {
+                    let r = self.tf32(x.into_float_value())?;
+                    x = self.b().build_bit_cast(r, et, "")?;
+                }
+                self.b().build_store(at, x)?;
+                Ok(Some(self.b().build_load(st, slot, "")?))
+            }
             TensorOp::MmaM16n8k16 => {
                 let Type::Tuple(ats) = self.ty(args[0]).clone() else {
                     return Err(err("mma_sync_m16n8k16 without a tuple"));
