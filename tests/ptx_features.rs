@@ -334,6 +334,12 @@ fn tensor_core_fixtures_assemble_for_sm80_and_sm90() {
             ],
         ),
         (
+            "wmma_elements",
+            "gemm_epilogue",
+            "float16[:, ::1], float16[:, ::1], float32[:, ::1], float32, float32",
+            &["wmma.load.c.sync.aligned.row.m16n16k16.global.f32"],
+        ),
+        (
             "mma_m16n8k16",
             "mma_tile",
             "float16[:, ::1], float16[:, ::1], float32[:, ::1]",
