@@ -605,6 +605,13 @@ impl FnCx<'_, '_> {
             );
             return None;
         }
+        if matches!(&arr.ty, Type::Array(at) if at.space == MemSpace::Const) {
+            self.diags.push(
+                Diagnostic::error(Code::E0764, arr.span, "a constant array cannot be a tensor-core operand")
+                    .with_note("its alignment is not the 256 bits WMMA needs; copy the tile to a shared array first"),
+            );
+            return None;
+        }
         if store {
             self.check_writable(&arr, span)?;
         }
