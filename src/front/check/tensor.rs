@@ -39,7 +39,7 @@ impl FnCx<'_, '_> {
             Builtin::WmmaStoreMatrix => {
                 let (fv, fr) = self.fragment_arg(a[2]?, Some(FragmentUse::Accumulator))?;
                 let layout = self.layout_arg(a[4]?)?;
-                let ldm = self.ldm_arg(a[3]?)?;
+                let ldm = self.ldm_arg(a[3]?, fr.elem.scalar())?;
                 let r = self.tensor_ref(a[0]?, a[1]?, fr.elem.scalar(), true, span)?;
                 Some(self.tensor_op(
                     TensorOp::Store(layout),
@@ -237,7 +237,7 @@ impl FnCx<'_, '_> {
                         return None;
                     }
                 };
-                let ldm = self.ldm_arg(a[3]?)?;
+                let ldm = self.ldm_arg(a[3]?, fr.elem.scalar())?;
                 let r = self.tensor_ref(a[1]?, a[2]?, fr.elem.scalar(), false, span)?;
                 let ty = Type::Fragment(Box::new(fr));
                 Some(self.tensor_op(TensorOp::Load(layout), vec![r, ldm], ty, span))
@@ -568,9 +568,20 @@ impl FnCx<'_, '_> {
         }
     }
 
-    /// The leading dimension `ldm`: an integer, as an int32.
-    fn ldm_arg(&mut self, e: &ast::Expr) -> Option<Handle<Expr>> {
+    /// The leading dimension `ldm` of a tile of `elem`s: an integer, as an int32; a constant
+    /// one must be a positive multiple of 16 bytes (PTX's rule for `wmma.load`/`store`).
+    fn ldm_arg(&mut self, e: &ast::Expr, elem: Scalar) -> Option<Handle<Expr>> {
         let v = self.eval(e)?;
+        let per = 16 / elem.size() as i128;
+        if let Some(n) = v.konst.as_ref().and_then(|c| c.as_int())
+            && (n <= 0 || n % per != 0)
+        {
+            self.diags.push(
+                Diagnostic::error(Code::E0765, v.span, format!("`ldm` is {n}; for {elem} elements it must be a positive multiple of {per} (16 bytes)"))
+                    .with_note("pad the rows of the array"),
+            );
+            return None;
+        }
         if !v.ty.as_scalar().is_some_and(|s| s.is_integer()) {
             self.error(
                 Code::E0765,
