@@ -128,6 +128,13 @@ def _f32(rng, *shape):
     return rng.random(shape, dtype=np.float32)
 
 
+def _hgemm(a):
+    """Rows HGEMM_ROWS_CHECKED of a @ b in float64 from the float16 inputs (their products
+    are exact; the tensor cores accumulate in float32)."""
+    rows = a["a"][HGEMM_ROWS_CHECKED].astype(np.float64)
+    return {"c": (rows @ a["b"].astype(np.float64)).astype(np.float32)}
+
+
 CASES = [
     Case(
         "vector_add",
@@ -287,6 +294,8 @@ NBODY_BLOCK = 128  # = its shared tile of positions
 NBODY_EPS2 = 0.01  # softening, squared
 NBODY_CHECKED = 128  # bodies whose acceleration the CPU reference computes
 NGEMM = 2048  # sgemm_reg side
+NHGEMM = 4096  # hgemm_mma side (m = n = k); 128 x 128 block tiles
+HGEMM_ROWS_CHECKED = np.arange(0, NHGEMM, 64)  # every 64th row of c
 GEMM_TILE = 128  # sgemm_reg: each block computes a 128 x 128 tile, each thread 8 x 8
 SCAN_TILE = 2048  # scan_lookback: 256 threads x 8 elements a tile
 SPMV_ROWS = 1 << 20  # square CSR matrix, 16..47 nonzeros a row (about 2^25 in all)
@@ -516,6 +525,22 @@ CASES += [
         nbytes=12 * NGEMM * NGEMM,
         tol=(1e-4, 1e-4),
         flops=2 * NGEMM**3,
+    ),
+    Case(
+        "hgemm_mma",
+        grid=(NHGEMM // GEMM_TILE, NHGEMM // GEMM_TILE),
+        block=(256,),
+        make=lambda r: {
+            "a": (2 * r.random((NHGEMM, NHGEMM), dtype=np.float32) - 1).astype(np.float16),
+            "b": (2 * r.random((NHGEMM, NHGEMM), dtype=np.float32) - 1).astype(np.float16),
+            "c": poison((NHGEMM, NHGEMM), np.float32),
+        },
+        outputs=("c",),
+        reference=_hgemm,
+        nbytes=8 * NHGEMM * NHGEMM,
+        tol=(1e-3, 5e-3),  # sums of 4096 float32 terms of order 1 (the tensor cores' adds)
+        flops=2 * NHGEMM**3,
+        pick=lambda name, arr: arr[HGEMM_ROWS_CHECKED],
     ),
     Case(
         "spmv_csr",

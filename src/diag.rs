@@ -282,6 +282,18 @@ codes! {
     E0745,
     /// a kernel launched from device code given an array outside global memory (shared, local or cluster shared) (§18.3)
     E0746,
+    /// a tensor-core fragment that CUDA does not have: its use, shape, element type and layout do not go together (§19.1)
+    E0760,
+    /// a tensor-core element type that the target architecture lacks: bfloat16, tf32 and float64 need sm_80 (§19)
+    E0761,
+    /// the operands of a tensor-core multiply-accumulate do not go together: shapes, element types or uses (§19)
+    E0762,
+    /// a `wmma` operation that writes its first argument (`fill_fragment`, `load_matrix_sync`, `mma_sync`) used as a value, or given something other than a local name as that argument (§19.1)
+    E0763,
+    /// the memory of a tensor-core load or store: not an array, an array of the wrong element type, or (`ldmatrix`) not in shared memory (§19)
+    E0764,
+    /// a tensor-core argument of the wrong kind: not a fragment, a fragment of the wrong use, registers of the wrong types, or a fragment element index that is not an integer in range (§19)
+    E0765,
     /// `random.rand`/`random.randn` of a dtype other than `float32` and `float64` (§6.4)
     E0780,
     /// `random.rand`/`random.randn` in an `interop=True` function, directly or through a callee: its C++ signature has no place for the generator state (§6.4)

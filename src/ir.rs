@@ -9,6 +9,7 @@
 //! it refers to the AST or to LLVM.
 
 use crate::diag::Span;
+use crate::types::tensor::MatrixLayout;
 use crate::types::{DType, GroupKind, MemSpace, Scalar, Type};
 use std::fmt;
 use std::marker::PhantomData;
@@ -525,6 +526,8 @@ pub enum Intrinsic {
     /// A cooperative-groups operation (`cuda.device.cg`, docs/semantics.md §17); its first
     /// argument, where it has one, is the group value.
     Cg(CgOp),
+    /// A tensor-core operation of `device.wmma` or `device.mma` (§19).
+    Tensor(TensorOp),
 }
 
 /// The operations of cooperative groups (docs/semantics.md §17). `Group` values are
@@ -594,6 +597,78 @@ impl CgReduce {
             "max" => CgReduce::Max,
             _ => return None,
         })
+    }
+}
+
+/// A tensor-core operation (§19). WMMA operations read shapes, element types and layouts
+/// from their fragments' types (`Type::Fragment`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum TensorOp {
+    /// A fragment (the expression's type) with every element arg 0 (of the fragment's
+    /// element type): `wmma.fragment`, `wmma.fill_fragment`.
+    Fill,
+    /// `wmma.load_matrix_sync`: args [reference to the first element (`ElementRef`), ldm
+    /// (int32)] → the fragment; the layout is the fragment's, or this one for accumulators.
+    Load(MatrixLayout),
+    /// `wmma.store_matrix_sync`: args [reference to the first element (`ElementRef`),
+    /// accumulator fragment, ldm (int32)].
+    Store(MatrixLayout),
+    /// `wmma.mma_sync`: args [a, b, c] → d (the expression's type).
+    Mma {
+        /// Integer saturation (`.satfinite`).
+        satfinite: bool,
+    },
+    /// `frag[i]`: args [fragment, index (int32, already reduced modulo the number of
+    /// elements)] → the element (the fragment's element type; float32 for tf32).
+    Element,
+    /// `frag[i] = v`: args [fragment, index (int32, reduced), value] → the fragment with
+    /// element i replaced.
+    SetElement,
+    /// `mma.mma_sync_m16n8k16`: args [a: four `float16x2`/`bfloat16x2`, b: two of the same,
+    /// c: four `float32`] as tuples → four `float32` (PTX's
+    /// `mma.sync.aligned.m16n8k16.row.col.f32.<t>.<t>.f32`).
+    MmaM16n8k16,
+    /// `mma.ldmatrix`: args [reference to this thread's row (`ElementRef` into a shared
+    /// array of 16-bit elements)] → a tuple of `count` two-element vectors (PTX's
+    /// `ldmatrix.sync.aligned.m8n8.x<count>[.trans].shared.b16`).
+    Ldmatrix {
+        /// 1, 2 or 4 matrices.
+        count: u8,
+        /// Whether each 8×8 matrix is transposed.
+        trans: bool,
+    },
+}
+
+impl TensorOp {
+    /// The builtin that produces it, as Python spells it (for diagnostics).
+    pub fn python_name(self) -> &'static str {
+        match self {
+            TensorOp::Fill => "wmma.fragment",
+            TensorOp::Load(_) => "wmma.load_matrix_sync",
+            TensorOp::Store(_) => "wmma.store_matrix_sync",
+            TensorOp::Mma { .. } => "wmma.mma_sync",
+            TensorOp::MmaM16n8k16 => "mma.mma_sync_m16n8k16",
+            TensorOp::Ldmatrix { .. } => "mma.ldmatrix",
+            TensorOp::Element | TensorOp::SetElement => "fragment element",
+        }
+    }
+
+    /// The name in printed IR.
+    pub fn name(self) -> String {
+        match self {
+            TensorOp::Fill => "wmma.fill".into(),
+            TensorOp::Load(l) => format!("wmma.load.{}", l.name()),
+            TensorOp::Store(l) => format!("wmma.store.{}", l.name()),
+            TensorOp::Mma { satfinite } => {
+                format!("wmma.mma{}", if satfinite { ".satfinite" } else { "" })
+            }
+            TensorOp::MmaM16n8k16 => "mma.m16n8k16".into(),
+            TensorOp::Element => "wmma.element".into(),
+            TensorOp::SetElement => "wmma.set_element".into(),
+            TensorOp::Ldmatrix { count, trans } => {
+                format!("mma.ldmatrix.x{count}{}", if trans { ".trans" } else { "" })
+            }
+        }
     }
 }
 
@@ -1039,6 +1114,7 @@ impl Intrinsic {
             Intrinsic::MapSharedRank => "map_shared_rank".into(),
             Intrinsic::Complex(op) => format!("complex.{op:?}").to_lowercase(),
             Intrinsic::Cg(op) => format!("cg.{op:?}").to_lowercase(),
+            Intrinsic::Tensor(op) => op.name(),
             other => format!("{other:?}").to_lowercase(),
         }
     }

@@ -67,6 +67,8 @@ fn uses(src: &str, ns: N, name: &str) -> bool {
         N::Numpy => qualified("np") || qualified("numpy") || qualified("cupy"),
         N::Operator => qualified("operator"),
         N::Cg => qualified("cg"),
+        N::Wmma => qualified("wmma"),
+        N::Mma => qualified("mma"),
         N::Cuda | N::Cupyx => has_word(src, name),
     }
 }

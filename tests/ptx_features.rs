@@ -332,3 +332,134 @@ fn grid_sync_marks_the_kernel_cooperative_and_others_not() {
     assert!(!old.ptx.contains("redux.sync"), "{}", old.ptx);
     assert!(old.ptx.contains("shfl.sync.bfly.b32"), "{}", old.ptx);
 }
+
+/// The tensor-core fixtures (§19), compiled for both sm_80 and sm_90: each lowers to the
+/// instructions its types name, and CUDA's ptxas accepts each for both architectures (the
+/// fixture harness checks only the architecture a fixture names).
+#[test]
+fn tensor_core_fixtures_assemble_for_sm80_and_sm90() {
+    let cases: &[(&str, &str, &str, &[&str])] = &[
+        (
+            "wmma_f16",
+            "gemm",
+            "float16[:, ::1], float16[:, ::1], float32[:, ::1]",
+            &["wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32"],
+        ),
+        (
+            "wmma_bf16_sm80",
+            "gemm",
+            "bfloat16[:, ::1], bfloat16[:, ::1], float32[:, ::1]",
+            &["m16n16k16.f32.bf16.bf16.f32"],
+        ),
+        (
+            "wmma_bf16_m8n32k16",
+            "gemm",
+            "bfloat16[:, ::1], bfloat16[:, ::1], float32[:, ::1]",
+            &["m8n32k16.f32.bf16.bf16.f32"],
+        ),
+        (
+            "wmma_tf32_sm80",
+            "gemm",
+            "float32[:, ::1], float32[:, ::1], float32[:, ::1]",
+            &["m16n16k8.f32.tf32.tf32.f32", "cvt.rna.tf32.f32"],
+        ),
+        (
+            "wmma_f64_sm80",
+            "gemm",
+            "float64[:, ::1], float64[:, ::1], float64[:, ::1]",
+            &["m8n8k4.f64.f64.f64.f64"],
+        ),
+        (
+            "wmma_s8_sm80",
+            "gemm",
+            "int8[:, ::1], int8[:, ::1], int32[:, ::1]",
+            &["m32n8k16.s32.s8.s8.s32.satfinite"],
+        ),
+        (
+            "wmma_u8_m8n32k16",
+            "gemm",
+            "uint8[:, ::1], uint8[:, ::1], int32[:, ::1]",
+            &["m8n32k16.s32.u8.u8.s32"],
+        ),
+        (
+            "wmma_f16_shared",
+            "gemm_shared",
+            "float16[:, ::1], float16[:, ::1], float16[:, ::1]",
+            &[
+                "wmma.load.a.sync.aligned.col.m32n8k16.shared.f16",
+                "m32n8k16.f16.f16",
+            ],
+        ),
+        (
+            "wmma_elements",
+            "gemm_epilogue",
+            "float16[:, ::1], float16[:, ::1], float32[:, ::1], float32, float32",
+            &["wmma.load.c.sync.aligned.row.m16n16k16.global.f32"],
+        ),
+        (
+            "mma_m16n8k16",
+            "mma_tile",
+            "float16[:, ::1], float16[:, ::1], float32[:, ::1]",
+            &[
+                "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+                "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16",
+            ],
+        ),
+        (
+            "mma_m16n8k16_bf16",
+            "mma_tile_bf16",
+            "bfloat16[:, ::1], bfloat16[:, ::1], float32[:, ::1]",
+            &[
+                "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+                "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
+            ],
+        ),
+    ];
+    let have_ptxas = pydevice::toolkit::ptxas().is_some();
+    for &(name, entry, sig, wants) in cases {
+        let m = Module::parse("t.py", &fixture(&format!("{name}.py")))
+            .unwrap_or_else(|d| panic!("{d}"));
+        let (args, _) = parse_signature(sig).expect("sig");
+        for arch in [pydevice::Arch::SM_80, pydevice::Arch::SM_90] {
+            let opts = CompileOptions {
+                arch,
+                ..CompileOptions::default()
+            };
+            let p = m
+                .compile(entry, &args, &opts)
+                .unwrap_or_else(|e| panic!("{name}: {e}"))
+                .ptx;
+            for w in wants {
+                assert!(p.contains(w), "{name} for {arch}: no `{w}` in\n{p}");
+            }
+            if have_ptxas {
+                pydevice::toolkit::ptxas_check(&p, arch)
+                    .unwrap_or_else(|e| panic!("{name} for {arch}: {e}"));
+            }
+        }
+    }
+}
+
+/// With `bounds_check=True` a WMMA load or store checks the tile's first element (§19.1):
+/// the check and the error report reach the PTX, and ptxas accepts it.
+#[test]
+fn bounds_checked_wmma_checks_the_first_element() {
+    let src = fixture("wmma_f16.py").replace("@device.kernel", "@device.kernel(bounds_check=True)");
+    let p = ptx(
+        &src,
+        "gemm",
+        "float16[:, ::1], float16[:, ::1], float32[:, ::1]",
+    );
+    assert!(p.contains(pydevice::ir::BOUNDS_ERROR_SYMBOL), "{p}");
+    assert!(
+        p.contains("wmma.load.a.sync.aligned.row.m16n16k16.global.f16"),
+        "{p}"
+    );
+    assert!(
+        p.contains("wmma.store.d.sync.aligned.row.m16n16k16.global.f32"),
+        "{p}"
+    );
+    if pydevice::toolkit::ptxas().is_some() {
+        pydevice::toolkit::ptxas_check(&p, pydevice::Arch::SM_90).unwrap_or_else(|e| panic!("{e}"));
+    }
+}

@@ -553,6 +553,7 @@ NOT_EXPRESSIBLE = {
     "sgemm_reg": "cupyx.jit has no per-thread (local) arrays for the 8 x 8 accumulators",
     "fft_radix4": "cupyx.jit cannot build a complex number from two floats (no complex(re, im))",
     "half2_poly": "cupyx.jit has no float16 fused multiply-add and no half2 arithmetic",
+    "hgemm_mma": "cupyx.jit has no tensor-core (mma.sync, ldmatrix) intrinsics",
 }
 
 RAW_EMPTY = r'extern "C" __global__ void empty(float* a) {}'

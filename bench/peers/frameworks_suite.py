@@ -13,6 +13,9 @@ untimed calls, then 50 queued back to back between device events). One JSON line
                  program, also writing mean and rstd)
   sgemm_reg,     torch.matmul (cuBLAS SGEMM; TF32 off, so full float32 as the kernels)
   matmul_tiled
+  hgemm_mma      torch.matmul of the float16 matrices (cuBLAS HGEMM on the tensor cores,
+                 float32 accumulation: reduced-precision reductions off); its result is
+                 float16 (cuBLAS rounds the float32 sums once), the kernels' float32
   spmv_csr       cupyx.scipy.sparse.csr_matrix @ x (cuSPARSE SpMV)
   scan_lookback  torch.cumsum, cupy.cumsum (both CUB's decoupled look-back scan)
   conv2d         torch.nn.functional.conv2d with padding 2 (cuDNN; TF32 off)
@@ -180,6 +183,17 @@ def torch_matmul(a):
     return launch, lambda: {"c": c.cpu().numpy()}
 
 
+def torch_hgemm(a):
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+    x, y = _t(a["a"]), _t(a["b"])
+    c = torch.empty_like(x)
+
+    def launch():
+        torch.matmul(x, y, out=c)
+
+    return launch, lambda: {"c": c.float().cpu().numpy()}
+
+
 def cusparse_spmv(a):
     n = len(a["y"])
     m = cupyx.scipy.sparse.csr_matrix(
@@ -242,6 +256,8 @@ CALLS = {
                   ("triton", "Triton layer-norm forward", "triton", triton_layernorm)],
     "matmul_tiled": [("torch", "torch.matmul (cuBLAS, no TF32)", "torch", torch_matmul)],
     "sgemm_reg": [("torch", "torch.matmul (cuBLAS, no TF32)", "torch", torch_matmul)],
+    "hgemm_mma": [("torch", "torch.matmul float16 (cuBLAS HGEMM, float32 accumulation)", "torch",
+                   torch_hgemm)],
     "spmv_csr": [("cusparse", "cupyx.scipy.sparse csr_matrix @ x", "cupy", cusparse_spmv)],
     "conv2d": [("torch", "torch.nn.functional.conv2d (cuDNN, no TF32)", "torch", torch_conv2d)],
     "bitonic_sort": [("cupy", "cupy.sort(axis=1)", "cupy", cupy_sort)],

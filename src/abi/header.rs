@@ -95,6 +95,7 @@ fn each_scalar(t: &Type, f: &mut impl FnMut(Scalar)) {
         Type::Struct(st) | Type::StructRef { st, .. } => {
             st.fields.iter().for_each(|(_, e)| each_scalar(e, f))
         }
+        Type::Fragment(fr) => f(fr.elem.scalar()),
         Type::None | Type::WarpMask | Type::Group(_) => {}
     }
 }

@@ -260,6 +260,22 @@ pub fn layout_of(t: &Type) -> TypeLayout {
             align: 4,
             fields: vec![],
         },
+        Type::Fragment(fr) => {
+            // Registers, never in memory or a parameter: the size of the registers.
+            let (reg, n) = fr.regs();
+            let size = if reg == crate::types::tensor::FragmentReg::F64 {
+                8
+            } else {
+                4
+            };
+            TypeLayout {
+                name: t.to_string(),
+                cxx: "nvcuda::wmma::fragment".into(),
+                size: size * u64::from(n),
+                align: size,
+                fields: vec![],
+            }
+        }
         Type::WarpMask => TypeLayout {
             name: "WarpMask".into(),
             cxx: "unsigned int".into(),

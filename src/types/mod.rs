@@ -9,6 +9,7 @@ pub mod half;
 pub mod promote;
 pub mod record;
 pub mod signature;
+pub mod tensor;
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -492,6 +493,9 @@ pub enum Type {
     /// docs/semantics.md §17). Its kind is known at compile time; at run time it is an
     /// `int32`: the member mask of a coalesced group, 0 for the others.
     Group(GroupKind),
+    /// A warp-wide tensor-core matrix fragment (`device.wmma.fragment`, §19.1): a fixed set
+    /// of registers in each thread.
+    Fragment(Box<tensor::Fragment>),
 }
 
 /// The kind of a cooperative group (docs/semantics.md §17).
@@ -563,7 +567,8 @@ impl Type {
                 | Type::Scalar(_)
                 | Type::WarpMask
                 | Type::Ref { .. }
-                | Type::Group(_) => {}
+                | Type::Group(_)
+                | Type::Fragment(_) => {}
                 Type::Vector { elem, len } => scalar_vector(*elem, *len)?,
                 Type::Tuple(ts) => work.extend(ts.iter().map(|t| (t, depth + 1))),
                 Type::Array(a) => {
@@ -761,6 +766,7 @@ impl fmt::Display for Type {
             Type::StructRef { st, .. } => write!(f, "ref[{}]", st.name),
             Type::Ref { dtype, .. } => write!(f, "atomic_ref[{dtype}]"),
             Type::Group(k) => f.write_str(&k.name()),
+            Type::Fragment(fr) => write!(f, "{fr}"),
         }
     }
 }

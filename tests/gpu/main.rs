@@ -5,7 +5,7 @@
 //! CUDA C++ calling each other; `arrays` views, reshape, records and aligned struct fields;
 //! `host_device` the same `@func` on the host (Cranelift) and on the device; `numba_suite`
 //! kernels from numba-cuda's own test suite; `hopper` thread block clusters, inline PTX and
-//! launches from device code (§17).
+//! launches from device code (§18); `tensor` WMMA and `mma.sync` GEMMs and `ldmatrix`.
 
 mod arrays;
 mod const_arrays;
@@ -20,6 +20,7 @@ mod records;
 #[path = "../support/mod.rs"]
 mod support;
 mod sync;
+mod tensor;
 mod types;
 
 use pydevice::abi::{ArgValue, ArrayArg};

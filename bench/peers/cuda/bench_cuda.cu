@@ -458,6 +458,39 @@ void bench_nbody() {
   emit("nbody", time_launches(launch), 28.0 * n, ok, 20.0 * n * n);
 }
 
+void bench_hgemm_mma() {
+  const int n = 4096;  // m = n = k
+  std::vector<__half> a(size_t(n) * n), b(size_t(n) * n);
+  Rng r(41);
+  for (auto& v : a) v = __float2half_rn(2 * r.uniform() - 1);
+  for (auto& v : b) v = __float2half_rn(2 * r.uniform() - 1);
+  DevBuf<__half> da(a.size()), db(b.size());
+  DevBuf<float> dc(a.size());
+  da.upload(a);
+  db.upload(b);
+  dc.poison();
+  auto launch = [&] {
+    suite::hgemm_mma<<<dim3(n / suite::kHgBm, n / suite::kHgBm), 256>>>(da.p, db.p, dc.p, n, n,
+                                                                        n);
+  };
+  run_once(launch);
+  auto c = dc.download();
+  bool ok = true;  // every element written; 16 spread rows checked in full (float16 products
+                   // are exact, the tensor cores accumulate in float32)
+  for (size_t i = 0; i < c.size() && ok; ++i) ok = !std::isnan(c[i]);
+  std::vector<double> bd(b.size());
+  for (size_t i = 0; i < b.size(); ++i) bd[i] = __half2float(b[i]);
+  for (int row = 0; row < n && ok; row += n / 16 + 1) {
+    std::vector<double> want(n, 0.0);
+    for (int k = 0; k < n; ++k) {
+      double x = __half2float(a[size_t(row) * n + k]);
+      for (int col = 0; col < n; ++col) want[col] += x * bd[size_t(k) * n + col];
+    }
+    for (int col = 0; col < n && ok; ++col) ok = near(c[size_t(row) * n + col], want[col], 1e-3, 5e-3);
+  }
+  emit("hgemm_mma", time_launches(launch), 8.0 * n * n, ok, 2.0 * n * n * n);
+}
+
 void bench_sgemm_reg() {
   const int n = 2048;
   auto a = uniform_f32(size_t(n) * n, 26), b = uniform_f32(size_t(n) * n, 27);
@@ -757,6 +790,7 @@ int main(int argc, char** argv) {
       {"layernorm", bench_layernorm},
       {"nbody", bench_nbody},
       {"sgemm_reg", bench_sgemm_reg},
+      {"hgemm_mma", bench_hgemm_mma},
       {"spmv_csr", bench_spmv_csr},
       {"mandelbrot", bench_mandelbrot},
       {"conv2d", bench_conv2d},

@@ -270,6 +270,107 @@ __global__ void nbody(const float4* pos, float* acc, int n) {
   acc[3 * i + 2] = az;
 }
 
+// hgemm_mma: c = a @ b, a and b __half row-major (m x k, k x n), c float; the algorithm of
+// bench/kernels/hgemm_mma.py: 128 x 128 x 32 block tiles, 8 warps (2 x 4) of 64 x 32,
+// mma.sync m16n8k16 from ldmatrix fragments, double-buffered padded shared tiles filled
+// from registers holding the next tiles' 16-byte pieces. Block (256); grid (n/128, m/128).
+constexpr int kHgBm = 128, kHgBk = 32, kHgLda = kHgBk + 8, kHgLdb = kHgBm + 8;
+
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const __half* p) {
+  unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const __half* p) {
+  unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+
+__device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4], unsigned b0,
+                                          unsigned b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__global__ void __launch_bounds__(256) hgemm_mma(const __half* a, const __half* b, float* c,
+                                                 int m, int n, int k) {
+  __shared__ __align__(16) __half sa[2][kHgBm * kHgLda];
+  __shared__ __align__(16) __half sb[2][kHgBk * kHgLdb];
+  float acc[4][4][4];
+  int t = threadIdx.x, lane = t % 32, warp = t / 32;
+  int wm = warp / 4 * 64, wn = warp % 4 * 32;
+  int row0 = blockIdx.y * kHgBm, col0 = blockIdx.x * kHgBm;
+  const uint4* av = reinterpret_cast<const uint4*>(a);
+  const uint4* bv = reinterpret_cast<const uint4*>(b);
+  int kv = k / 8, nv = n / 8;
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j)
+      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+  int p0 = t, p1 = t + 256;
+  size_t ga0 = size_t(row0 + p0 / 4) * kv + p0 % 4, ga1 = size_t(row0 + p1 / 4) * kv + p1 % 4;
+  size_t gb0 = size_t(p0 / 16) * nv + col0 / 8 + p0 % 16;
+  size_t gb1 = size_t(p1 / 16) * nv + col0 / 8 + p1 % 16;
+  int sa0 = (p0 / 4) * (kHgLda / 8) + p0 % 4, sa1 = (p1 / 4) * (kHgLda / 8) + p1 % 4;
+  int sb0 = (p0 / 16) * (kHgLdb / 8) + p0 % 16, sb1 = (p1 / 16) * (kHgLdb / 8) + p1 % 16;
+  uint4 ra0 = av[ga0], ra1 = av[ga1], rb0 = bv[gb0], rb1 = bv[gb1];
+  reinterpret_cast<uint4*>(sa[0])[sa0] = ra0;
+  reinterpret_cast<uint4*>(sa[0])[sa1] = ra1;
+  reinterpret_cast<uint4*>(sb[0])[sb0] = rb0;
+  reinterpret_cast<uint4*>(sb[0])[sb1] = rb1;
+  __syncthreads();
+  int nk = k / kHgBk;
+  for (int kt = 0; kt < nk; ++kt) {
+    int stage = kt % 2;
+    if (kt + 1 < nk) {
+      ra0 = av[ga0 + (kt + 1) * (kHgBk / 8)];
+      ra1 = av[ga1 + (kt + 1) * (kHgBk / 8)];
+      rb0 = bv[gb0 + size_t(kt + 1) * kHgBk * nv];
+      rb1 = bv[gb1 + size_t(kt + 1) * kHgBk * nv];
+    }
+    const __half* ta = sa[stage];
+    const __half* tb = sb[stage];
+#pragma unroll
+    for (int kk = 0; kk < kHgBk; kk += 16) {
+      unsigned b01[4], b23[4];
+      ldmatrix_x4_trans(b01, tb + (kk + lane % 16) * kHgLdb + wn + lane / 16 * 8);
+      ldmatrix_x4_trans(b23, tb + (kk + lane % 16) * kHgLdb + wn + 16 + lane / 16 * 8);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        unsigned fa[4];
+        ldmatrix_x4(fa, ta + (wm + i * 16 + lane % 16) * kHgLda + kk + lane / 16 * 8);
+        mma_16816(acc[i][0], fa, b01[0], b01[1]);
+        mma_16816(acc[i][1], fa, b01[2], b01[3]);
+        mma_16816(acc[i][2], fa, b23[0], b23[1]);
+        mma_16816(acc[i][3], fa, b23[2], b23[3]);
+      }
+    }
+    if (kt + 1 < nk) {
+      reinterpret_cast<uint4*>(sa[1 - stage])[sa0] = ra0;
+      reinterpret_cast<uint4*>(sa[1 - stage])[sa1] = ra1;
+      reinterpret_cast<uint4*>(sb[1 - stage])[sb0] = rb0;
+      reinterpret_cast<uint4*>(sb[1 - stage])[sb1] = rb1;
+    }
+    __syncthreads();
+  }
+  int g = lane / 4, q = lane % 4;
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) {
+      size_t r = row0 + wm + i * 16 + g;
+      int col = col0 + wn + j * 8 + 2 * q;
+      c[r * n + col] = acc[i][j][0];
+      c[r * n + col + 1] = acc[i][j][1];
+      c[(r + 8) * n + col] = acc[i][j][2];
+      c[(r + 8) * n + col + 1] = acc[i][j][3];
+    }
+}
+
 // 128 x 128 tile a block, 8 x 8 a thread in registers; block (16, 16); n a multiple of 128.
 __global__ void sgemm_reg(const float* a, const float* b, float* c, int n) {
   __shared__ __align__(16) float sa[kGemmBk][kGemmBm];

@@ -54,6 +54,12 @@ pub enum Namespace {
     /// `cuda.device.cg`: cooperative groups and asynchronous copies, a pydevice extension
     /// (docs/semantics.md §17).
     Cg,
+    /// `cuda.device.wmma`: warp matrix multiply-accumulate fragments (a pydevice extension,
+    /// §19.1).
+    Wmma,
+    /// `cuda.device.mma`: `mma.sync` on explicit fragment layouts and `ldmatrix` (a pydevice
+    /// extension, §19.2).
+    Mma,
 }
 
 /// The namespaces that are members of other namespaces (`numba.cuda`, `cuda.device`).
@@ -61,6 +67,8 @@ const SUBSPACES: &[(Namespace, &str, Namespace)] = &[
     (Namespace::Cuda, "device", Namespace::Device),
     (Namespace::Device, "random", Namespace::DeviceRandom),
     (Namespace::Device, "cg", Namespace::Cg),
+    (Namespace::Device, "wmma", Namespace::Wmma),
+    (Namespace::Device, "mma", Namespace::Mma),
     (Namespace::Numba, "cuda", Namespace::NumbaCuda),
     (Namespace::Numba, "types", Namespace::NumbaTypes),
     (Namespace::NumbaCuda, "shared", Namespace::NumbaShared),
@@ -313,6 +321,22 @@ pub enum Builtin {
     Randn,
     /// A function of `cuda.device.cg` (docs/semantics.md §17).
     Cg(CgFn),
+    /// `wmma.fragment(use, shape, dtype, layout=None)`: a fragment of zeros (§19.1)
+    WmmaFragment,
+    /// `wmma.fill_fragment(frag, value)` (§19.1)
+    WmmaFillFragment,
+    /// `wmma.load_matrix_sync(frag, array, index, ldm, layout=None)` (§19.1)
+    WmmaLoadMatrix,
+    /// `wmma.store_matrix_sync(array, index, frag, ldm, layout)` (§19.1)
+    WmmaStoreMatrix,
+    /// `wmma.mma_sync(d, a, b, c, satfinite=False)` (§19.1)
+    WmmaMmaSync,
+    /// `wmma.tf32`: the TF32 element type of fragments (§19.1)
+    WmmaTf32,
+    /// `mma.mma_sync_m16n8k16(a, b, c)` (§19.2)
+    MmaM16n8k16,
+    /// `mma.ldmatrix(array, index, count, trans=False)` (§19.2)
+    Ldmatrix,
 }
 
 /// The functions of `cuda.device.cg` (docs/semantics.md §17).

@@ -17,7 +17,8 @@
 //! This module must not depend on the checker: a rule is data here, a function there.
 
 use super::{Builtin, CgFn, Namespace as N};
-use crate::ir::{AtomicOp, CgOp, Intrinsic, Shfl, Vote};
+use crate::ir::{AtomicOp, CgOp, Intrinsic, Shfl, TensorOp, Vote};
+use crate::types::tensor::MatrixLayout;
 use crate::types::GroupKind;
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -127,6 +128,12 @@ pub enum Rule {
     Asm,
     /// `launch(kernel, *args, grid, block, shared)` in device code (§18.3).
     DeviceLaunch,
+    /// A tensor-core operation that gives a value or stores (`wmma.fragment`,
+    /// `wmma.store_matrix_sync`, `mma.mma_sync_m16n8k16`, `mma.ldmatrix`; §19).
+    Tensor,
+    /// A `wmma` operation that writes its first argument, a fragment local
+    /// (`wmma.mma_sync(d, a, b, c)`): only a statement (`check::tensor`), E0763 as a value.
+    TensorInPlace,
 }
 
 /// The IR operation a call of a builtin produces.
@@ -362,6 +369,16 @@ pub static ROWS: &[Row] = &[
     row(B::Cg(CgFn::AsyncWait), &[(N::Cg, "memcpy_async_wait")], &["n"], &["0"], Rule::Cg, Op::Expr("cp.async.wait_group"), DEVICE_ONLY),
     row(B::Cg(CgFn::AsyncWaitAll), &[(N::Cg, "memcpy_async_wait_all")], &[], &[], Rule::Cg, Op::Intrinsic(I::Cg(CgOp::AsyncWaitAll)), DEVICE_ONLY),
     row(B::Cg(CgFn::BarrierWait), &[(N::Cg, "barrier_wait")], &["group", "token"], &[], Rule::Cg, Op::Intrinsic(I::Cg(CgOp::BarrierWait)), DEVICE_ONLY),
+    // Tensor cores (a pydevice extension, §19). A load's and a store's layout is their
+    // fragment's or their `layout` argument, read by the checker.
+    row(B::WmmaFragment, &[(N::Wmma, "fragment")], &["use", "shape", "dtype", "layout"], &["None"], Rule::Tensor, Op::Intrinsic(I::Tensor(TensorOp::Fill)), DEVICE_ONLY),
+    row(B::WmmaFillFragment, &[(N::Wmma, "fill_fragment")], &["frag", "value"], &[], Rule::TensorInPlace, Op::Intrinsic(I::Tensor(TensorOp::Fill)), DEVICE_ONLY),
+    row(B::WmmaLoadMatrix, &[(N::Wmma, "load_matrix_sync")], &["frag", "array", "index", "ldm", "layout"], &["None"], Rule::TensorInPlace, Op::Intrinsic(I::Tensor(TensorOp::Load(MatrixLayout::RowMajor))), DEVICE_ONLY),
+    row(B::WmmaStoreMatrix, &[(N::Wmma, "store_matrix_sync")], &["array", "index", "frag", "ldm", "layout"], &[], Rule::Tensor, Op::Intrinsic(I::Tensor(TensorOp::Store(MatrixLayout::RowMajor))), DEVICE_ONLY),
+    row(B::WmmaMmaSync, &[(N::Wmma, "mma_sync")], &["d", "a", "b", "c", "satfinite"], &["False"], Rule::TensorInPlace, Op::Intrinsic(I::Tensor(TensorOp::Mma { satfinite: false })), DEVICE_ONLY),
+    entity(B::WmmaTf32, &[(N::Wmma, "tf32")], DEVICE_ONLY),
+    row(B::MmaM16n8k16, &[(N::Mma, "mma_sync_m16n8k16")], &["a", "b", "c"], &[], Rule::Tensor, Op::Intrinsic(I::Tensor(TensorOp::MmaM16n8k16)), DEVICE_ONLY),
+    row(B::Ldmatrix, &[(N::Mma, "ldmatrix")], &["array", "index", "count", "trans"], &["False"], Rule::Tensor, Op::Intrinsic(I::Tensor(TensorOp::Ldmatrix { count: 4, trans: false })), DEVICE_ONLY),
 ];
 
 /// The families of builtins named by another enum.

@@ -294,6 +294,12 @@ impl FnCx<'_, '_> {
                         let nv = self.val(e, Type::WarpMask, span);
                         self.assign(&s.value, nv, out);
                     }
+                    Type::Fragment(_) if matches!(s.value.as_ref(), ast::Expr::Name(_)) => {
+                        let Some(nv) = self.fragment_with(&base, &s.slice, &v, span) else {
+                            return;
+                        };
+                        self.assign(&s.value, nv, out);
+                    }
                     Type::Vector { .. } if matches!(s.value.as_ref(), ast::Expr::Name(_)) => {
                         let iv = self.expr(&s.slice);
                         let Some(iv) = self.value_of(iv) else { return };

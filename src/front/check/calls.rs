@@ -331,6 +331,7 @@ impl FnCx<'_, '_> {
             | Rule::Math
             | Rule::MathPair
             | Rule::Random) => self.device_call(rule, entry, b, c),
+            Rule::Tensor | Rule::TensorInPlace => self.tensor_call(b, c),
             Rule::Vector => {
                 let Builtin::Vector(elem, len) = b else {
                     return self.table_mismatch(b, span);

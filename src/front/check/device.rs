@@ -755,7 +755,9 @@ impl FnCx<'_, '_> {
             | Rule::ClusterBarrier
             | Rule::MapSharedRank
             | Rule::Asm
-            | Rule::DeviceLaunch => self.table_mismatch(b, span),
+            | Rule::DeviceLaunch
+            | Rule::Tensor
+            | Rule::TensorInPlace => self.table_mismatch(b, span),
         }
     }
 
@@ -1075,7 +1077,18 @@ impl FnCx<'_, '_> {
             Type::Array(_) if method == "astype" => self.astype(&v, c),
             Type::Array(at) if method == "view" => {
                 let a = self.bind(c, "view", &["dtype"], 1)?;
-                let dtype = self.dtype_arg(a[0]?)?;
+                // A number type, or a vector type (`view(uint32x4)`: 16-byte accesses, §19.3).
+                let dtype = match self.element_dtype_arg(a[0]?)? {
+                    d @ (DType::Scalar(_) | DType::Vector { .. }) => d,
+                    DType::Struct(_) => {
+                        self.error(
+                            Code::E0203,
+                            span,
+                            "`view(dtype)` takes a number or vector type, not a struct",
+                        );
+                        return None;
+                    }
+                };
                 if at.ndim != 1 || at.layout != Layout::C {
                     self.diags.push(
                         Diagnostic::error(
@@ -1093,10 +1106,7 @@ impl FnCx<'_, '_> {
                     self.error(Code::E0203, span, "`view(dtype)` needs an array of numbers");
                     return None;
                 }
-                let ty = Type::Array(ArrayType {
-                    dtype: dtype.into(),
-                    ..at
-                });
+                let ty = Type::Array(ArrayType { dtype, ..at });
                 let e = self.push(Expr::Reinterpret(v.e), ty.clone(), span);
                 Some(self.val(e, ty, span))
             }

@@ -351,6 +351,9 @@ impl FnCx<'_, '_> {
             (Type::Vector { len, .. }, "size") => {
                 self.const_val(&Const::Int(i128::from(*len)), span)
             }
+            (Type::Fragment(fr), "num_elements") => {
+                self.const_val(&Const::Int(i128::from(fr.num_elements())), span)
+            }
 
             (Type::Vector { elem, len }, "x" | "y" | "z" | "w") => {
                 let i = match attr {
@@ -528,6 +531,7 @@ impl FnCx<'_, '_> {
         let span = sp(s);
         match &base.ty {
             Type::Array(_) => self.array_subscript(&base, &s.slice, span),
+            Type::Fragment(_) => self.fragment_element(&base, &s.slice, span),
             Type::WarpMask => {
                 let i = self.expr(&s.slice);
                 let i = self.value_of(i)?;

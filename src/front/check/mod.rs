@@ -1249,4 +1249,5 @@ mod print;
 mod records;
 pub(crate) mod reduce;
 mod stmt;
+mod tensor;
 mod views;

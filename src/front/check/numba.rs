@@ -439,7 +439,9 @@ impl FnCx<'_, '_> {
             | Rule::ClusterBarrier
             | Rule::MapSharedRank
             | Rule::Asm
-            | Rule::DeviceLaunch => self.table_mismatch(b, span),
+            | Rule::DeviceLaunch
+            | Rule::Tensor
+            | Rule::TensorInPlace => self.table_mismatch(b, span),
         }
     }
 }

@@ -189,6 +189,14 @@ impl FnCx<'_, '_> {
                     return;
                 }
                 if let ast::Expr::Call(c) = e.value.as_ref()
+                    && let Some(Item::Builtin(b)) = self.callee_item(&c.func)
+                    && crate::front::builtins::table::entry(b).rule()
+                        == crate::front::builtins::table::Rule::TensorInPlace
+                {
+                    self.tensor_stmt(b, c, out);
+                    return;
+                }
+                if let ast::Expr::Call(c) = e.value.as_ref()
                     && let Some(Item::Builtin(Builtin::Print)) = self.callee_item(&c.func)
                 {
                     self.print(c, span, out);

@@ -374,6 +374,7 @@ fn python_name(op: Intrinsic) -> String {
         Intrinsic::Rand => "random.rand",
         Intrinsic::Randn => "random.randn",
         Intrinsic::Cg(_) => "cooperative groups (`cg`)",
+        Intrinsic::Tensor(op) => op.python_name(),
     };
     s.to_string()
 }
@@ -428,7 +429,8 @@ pub(crate) fn device_only(op: Intrinsic) -> bool {
         | Intrinsic::ClusterArrive(_)
         | Intrinsic::ClusterWait
         | Intrinsic::ClusterSync
-        | Intrinsic::MapSharedRank => true,
+        | Intrinsic::MapSharedRank
+        | Intrinsic::Tensor(_) => true,
     }
 }
 

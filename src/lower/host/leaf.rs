@@ -40,6 +40,7 @@ pub(crate) fn host_scalar(s: Scalar) -> bool {
 pub(crate) fn leaves(t: &Type) -> Option<Vec<Leaf>> {
     match t {
         Type::None => Some(Vec::new()),
+        Type::Fragment(_) => None,
         Type::Scalar(s) if !host_scalar(*s) => None,
         Type::Vector { elem, .. } if !host_scalar(*elem) => None,
         Type::Ref { dtype, .. } if !host_scalar(*dtype) => None,

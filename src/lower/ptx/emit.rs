@@ -26,6 +26,7 @@ mod numbers;
 mod print;
 mod raise;
 mod random;
+mod tensor;
 mod types;
 mod views;
 

@@ -239,7 +239,16 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         let count: u64 = shape.iter().product();
         let et = self.e.mem_type(&at.dtype.ty());
         let arr_t = et.array_type(count as u32);
-        let align = align.max(elem_align(&at.dtype)) as u32;
+        // A function with tensor-core operations gets its shared and local tiles 32-byte
+        // aligned, the most WMMA and ldmatrix need (§19); other functions are unchanged.
+        let tensor = self
+            .f
+            .exprs
+            .iter()
+            .any(|(_, e)| matches!(e, Expr::Intrinsic(Intrinsic::Tensor(_), _)));
+        let align = align
+            .max(elem_align(&at.dtype))
+            .max(if tensor { 32 } else { 0 }) as u32;
         let data = if at.space == MemSpace::Shared {
             let name = format!("__pyd_shared_{}_{}", self.f.symbol, h.index());
             let g = match self.e.module.get_global(&name) {

@@ -16,6 +16,9 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         args: &[Handle<Expr>],
         ty: &Type,
     ) -> R<Option<BasicValueEnum<'ctx>>> {
+        if let Intrinsic::Tensor(t) = op {
+            return self.tensor(t, args, ty);
+        }
         let sreg = |kind: &str, a: Axis| format!("llvm.nvvm.read.ptx.sreg.{kind}.{}", a.letter());
         let ctx = self.e.ctx;
         let i32t = ctx.i32_type();
@@ -177,6 +180,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             Intrinsic::Complex(op) => self.complex_op(op, &vals)?,
             Intrinsic::Rand | Intrinsic::Randn => self.random(op, ty)?,
             Intrinsic::Cg(op) => return self.cg(op, &vals, ty),
+            Intrinsic::Tensor(_) => return Err(err("tensor operation lowered twice")),
             Intrinsic::DynamicSharedSize => self
                 .asm(
                     "mov.u32 $0, %dynamic_smem_size;",

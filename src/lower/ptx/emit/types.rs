@@ -50,7 +50,23 @@ impl<'ctx> Emitter<'_, 'ctx> {
             Type::Ref { .. } | Type::StructRef { .. } => {
                 self.ctx.ptr_type(AddressSpace::default()).into()
             }
+            Type::Fragment(fr) => self.fragment_type(fr).into(),
         })
+    }
+
+    /// A fragment's registers as the `llvm.nvvm.wmma.*` intrinsics give and take them: a
+    /// struct of `<2 x half>`, `float`, `double` or `i32`.
+    pub(super) fn fragment_type(&self, fr: &crate::types::tensor::Fragment) -> StructType<'ctx> {
+        use crate::types::tensor::FragmentReg;
+        let (reg, n) = fr.regs();
+        let c = self.ctx;
+        let r: BasicTypeEnum<'ctx> = match reg {
+            FragmentReg::F16x2 => c.f16_type().vec_type(2).into(),
+            FragmentReg::F32 => c.f32_type().into(),
+            FragmentReg::F64 => c.f64_type().into(),
+            FragmentReg::I32 => c.i32_type().into(),
+        };
+        c.struct_type(&vec![r; n as usize], false)
     }
 
     /// A tuple, struct or vector as an LLVM struct laid out byte for byte as CUDA C++ lays it
