@@ -260,6 +260,14 @@ codes! {
     E0602,
     /// `pow(x, y, mod)`: the three-argument (modular) `pow` (§15.3)
     E0603,
+    /// a malformed parameter list or kernel name of an `ElementwiseKernel` or `ReductionKernel`: not `[raw] TYPE NAME`, an unknown type, a reserved or repeated name (§17)
+    E0700,
+    /// C++ in a kernel's Python body (`;`, `?:`, a declaration, `&&`, braces), or an empty body: the diagnostic shows the Python spelling (§17)
+    E0701,
+    /// a type placeholder that no argument of the call decides (§17)
+    E0702,
+    /// a type placeholder that two arguments of the call decide differently (§17)
+    E0703,
     /// internal error: the checker built IR that breaks a rule of `ir::validate` (run in debug builds and tests between checking and lowering; a compiler bug; please report it)
     E0998,
     /// internal error: a specialization failed without a diagnostic (a compiler bug; please report it)
