@@ -28,6 +28,7 @@ from ._core import (
     struct,
     synchronize,
 )
+from ._kernels import ElementwiseKernel, ReductionKernel
 from ._types import SCALARS as _SCALARS
 from ._types import VECTORS as _VECTORS
 from ._types import Atomic, ConstExpr, Dim3, Vector, align

@@ -1,0 +1,90 @@
+"""ElementwiseKernel and ReductionKernel without a GPU: the generated kernels' source and PTX,
+the diagnostics of bad definitions (pointing into the user's strings), and calls refused
+before anything runs."""
+
+import numpy as np
+import pytest
+
+import pydevice
+
+SQD = ("float32 x, float32 y", "float32 z", "z = (x - y) * (x - y)", "squared_diff")
+
+
+def test_contiguous_arguments_get_the_one_dimensional_kernel():
+    k = pydevice.ElementwiseKernel(*SQD)
+    x = np.zeros((64, 128), np.float32)
+    src = k.source(x, x)
+    assert "z = (x - y) * (x - y)" in src
+    assert "_p_x[i]" in src and "_r0" not in src
+    ptx = k.ptx(x, x)
+    assert ".entry squared_diff" in ptx and "sub.rn.f32" in ptx
+
+
+def test_broadcast_strided_and_scalar_arguments():
+    k = pydevice.ElementwiseKernel(*SQD)
+    x = np.zeros((2, 5), np.float32)
+    assert "_p_x[_j0, _j1]" in k.source(x, np.zeros(5, np.float32))
+    assert "_p_x[_j0, _j1]" in k.source(x[:, ::2], x[:, ::2])
+    src = k.source(x, 5)
+    assert "def squared_diff(_p_x, y, _p_z, _ind_size)" in src
+    # A 4-d broadcast against a 0-d array merges to one dimension.
+    assert "_p_x[i]" in k.source(np.zeros((2, 3, 4, 5), np.float32), np.float32(1))
+
+
+def test_generic_placeholders_and_raw():
+    g = pydevice.ElementwiseKernel("T x, T y", "T z", "\n    diff = x - y\n    z = diff * diff\n", "sdg")
+    assert "diff = x - y" in g.source(np.zeros(4, np.float64), np.zeros(4, np.float64))
+    sg = pydevice.ElementwiseKernel("X x, Y y", "Z z", "z = (x - y) * (x - y)", "sdsg")
+    with pytest.raises(pydevice.CompileError, match="placeholder `Z`"):
+        sg.source(np.zeros(4, np.float32), np.zeros(4, np.int32))
+    assert "def sdsg" in sg.source(np.zeros(4, np.float32), np.zeros(4, np.int32), np.zeros(4, np.float64))
+    ar = pydevice.ElementwiseKernel("T x, raw T y", "T z", "z = x + y[_ind.size() - i - 1]", "add_reverse")
+    assert "y[(_ind_size) - i - 1]" in ar.source(np.zeros(8, np.float32), np.zeros(8, np.float32))
+
+
+def test_cxx_bodies_get_the_python_spelling():
+    with pytest.raises(pydevice.CompileError) as e:
+        pydevice.ElementwiseKernel("T x, T y", "T z", "T diff = x - y;\nz = diff * diff;", "k")
+    assert "diff = T(x - y)" in str(e.value)
+    assert e.value.diagnostics[0].code == "E0701"
+    with pytest.raises(pydevice.CompileError, match="x if x > 0 else -x"):
+        pydevice.ElementwiseKernel("T x", "T z", "z = x > 0 ? x : -x", "k")
+
+
+def test_body_errors_point_at_the_body():
+    k = pydevice.ElementwiseKernel("T x", "T z", "z = x * nope", "k")
+    with pytest.raises(pydevice.CompileError) as e:
+        k.ptx(np.zeros(3, np.float32))
+    d = e.value.diagnostics[0]
+    assert d.code == "E0101" and d.line == 3 and d.column == 9, d
+
+
+def test_bad_calls_change_nothing():
+    k = pydevice.ElementwiseKernel(*SQD)
+    x = np.zeros(4, np.float32)
+    with pytest.raises(TypeError, match="takes 2 inputs"):
+        k(x)
+    with pytest.raises(pydevice.ArgumentError, match="do not broadcast"):
+        k(x, np.zeros(3, np.float32))
+    out = np.full(1, 7, np.float32)
+    with pytest.raises(pydevice.ArgumentError, match="has shape"):
+        k(x, x, out)
+    assert (out == 7).all()
+    with pytest.raises(pydevice.ArgumentError, match="same_kind"):
+        k(x, np.zeros(4, np.complex64))
+
+
+def test_reduction_strategies_and_raw_rule():
+    r = pydevice.ReductionKernel("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm")
+    x = np.zeros((2, 5), np.float32)
+    assert r.strategy(x) == "Grid"
+    assert r.strategy(np.zeros((64, 4096), np.float32), axis=1) == "Block"
+    assert r.strategy(np.zeros((4096, 256), np.float32), axis=1) == "Warp"
+    assert r.strategy(np.zeros((4096, 2048), np.float32), axis=0) == "Thread"
+    assert "l2norm_final" in r.source(x)
+    assert ".entry l2norm" in r.ptx(x, axis=1)
+    w = pydevice.ReductionKernel("T x, raw T w", "T y", "x * w[i % 5]", "a + b", "y = a", "0", "wsum")
+    with pytest.raises(pydevice.ArgumentError, match="must lead the shape"):
+        w.source(np.zeros((4, 5), np.float32), np.zeros(5, np.float32), axis=1)
+    with pytest.raises(pydevice.CompileError, match="reserved in a reduction"):
+        pydevice.ReductionKernel("T a", "T y", "a", "a + b", "y = a", "0", "bad")
