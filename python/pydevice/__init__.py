@@ -28,6 +28,7 @@ from ._core import (
     struct,
     synchronize,
 )
+from ._fuse import fuse
 from ._kernels import ElementwiseKernel, ReductionKernel
 from ._types import SCALARS as _SCALARS
 from ._types import VECTORS as _VECTORS

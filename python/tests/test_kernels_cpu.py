@@ -88,3 +88,30 @@ def test_reduction_strategies_and_raw_rule():
         w.source(np.zeros((4, 5), np.float32), np.zeros(5, np.float32), axis=1)
     with pytest.raises(pydevice.CompileError, match="reserved in a reduction"):
         pydevice.ReductionKernel("T a", "T y", "a", "a + b", "y = a", "0", "bad")
+
+
+def test_fuse_traces_into_one_kernel():
+    @pydevice.fuse(kernel_name="squared_diff")
+    def squared_diff(x, y):
+        return (x - y) * (x - y)
+
+    @pydevice.fuse()
+    def pick(x, y):
+        return np.where(x > y, np.sqrt(np.abs(x)), np.maximum(y, 0.5) * 2)
+
+    @pydevice.fuse()
+    def sum_of_products(x, y):
+        return np.sum(x * y, axis=-1)
+
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    y = np.ones(4, np.float32)
+    # NumPy arguments run the Python function, as cupy.fuse does.
+    np.testing.assert_array_equal(squared_diff(x, y), (x - y) ** 2)
+    assert "def squared_diff(" in squared_diff.source(x, y)
+    assert "out0 = ((x0 - x1) * (x0 - x1))" in squared_diff.source(x, y)
+    src = pick.source(x, y)
+    assert "(sqrt(abs(x0)) if (x0 > x1) else (max(x1, 0.5) * 2))" in src and "from math import sqrt" in src
+    src = sum_of_products.source(x, y)
+    assert "b = device.float32((x0 * x1))" in src and "a = device.float32(a + b)" in src
+    with pytest.raises(TypeError, match="np.where"):
+        pydevice.fuse(lambda x: x if x > 0 else -x).source(x)

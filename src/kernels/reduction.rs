@@ -8,7 +8,7 @@
 //! The generated kernel takes one of four shapes ([`Strategy`]): a thread, a warp or a block
 //! per output element, or, for a full reduction, a grid-wide pass whose blocks each write a
 //! partial result, folded by a second kernel of one block (`NAME_final`). Within a warp,
-//! values are combined by `shfl_xor_sync` (through shared memory for `complex128`, which a
+//! values are combined by `shfl_xor_sync` (through shared memory for complex numbers, which a
 //! shuffle does not carry); warps combine through shared memory.
 
 use super::elementwise::{Output, Resolved, SpecKey, allocate, convert, resolve};
@@ -586,7 +586,7 @@ impl ReductionKernel {
             .enumerate()
             .find(|(k, p)| *k < n_in && !p.raw && types[*k].as_array().is_some())
             .map(|(k, _)| pnames[k].clone());
-        let shuffle = rt != Scalar::Complex128;
+        let shuffle = !rt.is_complex();
         // Folds `b` into `a` (the reduce expression, converted to the reduce type).
         let fold = |b: &mut SourceBuilder, ind: usize| {
             b.expr_line(ind, &format!("a = {rt_conv}("), &self.reduce, ")");
