@@ -65,7 +65,7 @@ fn elementwise(
     golden(
         name,
         "gen.py",
-        &format!("# types: {}\n{}", sig.join(", "), launch.source()),
+        &format!("# types: {}\n{}", sig.join(", "), k.source(&launch)),
     );
     let compiled = k.compile(&launch).unwrap_or_else(|e| panic!("{e}"));
     ptxas(&compiled.ptx);
@@ -311,7 +311,7 @@ fn reduction(
             r.out_shape,
             launch.n_out,
             launch.n_red,
-            launch.source()
+            k.source(&launch)
         ),
     );
     assert_eq!(launch.strategy, strategy, "{name}");

@@ -150,7 +150,7 @@ impl Elementwise {
 
     /// The generated kernel's source for a call and its allocated outputs.
     fn source(&self, py: Python<'_>, call: &ElementwiseCall, outs: &Bound<'_, PyTuple>) -> PyResult<String> {
-        Ok(self.bind(py, call, outs)?.source().to_string())
+        Ok(self.k.source(&self.bind(py, call, outs)?))
     }
 
     /// The generated kernel's PTX (compiled and cached).
@@ -272,7 +272,7 @@ impl Reduction {
 
     /// The generated source.
     fn source(&self, py: Python<'_>, call: &ReductionCall, outs: &Bound<'_, PyTuple>) -> PyResult<String> {
-        Ok(self.bind(py, call, outs)?.source().to_string())
+        Ok(self.k.source(&self.bind(py, call, outs)?))
     }
 
     /// The strategy's name (`Thread`, `Warp`, `Block`, `Grid`).

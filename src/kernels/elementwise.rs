@@ -96,16 +96,15 @@ pub struct ElementwiseLaunch {
     pub wide_index: bool,
     /// The outputs, as given or allocated.
     pub outputs: Vec<DeviceArray>,
-    source: Arc<GeneratedSource>,
-    renames: Arc<HashMap<String, String>>,
+    /// Each placeholder's type.
+    placeholders: Vec<(char, Scalar)>,
+    /// Each parameter's resolved type.
+    param_types: Vec<Scalar>,
+    /// Dimensions of the merged shape.
+    rank: usize,
 }
 
 impl ElementwiseLaunch {
-    /// The generated kernel's Python source.
-    pub fn source(&self) -> &str {
-        &self.source.text
-    }
-
     /// The launch shape: [`BLOCK`] threads per block, one thread per element (a grid-stride
     /// loop covers sizes past the grid's limit).
     pub fn config(&self) -> LaunchConfig {
@@ -348,38 +347,35 @@ impl ElementwiseKernel {
             Scalar::Int32
         }));
         args.push(ArgValue::Int(resolved.size as i64));
-        let (source, renames) = self.generate(resolved, &types, rank);
         Ok(ElementwiseLaunch {
             types,
             args,
             size: resolved.size,
             wide_index: wide,
             outputs,
-            source: Arc::new(source),
-            renames: Arc::new(renames),
+            placeholders: resolved.placeholders.clone(),
+            param_types: resolved.param_types.clone(),
+            rank,
         })
     }
 
     /// The generated kernel for argument types `types` (the last is the loop bound).
-    fn generate(
-        &self,
-        resolved: &Resolved,
-        types: &[Type],
-        rank: usize,
-    ) -> (GeneratedSource, HashMap<String, String>) {
+    fn generate(&self, launch: &ElementwiseLaunch) -> (GeneratedSource, HashMap<String, String>) {
+        let types = &launch.types;
+        let rank = launch.rank;
         let params: Vec<&Param> = self.ins.iter().chain(&self.outs).collect();
         let mut renames = HashMap::new();
         let mut b = SourceBuilder::new(self.def.part_span(2));
         b.line(0, "from cuda import device");
         let mut defined: Vec<&str> = params.iter().map(|p| p.name.as_str()).collect();
         defined.extend(["i", "_ind_size"]);
-        let ph: Vec<String> = resolved
+        let ph: Vec<String> = launch
             .placeholders
             .iter()
             .map(|(c, _)| c.to_string())
             .collect();
         defined.extend(ph.iter().map(String::as_str));
-        for (c, s) in &resolved.placeholders {
+        for (c, s) in &launch.placeholders {
             if self.body.names.loaded.contains(&c.to_string()) {
                 let line = if *s == Scalar::Bool {
                     format!("{c} = bool")
@@ -451,7 +447,7 @@ impl ElementwiseKernel {
             if p.raw || !self.body.names.loaded.contains(&p.name) {
                 continue;
             }
-            let want = resolved.param_types[k];
+            let want = launch.param_types[k];
             let load = format!("{}[{index}]", array_name(p));
             let value = if at.dtype != want && k < n_in {
                 format!("{}({load})", convert(want))
@@ -474,25 +470,25 @@ impl ElementwiseKernel {
         (b.finish(), renames)
     }
 
+    /// The generated kernel's Python source for a launch.
+    pub fn source(&self, launch: &ElementwiseLaunch) -> String {
+        self.generate(launch).0.text
+    }
+
     /// The compiled kernel for a launch: generated, checked and compiled on the first request
-    /// for its argument types, then reused.
+    /// for its argument types, then reused (a repeated call generates nothing).
     pub fn compile(&self, launch: &ElementwiseLaunch) -> Result<Arc<CompiledKernel>, Error> {
         let key = (launch.types.clone(), launch.wide_index);
         if let Some(k) = super::lock(&self.compiled).get(&key) {
             return Ok(k.clone());
         }
+        let (source, renames) = self.generate(launch);
         let file = format!("<ElementwiseKernel {}>", self.name);
         let k = self
             .cache
-            .get_or_compile_source(
-                &file,
-                &launch.source.text,
-                &self.name,
-                &launch.types,
-                &self.options,
-            )
+            .get_or_compile_source(&file, &source.text, &self.name, &launch.types, &self.options)
             .map_err(|e| match e {
-                Error::Diagnostics(d) => launch.source.map(d, &self.def, &launch.renames),
+                Error::Diagnostics(d) => source.map(d, &self.def, &renames),
                 e => e,
             })?;
         super::lock(&self.compiled).insert(key, k.clone());

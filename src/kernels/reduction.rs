@@ -108,16 +108,13 @@ pub struct ReductionLaunch {
     pub outputs: Vec<DeviceArray>,
     /// The type of `a`.
     pub reduce_type: Scalar,
-    source: Arc<GeneratedSource>,
-    renames: Arc<HashMap<String, String>>,
+    placeholders: Vec<(char, Scalar)>,
+    param_types: Vec<Scalar>,
+    kdims: usize,
+    rdims: usize,
 }
 
 impl ReductionLaunch {
-    /// The generated source.
-    pub fn source(&self) -> &str {
-        &self.source.text
-    }
-
     /// Blocks of the (first) kernel.
     pub fn blocks(&self) -> u64 {
         let b = u64::from(BLOCK);
@@ -506,7 +503,6 @@ impl ReductionKernel {
         args.push(ArgValue::Int(n_out as i64));
         types.push(Type::Scalar(Scalar::Int64));
         args.push(ArgValue::Int(n_red as i64));
-        let (source, renames) = self.generate(r, &types, kshape.len(), rshape.len(), strategy);
         Ok(ReductionLaunch {
             types,
             args,
@@ -515,31 +511,27 @@ impl ReductionKernel {
             n_red,
             outputs,
             reduce_type: r.reduce_type,
-            source: Arc::new(source),
-            renames: Arc::new(renames),
+            placeholders: r.inner.placeholders.clone(),
+            param_types: (0..params.len()).map(|k| r.inner.param_type(k)).collect(),
+            kdims: kshape.len(),
+            rdims: rshape.len(),
         })
     }
 
     #[allow(clippy::too_many_lines)]
-    fn generate(
-        &self,
-        r: &ReductionResolved,
-        types: &[Type],
-        kdims: usize,
-        rdims: usize,
-        strategy: Strategy,
-    ) -> (GeneratedSource, HashMap<String, String>) {
+    fn generate(&self, launch: &ReductionLaunch) -> (GeneratedSource, HashMap<String, String>) {
+        let (types, kdims, rdims, strategy) =
+            (&launch.types, launch.kdims, launch.rdims, launch.strategy);
         let params: Vec<&Param> = self.ins.iter().chain(&self.outs).collect();
         let n_in = self.ins.len();
-        let rt = r.reduce_type;
+        let rt = launch.reduce_type;
         let rt_conv = convert(rt);
         let mut renames = HashMap::new();
         let mut b = SourceBuilder::new(self.def.part_span(2));
         b.line(0, "from cuda import device");
         let mut defined: Vec<&str> = params.iter().map(|p| p.name.as_str()).collect();
         defined.extend(["i", "a", "b", "_ind_size"]);
-        let ph: Vec<String> = r
-            .inner
+        let ph: Vec<String> = launch
             .placeholders
             .iter()
             .map(|(c, _)| c.to_string())
@@ -550,7 +542,7 @@ impl ReductionKernel {
             names.loaded.extend(body.names.loaded.iter().cloned());
             names.stored.extend(body.names.stored.iter().cloned());
         }
-        for (c, s) in &r.inner.placeholders {
+        for (c, s) in &launch.placeholders {
             if names.loaded.contains(&c.to_string()) {
                 let line = if *s == Scalar::Bool {
                     format!("{c} = bool")
@@ -675,7 +667,7 @@ impl ReductionKernel {
                 if p.raw || !self.map.names.loaded.contains(&p.name) {
                     continue;
                 }
-                let want = r.inner.param_type(k);
+                let want = launch.param_types[k];
                 let load = format!("{}[{index}]", pnames[k]);
                 let v = if at.dtype != want {
                     format!("{}({load})", convert(want))
@@ -813,17 +805,22 @@ impl ReductionKernel {
         (b.finish(), renames)
     }
 
+    /// The generated source for a launch (both kernels of a full reduction).
+    pub fn source(&self, launch: &ReductionLaunch) -> String {
+        self.generate(launch).0.text
+    }
+
     fn compile_entry(
         &self,
         launch: &ReductionLaunch,
         entry: &str,
-        types: &[Type],
     ) -> Result<Arc<CompiledKernel>, Error> {
+        let (source, renames) = self.generate(launch);
         let file = format!("<ReductionKernel {}>", self.name);
         self.cache
-            .get_or_compile_source(&file, &launch.source.text, entry, types, &self.options)
+            .get_or_compile_source(&file, &source.text, entry, &launch.types, &self.options)
             .map_err(|e| match e {
-                Error::Diagnostics(d) => launch.source.map(d, &self.def, &launch.renames),
+                Error::Diagnostics(d) => source.map(d, &self.def, &renames),
                 e => e,
             })
     }
@@ -839,7 +836,7 @@ impl ReductionKernel {
         let main = match main {
             Some(k) => k,
             None => {
-                let k = self.compile_entry(launch, &self.name, &launch.types)?;
+                let k = self.compile_entry(launch, &self.name)?;
                 super::lock(&self.compiled).insert(key.clone(), k.clone());
                 k
             }
@@ -851,7 +848,7 @@ impl ReductionKernel {
         if let Some(k) = super::lock(&self.compiled).get(&fkey) {
             return Ok((main, Some(k.clone())));
         }
-        let fin = self.compile_entry(launch, &format!("{}_final", self.name), &launch.types)?;
+        let fin = self.compile_entry(launch, &format!("{}_final", self.name))?;
         super::lock(&self.compiled).insert(fkey, fin.clone());
         Ok((main, Some(fin)))
     }
