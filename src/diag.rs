@@ -268,6 +268,8 @@ codes! {
     E0702,
     /// a type placeholder that two arguments of the call decide differently (§17)
     E0703,
+    /// `break` or `continue` outside a loop of a kernel's Python body (§17.1)
+    E0704,
     /// internal error: the checker built IR that breaks a rule of `ir::validate` (run in debug builds and tests between checking and lowering; a compiler bug; please report it)
     E0998,
     /// internal error: a specialization failed without a diagnostic (a compiler bug; please report it)

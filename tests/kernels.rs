@@ -93,6 +93,18 @@ fn squared_diff_contiguous_is_one_dimensional() {
 }
 
 #[test]
+fn past_two_to_the_31_elements_the_index_is_64_bit() {
+    let n = (1u64 << 31) + 5;
+    elementwise(
+        "squared_diff_wide",
+        SQUARED_DIFF,
+        &[arr(F32, &[n]), arr(F32, &[n])],
+        None,
+        false,
+    );
+}
+
+#[test]
 fn squared_diff_broadcast_row_and_scalar() {
     elementwise(
         "squared_diff_broadcast",
@@ -259,6 +271,11 @@ fn errors_in_the_body_point_at_the_body() {
             "body_error",
         ),
         Some(&[arr(Scalar::Int32, &[4])]),
+    );
+    diagnostic(
+        "loose_continue",
+        ("T x", "T z", "if x < 0:\n    continue\nz = x", "skip"),
+        None,
     );
     diagnostic(
         "body_syntax_error",

@@ -60,7 +60,9 @@ fn operand(v: &Bound<'_, PyAny>) -> PyResult<Operand> {
             };
             Ok(Operand::Scalar(ScalarArg { value, dtype }))
         }
-        other => Err(PyTypeError::new_err(format!("unknown argument tag `{other}`"))),
+        other => Err(PyTypeError::new_err(format!(
+            "unknown argument tag `{other}`"
+        ))),
     }
 }
 
@@ -112,8 +114,15 @@ pub struct Elementwise {
 }
 
 impl Elementwise {
-    fn bind(&self, py: Python<'_>, call: &ElementwiseCall, outs: &Bound<'_, PyTuple>) -> PyResult<ElementwiseLaunch> {
-        self.k.bind(&call.r, arrays(outs)?).map_err(|e| to_py(py, e))
+    fn bind(
+        &self,
+        py: Python<'_>,
+        call: &ElementwiseCall,
+        outs: &Bound<'_, PyTuple>,
+    ) -> PyResult<ElementwiseLaunch> {
+        self.k
+            .bind(&call.r, arrays(outs)?)
+            .map_err(|e| to_py(py, e))
     }
 }
 
@@ -149,12 +158,22 @@ impl Elementwise {
     }
 
     /// The generated kernel's source for a call and its allocated outputs.
-    fn source(&self, py: Python<'_>, call: &ElementwiseCall, outs: &Bound<'_, PyTuple>) -> PyResult<String> {
+    fn source(
+        &self,
+        py: Python<'_>,
+        call: &ElementwiseCall,
+        outs: &Bound<'_, PyTuple>,
+    ) -> PyResult<String> {
         Ok(self.k.source(&self.bind(py, call, outs)?))
     }
 
     /// The generated kernel's PTX (compiled and cached).
-    fn ptx(&self, py: Python<'_>, call: &ElementwiseCall, outs: &Bound<'_, PyTuple>) -> PyResult<String> {
+    fn ptx(
+        &self,
+        py: Python<'_>,
+        call: &ElementwiseCall,
+        outs: &Bound<'_, PyTuple>,
+    ) -> PyResult<String> {
         let l = self.bind(py, call, outs)?;
         let k = py.detach(|| self.k.compile(&l)).map_err(|e| to_py(py, e))?;
         Ok(k.ptx.clone())
@@ -218,8 +237,15 @@ pub struct Reduction {
 }
 
 impl Reduction {
-    fn bind(&self, py: Python<'_>, call: &ReductionCall, outs: &Bound<'_, PyTuple>) -> PyResult<ReductionLaunch> {
-        self.k.bind(&call.r, arrays(outs)?).map_err(|e| to_py(py, e))
+    fn bind(
+        &self,
+        py: Python<'_>,
+        call: &ReductionCall,
+        outs: &Bound<'_, PyTuple>,
+    ) -> PyResult<ReductionLaunch> {
+        self.k
+            .bind(&call.r, arrays(outs)?)
+            .map_err(|e| to_py(py, e))
     }
 }
 
@@ -271,17 +297,32 @@ impl Reduction {
     }
 
     /// The generated source.
-    fn source(&self, py: Python<'_>, call: &ReductionCall, outs: &Bound<'_, PyTuple>) -> PyResult<String> {
+    fn source(
+        &self,
+        py: Python<'_>,
+        call: &ReductionCall,
+        outs: &Bound<'_, PyTuple>,
+    ) -> PyResult<String> {
         Ok(self.k.source(&self.bind(py, call, outs)?))
     }
 
     /// The strategy's name (`Thread`, `Warp`, `Block`, `Grid`).
-    fn strategy(&self, py: Python<'_>, call: &ReductionCall, outs: &Bound<'_, PyTuple>) -> PyResult<String> {
+    fn strategy(
+        &self,
+        py: Python<'_>,
+        call: &ReductionCall,
+        outs: &Bound<'_, PyTuple>,
+    ) -> PyResult<String> {
         Ok(format!("{:?}", self.bind(py, call, outs)?.strategy))
     }
 
     /// The PTX of the (first) kernel.
-    fn ptx(&self, py: Python<'_>, call: &ReductionCall, outs: &Bound<'_, PyTuple>) -> PyResult<String> {
+    fn ptx(
+        &self,
+        py: Python<'_>,
+        call: &ReductionCall,
+        outs: &Bound<'_, PyTuple>,
+    ) -> PyResult<String> {
         let l = self.bind(py, call, outs)?;
         let (k, _) = py.detach(|| self.k.compile(&l)).map_err(|e| to_py(py, e))?;
         Ok(k.ptx.clone())
@@ -307,4 +348,3 @@ impl Reduction {
             .map_err(|e| to_py(py, e))
     }
 }
-

@@ -105,10 +105,14 @@ pub struct ElementwiseLaunch {
 }
 
 impl ElementwiseLaunch {
-    /// The launch shape: [`BLOCK`] threads per block, one thread per element (a grid-stride
-    /// loop covers sizes past the grid's limit).
+    /// The launch shape: [`BLOCK`] threads per block, one thread per element, at most
+    /// 2**31 - 1 threads (so that `tid(1)`, an `int32`, cannot overflow; the grid-stride loop
+    /// covers larger sizes).
     pub fn config(&self) -> LaunchConfig {
-        let blocks = self.size.div_ceil(u64::from(BLOCK)).clamp(1, (1 << 31) - 1);
+        let blocks = self
+            .size
+            .div_ceil(u64::from(BLOCK))
+            .clamp(1, i32::MAX as u64 / u64::from(BLOCK));
         LaunchConfig::linear(blocks as u32, BLOCK)
     }
 }
@@ -413,10 +417,18 @@ impl ElementwiseKernel {
             }
         }
         b.line(0, &format!("def {}({}):", self.name, names.join(", ")));
-        b.line(
-            4,
-            "for i in range(device.tid(1), _ind_size, device.grid_size(1)):",
-        );
+        // Below 2**31 elements a `while` loop (no trip-count division, CuPy's loop); above,
+        // `range` keeps the 64-bit index proven non-negative.
+        if launch.wide_index {
+            b.line(
+                4,
+                "for i in range(device.tid(1), _ind_size, device.grid_size(1)):",
+            );
+        } else {
+            b.line(4, "i = device.tid(1)");
+            b.line(4, "_step = device.grid_size(1)");
+            b.line(4, "while i < _ind_size:");
+        }
         // The multi-index of element `i` in the merged shape, from the first non-raw array.
         let first = params
             .iter()
@@ -467,6 +479,9 @@ impl ElementwiseKernel {
                 p.span,
             );
         }
+        if !launch.wide_index {
+            b.line(8, "i += _step");
+        }
         (b.finish(), renames)
     }
 
@@ -486,7 +501,13 @@ impl ElementwiseKernel {
         let file = format!("<ElementwiseKernel {}>", self.name);
         let k = self
             .cache
-            .get_or_compile_source(&file, &source.text, &self.name, &launch.types, &self.options)
+            .get_or_compile_source(
+                &file,
+                &source.text,
+                &self.name,
+                &launch.types,
+                &self.options,
+            )
             .map_err(|e| match e {
                 Error::Diagnostics(d) => source.map(d, &self.def, &renames),
                 e => e,

@@ -25,6 +25,7 @@ use crate::diag::{Code, Diagnostic, Diagnostics, SourceFile, Span};
 use crate::runtime::{DeviceArray, RuntimeError};
 use crate::types::{Kind, Scalar};
 use ruff_python_ast::{self as ast, Expr, ExprContext, Stmt};
+use ruff_text_size::Ranged;
 use std::collections::{BTreeSet, HashMap};
 
 /// The type of a parameter: a dtype, or a one-letter placeholder that a call resolves.
@@ -416,11 +417,14 @@ pub(crate) struct BodyNames {
     pub stored: BTreeSet<String>,
     /// Names read (including augmented-assignment targets).
     pub loaded: BTreeSet<String>,
+    /// A `break` or `continue` outside any loop of the body (it would leave or restart the
+    /// generated loop).
+    pub loose_jump: Option<Span>,
 }
 
 fn collect_names(body: &[Stmt], expr: Option<&Expr>) -> BodyNames {
     use ast::visitor::{Visitor, walk_expr, walk_stmt};
-    struct V(BodyNames);
+    struct V(BodyNames, usize);
     impl<'a> Visitor<'a> for V {
         fn visit_stmt(&mut self, s: &'a Stmt) {
             if let Stmt::AugAssign(a) = s
@@ -428,7 +432,13 @@ fn collect_names(body: &[Stmt], expr: Option<&Expr>) -> BodyNames {
             {
                 self.0.loaded.insert(n.id.to_string());
             }
+            if matches!(s, Stmt::Break(_) | Stmt::Continue(_)) && self.1 == 0 {
+                self.0.loose_jump.get_or_insert(s.range().into());
+            }
+            let is_loop = matches!(s, Stmt::For(_) | Stmt::While(_));
+            self.1 += usize::from(is_loop);
             crate::stack::deep(|| walk_stmt(self, s));
+            self.1 -= usize::from(is_loop);
         }
         fn visit_expr(&mut self, e: &'a Expr) {
             if let Expr::Name(n) = e {
@@ -441,7 +451,7 @@ fn collect_names(body: &[Stmt], expr: Option<&Expr>) -> BodyNames {
             crate::stack::deep(|| walk_expr(self, e));
         }
     }
-    let mut v = V(BodyNames::default());
+    let mut v = V(BodyNames::default(), 0);
     v.visit_body(body);
     if let Some(e) = expr {
         v.visit_expr(e);
@@ -562,6 +572,18 @@ impl Body {
             ast::Mod::Module(m) => collect_names(&m.body, None),
             ast::Mod::Expression(x) => collect_names(&[], Some(&x.body)),
         };
+        if let Some(span) = names.loose_jump {
+            out.push(
+                Diagnostic::error(
+                    Code::E0704,
+                    body.map_joined(span),
+                    "`break` and `continue` outside a loop of the body: the body runs once per element, there is no loop to leave",
+                )
+                .with_label("outside a loop")
+                .with_note("skip an element with `if`"),
+            );
+            return None;
+        }
         Some(Body { names, ..body })
     }
 

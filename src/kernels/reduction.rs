@@ -124,7 +124,7 @@ impl ReductionLaunch {
             Strategy::Block => self.n_out,
             Strategy::Grid => self.n_red.div_ceil(b).min(MAX_PARTIALS),
         };
-        n.clamp(1, (1 << 31) - 1)
+        n.clamp(1, i32::MAX as u64 / u64::from(BLOCK))
     }
 }
 
