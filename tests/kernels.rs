@@ -482,3 +482,37 @@ fn reduction_diagnostics() {
         };
     golden("errors/reduction_bad", "stderr", &got);
 }
+
+#[test]
+fn a_python_preamble_defines_device_functions_for_the_body() {
+    let k = ElementwiseKernel::with_preamble(
+        "float32 x, float32 y",
+        "float32 z",
+        "z = hyp(x, y)",
+        "hyp_ufunc",
+        "@device.func\ndef hyp(a, b):\n    return sqrt(a * a + b * b)\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let r = k
+        .resolve(&[arr(F32, &[16]), arr(F32, &[16])], None)
+        .unwrap();
+    let outs = vec![DeviceArray::contiguous(0x9000_0000, F32, &[16])];
+    let launch = k.bind(&r, outs).unwrap();
+    golden("preamble_hyp", "gen.py", &k.source(&launch));
+    ptxas(&k.compile(&launch).unwrap_or_else(|e| panic!("{e}")).ptx);
+    // An error in the preamble points into it (line 5 of the definition).
+    let bad = ElementwiseKernel::with_preamble(
+        "T x",
+        "T z",
+        "z = f(x)",
+        "bad",
+        "@device.func\ndef f(a):\n    return a + nope\n",
+    )
+    .unwrap();
+    let r = bad.resolve(&[arr(F32, &[4])], None).unwrap();
+    let launch = bad
+        .bind(&r, vec![DeviceArray::contiguous(0x9000_0000, F32, &[4])])
+        .unwrap();
+    let e = rendered(bad.compile(&launch).unwrap_err());
+    assert!(e.contains("<ElementwiseKernel bad>:6:16"), "{e}");
+}

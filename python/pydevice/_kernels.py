@@ -205,13 +205,17 @@ class ElementwiseKernel:
     """
 
     def __init__(self, in_params: str, out_params: str, operation: str, name: str = "kernel", **options):
-        unknown = set(options) - {"reduce_dims", "no_return", "return_tuple", "options", "preamble", "loop_prep", "after_loop"}
+        unknown = set(options) - {
+            "reduce_dims", "no_return", "return_tuple", "options", "preamble", "loop_prep", "after_loop",
+            "preamble_python",
+        }
         if unknown:
             raise TypeError(f"unknown options: {', '.join(sorted(unknown))}")
         for o in ("preamble", "loop_prep", "after_loop"):
             if options.get(o):
                 raise TypeError(f"`{o}=` holds CUDA C++, which pydevice does not compile; write it in the body")
-        self._k = _native.Elementwise(in_params, out_params, operation, name)
+        # `preamble_python`: Python device functions (`@device.func`) the body may call.
+        self._k = _native.Elementwise(in_params, out_params, operation, name, options.get("preamble_python") or "")
         self.name = name
         self.nin = _count(in_params)
         self.nout = _count(out_params)

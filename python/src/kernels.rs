@@ -129,14 +129,16 @@ impl Elementwise {
 #[pymethods]
 impl Elementwise {
     #[new]
+    #[pyo3(signature = (in_params, out_params, operation, name, preamble=""))]
     fn new(
         py: Python<'_>,
         in_params: &str,
         out_params: &str,
         operation: &str,
         name: &str,
+        preamble: &str,
     ) -> PyResult<Elementwise> {
-        let k = ElementwiseKernel::new(in_params, out_params, operation, name)
+        let k = ElementwiseKernel::with_preamble(in_params, out_params, operation, name, preamble)
             .map_err(|e| to_py(py, e))?
             .with_cache(current_cache());
         Ok(Elementwise { k })

@@ -2,6 +2,8 @@
 the diagnostics of bad definitions (pointing into the user's strings), and calls refused
 before anything runs."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -115,3 +117,19 @@ def test_fuse_traces_into_one_kernel():
     assert "b = device.float32((x0 * x1))" in src and "a = device.float32(a + b)" in src
     with pytest.raises(TypeError, match="np.where"):
         pydevice.fuse(lambda x: x if x > 0 else -x).source(x)
+
+
+def test_vectorize_makes_one_kernel_per_signature():
+    @pydevice.vectorize(["float32(float32, float32)", "float64(float64, float64)"], target="cuda")
+    def hyp(a, b):
+        return math.sqrt(a * a + b * b)
+
+    src = hyp.source(np.zeros(4, np.float32), np.zeros(4, np.float32))
+    assert "@device.func\ndef hyp(a, b):" in src and "out0 = hyp(x0, x1)" in src
+    assert "import math" in src
+    x = np.zeros(4, np.float64)
+    assert ".entry hyp_ufunc" in hyp._pick((x, x)).ptx(x, x)
+    with pytest.raises(TypeError, match="no signature"):
+        hyp.source(np.zeros(4, np.complex64), np.zeros(4, np.complex64))
+    with pytest.raises(ValueError, match="target='cuda'"):
+        pydevice.vectorize(["float32(float32)"], target="cpu")

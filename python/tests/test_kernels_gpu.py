@@ -212,3 +212,20 @@ def test_fuse_elementwise_and_reductions(cupy):
     if torch.cuda.is_available():
         t = torch.randn(100, 10, device="cuda")
         torch.testing.assert_close(squared_diff(t, t[0]), (t - t[0]) ** 2)
+
+
+def test_vectorize_on_cupy_and_numpy(cupy):
+    import math
+
+    @pydevice.vectorize(["float32(float32, float32)", "float64(float64, float64)"], target="cuda")
+    def hyp(a, b):
+        return math.sqrt(a * a + b * b)
+
+    for dt in ("float32", "float64"):
+        a, b = rand(1000, dt), rand(1000, dt)
+        got = hyp(cupy.asarray(a), cupy.asarray(b))
+        assert got.dtype == np.dtype(dt)
+        np.testing.assert_allclose(cupy.asnumpy(got), np.hypot(a, b), rtol=1e-6)
+    # int32 arguments cast safely to float64 (numba's rule); NumPy arguments go through the GPU.
+    i = np.arange(10, dtype=np.int32)
+    np.testing.assert_allclose(hyp(i, i), np.hypot(i, i), rtol=1e-12)

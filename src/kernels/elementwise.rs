@@ -47,6 +47,7 @@ pub struct ElementwiseKernel {
     ins: Vec<Param>,
     outs: Vec<Param>,
     body: Body,
+    preamble: Option<Body>,
     options: CompileOptions,
     cache: Arc<KernelCache>,
     compiled: Mutex<HashMap<SpecKey, Arc<CompiledKernel>>>,
@@ -152,10 +153,23 @@ impl ElementwiseKernel {
         operation: &str,
         name: &str,
     ) -> Result<ElementwiseKernel, Error> {
+        Self::with_preamble(in_params, out_params, operation, name, "")
+    }
+
+    /// A kernel whose body may call the Python device functions of `preamble` (`@device.func`
+    /// definitions, placed in the generated module; CuPy's `preamble` holds C++ instead).
+    /// Diagnostics in the preamble point into it (the definition's fourth part).
+    pub fn with_preamble(
+        in_params: &str,
+        out_params: &str,
+        operation: &str,
+        name: &str,
+        preamble: &str,
+    ) -> Result<ElementwiseKernel, Error> {
         let def = Definition::new(
             name,
             "ElementwiseKernel",
-            &[in_params, out_params, operation],
+            &[in_params, out_params, operation, preamble],
         );
         let mut diags = Vec::new();
         if !super::is_identifier(name) || super::KEYWORDS.contains(&name) {
@@ -184,6 +198,11 @@ impl ElementwiseKernel {
             })
             .collect();
         let body = Body::new(&def, 2, &placeholders, false, &mut diags);
+        let preamble = if preamble.trim().is_empty() {
+            None
+        } else {
+            Body::new(&def, 3, &[], false, &mut diags)
+        };
         match body {
             Some(body) if diags.is_empty() => Ok(ElementwiseKernel {
                 name: name.to_string(),
@@ -191,6 +210,7 @@ impl ElementwiseKernel {
                 ins,
                 outs,
                 body,
+                preamble,
                 options: CompileOptions::default(),
                 cache: Arc::new(KernelCache::new()),
                 compiled: Mutex::new(HashMap::new()),
@@ -371,6 +391,14 @@ impl ElementwiseKernel {
         let mut renames = HashMap::new();
         let mut b = SourceBuilder::new(self.def.part_span(2));
         b.line(0, "from cuda import device");
+        if self.body.names.loaded.contains("math")
+            || self
+                .preamble
+                .as_ref()
+                .is_some_and(|p| p.names.loaded.contains("math"))
+        {
+            b.line(0, "import math");
+        }
         let mut defined: Vec<&str> = params.iter().map(|p| p.name.as_str()).collect();
         defined.extend(["i", "_ind_size"]);
         let ph: Vec<String> = launch
@@ -389,12 +417,22 @@ impl ElementwiseKernel {
                 b.line(0, &line);
             }
         }
-        let (math, device) = imports_for(&self.body.names, &defined);
+        let mut names = self.body.names.clone();
+        if let Some(p) = &self.preamble {
+            names.loaded.extend(p.names.loaded.iter().cloned());
+            names.stored.extend(p.names.stored.iter().cloned());
+        }
+        let (math, device) = imports_for(&names, &defined);
         if !math.is_empty() {
             b.line(0, &format!("from math import {}", math.join(", ")));
         }
         if !device.is_empty() {
             b.line(0, &format!("from cuda.device import {}", device.join(", ")));
+        }
+        if let Some(p) = &self.preamble {
+            b.line(0, "");
+            b.line(0, "");
+            b.body(0, p);
         }
         b.line(0, "");
         b.line(0, "");

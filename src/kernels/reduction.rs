@@ -529,6 +529,12 @@ impl ReductionKernel {
         let mut renames = HashMap::new();
         let mut b = SourceBuilder::new(self.def.part_span(2));
         b.line(0, "from cuda import device");
+        if [&self.map, &self.reduce, &self.post, &self.identity]
+            .iter()
+            .any(|x| x.names.loaded.contains("math"))
+        {
+            b.line(0, "import math");
+        }
         let mut defined: Vec<&str> = params.iter().map(|p| p.name.as_str()).collect();
         defined.extend(["i", "a", "b", "_ind_size"]);
         let ph: Vec<String> = launch
