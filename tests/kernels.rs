@@ -403,6 +403,16 @@ fn strategies_follow_the_shape() {
         false,
         Strategy::Thread,
     );
+    let mid = [arr(F32, &[4, 5, 6])];
+    reduction(
+        "sum_middle_axis_keepdims",
+        L2NORM,
+        None,
+        &mid,
+        Some(&[1]),
+        true,
+        Strategy::Thread,
+    );
     let x3 = [strided(F32, &[8, 16, 32], &[1024, 64, 2])];
     reduction(
         "sum_axes_0_2_strided",

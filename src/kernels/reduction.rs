@@ -632,36 +632,44 @@ impl ReductionKernel {
             }
         };
         // Loads the inputs of element (o, r) and folds its mapped value into `a`.
-        let element = |b: &mut SourceBuilder, ind: usize, o: &str, rv: &str| {
-            let mut idx = Vec::new();
-            if let Some(f) = &first {
-                let mut unravel = |var: &str, from: usize, dims: usize, tag: &str| {
-                    if dims == 1 {
-                        idx.push(var.to_string());
-                        return;
-                    }
-                    b.line(ind, &format!("_{tag}r0 = {var}"));
-                    let mut parts = vec![String::new(); dims];
-                    for d in (1..dims).rev() {
-                        let k = dims - 1 - d;
-                        b.line(
-                            ind,
-                            &format!("_{tag}{d} = _{tag}r{k} % {f}.shape[{}]", from + d),
-                        );
-                        b.line(
-                            ind,
-                            &format!("_{tag}r{} = _{tag}r{k} // {f}.shape[{}]", k + 1, from + d),
-                        );
-                        parts[d] = format!("_{tag}{d}");
-                    }
-                    parts[0] = format!("_{tag}r{}", dims - 1);
-                    idx.extend(parts);
+        // The multi-index of `var` over `dims` merged dimensions starting at `from` of the
+        // first input's shape (lines emitted at `ind`).
+        let unravel =
+            |b: &mut SourceBuilder, ind: usize, var: &str, from: usize, dims: usize, tag: &str| {
+                let Some(f) = &first else {
+                    return Vec::new();
                 };
-                if kdims > 0 {
-                    unravel(o, 0, kdims, "k");
+                if dims == 1 {
+                    return vec![var.to_string()];
                 }
-                unravel(rv, kdims, rdims, "q");
+                b.line(ind, &format!("_{tag}r0 = {var}"));
+                let mut parts = vec![String::new(); dims];
+                for d in (1..dims).rev() {
+                    let k = dims - 1 - d;
+                    b.line(
+                        ind,
+                        &format!("_{tag}{d} = _{tag}r{k} % {f}.shape[{}]", from + d),
+                    );
+                    b.line(
+                        ind,
+                        &format!("_{tag}r{} = _{tag}r{k} // {f}.shape[{}]", k + 1, from + d),
+                    );
+                    parts[d] = format!("_{tag}{d}");
+                }
+                parts[0] = format!("_{tag}r{}", dims - 1);
+                parts
+            };
+        // The kept part of the index of output element `o`, computed once per output.
+        let kept = |b: &mut SourceBuilder, ind: usize, o: &str| {
+            if kdims > 0 {
+                unravel(b, ind, o, 0, kdims, "k")
+            } else {
+                Vec::new()
             }
+        };
+        let element = |b: &mut SourceBuilder, ind: usize, kept: &[String], o: &str, rv: &str| {
+            let mut idx = kept.to_vec();
+            idx.extend(unravel(b, ind, rv, kdims, rdims, "q"));
             let index = idx.join(", ");
             if self.map.names.loaded.contains("i") {
                 b.line(ind, &format!("i = {rv} * _n_out + {o}"));
@@ -741,8 +749,9 @@ impl ReductionKernel {
                     "for _o in range(device.tid(1), _n_out, device.grid_size(1)):",
                 );
                 identity(&mut b, 8, "a");
+                let kp = kept(&mut b, 8, "_o");
                 b.line(8, "for _r in range(_n_red):");
-                element(&mut b, 12, "_o", "_r");
+                element(&mut b, 12, &kp, "_o", "_r");
                 finish(&mut b, 8, "_o");
             }
             Strategy::Warp => {
@@ -755,8 +764,9 @@ impl ReductionKernel {
                     "for _o in range(device.tid(1) // 32, _n_out, device.grid_size(1) // 32):",
                 );
                 identity(&mut b, 8, "a");
+                let kp = kept(&mut b, 8, "_o");
                 b.line(8, "for _r in range(_lane, _n_red, 32):");
-                element(&mut b, 12, "_o", "_r");
+                element(&mut b, 12, &kp, "_o", "_r");
                 warp_combine(&mut b, 8);
                 b.line(8, "if _lane == 0:");
                 finish(&mut b, 12, "_o");
@@ -768,11 +778,12 @@ impl ReductionKernel {
                     "for _o in range(device.block_idx.x, _n_out, device.grid_dim.x):",
                 );
                 identity(&mut b, 8, "a");
+                let kp = kept(&mut b, 8, "_o");
                 b.line(
                     8,
                     "for _r in range(device.thread_idx.x, _n_red, device.block_dim.x):",
                 );
-                element(&mut b, 12, "_o", "_r");
+                element(&mut b, 12, &kp, "_o", "_r");
                 block_combine(&mut b, 8);
                 b.line(8, "if device.thread_idx.x == 0:");
                 finish(&mut b, 12, "_o");
@@ -784,7 +795,7 @@ impl ReductionKernel {
                     4,
                     "for _r in range(device.tid(1), _n_red, device.grid_size(1)):",
                 );
-                element(&mut b, 8, "0", "_r");
+                element(&mut b, 8, &[], "0", "_r");
                 block_combine(&mut b, 4);
                 b.line(4, "if device.thread_idx.x == 0:");
                 b.line(8, "_partials[device.block_idx.x] = a");
