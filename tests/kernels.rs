@@ -174,6 +174,17 @@ fn raw_parameters_index_by_hand() {
 }
 
 #[test]
+fn an_output_assigned_on_one_branch_keeps_its_value_on_the_other() {
+    elementwise(
+        "relu_in_place",
+        ("T x", "T y", "if x > 0:\n    y = x", "relu"),
+        &[arr(F32, &[32]), arr(F32, &[32])],
+        None,
+        false,
+    );
+}
+
+#[test]
 fn typed_parameters_convert_and_math_names_are_imported() {
     elementwise(
         "convert_and_math",

@@ -231,3 +231,11 @@ def test_vectorize_on_cupy_and_numpy(cupy):
     # int32 arguments cast safely to float64 (numba's rule); NumPy arguments go through the GPU.
     i = np.arange(10, dtype=np.int32)
     np.testing.assert_allclose(hyp(i, i), np.hypot(i, i), rtol=1e-12)
+
+
+def test_an_output_assigned_on_one_branch_keeps_its_value(cupy):
+    relu = pydevice.ElementwiseKernel("T x", "T y", "if x > 0:\n    y = x", "relu_keep")
+    a = rand(1000, "float32")
+    y = cupy.full(1000, -7, dtype=np.float32)
+    relu(cupy.asarray(a), y)
+    np.testing.assert_array_equal(cupy.asnumpy(y), np.where(a > 0, a, -7))

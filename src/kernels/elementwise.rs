@@ -494,7 +494,13 @@ impl ElementwiseKernel {
             let Some(at) = types[k].as_array() else {
                 continue;
             };
-            if p.raw || !self.body.names.loaded.contains(&p.name) {
+            // An output is loaded when the body reads it, or when the body branches and may
+            // leave it unassigned (it then keeps its value, as in CuPy).
+            let output = k >= n_in;
+            let names = &self.body.names;
+            let needed = names.loaded.contains(&p.name)
+                || (output && names.branches && names.stored.contains(&p.name));
+            if p.raw || !needed {
                 continue;
             }
             let want = launch.param_types[k];

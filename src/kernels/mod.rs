@@ -420,6 +420,9 @@ pub(crate) struct BodyNames {
     /// A `break` or `continue` outside any loop of the body (it would leave or restart the
     /// generated loop).
     pub loose_jump: Option<Span>,
+    /// Whether the body branches or loops (`if`, `for`, `while`, `match`, `try`, `with`), so
+    /// that an output it assigns may be left unassigned on some path.
+    pub branches: bool,
 }
 
 fn collect_names(body: &[Stmt], expr: Option<&Expr>) -> BodyNames {
@@ -436,6 +439,14 @@ fn collect_names(body: &[Stmt], expr: Option<&Expr>) -> BodyNames {
                 self.0.loose_jump.get_or_insert(s.range().into());
             }
             let is_loop = matches!(s, Stmt::For(_) | Stmt::While(_));
+            if is_loop
+                || matches!(
+                    s,
+                    Stmt::If(_) | Stmt::Match(_) | Stmt::Try(_) | Stmt::With(_)
+                )
+            {
+                self.0.branches = true;
+            }
             self.1 += usize::from(is_loop);
             crate::stack::deep(|| walk_stmt(self, s));
             self.1 -= usize::from(is_loop);
