@@ -5,7 +5,7 @@
 //! outputs that were not given (any framework; [`ElementwiseKernel::call`] does it through
 //! the runtime), and [`ElementwiseKernel::bind`] makes the launch: the arrays broadcast and
 //! their dimensions merged, the argument types the generated kernel is specialized for, and
-//! its source ([`ElementwiseLaunch::source`]).
+//! its source ([`ElementwiseKernel::source`]).
 
 use super::{
     Body, Definition, GeneratedSource, Operand, Param, ParamType, ScalarArg, SourceBuilder,

@@ -10,7 +10,7 @@
 //! Diagnostics about the user's text point at that text: the definition is one
 //! [`SourceFile`] (the parameter lists and expressions, one per line), and a diagnostic the
 //! checker reports inside the generated kernel is mapped back to the body it came from
-//! ([`GeneratedSource::map`]).
+//! (`GeneratedSource::map`).
 //!
 //! This is the top layer: it uses the compiler's public API, the runtime and the cache.
 
