@@ -133,3 +133,13 @@ def test_vectorize_makes_one_kernel_per_signature():
         hyp.source(np.zeros(4, np.complex64), np.zeros(4, np.complex64))
     with pytest.raises(ValueError, match="target='cuda'"):
         pydevice.vectorize(["float32(float32)"], target="cpu")
+
+
+def test_multiple_outputs_two_input_reductions_and_scalars_compile():
+    two = pydevice.ElementwiseKernel("T x", "T y, T z", "y = x * 2\nz = x + 1", "two_outputs")
+    assert ".entry two_outputs" in two.ptx(np.zeros(8, np.float32))
+    dot = pydevice.ReductionKernel("T x, T y", "T z", "x * y", "a + b", "z = a", "0", "dot")
+    assert ".entry dot_final" not in dot.ptx(np.zeros(8, np.float32), np.zeros(8, np.float32))
+    assert "def dot_final" in dot.source(np.zeros(8, np.float32), np.zeros(8, np.float32))
+    mean = pydevice.ReductionKernel("T x, int64 count", "float64 m", "x", "a + b", "m = a / count", "0", "mean", "float64")
+    assert ".entry mean" in mean.ptx(np.zeros((3, 4), np.float32), 4, axis=1)

@@ -239,3 +239,17 @@ def test_an_output_assigned_on_one_branch_keeps_its_value(cupy):
     y = cupy.full(1000, -7, dtype=np.float32)
     relu(cupy.asarray(a), y)
     np.testing.assert_array_equal(cupy.asnumpy(y), np.where(a > 0, a, -7))
+
+
+def test_multiple_outputs_dot_and_a_scalar_in_post_map(cupy):
+    two = pydevice.ElementwiseKernel("T x", "T y, T z", "y = x * 2\nz = x + 1", "two_outputs")
+    a = rand(100, "float64")
+    y, z = two(cupy.asarray(a))
+    np.testing.assert_allclose(cupy.asnumpy(y), a * 2)
+    np.testing.assert_allclose(cupy.asnumpy(z), a + 1)
+    dot = pydevice.ReductionKernel("T x, T y", "T z", "x * y", "a + b", "z = a", "0", "dot")
+    u, v = rand(100_000, "float64"), rand(100_000, "float64")
+    np.testing.assert_allclose(float(dot(cupy.asarray(u), cupy.asarray(v))), u @ v, rtol=1e-10)
+    mean = pydevice.ReductionKernel("T x, int64 count", "float64 m", "x", "a + b", "m = a / count", "0", "mean", "float64")
+    m = rand((30, 40), "float32")
+    np.testing.assert_allclose(cupy.asnumpy(mean(cupy.asarray(m), 40, axis=1)), m.astype(np.float64).mean(axis=1), rtol=1e-6)
