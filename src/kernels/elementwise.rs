@@ -314,7 +314,6 @@ impl ElementwiseKernel {
             match o {
                 Operand::Array(a) if p.raw => {
                     wide |= a.len() > i32::MAX as u64;
-                    let ndim = a.ndim().max(1);
                     let (sh, st) = if a.ndim() == 0 {
                         (vec![1], vec![1])
                     } else {
@@ -326,7 +325,6 @@ impl ElementwiseKernel {
                         ..a.clone()
                     };
                     types.push(view.array_type());
-                    let _ = ndim;
                     args.push(ArgValue::Array(ArrayArg {
                         data: a.data,
                         shape: view.shape.clone(),
