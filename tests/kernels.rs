@@ -1,7 +1,7 @@
-//! `ElementwiseKernel` and `ReductionKernel` without a GPU: the generated kernels' source
-//! (goldens under `tests/fixtures/kernels/`), their PTX (accepted by `ptxas` when present;
-//! goldens for the benchmark's shapes), and the diagnostics of bad definitions and calls
-//! (`.stderr` goldens). `PYDEVICE_BLESS=1` rewrites the goldens.
+//! `ElementwiseKernel` and `ReductionKernel` without a GPU: the generated kernels' source and
+//! typed IR (goldens under `tests/fixtures/kernels/`, the IR validated), their PTX (accepted
+//! by `ptxas` when present; goldens for the benchmark's shapes), and the diagnostics of bad
+//! definitions and calls (`.stderr` goldens). `PYDEVICE_BLESS=1` rewrites the goldens.
 
 mod support;
 
@@ -37,6 +37,14 @@ fn golden(name: &str, ext: &str, got: &str) {
     }
 }
 
+/// The typed IR of the generated `source`'s `entry` for `types`, validated, as a golden.
+fn ir_golden(name: &str, source: &str, entry: &str, types: &[pydevice::Type]) {
+    let m = pydevice::Module::parse(name, source).unwrap_or_else(|d| panic!("{d}"));
+    let spec = m.specialize(entry, types).unwrap_or_else(|d| panic!("{d}"));
+    pydevice::ir::validate(spec.program()).unwrap_or_else(|e| panic!("{e}"));
+    golden(name, "ir", &spec.program().to_string());
+}
+
 fn ptxas(ptx: &str) {
     if pydevice::toolkit::ptxas().is_some() {
         pydevice::toolkit::ptxas_check(ptx, Arch::DEFAULT)
@@ -67,6 +75,7 @@ fn elementwise(
         "gen.py",
         &format!("# types: {}\n{}", sig.join(", "), k.source(&launch)),
     );
+    ir_golden(name, &k.source(&launch), def.3, &launch.types);
     let compiled = k.compile(&launch).unwrap_or_else(|e| panic!("{e}"));
     ptxas(&compiled.ptx);
     if ptx_golden {
@@ -343,6 +352,7 @@ fn reduction(
         ),
     );
     assert_eq!(launch.strategy, strategy, "{name}");
+    ir_golden(name, &k.source(&launch), def[6], &launch.types);
     let (main, fin) = k.compile(&launch).unwrap_or_else(|e| panic!("{e}"));
     ptxas(&main.ptx);
     if let Some(f) = fin {
