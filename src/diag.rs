@@ -260,6 +260,16 @@ codes! {
     E0602,
     /// `pow(x, y, mod)`: the three-argument (modular) `pow` (§15.3)
     E0603,
+    /// a malformed parameter list or kernel name of an `ElementwiseKernel` or `ReductionKernel`: not `[raw] TYPE NAME`, an unknown type, a reserved or repeated name (§20)
+    E0700,
+    /// C++ in a kernel's Python body (`;`, `?:`, a declaration, `&&`, braces), or an empty body: the diagnostic shows the Python spelling (§20)
+    E0701,
+    /// a type placeholder that no argument of the call decides (§20)
+    E0702,
+    /// a type placeholder that two arguments of the call decide differently (§20)
+    E0703,
+    /// `break` or `continue` outside a loop of a kernel's Python body (§20.1)
+    E0704,
     /// `cg.tiled_partition(g, n)` with `n` not a power of two from 1 to 32 (a non-constant `n` is E0400), or of a group that is not a thread block or a tile (§17.1)
     E0720,
     /// a cooperative-groups operation on a group kind that does not have it (a shuffle, vote or `reduce` on a thread block or the grid, `shfl_xor` on a coalesced group, `meta_group_rank` of the grid), or a group argument that is not a group (§17.2)

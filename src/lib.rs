@@ -63,6 +63,7 @@ pub mod diag;
 pub mod front;
 pub mod ir;
 pub mod kernel;
+pub mod kernels;
 pub mod lower;
 pub mod random;
 pub mod runtime;

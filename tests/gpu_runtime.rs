@@ -816,3 +816,183 @@ fn soak_compile_and_launch_from_16_threads() {
         device_drop >> 20
     );
 }
+
+// ---- ElementwiseKernel and ReductionKernel (src/kernels, docs/semantics.md §20) ----
+
+mod one_line_kernels {
+    use super::{device, f32_bytes, f32s};
+    use pydevice::abi::ArgValue;
+    use pydevice::kernels::{ElementwiseKernel, Operand, ReductionKernel, ScalarArg};
+    use pydevice::runtime::{Device, DeviceArray, DeviceBuffer};
+    use pydevice::types::Scalar;
+
+    /// Deterministic pseudo-random floats in [-1, 1).
+    fn random(n: usize, seed: u64) -> Vec<f32> {
+        let mut s = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (0..n)
+            .map(|_| {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+            })
+            .collect()
+    }
+
+    fn upload(dev: &Device, v: &[f32], shape: &[u64]) -> (DeviceBuffer, DeviceArray) {
+        let buf = dev.upload(&f32_bytes(v)).expect("upload");
+        let a = dev.array(&buf, Scalar::Float32, shape).expect("array");
+        (buf, a)
+    }
+
+    fn download(dev: &Device, out: &pydevice::kernels::Output) -> Vec<f32> {
+        f32s(
+            &dev.download(out.buffer.as_ref().expect("allocated"))
+                .expect("download"),
+        )
+    }
+
+    fn close(got: &[f32], want: &[f64], what: &str) {
+        assert_eq!(got.len(), want.len(), "{what}");
+        for (k, (&g, &w)) in got.iter().zip(want).enumerate() {
+            let tol = 1e-4 * w.abs().max(1.0);
+            assert!((f64::from(g) - w).abs() <= tol, "{what}[{k}]: {g} vs {w}");
+        }
+    }
+
+    #[test]
+    fn elementwise_squared_diff_broadcast_scalar_and_strided() {
+        let Some(dev) = device("elementwise_squared_diff_broadcast_scalar_and_strided") else {
+            return;
+        };
+        let k = ElementwiseKernel::new("T x, T y", "T z", "z = (x - y) * (x - y)", "sqd").unwrap();
+        let (rows, cols) = (300usize, 257usize);
+        let xv = random(rows * cols, 1);
+        let yv = random(cols, 2);
+        let (_bx, x) = upload(&dev, &xv, &[rows as u64, cols as u64]);
+        let (_by, y) = upload(&dev, &yv, &[cols as u64]);
+        // Broadcast of a row.
+        let out = k
+            .call(&dev, &[Operand::Array(x.clone()), Operand::Array(y)], None)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let want: Vec<f64> = (0..rows * cols)
+            .map(|i| (f64::from(xv[i]) - f64::from(yv[i % cols])).powi(2))
+            .collect();
+        close(&download(&dev, &out[0]), &want, "broadcast");
+        // A Python float.
+        let s = Operand::Scalar(ScalarArg::python(ArgValue::Float(0.25)));
+        let out = k.call(&dev, &[Operand::Array(x.clone()), s], None).unwrap();
+        let want: Vec<f64> = xv.iter().map(|&v| (f64::from(v) - 0.25).powi(2)).collect();
+        close(&download(&dev, &out[0]), &want, "scalar");
+        // Every other column (a strided view) against its transpose-free reference.
+        let view = DeviceArray {
+            shape: vec![rows as u64, (cols / 2) as u64],
+            strides: vec![cols as i64, 2],
+            ..x.clone()
+        };
+        let out = k
+            .call(
+                &dev,
+                &[Operand::Array(view.clone()), Operand::Array(view)],
+                None,
+            )
+            .unwrap();
+        assert!(download(&dev, &out[0]).iter().all(|&v| v == 0.0));
+        // 2**22 contiguous elements (the fast path).
+        let n = 1usize << 22;
+        let av = random(n, 3);
+        let bv = random(n, 4);
+        let (_ba, a) = upload(&dev, &av, &[n as u64]);
+        let (_bb, b) = upload(&dev, &bv, &[n as u64]);
+        let out = k
+            .call(&dev, &[Operand::Array(a), Operand::Array(b)], None)
+            .unwrap();
+        let want: Vec<f64> = (0..n)
+            .map(|i| (f64::from(av[i]) - f64::from(bv[i])).powi(2))
+            .collect();
+        close(&download(&dev, &out[0]), &want, "contiguous");
+    }
+
+    #[test]
+    fn elementwise_add_reverse_with_raw() {
+        let Some(dev) = device("elementwise_add_reverse_with_raw") else {
+            return;
+        };
+        let k = ElementwiseKernel::new(
+            "T x, raw T y",
+            "T z",
+            "z = x + y[_ind.size() - i - 1]",
+            "add_reverse",
+        )
+        .unwrap();
+        let n = 1000;
+        let xv = random(n, 5);
+        let yv = random(n, 6);
+        let (_bx, x) = upload(&dev, &xv, &[n as u64]);
+        let (_by, y) = upload(&dev, &yv, &[n as u64]);
+        let out = k
+            .call(&dev, &[Operand::Array(x), Operand::Array(y)], None)
+            .unwrap();
+        let want: Vec<f64> = (0..n)
+            .map(|i| f64::from(xv[i]) + f64::from(yv[n - 1 - i]))
+            .collect();
+        close(&download(&dev, &out[0]), &want, "add_reverse");
+    }
+
+    #[test]
+    fn reduction_l2norm_every_axis_and_strategy() {
+        let Some(dev) = device("reduction_l2norm_every_axis_and_strategy") else {
+            return;
+        };
+        let k = ReductionKernel::new(
+            "T x",
+            "T y",
+            "x * x",
+            "a + b",
+            "y = sqrt(a)",
+            "0",
+            "l2norm",
+            None,
+        )
+        .unwrap();
+        // (rows, cols, axis): thread (columns), warp (many rows), block (few long rows), full.
+        for (rows, cols, axis) in [
+            (2usize, 5usize, Some(1i64)),
+            (2, 5, Some(0)),
+            (4096, 300, Some(0)),
+            (5000, 200, Some(1)),
+            (16, 100_000, Some(1)),
+            (1 << 11, 1 << 10, None),
+            (3, 7, None),
+        ] {
+            let xv = random(rows * cols, (rows * cols) as u64);
+            let (_bx, x) = upload(&dev, &xv, &[rows as u64, cols as u64]);
+            let axes = axis.map(|a| vec![a]);
+            let out = k
+                .call(&dev, &[Operand::Array(x)], axes.as_deref(), false)
+                .unwrap_or_else(|e| panic!("{e}"));
+            let sq = |r: usize, c: usize| f64::from(xv[r * cols + c]).powi(2);
+            let want: Vec<f64> = match axis {
+                Some(0) => (0..cols)
+                    .map(|c| (0..rows).map(|r| sq(r, c)).sum::<f64>().sqrt())
+                    .collect(),
+                Some(_) => (0..rows)
+                    .map(|r| (0..cols).map(|c| sq(r, c)).sum::<f64>().sqrt())
+                    .collect(),
+                None => vec![
+                    (0..rows * cols)
+                        .map(|i| f64::from(xv[i]).powi(2))
+                        .sum::<f64>()
+                        .sqrt(),
+                ],
+            };
+            close(
+                &download(&dev, &out[0]),
+                &want,
+                &format!("l2norm {rows}x{cols} axis {axis:?}"),
+            );
+        }
+    }
+}

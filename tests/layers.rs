@@ -18,6 +18,7 @@
 //! | 5 | `runtime` | the CUDA driver: loading and launching compiled kernels |
 //! | 6 | the crate root | the compiler's API (`Module`, `CompileOptions`, `Error`) |
 //! | 7 | `runtime::cache` | the specialization cache, a client of that API |
+//! | 8 | `kernels` | ElementwiseKernel and ReductionKernel: generate source, then compile through the cache |
 //!
 //! Units of one layer are peers: `front` and `lower` meet only in `ir`.
 
@@ -36,6 +37,7 @@ const LAYERS: &[&[&str]] = &[
     &["runtime"],
     &["crate"],
     &["runtime::cache"],
+    &["kernels"],
 ];
 
 /// The unit a module path (without the leading `crate`) belongs to.

@@ -29,6 +29,9 @@ from ._core import (
     struct,
     synchronize,
 )
+from ._fuse import fuse
+from ._kernels import ElementwiseKernel, ReductionKernel
+from ._vectorize import vectorize
 from ._types import SCALARS as _SCALARS
 from ._types import VECTORS as _VECTORS
 from ._types import Atomic, ConstExpr, Dim3, Vector, align

@@ -104,3 +104,11 @@ class _Cuda:
 cuda = _Cuda()
 
 globals().update(_types.SCALARS)
+
+
+def vectorize(signatures=None, target: str = "cuda", **options):
+    """numba's ``vectorize`` (``from pydevice.numba import vectorize``) for
+    ``target='cuda'``: see ``pydevice.vectorize``."""
+    from ._vectorize import vectorize as _vectorize
+
+    return _vectorize(signatures, target, **options)

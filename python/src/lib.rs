@@ -8,6 +8,7 @@
 //! functions' source, chooses specializations and describes arguments.
 
 mod fast;
+mod kernels;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
@@ -69,7 +70,7 @@ fn diagnostics_list<'py>(
 }
 
 /// The Python exception for a crate error.
-fn to_py(py: Python<'_>, e: Error) -> PyErr {
+pub(crate) fn to_py(py: Python<'_>, e: Error) -> PyErr {
     match e {
         Error::Diagnostics(d) => match diagnostics_list(py, &d) {
             Ok(list) => raise(
@@ -135,12 +136,12 @@ fn cache() -> &'static RwLock<Arc<KernelCache>> {
     CACHE.get_or_init(|| RwLock::new(Arc::new(KernelCache::new())))
 }
 
-fn current_cache() -> Arc<KernelCache> {
+pub(crate) fn current_cache() -> Arc<KernelCache> {
     cache().read().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
 /// Opened devices by ordinal, each opened once per process.
-fn device(ordinal: usize) -> Result<Arc<Device>, RuntimeError> {
+pub(crate) fn device(ordinal: usize) -> Result<Arc<Device>, RuntimeError> {
     static DEVICES: OnceLock<Mutex<HashMap<usize, Arc<Device>>>> = OnceLock::new();
     let map = DEVICES.get_or_init(Default::default);
     let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
@@ -949,6 +950,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Launcher>()?;
     m.add_class::<HostFunc>()?;
     m.add_class::<Buffer>()?;
+    m.add_class::<kernels::Elementwise>()?;
+    m.add_class::<kernels::ElementwiseCall>()?;
+    m.add_class::<kernels::Reduction>()?;
+    m.add_class::<kernels::ReductionCall>()?;
     m.add_class::<fast::Dispatcher>()?;
     m.add_function(wrap_pyfunction!(fast::launch, m)?)?;
     m.add_function(wrap_pyfunction!(fast::register_array_type, m)?)?;

@@ -38,5 +38,7 @@ echo "== host time per launch (bench/python/launch_overhead.py)"
 timeout 300 python3 bench/python/launch_overhead.py 2>&1 | tee "$out/python_launch_overhead.log" | grep -v "^{" | tail -12
 echo "== time to first result in a fresh process (bench/python/first_result.py)"
 timeout 400 python3 bench/python/first_result.py 2>&1 | tee "$out/python_first_result.log" | grep -v "^{" | tail -12
+echo "== ElementwiseKernel / ReductionKernel / fuse against CuPy (bench/python/elementwise_bench.py)"
+timeout 300 python3 bench/python/elementwise_bench.py 2>&1 | tee "$out/python_elementwise_bench.log" | tail -80
 echo "== summary"
 grep -E "^(=+ .* =+)$|passed|failed" "$out/python_pytest.log" | tail -2

@@ -422,6 +422,15 @@ impl Device {
         Ok(DeviceBuffer { slice })
     }
 
+    /// New device memory of `bytes` bytes, filled with zeros (on the default stream).
+    pub fn alloc_zeroed(&self, bytes: usize) -> Result<DeviceBuffer, RuntimeError> {
+        let slice = self
+            .stream
+            .alloc_zeros::<u8>(bytes.max(1))
+            .map_err(|e| self.error(e))?;
+        Ok(DeviceBuffer { slice })
+    }
+
     /// Copies device memory back (waits for the default stream).
     pub fn download(&self, buf: &DeviceBuffer) -> Result<Vec<u8>, RuntimeError> {
         self.stream

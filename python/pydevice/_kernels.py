@@ -1,0 +1,394 @@
+"""CuPy's user-defined kernels with Python bodies: ``ElementwiseKernel`` and
+``ReductionKernel`` (docs/semantics.md §20).
+
+The crate does the work (``pydevice._native.Elementwise``/``Reduction``: type resolution,
+broadcasting, the generated kernel, compiling, caching, launching). This module describes the
+arguments, allocates the outputs with the inputs' framework and returns them:
+
+- CuPy arrays in, CuPy arrays out (launched on CuPy's current stream);
+- PyTorch CUDA tensors in, tensors out (on PyTorch's current stream);
+- NumPy arrays in, NumPy arrays out: the arrays are copied to GPU 0, the kernel runs there,
+  and the results are copied back (a given NumPy output is filled in place);
+- other arrays with ``__dlpack__`` or ``__cuda_array_interface__``: outputs are allocated
+  with CuPy (which must be installed).
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import _native
+from ._core import _TORCH_DTYPES, _Unsupported, _describe, _dtype_name, _stream_handle
+
+__all__ = ["ElementwiseKernel", "ReductionKernel"]
+
+
+class _Args:
+    """The arguments of one call: their descriptions for the crate, the framework the outputs
+    come from, the GPU and the stream, and the NumPy arrays copied to the device."""
+
+    __slots__ = ("descs", "framework", "ordinal", "host", "keep", "torch_device", "_pending")
+
+    def __init__(self, args: Sequence[Any], n_in: int):
+        self.descs: List[Any] = []
+        self.framework: Optional[str] = None
+        self.ordinal = 0
+        self.host: List[Tuple[int, Any, Any]] = []  # (index, numpy array, device buffer)
+        self.keep: List[Any] = []
+        self.torch_device = None
+        host_pending = []
+        for i, a in enumerate(args):
+            if a is None:
+                if i < n_in:
+                    raise TypeError(f"input {i} is None")
+                self.descs.append(None)
+                continue
+            if isinstance(a, np.ndarray):
+                host_pending.append((i, a))
+                self.descs.append(None)
+                self._framework("numpy")
+                continue
+            try:
+                k, v = _describe(a)
+            except _Unsupported as e:
+                raise TypeError(f"argument {i}: {e}") from None
+            tag = k[0]
+            if tag == "i" or tag == "f" or tag == "b" or tag == "c":
+                self.descs.append(("S", None, v))
+            elif tag == "n":
+                self.descs.append(("S", _dtype_name(k[1]), v))
+            elif tag == "A":
+                self._framework("cupy" if type(a).__module__.startswith("cupy") else "other")
+                self.ordinal = k[4] or 0
+                self.descs.append(("A", _dtype_name(k[1]), v[0], tuple(v[1]), tuple(v[2])))
+            elif tag == "T":
+                self._framework("torch")
+                self.ordinal = k[4] or 0
+                self.torch_device = a.device
+                self.descs.append(("A", _TORCH_DTYPES[k[1]], v[0], tuple(v[1]), tuple(v[2])))
+            elif tag == "D":
+                self._framework("other")
+                self.ordinal = k[4] or 0
+                self.descs.append(("A", k[1], v[0], tuple(v[1]), tuple(v[2])))
+            else:
+                raise TypeError(
+                    f"argument {i}: {type(a).__module__}.{type(a).__qualname__} is not an array "
+                    "or a number"
+                )
+        self._pending = host_pending
+        for i, a in host_pending:
+            # Described at a placeholder address until `upload` (after the call is checked).
+            self.descs[i] = ("A", _dtype_name(a.dtype), 1 << 32, tuple(a.shape), _c_strides(a.shape))
+
+    def upload(self) -> None:
+        """Copies the NumPy arguments to GPU 0."""
+        for i, a in self._pending:
+            c = np.ascontiguousarray(a)
+            buf = _native.Buffer.upload(0, c.tobytes() if c.size else b"\0")
+            self.host.append((i, a, buf))
+            self.descs[i] = ("A", self.descs[i][1], buf.ptr, tuple(a.shape), _c_strides(a.shape))
+
+    def _framework(self, f: str) -> None:
+        if self.framework is None:
+            self.framework = f
+        elif self.framework != f and "numpy" in (f, self.framework):
+            raise TypeError("NumPy arrays cannot be mixed with arrays in device memory in one call")
+
+    def stream(self, stream) -> int:
+        if stream is not None:
+            return _stream_handle(stream)
+        if self.framework == "cupy":
+            import cupy
+
+            return cupy.cuda.get_current_stream().ptr
+        if self.framework == "torch":
+            import torch
+
+            return torch.cuda.current_stream(self.torch_device).cuda_stream
+        return 0
+
+    def empty(self, shape, dtype_name: str):
+        """A new C-contiguous array of the call's framework, and its description."""
+        shape = tuple(int(s) for s in shape)
+        if self.framework == "torch":
+            import torch
+
+            t = torch.empty(shape, dtype=getattr(torch, dtype_name), device=self.torch_device)
+            return t, ("A", dtype_name, t.data_ptr(), shape, _c_strides(shape))
+        if self.framework in ("numpy", None):
+            n = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype_name).itemsize
+            buf = _native.Buffer.upload(0, b"\0" * max(n, 1))
+            self.keep.append(buf)
+            return buf, ("A", dtype_name, buf.ptr, shape, _c_strides(shape))
+        import cupy
+
+        with cupy.cuda.Device(self.ordinal):
+            a = cupy.empty(shape, dtype=dtype_name)
+        return a, ("A", dtype_name, a.data.ptr, shape, _c_strides(shape))
+
+    def scratch(self, nbytes: int):
+        if self.framework == "torch":
+            import torch
+
+            t = torch.empty((nbytes,), dtype=torch.uint8, device=self.torch_device)
+            return t, t.data_ptr()
+        if self.framework in ("numpy", None):
+            buf = _native.Buffer.upload(0, b"\0" * nbytes)
+            return buf, buf.ptr
+        import cupy
+
+        with cupy.cuda.Device(self.ordinal):
+            a = cupy.empty((nbytes,), dtype=np.uint8)
+        return a, a.data.ptr
+
+    def finish(self, allocated, shape, dtypes, missing, ordinal: int, stream: int, n_in: int):
+        """Host arrays: waits, copies the given NumPy outputs back and makes NumPy results."""
+        if self.framework not in ("numpy", None):
+            return allocated
+        _native.synchronize(ordinal, stream)
+        for i, a, buf in self.host:
+            if i >= n_in and a.flags.writeable and a.size:
+                a[...] = np.frombuffer(buf.download()[: a.nbytes], dtype=a.dtype).reshape(a.shape)
+        out = []
+        for buf, m in zip(allocated, missing):
+            dt = np.dtype(dtypes[m])
+            n = int(np.prod(shape, dtype=np.int64))
+            out.append(np.frombuffer(buf.download()[: n * dt.itemsize], dtype=dt).reshape(shape).copy())
+        return out
+
+
+def _c_strides(shape) -> tuple:
+    out = []
+    acc = 1
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= int(n)
+    return tuple(reversed(out))
+
+
+def _describe_only(args, n_in) -> list:
+    """Descriptions of arguments for source/PTX inspection: NumPy arrays and
+    ``(dtype, shape)`` or ``(dtype, shape, strides)`` tuples stand for device arrays."""
+    descs = []
+    for a in args:
+        if a is None:
+            descs.append(None)
+        elif isinstance(a, np.ndarray):
+            st = tuple(s // a.itemsize for s in a.strides)
+            descs.append(("A", _dtype_name(a.dtype), 1 << 32, tuple(a.shape), st))
+        elif isinstance(a, tuple) and len(a) in (2, 3) and isinstance(a[0], str):
+            shape = tuple(a[1])
+            st = tuple(a[2]) if len(a) == 3 else _c_strides(shape)
+            descs.append(("A", a[0], 1 << 32, shape, st))
+        elif isinstance(a, np.generic):
+            descs.append(("S", _dtype_name(a.dtype), a.item()))
+        else:
+            descs.append(("S", None, a))
+    return descs
+
+
+def _result(outs: list, n_out: int):
+    return outs[0] if n_out == 1 else tuple(outs)
+
+
+class ElementwiseKernel:
+    """CuPy's ``ElementwiseKernel`` with a Python body::
+
+        squared_diff = pydevice.ElementwiseKernel(
+            "float32 x, float32 y", "float32 z", "z = (x - y) * (x - y)", "squared_diff")
+        z = squared_diff(x, y)            # x, y: CuPy arrays, PyTorch tensors or NumPy arrays
+
+    Call it with the inputs, optionally followed by the outputs; ``size=`` when every array
+    parameter is ``raw``; ``stream=`` to pick a stream (default: the framework's current one).
+    """
+
+    def __init__(self, in_params: str, out_params: str, operation: str, name: str = "kernel", **options):
+        unknown = set(options) - {
+            "reduce_dims", "no_return", "return_tuple", "options", "preamble", "loop_prep", "after_loop",
+            "preamble_python",
+        }
+        if unknown:
+            raise TypeError(f"unknown options: {', '.join(sorted(unknown))}")
+        for o in ("preamble", "loop_prep", "after_loop"):
+            if options.get(o):
+                raise TypeError(f"`{o}=` holds CUDA C++, which pydevice does not compile; write it in the body")
+        # `preamble_python`: Python device functions (`@device.func`) the body may call.
+        self._k = _native.Elementwise(in_params, out_params, operation, name, options.get("preamble_python") or "")
+        self.name = name
+        self.nin = _count(in_params)
+        self.nout = _count(out_params)
+        self.nargs = self.nin + self.nout
+        self._no_return = bool(options.get("no_return", False))
+        self._return_tuple = bool(options.get("return_tuple", False))
+
+    def __repr__(self) -> str:
+        return f"<pydevice.ElementwiseKernel {self.name}>"
+
+    def __call__(self, *args, size: Optional[int] = None, stream=None, **kwargs):
+        if kwargs:
+            raise TypeError(f"unknown keyword arguments: {', '.join(sorted(kwargs))}")
+        if len(args) not in (self.nin, self.nargs):
+            raise TypeError(
+                f"{self.name} takes {self.nin} input{'s' if self.nin != 1 else ''} and optionally "
+                f"{self.nout} output{'s' if self.nout != 1 else ''}; {len(args)} arguments were given"
+            )
+        a = _Args(args, self.nin)
+        call = self._k.resolve(tuple(a.descs), size)
+        if a._pending:
+            a.upload()
+            call = self._k.resolve(tuple(a.descs), size)
+        missing = call.missing
+        dtypes = call.out_dtypes
+        shape = call.shape
+        allocated = []
+        descs = []
+        for m in missing:
+            arr, d = a.empty(shape, dtypes[m])
+            allocated.append(arr)
+            descs.append(d)
+        h = a.stream(stream)
+        self._k.launch(call, tuple(descs), a.ordinal, h)
+        allocated = a.finish(allocated, shape, dtypes, missing, a.ordinal, h, self.nin)
+        if self._no_return:
+            return None
+        outs = []
+        k = 0
+        for j in range(self.nout):
+            if j in missing:
+                outs.append(allocated[k])
+                k += 1
+            else:
+                given = args[self.nin + j]
+                outs.append(given)
+        if self._return_tuple:
+            return tuple(outs)
+        return _result(outs, self.nout)
+
+    def _call_for(self, args, size):
+        call = self._k.resolve(tuple(_describe_only(args, self.nin)), size)
+        outs = tuple(("A", call.out_dtypes[m], 1 << 33, tuple(call.shape), _c_strides(call.shape)) for m in call.missing)
+        return call, outs
+
+    def source(self, *args, size: Optional[int] = None) -> str:
+        """The generated ``cuda.device`` kernel for arguments like ``args`` (NumPy arrays,
+        ``(dtype, shape[, strides])`` tuples, numbers); no GPU needed."""
+        call, outs = self._call_for(args, size)
+        return self._k.source(call, outs)
+
+    def ptx(self, *args, size: Optional[int] = None) -> str:
+        """The PTX of the generated kernel for arguments like ``args``; no GPU needed."""
+        call, outs = self._call_for(args, size)
+        return self._k.ptx(call, outs)
+
+
+def _count(params: str) -> int:
+    return len([p for p in params.split(",") if p.strip()])
+
+
+def _axis(axis, ndim_hint=None):
+    if axis is None:
+        return None
+    if isinstance(axis, (int, np.integer)):
+        return [int(axis)]
+    return [int(x) for x in axis]
+
+
+class ReductionKernel:
+    """CuPy's ``ReductionKernel`` with Python expressions::
+
+        l2norm = pydevice.ReductionKernel("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm")
+        l2norm(x, axis=1)
+
+    ``axis`` is an int, a tuple or None (every axis); ``keepdims`` keeps reduced axes as 1.
+    """
+
+    def __init__(
+        self,
+        in_params: str,
+        out_params: str,
+        map_expr: str,
+        reduce_expr: str,
+        post_map_expr: str,
+        identity,
+        name: str = "reduce_kernel",
+        reduce_type: Optional[str] = None,
+        **options,
+    ):
+        unknown = set(options) - {"reduce_dims", "options", "preamble"}
+        if unknown:
+            raise TypeError(f"unknown options: {', '.join(sorted(unknown))}")
+        if options.get("preamble"):
+            raise TypeError("`preamble=` holds CUDA C++, which pydevice does not compile")
+        if identity is None:
+            raise TypeError(f"{name}: identity=None is not supported; give the reduction's identity value")
+        self._k = _native.Reduction(
+            in_params, out_params, map_expr, reduce_expr, post_map_expr, str(identity), name, reduce_type
+        )
+        self.name = name
+        self.nin = _count(in_params)
+        self.nout = _count(out_params)
+        self.nargs = self.nin + self.nout
+
+    def __repr__(self) -> str:
+        return f"<pydevice.ReductionKernel {self.name}>"
+
+    def __call__(self, *args, axis=None, keepdims: bool = False, stream=None, out=None, **kwargs):
+        if kwargs:
+            raise TypeError(f"unknown keyword arguments: {', '.join(sorted(kwargs))}")
+        if out is not None:
+            args = args + (out,)
+        if len(args) not in (self.nin, self.nargs):
+            raise TypeError(
+                f"{self.name} takes {self.nin} input{'s' if self.nin != 1 else ''} and optionally "
+                f"{self.nout} output{'s' if self.nout != 1 else ''}; {len(args)} arguments were given"
+            )
+        a = _Args(args, self.nin)
+        call = self._k.resolve(tuple(a.descs), _axis(axis), bool(keepdims))
+        if a._pending:
+            a.upload()
+            call = self._k.resolve(tuple(a.descs), _axis(axis), bool(keepdims))
+        missing = call.missing
+        dtypes = call.out_dtypes
+        shape = call.shape
+        allocated = []
+        descs = []
+        for m in missing:
+            arr, d = a.empty(shape, dtypes[m])
+            allocated.append(arr)
+            descs.append(d)
+        h = a.stream(stream)
+        keep, ptr = a.scratch(call.partials_bytes)
+        self._k.launch(call, tuple(descs), ptr, a.ordinal, h)
+        allocated = a.finish(allocated, shape, dtypes, missing, a.ordinal, h, self.nin)
+        del keep
+        outs = []
+        k = 0
+        for j in range(self.nout):
+            if j in missing:
+                outs.append(allocated[k])
+                k += 1
+            else:
+                outs.append(args[self.nin + j])
+        return _result(outs, self.nout)
+
+    def _call_for(self, args, axis, keepdims):
+        call = self._k.resolve(tuple(_describe_only(args, self.nin)), _axis(axis), keepdims)
+        outs = tuple(("A", call.out_dtypes[m], 1 << 33, tuple(call.shape), _c_strides(call.shape)) for m in call.missing)
+        return call, outs
+
+    def source(self, *args, axis=None, keepdims: bool = False) -> str:
+        """The generated kernel(s) for arguments like ``args``; no GPU needed."""
+        call, outs = self._call_for(args, axis, keepdims)
+        return self._k.source(call, outs)
+
+    def strategy(self, *args, axis=None, keepdims: bool = False) -> str:
+        """How the reduction is spread: ``Thread``, ``Warp``, ``Block`` or ``Grid``."""
+        call, outs = self._call_for(args, axis, keepdims)
+        return self._k.strategy(call, outs)
+
+    def ptx(self, *args, axis=None, keepdims: bool = False) -> str:
+        """The PTX of the generated kernel; no GPU needed."""
+        call, outs = self._call_for(args, axis, keepdims)
+        return self._k.ptx(call, outs)

@@ -1,0 +1,255 @@
+"""ElementwiseKernel and ReductionKernel on the GPU, against NumPy: the seed's examples
+(squared_diff typed, generic and super-generic, add_reverse with raw, l2norm along every
+axis) on CuPy arrays, PyTorch tensors and NumPy arrays; broadcasting of 0-d through 4-d
+inputs, non-contiguous views, float16/float64/complex/int dtypes, empty arrays. Skipped
+without a GPU (and per framework without CuPy or PyTorch)."""
+
+import numpy as np
+import pytest
+
+import pydevice
+
+rng = np.random.default_rng(20)
+
+SQD = pydevice.ElementwiseKernel("float32 x, float32 y", "float32 z", "z = (x - y) * (x - y)", "squared_diff")
+SQD_GENERIC = pydevice.ElementwiseKernel(
+    "T x, T y", "T z", "\n    diff = x - y\n    z = diff * diff\n", "squared_diff_generic"
+)
+SQD_SUPER = pydevice.ElementwiseKernel("X x, Y y", "Z z", "z = (x - y) * (x - y)", "squared_diff_super_generic")
+ADD_REVERSE = pydevice.ElementwiseKernel("T x, raw T y", "T z", "z = x + y[_ind.size() - i - 1]", "add_reverse")
+L2NORM = pydevice.ReductionKernel("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm")
+
+
+def rand(shape, dtype):
+    dt = np.dtype(dtype)
+    if dt.kind == "c":
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dt)
+    if dt.kind in "iu":
+        return rng.integers(-50 if dt.kind == "i" else 0, 50, size=shape).astype(dt)
+    return rng.standard_normal(shape).astype(dt)
+
+
+def test_seed_squared_diff_on_cupy(cupy):
+    x = cupy.arange(10, dtype=np.float32).reshape(2, 5)
+    y = cupy.arange(5, dtype=np.float32)
+    np.testing.assert_array_equal(cupy.asnumpy(SQD(x, y)), [[0] * 5, [25] * 5])
+    np.testing.assert_array_equal(cupy.asnumpy(SQD(x, 5)), [[25, 16, 9, 4, 1], [0, 1, 4, 9, 16]])
+    z = cupy.empty((2, 5), dtype=np.float32)
+    assert SQD(x, y, z) is z
+    np.testing.assert_array_equal(cupy.asnumpy(z), [[0] * 5, [25] * 5])
+    # Generic and super-generic forms.
+    for dt in ("float32", "float64", "int32", "int64"):
+        a, b = rand((300, 7), dt), rand((7,), dt)
+        got = SQD_GENERIC(cupy.asarray(a), cupy.asarray(b))
+        assert got.dtype == np.dtype(dt)
+        np.testing.assert_allclose(cupy.asnumpy(got), (a - b) * (a - b), rtol=1e-6)
+    a, b = rand(100, "float32"), rand(100, "int32")
+    out = cupy.empty(100, dtype=np.float64)
+    SQD_SUPER(cupy.asarray(a), cupy.asarray(b), out)
+    np.testing.assert_allclose(cupy.asnumpy(out), (a.astype(np.float64) - b) ** 2, rtol=1e-12)
+    with pytest.raises(pydevice.CompileError, match="placeholder `Z`"):
+        SQD_SUPER(cupy.asarray(a), cupy.asarray(b))
+
+
+def test_seed_add_reverse_with_raw(cupy):
+    for n in (1, 10, 100_001):
+        a, b = rand(n, "float32"), rand(n, "float32")
+        got = ADD_REVERSE(cupy.asarray(a), cupy.asarray(b))
+        np.testing.assert_allclose(cupy.asnumpy(got), a + b[::-1], rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_seed_l2norm_every_axis(cupy, dtype):
+    x = cupy.arange(10, dtype=dtype).reshape(2, 5)
+    np.testing.assert_allclose(cupy.asnumpy(L2NORM(x, axis=1)), [5.477226, 15.9687195], rtol=1e-6)
+    for shape in ((2, 5), (3, 4, 5), (64, 4096), (4096, 300), (5000, 200), (1 << 20,)):
+        a = rand(shape, dtype)
+        ca = cupy.asarray(a)
+        axes = [None] + list(range(a.ndim)) + [-1]
+        if a.ndim == 3:
+            axes += [(0, 2), (0, 1), (1, 2)]
+        for axis in axes:
+            for keepdims in (False, True):
+                want = np.sqrt(np.sum(a.astype(np.float64) ** 2, axis=axis, keepdims=keepdims))
+                got = cupy.asnumpy(L2NORM(ca, axis=axis, keepdims=keepdims))
+                assert got.shape == want.shape, (shape, axis, keepdims)
+                np.testing.assert_allclose(got, want, rtol=1e-4 if dtype == "float32" else 1e-10)
+
+
+@pytest.mark.parametrize("ndims", [(0, 0), (0, 1), (1, 2), (2, 3), (3, 4), (4, 1), (4, 4), (0, 4)])
+def test_broadcasting_0d_to_4d(cupy, ndims):
+    full = (3, 4, 5, 6)
+    sa = full[4 - ndims[0]:]
+    sb = tuple(1 if k % 2 else d for k, d in enumerate(full[4 - ndims[1]:]))
+    a, b = rand(sa, "float64"), rand(sb, "float64")
+    got = cupy.asnumpy(SQD_GENERIC(cupy.asarray(a), cupy.asarray(b)))
+    np.testing.assert_allclose(got, (a - b) ** 2, rtol=1e-12)
+
+
+def test_non_contiguous_views(cupy):
+    a = rand((40, 60), "float32")
+    b = rand((60, 40), "float32")
+    ca, cb = cupy.asarray(a), cupy.asarray(b)
+    for x, y, nx, ny in (
+        (ca[:, ::2], cb.T[:, 1::2], a[:, ::2], b.T[:, 1::2]),
+        (ca[::-1], cb.T, a[::-1], b.T),
+        (ca[3:17:3, ::-5], ca[5:12, 2:14:1][:, ::1][:, :12], a[3:17:3, ::-5], a[5:12, 2:14]),
+    ):
+        np.testing.assert_allclose(cupy.asnumpy(SQD(x, y)), (nx - ny) ** 2, rtol=1e-6)
+    # A strided output.
+    out = cupy.zeros((40, 120), dtype=np.float32)
+    SQD(ca, ca[:, ::-1], out[:, ::2])
+    np.testing.assert_allclose(cupy.asnumpy(out)[:, ::2], (a - a[:, ::-1]) ** 2, rtol=1e-6)
+    assert (cupy.asnumpy(out)[:, 1::2] == 0).all()
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float64", "complex64", "complex128", "int8", "int32", "uint16"])
+def test_dtypes(cupy, dtype):
+    a, b = rand((33, 17), dtype), rand((17,), dtype)
+    got = cupy.asnumpy(SQD_GENERIC(cupy.asarray(a), cupy.asarray(b)))
+    want = (a - b) * (a - b)
+    if np.dtype(dtype).kind in "iu":
+        np.testing.assert_array_equal(got, want)
+    else:
+        # float16: NumPy rounds (a - b) to float16 before squaring; the device may not.
+        tol = dict(rtol=4e-3, atol=1e-3) if dtype == "float16" else dict(rtol=1e-5)
+        np.testing.assert_allclose(got, want, **tol)
+    if np.dtype(dtype).kind != "u":
+        s = pydevice.ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "sum_" + dtype)
+        m = rand((50, 70), dtype)
+        for axis in (None, 0, 1):
+            got = cupy.asnumpy(s(cupy.asarray(m), axis=axis))
+            if m.dtype.kind in "iu":
+                # Integer sums wrap in the integer type, as NumPy's do.
+                np.testing.assert_array_equal(got, m.astype(np.int64).sum(axis=axis).astype(dtype))
+                continue
+            want = m.astype(np.complex128 if m.dtype.kind == "c" else np.float64).sum(axis=axis)
+            tol = 1.0 if dtype == "float16" else 1e-3
+            np.testing.assert_allclose(got, want, rtol=1e-3, atol=tol)
+
+
+def test_empty_arrays(cupy):
+    e = cupy.zeros((0, 5), dtype=np.float32)
+    assert SQD(e, cupy.zeros(5, dtype=np.float32)).shape == (0, 5)
+    got = L2NORM(e, axis=0)
+    np.testing.assert_array_equal(cupy.asnumpy(got), np.zeros(5, np.float32))
+    assert L2NORM(e, axis=1).shape == (0,)
+    np.testing.assert_array_equal(cupy.asnumpy(L2NORM(e)), 0)
+
+
+def test_all_raw_needs_size(cupy):
+    k = pydevice.ElementwiseKernel("raw T x", "raw T y", "y[i] = x[i] * 2", "double_raw")
+    x = cupy.arange(10, dtype=np.int64)
+    y = cupy.zeros(10, dtype=np.int64)
+    with pytest.raises(pydevice.ArgumentError, match="size="):
+        k(x, y)
+    k(x, y, size=10)
+    np.testing.assert_array_equal(cupy.asnumpy(y), np.arange(10) * 2)
+
+
+def test_torch_tensors(torch):
+    a = torch.randn(300, 70, device="cuda")
+    b = torch.randn(70, device="cuda")
+    z = SQD(a, b)
+    assert isinstance(z, torch.Tensor) and z.device.type == "cuda"
+    torch.testing.assert_close(z, (a - b) ** 2)
+    n = L2NORM(a, axis=1)
+    assert isinstance(n, torch.Tensor)
+    torch.testing.assert_close(n, torch.linalg.vector_norm(a, dim=1), rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(L2NORM(a), torch.linalg.vector_norm(a), rtol=1e-4, atol=1e-4)
+
+
+def test_numpy_arrays_run_through_the_gpu(gpu):
+    a, b = rand((20, 5), "float32"), rand(5, "float32")
+    z = SQD(a, b)
+    assert isinstance(z, np.ndarray)
+    np.testing.assert_allclose(z, (a - b) ** 2, rtol=1e-6)
+    out = np.zeros((20, 5), np.float32)
+    SQD(a, b, out)
+    np.testing.assert_allclose(out, (a - b) ** 2, rtol=1e-6)
+    np.testing.assert_allclose(L2NORM(a, axis=0), np.sqrt((a.astype(np.float64) ** 2).sum(0)), rtol=1e-5)
+
+
+def test_fuse_elementwise_and_reductions(cupy):
+    @pydevice.fuse(kernel_name="squared_diff")
+    def squared_diff(x, y):
+        return (x - y) * (x - y)
+
+    @pydevice.fuse()
+    def pick(x, y):
+        return np.where(x > y, np.sqrt(np.abs(x)), np.maximum(y, 0.5) * 2)
+
+    @pydevice.fuse()
+    def sum_of_products(x, y):
+        return np.sum(x * y, axis=-1)
+
+    for dt in ("float32", "float64", "int32"):
+        a, b = rand((64, 33), dt), rand((33,), dt)
+        ca, cb = cupy.asarray(a), cupy.asarray(b)
+        np.testing.assert_allclose(cupy.asnumpy(squared_diff(ca, cb)), (a - b) * (a - b), rtol=1e-6)
+        np.testing.assert_allclose(cupy.asnumpy(sum_of_products(ca, cb)), np.sum(a * b, axis=-1), rtol=1e-4)
+        if dt != "int32":
+            want = np.where(a > b, np.sqrt(np.abs(a)), np.maximum(b, 0.5) * 2)
+            np.testing.assert_allclose(cupy.asnumpy(pick(ca, cb)), want, rtol=1e-6)
+    # One kernel per (dtypes, ranks), reused.
+    assert len(squared_diff._kernels) == 3
+
+    @pydevice.fuse()
+    def amax(x):
+        return np.max(x, axis=0)
+
+    @pydevice.fuse()
+    def prod(x):
+        return np.prod(x)
+
+    m = rand((1000, 17), "float64")
+    np.testing.assert_array_equal(cupy.asnumpy(amax(cupy.asarray(m))), m.max(axis=0))
+    v = rng.uniform(0.99, 1.01, 5000)
+    np.testing.assert_allclose(cupy.asnumpy(prod(cupy.asarray(v))), np.prod(v), rtol=1e-10)
+    # On PyTorch tensors too (outputs are tensors).
+    try:
+        import torch
+    except ImportError:
+        return
+    if torch.cuda.is_available():
+        t = torch.randn(100, 10, device="cuda")
+        torch.testing.assert_close(squared_diff(t, t[0]), (t - t[0]) ** 2)
+
+
+def test_vectorize_on_cupy_and_numpy(cupy):
+    import math
+
+    @pydevice.vectorize(["float32(float32, float32)", "float64(float64, float64)"], target="cuda")
+    def hyp(a, b):
+        return math.sqrt(a * a + b * b)
+
+    for dt in ("float32", "float64"):
+        a, b = rand(1000, dt), rand(1000, dt)
+        got = hyp(cupy.asarray(a), cupy.asarray(b))
+        assert got.dtype == np.dtype(dt)
+        np.testing.assert_allclose(cupy.asnumpy(got), np.hypot(a, b), rtol=1e-6)
+    # int32 arguments cast safely to float64 (numba's rule); NumPy arguments go through the GPU.
+    i = np.arange(10, dtype=np.int32)
+    np.testing.assert_allclose(hyp(i, i), np.hypot(i, i), rtol=1e-12)
+
+
+def test_an_output_assigned_on_one_branch_keeps_its_value(cupy):
+    relu = pydevice.ElementwiseKernel("T x", "T y", "if x > 0:\n    y = x", "relu_keep")
+    a = rand(1000, "float32")
+    y = cupy.full(1000, -7, dtype=np.float32)
+    relu(cupy.asarray(a), y)
+    np.testing.assert_array_equal(cupy.asnumpy(y), np.where(a > 0, a, -7))
+
+
+def test_multiple_outputs_dot_and_a_scalar_in_post_map(cupy):
+    two = pydevice.ElementwiseKernel("T x", "T y, T z", "y = x * 2\nz = x + 1", "two_outputs")
+    a = rand(100, "float64")
+    y, z = two(cupy.asarray(a))
+    np.testing.assert_allclose(cupy.asnumpy(y), a * 2)
+    np.testing.assert_allclose(cupy.asnumpy(z), a + 1)
+    dot = pydevice.ReductionKernel("T x, T y", "T z", "x * y", "a + b", "z = a", "0", "dot")
+    u, v = rand(100_000, "float64"), rand(100_000, "float64")
+    np.testing.assert_allclose(float(dot(cupy.asarray(u), cupy.asarray(v))), u @ v, rtol=1e-10)
+    mean = pydevice.ReductionKernel("T x, int64 count", "float64 m", "x", "a + b", "m = a / count", "0", "mean", "float64")
+    m = rand((30, 40), "float32")
+    np.testing.assert_allclose(cupy.asnumpy(mean(cupy.asarray(m), 40, axis=1)), m.astype(np.float64).mean(axis=1), rtol=1e-6)

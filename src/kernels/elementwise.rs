@@ -1,0 +1,882 @@
+//! `ElementwiseKernel`: CuPy's elementwise kernel with a Python body (docs/semantics.md §20.1).
+//!
+//! A call goes in three steps, each usable alone: [`ElementwiseKernel::resolve`] decides the
+//! types and the output shape from the arguments (no device needed), the caller allocates the
+//! outputs that were not given (any framework; [`ElementwiseKernel::call`] does it through
+//! the runtime), and [`ElementwiseKernel::bind`] makes the launch: the arrays broadcast and
+//! their dimensions merged, the argument types the generated kernel is specialized for, and
+//! its source ([`ElementwiseKernel::source`]).
+
+use super::{
+    Body, Definition, GeneratedSource, Operand, Param, ParamType, ScalarArg, SourceBuilder,
+    arg_error, broadcast_shapes, broadcast_to, can_cast_same_kind, check_duplicates, collapse_dims,
+    imports_for, parse_params,
+};
+use crate::abi::{ArgValue, ArrayArg};
+use crate::diag::{Code, Diagnostic, Span};
+use crate::runtime::cache::KernelCache;
+use crate::runtime::{Device, DeviceArray, DeviceBuffer, LaunchConfig, Stream};
+use crate::types::{Layout, Scalar, Type};
+use crate::{CompileOptions, CompiledKernel, Error};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// Threads per block of the generated kernels.
+pub const BLOCK: u32 = 256;
+
+/// A kernel defined by parameter lists and a Python body, specialized per call for the
+/// arguments' dtypes, ranks and layouts. `Send + Sync`.
+///
+/// ```
+/// use pydevice::kernels::{ElementwiseKernel, Operand};
+/// use pydevice::runtime::DeviceArray;
+/// use pydevice::types::Scalar;
+///
+/// let k = ElementwiseKernel::new("T x, T y", "T z", "z = (x - y) * (x - y)", "squared_diff")
+///     .expect("a valid definition");
+/// let x = DeviceArray::contiguous(0x1000, Scalar::Float32, &[2, 5]);
+/// let y = DeviceArray::contiguous(0x2000, Scalar::Float32, &[5]);
+/// let r = k.resolve(&[Operand::Array(x), Operand::Array(y)], None).expect("types resolve");
+/// assert_eq!(r.shape, vec![2, 5]);
+/// assert_eq!(r.out_dtypes, vec![Scalar::Float32]);
+/// ```
+#[derive(Debug)]
+pub struct ElementwiseKernel {
+    name: String,
+    def: Definition,
+    ins: Vec<Param>,
+    outs: Vec<Param>,
+    body: Body,
+    preamble: Option<Body>,
+    options: CompileOptions,
+    cache: Arc<KernelCache>,
+    compiled: Mutex<HashMap<SpecKey, Arc<CompiledKernel>>>,
+}
+
+/// What a call's arguments decide before the outputs exist.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Resolved {
+    /// The broadcast shape: every non-raw output's shape.
+    pub shape: Vec<u64>,
+    /// The dtype of each output parameter.
+    pub out_dtypes: Vec<Scalar>,
+    /// The output parameters that were not given (indices into the output list): the caller
+    /// allocates them, C-contiguous, with `shape` and their dtype.
+    pub missing: Vec<usize>,
+    /// `_ind.size()`: the number of elements the loop runs over.
+    pub size: u64,
+    /// The type each placeholder stands for.
+    pub placeholders: Vec<(char, Scalar)>,
+    operands: Vec<Operand>,
+    /// Each parameter's resolved type (inputs, then outputs).
+    param_types: Vec<Scalar>,
+}
+
+impl Resolved {
+    /// The call's arguments, one per parameter ([`Operand::Absent`] for outputs to allocate).
+    pub(crate) fn operands(&self) -> &[Operand] {
+        &self.operands
+    }
+
+    /// Parameter `k`'s resolved type (inputs, then outputs).
+    pub(crate) fn param_type(&self, k: usize) -> Scalar {
+        self.param_types[k]
+    }
+}
+
+/// One launch: the kernel's argument types and values, ready to compile and run.
+#[derive(Clone, Debug)]
+pub struct ElementwiseLaunch {
+    /// The argument types the kernel is specialized for.
+    pub types: Vec<Type>,
+    /// The argument values, in the kernel's parameter order.
+    pub args: Vec<ArgValue>,
+    /// The elements the loop runs over.
+    pub size: u64,
+    /// Whether the loop index is 64-bit (it is 32-bit below 2**31 elements).
+    pub wide_index: bool,
+    /// The outputs, as given or allocated.
+    pub outputs: Vec<DeviceArray>,
+    /// Each placeholder's type.
+    placeholders: Vec<(char, Scalar)>,
+    /// Each parameter's resolved type.
+    param_types: Vec<Scalar>,
+    /// Dimensions of the merged shape.
+    rank: usize,
+}
+
+impl ElementwiseLaunch {
+    /// The launch shape: [`BLOCK`] threads per block, one thread per element, at most
+    /// 2**31 - 1 threads (so that `tid(1)`, an `int32`, cannot overflow; the grid-stride loop
+    /// covers larger sizes).
+    pub fn config(&self) -> LaunchConfig {
+        let blocks = self
+            .size
+            .div_ceil(u64::from(BLOCK))
+            .clamp(1, i32::MAX as u64 / u64::from(BLOCK));
+        LaunchConfig::linear(blocks as u32, BLOCK)
+    }
+}
+
+/// An output of [`ElementwiseKernel::call`]: the array and, when the call allocated it, its
+/// memory (keep it alive while the array is used).
+pub struct Output {
+    /// The array.
+    pub array: DeviceArray,
+    /// The memory the call allocated for it.
+    pub buffer: Option<DeviceBuffer>,
+}
+
+/// The name of a parameter's array in the generated kernel (the body's name is its element).
+fn array_name(p: &Param) -> String {
+    if p.raw {
+        p.name.clone()
+    } else {
+        format!("_p_{}", p.name)
+    }
+}
+
+/// The Python spelling of a conversion to `s` in the generated code.
+pub(crate) fn convert(s: Scalar) -> String {
+    match s {
+        Scalar::Bool => "bool".into(),
+        s => format!("device.{}", s.name()),
+    }
+}
+
+impl ElementwiseKernel {
+    /// A kernel from CuPy's four strings: input parameters, output parameters, the Python
+    /// body and the kernel's name. Errors are diagnostics pointing into those strings.
+    pub fn new(
+        in_params: &str,
+        out_params: &str,
+        operation: &str,
+        name: &str,
+    ) -> Result<ElementwiseKernel, Error> {
+        Self::with_preamble(in_params, out_params, operation, name, "")
+    }
+
+    /// A kernel whose body may call the Python device functions of `preamble` (`@device.func`
+    /// definitions, placed in the generated module; CuPy's `preamble` holds C++ instead).
+    /// Diagnostics in the preamble point into it (the definition's fourth part).
+    pub fn with_preamble(
+        in_params: &str,
+        out_params: &str,
+        operation: &str,
+        name: &str,
+        preamble: &str,
+    ) -> Result<ElementwiseKernel, Error> {
+        let def = Definition::new(
+            name,
+            "ElementwiseKernel",
+            &[in_params, out_params, operation, preamble],
+        );
+        let mut diags = Vec::new();
+        if !super::is_identifier(name) || super::KEYWORDS.contains(&name) {
+            diags.push(Diagnostic::error(
+                Code::E0700,
+                Span::default(),
+                format!("the kernel's name `{name}` is not a Python identifier"),
+            ));
+        }
+        let ins = parse_params(&def, 0, &mut diags);
+        let outs = parse_params(&def, 1, &mut diags);
+        if outs.is_empty() && diags.is_empty() {
+            diags.push(Diagnostic::error(
+                Code::E0700,
+                def.part_span(1),
+                "an elementwise kernel needs at least one output parameter",
+            ));
+        }
+        check_duplicates(&ins.iter().chain(&outs).collect::<Vec<_>>(), &mut diags);
+        let placeholders: Vec<char> = ins
+            .iter()
+            .chain(&outs)
+            .filter_map(|p| match p.ty {
+                ParamType::Placeholder(c) => Some(c),
+                ParamType::Fixed(_) => None,
+            })
+            .collect();
+        let body = Body::new(&def, 2, &placeholders, false, &mut diags);
+        let preamble = if preamble.trim().is_empty() {
+            None
+        } else {
+            Body::new(&def, 3, &[], false, &mut diags)
+        };
+        match body {
+            Some(body) if diags.is_empty() => Ok(ElementwiseKernel {
+                name: name.to_string(),
+                def,
+                ins,
+                outs,
+                body,
+                preamble,
+                options: CompileOptions::default(),
+                cache: Arc::new(KernelCache::new()),
+                compiled: Mutex::new(HashMap::new()),
+            }),
+            _ => Err(def.error(diags)),
+        }
+    }
+
+    /// Compiles through `cache` (shared with other kernels, or with a disk cache) instead of
+    /// a cache of its own.
+    pub fn with_cache(mut self, cache: Arc<KernelCache>) -> ElementwiseKernel {
+        self.cache = cache;
+        self
+    }
+
+    /// Compiles with `options` (architecture, optimization level).
+    pub fn with_options(mut self, options: CompileOptions) -> ElementwiseKernel {
+        self.options = options;
+        self
+    }
+
+    /// The kernel's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The input parameters.
+    pub fn in_params(&self) -> &[Param] {
+        &self.ins
+    }
+
+    /// The output parameters.
+    pub fn out_params(&self) -> &[Param] {
+        &self.outs
+    }
+
+    /// Decides the types and the output shape of a call on `operands` (the inputs, then
+    /// optionally the outputs, [`Operand::Absent`] for one to allocate). `size` is CuPy's
+    /// `size=`, required when every array is `raw`.
+    pub fn resolve(&self, operands: &[Operand], size: Option<u64>) -> Result<Resolved, Error> {
+        resolve(
+            &self.name, &self.def, &self.ins, &self.outs, operands, size, true,
+        )
+    }
+
+    /// The launch for a resolved call, with `outputs` for the parameters
+    /// [`Resolved::missing`] names (in that order).
+    pub fn bind(
+        &self,
+        resolved: &Resolved,
+        outputs: Vec<DeviceArray>,
+    ) -> Result<ElementwiseLaunch, Error> {
+        if outputs.len() != resolved.missing.len() {
+            return Err(arg_error(format!(
+                "{} outputs were to be allocated, but {} were given",
+                resolved.missing.len(),
+                outputs.len()
+            )));
+        }
+        let mut operands = resolved.operands.clone();
+        let n_in = self.ins.len();
+        for (&k, a) in resolved.missing.iter().zip(outputs) {
+            let p = &self.outs[k];
+            let want = resolved.out_dtypes[k];
+            if a.dtype != want || (!p.raw && a.shape != resolved.shape) {
+                return Err(arg_error(format!(
+                    "the allocated output `{}` must be {} of shape {:?}; it is {} of shape {:?}",
+                    p.name, want, resolved.shape, a.dtype, a.shape
+                )));
+            }
+            operands[n_in + k] = Operand::Array(a);
+        }
+        self.launch_for(resolved, operands)
+    }
+
+    fn launch_for(
+        &self,
+        resolved: &Resolved,
+        operands: Vec<Operand>,
+    ) -> Result<ElementwiseLaunch, Error> {
+        let params: Vec<&Param> = self.ins.iter().chain(&self.outs).collect();
+        // The broadcast views of the non-raw arrays, merged.
+        let views: Vec<(usize, DeviceArray)> = operands
+            .iter()
+            .enumerate()
+            .filter_map(|(k, o)| match o {
+                Operand::Array(a) if !params[k].raw => Some((k, broadcast_to(a, &resolved.shape))),
+                _ => None,
+            })
+            .collect();
+        let strides: Vec<Vec<i64>> = views.iter().map(|(_, a)| a.strides.clone()).collect();
+        let (shape, strides) = collapse_dims(&resolved.shape, &strides);
+        let rank = shape.len();
+        let mut wide = resolved.size > i32::MAX as u64;
+        let mut types = Vec::new();
+        let mut args = Vec::new();
+        let mut outputs = Vec::new();
+        for (k, o) in operands.iter().enumerate() {
+            let p = params[k];
+            let t = resolved.param_types[k];
+            match o {
+                Operand::Array(a) if p.raw => {
+                    wide |= a.len() > i32::MAX as u64;
+                    let (sh, st) = if a.ndim() == 0 {
+                        (vec![1], vec![1])
+                    } else {
+                        (a.shape.clone(), a.strides.clone())
+                    };
+                    let view = DeviceArray {
+                        shape: sh,
+                        strides: st,
+                        ..a.clone()
+                    };
+                    types.push(view.array_type());
+                    args.push(ArgValue::Array(ArrayArg {
+                        data: a.data,
+                        shape: view.shape.clone(),
+                        strides: view.strides.clone(),
+                    }));
+                }
+                Operand::Array(a) => {
+                    let v = views.iter().position(|(j, _)| *j == k).unwrap_or(0);
+                    let st = &strides[v];
+                    let layout = if st.last() == Some(&1) {
+                        Layout::C
+                    } else {
+                        Layout::Any
+                    };
+                    types.push(Type::array(a.dtype, rank as u8, layout));
+                    args.push(ArgValue::Array(ArrayArg {
+                        data: a.data,
+                        shape: shape.clone(),
+                        strides: st.clone(),
+                    }));
+                }
+                Operand::Scalar(s) => {
+                    types.push(Type::Scalar(t));
+                    args.push(s.value.clone());
+                }
+                Operand::Absent => {
+                    return Err(arg_error(format!(
+                        "output `{}` was not given and not allocated",
+                        p.name
+                    )));
+                }
+            }
+            if k >= self.ins.len()
+                && let Operand::Array(a) = o
+            {
+                outputs.push(a.clone());
+            }
+        }
+        types.push(Type::Scalar(if wide {
+            Scalar::Int64
+        } else {
+            Scalar::Int32
+        }));
+        args.push(ArgValue::Int(resolved.size as i64));
+        Ok(ElementwiseLaunch {
+            types,
+            args,
+            size: resolved.size,
+            wide_index: wide,
+            outputs,
+            placeholders: resolved.placeholders.clone(),
+            param_types: resolved.param_types.clone(),
+            rank,
+        })
+    }
+
+    /// The generated kernel for argument types `types` (the last is the loop bound).
+    fn generate(&self, launch: &ElementwiseLaunch) -> (GeneratedSource, HashMap<String, String>) {
+        let types = &launch.types;
+        let rank = launch.rank;
+        let params: Vec<&Param> = self.ins.iter().chain(&self.outs).collect();
+        let mut renames = HashMap::new();
+        let mut b = SourceBuilder::new(self.def.part_span(2));
+        b.line(0, "from cuda import device");
+        if self.body.names.loaded.contains("math")
+            || self
+                .preamble
+                .as_ref()
+                .is_some_and(|p| p.names.loaded.contains("math"))
+        {
+            b.line(0, "import math");
+        }
+        let mut defined: Vec<&str> = params.iter().map(|p| p.name.as_str()).collect();
+        defined.extend(["i", "_ind_size"]);
+        let ph: Vec<String> = launch
+            .placeholders
+            .iter()
+            .map(|(c, _)| c.to_string())
+            .collect();
+        defined.extend(ph.iter().map(String::as_str));
+        for (c, s) in &launch.placeholders {
+            if self.body.names.loaded.contains(&c.to_string()) {
+                let line = if *s == Scalar::Bool {
+                    format!("{c} = bool")
+                } else {
+                    format!("from cuda.device import {} as {c}", s.name())
+                };
+                b.line(0, &line);
+            }
+        }
+        let mut names = self.body.names.clone();
+        if let Some(p) = &self.preamble {
+            names.loaded.extend(p.names.loaded.iter().cloned());
+            names.stored.extend(p.names.stored.iter().cloned());
+        }
+        let (math, device) = imports_for(&names, &defined);
+        if !math.is_empty() {
+            b.line(0, &format!("from math import {}", math.join(", ")));
+        }
+        if !device.is_empty() {
+            b.line(0, &format!("from cuda.device import {}", device.join(", ")));
+        }
+        if let Some(p) = &self.preamble {
+            b.line(0, "");
+            b.line(0, "");
+            b.body(0, p);
+        }
+        b.line(0, "");
+        b.line(0, "");
+        b.line(0, "@device.kernel");
+        let names: Vec<String> = params
+            .iter()
+            .enumerate()
+            .map(|(k, p)| {
+                if types[k].as_array().is_some() {
+                    array_name(p)
+                } else {
+                    p.name.clone()
+                }
+            })
+            .chain(["_ind_size".to_string()])
+            .collect();
+        for (p, n) in params.iter().zip(&names) {
+            if *n != p.name {
+                renames.insert(n.clone(), p.name.clone());
+            }
+        }
+        b.line(0, &format!("def {}({}):", self.name, names.join(", ")));
+        // Below 2**31 elements a `while` loop (no trip-count division, CuPy's loop); above,
+        // `range` keeps the 64-bit index proven non-negative.
+        if launch.wide_index {
+            b.line(
+                4,
+                "for i in range(device.tid(1), _ind_size, device.grid_size(1)):",
+            );
+        } else {
+            b.line(4, "i = device.tid(1)");
+            b.line(4, "_step = device.grid_size(1)");
+            b.line(4, "while i < _ind_size:");
+        }
+        // The multi-index of element `i` in the merged shape, from the first non-raw array.
+        let first = params
+            .iter()
+            .enumerate()
+            .find(|(k, p)| !p.raw && types[*k].as_array().is_some())
+            .map(|(_, p)| array_name(p));
+        let index = match (&first, rank) {
+            (None, _) | (_, 1) => "i".to_string(),
+            (Some(a), _) => {
+                b.line(8, "_r0 = i");
+                for d in (1..rank).rev() {
+                    let r = rank - 1 - d;
+                    b.line(8, &format!("_j{d} = _r{r} % {a}.shape[{d}]"));
+                    b.line(8, &format!("_r{} = _r{r} // {a}.shape[{d}]", r + 1));
+                }
+                b.line(8, &format!("_j0 = _r{}", rank - 1));
+                (0..rank)
+                    .map(|d| format!("_j{d}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        };
+        let n_in = self.ins.len();
+        for (k, p) in params.iter().enumerate() {
+            let Some(at) = types[k].as_array() else {
+                continue;
+            };
+            // An output is loaded when the body reads it, or when the body branches and may
+            // leave it unassigned (it then keeps its value, as in CuPy).
+            let output = k >= n_in;
+            let names = &self.body.names;
+            let needed = names.loaded.contains(&p.name)
+                || (output && names.branches && names.stored.contains(&p.name));
+            if p.raw || !needed {
+                continue;
+            }
+            let want = launch.param_types[k];
+            let load = format!("{}[{index}]", array_name(p));
+            let value = if at.dtype != want && k < n_in {
+                format!("{}({load})", convert(want))
+            } else {
+                load
+            };
+            b.line_at(8, &format!("{} = {value}", p.name), p.span);
+        }
+        b.body(8, &self.body);
+        for p in &self.outs {
+            if p.raw || !self.body.names.stored.contains(&p.name) {
+                continue;
+            }
+            b.line_at(
+                8,
+                &format!("{}[{index}] = {}", array_name(p), p.name),
+                p.span,
+            );
+        }
+        if !launch.wide_index {
+            b.line(8, "i += _step");
+        }
+        (b.finish(), renames)
+    }
+
+    /// The generated kernel's Python source for a launch.
+    pub fn source(&self, launch: &ElementwiseLaunch) -> String {
+        self.generate(launch).0.text
+    }
+
+    /// The compiled kernel for a launch: generated, checked and compiled on the first request
+    /// for its argument types, then reused (a repeated call generates nothing).
+    pub fn compile(&self, launch: &ElementwiseLaunch) -> Result<Arc<CompiledKernel>, Error> {
+        let key = (launch.types.clone(), launch.wide_index);
+        if let Some(k) = super::lock(&self.compiled).get(&key) {
+            return Ok(k.clone());
+        }
+        let (source, renames) = self.generate(launch);
+        let file = format!("<ElementwiseKernel {}>", self.name);
+        let k = self
+            .cache
+            .get_or_compile_source(
+                &file,
+                &source.text,
+                &self.name,
+                &launch.types,
+                &self.options,
+            )
+            .map_err(|e| match e {
+                Error::Diagnostics(d) => source.map(d, &self.def, &renames),
+                e => e,
+            })?;
+        super::lock(&self.compiled).insert(key, k.clone());
+        Ok(k)
+    }
+
+    /// Compiles (on the first call for these types), loads and launches asynchronously on
+    /// `stream`. Nothing is launched for an empty operation.
+    pub fn launch(
+        &self,
+        device: &Device,
+        launch: &ElementwiseLaunch,
+        stream: &Stream,
+    ) -> Result<(), Error> {
+        let k = self.compile(launch)?;
+        if launch.size == 0 {
+            return Ok(());
+        }
+        let loaded = device.load_cached(&k)?;
+        let packed = loaded.pack(&launch.args)?;
+        device.launch_packed(&loaded, &packed, &launch.config(), stream)?;
+        Ok(())
+    }
+
+    /// The whole call: resolves, allocates the missing outputs through `device`, launches on
+    /// the default stream and returns the outputs.
+    pub fn call(
+        &self,
+        device: &Device,
+        operands: &[Operand],
+        size: Option<u64>,
+    ) -> Result<Vec<Output>, Error> {
+        let r = self.resolve(operands, size)?;
+        let (arrays, buffers) = allocate(device, &r.missing, &r.out_dtypes, &r.shape)?;
+        let launch = self.bind(&r, arrays)?;
+        self.launch(device, &launch, &device.default_stream())?;
+        let mut buffers: Vec<Option<DeviceBuffer>> = buffers.into_iter().map(Some).collect();
+        Ok(launch
+            .outputs
+            .into_iter()
+            .enumerate()
+            .map(|(k, array)| Output {
+                array,
+                buffer: r
+                    .missing
+                    .iter()
+                    .position(|&m| m == k)
+                    .and_then(|j| buffers[j].take()),
+            })
+            .collect())
+    }
+}
+
+/// Allocates C-contiguous outputs through the runtime.
+pub(crate) fn allocate(
+    device: &Device,
+    missing: &[usize],
+    dtypes: &[Scalar],
+    shape: &[u64],
+) -> Result<(Vec<DeviceArray>, Vec<DeviceBuffer>), Error> {
+    let mut arrays = Vec::new();
+    let mut buffers = Vec::new();
+    for &k in missing {
+        let n: u64 = shape.iter().product();
+        let buf = device.alloc_zeroed((n * dtypes[k].size()) as usize)?;
+        arrays.push(device.array(&buf, dtypes[k], shape)?);
+        buffers.push(buf);
+    }
+    Ok((arrays, buffers))
+}
+
+/// What a compiled kernel is remembered by: the argument types and whether the index is
+/// 64-bit.
+pub(crate) type SpecKey = (Vec<Type>, bool);
+
+/// Resolves placeholders, checks dtypes and broadcasts (shared with the reduction, which
+/// passes `broadcast_outputs: false`: its outputs have the reduced shape).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn resolve(
+    name: &str,
+    def: &Definition,
+    ins: &[Param],
+    outs: &[Param],
+    operands: &[Operand],
+    size: Option<u64>,
+    broadcast_outputs: bool,
+) -> Result<Resolved, Error> {
+    let n_in = ins.len();
+    let n_all = n_in + outs.len();
+    if operands.len() != n_in && operands.len() != n_all {
+        return Err(arg_error(format!(
+            "`{name}` takes {n_in} input{} and optionally {} output{}; {} arguments were given",
+            if n_in == 1 { "" } else { "s" },
+            outs.len(),
+            if outs.len() == 1 { "" } else { "s" },
+            operands.len()
+        )));
+    }
+    let mut operands = operands.to_vec();
+    operands.resize(n_all, Operand::Absent);
+    let params: Vec<&Param> = ins.iter().chain(outs).collect();
+    for (k, o) in operands.iter().enumerate() {
+        match o {
+            Operand::Absent if k < n_in => {
+                return Err(arg_error(format!(
+                    "input `{}` was not given",
+                    params[k].name
+                )));
+            }
+            Operand::Scalar(_) if k >= n_in => {
+                return Err(arg_error(format!(
+                    "output `{}` must be an array, not a scalar",
+                    params[k].name
+                )));
+            }
+            Operand::Scalar(_) if params[k].raw => {
+                return Err(arg_error(format!(
+                    "`raw` parameter `{}` must be an array, not a scalar",
+                    params[k].name
+                )));
+            }
+            Operand::Array(a) => a.check()?,
+            _ => {}
+        }
+    }
+    // Placeholders: outputs first, then inputs; arrays, then typed scalars, then Python
+    // numbers.
+    let mut placeholders: Vec<(char, Scalar, usize)> = Vec::new();
+    let order: Vec<usize> = (n_in..n_all).chain(0..n_in).collect();
+    for pass in 0..3 {
+        for &k in &order {
+            let ParamType::Placeholder(c) = params[k].ty else {
+                continue;
+            };
+            let t = match (&operands[k], pass) {
+                (Operand::Array(a), 0) => a.dtype,
+                (Operand::Scalar(ScalarArg { dtype: Some(d), .. }), 1) => *d,
+                (Operand::Scalar(s @ ScalarArg { dtype: None, .. }), 2) => s.natural_dtype(),
+                _ => continue,
+            };
+            match placeholders.iter().find(|(p, ..)| *p == c) {
+                Some(&(_, have, from)) if pass == 0 && have != t => {
+                    return Err(def.error(vec![
+                        Diagnostic::error(
+                            Code::E0703,
+                            params[k].type_span,
+                            format!(
+                                "type placeholder `{c}` is {have} from `{}` but {t} from `{}`",
+                                params[from].name, params[k].name
+                            ),
+                        )
+                        .with_secondary(params[from].type_span, format!("`{c}` is {have} here"))
+                        .with_note("arrays of one placeholder must have one dtype; convert one with astype"),
+                    ]));
+                }
+                Some(_) => {}
+                None => placeholders.push((c, t, k)),
+            }
+        }
+    }
+    let mut param_types = Vec::new();
+    let mut unresolved = Vec::new();
+    for p in &params {
+        match p.ty {
+            ParamType::Fixed(s) => param_types.push(s),
+            ParamType::Placeholder(c) => match placeholders.iter().find(|(x, ..)| *x == c) {
+                Some(&(_, t, _)) => param_types.push(t),
+                None => {
+                    if !unresolved.iter().any(|(x, _)| *x == c) {
+                        unresolved.push((c, p.type_span));
+                    }
+                    param_types.push(Scalar::Float32);
+                }
+            },
+        }
+    }
+    if !unresolved.is_empty() {
+        return Err(def.error(
+            unresolved
+                .into_iter()
+                .map(|(c, span)| {
+                    Diagnostic::error(
+                        Code::E0702,
+                        span,
+                        format!("type placeholder `{c}` cannot be resolved from the arguments"),
+                    )
+                    .with_label("no argument decides this type")
+                    .with_note(format!(
+                        "give the output array explicitly, so that its dtype decides `{c}`"
+                    ))
+                })
+                .collect(),
+        ));
+    }
+    // Dtypes of given values against their parameters.
+    for (k, o) in operands.iter().enumerate() {
+        let p = params[k];
+        let want = param_types[k];
+        let (have, what) = match o {
+            Operand::Array(a) => (a.dtype, "array"),
+            Operand::Scalar(s) => (s.natural_dtype(), "scalar"),
+            Operand::Absent => continue,
+        };
+        if have == want {
+            continue;
+        }
+        let ok = match o {
+            Operand::Array(_) if p.raw => false,
+            Operand::Scalar(s) if s.dtype.is_none() => {
+                // A Python number converts to any type of its kind or a later one.
+                can_cast_same_kind(have, want) || (have == Scalar::Int64 && want.is_integer())
+            }
+            _ => can_cast_same_kind(have, want),
+        };
+        if !ok {
+            return Err(arg_error(format!(
+                "`{}` is {}{}, but the {what} given is {have}{}",
+                p.name,
+                if p.raw { "raw " } else { "" },
+                want,
+                if p.raw {
+                    " (a raw array is not converted)"
+                } else {
+                    " (NumPy's same_kind rule does not allow the conversion)"
+                }
+            )));
+        }
+    }
+    // Broadcast the non-raw arrays.
+    let shapes: Vec<&[u64]> = operands
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| !params[*k].raw && (broadcast_outputs || *k < n_in))
+        .filter_map(|(_, o)| match o {
+            Operand::Array(a) => Some(a.shape.as_slice()),
+            _ => None,
+        })
+        .collect();
+    let any_array = !shapes.is_empty();
+    let shape = broadcast_shapes(&shapes).map_err(arg_error)?;
+    let (shape, size) = match (any_array, size) {
+        (false, Some(n)) => (vec![n], n),
+        (false, None) if operands.iter().any(|o| matches!(o, Operand::Array(_))) => {
+            return Err(arg_error(format!(
+                "every array argument of `{name}` is raw: give `size=`, the number of elements to loop over"
+            )));
+        }
+        (true, Some(n)) if n != shape.iter().product::<u64>() => {
+            return Err(arg_error(format!(
+                "size={n} was given, but the arrays broadcast to shape {shape:?}"
+            )));
+        }
+        _ => {
+            let n = shape.iter().product();
+            (shape, n)
+        }
+    };
+    if broadcast_outputs {
+        for (k, o) in operands.iter().enumerate().skip(n_in) {
+            if let Operand::Array(a) = o
+                && !params[k].raw
+                && a.shape != shape
+            {
+                return Err(arg_error(format!(
+                    "output `{}` has shape {:?}, but the arguments broadcast to {shape:?}",
+                    params[k].name, a.shape
+                )));
+            }
+        }
+    }
+    let missing = (0..outs.len())
+        .filter(|&k| matches!(operands[n_in + k], Operand::Absent))
+        .collect();
+    Ok(Resolved {
+        shape,
+        out_dtypes: param_types[n_in..].to_vec(),
+        missing,
+        size,
+        placeholders: placeholders.iter().map(|&(c, t, _)| (c, t)).collect(),
+        operands,
+        param_types,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arr(dtype: Scalar, shape: &[u64]) -> Operand {
+        Operand::Array(DeviceArray::contiguous(0x10000, dtype, shape))
+    }
+
+    #[test]
+    fn placeholders_resolve_outputs_first_and_name_the_unresolved() {
+        let k = ElementwiseKernel::new("X x, Y y", "Z z", "z = (x - y) * (x - y)", "sd").unwrap();
+        let e = k
+            .resolve(
+                &[arr(Scalar::Float32, &[4]), arr(Scalar::Float32, &[4])],
+                None,
+            )
+            .unwrap_err();
+        assert!(e.to_string().contains("E0702"), "{e}");
+        assert!(e.to_string().contains("placeholder `Z`"), "{e}");
+        let r = k
+            .resolve(
+                &[
+                    arr(Scalar::Float32, &[4]),
+                    arr(Scalar::Int32, &[4]),
+                    arr(Scalar::Float64, &[4]),
+                ],
+                None,
+            )
+            .unwrap();
+        assert_eq!(r.out_dtypes, vec![Scalar::Float64]);
+        assert!(r.missing.is_empty());
+    }
+
+    #[test]
+    fn bad_calls_are_argument_errors() {
+        let k = ElementwiseKernel::new("T x, T y", "T z", "z = x + y", "add").unwrap();
+        let f = Scalar::Float32;
+        let msg = |o: &[Operand]| k.resolve(o, None).unwrap_err().to_string();
+        assert!(msg(&[arr(f, &[3])]).contains("takes 2 inputs"));
+        assert!(msg(&[arr(f, &[3]), arr(f, &[4])]).contains("do not broadcast"));
+        assert!(msg(&[arr(f, &[3]), arr(Scalar::Float64, &[3])]).contains("E0703"));
+        assert!(msg(&[arr(f, &[3]), arr(f, &[3]), arr(f, &[1])]).contains("has shape [1]"));
+    }
+}
