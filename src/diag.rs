@@ -168,6 +168,10 @@ codes! {
     E0215,
     /// a record indexed by something other than a field name or a constant field number (§5.16.1)
     E0216,
+    /// a `ConstExpr` parameter given something other than a constant expression: a `@func` called with a run-time value, or a constant that does not fit `ConstExpr[T]` (§5.6)
+    E0217,
+    /// a kernel's (or entry's) `ConstExpr` parameter without a compile-time value, a compile-time value for a parameter that is not `ConstExpr`, or a `ConstExpr[T]` hint whose `T` is not a number type (§5.6)
+    E0218,
     /// an operator Python does not define on complex numbers: ordering comparisons, `//`, `%`, `min`/`max`, bitwise operators, `~` (§2.7)
     E0250,
     /// a complex number where a real one is needed: stored into a real array or local, converted with `float32(z)`/`int(z)`, as a part of `complex64(re, im)` or `cmath.rect`, given to a `math` function (§2.7)

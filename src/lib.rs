@@ -148,6 +148,12 @@ pub struct CompileOptions {
     pub arch: Arch,
     /// Optimization level.
     pub opt_level: OptLevel,
+    /// The values of the kernel's parameters hinted `ConstExpr` or `ConstExpr[T]`, by
+    /// parameter name (docs/semantics.md §5.6). The kernel is specialized for them, as for
+    /// its argument types: they are part of the cache key, and the parameters take no
+    /// run-time argument (their types are left out of the argument types, and out of the
+    /// launch's arguments).
+    pub constants: Vec<(String, ConstValue)>,
 }
 
 impl Default for CompileOptions {
@@ -155,6 +161,103 @@ impl Default for CompileOptions {
         CompileOptions {
             arch: Arch::DEFAULT,
             opt_level: OptLevel::O3,
+            constants: Vec::new(),
+        }
+    }
+}
+
+/// The compile-time value of a parameter hinted `ConstExpr` ([`CompileOptions::constants`]):
+/// a Python `bool`, `int` or `float`. A `ConstExpr[T]` parameter converts it to `T` as
+/// `T(value)` would, and rejects (E0218) a value of another kind (a float for an integer
+/// type, say) or one `T` cannot hold.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub enum ConstValue {
+    /// `True` / `False`.
+    Bool(bool),
+    /// An integer.
+    Int(i128),
+    /// A float.
+    Float(f64),
+}
+
+impl PartialEq for ConstValue {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (ConstValue::Bool(a), ConstValue::Bool(b)) => a == b,
+            (ConstValue::Int(a), ConstValue::Int(b)) => a == b,
+            // Bit equality: one NaN is one specialization, 0.0 and -0.0 are two.
+            (ConstValue::Float(a), ConstValue::Float(b)) => a.to_bits() == b.to_bits(),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for ConstValue {}
+
+impl std::hash::Hash for ConstValue {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        std::mem::discriminant(self).hash(h);
+        match self {
+            ConstValue::Bool(b) => b.hash(h),
+            ConstValue::Int(i) => i.hash(h),
+            ConstValue::Float(f) => f.to_bits().hash(h),
+        }
+    }
+}
+
+impl fmt::Display for ConstValue {
+    /// As Python writes it: `True`, `16`, `2.5`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConstValue::Bool(true) => f.write_str("True"),
+            ConstValue::Bool(false) => f.write_str("False"),
+            ConstValue::Int(i) => write!(f, "{i}"),
+            ConstValue::Float(x) => write!(f, "{x:?}"),
+        }
+    }
+}
+
+impl std::str::FromStr for ConstValue {
+    type Err = String;
+    /// Python's spelling: `True`/`False`, an integer (`16`, `-3`, `0x10`), a float (`2.5`,
+    /// `1e-3`, `inf`, `nan`).
+    fn from_str(s: &str) -> Result<Self, String> {
+        let t = s.trim();
+        match t {
+            "True" => return Ok(ConstValue::Bool(true)),
+            "False" => return Ok(ConstValue::Bool(false)),
+            _ => {}
+        }
+        let (neg, digits) = match t.strip_prefix('-') {
+            Some(r) => (true, r),
+            None => (false, t.strip_prefix('+').unwrap_or(t)),
+        };
+        let int = if let Some(h) = digits
+            .strip_prefix("0x")
+            .or_else(|| digits.strip_prefix("0X"))
+        {
+            i128::from_str_radix(&h.replace('_', ""), 16).ok()
+        } else if digits.bytes().all(|b| b.is_ascii_digit() || b == b'_') && !digits.is_empty() {
+            digits.replace('_', "").parse::<i128>().ok()
+        } else {
+            None
+        };
+        if let Some(i) = int {
+            return Ok(ConstValue::Int(if neg { -i } else { i }));
+        }
+        t.parse::<f64>().map(ConstValue::Float).map_err(|_| {
+            format!("`{s}` is not a constant (write True, False, an integer or a float)")
+        })
+    }
+}
+
+impl ConstValue {
+    fn to_const(self) -> front::consts::Const {
+        use front::consts::Const;
+        match self {
+            ConstValue::Bool(b) => Const::Bool(b),
+            ConstValue::Int(i) => Const::Int(i),
+            ConstValue::Float(f) => Const::Float(f),
         }
     }
 }
@@ -177,8 +280,12 @@ pub struct EntryInfo {
     pub is_kernel: bool,
     /// Parameter names in order.
     pub params: Vec<String>,
-    /// Parameter types from annotations, where every parameter has one.
+    /// Parameter types from annotations, where every run-time parameter has one (the
+    /// `ConstExpr` parameters are left out: they take compile-time values).
     pub annotated: Option<Vec<Type>>,
+    /// The parameters hinted `ConstExpr` or `ConstExpr[T]`, which take their values at
+    /// compile time ([`CompileOptions::constants`]), in order.
+    pub constexpr: Vec<String>,
 }
 
 /// A parsed Python module of device code. `Send + Sync`: specialize it from many threads.
@@ -273,6 +380,17 @@ impl Module {
                     .iter()
                     .chain(def.parameters.args.iter())
                     .collect();
+                let is_const = |p: &&&ruff_python_ast::ParameterWithDefault| {
+                    p.parameter
+                        .annotation
+                        .as_deref()
+                        .is_some_and(|a| self.parsed.const_hint(a).is_some())
+                };
+                let constexpr: Vec<String> = params
+                    .iter()
+                    .filter(is_const)
+                    .map(|p| p.parameter.name.id.to_string())
+                    .collect();
                 let annotated = f
                     .signature
                     .clone()
@@ -280,6 +398,7 @@ impl Module {
                     .or_else(|| {
                         params
                             .iter()
+                            .filter(|p| !is_const(p))
                             .map(|p| {
                                 p.parameter
                                     .annotation
@@ -296,6 +415,7 @@ impl Module {
                         .map(|p| p.parameter.name.id.to_string())
                         .collect(),
                     annotated,
+                    constexpr,
                 })
             })
             .collect()
@@ -361,6 +481,8 @@ impl Module {
         let mut all: Vec<Diagnostic> = Vec::new();
         for e in self.entries() {
             match &e.annotated {
+                // A `ConstExpr` parameter needs a value to specialize for.
+                Some(_) if !e.constexpr.is_empty() => unchecked.push(e.name),
                 Some(types) => {
                     if let Err(d) = self.specialize(&e.name, types) {
                         for x in d.list {
@@ -397,9 +519,32 @@ impl Module {
         args: &[Type],
         arch: Arch,
     ) -> Result<Specialization, Diagnostics> {
+        self.specialize_with(entry, args, &[], arch)
+    }
+
+    /// Specializes `entry` for argument types, the values of its `ConstExpr` parameters
+    /// (by name; `args` leaves those parameters out) and a GPU architecture.
+    pub fn specialize_with(
+        &self,
+        entry: &str,
+        args: &[Type],
+        constants: &[(String, ConstValue)],
+        arch: Arch,
+    ) -> Result<Specialization, Diagnostics> {
         self.check_arg_types(entry, args, true)?;
-        front::check::specialize(&self.parsed, entry, args, self.defaults, arch.number())
-            .and_then(Specialization::checked)
+        let constants: Vec<_> = constants
+            .iter()
+            .map(|(n, v)| (n.clone(), v.to_const()))
+            .collect();
+        front::check::specialize(
+            &self.parsed,
+            entry,
+            args,
+            &constants,
+            self.defaults,
+            arch.number(),
+        )
+        .and_then(Specialization::checked)
     }
 
     /// Rejects argument types built through the API that no program could be specialized
@@ -441,9 +586,30 @@ impl Module {
         entry: &str,
         args: &[Type],
     ) -> Result<Specialization, Diagnostics> {
+        self.specialize_host_with(entry, args, &[])
+    }
+
+    /// [`Module::specialize_host`] with the values of `entry`'s `ConstExpr` parameters.
+    pub fn specialize_host_with(
+        &self,
+        entry: &str,
+        args: &[Type],
+        constants: &[(String, ConstValue)],
+    ) -> Result<Specialization, Diagnostics> {
         self.check_arg_types(entry, args, false)?;
-        front::check::specialize(&self.parsed, entry, args, self.defaults, ir::HOST_TARGET)
-            .and_then(Specialization::checked)
+        let constants: Vec<_> = constants
+            .iter()
+            .map(|(n, v)| (n.clone(), v.to_const()))
+            .collect();
+        front::check::specialize(
+            &self.parsed,
+            entry,
+            args,
+            &constants,
+            self.defaults,
+            ir::HOST_TARGET,
+        )
+        .and_then(Specialization::checked)
     }
 
     /// Specializes `@func` `entry` for the host and JIT-compiles it to native code.
@@ -459,7 +625,7 @@ impl Module {
         options: &CompileOptions,
     ) -> Result<CompiledKernel, Error> {
         Ok(self
-            .specialize_for(entry, args, options.arch)?
+            .specialize_with(entry, args, &options.constants, options.arch)?
             .to_ptx(options)?)
     }
 
@@ -477,6 +643,7 @@ impl Module {
             let options = CompileOptions {
                 arch: *arch,
                 opt_level,
+                constants: Vec::new(),
             };
             variants.push(self.compile(entry, args, &options)?);
         }
@@ -599,13 +766,15 @@ mod tests {
             .to_ptx(&CompileOptions {
                 arch: Arch::SM_75,
                 opt_level: OptLevel::O3,
+                ..Default::default()
             })
             .expect_err("pinned to sm_80");
         assert!(err.to_string().contains("sm_80"), "{err}");
         assert!(
             spec.to_ptx(&CompileOptions {
                 arch: Arch::SM_80,
-                opt_level: OptLevel::O3
+                opt_level: OptLevel::O3,
+                ..Default::default()
             })
             .is_ok()
         );

@@ -201,6 +201,7 @@ impl Module {
             },
             opt_level: pydevice::OptLevel::try_from(opt)
                 .map_err(pyo3::exceptions::PyValueError::new_err)?,
+            ..Default::default()
         })
     }
 }

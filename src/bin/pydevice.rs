@@ -1,11 +1,11 @@
 //! The `pydevice` command line: a thin client of the library's public API.
 //!
 //! ```text
-//! pydevice compile FILE.py --entry NAME --sig "float32[:], int32" [--arch sm_90] [--emit ptx|llvm|ir|abi] [-o OUT]
-//! pydevice check FILE.py [--entry NAME --sig SIG]
+//! pydevice compile FILE.py --entry NAME --sig "float32[:], int32" [--const NAME=VALUE ...] [--arch sm_90] [--emit ptx|llvm|ir|abi] [-o OUT]
+//! pydevice check FILE.py [--entry NAME --sig SIG [--const NAME=VALUE ...]]
 //! pydevice abi FILE.py [--type NAME ...] [--json | --header]
 //! pydevice run FILE.py --entry NAME --grid X[,Y[,Z]] --block X[,Y[,Z]] [--shared N] [--arch smXX]
-//!              --arg NAME=file.npy --arg NAME=dtype:value ... [--out NAME=path.npy] [--bench N]
+//!              --arg NAME=file.npy --arg NAME=dtype:value ... [--const NAME=VALUE ...] [--out NAME=path.npy] [--bench N]
 //! pydevice call FILE.py --entry NAME --arg NAME=dtype:value ...
 //! ```
 //! Exit status: 0 on success, 1 when the program has errors, 2 for usage or run-time errors.
@@ -23,13 +23,15 @@ use std::path::Path;
 use std::process::ExitCode;
 
 const USAGE: &str = "usage:
-  pydevice compile FILE.py --entry NAME [--sig SIG] [--arch smXX] [--emit ptx|llvm|ir|abi] [-o OUT]
-  pydevice check FILE.py [--entry NAME --sig SIG]
+  pydevice compile FILE.py --entry NAME [--sig SIG] [--const NAME=VALUE ...] [--arch smXX] [--emit ptx|llvm|ir|abi] [-o OUT]
+  pydevice check FILE.py [--entry NAME --sig SIG [--const NAME=VALUE ...]]
   pydevice abi FILE.py [--type NAME ...] [--json | --header]
   pydevice run FILE.py --entry NAME --grid X[,Y[,Z]] --block X[,Y[,Z]] [--shared N] [--arch smXX]
-               --arg NAME=FILE.npy | --arg NAME=DTYPE:VALUE ... [--out NAME=FILE.npy] [--bench N]
+               --arg NAME=FILE.npy | --arg NAME=DTYPE:VALUE ... [--const NAME=VALUE ...] [--out NAME=FILE.npy] [--bench N]
   pydevice call FILE.py --entry NAME --arg NAME=DTYPE:VALUE ...
 SIG uses Numba's notation: \"float32[:], float64[:, ::1], int32\" or \"void(float32[:], int32)\".
+--const gives the value of a parameter hinted ConstExpr (True, False, an integer or a float);
+the kernel is specialized for it, and SIG and --arg leave that parameter out.
 abi prints the layouts of the module's @struct classes, or of each --type (a class, a vector
 such as float32x3, a number, or a type in Numba's notation), with the types they are made of;
 --header prints them as a CUDA C++ header, with extern \"C\" declarations of the module's
@@ -204,8 +206,24 @@ fn report(e: pydevice::Error) -> Failure {
     }
 }
 
+/// The `--const NAME=VALUE` options: the values of `ConstExpr` parameters.
+fn constants(a: &Args) -> Result<Vec<(String, pydevice::ConstValue)>, Failure> {
+    a.all("const")
+        .into_iter()
+        .map(|text| {
+            let (name, value) = text
+                .split_once('=')
+                .ok_or_else(|| format!("bad --const `{text}`: write NAME=VALUE"))?;
+            let v = value
+                .parse::<pydevice::ConstValue>()
+                .map_err(|e| format!("bad --const `{text}`: {e}"))?;
+            Ok((name.trim().to_string(), v))
+        })
+        .collect()
+}
+
 fn cmd_compile(a: &Args) -> Result<(), Failure> {
-    a.check_known(&["entry", "sig", "arch", "emit", "o", "opt"])?;
+    a.check_known(&["entry", "sig", "const", "arch", "emit", "o", "opt"])?;
     let [path] = a.positional.as_slice() else {
         return Err(Failure::Other(format!("compile takes one FILE\n{USAGE}")));
     };
@@ -214,13 +232,14 @@ fn cmd_compile(a: &Args) -> Result<(), Failure> {
     let args = signature(&module, entry, a.one("sig"))?;
     let mut options = CompileOptions {
         arch: arch_option(a)?.unwrap_or(Arch::DEFAULT),
+        constants: constants(a)?,
         ..CompileOptions::default()
     };
     if let Some(o) = a.one("opt") {
         options.opt_level = o.parse().map_err(|_| format!("bad --opt `{o}`"))?;
     }
     let spec = module
-        .specialize_for(entry, &args, options.arch)
+        .specialize_with(entry, &args, &options.constants, options.arch)
         .map_err(|d| report(d.into()))?;
     let text = match a.one("emit").unwrap_or("ptx") {
         "ptx" => spec.to_ptx(&options).map_err(|e| report(e.into()))?.ptx,
@@ -242,7 +261,7 @@ fn cmd_compile(a: &Args) -> Result<(), Failure> {
 }
 
 fn cmd_check(a: &Args) -> Result<(), Failure> {
-    a.check_known(&["entry", "sig"])?;
+    a.check_known(&["entry", "sig", "const"])?;
     let [path] = a.positional.as_slice() else {
         return Err(Failure::Other(format!("check takes one FILE\n{USAGE}")));
     };
@@ -251,7 +270,7 @@ fn cmd_check(a: &Args) -> Result<(), Failure> {
     if let Some(entry) = a.one("entry") {
         let args = signature(&module, entry, a.one("sig"))?;
         module
-            .specialize(entry, &args)
+            .specialize_with(entry, &args, &constants(a)?, Arch::DEFAULT)
             .map_err(|d| report(d.into()))?;
         eprintln!("{file}: `{entry}` checked, no errors");
         return Ok(());
@@ -578,7 +597,7 @@ fn parse_file_arg(name: &str, path: &Path) -> Result<(String, CliArg), String> {
 
 fn cmd_run(a: &Args) -> Result<(), Failure> {
     a.check_known(&[
-        "entry", "grid", "block", "shared", "arch", "arg", "out", "bench",
+        "entry", "grid", "block", "shared", "arch", "arg", "const", "out", "bench",
     ])?;
     let [path] = a.positional.as_slice() else {
         return Err(Failure::Other(format!("run takes one FILE\n{USAGE}")));
@@ -609,8 +628,21 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
         }
         given.insert(name, arg);
     }
+    let consts = constants(a)?;
+    // `ConstExpr` parameters take `--const`, not `--arg`: they are not launch arguments.
+    let params: Vec<String> = info
+        .params
+        .iter()
+        .filter(|p| !info.constexpr.contains(p))
+        .cloned()
+        .collect();
+    if let Some(p) = info.constexpr.iter().find(|p| given.contains_key(*p)) {
+        return Err(Failure::Other(format!(
+            "`{p}` is a `ConstExpr` parameter: give its value with --const {p}=VALUE"
+        )));
+    }
     let mut types = Vec::new();
-    for p in &info.params {
+    for p in &params {
         let arg = given
             .get(p)
             .ok_or_else(|| format!("missing --arg {p}=... (every parameter needs one)"))?;
@@ -643,6 +675,7 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
             &types,
             &CompileOptions {
                 arch,
+                constants: consts,
                 ..CompileOptions::default()
             },
         )
@@ -652,7 +685,7 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
         .map_err(|e| e.to_string())?;
     let mut buffers = HashMap::new();
     let mut values = Vec::new();
-    for (p, ty) in info.params.iter().zip(&types) {
+    for (p, ty) in params.iter().zip(&types) {
         match &given[p] {
             CliArg::Record(_, bytes) if matches!(ty, Type::StructRef { .. }) => {
                 let buf = device.upload(bytes).map_err(|e| e.to_string())?;

@@ -1194,7 +1194,108 @@ impl ParsedModule {
     }
 }
 
+/// A parameter's `ConstExpr` hint (docs/semantics.md §5.6).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ConstHint<'a> {
+    /// `ConstExpr`: any constant.
+    Any,
+    /// `ConstExpr[T]`: a constant of type `T` (the annotation inside the brackets).
+    Of(&'a Expr),
+}
+
 impl ParsedModule {
+    /// The `ConstExpr` hint an annotation gives (`ConstExpr`, `device.ConstExpr[int32]`),
+    /// `None` for any other annotation.
+    pub(crate) fn const_hint<'a>(&self, ann: &'a Expr) -> Option<ConstHint<'a>> {
+        let is_const = |e: &Expr| self.resolve_static(e) == Some(Item::Builtin(Builtin::ConstExpr));
+        match ann {
+            Expr::Subscript(s) if is_const(&s.value) => Some(ConstHint::Of(&s.slice)),
+            e if is_const(e) => Some(ConstHint::Any),
+            _ => None,
+        }
+    }
+
+    /// The constant a `ConstExpr` parameter sees for a given constant `c`: `c` itself for a
+    /// bare `ConstExpr`; for `ConstExpr[T]`, `c` as a value of `T`: an integer for `int`
+    /// (and for every integer type, which must hold it: the parameter is then that type, as
+    /// `int32(5)` is), a number for `float`/`complex` and the float types, `True`/`False` for
+    /// `bool`. `Err` with the reason otherwise.
+    pub(crate) fn const_for_hint(&self, hint: ConstHint<'_>, c: &Const) -> Result<Const, String> {
+        use crate::types::Scalar;
+        let ConstHint::Of(t) = hint else {
+            return Ok(c.clone());
+        };
+        // The plain value of a typed constant (`int32(5)` given to `ConstExpr[int]`).
+        let plain = match c {
+            Const::Typed(_, inner) => inner.as_ref(),
+            c => c,
+        };
+        let want = match self.resolve_static(t) {
+            Some(Item::Builtin(Builtin::Int)) => None,
+            Some(Item::Builtin(Builtin::Float)) => {
+                return plain
+                    .as_f64()
+                    .map(Const::Float)
+                    .filter(|_| !matches!(plain, Const::Bool(_)))
+                    .ok_or_else(|| "a `float`".to_string());
+            }
+            Some(Item::Builtin(Builtin::Complex)) => {
+                return match plain {
+                    Const::Bool(_) => Err("a `complex`".to_string()),
+                    p => p
+                        .as_complex()
+                        .map(|(re, im)| Const::Complex(re, im))
+                        .ok_or_else(|| "a `complex`".to_string()),
+                };
+            }
+            Some(Item::Builtin(Builtin::Bool)) => Some(Scalar::Bool),
+            Some(Item::Builtin(Builtin::Scalar(s))) => Some(s),
+            _ => {
+                return Err(format!(
+                    "`ConstExpr[{}]`: the type must be a number type (`int`, `float`, `bool`, `complex`, `int32`, …)",
+                    self.file
+                        .text
+                        .get(t.range().start().to_usize()..t.range().end().to_usize())
+                        .unwrap_or("?")
+                ));
+            }
+        };
+        let Some(s) = want else {
+            // `ConstExpr[int]`: a Python integer (not a bool), kept weak.
+            return match plain {
+                Const::Int(i) => Ok(Const::Int(*i)),
+                _ => Err("an integer".to_string()),
+            };
+        };
+        let ok = match plain {
+            Const::Bool(_) => s == Scalar::Bool,
+            Const::Int(_) => s != Scalar::Bool,
+            Const::Float(_) => s.is_float(),
+            _ => false,
+        };
+        let what = || format!("a value of type `{s}`");
+        if !ok {
+            return Err(what());
+        }
+        Const::typed(s, plain).ok_or_else(what)
+    }
+
+    /// The `ConstExpr` hint of each parameter of function `idx` (positional parameters in
+    /// order).
+    pub(crate) fn const_hints(&self, idx: usize) -> Vec<Option<ConstHint<'_>>> {
+        let def = self.def(&self.functions[idx]);
+        def.parameters
+            .posonlyargs
+            .iter()
+            .chain(def.parameters.args.iter())
+            .map(|p| {
+                p.parameter
+                    .annotation
+                    .as_deref()
+                    .and_then(|a| self.const_hint(a))
+            })
+            .collect()
+    }
     /// The type an annotation names: a scalar type (`float32`, `int`), or a string in
     /// Numba's notation (`"float32[:, ::1]"`). `None` for anything else.
     pub(crate) fn annotation_type(

@@ -217,6 +217,9 @@ pub enum Builtin {
     /// `align(t, n)`: `t` aligned to at least `n` bytes, as a struct field type or an array
     /// dtype
     Align,
+    /// `ConstExpr` / `ConstExpr[T]`: a parameter hint asking for a constant expression
+    /// (docs/semantics.md §5.6)
+    ConstExpr,
     /// `target(desc)`
     Target,
     /// `is_host`
@@ -476,7 +479,7 @@ pub fn cuda_vector_alias(name: &str) -> Option<(crate::types::Scalar, u8)> {
 /// Names of `cuda.device` from the specification that this compiler does not provide yet;
 /// using one is a diagnostic that says so rather than "unknown name".
 pub fn is_planned_device_member(name: &str) -> bool {
-    const PLANNED: &[&str] = &["align", "launch", "machine_representation", "ConstExpr"];
+    const PLANNED: &[&str] = &["align", "launch", "machine_representation"];
     PLANNED.contains(&name)
 }
 

@@ -311,6 +311,7 @@ pub static ROWS: &[Row] = &[
     row(B::MathPair(I::Sad), &[(N::NumbaLibdevice, "sad")], &["x", "y", "z"], &[], Rule::MathPair, Op::Intrinsic(I::Sad), DEVICE_ONLY),
     // Struct field types and target descriptions.
     row(B::Align, &[(N::Device, "align")], &["t", "n"], &[], Rule::AlignType, Op::None, HOST),
+    entity(B::ConstExpr, &[(N::Device, "ConstExpr")], HOST),
     row(B::Target, &[(N::Device, "target")], &["desc"], &[], Rule::TargetOnly, Op::None, HOST),
     row(B::IsExactly, &[(N::Device, "is_exactly")], &["sm"], &[], Rule::TargetOnly, Op::None, HOST),
     row(B::Provides, &[(N::Device, "provides")], &["sm"], &[], Rule::TargetOnly, Op::None, HOST),

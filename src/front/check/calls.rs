@@ -654,6 +654,48 @@ impl FnCx<'_, '_> {
             }
             slots[pos] = Some(self.value_of(v)?);
         }
+        // `ConstExpr` parameters take constant expressions only, passed at compile time
+        // (docs/semantics.md §5.6).
+        for (pos, hint) in m.const_hints(idx).into_iter().enumerate() {
+            let Some(hint) = hint else { continue };
+            let pname = params[pos].parameter.name.id.as_str();
+            let (given, at) = match (&statics[pos], &slots[pos]) {
+                (Some(Item::Const(c)), _) => (Some(c.clone()), span),
+                (None, Some(v)) => (v.konst.clone(), v.span),
+                (None, None) => continue, // missing: reported below
+                (Some(_), _) => (None, span),
+            };
+            let Some(c) = given else {
+                self.diags.push(
+                    Diagnostic::error(
+                        Code::E0217,
+                        at,
+                        format!("parameter `{pname}` of `{}` is `ConstExpr`: its argument must be a constant expression", decl.name),
+                    )
+                    .with_label("not a constant expression")
+                    .with_secondary(sp(&params[pos].parameter), "declared `ConstExpr` here")
+                    .with_note("pass a literal, a module-level constant, or a local assigned once to a constant expression"),
+                );
+                return None;
+            };
+            match m.const_for_hint(hint, &c) {
+                Ok(c) => {
+                    statics[pos] = Some(Item::Const(c));
+                    slots[pos] = None;
+                }
+                Err(want) => {
+                    self.diags.push(
+                        Diagnostic::error(
+                            Code::E0217,
+                            at,
+                            format!("parameter `{pname}` of `{}` takes {want}", decl.name),
+                        )
+                        .with_label("this constant does not fit the hint"),
+                    );
+                    return None;
+                }
+            }
+        }
         let mut args = Vec::new();
         // For each run-time argument, its parameter's position.
         let mut positions = Vec::new();

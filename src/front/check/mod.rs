@@ -40,6 +40,7 @@ pub fn specialize(
     module: &ParsedModule,
     entry: &str,
     args: &[Type],
+    constants: &[(String, Const)],
     defaults: Defaults,
     sm: u32,
 ) -> Result<ir::Program, Diagnostics> {
@@ -94,8 +95,11 @@ pub fn specialize(
             .with_note("compile a kernel or function that calls it, and link it with the code that defines it"),
         ]));
     }
-    let def = module.def(decl);
-    let nparams = def.parameters.args.len() + def.parameters.posonlyargs.len();
+    let statics = match entry_statics(module, idx, constants) {
+        Ok(s) => s,
+        Err(d) => return Err(fail(d)),
+    };
+    let nparams = statics.iter().filter(|s| s.is_none()).count();
     if nparams != args.len() {
         return Err(fail(vec![Diagnostic::error(
             Code::E0107,
@@ -108,8 +112,8 @@ pub fn specialize(
             ),
         )]));
     }
-    let handle = s.instantiate(idx, args.to_vec(), Vec::new(), decl.name_span);
-    let key = (idx, args.to_vec(), Vec::new());
+    let key = (idx, args.to_vec(), statics_key(&statics));
+    let handle = s.instantiate(idx, args.to_vec(), statics, decl.name_span);
     s.commit(&key);
     match handle {
         Ok(entry) if s.diags.is_empty() => {
@@ -141,6 +145,115 @@ pub fn specialize(
             }
             Err(fail(s.diags))
         }
+    }
+}
+
+/// The compile-time arguments of an entry (docs/semantics.md §5.6): each parameter hinted
+/// `ConstExpr` takes its value from `constants`, by name, converted to its hint; E0218 for a
+/// `ConstExpr` parameter without a value, a value for another name, or a value its hint
+/// does not take.
+fn entry_statics(
+    module: &ParsedModule,
+    idx: usize,
+    constants: &[(String, Const)],
+) -> Result<Statics, Vec<Diagnostic>> {
+    let decl = &module.functions[idx];
+    let def = module.def(decl);
+    let params: Vec<&ast::ParameterWithDefault> = def
+        .parameters
+        .posonlyargs
+        .iter()
+        .chain(def.parameters.args.iter())
+        .collect();
+    let mut diags = Vec::new();
+    let mut statics = Vec::new();
+    for p in &params {
+        let name = p.parameter.name.id.as_str();
+        let Some(hint) = p
+            .parameter
+            .annotation
+            .as_deref()
+            .and_then(|a| module.const_hint(a))
+        else {
+            statics.push(None);
+            continue;
+        };
+        let span = sp(&p.parameter);
+        // A hint whose type is not a number type is wrong whatever the value.
+        if let Err(why) = module.const_for_hint(hint, &Const::Int(0))
+            && why.starts_with("`ConstExpr[")
+        {
+            diags.push(Diagnostic::error(Code::E0218, span, why));
+            statics.push(None);
+            continue;
+        }
+        let Some((_, c)) = constants.iter().find(|(n, _)| n == name) else {
+            diags.push(
+                Diagnostic::error(
+                    Code::E0218,
+                    span,
+                    format!("parameter `{name}` of `{}` is `ConstExpr`, but no value was given for it", decl.name),
+                )
+                .with_label("needs a compile-time value")
+                .with_note(format!(
+                    "the value is part of the specialization: `--const {name}=VALUE` on the command line, `CompileOptions::constants` in Rust, the argument itself in Python"
+                )),
+            );
+            statics.push(None);
+            continue;
+        };
+        match module.const_for_hint(hint, c) {
+            Ok(c) => statics.push(Some(Item::Const(c))),
+            Err(want) => {
+                diags.push(
+                    Diagnostic::error(
+                        Code::E0218,
+                        span,
+                        format!("the value given for `ConstExpr` parameter `{name}` is not {want}"),
+                    )
+                    .with_label(format!("given {}", const_text(c))),
+                );
+                statics.push(None);
+            }
+        }
+    }
+    for (name, _) in constants {
+        let hinted = params.iter().any(|p| {
+            p.parameter.name.id.as_str() == name
+                && p.parameter
+                    .annotation
+                    .as_deref()
+                    .and_then(|a| module.const_hint(a))
+                    .is_some()
+        });
+        if !hinted {
+            diags.push(
+                Diagnostic::error(
+                    Code::E0218,
+                    decl.name_span,
+                    format!("a compile-time value was given for `{name}`, but `{}` has no `ConstExpr` parameter of that name", decl.name),
+                )
+                .with_note("only parameters hinted `ConstExpr` or `ConstExpr[T]` take compile-time values"),
+            );
+        }
+    }
+    if diags.is_empty() {
+        Ok(statics)
+    } else {
+        Err(diags)
+    }
+}
+
+/// A constant as Python would write it, for diagnostics.
+fn const_text(c: &Const) -> String {
+    match c {
+        Const::Bool(b) => if *b { "True" } else { "False" }.to_string(),
+        Const::Int(i) => i.to_string(),
+        Const::Float(f) => format!("{f:?}"),
+        Const::Complex(re, im) => format!("({re:?}+{im:?}j)"),
+        Const::Typed(s, c) => format!("{s}({})", const_text(c)),
+        Const::Tuple(_) => "a tuple".to_string(),
+        Const::Array(_) => "an array".to_string(),
     }
 }
 
