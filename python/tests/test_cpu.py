@@ -376,3 +376,17 @@ def test_host_call_out_of_range_is_a_bounds_error(tmp_path):
     with pytest.raises(device.BoundsError) as info:
         mod.at(a, 7)
     assert info.value.line == 6
+
+
+def test_constexpr_parameters_are_compile_time_values():
+    from pydevice.errors import CompileError
+
+    m = K.window_scale._mod()
+    assert K.window_scale._const == ["width", "scale"]
+    assert K.window_scale._params == ["a", "out"]
+    t = ["float32[::1]", "float32[::1]"]
+    p3 = m.compile("window_scale", t, "sm_90", 3, [("width", 3), ("scale", 2.0)]).ptx
+    p5 = m.compile("window_scale", t, "sm_90", 3, [("width", 5), ("scale", 2.0)]).ptx
+    assert p3 != p5
+    with pytest.raises(CompileError, match="E0218"):
+        m.compile("window_scale", t, "sm_90", 3, [("width", 2.5), ("scale", 2.0)])

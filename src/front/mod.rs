@@ -151,6 +151,25 @@ impl ParsedModule {
             .find(|(_, f)| f.name == name)
     }
 
+    /// The expression a module-level name is bound to, when one plain assignment at the
+    /// top level binds it (`NEWER = provides(sm80)`).
+    pub(crate) fn global_value(&self, name: &str) -> Option<&Expr> {
+        let mut found = None;
+        for s in &self.body {
+            if let Stmt::Assign(a) = s
+                && a.targets
+                    .iter()
+                    .any(|t| matches!(t, Expr::Name(n) if n.id.as_str() == name))
+            {
+                if found.is_some() || a.targets.len() != 1 {
+                    return None;
+                }
+                found = Some(a.value.as_ref());
+            }
+        }
+        found
+    }
+
     /// Looks a module-level name up: the module's own names, then `from cuda.device import *`,
     /// then Python's builtins.
     pub(crate) fn lookup(&self, name: &str) -> Option<Item> {

@@ -8,6 +8,7 @@
 
 mod arrays;
 mod const_arrays;
+mod constexpr;
 mod host_device;
 mod interop;
 mod numba_misc;
