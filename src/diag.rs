@@ -172,6 +172,8 @@ codes! {
     E0217,
     /// a kernel's (or entry's) `ConstExpr` parameter without a compile-time value, a compile-time value for a parameter that is not `ConstExpr`, or a `ConstExpr[T]` hint whose `T` is not a number type (§5.6)
     E0218,
+    /// an exposition-only name of the spec (`Dim3Like`) used in a program, as an annotation or otherwise (§1.1)
+    E0219,
     /// an operator Python does not define on complex numbers: ordering comparisons, `//`, `%`, `min`/`max`, bitwise operators, `~` (§2.7)
     E0250,
     /// a complex number where a real one is needed: stored into a real array or local, converted with `float32(z)`/`int(z)`, as a part of `complex64(re, im)` or `cmath.rect`, given to a `math` function (§2.7)

@@ -105,6 +105,7 @@ fn host_stmt(stmt: &str) -> String {
 fn argument(row: &Row, param: &str) -> &'static str {
     match param {
         "x" if row.rule == Rule::Len => "arr",
+        "x" if row.rule == Rule::TupleOf => "(x, y)",
         "x" if row.rule == Rule::Conversion || row.rule == Rule::Bits => "x",
         "x" | "number" => "y",
         "a" | "b" | "c" | "base" | "real" => "y",

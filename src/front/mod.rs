@@ -1348,6 +1348,19 @@ impl ParsedModule {
                 };
                 Some(Type::Atomic { dtype, align })
             }
+            // `tuple[float32, int32]`
+            Expr::Subscript(sub)
+                if self.resolve_static(&sub.value) == Some(Item::Builtin(Builtin::TupleType)) =>
+            {
+                let elts: Vec<&Expr> = match sub.slice.as_ref() {
+                    Expr::Tuple(t) => t.elts.iter().collect(),
+                    e => vec![e],
+                };
+                elts.into_iter()
+                    .map(|e| self.annotation_type(e, d))
+                    .collect::<Option<Vec<_>>>()
+                    .map(Type::Tuple)
+            }
             e => match self.resolve_static(e)? {
                 Item::Builtin(Builtin::Scalar(s)) => Some(Type::Scalar(s)),
                 Item::Builtin(Builtin::Int) => Some(Type::Scalar(d.int)),

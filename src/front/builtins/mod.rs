@@ -87,6 +87,12 @@ pub(crate) fn member(ns: Namespace, name: &str) -> Option<super::Item> {
         (Namespace::Math | Namespace::Cmath | Namespace::Numpy, "nan") => float(f64::NAN),
         (Namespace::Cmath, "infj") => Some(Item::Const(Const::Complex(0.0, f64::INFINITY))),
         (Namespace::Cmath, "nanj") => Some(Item::Const(Const::Complex(0.0, f64::NAN))),
+        // The spec: "`Dim3` is a subclass of `uint32x3`" (the type of `thread_idx` and its
+        // siblings): the same type here, usable as a hint and as a constructor.
+        (Namespace::Device, "Dim3") => Some(Item::Builtin(Builtin::Vector(
+            crate::types::Scalar::UInt32,
+            3,
+        ))),
         _ => None,
     };
     konst
@@ -217,6 +223,11 @@ pub enum Builtin {
     /// `align(t, n)`: `t` aligned to at least `n` bytes, as a struct field type or an array
     /// dtype
     Align,
+    /// Python's `tuple`: a type hint (`tuple[float32, int32]`) and `tuple(x)` of a tuple or
+    /// vector
+    TupleType,
+    /// `Dim3Like`: exposition only in the spec, so naming it is a diagnostic (E0219)
+    Dim3Like,
     /// `ConstExpr` / `ConstExpr[T]`: a parameter hint asking for a constant expression
     /// (docs/semantics.md §5.6)
     ConstExpr,

@@ -46,6 +46,8 @@ pub enum Rule {
     AtomicField,
     /// `len(x)`.
     Len,
+    /// `tuple(x)` of a tuple or a vector (`tuple(block_dim)`).
+    TupleOf,
     /// `print(...)`: only a statement (`check::print`); as a value it is E0308.
     PrintOnly,
     /// `abs(x)`.
@@ -312,6 +314,8 @@ pub static ROWS: &[Row] = &[
     // Struct field types and target descriptions.
     row(B::Align, &[(N::Device, "align")], &["t", "n"], &[], Rule::AlignType, Op::None, HOST),
     entity(B::ConstExpr, &[(N::Device, "ConstExpr")], HOST),
+    row(B::TupleType, &[(N::Builtins, "tuple")], &["x"], &[], Rule::TupleOf, Op::Expr("tuple"), HOST),
+    entity(B::Dim3Like, &[(N::Device, "Dim3Like")], HOST),
     row(B::Target, &[(N::Device, "target")], &["desc"], &[], Rule::TargetOnly, Op::None, HOST),
     row(B::IsExactly, &[(N::Device, "is_exactly")], &["sm"], &[], Rule::TargetOnly, Op::None, HOST),
     row(B::Provides, &[(N::Device, "provides")], &["sm"], &[], Rule::TargetOnly, Op::None, HOST),

@@ -571,6 +571,13 @@ impl<'s, 'm> FnCx<'s, 'm> {
             .collect();
         // Run-time arguments' types in order, after the compile-time ones are set aside.
         let mut args = args.iter();
+        for ann in params
+            .iter()
+            .filter_map(|p| p.parameter.annotation.as_deref())
+            .chain(def.returns.as_deref())
+        {
+            cx.exposition_only(ann);
+        }
         for (i, p) in params.iter().enumerate() {
             let name = p.parameter.name.id.to_string();
             if let Some(Some(item)) = statics.get(i) {
@@ -1238,6 +1245,7 @@ impl FnCx<'_, '_> {
 
     fn not_a_value(&mut self, item: &Item, span: Span) {
         let d = match item {
+            Item::Builtin(Builtin::Dim3Like) => exposition_only(span),
             Item::Foreign(m) => Diagnostic::error(
                 Code::E0106,
                 span,
@@ -1274,6 +1282,29 @@ impl FnCx<'_, '_> {
         self.diags.push(d);
     }
 
+    /// E0219 for each exposition-only name of the spec (`Dim3Like`) in an annotation: the
+    /// spec forbids using them ("shall not be used").
+    fn exposition_only(&mut self, ann: &ast::Expr) {
+        use ruff_python_ast::visitor::{Visitor, walk_expr};
+        struct Find<'a>(&'a ParsedModule, Vec<Span>);
+        impl<'a> Visitor<'a> for Find<'_> {
+            fn visit_expr(&mut self, e: &'a ast::Expr) {
+                if matches!(e, ast::Expr::Name(_) | ast::Expr::Attribute(_))
+                    && self.0.resolve_static(e) == Some(Item::Builtin(Builtin::Dim3Like))
+                {
+                    self.1.push(sp(e));
+                    return;
+                }
+                walk_expr(self, e);
+            }
+        }
+        let mut f = Find(self.s.m, Vec::new());
+        f.visit_expr(ann);
+        for span in f.1 {
+            self.diags.push(exposition_only(span));
+        }
+    }
+
     fn check_annotation(&mut self, ann: &ast::Expr, ty: &Type) {
         let Some(want) = self.s.m.annotation_type(ann, self.s.defaults) else {
             return; // other annotations are documentation only
@@ -1302,6 +1333,16 @@ fn complex_to_real(span: Span, what: &str, to: Scalar) -> Diagnostic {
     )
     .with_label("complex")
     .with_note("take the part you mean: `z.real`, `z.imag` or `abs(z)`")
+}
+
+/// E0219: the spec's exposition-only `Dim3Like` named in a program.
+fn exposition_only(span: Span) -> Diagnostic {
+    Diagnostic::error(
+        Code::E0219,
+        span,
+        "`Dim3Like` is exposition only: the spec describes it but programs may not use it",
+    )
+    .with_note("write the type itself: `int32`, or `tuple[int32, int32]`, …")
 }
 
 fn planned(name: &str, span: Span) -> Diagnostic {

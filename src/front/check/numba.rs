@@ -412,6 +412,7 @@ impl FnCx<'_, '_> {
             | Rule::AlignType
             | Rule::AtomicField
             | Rule::Len
+            | Rule::TupleOf
             | Rule::Abs
             | Rule::Pow
             | Rule::OperatorBinary
