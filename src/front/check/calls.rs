@@ -1004,7 +1004,7 @@ impl FnCx<'_, '_> {
                     || match (&self.exprs[*e], t) {
                         (Expr::Literal(l), Type::Scalar(s)) => {
                             !matches!(l, crate::ir::Literal::Bool(_))
-                                && crate::ir::literal_fits(l.clone(), *s)
+                                && crate::ir::literal_fits(*l, *s)
                                 && (s.is_float() || !matches!(l, crate::ir::Literal::Float(_)))
                         }
                         _ => false,
