@@ -85,13 +85,9 @@ use types::promote::Defaults;
 
 /// The spec's `machine_representation()`: the C++ ABI family device code follows when it
 /// crosses into CUDA C++ — `"itanium"` on Linux (and other non-Windows hosts), `"msvc"` on
-/// Windows.
+/// Windows. Device and host code can ask too (docs/semantics.md §1.6).
 pub fn machine_representation() -> &'static str {
-    if cfg!(target_os = "windows") {
-        "msvc"
-    } else {
-        "itanium"
-    }
+    target::machine_representation()
 }
 
 /// Any error of the library.

@@ -164,6 +164,8 @@ fn expression(row: &Row) -> Option<String> {
         .collect();
     let call = format!("{callee}({})", args.join(", "));
     Some(match row.rule {
+        // A string is not a value: it is compared with a literal.
+        Rule::StringOnly => format!("int32({call} == \"itanium\")"),
         // A reference is not a host value; its operations are.
         Rule::AtomicRef => format!("{call}.add(1)"),
         Rule::MathPair if name == "ldexp" => format!("{callee}(y, x)"),

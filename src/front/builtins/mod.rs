@@ -228,6 +228,8 @@ pub enum Builtin {
     TupleType,
     /// `Dim3Like`: exposition only in the spec, so naming it is a diagnostic (E0219)
     Dim3Like,
+    /// `machine_representation()`: a string, compared with string literals at compile time
+    MachineRepresentation,
     /// `ConstExpr` / `ConstExpr[T]`: a parameter hint asking for a constant expression
     /// (docs/semantics.md §5.6)
     ConstExpr,
@@ -490,7 +492,7 @@ pub fn cuda_vector_alias(name: &str) -> Option<(crate::types::Scalar, u8)> {
 /// Names of `cuda.device` from the specification that this compiler does not provide yet;
 /// using one is a diagnostic that says so rather than "unknown name".
 pub fn is_planned_device_member(name: &str) -> bool {
-    const PLANNED: &[&str] = &["align", "launch", "machine_representation"];
+    const PLANNED: &[&str] = &["align", "launch"];
     PLANNED.contains(&name)
 }
 

@@ -48,6 +48,9 @@ pub enum Rule {
     Len,
     /// `tuple(x)` of a tuple or a vector (`tuple(block_dim)`).
     TupleOf,
+    /// `machine_representation()`: a string, so only an operand of `==`/`!=` with a string
+    /// literal (decided at compile time); anywhere else E0202.
+    StringOnly,
     /// `print(...)`: only a statement (`check::print`); as a value it is E0308.
     PrintOnly,
     /// `abs(x)`.
@@ -314,6 +317,7 @@ pub static ROWS: &[Row] = &[
     // Struct field types and target descriptions.
     row(B::Align, &[(N::Device, "align")], &["t", "n"], &[], Rule::AlignType, Op::None, HOST),
     entity(B::ConstExpr, &[(N::Device, "ConstExpr")], HOST),
+    row(B::MachineRepresentation, &[(N::Device, "machine_representation")], &[], &[], Rule::StringOnly, Op::None, HOST),
     row(B::TupleType, &[(N::Builtins, "tuple")], &["x"], &[], Rule::TupleOf, Op::Expr("tuple"), HOST),
     entity(B::Dim3Like, &[(N::Device, "Dim3Like")], HOST),
     row(B::Target, &[(N::Device, "target")], &["desc"], &[], Rule::TargetOnly, Op::None, HOST),

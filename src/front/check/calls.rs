@@ -164,6 +164,19 @@ impl FnCx<'_, '_> {
                 };
                 self.conversion(v, target, span)
             }
+            Rule::StringOnly => {
+                self.diags.push(
+                    Diagnostic::error(
+                        Code::E0202,
+                        span,
+                        format!("`{name}()` is a string, and strings are not device values"),
+                    )
+                    .with_note(format!(
+                        "compare it with a string literal: `if {name}() == \"itanium\":` is decided when compiling"
+                    )),
+                );
+                None
+            }
             Rule::TupleOf => {
                 // `tuple(x)`: a tuple is itself; a vector (`block_dim`, a `Dim3`) gives the
                 // tuple of its elements. The argument is read once per element, so it may

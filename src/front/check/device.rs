@@ -707,6 +707,7 @@ impl FnCx<'_, '_> {
             | Rule::AtomicField
             | Rule::Len
             | Rule::TupleOf
+            | Rule::StringOnly
             | Rule::Abs
             | Rule::Pow
             | Rule::OperatorBinary

@@ -322,9 +322,52 @@ impl FnCx<'_, '_> {
         }
     }
 
+    /// `machine_representation() == "itanium"` (or `!=`, either order, or two calls): a
+    /// comparison of compile-time strings, folded to a `bool` constant. `None` when `c` is
+    /// not one.
+    fn compare_strings(&mut self, c: &ast::ExprCompare) -> Option<Option<Val>> {
+        let ([op], [right]) = (&*c.ops, &*c.comparators) else {
+            return None;
+        };
+        let eq = match op {
+            ast::CmpOp::Eq => true,
+            ast::CmpOp::NotEq => false,
+            _ => return None,
+        };
+        let text = |cx: &mut Self, e: &ast::Expr| -> Option<String> {
+            match e {
+                ast::Expr::StringLiteral(s) => Some(s.value.to_str().to_string()),
+                ast::Expr::Call(call)
+                    if call.arguments.is_empty()
+                        && cx.callee_item(&call.func)
+                            == Some(Item::Builtin(Builtin::MachineRepresentation)) =>
+                {
+                    Some(crate::target::machine_representation().to_string())
+                }
+                _ => None,
+            }
+        };
+        let is_call = |e: &ast::Expr| matches!(e, ast::Expr::Call(_));
+        if !is_call(&c.left) && !is_call(right) {
+            return None; // two literals, or no string at all: the ordinary rules
+        }
+        let (l, r) = (text(self, &c.left)?, text(self, right)?);
+        let span = sp(c);
+        let bool_t = Type::Scalar(Scalar::Bool);
+        let b = (l == r) == eq;
+        let e = self.push(Expr::Literal(Literal::Bool(b)), bool_t.clone(), span);
+        Some(Some(Val {
+            konst: Some(Const::Bool(b)),
+            ..self.val(e, bool_t, span)
+        }))
+    }
+
     pub(super) fn compare(&mut self, c: &ast::ExprCompare) -> Option<Val> {
         let span = sp(c);
         let bool_t = Type::Scalar(Scalar::Bool);
+        if let Some(v) = self.compare_strings(c) {
+            return v;
+        }
         let mut acc: Option<Val> = None;
         for (k, (op, right)) in c.ops.iter().zip(c.comparators.iter()).enumerate() {
             let left = if k == 0 {
