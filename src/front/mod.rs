@@ -1156,6 +1156,11 @@ impl ParsedModule {
                 Some(Item::Const(c)) => Some(c.clone()),
                 _ => None,
             },
+            // `math.pi`, `np.e`, `cmath.infj`: constants of an imported namespace.
+            Expr::Attribute(_) => match self.resolve_static(e)? {
+                Item::Const(c) => Some(c),
+                _ => None,
+            },
             Expr::Tuple(t) => t
                 .elts
                 .iter()

@@ -206,6 +206,8 @@ pub enum Builtin {
     Ffs,
     /// `cbrt(a)`
     Cbrt,
+    /// `rsqrt(x)`: `1 / sqrt(x)` (CUDA's `rsqrtf`)
+    Rsqrt,
     /// `fma(a, b, c)`
     Fma,
     /// `math.frexp(x)`, `math.ldexp(x, n)`, `math.modf(x)` (one of the three intrinsics)

@@ -307,6 +307,7 @@ pub static ROWS: &[Row] = &[
     row(B::Clz, &[(N::Device, "clz"), (N::NumbaCuda, "clz")], &["x"], &[], Rule::Bits, Op::Intrinsic(I::Clz), HOST),
     row(B::Ffs, &[(N::Device, "ffs"), (N::NumbaCuda, "ffs")], &["x"], &[], Rule::Bits, Op::Intrinsic(I::Ffs), HOST),
     row(B::Cbrt, &[(N::Device, "cbrt"), (N::NumbaCuda, "cbrt")], &["a"], &[], Rule::FloatOp, Op::Intrinsic(I::Math(crate::ir::MathFn::Cbrt)), HOST),
+    row(B::Rsqrt, &[(N::Device, "rsqrt"), (N::NumbaLibdevice, "rsqrt"), (N::NumbaLibdevice, "rsqrtf")], &["x"], &[], Rule::FloatOp, Op::Intrinsic(I::Math(crate::ir::MathFn::Rsqrt)), HOST),
     row(B::Fma, &[(N::Device, "fma"), (N::NumbaCuda, "fma")], &["a", "b", "c"], &[], Rule::FloatOp, Op::Intrinsic(I::Fma), HOST),
     row(B::Selp, &[(N::NumbaCuda, "selp")], &["cond", "a", "b"], &[], Rule::Selp, Op::Expr("select"), DEVICE_ONLY),
     row(B::MathPair(I::Frexp), &[(N::Math, "frexp"), (N::NumbaLibdevice, "frexp"), (N::NumbaLibdevice, "frexpf")], &["x"], &[], Rule::MathPair, Op::Intrinsic(I::Frexp), DEVICE_ONLY),

@@ -625,9 +625,8 @@ impl FnCx<'_, '_> {
                 Some(r)
             }
             Rule::FloatOp => {
-                let n = if b == Builtin::Cbrt { 1 } else { 3 };
-                let params: &[&str] = if n == 1 { &["a"] } else { &["a", "b", "c"] };
-                let a = self.bind(c, &name, params, n)?;
+                let params = entry.params();
+                let a = self.bind(c, &name, params, params.len())?;
                 let mut vals = Vec::new();
                 for e in a.iter().flatten() {
                     let v = self.eval(e)?;
@@ -661,12 +660,12 @@ impl FnCx<'_, '_> {
                     .iter()
                     .map(|v| self.convert(v, common))
                     .collect::<Option<Vec<_>>>()?;
-                let op = if b == Builtin::Cbrt {
-                    Intrinsic::Math(MathFn::Cbrt)
-                } else {
-                    Intrinsic::Fma
+                let op = match b {
+                    Builtin::Cbrt => Intrinsic::Math(MathFn::Cbrt),
+                    Builtin::Rsqrt => Intrinsic::Math(MathFn::Rsqrt),
+                    _ => Intrinsic::Fma,
                 };
-                if b == Builtin::Cbrt && common.bits() == 16 {
+                if matches!(b, Builtin::Cbrt | Builtin::Rsqrt) && common.bits() == 16 {
                     let wide = self.push(Expr::Cast(args[0]), Type::Scalar(Scalar::Float32), span);
                     let r = self.push(
                         Expr::Intrinsic(op, vec![wide]),

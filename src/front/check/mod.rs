@@ -616,6 +616,21 @@ impl<'s, 'm> FnCx<'s, 'm> {
                 );
             }
         }
+        // `-> T` with a number, vector, struct or tuple type: the return value has that type,
+        // as a local annotated `x: T` has (§1.5): returned Python numbers adapt to it, and
+        // values of another type are E0201.
+        if kind != FunctionKind::Kernel
+            && let Some(ann) = def.returns.as_deref()
+            && let Some(ty) = m.annotation_type(ann, cx.s.defaults)
+        {
+            cx.hints.entry("$return".to_string()).or_insert(Hint {
+                ty,
+                weak: None,
+                first: sp(ann),
+                nonneg: false,
+                konst: None,
+            });
+        }
         if kind == FunctionKind::Kernel {
             cx.check_param_space(&params);
         }
@@ -668,7 +683,17 @@ impl<'s, 'm> FnCx<'s, 'm> {
             .hints
             .get("$return")
             .filter(|h| h.ty != Type::None)
-            .map(|h| (h.first, "it returns a value here"))
+            .map(|h| {
+                let declared = def.returns.as_deref().is_some_and(|a| sp(a) == h.first);
+                (
+                    h.first,
+                    if declared {
+                        "it is declared to return a value here"
+                    } else {
+                        "it returns a value here"
+                    },
+                )
+            })
             .or_else(|| match def.returns.as_deref() {
                 Some(ann) if !matches!(ann, ast::Expr::NoneLiteral(_)) => {
                     Some((sp(ann), "it is declared to return a value here"))
