@@ -470,6 +470,61 @@ impl Module {
         }
     }
 
+    /// Argument types in Numba's notation ([`types::signature::parse_signature`]) where an
+    /// item may also name one of the module's types ([`Module::named_type`]): a `@struct`
+    /// class (`Particle`), or an array of one (`Particle[:]`, `Particle[:, ::1]`). What the
+    /// CLI's `--sig` takes.
+    pub fn parse_signature(&self, sig: &str) -> Result<Vec<Type>, String> {
+        if let Ok((args, _)) = types::signature::parse_signature(sig) {
+            return Ok(args);
+        }
+        // `void(...)` around the list.
+        let inner = sig
+            .trim()
+            .strip_suffix(')')
+            .and_then(|s| {
+                ["void(", "none(", "None("]
+                    .iter()
+                    .find_map(|p| s.trim_start().strip_prefix(p))
+            })
+            .unwrap_or(sig);
+        let mut out = Vec::new();
+        for item in split_top_level(inner) {
+            let name_of = |s: &str| {
+                let s = s.trim();
+                (!s.is_empty() && s.chars().all(|c| c.is_alphanumeric() || c == '_'))
+                    .then(|| self.named_type(s))
+                    .flatten()
+            };
+            if let Some((name, dims)) = item.strip_suffix(']').and_then(|s| s.split_once('['))
+                && let Some(elem) = name_of(name)
+            {
+                let dims: Vec<&str> = dims.split(',').map(str::trim).collect();
+                if dims.iter().any(|d| !matches!(*d, ":" | "::1")) {
+                    return Err(format!("`{item}`: each dimension is `:` or `::1`"));
+                }
+                let ndim = u8::try_from(dims.len())
+                    .map_err(|_| format!("`{item}`: too many dimensions"))?;
+                let layout = if dims.last() == Some(&"::1") {
+                    types::Layout::C
+                } else if ndim > 1 && dims.first() == Some(&"::1") {
+                    types::Layout::F
+                } else {
+                    types::Layout::Any
+                };
+                out.push(
+                    Type::array_of(&elem, ndim, layout)
+                        .ok_or_else(|| format!("`{item}`: no array of `{name}`"))?,
+                );
+            } else if let Some(t) = name_of(item) {
+                out.push(t);
+            } else {
+                out.extend(types::signature::parse_signature(item)?.0);
+            }
+        }
+        Ok(out)
+    }
+
     /// Type-checks every entry whose parameters are all annotated; returns the names of the
     /// entries that could not be checked for lack of annotations.
     pub fn check(&self) -> Result<Vec<String>, Diagnostics> {
@@ -791,4 +846,24 @@ mod tests {
         assert_send_sync::<Error>();
         assert_send_sync::<HostFunction>();
     }
+}
+
+/// `s` split at the commas outside brackets and parentheses, each part trimmed.
+fn split_top_level(s: &str) -> Vec<&str> {
+    let (mut depth, mut start, mut out) = (0i32, 0, Vec::new());
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(s[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if !s[start..].trim().is_empty() {
+        out.push(s[start..].trim());
+    }
+    out
 }

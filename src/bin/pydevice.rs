@@ -14,7 +14,6 @@ use pydevice::abi::{self, ArgValue, ArrayArg};
 use pydevice::runtime::npy::NpyArray;
 use pydevice::runtime::records::NpyRecords;
 use pydevice::runtime::{Device, LaunchConfig};
-use pydevice::types::signature::parse_signature;
 use pydevice::types::{Layout, Scalar, Type};
 use pydevice::{Arch, CompileOptions, HostValue, Module};
 use std::collections::HashMap;
@@ -175,8 +174,10 @@ fn arch_option(a: &Args) -> Result<Option<Arch>, String> {
 /// The argument types: from `--sig`, or from the entry's annotations.
 fn signature(module: &Module, entry: &str, sig: Option<&str>) -> Result<Vec<Type>, Failure> {
     if let Some(sig) = sig {
-        let (args, _ret) = parse_signature(sig).map_err(|e| format!("bad --sig: {e}"))?;
-        return Ok(args);
+        // Numba's notation, where the module's own `@struct` classes may be named.
+        return module
+            .parse_signature(sig)
+            .map_err(|e| Failure::Other(format!("bad --sig: {e}")));
     }
     let info = module
         .entries()
