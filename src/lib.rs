@@ -779,6 +779,26 @@ impl Specialization {
     }
 }
 
+/// `s` split at the commas outside brackets and parentheses, each part trimmed.
+fn split_top_level(s: &str) -> Vec<&str> {
+    let (mut depth, mut start, mut out) = (0i32, 0, Vec::new());
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(s[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if !s[start..].trim().is_empty() {
+        out.push(s[start..].trim());
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -846,24 +866,4 @@ mod tests {
         assert_send_sync::<Error>();
         assert_send_sync::<HostFunction>();
     }
-}
-
-/// `s` split at the commas outside brackets and parentheses, each part trimmed.
-fn split_top_level(s: &str) -> Vec<&str> {
-    let (mut depth, mut start, mut out) = (0i32, 0, Vec::new());
-    for (i, c) in s.char_indices() {
-        match c {
-            '(' | '[' => depth += 1,
-            ')' | ']' => depth -= 1,
-            ',' if depth == 0 => {
-                out.push(s[start..i].trim());
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    if !s[start..].trim().is_empty() {
-        out.push(s[start..].trim());
-    }
-    out
 }
