@@ -114,7 +114,7 @@ codes! {
     E0103,
     /// not a device function: the entry, or a called function, lacks `@kernel`/`@func`
     E0104,
-    /// recursive call (direct or mutual)
+    /// recursive call (direct or mutual) of a function without a return annotation, or with other argument types than the instance being checked (§1.4)
     E0105,
     /// name from another module (`numpy`, …), or a global that is not a compile-time constant
     E0106,

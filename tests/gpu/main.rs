@@ -15,6 +15,7 @@ mod numba_misc;
 mod numba_suite;
 mod options;
 mod records;
+mod recursion;
 #[path = "../support/mod.rs"]
 mod support;
 mod sync;

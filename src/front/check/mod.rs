@@ -53,6 +53,8 @@ pub fn specialize(
         instances: HashMap::new(),
         reported: HashSet::new(),
         stack: Vec::new(),
+        stack_keys: Vec::new(),
+        pending: HashMap::new(),
         diags: Vec::new(),
         reductions: HashMap::new(),
     };
@@ -284,6 +286,11 @@ struct Specializer<'m> {
     instances: HashMap<InstanceKey, Instance>,
     reported: HashSet<InstanceKey>,
     stack: Vec<(usize, Span)>,
+    /// The instance key of each entry of `stack`.
+    stack_keys: Vec<InstanceKey>,
+    /// Instances called recursively while being checked (§1.4): the handle their calls
+    /// use, reserved at the first recursive call and filled when the check succeeds.
+    pending: HashMap<InstanceKey, Handle<Function>>,
     diags: Vec<Diagnostic>,
     /// The functions computing NumPy reductions, by reduction and array type (§5.18).
     reductions: HashMap<(reduce::Reduce, crate::types::ArrayType), Handle<Function>>,
@@ -324,19 +331,44 @@ impl Specializer<'_> {
             return Ok(self.declare_external(idx, ext, key));
         }
         if let Some(pos) = self.stack.iter().position(|(i, _)| *i == idx) {
+            // A call of an instance being checked, with its own argument types: a real
+            // (recursive) call, whose result type the return annotation gives.
+            let declared = m.def(decl).returns.as_deref().and_then(|a| match a {
+                ast::Expr::NoneLiteral(_) => Some(Type::None),
+                a => m.annotation_type(a, self.defaults),
+            });
+            if self.stack_keys[pos] == key
+                && let Some(ret) = declared
+            {
+                if let Some(h) = self.pending.get(&key) {
+                    return Ok(*h);
+                }
+                let h = self.placeholder(idx, &args, ret);
+                self.pending.insert(key, h);
+                return Ok(h);
+            }
+            let note = if self.stack_keys[pos] == key {
+                format!(
+                    "a recursive function needs a return annotation (`def {}(...) -> int32:`): its result type must be known before its body is checked",
+                    decl.name
+                )
+            } else {
+                "a recursive call must pass the argument types the function is being checked for (convert them, e.g. `int32(n - 1)`)".to_string()
+            };
             let mut d = Diagnostic::error(
                 Code::E0105,
                 call,
                 format!("recursive call of `{}`", decl.name),
             )
             .with_label("this call recurses")
-            .with_note("device code cannot recurse: the call depth must be known when compiling");
+            .with_note(note);
             for (i, span) in self.stack[pos + 1..].iter() {
                 d = d.with_secondary(*span, format!("`{}` is called here", m.functions[*i].name));
             }
             return Err(Some(Box::new(d)));
         }
         self.stack.push((idx, call));
+        self.stack_keys.push(key.clone());
         let mut hints: HashMap<String, Hint> = HashMap::new();
         let mut pass = 0;
         let outcome = loop {
@@ -348,13 +380,30 @@ impl Specializer<'_> {
             }
         };
         self.stack.pop();
-        let (func, diags, callees) = outcome;
+        self.stack_keys.pop();
+        let (mut func, diags, callees) = outcome;
         let callee_failed = callees
             .iter()
             .any(|k| self.instances.get(k).is_some_and(|i| i.handle.is_none()));
         let handle = if diags.is_empty() && !callee_failed {
             let span = func.span;
-            Some(self.functions.append(func, span))
+            match self.pending.remove(&key) {
+                // Called recursively: the body goes where the calls point, and a private
+                // symbol is numbered by that place, as every other is by its own.
+                Some(h) => {
+                    if let Some(stem) = func
+                        .symbol
+                        .strip_prefix("_pyd_")
+                        .and_then(|s| s.rsplit_once('_'))
+                        .map(|(stem, _)| stem.to_string())
+                    {
+                        func.symbol = format!("_pyd_{stem}_{}", h.index());
+                    }
+                    self.functions[h] = func;
+                    Some(h)
+                }
+                None => Some(self.functions.append(func, span)),
+            }
         } else {
             None
         };
@@ -371,6 +420,45 @@ impl Specializer<'_> {
 }
 
 impl Specializer<'_> {
+    /// The function a recursive call refers to until its instance is checked (§1.4): its
+    /// parameters and declared result, no body. The instance replaces it when it succeeds;
+    /// when it fails, the program fails with it.
+    fn placeholder(&mut self, idx: usize, args: &[Type], ret: Type) -> Handle<Function> {
+        let decl = &self.m.functions[idx];
+        let def = self.m.def(decl);
+        let mut locals = Arena::default();
+        let names = def
+            .parameters
+            .posonlyargs
+            .iter()
+            .chain(def.parameters.args.iter())
+            .map(|p| p.parameter.name.id.to_string());
+        for (name, ty) in names.zip(args) {
+            locals.append(
+                Local {
+                    name,
+                    ty: ty.clone(),
+                },
+                decl.name_span,
+            );
+        }
+        let func = Function {
+            name: decl.name.clone(),
+            symbol: format!("_pyd_{}_pending", decl.name),
+            kind: FunctionKind::Device,
+            interop: decl.options.interop,
+            external: false,
+            locals,
+            params: args.len(),
+            ret,
+            exprs: Arena::default(),
+            types: Vec::new(),
+            body: Vec::new(),
+            span: decl.name_span,
+        };
+        self.functions.append(func, decl.name_span)
+    }
+
     /// The IR of an `extern` function: its parameters and result, no body. Its one
     /// instance has the declared parameter types (calls convert their arguments to them).
     fn declare_external(
