@@ -42,6 +42,9 @@ pub(crate) enum Item {
     Planned(String),
     /// A global bound to something only host code can compute.
     Host,
+    /// `None` passed as an argument to a `@func`: a compile-time value (§5.3), which only
+    /// `is None` / `is not None` can test.
+    NoneArg,
 }
 
 /// Options given to `@kernel(...)` or `@func(...)`.

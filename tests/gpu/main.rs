@@ -20,6 +20,7 @@ mod recursion;
 mod support;
 mod sync;
 mod types;
+mod zero_dim;
 
 use pydevice::abi::{ArgValue, ArrayArg};
 use pydevice::runtime::{Device, DeviceBuffer, LaunchConfig};

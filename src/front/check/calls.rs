@@ -666,6 +666,10 @@ impl FnCx<'_, '_> {
         }
         let mut statics: Statics = vec![None; params.len()];
         for (i, a) in c.arguments.args.iter().enumerate() {
+            if matches!(a, ast::Expr::NoneLiteral(_)) {
+                statics[i + first] = Some(Item::NoneArg);
+                continue;
+            }
             let v = self.expr(a);
             if let Value::Item(item, _) = &v
                 && self.s.m.rules().static_arguments
@@ -703,6 +707,10 @@ impl FnCx<'_, '_> {
                     format!("argument `{}` is given twice", name.id),
                 );
                 return None;
+            }
+            if matches!(k.value, ast::Expr::NoneLiteral(_)) {
+                statics[pos] = Some(Item::NoneArg);
+                continue;
             }
             let v = self.expr(&k.value);
             if let Value::Item(item, _) = &v

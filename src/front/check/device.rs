@@ -949,6 +949,10 @@ impl FnCx<'_, '_> {
             Type::Vector { elem, .. } if method == "dtype" => {
                 self.builtin_call(Builtin::Scalar(elem), c)
             }
+            Type::Array(at) if method == "dtype" && at.dtype.scalar().is_some() => {
+                self.builtin_call(Builtin::Scalar(at.dtype.scalar()?), c)
+            }
+            Type::Scalar(s) if method == "dtype" => self.builtin_call(Builtin::Scalar(s), c),
             Type::Ref { dtype, .. } => {
                 let Some(op) = AtomicOp::from_method(method) else {
                     self.error(

@@ -1359,6 +1359,12 @@ impl FnCx<'_, '_> {
     fn not_a_value(&mut self, item: &Item, span: Span) {
         let d = match item {
             Item::Builtin(Builtin::Dim3Like) => exposition_only(span),
+            Item::NoneArg => Diagnostic::error(
+                Code::E0207,
+                span,
+                "this parameter was given `None`, which is not a device value",
+            )
+            .with_note("test it first: `if x is None:` is decided when compiling, and the other branch is not checked"),
             Item::Foreign(m) => Diagnostic::error(
                 Code::E0106,
                 span,

@@ -61,7 +61,7 @@ pub(super) fn count_assignments(stmts: &[ast::Stmt], out: &mut HashMap<String, u
 /// True when no path through the block falls off its end: each ends in `return`, or in a
 /// loop that never ends normally (`while True:` whose body has no `break` of its own). A
 /// loop whose condition can be false, or that a `break` leaves, falls through.
-pub(super) fn always_returns(block: &Block, exprs: &Arena<Expr>) -> bool {
+pub(super) fn always_returns(block: &[Stmt], exprs: &Arena<Expr>) -> bool {
     block.iter().any(|s| match &s.kind {
         StmtKind::Return(_) => true,
         StmtKind::If {
@@ -155,7 +155,15 @@ impl FnCx<'_, '_> {
     pub(super) fn block(&mut self, stmts: &[ast::Stmt]) -> Block {
         let mut out = Vec::new();
         for s in stmts {
+            // `if x is None: return …` decided `True` (x was given `None`, §5.3): what
+            // follows is unreachable, and is not checked (it may use `x` as a value).
+            let taken =
+                matches!(s, ast::Stmt::If(i) if self.static_none_test(&i.test) == Some(true));
+            let before = out.len();
             self.stmt(s, &mut out);
+            if taken && always_returns(&out[before..], &self.exprs) {
+                break;
+            }
         }
         out
     }
@@ -532,7 +540,10 @@ impl FnCx<'_, '_> {
                 None => Vec::new(),
             };
         }
-        if let Some(decided) = self.constant_test(test) {
+        if let Some(decided) = self
+            .static_none_test(test)
+            .or_else(|| self.constant_test(test))
+        {
             return if decided {
                 self.block(body)
             } else {
