@@ -68,6 +68,8 @@ pub(crate) struct DecoratorOptions {
     pub max_registers: Option<u32>,
     /// numba's signature argument of `@cuda.jit`.
     pub signature: Option<Vec<crate::types::Type>>,
+    /// The result type of that signature, where it gives one (`"int64(int64)"`).
+    pub signature_ret: Option<crate::types::Type>,
     /// `extern=True` / `extern="symbol"` (`@func`): defined in another language.
     pub external: Option<external::ExternDecl>,
 }
@@ -992,7 +994,10 @@ impl ParsedModule {
         let mut args = call.arguments.args.iter();
         if let Some(sig) = args.next() {
             match self.numba_signature(sig) {
-                Ok((types, _ret)) => options.signature = Some(types),
+                Ok((types, ret)) => {
+                    options.signature = Some(types);
+                    options.signature_ret = ret;
+                }
                 Err(m) => diags.push(Diagnostic::error(
                     Code::E0103,
                     sig.range().into(),

@@ -333,10 +333,16 @@ impl Specializer<'_> {
         if let Some(pos) = self.stack.iter().position(|(i, _)| *i == idx) {
             // A call of an instance being checked, with its own argument types: a real
             // (recursive) call, whose result type the return annotation gives.
-            let declared = m.def(decl).returns.as_deref().and_then(|a| match a {
-                ast::Expr::NoneLiteral(_) => Some(Type::None),
-                a => m.annotation_type(a, self.defaults),
-            });
+            // The return annotation, or numba's explicit signature (`"int64(int64)"`).
+            let declared = m
+                .def(decl)
+                .returns
+                .as_deref()
+                .and_then(|a| match a {
+                    ast::Expr::NoneLiteral(_) => Some(Type::None),
+                    a => m.annotation_type(a, self.defaults),
+                })
+                .or_else(|| decl.options.signature_ret.clone());
             if self.stack_keys[pos] == key
                 && let Some(ret) = declared
             {
@@ -385,6 +391,26 @@ impl Specializer<'_> {
         let callee_failed = callees
             .iter()
             .any(|k| self.instances.get(k).is_some_and(|i| i.handle.is_none()));
+        let mut diags = diags;
+        // The recursive calls were typed with the declared result: the body must agree.
+        if let Some(h) = self.pending.get(&key)
+            && diags.is_empty()
+            && self.functions[*h].ret != func.ret
+        {
+            diags.push(
+                Diagnostic::error(
+                    Code::E0105,
+                    decl.name_span,
+                    format!(
+                        "`{}` is called recursively as returning {}, but it returns {}",
+                        decl.name, self.functions[*h].ret, func.ret
+                    ),
+                )
+                .with_note(
+                    "make the returned values match the declared result type (convert them)",
+                ),
+            );
+        }
         let handle = if diags.is_empty() && !callee_failed {
             let span = func.span;
             match self.pending.remove(&key) {
