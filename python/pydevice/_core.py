@@ -677,6 +677,29 @@ class _Entry:
             f"[given a {t.__module__}.{t.__qualname__}]"
         )
 
+    def _split_constants(self, args):
+        """For a kernel with ConstExpr parameters: the run-time arguments, and the
+        ``(name, value)`` pairs of the compile-time ones (part of the specialization key)."""
+        self._mod()
+        n = len(self._all_params)
+        if len(args) != n:
+            raise TypeError(f"{self.__name__}() takes {n} arguments, {len(args)} given")
+        rt = []
+        consts = []
+        for p, a in zip(self._all_params, args):
+            if p in self._const:
+                v = a.item() if isinstance(a, np.generic) else a
+                if not isinstance(v, (bool, int, float)):
+                    raise TypeError(
+                        f"{self.__name__}(): parameter `{p}` is ConstExpr: its argument must be "
+                        f"a bool, an int or a float, not {type(a).__name__}"
+                    )
+                # The type is part of the key: 1, 1.0 and True are three specializations.
+                consts.append((p, type(v).__name__, v))
+            else:
+                rt.append(a)
+        return tuple(rt), tuple(consts)
+
     # Reflection -----------------------------------------------------------------------
     def typed_ir(self, *args, types=None, arch: Optional[str] = None) -> str:
         """pydevice's typed IR of the specialization for ``args`` (or ``types``)."""
@@ -757,29 +780,6 @@ class Kernel(_Entry):
         spec = _Specialization(compiled, launcher, host)
         with self._lock:
             return self._specs.setdefault(full, spec)
-
-    def _split_constants(self, args):
-        """For a kernel with ConstExpr parameters: the run-time arguments, and the
-        ``(name, value)`` pairs of the compile-time ones (part of the specialization key)."""
-        self._mod()
-        n = len(self._all_params)
-        if len(args) != n:
-            raise TypeError(f"{self.__name__}() takes {n} arguments, {len(args)} given")
-        rt = []
-        consts = []
-        for p, a in zip(self._all_params, args):
-            if p in self._const:
-                v = a.item() if isinstance(a, np.generic) else a
-                if not isinstance(v, (bool, int, float)):
-                    raise TypeError(
-                        f"{self.__name__}(): parameter `{p}` is ConstExpr: its argument must be "
-                        f"a bool, an int or a float, not {type(a).__name__}"
-                    )
-                # The type is part of the key: 1, 1.0 and True are three specializations.
-                consts.append((p, type(v).__name__, v))
-            else:
-                rt.append(a)
-        return tuple(rt), tuple(consts)
 
     def _launch(self, args, grid, block, stream, shared):
         consts = ()
@@ -921,6 +921,11 @@ class Func(_Entry):
         return f"<pydevice func {self.__qualname__}>"
 
     def __call__(self, *args):
+        if self._module is None:
+            self._mod()
+        consts = ()
+        if self._const:
+            args, consts = self._split_constants(args)
         keys = []
         vals = []
         try:
@@ -932,11 +937,12 @@ class Func(_Entry):
             i = len(keys)
             raise self._bad_arg(i, args[i], f"unsupported argument type {e}") from None
         key = tuple(keys)
-        hf = self._host.get(key)
+        hf = self._host.get((key, consts))
         if hf is None:
             m = self._mod()
-            hf = m.host_function(self.__name__, self._types_of_keys(key, args, m))
-            self._host[key] = hf
+            constants = [(p, v) for p, _t, v in consts]
+            hf = m.host_function(self.__name__, self._types_of_keys(key, args, m), constants)
+            self._host[(key, consts)] = hf
         host_vals = []
         arrays = []
         for k, v in zip(key, vals):

@@ -355,15 +355,28 @@ impl Module {
             .map_err(|d| to_py(py, Error::Diagnostics(d)))
     }
 
-    /// JIT-compiles `entry` for the host (Cranelift), without the GIL.
+    /// JIT-compiles `entry` for the host (Cranelift), without the GIL; `constants` gives the
+    /// values of its `ConstExpr` parameters.
+    #[pyo3(signature = (entry, types, constants=None))]
     fn host_function(
         &self,
         py: Python<'_>,
         entry: &str,
         types: &Bound<'_, PyAny>,
+        constants: Option<Vec<(String, Bound<'_, PyAny>)>>,
     ) -> PyResult<HostFunc> {
         let types = self.resolve_all(types)?;
-        let f = py.detach(|| self.inner.host_function(entry, &types));
+        let constants = constants
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(n, v)| Ok((n, const_value(&v)?)))
+            .collect::<PyResult<Vec<_>>>()?;
+        let f = py.detach(|| {
+            self.inner
+                .specialize_host_with(entry, &types, &constants)
+                .map_err(pydevice::Error::from)
+                .and_then(|s| s.to_host())
+        });
         f.map(|f| HostFunc { inner: Arc::new(f) })
             .map_err(|e| to_py(py, e))
     }

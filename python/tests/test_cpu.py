@@ -390,3 +390,15 @@ def test_constexpr_parameters_are_compile_time_values():
     assert p3 != p5
     with pytest.raises(CompileError, match="E0218"):
         m.compile("window_scale", t, "sm_90", 3, [("width", 2.5), ("scale", 2.0)])
+
+
+def test_constexpr_parameters_of_a_func_called_on_the_host():
+    @device.func
+    def times(x, k: device.ConstExpr[int]):
+        return x * k
+
+    assert times(3, 4) == 12
+    assert times(3, 5) == 15
+    assert times(2.5, 2) == 5.0
+    with pytest.raises(TypeError, match="ConstExpr"):
+        times(3, "4")
