@@ -114,7 +114,7 @@ codes! {
     E0103,
     /// not a device function: the entry, or a called function, lacks `@kernel`/`@func`
     E0104,
-    /// recursive call (direct or mutual)
+    /// recursive call (direct or mutual) of a function without a return annotation, or with other argument types than the instance being checked (§1.4)
     E0105,
     /// name from another module (`numpy`, …), or a global that is not a compile-time constant
     E0106,
@@ -158,7 +158,7 @@ codes! {
     E0210,
     /// assignment to something immutable: an attribute (a struct value's field included; an attribute of a builtin or module such as `device.thread_idx.x` or `device.warp_size`), an Atomic field, a non-number field of an array element, or a tuple or vector element other than a local vector's
     E0211,
-    /// unknown attribute or method (`.dtype`, `.ndims`, `.w` of a 3-vector, an atomic reference's `.dtype` or unknown method, a struct method that does not exist, an array method other than `view`/`reshape`/`astype`, a record field that does not exist, …)
+    /// unknown attribute or method (`.dtype` of an array of structs, `.ndims`, `.w` of a 3-vector, an atomic reference's `.dtype` or unknown method, a struct method that does not exist, an array method other than `view`/`reshape`/`astype`, a record field that does not exist, …)
     E0212,
     /// bad `@struct` class: a field without a heterogeneous type hint, a statement other than fields and methods, a `@kernel` method, an unsupported `Atomic(...)` field (§7.3)
     E0213,
@@ -168,6 +168,12 @@ codes! {
     E0215,
     /// a record indexed by something other than a field name or a constant field number (§5.16.1)
     E0216,
+    /// a `ConstExpr` parameter given something other than a constant expression: a `@func` called with a run-time value, or a constant that does not fit `ConstExpr[T]` (§5.6)
+    E0217,
+    /// a kernel's (or entry's) `ConstExpr` parameter without a compile-time value, a compile-time value for a parameter that is not `ConstExpr`, or a `ConstExpr[T]` hint whose `T` is not a number type (§5.6)
+    E0218,
+    /// an exposition-only name of the spec (`Dim3Like`) used in a program, as an annotation or otherwise (§1.1)
+    E0219,
     /// an operator Python does not define on complex numbers: ordering comparisons, `//`, `%`, `min`/`max`, bitwise operators, `~` (§2.7)
     E0250,
     /// a complex number where a real one is needed: stored into a real array or local, converted with `float32(z)`/`int(z)`, as a part of `complex64(re, im)` or `cmath.rect`, given to a `math` function (§2.7)

@@ -921,17 +921,20 @@ pub enum MathFn {
     Rint,
     /// `10 ** x` (`cuda.fp16.hexp10`; not a `math` function)
     Exp10,
+    /// `1 / sqrt(x)` (`device.rsqrt`, numba's `cuda.libdevice.rsqrt`; not a `math`
+    /// function): CUDA's `rsqrtf`/`rsqrt` on the device (docs/semantics.md §11.2)
+    Rsqrt,
 }
 
 impl MathFn {
     /// Every function, for tables and tests.
-    pub const ALL: [MathFn; 43] = {
+    pub const ALL: [MathFn; 44] = {
         use MathFn::*;
         [
             Sqrt, Exp, Exp2, Expm1, Log, Log2, Log10, Log1p, Pow, Sin, Cos, Tan, Asin, Acos, Atan,
             Atan2, Sinh, Cosh, Tanh, Asinh, Acosh, Atanh, Erf, Erfc, Gamma, Lgamma, Floor, Ceil,
             Trunc, Fabs, Copysign, Fmod, Hypot, Isnan, Isinf, Isfinite, Cbrt, Remainder, Nextafter,
-            Degrees, Radians, Rint, Exp10,
+            Degrees, Radians, Rint, Exp10, Rsqrt,
         ]
     };
 
@@ -982,15 +985,16 @@ impl MathFn {
             Radians => "radians",
             Rint => "rint",
             Exp10 => "exp10",
+            Rsqrt => "rsqrt",
         }
     }
 
-    /// Looks a `math` function up by name (`rint` and `exp10` are internal: `math` has no
-    /// such functions).
+    /// Looks a `math` function up by name (`rint`, `exp10` and `rsqrt` are internal: `math`
+    /// has no such functions).
     pub fn from_name(s: &str) -> Option<MathFn> {
         MathFn::ALL
             .into_iter()
-            .find(|f| f.name() == s && !matches!(f, MathFn::Rint | MathFn::Exp10))
+            .find(|f| f.name() == s && !matches!(f, MathFn::Rint | MathFn::Exp10 | MathFn::Rsqrt))
     }
 
     /// Number of arguments.

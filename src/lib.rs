@@ -86,13 +86,9 @@ use types::promote::Defaults;
 
 /// The spec's `machine_representation()`: the C++ ABI family device code follows when it
 /// crosses into CUDA C++ — `"itanium"` on Linux (and other non-Windows hosts), `"msvc"` on
-/// Windows.
+/// Windows. Device and host code can ask too (docs/semantics.md §1.6).
 pub fn machine_representation() -> &'static str {
-    if cfg!(target_os = "windows") {
-        "msvc"
-    } else {
-        "itanium"
-    }
+    target::machine_representation()
 }
 
 /// Any error of the library.
@@ -149,6 +145,12 @@ pub struct CompileOptions {
     pub arch: Arch,
     /// Optimization level.
     pub opt_level: OptLevel,
+    /// The values of the kernel's parameters hinted `ConstExpr` or `ConstExpr[T]`, by
+    /// parameter name (docs/semantics.md §5.6). The kernel is specialized for them, as for
+    /// its argument types: they are part of the cache key, and the parameters take no
+    /// run-time argument (their types are left out of the argument types, and out of the
+    /// launch's arguments).
+    pub constants: Vec<(String, ConstValue)>,
 }
 
 impl Default for CompileOptions {
@@ -156,6 +158,103 @@ impl Default for CompileOptions {
         CompileOptions {
             arch: Arch::DEFAULT,
             opt_level: OptLevel::O3,
+            constants: Vec::new(),
+        }
+    }
+}
+
+/// The compile-time value of a parameter hinted `ConstExpr` ([`CompileOptions::constants`]):
+/// a Python `bool`, `int` or `float`. A `ConstExpr[T]` parameter converts it to `T` as
+/// `T(value)` would, and rejects (E0218) a value of another kind (a float for an integer
+/// type, say) or one `T` cannot hold.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub enum ConstValue {
+    /// `True` / `False`.
+    Bool(bool),
+    /// An integer.
+    Int(i128),
+    /// A float.
+    Float(f64),
+}
+
+impl PartialEq for ConstValue {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (ConstValue::Bool(a), ConstValue::Bool(b)) => a == b,
+            (ConstValue::Int(a), ConstValue::Int(b)) => a == b,
+            // Bit equality: one NaN is one specialization, 0.0 and -0.0 are two.
+            (ConstValue::Float(a), ConstValue::Float(b)) => a.to_bits() == b.to_bits(),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for ConstValue {}
+
+impl std::hash::Hash for ConstValue {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        std::mem::discriminant(self).hash(h);
+        match self {
+            ConstValue::Bool(b) => b.hash(h),
+            ConstValue::Int(i) => i.hash(h),
+            ConstValue::Float(f) => f.to_bits().hash(h),
+        }
+    }
+}
+
+impl fmt::Display for ConstValue {
+    /// As Python writes it: `True`, `16`, `2.5`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConstValue::Bool(true) => f.write_str("True"),
+            ConstValue::Bool(false) => f.write_str("False"),
+            ConstValue::Int(i) => write!(f, "{i}"),
+            ConstValue::Float(x) => write!(f, "{x:?}"),
+        }
+    }
+}
+
+impl std::str::FromStr for ConstValue {
+    type Err = String;
+    /// Python's spelling: `True`/`False`, an integer (`16`, `-3`, `0x10`), a float (`2.5`,
+    /// `1e-3`, `inf`, `nan`).
+    fn from_str(s: &str) -> Result<Self, String> {
+        let t = s.trim();
+        match t {
+            "True" => return Ok(ConstValue::Bool(true)),
+            "False" => return Ok(ConstValue::Bool(false)),
+            _ => {}
+        }
+        let (neg, digits) = match t.strip_prefix('-') {
+            Some(r) => (true, r),
+            None => (false, t.strip_prefix('+').unwrap_or(t)),
+        };
+        let int = if let Some(h) = digits
+            .strip_prefix("0x")
+            .or_else(|| digits.strip_prefix("0X"))
+        {
+            i128::from_str_radix(&h.replace('_', ""), 16).ok()
+        } else if digits.bytes().all(|b| b.is_ascii_digit() || b == b'_') && !digits.is_empty() {
+            digits.replace('_', "").parse::<i128>().ok()
+        } else {
+            None
+        };
+        if let Some(i) = int {
+            return Ok(ConstValue::Int(if neg { -i } else { i }));
+        }
+        t.parse::<f64>().map(ConstValue::Float).map_err(|_| {
+            format!("`{s}` is not a constant (write True, False, an integer or a float)")
+        })
+    }
+}
+
+impl ConstValue {
+    fn to_const(self) -> front::consts::Const {
+        use front::consts::Const;
+        match self {
+            ConstValue::Bool(b) => Const::Bool(b),
+            ConstValue::Int(i) => Const::Int(i),
+            ConstValue::Float(f) => Const::Float(f),
         }
     }
 }
@@ -178,8 +277,12 @@ pub struct EntryInfo {
     pub is_kernel: bool,
     /// Parameter names in order.
     pub params: Vec<String>,
-    /// Parameter types from annotations, where every parameter has one.
+    /// Parameter types from annotations, where every run-time parameter has one (the
+    /// `ConstExpr` parameters are left out: they take compile-time values).
     pub annotated: Option<Vec<Type>>,
+    /// The parameters hinted `ConstExpr` or `ConstExpr[T]`, which take their values at
+    /// compile time ([`CompileOptions::constants`]), in order.
+    pub constexpr: Vec<String>,
 }
 
 /// A parsed Python module of device code. `Send + Sync`: specialize it from many threads.
@@ -288,6 +391,17 @@ impl Module {
                     .iter()
                     .chain(def.parameters.args.iter())
                     .collect();
+                let is_const = |p: &&&ruff_python_ast::ParameterWithDefault| {
+                    p.parameter
+                        .annotation
+                        .as_deref()
+                        .is_some_and(|a| self.parsed.const_hint(a).is_some())
+                };
+                let constexpr: Vec<String> = params
+                    .iter()
+                    .filter(is_const)
+                    .map(|p| p.parameter.name.id.to_string())
+                    .collect();
                 let annotated = f
                     .signature
                     .clone()
@@ -295,6 +409,7 @@ impl Module {
                     .or_else(|| {
                         params
                             .iter()
+                            .filter(|p| !is_const(p))
                             .map(|p| {
                                 p.parameter
                                     .annotation
@@ -311,6 +426,7 @@ impl Module {
                         .map(|p| p.parameter.name.id.to_string())
                         .collect(),
                     annotated,
+                    constexpr,
                 })
             })
             .collect()
@@ -369,6 +485,61 @@ impl Module {
         }
     }
 
+    /// Argument types in Numba's notation ([`types::signature::parse_signature`]) where an
+    /// item may also name one of the module's types ([`Module::named_type`]): a `@struct`
+    /// class (`Particle`), or an array of one (`Particle[:]`, `Particle[:, ::1]`). What the
+    /// CLI's `--sig` takes.
+    pub fn parse_signature(&self, sig: &str) -> Result<Vec<Type>, String> {
+        if let Ok((args, _)) = types::signature::parse_signature(sig) {
+            return Ok(args);
+        }
+        // `void(...)` around the list.
+        let inner = sig
+            .trim()
+            .strip_suffix(')')
+            .and_then(|s| {
+                ["void(", "none(", "None("]
+                    .iter()
+                    .find_map(|p| s.trim_start().strip_prefix(p))
+            })
+            .unwrap_or(sig);
+        let mut out = Vec::new();
+        for item in split_top_level(inner) {
+            let name_of = |s: &str| {
+                let s = s.trim();
+                (!s.is_empty() && s.chars().all(|c| c.is_alphanumeric() || c == '_'))
+                    .then(|| self.named_type(s))
+                    .flatten()
+            };
+            if let Some((name, dims)) = item.strip_suffix(']').and_then(|s| s.split_once('['))
+                && let Some(elem) = name_of(name)
+            {
+                let dims: Vec<&str> = dims.split(',').map(str::trim).collect();
+                if dims.iter().any(|d| !matches!(*d, ":" | "::1")) {
+                    return Err(format!("`{item}`: each dimension is `:` or `::1`"));
+                }
+                let ndim = u8::try_from(dims.len())
+                    .map_err(|_| format!("`{item}`: too many dimensions"))?;
+                let layout = if dims.last() == Some(&"::1") {
+                    types::Layout::C
+                } else if ndim > 1 && dims.first() == Some(&"::1") {
+                    types::Layout::F
+                } else {
+                    types::Layout::Any
+                };
+                out.push(
+                    Type::array_of(&elem, ndim, layout)
+                        .ok_or_else(|| format!("`{item}`: no array of `{name}`"))?,
+                );
+            } else if let Some(t) = name_of(item) {
+                out.push(t);
+            } else {
+                out.extend(types::signature::parse_signature(item)?.0);
+            }
+        }
+        Ok(out)
+    }
+
     /// Type-checks every entry whose parameters are all annotated; returns the names of the
     /// entries that could not be checked for lack of annotations.
     pub fn check(&self) -> Result<Vec<String>, Diagnostics> {
@@ -376,6 +547,8 @@ impl Module {
         let mut all: Vec<Diagnostic> = Vec::new();
         for e in self.entries() {
             match &e.annotated {
+                // A `ConstExpr` parameter needs a value to specialize for.
+                Some(_) if !e.constexpr.is_empty() => unchecked.push(e.name),
                 Some(types) => {
                     if let Err(d) = self.specialize(&e.name, types) {
                         for x in d.list {
@@ -412,16 +585,40 @@ impl Module {
         args: &[Type],
         arch: Arch,
     ) -> Result<Specialization, Diagnostics> {
+        self.specialize_with(entry, args, &[], arch)
+    }
+
+    /// Specializes `entry` for argument types, the values of its `ConstExpr` parameters
+    /// (by name; `args` leaves those parameters out) and a GPU architecture.
+    pub fn specialize_with(
+        &self,
+        entry: &str,
+        args: &[Type],
+        constants: &[(String, ConstValue)],
+        arch: Arch,
+    ) -> Result<Specialization, Diagnostics> {
         self.check_arg_types(entry, args, true)?;
-        let mut spec =
-            front::check::specialize(&self.parsed, entry, args, self.defaults, arch.number())
-                .and_then(Specialization::checked)
-                .and_then(Specialization::random_state_fits)?;
-        if self.debug {
-            spec.program.options.debug = true;
-            spec.program.options.lineinfo = true;
-        }
-        Ok(spec)
+        let constants: Vec<_> = constants
+            .iter()
+            .map(|(n, v)| (n.clone(), v.to_const()))
+            .collect();
+        front::check::specialize(
+            &self.parsed,
+            entry,
+            args,
+            &constants,
+            self.defaults,
+            arch.number(),
+        )
+        .and_then(Specialization::checked)
+        .and_then(Specialization::random_state_fits)
+        .map(|mut spec| {
+            if self.debug {
+                spec.program.options.debug = true;
+                spec.program.options.lineinfo = true;
+            }
+            spec
+        })
     }
 
     /// Rejects argument types built through the API that no program could be specialized
@@ -463,9 +660,30 @@ impl Module {
         entry: &str,
         args: &[Type],
     ) -> Result<Specialization, Diagnostics> {
+        self.specialize_host_with(entry, args, &[])
+    }
+
+    /// [`Module::specialize_host`] with the values of `entry`'s `ConstExpr` parameters.
+    pub fn specialize_host_with(
+        &self,
+        entry: &str,
+        args: &[Type],
+        constants: &[(String, ConstValue)],
+    ) -> Result<Specialization, Diagnostics> {
         self.check_arg_types(entry, args, false)?;
-        front::check::specialize(&self.parsed, entry, args, self.defaults, ir::HOST_TARGET)
-            .and_then(Specialization::checked)
+        let constants: Vec<_> = constants
+            .iter()
+            .map(|(n, v)| (n.clone(), v.to_const()))
+            .collect();
+        front::check::specialize(
+            &self.parsed,
+            entry,
+            args,
+            &constants,
+            self.defaults,
+            ir::HOST_TARGET,
+        )
+        .and_then(Specialization::checked)
     }
 
     /// Specializes `@func` `entry` for the host and JIT-compiles it to native code.
@@ -481,7 +699,7 @@ impl Module {
         options: &CompileOptions,
     ) -> Result<CompiledKernel, Error> {
         Ok(self
-            .specialize_for(entry, args, options.arch)?
+            .specialize_with(entry, args, &options.constants, options.arch)?
             .to_ptx(options)?)
     }
 
@@ -499,6 +717,7 @@ impl Module {
             let options = CompileOptions {
                 arch: *arch,
                 opt_level,
+                constants: Vec::new(),
             };
             variants.push(self.compile(entry, args, &options)?);
         }
@@ -621,6 +840,26 @@ impl Specialization {
     }
 }
 
+/// `s` split at the commas outside brackets and parentheses, each part trimmed.
+fn split_top_level(s: &str) -> Vec<&str> {
+    let (mut depth, mut start, mut out) = (0i32, 0, Vec::new());
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(s[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if !s[start..].trim().is_empty() {
+        out.push(s[start..].trim());
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -659,13 +898,15 @@ mod tests {
             .to_ptx(&CompileOptions {
                 arch: Arch::SM_75,
                 opt_level: OptLevel::O3,
+                ..Default::default()
             })
             .expect_err("pinned to sm_80");
         assert!(err.to_string().contains("sm_80"), "{err}");
         assert!(
             spec.to_ptx(&CompileOptions {
                 arch: Arch::SM_80,
-                opt_level: OptLevel::O3
+                opt_level: OptLevel::O3,
+                ..Default::default()
             })
             .is_ok()
         );

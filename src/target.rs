@@ -260,6 +260,18 @@ impl<'de> Deserialize<'de> for OptLevel {
     }
 }
 
+/// The spec's `machine_representation()`: the C++ ABI family that device code follows when
+/// it crosses into CUDA C++ — `"itanium"` on Linux (and other non-Windows hosts), `"msvc"`
+/// on Windows. Device code compiled on a host follows that host's family (nvcc compiles
+/// `__device__` code with the host compiler's ABI), so one answer serves both.
+pub fn machine_representation() -> &'static str {
+    if cfg!(target_os = "windows") {
+        "msvc"
+    } else {
+        "itanium"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -112,6 +112,7 @@ fn host_stmt(stmt: &str) -> String {
 fn argument(row: &Row, param: &str) -> &'static str {
     match param {
         "x" if row.rule == Rule::Len => "arr",
+        "x" if row.rule == Rule::TupleOf => "(x, y)",
         "x" if row.rule == Rule::Conversion || row.rule == Rule::Bits => "x",
         "x" | "number" => "y",
         "a" | "b" | "c" | "base" | "real" => "y",
@@ -174,6 +175,8 @@ fn expression(row: &Row) -> Option<String> {
         .collect();
     let call = format!("{callee}({})", args.join(", "));
     Some(match row.rule {
+        // A string is not a value: it is compared with a literal.
+        Rule::StringOnly => format!("int32({call} == \"itanium\")"),
         // A reference is not a host value; its operations are.
         Rule::AtomicRef => format!("{call}.add(1)"),
         Rule::MathPair if name == "ldexp" => format!("{callee}(y, x)"),

@@ -134,6 +134,8 @@ struct Header {
     entry: Option<String>,
     sig: Option<String>,
     arch: Arch,
+    /// `# const: NAME=VALUE, ...`: the values of `ConstExpr` parameters.
+    constants: Vec<(String, pydevice::ConstValue)>,
 }
 
 fn header(src: &str) -> Result<Header, String> {
@@ -141,6 +143,7 @@ fn header(src: &str) -> Result<Header, String> {
         entry: None,
         sig: None,
         arch: Arch::DEFAULT,
+        constants: Vec::new(),
     };
     for line in src.lines().take_while(|l| l.starts_with('#')) {
         let l = line.trim_start_matches('#').trim();
@@ -148,6 +151,16 @@ fn header(src: &str) -> Result<Header, String> {
             h.entry = Some(v.trim().to_string());
         } else if let Some(v) = l.strip_prefix("sig:") {
             h.sig = Some(v.trim().to_string());
+        } else if let Some(v) = l.strip_prefix("const:") {
+            for item in v.split(',') {
+                let (n, x) = item
+                    .split_once('=')
+                    .ok_or_else(|| format!("bad `# const:` item `{item}`"))?;
+                h.constants.push((
+                    n.trim().to_string(),
+                    x.parse().map_err(|e| format!("`# const:`: {e}"))?,
+                ));
+            }
         } else if let Some(v) = l.strip_prefix("arch:") {
             h.arch = v
                 .trim()
@@ -227,7 +240,7 @@ fn compile(path: &Path) -> Result<Compiled, String> {
             .unwrap_or_default(),
     };
     let spec = module
-        .specialize_for(&entry, &args, h.arch)
+        .specialize_with(&entry, &args, &h.constants, h.arch)
         .map_err(|d| d.render())?;
     pydevice::ir::validate(spec.program()).map_err(|e| e.to_string())?;
     let ir = spec.program().to_string();

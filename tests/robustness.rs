@@ -343,3 +343,50 @@ fn ptx_does_not_depend_on_what_the_thread_compiled_before() {
         }
     });
 }
+
+/// The CLI's `--sig` names the module's own `@struct` classes (`Particle[:]`), and its
+/// `--const` gives `ConstExpr` values; bad values are usage errors (exit status 2).
+#[test]
+fn cli_sig_names_structs_and_const_gives_constexpr_values() {
+    let dir = temp_dir("sig-structs");
+    let file = dir.join("p.py");
+    std::fs::write(
+        &file,
+        "from cuda import device\nfrom cuda.device import float32, ConstExpr\n\n@device.struct\nclass Particle:\n    x: float32\n    v: float32\n\n@device.kernel\ndef step(ps, dt, n: ConstExpr[int]):\n    i = device.tid(1)\n    if i < len(ps):\n        p = ps[i]\n        ps[i] = Particle(p.x + p.v * dt * n, p.v)\n",
+    )
+    .unwrap();
+    let run = |sig: &str, konst: &str| {
+        cli()
+            .args(["compile"])
+            .arg(&file)
+            .args([
+                "--entry", "step", "--sig", sig, "--const", konst, "--emit", "ir",
+            ])
+            .output()
+            .unwrap()
+    };
+    let ok = run("Particle[:], float32", "n=3");
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let ir = String::from_utf8_lossy(&ok.stdout);
+    assert!(ir.contains("ps: Particle[:]") && ir.contains("3"), "{ir}");
+    let c = run("void(Particle[::1], float32)", "n=3");
+    assert!(String::from_utf8_lossy(&c.stdout).contains("ps: Particle[::1]"));
+    let unknown = run("Nope[:], float32", "n=3");
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("unknown type `Nope`"));
+    let bad = run("Particle[:], float32", "n=x");
+    assert_eq!(bad.status.code(), Some(2));
+    let missing = cli()
+        .arg("compile")
+        .arg(&file)
+        .args(["--entry", "step", "--sig", "Particle[:], float32"])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("E0218"));
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -128,6 +128,38 @@ fn each_part_of_the_key_makes_a_new_specialization() {
     assert_eq!(cache.stats().compiles, 6);
 }
 
+/// A kernel's `ConstExpr` values are part of the key: one specialization per value, the
+/// same value a hit, and the parameters take no launch argument.
+#[test]
+fn constexpr_values_are_part_of_the_key() {
+    use pydevice::ConstValue;
+    let src = "from cuda import device\nfrom cuda.device import ConstExpr\n@device.kernel\ndef k(a, n: ConstExpr[int]):\n    i = device.tid(1)\n    if i < len(a):\n        a[i] = a[i] * n\n";
+    let cache = KernelCache::new();
+    let module = Module::parse("k.py", src).unwrap();
+    let args = sig("float32[::1]");
+    let with = |n: i128| CompileOptions {
+        constants: vec![("n".into(), ConstValue::Int(n))],
+        ..CompileOptions::default()
+    };
+    let a = cache.get_or_compile(&module, "k", &args, &with(3)).unwrap();
+    let b = cache.get_or_compile(&module, "k", &args, &with(5)).unwrap();
+    let a2 = cache.get_or_compile(&module, "k", &args, &with(3)).unwrap();
+    assert!(Arc::ptr_eq(&a, &a2) && !Arc::ptr_eq(&a, &b));
+    assert!(
+        a.ptx.contains("3.0") || a.ptx.contains("0f40400000"),
+        "{}",
+        a.ptx
+    );
+    assert!(b.ptx.contains("0f40A00000"), "{}", b.ptx);
+    assert_eq!(a.abi.params.len(), 1);
+    assert_eq!(cache.stats().compiles, 2);
+    // Without a value: E0218.
+    let e = cache
+        .get_or_compile(&module, "k", &args, &CompileOptions::default())
+        .unwrap_err();
+    assert!(e.to_string().contains("E0218"), "{e}");
+}
+
 #[test]
 fn compile_errors_reach_every_caller_and_are_not_kept() {
     let cache = KernelCache::new();

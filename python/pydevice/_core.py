@@ -598,6 +598,9 @@ class _Entry:
         self._module = None
         self._params: Optional[List[str]] = None
         self._annotated: Optional[List[str]] = None
+        # Parameters hinted ConstExpr: their values are compile-time (docs/semantics.md §5.6).
+        self._const: List[str] = []
+        self._all_params: List[str] = []
         self._lock = threading.Lock()
 
     @property
@@ -611,9 +614,12 @@ class _Entry:
         m = self._module
         if m is None:
             m = _native_module(self._source.filename, self._source.text())
-            for name, _is_kernel, params, ann in m.entries():
+            for name, _is_kernel, params, ann, const in m.entries():
                 if name == self.__name__:
-                    self._params = list(params)
+                    self._const = list(const)
+                    self._all_params = list(params)
+                    # The run-time parameters, which `_annotated` describes.
+                    self._params = [p for p in params if p not in self._const]
                     self._annotated = ann
                     break
             else:
@@ -670,6 +676,29 @@ class _Entry:
             f"{self.__name__}(): argument {i} (parameter `{self._param_name(i)}`): {why} "
             f"[given a {t.__module__}.{t.__qualname__}]"
         )
+
+    def _split_constants(self, args):
+        """For a kernel with ConstExpr parameters: the run-time arguments, and the
+        ``(name, value)`` pairs of the compile-time ones (part of the specialization key)."""
+        self._mod()
+        n = len(self._all_params)
+        if len(args) != n:
+            raise TypeError(f"{self.__name__}() takes {n} arguments, {len(args)} given")
+        rt = []
+        consts = []
+        for p, a in zip(self._all_params, args):
+            if p in self._const:
+                v = a.item() if isinstance(a, np.generic) else a
+                if not isinstance(v, (bool, int, float)):
+                    raise TypeError(
+                        f"{self.__name__}(): parameter `{p}` is ConstExpr: its argument must be "
+                        f"a bool, an int or a float, not {type(a).__name__}"
+                    )
+                # The type is part of the key: 1, 1.0 and True are three specializations.
+                consts.append((p, type(v).__name__, v))
+            else:
+                rt.append(a)
+        return tuple(rt), tuple(consts)
 
     # Reflection -----------------------------------------------------------------------
     def typed_ir(self, *args, types=None, arch: Optional[str] = None) -> str:
@@ -733,9 +762,10 @@ class Kernel(_Entry):
             raise TypeError("kernel[grid, block] or kernel[grid, block, stream, shared]")
         return _Configured(self, *config)
 
-    def _specialize(self, key, args) -> _Specialization:
+    def _specialize(self, key, args, consts=()) -> _Specialization:
+        full = (key, consts) if consts else key
         with self._lock:
-            spec = self._specs.get(key)
+            spec = self._specs.get(full)
             if spec is not None:
                 return spec
         m = self._mod()
@@ -743,14 +773,20 @@ class Kernel(_Entry):
         ordinal = _device_of_key(key)
         if ordinal is None:
             ordinal = _default_device()
-        compiled = m.compile(self.__name__, types, _arch_for(ordinal), 3)
+        constants = [(p, v) for p, _t, v in consts]
+        compiled = m.compile(self.__name__, types, _arch_for(ordinal), 3, constants)
         launcher = compiled.load(ordinal)
         host = tuple(i for i, k in enumerate(key) if k[0] == "H")
         spec = _Specialization(compiled, launcher, host)
         with self._lock:
-            return self._specs.setdefault(key, spec)
+            return self._specs.setdefault(full, spec)
 
     def _launch(self, args, grid, block, stream, shared, seed=None, cooperative=False, cluster=None):
+        consts = ()
+        if self._module is None:
+            self._mod()
+        if self._const:
+            args, consts = self._split_constants(args)
         keys = []
         vals = []
         H = _HANDLERS
@@ -766,14 +802,17 @@ class Kernel(_Entry):
             i = len(keys)
             raise self._bad_arg(i, args[i], f"unsupported argument type {e}") from None
         key = tuple(keys)
-        spec = self._specs.get(key)
+        spec = self._specs.get((key, consts) if consts else key)
         if spec is None:
-            spec = self._specialize(key, args)
+            spec = self._specialize(key, args, consts)
         if spec.host_arrays:
             return self._launch_host(spec, vals, grid, block, stream, shared, seed, cooperative, cluster)
         h = _stream_handle(stream)
         spec.launcher.launch(tuple(vals), grid, block, shared, h, seed, cooperative, cluster)
-        if not self._bounds_check:
+        if consts:
+            # The fast path keys on argument kinds, not values: not for ConstExpr kernels.
+            pass
+        elif not self._bounds_check:
             # Later launches with arguments of these kinds take the fast path (when all of
             # them have one: CuPy arrays, PyTorch tensors, Python numbers).
             self._dispatcher.insert(args, spec.launcher)
@@ -887,6 +926,11 @@ class Func(_Entry):
         return f"<pydevice func {self.__qualname__}>"
 
     def __call__(self, *args):
+        if self._module is None:
+            self._mod()
+        consts = ()
+        if self._const:
+            args, consts = self._split_constants(args)
         keys = []
         vals = []
         try:
@@ -898,11 +942,12 @@ class Func(_Entry):
             i = len(keys)
             raise self._bad_arg(i, args[i], f"unsupported argument type {e}") from None
         key = tuple(keys)
-        hf = self._host.get(key)
+        hf = self._host.get((key, consts))
         if hf is None:
             m = self._mod()
-            hf = m.host_function(self.__name__, self._types_of_keys(key, args, m))
-            self._host[key] = hf
+            constants = [(p, v) for p, _t, v in consts]
+            hf = m.host_function(self.__name__, self._types_of_keys(key, args, m), constants)
+            self._host[(key, consts)] = hf
         host_vals = []
         arrays = []
         for k, v in zip(key, vals):

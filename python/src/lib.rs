@@ -153,13 +153,36 @@ pub(crate) fn device(ordinal: usize) -> Result<Arc<Device>, RuntimeError> {
     Ok(d)
 }
 
+/// A Python `bool`, `int` or `float` (NumPy scalars too, through `item()`) as the value of a
+/// `ConstExpr` parameter.
+fn const_value(v: &Bound<'_, PyAny>) -> PyResult<pydevice::ConstValue> {
+    use pyo3::types::{PyBool, PyFloat, PyInt};
+    if v.is_instance_of::<PyBool>() {
+        return Ok(pydevice::ConstValue::Bool(v.extract()?));
+    }
+    if v.is_instance_of::<PyInt>() {
+        return Ok(pydevice::ConstValue::Int(v.extract()?));
+    }
+    if v.is_instance_of::<PyFloat>() {
+        return Ok(pydevice::ConstValue::Float(v.extract()?));
+    }
+    if v.hasattr("item")? && v.hasattr("dtype")? {
+        return const_value(&v.call_method0("item")?);
+    }
+    Err(PyTypeError::new_err(format!(
+        "a ConstExpr argument must be a bool, an int or a float, not {}",
+        v.get_type().name()?
+    )))
+}
+
 fn parse_arch(arch: &str) -> PyResult<Arch> {
     arch.parse::<Arch>()
         .map_err(|e| PyValueError::new_err(format!("architecture `{arch}`: {e}")))
 }
 
-/// An entry as Python sees it: `(name, is_kernel, params, annotated types or None)`.
-type EntryTuple = (String, bool, Vec<String>, Option<Vec<String>>);
+/// An entry as Python sees it: `(name, is_kernel, params, annotated types or None,
+/// ConstExpr parameters)`.
+type EntryTuple = (String, bool, Vec<String>, Option<Vec<String>>, Vec<String>);
 
 /// A parsed module of device code.
 #[pyclass(frozen, module = "pydevice._native")]
@@ -202,6 +225,7 @@ impl Module {
             },
             opt_level: pydevice::OptLevel::try_from(opt)
                 .map_err(pyo3::exceptions::PyValueError::new_err)?,
+            ..Default::default()
         })
     }
 }
@@ -218,7 +242,8 @@ impl Module {
         }
     }
 
-    /// The `@kernel`/`@func` functions: `(name, is_kernel, params, annotated types or None)`.
+    /// The `@kernel`/`@func` functions: `(name, is_kernel, params, annotated types of the
+    /// run-time parameters or None, the parameters hinted ConstExpr)`.
     fn entries(&self) -> Vec<EntryTuple> {
         self.inner
             .entries()
@@ -227,7 +252,7 @@ impl Module {
                 let ann = e
                     .annotated
                     .map(|ts| ts.iter().map(|t| t.to_string()).collect());
-                (e.name, e.is_kernel, e.params, ann)
+                (e.name, e.is_kernel, e.params, ann, e.constexpr)
             })
             .collect()
     }
@@ -254,7 +279,9 @@ impl Module {
     }
 
     /// Compiles `entry` for `types` through the process-wide [`KernelCache`], without the GIL.
-    #[pyo3(signature = (entry, types, arch=None, opt=3))]
+    /// `constants` gives the values of its `ConstExpr` parameters: `(name, bool | int |
+    /// float)` pairs, part of the cache key.
+    #[pyo3(signature = (entry, types, arch=None, opt=3, constants=None))]
     fn compile(
         &self,
         py: Python<'_>,
@@ -262,9 +289,13 @@ impl Module {
         types: &Bound<'_, PyAny>,
         arch: Option<&str>,
         opt: u8,
+        constants: Option<Vec<(String, Bound<'_, PyAny>)>>,
     ) -> PyResult<Kernel> {
         let types = self.resolve_all(types)?;
-        let options = Self::options(arch, opt)?;
+        let mut options = Self::options(arch, opt)?;
+        for (name, v) in constants.unwrap_or_default() {
+            options.constants.push((name, const_value(&v)?));
+        }
         let module = self.inner.clone();
         let entry = entry.to_string();
         let compiled =
@@ -325,15 +356,28 @@ impl Module {
             .map_err(|d| to_py(py, Error::Diagnostics(d)))
     }
 
-    /// JIT-compiles `entry` for the host (Cranelift), without the GIL.
+    /// JIT-compiles `entry` for the host (Cranelift), without the GIL; `constants` gives the
+    /// values of its `ConstExpr` parameters.
+    #[pyo3(signature = (entry, types, constants=None))]
     fn host_function(
         &self,
         py: Python<'_>,
         entry: &str,
         types: &Bound<'_, PyAny>,
+        constants: Option<Vec<(String, Bound<'_, PyAny>)>>,
     ) -> PyResult<HostFunc> {
         let types = self.resolve_all(types)?;
-        let f = py.detach(|| self.inner.host_function(entry, &types));
+        let constants = constants
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(n, v)| Ok((n, const_value(&v)?)))
+            .collect::<PyResult<Vec<_>>>()?;
+        let f = py.detach(|| {
+            self.inner
+                .specialize_host_with(entry, &types, &constants)
+                .map_err(pydevice::Error::from)
+                .and_then(|s| s.to_host())
+        });
         f.map(|f| HostFunc { inner: Arc::new(f) })
             .map_err(|e| to_py(py, e))
     }

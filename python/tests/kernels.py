@@ -127,3 +127,17 @@ def total_and_clear(a):
 @device.func
 def scaled(x):
     return x * SCALE
+
+
+@device.kernel
+def window_scale(a, out, width: device.ConstExpr[int], scale: device.ConstExpr):
+    # `width` and `scale` are compile-time values: one specialization per value (§5.6).
+    i = device.tid(1)
+    if i < len(out):
+        buf = device.local_array(width, float32)
+        for j in range(width):
+            buf[j] = a[i + j]
+        s = float32(0)
+        for j in range(width):
+            s += buf[j]
+        out[i] = s * scale

@@ -414,3 +414,29 @@ def test_host_random_numbers_match_an_independent_python_reference(tmp_path):
     # The Python-level names exist for imports and refuse to run outside compiled code.
     with pytest.raises(TypeError):
         device.random.rand()
+
+
+def test_constexpr_parameters_are_compile_time_values():
+    from pydevice.errors import CompileError
+
+    m = K.window_scale._mod()
+    assert K.window_scale._const == ["width", "scale"]
+    assert K.window_scale._params == ["a", "out"]
+    t = ["float32[::1]", "float32[::1]"]
+    p3 = m.compile("window_scale", t, "sm_90", 3, [("width", 3), ("scale", 2.0)]).ptx
+    p5 = m.compile("window_scale", t, "sm_90", 3, [("width", 5), ("scale", 2.0)]).ptx
+    assert p3 != p5
+    with pytest.raises(CompileError, match="E0218"):
+        m.compile("window_scale", t, "sm_90", 3, [("width", 2.5), ("scale", 2.0)])
+
+
+def test_constexpr_parameters_of_a_func_called_on_the_host():
+    @device.func
+    def times(x, k: device.ConstExpr[int]):
+        return x * k
+
+    assert times(3, 4) == 12
+    assert times(3, 5) == 15
+    assert times(2.5, 2) == 5.0
+    with pytest.raises(TypeError, match="ConstExpr"):
+        times(3, "4")

@@ -1,11 +1,11 @@
 //! The `pydevice` command line: a thin client of the library's public API.
 //!
 //! ```text
-//! pydevice compile FILE.py --entry NAME --sig "float32[:], int32" [--arch sm_90] [--emit ptx|llvm|ir|abi] [-o OUT] [--debug]
-//! pydevice check FILE.py [--entry NAME --sig SIG]
+//! pydevice compile FILE.py --entry NAME --sig "float32[:], int32" [--const NAME=VALUE ...] [--arch sm_90] [--emit ptx|llvm|ir|abi] [-o OUT] [--debug]
+//! pydevice check FILE.py [--entry NAME --sig SIG [--const NAME=VALUE ...]]
 //! pydevice abi FILE.py [--type NAME ...] [--json | --header]
 //! pydevice run FILE.py --entry NAME --grid X[,Y[,Z]] --block X[,Y[,Z]] [--shared N] [--arch smXX]
-//!              --arg NAME=file.npy --arg NAME=dtype:value ... [--out NAME=path.npy] [--bench N]
+//!              --arg NAME=file.npy --arg NAME=dtype:value ... [--const NAME=VALUE ...] [--out NAME=path.npy] [--bench N]
 //!              [--seed N] [--debug]
 //! pydevice call FILE.py --entry NAME --arg NAME=dtype:value ... [--seed N [--thread T]]
 //! ```
@@ -15,7 +15,6 @@ use pydevice::abi::{self, ArgValue, ArrayArg};
 use pydevice::runtime::npy::NpyArray;
 use pydevice::runtime::records::NpyRecords;
 use pydevice::runtime::{Device, LaunchConfig};
-use pydevice::types::signature::parse_signature;
 use pydevice::types::{Layout, Scalar, Type};
 use pydevice::{Arch, CompileOptions, HostValue, Module};
 use std::collections::HashMap;
@@ -24,15 +23,17 @@ use std::path::Path;
 use std::process::ExitCode;
 
 const USAGE: &str = "usage:
-  pydevice compile FILE.py --entry NAME [--sig SIG] [--arch smXX] [--emit ptx|llvm|ir|abi] [-o OUT]
+  pydevice compile FILE.py --entry NAME [--sig SIG] [--const NAME=VALUE ...] [--arch smXX] [--emit ptx|llvm|ir|abi] [-o OUT]
                    [--debug]
-  pydevice check FILE.py [--entry NAME --sig SIG]
+  pydevice check FILE.py [--entry NAME --sig SIG [--const NAME=VALUE ...]]
   pydevice abi FILE.py [--type NAME ...] [--json | --header]
   pydevice run FILE.py --entry NAME --grid X[,Y[,Z]] --block X[,Y[,Z]] [--shared N] [--arch smXX]
-               --arg NAME=FILE.npy | --arg NAME=DTYPE:VALUE ... [--out NAME=FILE.npy] [--bench N]
+               --arg NAME=FILE.npy | --arg NAME=DTYPE:VALUE ... [--const NAME=VALUE ...] [--out NAME=FILE.npy] [--bench N]
                [--seed N] [--debug]
   pydevice call FILE.py --entry NAME --arg NAME=DTYPE:VALUE ... [--seed N [--thread T]]
 SIG uses Numba's notation: \"float32[:], float64[:, ::1], int32\" or \"void(float32[:], int32)\".
+--const gives the value of a parameter hinted ConstExpr (True, False, an integer or a float);
+the kernel is specialized for it, and SIG and --arg leave that parameter out.
 abi prints the layouts of the module's @struct classes, or of each --type (a class, a vector
 such as float32x3, a number, or a type in Numba's notation), with the types they are made of;
 --header prints them as a CUDA C++ header, with extern \"C\" declarations of the module's
@@ -179,8 +180,10 @@ fn arch_option(a: &Args) -> Result<Option<Arch>, String> {
 /// The argument types: from `--sig`, or from the entry's annotations.
 fn signature(module: &Module, entry: &str, sig: Option<&str>) -> Result<Vec<Type>, Failure> {
     if let Some(sig) = sig {
-        let (args, _ret) = parse_signature(sig).map_err(|e| format!("bad --sig: {e}"))?;
-        return Ok(args);
+        // Numba's notation, where the module's own `@struct` classes may be named.
+        return module
+            .parse_signature(sig)
+            .map_err(|e| Failure::Other(format!("bad --sig: {e}")));
     }
     let info = module
         .entries()
@@ -210,8 +213,24 @@ fn report(e: pydevice::Error) -> Failure {
     }
 }
 
+/// The `--const NAME=VALUE` options: the values of `ConstExpr` parameters.
+fn constants(a: &Args) -> Result<Vec<(String, pydevice::ConstValue)>, Failure> {
+    a.all("const")
+        .into_iter()
+        .map(|text| {
+            let (name, value) = text
+                .split_once('=')
+                .ok_or_else(|| format!("bad --const `{text}`: write NAME=VALUE"))?;
+            let v = value
+                .parse::<pydevice::ConstValue>()
+                .map_err(|e| format!("bad --const `{text}`: {e}"))?;
+            Ok((name.trim().to_string(), v))
+        })
+        .collect()
+}
+
 fn cmd_compile(a: &Args) -> Result<(), Failure> {
-    a.check_known(&["entry", "sig", "arch", "emit", "o", "opt", "debug"])?;
+    a.check_known(&["entry", "sig", "const", "arch", "emit", "o", "opt", "debug"])?;
     let [path] = a.positional.as_slice() else {
         return Err(Failure::Other(format!("compile takes one FILE\n{USAGE}")));
     };
@@ -220,13 +239,14 @@ fn cmd_compile(a: &Args) -> Result<(), Failure> {
     let args = signature(&module, entry, a.one("sig"))?;
     let mut options = CompileOptions {
         arch: arch_option(a)?.unwrap_or(Arch::DEFAULT),
+        constants: constants(a)?,
         ..CompileOptions::default()
     };
     if let Some(o) = a.one("opt") {
         options.opt_level = o.parse().map_err(|_| format!("bad --opt `{o}`"))?;
     }
     let spec = module
-        .specialize_for(entry, &args, options.arch)
+        .specialize_with(entry, &args, &options.constants, options.arch)
         .map_err(|d| report(d.into()))?;
     let text = match a.one("emit").unwrap_or("ptx") {
         "ptx" => spec.to_ptx(&options).map_err(|e| report(e.into()))?.ptx,
@@ -248,7 +268,7 @@ fn cmd_compile(a: &Args) -> Result<(), Failure> {
 }
 
 fn cmd_check(a: &Args) -> Result<(), Failure> {
-    a.check_known(&["entry", "sig"])?;
+    a.check_known(&["entry", "sig", "const"])?;
     let [path] = a.positional.as_slice() else {
         return Err(Failure::Other(format!("check takes one FILE\n{USAGE}")));
     };
@@ -257,7 +277,7 @@ fn cmd_check(a: &Args) -> Result<(), Failure> {
     if let Some(entry) = a.one("entry") {
         let args = signature(&module, entry, a.one("sig"))?;
         module
-            .specialize(entry, &args)
+            .specialize_with(entry, &args, &constants(a)?, Arch::DEFAULT)
             .map_err(|d| report(d.into()))?;
         eprintln!("{file}: `{entry}` checked, no errors");
         return Ok(());
@@ -584,7 +604,7 @@ fn parse_file_arg(name: &str, path: &Path) -> Result<(String, CliArg), String> {
 
 fn cmd_run(a: &Args) -> Result<(), Failure> {
     a.check_known(&[
-        "entry", "grid", "block", "shared", "arch", "arg", "out", "bench", "seed", "debug",
+        "entry", "grid", "block", "shared", "arch", "arg", "const", "out", "bench", "seed", "debug",
     ])?;
     let seed: Option<u64> = a
         .one("seed")
@@ -622,8 +642,21 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
         }
         given.insert(name, arg);
     }
+    let consts = constants(a)?;
+    // `ConstExpr` parameters take `--const`, not `--arg`: they are not launch arguments.
+    let params: Vec<String> = info
+        .params
+        .iter()
+        .filter(|p| !info.constexpr.contains(p))
+        .cloned()
+        .collect();
+    if let Some(p) = info.constexpr.iter().find(|p| given.contains_key(*p)) {
+        return Err(Failure::Other(format!(
+            "`{p}` is a `ConstExpr` parameter: give its value with --const {p}=VALUE"
+        )));
+    }
     let mut types = Vec::new();
-    for p in &info.params {
+    for p in &params {
         let arg = given
             .get(p)
             .ok_or_else(|| format!("missing --arg {p}=... (every parameter needs one)"))?;
@@ -656,6 +689,7 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
             &types,
             &CompileOptions {
                 arch,
+                constants: consts,
                 ..CompileOptions::default()
             },
         )
@@ -665,7 +699,7 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
         .map_err(|e| e.to_string())?;
     let mut buffers = HashMap::new();
     let mut values = Vec::new();
-    for (p, ty) in info.params.iter().zip(&types) {
+    for (p, ty) in params.iter().zip(&types) {
         match &given[p] {
             CliArg::Record(_, bytes) if matches!(ty, Type::StructRef { .. }) => {
                 let buf = device.upload(bytes).map_err(|e| e.to_string())?;

@@ -42,6 +42,9 @@ pub(crate) enum Item {
     Planned(String),
     /// A global bound to something only host code can compute.
     Host,
+    /// `None` passed as an argument to a `@func`: a compile-time value (§5.3), which only
+    /// `is None` / `is not None` can test.
+    NoneArg,
 }
 
 /// Options given to `@kernel(...)` or `@func(...)`.
@@ -67,6 +70,8 @@ pub(crate) struct DecoratorOptions {
     pub max_registers: Option<u32>,
     /// numba's signature argument of `@cuda.jit`.
     pub signature: Option<Vec<crate::types::Type>>,
+    /// The result type of that signature, where it gives one (`"int64(int64)"`).
+    pub signature_ret: Option<crate::types::Type>,
     /// `extern=True` / `extern="symbol"` (`@func`): defined in another language.
     pub external: Option<external::ExternDecl>,
     /// `cluster=(x, y, z)` (kernels, sm_90): the thread block cluster shape, with the
@@ -154,6 +159,25 @@ impl ParsedModule {
             .iter()
             .enumerate()
             .find(|(_, f)| f.name == name)
+    }
+
+    /// The expression a module-level name is bound to, when one plain assignment at the
+    /// top level binds it (`NEWER = provides(sm80)`).
+    pub(crate) fn global_value(&self, name: &str) -> Option<&Expr> {
+        let mut found = None;
+        for s in &self.body {
+            if let Stmt::Assign(a) = s
+                && a.targets
+                    .iter()
+                    .any(|t| matches!(t, Expr::Name(n) if n.id.as_str() == name))
+            {
+                if found.is_some() || a.targets.len() != 1 {
+                    return None;
+                }
+                found = Some(a.value.as_ref());
+            }
+        }
+        found
     }
 
     /// Looks a module-level name up: the module's own names, then `from cuda.device import *`,
@@ -986,7 +1010,10 @@ impl ParsedModule {
         let mut args = call.arguments.args.iter();
         if let Some(sig) = args.next() {
             match self.numba_signature(sig) {
-                Ok((types, _ret)) => options.signature = Some(types),
+                Ok((types, ret)) => {
+                    options.signature = Some(types);
+                    options.signature_ret = ret;
+                }
                 Err(m) => diags.push(Diagnostic::error(
                     Code::E0103,
                     sig.range().into(),
@@ -1158,6 +1185,11 @@ impl ParsedModule {
                 Some(Item::Const(c)) => Some(c.clone()),
                 _ => None,
             },
+            // `math.pi`, `np.e`, `cmath.infj`: constants of an imported namespace.
+            Expr::Attribute(_) => match self.resolve_static(e)? {
+                Item::Const(c) => Some(c),
+                _ => None,
+            },
             Expr::Tuple(t) => t
                 .elts
                 .iter()
@@ -1215,7 +1247,108 @@ impl ParsedModule {
     }
 }
 
+/// A parameter's `ConstExpr` hint (docs/semantics.md §5.6).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ConstHint<'a> {
+    /// `ConstExpr`: any constant.
+    Any,
+    /// `ConstExpr[T]`: a constant of type `T` (the annotation inside the brackets).
+    Of(&'a Expr),
+}
+
 impl ParsedModule {
+    /// The `ConstExpr` hint an annotation gives (`ConstExpr`, `device.ConstExpr[int32]`),
+    /// `None` for any other annotation.
+    pub(crate) fn const_hint<'a>(&self, ann: &'a Expr) -> Option<ConstHint<'a>> {
+        let is_const = |e: &Expr| self.resolve_static(e) == Some(Item::Builtin(Builtin::ConstExpr));
+        match ann {
+            Expr::Subscript(s) if is_const(&s.value) => Some(ConstHint::Of(&s.slice)),
+            e if is_const(e) => Some(ConstHint::Any),
+            _ => None,
+        }
+    }
+
+    /// The constant a `ConstExpr` parameter sees for a given constant `c`: `c` itself for a
+    /// bare `ConstExpr`; for `ConstExpr[T]`, `c` as a value of `T`: an integer for `int`
+    /// (and for every integer type, which must hold it: the parameter is then that type, as
+    /// `int32(5)` is), a number for `float`/`complex` and the float types, `True`/`False` for
+    /// `bool`. `Err` with the reason otherwise.
+    pub(crate) fn const_for_hint(&self, hint: ConstHint<'_>, c: &Const) -> Result<Const, String> {
+        use crate::types::Scalar;
+        let ConstHint::Of(t) = hint else {
+            return Ok(c.clone());
+        };
+        // The plain value of a typed constant (`int32(5)` given to `ConstExpr[int]`).
+        let plain = match c {
+            Const::Typed(_, inner) => inner.as_ref(),
+            c => c,
+        };
+        let want = match self.resolve_static(t) {
+            Some(Item::Builtin(Builtin::Int)) => None,
+            Some(Item::Builtin(Builtin::Float)) => {
+                return plain
+                    .as_f64()
+                    .map(Const::Float)
+                    .filter(|_| !matches!(plain, Const::Bool(_)))
+                    .ok_or_else(|| "a `float`".to_string());
+            }
+            Some(Item::Builtin(Builtin::Complex)) => {
+                return match plain {
+                    Const::Bool(_) => Err("a `complex`".to_string()),
+                    p => p
+                        .as_complex()
+                        .map(|(re, im)| Const::Complex(re, im))
+                        .ok_or_else(|| "a `complex`".to_string()),
+                };
+            }
+            Some(Item::Builtin(Builtin::Bool)) => Some(Scalar::Bool),
+            Some(Item::Builtin(Builtin::Scalar(s))) => Some(s),
+            _ => {
+                return Err(format!(
+                    "`ConstExpr[{}]`: the type must be a number type (`int`, `float`, `bool`, `complex`, `int32`, …)",
+                    self.file
+                        .text
+                        .get(t.range().start().to_usize()..t.range().end().to_usize())
+                        .unwrap_or("?")
+                ));
+            }
+        };
+        let Some(s) = want else {
+            // `ConstExpr[int]`: a Python integer (not a bool), kept weak.
+            return match plain {
+                Const::Int(i) => Ok(Const::Int(*i)),
+                _ => Err("an integer".to_string()),
+            };
+        };
+        let ok = match plain {
+            Const::Bool(_) => s == Scalar::Bool,
+            Const::Int(_) => s != Scalar::Bool,
+            Const::Float(_) => s.is_float(),
+            _ => false,
+        };
+        let what = || format!("a value of type `{s}`");
+        if !ok {
+            return Err(what());
+        }
+        Const::typed(s, plain).ok_or_else(what)
+    }
+
+    /// The `ConstExpr` hint of each parameter of function `idx` (positional parameters in
+    /// order).
+    pub(crate) fn const_hints(&self, idx: usize) -> Vec<Option<ConstHint<'_>>> {
+        let def = self.def(&self.functions[idx]);
+        def.parameters
+            .posonlyargs
+            .iter()
+            .chain(def.parameters.args.iter())
+            .map(|p| {
+                p.parameter
+                    .annotation
+                    .as_deref()
+                    .and_then(|a| self.const_hint(a))
+            })
+            .collect()
+    }
     /// The type an annotation names: a scalar type (`float32`, `int`), or a string in
     /// Numba's notation (`"float32[:, ::1]"`). `None` for anything else.
     pub(crate) fn annotation_type(
@@ -1248,6 +1381,19 @@ impl ParsedModule {
                     None => 0,
                 };
                 Some(Type::Atomic { dtype, align })
+            }
+            // `tuple[float32, int32]`
+            Expr::Subscript(sub)
+                if self.resolve_static(&sub.value) == Some(Item::Builtin(Builtin::TupleType)) =>
+            {
+                let elts: Vec<&Expr> = match sub.slice.as_ref() {
+                    Expr::Tuple(t) => t.elts.iter().collect(),
+                    e => vec![e],
+                };
+                elts.into_iter()
+                    .map(|e| self.annotation_type(e, d))
+                    .collect::<Option<Vec<_>>>()
+                    .map(Type::Tuple)
             }
             e => match self.resolve_static(e)? {
                 Item::Builtin(Builtin::Scalar(s)) => Some(Type::Scalar(s)),

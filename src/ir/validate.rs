@@ -50,10 +50,9 @@ pub fn validate(program: &Program) -> Result<(), ValidationError> {
             ),
         });
     }
-    for (h, f) in program.functions.iter() {
+    for (_, f) in program.functions.iter() {
         Validator {
             program,
-            this: h,
             f,
             span: f.span,
             loops: 0,
@@ -65,7 +64,6 @@ pub fn validate(program: &Program) -> Result<(), ValidationError> {
 
 struct Validator<'a> {
     program: &'a Program,
-    this: Handle<Function>,
     f: &'a Function,
     /// The statement being checked (for the error).
     span: Span,
@@ -478,9 +476,11 @@ impl Validator<'_> {
                 }
             }
             Expr::Call(callee, args) => {
-                if callee.index() >= self.this.index() {
+                // Callees usually come before their callers; a recursive call (§1.4) may name
+                // its own function or a later one.
+                if callee.index() >= self.program.functions.len() {
                     return self.fail(format!(
-                        "a call of function {}, which does not come before its caller",
+                        "a call of function {}, which does not exist",
                         callee.index()
                     ));
                 }
@@ -523,9 +523,9 @@ impl Validator<'_> {
                 }
             }
             Expr::Launch(l) => {
-                if l.kernel.index() >= self.this.index() {
+                if l.kernel.index() >= self.program.functions.len() {
                     return self.fail(format!(
-                        "a launch of function {}, which does not come before its caller",
+                        "a launch of function {}, which the program does not have",
                         l.kernel.index()
                     ));
                 }

@@ -11,17 +11,20 @@ mod arrays;
 mod const_arrays;
 mod groups;
 mod hopper;
+mod constexpr;
 mod host_device;
 mod interop;
 mod numba_misc;
 mod numba_suite;
 mod options;
 mod records;
+mod recursion;
 #[path = "../support/mod.rs"]
 mod support;
 mod sync;
 mod tensor;
 mod types;
+mod zero_dim;
 
 use pydevice::abi::{ArgValue, ArrayArg};
 use pydevice::runtime::{Device, DeviceBuffer, LaunchConfig};

@@ -102,6 +102,12 @@ pub(crate) fn member(ns: Namespace, name: &str) -> Option<super::Item> {
         (Namespace::Math | Namespace::Cmath | Namespace::Numpy, "nan") => float(f64::NAN),
         (Namespace::Cmath, "infj") => Some(Item::Const(Const::Complex(0.0, f64::INFINITY))),
         (Namespace::Cmath, "nanj") => Some(Item::Const(Const::Complex(0.0, f64::NAN))),
+        // The spec: "`Dim3` is a subclass of `uint32x3`" (the type of `thread_idx` and its
+        // siblings): the same type here, usable as a hint and as a constructor.
+        (Namespace::Device, "Dim3") => Some(Item::Builtin(Builtin::Vector(
+            crate::types::Scalar::UInt32,
+            3,
+        ))),
         _ => None,
     };
     konst
@@ -237,6 +243,8 @@ pub enum Builtin {
     Ffs,
     /// `cbrt(a)`
     Cbrt,
+    /// `rsqrt(x)`: `1 / sqrt(x)` (CUDA's `rsqrtf`)
+    Rsqrt,
     /// `fma(a, b, c)`
     Fma,
     /// `math.frexp(x)`, `math.ldexp(x, n)`, `math.modf(x)` (one of the three intrinsics)
@@ -254,6 +262,16 @@ pub enum Builtin {
     /// `align(t, n)`: `t` aligned to at least `n` bytes, as a struct field type or an array
     /// dtype
     Align,
+    /// Python's `tuple`: a type hint (`tuple[float32, int32]`) and `tuple(x)` of a tuple or
+    /// vector
+    TupleType,
+    /// `Dim3Like`: exposition only in the spec, so naming it is a diagnostic (E0219)
+    Dim3Like,
+    /// `machine_representation()`: a string, compared with string literals at compile time
+    MachineRepresentation,
+    /// `ConstExpr` / `ConstExpr[T]`: a parameter hint asking for a constant expression
+    /// (docs/semantics.md §5.6)
+    ConstExpr,
     /// `target(desc)`
     Target,
     /// `is_host`
@@ -564,7 +582,7 @@ pub fn cuda_vector_alias(name: &str) -> Option<(crate::types::Scalar, u8)> {
 /// Names of `cuda.device` from the specification that this compiler does not provide yet;
 /// using one is a diagnostic that says so rather than "unknown name".
 pub fn is_planned_device_member(name: &str) -> bool {
-    const PLANNED: &[&str] = &["align", "machine_representation", "ConstExpr"];
+    const PLANNED: &[&str] = &["align"];
     PLANNED.contains(&name)
 }
 

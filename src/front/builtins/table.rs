@@ -48,6 +48,11 @@ pub enum Rule {
     AtomicField,
     /// `len(x)`.
     Len,
+    /// `tuple(x)` of a tuple or a vector (`tuple(block_dim)`).
+    TupleOf,
+    /// `machine_representation()`: a string, so only an operand of `==`/`!=` with a string
+    /// literal (decided at compile time); anywhere else E0202.
+    StringOnly,
     /// `print(...)`: only a statement (`check::print`); as a value it is E0308.
     PrintOnly,
     /// `abs(x)`.
@@ -337,6 +342,7 @@ pub static ROWS: &[Row] = &[
     row(B::Clz, &[(N::Device, "clz"), (N::NumbaCuda, "clz")], &["x"], &[], Rule::Bits, Op::Intrinsic(I::Clz), HOST),
     row(B::Ffs, &[(N::Device, "ffs"), (N::NumbaCuda, "ffs")], &["x"], &[], Rule::Bits, Op::Intrinsic(I::Ffs), HOST),
     row(B::Cbrt, &[(N::Device, "cbrt"), (N::NumbaCuda, "cbrt")], &["a"], &[], Rule::FloatOp, Op::Intrinsic(I::Math(crate::ir::MathFn::Cbrt)), HOST),
+    row(B::Rsqrt, &[(N::Device, "rsqrt"), (N::NumbaLibdevice, "rsqrt"), (N::NumbaLibdevice, "rsqrtf")], &["x"], &[], Rule::FloatOp, Op::Intrinsic(I::Math(crate::ir::MathFn::Rsqrt)), HOST),
     row(B::Fma, &[(N::Device, "fma"), (N::NumbaCuda, "fma")], &["a", "b", "c"], &[], Rule::FloatOp, Op::Intrinsic(I::Fma), HOST),
     row(B::Selp, &[(N::NumbaCuda, "selp")], &["cond", "a", "b"], &[], Rule::Selp, Op::Expr("select"), DEVICE_ONLY),
     row(B::MathPair(I::Frexp), &[(N::Math, "frexp"), (N::NumbaLibdevice, "frexp"), (N::NumbaLibdevice, "frexpf")], &["x"], &[], Rule::MathPair, Op::Intrinsic(I::Frexp), DEVICE_ONLY),
@@ -346,6 +352,10 @@ pub static ROWS: &[Row] = &[
     row(B::MathPair(I::Sad), &[(N::NumbaLibdevice, "sad")], &["x", "y", "z"], &[], Rule::MathPair, Op::Intrinsic(I::Sad), DEVICE_ONLY),
     // Struct field types and target descriptions.
     row(B::Align, &[(N::Device, "align")], &["t", "n"], &[], Rule::AlignType, Op::None, HOST),
+    entity(B::ConstExpr, &[(N::Device, "ConstExpr")], HOST),
+    row(B::MachineRepresentation, &[(N::Device, "machine_representation")], &[], &[], Rule::StringOnly, Op::None, HOST),
+    row(B::TupleType, &[(N::Builtins, "tuple")], &["x"], &[], Rule::TupleOf, Op::Expr("tuple"), HOST),
+    entity(B::Dim3Like, &[(N::Device, "Dim3Like")], HOST),
     row(B::Target, &[(N::Device, "target")], &["desc"], &[], Rule::TargetOnly, Op::None, HOST),
     row(B::IsExactly, &[(N::Device, "is_exactly")], &["sm"], &[], Rule::TargetOnly, Op::None, HOST),
     row(B::Provides, &[(N::Device, "provides")], &["sm"], &[], Rule::TargetOnly, Op::None, HOST),

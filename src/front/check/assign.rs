@@ -190,7 +190,7 @@ impl FnCx<'_, '_> {
 
     /// A tuple display converted element by element to the numbers `ts` (numba's unified
     /// tuple locals).
-    fn convert_tuple(&mut self, v: &Val, ts: &[Type]) -> Option<Handle<Expr>> {
+    pub(super) fn convert_tuple(&mut self, v: &Val, ts: &[Type]) -> Option<Handle<Expr>> {
         let (Expr::Tuple(es), Type::Tuple(from)) = (self.exprs[v.e].clone(), &v.ty) else {
             return Some(v.e);
         };

@@ -164,6 +164,66 @@ impl FnCx<'_, '_> {
                 };
                 self.conversion(v, target, span)
             }
+            Rule::StringOnly => {
+                self.diags.push(
+                    Diagnostic::error(
+                        Code::E0202,
+                        span,
+                        format!("`{name}()` is a string, and strings are not device values"),
+                    )
+                    .with_note(format!(
+                        "compare it with a string literal: `if {name}() == \"itanium\":` is decided when compiling"
+                    )),
+                );
+                None
+            }
+            Rule::TupleOf => {
+                // `tuple(x)`: a tuple is itself; a vector (`block_dim`, a `Dim3`) gives the
+                // tuple of its elements. The argument is read once per element, so it may
+                // not call anything.
+                let arg = c.arguments.args.first();
+                let v = self.args(c, &name, 1, 1)?.pop()?;
+                match v.ty.clone() {
+                    Type::Tuple(_) => Some(v),
+                    Type::Vector { elem, len } => {
+                        let arg = arg?;
+                        if contains_call(arg) {
+                            self.error(
+                                Code::E0202,
+                                v.span,
+                                "`tuple(...)` of a vector takes a name or an attribute: assign the value to a local first",
+                            );
+                            return None;
+                        }
+                        let mut es = vec![v.e];
+                        for _ in 1..len {
+                            let again = self.expr(arg);
+                            es.push(self.value_of(again)?.e);
+                        }
+                        let es: Vec<_> = es
+                            .into_iter()
+                            .enumerate()
+                            .map(|(k, e)| {
+                                self.push(Expr::Extract(e, k as u32), Type::Scalar(elem), v.span)
+                            })
+                            .collect();
+                        let ty = Type::Tuple(vec![Type::Scalar(elem); len as usize]);
+                        let e = self.push(Expr::Tuple(es), ty.clone(), span);
+                        Some(Val {
+                            nonneg: elem.kind() == Kind::UInt,
+                            ..self.val(e, ty, span)
+                        })
+                    }
+                    other => {
+                        self.error(
+                            Code::E0202,
+                            v.span,
+                            format!("`tuple(...)` takes a tuple or a vector, not {other}"),
+                        );
+                        None
+                    }
+                }
+            }
             Rule::Len => {
                 let v = self.args(c, &name, 1, 1)?.pop()?;
                 match &v.ty {
@@ -614,6 +674,10 @@ impl FnCx<'_, '_> {
         }
         let mut statics: Statics = vec![None; params.len()];
         for (i, a) in c.arguments.args.iter().enumerate() {
+            if matches!(a, ast::Expr::NoneLiteral(_)) {
+                statics[i + first] = Some(Item::NoneArg);
+                continue;
+            }
             let v = self.expr(a);
             if let Value::Item(item, _) = &v
                 && self.s.m.rules().static_arguments
@@ -652,6 +716,10 @@ impl FnCx<'_, '_> {
                 );
                 return None;
             }
+            if matches!(k.value, ast::Expr::NoneLiteral(_)) {
+                statics[pos] = Some(Item::NoneArg);
+                continue;
+            }
             let v = self.expr(&k.value);
             if let Value::Item(item, _) = &v
                 && self.s.m.rules().static_arguments
@@ -661,6 +729,48 @@ impl FnCx<'_, '_> {
                 continue;
             }
             slots[pos] = Some(self.value_of(v)?);
+        }
+        // `ConstExpr` parameters take constant expressions only, passed at compile time
+        // (docs/semantics.md §5.6).
+        for (pos, hint) in m.const_hints(idx).into_iter().enumerate() {
+            let Some(hint) = hint else { continue };
+            let pname = params[pos].parameter.name.id.as_str();
+            let (given, at) = match (&statics[pos], &slots[pos]) {
+                (Some(Item::Const(c)), _) => (Some(c.clone()), span),
+                (None, Some(v)) => (v.konst.clone(), v.span),
+                (None, None) => continue, // missing: reported below
+                (Some(_), _) => (None, span),
+            };
+            let Some(c) = given else {
+                self.diags.push(
+                    Diagnostic::error(
+                        Code::E0217,
+                        at,
+                        format!("parameter `{pname}` of `{}` is `ConstExpr`: its argument must be a constant expression", decl.name),
+                    )
+                    .with_label("not a constant expression")
+                    .with_secondary(sp(&params[pos].parameter), "declared `ConstExpr` here")
+                    .with_note("pass a literal, a module-level constant, or a local assigned once to a constant expression"),
+                );
+                return None;
+            };
+            match m.const_for_hint(hint, &c) {
+                Ok(c) => {
+                    statics[pos] = Some(Item::Const(c));
+                    slots[pos] = None;
+                }
+                Err(want) => {
+                    self.diags.push(
+                        Diagnostic::error(
+                            Code::E0217,
+                            at,
+                            format!("parameter `{pname}` of `{}` takes {want}", decl.name),
+                        )
+                        .with_label("this constant does not fit the hint"),
+                    );
+                    return None;
+                }
+            }
         }
         let mut args = Vec::new();
         // For each run-time argument, its parameter's position.
@@ -706,6 +816,28 @@ impl FnCx<'_, '_> {
                     }
                 }
                 _ => self.concrete(v)?,
+            };
+            // A tuple display given to a `tuple[...]`-hinted parameter: its number literals
+            // adapt to the hinted element types, as a literal given to `x: int32` does.
+            let v = match p
+                .parameter
+                .annotation
+                .as_deref()
+                .and_then(|a| m.annotation_type(a, self.s.defaults))
+            {
+                Some(Type::Tuple(ts))
+                    if v.ty != Type::Tuple(ts.clone()) && self.literal_elements_fit(&v, &ts) =>
+                {
+                    let e = self.convert_tuple(&v, &ts)?;
+                    Val {
+                        e,
+                        ty: Type::Tuple(ts),
+                        weak: None,
+                        konst: None,
+                        ..v
+                    }
+                }
+                _ => v,
             };
             if v.ty == Type::None {
                 self.error(
@@ -885,6 +1017,28 @@ impl FnCx<'_, '_> {
         let ty = Type::Struct(Box::new(st));
         let e = self.push(Expr::Tuple(es), ty.clone(), span);
         Some(self.val(e, ty, span))
+    }
+}
+
+impl FnCx<'_, '_> {
+    /// Whether a tuple display `v` differs from the number types `ts` only in elements that
+    /// are number literals `ts` holds.
+    fn literal_elements_fit(&self, v: &Val, ts: &[Type]) -> bool {
+        let (Expr::Tuple(es), Type::Tuple(from)) = (&self.exprs[v.e], &v.ty) else {
+            return false;
+        };
+        es.len() == ts.len()
+            && es.iter().zip(from).zip(ts).all(|((e, f), t)| {
+                f == t
+                    || match (&self.exprs[*e], t) {
+                        (Expr::Literal(l), Type::Scalar(s)) => {
+                            !matches!(l, crate::ir::Literal::Bool(_))
+                                && crate::ir::literal_fits(*l, *s)
+                                && (s.is_float() || !matches!(l, crate::ir::Literal::Float(_)))
+                        }
+                        _ => false,
+                    }
+            })
     }
 }
 

@@ -653,9 +653,8 @@ impl FnCx<'_, '_> {
                 Some(r)
             }
             Rule::FloatOp => {
-                let n = if b == Builtin::Cbrt { 1 } else { 3 };
-                let params: &[&str] = if n == 1 { &["a"] } else { &["a", "b", "c"] };
-                let a = self.bind(c, &name, params, n)?;
+                let params = entry.params();
+                let a = self.bind(c, &name, params, params.len())?;
                 let mut vals = Vec::new();
                 for e in a.iter().flatten() {
                     let v = self.eval(e)?;
@@ -689,12 +688,12 @@ impl FnCx<'_, '_> {
                     .iter()
                     .map(|v| self.convert(v, common))
                     .collect::<Option<Vec<_>>>()?;
-                let op = if b == Builtin::Cbrt {
-                    Intrinsic::Math(MathFn::Cbrt)
-                } else {
-                    Intrinsic::Fma
+                let op = match b {
+                    Builtin::Cbrt => Intrinsic::Math(MathFn::Cbrt),
+                    Builtin::Rsqrt => Intrinsic::Math(MathFn::Rsqrt),
+                    _ => Intrinsic::Fma,
                 };
-                if b == Builtin::Cbrt && common.bits() == 16 {
+                if matches!(b, Builtin::Cbrt | Builtin::Rsqrt) && common.bits() == 16 {
                     let wide = self.push(Expr::Cast(args[0]), Type::Scalar(Scalar::Float32), span);
                     let r = self.push(
                         Expr::Intrinsic(op, vec![wide]),
@@ -734,6 +733,8 @@ impl FnCx<'_, '_> {
             | Rule::AlignType
             | Rule::AtomicField
             | Rule::Len
+            | Rule::TupleOf
+            | Rule::StringOnly
             | Rule::Abs
             | Rule::Pow
             | Rule::OperatorBinary
@@ -984,6 +985,10 @@ impl FnCx<'_, '_> {
             Type::Vector { elem, .. } if method == "dtype" => {
                 self.builtin_call(Builtin::Scalar(elem), c)
             }
+            Type::Array(at) if method == "dtype" && at.dtype.scalar().is_some() => {
+                self.builtin_call(Builtin::Scalar(at.dtype.scalar()?), c)
+            }
+            Type::Scalar(s) if method == "dtype" => self.builtin_call(Builtin::Scalar(s), c),
             Type::Ref { dtype, .. } => {
                 let Some(op) = AtomicOp::from_method(method) else {
                     self.error(

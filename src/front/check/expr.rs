@@ -183,10 +183,7 @@ impl FnCx<'_, '_> {
             && (self.scope.contains_key(n.id.as_str()) || self.assigned.contains(n.id.as_str()))
         {
             return match self.read_name(n.id.as_str(), sp(n)) {
-                Value::Val(Val {
-                    ty: Type::Vector { elem, .. },
-                    ..
-                }) => Some(Item::Builtin(Builtin::Scalar(elem))),
+                Value::Val(v) => dtype_of(&v.ty).map(|s| Item::Builtin(Builtin::Scalar(s))),
                 _ => None,
             };
         }
@@ -278,8 +275,10 @@ impl FnCx<'_, '_> {
                 };
                 // A vector's `.dtype` is a type, usable where types are (called, or given
                 // as a dtype), not a value.
-                if let (Type::Vector { elem, .. }, "dtype") = (&v.ty, attr) {
-                    return Value::Item(Item::Builtin(Builtin::Scalar(*elem)), span);
+                if attr == "dtype"
+                    && let Some(elem) = dtype_of(&v.ty)
+                {
+                    return Value::Item(Item::Builtin(Builtin::Scalar(elem)), span);
                 }
                 self.value_attribute(v, attr, span)
             }
@@ -319,6 +318,13 @@ impl FnCx<'_, '_> {
                 Some(r)
             }
             (Type::Array(at), "ndim") => self.const_val(&Const::Int(i128::from(at.ndim)), span),
+            // A fixed-format number is a zero-dimensional array (NumPy's scalars have the
+            // same attributes): `ndim` 0, `shape` and `strides` `()`, `size` 1.
+            (Type::Scalar(_), "ndim") => self.const_val(&Const::Int(0), span),
+            (Type::Scalar(_), "size") => self.const_val(&Const::Int(1), span),
+            (Type::Scalar(_), "shape" | "strides") => {
+                self.const_val(&Const::Tuple(Vec::new()), span)
+            }
             (Type::StructRef { .. }, field) => self.field_of_ref(v, field, span),
             (Type::Struct(st), field)
                 if st
@@ -532,6 +538,10 @@ impl FnCx<'_, '_> {
         match &base.ty {
             Type::Array(_) => self.array_subscript(&base, &s.slice, span),
             Type::Fragment(_) => self.fragment_element(&base, &s.slice, span),
+            // `x[()]` of a number (a zero-dimensional array): the number itself.
+            Type::Scalar(_) if matches!(s.slice.as_ref(), ast::Expr::Tuple(t) if t.elts.is_empty()) => {
+                Some(base)
+            }
             Type::WarpMask => {
                 let i = self.expr(&s.slice);
                 let i = self.value_of(i)?;
@@ -660,5 +670,16 @@ impl FnCx<'_, '_> {
             }
             _ => Some(()),
         }
+    }
+}
+
+/// The number type a value's `.dtype` names: a vector's or an array's element type (arrays
+/// of numbers), or a number's own type (§5.3).
+fn dtype_of(ty: &Type) -> Option<Scalar> {
+    match ty {
+        Type::Vector { elem, .. } => Some(*elem),
+        Type::Array(at) => at.dtype.scalar(),
+        Type::Scalar(s) => Some(*s),
+        _ => None,
     }
 }

@@ -24,7 +24,19 @@ impl FnCx<'_, '_> {
             if let ast::Expr::Tuple(_) | ast::Expr::Name(_) | ast::Expr::Attribute(_) =
                 f.iter.as_ref()
             {
-                let v = self.expr(&f.iter);
+                let v = match self.expr(&f.iter) {
+                    // `for d in grid_dim:` iterates over the Dim3's three components.
+                    v @ Value::Item(
+                        Item::Builtin(
+                            Builtin::ThreadIdx
+                            | Builtin::BlockIdx
+                            | Builtin::BlockDim
+                            | Builtin::GridDim,
+                        ),
+                        _,
+                    ) => self.value_of(v).map_or(Value::Err, Value::Val),
+                    v => v,
+                };
                 match v {
                     Value::Val(v) if matches!(v.ty, Type::Tuple(_) | Type::Vector { .. }) => {
                         if !f.orelse.is_empty() {

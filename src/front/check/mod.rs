@@ -40,6 +40,7 @@ pub fn specialize(
     module: &ParsedModule,
     entry: &str,
     args: &[Type],
+    constants: &[(String, Const)],
     defaults: Defaults,
     sm: u32,
 ) -> Result<ir::Program, Diagnostics> {
@@ -54,6 +55,8 @@ pub fn specialize(
         instances: HashMap::new(),
         reported: HashSet::new(),
         stack: Vec::new(),
+        stack_keys: Vec::new(),
+        pending: HashMap::new(),
         diags: Vec::new(),
         reductions: HashMap::new(),
     };
@@ -96,8 +99,11 @@ pub fn specialize(
             .with_note("compile a kernel or function that calls it, and link it with the code that defines it"),
         ]));
     }
-    let def = module.def(decl);
-    let nparams = def.parameters.args.len() + def.parameters.posonlyargs.len();
+    let statics = match entry_statics(module, idx, constants) {
+        Ok(s) => s,
+        Err(d) => return Err(fail(d)),
+    };
+    let nparams = statics.iter().filter(|s| s.is_none()).count();
     if nparams != args.len() {
         return Err(fail(vec![Diagnostic::error(
             Code::E0107,
@@ -110,8 +116,8 @@ pub fn specialize(
             ),
         )]));
     }
-    let handle = s.instantiate(idx, args.to_vec(), Vec::new(), decl.name_span);
-    let key = (idx, args.to_vec(), Vec::new());
+    let key = (idx, args.to_vec(), statics_key(&statics));
+    let handle = s.instantiate(idx, args.to_vec(), statics, decl.name_span);
     s.commit(&key);
     if let Some((_, span)) = decl.options.cluster {
         s.require_sm90("`cluster=`", span);
@@ -153,6 +159,115 @@ pub fn specialize(
     }
 }
 
+/// The compile-time arguments of an entry (docs/semantics.md §5.6): each parameter hinted
+/// `ConstExpr` takes its value from `constants`, by name, converted to its hint; E0218 for a
+/// `ConstExpr` parameter without a value, a value for another name, or a value its hint
+/// does not take.
+fn entry_statics(
+    module: &ParsedModule,
+    idx: usize,
+    constants: &[(String, Const)],
+) -> Result<Statics, Vec<Diagnostic>> {
+    let decl = &module.functions[idx];
+    let def = module.def(decl);
+    let params: Vec<&ast::ParameterWithDefault> = def
+        .parameters
+        .posonlyargs
+        .iter()
+        .chain(def.parameters.args.iter())
+        .collect();
+    let mut diags = Vec::new();
+    let mut statics = Vec::new();
+    for p in &params {
+        let name = p.parameter.name.id.as_str();
+        let Some(hint) = p
+            .parameter
+            .annotation
+            .as_deref()
+            .and_then(|a| module.const_hint(a))
+        else {
+            statics.push(None);
+            continue;
+        };
+        let span = sp(&p.parameter);
+        // A hint whose type is not a number type is wrong whatever the value.
+        if let Err(why) = module.const_for_hint(hint, &Const::Int(0))
+            && why.starts_with("`ConstExpr[")
+        {
+            diags.push(Diagnostic::error(Code::E0218, span, why));
+            statics.push(None);
+            continue;
+        }
+        let Some((_, c)) = constants.iter().find(|(n, _)| n == name) else {
+            diags.push(
+                Diagnostic::error(
+                    Code::E0218,
+                    span,
+                    format!("parameter `{name}` of `{}` is `ConstExpr`, but no value was given for it", decl.name),
+                )
+                .with_label("needs a compile-time value")
+                .with_note(format!(
+                    "the value is part of the specialization: `--const {name}=VALUE` on the command line, `CompileOptions::constants` in Rust, the argument itself in Python"
+                )),
+            );
+            statics.push(None);
+            continue;
+        };
+        match module.const_for_hint(hint, c) {
+            Ok(c) => statics.push(Some(Item::Const(c))),
+            Err(want) => {
+                diags.push(
+                    Diagnostic::error(
+                        Code::E0218,
+                        span,
+                        format!("the value given for `ConstExpr` parameter `{name}` is not {want}"),
+                    )
+                    .with_label(format!("given {}", const_text(c))),
+                );
+                statics.push(None);
+            }
+        }
+    }
+    for (name, _) in constants {
+        let hinted = params.iter().any(|p| {
+            p.parameter.name.id.as_str() == name
+                && p.parameter
+                    .annotation
+                    .as_deref()
+                    .and_then(|a| module.const_hint(a))
+                    .is_some()
+        });
+        if !hinted {
+            diags.push(
+                Diagnostic::error(
+                    Code::E0218,
+                    decl.name_span,
+                    format!("a compile-time value was given for `{name}`, but `{}` has no `ConstExpr` parameter of that name", decl.name),
+                )
+                .with_note("only parameters hinted `ConstExpr` or `ConstExpr[T]` take compile-time values"),
+            );
+        }
+    }
+    if diags.is_empty() {
+        Ok(statics)
+    } else {
+        Err(diags)
+    }
+}
+
+/// A constant as Python would write it, for diagnostics.
+fn const_text(c: &Const) -> String {
+    match c {
+        Const::Bool(b) => if *b { "True" } else { "False" }.to_string(),
+        Const::Int(i) => i.to_string(),
+        Const::Float(f) => format!("{f:?}"),
+        Const::Complex(re, im) => format!("({re:?}+{im:?}j)"),
+        Const::Typed(s, c) => format!("{s}({})", const_text(c)),
+        Const::Tuple(_) => "a tuple".to_string(),
+        Const::Array(_) => "an array".to_string(),
+    }
+}
+
 fn not_device_function(decl: &FunctionDecl) -> Diagnostic {
     Diagnostic::error(
         Code::E0104,
@@ -186,6 +301,11 @@ struct Specializer<'m> {
     instances: HashMap<InstanceKey, Instance>,
     reported: HashSet<InstanceKey>,
     stack: Vec<(usize, Span)>,
+    /// The instance key of each entry of `stack`.
+    stack_keys: Vec<InstanceKey>,
+    /// Instances called recursively while being checked (§1.4): the handle their calls
+    /// use, reserved at the first recursive call and filled when the check succeeds.
+    pending: HashMap<InstanceKey, Handle<Function>>,
     diags: Vec<Diagnostic>,
     /// The functions computing NumPy reductions, by reduction and array type (§5.18).
     reductions: HashMap<(reduce::Reduce, crate::types::ArrayType), Handle<Function>>,
@@ -226,19 +346,50 @@ impl Specializer<'_> {
             return Ok(self.declare_external(idx, ext, key));
         }
         if let Some(pos) = self.stack.iter().position(|(i, _)| *i == idx) {
+            // A call of an instance being checked, with its own argument types: a real
+            // (recursive) call, whose result type the return annotation gives.
+            // The return annotation, or numba's explicit signature (`"int64(int64)"`).
+            let declared = m
+                .def(decl)
+                .returns
+                .as_deref()
+                .and_then(|a| match a {
+                    ast::Expr::NoneLiteral(_) => Some(Type::None),
+                    a => m.annotation_type(a, self.defaults),
+                })
+                .or_else(|| decl.options.signature_ret.clone());
+            if self.stack_keys[pos] == key
+                && let Some(ret) = declared
+            {
+                if let Some(h) = self.pending.get(&key) {
+                    return Ok(*h);
+                }
+                let h = self.placeholder(idx, &args, ret);
+                self.pending.insert(key, h);
+                return Ok(h);
+            }
+            let note = if self.stack_keys[pos] == key {
+                format!(
+                    "a recursive function needs a return annotation (`def {}(...) -> int32:`): its result type must be known before its body is checked",
+                    decl.name
+                )
+            } else {
+                "a recursive call must pass the argument types the function is being checked for (convert them, e.g. `int32(n - 1)`)".to_string()
+            };
             let mut d = Diagnostic::error(
                 Code::E0105,
                 call,
                 format!("recursive call of `{}`", decl.name),
             )
             .with_label("this call recurses")
-            .with_note("device code cannot recurse: the call depth must be known when compiling");
+            .with_note(note);
             for (i, span) in self.stack[pos + 1..].iter() {
                 d = d.with_secondary(*span, format!("`{}` is called here", m.functions[*i].name));
             }
             return Err(Some(Box::new(d)));
         }
         self.stack.push((idx, call));
+        self.stack_keys.push(key.clone());
         let mut hints: HashMap<String, Hint> = HashMap::new();
         let mut pass = 0;
         let outcome = loop {
@@ -250,13 +401,50 @@ impl Specializer<'_> {
             }
         };
         self.stack.pop();
-        let (func, diags, callees) = outcome;
+        self.stack_keys.pop();
+        let (mut func, diags, callees) = outcome;
         let callee_failed = callees
             .iter()
             .any(|k| self.instances.get(k).is_some_and(|i| i.handle.is_none()));
+        let mut diags = diags;
+        // The recursive calls were typed with the declared result: the body must agree.
+        if let Some(h) = self.pending.get(&key)
+            && diags.is_empty()
+            && self.functions[*h].ret != func.ret
+        {
+            diags.push(
+                Diagnostic::error(
+                    Code::E0105,
+                    decl.name_span,
+                    format!(
+                        "`{}` is called recursively as returning {}, but it returns {}",
+                        decl.name, self.functions[*h].ret, func.ret
+                    ),
+                )
+                .with_note(
+                    "make the returned values match the declared result type (convert them)",
+                ),
+            );
+        }
         let handle = if diags.is_empty() && !callee_failed {
             let span = func.span;
-            Some(self.functions.append(func, span))
+            match self.pending.remove(&key) {
+                // Called recursively: the body goes where the calls point, and a private
+                // symbol is numbered by that place, as every other is by its own.
+                Some(h) => {
+                    if let Some(stem) = func
+                        .symbol
+                        .strip_prefix("_pyd_")
+                        .and_then(|s| s.rsplit_once('_'))
+                        .map(|(stem, _)| stem.to_string())
+                    {
+                        func.symbol = format!("_pyd_{stem}_{}", h.index());
+                    }
+                    self.functions[h] = func;
+                    Some(h)
+                }
+                None => Some(self.functions.append(func, span)),
+            }
         } else {
             None
         };
@@ -273,6 +461,45 @@ impl Specializer<'_> {
 }
 
 impl Specializer<'_> {
+    /// The function a recursive call refers to until its instance is checked (§1.4): its
+    /// parameters and declared result, no body. The instance replaces it when it succeeds;
+    /// when it fails, the program fails with it.
+    fn placeholder(&mut self, idx: usize, args: &[Type], ret: Type) -> Handle<Function> {
+        let decl = &self.m.functions[idx];
+        let def = self.m.def(decl);
+        let mut locals = Arena::default();
+        let names = def
+            .parameters
+            .posonlyargs
+            .iter()
+            .chain(def.parameters.args.iter())
+            .map(|p| p.parameter.name.id.to_string());
+        for (name, ty) in names.zip(args) {
+            locals.append(
+                Local {
+                    name,
+                    ty: ty.clone(),
+                },
+                decl.name_span,
+            );
+        }
+        let func = Function {
+            name: decl.name.clone(),
+            symbol: format!("_pyd_{}_pending", decl.name),
+            kind: FunctionKind::Device,
+            interop: decl.options.interop,
+            external: false,
+            locals,
+            params: args.len(),
+            ret,
+            exprs: Arena::default(),
+            types: Vec::new(),
+            body: Vec::new(),
+            span: decl.name_span,
+        };
+        self.functions.append(func, decl.name_span)
+    }
+
     /// The IR of an `extern` function: its parameters and result, no body. Its one
     /// instance has the declared parameter types (calls convert their arguments to them).
     fn declare_external(
@@ -473,6 +700,13 @@ impl<'s, 'm> FnCx<'s, 'm> {
             .collect();
         // Run-time arguments' types in order, after the compile-time ones are set aside.
         let mut args = args.iter();
+        for ann in params
+            .iter()
+            .filter_map(|p| p.parameter.annotation.as_deref())
+            .chain(def.returns.as_deref())
+        {
+            cx.exposition_only(ann);
+        }
         for (i, p) in params.iter().enumerate() {
             let name = p.parameter.name.id.to_string();
             if let Some(Some(item)) = statics.get(i) {
@@ -510,6 +744,21 @@ impl<'s, 'm> FnCx<'s, 'm> {
                     "default parameter values are not supported in device functions",
                 );
             }
+        }
+        // `-> T` with a number, vector, struct or tuple type: the return value has that type,
+        // as a local annotated `x: T` has (§1.5): returned Python numbers adapt to it, and
+        // values of another type are E0201.
+        if kind != FunctionKind::Kernel
+            && let Some(ann) = def.returns.as_deref()
+            && let Some(ty) = m.annotation_type(ann, cx.s.defaults)
+        {
+            cx.hints.entry("$return".to_string()).or_insert(Hint {
+                ty,
+                weak: None,
+                first: sp(ann),
+                nonneg: false,
+                konst: None,
+            });
         }
         if kind == FunctionKind::Kernel {
             cx.check_param_space(&params);
@@ -563,7 +812,17 @@ impl<'s, 'm> FnCx<'s, 'm> {
             .hints
             .get("$return")
             .filter(|h| h.ty != Type::None)
-            .map(|h| (h.first, "it returns a value here"))
+            .map(|h| {
+                let declared = def.returns.as_deref().is_some_and(|a| sp(a) == h.first);
+                (
+                    h.first,
+                    if declared {
+                        "it is declared to return a value here"
+                    } else {
+                        "it returns a value here"
+                    },
+                )
+            })
             .or_else(|| match def.returns.as_deref() {
                 Some(ann) if !matches!(ann, ast::Expr::NoneLiteral(_)) => {
                     Some((sp(ann), "it is declared to return a value here"))
@@ -1147,6 +1406,13 @@ impl FnCx<'_, '_> {
 
     fn not_a_value(&mut self, item: &Item, span: Span) {
         let d = match item {
+            Item::Builtin(Builtin::Dim3Like) => exposition_only(span),
+            Item::NoneArg => Diagnostic::error(
+                Code::E0207,
+                span,
+                "this parameter was given `None`, which is not a device value",
+            )
+            .with_note("test it first: `if x is None:` is decided when compiling, and the other branch is not checked"),
             Item::Foreign(m) => Diagnostic::error(
                 Code::E0106,
                 span,
@@ -1183,6 +1449,29 @@ impl FnCx<'_, '_> {
         self.diags.push(d);
     }
 
+    /// E0219 for each exposition-only name of the spec (`Dim3Like`) in an annotation: the
+    /// spec forbids using them ("shall not be used").
+    fn exposition_only(&mut self, ann: &ast::Expr) {
+        use ruff_python_ast::visitor::{Visitor, walk_expr};
+        struct Find<'a>(&'a ParsedModule, Vec<Span>);
+        impl<'a> Visitor<'a> for Find<'_> {
+            fn visit_expr(&mut self, e: &'a ast::Expr) {
+                if matches!(e, ast::Expr::Name(_) | ast::Expr::Attribute(_))
+                    && self.0.resolve_static(e) == Some(Item::Builtin(Builtin::Dim3Like))
+                {
+                    self.1.push(sp(e));
+                    return;
+                }
+                walk_expr(self, e);
+            }
+        }
+        let mut f = Find(self.s.m, Vec::new());
+        f.visit_expr(ann);
+        for span in f.1 {
+            self.diags.push(exposition_only(span));
+        }
+    }
+
     fn check_annotation(&mut self, ann: &ast::Expr, ty: &Type) {
         let Some(want) = self.s.m.annotation_type(ann, self.s.defaults) else {
             return; // other annotations are documentation only
@@ -1211,6 +1500,16 @@ fn complex_to_real(span: Span, what: &str, to: Scalar) -> Diagnostic {
     )
     .with_label("complex")
     .with_note("take the part you mean: `z.real`, `z.imag` or `abs(z)`")
+}
+
+/// E0219: the spec's exposition-only `Dim3Like` named in a program.
+fn exposition_only(span: Span) -> Diagnostic {
+    Diagnostic::error(
+        Code::E0219,
+        span,
+        "`Dim3Like` is exposition only: the spec describes it but programs may not use it",
+    )
+    .with_note("write the type itself: `int32`, or `tuple[int32, int32]`, …")
 }
 
 fn planned(name: &str, span: Span) -> Diagnostic {

@@ -412,6 +412,8 @@ impl FnCx<'_, '_> {
             | Rule::AlignType
             | Rule::AtomicField
             | Rule::Len
+            | Rule::TupleOf
+            | Rule::StringOnly
             | Rule::Abs
             | Rule::Pow
             | Rule::OperatorBinary

@@ -322,9 +322,52 @@ impl FnCx<'_, '_> {
         }
     }
 
+    /// `machine_representation() == "itanium"` (or `!=`, either order, or two calls): a
+    /// comparison of compile-time strings, folded to a `bool` constant. `None` when `c` is
+    /// not one.
+    fn compare_strings(&mut self, c: &ast::ExprCompare) -> Option<Option<Val>> {
+        let ([op], [right]) = (&*c.ops, &*c.comparators) else {
+            return None;
+        };
+        let eq = match op {
+            ast::CmpOp::Eq => true,
+            ast::CmpOp::NotEq => false,
+            _ => return None,
+        };
+        let text = |cx: &mut Self, e: &ast::Expr| -> Option<String> {
+            match e {
+                ast::Expr::StringLiteral(s) => Some(s.value.to_str().to_string()),
+                ast::Expr::Call(call)
+                    if call.arguments.is_empty()
+                        && cx.callee_item(&call.func)
+                            == Some(Item::Builtin(Builtin::MachineRepresentation)) =>
+                {
+                    Some(crate::target::machine_representation().to_string())
+                }
+                _ => None,
+            }
+        };
+        let is_call = |e: &ast::Expr| matches!(e, ast::Expr::Call(_));
+        if !is_call(&c.left) && !is_call(right) {
+            return None; // two literals, or no string at all: the ordinary rules
+        }
+        let (l, r) = (text(self, &c.left)?, text(self, right)?);
+        let span = sp(c);
+        let bool_t = Type::Scalar(Scalar::Bool);
+        let b = (l == r) == eq;
+        let e = self.push(Expr::Literal(Literal::Bool(b)), bool_t.clone(), span);
+        Some(Some(Val {
+            konst: Some(Const::Bool(b)),
+            ..self.val(e, bool_t, span)
+        }))
+    }
+
     pub(super) fn compare(&mut self, c: &ast::ExprCompare) -> Option<Val> {
         let span = sp(c);
         let bool_t = Type::Scalar(Scalar::Bool);
+        if let Some(v) = self.compare_strings(c) {
+            return v;
+        }
         let mut acc: Option<Val> = None;
         for (k, (op, right)) in c.ops.iter().zip(c.comparators.iter()).enumerate() {
             let left = if k == 0 {
@@ -390,9 +433,44 @@ impl FnCx<'_, '_> {
     /// types are the same (a Python number taking the dialect's default type, `True` a
     /// `bool`), otherwise `False`, as numba's `generic_is` falls back to `==` for immutable
     /// values of one type. Anything else (arrays, tuples) is E0202.
+    /// Whether `e` is `None`: the literal, or a parameter given `None` (§5.3).
+    pub(super) fn is_none(&mut self, e: &ast::Expr) -> bool {
+        match e {
+            ast::Expr::NoneLiteral(_) => true,
+            ast::Expr::Name(n) => self.statics.get(n.id.as_str()) == Some(&Item::NoneArg),
+            _ => false,
+        }
+    }
+
+    /// `x is None` / `x is not None` where `x` is a name or `None`: decided when compiling
+    /// (device values are never `None`; a parameter given `None` always is). `None` for any
+    /// other test.
+    pub(super) fn static_none_test(&mut self, test: &ast::Expr) -> Option<bool> {
+        let ast::Expr::Compare(c) = test else {
+            return None;
+        };
+        let ([op], [r]) = (&*c.ops, &*c.comparators) else {
+            return None;
+        };
+        let negate = match op {
+            ast::CmpOp::Is => false,
+            ast::CmpOp::IsNot => true,
+            _ => return None,
+        };
+        let simple = |e: &ast::Expr| matches!(e, ast::Expr::Name(_) | ast::Expr::NoneLiteral(_));
+        if !simple(&c.left) || !simple(r) {
+            return None;
+        }
+        let (nl, nr) = (self.is_none(&c.left), self.is_none(r));
+        if !nl && !nr {
+            return None;
+        }
+        Some((nl && nr) != negate)
+    }
+
     fn identity(&mut self, l: &ast::Expr, r: &ast::Expr, negate: bool, span: Span) -> Option<Val> {
-        let none_l = matches!(l, ast::Expr::NoneLiteral(_));
-        let none_r = matches!(r, ast::Expr::NoneLiteral(_));
+        let none_l = self.is_none(l);
+        let none_r = self.is_none(r);
         let answer = |cx: &mut Self, b: bool| cx.const_val(&Const::Bool(b != negate), span);
         if none_l || none_r {
             // A value is never `None` in device code (only a function's missing return is,

@@ -61,7 +61,7 @@ pub(super) fn count_assignments(stmts: &[ast::Stmt], out: &mut HashMap<String, u
 /// True when no path through the block falls off its end: each ends in `return`, or in a
 /// loop that never ends normally (`while True:` whose body has no `break` of its own). A
 /// loop whose condition can be false, or that a `break` leaves, falls through.
-pub(super) fn always_returns(block: &Block, exprs: &Arena<Expr>) -> bool {
+pub(super) fn always_returns(block: &[Stmt], exprs: &Arena<Expr>) -> bool {
     block.iter().any(|s| match &s.kind {
         StmtKind::Return(_) => true,
         StmtKind::If {
@@ -155,7 +155,15 @@ impl FnCx<'_, '_> {
     pub(super) fn block(&mut self, stmts: &[ast::Stmt]) -> Block {
         let mut out = Vec::new();
         for s in stmts {
+            // `if x is None: return …` decided `True` (x was given `None`, §5.3): what
+            // follows is unreachable, and is not checked (it may use `x` as a value).
+            let taken =
+                matches!(s, ast::Stmt::If(i) if self.static_none_test(&i.test) == Some(true));
+            let before = out.len();
             self.stmt(s, &mut out);
+            if taken && always_returns(&out[before..], &self.exprs) {
+                break;
+            }
         }
         out
     }
@@ -211,6 +219,31 @@ impl FnCx<'_, '_> {
                 }
             }
             ast::Stmt::Assign(a) => {
+                // `d = provides(sm80) | is_host`: a local bound once to a target description
+                // is a constant expression, which `target(d)` reads (§8).
+                if let [ast::Expr::Name(n)] = a.targets.as_slice()
+                    && self.is_target_desc(&a.value)
+                {
+                    if self.assign_sites.get(n.id.as_str()).copied() != Some(1) {
+                        self.error(
+                            Code::E0410,
+                            sp(n),
+                            format!("`{}` is bound to a target description, so it may be assigned only once", n.id),
+                        );
+                        return;
+                    }
+                    self.s.target_used = true;
+                    if let Some(b) = self.target_desc(&a.value) {
+                        let item = if b {
+                            Builtin::AnyTarget
+                        } else {
+                            Builtin::NoTarget
+                        };
+                        self.statics.insert(n.id.to_string(), Item::Builtin(item));
+                    }
+                    self.seen_assigned.insert(n.id.to_string());
+                    return;
+                }
                 let v = self.expr(&a.value);
                 let Some(mut v) = self.value_of(v) else {
                     // Already reported: later uses of the targets stay quiet.
@@ -493,6 +526,21 @@ impl FnCx<'_, '_> {
         let Some(test) = test else {
             return self.block(body);
         };
+        let reduced;
+        let test = match self.target_in_boolop(test) {
+            Some(Err(decided)) => {
+                return if decided {
+                    self.block(body)
+                } else {
+                    self.if_chain(rest)
+                };
+            }
+            Some(Ok(e)) => {
+                reduced = e;
+                &reduced
+            }
+            None => test,
+        };
         if let Some(decided) = self.static_target(test) {
             return match decided {
                 Some(true) => self.block(body),
@@ -500,7 +548,10 @@ impl FnCx<'_, '_> {
                 None => Vec::new(),
             };
         }
-        if let Some(decided) = self.constant_test(test) {
+        if let Some(decided) = self
+            .static_none_test(test)
+            .or_else(|| self.constant_test(test))
+        {
             return if decided {
                 self.block(body)
             } else {
@@ -574,6 +625,83 @@ impl FnCx<'_, '_> {
         Some(self.target_desc(&c.arguments.args[0]))
     }
 
+    /// Whether `e` is written as a target description: `is_host`, `provides(sm80)`, and
+    /// `|`, `&`, `~` of those.
+    fn is_target_desc(&mut self, e: &ast::Expr) -> bool {
+        match e {
+            ast::Expr::BinOp(b) if matches!(b.op, ast::Operator::BitOr | ast::Operator::BitAnd) => {
+                self.is_target_desc(&b.left) && self.is_target_desc(&b.right)
+            }
+            ast::Expr::UnaryOp(u) if u.op == ast::UnaryOp::Invert => {
+                self.is_target_desc(&u.operand)
+            }
+            ast::Expr::Call(c) => matches!(
+                self.callee_item(&c.func),
+                Some(Item::Builtin(Builtin::IsExactly | Builtin::Provides))
+            ),
+            e => matches!(
+                self.callee_item(e),
+                Some(Item::Builtin(
+                    Builtin::IsHost | Builtin::IsDevice | Builtin::AnyTarget | Builtin::NoTarget
+                ))
+            ),
+        }
+    }
+
+    /// `target(...)` as an operand of `and`/`or` (§8): a decided operand is dropped where it
+    /// cannot change the result (`True` in `and`, `False` in `or`) and decides the whole
+    /// condition where it can, unless an operand before it calls something (whose effect
+    /// must happen): then the condition is left alone. `None`: no `target` operand;
+    /// `Some(Err(b))`: decided; `Some(Ok(e))`: the condition without its decided operands.
+    fn target_in_boolop(&mut self, test: &ast::Expr) -> Option<Result<ast::Expr, bool>> {
+        let ast::Expr::BoolOp(b) = test else {
+            return None;
+        };
+        let is_and = b.op == ast::BoolOp::And;
+        let mut kept: Vec<ast::Expr> = Vec::new();
+        let mut any = false;
+        for v in &b.values {
+            let decided = match self.target_in_boolop(v) {
+                Some(Err(d)) => Some(d),
+                Some(Ok(e)) => {
+                    any = true;
+                    kept.push(e);
+                    continue;
+                }
+                None => match self.static_target(v) {
+                    Some(Some(d)) => Some(d),
+                    Some(None) => return Some(Err(false)), // reported
+                    None => None,
+                },
+            };
+            match decided {
+                None => kept.push(v.clone()),
+                Some(d) => {
+                    any = true;
+                    if d != is_and {
+                        // `False` in `and`, `True` in `or`: the value of the whole, if
+                        // nothing before it must run.
+                        if kept.iter().any(contains_call) {
+                            return None;
+                        }
+                        return Some(Err(d));
+                    }
+                }
+            }
+        }
+        if !any {
+            return None;
+        }
+        Some(match kept.len() {
+            0 => Err(is_and),
+            1 => Ok(kept.remove(0)),
+            _ => Ok(ast::Expr::BoolOp(ast::ExprBoolOp {
+                values: kept,
+                ..b.clone()
+            })),
+        })
+    }
+
     /// Evaluates a target description for the target being compiled (a GPU of
     /// `self.s.sm`): `is_device`, `provides(sm80) & ~is_exactly(sm90)`, ...
     fn target_desc(&mut self, e: &ast::Expr) -> Option<bool> {
@@ -625,6 +753,15 @@ impl FnCx<'_, '_> {
                 }
                 _ => bad(self, e),
             },
+            // A module-level name bound once to a target description (`NEWER = provides(sm80)`).
+            ast::Expr::Name(n)
+                if !self.scope.contains_key(n.id.as_str())
+                    && !self.statics.contains_key(n.id.as_str())
+                    && let Some(v) = self.s.m.global_value(n.id.as_str())
+                    && self.is_target_desc(v) =>
+            {
+                self.target_desc(v)
+            }
             e => match self.callee_item(e) {
                 Some(Item::Builtin(Builtin::AnyTarget)) => Some(true),
                 Some(Item::Builtin(Builtin::NoTarget)) => Some(false),

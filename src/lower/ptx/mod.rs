@@ -392,6 +392,7 @@ mod tests {
             for path in paths {
                 let src = std::fs::read_to_string(&path).expect("fixture");
                 let (mut entry, mut sig, mut arch) = (None, None, Arch::DEFAULT);
+                let mut constants = Vec::new();
                 for line in src.lines().take_while(|l| l.starts_with('#')) {
                     let l = line.trim_start_matches('#').trim();
                     if let Some(v) = l.strip_prefix("entry:") {
@@ -400,6 +401,14 @@ mod tests {
                         sig = Some(v.trim().to_string());
                     } else if let Some(v) = l.strip_prefix("arch:") {
                         arch = v.trim().parse().expect("arch in fixture header");
+                    } else if let Some(v) = l.strip_prefix("const:") {
+                        for item in v.split(',') {
+                            let (n, x) = item.split_once('=').expect("NAME=VALUE");
+                            constants.push((
+                                n.trim().to_string(),
+                                x.parse::<crate::ConstValue>().expect("constant"),
+                            ));
+                        }
                     }
                 }
                 let name = path.display().to_string();
@@ -415,7 +424,7 @@ mod tests {
                         .unwrap_or_default(),
                 };
                 let spec = module
-                    .specialize_for(&entry, &args, arch)
+                    .specialize_with(&entry, &args, &constants, arch)
                     .expect("fixture specializes");
                 out.push((name, spec.program().clone(), arch));
             }

@@ -99,6 +99,17 @@ impl FnCx<'_, '_> {
                 };
                 return Ok(self.b.ins().fcmp(cc, a, inf));
             }
+            // `1 / sqrt(x)`: both correctly rounded, so within one ulp of the exact value
+            // (the device's `rsqrtf` is within two).
+            MathFn::Rsqrt => {
+                let one = if t == ct::F64 {
+                    self.b.ins().f64const(1.0)
+                } else {
+                    self.b.ins().f32const(1.0)
+                };
+                let r = self.b.ins().sqrt(x);
+                self.b.ins().fdiv(one, r)
+            }
             MathFn::Degrees | MathFn::Radians => {
                 // One multiplication by the constant rounded to the type, as the device does.
                 let k = if f == MathFn::Degrees {
