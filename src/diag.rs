@@ -168,6 +168,8 @@ codes! {
     E0215,
     /// a record indexed by something other than a field name or a constant field number (§5.16.1)
     E0216,
+    /// a warp shuffle that breaks a User Requirement decidable at compile time: a constant `src_lane`/`delta`/`flag` outside `0..31`, or a constant mask with a lane whose source lane is not in the mask (§10.3)
+    E0240,
     /// an operator Python does not define on complex numbers: ordering comparisons, `//`, `%`, `min`/`max`, bitwise operators, `~` (§2.7)
     E0250,
     /// a complex number where a real one is needed: stored into a real array or local, converted with `float32(z)`/`int(z)`, as a part of `complex64(re, im)` or `cmath.rect`, given to a `math` function (§2.7)

@@ -5,7 +5,7 @@
 use super::*;
 use crate::diag::Code;
 use crate::front::builtins::table::{self, Op, Rule};
-use crate::ir::{AtomicOp, MathFn, MemoryOrder, Scope, Vote};
+use crate::ir::{AtomicOp, MathFn, MemoryOrder, Scope, Shfl, Vote};
 use crate::types::{ArrayType, DType, Layout, MemSpace};
 
 /// Static shared memory a block may declare (larger needs dynamic shared memory).
@@ -258,19 +258,84 @@ impl FnCx<'_, '_> {
         }
     }
 
-    fn int32_arg(&mut self, e: &ast::Expr) -> Option<Handle<Expr>> {
+    /// A shuffle's lane argument (`src_lane`, `delta`, `flag`) as `int32`, with its value
+    /// when it is a compile-time constant.
+    fn lane_arg(&mut self, e: &ast::Expr) -> Option<(Handle<Expr>, Option<i128>)> {
         let v = self.eval(e)?;
-        match v.ty.as_scalar() {
-            Some(s) if s.is_integer() => self.convert(&v, Scalar::Int32),
+        let known = match (&v.konst, v.ty.as_scalar()) {
+            (Some(c), Some(s)) if s.is_integer() || v.ty == Type::WarpMask => c.as_int(),
+            _ => None,
+        };
+        let h = match v.ty.as_scalar() {
+            Some(s) if s.is_integer() => self.convert(&v, Scalar::Int32)?,
             _ => {
                 self.error(
                     Code::E0207,
                     v.span,
                     format!("expected an integer, found {}", v.ty),
                 );
-                None
+                return None;
+            }
+        };
+        Some((h, known))
+    }
+
+    /// The spec's User Requirements on a shuffle, where they can be decided: a constant
+    /// `src_lane`/`delta`/`flag` lies in `0..31`, and with a constant `mask`, every lane in
+    /// the mask whose source lane is inside the warp reads from a lane in the mask
+    /// (`mask[src_lane] == True`). E0240 otherwise.
+    fn check_shfl_lanes(
+        &mut self,
+        kind: Shfl,
+        name: &str,
+        param: &str,
+        mask: Handle<Expr>,
+        lane: Option<i128>,
+        lane_expr: &ast::Expr,
+    ) -> Option<()> {
+        let Some(k) = lane else { return Some(()) };
+        if !(0..32).contains(&k) {
+            self.diags.push(
+                Diagnostic::error(
+                    Code::E0240,
+                    sp(lane_expr),
+                    format!("`{name}`'s `{param}` is {k}, outside the warp's lanes 0..31"),
+                )
+                .with_label("a constant lane argument must be in 0..31"),
+            );
+            return None;
+        }
+        let Expr::Literal(Literal::Int(bits)) = self.exprs[mask] else {
+            return Some(());
+        };
+        let m = (bits as u32) as u64;
+        let has = |l: i128| (0..32).contains(&l) && m & (1 << l) != 0;
+        for l in (0..32).filter(|&l| has(l)) {
+            let src = match kind {
+                Shfl::Idx => k,
+                Shfl::Up => l - k,
+                Shfl::Down => l + k,
+                Shfl::Xor => l ^ k,
+            };
+            if (0..32).contains(&src) && !has(src) {
+                let span = self.exprs.span(mask);
+                self.diags.push(
+                    Diagnostic::error(
+                        Code::E0240,
+                        span,
+                        format!(
+                            "lane {l} of mask {m:#010x} reads lane {src}, which is not in the mask"
+                        ),
+                    )
+                    .with_secondary(sp(lane_expr), format!("`{param}` is {k}"))
+                    .with_note(format!(
+                        "`{name}` requires the source lane to be in `mask` (`mask[src_lane] == True`)"
+                    )),
+                );
+                return None;
             }
         }
+        Some(())
     }
 
     /// A predicate: a callable with no arguments (a lambda, a nested `def` returning one
@@ -572,7 +637,11 @@ impl FnCx<'_, '_> {
                 let m = self.mask_arg(a[0])?;
                 let v = self.eval(a[1]?)?;
                 let v = self.concrete(v)?;
-                let lane = self.int32_arg(a[2]?)?;
+                let (lane, lane_const) = self.lane_arg(a[2]?)?;
+                let Intrinsic::Shfl(kind) = op else {
+                    return self.table_mismatch(b, span);
+                };
+                self.check_shfl_lanes(kind, &name, entry.params()[2], m, lane_const, a[2]?)?;
                 let (wide, back) = self.widen_for_warp(&v, &name)?;
                 let wty = self.types[wide.index()].clone();
                 let r = self.push(Expr::Intrinsic(op, vec![m, wide, lane]), wty, span);
