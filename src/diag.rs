@@ -170,6 +170,8 @@ codes! {
     E0216,
     /// a warp shuffle that breaks a User Requirement decidable at compile time: a constant `src_lane`/`delta`/`flag` outside `0..31`, or a constant mask with a lane whose source lane is not in the mask (§10.3)
     E0240,
+    /// a block barrier (`syncthreads`, `syncthreads_count`/`_and`/`_or`, or a call of a function that reaches one) under an `if` or loop whose condition depends on the thread (§9.4)
+    E0241,
     /// an operator Python does not define on complex numbers: ordering comparisons, `//`, `%`, `min`/`max`, bitwise operators, `~` (§2.7)
     E0250,
     /// a complex number where a real one is needed: stored into a real array or local, converted with `float32(z)`/`int(z)`, as a part of `complex64(re, im)` or `cmath.rect`, given to a `math` function (§2.7)

@@ -114,7 +114,7 @@ pub fn specialize(
     match handle {
         Ok(entry) if s.diags.is_empty() => {
             let o = &decl.options;
-            Ok(ir::Program {
+            let program = ir::Program {
                 functions: s.functions,
                 entry,
                 options: ir::ProgramOptions {
@@ -128,7 +128,13 @@ pub fn specialize(
                 },
                 file: module.file.clone(),
                 target_sm: s.target_used.then_some(sm),
-            })
+            };
+            let diverging = divergence::check(&program);
+            if diverging.is_empty() {
+                Ok(program)
+            } else {
+                Err(fail(diverging))
+            }
         }
         _ => {
             if s.diags.is_empty() {
@@ -1213,6 +1219,7 @@ mod assign;
 mod calls;
 mod complex;
 mod device;
+mod divergence;
 mod numba;
 use complex::complex_unsupported;
 use stmt::{always_returns, assigned_names, contains_call, count_assignments, element_type};
