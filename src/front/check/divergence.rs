@@ -262,7 +262,10 @@ impl Analysis<'_> {
             span,
             format!("{what} under a condition that depends on the thread"),
         )
-        .with_secondary(cond, "this condition differs between the threads of a block");
+        .with_secondary(
+            cond,
+            "this condition differs between the threads of a block",
+        );
         if let Some(inner) = inner {
             d = d.with_secondary(inner, "the barrier it reaches");
         }
