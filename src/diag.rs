@@ -172,6 +172,8 @@ codes! {
     E0240,
     /// a block barrier (`syncthreads`, `syncthreads_count`/`_and`/`_or`, or a call of a function that reaches one) under an `if` or loop whose condition depends on the thread (§9.4)
     E0241,
+    /// a `@func` returns a reference into its own `local_array`: the array, a view, reshape or reinterpretation of it, an `atomic_ref` or field reference into it (§9.2)
+    E0242,
     /// an operator Python does not define on complex numbers: ordering comparisons, `//`, `%`, `min`/`max`, bitwise operators, `~` (§2.7)
     E0250,
     /// a complex number where a real one is needed: stored into a real array or local, converted with `float32(z)`/`int(z)`, as a part of `complex64(re, im)` or `cmath.rect`, given to a `math` function (§2.7)

@@ -129,11 +129,12 @@ pub fn specialize(
                 file: module.file.clone(),
                 target_sm: s.target_used.then_some(sm),
             };
-            let diverging = divergence::check(&program);
-            if diverging.is_empty() {
+            let mut found = escape::check(&program);
+            found.extend(divergence::check(&program));
+            if found.is_empty() {
                 Ok(program)
             } else {
-                Err(fail(diverging))
+                Err(fail(found))
             }
         }
         _ => {
@@ -1220,6 +1221,7 @@ mod calls;
 mod complex;
 mod device;
 mod divergence;
+mod escape;
 mod numba;
 use complex::complex_unsupported;
 use stmt::{always_returns, assigned_names, contains_call, count_assignments, element_type};
