@@ -174,6 +174,8 @@ codes! {
     E0241,
     /// a `@func` returns a reference into its own `local_array`: the array, a view, reshape or reinterpretation of it, an `atomic_ref` or field reference into it (§9.2)
     E0242,
+    /// a `@func` (which shall be heterogeneous) uses a device-only entity (thread positions, `lane_id`, `warp_size`, barriers, fences, warp functions, `shared_array`, `dynamic_shared_array`) outside a `target(...)` branch the host does not take (§1.6, §16.1)
+    E0243,
     /// an operator Python does not define on complex numbers: ordering comparisons, `//`, `%`, `min`/`max`, bitwise operators, `~` (§2.7)
     E0250,
     /// a complex number where a real one is needed: stored into a real array or local, converted with `float32(z)`/`int(z)`, as a part of `complex64(re, im)` or `cmath.rect`, given to a `math` function (§2.7)

@@ -144,8 +144,9 @@ pub struct Row {
     pub rule: Rule,
     /// What a call produces in the IR.
     pub op: Op,
-    /// Whether the host back end can run it (`Module::host_function`).
-    pub host: bool,
+    /// Whether the host back end can run it (`Module::host_function`), and if not, whether
+    /// it is device-only by the spec.
+    pub host: Host,
 }
 
 impl Row {
@@ -178,7 +179,31 @@ pub struct Family {
     /// What a call of member `b` produces in the IR.
     pub op: fn(Builtin) -> Op,
     /// Whether the host back end can run a call of a member.
-    pub host: bool,
+    pub host: Host,
+}
+
+/// The host column: whether the host back end runs a builtin, and if not, why not. The one
+/// place that says which entities are device-only: the host checker's E0501 and the
+/// front end's E0243 (a `@func` using a device-only entity without a `target` guard) both
+/// follow it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Host {
+    /// The host runs it.
+    Runs,
+    /// Heterogeneous by the spec, but the host back end does not run it yet (complex
+    /// numbers, `math.frexp`, …): a `@func` may use it unguarded.
+    Later,
+    /// Device-only by the spec (thread positions, barriers, warp functions, shared memory,
+    /// fences) or by its dialect (numba's and cupyx's device intrinsics): a `@func` needs
+    /// a `target(...)` guard around it.
+    DeviceOnly,
+}
+
+impl Host {
+    /// Whether the host back end can run it.
+    pub const fn runs(self) -> bool {
+        matches!(self, Host::Runs)
+    }
 }
 
 use Builtin as B;
@@ -191,7 +216,7 @@ const fn row(
     defaults: &'static [&'static str],
     rule: Rule,
     op: Op,
-    host: bool,
+    host: Host,
 ) -> Row {
     Row {
         builtin,
@@ -205,12 +230,13 @@ const fn row(
 }
 
 /// Not a call: a decorator, a type or a value the checker reads in its own place.
-const fn entity(builtin: Builtin, names: &'static [(N, &'static str)], host: bool) -> Row {
+const fn entity(builtin: Builtin, names: &'static [(N, &'static str)], host: Host) -> Row {
     row(builtin, names, &[], &[], Rule::NotCallable, Op::None, host)
 }
 
-const DEVICE_ONLY: bool = false;
-const HOST: bool = true;
+const DEVICE_ONLY: Host = Host::DeviceOnly;
+const HOST: Host = Host::Runs;
+const HOST_LATER: Host = Host::Later;
 
 /// Every builtin that is not in a [`Family`], one line each.
 #[rustfmt::skip]
@@ -230,7 +256,7 @@ pub static ROWS: &[Row] = &[
     row(B::Int, &[(N::Builtins, "int")], &["x"], &["0"], Rule::Conversion, Op::Expr("cast"), HOST),
     row(B::Float, &[(N::Builtins, "float")], &["x"], &["0.0"], Rule::Conversion, Op::Expr("cast"), HOST),
     row(B::Bool, &[(N::Builtins, "bool")], &["x"], &["False"], Rule::Conversion, Op::Expr("cast"), HOST),
-    row(B::Complex, &[(N::Builtins, "complex")], &["real", "imag"], &["0.0", "0.0"], Rule::Conversion, Op::Expr("complex"), DEVICE_ONLY),
+    row(B::Complex, &[(N::Builtins, "complex")], &["real", "imag"], &["0.0", "0.0"], Rule::Conversion, Op::Expr("complex"), HOST_LATER),
     // Python builtins.
     row(B::Range, &[(N::Builtins, "range"), (N::CupyxJit, "range")], &["start", "stop", "step"], &["None", "1"], Rule::LoopOnly, Op::None, HOST),
     row(B::Print, &[(N::Builtins, "print")], &["*args"], &[], Rule::PrintOnly, Op::Expr("print statement"), HOST),
@@ -304,11 +330,11 @@ pub static ROWS: &[Row] = &[
     row(B::Cbrt, &[(N::Device, "cbrt"), (N::NumbaCuda, "cbrt")], &["a"], &[], Rule::FloatOp, Op::Intrinsic(I::Math(crate::ir::MathFn::Cbrt)), HOST),
     row(B::Fma, &[(N::Device, "fma"), (N::NumbaCuda, "fma")], &["a", "b", "c"], &[], Rule::FloatOp, Op::Intrinsic(I::Fma), HOST),
     row(B::Selp, &[(N::NumbaCuda, "selp")], &["cond", "a", "b"], &[], Rule::Selp, Op::Expr("select"), DEVICE_ONLY),
-    row(B::MathPair(I::Frexp), &[(N::Math, "frexp"), (N::NumbaLibdevice, "frexp"), (N::NumbaLibdevice, "frexpf")], &["x"], &[], Rule::MathPair, Op::Intrinsic(I::Frexp), DEVICE_ONLY),
-    row(B::MathPair(I::Ldexp), &[(N::Math, "ldexp"), (N::NumbaLibdevice, "ldexp"), (N::NumbaLibdevice, "ldexpf")], &["x", "i"], &[], Rule::MathPair, Op::Intrinsic(I::Ldexp), DEVICE_ONLY),
-    row(B::MathPair(I::Modf), &[(N::Math, "modf"), (N::NumbaLibdevice, "modf"), (N::NumbaLibdevice, "modff")], &["x"], &[], Rule::MathPair, Op::Intrinsic(I::Modf), DEVICE_ONLY),
-    row(B::MathPair(I::Sincos), &[(N::NumbaLibdevice, "sincos"), (N::NumbaLibdevice, "sincosf")], &["x"], &[], Rule::MathPair, Op::Intrinsic(I::Sincos), DEVICE_ONLY),
-    row(B::MathPair(I::Sad), &[(N::NumbaLibdevice, "sad")], &["x", "y", "z"], &[], Rule::MathPair, Op::Intrinsic(I::Sad), DEVICE_ONLY),
+    row(B::MathPair(I::Frexp), &[(N::Math, "frexp"), (N::NumbaLibdevice, "frexp"), (N::NumbaLibdevice, "frexpf")], &["x"], &[], Rule::MathPair, Op::Intrinsic(I::Frexp), HOST_LATER),
+    row(B::MathPair(I::Ldexp), &[(N::Math, "ldexp"), (N::NumbaLibdevice, "ldexp"), (N::NumbaLibdevice, "ldexpf")], &["x", "i"], &[], Rule::MathPair, Op::Intrinsic(I::Ldexp), HOST_LATER),
+    row(B::MathPair(I::Modf), &[(N::Math, "modf"), (N::NumbaLibdevice, "modf"), (N::NumbaLibdevice, "modff")], &["x"], &[], Rule::MathPair, Op::Intrinsic(I::Modf), HOST_LATER),
+    row(B::MathPair(I::Sincos), &[(N::NumbaLibdevice, "sincos"), (N::NumbaLibdevice, "sincosf")], &["x"], &[], Rule::MathPair, Op::Intrinsic(I::Sincos), HOST_LATER),
+    row(B::MathPair(I::Sad), &[(N::NumbaLibdevice, "sad")], &["x", "y", "z"], &[], Rule::MathPair, Op::Intrinsic(I::Sad), HOST_LATER),
     // Struct field types and target descriptions.
     row(B::Align, &[(N::Device, "align")], &["t", "n"], &[], Rule::AlignType, Op::None, HOST),
     row(B::Target, &[(N::Device, "target")], &["desc"], &[], Rule::TargetOnly, Op::None, HOST),
@@ -423,7 +449,7 @@ pub static FAMILIES: &[Family] = &[
             B::Cmath(super::CmathFn::Op(op)) => Op::Intrinsic(I::Complex(op)),
             _ => Op::Expr("complex tuple"),
         },
-        host: DEVICE_ONLY,
+        host: HOST_LATER,
     },
     Family {
         what: "functions of `operator`",
@@ -476,7 +502,7 @@ pub static FAMILIES: &[Family] = &[
         namespaces: &[N::Numpy],
         rule: Rule::NpReduce,
         op: |_| Op::Expr("loop"),
-        host: DEVICE_ONLY,
+        host: HOST_LATER,
     },
     Family {
         what: "numba's `cuda.atomic.<op>` and cupyx's `jit.atomic_<op>`",
@@ -610,6 +636,11 @@ impl Entry {
 
     /// Whether the host can run a call.
     pub fn host(self) -> bool {
+        self.host_column().runs()
+    }
+
+    /// The host column: whether the host runs it, and if not, whether it is device-only.
+    pub fn host_column(self) -> Host {
         match self {
             Entry::Row(r) => r.host,
             Entry::Family(f, _) => f.host,

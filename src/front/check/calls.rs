@@ -15,7 +15,12 @@ impl FnCx<'_, '_> {
     pub(super) fn call(&mut self, c: &ast::ExprCall) -> Value {
         let fspan = sp(c.func.as_ref());
         let callee = match (self.callee_item(&c.func), c.func.as_ref()) {
-            (Some(item), _) => Value::Item(item, fspan),
+            (Some(item), _) => {
+                if let Item::Builtin(b) = item {
+                    self.device_only_use(b, fspan);
+                }
+                Value::Item(item, fspan)
+            }
             (None, ast::Expr::Attribute(a)) => {
                 // A method call on a value (`ref.add(1)`, `arr.view(float32)`), or an
                 // attribute of a namespace.

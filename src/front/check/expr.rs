@@ -127,8 +127,11 @@ impl FnCx<'_, '_> {
     }
 
     pub(super) fn read_name(&mut self, name: &str, span: Span) -> Value {
-        if let Some(item) = self.statics.get(name) {
-            return Value::Item(item.clone(), span);
+        if let Some(item) = self.statics.get(name).cloned() {
+            if let Item::Builtin(b) = item {
+                self.device_only_use(b, span);
+            }
+            return Value::Item(item, span);
         }
         if self.poisoned.contains(name) && !self.hints.contains_key(name) {
             return Value::Err;
@@ -165,7 +168,12 @@ impl FnCx<'_, '_> {
             });
         }
         match self.s.m.lookup(name) {
-            Some(item) => Value::Item(item, span),
+            Some(item) => {
+                if let Item::Builtin(b) = item {
+                    self.device_only_use(b, span);
+                }
+                Value::Item(item, span)
+            }
             None => {
                 self.error(Code::E0101, span, format!("name `{name}` is not defined"));
                 Value::Err
@@ -228,7 +236,12 @@ impl FnCx<'_, '_> {
                         self.diags.push(planned(&n, span));
                         return Value::Err;
                     }
-                    Some(item) => return Value::Item(item, span),
+                    Some(item) => {
+                        if let Item::Builtin(b) = item {
+                            self.device_only_use(b, span);
+                        }
+                        return Value::Item(item, span);
+                    }
                     None if !missing.is_empty() => {
                         self.error(Code::E0102, span, missing);
                         return Value::Err;

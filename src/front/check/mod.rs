@@ -413,6 +413,9 @@ struct FnCx<'s, 'm> {
     loop_assigned: Vec<HashSet<String>>,
     /// Parameters bound to compile-time arguments (see [`Statics`]).
     statics: HashMap<String, Item>,
+    /// Whether the code being checked would also run on the host: false inside the branch
+    /// of a `target(...)` test that the host does not take (E0243).
+    host_reachable: bool,
 }
 
 impl<'s, 'm> FnCx<'s, 'm> {
@@ -454,6 +457,7 @@ impl<'s, 'm> FnCx<'s, 'm> {
             assign_sites: HashMap::new(),
             loop_assigned: Vec::new(),
             statics: HashMap::new(),
+            host_reachable: true,
         };
         assigned_names(&def.body, &mut cx.assigned);
         count_assignments(&def.body, &mut cx.assign_sites);
