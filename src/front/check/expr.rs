@@ -531,13 +531,12 @@ impl FnCx<'_, '_> {
             Type::WarpMask => {
                 let i = self.expr(&s.slice);
                 let i = self.value_of(i)?;
-                self.check_lane(&i)?;
+                let iv = self.mask_lane(&i)?;
                 let one = self.push(
                     Expr::Literal(Literal::Int(1)),
                     Type::Scalar(Scalar::Int32),
                     span,
                 );
-                let iv = self.convert(&i, Scalar::Int32)?;
                 let m = self.push(Expr::Cast(base.e), Type::Scalar(Scalar::Int32), span);
                 let sh = self.push(
                     Expr::Binary(BinaryOp::Shr, m, iv),
@@ -641,6 +640,28 @@ impl FnCx<'_, '_> {
     }
 
     /// A constant warp-mask index must be a lane, `0 <= i < 32` (spec: WarpMask.__getitem__).
+    /// The lane of `WarpMask.__getitem__`/`__setitem__` (`i: int32`): an integer (a float
+    /// is E0207, as for every hinted parameter of a spec function), constant lanes in
+    /// `0..31` (E0203); converted to `int32`.
+    pub(super) fn mask_lane(&mut self, i: &Val) -> Option<Handle<Expr>> {
+        if !i.ty.as_scalar().is_some_and(|s| s.is_integer()) || i.ty == Type::WarpMask {
+            self.diags.push(
+                Diagnostic::error(
+                    Code::E0207,
+                    i.span,
+                    format!(
+                        "a warp mask's lane must be an integer (`i: int32`), found {}",
+                        i.ty
+                    ),
+                )
+                .with_note("convert it with `int32(x)`"),
+            );
+            return None;
+        }
+        self.check_lane(i)?;
+        self.convert(i, Scalar::Int32)
+    }
+
     pub(super) fn check_lane(&mut self, i: &Val) -> Option<()> {
         match i.konst.as_ref().and_then(|c| c.as_int()) {
             Some(k) if !(0..32).contains(&k) => {
