@@ -1168,14 +1168,20 @@ impl FnCx<'_, '_> {
         method: &str,
         span: Span,
     ) -> Option<()> {
-        if dtype.is_complex() || dtype.is_fp8() {
+        // complex64 travels as its 64 bits: load, store, exch and cas (§9.2).
+        let complex_bits = dtype == Scalar::Complex64
+            && matches!(
+                op,
+                AtomicOp::Load | AtomicOp::Store | AtomicOp::Exch | AtomicOp::Cas
+            );
+        if (dtype.is_complex() || dtype.is_fp8()) && !complex_bits {
             self.diags.push(
                 Diagnostic::error(
                     Code::E0253,
                     span,
                     format!("atomic operations on {dtype} are not supported"),
                 )
-                .with_note("complex and fp8 elements have no atomic instructions; use a lock, or atomics on a float32 or int32 array"),
+                .with_note("complex64 elements take `load`, `store`, `exch` and `cas` only; complex128 and fp8 elements have no atomic instructions: use a lock, or atomics on a float32 or int32 array"),
             );
             return None;
         }
@@ -1188,10 +1194,8 @@ impl FnCx<'_, '_> {
                 dtype.size() >= 4,
                 "pydevice supports `wait` on 4- and 8-byte types",
             ),
-            AtomicOp::Exch | AtomicOp::Cas => (
-                dtype.size() >= 4,
-                "pydevice supports `exch` and `cas` on 4- and 8-byte types",
-            ),
+            // 1- and 2-byte elements take a CAS loop on their 32-bit word.
+            AtomicOp::Exch | AtomicOp::Cas => (true, ""),
             AtomicOp::Add
             | AtomicOp::Sub
             | AtomicOp::Max

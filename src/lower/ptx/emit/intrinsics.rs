@@ -258,6 +258,14 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                     .build_bit_cast(f, self.e.int_t(w), "")?
                     .into_int_value()
             }
+            // A complex64 (`<2 x float>`): its 64 bits, real part low.
+            BasicValueEnum::VectorValue(v) => {
+                let t = v.get_type();
+                let w = t.get_size() * t.get_element_type().into_float_type().get_bit_width();
+                self.b()
+                    .build_bit_cast(v, self.e.int_t(w), "")?
+                    .into_int_value()
+            }
             _ => return Err(err("bits of a non-number")),
         })
     }
@@ -269,6 +277,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
     ) -> R<BasicValueEnum<'ctx>> {
         Ok(match like {
             BasicTypeEnum::FloatType(t) => self.b().build_bit_cast(i, t, "")?,
+            BasicTypeEnum::VectorType(t) => self.b().build_bit_cast(i, t, "")?,
             _ => i.into(),
         })
     }
