@@ -158,7 +158,7 @@ codes! {
     E0210,
     /// assignment to something immutable: an attribute (a struct value's field included; an attribute of a builtin or module such as `device.thread_idx.x` or `device.warp_size`), an Atomic field, a non-number field of an array element, or a tuple or vector element other than a local vector's
     E0211,
-    /// unknown attribute or method (`.dtype`, `.ndims`, `.w` of a 3-vector, an atomic reference's `.dtype` or unknown method, a struct method that does not exist, an array method other than `view`/`reshape`/`astype`, a record field that does not exist, …)
+    /// unknown attribute or method (`.dtype`, `.ndims`, `.w` of a 3-vector, an atomic reference's unknown method, a struct method that does not exist, an array method other than `view`/`reshape`/`astype`, a record field that does not exist, …)
     E0212,
     /// bad `@struct` class: a field without a heterogeneous type hint, a statement other than fields and methods, a `@kernel` method, an unsupported `Atomic(...)` field (§7.3)
     E0213,

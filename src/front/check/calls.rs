@@ -35,6 +35,17 @@ impl FnCx<'_, '_> {
                     other => other,
                 };
                 match base {
+                    // `r.dtype(x)` of an atomic reference or `v.dtype(x)` of a vector: a
+                    // conversion to the element type.
+                    Value::Val(Val {
+                        ty: Type::Ref { dtype: s, .. } | Type::Vector { elem: s, .. },
+                        ..
+                    }) if a.attr.id.as_str() == "dtype" => {
+                        return self
+                            .builtin_call(Builtin::Scalar(s), c)
+                            .map(Value::Val)
+                            .unwrap_or(Value::Err);
+                    }
                     Value::Val(v) => {
                         return self
                             .method_call(v, a.attr.id.as_str(), c)

@@ -180,6 +180,7 @@ impl FnCx<'_, '_> {
                 match self.eval(&a.value).map(|v| v.ty) {
                     Some(Type::Array(at)) => at.dtype.scalar(),
                     Some(Type::Vector { elem, .. }) => Some(elem),
+                    Some(Type::Ref { dtype, .. }) => Some(dtype),
                     _ => None,
                 }
             }

@@ -192,7 +192,7 @@ impl FnCx<'_, '_> {
         {
             return match self.read_name(n.id.as_str(), sp(n)) {
                 Value::Val(Val {
-                    ty: Type::Vector { elem, .. },
+                    ty: Type::Vector { elem, .. } | Type::Ref { dtype: elem, .. },
                     ..
                 }) => Some(Item::Builtin(Builtin::Scalar(elem))),
                 _ => None,
@@ -280,6 +280,10 @@ impl FnCx<'_, '_> {
                 // as a dtype), not a value.
                 if let (Type::Vector { elem, .. }, "dtype") = (&v.ty, attr) {
                     return Value::Item(Item::Builtin(Builtin::Scalar(*elem)), span);
+                }
+                // `AtomicInterface.dtype`: the dtype of the atomic's object, a type too.
+                if let (Type::Ref { dtype, .. }, "dtype") = (&v.ty, attr) {
+                    return Value::Item(Item::Builtin(Builtin::Scalar(*dtype)), span);
                 }
                 self.value_attribute(v, attr, span)
             }
