@@ -614,3 +614,70 @@ def k(x8, olds8, c8, c16, xc, oldsc, cc, seeds):
     assert_eq!(cc[2], [5.0, 5.0], "complex64 untouched cell");
     assert_eq!(cc[3], [7.0, 8.0], "complex64 store");
 }
+
+/// Shuffles of tuples and vectors of at most 8 bytes (element by element) and `match_*`
+/// with the spec's `flag`, against a CPU model of one warp.
+#[test]
+fn shuffles_of_tuples_and_vectors() {
+    let Some(dev) = device("shuffles_of_tuples_and_vectors") else {
+        return;
+    };
+    let src = r#"
+from cuda import device
+from cuda.device import float32x2, int16x4, int8, int16, int32, float32
+
+FULL = 0xFFFFFFFF
+
+@device.kernel
+def k(x, n, fout, iout):
+    i = device.thread_idx.x
+    v = device.shfl_xor_sync(FULL, float32x2(x[i], -2.0 * x[i]), 5)
+    fout[2 * i] = v.x
+    fout[2 * i + 1] = v.y
+    t = device.shfl_sync(FULL, (int8(n[i]), int16(-3 * n[i]), n[i] > 5), (i * 7) % 32)
+    iout[4 * i] = t[0]
+    iout[4 * i + 1] = t[1]
+    iout[4 * i + 2] = int(t[2])
+    s = device.shfl_down_sync(FULL, int16x4(int16(n[i]), int16(i), int16(-i), int16(9)), 3)
+    iout[4 * i + 3] = int32(s.x) * 1000 + int32(s.y) * 100 + int32(s.z) * 10 + int32(s.w)
+    iout[128 + i] = device.match_any_sync(FULL, n[i] % 4, 7)
+"#;
+    let k = kernel(
+        &dev,
+        src,
+        "k",
+        "float32[::1], int32[::1], float32[::1], int32[::1]",
+    );
+    let mut r = Rng(41);
+    let x: Vec<f32> = (0..32).map(|_| r.f32(-4.0, 4.0)).collect();
+    let n: Vec<i32> = (0..32).map(|_| r.i32(-120, 120)).collect();
+    let (_xb, xa) = vec1(&dev, &x);
+    let (_nb, na) = vec1(&dev, &n);
+    let (fb, fa) = vec1(&dev, &[0f32; 64]);
+    let (ib, ia) = vec1(&dev, &[0i32; 160]);
+    k.launch(&[xa, na, fa, ia], [1, 1, 1], [32, 1, 1]);
+    let f: Vec<f32> = from_bytes(&dev.download(&fb).expect("download"));
+    let io: Vec<i32> = from_bytes(&dev.download(&ib).expect("download"));
+    for i in 0..32usize {
+        let src = i ^ 5;
+        assert_eq!(f[2 * i], x[src], "float32x2.x lane {i}");
+        assert_eq!(f[2 * i + 1], -2.0 * x[src], "float32x2.y lane {i}");
+        let s = (i * 7) % 32;
+        assert_eq!(io[4 * i], i32::from(n[s] as i8), "tuple int8 lane {i}");
+        assert_eq!(
+            io[4 * i + 1],
+            i32::from((-3 * n[s]) as i16),
+            "tuple int16 lane {i}"
+        );
+        assert_eq!(io[4 * i + 2], i32::from(n[s] > 5), "tuple bool lane {i}");
+        // shfl_down: lanes past the end keep their own value.
+        let d = if i + 3 < 32 { i + 3 } else { i };
+        let (a, b, c) = (n[d] as i16, d as i16, -(d as i16));
+        let want = i32::from(a) * 1000 + i32::from(b) * 100 + i32::from(c) * 10 + 9;
+        assert_eq!(io[4 * i + 3], want, "int16x4 lane {i}");
+        let peers = (0..32usize)
+            .filter(|&j| n[j].rem_euclid(4) == n[i].rem_euclid(4))
+            .fold(0u32, |m, j| m | 1 << j);
+        assert_eq!(io[128 + i] as u32, peers, "match_any_sync lane {i}");
+    }
+}

@@ -319,8 +319,8 @@ pub static ROWS: &[Row] = &[
     row(B::ShflUpSync, &[(N::Device, "shfl_up_sync"), (N::NumbaCuda, "shfl_up_sync"), (N::CupyxJit, "shfl_up_sync")], &["mask", "value", "delta"], &[], Rule::Shfl, Op::Intrinsic(I::Shfl(Shfl::Up)), DEVICE_ONLY),
     row(B::ShflDownSync, &[(N::Device, "shfl_down_sync"), (N::NumbaCuda, "shfl_down_sync"), (N::CupyxJit, "shfl_down_sync")], &["mask", "value", "delta"], &[], Rule::Shfl, Op::Intrinsic(I::Shfl(Shfl::Down)), DEVICE_ONLY),
     row(B::ShflXorSync, &[(N::Device, "shfl_xor_sync"), (N::NumbaCuda, "shfl_xor_sync"), (N::CupyxJit, "shfl_xor_sync")], &["mask", "value", "flag"], &[], Rule::Shfl, Op::Intrinsic(I::Shfl(Shfl::Xor)), DEVICE_ONLY),
-    row(B::MatchAnySync, &[(N::Device, "match_any_sync"), (N::NumbaCuda, "match_any_sync")], &["mask", "value"], &[], Rule::Match, Op::Intrinsic(I::MatchAny), DEVICE_ONLY),
-    row(B::MatchAllSync, &[(N::Device, "match_all_sync"), (N::NumbaCuda, "match_all_sync")], &["mask", "value"], &[], Rule::Match, Op::Intrinsic(I::MatchAll), DEVICE_ONLY),
+    row(B::MatchAnySync, &[(N::Device, "match_any_sync"), (N::NumbaCuda, "match_any_sync")], &["mask", "value", "flag"], &["0"], Rule::Match, Op::Intrinsic(I::MatchAny), DEVICE_ONLY),
+    row(B::MatchAllSync, &[(N::Device, "match_all_sync"), (N::NumbaCuda, "match_all_sync")], &["mask", "value", "flag"], &["0"], Rule::Match, Op::Intrinsic(I::MatchAll), DEVICE_ONLY),
     row(B::WarpMask, &[(N::Device, "WarpMask")], &["x"], &["0"], Rule::WarpMask, Op::Expr("warp mask"), HOST),
     // Numeric intrinsics.
     row(B::Popc, &[(N::Device, "popc"), (N::NumbaCuda, "popc")], &["x"], &[], Rule::Bits, Op::Intrinsic(I::Popc), HOST),

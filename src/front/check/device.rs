@@ -659,6 +659,11 @@ impl FnCx<'_, '_> {
                 let v = self.eval(a[1]?)?;
                 let v = self.concrete(v)?;
                 let (wide, _) = self.widen_for_warp(&v, &name)?;
+                // The spec's `flag: int32`, which it does not describe (CUDA's
+                // `__match_*_sync` have none): a constant integer, without effect (§10.4).
+                if let Some(f) = a[2] {
+                    self.const_int(f, "flag")?;
+                }
                 if op == Some(Intrinsic::MatchAny) {
                     Some(self.intrinsic(Intrinsic::MatchAny, vec![m, wide], Type::WarpMask, span))
                 } else {
@@ -799,6 +804,15 @@ impl FnCx<'_, '_> {
     /// A value for a warp shuffle or match: bool and integers narrower than 32 bits are
     /// widened to 32 bits (the flag says to narrow the result back); at most 8 bytes.
     fn widen_for_warp(&mut self, v: &Val, name: &str) -> Option<(Handle<Expr>, bool)> {
+        // A tuple or vector of numbers of at most 8 bytes is shuffled element by element
+        // (the lowering splits it); complex elements are refused as complex values are.
+        if matches!(v.ty, Type::Tuple(_) | Type::Vector { .. })
+            && name.starts_with("shfl")
+            && crate::abi::size_align(&v.ty).0 <= 8
+            && warp_leaves(&v.ty).is_some_and(|ls| ls.iter().all(|s| !s.is_complex()))
+        {
+            return Some((v.e, false));
+        }
         let Some(s) = v.ty.as_scalar() else {
             self.diags.push(
                 Diagnostic::error(
@@ -806,7 +820,7 @@ impl FnCx<'_, '_> {
                     v.span,
                     format!("`{name}` needs a number of at most 8 bytes, found {}", v.ty),
                 )
-                .with_note("shuffle the fields of a tuple one by one"),
+                .with_note("a tuple or vector of numbers of at most 8 bytes is shuffled whole; shuffle larger ones field by field"),
             );
             return None;
         };
@@ -1362,5 +1376,23 @@ impl FnCx<'_, '_> {
         }
         let e = self.push(Expr::Tuple(es), v.ty.clone(), span);
         Some(self.val(e, v.ty.clone(), span))
+    }
+}
+
+/// The numbers a tuple or vector is made of, in order (nested tuples flattened); `None` when
+/// it holds anything else (an array, a struct, a reference).
+fn warp_leaves(t: &Type) -> Option<Vec<Scalar>> {
+    match t {
+        Type::Scalar(s) => Some(vec![*s]),
+        Type::WarpMask => Some(vec![Scalar::Int32]),
+        Type::Vector { elem, len } => Some(vec![*elem; *len as usize]),
+        Type::Tuple(ts) => {
+            let mut out = Vec::new();
+            for t in ts {
+                out.extend(warp_leaves(t)?);
+            }
+            Some(out)
+        }
+        _ => None,
     }
 }

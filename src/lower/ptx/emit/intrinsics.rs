@@ -298,8 +298,37 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         };
         let f = self.e.intrinsic(name, &[])?;
         let c = i32t.const_int(c, false);
+        // A tuple or vector of at most 8 bytes: each element is shuffled on its own, with
+        // the same mask and lane (§10.3).
+        if let BasicValueEnum::StructValue(sv) = v {
+            let mut agg = sv.get_type().get_undef();
+            for k in 0..sv.get_type().count_fields() {
+                let field = self.b().build_extract_value(sv, k, "")?;
+                // Padding and the zero-length alignment member (arrays) carry no value.
+                let r = if field.is_array_value() {
+                    field
+                } else {
+                    self.shfl(kind, mask, field, lane)?
+                };
+                agg = self
+                    .b()
+                    .build_insert_value(agg, r, k, "")?
+                    .into_struct_value();
+            }
+            return Ok(agg.into());
+        }
         let bits = self.as_int_bits(v)?;
-        let r = if bits.get_type().get_bit_width() == 64 {
+        let width = bits.get_type().get_bit_width();
+        if width < 32 {
+            // An element narrower than 32 bits (inside a tuple or vector) travels widened.
+            let wide = self.b().build_int_z_extend(bits, i32t, "")?;
+            let r = self
+                .call1(f, &[mask.into(), wide.into(), lane.into(), c.into()])?
+                .into_int_value();
+            let r = self.b().build_int_truncate(r, bits.get_type(), "")?;
+            return self.int_bits_as(r, v.get_type());
+        }
+        let r = if width == 64 {
             let i64t = self.e.ctx.i64_type();
             let lo = self.b().build_int_truncate(bits, i32t, "")?;
             let hi = self
