@@ -109,6 +109,13 @@ impl FnCx<'_, '_> {
                 _ => false,
             },
             (None, None) => match (&h.ty, &v.ty) {
+                // A `WarpMask` is an `int32` (the spec derives it from `int32`): an `int32`
+                // local takes one, and a local given both is an `int32`.
+                (Type::Scalar(Scalar::Int32), Type::WarpMask) => true,
+                (Type::WarpMask, Type::Scalar(Scalar::Int32)) => {
+                    nh.ty = Type::Scalar(Scalar::Int32);
+                    true
+                }
                 // numba unifies a local's assignments to their common type.
                 (Type::Scalar(a), Type::Scalar(b))
                     if self.s.m.rules().unify_assignments && a != b =>
