@@ -95,7 +95,7 @@ impl Analysis<'_> {
     /// `ctrl`: the span of the innermost thread-dependent condition around the block.
     fn block(&mut self, b: &[Stmt], ctrl: Option<Span>) {
         for s in b {
-            self.stmt(s, ctrl);
+            crate::stack::deep(|| self.stmt(s, ctrl));
         }
     }
 
@@ -194,7 +194,8 @@ impl Analysis<'_> {
         if let Some(d) = self.memo[h.index()] {
             return d;
         }
-        let d = self.expr_inner(h, ctrl);
+        // Expressions and blocks nest as deep as the source does (`stack::deep`).
+        let d = crate::stack::deep(|| self.expr_inner(h, ctrl));
         self.memo[h.index()] = Some(d);
         d
     }

@@ -85,16 +85,16 @@ impl Walk<'_> {
                 }
                 StmtKind::If {
                     then, otherwise, ..
-                } => {
+                } => crate::stack::deep(|| {
                     self.block(then, returns);
                     self.block(otherwise, returns);
-                }
+                }),
                 StmtKind::Loop {
                     body, continuing, ..
-                } => {
+                } => crate::stack::deep(|| {
                     self.block(body, returns);
                     self.block(continuing, returns);
-                }
+                }),
                 StmtKind::Return(Some(e)) => {
                     if let Some(a) = self.points(*e) {
                         returns.push((s.span, a));
@@ -107,6 +107,10 @@ impl Walk<'_> {
 
     /// The frame allocation `e` may point into.
     fn points(&self, h: Handle<Expr>) -> Option<Span> {
+        crate::stack::deep(|| self.points_inner(h))
+    }
+
+    fn points_inner(&self, h: Handle<Expr>) -> Option<Span> {
         let f = self.f;
         if !may_point(f.ty(h)) {
             return None;
