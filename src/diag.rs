@@ -182,7 +182,7 @@ codes! {
     E0251,
     /// (no longer issued: every complex power compiles, §2.7)
     E0252,
-    /// complex or fp8 values where the hardware has no instruction: atomic operations on `complex128`/fp8 elements and arithmetic ones on `complex64`, warp shuffles and matches of complex values (§2.7, §2.8)
+    /// complex or fp8 values where the hardware has no instruction: atomic operations on `complex128`/fp8 elements and arithmetic ones on `complex64`, warp shuffles of `complex128` and matches of complex values (§2.7, §2.8)
     E0253,
     /// unsupported statement or parameter form (`try`, `with`, a nested `def` that is not a predicate, `global`, defaults, `*args`, a `for` target that is not a name, …)
     E0301,

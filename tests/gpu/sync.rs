@@ -615,7 +615,8 @@ def k(x8, olds8, c8, c16, xc, oldsc, cc, seeds):
     assert_eq!(cc[3], [7.0, 8.0], "complex64 store");
 }
 
-/// Shuffles of tuples and vectors of at most 8 bytes (element by element) and `match_*`
+/// Shuffles of tuples and vectors of at most 8 bytes (element by element), of complex64,
+/// and `match_*`
 /// with the spec's `flag`, against a CPU model of one warp.
 #[test]
 fn shuffles_of_tuples_and_vectors() {
@@ -624,7 +625,7 @@ fn shuffles_of_tuples_and_vectors() {
     };
     let src = r#"
 from cuda import device
-from cuda.device import float32x2, int16x4, int8, int16, int32, float32
+from cuda.device import float32x2, int16x4, int8, int16, int32, float32, complex64
 
 FULL = 0xFFFFFFFF
 
@@ -634,6 +635,9 @@ def k(x, n, fout, iout):
     v = device.shfl_xor_sync(FULL, float32x2(x[i], -2.0 * x[i]), 5)
     fout[2 * i] = v.x
     fout[2 * i + 1] = v.y
+    z = device.shfl_sync(FULL, complex64(x[i], 3.0 * x[i]), 31 - i)
+    fout[64 + 2 * i] = z.real
+    fout[64 + 2 * i + 1] = z.imag
     t = device.shfl_sync(FULL, (int8(n[i]), int16(-3 * n[i]), n[i] > 5), (i * 7) % 32)
     iout[4 * i] = t[0]
     iout[4 * i + 1] = t[1]
@@ -653,7 +657,7 @@ def k(x, n, fout, iout):
     let n: Vec<i32> = (0..32).map(|_| r.i32(-120, 120)).collect();
     let (_xb, xa) = vec1(&dev, &x);
     let (_nb, na) = vec1(&dev, &n);
-    let (fb, fa) = vec1(&dev, &[0f32; 64]);
+    let (fb, fa) = vec1(&dev, &[0f32; 128]);
     let (ib, ia) = vec1(&dev, &[0i32; 160]);
     k.launch(&[xa, na, fa, ia], [1, 1, 1], [32, 1, 1]);
     let f: Vec<f32> = from_bytes(&dev.download(&fb).expect("download"));
@@ -662,6 +666,12 @@ def k(x, n, fout, iout):
         let src = i ^ 5;
         assert_eq!(f[2 * i], x[src], "float32x2.x lane {i}");
         assert_eq!(f[2 * i + 1], -2.0 * x[src], "float32x2.y lane {i}");
+        assert_eq!(f[64 + 2 * i], x[31 - i], "complex64.real lane {i}");
+        assert_eq!(
+            f[64 + 2 * i + 1],
+            3.0 * x[31 - i],
+            "complex64.imag lane {i}"
+        );
         let s = (i * 7) % 32;
         assert_eq!(io[4 * i], i32::from(n[s] as i8), "tuple int8 lane {i}");
         assert_eq!(

@@ -805,12 +805,16 @@ impl FnCx<'_, '_> {
     /// widened to 32 bits (the flag says to narrow the result back); at most 8 bytes.
     fn widen_for_warp(&mut self, v: &Val, name: &str) -> Option<(Handle<Expr>, bool)> {
         // A tuple or vector of numbers of at most 8 bytes is shuffled element by element
-        // (the lowering splits it); complex elements are refused as complex values are.
+        // (the lowering splits it), and a complex64 as its 64 bits.
+        let shuffle = name.starts_with("shfl");
         if matches!(v.ty, Type::Tuple(_) | Type::Vector { .. })
-            && name.starts_with("shfl")
+            && shuffle
             && crate::abi::size_align(&v.ty).0 <= 8
-            && warp_leaves(&v.ty).is_some_and(|ls| ls.iter().all(|s| !s.is_complex()))
+            && warp_leaves(&v.ty).is_some()
         {
+            return Some((v.e, false));
+        }
+        if shuffle && v.ty == Type::Scalar(Scalar::Complex64) {
             return Some((v.e, false));
         }
         let Some(s) = v.ty.as_scalar() else {
