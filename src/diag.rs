@@ -158,7 +158,7 @@ codes! {
     E0210,
     /// assignment to something immutable: an attribute (a struct value's field included; an attribute of a builtin or module such as `device.thread_idx.x` or `device.warp_size`), an Atomic field, a non-number field of an array element, or a tuple or vector element other than a local vector's
     E0211,
-    /// unknown attribute or method (`.dtype` of an array of structs, `.ndims`, `.w` of a 3-vector, an atomic reference's `.dtype` or unknown method, a struct method that does not exist, an array method other than `view`/`reshape`/`astype`, a record field that does not exist, …)
+    /// unknown attribute or method (`.dtype` of an array of structs, `.ndims`, `.w` of a 3-vector, an atomic reference's unknown method, a struct method that does not exist, an array method other than `view`/`reshape`/`astype`, a record field that does not exist, …)
     E0212,
     /// bad `@struct` class: a field without a heterogeneous type hint, a statement other than fields and methods, a `@kernel` method, an unsupported `Atomic(...)` field (§7.3)
     E0213,
@@ -174,13 +174,21 @@ codes! {
     E0218,
     /// an exposition-only name of the spec (`Dim3Like`) used in a program, as an annotation or otherwise (§1.1)
     E0219,
+    /// a warp shuffle that breaks a User Requirement decidable at compile time: a constant `src_lane`/`delta`/`flag` outside `0..31`, or a constant mask with a lane whose source lane is not in the mask (§10.3)
+    E0240,
+    /// a block barrier (`syncthreads`, `syncthreads_count`/`_and`/`_or`, or a call of a function that reaches one) under an `if` or loop whose condition depends on the thread (§9.4)
+    E0241,
+    /// a `@func` returns a reference into its own `local_array`: the array, a view, reshape or reinterpretation of it, an `atomic_ref` or field reference into it (§9.2)
+    E0242,
+    /// a `@func` (which shall be heterogeneous) uses a device-only entity (thread positions, `lane_id`, `warp_size`, barriers, fences, warp functions, `shared_array`, `dynamic_shared_array`) outside a `target(...)` branch the host does not take (§1.6, §16.1)
+    E0243,
     /// an operator Python does not define on complex numbers: ordering comparisons, `//`, `%`, `min`/`max`, bitwise operators, `~` (§2.7)
     E0250,
     /// a complex number where a real one is needed: stored into a real array or local, converted with `float32(z)`/`int(z)`, as a part of `complex64(re, im)` or `cmath.rect`, given to a `math` function (§2.7)
     E0251,
     /// (no longer issued: every complex power compiles, §2.7)
     E0252,
-    /// complex or fp8 values where the hardware has no instruction: atomic operations on `complex64`/`complex128`/fp8 elements, warp shuffles and matches of complex values (§2.7, §2.8)
+    /// complex or fp8 values where the hardware has no instruction: atomic operations on `complex128`/fp8 elements and arithmetic ones on `complex64`, warp shuffles of `complex128` and matches of complex values (§2.7, §2.8)
     E0253,
     /// unsupported statement or parameter form (`try`, `with`, a nested `def` that is not a predicate, `global`, defaults, `*args`, a `for` target that is not a name, …)
     E0301,

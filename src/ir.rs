@@ -1355,6 +1355,66 @@ pub enum Expr {
     },
 }
 
+impl Expr {
+    /// The operands of an expression, in evaluation order.
+    pub fn operands(&self) -> Vec<Handle<Expr>> {
+        let e = self;
+        let ix = |v: &[Index]| v.iter().map(|i| i.value).collect::<Vec<_>>();
+        match e {
+            Expr::Literal(_)
+            | Expr::Local(_)
+            | Expr::StaticArray { .. }
+            | Expr::DynamicShared
+            | Expr::ConstArray(_) => Vec::new(),
+            Expr::Unary(_, a)
+            | Expr::Cast(a)
+            | Expr::ArrayProp(a, _)
+            | Expr::Extract(a, _)
+            | Expr::Reinterpret(a)
+            | Expr::FieldRef(a, _)
+            | Expr::FieldArray(a, _)
+            | Expr::Deref(a) => vec![*a],
+            Expr::Binary(_, a, b) | Expr::And(a, b) | Expr::Or(a, b) => vec![*a, *b],
+            Expr::Select {
+                cond,
+                then,
+                otherwise,
+            } => vec![*cond, *then, *otherwise],
+            Expr::Call(_, args) | Expr::Intrinsic(_, args) | Expr::Tuple(args) => args.clone(),
+            Expr::Asm(a) => a.args.clone(),
+            Expr::Launch(l) => [l.grid, l.block, l.shared]
+                .into_iter()
+                .chain(l.args.iter().copied())
+                .collect(),
+            Expr::Load { array, indices } | Expr::ElementRef { array, indices } => {
+                let mut v = vec![*array];
+                v.extend(ix(indices));
+                v
+            }
+            Expr::View { array, subs } => {
+                let mut v = vec![*array];
+                for s in subs {
+                    match s {
+                        Subscript::Index(i) => v.push(i.value),
+                        Subscript::Slice { start, stop, .. } => v.extend(start.iter().chain(stop)),
+                    }
+                }
+                v
+            }
+            Expr::Reshape { array, shape, .. } => {
+                let mut v = vec![*array];
+                v.extend(shape.iter().flatten());
+                v
+            }
+            Expr::Atomic { target, args, .. } => {
+                let mut v = vec![*target];
+                v.extend(args);
+                v
+            }
+        }
+    }
+}
+
 /// A statement.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Stmt {

@@ -304,7 +304,7 @@ fn grid_sync_marks_the_kernel_cooperative_and_others_not() {
     assert!(json.contains("\"cooperative\":true"), "{json}");
     // A grid sync inside a @func called by the kernel counts too.
     let via_func = "from cuda import device\nfrom cuda.device import cg\n\
-        @device.func\ndef wait_all():\n    cg.sync(cg.this_grid())\n\
+        @device.func\ndef wait_all():\n    if device.target(device.is_device):\n        cg.sync(cg.this_grid())\n\
         @device.kernel\ndef k(a):\n    a[0] = 1\n    wait_all()\n";
     assert!(
         compile(via_func, "k", "int32[::1]", "sm_90")

@@ -9,40 +9,44 @@ from cuda.device import cg
 
 @device.func
 def phase1(x, part):
-    grid = cg.this_grid()
-    tile = cg.tiled_partition(cg.this_thread_block(), 32)
-    acc = device.float32(0)
-    i = grid.thread_rank()
-    n = len(x)
-    while i < n:
-        acc += x[i]
-        i += grid.num_threads()
-    acc = cg.reduce(tile, acc, 'add')
-    if tile.thread_rank() == 0:
-        part[grid.thread_rank() // 32] = acc
+    # A @func shall be heterogeneous (E0243): cooperative groups are device-only.
+    if device.target(device.is_device):
+        grid = cg.this_grid()
+        tile = cg.tiled_partition(cg.this_thread_block(), 32)
+        acc = device.float32(0)
+        i = grid.thread_rank()
+        n = len(x)
+        while i < n:
+            acc += x[i]
+            i += grid.num_threads()
+        acc = cg.reduce(tile, acc, 'add')
+        if tile.thread_rank() == 0:
+            part[grid.thread_rank() // 32] = acc
 
 
 @device.func
 def finish(part, out, sh):
-    # One block adds the partials.
-    block = cg.this_thread_block()
-    tile = cg.tiled_partition(block, 32)
-    acc = device.float32(0)
-    j = block.thread_rank()
-    while j < len(part):
-        acc += part[j]
-        j += block.num_threads()
-    acc = cg.reduce(tile, acc, 'add')
-    if tile.thread_rank() == 0:
-        sh[tile.meta_group_rank()] = acc
-    block.sync()
-    if tile.meta_group_rank() == 0:
-        v = device.float32(0)
-        if tile.thread_rank() < tile.meta_group_size():
-            v = sh[tile.thread_rank()]
-        v = cg.reduce(tile, v, 'add')
+    # A @func shall be heterogeneous (E0243): cooperative groups are device-only.
+    if device.target(device.is_device):
+        # One block adds the partials.
+        block = cg.this_thread_block()
+        tile = cg.tiled_partition(block, 32)
+        acc = device.float32(0)
+        j = block.thread_rank()
+        while j < len(part):
+            acc += part[j]
+            j += block.num_threads()
+        acc = cg.reduce(tile, acc, 'add')
         if tile.thread_rank() == 0:
-            out[0] = v
+            sh[tile.meta_group_rank()] = acc
+        block.sync()
+        if tile.meta_group_rank() == 0:
+            v = device.float32(0)
+            if tile.thread_rank() < tile.meta_group_size():
+                v = sh[tile.thread_rank()]
+            v = cg.reduce(tile, v, 'add')
+            if tile.thread_rank() == 0:
+                out[0] = v
 
 
 @device.kernel

@@ -48,6 +48,9 @@ pub struct Rules {
     pub int_bit_count: bool,
     /// A vector constructor takes vectors as well as numbers, flattening them (numba).
     pub vectors_from_vectors: bool,
+    /// A `@func` shall be heterogeneous (`cuda.device`): a device-only entity in one needs
+    /// a `target(...)` guard (E0243). numba's and cupyx's device functions are device-only.
+    pub heterogeneous_funcs: bool,
 }
 
 const CUDA_DEVICE: Rules = Rules {
@@ -61,6 +64,7 @@ const CUDA_DEVICE: Rules = Rules {
     widen_integer_arithmetic: false,
     int_bit_count: false,
     vectors_from_vectors: false,
+    heterogeneous_funcs: true,
 };
 
 const NUMBA: Rules = Rules {
@@ -74,12 +78,14 @@ const NUMBA: Rules = Rules {
     widen_integer_arithmetic: true,
     int_bit_count: true,
     vectors_from_vectors: true,
+    heterogeneous_funcs: false,
 };
 
 /// cupyx.jit: `cuda.device`'s rules (its `rawkernel(mode='cuda')` types a Python `int` as
 /// `int32` and a `float` as `float32`, as CUDA C++ literals are), with fixed local types.
 const CUPYX: Rules = Rules {
     fixed_local_types: true,
+    heterogeneous_funcs: false,
     ..CUDA_DEVICE
 };
 

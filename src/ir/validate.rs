@@ -135,7 +135,7 @@ impl Validator<'_> {
         self.roots(&f.body, &mut spans)?;
         for h in (0..f.exprs.len()).rev() {
             let sp = spans[h];
-            for o in operands(&f.exprs[Handle::new(h)]) {
+            for o in f.exprs[Handle::new(h)].operands() {
                 if let Some(slot) = spans.get_mut(o.index())
                     && slot.is_none()
                 {
@@ -393,7 +393,7 @@ impl Validator<'_> {
     /// once, in order, without recursion).
     fn expr(&mut self, h: Handle<Expr>) -> V {
         let f = self.f;
-        for o in operands(&f.exprs[h]) {
+        for o in f.exprs[h].operands() {
             if o.index() >= h.index() {
                 return self.fail(format!(
                     "expression %{} uses %{}, which comes after it",
@@ -630,63 +630,6 @@ impl Validator<'_> {
             }
         }
         Ok(())
-    }
-}
-
-/// The operands of an expression.
-fn operands(e: &Expr) -> Vec<Handle<Expr>> {
-    let ix = |v: &[Index]| v.iter().map(|i| i.value).collect::<Vec<_>>();
-    match e {
-        Expr::Literal(_)
-        | Expr::Local(_)
-        | Expr::StaticArray { .. }
-        | Expr::DynamicShared
-        | Expr::ConstArray(_) => Vec::new(),
-        Expr::Unary(_, a)
-        | Expr::Cast(a)
-        | Expr::ArrayProp(a, _)
-        | Expr::Extract(a, _)
-        | Expr::Reinterpret(a)
-        | Expr::FieldRef(a, _)
-        | Expr::FieldArray(a, _)
-        | Expr::Deref(a) => vec![*a],
-        Expr::Binary(_, a, b) | Expr::And(a, b) | Expr::Or(a, b) => vec![*a, *b],
-        Expr::Select {
-            cond,
-            then,
-            otherwise,
-        } => vec![*cond, *then, *otherwise],
-        Expr::Call(_, args) | Expr::Intrinsic(_, args) | Expr::Tuple(args) => args.clone(),
-        Expr::Asm(a) => a.args.clone(),
-        Expr::Launch(l) => [l.grid, l.block, l.shared]
-            .into_iter()
-            .chain(l.args.iter().copied())
-            .collect(),
-        Expr::Load { array, indices } | Expr::ElementRef { array, indices } => {
-            let mut v = vec![*array];
-            v.extend(ix(indices));
-            v
-        }
-        Expr::View { array, subs } => {
-            let mut v = vec![*array];
-            for s in subs {
-                match s {
-                    Subscript::Index(i) => v.push(i.value),
-                    Subscript::Slice { start, stop, .. } => v.extend(start.iter().chain(stop)),
-                }
-            }
-            v
-        }
-        Expr::Reshape { array, shape, .. } => {
-            let mut v = vec![*array];
-            v.extend(shape.iter().flatten());
-            v
-        }
-        Expr::Atomic { target, args, .. } => {
-            let mut v = vec![*target];
-            v.extend(args);
-            v
-        }
     }
 }
 

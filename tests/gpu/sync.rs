@@ -483,3 +483,211 @@ fn activemask_in_divergent_branches() {
         assert_eq!(*m, want, "lane {i}: {m:#010x}");
     }
 }
+
+/// `exch` and `cas` on 1- and 2-byte cells (CAS loops on their 32-bit words, with the
+/// neighbouring bytes of the same word updated by other threads at the same time) and
+/// `load`/`store`/`exch`/`cas` on complex64 (64-bit), against what must hold whatever the
+/// order of the threads: each cell's chain of exchanges returns every value written to it
+/// but the last, plus the initial one; CAS increments add one per thread; guard cells of
+/// the same words stay untouched.
+#[test]
+fn small_and_complex_atomics() {
+    let Some(dev) = device("small_and_complex_atomics") else {
+        return;
+    };
+    let src = r#"
+from cuda import device
+from cuda.device import int8, int16, complex64
+
+@device.kernel
+def k(x8, olds8, c8, c16, xc, oldsc, cc, seeds):
+    i = device.thread_idx.x + device.block_idx.x * device.block_dim.x
+    s = seeds[i]
+    olds8[i] = device.atomic_ref(x8, i % 7).exch(int8(s))
+    r8 = device.atomic_ref(c8, i % 7)
+    cur8 = r8.load()
+    while True:
+        prev8 = r8.cas(cur8, int8(cur8 + 1))
+        if prev8 == cur8:
+            break
+        cur8 = prev8
+    r16 = device.atomic_ref(c16, i % 3)
+    cur16 = c16[i % 3]
+    while True:
+        prev16 = r16.cas(cur16, int16(cur16 + 3))
+        if prev16 == cur16:
+            break
+        cur16 = prev16
+    oldsc[i] = device.atomic_ref(xc, i % 3).exch(complex64(s, -s))
+    rc = device.atomic_ref(cc, i % 2)
+    curc = rc.load()
+    while True:
+        prevc = rc.cas(curc, curc + complex64(1, 2))
+        if prevc == curc:
+            break
+        curc = prevc
+    if i == 0:
+        device.atomic_ref(cc, 3).store(rc.load() * 0 + complex64(7, 8))
+"#;
+    let k = kernel(
+        &dev,
+        src,
+        "k",
+        "int8[::1], int8[::1], int8[::1], int16[::1], complex64[::1], complex64[::1], \
+         complex64[::1], int32[::1]",
+    );
+    let n = 2048usize;
+    let mut r = Rng(29);
+    let seeds: Vec<i32> = (0..n).map(|_| r.i32(-100, 100)).collect();
+    let x8_init: Vec<i8> = vec![1, 2, 3, 4, 5, 6, 7, 99];
+    let c8_init: Vec<i8> = vec![0, 10, 20, 30, 40, 50, 60, -42];
+    let c16_init: Vec<i16> = vec![-5, 1000, 7, 1234];
+    let xc_init: Vec<[f32; 2]> = vec![[0.5, -0.5], [1.5, 2.5], [3.0, 4.0]];
+    let cc_init: Vec<[f32; 2]> = vec![[0.0, 0.0], [10.0, -10.0], [5.0, 5.0], [0.0, 0.0]];
+    let (x8b, x8) = vec1(&dev, &x8_init);
+    let (o8b, o8) = vec1(&dev, &vec![0i8; n]);
+    let (c8b, c8) = vec1(&dev, &c8_init);
+    let (c16b, c16) = vec1(&dev, &c16_init);
+    let (xcb, xc) = vec1(&dev, &xc_init);
+    let (ocb, oc) = vec1(&dev, &vec![[0f32; 2]; n]);
+    let (ccb, cc) = vec1(&dev, &cc_init);
+    let (_sb, sa) = vec1(&dev, &seeds);
+    k.launch(
+        &[x8, o8, c8, c16, xc, oc, cc, sa],
+        [blocks(n, 256), 1, 1],
+        [256, 1, 1],
+    );
+    let x8: Vec<i8> = from_bytes(&dev.download(&x8b).expect("download"));
+    let o8: Vec<i8> = from_bytes(&dev.download(&o8b).expect("download"));
+    let c8: Vec<i8> = from_bytes(&dev.download(&c8b).expect("download"));
+    let c16: Vec<i16> = from_bytes(&dev.download(&c16b).expect("download"));
+    let xc: Vec<[f32; 2]> = from_bytes(&dev.download(&xcb).expect("download"));
+    let oc: Vec<[f32; 2]> = from_bytes(&dev.download(&ocb).expect("download"));
+    let cc: Vec<[f32; 2]> = from_bytes(&dev.download(&ccb).expect("download"));
+    // Exchange chains: returned olds plus the final value == initial plus every value written.
+    for cell in 0..7 {
+        let mut got: Vec<i8> = (0..n).filter(|i| i % 7 == cell).map(|i| o8[i]).collect();
+        got.push(x8[cell]);
+        let mut want: Vec<i8> = (0..n)
+            .filter(|i| i % 7 == cell)
+            .map(|i| seeds[i] as i8)
+            .collect();
+        want.push(x8_init[cell]);
+        got.sort_unstable();
+        want.sort_unstable();
+        assert_eq!(got, want, "int8 exch cell {cell}");
+    }
+    assert_eq!(x8[7], 99, "int8 guard byte");
+    for cell in 0..7 {
+        let count = (0..n).filter(|i| i % 7 == cell).count();
+        let want = (i32::from(c8_init[cell]) + count as i32) as i8;
+        assert_eq!(c8[cell], want, "int8 cas cell {cell}");
+    }
+    assert_eq!(c8[7], -42, "int8 guard byte");
+    for cell in 0..3 {
+        let count = (0..n).filter(|i| i % 3 == cell).count();
+        let want = (i32::from(c16_init[cell]) + 3 * count as i32) as i16;
+        assert_eq!(c16[cell], want, "int16 cas cell {cell}");
+    }
+    assert_eq!(c16[3], 1234, "int16 guard");
+    let key = |z: &[f32; 2]| (z[0].to_bits(), z[1].to_bits());
+    for cell in 0..3 {
+        let mut got: Vec<_> = (0..n)
+            .filter(|i| i % 3 == cell)
+            .map(|i| key(&oc[i]))
+            .collect();
+        got.push(key(&xc[cell]));
+        let mut want: Vec<_> = (0..n)
+            .filter(|i| i % 3 == cell)
+            .map(|i| key(&[seeds[i] as f32, -(seeds[i] as f32)]))
+            .collect();
+        want.push(key(&xc_init[cell]));
+        got.sort_unstable();
+        want.sort_unstable();
+        assert_eq!(got, want, "complex64 exch cell {cell}");
+    }
+    for cell in 0..2 {
+        let count = (0..n).filter(|i| i % 2 == cell).count() as f32;
+        let want = [cc_init[cell][0] + count, cc_init[cell][1] + 2.0 * count];
+        assert_eq!(cc[cell], want, "complex64 cas cell {cell}");
+    }
+    assert_eq!(cc[2], [5.0, 5.0], "complex64 untouched cell");
+    assert_eq!(cc[3], [7.0, 8.0], "complex64 store");
+}
+
+/// Shuffles of tuples and vectors of at most 8 bytes (element by element), of complex64,
+/// and `match_*`
+/// with the spec's `flag`, against a CPU model of one warp.
+#[test]
+fn shuffles_of_tuples_and_vectors() {
+    let Some(dev) = device("shuffles_of_tuples_and_vectors") else {
+        return;
+    };
+    let src = r#"
+from cuda import device
+from cuda.device import float32x2, int16x4, int8, int16, int32, float32, complex64
+
+FULL = 0xFFFFFFFF
+
+@device.kernel
+def k(x, n, fout, iout):
+    i = device.thread_idx.x
+    v = device.shfl_xor_sync(FULL, float32x2(x[i], -2.0 * x[i]), 5)
+    fout[2 * i] = v.x
+    fout[2 * i + 1] = v.y
+    z = device.shfl_sync(FULL, complex64(x[i], 3.0 * x[i]), 31 - i)
+    fout[64 + 2 * i] = z.real
+    fout[64 + 2 * i + 1] = z.imag
+    t = device.shfl_sync(FULL, (int8(n[i]), int16(-3 * n[i]), n[i] > 5), (i * 7) % 32)
+    iout[4 * i] = t[0]
+    iout[4 * i + 1] = t[1]
+    iout[4 * i + 2] = int(t[2])
+    s = device.shfl_down_sync(FULL, int16x4(int16(n[i]), int16(i), int16(-i), int16(9)), 3)
+    iout[4 * i + 3] = int32(s.x) * 1000 + int32(s.y) * 100 + int32(s.z) * 10 + int32(s.w)
+    iout[128 + i] = device.match_any_sync(FULL, n[i] % 4, 7)
+"#;
+    let k = kernel(
+        &dev,
+        src,
+        "k",
+        "float32[::1], int32[::1], float32[::1], int32[::1]",
+    );
+    let mut r = Rng(41);
+    let x: Vec<f32> = (0..32).map(|_| r.f32(-4.0, 4.0)).collect();
+    let n: Vec<i32> = (0..32).map(|_| r.i32(-120, 120)).collect();
+    let (_xb, xa) = vec1(&dev, &x);
+    let (_nb, na) = vec1(&dev, &n);
+    let (fb, fa) = vec1(&dev, &[0f32; 128]);
+    let (ib, ia) = vec1(&dev, &[0i32; 160]);
+    k.launch(&[xa, na, fa, ia], [1, 1, 1], [32, 1, 1]);
+    let f: Vec<f32> = from_bytes(&dev.download(&fb).expect("download"));
+    let io: Vec<i32> = from_bytes(&dev.download(&ib).expect("download"));
+    for i in 0..32usize {
+        let src = i ^ 5;
+        assert_eq!(f[2 * i], x[src], "float32x2.x lane {i}");
+        assert_eq!(f[2 * i + 1], -2.0 * x[src], "float32x2.y lane {i}");
+        assert_eq!(f[64 + 2 * i], x[31 - i], "complex64.real lane {i}");
+        assert_eq!(
+            f[64 + 2 * i + 1],
+            3.0 * x[31 - i],
+            "complex64.imag lane {i}"
+        );
+        let s = (i * 7) % 32;
+        assert_eq!(io[4 * i], i32::from(n[s] as i8), "tuple int8 lane {i}");
+        assert_eq!(
+            io[4 * i + 1],
+            i32::from((-3 * n[s]) as i16),
+            "tuple int16 lane {i}"
+        );
+        assert_eq!(io[4 * i + 2], i32::from(n[s] > 5), "tuple bool lane {i}");
+        // shfl_down: lanes past the end keep their own value.
+        let d = if i + 3 < 32 { i + 3 } else { i };
+        let (a, b, c) = (n[d] as i16, d as i16, -(d as i16));
+        let want = i32::from(a) * 1000 + i32::from(b) * 100 + i32::from(c) * 10 + 9;
+        assert_eq!(io[4 * i + 3], want, "int16x4 lane {i}");
+        let peers = (0..32usize)
+            .filter(|&j| n[j].rem_euclid(4) == n[i].rem_euclid(4))
+            .fold(0u32, |m, j| m | 1 << j);
+        assert_eq!(io[128 + i] as u32, peers, "match_any_sync lane {i}");
+    }
+}

@@ -171,8 +171,9 @@ pub struct Row {
     pub rule: Rule,
     /// What a call produces in the IR.
     pub op: Op,
-    /// Whether the host back end can run it (`Module::host_function`).
-    pub host: bool,
+    /// Whether the host back end can run it (`Module::host_function`), and if not, whether
+    /// it is device-only by the spec.
+    pub host: Host,
 }
 
 impl Row {
@@ -205,7 +206,31 @@ pub struct Family {
     /// What a call of member `b` produces in the IR.
     pub op: fn(Builtin) -> Op,
     /// Whether the host back end can run a call of a member.
-    pub host: bool,
+    pub host: Host,
+}
+
+/// The host column: whether the host back end runs a builtin, and if not, why not. The one
+/// place that says which entities are device-only: the host checker's E0501 and the
+/// front end's E0243 (a `@func` using a device-only entity without a `target` guard) both
+/// follow it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Host {
+    /// The host runs it.
+    Runs,
+    /// Heterogeneous by the spec, but the host back end does not run it yet (complex
+    /// numbers, `math.frexp`, …): a `@func` may use it unguarded.
+    Later,
+    /// Device-only by the spec (thread positions, barriers, warp functions, shared memory,
+    /// fences) or by its dialect (numba's and cupyx's device intrinsics): a `@func` needs
+    /// a `target(...)` guard around it.
+    DeviceOnly,
+}
+
+impl Host {
+    /// Whether the host back end can run it.
+    pub const fn runs(self) -> bool {
+        matches!(self, Host::Runs)
+    }
 }
 
 use Builtin as B;
@@ -218,7 +243,7 @@ const fn row(
     defaults: &'static [&'static str],
     rule: Rule,
     op: Op,
-    host: bool,
+    host: Host,
 ) -> Row {
     Row {
         builtin,
@@ -232,12 +257,13 @@ const fn row(
 }
 
 /// Not a call: a decorator, a type or a value the checker reads in its own place.
-const fn entity(builtin: Builtin, names: &'static [(N, &'static str)], host: bool) -> Row {
+const fn entity(builtin: Builtin, names: &'static [(N, &'static str)], host: Host) -> Row {
     row(builtin, names, &[], &[], Rule::NotCallable, Op::None, host)
 }
 
-const DEVICE_ONLY: bool = false;
-const HOST: bool = true;
+const DEVICE_ONLY: Host = Host::DeviceOnly;
+const HOST: Host = Host::Runs;
+const HOST_LATER: Host = Host::Later;
 
 /// Every builtin that is not in a [`Family`], one line each.
 #[rustfmt::skip]
@@ -257,7 +283,7 @@ pub static ROWS: &[Row] = &[
     row(B::Int, &[(N::Builtins, "int")], &["x"], &["0"], Rule::Conversion, Op::Expr("cast"), HOST),
     row(B::Float, &[(N::Builtins, "float")], &["x"], &["0.0"], Rule::Conversion, Op::Expr("cast"), HOST),
     row(B::Bool, &[(N::Builtins, "bool")], &["x"], &["False"], Rule::Conversion, Op::Expr("cast"), HOST),
-    row(B::Complex, &[(N::Builtins, "complex")], &["real", "imag"], &["0.0", "0.0"], Rule::Conversion, Op::Expr("complex"), DEVICE_ONLY),
+    row(B::Complex, &[(N::Builtins, "complex")], &["real", "imag"], &["0.0", "0.0"], Rule::Conversion, Op::Expr("complex"), HOST_LATER),
     // Python builtins.
     row(B::Range, &[(N::Builtins, "range"), (N::CupyxJit, "range")], &["start", "stop", "step"], &["None", "1"], Rule::LoopOnly, Op::None, HOST),
     row(B::Print, &[(N::Builtins, "print")], &["*args"], &[], Rule::PrintOnly, Op::Expr("print statement"), HOST),
@@ -333,8 +359,8 @@ pub static ROWS: &[Row] = &[
     row(B::ShflUpSync, &[(N::Device, "shfl_up_sync"), (N::NumbaCuda, "shfl_up_sync"), (N::CupyxJit, "shfl_up_sync")], &["mask", "value", "delta"], &[], Rule::Shfl, Op::Intrinsic(I::Shfl(Shfl::Up)), DEVICE_ONLY),
     row(B::ShflDownSync, &[(N::Device, "shfl_down_sync"), (N::NumbaCuda, "shfl_down_sync"), (N::CupyxJit, "shfl_down_sync")], &["mask", "value", "delta"], &[], Rule::Shfl, Op::Intrinsic(I::Shfl(Shfl::Down)), DEVICE_ONLY),
     row(B::ShflXorSync, &[(N::Device, "shfl_xor_sync"), (N::NumbaCuda, "shfl_xor_sync"), (N::CupyxJit, "shfl_xor_sync")], &["mask", "value", "flag"], &[], Rule::Shfl, Op::Intrinsic(I::Shfl(Shfl::Xor)), DEVICE_ONLY),
-    row(B::MatchAnySync, &[(N::Device, "match_any_sync"), (N::NumbaCuda, "match_any_sync")], &["mask", "value"], &[], Rule::Match, Op::Intrinsic(I::MatchAny), DEVICE_ONLY),
-    row(B::MatchAllSync, &[(N::Device, "match_all_sync"), (N::NumbaCuda, "match_all_sync")], &["mask", "value"], &[], Rule::Match, Op::Intrinsic(I::MatchAll), DEVICE_ONLY),
+    row(B::MatchAnySync, &[(N::Device, "match_any_sync"), (N::NumbaCuda, "match_any_sync")], &["mask", "value", "flag"], &["0"], Rule::Match, Op::Intrinsic(I::MatchAny), DEVICE_ONLY),
+    row(B::MatchAllSync, &[(N::Device, "match_all_sync"), (N::NumbaCuda, "match_all_sync")], &["mask", "value", "flag"], &["0"], Rule::Match, Op::Intrinsic(I::MatchAll), DEVICE_ONLY),
     row(B::WarpMask, &[(N::Device, "WarpMask")], &["x"], &["0"], Rule::WarpMask, Op::Expr("warp mask"), HOST),
     // Numeric intrinsics.
     row(B::Popc, &[(N::Device, "popc"), (N::NumbaCuda, "popc")], &["x"], &[], Rule::Bits, Op::Intrinsic(I::Popc), HOST),
@@ -345,11 +371,11 @@ pub static ROWS: &[Row] = &[
     row(B::Rsqrt, &[(N::Device, "rsqrt"), (N::NumbaLibdevice, "rsqrt"), (N::NumbaLibdevice, "rsqrtf")], &["x"], &[], Rule::FloatOp, Op::Intrinsic(I::Math(crate::ir::MathFn::Rsqrt)), HOST),
     row(B::Fma, &[(N::Device, "fma"), (N::NumbaCuda, "fma")], &["a", "b", "c"], &[], Rule::FloatOp, Op::Intrinsic(I::Fma), HOST),
     row(B::Selp, &[(N::NumbaCuda, "selp")], &["cond", "a", "b"], &[], Rule::Selp, Op::Expr("select"), DEVICE_ONLY),
-    row(B::MathPair(I::Frexp), &[(N::Math, "frexp"), (N::NumbaLibdevice, "frexp"), (N::NumbaLibdevice, "frexpf")], &["x"], &[], Rule::MathPair, Op::Intrinsic(I::Frexp), DEVICE_ONLY),
-    row(B::MathPair(I::Ldexp), &[(N::Math, "ldexp"), (N::NumbaLibdevice, "ldexp"), (N::NumbaLibdevice, "ldexpf")], &["x", "i"], &[], Rule::MathPair, Op::Intrinsic(I::Ldexp), DEVICE_ONLY),
-    row(B::MathPair(I::Modf), &[(N::Math, "modf"), (N::NumbaLibdevice, "modf"), (N::NumbaLibdevice, "modff")], &["x"], &[], Rule::MathPair, Op::Intrinsic(I::Modf), DEVICE_ONLY),
-    row(B::MathPair(I::Sincos), &[(N::NumbaLibdevice, "sincos"), (N::NumbaLibdevice, "sincosf")], &["x"], &[], Rule::MathPair, Op::Intrinsic(I::Sincos), DEVICE_ONLY),
-    row(B::MathPair(I::Sad), &[(N::NumbaLibdevice, "sad")], &["x", "y", "z"], &[], Rule::MathPair, Op::Intrinsic(I::Sad), DEVICE_ONLY),
+    row(B::MathPair(I::Frexp), &[(N::Math, "frexp"), (N::NumbaLibdevice, "frexp"), (N::NumbaLibdevice, "frexpf")], &["x"], &[], Rule::MathPair, Op::Intrinsic(I::Frexp), HOST_LATER),
+    row(B::MathPair(I::Ldexp), &[(N::Math, "ldexp"), (N::NumbaLibdevice, "ldexp"), (N::NumbaLibdevice, "ldexpf")], &["x", "i"], &[], Rule::MathPair, Op::Intrinsic(I::Ldexp), HOST_LATER),
+    row(B::MathPair(I::Modf), &[(N::Math, "modf"), (N::NumbaLibdevice, "modf"), (N::NumbaLibdevice, "modff")], &["x"], &[], Rule::MathPair, Op::Intrinsic(I::Modf), HOST_LATER),
+    row(B::MathPair(I::Sincos), &[(N::NumbaLibdevice, "sincos"), (N::NumbaLibdevice, "sincosf")], &["x"], &[], Rule::MathPair, Op::Intrinsic(I::Sincos), HOST_LATER),
+    row(B::MathPair(I::Sad), &[(N::NumbaLibdevice, "sad")], &["x", "y", "z"], &[], Rule::MathPair, Op::Intrinsic(I::Sad), HOST_LATER),
     // Struct field types and target descriptions.
     row(B::Align, &[(N::Device, "align")], &["t", "n"], &[], Rule::AlignType, Op::None, HOST),
     entity(B::ConstExpr, &[(N::Device, "ConstExpr")], HOST),
@@ -494,7 +520,7 @@ pub static FAMILIES: &[Family] = &[
             B::Cmath(super::CmathFn::Op(op)) => Op::Intrinsic(I::Complex(op)),
             _ => Op::Expr("complex tuple"),
         },
-        host: DEVICE_ONLY,
+        host: HOST_LATER,
     },
     Family {
         what: "functions of `operator`",
@@ -547,7 +573,7 @@ pub static FAMILIES: &[Family] = &[
         namespaces: &[N::Numpy],
         rule: Rule::NpReduce,
         op: |_| Op::Expr("loop"),
-        host: DEVICE_ONLY,
+        host: HOST_LATER,
     },
     Family {
         what: "numba's `cuda.atomic.<op>` and cupyx's `jit.atomic_<op>`",
@@ -681,6 +707,11 @@ impl Entry {
 
     /// Whether the host can run a call.
     pub fn host(self) -> bool {
+        self.host_column().runs()
+    }
+
+    /// The host column: whether the host runs it, and if not, whether it is device-only.
+    pub fn host_column(self) -> Host {
         match self {
             Entry::Row(r) => r.host,
             Entry::Family(f, _) => f.host,

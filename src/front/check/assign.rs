@@ -109,6 +109,13 @@ impl FnCx<'_, '_> {
                 _ => false,
             },
             (None, None) => match (&h.ty, &v.ty) {
+                // A `WarpMask` is an `int32` (the spec derives it from `int32`): an `int32`
+                // local takes one, and a local given both is an `int32`.
+                (Type::Scalar(Scalar::Int32), Type::WarpMask) => true,
+                (Type::WarpMask, Type::Scalar(Scalar::Int32)) => {
+                    nh.ty = Type::Scalar(Scalar::Int32);
+                    true
+                }
                 // numba unifies a local's assignments to their common type.
                 (Type::Scalar(a), Type::Scalar(b))
                     if self.s.m.rules().unify_assignments && a != b =>
@@ -270,12 +277,28 @@ impl FnCx<'_, '_> {
                         let i32t = Type::Scalar(Scalar::Int32);
                         let iv = self.expr(&s.slice);
                         let Some(iv) = self.value_of(iv) else { return };
-                        if self.check_lane(&iv).is_none() {
-                            return;
-                        }
-                        let Some(i) = self.convert(&iv, Scalar::Int32) else {
+                        let Some(i) = self.mask_lane(&iv) else {
                             return;
                         };
+                        // `val: bool`, as the spec hints it: a number is a type mismatch.
+                        if v.ty != Type::Scalar(Scalar::Bool) {
+                            self.diags.push(
+                                Diagnostic::error(
+                                    Code::E0207,
+                                    v.span,
+                                    format!(
+                                        "a warp mask's bit must be set to a bool (`val: bool`), found {}",
+                                        if v.weak.is_some() {
+                                            "a Python number".to_string()
+                                        } else {
+                                            v.ty.to_string()
+                                        }
+                                    ),
+                                )
+                                .with_note("write `True`/`False`, a comparison, or `bool(x)`"),
+                            );
+                            return;
+                        }
                         let Some(b) = self.truthy(v) else { return };
                         let bit = self.push(Expr::Cast(b), i32t.clone(), span);
                         let one = self.push(Expr::Literal(Literal::Int(1)), i32t.clone(), span);

@@ -15,7 +15,12 @@ impl FnCx<'_, '_> {
     pub(super) fn call(&mut self, c: &ast::ExprCall) -> Value {
         let fspan = sp(c.func.as_ref());
         let callee = match (self.callee_item(&c.func), c.func.as_ref()) {
-            (Some(item), _) => Value::Item(item, fspan),
+            (Some(item), _) => {
+                if let Item::Builtin(b) = item {
+                    self.device_only_use(b, fspan);
+                }
+                Value::Item(item, fspan)
+            }
             (None, ast::Expr::Attribute(a)) => {
                 // A method call on a value (`ref.add(1)`, `arr.view(float32)`), or an
                 // attribute of a namespace.
@@ -30,6 +35,17 @@ impl FnCx<'_, '_> {
                     other => other,
                 };
                 match base {
+                    // `r.dtype(x)` of an atomic reference or `v.dtype(x)` of a vector: a
+                    // conversion to the element type.
+                    Value::Val(Val {
+                        ty: Type::Ref { dtype: s, .. } | Type::Vector { elem: s, .. },
+                        ..
+                    }) if a.attr.id.as_str() == "dtype" => {
+                        return self
+                            .builtin_call(Builtin::Scalar(s), c)
+                            .map(Value::Val)
+                            .unwrap_or(Value::Err);
+                    }
                     Value::Val(v) => {
                         return self
                             .method_call(v, a.attr.id.as_str(), c)

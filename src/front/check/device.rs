@@ -5,7 +5,7 @@
 use super::*;
 use crate::diag::Code;
 use crate::front::builtins::table::{self, Op, Rule};
-use crate::ir::{AtomicOp, MathFn, MemoryOrder, Scope, Vote};
+use crate::ir::{AtomicOp, MathFn, MemoryOrder, Scope, Shfl, Vote};
 use crate::types::{ArrayType, DType, Layout, MemSpace};
 
 /// Static shared memory a block may declare (larger needs dynamic shared memory).
@@ -180,6 +180,7 @@ impl FnCx<'_, '_> {
                 match self.eval(&a.value).map(|v| v.ty) {
                     Some(Type::Array(at)) => at.dtype.scalar(),
                     Some(Type::Vector { elem, .. }) => Some(elem),
+                    Some(Type::Ref { dtype, .. }) => Some(dtype),
                     _ => None,
                 }
             }
@@ -258,19 +259,89 @@ impl FnCx<'_, '_> {
         }
     }
 
+    /// An `int32` argument (converted from any integer).
     pub(super) fn int32_arg(&mut self, e: &ast::Expr) -> Option<Handle<Expr>> {
+        self.lane_arg(e).map(|(h, _)| h)
+    }
+
+    /// A shuffle's lane argument (`src_lane`, `delta`, `flag`) as `int32`, with its value
+    /// when it is a compile-time constant.
+    fn lane_arg(&mut self, e: &ast::Expr) -> Option<(Handle<Expr>, Option<i128>)> {
         let v = self.eval(e)?;
-        match v.ty.as_scalar() {
-            Some(s) if s.is_integer() => self.convert(&v, Scalar::Int32),
+        let known = match (&v.konst, v.ty.as_scalar()) {
+            (Some(c), Some(s)) if s.is_integer() || v.ty == Type::WarpMask => c.as_int(),
+            _ => None,
+        };
+        let h = match v.ty.as_scalar() {
+            Some(s) if s.is_integer() => self.convert(&v, Scalar::Int32)?,
             _ => {
                 self.error(
                     Code::E0207,
                     v.span,
                     format!("expected an integer, found {}", v.ty),
                 );
-                None
+                return None;
+            }
+        };
+        Some((h, known))
+    }
+
+    /// The spec's User Requirements on a shuffle, where they can be decided: a constant
+    /// `src_lane`/`delta`/`flag` lies in `0..31`, and with a constant `mask`, every lane in
+    /// the mask whose source lane is inside the warp reads from a lane in the mask
+    /// (`mask[src_lane] == True`). E0240 otherwise.
+    fn check_shfl_lanes(
+        &mut self,
+        kind: Shfl,
+        name: &str,
+        param: &str,
+        mask: Handle<Expr>,
+        lane: Option<i128>,
+        lane_expr: &ast::Expr,
+    ) -> Option<()> {
+        let Some(k) = lane else { return Some(()) };
+        if !(0..32).contains(&k) {
+            self.diags.push(
+                Diagnostic::error(
+                    Code::E0240,
+                    sp(lane_expr),
+                    format!("`{name}`'s `{param}` is {k}, outside the warp's lanes 0..31"),
+                )
+                .with_label("a constant lane argument must be in 0..31"),
+            );
+            return None;
+        }
+        let Expr::Literal(Literal::Int(bits)) = self.exprs[mask] else {
+            return Some(());
+        };
+        let m = (bits as u32) as u64;
+        let has = |l: i128| (0..32).contains(&l) && m & (1 << l) != 0;
+        for l in (0..32).filter(|&l| has(l)) {
+            let src = match kind {
+                Shfl::Idx => k,
+                Shfl::Up => l - k,
+                Shfl::Down => l + k,
+                Shfl::Xor => l ^ k,
+            };
+            if (0..32).contains(&src) && !has(src) {
+                let span = self.exprs.span(mask);
+                self.diags.push(
+                    Diagnostic::error(
+                        Code::E0240,
+                        span,
+                        format!(
+                            "lane {l} of mask {m:#010x} reads lane {src}, which is not in the mask"
+                        ),
+                    )
+                    .with_secondary(sp(lane_expr), format!("`{param}` is {k}"))
+                    .with_note(format!(
+                        "`{name}` requires the source lane to be in `mask` (`mask[src_lane] == True`)"
+                    )),
+                );
+                return None;
             }
         }
+        Some(())
     }
 
     /// A predicate: a callable with no arguments (a lambda, a nested `def` returning one
@@ -600,7 +671,11 @@ impl FnCx<'_, '_> {
                 let m = self.mask_arg(a[0])?;
                 let v = self.eval(a[1]?)?;
                 let v = self.concrete(v)?;
-                let lane = self.int32_arg(a[2]?)?;
+                let (lane, lane_const) = self.lane_arg(a[2]?)?;
+                let Intrinsic::Shfl(kind) = op else {
+                    return self.table_mismatch(b, span);
+                };
+                self.check_shfl_lanes(kind, &name, entry.params()[2], m, lane_const, a[2]?)?;
                 let (wide, back) = self.widen_for_warp(&v, &name)?;
                 let wty = self.types[wide.index()].clone();
                 let r = self.push(Expr::Intrinsic(op, vec![m, wide, lane]), wty, span);
@@ -617,6 +692,11 @@ impl FnCx<'_, '_> {
                 let v = self.eval(a[1]?)?;
                 let v = self.concrete(v)?;
                 let (wide, _) = self.widen_for_warp(&v, &name)?;
+                // The spec's `flag: int32`, which it does not describe (CUDA's
+                // `__match_*_sync` have none): a constant integer, without effect (§10.4).
+                if let Some(f) = a[2] {
+                    self.const_int(f, "flag")?;
+                }
                 if op == Some(Intrinsic::MatchAny) {
                     Some(self.intrinsic(Intrinsic::MatchAny, vec![m, wide], Type::WarpMask, span))
                 } else {
@@ -765,6 +845,19 @@ impl FnCx<'_, '_> {
     /// A value for a warp shuffle or match: bool and integers narrower than 32 bits are
     /// widened to 32 bits (the flag says to narrow the result back); at most 8 bytes.
     pub(super) fn widen_for_warp(&mut self, v: &Val, name: &str) -> Option<(Handle<Expr>, bool)> {
+        // A tuple or vector of numbers of at most 8 bytes is shuffled element by element
+        // (the lowering splits it), and a complex64 as its 64 bits.
+        let shuffle = name.starts_with("shfl");
+        if matches!(v.ty, Type::Tuple(_) | Type::Vector { .. })
+            && shuffle
+            && crate::abi::size_align(&v.ty).0 <= 8
+            && warp_leaves(&v.ty).is_some()
+        {
+            return Some((v.e, false));
+        }
+        if shuffle && v.ty == Type::Scalar(Scalar::Complex64) {
+            return Some((v.e, false));
+        }
         let Some(s) = v.ty.as_scalar() else {
             self.diags.push(
                 Diagnostic::error(
@@ -772,7 +865,7 @@ impl FnCx<'_, '_> {
                     v.span,
                     format!("`{name}` needs a number of at most 8 bytes, found {}", v.ty),
                 )
-                .with_note("shuffle the fields of a tuple one by one"),
+                .with_note("a tuple or vector of numbers of at most 8 bytes is shuffled whole; shuffle larger ones field by field"),
             );
             return None;
         };
@@ -1148,14 +1241,20 @@ impl FnCx<'_, '_> {
         method: &str,
         span: Span,
     ) -> Option<()> {
-        if dtype.is_complex() || dtype.is_fp8() {
+        // complex64 travels as its 64 bits: load, store, exch and cas (§9.2).
+        let complex_bits = dtype == Scalar::Complex64
+            && matches!(
+                op,
+                AtomicOp::Load | AtomicOp::Store | AtomicOp::Exch | AtomicOp::Cas
+            );
+        if (dtype.is_complex() || dtype.is_fp8()) && !complex_bits {
             self.diags.push(
                 Diagnostic::error(
                     Code::E0253,
                     span,
                     format!("atomic operations on {dtype} are not supported"),
                 )
-                .with_note("complex and fp8 elements have no atomic instructions; use a lock, or atomics on a float32 or int32 array"),
+                .with_note("complex64 elements take `load`, `store`, `exch` and `cas` only; complex128 and fp8 elements have no atomic instructions: use a lock, or atomics on a float32 or int32 array"),
             );
             return None;
         }
@@ -1168,10 +1267,8 @@ impl FnCx<'_, '_> {
                 dtype.size() >= 4,
                 "pydevice supports `wait` on 4- and 8-byte types",
             ),
-            AtomicOp::Exch | AtomicOp::Cas => (
-                dtype.size() >= 4,
-                "pydevice supports `exch` and `cas` on 4- and 8-byte types",
-            ),
+            // 1- and 2-byte elements take a CAS loop on their 32-bit word.
+            AtomicOp::Exch | AtomicOp::Cas => (true, ""),
             AtomicOp::Add
             | AtomicOp::Sub
             | AtomicOp::Max
@@ -1337,5 +1434,23 @@ impl FnCx<'_, '_> {
         }
         let e = self.push(Expr::Tuple(es), v.ty.clone(), span);
         Some(self.val(e, v.ty.clone(), span))
+    }
+}
+
+/// The numbers a tuple or vector is made of, in order (nested tuples flattened); `None` when
+/// it holds anything else (an array, a struct, a reference).
+fn warp_leaves(t: &Type) -> Option<Vec<Scalar>> {
+    match t {
+        Type::Scalar(s) => Some(vec![*s]),
+        Type::WarpMask => Some(vec![Scalar::Int32]),
+        Type::Vector { elem, len } => Some(vec![*elem; *len as usize]),
+        Type::Tuple(ts) => {
+            let mut out = Vec::new();
+            for t in ts {
+                out.extend(warp_leaves(t)?);
+            }
+            Some(out)
+        }
+        _ => None,
     }
 }

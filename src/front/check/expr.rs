@@ -127,8 +127,11 @@ impl FnCx<'_, '_> {
     }
 
     pub(super) fn read_name(&mut self, name: &str, span: Span) -> Value {
-        if let Some(item) = self.statics.get(name) {
-            return Value::Item(item.clone(), span);
+        if let Some(item) = self.statics.get(name).cloned() {
+            if let Item::Builtin(b) = item {
+                self.device_only_use(b, span);
+            }
+            return Value::Item(item, span);
         }
         if self.poisoned.contains(name) && !self.hints.contains_key(name) {
             return Value::Err;
@@ -165,7 +168,12 @@ impl FnCx<'_, '_> {
             });
         }
         match self.s.m.lookup(name) {
-            Some(item) => Value::Item(item, span),
+            Some(item) => {
+                if let Item::Builtin(b) = item {
+                    self.device_only_use(b, span);
+                }
+                Value::Item(item, span)
+            }
             None => {
                 self.error(Code::E0101, span, format!("name `{name}` is not defined"));
                 Value::Err
@@ -183,6 +191,10 @@ impl FnCx<'_, '_> {
             && (self.scope.contains_key(n.id.as_str()) || self.assigned.contains(n.id.as_str()))
         {
             return match self.read_name(n.id.as_str(), sp(n)) {
+                Value::Val(Val {
+                    ty: Type::Vector { elem, .. } | Type::Ref { dtype: elem, .. },
+                    ..
+                }) => Some(Item::Builtin(Builtin::Scalar(elem))),
                 Value::Val(v) => dtype_of(&v.ty).map(|s| Item::Builtin(Builtin::Scalar(s))),
                 _ => None,
             };
@@ -225,7 +237,12 @@ impl FnCx<'_, '_> {
                         self.diags.push(planned(&n, span));
                         return Value::Err;
                     }
-                    Some(item) => return Value::Item(item, span),
+                    Some(item) => {
+                        if let Item::Builtin(b) = item {
+                            self.device_only_use(b, span);
+                        }
+                        return Value::Item(item, span);
+                    }
                     None if !missing.is_empty() => {
                         self.error(Code::E0102, span, missing);
                         return Value::Err;
@@ -279,6 +296,10 @@ impl FnCx<'_, '_> {
                     && let Some(elem) = dtype_of(&v.ty)
                 {
                     return Value::Item(Item::Builtin(Builtin::Scalar(elem)), span);
+                }
+                // `AtomicInterface.dtype`: the dtype of the atomic's object, a type too.
+                if let (Type::Ref { dtype, .. }, "dtype") = (&v.ty, attr) {
+                    return Value::Item(Item::Builtin(Builtin::Scalar(*dtype)), span);
                 }
                 self.value_attribute(v, attr, span)
             }
@@ -545,13 +566,12 @@ impl FnCx<'_, '_> {
             Type::WarpMask => {
                 let i = self.expr(&s.slice);
                 let i = self.value_of(i)?;
-                self.check_lane(&i)?;
+                let iv = self.mask_lane(&i)?;
                 let one = self.push(
                     Expr::Literal(Literal::Int(1)),
                     Type::Scalar(Scalar::Int32),
                     span,
                 );
-                let iv = self.convert(&i, Scalar::Int32)?;
                 let m = self.push(Expr::Cast(base.e), Type::Scalar(Scalar::Int32), span);
                 let sh = self.push(
                     Expr::Binary(BinaryOp::Shr, m, iv),
@@ -655,6 +675,28 @@ impl FnCx<'_, '_> {
     }
 
     /// A constant warp-mask index must be a lane, `0 <= i < 32` (spec: WarpMask.__getitem__).
+    /// The lane of `WarpMask.__getitem__`/`__setitem__` (`i: int32`): an integer (a float
+    /// is E0207, as for every hinted parameter of a spec function), constant lanes in
+    /// `0..31` (E0203); converted to `int32`.
+    pub(super) fn mask_lane(&mut self, i: &Val) -> Option<Handle<Expr>> {
+        if !i.ty.as_scalar().is_some_and(|s| s.is_integer()) || i.ty == Type::WarpMask {
+            self.diags.push(
+                Diagnostic::error(
+                    Code::E0207,
+                    i.span,
+                    format!(
+                        "a warp mask's lane must be an integer (`i: int32`), found {}",
+                        i.ty
+                    ),
+                )
+                .with_note("convert it with `int32(x)`"),
+            );
+            return None;
+        }
+        self.check_lane(i)?;
+        self.convert(i, Scalar::Int32)
+    }
+
     pub(super) fn check_lane(&mut self, i: &Val) -> Option<()> {
         match i.konst.as_ref().and_then(|c| c.as_int()) {
             Some(k) if !(0..32).contains(&k) => {

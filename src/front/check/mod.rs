@@ -125,7 +125,7 @@ pub fn specialize(
     match handle {
         Ok(entry) if s.diags.is_empty() => {
             let o = &decl.options;
-            Ok(ir::Program {
+            let program = ir::Program {
                 functions: s.functions,
                 entry,
                 options: ir::ProgramOptions {
@@ -143,7 +143,14 @@ pub fn specialize(
                 target_sm: s.target_used.then_some(sm),
                 cooperative: s.grid_sync,
                 split_barrier: s.split_barrier,
-            })
+            };
+            let mut found = escape::check(&program);
+            found.extend(divergence::check(&program));
+            if found.is_empty() {
+                Ok(program)
+            } else {
+                Err(fail(found))
+            }
         }
         _ => {
             if s.diags.is_empty() {
@@ -648,6 +655,9 @@ struct FnCx<'s, 'm> {
     loop_assigned: Vec<HashSet<String>>,
     /// Parameters bound to compile-time arguments (see [`Statics`]).
     statics: HashMap<String, Item>,
+    /// Whether the code being checked would also run on the host: false inside the branch
+    /// of a `target(...)` test that the host does not take (E0243).
+    host_reachable: bool,
 }
 
 impl<'s, 'm> FnCx<'s, 'm> {
@@ -689,6 +699,7 @@ impl<'s, 'm> FnCx<'s, 'm> {
             assign_sites: HashMap::new(),
             loop_assigned: Vec::new(),
             statics: HashMap::new(),
+            host_reachable: true,
         };
         assigned_names(&def.body, &mut cx.assigned);
         count_assignments(&def.body, &mut cx.assign_sites);
@@ -1537,6 +1548,8 @@ mod cluster;
 mod complex;
 mod device;
 mod groups;
+mod divergence;
+mod escape;
 mod numba;
 use complex::complex_unsupported;
 use stmt::{always_returns, assigned_names, contains_call, count_assignments, element_type};

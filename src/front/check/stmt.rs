@@ -542,11 +542,22 @@ impl FnCx<'_, '_> {
             None => test,
         };
         if let Some(decided) = self.static_target(test) {
-            return match decided {
-                Some(true) => self.block(body),
-                Some(false) => self.if_chain(rest),
+            // Whether the host would take this branch: code the host never reaches may use
+            // device-only entities in a `@func` (E0243).
+            let outer = self.host_reachable;
+            let out = match decided {
+                Some(true) => {
+                    self.host_reachable = outer && self.target_on_host(test);
+                    self.block(body)
+                }
+                Some(false) => {
+                    self.host_reachable = outer && !self.target_on_host(test);
+                    self.if_chain(rest)
+                }
                 None => Vec::new(),
             };
+            self.host_reachable = outer;
+            return out;
         }
         if let Some(decided) = self
             .static_none_test(test)
@@ -700,6 +711,50 @@ impl FnCx<'_, '_> {
                 ..b.clone()
             })),
         })
+    }
+
+    /// Whether the `target(...)` test `test` (already decided for this target without an
+    /// error) holds on the host.
+    fn target_on_host(&mut self, test: &ast::Expr) -> bool {
+        let ast::Expr::Call(c) = test else {
+            return true;
+        };
+        let sm = std::mem::replace(&mut self.s.sm, crate::ir::HOST_TARGET);
+        let on_host = self.target_desc(&c.arguments.args[0]);
+        self.s.sm = sm;
+        on_host.unwrap_or(true)
+    }
+
+    /// E0243 when `b`, used at `span`, is device-only (the builtin table's host column) and
+    /// this is a `@func` of a dialect whose `@func`s are heterogeneous, outside any
+    /// `target(...)` branch that the host does not take. The host itself reports such uses
+    /// as E0501 when it compiles the function.
+    pub(super) fn device_only_use(&mut self, b: Builtin, span: Span) {
+        if self.kind != FunctionKind::Device
+            || !self.host_reachable
+            || !self.s.m.rules().heterogeneous_funcs
+            || self.s.sm == crate::ir::HOST_TARGET
+            || crate::front::builtins::table::entry(b).host_column()
+                != crate::front::builtins::table::Host::DeviceOnly
+        {
+            return;
+        }
+        self.diags.push(
+            Diagnostic::error(
+                Code::E0243,
+                span,
+                format!(
+                    "`{}` is device-only, but `{}` is a @func, which shall be heterogeneous",
+                    super::calls::builtin_name(b),
+                    self.decl.name
+                ),
+            )
+            .with_note(
+                "guard device-only code with `if target(is_device):` (and give the host its \
+                 own branch under `if target(is_host):`), or move it into the @kernel that calls \
+                 the function",
+            ),
+        );
     }
 
     /// Evaluates a target description for the target being compiled (a GPU of

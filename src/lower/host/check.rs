@@ -7,7 +7,7 @@ use super::leaf::leaves;
 use crate::diag::Code;
 use crate::diag::{Diagnostic, Span};
 use crate::ir::{
-    AtomicOp, Expr, Function, FunctionKind, Handle, Intrinsic, Program, Stmt, StmtKind, Subscript,
+    AtomicOp, Expr, Function, FunctionKind, Handle, Intrinsic, Program, Stmt, StmtKind,
 };
 use crate::types::Type;
 use std::collections::HashSet;
@@ -287,7 +287,7 @@ impl Checker {
             );
             return;
         }
-        for c in children(e) {
+        for c in e.operands() {
             self.expr(program, f, c);
         }
     }
@@ -431,63 +431,5 @@ pub(crate) fn device_only(op: Intrinsic) -> bool {
         | Intrinsic::ClusterSync
         | Intrinsic::MapSharedRank
         | Intrinsic::Tensor(_) => true,
-    }
-}
-
-/// The operands of an expression.
-pub(crate) fn children(e: &Expr) -> Vec<Handle<Expr>> {
-    match e {
-        Expr::Literal(_)
-        | Expr::Local(_)
-        | Expr::StaticArray { .. }
-        | Expr::DynamicShared
-        | Expr::ConstArray(_) => Vec::new(),
-        Expr::Unary(_, a)
-        | Expr::Cast(a)
-        | Expr::Extract(a, _)
-        | Expr::ArrayProp(a, _)
-        | Expr::Reinterpret(a)
-        | Expr::FieldRef(a, _)
-        | Expr::FieldArray(a, _)
-        | Expr::Deref(a) => vec![*a],
-        Expr::Binary(_, a, b) | Expr::And(a, b) | Expr::Or(a, b) => vec![*a, *b],
-        Expr::Select {
-            cond,
-            then,
-            otherwise,
-        } => vec![*cond, *then, *otherwise],
-        Expr::Call(_, args) | Expr::Intrinsic(_, args) | Expr::Tuple(args) => args.clone(),
-        Expr::Asm(a) => a.args.clone(),
-        Expr::Launch(l) => [l.grid, l.block, l.shared]
-            .into_iter()
-            .chain(l.args.iter().copied())
-            .collect(),
-        Expr::Load { array, indices } | Expr::ElementRef { array, indices } => {
-            let mut v = vec![*array];
-            v.extend(indices.iter().map(|i| i.value));
-            v
-        }
-        Expr::View { array, subs } => {
-            let mut v = vec![*array];
-            for sub in subs {
-                match sub {
-                    Subscript::Index(i) => v.push(i.value),
-                    Subscript::Slice { start, stop, .. } => {
-                        v.extend(start.iter().chain(stop.iter()).copied())
-                    }
-                }
-            }
-            v
-        }
-        Expr::Reshape { array, shape, .. } => {
-            let mut v = vec![*array];
-            v.extend(shape.iter().flatten().copied());
-            v
-        }
-        Expr::Atomic { target, args, .. } => {
-            let mut v = vec![*target];
-            v.extend(args.iter().copied());
-            v
-        }
     }
 }

@@ -73,6 +73,9 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         if space == MemSpace::Local {
             return self.atomic_private(op, dtype, ptr, vals);
         }
+        if matches!(op, AtomicOp::Exch | AtomicOp::Cas) && dtype.bits() < 32 {
+            return self.atomic_subword(op, order, scope, dtype, ptr, vals);
+        }
         // A field of a struct reference is an offset from a generic address, which LLVM does
         // not convert back to the space (converting it here would cost a `cvta` pair); and
         // with bounds checks, a shared element's address may be the global scratch word
@@ -448,6 +451,76 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         let res = self.b().build_phi(it, "")?;
         res.add_incoming(&[(&old_bits, lp), (&old_bits, cas_end)]);
         Ok(res.as_basic_value().into_int_value())
+    }
+
+    /// `exch` and `cas` on a 1- or 2-byte element: a compare-and-swap loop on the aligned
+    /// 32-bit word that holds it (`atom.cas.b32`), replacing only the element's bytes, as
+    /// CUDA's `atomicCAS` on `unsigned short` is built where the hardware has no narrower
+    /// exchange. `cas` compares the element's bits, as `atom.cas` does, and writes nothing
+    /// when they differ. The element stays generic-addressed (its word may be shared or
+    /// global). Returns the element's old value.
+    fn atomic_subword(
+        &mut self,
+        op: AtomicOp,
+        order: MemoryOrder,
+        scope: Scope,
+        dtype: Scalar,
+        ptr: PointerValue<'ctx>,
+        vals: &[BasicValueEnum<'ctx>],
+    ) -> R<Option<BasicValueEnum<'ctx>>> {
+        let t = Type::Scalar(dtype);
+        let bits = dtype.bits();
+        let i32t = self.e.ctx.i32_type();
+        let i64t = self.e.ctx.i64_type();
+        let narrow = self.e.int_t(bits);
+        let to_bits = |cx: &Self, v: BasicValueEnum<'ctx>| -> R<IntValue<'ctx>> {
+            let i = cx.as_int_bits(cx.mem_repr(v, &t)?)?;
+            Ok(cx.b().build_int_z_extend_or_bit_cast(i, i32t, "")?)
+        };
+        // The word's address and the element's bit offset in it (little-endian).
+        let addr = self.b().build_ptr_to_int(ptr, i64t, "")?;
+        let low = self.b().build_and(addr, i64t.const_int(3, false), "")?;
+        let word_addr = self.b().build_and(addr, i64t.const_int(!3u64, false), "")?;
+        let word = self.b().build_int_to_ptr(
+            word_addr,
+            self.e.ctx.ptr_type(AddressSpace::default()),
+            "",
+        )?;
+        let shift = self.b().build_int_truncate(low, i32t, "")?;
+        let shift = self
+            .b()
+            .build_left_shift(shift, i32t.const_int(3, false), "")?;
+        let ones = i32t.const_int((1u64 << bits) - 1, false);
+        let mask = self.b().build_left_shift(ones, shift, "")?;
+        let keep = self.b().build_not(mask, "")?;
+        let new_val = to_bits(self, *vals.last().ok_or_else(|| err("exch value"))?)?;
+        let new_field = self.b().build_left_shift(new_val, shift, "")?;
+        let expected = if op == AtomicOp::Cas {
+            let e = to_bits(self, vals[0])?;
+            Some(self.b().build_left_shift(e, shift, "")?)
+        } else {
+            None
+        };
+        let new_of = move |cx: &Self, old: IntValue<'ctx>| -> R<IntValue<'ctx>> {
+            let rest = cx.b().build_and(old, keep, "")?;
+            let replaced = cx.b().build_or(rest, new_field, "")?;
+            Ok(match expected {
+                // cas: replace only when the element's bits equal `old`'s.
+                Some(e) => {
+                    let cur = cx.b().build_and(old, mask, "")?;
+                    let same = cx.b().build_int_compare(IntPredicate::EQ, cur, e, "")?;
+                    cx.b()
+                        .build_select(same, replaced, old, "")?
+                        .into_int_value()
+                }
+                None => replaced,
+            })
+        };
+        let old_word = self.atomic_cas_loop(order, scope, "", 32, word, &new_of)?;
+        let old = self.b().build_right_shift(old_word, shift, false, "")?;
+        let old = self.b().build_int_truncate(old, narrow, "")?;
+        let v = self.int_bits_as(old, self.e.mem_type(&t))?;
+        Ok(Some(self.reg_repr(v, &t)?))
     }
 
     /// An atomic on an element of a local array: the array belongs to one thread, so no

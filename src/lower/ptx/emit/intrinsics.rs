@@ -319,6 +319,14 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                     .build_bit_cast(f, self.e.int_t(w), "")?
                     .into_int_value()
             }
+            // A complex64 (`<2 x float>`): its 64 bits, real part low.
+            BasicValueEnum::VectorValue(v) => {
+                let t = v.get_type();
+                let w = t.get_size() * t.get_element_type().into_float_type().get_bit_width();
+                self.b()
+                    .build_bit_cast(v, self.e.int_t(w), "")?
+                    .into_int_value()
+            }
             _ => return Err(err("bits of a non-number")),
         })
     }
@@ -330,6 +338,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
     ) -> R<BasicValueEnum<'ctx>> {
         Ok(match like {
             BasicTypeEnum::FloatType(t) => self.b().build_bit_cast(i, t, "")?,
+            BasicTypeEnum::VectorType(t) => self.b().build_bit_cast(i, t, "")?,
             _ => i.into(),
         })
     }
@@ -367,8 +376,37 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             Shfl::Xor => "llvm.nvvm.shfl.sync.bfly.i32",
         };
         let f = self.e.intrinsic(name, &[])?;
+        // A tuple or vector of at most 8 bytes: each element is shuffled on its own, with
+        // the same mask and lane (§10.3).
+        if let BasicValueEnum::StructValue(sv) = v {
+            let mut agg = sv.get_type().get_undef();
+            for k in 0..sv.get_type().count_fields() {
+                let field = self.b().build_extract_value(sv, k, "")?;
+                // Padding and the zero-length alignment member (arrays) carry no value.
+                let r = if field.is_array_value() {
+                    field
+                } else {
+                    self.shfl_with(kind, mask, field, lane, c)?
+                };
+                agg = self
+                    .b()
+                    .build_insert_value(agg, r, k, "")?
+                    .into_struct_value();
+            }
+            return Ok(agg.into());
+        }
         let bits = self.as_int_bits(v)?;
-        let r = if bits.get_type().get_bit_width() == 64 {
+        let width = bits.get_type().get_bit_width();
+        if width < 32 {
+            // An element narrower than 32 bits (inside a tuple or vector) travels widened.
+            let wide = self.b().build_int_z_extend(bits, i32t, "")?;
+            let r = self
+                .call1(f, &[mask.into(), wide.into(), lane.into(), c.into()])?
+                .into_int_value();
+            let r = self.b().build_int_truncate(r, bits.get_type(), "")?;
+            return self.int_bits_as(r, v.get_type());
+        }
+        let r = if width == 64 {
             let i64t = self.e.ctx.i64_type();
             let lo = self.b().build_int_truncate(bits, i32t, "")?;
             let hi = self
