@@ -2,12 +2,19 @@
 //!
 //! A [`Dispatcher`] belongs to one kernel. It maps a key made of each argument's kind (for a
 //! CuPy array or PyTorch tensor: the dtype object, rank, layout and device; for a Python
-//! `int`, `float` or `bool`: just that) to the prepared [`Launcher`] of that specialization.
-//! [`launch`] reads the arguments' facts straight from the objects (the same facts DLPack
-//! would give, without making a capsule), looks the launcher up, writes the arrays into a
-//! copy of its zeroed parameter buffer and launches without the GIL. Anything else (a first
-//! launch, host NumPy arrays, structs, other array types, bounds-checked kernels) returns to
-//! the Python path, which specializes and then [`Dispatcher::insert`]s the launcher.
+//! `int`, `float` or `bool`: just that) and the GPU the launch runs on to the prepared
+//! [`Launcher`] of that specialization. [`launch`] reads the arguments' facts straight from
+//! the objects (the same facts DLPack would give, without making a capsule), finds the GPU
+//! (the stream's, else the arrays', else the default one), looks the launcher up, writes
+//! the arrays into a copy of its zeroed parameter buffer and launches without the GIL.
+//! Anything else (a first launch, host NumPy arrays, structs, other array types, arrays on
+//! different GPUs, bounds-checked kernels) returns to the Python path, which specializes
+//! (or raises) and then [`Dispatcher::insert`]s the launcher.
+//!
+//! What a launch costs here is measured without a GPU by `bench/python/launch_host_cost.py`
+//! (a dry-run launcher). The reads are the fewest that determine the launch: for a CuPy
+//! array `data.ptr`, `data.device_id`, `dtype`, `shape` and `_c_contiguous` (strides and
+//! `itemsize` only for a non-contiguous array).
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock, RwLock};
@@ -71,12 +78,13 @@ struct Prepared {
     _dtypes: Vec<Py<PyAny>>,
 }
 
-/// One kernel's prepared launchers by argument kinds, and its last stream.
+/// One kernel's prepared launchers by argument kinds and GPU, and its last stream.
 #[pyclass(frozen, module = "pydevice._native")]
 pub struct Dispatcher {
-    map: RwLock<HashMap<Key, Prepared>>,
-    /// The last stream object (kept alive, so its address identifies it) and its handle.
-    stream: Mutex<Option<(Py<PyAny>, usize)>>,
+    map: RwLock<HashMap<(Key, u32), Prepared>>,
+    /// The last stream object (kept alive, so its address identifies it), its handle and its
+    /// GPU (`None` for a default stream).
+    stream: Mutex<Option<(Py<PyAny>, usize, Option<u32>)>>,
 }
 
 fn layout_of(shape: &[u64], strides: &[i64]) -> u8 {
@@ -102,6 +110,17 @@ fn layout_of(shape: &[u64], strides: &[i64]) -> u8 {
     1
 }
 
+/// Row-major strides, in elements, of a shape.
+fn c_strides(shape: &[u64]) -> SmallVec<[i64; 4]> {
+    let mut out: SmallVec<[i64; 4]> = SmallVec::from_elem(1, shape.len());
+    let mut acc = 1i64;
+    for d in (0..shape.len()).rev() {
+        out[d] = acc;
+        acc = acc.wrapping_mul(shape[d] as i64);
+    }
+    out
+}
+
 fn ints<T: for<'a> FromPyObject<'a>>(t: &Bound<'_, PyAny>) -> PyResult<Option<SmallVec<[T; 4]>>> {
     let Ok(t) = t.cast::<PyTuple>() else {
         return Ok(None);
@@ -125,23 +144,39 @@ fn read(py: Python<'_>, a: &Bound<'_, PyAny>) -> PyResult<Option<Read>> {
         let mem = a.getattr(pyo3::intern!(py, "data"))?;
         let data: u64 = mem.getattr(pyo3::intern!(py, "ptr"))?.extract()?;
         let device: i32 = mem.getattr(pyo3::intern!(py, "device_id"))?.extract()?;
-        let itemsize: i64 = a.getattr(pyo3::intern!(py, "itemsize"))?.extract()?;
         let Some(shape) = ints::<u64>(&a.getattr(pyo3::intern!(py, "shape"))?)? else {
             return Ok(None);
         };
-        let Some(bytes) = ints::<i64>(&a.getattr(pyo3::intern!(py, "strides"))?)? else {
-            return Ok(None);
-        };
-        if shape.is_empty() || itemsize == 0 || bytes.iter().any(|s| s % itemsize != 0) {
+        if shape.is_empty() {
             return Ok(None);
         }
-        let strides: SmallVec<[i64; 4]> = bytes.iter().map(|s| s / itemsize).collect();
+        // A C-contiguous array (the common case) needs neither its strides nor its item
+        // size: they follow from the shape.
+        let contiguous = a
+            .getattr(pyo3::intern!(py, "_c_contiguous"))
+            .is_ok_and(|c| c.is_truthy().unwrap_or(false));
+        let strides: SmallVec<[i64; 4]> = if contiguous {
+            c_strides(&shape)
+        } else {
+            let itemsize: i64 = a.getattr(pyo3::intern!(py, "itemsize"))?.extract()?;
+            let Some(bytes) = ints::<i64>(&a.getattr(pyo3::intern!(py, "strides"))?)? else {
+                return Ok(None);
+            };
+            if itemsize == 0 || bytes.iter().any(|s| s % itemsize != 0) {
+                return Ok(None);
+            }
+            bytes.iter().map(|s| s / itemsize).collect()
+        };
         let dtype = a.getattr(pyo3::intern!(py, "dtype"))?;
         let key = ArgKey::Array {
             torch: false,
             dtype: dtype.as_ptr() as usize,
             ndim: shape.len() as u8,
-            layout: layout_of(&shape, &strides),
+            layout: if contiguous {
+                0
+            } else {
+                layout_of(&shape, &strides)
+            },
             device,
         };
         return Ok(Some((
@@ -226,22 +261,57 @@ fn read_all(
     Ok(Some((key, vals, dtypes)))
 }
 
+/// The GPU of a stream handle: `None` for the default streams (0, 1 and 2).
+fn handle_device(py: Python<'_>, h: usize) -> PyResult<Option<u32>> {
+    if h <= 2 {
+        return Ok(None);
+    }
+    Ok(crate::stream_device(py, h)?.map(|d| d as u32))
+}
+
+/// The GPU a launch runs on: the stream's, else the first array's, else the default one;
+/// `None` when the arrays disagree with it or each other (the Python path raises the error
+/// that names both).
+fn launch_device(stream: Option<u32>, key: &Key) -> Option<u32> {
+    let mut dev = stream;
+    for k in key {
+        if let ArgKey::Array { device, .. } = k {
+            let d = *device as u32;
+            match dev {
+                None => dev = Some(d),
+                Some(x) if x != d => return None,
+                Some(_) => {}
+            }
+        }
+    }
+    Some(
+        dev.unwrap_or_else(|| {
+            crate::DEFAULT_DEVICE.load(std::sync::atomic::Ordering::Relaxed) as u32
+        }),
+    )
+}
+
 impl Dispatcher {
-    /// The stream handle of a stream-like object, remembering the last one.
-    fn stream_handle(&self, py: Python<'_>, s: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
+    /// The stream handle and GPU of a stream-like object, remembering the last one.
+    fn stream_place(
+        &self,
+        py: Python<'_>,
+        s: &Bound<'_, PyAny>,
+    ) -> PyResult<Option<(usize, Option<u32>)>> {
         if s.is_none() {
-            return Ok(Some(0));
+            return Ok(Some((0, None)));
         }
         if s.is_exact_instance_of::<PyInt>() {
-            return Ok(Some(s.extract()?));
+            let h: usize = s.extract()?;
+            return Ok(Some((h, handle_device(py, h)?)));
         }
         // The lock is never held across Python code (which may switch threads).
         {
             let cache = self.stream.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some((obj, h)) = cache.as_ref()
+            if let Some((obj, h, d)) = cache.as_ref()
                 && obj.as_ptr() == s.as_ptr()
             {
-                return Ok(Some(*h));
+                return Ok(Some((*h, *d)));
             }
         }
         let h = if let Ok(p) = s.getattr(pyo3::intern!(py, "__cuda_stream__")) {
@@ -254,13 +324,14 @@ impl Dispatcher {
         } else {
             return Ok(None); // the Python path knows the other kinds (and the error)
         };
+        let d = handle_device(py, h)?;
         let old = self
             .stream
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .replace((s.clone().unbind(), h));
+            .replace((s.clone().unbind(), h, d));
         drop(old); // outside the lock: dropping a Python object may run Python code
-        Ok(Some(h))
+        Ok(Some((h, d)))
     }
 }
 
@@ -289,18 +360,21 @@ impl Dispatcher {
         let Some((key, vals, _)) = read_all(py, args)? else {
             return Ok(false);
         };
+        let Some((handle, stream_dev)) = self.stream_place(py, stream)? else {
+            return Ok(false);
+        };
+        let Some(dev) = launch_device(stream_dev, &key) else {
+            return Ok(false);
+        };
         let launcher = {
             let map = self.map.read().unwrap_or_else(|e| e.into_inner());
-            match map.get(&key) {
+            match map.get(&(key, dev)) {
                 Some(p) => p.launcher.clone_ref(py),
                 None => return Ok(false),
             }
         };
-        let Some(handle) = self.stream_handle(py, stream)? else {
-            return Ok(false);
-        };
         let l = launcher.get();
-        let abi = l.kernel.abi();
+        let abi = &l.abi;
         let mut packed = l.template.clone();
         for (i, v) in vals.iter().enumerate() {
             let r = match v {
@@ -335,8 +409,9 @@ impl Dispatcher {
         if key.len() != launcher.get().params.len() {
             return Ok(false);
         }
+        let dev = launcher.get().ordinal as u32;
         let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
-        map.entry(key).or_insert(Prepared {
+        map.entry((key, dev)).or_insert(Prepared {
             launcher,
             _dtypes: dtypes,
         });

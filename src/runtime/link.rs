@@ -549,7 +549,7 @@ impl Device {
                 });
             }
         }
-        self.ctx.bind_to_thread().map_err(|e| self.error(e))?;
+        self.s.ctx.bind_to_thread().map_err(|e| self.error(e))?;
         let mut link = JitLink::new()?;
         for (input, text) in inputs.iter().zip(&ptx) {
             let name = input.name();
@@ -583,6 +583,7 @@ impl Device {
             None => true,
         });
         let module = self
+            .s
             .ctx
             .load_module(cudarc::nvrtc::Ptx::from_binary(cubin.clone()))
             .map_err(|e| RuntimeError::Link {
@@ -591,7 +592,7 @@ impl Device {
             })?;
         Ok(LinkedModule {
             module,
-            ctx: self.ctx.clone(),
+            ctx: self.s.ctx.clone(),
             cubin,
             bounds_global,
         })
