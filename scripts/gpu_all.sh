@@ -37,8 +37,13 @@ for part in $parts; do
         echo "== debugging features (tests/gpu_debug.rs)"
         $work/gpu_debug_tests --test-threads=1 2>&1 | tee "$out/gpu_debug.log" | grep -E "^test |test result|panicked"
       fi
+      if [ -x $work/gpu_multi_tests ]; then
+        echo "== every GPU of the host (tests/gpu_multi.rs; two-GPU tests skip with one)"
+        $work/gpu_multi_tests --nocapture 2>&1 | tee "$out/gpu_multi.log" | grep -E "^test |test result|panicked|skipped|halo|CanAccessPeer"
+      fi
       {
         echo "rust GPU tests:    $(grep -h 'test result' "$out/gpu_run.log" | head -2 | tr '\n' ' ')"
+        [ -e "$out/gpu_multi.log" ] && echo "multi-GPU tests:   $(grep -h 'test result' "$out/gpu_multi.log" | tail -1) ($(grep -c 'skipped' "$out/gpu_multi.log") skipped for GPUs)"
         [ -e "$out/gpu_debug.log" ] && echo "debug GPU tests:   $(grep -h 'test result' "$out/gpu_debug.log" | tail -1)"
         echo "ptxas fixtures:    $(grep -h 'accepted by ptxas' "$out/gpu_run.log")"
         echo "math:              $(grep -h 'within their ulp' "$out/gpu_run.log")"
