@@ -84,8 +84,11 @@ pub struct Dispatcher {
     map: RwLock<HashMap<(Key, u32), Prepared>>,
     /// The last stream object (kept alive, so its address identifies it), its handle and its
     /// GPU (`None` for a default stream).
-    stream: Mutex<Option<(Py<PyAny>, usize, Option<u32>)>>,
+    stream: Mutex<Option<LastStream>>,
 }
+
+/// A stream object, its handle and its GPU.
+type LastStream = (Py<PyAny>, usize, Option<u32>);
 
 fn layout_of(shape: &[u64], strides: &[i64]) -> u8 {
     let mut expect = 1i64;
