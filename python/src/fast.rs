@@ -16,10 +16,10 @@
 //! array `data.ptr`, `data.device_id`, `dtype`, `shape` and `_c_contiguous` (strides and
 //! `itemsize` only for a non-contiguous array).
 
-use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock, RwLock};
 
 use pydevice::abi::ArgValue;
+use rustc_hash::FxHashMap;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple, PyType};
 use smallvec::SmallVec;
@@ -81,7 +81,9 @@ struct Prepared {
 /// One kernel's prepared launchers by argument kinds and GPU, and its last stream.
 #[pyclass(frozen, module = "pydevice._native")]
 pub struct Dispatcher {
-    map: RwLock<HashMap<(Key, u32), Prepared>>,
+    /// Hashed with rustc-hash's Fx hash: the keys are a few small integers per argument,
+    /// made by this process, so SipHash's resistance to chosen keys buys nothing here.
+    map: RwLock<FxHashMap<(Key, u32), Prepared>>,
     /// The last stream object (kept alive, so its address identifies it), its handle and its
     /// GPU (`None` for a default stream).
     stream: Mutex<Option<LastStream>>,
@@ -242,26 +244,28 @@ fn read(py: Python<'_>, a: &Bound<'_, PyAny>) -> PyResult<Option<Read>> {
     Ok(None)
 }
 
-/// Reads every argument; `None` when one has no fast path.
-#[allow(clippy::type_complexity)]
+/// Reads every argument; `None` when one has no fast path. The dtype objects named in the
+/// key are pushed to `keep` when given (only [`Dispatcher::insert`] needs them).
 fn read_all(
     py: Python<'_>,
     args: &Bound<'_, PyTuple>,
-) -> PyResult<Option<(Key, SmallVec<[ArgVal; 6]>, Vec<Py<PyAny>>)>> {
+    mut keep: Option<&mut Vec<Py<PyAny>>>,
+) -> PyResult<Option<(Key, SmallVec<[ArgVal; 6]>)>> {
     let mut key = Key::new();
     let mut vals = SmallVec::new();
-    let mut dtypes = Vec::new();
     for a in args.iter() {
         match read(py, &a)? {
             Some((k, v, d)) => {
                 key.push(k);
                 vals.push(v);
-                dtypes.extend(d);
+                if let (Some(keep), Some(d)) = (keep.as_deref_mut(), d) {
+                    keep.push(d);
+                }
             }
             None => return Ok(None),
         }
     }
-    Ok(Some((key, vals, dtypes)))
+    Ok(Some((key, vals)))
 }
 
 /// The GPU of a stream handle: `None` for the default streams (0, 1 and 2).
@@ -343,7 +347,7 @@ impl Dispatcher {
     #[new]
     fn new() -> Dispatcher {
         Dispatcher {
-            map: RwLock::new(HashMap::new()),
+            map: RwLock::new(FxHashMap::default()),
             stream: Mutex::new(None),
         }
     }
@@ -360,7 +364,7 @@ impl Dispatcher {
         stream: &Bound<'_, PyAny>,
         shared: u32,
     ) -> PyResult<bool> {
-        let Some((key, vals, _)) = read_all(py, args)? else {
+        let Some((key, vals)) = read_all(py, args, None)? else {
             return Ok(false);
         };
         let Some((handle, stream_dev)) = self.stream_place(py, stream)? else {
@@ -406,7 +410,8 @@ impl Dispatcher {
         args: &Bound<'_, PyTuple>,
         launcher: Py<Launcher>,
     ) -> PyResult<bool> {
-        let Some((key, _, dtypes)) = read_all(py, args)? else {
+        let mut dtypes = Vec::new();
+        let Some((key, _)) = read_all(py, args, Some(&mut dtypes))? else {
             return Ok(false);
         };
         if key.len() != launcher.get().params.len() {
