@@ -8,7 +8,14 @@ a test (nothing is asserted about the times). With CuPy installed, the arguments
 without it, a stand-in class with the same attributes. A CAI-only array class (like numba's
 device arrays) measures the general Python path.
 
-    python3 bench/python/launch_host_cost.py [--n 200000] [--repeats 7]
+    python3 bench/python/launch_host_cost.py [--n 200000] [--repeats 7] [--case TEXT]
+
+Wall times on a shared machine are noisy; instruction counts are not. Under callgrind, two
+runs of one case with different `--n` give the instructions per launch as their difference
+over the difference of launch counts (setup and warm-up cancel):
+
+    valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.%p \
+        python3 bench/python/launch_host_cost.py --case "stream object" --n 2000 --repeats 1
 
 Prints one JSON line per case (median and best microseconds per launch). On the GPU machine,
 `bench/python/launch_overhead.py` measures the whole launch, driver call included, against
@@ -94,7 +101,12 @@ class FakeStream:
     ptr = 2
 
 
+CASE = ""
+
+
 def measure(name, fn, n, repeats):
+    if CASE not in name:
+        return None
     for _ in range(1000):
         fn()
     times = []
@@ -125,7 +137,10 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--n", type=int, default=200_000)
     p.add_argument("--repeats", type=int, default=7)
+    p.add_argument("--case", default="", help="run only the cases whose name contains this")
     o = p.parse_args()
+    global CASE
+    CASE = o.case
     arrays = cupy_arrays()
     kind = "CuPy arrays"
     if arrays is None:

@@ -1060,7 +1060,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<HostFunc>()?;
     m.add_class::<Buffer>()?;
     m.add_class::<fast::Dispatcher>()?;
-    m.add_function(wrap_pyfunction!(fast::launch, m)?)?;
+    m.add("launch", fast::launch_function(m)?)?;
     m.add_function(wrap_pyfunction!(fast::register_array_type, m)?)?;
     m.add_function(wrap_pyfunction!(driver_available, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack_describe, m)?)?;
