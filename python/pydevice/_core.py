@@ -762,10 +762,11 @@ class Kernel(_Entry):
             f"{self.__name__}[grid, block](*args)"
         )
 
-    def __getitem__(self, config) -> "_Configured":
+    def __getitem__(self, config):
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
             raise TypeError("kernel[grid, block] or kernel[grid, block, stream, shared]")
-        return _Configured(self, *config)
+        # Native (`_native.Configured`): a call takes the fast path without a Python frame.
+        return _native.Configured(self, *config)
 
     def _specialize(self, key, args, ordinal: int) -> _Specialization:
         """The specialization for argument kinds ``key`` on GPU ``ordinal``: compiled once per
@@ -875,24 +876,6 @@ def _c_strides(shape) -> tuple:
         out.append(acc)
         acc *= n
     return tuple(reversed(out))
-
-
-class _Configured:
-    """``kernel[grid, block, stream, shared]``: call it with the arguments (numba's form)."""
-
-    __slots__ = ("k", "grid", "block", "stream", "shared")
-
-    def __init__(self, k, grid, block, stream=0, shared=0):
-        self.k = k
-        self.grid = grid
-        self.block = block
-        self.stream = stream
-        self.shared = shared
-
-    def __call__(self, *args):
-        k = self.k
-        if not k._dispatcher.try_launch(args, self.grid, self.block, self.stream, self.shared):
-            k._launch(args, self.grid, self.block, self.stream, self.shared)
 
 
 # The spec's `launch(f, *args, grid, block, stream, shared=0)`: runs kernel `f` on `args` with

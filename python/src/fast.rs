@@ -16,12 +16,13 @@
 //! array `data.ptr`, `data.device_id`, `dtype`, `shape` and `_c_contiguous` (strides and
 //! `itemsize` only for a non-contiguous array).
 
-use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock, RwLock};
 
 use pydevice::abi::ArgValue;
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple, PyType};
+use pyo3::types::{PyBool, PyFloat, PyInt, PyModule, PyTuple, PyType};
+use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
 use crate::{Launcher, dim3};
@@ -81,11 +82,16 @@ struct Prepared {
 /// One kernel's prepared launchers by argument kinds and GPU, and its last stream.
 #[pyclass(frozen, module = "pydevice._native")]
 pub struct Dispatcher {
-    map: RwLock<HashMap<(Key, u32), Prepared>>,
+    /// Hashed with rustc-hash's Fx hash: the keys are a few small integers per argument,
+    /// made by this process, so SipHash's resistance to chosen keys buys nothing here.
+    map: RwLock<FxHashMap<(Key, u32), Prepared>>,
     /// The last stream object (kept alive, so its address identifies it), its handle and its
     /// GPU (`None` for a default stream).
-    stream: Mutex<Option<(Py<PyAny>, usize, Option<u32>)>>,
+    stream: Mutex<Option<LastStream>>,
 }
+
+/// A stream object, its handle and its GPU.
+type LastStream = (Py<PyAny>, usize, Option<u32>);
 
 fn layout_of(shape: &[u64], strides: &[i64]) -> u8 {
     let mut expect = 1i64;
@@ -108,6 +114,17 @@ fn layout_of(shape: &[u64], strides: &[i64]) -> u8 {
         expect = expect.wrapping_mul(n as i64);
     }
     1
+}
+
+/// A device address from a Python int. Addresses are below 2**63 in practice, and reading
+/// an `i64` (`PyLong_AsLong`) is several times cheaper than a `u64`
+/// (`PyLong_AsUnsignedLongLong`, which goes through a byte array for ints of more than one
+/// digit); larger values and errors take the `u64` path.
+fn address(v: &Bound<'_, PyAny>) -> PyResult<u64> {
+    match v.extract::<i64>() {
+        Ok(x) if x >= 0 => Ok(x as u64),
+        _ => v.extract::<u64>(),
+    }
 }
 
 /// Row-major strides, in elements, of a shape.
@@ -142,25 +159,41 @@ fn read(py: Python<'_>, a: &Bound<'_, PyAny>) -> PyResult<Option<Read>> {
         && t.is(cp.bind(py))
     {
         let mem = a.getattr(pyo3::intern!(py, "data"))?;
-        let data: u64 = mem.getattr(pyo3::intern!(py, "ptr"))?.extract()?;
+        let data = address(&mem.getattr(pyo3::intern!(py, "ptr"))?)?;
         let device: i32 = mem.getattr(pyo3::intern!(py, "device_id"))?.extract()?;
-        let itemsize: i64 = a.getattr(pyo3::intern!(py, "itemsize"))?.extract()?;
         let Some(shape) = ints::<u64>(&a.getattr(pyo3::intern!(py, "shape"))?)? else {
             return Ok(None);
         };
-        let Some(bytes) = ints::<i64>(&a.getattr(pyo3::intern!(py, "strides"))?)? else {
-            return Ok(None);
-        };
-        if shape.is_empty() || itemsize == 0 || bytes.iter().any(|s| s % itemsize != 0) {
+        if shape.is_empty() {
             return Ok(None);
         }
-        let strides: SmallVec<[i64; 4]> = bytes.iter().map(|s| s / itemsize).collect();
+        // A C-contiguous array (the common case) needs neither its strides nor its item
+        // size: they follow from the shape.
+        let contiguous = a
+            .getattr(pyo3::intern!(py, "_c_contiguous"))
+            .is_ok_and(|c| c.is_truthy().unwrap_or(false));
+        let strides: SmallVec<[i64; 4]> = if contiguous {
+            c_strides(&shape)
+        } else {
+            let itemsize: i64 = a.getattr(pyo3::intern!(py, "itemsize"))?.extract()?;
+            let Some(bytes) = ints::<i64>(&a.getattr(pyo3::intern!(py, "strides"))?)? else {
+                return Ok(None);
+            };
+            if itemsize == 0 || bytes.iter().any(|s| s % itemsize != 0) {
+                return Ok(None);
+            }
+            bytes.iter().map(|s| s / itemsize).collect()
+        };
         let dtype = a.getattr(pyo3::intern!(py, "dtype"))?;
         let key = ArgKey::Array {
             torch: false,
             dtype: dtype.as_ptr() as usize,
             ndim: shape.len() as u8,
-            layout: layout_of(&shape, &strides),
+            layout: if contiguous {
+                0
+            } else {
+                layout_of(&shape, &strides)
+            },
             device,
         };
         return Ok(Some((
@@ -180,7 +213,7 @@ fn read(py: Python<'_>, a: &Bound<'_, PyAny>) -> PyResult<Option<Read>> {
         if device < 0 {
             return Ok(None); // on the CPU: the Python path says why it is refused
         }
-        let data: u64 = a.call_method0(pyo3::intern!(py, "data_ptr"))?.extract()?;
+        let data = address(&a.call_method0(pyo3::intern!(py, "data_ptr"))?)?;
         let Some(shape) = ints::<u64>(&a.getattr(pyo3::intern!(py, "shape"))?)? else {
             return Ok(None);
         };
@@ -223,26 +256,28 @@ fn read(py: Python<'_>, a: &Bound<'_, PyAny>) -> PyResult<Option<Read>> {
     Ok(None)
 }
 
-/// Reads every argument; `None` when one has no fast path.
-#[allow(clippy::type_complexity)]
-fn read_all(
-    py: Python<'_>,
-    args: &Bound<'_, PyTuple>,
-) -> PyResult<Option<(Key, SmallVec<[ArgVal; 6]>, Vec<Py<PyAny>>)>> {
+/// Reads every argument; `None` when one has no fast path. The dtype objects named in the
+/// key are pushed to `keep` when given (only [`Dispatcher::insert`] needs them).
+fn read_all<'py>(
+    py: Python<'py>,
+    args: impl Iterator<Item = Bound<'py, PyAny>>,
+    mut keep: Option<&mut Vec<Py<PyAny>>>,
+) -> PyResult<Option<(Key, SmallVec<[ArgVal; 6]>)>> {
     let mut key = Key::new();
     let mut vals = SmallVec::new();
-    let mut dtypes = Vec::new();
-    for a in args.iter() {
+    for a in args {
         match read(py, &a)? {
             Some((k, v, d)) => {
                 key.push(k);
                 vals.push(v);
-                dtypes.extend(d);
+                if let (Some(keep), Some(d)) = (keep.as_deref_mut(), d) {
+                    keep.push(d);
+                }
             }
             None => return Ok(None),
         }
     }
-    Ok(Some((key, vals, dtypes)))
+    Ok(Some((key, vals)))
 }
 
 /// The GPU of a stream handle: `None` for the default streams (0, 1 and 2).
@@ -276,6 +311,55 @@ fn launch_device(stream: Option<u32>, key: &Key) -> Option<u32> {
 }
 
 impl Dispatcher {
+    /// Launches `args` when they have a prepared launcher; `false` (having done nothing)
+    /// when they need the Python path.
+    fn launch_from<'py>(
+        &self,
+        py: Python<'py>,
+        args: impl Iterator<Item = Bound<'py, PyAny>>,
+        grid: &Bound<'py, PyAny>,
+        block: &Bound<'py, PyAny>,
+        stream: &Bound<'py, PyAny>,
+        shared: u32,
+    ) -> PyResult<bool> {
+        let Some((key, vals)) = read_all(py, args, None)? else {
+            return Ok(false);
+        };
+        let Some((handle, stream_dev)) = self.stream_place(py, stream)? else {
+            return Ok(false);
+        };
+        let Some(dev) = launch_device(stream_dev, &key) else {
+            return Ok(false);
+        };
+        let launcher = {
+            let map = self.map.read().unwrap_or_else(|e| e.into_inner());
+            match map.get(&(key, dev)) {
+                Some(p) => p.launcher.clone_ref(py),
+                None => return Ok(false),
+            }
+        };
+        let l = launcher.get();
+        let abi = &l.abi;
+        let mut packed = l.template.clone();
+        for (i, v) in vals.iter().enumerate() {
+            let r = match v {
+                ArgVal::Array {
+                    data,
+                    shape,
+                    strides,
+                } => packed.set_array(abi, i, *data, shape, strides),
+                ArgVal::Int(x) => packed.set(abi, i, &ArgValue::Int(*x)),
+                ArgVal::Float(x) => packed.set(abi, i, &ArgValue::Float(*x)),
+                ArgVal::Bool(x) => packed.set(abi, i, &ArgValue::Bool(*x)),
+            };
+            r.map_err(|e| crate::runtime_to_py(py, e))?;
+        }
+        let grid = dim3(grid, "grid")?;
+        let block = dim3(block, "block")?;
+        l.launch_packed(py, &packed, grid, block, shared, handle)?;
+        Ok(true)
+    }
+
     /// The stream handle and GPU of a stream-like object, remembering the last one.
     fn stream_place(
         &self,
@@ -324,7 +408,7 @@ impl Dispatcher {
     #[new]
     fn new() -> Dispatcher {
         Dispatcher {
-            map: RwLock::new(HashMap::new()),
+            map: RwLock::new(FxHashMap::default()),
             stream: Mutex::new(None),
         }
     }
@@ -341,42 +425,7 @@ impl Dispatcher {
         stream: &Bound<'_, PyAny>,
         shared: u32,
     ) -> PyResult<bool> {
-        let Some((key, vals, _)) = read_all(py, args)? else {
-            return Ok(false);
-        };
-        let Some((handle, stream_dev)) = self.stream_place(py, stream)? else {
-            return Ok(false);
-        };
-        let Some(dev) = launch_device(stream_dev, &key) else {
-            return Ok(false);
-        };
-        let launcher = {
-            let map = self.map.read().unwrap_or_else(|e| e.into_inner());
-            match map.get(&(key, dev)) {
-                Some(p) => p.launcher.clone_ref(py),
-                None => return Ok(false),
-            }
-        };
-        let l = launcher.get();
-        let abi = &l.abi;
-        let mut packed = l.template.clone();
-        for (i, v) in vals.iter().enumerate() {
-            let r = match v {
-                ArgVal::Array {
-                    data,
-                    shape,
-                    strides,
-                } => packed.set_array(abi, i, *data, shape, strides),
-                ArgVal::Int(x) => packed.set(abi, i, &ArgValue::Int(*x)),
-                ArgVal::Float(x) => packed.set(abi, i, &ArgValue::Float(*x)),
-                ArgVal::Bool(x) => packed.set(abi, i, &ArgValue::Bool(*x)),
-            };
-            r.map_err(|e| crate::runtime_to_py(py, e))?;
-        }
-        let grid = dim3(grid, "grid")?;
-        let block = dim3(block, "block")?;
-        l.launch_packed(py, &packed, grid, block, shared, handle)?;
-        Ok(true)
+        self.launch_from(py, args.iter(), grid, block, stream, shared)
     }
 
     /// Remembers `launcher` for arguments of the kinds of `args` (when they all have a fast
@@ -387,7 +436,8 @@ impl Dispatcher {
         args: &Bound<'_, PyTuple>,
         launcher: Py<Launcher>,
     ) -> PyResult<bool> {
-        let Some((key, _, dtypes)) = read_all(py, args)? else {
+        let mut dtypes = Vec::new();
+        let Some((key, _)) = read_all(py, args.iter(), Some(&mut dtypes))? else {
             return Ok(false);
         };
         if key.len() != launcher.get().params.len() {
@@ -410,33 +460,230 @@ impl Dispatcher {
 
 /// `device.launch(f, *args, grid, block, stream=None, shared=0)`: the fast path when `f`'s
 /// dispatcher has a launcher for these arguments, else `f._launch(...)` (Python).
-#[pyfunction]
-#[pyo3(signature = (f, *args, grid, block, stream=None, shared=0))]
-pub fn launch(
-    py: Python<'_>,
-    f: &Bound<'_, PyAny>,
-    args: &Bound<'_, PyTuple>,
-    grid: &Bound<'_, PyAny>,
-    block: &Bound<'_, PyAny>,
-    stream: Option<&Bound<'_, PyAny>>,
-    shared: u32,
+///
+/// `args` are the positional arguments (`f` first), `keywords` the keyword arguments as
+/// (name, value) pairs.
+fn launch_impl<'py>(
+    py: Python<'py>,
+    args: &[Bound<'py, PyAny>],
+    keywords: &[(Bound<'py, PyAny>, Bound<'py, PyAny>)],
 ) -> PyResult<()> {
-    let none = py.None().into_bound(py);
-    let stream = stream.unwrap_or(&none);
+    let Some(f) = args.first() else {
+        return Err(PyTypeError::new_err(
+            "launch() missing 1 required positional argument: 'f'",
+        ));
+    };
+    let mut grid = None;
+    let mut block = None;
+    let mut stream = py.None().into_bound(py);
+    let mut shared = 0u32;
+    let names = [
+        pyo3::intern!(py, "grid"),
+        pyo3::intern!(py, "block"),
+        pyo3::intern!(py, "stream"),
+        pyo3::intern!(py, "shared"),
+    ];
+    for (name, value) in keywords {
+        // Keyword names are interned strings, so the pointer comparison nearly always
+        // decides; the string comparison is for names built at run time.
+        let which = names
+            .iter()
+            .position(|n| n.as_ptr() == name.as_ptr())
+            .or_else(|| names.iter().position(|n| name.eq(n).unwrap_or(false)));
+        match which {
+            Some(0) => grid = Some(value.clone()),
+            Some(1) => block = Some(value.clone()),
+            Some(2) => stream = value.clone(),
+            Some(_) => {
+                shared = value.extract().map_err(|_| {
+                    PyTypeError::new_err("launch(): shared must be a non-negative int (bytes)")
+                })?
+            }
+            None => {
+                return Err(PyTypeError::new_err(format!(
+                    "launch() got an unexpected keyword argument '{name}'"
+                )));
+            }
+        }
+    }
+    let (Some(grid), Some(block)) = (grid, block) else {
+        return Err(PyTypeError::new_err(
+            "launch() missing required keyword arguments: 'grid' and 'block'",
+        ));
+    };
     if let Ok(d) = f.getattr(pyo3::intern!(py, "_dispatcher"))
         && let Ok(d) = d.cast::<Dispatcher>()
-        && d.get().try_launch(py, args, grid, block, stream, shared)?
+        && d.get().launch_from(
+            py,
+            args[1..].iter().cloned(),
+            &grid,
+            &block,
+            &stream,
+            shared,
+        )?
     {
         return Ok(());
     }
     match f.getattr(pyo3::intern!(py, "_launch")) {
         Ok(slow) => {
-            slow.call1((args, grid, block, stream, shared))?;
+            let rest = PyTuple::new(py, &args[1..])?;
+            slow.call1((rest, grid, block, stream, shared))?;
             Ok(())
         }
-        Err(_) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
+        Err(_) => Err(PyTypeError::new_err(format!(
             "launch: expected a @kernel, got {}",
             f.get_type().name()?
         ))),
+    }
+}
+
+/// `kernel[grid, block, stream, shared]`: a kernel with its launch configuration, called with
+/// the arguments (numba's form): the fast path when the kernel's dispatcher has a launcher
+/// for them, else `kernel._launch(...)` (Python).
+#[pyclass(frozen, module = "pydevice._native")]
+pub struct Configured {
+    kernel: Py<PyAny>,
+    grid: Py<PyAny>,
+    block: Py<PyAny>,
+    stream: Py<PyAny>,
+    shared: u32,
+}
+
+#[pymethods]
+impl Configured {
+    #[new]
+    #[pyo3(signature = (kernel, grid, block, stream=None, shared=0))]
+    fn new(
+        py: Python<'_>,
+        kernel: Py<PyAny>,
+        grid: Py<PyAny>,
+        block: Py<PyAny>,
+        stream: Option<Py<PyAny>>,
+        shared: u32,
+    ) -> Configured {
+        Configured {
+            kernel,
+            grid,
+            block,
+            stream: stream.unwrap_or_else(|| py.None()),
+            shared,
+        }
+    }
+
+    #[pyo3(signature = (*args))]
+    fn __call__(&self, py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<()> {
+        let (k, grid, block, stream) = (
+            self.kernel.bind(py),
+            self.grid.bind(py),
+            self.block.bind(py),
+            self.stream.bind(py),
+        );
+        if let Ok(d) = k.getattr(pyo3::intern!(py, "_dispatcher"))
+            && let Ok(d) = d.cast::<Dispatcher>()
+            && d.get()
+                .launch_from(py, args.iter(), grid, block, stream, self.shared)?
+        {
+            return Ok(());
+        }
+        k.getattr(pyo3::intern!(py, "_launch"))?
+            .call1((args, grid, block, stream, self.shared))?;
+        Ok(())
+    }
+}
+
+/// `METH_FASTCALL`: in the stable ABI from Python 3.10, implemented the same way by every
+/// CPython since 3.7 (PyO3 does not use it for a module built for the 3.9 stable ABI).
+const METH_FASTCALL: std::os::raw::c_int = 0x0080;
+
+/// A `METH_FASTCALL | METH_KEYWORDS` C function: positional arguments then keyword values in
+/// one array, the keyword names in a tuple.
+type FastCall = unsafe extern "C" fn(
+    *mut pyo3::ffi::PyObject,
+    *const *mut pyo3::ffi::PyObject,
+    pyo3::ffi::Py_ssize_t,
+    *mut pyo3::ffi::PyObject,
+) -> *mut pyo3::ffi::PyObject;
+
+/// The C entry of `launch` (see [`launch_function`]).
+unsafe extern "C" fn launch_fastcall(
+    _module: *mut pyo3::ffi::PyObject,
+    args: *const *mut pyo3::ffi::PyObject,
+    nargs: pyo3::ffi::Py_ssize_t,
+    kwnames: *mut pyo3::ffi::PyObject,
+) -> *mut pyo3::ffi::PyObject {
+    let run = std::panic::AssertUnwindSafe(|| {
+        // SAFETY: CPython calls C functions attached to the interpreter (holding the GIL).
+        let py = unsafe { Python::assume_attached() };
+        let n = nargs.max(0) as usize;
+        // SAFETY: `args` holds `nargs` positional arguments followed by one value per
+        // keyword name, all borrowed for the call; `kwnames` is NULL or a tuple of names.
+        let (positional, keywords) = unsafe {
+            let positional: SmallVec<[Bound<'_, PyAny>; 8]> = (0..n)
+                .map(|i| Bound::from_borrowed_ptr(py, *args.add(i)))
+                .collect();
+            let mut keywords: SmallVec<[(Bound<'_, PyAny>, Bound<'_, PyAny>); 4]> = SmallVec::new();
+            if !kwnames.is_null() {
+                let names = Bound::from_borrowed_ptr(py, kwnames).cast_into::<PyTuple>();
+                if let Ok(names) = names {
+                    for (k, name) in names.iter().enumerate() {
+                        keywords.push((name, Bound::from_borrowed_ptr(py, *args.add(n + k))));
+                    }
+                }
+            }
+            (positional, keywords)
+        };
+        match launch_impl(py, &positional, &keywords) {
+            Ok(()) => py.None().into_ptr(),
+            Err(e) => {
+                e.restore(py);
+                std::ptr::null_mut()
+            }
+        }
+    });
+    match std::panic::catch_unwind(run) {
+        Ok(r) => r,
+        Err(_) => {
+            // SAFETY: as above.
+            let py = unsafe { Python::assume_attached() };
+            pyo3::exceptions::PySystemError::new_err("pydevice.launch panicked").restore(py);
+            std::ptr::null_mut()
+        }
+    }
+}
+
+/// `launch` as a `METH_FASTCALL | METH_KEYWORDS` built-in function. Keywords arrive as a tuple
+/// of interned names beside their values: no keyword dictionary is built and no name is
+/// encoded, which PyO3's own calling convention for a module built for the Python 3.9 stable
+/// ABI (`METH_VARARGS | METH_KEYWORDS`) does on every call, about a tenth of a launch's host
+/// instructions (`bench/python/launch_host_cost.py` under callgrind).
+pub fn launch_function<'py>(m: &Bound<'py, PyModule>) -> PyResult<Bound<'py, PyAny>> {
+    static DEF: OnceLock<usize> = OnceLock::new();
+    let def = *DEF.get_or_init(|| {
+        let meth = launch_fastcall as FastCall;
+        let def = Box::new(pyo3::ffi::PyMethodDef {
+            ml_name: c"launch".as_ptr(),
+            // SAFETY: the union's variants are all C function pointers; CPython calls this
+            // one with the `METH_FASTCALL | METH_KEYWORDS` signature the flags announce.
+            ml_meth: pyo3::ffi::PyMethodDefPointer {
+                PyCFunction: unsafe {
+                    std::mem::transmute::<FastCall, pyo3::ffi::PyCFunction>(meth)
+                },
+            },
+            ml_flags: METH_FASTCALL | pyo3::ffi::METH_KEYWORDS,
+            ml_doc: c"launch(f, *args, grid, block, stream=None, shared=0): runs kernel f on args (the spec's device.launch).".as_ptr(),
+        });
+        // The definition must outlive every function object made from it: leaked, once.
+        Box::into_raw(def) as usize
+    });
+    let py = m.py();
+    // SAFETY: `def` is a valid, immortal method definition; the module is the function's
+    // `self` and `__module__`.
+    unsafe {
+        let f = pyo3::ffi::PyCFunction_NewEx(
+            def as *mut pyo3::ffi::PyMethodDef,
+            m.as_ptr(),
+            m.name()?.as_ptr(),
+        );
+        Bound::from_owned_ptr_or_err(py, f)
     }
 }

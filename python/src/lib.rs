@@ -609,6 +609,14 @@ fn arg_value(t: &Type, v: &Bound<'_, PyAny>) -> PyResult<ArgValue> {
 
 /// A `Dim3Like` from Python: an int, or a sequence of one to three ints.
 pub(crate) fn dim3(v: &Bound<'_, PyAny>, what: &str) -> PyResult<[u32; 3]> {
+    // The common case first, without allocating: a positive int.
+    if v.is_exact_instance_of::<pyo3::types::PyInt>()
+        && let Ok(i) = v.extract::<u32>()
+        && i > 0
+        && i <= i32::MAX as u32
+    {
+        return Ok([i, 1, 1]);
+    }
     let ints: Vec<i64> = if let Ok(i) = v.extract::<i64>() {
         vec![i]
     } else {
@@ -1052,7 +1060,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<HostFunc>()?;
     m.add_class::<Buffer>()?;
     m.add_class::<fast::Dispatcher>()?;
-    m.add_function(wrap_pyfunction!(fast::launch, m)?)?;
+    m.add_class::<fast::Configured>()?;
+    m.add("launch", fast::launch_function(m)?)?;
     m.add_function(wrap_pyfunction!(fast::register_array_type, m)?)?;
     m.add_function(wrap_pyfunction!(driver_available, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack_describe, m)?)?;
