@@ -40,9 +40,14 @@ for part in $parts; do
       echo "== cuda-gdb at a Python line of a debug=True kernel (scripts/cuda_gdb_check.sh)"
       bash scripts/cuda_gdb_check.sh > "$out/cuda_gdb.log" 2>&1; echo "exit $?" >> "$out/cuda_gdb.log"
       tail -25 "$out/cuda_gdb.log"
+      if [ -x $work/gpu_multi_tests ]; then
+        echo "== every GPU of the host (tests/gpu_multi.rs; two-GPU tests skip with one)"
+        $work/gpu_multi_tests --nocapture 2>&1 | tee "$out/gpu_multi.log" | grep -E "^test |test result|panicked|skipped|halo|CanAccessPeer"
+      fi
       {
         echo "cuda-gdb:          $(grep -hE '^(PASS|FAIL|skipped)' "$out/cuda_gdb.log" | tr '\n' ' ')"
         echo "rust GPU tests:    $(grep -h 'test result' "$out/gpu_run.log" | head -2 | tr '\n' ' ')"
+        [ -e "$out/gpu_multi.log" ] && echo "multi-GPU tests:   $(grep -h 'test result' "$out/gpu_multi.log" | tail -1) ($(grep -c 'skipped' "$out/gpu_multi.log") skipped for GPUs)"
         [ -e "$out/gpu_debug.log" ] && echo "debug GPU tests:   $(grep -h 'test result' "$out/gpu_debug.log" | tail -1)"
         echo "ptxas fixtures:    $(grep -h 'accepted by ptxas' "$out/gpu_run.log")"
         echo "math:              $(grep -h 'within their ulp' "$out/gpu_run.log")"

@@ -34,7 +34,7 @@ import numpy as np
 
 from . import _native
 from . import _types
-from .errors import CompileError
+from .errors import CompileError, DeviceMismatchError
 
 # ---------------------------------------------------------------------------------------
 # Source of decorated objects
@@ -343,7 +343,8 @@ def _h_dlpack(a):
     data, dtype, shape, strides, dev = _native.dlpack_describe(cap)
     shape = tuple(shape)
     strides = tuple(strides)
-    return ("D", dtype, len(shape), _layout(shape, strides), dev or 0), (data, shape, strides)
+    # `dev` is None for managed memory, which every GPU reaches.
+    return ("D", dtype, len(shape), _layout(shape, strides), dev), (data, shape, strides)
 
 
 def _h_cai(a):
@@ -360,7 +361,11 @@ def _h_cai(a):
         strides = tuple(reversed(strides))
     else:
         strides = tuple(s // dt.itemsize for s in st)
-    return ("A", dt, len(shape), _layout(shape, strides), 0), (cai["data"][0], shape, strides)
+    ptr = cai["data"][0]
+    # The interface does not say which GPU holds the memory: the driver does (None for
+    # managed or host memory, which any GPU may reach).
+    dev = _native.pointer_device(ptr) if ptr else None
+    return ("A", dt, len(shape), _layout(shape, strides), dev), (ptr, shape, strides)
 
 
 _HANDLERS: Dict[type, Any] = {
@@ -455,11 +460,28 @@ def _type_of_key(k, dialect: str):
     raise AssertionError(k)
 
 
-def _device_of_key(key) -> Optional[int]:
-    for k in key:
-        if k[0] in ("A", "D", "T"):
-            return k[4]
-    return None
+def _launch_device(kernel, args, key, stream_device: Optional[int]) -> int:
+    """The GPU a launch runs on: the stream's (a non-default stream belongs to one GPU),
+    else the arrays', else the default device (``PYDEVICE_DEVICE``, 0 unless set). Every
+    array whose GPU is known must be on it: DeviceMismatchError names both GPUs."""
+    launch = stream_device
+    because = "its stream is on"
+    for i, k in enumerate(key):
+        if k[0] not in ("A", "D", "T") or k[4] is None:
+            continue
+        if launch is None:
+            launch = k[4]
+            because = f"argument {i} (parameter `{kernel._param_name(i)}`) is on"
+        elif k[4] != launch:
+            raise DeviceMismatchError(
+                f"{kernel.__name__}(): argument {i} (parameter `{kernel._param_name(i)}`) is on "
+                f"GPU {k[4]}, but the launch runs on GPU {launch} ({because} GPU {launch}); "
+                "copy the array to that GPU (pydevice.copy) or launch on a stream of its GPU",
+                kernel.__name__,
+                k[4],
+                launch,
+            )
+    return _default_device() if launch is None else launch
 
 
 _ARRAY_RE = re.compile(r"^(.*)\[(.*)\]$")
@@ -501,7 +523,7 @@ class _Mismatch(Exception):
 # ---------------------------------------------------------------------------------------
 # Streams and launch shapes
 
-_stream_cache: Tuple[Any, int] = (None, 0)
+_stream_cache: Tuple[Any, int, Optional[int]] = (None, 0, None)
 
 
 def _resolve_stream(s) -> int:
@@ -522,17 +544,24 @@ def _resolve_stream(s) -> int:
 
 
 def _stream_handle(s) -> int:
+    return _stream_place(s)[0]
+
+
+def _stream_place(s) -> Tuple[int, Optional[int]]:
+    """The stream's handle and GPU (None for the default streams, which follow the launch).
+    The last stream object is remembered (one entry, held, so its identity is stable)."""
     global _stream_cache
     if s is None:
-        return 0
+        return 0, None
     if type(s) is int:
-        return s
+        return s, (None if s <= 2 else _native.stream_device(s))
     c = _stream_cache
     if c[0] is s:
-        return c[1]
+        return c[1], c[2]
     h = _resolve_stream(s)
-    _stream_cache = (s, h)
-    return h
+    d = None if h <= 2 else _native.stream_device(h)
+    _stream_cache = (s, h, d)
+    return h, d
 
 
 # ---------------------------------------------------------------------------------------
@@ -562,7 +591,12 @@ class _Specialization:
 
 
 def _default_device() -> int:
-    return int(os.environ.get("PYDEVICE_DEVICE", "0"))
+    """The GPU of launches whose stream and arrays do not say (``PYDEVICE_DEVICE``, read at
+    import, else 0); the native fast path reads the same value."""
+    return _native.default_device()
+
+
+_native.set_default_device(int(os.environ.get("PYDEVICE_DEVICE", "0")))
 
 
 _SUPPORTED_ARCHS = (75, 80, 86, 87, 89, 90, 100, 120)
@@ -757,22 +791,22 @@ class Kernel(_Entry):
             f"{self.__name__}[grid, block](*args)"
         )
 
-    def __getitem__(self, config) -> "_Configured":
+    def __getitem__(self, config):
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
             raise TypeError("kernel[grid, block] or kernel[grid, block, stream, shared]")
-        return _Configured(self, *config)
+        # Native (`_native.Configured`): a call takes the fast path without a Python frame.
+        return _native.Configured(self, *config)
 
-    def _specialize(self, key, args, consts=()) -> _Specialization:
-        full = (key, consts) if consts else key
+    def _specialize(self, key, args, ordinal: int, consts=()) -> _Specialization:
+        """The specialization for argument kinds ``key`` (and ConstExpr values ``consts``) on
+        GPU ``ordinal``: compiled once per architecture (the shared cache), loaded once per GPU."""
+        full = (key, ordinal, consts) if consts else (key, ordinal)
         with self._lock:
             spec = self._specs.get(full)
             if spec is not None:
                 return spec
         m = self._mod()
         types = self._types_of_keys(key, args, m)
-        ordinal = _device_of_key(key)
-        if ordinal is None:
-            ordinal = _default_device()
         constants = [(p, v) for p, _t, v in consts]
         compiled = m.compile(self.__name__, types, _arch_for(ordinal), 3, constants)
         launcher = compiled.load(ordinal)
@@ -802,12 +836,13 @@ class Kernel(_Entry):
             i = len(keys)
             raise self._bad_arg(i, args[i], f"unsupported argument type {e}") from None
         key = tuple(keys)
-        spec = self._specs.get((key, consts) if consts else key)
+        h, stream_device = _stream_place(stream)
+        ordinal = _launch_device(self, args, key, stream_device)
+        spec = self._specs.get((key, ordinal, consts) if consts else (key, ordinal))
         if spec is None:
-            spec = self._specialize(key, args, consts)
+            spec = self._specialize(key, args, ordinal, consts)
         if spec.host_arrays:
             return self._launch_host(spec, vals, grid, block, stream, shared, seed, cooperative, cluster)
-        h = _stream_handle(stream)
         spec.launcher.launch(tuple(vals), grid, block, shared, h, seed, cooperative, cluster)
         if consts:
             # The fast path keys on argument kinds, not values: not for ConstExpr kernels.
@@ -880,24 +915,6 @@ def _c_strides(shape) -> tuple:
         out.append(acc)
         acc *= n
     return tuple(reversed(out))
-
-
-class _Configured:
-    """``kernel[grid, block, stream, shared]``: call it with the arguments (numba's form)."""
-
-    __slots__ = ("k", "grid", "block", "stream", "shared")
-
-    def __init__(self, k, grid, block, stream=0, shared=0):
-        self.k = k
-        self.grid = grid
-        self.block = block
-        self.stream = stream
-        self.shared = shared
-
-    def __call__(self, *args):
-        k = self.k
-        if not k._dispatcher.try_launch(args, self.grid, self.block, self.stream, self.shared):
-            k._launch(args, self.grid, self.block, self.stream, self.shared)
 
 
 # The spec's `launch(f, *args, grid, block, stream, shared=0)`, plus pydevice's `seed=None`
@@ -1120,10 +1137,58 @@ def header(obj) -> str:
 
 
 def synchronize(stream=None, device: Optional[int] = None) -> None:
-    """Waits for the work on ``stream`` (all streams when None), raising DeviceFault for a
-    kernel that faulted."""
-    _native.synchronize(_default_device() if device is None else device,
-                        None if stream is None else _stream_handle(stream))
+    """Waits for the work on ``stream`` (all streams of the device when None), raising
+    DeviceFault for a kernel that faulted. The device is the stream's, else ``device``, else
+    the default one."""
+    h, d = (None, None) if stream is None else _stream_place(stream)
+    if d is None:
+        d = _default_device() if device is None else device
+    _native.synchronize(d, h)
+
+
+def device_count() -> int:
+    """The number of GPUs (0 without a driver)."""
+    return _native.device_count()
+
+
+def _contiguous_place(a, what: str):
+    """(data pointer, bytes, GPU or None) of a C-contiguous device array."""
+    try:
+        k, v = _describe(a)
+    except _Unsupported as e:
+        raise TypeError(f"copy: {what} is not a device array: {e}") from None
+    if k[0] not in ("A", "D", "T"):
+        raise TypeError(f"copy: {what} must be a device array (DLPack or CUDA Array Interface)")
+    data, shape, strides = v
+    if _layout(shape, strides) != "C":
+        raise ValueError(f"copy: {what} must be C-contiguous (shape {tuple(shape)}, strides {tuple(strides)})")
+    n = 1
+    for x in shape:
+        n *= x
+    itemsize = a.itemsize if hasattr(a, "itemsize") else a.element_size()
+    return data, n * itemsize, k[4]
+
+
+def copy(dst, src, *, stream=None, src_stream=None, via_host: bool = False) -> str:
+    """Copies the C-contiguous device array ``src`` into ``dst`` (the same number of bytes),
+    which may be on another GPU, and returns how: ``"same_device"``, ``"peer"`` (peer to peer,
+    where the driver allows it between the two GPUs) or ``"host"`` (through host memory).
+    The copy is ordered after the work already on ``src_stream`` (a stream of ``src``'s GPU;
+    default: ``stream``, else the default stream) and ``stream`` (of ``dst``'s GPU), and
+    before work submitted to either later. ``via_host=True`` takes the host path anyway."""
+    dp, dn, dd = _contiguous_place(dst, "dst")
+    sp, sn, sd = _contiguous_place(src, "src")
+    if dn != sn:
+        raise ValueError(f"copy: dst has {dn} bytes, src {sn}")
+    dh, dsd = _stream_place(stream)
+    sh, ssd = (dh, dsd) if src_stream is None else _stream_place(src_stream)
+    dd = dsd if dd is None else dd
+    sd = ssd if sd is None else sd
+    dd = _default_device() if dd is None else dd
+    sd = _default_device() if sd is None else sd
+    if src_stream is None and sd != dd:
+        sh = 0  # `stream` belongs to dst's GPU; src's work is ordered on its default stream
+    return _native.copy(dp, dd, dh, sp, sd, sh, dn, via_host)
 
 
 def set_cache_dir(path: Optional[str]) -> None:

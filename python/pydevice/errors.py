@@ -11,6 +11,8 @@ argument); none of them ends the process.
   ``IndexError``). The context is still usable.
 - :class:`KernelRaised`: a kernel thread failed an ``assert`` or executed ``raise``; it names
   the file, line, message, thread and block. The context is still usable.
+- :class:`DeviceMismatchError`: a launch mixes GPUs (an array on one, the stream or another
+  array on another); it names both. Nothing was launched (also an ``ArgumentError``).
 - :class:`NoDriverError`: no CUDA driver on this machine.
 """
 
@@ -124,3 +126,14 @@ class LinkError(PydeviceError):
 
 class ArgumentError(PydeviceError, TypeError):
     """An argument does not fit its parameter (also a ``TypeError``)."""
+
+
+class DeviceMismatchError(ArgumentError):
+    """A launch mixes GPUs: an array argument is on one GPU and the launch (its stream or its
+    other arrays) on another. ``found`` is the array's GPU, ``launch`` the launch's."""
+
+    def __init__(self, message: str, kernel: str = "", found: int = -1, launch: int = -1):
+        super().__init__(message)
+        self.kernel = kernel
+        self.found = found
+        self.launch = launch

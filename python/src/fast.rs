@@ -2,19 +2,27 @@
 //!
 //! A [`Dispatcher`] belongs to one kernel. It maps a key made of each argument's kind (for a
 //! CuPy array or PyTorch tensor: the dtype object, rank, layout and device; for a Python
-//! `int`, `float` or `bool`: just that) to the prepared [`Launcher`] of that specialization.
-//! [`launch`] reads the arguments' facts straight from the objects (the same facts DLPack
-//! would give, without making a capsule), looks the launcher up, writes the arrays into a
-//! copy of its zeroed parameter buffer and launches without the GIL. Anything else (a first
-//! launch, host NumPy arrays, structs, other array types, bounds-checked kernels) returns to
-//! the Python path, which specializes and then [`Dispatcher::insert`]s the launcher.
+//! `int`, `float` or `bool`: just that) and the GPU the launch runs on to the prepared
+//! [`Launcher`] of that specialization. [`launch`] reads the arguments' facts straight from
+//! the objects (the same facts DLPack would give, without making a capsule), finds the GPU
+//! (the stream's, else the arrays', else the default one), looks the launcher up, writes
+//! the arrays into a copy of its zeroed parameter buffer and launches without the GIL.
+//! Anything else (a first launch, host NumPy arrays, structs, other array types, arrays on
+//! different GPUs, bounds-checked kernels) returns to the Python path, which specializes
+//! (or raises) and then [`Dispatcher::insert`]s the launcher.
+//!
+//! What a launch costs here is measured without a GPU by `bench/python/launch_host_cost.py`
+//! (a dry-run launcher). The reads are the fewest that determine the launch: for a CuPy
+//! array `data.ptr`, `data.device_id`, `dtype`, `shape` and `_c_contiguous` (strides and
+//! `itemsize` only for a non-contiguous array).
 
-use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock, RwLock};
 
 use pydevice::abi::ArgValue;
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple, PyType};
+use pyo3::types::{PyBool, PyFloat, PyInt, PyModule, PyTuple, PyType};
+use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
 use crate::{Launcher, dim3};
@@ -71,13 +79,19 @@ struct Prepared {
     _dtypes: Vec<Py<PyAny>>,
 }
 
-/// One kernel's prepared launchers by argument kinds, and its last stream.
+/// One kernel's prepared launchers by argument kinds and GPU, and its last stream.
 #[pyclass(frozen, module = "pydevice._native")]
 pub struct Dispatcher {
-    map: RwLock<HashMap<Key, Prepared>>,
-    /// The last stream object (kept alive, so its address identifies it) and its handle.
-    stream: Mutex<Option<(Py<PyAny>, usize)>>,
+    /// Hashed with rustc-hash's Fx hash: the keys are a few small integers per argument,
+    /// made by this process, so SipHash's resistance to chosen keys buys nothing here.
+    map: RwLock<FxHashMap<(Key, u32), Prepared>>,
+    /// The last stream object (kept alive, so its address identifies it), its handle and its
+    /// GPU (`None` for a default stream).
+    stream: Mutex<Option<LastStream>>,
 }
+
+/// A stream object, its handle and its GPU.
+type LastStream = (Py<PyAny>, usize, Option<u32>);
 
 fn layout_of(shape: &[u64], strides: &[i64]) -> u8 {
     let mut expect = 1i64;
@@ -102,6 +116,28 @@ fn layout_of(shape: &[u64], strides: &[i64]) -> u8 {
     1
 }
 
+/// A device address from a Python int. Addresses are below 2**63 in practice, and reading
+/// an `i64` (`PyLong_AsLong`) is several times cheaper than a `u64`
+/// (`PyLong_AsUnsignedLongLong`, which goes through a byte array for ints of more than one
+/// digit); larger values and errors take the `u64` path.
+fn address(v: &Bound<'_, PyAny>) -> PyResult<u64> {
+    match v.extract::<i64>() {
+        Ok(x) if x >= 0 => Ok(x as u64),
+        _ => v.extract::<u64>(),
+    }
+}
+
+/// Row-major strides, in elements, of a shape.
+fn c_strides(shape: &[u64]) -> SmallVec<[i64; 4]> {
+    let mut out: SmallVec<[i64; 4]> = SmallVec::from_elem(1, shape.len());
+    let mut acc = 1i64;
+    for d in (0..shape.len()).rev() {
+        out[d] = acc;
+        acc = acc.wrapping_mul(shape[d] as i64);
+    }
+    out
+}
+
 fn ints<T: for<'a> FromPyObject<'a>>(t: &Bound<'_, PyAny>) -> PyResult<Option<SmallVec<[T; 4]>>> {
     let Ok(t) = t.cast::<PyTuple>() else {
         return Ok(None);
@@ -123,25 +159,41 @@ fn read(py: Python<'_>, a: &Bound<'_, PyAny>) -> PyResult<Option<Read>> {
         && t.is(cp.bind(py))
     {
         let mem = a.getattr(pyo3::intern!(py, "data"))?;
-        let data: u64 = mem.getattr(pyo3::intern!(py, "ptr"))?.extract()?;
+        let data = address(&mem.getattr(pyo3::intern!(py, "ptr"))?)?;
         let device: i32 = mem.getattr(pyo3::intern!(py, "device_id"))?.extract()?;
-        let itemsize: i64 = a.getattr(pyo3::intern!(py, "itemsize"))?.extract()?;
         let Some(shape) = ints::<u64>(&a.getattr(pyo3::intern!(py, "shape"))?)? else {
             return Ok(None);
         };
-        let Some(bytes) = ints::<i64>(&a.getattr(pyo3::intern!(py, "strides"))?)? else {
-            return Ok(None);
-        };
-        if shape.is_empty() || itemsize == 0 || bytes.iter().any(|s| s % itemsize != 0) {
+        if shape.is_empty() {
             return Ok(None);
         }
-        let strides: SmallVec<[i64; 4]> = bytes.iter().map(|s| s / itemsize).collect();
+        // A C-contiguous array (the common case) needs neither its strides nor its item
+        // size: they follow from the shape.
+        let contiguous = a
+            .getattr(pyo3::intern!(py, "_c_contiguous"))
+            .is_ok_and(|c| c.is_truthy().unwrap_or(false));
+        let strides: SmallVec<[i64; 4]> = if contiguous {
+            c_strides(&shape)
+        } else {
+            let itemsize: i64 = a.getattr(pyo3::intern!(py, "itemsize"))?.extract()?;
+            let Some(bytes) = ints::<i64>(&a.getattr(pyo3::intern!(py, "strides"))?)? else {
+                return Ok(None);
+            };
+            if itemsize == 0 || bytes.iter().any(|s| s % itemsize != 0) {
+                return Ok(None);
+            }
+            bytes.iter().map(|s| s / itemsize).collect()
+        };
         let dtype = a.getattr(pyo3::intern!(py, "dtype"))?;
         let key = ArgKey::Array {
             torch: false,
             dtype: dtype.as_ptr() as usize,
             ndim: shape.len() as u8,
-            layout: layout_of(&shape, &strides),
+            layout: if contiguous {
+                0
+            } else {
+                layout_of(&shape, &strides)
+            },
             device,
         };
         return Ok(Some((
@@ -161,7 +213,7 @@ fn read(py: Python<'_>, a: &Bound<'_, PyAny>) -> PyResult<Option<Read>> {
         if device < 0 {
             return Ok(None); // on the CPU: the Python path says why it is refused
         }
-        let data: u64 = a.call_method0(pyo3::intern!(py, "data_ptr"))?.extract()?;
+        let data = address(&a.call_method0(pyo3::intern!(py, "data_ptr"))?)?;
         let Some(shape) = ints::<u64>(&a.getattr(pyo3::intern!(py, "shape"))?)? else {
             return Ok(None);
         };
@@ -204,105 +256,91 @@ fn read(py: Python<'_>, a: &Bound<'_, PyAny>) -> PyResult<Option<Read>> {
     Ok(None)
 }
 
-/// Reads every argument; `None` when one has no fast path.
-#[allow(clippy::type_complexity)]
-fn read_all(
-    py: Python<'_>,
-    args: &Bound<'_, PyTuple>,
-) -> PyResult<Option<(Key, SmallVec<[ArgVal; 6]>, Vec<Py<PyAny>>)>> {
+/// Reads every argument; `None` when one has no fast path. The dtype objects named in the
+/// key are pushed to `keep` when given (only [`Dispatcher::insert`] needs them).
+fn read_all<'py>(
+    py: Python<'py>,
+    args: impl Iterator<Item = Bound<'py, PyAny>>,
+    mut keep: Option<&mut Vec<Py<PyAny>>>,
+) -> PyResult<Option<(Key, SmallVec<[ArgVal; 6]>)>> {
     let mut key = Key::new();
     let mut vals = SmallVec::new();
-    let mut dtypes = Vec::new();
-    for a in args.iter() {
+    for a in args {
         match read(py, &a)? {
             Some((k, v, d)) => {
                 key.push(k);
                 vals.push(v);
-                dtypes.extend(d);
+                if let (Some(keep), Some(d)) = (keep.as_deref_mut(), d) {
+                    keep.push(d);
+                }
             }
             None => return Ok(None),
         }
     }
-    Ok(Some((key, vals, dtypes)))
+    Ok(Some((key, vals)))
 }
 
-impl Dispatcher {
-    /// The stream handle of a stream-like object, remembering the last one.
-    fn stream_handle(&self, py: Python<'_>, s: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
-        if s.is_none() {
-            return Ok(Some(0));
-        }
-        if s.is_exact_instance_of::<PyInt>() {
-            return Ok(Some(s.extract()?));
-        }
-        // The lock is never held across Python code (which may switch threads).
-        {
-            let cache = self.stream.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some((obj, h)) = cache.as_ref()
-                && obj.as_ptr() == s.as_ptr()
-            {
-                return Ok(Some(*h));
+/// The GPU of a stream handle: `None` for the default streams (0, 1 and 2).
+fn handle_device(py: Python<'_>, h: usize) -> PyResult<Option<u32>> {
+    if h <= 2 {
+        return Ok(None);
+    }
+    Ok(crate::stream_device(py, h)?.map(|d| d as u32))
+}
+
+/// The GPU a launch runs on: the stream's, else the first array's, else the default one;
+/// `None` when the arrays disagree with it or each other (the Python path raises the error
+/// that names both).
+fn launch_device(stream: Option<u32>, key: &Key) -> Option<u32> {
+    let mut dev = stream;
+    for k in key {
+        if let ArgKey::Array { device, .. } = k {
+            let d = *device as u32;
+            match dev {
+                None => dev = Some(d),
+                Some(x) if x != d => return None,
+                Some(_) => {}
             }
         }
-        let h = if let Ok(p) = s.getattr(pyo3::intern!(py, "__cuda_stream__")) {
-            let p = if p.is_callable() { p.call0()? } else { p };
-            p.get_item(1)?.extract::<usize>()?
-        } else if let Ok(h) = s.getattr(pyo3::intern!(py, "cuda_stream")) {
-            h.extract::<usize>()?
-        } else if let Ok(h) = s.getattr(pyo3::intern!(py, "ptr")) {
-            h.extract::<usize>()?
-        } else {
-            return Ok(None); // the Python path knows the other kinds (and the error)
-        };
-        let old = self
-            .stream
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .replace((s.clone().unbind(), h));
-        drop(old); // outside the lock: dropping a Python object may run Python code
-        Ok(Some(h))
     }
+    Some(
+        dev.unwrap_or_else(|| {
+            crate::DEFAULT_DEVICE.load(std::sync::atomic::Ordering::Relaxed) as u32
+        }),
+    )
 }
 
-#[pymethods]
 impl Dispatcher {
-    #[new]
-    fn new() -> Dispatcher {
-        Dispatcher {
-            map: RwLock::new(HashMap::new()),
-            stream: Mutex::new(None),
-        }
-    }
-
-    /// Launches when the arguments have a prepared launcher; returns `False` (having done
-    /// nothing) when they need the Python path.
-    #[pyo3(signature = (args, grid, block, stream, shared=0, cooperative=false))]
-    #[allow(clippy::too_many_arguments)]
-    pub fn try_launch(
+    /// Launches `args` when they have a prepared launcher; `false` (having done nothing)
+    /// when they need the Python path.
+    fn launch_from<'py>(
         &self,
-        py: Python<'_>,
-        args: &Bound<'_, PyTuple>,
-        grid: &Bound<'_, PyAny>,
-        block: &Bound<'_, PyAny>,
-        stream: &Bound<'_, PyAny>,
+        py: Python<'py>,
+        args: impl Iterator<Item = Bound<'py, PyAny>>,
+        grid: &Bound<'py, PyAny>,
+        block: &Bound<'py, PyAny>,
+        stream: &Bound<'py, PyAny>,
         shared: u32,
         cooperative: bool,
     ) -> PyResult<bool> {
-        let Some((key, vals, _)) = read_all(py, args)? else {
+        let Some((key, vals)) = read_all(py, args, None)? else {
+            return Ok(false);
+        };
+        let Some((handle, stream_dev)) = self.stream_place(py, stream)? else {
+            return Ok(false);
+        };
+        let Some(dev) = launch_device(stream_dev, &key) else {
             return Ok(false);
         };
         let launcher = {
             let map = self.map.read().unwrap_or_else(|e| e.into_inner());
-            match map.get(&key) {
+            match map.get(&(key, dev)) {
                 Some(p) => p.launcher.clone_ref(py),
                 None => return Ok(false),
             }
         };
-        let Some(handle) = self.stream_handle(py, stream)? else {
-            return Ok(false);
-        };
         let l = launcher.get();
-        let abi = l.kernel.abi();
+        let abi = &l.abi;
         let mut packed = l.template.clone();
         for (i, v) in vals.iter().enumerate() {
             let r = match v {
@@ -323,6 +361,76 @@ impl Dispatcher {
         Ok(true)
     }
 
+    /// The stream handle and GPU of a stream-like object, remembering the last one.
+    fn stream_place(
+        &self,
+        py: Python<'_>,
+        s: &Bound<'_, PyAny>,
+    ) -> PyResult<Option<(usize, Option<u32>)>> {
+        if s.is_none() {
+            return Ok(Some((0, None)));
+        }
+        if s.is_exact_instance_of::<PyInt>() {
+            let h: usize = s.extract()?;
+            return Ok(Some((h, handle_device(py, h)?)));
+        }
+        // The lock is never held across Python code (which may switch threads).
+        {
+            let cache = self.stream.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((obj, h, d)) = cache.as_ref()
+                && obj.as_ptr() == s.as_ptr()
+            {
+                return Ok(Some((*h, *d)));
+            }
+        }
+        let h = if let Ok(p) = s.getattr(pyo3::intern!(py, "__cuda_stream__")) {
+            let p = if p.is_callable() { p.call0()? } else { p };
+            p.get_item(1)?.extract::<usize>()?
+        } else if let Ok(h) = s.getattr(pyo3::intern!(py, "cuda_stream")) {
+            h.extract::<usize>()?
+        } else if let Ok(h) = s.getattr(pyo3::intern!(py, "ptr")) {
+            h.extract::<usize>()?
+        } else {
+            return Ok(None); // the Python path knows the other kinds (and the error)
+        };
+        let d = handle_device(py, h)?;
+        let old = self
+            .stream
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .replace((s.clone().unbind(), h, d));
+        drop(old); // outside the lock: dropping a Python object may run Python code
+        Ok(Some((h, d)))
+    }
+}
+
+#[pymethods]
+impl Dispatcher {
+    #[new]
+    fn new() -> Dispatcher {
+        Dispatcher {
+            map: RwLock::new(FxHashMap::default()),
+            stream: Mutex::new(None),
+        }
+    }
+
+    /// Launches when the arguments have a prepared launcher; returns `False` (having done
+    /// nothing) when they need the Python path.
+    #[pyo3(signature = (args, grid, block, stream, shared=0, cooperative=false))]
+    #[allow(clippy::too_many_arguments)]
+    pub fn try_launch(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        grid: &Bound<'_, PyAny>,
+        block: &Bound<'_, PyAny>,
+        stream: &Bound<'_, PyAny>,
+        shared: u32,
+        cooperative: bool,
+    ) -> PyResult<bool> {
+        self.launch_from(py, args.iter(), grid, block, stream, shared, cooperative)
+    }
+
     /// Remembers `launcher` for arguments of the kinds of `args` (when they all have a fast
     /// path); returns whether it did.
     pub fn insert(
@@ -331,14 +439,16 @@ impl Dispatcher {
         args: &Bound<'_, PyTuple>,
         launcher: Py<Launcher>,
     ) -> PyResult<bool> {
-        let Some((key, _, dtypes)) = read_all(py, args)? else {
+        let mut dtypes = Vec::new();
+        let Some((key, _)) = read_all(py, args.iter(), Some(&mut dtypes))? else {
             return Ok(false);
         };
         if key.len() != launcher.get().params.len() {
             return Ok(false);
         }
+        let dev = launcher.get().ordinal as u32;
         let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
-        map.entry(key).or_insert(Prepared {
+        map.entry((key, dev)).or_insert(Prepared {
             launcher,
             _dtypes: dtypes,
         });
@@ -357,43 +467,244 @@ impl Dispatcher {
 /// block resident at once), which kernels that call `cg.this_grid().sync()` need. A fixed
 /// `seed` or a launch in thread block clusters (`cluster=(x, y, z)`, §18.1) takes the Python
 /// path.
-#[pyfunction]
-#[pyo3(signature = (f, *args, grid, block, stream=None, shared=0, seed=None, cooperative=false, cluster=None))]
-#[allow(clippy::too_many_arguments)]
-pub fn launch(
-    py: Python<'_>,
-    f: &Bound<'_, PyAny>,
-    args: &Bound<'_, PyTuple>,
-    grid: &Bound<'_, PyAny>,
-    block: &Bound<'_, PyAny>,
-    stream: Option<&Bound<'_, PyAny>>,
-    shared: u32,
-    seed: Option<u64>,
-    cooperative: bool,
-    cluster: Option<&Bound<'_, PyAny>>,
+///
+/// `args` are the positional arguments (`f` first), `keywords` the keyword arguments as
+/// (name, value) pairs.
+fn launch_impl<'py>(
+    py: Python<'py>,
+    args: &[Bound<'py, PyAny>],
+    keywords: &[(Bound<'py, PyAny>, Bound<'py, PyAny>)],
 ) -> PyResult<()> {
-    let none = py.None().into_bound(py);
-    let stream = stream.unwrap_or(&none);
-    let cluster = cluster.filter(|c| !c.is_none());
+    let Some(f) = args.first() else {
+        return Err(PyTypeError::new_err(
+            "launch() missing 1 required positional argument: 'f'",
+        ));
+    };
+    let mut grid = None;
+    let mut block = None;
+    let mut stream = py.None().into_bound(py);
+    let mut shared = 0u32;
+    let mut seed = py.None().into_bound(py);
+    let mut cooperative = false;
+    let mut cluster = py.None().into_bound(py);
+    let names = [
+        pyo3::intern!(py, "grid"),
+        pyo3::intern!(py, "block"),
+        pyo3::intern!(py, "stream"),
+        pyo3::intern!(py, "shared"),
+        pyo3::intern!(py, "seed"),
+        pyo3::intern!(py, "cooperative"),
+        pyo3::intern!(py, "cluster"),
+    ];
+    for (name, value) in keywords {
+        // Keyword names are interned strings, so the pointer comparison nearly always
+        // decides; the string comparison is for names built at run time.
+        let which = names
+            .iter()
+            .position(|n| n.as_ptr() == name.as_ptr())
+            .or_else(|| names.iter().position(|n| name.eq(n).unwrap_or(false)));
+        match which {
+            Some(0) => grid = Some(value.clone()),
+            Some(1) => block = Some(value.clone()),
+            Some(2) => stream = value.clone(),
+            Some(4) => seed = value.clone(),
+            Some(5) => cooperative = value.is_truthy()?,
+            Some(6) => cluster = value.clone(),
+            Some(_) => {
+                shared = value.extract().map_err(|_| {
+                    PyTypeError::new_err("launch(): shared must be a non-negative int (bytes)")
+                })?
+            }
+            None => {
+                return Err(PyTypeError::new_err(format!(
+                    "launch() got an unexpected keyword argument '{name}'"
+                )));
+            }
+        }
+    }
+    let (Some(grid), Some(block)) = (grid, block) else {
+        return Err(PyTypeError::new_err(
+            "launch() missing required keyword arguments: 'grid' and 'block'",
+        ));
+    };
     // A fixed random-number seed or a cluster shape takes the Python path (the prepared
     // launchers draw a seed and launch without clusters).
     if seed.is_none()
         && cluster.is_none()
         && let Ok(d) = f.getattr(pyo3::intern!(py, "_dispatcher"))
         && let Ok(d) = d.cast::<Dispatcher>()
-        && d.get()
-            .try_launch(py, args, grid, block, stream, shared, cooperative)?
+        && d.get().launch_from(
+            py,
+            args[1..].iter().cloned(),
+            &grid,
+            &block,
+            &stream,
+            shared,
+            cooperative,
+        )?
     {
         return Ok(());
     }
     match f.getattr(pyo3::intern!(py, "_launch")) {
         Ok(slow) => {
-            slow.call1((args, grid, block, stream, shared, seed, cooperative, cluster))?;
+            let rest = PyTuple::new(py, &args[1..])?;
+            slow.call1((rest, grid, block, stream, shared, seed, cooperative, cluster))?;
             Ok(())
         }
-        Err(_) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
+        Err(_) => Err(PyTypeError::new_err(format!(
             "launch: expected a @kernel, got {}",
             f.get_type().name()?
         ))),
+    }
+}
+
+/// `kernel[grid, block, stream, shared]`: a kernel with its launch configuration, called with
+/// the arguments (numba's form): the fast path when the kernel's dispatcher has a launcher
+/// for them, else `kernel._launch(...)` (Python).
+#[pyclass(frozen, module = "pydevice._native")]
+pub struct Configured {
+    kernel: Py<PyAny>,
+    grid: Py<PyAny>,
+    block: Py<PyAny>,
+    stream: Py<PyAny>,
+    shared: u32,
+}
+
+#[pymethods]
+impl Configured {
+    #[new]
+    #[pyo3(signature = (kernel, grid, block, stream=None, shared=0))]
+    fn new(
+        py: Python<'_>,
+        kernel: Py<PyAny>,
+        grid: Py<PyAny>,
+        block: Py<PyAny>,
+        stream: Option<Py<PyAny>>,
+        shared: u32,
+    ) -> Configured {
+        Configured {
+            kernel,
+            grid,
+            block,
+            stream: stream.unwrap_or_else(|| py.None()),
+            shared,
+        }
+    }
+
+    #[pyo3(signature = (*args))]
+    fn __call__(&self, py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<()> {
+        let (k, grid, block, stream) = (
+            self.kernel.bind(py),
+            self.grid.bind(py),
+            self.block.bind(py),
+            self.stream.bind(py),
+        );
+        if let Ok(d) = k.getattr(pyo3::intern!(py, "_dispatcher"))
+            && let Ok(d) = d.cast::<Dispatcher>()
+            && d.get()
+                .launch_from(py, args.iter(), grid, block, stream, self.shared, false)?
+        {
+            return Ok(());
+        }
+        k.getattr(pyo3::intern!(py, "_launch"))?
+            .call1((args, grid, block, stream, self.shared))?;
+        Ok(())
+    }
+}
+
+/// `METH_FASTCALL`: in the stable ABI from Python 3.10, implemented the same way by every
+/// CPython since 3.7 (PyO3 does not use it for a module built for the 3.9 stable ABI).
+const METH_FASTCALL: std::os::raw::c_int = 0x0080;
+
+/// A `METH_FASTCALL | METH_KEYWORDS` C function: positional arguments then keyword values in
+/// one array, the keyword names in a tuple.
+type FastCall = unsafe extern "C" fn(
+    *mut pyo3::ffi::PyObject,
+    *const *mut pyo3::ffi::PyObject,
+    pyo3::ffi::Py_ssize_t,
+    *mut pyo3::ffi::PyObject,
+) -> *mut pyo3::ffi::PyObject;
+
+/// The C entry of `launch` (see [`launch_function`]).
+unsafe extern "C" fn launch_fastcall(
+    _module: *mut pyo3::ffi::PyObject,
+    args: *const *mut pyo3::ffi::PyObject,
+    nargs: pyo3::ffi::Py_ssize_t,
+    kwnames: *mut pyo3::ffi::PyObject,
+) -> *mut pyo3::ffi::PyObject {
+    let run = std::panic::AssertUnwindSafe(|| {
+        // SAFETY: CPython calls C functions attached to the interpreter (holding the GIL).
+        let py = unsafe { Python::assume_attached() };
+        let n = nargs.max(0) as usize;
+        // SAFETY: `args` holds `nargs` positional arguments followed by one value per
+        // keyword name, all borrowed for the call; `kwnames` is NULL or a tuple of names.
+        let (positional, keywords) = unsafe {
+            let positional: SmallVec<[Bound<'_, PyAny>; 8]> = (0..n)
+                .map(|i| Bound::from_borrowed_ptr(py, *args.add(i)))
+                .collect();
+            let mut keywords: SmallVec<[(Bound<'_, PyAny>, Bound<'_, PyAny>); 4]> = SmallVec::new();
+            if !kwnames.is_null() {
+                let names = Bound::from_borrowed_ptr(py, kwnames).cast_into::<PyTuple>();
+                if let Ok(names) = names {
+                    for (k, name) in names.iter().enumerate() {
+                        keywords.push((name, Bound::from_borrowed_ptr(py, *args.add(n + k))));
+                    }
+                }
+            }
+            (positional, keywords)
+        };
+        match launch_impl(py, &positional, &keywords) {
+            Ok(()) => py.None().into_ptr(),
+            Err(e) => {
+                e.restore(py);
+                std::ptr::null_mut()
+            }
+        }
+    });
+    match std::panic::catch_unwind(run) {
+        Ok(r) => r,
+        Err(_) => {
+            // SAFETY: as above.
+            let py = unsafe { Python::assume_attached() };
+            pyo3::exceptions::PySystemError::new_err("pydevice.launch panicked").restore(py);
+            std::ptr::null_mut()
+        }
+    }
+}
+
+/// `launch` as a `METH_FASTCALL | METH_KEYWORDS` built-in function. Keywords arrive as a tuple
+/// of interned names beside their values: no keyword dictionary is built and no name is
+/// encoded, which PyO3's own calling convention for a module built for the Python 3.9 stable
+/// ABI (`METH_VARARGS | METH_KEYWORDS`) does on every call, about a tenth of a launch's host
+/// instructions (`bench/python/launch_host_cost.py` under callgrind).
+pub fn launch_function<'py>(m: &Bound<'py, PyModule>) -> PyResult<Bound<'py, PyAny>> {
+    static DEF: OnceLock<usize> = OnceLock::new();
+    let def = *DEF.get_or_init(|| {
+        let meth = launch_fastcall as FastCall;
+        let def = Box::new(pyo3::ffi::PyMethodDef {
+            ml_name: c"launch".as_ptr(),
+            // SAFETY: the union's variants are all C function pointers; CPython calls this
+            // one with the `METH_FASTCALL | METH_KEYWORDS` signature the flags announce.
+            ml_meth: pyo3::ffi::PyMethodDefPointer {
+                PyCFunction: unsafe {
+                    std::mem::transmute::<FastCall, pyo3::ffi::PyCFunction>(meth)
+                },
+            },
+            ml_flags: METH_FASTCALL | pyo3::ffi::METH_KEYWORDS,
+            ml_doc: c"launch(f, *args, grid, block, stream=None, shared=0): runs kernel f on args (the spec's device.launch).".as_ptr(),
+        });
+        // The definition must outlive every function object made from it: leaked, once.
+        Box::into_raw(def) as usize
+    });
+    let py = m.py();
+    // SAFETY: `def` is a valid, immortal method definition; the module is the function's
+    // `self` and `__module__`.
+    unsafe {
+        let f = pyo3::ffi::PyCFunction_NewEx(
+            def as *mut pyo3::ffi::PyMethodDef,
+            m.as_ptr(),
+            m.name()?.as_ptr(),
+        );
+        Bound::from_owned_ptr_or_err(py, f)
     }
 }

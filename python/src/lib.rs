@@ -101,6 +101,12 @@ pub(crate) fn runtime_to_py(py: Python<'_>, e: RuntimeError) -> PyErr {
         RuntimeError::Launch { kernel, .. } => raise(py, "LaunchError", (text, kernel)),
         RuntimeError::Fault { kernel, .. } => raise(py, "DeviceFault", (text, kernel)),
         RuntimeError::Argument(_) => raise(py, "ArgumentError", (text,)),
+        RuntimeError::WrongDevice {
+            kernel,
+            found,
+            launch,
+            ..
+        } => raise(py, "DeviceMismatchError", (text, kernel, found, launch)),
         RuntimeError::Link { .. } => raise(py, "LinkError", (text,)),
         RuntimeError::IndexOutOfBounds {
             kernel,
@@ -140,7 +146,8 @@ pub(crate) fn current_cache() -> Arc<KernelCache> {
     cache().read().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
-/// Opened devices by ordinal, each opened once per process.
+/// Opened devices by ordinal, each opened once per process and kept open (the crate's
+/// [`Device::open`] shares one state per ordinal; holding a handle here keeps it alive).
 pub(crate) fn device(ordinal: usize) -> Result<Arc<Device>, RuntimeError> {
     static DEVICES: OnceLock<Mutex<HashMap<usize, Arc<Device>>>> = OnceLock::new();
     let map = DEVICES.get_or_init(Default::default);
@@ -173,6 +180,92 @@ fn const_value(v: &Bound<'_, PyAny>) -> PyResult<pydevice::ConstValue> {
         "a ConstExpr argument must be a bool, an int or a float, not {}",
         v.get_type().name()?
     )))
+}
+
+/// The device a launch runs on when neither its stream nor its arrays say:
+/// `PYDEVICE_DEVICE`, read by the Python side at import ([`set_default_device`]).
+pub(crate) static DEFAULT_DEVICE: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(0);
+
+/// Sets the device launches run on when neither their stream nor their arrays say.
+#[pyfunction]
+fn set_default_device(ordinal: usize) {
+    DEFAULT_DEVICE.store(ordinal, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The device launches run on when neither their stream nor their arrays say.
+#[pyfunction]
+fn default_device() -> usize {
+    DEFAULT_DEVICE.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The number of GPUs (0 without a driver).
+#[pyfunction]
+fn device_count(py: Python<'_>) -> usize {
+    py.detach(pydevice::runtime::device_count)
+}
+
+/// The GPU owning device pointer `ptr`, or `None` (managed or host memory, unknown pointer).
+#[pyfunction]
+fn pointer_device(py: Python<'_>, ptr: u64) -> PyResult<Option<usize>> {
+    pydevice::runtime::pointer_device(ptr).map_err(|e| runtime_to_py(py, e))
+}
+
+/// The GPU of stream handle `handle`, or `None` for the default streams (0, 1, 2), which
+/// follow the launch.
+#[pyfunction]
+pub(crate) fn stream_device(py: Python<'_>, handle: usize) -> PyResult<Option<usize>> {
+    // SAFETY: the caller keeps the stream alive for the call.
+    let s = unsafe { Stream::from_handle(handle) };
+    s.device().map_err(|e| runtime_to_py(py, e))
+}
+
+/// Whether GPU `a` may access GPU `b`'s memory directly.
+#[pyfunction]
+fn can_access_peer(py: Python<'_>, a: usize, b: usize) -> PyResult<bool> {
+    let r = py.detach(|| device(a)?.can_access_peer(&*device(b)?));
+    r.map_err(|e| runtime_to_py(py, e))
+}
+
+/// Copies `nbytes` from `src` (device `src_device`, ordered on stream handle `src_stream`)
+/// to `dst` (likewise): `"same_device"`, `"peer"` or `"host"`, the path taken (the crate's
+/// [`pydevice::runtime::multi::copy`]); `via_host=True` forces the host path.
+#[pyfunction]
+#[pyo3(signature = (dst, dst_device, dst_stream, src, src_device, src_stream, nbytes, via_host=false))]
+#[allow(clippy::too_many_arguments)]
+fn copy(
+    py: Python<'_>,
+    dst: u64,
+    dst_device: usize,
+    dst_stream: usize,
+    src: u64,
+    src_device: usize,
+    src_stream: usize,
+    nbytes: usize,
+    via_host: bool,
+) -> PyResult<&'static str> {
+    use pydevice::runtime::multi::{CopyPath, Endpoint, copy, copy_through_host};
+    let r = py.detach(|| -> Result<CopyPath, RuntimeError> {
+        let (dd, sd) = (device(dst_device)?, device(src_device)?);
+        // SAFETY: the caller keeps both streams alive for the call.
+        let (ds, ss) = unsafe {
+            (
+                Stream::from_handle(dst_stream),
+                Stream::from_handle(src_stream),
+            )
+        };
+        let (d, s) = (Endpoint::new(&dd, dst, &ds), Endpoint::new(&sd, src, &ss));
+        if via_host {
+            copy_through_host(d, s, nbytes)
+        } else {
+            copy(d, s, nbytes)
+        }
+    });
+    match r.map_err(|e| runtime_to_py(py, e))? {
+        CopyPath::SameDevice => Ok("same_device"),
+        CopyPath::Peer => Ok("peer"),
+        CopyPath::Host => Ok("host"),
+    }
 }
 
 fn parse_arch(arch: &str) -> PyResult<Arch> {
@@ -429,25 +522,65 @@ impl Kernel {
             Ok((dev, loaded))
         });
         let (dev, loaded) = r.map_err(|e| runtime_to_py(py, e))?;
-        let params = loaded.abi().params.iter().map(|p| p.ty.clone()).collect();
         let template = loaded.zeroed_args();
-        Ok(Launcher {
-            device: dev,
-            kernel: loaded,
-            params,
+        Ok(Launcher::new(
+            &self.inner.abi,
+            ordinal,
+            Some((dev, loaded)),
             template,
-        })
+        ))
+    }
+
+    /// A launcher that does everything a launch does on the host (reading, checking and
+    /// packing the arguments, releasing the GIL) except the driver call, without a GPU: for
+    /// measuring the host cost of a launch (`bench/python/launch_host_cost.py`). It claims
+    /// GPU `ordinal`; reflection on it raises.
+    #[pyo3(signature = (ordinal=0))]
+    fn dry_run_launcher(&self, ordinal: usize) -> Launcher {
+        let template = PackedArgs::zeroed(&self.inner.abi);
+        Launcher::new(&self.inner.abi, ordinal, None, template)
     }
 }
 
 /// A kernel loaded on a device, ready to launch.
 #[pyclass(frozen, module = "pydevice._native")]
 pub struct Launcher {
-    device: Arc<Device>,
-    pub(crate) kernel: Arc<LoadedKernel>,
+    /// The device and the kernel loaded on it; `None` for a dry-run launcher
+    /// ([`Kernel::dry_run_launcher`]).
+    gpu: Option<(Arc<Device>, Arc<LoadedKernel>)>,
+    pub(crate) abi: pydevice::abi::KernelAbi,
+    /// The GPU it launches on.
+    pub(crate) ordinal: usize,
     pub(crate) params: Vec<Type>,
     /// A zeroed parameter buffer, cloned and filled in place per launch.
     pub(crate) template: PackedArgs,
+}
+
+impl Launcher {
+    fn new(
+        abi: &pydevice::abi::KernelAbi,
+        ordinal: usize,
+        gpu: Option<(Arc<Device>, Arc<LoadedKernel>)>,
+        template: PackedArgs,
+    ) -> Launcher {
+        Launcher {
+            gpu,
+            abi: abi.clone(),
+            ordinal,
+            params: abi.params.iter().map(|p| p.ty.clone()).collect(),
+            template,
+        }
+    }
+
+    /// The device and the loaded kernel; an error for a dry-run launcher.
+    fn gpu(&self) -> PyResult<(&Device, &LoadedKernel)> {
+        match &self.gpu {
+            Some((d, k)) => Ok((d, k)),
+            None => Err(PyValueError::new_err(
+                "a dry-run launcher has no GPU (it only measures host costs)",
+            )),
+        }
+    }
 }
 
 /// A short sequence of integers (a shape or strides) without a heap allocation.
@@ -521,6 +654,14 @@ fn arg_value(t: &Type, v: &Bound<'_, PyAny>) -> PyResult<ArgValue> {
 
 /// A `Dim3Like` from Python: an int, or a sequence of one to three ints.
 pub(crate) fn dim3(v: &Bound<'_, PyAny>, what: &str) -> PyResult<[u32; 3]> {
+    // The common case first, without allocating: a positive int.
+    if v.is_exact_instance_of::<pyo3::types::PyInt>()
+        && let Ok(i) = v.extract::<u32>()
+        && i > 0
+        && i <= i32::MAX as u32
+    {
+        return Ok([i, 1, 1]);
+    }
     let ints: Vec<i64> = if let Ok(i) = v.extract::<i64>() {
         vec![i]
     } else {
@@ -557,17 +698,15 @@ impl Launcher {
         // SAFETY: the handle comes from a stream object the caller keeps alive for the call
         // (or is 0/1/2, the default streams).
         let stream = unsafe { Stream::from_handle(stream) };
+        let Some((device, kernel)) = &self.gpu else {
+            // A dry run: the same GIL release, no driver call.
+            py.detach(|| std::hint::black_box((packed, &cfg, &stream, cooperative, cluster)));
+            return Ok(());
+        };
         let r = py.detach(|| match cluster {
-            Some(c) => self
-                .device
-                .launch_cluster(&self.kernel, packed, &cfg, c, &stream),
-            None if cooperative => {
-                self.device
-                    .launch_cooperative_packed(&self.kernel, packed, &cfg, &stream)
-            }
-            None => self
-                .device
-                .launch_packed(&self.kernel, packed, &cfg, &stream),
+            Some(c) => device.launch_cluster(kernel, packed, &cfg, c, &stream),
+            None if cooperative => device.launch_cooperative_packed(kernel, packed, &cfg, &stream),
+            None => device.launch_packed(kernel, packed, &cfg, &stream),
         });
         r.map_err(|e| runtime_to_py(py, e))
     }
@@ -599,12 +738,12 @@ impl Launcher {
         if values.len() != self.params.len() {
             return Err(PyTypeError::new_err(format!(
                 "`{}` takes {} arguments, {} given",
-                self.kernel.name(),
+                self.abi.symbol,
                 self.params.len(),
                 values.len()
             )));
         }
-        let abi = self.kernel.abi();
+        let abi = &self.abi;
         let mut packed = self.template.clone();
         packed.set_seed(seed);
         for (i, (t, v)) in self.params.iter().zip(values.iter()).enumerate() {
@@ -640,24 +779,28 @@ impl Launcher {
     /// Whether the kernel synchronizes the grid and so needs `cooperative=True`.
     #[getter]
     fn cooperative(&self) -> bool {
-        self.kernel.abi().cooperative
+        self.abi.cooperative
     }
 
     /// The kernel's symbol.
     #[getter]
     fn name(&self) -> &str {
-        self.kernel.name()
+        &self.abi.symbol
     }
 
     /// The device ordinal.
     #[getter]
     fn device(&self) -> usize {
-        self.device.ordinal()
+        self.ordinal
     }
 
     /// Registers, shared/local/const bytes, max threads per block, PTX and binary versions.
     fn attributes(&self, py: Python<'_>) -> PyResult<Py<PyDict>> {
-        let a = self.kernel.attributes().map_err(|e| runtime_to_py(py, e))?;
+        let a = self
+            .gpu()?
+            .1
+            .attributes()
+            .map_err(|e| runtime_to_py(py, e))?;
         let d = PyDict::new(py);
         d.set_item("registers", a.registers)?;
         d.set_item("shared_bytes", a.static_shared_bytes)?;
@@ -674,7 +817,8 @@ impl Launcher {
     #[pyo3(signature = (threads, shared=0))]
     fn occupancy(&self, py: Python<'_>, threads: u32, shared: u32) -> PyResult<Py<PyDict>> {
         let o = self
-            .kernel
+            .gpu()?
+            .1
             .occupancy(threads, shared)
             .map_err(|e| runtime_to_py(py, e))?;
         let d = PyDict::new(py);
@@ -691,7 +835,8 @@ impl Launcher {
     #[pyo3(signature = (shared=0))]
     fn suggested_block_size(&self, py: Python<'_>, shared: u32) -> PyResult<(u32, u32)> {
         let s = self
-            .kernel
+            .gpu()?
+            .1
             .suggested_block_size(shared)
             .map_err(|e| runtime_to_py(py, e))?;
         Ok((s.block_threads, s.min_grid_blocks))
@@ -700,8 +845,9 @@ impl Launcher {
     /// Reports the first out-of-range access of a `bounds_check=True` kernel (after
     /// synchronizing) as `BoundsError`.
     fn check_bounds(&self, py: Python<'_>) -> PyResult<()> {
-        self.device
-            .check_bounds(&self.kernel)
+        let (device, kernel) = self.gpu()?;
+        device
+            .check_bounds(kernel)
             .map_err(|e| runtime_to_py(py, e))
     }
 }
@@ -999,7 +1145,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<kernels::Reduction>()?;
     m.add_class::<kernels::ReductionCall>()?;
     m.add_class::<fast::Dispatcher>()?;
-    m.add_function(wrap_pyfunction!(fast::launch, m)?)?;
+    m.add_class::<fast::Configured>()?;
+    m.add("launch", fast::launch_function(m)?)?;
     m.add_function(wrap_pyfunction!(fast::register_array_type, m)?)?;
     m.add_function(wrap_pyfunction!(driver_available, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack_describe, m)?)?;
@@ -1011,5 +1158,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(machine_representation, m)?)?;
     m.add_function(wrap_pyfunction!(compiler_version, m)?)?;
     m.add_function(wrap_pyfunction!(set_host_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(set_default_device, m)?)?;
+    m.add_function(wrap_pyfunction!(default_device, m)?)?;
+    m.add_function(wrap_pyfunction!(device_count, m)?)?;
+    m.add_function(wrap_pyfunction!(pointer_device, m)?)?;
+    m.add_function(wrap_pyfunction!(stream_device, m)?)?;
+    m.add_function(wrap_pyfunction!(can_access_peer, m)?)?;
+    m.add_function(wrap_pyfunction!(copy, m)?)?;
     Ok(())
 }

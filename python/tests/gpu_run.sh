@@ -36,6 +36,14 @@ echo "== the spec's vec_add through Python (scripts/python_example.py)"
 python3 scripts/python_example.py 2>&1 | tail -3
 echo "== host time per launch (bench/python/launch_overhead.py)"
 timeout 300 python3 bench/python/launch_overhead.py 2>&1 | tee "$out/python_launch_overhead.log" | grep -v "^{" | tail -12
+echo "== host cost per launch, driver call left out (bench/python/launch_host_cost.py)"
+timeout 200 python3 bench/python/launch_host_cost.py --n 100000 --repeats 5 2>&1 | tee "$out/python_launch_host_cost.log" | tail -8
+echo "== two-GPU stencil example (examples/multi_gpu_stencil.py; \`0 0\` with one GPU)"
+if [ "$(python3 -c 'import cupy; print(cupy.cuda.runtime.getDeviceCount())' 2>/dev/null)" -ge 2 ] 2>/dev/null; then
+  timeout 120 python3 examples/multi_gpu_stencil.py 0 1 2>&1 | tail -3
+else
+  timeout 120 python3 examples/multi_gpu_stencil.py 0 0 2>&1 | tail -3
+fi
 echo "== time to first result in a fresh process (bench/python/first_result.py)"
 timeout 400 python3 bench/python/first_result.py 2>&1 | tee "$out/python_first_result.log" | grep -v "^{" | tail -12
 echo "== ElementwiseKernel / ReductionKernel / fuse against CuPy (bench/python/elementwise_bench.py)"

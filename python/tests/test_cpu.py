@@ -440,3 +440,65 @@ def test_constexpr_parameters_of_a_func_called_on_the_host():
     assert times(2.5, 2) == 5.0
     with pytest.raises(TypeError, match="ConstExpr"):
         times(3, "4")
+
+
+# ---------------------------------------------------------------------------------------
+# Which GPU a launch runs on, decided without a GPU: real CuPy arrays over memory that is
+# never touched (CuPy's UnownedMemory says which device; no driver call), and dry-run
+# launchers (everything but the driver call). The GPU tests (test_multi_gpu.py) check the
+# same on real GPUs.
+
+
+def _cupy_on(cupy, dev, base, n=64):
+    from cupy.cuda import memory
+
+    mem = memory.UnownedMemory(base, n * 4, None, device_id=dev)
+    return cupy.ndarray((n,), dtype=np.float32, memptr=memory.MemoryPointer(mem, 0))
+
+
+@device.kernel
+def _placed(a, b):
+    i = device.tid(1)
+    if i < len(a):
+        a[i] = b[i]
+
+
+def test_the_launch_gpu_follows_the_stream_then_the_arrays():
+    cupy = pytest.importorskip("cupy", reason="CuPy is not installed")
+    from pydevice import _core
+
+    a0 = _cupy_on(cupy, 0, 0x7F0000000000)
+    b0 = _cupy_on(cupy, 0, 0x7F0000010000)
+    a1 = _cupy_on(cupy, 1, 0x7F0000020000)
+    keys = tuple(_core._describe(x)[0] for x in (a0, b0))
+    # The arrays decide; a stream's GPU comes first; nothing known: the default device.
+    assert _core._launch_device(_placed, (a0, b0), keys, None) == 0
+    assert _core._launch_device(_placed, (a1, a1), (_core._describe(a1)[0],) * 2, None) == 1
+    assert _core._launch_device(_placed, (1, 2), (("i",), ("i",)), None) == _core._default_device()
+    assert _core._launch_device(_placed, (a0, 2), (keys[0], ("i",)), None) == 0
+    # Managed memory (no GPU) is placed anywhere.
+    managed = ("A", np.dtype("float32"), 1, "C", None)
+    assert _core._launch_device(_placed, (a0, a0), (managed, managed), 3) == 3
+    with pytest.raises(pydevice.DeviceMismatchError, match=r"parameter `b`\) is on GPU 1, but the launch runs on GPU 0") as e:
+        _core._launch_device(_placed, (a0, a1), (keys[0], _core._describe(a1)[0]), None)
+    assert (e.value.found, e.value.launch) == (1, 0)
+    with pytest.raises(pydevice.DeviceMismatchError, match="its stream is on GPU 1"):
+        _core._launch_device(_placed, (a0, b0), keys, 1)
+
+    # Through device.launch: a dry-run launcher for GPU 0 in both paths.
+    m = _placed._mod()
+    launcher = m.compile("_placed", _placed._types_of_keys(keys, (a0, b0), m), "sm_90", 3).dry_run_launcher(0)
+    _placed._specs[(keys, 0)] = _core._Specialization(None, launcher, ())
+    assert _placed._dispatcher.insert((a0, b0), launcher)
+    assert _placed._dispatcher.try_launch((a0, b0), 1, 64, None)  # the fast path takes it
+    assert _placed._dispatcher.try_launch((a0, b0), (1, 1), (64,), 0)
+    device.launch(_placed, a0, b0, grid=1, block=64)
+    # Arrays of two GPUs: the fast path declines, the Python path names both GPUs.
+    assert not _placed._dispatcher.try_launch((a0, a1), 1, 64, None)
+    for _ in range(2):
+        with pytest.raises(pydevice.DeviceMismatchError, match="GPU 1.*GPU 0"):
+            device.launch(_placed, a0, a1, grid=1, block=64)
+    # The same kinds on GPU 1 are another specialization (not GPU 0's launcher).
+    assert not _placed._dispatcher.try_launch((a1, a1), 1, 64, None)
+    with pytest.raises(ValueError, match="dry-run launcher has no GPU"):
+        launcher.attributes()

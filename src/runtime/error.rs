@@ -49,6 +49,19 @@ pub enum RuntimeError {
     /// An argument does not match the kernel's parameters, or an array description (DLPack,
     /// CUDA Array Interface) is malformed or unsupported.
     Argument(String),
+    /// A launch mixes GPUs: its kernel, an array argument or its stream belongs to GPU
+    /// `found`, but the launch runs on GPU `launch`. Nothing was launched; the context is
+    /// still usable.
+    WrongDevice {
+        /// The kernel's symbol.
+        kernel: String,
+        /// What is elsewhere, worded to be followed by the GPU: "argument `a` is on".
+        what: String,
+        /// The GPU it is on.
+        found: usize,
+        /// The GPU the launch runs on.
+        launch: usize,
+    },
     /// Device code could not be linked ([`Device::link`](super::Device::link)): a symbol no
     /// input defines, a CUDA C++ input NVRTC rejected (its log is in the message), NVRTC
     /// missing, or the driver's JIT linker refusing an input. The context is still usable.
@@ -129,6 +142,7 @@ impl RuntimeError {
             RuntimeError::Launch { kernel, .. }
             | RuntimeError::Fault { kernel, .. }
             | RuntimeError::Raised { kernel, .. }
+            | RuntimeError::WrongDevice { kernel, .. }
             | RuntimeError::IndexOutOfBounds { kernel, .. } => Some(kernel),
             _ => None,
         }
@@ -148,6 +162,16 @@ impl fmt::Display for RuntimeError {
                 "kernel `{kernel}` faulted: {message} (the CUDA context is unusable from now on)"
             ),
             RuntimeError::Argument(m) => write!(f, "bad kernel argument: {m}"),
+            RuntimeError::WrongDevice {
+                kernel,
+                what,
+                found,
+                launch,
+            } => write!(
+                f,
+                "kernel `{kernel}` launches on GPU {launch}, but {what} GPU {found} (move the \
+                 data with a copy between GPUs, or launch on GPU {found})"
+            ),
             RuntimeError::Link { message, .. } => {
                 write!(f, "linking device code failed: {message}")
             }

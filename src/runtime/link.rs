@@ -610,7 +610,7 @@ impl Device {
                 });
             }
         }
-        self.ctx.bind_to_thread().map_err(|e| self.error(e))?;
+        self.s.ctx.bind_to_thread().map_err(|e| self.error(e))?;
         let debug = ptx.iter().flatten().any(|t| super::has_debug_info(t));
         let mut link = JitLink::new(debug)?;
         for (input, text) in inputs.iter().zip(&ptx) {
@@ -649,6 +649,7 @@ impl Device {
             None => true,
         });
         let module = self
+            .s
             .ctx
             .load_module(cudarc::nvrtc::Ptx::from_binary(cubin.clone()))
             .map_err(|e| RuntimeError::Link {
@@ -657,7 +658,7 @@ impl Device {
             })?;
         Ok(LinkedModule {
             module,
-            ctx: self.ctx.clone(),
+            ctx: self.s.ctx.clone(),
             cubin,
             bounds_global,
         })

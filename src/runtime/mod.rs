@@ -30,6 +30,7 @@ pub mod config;
 pub mod dlpack;
 pub mod error;
 pub mod link;
+pub mod multi;
 pub mod npy;
 pub mod params;
 pub mod records;
@@ -42,6 +43,7 @@ pub use cai::CudaArrayInterface;
 pub use config::{Dim3, LaunchConfig};
 pub use error::{BoundsReport, RaiseReport, RuntimeError};
 pub use link::{LinkInput, LinkedModule};
+pub use multi::{CopyPath, Endpoint, device_count, pointer_device};
 pub use reflect::{BlockSizeSuggestion, KernelAttributes, Occupancy};
 pub use stream::Stream;
 
@@ -81,7 +83,20 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// A GPU: its primary context and default stream. `Send + Sync`: launch from any thread.
+///
+/// A `Device` is a handle: [`Device::open`] of an ordinal already open in the process (by any
+/// thread) returns a handle to the same state, so every handle of one GPU shares its context,
+/// its default stream and the kernels loaded on it ([`Device::load_cached`]: one module per
+/// device and kernel). Handles of different ordinals share nothing; a kernel compiled once
+/// (one `Arc<CompiledKernel>` from [`KernelCache`]) is loaded into each device it runs on.
+/// See [`multi`] for peers, copies between GPUs and where memory and streams live.
+#[derive(Clone)]
 pub struct Device {
+    s: Arc<DeviceState>,
+}
+
+/// What every handle of one GPU shares (see [`Device`]).
+struct DeviceState {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     /// The last kernel launched, named in faults reported later (launches are asynchronous).
@@ -89,6 +104,9 @@ pub struct Device {
     /// Kernels loaded by [`Device::load_cached`], by the address of their `CompiledKernel`
     /// (kept alive here, so the address is not reused).
     loaded: Mutex<HashMap<usize, LoadedEntry>>,
+    /// Peers whose memory this device's context may access (`cuCtxEnablePeerAccess` done),
+    /// by ordinal; see [`Device::enable_peer_access`].
+    peers: Mutex<Vec<usize>>,
 }
 
 /// A compiled kernel kept alive beside its loaded form (see [`Device::load_cached`]).
@@ -162,6 +180,11 @@ impl LoadedKernel {
         &self.name
     }
 
+    /// The ordinal of the GPU it is loaded on (the only one it can launch on).
+    pub fn device(&self) -> usize {
+        self.ctx.ordinal()
+    }
+
     /// The driver's handle, for other CUDA code (valid while this `LoadedKernel` lives).
     pub fn cu_function(&self) -> CUfunction {
         self.function.cu_function()
@@ -195,6 +218,7 @@ impl LoadedKernel {
             words,
             offsets,
             seed: None,
+            devices: SmallVec::new(),
         })
     }
 }
@@ -210,6 +234,9 @@ pub struct PackedArgs {
     /// The seed of the random numbers (`random.rand`/`randn`) of the launches; `None` draws
     /// a fresh one per launch.
     seed: Option<u64>,
+    /// The GPU of each array argument whose GPU is known, as `(parameter, ordinal)`: checked
+    /// against the launching device ([`PackedArgs::set_array_on`]).
+    devices: SmallVec<[(u32, u32); 4]>,
 }
 
 impl PackedArgs {
@@ -238,54 +265,65 @@ impl PackedArgs {
 }
 
 impl Device {
-    /// Opens GPU `ordinal` (its primary context) and its default stream.
+    /// Opens GPU `ordinal` (its primary context) and its default stream. Opening an ordinal
+    /// that is already open in the process returns a handle to the same device (the same
+    /// context, default stream and loaded kernels); [`Device::same`] tells.
     pub fn open(ordinal: usize) -> Result<Device, RuntimeError> {
-        driver_check()?;
-        let n = CudaContext::device_count().map_err(drv)?;
-        if n <= ordinal as i32 {
-            return Err(RuntimeError::Driver(format!(
-                "no GPU {ordinal}: {n} present"
-            )));
-        }
-        let ctx = CudaContext::new(ordinal).map_err(drv)?;
-        let stream = ctx.default_stream();
-        Ok(Device {
-            ctx,
-            stream,
-            last_kernel: Mutex::new(None),
-            loaded: Mutex::new(HashMap::new()),
+        multi::open_shared(ordinal, || {
+            driver_check()?;
+            let n = CudaContext::device_count().map_err(drv)?;
+            if n <= ordinal as i32 {
+                return Err(RuntimeError::Driver(format!(
+                    "no GPU {ordinal}: {n} present"
+                )));
+            }
+            let ctx = CudaContext::new(ordinal).map_err(drv)?;
+            let stream = ctx.default_stream();
+            Ok(Arc::new(DeviceState {
+                ctx,
+                stream,
+                last_kernel: Mutex::new(None),
+                loaded: Mutex::new(HashMap::new()),
+                peers: Mutex::new(Vec::new()),
+            }))
         })
+        .map(|s| Device { s })
+    }
+
+    /// Whether two handles are the same opened device (one state, one context).
+    pub fn same(&self, other: &Device) -> bool {
+        Arc::ptr_eq(&self.s, &other.s)
     }
 
     /// The GPU's ordinal.
     pub fn ordinal(&self) -> usize {
-        self.ctx.ordinal()
+        self.s.ctx.ordinal()
     }
 
     /// The raw context handle (the device's primary context), for other CUDA code.
     pub fn cu_context(&self) -> cudarc::driver::sys::CUcontext {
-        self.ctx.cu_ctx()
+        self.s.ctx.cu_ctx()
     }
 
     /// The device's architecture (compute capability).
     pub fn arch(&self) -> Result<Arch, RuntimeError> {
-        let (maj, min) = self.ctx.compute_capability().map_err(drv)?;
+        let (maj, min) = self.s.ctx.compute_capability().map_err(drv)?;
         Arch::new(maj as u32, min as u32).map_err(RuntimeError::Driver)
     }
 
     /// The device's name.
     pub fn name(&self) -> Result<String, RuntimeError> {
-        self.ctx.name().map_err(drv)
+        self.s.ctx.name().map_err(drv)
     }
 
     /// A device attribute (`CU_DEVICE_ATTRIBUTE_*`).
     pub fn attribute(&self, a: CUdevice_attribute) -> Result<i32, RuntimeError> {
-        self.ctx.attribute(a).map_err(|e| self.error(e))
+        self.s.ctx.attribute(a).map_err(|e| self.error(e))
     }
 
     /// A driver error, with a fault named after the last kernel launched.
     fn error(&self, e: DriverError) -> RuntimeError {
-        let last = lock(&self.last_kernel).clone();
+        let last = lock(&self.s.last_kernel).clone();
         driver_error(e, last.as_deref())
     }
 
@@ -335,17 +373,17 @@ impl Device {
         };
         let image = if has_debug_info(ptx) {
             // `debug=True`: JIT-compiled with debug information (ptxas -g) for cuda-gdb.
-            self.ctx.bind_to_thread().map_err(|e| self.error(e))?;
+            self.s.ctx.bind_to_thread().map_err(|e| self.error(e))?;
             cudarc::nvrtc::Ptx::from_binary(link::JitLink::debug_cubin(&abi.symbol, ptx)?)
         } else {
             cudarc::nvrtc::Ptx::from_src(ptx)
         };
-        let module = self.ctx.load_module(image).map_err(fail)?;
+        let module = self.s.ctx.load_module(image).map_err(fail)?;
         let function = module.load_function(&abi.symbol).map_err(fail)?;
         Ok(LoadedKernel {
             function,
             _module: module,
-            ctx: self.ctx.clone(),
+            ctx: self.s.ctx.clone(),
             name: Arc::from(abi.symbol.as_str()),
             abi: abi.clone(),
             bounds_global: defines_bounds_global(ptx),
@@ -387,11 +425,11 @@ impl Device {
         kernel: &Arc<CompiledKernel>,
     ) -> Result<Arc<LoadedKernel>, RuntimeError> {
         let key = Arc::as_ptr(kernel) as usize;
-        if let Some((_, k)) = lock(&self.loaded).get(&key) {
+        if let Some((_, k)) = lock(&self.s.loaded).get(&key) {
             return Ok(k.clone());
         }
         let loaded = Arc::new(self.load_compiled(kernel)?);
-        let mut map = lock(&self.loaded);
+        let mut map = lock(&self.s.loaded);
         let entry = map
             .entry(key)
             .or_insert_with(|| (kernel.clone(), loaded.clone()));
@@ -402,7 +440,7 @@ impl Device {
     /// stream); it is destroyed when the last clone of the [`Stream`] drops.
     pub fn create_stream(&self) -> Result<Stream, RuntimeError> {
         Ok(Stream::owned(
-            self.ctx.new_stream().map_err(|e| self.error(e))?,
+            self.s.ctx.new_stream().map_err(|e| self.error(e))?,
         ))
     }
 
@@ -414,9 +452,9 @@ impl Device {
     /// Copies bytes to new device memory.
     pub fn upload(&self, bytes: &[u8]) -> Result<DeviceBuffer, RuntimeError> {
         let slice = if bytes.is_empty() {
-            self.stream.alloc_zeros::<u8>(1)
+            self.s.stream.alloc_zeros::<u8>(1)
         } else {
-            self.stream.clone_htod(bytes)
+            self.s.stream.clone_htod(bytes)
         }
         .map_err(|e| self.error(e))?;
         Ok(DeviceBuffer { slice })
@@ -425,6 +463,7 @@ impl Device {
     /// New device memory of `bytes` bytes, filled with zeros (on the default stream).
     pub fn alloc_zeroed(&self, bytes: usize) -> Result<DeviceBuffer, RuntimeError> {
         let slice = self
+            .s
             .stream
             .alloc_zeros::<u8>(bytes.max(1))
             .map_err(|e| self.error(e))?;
@@ -433,14 +472,15 @@ impl Device {
 
     /// Copies device memory back (waits for the default stream).
     pub fn download(&self, buf: &DeviceBuffer) -> Result<Vec<u8>, RuntimeError> {
-        self.stream
+        self.s
+            .stream
             .clone_dtoh(&buf.slice)
             .map_err(|e| self.error(e))
     }
 
     /// The device address of a buffer, for [`ArgValue::Array`](crate::abi::ArgValue).
     pub fn address(&self, buf: &DeviceBuffer) -> u64 {
-        let (ptr, _sync) = buf.slice.device_ptr(&self.stream);
+        let (ptr, _sync) = buf.slice.device_ptr(&self.s.stream);
         ptr
     }
 
@@ -474,7 +514,7 @@ impl Device {
     pub fn wait_stream(&self, waiter: &Stream, producer: &Stream) -> Result<(), RuntimeError> {
         use cudarc::driver::result::{event, stream};
         use cudarc::driver::sys::{CUevent_flags, CUevent_wait_flags};
-        self.ctx.bind_to_thread().map_err(|e| self.error(e))?;
+        self.s.ctx.bind_to_thread().map_err(|e| self.error(e))?;
         let ev =
             event::create(CUevent_flags::CU_EVENT_DISABLE_TIMING).map_err(|e| self.error(e))?;
         // SAFETY: `ev` was just created in this context; both streams are valid streams of it
@@ -653,13 +693,9 @@ impl Device {
                 args.kernel, kernel.name
             )));
         }
-        if kernel.ctx.cu_ctx() != self.ctx.cu_ctx() {
-            return Err(RuntimeError::Argument(format!(
-                "`{}` was loaded on another device",
-                kernel.name
-            )));
-        }
-        self.ctx
+        self.check_placement(kernel, args, stream)?;
+        self.s
+            .ctx
             .bind_to_thread()
             .map_err(|e| self.launch_error(kernel, cfg, e))?;
         let base = args.words.as_ptr();
@@ -721,9 +757,49 @@ impl Device {
             }
         }
         .map_err(|e| self.launch_error(kernel, cfg, e))?;
-        let mut last = lock(&self.last_kernel);
+        let mut last = lock(&self.s.last_kernel);
         if !last.as_ref().is_some_and(|l| Arc::ptr_eq(l, &kernel.name)) {
             *last = Some(kernel.name.clone());
+        }
+        Ok(())
+    }
+
+    /// Refuses a launch whose kernel, arrays or (library-owned) stream belong to another GPU,
+    /// naming both GPUs. Memory and streams whose GPU is unknown (borrowed handles, arrays
+    /// set without one) are not checked here: the driver faults on them or rejects the launch.
+    fn check_placement(
+        &self,
+        kernel: &LoadedKernel,
+        args: &PackedArgs,
+        stream: &Stream,
+    ) -> Result<(), RuntimeError> {
+        let here = self.ordinal();
+        let wrong = |what: String, there: usize| RuntimeError::WrongDevice {
+            kernel: kernel.name.to_string(),
+            what,
+            found: there,
+            launch: here,
+        };
+        if kernel.ctx.cu_ctx() != self.s.ctx.cu_ctx() {
+            return Err(wrong(
+                "the kernel was loaded on".to_string(),
+                kernel.device(),
+            ));
+        }
+        for &(i, d) in &args.devices {
+            if d as usize != here {
+                let name = kernel
+                    .abi
+                    .params
+                    .get(i as usize)
+                    .map_or_else(|| format!("#{i}"), |p| p.name.clone());
+                return Err(wrong(format!("argument `{name}` is on"), d as usize));
+            }
+        }
+        if let Some(d) = stream.owner_device()
+            && d != here
+        {
+            return Err(wrong("the stream belongs to".to_string(), d));
         }
         Ok(())
     }
@@ -736,7 +812,7 @@ impl Device {
         e: DriverError,
     ) -> RuntimeError {
         if is_sticky(code(&e)) {
-            let last = lock(&self.last_kernel).clone();
+            let last = lock(&self.s.last_kernel).clone();
             let culprit = last.as_deref().unwrap_or(&kernel.name).to_string();
             return RuntimeError::Fault {
                 kernel: culprit,
@@ -825,7 +901,7 @@ impl Device {
     /// synchronization, on blocking streams); reports an asynchronous kernel fault as a
     /// [`RuntimeError::Fault`] naming the last kernel launched.
     pub fn synchronize(&self) -> Result<(), RuntimeError> {
-        self.stream.synchronize().map_err(|e| self.error(e))
+        self.s.stream.synchronize().map_err(|e| self.error(e))
     }
 
     /// After a kernel has finished (synchronize first): reports the first error its threads
@@ -843,18 +919,19 @@ impl Device {
         if !kernel.bounds_global {
             return Ok(()); // records nothing: neither bounds-checked nor asserting
         }
-        self.ctx.bind_to_thread().map_err(|e| self.error(e))?;
+        self.s.ctx.bind_to_thread().map_err(|e| self.error(e))?;
         let Ok(mut global) = kernel
             ._module
-            .get_global(crate::ir::BOUNDS_ERROR_SYMBOL, &self.stream)
+            .get_global(crate::ir::BOUNDS_ERROR_SYMBOL, &self.s.stream)
         else {
             return Ok(()); // records nothing
         };
         let mut bytes = [0u8; 8];
-        self.stream
+        self.s
+            .stream
             .memcpy_dtoh(&global, &mut bytes)
             .map_err(|e| self.error(e))?;
-        self.stream.synchronize().map_err(|e| self.error(e))?;
+        self.s.stream.synchronize().map_err(|e| self.error(e))?;
         let code = u64::from_le_bytes(bytes);
         if code == 0 {
             return Ok(());
@@ -862,17 +939,19 @@ impl Device {
         let mut info = [0u8; crate::ir::ERROR_INFO_WORDS * 8];
         let info_global = kernel
             ._module
-            .get_global(crate::ir::ERROR_INFO_SYMBOL, &self.stream)
+            .get_global(crate::ir::ERROR_INFO_SYMBOL, &self.s.stream)
             .ok();
         if let Some(g) = &info_global {
-            self.stream
+            self.s
+                .stream
                 .memcpy_dtoh(g, &mut info)
                 .map_err(|e| self.error(e))?;
         }
-        self.stream
+        self.s
+            .stream
             .memcpy_htod(&[0u8; 8], &mut global)
             .map_err(|e| self.error(e))?;
-        self.stream.synchronize().map_err(|e| self.error(e))?;
+        self.s.stream.synchronize().map_err(|e| self.error(e))?;
         if code & crate::ir::RAISE_BIT == 0 {
             return Err(decode_bounds(&kernel.name, code, &info));
         }
@@ -881,7 +960,7 @@ impl Device {
 
     /// Waits for all work on `stream`; reports faults as [`Device::synchronize`] does.
     pub fn synchronize_stream(&self, stream: &Stream) -> Result<(), RuntimeError> {
-        self.ctx.bind_to_thread().map_err(|e| self.error(e))?;
+        self.s.ctx.bind_to_thread().map_err(|e| self.error(e))?;
         // SAFETY: `stream` is a valid stream of this context (the promise of its constructor).
         unsafe { cudarc::driver::result::stream::synchronize(stream.raw()) }
             .map_err(|e| self.error(e))
@@ -891,7 +970,7 @@ impl Device {
     /// kernels until the next synchronization (1 MiB by default; output past it is lost, as
     /// in CUDA C++). Call it before the first launch that prints.
     pub fn set_print_buffer_size(&self, bytes: usize) -> Result<(), RuntimeError> {
-        self.ctx.bind_to_thread().map_err(|e| self.error(e))?;
+        self.s.ctx.bind_to_thread().map_err(|e| self.error(e))?;
         cudarc::driver::result::ctx::set_limit(
             cudarc::driver::sys::CUlimit::CU_LIMIT_PRINTF_FIFO_SIZE,
             bytes,
@@ -901,7 +980,7 @@ impl Device {
 
     /// The size of the device's `printf` FIFO (see [`Device::set_print_buffer_size`]).
     pub fn print_buffer_size(&self) -> Result<usize, RuntimeError> {
-        self.ctx.bind_to_thread().map_err(|e| self.error(e))?;
+        self.s.ctx.bind_to_thread().map_err(|e| self.error(e))?;
         cudarc::driver::result::ctx::get_limit(
             cudarc::driver::sys::CUlimit::CU_LIMIT_PRINTF_FIFO_SIZE,
         )
@@ -910,7 +989,7 @@ impl Device {
 
     /// Waits for all work on the device, every stream included.
     pub fn synchronize_all(&self) -> Result<(), RuntimeError> {
-        self.ctx.synchronize().map_err(|e| self.error(e))
+        self.s.ctx.synchronize().map_err(|e| self.error(e))
     }
 
     /// Times `runs` launches with CUDA events and returns each launch's GPU time in
@@ -931,18 +1010,19 @@ impl Device {
             self.launch_packed(kernel, &packed, cfg, &stream)?;
         }
         let event = || {
-            self.ctx
+            self.s
+                .ctx
                 .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
                 .map_err(|e| self.error(e))
         };
         let mut events = Vec::with_capacity(runs + 1);
         let first = event()?;
-        first.record(&self.stream).map_err(|e| self.error(e))?;
+        first.record(&self.s.stream).map_err(|e| self.error(e))?;
         events.push(first);
         for _ in 0..runs {
             self.launch_packed(kernel, &packed, cfg, &stream)?;
             let e = event()?;
-            e.record(&self.stream).map_err(|e| self.error(e))?;
+            e.record(&self.s.stream).map_err(|e| self.error(e))?;
             events.push(e);
         }
         self.synchronize()?;

@@ -29,6 +29,7 @@ impl PackedArgs {
             words,
             offsets,
             seed: None,
+            devices: smallvec::SmallVec::new(),
         }
     }
 
@@ -79,6 +80,48 @@ impl PackedArgs {
             self.words[o + 1 + n + d] = strides[d] as u64;
         }
         Ok(())
+    }
+
+    /// [`PackedArgs::set_array`], remembering that the memory is on GPU `device` (when
+    /// known): a launch on another GPU is then refused with [`RuntimeError::WrongDevice`],
+    /// naming both.
+    pub fn set_array_on(
+        &mut self,
+        abi: &KernelAbi,
+        index: usize,
+        data: u64,
+        shape: &[u64],
+        strides: &[i64],
+        device: Option<usize>,
+    ) -> Result<(), RuntimeError> {
+        self.set_array(abi, index, data, shape, strides)?;
+        self.devices.retain(|(i, _)| *i as usize != index);
+        if let Some(d) = device {
+            self.devices.push((index as u32, d as u32));
+        }
+        Ok(())
+    }
+
+    /// Writes a [`DeviceArray`](super::DeviceArray) into parameter `index` (its GPU, when it
+    /// says, is checked at launch: [`PackedArgs::set_array_on`]). The dtype is checked too.
+    pub fn set_device_array(
+        &mut self,
+        abi: &KernelAbi,
+        index: usize,
+        array: &super::DeviceArray,
+    ) -> Result<(), RuntimeError> {
+        let p = param(abi, index)?;
+        array.check()?;
+        if let Some(a) = p.ty.as_array()
+            && a.dtype != array.dtype
+        {
+            return Err(RuntimeError::Argument(format!(
+                "`{}` is {}, but the array's dtype is {}",
+                p.name, p.ty, array.dtype
+            )));
+        }
+        let device = array.device.and_then(|d| usize::try_from(d).ok());
+        self.set_array_on(abi, index, array.data, &array.shape, &array.strides, device)
     }
 
     /// Writes any value into parameter `index`, packed by [`crate::abi::pack`].

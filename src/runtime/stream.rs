@@ -91,6 +91,25 @@ impl Stream {
         self.owner.is_some()
     }
 
+    /// The GPU of a library-owned stream (the device that created it); `None` for borrowed
+    /// and default streams (see [`Stream::device`]).
+    pub fn owner_device(&self) -> Option<usize> {
+        self.owner.as_ref().map(|s| s.context().ordinal())
+    }
+
+    /// The GPU the stream belongs to: the device of its context, asked of the driver for a
+    /// borrowed stream (`cuStreamGetCtx`). `None` for the default streams, which belong to
+    /// whichever context is current when work is submitted, so they follow the launch.
+    pub fn device(&self) -> Result<Option<usize>, super::RuntimeError> {
+        if self.is_default() {
+            return Ok(None);
+        }
+        if let Some(d) = self.owner_device() {
+            return Ok(Some(d));
+        }
+        super::multi::stream_device(self.raw).map(Some)
+    }
+
     /// True for the legacy or per-thread default stream.
     pub fn is_default(&self) -> bool {
         matches!(self.raw as usize, 0..=2)
