@@ -21,7 +21,9 @@ fn u64_at(d: &[u8], i: usize) -> u64 {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&which, rest)) = data.split_first() else { return };
+    let Some((&which, rest)) = data.split_first() else {
+        return;
+    };
     match which % 3 {
         0 => {
             if let Ok(a) = NpyArray::parse(rest) {
@@ -36,7 +38,9 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         1 => {
-            let Ok(text) = std::str::from_utf8(rest) else { return };
+            let Ok(text) = std::str::from_utf8(rest) else {
+                return;
+            };
             if let Ok(c) = CudaArrayInterface::from_json(text)
                 && let Ok(a) = c.to_array()
             {
@@ -58,7 +62,11 @@ fuzz_target!(|data: &[u8]| {
                     device_type: (flags & 0xf) as i32,
                     device_id: ((flags >> 4) & 3) as i32,
                 },
-                ndim: if flags & 0x40 != 0 { -(ndim as i32) } else { ndim as i32 },
+                ndim: if flags & 0x40 != 0 {
+                    -(ndim as i32)
+                } else {
+                    ndim as i32
+                },
                 dtype: DLDataType {
                     code: ((flags >> 8) & 0xf) as u8,
                     bits: (flags >> 16) as u8,
@@ -75,7 +83,8 @@ fuzz_target!(|data: &[u8]| {
             // SAFETY: shape and strides hold `ndim` values and outlive the call; the data
             // pointer is never dereferenced.
             if let Ok(a) = unsafe { DeviceArray::from_dlpack(&t) } {
-                a.check().expect("an accepted DLPack array passes its checks");
+                a.check()
+                    .expect("an accepted DLPack array passes its checks");
                 let _ = a.array_type();
             }
         }

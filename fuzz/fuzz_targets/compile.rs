@@ -7,8 +7,12 @@ use pydevice::types::{Layout, Scalar, Type};
 use pydevice::{CompileOptions, Module};
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(src) = std::str::from_utf8(data) else { return };
-    let Ok(module) = Module::parse("fuzz.py", src) else { return };
+    let Ok(src) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(module) = Module::parse("fuzz.py", src) else {
+        return;
+    };
     let _ = module.check();
     for entry in module.entries() {
         let n = entry.params.len();

@@ -9,7 +9,9 @@ use pydevice::abi::{ArgValue, layout_of, pack};
 use pydevice::types::signature::{parse_signature, parse_type};
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     if let Ok((args, ret)) = parse_signature(text) {
         for t in args.iter().chain(ret.as_ref()) {
             assert!(t.validate().is_ok(), "parsed an invalid type {t:?}");

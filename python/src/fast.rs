@@ -548,7 +548,16 @@ fn launch_impl<'py>(
     match f.getattr(pyo3::intern!(py, "_launch")) {
         Ok(slow) => {
             let rest = PyTuple::new(py, &args[1..])?;
-            slow.call1((rest, grid, block, stream, shared, seed, cooperative, cluster))?;
+            slow.call1((
+                rest,
+                grid,
+                block,
+                stream,
+                shared,
+                seed,
+                cooperative,
+                cluster,
+            ))?;
             Ok(())
         }
         Err(_) => Err(PyTypeError::new_err(format!(

@@ -735,7 +735,10 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
         shared_bytes: shared,
     };
     // A kernel that synchronizes the grid is launched cooperatively (docs/semantics.md §17.4).
-    let packed = loaded.pack(&values).map_err(|e| e.to_string())?.with_seed(seed);
+    let packed = loaded
+        .pack(&values)
+        .map_err(|e| e.to_string())?
+        .with_seed(seed);
     let stream = pydevice::runtime::Stream::default_stream();
     if loaded.abi().cooperative {
         device.launch_cooperative_packed(&loaded, &packed, &cfg, &stream)

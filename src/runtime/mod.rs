@@ -742,17 +742,21 @@ impl Device {
                 .result()
             } else {
                 match cluster {
-                Some(shape) => {
-                    cluster::launch_ex(kernel.function.cu_function(), cfg, shape, stream, &mut ptrs)
-                }
-                None => cudarc::driver::result::launch_kernel(
-                    kernel.function.cu_function(),
-                    (cfg.grid[0], cfg.grid[1], cfg.grid[2]),
-                    (cfg.block[0], cfg.block[1], cfg.block[2]),
-                    cfg.shared_bytes,
-                    stream.raw(),
-                    &mut ptrs,
-                ),
+                    Some(shape) => cluster::launch_ex(
+                        kernel.function.cu_function(),
+                        cfg,
+                        shape,
+                        stream,
+                        &mut ptrs,
+                    ),
+                    None => cudarc::driver::result::launch_kernel(
+                        kernel.function.cu_function(),
+                        (cfg.grid[0], cfg.grid[1], cfg.grid[2]),
+                        (cfg.block[0], cfg.block[1], cfg.block[2]),
+                        cfg.shared_bytes,
+                        stream.raw(),
+                        &mut ptrs,
+                    ),
                 }
             }
         }

@@ -9,9 +9,9 @@
 
 mod arrays;
 mod const_arrays;
+mod constexpr;
 mod groups;
 mod hopper;
-mod constexpr;
 mod host_device;
 mod interop;
 mod numba_misc;

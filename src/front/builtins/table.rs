@@ -18,8 +18,8 @@
 
 use super::{Builtin, CgFn, Namespace as N};
 use crate::ir::{AtomicOp, CgOp, Intrinsic, Shfl, TensorOp, Vote};
-use crate::types::tensor::MatrixLayout;
 use crate::types::GroupKind;
+use crate::types::tensor::MatrixLayout;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
