@@ -38,9 +38,12 @@ echo "== ptxas (CUDA 13) on every language fixture"
 fails=0; n=0
 for f in tests/fixtures/lang/*.py; do
   entry=$(sed -n 's/^# entry: //p' "$f"); sig=$(sed -n 's/^# sig: //p' "$f"); arch=$(sed -n 's/^# arch: //p' "$f"); arch=${arch:-sm_90}
+  # `# const: a=1, b=2.5`: the ConstExpr values, one --const each.
+  consts=(); IFS=',' read -ra cs <<< "$(sed -n 's/^# const: //p' "$f")"
+  for c in "${cs[@]}"; do c=${c// /}; [ -n "$c" ] && consts+=(--const "$c"); done
   n=$((n+1))
   # PTX calling `extern` (CUDA C++) functions is relocatable: ptxas takes it with -c.
-  if ! $work/pydevice compile "$f" --entry "$entry" --sig "$sig" --arch "$arch" -o $work/k.ptx || ! /usr/local/cuda/bin/ptxas -arch=$arch $(grep -q '^\.extern \.func' $work/k.ptx && echo -c) $work/k.ptx -o $work/k.cubin; then
+  if ! $work/pydevice compile "$f" --entry "$entry" --sig "$sig" "${consts[@]}" --arch "$arch" -o $work/k.ptx || ! /usr/local/cuda/bin/ptxas -arch=$arch $(grep -q '^\.extern \.func' $work/k.ptx && echo -c) $work/k.ptx -o $work/k.cubin; then
     echo "FAIL $f"; fails=$((fails+1))
   fi
 done

@@ -313,6 +313,7 @@ fn launch_device(stream: Option<u32>, key: &Key) -> Option<u32> {
 impl Dispatcher {
     /// Launches `args` when they have a prepared launcher; `false` (having done nothing)
     /// when they need the Python path.
+    #[allow(clippy::too_many_arguments)]
     fn launch_from<'py>(
         &self,
         py: Python<'py>,

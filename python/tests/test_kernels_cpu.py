@@ -85,6 +85,12 @@ def test_reduction_strategies_and_raw_rule():
     assert r.strategy(np.zeros((4096, 2048), np.float32), axis=0) == "Thread"
     assert "l2norm_final" in r.source(x)
     assert ".entry l2norm" in r.ptx(x, axis=1)
+    # Kept extents of 1 ((1, n) over axis 1, (n, 1) over axis 0) are a full reduction: found
+    # on the H100, where the (1, 1024) row sum was a kernel that did not compile.
+    for shape, axis in (((1, 1024), 1), ((1024, 1), 0), ((1, 1, 300), 2)):
+        a = np.zeros(shape, np.float32)
+        assert r.strategy(a, axis=axis) == "Grid"
+        assert ".entry l2norm_final" in r.ptx(a, axis=axis)
     w = pydevice.ReductionKernel("T x, raw T w", "T y", "x * w[i % 5]", "a + b", "y = a", "0", "wsum")
     with pytest.raises(pydevice.ArgumentError, match="must lead the shape"):
         w.source(np.zeros((4, 5), np.float32), np.zeros(5, np.float32), axis=1)

@@ -422,7 +422,9 @@ impl ReductionKernel {
             }
             slots.push(k);
         }
-        let (kshape, kstrides) = if kept.is_empty() {
+        // Kept extents that are all 1 (`(1, n)` summed over axis 1) are a full reduction: the
+        // grid-wide pass indexes its inputs by the reduced dimensions alone.
+        let (kshape, kstrides) = if kept.is_empty() || n_out == 1 {
             (Vec::new(), vec![Vec::new(); slots.len()])
         } else {
             collapse_dims(&kept_shape, &kept_strides)

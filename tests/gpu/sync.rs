@@ -518,7 +518,7 @@ def k(x8, olds8, c8, c16, xc, oldsc, cc, seeds):
         if prev16 == cur16:
             break
         cur16 = prev16
-    oldsc[i] = device.atomic_ref(xc, i % 3).exch(complex64(s, -s))
+    oldsc[i] = device.atomic_ref(xc, i % 3).exch(complex64(s, -s))  # -0 is the int 0: +0.0
     rc = device.atomic_ref(cc, i % 2)
     curc = rc.load()
     while True:
@@ -599,7 +599,7 @@ def k(x8, olds8, c8, c16, xc, oldsc, cc, seeds):
         got.push(key(&xc[cell]));
         let mut want: Vec<_> = (0..n)
             .filter(|i| i % 3 == cell)
-            .map(|i| key(&[seeds[i] as f32, -(seeds[i] as f32)]))
+            .map(|i| key(&[seeds[i] as f32, (-seeds[i]) as f32]))
             .collect();
         want.push(key(&xc_init[cell]));
         got.sort_unstable();
