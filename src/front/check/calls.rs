@@ -833,6 +833,22 @@ impl FnCx<'_, '_> {
                 }
                 _ => self.concrete(v)?,
             };
+            // A `WarpMask` given to an `int32`-hinted parameter is that `int32` (the spec
+            // derives `WarpMask` from `int32`; §10.1), as an `int32` local takes one.
+            let v = match (annotated, &v.ty) {
+                (Some(Scalar::Int32), Type::WarpMask) => {
+                    let i32t = Type::Scalar(Scalar::Int32);
+                    let e = self.push(Expr::Cast(v.e), i32t.clone(), v.span);
+                    Val {
+                        e,
+                        ty: i32t,
+                        weak: None,
+                        konst: None,
+                        ..v
+                    }
+                }
+                _ => v,
+            };
             // A tuple display given to a `tuple[...]`-hinted parameter: its number literals
             // adapt to the hinted element types, as a literal given to `x: int32` does.
             let v = match p
