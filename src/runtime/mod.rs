@@ -66,16 +66,34 @@ pub fn driver_available() -> bool {
     driver_check().is_ok()
 }
 
+/// Loads the CUDA driver library once, for the life of the process, under its soname
+/// `libcuda.so.1` (or `libcuda.so` where only that exists), before anything asks cudarc for it.
+///
+/// Keeping it loaded is what makes cuda-gdb work: cudarc opens the driver as `libcuda.so`,
+/// and glibc answers that with the library already mapped from the same file, so the
+/// process's link map names the driver `libcuda.so.1`, the name cuda-gdb recognizes it by.
+/// Opened first as `libcuda.so`, cuda-gdb never attached its CUDA support to our launches
+/// (H100, 2026-11-24: no kernel seen, not even with `break_on_launch`; with the driver
+/// preloaded as `libcuda.so.1` it stopped at the Python line; docs/semantics.md §12).
 fn driver_check() -> Result<(), RuntimeError> {
-    let mut last = String::new();
-    for name in ["libcuda.so.1", "libcuda.so"] {
-        // SAFETY: loading libcuda runs its initializers, which is what using it requires.
-        match unsafe { libloading::Library::new(name) } {
-            Ok(_) => return Ok(()),
-            Err(e) => last = e.to_string(),
+    static DRIVER: std::sync::OnceLock<Result<libloading::Library, String>> =
+        std::sync::OnceLock::new();
+    let loaded = DRIVER.get_or_init(|| {
+        let mut last = String::new();
+        for name in ["libcuda.so.1", "libcuda.so"] {
+            // SAFETY: loading libcuda runs its initializers, which is what using it requires;
+            // the handle lives in a static, so the library is never unloaded under cudarc.
+            match unsafe { libloading::Library::new(name) } {
+                Ok(lib) => return Ok(lib),
+                Err(e) => last = e.to_string(),
+            }
         }
+        Err(last)
+    });
+    match loaded {
+        Ok(_) => Ok(()),
+        Err(e) => Err(RuntimeError::NoDriver(e.clone())),
     }
-    Err(RuntimeError::NoDriver(last))
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
