@@ -793,6 +793,11 @@ pub(crate) fn resolve(
     let any_array = !shapes.is_empty();
     let shape = broadcast_shapes(&shapes).map_err(arg_error)?;
     let (shape, size) = match (any_array, size) {
+        (false, Some(n)) if n > i64::MAX as u64 => {
+            return Err(arg_error(format!(
+                "size={n} is more than an int64 loop index can count"
+            )));
+        }
         (false, Some(n)) => (vec![n], n),
         (false, None) if operands.iter().any(|o| matches!(o, Operand::Array(_))) => {
             return Err(arg_error(format!(

@@ -819,6 +819,17 @@ pub fn broadcast_shapes(shapes: &[&[u64]]) -> Result<Vec<u64>, String> {
             }
         }
     }
+    // Inputs that fit can broadcast to a shape that does not: `(2**40, 1)` with `(1, 2**40)`.
+    // Sizes computed from it (the loop bound, an output's bytes) must not wrap.
+    let fits = out
+        .iter()
+        .try_fold(1u64, |a, &d| a.checked_mul(d))
+        .is_some_and(|n| n.checked_mul(16).is_some_and(|b| b <= i64::MAX as u64));
+    if !fits {
+        return Err(format!(
+            "the broadcast shape {out:?} has too many elements to index or allocate"
+        ));
+    }
     Ok(out)
 }
 
@@ -911,6 +922,10 @@ mod tests {
         assert_eq!(broadcast_shapes(&[&[2, 5], &[5]]), Ok(vec![2, 5]));
         assert_eq!(broadcast_shapes(&[&[], &[3, 1], &[1, 4]]), Ok(vec![3, 4]));
         assert!(broadcast_shapes(&[&[2, 5], &[4]]).is_err());
+        // Each input fits; their broadcast does not: an error, not a wrapped size.
+        let big = 1u64 << 40;
+        let e = broadcast_shapes(&[&[big, 1], &[1, big]]).unwrap_err();
+        assert!(e.contains("too many elements"), "{e}");
         // Two C-contiguous arrays collapse to 1-D.
         let (s, st) = collapse_dims(&[2, 3, 4], &[vec![12, 4, 1], vec![12, 4, 1]]);
         assert_eq!((s, st), (vec![24], vec![vec![1], vec![1]]));
