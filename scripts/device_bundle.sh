@@ -27,21 +27,23 @@ for l in sys.stdin:
   gpu_debug=$(cargo test --release --test gpu_debug --no-run --message-format=json 2>/dev/null | artifact gpu_debug test)
   gpu_multi=$(cargo test --release --test gpu_multi --no-run --message-format=json 2>/dev/null | artifact gpu_multi test)
   bench_runtime=$(cargo bench --bench runtime --no-run --message-format=json 2>/dev/null | artifact runtime bench)
+  cargo build --release --example multi_gpu_stencil
   # Only the binaries are replaced: .carry/numba_tests (numba-cuda's test files, a fallback for
   # scripts/numba_suite.py) stays.
-  mkdir -p .carry && rm -f .carry/pydevice .carry/pydevice.* .carry/gpu_tests* .carry/gpu_runtime_tests* .carry/gpu_debug_tests* .carry/gpu_multi_tests* .carry/bench_runtime*
+  mkdir -p .carry && rm -f .carry/pydevice .carry/pydevice.* .carry/gpu_tests* .carry/gpu_runtime_tests* .carry/gpu_debug_tests* .carry/gpu_multi_tests* .carry/bench_runtime* .carry/multi_gpu_stencil*
   cp target/release/pydevice .carry/pydevice
   cp "$gpu_test" .carry/gpu_tests
   cp "$gpu_runtime" .carry/gpu_runtime_tests
   cp "$gpu_debug" .carry/gpu_debug_tests
   cp "$gpu_multi" .carry/gpu_multi_tests
   cp "$bench_runtime" .carry/bench_runtime
-  strip .carry/pydevice .carry/gpu_tests .carry/gpu_runtime_tests .carry/gpu_debug_tests .carry/gpu_multi_tests .carry/bench_runtime
+  cp target/release/examples/multi_gpu_stencil .carry/multi_gpu_stencil
+  strip .carry/pydevice .carry/gpu_tests .carry/gpu_runtime_tests .carry/gpu_debug_tests .carry/gpu_multi_tests .carry/bench_runtime .carry/multi_gpu_stencil
   site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 
   # xz packs LLVM-heavy binaries about a third smaller than gzip; gpu_run.sh unpacks .xz with
   # Python's lzma, so the GPU machine needs no xz.
-  xz -9 -T2 .carry/pydevice .carry/gpu_tests .carry/gpu_runtime_tests .carry/gpu_debug_tests .carry/gpu_multi_tests .carry/bench_runtime
+  xz -9 -T2 .carry/pydevice .carry/gpu_tests .carry/gpu_runtime_tests .carry/gpu_debug_tests .carry/gpu_multi_tests .carry/bench_runtime .carry/multi_gpu_stencil
 fi
 # The Python package: the abi3 wheel (one for every CPython >= 3.9; the GPU machine has 3.12),
 # xz-compressed too (its zip is only deflated), and pytest's wheels in case the GPU machine

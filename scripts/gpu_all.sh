@@ -44,6 +44,11 @@ for part in $parts; do
         echo "== every GPU of the host (tests/gpu_multi.rs; two-GPU tests skip with one)"
         $work/gpu_multi_tests --nocapture 2>&1 | tee "$out/gpu_multi.log" | grep -E "^test |test result|panicked|skipped|halo|CanAccessPeer"
       fi
+      if [ -x $work/multi_gpu_stencil ]; then
+        gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+        echo "== examples/multi_gpu_stencil.rs (GPUs 0 and $((gpus > 1 ? 1 : 0)))"
+        $work/multi_gpu_stencil 0 $((gpus > 1 ? 1 : 0)) 2>&1 | tee "$out/multi_gpu_stencil.log" | tail -3
+      fi
       {
         echo "cuda-gdb:          $(grep -hE '^(PASS|FAIL|skipped)' "$out/cuda_gdb.log" | tr '\n' ' ')"
         echo "rust GPU tests:    $(grep -h 'test result' "$out/gpu_run.log" | head -2 | tr '\n' ' ')"
