@@ -35,6 +35,7 @@
 #include <llvm/IR/PassManager.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/CBindingWrapping.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Transforms/AggressiveInstCombine/AggressiveInstCombine.h>
 #include <llvm/Transforms/InstCombine/InstCombine.h>
@@ -54,6 +55,7 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include <memory>
+#include <mutex>
 
 using namespace llvm;
 
@@ -178,6 +180,26 @@ class StraightLineGate final : public OptPassGate {
   unsigned early_cse_ = 0;
 };
 
+// The partial/runtime loop-unrolling threshold, set once per process (LLVM reads it from its
+// command-line options; LLVM is linked statically, so the setting is pydevice's own). NVPTX
+// keeps LLVM's generic full-unroll threshold (300 estimated instructions after unrolling) but
+// cuts the partial/runtime one to a quarter of it, 75, expecting ptxas to unroll small loops
+// further; ptxas does not. So a loop of ~17 instructions, such as mandelbrot's early-exit
+// `while it < 256: ... break` (bench/NOTES.md, session 16), was unrolled 4 times where nvcc
+// unrolls it 16 times, and paid a counter, a compare, two moves and a branch every 4
+// iterations (11.75 SASS instructions an iteration against nvcc's 9.2). At 300, the generic
+// full threshold, it is unrolled 16 times, as nvcc does. Unrolling copies loop bodies and
+// changes no result. (The full-unroll threshold stays 300: raising it to 400 unrolls
+// bitonic_sort's 66 barrier steps as nvcc does, but ptxas then needs 40 registers, halving
+// the occupancy of its 1024-thread blocks, where nvcc's unrolled kernel fits in 32.)
+void set_unroll_thresholds() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char *argv[] = {"pydevice", "-unroll-partial-threshold=300"};
+    cl::ParseCommandLineOptions(2, argv, "", &nulls());
+  });
+}
+
 TargetMachine *target_machine(LLVMTargetMachineRef tm) {
   return reinterpret_cast<TargetMachine *>(tm);
 }
@@ -188,6 +210,7 @@ extern "C" {
 
 // Builds the optimization pipeline of `opt_level` (0..3) for `tm`.
 void *pydevice_optimizer_new(LLVMTargetMachineRef tm, unsigned opt_level) {
+  set_unroll_thresholds();
   auto *o = new Optimizer();
   PipelineTuningOptions tuning;
   o->builder = std::make_unique<PassBuilder>(target_machine(tm), tuning, std::nullopt, &o->pic);
