@@ -32,6 +32,7 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/OptBisect.h>
+#include <llvm/IR/Instructions.h>
 #include <llvm/IR/PassManager.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/CBindingWrapping.h>
@@ -118,6 +119,42 @@ bool has_loops(const Module &m) {
   return false;
 }
 
+// One extension of a value, not two. An array index is sign-extended to 64 bits (a Python
+// `int` index may be negative); correlated value propagation then rewrites the `sext` as a
+// `zext nneg` in the blocks where it can prove the index non-negative, and leaves it a `sext`
+// elsewhere. The two are one value (`nneg` says the operand is non-negative, where both give
+// the same bits), but GVN and CFG simplification do not see it, so the address of `u[i, j]`
+// computed in both arms of `if 0 < j < cols - 1: ... else: ...` (stencil5) was computed,
+// and the element loaded, twice, after the branch, where nvcc and numba-cuda load it once
+// before. This pass, run after each InstCombine, turns a `zext nneg` back into a `sext` when
+// its operand is also sign-extended to the same type, so later GVN and hoisting merge them.
+// (Replacing `zext nneg x` by `sext x` only defines what was poison for a negative `x`.)
+struct OneExtensionPass : PassInfoMixin<OneExtensionPass> {
+  PreservedAnalyses run(Function &f, FunctionAnalysisManager &) {
+    SmallVector<ZExtInst *, 8> rewrite;
+    for (BasicBlock &bb : f)
+      for (Instruction &inst : bb) {
+        auto *z = dyn_cast<ZExtInst>(&inst);
+        if (!z || !z->hasNonNeg()) continue;
+        for (User *u : z->getOperand(0)->users()) {
+          auto *s = dyn_cast<SExtInst>(u);
+          if (s && s->getType() == z->getType()) {
+            rewrite.push_back(z);
+            break;
+          }
+        }
+      }
+    for (ZExtInst *z : rewrite) {
+      auto *s = new SExtInst(z->getOperand(0), z->getType(), "", z->getIterator());
+      s->takeName(z);
+      z->replaceAllUsesWith(s);
+      z->eraseFromParent();
+    }
+    return rewrite.empty() ? PreservedAnalyses::all() : PreservedAnalyses::none();
+  }
+  static bool isRequired() { return false; }
+};
+
 // The optimizer's pipeline for a loop-free leaf module. LLVM's O3 function simplification
 // pipeline runs many of its passes twice or three times so that each round can clean up
 // after loop transforms (rotation, unswitching, unrolling) and the inliner; with no loop
@@ -143,6 +180,7 @@ FunctionPassManager straight_line_pipeline() {
   f.addPass(CorrelatedValuePropagationPass());
   f.addPass(SimplifyCFGPass(keep_shape));
   f.addPass(InstCombinePass());
+  f.addPass(OneExtensionPass());
   f.addPass(AggressiveInstCombinePass());
   f.addPass(ReassociatePass());
   f.addPass(ConstraintEliminationPass());
@@ -151,6 +189,7 @@ FunctionPassManager straight_line_pipeline() {
   f.addPass(DSEPass());
   f.addPass(SimplifyCFGPass(merge));
   f.addPass(InstCombinePass());
+  f.addPass(OneExtensionPass());
   f.addPass(InferAlignmentPass());
   f.addPass(DivRemPairsPass());
   return f;
@@ -219,6 +258,8 @@ void *pydevice_optimizer_new(LLVMTargetMachineRef tm, unsigned opt_level) {
   o->builder->registerFunctionAnalyses(o->fam);
   o->builder->registerLoopAnalyses(o->lam);
   o->builder->crossRegisterProxies(o->lam, o->fam, o->cgam, o->mam);
+  o->builder->registerPeepholeEPCallback(
+      [](FunctionPassManager &f, OptimizationLevel) { f.addPass(OneExtensionPass()); });
   o->level = opt_level == 0   ? OptimizationLevel::O0
              : opt_level == 1 ? OptimizationLevel::O1
              : opt_level == 2 ? OptimizationLevel::O2
