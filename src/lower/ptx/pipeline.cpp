@@ -155,6 +155,42 @@ struct OneExtensionPass : PassInfoMixin<OneExtensionPass> {
   static bool isRequired() { return false; }
 };
 
+// Keeps a bit test a bit test when it meets another comparison in an `xor` (Python's `==`
+// between two `bool`s: `(a > b) == up` with `up = (i & k) == 0`). The target-independent
+// instruction selector rewrites `(x & 2^c) != 0` as `(x >> c) & 1` compared with 1, which
+// ptxas turns into a shift, an AND and a compare (SASS `SHF`, `LOP3`, `ISETP`) with the bit
+// held in a register; `(x & 2^c) == 0` is left alone and becomes one `LOP3.LUT P` that sets a
+// predicate. So, after optimization, `xor (icmp ne (and x, 2^c), 0), (icmp P a, b)` with
+// both compares used only there is rewritten as `xor (icmp eq (and x, 2^c), 0), (icmp !P a,
+// b)`: the same value (both operands negated), which nothing after this point folds back.
+// In bitonic_sort this is two SASS instructions of each of its 66 steps (bench/NOTES.md,
+// session 16).
+bool keep_bit_tests(Function &f) {
+  bool changed = false;
+  for (BasicBlock &bb : f)
+    for (Instruction &inst : bb) {
+      auto *x = dyn_cast<BinaryOperator>(&inst);
+      if (!x || x->getOpcode() != Instruction::Xor || !x->getType()->isIntegerTy(1)) continue;
+      for (unsigned k = 0; k < 2; ++k) {
+        auto *test = dyn_cast<ICmpInst>(x->getOperand(k));
+        auto *other = dyn_cast<ICmpInst>(x->getOperand(1 - k));
+        if (!test || !other || test == other || !test->hasOneUse() || !other->hasOneUse() ||
+            test->getPredicate() != ICmpInst::ICMP_NE)
+          continue;
+        auto *zero = dyn_cast<ConstantInt>(test->getOperand(1));
+        auto *mask = dyn_cast<BinaryOperator>(test->getOperand(0));
+        if (!zero || !zero->isZero() || !mask || mask->getOpcode() != Instruction::And) continue;
+        auto *bit = dyn_cast<ConstantInt>(mask->getOperand(1));
+        if (!bit || !bit->getValue().isPowerOf2()) continue;
+        test->setPredicate(ICmpInst::ICMP_EQ);
+        other->setPredicate(other->getInversePredicate());
+        changed = true;
+        break;
+      }
+    }
+  return changed;
+}
+
 // The optimizer's pipeline for a loop-free leaf module. LLVM's O3 function simplification
 // pipeline runs many of its passes twice or three times so that each round can clean up
 // after loop transforms (rotation, unswitching, unrolling) and the inliner; with no loop
@@ -219,23 +255,26 @@ class StraightLineGate final : public OptPassGate {
   unsigned early_cse_ = 0;
 };
 
-// The partial/runtime loop-unrolling threshold, set once per process (LLVM reads it from its
-// command-line options; LLVM is linked statically, so the setting is pydevice's own). NVPTX
-// keeps LLVM's generic full-unroll threshold (300 estimated instructions after unrolling) but
-// cuts the partial/runtime one to a quarter of it, 75, expecting ptxas to unroll small loops
-// further; ptxas does not. So a loop of ~17 instructions, such as mandelbrot's early-exit
-// `while it < 256: ... break` (bench/NOTES.md, session 16), was unrolled 4 times where nvcc
-// unrolls it 16 times, and paid a counter, a compare, two moves and a branch every 4
-// iterations (11.75 SASS instructions an iteration against nvcc's 9.2). At 300, the generic
-// full threshold, it is unrolled 16 times, as nvcc does. Unrolling copies loop bodies and
-// changes no result. (The full-unroll threshold stays 300: raising it to 400 unrolls
-// bitonic_sort's 66 barrier steps as nvcc does, but ptxas then needs 40 registers, halving
-// the occupancy of its 1024-thread blocks, where nvcc's unrolled kernel fits in 32.)
+// Loop-unrolling thresholds, set once per process (LLVM reads them from its command-line
+// options; LLVM is linked statically, so the setting is pydevice's own). NVPTX keeps LLVM's
+// generic full-unroll threshold (300 estimated instructions after unrolling) but cuts the
+// partial/runtime one to a quarter of it, 75, expecting ptxas to unroll small loops further;
+// ptxas does not. Two kernels of bench/NOTES.md (session 16) show the cost:
+// - mandelbrot's early-exit loop (`while it < 256: ... break`, ~17 instructions) was
+//   unrolled 4 times where nvcc unrolls it 16 times, paying a counter, a compare, two moves
+//   and a branch every 4 iterations (11.75 SASS instructions an iteration against nvcc's
+//   9.2). At a partial threshold of 300, the generic full one, it is unrolled 16 times.
+// - bitonic_sort's two nested barrier loops (66 compare-exchange steps) estimate at ~310
+//   fully unrolled and stayed loops, each step paying ~8 instructions of loop control and
+//   index arithmetic that nvcc's unrolled steps fold into constant offsets. At 400 they are
+//   unrolled as nvcc does (with `mark_small_space_index` in emit/arrays.rs and
+//   `keep_bit_tests` below, in 32 registers and 514 SASS instructions, nvcc's 32 and ~520).
+// Unrolling copies loop bodies and changes no result.
 void set_unroll_thresholds() {
   static std::once_flag once;
   std::call_once(once, [] {
-    const char *argv[] = {"pydevice", "-unroll-partial-threshold=300"};
-    cl::ParseCommandLineOptions(2, argv, "", &nulls());
+    const char *argv[] = {"pydevice", "-unroll-threshold=400", "-unroll-partial-threshold=300"};
+    cl::ParseCommandLineOptions(3, argv, "", &nulls());
   });
 }
 
@@ -292,6 +331,9 @@ int pydevice_optimizer_run(void *handle, LLVMModuleRef module, int allow_leaf) {
     passes = o->builder->buildPerModuleDefaultPipeline(o->level);
   }
   passes.run(m, o->mam);
+  if (o->level != OptimizationLevel::O0)
+    for (Function &f : m)
+      if (!f.isDeclaration()) keep_bit_tests(f);
   o->lam.clear();
   o->fam.clear();
   o->cgam.clear();
