@@ -32,9 +32,11 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/OptBisect.h>
+#include <llvm/IR/Instructions.h>
 #include <llvm/IR/PassManager.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/CBindingWrapping.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Transforms/AggressiveInstCombine/AggressiveInstCombine.h>
 #include <llvm/Transforms/InstCombine/InstCombine.h>
@@ -54,6 +56,7 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include <memory>
+#include <mutex>
 
 using namespace llvm;
 
@@ -116,6 +119,78 @@ bool has_loops(const Module &m) {
   return false;
 }
 
+// One extension of a value, not two. An array index is sign-extended to 64 bits (a Python
+// `int` index may be negative); correlated value propagation then rewrites the `sext` as a
+// `zext nneg` in the blocks where it can prove the index non-negative, and leaves it a `sext`
+// elsewhere. The two are one value (`nneg` says the operand is non-negative, where both give
+// the same bits), but GVN and CFG simplification do not see it, so the address of `u[i, j]`
+// computed in both arms of `if 0 < j < cols - 1: ... else: ...` (stencil5) was computed,
+// and the element loaded, twice, after the branch, where nvcc and numba-cuda load it once
+// before. This pass, run after each InstCombine, turns a `zext nneg` back into a `sext` when
+// its operand is also sign-extended to the same type, so later GVN and hoisting merge them.
+// (Replacing `zext nneg x` by `sext x` only defines what was poison for a negative `x`.)
+struct OneExtensionPass : PassInfoMixin<OneExtensionPass> {
+  PreservedAnalyses run(Function &f, FunctionAnalysisManager &) {
+    SmallVector<ZExtInst *, 8> rewrite;
+    for (BasicBlock &bb : f)
+      for (Instruction &inst : bb) {
+        auto *z = dyn_cast<ZExtInst>(&inst);
+        if (!z || !z->hasNonNeg()) continue;
+        for (User *u : z->getOperand(0)->users()) {
+          auto *s = dyn_cast<SExtInst>(u);
+          if (s && s->getType() == z->getType()) {
+            rewrite.push_back(z);
+            break;
+          }
+        }
+      }
+    for (ZExtInst *z : rewrite) {
+      auto *s = new SExtInst(z->getOperand(0), z->getType(), "", z->getIterator());
+      s->takeName(z);
+      z->replaceAllUsesWith(s);
+      z->eraseFromParent();
+    }
+    return rewrite.empty() ? PreservedAnalyses::all() : PreservedAnalyses::none();
+  }
+  static bool isRequired() { return false; }
+};
+
+// Keeps a bit test a bit test when it meets another comparison in an `xor` (Python's `==`
+// between two `bool`s: `(a > b) == up` with `up = (i & k) == 0`). The target-independent
+// instruction selector rewrites `(x & 2^c) != 0` as `(x >> c) & 1` compared with 1, which
+// ptxas turns into a shift, an AND and a compare (SASS `SHF`, `LOP3`, `ISETP`) with the bit
+// held in a register; `(x & 2^c) == 0` is left alone and becomes one `LOP3.LUT P` that sets a
+// predicate. So, after optimization, `xor (icmp ne (and x, 2^c), 0), (icmp P a, b)` with
+// both compares used only there is rewritten as `xor (icmp eq (and x, 2^c), 0), (icmp !P a,
+// b)`: the same value (both operands negated), which nothing after this point folds back.
+// In bitonic_sort this is two SASS instructions of each of its 66 steps (bench/NOTES.md,
+// session 16).
+bool keep_bit_tests(Function &f) {
+  bool changed = false;
+  for (BasicBlock &bb : f)
+    for (Instruction &inst : bb) {
+      auto *x = dyn_cast<BinaryOperator>(&inst);
+      if (!x || x->getOpcode() != Instruction::Xor || !x->getType()->isIntegerTy(1)) continue;
+      for (unsigned k = 0; k < 2; ++k) {
+        auto *test = dyn_cast<ICmpInst>(x->getOperand(k));
+        auto *other = dyn_cast<ICmpInst>(x->getOperand(1 - k));
+        if (!test || !other || test == other || !test->hasOneUse() || !other->hasOneUse() ||
+            test->getPredicate() != ICmpInst::ICMP_NE)
+          continue;
+        auto *zero = dyn_cast<ConstantInt>(test->getOperand(1));
+        auto *mask = dyn_cast<BinaryOperator>(test->getOperand(0));
+        if (!zero || !zero->isZero() || !mask || mask->getOpcode() != Instruction::And) continue;
+        auto *bit = dyn_cast<ConstantInt>(mask->getOperand(1));
+        if (!bit || !bit->getValue().isPowerOf2()) continue;
+        test->setPredicate(ICmpInst::ICMP_EQ);
+        other->setPredicate(other->getInversePredicate());
+        changed = true;
+        break;
+      }
+    }
+  return changed;
+}
+
 // The optimizer's pipeline for a loop-free leaf module. LLVM's O3 function simplification
 // pipeline runs many of its passes twice or three times so that each round can clean up
 // after loop transforms (rotation, unswitching, unrolling) and the inliner; with no loop
@@ -141,6 +216,7 @@ FunctionPassManager straight_line_pipeline() {
   f.addPass(CorrelatedValuePropagationPass());
   f.addPass(SimplifyCFGPass(keep_shape));
   f.addPass(InstCombinePass());
+  f.addPass(OneExtensionPass());
   f.addPass(AggressiveInstCombinePass());
   f.addPass(ReassociatePass());
   f.addPass(ConstraintEliminationPass());
@@ -149,6 +225,7 @@ FunctionPassManager straight_line_pipeline() {
   f.addPass(DSEPass());
   f.addPass(SimplifyCFGPass(merge));
   f.addPass(InstCombinePass());
+  f.addPass(OneExtensionPass());
   f.addPass(InferAlignmentPass());
   f.addPass(DivRemPairsPass());
   return f;
@@ -178,6 +255,29 @@ class StraightLineGate final : public OptPassGate {
   unsigned early_cse_ = 0;
 };
 
+// Loop-unrolling thresholds, set once per process (LLVM reads them from its command-line
+// options; LLVM is linked statically, so the setting is pydevice's own). NVPTX keeps LLVM's
+// generic full-unroll threshold (300 estimated instructions after unrolling) but cuts the
+// partial/runtime one to a quarter of it, 75, expecting ptxas to unroll small loops further;
+// ptxas does not. Two kernels of bench/NOTES.md (session 16) show the cost:
+// - mandelbrot's early-exit loop (`while it < 256: ... break`, ~17 instructions) was
+//   unrolled 4 times where nvcc unrolls it 16 times, paying a counter, a compare, two moves
+//   and a branch every 4 iterations (11.75 SASS instructions an iteration against nvcc's
+//   9.2). At a partial threshold of 300, the generic full one, it is unrolled 16 times.
+// - bitonic_sort's two nested barrier loops (66 compare-exchange steps) estimate at ~310
+//   fully unrolled and stayed loops, each step paying ~8 instructions of loop control and
+//   index arithmetic that nvcc's unrolled steps fold into constant offsets. At 400 they are
+//   unrolled as nvcc does (with `mark_small_space_index` in emit/arrays.rs and
+//   `keep_bit_tests` below, in 32 registers and 514 SASS instructions, nvcc's 32 and ~520).
+// Unrolling copies loop bodies and changes no result.
+void set_unroll_thresholds() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char *argv[] = {"pydevice", "-unroll-threshold=400", "-unroll-partial-threshold=300"};
+    cl::ParseCommandLineOptions(3, argv, "", &nulls());
+  });
+}
+
 TargetMachine *target_machine(LLVMTargetMachineRef tm) {
   return reinterpret_cast<TargetMachine *>(tm);
 }
@@ -188,6 +288,7 @@ extern "C" {
 
 // Builds the optimization pipeline of `opt_level` (0..3) for `tm`.
 void *pydevice_optimizer_new(LLVMTargetMachineRef tm, unsigned opt_level) {
+  set_unroll_thresholds();
   auto *o = new Optimizer();
   PipelineTuningOptions tuning;
   o->builder = std::make_unique<PassBuilder>(target_machine(tm), tuning, std::nullopt, &o->pic);
@@ -196,6 +297,8 @@ void *pydevice_optimizer_new(LLVMTargetMachineRef tm, unsigned opt_level) {
   o->builder->registerFunctionAnalyses(o->fam);
   o->builder->registerLoopAnalyses(o->lam);
   o->builder->crossRegisterProxies(o->lam, o->fam, o->cgam, o->mam);
+  o->builder->registerPeepholeEPCallback(
+      [](FunctionPassManager &f, OptimizationLevel) { f.addPass(OneExtensionPass()); });
   o->level = opt_level == 0   ? OptimizationLevel::O0
              : opt_level == 1 ? OptimizationLevel::O1
              : opt_level == 2 ? OptimizationLevel::O2
@@ -228,6 +331,9 @@ int pydevice_optimizer_run(void *handle, LLVMModuleRef module, int allow_leaf) {
     passes = o->builder->buildPerModuleDefaultPipeline(o->level);
   }
   passes.run(m, o->mam);
+  if (o->level != OptimizationLevel::O0)
+    for (Function &f : m)
+      if (!f.isDeclaration()) keep_bit_tests(f);
   o->lam.clear();
   o->fam.clear();
   o->cgam.clear();

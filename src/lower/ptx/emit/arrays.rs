@@ -172,6 +172,9 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             let mut i = self
                 .b()
                 .build_int_cast_sign_flag(v, i64t, s.is_signed(), "")?;
+            if !s.is_signed() && at.space != MemSpace::Global {
+                self.mark_small_space_index(i);
+            }
             if ix.wrap && s.is_signed() {
                 let n = self.dim(desc, 1, d as u8)?;
                 let neg =
@@ -198,6 +201,29 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         // responsibility (as in CUDA C++), and no `inbounds` is claimed.
         let ptr = unsafe { self.b().build_gep(et, data, &[offset], "elem")? };
         Ok((ptr, at, idx))
+    }
+
+    /// Marks the zero extension `i` of an unsigned index into a shared, local, constant or
+    /// cluster array `nneg` (the operand is below 2^31 as a signed number, so the zero and the
+    /// sign extension agree). An index in bounds there is below 2^31: those spaces hold at
+    /// most a few hundred KiB, and an out-of-bounds index is the program's error (§5.1), so
+    /// only in bounds-checking mode, where such an index must reach its check, is nothing
+    /// marked. With the mark, LLVM sees `s[i]` and `s[i + 4]` (whose add it proves does not
+    /// overflow, and writes as `sext(i) + 4`) as one base plus offsets, where a plain zero
+    /// extension of `i` next to `sext(i)` kept two addresses live (bitonic_sort, bench/NOTES.md
+    /// session 16).
+    fn mark_small_space_index(&self, i: IntValue<'ctx>) {
+        if self.e.program.options.bounds_check {
+            return;
+        }
+        let Some(inst) = i.as_instruction() else {
+            return;
+        };
+        if inst.get_opcode() == inkwell::values::InstructionOpcode::ZExt {
+            use inkwell::values::AsValueRef;
+            // SAFETY: `inst` is a live zext instruction of this module.
+            unsafe { inkwell::llvm_sys::core::LLVMSetNNeg(inst.as_value_ref(), 1) };
+        }
     }
 
     /// A descriptor value from its parts.
