@@ -4,6 +4,10 @@
 //! `("S", dtype_or_None, value)` for a scalar (`None`: a Python number), `None` for an output
 //! to allocate — and allocates the missing outputs with the inputs' framework between
 //! `resolve` and `launch`.
+//!
+//! `run_host` runs a call on the host instead (NumPy arrays, docs/semantics.md §20.8): the
+//! descriptions then hold host addresses, which `pydevice._kernels` takes from the NumPy
+//! arrays it holds for the whole call (their own data pointer, shape and strides).
 
 use pydevice::abi::ArgValue;
 use pydevice::kernels::{
@@ -181,6 +185,30 @@ impl Elementwise {
         Ok(k.ptx.clone())
     }
 
+    /// The generated host function's source (§20.8).
+    fn host_source(
+        &self,
+        py: Python<'_>,
+        call: &ElementwiseCall,
+        outs: &Bound<'_, PyTuple>,
+    ) -> PyResult<String> {
+        Ok(self.k.host_source(&self.bind(py, call, outs)?))
+    }
+
+    /// Runs on the host, without the GIL; every array described is host memory.
+    fn run_host(
+        &self,
+        py: Python<'_>,
+        call: &ElementwiseCall,
+        outs: &Bound<'_, PyTuple>,
+    ) -> PyResult<()> {
+        let l = self.bind(py, call, outs)?;
+        // SAFETY: `pydevice._kernels` describes only NumPy arrays it keeps alive during the
+        // call, by their own data pointers, shapes and element strides.
+        py.detach(|| unsafe { self.k.run_host(&l) })
+            .map_err(|e| to_py(py, e))
+    }
+
     /// Launches on GPU `ordinal`, stream handle `stream`, without the GIL.
     fn launch(
         &self,
@@ -328,6 +356,29 @@ impl Reduction {
         let l = self.bind(py, call, outs)?;
         let (k, _) = py.detach(|| self.k.compile(&l)).map_err(|e| to_py(py, e))?;
         Ok(k.ptx.clone())
+    }
+
+    /// The generated host function's source (§20.8).
+    fn host_source(
+        &self,
+        py: Python<'_>,
+        call: &ReductionCall,
+        outs: &Bound<'_, PyTuple>,
+    ) -> PyResult<String> {
+        Ok(self.k.host_source(&self.bind(py, call, outs)?))
+    }
+
+    /// Runs on the host, without the GIL; every array described is host memory.
+    fn run_host(
+        &self,
+        py: Python<'_>,
+        call: &ReductionCall,
+        outs: &Bound<'_, PyTuple>,
+    ) -> PyResult<()> {
+        let l = self.bind(py, call, outs)?;
+        // SAFETY: as for `Elementwise::run_host`.
+        py.detach(|| unsafe { self.k.run_host(&l) })
+            .map_err(|e| to_py(py, e))
     }
 
     /// Launches; `partials` is device memory of `call.partials_bytes` bytes (a full

@@ -55,7 +55,8 @@ pub struct Param {
 /// A call's argument.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Operand {
-    /// An array in device memory.
+    /// An array: in device memory for a launch, in host memory (its `data` a host address)
+    /// for the host calls (`run_host`, `call_host`, §20.8).
     Array(DeviceArray),
     /// A scalar.
     Scalar(ScalarArg),
@@ -884,6 +885,154 @@ pub fn collapse_dims(shape: &[u64], strides: &[Vec<i64>]) -> (Vec<u64>, Vec<Vec<
         return (vec![n], vec![vec![1]; strides.len()]);
     }
     (out_shape, out_strides)
+}
+
+/// A builder's kernel compiled for the host (§20.8): a `@device.func` that runs the whole
+/// loop on the calling thread, JIT-compiled through Cranelift. `Send + Sync`; cheap to
+/// clone.
+#[derive(Clone, Debug)]
+pub struct HostKernel {
+    f: crate::HostFunction,
+}
+
+impl HostKernel {
+    /// The compiled function (its parameters are the launch's argument types).
+    pub fn function(&self) -> &crate::HostFunction {
+        &self.f
+    }
+
+    /// Runs on `args`, the launch's argument values, arrays as descriptors of host memory
+    /// (any strides, 0 for broadcast dimensions, negative ones included).
+    ///
+    /// # Safety
+    ///
+    /// Every array's `data` must be a host address valid for every element its shape and
+    /// strides reach, readable, and writable for the outputs, with no other thread writing
+    /// the memory during the call.
+    pub unsafe fn run(&self, args: &[ArgValue]) -> Result<(), crate::Error> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.f.call_raw(args) }
+            .map(|_| ())
+            .map_err(crate::Error::Host)
+    }
+}
+
+/// Host memory for an output the host call allocated: zeroed, 8-byte aligned.
+#[derive(Clone, Debug)]
+pub struct HostBuffer {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl HostBuffer {
+    /// `len` zero bytes.
+    pub fn zeroed(len: usize) -> HostBuffer {
+        HostBuffer {
+            words: vec![0; len.div_ceil(8).max(1)],
+            len,
+        }
+    }
+
+    /// The contents.
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: `words` holds at least `len` initialized bytes; u8 has no alignment need.
+        unsafe { std::slice::from_raw_parts(self.words.as_ptr().cast::<u8>(), self.len) }
+    }
+
+    /// The host address of the first byte.
+    pub fn address(&mut self) -> u64 {
+        self.words.as_mut_ptr() as u64
+    }
+}
+
+/// An output of a host call (`call_host`): the array (its `data` a host address) and, when
+/// the call allocated it, its memory.
+#[derive(Clone, Debug)]
+pub struct HostOutput {
+    /// The array.
+    pub array: DeviceArray,
+    /// The memory the call allocated for it (C-contiguous).
+    pub buffer: Option<HostBuffer>,
+}
+
+/// Allocates zeroed C-contiguous host outputs.
+pub(crate) fn allocate_host(
+    missing: &[usize],
+    dtypes: &[Scalar],
+    shape: &[u64],
+) -> Result<(Vec<DeviceArray>, Vec<HostBuffer>), crate::Error> {
+    let mut arrays = Vec::new();
+    let mut buffers = Vec::new();
+    for &k in missing {
+        let n: u64 = shape.iter().product();
+        let bytes = n
+            .checked_mul(dtypes[k].size())
+            .and_then(|b| usize::try_from(b).ok())
+            .ok_or_else(|| arg_error(format!("an output of shape {shape:?} is too large")))?;
+        let mut buf = HostBuffer::zeroed(bytes);
+        arrays.push(DeviceArray::contiguous(buf.address(), dtypes[k], shape));
+        buffers.push(buf);
+    }
+    Ok((arrays, buffers))
+}
+
+/// Pairs the outputs with the buffers allocated for the `missing` ones.
+pub(crate) fn host_outputs(
+    outputs: Vec<DeviceArray>,
+    missing: &[usize],
+    buffers: &mut [HostBuffer],
+) -> Vec<HostOutput> {
+    outputs
+        .into_iter()
+        .enumerate()
+        .map(|(k, array)| HostOutput {
+            array,
+            buffer: missing
+                .iter()
+                .position(|&m| m == k)
+                .map(|j| std::mem::replace(&mut buffers[j], HostBuffer::zeroed(0))),
+        })
+        .collect()
+}
+
+/// Parses generated source and JIT-compiles `entry` for the host.
+pub(crate) fn compile_host(
+    file: &str,
+    source: &GeneratedSource,
+    entry: &str,
+    types: &[crate::types::Type],
+) -> Result<HostKernel, crate::Error> {
+    let module = crate::Module::parse(file, &source.text)?;
+    let f = module.host_function(entry, types)?;
+    Ok(HostKernel { f })
+}
+
+/// A host compile's diagnostics point into the definition, as the device's do; a
+/// diagnostic about complex numbers (which the host does not compute on in this version)
+/// says so.
+pub(crate) fn map_host_error(
+    e: crate::Error,
+    source: &GeneratedSource,
+    def: &Definition,
+    renames: &HashMap<String, String>,
+) -> crate::Error {
+    match e {
+        crate::Error::Diagnostics(d) => {
+            let mut mapped = source.map(d, def, renames);
+            if let crate::Error::Diagnostics(d) = &mut mapped {
+                for x in &mut d.list {
+                    if x.code == Code::E0504 && x.message.contains("complex") {
+                        x.notes.push(
+                            "this kernel runs on the host because its arguments are host (NumPy) arrays; run it on device arrays (CuPy, PyTorch) for complex numbers"
+                                .to_string(),
+                        );
+                    }
+                }
+            }
+            mapped
+        }
+        e => e,
+    }
 }
 
 pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
