@@ -1,6 +1,6 @@
 """ElementwiseKernel and ReductionKernel on the GPU, against NumPy: the seed's examples
 (squared_diff typed, generic and super-generic, add_reverse with raw, l2norm along every
-axis) on CuPy arrays, PyTorch tensors and NumPy arrays; broadcasting of 0-d through 4-d
+axis) on CuPy arrays and PyTorch tensors, NumPy arrays (on the host) against the GPU; broadcasting of 0-d through 4-d
 inputs, non-contiguous views, float16/float64/complex/int dtypes, empty arrays. Skipped
 without a GPU (and per framework without CuPy or PyTorch)."""
 
@@ -159,15 +159,30 @@ def test_torch_tensors(torch):
     torch.testing.assert_close(L2NORM(a), torch.linalg.vector_norm(a), rtol=1e-4, atol=1e-4)
 
 
-def test_numpy_arrays_run_through_the_gpu(gpu):
-    a, b = rand((20, 5), "float32"), rand(5, "float32")
-    z = SQD(a, b)
-    assert isinstance(z, np.ndarray)
-    np.testing.assert_allclose(z, (a - b) ** 2, rtol=1e-6)
-    out = np.zeros((20, 5), np.float32)
-    SQD(a, b, out)
-    np.testing.assert_allclose(out, (a - b) ** 2, rtol=1e-6)
-    np.testing.assert_allclose(L2NORM(a, axis=0), np.sqrt((a.astype(np.float64) ** 2).sum(0)), rtol=1e-5)
+def test_numpy_arrays_run_on_the_host_as_on_the_gpu(cupy):
+    # NumPy arrays run the host function (Cranelift, §20.8); the same call on CuPy arrays
+    # runs the kernel. Both agree with each other and with NumPy.
+    for dt in ("float32", "float64", "int32", "float16"):
+        a, b = rand((200, 37), dt), rand(37, dt)
+        host = SQD_GENERIC(a, b)
+        dev = cupy.asnumpy(SQD_GENERIC(cupy.asarray(a), cupy.asarray(b)))
+        assert isinstance(host, np.ndarray) and host.dtype == dev.dtype
+        if dt in ("int32", "float16"):
+            np.testing.assert_array_equal(host, dev)
+        else:
+            np.testing.assert_allclose(host, dev, rtol=1e-6)
+    a = rand((300, 500), "float64")
+    for axis in (None, 0, 1):
+        host = L2NORM(a, axis=axis)
+        dev = cupy.asnumpy(L2NORM(cupy.asarray(a), axis=axis))
+        np.testing.assert_allclose(host, dev, rtol=1e-12)
+    # fuse and vectorize too.
+    @pydevice.fuse()
+    def f(x, y):
+        return np.sum(np.sqrt(np.abs(x * y)) + 1, axis=0)
+
+    x, y = rand((1000, 30), "float32"), rand(30, "float32")
+    np.testing.assert_allclose(f(x, y), cupy.asnumpy(f(cupy.asarray(x), cupy.asarray(y))), rtol=1e-5)
 
 
 def test_fuse_elementwise_and_reductions(cupy):
@@ -228,7 +243,7 @@ def test_vectorize_on_cupy_and_numpy(cupy):
         got = hyp(cupy.asarray(a), cupy.asarray(b))
         assert got.dtype == np.dtype(dt)
         np.testing.assert_allclose(cupy.asnumpy(got), np.hypot(a, b), rtol=1e-6)
-    # int32 arguments cast safely to float64 (numba's rule); NumPy arguments go through the GPU.
+    # int32 arguments cast safely to float64 (numba's rule); NumPy arguments run on the host.
     i = np.arange(10, dtype=np.int32)
     np.testing.assert_allclose(hyp(i, i), np.hypot(i, i), rtol=1e-12)
 

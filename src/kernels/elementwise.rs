@@ -8,9 +8,9 @@
 //! its source ([`ElementwiseKernel::source`]).
 
 use super::{
-    Body, Definition, HostKernel, HostOutput, GeneratedSource, Operand, Param, ParamType, ScalarArg, SourceBuilder,
-    arg_error, broadcast_shapes, broadcast_to, can_cast_same_kind, check_duplicates, collapse_dims,
-    imports_for, parse_params,
+    Body, Definition, GeneratedSource, HostKernel, HostOutput, Operand, Param, ParamType,
+    ScalarArg, SourceBuilder, arg_error, broadcast_shapes, broadcast_to, can_cast_same_kind,
+    check_duplicates, collapse_dims, imports_for, parse_params,
 };
 use crate::abi::{ArgValue, ArrayArg};
 use crate::diag::{Code, Diagnostic, Span};
@@ -442,7 +442,14 @@ impl ElementwiseKernel {
         }
         b.line(0, "");
         b.line(0, "");
-        b.line(0, if host { "@device.func" } else { "@device.kernel" });
+        b.line(
+            0,
+            if host {
+                "@device.func"
+            } else {
+                "@device.kernel"
+            },
+        );
         let names: Vec<String> = params
             .iter()
             .enumerate()
@@ -558,8 +565,11 @@ impl ElementwiseKernel {
         }
         let (source, renames) = self.generate(launch, true);
         let file = format!("<ElementwiseKernel {}>", self.name);
-        let f = super::compile_host(&file, &source, &self.name, &launch.types)
-            .map_err(|e| super::map_host_error(e, &source, &self.def, &renames))?;
+        let f = super::compile_host(&file, &source, &self.name, &launch.types).map_err(|e| {
+            let params: Vec<&Param> = self.ins.iter().chain(&self.outs).collect();
+            let complex = super::first_complex(&params, &launch.param_types);
+            super::map_host_error(e, &source, &self.def, &renames, complex)
+        })?;
         super::lock(&self.host_compiled).insert(key, f.clone());
         Ok(f)
     }
@@ -598,7 +608,11 @@ impl ElementwiseKernel {
         let launch = self.bind(&r, arrays)?;
         // SAFETY: the caller vouches for the operands; the allocated outputs are `buffers`.
         unsafe { self.run_host(&launch)? };
-        Ok(super::host_outputs(launch.outputs, &r.missing, &mut buffers))
+        Ok(super::host_outputs(
+            launch.outputs,
+            &r.missing,
+            &mut buffers,
+        ))
     }
 
     /// The compiled kernel for a launch: generated, checked and compiled on the first request

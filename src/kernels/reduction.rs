@@ -13,8 +13,9 @@
 
 use super::elementwise::{Output, Resolved, SpecKey, allocate, convert, resolve};
 use super::{
-    Body, Definition, HostKernel, HostOutput, GeneratedSource, Operand, Param, ParamType, SourceBuilder, arg_error,
-    broadcast_to, check_duplicates, collapse_dims, imports_for, parse_params,
+    Body, Definition, GeneratedSource, HostKernel, HostOutput, Operand, Param, ParamType,
+    SourceBuilder, arg_error, broadcast_to, check_duplicates, collapse_dims, imports_for,
+    parse_params,
 };
 use crate::abi::{ArgValue, ArrayArg};
 use crate::diag::{Code, Diagnostic, Span};
@@ -76,7 +77,7 @@ pub struct ReductionKernel {
     options: CompileOptions,
     cache: Arc<KernelCache>,
     compiled: Mutex<HashMap<(SpecKey, Strategy), Arc<CompiledKernel>>>,
-    host_compiled: Mutex<HashMap<Vec<Type>, HostKernel>>,
+    host_compiled: Mutex<HashMap<(Vec<Type>, usize, usize), HostKernel>>,
 }
 
 /// A reduction call's types and shapes, before the outputs exist.
@@ -751,7 +752,14 @@ impl ReductionKernel {
         };
         b.line(0, "");
         b.line(0, "");
-        b.line(0, if host { "@device.func" } else { "@device.kernel" });
+        b.line(
+            0,
+            if host {
+                "@device.func"
+            } else {
+                "@device.kernel"
+            },
+        );
         b.line(0, &format!("def {}({}):", self.name, pnames.join(", ")));
         if names.loaded.contains("_ind_size") {
             b.line(4, "_ind_size = _n_out * _n_red");
@@ -874,14 +882,19 @@ impl ReductionKernel {
     /// ([`ReductionLaunch::args`], the partial results' array left empty) with host
     /// addresses.
     pub fn compile_host(&self, launch: &ReductionLaunch) -> Result<HostKernel, Error> {
-        let key = launch.types.clone();
+        // The types alone do not say how the dimensions split into kept and reduced ones
+        // (a full reduction's input has no kept dimension).
+        let key = (launch.types.clone(), launch.kdims, launch.rdims);
         if let Some(k) = super::lock(&self.host_compiled).get(&key) {
             return Ok(k.clone());
         }
         let (source, renames) = self.generate(launch, true);
         let file = format!("<ReductionKernel {}>", self.name);
-        let f = super::compile_host(&file, &source, &self.name, &launch.types)
-            .map_err(|e| super::map_host_error(e, &source, &self.def, &renames))?;
+        let f = super::compile_host(&file, &source, &self.name, &launch.types).map_err(|e| {
+            let params: Vec<&Param> = self.ins.iter().chain(&self.outs).collect();
+            let complex = super::first_complex(&params, &launch.param_types);
+            super::map_host_error(e, &source, &self.def, &renames, complex)
+        })?;
         super::lock(&self.host_compiled).insert(key, f.clone());
         Ok(f)
     }
@@ -916,12 +929,15 @@ impl ReductionKernel {
         keepdims: bool,
     ) -> Result<Vec<HostOutput>, Error> {
         let r = self.resolve(operands, axis, keepdims)?;
-        let (arrays, mut buffers) =
-            super::allocate_host(&r.missing, &r.out_dtypes, &r.out_shape)?;
+        let (arrays, mut buffers) = super::allocate_host(&r.missing, &r.out_dtypes, &r.out_shape)?;
         let launch = self.bind(&r, arrays)?;
         // SAFETY: the caller vouches for the operands; the allocated outputs are `buffers`.
         unsafe { self.run_host(&launch)? };
-        Ok(super::host_outputs(launch.outputs, &r.missing, &mut buffers))
+        Ok(super::host_outputs(
+            launch.outputs,
+            &r.missing,
+            &mut buffers,
+        ))
     }
 
     fn compile_entry(
