@@ -699,3 +699,81 @@ fn host_calls_refuse_complex_numbers() {
         "points at the parameter's type: {e}"
     );
 }
+
+// ---- guvectorize (docs/semantics.md §20.9) ----
+
+const MATVEC: &str = "@device.func\n\
+def matvec(m, v, out):\n    for r in range(m.shape[0]):\n        s = m[r, 0] * 0\n        for c in range(m.shape[1]):\n            s += m[r, c] * v[c]\n        out[r] = s\n";
+
+const DOT: &str = "@device.func\n\
+def dot(a, b, k, out):\n    s = a[0] * 0\n    for j in range(len(a)):\n        s += a[j] * b[j]\n    out[0] = s * k\n";
+
+#[test]
+fn guvectorize_kernels_compile_for_the_device_and_run_on_the_host() {
+    use pydevice::kernels::GuVectorize;
+    let g = GuVectorize::new(
+        "void(float64[:,:], float64[:], float64[:])",
+        "(m,n),(n)->(m)",
+        MATVEC,
+        "matvec",
+        "matvec_gufunc",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    // m: (2, 3, 4, 5) C order; v: (4... ) broadcast over the first loop dimension: (3, 5).
+    let mut ms: Vec<f64> = (0..120).map(|x| f64::from(x) * 0.5 - 7.0).collect();
+    let mut vs: Vec<f64> = (0..15).map(|x| f64::from(x % 7) - 2.0).collect();
+    let m = host_arr(&mut ms, F64, &[2, 3, 4, 5], None);
+    let v = host_arr(&mut vs, F64, &[3, 5], None);
+    let r = g.resolve(&[m, v]).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(r.out_shapes, vec![vec![2, 3, 4]]);
+    let mut out = vec![0f64; 24];
+    let o = DeviceArray::contiguous(out.as_mut_ptr() as u64, F64, &[2, 3, 4]);
+    let (k, launch) = g.bind(&r, vec![o]).unwrap_or_else(|e| panic!("{e}"));
+    // SAFETY: the arrays are `ms`, `vs` and `out`, alive for the call, as large as their
+    // shapes.
+    unsafe { k.run_host(&launch) }.unwrap_or_else(|e| panic!("{e}"));
+    for a in 0..2 {
+        for b in 0..3 {
+            for row in 0..4 {
+                let want: f64 = (0..5)
+                    .map(|c| ms[a * 60 + b * 20 + row * 5 + c] * vs[b * 5 + c])
+                    .sum();
+                assert_eq!(out[a * 12 + b * 4 + row], want, "[{a}, {b}, {row}]");
+            }
+        }
+    }
+    golden("gufunc_matvec", "gen.py", &k.source(&launch));
+    ptxas(&k.compile(&launch).unwrap_or_else(|e| panic!("{e}")).ptx);
+
+    // A scalar input (`()` declared `float32`) and a `()` output written `out[0]`, with a
+    // 0-d scalar broadcast over the loop dimension.
+    let g = GuVectorize::new(
+        "void(float32[:], float32[:], float32, float32[:])",
+        "(n),(n),()->()",
+        DOT,
+        "dot",
+        "dot_gufunc",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut a: Vec<f32> = (0..12).map(|x| x as f32).collect();
+    let mut b: Vec<f32> = vec![1.0, -1.0, 0.5, 2.0];
+    let mut kk = [3.0f32];
+    let ops = [
+        host_arr(&mut a, F32, &[3, 4], None),
+        host_arr(&mut b, F32, &[4], None),
+        host_arr(&mut kk, F32, &[], None),
+    ];
+    let r = g.resolve(&ops).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(r.out_shapes, vec![vec![3]]);
+    let mut out = vec![0f32; 3];
+    let o = DeviceArray::contiguous(out.as_mut_ptr() as u64, F32, &[3]);
+    let (k, launch) = g.bind(&r, vec![o]).unwrap_or_else(|e| panic!("{e}"));
+    // SAFETY: as above.
+    unsafe { k.run_host(&launch) }.unwrap_or_else(|e| panic!("{e}"));
+    let want: Vec<f32> = (0..3)
+        .map(|r| (0..4).map(|j| a[r * 4 + j] * b[j]).sum::<f32>() * 3.0)
+        .collect();
+    assert_eq!(out, want);
+    golden("gufunc_dot_scalar", "gen.py", &k.source(&launch));
+    ptxas(&k.compile(&launch).unwrap_or_else(|e| panic!("{e}")).ptx);
+}

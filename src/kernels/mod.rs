@@ -15,9 +15,11 @@
 //! This is the top layer: it uses the compiler's public API, the runtime and the cache.
 
 pub mod elementwise;
+pub mod gufunc;
 pub mod reduction;
 
 pub use elementwise::{ElementwiseKernel, ElementwiseLaunch, Output, Resolved};
+pub use gufunc::{GuArg, GuResolved, GuVectorize};
 pub use reduction::{ReductionKernel, ReductionLaunch, ReductionResolved, Strategy};
 
 use crate::abi::ArgValue;
