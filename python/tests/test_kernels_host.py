@@ -351,3 +351,112 @@ def test_host_source_goldens():
     assert "@device.func\ndef squared_diff(_p_x, _p_y, _p_z, _ind_size):\n    for i in range(_ind_size):" in src
     src = L2NORM.host_source(x, axis=1)
     assert "for _c in range(0, _n_red, 1024):" in src
+
+
+# ---- guvectorize (§20.9): on NumPy arrays, on the host ----
+
+from pydevice.numba import guvectorize  # noqa: E402  (the numba dialect's import path)
+
+
+@guvectorize(["void(float32[:], float32[:], float32[:])", "void(float64[:], float64[:], float64[:])"], "(n),(n)->()", target="cuda")
+def gu_dot(a, b, out):
+    s = a[0] * 0
+    for k in range(len(a)):
+        s += a[k] * b[k]
+    out[0] = s
+
+
+@pydevice.guvectorize(["void(float64[:,:], float64[:], float64[:])"], "(m,n),(n)->(m)", target="cuda")
+def gu_matvec(m, v, out):
+    for r in range(m.shape[0]):
+        s = m[r, 0] * 0
+        for c in range(m.shape[1]):
+            s += m[r, c] * v[c]
+        out[r] = s
+
+
+@pydevice.guvectorize(["void(float32[:], float32, float32[:], float32[:])"], "(n),()->(n),()", target="cuda")
+def gu_scale_and_max(x, k, y, mx):
+    best = x[0] * k
+    for j in range(len(x)):
+        y[j] = x[j] * k
+        best = max(best, y[j])
+    mx[0] = best
+
+
+def test_guvectorize_dot_and_matvec_against_numpy():
+    for dt in ("float32", "float64"):
+        a, b = rand((7, 5, 16), dt), rand((5, 16), dt)
+        got = gu_dot(a, b)
+        assert got.dtype == np.dtype(dt) and got.shape == (7, 5)
+        want = np.einsum("...n,...n->...", a.astype(np.float64), b.astype(np.float64))
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 if dt == "float32" else 1e-12)
+    # Loop dimensions broadcast (0-d through 4-d), the matrix strided and transposed.
+    for ms, vs in (((3, 4), (4,)), ((2, 3, 4), (2, 4)), ((2, 1, 3, 4), (5, 4)), ((1, 2, 1, 3, 4), (2, 1, 7, 4)), ((3, 4), (2, 2, 2, 4))):
+        m, v = rand(ms, "float64"), rand(vs, "float64")
+        want = np.einsum("...mn,...n->...m", m, v)
+        got = gu_matvec(m, v)
+        assert got.shape == want.shape, (ms, vs)
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    big = rand((6, 10, 8), "float64")
+    m, v = big[::-2, ::3, 1::2].transpose(0, 2, 1)[:, :3, :], rand((3, 4), "float64")[:, ::-1]
+    np.testing.assert_allclose(gu_matvec(m, v[0]), np.einsum("...mn,...n->...m", m, v[0]), rtol=1e-12)
+    # int32 inputs cast safely to float64 (numba's rule); given outputs, positional or out=.
+    i = np.arange(12, dtype=np.int32).reshape(3, 4)
+    out = np.zeros(3)
+    assert gu_matvec(i.astype(np.float64), np.ones(4), out) is out
+    np.testing.assert_allclose(out, i.sum(axis=1))
+    out2 = np.zeros(3)
+    gu_matvec(i, np.ones(4, np.int32), out=out2)
+    np.testing.assert_allclose(out2, i.sum(axis=1))
+    # Empty loop dimensions run nothing.
+    assert gu_dot(np.zeros((0, 3), np.float32), np.zeros(3, np.float32)).shape == (0,)
+
+
+def test_guvectorize_scalar_inputs_and_several_outputs():
+    x = rand((4, 6), "float32")
+    y, mx = gu_scale_and_max(x, 2.5)
+    np.testing.assert_allclose(y, x * np.float32(2.5), rtol=1e-6)
+    np.testing.assert_allclose(mx, (x * np.float32(2.5)).max(axis=1), rtol=1e-6)
+    # A scalar given per loop element.
+    k = rand(4, "float32")
+    y, mx = gu_scale_and_max(x, k)
+    np.testing.assert_allclose(y, x * k[:, None], rtol=1e-6)
+    # No loop dimensions: one call.
+    y, mx = gu_scale_and_max(x[0], np.float32(3))
+    assert y.shape == (6,) and mx.shape == ()
+    np.testing.assert_allclose(mx, (x[0] * 3).max(), rtol=1e-6)
+
+
+def test_guvectorize_errors():
+    with pytest.raises(pydevice.CompileError, match="E0711") as e:
+        @pydevice.guvectorize(["void(float32[:], float32[:])"], "(n)->(m)", target="cuda")
+        def bad_out_dim(a, out):
+            out[0] = a[0]
+    assert "output dimension `m`" in str(e.value) and "(n)->(m)" in str(e.value)
+    with pytest.raises(pydevice.CompileError, match="E0712"):
+        @pydevice.guvectorize(["float32(float32[:], float32[:])"], "(n)->(n)", target="cuda")
+        def bad_ret(a, out):
+            out[0] = a[0]
+    with pytest.raises(pydevice.CompileError, match="E0713") as e:
+        @pydevice.guvectorize(["void(float32[:,:], float32[:])"], "(n)->(n)", target="cuda")
+        def bad_rank(a, out):
+            out[0] = a[0]
+    assert "2-dimensional" in str(e.value)
+    with pytest.raises(pydevice.ArgumentError, match="core dimension `n`"):
+        gu_dot(np.zeros(3, np.float32), np.zeros(4, np.float32))
+    with pytest.raises(pydevice.ArgumentError, match="loop dimensions"):
+        gu_dot(np.zeros((2, 3), np.float32), np.zeros((5, 3), np.float32))
+    with pytest.raises(pydevice.ArgumentError, match="must be float32 of shape"):
+        gu_dot(np.zeros((2, 3), np.float32), np.zeros(3, np.float32), np.zeros(3, np.float32))
+    with pytest.raises(TypeError, match="no signature"):
+        gu_dot(np.zeros(3, np.complex64), np.zeros(3, np.complex64))
+    with pytest.raises(ValueError, match="target='cuda'"):
+        pydevice.guvectorize(["void(float32[:], float32[:])"], "(n)->(n)", target="cpu")
+
+
+def test_guvectorize_generated_source():
+    src = gu_matvec.source(np.zeros((2, 3, 4)), np.zeros(4))
+    assert "@device.kernel\ndef gu_matvec_gufunc(x0, x1, x2, _ind_size):" in src
+    assert "gu_matvec(x0[_gj0], x1[_gj0], x2[_gj0])" in src
+    assert "@device.func" in gu_matvec.host_source(np.zeros((2, 3, 4)), np.zeros(4))

@@ -19,6 +19,7 @@ use crate::Error;
 use crate::diag::{Code, Diagnostic, Span};
 use crate::kernels::ElementwiseLaunch;
 use crate::runtime::DeviceArray;
+use crate::runtime::cache::KernelCache;
 use crate::types::Scalar;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -62,6 +63,7 @@ pub struct GuVectorize {
     args: Vec<GuArg>,
     /// The kernel of each loop rank, built on first use.
     kernels: Mutex<HashMap<usize, Arc<ElementwiseKernel>>>,
+    cache: Option<Arc<KernelCache>>,
 }
 
 /// What a call decides before its outputs exist.
@@ -392,7 +394,14 @@ impl GuVectorize {
             n_in,
             args,
             kernels: Mutex::new(HashMap::new()),
+            cache: None,
         })
+    }
+
+    /// Compiles through `cache` (shared with other kernels, or with a disk cache).
+    pub fn with_cache(mut self, cache: Arc<KernelCache>) -> GuVectorize {
+        self.cache = Some(cache);
+        self
     }
 
     /// The arguments, inputs then outputs.
@@ -546,13 +555,16 @@ impl GuVectorize {
             })
             .collect();
         body.push_str(&format!("{}({})", self.func, call.join(", ")));
-        let k = ElementwiseKernel::with_preamble(
+        let mut k = ElementwiseKernel::with_preamble(
             &ins.join(", "),
             &outs.join(", "),
             &body,
             &self.name,
             &self.preamble,
         )?;
+        if let Some(c) = &self.cache {
+            k = k.with_cache(c.clone());
+        }
         let k = Arc::new(k);
         super::lock(&self.kernels).insert(rank, k.clone());
         Ok(k)
