@@ -268,3 +268,73 @@ def test_multiple_outputs_dot_and_a_scalar_in_post_map(cupy):
     mean = pydevice.ReductionKernel("T x, int64 count", "float64 m", "x", "a + b", "m = a / count", "0", "mean", "float64")
     m = rand((30, 40), "float32")
     np.testing.assert_allclose(cupy.asnumpy(mean(cupy.asarray(m), 40, axis=1)), m.astype(np.float64).mean(axis=1), rtol=1e-6)
+
+
+# ---- guvectorize (§20.9) on the GPU ----
+
+from pydevice.numba import guvectorize  # noqa: E402
+
+
+@guvectorize(["void(float32[:], float32[:], float32[:])", "void(float64[:], float64[:], float64[:])"], "(n),(n)->()", target="cuda")
+def gpu_dot(a, b, out):
+    s = a[0] * 0
+    for k in range(len(a)):
+        s += a[k] * b[k]
+    out[0] = s
+
+
+@pydevice.guvectorize(["void(float64[:,:], float64[:], float64[:])"], "(m,n),(n)->(m)", target="cuda")
+def gpu_matvec(m, v, out):
+    for r in range(m.shape[0]):
+        s = m[r, 0] * 0
+        for c in range(m.shape[1]):
+            s += m[r, c] * v[c]
+        out[r] = s
+
+
+@pydevice.guvectorize(["void(float32[:], float32, float32[:], float32[:])"], "(n),()->(n),()", target="cuda")
+def gpu_scale_and_max(x, k, y, mx):
+    best = x[0] * k
+    for j in range(len(x)):
+        y[j] = x[j] * k
+        best = max(best, y[j])
+    mx[0] = best
+
+
+def test_guvectorize_on_cupy_against_numpy_and_the_host(cupy):
+    for dt in ("float32", "float64"):
+        a, b = rand((300, 7, 64), dt), rand((7, 64), dt)
+        got = gpu_dot(cupy.asarray(a), cupy.asarray(b))
+        assert isinstance(got, cupy.ndarray) and got.shape == (300, 7) and got.dtype == np.dtype(dt)
+        want = np.einsum("...n,...n->...", a.astype(np.float64), b.astype(np.float64))
+        tol = dict(rtol=1e-5, atol=1e-4) if dt == "float32" else dict(rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(cupy.asnumpy(got), want, **tol)
+        np.testing.assert_allclose(cupy.asnumpy(got), gpu_dot(a, b), **tol)
+    for ms, vs in (((3, 4), (4,)), ((2, 1, 30, 40), (5, 40)), ((1, 2, 1, 3, 4), (2, 1, 7, 4))):
+        m, v = rand(ms, "float64"), rand(vs, "float64")
+        got = cupy.asnumpy(gpu_matvec(cupy.asarray(m), cupy.asarray(v)))
+        np.testing.assert_allclose(got, np.einsum("...mn,...n->...m", m, v), rtol=1e-12, atol=1e-12)
+    # Strided views, a given output, int32 arguments cast to float64.
+    big = cupy.asarray(rand((6, 10, 8), "float64"))
+    m = big[::-2, ::3, 1::2].transpose(0, 2, 1)[:, :3, :]
+    v = cupy.asarray(rand(4, "float64"))[::-1]
+    out = cupy.zeros((3, 3))
+    assert gpu_matvec(m, v, out) is out
+    np.testing.assert_allclose(cupy.asnumpy(out), np.einsum("...mn,...n->...m", cupy.asnumpy(m), cupy.asnumpy(v)), rtol=1e-12)
+    i = cupy.arange(12, dtype=np.int32).reshape(3, 4)
+    np.testing.assert_allclose(cupy.asnumpy(gpu_matvec(i, cupy.ones(4, dtype=np.int32))), np.arange(12).reshape(3, 4).sum(1))
+    # Scalars and two outputs.
+    x = rand((500, 33), "float32")
+    y, mx = gpu_scale_and_max(cupy.asarray(x), 1.5)
+    np.testing.assert_allclose(cupy.asnumpy(y), x * np.float32(1.5), rtol=1e-6)
+    np.testing.assert_allclose(cupy.asnumpy(mx), (x * np.float32(1.5)).max(axis=1), rtol=1e-6)
+    # Empty loop dimensions launch nothing.
+    assert gpu_dot(cupy.zeros((0, 3), np.float32), cupy.zeros(3, np.float32)).shape == (0,)
+
+
+def test_guvectorize_on_torch(torch):
+    a = torch.randn(100, 50, device="cuda")
+    b = torch.randn(50, device="cuda")
+    got = gpu_dot(a, b)
+    assert isinstance(got, torch.Tensor) and got.device.type == "cuda"
+    torch.testing.assert_close(got, a @ b, rtol=1e-4, atol=1e-4)
