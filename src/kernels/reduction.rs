@@ -31,6 +31,10 @@ pub const BLOCK: u32 = 256;
 /// The most blocks of the first pass of a full reduction (its partial results).
 pub const MAX_PARTIALS: u64 = 1024;
 
+/// What a host function is remembered by: the argument types, and the kept and reduced
+/// dimensions they split into.
+type HostKey = (Vec<Type>, usize, usize);
+
 /// Elements a host reduction folds from the identity before folding the result into the
 /// output element's (§20.8).
 pub const HOST_CHUNK: u64 = 1024;
@@ -77,7 +81,7 @@ pub struct ReductionKernel {
     options: CompileOptions,
     cache: Arc<KernelCache>,
     compiled: Mutex<HashMap<(SpecKey, Strategy), Arc<CompiledKernel>>>,
-    host_compiled: Mutex<HashMap<(Vec<Type>, usize, usize), HostKernel>>,
+    host_compiled: Mutex<HashMap<HostKey, HostKernel>>,
 }
 
 /// A reduction call's types and shapes, before the outputs exist.
