@@ -777,3 +777,25 @@ fn guvectorize_kernels_compile_for_the_device_and_run_on_the_host() {
     golden("gufunc_dot_scalar", "gen.py", &k.source(&launch));
     ptxas(&k.compile(&launch).unwrap_or_else(|e| panic!("{e}")).ptx);
 }
+
+#[test]
+fn host_index_errors_point_into_the_definition() {
+    let k = ElementwiseKernel::new("raw T x", "raw T y", "y[i] = x[i] * 2", "double_raw").unwrap();
+    let mut x = vec![1i64; 10];
+    let mut y = vec![0i64; 10];
+    let ops = [
+        host_arr(&mut x, Scalar::Int64, &[10], None),
+        host_arr(&mut y, Scalar::Int64, &[10], None),
+    ];
+    // SAFETY: `x` and `y` hold the 10 elements their descriptors say; the 11th access is
+    // bounds-checked and skipped.
+    let e = unsafe { k.call_host(&ops, Some(11)) }.unwrap_err();
+    match e {
+        Error::Host(pydevice::HostError::IndexOutOfBounds { line, column }) => {
+            // Line 3 of the definition is the body; column 8 is `x[i]`.
+            assert_eq!((line, column), (3, 8));
+        }
+        e => panic!("expected an index error, got {e}"),
+    }
+    assert_eq!(y, vec![2i64; 10], "the elements in range were computed");
+}

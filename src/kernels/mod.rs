@@ -29,6 +29,7 @@ use crate::types::{Kind, Scalar};
 use ruff_python_ast::{self as ast, Expr, ExprContext, Stmt};
 use ruff_text_size::Ranged;
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 /// The type of a parameter: a dtype, or a one-letter placeholder that a call resolves.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -895,6 +896,9 @@ pub fn collapse_dims(shape: &[u64], strides: &[Vec<i64>]) -> (Vec<u64>, Vec<Vec<
 #[derive(Clone, Debug)]
 pub struct HostKernel {
     f: crate::HostFunction,
+    /// The generated source and the definition, to report an error's position in the
+    /// definition.
+    origin: Arc<(GeneratedSource, SourceFile)>,
 }
 
 impl HostKernel {
@@ -911,11 +915,33 @@ impl HostKernel {
     /// Every array's `data` must be a host address valid for every element its shape and
     /// strides reach, readable, and writable for the outputs, with no other thread writing
     /// the memory during the call.
+    ///
+    /// An out-of-range access (a `raw` index) is [`crate::HostError::IndexOutOfBounds`] at
+    /// its line and column in the definition (`<ElementwiseKernel NAME>`: the input list,
+    /// the output list, then the body, as diagnostics count them).
     pub unsafe fn run(&self, args: &[ArgValue]) -> Result<(), crate::Error> {
         // SAFETY: forwarded from the caller.
-        unsafe { self.f.call_raw(args) }
-            .map(|_| ())
-            .map_err(crate::Error::Host)
+        match unsafe { self.f.call_raw(args) } {
+            Ok(_) => Ok(()),
+            Err(crate::HostError::IndexOutOfBounds { line, column }) => {
+                let (source, def) = &*self.origin;
+                // The generated text's offset of (line, column), both 1-based.
+                let start: usize = source
+                    .text
+                    .split('\n')
+                    .take(line.saturating_sub(1) as usize)
+                    .map(|l| l.len() + 1)
+                    .sum();
+                let at = (start + column.saturating_sub(1) as usize) as u32;
+                let mapped = source.map_span(Span::new(at, at + 1));
+                let (l, c) = def.line_col(mapped.start);
+                Err(crate::Error::Host(crate::HostError::IndexOutOfBounds {
+                    line: l as u32,
+                    column: c as u32,
+                }))
+            }
+            Err(e) => Err(crate::Error::Host(e)),
+        }
     }
 }
 
@@ -1001,12 +1027,16 @@ pub(crate) fn host_outputs(
 pub(crate) fn compile_host(
     file: &str,
     source: &GeneratedSource,
+    def: &Definition,
     entry: &str,
     types: &[crate::types::Type],
 ) -> Result<HostKernel, crate::Error> {
     let module = crate::Module::parse(file, &source.text)?;
     let f = module.host_function(entry, types)?;
-    Ok(HostKernel { f })
+    Ok(HostKernel {
+        f,
+        origin: Arc::new((source.clone(), def.file.clone())),
+    })
 }
 
 /// A host compile's diagnostics point into the definition, as the device's do. When the
