@@ -774,6 +774,16 @@ fn guvectorize_kernels_compile_for_the_device_and_run_on_the_host() {
         .map(|r| (0..4).map(|j| a[r * 4 + j] * b[j]).sum::<f32>() * 3.0)
         .collect();
     assert_eq!(out, want);
+    // The same through `call_host`, the output allocated.
+    let ops = [
+        host_arr(&mut a, F32, &[3, 4], None),
+        host_arr(&mut b, F32, &[4], None),
+        host_arr(&mut kk, F32, &[], None),
+    ];
+    // SAFETY: as above.
+    let outs = unsafe { g.call_host(&ops) }.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(outs[0].array.shape, vec![3]);
+    assert_eq!(f32s(outs[0].buffer.as_ref().unwrap()), want);
     golden("gufunc_dot_scalar", "gen.py", &k.source(&launch));
     ptxas(&k.compile(&launch).unwrap_or_else(|e| panic!("{e}")).ptx);
 }

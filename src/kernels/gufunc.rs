@@ -631,6 +631,43 @@ impl GuVectorize {
         let launch = kernel.bind(&resolved, Vec::new())?;
         Ok((kernel, launch))
     }
+
+    /// The whole call on the host (§20.8), on arrays whose `data` are host addresses:
+    /// resolves, allocates the missing outputs (C-contiguous, zeroed), runs and returns the
+    /// outputs.
+    ///
+    /// # Safety
+    ///
+    /// Every array operand must be valid host memory for every element its shape and
+    /// strides reach, as [`super::HostKernel::run`] requires.
+    pub unsafe fn call_host(&self, operands: &[Operand]) -> Result<Vec<super::HostOutput>, Error> {
+        let r = self.resolve(operands)?;
+        let mut arrays = Vec::new();
+        let mut buffers = Vec::new();
+        for &j in &r.missing {
+            let (a, b) = super::allocate_host(&[0], &[r.out_dtypes[j]], &r.out_shapes[j])?;
+            arrays.extend(a);
+            buffers.extend(b);
+        }
+        // The outputs as the caller sees them (without the views' appended extents).
+        let mut outputs = Vec::new();
+        let mut fresh = arrays.iter();
+        for (j, o) in r.operands[self.n_in..].iter().enumerate() {
+            match o {
+                Operand::Array(a) => outputs.push(a.clone()),
+                _ => outputs.push(
+                    fresh
+                        .next()
+                        .cloned()
+                        .ok_or_else(|| arg_error(format!("output {j} was not allocated")))?,
+                ),
+            }
+        }
+        let (kernel, launch) = self.bind(&r, arrays)?;
+        // SAFETY: the caller vouches for the operands; the allocated outputs are `buffers`.
+        unsafe { kernel.run_host(&launch)? };
+        Ok(super::host_outputs(outputs, &r.missing, &mut buffers))
+    }
 }
 
 #[cfg(test)]
