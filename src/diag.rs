@@ -284,6 +284,14 @@ codes! {
     E0703,
     /// `break` or `continue` outside a loop of a kernel's Python body (§20.1)
     E0704,
+    /// a kernel builder's call on host (NumPy) arrays with complex numbers, which the host does not compute on in this version (§20.8)
+    E0710,
+    /// a malformed `guvectorize` layout (`(m,n),(n)->(m)`): its syntax, a dimension name that is not an identifier, an output dimension no input has (§20.9)
+    E0711,
+    /// a malformed `guvectorize` signature: not `void(TYPE, ...)`, a return type, an unknown type, a bad array type (§20.9)
+    E0712,
+    /// a `guvectorize` signature that does not fit its layout: the argument count, an array's rank against its core dimensions, a scalar output or a scalar with core dimensions (§20.9)
+    E0713,
     /// `cg.tiled_partition(g, n)` with `n` not a power of two from 1 to 32 (a non-constant `n` is E0400), or of a group that is not a thread block or a tile (§17.1)
     E0720,
     /// a cooperative-groups operation on a group kind that does not have it (a shuffle, vote or `reduce` on a thread block or the grid, `shfl_xor` on a coalesced group, `meta_group_rank` of the grid), or a group argument that is not a group (§17.2)

@@ -995,4 +995,86 @@ mod one_line_kernels {
             );
         }
     }
+
+    /// numba's guvectorize (§20.9) on the device against the same call on the host (§20.8)
+    /// and a reference: a matrix-vector product over broadcast loop dimensions.
+    #[test]
+    fn guvectorize_matvec_device_equals_host_and_reference() {
+        let Some(dev) = device("guvectorize_matvec_device_equals_host_and_reference") else {
+            return;
+        };
+        let src = "@device.func\ndef matvec(m, v, out):\n    for r in range(m.shape[0]):\n        s = m[r, 0] * 0\n        for c in range(m.shape[1]):\n            s += m[r, c] * v[c]\n        out[r] = s\n";
+        let g = pydevice::kernels::GuVectorize::new(
+            "void(float32[:,:], float32[:], float32[:])",
+            "(m,n),(n)->(m)",
+            src,
+            "matvec",
+            "matvec_gufunc",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let (b0, b1, rows, cols) = (64usize, 3usize, 17usize, 33usize);
+        let mv = random(b0 * b1 * rows * cols, 7);
+        let vv = random(b1 * cols, 8);
+        let (_bm, m) = upload(&dev, &mv, &[b0 as u64, b1 as u64, rows as u64, cols as u64]);
+        let (_bv, v) = upload(&dev, &vv, &[b1 as u64, cols as u64]);
+        let r = g
+            .resolve(&[Operand::Array(m.clone()), Operand::Array(v.clone())])
+            .unwrap_or_else(|e| panic!("{e}"));
+        let n_out = b0 * b1 * rows;
+        let ob = dev.alloc_zeroed(n_out * 4).expect("alloc");
+        let o = dev
+            .array(&ob, Scalar::Float32, &[b0 as u64, b1 as u64, rows as u64])
+            .expect("array");
+        let (k, launch) = g.bind(&r, vec![o]).unwrap_or_else(|e| panic!("{e}"));
+        k.launch(&dev, &launch, &dev.default_stream())
+            .unwrap_or_else(|e| panic!("{e}"));
+        dev.synchronize().expect("sync");
+        let got = f32s(&dev.download(&ob).expect("download"));
+        // The host: the same call on host copies.
+        let mut hm = mv.clone();
+        let mut hv = vv.clone();
+        let mut ho = vec![0f32; n_out];
+        let host = |p: &mut [f32], shape: &[u64]| {
+            Operand::Array(DeviceArray::contiguous(
+                p.as_mut_ptr() as u64,
+                Scalar::Float32,
+                shape,
+            ))
+        };
+        let hr = g
+            .resolve(&[
+                host(&mut hm, &[b0 as u64, b1 as u64, rows as u64, cols as u64]),
+                host(&mut hv, &[b1 as u64, cols as u64]),
+            ])
+            .unwrap();
+        let oa = DeviceArray::contiguous(
+            ho.as_mut_ptr() as u64,
+            Scalar::Float32,
+            &[b0 as u64, b1 as u64, rows as u64],
+        );
+        let (hk, hl) = g.bind(&hr, vec![oa]).unwrap();
+        // SAFETY: `hm`, `hv` and `ho` are alive and as large as the shapes say.
+        unsafe { hk.run_host(&hl) }.unwrap_or_else(|e| panic!("{e}"));
+        let want: Vec<f64> = (0..n_out)
+            .map(|e| {
+                let (a, b, row) = (e / (b1 * rows), (e / rows) % b1, e % rows);
+                (0..cols)
+                    .map(|c| {
+                        f64::from(mv[((a * b1 + b) * rows + row) * cols + c])
+                            * f64::from(vv[b * cols + c])
+                    })
+                    .sum()
+            })
+            .collect();
+        close(&got, &want, "device");
+        close(&ho, &want, "host");
+        // Same operations in the same order: the device may contract a * b + c into an
+        // fma, so equal up to a few roundings.
+        for (k, (&d, &h)) in got.iter().zip(&ho).enumerate() {
+            assert!(
+                (d - h).abs() <= 1e-5 * d.abs().max(1.0),
+                "[{k}]: device {d}, host {h}"
+            );
+        }
+    }
 }

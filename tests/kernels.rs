@@ -547,3 +547,265 @@ fn a_python_preamble_defines_device_functions_for_the_body() {
     let e = rendered(bad.compile(&launch).unwrap_err());
     assert!(e.contains("<ElementwiseKernel bad>:6:16"), "{e}");
 }
+
+// ---- Host execution (docs/semantics.md §20.8) ----
+
+/// A host array over `data` (C order unless `strides` are given).
+fn host_arr<T>(data: &mut [T], dtype: Scalar, shape: &[u64], strides: Option<&[i64]>) -> Operand {
+    let mut a = DeviceArray::contiguous(data.as_mut_ptr() as u64, dtype, shape);
+    if let Some(s) = strides {
+        a.strides = s.to_vec();
+    }
+    Operand::Array(a)
+}
+
+fn f32s(b: &pydevice::kernels::HostBuffer) -> Vec<f32> {
+    b.bytes()
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+#[test]
+fn host_calls_broadcast_strided_inputs_and_match_a_reference() {
+    let k = ElementwiseKernel::new(
+        SQUARED_DIFF.0,
+        SQUARED_DIFF.1,
+        SQUARED_DIFF.2,
+        SQUARED_DIFF.3,
+    )
+    .unwrap();
+    // x: a (3, 4) view of every other column of a (3, 8) array, walked backwards in rows;
+    // y: a broadcast row of 4.
+    let mut xs: Vec<f32> = (0..24).map(|v| v as f32 * 0.5).collect();
+    let mut ys: Vec<f32> = vec![1.0, -2.0, 3.5, 0.25];
+    let base = &mut xs[16..]; // row 2 of the (3, 8) array
+    let x = host_arr(base, F32, &[3, 4], Some(&[-8, 2]));
+    let y = host_arr(&mut ys, F32, &[4], None);
+    // SAFETY: every element the views reach lies in `xs` and `ys`, alive for the call.
+    let outs = unsafe { k.call_host(&[x, y], None) }.unwrap_or_else(|e| panic!("{e}"));
+    let got = f32s(outs[0].buffer.as_ref().unwrap());
+    let want: Vec<f32> = (0..12)
+        .map(|e| {
+            let (r, c) = (e / 4, e % 4);
+            let xv = xs[(16 - 8 * r + 2 * c) as usize];
+            let d = xv - ys[c as usize];
+            d * d
+        })
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(outs[0].array.shape, vec![3, 4]);
+    let l = {
+        let r = k
+            .resolve(&[arr(F32, &[3, 4]), arr(F32, &[4])], None)
+            .unwrap();
+        let outs = vec![DeviceArray::contiguous(0x9000_0000, F32, &r.shape)];
+        k.bind(&r, outs).unwrap()
+    };
+    golden("host_squared_diff_broadcast", "gen.py", &k.host_source(&l));
+}
+
+#[test]
+fn host_reductions_every_axis_with_keepdims() {
+    let k = ReductionKernel::new(
+        "T x",
+        "T y",
+        "x * x",
+        "a + b",
+        "y = sqrt(a)",
+        "0",
+        "l2norm",
+        None,
+    )
+    .unwrap();
+    let xs: Vec<f64> = (0..60).map(|v| f64::from(v) * 0.25 - 3.0).collect();
+    let at = |i: usize, j: usize, l: usize| xs[i * 20 + j * 5 + l];
+    for (axis, keep, shape, want) in [
+        (
+            None,
+            false,
+            vec![],
+            vec![(0..60).map(|e| xs[e] * xs[e]).sum::<f64>().sqrt()],
+        ),
+        (
+            Some(vec![1i64]),
+            true,
+            vec![3u64, 1, 5],
+            (0..15)
+                .map(|o| {
+                    (0..4)
+                        .map(|j| at(o / 5, j, o % 5).powi(2))
+                        .sum::<f64>()
+                        .sqrt()
+                })
+                .collect(),
+        ),
+        (
+            Some(vec![0, -1]),
+            false,
+            vec![4],
+            (0..4)
+                .map(|j| {
+                    (0..3)
+                        .flat_map(|i| (0..5).map(move |l| (i, l)))
+                        .map(|(i, l)| at(i, j, l).powi(2))
+                        .sum::<f64>()
+                        .sqrt()
+                })
+                .collect(),
+        ),
+    ] {
+        let mut copy = xs.clone();
+        let x = host_arr(&mut copy, F64, &[3, 4, 5], None);
+        // SAFETY: `x` covers the 60 elements of `copy`, alive for the call.
+        let outs =
+            unsafe { k.call_host(&[x], axis.as_deref(), keep) }.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(outs[0].array.shape, shape);
+        let got: Vec<f64> = outs[0]
+            .buffer
+            .as_ref()
+            .unwrap()
+            .bytes()
+            .chunks_exact(8)
+            .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        for (g, w) in got.iter().zip(&want) {
+            assert!((g - w).abs() <= 1e-12 * w.abs(), "{axis:?}: {g} vs {w}");
+        }
+        assert_eq!(got.len(), want.len());
+        assert_eq!(copy, xs, "the input is only read");
+    }
+    let r = k
+        .resolve(&[arr(F32, &[64, 300])], Some(&[1]), false)
+        .unwrap();
+    let outs = vec![DeviceArray::contiguous(0x9000_0000, F32, &r.out_shape)];
+    let l = k.bind(&r, outs).unwrap();
+    golden("host_l2norm_rows", "gen.py", &k.host_source(&l));
+}
+
+#[test]
+fn host_calls_refuse_complex_numbers() {
+    let k = ElementwiseKernel::new("T x, T y", "T z", "z = x * y", "cmul").unwrap();
+    let mut c = vec![0f32; 8];
+    let x = host_arr(&mut c, Scalar::Complex64, &[4], None);
+    // SAFETY: nothing runs: the call fails to compile.
+    let e = match unsafe { k.call_host(&[x.clone(), x], None) } {
+        Err(Error::Diagnostics(d)) => d.to_string(),
+        other => panic!("expected diagnostics, got {:?}", other.map(|o| o.len())),
+    };
+    assert!(e.contains("E0710") && e.contains("complex64"), "{e}");
+    assert!(
+        e.contains("T x, T y"),
+        "points at the parameter's type: {e}"
+    );
+}
+
+// ---- guvectorize (docs/semantics.md §20.9) ----
+
+const MATVEC: &str = "@device.func\n\
+def matvec(m, v, out):\n    for r in range(m.shape[0]):\n        s = m[r, 0] * 0\n        for c in range(m.shape[1]):\n            s += m[r, c] * v[c]\n        out[r] = s\n";
+
+const DOT: &str = "@device.func\n\
+def dot(a, b, k, out):\n    s = a[0] * 0\n    for j in range(len(a)):\n        s += a[j] * b[j]\n    out[0] = s * k\n";
+
+#[test]
+fn guvectorize_kernels_compile_for_the_device_and_run_on_the_host() {
+    use pydevice::kernels::GuVectorize;
+    let g = GuVectorize::new(
+        "void(float64[:,:], float64[:], float64[:])",
+        "(m,n),(n)->(m)",
+        MATVEC,
+        "matvec",
+        "matvec_gufunc",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    // m: (2, 3, 4, 5) C order; v: (4... ) broadcast over the first loop dimension: (3, 5).
+    let mut ms: Vec<f64> = (0..120).map(|x| f64::from(x) * 0.5 - 7.0).collect();
+    let mut vs: Vec<f64> = (0..15).map(|x| f64::from(x % 7) - 2.0).collect();
+    let m = host_arr(&mut ms, F64, &[2, 3, 4, 5], None);
+    let v = host_arr(&mut vs, F64, &[3, 5], None);
+    let r = g.resolve(&[m, v]).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(r.out_shapes, vec![vec![2, 3, 4]]);
+    let mut out = vec![0f64; 24];
+    let o = DeviceArray::contiguous(out.as_mut_ptr() as u64, F64, &[2, 3, 4]);
+    let (k, launch) = g.bind(&r, vec![o]).unwrap_or_else(|e| panic!("{e}"));
+    // SAFETY: the arrays are `ms`, `vs` and `out`, alive for the call, as large as their
+    // shapes.
+    unsafe { k.run_host(&launch) }.unwrap_or_else(|e| panic!("{e}"));
+    for a in 0..2 {
+        for b in 0..3 {
+            for row in 0..4 {
+                let want: f64 = (0..5)
+                    .map(|c| ms[a * 60 + b * 20 + row * 5 + c] * vs[b * 5 + c])
+                    .sum();
+                assert_eq!(out[a * 12 + b * 4 + row], want, "[{a}, {b}, {row}]");
+            }
+        }
+    }
+    golden("gufunc_matvec", "gen.py", &k.source(&launch));
+    ptxas(&k.compile(&launch).unwrap_or_else(|e| panic!("{e}")).ptx);
+
+    // A scalar input (`()` declared `float32`) and a `()` output written `out[0]`, with a
+    // 0-d scalar broadcast over the loop dimension.
+    let g = GuVectorize::new(
+        "void(float32[:], float32[:], float32, float32[:])",
+        "(n),(n),()->()",
+        DOT,
+        "dot",
+        "dot_gufunc",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut a: Vec<f32> = (0..12).map(|x| x as f32).collect();
+    let mut b: Vec<f32> = vec![1.0, -1.0, 0.5, 2.0];
+    let mut kk = [3.0f32];
+    let ops = [
+        host_arr(&mut a, F32, &[3, 4], None),
+        host_arr(&mut b, F32, &[4], None),
+        host_arr(&mut kk, F32, &[], None),
+    ];
+    let r = g.resolve(&ops).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(r.out_shapes, vec![vec![3]]);
+    let mut out = vec![0f32; 3];
+    let o = DeviceArray::contiguous(out.as_mut_ptr() as u64, F32, &[3]);
+    let (k, launch) = g.bind(&r, vec![o]).unwrap_or_else(|e| panic!("{e}"));
+    // SAFETY: as above.
+    unsafe { k.run_host(&launch) }.unwrap_or_else(|e| panic!("{e}"));
+    let want: Vec<f32> = (0..3)
+        .map(|r| (0..4).map(|j| a[r * 4 + j] * b[j]).sum::<f32>() * 3.0)
+        .collect();
+    assert_eq!(out, want);
+    // The same through `call_host`, the output allocated.
+    let ops = [
+        host_arr(&mut a, F32, &[3, 4], None),
+        host_arr(&mut b, F32, &[4], None),
+        host_arr(&mut kk, F32, &[], None),
+    ];
+    // SAFETY: as above.
+    let outs = unsafe { g.call_host(&ops) }.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(outs[0].array.shape, vec![3]);
+    assert_eq!(f32s(outs[0].buffer.as_ref().unwrap()), want);
+    golden("gufunc_dot_scalar", "gen.py", &k.source(&launch));
+    ptxas(&k.compile(&launch).unwrap_or_else(|e| panic!("{e}")).ptx);
+}
+
+#[test]
+fn host_index_errors_point_into_the_definition() {
+    let k = ElementwiseKernel::new("raw T x", "raw T y", "y[i] = x[i] * 2", "double_raw").unwrap();
+    let mut x = vec![1i64; 10];
+    let mut y = vec![0i64; 10];
+    let ops = [
+        host_arr(&mut x, Scalar::Int64, &[10], None),
+        host_arr(&mut y, Scalar::Int64, &[10], None),
+    ];
+    // SAFETY: `x` and `y` hold the 10 elements their descriptors say; the 11th access is
+    // bounds-checked and skipped.
+    let e = unsafe { k.call_host(&ops, Some(11)) }.unwrap_err();
+    match e {
+        Error::Host(pydevice::HostError::IndexOutOfBounds { line, column }) => {
+            // Line 3 of the definition is the body; column 8 is `x[i]`.
+            assert_eq!((line, column), (3, 8));
+        }
+        e => panic!("expected an index error, got {e}"),
+    }
+    assert_eq!(y, vec![2i64; 10], "the elements in range were computed");
+}

@@ -32,6 +32,7 @@ from ._core import (
     synchronize,
 )
 from ._fuse import fuse
+from ._guvectorize import guvectorize
 from ._kernels import ElementwiseKernel, ReductionKernel
 from ._vectorize import vectorize
 from ._types import SCALARS as _SCALARS

@@ -7,7 +7,8 @@ ufuncs (``np.sqrt``, ``np.maximum``, ...), ``np.where`` — and the text becomes
 ``ElementwiseKernel``, or the ``map_expr`` of a ``ReductionKernel`` when the function returns
 ``np.sum``/``np.prod``/``np.max``/``np.min`` of an expression (with ``axis``). The result
 dtype is NumPy's for the same function on one-element arrays of the argument dtypes. On
-NumPy arrays the function simply runs (as ``cupy.fuse`` does).
+NumPy arrays the same kernel runs on the host, compiled through Cranelift (docs/semantics.md
+§20.8); a call without arrays runs the function as written.
 """
 
 from __future__ import annotations
@@ -231,7 +232,7 @@ class _Fused:
         return ("e", ElementwiseKernel(in_params, out_params, body, self._name), arrays, many)
 
     def __call__(self, *args):
-        if any(isinstance(a, np.ndarray) for a in args) or not any(hasattr(a, "shape") and not isinstance(a, np.generic) for a in args):
+        if not any(hasattr(a, "shape") and not isinstance(a, np.generic) for a in args):
             return self._fn(*args)
         key = self._key(args)
         built = self._kernels.get(key)
@@ -253,6 +254,15 @@ class _Fused:
         if built[0] == "r":
             return built[1].source(*arrays, axis=built[3], keepdims=built[4])
         return built[1].source(*arrays)
+
+    def host_source(self, *args) -> str:
+        """The generated host function a call on NumPy arrays like ``args`` runs."""
+        key = self._key(args)
+        built = self._build(key, args)
+        arrays = [args[i] for i in built[2]]
+        if built[0] == "r":
+            return built[1].host_source(*arrays, axis=built[3], keepdims=built[4])
+        return built[1].host_source(*arrays)
 
 
 _REDUCTIONS_EXPR = {"sum": "a + b", "prod": "a * b", "max": "max(a, b)", "min": "min(a, b)"}

@@ -7,8 +7,9 @@ arguments, allocates the outputs with the inputs' framework and returns them:
 
 - CuPy arrays in, CuPy arrays out (launched on CuPy's current stream);
 - PyTorch CUDA tensors in, tensors out (on PyTorch's current stream);
-- NumPy arrays in, NumPy arrays out: the arrays are copied to GPU 0, the kernel runs there,
-  and the results are copied back (a given NumPy output is filled in place);
+- NumPy arrays in, NumPy arrays out: the kernel runs on the host, compiled through Cranelift
+  (``run_host``, docs/semantics.md §20.8), on the arrays in place (any strides; a given
+  NumPy output is filled in place); no GPU is needed;
 - other arrays with ``__dlpack__`` or ``__cuda_array_interface__``: outputs are allocated
   with CuPy (which must be installed).
 """
@@ -27,15 +28,14 @@ __all__ = ["ElementwiseKernel", "ReductionKernel"]
 
 class _Args:
     """The arguments of one call: their descriptions for the crate, the framework the outputs
-    come from, the GPU and the stream, and the NumPy arrays copied to the device."""
+    come from, the GPU and the stream, or whether the call runs on the host (NumPy arrays)."""
 
-    __slots__ = ("descs", "framework", "ordinal", "host", "keep", "torch_device", "_pending")
+    __slots__ = ("descs", "framework", "ordinal", "keep", "torch_device", "on_host")
 
     def __init__(self, args: Sequence[Any], n_in: int):
         self.descs: List[Any] = []
         self.framework: Optional[str] = None
         self.ordinal = 0
-        self.host: List[Tuple[int, Any, Any]] = []  # (index, numpy array, device buffer)
         self.keep: List[Any] = []
         self.torch_device = None
         host_pending = []
@@ -77,18 +77,22 @@ class _Args:
                     f"argument {i}: {type(a).__module__}.{type(a).__qualname__} is not an array "
                     "or a number"
                 )
-        self._pending = host_pending
+        # NumPy arrays, or no arrays at all: the call runs on the host.
+        self.on_host = self.framework in ("numpy", None)
         for i, a in host_pending:
-            # Described at a placeholder address until `upload` (after the call is checked).
-            self.descs[i] = ("A", _dtype_name(a.dtype), 1 << 32, tuple(a.shape), _c_strides(a.shape))
-
-    def upload(self) -> None:
-        """Copies the NumPy arguments to GPU 0."""
-        for i, a in self._pending:
-            c = np.ascontiguousarray(a)
-            buf = _native.Buffer.upload(0, c.tobytes() if c.size else b"\0")
-            self.host.append((i, a, buf))
-            self.descs[i] = ("A", self.descs[i][1], buf.ptr, tuple(a.shape), _c_strides(a.shape))
+            # The call runs on the arrays themselves.
+            if not a.dtype.isnative:
+                raise TypeError(f"argument {i}: arrays of byte-swapped dtype {a.dtype} are not supported")
+            if any(st % a.itemsize for st in a.strides):
+                if i >= n_in:
+                    raise TypeError(
+                        f"output {i - n_in}: its strides {a.strides} are not multiples of its item size"
+                    )
+                a = np.ascontiguousarray(a)
+            elif i >= n_in and not a.flags.writeable:
+                raise ValueError(f"output {i - n_in} is read-only")
+            self.keep.append(a)
+            self.descs[i] = _host_desc(a)
 
     def _framework(self, f: str) -> None:
         if self.framework is None:
@@ -117,11 +121,6 @@ class _Args:
 
             t = torch.empty(shape, dtype=getattr(torch, dtype_name), device=self.torch_device)
             return t, ("A", dtype_name, t.data_ptr(), shape, _c_strides(shape))
-        if self.framework in ("numpy", None):
-            n = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype_name).itemsize
-            buf = _native.Buffer.upload(0, b"\0" * max(n, 1))
-            self.keep.append(buf)
-            return buf, ("A", dtype_name, buf.ptr, shape, _c_strides(shape))
         import cupy
 
         with cupy.cuda.Device(self.ordinal):
@@ -134,29 +133,23 @@ class _Args:
 
             t = torch.empty((nbytes,), dtype=torch.uint8, device=self.torch_device)
             return t, t.data_ptr()
-        if self.framework in ("numpy", None):
-            buf = _native.Buffer.upload(0, b"\0" * nbytes)
-            return buf, buf.ptr
         import cupy
 
         with cupy.cuda.Device(self.ordinal):
             a = cupy.empty((nbytes,), dtype=np.uint8)
         return a, a.data.ptr
 
-    def finish(self, allocated, shape, dtypes, missing, ordinal: int, stream: int, n_in: int):
-        """Host arrays: waits, copies the given NumPy outputs back and makes NumPy results."""
-        if self.framework not in ("numpy", None):
-            return allocated
-        _native.synchronize(ordinal, stream)
-        for i, a, buf in self.host:
-            if i >= n_in and a.flags.writeable and a.size:
-                a[...] = np.frombuffer(buf.download()[: a.nbytes], dtype=a.dtype).reshape(a.shape)
-        out = []
-        for buf, m in zip(allocated, missing):
-            dt = np.dtype(dtypes[m])
-            n = int(np.prod(shape, dtype=np.int64))
-            out.append(np.frombuffer(buf.download()[: n * dt.itemsize], dtype=dt).reshape(shape).copy())
-        return out
+def _host_desc(a: np.ndarray) -> tuple:
+    """The description of a NumPy array in host memory: its own address, shape and element
+    strides."""
+    return ("A", _dtype_name(a.dtype), a.ctypes.data, tuple(a.shape), tuple(s // a.itemsize for s in a.strides))
+
+
+def _host_outputs(a: "_Args", shape, dtypes, missing):
+    """Zeroed NumPy outputs for a host call, and their descriptions."""
+    allocated = [np.zeros(tuple(int(x) for x in shape), dtype=dtypes[m]) for m in missing]
+    a.keep.extend(allocated)
+    return allocated, tuple(_host_desc(x) for x in allocated)
 
 
 def _c_strides(shape) -> tuple:
@@ -236,21 +229,21 @@ class ElementwiseKernel:
             )
         a = _Args(args, self.nin)
         call = self._k.resolve(tuple(a.descs), size)
-        if a._pending:
-            a.upload()
-            call = self._k.resolve(tuple(a.descs), size)
         missing = call.missing
         dtypes = call.out_dtypes
         shape = call.shape
-        allocated = []
-        descs = []
-        for m in missing:
-            arr, d = a.empty(shape, dtypes[m])
-            allocated.append(arr)
-            descs.append(d)
-        h = a.stream(stream)
-        self._k.launch(call, tuple(descs), a.ordinal, h)
-        allocated = a.finish(allocated, shape, dtypes, missing, a.ordinal, h, self.nin)
+        if a.on_host:
+            allocated, descs = _host_outputs(a, shape, dtypes, missing)
+            self._k.run_host(call, descs)
+        else:
+            allocated = []
+            descs = []
+            for m in missing:
+                arr, d = a.empty(shape, dtypes[m])
+                allocated.append(arr)
+                descs.append(d)
+            h = a.stream(stream)
+            self._k.launch(call, tuple(descs), a.ordinal, h)
         if self._no_return:
             return None
         outs = []
@@ -276,6 +269,12 @@ class ElementwiseKernel:
         ``(dtype, shape[, strides])`` tuples, numbers); no GPU needed."""
         call, outs = self._call_for(args, size)
         return self._k.source(call, outs)
+
+    def host_source(self, *args, size: Optional[int] = None) -> str:
+        """The generated host function (what a call on NumPy arrays runs) for arguments
+        like ``args``."""
+        call, outs = self._call_for(args, size)
+        return self._k.host_source(call, outs)
 
     def ptx(self, *args, size: Optional[int] = None) -> str:
         """The PTX of the generated kernel for arguments like ``args``; no GPU needed."""
@@ -346,23 +345,23 @@ class ReductionKernel:
             )
         a = _Args(args, self.nin)
         call = self._k.resolve(tuple(a.descs), _axis(axis), bool(keepdims))
-        if a._pending:
-            a.upload()
-            call = self._k.resolve(tuple(a.descs), _axis(axis), bool(keepdims))
         missing = call.missing
         dtypes = call.out_dtypes
         shape = call.shape
-        allocated = []
-        descs = []
-        for m in missing:
-            arr, d = a.empty(shape, dtypes[m])
-            allocated.append(arr)
-            descs.append(d)
-        h = a.stream(stream)
-        keep, ptr = a.scratch(call.partials_bytes)
-        self._k.launch(call, tuple(descs), ptr, a.ordinal, h)
-        allocated = a.finish(allocated, shape, dtypes, missing, a.ordinal, h, self.nin)
-        del keep
+        if a.on_host:
+            allocated, descs = _host_outputs(a, shape, dtypes, missing)
+            self._k.run_host(call, descs)
+        else:
+            allocated = []
+            descs = []
+            for m in missing:
+                arr, d = a.empty(shape, dtypes[m])
+                allocated.append(arr)
+                descs.append(d)
+            h = a.stream(stream)
+            keep, ptr = a.scratch(call.partials_bytes)
+            self._k.launch(call, tuple(descs), ptr, a.ordinal, h)
+            del keep
         outs = []
         k = 0
         for j in range(self.nout):
@@ -382,6 +381,11 @@ class ReductionKernel:
         """The generated kernel(s) for arguments like ``args``; no GPU needed."""
         call, outs = self._call_for(args, axis, keepdims)
         return self._k.source(call, outs)
+
+    def host_source(self, *args, axis=None, keepdims: bool = False) -> str:
+        """The generated host function (what a call on NumPy arrays runs)."""
+        call, outs = self._call_for(args, axis, keepdims)
+        return self._k.host_source(call, outs)
 
     def strategy(self, *args, axis=None, keepdims: bool = False) -> str:
         """How the reduction is spread: ``Thread``, ``Warp``, ``Block`` or ``Grid``."""

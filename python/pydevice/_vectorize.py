@@ -5,7 +5,8 @@ The decorated scalar function becomes a ``@device.func`` in the generated module
 ``preamble`` of an ``ElementwiseKernel``), and each signature one kernel whose body is
 ``out0 = f(x0, x1, ...)``. A call picks the first signature whose input types equal the
 arguments' dtypes, else the first the arguments cast to safely (NumPy's rule, as numba's
-ufuncs); arrays broadcast as in any ``ElementwiseKernel``.
+ufuncs); arrays broadcast as in any ``ElementwiseKernel``. On NumPy arrays the kernel runs on
+the host, compiled through Cranelift (docs/semantics.md §20.8).
 """
 
 from __future__ import annotations
@@ -89,6 +90,10 @@ class _Vectorized:
     def source(self, *args) -> str:
         """The generated kernel for arguments like ``args``; no GPU needed."""
         return self._pick(args).source(*args)
+
+    def host_source(self, *args) -> str:
+        """The generated host function a call on NumPy arrays like ``args`` runs."""
+        return self._pick(args).host_source(*args)
 
 
 def vectorize(signatures=None, target: str = "cuda", **options):

@@ -112,3 +112,11 @@ def vectorize(signatures=None, target: str = "cuda", **options):
     from ._vectorize import vectorize as _vectorize
 
     return _vectorize(signatures, target, **options)
+
+
+def guvectorize(signatures=None, layout=None, target: str = "cuda", **options):
+    """numba's ``guvectorize`` (``from pydevice.numba import guvectorize``) for
+    ``target='cuda'``: see ``pydevice.guvectorize``."""
+    from ._guvectorize import guvectorize as _guvectorize
+
+    return _guvectorize(signatures, layout, target, **options)

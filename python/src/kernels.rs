@@ -4,10 +4,14 @@
 //! `("S", dtype_or_None, value)` for a scalar (`None`: a Python number), `None` for an output
 //! to allocate — and allocates the missing outputs with the inputs' framework between
 //! `resolve` and `launch`.
+//!
+//! `run_host` runs a call on the host instead (NumPy arrays, docs/semantics.md §20.8): the
+//! descriptions then hold host addresses, which `pydevice._kernels` takes from the NumPy
+//! arrays it holds for the whole call (their own data pointer, shape and strides).
 
 use pydevice::abi::ArgValue;
 use pydevice::kernels::{
-    ElementwiseKernel, ElementwiseLaunch, Operand, ReductionKernel, ReductionLaunch,
+    ElementwiseKernel, ElementwiseLaunch, GuResolved, Operand, ReductionKernel, ReductionLaunch,
     ReductionResolved, Resolved, ScalarArg,
 };
 use pydevice::runtime::{DeviceArray, Stream};
@@ -15,6 +19,7 @@ use pydevice::types::Scalar;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyComplex, PyTuple};
+use std::sync::Arc;
 
 use crate::{current_cache, device, runtime_to_py, to_py};
 
@@ -181,6 +186,30 @@ impl Elementwise {
         Ok(k.ptx.clone())
     }
 
+    /// The generated host function's source (§20.8).
+    fn host_source(
+        &self,
+        py: Python<'_>,
+        call: &ElementwiseCall,
+        outs: &Bound<'_, PyTuple>,
+    ) -> PyResult<String> {
+        Ok(self.k.host_source(&self.bind(py, call, outs)?))
+    }
+
+    /// Runs on the host, without the GIL; every array described is host memory.
+    fn run_host(
+        &self,
+        py: Python<'_>,
+        call: &ElementwiseCall,
+        outs: &Bound<'_, PyTuple>,
+    ) -> PyResult<()> {
+        let l = self.bind(py, call, outs)?;
+        // SAFETY: `pydevice._kernels` describes only NumPy arrays it keeps alive during the
+        // call, by their own data pointers, shapes and element strides.
+        py.detach(|| unsafe { self.k.run_host(&l) })
+            .map_err(|e| to_py(py, e))
+    }
+
     /// Launches on GPU `ordinal`, stream handle `stream`, without the GIL.
     fn launch(
         &self,
@@ -330,6 +359,29 @@ impl Reduction {
         Ok(k.ptx.clone())
     }
 
+    /// The generated host function's source (§20.8).
+    fn host_source(
+        &self,
+        py: Python<'_>,
+        call: &ReductionCall,
+        outs: &Bound<'_, PyTuple>,
+    ) -> PyResult<String> {
+        Ok(self.k.host_source(&self.bind(py, call, outs)?))
+    }
+
+    /// Runs on the host, without the GIL; every array described is host memory.
+    fn run_host(
+        &self,
+        py: Python<'_>,
+        call: &ReductionCall,
+        outs: &Bound<'_, PyTuple>,
+    ) -> PyResult<()> {
+        let l = self.bind(py, call, outs)?;
+        // SAFETY: as for `Elementwise::run_host`.
+        py.detach(|| unsafe { self.k.run_host(&l) })
+            .map_err(|e| to_py(py, e))
+    }
+
     /// Launches; `partials` is device memory of `call.partials_bytes` bytes (a full
     /// reduction's partial results), or 0 when the call does not need it.
     fn launch(
@@ -347,6 +399,141 @@ impl Reduction {
         let stream = unsafe { Stream::from_handle(stream) };
         let partials = (partials != 0).then_some(partials);
         py.detach(|| self.k.launch(&dev, &l, partials, &stream))
+            .map_err(|e| to_py(py, e))
+    }
+}
+
+/// A resolved `guvectorize` call: the outputs to allocate.
+#[pyclass(frozen, module = "pydevice._native")]
+pub struct GuCall {
+    r: GuResolved,
+}
+
+#[pymethods]
+impl GuCall {
+    /// Each output's shape.
+    #[getter]
+    fn shapes(&self) -> Vec<Vec<u64>> {
+        self.r.out_shapes.clone()
+    }
+
+    /// Each output's dtype name.
+    #[getter]
+    fn out_dtypes(&self) -> Vec<String> {
+        self.r.out_dtypes.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// The outputs to allocate.
+    #[getter]
+    fn missing(&self) -> Vec<usize> {
+        self.r.missing.clone()
+    }
+}
+
+/// `pydevice.guvectorize`'s compiled half: one signature (docs/semantics.md §20.9).
+#[pyclass(frozen, module = "pydevice._native")]
+pub struct GuVectorize {
+    g: pydevice::kernels::GuVectorize,
+}
+
+impl GuVectorize {
+    fn bind(
+        &self,
+        py: Python<'_>,
+        call: &GuCall,
+        outs: &Bound<'_, PyTuple>,
+    ) -> PyResult<(Arc<ElementwiseKernel>, ElementwiseLaunch)> {
+        self.g
+            .bind(&call.r, arrays(outs)?)
+            .map_err(|e| to_py(py, e))
+    }
+}
+
+#[pymethods]
+impl GuVectorize {
+    #[new]
+    fn new(
+        py: Python<'_>,
+        signature: &str,
+        layout: &str,
+        preamble: &str,
+        func: &str,
+        name: &str,
+    ) -> PyResult<GuVectorize> {
+        let g = pydevice::kernels::GuVectorize::new(signature, layout, preamble, func, name)
+            .map_err(|e| to_py(py, e))?
+            .with_cache(current_cache());
+        Ok(GuVectorize { g })
+    }
+
+    /// The number of inputs.
+    #[getter]
+    fn nin(&self) -> usize {
+        self.g.n_in()
+    }
+
+    /// Each argument's dtype name and whether it is a scalar.
+    #[getter]
+    fn args(&self) -> Vec<(String, bool)> {
+        self.g
+            .args()
+            .iter()
+            .map(|a| (a.dtype.to_string(), a.ndim.is_none()))
+            .collect()
+    }
+
+    /// Sizes a call (no GPU needed).
+    fn resolve(&self, py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<GuCall> {
+        let r = self.g.resolve(&operands(args)?).map_err(|e| to_py(py, e))?;
+        Ok(GuCall { r })
+    }
+
+    /// The generated kernel's source.
+    fn source(&self, py: Python<'_>, call: &GuCall, outs: &Bound<'_, PyTuple>) -> PyResult<String> {
+        let (k, l) = self.bind(py, call, outs)?;
+        Ok(k.source(&l))
+    }
+
+    /// The generated host function's source.
+    fn host_source(
+        &self,
+        py: Python<'_>,
+        call: &GuCall,
+        outs: &Bound<'_, PyTuple>,
+    ) -> PyResult<String> {
+        let (k, l) = self.bind(py, call, outs)?;
+        Ok(k.host_source(&l))
+    }
+
+    /// The generated kernel's PTX.
+    fn ptx(&self, py: Python<'_>, call: &GuCall, outs: &Bound<'_, PyTuple>) -> PyResult<String> {
+        let (k, l) = self.bind(py, call, outs)?;
+        let c = py.detach(|| k.compile(&l)).map_err(|e| to_py(py, e))?;
+        Ok(c.ptx.clone())
+    }
+
+    /// Launches on GPU `ordinal`, stream handle `stream`, without the GIL.
+    fn launch(
+        &self,
+        py: Python<'_>,
+        call: &GuCall,
+        outs: &Bound<'_, PyTuple>,
+        ordinal: usize,
+        stream: usize,
+    ) -> PyResult<()> {
+        let (k, l) = self.bind(py, call, outs)?;
+        let dev = device(ordinal).map_err(|e| runtime_to_py(py, e))?;
+        // SAFETY: as for `Elementwise::launch`.
+        let stream = unsafe { Stream::from_handle(stream) };
+        py.detach(|| k.launch(&dev, &l, &stream))
+            .map_err(|e| to_py(py, e))
+    }
+
+    /// Runs on the host, without the GIL; every array described is host memory.
+    fn run_host(&self, py: Python<'_>, call: &GuCall, outs: &Bound<'_, PyTuple>) -> PyResult<()> {
+        let (k, l) = self.bind(py, call, outs)?;
+        // SAFETY: as for `Elementwise::run_host`.
+        py.detach(|| unsafe { k.run_host(&l) })
             .map_err(|e| to_py(py, e))
     }
 }

@@ -1144,6 +1144,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<kernels::ElementwiseCall>()?;
     m.add_class::<kernels::Reduction>()?;
     m.add_class::<kernels::ReductionCall>()?;
+    m.add_class::<kernels::GuVectorize>()?;
+    m.add_class::<kernels::GuCall>()?;
     m.add_class::<fast::Dispatcher>()?;
     m.add_class::<fast::Configured>()?;
     m.add("launch", fast::launch_function(m)?)?;

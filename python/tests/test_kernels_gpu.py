@@ -1,6 +1,6 @@
 """ElementwiseKernel and ReductionKernel on the GPU, against NumPy: the seed's examples
 (squared_diff typed, generic and super-generic, add_reverse with raw, l2norm along every
-axis) on CuPy arrays, PyTorch tensors and NumPy arrays; broadcasting of 0-d through 4-d
+axis) on CuPy arrays and PyTorch tensors, NumPy arrays (on the host) against the GPU; broadcasting of 0-d through 4-d
 inputs, non-contiguous views, float16/float64/complex/int dtypes, empty arrays. Skipped
 without a GPU (and per framework without CuPy or PyTorch)."""
 
@@ -159,15 +159,30 @@ def test_torch_tensors(torch):
     torch.testing.assert_close(L2NORM(a), torch.linalg.vector_norm(a), rtol=1e-4, atol=1e-4)
 
 
-def test_numpy_arrays_run_through_the_gpu(gpu):
-    a, b = rand((20, 5), "float32"), rand(5, "float32")
-    z = SQD(a, b)
-    assert isinstance(z, np.ndarray)
-    np.testing.assert_allclose(z, (a - b) ** 2, rtol=1e-6)
-    out = np.zeros((20, 5), np.float32)
-    SQD(a, b, out)
-    np.testing.assert_allclose(out, (a - b) ** 2, rtol=1e-6)
-    np.testing.assert_allclose(L2NORM(a, axis=0), np.sqrt((a.astype(np.float64) ** 2).sum(0)), rtol=1e-5)
+def test_numpy_arrays_run_on_the_host_as_on_the_gpu(cupy):
+    # NumPy arrays run the host function (Cranelift, §20.8); the same call on CuPy arrays
+    # runs the kernel. Both agree with each other and with NumPy.
+    for dt in ("float32", "float64", "int32", "float16"):
+        a, b = rand((200, 37), dt), rand(37, dt)
+        host = SQD_GENERIC(a, b)
+        dev = cupy.asnumpy(SQD_GENERIC(cupy.asarray(a), cupy.asarray(b)))
+        assert isinstance(host, np.ndarray) and host.dtype == dev.dtype
+        if dt in ("int32", "float16"):
+            np.testing.assert_array_equal(host, dev)
+        else:
+            np.testing.assert_allclose(host, dev, rtol=1e-6)
+    a = rand((300, 500), "float64")
+    for axis in (None, 0, 1):
+        host = L2NORM(a, axis=axis)
+        dev = cupy.asnumpy(L2NORM(cupy.asarray(a), axis=axis))
+        np.testing.assert_allclose(host, dev, rtol=1e-12)
+    # fuse and vectorize too.
+    @pydevice.fuse()
+    def f(x, y):
+        return np.sum(np.sqrt(np.abs(x * y)) + 1, axis=0)
+
+    x, y = rand((1000, 30), "float32"), rand(30, "float32")
+    np.testing.assert_allclose(f(x, y), cupy.asnumpy(f(cupy.asarray(x), cupy.asarray(y))), rtol=1e-5)
 
 
 def test_fuse_elementwise_and_reductions(cupy):
@@ -228,7 +243,7 @@ def test_vectorize_on_cupy_and_numpy(cupy):
         got = hyp(cupy.asarray(a), cupy.asarray(b))
         assert got.dtype == np.dtype(dt)
         np.testing.assert_allclose(cupy.asnumpy(got), np.hypot(a, b), rtol=1e-6)
-    # int32 arguments cast safely to float64 (numba's rule); NumPy arguments go through the GPU.
+    # int32 arguments cast safely to float64 (numba's rule); NumPy arguments run on the host.
     i = np.arange(10, dtype=np.int32)
     np.testing.assert_allclose(hyp(i, i), np.hypot(i, i), rtol=1e-12)
 
@@ -253,3 +268,73 @@ def test_multiple_outputs_dot_and_a_scalar_in_post_map(cupy):
     mean = pydevice.ReductionKernel("T x, int64 count", "float64 m", "x", "a + b", "m = a / count", "0", "mean", "float64")
     m = rand((30, 40), "float32")
     np.testing.assert_allclose(cupy.asnumpy(mean(cupy.asarray(m), 40, axis=1)), m.astype(np.float64).mean(axis=1), rtol=1e-6)
+
+
+# ---- guvectorize (§20.9) on the GPU ----
+
+from pydevice.numba import guvectorize  # noqa: E402
+
+
+@guvectorize(["void(float32[:], float32[:], float32[:])", "void(float64[:], float64[:], float64[:])"], "(n),(n)->()", target="cuda")
+def gpu_dot(a, b, out):
+    s = a[0] * 0
+    for k in range(len(a)):
+        s += a[k] * b[k]
+    out[0] = s
+
+
+@pydevice.guvectorize(["void(float64[:,:], float64[:], float64[:])"], "(m,n),(n)->(m)", target="cuda")
+def gpu_matvec(m, v, out):
+    for r in range(m.shape[0]):
+        s = m[r, 0] * 0
+        for c in range(m.shape[1]):
+            s += m[r, c] * v[c]
+        out[r] = s
+
+
+@pydevice.guvectorize(["void(float32[:], float32, float32[:], float32[:])"], "(n),()->(n),()", target="cuda")
+def gpu_scale_and_max(x, k, y, mx):
+    best = x[0] * k
+    for j in range(len(x)):
+        y[j] = x[j] * k
+        best = max(best, y[j])
+    mx[0] = best
+
+
+def test_guvectorize_on_cupy_against_numpy_and_the_host(cupy):
+    for dt in ("float32", "float64"):
+        a, b = rand((300, 7, 64), dt), rand((7, 64), dt)
+        got = gpu_dot(cupy.asarray(a), cupy.asarray(b))
+        assert isinstance(got, cupy.ndarray) and got.shape == (300, 7) and got.dtype == np.dtype(dt)
+        want = np.einsum("...n,...n->...", a.astype(np.float64), b.astype(np.float64))
+        tol = dict(rtol=1e-5, atol=1e-4) if dt == "float32" else dict(rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(cupy.asnumpy(got), want, **tol)
+        np.testing.assert_allclose(cupy.asnumpy(got), gpu_dot(a, b), **tol)
+    for ms, vs in (((3, 4), (4,)), ((2, 1, 30, 40), (5, 40)), ((1, 2, 1, 3, 4), (2, 1, 7, 4))):
+        m, v = rand(ms, "float64"), rand(vs, "float64")
+        got = cupy.asnumpy(gpu_matvec(cupy.asarray(m), cupy.asarray(v)))
+        np.testing.assert_allclose(got, np.einsum("...mn,...n->...m", m, v), rtol=1e-12, atol=1e-12)
+    # Strided views, a given output, int32 arguments cast to float64.
+    big = cupy.asarray(rand((6, 10, 8), "float64"))
+    m = big[::-2, ::3, 1::2].transpose(0, 2, 1)[:, :3, :]
+    v = cupy.asarray(rand(4, "float64"))[::-1]
+    out = cupy.zeros((3, 3))
+    assert gpu_matvec(m, v, out) is out
+    np.testing.assert_allclose(cupy.asnumpy(out), np.einsum("...mn,...n->...m", cupy.asnumpy(m), cupy.asnumpy(v)), rtol=1e-12)
+    i = cupy.arange(12, dtype=np.int32).reshape(3, 4)
+    np.testing.assert_allclose(cupy.asnumpy(gpu_matvec(i, cupy.ones(4, dtype=np.int32))), np.arange(12).reshape(3, 4).sum(1))
+    # Scalars and two outputs.
+    x = rand((500, 33), "float32")
+    y, mx = gpu_scale_and_max(cupy.asarray(x), 1.5)
+    np.testing.assert_allclose(cupy.asnumpy(y), x * np.float32(1.5), rtol=1e-6)
+    np.testing.assert_allclose(cupy.asnumpy(mx), (x * np.float32(1.5)).max(axis=1), rtol=1e-6)
+    # Empty loop dimensions launch nothing.
+    assert gpu_dot(cupy.zeros((0, 3), np.float32), cupy.zeros(3, np.float32)).shape == (0,)
+
+
+def test_guvectorize_on_torch(torch):
+    a = torch.randn(100, 50, device="cuda")
+    b = torch.randn(50, device="cuda")
+    got = gpu_dot(a, b)
+    assert isinstance(got, torch.Tensor) and got.device.type == "cuda"
+    torch.testing.assert_close(got, a @ b, rtol=1e-4, atol=1e-4)

@@ -8,9 +8,9 @@
 //! its source ([`ElementwiseKernel::source`]).
 
 use super::{
-    Body, Definition, GeneratedSource, Operand, Param, ParamType, ScalarArg, SourceBuilder,
-    arg_error, broadcast_shapes, broadcast_to, can_cast_same_kind, check_duplicates, collapse_dims,
-    imports_for, parse_params,
+    Body, Definition, GeneratedSource, HostKernel, HostOutput, Operand, Param, ParamType,
+    ScalarArg, SourceBuilder, arg_error, broadcast_shapes, broadcast_to, can_cast_same_kind,
+    check_duplicates, collapse_dims, imports_for, parse_params,
 };
 use crate::abi::{ArgValue, ArrayArg};
 use crate::diag::{Code, Diagnostic, Span};
@@ -51,6 +51,7 @@ pub struct ElementwiseKernel {
     options: CompileOptions,
     cache: Arc<KernelCache>,
     compiled: Mutex<HashMap<SpecKey, Arc<CompiledKernel>>>,
+    host_compiled: Mutex<HashMap<SpecKey, HostKernel>>,
 }
 
 /// What a call's arguments decide before the outputs exist.
@@ -214,6 +215,7 @@ impl ElementwiseKernel {
                 options: CompileOptions::default(),
                 cache: Arc::new(KernelCache::new()),
                 compiled: Mutex::new(HashMap::new()),
+                host_compiled: Mutex::new(HashMap::new()),
             }),
             _ => Err(def.error(diags)),
         }
@@ -381,8 +383,14 @@ impl ElementwiseKernel {
         })
     }
 
-    /// The generated kernel for argument types `types` (the last is the loop bound).
-    fn generate(&self, launch: &ElementwiseLaunch) -> (GeneratedSource, HashMap<String, String>) {
+    /// The generated kernel for argument types `types` (the last is the loop bound); with
+    /// `host`, a `@device.func` that loops over every element in order instead (run on the
+    /// host through Cranelift, §20.8).
+    fn generate(
+        &self,
+        launch: &ElementwiseLaunch,
+        host: bool,
+    ) -> (GeneratedSource, HashMap<String, String>) {
         let types = &launch.types;
         let rank = launch.rank;
         let params: Vec<&Param> = self.ins.iter().chain(&self.outs).collect();
@@ -434,7 +442,14 @@ impl ElementwiseKernel {
         }
         b.line(0, "");
         b.line(0, "");
-        b.line(0, "@device.kernel");
+        b.line(
+            0,
+            if host {
+                "@device.func"
+            } else {
+                "@device.kernel"
+            },
+        );
         let names: Vec<String> = params
             .iter()
             .enumerate()
@@ -455,7 +470,10 @@ impl ElementwiseKernel {
         b.line(0, &format!("def {}({}):", self.name, names.join(", ")));
         // Below 2**31 elements a `while` loop (no trip-count division, CuPy's loop); above,
         // `range` keeps the 64-bit index proven non-negative.
-        if launch.wide_index {
+        if host {
+            // One thread: every element in C order; `i` has the device's type.
+            b.line(4, "for i in range(_ind_size):");
+        } else if launch.wide_index {
             b.line(
                 4,
                 "for i in range(device.tid(1), _ind_size, device.grid_size(1)):",
@@ -521,7 +539,7 @@ impl ElementwiseKernel {
                 p.span,
             );
         }
-        if !launch.wide_index {
+        if !launch.wide_index && !host {
             b.line(8, "i += _step");
         }
         (b.finish(), renames)
@@ -529,7 +547,74 @@ impl ElementwiseKernel {
 
     /// The generated kernel's Python source for a launch.
     pub fn source(&self, launch: &ElementwiseLaunch) -> String {
-        self.generate(launch).0.text
+        self.generate(launch, false).0.text
+    }
+
+    /// The generated host function's Python source for a launch (§20.8).
+    pub fn host_source(&self, launch: &ElementwiseLaunch) -> String {
+        self.generate(launch, true).0.text
+    }
+
+    /// The host function for a launch (§20.8): generated, checked and JIT-compiled through
+    /// Cranelift on the first request for its argument types, then reused. It takes the
+    /// launch's arguments ([`ElementwiseLaunch::args`]) with host addresses.
+    pub fn compile_host(&self, launch: &ElementwiseLaunch) -> Result<HostKernel, Error> {
+        let key = (launch.types.clone(), launch.wide_index);
+        if let Some(k) = super::lock(&self.host_compiled).get(&key) {
+            return Ok(k.clone());
+        }
+        let (source, renames) = self.generate(launch, true);
+        let file = format!("<ElementwiseKernel {}>", self.name);
+        let f = super::compile_host(&file, &source, &self.def, &self.name, &launch.types).map_err(
+            |e| {
+                let params: Vec<&Param> = self.ins.iter().chain(&self.outs).collect();
+                let complex = super::first_complex(&params, &launch.param_types);
+                super::map_host_error(e, &source, &self.def, &renames, complex)
+            },
+        )?;
+        super::lock(&self.host_compiled).insert(key, f.clone());
+        Ok(f)
+    }
+
+    /// Runs a launch on the host: every element in C order, on the calling thread.
+    ///
+    /// # Safety
+    ///
+    /// Every array of the launch (inputs, and the outputs given or allocated) must be host
+    /// memory valid for every element its shape and strides reach, as
+    /// [`HostKernel::run`] requires.
+    pub unsafe fn run_host(&self, launch: &ElementwiseLaunch) -> Result<(), Error> {
+        let k = self.compile_host(launch)?;
+        if launch.size == 0 {
+            return Ok(());
+        }
+        // SAFETY: the caller vouches for the arrays.
+        unsafe { k.run(&launch.args) }
+    }
+
+    /// The whole call on the host, on arrays in host memory (their `data` are host
+    /// addresses): resolves, allocates the missing outputs (C-contiguous, zeroed), runs
+    /// and returns the outputs.
+    ///
+    /// # Safety
+    ///
+    /// As [`ElementwiseKernel::run_host`]: every array operand must be valid host memory
+    /// for every element its shape and strides reach.
+    pub unsafe fn call_host(
+        &self,
+        operands: &[Operand],
+        size: Option<u64>,
+    ) -> Result<Vec<HostOutput>, Error> {
+        let r = self.resolve(operands, size)?;
+        let (arrays, mut buffers) = super::allocate_host(&r.missing, &r.out_dtypes, &r.shape)?;
+        let launch = self.bind(&r, arrays)?;
+        // SAFETY: the caller vouches for the operands; the allocated outputs are `buffers`.
+        unsafe { self.run_host(&launch)? };
+        Ok(super::host_outputs(
+            launch.outputs,
+            &r.missing,
+            &mut buffers,
+        ))
     }
 
     /// The compiled kernel for a launch: generated, checked and compiled on the first request
@@ -539,7 +624,7 @@ impl ElementwiseKernel {
         if let Some(k) = super::lock(&self.compiled).get(&key) {
             return Ok(k.clone());
         }
-        let (source, renames) = self.generate(launch);
+        let (source, renames) = self.generate(launch, false);
         let file = format!("<ElementwiseKernel {}>", self.name);
         let k = self
             .cache

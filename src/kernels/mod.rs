@@ -15,9 +15,11 @@
 //! This is the top layer: it uses the compiler's public API, the runtime and the cache.
 
 pub mod elementwise;
+pub mod gufunc;
 pub mod reduction;
 
 pub use elementwise::{ElementwiseKernel, ElementwiseLaunch, Output, Resolved};
+pub use gufunc::{GuArg, GuResolved, GuVectorize};
 pub use reduction::{ReductionKernel, ReductionLaunch, ReductionResolved, Strategy};
 
 use crate::abi::ArgValue;
@@ -27,6 +29,7 @@ use crate::types::{Kind, Scalar};
 use ruff_python_ast::{self as ast, Expr, ExprContext, Stmt};
 use ruff_text_size::Ranged;
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 /// The type of a parameter: a dtype, or a one-letter placeholder that a call resolves.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -55,7 +58,8 @@ pub struct Param {
 /// A call's argument.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Operand {
-    /// An array in device memory.
+    /// An array: in device memory for a launch, in host memory (its `data` a host address)
+    /// for the host calls (`run_host`, `call_host`, §20.8).
     Array(DeviceArray),
     /// A scalar.
     Scalar(ScalarArg),
@@ -884,6 +888,198 @@ pub fn collapse_dims(shape: &[u64], strides: &[Vec<i64>]) -> (Vec<u64>, Vec<Vec<
         return (vec![n], vec![vec![1]; strides.len()]);
     }
     (out_shape, out_strides)
+}
+
+/// A builder's kernel compiled for the host (§20.8): a `@device.func` that runs the whole
+/// loop on the calling thread, JIT-compiled through Cranelift. `Send + Sync`; cheap to
+/// clone.
+#[derive(Clone, Debug)]
+pub struct HostKernel {
+    f: crate::HostFunction,
+    /// The generated source and the definition, to report an error's position in the
+    /// definition.
+    origin: Arc<(GeneratedSource, SourceFile)>,
+}
+
+impl HostKernel {
+    /// The compiled function (its parameters are the launch's argument types).
+    pub fn function(&self) -> &crate::HostFunction {
+        &self.f
+    }
+
+    /// Runs on `args`, the launch's argument values, arrays as descriptors of host memory
+    /// (any strides, 0 for broadcast dimensions, negative ones included).
+    ///
+    /// # Safety
+    ///
+    /// Every array's `data` must be a host address valid for every element its shape and
+    /// strides reach, readable, and writable for the outputs, with no other thread writing
+    /// the memory during the call.
+    ///
+    /// An out-of-range access (a `raw` index) is [`crate::HostError::IndexOutOfBounds`] at
+    /// its line and column in the definition (`<ElementwiseKernel NAME>`: the input list,
+    /// the output list, then the body, as diagnostics count them).
+    pub unsafe fn run(&self, args: &[ArgValue]) -> Result<(), crate::Error> {
+        // SAFETY: forwarded from the caller.
+        match unsafe { self.f.call_raw(args) } {
+            Ok(_) => Ok(()),
+            Err(crate::HostError::IndexOutOfBounds { line, column }) => {
+                let (source, def) = &*self.origin;
+                // The generated text's offset of (line, column), both 1-based.
+                let start: usize = source
+                    .text
+                    .split('\n')
+                    .take(line.saturating_sub(1) as usize)
+                    .map(|l| l.len() + 1)
+                    .sum();
+                let at = (start + column.saturating_sub(1) as usize) as u32;
+                let mapped = source.map_span(Span::new(at, at + 1));
+                let (l, c) = def.line_col(mapped.start);
+                Err(crate::Error::Host(crate::HostError::IndexOutOfBounds {
+                    line: l as u32,
+                    column: c as u32,
+                }))
+            }
+            Err(e) => Err(crate::Error::Host(e)),
+        }
+    }
+}
+
+/// Host memory for an output the host call allocated: zeroed, 8-byte aligned.
+#[derive(Clone, Debug)]
+pub struct HostBuffer {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl HostBuffer {
+    /// `len` zero bytes.
+    pub fn zeroed(len: usize) -> HostBuffer {
+        HostBuffer {
+            words: vec![0; len.div_ceil(8).max(1)],
+            len,
+        }
+    }
+
+    /// The contents.
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: `words` holds at least `len` initialized bytes; u8 has no alignment need.
+        unsafe { std::slice::from_raw_parts(self.words.as_ptr().cast::<u8>(), self.len) }
+    }
+
+    /// The host address of the first byte.
+    pub fn address(&mut self) -> u64 {
+        self.words.as_mut_ptr() as u64
+    }
+}
+
+/// An output of a host call (`call_host`): the array (its `data` a host address) and, when
+/// the call allocated it, its memory.
+#[derive(Clone, Debug)]
+pub struct HostOutput {
+    /// The array.
+    pub array: DeviceArray,
+    /// The memory the call allocated for it (C-contiguous).
+    pub buffer: Option<HostBuffer>,
+}
+
+/// Allocates zeroed C-contiguous host outputs.
+pub(crate) fn allocate_host(
+    missing: &[usize],
+    dtypes: &[Scalar],
+    shape: &[u64],
+) -> Result<(Vec<DeviceArray>, Vec<HostBuffer>), crate::Error> {
+    let mut arrays = Vec::new();
+    let mut buffers = Vec::new();
+    for &k in missing {
+        let n: u64 = shape.iter().product();
+        let bytes = n
+            .checked_mul(dtypes[k].size())
+            .and_then(|b| usize::try_from(b).ok())
+            .ok_or_else(|| arg_error(format!("an output of shape {shape:?} is too large")))?;
+        let mut buf = HostBuffer::zeroed(bytes);
+        arrays.push(DeviceArray::contiguous(buf.address(), dtypes[k], shape));
+        buffers.push(buf);
+    }
+    Ok((arrays, buffers))
+}
+
+/// Pairs the outputs with the buffers allocated for the `missing` ones.
+pub(crate) fn host_outputs(
+    outputs: Vec<DeviceArray>,
+    missing: &[usize],
+    buffers: &mut [HostBuffer],
+) -> Vec<HostOutput> {
+    outputs
+        .into_iter()
+        .enumerate()
+        .map(|(k, array)| HostOutput {
+            array,
+            buffer: missing
+                .iter()
+                .position(|&m| m == k)
+                .map(|j| std::mem::replace(&mut buffers[j], HostBuffer::zeroed(0))),
+        })
+        .collect()
+}
+
+/// Parses generated source and JIT-compiles `entry` for the host.
+pub(crate) fn compile_host(
+    file: &str,
+    source: &GeneratedSource,
+    def: &Definition,
+    entry: &str,
+    types: &[crate::types::Type],
+) -> Result<HostKernel, crate::Error> {
+    let module = crate::Module::parse(file, &source.text)?;
+    let f = module.host_function(entry, types)?;
+    Ok(HostKernel {
+        f,
+        origin: Arc::new((source.clone(), def.file.clone())),
+    })
+}
+
+/// A host compile's diagnostics point into the definition, as the device's do. When the
+/// host refuses complex numbers (E0503/E0504 about a complex type), the call gets one E0710
+/// at `complex_param`, the type of the first parameter the call made complex, instead.
+pub(crate) fn map_host_error(
+    e: crate::Error,
+    source: &GeneratedSource,
+    def: &Definition,
+    renames: &HashMap<String, String>,
+    complex_param: Option<(Span, Scalar)>,
+) -> crate::Error {
+    match e {
+        crate::Error::Diagnostics(d) => {
+            let about_complex = d.list.iter().any(|x| {
+                matches!(x.code, Code::E0503 | Code::E0504) && x.message.contains("complex")
+            });
+            if about_complex && let Some((span, t)) = complex_param {
+                return def.error(vec![
+                    Diagnostic::error(
+                        Code::E0710,
+                        span,
+                        format!(
+                            "this call runs on the host (its arrays are host arrays), which does not compute on complex numbers in this version; this parameter is {t}"
+                        ),
+                    )
+                    .with_label("complex on the host")
+                    .with_note("call it on device arrays (CuPy, PyTorch, DLPack) to run it on the GPU"),
+                ]);
+            }
+            source.map(d, def, renames)
+        }
+        e => e,
+    }
+}
+
+/// The first of `params` whose resolved type (in `types`) is complex: its type's span.
+pub(crate) fn first_complex(params: &[&Param], types: &[Scalar]) -> Option<(Span, Scalar)> {
+    params
+        .iter()
+        .zip(types)
+        .find(|(_, t)| t.is_complex())
+        .map(|(p, t)| (p.type_span, *t))
 }
 
 pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {

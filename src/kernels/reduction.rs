@@ -13,8 +13,9 @@
 
 use super::elementwise::{Output, Resolved, SpecKey, allocate, convert, resolve};
 use super::{
-    Body, Definition, GeneratedSource, Operand, Param, ParamType, SourceBuilder, arg_error,
-    broadcast_to, check_duplicates, collapse_dims, imports_for, parse_params,
+    Body, Definition, GeneratedSource, HostKernel, HostOutput, Operand, Param, ParamType,
+    SourceBuilder, arg_error, broadcast_to, check_duplicates, collapse_dims, imports_for,
+    parse_params,
 };
 use crate::abi::{ArgValue, ArrayArg};
 use crate::diag::{Code, Diagnostic, Span};
@@ -29,6 +30,14 @@ use std::sync::{Arc, Mutex};
 pub const BLOCK: u32 = 256;
 /// The most blocks of the first pass of a full reduction (its partial results).
 pub const MAX_PARTIALS: u64 = 1024;
+
+/// What a host function is remembered by: the argument types, and the kept and reduced
+/// dimensions they split into.
+type HostKey = (Vec<Type>, usize, usize);
+
+/// Elements a host reduction folds from the identity before folding the result into the
+/// output element's (§20.8).
+pub const HOST_CHUNK: u64 = 1024;
 
 /// How the generated kernel spreads a reduction over threads.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -72,6 +81,7 @@ pub struct ReductionKernel {
     options: CompileOptions,
     cache: Arc<KernelCache>,
     compiled: Mutex<HashMap<(SpecKey, Strategy), Arc<CompiledKernel>>>,
+    host_compiled: Mutex<HashMap<HostKey, HostKernel>>,
 }
 
 /// A reduction call's types and shapes, before the outputs exist.
@@ -258,6 +268,7 @@ impl ReductionKernel {
                     options: CompileOptions::default(),
                     cache: Arc::new(KernelCache::new()),
                     compiled: Mutex::new(HashMap::new()),
+                    host_compiled: Mutex::new(HashMap::new()),
                 })
             }
             _ => Err(def.error(diags)),
@@ -520,8 +531,14 @@ impl ReductionKernel {
         })
     }
 
+    /// The generated kernel(s); with `host`, one `@device.func` that folds every output
+    /// element in turn on the calling thread (§20.8).
     #[allow(clippy::too_many_lines)]
-    fn generate(&self, launch: &ReductionLaunch) -> (GeneratedSource, HashMap<String, String>) {
+    fn generate(
+        &self,
+        launch: &ReductionLaunch,
+        host: bool,
+    ) -> (GeneratedSource, HashMap<String, String>) {
         let (types, kdims, rdims, strategy) =
             (&launch.types, launch.kdims, launch.rdims, launch.strategy);
         let params: Vec<&Param> = self.ins.iter().chain(&self.outs).collect();
@@ -739,10 +756,40 @@ impl ReductionKernel {
         };
         b.line(0, "");
         b.line(0, "");
-        b.line(0, "@device.kernel");
+        b.line(
+            0,
+            if host {
+                "@device.func"
+            } else {
+                "@device.kernel"
+            },
+        );
         b.line(0, &format!("def {}({}):", self.name, pnames.join(", ")));
         if names.loaded.contains("_ind_size") {
             b.line(4, "_ind_size = _n_out * _n_red");
+        }
+        if host {
+            // One output element after the other. Its elements are folded in chunks of
+            // `HOST_CHUNK`, each from the identity, and the chunks' results folded in turn:
+            // the expression is associative and commutative (the device folds in its own
+            // order too), and a long float sum then rounds about as NumPy's pairwise sum.
+            b.line(4, "for _o in range(_n_out):");
+            let kp = kept(&mut b, 8, "_o");
+            identity(&mut b, 8, "_acc");
+            b.line(8, &format!("for _c in range(0, _n_red, {HOST_CHUNK}):"));
+            identity(&mut b, 12, "a");
+            b.line(
+                12,
+                &format!("for _r in range(_c, min(_c + {HOST_CHUNK}, _n_red)):"),
+            );
+            element(&mut b, 16, &kp, "_o", "_r");
+            b.line(12, "b = a");
+            b.line(12, "a = _acc");
+            fold(&mut b, 12);
+            b.line(12, "_acc = a");
+            b.line(8, "a = _acc");
+            finish(&mut b, 8, "_o");
+            return (b.finish(), renames);
         }
         match strategy {
             Strategy::Thread => {
@@ -826,7 +873,77 @@ impl ReductionKernel {
 
     /// The generated source for a launch (both kernels of a full reduction).
     pub fn source(&self, launch: &ReductionLaunch) -> String {
-        self.generate(launch).0.text
+        self.generate(launch, false).0.text
+    }
+
+    /// The generated host function's source for a launch (§20.8).
+    pub fn host_source(&self, launch: &ReductionLaunch) -> String {
+        self.generate(launch, true).0.text
+    }
+
+    /// The host function for a launch (§20.8), JIT-compiled through Cranelift on the first
+    /// request for its argument types, then reused. It takes the launch's arguments
+    /// ([`ReductionLaunch::args`], the partial results' array left empty) with host
+    /// addresses.
+    pub fn compile_host(&self, launch: &ReductionLaunch) -> Result<HostKernel, Error> {
+        // The types alone do not say how the dimensions split into kept and reduced ones
+        // (a full reduction's input has no kept dimension).
+        let key = (launch.types.clone(), launch.kdims, launch.rdims);
+        if let Some(k) = super::lock(&self.host_compiled).get(&key) {
+            return Ok(k.clone());
+        }
+        let (source, renames) = self.generate(launch, true);
+        let file = format!("<ReductionKernel {}>", self.name);
+        let f = super::compile_host(&file, &source, &self.def, &self.name, &launch.types).map_err(
+            |e| {
+                let params: Vec<&Param> = self.ins.iter().chain(&self.outs).collect();
+                let complex = super::first_complex(&params, &launch.param_types);
+                super::map_host_error(e, &source, &self.def, &renames, complex)
+            },
+        )?;
+        super::lock(&self.host_compiled).insert(key, f.clone());
+        Ok(f)
+    }
+
+    /// Runs a launch on the host, on the calling thread.
+    ///
+    /// # Safety
+    ///
+    /// Every array of the launch must be host memory valid for every element its shape and
+    /// strides reach, as [`HostKernel::run`] requires.
+    pub unsafe fn run_host(&self, launch: &ReductionLaunch) -> Result<(), Error> {
+        let k = self.compile_host(launch)?;
+        if launch.n_out == 0 {
+            return Ok(());
+        }
+        // SAFETY: the caller vouches for the arrays; the partial results' array (empty) is
+        // not used by the host function.
+        unsafe { k.run(&launch.args) }
+    }
+
+    /// The whole call on the host, on arrays in host memory: resolves, allocates the
+    /// missing outputs (C-contiguous), runs and returns the outputs.
+    ///
+    /// # Safety
+    ///
+    /// As [`ReductionKernel::run_host`]: every array operand must be valid host memory for
+    /// every element its shape and strides reach.
+    pub unsafe fn call_host(
+        &self,
+        operands: &[Operand],
+        axis: Option<&[i64]>,
+        keepdims: bool,
+    ) -> Result<Vec<HostOutput>, Error> {
+        let r = self.resolve(operands, axis, keepdims)?;
+        let (arrays, mut buffers) = super::allocate_host(&r.missing, &r.out_dtypes, &r.out_shape)?;
+        let launch = self.bind(&r, arrays)?;
+        // SAFETY: the caller vouches for the operands; the allocated outputs are `buffers`.
+        unsafe { self.run_host(&launch)? };
+        Ok(super::host_outputs(
+            launch.outputs,
+            &r.missing,
+            &mut buffers,
+        ))
     }
 
     fn compile_entry(
@@ -834,7 +951,7 @@ impl ReductionKernel {
         launch: &ReductionLaunch,
         entry: &str,
     ) -> Result<Arc<CompiledKernel>, Error> {
-        let (source, renames) = self.generate(launch);
+        let (source, renames) = self.generate(launch, false);
         let file = format!("<ReductionKernel {}>", self.name);
         self.cache
             .get_or_compile_source(&file, &source.text, entry, &launch.types, &self.options)

@@ -189,8 +189,7 @@ impl Checker {
                 );
                 return;
             }
-            Expr::View { .. }
-            | Expr::Reshape { .. }
+            Expr::Reshape { .. }
             | Expr::Reinterpret(_)
             | Expr::FieldRef(..)
             | Expr::FieldArray(..)
@@ -198,7 +197,7 @@ impl Checker {
                 self.report(
                     Code::E0503,
                     span,
-                    "array slices, views, reshapes and in-place struct elements are not supported on the host yet"
+                    "reshapes, `view(dtype)` and in-place struct elements are not supported on the host yet"
                         .into(),
                     "index the array itself: `a[i]`, `a[i, j]`",
                 );

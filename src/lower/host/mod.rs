@@ -15,6 +15,7 @@ mod value;
 
 pub use value::HostValue;
 
+use crate::abi::ArgValue;
 use crate::diag::Diagnostic;
 use crate::ir::{Program, StmtKind};
 use crate::types::Type;
@@ -240,14 +241,66 @@ impl HostFunction {
                 }
             }
         }
+        // SAFETY: the array descriptors in `buf` point into `arrays`, alive and as large as
+        // their shapes say.
+        let r = unsafe { self.run_frame(&buf)? };
+        Ok((r, arrays))
+    }
+
+    /// Calls the function on values laid out as a kernel's arguments are
+    /// ([`crate::abi::pack`]): numbers as [`ArgValue`] numbers, arrays as
+    /// [`ArgValue::Array`] descriptors (data address, shape, strides in elements, which may
+    /// be 0 or negative) of **host** memory, read and written in place. Every element
+    /// access is still bounds-checked against the descriptor's shape.
+    ///
+    /// # Safety
+    ///
+    /// For each array, every element its shape and strides reach from `data` must be valid
+    /// host memory of the parameter's dtype for the whole call: readable, and writable where
+    /// the function stores, with no other thread writing it meanwhile.
+    pub unsafe fn call_raw(&self, args: &[ArgValue]) -> Result<HostValue, HostError> {
+        if args.len() != self.params.len() {
+            return Err(HostError::Argument(format!(
+                "`{}` takes {} arguments, {} given",
+                self.name,
+                self.params.len(),
+                args.len()
+            )));
+        }
+        let frame = crate::abi::layout_of(&Type::Tuple(self.params.clone()));
+        let mut buf = vec![0u64; frame.size.div_ceil(8) as usize + 1];
+        {
+            let bytes = value::as_bytes_mut(&mut buf);
+            for (k, ((t, f), v)) in self.params.iter().zip(&frame.fields).zip(args).enumerate() {
+                let packed = crate::abi::pack(t, v)
+                    .map_err(|e| HostError::Argument(format!("argument {k}: {e}")))?;
+                let at = f.offset as usize;
+                bytes
+                    .get_mut(at..at + packed.len())
+                    .ok_or_else(|| HostError::Argument("argument buffer too small".into()))?
+                    .copy_from_slice(&packed);
+            }
+        }
+        // SAFETY: the caller vouches for the arrays' memory.
+        unsafe { self.run_frame(&buf) }
+    }
+
+    /// Runs the buffer wrapper on a frame of the parameters' layout and decodes the error
+    /// word and the result.
+    ///
+    /// # Safety
+    ///
+    /// The array descriptors in `buf` must point to memory valid for every element their
+    /// shapes and strides reach.
+    unsafe fn run_frame(&self, buf: &[u64]) -> Result<HostValue, HostError> {
         let mut word = 0u64;
         let size = crate::abi::layout_of(&self.ret).size;
         let mut out = vec![0u64; size.div_ceil(8) as usize + 1];
         // SAFETY: `buffer` is the address of the JIT-compiled
         // `extern "C" fn(*const u8, *mut u8, *mut u64)` wrapper, alive while `self._code`
-        // is; it reads the parameters' layout from `buf` (array descriptors point into
-        // `arrays`, alive and as large as their shapes say; every access is bounds-checked)
-        // and writes the result's layout into `out` and any index error into `word`.
+        // is; it reads the parameters' layout from `buf` (the caller vouches for the arrays;
+        // every access is bounds-checked) and writes the result's layout into `out` and any
+        // index error into `word`.
         unsafe {
             let f: extern "C" fn(*const u8, *mut u8, *mut u64) = std::mem::transmute(self.buffer);
             f(buf.as_ptr().cast(), out.as_mut_ptr().cast(), &mut word);
@@ -273,8 +326,7 @@ impl HostFunction {
                 column: word as u32,
             });
         }
-        let r = value::unpack(&self.ret, value::as_bytes_mut(&mut out), 0)?;
-        Ok((r, arrays))
+        value::unpack(&self.ret, value::as_bytes_mut(&mut out), 0)
     }
 
     /// The address of the function with the platform C ABI: called from C as the function

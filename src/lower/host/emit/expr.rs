@@ -255,6 +255,10 @@ impl FnCx<'_, '_> {
                 }
                 return self.atomic(*op, dtype, ptr, &vals);
             }
+            Expr::View { array, subs } => {
+                let span = self.f.exprs.span(h);
+                return self.view(*array, subs, span);
+            }
             Expr::Extract(a, i) => {
                 let at = self.ty(*a).clone();
                 let range = element_leaves(&at, *i).ok_or_else(|| err("extract"))?;
@@ -316,6 +320,145 @@ impl FnCx<'_, '_> {
         let addr = self.b.ins().iadd(d[0], bytes);
         let (line, col) = self.program.file.line_col(span.start);
         Ok((addr, ok, ((line as i64) << 32) | col as i64, dtype))
+    }
+
+    /// An index as `i64`, after Python's wrap of a negative index by the extent `n`.
+    fn index_i64(&mut self, ix: &Index, n: Value) -> R<Value> {
+        let s = self.scalar_of(ix.value)?;
+        let v = self.scalar(ix.value)?;
+        let mut i = match reg_type(s) {
+            ct::I64 => v,
+            _ if s.is_signed() => self.b.ins().sextend(ct::I64, v),
+            _ => self.b.ins().uextend(ct::I64, v),
+        };
+        if ix.wrap && s.is_signed() {
+            let neg = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, i, 0);
+            let w = self.b.ins().iadd(i, n);
+            i = self.b.ins().select(neg, w, i);
+        }
+        Ok(i)
+    }
+
+    /// Python's slice rules (`slice.indices`) over an extent `n` for a constant step, as
+    /// the device computes them (`lower::ptx::emit::views`): negative bounds wrap once, then
+    /// clamp to `[0, n]` for a positive step and to `[-1, n - 1]` for a negative one;
+    /// missing bounds are the ends in the step's direction. Returns (first index, length).
+    fn slice_bounds(
+        &mut self,
+        start: Option<Handle<Expr>>,
+        stop: Option<Handle<Expr>>,
+        step: i64,
+        n: Value,
+    ) -> R<(Value, Value)> {
+        let zero = self.b.ins().iconst(ct::I64, 0);
+        let (lower, upper) = if step > 0 {
+            (zero, n)
+        } else {
+            let m1 = self.b.ins().iconst(ct::I64, -1);
+            (m1, self.b.ins().iadd_imm_s(n, -1))
+        };
+        let bound = |cx: &mut Self, b: Option<Handle<Expr>>, default: Value| -> R<Value> {
+            let Some(b) = b else { return Ok(default) };
+            let s = cx.scalar_of(b)?;
+            let v = cx.scalar(b)?;
+            let x = match reg_type(s) {
+                ct::I64 => v,
+                _ if s.is_signed() => cx.b.ins().sextend(ct::I64, v),
+                _ => cx.b.ins().uextend(ct::I64, v),
+            };
+            let neg = cx.b.ins().icmp_imm_s(IntCC::SignedLessThan, x, 0);
+            let wrapped = cx.b.ins().iadd(x, n);
+            let x = cx.b.ins().select(neg, wrapped, x);
+            let low = cx.b.ins().icmp(IntCC::SignedLessThan, x, lower);
+            let x = cx.b.ins().select(low, lower, x);
+            let high = cx.b.ins().icmp(IntCC::SignedGreaterThan, x, upper);
+            Ok(cx.b.ins().select(high, upper, x))
+        };
+        let (first_default, stop_default) = if step > 0 {
+            (lower, upper)
+        } else {
+            (upper, lower)
+        };
+        let s = bound(self, start, first_default)?;
+        let e = bound(self, stop, stop_default)?;
+        let diff = if step > 0 {
+            self.b.ins().isub(e, s)
+        } else {
+            self.b.ins().isub(s, e)
+        };
+        let neg = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, diff, 0);
+        let diff = self.b.ins().select(neg, zero, diff);
+        let by = step.unsigned_abs() as i64;
+        let len = self.b.ins().iadd_imm_s(diff, by - 1);
+        let len = self.b.ins().udiv_imm_s(len, by);
+        Ok((s, len))
+    }
+
+    /// `array[subs]` (§5.12): a new descriptor. Integer subscripts move the data pointer
+    /// and drop their dimension; slices move it to their first element and keep the
+    /// dimension with the stride times the step. As every host access, an integer
+    /// subscript out of range is recorded (the first error of the call) and the view is
+    /// empty (every extent 0), so nothing is accessed through it.
+    fn view(
+        &mut self,
+        array: Handle<Expr>,
+        subs: &[crate::ir::Subscript],
+        span: crate::diag::Span,
+    ) -> R<Vec<Value>> {
+        use crate::ir::Subscript;
+        let at = self
+            .ty(array)
+            .as_array()
+            .cloned()
+            .ok_or_else(|| err("view of a non-array"))?;
+        let dtype = at.dtype.scalar().ok_or_else(|| err("view of structs"))?;
+        let n = usize::from(at.ndim);
+        let d = self.expr(array)?;
+        let mut offset = self.b.ins().iconst(ct::I64, 0);
+        let mut ok = self.b.ins().iconst(ct::I8, 1);
+        let mut shape = Vec::new();
+        let mut strides = Vec::new();
+        let mut checked = false;
+        for (k, sub) in subs.iter().enumerate() {
+            let (ext, stride) = (d[1 + k], d[1 + n + k]);
+            let first = match sub {
+                Subscript::Index(ix) => {
+                    checked = true;
+                    let i = self.index_i64(ix, ext)?;
+                    let inb = self.b.ins().icmp(IntCC::UnsignedLessThan, i, ext);
+                    ok = self.b.ins().band(ok, inb);
+                    i
+                }
+                Subscript::Slice { start, stop, step } => {
+                    let (first, len) = self.slice_bounds(*start, *stop, *step, ext)?;
+                    shape.push(len);
+                    strides.push(if *step == 1 {
+                        stride
+                    } else {
+                        self.b.ins().imul_imm_s(stride, *step)
+                    });
+                    first
+                }
+            };
+            let term = self.b.ins().imul(first, stride);
+            offset = self.b.ins().iadd(offset, term);
+        }
+        if checked {
+            let (bad, cont) = (self.b.create_block(), self.b.create_block());
+            self.b.ins().brif(ok, cont, &[], bad, &[]);
+            self.b.switch_to_block(bad);
+            let (line, col) = self.program.file.line_col(span.start);
+            self.record_error(((line as i64) << 32) | col as i64)?;
+            self.b.ins().jump(cont, &[]);
+            self.b.switch_to_block(cont);
+            let zero = self.b.ins().iconst(ct::I64, 0);
+            for e in shape.iter_mut() {
+                *e = self.b.ins().select(ok, *e, zero);
+            }
+        }
+        let bytes = self.b.ins().imul_imm_s(offset, dtype.size() as i64);
+        let data = self.b.ins().iadd(d[0], bytes);
+        Ok(std::iter::once(data).chain(shape).chain(strides).collect())
     }
 
     /// Register value → integer bits of its memory form.
