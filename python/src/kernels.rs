@@ -225,10 +225,11 @@ impl ReductionCall {
         self.r.missing.clone()
     }
 
-    /// Bytes of device memory a full reduction's partial results need.
+    /// Bytes of device memory the partial results of a full or a split column reduction
+    /// need.
     #[getter]
     fn partials_bytes(&self) -> u64 {
-        pydevice::kernels::reduction::MAX_PARTIALS * self.r.reduce_type.size()
+        self.r.partials_len() * self.r.reduce_type.size()
     }
 }
 
@@ -308,7 +309,7 @@ impl Reduction {
         Ok(self.k.source(&self.bind(py, call, outs)?))
     }
 
-    /// The strategy's name (`Thread`, `Warp`, `Block`, `Grid`).
+    /// The strategy's name (`Thread`, `Warp`, `Block`, `Grid`, `Columns`).
     fn strategy(
         &self,
         py: Python<'_>,
