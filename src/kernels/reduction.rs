@@ -792,6 +792,39 @@ impl ReductionKernel {
             b.expr_line(ind, &format!("b = {rt_conv}("), &self.map, ")");
             fold(b, ind);
         };
+        // The elements `start, start + step, …` below `stop` (`step` a constant): four per
+        // iteration, so that each thread has four independent loads in flight before the
+        // folds that wait for them (ptxas unrolls that loop again), then the rest one by
+        // one. The fold order is that of the plain loop. `start` must be provably
+        // non-negative (§5.1), and so then are `_r0`, `_q4` and every row index.
+        let unrolled = |b: &mut SourceBuilder,
+                        ind: usize,
+                        start: &str,
+                        stop: &str,
+                        step: u32,
+                        body: &dyn Fn(&mut SourceBuilder, usize, &str)| {
+            let s4 = 4 * step;
+            b.line(ind, &format!("_r0 = {start}"));
+            // The thread's element count, rounded down to a multiple of 4, times `step`.
+            b.line(
+                ind,
+                &format!(
+                    "_q4 = (max({stop} - _r0, 0) + {}) // {step} // 4 * {s4}",
+                    step - 1
+                ),
+            );
+            b.line(ind, &format!("for _r in range(_r0, _r0 + _q4, {s4}):"));
+            for u in 0..4 {
+                let rv = if u == 0 {
+                    "_r".to_string()
+                } else {
+                    format!("(_r + {})", u * step)
+                };
+                body(b, ind + 4, &rv);
+            }
+            b.line(ind, &format!("for _r in range(_r0 + _q4, {stop}, {step}):"));
+            body(b, ind + 4, "_r");
+        };
         // Assigns and stores the outputs of element `o` from `a`.
         let finish = |b: &mut SourceBuilder, ind: usize, o: &str| {
             let oindex = if kdims <= 1 {
@@ -864,8 +897,9 @@ impl ReductionKernel {
                 );
                 identity(&mut b, 8, "a");
                 let kp = kept(&mut b, 8, "_o");
-                b.line(8, "for _r in range(_lane, _n_red, 32):");
-                element(&mut b, 12, &kp, "_o", "_r");
+                unrolled(&mut b, 8, "_lane", "_n_red", 32, &|b, ind, rv| {
+                    element(b, ind, &kp, "_o", rv);
+                });
                 warp_combine(&mut b, 8);
                 b.line(8, "if _lane == 0:");
                 finish(&mut b, 12, "_o");
@@ -945,8 +979,9 @@ impl ReductionKernel {
                 identity(&mut b, 8, "a");
                 b.line(8, "if _o < _n_out:");
                 let kp = kept(&mut b, 12, "_o");
-                b.line(12, &format!("for _r in range(_lo + _g, _hi, {groups}):"));
-                element(&mut b, 16, &kp, "_o", "_r");
+                unrolled(&mut b, 12, "_lo + _g", "_hi", groups, &|b, ind, rv| {
+                    element(b, ind, &kp, "_o", rv);
+                });
                 // The tree over the row groups: thread t folds t + s (the same column).
                 b.line(8, "_tree[device.thread_idx.x] = a");
                 b.line(8, "device.syncthreads()");
