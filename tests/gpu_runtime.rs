@@ -1143,10 +1143,8 @@ mod one_line_kernels {
                         .call(&dev, &ops, axis.as_deref(), *keepdims)
                         .unwrap_or_else(|e| panic!("{what}: {e}"));
                     assert_eq!(out[0].array.shape, r.out_shape, "{what}");
-                    let b = dev
-                        .download(out[0].buffer.as_ref().expect("allocated"))
-                        .expect("download");
-                    b
+                    dev.download(out[0].buffer.as_ref().expect("allocated"))
+                        .expect("download")
                 };
                 let got_bytes = run();
                 let got: Vec<f64> = match dtype {

@@ -331,8 +331,8 @@ impl Reduction {
         Ok(k.ptx.clone())
     }
 
-    /// Launches; `partials` is device memory of `call.partials_bytes` bytes (a full
-    /// reduction's partial results), or 0 when the call does not need it.
+    /// Launches; `partials` is device memory of `call.partials_bytes` bytes (the partial
+    /// results of a full or a split column reduction), or 0 when the call does not need it.
     fn launch(
         &self,
         py: Python<'_>,

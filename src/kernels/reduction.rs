@@ -5,9 +5,12 @@
 //! `identity`, each element is mapped by `map_expr` into `b` and folded by `reduce_expr`
 //! (`a = reduce(a, b)`), and `post_map_expr` assigns the outputs from the result `a`.
 //!
-//! The generated kernel takes one of four shapes ([`Strategy`]): a thread, a warp or a block
-//! per output element, or, for a full reduction, a grid-wide pass whose blocks each write a
-//! partial result, folded by a second kernel of one block (`NAME_final`). Within a warp,
+//! The generated kernel takes one of five shapes ([`Strategy`]): a thread, a warp or a block
+//! per output element; for a full reduction, a grid-wide pass whose blocks each write a
+//! partial result, folded by a second kernel of one block (`NAME_final`); and for reductions
+//! over axes that are not the innermost, a block per tile of up to 32 neighbouring outputs
+//! reading whole rows, the reduced axis split over `block_idx.y` when the tiles are few (a
+//! second kernel folds the slices in order). [`choose_strategy`] picks one from the shape. Within a warp,
 //! values are combined by `shfl_xor_sync` (through shared memory for complex numbers, which a
 //! shuffle does not carry); warps combine through shared memory.
 
