@@ -1043,6 +1043,7 @@ mod one_line_kernels {
             (vec![64, 1 << 17], None, Some(vec![0]), false),
             (vec![7, 1000, 33], None, Some(vec![1]), true),
             (vec![7, 1000, 33], None, Some(vec![0, 2]), false),
+            (vec![6, 5, 40, 32], None, Some(vec![0, 2]), false),
             (vec![997, 1009], None, Some(vec![1]), false),
             (vec![16, 100_000], None, Some(vec![-1]), false),
             (vec![16, 2048], None, Some(vec![0]), false),

@@ -481,6 +481,17 @@ fn column_tiles_read_rows_coalesced() {
         false,
         Strategy::Columns,
     );
+    // Two reduced dimensions that do not merge: each row index is unravelled.
+    let four = [arr(F32, &[6, 5, 40, 32])];
+    reduction(
+        "sum_axes_0_2_columns",
+        L2NORM,
+        None,
+        &four,
+        Some(&[0, 2]),
+        false,
+        Strategy::Columns,
+    );
     let sum = ["T x", "T y", "x", "a + b", "y = a", "0", "csum"];
     let c = [arr(Scalar::Complex128, &[300, 100])];
     reduction(

@@ -46,6 +46,14 @@ def test_columns_kernel_with_slices(splits):
     np.testing.assert_allclose(columns("sum_middle_axis_columns", v, (3, 40), splits, 32), l2(v), rtol=1e-5)
 
 
+@pytest.mark.parametrize("splits", [1, 3])
+def test_columns_kernel_with_two_reduced_dimensions(splits):
+    x = rng.standard_normal((6, 5, 40, 32)).astype(np.float32)
+    v = x.transpose(1, 3, 0, 2)  # kept (5, 32), reduced (6, 40)
+    got = columns("sum_axes_0_2_columns", v, (5, 32), splits, 32)
+    np.testing.assert_allclose(got, l2(v.reshape(5, 32, -1)), rtol=1e-5)
+
+
 def test_columns_kernel_odd_inputs():
     x = rng.standard_normal((300, 70)).astype(np.float32)
     v = x[::2].T  # every other row

@@ -22,6 +22,8 @@ CASES = [
     ((64, 1 << 17), 0, "Columns"),  # 4096 tiles: unsplit
     ((7, 1000, 33), 1, "Columns"),  # 3-D middle axis
     ((7, 1000, 33), (0, 2), "Warp"),
+    ((6, 5, 40, 32), (0, 2), "Columns"),  # two reduced dimensions that do not merge
+    ((50, 6, 70), (0, 1), "Columns"),  # two leading axes merged into one
     ((1000, 7), 1, "Thread"),  # short rows
     ((16, 2048), 0, "Thread"),
     ((997, 1009), 1, "Warp"),
