@@ -72,3 +72,12 @@ def test_warp_rows_kernel(n_red):
     y = np.zeros(16)
     emu.launch(g["l2norm"], (2, 1), 256, [x, y, np.zeros(0), 16, n_red])
     np.testing.assert_allclose(y, l2(x), rtol=1e-12)
+
+
+@pytest.mark.parametrize("n_red", [0, 1, 3, 4, 5, 16, 17])
+def test_thread_columns_kernel(n_red):
+    g = emu.load(K / "sum_thread_columns.gen.py")
+    x = rng.standard_normal((n_red, 300)).astype(np.float32)
+    y = np.zeros(300, np.float32)
+    emu.launch(g["l2norm"], (2, 1), 256, [x.T, y, np.zeros(0, np.float32), 300, n_red])
+    np.testing.assert_allclose(y, l2(x.T), rtol=1e-5)

@@ -809,13 +809,17 @@ impl ReductionKernel {
             let s4 = 4 * step;
             b.line(ind, &format!("_r0 = {start}"));
             // The thread's element count, rounded down to a multiple of 4, times `step`.
-            b.line(
-                ind,
-                &format!(
-                    "_q4 = (max({stop} - _r0, 0) + {}) // {step} // 4 * {s4}",
-                    step - 1
-                ),
-            );
+            if step == 1 {
+                b.line(ind, &format!("_q4 = max({stop} - _r0, 0) // 4 * 4"));
+            } else {
+                b.line(
+                    ind,
+                    &format!(
+                        "_q4 = (max({stop} - _r0, 0) + {}) // {step} // 4 * {s4}",
+                        step - 1
+                    ),
+                );
+            }
             b.line(ind, &format!("for _r in range(_r0, _r0 + _q4, {s4}):"));
             for u in 0..4 {
                 let rv = if u == 0 {
@@ -885,8 +889,9 @@ impl ReductionKernel {
                 );
                 identity(&mut b, 8, "a");
                 let kp = kept(&mut b, 8, "_o");
-                b.line(8, "for _r in range(_n_red):");
-                element(&mut b, 12, &kp, "_o", "_r");
+                unrolled(&mut b, 8, "0", "_n_red", 1, &|b, ind, rv| {
+                    element(b, ind, &kp, "_o", rv);
+                });
                 finish(&mut b, 8, "_o");
             }
             Strategy::Warp => {
