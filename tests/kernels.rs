@@ -529,7 +529,7 @@ fn strategy_selection_by_shape() {
     // The bench's shapes: (2^16, 1024) along axis 0 and 1, and the whole of it.
     assert_eq!(
         pick(arr(F32, &[65536, 1024]), Some(&[0])),
-        (Columns, 32, 64, 64 * 1024)
+        (Columns, 32, 256, 256 * 1024)
     );
     assert_eq!(pick(arr(F32, &[65536, 1024]), Some(&[1])), (Warp, 1, 1, 0));
     assert_eq!(pick(arr(F32, &[65536, 1024]), None), (Grid, 1, 1, 1024));
@@ -591,8 +591,9 @@ fn strategy_selection_by_shape() {
         ),
         (1, 4, 32, 32)
     );
-    assert_eq!(column_splits(1024, 1 << 16), 64);
-    assert_eq!(column_splits(1 << 16, 1 << 16), 1);
+    assert_eq!(column_splits(1024, 1 << 16), 256);
+    assert_eq!(column_splits(1 << 16, 1 << 16), 4);
+    assert_eq!(column_splits(1 << 18, 1 << 16), 1);
     assert_eq!(column_splits(3, 1 << 30), 1024);
 }
 

@@ -10,9 +10,10 @@
 //! partial result, folded by a second kernel of one block (`NAME_final`); and for reductions
 //! over axes that are not the innermost, a block per tile of up to 32 neighbouring outputs
 //! reading whole rows, the reduced axis split over `block_idx.y` when the tiles are few (a
-//! second kernel folds the slices in order). [`choose_strategy`] picks one from the shape. Within a warp,
-//! values are combined by `shfl_xor_sync` (through shared memory for complex numbers, which a
-//! shuffle does not carry); warps combine through shared memory.
+//! second kernel folds the slices, by the same tiles). [`choose_strategy`] picks one from
+//! the shape. Within a warp, values are combined by `shfl_xor_sync` (through shared memory
+//! for complex numbers, which a shuffle does not carry); warps combine through shared
+//! memory.
 
 use super::elementwise::{Output, Resolved, SpecKey, allocate, convert, resolve};
 use super::{
@@ -51,18 +52,19 @@ pub enum Strategy {
     /// `tile` columns × `256 / tile` row groups, each thread folds its column over a strided
     /// set of rows (a warp reads whole rows, coalesced), and a shared-memory tree combines
     /// the row groups. With few tiles the reduced axis is split over `block_idx.y`
-    /// ([`ReductionLaunch::splits`] slices): each block writes its partial result and a
-    /// second kernel (`NAME_final`) folds each output's partials in slice order
-    /// (deterministic: no atomics).
+    /// ([`ReductionLaunch::splits`] slices): each block writes its partial results and a
+    /// second kernel (`NAME_final`) reduces the `(slices, n_out)` partials over the slices
+    /// with the same tiles (deterministic: no atomics).
     Columns,
 }
 
 /// Outputs from which a thread per output fills the GPU (about 132 SMs × 2048 threads), so
 /// that a column reduction needs no cooperation.
 pub const THREAD_OUTPUTS: u64 = 1 << 18;
-/// The blocks a column reduction aims at (about two waves of 256-thread blocks on an H100):
-/// with fewer tiles, the reduced axis is split.
-pub const COLUMN_BLOCKS: u64 = 2048;
+/// The blocks a column reduction aims at (about ten waves of 256-thread blocks on an H100,
+/// so that the last, partial wave costs little): with fewer tiles, the reduced axis is
+/// split.
+pub const COLUMN_BLOCKS: u64 = 8192;
 /// The fewest loads of each thread in one slice of a split column reduction (a slice has at
 /// least this many rows per row group).
 pub const COLUMN_MIN_LOADS: u64 = 32;
@@ -874,6 +876,30 @@ impl ReductionKernel {
                 }
             }
         };
+        // Folds `a` over the row groups of a Columns block (`256 / tile` of them): thread t
+        // folds t + s (the same column) for s = 128, 64, …, tile, so that row group 0 ends
+        // with each column's result.
+        let tree = |b: &mut SourceBuilder, tile: u32| {
+            b.line(8, "_tree[device.thread_idx.x] = a");
+            b.line(8, "device.syncthreads()");
+            let steps: Vec<String> = std::iter::successors(Some(BLOCK / 2), |s| Some(s / 2))
+                .take_while(|&s| s >= tile)
+                .map(|s| s.to_string())
+                .collect();
+            if !steps.is_empty() {
+                let list = if steps.len() == 1 {
+                    format!("({},)", steps[0])
+                } else {
+                    format!("({})", steps.join(", "))
+                };
+                b.line(8, &format!("for _s in {list}:"));
+                b.line(12, "if device.thread_idx.x < _s:");
+                b.line(16, "b = _tree[device.thread_idx.x + _s]");
+                fold(b, 16);
+                b.line(16, "_tree[device.thread_idx.x] = a");
+                b.line(12, "device.syncthreads()");
+            }
+        };
         b.line(0, "");
         b.line(0, "");
         b.line(0, "@device.kernel");
@@ -990,26 +1016,7 @@ impl ReductionKernel {
                 unrolled(&mut b, 12, "_lo + _g", "_hi", groups, &|b, ind, rv| {
                     element(b, ind, &kp, "_o", rv);
                 });
-                // The tree over the row groups: thread t folds t + s (the same column).
-                b.line(8, "_tree[device.thread_idx.x] = a");
-                b.line(8, "device.syncthreads()");
-                let steps: Vec<String> = std::iter::successors(Some(BLOCK / 2), |s| Some(s / 2))
-                    .take_while(|&s| s >= tile)
-                    .map(|s| s.to_string())
-                    .collect();
-                if !steps.is_empty() {
-                    let list = if steps.len() == 1 {
-                        format!("({},)", steps[0])
-                    } else {
-                        format!("({})", steps.join(", "))
-                    };
-                    b.line(8, &format!("for _s in {list}:"));
-                    b.line(12, "if device.thread_idx.x < _s:");
-                    b.line(16, "b = _tree[device.thread_idx.x + _s]");
-                    fold(&mut b, 16);
-                    b.line(16, "_tree[device.thread_idx.x] = a");
-                    b.line(12, "device.syncthreads()");
-                }
+                tree(&mut b, tile);
                 b.line(
                     8,
                     &format!("if device.thread_idx.x < {tile} and _o < _n_out:"),
@@ -1018,6 +1025,8 @@ impl ReductionKernel {
                 finish(&mut b, 16, "_o");
                 b.line(12, "else:");
                 b.line(16, "_partials[device.block_idx.y * _n_out + _o] = a");
+                // The second pass: the partials as a (slices, n_out) matrix, reduced over
+                // its slices by the same tiles (one slice per block row group at a time).
                 b.line(0, "");
                 b.line(0, "");
                 b.line(0, "@device.kernel");
@@ -1025,16 +1034,30 @@ impl ReductionKernel {
                     0,
                     &format!("def {}_final({}):", self.name, pnames.join(", ")),
                 );
-                b.line(4, "_splits = len(_partials) // _n_out");
                 b.line(
                     4,
-                    "for _o in range(device.tid(1), _n_out, device.grid_size(1)):",
+                    &format!("_tree = device.shared_array({BLOCK}, device.{})", rt.name()),
                 );
+                b.line(4, &format!("_c = device.thread_idx.x % {tile}"));
+                b.line(4, &format!("_g = device.thread_idx.x // {tile}"));
+                b.line(4, "_m = max(_n_out, 0)");
+                b.line(4, "_splits = len(_partials) // _m");
+                b.line(
+                    4,
+                    &format!(
+                        "for _t in range(device.block_idx.x * {tile}, _m, device.grid_dim.x * {tile}):"
+                    ),
+                );
+                b.line(8, "_o = _t + _c");
                 identity(&mut b, 8, "a");
-                b.line(8, "for _s in range(_splits):");
-                b.line(12, "b = _partials[_s * _n_out + _o]");
-                fold(&mut b, 12);
-                finish(&mut b, 8, "_o");
+                b.line(8, "if _o < _m:");
+                unrolled(&mut b, 12, "_g", "_splits", groups, &|b, ind, rv| {
+                    b.line(ind, &format!("b = _partials[{rv} * _m + _o]"));
+                    fold(b, ind);
+                });
+                tree(&mut b, tile);
+                b.line(8, &format!("if device.thread_idx.x < {tile} and _o < _m:"));
+                finish(&mut b, 12, "_o");
             }
         }
         (b.finish(), renames)
@@ -1109,12 +1132,11 @@ impl ReductionKernel {
         if let Some(fin) = fin {
             let data = partials
                 .ok_or_else(|| arg_error("this reduction needs memory for its partial results"))?;
+            // Grid: one block folds the partials; Columns: the tiles again, one slice each.
             let (len, fin_blocks) = if launch.strategy == Strategy::Grid {
                 (blocks, 1)
             } else {
-                let n = launch.partials_len();
-                let b = launch.n_out.div_ceil(u64::from(BLOCK));
-                (n, b.clamp(1, i32::MAX as u64 / u64::from(BLOCK)))
+                (launch.partials_len(), blocks)
             };
             args[slot] = ArgValue::Array(ArrayArg {
                 data,
