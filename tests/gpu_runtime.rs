@@ -957,7 +957,8 @@ mod one_line_kernels {
             None,
         )
         .unwrap();
-        // (rows, cols, axis): thread (columns), warp (many rows), block (few long rows), full.
+        // (rows, cols, axis): thread (columns), columns, warp (many rows), few long rows
+        // (split), full.
         for (rows, cols, axis) in [
             (2usize, 5usize, Some(1i64)),
             (2, 5, Some(0)),
@@ -1045,6 +1046,7 @@ mod one_line_kernels {
             (vec![7, 1000, 33], None, Some(vec![0, 2]), false),
             (vec![6, 5, 40, 32], None, Some(vec![0, 2]), false),
             (vec![997, 1009], None, Some(vec![1]), false),
+            (vec![16, 4096], None, Some(vec![1]), false),
             (vec![16, 100_000], None, Some(vec![-1]), false),
             (vec![16, 2048], None, Some(vec![0]), false),
             (vec![997, 1009], None, None, false),

@@ -492,6 +492,17 @@ fn column_tiles_read_rows_coalesced() {
         false,
         Strategy::Columns,
     );
+    // Few long rows: a tile of one row per block, split.
+    let long = [arr(F32, &[16, 100_000])];
+    reduction(
+        "sum_rows_split",
+        L2NORM,
+        None,
+        &long,
+        Some(&[1]),
+        false,
+        Strategy::Columns,
+    );
     let sum = ["T x", "T y", "x", "a + b", "y = a", "0", "csum"];
     let c = [arr(Scalar::Complex128, &[300, 100])];
     reduction(
@@ -571,12 +582,24 @@ fn strategy_selection_by_shape() {
     let t = strided(F32, &[1024, 4096], &[1, 1024]);
     assert_eq!(pick(t.clone(), Some(&[0])), (Warp, 1, 1, 0));
     assert_eq!(pick(t, Some(&[1])), (Columns, 32, 16, 16 * 1024));
+    // Few long rows: a block per row, split over `block_idx.y` once they are long enough.
+    assert_eq!(pick(arr(F32, &[16, 4096]), Some(&[1])), (Block, 1, 1, 0));
+    assert_eq!(
+        pick(arr(F32, &[16, 100_000]), Some(&[1])),
+        (Columns, 1, 12, 12 * 16)
+    );
+    assert_eq!(
+        pick(arr(F32, &[16, 1 << 22]), Some(&[1])),
+        (Columns, 1, 512, 512 * 16)
+    );
     // The reduced axis denser than the kept one, few outputs: a block per output.
     let s = strided(F32, &[16, 4096], &[8192, 2]);
     assert_eq!(pick(s, Some(&[1])), (Block, 1, 1, 0));
     // The rule itself.
     assert_eq!(choose_strategy(1, 10, 1, 0), Grid);
     assert_eq!(choose_strategy(100, 4096, 1, 4096), Block);
+    assert_eq!(choose_strategy(100, 1 << 16, 1, 1 << 16), Columns);
+    assert_eq!(column_tile(100, 1), 1);
     assert_eq!(choose_strategy(5000, 15, 1, 15), Thread);
     assert_eq!(choose_strategy(5000, 31, 5000, 1), Thread);
     assert_eq!(choose_strategy(5000, 32, 5000, 1), Columns);
@@ -584,17 +607,19 @@ fn strategy_selection_by_shape() {
     assert_eq!(choose_strategy(1000, 64, -64, 1), Columns);
     assert_eq!(
         (
-            column_tile(1),
-            column_tile(3),
-            column_tile(32),
-            column_tile(1000)
+            column_tile(1, 5),
+            column_tile(3, 5),
+            column_tile(32, -5),
+            column_tile(1000, 0)
         ),
         (1, 4, 32, 32)
     );
-    assert_eq!(column_splits(1024, 1 << 16), 256);
-    assert_eq!(column_splits(1 << 16, 1 << 16), 4);
-    assert_eq!(column_splits(1 << 18, 1 << 16), 1);
-    assert_eq!(column_splits(3, 1 << 30), 1024);
+    assert_eq!(column_splits(1024, 1 << 16, 32), 256);
+    assert_eq!(column_splits(1 << 16, 1 << 16, 32), 4);
+    assert_eq!(column_splits(1 << 18, 1 << 16, 32), 1);
+    assert_eq!(column_splits(3, 1 << 30, 4), 1024);
+    assert_eq!(column_splits(16, 100_000, 1), 12);
+    assert_eq!(column_splits(64, 4096, 1), 1);
 }
 
 #[test]

@@ -81,3 +81,10 @@ def test_thread_columns_kernel(n_red):
     y = np.zeros(300, np.float32)
     emu.launch(g["l2norm"], (2, 1), 256, [x.T, y, np.zeros(0, np.float32), 300, n_red])
     np.testing.assert_allclose(y, l2(x.T), rtol=1e-5)
+
+
+@pytest.mark.parametrize("splits", [1, 3])
+def test_rows_split_kernel(splits):
+    # Few long rows: a tile of one row per block, 256 threads along the row.
+    x = rng.standard_normal((3, 5000)).astype(np.float32)
+    np.testing.assert_allclose(columns("sum_rows_split", x, (3,), splits, 1), l2(x), rtol=1e-5)

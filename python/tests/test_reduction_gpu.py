@@ -27,7 +27,8 @@ CASES = [
     ((1000, 7), 1, "Thread"),  # short rows
     ((16, 2048), 0, "Thread"),
     ((997, 1009), 1, "Warp"),
-    ((16, 100_000), 1, "Block"),
+    ((16, 4096), 1, "Block"),
+    ((16, 100_000), 1, "Columns"),  # few long rows: a tile of one row, 12 slices
     ((997, 1009), None, "Grid"),
     ((1, 500), 0, "Thread"),  # one row
     ((500, 1), 0, "Grid"),  # one column

@@ -51,7 +51,8 @@ pub enum Strategy {
     /// to 32), for reductions over axes that are not the innermost: the block's threads are
     /// `tile` columns × `256 / tile` row groups, each thread folds its column over a strided
     /// set of rows (a warp reads whole rows, coalesced), and a shared-memory tree combines
-    /// the row groups. With few tiles the reduced axis is split over `block_idx.y`
+    /// the row groups. Few long contiguous rows take a tile of 1 (the block reads its row
+    /// 256 elements at a time) so that they too can be split. With few tiles the reduced axis is split over `block_idx.y`
     /// ([`ReductionLaunch::splits`] slices): each block writes its partial results and a
     /// second kernel (`NAME_final`) reduces the `(slices, n_out)` partials over the slices
     /// with the same tiles (deterministic: no atomics).
@@ -71,17 +72,22 @@ pub const COLUMN_MIN_LOADS: u64 = 32;
 /// The most slices of a split column reduction.
 pub const MAX_SPLITS: u64 = 1024;
 
-/// The outputs of one block of [`Strategy::Columns`]: the smallest power of two at least
-/// `n_out`, at most 32.
-pub fn column_tile(n_out: u64) -> u32 {
-    n_out.clamp(1, 32).next_power_of_two() as u32
+/// The outputs of one block of [`Strategy::Columns`]: 1 when the reduced elements are
+/// adjacent (`red_stride` 1: the block's 256 threads read one row), else the smallest power
+/// of two at least `n_out`, at most 32.
+pub fn column_tile(n_out: u64, red_stride: i64) -> u32 {
+    if red_stride == 1 {
+        1
+    } else {
+        n_out.clamp(1, 32).next_power_of_two() as u32
+    }
 }
 
 /// The slices of the reduced axis of [`Strategy::Columns`] for `n_out` outputs of `n_red`
-/// elements: enough blocks for [`COLUMN_BLOCKS`], each thread folding at least
-/// [`COLUMN_MIN_LOADS`] elements of a slice; 1 when the tiles alone fill the GPU.
-pub fn column_splits(n_out: u64, n_red: u64) -> u64 {
-    let tile = u64::from(column_tile(n_out));
+/// elements in tiles of `tile`: enough blocks for [`COLUMN_BLOCKS`], each thread folding at
+/// least [`COLUMN_MIN_LOADS`] elements of a slice; 1 when the tiles alone fill the GPU.
+pub fn column_splits(n_out: u64, n_red: u64, tile: u32) -> u64 {
+    let tile = u64::from(tile.max(1));
     let tiles = n_out.div_ceil(tile).max(1);
     let groups = u64::from(BLOCK) / tile;
     let by_blocks = COLUMN_BLOCKS.div_ceil(tiles);
@@ -193,9 +199,10 @@ impl ReductionLaunch {
 /// innermost kept dimension (docs/semantics.md §20.4):
 ///
 /// - one output: [`Strategy::Grid`];
-/// - reduced elements adjacent (`red_stride` 1): [`Strategy::Block`] for fewer than 1024
-///   rows of at least 1024, [`Strategy::Warp`] for rows of at least 16, else
-///   [`Strategy::Thread`];
+/// - reduced elements adjacent (`red_stride` 1): for fewer than 1024 rows of at least 1024,
+///   [`Strategy::Columns`] with a tile of 1 (a block's threads read one row) when
+///   [`column_splits`] cuts the rows into slices, else [`Strategy::Block`];
+///   [`Strategy::Warp`] for rows of at least 16; else [`Strategy::Thread`];
 /// - otherwise (a reduction over axes that are not the innermost): [`Strategy::Thread`] for
 ///   fewer than 32 elements per output or at least [`THREAD_OUTPUTS`] outputs,
 ///   [`Strategy::Block`] for fewer than 1024 outputs when the reduced axis is the denser one
@@ -213,7 +220,13 @@ pub fn choose_strategy(n_out: u64, n_red: u64, red_stride: i64, kept_stride: i64
     }
     if red_stride == 1 {
         if n_red >= 1024 && n_out < 1024 {
-            Strategy::Block
+            // Few long rows: split them over `block_idx.y` when a block per row would leave
+            // the GPU idle.
+            if column_splits(n_out, n_red, 1) > 1 {
+                Strategy::Columns
+            } else {
+                Strategy::Block
+            }
         } else if n_red >= 16 {
             Strategy::Warp
         } else {
@@ -235,12 +248,14 @@ impl ReductionResolved {
     pub fn partials_len(&self) -> u64 {
         let n_out: u64 = self.out_shape.iter().product();
         let n_red: u64 = self.axes.iter().map(|&d| self.inner.shape[d]).product();
-        let splits = column_splits(n_out, n_red);
-        if splits > 1 {
-            MAX_PARTIALS.max(splits * n_out)
-        } else {
-            MAX_PARTIALS
-        }
+        // The tile is 1 for rows, `column_tile` for columns: enough for either.
+        [1, column_tile(n_out, 0)]
+            .iter()
+            .map(|&tile| match column_splits(n_out, n_red, tile) {
+                1 => 0,
+                splits => splits * n_out,
+            })
+            .fold(MAX_PARTIALS, u64::max)
     }
 }
 
@@ -529,7 +544,8 @@ impl ReductionKernel {
         let inner = |v: &[Vec<i64>]| first_in.and_then(|s| v[s].last().copied()).unwrap_or(0);
         let strategy = choose_strategy(n_out, n_red, inner(&rstrides), inner(&kstrides));
         let (tile, splits) = if strategy == Strategy::Columns {
-            (column_tile(n_out), column_splits(n_out, n_red) as u32)
+            let tile = column_tile(n_out, inner(&rstrides));
+            (tile, column_splits(n_out, n_red, tile) as u32)
         } else {
             (1, 1)
         };
