@@ -957,7 +957,8 @@ mod one_line_kernels {
             None,
         )
         .unwrap();
-        // (rows, cols, axis): thread (columns), warp (many rows), block (few long rows), full.
+        // (rows, cols, axis): thread (columns), columns, warp (many rows), few long rows
+        // (split), full.
         for (rows, cols, axis) in [
             (2usize, 5usize, Some(1i64)),
             (2, 5, Some(0)),
@@ -1075,6 +1076,203 @@ mod one_line_kernels {
                 (d - h).abs() <= 1e-5 * d.abs().max(1.0),
                 "[{k}]: device {d}, host {h}"
             );
+        }
+    }
+
+    /// The sum of a strided view over `axes` on the CPU (f64), in C order of the kept axes.
+    fn cpu_sum(base: &[f64], shape: &[u64], strides: &[i64], axes: &[usize]) -> Vec<f64> {
+        let kept: Vec<usize> = (0..shape.len()).filter(|d| !axes.contains(d)).collect();
+        let n_out: u64 = kept.iter().map(|&d| shape[d]).product();
+        let mut out = vec![0.0; n_out as usize];
+        let n: u64 = shape.iter().product();
+        for flat in 0..n {
+            let mut rest = flat;
+            let mut idx = [0u64; 8];
+            for d in (0..shape.len()).rev() {
+                idx[d] = rest % shape[d];
+                rest /= shape[d];
+            }
+            let at: i64 = idx.iter().zip(strides).map(|(&i, &s)| i as i64 * s).sum();
+            // (`zip` stops at the view's dimensions.)
+            let o = kept.iter().fold(0u64, |o, &d| o * shape[d] + idx[d]);
+            out[o as usize] += base[at as usize];
+        }
+        out
+    }
+
+    /// Every strategy of the sum (Thread, Warp, Block, Grid, Columns split and unsplit, with
+    /// a post-map) against the CPU: float32, float64 and int32, 2-D and 3-D, axis 0, 1,
+    /// (0, 2) and all, keepdims, one row, one column, prime and empty extents, strided views;
+    /// a split column sum is the same bit for bit on every call.
+    #[test]
+    fn reduction_strategies_against_cpu() {
+        let Some(dev) = device("reduction_strategies_against_cpu") else {
+            return;
+        };
+        let sum =
+            ReductionKernel::new("T x", "T y", "x", "a + b", "y = a", "0", "rsum", None).unwrap();
+        // (base shape, view (shape, strides) or None, axes, keepdims)
+        type Case = (
+            Vec<u64>,
+            Option<(Vec<u64>, Vec<i64>)>,
+            Option<Vec<i64>>,
+            bool,
+        );
+        let cases: Vec<Case> = vec![
+            (vec![4096, 300], None, Some(vec![0]), false),
+            (vec![65536, 64], None, Some(vec![0]), true),
+            (vec![100_003, 3], None, Some(vec![0]), false),
+            (vec![997, 1009], None, Some(vec![0]), false),
+            (vec![64, 1 << 17], None, Some(vec![0]), false),
+            (vec![7, 1000, 33], None, Some(vec![1]), true),
+            (vec![7, 1000, 33], None, Some(vec![0, 2]), false),
+            (vec![6, 5, 40, 32], None, Some(vec![0, 2]), false),
+            (vec![997, 1009], None, Some(vec![1]), false),
+            (vec![16, 4096], None, Some(vec![1]), false),
+            (vec![16, 100_000], None, Some(vec![-1]), false),
+            (vec![16, 2048], None, Some(vec![0]), false),
+            (vec![997, 1009], None, None, false),
+            (vec![1, 500], None, Some(vec![0]), false),
+            (vec![500, 1], None, Some(vec![0]), true),
+            // Every other row and column of a (1203, 663) matrix, over each axis.
+            (
+                vec![1203, 663],
+                Some((vec![602, 331], vec![1326, 2])),
+                Some(vec![0]),
+                false,
+            ),
+            (
+                vec![1203, 663],
+                Some((vec![602, 331], vec![1326, 2])),
+                Some(vec![1]),
+                false,
+            ),
+            // The transpose, reduced over its last (non-contiguous) axis.
+            (
+                vec![1203, 663],
+                Some((vec![663, 1203], vec![1, 663])),
+                Some(vec![1]),
+                false,
+            ),
+        ];
+        let mut seen = std::collections::HashSet::new();
+        for dtype in [Scalar::Float32, Scalar::Float64, Scalar::Int32] {
+            for (k, (base_shape, view, axis, keepdims)) in cases.iter().enumerate() {
+                let n: u64 = base_shape.iter().product();
+                let vals: Vec<f64> = random(n as usize, 77 + k as u64)
+                    .iter()
+                    .map(|&v| {
+                        if dtype == Scalar::Int32 {
+                            (v * 50.0).round().into()
+                        } else {
+                            f64::from(v)
+                        }
+                    })
+                    .collect();
+                let bytes: Vec<u8> = match dtype {
+                    Scalar::Float32 => vals
+                        .iter()
+                        .flat_map(|&v| (v as f32).to_le_bytes())
+                        .collect(),
+                    Scalar::Float64 => vals.iter().flat_map(|&v| v.to_le_bytes()).collect(),
+                    _ => vals
+                        .iter()
+                        .flat_map(|&v| (v as i32).to_le_bytes())
+                        .collect(),
+                };
+                let buf = dev.upload(&bytes).expect("upload");
+                let full = dev.array(&buf, dtype, base_shape).expect("array");
+                let x = match view {
+                    Some((shape, strides)) => DeviceArray {
+                        shape: shape.clone(),
+                        strides: strides.clone(),
+                        ..full.clone()
+                    },
+                    None => full.clone(),
+                };
+                // The CPU reference over the view as float32/int32 values.
+                let stored: Vec<f64> = match dtype {
+                    Scalar::Float32 => vals.iter().map(|&v| f64::from(v as f32)).collect(),
+                    _ => vals.clone(),
+                };
+                let ndim = x.shape.len();
+                let axes: Vec<usize> = match axis {
+                    None => (0..ndim).collect(),
+                    Some(list) => list
+                        .iter()
+                        .map(|&a| {
+                            if a < 0 {
+                                (a + ndim as i64) as usize
+                            } else {
+                                a as usize
+                            }
+                        })
+                        .collect(),
+                };
+                let want = cpu_sum(&stored, &x.shape, &x.strides, &axes);
+                let ops = [Operand::Array(x.clone())];
+                let r = sum.resolve(&ops, axis.as_deref(), *keepdims).unwrap();
+                let outs = r
+                    .missing
+                    .iter()
+                    .map(|&m| DeviceArray::contiguous(0x9000_0000, r.out_dtypes[m], &r.out_shape))
+                    .collect();
+                let l = sum.bind(&r, outs).unwrap();
+                seen.insert((l.strategy, l.splits > 1));
+                let what = format!(
+                    "{dtype} {base_shape:?} {view:?} axis {axis:?} keepdims {keepdims}: {:?} x{}",
+                    l.strategy, l.splits
+                );
+                let run = || {
+                    let out = sum
+                        .call(&dev, &ops, axis.as_deref(), *keepdims)
+                        .unwrap_or_else(|e| panic!("{what}: {e}"));
+                    assert_eq!(out[0].array.shape, r.out_shape, "{what}");
+                    dev.download(out[0].buffer.as_ref().expect("allocated"))
+                        .expect("download")
+                };
+                let got_bytes = run();
+                let got: Vec<f64> = match dtype {
+                    Scalar::Float32 => f32s(&got_bytes).into_iter().map(f64::from).collect(),
+                    Scalar::Float64 => got_bytes
+                        .chunks_exact(8)
+                        .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+                        .collect(),
+                    _ => got_bytes
+                        .chunks_exact(4)
+                        .map(|c| f64::from(i32::from_le_bytes(c.try_into().unwrap())))
+                        .collect(),
+                };
+                assert_eq!(got.len(), want.len(), "{what}");
+                let n_red = (x.shape.iter().product::<u64>() / want.len().max(1) as u64).max(1);
+                let tol = match dtype {
+                    Scalar::Float32 => 2e-6 * n_red as f64,
+                    Scalar::Float64 => 1e-12 * n_red as f64,
+                    _ => 0.0,
+                };
+                for (j, (&g, &w)) in got.iter().zip(&want).enumerate() {
+                    assert!(
+                        (g - w).abs() <= tol + 1e-5 * w.abs(),
+                        "{what} [{j}]: {g} vs {w}"
+                    );
+                }
+                if l.splits > 1 {
+                    for _ in 0..3 {
+                        assert_eq!(run(), got_bytes, "{what}: not reproducible");
+                    }
+                }
+            }
+        }
+        use pydevice::kernels::Strategy;
+        for s in [
+            (Strategy::Thread, false),
+            (Strategy::Warp, false),
+            (Strategy::Block, false),
+            (Strategy::Grid, false),
+            (Strategy::Columns, false),
+            (Strategy::Columns, true),
+        ] {
+            assert!(seen.contains(&s), "{s:?} was not run: {seen:?}");
         }
     }
 }

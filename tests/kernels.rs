@@ -414,7 +414,7 @@ fn strategies_follow_the_shape() {
         false,
         Strategy::Warp,
     );
-    let cols = [arr(F32, &[4096, 2048])];
+    let cols = [arr(F32, &[16, 2048])];
     reduction(
         "sum_thread_columns",
         L2NORM,
@@ -444,6 +444,182 @@ fn strategies_follow_the_shape() {
         false,
         Strategy::Block,
     );
+}
+
+/// The column strategy (docs/semantics.md §20.4): a tile of 32 outputs split over
+/// `block_idx.y` with its `_final` kernel, a narrow tile of 4 outputs, a 3-D array reduced
+/// over its middle axis, and complex numbers through the shared-memory tree.
+#[test]
+fn column_tiles_read_rows_coalesced() {
+    let cols = [arr(F32, &[4096, 2048])];
+    reduction(
+        "sum_columns_tile",
+        L2NORM,
+        None,
+        &cols,
+        Some(&[0]),
+        false,
+        Strategy::Columns,
+    );
+    let narrow = [arr(F64, &[100_000, 3])];
+    reduction(
+        "sum_columns_narrow",
+        L2NORM,
+        None,
+        &narrow,
+        Some(&[0]),
+        true,
+        Strategy::Columns,
+    );
+    let mid = [arr(F32, &[6, 1000, 50])];
+    reduction(
+        "sum_middle_axis_columns",
+        L2NORM,
+        None,
+        &mid,
+        Some(&[1]),
+        false,
+        Strategy::Columns,
+    );
+    // Two reduced dimensions that do not merge: each row index is unravelled.
+    let four = [arr(F32, &[6, 5, 40, 32])];
+    reduction(
+        "sum_axes_0_2_columns",
+        L2NORM,
+        None,
+        &four,
+        Some(&[0, 2]),
+        false,
+        Strategy::Columns,
+    );
+    // Few long rows: a tile of one row per block, split.
+    let long = [arr(F32, &[16, 100_000])];
+    reduction(
+        "sum_rows_split",
+        L2NORM,
+        None,
+        &long,
+        Some(&[1]),
+        false,
+        Strategy::Columns,
+    );
+    let sum = ["T x", "T y", "x", "a + b", "y = a", "0", "csum"];
+    let c = [arr(Scalar::Complex128, &[300, 100])];
+    reduction(
+        "csum_columns",
+        sum,
+        None,
+        &c,
+        Some(&[0]),
+        false,
+        Strategy::Columns,
+    );
+}
+
+/// Which shape picks which strategy, tile and split (no compilation).
+#[test]
+fn strategy_selection_by_shape() {
+    use pydevice::kernels::reduction::{choose_strategy, column_splits, column_tile};
+    let k = ReductionKernel::new(
+        L2NORM[0], L2NORM[1], L2NORM[2], L2NORM[3], L2NORM[4], L2NORM[5], L2NORM[6], None,
+    )
+    .unwrap();
+    // (operand, axis) -> (strategy, tile, splits, partials)
+    let pick = |x: Operand, axis: Option<&[i64]>| {
+        let r = k.resolve(&[x], axis, false).unwrap();
+        let outs = r
+            .missing
+            .iter()
+            .map(|&m| DeviceArray::contiguous(0x9000_0000, r.out_dtypes[m], &r.out_shape))
+            .collect();
+        let l = k.bind(&r, outs).unwrap();
+        assert!(r.partials_len() >= l.partials_len(), "{r:?}");
+        (l.strategy, l.tile, l.splits, l.partials_len())
+    };
+    use Strategy::{Block, Columns, Grid, Thread, Warp};
+    // The bench's shapes: (2^16, 1024) along axis 0 and 1, and the whole of it.
+    assert_eq!(
+        pick(arr(F32, &[65536, 1024]), Some(&[0])),
+        (Columns, 32, 256, 256 * 1024)
+    );
+    assert_eq!(pick(arr(F32, &[65536, 1024]), Some(&[1])), (Warp, 1, 1, 0));
+    assert_eq!(pick(arr(F32, &[65536, 1024]), None), (Grid, 1, 1, 1024));
+    // Small column sums: too few rows to split.
+    assert_eq!(pick(arr(F32, &[64, 16]), Some(&[0])), (Columns, 16, 1, 0));
+    assert_eq!(pick(arr(F32, &[31, 16]), Some(&[0])), (Thread, 1, 1, 0));
+    // Many outputs: a thread each; 2^17 outputs still tile (unsplit: 4096 tiles).
+    assert_eq!(
+        pick(arr(F32, &[64, 1 << 18]), Some(&[0])),
+        (Thread, 1, 1, 0)
+    );
+    assert_eq!(
+        pick(arr(F32, &[64, 1 << 17]), Some(&[0])),
+        (Columns, 32, 1, 0)
+    );
+    // One column of a (n, 1) matrix is a full reduction; two columns a narrow tile.
+    assert_eq!(
+        pick(arr(F32, &[1 << 20, 1]), Some(&[0])),
+        (Grid, 1, 1, 1024)
+    );
+    assert_eq!(
+        pick(arr(F32, &[1 << 20, 2]), Some(&[0])),
+        (Columns, 2, 256, 512)
+    );
+    // A 3-D array over its middle axis, and over (0, 2) (rows: the innermost is reduced).
+    assert_eq!(
+        pick(arr(F32, &[64, 4096, 64]), Some(&[1])),
+        (Columns, 32, 16, 16 * 4096)
+    );
+    assert_eq!(
+        pick(arr(F32, &[64, 256, 64]), Some(&[0, 2])),
+        (Block, 1, 1, 0)
+    );
+    assert_eq!(
+        pick(arr(F32, &[4, 8192, 64]), Some(&[0, 2])),
+        (Warp, 1, 1, 0)
+    );
+    // A transposed view reduced over axis 0 reads rows; over axis 1 columns.
+    let t = strided(F32, &[1024, 4096], &[1, 1024]);
+    assert_eq!(pick(t.clone(), Some(&[0])), (Warp, 1, 1, 0));
+    assert_eq!(pick(t, Some(&[1])), (Columns, 32, 16, 16 * 1024));
+    // Few long rows: a block per row, split over `block_idx.y` once they are long enough.
+    assert_eq!(pick(arr(F32, &[16, 4096]), Some(&[1])), (Block, 1, 1, 0));
+    assert_eq!(
+        pick(arr(F32, &[16, 100_000]), Some(&[1])),
+        (Columns, 1, 12, 12 * 16)
+    );
+    assert_eq!(
+        pick(arr(F32, &[16, 1 << 22]), Some(&[1])),
+        (Columns, 1, 512, 512 * 16)
+    );
+    // The reduced axis denser than the kept one, few outputs: a block per output.
+    let s = strided(F32, &[16, 4096], &[8192, 2]);
+    assert_eq!(pick(s, Some(&[1])), (Block, 1, 1, 0));
+    // The rule itself.
+    assert_eq!(choose_strategy(1, 10, 1, 0), Grid);
+    assert_eq!(choose_strategy(100, 4096, 1, 4096), Block);
+    assert_eq!(choose_strategy(100, 1 << 16, 1, 1 << 16), Columns);
+    assert_eq!(column_tile(100, 1), 1);
+    assert_eq!(choose_strategy(5000, 15, 1, 15), Thread);
+    assert_eq!(choose_strategy(5000, 31, 5000, 1), Thread);
+    assert_eq!(choose_strategy(5000, 32, 5000, 1), Columns);
+    assert_eq!(choose_strategy(1000, 64, 2, 64), Block);
+    assert_eq!(choose_strategy(1000, 64, -64, 1), Columns);
+    assert_eq!(
+        (
+            column_tile(1, 5),
+            column_tile(3, 5),
+            column_tile(32, -5),
+            column_tile(1000, 0)
+        ),
+        (1, 4, 32, 32)
+    );
+    assert_eq!(column_splits(1024, 1 << 16, 32), 256);
+    assert_eq!(column_splits(1 << 16, 1 << 16, 32), 4);
+    assert_eq!(column_splits(1 << 18, 1 << 16, 32), 1);
+    assert_eq!(column_splits(3, 1 << 30, 4), 1024);
+    assert_eq!(column_splits(16, 100_000, 1), 12);
+    assert_eq!(column_splits(64, 4096, 1), 1);
 }
 
 #[test]

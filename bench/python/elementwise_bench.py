@@ -11,7 +11,10 @@ Cases (float32 and float64, 2**10 .. 2**26 elements):
   fuse        @fuse of (x - y) * (x - y) (pydevice.fuse vs cupy.fuse), when pydevice has fuse
   red-full    sum of all elements (ReductionKernel 'x', 'a + b'; and torch.sum)
   red-rows    sum along axis 1 of (n/1024, 1024)
-  red-cols    sum along axis 0 of (n/1024, 1024)
+  red-cols    sum along axis 0 of (n/1024, 1024) (the Columns strategy, split over the rows)
+  red-wide    sum along axis 0 of (1024, n/1024) (many outputs, 1024 rows)
+  red-mid     sum along axis 1 of (8, n/1024, 128) (a 3-D array's middle axis)
+The reductions also run torch.sum on the same data (dim=... alike) when PyTorch has CUDA.
 Times are per call, GPU time from CUDA events over a loop of calls (median of 3 loops).
 `GB/s` is the bytes each call must move (inputs read once, outputs written once) over our
 time; `copy%` compares it with a device-to-device copy of the same byte count. The last
@@ -108,7 +111,11 @@ def main():
             yb = y[: x2.shape[1]]
             xs = cp.random.standard_normal(2 * n).astype(dt)
             ys = cp.random.standard_normal(2 * n).astype(dt)
+            x_wide = x.reshape(1024, -1) if n >= 1024 else x.reshape(-1, 1)
+            x3 = x.reshape(8, -1, 128) if n >= 1024 else x.reshape(1, -1, 1)
             t_x = torch.as_tensor(x2, device="cuda") if torch is not None else None
+            t_wide = torch.as_tensor(x_wide, device="cuda") if torch is not None else None
+            t_3 = torch.as_tensor(x3, device="cuda") if torch is not None else None
             cases = [
                 ("ew-contig", 3 * n * isz, lambda: ours_ew(x, y), lambda: cupy_ew(x, y), None, None),
                 ("ew-bcast", (2 * n + yb.size) * isz, lambda: ours_ew(x2, yb), lambda: cupy_ew(x2, yb), None, None),
@@ -145,16 +152,34 @@ def main():
                     (lambda: torch.sum(t_x, dim=0)) if t_x is not None else None,
                     "torch.sum",
                 ),
+                (
+                    "red-wide",
+                    n * isz,
+                    lambda: ours_sum(x_wide, axis=0),
+                    lambda: cupy_sum(x_wide, axis=0),
+                    (lambda: torch.sum(t_wide, dim=0)) if t_wide is not None else None,
+                    "torch.sum",
+                ),
+                (
+                    "red-mid",
+                    n * isz,
+                    lambda: ours_sum(x3, axis=1),
+                    lambda: cupy_sum(x3, axis=1),
+                    (lambda: torch.sum(t_3, dim=1)) if t_3 is not None else None,
+                    "torch.sum",
+                ),
             ]
             for name, nbytes, ours, theirs, other, other_name in cases:
                 if ours is not None:
                     check(ours(), theirs(), f"{name} {dt} 2**{e}")
+                    if other is not None:
+                        check(ours(), other(), f"{name} {dt} 2**{e} (torch)")
                 t_ours = gpu_time(ours, nbytes) if ours is not None else float("nan")
                 t_cupy = gpu_time(theirs, nbytes)
                 t_other = gpu_time(other, nbytes) if other is not None else float("nan")
                 gbs = nbytes / t_ours / 1e3
                 rows.append((name, dt, e, t_ours, t_cupy, t_other, gbs, 100 * gbs / copy_bw[(dt, e)]))
-            del x, y, dst, x2, xs, ys, t_x
+            del x, y, dst, x2, xs, ys, t_x, x_wide, x3, t_wide, t_3
             cp.get_default_memory_pool().free_all_blocks()
     # Host overhead: small calls back to back, wall clock.
     overhead = []

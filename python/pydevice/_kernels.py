@@ -388,7 +388,8 @@ class ReductionKernel:
         return self._k.host_source(call, outs)
 
     def strategy(self, *args, axis=None, keepdims: bool = False) -> str:
-        """How the reduction is spread: ``Thread``, ``Warp``, ``Block`` or ``Grid``."""
+        """How the reduction is spread: ``Thread``, ``Warp``, ``Block``, ``Grid`` or ``Columns``
+        (docs/semantics.md §20.4); no GPU needed."""
         call, outs = self._call_for(args, axis, keepdims)
         return self._k.strategy(call, outs)
 

@@ -254,10 +254,11 @@ impl ReductionCall {
         self.r.missing.clone()
     }
 
-    /// Bytes of device memory a full reduction's partial results need.
+    /// Bytes of device memory the partial results of a full or a split column reduction
+    /// need.
     #[getter]
     fn partials_bytes(&self) -> u64 {
-        pydevice::kernels::reduction::MAX_PARTIALS * self.r.reduce_type.size()
+        self.r.partials_len() * self.r.reduce_type.size()
     }
 }
 
@@ -337,7 +338,7 @@ impl Reduction {
         Ok(self.k.source(&self.bind(py, call, outs)?))
     }
 
-    /// The strategy's name (`Thread`, `Warp`, `Block`, `Grid`).
+    /// The strategy's name (`Thread`, `Warp`, `Block`, `Grid`, `Columns`).
     fn strategy(
         &self,
         py: Python<'_>,
@@ -382,8 +383,8 @@ impl Reduction {
             .map_err(|e| to_py(py, e))
     }
 
-    /// Launches; `partials` is device memory of `call.partials_bytes` bytes (a full
-    /// reduction's partial results), or 0 when the call does not need it.
+    /// Launches; `partials` is device memory of `call.partials_bytes` bytes (the partial
+    /// results of a full or a split column reduction), or 0 when the call does not need it.
     fn launch(
         &self,
         py: Python<'_>,

@@ -82,7 +82,16 @@ def test_reduction_strategies_and_raw_rule():
     assert r.strategy(x) == "Grid"
     assert r.strategy(np.zeros((64, 4096), np.float32), axis=1) == "Block"
     assert r.strategy(np.zeros((4096, 256), np.float32), axis=1) == "Warp"
-    assert r.strategy(np.zeros((4096, 2048), np.float32), axis=0) == "Thread"
+    assert r.strategy(np.zeros((16, 2048), np.float32), axis=0) == "Thread"
+    # Reductions over axes that are not the innermost: a tile of columns reading rows
+    # (docs/semantics.md §20.4), split over block_idx.y with a `_final` pass.
+    assert r.strategy(np.zeros((4096, 2048), np.float32), axis=0) == "Columns"
+    assert r.strategy(np.zeros((6, 1000, 50), np.float32), axis=1) == "Columns"
+    assert r.strategy(np.zeros((4, 8192, 64), np.float32), axis=(0, 2)) == "Warp"
+    assert r.strategy(np.zeros((64, 1 << 18), np.float32), axis=0) == "Thread"
+    cols = r.source(np.zeros((65536, 64), np.float32), axis=0)
+    assert "_tree = device.shared_array(256, device.float32)" in cols and "def l2norm_final(" in cols
+    assert ".entry l2norm(" in r.ptx(np.zeros((65536, 64), np.float32), axis=0)
     assert "l2norm_final" in r.source(x)
     assert ".entry l2norm" in r.ptx(x, axis=1)
     # Kept extents of 1 ((1, n) over axis 1, (n, 1) over axis 0) are a full reduction: found

@@ -5,11 +5,15 @@
 //! `identity`, each element is mapped by `map_expr` into `b` and folded by `reduce_expr`
 //! (`a = reduce(a, b)`), and `post_map_expr` assigns the outputs from the result `a`.
 //!
-//! The generated kernel takes one of four shapes ([`Strategy`]): a thread, a warp or a block
-//! per output element, or, for a full reduction, a grid-wide pass whose blocks each write a
-//! partial result, folded by a second kernel of one block (`NAME_final`). Within a warp,
-//! values are combined by `shfl_xor_sync` (through shared memory for complex numbers, which a
-//! shuffle does not carry); warps combine through shared memory.
+//! The generated kernel takes one of five shapes ([`Strategy`]): a thread, a warp or a block
+//! per output element; for a full reduction, a grid-wide pass whose blocks each write a
+//! partial result, folded by a second kernel of one block (`NAME_final`); and for reductions
+//! over axes that are not the innermost, a block per tile of up to 32 neighbouring outputs
+//! reading whole rows, the reduced axis split over `block_idx.y` when the tiles are few (a
+//! second kernel folds the slices, by the same tiles). [`choose_strategy`] picks one from
+//! the shape. Within a warp, values are combined by `shfl_xor_sync` (through shared memory
+//! for complex numbers, which a shuffle does not carry); warps combine through shared
+//! memory.
 
 use super::elementwise::{Output, Resolved, SpecKey, allocate, convert, resolve};
 use super::{
@@ -52,6 +56,52 @@ pub enum Strategy {
     /// A full reduction (one output element): every block folds a slice into a partial
     /// result, and a second kernel folds the partials.
     Grid,
+    /// A tile of [`ReductionLaunch::tile`] neighbouring outputs per block (a power of two up
+    /// to 32), for reductions over axes that are not the innermost: the block's threads are
+    /// `tile` columns × `256 / tile` row groups, each thread folds its column over a strided
+    /// set of rows (a warp reads whole rows, coalesced), and a shared-memory tree combines
+    /// the row groups. Few long contiguous rows take a tile of 1 (the block reads its row
+    /// 256 elements at a time) so that they too can be split. With few tiles the reduced axis is split over `block_idx.y`
+    /// ([`ReductionLaunch::splits`] slices): each block writes its partial results and a
+    /// second kernel (`NAME_final`) reduces the `(slices, n_out)` partials over the slices
+    /// with the same tiles (deterministic: no atomics).
+    Columns,
+}
+
+/// Outputs from which a thread per output fills the GPU (about 132 SMs × 2048 threads), so
+/// that a column reduction needs no cooperation.
+pub const THREAD_OUTPUTS: u64 = 1 << 18;
+/// The blocks a column reduction aims at (about ten waves of 256-thread blocks on an H100,
+/// so that the last, partial wave costs little): with fewer tiles, the reduced axis is
+/// split.
+pub const COLUMN_BLOCKS: u64 = 8192;
+/// The fewest loads of each thread in one slice of a split column reduction (a slice has at
+/// least this many rows per row group).
+pub const COLUMN_MIN_LOADS: u64 = 32;
+/// The most slices of a split column reduction.
+pub const MAX_SPLITS: u64 = 1024;
+
+/// The outputs of one block of [`Strategy::Columns`]: 1 when the reduced elements are
+/// adjacent (`red_stride` 1: the block's 256 threads read one row), else the smallest power
+/// of two at least `n_out`, at most 32.
+pub fn column_tile(n_out: u64, red_stride: i64) -> u32 {
+    if red_stride == 1 {
+        1
+    } else {
+        n_out.clamp(1, 32).next_power_of_two() as u32
+    }
+}
+
+/// The slices of the reduced axis of [`Strategy::Columns`] for `n_out` outputs of `n_red`
+/// elements in tiles of `tile`: enough blocks for [`COLUMN_BLOCKS`], each thread folding at
+/// least [`COLUMN_MIN_LOADS`] elements of a slice; 1 when the tiles alone fill the GPU.
+pub fn column_splits(n_out: u64, n_red: u64, tile: u32) -> u64 {
+    let tile = u64::from(tile.max(1));
+    let tiles = n_out.div_ceil(tile).max(1);
+    let groups = u64::from(BLOCK) / tile;
+    let by_blocks = COLUMN_BLOCKS.div_ceil(tiles);
+    let by_rows = n_red / (groups * COLUMN_MIN_LOADS);
+    by_blocks.min(by_rows).clamp(1, MAX_SPLITS)
 }
 
 /// A reduction defined by CuPy's strings. `Send + Sync`.
@@ -80,7 +130,7 @@ pub struct ReductionKernel {
     reduce_type: ParamType,
     options: CompileOptions,
     cache: Arc<KernelCache>,
-    compiled: Mutex<HashMap<(SpecKey, Strategy), Arc<CompiledKernel>>>,
+    compiled: Mutex<HashMap<(SpecKey, Strategy, u32), Arc<CompiledKernel>>>,
     host_compiled: Mutex<HashMap<HostKey, HostKernel>>,
 }
 
@@ -118,6 +168,11 @@ pub struct ReductionLaunch {
     pub outputs: Vec<DeviceArray>,
     /// The type of `a`.
     pub reduce_type: Scalar,
+    /// Outputs per block of [`Strategy::Columns`] (1 for the other strategies).
+    pub tile: u32,
+    /// Slices of the reduced axis (`grid_dim.y`) of [`Strategy::Columns`] (1 for the other
+    /// strategies); above 1 a second kernel folds the partial results.
+    pub splits: u32,
     placeholders: Vec<(char, Scalar)>,
     param_types: Vec<Scalar>,
     kdims: usize,
@@ -133,29 +188,84 @@ impl ReductionLaunch {
             Strategy::Warp => (self.n_out * 32).div_ceil(b),
             Strategy::Block => self.n_out,
             Strategy::Grid => self.n_red.div_ceil(b).min(MAX_PARTIALS),
+            Strategy::Columns => self.n_out.div_ceil(u64::from(self.tile)),
         };
         n.clamp(1, i32::MAX as u64 / u64::from(BLOCK))
     }
+
+    /// Values of the reduce type the partial results need: [`MAX_PARTIALS`] for
+    /// [`Strategy::Grid`], `splits × n_out` for a split [`Strategy::Columns`], else 0.
+    pub fn partials_len(&self) -> u64 {
+        match self.strategy {
+            Strategy::Grid => MAX_PARTIALS,
+            Strategy::Columns if self.splits > 1 => u64::from(self.splits) * self.n_out,
+            _ => 0,
+        }
+    }
 }
 
-/// Picks the strategy for `n_out` outputs of `n_red` elements each; `row_contiguous` when
-/// the reduced elements of one output are adjacent in memory.
-pub fn choose_strategy(n_out: u64, n_red: u64, row_contiguous: bool) -> Strategy {
+/// Picks the strategy for `n_out` outputs of `n_red` elements each, from the first input's
+/// strides (in elements, after dimension merging) along the innermost reduced and the
+/// innermost kept dimension (docs/semantics.md §20.4):
+///
+/// - one output: [`Strategy::Grid`];
+/// - reduced elements adjacent (`red_stride` 1): for fewer than 1024 rows of at least 1024,
+///   [`Strategy::Columns`] with a tile of 1 (a block's threads read one row) when
+///   [`column_splits`] cuts the rows into slices, else [`Strategy::Block`];
+///   [`Strategy::Warp`] for rows of at least 16; else [`Strategy::Thread`];
+/// - otherwise (a reduction over axes that are not the innermost): [`Strategy::Thread`] for
+///   fewer than 32 elements per output or at least [`THREAD_OUTPUTS`] outputs,
+///   [`Strategy::Block`] for fewer than 1024 outputs when the reduced axis is the denser one
+///   (`|red_stride| < |kept_stride|`), else [`Strategy::Columns`].
+///
+/// ```
+/// use pydevice::kernels::reduction::{Strategy, choose_strategy};
+/// // `axis=0` of a C-contiguous (65536, 1024) matrix: reduced stride 1024, kept stride 1.
+/// assert_eq!(choose_strategy(1024, 65536, 1024, 1), Strategy::Columns);
+/// assert_eq!(choose_strategy(65536, 1024, 1, 1024), Strategy::Warp);
+/// ```
+pub fn choose_strategy(n_out: u64, n_red: u64, red_stride: i64, kept_stride: i64) -> Strategy {
     if n_out == 1 {
         return Strategy::Grid;
     }
-    if row_contiguous {
+    if red_stride == 1 {
         if n_red >= 1024 && n_out < 1024 {
-            Strategy::Block
+            // Few long rows: split them over `block_idx.y` when a block per row would leave
+            // the GPU idle.
+            if column_splits(n_out, n_red, 1) > 1 {
+                Strategy::Columns
+            } else {
+                Strategy::Block
+            }
         } else if n_red >= 16 {
             Strategy::Warp
         } else {
             Strategy::Thread
         }
-    } else if n_out >= 1024 || n_red < 64 {
+    } else if n_red < 32 || n_out >= THREAD_OUTPUTS {
         Strategy::Thread
-    } else {
+    } else if red_stride.unsigned_abs() < kept_stride.unsigned_abs() && n_out < 1024 {
         Strategy::Block
+    } else {
+        Strategy::Columns
+    }
+}
+
+impl ReductionResolved {
+    /// Values of the reduce type that are enough for the partial results of any launch of
+    /// this call ([`ReductionLaunch::partials_len`] before the strides are known): the
+    /// larger of [`MAX_PARTIALS`] and a split column reduction's `splits × n_out`.
+    pub fn partials_len(&self) -> u64 {
+        let n_out: u64 = self.out_shape.iter().product();
+        let n_red: u64 = self.axes.iter().map(|&d| self.inner.shape[d]).product();
+        // The tile is 1 for rows, `column_tile` for columns: enough for either.
+        [1, column_tile(n_out, 0)]
+            .iter()
+            .map(|&tile| match column_splits(n_out, n_red, tile) {
+                1 => 0,
+                splits => splits * n_out,
+            })
+            .fold(MAX_PARTIALS, u64::max)
     }
 }
 
@@ -442,8 +552,14 @@ impl ReductionKernel {
         };
         let (rshape, rstrides) = collapse_dims(&red_shape, &red_strides);
         let first_in = slots.iter().position(|&k| k < n_in);
-        let row_contiguous = first_in.is_some_and(|s| rstrides[s].last() == Some(&1));
-        let strategy = choose_strategy(n_out, n_red, row_contiguous);
+        let inner = |v: &[Vec<i64>]| first_in.and_then(|s| v[s].last().copied()).unwrap_or(0);
+        let strategy = choose_strategy(n_out, n_red, inner(&rstrides), inner(&kstrides));
+        let (tile, splits) = if strategy == Strategy::Columns {
+            let tile = column_tile(n_out, inner(&rstrides));
+            (tile, column_splits(n_out, n_red, tile) as u32)
+        } else {
+            (1, 1)
+        };
         let mut types = Vec::new();
         let mut args = Vec::new();
         let mut outputs = Vec::new();
@@ -528,6 +644,8 @@ impl ReductionKernel {
             param_types: (0..params.len()).map(|k| r.inner.param_type(k)).collect(),
             kdims: kshape.len(),
             rdims: rshape.len(),
+            tile,
+            splits,
         })
     }
 
@@ -712,6 +830,43 @@ impl ReductionKernel {
             b.expr_line(ind, &format!("b = {rt_conv}("), &self.map, ")");
             fold(b, ind);
         };
+        // The elements `start, start + step, …` below `stop` (`step` a constant): four per
+        // iteration, so that each thread has four independent loads in flight before the
+        // folds that wait for them (ptxas unrolls that loop again), then the rest one by
+        // one. The fold order is that of the plain loop. `start` must be provably
+        // non-negative (§5.1), and so then are `_r0`, `_q4` and every row index.
+        let unrolled = |b: &mut SourceBuilder,
+                        ind: usize,
+                        start: &str,
+                        stop: &str,
+                        step: u32,
+                        body: &dyn Fn(&mut SourceBuilder, usize, &str)| {
+            let s4 = 4 * step;
+            b.line(ind, &format!("_r0 = {start}"));
+            // The thread's element count, rounded down to a multiple of 4, times `step`.
+            if step == 1 {
+                b.line(ind, &format!("_q4 = max({stop} - _r0, 0) // 4 * 4"));
+            } else {
+                b.line(
+                    ind,
+                    &format!(
+                        "_q4 = (max({stop} - _r0, 0) + {}) // {step} // 4 * {s4}",
+                        step - 1
+                    ),
+                );
+            }
+            b.line(ind, &format!("for _r in range(_r0, _r0 + _q4, {s4}):"));
+            for u in 0..4 {
+                let rv = if u == 0 {
+                    "_r".to_string()
+                } else {
+                    format!("(_r + {})", u * step)
+                };
+                body(b, ind + 4, &rv);
+            }
+            b.line(ind, &format!("for _r in range(_r0 + _q4, {stop}, {step}):"));
+            body(b, ind + 4, "_r");
+        };
         // Assigns and stores the outputs of element `o` from `a`.
         let finish = |b: &mut SourceBuilder, ind: usize, o: &str| {
             let oindex = if kdims <= 1 {
@@ -752,6 +907,30 @@ impl ReductionKernel {
                         p.span,
                     );
                 }
+            }
+        };
+        // Folds `a` over the row groups of a Columns block (`256 / tile` of them): thread t
+        // folds t + s (the same column) for s = 128, 64, …, tile, so that row group 0 ends
+        // with each column's result.
+        let tree = |b: &mut SourceBuilder, tile: u32| {
+            b.line(8, "_tree[device.thread_idx.x] = a");
+            b.line(8, "device.syncthreads()");
+            let steps: Vec<String> = std::iter::successors(Some(BLOCK / 2), |s| Some(s / 2))
+                .take_while(|&s| s >= tile)
+                .map(|s| s.to_string())
+                .collect();
+            if !steps.is_empty() {
+                let list = if steps.len() == 1 {
+                    format!("({},)", steps[0])
+                } else {
+                    format!("({})", steps.join(", "))
+                };
+                b.line(8, &format!("for _s in {list}:"));
+                b.line(12, "if device.thread_idx.x < _s:");
+                b.line(16, "b = _tree[device.thread_idx.x + _s]");
+                fold(b, 16);
+                b.line(16, "_tree[device.thread_idx.x] = a");
+                b.line(12, "device.syncthreads()");
             }
         };
         b.line(0, "");
@@ -799,8 +978,9 @@ impl ReductionKernel {
                 );
                 identity(&mut b, 8, "a");
                 let kp = kept(&mut b, 8, "_o");
-                b.line(8, "for _r in range(_n_red):");
-                element(&mut b, 12, &kp, "_o", "_r");
+                unrolled(&mut b, 8, "0", "_n_red", 1, &|b, ind, rv| {
+                    element(b, ind, &kp, "_o", rv);
+                });
                 finish(&mut b, 8, "_o");
             }
             Strategy::Warp => {
@@ -814,8 +994,9 @@ impl ReductionKernel {
                 );
                 identity(&mut b, 8, "a");
                 let kp = kept(&mut b, 8, "_o");
-                b.line(8, "for _r in range(_lane, _n_red, 32):");
-                element(&mut b, 12, &kp, "_o", "_r");
+                unrolled(&mut b, 8, "_lane", "_n_red", 32, &|b, ind, rv| {
+                    element(b, ind, &kp, "_o", rv);
+                });
                 warp_combine(&mut b, 8);
                 b.line(8, "if _lane == 0:");
                 finish(&mut b, 12, "_o");
@@ -866,6 +1047,80 @@ impl ReductionKernel {
                 block_combine(&mut b, 4);
                 b.line(4, "if device.thread_idx.x == 0:");
                 finish(&mut b, 8, "0");
+            }
+            Strategy::Columns => {
+                let tile = launch.tile;
+                let groups = BLOCK / tile;
+                b.line(
+                    4,
+                    &format!("_tree = device.shared_array({BLOCK}, device.{})", rt.name()),
+                );
+                b.line(4, &format!("_c = device.thread_idx.x % {tile}"));
+                b.line(4, &format!("_g = device.thread_idx.x // {tile}"));
+                // Written so that the checker proves the row index non-negative (§5.1): no
+                // negative-index wrap in the loop.
+                b.line(4, "_nr = max(_n_red, 0)");
+                b.line(
+                    4,
+                    "_chunk = _nr // device.grid_dim.y + min(_nr % device.grid_dim.y, 1)",
+                );
+                b.line(4, "_lo = device.block_idx.y * _chunk");
+                b.line(4, "_hi = min(_lo + _chunk, _n_red)");
+                b.line(
+                    4,
+                    &format!(
+                        "for _t in range(device.block_idx.x * {tile}, _n_out, device.grid_dim.x * {tile}):"
+                    ),
+                );
+                b.line(8, "_o = _t + _c");
+                identity(&mut b, 8, "a");
+                b.line(8, "if _o < _n_out:");
+                let kp = kept(&mut b, 12, "_o");
+                unrolled(&mut b, 12, "_lo + _g", "_hi", groups, &|b, ind, rv| {
+                    element(b, ind, &kp, "_o", rv);
+                });
+                tree(&mut b, tile);
+                b.line(
+                    8,
+                    &format!("if device.thread_idx.x < {tile} and _o < _n_out:"),
+                );
+                b.line(12, "if device.grid_dim.y == 1:");
+                finish(&mut b, 16, "_o");
+                b.line(12, "else:");
+                b.line(16, "_partials[device.block_idx.y * _n_out + _o] = a");
+                // The second pass: the partials as a (slices, n_out) matrix, reduced over
+                // its slices by the same tiles (one slice per block row group at a time).
+                b.line(0, "");
+                b.line(0, "");
+                b.line(0, "@device.kernel");
+                b.line(
+                    0,
+                    &format!("def {}_final({}):", self.name, pnames.join(", ")),
+                );
+                b.line(
+                    4,
+                    &format!("_tree = device.shared_array({BLOCK}, device.{})", rt.name()),
+                );
+                b.line(4, &format!("_c = device.thread_idx.x % {tile}"));
+                b.line(4, &format!("_g = device.thread_idx.x // {tile}"));
+                b.line(4, "_m = max(_n_out, 0)");
+                b.line(4, "_splits = len(_partials) // _m");
+                b.line(
+                    4,
+                    &format!(
+                        "for _t in range(device.block_idx.x * {tile}, _m, device.grid_dim.x * {tile}):"
+                    ),
+                );
+                b.line(8, "_o = _t + _c");
+                identity(&mut b, 8, "a");
+                b.line(8, "if _o < _m:");
+                unrolled(&mut b, 12, "_g", "_splits", groups, &|b, ind, rv| {
+                    b.line(ind, &format!("b = _partials[{rv} * _m + _o]"));
+                    fold(b, ind);
+                });
+                tree(&mut b, tile);
+                b.line(8, &format!("if device.thread_idx.x < {tile} and _o < _m:"));
+                finish(&mut b, 12, "_o");
             }
         }
         (b.finish(), renames)
@@ -961,13 +1216,13 @@ impl ReductionKernel {
             })
     }
 
-    /// The compiled kernels of a launch: the kernel, and for [`Strategy::Grid`] the
-    /// `_final` kernel that folds the partial results.
+    /// The compiled kernels of a launch: the kernel, and for [`Strategy::Grid`] and a split
+    /// [`Strategy::Columns`] the `_final` kernel that folds the partial results.
     pub fn compile(
         &self,
         launch: &ReductionLaunch,
     ) -> Result<(Arc<CompiledKernel>, Option<Arc<CompiledKernel>>), Error> {
-        let key = ((launch.types.clone(), false), launch.strategy);
+        let key = ((launch.types.clone(), false), launch.strategy, launch.tile);
         let main = super::lock(&self.compiled).get(&key).cloned();
         let main = match main {
             Some(k) => k,
@@ -977,10 +1232,10 @@ impl ReductionKernel {
                 k
             }
         };
-        if launch.strategy != Strategy::Grid {
+        if launch.partials_len() == 0 {
             return Ok((main, None));
         }
-        let fkey = ((launch.types.clone(), true), launch.strategy);
+        let fkey = ((launch.types.clone(), true), launch.strategy, launch.tile);
         if let Some(k) = super::lock(&self.compiled).get(&fkey) {
             return Ok((main, Some(k.clone())));
         }
@@ -989,8 +1244,9 @@ impl ReductionKernel {
         Ok((main, Some(fin)))
     }
 
-    /// Compiles, loads and launches on `stream`. A full reduction needs `partials`: device
-    /// memory for [`MAX_PARTIALS`] values of the reduce type (kept until the launch is done).
+    /// Compiles, loads and launches on `stream`. A full reduction and a split column
+    /// reduction need `partials`: device memory for [`ReductionLaunch::partials_len`] values
+    /// of the reduce type (kept until the launch is done).
     pub fn launch(
         &self,
         device: &Device,
@@ -1005,33 +1261,34 @@ impl ReductionKernel {
         let mut args = launch.args.clone();
         let blocks = launch.blocks();
         let slot = args.len() - 3;
+        let grid = LaunchConfig::new((blocks as u32, launch.splits), BLOCK);
         if let Some(fin) = fin {
-            let data = partials.ok_or_else(|| {
-                arg_error("a full reduction needs memory for its partial results")
-            })?;
+            let data = partials
+                .ok_or_else(|| arg_error("this reduction needs memory for its partial results"))?;
+            // Grid: one block folds the partials; Columns: the tiles again, one slice each.
+            let (len, fin_blocks) = if launch.strategy == Strategy::Grid {
+                (blocks, 1)
+            } else {
+                (launch.partials_len(), blocks)
+            };
             args[slot] = ArgValue::Array(ArrayArg {
                 data,
-                shape: vec![blocks],
+                shape: vec![len],
                 strides: vec![1],
             });
             let k = device.load_cached(&main)?;
+            device.launch_packed(&k, &k.pack(&args)?, &grid, stream)?;
+            let f = device.load_cached(&fin)?;
             device.launch_packed(
-                &k,
-                &k.pack(&args)?,
-                &LaunchConfig::linear(blocks as u32, BLOCK),
+                &f,
+                &f.pack(&args)?,
+                &LaunchConfig::linear(fin_blocks as u32, BLOCK),
                 stream,
             )?;
-            let f = device.load_cached(&fin)?;
-            device.launch_packed(&f, &f.pack(&args)?, &LaunchConfig::linear(1, BLOCK), stream)?;
             return Ok(());
         }
         let k = device.load_cached(&main)?;
-        device.launch_packed(
-            &k,
-            &k.pack(&args)?,
-            &LaunchConfig::linear(blocks as u32, BLOCK),
-            stream,
-        )?;
+        device.launch_packed(&k, &k.pack(&args)?, &grid, stream)?;
         Ok(())
     }
 
@@ -1048,7 +1305,7 @@ impl ReductionKernel {
         let (arrays, buffers) = allocate(device, &r.missing, &r.out_dtypes, &r.out_shape)?;
         let launch = self.bind(&r, arrays)?;
         let scratch: DeviceBuffer =
-            device.alloc_zeroed((MAX_PARTIALS * r.reduce_type.size()) as usize)?;
+            device.alloc_zeroed((launch.partials_len().max(1) * r.reduce_type.size()) as usize)?;
         let addr = device.address(&scratch);
         self.launch(device, &launch, Some(addr), &device.default_stream())?;
         device.synchronize()?;
