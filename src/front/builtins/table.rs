@@ -44,7 +44,8 @@ pub enum Rule {
     TargetOnly,
     /// A type for struct fields and dtypes: `align(t, n)` (E0423).
     AlignType,
-    /// A struct field's type: `Atomic(dtype)` (E0202).
+    /// `Atomic(dtype)`: a struct field's type, an array's dtype, or a new object as the whole
+    /// value of an assignment (`check/atomic_object.rs`); elsewhere E0261.
     AtomicField,
     /// `len(x)`.
     Len,

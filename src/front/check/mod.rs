@@ -658,6 +658,9 @@ struct FnCx<'s, 'm> {
     /// Whether the code being checked would also run on the host: false inside the branch
     /// of a `target(...)` test that the host does not take (E0243).
     host_reachable: bool,
+    /// Locals holding an `Atomic` object (`c = device.Atomic(int32)`), with where it was
+    /// made: assigning them is E0260 (§9.5).
+    atomic_objects: HashMap<String, Span>,
 }
 
 impl<'s, 'm> FnCx<'s, 'm> {
@@ -700,6 +703,7 @@ impl<'s, 'm> FnCx<'s, 'm> {
             loop_assigned: Vec::new(),
             statics: HashMap::new(),
             host_reachable: true,
+            atomic_objects: HashMap::new(),
         };
         assigned_names(&def.body, &mut cx.assigned);
         count_assignments(&def.body, &mut cx.assign_sites);
@@ -1543,6 +1547,7 @@ fn dim3_intrinsic(b: Builtin, a: Axis) -> Intrinsic {
 
 mod asm;
 mod assign;
+mod atomic_object;
 mod calls;
 mod cluster;
 mod complex;

@@ -244,6 +244,12 @@ impl FnCx<'_, '_> {
                     self.seen_assigned.insert(n.id.to_string());
                     return;
                 }
+                if let ast::Expr::Call(c) = a.value.as_ref()
+                    && self.is_atomic_class_call(&a.value)
+                {
+                    self.atomic_object(a, c, out);
+                    return;
+                }
                 let v = self.expr(&a.value);
                 let Some(mut v) = self.value_of(v) else {
                     // Already reported: later uses of the targets stay quiet.

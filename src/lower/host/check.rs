@@ -218,7 +218,7 @@ impl Checker {
                 let elem = f
                     .ty(h)
                     .as_array()
-                    .and_then(|a| a.dtype.scalar())
+                    .and_then(|a| a.dtype.atomic_scalar())
                     .map_or(1, |s| s.size());
                 let bytes = shape
                     .iter()

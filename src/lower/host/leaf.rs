@@ -71,7 +71,7 @@ pub(crate) fn leaves(t: &Type) -> Option<Vec<Leaf>> {
         Type::Array(a) => {
             // A global array of numbers is its descriptor (§5.4): the data address, then
             // `shape[ndim]` and `strides[ndim]` (in elements).
-            if !host_scalar(a.dtype.scalar()?) {
+            if !host_scalar(a.dtype.atomic_scalar()?) {
                 return None;
             }
             if a.space == crate::types::MemSpace::Shared {

@@ -158,7 +158,7 @@ impl FnCx<'_, '_> {
                 match p {
                     ArrayProp::Shape(k) => d[1 + usize::from(*k)],
                     ArrayProp::Stride(k) => {
-                        let es = at.dtype.scalar().map_or(1, Scalar::size);
+                        let es = at.dtype.atomic_scalar().map_or(1, Scalar::size);
                         self.b
                             .ins()
                             .imul_imm_s(d[1 + n + usize::from(*k)], es as i64)
@@ -181,7 +181,7 @@ impl FnCx<'_, '_> {
                     .ok_or_else(|| err("local array type"))?;
                 let dtype = at
                     .dtype
-                    .scalar()
+                    .atomic_scalar()
                     .ok_or_else(|| err("local array of structs"))?;
                 let count = shape
                     .iter()
@@ -288,7 +288,10 @@ impl FnCx<'_, '_> {
             .as_array()
             .cloned()
             .ok_or_else(|| err("indexing a non-array"))?;
-        let dtype = at.dtype.scalar().ok_or_else(|| err("array of structs"))?;
+        let dtype = at
+            .dtype
+            .atomic_scalar()
+            .ok_or_else(|| err("array of structs"))?;
         let n = usize::from(at.ndim);
         let d = self.expr(array)?;
         let mut offset = self.b.ins().iconst(ct::I64, 0);
