@@ -61,12 +61,12 @@ impl FnCx<'_, '_> {
     /// reach (a one-element local array), held by `name` as an atomic reference to it.
     pub(super) fn atomic_object(
         &mut self,
-        a: &ast::StmtAssign,
+        targets: &[ast::Expr],
         c: &ast::ExprCall,
         out: &mut Block,
     ) {
         let span = sp(c);
-        let [ast::Expr::Name(n)] = a.targets.as_slice() else {
+        let [ast::Expr::Name(n)] = targets else {
             self.diags.push(
                 Diagnostic::error(
                     Code::E0261,
@@ -75,11 +75,11 @@ impl FnCx<'_, '_> {
                 )
                 .with_note("write `c = device.Atomic(dtype)` and use `c`"),
             );
-            self.poison_targets(a);
+            self.poison_targets(targets);
             return;
         };
         let Some(dtype) = self.atomic_class_dtype(c) else {
-            self.poison_targets(a);
+            self.poison_targets(targets);
             return;
         };
         let name = n.id.as_str();
@@ -118,7 +118,7 @@ impl FnCx<'_, '_> {
         // A new object: the name may be rebound to it even if it held another one.
         self.atomic_objects.remove(name);
         let before = out.len();
-        self.assign(&a.targets[0], v, out);
+        self.assign(&targets[0], v, out);
         self.atomic_objects.insert(name.to_string(), span);
         if out.len() == before {
             return;
@@ -149,9 +149,9 @@ impl FnCx<'_, '_> {
         });
     }
 
-    fn poison_targets(&mut self, a: &ast::StmtAssign) {
+    fn poison_targets(&mut self, targets: &[ast::Expr]) {
         let mut names = HashSet::new();
-        for t in &a.targets {
+        for t in targets {
             if let ast::Expr::Name(n) = t {
                 names.insert(n.id.to_string());
             }

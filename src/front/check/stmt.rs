@@ -247,7 +247,7 @@ impl FnCx<'_, '_> {
                 if let ast::Expr::Call(c) = a.value.as_ref()
                     && self.is_atomic_class_call(&a.value)
                 {
-                    self.atomic_object(a, c, out);
+                    self.atomic_object(&a.targets, c, out);
                     return;
                 }
                 let v = self.expr(&a.value);
@@ -318,6 +318,14 @@ impl FnCx<'_, '_> {
                             }
                         }
                     }
+                }
+                // `c: device.Atomic(int32) = device.Atomic(int32)` (§9.7).
+                if let Some(value) = &a.value
+                    && let ast::Expr::Call(c) = value.as_ref()
+                    && self.is_atomic_class_call(value)
+                {
+                    self.atomic_object(std::slice::from_ref(a.target.as_ref()), c, out);
+                    return;
                 }
                 if let Some(value) = &a.value {
                     let v = self.expr(value);
