@@ -284,7 +284,7 @@ pub static ROWS: &[Row] = &[
     row(B::Int, &[(N::Builtins, "int")], &["x"], &["0"], Rule::Conversion, Op::Expr("cast"), HOST),
     row(B::Float, &[(N::Builtins, "float")], &["x"], &["0.0"], Rule::Conversion, Op::Expr("cast"), HOST),
     row(B::Bool, &[(N::Builtins, "bool")], &["x"], &["False"], Rule::Conversion, Op::Expr("cast"), HOST),
-    row(B::Complex, &[(N::Builtins, "complex")], &["real", "imag"], &["0.0", "0.0"], Rule::Conversion, Op::Expr("complex"), HOST_LATER),
+    row(B::Complex, &[(N::Builtins, "complex")], &["real", "imag"], &["0.0", "0.0"], Rule::Conversion, Op::Expr("complex"), HOST),
     // Python builtins.
     row(B::Range, &[(N::Builtins, "range"), (N::CupyxJit, "range")], &["start", "stop", "step"], &["None", "1"], Rule::LoopOnly, Op::None, HOST),
     row(B::Print, &[(N::Builtins, "print")], &["*args"], &[], Rule::PrintOnly, Op::Expr("print statement"), HOST),
