@@ -521,7 +521,7 @@ pub static FAMILIES: &[Family] = &[
             B::Cmath(super::CmathFn::Op(op)) => Op::Intrinsic(I::Complex(op)),
             _ => Op::Expr("complex tuple"),
         },
-        host: HOST_LATER,
+        host: HOST,
     },
     Family {
         what: "functions of `operator`",

@@ -180,18 +180,6 @@ impl Checker {
                 );
                 return;
             }
-            Expr::Intrinsic(Intrinsic::Complex(op), _) if !host_complex(*op) => {
-                self.report(
-                    Code::E0504,
-                    span,
-                    format!(
-                        "`cmath.{}` is not supported on the host yet",
-                        crate::front::builtins::cmath_name(*op)
-                    ),
-                    "on the host, complex numbers have arithmetic, `abs`, `.real`, `.imag`, `.conjugate()`, and `cmath.exp`, `log`, `sqrt`, `sin`, `cos`, `phase`, `polar`, `rect`, `isfinite`, `isnan`, `isinf`",
-                );
-                return;
-            }
             Expr::Atomic { op, target, .. } if !host_atomic(*op, f.ty(*target)) => {
                 self.report(
                     Code::E0502,
@@ -305,17 +293,6 @@ impl Checker {
     }
 }
 
-/// Whether the host lowers complex operation `op` (`emit/complex.rs`): all but the `cmath`
-/// functions the device computes by CPython's algorithms in double (`ptx/emit/cmath.rs`).
-fn host_complex(op: crate::ir::ComplexOp) -> bool {
-    use crate::ir::ComplexOp::*;
-    match op {
-        New | Real | Imag | Conj | Abs | Phase | Exp | Log | Sqrt | Sin | Cos | Rect | Pow
-        | IsFinite | IsNan | IsInf => true,
-        Tan | Asin | Acos | Atan | Sinh | Cosh | Tanh | Asinh | Acosh | Atanh => false,
-    }
-}
-
 /// Whether the host lowers atomic `op` on a reference of type `target`.
 fn host_atomic(op: AtomicOp, target: &Type) -> bool {
     let Type::Ref { dtype, .. } = target else {
@@ -420,7 +397,6 @@ pub(crate) fn device_only(op: Intrinsic) -> bool {
         | Intrinsic::Math(_)
         | Intrinsic::Rand
         | Intrinsic::Randn
-        // Complex operations are refused by their operands' types (E0504).
         | Intrinsic::Complex(_) => false,
         Intrinsic::ThreadIdx(_)
         | Intrinsic::BlockIdx(_)

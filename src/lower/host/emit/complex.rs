@@ -2,7 +2,9 @@
 //! two leaves (its real and imaginary parts, of the component type), arithmetic is the
 //! same formulas (textbook `*`, Smith's division, `==`/`!=` part by part), and the `cmath`
 //! functions the same textbook formulas over the C library's real functions that the
-//! device computes over libdevice's (docs/semantics.md §16.4 bounds the difference).
+//! device computes over libdevice's, or CPython's algorithms in the runtime
+//! (`host::cmath`), as the device computes them (docs/semantics.md §16.4 bounds the
+//! difference).
 
 use super::*;
 use crate::ir::ComplexOp;
@@ -30,7 +32,10 @@ impl FnCx<'_, '_> {
         let f = self.f;
         Ok(Some(match &f.exprs[h] {
             Expr::Literal(lit) if is_c(ty) => {
-                let part = ty.as_scalar().map(Scalar::component).unwrap_or(Scalar::Float64);
+                let part = ty
+                    .as_scalar()
+                    .map(Scalar::component)
+                    .unwrap_or(Scalar::Float64);
                 let (re, im) = match *lit {
                     Literal::Complex(re, im) => (re, im),
                     Literal::Float(x) => (x, 0.0),
@@ -88,7 +93,9 @@ impl FnCx<'_, '_> {
                 self.complex_op(*op, part, &vals)?
             }
             Expr::And(..) | Expr::Or(..) if is_c(ty) => {
-                return Err(err("`and`/`or` of complex values reached the host back end"));
+                return Err(err(
+                    "`and`/`or` of complex values reached the host back end",
+                ));
             }
             _ => return Ok(None),
         }))
@@ -106,7 +113,9 @@ impl FnCx<'_, '_> {
     /// `+ - * /`, `==` and `!=` as the device computes them.
     fn complex_binary(&mut self, op: BinaryOp, (a, b): Parts, (c, d): Parts) -> R<Vec<Value>> {
         Ok(match op {
-            BinaryOp::Add | BinaryOp::AddNoWrap => vec![self.b.ins().fadd(a, c), self.b.ins().fadd(b, d)],
+            BinaryOp::Add | BinaryOp::AddNoWrap => {
+                vec![self.b.ins().fadd(a, c), self.b.ins().fadd(b, d)]
+            }
             BinaryOp::Sub => vec![self.b.ins().fsub(a, c), self.b.ins().fsub(b, d)],
             BinaryOp::Mul => {
                 let ac = self.b.ins().fmul(a, c);
@@ -296,8 +305,31 @@ impl FnCx<'_, '_> {
             | ComplexOp::Asinh
             | ComplexOp::Acosh
             | ComplexOp::Atanh => {
-                // Refused by the host check (`check::host_complex`).
-                return Err(err(format!("cmath.{} reached the host back end", crate::front::builtins::cmath_name(op))));
+                // CPython's algorithms in double, in the runtime (`host::cmath`), as the
+                // device computes them in double; complex64 results are rounded once.
+                let c = crate::lower::host::cmath::code(op)
+                    .ok_or_else(|| err("a cmath function without a runtime code"))?;
+                let wide = part == Scalar::Float32;
+                let (xd, yd) = if wide {
+                    (
+                        self.b.ins().fpromote(ct::F64, x),
+                        self.b.ins().fpromote(ct::F64, y),
+                    )
+                } else {
+                    (x, y)
+                };
+                let code = self.b.ins().iconst(ct::I32, i64::from(c));
+                let sig = [ct::I32, ct::F64, ct::F64];
+                let re = self.call_helper("__pyd_cmath_re", &sig, ct::F64, &[code, xd, yd])?;
+                let im = self.call_helper("__pyd_cmath_im", &sig, ct::F64, &[code, xd, yd])?;
+                if wide {
+                    vec![
+                        self.b.ins().fdemote(ct::F32, re),
+                        self.b.ins().fdemote(ct::F32, im),
+                    ]
+                } else {
+                    vec![re, im]
+                }
             }
         })
     }
