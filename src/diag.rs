@@ -248,11 +248,11 @@ codes! {
     E0500,
     /// a device-only intrinsic reached on the host: thread positions, `lane_id`, `warp_size`, barriers, fences, votes, shuffles, matches, `activemask`, `lanemask_lt`, `syncwarp`, `dynamic_shared_array` sizes (§16.1)
     E0501,
-    /// an atomic operation the host does not provide: `wait` (§16.1)
+    /// an atomic operation the host does not provide: `wait`, and atomics on `complex64` elements (§16.1)
     E0502,
     /// an array the host cannot hold yet: `shared_array`, `dynamic_shared_array`, a `local_array` of structs or of more than 512 KiB, a slice, `view(dtype)`, an array of `@struct` elements, an array result, or another value the host cannot hold (§16.1)
     E0503,
-    /// a value the host does not hold yet: `complex64`/`complex128` numbers and the 8-bit float formats (§16.1)
+    /// a value the host does not hold yet: the 8-bit float formats (§16.1)
     E0504,
     /// a call of a CUDA C++ `extern` device function on the host (§16.1)
     E0505,

@@ -185,7 +185,7 @@ impl Checker {
                     Code::E0502,
                     span,
                     format!("atomic `{}` is not supported on the host yet", op.method()),
-                    "on the host every atomic operation but `wait` is provided",
+                    "on the host every atomic operation but `wait` is provided, on elements of real number types",
                 );
                 return;
             }
