@@ -92,10 +92,32 @@ impl FnCx<'_, '_> {
                 }
                 self.complex_op(*op, part, &vals)?
             }
-            Expr::And(..) | Expr::Or(..) if is_c(ty) => {
-                return Err(err(
-                    "`and`/`or` of complex values reached the host back end",
-                ));
+            Expr::And(a, b) | Expr::Or(a, b) if is_c(ty) => {
+                // Python's `x and y` / `x or y`: `x` itself, or `y`, by `x`'s truth.
+                let is_and = matches!(f.exprs[h], Expr::And(..));
+                let part = ty
+                    .as_scalar()
+                    .map(Scalar::component)
+                    .unwrap_or(Scalar::Float64);
+                let x = self.parts(*a)?;
+                let truth = self.complex_truthy(x);
+                let rhs = self.b.create_block();
+                let merge = self.b.create_block();
+                self.b.append_block_param(merge, reg_type(part));
+                self.b.append_block_param(merge, reg_type(part));
+                let xs = [BlockArg::from(x.0), BlockArg::from(x.1)];
+                if is_and {
+                    self.b.ins().brif(truth, rhs, &[], merge, &xs);
+                } else {
+                    self.b.ins().brif(truth, merge, &xs, rhs, &[]);
+                }
+                self.b.switch_to_block(rhs);
+                let y = self.parts(*b)?;
+                self.b
+                    .ins()
+                    .jump(merge, &[BlockArg::from(y.0), BlockArg::from(y.1)]);
+                self.b.switch_to_block(merge);
+                self.b.block_params(merge).to_vec()
             }
             _ => return Ok(None),
         }))
