@@ -601,13 +601,14 @@ fn assert_and_raise_on_the_host_name_the_line() {
 /// `cmath` (values printed by CPython; the device computes the same formulas).
 #[test]
 fn complex_cmath_functions_agree_with_cpython() {
+    type C = (f64, f64);
     let src = "import cmath\nfrom cuda import device\nfrom cuda.device import complex128\n\n\n@device.func\ndef cm(z):\n    \
         return (cmath.exp(z), cmath.log(z), cmath.sqrt(z), cmath.sin(z), cmath.cos(z), \
         cmath.tan(z), cmath.asin(z), cmath.acos(z), cmath.atan(z), cmath.sinh(z), \
         cmath.cosh(z), cmath.tanh(z), cmath.asinh(z), cmath.acosh(z), cmath.atanh(z), \
         cmath.phase(z), abs(z), z ** complex128(0.5, -0.25), cmath.rect(abs(z), 0.6))\n";
     #[rustfmt::skip]
-    let cases: [((f64, f64), [(f64, f64); 19]); 2] = [
+    let cases: [(C, [C; 19]); 2] = [
         ((0.3, -1.7), [
             (-0.17392187543249002, -1.3386074785524524), (0.5459616502586565, -1.396124127786657),
             (1.0065454908157918, -0.8444725129224773), (0.8358243686191043, -2.527468723190649),

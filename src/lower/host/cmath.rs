@@ -49,6 +49,8 @@ fn c_sqrt((a, b): C) -> C {
     };
     let mut r = (if big { re * 2.0 } else { re }, im);
     if a.abs() == f64::INFINITY {
+        // `b - b`: 0 for a finite `b`, NaN for an infinite or NaN one (npy_csqrt's).
+        #[allow(clippy::eq_op)]
         let bb = b - b;
         r = if a < 0.0 {
             (bb.abs(), a.copysign(b))
