@@ -1491,7 +1491,10 @@ impl FnCx<'_, '_> {
         let Some(want) = self.s.m.annotation_type(ann, self.s.defaults) else {
             return; // other annotations are documentation only
         };
-        if &want != ty {
+        // `c: device.Atomic(int32)`: an Atomic object (or an element of an array of them, or
+        // an `atomic_ref`) of that dtype, passed by reference (§9.7).
+        let atomic_ok = matches!((&want, ty), (Type::Atomic { dtype: a, .. }, Type::Ref { dtype: b, .. }) if a == b);
+        if &want != ty && !atomic_ok {
             self.diags.push(
                 Diagnostic::error(
                     Code::E0207,
