@@ -213,8 +213,11 @@ impl FnCx<'_, '_> {
     /// (`lower::ptx::emit::numbers::complex_op`). `part` is the operands' component type.
     fn complex_op(&mut self, op: ComplexOp, part: Scalar, vals: &[Vec<Value>]) -> R<Vec<Value>> {
         let one = |v: &Vec<Value>| v.first().copied().ok_or_else(|| err("complex operand"));
+        let first = vals
+            .first()
+            .ok_or_else(|| err("complex operation without operands"))?;
         if matches!(op, ComplexOp::New | ComplexOp::Rect) {
-            let x = one(&vals[0])?;
+            let x = one(first)?;
             let y = one(vals.get(1).ok_or_else(|| err("two parts"))?)?;
             if op == ComplexOp::New {
                 return Ok(vec![x, y]);
@@ -222,7 +225,7 @@ impl FnCx<'_, '_> {
             let (re, im) = self.rect(part, x, y)?;
             return Ok(vec![re, im]);
         }
-        let (x, y) = match vals[0].as_slice() {
+        let (x, y) = match first.as_slice() {
             [x, y] => (*x, *y),
             _ => return Err(err("a complex operand without two parts")),
         };
