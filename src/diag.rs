@@ -138,7 +138,7 @@ codes! {
     E0115,
     /// a local (or the return value) gets values of different types
     E0201,
-    /// unsupported expression or operand types: bitwise on floats, `@`, `in`/`is`, strings, lists, dicts, sets, lambdas other than predicates, `None` as a value, calling a non-function (`device.Atomic(...)` as a value included), mismatched conditional branches, a type (`v.dtype` included) used as a value
+    /// unsupported expression or operand types: bitwise on floats, `@`, `in`/`is`, strings, lists, dicts, sets, lambdas other than predicates, `None` as a value, calling a non-function, mismatched conditional branches, a type (`v.dtype` included) used as a value
     E0202,
     /// bad indexing: wrong number of indices (for an element; more subscripts than dimensions for a view), a zero slice step, a slice or view as an assignment target, non-integer index or slice bound, `view` of a non-contiguous or multi-dimensional array, non-constant or out-of-range tuple index, a constant vector index out of range, a constant `WarpMask` lane outside `0..31`, indexing a non-array, bit assignment on a `WarpMask` that is not a local, unpacking mismatch
     E0203,
@@ -190,6 +190,12 @@ codes! {
     E0252,
     /// complex or fp8 values where the hardware has no instruction: atomic operations on `complex128`/fp8 elements and arithmetic ones on `complex64`, warp shuffles of `complex128` and matches of complex values (§2.7, §2.8)
     E0253,
+    /// an `Atomic` object or an element of an array of `Atomic` is assigned or updated with an operator (`c = 3`, `c += 1`, `h[i] = v`): it changes only through its methods (`.store(v)`, `.add(v)`, …) (§9.7)
+    E0260,
+    /// `device.Atomic(dtype)` in device code anywhere but the whole value of an assignment to one name (`c = device.Atomic(int32)`) or the dtype of `shared_array`/`local_array` (§9.7)
+    E0261,
+    /// an unsupported `Atomic` object or array element: a dtype that is not a number type, or `align=` (which only a `@struct` field takes) (§9.7)
+    E0262,
     /// unsupported statement or parameter form (`try`, `with`, a nested `def` that is not a predicate, `global`, defaults, `*args`, a `for` target that is not a name, …)
     E0301,
     /// an `assert` or `raise` device code cannot report: an `assert` message that is not a string literal, a bare `raise`, `raise ... from`, an exception that is not one of Python's built-in ones or whose argument is not one string literal
@@ -208,7 +214,7 @@ codes! {
     E0308,
     /// not a constant expression where one is required: `shape` or `align` of `local_array`/`shared_array`, a slice step (§5.6); a negative or over-64-bit array dimension
     E0400,
-    /// bad argument value: `memory` not a memory order, `scope` not a thread scope (or either not a string literal), `order` not `'C'`/`'F'`, `align` not a power of two up to 4096, `dtype` not a dtype (an `Atomic(...)` array dtype included) (§5.7, §9.1)
+    /// bad argument value: `memory` not a memory order, `scope` not a thread scope (or either not a string literal), `order` not `'C'`/`'F'`, `align` not a power of two up to 4096, `dtype` not a dtype (§5.7, §9.1)
     E0401,
     /// atomic operation not available for the element's dtype (§9.2; numba's `inc`/`dec` need uint32 or uint64)
     E0402,
@@ -242,11 +248,11 @@ codes! {
     E0500,
     /// a device-only intrinsic reached on the host: thread positions, `lane_id`, `warp_size`, barriers, fences, votes, shuffles, matches, `activemask`, `lanemask_lt`, `syncwarp`, `dynamic_shared_array` sizes (§16.1)
     E0501,
-    /// an atomic operation the host does not provide: `wait` (§16.1)
+    /// an atomic operation the host does not provide: `wait`, and atomics on `complex64` elements (§16.1)
     E0502,
     /// an array the host cannot hold yet: `shared_array`, `dynamic_shared_array`, a `local_array` of structs or of more than 512 KiB, a slice, `view(dtype)`, an array of `@struct` elements, an array result, or another value the host cannot hold (§16.1)
     E0503,
-    /// a value the host does not hold yet: `complex64`/`complex128` numbers and the 8-bit float formats (§16.1)
+    /// a value the host does not hold yet: the 8-bit float formats (§16.1)
     E0504,
     /// a call of a CUDA C++ `extern` device function on the host (§16.1)
     E0505,

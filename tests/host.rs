@@ -595,3 +595,70 @@ fn assert_and_raise_on_the_host_name_the_line() {
     assert_eq!(fail(200), "ValueError: too large (at assert_host.py:12:9)");
     assert_eq!(f.call(&[HostValue::Int(3)]).expect("ok"), HostValue::Int(9));
 }
+
+/// Complex numbers on the host (docs/semantics.md §16.1): every `cmath` function, `phase`,
+/// `abs`, a complex power and `rect`, on complex128 and complex64, against CPython 3.11's
+/// `cmath` (values printed by CPython; the device computes the same formulas).
+#[test]
+fn complex_cmath_functions_agree_with_cpython() {
+    type C = (f64, f64);
+    let src = "import cmath\nfrom cuda import device\nfrom cuda.device import complex128\n\n\n@device.func\ndef cm(z):\n    \
+        return (cmath.exp(z), cmath.log(z), cmath.sqrt(z), cmath.sin(z), cmath.cos(z), \
+        cmath.tan(z), cmath.asin(z), cmath.acos(z), cmath.atan(z), cmath.sinh(z), \
+        cmath.cosh(z), cmath.tanh(z), cmath.asinh(z), cmath.acosh(z), cmath.atanh(z), \
+        cmath.phase(z), abs(z), z ** complex128(0.5, -0.25), cmath.rect(abs(z), 0.6))\n";
+    #[rustfmt::skip]
+    let cases: [(C, [C; 19]); 2] = [
+        ((0.3, -1.7), [
+            (-0.17392187543249002, -1.3386074785524524), (0.5459616502586565, -1.396124127786657),
+            (1.0065454908157918, -0.8444725129224773), (0.8358243686191043, -2.527468723190649),
+            (2.701992959680282, 0.7818376958374182), (0.035682500915865334, -0.9457340139741869),
+            (0.1513854812624992, -1.3107496902488216), (1.4194108455323973, 1.3107496902488216),
+            (1.4236790442393028, -0.6358752035135133), (-0.039235763211921855, -1.0366254194722615),
+            (-0.13468611222056817, -0.30198205908019077), (2.9115207481259047, 1.1686311699363665),
+            (1.1511827117610314, -1.3583551589067286), (1.3107496902488216, -1.4194108455323973),
+            (0.07595582215779155, -1.049069489395666), (-1.396124127786657, 0.0),
+            (1.7262676501632068, 0.0), (0.6223345143378979, -0.6867326868585237),
+            (1.4247501725461358, 0.9747240357299888),
+        ]),
+        ((-2.5, 0.75), [
+            (0.06006067979462966, 0.055952316678511464), (0.9593795799946813, 2.8501358591119264),
+            (0.23460245866959442, 1.59844872098351), (-0.7748318813161045, -0.6587937997478095),
+            (-1.0372272476741875, 0.49213365769419465), (0.3637701652914554, 0.807747138952803),
+            (-1.257108656261786, 1.621135659801741), (2.8279049830566825, -1.621135659801741),
+            (-1.2155990183547114, 0.09720644727604992), (-4.426867273187325, 4.180006197022092),
+            (4.486927952981954, -4.12405388034358), (-0.9989569947031439, 0.01342872614662455),
+            (-1.6823483519416833, 0.27296204931872853), (1.621135659801741, 2.8279049830566825),
+            (-0.3790868723420221, 1.4445191889058668), (2.8501358591119264, 0.0),
+            (2.6100766272276377, 0.0), (1.2389918433901095, 3.0525340302047193),
+            (2.1541891980943015, 1.473760122548385),
+        ]),
+    ];
+    let m = Module::parse("cm.py", src).unwrap_or_else(|d| panic!("{}", d.render()));
+    for (ty, tol) in [(Scalar::Complex128, 1e-13), (Scalar::Complex64, 2e-6)] {
+        let f = m
+            .host_function("cm", &[Type::Scalar(ty)])
+            .unwrap_or_else(|e| panic!("{e}"));
+        for ((re, im), want) in &cases {
+            let got = f.call(&[HostValue::Complex128(*re, *im)]).expect("call");
+            let HostValue::Tuple(items) = got else {
+                panic!("not a tuple: {got}");
+            };
+            assert_eq!(items.len(), want.len());
+            for (k, (g, w)) in items.iter().zip(want).enumerate() {
+                let (gr, gi) = match g {
+                    HostValue::Complex128(a, b) => (*a, *b),
+                    HostValue::Complex64(a, b) => (f64::from(*a), f64::from(*b)),
+                    HostValue::Float64(a) => (*a, 0.0),
+                    HostValue::Float32(a) => (f64::from(*a), 0.0),
+                    other => panic!("result {k}: {other}"),
+                };
+                let close = |a: f64, b: f64| (a - b).abs() <= tol * b.abs().max(1.0);
+                assert!(
+                    close(gr, w.0) && close(gi, w.1),
+                    "{ty} result {k} of cm({re}+{im}j): ({gr}, {gi}) vs {w:?}"
+                );
+            }
+        }
+    }
+}

@@ -106,7 +106,9 @@ Dim3 = VECTORS["uint32x3"]
 
 
 class AtomicHint:
-    """``Atomic(int, align=16)``: a struct field accessed only atomically."""
+    """``Atomic(int32)``: an atomic object's type. In device code it is a struct field type
+    (``Atomic(int, align=16)``), a thread's own object (``c = Atomic(int32)``) or the dtype of
+    ``shared_array``/``local_array`` (docs/semantics.md §9.7)."""
 
     def __init__(self, dtype, align: int = 0):
         self.dtype = dtype
@@ -117,7 +119,8 @@ class AtomicHint:
 
 
 def Atomic(dtype, align: int = 0) -> AtomicHint:  # noqa: N802 (the spec's name)
-    """The spec's ``Atomic(T, align=N)`` struct field type."""
+    """The spec's ``Atomic(T)`` class: a struct field type, an atomic object in device code,
+    or an array's dtype (docs/semantics.md §7.3, §9.7)."""
     return AtomicHint(dtype, align)
 
 

@@ -863,6 +863,16 @@ fn host_value(t: &Type, v: &Bound<'_, PyAny>) -> PyResult<HostValue> {
     Ok(match t {
         Type::Scalar(Scalar::Bool) => HostValue::Bool(v.extract()?),
         Type::Scalar(Scalar::Float64) => HostValue::Float64(v.extract()?),
+        // A Python complex (or any number): its parts.
+        Type::Scalar(s) if s.is_complex() => {
+            let re: f64 = v.getattr("real")?.extract()?;
+            let im: f64 = v.getattr("imag")?.extract()?;
+            if *s == Scalar::Complex64 {
+                HostValue::Complex64(re as f32, im as f32)
+            } else {
+                HostValue::Complex128(re, im)
+            }
+        }
         Type::Scalar(s) if s.is_float() => HostValue::Float32(v.extract::<f64>()? as f32),
         Type::Scalar(s) if s.is_signed() => HostValue::Int(v.extract()?),
         Type::Scalar(s) if !s.is_complex() => HostValue::UInt(v.extract()?),
@@ -912,6 +922,14 @@ fn host_result(py: Python<'_>, v: &HostValue) -> PyResult<Py<PyAny>> {
         HostValue::UInt(u) => u.into_pyobject(py)?.into_any().unbind(),
         HostValue::Float32(f) => f64::from(*f).into_pyobject(py)?.into_any().unbind(),
         HostValue::Float64(f) => f.into_pyobject(py)?.into_any().unbind(),
+        HostValue::Complex64(re, im) => {
+            pyo3::types::PyComplex::from_doubles(py, f64::from(*re), f64::from(*im))
+                .into_any()
+                .unbind()
+        }
+        HostValue::Complex128(re, im) => pyo3::types::PyComplex::from_doubles(py, *re, *im)
+            .into_any()
+            .unbind(),
         HostValue::Tuple(items) => {
             let items = items
                 .iter()

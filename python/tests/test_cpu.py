@@ -502,3 +502,80 @@ def test_the_launch_gpu_follows_the_stream_then_the_arrays():
     assert not _placed._dispatcher.try_launch((a1, a1), 1, 64, None)
     with pytest.raises(ValueError, match="dry-run launcher has no GPU"):
         launcher.attributes()
+
+
+# --- complex numbers on the host, Atomic objects (issue 17) ---------------------------------
+
+def test_host_calls_with_complex_numbers(tmp_path):
+    mod, _ = load_module(tmp_path, "host_complex", """
+        import cmath
+        from cuda import device
+        from cuda.device import complex64, complex128
+
+
+        @device.func
+        def mix(z: complex128, w: complex128):
+            return (z * w - z / (w + 1.0), cmath.exp(z) + cmath.atanh(w * 0.5), abs(z), z.conjugate())
+
+
+        @device.func
+        def twice(z: complex64):
+            return z + z
+    """)
+    import cmath
+    z, w = complex(0.3, -1.7), complex(-2.5, 0.75)
+    a, b, m, c = mod.mix(z, w)
+    assert a == z * w - z / (w + 1.0)
+    assert abs(b - (cmath.exp(z) + cmath.atanh(w * 0.5))) < 1e-13
+    assert m == abs(z) and c == z.conjugate()
+    assert isinstance(a, complex)
+    # complex64: the parts round to float32.
+    t = mod.twice(complex(0.1, -0.2))
+    assert t == complex(np.complex64(complex(0.1, -0.2)) * 2)
+
+
+def test_atomic_objects_compile_to_shared_and_plain_local_accesses(tmp_path):
+    mod, _ = load_module(tmp_path, "atomic_objects", """
+        from cuda import device
+        from cuda.device import float32, int32
+
+
+        @device.kernel
+        def hist(data, out):
+            bins = device.shared_array(8, device.Atomic(float32))
+            mine = device.Atomic(int32)
+            t = device.thread_idx.x
+            if t < 8:
+                bins[t].store(0.0, memory='relaxed', scope='block')
+            device.syncthreads()
+            i = device.tid(1)
+            if i < len(data):
+                bins[i % 8].add(data[i], memory='relaxed', scope='block')
+                mine.add(1)
+            device.syncthreads()
+            if t < 8:
+                device.atomic_ref(out, t).add(bins[t].load(memory='relaxed', scope='block') + float32(mine.load()))
+    """)
+    ptx = device.compile_ptx(mod.hist, "void(float32[::1], float32[::1])")
+    assert "atom.relaxed.cta.shared.add.f32" in ptx
+    # `mine` belongs to the thread: its add is a plain local update, so the only atomics are
+    # the shared histogram's add and the global one (the seq_cst default: fence + atom).
+    atoms = [line for line in ptx.splitlines() if "atom." in line]
+    assert len(atoms) == 2, atoms
+    assert "global.add.f32" in atoms[1]
+
+
+def test_assigning_an_atomic_object_is_a_compile_error(tmp_path):
+    mod, _ = load_module(tmp_path, "atomic_assign", """
+        from cuda import device
+        from cuda.device import int32
+
+
+        @device.kernel
+        def k(a):
+            c = device.Atomic(int32)
+            c = 3
+            a[0] = c.load()
+    """)
+    with pytest.raises(Exception, match="E0260"):
+        device.compile_ptx(mod.k, "void(int32[::1])")

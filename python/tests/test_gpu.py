@@ -316,3 +316,56 @@ def test_constexpr_arguments_specialize_per_value(gpu):
     assert len(K.window_scale._specs) == 4
     with pytest.raises(TypeError, match="ConstExpr"):
         device.launch(K.window_scale, a, out, "3", 2, grid=n // 128, block=128)
+
+
+def test_atomic_objects_histogram_and_block_counter(gpu, tmp_path):
+    # Issue 17: a shared array of Atomic(float32) as a per-block histogram, a shared
+    # Atomic(int32) counter per block and a thread's own Atomic(int32), against NumPy.
+    import importlib.util
+
+    path = tmp_path / "atomic_objects_py.py"
+    path.write_text(textwrap.dedent("""
+        from cuda import device
+        from cuda.device import float32, int32
+
+
+        @device.kernel
+        def hist(data, bins_out, counts, per_thread):
+            t = device.thread_idx.x
+            bins = device.shared_array(16, device.Atomic(float32))
+            count = device.shared_array(1, device.Atomic(int32))
+            if t < 16:
+                bins[t].store(0.0, memory='relaxed', scope='block')
+            if t == 0:
+                count[0].store(0, memory='relaxed', scope='block')
+            device.syncthreads()
+            i = device.tid(1)
+            mine = device.Atomic(int32)
+            if i < len(data):
+                v = data[i]
+                bins[v % 16].add(float32(v), memory='relaxed', scope='block')
+                count[0].add(1, memory='relaxed', scope='block')
+                mine.add(v)
+                mine.add(v)
+                per_thread[i] = mine.load()
+            device.syncthreads()
+            if t < 16:
+                device.atomic_ref(bins_out, t).add(bins[t].load(memory='relaxed', scope='block'), memory='relaxed', scope='device')
+            if t == 0:
+                counts[device.block_idx.x] = count[0].load(memory='relaxed', scope='block')
+    """))
+    spec = importlib.util.spec_from_file_location("atomic_objects_py", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rng = np.random.default_rng(17)
+    n, block = 50_001, 256
+    nblocks = (n + block - 1) // block
+    data = rng.integers(0, 100, n, dtype=np.int32)
+    bins = np.zeros(16, np.float32)
+    counts = np.full(nblocks, -1, np.int32)
+    per = np.zeros(n, np.int32)
+    device.launch(mod.hist, data, bins, counts, per, grid=nblocks, block=block)
+    want = np.bincount(data % 16, weights=data, minlength=16)  # integers below 2**24: exact
+    np.testing.assert_array_equal(bins, want.astype(np.float32))
+    np.testing.assert_array_equal(counts, np.minimum(block, n - np.arange(nblocks) * block))
+    np.testing.assert_array_equal(per, 2 * data)

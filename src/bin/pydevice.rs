@@ -867,6 +867,7 @@ fn cmd_call(a: &Args) -> Result<(), Failure> {
             ArgValue::Int(i) => HostValue::Int(*i),
             ArgValue::UInt(u) => HostValue::UInt(*u),
             ArgValue::Float(x) => HostValue::Float64(*x),
+            ArgValue::Complex(re, im) => HostValue::Complex128(*re, *im),
             _ => return Err(Failure::Other(format!("--arg {p}: not a scalar"))),
         });
     }

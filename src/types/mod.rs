@@ -348,6 +348,10 @@ pub enum DType {
         /// Number of elements, 1 to 4.
         len: u8,
     },
+    /// `device.Atomic(dtype)` (`shared_array(n, device.Atomic(int32))`): elements laid out
+    /// as `cuda::std::atomic<dtype>` (the number's own layout), reached only through
+    /// atomic operations (docs/semantics.md §9.7).
+    Atomic(Scalar),
 }
 
 impl DType {
@@ -355,6 +359,14 @@ impl DType {
     pub fn scalar(&self) -> Option<Scalar> {
         match self {
             DType::Scalar(s) => Some(*s),
+            DType::Struct(_) | DType::Vector { .. } | DType::Atomic(_) => None,
+        }
+    }
+
+    /// The number type of an array of numbers or of `Atomic` numbers.
+    pub fn atomic_scalar(&self) -> Option<Scalar> {
+        match self {
+            DType::Scalar(s) | DType::Atomic(s) => Some(*s),
             DType::Struct(_) | DType::Vector { .. } => None,
         }
     }
@@ -367,6 +379,10 @@ impl DType {
             DType::Vector { elem, len } => Type::Vector {
                 elem: *elem,
                 len: *len,
+            },
+            DType::Atomic(s) => Type::Atomic {
+                dtype: *s,
+                align: 0,
             },
         }
     }
@@ -390,6 +406,7 @@ impl fmt::Display for DType {
             DType::Scalar(s) => write!(f, "{s}"),
             DType::Struct(st) => f.write_str(&st.name),
             DType::Vector { elem, len } => write!(f, "{elem}x{len}"),
+            DType::Atomic(s) => write!(f, "Atomic[{s}]"),
         }
     }
 }
@@ -576,7 +593,7 @@ impl Type {
                         return Err("an array type has 0 dimensions; arrays have 1 to 255".into());
                     }
                     match &a.dtype {
-                        DType::Scalar(_) => {}
+                        DType::Scalar(_) | DType::Atomic(_) => {}
                         DType::Vector { elem, len } => scalar_vector(*elem, *len)?,
                         DType::Struct(st) => {
                             validate_struct(st, align_ok)?;

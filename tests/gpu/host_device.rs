@@ -382,3 +382,115 @@ fn host_device_functions_build_on_both_sides() {
         f.call(&[one.clone(), one]).expect("host call");
     }
 }
+
+const COMPLEX_SRC: &str = r#"
+import cmath
+from cuda import device
+from cuda.device import complex64, complex128
+
+
+@device.func
+def cmix(z: complex128, w: complex128) -> tuple[complex128, complex128, complex128, complex128]:
+    a = z * w - z / (w + 1.0)
+    b = cmath.exp(z * 0.25) + cmath.log(w) + cmath.sqrt(z) + cmath.sin(w) * cmath.cos(z)
+    c = (cmath.tan(z * 0.5) + cmath.asin(w * 0.5) + cmath.acos(z * 0.5) + cmath.atan(w)
+         + cmath.sinh(z) + cmath.cosh(w) + cmath.tanh(z) + cmath.asinh(w) + cmath.acosh(z)
+         + cmath.atanh(w * 0.5))
+    d = z ** w + cmath.rect(abs(z), cmath.phase(w)) + z.conjugate() * w.imag - w.real
+    return (a, b, c, d)
+
+
+@device.func
+def cmix64(z: complex64, w: complex64) -> complex64:
+    return z * w - z / (w + complex64(1)) + cmath.exp(z * complex64(0.25)) + cmath.sqrt(w) + cmath.tanh(z)
+
+
+@device.kernel
+def run_cmix(z, w, out, out64):
+    i = device.tid(1)
+    if i < len(z):
+        r = cmix(z[i], w[i])
+        out[i, 0] = r[0]
+        out[i, 1] = r[1]
+        out[i, 2] = r[2]
+        out[i, 3] = r[3]
+        out64[i] = cmix64(complex64(z[i]), complex64(w[i]))
+"#;
+
+/// Complex numbers (docs/semantics.md §16.1): the same `@func`s on the host (Cranelift, the
+/// C library and the runtime's `cmath` algorithms) and on the device (libdevice), on random
+/// arguments: arithmetic, every `cmath` function, powers, `rect`, `phase`, `abs`, parts.
+#[test]
+fn host_and_device_agree_on_complex_functions() {
+    let Some(dev) = device("host_and_device_agree_on_complex_functions") else {
+        return;
+    };
+    let n = 2053;
+    let mut r = Rng(0xc0ffee);
+    let z: Vec<[f64; 2]> = (0..n)
+        .map(|_| [f64::from(r.f32(-2.0, 2.0)), f64::from(r.f32(-2.0, 2.0))])
+        .collect();
+    let w: Vec<[f64; 2]> = (0..n)
+        .map(|_| [f64::from(r.f32(-2.0, 2.0)), f64::from(r.f32(-2.0, 2.0))])
+        .collect();
+    let k = kernel(
+        &dev,
+        COMPLEX_SRC,
+        "run_cmix",
+        "complex128[::1], complex128[::1], complex128[:, ::1], complex64[::1]",
+    );
+    let (_zb, za) = vec1(&dev, &z);
+    let (_wb, wa) = vec1(&dev, &w);
+    let (ob, oa) = super::array(&dev, &vec![[0f64; 2]; n * 4], &[n as u64, 4], &[4, 1]);
+    let (o64b, o64a) = vec1(&dev, &vec![[0f32; 2]; n]);
+    k.launch(&[za, wa, oa, o64a], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let out: Vec<[f64; 2]> = from_bytes(&dev.download(&ob).expect("download"));
+    let out64: Vec<[f32; 2]> = from_bytes(&dev.download(&o64b).expect("download"));
+    let m = Module::parse("complex.py", COMPLEX_SRC).unwrap_or_else(|d| panic!("{}", d.render()));
+    let c128 = Type::Scalar(Scalar::Complex128);
+    let c64 = Type::Scalar(Scalar::Complex64);
+    let f = m
+        .host_function("cmix", &[c128.clone(), c128])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let f64_ = m
+        .host_function("cmix64", &[c64.clone(), c64])
+        .unwrap_or_else(|e| panic!("{e}"));
+    // libdevice and the C library differ by an ulp or two per function; sums of a dozen
+    // such terms keep that relative to their size.
+    let close = |h: (f64, f64), d: [f64; 2], tol: f64| {
+        let scale = 1.0 + d[0].hypot(d[1]);
+        (h.0 - d[0]).abs() <= tol * scale && (h.1 - d[1]).abs() <= tol * scale
+    };
+    for i in 0..n {
+        let args = [
+            HostValue::Complex128(z[i][0], z[i][1]),
+            HostValue::Complex128(w[i][0], w[i][1]),
+        ];
+        let HostValue::Tuple(items) = f.call(&args).expect("host call") else {
+            panic!("cmix: not a tuple");
+        };
+        for (k, item) in items.iter().enumerate() {
+            let HostValue::Complex128(re, im) = item else {
+                panic!("cmix result {k}: {item}");
+            };
+            let d = out[i * 4 + k];
+            assert!(
+                close((*re, *im), d, 1e-11),
+                "cmix({:?}, {:?})[{k}]: host ({re}, {im}), device {d:?}",
+                z[i],
+                w[i]
+            );
+        }
+        let h = f64_.call(&args).expect("host call");
+        let HostValue::Complex64(re, im) = h else {
+            panic!("cmix64: {h}");
+        };
+        let d = [f64::from(out64[i][0]), f64::from(out64[i][1])];
+        assert!(
+            close((f64::from(re), f64::from(im)), d, 1e-4),
+            "cmix64({:?}, {:?}): host ({re}, {im}), device {d:?}",
+            z[i],
+            w[i]
+        );
+    }
+}

@@ -691,3 +691,53 @@ def k(x, n, fout, iout):
         assert_eq!(io[128 + i] as u32, peers, "match_any_sync lane {i}");
     }
 }
+
+/// `Atomic` objects (docs/semantics.md §9.7, fixture lang/atomic_objects.py): a shared
+/// `Atomic(int32)` counter per block, a shared array of `Atomic(float32)` as a histogram
+/// flushed to global memory, and each thread's own `Atomic(int32)` and local array of
+/// `Atomic(int32)` (plain loads and stores), against a CPU reference on random data.
+#[test]
+fn atomic_objects_count_histogram_and_per_thread_state() {
+    let Some(dev) = device("atomic_objects_count_histogram_and_per_thread_state") else {
+        return;
+    };
+    let k = kernel(
+        &dev,
+        &fixture("atomic_objects.py"),
+        "atomic_objects",
+        "int32[::1], float32[::1], int32[::1], int32[::1]",
+    );
+    const NBINS: usize = 16;
+    let block = 256u32;
+    for (seed, n) in [(41u64, 100_003usize), (42, 256), (43, 1000)] {
+        let mut r = Rng(seed);
+        let data: Vec<i32> = (0..n).map(|_| r.i32(0, 64)).collect();
+        let nblocks = blocks(n, block) as usize;
+        let (_db, da) = vec1(&dev, &data);
+        let (hb, ha) = vec1(&dev, &[0f32; NBINS]);
+        let (cb, ca) = vec1(&dev, &vec![-1i32; nblocks]);
+        let (pb, pa) = vec1(&dev, &vec![0i32; n]);
+        k.launch(&[da, ha, ca, pa], [nblocks as u32, 1, 1], [block, 1, 1]);
+        let hist: Vec<f32> = from_bytes(&dev.download(&hb).expect("download"));
+        let counts: Vec<i32> = from_bytes(&dev.download(&cb).expect("download"));
+        let per: Vec<i32> = from_bytes(&dev.download(&pb).expect("download"));
+        let mut want_h = [0f64; NBINS];
+        for v in &data {
+            want_h[(*v as usize) % NBINS] += f64::from(*v) * 0.5;
+        }
+        // Sums of halves below 2**23: exact in float32 in any order.
+        for b in 0..NBINS {
+            assert_eq!(f64::from(hist[b]), want_h[b], "n={n}: bin {b}");
+        }
+        for (blk, c) in counts.iter().enumerate() {
+            let want = n.saturating_sub(blk * block as usize).min(block as usize);
+            assert_eq!(*c as usize, want, "n={n}: block {blk}");
+        }
+        for (i, v) in data.iter().enumerate() {
+            // mine: 3v, exch(7), cas(7, 3v + 1), +2; slots [0, 1, 2, 3] with slot v % 4
+            // raised to v.
+            let want = (3 * v + 3) + (6 - v % 4 + v);
+            assert_eq!(per[i], want, "n={n}: thread {i} (v={v})");
+        }
+    }
+}

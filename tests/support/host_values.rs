@@ -51,6 +51,21 @@ pub fn split_top(s: &str) -> Vec<&str> {
 pub fn literal(t: &Type, s: &str) -> HostValue {
     match t {
         Type::Scalar(Scalar::Bool) => HostValue::Bool(s == "True"),
+        // `complex(RE, IM)`
+        Type::Scalar(sc) if sc.is_complex() => {
+            let inner = s
+                .strip_prefix("complex(")
+                .and_then(|x| x.strip_suffix(')'))
+                .unwrap_or_else(|| panic!("bad complex `{s}`: write complex(RE, IM)"));
+            let parts: Vec<f64> = split_top(inner)
+                .iter()
+                .map(|p| match literal(&Type::Scalar(Scalar::Float64), p) {
+                    HostValue::Float64(x) => x,
+                    _ => unreachable!(),
+                })
+                .collect();
+            HostValue::Complex128(parts[0], parts[1])
+        }
         Type::Scalar(sc) if sc.is_float() => HostValue::Float64(match s {
             "nan" => f64::NAN,
             "inf" => f64::INFINITY,

@@ -44,7 +44,8 @@ pub enum Rule {
     TargetOnly,
     /// A type for struct fields and dtypes: `align(t, n)` (E0423).
     AlignType,
-    /// A struct field's type: `Atomic(dtype)` (E0202).
+    /// `Atomic(dtype)`: a struct field's type, an array's dtype, or a new object as the whole
+    /// value of an assignment (`check/atomic_object.rs`); elsewhere E0261.
     AtomicField,
     /// `len(x)`.
     Len,
@@ -283,7 +284,7 @@ pub static ROWS: &[Row] = &[
     row(B::Int, &[(N::Builtins, "int")], &["x"], &["0"], Rule::Conversion, Op::Expr("cast"), HOST),
     row(B::Float, &[(N::Builtins, "float")], &["x"], &["0.0"], Rule::Conversion, Op::Expr("cast"), HOST),
     row(B::Bool, &[(N::Builtins, "bool")], &["x"], &["False"], Rule::Conversion, Op::Expr("cast"), HOST),
-    row(B::Complex, &[(N::Builtins, "complex")], &["real", "imag"], &["0.0", "0.0"], Rule::Conversion, Op::Expr("complex"), HOST_LATER),
+    row(B::Complex, &[(N::Builtins, "complex")], &["real", "imag"], &["0.0", "0.0"], Rule::Conversion, Op::Expr("complex"), HOST),
     // Python builtins.
     row(B::Range, &[(N::Builtins, "range"), (N::CupyxJit, "range")], &["start", "stop", "step"], &["None", "1"], Rule::LoopOnly, Op::None, HOST),
     row(B::Print, &[(N::Builtins, "print")], &["*args"], &[], Rule::PrintOnly, Op::Expr("print statement"), HOST),
@@ -520,7 +521,7 @@ pub static FAMILIES: &[Family] = &[
             B::Cmath(super::CmathFn::Op(op)) => Op::Intrinsic(I::Complex(op)),
             _ => Op::Expr("complex tuple"),
         },
-        host: HOST_LATER,
+        host: HOST,
     },
     Family {
         what: "functions of `operator`",

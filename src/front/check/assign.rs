@@ -225,6 +225,9 @@ impl FnCx<'_, '_> {
             ast::Expr::Name(n) => {
                 let name = n.id.as_str();
                 self.seen_assigned.insert(name.to_string());
+                if self.atomic_object_assigned(name, span) {
+                    return;
+                }
                 let Some(e) = self.merge(name, v, span) else {
                     return;
                 };
@@ -254,6 +257,10 @@ impl FnCx<'_, '_> {
                 match &base.ty {
                     Type::Array(at) => {
                         let dtype = at.dtype.clone();
+                        if let DType::Atomic(_) = dtype {
+                            self.atomic_element_assigned(&base.ty, span);
+                            return;
+                        }
                         if self.check_writable(&base, span).is_none() {
                             return;
                         }
@@ -619,6 +626,17 @@ impl FnCx<'_, '_> {
                 None
             }
             // A vector is stored whole and as it is: build one of the array's type.
+            DType::Atomic(_) => {
+                self.error(
+                    Code::E0260,
+                    v.span,
+                    format!(
+                        "cannot store {} into an array of {dtype}: its elements are atomic objects",
+                        v.ty
+                    ),
+                );
+                None
+            }
             DType::Vector { .. } if v.ty == dtype.ty() => Some(v.e),
             DType::Vector { .. } => {
                 self.diags.push(
@@ -699,6 +717,15 @@ impl FnCx<'_, '_> {
                 let Some(cur) = self.value_of(cur) else {
                     return;
                 };
+                if let Type::Ref { .. } = cur.ty {
+                    let what = if self.atomic_objects.contains_key(n.id.as_str()) {
+                        format!("the `Atomic` object `{}`", n.id)
+                    } else {
+                        format!("the atomic reference `{}`", n.id)
+                    };
+                    self.atomic_aug_assigned(&what, op, span);
+                    return;
+                }
                 let Some(v) = self.binary(op, cur, rhs, span) else {
                     return;
                 };
@@ -713,6 +740,11 @@ impl FnCx<'_, '_> {
                     self.error(Code::E0211, span, format!("{} is immutable", base.ty));
                     return;
                 };
+                if let DType::Atomic(_) = at.dtype {
+                    let what = format!("an element of {}", base.ty);
+                    self.atomic_aug_assigned(&what, op, span);
+                    return;
+                }
                 let Some(dtype) = at.dtype.scalar() else {
                     self.error(
                         Code::E0202,

@@ -446,8 +446,8 @@ impl FnCx<'_, '_> {
             }
             Rule::AtomicField => {
                 self.diags.push(
-                    Diagnostic::error(Code::E0202, span, "`Atomic(dtype)` declares a `@struct` field; it cannot be made in device code")
-                        .with_note("an atomic object lives in memory: declare a @struct field `device.Atomic(dtype)` and use `array[i].field`, or use `atomic_ref(array, index)` on an array of numbers"),
+                    Diagnostic::error(Code::E0261, span, "an `Atomic` object is made only by assigning it to a name, or as the dtype of an array")
+                        .with_note("write `c = device.Atomic(dtype)` and use `c`, or `device.shared_array(n, device.Atomic(dtype))`"),
                 );
                 None
             }
@@ -564,11 +564,17 @@ impl FnCx<'_, '_> {
     /// `T(x)`: an explicit conversion, which may truncate or wrap.
     pub(super) fn conversion(&mut self, v: Val, target: Scalar, span: Span) -> Option<Val> {
         let Some(src) = v.ty.as_scalar() else {
-            self.error(
+            let mut d = Diagnostic::error(
                 Code::E0207,
                 v.span,
                 format!("cannot convert {} to {target}", v.ty),
             );
+            if matches!(v.ty, Type::Ref { .. }) {
+                d = d.with_note(
+                    "an atomic object or reference is not a number: read its value with `.load()`",
+                );
+            }
+            self.diags.push(d);
             return None;
         };
         if src.is_complex() && !target.is_complex() && target != Scalar::Bool {

@@ -157,11 +157,8 @@ impl FnCx<'_, '_> {
         if let ast::Expr::Call(c) = e
             && self.callee_item(&c.func) == Some(Item::Builtin(Builtin::AtomicClass))
         {
-            self.diags.push(
-                Diagnostic::error(Code::E0401, sp(e), "arrays of `Atomic` are not supported")
-                    .with_note("make an array of the number type and use `atomic_ref(array, index)`, or a @struct with `device.Atomic(dtype)` fields"),
-            );
-            return None;
+            // An array of atomic objects (§9.5).
+            return self.atomic_class_dtype(c).map(DType::Atomic);
         }
         self.dtype_arg(e).map(DType::Scalar)
     }
@@ -584,7 +581,7 @@ impl FnCx<'_, '_> {
                     return None;
                 };
                 let space = at.space;
-                let Some(dtype) = at.dtype.scalar() else {
+                let Some(dtype) = at.dtype.atomic_scalar() else {
                     self.diags.push(
                         Diagnostic::error(Code::E0408, arr.span, format!("`atomic_ref` needs an array of numbers, found {}", arr.ty))
                             .with_note("for records, declare the field `device.Atomic(dtype)` and use `array[i].field`"),
@@ -1178,11 +1175,11 @@ impl FnCx<'_, '_> {
                 // A number type, or a vector type (`view(uint32x4)`: 16-byte accesses, §19.3).
                 let dtype = match self.element_dtype_arg(a[0]?)? {
                     d @ (DType::Scalar(_) | DType::Vector { .. }) => d,
-                    DType::Struct(_) => {
+                    DType::Struct(_) | DType::Atomic(_) => {
                         self.error(
                             Code::E0203,
                             span,
-                            "`view(dtype)` takes a number or vector type, not a struct",
+                            "`view(dtype)` takes a number or vector type, not a struct or `Atomic`",
                         );
                         return None;
                     }

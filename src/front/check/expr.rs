@@ -481,7 +481,9 @@ impl FnCx<'_, '_> {
                             }
                         })
                     }
-                    DType::Scalar(_) | DType::Vector { .. } => self.subscript_with(base, s),
+                    DType::Scalar(_) | DType::Vector { .. } | DType::Atomic(_) => {
+                        self.subscript_with(base, s)
+                    }
                 }
             }
             _ => self.subscript_with(base, s),

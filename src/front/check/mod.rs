@@ -658,6 +658,9 @@ struct FnCx<'s, 'm> {
     /// Whether the code being checked would also run on the host: false inside the branch
     /// of a `target(...)` test that the host does not take (E0243).
     host_reachable: bool,
+    /// Locals holding an `Atomic` object (`c = device.Atomic(int32)`), with where it was
+    /// made: assigning them is E0260 (§9.5).
+    atomic_objects: HashMap<String, Span>,
 }
 
 impl<'s, 'm> FnCx<'s, 'm> {
@@ -700,6 +703,7 @@ impl<'s, 'm> FnCx<'s, 'm> {
             loop_assigned: Vec::new(),
             statics: HashMap::new(),
             host_reachable: true,
+            atomic_objects: HashMap::new(),
         };
         assigned_names(&def.body, &mut cx.assigned);
         count_assignments(&def.body, &mut cx.assign_sites);
@@ -1487,7 +1491,10 @@ impl FnCx<'_, '_> {
         let Some(want) = self.s.m.annotation_type(ann, self.s.defaults) else {
             return; // other annotations are documentation only
         };
-        if &want != ty {
+        // `c: device.Atomic(int32)`: an Atomic object (or an element of an array of them, or
+        // an `atomic_ref`) of that dtype, passed by reference (§9.7).
+        let atomic_ok = matches!((&want, ty), (Type::Atomic { dtype: a, .. }, Type::Ref { dtype: b, .. }) if a == b);
+        if &want != ty && !atomic_ok {
             self.diags.push(
                 Diagnostic::error(
                     Code::E0207,
@@ -1543,6 +1550,7 @@ fn dim3_intrinsic(b: Builtin, a: Axis) -> Intrinsic {
 
 mod asm;
 mod assign;
+mod atomic_object;
 mod calls;
 mod cluster;
 mod complex;

@@ -31,20 +31,24 @@ impl FnCx<'_, '_> {
     pub(super) fn binary(&mut self, op: BinaryOp, l: Val, r: Val, span: Span) -> Option<Val> {
         let d = self.s.defaults;
         let (Some(ls), Some(rs)) = (l.ty.as_scalar(), r.ty.as_scalar()) else {
-            self.diags.push(
-                Diagnostic::error(
-                    Code::E0202,
-                    span,
-                    format!(
-                        "unsupported operand types for `{}`: {} and {}",
-                        op.symbol(),
-                        l.ty,
-                        r.ty
-                    ),
-                )
-                .with_secondary(l.span, format!("{}", l.ty))
-                .with_secondary(r.span, format!("{}", r.ty)),
-            );
+            let mut d = Diagnostic::error(
+                Code::E0202,
+                span,
+                format!(
+                    "unsupported operand types for `{}`: {} and {}",
+                    op.symbol(),
+                    l.ty,
+                    r.ty
+                ),
+            )
+            .with_secondary(l.span, format!("{}", l.ty))
+            .with_secondary(r.span, format!("{}", r.ty));
+            if matches!(l.ty, Type::Ref { .. }) || matches!(r.ty, Type::Ref { .. }) {
+                d = d.with_note(
+                    "an atomic object or reference is not a number: read its value with `.load()`",
+                );
+            }
+            self.diags.push(d);
             return None;
         };
         let foldable = |v: &Val, s: Scalar| v.weak.is_some() || s == Scalar::Bool;

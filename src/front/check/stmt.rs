@@ -244,6 +244,12 @@ impl FnCx<'_, '_> {
                     self.seen_assigned.insert(n.id.to_string());
                     return;
                 }
+                if let ast::Expr::Call(c) = a.value.as_ref()
+                    && self.is_atomic_class_call(&a.value)
+                {
+                    self.atomic_object(&a.targets, c, out);
+                    return;
+                }
                 let v = self.expr(&a.value);
                 let Some(mut v) = self.value_of(v) else {
                     // Already reported: later uses of the targets stay quiet.
@@ -312,6 +318,14 @@ impl FnCx<'_, '_> {
                             }
                         }
                     }
+                }
+                // `c: device.Atomic(int32) = device.Atomic(int32)` (§9.7).
+                if let Some(value) = &a.value
+                    && let ast::Expr::Call(c) = value.as_ref()
+                    && self.is_atomic_class_call(value)
+                {
+                    self.atomic_object(std::slice::from_ref(a.target.as_ref()), c, out);
+                    return;
                 }
                 if let Some(value) = &a.value {
                     let v = self.expr(value);

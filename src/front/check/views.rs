@@ -231,6 +231,22 @@ impl FnCx<'_, '_> {
                     Subscript::Slice { .. } => None,
                 })
                 .collect();
+            if let DType::Atomic(dtype) = at.dtype {
+                // An element of an array of `Atomic` is the atomic object itself (§9.5).
+                let ty = Type::Ref {
+                    dtype,
+                    space: at.space,
+                };
+                let e = self.push(
+                    Expr::ElementRef {
+                        array: base.e,
+                        indices,
+                    },
+                    ty.clone(),
+                    span,
+                );
+                return Some(self.val(e, ty, span));
+            }
             let ty = at.dtype.ty();
             let e = self.push(
                 Expr::Load {

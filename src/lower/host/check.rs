@@ -185,7 +185,7 @@ impl Checker {
                     Code::E0502,
                     span,
                     format!("atomic `{}` is not supported on the host yet", op.method()),
-                    "on the host every atomic operation but `wait` is provided",
+                    "on the host every atomic operation but `wait` is provided, on elements of real number types",
                 );
                 return;
             }
@@ -217,7 +217,7 @@ impl Checker {
                 let elem = f
                     .ty(h)
                     .as_array()
-                    .and_then(|a| a.dtype.scalar())
+                    .and_then(|a| a.dtype.atomic_scalar())
                     .map_or(1, |s| s.size());
                 let bytes = shape
                     .iter()
@@ -297,6 +297,10 @@ fn host_atomic(op: AtomicOp, target: &Type) -> bool {
     let Type::Ref { dtype, .. } = target else {
         return false;
     };
+    if dtype.is_complex() {
+        // The device's complex64 atomics move the 64 bits as one; not on the host yet.
+        return false;
+    }
     match op {
         AtomicOp::Load
         | AtomicOp::Store
@@ -392,7 +396,6 @@ pub(crate) fn device_only(op: Intrinsic) -> bool {
         | Intrinsic::Math(_)
         | Intrinsic::Rand
         | Intrinsic::Randn
-        // Complex operations are refused by their operands' types (E0504).
         | Intrinsic::Complex(_) => false,
         Intrinsic::ThreadIdx(_)
         | Intrinsic::BlockIdx(_)

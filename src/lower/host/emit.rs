@@ -14,6 +14,7 @@
 
 mod arith;
 mod atomics;
+mod complex;
 mod expr;
 mod intrinsics;
 mod print;
@@ -55,8 +56,11 @@ pub(crate) fn reg_type(s: Scalar) -> ct::Type {
         Scalar::Int64 | Scalar::UInt64 => ct::I64,
         Scalar::Float16 | Scalar::BFloat16 | Scalar::Float32 => ct::F32,
         Scalar::Float64 => ct::F64,
+        // A complex number's parts (each complex value is two leaves).
+        Scalar::Complex64 => ct::F32,
+        Scalar::Complex128 => ct::F64,
         // Refused by the host check (`leaf::host_scalar`); never lowered.
-        Scalar::Complex64 | Scalar::Complex128 | Scalar::Float8E4M3 | Scalar::Float8E5M2 => ct::I64,
+        Scalar::Float8E4M3 | Scalar::Float8E5M2 => ct::I64,
     }
 }
 
@@ -345,7 +349,9 @@ impl FnCx<'_, '_> {
                 value,
             } => {
                 let (addr, ok, code, dtype) = self.element(*array, indices, s.span)?;
-                let v = self.scalar(*value)?;
+                // A complex element is its two parts, one after the other.
+                let vals = self.expr(*value)?;
+                let part = dtype.component();
                 let (inb, oob, merge) = (
                     self.b.create_block(),
                     self.b.create_block(),
@@ -353,8 +359,11 @@ impl FnCx<'_, '_> {
                 );
                 self.b.ins().brif(ok, inb, &[], oob, &[]);
                 self.b.switch_to_block(inb);
-                let raw = to_memory(self.m, &mut self.b, &mut self.imports, dtype, v)?;
-                self.b.ins().store(flags(), raw, addr, 0);
+                for (k, v) in vals.iter().enumerate() {
+                    let raw = to_memory(self.m, &mut self.b, &mut self.imports, part, *v)?;
+                    let off = (k as u64 * part.size()) as i32;
+                    self.b.ins().store(flags(), raw, addr, off);
+                }
                 self.b.ins().jump(merge, &[]);
                 self.b.switch_to_block(oob);
                 self.record_error(code)?;

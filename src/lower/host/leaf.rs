@@ -26,17 +26,15 @@ pub(crate) fn elements(t: &Type) -> Option<Vec<Type>> {
     }
 }
 
-/// Whether the host computes on a scalar type: not yet on complex numbers and the 8-bit
-/// float storage formats.
+/// Whether the host computes on a scalar type: not yet on the 8-bit float storage formats.
+/// A complex number is two leaves, its real and imaginary parts (`cuda::std::complex<T>`'s
+/// layout).
 pub(crate) fn host_scalar(s: Scalar) -> bool {
-    !matches!(
-        s,
-        Scalar::Complex64 | Scalar::Complex128 | Scalar::Float8E4M3 | Scalar::Float8E5M2
-    )
+    !matches!(s, Scalar::Float8E4M3 | Scalar::Float8E5M2)
 }
 
 /// The leaves of a value of type `t`, or `None` when the host cannot hold such values
-/// (shared arrays, struct references, atomic fields, complex and 8-bit float numbers).
+/// (shared arrays, struct references, atomic fields, 8-bit float numbers).
 pub(crate) fn leaves(t: &Type) -> Option<Vec<Leaf>> {
     match t {
         Type::None => Some(Vec::new()),
@@ -46,6 +44,19 @@ pub(crate) fn leaves(t: &Type) -> Option<Vec<Leaf>> {
         Type::Ref { dtype, .. } if !host_scalar(*dtype) => None,
         // Cooperative groups exist only on the device.
         Type::Group(_) => None,
+        Type::Scalar(s) if s.is_complex() => {
+            let part = s.component();
+            Some(vec![
+                Leaf {
+                    scalar: part,
+                    offset: 0,
+                },
+                Leaf {
+                    scalar: part,
+                    offset: part.size(),
+                },
+            ])
+        }
         Type::Scalar(s) => Some(vec![Leaf {
             scalar: *s,
             offset: 0,
@@ -71,7 +82,7 @@ pub(crate) fn leaves(t: &Type) -> Option<Vec<Leaf>> {
         Type::Array(a) => {
             // A global array of numbers is its descriptor (§5.4): the data address, then
             // `shape[ndim]` and `strides[ndim]` (in elements).
-            if !host_scalar(a.dtype.scalar()?) {
+            if !host_scalar(a.dtype.atomic_scalar()?) {
                 return None;
             }
             if a.space == crate::types::MemSpace::Shared {
@@ -143,7 +154,10 @@ pub(crate) enum Passing {
 /// `unsigned short`, so they are INTEGER.
 pub(crate) fn classify(t: &Type) -> Option<Passing> {
     let ls = leaves(t)?;
-    if let Type::Scalar(s) = t {
+    // A complex number is a struct of its two parts (`cuda::std::complex<T>`).
+    if let Type::Scalar(s) = t
+        && !s.is_complex()
+    {
         return Some(Passing::Scalar(*s));
     }
     if let Type::WarpMask = t {

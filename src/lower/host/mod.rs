@@ -8,6 +8,7 @@
 //! does, see `leaf::classify`). docs/semantics.md §16 records the decisions.
 
 mod check;
+mod cmath;
 mod emit;
 mod leaf;
 mod runtime;

@@ -21,6 +21,10 @@ pub enum HostValue {
     Float32(f32),
     /// A `float64`.
     Float64(f64),
+    /// A `complex64`: its real and imaginary parts.
+    Complex64(f32, f32),
+    /// A `complex128` (also Python's `complex`): its real and imaginary parts.
+    Complex128(f64, f64),
     /// A tuple or a vector, element by element.
     Tuple(Vec<HostValue>),
     /// A `@struct` value.
@@ -158,6 +162,16 @@ fn as_f64(v: &HostValue) -> Option<f64> {
     }
 }
 
+/// A number as a complex one: a complex value's parts, a real number with a zero imaginary
+/// part (as Python converts `complex(x)`).
+fn as_complex(v: &HostValue) -> Option<(f64, f64)> {
+    match v {
+        HostValue::Complex64(re, im) => Some((f64::from(*re), f64::from(*im))),
+        HostValue::Complex128(re, im) => Some((*re, *im)),
+        v => as_f64(v).map(|x| (x, 0.0)),
+    }
+}
+
 fn as_i128(v: &HostValue) -> Option<i128> {
     match v {
         HostValue::Int(i) => Some(i128::from(*i)),
@@ -201,7 +215,19 @@ fn pack_scalar(
     off: usize,
 ) -> Option<Result<(), HostError>> {
     let data: Vec<u8> = match s {
-        Scalar::Complex64 | Scalar::Complex128 | Scalar::Float8E4M3 | Scalar::Float8E5M2 => {
+        Scalar::Complex64 => {
+            let (re, im) = as_complex(v)?;
+            let mut b = (re as f32).to_le_bytes().to_vec();
+            b.extend((im as f32).to_le_bytes());
+            b
+        }
+        Scalar::Complex128 => {
+            let (re, im) = as_complex(v)?;
+            let mut b = re.to_le_bytes().to_vec();
+            b.extend(im.to_le_bytes());
+            b
+        }
+        Scalar::Float8E4M3 | Scalar::Float8E5M2 => {
             return None;
         }
         Scalar::Bool => match v {
@@ -273,10 +299,34 @@ fn unpack_scalar(s: Scalar, bytes: &[u8], off: usize) -> Result<HostValue, HostE
         )),
         Scalar::Float32 => HostValue::Float32(f32::from_le_bytes(get(bytes, off)?)),
         Scalar::Float64 => HostValue::Float64(f64::from_le_bytes(get(bytes, off)?)),
-        Scalar::Complex64 | Scalar::Complex128 | Scalar::Float8E4M3 | Scalar::Float8E5M2 => {
+        Scalar::Complex64 => HostValue::Complex64(
+            f32::from_le_bytes(get(bytes, off)?),
+            f32::from_le_bytes(get(bytes, off + 4)?),
+        ),
+        Scalar::Complex128 => HostValue::Complex128(
+            f64::from_le_bytes(get(bytes, off)?),
+            f64::from_le_bytes(get(bytes, off + 8)?),
+        ),
+        Scalar::Float8E4M3 | Scalar::Float8E5M2 => {
             return Err(arg_err(format!("the host does not hold {s} values")));
         }
     })
+}
+
+/// Python's `repr` of a complex number from its parts' float reprs: `(1+2j)`, `2j` (a
+/// positive zero real part is left out), `(-0-1j)`, `(nan+infj)`; integral parts lose
+/// their `.0`, as Python writes them.
+fn complex_repr(re: String, im: String, re_pos_zero: bool) -> String {
+    let trim = |s: String| match s.strip_suffix(".0") {
+        Some(t) => t.to_string(),
+        None => s,
+    };
+    let (re, im) = (trim(re), trim(im));
+    if re_pos_zero {
+        return format!("{im}j");
+    }
+    let sign = if im.starts_with('-') { "" } else { "+" };
+    format!("({re}{sign}{im}j)")
 }
 
 /// Python's `repr` of a float from Rust's shortest round-trip form (`1e+16`, `nan`).
@@ -308,6 +358,16 @@ impl fmt::Display for HostValue {
             HostValue::UInt(u) => write!(f, "{u}"),
             HostValue::Float32(x) => f.write_str(&float_repr(format!("{x:?}"))),
             HostValue::Float64(x) => f.write_str(&float_repr(format!("{x:?}"))),
+            HostValue::Complex64(re, im) => f.write_str(&complex_repr(
+                float_repr(format!("{re:?}")),
+                float_repr(format!("{im:?}")),
+                *re == 0.0 && re.is_sign_positive(),
+            )),
+            HostValue::Complex128(re, im) => f.write_str(&complex_repr(
+                float_repr(format!("{re:?}")),
+                float_repr(format!("{im:?}")),
+                *re == 0.0 && re.is_sign_positive(),
+            )),
             HostValue::Tuple(items) => {
                 f.write_str("(")?;
                 for (i, v) in items.iter().enumerate() {

@@ -10,6 +10,9 @@ impl FnCx<'_, '_> {
 
     fn expr_inner(&mut self, h: Handle<Expr>) -> R<Vec<Value>> {
         let ty = self.ty(h).clone();
+        if let Some(parts) = self.complex_expr(h, &ty)? {
+            return Ok(parts);
+        }
         let v = match &self.f.exprs[h] {
             Expr::Literal(lit) => {
                 let s = ty.as_scalar().ok_or_else(|| err("non-scalar literal"))?;
@@ -20,7 +23,7 @@ impl FnCx<'_, '_> {
                     (Literal::Float(x), true) => self.fconst(s, x),
                     (Literal::Float(x), false) => self.iconst(s, i128::from(x as i64)),
                     (Literal::Complex(..), _) => {
-                        return Err(err("a complex literal reached the host back end"));
+                        return Err(err("a complex literal of a real type"));
                     }
                 }
             }
@@ -133,19 +136,30 @@ impl FnCx<'_, '_> {
                     self.b.create_block(),
                     self.b.create_block(),
                 );
-                self.b.append_block_param(merge, reg_type(dtype));
+                // A complex element is its two parts, one after the other.
+                let parts = if dtype.is_complex() { 2 } else { 1 };
+                let part = dtype.component();
+                for _ in 0..parts {
+                    self.b.append_block_param(merge, reg_type(part));
+                }
                 self.b.ins().brif(ok, inb, &[], oob, &[]);
                 self.b.switch_to_block(inb);
-                let raw = self.b.ins().load(mem_type(dtype), flags(), addr, 0);
-                let v = from_memory(self.m, &mut self.b, &mut self.imports, dtype, raw)?;
-                self.b.ins().jump(merge, &[BlockArg::from(v)]);
+                let mut vals = Vec::new();
+                for k in 0..parts {
+                    let off = (k * part.size()) as i32;
+                    let raw = self.b.ins().load(mem_type(part), flags(), addr, off);
+                    let v = from_memory(self.m, &mut self.b, &mut self.imports, part, raw)?;
+                    vals.push(BlockArg::from(v));
+                }
+                self.b.ins().jump(merge, &vals);
                 self.b.switch_to_block(oob);
                 // An out-of-range load reads zero, after recording the error.
                 self.record_error(code)?;
-                let z = self.zero(reg_type(dtype));
-                self.b.ins().jump(merge, &[BlockArg::from(z)]);
+                let z = self.zero(reg_type(part));
+                let zs = vec![BlockArg::from(z); parts as usize];
+                self.b.ins().jump(merge, &zs);
                 self.b.switch_to_block(merge);
-                self.b.block_params(merge)[0]
+                return Ok(self.b.block_params(merge).to_vec());
             }
             Expr::ArrayProp(a, p) => {
                 let at = self
@@ -158,7 +172,7 @@ impl FnCx<'_, '_> {
                 match p {
                     ArrayProp::Shape(k) => d[1 + usize::from(*k)],
                     ArrayProp::Stride(k) => {
-                        let es = at.dtype.scalar().map_or(1, Scalar::size);
+                        let es = at.dtype.atomic_scalar().map_or(1, Scalar::size);
                         self.b
                             .ins()
                             .imul_imm_s(d[1 + n + usize::from(*k)], es as i64)
@@ -181,7 +195,7 @@ impl FnCx<'_, '_> {
                     .ok_or_else(|| err("local array type"))?;
                 let dtype = at
                     .dtype
-                    .scalar()
+                    .atomic_scalar()
                     .ok_or_else(|| err("local array of structs"))?;
                 let count = shape
                     .iter()
@@ -292,7 +306,10 @@ impl FnCx<'_, '_> {
             .as_array()
             .cloned()
             .ok_or_else(|| err("indexing a non-array"))?;
-        let dtype = at.dtype.scalar().ok_or_else(|| err("array of structs"))?;
+        let dtype = at
+            .dtype
+            .atomic_scalar()
+            .ok_or_else(|| err("array of structs"))?;
         let n = usize::from(at.ndim);
         let d = self.expr(array)?;
         let mut offset = self.b.ins().iconst(ct::I64, 0);

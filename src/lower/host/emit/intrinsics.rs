@@ -74,7 +74,7 @@ impl FnCx<'_, '_> {
         })
     }
 
-    fn math(&mut self, f: MathFn, s: Scalar, vals: &[Value]) -> R<Value> {
+    pub(super) fn math(&mut self, f: MathFn, s: Scalar, vals: &[Value]) -> R<Value> {
         let x = vals[0];
         let t = reg_type(s);
         let inf = if t == ct::F32 {
