@@ -35,6 +35,7 @@
 #include <llvm/IR/PassManager.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/CBindingWrapping.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Transforms/AggressiveInstCombine/AggressiveInstCombine.h>
 #include <llvm/Transforms/InstCombine/InstCombine.h>
@@ -54,6 +55,8 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include <memory>
+#include <mutex>
+#include <utility>
 
 using namespace llvm;
 
@@ -178,6 +181,42 @@ class StraightLineGate final : public OptPassGate {
   unsigned early_cse_ = 0;
 };
 
+// Two of LLVM's loop heuristics, set as nvcc's NVVM behaves, so that loops are unrolled as
+// nvcc unrolls them. Both are process-wide options (LLVM has no per-pass-manager setting);
+// they are set once, and not where the process gave them on LLVM's command line.
+//
+// - `scev-cheap-expansion-budget` (LLVM: 4) is how much arithmetic ScalarEvolution's
+//   expander may spend recomputing a value "cheaply"; runtime unrolling gives up on a loop
+//   whose trip count costs more. A block- or warp-stride loop, `for j in range(lane, n, 32)`
+//   with `lane = thread_idx.x % 32`, has the trip count `(n - lane - 1) // 32` with `lane`
+//   rebuilt from its truncation, which costs 10: LLVM never unrolled such loops, ptxas
+//   unrolled them 4 times (4 loads in flight a thread) where nvcc's keep 16 (layernorm,
+//   softmax_rows). At 12 LLVM unrolls them 8 times and ptxas keeps 16–32 in flight.
+// - `unroll-partial-threshold` (NVPTX: a quarter of the full-unroll threshold, 75 at -O3) is
+//   the size a partially unrolled loop body may reach. At 75 a body of ~30 instructions is
+//   unrolled twice (nbody's 128-step inner loop; mandelbrot's escape loop not at all), where
+//   NVVM unrolls them 8 and 4 times: with few warps a scheduler, the unrolled copies are the
+//   only independent work ptxas can interleave. At 300, the -O3 full-unroll threshold, LLVM
+//   unrolls them as NVVM does.
+//
+// Loops with a barrier are never runtime-unrolled (their remainder would change which threads
+// reach it), whatever these say.
+void set_loop_heuristics() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    auto &options = cl::getRegisteredOptions();
+    const std::pair<const char *, const char *> settings[] = {
+        {"scev-cheap-expansion-budget", "12"},
+        {"unroll-partial-threshold", "300"},
+    };
+    for (auto [name, value] : settings) {
+      auto it = options.find(name);
+      if (it == options.end() || it->second->getNumOccurrences() > 0) continue;
+      it->second->addOccurrence(0, name, value);
+    }
+  });
+}
+
 TargetMachine *target_machine(LLVMTargetMachineRef tm) {
   return reinterpret_cast<TargetMachine *>(tm);
 }
@@ -188,6 +227,7 @@ extern "C" {
 
 // Builds the optimization pipeline of `opt_level` (0..3) for `tm`.
 void *pydevice_optimizer_new(LLVMTargetMachineRef tm, unsigned opt_level) {
+  set_loop_heuristics();
   auto *o = new Optimizer();
   PipelineTuningOptions tuning;
   o->builder = std::make_unique<PassBuilder>(target_machine(tm), tuning, std::nullopt, &o->pic);
