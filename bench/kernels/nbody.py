@@ -1,13 +1,12 @@
 # nbody: gravitational acceleration of every body by all bodies (softened), all pairs:
 #   acc[i] = sum_j m_j * d_ij / (|d_ij|^2 + EPS2)^(3/2),  d_ij = p_j - p_i
 # pos is n x 4 float32 (x, y, z, mass); acc is n x 3. Each block stages BLOCK positions at
-# a time in a shared tile of float32x4 (read back as 16-byte vectors), and 1/sqrt is the
-# hardware reciprocal square root: the kernel is compiled with fastmath, as the dialect has
-# no rsqrt (nvcc's and numba's versions call rsqrtf / use fastmath alike).
+# a time in a shared tile of float32x4 (read back as 16-byte vectors), and 1/sqrt is
+# device.rsqrt, CUDA's rsqrtf (one rsqrt.approx.f32), as nvcc's and cupyx's versions call it;
+# the rest is ordinary float32 arithmetic (no fastmath), as theirs is (numba's version uses
+# fastmath=True, having no rsqrt).
 # Benchmark: n = 32768 (2^30 interactions); 1-D launch, block 128 (= BLOCK), grid n / 128.
 # n must be a multiple of BLOCK.
-import math
-
 from cuda import device
 from cuda.device import float32x4
 
@@ -15,7 +14,7 @@ BLOCK = 128
 EPS2 = 0.01
 
 
-@device.kernel(fastmath=True)
+@device.kernel
 def nbody(pos, acc):
     tile = device.shared_array(BLOCK, float32x4)
     t = device.thread_idx.x
@@ -38,7 +37,7 @@ def nbody(pos, acc):
             dy = p.y - py
             dz = p.z - pz
             d2 = dx * dx + dy * dy + dz * dz + EPS2
-            inv = 1.0 / math.sqrt(d2)
+            inv = device.rsqrt(d2)
             s = p.w * inv * inv * inv
             ax += dx * s
             ay += dy * s

@@ -121,7 +121,8 @@ fn nan_min_max(x: &[f64], max: bool) -> f64 {
 fn var(x: &[f64]) -> f64 {
     let n = x.len() as f64;
     let m = x.iter().fold(0.0, |s, v| s + v) / n;
-    x.iter().fold(0.0, |s, v| s + (v - m) * (v - m)) / n
+    // The device contracts `s + d * d` into one fused multiply-add (semantics §3.13).
+    x.iter().fold(0.0, |s, v| (v - m).mul_add(v - m, s)) / n
 }
 
 #[test]
@@ -369,7 +370,8 @@ fn numba_typed_numpy_scalar_constants_random() {
     let two_pi = 6.283_185_5_f32;
     for (i, (g, v)) in out.iter().zip(&x).enumerate() {
         // float32 throughout, as numba computes with typed float32 globals.
-        let want = two_pi * v + 0.1f32 + [0.5f32, 2.0][i % 2];
+        // `TWO_PI * x + HALF` is one fused multiply-add on the device (semantics §3.13).
+        let want = two_pi.mul_add(*v, 0.1f32) + [0.5f32, 2.0][i % 2];
         assert_eq!(g.to_bits(), want.to_bits(), "i = {i}, x = {v}");
     }
     assert_eq!(iout, vec![-21]);

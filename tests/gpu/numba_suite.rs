@@ -505,7 +505,9 @@ fn numba_iterate_arrays_random() {
             .iter()
             .zip(&y)
             .enumerate()
-            .fold(0.0, |m, (k, (a, b))| m + k as f64 * a * b);
+            // `m += k * a * b` and `w3 += w * x[k]` are fused multiply-adds on the device
+            // (semantics §3.13): m = fma(k * a, b, m).
+            .fold(0.0, |m, (k, (a, b))| (k as f64 * a).mul_add(*b, m));
         let mut n = 0usize;
         let mut want_idx = vec![0i64; ny];
         for (k, a) in y.iter().enumerate().take(nx) {
@@ -518,7 +520,7 @@ fn numba_iterate_arrays_random() {
         let w3 = [0.5, 1.5, 2.5]
             .iter()
             .enumerate()
-            .fold(0.0, |t, (k, w)| t + w * x[k]);
+            .fold(0.0, |t, (k, w): (usize, &f64)| w.mul_add(x[k], t));
         assert_eq!(out, vec![s, m, n as f64, w3], "nx = {nx}, ny = {ny}");
         assert_eq!(idx, want_idx);
     }

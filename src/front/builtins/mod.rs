@@ -528,7 +528,8 @@ pub fn numba_fp16_member(name: &str) -> Option<Builtin> {
 
 /// Members of `numba.cuda.bf16`: `cuda.fp16`'s arithmetic, comparisons and math functions on
 /// bfloat16, and `hadd_rn`/`hsub_rn`/`hmul_rn`, which round to nearest like `hadd`/`hsub`/`hmul`
-/// (the `_rn` forms only forbid contracting them into an fma; pydevice does not contract).
+/// (the `_rn` forms only forbid contracting them into an fma; pydevice never contracts 16-bit
+/// float arithmetic, semantics §3.13).
 pub fn numba_bf16_member(name: &str) -> Option<Builtin> {
     use crate::ir::BinaryOp as B;
     let special = match name {

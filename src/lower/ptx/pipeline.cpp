@@ -57,6 +57,7 @@
 
 #include <memory>
 #include <mutex>
+#include <utility>
 
 using namespace llvm;
 
@@ -255,26 +256,48 @@ class StraightLineGate final : public OptPassGate {
   unsigned early_cse_ = 0;
 };
 
-// Loop-unrolling thresholds, set once per process (LLVM reads them from its command-line
-// options; LLVM is linked statically, so the setting is pydevice's own). NVPTX keeps LLVM's
-// generic full-unroll threshold (300 estimated instructions after unrolling) but cuts the
-// partial/runtime one to a quarter of it, 75, expecting ptxas to unroll small loops further;
-// ptxas does not. Two kernels of bench/NOTES.md (session 16) show the cost:
-// - mandelbrot's early-exit loop (`while it < 256: ... break`, ~17 instructions) was
-//   unrolled 4 times where nvcc unrolls it 16 times, paying a counter, a compare, two moves
-//   and a branch every 4 iterations (11.75 SASS instructions an iteration against nvcc's
-//   9.2). At a partial threshold of 300, the generic full one, it is unrolled 16 times.
-// - bitonic_sort's two nested barrier loops (66 compare-exchange steps) estimate at ~310
-//   fully unrolled and stayed loops, each step paying ~8 instructions of loop control and
-//   index arithmetic that nvcc's unrolled steps fold into constant offsets. At 400 they are
-//   unrolled as nvcc does (with `mark_small_space_index` in emit/arrays.rs and
-//   `keep_bit_tests` below, in 32 registers and 514 SASS instructions, nvcc's 32 and ~520).
-// Unrolling copies loop bodies and changes no result.
-void set_unroll_thresholds() {
+// Three of LLVM's loop heuristics, set as nvcc's NVVM behaves, so that loops are unrolled as
+// nvcc unrolls them (bench/NOTES.md, session 16). All are process-wide options (LLVM has no
+// per-pass-manager setting, and LLVM is linked statically, so the setting is pydevice's own);
+// they are set once, and not where the process gave them on LLVM's command line.
+//
+// - `scev-cheap-expansion-budget` (LLVM: 4) is how much arithmetic ScalarEvolution's
+//   expander may spend recomputing a value "cheaply"; runtime unrolling gives up on a loop
+//   whose trip count costs more. A block- or warp-stride loop, `for j in range(lane, n, 32)`
+//   with `lane = thread_idx.x % 32`, has the trip count `(n - lane - 1) // 32` with `lane`
+//   rebuilt from its truncation, which costs 10: LLVM never unrolled such loops, ptxas
+//   unrolled them 4 times (4 loads in flight a thread) where nvcc's keep 16 (layernorm,
+//   softmax_rows). At 12 LLVM unrolls them 8 times and ptxas keeps 16–32 in flight.
+// - `unroll-partial-threshold` (NVPTX: a quarter of the full-unroll threshold, 75 at -O3) is
+//   the size a partially unrolled loop body may reach; NVPTX expects ptxas to unroll small
+//   loops further, and ptxas does not. At 75 nbody's 128-step inner loop was unrolled twice
+//   and mandelbrot's early-exit escape loop 4 times (11.75 SASS instructions an iteration
+//   against nvcc's 9.2), where NVVM unrolls them 8 and 16 times: with few warps a scheduler,
+//   the unrolled copies are the only independent work ptxas can interleave. At 300, the -O3
+//   full-unroll threshold, LLVM unrolls them as NVVM does.
+// - `unroll-threshold` (300) bounds full unrolling: bitonic_sort's two nested barrier loops
+//   (66 compare-exchange steps) estimate at ~310 and stayed loops, each step paying ~8
+//   instructions of loop control and index arithmetic that nvcc's unrolled steps fold into
+//   constant offsets. At 400 they are unrolled as nvcc does (with `mark_small_space_index` in
+//   emit/arrays.rs and `keep_bit_tests` below: 32 registers and 514 SASS instructions,
+//   nvcc's 32 and ~520).
+//
+// Unrolling copies loop bodies and changes no result. Loops with a barrier are never
+// runtime-unrolled (their remainder would change which threads reach it), whatever these say.
+void set_loop_heuristics() {
   static std::once_flag once;
   std::call_once(once, [] {
-    const char *argv[] = {"pydevice", "-unroll-threshold=400", "-unroll-partial-threshold=300"};
-    cl::ParseCommandLineOptions(3, argv, "", &nulls());
+    auto &options = cl::getRegisteredOptions();
+    const std::pair<const char *, const char *> settings[] = {
+        {"scev-cheap-expansion-budget", "12"},
+        {"unroll-partial-threshold", "300"},
+        {"unroll-threshold", "400"},
+    };
+    for (auto [name, value] : settings) {
+      auto it = options.find(name);
+      if (it == options.end() || it->second->getNumOccurrences() > 0) continue;
+      it->second->addOccurrence(0, name, value);
+    }
   });
 }
 
@@ -288,7 +311,7 @@ extern "C" {
 
 // Builds the optimization pipeline of `opt_level` (0..3) for `tm`.
 void *pydevice_optimizer_new(LLVMTargetMachineRef tm, unsigned opt_level) {
-  set_unroll_thresholds();
+  set_loop_heuristics();
   auto *o = new Optimizer();
   PipelineTuningOptions tuning;
   o->builder = std::make_unique<PassBuilder>(target_machine(tm), tuning, std::nullopt, &o->pic);

@@ -271,10 +271,23 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         use BinaryOp::*;
         let b = &self.e.builder;
         let cmp = |p| -> R<BasicValueEnum<'ctx>> { Ok(b.build_float_compare(p, x, y, "")?.into()) };
+        // A float32/float64 `+ - *` of the program may be contracted with another into one
+        // fused multiply-add (a single rounding), as nvcc, NVRTC and numba-cuda do by default:
+        // LLVM's `contract` flag, which the code generator honours when both the multiplication
+        // and the addition carry it (§3.13). 16-bit floats and the compiler's own expansions
+        // (complex arithmetic, random numbers, `//`, `%`, rounding) never carry it.
+        let contractible = |v: FloatValue<'ctx>| -> BasicValueEnum<'ctx> {
+            if matches!(s, Scalar::Float32 | Scalar::Float64)
+                && let Some(i) = v.as_instruction()
+            {
+                let _ = i.set_fast_math_flags(inkwell::values::FastMathFlags::AllowContract);
+            }
+            v.into()
+        };
         Ok(match op {
-            Add | AddNoWrap => b.build_float_add(x, y, "")?.into(),
-            Sub => b.build_float_sub(x, y, "")?.into(),
-            Mul => b.build_float_mul(x, y, "")?.into(),
+            Add | AddNoWrap => contractible(b.build_float_add(x, y, "")?),
+            Sub => contractible(b.build_float_sub(x, y, "")?),
+            Mul => contractible(b.build_float_mul(x, y, "")?),
             Div => b.build_float_div(x, y, "")?.into(),
             Eq => cmp(FloatPredicate::OEQ)?,
             Ne => cmp(FloatPredicate::UNE)?,
