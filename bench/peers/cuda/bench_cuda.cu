@@ -469,9 +469,11 @@ void bench_hgemm_mma() {
   da.upload(a);
   db.upload(b);
   dc.poison();
+  CK(cudaFuncSetAttribute(suite::hgemm_mma, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                          suite::kHgShared));
   auto launch = [&] {
-    suite::hgemm_mma<<<dim3(n / suite::kHgBm, n / suite::kHgBm), 256>>>(da.p, db.p, dc.p, n, n,
-                                                                        n);
+    suite::hgemm_mma<<<(n / suite::kHgBm) * (n / suite::kHgBn), 256, suite::kHgShared>>>(
+        da.p, db.p, dc.p, n, n, n);
   };
   run_once(launch);
   auto c = dc.download();

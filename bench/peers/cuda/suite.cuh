@@ -271,23 +271,33 @@ __global__ void nbody(const float4* pos, float* acc, int n) {
 }
 
 // hgemm_mma: c = a @ b, a and b __half row-major (m x k, k x n), c float; the algorithm of
-// bench/kernels/hgemm_mma.py: 128 x 128 x 32 block tiles, 8 warps (2 x 4) of 64 x 32,
-// mma.sync m16n8k16 from ldmatrix fragments, double-buffered padded shared tiles filled
-// from registers holding the next tiles' 16-byte pieces. Block (256); grid (n/128, m/128).
-constexpr int kHgBm = 128, kHgBk = 32, kHgLda = kHgBk + 8, kHgLdb = kHgBm + 8;
+// bench/kernels/hgemm_mma.py. Each block of 256 threads (8 warps, 2 x 4) computes a 128 x 256
+// tile of c in steps of 32 along k; each warp a 64 x 64 sub-tile, 4 x 8 mma.sync m16n8k16
+// tiles in registers. The a (128 x 32) and b (32 x 256) tiles of kHgStages k steps are in
+// flight at once: a 4-stage cp.async pipeline (one commit group a k step, one barrier a k
+// step) in 96 KiB of dynamic shared memory. Shared rows are XOR-swizzled by 16-byte chunk so
+// that both the cp.async stores and the ldmatrix.x4 reads are free of bank conflicts:
+// a rows (64 B) put chunk c at c ^ ((row >> 1) & 3), b rows (512 B) at c ^ (row & 7).
+// Fragments of the next 16-wide k sub-step are loaded while the current one multiplies.
+// Blocks are numbered in groups of kHgGroup block rows (column by column inside a group)
+// so that the blocks resident at once share their a and b tiles in L2. The epilogue
+// stores float2 pairs. Block (256), grid ((m / 128) * (n / 256)), kHgShared bytes.
+constexpr int kHgBm = 128, kHgBn = 256, kHgBk = 32, kHgStages = 4, kHgGroup = 16;
+constexpr int kHgStageA = kHgBm * kHgBk * 2;  // bytes of one stage's a tile (8 KiB)
+constexpr int kHgStageB = kHgBk * kHgBn * 2;  // and b tile (16 KiB)
+constexpr int kHgStage = kHgStageA + kHgStageB;
+constexpr int kHgShared = kHgStages * kHgStage;  // 96 KiB
 
-__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const __half* p) {
-  unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(a));
+               : "r"(addr));
 }
 
-__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const __half* p) {
-  unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], unsigned addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(a));
+               : "r"(addr));
 }
 
 __device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4], unsigned b0,
@@ -299,75 +309,88 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4],
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-__global__ void __launch_bounds__(256) hgemm_mma(const __half* a, const __half* b, float* c,
-                                                 int m, int n, int k) {
-  __shared__ __align__(16) __half sa[2][kHgBm * kHgLda];
-  __shared__ __align__(16) __half sb[2][kHgBk * kHgLdb];
-  float acc[4][4][4];
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
+}
+
+__global__ void __launch_bounds__(256, 1) hgemm_mma(const __half* a, const __half* b, float* c,
+                                                    int m, int n, int k) {
+  extern __shared__ __align__(128) unsigned char hg_smem[];
+  unsigned s0 = static_cast<unsigned>(__cvta_generic_to_shared(hg_smem));
+  float acc[4][8][4];
   int t = threadIdx.x, lane = t % 32, warp = t / 32;
-  int wm = warp / 4 * 64, wn = warp % 4 * 32;
-  int row0 = blockIdx.y * kHgBm, col0 = blockIdx.x * kHgBm;
-  const uint4* av = reinterpret_cast<const uint4*>(a);
-  const uint4* bv = reinterpret_cast<const uint4*>(b);
-  int kv = k / 8, nv = n / 8;
+  int wm = warp / 4 * 64, wn = warp % 4 * 64;
+  // The block's tile: groups of kHgGroup block rows, numbered down the columns.
+  int gn = n / kHgBn, gm = m / kHgBm;
+  int per_group = kHgGroup * gn;
+  int first = blockIdx.x / per_group * kHgGroup;
+  int rows = min(gm - first, kHgGroup);
+  int inner = blockIdx.x % per_group;
+  int row0 = (first + inner % rows) * kHgBm, col0 = inner / rows * kHgBn;
   for (int i = 0; i < 4; ++i)
-    for (int j = 0; j < 4; ++j)
+    for (int j = 0; j < 8; ++j)
       for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
-  int p0 = t, p1 = t + 256;
-  size_t ga0 = size_t(row0 + p0 / 4) * kv + p0 % 4, ga1 = size_t(row0 + p1 / 4) * kv + p1 % 4;
-  size_t gb0 = size_t(p0 / 16) * nv + col0 / 8 + p0 % 16;
-  size_t gb1 = size_t(p1 / 16) * nv + col0 / 8 + p1 % 16;
-  int sa0 = (p0 / 4) * (kHgLda / 8) + p0 % 4, sa1 = (p1 / 4) * (kHgLda / 8) + p1 % 4;
-  int sb0 = (p0 / 16) * (kHgLdb / 8) + p0 % 16, sb1 = (p1 / 16) * (kHgLdb / 8) + p1 % 16;
-  uint4 ra0 = av[ga0], ra1 = av[ga1], rb0 = bv[gb0], rb1 = bv[gb1];
-  reinterpret_cast<uint4*>(sa[0])[sa0] = ra0;
-  reinterpret_cast<uint4*>(sa[0])[sa1] = ra1;
-  reinterpret_cast<uint4*>(sb[0])[sb0] = rb0;
-  reinterpret_cast<uint4*>(sb[0])[sb1] = rb1;
-  __syncthreads();
+
+  // cp.async pieces (16 B) of a stage: a rows t / 4 and 64 + t / 4, chunk t % 4; b rows
+  // t / 32 + 8 i (i < 4), chunk t % 32; the shared offsets are swizzled.
+  int ar = t / 4, ac = t % 4, br = t / 32, bc = t % 32;
+  int sa = ar * 64 + (ac ^ ((ar >> 1) & 3)) * 16;
+  int sb = kHgStageA + br * 512 + (bc ^ (br & 7)) * 16;
+  int ga = (row0 + ar) * k + ac * 8;  // elements
+  int gb = br * n + col0 + bc * 8;
+  // ldmatrix rows of this lane: a rows wm + 16 i + lane % 16, k chunk 2 s + lane / 16 (s the
+  // 16-wide sub-step); b rows 16 s + lane % 16, n chunk wn / 8 + 2 j + lane / 16.
+  int lr = lane % 16, lh = lane / 16;
+  int fa_off[2], fb_off[4];
+  for (int s = 0; s < 2; ++s) fa_off[s] = (wm + lr) * 64 + ((2 * s + lh) ^ ((lr >> 1) & 3)) * 16;
+  for (int j = 0; j < 4; ++j)
+    fb_off[j] = kHgStageA + lr * 512 + (wn / 8 + ((2 * j + lh) ^ (lr & 7))) * 16;
+
   int nk = k / kHgBk;
+  auto load_tile = [&](int kt) {
+    unsigned st = s0 + (kt % kHgStages) * kHgStage;
+    int pa = ga + kt * kHgBk;
+    cp_async16(st + sa, a + pa);
+    cp_async16(st + sa + 64 * 64, a + pa + 64 * k);
+    int pb = gb + kt * kHgBk * n;
+    for (int i = 0; i < 4; ++i) cp_async16(st + sb + i * 8 * 512, b + pb + i * 8 * n);
+  };
+  for (int s = 0; s < kHgStages - 1; ++s) {
+    if (s < nk) load_tile(s);
+    asm volatile("cp.async.commit_group;" ::: "memory");
+  }
   for (int kt = 0; kt < nk; ++kt) {
-    int stage = kt % 2;
-    if (kt + 1 < nk) {
-      ra0 = av[ga0 + (kt + 1) * (kHgBk / 8)];
-      ra1 = av[ga1 + (kt + 1) * (kHgBk / 8)];
-      rb0 = bv[gb0 + size_t(kt + 1) * kHgBk * nv];
-      rb1 = bv[gb1 + size_t(kt + 1) * kHgBk * nv];
-    }
-    const __half* ta = sa[stage];
-    const __half* tb = sb[stage];
+    asm volatile("cp.async.wait_group %0;" ::"n"(kHgStages - 2) : "memory");
+    __syncthreads();  // tile kt is in; every warp is done with the stage loaded next
+    if (kt + kHgStages - 1 < nk) load_tile(kt + kHgStages - 1);
+    asm volatile("cp.async.commit_group;" ::: "memory");
+    unsigned st = s0 + (kt % kHgStages) * kHgStage;
+    unsigned fa[2][4][4], fb[2][4][4];
 #pragma unroll
-    for (int kk = 0; kk < kHgBk; kk += 16) {
-      unsigned b01[4], b23[4];
-      ldmatrix_x4_trans(b01, tb + (kk + lane % 16) * kHgLdb + wn + lane / 16 * 8);
-      ldmatrix_x4_trans(b23, tb + (kk + lane % 16) * kHgLdb + wn + 16 + lane / 16 * 8);
+    for (int i = 0; i < 4; ++i) ldmatrix_x4(fa[0][i], st + fa_off[0] + i * 16 * 64);
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        unsigned fa[4];
-        ldmatrix_x4(fa, ta + (wm + i * 16 + lane % 16) * kHgLda + kk + lane / 16 * 8);
-        mma_16816(acc[i][0], fa, b01[0], b01[1]);
-        mma_16816(acc[i][1], fa, b01[2], b01[3]);
-        mma_16816(acc[i][2], fa, b23[0], b23[1]);
-        mma_16816(acc[i][3], fa, b23[2], b23[3]);
+    for (int j = 0; j < 4; ++j) ldmatrix_x4_trans(fb[0][j], st + fb_off[j]);
+#pragma unroll
+    for (int s = 0; s < 2; ++s) {
+      if (s + 1 < 2) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) ldmatrix_x4(fa[1][i], st + fa_off[1] + i * 16 * 64);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) ldmatrix_x4_trans(fb[1][j], st + fb_off[j] + 16 * 512);
       }
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+          mma_16816(acc[i][j], fa[s][i], fb[s][j / 2][j % 2 * 2], fb[s][j / 2][j % 2 * 2 + 1]);
     }
-    if (kt + 1 < nk) {
-      reinterpret_cast<uint4*>(sa[1 - stage])[sa0] = ra0;
-      reinterpret_cast<uint4*>(sa[1 - stage])[sa1] = ra1;
-      reinterpret_cast<uint4*>(sb[1 - stage])[sb0] = rb0;
-      reinterpret_cast<uint4*>(sb[1 - stage])[sb1] = rb1;
-    }
-    __syncthreads();
   }
   int g = lane / 4, q = lane % 4;
   for (int i = 0; i < 4; ++i)
-    for (int j = 0; j < 4; ++j) {
-      size_t r = row0 + wm + i * 16 + g;
-      int col = col0 + wn + j * 8 + 2 * q;
-      c[r * n + col] = acc[i][j][0];
-      c[r * n + col + 1] = acc[i][j][1];
-      c[(r + 8) * n + col] = acc[i][j][2];
-      c[(r + 8) * n + col + 1] = acc[i][j][3];
+    for (int j = 0; j < 8; ++j) {
+      int r = row0 + wm + i * 16 + g, col = col0 + wn + j * 8 + 2 * q;
+      *reinterpret_cast<float2*>(c + r * n + col) = make_float2(acc[i][j][0], acc[i][j][1]);
+      *reinterpret_cast<float2*>(c + (r + 8) * n + col) = make_float2(acc[i][j][2], acc[i][j][3]);
     }
 }
 
