@@ -190,6 +190,14 @@ codes! {
     E0252,
     /// complex or fp8 values where the hardware has no instruction: atomic operations on `complex128`/fp8 elements and arithmetic ones on `complex64`, warp shuffles of `complex128` and matches of complex values (§2.7, §2.8)
     E0253,
+    /// a `static_range` argument that is not an integer constant, or a zero step (§4.6.2)
+    E0280,
+    /// a `static_range` loop of more than 1024 iterations (§4.6.2)
+    E0281,
+    /// `break`, `continue` or `else` in a loop over `static_range` (§4.6.2)
+    E0282,
+    /// `static_range(...)` used anywhere but as a `for` loop's iterable (§4.6.2)
+    E0283,
     /// unsupported statement or parameter form (`try`, `with`, a nested `def` that is not a predicate, `global`, defaults, `*args`, a `for` target that is not a name, …)
     E0301,
     /// an `assert` or `raise` device code cannot report: an `assert` message that is not a string literal, a bare `raise`, `raise ... from`, an exception that is not one of Python's built-in ones or whose argument is not one string literal
