@@ -160,6 +160,9 @@ pub struct ProgramOptions {
     /// Fast, less accurate floating point (approximate division and square root, flushing
     /// denormals to zero, reassociation).
     pub fastmath: bool,
+    /// `contract=True`: a float multiplication whose result one addition or subtraction uses
+    /// may be fused with it into one `fma` (one rounding), as nvcc's default `-fmad=true`.
+    pub contract: bool,
     /// Source line information in the PTX (`.loc`).
     pub lineinfo: bool,
     /// `debug=True`: full DWARF (subprograms, line tables, local variables) for cuda-gdb,

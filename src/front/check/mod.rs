@@ -133,6 +133,7 @@ pub fn specialize(
                     min_blocks: o.min_blocks,
                     max_registers: o.max_registers,
                     fastmath: o.fastmath,
+                    contract: o.contract,
                     lineinfo: o.lineinfo,
                     debug: o.debug,
                     bounds_check: o.bounds_check,

@@ -128,6 +128,8 @@ pub fn emit<'ctx>(
     }
     if program.options.fastmath {
         e.relax_floating_point();
+    } else if program.options.contract {
+        e.allow_contraction();
     }
     if let Some((dib, _)) = &e.debug {
         dib.finalize();

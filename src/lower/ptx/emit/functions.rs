@@ -408,6 +408,26 @@ impl<'ctx> Emitter<'_, 'ctx> {
         }
     }
 
+    /// `contract=True`: float additions, subtractions and multiplications carry LLVM's
+    /// `contract` flag, so a multiplication feeding an addition or subtraction becomes one
+    /// `fma.rn` (nothing else about them changes).
+    pub(super) fn allow_contraction(&self) {
+        use inkwell::values::{FastMathFlags, InstructionOpcode as Op};
+        let mut f = self.module.get_first_function();
+        while let Some(func) = f {
+            for bb in func.get_basic_blocks() {
+                let mut i = bb.get_first_instruction();
+                while let Some(inst) = i {
+                    if matches!(inst.get_opcode(), Op::FAdd | Op::FSub | Op::FMul) {
+                        let _ = inst.set_fast_math_flags(FastMathFlags::AllowContract);
+                    }
+                    i = inst.get_next_instruction();
+                }
+            }
+            f = func.get_next_function();
+        }
+    }
+
     pub(super) fn intrinsic(
         &self,
         name: &str,
