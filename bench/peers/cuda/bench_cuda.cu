@@ -477,13 +477,14 @@ bool hgemm_ok(const std::vector<__half>& a, const std::vector<double>& bd,
 }
 
 // One shape of variants::hgemm_tile, timed and checked like hgemm_mma; its line has
-// "target":"BMxBNxBK/STAGES" (report.py leaves such lines out of its tables).
-template <int BM, int BN, int BK, int STAGES>
+// "target":"BMxBNxBK/STAGES" (with "e" for the EARLY barrier order; report.py leaves such
+// lines out of its tables).
+template <int BM, int BN, int BK, int STAGES, bool EARLY = false>
 void hgemm_variant(const std::vector<__half>& a, const std::vector<double>& bd, DevBuf<__half>& da,
                    DevBuf<__half>& db, DevBuf<float>& dc, int n) {
   constexpr int shared = variants::shared_bytes<BM, BN, BK, STAGES>();
   constexpr int threads = (BM / 64) * (BN / 64) * 32;
-  auto kernel = variants::hgemm_tile<BM, BN, BK, STAGES>;
+  auto kernel = variants::hgemm_tile<BM, BN, BK, STAGES, EARLY>;
   CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
   auto launch = [&] {
     kernel<<<(n / BM) * (n / BN), threads, shared>>>(da.p, db.p, dc.p, n, n, n);
@@ -492,9 +493,9 @@ void hgemm_variant(const std::vector<__half>& a, const std::vector<double>& bd, 
   run_once(launch);
   bool ok = hgemm_ok(a, bd, dc.download(), n);
   Timing t = time_launches(launch);
-  std::printf("{\"impl\":\"nvcc\",\"kernel\":\"hgemm_mma\",\"target\":\"%dx%dx%d/%d\","
+  std::printf("{\"impl\":\"nvcc\",\"kernel\":\"hgemm_mma\",\"target\":\"%dx%dx%d/%d%s\","
               "\"median_us\":%.2f,\"min_us\":%.2f,\"ok\":%s,\"gflops\":%.1f}\n",
-              BM, BN, BK, STAGES, t.median_us, t.min_us, ok ? "true" : "false",
+              BM, BN, BK, STAGES, EARLY ? "e" : "", t.median_us, t.min_us, ok ? "true" : "false",
               2.0 * n * n * double(n) / (t.median_us * 1e3));
   std::fflush(stdout);
 }
@@ -513,8 +514,8 @@ void bench_hgemm_mma() {
   CK(cudaFuncSetAttribute(suite::hgemm_mma, cudaFuncAttributeMaxDynamicSharedMemorySize,
                           suite::kHgShared));
   auto launch = [&] {
-    suite::hgemm_mma<<<(n / suite::kHgBm) * (n / suite::kHgBn), 256, suite::kHgShared>>>(
-        da.p, db.p, dc.p, n, n, n);
+    suite::hgemm_mma<<<(n / suite::kHgBm) * (n / suite::kHgBn), suite::kHgThreads,
+                       suite::kHgShared>>>(da.p, db.p, dc.p, n, n, n);
   };
   run_once(launch);
   std::vector<double> bd(b.size());
@@ -528,6 +529,11 @@ void bench_hgemm_mma() {
   hgemm_variant<128, 256, 64, 4>(a, bd, da, db, dc, n);
   hgemm_variant<128, 128, 32, 4>(a, bd, da, db, dc, n);
   hgemm_variant<128, 128, 64, 3>(a, bd, da, db, dc, n);
+  hgemm_variant<128, 256, 32, 4, true>(a, bd, da, db, dc, n);
+  hgemm_variant<128, 256, 64, 3, true>(a, bd, da, db, dc, n);
+  hgemm_variant<128, 256, 64, 4, true>(a, bd, da, db, dc, n);
+  hgemm_variant<128, 128, 32, 4, true>(a, bd, da, db, dc, n);
+  hgemm_variant<128, 128, 64, 3, true>(a, bd, da, db, dc, n);
 }
 
 void bench_sgemm_reg() {
