@@ -12,7 +12,7 @@ TM = 8  # = TN: sub-tile of c a thread
 LOADS = 4  # BM * BK / 256 elements of each tile loaded by each thread
 
 
-@device.kernel(contract=True)  # acc += ra * rb is one FFMA, as nvcc's default -fmad=true makes it
+@device.kernel
 def sgemm_reg(a, b, c):
     sa = device.shared_array((BK, BM), device.float32, align=16)
     sb = device.shared_array((BK, BM), device.float32, align=16)
