@@ -534,6 +534,10 @@ void bench_hgemm_mma() {
   hgemm_variant<128, 256, 64, 4, true>(a, bd, da, db, dc, n);
   hgemm_variant<128, 128, 32, 4, true>(a, bd, da, db, dc, n);
   hgemm_variant<128, 128, 64, 3, true>(a, bd, da, db, dc, n);
+  hgemm_variant<128, 256, 32, 6>(a, bd, da, db, dc, n);
+  hgemm_variant<128, 256, 32, 6, true>(a, bd, da, db, dc, n);
+  hgemm_variant<256, 128, 32, 4, true>(a, bd, da, db, dc, n);
+  hgemm_variant<256, 128, 64, 3, true>(a, bd, da, db, dc, n);
 }
 
 void bench_sgemm_reg() {
