@@ -296,9 +296,9 @@ NBODY_BLOCK = 128  # = its shared tile of positions
 NBODY_EPS2 = 0.01  # softening, squared
 NBODY_CHECKED = 128  # bodies whose acceleration the CPU reference computes
 NGEMM = 2048  # sgemm_reg side
-NHGEMM = 4096  # hgemm_mma side (m = n = k); 128 x 256 block tiles, 1-D grid
-HGEMM_BM, HGEMM_BN = 128, 256
-HGEMM_SHARED = 4 * (128 * 32 + 32 * 256) * 2  # 4 stages of float16 a and b tiles: 96 KiB
+NHGEMM = 4096  # hgemm_mma side (m = n = k); 128 x 128 block tiles of 4 warps, 1-D grid
+HGEMM_BM, HGEMM_BN = 128, 128
+HGEMM_SHARED = 4 * (128 * 32 + 32 * 128) * 2  # 4 stages of float16 a and b tiles: 64 KiB
 HGEMM_ROWS_CHECKED = np.arange(0, NHGEMM, 64)  # every 64th row of c
 GEMM_TILE = 128  # sgemm_reg: each block computes a 128 x 128 tile, each thread 8 x 8
 SCAN_TILE = 2048  # scan_lookback: 256 threads x 8 elements a tile
@@ -533,7 +533,7 @@ CASES += [
     Case(
         "hgemm_mma",
         grid=((NHGEMM // HGEMM_BM) * (NHGEMM // HGEMM_BN),),
-        block=(256,),
+        block=(128,),
         shared=HGEMM_SHARED,
         make=lambda r: {
             "a": (2 * r.random((NHGEMM, NHGEMM), dtype=np.float32) - 1).astype(np.float16),
