@@ -93,6 +93,8 @@ class Case:
     # Where the reference covers only part of an output (a CPU reference of the whole
     # would take seconds): pick(name, array) -> the part that `reference` returns.
     pick: Callable = None
+    # Bytes of dynamic shared memory a block (`pydevice run --shared`).
+    shared: int = 0
     # Share of elements allowed to differ (Mandelbrot: escape counts of points near the
     # set's boundary depend on the last bit of each operation, e.g. on FMA contraction).
     mismatch: float = 0.0
@@ -294,7 +296,9 @@ NBODY_BLOCK = 128  # = its shared tile of positions
 NBODY_EPS2 = 0.01  # softening, squared
 NBODY_CHECKED = 128  # bodies whose acceleration the CPU reference computes
 NGEMM = 2048  # sgemm_reg side
-NHGEMM = 4096  # hgemm_mma side (m = n = k); 128 x 128 block tiles
+NHGEMM = 4096  # hgemm_mma side (m = n = k); 128 x 128 block tiles of 4 warps, 1-D grid
+HGEMM_BM, HGEMM_BN = 128, 128
+HGEMM_SHARED = 4 * (128 * 32 + 32 * 128) * 2  # 4 stages of float16 a and b tiles: 64 KiB
 HGEMM_ROWS_CHECKED = np.arange(0, NHGEMM, 64)  # every 64th row of c
 GEMM_TILE = 128  # sgemm_reg: each block computes a 128 x 128 tile, each thread 8 x 8
 SCAN_TILE = 2048  # scan_lookback: 256 threads x 8 elements a tile
@@ -528,8 +532,9 @@ CASES += [
     ),
     Case(
         "hgemm_mma",
-        grid=(NHGEMM // GEMM_TILE, NHGEMM // GEMM_TILE),
-        block=(256,),
+        grid=((NHGEMM // HGEMM_BM) * (NHGEMM // HGEMM_BN),),
+        block=(128,),
+        shared=HGEMM_SHARED,
         make=lambda r: {
             "a": (2 * r.random((NHGEMM, NHGEMM), dtype=np.float32) - 1).astype(np.float16),
             "b": (2 * r.random((NHGEMM, NHGEMM), dtype=np.float32) - 1).astype(np.float16),

@@ -80,6 +80,8 @@ def bench(cli, case, tmp):
     args = case.inputs()
     cmd = [cli, "run", kernel_file(case, tmp),
            "--entry", case.name, "--grid", dims(case.grid), "--block", dims(case.block)]
+    if case.shared:
+        cmd += ["--shared", str(case.shared)]
     for name, value in args.items():
         cmd += ["--arg", f"{name}={arg_value(name, value, tmp)}"]
 

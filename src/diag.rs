@@ -196,6 +196,14 @@ codes! {
     E0261,
     /// an unsupported `Atomic` object or array element: a dtype that is not a number type, or `align=` (which only a `@struct` field takes) (§9.7)
     E0262,
+    /// a `static_range` argument that is not an integer constant, or a zero step (§4.6.2)
+    E0280,
+    /// a `static_range` loop of more than 1024 iterations (§4.6.2)
+    E0281,
+    /// `break`, `continue` or `else` in a loop over `static_range` (§4.6.2)
+    E0282,
+    /// `static_range(...)` used anywhere but as a `for` loop's iterable (§4.6.2)
+    E0283,
     /// unsupported statement or parameter form (`try`, `with`, a nested `def` that is not a predicate, `global`, defaults, `*args`, a `for` target that is not a name, …)
     E0301,
     /// an `assert` or `raise` device code cannot report: an `assert` message that is not a string literal, a bare `raise`, `raise ... from`, an exception that is not one of Python's built-in ones or whose argument is not one string literal

@@ -160,6 +160,10 @@ pub struct ProgramOptions {
     /// Fast, less accurate floating point (approximate division and square root, flushing
     /// denormals to zero, reassociation).
     pub fastmath: bool,
+    /// `contract=False`: no float multiplication is fused with the addition or subtraction
+    /// that uses it. By default (false here) the program's own float32/float64 `+ - *` may be
+    /// contracted into one `fma` (one rounding), as nvcc's default `-fmad=true` (§3.13).
+    pub no_contract: bool,
     /// Source line information in the PTX (`.loc`).
     pub lineinfo: bool,
     /// `debug=True`: full DWARF (subprograms, line tables, local variables) for cuda-gdb,

@@ -1,122 +1,235 @@
 # hgemm_mma: c = a @ b on the tensor cores, a and b float16 (row-major), c float32, through
-# mma.sync m16n8k16 (docs/semantics.md §19.2). Each block of 256 threads (8 warps, 2 x 4)
-# computes a 128 x 128 tile of c in steps of 32 along k; each warp a 64 x 32 sub-tile, 4 x 4
-# mma tiles of 16 x 8 in registers. The a (128 x 32) and b (32 x 128) tiles are double-
-# buffered in shared memory (rows padded by 8 elements so ldmatrix is free of bank
-# conflicts): while the warps multiply one stage, each thread holds the next tiles' four
-# 16-byte pieces in registers (loaded as uint32x4) and stores them to the other stage.
-# Fragments come from shared memory by ldmatrix (b transposed on the way).
-# Benchmark: 4096 x 4096 x 4096 (137 GFLOP a launch); 2-D launch, block (256,),
-# grid (n / 128, m / 128). m and n must be multiples of 128, k of 32.
+# mma.sync m16n8k16 (docs/semantics.md §19.2). Each block of (BM / 64) x (BN / 64) warps
+# computes a BM x BN tile of c in steps of BK along k; each warp a 64 x 64 sub-tile, 4 x 8 mma
+# tiles of 16 x 8 in registers. The a (BM x BK) and b (BK x BN) tiles of the next STAGES - 1
+# k steps are in flight: a cp.async pipeline (cg.memcpy_async, §17.6; one commit group and
+# one barrier a k step) in dynamic shared memory. Shared rows are XOR-swizzled by 16-byte
+# chunk so that both the asynchronous stores and the ldmatrix.x4 reads are free of bank
+# conflicts: an a row keeps chunk c at c ^ ((row >> 1) & 3) (BK 32: 64-byte rows) or
+# c ^ (row & 7) (BK 64), a b row at c ^ (row & 7). The fragments of the next 16-wide k
+# sub-step load while the current one multiplies. EARLY places the wait and barrier before
+# the last sub-step's multiplies, so that the next k step's first fragments load while they
+# run (CUTLASS's multistage order); else they open each k step. Blocks are numbered in
+# groups of GROUP block rows, down the columns inside a group, so that the blocks resident
+# at once share a and b tiles in L2. The epilogue stores float32x2 pairs. The register loops
+# are device.static_range (unrolled while compiling, §4.6.2), as the C++ peer's
+# `#pragma unroll`: rolled, their arrays would live in local memory.
+# Benchmark: 4096 x 4096 x 4096 (137 GFLOP a launch); 1-D launch, block (THREADS,), grid
+# ((m / BM) * (n / BN),), SHARED bytes of dynamic shared memory (`pydevice run --shared`).
+# m, n and k must be multiples of BM, BN and BK.
 from cuda import device
-from cuda.device import mma
+from cuda.device import cg, mma
 
-BM = 128  # = BN: tile of c a block
-BK = 32
-LDA = BK + 8  # padded shared row of the a tile, in elements
-LDB = BM + 8  # padded shared row of the b tile
-STAGE_A = BM * LDA
-STAGE_B = BK * LDB
+BM = 128  # tile of c a block: BM x BN
+BN = 128  # (128 x 128 x 32, 4 stages: the fastest shape without EARLY on the H100, session 16)
+BK = 32  # k step: 32 or 64
+STAGES = 4
+EARLY = False
+GROUP = 16  # block rows a group (L2 order)
+THREADS = (BM // 64) * (BN // 64) * 32
+STAGE_A = BM * BK  # float16 elements of one stage's a tile
+STAGE = STAGE_A + BK * BN  # and of the whole stage (a, then b)
+SHARED = STAGES * STAGE * 2  # bytes
+A_CH = BK // 8  # 16-byte chunks a row of a
+B_CH = BN // 8  # and of b
+A_ROWS = THREADS // A_CH  # rows between the a pieces a thread copies
+B_ROWS = THREADS // B_CH  # and the b pieces
+SUB = BK // 16  # mma k sub-steps a k step
 
 
-@device.kernel
+@device.func
+def swz_a(row, c):
+    """The place of chunk c in shared row `row` of a."""
+    if BK == 32:
+        return c ^ ((row >> 1) & 3)
+    return c ^ (row & 7)
+
+
+@device.kernel(max_threads=THREADS, min_blocks=1)
 def hgemm_mma(a, b, c):
-    sa = device.shared_array(2 * STAGE_A, device.float16, align=16)
-    sb = device.shared_array(2 * STAGE_B, device.float16, align=16)
-    sav = sa.view(device.uint32x4)
-    sbv = sb.view(device.uint32x4)
-    av = a.reshape(a.size).view(device.uint32x4)
-    bv = b.reshape(b.size).view(device.uint32x4)
-    acc = device.local_array((4, 4, 4), device.float32)
-    t = device.thread_idx.x
+    sm = device.dynamic_shared_array().view(device.float16)
+    av = a.reshape(a.size)
+    bv = b.reshape(b.size)
+    cv = c.reshape(c.size).view(device.float32x2)
+    acc = device.local_array((4, 8, 4), device.float32)
+    fa = device.local_array((2, 4, 4), device.float16x2)  # [buffer, i, register]
+    fbr = device.local_array((2, 4, 4), device.float16x2)  # [buffer, pair of n tiles, register]
+    t = device.uint32(device.thread_idx.x)
     lane = t % 32
     warp = t // 32
-    wm = warp // 4 * 64  # the warp's rows within the tile
-    wn = warp % 4 * 32  # and columns
-    row0 = device.block_idx.y * BM
-    col0 = device.block_idx.x * BM
-    k = a.shape[1]
-    n = b.shape[1]
-    kv = k // 8  # 16-byte pieces a row of a
-    nv = n // 8
-    for i in range(4):
-        for j in range(4):
-            for e in range(4):
+    wm = warp // (BN // 64) * 64  # the warp's rows within the tile
+    wn = warp % (BN // 64) * 64  # and columns
+    m = device.uint32(a.shape[0])
+    k = device.uint32(a.shape[1])
+    n = device.uint32(b.shape[1])
+    # The block's tile: groups of GROUP block rows, numbered down the columns.
+    bid = device.uint32(device.block_idx.x)
+    per_group = GROUP * (n // BN)
+    first = bid // per_group * GROUP
+    rows = min(m // BM - first, GROUP)
+    inner = bid % per_group
+    row0 = (first + inner % rows) * BM
+    col0 = inner // rows * BN
+    for i in device.static_range(4):
+        for j in device.static_range(8):
+            for e in device.static_range(4):
                 acc[i, j, e] = 0.0
 
-    # Piece p of a tile: a rows p // 4, pieces p % 4; b rows p // 16, pieces p % 16.
-    p0 = t
-    p1 = t + 256
-    ga0 = (row0 + p0 // 4) * kv + p0 % 4
-    ga1 = (row0 + p1 // 4) * kv + p1 % 4
-    gb0 = (p0 // 16) * nv + col0 // 8 + p0 % 16
-    gb1 = (p1 // 16) * nv + col0 // 8 + p1 % 16
-    sa0 = (p0 // 4) * (LDA // 8) + p0 % 4
-    sa1 = (p1 // 4) * (LDA // 8) + p1 % 4
-    sb0 = (p0 // 16) * (LDB // 8) + p0 % 16
-    sb1 = (p1 // 16) * (LDB // 8) + p1 % 16
-
-    ra0 = av[ga0]
-    ra1 = av[ga1]
-    rb0 = bv[gb0]
-    rb1 = bv[gb1]
-    sav[sa0] = ra0
-    sav[sa1] = ra1
-    sbv[sb0] = rb0
-    sbv[sb1] = rb1
-    device.syncthreads()
+    # The 16-byte pieces this thread copies a stage (offsets in elements): a rows
+    # t // A_CH + i * THREADS // A_CH, chunk t % A_CH; b rows t // B_CH + i * THREADS // B_CH,
+    # chunk t % B_CH. Shared offsets are swizzled.
+    ar = t // A_CH
+    ac = t % A_CH
+    br = t // B_CH
+    bc = t % B_CH
+    sa = ar * BK + swz_a(ar, ac) * 8
+    sb = STAGE_A + br * BN + (bc ^ (br & 7)) * 8
+    ga = (row0 + ar) * k + ac * 8
+    gb = br * n + col0 + bc * 8
+    # The ldmatrix rows of this lane: a rows wm + 16 i + lane % 16, k chunk 2 s + lane // 16
+    # (s the sub-step); b rows 16 s + lane % 16, n chunk wn // 8 + 2 j + lane // 16.
+    lr = lane % 16
+    lh = lane // 16
+    fa_off = device.local_array(SUB, device.uint32)
+    for s in device.static_range(SUB):
+        fa_off[s] = (wm + lr) * BK + swz_a(lr, 2 * s + lh) * 8
+    fb = device.local_array(4, device.uint32)
+    for j in device.static_range(4):
+        fb[j] = STAGE_A + lr * BN + wn + ((2 * j + lh) ^ (lr & 7)) * 8
 
     nk = k // BK
-    for kt in range(nk):
-        stage = kt % 2
-        if kt + 1 < nk:
-            ra0 = av[ga0 + (kt + 1) * (BK // 8)]
-            ra1 = av[ga1 + (kt + 1) * (BK // 8)]
-            rb0 = bv[gb0 + (kt + 1) * BK * nv]
-            rb1 = bv[gb1 + (kt + 1) * BK * nv]
-        base_a = stage * STAGE_A
-        base_b = stage * STAGE_B
-        for kk in range(0, BK, 16):
-            b01 = mma.ldmatrix(sb, base_b + (kk + lane % 16) * LDB + wn + lane // 16 * 8, 4, trans=True)
-            b23 = mma.ldmatrix(sb, base_b + (kk + lane % 16) * LDB + wn + 16 + lane // 16 * 8, 4, trans=True)
-            for i in range(4):
-                fa = mma.ldmatrix(sa, base_a + (wm + i * 16 + lane % 16) * LDA + kk + lane // 16 * 8, 4)
-                d = mma.mma_sync_m16n8k16(fa, (b01[0], b01[1]), (acc[i, 0, 0], acc[i, 0, 1], acc[i, 0, 2], acc[i, 0, 3]))
-                acc[i, 0, 0] = d[0]
-                acc[i, 0, 1] = d[1]
-                acc[i, 0, 2] = d[2]
-                acc[i, 0, 3] = d[3]
-                d = mma.mma_sync_m16n8k16(fa, (b01[2], b01[3]), (acc[i, 1, 0], acc[i, 1, 1], acc[i, 1, 2], acc[i, 1, 3]))
-                acc[i, 1, 0] = d[0]
-                acc[i, 1, 1] = d[1]
-                acc[i, 1, 2] = d[2]
-                acc[i, 1, 3] = d[3]
-                d = mma.mma_sync_m16n8k16(fa, (b23[0], b23[1]), (acc[i, 2, 0], acc[i, 2, 1], acc[i, 2, 2], acc[i, 2, 3]))
-                acc[i, 2, 0] = d[0]
-                acc[i, 2, 1] = d[1]
-                acc[i, 2, 2] = d[2]
-                acc[i, 2, 3] = d[3]
-                d = mma.mma_sync_m16n8k16(fa, (b23[2], b23[3]), (acc[i, 3, 0], acc[i, 3, 1], acc[i, 3, 2], acc[i, 3, 3]))
-                acc[i, 3, 0] = d[0]
-                acc[i, 3, 1] = d[1]
-                acc[i, 3, 2] = d[2]
-                acc[i, 3, 3] = d[3]
-        if kt + 1 < nk:
-            nxt = (1 - stage) * (STAGE_A // 8)
-            sav[nxt + sa0] = ra0
-            sav[nxt + sa1] = ra1
-            nxt = (1 - stage) * (STAGE_B // 8)
-            sbv[nxt + sb0] = rb0
-            sbv[nxt + sb1] = rb1
+    for s in device.static_range(STAGES - 1):
+        if s < nk:
+            st = s * STAGE
+            for i in device.static_range(BM * A_CH // THREADS):
+                cg.memcpy_async(sm, st + sa + i * A_ROWS * BK, av, ga + s * BK + i * A_ROWS * k, 8)
+            for i in device.static_range(BK * B_CH // THREADS):
+                cg.memcpy_async(sm, st + sb + i * B_ROWS * BN, bv, gb + s * BK * n + i * B_ROWS * n, 8)
+        cg.memcpy_async_commit()
+    # (The copies and fragment loads below are written out in each place: a @func must also
+    # run on the host, so the device-only memcpy_async and ldmatrix cannot live in one.)
+    if not EARLY:
+        for kt in range(nk):
+            cg.memcpy_async_wait(STAGES - 2)
+            device.syncthreads()  # tile kt is in; every warp is done with the stage loaded next
+            nt = kt + STAGES - 1
+            if nt < nk:
+                st = nt % STAGES * STAGE
+                for i in device.static_range(BM * A_CH // THREADS):
+                    cg.memcpy_async(sm, st + sa + i * A_ROWS * BK, av, ga + nt * BK + i * A_ROWS * k, 8)
+                for i in device.static_range(BK * B_CH // THREADS):
+                    cg.memcpy_async(sm, st + sb + i * B_ROWS * BN, bv, gb + nt * BK * n + i * B_ROWS * n, 8)
+            cg.memcpy_async_commit()
+            st = kt % STAGES * STAGE
+            for i in device.static_range(4):
+                r = mma.ldmatrix(sm, st + fa_off[0] + i * 16 * BK, 4)
+                fa[0, i, 0] = r[0]
+                fa[0, i, 1] = r[1]
+                fa[0, i, 2] = r[2]
+                fa[0, i, 3] = r[3]
+            for j in device.static_range(4):
+                r = mma.ldmatrix(sm, st + fb[j], 4, trans=True)
+                fbr[0, j, 0] = r[0]
+                fbr[0, j, 1] = r[1]
+                fbr[0, j, 2] = r[2]
+                fbr[0, j, 3] = r[3]
+            for s in device.static_range(SUB):
+                if s + 1 < SUB:  # the next sub-step's fragments load under this one's MMAs
+                    for i in device.static_range(4):
+                        r = mma.ldmatrix(sm, st + fa_off[s + 1] + i * 16 * BK, 4)
+                        fa[(s + 1) % 2, i, 0] = r[0]
+                        fa[(s + 1) % 2, i, 1] = r[1]
+                        fa[(s + 1) % 2, i, 2] = r[2]
+                        fa[(s + 1) % 2, i, 3] = r[3]
+                    for j in device.static_range(4):
+                        r = mma.ldmatrix(sm, st + fb[j] + s + 1 * 16 * BN, 4, trans=True)
+                        fbr[(s + 1) % 2, j, 0] = r[0]
+                        fbr[(s + 1) % 2, j, 1] = r[1]
+                        fbr[(s + 1) % 2, j, 2] = r[2]
+                        fbr[(s + 1) % 2, j, 3] = r[3]
+                for i in device.static_range(4):
+                    for j in device.static_range(8):
+                        d = mma.mma_sync_m16n8k16(
+                            (fa[s % 2, i, 0], fa[s % 2, i, 1], fa[s % 2, i, 2], fa[s % 2, i, 3]),
+                            (fbr[s % 2, j // 2, j % 2 * 2], fbr[s % 2, j // 2, j % 2 * 2 + 1]),
+                            (acc[i, j, 0], acc[i, j, 1], acc[i, j, 2], acc[i, j, 3]),
+                        )
+                        acc[i, j, 0] = d[0]
+                        acc[i, j, 1] = d[1]
+                        acc[i, j, 2] = d[2]
+                        acc[i, j, 3] = d[3]
+    else:
+        cg.memcpy_async_wait(STAGES - 2)
         device.syncthreads()
+        for i in device.static_range(4):
+            r = mma.ldmatrix(sm, 0 + fa_off[0] + i * 16 * BK, 4)
+            fa[0, i, 0] = r[0]
+            fa[0, i, 1] = r[1]
+            fa[0, i, 2] = r[2]
+            fa[0, i, 3] = r[3]
+        for j in device.static_range(4):
+            r = mma.ldmatrix(sm, 0 + fb[j], 4, trans=True)
+            fbr[0, j, 0] = r[0]
+            fbr[0, j, 1] = r[1]
+            fbr[0, j, 2] = r[2]
+            fbr[0, j, 3] = r[3]
+        for kt in range(nk):
+            nt = kt + STAGES - 1  # its stage was last read before the previous barrier
+            if nt < nk:
+                st = nt % STAGES * STAGE
+                for i in device.static_range(BM * A_CH // THREADS):
+                    cg.memcpy_async(sm, st + sa + i * A_ROWS * BK, av, ga + nt * BK + i * A_ROWS * k, 8)
+                for i in device.static_range(BK * B_CH // THREADS):
+                    cg.memcpy_async(sm, st + sb + i * B_ROWS * BN, bv, gb + nt * BK * n + i * B_ROWS * n, 8)
+            cg.memcpy_async_commit()
+            st = kt % STAGES * STAGE
+            for s in device.static_range(SUB):
+                if s + 1 < SUB:
+                    for i in device.static_range(4):
+                        r = mma.ldmatrix(sm, st + fa_off[s + 1] + i * 16 * BK, 4)
+                        fa[(s + 1) % 2, i, 0] = r[0]
+                        fa[(s + 1) % 2, i, 1] = r[1]
+                        fa[(s + 1) % 2, i, 2] = r[2]
+                        fa[(s + 1) % 2, i, 3] = r[3]
+                    for j in device.static_range(4):
+                        r = mma.ldmatrix(sm, st + fb[j] + s + 1 * 16 * BN, 4, trans=True)
+                        fbr[(s + 1) % 2, j, 0] = r[0]
+                        fbr[(s + 1) % 2, j, 1] = r[1]
+                        fbr[(s + 1) % 2, j, 2] = r[2]
+                        fbr[(s + 1) % 2, j, 3] = r[3]
+                elif kt + 1 < nk:
+                    cg.memcpy_async_wait(STAGES - 2)
+                    device.syncthreads()  # tile kt + 1 is in
+                    nxt = (kt + 1) % STAGES * STAGE
+                    for i in device.static_range(4):
+                        r = mma.ldmatrix(sm, nxt + fa_off[0] + i * 16 * BK, 4)
+                        fa[(s + 1) % 2, i, 0] = r[0]
+                        fa[(s + 1) % 2, i, 1] = r[1]
+                        fa[(s + 1) % 2, i, 2] = r[2]
+                        fa[(s + 1) % 2, i, 3] = r[3]
+                    for j in device.static_range(4):
+                        r = mma.ldmatrix(sm, nxt + fb[j], 4, trans=True)
+                        fbr[(s + 1) % 2, j, 0] = r[0]
+                        fbr[(s + 1) % 2, j, 1] = r[1]
+                        fbr[(s + 1) % 2, j, 2] = r[2]
+                        fbr[(s + 1) % 2, j, 3] = r[3]
+                for i in device.static_range(4):
+                    for j in device.static_range(8):
+                        d = mma.mma_sync_m16n8k16(
+                            (fa[s % 2, i, 0], fa[s % 2, i, 1], fa[s % 2, i, 2], fa[s % 2, i, 3]),
+                            (fbr[s % 2, j // 2, j % 2 * 2], fbr[s % 2, j // 2, j % 2 * 2 + 1]),
+                            (acc[i, j, 0], acc[i, j, 1], acc[i, j, 2], acc[i, j, 3]),
+                        )
+                        acc[i, j, 0] = d[0]
+                        acc[i, j, 1] = d[1]
+                        acc[i, j, 2] = d[2]
+                        acc[i, j, 3] = d[3]
 
     g = lane // 4
     q = lane % 4
-    for i in range(4):
-        for j in range(4):
-            r = row0 + wm + i * 16 + g
+    for i in device.static_range(4):
+        for j in device.static_range(8):
+            row = row0 + wm + i * 16 + g
             col = col0 + wn + j * 8 + 2 * q
-            c[r, col] = acc[i, j, 0]
-            c[r, col + 1] = acc[i, j, 1]
-            c[r + 8, col] = acc[i, j, 2]
-            c[r + 8, col + 1] = acc[i, j, 3]
+            cv[(row * n + col) // 2] = device.float32x2(acc[i, j, 0], acc[i, j, 1])
+            cv[((row + 8) * n + col) // 2] = device.float32x2(acc[i, j, 2], acc[i, j, 3])

@@ -567,7 +567,7 @@ def _stream_place(s) -> Tuple[int, Optional[int]]:
 # ---------------------------------------------------------------------------------------
 # Decorated objects
 
-_KERNEL_OPTIONS = {"interop", "max_threads", "min_blocks", "fastmath", "lineinfo", "debug", "bounds_check", "cluster"}
+_KERNEL_OPTIONS = {"interop", "max_threads", "min_blocks", "fastmath", "contract", "lineinfo", "debug", "bounds_check", "cluster"}
 _FUNC_OPTIONS = {"interop", "extern"}
 _NUMBA_OPTIONS = {"device", "fastmath", "lineinfo", "debug", "opt", "cache", "max_registers", "inline", "link"}
 
@@ -1067,8 +1067,8 @@ def _make_struct(cls, align: Optional[int]):
 
 
 def kernel(fn=None, **options):
-    """``@kernel`` / ``@kernel(interop=, max_threads=, min_blocks=, fastmath=, lineinfo=,
-    debug=, bounds_check=, cluster=)``: a kernel. Options are read by the compiler from the source; unknown
+    """``@kernel`` / ``@kernel(interop=, max_threads=, min_blocks=, fastmath=, contract=,
+    lineinfo=, debug=, bounds_check=, cluster=)``: a kernel. Options are read by the compiler from the source; unknown
     keywords raise ``TypeError`` here."""
     _check_options("@kernel", options, _KERNEL_OPTIONS)
     if fn is None:

@@ -39,10 +39,15 @@ such as float32x3, a number, or a type in Numba's notation), with the types they
 --header prints them as a CUDA C++ header, with extern \"C\" declarations of the module's
 interoperable functions unless --type narrows it to the named types.
 --seed gives the seed of the kernel's random numbers (cuda.device.random); without it each
-launch draws a fresh one. --debug compiles every kernel as @kernel(debug=True) does: DWARF
+launch draws a fresh one. --shared N gives each block N bytes of dynamic shared memory
+(device.dynamic_shared_array()); above 48 KiB the kernel is allowed that much first.
+--debug compiles every kernel as @kernel(debug=True) does: DWARF
 for cuda-gdb (`break FILE.py:LINE`), at -O0, JIT-compiled with debug information.
 call runs a @func on this machine (JIT-compiled through Cranelift) and prints its result as
 Python's repr would, on the last line.";
+
+/// The dynamic shared memory a launch may ask for without raising the kernel's limit.
+const DEFAULT_DYNAMIC_SHARED: u32 = 48 * 1024;
 
 /// Options that take no value.
 const FLAGS: &[&str] = &["json", "header", "debug"];
@@ -697,6 +702,13 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
     let loaded = device
         .load(&kernel.ptx, &kernel.abi)
         .map_err(|e| e.to_string())?;
+    // More than the default 48 KiB of dynamic shared memory must be allowed first, as
+    // cudaFuncSetAttribute does in CUDA C++ (docs/semantics.md §5.8).
+    if shared > DEFAULT_DYNAMIC_SHARED {
+        loaded
+            .set_max_dynamic_shared(shared)
+            .map_err(|e| e.to_string())?;
+    }
     let mut buffers = HashMap::new();
     let mut values = Vec::new();
     for (p, ty) in params.iter().zip(&types) {

@@ -58,6 +58,8 @@ pub(crate) struct DecoratorOptions {
     pub min_blocks: Option<u32>,
     /// `fastmath=True` (kernels)
     pub fastmath: bool,
+    /// `contract=False` (kernels): `a * b + c` is never one fused multiply-add (§3.13).
+    pub no_contract: bool,
     /// `lineinfo=True` or `debug=True` (kernels): source lines in the PTX.
     pub lineinfo: bool,
     /// `debug=True` (kernels): full DWARF for cuda-gdb, compiled at -O0 (implies `lineinfo`).
@@ -897,6 +899,7 @@ impl ParsedModule {
                     "max_threads",
                     "min_blocks",
                     "fastmath",
+                    "contract",
                     "lineinfo",
                     "debug",
                     "bounds_check",
@@ -953,6 +956,7 @@ impl ParsedModule {
                 match key {
                     "interop" => options.interop = flag(diags).unwrap_or(options.interop),
                     "fastmath" => options.fastmath = flag(diags).unwrap_or(false),
+                    "contract" => options.no_contract = !flag(diags).unwrap_or(true),
                     "lineinfo" => options.lineinfo |= flag(diags).unwrap_or(false),
                     "debug" => {
                         let on = flag(diags).unwrap_or(false);
@@ -975,7 +979,7 @@ impl ParsedModule {
                         )
                         .with_label("not a supported option")
                         .with_note(if this == FunctionKind::Kernel {
-                            "supported options: interop, max_threads, min_blocks, fastmath, lineinfo, debug, bounds_check, assertions, cluster"
+                            "supported options: interop, max_threads, min_blocks, fastmath, contract, lineinfo, debug, bounds_check, assertions, cluster"
                         } else {
                             "supported options: interop, extern"
                         }),

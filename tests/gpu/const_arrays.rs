@@ -1,4 +1,5 @@
-//! Module-level constant arrays (§1.3), `literal_unroll` over tuples of them (§4.6.1) and
+//! Module-level constant arrays (§1.3), `literal_unroll` over tuples of them (§4.6.1),
+//! `device.static_range` (§4.6.2) and
 //! NumPy's whole-array reductions (§5.18), against references computed here the way
 //! numba-cuda computes them.
 
@@ -254,6 +255,43 @@ fn numba_literal_unroll_over_constant_arrays() {
     assert_eq!(out, vec![3.5, 15.0, 2.0, 6.0, 1.5, 3.0, 3.0, 0.0, 1.0]);
     // count_nonzero + len: NaN counts as non-zero.
     assert_eq!(iout, vec![3 + 4, 5 + 2, 2 + 3]);
+}
+
+/// `device.static_range` (§4.6.2): the fixture's unrolled loops index a tuple by the loop
+/// variable, nest, count down and skip an empty range.
+#[test]
+fn static_range_unrolls_with_constant_indices() {
+    let Some(dev) = device("static_range_unrolls_with_constant_indices") else {
+        return;
+    };
+    let src = include_str!("../fixtures/lang/static_range.py");
+    let k = kernel(
+        &dev,
+        src,
+        "unrolled",
+        "float32[::1], float32[::1], int32[::1]",
+    );
+    let x: Vec<f32> = vec![1.5, -2.25, 0.75, 3.0, 0.0, 0.0, 0.0, 0.0];
+    let (_xb, xa) = vec1(&dev, &x);
+    let (ob, oa) = vec1(&dev, &[0f32; 1]);
+    let (ib, ia) = vec1(&dev, &[0i32; 3]);
+    k.launch(&[xa, oa, ia], [1, 1, 1], [1, 1, 1]);
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    let iout: Vec<i32> = from_bytes(&dev.download(&ib).expect("download"));
+    let acc = [x[0], x[1] * 2.0, x[2] * 3.0, x[3] * 4.0];
+    let mut want = 0f64;
+    for i in 1..4 {
+        for j in 0..i {
+            want += f64::from(acc[i]) * f64::from(acc[j]);
+        }
+    }
+    assert!(
+        (f64::from(out[0]) - want).abs() <= 1e-5 * want.abs(),
+        "{} vs {want}",
+        out[0]
+    );
+    // k = 10, 7, 4, 1 as base-100 digits; then k + 0, k + 1; then 7 (the name is a local again).
+    assert_eq!(iout, vec![10_07_04_01, 10_07_04_02, 7]);
 }
 
 #[test]

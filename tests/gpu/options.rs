@@ -1,5 +1,6 @@
 //! GPU tests of the `@kernel` options: launch bounds seen by the driver, bounds checking
-//! reported as an error naming the kernel and line, fast math still close to exact.
+//! reported as an error naming the kernel and line, fast math still close to exact, `contract`
+//! fusing multiply-adds.
 
 use super::*;
 
@@ -112,6 +113,68 @@ fn fastmath_stays_close() {
             out[i]
         );
     }
+}
+
+const CONTRACT: &str = r#"
+from cuda import device
+
+@device.kernel
+def fused(a, b, c, out):
+    i = device.tid(1)
+    if i < len(a):
+        out[i] = a[i] * b[i] + c[i]
+
+@device.kernel(contract=False)
+def separate(a, b, c, out):
+    i = device.tid(1)
+    if i < len(a):
+        out[i] = a[i] * b[i] + c[i]
+"#;
+
+/// By default `a * b + c` is one fused multiply-add (one rounding: Rust's `mul_add`), bit
+/// for bit (§3.13); with `contract=False` the product and the sum are rounded separately.
+#[test]
+fn contract_fuses_multiply_add() {
+    let Some(dev) = device("contract_fuses_multiply_add") else {
+        return;
+    };
+    let sig = "float32[::1], float32[::1], float32[::1], float32[::1]";
+    let n = 10_000;
+    let mut r = Rng(33);
+    let a: Vec<f32> = (0..n).map(|_| r.f32(-2.0, 2.0)).collect();
+    let b: Vec<f32> = (0..n).map(|_| r.f32(-2.0, 2.0)).collect();
+    let c: Vec<f32> = (0..n).map(|_| r.f32(-2.0, 2.0)).collect();
+    let mut differ = 0;
+    for (name, fused) in [("fused", true), ("separate", false)] {
+        let k = kernel(&dev, CONTRACT, name, sig);
+        let (_ab, aa) = vec1(&dev, &a);
+        let (_bb, ba) = vec1(&dev, &b);
+        let (_cb, ca) = vec1(&dev, &c);
+        let (ob, oa) = vec1(&dev, &vec![0f32; n]);
+        k.launch(&[aa, ba, ca, oa], [blocks(n, 256), 1, 1], [256, 1, 1]);
+        let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+        for i in 0..n {
+            let want = if fused {
+                a[i].mul_add(b[i], c[i])
+            } else {
+                a[i] * b[i] + c[i]
+            };
+            assert_eq!(
+                out[i].to_bits(),
+                want.to_bits(),
+                "{name}: {} * {} + {}",
+                a[i],
+                b[i],
+                c[i]
+            );
+            differ += usize::from(fused && want != a[i] * b[i] + c[i]);
+        }
+    }
+    // The inputs tell the two apart (about a quarter of such sums round differently).
+    assert!(
+        differ > n / 10,
+        "only {differ} of {n} fused results differ from separate ones"
+    );
 }
 
 #[test]

@@ -574,3 +574,46 @@ fn wmma_fragment_elements_epilogue() {
         }
     }
 }
+
+/// The benchmark's tensor-core GEMM, `bench/kernels/hgemm_mma.py` (cp.async pipeline into
+/// XOR-swizzled shared tiles in 64 KiB of dynamic shared memory, `ldmatrix.x4`, `mma.sync`),
+/// on shapes that reach its edges: fewer k steps than pipeline stages, a last L2 group of
+/// fewer block rows than the others (18 = 16 + 2), non-square matrices, a long k loop.
+#[test]
+fn hgemm_mma_bench_kernel_matches_the_cpu() {
+    let test = "hgemm_mma_bench_kernel_matches_the_cpu";
+    let Some(dev) = device(test) else {
+        return;
+    };
+    if arch_for(&dev).number() < 80 {
+        eprintln!("skipped {test}: needs sm_80");
+        return;
+    }
+    let src = std::fs::read_to_string(crate::support::repo_path("bench/kernels/hgemm_mma.py"))
+        .expect("kernel");
+    let k = kernel(
+        &dev,
+        &src,
+        "hgemm_mma",
+        "float16[:, ::1], float16[:, ::1], float32[:, ::1]",
+    );
+    // The kernel's SHARED (4 stages of 128 x 32 and 32 x 128 float16 tiles) and THREADS.
+    let shared = 4 * (128 * 32 + 32 * 128) * 2;
+    k.k.set_max_dynamic_shared(shared).expect("allow 64 KiB");
+    let mut r = Rng(71);
+    for (m, n, kk) in [(256, 384, 64), (2304, 256, 96), (128, 128, 1024)] {
+        let (ab, av) = random_matrix(In::F16, m * kk, &mut r);
+        let (bb, bv) = random_matrix(In::F16, kk * n, &mut r);
+        let (_a, aa) = upload(&dev, &ab, m, kk);
+        let (_b, ba) = upload(&dev, &bb, kk, n);
+        let (cbuf, ca) = upload(&dev, &vec![0xFFu8; m * n * 4], m, n); // NaN until written
+        let blocks = ((m / 128) * (n / 128)) as u32;
+        k.launch_shared(&[aa, ba, ca], [blocks, 1, 1], [128, 1, 1], shared);
+        let got = read_acc(Acc::F32, &dev.download(&cbuf).expect("download"));
+        let what = format!("hgemm_mma {m}x{n}x{kk}");
+        // float32 accumulation over kk terms: at most one rounding (2^-23 of the running
+        // sum, which is below the sum of magnitudes) an addition, as F32_REL allows for 128.
+        let rel = F32_REL.max(kk as f64 * 2.4e-7);
+        check_gemm(&what, &got, &av, &bv, (m, n, kk), false, rel);
+    }
+}

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "hgemm_variants.cuh"
 #include "suite.cuh"
 
 namespace {
@@ -458,6 +459,59 @@ void bench_nbody() {
   emit("nbody", time_launches(launch), 28.0 * n, ok, 20.0 * n * n);
 }
 
+// The rows of a @ b that hgemm_mma results are checked on: 16 spread rows, in float64
+// (float16 products are exact, the tensor cores accumulate in float32).
+struct HgemmReference {
+  std::vector<int> rows;
+  std::vector<std::vector<double>> want;
+  HgemmReference(const std::vector<__half>& a, const std::vector<__half>& b, int n) {
+    std::vector<double> bd(b.size());
+    for (size_t i = 0; i < b.size(); ++i) bd[i] = __half2float(b[i]);
+    for (int row = 0; row < n; row += n / 16 + 1) {
+      std::vector<double> w(n, 0.0);
+      for (int k = 0; k < n; ++k) {
+        double x = __half2float(a[size_t(row) * n + k]);
+        for (int col = 0; col < n; ++col) w[col] += x * bd[size_t(k) * n + col];
+      }
+      rows.push_back(row);
+      want.push_back(std::move(w));
+    }
+  }
+  // Every element written, and the reference rows matched.
+  bool ok(const std::vector<float>& c, int n) const {
+    bool ok = true;
+    for (size_t i = 0; i < c.size() && ok; ++i) ok = !std::isnan(c[i]);
+    for (size_t r = 0; r < rows.size() && ok; ++r)
+      for (int col = 0; col < n && ok; ++col)
+        ok = near(c[size_t(rows[r]) * n + col], want[r][col], 1e-3, 5e-3);
+    return ok;
+  }
+};
+
+// One shape of variants::hgemm_tile, timed and checked like hgemm_mma; its line has
+// "target":"BMxBNxBK/STAGES" (with "e" for the EARLY barrier order; report.py leaves such
+// lines out of its tables).
+template <int BM, int BN, int BK, int STAGES, bool EARLY = false>
+void hgemm_variant(const HgemmReference& ref, DevBuf<__half>& da, DevBuf<__half>& db,
+                   DevBuf<float>& dc, int n) {
+  constexpr int shared = variants::shared_bytes<BM, BN, BK, STAGES>();
+  constexpr int threads = (BM / 64) * (BN / 64) * 32;
+  auto kernel = variants::hgemm_tile<BM, BN, BK, STAGES, EARLY>;
+  CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
+  auto launch = [&] {
+    kernel<<<(n / BM) * (n / BN), threads, shared>>>(da.p, db.p, dc.p, n, n, n);
+  };
+  dc.poison();
+  run_once(launch);
+  bool ok = ref.ok(dc.download(), n);
+  Timing t = time_launches(launch);
+  std::printf("{\"impl\":\"nvcc\",\"kernel\":\"hgemm_mma\",\"target\":\"%dx%dx%d/%d%s\","
+              "\"median_us\":%.2f,\"min_us\":%.2f,\"ok\":%s,\"gflops\":%.1f}\n",
+              BM, BN, BK, STAGES, EARLY ? "e" : "", t.median_us, t.min_us, ok ? "true" : "false",
+              2.0 * n * n * double(n) / (t.median_us * 1e3));
+  std::fflush(stdout);
+}
+
 void bench_hgemm_mma() {
   const int n = 4096;  // m = n = k
   std::vector<__half> a(size_t(n) * n), b(size_t(n) * n);
@@ -469,26 +523,33 @@ void bench_hgemm_mma() {
   da.upload(a);
   db.upload(b);
   dc.poison();
+  CK(cudaFuncSetAttribute(suite::hgemm_mma, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                          suite::kHgShared));
   auto launch = [&] {
-    suite::hgemm_mma<<<dim3(n / suite::kHgBm, n / suite::kHgBm), 256>>>(da.p, db.p, dc.p, n, n,
-                                                                        n);
+    suite::hgemm_mma<<<(n / suite::kHgBm) * (n / suite::kHgBn), suite::kHgThreads,
+                       suite::kHgShared>>>(da.p, db.p, dc.p, n, n, n);
   };
   run_once(launch);
-  auto c = dc.download();
-  bool ok = true;  // every element written; 16 spread rows checked in full (float16 products
-                   // are exact, the tensor cores accumulate in float32)
-  for (size_t i = 0; i < c.size() && ok; ++i) ok = !std::isnan(c[i]);
-  std::vector<double> bd(b.size());
-  for (size_t i = 0; i < b.size(); ++i) bd[i] = __half2float(b[i]);
-  for (int row = 0; row < n && ok; row += n / 16 + 1) {
-    std::vector<double> want(n, 0.0);
-    for (int k = 0; k < n; ++k) {
-      double x = __half2float(a[size_t(row) * n + k]);
-      for (int col = 0; col < n; ++col) want[col] += x * bd[size_t(k) * n + col];
-    }
-    for (int col = 0; col < n && ok; ++col) ok = near(c[size_t(row) * n + col], want[col], 1e-3, 5e-3);
-  }
+  HgemmReference ref(a, b, n);
+  bool ok = ref.ok(dc.download(), n);
   emit("hgemm_mma", time_launches(launch), 8.0 * n * n, ok, 2.0 * n * n * n);
+  // The shape experiments of session 16 (hgemm_variants.cuh, bench/NOTES.md); 128x128x32/4
+  // is hgemm_mma's own shape.
+  hgemm_variant<128, 256, 32, 4>(ref, da, db, dc, n);
+  hgemm_variant<128, 256, 32, 3>(ref, da, db, dc, n);
+  hgemm_variant<128, 256, 64, 3>(ref, da, db, dc, n);
+  hgemm_variant<128, 256, 64, 4>(ref, da, db, dc, n);
+  hgemm_variant<128, 128, 32, 4>(ref, da, db, dc, n);
+  hgemm_variant<128, 128, 64, 3>(ref, da, db, dc, n);
+  hgemm_variant<128, 256, 32, 4, true>(ref, da, db, dc, n);
+  hgemm_variant<128, 256, 64, 3, true>(ref, da, db, dc, n);
+  hgemm_variant<128, 256, 64, 4, true>(ref, da, db, dc, n);
+  hgemm_variant<128, 128, 32, 4, true>(ref, da, db, dc, n);
+  hgemm_variant<128, 128, 64, 3, true>(ref, da, db, dc, n);
+  hgemm_variant<128, 256, 32, 6>(ref, da, db, dc, n);
+  hgemm_variant<128, 256, 32, 6, true>(ref, da, db, dc, n);
+  hgemm_variant<256, 128, 32, 4, true>(ref, da, db, dc, n);
+  hgemm_variant<256, 128, 64, 3, true>(ref, da, db, dc, n);
 }
 
 void bench_sgemm_reg() {

@@ -271,23 +271,35 @@ __global__ void nbody(const float4* pos, float* acc, int n) {
 }
 
 // hgemm_mma: c = a @ b, a and b __half row-major (m x k, k x n), c float; the algorithm of
-// bench/kernels/hgemm_mma.py: 128 x 128 x 32 block tiles, 8 warps (2 x 4) of 64 x 32,
-// mma.sync m16n8k16 from ldmatrix fragments, double-buffered padded shared tiles filled
-// from registers holding the next tiles' 16-byte pieces. Block (256); grid (n/128, m/128).
-constexpr int kHgBm = 128, kHgBk = 32, kHgLda = kHgBk + 8, kHgLdb = kHgBm + 8;
+// bench/kernels/hgemm_mma.py, hgemm_body with the kHg* constants. Each block of
+// (BM / 64) x (BN / 64) warps computes a BM x BN tile of c in steps of BK along k; each warp
+// a 64 x 64 sub-tile, 4 x 8 mma.sync m16n8k16 tiles in registers. The a (BM x BK) and b
+// (BK x BN) tiles of STAGES - 1 k steps ahead are in flight: a cp.async pipeline (one commit
+// group and one barrier a k step) in dynamic shared memory. Shared rows are XOR-swizzled by
+// 16-byte chunk so that both the cp.async stores and the ldmatrix.x4 reads are free of bank
+// conflicts: a rows put chunk c at c ^ ((row >> 1) & 3) (BK 32: 64-byte rows) or c ^ (row & 7)
+// (BK 64), b rows at c ^ (row & 7). The fragments of the next 16-wide k sub-step load while
+// the current one multiplies. EARLY places the wait and barrier before the last sub-step's
+// multiplies, so that the next k step's first fragments load while they run (CUTLASS's
+// multistage order); else they open each k step. Blocks are numbered in groups of 16 block
+// rows (column by column inside a group) so that the blocks resident at once share their a
+// and b tiles in L2. The epilogue stores float2 pairs. Block (kHgThreads), grid
+// ((m / BM) * (n / BN)), kHgShared bytes; m, n and k multiples of BM, BN and BK.
+constexpr int kHgBm = 128, kHgBn = 128, kHgBk = 32, kHgStages = 4;  // H100: 323 us (session 16)
+constexpr bool kHgEarly = false;  // the barrier's place in the k loop (hgemm_body)
+constexpr int kHgThreads = (kHgBm / 64) * (kHgBn / 64) * 32;
+constexpr int kHgShared = kHgStages * (kHgBm * kHgBk + kHgBk * kHgBn) * 2;  // bytes
 
-__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const __half* p) {
-  unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(a));
+               : "r"(addr));
 }
 
-__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const __half* p) {
-  unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], unsigned addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(a));
+               : "r"(addr));
 }
 
 __device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4], unsigned b0,
@@ -299,76 +311,141 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4],
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-__global__ void __launch_bounds__(256) hgemm_mma(const __half* a, const __half* b, float* c,
-                                                 int m, int n, int k) {
-  __shared__ __align__(16) __half sa[2][kHgBm * kHgLda];
-  __shared__ __align__(16) __half sb[2][kHgBk * kHgLdb];
-  float acc[4][4][4];
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
+}
+
+template <int BM, int BN, int BK>
+__device__ __forceinline__ int swz_a(int row, int c) {
+  if constexpr (BK == 32) {
+    return c ^ ((row >> 1) & 3);
+  } else {
+    static_assert(BK == 64, "BK is 32 or 64");
+    return c ^ (row & 7);
+  }
+}
+
+template <int BM, int BN, int BK, int STAGES, bool EARLY>
+__device__ __forceinline__ void hgemm_body(const __half* a, const __half* b, float* c, int m,
+                                           int n, int k) {
+  constexpr int kWarpsN = BN / 64, kThreads = (BM / 64) * kWarpsN * 32;
+  constexpr int kStageA = BM * BK * 2, kStage = kStageA + BK * BN * 2;  // bytes
+  constexpr int kACh = BK / 8, kBCh = BN / 8;  // 16-byte chunks a row
+  constexpr int kAPieces = BM * kACh / kThreads, kBPieces = BK * kBCh / kThreads;
+  constexpr int kSub = BK / 16, kGroup = 16;
+  extern __shared__ __align__(128) unsigned char smem[];
+  unsigned s0 = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  float acc[4][8][4];
   int t = threadIdx.x, lane = t % 32, warp = t / 32;
-  int wm = warp / 4 * 64, wn = warp % 4 * 32;
-  int row0 = blockIdx.y * kHgBm, col0 = blockIdx.x * kHgBm;
-  const uint4* av = reinterpret_cast<const uint4*>(a);
-  const uint4* bv = reinterpret_cast<const uint4*>(b);
-  int kv = k / 8, nv = n / 8;
+  int wm = warp / kWarpsN * 64, wn = warp % kWarpsN * 64;
+  int gn = n / BN, gm = m / BM;
+  int per_group = kGroup * gn;
+  int first = blockIdx.x / per_group * kGroup;
+  int rows = min(gm - first, kGroup);
+  int inner = blockIdx.x % per_group;
+  int row0 = (first + inner % rows) * BM, col0 = inner / rows * BN;
+#pragma unroll
   for (int i = 0; i < 4; ++i)
-    for (int j = 0; j < 4; ++j)
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+#pragma unroll
       for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
-  int p0 = t, p1 = t + 256;
-  size_t ga0 = size_t(row0 + p0 / 4) * kv + p0 % 4, ga1 = size_t(row0 + p1 / 4) * kv + p1 % 4;
-  size_t gb0 = size_t(p0 / 16) * nv + col0 / 8 + p0 % 16;
-  size_t gb1 = size_t(p1 / 16) * nv + col0 / 8 + p1 % 16;
-  int sa0 = (p0 / 4) * (kHgLda / 8) + p0 % 4, sa1 = (p1 / 4) * (kHgLda / 8) + p1 % 4;
-  int sb0 = (p0 / 16) * (kHgLdb / 8) + p0 % 16, sb1 = (p1 / 16) * (kHgLdb / 8) + p1 % 16;
-  uint4 ra0 = av[ga0], ra1 = av[ga1], rb0 = bv[gb0], rb1 = bv[gb1];
-  reinterpret_cast<uint4*>(sa[0])[sa0] = ra0;
-  reinterpret_cast<uint4*>(sa[0])[sa1] = ra1;
-  reinterpret_cast<uint4*>(sb[0])[sb0] = rb0;
-  reinterpret_cast<uint4*>(sb[0])[sb1] = rb1;
-  __syncthreads();
-  int nk = k / kHgBk;
-  for (int kt = 0; kt < nk; ++kt) {
-    int stage = kt % 2;
-    if (kt + 1 < nk) {
-      ra0 = av[ga0 + (kt + 1) * (kHgBk / 8)];
-      ra1 = av[ga1 + (kt + 1) * (kHgBk / 8)];
-      rb0 = bv[gb0 + size_t(kt + 1) * kHgBk * nv];
-      rb1 = bv[gb1 + size_t(kt + 1) * kHgBk * nv];
-    }
-    const __half* ta = sa[stage];
-    const __half* tb = sb[stage];
+  int ar = t / kACh, ac = t % kACh, br = t / kBCh, bc = t % kBCh;
+  int sa = ar * BK * 2 + swz_a<BM, BN, BK>(ar, ac) * 16;
+  int sb = kStageA + br * BN * 2 + (bc ^ (br & 7)) * 16;
+  int ga = (row0 + ar) * k + ac * 8, gb = br * n + col0 + bc * 8;
+  int lr = lane % 16, lh = lane / 16;
+  int fa_off[kSub], fb_off[4];
 #pragma unroll
-    for (int kk = 0; kk < kHgBk; kk += 16) {
-      unsigned b01[4], b23[4];
-      ldmatrix_x4_trans(b01, tb + (kk + lane % 16) * kHgLdb + wn + lane / 16 * 8);
-      ldmatrix_x4_trans(b23, tb + (kk + lane % 16) * kHgLdb + wn + 16 + lane / 16 * 8);
+  for (int s = 0; s < kSub; ++s) fa_off[s] = (wm + lr) * BK * 2 + swz_a<BM, BN, BK>(lr, 2 * s + lh) * 16;
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        unsigned fa[4];
-        ldmatrix_x4(fa, ta + (wm + i * 16 + lane % 16) * kHgLda + kk + lane / 16 * 8);
-        mma_16816(acc[i][0], fa, b01[0], b01[1]);
-        mma_16816(acc[i][1], fa, b01[2], b01[3]);
-        mma_16816(acc[i][2], fa, b23[0], b23[1]);
-        mma_16816(acc[i][3], fa, b23[2], b23[3]);
+  for (int j = 0; j < 4; ++j) fb_off[j] = kStageA + lr * BN * 2 + (wn / 8 + ((2 * j + lh) ^ (lr & 7))) * 16;
+  int nk = k / BK;
+  auto load_tile = [&](int kt) {
+    unsigned st = s0 + (kt % STAGES) * kStage;
+    int pa = ga + kt * BK;
+#pragma unroll
+    for (int i = 0; i < kAPieces; ++i)
+      cp_async16(st + sa + i * (kThreads / kACh) * BK * 2, a + pa + i * (kThreads / kACh) * k);
+    int pb = gb + kt * BK * n;
+#pragma unroll
+    for (int i = 0; i < kBPieces; ++i)
+      cp_async16(st + sb + i * (kThreads / kBCh) * BN * 2, b + pb + i * (kThreads / kBCh) * n);
+  };
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < nk) load_tile(s);
+    asm volatile("cp.async.commit_group;" ::: "memory");
+  }
+  unsigned fa[2][4][4], fb[2][4][4];
+  auto load_frags = [&](int buf, unsigned st, int s) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) ldmatrix_x4(fa[buf][i], st + fa_off[s] + i * 16 * BK * 2);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) ldmatrix_x4_trans(fb[buf][j], st + fb_off[j] + s * 16 * BN * 2);
+  };
+  auto mma_all = [&](int buf) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        mma_16816(acc[i][j], fa[buf][i], fb[buf][j / 2][j % 2 * 2], fb[buf][j / 2][j % 2 * 2 + 1]);
+  };
+  if constexpr (!EARLY) {
+    // hgemm_mma's order: wait and barrier at the top of each k step, then its fragments.
+    for (int kt = 0; kt < nk; ++kt) {
+      asm volatile("cp.async.wait_group %0;" ::"n"(STAGES - 2) : "memory");
+      __syncthreads();
+      if (kt + STAGES - 1 < nk) load_tile(kt + STAGES - 1);
+      asm volatile("cp.async.commit_group;" ::: "memory");
+      unsigned st = s0 + (kt % STAGES) * kStage;
+      load_frags(0, st, 0);
+#pragma unroll
+      for (int s = 0; s < kSub; ++s) {
+        if (s + 1 < kSub) load_frags((s + 1) % 2, st, s + 1);
+        mma_all(s % 2);
       }
     }
-    if (kt + 1 < nk) {
-      reinterpret_cast<uint4*>(sa[1 - stage])[sa0] = ra0;
-      reinterpret_cast<uint4*>(sa[1 - stage])[sa1] = ra1;
-      reinterpret_cast<uint4*>(sb[1 - stage])[sb0] = rb0;
-      reinterpret_cast<uint4*>(sb[1 - stage])[sb1] = rb1;
-    }
+  } else {
+    // CUTLASS's multistage order: the wait and barrier come before the last sub-step's
+    // multiplies, whose fragments are already in registers, and the next k step's first
+    // fragments load while they run; the copies of a k step are issued at its start (the
+    // stage they fill was last read before the previous barrier).
+    asm volatile("cp.async.wait_group %0;" ::"n"(STAGES - 2) : "memory");
     __syncthreads();
+    load_frags(0, s0, 0);
+    for (int kt = 0; kt < nk; ++kt) {
+      if (kt + STAGES - 1 < nk) load_tile(kt + STAGES - 1);
+      asm volatile("cp.async.commit_group;" ::: "memory");
+      unsigned st = s0 + (kt % STAGES) * kStage;
+#pragma unroll
+      for (int s = 0; s < kSub; ++s) {
+        if (s + 1 < kSub) {
+          load_frags((s + 1) % 2, st, s + 1);
+        } else if (kt + 1 < nk) {
+          asm volatile("cp.async.wait_group %0;" ::"n"(STAGES - 2) : "memory");
+          __syncthreads();
+          load_frags((s + 1) % 2, s0 + ((kt + 1) % STAGES) * kStage, 0);
+        }
+        mma_all(s % 2);
+      }
+    }
   }
   int g = lane / 4, q = lane % 4;
+#pragma unroll
   for (int i = 0; i < 4; ++i)
-    for (int j = 0; j < 4; ++j) {
-      size_t r = row0 + wm + i * 16 + g;
-      int col = col0 + wn + j * 8 + 2 * q;
-      c[r * n + col] = acc[i][j][0];
-      c[r * n + col + 1] = acc[i][j][1];
-      c[(r + 8) * n + col] = acc[i][j][2];
-      c[(r + 8) * n + col + 1] = acc[i][j][3];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      int r = row0 + wm + i * 16 + g, col = col0 + wn + j * 8 + 2 * q;
+      *reinterpret_cast<float2*>(c + r * n + col) = make_float2(acc[i][j][0], acc[i][j][1]);
+      *reinterpret_cast<float2*>(c + (r + 8) * n + col) = make_float2(acc[i][j][2], acc[i][j][3]);
     }
+}
+
+
+__global__ void __launch_bounds__(kHgThreads, 1) hgemm_mma(const __half* a, const __half* b,
+                                                           float* c, int m, int n, int k) {
+  hgemm_body<kHgBm, kHgBn, kHgBk, kHgStages, kHgEarly>(a, b, c, m, n, k);
 }
 
 // 128 x 128 tile a block, 8 x 8 a thread in registers; block (16, 16); n a multiple of 128.

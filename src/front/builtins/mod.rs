@@ -331,6 +331,9 @@ pub enum Builtin {
     NpReduce(super::check::reduce::Reduce),
     /// numba's `literal_unroll(t)`: a `for` loop over it is unrolled at compile time (§4.6.1)
     LiteralUnroll,
+    /// `device.static_range(start, stop, step)`: a `for` loop over it is unrolled at compile
+    /// time, its variable a constant in each copy (§4.6.2)
+    StaticRange,
     /// cupyx's `jit.shared_memory(dtype, size, alignment=None)`
     CupyxSharedMemory,
     /// `random.rand(dtype=float)`: a uniform number in [0, 1) (pydevice's extension, §6.4)

@@ -295,6 +295,7 @@ pub static ROWS: &[Row] = &[
     row(B::Round, &[(N::Builtins, "round")], &["number", "ndigits"], &["None"], Rule::Round, Op::Intrinsic(I::RoundDigits), HOST),
     row(B::Pow, &[(N::Builtins, "pow")], &["base", "exp", "mod"], &["None"], Rule::Pow, Op::Expr("pow"), HOST),
     row(B::LiteralUnroll, &[(N::NumbaCuda, "literal_unroll"), (N::Numba, "literal_unroll")], &["t"], &[], Rule::UnrollOnly, Op::None, DEVICE_ONLY),
+    row(B::StaticRange, &[(N::Device, "static_range")], &["start", "stop", "step"], &["None", "1"], Rule::UnrollOnly, Op::None, HOST),
     // Thread positioning (§ "Thread Positioning").
     entity(B::ThreadIdx, &[(N::Device, "thread_idx"), (N::NumbaCuda, "threadIdx"), (N::CupyxJit, "threadIdx")], DEVICE_ONLY),
     entity(B::BlockIdx, &[(N::Device, "block_idx"), (N::NumbaCuda, "blockIdx"), (N::CupyxJit, "blockIdx")], DEVICE_ONLY),

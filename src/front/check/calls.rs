@@ -143,6 +143,17 @@ impl FnCx<'_, '_> {
                 let v = self.eval(a[0]?)?;
                 self.reduce_call(r, v, span)
             }
+            Rule::UnrollOnly if b == Builtin::StaticRange => {
+                self.diags.push(
+                    Diagnostic::error(
+                        Code::E0283,
+                        span,
+                        "`static_range(...)` can only be the iterable of a `for` loop",
+                    )
+                    .with_note("write `for i in device.static_range(n):`"),
+                );
+                None
+            }
             Rule::UnrollOnly => {
                 self.diags.push(
                     Diagnostic::error(

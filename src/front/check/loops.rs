@@ -12,6 +12,11 @@ impl FnCx<'_, '_> {
         {
             return self.for_unroll(f, c, out);
         }
+        if let ast::Expr::Call(c) = f.iter.as_ref()
+            && self.callee_item(&c.func) == Some(Item::Builtin(Builtin::StaticRange))
+        {
+            return self.for_static_range(f, c, out);
+        }
         let is_range = match f.iter.as_ref() {
             ast::Expr::Call(c) => matches!(
                 self.callee_item(&c.func),
@@ -653,6 +658,124 @@ impl FnCx<'_, '_> {
         }
     }
 
+    /// `for i in device.static_range(start, stop, step)` (§4.6.2): `range` over integer
+    /// constants, unrolled while checking: the body is checked and emitted once per value,
+    /// with `i` bound to that value as a constant (as `literal_unroll` binds its elements).
+    fn for_static_range(&mut self, f: &ast::StmtFor, call: &ast::ExprCall, out: &mut Block) {
+        let args = &call.arguments;
+        if !args.keywords.is_empty() || args.args.is_empty() || args.args.len() > 3 {
+            self.error(
+                Code::E0107,
+                sp(call),
+                "`static_range` takes 1 to 3 positional arguments",
+            );
+            return;
+        }
+        let mut vals = Vec::new();
+        for a in args.args.iter() {
+            let v = self.expr(a);
+            let Some(v) = self.value_of(v) else { return };
+            let int = matches!(v.ty, Type::Scalar(s) if s.is_integer());
+            match v.konst.as_ref().and_then(|c| c.as_int()) {
+                Some(i) if int => vals.push((i, v.span)),
+                _ => {
+                    self.diags.push(
+                        Diagnostic::error(
+                            Code::E0280,
+                            v.span,
+                            format!(
+                                "`static_range` arguments must be integer constants, found {}",
+                                if int {
+                                    "a value known only at run time"
+                                } else {
+                                    "a non-integer"
+                                }
+                            ),
+                        )
+                        .with_note(
+                            "the loop is unrolled when compiling; use `range` for a run-time bound",
+                        ),
+                    );
+                    return;
+                }
+            }
+        }
+        let ((start, _), (stop, _), (step, step_span)) = match vals[..] {
+            [stop] => ((0, stop.1), stop, (1, stop.1)),
+            [start, stop] => (start, stop, (1, stop.1)),
+            [start, stop, step] => (start, stop, step),
+            _ => return,
+        };
+        if step == 0 {
+            self.error(
+                Code::E0280,
+                step_span,
+                "`static_range` step must not be zero",
+            );
+            return;
+        }
+        // Python's range: the values start, start + step, … before stop.
+        let (span_len, by) = if step > 0 {
+            (stop.saturating_sub(start), step)
+        } else {
+            (start.saturating_sub(stop), step.saturating_neg())
+        };
+        let span_len = span_len.max(0);
+        let count = span_len / by + i128::from(span_len % by != 0);
+        if count > MAX_STATIC_RANGE {
+            self.diags.push(
+                Diagnostic::error(
+                    Code::E0281,
+                    sp(call),
+                    format!("`static_range` of {count} iterations; at most {MAX_STATIC_RANGE} are unrolled"),
+                )
+                .with_note("use `range` for a long loop"),
+            );
+            return;
+        }
+        if !f.orelse.is_empty() {
+            self.error(
+                Code::E0282,
+                sp(&f.orelse[0]),
+                "`for ... else` over `static_range` is not supported",
+            );
+            return;
+        }
+        let ast::Expr::Name(target) = f.target.as_ref() else {
+            self.error(
+                Code::E0301,
+                sp(f.target.as_ref()),
+                "the target of a `for` loop over `static_range` must be a single name",
+            );
+            return;
+        };
+        if let Some(jump) = loop_jump(&f.body) {
+            self.diags.push(
+                Diagnostic::error(
+                    Code::E0282,
+                    jump,
+                    "`break` and `continue` are not supported in a loop over `static_range`",
+                )
+                .with_note(
+                    "the body is repeated once per value at compile time; use an `if` instead",
+                ),
+            );
+            return;
+        }
+        let name = target.id.to_string();
+        let saved = self.statics.remove(&name);
+        for k in 0..count {
+            self.statics
+                .insert(name.clone(), Item::Const(Const::Int(start + k * step)));
+            let body = self.block(&f.body);
+            out.extend(body);
+        }
+        self.statics.remove(&name);
+        if let Some(s) = saved {
+            self.statics.insert(name, s);
+        }
+    }
+
     /// `for x in (a, b, c):` over a tuple or vector whose elements have one type: a counted
     /// loop that picks element `i` (the optimizer unrolls it), so `break` and `continue` work.
     fn for_sequence(&mut self, f: &ast::StmtFor, v: Val, out: &mut Block) {
@@ -770,6 +893,9 @@ enum ArrayIter {
     /// `zip(a, b, …)`: the items of each.
     Zip(Vec<ArrayIter>),
 }
+
+/// The most iterations a `static_range` loop unrolls (E0281): each is a copy of the body.
+const MAX_STATIC_RANGE: i128 = 1024;
 
 /// The first `break` or `continue` of `body` that belongs to the loop `body` is the body of
 /// (not to a loop nested in it).

@@ -133,6 +133,7 @@ pub fn specialize(
                     min_blocks: o.min_blocks,
                     max_registers: o.max_registers,
                     fastmath: o.fastmath,
+                    no_contract: o.no_contract,
                     lineinfo: o.lineinfo,
                     debug: o.debug,
                     bounds_check: o.bounds_check,

@@ -275,9 +275,13 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         // fused multiply-add (a single rounding), as nvcc, NVRTC and numba-cuda do by default:
         // LLVM's `contract` flag, which the code generator honours when both the multiplication
         // and the addition carry it (§3.13). 16-bit floats and the compiler's own expansions
-        // (complex arithmetic, random numbers, `//`, `%`, rounding) never carry it.
+        // (complex arithmetic, random numbers, `//`, `%`, rounding) never carry it, nor does
+        // anything in a kernel compiled with `contract=False`.
+        // `contract=False` (§12) keeps every rounding.
+        let may_contract = !self.e.program.options.no_contract;
         let contractible = |v: FloatValue<'ctx>| -> BasicValueEnum<'ctx> {
-            if matches!(s, Scalar::Float32 | Scalar::Float64)
+            if may_contract
+                && matches!(s, Scalar::Float32 | Scalar::Float64)
                 && let Some(i) = v.as_instruction()
             {
                 let _ = i.set_fast_math_flags(inkwell::values::FastMathFlags::AllowContract);
