@@ -17,6 +17,7 @@ On the GPU machine, `bench/python/elementwise_bench.py` measures the whole call 
 CuPy's own kernels.
 """
 import argparse
+import itertools
 import json
 import statistics
 import sys
@@ -31,7 +32,7 @@ except ImportError:
     sys.exit("this benchmark needs CuPy (it runs without a GPU)")
 
 import pydevice
-from pydevice import _kernels, _native
+from pydevice import _core, _kernels, _native
 
 N = 1024
 BASE = 0x7F20_0000_0000
@@ -44,12 +45,24 @@ def array(shape, dtype=np.float32, base=BASE):
 
 
 class Hooks:
+    """Stand-ins for `cupy.ndarray(shape, dtype)` and `cupy.cuda.get_current_stream()`: arrays
+    handed out round-robin from a few made up per (shape, dtype) (making one over
+    UnownedMemory costs far more than a CuPy memory-pool hit, so they are made once)."""
+
     def __init__(self):
         self.next = BASE + (1 << 32)
+        self.pools = {}
 
     def empty(self, shape, dtype):
-        self.next += 1 << 20
-        return array(tuple(shape), dtype, self.next)
+        key = (tuple(shape), np.dtype(dtype))
+        pool = self.pools.get(key)
+        if pool is None:
+            made = []
+            for _ in range(4):
+                self.next += 1 << 20
+                made.append(array(key[0], dtype, self.next))
+            pool = self.pools[key] = itertools.cycle(made)
+        return next(pool)
 
     def stream(self):
         return self
@@ -57,7 +70,12 @@ class Hooks:
     ptr = 0
 
 
+CASE = ""
+
+
 def measure(name, fn, n, repeats):
+    if CASE not in name:
+        return {"median_us": float("nan")}
     for _ in range(200):
         fn()
     times = []
@@ -120,10 +138,14 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--n", type=int, default=20000)
     p.add_argument("--repeats", type=int, default=7)
+    p.add_argument("--case", default="", help="run only the cases whose name contains this")
     o = p.parse_args()
+    global CASE
+    CASE = o.case
     hooks = Hooks()
-    _native.set_cupy_hooks(hooks.empty, hooks.stream)
     x = array((N,))
+    _core._describe(x)  # registers CuPy's own hooks (the first CuPy array does); replaced here
+    _native.set_cupy_hooks(hooks.empty, hooks.stream)
     y = array((N,), base=BASE + 0x100000)
     ew = pydevice.ElementwiseKernel("T x, T y", "T z", "z = (x - y) * (x - y)", "sqd")
     red = pydevice.ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "rsum")
@@ -143,8 +165,10 @@ def main():
     fused_k = built[1]._k
     built[1]._k = _GeneralOnly(fused_k, False)
     fused_fast, fused._fast = fused._fast, _native.FuseDispatch()  # empty: always misses
+    z = array((N,), base=BASE + 0x200000)
     g = [
         measure("ElementwiseKernel, general path", lambda: ew(x, y), o.n, o.repeats),
+        measure("ElementwiseKernel, output given, general path", lambda: ew(x, y, z), o.n, o.repeats),
         measure("ReductionKernel (full), general path", lambda: red(x), o.n, o.repeats),
         measure("fuse, general path", lambda: fused(x, y), o.n, o.repeats),
     ]
@@ -155,6 +179,7 @@ def main():
     call = ew._k.resolve(tuple(a.descs), None)
     outs = (("A", "float32", BASE + (1 << 40), (N,), (1,)),)
     assert ew._k.remember_dry_run((x, y), call, outs, 0, None)
+    assert ew._k.remember_dry_run((x, y, z), ew._k.resolve(tuple(_kernels._Args((x, y, z), 2).descs), None), (), 0, None)
     assert built[1]._k.remember_dry_run((x, y), built[1]._k.resolve(tuple(a.descs), None), outs, 0, None)
     assert fused._fast.insert((x, y), built[1]._k, built[2])
     a = _kernels._Args((x,), 1)
@@ -163,10 +188,12 @@ def main():
     assert red._k.remember_dry_run((x,), rcall, routs, BASE + (1 << 41), None, False, 0)
     f = [
         measure("ElementwiseKernel, fast path", lambda: ew(x, y), o.n, o.repeats),
+        measure("ElementwiseKernel, output given, fast path", lambda: ew(x, y, z), o.n, o.repeats),
         measure("ReductionKernel (full), fast path", lambda: red(x), o.n, o.repeats),
         measure("fuse, fast path", lambda: fused(x, y), o.n, o.repeats),
     ]
-    for label, a, b in zip(("ElementwiseKernel", "ReductionKernel (full)", "fuse"), g, f):
+    labels = ("ElementwiseKernel", "ElementwiseKernel, output given", "ReductionKernel (full)", "fuse")
+    for label, a, b in zip(labels, g, f):
         rows.append((label, a["median_us"], b["median_us"]))
     print()
     print(f"| host µs per call, no driver call ({N} float32) | general path | fast path |")

@@ -100,8 +100,9 @@ struct Step {
     gpu: Option<(Arc<Device>, Arc<LoadedKernel>)>,
     template: PackedArgs,
     cfg: LaunchConfig,
-    /// A dry run's last parameter bytes, for the equivalence tests.
-    last: Mutex<Vec<Vec<u8>>>,
+    /// A recording dry run's last parameter bytes, for the equivalence tests (`None`: not
+    /// recording).
+    last: Option<Mutex<Vec<Vec<u8>>>>,
 }
 
 /// A remembered call signature.
@@ -121,7 +122,7 @@ struct Entry {
     ordinal: i32,
     /// Whether anything is launched (an empty call launches nothing).
     launch: bool,
-    _keep: Vec<Py<PyAny>>,
+    _keep: SmallVec<[Py<PyAny>; 6]>,
 }
 
 /// How a kernel returns its outputs: one alone or a tuple (`0`), always a tuple (`1`, CuPy's
@@ -139,12 +140,12 @@ pub struct CallCache {
 const MAX_ENTRIES: usize = 512;
 
 /// An argument as the fast path read it.
-type ReadArgs = (Key, SmallVec<[ArgVal; 6]>, Vec<Py<PyAny>>);
+type ReadArgs = (Key, SmallVec<[ArgVal; 6]>, SmallVec<[Py<PyAny>; 6]>);
 
 fn read_args(py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<Option<ReadArgs>> {
     let mut key = Key::new();
     let mut vals = SmallVec::new();
-    let mut keep = Vec::new();
+    let mut keep = SmallVec::new();
     for a in args.iter() {
         match read(py, &a)? {
             // CuPy arrays and Python numbers only: PyTorch outputs are allocated otherwise.
@@ -226,6 +227,8 @@ pub struct Launched<'a> {
     pub partials: Option<(usize, u64, Vec<u64>)>,
     pub ordinal: usize,
     pub launch: bool,
+    /// For a dry run: keep each call's parameter bytes ([`CallCache::last_packed`]).
+    pub record: bool,
 }
 
 impl CallCache {
@@ -353,7 +356,7 @@ impl CallCache {
                 gpu,
                 template,
                 cfg,
-                last: Mutex::new(Vec::new()),
+                last: l.record.then(|| Mutex::new(Vec::new())),
             });
         }
         keep.push(dtype.unbind());
@@ -396,6 +399,20 @@ impl CallCache {
         let Some((kinds, vals, _keep)) = read_args(py, args)? else {
             return Ok(None);
         };
+        self.call_read(py, args, kinds, vals, options, stream)
+    }
+
+    /// [`CallCache::call`] with the arguments already read (`fuse` reads them for its own
+    /// key).
+    fn call_read(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        kinds: Key,
+        vals: SmallVec<[ArgVal; 6]>,
+        options: &[i64],
+        stream: &Bound<'_, PyAny>,
+    ) -> PyResult<Option<Py<PyAny>>> {
         let key = call_key(kinds, &vals, options);
         let entry = {
             let map = self.map.read().unwrap_or_else(|e| e.into_inner());
@@ -500,15 +517,16 @@ impl CallCache {
                     match &step.gpu {
                         Some((dev, loaded)) => dev.launch_packed(loaded, p, &step.cfg, &stream)?,
                         None => {
+                            std::hint::black_box((&stream, &step.cfg, p));
+                            let Some(last) = &step.last else { continue };
                             let words: Vec<u8> = (0..step.kernel.abi.params.len())
                                 .flat_map(|i| {
                                     p.param_bytes(&step.kernel.abi, i).unwrap_or_default()
                                 })
                                 .collect();
-                            let mut last = step.last.lock().unwrap_or_else(|e| e.into_inner());
+                            let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
                             last.clear();
                             last.push(words);
-                            std::hint::black_box((&stream, &step.cfg));
                         }
                     }
                 }
@@ -546,7 +564,8 @@ impl CallCache {
         Ok(map.get(&call_key(kinds, &vals, options)).map(|e| {
             e.steps
                 .iter()
-                .flat_map(|s| s.last.lock().unwrap_or_else(|e| e.into_inner()).clone())
+                .filter_map(|s| s.last.as_ref())
+                .flat_map(|l| l.lock().unwrap_or_else(|e| e.into_inner()).clone())
                 .collect()
         }))
     }
@@ -609,31 +628,42 @@ enum FuseArg {
 pub struct FuseDispatch {
     /// Signature -> (kernel, the arguments it takes, the dtype objects of the key kept alive).
     #[allow(clippy::type_complexity)]
-    map: RwLock<FxHashMap<SmallVec<[FuseArg; 4]>, (Arc<Fused>, Vec<usize>, Vec<Py<PyAny>>)>>,
+    map: RwLock<
+        FxHashMap<SmallVec<[FuseArg; 4]>, (Arc<Fused>, Vec<usize>, SmallVec<[Py<PyAny>; 4]>)>,
+    >,
 }
 
-fn fuse_key(
-    py: Python<'_>,
-    args: &Bound<'_, PyTuple>,
-) -> PyResult<Option<(SmallVec<[FuseArg; 4]>, Vec<Py<PyAny>>)>> {
+/// A fused call's arguments as read: its key, and each argument's kind and value.
+type FuseRead = (
+    SmallVec<[FuseArg; 4]>,
+    SmallVec<[(ArgKey, ArgVal); 4]>,
+    SmallVec<[Py<PyAny>; 4]>,
+);
+
+fn fuse_key(py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<Option<FuseRead>> {
     let mut key = SmallVec::new();
-    let mut keep = Vec::new();
+    let mut read_args = SmallVec::new();
+    let mut keep = SmallVec::new();
     let mut arrays = false;
     for a in args.iter() {
-        key.push(match read(py, &a)? {
-            Some((k @ ArgKey::Array { torch: false, .. }, _, d)) => {
+        let Some((k, v, d)) = read(py, &a)? else {
+            return Ok(None);
+        };
+        key.push(match (&k, &v) {
+            (ArgKey::Array { torch: false, .. }, _) => {
                 arrays = true;
                 keep.extend(d);
-                FuseArg::Array(k)
+                FuseArg::Array(k.clone())
             }
-            Some((_, ArgVal::Int(x), _)) => FuseArg::Int(x),
-            Some((_, ArgVal::Float(x), _)) => FuseArg::Float(x.to_bits()),
-            Some((_, ArgVal::Bool(x), _)) => FuseArg::Bool(x),
+            (_, ArgVal::Int(x)) => FuseArg::Int(*x),
+            (_, ArgVal::Float(x)) => FuseArg::Float(x.to_bits()),
+            (_, ArgVal::Bool(x)) => FuseArg::Bool(*x),
             _ => return Ok(None),
         });
+        read_args.push((k, v));
     }
     // Numbers alone: the function runs in Python (the general path).
-    Ok(arrays.then_some((key, keep)))
+    Ok(arrays.then_some((key, read_args, keep)))
 }
 
 #[pymethods]
@@ -648,7 +678,7 @@ impl FuseDispatch {
     /// The fused call when this signature's kernel is known and takes its fast path;
     /// `NotImplemented` (having done nothing) otherwise.
     fn call(&self, py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
-        let Some((key, _keep)) = fuse_key(py, args)? else {
+        let Some((key, mut read_args, _keep)) = fuse_key(py, args)? else {
             return Ok(py.NotImplemented());
         };
         let found = {
@@ -658,17 +688,32 @@ impl FuseDispatch {
         let Some((fused, which)) = found else {
             return Ok(py.NotImplemented());
         };
+        // The kernel's arguments (the arrays), read once: moved out of `read_args`.
         let sub = which
             .iter()
             .map(|&i| args.get_item(i))
             .collect::<PyResult<SmallVec<[_; 4]>>>()?;
         let sub = PyTuple::new(py, sub)?;
+        let mut kinds = Key::new();
+        let mut vals = SmallVec::new();
+        for &i in &which {
+            let Some(slot) = read_args.get_mut(i) else {
+                return Ok(py.NotImplemented());
+            };
+            let (k, v) = std::mem::replace(slot, (ArgKey::Bool, ArgVal::Bool(false)));
+            kinds.push(k);
+            vals.push(v);
+        }
         let none = py.None().into_bound(py);
         let r = match &*fused {
-            Fused::Elementwise(k) => k.get().fast.call(py, &sub, &[-1], &none)?,
-            Fused::Reduction { kernel, options } => {
-                kernel.get().fast.call(py, &sub, options, &none)?
-            }
+            Fused::Elementwise(k) => k
+                .get()
+                .fast
+                .call_read(py, &sub, kinds, vals, &[-1], &none)?,
+            Fused::Reduction { kernel, options } => kernel
+                .get()
+                .fast
+                .call_read(py, &sub, kinds, vals, options, &none)?,
         };
         Ok(r.unwrap_or_else(|| py.NotImplemented()))
     }
@@ -686,7 +731,7 @@ impl FuseDispatch {
         axis: Option<&Bound<'_, PyAny>>,
         keepdims: bool,
     ) -> PyResult<bool> {
-        let Some((key, keep)) = fuse_key(py, args)? else {
+        let Some((key, _, keep)) = fuse_key(py, args)? else {
             return Ok(false);
         };
         let fused = if let Ok(k) = kernel.cast::<crate::kernels::Elementwise>() {

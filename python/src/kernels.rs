@@ -182,6 +182,7 @@ impl Elementwise {
         l: &pydevice::kernels::ElementwiseLaunch,
         ordinal: usize,
         dry: bool,
+        record: bool,
     ) -> PyResult<bool> {
         let Some(options) = size_key(size) else {
             return Ok(false);
@@ -211,6 +212,7 @@ impl Elementwise {
                 partials: None,
                 ordinal,
                 launch: l.size != 0,
+                record,
             },
         )
     }
@@ -274,9 +276,10 @@ impl Elementwise {
     }
 
     /// For measuring and testing without a GPU: remembers the call of `args` (resolved as
-    /// `call`, outputs `outs`) with a dry-run launch (everything but the driver call; the
-    /// parameter bytes are kept for [`Elementwise::last_packed`]).
-    #[pyo3(signature = (args, call, outs, ordinal=0, size=None))]
+    /// `call`, outputs `outs`) with a dry-run launch (everything but the driver call; with
+    /// `record`, the parameter bytes are kept for [`Elementwise::last_packed`]).
+    #[pyo3(signature = (args, call, outs, ordinal=0, size=None, record=false))]
+    #[allow(clippy::too_many_arguments)]
     fn remember_dry_run(
         &self,
         py: Python<'_>,
@@ -285,9 +288,10 @@ impl Elementwise {
         outs: &Bound<'_, PyTuple>,
         ordinal: usize,
         size: Option<u64>,
+        record: bool,
     ) -> PyResult<bool> {
         let l = self.bind(py, call, outs)?;
-        self.remember_launch(py, args, size, call, outs, &l, ordinal, true)
+        self.remember_launch(py, args, size, call, outs, &l, ordinal, true, record)
     }
 
     /// The parameter bytes of the general path for a call (one entry per kernel launched),
@@ -380,7 +384,7 @@ impl Elementwise {
         // Remembering is an optimization: a signature it cannot remember (say, a dtype NumPy
         // does not name) keeps taking the general path, and the call has succeeded.
         if let Some((args, size)) = remember {
-            let _ = self.remember_launch(py, &args, size, call, outs, &l, ordinal, false);
+            let _ = self.remember_launch(py, &args, size, call, outs, &l, ordinal, false, false);
         }
         Ok(())
     }
@@ -466,6 +470,7 @@ impl Reduction {
         partials: u64,
         ordinal: usize,
         dry: bool,
+        record: bool,
     ) -> PyResult<bool> {
         let (main, fin) = py.detach(|| self.k.compile(l)).map_err(|e| to_py(py, e))?;
         let blocks = l.blocks();
@@ -510,6 +515,7 @@ impl Reduction {
                 partials: scratch,
                 ordinal,
                 launch: l.n_out != 0,
+                record,
             },
         )
     }
@@ -581,7 +587,7 @@ impl Reduction {
     }
 
     /// For measuring and testing without a GPU (see [`Elementwise::remember_dry_run`]).
-    #[pyo3(signature = (args, call, outs, partials, axis=None, keepdims=false, ordinal=0))]
+    #[pyo3(signature = (args, call, outs, partials, axis=None, keepdims=false, ordinal=0, record=false))]
     #[allow(clippy::too_many_arguments)]
     fn remember_dry_run(
         &self,
@@ -593,13 +599,16 @@ impl Reduction {
         axis: Option<&Bound<'_, PyAny>>,
         keepdims: bool,
         ordinal: usize,
+        record: bool,
     ) -> PyResult<bool> {
         let none = py.None().into_bound(py);
         let Some(options) = axis_key(axis.unwrap_or(&none), keepdims)? else {
             return Ok(false);
         };
         let l = self.bind(py, call, outs)?;
-        self.remember_launch(py, args, &options, call, outs, &l, partials, ordinal, true)
+        self.remember_launch(
+            py, args, &options, call, outs, &l, partials, ordinal, true, record,
+        )
     }
 
     /// The general path's parameter bytes for a call with scratch memory at `partials` (one
@@ -726,7 +735,7 @@ impl Reduction {
         {
             // As for `Elementwise::launch`: a failure to remember is not the call's.
             let _ = self.remember_launch(
-                py, &args, &options, call, outs, &l, partials, ordinal, false,
+                py, &args, &options, call, outs, &l, partials, ordinal, false, false,
             );
         }
         Ok(())
