@@ -93,11 +93,14 @@ enum Fill {
     },
 }
 
+/// A GPU and a kernel loaded on it.
+pub type Gpu = (Arc<Device>, Arc<LoadedKernel>);
+
 /// One kernel launch of a call.
 struct Step {
     kernel: Arc<CompiledKernel>,
     /// `None` for a dry run (no GPU: `Elementwise.remember_dry_run`).
-    gpu: Option<(Arc<Device>, Arc<LoadedKernel>)>,
+    gpu: Option<Gpu>,
     template: PackedArgs,
     cfg: LaunchConfig,
     /// A recording dry run's last parameter bytes, for the equivalence tests (`None`: not
@@ -208,11 +211,7 @@ pub struct Launched<'a> {
     /// included for a reduction).
     pub args: &'a [ArgValue],
     /// The kernels, their launch shapes and their GPUs (`None`: a dry run).
-    pub steps: Vec<(
-        Arc<CompiledKernel>,
-        LaunchConfig,
-        Option<(Arc<Device>, Arc<LoadedKernel>)>,
-    )>,
+    pub steps: Vec<(Arc<CompiledKernel>, LaunchConfig, Option<Gpu>)>,
     /// Kernel parameters that are the call's arguments and outputs (the rest are sizes).
     pub n_params: usize,
     /// Inputs among them.
