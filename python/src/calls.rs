@@ -15,8 +15,8 @@
 //! An entry is made only from a call the general path has just launched
 //! ([`CallCache::remember`]), and only when each argument's fast reading gives exactly the
 //! address (or value) the general path passed: anything else (a first call, NumPy or PyTorch
-//! arrays, 0-d arrays, typed NumPy scalars, arrays on another GPU than the current one) keeps
-//! taking the general path.
+//! arrays, 0-d arrays, typed NumPy scalars, outputs CuPy would place on another GPU than the
+//! arrays') keeps taking the general path.
 
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -138,8 +138,8 @@ pub struct CallCache {
     mode: ReturnMode,
 }
 
-/// At most this many signatures per kernel (each distinct shape is one); past it, the
-/// oldest are forgotten all at once (a workload of ever-new shapes takes the general path).
+/// At most this many signatures per kernel (each distinct shape is one); past it, all are
+/// forgotten at once (a workload of ever-new shapes takes the general path).
 const MAX_ENTRIES: usize = 512;
 
 /// An argument as the fast path read it.

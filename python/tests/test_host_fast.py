@@ -328,3 +328,15 @@ def test_fast_paths_are_thread_safe(hooks):
     for args in arrays:
         _ew_equivalent(k, args)
 
+
+
+def test_the_signature_cache_is_bounded(hooks):
+    k = pydevice.ElementwiseKernel("T x", "T z", "z = x", "copy_bounded")
+    for n in range(1, 514):
+        x = _array((n,))
+        assert _remember_ew(k, (x,))
+        assert 1 <= k._k.fast_len() <= 512
+    # Past 512 signatures all were forgotten at once; the newest is remembered and right.
+    assert k._k.fast_len() == 1
+    _ew_equivalent(k, (_array((513,)),))
+    assert k._k.call_fast((_array((1,)),)) is NotImplemented
