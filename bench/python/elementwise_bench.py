@@ -18,7 +18,9 @@ The reductions also run torch.sum on the same data (dim=... alike) when PyTorch 
 Times are per call, GPU time from CUDA events over a loop of calls (median of 3 loops).
 `GB/s` is the bytes each call must move (inputs read once, outputs written once) over our
 time; `copy%` compares it with a device-to-device copy of the same byte count. The last
-lines time the host overhead per call: 2**10 elements, 2000 calls, wall clock.
+lines time the host overhead per call: 2**10 elements, 2000 calls back to back, wall clock,
+median of 5 loops; beside CuPy's, PyTorch's eager ops ((x - y) * (x - y): three kernels;
+torch.sum) and numba-cuda's @vectorize of the body on CuPy arrays, for scale.
 """
 
 import argparse
@@ -63,6 +65,22 @@ if hasattr(pydevice, "fuse"):
 
 else:
     ours_fused = None
+
+
+def numba_vectorize():
+    """numba-cuda's @vectorize of the same body (called on CuPy arrays), or None."""
+    try:
+        np.row_stack = np.vstack  # numba-cuda 0.30.4 still refers to it (removed in NumPy 2.5)
+        from numba import vectorize
+
+        @vectorize(["float32(float32, float32)"], target="cuda")
+        def sqd(x, y):
+            return (x - y) * (x - y)
+
+        return sqd
+    except Exception as e:  # noqa: BLE001 (numba-cuda missing: its column is empty)
+        print(f"# numba @vectorize skipped: {type(e).__name__}: {e}", file=sys.stderr)
+        return None
 
 
 def gpu_time(fn, nbytes):
@@ -181,14 +199,22 @@ def main():
                 rows.append((name, dt, e, t_ours, t_cupy, t_other, gbs, 100 * gbs / copy_bw[(dt, e)]))
             del x, y, dst, x2, xs, ys, t_x, x_wide, x3, t_wide, t_3
             cp.get_default_memory_pool().free_all_blocks()
-    # Host overhead: small calls back to back, wall clock.
+    # Host overhead: small calls back to back, wall clock (median of 5 loops of 2000), with
+    # PyTorch's eager ops and numba-cuda's @vectorize (on CuPy arrays) for scale.
     overhead = []
     xs_ = cp.ones(1024, dtype=np.float32)
     ys_ = cp.ones(1024, dtype=np.float32)
+    t_xs = torch.ones(1024, device="cuda", dtype=torch.float32) if torch is not None else None
+    t_ys = torch.ones(1024, device="cuda", dtype=torch.float32) if torch is not None else None
+    nb_sqd = numba_vectorize()
     for label, fn in (
-        ("ElementwiseKernel", (lambda: ours_ew(xs_, ys_), lambda: cupy_ew(xs_, ys_))),
-        ("ReductionKernel", (lambda: ours_sum(xs_), lambda: cupy_sum(xs_))),
-        ("fuse", ((lambda: ours_fused(xs_, ys_)) if ours_fused else None, lambda: cupy_fused(xs_, ys_))),
+        ("ElementwiseKernel", (lambda: ours_ew(xs_, ys_), lambda: cupy_ew(xs_, ys_),
+                               (lambda: (t_xs - t_ys) * (t_xs - t_ys)) if t_xs is not None else None,
+                               (lambda: nb_sqd(xs_, ys_)) if nb_sqd else None)),
+        ("ReductionKernel", (lambda: ours_sum(xs_), lambda: cupy_sum(xs_),
+                             (lambda: torch.sum(t_xs)) if t_xs is not None else None, None)),
+        ("fuse", ((lambda: ours_fused(xs_, ys_)) if ours_fused else None, lambda: cupy_fused(xs_, ys_),
+                  None, None)),
     ):
         res = []
         for f in fn:
@@ -198,11 +224,18 @@ def main():
             for _ in range(50):
                 f()
             cp.cuda.Device().synchronize()
-            t = time.perf_counter()
-            for _ in range(2000):
-                f()
-            cp.cuda.Device().synchronize()
-            res.append((time.perf_counter() - t) / 2000 * 1e6)
+            if torch is not None:
+                torch.cuda.synchronize()
+            loops = []
+            for _ in range(5):
+                t = time.perf_counter()
+                for _ in range(2000):
+                    f()
+                loops.append((time.perf_counter() - t) / 2000 * 1e6)
+                cp.cuda.Device().synchronize()
+                if torch is not None:
+                    torch.cuda.synchronize()
+            res.append(statistics.median(loops))
         overhead.append((label, *res))
 
     dev = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
@@ -216,10 +249,11 @@ def main():
         ratio = f"{b / a:.2f}" if a == a else "-"
         print(f"| {name} | {dt} | 2^{e} | {a_s} | {b:.1f} | {cs} | {gbs:.0f} | {pct:.0f} | {ratio} |")
     print()
-    print("| host overhead per call (2^10 elements) | pydevice us | CuPy us |")
-    print("|---|---:|---:|")
-    for label, a, b in overhead:
-        print(f"| {label} | {a:.1f} | {b:.1f} |")
+    print("| host overhead per call (2^10 elements) | pydevice us | CuPy us | torch eager us | numba @vectorize us |")
+    print("|---|---:|---:|---:|---:|")
+    for label, a, b, c, d in overhead:
+        cells = [f"{v:.1f}" if v == v else "-" for v in (a, b, c, d)]
+        print(f"| {label} | {' | '.join(cells)} |")
 
 
 if __name__ == "__main__":

@@ -76,6 +76,8 @@ def _standin_class():
     ns = {
         "__init__": init,
         "shape": property(lambda self: (N,)),
+        "ndim": property(lambda self: 1),
+        "size": property(lambda self: N),
         "strides": property(lambda self: (4,)),
         "__module__": "cupy_standin",
     }

@@ -4,8 +4,10 @@ CuPy's RawKernel, and numba-cuda with its device arrays and with CuPy arrays.
 
 Each case launches `LAUNCHES` times back to back on one stream and synchronizes at the end;
 the host time per launch is the loop's wall time over the count (the kernel is tiny, so the
-GPU keeps up and the host is what is measured). Repeated `REPEATS` times; median and best
-printed, one JSON line per case, then a table. Run on the GPU machine:
+GPU keeps up and the host is what is measured). `REPEATS` rounds, each running every case
+once in turn (before session 16 each case ran its repeats alone, in order, so the first
+cases also paid the machine's warm-up); median and best printed, one JSON line per case,
+then a table. Run on the GPU machine:
     python3 bench/python/launch_overhead.py
 """
 import json
@@ -22,21 +24,34 @@ GRID, BLOCK = N // 256, 256
 results = []
 
 
+CASES = []  # (name, launch, sync), timed together at the end
+
+
 def measure(name, launch, sync):
     for _ in range(200):  # warm-up (and first-launch specialization)
         launch()
     sync()
-    times = []
+    CASES.append((name, launch, sync))
+
+
+def run_all():
+    """Times every case, REPEATS rounds in which each case runs once in turn (so no case
+    pays more of the machine's warm-up or drift than another); median and best per case."""
+    times = {name: [] for name, _, _ in CASES}
     for _ in range(REPEATS):
-        t0 = time.perf_counter()
-        for _ in range(LAUNCHES):
-            launch()
-        t1 = time.perf_counter()
-        sync()
-        times.append((t1 - t0) / LAUNCHES * 1e6)
-    r = {"case": name, "median_us": round(statistics.median(times), 3), "min_us": round(min(times), 3)}
-    results.append(r)
-    print(json.dumps(r), flush=True)
+        for name, launch, sync in CASES:
+            sync()
+            t0 = time.perf_counter()
+            for _ in range(LAUNCHES):
+                launch()
+            t1 = time.perf_counter()
+            sync()
+            times[name].append((t1 - t0) / LAUNCHES * 1e6)
+    for name, _, _ in CASES:
+        t = times[name]
+        r = {"case": name, "median_us": round(statistics.median(t), 3), "min_us": round(min(t), 3)}
+        results.append(r)
+        print(json.dumps(r), flush=True)
 
 
 def case(fn):
@@ -52,6 +67,7 @@ a = cupy.arange(N, dtype=cupy.float32)
 b = cupy.ones(N, dtype=cupy.float32)
 c = cupy.zeros(N, dtype=cupy.float32)
 stream = cupy.cuda.Stream(non_blocking=True)
+stream.use()  # CuPy's current stream (RawKernel launches there); the others are given it
 
 
 def pydevice_cupy():
@@ -68,6 +84,7 @@ def pydevice_cupy():
             stream.synchronize)
     cfg = vec_add[GRID, BLOCK, stream]
     measure("pydevice kernel[grid, block, stream], CuPy arrays", lambda: cfg(a, b, c), stream.synchronize)
+    stream.synchronize()
     assert bool((c == a + b).all())
 
 
@@ -98,8 +115,8 @@ def cupy_rawkernel():
         if (i < n) c[i] = a[i] + b[i];
     }''', "vec_add")
     n = np.int32(N)
-    with stream:
-        measure("CuPy RawKernel, CuPy arrays", lambda: k((GRID,), (BLOCK,), (a, b, c, n)), stream.synchronize)
+    # `stream` is CuPy's current stream for the whole run (stream.use() above).
+    measure("CuPy RawKernel, CuPy arrays", lambda: k((GRID,), (BLOCK,), (a, b, c, n)), stream.synchronize)
 
 
 def numba_cases():
@@ -123,6 +140,7 @@ def numba_cases():
 
 for fn in (pydevice_cupy, pydevice_torch, cupy_rawkernel, numba_cases):
     case(fn)
+run_all()
 
 print()
 print(f"| case | median µs/launch | best µs/launch |  ({LAUNCHES} launches x {REPEATS}, {N} elements)")

@@ -380,6 +380,17 @@ for _v in _types.VECTORS.values():
     _HANDLERS[_v] = _h_vector
 
 
+def _register_cupy_hooks(t) -> None:
+    """The kernel builders' fast path allocates with ``cupy.ndarray(shape, dtype)`` (what
+    ``cupy.empty`` does) and launches on ``cupy.cuda.get_current_stream()``."""
+    try:
+        import cupy
+    except ImportError:
+        return
+    if t is cupy.ndarray:
+        _native.set_cupy_hooks(cupy.ndarray, cupy.cuda.get_current_stream)
+
+
 def _handler_for(a):
     """Finds (and remembers, by exact type) how to describe an argument."""
     t = type(a)
@@ -388,6 +399,7 @@ def _handler_for(a):
     if mod.startswith("cupy") and t.__name__ == "ndarray":
         h = _make_cupy_handler()
         _native.register_array_type("cupy", t)
+        _register_cupy_hooks(t)
     elif mod.startswith("torch") and t.__name__ in ("Tensor", "Parameter"):
         import torch
 

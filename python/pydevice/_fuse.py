@@ -18,6 +18,7 @@ from typing import Any, Dict
 
 import numpy as np
 
+from . import _native
 from ._kernels import ElementwiseKernel, ReductionKernel, _dtype_name
 
 __all__ = ["fuse"]
@@ -193,6 +194,8 @@ class _Fused:
         self._fn = fn
         self._name = kernel_name or fn.__name__
         self._kernels: Dict[Any, Any] = {}
+        # The native fast path: argument signature -> the built kernel's native half.
+        self._fast = _native.FuseDispatch()
         functools.update_wrapper(self, fn)
 
     def __repr__(self) -> str:
@@ -232,6 +235,9 @@ class _Fused:
         return ("e", ElementwiseKernel(in_params, out_params, body, self._name), arrays, many)
 
     def __call__(self, *args):
+        r = self._fast.call(args)
+        if r is not NotImplemented:
+            return r
         if not any(hasattr(a, "shape") and not isinstance(a, np.generic) for a in args):
             return self._fn(*args)
         key = self._key(args)
@@ -241,8 +247,11 @@ class _Fused:
             self._kernels[key] = built
         arrays = [args[i] for i in built[2]]
         if built[0] == "r":
-            return built[1](*arrays, axis=built[3], keepdims=built[4])
+            r = built[1](*arrays, axis=built[3], keepdims=built[4])
+            self._fast.insert(args, built[1]._k, built[2], built[3], bool(built[4]))
+            return r
         r = built[1](*arrays)
+        self._fast.insert(args, built[1]._k, built[2])
         return r
 
     def source(self, *args) -> str:

@@ -207,20 +207,30 @@ class ElementwiseKernel:
         for o in ("preamble", "loop_prep", "after_loop"):
             if options.get(o):
                 raise TypeError(f"`{o}=` holds CUDA C++, which pydevice does not compile; write it in the body")
-        # `preamble_python`: Python device functions (`@device.func`) the body may call.
-        self._k = _native.Elementwise(in_params, out_params, operation, name, options.get("preamble_python") or "")
+        self._no_return = bool(options.get("no_return", False))
+        self._return_tuple = bool(options.get("return_tuple", False))
+        # `preamble_python`: Python device functions (`@device.func`) the body may call. The
+        # mode tells the native fast path how the outputs are returned.
+        mode = 2 if self._no_return else 1 if self._return_tuple else 0
+        self._k = _native.Elementwise(
+            in_params, out_params, operation, name, options.get("preamble_python") or "", mode
+        )
         self.name = name
         self.nin = _count(in_params)
         self.nout = _count(out_params)
         self.nargs = self.nin + self.nout
-        self._no_return = bool(options.get("no_return", False))
-        self._return_tuple = bool(options.get("return_tuple", False))
 
     def __repr__(self) -> str:
         return f"<pydevice.ElementwiseKernel {self.name}>"
 
     def __call__(self, *args, size: Optional[int] = None, stream=None, **kwargs):
-        if kwargs:
+        if not kwargs:
+            # The native fast path: a call signature launched before (CuPy arrays, Python
+            # numbers); NotImplemented sends everything else down the general path.
+            r = self._k.call_fast(args, size, stream)
+            if r is not NotImplemented:
+                return r
+        else:
             raise TypeError(f"unknown keyword arguments: {', '.join(sorted(kwargs))}")
         if len(args) not in (self.nin, self.nargs):
             raise TypeError(
@@ -243,7 +253,10 @@ class ElementwiseKernel:
                 allocated.append(arr)
                 descs.append(d)
             h = a.stream(stream)
-            self._k.launch(call, tuple(descs), a.ordinal, h)
+            # CuPy's framework: later calls of this signature take the native fast path.
+            remember = (args, size) if a.framework == "cupy" else None
+            self._k.launch(call, tuple(descs), a.ordinal, h, remember)
+            allocated = a.finish(allocated, shape, dtypes, missing, a.ordinal, h, self.nin)
         if self._no_return:
             return None
         outs = []
@@ -338,6 +351,11 @@ class ReductionKernel:
             raise TypeError(f"unknown keyword arguments: {', '.join(sorted(kwargs))}")
         if out is not None:
             args = args + (out,)
+        if type(keepdims) is bool:
+            # The native fast path (see ElementwiseKernel.__call__).
+            r = self._k.call_fast(args, axis, keepdims, stream)
+            if r is not NotImplemented:
+                return r
         if len(args) not in (self.nin, self.nargs):
             raise TypeError(
                 f"{self.name} takes {self.nin} input{'s' if self.nin != 1 else ''} and optionally "
@@ -360,7 +378,9 @@ class ReductionKernel:
                 descs.append(d)
             h = a.stream(stream)
             keep, ptr = a.scratch(call.partials_bytes)
-            self._k.launch(call, tuple(descs), ptr, a.ordinal, h)
+            remember = (args, axis, bool(keepdims)) if a.framework == "cupy" else None
+            self._k.launch(call, tuple(descs), ptr, a.ordinal, h, remember)
+            allocated = a.finish(allocated, shape, dtypes, missing, a.ordinal, h, self.nin)
             del keep
         outs = []
         k = 0

@@ -13,8 +13,9 @@
 //!
 //! What a launch costs here is measured without a GPU by `bench/python/launch_host_cost.py`
 //! (a dry-run launcher). The reads are the fewest that determine the launch: for a CuPy
-//! array `data.ptr`, `data.device_id`, `dtype`, `shape` and `_c_contiguous` (strides and
-//! `itemsize` only for a non-contiguous array).
+//! array `data.ptr`, `data.device_id`, `dtype`, `_c_contiguous`, `ndim` and, for a
+//! contiguous vector, `size` (else `shape`; strides and `itemsize` only for a
+//! non-contiguous array).
 
 use std::sync::{Mutex, OnceLock, RwLock};
 
@@ -44,7 +45,7 @@ pub fn register_array_type(kind: &str, t: Bound<'_, PyType>) {
 
 /// What determines the specialization, per argument.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-enum ArgKey {
+pub(crate) enum ArgKey {
     Array {
         torch: bool,
         /// The dtype object's address; the map entry holds a reference, so it stays unique.
@@ -60,7 +61,7 @@ enum ArgKey {
 }
 
 /// An argument's value as read on the fast path.
-enum ArgVal {
+pub(crate) enum ArgVal {
     Array {
         data: u64,
         shape: SmallVec<[u64; 4]>,
@@ -71,7 +72,7 @@ enum ArgVal {
     Bool(bool),
 }
 
-type Key = SmallVec<[ArgKey; 6]>;
+pub(crate) type Key = SmallVec<[ArgKey; 6]>;
 
 struct Prepared {
     launcher: Py<Launcher>,
@@ -120,7 +121,7 @@ fn layout_of(shape: &[u64], strides: &[i64]) -> u8 {
 /// an `i64` (`PyLong_AsLong`) is several times cheaper than a `u64`
 /// (`PyLong_AsUnsignedLongLong`, which goes through a byte array for ints of more than one
 /// digit); larger values and errors take the `u64` path.
-fn address(v: &Bound<'_, PyAny>) -> PyResult<u64> {
+pub(crate) fn address(v: &Bound<'_, PyAny>) -> PyResult<u64> {
     match v.extract::<i64>() {
         Ok(x) if x >= 0 => Ok(x as u64),
         _ => v.extract::<u64>(),
@@ -150,10 +151,10 @@ fn ints<T: for<'a> FromPyObject<'a>>(t: &Bound<'_, PyAny>) -> PyResult<Option<Sm
 }
 
 /// One argument read on the fast path: its key, its value, and the dtype object to keep.
-type Read = (ArgKey, ArgVal, Option<Py<PyAny>>);
+pub(crate) type Read = (ArgKey, ArgVal, Option<Py<PyAny>>);
 
 /// Reads one argument; `None` when it has no fast path.
-fn read(py: Python<'_>, a: &Bound<'_, PyAny>) -> PyResult<Option<Read>> {
+pub(crate) fn read(py: Python<'_>, a: &Bound<'_, PyAny>) -> PyResult<Option<Read>> {
     let t = a.get_type();
     if let Some(cp) = CUPY_NDARRAY.get()
         && t.is(cp.bind(py))
@@ -161,17 +162,24 @@ fn read(py: Python<'_>, a: &Bound<'_, PyAny>) -> PyResult<Option<Read>> {
         let mem = a.getattr(pyo3::intern!(py, "data"))?;
         let data = address(&mem.getattr(pyo3::intern!(py, "ptr"))?)?;
         let device: i32 = mem.getattr(pyo3::intern!(py, "device_id"))?.extract()?;
-        let Some(shape) = ints::<u64>(&a.getattr(pyo3::intern!(py, "shape"))?)? else {
-            return Ok(None);
-        };
-        if shape.is_empty() {
-            return Ok(None);
-        }
         // A C-contiguous array (the common case) needs neither its strides nor its item
-        // size: they follow from the shape.
+        // size: they follow from the shape; a contiguous vector's shape is its `size` (an
+        // int, where `shape` builds a tuple per read).
         let contiguous = a
             .getattr(pyo3::intern!(py, "_c_contiguous"))
             .is_ok_and(|c| c.is_truthy().unwrap_or(false));
+        let ndim: usize = a.getattr(pyo3::intern!(py, "ndim"))?.extract()?;
+        if ndim == 0 {
+            return Ok(None);
+        }
+        let shape: SmallVec<[u64; 4]> = if contiguous && ndim == 1 {
+            smallvec::smallvec![a.getattr(pyo3::intern!(py, "size"))?.extract::<u64>()?]
+        } else {
+            match ints::<u64>(&a.getattr(pyo3::intern!(py, "shape"))?)? {
+                Some(s) if s.len() == ndim => s,
+                _ => return Ok(None),
+            }
+        };
         let strides: SmallVec<[i64; 4]> = if contiguous {
             c_strides(&shape)
         } else {
@@ -310,6 +318,24 @@ fn launch_device(stream: Option<u32>, key: &Key) -> Option<u32> {
     )
 }
 
+/// The handle of a stream object with `__cuda_stream__` (cuda.core), `cuda_stream` (PyTorch)
+/// or `ptr` (CuPy), as the Python path's `_resolve_stream` reads it; `None` for other kinds
+/// (the Python path knows them, and the error).
+pub(crate) fn stream_handle(py: Python<'_>, s: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
+    Ok(Some(
+        if let Ok(p) = s.getattr(pyo3::intern!(py, "__cuda_stream__")) {
+            let p = if p.is_callable() { p.call0()? } else { p };
+            p.get_item(1)?.extract::<usize>()?
+        } else if let Ok(h) = s.getattr(pyo3::intern!(py, "cuda_stream")) {
+            h.extract::<usize>()?
+        } else if let Ok(h) = s.getattr(pyo3::intern!(py, "ptr")) {
+            h.extract::<usize>()?
+        } else {
+            return Ok(None);
+        },
+    ))
+}
+
 impl Dispatcher {
     /// Launches `args` when they have a prepared launcher; `false` (having done nothing)
     /// when they need the Python path.
@@ -384,14 +410,7 @@ impl Dispatcher {
                 return Ok(Some((*h, *d)));
             }
         }
-        let h = if let Ok(p) = s.getattr(pyo3::intern!(py, "__cuda_stream__")) {
-            let p = if p.is_callable() { p.call0()? } else { p };
-            p.get_item(1)?.extract::<usize>()?
-        } else if let Ok(h) = s.getattr(pyo3::intern!(py, "cuda_stream")) {
-            h.extract::<usize>()?
-        } else if let Ok(h) = s.getattr(pyo3::intern!(py, "ptr")) {
-            h.extract::<usize>()?
-        } else {
+        let Some(h) = stream_handle(py, s)? else {
             return Ok(None); // the Python path knows the other kinds (and the error)
         };
         let d = handle_device(py, h)?;

@@ -18,10 +18,52 @@ use pydevice::runtime::{DeviceArray, Stream};
 use pydevice::types::Scalar;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyComplex, PyTuple};
+use pyo3::types::{PyComplex, PyInt, PyList, PyTuple};
 use std::sync::Arc;
 
+use crate::calls::{CallCache, Launched, ReturnMode, bytes_list, packed_bytes};
 use crate::{current_cache, device, runtime_to_py, to_py};
+
+/// `size=` as part of a call's key: -1 for none; `None` when it cannot be one (the general
+/// path raises for it).
+fn size_key(size: Option<u64>) -> Option<[i64; 1]> {
+    match size {
+        None => Some([-1]),
+        Some(s) => i64::try_from(s).ok().map(|s| [s]),
+    }
+}
+
+/// `axis=` and `keepdims=` as part of a call's key (`None` for an `axis` the general path
+/// normalizes itself: NumPy integers, lists).
+pub(crate) fn axis_key(axis: &Bound<'_, PyAny>, keepdims: bool) -> PyResult<Option<Vec<i64>>> {
+    let mut key = vec![i64::from(keepdims)];
+    if axis.is_none() {
+        key.push(-1);
+    } else if axis.is_exact_instance_of::<PyInt>() {
+        key.extend([1, axis.extract::<i64>()?]);
+    } else if let Ok(t) = axis.cast_exact::<PyTuple>() {
+        key.push(t.len() as i64);
+        for x in t.iter() {
+            if !x.is_exact_instance_of::<PyInt>() {
+                return Ok(None);
+            }
+            key.push(x.extract::<i64>()?);
+        }
+    } else {
+        return Ok(None);
+    }
+    Ok(Some(key))
+}
+
+/// The reduction's `axis` list from its key (the inverse of [`axis_key`]).
+fn key_axis(key: &[i64]) -> Option<Vec<i64>> {
+    (key[1] >= 0).then(|| key[2..].to_vec())
+}
+
+/// The addresses of described outputs.
+fn addresses(outs: &Bound<'_, PyTuple>) -> PyResult<Vec<u64>> {
+    Ok(arrays(outs)?.iter().map(|a| a.data).collect())
+}
 
 fn scalar_type(name: &str) -> PyResult<Scalar> {
     Scalar::from_name(name).ok_or_else(|| PyTypeError::new_err(format!("unknown dtype `{name}`")))
@@ -116,6 +158,8 @@ impl ElementwiseCall {
 #[pyclass(frozen, module = "pydevice._native")]
 pub struct Elementwise {
     k: ElementwiseKernel,
+    /// Remembered call signatures (the repeated-call fast path, `calls.rs`).
+    pub(crate) fast: CallCache,
 }
 
 impl Elementwise {
@@ -129,12 +173,59 @@ impl Elementwise {
             .bind(&call.r, arrays(outs)?)
             .map_err(|e| to_py(py, e))
     }
+
+    /// Remembers a launched call for the fast path (`dry`: no GPU, nothing loaded).
+    #[allow(clippy::too_many_arguments)]
+    fn remember_launch(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        size: Option<u64>,
+        call: &ElementwiseCall,
+        outs: &Bound<'_, PyTuple>,
+        l: &pydevice::kernels::ElementwiseLaunch,
+        ordinal: usize,
+        dry: bool,
+        record: bool,
+    ) -> PyResult<bool> {
+        let Some(options) = size_key(size) else {
+            return Ok(false);
+        };
+        let k = py.detach(|| self.k.compile(l)).map_err(|e| to_py(py, e))?;
+        let gpu = if dry {
+            None
+        } else {
+            let dev = device(ordinal).map_err(|e| runtime_to_py(py, e))?;
+            let loaded = dev.load_cached(&k).map_err(|e| runtime_to_py(py, e))?;
+            Some((dev, loaded))
+        };
+        let allocated = addresses(outs)?;
+        self.fast.remember(
+            py,
+            args,
+            &options,
+            Launched {
+                args: &l.args,
+                steps: vec![(k, l.config(), gpu)],
+                n_params: l.args.len() - 1,
+                n_in: self.k.in_params().len(),
+                missing: &call.r.missing,
+                allocated: &allocated,
+                out_shape: &call.r.shape,
+                out_dtypes: call.r.out_dtypes.iter().map(|s| s.to_string()).collect(),
+                partials: None,
+                ordinal,
+                launch: l.size != 0,
+                record,
+            },
+        )
+    }
 }
 
 #[pymethods]
 impl Elementwise {
     #[new]
-    #[pyo3(signature = (in_params, out_params, operation, name, preamble=""))]
+    #[pyo3(signature = (in_params, out_params, operation, name, preamble="", mode=0))]
     fn new(
         py: Python<'_>,
         in_params: &str,
@@ -142,11 +233,100 @@ impl Elementwise {
         operation: &str,
         name: &str,
         preamble: &str,
+        mode: ReturnMode,
     ) -> PyResult<Elementwise> {
         let k = ElementwiseKernel::with_preamble(in_params, out_params, operation, name, preamble)
             .map_err(|e| to_py(py, e))?
             .with_cache(current_cache());
-        Ok(Elementwise { k })
+        Ok(Elementwise {
+            k,
+            fast: CallCache::new(mode),
+        })
+    }
+
+    /// The whole call when its signature was launched before (CuPy arrays and Python
+    /// numbers; `calls.rs`): the outputs, as the kernel returns them. `NotImplemented`
+    /// (having done nothing) when the general path must run.
+    #[pyo3(signature = (args, size=None, stream=None))]
+    fn call_fast(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        size: Option<&Bound<'_, PyAny>>,
+        stream: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        // A `size=` that is not a non-negative int: the general path says why.
+        let size = match size {
+            None => None,
+            Some(s) if s.is_exact_instance_of::<PyInt>() => match s.extract::<u64>() {
+                Ok(s) => Some(s),
+                Err(_) => return Ok(py.NotImplemented()),
+            },
+            Some(_) => return Ok(py.NotImplemented()),
+        };
+        let Some(options) = size_key(size) else {
+            return Ok(py.NotImplemented());
+        };
+        let none = py.None().into_bound(py);
+        Ok(self
+            .fast
+            .call(py, args, &options, stream.unwrap_or(&none))?
+            .unwrap_or_else(|| py.NotImplemented()))
+    }
+
+    /// How many call signatures the fast path holds.
+    fn fast_len(&self) -> usize {
+        self.fast.len()
+    }
+
+    /// For measuring and testing without a GPU: remembers the call of `args` (resolved as
+    /// `call`, outputs `outs`) with a dry-run launch (everything but the driver call; with
+    /// `record`, the parameter bytes are kept for [`Elementwise::last_packed`]).
+    #[pyo3(signature = (args, call, outs, ordinal=0, size=None, record=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn remember_dry_run(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        call: &ElementwiseCall,
+        outs: &Bound<'_, PyTuple>,
+        ordinal: usize,
+        size: Option<u64>,
+        record: bool,
+    ) -> PyResult<bool> {
+        let l = self.bind(py, call, outs)?;
+        self.remember_launch(py, args, size, call, outs, &l, ordinal, true, record)
+    }
+
+    /// The parameter bytes of the general path for a call (one entry per kernel launched),
+    /// for the equivalence tests.
+    fn general_packed<'py>(
+        &self,
+        py: Python<'py>,
+        call: &ElementwiseCall,
+        outs: &Bound<'py, PyTuple>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let l = self.bind(py, call, outs)?;
+        let k = py.detach(|| self.k.compile(&l)).map_err(|e| to_py(py, e))?;
+        bytes_list(py, vec![packed_bytes(&k, &l.args)?])
+    }
+
+    /// A dry run's last parameter bytes for the signature of `args` (`None`: not
+    /// remembered).
+    #[pyo3(signature = (args, size=None))]
+    fn last_packed<'py>(
+        &self,
+        py: Python<'py>,
+        args: &Bound<'py, PyTuple>,
+        size: Option<u64>,
+    ) -> PyResult<Option<Bound<'py, PyList>>> {
+        let Some(options) = size_key(size) else {
+            return Ok(None);
+        };
+        match self.fast.last_packed(py, args, &options)? {
+            Some(v) => Ok(Some(bytes_list(py, v)?)),
+            None => Ok(None),
+        }
     }
 
     /// Decides types and shapes (no GPU needed).
@@ -210,7 +390,10 @@ impl Elementwise {
             .map_err(|e| to_py(py, e))
     }
 
-    /// Launches on GPU `ordinal`, stream handle `stream`, without the GIL.
+    /// Launches on GPU `ordinal`, stream handle `stream`, without the GIL. With
+    /// `remember=(args, size)` (the call's Python arguments, CuPy's framework), later calls
+    /// of the same signature take the fast path ([`Elementwise::call_fast`]).
+    #[pyo3(signature = (call, outs, ordinal, stream, remember=None))]
     fn launch(
         &self,
         py: Python<'_>,
@@ -218,14 +401,32 @@ impl Elementwise {
         outs: &Bound<'_, PyTuple>,
         ordinal: usize,
         stream: usize,
+        remember: Option<(Bound<'_, PyTuple>, Option<u64>)>,
     ) -> PyResult<()> {
         let l = self.bind(py, call, outs)?;
         let dev = device(ordinal).map_err(|e| runtime_to_py(py, e))?;
         // SAFETY: the caller keeps the stream alive for the call (or passes 0, the default).
         let stream = unsafe { Stream::from_handle(stream) };
         py.detach(|| self.k.launch(&dev, &l, &stream))
-            .map_err(|e| to_py(py, e))
+            .map_err(|e| to_py(py, e))?;
+        // Remembering is an optimization: a signature it cannot remember (say, a dtype NumPy
+        // does not name) keeps taking the general path, and the call has succeeded.
+        if let Some((args, size)) = remember {
+            let _ = self.remember_launch(py, &args, size, call, outs, &l, ordinal, false, false);
+        }
+        Ok(())
     }
+}
+
+/// The `axis` list the Python side passes to `resolve` for an `axis=` the fast path keys on.
+fn call_axes(axis: &Bound<'_, PyAny>) -> PyResult<Option<Vec<i64>>> {
+    if axis.is_none() {
+        return Ok(None);
+    }
+    if axis.is_exact_instance_of::<PyInt>() {
+        return Ok(Some(vec![axis.extract()?]));
+    }
+    axis.extract::<Vec<i64>>().map(Some)
 }
 
 /// A resolved reduction call.
@@ -266,6 +467,10 @@ impl ReductionCall {
 #[pyclass(frozen, module = "pydevice._native")]
 pub struct Reduction {
     k: ReductionKernel,
+    /// The number of input parameters.
+    n_in: usize,
+    /// Remembered call signatures (the repeated-call fast path, `calls.rs`).
+    pub(crate) fast: CallCache,
 }
 
 impl Reduction {
@@ -278,6 +483,71 @@ impl Reduction {
         self.k
             .bind(&call.r, arrays(outs)?)
             .map_err(|e| to_py(py, e))
+    }
+
+    /// Remembers a launched call for the fast path (`dry`: no GPU, nothing loaded);
+    /// `partials` is the scratch address the launch used.
+    #[allow(clippy::too_many_arguments)]
+    fn remember_launch(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        options: &[i64],
+        call: &ReductionCall,
+        outs: &Bound<'_, PyTuple>,
+        l: &pydevice::kernels::ReductionLaunch,
+        partials: u64,
+        ordinal: usize,
+        dry: bool,
+        record: bool,
+    ) -> PyResult<bool> {
+        let (main, fin) = py.detach(|| self.k.compile(l)).map_err(|e| to_py(py, e))?;
+        let slot = l.args.len() - 3;
+        let mut args_v = l.args.clone();
+        let mut kernels = vec![(main, l.grid())];
+        let mut scratch = None;
+        // The crate's own launch plan (`ReductionKernel::launch` follows it too): a full or a
+        // split column reduction has a final kernel over `len` partial results.
+        if let (Some(fin), Some((len, fin_grid))) = (fin, l.final_pass()) {
+            args_v[slot] = ArgValue::Array(pydevice::abi::ArrayArg {
+                data: partials,
+                shape: vec![len],
+                strides: vec![1],
+            });
+            kernels.push((fin, fin_grid));
+            scratch = Some((slot, len * call.r.reduce_type.size(), vec![len]));
+        }
+        let mut steps = Vec::new();
+        for (k, cfg) in kernels {
+            let gpu = if dry {
+                None
+            } else {
+                let dev = device(ordinal).map_err(|e| runtime_to_py(py, e))?;
+                let loaded = dev.load_cached(&k).map_err(|e| runtime_to_py(py, e))?;
+                Some((dev, loaded))
+            };
+            steps.push((k, cfg, gpu));
+        }
+        let allocated = addresses(outs)?;
+        self.fast.remember(
+            py,
+            args,
+            options,
+            Launched {
+                args: &args_v,
+                steps,
+                n_params: slot,
+                n_in: self.n_in,
+                missing: &call.r.missing,
+                allocated: &allocated,
+                out_shape: &call.r.out_shape,
+                out_dtypes: call.r.out_dtypes.iter().map(|s| s.to_string()).collect(),
+                partials: scratch,
+                ordinal,
+                launch: l.n_out != 0,
+                record,
+            },
+        )
     }
 }
 
@@ -309,7 +579,113 @@ impl Reduction {
         )
         .map_err(|e| to_py(py, e))?
         .with_cache(current_cache());
-        Ok(Reduction { k })
+        Ok(Reduction {
+            k,
+            // The definition parsed, so its parameters are the comma-separated entries.
+            n_in: in_params
+                .split(',')
+                .filter(|p| !p.trim().is_empty())
+                .count(),
+            fast: CallCache::new(0),
+        })
+    }
+
+    /// The whole call when its signature was launched before (see
+    /// [`Elementwise::call_fast`]); `NotImplemented` when the general path must run.
+    #[pyo3(signature = (args, axis=None, keepdims=false, stream=None))]
+    fn call_fast(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        axis: Option<&Bound<'_, PyAny>>,
+        keepdims: bool,
+        stream: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let none = py.None().into_bound(py);
+        let Some(options) = axis_key(axis.unwrap_or(&none), keepdims)? else {
+            return Ok(py.NotImplemented());
+        };
+        Ok(self
+            .fast
+            .call(py, args, &options, stream.unwrap_or(&none))?
+            .unwrap_or_else(|| py.NotImplemented()))
+    }
+
+    /// How many call signatures the fast path holds.
+    fn fast_len(&self) -> usize {
+        self.fast.len()
+    }
+
+    /// For measuring and testing without a GPU (see [`Elementwise::remember_dry_run`]).
+    #[pyo3(signature = (args, call, outs, partials, axis=None, keepdims=false, ordinal=0, record=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn remember_dry_run(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        call: &ReductionCall,
+        outs: &Bound<'_, PyTuple>,
+        partials: u64,
+        axis: Option<&Bound<'_, PyAny>>,
+        keepdims: bool,
+        ordinal: usize,
+        record: bool,
+    ) -> PyResult<bool> {
+        let none = py.None().into_bound(py);
+        let Some(options) = axis_key(axis.unwrap_or(&none), keepdims)? else {
+            return Ok(false);
+        };
+        let l = self.bind(py, call, outs)?;
+        self.remember_launch(
+            py, args, &options, call, outs, &l, partials, ordinal, true, record,
+        )
+    }
+
+    /// The general path's parameter bytes for a call with scratch memory at `partials` (one
+    /// entry per kernel launched), for the equivalence tests.
+    fn general_packed<'py>(
+        &self,
+        py: Python<'py>,
+        call: &ReductionCall,
+        outs: &Bound<'py, PyTuple>,
+        partials: u64,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let l = self.bind(py, call, outs)?;
+        let (main, fin) = py.detach(|| self.k.compile(&l)).map_err(|e| to_py(py, e))?;
+        let mut args = l.args.clone();
+        let mut out = Vec::new();
+        if fin.is_some() {
+            let slot = args.len() - 3;
+            args[slot] = ArgValue::Array(pydevice::abi::ArrayArg {
+                data: partials,
+                shape: vec![l.blocks()],
+                strides: vec![1],
+            });
+        }
+        out.push(packed_bytes(&main, &args)?);
+        if let Some(fin) = fin {
+            out.push(packed_bytes(&fin, &args)?);
+        }
+        bytes_list(py, out)
+    }
+
+    /// A dry run's last parameter bytes for the signature of `args`.
+    #[pyo3(signature = (args, axis=None, keepdims=false))]
+    fn last_packed<'py>(
+        &self,
+        py: Python<'py>,
+        args: &Bound<'py, PyTuple>,
+        axis: Option<&Bound<'py, PyAny>>,
+        keepdims: bool,
+    ) -> PyResult<Option<Bound<'py, PyList>>> {
+        let none = py.None().into_bound(py);
+        let Some(options) = axis_key(axis.unwrap_or(&none), keepdims)? else {
+            return Ok(None);
+        };
+        match self.fast.last_packed(py, args, &options)? {
+            Some(v) => Ok(Some(bytes_list(py, v)?)),
+            None => Ok(None),
+        }
     }
 
     /// Decides types and shapes; `axis=None` reduces every axis.
@@ -384,7 +760,11 @@ impl Reduction {
     }
 
     /// Launches; `partials` is device memory of `call.partials_bytes` bytes (the partial
-    /// results of a full or a split column reduction), or 0 when the call does not need it.
+    /// results of a full or a split column reduction), or 0 when the call does not need it. With
+    /// `remember=(args, axis, keepdims)` later calls of the same signature take the fast
+    /// path ([`Reduction::call_fast`]).
+    #[pyo3(signature = (call, outs, partials, ordinal, stream, remember=None))]
+    #[allow(clippy::too_many_arguments)]
     fn launch(
         &self,
         py: Python<'_>,
@@ -393,14 +773,25 @@ impl Reduction {
         partials: u64,
         ordinal: usize,
         stream: usize,
+        remember: Option<(Bound<'_, PyTuple>, Bound<'_, PyAny>, bool)>,
     ) -> PyResult<()> {
         let l = self.bind(py, call, outs)?;
         let dev = device(ordinal).map_err(|e| runtime_to_py(py, e))?;
         // SAFETY: as for `Elementwise::launch`.
         let stream = unsafe { Stream::from_handle(stream) };
-        let partials = (partials != 0).then_some(partials);
-        py.detach(|| self.k.launch(&dev, &l, partials, &stream))
-            .map_err(|e| to_py(py, e))
+        let p = (partials != 0).then_some(partials);
+        py.detach(|| self.k.launch(&dev, &l, p, &stream))
+            .map_err(|e| to_py(py, e))?;
+        if let Some((args, axis, keepdims)) = remember
+            && let Some(options) = axis_key(&axis, keepdims)?
+            && key_axis(&options) == call_axes(&axis)?
+        {
+            // As for `Elementwise::launch`: a failure to remember is not the call's.
+            let _ = self.remember_launch(
+                py, &args, &options, call, outs, &l, partials, ordinal, false, false,
+            );
+        }
+        Ok(())
     }
 }
 

@@ -7,6 +7,7 @@
 //! classes of `pydevice.errors`. The Python side (`pydevice/_core.py`) reads decorated
 //! functions' source, chooses specializations and describes arguments.
 
+mod calls;
 mod fast;
 mod kernels;
 
@@ -535,10 +536,14 @@ impl Kernel {
     /// packing the arguments, releasing the GIL) except the driver call, without a GPU: for
     /// measuring the host cost of a launch (`bench/python/launch_host_cost.py`). It claims
     /// GPU `ordinal`; reflection on it raises.
-    #[pyo3(signature = (ordinal=0))]
-    fn dry_run_launcher(&self, ordinal: usize) -> Launcher {
+    /// With `record=True` it keeps each launch's parameter bytes
+    /// ([`Launcher::last_packed`]), for tests.
+    #[pyo3(signature = (ordinal=0, record=false))]
+    fn dry_run_launcher(&self, ordinal: usize, record: bool) -> Launcher {
         let template = PackedArgs::zeroed(&self.inner.abi);
-        Launcher::new(&self.inner.abi, ordinal, None, template)
+        let mut l = Launcher::new(&self.inner.abi, ordinal, None, template);
+        l.record = record;
+        l
     }
 }
 
@@ -554,6 +559,11 @@ pub struct Launcher {
     pub(crate) params: Vec<Type>,
     /// A zeroed parameter buffer, cloned and filled in place per launch.
     pub(crate) template: PackedArgs,
+    /// A dry-run launcher's last parameter bytes (for the tests that compare the fast path's
+    /// packing with the Python path's).
+    last: Mutex<Option<Vec<u8>>>,
+    /// Whether a dry run keeps its bytes in `last` (off when measuring).
+    record: bool,
 }
 
 impl Launcher {
@@ -569,6 +579,8 @@ impl Launcher {
             ordinal,
             params: abi.params.iter().map(|p| p.ty.clone()).collect(),
             template,
+            last: Mutex::new(None),
+            record: false,
         }
     }
 
@@ -699,8 +711,15 @@ impl Launcher {
         // (or is 0/1/2, the default streams).
         let stream = unsafe { Stream::from_handle(stream) };
         let Some((device, kernel)) = &self.gpu else {
-            // A dry run: the same GIL release, no driver call.
+            // A dry run: the same GIL release, no driver call; the bytes are kept.
             py.detach(|| std::hint::black_box((packed, &cfg, &stream, cooperative, cluster)));
+            if !self.record {
+                return Ok(());
+            }
+            let bytes = (0..self.abi.params.len())
+                .flat_map(|i| packed.param_bytes(&self.abi, i).unwrap_or_default())
+                .collect();
+            *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(bytes);
             return Ok(());
         };
         let r = py.detach(|| match cluster {
@@ -774,6 +793,13 @@ impl Launcher {
                 None => None,
             },
         )
+    }
+
+    /// A dry-run launcher's last launch: each parameter's bytes, concatenated (`None`
+    /// before its first launch, and always for a real launcher).
+    fn last_packed<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
+        let last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        last.as_ref().map(|b| PyBytes::new(py, b))
     }
 
     /// Whether the kernel synchronizes the grid and so needs `cooperative=True`.
@@ -1165,9 +1191,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<kernels::GuVectorize>()?;
     m.add_class::<kernels::GuCall>()?;
     m.add_class::<fast::Dispatcher>()?;
+    m.add_class::<calls::FuseDispatch>()?;
     m.add_class::<fast::Configured>()?;
     m.add("launch", fast::launch_function(m)?)?;
     m.add_function(wrap_pyfunction!(fast::register_array_type, m)?)?;
+    m.add_function(wrap_pyfunction!(calls::set_cupy_hooks, m)?)?;
     m.add_function(wrap_pyfunction!(driver_available, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack_describe, m)?)?;
     m.add_function(wrap_pyfunction!(device_arch, m)?)?;

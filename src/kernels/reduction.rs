@@ -193,6 +193,26 @@ impl ReductionLaunch {
         n.clamp(1, i32::MAX as u64 / u64::from(BLOCK))
     }
 
+    /// The grid of the main kernel: [`ReductionLaunch::blocks`] × the splits of the reduced
+    /// axis, of [`BLOCK`] threads each.
+    pub fn grid(&self) -> LaunchConfig {
+        LaunchConfig::new((self.blocks() as u32, self.splits), BLOCK)
+    }
+
+    /// For a call of two kernels (a full reduction, a split column reduction): the length of
+    /// the partials array both take, and the grid of the final kernel. `None` for one kernel.
+    /// [`ReductionKernel::launch`] launches so; embedders that replay launches use it too.
+    pub fn final_pass(&self) -> Option<(u64, LaunchConfig)> {
+        match self.strategy {
+            Strategy::Grid => Some((self.blocks(), LaunchConfig::linear(1, BLOCK))),
+            Strategy::Columns if self.splits > 1 => Some((
+                self.partials_len(),
+                LaunchConfig::linear(self.blocks() as u32, BLOCK),
+            )),
+            _ => None,
+        }
+    }
+
     /// Values of the reduce type the partial results need: [`MAX_PARTIALS`] for
     /// [`Strategy::Grid`], `splits × n_out` for a split [`Strategy::Columns`], else 0.
     pub fn partials_len(&self) -> u64 {
@@ -1259,18 +1279,15 @@ impl ReductionKernel {
             return Ok(());
         }
         let mut args = launch.args.clone();
-        let blocks = launch.blocks();
         let slot = args.len() - 3;
-        let grid = LaunchConfig::new((blocks as u32, launch.splits), BLOCK);
+        let grid = launch.grid();
         if let Some(fin) = fin {
             let data = partials
                 .ok_or_else(|| arg_error("this reduction needs memory for its partial results"))?;
             // Grid: one block folds the partials; Columns: the tiles again, one slice each.
-            let (len, fin_blocks) = if launch.strategy == Strategy::Grid {
-                (blocks, 1)
-            } else {
-                (launch.partials_len(), blocks)
-            };
+            let (len, fin_grid) = launch
+                .final_pass()
+                .ok_or_else(|| arg_error("internal: a final kernel without a final pass"))?;
             args[slot] = ArgValue::Array(ArrayArg {
                 data,
                 shape: vec![len],
@@ -1279,12 +1296,7 @@ impl ReductionKernel {
             let k = device.load_cached(&main)?;
             device.launch_packed(&k, &k.pack(&args)?, &grid, stream)?;
             let f = device.load_cached(&fin)?;
-            device.launch_packed(
-                &f,
-                &f.pack(&args)?,
-                &LaunchConfig::linear(fin_blocks as u32, BLOCK),
-                stream,
-            )?;
+            device.launch_packed(&f, &f.pack(&args)?, &fin_grid, stream)?;
             return Ok(());
         }
         let k = device.load_cached(&main)?;
