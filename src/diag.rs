@@ -298,7 +298,7 @@ codes! {
     E0703,
     /// `break` or `continue` outside a loop of a kernel's Python body (§20.1)
     E0704,
-    /// a kernel builder's call on host (NumPy) arrays with complex numbers, which the host does not compute on in this version (§20.8)
+    /// (no longer issued: complex numbers run on the host, §16.1; it refused a kernel builder's host call with complex numbers, §20.8)
     E0710,
     /// a malformed `guvectorize` layout (`(m,n),(n)->(m)`): its syntax, a dimension name that is not an identifier, an output dimension no input has (§20.9)
     E0711,

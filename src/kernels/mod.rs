@@ -1039,47 +1039,17 @@ pub(crate) fn compile_host(
     })
 }
 
-/// A host compile's diagnostics point into the definition, as the device's do. When the
-/// host refuses complex numbers (E0503/E0504 about a complex type), the call gets one E0710
-/// at `complex_param`, the type of the first parameter the call made complex, instead.
+/// A host compile's diagnostics point into the definition, as the device's do.
 pub(crate) fn map_host_error(
     e: crate::Error,
     source: &GeneratedSource,
     def: &Definition,
     renames: &HashMap<String, String>,
-    complex_param: Option<(Span, Scalar)>,
 ) -> crate::Error {
     match e {
-        crate::Error::Diagnostics(d) => {
-            let about_complex = d.list.iter().any(|x| {
-                matches!(x.code, Code::E0503 | Code::E0504) && x.message.contains("complex")
-            });
-            if about_complex && let Some((span, t)) = complex_param {
-                return def.error(vec![
-                    Diagnostic::error(
-                        Code::E0710,
-                        span,
-                        format!(
-                            "this call runs on the host (its arrays are host arrays), which does not compute on complex numbers in this version; this parameter is {t}"
-                        ),
-                    )
-                    .with_label("complex on the host")
-                    .with_note("call it on device arrays (CuPy, PyTorch, DLPack) to run it on the GPU"),
-                ]);
-            }
-            source.map(d, def, renames)
-        }
+        crate::Error::Diagnostics(d) => source.map(d, def, renames),
         e => e,
     }
-}
-
-/// The first of `params` whose resolved type (in `types`) is complex: its type's span.
-pub(crate) fn first_complex(params: &[&Param], types: &[Scalar]) -> Option<(Span, Scalar)> {
-    params
-        .iter()
-        .zip(types)
-        .find(|(_, t)| t.is_complex())
-        .map(|(p, t)| (p.type_span, *t))
 }
 
 pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {

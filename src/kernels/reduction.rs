@@ -1171,9 +1171,7 @@ impl ReductionKernel {
         let file = format!("<ReductionKernel {}>", self.name);
         let f = super::compile_host(&file, &source, &self.def, &self.name, &launch.types).map_err(
             |e| {
-                let params: Vec<&Param> = self.ins.iter().chain(&self.outs).collect();
-                let complex = super::first_complex(&params, &launch.param_types);
-                super::map_host_error(e, &source, &self.def, &renames, complex)
+                super::map_host_error(e, &source, &self.def, &renames)
             },
         )?;
         super::lock(&self.host_compiled).insert(key, f.clone());
