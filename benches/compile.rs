@@ -187,7 +187,10 @@ fn main() {
 /// cost of a warm compile; `N` = 1 is a first compile in a process).
 fn repeat(root: &str, job: &str) {
     let mut parts = job.splitn(4, ':');
-    let n: usize = parts.next().and_then(|n| n.parse().ok()).expect("repeat:N:FILE:ENTRY:SIG");
+    let n: usize = parts
+        .next()
+        .and_then(|n| n.parse().ok())
+        .expect("repeat:N:FILE:ENTRY:SIG");
     let (file, entry, sig) = (
         parts.next().expect("file"),
         parts.next().expect("entry"),
