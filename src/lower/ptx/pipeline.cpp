@@ -94,10 +94,16 @@ struct Optimizer {
   std::unique_ptr<ModulePassManager> straight;
 };
 
+class LeanPassManager;
+
 struct CodeGen {
   SmallString<0> text;
   raw_svector_ostream out{text};
+  // The pass manager the target's pass configuration was built through: the configuration
+  // (a pass in `passes`) keeps a pointer to it, so it is destroyed after them.
+  std::unique_ptr<LeanPassManager> lean;
   legacy::PassManager passes;
+  ~CodeGen();
 };
 
 // The stream the assembly printer writes PTX through. LLVM's `formatted_raw_ostream` scans
@@ -187,10 +193,13 @@ class LeanPassManager final : public legacy::PassManagerBase {
   unsigned early_cse_seen_ = 0;
 };
 
+CodeGen::~CodeGen() = default;
+
 // `LLVMTargetMachine::addPassesToEmitFile` for assembly, with the pass list above and the
 // unscanned output stream. Returns false if the target cannot print assembly.
 bool add_codegen_passes(LLVMTargetMachine &tm, CodeGen &c, bool straight_line) {
-  LeanPassManager pm(c.passes, straight_line);
+  c.lean = std::make_unique<LeanPassManager>(c.passes, straight_line);
+  LeanPassManager &pm = *c.lean;
   auto *mmi = new MachineModuleInfoWrapperPass(&tm);
   TargetPassConfig *config = tm.createPassConfig(pm);
   config->setDisableVerify(true);
