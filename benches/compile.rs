@@ -34,6 +34,14 @@ fn peak_rss_kb() -> u64 {
         .unwrap_or(0)
 }
 
+/// Minor and major page faults of this process so far (`getrusage`).
+fn page_faults() -> (i64, i64) {
+    // SAFETY: `getrusage` fills the zeroed struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    (usage.ru_minflt, usage.ru_majflt)
+}
+
 /// Runs the child whose job is `job` and returns (compile ms, peak RSS KiB).
 fn child(job: &str) -> (f64, u64) {
     let exe = std::env::current_exe().expect("own path");
@@ -142,6 +150,10 @@ fn compile_once(src: &str, entry: &str, sig: &str) -> usize {
 fn main() {
     let root = env!("CARGO_MANIFEST_DIR");
     if let Ok(job) = std::env::var(CHILD) {
+        if let Some(rest) = job.strip_prefix("repeat:") {
+            repeat(root, rest);
+            return;
+        }
         let mut parts = job.splitn(4, ':');
         let (_, file, entry, sig) = (parts.next(), parts.next(), parts.next(), parts.next());
         let (file, entry, sig) = (
@@ -150,10 +162,17 @@ fn main() {
             sig.expect("sig"),
         );
         let src = std::fs::read_to_string(format!("{root}/{file}")).expect("source");
+        let faults = page_faults();
         let t = Instant::now();
         compile_once(&src, entry, sig);
         let ms = t.elapsed().as_secs_f64() * 1e3;
-        println!("ms {ms:.3} rss_kb {}", peak_rss_kb());
+        let after = page_faults();
+        println!(
+            "ms {ms:.3} rss_kb {} faults {} major {}",
+            peak_rss_kb(),
+            after.0 - faults.0,
+            after.1 - faults.1
+        );
         return;
     }
     let quick = std::env::args().any(|a| a == "--quick");
@@ -161,6 +180,25 @@ fn main() {
         warm_table(root);
     }
     fresh_processes();
+}
+
+/// `repeat:N:FILE:ENTRY:SIG`: compiles the kernel `N` times in this process (for callgrind:
+/// the difference of two runs' instruction counts over the difference of their `N` is the
+/// cost of a warm compile; `N` = 1 is a first compile in a process).
+fn repeat(root: &str, job: &str) {
+    let mut parts = job.splitn(4, ':');
+    let n: usize = parts
+        .next()
+        .and_then(|n| n.parse().ok())
+        .expect("repeat:N:FILE:ENTRY:SIG");
+    let (file, entry, sig) = (
+        parts.next().expect("file"),
+        parts.next().expect("entry"),
+        parts.next().expect("sig"),
+    );
+    let src = std::fs::read_to_string(format!("{root}/{file}")).expect("source");
+    let bytes: usize = (0..n).map(|_| compile_once(&src, entry, sig)).sum();
+    println!("ms 0 rss_kb {} bytes {bytes}", peak_rss_kb());
 }
 
 /// First compile in a fresh process, throughput, and peak RSS per benchmark kernel.

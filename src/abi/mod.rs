@@ -147,6 +147,9 @@ pub(crate) fn vector_is_generated(elem: Scalar, len: u8) -> bool {
 /// alignments of every aggregate value).
 pub fn size_align(t: &Type) -> (u64, u64) {
     match t {
+        // The two commonest, without building a layout (`layout_of` spells their names).
+        Type::Scalar(s) => (s.size(), s.size()),
+        Type::Array(a) => (8 + 16 * u64::from(a.ndim), 8),
         Type::Tuple(ts) => crate::stack::deep(|| {
             let (mut off, mut align) = (0u64, 1u64);
             for et in ts {

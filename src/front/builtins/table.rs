@@ -649,15 +649,59 @@ fn scalar_member(ns: N, n: &str) -> Option<Builtin> {
 
 /// The index of rows by spelling and by entity, built once per process.
 struct Index {
-    by_name: HashMap<(N, &'static str), usize>,
-    by_builtin: HashMap<Builtin, usize>,
+    by_name: HashMap<(N, &'static str), usize, Fx>,
+    by_builtin: HashMap<Builtin, usize, Fx>,
+}
+
+/// FxHash (rustc's hasher) for the index. Its keys are the table's own spellings, so an
+/// unkeyed hash is enough; with SipHash and a growing map, building the index was the front
+/// end's largest part of a process's first compile.
+type Fx = std::hash::BuildHasherDefault<FxHasher>;
+
+#[derive(Default)]
+struct FxHasher(u64);
+
+impl FxHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl std::hash::Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.add(u64::from_le_bytes(w));
+        }
+        for &b in chunks.remainder() {
+            self.add(u64::from(b));
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.add(u64::from(i));
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 fn index() -> &'static Index {
     static INDEX: OnceLock<Index> = OnceLock::new();
     INDEX.get_or_init(|| {
-        let mut by_name = HashMap::new();
-        let mut by_builtin = HashMap::new();
+        let names = ROWS.iter().map(|r| r.names.len()).sum();
+        let mut by_name = HashMap::with_capacity_and_hasher(names, Fx::default());
+        let mut by_builtin = HashMap::with_capacity_and_hasher(ROWS.len(), Fx::default());
         for (i, r) in ROWS.iter().enumerate() {
             for &(ns, n) in r.names {
                 let dup = by_name.insert((ns, n), i);

@@ -25,13 +25,27 @@
 // exceptions).
 
 #include <llvm-c/TargetMachine.h>
+#include <llvm/CodeGen/MachineModuleInfo.h>
+#include <llvm/CodeGen/Passes.h>
+#include <llvm/CodeGen/TargetPassConfig.h>
+#include <llvm/CodeGen/AsmPrinter.h>
+#include <llvm/MC/MCAsmBackend.h>
+#include <llvm/MC/MCAsmInfo.h>
+#include <llvm/MC/MCCodeEmitter.h>
+#include <llvm/MC/MCInstPrinter.h>
+#include <llvm/MC/MCStreamer.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/InitializePasses.h>
+#include <llvm/PassInfo.h>
+#include <llvm/PassRegistry.h>
+#include <llvm/Support/FormattedStream.h>
+#include <llvm/Target/TargetMachine.h>
 #include <llvm-c/Types.h>
 #include <llvm/Analysis/CFG.h>
 #include <llvm/ADT/SmallString.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
-#include <llvm/IR/OptBisect.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/PassManager.h>
 #include <llvm/Passes/PassBuilder.h>
@@ -79,13 +93,142 @@ struct Optimizer {
   ModuleAnalysisManager mam;
   std::unique_ptr<PassBuilder> builder;
   OptimizationLevel level;
+  // The straight-line pipeline, built on first use and reused: unlike the per-module
+  // pipelines (see above), its passes keep no state between functions.
+  std::unique_ptr<ModulePassManager> straight;
 };
+
+class LeanPassManager;
 
 struct CodeGen {
   SmallString<0> text;
   raw_svector_ostream out{text};
+  // The pass manager the target's pass configuration was built through: the configuration
+  // (a pass in `passes`) keeps a pointer to it, so it is destroyed after them.
+  std::unique_ptr<LeanPassManager> lean;
   legacy::PassManager passes;
+  ~CodeGen();
 };
+
+// The stream the assembly printer writes PTX through. LLVM's `formatted_raw_ostream` scans
+// every byte written to track the line and column, which only matters for aligning the
+// comments of verbose assembly (off here: the PTX has none but NVPTX's own); that scan cost
+// ~3% of a small kernel's compile. This one hands the bytes straight on. (Overriding the
+// base's private virtual `write_impl` is allowed; the base, unbuffered because the vector
+// stream under it is, calls it for every write.)
+class UnscannedStream final : public formatted_raw_ostream {
+ public:
+  explicit UnscannedStream(raw_ostream &under) : formatted_raw_ostream(under), under_(under) {}
+
+ private:
+  void write_impl(const char *p, size_t n) override { under_.write(p, n); }
+  raw_ostream &under_;
+};
+
+// Which code-generation passes a `CodeGen` leaves out, by their registered argument names.
+// The target's pass configuration adds its passes through `LeanPassManager::add`, which
+// drops these as they come, so they are never scheduled (nor the analyses only they need),
+// at no cost per module.
+//
+// Always left out: passes for what the PTX back end's modules never contain: garbage
+// collection (gc-lowering, shadow-stack-gc-lowering), safe stacks, function entry/exit
+// instrumentation, memcmp calls (mergeicmps, expand-memcmp), vector-predication and masked
+// memory intrinsics, thread-locals, vector-library calls, exceptions (lowerinvoke), callbr,
+// variadic functions, statepoints, fentry/XRay/sanitizer metadata and the stack-frame-layout
+// remark. Every fixture's and benchmark kernel's PTX is byte-identical without them (the
+// fixture goldens check).
+//
+// Left out of loop-free leaf modules as well (`straight_line`): n-ary reassociation and the
+// two EarlyCSE runs after the first (they look for sums that unrolled loops make, and the
+// straight-line optimizer pipeline, Reassociate then GVN, leaves none), loop strength
+// reduction with its loop canonicalization and early machine LICM (no loops), constant
+// hoisting, speculative execution (the optimizer ran it), machine PHI optimization, early
+// tail duplication and the machine scheduler.
+// lower::ptx::tests::skipping_the_straight_line_passes_leaves_every_loop_free_fixture_unchanged
+// compares every loop-free fixture with and without them. Tried and kept, because leaving
+// them out changes loop-free fixtures: strength reduction and the EarlyCSE after it
+// (`negative_index`), GEP offset splitting, the load/store vectorizer, the second SROA,
+// machine sinking, the peephole optimizer, dead machine-instruction elimination, branch
+// folding and block placement (machine CSE and CodeGenPrepare were tried before). The
+// stack-slot passes are kept although no fixture needs them: kernels with several local
+// arrays do.
+bool keep_codegen_pass(StringRef arg, bool straight_line, unsigned &early_cse_seen) {
+  static const char *const never[] = {
+      "gc-lowering",        "shadow-stack-gc-lowering",
+      "safe-stack",         "post-inline-ee-instrument",
+      "mergeicmps",         "expand-memcmp",
+      "expandvp",           "scalarize-masked-mem-intrin",
+      "tlshoist",           "replace-with-veclib",
+      "lowerinvoke",        "callbrprepare",
+      "expand-variadics",   "fixup-statepoint-caller-saved",
+      "fentry-insert",      "xray-instrumentation",
+      "machine-sanmd",      "stack-frame-layout",
+  };
+  for (const char *n : never)
+    if (arg == n) return false;
+  if (!straight_line) return true;
+  if (arg == "early-cse") return ++early_cse_seen == 1;
+  static const char *const straight[] = {
+      "nary-reassociate",  "loop-reduce", "canon-freeze",          "early-machinelicm",
+      "consthoist",        "opt-phis",    "early-tailduplication", "machine-scheduler",
+      "speculative-execution",
+  };
+  for (const char *n : straight)
+    if (arg == n) return false;
+  return true;
+}
+
+class LeanPassManager final : public legacy::PassManagerBase {
+ public:
+  LeanPassManager(legacy::PassManager &inner, bool straight_line)
+      : inner_(inner), straight_line_(straight_line) {}
+  void add(Pass *p) override {
+    const PassInfo *info = PassRegistry::getPassRegistry()->getPassInfo(p->getPassID());
+    if (info && !keep_codegen_pass(info->getPassArgument(), straight_line_, early_cse_seen_)) {
+      delete p;
+      return;
+    }
+    inner_.add(p);
+  }
+
+ private:
+  legacy::PassManager &inner_;
+  bool straight_line_;
+  unsigned early_cse_seen_ = 0;
+};
+
+CodeGen::~CodeGen() = default;
+
+// `LLVMTargetMachine::addPassesToEmitFile` for assembly, with the pass list above and the
+// unscanned output stream. Returns false if the target cannot print assembly.
+bool add_codegen_passes(LLVMTargetMachine &tm, CodeGen &c, bool straight_line) {
+  c.lean = std::make_unique<LeanPassManager>(c.passes, straight_line);
+  LeanPassManager &pm = *c.lean;
+  auto *mmi = new MachineModuleInfoWrapperPass(&tm);
+  TargetPassConfig *config = tm.createPassConfig(pm);
+  config->setDisableVerify(true);
+  pm.add(config);
+  pm.add(mmi);
+  if (config->addISelPasses()) return false;
+  config->addMachinePasses();
+  config->setInitialized();
+  MCContext &ctx = mmi->getMMI().getContext();
+  const MCAsmInfo &mai = *tm.getMCAsmInfo();
+  MCInstPrinter *printer = tm.getTarget().createMCInstPrinter(
+      tm.getTargetTriple(), mai.getAssemblerDialect(), mai, *tm.getMCInstrInfo(),
+      *tm.getMCRegisterInfo());
+  if (!printer) return false;
+  std::unique_ptr<MCAsmBackend> backend(tm.getTarget().createMCAsmBackend(
+      *tm.getMCSubtargetInfo(), *tm.getMCRegisterInfo(), tm.Options.MCOptions));
+  std::unique_ptr<MCStreamer> streamer(tm.getTarget().createAsmStreamer(
+      ctx, std::make_unique<UnscannedStream>(c.out), printer, nullptr, std::move(backend)));
+  if (!streamer) return false;
+  FunctionPass *asm_printer = tm.getTarget().createAsmPrinter(tm, std::move(streamer));
+  if (!asm_printer) return false;
+  pm.add(asm_printer);
+  pm.add(createFreeMachineFunctionPass());
+  return true;
+}
 
 // A leaf module: one defined function, which calls nothing but intrinsics, and no global
 // variables. For it, `buildPerModuleDefaultPipeline` is mostly interprocedural work with
@@ -232,30 +375,6 @@ FunctionPassManager straight_line_pipeline() {
   return f;
 }
 
-// What the code generator's IR passes skip in a loop-free leaf module. Before instruction
-// selection NVPTX runs the "straight-line scalar optimizations" (constant-offset splitting
-// of GEPs, strength reduction, n-ary reassociation), each followed by an EarlyCSE, and a
-// last EarlyCSE before load/store vectorization. N-ary reassociation looks for sums whose
-// parts are already computed elsewhere, which unrolled loops make and the straight-line
-// optimizer pipeline (Reassociate, then GVN) leaves none of; the EarlyCSE runs after it find
-// nothing for the same reason. On every loop-free fixture the PTX is byte-identical with and
-// without them (a test in mod.rs compares); they cost ~6% of a small kernel's compile,
-// mostly the scalar evolution n-ary reassociation builds. Strength reduction and the
-// EarlyCSE after it do change such code (`negative_index`), so they stay. Passes are known
-// by their legacy names; if a later LLVM renames them, nothing is skipped.
-class StraightLineGate final : public OptPassGate {
- public:
-  bool shouldRunPass(StringRef pass, StringRef) override {
-    if (pass == "Nary reassociation") return false;
-    if (pass == "Early CSE") return ++early_cse_ == 1;
-    return true;
-  }
-  bool isEnabled() const override { return true; }
-
- private:
-  unsigned early_cse_ = 0;
-};
-
 // Three of LLVM's loop heuristics, set as nvcc's NVVM behaves, so that loops are unrolled as
 // nvcc unrolls them (bench/NOTES.md, session 16). All are process-wide options (LLVM has no
 // per-pass-manager setting, and LLVM is linked statically, so the setting is pydevice's own);
@@ -339,21 +458,24 @@ int pydevice_optimizer_run(void *handle, LLVMModuleRef module, int allow_leaf) {
   // (At -O1 LLVM's own simplification pipeline is already lighter than the straight-line one.)
   bool straight = leaf && o->level.getSpeedupLevel() >= 2 && !has_loops(m);
   ModulePassManager passes;
-  if (o->level == OptimizationLevel::O0) {
+  if (straight) {
+    // Built once: its passes, unlike some of the per-module pipelines', are reusable.
+    if (!o->straight) {
+      o->straight = std::make_unique<ModulePassManager>();
+      o->builder->invokePipelineStartEPCallbacks(*o->straight, o->level);
+      o->straight->addPass(createModuleToFunctionPassAdaptor(straight_line_pipeline()));
+    }
+  } else if (o->level == OptimizationLevel::O0) {
     passes = o->builder->buildO0DefaultPipeline(o->level);
   } else if (leaf) {
     o->builder->invokePipelineStartEPCallbacks(passes, o->level);
-    if (straight) {
-      passes.addPass(createModuleToFunctionPassAdaptor(straight_line_pipeline()));
-    } else {
-      passes.addPass(createModuleToFunctionPassAdaptor(
-          o->builder->buildFunctionSimplificationPipeline(o->level, ThinOrFullLTOPhase::None)));
-      passes.addPass(o->builder->buildModuleOptimizationPipeline(o->level, ThinOrFullLTOPhase::None));
-    }
+    passes.addPass(createModuleToFunctionPassAdaptor(
+        o->builder->buildFunctionSimplificationPipeline(o->level, ThinOrFullLTOPhase::None)));
+    passes.addPass(o->builder->buildModuleOptimizationPipeline(o->level, ThinOrFullLTOPhase::None));
   } else {
     passes = o->builder->buildPerModuleDefaultPipeline(o->level);
   }
-  passes.run(m, o->mam);
+  (straight ? *o->straight : passes).run(m, o->mam);
   if (o->level != OptimizationLevel::O0)
     for (Function &f : m)
       if (!f.isDeclaration()) keep_bit_tests(f);
@@ -366,37 +488,32 @@ int pydevice_optimizer_run(void *handle, LLVMModuleRef module, int allow_leaf) {
 
 void pydevice_optimizer_free(void *handle) { delete static_cast<Optimizer *>(handle); }
 
-// Assembles the PTX code generator for `tm`; null if the target cannot emit assembly.
-void *pydevice_codegen_new(LLVMTargetMachineRef tm) {
+// Assembles the PTX code generator for `tm`; null if the target cannot emit assembly. With
+// `straight_line`, it leaves out the passes that find nothing in a loop-free leaf module
+// (`keep_codegen_pass`) and must be given only such modules.
+void *pydevice_codegen_new(LLVMTargetMachineRef tm, int straight_line) {
+  // NVPTX's pass configuration adds ExpandVariadics without registering it; registered, the
+  // filter knows it by name (the back end never makes variadic functions or calls).
+  static const bool registered = [] {
+    initializeExpandVariadicsPass(*PassRegistry::getPassRegistry());
+    return true;
+  }();
+  (void)registered;
   auto *c = new CodeGen();
-  // `true` means failure (the target has no assembly printer).
-  if (target_machine(tm)->addPassesToEmitFile(c->passes, c->out, nullptr,
-                                              CodeGenFileType::AssemblyFile)) {
+  if (!add_codegen_passes(*static_cast<LLVMTargetMachine *>(target_machine(tm)), *c,
+                          straight_line != 0)) {
     delete c;
     return nullptr;
   }
   return c;
 }
 
-// Generates PTX for `module` (already optimized; its data layout set). With `straight_line`
-// (a loop-free leaf module), the passes `StraightLineGate` names are skipped. The text stays
-// valid until the next call on `handle`. The module must stay alive until `handle` is freed.
-void pydevice_codegen_run(void *handle, LLVMModuleRef module, int straight_line, const char **text,
-                          size_t *len) {
+// Generates PTX for `module` (already optimized; its data layout set). The text stays valid
+// until the next call on `handle`. The module must stay alive until `handle` is freed.
+void pydevice_codegen_run(void *handle, LLVMModuleRef module, const char **text, size_t *len) {
   auto *c = static_cast<CodeGen *>(handle);
   c->text.clear();
-  Module &m = *unwrap(module);
-  if (straight_line) {
-    // The gate belongs to the context, which other modules share: set it for this run only.
-    LLVMContext &ctx = m.getContext();
-    OptPassGate &previous = ctx.getOptPassGate();
-    StraightLineGate gate;
-    ctx.setOptPassGate(gate);
-    c->passes.run(m);
-    ctx.setOptPassGate(previous);
-  } else {
-    c->passes.run(m);
-  }
+  c->passes.run(*unwrap(module));
   *text = c->text.data();
   *len = c->text.size();
 }

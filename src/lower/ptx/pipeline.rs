@@ -36,11 +36,10 @@ unsafe extern "C" {
     fn pydevice_optimizer_new(tm: LLVMTargetMachineRef, opt_level: u32) -> *mut c_void;
     fn pydevice_optimizer_run(handle: *mut c_void, module: LLVMModuleRef, allow_leaf: i32) -> i32;
     fn pydevice_optimizer_free(handle: *mut c_void);
-    fn pydevice_codegen_new(tm: LLVMTargetMachineRef) -> *mut c_void;
+    fn pydevice_codegen_new(tm: LLVMTargetMachineRef, straight_line: i32) -> *mut c_void;
     fn pydevice_codegen_run(
         handle: *mut c_void,
         module: LLVMModuleRef,
-        straight_line: i32,
         text: *mut *const c_char,
         len: *mut usize,
     );
@@ -71,7 +70,7 @@ pub(crate) enum Shape {
     /// and code generation at `-O2` at most, whose only difference from `-O3` (EarlyCSE
     /// instead of GVN among the IR passes before instruction selection) leaves such
     /// straight-line code unchanged on every fixture (a test compares), without the IR
-    /// passes that find nothing in such code (pipeline.cpp's `StraightLineGate`).
+    /// passes that find nothing in such code (pipeline.cpp's `keep_codegen_pass`).
     StraightLeaf,
 }
 
@@ -85,7 +84,8 @@ thread_local! {
 
 #[cfg(test)]
 thread_local! {
-    /// Tests set this to code-generate loop-free leaf modules without `StraightLineGate`.
+    /// Tests set this to code-generate loop-free leaf modules with every pass, including
+    /// those pipeline.cpp's `keep_codegen_pass` leaves out of them.
     pub(crate) static KEEP_STRAIGHT_LINE_PASSES: std::cell::Cell<bool> =
         const { std::cell::Cell::new(false) };
 }
@@ -185,9 +185,10 @@ impl LazyMachine {
 /// A target machine with its optimization and code-generation pipelines, built once.
 pub(crate) struct Backend {
     optimizer: *mut c_void,
-    /// The code generator of `full` (or of `machine` when there is no `full`), and the one
-    /// of `machine` for straight-line leaves.
-    codegens: [RefCell<Option<CodeGen>>; 2],
+    /// The code generator of `full` (or of `machine` when there is no `full`); the one of
+    /// `machine` for straight-line leaves, without the passes that find nothing in them
+    /// (pipeline.cpp's `keep_codegen_pass`); and (tests only) one of `machine` with them.
+    codegens: [RefCell<Option<CodeGen>>; 3],
     // Dropped after the optimizer and the code generators, which point into them.
     /// The optimizer's target machine (its passes do not depend on the machine's
     /// code-generation level); with `full`, it generates only straight-line leaves (`-O2`).
@@ -214,7 +215,7 @@ impl Backend {
             unsafe { pydevice_optimizer_new(machine.as_mut_ptr(), u32::from(opt_level.min(3))) };
         Backend {
             optimizer,
-            codegens: [RefCell::new(None), RefCell::new(None)],
+            codegens: [RefCell::new(None), RefCell::new(None), RefCell::new(None)],
             machine,
             full: full.map(|make| LazyMachine {
                 make,
@@ -275,9 +276,11 @@ impl Backend {
     /// Generates PTX for `module`, optimized into `shape`. The backend keeps the module
     /// alive as long as the code generator that saw it.
     pub(crate) fn emit_ptx(&self, module: Detached, shape: Shape) -> Result<String, LowerError> {
+        let lean = skip_straight_line_passes(shape);
         let (machine, mut slot) = match (&self.full, shape) {
+            (_, Shape::StraightLeaf) if lean => (&self.machine, self.codegens[1].borrow_mut()),
             (None, _) => (&self.machine, self.codegens[0].borrow_mut()),
-            (Some(_), Shape::StraightLeaf) => (&self.machine, self.codegens[1].borrow_mut()),
+            (Some(_), Shape::StraightLeaf) => (&self.machine, self.codegens[2].borrow_mut()),
             (Some(full), _) => (full.get()?, self.codegens[0].borrow_mut()),
         };
         if slot
@@ -288,7 +291,7 @@ impl Backend {
         }
         if slot.is_none() {
             // SAFETY: the target machine outlives the code generator (field order above).
-            let handle = unsafe { pydevice_codegen_new(machine.as_mut_ptr()) };
+            let handle = unsafe { pydevice_codegen_new(machine.as_mut_ptr(), i32::from(lean)) };
             if handle.is_null() {
                 return Err(LowerError::Llvm(
                     "the NVPTX target cannot emit assembly".into(),
@@ -307,13 +310,7 @@ impl Backend {
         // SAFETY: the handle and module are live; the text pointer is valid until the next
         // run, and is copied before then.
         let ptx = unsafe {
-            pydevice_codegen_run(
-                codegen.handle,
-                module.module,
-                i32::from(skip_straight_line_passes(shape)),
-                &mut text,
-                &mut len,
-            );
+            pydevice_codegen_run(codegen.handle, module.module, &mut text, &mut len);
             if text.is_null() {
                 String::new()
             } else {
