@@ -256,7 +256,6 @@ class ElementwiseKernel:
             # CuPy's framework: later calls of this signature take the native fast path.
             remember = (args, size) if a.framework == "cupy" else None
             self._k.launch(call, tuple(descs), a.ordinal, h, remember)
-            allocated = a.finish(allocated, shape, dtypes, missing, a.ordinal, h, self.nin)
         if self._no_return:
             return None
         outs = []
@@ -380,7 +379,6 @@ class ReductionKernel:
             keep, ptr = a.scratch(call.partials_bytes)
             remember = (args, axis, bool(keepdims)) if a.framework == "cupy" else None
             self._k.launch(call, tuple(descs), ptr, a.ordinal, h, remember)
-            allocated = a.finish(allocated, shape, dtypes, missing, a.ordinal, h, self.nin)
             del keep
         outs = []
         k = 0
