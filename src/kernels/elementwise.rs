@@ -565,11 +565,8 @@ impl ElementwiseKernel {
         }
         let (source, renames) = self.generate(launch, true);
         let file = format!("<ElementwiseKernel {}>", self.name);
-        let f = super::compile_host(&file, &source, &self.def, &self.name, &launch.types).map_err(
-            |e| {
-                super::map_host_error(e, &source, &self.def, &renames)
-            },
-        )?;
+        let f = super::compile_host(&file, &source, &self.def, &self.name, &launch.types)
+            .map_err(|e| super::map_host_error(e, &source, &self.def, &renames))?;
         super::lock(&self.host_compiled).insert(key, f.clone());
         Ok(f)
     }

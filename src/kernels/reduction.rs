@@ -1169,11 +1169,8 @@ impl ReductionKernel {
         }
         let (source, renames) = self.generate(launch, true);
         let file = format!("<ReductionKernel {}>", self.name);
-        let f = super::compile_host(&file, &source, &self.def, &self.name, &launch.types).map_err(
-            |e| {
-                super::map_host_error(e, &source, &self.def, &renames)
-            },
-        )?;
+        let f = super::compile_host(&file, &source, &self.def, &self.name, &launch.types)
+            .map_err(|e| super::map_host_error(e, &source, &self.def, &renames))?;
         super::lock(&self.host_compiled).insert(key, f.clone());
         Ok(f)
     }
