@@ -217,8 +217,8 @@ fn numba_array_reductions_random() {
             // std is `var ** 0.5` through libdevice's pow, as numba computes it. The variances
             // (3, 15, 18) and std (4) sum squares the device may fuse into fmas or not (the
             // code generator's choice, semantics §3.13): within a few ulps of the reference.
-            let ok = same(*g, w)
-                || ([3, 4, 15, 18].contains(&i) && (g - w).abs() <= w.abs() * 1e-15);
+            let ok =
+                same(*g, w) || ([3, 4, 15, 18].contains(&i) && (g - w).abs() <= w.abs() * 1e-15);
             assert!(
                 ok,
                 "trial {trial}: out[{i}] = {g:?}, want {w:?} (x = {x:?})"
