@@ -265,10 +265,15 @@ impl CallCache {
             let given = &l.args[k];
             if k < vals.len() {
                 match (&vals[k], given) {
-                    (ArgVal::Array { data, .. }, ArgValue::Array(a)) if a.data == *data => {
-                        let ArgVal::Array { shape, strides, .. } = &vals[k] else {
-                            unreachable!()
-                        };
+                    (
+                        ArgVal::Array {
+                            data,
+                            shape,
+                            strides,
+                            ..
+                        },
+                        ArgValue::Array(a),
+                    ) if a.data == *data => {
                         let itemsize = match l.steps[0].0.abi.params.get(k).map(|p| &p.ty) {
                             Some(pydevice::types::Type::Array(t)) => match t.dtype.scalar() {
                                 Some(s) => s.size(),
