@@ -646,3 +646,47 @@ fn versioned_range_loops_wrap_negative_indices() {
         "{from_negative} {from_positive}"
     );
 }
+
+/// `@kernel(wraparound=False)` (`lang/wraparound_off.py`): a CSR matrix-vector product whose
+/// gathers and `@func` index as C does, on a random matrix against the CPU.
+#[test]
+fn wraparound_off_gathers_as_c_does() {
+    let Some(dev) = device("wraparound_off_gathers_as_c_does") else {
+        return;
+    };
+    let k = kernel(
+        &dev,
+        &fixture("wraparound_off"),
+        "spmv",
+        "int32[::1], int32[::1], float32[::1], float32[::1], float32[::1]",
+    );
+    let (rows, cols) = (3000usize, 5000usize);
+    let mut r = Rng(5);
+    let mut indptr = vec![0i32];
+    for _ in 0..rows {
+        indptr.push(indptr.last().unwrap() + r.i32(0, 80));
+    }
+    let nnz = *indptr.last().unwrap() as usize;
+    let indices: Vec<i32> = (0..nnz).map(|_| r.i32(0, cols as i32)).collect();
+    let data: Vec<f32> = (0..nnz).map(|_| r.f32(-1.0, 1.0)).collect();
+    let x: Vec<f32> = (0..cols).map(|_| r.f32(-1.0, 1.0)).collect();
+    let (_p, pa) = vec1(&dev, &indptr);
+    let (_i, ia) = vec1(&dev, &indices);
+    let (_d, da) = vec1(&dev, &data);
+    let (_x, xa) = vec1(&dev, &x);
+    let (yb, ya) = vec1(&dev, &vec![f32::NAN; rows]);
+    // A warp a row: 8 rows a block of 256.
+    k.launch(&[pa, ia, da, xa, ya], [blocks(rows, 8), 1, 1], [256, 1, 1]);
+    let y: Vec<f32> = from_bytes(&dev.download(&yb).expect("download"));
+    for row in 0..rows {
+        let (lo, hi) = (indptr[row] as usize, indptr[row + 1] as usize);
+        let terms = (lo..hi).map(|k| f64::from(data[k]) * f64::from(x[indices[k] as usize]));
+        let want: f64 = terms.clone().sum::<f64>() + f64::from(x[row]);
+        let scale = terms.map(f64::abs).sum::<f64>() + 1.0;
+        assert!(
+            (f64::from(y[row]) - want).abs() <= 1e-5 * scale,
+            "y[{row}]: {} vs {want}",
+            y[row]
+        );
+    }
+}

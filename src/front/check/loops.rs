@@ -314,6 +314,7 @@ impl FnCx<'_, '_> {
         // (§5.1): the two copies are the same loop, and in the first the optimizer proves
         // the counter non-negative and drops the wrap (`data[k]` in spmv_csr).
         let version = step_sign == Some(1)
+            && self.s.wraparound
             && !start.nonneg
             && !matches!(self.exprs[start_e], Expr::Literal(_))
             && wraps_counter(&body, ctr, &self.exprs);
