@@ -940,16 +940,15 @@ fn wraps_counter(body: &Block, ctr: Handle<Local>, exprs: &Arena<Expr>) -> bool 
     fn stmts<'a>(b: &'a Block, out: &mut Vec<&'a Stmt>) -> bool {
         for s in b {
             out.push(s);
-            match &s.kind {
-                StmtKind::Loop { .. } => return false,
+            let inner_ok = match &s.kind {
+                StmtKind::Loop { .. } => false,
                 StmtKind::If {
                     then, otherwise, ..
-                } => {
-                    if !stmts(then, out) || !stmts(otherwise, out) {
-                        return false;
-                    }
-                }
-                _ => {}
+                } => stmts(then, out) && stmts(otherwise, out),
+                _ => true,
+            };
+            if !inner_ok {
+                return false;
             }
         }
         true
