@@ -127,6 +127,18 @@ def cost_table(records):
     return rows if len(rows) > 2 else []
 
 
+def variant_table(records):
+    """Our kernels rewritten by bench/variants.py (`"impl": "ours+VARIANT"`), against ours."""
+    rows = ["| kernel | variant | µs | ×ours |", "|---|---|---:|---:|"]
+    for (impl, kernel, target), rec in records.items():
+        if not impl.startswith("ours+") or target is not None or not rec.get("median_us"):
+            continue
+        ours = (records.get(("ours", kernel, None)) or {}).get("median_us")
+        ratio = f"{rec['median_us'] / ours:.3f}" if ours else "n/a"
+        rows.append(f"| {kernel} | {impl[5:]} | {rec['median_us']:.1f} | {ratio} |")
+    return rows if len(rows) > 2 else []
+
+
 def notes(records):
     out = []
     for (impl, kernel, target), rec in records.items():
@@ -143,7 +155,13 @@ def main(paths):
     records = load(paths)
     if not records:
         raise SystemExit("report.py: no records found")
-    parts = [kernel_table(records), framework_table(records), cost_table(records), notes(records)]
+    parts = [
+        kernel_table(records),
+        variant_table(records),
+        framework_table(records),
+        cost_table(records),
+        notes(records),
+    ]
     print("\n\n".join("\n".join(p) for p in parts if p))
 
 

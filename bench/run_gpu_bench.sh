@@ -75,6 +75,12 @@ fi
 if [ -n "${PYDEVICE:-}" ]; then
   step "ours ($PYDEVICE)" 120 "$out/ours.jsonl" env PYDEVICE="$PYDEVICE" "$py" "$here/run_ours.py" \
     "${kernels[@]}"
+  if [ ${#kernels[@]} -eq 0 ] || [[ " ${kernels[*]} " == *" spmv_csr "* ]]; then
+    # spmv_csr with Python's negative indices (its `wraparound=False` taken off): the
+    # wrap's cost (bench/NOTES.md, "spmv_csr and the wrap").
+    step "ours, spmv_csr without wraparound=False" 60 "$out/ours_wrap.jsonl" \
+      env PYDEVICE="$PYDEVICE" PYDEVICE_BENCH_VARIANT=wraparound "$py" "$here/run_ours.py" spmv_csr
+  fi
 else
   log "PYDEVICE not set: skipping our compiler"
 fi

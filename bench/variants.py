@@ -9,6 +9,8 @@ compiles a rewritten copy instead:
            assertion that never fails, as a user guarding their stores would write it
            (compiled in: the default).
   asserts_off  the same with `assertions=False` on the kernel (must time as the original).
+  wraparound  `wraparound=False` taken off the kernels that have it (spmv_csr): Python's
+           negative indices, the cost of the wrap (bench/NOTES.md, "spmv_csr and the wrap").
 
 usage: PYDEVICE=... PYDEVICE_BENCH_VARIANT=bounds python3 run_ours.py [kernel ...]
        python3 variants.py VARIANT FILE.py   (prints the rewritten source)
@@ -62,7 +64,13 @@ def rewrite(variant, src):
         return add_asserts(src)
     if variant == "asserts_off":
         return decorate(add_asserts(src), "assertions=False")
-    raise SystemExit(f"unknown PYDEVICE_BENCH_VARIANT {variant!r}: bounds, asserts, asserts_off")
+    if variant == "wraparound":
+        src = re.sub(r"@device\.kernel\(wraparound=False\)", "@device.kernel", src)
+        src = re.sub(r"(@device\.kernel\(.*?)wraparound=False, ", r"\1", src)
+        return re.sub(r"(@device\.kernel\(.*?), wraparound=False", r"\1", src)
+    raise SystemExit(
+        f"unknown PYDEVICE_BENCH_VARIANT {variant!r}: bounds, asserts, asserts_off, wraparound"
+    )
 
 
 if __name__ == "__main__":

@@ -104,6 +104,8 @@ def test_unknown_keywords_raise_at_decoration_time():
         device.struct(align=3)
     # the spec's own keywords are accepted
     assert callable(device.kernel(interop=True)) and callable(device.func(interop=True))
+    # pydevice's kernel options (§12)
+    assert callable(device.kernel(wraparound=False, assertions=False, bounds_check=True))
     assert callable(device.struct(align=16))
 
 

@@ -66,6 +66,8 @@ pub(crate) struct DecoratorOptions {
     pub debug: bool,
     /// `bounds_check=True` (kernels): out-of-range indices are reported, not executed.
     pub bounds_check: bool,
+    /// `wraparound=False` (kernels): negative indices do not count from the end (§5.1).
+    pub no_wraparound: bool,
     /// `assertions=False` (kernels): `assert` statements are compiled out.
     pub skip_assertions: bool,
     /// numba's `max_registers=N`.
@@ -903,6 +905,7 @@ impl ParsedModule {
                     "lineinfo",
                     "debug",
                     "bounds_check",
+                    "wraparound",
                     "assertions",
                     "cluster",
                 ];
@@ -964,6 +967,7 @@ impl ParsedModule {
                         options.debug |= on;
                     }
                     "bounds_check" => options.bounds_check = flag(diags).unwrap_or(false),
+                    "wraparound" => options.no_wraparound = !flag(diags).unwrap_or(true),
                     "assertions" => options.skip_assertions = !flag(diags).unwrap_or(true),
                     "max_threads" => options.max_threads = count(diags, 1024),
                     "min_blocks" => options.min_blocks = count(diags, 64),
@@ -979,7 +983,7 @@ impl ParsedModule {
                         )
                         .with_label("not a supported option")
                         .with_note(if this == FunctionKind::Kernel {
-                            "supported options: interop, max_threads, min_blocks, fastmath, contract, lineinfo, debug, bounds_check, assertions, cluster"
+                            "supported options: interop, max_threads, min_blocks, fastmath, contract, lineinfo, debug, bounds_check, wraparound, assertions, cluster"
                         } else {
                             "supported options: interop, extern"
                         }),

@@ -573,3 +573,120 @@ fn nested_records_in_place() {
         );
     }
 }
+
+/// `range` loops from a start of unknown sign (`lang/range_versioned.py`): the first loop is
+/// compiled twice (§5.1), and about half the threads start it below zero, so both copies run;
+/// negative loop variables and negative gathered indices must still wrap as Python's do.
+#[test]
+fn versioned_range_loops_wrap_negative_indices() {
+    let Some(dev) = device("versioned_range_loops_wrap_negative_indices") else {
+        return;
+    };
+    let k = kernel(
+        &dev,
+        &fixture("range_versioned"),
+        "gather",
+        "int32[::1], int32[::1], float32[::1], float32[::1]",
+    );
+    let (n, len) = (1000usize, 4096usize);
+    let mut r = Rng(77);
+    let bounds: Vec<i32> = (0..=n).map(|_| r.i32(-300, 300)).collect();
+    let idx: Vec<i32> = (0..len).map(|_| r.i32(-(len as i32), len as i32)).collect();
+    let data: Vec<f32> = (0..len).map(|_| r.f32(-1.0, 1.0)).collect();
+    let (_b, ba) = vec1(&dev, &bounds);
+    let (_i, ia) = vec1(&dev, &idx);
+    let (_d, da) = vec1(&dev, &data);
+    let (ob, oa) = vec1(&dev, &vec![f32::NAN; n]);
+    k.launch(&[ba, ia, da, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    // Python's a[v]: a negative v counts from the end.
+    let at = |v: i64, n: usize| {
+        if v < 0 {
+            (v + n as i64) as usize
+        } else {
+            v as usize
+        }
+    };
+    // Threads whose loop ran from a negative start and from a non-negative one.
+    let (mut from_negative, mut from_positive) = (0, 0);
+    for i in 0..n {
+        let (lo, hi) = (i64::from(bounds[i]), i64::from(bounds[i + 1]));
+        let mut terms: Vec<f64> = Vec::new();
+        for k in (lo..hi).step_by(4) {
+            let g = i64::from(idx[at(k, len)]);
+            terms.push(f64::from(data[at(k, len)]) * f64::from(data[at(g, len)]));
+        }
+        if lo < hi {
+            if lo < 0 {
+                from_negative += 1;
+            } else {
+                from_positive += 1;
+            }
+        }
+        terms.extend((i..len).step_by(64).map(|m| f64::from(data[m])));
+        terms.extend((-3i64..0).map(|m| f64::from(data[at(m, len)])));
+        for row in lo..2 {
+            terms.extend((0..2).map(|c| f64::from(data[at(row + c, len)])));
+        }
+        let last = i64::from(idx[at(i as i64 - 1, len)]);
+        for _ in lo..4 {
+            terms.push(f64::from(data[at(last, len)]));
+        }
+        let want: f64 = terms.iter().sum();
+        let scale: f64 = terms.iter().map(|t| t.abs()).sum::<f64>().max(1.0);
+        assert!(
+            (f64::from(out[i]) - want).abs() <= 1e-5 * scale,
+            "out[{i}] (start {lo}, stop {hi}): {} vs {want}",
+            out[i]
+        );
+    }
+    // Both copies of the versioned loop ran, many times.
+    assert!(
+        from_negative > 100 && from_positive > 100,
+        "{from_negative} {from_positive}"
+    );
+}
+
+/// `@kernel(wraparound=False)` (`lang/wraparound_off.py`): a CSR matrix-vector product whose
+/// gathers and `@func` index as C does, on a random matrix against the CPU.
+#[test]
+fn wraparound_off_gathers_as_c_does() {
+    let Some(dev) = device("wraparound_off_gathers_as_c_does") else {
+        return;
+    };
+    let k = kernel(
+        &dev,
+        &fixture("wraparound_off"),
+        "spmv",
+        "int32[::1], int32[::1], float32[::1], float32[::1], float32[::1]",
+    );
+    let (rows, cols) = (3000usize, 5000usize);
+    let mut r = Rng(5);
+    let mut indptr = vec![0i32];
+    for _ in 0..rows {
+        indptr.push(indptr.last().unwrap() + r.i32(0, 80));
+    }
+    let nnz = *indptr.last().unwrap() as usize;
+    let indices: Vec<i32> = (0..nnz).map(|_| r.i32(0, cols as i32)).collect();
+    let data: Vec<f32> = (0..nnz).map(|_| r.f32(-1.0, 1.0)).collect();
+    let x: Vec<f32> = (0..cols).map(|_| r.f32(-1.0, 1.0)).collect();
+    let (_p, pa) = vec1(&dev, &indptr);
+    let (_i, ia) = vec1(&dev, &indices);
+    let (_d, da) = vec1(&dev, &data);
+    let (_x, xa) = vec1(&dev, &x);
+    let (yb, ya) = vec1(&dev, &vec![f32::NAN; rows]);
+    // A warp a row: 8 rows a block of 256.
+    k.launch(&[pa, ia, da, xa, ya], [blocks(rows, 8), 1, 1], [256, 1, 1]);
+    let y: Vec<f32> = from_bytes(&dev.download(&yb).expect("download"));
+    for row in 0..rows {
+        let (lo, hi) = (indptr[row] as usize, indptr[row + 1] as usize);
+        let terms = (lo..hi).map(|k| f64::from(data[k]) * f64::from(x[indices[k] as usize]));
+        let want: f64 = terms.clone().sum::<f64>() + f64::from(x[row]);
+        let scale = terms.map(f64::abs).sum::<f64>() + 1.0;
+        assert!(
+            (f64::from(y[row]) - want).abs() <= 1e-5 * scale,
+            "y[{row}]: {} vs {want}",
+            y[row]
+        );
+    }
+}

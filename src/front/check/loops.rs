@@ -309,7 +309,16 @@ impl FnCx<'_, '_> {
             copy(self, step_e)
         };
         let inc = self.push(Expr::Binary(BinaryOp::AddNoWrap, c, st), tty.clone(), span);
-        out.push(Stmt {
+        // An innermost loop counting up by a constant from a start of unknown sign, whose
+        // body wraps an index computed from the counter, is versioned on `start >= 0`
+        // (§5.1): the two copies are the same loop, and in the first the optimizer proves
+        // the counter non-negative and drops the wrap (`data[k]` in spmv_csr).
+        let version = step_sign == Some(1)
+            && self.s.wraparound
+            && !start.nonneg
+            && !matches!(self.exprs[start_e], Expr::Literal(_))
+            && wraps_counter(&body, ctr, &self.exprs);
+        let stmt = Stmt {
             kind: StmtKind::Loop {
                 cond,
                 body,
@@ -319,7 +328,21 @@ impl FnCx<'_, '_> {
                 }],
             },
             span,
-        });
+        };
+        if version {
+            let (s, zero) = (copy(self, start_e), lit(self, 0));
+            let cond = bin(self, BinaryOp::Ge, s, zero);
+            out.push(Stmt {
+                kind: StmtKind::If {
+                    cond,
+                    then: vec![stmt.clone()],
+                    otherwise: vec![stmt],
+                },
+                span,
+            });
+        } else {
+            out.push(stmt);
+        }
         if let Some(flag) = else_flag {
             let cond = self.push(Expr::Local(flag), Type::Scalar(Scalar::Bool), span);
             let then = self.block(&f.orelse);
@@ -908,4 +931,101 @@ fn loop_jump(body: &[ast::Stmt]) -> Option<Span> {
         ast::Stmt::Try(t) => loop_jump(&t.body),
         _ => None,
     })
+}
+
+/// Whether `body` (a loop's) has no loop inside it and indexes an array with a wrapping index
+/// (§5.1) computed from `ctr` or from a local assigned from it in the body: such a loop is
+/// worth a second copy in which its counter is known non-negative.
+fn wraps_counter(body: &Block, ctr: Handle<Local>, exprs: &Arena<Expr>) -> bool {
+    fn stmts<'a>(b: &'a Block, out: &mut Vec<&'a Stmt>) -> bool {
+        for s in b {
+            out.push(s);
+            let inner_ok = match &s.kind {
+                StmtKind::Loop { .. } => false,
+                StmtKind::If {
+                    then, otherwise, ..
+                } => stmts(then, out) && stmts(otherwise, out),
+                _ => true,
+            };
+            if !inner_ok {
+                return false;
+            }
+        }
+        true
+    }
+    let mut all = Vec::new();
+    if !stmts(body, &mut all) {
+        return false;
+    }
+    // Whether expression `e` reads one of `locals`.
+    let reads = |e: Handle<Expr>, locals: &HashSet<Handle<Local>>| {
+        let mut todo = vec![e];
+        while let Some(h) = todo.pop() {
+            match &exprs[h] {
+                Expr::Local(l) if locals.contains(l) => return true,
+                other => todo.extend(other.operands()),
+            }
+        }
+        false
+    };
+    let mut derived = HashSet::from([ctr]);
+    loop {
+        let before = derived.len();
+        for s in &all {
+            if let StmtKind::Assign(l, e) = &s.kind
+                && !derived.contains(l)
+                && reads(*e, &derived)
+            {
+                derived.insert(*l);
+            }
+        }
+        if derived.len() == before {
+            break;
+        }
+    }
+    // The roots: every expression a statement evaluates.
+    let mut roots = Vec::new();
+    for s in &all {
+        match &s.kind {
+            StmtKind::Eval(e) | StmtKind::Assign(_, e) => roots.push(*e),
+            StmtKind::Store {
+                array,
+                indices,
+                value,
+            } => {
+                if indices.iter().any(|i| i.wrap && reads(i.value, &derived)) {
+                    return true;
+                }
+                roots.extend([*array, *value]);
+            }
+            StmtKind::StoreRef { target, value } => roots.extend([*target, *value]),
+            StmtKind::If { cond, .. } | StmtKind::Assert { cond, .. } => roots.push(*cond),
+            StmtKind::Return(Some(e)) => roots.push(*e),
+            StmtKind::Print(pieces) => roots.extend(pieces.iter().filter_map(|p| match p {
+                ir::PrintPiece::Value { value, .. } => Some(*value),
+                ir::PrintPiece::Text(_) => None,
+            })),
+            _ => {}
+        }
+    }
+    let mut todo = roots;
+    while let Some(h) = todo.pop() {
+        let e = &exprs[h];
+        let wrapped: Vec<Index> = match e {
+            Expr::Load { indices, .. } | Expr::ElementRef { indices, .. } => indices.clone(),
+            Expr::View { subs, .. } => subs
+                .iter()
+                .filter_map(|s| match s {
+                    ir::Subscript::Index(i) => Some(*i),
+                    ir::Subscript::Slice { .. } => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        if wrapped.iter().any(|i| i.wrap && reads(i.value, &derived)) {
+            return true;
+        }
+        todo.extend(e.operands());
+    }
+    false
 }

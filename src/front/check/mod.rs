@@ -59,6 +59,7 @@ pub fn specialize(
         pending: HashMap::new(),
         diags: Vec::new(),
         reductions: HashMap::new(),
+        wraparound: true,
     };
     let fail = |list| Diagnostics {
         file: module.file.clone(),
@@ -88,6 +89,7 @@ pub fn specialize(
     if decl.kind.is_none() {
         return Err(fail(vec![not_device_function(decl)]));
     }
+    s.wraparound = !decl.options.no_wraparound;
     if let Some(ext) = &decl.options.external {
         return Err(fail(vec![
             Diagnostic::error(
@@ -317,6 +319,9 @@ struct Specializer<'m> {
     diags: Vec<Diagnostic>,
     /// The functions computing NumPy reductions, by reduction and array type (§5.18).
     reductions: HashMap<(reduce::Reduce, crate::types::ArrayType), Handle<Function>>,
+    /// Whether negative indices count from the end (§5.1): false under the entry kernel's
+    /// `wraparound=False`, for it and every `@func` it calls.
+    wraparound: bool,
 }
 
 impl Specializer<'_> {

@@ -117,6 +117,23 @@ impl FnCx<'_, '_> {
                 return None;
             }
         }
+        if !self.s.wraparound
+            && let Some(n) = v.konst.as_ref().and_then(|c| c.as_int())
+            && n < 0
+        {
+            self.diags.push(
+                Diagnostic::error(
+                    Code::E0290,
+                    v.span,
+                    format!("the index {n} is negative, and the kernel is compiled with `wraparound=False`"),
+                )
+                .with_label("would be out of range")
+                .with_note(
+                    "under `wraparound=False` an index does not count from the end; write `a[len(a) - 1]` or drop the option",
+                ),
+            );
+            return None;
+        }
         let e = if v.weak.is_some() {
             self.convert(&v, Scalar::Int64)?
         } else {
@@ -124,7 +141,7 @@ impl FnCx<'_, '_> {
         };
         Some(Index {
             value: e,
-            wrap: !v.nonneg,
+            wrap: !v.nonneg && self.s.wraparound,
         })
     }
 
