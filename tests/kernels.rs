@@ -626,10 +626,13 @@ fn strategy_selection_by_shape() {
         pick(arr(Scalar::Complex128, &[1024, 256]), Some(&[0])),
         (Columns, 8, 1, 0)
     );
+    // (300 outputs of 1000): tile 32 in 3 slices (30 blocks, 42 rows a thread); tile 16
+    // would need no slice but give fewer blocks and longer loops, tile 8 gives more of both.
     assert_eq!(
         pick(arr(F32, &[6, 1000, 50]), Some(&[1])),
-        (Columns, 16, 1, 0)
+        (Columns, 8, 1, 0)
     );
+    assert_eq!(pick(arr(F32, &[997, 1009]), Some(&[0])), (Columns, 8, 1, 0));
     // Too many rows for the narrowest tile to go unsplit: the wide tile, split.
     assert_eq!(
         pick(arr(F32, &[4096, 1024]), Some(&[0])),

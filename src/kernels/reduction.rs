@@ -93,9 +93,9 @@ pub const SECTOR_BYTES: u64 = 32;
 /// The tile and the slices of [`Strategy::Columns`] for `n_out` outputs of `n_red` elements
 /// of `itemsize` bytes, the reduced axis of stride `red_stride`: [`column_tile`] and
 /// [`column_splits`], except that a split reduction of at most [`COLUMN_NARROW_MAX`]
-/// elements takes the widest narrower tile (halving, down to [`SECTOR_BYTES`] of a row) with
-/// which one slice is enough: as many blocks as the split gives, one kernel, no partial
-/// results.
+/// elements takes the widest narrower tile `t` (halving, down to [`SECTOR_BYTES`] of a row)
+/// with which one slice is enough and `t × splits ≤ tile`: at least as many blocks as the
+/// split gives, each thread folding at most as many rows, one kernel, no partial results.
 ///
 /// ```
 /// use pydevice::kernels::reduction::column_shape;
@@ -112,7 +112,7 @@ pub fn column_shape(n_out: u64, n_red: u64, red_stride: i64, itemsize: u64) -> (
         let narrowest = (SECTOR_BYTES / itemsize.max(1)).max(1);
         let mut t = tile / 2;
         while t >= 1 && u64::from(t) >= narrowest {
-            if column_splits(n_out, n_red, t) == 1 {
+            if u64::from(t) * splits <= u64::from(tile) && column_splits(n_out, n_red, t) == 1 {
                 return (t, 1);
             }
             t /= 2;
