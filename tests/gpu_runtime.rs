@@ -1126,6 +1126,9 @@ mod one_line_kernels {
             (vec![64, 1 << 17], None, Some(vec![0]), false),
             (vec![7, 1000, 33], None, Some(vec![1]), true),
             (vec![7, 1000, 33], None, Some(vec![0, 2]), false),
+            // Many outputs of 1024 rows: the tile narrowed to 8 outputs, unsplit.
+            (vec![1024, 256], None, Some(vec![0]), false),
+            (vec![1024, 4096], None, Some(vec![0]), true),
             (vec![6, 5, 40, 32], None, Some(vec![0, 2]), false),
             (vec![997, 1009], None, Some(vec![1]), false),
             (vec![16, 4096], None, Some(vec![1]), false),

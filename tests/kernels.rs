@@ -471,13 +471,26 @@ fn column_tiles_read_rows_coalesced() {
         true,
         Strategy::Columns,
     );
-    let mid = [arr(F32, &[6, 1000, 50])];
+    // (6, 4000, 50): long enough for slices even with the narrowest tile (`column_shape`).
+    let mid = [arr(F32, &[6, 4000, 50])];
     reduction(
         "sum_middle_axis_columns",
         L2NORM,
         None,
         &mid,
         Some(&[1]),
+        false,
+        Strategy::Columns,
+    );
+    // Many outputs of 1024 rows (`axis=0` of (1024, 256)): the tile narrowed to 8 outputs
+    // (32 bytes of a row) needs no slices, where 32 would need 4 (`column_shape`).
+    let wide = [arr(F32, &[1024, 256])];
+    reduction(
+        "sum_columns_narrowed",
+        L2NORM,
+        None,
+        &wide,
+        Some(&[0]),
         false,
         Strategy::Columns,
     );
@@ -519,7 +532,7 @@ fn column_tiles_read_rows_coalesced() {
 /// Which shape picks which strategy, tile and split (no compilation).
 #[test]
 fn strategy_selection_by_shape() {
-    use pydevice::kernels::reduction::{choose_strategy, column_splits, column_tile};
+    use pydevice::kernels::reduction::{choose_strategy, column_shape, column_splits, column_tile};
     let k = ReductionKernel::new(
         L2NORM[0], L2NORM[1], L2NORM[2], L2NORM[3], L2NORM[4], L2NORM[5], L2NORM[6], None,
     )
@@ -592,6 +605,39 @@ fn strategy_selection_by_shape() {
         pick(arr(F32, &[16, 1 << 22]), Some(&[1])),
         (Columns, 1, 512, 512 * 16)
     );
+    // Many outputs of 1024 rows (the bench's red-wide) up to 2^24 elements: the tile is
+    // narrowed (not below 32 bytes of a row) until one slice is enough, one kernel.
+    for (dtype, n) in [(F32, 16), (F32, 256), (F32, 4096), (F64, 256), (F64, 4096)] {
+        assert_eq!(
+            pick(arr(dtype, &[1024, n]), Some(&[0])),
+            (Columns, 8, 1, 0),
+            "{dtype} (1024, {n})"
+        );
+    }
+    assert_eq!(
+        pick(arr(F32, &[1024, 16384]), Some(&[0])),
+        (Columns, 8, 1, 0)
+    );
+    assert_eq!(
+        pick(arr(F32, &[1024, 65536]), Some(&[0])),
+        (Columns, 32, 4, 4 * 65536)
+    );
+    assert_eq!(
+        pick(arr(Scalar::Complex128, &[1024, 256]), Some(&[0])),
+        (Columns, 8, 1, 0)
+    );
+    // (300 outputs of 1000): tile 32 in 3 slices (30 blocks, 42 rows a thread); tile 16
+    // would need no slice but give fewer blocks and longer loops, tile 8 gives more of both.
+    assert_eq!(
+        pick(arr(F32, &[6, 1000, 50]), Some(&[1])),
+        (Columns, 8, 1, 0)
+    );
+    assert_eq!(pick(arr(F32, &[997, 1009]), Some(&[0])), (Columns, 8, 1, 0));
+    // Too many rows for the narrowest tile to go unsplit: the wide tile, split.
+    assert_eq!(
+        pick(arr(F32, &[4096, 1024]), Some(&[0])),
+        (Columns, 32, 16, 16 * 1024)
+    );
     // The reduced axis denser than the kept one, few outputs: a block per output.
     let s = strided(F32, &[16, 4096], &[8192, 2]);
     assert_eq!(pick(s, Some(&[1])), (Block, 1, 1, 0));
@@ -620,6 +666,16 @@ fn strategy_selection_by_shape() {
     assert_eq!(column_splits(3, 1 << 30, 4), 1024);
     assert_eq!(column_splits(16, 100_000, 1), 12);
     assert_eq!(column_splits(64, 4096, 1), 1);
+    assert_eq!(column_shape(256, 1024, 256, 4), (8, 1));
+    assert_eq!(column_shape(256, 1024, 256, 8), (8, 1));
+    // float64 stops at 4 outputs (32 bytes), int8 at 32 (no narrowing below it).
+    assert_eq!(column_shape(1024, 4096, 1024, 8), (32, 16));
+    assert_eq!(column_shape(256, 2048, 256, 8), (4, 1));
+    assert_eq!(column_shape(256, 2048, 256, 1), (32, 8));
+    assert_eq!(
+        column_shape(100, 1 << 16, 1, 4),
+        (1, column_splits(100, 1 << 16, 1))
+    );
 }
 
 #[test]

@@ -46,8 +46,11 @@ def main():
             xv, yv = xs[::2], ys[::2]
             z = cp.empty_like(x)
             x_wide = x.reshape(1024, -1) if n >= 1024 else x.reshape(-1, 1)
+            x2 = x.reshape(-1, 1024) if n >= 1024 else x.reshape(1, -1)
+            yb = y[: x2.shape[1]]
             cases = [
                 ("ew-contig", lambda: ours_ew(x, y), lambda: cupy_ew(x, y)),
+                ("ew-bcast", lambda: ours_ew(x2, yb), lambda: cupy_ew(x2, yb)),
                 ("ew-contig out=", lambda: ours_ew(x, y, z), lambda: cupy_ew(x, y, z)),
                 ("ew-strided (views made)", lambda: ours_ew(xv, yv), lambda: cupy_ew(xv, yv)),
                 ("ew-strided out=", lambda: ours_ew(xv, yv, z), lambda: cupy_ew(xv, yv, z)),

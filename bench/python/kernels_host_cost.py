@@ -35,6 +35,7 @@ import pydevice
 from pydevice import _core, _kernels, _native
 
 N = 1024
+WIDE = 256  # red-wide's outputs at 2**18 elements
 BASE = 0x7F20_0000_0000
 
 
@@ -123,7 +124,7 @@ def general_path(hooks):
 
 class _GeneralOnly:
     """A native kernel half whose `launch` packs without launching and whose fast path is
-    off: the general path, up to the driver call."""
+    off: the general path (the kernels' `_call`), up to the driver call."""
 
     def __init__(self, k, reduction):
         self._k = k
@@ -174,10 +175,18 @@ def main():
     built[1]._k = _GeneralOnly(fused_k, False)
     fused_fast, fused._fast = fused._fast, _native.FuseDispatch()  # empty: always misses
     z = array((N,), base=BASE + 0x200000)
+    # Strided views (every other element of 2N, as elementwise_bench.py's ew-strided) and a
+    # (1024, N) matrix reduced over axis 0 (red-wide: many outputs, 1024 rows).
+    x2 = array((2 * N,), base=BASE + 0x300000)
+    y2 = array((2 * N,), base=BASE + 0x400000)
+    xv, yv = x2[::2], y2[::2]
+    xw = array((1024, WIDE), base=BASE + 0x800000)
     g = measure([
-        ("ElementwiseKernel, general path", lambda: ew(x, y)),
-        ("ElementwiseKernel, output given, general path", lambda: ew(x, y, z)),
-        ("ReductionKernel (full), general path", lambda: red(x)),
+        ("ElementwiseKernel, general path", lambda: ew._call(x, y)),
+        ("ElementwiseKernel, output given, general path", lambda: ew._call(x, y, z)),
+        ("ElementwiseKernel, strided views, general path", lambda: ew._call(xv, yv)),
+        ("ReductionKernel (full), general path", lambda: red._call(x)),
+        (f"ReductionKernel (axis 0 of (1024, {WIDE})), general path", lambda: red._call(xw, axis=0)),
         ("fuse, general path", lambda: fused(x, y)),
     ], o.n, o.repeats)
     undo()
@@ -194,15 +203,40 @@ def main():
     rcall = red._k.resolve(tuple(a.descs), None, False)
     routs = (("A", "float32", BASE + (1 << 40), (), ()),)
     assert red._k.remember_dry_run((x,), rcall, routs, BASE + (1 << 41), None, False, 0)
+    a = _kernels._Args((xv, yv), 2)
+    assert ew._k.remember_dry_run((xv, yv), ew._k.resolve(tuple(a.descs), None), outs, 0, None)
+    a = _kernels._Args((xw,), 1)
+    wcall = red._k.resolve(tuple(a.descs), [0], False)
+    wouts = (("A", "float32", BASE + (1 << 40), (WIDE,), (1,)),)
+    assert red._k.remember_dry_run((xw,), wcall, wouts, BASE + (1 << 41), 0, False, 0)
     f = measure([
         ("ElementwiseKernel, fast path", lambda: ew(x, y)),
         ("ElementwiseKernel, output given, fast path", lambda: ew(x, y, z)),
+        ("ElementwiseKernel, strided views, fast path", lambda: ew(xv, yv)),
+        ("ElementwiseKernel, strided views made in the call, fast path", lambda: ew(x2[::2], y2[::2])),
+        ("ElementwiseKernel, native half alone (call_fast), fast path", lambda: ew._k.call_fast((x, y), None, None)),
         ("ReductionKernel (full), fast path", lambda: red(x)),
+        (f"ReductionKernel (axis 0 of (1024, {WIDE})), fast path", lambda: red(xw, axis=0)),
         ("fuse, fast path", lambda: fused(x, y)),
+        ("two CuPy views (x2[::2], y2[::2]) alone, fast path", lambda: (x2[::2], y2[::2])),
+        ("hooks.empty alone (the stand-in allocation), fast path", lambda: hooks.empty((N,), np.float32)),
     ], o.n, o.repeats)
+    # The fast path with CuPy's own array construction (over a stand-in allocator: CuPy's
+    # memory pool costs more on a GPU machine): `cupy.ndarray(shape, dtype)` against its two
+    # steps (`_core._cupy_construct`, what the fast path uses when CuPy is laid out so).
+    stand_in = memory.MemoryPointer(memory.UnownedMemory(BASE + (1 << 44), 1 << 30, None, device_id=0), 0)
+    saved = cupy.cuda.get_allocator()
+    cupy.cuda.set_allocator(lambda nbytes: stand_in)
+    construct = _core._cupy_construct(cupy)
+    _native.set_cupy_hooks(cupy.ndarray, hooks.stream)
+    f += measure([("ElementwiseKernel, CuPy allocates (cupy.ndarray), fast path", lambda: ew(x, y))], o.n, o.repeats)
+    if construct is not None:
+        _native.set_cupy_hooks(cupy.ndarray, hooks.stream, construct)
+        f += measure([("ElementwiseKernel, CuPy allocates (two steps), fast path", lambda: ew(x, y))], o.n, o.repeats)
+    cupy.cuda.set_allocator(saved)
     gm = {r["case"].rsplit(", ", 1)[0]: r["median_us"] for r in g}
     fm = {r["case"].rsplit(", ", 1)[0]: r["median_us"] for r in f}
-    for label in ("ElementwiseKernel", "ElementwiseKernel, output given", "ReductionKernel (full)", "fuse"):
+    for label in dict.fromkeys(list(gm) + list(fm)):
         if label in gm or label in fm:
             rows.append((label, gm.get(label, float("nan")), fm.get(label, float("nan"))))
     print()

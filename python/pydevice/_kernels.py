@@ -186,7 +186,7 @@ def _result(outs: list, n_out: int):
     return outs[0] if n_out == 1 else tuple(outs)
 
 
-class ElementwiseKernel:
+class ElementwiseKernel(_native.KernelCall):
     """CuPy's ``ElementwiseKernel`` with a Python body::
 
         squared_diff = pydevice.ElementwiseKernel(
@@ -195,6 +195,10 @@ class ElementwiseKernel:
 
     Call it with the inputs, optionally followed by the outputs; ``size=`` when every array
     parameter is ``raw``; ``stream=`` to pick a stream (default: the framework's current one).
+
+    ``__call__`` is the native base class's: a call signature launched before (CuPy arrays,
+    Python numbers) takes the repeated-call fast path there; everything else comes to
+    ``_call``, the general path.
     """
 
     def __init__(self, in_params: str, out_params: str, operation: str, name: str = "kernel", **options):
@@ -219,18 +223,14 @@ class ElementwiseKernel:
         self.nin = _count(in_params)
         self.nout = _count(out_params)
         self.nargs = self.nin + self.nout
+        self._set_native(self._k)
 
     def __repr__(self) -> str:
         return f"<pydevice.ElementwiseKernel {self.name}>"
 
-    def __call__(self, *args, size: Optional[int] = None, stream=None, **kwargs):
-        if not kwargs:
-            # The native fast path: a call signature launched before (CuPy arrays, Python
-            # numbers); NotImplemented sends everything else down the general path.
-            r = self._k.call_fast(args, size, stream)
-            if r is not NotImplemented:
-                return r
-        else:
+    def _call(self, *args, size: Optional[int] = None, stream=None, **kwargs):
+        """The general path of a call (the native ``__call__`` found no remembered signature)."""
+        if kwargs:
             raise TypeError(f"unknown keyword arguments: {', '.join(sorted(kwargs))}")
         if len(args) not in (self.nin, self.nargs):
             raise TypeError(
@@ -306,13 +306,15 @@ def _axis(axis, ndim_hint=None):
     return [int(x) for x in axis]
 
 
-class ReductionKernel:
+class ReductionKernel(_native.KernelCall):
     """CuPy's ``ReductionKernel`` with Python expressions::
 
         l2norm = pydevice.ReductionKernel("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm")
         l2norm(x, axis=1)
 
     ``axis`` is an int, a tuple or None (every axis); ``keepdims`` keeps reduced axes as 1.
+    ``__call__`` is the native base class's (see ``ElementwiseKernel``); ``_call`` is the
+    general path.
     """
 
     def __init__(
@@ -341,20 +343,17 @@ class ReductionKernel:
         self.nin = _count(in_params)
         self.nout = _count(out_params)
         self.nargs = self.nin + self.nout
+        self._set_native(self._k)
 
     def __repr__(self) -> str:
         return f"<pydevice.ReductionKernel {self.name}>"
 
-    def __call__(self, *args, axis=None, keepdims: bool = False, stream=None, out=None, **kwargs):
+    def _call(self, *args, axis=None, keepdims: bool = False, stream=None, out=None, **kwargs):
+        """The general path of a call (the native ``__call__`` found no remembered signature)."""
         if kwargs:
             raise TypeError(f"unknown keyword arguments: {', '.join(sorted(kwargs))}")
         if out is not None:
             args = args + (out,)
-        if type(keepdims) is bool:
-            # The native fast path (see ElementwiseKernel.__call__).
-            r = self._k.call_fast(args, axis, keepdims, stream)
-            if r is not NotImplemented:
-                return r
         if len(args) not in (self.nin, self.nargs):
             raise TypeError(
                 f"{self.name} takes {self.nin} input{'s' if self.nin != 1 else ''} and optionally "

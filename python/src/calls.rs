@@ -30,19 +30,72 @@ use smallvec::SmallVec;
 
 use crate::fast::{ArgKey, ArgVal, Key, read, stream_handle};
 
-/// CuPy's array constructor (`cupy.ndarray`, called as `cupy.empty` calls it) and its
-/// current-stream function (`cupy.cuda.get_current_stream`), registered by the Python side
-/// when it first meets a CuPy array; a benchmark or test without a GPU registers stand-ins
+/// CuPy's array constructor (`cupy.ndarray`, called as `cupy.empty` calls it), its
+/// current-stream function (`cupy.cuda.get_current_stream`) and, when CuPy is laid out as
+/// [`Construct`] expects, the constructor's two steps, registered by the Python side when it
+/// first meets a CuPy array; a benchmark or test without a GPU registers stand-ins
 /// (`_native.set_cupy_hooks`).
-static CUPY_HOOKS: RwLock<Option<(Py<PyAny>, Py<PyAny>)>> = RwLock::new(None);
+static CUPY_HOOKS: RwLock<Option<Arc<Hooks>>> = RwLock::new(None);
+
+/// `cupy.ndarray(shape, dtype)` in its two steps, without the Python-level `__new__` and
+/// `__init__` around them: CuPy (13 and later) defines `ndarray` as a Python subclass of the
+/// extension type `_ndarray_base`, whose `__new__(cls, *args, **kwargs)` calls
+/// `_ndarray_base.__new__(cls, *args)` then `x._init(*args)` and whose `__init__` does nothing.
+/// Calling the two directly makes the same array for about 60% of the cost.
+struct Construct {
+    /// `_ndarray_base.__new__`.
+    new: Py<PyAny>,
+    /// `cupy.ndarray`.
+    cls: Py<PyAny>,
+    /// `_ndarray_base._init`.
+    init: Py<PyAny>,
+}
+
+struct Hooks {
+    empty: Py<PyAny>,
+    current_stream: Py<PyAny>,
+    construct: Option<Construct>,
+}
+
+impl Hooks {
+    /// A new C-contiguous array of `shape` and `dtype`.
+    fn empty<'py>(
+        &self,
+        py: Python<'py>,
+        shape: &Bound<'py, PyTuple>,
+        dtype: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        match &self.construct {
+            Some(c) => {
+                let x = c.new.bind(py).call1((c.cls.bind(py), shape, dtype))?;
+                c.init.bind(py).call1((&x, shape, dtype))?;
+                Ok(x)
+            }
+            None => self.empty.bind(py).call1((shape, dtype)),
+        }
+    }
+}
 
 /// Registers the allocation and current-stream functions of the CuPy fast path: `empty(shape,
 /// dtype)` returns a new C-contiguous array, `current_stream()` an object whose `ptr` is the
-/// stream's handle. `None` turns the fast path of the kernel builders off.
+/// stream's handle. `construct=(base_new, cls, init)` allocates as `x = base_new(cls, shape,
+/// dtype); init(x, shape, dtype)` instead of `empty(shape, dtype)` (CuPy's `ndarray` without
+/// its Python-level constructor, see [`Construct`]). `None` turns the fast path of the kernel
+/// builders off.
 #[pyfunction]
-#[pyo3(signature = (empty, current_stream))]
-pub fn set_cupy_hooks(empty: Option<Py<PyAny>>, current_stream: Option<Py<PyAny>>) {
-    let new = empty.zip(current_stream);
+#[pyo3(signature = (empty, current_stream, construct=None))]
+pub fn set_cupy_hooks(
+    empty: Option<Py<PyAny>>,
+    current_stream: Option<Py<PyAny>>,
+    construct: Option<(Py<PyAny>, Py<PyAny>, Py<PyAny>)>,
+) {
+    let new = empty.zip(current_stream).map(|(empty, current_stream)| {
+        Arc::new(Hooks {
+            empty,
+            current_stream,
+            construct: construct.map(|(new, cls, init)| Construct { new, cls, init }),
+        })
+    });
     let old = std::mem::replace(
         &mut *CUPY_HOOKS.write().unwrap_or_else(|e| e.into_inner()),
         new,
@@ -50,12 +103,8 @@ pub fn set_cupy_hooks(empty: Option<Py<PyAny>>, current_stream: Option<Py<PyAny>
     drop(old);
 }
 
-fn hooks(py: Python<'_>) -> Option<(Py<PyAny>, Py<PyAny>)> {
-    CUPY_HOOKS
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .as_ref()
-        .map(|(a, b)| (a.clone_ref(py), b.clone_ref(py)))
+fn hooks() -> Option<Arc<Hooks>> {
+    CUPY_HOOKS.read().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
 /// What decides a call: the arguments' kinds, their shapes and strides, the call's options.
@@ -432,12 +481,12 @@ impl CallCache {
                 return Ok(None);
             }
         }
-        let Some((empty, current)) = hooks(py) else {
+        let Some(hooks) = hooks() else {
             return Ok(None);
         };
         let handle = if stream.is_none() {
             // CuPy's current stream: its `ptr`, as the general path reads it.
-            let s = current.bind(py).call0()?;
+            let s = hooks.current_stream.bind(py).call0()?;
             match s.getattr(pyo3::intern!(py, "ptr")) {
                 Ok(h) => h.extract::<usize>()?,
                 Err(_) => return Ok(None),
@@ -452,11 +501,10 @@ impl CallCache {
         };
         // The outputs, on the current GPU (the general path allocates on the arrays' GPU:
         // elsewhere it runs).
-        let empty = empty.bind(py);
         let shape = entry.out_shape.bind(py);
         let mut allocated: SmallVec<[(Bound<'_, PyAny>, u64); 2]> = SmallVec::new();
         for dt in &entry.out_dtypes {
-            let a = empty.call1((shape, dt.bind(py)))?;
+            let a = hooks.empty(py, shape, dt.bind(py))?;
             let Some(ptr) = address_on(py, &a, entry.ordinal)? else {
                 return Ok(None);
             };
@@ -464,7 +512,7 @@ impl CallCache {
         }
         let scratch = match &entry.partials {
             Some((bytes, dt)) => {
-                let a = empty.call1((bytes.bind(py), dt.bind(py)))?;
+                let a = hooks.empty(py, bytes.bind(py), dt.bind(py))?;
                 let Some(ptr) = address_on(py, &a, entry.ordinal)? else {
                     return Ok(None);
                 };

@@ -14,8 +14,7 @@
 //! What a launch costs here is measured without a GPU by `bench/python/launch_host_cost.py`
 //! (a dry-run launcher). The reads are the fewest that determine the launch: for a CuPy
 //! array `data.ptr`, `data.device_id`, `dtype`, `_c_contiguous`, `ndim` and, for a
-//! contiguous vector, `size` (else `shape`; strides and `itemsize` only for a
-//! non-contiguous array).
+//! vector, `size` (else `shape`; strides and `itemsize` only for a non-contiguous array).
 
 use std::sync::{Mutex, OnceLock, RwLock};
 
@@ -163,8 +162,8 @@ pub(crate) fn read(py: Python<'_>, a: &Bound<'_, PyAny>) -> PyResult<Option<Read
         let data = address(&mem.getattr(pyo3::intern!(py, "ptr"))?)?;
         let device: i32 = mem.getattr(pyo3::intern!(py, "device_id"))?.extract()?;
         // A C-contiguous array (the common case) needs neither its strides nor its item
-        // size: they follow from the shape; a contiguous vector's shape is its `size` (an
-        // int, where `shape` builds a tuple per read).
+        // size: they follow from the shape; a vector's shape is its `size` (an int, where
+        // `shape` builds a tuple per read), strided or not.
         let contiguous = a
             .getattr(pyo3::intern!(py, "_c_contiguous"))
             .is_ok_and(|c| c.is_truthy().unwrap_or(false));
@@ -172,7 +171,7 @@ pub(crate) fn read(py: Python<'_>, a: &Bound<'_, PyAny>) -> PyResult<Option<Read
         if ndim == 0 {
             return Ok(None);
         }
-        let shape: SmallVec<[u64; 4]> = if contiguous && ndim == 1 {
+        let shape: SmallVec<[u64; 4]> = if ndim == 1 {
             smallvec::smallvec![a.getattr(pyo3::intern!(py, "size"))?.extract::<u64>()?]
         } else {
             match ints::<u64>(&a.getattr(pyo3::intern!(py, "shape"))?)? {

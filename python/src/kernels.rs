@@ -18,7 +18,7 @@ use pydevice::runtime::{DeviceArray, Stream};
 use pydevice::types::Scalar;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyComplex, PyInt, PyList, PyTuple};
+use pyo3::types::{PyComplex, PyDict, PyInt, PyList, PyTuple};
 use std::sync::Arc;
 
 use crate::calls::{CallCache, Launched, ReturnMode, bytes_list, packed_bytes};
@@ -222,6 +222,33 @@ impl Elementwise {
     }
 }
 
+impl Elementwise {
+    /// [`Elementwise::call_fast`], `None` for the general path.
+    fn try_fast(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        size: Option<&Bound<'_, PyAny>>,
+        stream: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Option<Py<PyAny>>> {
+        // A `size=` that is not a non-negative int: the general path says why.
+        let size = match size {
+            None => None,
+            Some(s) if s.is_none() => None,
+            Some(s) if s.is_exact_instance_of::<PyInt>() => match s.extract::<u64>() {
+                Ok(s) => Some(s),
+                Err(_) => return Ok(None),
+            },
+            Some(_) => return Ok(None),
+        };
+        let Some(options) = size_key(size) else {
+            return Ok(None);
+        };
+        let none = py.None().into_bound(py);
+        self.fast.call(py, args, &options, stream.unwrap_or(&none))
+    }
+}
+
 #[pymethods]
 impl Elementwise {
     #[new]
@@ -255,22 +282,8 @@ impl Elementwise {
         size: Option<&Bound<'_, PyAny>>,
         stream: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        // A `size=` that is not a non-negative int: the general path says why.
-        let size = match size {
-            None => None,
-            Some(s) if s.is_exact_instance_of::<PyInt>() => match s.extract::<u64>() {
-                Ok(s) => Some(s),
-                Err(_) => return Ok(py.NotImplemented()),
-            },
-            Some(_) => return Ok(py.NotImplemented()),
-        };
-        let Some(options) = size_key(size) else {
-            return Ok(py.NotImplemented());
-        };
-        let none = py.None().into_bound(py);
         Ok(self
-            .fast
-            .call(py, args, &options, stream.unwrap_or(&none))?
+            .try_fast(py, args, size, stream)?
             .unwrap_or_else(|| py.NotImplemented()))
     }
 
@@ -551,6 +564,24 @@ impl Reduction {
     }
 }
 
+impl Reduction {
+    /// [`Reduction::call_fast`], `None` for the general path.
+    fn try_fast(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        axis: Option<&Bound<'_, PyAny>>,
+        keepdims: bool,
+        stream: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Option<Py<PyAny>>> {
+        let none = py.None().into_bound(py);
+        let Some(options) = axis_key(axis.unwrap_or(&none), keepdims)? else {
+            return Ok(None);
+        };
+        self.fast.call(py, args, &options, stream.unwrap_or(&none))
+    }
+}
+
 #[pymethods]
 impl Reduction {
     #[new]
@@ -601,13 +632,8 @@ impl Reduction {
         keepdims: bool,
         stream: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let none = py.None().into_bound(py);
-        let Some(options) = axis_key(axis.unwrap_or(&none), keepdims)? else {
-            return Ok(py.NotImplemented());
-        };
         Ok(self
-            .fast
-            .call(py, args, &options, stream.unwrap_or(&none))?
+            .try_fast(py, args, axis, keepdims, stream)?
             .unwrap_or_else(|| py.NotImplemented()))
     }
 
@@ -927,5 +953,128 @@ impl GuVectorize {
         // SAFETY: as for `Elementwise::run_host`.
         py.detach(|| unsafe { k.run_host(&l) })
             .map_err(|e| to_py(py, e))
+    }
+}
+
+/// The native half a [`KernelCall`] calls.
+enum Native {
+    Elementwise(Py<Elementwise>),
+    Reduction(Py<Reduction>),
+}
+
+/// The base class of `pydevice.ElementwiseKernel` and `pydevice.ReductionKernel`: their
+/// `__call__`, in native code (the type's call slot), so that a call whose signature was
+/// launched before takes the repeated-call fast path (`calls.rs`) without a Python frame in
+/// between. Anything else (a first call, keyword arguments it does not know, the NumPy and
+/// PyTorch paths, errors) calls the subclass's `_call(*args, **kwargs)`, the general path.
+/// The subclass binds its native half once, with `_set_native`.
+#[pyclass(subclass, frozen, module = "pydevice._native")]
+pub struct KernelCall {
+    native: std::sync::OnceLock<Native>,
+}
+
+impl KernelCall {
+    /// The fast path for `args` and keyword arguments `kwargs`; `None` for the general path.
+    fn try_fast(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Option<Py<PyAny>>> {
+        let Some(native) = self.native.get() else {
+            return Ok(None);
+        };
+        // Keyword arguments by name; one the fast path does not know (or a name that is not
+        // a string) takes the general path, which knows them or raises.
+        let mut size = None;
+        let mut stream = None;
+        let mut axis = None;
+        let mut keepdims = false;
+        let mut out = None;
+        if let Some(kw) = kwargs {
+            let reduction = matches!(native, Native::Reduction(_));
+            for (k, v) in kw.iter() {
+                if k.eq(pyo3::intern!(py, "stream"))? {
+                    stream = Some(v);
+                } else if !reduction && k.eq(pyo3::intern!(py, "size"))? {
+                    size = Some(v);
+                } else if reduction && k.eq(pyo3::intern!(py, "axis"))? {
+                    axis = Some(v);
+                } else if reduction && k.eq(pyo3::intern!(py, "keepdims"))? {
+                    // `keepdims` of another type than bool: the general path converts it.
+                    if !v.is_exact_instance_of::<pyo3::types::PyBool>() {
+                        return Ok(None);
+                    }
+                    keepdims = v.is_truthy()?;
+                } else if reduction && k.eq(pyo3::intern!(py, "out"))? {
+                    out = Some(v);
+                } else {
+                    return Ok(None);
+                }
+            }
+        }
+        match native {
+            Native::Elementwise(k) => k.get().try_fast(py, args, size.as_ref(), stream.as_ref()),
+            Native::Reduction(k) => {
+                // `out=` is the last argument, as the general path appends it.
+                let args = match out {
+                    Some(o) if !o.is_none() => {
+                        let mut v: Vec<Bound<'_, PyAny>> = args.iter().collect();
+                        v.push(o);
+                        PyTuple::new(py, v)?
+                    }
+                    _ => args.clone(),
+                };
+                k.get()
+                    .try_fast(py, &args, axis.as_ref(), keepdims, stream.as_ref())
+            }
+        }
+    }
+}
+
+#[pymethods]
+impl KernelCall {
+    #[new]
+    #[pyo3(signature = (*_args, **_kwargs))]
+    fn new(_args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>) -> KernelCall {
+        KernelCall {
+            native: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Binds the native half (`_native.Elementwise` or `_native.Reduction`) whose fast path
+    /// `__call__` takes; once.
+    fn _set_native(&self, k: &Bound<'_, PyAny>) -> PyResult<()> {
+        let n = if let Ok(e) = k.cast::<Elementwise>() {
+            Native::Elementwise(e.clone().unbind())
+        } else if let Ok(r) = k.cast::<Reduction>() {
+            Native::Reduction(r.clone().unbind())
+        } else {
+            return Err(PyTypeError::new_err(
+                "_set_native takes a _native.Elementwise or _native.Reduction",
+            ));
+        };
+        self.native
+            .set(n)
+            .map_err(|_| PyTypeError::new_err("the kernel's native half is already bound"))
+    }
+
+    /// The call: the fast path when it knows the signature, else `self._call(*args,
+    /// **kwargs)`.
+    #[pyo3(signature = (*args, **kwargs))]
+    fn __call__(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        if let Some(r) = slf.get().try_fast(py, args, kwargs)? {
+            return Ok(r);
+        }
+        Ok(slf
+            .as_any()
+            .getattr(pyo3::intern!(py, "_call"))?
+            .call(args, kwargs)?
+            .unbind())
     }
 }

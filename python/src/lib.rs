@@ -1185,6 +1185,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<HostFunc>()?;
     m.add_class::<Buffer>()?;
     m.add_class::<kernels::Elementwise>()?;
+    m.add_class::<kernels::KernelCall>()?;
     m.add_class::<kernels::ElementwiseCall>()?;
     m.add_class::<kernels::Reduction>()?;
     m.add_class::<kernels::ReductionCall>()?;

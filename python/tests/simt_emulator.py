@@ -1,4 +1,4 @@
-"""A small CPU emulator of generated reduction kernels, for tests without a GPU: each block's
+"""A small CPU emulator of generated reduction (and elementwise) kernels, for tests without a GPU: each block's
 threads are Python threads, `syncthreads` is a barrier, and `shfl_xor_sync` exchanges
 through the block's scratch list between two barriers (so every thread of the block must
 call it, as the warp strategy's loops do when the rows divide evenly among the block's
@@ -34,6 +34,7 @@ class _Device:
     float64 = staticmethod(np.float64)
     int32 = staticmethod(np.int32)
     int64 = staticmethod(np.int64)
+    uint32 = staticmethod(np.uint32)
     complex128 = staticmethod(np.complex128)
 
     def shared_array(self, n, dt):

@@ -340,3 +340,89 @@ def test_the_signature_cache_is_bounded(hooks):
     assert k._k.fast_len() == 1
     _ew_equivalent(k, (_array((513,)),))
     assert k._k.call_fast((_array((1,)),)) is NotImplemented
+
+
+def test_native_call_keywords(hooks):
+    """The native `__call__` takes the fast path with the keywords it knows (`size=None`,
+    `stream=`; `axis=`, `keepdims=` of type bool, `out=`) and sends the rest to `_call`,
+    the general path, which raises for unknown ones."""
+    x = _array((64,))
+    y = _array((64,), base=BASE + 0x10000)
+    k = pydevice.ElementwiseKernel("T x, T y", "T z", "z = x - y", "sub_kw")
+    assert _remember_ew(k, (x, y))
+    n = len(hooks.made)
+    assert k(x, y, size=None, stream=None).shape == (64,)
+    assert k(x, y, stream=0).shape == (64,)
+    assert len(hooks.made) == n + 2  # both took the fast path (the general path needs a GPU)
+    with pytest.raises(TypeError, match="unknown keyword arguments: bogus"):
+        k(x, y, bogus=1)
+    x2 = _array((64, 256), base=BASE + 0x100000)
+    assert _remember_red(RSUM, (x2,), 1, False)
+    assert _remember_red(RSUM, (x2,), (0, 1), True)
+    n = len(hooks.made)
+    assert RSUM(x2, axis=1).shape == (64,)
+    assert RSUM(x2, axis=1, keepdims=False, stream=None).shape == (64,)
+    assert RSUM(x2, axis=(0, 1), keepdims=True).shape == (1, 1)
+    assert len(hooks.made) - n >= 3
+    z = _array((64,), base=BASE + 0x200000)
+    assert _remember_red(RSUM, (x2, z), 1, False)
+    assert RSUM(x2, axis=1, out=z) is z
+    with pytest.raises(TypeError, match="unknown keyword arguments: bogus"):
+        RSUM(x2, axis=1, bogus=1)
+    # Bound once, to a native half.
+    with pytest.raises(TypeError):
+        k._set_native(k._k)
+    with pytest.raises(TypeError):
+        _native.KernelCall()._set_native(object())
+
+
+def test_cupy_construct_makes_what_cupy_ndarray_makes():
+    """`_core._cupy_construct`: CuPy's `ndarray` in its two steps makes the same array as
+    `cupy.ndarray(shape, dtype)` (checked through a stand-in allocator: no GPU needed), and
+    the fast path allocates with it."""
+    from pydevice import _core
+
+    construct = _core._cupy_construct(cupy)
+    if construct is None:
+        pytest.skip(f"CuPy {cupy.__version__} has no _ndarray_base._init: the fast path calls cupy.ndarray")
+    new, cls, init = construct
+    assert cls is cupy.ndarray
+    nxt = [BASE + (1 << 36)]
+
+    def allocator(nbytes):
+        nxt[0] += 1 << 20
+        return memory.MemoryPointer(memory.UnownedMemory(nxt[0], max(nbytes, 1), None, device_id=0), 0)
+
+    saved = cupy.cuda.get_allocator()
+    cupy.cuda.set_allocator(allocator)
+    try:
+        for shape, dtype in [((1024,), np.float32), ((3, 5), np.float64), ((), np.int8), ((0, 4), np.complex64)]:
+            dt = np.dtype(dtype)
+            a = cupy.ndarray(shape, dt)
+            b = new(cls, shape, dt)
+            init(b, shape, dt)
+            assert type(b) is cupy.ndarray
+            assert (b.shape, b.strides, b.dtype, b.size, b.base) == (a.shape, a.strides, a.dtype, a.size, a.base)
+            assert (b.flags.c_contiguous, b.flags.f_contiguous, b.flags.owndata) == (
+                a.flags.c_contiguous, a.flags.f_contiguous, a.flags.owndata)
+            assert b.data.ptr == a.data.ptr + (1 << 20) and b.data.device_id == 0
+        # The fast path with CuPy's own constructor in two steps (and a stand-in stream);
+        # the one-step `empty` is not called.
+        _core._describe(_array((1,)))
+
+        def unused(shape, dtype):
+            raise AssertionError("the two-step construction is used")
+
+        _native.set_cupy_hooks(unused, lambda: _Stream(), construct)
+        x = _array((64,))
+        y = _array((64,), base=BASE + 0x10000)
+        k = pydevice.ElementwiseKernel("T x, T y", "T z", "z = x * y", "mul_construct")
+        assert _remember_ew(k, (x, y))
+        before = nxt[0]
+        r = k(x, y)
+        assert type(r) is cupy.ndarray and r.shape == (64,) and r.dtype == np.float32
+        assert r.data.ptr == before + (1 << 20) and r.flags.c_contiguous and r.flags.owndata
+        _ew_equivalent(k, (x, y))
+    finally:
+        cupy.cuda.set_allocator(saved)
+        _core._register_cupy_hooks(cupy.ndarray)

@@ -82,3 +82,41 @@ def test_launch_fast_path_on_gpu(cupy):
         device.launch(vec_add_fast, da, db, dc, grid=(n + 255) // 256, block=256)
         np.testing.assert_allclose(cupy.asnumpy(dc), a + b, rtol=1e-6)
     assert len(vec_add_fast._dispatcher) == 1
+
+
+def test_fast_path_keywords_wide_columns_and_allocation_on_gpu(cupy):
+    """The native `__call__` with keywords (`out=`, `keepdims=`, `stream=`) on the fast path,
+    the narrowed column tiles of a (1024, n) sum over axis 0 (one kernel), and the outputs
+    it allocates through CuPy's constructor in two steps: ordinary CuPy arrays of the pool
+    (usable by CuPy, returned to the pool when dropped)."""
+    s = cupy.cuda.Stream(non_blocking=True)
+    for n in (16, 256, 4096):
+        for dt in ("float32", "float64"):
+            x = rng.standard_normal((1024, n)).astype(dt)
+            d = cupy.asarray(x)
+            assert RSUM.strategy(x, axis=0) == "Columns"
+            want = x.astype(np.float64).sum(axis=0)
+            for _ in range(3):
+                np.testing.assert_allclose(cupy.asnumpy(RSUM(d, axis=0)), want, rtol=1e-5, atol=1e-3)
+                got = RSUM(d, axis=0, keepdims=True, stream=s)
+                s.synchronize()
+                np.testing.assert_allclose(cupy.asnumpy(got)[0], want, rtol=1e-5, atol=1e-3)
+                out = cupy.empty(n, dt)
+                assert RSUM(d, axis=0, out=out) is out
+                np.testing.assert_allclose(cupy.asnumpy(out), want, rtol=1e-5, atol=1e-3)
+    x, y = rng.standard_normal(4096).astype(np.float32), rng.standard_normal(4096).astype(np.float32)
+    dx, dy = cupy.asarray(x), cupy.asarray(y)
+    SQD(dx, dy)  # remembered
+    got = SQD(dx, dy)
+    assert type(got) is cupy.ndarray and got.flags.c_contiguous and got.flags.owndata
+    assert got.device.id == dx.device.id
+    np.testing.assert_allclose(cupy.asnumpy(got * 2), 2 * (x - y) ** 2, rtol=1e-6)
+    pool = cupy.get_default_memory_pool()
+    del got
+    cupy.cuda.Device().synchronize()
+    before = pool.used_bytes()
+    for _ in range(200):
+        r = SQD(dx, dy)
+        del r
+    cupy.cuda.Device().synchronize()
+    assert pool.used_bytes() == before

@@ -65,6 +65,17 @@ def test_columns_kernel_odd_inputs():
     np.testing.assert_array_equal(columns("sum_columns_tile", e.T, (33,), 1, 32), np.zeros(33))
 
 
+def test_narrowed_columns_kernel():
+    """The tile narrowed to 8 outputs so that one slice is enough (`column_shape`): a block
+    reads 32 row groups of 8 columns; odd extents, strided rows, fewer rows than groups."""
+    x = rng.standard_normal((200, 44)).astype(np.float32)
+    np.testing.assert_allclose(columns("sum_columns_narrowed", x.T, (44,), 1, 8), l2(x.T), rtol=1e-5)
+    v = x[::3, 1:].T  # every third row, 43 columns
+    np.testing.assert_allclose(columns("sum_columns_narrowed", v, (43,), 1, 8), l2(v), rtol=1e-5)
+    x = rng.standard_normal((20, 9)).astype(np.float32)  # fewer rows than row groups
+    np.testing.assert_allclose(columns("sum_columns_narrowed", x.T, (9,), 1, 8), l2(x.T), rtol=1e-5)
+
+
 @pytest.mark.parametrize("n_red", [1, 31, 32, 128, 129, 300])
 def test_warp_rows_kernel(n_red):
     g = emu.load(K / "sum_warp_rows.gen.py")

@@ -20,7 +20,10 @@ CASES = [
     ((100_003, 3), 0, "Columns"),  # a tile of 4, prime rows
     ((997, 1009), 0, "Columns"),  # prime extents, 3 slices
     ((64, 1 << 17), 0, "Columns"),  # 4096 tiles: unsplit
-    ((7, 1000, 33), 1, "Columns"),  # 3-D middle axis
+    ((7, 1000, 33), 1, "Columns"),  # 3-D middle axis (a narrowed tile of 8: unsplit)
+    ((1024, 16), 0, "Columns"),  # many outputs of 1024 rows: tiles narrowed to 8, unsplit
+    ((1024, 256), 0, "Columns"),
+    ((1024, 4096), 0, "Columns"),
     ((7, 1000, 33), (0, 2), "Warp"),
     ((6, 5, 40, 32), (0, 2), "Columns"),  # two reduced dimensions that do not merge
     ((50, 6, 70), (0, 1), "Columns"),  # two leading axes merged into one

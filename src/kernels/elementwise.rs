@@ -468,6 +468,21 @@ impl ElementwiseKernel {
             }
         }
         b.line(0, &format!("def {}({}):", self.name, names.join(", ")));
+        // The multi-index of element `i` in the merged shape, from the first non-raw array.
+        let first = params
+            .iter()
+            .enumerate()
+            .find(|(k, p)| !p.raw && types[*k].as_array().is_some())
+            .map(|(_, p)| array_name(p));
+        // On the device below 2**31 elements every extent and `i` fit in `uint32`: the
+        // multi-index is unravelled with unsigned 32-bit division by extents read once before
+        // the loop (no floor corrections, and the divisor's reciprocal is loop-invariant).
+        let narrow_index = !host && !launch.wide_index && rank > 1 && first.is_some();
+        if narrow_index && let Some(a) = &first {
+            for d in 1..rank {
+                b.line(4, &format!("_n{d} = device.uint32({a}.shape[{d}])"));
+            }
+        }
         // Below 2**31 elements a `while` loop (no trip-count division, CuPy's loop); above,
         // `range` keeps the 64-bit index proven non-negative.
         if host {
@@ -483,20 +498,26 @@ impl ElementwiseKernel {
             b.line(4, "_step = device.grid_size(1)");
             b.line(4, "while i < _ind_size:");
         }
-        // The multi-index of element `i` in the merged shape, from the first non-raw array.
-        let first = params
-            .iter()
-            .enumerate()
-            .find(|(k, p)| !p.raw && types[*k].as_array().is_some())
-            .map(|(_, p)| array_name(p));
         let index = match (&first, rank) {
             (None, _) | (_, 1) => "i".to_string(),
             (Some(a), _) => {
-                b.line(8, "_r0 = i");
+                b.line(
+                    8,
+                    if narrow_index {
+                        "_r0 = device.uint32(i)"
+                    } else {
+                        "_r0 = i"
+                    },
+                );
                 for d in (1..rank).rev() {
                     let r = rank - 1 - d;
-                    b.line(8, &format!("_j{d} = _r{r} % {a}.shape[{d}]"));
-                    b.line(8, &format!("_r{} = _r{r} // {a}.shape[{d}]", r + 1));
+                    let n = if narrow_index {
+                        format!("_n{d}")
+                    } else {
+                        format!("{a}.shape[{d}]")
+                    };
+                    b.line(8, &format!("_j{d} = _r{r} % {n}"));
+                    b.line(8, &format!("_r{} = _r{r} // {n}", r + 1));
                 }
                 b.line(8, &format!("_j0 = _r{}", rank - 1));
                 (0..rank)

@@ -10,8 +10,9 @@
 //! partial result, folded by a second kernel of one block (`NAME_final`); and for reductions
 //! over axes that are not the innermost, a block per tile of up to 32 neighbouring outputs
 //! reading whole rows, the reduced axis split over `block_idx.y` when the tiles are few (a
-//! second kernel folds the slices, by the same tiles). [`choose_strategy`] picks one from
-//! the shape. Within a warp, values are combined by `shfl_xor_sync` (through shared memory
+//! second kernel folds the slices, by the same tiles; a small reduction narrows its tiles
+//! instead when that is enough, [`column_shape`]). [`choose_strategy`] picks one from the
+//! shape. Within a warp, values are combined by `shfl_xor_sync` (through shared memory
 //! for complex numbers, which a shuffle does not carry); warps combine through shared
 //! memory.
 
@@ -80,6 +81,45 @@ pub const COLUMN_BLOCKS: u64 = 8192;
 pub const COLUMN_MIN_LOADS: u64 = 32;
 /// The most slices of a split column reduction.
 pub const MAX_SPLITS: u64 = 1024;
+
+/// Elements (`n_out × n_red`) up to which a split column reduction narrows its tile instead
+/// when that avoids the split ([`column_shape`]): there the second kernel and the partial
+/// results' memory cost as much as the reading; above it the wide tile's reads are kept.
+pub const COLUMN_NARROW_MAX: u64 = 1 << 24;
+/// The fewest bytes of a row a [`Strategy::Columns`] tile reads when it is narrowed (a
+/// memory sector: a warp's loads stay whole sectors).
+pub const SECTOR_BYTES: u64 = 32;
+
+/// The tile and the slices of [`Strategy::Columns`] for `n_out` outputs of `n_red` elements
+/// of `itemsize` bytes, the reduced axis of stride `red_stride`: [`column_tile`] and
+/// [`column_splits`], except that a split reduction of at most [`COLUMN_NARROW_MAX`]
+/// elements takes the widest narrower tile `t` (halving, down to [`SECTOR_BYTES`] of a row)
+/// with which one slice is enough and `t × splits ≤ tile`: at least as many blocks as the
+/// split gives, each thread folding at most as many rows, one kernel, no partial results.
+///
+/// ```
+/// use pydevice::kernels::reduction::column_shape;
+/// // `axis=0` of a float32 (1024, 256): 8 tiles of 32 would need 4 slices; 32 tiles of 8
+/// // need none.
+/// assert_eq!(column_shape(256, 1024, 256, 4), (8, 1));
+/// // (1024, 65536): above COLUMN_NARROW_MAX, the wide tile is split.
+/// assert_eq!(column_shape(65536, 1024, 65536, 4), (32, 4));
+/// ```
+pub fn column_shape(n_out: u64, n_red: u64, red_stride: i64, itemsize: u64) -> (u32, u64) {
+    let tile = column_tile(n_out, red_stride);
+    let splits = column_splits(n_out, n_red, tile);
+    if splits > 1 && tile > 1 && n_out.saturating_mul(n_red) <= COLUMN_NARROW_MAX {
+        let narrowest = (SECTOR_BYTES / itemsize.max(1)).max(1);
+        let mut t = tile / 2;
+        while t >= 1 && u64::from(t) >= narrowest {
+            if u64::from(t) * splits <= u64::from(tile) && column_splits(n_out, n_red, t) == 1 {
+                return (t, 1);
+            }
+            t /= 2;
+        }
+    }
+    (tile, splits)
+}
 
 /// The outputs of one block of [`Strategy::Columns`]: 1 when the reduced elements are
 /// adjacent (`red_stride` 1: the block's 256 threads read one row), else the smallest power
@@ -278,7 +318,8 @@ impl ReductionResolved {
     pub fn partials_len(&self) -> u64 {
         let n_out: u64 = self.out_shape.iter().product();
         let n_red: u64 = self.axes.iter().map(|&d| self.inner.shape[d]).product();
-        // The tile is 1 for rows, `column_tile` for columns: enough for either.
+        // The tile is 1 for rows, `column_tile` for columns: enough for either (a tile
+        // `column_shape` narrows has one slice, no partials).
         [1, column_tile(n_out, 0)]
             .iter()
             .map(|&tile| match column_splits(n_out, n_red, tile) {
@@ -575,8 +616,15 @@ impl ReductionKernel {
         let inner = |v: &[Vec<i64>]| first_in.and_then(|s| v[s].last().copied()).unwrap_or(0);
         let strategy = choose_strategy(n_out, n_red, inner(&rstrides), inner(&kstrides));
         let (tile, splits) = if strategy == Strategy::Columns {
-            let tile = column_tile(n_out, inner(&rstrides));
-            (tile, column_splits(n_out, n_red, tile) as u32)
+            // The item size of the first input, which the tile's rows are read from.
+            let itemsize = first_in
+                .and_then(|s| match &operands[slots[s]] {
+                    Operand::Array(a) => Some(a.dtype.size()),
+                    _ => None,
+                })
+                .unwrap_or(4);
+            let (tile, splits) = column_shape(n_out, n_red, inner(&rstrides), itemsize);
+            (tile, splits as u32)
         } else {
             (1, 1)
         };

@@ -1,0 +1,38 @@
+"""The generated elementwise kernels that unravel a multi-index (tests/fixtures/kernels/
+squared_diff_broadcast.gen.py and squared_diff_generic_f64_strided.gen.py, the goldens of
+tests/kernels.rs) run on the CPU emulator against NumPy, no GPU needed: below 2**31 elements
+the index is unravelled in unsigned 32-bit arithmetic by extents read before the loop, over a
+grid-stride loop of fewer threads than elements, for broadcast and strided operands."""
+
+import pathlib
+
+import numpy as np
+
+import simt_emulator as emu
+
+K = pathlib.Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "kernels"
+rng = np.random.default_rng(2020)
+
+
+def run(name, entry, x, y, z, grid=2, block=64):
+    g = emu.load(K / f"{name}.gen.py")
+    emu.launch(g[entry], (grid, 1), block, [x, y, z, np.int32(z.size)])
+    return z
+
+
+def test_broadcast_2d():
+    x = rng.standard_normal((37, 29)).astype(np.float32)
+    row = rng.standard_normal(29).astype(np.float32)
+    y = np.broadcast_to(row, x.shape)  # stride 0 along axis 0
+    z = np.zeros_like(x)
+    run("squared_diff_broadcast", "squared_diff", x, y, z)
+    np.testing.assert_allclose(z, (x - row) ** 2, rtol=1e-6)
+
+
+def test_strided_3d_float64():
+    base = rng.standard_normal((6, 5, 22))
+    x = base[::2, :, 1::3]  # (3, 5, 7), no unit stride
+    y = rng.standard_normal((3, 5, 7))
+    z = np.zeros((3, 5, 7))
+    run("squared_diff_generic_f64_strided", "squared_diff_generic", x, y, z, grid=1, block=32)
+    np.testing.assert_allclose(z, (x - y) ** 2, rtol=1e-12)
