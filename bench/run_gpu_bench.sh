@@ -81,6 +81,13 @@ if [ -n "${PYDEVICE:-}" ]; then
     step "ours, spmv_csr without wraparound=False" 60 "$out/ours_wrap.jsonl" \
       env PYDEVICE="$PYDEVICE" PYDEVICE_BENCH_VARIANT=wraparound "$py" "$here/run_ours.py" spmv_csr
   fi
+  if [ ${#kernels[@]} -eq 0 ] || [[ " ${kernels[*]} " == *" scan_block "* ]]; then
+    # scan_block with %ntid.x read before %ctaid.x: nvcc's prologue (bench/NOTES.md,
+    # "Session 17"), to tell whether that is its 2% against cupyx.jit.
+    step "ours, scan_block with the special registers read in nvcc's order" 60 \
+      "$out/ours_sreg.jsonl" env PYDEVICE="$PYDEVICE" PYDEVICE_BENCH_VARIANT=sreg_order "$py" \
+      "$here/run_ours.py" scan_block
+  fi
 else
   log "PYDEVICE not set: skipping our compiler"
 fi
