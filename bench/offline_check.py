@@ -137,19 +137,21 @@ def check_numba():
         report(np.allclose(got, want, rtol=rtol, atol=atol), f"numba {name} (simulator)")
 
     x = 2 * r.standard_normal((3, 600), dtype=np.float32)
-    out = np.zeros_like(x)
-    run("softmax_rows", 3, 256, x, out)
-    close("softmax_rows", out, cases._softmax(x))
+    for name in ("softmax_rows", "softmax_1pass"):  # 600 columns: the last chunks partial
+        out = np.zeros_like(x)
+        run(name, 3, 256, x, out)
+        close(name, out, cases._softmax(x))
 
     a = {"x": r.standard_normal((10, 100), dtype=np.float32) + np.float32(0.5),
          "w": r.uniform(0.5, 1.5, 100).astype(np.float32),
          "b": r.uniform(-0.5, 0.5, 100).astype(np.float32)}
-    got = {"out": np.zeros((10, 100), np.float32), "mean": np.zeros(10, np.float32),
-           "rstd": np.zeros(10, np.float32)}
-    run("layernorm", 2, 256, a["x"], a["w"], a["b"], got["out"], got["mean"], got["rstd"])
     want = cases._layernorm(a)
-    close("layernorm", np.concatenate([got[k].ravel() for k in want]),
-          np.concatenate([want[k].ravel() for k in want]), 1e-4, 1e-5)
+    for name in ("layernorm", "layernorm_1pass"):
+        got = {"out": np.zeros((10, 100), np.float32), "mean": np.zeros(10, np.float32),
+               "rstd": np.zeros(10, np.float32)}
+        run(name, 2, 256, a["x"], a["w"], a["b"], got["out"], got["mean"], got["rstd"])
+        close(name, np.concatenate([got[k].ravel() for k in want]),
+              np.concatenate([want[k].ravel() for k in want]), 1e-4, 1e-5)
 
     n = 256
     pos = np.empty((n, 4), np.float32)

@@ -11,6 +11,10 @@ compiles a rewritten copy instead:
   asserts_off  the same with `assertions=False` on the kernel (must time as the original).
   wraparound  `wraparound=False` taken off the kernels that have it (spmv_csr): Python's
            negative indices, the cost of the wrap (bench/NOTES.md, "spmv_csr and the wrap").
+  sreg_order  `device.tid(1)` written out as `int32(block_dim.x * block_idx.x +
+           thread_idx.x)`: the same value, but the PTX reads %ntid.x before %ctaid.x, and
+           ptxas then reads ctaid with S2R and ntid with ULDC (nvcc's and cupyx's scan_block
+           prologue) instead of S2UR and LDC (bench/NOTES.md, "Session 17").
 
 usage: PYDEVICE=... PYDEVICE_BENCH_VARIANT=bounds python3 run_ours.py [kernel ...]
        python3 variants.py VARIANT FILE.py   (prints the rewritten source)
@@ -68,8 +72,14 @@ def rewrite(variant, src):
         src = re.sub(r"@device\.kernel\(wraparound=False\)", "@device.kernel", src)
         src = re.sub(r"(@device\.kernel\(.*?)wraparound=False, ", r"\1", src)
         return re.sub(r"(@device\.kernel\(.*?), wraparound=False", r"\1", src)
+    if variant == "sreg_order":
+        return src.replace(
+            "device.tid(1)",
+            "device.int32(device.block_dim.x * device.block_idx.x + device.thread_idx.x)",
+        )
     raise SystemExit(
-        f"unknown PYDEVICE_BENCH_VARIANT {variant!r}: bounds, asserts, asserts_off, wraparound"
+        f"unknown PYDEVICE_BENCH_VARIANT {variant!r}: bounds, asserts, asserts_off, wraparound, "
+        "sreg_order"
     )
 
 

@@ -279,6 +279,76 @@ def softmax_rows(x, out):
         out[row, j] = cupy.exp(x[row, j] - m) * inv
 
 
+# softmax_1pass (bench/kernels/softmax_1pass.py): x read once, each thread's 8 elements of
+# the row (t + 256 * c) held in registers; cupyx.jit has no per-thread arrays and no vector
+# loads, so they are 8 named scalars read by scalar (coalesced) loads. Two barriers.
+@jit.rawkernel()
+def softmax_1pass(x, out):
+    maxima = jit.shared_memory(np.float32, SM_WARPS)
+    sums = jit.shared_memory(np.float32, SM_WARPS)
+    row = np.int32(jit.blockIdx.x)
+    t = np.int32(jit.threadIdx.x)
+    lane = t % 32
+    warp = t // 32
+    cols = np.int32(x.shape[1])
+    v0 = x[row, t + 0] if t + 0 < cols else NEG_INF
+    v1 = x[row, t + 256] if t + 256 < cols else NEG_INF
+    v2 = x[row, t + 512] if t + 512 < cols else NEG_INF
+    v3 = x[row, t + 768] if t + 768 < cols else NEG_INF
+    v4 = x[row, t + 1024] if t + 1024 < cols else NEG_INF
+    v5 = x[row, t + 1280] if t + 1280 < cols else NEG_INF
+    v6 = x[row, t + 1536] if t + 1536 < cols else NEG_INF
+    v7 = x[row, t + 1792] if t + 1792 < cols else NEG_INF
+    m = cupy.maximum(cupy.maximum(cupy.maximum(v0, v1), cupy.maximum(v2, v3)),
+                     cupy.maximum(cupy.maximum(v4, v5), cupy.maximum(v6, v7)))
+    offset = np.int32(16)
+    while offset > 0:
+        m = cupy.maximum(m, jit.shfl_xor_sync(FULL_MASK, m, offset))
+        offset //= 2
+    if lane == 0:
+        maxima[warp] = m
+    jit.syncthreads()
+    m = maxima[0]
+    for w in range(1, SM_WARPS):
+        m = cupy.maximum(m, maxima[w])
+    v0 = cupy.exp(v0 - m)
+    v1 = cupy.exp(v1 - m)
+    v2 = cupy.exp(v2 - m)
+    v3 = cupy.exp(v3 - m)
+    v4 = cupy.exp(v4 - m)
+    v5 = cupy.exp(v5 - m)
+    v6 = cupy.exp(v6 - m)
+    v7 = cupy.exp(v7 - m)
+    s = ((v0 + v1) + (v2 + v3)) + ((v4 + v5) + (v6 + v7))
+    offset = np.int32(16)
+    while offset > 0:
+        s += jit.shfl_xor_sync(FULL_MASK, s, offset)
+        offset //= 2
+    if lane == 0:
+        sums[warp] = s
+    jit.syncthreads()
+    s = sums[0]
+    for w in range(1, SM_WARPS):
+        s += sums[w]
+    inv = ONE / s
+    if t + 0 < cols:
+        out[row, t + 0] = v0 * inv
+    if t + 256 < cols:
+        out[row, t + 256] = v1 * inv
+    if t + 512 < cols:
+        out[row, t + 512] = v2 * inv
+    if t + 768 < cols:
+        out[row, t + 768] = v3 * inv
+    if t + 1024 < cols:
+        out[row, t + 1024] = v4 * inv
+    if t + 1280 < cols:
+        out[row, t + 1280] = v5 * inv
+    if t + 1536 < cols:
+        out[row, t + 1536] = v6 * inv
+    if t + 1792 < cols:
+        out[row, t + 1792] = v7 * inv
+
+
 @jit.rawkernel()
 def layernorm(x, w, b, out, mean, rstd):
     row = np.int32(jit.grid(1)) // 32
@@ -539,6 +609,7 @@ KERNELS = {
     "math_f64": math_f64,
     "softmax_rows": softmax_rows,
     "layernorm": layernorm,
+    "softmax_1pass": softmax_1pass,
     "nbody": nbody,
     "spmv_csr": spmv_csr,
     "mandelbrot": mandelbrot,
@@ -551,6 +622,8 @@ NOT_EXPRESSIBLE = {
     "bits_u32": "cupyx.jit has no bit-reverse intrinsic (brev); popc only as the ufunc "
     "cupy.bitwise_count",
     "sgemm_reg": "cupyx.jit has no per-thread (local) arrays for the 8 x 8 accumulators",
+    "layernorm_1pass": "cupyx.jit has no per-thread (local) arrays for the 32 values of the "
+    "row each lane holds (32 named scalars would do; not written), and no vector loads",
     "fft_radix4": "cupyx.jit cannot build a complex number from two floats (no complex(re, im))",
     "half2_poly": "cupyx.jit has no float16 fused multiply-add and no half2 arithmetic",
     "hgemm_mma": "cupyx.jit has no tensor-core (mma.sync, ldmatrix) intrinsics",

@@ -6,10 +6,10 @@ reference, and it is timed as every suite times its kernels (cases.time_launches
 untimed calls, then 50 queued back to back between device events). One JSON line each:
 {"impl": "torch" | "triton" | "cupy" | "cusparse", "kernel": <case>, "call": <what ran>, ...}.
 
-  softmax_rows   torch.softmax(x, dim=1); Triton (a row a program, as Triton's fused-softmax
-                 tutorial)
-  layernorm      torch.nn.functional.layer_norm (its output only; mean and rstd are not
-                 returned); Triton (Triton's layer-norm tutorial's forward kernel: a row a
+  softmax_rows,  torch.softmax(x, dim=1); Triton (a row a program, as Triton's fused-softmax
+  softmax_1pass  tutorial)
+  layernorm,     torch.nn.functional.layer_norm (its output only; mean and rstd are not
+  layernorm_1pass  returned); Triton (Triton's layer-norm tutorial's forward kernel: a row a
                  program, also writing mean and rstd)
   sgemm_reg,     torch.matmul (cuBLAS SGEMM; TF32 off, so full float32 as the kernels)
   matmul_tiled
@@ -254,6 +254,11 @@ CALLS = {
                      ("triton", "Triton fused softmax", "triton", triton_softmax)],
     "layernorm": [("torch", "torch.nn.functional.layer_norm", "torch", torch_layernorm),
                   ("triton", "Triton layer-norm forward", "triton", triton_layernorm)],
+    # the same calls against the one-pass kernels (same inputs: cases.Case.same_data_as)
+    "softmax_1pass": [("torch", "torch.softmax", "torch", torch_softmax),
+                      ("triton", "Triton fused softmax", "triton", triton_softmax)],
+    "layernorm_1pass": [("torch", "torch.nn.functional.layer_norm", "torch", torch_layernorm),
+                        ("triton", "Triton layer-norm forward", "triton", triton_layernorm)],
     "matmul_tiled": [("torch", "torch.matmul (cuBLAS, no TF32)", "torch", torch_matmul)],
     "sgemm_reg": [("torch", "torch.matmul (cuBLAS, no TF32)", "torch", torch_matmul)],
     "hgemm_mma": [("torch", "torch.matmul float16 (cuBLAS HGEMM, float32 accumulation)", "torch",

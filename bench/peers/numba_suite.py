@@ -323,6 +323,100 @@ def layernorm(x, w, b, out, mean, rstd):
             out[row, j] = (x[row, j] - m) * r * w[j] + b[j]
 
 
+# The one-pass row kernels (bench/kernels/softmax_1pass.py, layernorm_1pass.py): x read
+# once into registers (a local array that NVVM unrolls into registers). numba-cuda cannot
+# read a float32 array 16 bytes at a time (no vector views of arrays), so its loads are
+# scalar, each lane's elements strided by the block (softmax) or warp (layernorm) so that
+# each load instruction is coalesced; the reductions and barriers are the same.
+SM1_ITEMS = 8  # elements a thread: 2048 columns at most
+LN1_ITEMS = 32  # elements a lane: 1024 columns at most
+
+
+@cuda.jit
+def softmax_1pass(x, out):
+    maxima = cuda.shared.array(SM_WARPS, float32)
+    sums = cuda.shared.array(SM_WARPS, float32)
+    row = cuda.blockIdx.x
+    t = cuda.threadIdx.x
+    lane = t % 32
+    warp = t // 32
+    cols = x.shape[1]
+    v = cuda.local.array(SM1_ITEMS, float32)
+    for c in range(SM1_ITEMS):
+        j = t + SM_BLOCK * c
+        v[c] = x[row, j] if j < cols else NEG_INF
+    m = NEG_INF
+    for c in range(SM1_ITEMS):
+        m = max(m, v[c])
+    offset = 16
+    while offset > 0:
+        m = max(m, cuda.shfl_xor_sync(FULL_MASK, m, offset))
+        offset //= 2
+    if lane == 0:
+        maxima[warp] = m
+    cuda.syncthreads()
+    m = maxima[0]
+    for w in range(1, SM_WARPS):
+        m = max(m, maxima[w])
+    s = ZERO
+    for c in range(SM1_ITEMS):  # exp(-inf - m) = 0 past the end of the row
+        p = math.exp(v[c] - m)
+        v[c] = p
+        s += p
+    offset = 16
+    while offset > 0:
+        s += cuda.shfl_xor_sync(FULL_MASK, s, offset)
+        offset //= 2
+    if lane == 0:
+        sums[warp] = s
+    cuda.syncthreads()
+    s = sums[0]
+    for w in range(1, SM_WARPS):
+        s += sums[w]
+    inv = ONE / s
+    for c in range(SM1_ITEMS):
+        j = t + SM_BLOCK * c
+        if j < cols:
+            out[row, j] = v[c] * inv
+
+
+@cuda.jit
+def layernorm_1pass(x, w, b, out, mean, rstd):
+    row = cuda.grid(1) // 32
+    lane = cuda.threadIdx.x % 32
+    rows, cols = x.shape
+    if row < rows:
+        v = cuda.local.array(LN1_ITEMS, float32)
+        for c in range(LN1_ITEMS):
+            j = lane + 32 * c
+            v[c] = x[row, j] if j < cols else ZERO
+        s = ZERO
+        for c in range(LN1_ITEMS):
+            s += v[c]
+        offset = 16
+        while offset > 0:
+            s += cuda.shfl_xor_sync(FULL_MASK, s, offset)
+            offset //= 2
+        m = s / float32(cols)
+        q = ZERO
+        for c in range(LN1_ITEMS):
+            if lane + 32 * c < cols:
+                d = v[c] - m
+                q += d * d
+        offset = 16
+        while offset > 0:
+            q += cuda.shfl_xor_sync(FULL_MASK, q, offset)
+            offset //= 2
+        r = ONE / math.sqrt(q / float32(cols) + LN_EPS)
+        if lane == 0:
+            mean[row] = m
+            rstd[row] = r
+        for c in range(LN1_ITEMS):
+            j = lane + 32 * c
+            if j < cols:
+                out[row, j] = (v[c] - m) * r * w[j] + b[j]
+
+
 @cuda.jit(fastmath=True)
 def nbody(pos, acc):
     tile = cuda.shared.array((NBODY_BLOCK, 4), float32)  # numba has no float4 shared arrays
@@ -635,6 +729,8 @@ KERNELS = {
     "bits_u32": bits_u32,
     "softmax_rows": softmax_rows,
     "layernorm": layernorm,
+    "softmax_1pass": softmax_1pass,
+    "layernorm_1pass": layernorm_1pass,
     "nbody": nbody,
     "sgemm_reg": sgemm_reg,
     "spmv_csr": spmv_csr,

@@ -370,13 +370,19 @@ std::vector<float> normal_f32(size_t n, uint64_t seed, float scale, float shift)
   return v;
 }
 
-void bench_softmax_rows() {
+// softmax_rows (llm.c's form) or softmax_1pass (one read of x): the same inputs and check.
+void bench_softmax(const char* name, bool one_pass) {
   const int rows = 16384, cols = 2048;
   auto x = normal_f32(size_t(rows) * cols, 21, 2.0f, 0.0f);
   DevBuf<float> dx(x.size()), dout(x.size());
   dx.upload(x);
   dout.poison();
-  auto launch = [&] { suite::softmax_rows<<<rows, suite::kSoftmaxBlock>>>(dx.p, dout.p, cols); };
+  auto launch = [&] {
+    if (one_pass)
+      suite::softmax_1pass<<<rows, suite::kSoftmaxBlock>>>(dx.p, dout.p, cols);
+    else
+      suite::softmax_rows<<<rows, suite::kSoftmaxBlock>>>(dx.p, dout.p, cols);
+  };
   run_once(launch);
   auto out = dout.download();
   bool ok = true;
@@ -388,10 +394,11 @@ void bench_softmax_rows() {
     for (int j = 0; j < cols && ok; ++j)
       ok = near(out[size_t(r) * cols + j], std::exp(xr[j] - m) / s, 1e-5, 1e-9);
   }
-  emit("softmax_rows", time_launches(launch), 8.0 * rows * cols, ok);
+  emit(name, time_launches(launch), 8.0 * rows * cols, ok);
 }
 
-void bench_layernorm() {
+// layernorm (llm.c's kernel3) or layernorm_1pass (one read of x): the same inputs and check.
+void bench_layernorm(const char* name, bool one_pass) {
   const int rows = 32768, cols = 1024;
   auto x = normal_f32(size_t(rows) * cols, 22, 1.0f, 0.5f);
   auto w = uniform_f32(cols, 23), b = uniform_f32(cols, 24);
@@ -405,7 +412,11 @@ void bench_layernorm() {
   dmean.poison();
   drstd.poison();
   auto launch = [&] {
-    suite::layernorm<<<rows / 8, 256>>>(dx.p, dw.p, db.p, dout.p, dmean.p, drstd.p, rows, cols);
+    if (one_pass)
+      suite::layernorm_1pass<<<rows / 8, 256>>>(dx.p, dw.p, db.p, dout.p, dmean.p, drstd.p, rows,
+                                                cols);
+    else
+      suite::layernorm<<<rows / 8, 256>>>(dx.p, dw.p, db.p, dout.p, dmean.p, drstd.p, rows, cols);
   };
   run_once(launch);
   auto out = dout.download(), mean = dmean.download(), rstd = drstd.download();
@@ -421,7 +432,7 @@ void bench_layernorm() {
     for (int j = 0; j < cols && ok; ++j)
       ok = near(out[size_t(r) * cols + j], (xr[j] - m) * rs * w[j] + b[j], 1e-4, 1e-5);
   }
-  emit("layernorm", time_launches(launch), 8.0 * rows * cols + 8.0 * cols + 8.0 * rows, ok);
+  emit(name, time_launches(launch), 8.0 * rows * cols + 8.0 * cols + 8.0 * rows, ok);
 }
 
 void bench_nbody() {
@@ -847,8 +858,10 @@ int main(int argc, char** argv) {
       {"scan_block", bench_scan},
       {"math_f64", bench_math_f64},
       {"bits_u32", bench_bits_u32},
-      {"softmax_rows", bench_softmax_rows},
-      {"layernorm", bench_layernorm},
+      {"softmax_rows", [] { bench_softmax("softmax_rows", false); }},
+      {"layernorm", [] { bench_layernorm("layernorm", false); }},
+      {"softmax_1pass", [] { bench_softmax("softmax_1pass", true); }},
+      {"layernorm_1pass", [] { bench_layernorm("layernorm_1pass", true); }},
       {"nbody", bench_nbody},
       {"sgemm_reg", bench_sgemm_reg},
       {"hgemm_mma", bench_hgemm_mma},

@@ -244,6 +244,106 @@ __global__ void layernorm(const float* x, const float* w, const float* b, float*
   for (int j = lane; j < cols; j += 32) out[size_t(row) * cols + j] = (xr[j] - m) * r * w[j] + b[j];
 }
 
+// softmax_1pass: softmax_rows's result reading x once (bench/kernels/softmax_1pass.py):
+// one block of 256 a row, each thread's kSoftmaxChunks float4 of the row (t + 256 * c) held
+// in registers; the maximum and then the sum of the exponentials, computed once and kept,
+// folded by xor shuffles and across the warps through two shared arrays (two barriers).
+// cols a multiple of 4, at most 256 * 4 * kSoftmaxChunks.
+constexpr int kSoftmaxChunks = 2;
+__global__ void softmax_1pass(const float* x, float* out, int cols) {
+  constexpr int kWarps = kSoftmaxBlock / 32;
+  __shared__ float maxima[kWarps], sums[kWarps];
+  int row = blockIdx.x, t = threadIdx.x, lane = t % 32, warp = t / 32;
+  const float4* xr = reinterpret_cast<const float4*>(x + size_t(row) * cols);
+  float4* yr = reinterpret_cast<float4*>(out + size_t(row) * cols);
+  int n4 = cols / 4;
+  float4 v[kSoftmaxChunks];
+#pragma unroll
+  for (int c = 0; c < kSoftmaxChunks; ++c) {
+    int j = t + kSoftmaxBlock * c;
+    v[c] = j < n4 ? xr[j] : make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
+  }
+  float m = -INFINITY;
+#pragma unroll
+  for (int c = 0; c < kSoftmaxChunks; ++c)
+    m = fmaxf(m, fmaxf(fmaxf(v[c].x, v[c].y), fmaxf(v[c].z, v[c].w)));
+  for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
+  if (lane == 0) maxima[warp] = m;
+  __syncthreads();
+  m = maxima[0];
+  for (int w = 1; w < kWarps; ++w) m = fmaxf(m, maxima[w]);
+  float s = 0.0f;
+#pragma unroll
+  for (int c = 0; c < kSoftmaxChunks; ++c) {  // expf(-inf - m) = 0 past the end of the row
+    float4 p = make_float4(expf(v[c].x - m), expf(v[c].y - m), expf(v[c].z - m),
+                           expf(v[c].w - m));
+    v[c] = p;
+    s += (p.x + p.y) + (p.z + p.w);
+  }
+  for (int off = 16; off > 0; off /= 2) s += __shfl_xor_sync(0xFFFFFFFFu, s, off);
+  if (lane == 0) sums[warp] = s;
+  __syncthreads();
+  s = sums[0];
+  for (int w = 1; w < kWarps; ++w) s += sums[w];
+  float inv = 1.0f / s;
+#pragma unroll
+  for (int c = 0; c < kSoftmaxChunks; ++c) {
+    int j = t + kSoftmaxBlock * c;
+    if (j < n4) yr[j] = make_float4(v[c].x * inv, v[c].y * inv, v[c].z * inv, v[c].w * inv);
+  }
+}
+
+// layernorm_1pass: layernorm's outputs reading x once (bench/kernels/layernorm_1pass.py):
+// one warp a row, each lane's kLayernormChunks float4 of the row (lane + 32 * c) held in
+// registers; sum, then squared differences from the mean over the registers, each folded by
+// xor shuffles; w, b and out as float4. cols a multiple of 4, at most 32 * 4 * kLayernormChunks.
+constexpr int kLayernormChunks = 8;
+__global__ void layernorm_1pass(const float* x, const float* w, const float* b, float* out,
+                                float* mean, float* rstd, int rows, int cols) {
+  int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+  int lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  const float4* xr = reinterpret_cast<const float4*>(x + size_t(row) * cols);
+  float4* yr = reinterpret_cast<float4*>(out + size_t(row) * cols);
+  const float4* w4 = reinterpret_cast<const float4*>(w);
+  const float4* b4 = reinterpret_cast<const float4*>(b);
+  int n4 = cols / 4;
+  float4 v[kLayernormChunks];
+#pragma unroll
+  for (int c = 0; c < kLayernormChunks; ++c) {
+    int j = lane + 32 * c;
+    v[c] = j < n4 ? xr[j] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  }
+  float s = 0.0f;
+#pragma unroll
+  for (int c = 0; c < kLayernormChunks; ++c) s += (v[c].x + v[c].y) + (v[c].z + v[c].w);
+  for (int off = 16; off > 0; off /= 2) s += __shfl_xor_sync(0xFFFFFFFFu, s, off);
+  float m = s / float(cols);
+  float q = 0.0f;
+#pragma unroll
+  for (int c = 0; c < kLayernormChunks; ++c) {
+    if (lane + 32 * c < n4) {
+      float dx = v[c].x - m, dy = v[c].y - m, dz = v[c].z - m, dw = v[c].w - m;
+      q += (dx * dx + dy * dy) + (dz * dz + dw * dw);
+    }
+  }
+  for (int off = 16; off > 0; off /= 2) q += __shfl_xor_sync(0xFFFFFFFFu, q, off);
+  float r = 1.0f / sqrtf(q / float(cols) + kLayernormEps);
+  if (lane == 0) {
+    mean[row] = m;
+    rstd[row] = r;
+  }
+#pragma unroll
+  for (int c = 0; c < kLayernormChunks; ++c) {
+    int j = lane + 32 * c;
+    if (j < n4) {
+      float4 e = v[c], g = w4[j], h = b4[j];
+      yr[j] = make_float4((e.x - m) * r * g.x + h.x, (e.y - m) * r * g.y + h.y,
+                          (e.z - m) * r * g.z + h.z, (e.w - m) * r * g.w + h.w);
+    }
+  }
+}
+
 // All pairs, positions staged in a shared tile of float4; rsqrtf. n a multiple of kNbodyBlock.
 __global__ void nbody(const float4* pos, float* acc, int n) {
   __shared__ float4 tile[kNbodyBlock];
