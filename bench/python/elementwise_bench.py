@@ -15,7 +15,8 @@ Cases (float32 and float64, 2**10 .. 2**26 elements):
   red-wide    sum along axis 0 of (1024, n/1024) (many outputs, 1024 rows)
   red-mid     sum along axis 1 of (8, n/1024, 128) (a 3-D array's middle axis)
 The reductions also run torch.sum on the same data (dim=... alike) when PyTorch has CUDA.
-Times are per call, GPU time from CUDA events over a loop of calls (median of 3 loops).
+Times are per call, GPU time from CUDA events over a loop of calls: pydevice, CuPy and torch
+take turns, a loop each, in 7 rounds; the median of each one's 7 loops.
 `GB/s` is the bytes each call must move (inputs read once, outputs written once) over our
 time; `copy%` compares it with a device-to-device copy of the same byte count. The last
 lines time the host overhead per call: 2**10 elements, 2000 calls back to back, wall clock,
@@ -85,20 +86,31 @@ def numba_vectorize():
 
 def gpu_time(fn, nbytes):
     """Median per-call GPU time in microseconds over 3 loops of calls."""
-    for _ in range(3):
-        fn()
+    return gpu_times([fn], nbytes, rounds=3)[0]
+
+
+def gpu_times(fns, nbytes, rounds=7):
+    """Median per-call GPU time in microseconds of each of `fns` (None: nan), timed in turn
+    in each of `rounds` rounds (one loop of calls per function per round), so that every
+    function sees the same phases of the machine's noise: below 2**22 a call is bound by
+    host time, which drifts by tens of percent over seconds."""
+    live = [f for f in fns if f is not None]
+    for f in live:
+        for _ in range(3):
+            f()
     cp.cuda.Device().synchronize()
     reps = int(max(5, min(2000, 3e9 / max(nbytes, 1) / 100)))
     start, stop = cp.cuda.Event(), cp.cuda.Event()
-    loops = []
-    for _ in range(3):
-        start.record()
-        for _ in range(reps):
-            fn()
-        stop.record()
-        stop.synchronize()
-        loops.append(cp.cuda.get_elapsed_time(start, stop) * 1e3 / reps)
-    return statistics.median(loops)
+    loops = {id(f): [] for f in live}
+    for _ in range(rounds):
+        for f in live:
+            start.record()
+            for _ in range(reps):
+                f()
+            stop.record()
+            stop.synchronize()
+            loops[id(f)].append(cp.cuda.get_elapsed_time(start, stop) * 1e3 / reps)
+    return [statistics.median(loops[id(f)]) if f is not None else float("nan") for f in fns]
 
 
 def check(a, b, what):
@@ -192,9 +204,7 @@ def main():
                     check(ours(), theirs(), f"{name} {dt} 2**{e}")
                     if other is not None:
                         check(ours(), other(), f"{name} {dt} 2**{e} (torch)")
-                t_ours = gpu_time(ours, nbytes) if ours is not None else float("nan")
-                t_cupy = gpu_time(theirs, nbytes)
-                t_other = gpu_time(other, nbytes) if other is not None else float("nan")
+                t_ours, t_cupy, t_other = gpu_times([ours, theirs, other], nbytes)
                 gbs = nbytes / t_ours / 1e3
                 rows.append((name, dt, e, t_ours, t_cupy, t_other, gbs, 100 * gbs / copy_bw[(dt, e)]))
             del x, y, dst, x2, xs, ys, t_x, x_wide, x3, t_wide, t_3
