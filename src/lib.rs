@@ -698,6 +698,14 @@ impl Module {
         args: &[Type],
         options: &CompileOptions,
     ) -> Result<CompiledKernel, Error> {
+        // LLVM's set-up for this architecture, if this thread has not done it, starts on
+        // another thread now and overlaps the front end (`lower::ptx::prepare`).
+        let opt = if self.debug {
+            0
+        } else {
+            options.opt_level.number()
+        };
+        lower::ptx::prepare(options.arch, opt);
         Ok(self
             .specialize_with(entry, args, &options.constants, options.arch)?
             .to_ptx(options)?)

@@ -125,29 +125,143 @@ thread_local! {
     static BACKENDS: RefCell<HashMap<(Arch, u8), Backend>> = RefCell::new(HashMap::new());
 }
 
+/// The back end for `arch` at optimization level `opt` (0 to 3).
+fn new_backend(arch: Arch, opt: u8) -> Result<Backend, LowerError> {
+    let level = match opt {
+        0 => OptimizationLevel::None,
+        1 => OptimizationLevel::Less,
+        2 => OptimizationLevel::Default,
+        _ => OptimizationLevel::Aggressive,
+    };
+    // Loop-free leaf modules are code-generated at -O2 (see `pipeline::Shape`) by the
+    // optimizer's machine; the -O3 one is made when a module first needs it.
+    Ok(match level {
+        OptimizationLevel::Aggressive => Backend::new(
+            target_machine(arch, OptimizationLevel::Default)?,
+            Some(Box::new(move || {
+                target_machine(arch, OptimizationLevel::Aggressive)
+            })),
+            opt,
+        ),
+        _ => Backend::new(target_machine(arch, level)?, None, opt),
+    })
+}
+
+/// A back end made on another thread by [`prepare`], handed to the first thread that needs
+/// one for its key.
+struct Prepared(Backend);
+
+// SAFETY: a `Backend` is kept on one thread because its LLVM objects (target machine,
+// pipelines, context) must not be used from two threads at once, not because they belong to
+// the thread that made them. A prepared one is made on its own thread and sent whole (its
+// context's `Rc` has no other share), and only the receiving thread uses it afterwards; the
+// one thread that still reads its target machine meanwhile is accounted for by the back end
+// itself (`Backend::assemble_lean_codegen_elsewhere`).
+unsafe impl Send for Prepared {}
+
+/// Back ends being made by [`prepare`], by key, each to be received once.
+type Preparing = Vec<((Arch, u8), std::sync::mpsc::Receiver<Prepared>)>;
+static PREPARING: std::sync::Mutex<Preparing> = std::sync::Mutex::new(Vec::new());
+
+/// Starts making the back end for `arch` at optimization level `opt` on another thread if
+/// the calling thread has none yet, so that a thread's first compile overlaps LLVM's set-up
+/// (creating the target machine, then assembling the code generator, about 40% of a first
+/// compile) with its own work: the front end, then emitting and optimizing the module.
+/// [`compile`] takes the back end when it needs it, waiting for what is not ready yet. Called
+/// where a PTX compile begins (`Module::compile`); costs a thread-local lookup once the
+/// thread has its back end.
+pub(crate) fn prepare(arch: Arch, opt: u8) {
+    let key = (arch, opt);
+    if BACKENDS
+        .try_with(|m| m.try_borrow().map_or(true, |m| m.contains_key(&key)))
+        .unwrap_or(true)
+    {
+        return;
+    }
+    let mut preparing = PREPARING.lock().unwrap_or_else(|e| e.into_inner());
+    if preparing.iter().any(|(k, _)| *k == key) {
+        return;
+    }
+    let (send, receive) = std::sync::mpsc::channel();
+    setup_threads_finish_before_exit();
+    *SETUP_THREADS.0.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+    let spawned = std::thread::Builder::new()
+        .name("pydevice-llvm-setup".into())
+        .spawn(move || {
+            struct Done;
+            impl Drop for Done {
+                fn drop(&mut self) {
+                    *SETUP_THREADS.0.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+                    SETUP_THREADS.1.notify_all();
+                }
+            }
+            let _done = Done;
+            init();
+            // An error is not sent: the compile then makes the back end itself and reports it.
+            if let Ok(backend) = new_backend(arch, opt) {
+                let codegen = if opt >= 2 {
+                    backend.assemble_lean_codegen_elsewhere()
+                } else {
+                    None
+                };
+                let _ = send.send(Prepared(backend));
+                // Wait for the code generator's thread, so that a process that exits does
+                // not end it half-way (the back end's `drop` waits for it too).
+                if let Some(thread) = codegen {
+                    let _ = thread.join();
+                }
+            }
+        });
+    match spawned {
+        Ok(_) => preparing.push((key, receive)),
+        Err(_) => *SETUP_THREADS.0.lock().unwrap_or_else(|e| e.into_inner()) -= 1,
+    }
+}
+
+/// How many threads started by [`prepare`] are still running, and their signal when one ends.
+static SETUP_THREADS: (std::sync::Mutex<usize>, std::sync::Condvar) =
+    (std::sync::Mutex::new(0), std::sync::Condvar::new());
+
+/// Makes the process wait, when it exits, for the threads [`prepare`] started: a process that
+/// exits right after a compile failed in the front end (the CLI) would otherwise run LLVM's
+/// static destructors while such a thread still uses what they destroy. (`exit` runs the
+/// handlers registered with `atexit` in reverse order, so this one runs before LLVM's, which
+/// were registered when the program started.) Waiting costs at most the rest of the set-up,
+/// about a millisecond.
+fn setup_threads_finish_before_exit() {
+    extern "C" fn wait_for_setup_threads() {
+        let (count, ended) = &SETUP_THREADS;
+        let mut running = count.lock().unwrap_or_else(|e| e.into_inner());
+        while *running > 0 {
+            running = ended.wait(running).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+    static REGISTER: Once = Once::new();
+    // SAFETY: `atexit` takes a function with no arguments and no result.
+    REGISTER.call_once(|| unsafe {
+        libc::atexit(wait_for_setup_threads);
+    });
+}
+
+/// The back end [`prepare`] made or is making for `key`, if any, waiting for it.
+fn take_prepared(key: (Arch, u8)) -> Option<Backend> {
+    let receive = {
+        let mut preparing = PREPARING.lock().unwrap_or_else(|e| e.into_inner());
+        let at = preparing.iter().position(|(k, _)| *k == key)?;
+        preparing.swap_remove(at).1
+    };
+    receive.recv().ok().map(|Prepared(backend)| backend)
+}
+
 fn with_backend<R>(arch: Arch, opt: u8, f: impl FnOnce(&Backend) -> R) -> Result<R, LowerError> {
     init();
     BACKENDS.with(|m| {
         let mut m = m.borrow_mut();
         let key = (arch, opt);
         if let std::collections::hash_map::Entry::Vacant(e) = m.entry(key) {
-            let level = match opt {
-                0 => OptimizationLevel::None,
-                1 => OptimizationLevel::Less,
-                2 => OptimizationLevel::Default,
-                _ => OptimizationLevel::Aggressive,
-            };
-            // Loop-free leaf modules are code-generated at -O2 (see `pipeline::Shape`) by the
-            // optimizer's machine; the -O3 one is made when a module first needs it.
-            let backend = match level {
-                OptimizationLevel::Aggressive => Backend::new(
-                    target_machine(arch, OptimizationLevel::Default)?,
-                    Some(Box::new(move || {
-                        target_machine(arch, OptimizationLevel::Aggressive)
-                    })),
-                    opt,
-                ),
-                _ => Backend::new(target_machine(arch, level)?, None, opt),
+            let backend = match take_prepared(key) {
+                Some(backend) => backend,
+                None => new_backend(arch, opt)?,
             };
             e.insert(backend);
         }
@@ -224,6 +338,9 @@ pub(crate) fn compile_with(
         if uses_libdevice {
             libdevice::link(&ctx, &module)?;
         }
+        // The emitted IR is verified in debug builds (every test), not in release builds,
+        // where verifying cost ~2% of a small kernel's compile.
+        #[cfg(debug_assertions)]
         module
             .verify()
             .map_err(|e| LowerError::Llvm(format!("invalid LLVM IR: {}", e.to_string())))?;
