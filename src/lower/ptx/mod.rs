@@ -156,7 +156,7 @@ struct Prepared(Backend);
 // the thread that made them. A prepared one is made on its own thread and sent whole (its
 // context's `Rc` has no other share), and only the receiving thread uses it afterwards; the
 // one thread that still reads its target machine meanwhile is accounted for by the back end
-// itself (`Backend::assemble_lean_codegen_elsewhere`).
+// itself (`pipeline::LeanCodegenSetup`).
 unsafe impl Send for Prepared {}
 
 /// Back ends being made by [`prepare`], by key, each to be received once.
@@ -196,20 +196,29 @@ pub(crate) fn prepare(arch: Arch, opt: u8) {
                 }
             }
             let _done = Done;
+            // The code generator's thread registers LLVM's passes while this one makes the
+            // target machine, then assembles the code generator for straight-line leaves
+            // while the compile optimizes its module (the one that -O2 and -O3 modules
+            // without loops use).
+            let codegen = if opt >= 2 {
+                pipeline::LeanCodegenSetup::start()
+            } else {
+                None
+            };
             init();
             // An error is not sent: the compile then makes the back end itself and reports it.
-            if let Ok(backend) = new_backend(arch, opt) {
-                let codegen = if opt >= 2 {
-                    backend.assemble_lean_codegen_elsewhere()
-                } else {
-                    None
-                };
-                let _ = send.send(Prepared(backend));
-                // Wait for the code generator's thread, so that a process that exits does
-                // not end it half-way (the back end's `drop` waits for it too).
-                if let Some(thread) = codegen {
-                    let _ = thread.join();
+            let thread = match new_backend(arch, opt) {
+                Ok(backend) => {
+                    let thread = codegen.map(|c| backend.take_lean_codegen_from(c));
+                    let _ = send.send(Prepared(backend));
+                    thread
                 }
+                Err(_) => codegen.map(pipeline::LeanCodegenSetup::abandon),
+            };
+            // Wait for the code generator's thread, so that the process does not exit with it
+            // half-way (see `setup_threads_finish_before_exit`).
+            if let Some(thread) = thread {
+                let _ = thread.join();
             }
         });
     match spawned {

@@ -48,6 +48,7 @@ unsafe extern "C" {
     );
     fn pydevice_codegen_free(handle: *mut c_void);
     fn pydevice_forget_module(module: LLVMModuleRef);
+    fn pydevice_register_passes();
 }
 
 /// Which optimization pipeline a module gets.
@@ -225,7 +226,7 @@ pub(crate) struct Backend {
     /// The context that PTX compiles create their modules in, and how many it has served.
     context: RefCell<(Rc<Context>, usize)>,
     /// The code generator of straight-line leaves (`codegens[1]`) while another thread
-    /// assembles it ([`Backend::assemble_lean_codegen_elsewhere`]): its handle arrives here.
+    /// assembles it ([`LeanCodegenSetup`]): its handle arrives here.
     pending_lean: RefCell<Option<Receiver<usize>>>,
     // Raw LLVM handles: keep the backend on the thread that built it.
     _not_send: PhantomData<*mut ()>,
@@ -254,27 +255,17 @@ impl Backend {
         }
     }
 
-    /// Makes the back end's code generator for straight-line leaves on a new thread, which
-    /// it returns (`None` if the thread cannot be started): assembling it costs about a
-    /// quarter of a first compile, which the calling thread spends meanwhile on the
-    /// optimizer. The thread only reads the target machine, which nothing else writes to
-    /// while it runs: the optimizer's passes read it too (for the target's cost model), and
-    /// the back end's first code generation waits for the result ([`Backend::emit_ptx`]), as
-    /// does its `drop`, before the machine is freed.
-    pub(crate) fn assemble_lean_codegen_elsewhere(&self) -> Option<std::thread::JoinHandle<()>> {
-        let (send, receive) = std::sync::mpsc::channel();
-        let machine = self.machine.as_mut_ptr() as usize;
-        let thread = std::thread::Builder::new()
-            .name("pydevice-codegen-setup".into())
-            .spawn(move || {
-                // SAFETY: the target machine stays alive until the handle has been received
-                // (see above); assembling a code generator only reads it.
-                let handle = unsafe { pydevice_codegen_new(machine as LLVMTargetMachineRef, 1) };
-                let _ = send.send(handle as usize);
-            })
-            .ok()?;
-        *self.pending_lean.borrow_mut() = Some(receive);
-        Some(thread)
+    /// Takes the code generator for straight-line leaves from `setup`, which assembles it
+    /// for this back end's target machine on its own thread (see [`LeanCodegenSetup`]).
+    /// Returns the thread, for a caller that must not exit before it ends.
+    pub(crate) fn take_lean_codegen_from(
+        &self,
+        setup: LeanCodegenSetup,
+    ) -> std::thread::JoinHandle<()> {
+        *self.pending_lean.borrow_mut() = Some(setup.handle);
+        // From here on the back end waits for the handle before freeing the machine.
+        let _ = setup.machine.send(self.machine.as_mut_ptr() as usize);
+        setup.thread
     }
 
     /// The code generator another thread assembled for straight-line leaves, if one was
@@ -389,6 +380,52 @@ impl Backend {
         }
         // Else `module` is freed now: see `Detached::has_globals`.
         Ok(ptx)
+    }
+}
+
+/// A thread that assembles the code generator for straight-line leaves of a back end
+/// being made, so that the thread making it and the compile that waits for it need not:
+/// assembling it costs about a quarter of a first compile. It starts before the target
+/// machine exists and registers LLVM's passes meanwhile (their first registration is ~15%
+/// of the assembly); then [`Backend::take_lean_codegen_from`] gives it the machine. It only
+/// reads the machine, which nothing writes to while it runs (the optimizer's passes read it
+/// too, for the target's cost model); the back end's first code generation waits for the
+/// result ([`Backend::emit_ptx`]), as does its `drop`, before the machine is freed.
+pub(crate) struct LeanCodegenSetup {
+    machine: std::sync::mpsc::Sender<usize>,
+    handle: Receiver<usize>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl LeanCodegenSetup {
+    /// Starts the thread (`None` if it cannot be started).
+    pub(crate) fn start() -> Option<LeanCodegenSetup> {
+        let (machine_send, machine) = std::sync::mpsc::channel::<usize>();
+        let (send, handle) = std::sync::mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("pydevice-codegen-setup".into())
+            .spawn(move || {
+                // SAFETY: registering passes has no preconditions (LLVM guards it).
+                unsafe { pydevice_register_passes() };
+                // No machine if the back end could not be made.
+                let Ok(machine) = machine.recv() else { return };
+                // SAFETY: the back end that owns the machine waits for this handle before
+                // freeing it (see above); assembling a code generator only reads it.
+                let handle = unsafe { pydevice_codegen_new(machine as LLVMTargetMachineRef, 1) };
+                let _ = send.send(handle as usize);
+            })
+            .ok()?;
+        Some(LeanCodegenSetup {
+            machine: machine_send,
+            handle,
+            thread,
+        })
+    }
+
+    /// Gives up (no back end was made): the thread ends after registering the passes; it is
+    /// returned for a caller that must not exit before then.
+    pub(crate) fn abandon(self) -> std::thread::JoinHandle<()> {
+        self.thread
     }
 }
 
