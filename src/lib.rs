@@ -706,9 +706,15 @@ impl Module {
             options.opt_level.number()
         };
         lower::ptx::prepare(options.arch, opt);
-        Ok(self
-            .specialize_with(entry, args, &options.constants, options.arch)?
-            .to_ptx(options)?)
+        let compiled = self
+            .specialize_with(entry, args, &options.constants, options.arch)
+            .map_err(Error::from)
+            .and_then(|spec| Ok(spec.to_ptx(options)?));
+        if compiled.is_err() {
+            // No set-up thread outlives the compile (see `lower::ptx::prepare`).
+            lower::ptx::settle(options.arch, opt);
+        }
+        compiled
     }
 
     /// Compiles `entry` once per architecture; at load time the runtime picks the variant

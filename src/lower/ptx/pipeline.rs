@@ -227,7 +227,7 @@ pub(crate) struct Backend {
     context: RefCell<(Rc<Context>, usize)>,
     /// The code generator of straight-line leaves (`codegens[1]`) while another thread
     /// assembles it ([`LeanCodegenSetup`]): its handle arrives here.
-    pending_lean: RefCell<Option<Receiver<usize>>>,
+    pending_lean: RefCell<Option<(u32, Receiver<usize>)>>,
     // Raw LLVM handles: keep the backend on the thread that built it.
     _not_send: PhantomData<*mut ()>,
 }
@@ -262,7 +262,7 @@ impl Backend {
         &self,
         setup: LeanCodegenSetup,
     ) -> std::thread::JoinHandle<()> {
-        *self.pending_lean.borrow_mut() = Some(setup.handle);
+        *self.pending_lean.borrow_mut() = Some((std::process::id(), setup.handle));
         // From here on the back end waits for the handle before freeing the machine.
         let _ = setup.machine.send(self.machine.as_mut_ptr() as usize);
         setup.thread
@@ -271,9 +271,38 @@ impl Backend {
     /// The code generator another thread assembled for straight-line leaves, if one was
     /// asked for and has not been taken yet (waits for it).
     fn take_pending_lean(&self) -> Option<*mut c_void> {
-        let receive = self.pending_lean.borrow_mut().take()?;
+        let (pid, receive) = self.pending_lean.borrow_mut().take()?;
+        if !super::started_here(pid) {
+            // Forked while the code generator was being assembled: the assembling thread is
+            // not in this process. Make another when needed.
+            std::mem::forget(receive);
+            return None;
+        }
         let handle = receive.recv().ok()? as *mut c_void;
         (!handle.is_null()).then_some(handle)
+    }
+
+    /// Waits for the code generator another thread is assembling for this back end, if any,
+    /// and keeps it for the first straight-line leaf: afterwards no thread but the caller's
+    /// uses the back end's LLVM objects. A no-op once done.
+    pub(crate) fn finish_setup(&self) {
+        if self.pending_lean.borrow().is_none() {
+            return;
+        }
+        let Some(handle) = self.take_pending_lean() else {
+            return;
+        };
+        let mut slot = self.codegens[1].borrow_mut();
+        if slot.is_none() {
+            *slot = Some(CodeGen {
+                handle,
+                seen: Vec::with_capacity(MODULES_PER_CODEGEN),
+                served: 0,
+            });
+        } else {
+            // SAFETY: the handle came from pydevice_codegen_new and was never used.
+            unsafe { pydevice_codegen_free(handle) }
+        }
     }
 
     /// The context for a new PTX compile's module: shared with up to
