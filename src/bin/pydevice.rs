@@ -250,10 +250,22 @@ fn cmd_compile(a: &Args) -> Result<(), Failure> {
     if let Some(o) = a.one("opt") {
         options.opt_level = o.parse().map_err(|_| format!("bad --opt `{o}`"))?;
     }
+    let emit = a.one("emit").unwrap_or("ptx");
+    if emit == "ptx" {
+        // LLVM's set-up overlaps the front end (`--debug` compiles at -O0).
+        pydevice::warm_up(&CompileOptions {
+            opt_level: if a.one("debug").is_some() {
+                pydevice::OptLevel::O0
+            } else {
+                options.opt_level
+            },
+            ..options.clone()
+        });
+    }
     let spec = module
         .specialize_with(entry, &args, &options.constants, options.arch)
         .map_err(|d| report(d.into()))?;
-    let text = match a.one("emit").unwrap_or("ptx") {
+    let text = match emit {
         "ptx" => spec.to_ptx(&options).map_err(|e| report(e.into()))?.ptx,
         "llvm" => spec.to_llvm_ir(&options).map_err(|e| report(e.into()))?,
         "ir" => spec.program().to_string(),

@@ -518,6 +518,8 @@ impl KernelCache {
     ) -> Result<Arc<CompiledKernel>, Error> {
         let key = CacheKey::new(name, source, entry, args, options);
         self.get_with(key, || {
+            // LLVM's set-up (on a thread's first compile) overlaps parsing too.
+            crate::warm_up(options);
             Module::parse(name, source)?.compile(entry, args, options)
         })
     }

@@ -23,6 +23,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::rc::Rc;
 use std::sync::Once;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
 /// What went wrong in the back end. These are not the user's fault (except a missing
 /// libdevice); each names what failed.
@@ -125,29 +126,197 @@ thread_local! {
     static BACKENDS: RefCell<HashMap<(Arch, u8), Backend>> = RefCell::new(HashMap::new());
 }
 
+/// The back end for `arch` at optimization level `opt` (0 to 3).
+fn new_backend(arch: Arch, opt: u8) -> Result<Backend, LowerError> {
+    let level = match opt {
+        0 => OptimizationLevel::None,
+        1 => OptimizationLevel::Less,
+        2 => OptimizationLevel::Default,
+        _ => OptimizationLevel::Aggressive,
+    };
+    // Loop-free leaf modules are code-generated at -O2 (see `pipeline::Shape`) by the
+    // optimizer's machine; the -O3 one is made when a module first needs it.
+    Ok(match level {
+        OptimizationLevel::Aggressive => Backend::new(
+            target_machine(arch, OptimizationLevel::Default)?,
+            Some(Box::new(move || {
+                target_machine(arch, OptimizationLevel::Aggressive)
+            })),
+            opt,
+        ),
+        _ => Backend::new(target_machine(arch, level)?, None, opt),
+    })
+}
+
+/// A back end made on another thread by [`prepare`], handed to the first thread that needs
+/// one for its key.
+struct Prepared(Backend);
+
+// SAFETY: a `Backend` is kept on one thread because its LLVM objects (target machine,
+// pipelines, context) must not be used from two threads at once, not because they belong to
+// the thread that made them. A prepared one is made on its own thread and sent whole (its
+// context's `Rc` has no other share), and only the receiving thread uses it afterwards; the
+// one thread that still reads its target machine meanwhile is accounted for by the back end
+// itself (`pipeline::LeanCodegenSetup`).
+unsafe impl Send for Prepared {}
+
+/// Back ends being made by [`prepare`], by key, each to be received once, with the process
+/// that started making it (see [`started_here`]).
+type Preparing = Vec<((Arch, u8), u32, std::sync::mpsc::Receiver<Prepared>)>;
+static PREPARING: std::sync::Mutex<Preparing> = std::sync::Mutex::new(Vec::new());
+
+/// Whether something started by process `pid` is this process's: a process forked while a
+/// set-up thread ran has the thread's channels but not the thread, so it must neither wait
+/// for what the thread would have sent nor for the thread to end.
+pub(crate) fn started_here(pid: u32) -> bool {
+    pid == std::process::id()
+}
+
+/// Starts making the back end for `arch` at optimization level `opt` on other threads if
+/// the calling thread has none yet, so that a thread's first compile overlaps LLVM's set-up
+/// (creating the target machine, then assembling the code generator, about 40% of a first
+/// compile) with its own work: the front end, then emitting and optimizing the module.
+/// [`compile`] takes the back end when it needs it, waiting for what is not ready yet, and
+/// returns only once the set-up threads are done with LLVM (as does [`settle`], for a
+/// compile that fails before that), so a program that forks after compiling forks no thread
+/// holding an LLVM lock. Called where a PTX compile begins (`Module::compile`, and
+/// `crate::warm_up`); costs a thread-local lookup once the thread has its back end.
+pub(crate) fn prepare(arch: Arch, opt: u8) {
+    let key = (arch, opt);
+    if BACKENDS
+        .try_with(|m| m.try_borrow().map_or(true, |m| m.contains_key(&key)))
+        .unwrap_or(true)
+    {
+        return;
+    }
+    let mut preparing = PREPARING.lock().unwrap_or_else(|e| e.into_inner());
+    preparing.retain(|(_, pid, _)| started_here(*pid));
+    if preparing.iter().any(|(k, _, _)| *k == key) {
+        return;
+    }
+    let (send, receive) = std::sync::mpsc::channel();
+    setup_threads_finish_before_exit();
+    // In a process forked from one whose set-up threads ran, the count is the parent's.
+    if SETUP_PID.swap(std::process::id(), Ordering::SeqCst) != std::process::id() {
+        SETUP_THREADS.store(0, Ordering::SeqCst);
+    }
+    SETUP_THREADS.fetch_add(1, Ordering::SeqCst);
+    let spawned = std::thread::Builder::new()
+        .name("pydevice-llvm-setup".into())
+        .spawn(move || {
+            struct Done;
+            impl Drop for Done {
+                fn drop(&mut self) {
+                    SETUP_THREADS.fetch_sub(1, Ordering::SeqCst);
+                }
+            }
+            let _done = Done;
+            // The code generator's thread registers LLVM's passes while this one makes the
+            // target machine, then assembles the code generator for straight-line leaves
+            // while the compile optimizes its module (the one that -O2 and -O3 modules
+            // without loops use).
+            let codegen = if opt >= 2 {
+                pipeline::LeanCodegenSetup::start()
+            } else {
+                None
+            };
+            init();
+            // An error is not sent: the compile then makes the back end itself and reports it.
+            let thread = match new_backend(arch, opt) {
+                Ok(backend) => {
+                    let thread = codegen.map(|c| backend.take_lean_codegen_from(c));
+                    let _ = send.send(Prepared(backend));
+                    thread
+                }
+                Err(_) => codegen.map(pipeline::LeanCodegenSetup::abandon),
+            };
+            // Wait for the code generator's thread, so that the process does not exit with it
+            // half-way (see `setup_threads_finish_before_exit`).
+            if let Some(thread) = thread {
+                let _ = thread.join();
+            }
+        });
+    match spawned {
+        Ok(_) => preparing.push((key, std::process::id(), receive)),
+        Err(_) => {
+            SETUP_THREADS.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// How many threads started by [`prepare`] are still running, and the process that started
+/// them.
+static SETUP_THREADS: AtomicUsize = AtomicUsize::new(0);
+static SETUP_PID: AtomicU32 = AtomicU32::new(0);
+
+/// Makes the process wait, when it exits, for the threads [`prepare`] started: a process that
+/// exits right after a compile failed in the front end (the CLI) would otherwise run LLVM's
+/// static destructors while such a thread still uses what they destroy. (`exit` runs the
+/// handlers registered with `atexit` in reverse order, so this one runs before LLVM's, which
+/// were registered when the program started.) Waiting costs at most the rest of the set-up,
+/// about a millisecond; it polls an atomic counter (no lock a fork could leave held), and a
+/// forked child, whose count is its parent's, does not wait.
+fn setup_threads_finish_before_exit() {
+    extern "C" fn wait_for_setup_threads() {
+        if !started_here(SETUP_PID.load(Ordering::SeqCst)) {
+            return;
+        }
+        // At most a second: the set-up takes a few milliseconds on a loaded machine.
+        for _ in 0..10_000 {
+            if SETUP_THREADS.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(100));
+        }
+    }
+    static REGISTER: Once = Once::new();
+    // SAFETY: `atexit` takes a function with no arguments and no result.
+    REGISTER.call_once(|| unsafe {
+        libc::atexit(wait_for_setup_threads);
+    });
+}
+
+/// The back end [`prepare`] made or is making for `key` in this process, if any, waiting
+/// for it. (One a parent process was making when it forked this one is left alone: its
+/// channel's sender is in a thread this process does not have.)
+fn take_prepared(key: (Arch, u8)) -> Option<Backend> {
+    let receive = {
+        let mut preparing = PREPARING.lock().unwrap_or_else(|e| e.into_inner());
+        let at = preparing.iter().position(|(k, _, _)| *k == key)?;
+        let (_, pid, receive) = preparing.swap_remove(at);
+        if !started_here(pid) {
+            std::mem::forget(receive);
+            return None;
+        }
+        receive
+    };
+    receive.recv().ok().map(|Prepared(backend)| backend)
+}
+
+/// Finishes what [`prepare`] started for `arch` and `opt`, if anything, for a compile that
+/// ended before taking it (a front-end error): the calling thread takes the back end and
+/// waits for its code generator, so that no set-up thread outlives the compile.
+pub(crate) fn settle(arch: Arch, opt: u8) {
+    let Some(backend) = take_prepared((arch, opt)) else {
+        return;
+    };
+    backend.finish_setup();
+    let _ = BACKENDS.try_with(|m| {
+        if let Ok(mut m) = m.try_borrow_mut() {
+            m.entry((arch, opt)).or_insert(backend);
+        }
+    });
+}
+
 fn with_backend<R>(arch: Arch, opt: u8, f: impl FnOnce(&Backend) -> R) -> Result<R, LowerError> {
     init();
     BACKENDS.with(|m| {
         let mut m = m.borrow_mut();
         let key = (arch, opt);
         if let std::collections::hash_map::Entry::Vacant(e) = m.entry(key) {
-            let level = match opt {
-                0 => OptimizationLevel::None,
-                1 => OptimizationLevel::Less,
-                2 => OptimizationLevel::Default,
-                _ => OptimizationLevel::Aggressive,
-            };
-            // Loop-free leaf modules are code-generated at -O2 (see `pipeline::Shape`) by the
-            // optimizer's machine; the -O3 one is made when a module first needs it.
-            let backend = match level {
-                OptimizationLevel::Aggressive => Backend::new(
-                    target_machine(arch, OptimizationLevel::Default)?,
-                    Some(Box::new(move || {
-                        target_machine(arch, OptimizationLevel::Aggressive)
-                    })),
-                    opt,
-                ),
-                _ => Backend::new(target_machine(arch, level)?, None, opt),
+            let backend = match take_prepared(key) {
+                Some(backend) => backend,
+                None => new_backend(arch, opt)?,
             };
             e.insert(backend);
         }
@@ -224,6 +393,9 @@ pub(crate) fn compile_with(
         if uses_libdevice {
             libdevice::link(&ctx, &module)?;
         }
+        // The emitted IR is verified in debug builds (every test), not in release builds,
+        // where verifying cost ~2% of a small kernel's compile.
+        #[cfg(debug_assertions)]
         module
             .verify()
             .map_err(|e| LowerError::Llvm(format!("invalid LLVM IR: {}", e.to_string())))?;
@@ -231,11 +403,15 @@ pub(crate) fn compile_with(
         if emit == Emit::LlvmIr {
             let text = module.print_to_string().to_string();
             b.forget(&module);
+            b.finish_setup();
             return Ok(text);
         }
         // The code generator keeps the module (and its context) alive: see `pipeline`.
         let module = Detached::module(module).with_context(ctx);
-        let ptx = b.emit_ptx(module, shape)?;
+        let ptx = b.emit_ptx(module, shape);
+        // A first compile returns only once the threads preparing its back end are done.
+        b.finish_setup();
+        let ptx = ptx?;
         let ptx = cluster_directives(
             widen_param_space(
                 retarget(renumber_call_sequences(ptx), options.arch),

@@ -518,6 +518,19 @@ void pydevice_codegen_run(void *handle, LLVMModuleRef module, const char **text,
   *len = c->text.size();
 }
 
+// Registers the passes that the target's pass configuration registers when it is first
+// created (`TargetPassConfig`'s constructor: every code-generation pass and the two alias
+// analyses it needs), ~15% of assembling the first code generator: a thread that prepares a
+// back end calls this while another creates the target machine. LLVM serializes it.
+// (Registering more, the scalar and vectorizer passes too, made later code generation ~12%
+// slower per module, with the same PTX; not investigated.)
+void pydevice_register_passes() {
+  PassRegistry &registry = *PassRegistry::getPassRegistry();
+  initializeCodeGen(registry);
+  initializeBasicAAWrapperPassPass(registry);
+  initializeAAResultsWrapperPassPass(registry);
+}
+
 // Forgets what NVPTX cached about `module` (call before freeing a module that was optimized
 // but not code-generated).
 void pydevice_forget_module(LLVMModuleRef module) { clearAnnotationCache(unwrap(module)); }

@@ -22,7 +22,9 @@
 
 use super::LowerError;
 use inkwell::context::Context;
-use inkwell::llvm_sys::core::{LLVMContextSetDiscardValueNames, LLVMDisposeModule};
+use inkwell::llvm_sys::core::{
+    LLVMContextSetDiscardValueNames, LLVMDisposeModule, LLVMGetFirstGlobal,
+};
 use inkwell::llvm_sys::prelude::LLVMModuleRef;
 use inkwell::llvm_sys::target_machine::LLVMTargetMachineRef;
 use inkwell::module::Module;
@@ -31,6 +33,7 @@ use std::cell::RefCell;
 use std::ffi::{c_char, c_void};
 use std::marker::PhantomData;
 use std::rc::Rc;
+use std::sync::mpsc::Receiver;
 
 unsafe extern "C" {
     fn pydevice_optimizer_new(tm: LLVMTargetMachineRef, opt_level: u32) -> *mut c_void;
@@ -45,6 +48,7 @@ unsafe extern "C" {
     );
     fn pydevice_codegen_free(handle: *mut c_void);
     fn pydevice_forget_module(module: LLVMModuleRef);
+    fn pydevice_register_passes();
 }
 
 /// Which optimization pipeline a module gets.
@@ -104,6 +108,10 @@ fn skip_straight_line_passes(shape: Shape) -> bool {
 /// with its context, keeps a few hundred KiB alive until then.
 pub(crate) const MODULES_PER_CODEGEN: usize = 32;
 
+/// How many modules one code generator serves at most, counting those freed at once
+/// (`Detached::has_globals`): a bound on whatever else a code generator might accumulate.
+const MODULES_PER_CODEGEN_AT_MOST: usize = 1024;
+
 /// How many modules one LLVM context serves before the back end starts a fresh one. Sharing
 /// a context saves creating and destroying one per compile (~1.5% of a small kernel's) and
 /// lets later modules find their types and constants already made.
@@ -124,6 +132,20 @@ impl Detached {
         let module_ref = module.as_mut_ptr();
         std::mem::forget(module);
         ModuleWithoutContext(module_ref)
+    }
+}
+
+impl Detached {
+    /// Whether the module has global variables. Only a module with global variables can
+    /// leave state in NVPTX's AsmPrinter keyed by one of its functions (`localDecls`, the
+    /// shared variables demoted into a function, pipeline.cpp): a module without any is
+    /// freed as soon as its PTX is generated, so the next compile reuses its memory while it
+    /// is still in the CPU's caches, instead of the code generator keeping it until it is
+    /// replaced. (Its other per-module state, NVPTX's annotation cache and the machine
+    /// functions, is cleared at the end of each module.)
+    fn has_globals(&self) -> bool {
+        // SAFETY: the module is live (owned here).
+        !unsafe { LLVMGetFirstGlobal(self.module) }.is_null()
     }
 }
 
@@ -149,10 +171,13 @@ impl Drop for Detached {
     }
 }
 
-/// A code generator and the modules it has seen (which must outlive it).
+/// A code generator and the modules it has seen that must outlive it.
 struct CodeGen {
     handle: *mut c_void,
+    /// The modules with global variables it generated code for (see `Detached::has_globals`).
     seen: Vec<Detached>,
+    /// How many modules it generated code for.
+    served: usize,
 }
 
 impl Drop for CodeGen {
@@ -200,6 +225,9 @@ pub(crate) struct Backend {
     full: Option<LazyMachine>,
     /// The context that PTX compiles create their modules in, and how many it has served.
     context: RefCell<(Rc<Context>, usize)>,
+    /// The code generator of straight-line leaves (`codegens[1]`) while another thread
+    /// assembles it ([`LeanCodegenSetup`]): its handle arrives here.
+    pending_lean: RefCell<Option<(u32, Receiver<usize>)>>,
     // Raw LLVM handles: keep the backend on the thread that built it.
     _not_send: PhantomData<*mut ()>,
 }
@@ -222,7 +250,58 @@ impl Backend {
                 machine: std::cell::OnceCell::new(),
             }),
             context: RefCell::new((ptx_context(), 0)),
+            pending_lean: RefCell::new(None),
             _not_send: PhantomData,
+        }
+    }
+
+    /// Takes the code generator for straight-line leaves from `setup`, which assembles it
+    /// for this back end's target machine on its own thread (see [`LeanCodegenSetup`]).
+    /// Returns the thread, for a caller that must not exit before it ends.
+    pub(crate) fn take_lean_codegen_from(
+        &self,
+        setup: LeanCodegenSetup,
+    ) -> std::thread::JoinHandle<()> {
+        *self.pending_lean.borrow_mut() = Some((std::process::id(), setup.handle));
+        // From here on the back end waits for the handle before freeing the machine.
+        let _ = setup.machine.send(self.machine.as_mut_ptr() as usize);
+        setup.thread
+    }
+
+    /// The code generator another thread assembled for straight-line leaves, if one was
+    /// asked for and has not been taken yet (waits for it).
+    fn take_pending_lean(&self) -> Option<*mut c_void> {
+        let (pid, receive) = self.pending_lean.borrow_mut().take()?;
+        if !super::started_here(pid) {
+            // Forked while the code generator was being assembled: the assembling thread is
+            // not in this process. Make another when needed.
+            std::mem::forget(receive);
+            return None;
+        }
+        let handle = receive.recv().ok()? as *mut c_void;
+        (!handle.is_null()).then_some(handle)
+    }
+
+    /// Waits for the code generator another thread is assembling for this back end, if any,
+    /// and keeps it for the first straight-line leaf: afterwards no thread but the caller's
+    /// uses the back end's LLVM objects. A no-op once done.
+    pub(crate) fn finish_setup(&self) {
+        if self.pending_lean.borrow().is_none() {
+            return;
+        }
+        let Some(handle) = self.take_pending_lean() else {
+            return;
+        };
+        let mut slot = self.codegens[1].borrow_mut();
+        if slot.is_none() {
+            *slot = Some(CodeGen {
+                handle,
+                seen: Vec::with_capacity(MODULES_PER_CODEGEN),
+                served: 0,
+            });
+        } else {
+            // SAFETY: the handle came from pydevice_codegen_new and was never used.
+            unsafe { pydevice_codegen_free(handle) }
         }
     }
 
@@ -283,15 +362,20 @@ impl Backend {
             (Some(_), Shape::StraightLeaf) => (&self.machine, self.codegens[2].borrow_mut()),
             (Some(full), _) => (full.get()?, self.codegens[0].borrow_mut()),
         };
-        if slot
-            .as_ref()
-            .is_some_and(|c| c.seen.len() >= MODULES_PER_CODEGEN)
-        {
+        if slot.as_ref().is_some_and(|c| {
+            c.seen.len() >= MODULES_PER_CODEGEN || c.served >= MODULES_PER_CODEGEN_AT_MOST
+        }) {
             *slot = None;
         }
         if slot.is_none() {
+            let prepared = match (&self.full, shape) {
+                (_, Shape::StraightLeaf) if lean => self.take_pending_lean(),
+                _ => None,
+            };
             // SAFETY: the target machine outlives the code generator (field order above).
-            let handle = unsafe { pydevice_codegen_new(machine.as_mut_ptr(), i32::from(lean)) };
+            let handle = prepared.unwrap_or_else(|| unsafe {
+                pydevice_codegen_new(machine.as_mut_ptr(), i32::from(lean))
+            });
             if handle.is_null() {
                 return Err(LowerError::Llvm(
                     "the NVPTX target cannot emit assembly".into(),
@@ -300,6 +384,7 @@ impl Backend {
             *slot = Some(CodeGen {
                 handle,
                 seen: Vec::with_capacity(MODULES_PER_CODEGEN),
+                served: 0,
             });
         }
         let Some(codegen) = slot.as_mut() else {
@@ -318,8 +403,58 @@ impl Backend {
                 String::from_utf8_lossy(bytes).into_owned()
             }
         };
-        codegen.seen.push(module);
+        codegen.served += 1;
+        if module.has_globals() {
+            codegen.seen.push(module);
+        }
+        // Else `module` is freed now: see `Detached::has_globals`.
         Ok(ptx)
+    }
+}
+
+/// A thread that assembles the code generator for straight-line leaves of a back end
+/// being made, so that the thread making it and the compile that waits for it need not:
+/// assembling it costs about a quarter of a first compile. It starts before the target
+/// machine exists and registers LLVM's passes meanwhile (their first registration is ~15%
+/// of the assembly); then [`Backend::take_lean_codegen_from`] gives it the machine. It only
+/// reads the machine, which nothing writes to while it runs (the optimizer's passes read it
+/// too, for the target's cost model); the back end's first code generation waits for the
+/// result ([`Backend::emit_ptx`]), as does its `drop`, before the machine is freed.
+pub(crate) struct LeanCodegenSetup {
+    machine: std::sync::mpsc::Sender<usize>,
+    handle: Receiver<usize>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl LeanCodegenSetup {
+    /// Starts the thread (`None` if it cannot be started).
+    pub(crate) fn start() -> Option<LeanCodegenSetup> {
+        let (machine_send, machine) = std::sync::mpsc::channel::<usize>();
+        let (send, handle) = std::sync::mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("pydevice-codegen-setup".into())
+            .spawn(move || {
+                // SAFETY: registering passes has no preconditions (LLVM guards it).
+                unsafe { pydevice_register_passes() };
+                // No machine if the back end could not be made.
+                let Ok(machine) = machine.recv() else { return };
+                // SAFETY: the back end that owns the machine waits for this handle before
+                // freeing it (see above); assembling a code generator only reads it.
+                let handle = unsafe { pydevice_codegen_new(machine as LLVMTargetMachineRef, 1) };
+                let _ = send.send(handle as usize);
+            })
+            .ok()?;
+        Some(LeanCodegenSetup {
+            machine: machine_send,
+            handle,
+            thread,
+        })
+    }
+
+    /// Gives up (no back end was made): the thread ends after registering the passes; it is
+    /// returned for a caller that must not exit before then.
+    pub(crate) fn abandon(self) -> std::thread::JoinHandle<()> {
+        self.thread
     }
 }
 
@@ -333,6 +468,11 @@ fn ptx_context() -> Rc<Context> {
 
 impl Drop for Backend {
     fn drop(&mut self) {
+        // A code generator still being assembled reads the target machine: wait for it.
+        if let Some(handle) = self.take_pending_lean() {
+            // SAFETY: the handle came from pydevice_codegen_new and was never used.
+            unsafe { pydevice_codegen_free(handle) }
+        }
         // The code generators (and the modules they saw) first, then the optimizer; the
         // target machines, fields, are dropped after this.
         for codegen in &mut self.codegens {
