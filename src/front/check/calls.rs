@@ -541,11 +541,26 @@ impl FnCx<'_, '_> {
             } else {
                 (Intrinsic::GridDim(axis), Intrinsic::BlockDim(axis))
             };
-            let x = self.push(Expr::Intrinsic(a, vec![]), u32t.clone(), span);
-            let x = at(self, x);
-            let y = self.push(Expr::Intrinsic(bb, vec![]), u32t.clone(), span);
-            let y = at(self, y);
-            let mut e = self.push(Expr::Binary(BinaryOp::Mul, x, y), ct.clone(), span);
+            // `tid` reads the block size before the block index, as nvcc's
+            // `blockDim.x * blockIdx.x + threadIdx.x` does: ptxas then reads the index with
+            // S2R and the size with ULDC, where the other order gave S2UR and LDC and a
+            // scan_block 1.8% slower on the H100 (bench/NOTES.md, "Session 17").
+            let (x, y) = if b == Builtin::Tid {
+                let y = self.push(Expr::Intrinsic(bb, vec![]), u32t.clone(), span);
+                let y = at(self, y);
+                let x = self.push(Expr::Intrinsic(a, vec![]), u32t.clone(), span);
+                (at(self, x), y)
+            } else {
+                let x = self.push(Expr::Intrinsic(a, vec![]), u32t.clone(), span);
+                let x = at(self, x);
+                let y = self.push(Expr::Intrinsic(bb, vec![]), u32t.clone(), span);
+                (x, at(self, y))
+            };
+            let mut e = if b == Builtin::Tid {
+                self.push(Expr::Binary(BinaryOp::Mul, y, x), ct.clone(), span)
+            } else {
+                self.push(Expr::Binary(BinaryOp::Mul, x, y), ct.clone(), span)
+            };
             if b == Builtin::Tid {
                 let t = self.push(
                     Expr::Intrinsic(Intrinsic::ThreadIdx(axis), vec![]),
