@@ -127,6 +127,162 @@ fn arrays(v: &Bound<'_, PyTuple>) -> PyResult<Vec<DeviceArray>> {
         .collect()
 }
 
+/// What the three builders' classes (`Elementwise`, `Reduction`, `GuVectorize`) share: a
+/// resolved call bound to its described outputs gives a launch, from which the generated
+/// sources, the PTX and a run on the host follow. Their PyO3 methods `source`,
+/// `host_source`, `ptx` and `run_host` are one call each to the functions below.
+trait Builder: Sync {
+    /// The resolved call (`ElementwiseCall`, ...).
+    type Call;
+    /// The crate's bound launch.
+    type Launch: Sync;
+    /// Binds `call` to the described outputs `outs`.
+    fn bind_outs(
+        &self,
+        py: Python<'_>,
+        call: &Self::Call,
+        outs: &Bound<'_, PyTuple>,
+    ) -> PyResult<Self::Launch>;
+    /// The generated kernel's source.
+    fn kernel_source(&self, l: &Self::Launch) -> String;
+    /// The generated host function's source (§20.8).
+    fn host_function_source(&self, l: &Self::Launch) -> String;
+    /// The PTX of the (first) kernel, compiled through the builder's cache.
+    fn kernel_ptx(&self, l: &Self::Launch) -> Result<String, pydevice::Error>;
+    /// Runs `l` on the host.
+    ///
+    /// # Safety
+    /// Every array `l` describes is host memory that stays alive for the call.
+    unsafe fn run_launch_on_host(&self, l: &Self::Launch) -> Result<(), pydevice::Error>;
+}
+
+fn generated_source<B: Builder>(
+    b: &B,
+    py: Python<'_>,
+    call: &B::Call,
+    outs: &Bound<'_, PyTuple>,
+) -> PyResult<String> {
+    Ok(b.kernel_source(&b.bind_outs(py, call, outs)?))
+}
+
+fn generated_host_source<B: Builder>(
+    b: &B,
+    py: Python<'_>,
+    call: &B::Call,
+    outs: &Bound<'_, PyTuple>,
+) -> PyResult<String> {
+    Ok(b.host_function_source(&b.bind_outs(py, call, outs)?))
+}
+
+/// Compiles without the GIL.
+fn generated_ptx<B: Builder>(
+    b: &B,
+    py: Python<'_>,
+    call: &B::Call,
+    outs: &Bound<'_, PyTuple>,
+) -> PyResult<String> {
+    let l = b.bind_outs(py, call, outs)?;
+    py.detach(|| b.kernel_ptx(&l)).map_err(|e| to_py(py, e))
+}
+
+/// Runs without the GIL.
+fn run_on_host<B: Builder>(
+    b: &B,
+    py: Python<'_>,
+    call: &B::Call,
+    outs: &Bound<'_, PyTuple>,
+) -> PyResult<()> {
+    let l = b.bind_outs(py, call, outs)?;
+    // SAFETY: `pydevice._kernels` calls `run_host` only with NumPy arrays it keeps alive
+    // during the call, described by their own data pointers, shapes and element strides.
+    py.detach(|| unsafe { b.run_launch_on_host(&l) })
+        .map_err(|e| to_py(py, e))
+}
+
+impl Builder for Elementwise {
+    type Call = ElementwiseCall;
+    type Launch = ElementwiseLaunch;
+    fn bind_outs(
+        &self,
+        py: Python<'_>,
+        call: &ElementwiseCall,
+        outs: &Bound<'_, PyTuple>,
+    ) -> PyResult<ElementwiseLaunch> {
+        self.k
+            .bind(&call.r, arrays(outs)?)
+            .map_err(|e| to_py(py, e))
+    }
+    fn kernel_source(&self, l: &ElementwiseLaunch) -> String {
+        self.k.source(l)
+    }
+    fn host_function_source(&self, l: &ElementwiseLaunch) -> String {
+        self.k.host_source(l)
+    }
+    fn kernel_ptx(&self, l: &ElementwiseLaunch) -> Result<String, pydevice::Error> {
+        Ok(self.k.compile(l)?.ptx.clone())
+    }
+    unsafe fn run_launch_on_host(&self, l: &ElementwiseLaunch) -> Result<(), pydevice::Error> {
+        // SAFETY: the caller's (the trait method's contract).
+        unsafe { self.k.run_host(l) }
+    }
+}
+
+impl Builder for Reduction {
+    type Call = ReductionCall;
+    type Launch = ReductionLaunch;
+    fn bind_outs(
+        &self,
+        py: Python<'_>,
+        call: &ReductionCall,
+        outs: &Bound<'_, PyTuple>,
+    ) -> PyResult<ReductionLaunch> {
+        self.k
+            .bind(&call.r, arrays(outs)?)
+            .map_err(|e| to_py(py, e))
+    }
+    fn kernel_source(&self, l: &ReductionLaunch) -> String {
+        self.k.source(l)
+    }
+    fn host_function_source(&self, l: &ReductionLaunch) -> String {
+        self.k.host_source(l)
+    }
+    fn kernel_ptx(&self, l: &ReductionLaunch) -> Result<String, pydevice::Error> {
+        Ok(self.k.compile(l)?.0.ptx.clone())
+    }
+    unsafe fn run_launch_on_host(&self, l: &ReductionLaunch) -> Result<(), pydevice::Error> {
+        // SAFETY: the caller's (the trait method's contract).
+        unsafe { self.k.run_host(l) }
+    }
+}
+
+impl Builder for GuVectorize {
+    type Call = GuCall;
+    type Launch = (Arc<ElementwiseKernel>, ElementwiseLaunch);
+    fn bind_outs(
+        &self,
+        py: Python<'_>,
+        call: &GuCall,
+        outs: &Bound<'_, PyTuple>,
+    ) -> PyResult<Self::Launch> {
+        self.g
+            .bind(&call.r, arrays(outs)?)
+            .map_err(|e| to_py(py, e))
+    }
+    fn kernel_source(&self, (k, l): &Self::Launch) -> String {
+        k.source(l)
+    }
+    fn host_function_source(&self, (k, l): &Self::Launch) -> String {
+        k.host_source(l)
+    }
+    fn kernel_ptx(&self, (k, l): &Self::Launch) -> Result<String, pydevice::Error> {
+        Ok(k.compile(l)?.ptx.clone())
+    }
+    unsafe fn run_launch_on_host(&self, (k, l): &Self::Launch) -> Result<(), pydevice::Error> {
+        // SAFETY: the caller's (the trait method's contract).
+        unsafe { k.run_host(l) }
+    }
+}
+
 /// A resolved elementwise call: the shape and dtypes of the outputs to allocate.
 #[pyclass(frozen, module = "pydevice._native")]
 pub struct ElementwiseCall {
@@ -163,17 +319,6 @@ pub struct Elementwise {
 }
 
 impl Elementwise {
-    fn bind(
-        &self,
-        py: Python<'_>,
-        call: &ElementwiseCall,
-        outs: &Bound<'_, PyTuple>,
-    ) -> PyResult<ElementwiseLaunch> {
-        self.k
-            .bind(&call.r, arrays(outs)?)
-            .map_err(|e| to_py(py, e))
-    }
-
     /// Remembers a launched call for the fast path (`dry`: no GPU, nothing loaded).
     #[allow(clippy::too_many_arguments)]
     fn remember_launch(
@@ -307,7 +452,7 @@ impl Elementwise {
         size: Option<u64>,
         record: bool,
     ) -> PyResult<bool> {
-        let l = self.bind(py, call, outs)?;
+        let l = self.bind_outs(py, call, outs)?;
         self.remember_launch(py, args, size, call, outs, &l, ordinal, true, record)
     }
 
@@ -319,7 +464,7 @@ impl Elementwise {
         call: &ElementwiseCall,
         outs: &Bound<'py, PyTuple>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let l = self.bind(py, call, outs)?;
+        let l = self.bind_outs(py, call, outs)?;
         let k = py.detach(|| self.k.compile(&l)).map_err(|e| to_py(py, e))?;
         bytes_list(py, vec![packed_bytes(&k, &l.args)?])
     }
@@ -364,7 +509,7 @@ impl Elementwise {
         call: &ElementwiseCall,
         outs: &Bound<'_, PyTuple>,
     ) -> PyResult<String> {
-        Ok(self.k.source(&self.bind(py, call, outs)?))
+        generated_source(self, py, call, outs)
     }
 
     /// The generated kernel's PTX (compiled and cached).
@@ -374,9 +519,7 @@ impl Elementwise {
         call: &ElementwiseCall,
         outs: &Bound<'_, PyTuple>,
     ) -> PyResult<String> {
-        let l = self.bind(py, call, outs)?;
-        let k = py.detach(|| self.k.compile(&l)).map_err(|e| to_py(py, e))?;
-        Ok(k.ptx.clone())
+        generated_ptx(self, py, call, outs)
     }
 
     /// The generated host function's source (§20.8).
@@ -386,7 +529,7 @@ impl Elementwise {
         call: &ElementwiseCall,
         outs: &Bound<'_, PyTuple>,
     ) -> PyResult<String> {
-        Ok(self.k.host_source(&self.bind(py, call, outs)?))
+        generated_host_source(self, py, call, outs)
     }
 
     /// Runs on the host, without the GIL; every array described is host memory.
@@ -396,11 +539,7 @@ impl Elementwise {
         call: &ElementwiseCall,
         outs: &Bound<'_, PyTuple>,
     ) -> PyResult<()> {
-        let l = self.bind(py, call, outs)?;
-        // SAFETY: `pydevice._kernels` describes only NumPy arrays it keeps alive during the
-        // call, by their own data pointers, shapes and element strides.
-        py.detach(|| unsafe { self.k.run_host(&l) })
-            .map_err(|e| to_py(py, e))
+        run_on_host(self, py, call, outs)
     }
 
     /// Launches on GPU `ordinal`, stream handle `stream`, without the GIL. With
@@ -416,7 +555,7 @@ impl Elementwise {
         stream: usize,
         remember: Option<(Bound<'_, PyTuple>, Option<u64>)>,
     ) -> PyResult<()> {
-        let l = self.bind(py, call, outs)?;
+        let l = self.bind_outs(py, call, outs)?;
         let dev = device(ordinal).map_err(|e| runtime_to_py(py, e))?;
         // SAFETY: the caller keeps the stream alive for the call (or passes 0, the default).
         let stream = unsafe { Stream::from_handle(stream) };
@@ -487,17 +626,6 @@ pub struct Reduction {
 }
 
 impl Reduction {
-    fn bind(
-        &self,
-        py: Python<'_>,
-        call: &ReductionCall,
-        outs: &Bound<'_, PyTuple>,
-    ) -> PyResult<ReductionLaunch> {
-        self.k
-            .bind(&call.r, arrays(outs)?)
-            .map_err(|e| to_py(py, e))
-    }
-
     /// Remembers a launched call for the fast path (`dry`: no GPU, nothing loaded);
     /// `partials` is the scratch address the launch used.
     #[allow(clippy::too_many_arguments)]
@@ -661,7 +789,7 @@ impl Reduction {
         let Some(options) = axis_key(axis.unwrap_or(&none), keepdims)? else {
             return Ok(false);
         };
-        let l = self.bind(py, call, outs)?;
+        let l = self.bind_outs(py, call, outs)?;
         self.remember_launch(
             py, args, &options, call, outs, &l, partials, ordinal, true, record,
         )
@@ -676,7 +804,7 @@ impl Reduction {
         outs: &Bound<'py, PyTuple>,
         partials: u64,
     ) -> PyResult<Bound<'py, PyList>> {
-        let l = self.bind(py, call, outs)?;
+        let l = self.bind_outs(py, call, outs)?;
         let (main, fin) = py.detach(|| self.k.compile(&l)).map_err(|e| to_py(py, e))?;
         let mut args = l.args.clone();
         let mut out = Vec::new();
@@ -737,7 +865,7 @@ impl Reduction {
         call: &ReductionCall,
         outs: &Bound<'_, PyTuple>,
     ) -> PyResult<String> {
-        Ok(self.k.source(&self.bind(py, call, outs)?))
+        generated_source(self, py, call, outs)
     }
 
     /// The strategy's name (`Thread`, `Warp`, `Block`, `Grid`, `Columns`).
@@ -747,7 +875,7 @@ impl Reduction {
         call: &ReductionCall,
         outs: &Bound<'_, PyTuple>,
     ) -> PyResult<String> {
-        Ok(format!("{:?}", self.bind(py, call, outs)?.strategy))
+        Ok(format!("{:?}", self.bind_outs(py, call, outs)?.strategy))
     }
 
     /// The PTX of the (first) kernel.
@@ -757,9 +885,7 @@ impl Reduction {
         call: &ReductionCall,
         outs: &Bound<'_, PyTuple>,
     ) -> PyResult<String> {
-        let l = self.bind(py, call, outs)?;
-        let (k, _) = py.detach(|| self.k.compile(&l)).map_err(|e| to_py(py, e))?;
-        Ok(k.ptx.clone())
+        generated_ptx(self, py, call, outs)
     }
 
     /// The generated host function's source (§20.8).
@@ -769,7 +895,7 @@ impl Reduction {
         call: &ReductionCall,
         outs: &Bound<'_, PyTuple>,
     ) -> PyResult<String> {
-        Ok(self.k.host_source(&self.bind(py, call, outs)?))
+        generated_host_source(self, py, call, outs)
     }
 
     /// Runs on the host, without the GIL; every array described is host memory.
@@ -779,10 +905,7 @@ impl Reduction {
         call: &ReductionCall,
         outs: &Bound<'_, PyTuple>,
     ) -> PyResult<()> {
-        let l = self.bind(py, call, outs)?;
-        // SAFETY: as for `Elementwise::run_host`.
-        py.detach(|| unsafe { self.k.run_host(&l) })
-            .map_err(|e| to_py(py, e))
+        run_on_host(self, py, call, outs)
     }
 
     /// Launches; `partials` is device memory of `call.partials_bytes` bytes (the partial
@@ -801,7 +924,7 @@ impl Reduction {
         stream: usize,
         remember: Option<(Bound<'_, PyTuple>, Bound<'_, PyAny>, bool)>,
     ) -> PyResult<()> {
-        let l = self.bind(py, call, outs)?;
+        let l = self.bind_outs(py, call, outs)?;
         let dev = device(ordinal).map_err(|e| runtime_to_py(py, e))?;
         // SAFETY: as for `Elementwise::launch`.
         let stream = unsafe { Stream::from_handle(stream) };
@@ -854,19 +977,6 @@ pub struct GuVectorize {
     g: pydevice::kernels::GuVectorize,
 }
 
-impl GuVectorize {
-    fn bind(
-        &self,
-        py: Python<'_>,
-        call: &GuCall,
-        outs: &Bound<'_, PyTuple>,
-    ) -> PyResult<(Arc<ElementwiseKernel>, ElementwiseLaunch)> {
-        self.g
-            .bind(&call.r, arrays(outs)?)
-            .map_err(|e| to_py(py, e))
-    }
-}
-
 #[pymethods]
 impl GuVectorize {
     #[new]
@@ -908,8 +1018,7 @@ impl GuVectorize {
 
     /// The generated kernel's source.
     fn source(&self, py: Python<'_>, call: &GuCall, outs: &Bound<'_, PyTuple>) -> PyResult<String> {
-        let (k, l) = self.bind(py, call, outs)?;
-        Ok(k.source(&l))
+        generated_source(self, py, call, outs)
     }
 
     /// The generated host function's source.
@@ -919,15 +1028,12 @@ impl GuVectorize {
         call: &GuCall,
         outs: &Bound<'_, PyTuple>,
     ) -> PyResult<String> {
-        let (k, l) = self.bind(py, call, outs)?;
-        Ok(k.host_source(&l))
+        generated_host_source(self, py, call, outs)
     }
 
     /// The generated kernel's PTX.
     fn ptx(&self, py: Python<'_>, call: &GuCall, outs: &Bound<'_, PyTuple>) -> PyResult<String> {
-        let (k, l) = self.bind(py, call, outs)?;
-        let c = py.detach(|| k.compile(&l)).map_err(|e| to_py(py, e))?;
-        Ok(c.ptx.clone())
+        generated_ptx(self, py, call, outs)
     }
 
     /// Launches on GPU `ordinal`, stream handle `stream`, without the GIL.
@@ -939,7 +1045,7 @@ impl GuVectorize {
         ordinal: usize,
         stream: usize,
     ) -> PyResult<()> {
-        let (k, l) = self.bind(py, call, outs)?;
+        let (k, l) = self.bind_outs(py, call, outs)?;
         let dev = device(ordinal).map_err(|e| runtime_to_py(py, e))?;
         // SAFETY: as for `Elementwise::launch`.
         let stream = unsafe { Stream::from_handle(stream) };
@@ -949,10 +1055,7 @@ impl GuVectorize {
 
     /// Runs on the host, without the GIL; every array described is host memory.
     fn run_host(&self, py: Python<'_>, call: &GuCall, outs: &Bound<'_, PyTuple>) -> PyResult<()> {
-        let (k, l) = self.bind(py, call, outs)?;
-        // SAFETY: as for `Elementwise::run_host`.
-        py.detach(|| unsafe { k.run_host(&l) })
-            .map_err(|e| to_py(py, e))
+        run_on_host(self, py, call, outs)
     }
 }
 
