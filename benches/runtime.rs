@@ -11,8 +11,10 @@
 //! threads.
 //!
 //! Run with `cargo bench --bench runtime`; `-- --compile` (or the built binary with
-//! `--compile`) runs only the compile-latency figures, in ~10 s. Without a CUDA driver the
-//! launch part prints "skipped: no CUDA driver" and the program exits 0.
+//! `--compile`) runs only the compile-latency figures, in ~10 s. Last, on a GPU, the
+//! grid-sync benchmark (`runtime/grid_sync.rs`): a cooperative kernel with `grid.sync()`
+//! against two kernels. Without a CUDA driver the GPU parts print "skipped: no CUDA driver"
+//! and the program exits 0.
 
 use pydevice::abi::{ArgValue, ArrayArg, pack};
 use pydevice::runtime::{Device, KernelCache, LaunchConfig, Stream, driver_available};
@@ -20,6 +22,9 @@ use pydevice::types::signature::parse_signature;
 use pydevice::{Arch, CompileOptions};
 use std::ffi::c_void;
 use std::time::Instant;
+
+#[path = "runtime/grid_sync.rs"]
+mod grid_sync;
 
 const SCALE: &str = r#"
 from cuda import device
@@ -503,4 +508,34 @@ fn main() {
         println!("launch overhead failed: {e}");
         std::process::exit(1);
     }
+    if let Err(e) = grid_sync_figures() {
+        println!("grid-sync benchmark failed: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// The grid-sync reduction against two kernels (`runtime/grid_sync.rs`) on GPU 0; it reads
+/// `bench/grid_sync/grid_reduce.py` from the repository (`PYDEVICE_REPO`, else the
+/// working directory, else this crate's directory).
+fn grid_sync_figures() -> Result<(), String> {
+    let dev = Device::open(0).map_err(|e| e.to_string())?;
+    let arch = dev.arch().map_err(|e| e.to_string())?;
+    let arch = Arch::SUPPORTED
+        .iter()
+        .rev()
+        .find(|a| **a <= arch)
+        .copied()
+        .unwrap_or(Arch::DEFAULT);
+    let repo = [
+        std::env::var_os("PYDEVICE_REPO").map(std::path::PathBuf::from),
+        std::env::current_dir().ok(),
+        Some(std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))),
+    ]
+    .into_iter()
+    .flatten()
+    .find(|d| d.join("bench/grid_sync/grid_reduce.py").is_file())
+    .ok_or(
+        "bench/grid_sync/grid_reduce.py not found: run from the repository or set PYDEVICE_REPO",
+    )?;
+    grid_sync::run(&dev, arch, &repo)
 }
