@@ -837,6 +837,70 @@ fn host_calls_broadcast_strided_inputs_and_match_a_reference() {
     golden("host_squared_diff_broadcast", "gen.py", &k.host_source(&l));
 }
 
+/// Broadcasts that pass 1-D views (an operand C-contiguous over the whole shape indexed by
+/// `i`, a trailing block broadcast along the leading axes indexed by `i` modulo its length,
+/// §20.3) next to unravelled ones, on the host: the same values as a reference that walks
+/// every operand by its strides, bit for bit, at odd extents, with a backwards operand.
+#[test]
+fn host_flat_and_inner_views_match_a_strided_reference() {
+    let k = ElementwiseKernel::new("T x, T y", "T z", "z = (x - y) * (x - y)", "sqd").unwrap();
+    let full = [3u64, 5, 7, 9];
+    let n: u64 = full.iter().product();
+    let mut xs: Vec<f64> = (0..2 * n).map(|v| (v as f64 * 0.37).sin() * 4.0).collect();
+    let mut ys: Vec<f64> = (0..n).map(|v| (v as f64 * 0.91).cos() * 3.0).collect();
+    // (x's strides: None is C-contiguous; its offset into `xs`), y's shape (C-contiguous).
+    type Case<'a> = (Option<[i64; 4]>, usize, &'a [u64]);
+    let cases: [Case; 8] = [
+        (None, 0, &[9]),
+        (None, 0, &[7, 9]),
+        (None, 0, &[5, 7, 9]),
+        (None, 0, &[1, 7, 9]),
+        (None, 0, &[5, 1, 9]),
+        (None, 0, &[]),
+        (Some([-315, 63, 9, 1]), 630, &[9]),
+        (Some([315, 63, 9, -1]), 8, &[7, 9]),
+    ];
+    for (xst, off, ysh) in cases {
+        let ylen: u64 = ysh.iter().product();
+        let x = host_arr(&mut xs[off..], F64, &full, xst.as_ref().map(|s| &s[..]));
+        let y = host_arr(&mut ys[..ylen as usize], F64, ysh, None);
+        // SAFETY: every element the views reach lies in `xs` and `ys`, alive for the call.
+        let outs = unsafe { k.call_host(&[x, y], None) }.unwrap_or_else(|e| panic!("{e}"));
+        let got: Vec<f64> = outs[0]
+            .buffer
+            .as_ref()
+            .unwrap()
+            .bytes()
+            .chunks_exact(8)
+            .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        let xst = xst.unwrap_or([315, 63, 9, 1]);
+        // y's strides over the full shape: 0 along the axes it is broadcast on.
+        let mut yst = [0i64; 4];
+        let mut s = 1i64;
+        for (d, &e) in ysh.iter().enumerate().rev() {
+            let fd = 4 - ysh.len() + d;
+            yst[fd] = if e == 1 { 0 } else { s };
+            s *= e as i64;
+        }
+        let want: Vec<f64> = (0..n)
+            .map(|e| {
+                let ix = [e / 315, e / 63 % 5, e / 9 % 7, e % 9];
+                let at = |st: &[i64; 4]| -> i64 { (0..4).map(|d| ix[d] as i64 * st[d]).sum() };
+                let xv = xs[(off as i64 + at(&xst)) as usize];
+                let d = xv - ys[at(&yst) as usize];
+                d * d
+            })
+            .collect();
+        assert!(
+            got.iter()
+                .zip(&want)
+                .all(|(a, b)| a.to_bits() == b.to_bits()),
+            "x strides {xst:?} at {off}, y shape {ysh:?}"
+        );
+    }
+}
+
 #[test]
 fn host_reductions_every_axis_with_keepdims() {
     let k = ReductionKernel::new(

@@ -50,8 +50,8 @@ pub struct ElementwiseKernel {
     preamble: Option<Body>,
     options: CompileOptions,
     cache: Arc<KernelCache>,
-    compiled: Mutex<HashMap<SpecKey, Arc<CompiledKernel>>>,
-    host_compiled: Mutex<HashMap<SpecKey, HostKernel>>,
+    compiled: Mutex<HashMap<ElementwiseKey, Arc<CompiledKernel>>>,
+    host_compiled: Mutex<HashMap<ElementwiseKey, HostKernel>>,
 }
 
 /// What a call's arguments decide before the outputs exist.
@@ -104,6 +104,46 @@ pub struct ElementwiseLaunch {
     param_types: Vec<Scalar>,
     /// Dimensions of the merged shape.
     rank: usize,
+    /// How each parameter's array is indexed (one per parameter; [`Indexing::Full`] for
+    /// scalars and raw arrays).
+    indexing: Vec<Indexing>,
+}
+
+/// How the generated kernel indexes a non-raw array operand when the merged shape has more
+/// than one dimension (§20.3). The arithmetic per element is the same in every case: only
+/// the address computation differs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Indexing {
+    /// By the unravelled multi-index `_j0, _j1, ...` of the merged shape.
+    Full,
+    /// C-contiguous over the whole merged shape: passed as a 1-D view and indexed by `i`.
+    Flat,
+    /// Broadcast (stride 0) along the leading dimensions and C-contiguous over the trailing
+    /// ones (a row broadcast to a matrix): passed as a 1-D view of the trailing block and
+    /// indexed by `i` modulo its length.
+    Inner,
+}
+
+/// How an operand with (merged) `strides` is indexed over the merged `shape`.
+fn indexing_for(shape: &[u64], strides: &[i64]) -> Indexing {
+    let rank = shape.len();
+    if rank < 2 {
+        return Indexing::Full;
+    }
+    let mut c = vec![1i64; rank];
+    for d in (0..rank - 1).rev() {
+        c[d] = c[d + 1].wrapping_mul(shape[d + 1] as i64);
+    }
+    if strides == c.as_slice() {
+        return Indexing::Flat;
+    }
+    // The first dimension with a non-zero stride: C-contiguous from there on (the merged
+    // shape has no extent-1 dimensions, so a zero stride is a broadcast).
+    let m = strides.iter().position(|&s| s != 0).unwrap_or(rank);
+    if m > 0 && m < rank && strides[m..] == c[m..] {
+        return Indexing::Inner;
+    }
+    Indexing::Full
 }
 
 impl ElementwiseLaunch {
@@ -310,6 +350,7 @@ impl ElementwiseKernel {
         let mut types = Vec::new();
         let mut args = Vec::new();
         let mut outputs = Vec::new();
+        let mut indexing = vec![Indexing::Full; operands.len()];
         for (k, o) in operands.iter().enumerate() {
             let p = params[k];
             let t = resolved.param_types[k];
@@ -336,17 +377,32 @@ impl ElementwiseKernel {
                 Operand::Array(a) => {
                     let v = views.iter().position(|(j, _)| *j == k).unwrap_or(0);
                     let st = &strides[v];
-                    let layout = if st.last() == Some(&1) {
-                        Layout::C
+                    let how = indexing_for(&shape, st);
+                    indexing[k] = how;
+                    if how == Indexing::Full {
+                        let layout = if st.last() == Some(&1) {
+                            Layout::C
+                        } else {
+                            Layout::Any
+                        };
+                        types.push(Type::array(a.dtype, rank as u8, layout));
+                        args.push(ArgValue::Array(ArrayArg {
+                            data: a.data,
+                            shape: shape.clone(),
+                            strides: st.clone(),
+                        }));
                     } else {
-                        Layout::Any
-                    };
-                    types.push(Type::array(a.dtype, rank as u8, layout));
-                    args.push(ArgValue::Array(ArrayArg {
-                        data: a.data,
-                        shape: shape.clone(),
-                        strides: st.clone(),
-                    }));
+                        // A 1-D view of the same memory: the whole array, or the trailing
+                        // block its broadcast repeats.
+                        let m = st.iter().position(|&s| s != 0).unwrap_or(0);
+                        let len: u64 = shape[m..].iter().product();
+                        types.push(Type::array(a.dtype, 1, Layout::C));
+                        args.push(ArgValue::Array(ArrayArg {
+                            data: a.data,
+                            shape: vec![len],
+                            strides: vec![1],
+                        }));
+                    }
                 }
                 Operand::Scalar(s) => {
                     types.push(Type::Scalar(t));
@@ -380,6 +436,7 @@ impl ElementwiseKernel {
             placeholders: resolved.placeholders.clone(),
             param_types: resolved.param_types.clone(),
             rank,
+            indexing,
         })
     }
 
@@ -468,19 +525,42 @@ impl ElementwiseKernel {
             }
         }
         b.line(0, &format!("def {}({}):", self.name, names.join(", ")));
-        // The multi-index of element `i` in the merged shape, from the first non-raw array.
+        // The multi-index of element `i` in the merged shape, from the first non-raw array
+        // indexed by it; arrays C-contiguous over the merged shape are indexed by `i` itself,
+        // and a broadcast trailing block by `i` modulo its length (`Indexing`).
+        let how = |k: usize| {
+            if rank > 1 {
+                launch.indexing[k]
+            } else {
+                Indexing::Full
+            }
+        };
         let first = params
             .iter()
             .enumerate()
-            .find(|(k, p)| !p.raw && types[*k].as_array().is_some())
+            .find(|(k, p)| !p.raw && types[*k].as_array().is_some() && how(*k) == Indexing::Full)
             .map(|(_, p)| array_name(p));
+        let inner: Vec<usize> = (0..params.len())
+            .filter(|&k| {
+                !params[k].raw && types[k].as_array().is_some() && how(k) == Indexing::Inner
+            })
+            .collect();
         // On the device below 2**31 elements every extent and `i` fit in `uint32`: the
         // multi-index is unravelled with unsigned 32-bit division by extents read once before
         // the loop (no floor corrections, and the divisor's reciprocal is loop-invariant).
-        let narrow_index = !host && !launch.wide_index && rank > 1 && first.is_some();
-        if narrow_index && let Some(a) = &first {
-            for d in 1..rank {
-                b.line(4, &format!("_n{d} = device.uint32({a}.shape[{d}])"));
+        let narrow_index =
+            !host && !launch.wide_index && rank > 1 && (first.is_some() || !inner.is_empty());
+        if narrow_index {
+            if let Some(a) = &first {
+                for d in 1..rank {
+                    b.line(4, &format!("_n{d} = device.uint32({a}.shape[{d}])"));
+                }
+            }
+            for &k in &inner {
+                b.line(
+                    4,
+                    &format!("_w{k} = device.uint32({}.shape[0])", array_name(params[k])),
+                );
             }
         }
         // Below 2**31 elements a `while` loop (no trip-count division, CuPy's loop); above,
@@ -498,17 +578,19 @@ impl ElementwiseKernel {
             b.line(4, "_step = device.grid_size(1)");
             b.line(4, "while i < _ind_size:");
         }
-        let index = match (&first, rank) {
+        if rank > 1 && (first.is_some() || !inner.is_empty()) {
+            b.line(
+                8,
+                if narrow_index {
+                    "_r0 = device.uint32(i)"
+                } else {
+                    "_r0 = i"
+                },
+            );
+        }
+        let full_index = match (&first, rank) {
             (None, _) | (_, 1) => "i".to_string(),
             (Some(a), _) => {
-                b.line(
-                    8,
-                    if narrow_index {
-                        "_r0 = device.uint32(i)"
-                    } else {
-                        "_r0 = i"
-                    },
-                );
                 for d in (1..rank).rev() {
                     let r = rank - 1 - d;
                     let n = if narrow_index {
@@ -526,6 +608,12 @@ impl ElementwiseKernel {
                     .join(", ")
             }
         };
+        let index_of = |k: usize| match how(k) {
+            Indexing::Full => full_index.clone(),
+            Indexing::Flat => "i".to_string(),
+            Indexing::Inner if narrow_index => format!("_r0 % _w{k}"),
+            Indexing::Inner => format!("_r0 % {}.shape[0]", array_name(params[k])),
+        };
         let n_in = self.ins.len();
         for (k, p) in params.iter().enumerate() {
             let Some(at) = types[k].as_array() else {
@@ -541,7 +629,7 @@ impl ElementwiseKernel {
                 continue;
             }
             let want = launch.param_types[k];
-            let load = format!("{}[{index}]", array_name(p));
+            let load = format!("{}[{}]", array_name(p), index_of(k));
             let value = if at.dtype != want && k < n_in {
                 format!("{}({load})", convert(want))
             } else {
@@ -550,13 +638,13 @@ impl ElementwiseKernel {
             b.line_at(8, &format!("{} = {value}", p.name), p.span);
         }
         b.body(8, &self.body);
-        for p in &self.outs {
+        for (o, p) in self.outs.iter().enumerate() {
             if p.raw || !self.body.names.stored.contains(&p.name) {
                 continue;
             }
             b.line_at(
                 8,
-                &format!("{}[{index}] = {}", array_name(p), p.name),
+                &format!("{}[{}] = {}", array_name(p), index_of(n_in + o), p.name),
                 p.span,
             );
         }
@@ -580,7 +668,10 @@ impl ElementwiseKernel {
     /// Cranelift on the first request for its argument types, then reused. It takes the
     /// launch's arguments ([`ElementwiseLaunch::args`]) with host addresses.
     pub fn compile_host(&self, launch: &ElementwiseLaunch) -> Result<HostKernel, Error> {
-        let key = (launch.types.clone(), launch.wide_index);
+        let key = (
+            (launch.types.clone(), launch.wide_index),
+            launch.indexing.clone(),
+        );
         if let Some(k) = super::lock(&self.host_compiled).get(&key) {
             return Ok(k.clone());
         }
@@ -636,7 +727,10 @@ impl ElementwiseKernel {
     /// The compiled kernel for a launch: generated, checked and compiled on the first request
     /// for its argument types, then reused (a repeated call generates nothing).
     pub fn compile(&self, launch: &ElementwiseLaunch) -> Result<Arc<CompiledKernel>, Error> {
-        let key = (launch.types.clone(), launch.wide_index);
+        let key = (
+            (launch.types.clone(), launch.wide_index),
+            launch.indexing.clone(),
+        );
         if let Some(k) = super::lock(&self.compiled).get(&key) {
             return Ok(k.clone());
         }
@@ -727,6 +821,10 @@ pub(crate) fn allocate(
 /// What a compiled kernel is remembered by: the argument types and whether the index is
 /// 64-bit.
 pub(crate) type SpecKey = (Vec<Type>, bool);
+
+/// What an elementwise kernel is remembered by: its [`SpecKey`] and how each array is
+/// indexed (two launches of the same types may index them differently).
+type ElementwiseKey = (SpecKey, Vec<Indexing>);
 
 /// Resolves placeholders, checks dtypes and broadcasts (shared with the reduction, which
 /// passes `broadcast_outputs: false`: its outputs have the reduced shape).
