@@ -150,12 +150,23 @@ impl ElementwiseLaunch {
     /// The launch shape: [`BLOCK`] threads per block, one thread per element, at most
     /// 2**31 - 1 threads (so that `tid(1)`, an `int32`, cannot overflow; the grid-stride loop
     /// covers larger sizes).
+    ///
+    /// A kernel that unravels an index below 2**31 elements takes two elements per thread
+    /// (§20.3), so it gets half the threads.
     pub fn config(&self) -> LaunchConfig {
+        let per_thread = if self.pairs() { 2 } else { 1 };
         let blocks = self
             .size
-            .div_ceil(u64::from(BLOCK))
+            .div_ceil(u64::from(BLOCK) * per_thread)
             .clamp(1, i32::MAX as u64 / u64::from(BLOCK));
         LaunchConfig::linear(blocks as u32, BLOCK)
+    }
+
+    /// Whether the device kernel takes two elements per thread and iteration: below 2**31
+    /// elements when the merged shape keeps more than one dimension (some operand then needs
+    /// more than `i` for its index).
+    fn pairs(&self) -> bool {
+        !self.wide_index && self.rank > 1
     }
 }
 
@@ -548,8 +559,8 @@ impl ElementwiseKernel {
         // On the device below 2**31 elements every extent and `i` fit in `uint32`: the
         // multi-index is unravelled with unsigned 32-bit division by extents read once before
         // the loop (no floor corrections, and the divisor's reciprocal is loop-invariant).
-        let narrow_index =
-            !host && !launch.wide_index && rank > 1 && (first.is_some() || !inner.is_empty());
+        let narrow_index = !host && launch.pairs();
+        debug_assert!(!narrow_index || first.is_some() || !inner.is_empty());
         if narrow_index {
             if let Some(a) = &first {
                 for d in 1..rank {
@@ -562,6 +573,117 @@ impl ElementwiseKernel {
                     &format!("_w{k} = device.uint32({}.shape[0])", array_name(params[k])),
                 );
             }
+        }
+        let n_in = self.ins.len();
+        // The arrays loaded before the body: an output too when the body reads it, or when
+        // the body branches and may leave it unassigned (it then keeps its value, as in CuPy).
+        let loaded: Vec<usize> = (0..params.len())
+            .filter(|&k| {
+                let names = &self.body.names;
+                let p = params[k];
+                let output = k >= n_in;
+                types[k].as_array().is_some()
+                    && !p.raw
+                    && (names.loaded.contains(&p.name)
+                        || (output && names.branches && names.stored.contains(&p.name)))
+            })
+            .collect();
+        let stored: Vec<usize> = (n_in..params.len())
+            .filter(|&k| !params[k].raw && self.body.names.stored.contains(&params[k].name))
+            .collect();
+        // The unravelled multi-index of the element at `base` (`_r0` or `_s0`, digits `_j`
+        // or `_k`): its lines at `indent`, and each array's index.
+        let element = |b: &mut SourceBuilder, indent: usize, base: char, digit: char| {
+            let full_index = match (&first, rank) {
+                (None, _) | (_, 1) => "i".to_string(),
+                (Some(a), _) => {
+                    for d in (1..rank).rev() {
+                        let r = rank - 1 - d;
+                        let n = if narrow_index {
+                            format!("_n{d}")
+                        } else {
+                            format!("{a}.shape[{d}]")
+                        };
+                        b.line(indent, &format!("_{digit}{d} = _{base}{r} % {n}"));
+                        b.line(indent, &format!("_{base}{} = _{base}{r} // {n}", r + 1));
+                    }
+                    b.line(indent, &format!("_{digit}0 = _{base}{}", rank - 1));
+                    (0..rank)
+                        .map(|d| format!("_{digit}{d}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            };
+            (0..params.len())
+                .map(|k| match how(k) {
+                    Indexing::Full => full_index.clone(),
+                    Indexing::Flat if narrow_index => format!("_{base}0"),
+                    Indexing::Flat => "i".to_string(),
+                    Indexing::Inner if narrow_index => format!("_{base}0 % _w{k}"),
+                    Indexing::Inner => format!("_{base}0 % {}.shape[0]", array_name(params[k])),
+                })
+                .collect::<Vec<String>>()
+        };
+        let load = |b: &mut SourceBuilder,
+                    indent: usize,
+                    index: &[String],
+                    to: &dyn Fn(usize) -> String| {
+            for &k in &loaded {
+                let p = params[k];
+                let at = types[k].as_array().expect("an array");
+                let want = launch.param_types[k];
+                let load = format!("{}[{}]", array_name(p), index[k]);
+                let value = if at.dtype != want && k < n_in {
+                    format!("{}({load})", convert(want))
+                } else {
+                    load
+                };
+                b.line_at(indent, &format!("{} = {value}", to(k)), p.span);
+            }
+        };
+        let body_and_store = |b: &mut SourceBuilder, indent: usize, index: &[String]| {
+            b.body(indent, &self.body);
+            for &k in &stored {
+                let p = params[k];
+                b.line_at(
+                    indent,
+                    &format!("{}[{}] = {}", array_name(p), index[k], p.name),
+                    p.span,
+                );
+            }
+        };
+        let name = |k: usize| params[k].name.clone();
+        if narrow_index {
+            // Two elements per thread and iteration, `_step` apart (each coalesced): both
+            // indices unravelled and every load of both issued before the first body, so that
+            // twice the bytes are in flight (the launch has half the threads,
+            // `ElementwiseLaunch::config`); a last lone element takes the one-element path.
+            // Indices are `uint32`: below 2**31 elements `_r0 + _step` cannot wrap.
+            b.line(4, "_size = device.uint32(_ind_size)");
+            b.line(4, "_step = device.uint32(device.grid_size(1))");
+            b.line(4, "_r0 = device.uint32(device.tid(1))");
+            b.line(4, "while _r0 < _size:");
+            b.line(8, "_s0 = _r0 + _step");
+            b.line(8, "if _s0 < _size:");
+            let ia = element(&mut b, 12, 'r', 'j');
+            let ib = element(&mut b, 12, 's', 'k');
+            load(&mut b, 12, &ia, &name);
+            load(&mut b, 12, &ib, &|k| format!("_v{k}"));
+            b.line(12, "i = device.int32(_r0)");
+            body_and_store(&mut b, 12, &ia);
+            for &k in &loaded {
+                b.line_at(12, &format!("{} = _v{k}", name(k)), params[k].span);
+            }
+            b.line(12, "i = device.int32(_s0)");
+            body_and_store(&mut b, 12, &ib);
+            b.line(12, "_r0 = _s0 + _step");
+            b.line(8, "else:");
+            b.line(12, "i = device.int32(_r0)");
+            let ia = element(&mut b, 12, 'r', 'j');
+            load(&mut b, 12, &ia, &name);
+            body_and_store(&mut b, 12, &ia);
+            b.line(12, "_r0 = _size");
+            return (b.finish(), renames);
         }
         // Below 2**31 elements a `while` loop (no trip-count division, CuPy's loop); above,
         // `range` keeps the 64-bit index proven non-negative.
@@ -579,75 +701,11 @@ impl ElementwiseKernel {
             b.line(4, "while i < _ind_size:");
         }
         if rank > 1 && (first.is_some() || !inner.is_empty()) {
-            b.line(
-                8,
-                if narrow_index {
-                    "_r0 = device.uint32(i)"
-                } else {
-                    "_r0 = i"
-                },
-            );
+            b.line(8, "_r0 = i");
         }
-        let full_index = match (&first, rank) {
-            (None, _) | (_, 1) => "i".to_string(),
-            (Some(a), _) => {
-                for d in (1..rank).rev() {
-                    let r = rank - 1 - d;
-                    let n = if narrow_index {
-                        format!("_n{d}")
-                    } else {
-                        format!("{a}.shape[{d}]")
-                    };
-                    b.line(8, &format!("_j{d} = _r{r} % {n}"));
-                    b.line(8, &format!("_r{} = _r{r} // {n}", r + 1));
-                }
-                b.line(8, &format!("_j0 = _r{}", rank - 1));
-                (0..rank)
-                    .map(|d| format!("_j{d}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            }
-        };
-        let index_of = |k: usize| match how(k) {
-            Indexing::Full => full_index.clone(),
-            Indexing::Flat => "i".to_string(),
-            Indexing::Inner if narrow_index => format!("_r0 % _w{k}"),
-            Indexing::Inner => format!("_r0 % {}.shape[0]", array_name(params[k])),
-        };
-        let n_in = self.ins.len();
-        for (k, p) in params.iter().enumerate() {
-            let Some(at) = types[k].as_array() else {
-                continue;
-            };
-            // An output is loaded when the body reads it, or when the body branches and may
-            // leave it unassigned (it then keeps its value, as in CuPy).
-            let output = k >= n_in;
-            let names = &self.body.names;
-            let needed = names.loaded.contains(&p.name)
-                || (output && names.branches && names.stored.contains(&p.name));
-            if p.raw || !needed {
-                continue;
-            }
-            let want = launch.param_types[k];
-            let load = format!("{}[{}]", array_name(p), index_of(k));
-            let value = if at.dtype != want && k < n_in {
-                format!("{}({load})", convert(want))
-            } else {
-                load
-            };
-            b.line_at(8, &format!("{} = {value}", p.name), p.span);
-        }
-        b.body(8, &self.body);
-        for (o, p) in self.outs.iter().enumerate() {
-            if p.raw || !self.body.names.stored.contains(&p.name) {
-                continue;
-            }
-            b.line_at(
-                8,
-                &format!("{}[{}] = {}", array_name(p), index_of(n_in + o), p.name),
-                p.span,
-            );
-        }
+        let index = element(&mut b, 8, 'r', 'j');
+        load(&mut b, 8, &index, &name);
+        body_and_store(&mut b, 8, &index);
         if !launch.wide_index && !host {
             b.line(8, "i += _step");
         }

@@ -800,8 +800,16 @@ impl GeneratedSource {
                 x.notes = x.notes.iter().map(|n| fix(n)).collect();
                 x
             })
-            .collect();
-        def.error(list)
+            .collect::<Vec<_>>();
+        // A body the kernel repeats (two elements per iteration, §20.3; the reduction's
+        // unrolled loops) reports the same problem once.
+        let mut unique: Vec<crate::diag::Diagnostic> = Vec::new();
+        for x in list {
+            if !unique.contains(&x) {
+                unique.push(x);
+            }
+        }
+        def.error(unique)
     }
 }
 
