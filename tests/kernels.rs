@@ -280,6 +280,55 @@ fn unresolved_placeholder_names_it() {
     );
 }
 
+/// A kernel that unravels an index takes two elements per thread, so its body appears
+/// three times in the source (§20.3): a problem in it is reported once; a body that may
+/// `return` (ending the thread) keeps one element per thread.
+#[test]
+fn two_elements_per_thread_report_once_and_not_with_return() {
+    let k = ElementwiseKernel::new("T x, T y", "T z", "z = x * undefined_name + y", "bad").unwrap();
+    let ops = [arr(F32, &[6, 7]), arr(F32, &[7])];
+    let r = k.resolve(&ops, None).unwrap();
+    let outs = vec![DeviceArray::contiguous(0x9000_0000, F32, &r.shape)];
+    let launch = k.bind(&r, outs).unwrap();
+    assert_eq!(k.source(&launch).matches("undefined_name").count(), 3);
+    match k.compile(&launch) {
+        Err(pydevice::Error::Diagnostics(d)) => {
+            assert_eq!(d.list.len(), 1, "{d}");
+            assert!(d.list[0].message.contains("undefined_name"), "{d}");
+        }
+        other => panic!("expected one diagnostic, got {other:?}"),
+    }
+    assert_eq!(launch.config().grid[0], 1);
+    let k = ElementwiseKernel::new(
+        "T x, T y",
+        "T z",
+        "z = x - y\nif z < 0:\n    return",
+        "early",
+    )
+    .unwrap();
+    let r = k
+        .resolve(&[arr(F32, &[600, 7]), arr(F32, &[7])], None)
+        .unwrap();
+    let outs = vec![DeviceArray::contiguous(0x9000_0000, F32, &r.shape)];
+    let launch = k.bind(&r, outs).unwrap();
+    let src = k.source(&launch);
+    assert!(
+        !src.contains("_s0") && src.contains("_p_y[_r0 % _p_y.shape[0]]"),
+        "{src}"
+    );
+    assert_eq!(launch.config().grid[0], 4200u32.div_ceil(256));
+    k.compile(&launch).unwrap_or_else(|e| panic!("{e}"));
+    let k = ElementwiseKernel::new(SQUARED_DIFF.0, SQUARED_DIFF.1, SQUARED_DIFF.2, "sq").unwrap();
+    let r = k
+        .resolve(&[arr(F32, &[600, 7]), arr(F32, &[7])], None)
+        .unwrap();
+    let outs = vec![DeviceArray::contiguous(0x9000_0000, F32, &r.shape)];
+    assert_eq!(
+        k.bind(&r, outs).unwrap().config().grid[0],
+        4200u32.div_ceil(512)
+    );
+}
+
 #[test]
 fn errors_in_the_body_point_at_the_body() {
     diagnostic(

@@ -107,6 +107,8 @@ pub struct ElementwiseLaunch {
     /// How each parameter's array is indexed (one per parameter; [`Indexing::Full`] for
     /// scalars and raw arrays).
     indexing: Vec<Indexing>,
+    /// Whether the body has a `return`.
+    returns: bool,
 }
 
 /// How the generated kernel indexes a non-raw array operand when the merged shape has more
@@ -164,9 +166,9 @@ impl ElementwiseLaunch {
 
     /// Whether the device kernel takes two elements per thread and iteration: below 2**31
     /// elements when the merged shape keeps more than one dimension (some operand then needs
-    /// more than `i` for its index).
+    /// more than `i` for its index), unless the body may `return`.
     fn pairs(&self) -> bool {
-        !self.wide_index && self.rank > 1
+        !self.wide_index && self.rank > 1 && !self.returns
     }
 }
 
@@ -448,6 +450,7 @@ impl ElementwiseKernel {
             param_types: resolved.param_types.clone(),
             rank,
             indexing,
+            returns: self.body.names.returns,
         })
     }
 
