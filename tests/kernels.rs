@@ -327,6 +327,21 @@ fn two_elements_per_thread_report_once_and_not_with_return() {
         k.bind(&r, outs).unwrap().config().grid[0],
         4200u32.div_ceil(512)
     );
+    // Past 2**31 elements: one element per thread, the 64-bit index, flat and row views.
+    let (rows, cols) = (3u64, 1u64 << 30);
+    let r = k
+        .resolve(&[arr(F32, &[rows, cols]), arr(F32, &[cols])], None)
+        .unwrap();
+    let outs = vec![DeviceArray::contiguous(0x9000_0000, F32, &r.shape)];
+    let launch = k.bind(&r, outs).unwrap();
+    let src = k.source(&launch);
+    assert!(
+        !src.contains("_s0")
+            && src.contains("_p_x[i]")
+            && src.contains("_p_y[_r0 % _p_y.shape[0]]"),
+        "{src}"
+    );
+    ptxas(&k.compile(&launch).unwrap_or_else(|e| panic!("{e}")).ptx);
 }
 
 #[test]
