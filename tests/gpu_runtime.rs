@@ -915,6 +915,102 @@ mod one_line_kernels {
         close(&download(&dev, &out[0]), &want, "contiguous");
     }
 
+    /// Kernels that unravel an index take two elements per thread (§20.3): against a
+    /// reference that walks every operand by its strides, bit for bit, at sizes where some
+    /// threads have two elements and some one (odd extents, one block, many), with flat,
+    /// broadcast-row (1-d to 3-d blocks), unravelled and backwards operands and a strided
+    /// output.
+    #[test]
+    fn elementwise_two_elements_per_thread_bit_exact() {
+        let Some(dev) = device("elementwise_two_elements_per_thread_bit_exact") else {
+            return;
+        };
+        let k = ElementwiseKernel::new("T x, T y", "T z", "z = (x - y) * (x - y)", "sqd").unwrap();
+        for (full, ysh, x_rev) in [
+            (vec![3u64, 5], vec![5u64], false),
+            (vec![300, 257], vec![257], false),
+            (vec![1027, 1023], vec![1023], true),
+            (vec![3, 5, 7, 9], vec![9], false),
+            (vec![3, 5, 7, 9], vec![7, 9], true),
+            (vec![3, 5, 7, 9], vec![5, 7, 9], false),
+            (vec![3, 5, 7, 9], vec![5, 1, 9], false),
+            (vec![3, 5, 7, 9], vec![3, 1, 1, 1], true),
+            (vec![2, 1 << 20], vec![1 << 20], false),
+        ] {
+            let n: u64 = full.iter().product();
+            let xv = random(n as usize, 5);
+            let yv = random(ysh.iter().product::<u64>() as usize, 6);
+            let (_bx, mut x) = upload(&dev, &xv, &full);
+            // x reversed along its first axis: the same values, walked backwards.
+            let row = (n / full[0]) as i64;
+            if x_rev {
+                x.data += (full[0] - 1) * row as u64 * 4;
+                x.strides[0] = -row;
+            }
+            let (_by, y) = upload(&dev, &yv, &ysh);
+            // y's strides over `full` (C order, 0 where broadcast).
+            let mut yst = vec![0i64; full.len()];
+            let mut s = 1i64;
+            for (d, &e) in ysh.iter().enumerate().rev() {
+                yst[full.len() - ysh.len() + d] = if e == 1 { 0 } else { s };
+                s *= e as i64;
+            }
+            let want: Vec<f32> = (0..n)
+                .map(|e| {
+                    let (mut r, mut xo, mut yo) = (e, 0i64, 0i64);
+                    let mut xs = 1i64;
+                    for d in (0..full.len()).rev() {
+                        let j = (r % full[d]) as i64;
+                        r /= full[d];
+                        let xd = if d == 0 && x_rev { -row } else { xs };
+                        xo += j * xd;
+                        yo += j * yst[d];
+                        xs *= full[d] as i64;
+                    }
+                    let base = if x_rev { (full[0] - 1) as i64 * row } else { 0 };
+                    let d = xv[(base + xo) as usize] - yv[yo as usize];
+                    d * d
+                })
+                .collect();
+            let out = k
+                .call(
+                    &dev,
+                    &[Operand::Array(x.clone()), Operand::Array(y.clone())],
+                    None,
+                )
+                .unwrap_or_else(|e| panic!("{e}"));
+            let got = download(&dev, &out[0]);
+            let what = format!("{full:?} with {ysh:?}, x reversed: {x_rev}");
+            assert!(
+                got.iter()
+                    .zip(&want)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{what}"
+            );
+            // A strided output: every other element of a buffer twice as long.
+            let zb = dev.alloc_zeroed((2 * n * 4) as usize).expect("alloc");
+            let mut z = dev.array(&zb, Scalar::Float32, &full).expect("array");
+            z.strides = (0..full.len())
+                .map(|d| 2 * full[d + 1..].iter().product::<u64>() as i64)
+                .collect();
+            k.call(
+                &dev,
+                &[Operand::Array(x), Operand::Array(y), Operand::Array(z)],
+                None,
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+            let all = f32s(&dev.download(&zb).expect("download"));
+            assert!(
+                all.iter()
+                    .step_by(2)
+                    .zip(&want)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{what}, strided output"
+            );
+            assert!(all.iter().skip(1).step_by(2).all(|&v| v == 0.0), "{what}");
+        }
+    }
+
     #[test]
     fn elementwise_add_reverse_with_raw() {
         let Some(dev) = device("elementwise_add_reverse_with_raw") else {

@@ -280,6 +280,70 @@ fn unresolved_placeholder_names_it() {
     );
 }
 
+/// A kernel that unravels an index takes two elements per thread, so its body appears
+/// three times in the source (§20.3): a problem in it is reported once; a body that may
+/// `return` (ending the thread) keeps one element per thread.
+#[test]
+fn two_elements_per_thread_report_once_and_not_with_return() {
+    let k = ElementwiseKernel::new("T x, T y", "T z", "z = x * undefined_name + y", "bad").unwrap();
+    let ops = [arr(F32, &[6, 7]), arr(F32, &[7])];
+    let r = k.resolve(&ops, None).unwrap();
+    let outs = vec![DeviceArray::contiguous(0x9000_0000, F32, &r.shape)];
+    let launch = k.bind(&r, outs).unwrap();
+    assert_eq!(k.source(&launch).matches("undefined_name").count(), 3);
+    match k.compile(&launch) {
+        Err(pydevice::Error::Diagnostics(d)) => {
+            assert_eq!(d.list.len(), 1, "{d}");
+            assert!(d.list[0].message.contains("undefined_name"), "{d}");
+        }
+        other => panic!("expected one diagnostic, got {other:?}"),
+    }
+    assert_eq!(launch.config().grid[0], 1);
+    let k = ElementwiseKernel::new(
+        "T x, T y",
+        "T z",
+        "z = x - y\nif z < 0:\n    return",
+        "early",
+    )
+    .unwrap();
+    let r = k
+        .resolve(&[arr(F32, &[600, 7]), arr(F32, &[7])], None)
+        .unwrap();
+    let outs = vec![DeviceArray::contiguous(0x9000_0000, F32, &r.shape)];
+    let launch = k.bind(&r, outs).unwrap();
+    let src = k.source(&launch);
+    assert!(
+        !src.contains("_s0") && src.contains("_p_y[_r0 % _p_y.shape[0]]"),
+        "{src}"
+    );
+    assert_eq!(launch.config().grid[0], 4200u32.div_ceil(256));
+    k.compile(&launch).unwrap_or_else(|e| panic!("{e}"));
+    let k = ElementwiseKernel::new(SQUARED_DIFF.0, SQUARED_DIFF.1, SQUARED_DIFF.2, "sq").unwrap();
+    let r = k
+        .resolve(&[arr(F32, &[600, 7]), arr(F32, &[7])], None)
+        .unwrap();
+    let outs = vec![DeviceArray::contiguous(0x9000_0000, F32, &r.shape)];
+    assert_eq!(
+        k.bind(&r, outs).unwrap().config().grid[0],
+        4200u32.div_ceil(512)
+    );
+    // Past 2**31 elements: one element per thread, the 64-bit index, flat and row views.
+    let (rows, cols) = (3u64, 1u64 << 30);
+    let r = k
+        .resolve(&[arr(F32, &[rows, cols]), arr(F32, &[cols])], None)
+        .unwrap();
+    let outs = vec![DeviceArray::contiguous(0x9000_0000, F32, &r.shape)];
+    let launch = k.bind(&r, outs).unwrap();
+    let src = k.source(&launch);
+    assert!(
+        !src.contains("_s0")
+            && src.contains("_p_x[i]")
+            && src.contains("_p_y[_r0 % _p_y.shape[0]]"),
+        "{src}"
+    );
+    ptxas(&k.compile(&launch).unwrap_or_else(|e| panic!("{e}")).ptx);
+}
+
 #[test]
 fn errors_in_the_body_point_at_the_body() {
     diagnostic(
@@ -835,6 +899,70 @@ fn host_calls_broadcast_strided_inputs_and_match_a_reference() {
         k.bind(&r, outs).unwrap()
     };
     golden("host_squared_diff_broadcast", "gen.py", &k.host_source(&l));
+}
+
+/// Broadcasts that pass 1-D views (an operand C-contiguous over the whole shape indexed by
+/// `i`, a trailing block broadcast along the leading axes indexed by `i` modulo its length,
+/// §20.3) next to unravelled ones, on the host: the same values as a reference that walks
+/// every operand by its strides, bit for bit, at odd extents, with a backwards operand.
+#[test]
+fn host_flat_and_inner_views_match_a_strided_reference() {
+    let k = ElementwiseKernel::new("T x, T y", "T z", "z = (x - y) * (x - y)", "sqd").unwrap();
+    let full = [3u64, 5, 7, 9];
+    let n: u64 = full.iter().product();
+    let mut xs: Vec<f64> = (0..2 * n).map(|v| (v as f64 * 0.37).sin() * 4.0).collect();
+    let mut ys: Vec<f64> = (0..n).map(|v| (v as f64 * 0.91).cos() * 3.0).collect();
+    // (x's strides: None is C-contiguous; its offset into `xs`), y's shape (C-contiguous).
+    type Case<'a> = (Option<[i64; 4]>, usize, &'a [u64]);
+    let cases: [Case; 8] = [
+        (None, 0, &[9]),
+        (None, 0, &[7, 9]),
+        (None, 0, &[5, 7, 9]),
+        (None, 0, &[1, 7, 9]),
+        (None, 0, &[5, 1, 9]),
+        (None, 0, &[]),
+        (Some([-315, 63, 9, 1]), 630, &[9]),
+        (Some([315, 63, 9, -1]), 8, &[7, 9]),
+    ];
+    for (xst, off, ysh) in cases {
+        let ylen: u64 = ysh.iter().product();
+        let x = host_arr(&mut xs[off..], F64, &full, xst.as_ref().map(|s| &s[..]));
+        let y = host_arr(&mut ys[..ylen as usize], F64, ysh, None);
+        // SAFETY: every element the views reach lies in `xs` and `ys`, alive for the call.
+        let outs = unsafe { k.call_host(&[x, y], None) }.unwrap_or_else(|e| panic!("{e}"));
+        let got: Vec<f64> = outs[0]
+            .buffer
+            .as_ref()
+            .unwrap()
+            .bytes()
+            .chunks_exact(8)
+            .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        let xst = xst.unwrap_or([315, 63, 9, 1]);
+        // y's strides over the full shape: 0 along the axes it is broadcast on.
+        let mut yst = [0i64; 4];
+        let mut s = 1i64;
+        for (d, &e) in ysh.iter().enumerate().rev() {
+            let fd = 4 - ysh.len() + d;
+            yst[fd] = if e == 1 { 0 } else { s };
+            s *= e as i64;
+        }
+        let want: Vec<f64> = (0..n)
+            .map(|e| {
+                let ix = [e / 315, e / 63 % 5, e / 9 % 7, e % 9];
+                let at = |st: &[i64; 4]| -> i64 { (0..4).map(|d| ix[d] as i64 * st[d]).sum() };
+                let xv = xs[(off as i64 + at(&xst)) as usize];
+                let d = xv - ys[at(&yst) as usize];
+                d * d
+            })
+            .collect();
+        assert!(
+            got.iter()
+                .zip(&want)
+                .all(|(a, b)| a.to_bits() == b.to_bits()),
+            "x strides {xst:?} at {off}, y shape {ysh:?}"
+        );
+    }
 }
 
 #[test]

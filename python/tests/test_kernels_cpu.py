@@ -25,8 +25,15 @@ def test_contiguous_arguments_get_the_one_dimensional_kernel():
 def test_broadcast_strided_and_scalar_arguments():
     k = pydevice.ElementwiseKernel(*SQD)
     x = np.zeros((2, 5), np.float32)
-    assert "_p_x[_j0, _j1]" in k.source(x, np.zeros(5, np.float32))
-    assert "_p_x[_j0, _j1]" in k.source(x[:, ::2], x[:, ::2])
+    # x and z are C-contiguous over the shape: flat; the broadcast row: modulo its length;
+    # two elements per thread, `_r0` and `_s0`.
+    src = k.source(x, np.zeros(5, np.float32))
+    assert "_p_x[_r0]" in src and "_p_y[_r0 % _w1]" in src and "_p_z[_r0] = z" in src
+    assert "_p_x[_s0]" in src and "_p_y[_s0 % _w1]" in src and "_p_z[_s0] = z" in src
+    assert "_j0" not in src
+    # Strided views are unravelled; the allocated output is still flat.
+    src = k.source(x[:, ::2], x[:, ::2])
+    assert "_p_x[_j0, _j1]" in src and "_p_x[_k0, _k1]" in src and "_p_z[_r0] = z" in src
     src = k.source(x, 5)
     assert "def squared_diff(_p_x, y, _p_z, _ind_size)" in src
     # A 4-d broadcast against a 0-d array merges to one dimension.

@@ -86,6 +86,41 @@ def test_broadcasting_0d_to_4d(cupy, ndims):
     np.testing.assert_allclose(got, (a - b) ** 2, rtol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_flat_and_inner_views(cupy, dtype):
+    """Operands C-contiguous over the whole shape are indexed flat and a trailing block
+    broadcast along the leading axes by `i` modulo its length (docs/semantics.md §20.3), next
+    to unravelled operands: bit-identical to NumPy's (x - y) * (x - y) at odd extents (many
+    threads per row, rows across blocks), 1-d to 4-d, backwards and strided views, a strided
+    output."""
+    x4 = rand((3, 5, 7, 9), dtype)
+    for xs, ys in (
+        ((1027, 1023), (1023,)),
+        ((3, 5, 7, 9), (9,)),
+        ((3, 5, 7, 9), (7, 9)),
+        ((3, 5, 7, 9), (5, 7, 9)),
+        ((3, 5, 7, 9), (1, 7, 9)),
+        ((3, 5, 7, 9), (5, 1, 9)),
+        ((3, 5, 7, 9), ()),
+        ((333, 3), (3,)),
+        ((2, 1 << 20), (1 << 20,)),
+    ):
+        a, b = rand(xs, dtype), rand(ys, dtype)
+        got = cupy.asnumpy(SQD_GENERIC(cupy.asarray(a), cupy.asarray(b)))
+        np.testing.assert_array_equal(got, (a - b) * (a - b), err_msg=str((xs, ys)))
+        got = cupy.asnumpy(SQD_GENERIC(cupy.asarray(b), cupy.asarray(a)))
+        np.testing.assert_array_equal(got, (b - a) * (b - a), err_msg=str((ys, xs)))
+    cx = cupy.asarray(x4)
+    row = rand((9,), dtype)
+    for view in (lambda v: v[::-1], lambda v: v[:, :, :, ::-1], lambda v: v[:, ::2]):
+        got = cupy.asnumpy(SQD_GENERIC(view(cx), cupy.asarray(row)))
+        np.testing.assert_array_equal(got, (view(x4) - row) * (view(x4) - row))
+    out = cupy.zeros((3, 5, 7, 18), dtype=dtype)
+    SQD_GENERIC(cx, cupy.asarray(row), out[..., ::2])
+    np.testing.assert_array_equal(cupy.asnumpy(out)[..., ::2], (x4 - row) * (x4 - row))
+    assert (cupy.asnumpy(out)[..., 1::2] == 0).all()
+
+
 def test_non_contiguous_views(cupy):
     a = rand((40, 60), "float32")
     b = rand((60, 40), "float32")

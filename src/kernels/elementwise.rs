@@ -50,8 +50,8 @@ pub struct ElementwiseKernel {
     preamble: Option<Body>,
     options: CompileOptions,
     cache: Arc<KernelCache>,
-    compiled: Mutex<HashMap<SpecKey, Arc<CompiledKernel>>>,
-    host_compiled: Mutex<HashMap<SpecKey, HostKernel>>,
+    compiled: Mutex<HashMap<ElementwiseKey, Arc<CompiledKernel>>>,
+    host_compiled: Mutex<HashMap<ElementwiseKey, HostKernel>>,
 }
 
 /// What a call's arguments decide before the outputs exist.
@@ -104,18 +104,71 @@ pub struct ElementwiseLaunch {
     param_types: Vec<Scalar>,
     /// Dimensions of the merged shape.
     rank: usize,
+    /// How each parameter's array is indexed (one per parameter; [`Indexing::Full`] for
+    /// scalars and raw arrays).
+    indexing: Vec<Indexing>,
+    /// Whether the body has a `return`.
+    returns: bool,
+}
+
+/// How the generated kernel indexes a non-raw array operand when the merged shape has more
+/// than one dimension (§20.3). The arithmetic per element is the same in every case: only
+/// the address computation differs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Indexing {
+    /// By the unravelled multi-index `_j0, _j1, ...` of the merged shape.
+    Full,
+    /// C-contiguous over the whole merged shape: passed as a 1-D view and indexed by `i`.
+    Flat,
+    /// Broadcast (stride 0) along the leading dimensions and C-contiguous over the trailing
+    /// ones (a row broadcast to a matrix): passed as a 1-D view of the trailing block and
+    /// indexed by `i` modulo its length.
+    Inner,
+}
+
+/// How an operand with (merged) `strides` is indexed over the merged `shape`.
+fn indexing_for(shape: &[u64], strides: &[i64]) -> Indexing {
+    let rank = shape.len();
+    if rank < 2 {
+        return Indexing::Full;
+    }
+    let mut c = vec![1i64; rank];
+    for d in (0..rank - 1).rev() {
+        c[d] = c[d + 1].wrapping_mul(shape[d + 1] as i64);
+    }
+    if strides == c.as_slice() {
+        return Indexing::Flat;
+    }
+    // The first dimension with a non-zero stride: C-contiguous from there on (the merged
+    // shape has no extent-1 dimensions, so a zero stride is a broadcast).
+    let m = strides.iter().position(|&s| s != 0).unwrap_or(rank);
+    if m > 0 && m < rank && strides[m..] == c[m..] {
+        return Indexing::Inner;
+    }
+    Indexing::Full
 }
 
 impl ElementwiseLaunch {
     /// The launch shape: [`BLOCK`] threads per block, one thread per element, at most
     /// 2**31 - 1 threads (so that `tid(1)`, an `int32`, cannot overflow; the grid-stride loop
     /// covers larger sizes).
+    ///
+    /// A kernel that unravels an index below 2**31 elements takes two elements per thread
+    /// (§20.3), so it gets half the threads.
     pub fn config(&self) -> LaunchConfig {
+        let per_thread = if self.pairs() { 2 } else { 1 };
         let blocks = self
             .size
-            .div_ceil(u64::from(BLOCK))
+            .div_ceil(u64::from(BLOCK) * per_thread)
             .clamp(1, i32::MAX as u64 / u64::from(BLOCK));
         LaunchConfig::linear(blocks as u32, BLOCK)
+    }
+
+    /// Whether the device kernel takes two elements per thread and iteration: below 2**31
+    /// elements when the merged shape keeps more than one dimension (some operand then needs
+    /// more than `i` for its index), unless the body may `return`.
+    fn pairs(&self) -> bool {
+        !self.wide_index && self.rank > 1 && !self.returns
     }
 }
 
@@ -310,6 +363,7 @@ impl ElementwiseKernel {
         let mut types = Vec::new();
         let mut args = Vec::new();
         let mut outputs = Vec::new();
+        let mut indexing = vec![Indexing::Full; operands.len()];
         for (k, o) in operands.iter().enumerate() {
             let p = params[k];
             let t = resolved.param_types[k];
@@ -336,17 +390,32 @@ impl ElementwiseKernel {
                 Operand::Array(a) => {
                     let v = views.iter().position(|(j, _)| *j == k).unwrap_or(0);
                     let st = &strides[v];
-                    let layout = if st.last() == Some(&1) {
-                        Layout::C
+                    let how = indexing_for(&shape, st);
+                    indexing[k] = how;
+                    if how == Indexing::Full {
+                        let layout = if st.last() == Some(&1) {
+                            Layout::C
+                        } else {
+                            Layout::Any
+                        };
+                        types.push(Type::array(a.dtype, rank as u8, layout));
+                        args.push(ArgValue::Array(ArrayArg {
+                            data: a.data,
+                            shape: shape.clone(),
+                            strides: st.clone(),
+                        }));
                     } else {
-                        Layout::Any
-                    };
-                    types.push(Type::array(a.dtype, rank as u8, layout));
-                    args.push(ArgValue::Array(ArrayArg {
-                        data: a.data,
-                        shape: shape.clone(),
-                        strides: st.clone(),
-                    }));
+                        // A 1-D view of the same memory: the whole array, or the trailing
+                        // block its broadcast repeats.
+                        let m = st.iter().position(|&s| s != 0).unwrap_or(0);
+                        let len: u64 = shape[m..].iter().product();
+                        types.push(Type::array(a.dtype, 1, Layout::C));
+                        args.push(ArgValue::Array(ArrayArg {
+                            data: a.data,
+                            shape: vec![len],
+                            strides: vec![1],
+                        }));
+                    }
                 }
                 Operand::Scalar(s) => {
                     types.push(Type::Scalar(t));
@@ -380,6 +449,8 @@ impl ElementwiseKernel {
             placeholders: resolved.placeholders.clone(),
             param_types: resolved.param_types.clone(),
             rank,
+            indexing,
+            returns: self.body.names.returns,
         })
     }
 
@@ -468,20 +539,154 @@ impl ElementwiseKernel {
             }
         }
         b.line(0, &format!("def {}({}):", self.name, names.join(", ")));
-        // The multi-index of element `i` in the merged shape, from the first non-raw array.
+        // The multi-index of element `i` in the merged shape, from the first non-raw array
+        // indexed by it; arrays C-contiguous over the merged shape are indexed by `i` itself,
+        // and a broadcast trailing block by `i` modulo its length (`Indexing`).
+        let how = |k: usize| {
+            if rank > 1 {
+                launch.indexing[k]
+            } else {
+                Indexing::Full
+            }
+        };
         let first = params
             .iter()
             .enumerate()
-            .find(|(k, p)| !p.raw && types[*k].as_array().is_some())
+            .find(|(k, p)| !p.raw && types[*k].as_array().is_some() && how(*k) == Indexing::Full)
             .map(|(_, p)| array_name(p));
+        let inner: Vec<usize> = (0..params.len())
+            .filter(|&k| {
+                !params[k].raw && types[k].as_array().is_some() && how(k) == Indexing::Inner
+            })
+            .collect();
         // On the device below 2**31 elements every extent and `i` fit in `uint32`: the
         // multi-index is unravelled with unsigned 32-bit division by extents read once before
         // the loop (no floor corrections, and the divisor's reciprocal is loop-invariant).
-        let narrow_index = !host && !launch.wide_index && rank > 1 && first.is_some();
-        if narrow_index && let Some(a) = &first {
-            for d in 1..rank {
-                b.line(4, &format!("_n{d} = device.uint32({a}.shape[{d}])"));
+        let narrow_index = !host && launch.pairs();
+        debug_assert!(!narrow_index || first.is_some() || !inner.is_empty());
+        if narrow_index {
+            if let Some(a) = &first {
+                for d in 1..rank {
+                    b.line(4, &format!("_n{d} = device.uint32({a}.shape[{d}])"));
+                }
             }
+            for &k in &inner {
+                b.line(
+                    4,
+                    &format!("_w{k} = device.uint32({}.shape[0])", array_name(params[k])),
+                );
+            }
+        }
+        let n_in = self.ins.len();
+        // The arrays loaded before the body: an output too when the body reads it, or when
+        // the body branches and may leave it unassigned (it then keeps its value, as in CuPy).
+        let loaded: Vec<usize> = (0..params.len())
+            .filter(|&k| {
+                let names = &self.body.names;
+                let p = params[k];
+                let output = k >= n_in;
+                types[k].as_array().is_some()
+                    && !p.raw
+                    && (names.loaded.contains(&p.name)
+                        || (output && names.branches && names.stored.contains(&p.name)))
+            })
+            .collect();
+        let stored: Vec<usize> = (n_in..params.len())
+            .filter(|&k| !params[k].raw && self.body.names.stored.contains(&params[k].name))
+            .collect();
+        // The unravelled multi-index of the element at `base` (`_r0` or `_s0`, digits `_j`
+        // or `_k`): its lines at `indent`, and each array's index.
+        let element = |b: &mut SourceBuilder, indent: usize, base: char, digit: char| {
+            let full_index = match (&first, rank) {
+                (None, _) | (_, 1) => "i".to_string(),
+                (Some(a), _) => {
+                    for d in (1..rank).rev() {
+                        let r = rank - 1 - d;
+                        let n = if narrow_index {
+                            format!("_n{d}")
+                        } else {
+                            format!("{a}.shape[{d}]")
+                        };
+                        b.line(indent, &format!("_{digit}{d} = _{base}{r} % {n}"));
+                        b.line(indent, &format!("_{base}{} = _{base}{r} // {n}", r + 1));
+                    }
+                    b.line(indent, &format!("_{digit}0 = _{base}{}", rank - 1));
+                    (0..rank)
+                        .map(|d| format!("_{digit}{d}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            };
+            (0..params.len())
+                .map(|k| match how(k) {
+                    Indexing::Full => full_index.clone(),
+                    Indexing::Flat if narrow_index => format!("_{base}0"),
+                    Indexing::Flat => "i".to_string(),
+                    Indexing::Inner if narrow_index => format!("_{base}0 % _w{k}"),
+                    Indexing::Inner => format!("_{base}0 % {}.shape[0]", array_name(params[k])),
+                })
+                .collect::<Vec<String>>()
+        };
+        let load = |b: &mut SourceBuilder,
+                    indent: usize,
+                    index: &[String],
+                    to: &dyn Fn(usize) -> String| {
+            for &k in &loaded {
+                let p = params[k];
+                let at = types[k].as_array().expect("an array");
+                let want = launch.param_types[k];
+                let load = format!("{}[{}]", array_name(p), index[k]);
+                let value = if at.dtype != want && k < n_in {
+                    format!("{}({load})", convert(want))
+                } else {
+                    load
+                };
+                b.line_at(indent, &format!("{} = {value}", to(k)), p.span);
+            }
+        };
+        let body_and_store = |b: &mut SourceBuilder, indent: usize, index: &[String]| {
+            b.body(indent, &self.body);
+            for &k in &stored {
+                let p = params[k];
+                b.line_at(
+                    indent,
+                    &format!("{}[{}] = {}", array_name(p), index[k], p.name),
+                    p.span,
+                );
+            }
+        };
+        let name = |k: usize| params[k].name.clone();
+        if narrow_index {
+            // Two elements per thread and iteration, `_step` apart (each coalesced): both
+            // indices unravelled and every load of both issued before the first body, so that
+            // twice the bytes are in flight (the launch has half the threads,
+            // `ElementwiseLaunch::config`); a last lone element takes the one-element path.
+            // Indices are `uint32`: below 2**31 elements `_r0 + _step` cannot wrap.
+            b.line(4, "_size = device.uint32(_ind_size)");
+            b.line(4, "_step = device.uint32(device.grid_size(1))");
+            b.line(4, "_r0 = device.uint32(device.tid(1))");
+            b.line(4, "while _r0 < _size:");
+            b.line(8, "_s0 = _r0 + _step");
+            b.line(8, "if _s0 < _size:");
+            let ia = element(&mut b, 12, 'r', 'j');
+            let ib = element(&mut b, 12, 's', 'k');
+            load(&mut b, 12, &ia, &name);
+            load(&mut b, 12, &ib, &|k| format!("_v{k}"));
+            b.line(12, "i = device.int32(_r0)");
+            body_and_store(&mut b, 12, &ia);
+            for &k in &loaded {
+                b.line_at(12, &format!("{} = _v{k}", name(k)), params[k].span);
+            }
+            b.line(12, "i = device.int32(_s0)");
+            body_and_store(&mut b, 12, &ib);
+            b.line(12, "_r0 = _s0 + _step");
+            b.line(8, "else:");
+            b.line(12, "i = device.int32(_r0)");
+            let ia = element(&mut b, 12, 'r', 'j');
+            load(&mut b, 12, &ia, &name);
+            body_and_store(&mut b, 12, &ia);
+            b.line(12, "_r0 = _size");
+            return (b.finish(), renames);
         }
         // Below 2**31 elements a `while` loop (no trip-count division, CuPy's loop); above,
         // `range` keeps the 64-bit index proven non-negative.
@@ -498,68 +703,12 @@ impl ElementwiseKernel {
             b.line(4, "_step = device.grid_size(1)");
             b.line(4, "while i < _ind_size:");
         }
-        let index = match (&first, rank) {
-            (None, _) | (_, 1) => "i".to_string(),
-            (Some(a), _) => {
-                b.line(
-                    8,
-                    if narrow_index {
-                        "_r0 = device.uint32(i)"
-                    } else {
-                        "_r0 = i"
-                    },
-                );
-                for d in (1..rank).rev() {
-                    let r = rank - 1 - d;
-                    let n = if narrow_index {
-                        format!("_n{d}")
-                    } else {
-                        format!("{a}.shape[{d}]")
-                    };
-                    b.line(8, &format!("_j{d} = _r{r} % {n}"));
-                    b.line(8, &format!("_r{} = _r{r} // {n}", r + 1));
-                }
-                b.line(8, &format!("_j0 = _r{}", rank - 1));
-                (0..rank)
-                    .map(|d| format!("_j{d}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            }
-        };
-        let n_in = self.ins.len();
-        for (k, p) in params.iter().enumerate() {
-            let Some(at) = types[k].as_array() else {
-                continue;
-            };
-            // An output is loaded when the body reads it, or when the body branches and may
-            // leave it unassigned (it then keeps its value, as in CuPy).
-            let output = k >= n_in;
-            let names = &self.body.names;
-            let needed = names.loaded.contains(&p.name)
-                || (output && names.branches && names.stored.contains(&p.name));
-            if p.raw || !needed {
-                continue;
-            }
-            let want = launch.param_types[k];
-            let load = format!("{}[{index}]", array_name(p));
-            let value = if at.dtype != want && k < n_in {
-                format!("{}({load})", convert(want))
-            } else {
-                load
-            };
-            b.line_at(8, &format!("{} = {value}", p.name), p.span);
+        if rank > 1 && (first.is_some() || !inner.is_empty()) {
+            b.line(8, "_r0 = i");
         }
-        b.body(8, &self.body);
-        for p in &self.outs {
-            if p.raw || !self.body.names.stored.contains(&p.name) {
-                continue;
-            }
-            b.line_at(
-                8,
-                &format!("{}[{index}] = {}", array_name(p), p.name),
-                p.span,
-            );
-        }
+        let index = element(&mut b, 8, 'r', 'j');
+        load(&mut b, 8, &index, &name);
+        body_and_store(&mut b, 8, &index);
         if !launch.wide_index && !host {
             b.line(8, "i += _step");
         }
@@ -580,7 +729,10 @@ impl ElementwiseKernel {
     /// Cranelift on the first request for its argument types, then reused. It takes the
     /// launch's arguments ([`ElementwiseLaunch::args`]) with host addresses.
     pub fn compile_host(&self, launch: &ElementwiseLaunch) -> Result<HostKernel, Error> {
-        let key = (launch.types.clone(), launch.wide_index);
+        let key = (
+            (launch.types.clone(), launch.wide_index),
+            launch.indexing.clone(),
+        );
         if let Some(k) = super::lock(&self.host_compiled).get(&key) {
             return Ok(k.clone());
         }
@@ -636,7 +788,10 @@ impl ElementwiseKernel {
     /// The compiled kernel for a launch: generated, checked and compiled on the first request
     /// for its argument types, then reused (a repeated call generates nothing).
     pub fn compile(&self, launch: &ElementwiseLaunch) -> Result<Arc<CompiledKernel>, Error> {
-        let key = (launch.types.clone(), launch.wide_index);
+        let key = (
+            (launch.types.clone(), launch.wide_index),
+            launch.indexing.clone(),
+        );
         if let Some(k) = super::lock(&self.compiled).get(&key) {
             return Ok(k.clone());
         }
@@ -727,6 +882,10 @@ pub(crate) fn allocate(
 /// What a compiled kernel is remembered by: the argument types and whether the index is
 /// 64-bit.
 pub(crate) type SpecKey = (Vec<Type>, bool);
+
+/// What an elementwise kernel is remembered by: its [`SpecKey`] and how each array is
+/// indexed (two launches of the same types may index them differently).
+type ElementwiseKey = (SpecKey, Vec<Indexing>);
 
 /// Resolves placeholders, checks dtypes and broadcasts (shared with the reduction, which
 /// passes `broadcast_outputs: false`: its outputs have the reduced shape).

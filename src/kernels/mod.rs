@@ -427,6 +427,9 @@ pub(crate) struct BodyNames {
     /// Whether the body branches or loops (`if`, `for`, `while`, `match`, `try`, `with`), so
     /// that an output it assigns may be left unassigned on some path.
     pub branches: bool,
+    /// Whether the body has a `return` (it ends the thread: a kernel whose threads take
+    /// several elements would skip the thread's others, so such a body gets one per thread).
+    pub returns: bool,
 }
 
 fn collect_names(body: &[Stmt], expr: Option<&Expr>) -> BodyNames {
@@ -438,6 +441,9 @@ fn collect_names(body: &[Stmt], expr: Option<&Expr>) -> BodyNames {
                 && let Expr::Name(n) = &*a.target
             {
                 self.0.loaded.insert(n.id.to_string());
+            }
+            if matches!(s, Stmt::Return(_)) {
+                self.0.returns = true;
             }
             if matches!(s, Stmt::Break(_) | Stmt::Continue(_)) && self.1 == 0 {
                 self.0.loose_jump.get_or_insert(s.range().into());
@@ -800,8 +806,16 @@ impl GeneratedSource {
                 x.notes = x.notes.iter().map(|n| fix(n)).collect();
                 x
             })
-            .collect();
-        def.error(list)
+            .collect::<Vec<_>>();
+        // A body the kernel repeats (two elements per iteration, §20.3; the reduction's
+        // unrolled loops) reports the same problem once.
+        let mut unique: Vec<crate::diag::Diagnostic> = Vec::new();
+        for x in list {
+            if !unique.contains(&x) {
+                unique.push(x);
+            }
+        }
+        def.error(unique)
     }
 }
 
