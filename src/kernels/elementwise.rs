@@ -580,17 +580,20 @@ impl ElementwiseKernel {
         let n_in = self.ins.len();
         // The arrays loaded before the body: an output too when the body reads it, or when
         // the body branches and may leave it unassigned (it then keeps its value, as in CuPy).
-        let loaded: Vec<usize> = (0..params.len())
-            .filter(|&k| {
+        // Each with its array type.
+        let loaded_arrays: Vec<(usize, _)> = (0..params.len())
+            .filter_map(|k| {
                 let names = &self.body.names;
                 let p = params[k];
                 let output = k >= n_in;
-                types[k].as_array().is_some()
-                    && !p.raw
+                let at = types[k].as_array()?;
+                (!p.raw
                     && (names.loaded.contains(&p.name)
-                        || (output && names.branches && names.stored.contains(&p.name)))
+                        || (output && names.branches && names.stored.contains(&p.name))))
+                .then_some((k, at))
             })
             .collect();
+        let loaded: Vec<usize> = loaded_arrays.iter().map(|&(k, _)| k).collect();
         let stored: Vec<usize> = (n_in..params.len())
             .filter(|&k| !params[k].raw && self.body.names.stored.contains(&params[k].name))
             .collect();
@@ -631,9 +634,8 @@ impl ElementwiseKernel {
                     indent: usize,
                     index: &[String],
                     to: &dyn Fn(usize) -> String| {
-            for &k in &loaded {
+            for &(k, at) in &loaded_arrays {
                 let p = params[k];
-                let at = types[k].as_array().expect("an array");
                 let want = launch.param_types[k];
                 let load = format!("{}[{}]", array_name(p), index[k]);
                 let value = if at.dtype != want && k < n_in {
