@@ -735,15 +735,15 @@ impl ElementwiseKernel {
             (launch.types.clone(), launch.wide_index),
             launch.indexing.clone(),
         );
-        if let Some(k) = super::lock(&self.host_compiled).get(&key) {
-            return Ok(k.clone());
-        }
-        let (source, renames) = self.generate(launch, true);
-        let file = format!("<ElementwiseKernel {}>", self.name);
-        let f = super::compile_host(&file, &source, &self.def, &self.name, &launch.types)
-            .map_err(|e| super::map_host_error(e, &source, &self.def, &renames))?;
-        super::lock(&self.host_compiled).insert(key, f.clone());
-        Ok(f)
+        super::cached_host_kernel(
+            &self.host_compiled,
+            key,
+            &format!("<ElementwiseKernel {}>", self.name),
+            &self.def,
+            &self.name,
+            &launch.types,
+            || self.generate(launch, true),
+        )
     }
 
     /// Runs a launch on the host: every element in C order, on the calling thread.

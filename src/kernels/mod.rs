@@ -1037,35 +1037,41 @@ pub(crate) fn host_outputs(
         .collect()
 }
 
-/// Parses generated source and JIT-compiles `entry` for the host.
-pub(crate) fn compile_host(
+/// The host kernel of a builder's launch (§20.8): `cache`'s entry for `key`, else the
+/// source `generate` gives, parsed and JIT-compiled through Cranelift for `types` (its
+/// diagnostics pointing into the definition, as the device's do) and remembered.
+pub(crate) fn cached_host_kernel<K: Eq + std::hash::Hash>(
+    cache: &std::sync::Mutex<HashMap<K, HostKernel>>,
+    key: K,
     file: &str,
-    source: &GeneratedSource,
     def: &Definition,
     entry: &str,
     types: &[crate::types::Type],
+    generate: impl FnOnce() -> (GeneratedSource, HashMap<String, String>),
 ) -> Result<HostKernel, crate::Error> {
-    let module = crate::Module::parse(file, &source.text)?;
-    let f = module.host_function(entry, types)?;
-    Ok(HostKernel {
-        f,
-        origin: Arc::new((source.clone(), def.file.clone())),
-    })
-}
-
-/// A host compile's diagnostics point into the definition, as the device's do.
-pub(crate) fn map_host_error(
-    e: crate::Error,
-    source: &GeneratedSource,
-    def: &Definition,
-    renames: &HashMap<String, String>,
-) -> crate::Error {
-    match e {
-        crate::Error::Diagnostics(d) => source.map(d, def, renames),
-        e => e,
+    if let Some(k) = lock(cache).get(&key) {
+        return Ok(k.clone());
     }
+    let (source, renames) = generate();
+    let compiled = crate::Module::parse(file, &source.text)
+        .map_err(crate::Error::from)
+        .and_then(|module| module.host_function(entry, types));
+    let f = match compiled {
+        Ok(f) => HostKernel {
+            f,
+            origin: Arc::new((source, def.file.clone())),
+        },
+        Err(crate::Error::Diagnostics(d)) => {
+            return Err(source.map(d, def, &renames));
+        }
+        Err(e) => return Err(e),
+    };
+    lock(cache).insert(key, f.clone());
+    Ok(f)
 }
 
+/// A mutex's guard, also after a panic elsewhere poisoned it (the caches hold no
+/// half-made entries: an entry is inserted whole).
 pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }

@@ -1212,15 +1212,15 @@ impl ReductionKernel {
         // The types alone do not say how the dimensions split into kept and reduced ones
         // (a full reduction's input has no kept dimension).
         let key = (launch.types.clone(), launch.kdims, launch.rdims);
-        if let Some(k) = super::lock(&self.host_compiled).get(&key) {
-            return Ok(k.clone());
-        }
-        let (source, renames) = self.generate(launch, true);
-        let file = format!("<ReductionKernel {}>", self.name);
-        let f = super::compile_host(&file, &source, &self.def, &self.name, &launch.types)
-            .map_err(|e| super::map_host_error(e, &source, &self.def, &renames))?;
-        super::lock(&self.host_compiled).insert(key, f.clone());
-        Ok(f)
+        super::cached_host_kernel(
+            &self.host_compiled,
+            key,
+            &format!("<ReductionKernel {}>", self.name),
+            &self.def,
+            &self.name,
+            &launch.types,
+            || self.generate(launch, true),
+        )
     }
 
     /// Runs a launch on the host, on the calling thread.
