@@ -16,7 +16,7 @@ arguments, allocates the outputs with the inputs' framework and returns them:
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
@@ -126,6 +126,12 @@ class _Args:
         with cupy.cuda.Device(self.ordinal):
             a = cupy.empty(shape, dtype=dtype_name)
         return a, ("A", dtype_name, a.data.ptr, shape, _c_strides(shape))
+
+    def outputs(self, shape, dtypes, missing):
+        """New C-contiguous outputs of the call's framework for the `missing` output
+        parameters (all of `shape`), and their descriptions."""
+        made = [self.empty(shape, dtypes[m]) for m in missing]
+        return [arr for arr, _ in made], tuple(d for _, d in made)
 
     def scratch(self, nbytes: int):
         if self.framework == "torch":
@@ -246,16 +252,11 @@ class ElementwiseKernel(_native.KernelCall):
             allocated, descs = _host_outputs(a, shape, dtypes, missing)
             self._k.run_host(call, descs)
         else:
-            allocated = []
-            descs = []
-            for m in missing:
-                arr, d = a.empty(shape, dtypes[m])
-                allocated.append(arr)
-                descs.append(d)
+            allocated, descs = a.outputs(shape, dtypes, missing)
             h = a.stream(stream)
             # CuPy's framework: later calls of this signature take the native fast path.
             remember = (args, size) if a.framework == "cupy" else None
-            self._k.launch(call, tuple(descs), a.ordinal, h, remember)
+            self._k.launch(call, descs, a.ordinal, h, remember)
         if self._no_return:
             return None
         outs = []
@@ -368,16 +369,11 @@ class ReductionKernel(_native.KernelCall):
             allocated, descs = _host_outputs(a, shape, dtypes, missing)
             self._k.run_host(call, descs)
         else:
-            allocated = []
-            descs = []
-            for m in missing:
-                arr, d = a.empty(shape, dtypes[m])
-                allocated.append(arr)
-                descs.append(d)
+            allocated, descs = a.outputs(shape, dtypes, missing)
             h = a.stream(stream)
             keep, ptr = a.scratch(call.partials_bytes)
             remember = (args, axis, bool(keepdims)) if a.framework == "cupy" else None
-            self._k.launch(call, tuple(descs), ptr, a.ordinal, h, remember)
+            self._k.launch(call, descs, ptr, a.ordinal, h, remember)
             del keep
         outs = []
         k = 0
