@@ -1428,6 +1428,20 @@ pub struct Stmt {
     pub span: Span,
 }
 
+/// What kind of loop a [`StmtKind::Loop`] is, as far as its unrolling is concerned: the
+/// PTX lowering unrolls a small run-time-stride loop four times, and tells ptxas not to
+/// unroll it again (docs/semantics.md §4.3; `RuntimeStrideUnrollPass` in
+/// lower/ptx/pipeline.cpp).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LoopForm {
+    /// A `while` loop, a `range` loop with a constant step, a loop over an array.
+    #[default]
+    Plain,
+    /// A `range` loop whose step is known only at run time (a grid- or block-stride loop,
+    /// `range(tid, n, grid_size)`), counted: its trip count is computed before it starts.
+    RuntimeStride,
+}
+
 /// The kinds of statement.
 #[derive(Clone, Debug, PartialEq)]
 pub enum StmtKind {
@@ -1469,6 +1483,8 @@ pub enum StmtKind {
         body: Block,
         /// Run after the body and after `continue`.
         continuing: Block,
+        /// What kind of loop it is, for the PTX lowering's unrolling.
+        form: LoopForm,
     },
     /// Leave the innermost loop.
     Break,
@@ -1635,8 +1651,13 @@ fn print_block(
                 cond,
                 body,
                 continuing,
+                form,
             } => {
-                writeln!(f, "{ind}loop while {}:", ExprFmt(func, *cond))?;
+                let form = match form {
+                    LoopForm::Plain => "",
+                    LoopForm::RuntimeStride => " [runtime stride]",
+                };
+                writeln!(f, "{ind}loop while {}{form}:", ExprFmt(func, *cond))?;
                 print_block(func, body, depth + 1, f)?;
                 if !continuing.is_empty() {
                     writeln!(f, "{ind}continuing:")?;

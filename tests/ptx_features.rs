@@ -463,3 +463,57 @@ fn bounds_checked_wmma_checks_the_first_element() {
         pydevice::toolkit::ptxas_check(&p, pydevice::Arch::SM_90).unwrap_or_else(|e| panic!("{e}"));
     }
 }
+
+/// The loops of `ptx` (a label `$L__BB..:` followed by its block up to the first branch back
+/// to it), each as (whether it carries `.pragma "nounroll"`, how many `ld.global` it has).
+fn loops(ptx: &str) -> Vec<(bool, usize)> {
+    let lines: Vec<&str> = ptx.lines().map(str::trim).collect();
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        let Some(label) = l.strip_suffix(':').filter(|l| l.starts_with("$L__BB")) else {
+            continue;
+        };
+        let target = format!("{label};");
+        let back = lines[i + 1..].iter().position(|x| {
+            let words: Vec<&str> = x.split_whitespace().collect();
+            words.last() == Some(&target.as_str()) && words.iter().any(|w| w.starts_with("bra"))
+        });
+        if let Some(n) = back {
+            let body = &lines[i + 1..=i + 1 + n];
+            let nounroll = body.contains(&".pragma \"nounroll\";");
+            let loads = body.iter().filter(|x| x.starts_with("ld.global")).count();
+            out.push((nounroll, loads));
+        }
+    }
+    out
+}
+
+#[test]
+fn small_grid_stride_loops_are_unrolled_four_times_and_not_again_by_ptxas() {
+    // A run-time step: unrolled 4 times (4 loads together), its remainder once a time, and
+    // both marked so that ptxas keeps them (docs/semantics.md §4.3).
+    let src = "from cuda import device\n\n@device.kernel\ndef total(x, out):\n    acc = 0.0\n    for i in range(device.tid(1), len(x), device.grid_size(1)):\n        acc += x[i]\n    out[device.tid(1)] = acc\n";
+    let found = loops(&ptx(src, "total", "float32[::1], float32[::1]"));
+    assert_eq!(found, vec![(true, 4), (true, 1)], "{found:?}");
+    // A constant step is left to LLVM and ptxas: LLVM's 8 copies, unmarked (ptxas may unroll
+    // them again), and LLVM's own remainder loop, which LLVM marks.
+    let src = src.replace("device.grid_size(1)", "4096");
+    let mut found = loops(&ptx(&src, "total", "float32[::1], float32[::1]"));
+    found.sort();
+    assert_eq!(found, vec![(false, 8), (true, 1)], "{found:?}");
+}
+
+#[test]
+fn large_grid_stride_loops_are_unrolled_as_llvm_decides() {
+    // 40 loads and their arithmetic: over the 75-instruction limit, so no count of 4 is
+    // forced; LLVM leaves a body this size rolled (the loop comes out twice, specialized by
+    // the optimizer), unmarked, and ptxas may unroll it.
+    let terms: Vec<String> = (0..40).map(|k| format!("x[(i + {k}) % n]")).collect();
+    let src = format!(
+        "from cuda import device\n\n@device.kernel\ndef big(x, out):\n    n = len(x)\n    acc = 0.0\n    for i in range(device.tid(1), n, device.grid_size(1)):\n        acc += {}\n    out[device.tid(1)] = acc\n",
+        terms.join(" * ")
+    );
+    let found = loops(&ptx(&src, "big", "float32[::1], float32[::1]"));
+    assert!(!found.is_empty(), "no loop found");
+    assert!(found.iter().all(|&l| l == (false, 40)), "{found:?}");
+}

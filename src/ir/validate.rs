@@ -196,6 +196,7 @@ impl Validator<'_> {
                     cond,
                     body,
                     continuing,
+                    ..
                 } => {
                     mark(*cond)?;
                     self.roots(body, spans)?;
@@ -300,6 +301,7 @@ impl Validator<'_> {
                 cond,
                 body,
                 continuing,
+                ..
             } => {
                 self.handle(*cond)?;
                 self.expect(*cond, &Type::Scalar(Scalar::Bool), "a loop condition")?;
@@ -651,6 +653,7 @@ fn falls_through(f: &Function, block: &Block) -> bool {
                 cond,
                 body,
                 continuing,
+                ..
             } => {
                 let forever = matches!(f.exprs[*cond], Expr::Literal(Literal::Bool(true)));
                 if forever && !breaks(body) && !breaks(continuing) {

@@ -138,6 +138,7 @@ impl Analysis<'_> {
                 cond,
                 body,
                 continuing,
+                ..
             } => {
                 let inner = self.condition(*cond, ctrl);
                 self.block(body, inner);

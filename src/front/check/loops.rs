@@ -318,6 +318,11 @@ impl FnCx<'_, '_> {
             && !start.nonneg
             && !matches!(self.exprs[start_e], Expr::Literal(_))
             && wraps_counter(&body, ctr, &self.exprs);
+        let form = if counted {
+            LoopForm::RuntimeStride
+        } else {
+            LoopForm::Plain
+        };
         let stmt = Stmt {
             kind: StmtKind::Loop {
                 cond,
@@ -326,6 +331,7 @@ impl FnCx<'_, '_> {
                     kind: StmtKind::Assign(ctr, inc),
                     span,
                 }],
+                form,
             },
             span,
         };
@@ -602,6 +608,7 @@ impl FnCx<'_, '_> {
                     kind: StmtKind::Assign(ctr, inc),
                     span,
                 }],
+                form: LoopForm::Plain,
             },
             span,
         });
@@ -899,6 +906,7 @@ impl FnCx<'_, '_> {
                     kind: StmtKind::Assign(ctr, inc),
                     span,
                 }],
+                form: LoopForm::Plain,
             },
             span,
         });

@@ -19,7 +19,7 @@ use crate::diag::Code;
 use crate::diag::{Diagnostic, Diagnostics, Span};
 use crate::ir::{
     self, Arena, ArrayProp, Axis, BinaryOp, Block, Expr, Function, FunctionKind, Handle, Index,
-    Intrinsic, Literal, Local, Stmt, StmtKind, UnaryOp,
+    Intrinsic, Literal, Local, LoopForm, Stmt, StmtKind, UnaryOp,
 };
 use crate::types::promote::{Defaults, Weak, promote, promote_weak, promote_weak_weak};
 use crate::types::{DType, Kind, Scalar, Type};

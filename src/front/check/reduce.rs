@@ -288,6 +288,7 @@ impl Builder {
                         cond,
                         body: inner,
                         continuing: vec![self.set(c, inc)],
+                        form: LoopForm::Plain,
                     },
                     span: self.span,
                 },

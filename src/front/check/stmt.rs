@@ -368,6 +368,7 @@ impl FnCx<'_, '_> {
                             cond,
                             body,
                             continuing: Vec::new(),
+                            form: LoopForm::Plain,
                         },
                         span,
                     });

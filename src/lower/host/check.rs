@@ -130,6 +130,7 @@ impl Checker {
                     cond,
                     body,
                     continuing,
+                    ..
                 } => {
                     self.expr(program, f, *cond);
                     self.block(program, f, body);

@@ -397,6 +397,7 @@ impl FnCx<'_, '_> {
                 cond,
                 body,
                 continuing,
+                ..
             } => {
                 let (head, bodyb, cont, exit) = (
                     self.b.create_block(),

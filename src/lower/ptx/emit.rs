@@ -33,20 +33,20 @@ mod views;
 use super::LowerError;
 use crate::ir::{
     ArrayProp, AtomicOp, Axis, BinaryOp, Expr, Function, FunctionKind, Handle, Index, Intrinsic,
-    Literal, MathFn, MemoryOrder, Program, Scope, Shfl, Stmt, StmtKind, UnaryOp, Vote,
+    Literal, LoopForm, MathFn, MemoryOrder, Program, Scope, Shfl, Stmt, StmtKind, UnaryOp, Vote,
 };
 use crate::types::{ArrayType, Layout, MemSpace, Scalar, Type};
 use inkwell::attributes::{Attribute, AttributeLoc};
 use inkwell::basic_block::BasicBlock;
 use inkwell::builder::Builder;
-use inkwell::context::Context;
+use inkwell::context::{AsContextRef, Context};
 use inkwell::debug_info::AsDIScope;
 use inkwell::intrinsics::Intrinsic as LlvmIntrinsic;
 use inkwell::module::{Linkage, Module};
 use inkwell::types::{AnyType, BasicMetadataTypeEnum, BasicType, BasicTypeEnum, StructType};
 use inkwell::values::{
-    BasicMetadataValueEnum, BasicValue, BasicValueEnum, FloatValue, FunctionValue, IntValue,
-    PointerValue, ValueKind,
+    AsValueRef, BasicMetadataValueEnum, BasicValue, BasicValueEnum, FloatValue, FunctionValue,
+    InstructionValue, IntValue, PointerValue, ValueKind,
 };
 use inkwell::{AddressSpace, FloatPredicate, IntPredicate};
 
@@ -396,6 +396,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 cond,
                 body,
                 continuing,
+                form,
             } => {
                 let head = self.new_block("loop");
                 let bodyb = self.new_block("body");
@@ -412,7 +413,13 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 self.branch_if_open(cont)?;
                 self.b().position_at_end(cont);
                 self.block(continuing)?;
-                self.branch_if_open(head)?;
+                let latch = self.b().get_insert_block().ok_or_else(|| err("no block"))?;
+                if latch.get_terminator().is_none() {
+                    let back = self.b().build_unconditional_branch(head)?;
+                    if *form == LoopForm::RuntimeStride {
+                        self.mark_runtime_stride(back);
+                    }
+                }
                 self.b().position_at_end(exit);
             }
             StmtKind::Print(pieces) => self.print(pieces)?,
@@ -452,6 +459,40 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             }
         }
         Ok(())
+    }
+
+    /// Marks the loop whose back edge is `back` as a run-time-stride loop
+    /// ([`LoopForm::RuntimeStride`]): its loop ID (`llvm.loop`) holds
+    /// `!{!"pydevice.loop.runtime_stride"}`, which the optimizer's `RuntimeStrideUnrollPass`
+    /// (pipeline.cpp) turns into how LLVM unrolls the loop.
+    fn mark_runtime_stride(&self, back: InstructionValue<'ctx>) {
+        use inkwell::llvm_sys::core::{
+            LLVMGetMDKindIDInContext, LLVMMDNodeInContext2, LLVMMDStringInContext2,
+            LLVMMetadataAsValue, LLVMSetMetadata,
+        };
+        use inkwell::llvm_sys::debuginfo::{LLVMMetadataReplaceAllUsesWith, LLVMTemporaryMDNode};
+        const KIND: &str = "llvm.loop";
+        const MARK: &str = "pydevice.loop.runtime_stride";
+        let ctx = self.e.ctx.as_ctx_ref();
+        // A loop's ID is a node whose first operand is itself: built around a temporary
+        // node that is then replaced by the ID, which LLVM turns into a distinct node with
+        // the self-reference (`MDNode::handleChangedOperand`).
+        // SAFETY: every node is of this context, the strings outlive the calls, and the
+        // temporary node is freed by the replacement and not used after it.
+        unsafe {
+            let temp = LLVMTemporaryMDNode(ctx, std::ptr::null_mut(), 0);
+            let mut mark = [LLVMMDStringInContext2(
+                ctx,
+                MARK.as_ptr().cast(),
+                MARK.len(),
+            )];
+            let mark = LLVMMDNodeInContext2(ctx, mark.as_mut_ptr(), mark.len());
+            let mut ops = [temp, mark];
+            let id = LLVMMDNodeInContext2(ctx, ops.as_mut_ptr(), ops.len());
+            LLVMMetadataReplaceAllUsesWith(temp, id);
+            let kind = LLVMGetMDKindIDInContext(ctx, KIND.as_ptr().cast(), KIND.len() as u32);
+            LLVMSetMetadata(back.as_value_ref(), kind, LLVMMetadataAsValue(ctx, id));
+        }
     }
 
     fn branch_if_open(&self, target: BasicBlock<'ctx>) -> R<()> {
