@@ -608,9 +608,33 @@ mod tests {
         out
     }
 
+    /// The bytes of machine code in a cubin: the sizes of its `.text*` sections (64-bit
+    /// little-endian ELF, as ptxas writes it), 16 bytes an SASS instruction.
+    fn text_bytes(cubin: &[u8]) -> u64 {
+        let u16_at = |o: usize| u16::from_le_bytes([cubin[o], cubin[o + 1]]) as usize;
+        let u32_at = |o: usize| u32::from_le_bytes(cubin[o..o + 4].try_into().expect("4 bytes"));
+        let u64_at = |o: usize| u64::from_le_bytes(cubin[o..o + 8].try_into().expect("8 bytes"));
+        let (shoff, shentsize, shnum, shstrndx) = (
+            u64_at(0x28) as usize,
+            u16_at(0x3A),
+            u16_at(0x3C),
+            u16_at(0x3E),
+        );
+        let names = u64_at(shoff + shstrndx * shentsize + 0x18) as usize;
+        (0..shnum)
+            .map(|i| shoff + i * shentsize)
+            .filter(|&h| cubin[names + u32_at(h) as usize..].starts_with(b".text"))
+            .map(|h| u64_at(h + 0x20))
+            .sum()
+    }
+
+    /// The leaf pipelines give no more work than LLVM's whole pipeline: PTX with no more
+    /// instructions that do work, or, where the straight-line pipeline leaves ptxas what
+    /// ptxas does anyway (pipeline.cpp), no more SASS (`ptxas -O3`; without a `ptxas` those
+    /// fixtures are not compared).
     #[test]
     fn the_leaf_pipeline_gives_ptx_no_longer_than_the_full_pipeline() {
-        let (mut leaves, mut straight) = (0, 0);
+        let (mut leaves, mut straight, mut by_sass) = (0, 0, 0);
         let mut worse = Vec::new();
         for (name, program, arch) in fixture_programs() {
             let options = PtxOptions {
@@ -625,13 +649,20 @@ mod tests {
             let after = pipeline::LEAF_RUNS.with(|n| n.get());
             leaves += after.0 - before.0;
             straight += after.1 - before.1;
-            if work(&auto) > work(&full) {
-                worse.push(format!("{name}: {} > {}", work(&auto), work(&full)));
+            if work(&auto) > work(&full)
+                && let (Some(a), Some(f)) = (cubin(&auto, arch), cubin(&full, arch))
+            {
+                let (a, f) = (text_bytes(&a), text_bytes(&f));
+                by_sass += 1;
+                assert!(a > 0 && f > 0, "{name}: no machine code found in the cubin");
+                if a > f {
+                    worse.push(format!("{name}: {a} > {f} bytes of SASS"));
+                }
             }
         }
         assert!(
             worse.is_empty(),
-            "the leaf pipeline made longer PTX: {worse:?}"
+            "the leaf pipeline made longer code: {worse:?}"
         );
         // The leaf pipeline must actually be taken for this test to mean anything.
         assert!(
@@ -642,12 +673,33 @@ mod tests {
             straight >= 20,
             "only {straight} fixtures took the loop-free leaf pipeline"
         );
-        eprintln!("{leaves} fixtures took the leaf pipeline, {straight} of them loop-free");
+        eprintln!(
+            "{leaves} fixtures took the leaf pipeline, {straight} of them loop-free; \
+             {by_sass} compared by their SASS"
+        );
     }
 
+    /// The cubin `ptxas -O3` makes of `ptx`, or `None` without a `ptxas` (a failure where one
+    /// is required: `CI` or `PYDEVICE_REQUIRE_PTXAS` set, as tests/fixtures.rs has it).
+    fn cubin(ptx: &str, arch: Arch) -> Option<Vec<u8>> {
+        if crate::toolkit::ptxas().is_none() {
+            let required = std::env::var_os("CI").is_some()
+                || std::env::var_os("PYDEVICE_REQUIRE_PTXAS").is_some();
+            assert!(!required, "ptxas is required but was not found");
+            return None;
+        }
+        let relocatable = ptx.contains(".extern .func");
+        Some(crate::toolkit::ptxas_compile(ptx, arch, relocatable).expect("ptxas accepts the PTX"))
+    }
+
+    /// Code generation without the passes it leaves out of loop-free leaf modules must give
+    /// the same machine code: the same PTX, or, for the machine-code clean-ups that ptxas
+    /// repeats (pipeline.cpp's `keep_codegen_pass`), PTX that `ptxas -O3` makes the same
+    /// cubin of, byte for byte. Without a `ptxas` only the fixtures whose PTX is the same
+    /// are compared.
     #[test]
-    fn skipping_the_straight_line_passes_leaves_every_loop_free_fixture_unchanged() {
-        let mut compared = 0;
+    fn skipping_the_straight_line_passes_leaves_every_loop_free_fixtures_machine_code_unchanged() {
+        let (mut compared, mut by_cubin, mut unchecked) = (0, 0, 0);
         let mut changed = Vec::new();
         for (name, program, arch) in fixture_programs() {
             let options = PtxOptions {
@@ -662,16 +714,30 @@ mod tests {
             pipeline::KEEP_STRAIGHT_LINE_PASSES.with(|k| k.set(true));
             let kept = compile(&program, &options, Emit::Ptx);
             pipeline::KEEP_STRAIGHT_LINE_PASSES.with(|k| k.set(false));
-            if kept.expect("compile") != skipped {
-                changed.push(name);
-            }
+            let kept = kept.expect("compile");
             compared += 1;
+            if kept == skipped {
+                continue;
+            }
+            match (cubin(&kept, arch), cubin(&skipped, arch)) {
+                (Some(a), Some(b)) => {
+                    by_cubin += 1;
+                    if a != b {
+                        changed.push(name);
+                    }
+                }
+                _ => unchecked += 1,
+            }
         }
         assert!(
             changed.is_empty(),
-            "skipping the straight-line passes changed the PTX of {changed:?}"
+            "skipping the straight-line passes changed the machine code of {changed:?}"
         );
         assert!(compared >= 20, "only {compared} loop-free leaf fixtures");
+        eprintln!(
+            "{compared} loop-free leaf fixtures: {by_cubin} compared by cubin, {unchecked} \
+             unchecked (no ptxas)"
+        );
     }
 
     /// The size and alignment PTX declares for each parameter of `.entry symbol`: an

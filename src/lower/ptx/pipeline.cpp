@@ -55,9 +55,7 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Transforms/AggressiveInstCombine/AggressiveInstCombine.h>
 #include <llvm/Transforms/InstCombine/InstCombine.h>
-#include <llvm/Transforms/Scalar/ConstraintElimination.h>
 #include <llvm/Transforms/Scalar/CorrelatedValuePropagation.h>
-#include <llvm/Transforms/Scalar/DeadStoreElimination.h>
 #include <llvm/Transforms/Scalar/DivRemPairs.h>
 #include <llvm/Transforms/Scalar/EarlyCSE.h>
 #include <llvm/Transforms/Scalar/GVN.h>
@@ -144,15 +142,22 @@ class UnscannedStream final : public formatted_raw_ostream {
 // straight-line optimizer pipeline, Reassociate then GVN, leaves none), loop strength
 // reduction with its loop canonicalization and early machine LICM (no loops), constant
 // hoisting, speculative execution (the optimizer ran it), machine PHI optimization, early
-// tail duplication and the machine scheduler.
-// lower::ptx::tests::skipping_the_straight_line_passes_leaves_every_loop_free_fixture_unchanged
-// compares every loop-free fixture with and without them. Tried and kept, because leaving
-// them out changes loop-free fixtures: strength reduction and the EarlyCSE after it
+// tail duplication and the machine scheduler: without them every loop-free fixture's PTX is
+// byte-identical. And, since session 18, five machine-code clean-ups whose work ptxas does
+// again anyway: machine CSE, the peephole optimizer, dead machine-instruction elimination,
+// branch folding and block placement, and stack-slot colouring (which merges only spill
+// slots, and NVPTX has no register allocator, so no spills). Without them the PTX of some
+// loop-free fixtures changes (virtual registers numbered differently, a redundant `mov` or
+// `cvt` left for ptxas, a block laid out elsewhere) but `ptxas -O3` makes byte-identical
+// cubins of every fixture and benchmark kernel (scripts/sass_diff.sh; bench/NOTES.md,
+// session 18), ~5% of a small kernel's compile.
+// lower::ptx::tests::skipping_the_straight_line_passes_leaves_every_loop_free_fixtures_machine_code_unchanged
+// compares every loop-free fixture with and without them (its PTX, else its cubin). Tried
+// and kept, because leaving them out changes loop-free fixtures' SASS: strength reduction
 // (`negative_index`), GEP offset splitting, the load/store vectorizer, the second SROA,
-// machine sinking, the peephole optimizer, dead machine-instruction elimination, branch
-// folding and block placement (machine CSE and CodeGenPrepare were tried before). The
-// stack-slot passes are kept although no fixture needs them: kernels with several local
-// arrays do.
+// EarlyCSE, CodeGenPrepare, machine sinking and register coalescing. The stack-colouring
+// passes for local arrays are kept although no fixture needs them: kernels with several
+// local arrays do.
 bool keep_codegen_pass(StringRef arg, bool straight_line, unsigned &early_cse_seen) {
   static const char *const never[] = {
       "gc-lowering",        "shadow-stack-gc-lowering",
@@ -170,9 +175,11 @@ bool keep_codegen_pass(StringRef arg, bool straight_line, unsigned &early_cse_se
   if (!straight_line) return true;
   if (arg == "early-cse") return ++early_cse_seen == 1;
   static const char *const straight[] = {
-      "nary-reassociate",  "loop-reduce", "canon-freeze",          "early-machinelicm",
-      "consthoist",        "opt-phis",    "early-tailduplication", "machine-scheduler",
-      "speculative-execution",
+      "nary-reassociate",      "loop-reduce",         "canon-freeze",
+      "early-machinelicm",     "consthoist",          "opt-phis",
+      "early-tailduplication", "machine-scheduler",   "speculative-execution",
+      "machine-cse",           "peephole-opt",        "dead-mi-elimination",
+      "branch-folder",         "block-placement",     "stack-slot-coloring",
   };
   for (const char *n : straight)
     if (arg == n) return false;
@@ -388,14 +395,23 @@ bool keep_bit_tests(Function &f) {
 // pipeline runs many of its passes twice or three times so that each round can clean up
 // after loop transforms (rotation, unswitching, unrolling) and the inliner; with no loop
 // and no call there is nothing for the later rounds to find. This is that pipeline's first
-// round, in its order, with GVN and dead-store elimination from the second and its closing
-// CFG simplification and InstCombine, then the two passes of the module optimization
-// pipeline that act on straight-line code (alignment inference, div/rem pairing). Passes
-// left out: the second and third rounds of SROA, InstCombine, jump threading, correlated
-// value propagation and CFG simplification, the loop passes, and SCCP, bit-tracking and
-// aggressive dead-code elimination, memcpy optimization and merged load/store motion.
-// On every loop-free fixture the PTX is the same as with the whole pipeline (a test in
-// mod.rs compares every fixture), for ~9% less work on a small kernel.
+// round, in its order, with GVN from the second and its closing CFG simplification, then the
+// two passes of the module optimization pipeline that act on straight-line code (alignment
+// inference, div/rem pairing). Passes left out: the second and third rounds of SROA,
+// InstCombine, jump threading, correlated value propagation and CFG simplification, the
+// loop passes, and SCCP, bit-tracking and aggressive dead-code elimination, memcpy
+// optimization and merged load/store motion; on every loop-free fixture the PTX was the
+// same as with the whole pipeline, for ~9% less work on a small kernel. Since session 18
+// also constraint elimination, dead-store elimination and the closing InstCombine (with
+// its OneExtensionPass): without them some fixtures' PTX changes (a `cvt` or an `and` left
+// in, registers renumbered) but `ptxas -O3` makes byte-identical cubins of every fixture
+// and benchmark kernel (scripts/sass_diff.sh; bench/NOTES.md, session 18), for another ~5%
+// of a small kernel's compile. (They could still find something in some other program, as
+// the passes of the later rounds could: a comparison implied by an earlier one, a store
+// overwritten further down; ptxas is then left to do it.) Tried and kept, because leaving
+// them out changes some fixture's SASS: each of the others but jump threading and div/rem
+// pairing, which cost nothing measurable. mod.rs's tests check that this pipeline's PTX is
+// no longer than the whole pipeline's.
 FunctionPassManager straight_line_pipeline() {
   SimplifyCFGOptions keep_shape;
   keep_shape.convertSwitchRangeToICmp(true);
@@ -412,13 +428,9 @@ FunctionPassManager straight_line_pipeline() {
   f.addPass(OneExtensionPass());
   f.addPass(AggressiveInstCombinePass());
   f.addPass(ReassociatePass());
-  f.addPass(ConstraintEliminationPass());
   f.addPass(VectorCombinePass(/*TryEarlyFoldsOnly=*/true));
   f.addPass(GVNPass());
-  f.addPass(DSEPass());
   f.addPass(SimplifyCFGPass(merge));
-  f.addPass(InstCombinePass());
-  f.addPass(OneExtensionPass());
   f.addPass(InferAlignmentPass());
   f.addPass(DivRemPairsPass());
   return f;
