@@ -608,23 +608,14 @@ mod tests {
         out
     }
 
-    /// The bytes of machine code in a cubin: the sizes of its `.text*` sections (64-bit
-    /// little-endian ELF, as ptxas writes it), 16 bytes an SASS instruction.
+    /// The bytes of machine code in a cubin: the sizes of its `.text*` sections (ptxas writes
+    /// ELF), 16 bytes an SASS instruction.
     fn text_bytes(cubin: &[u8]) -> u64 {
-        let u16_at = |o: usize| u16::from_le_bytes([cubin[o], cubin[o + 1]]) as usize;
-        let u32_at = |o: usize| u32::from_le_bytes(cubin[o..o + 4].try_into().expect("4 bytes"));
-        let u64_at = |o: usize| u64::from_le_bytes(cubin[o..o + 8].try_into().expect("8 bytes"));
-        let (shoff, shentsize, shnum, shstrndx) = (
-            u64_at(0x28) as usize,
-            u16_at(0x3A),
-            u16_at(0x3C),
-            u16_at(0x3E),
-        );
-        let names = u64_at(shoff + shstrndx * shentsize + 0x18) as usize;
-        (0..shnum)
-            .map(|i| shoff + i * shentsize)
-            .filter(|&h| cubin[names + u32_at(h) as usize..].starts_with(b".text"))
-            .map(|h| u64_at(h + 0x20))
+        use object::{Object, ObjectSection};
+        let file = object::File::parse(cubin).expect("ptxas writes an ELF cubin");
+        file.sections()
+            .filter(|s| s.name().is_ok_and(|n| n.starts_with(".text")))
+            .map(|s| s.size())
             .sum()
     }
 

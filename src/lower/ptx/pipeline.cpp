@@ -69,6 +69,7 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include <memory>
+#include <string>
 #include <mutex>
 #include <utility>
 
@@ -320,7 +321,8 @@ struct OneExtensionPass : PassInfoMixin<OneExtensionPass> {
 // against cupyx.jit's 92.2 µs (bench/NOTES.md, "Session 18: grid-stride loops"). Small:
 // the 4 copies within the partial-unroll threshold set below (300), as LLVM would require.
 constexpr unsigned kRuntimeStrideUnroll = 4;
-constexpr unsigned kRuntimeStrideMaxBody = 300 / kRuntimeStrideUnroll;
+constexpr unsigned kPartialUnrollThreshold = 300;  // `unroll-partial-threshold`, set below
+constexpr unsigned kRuntimeStrideMaxBody = kPartialUnrollThreshold / kRuntimeStrideUnroll;
 
 struct RuntimeStrideUnrollPass : PassInfoMixin<RuntimeStrideUnrollPass> {
   PreservedAnalyses run(Function &f, FunctionAnalysisManager &am) {
@@ -468,9 +470,10 @@ void set_loop_heuristics() {
   static std::once_flag once;
   std::call_once(once, [] {
     auto &options = cl::getRegisteredOptions();
+    const std::string partial = std::to_string(kPartialUnrollThreshold);
     const std::pair<const char *, const char *> settings[] = {
         {"scev-cheap-expansion-budget", "12"},
-        {"unroll-partial-threshold", "300"},
+        {"unroll-partial-threshold", partial.c_str()},
         {"unroll-threshold", "400"},
     };
     for (auto [name, value] : settings) {
