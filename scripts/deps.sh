@@ -9,10 +9,10 @@ set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
-if [ ! -x /usr/lib/llvm-19/bin/llvm-config ] || [ ! -f /usr/lib/llvm-19/lib/libPolly.a ] || ! command -v g++ >/dev/null; then
+if [ ! -x /usr/lib/llvm-19/bin/llvm-config ] || [ ! -f /usr/lib/llvm-19/lib/libPolly.a ] || ! command -v g++ >/dev/null || ! command -v mold >/dev/null; then
   echo "== installing LLVM 19 and g++ (apt)" >&2
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq llvm-19-dev libpolly-19-dev zlib1g-dev libzstd-dev g++ >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq llvm-19-dev libpolly-19-dev zlib1g-dev libzstd-dev g++ mold >/dev/null
 fi
 
 site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
