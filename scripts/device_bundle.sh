@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds what the GPU machine runs (it has no Rust toolchain) into .carry/, which
-# .git/info/exclude ignores: the CLI, the GPU test binaries (tests/gpu, tests/gpu_runtime), the runtime
+# .git/info/exclude ignores: the CLI, the integration-test binary (tests/it, GPU tests included), the runtime
 # benchmark (benches/runtime.rs) and the Python package's wheel, LLVM linked statically,
 # stripped and compressed (gzip, xz) to fit the 64 MiB carry limit. Then call the device tool with
 # carry [".carry"] and command `bash scripts/gpu_run.sh` (Rust side) or
@@ -22,28 +22,24 @@ for l in sys.stdin:
     m=json.loads(l)
     if m.get("reason")=="compiler-artifact" and m["target"]["name"]==name and kind in m["target"]["kind"] and m.get("executable"): print(m["executable"])' "$1" "$2"
   }
-  gpu_test=$(cargo test --release --test gpu --no-run --message-format=json 2>/dev/null | artifact gpu test)
-  gpu_runtime=$(cargo test --release --test gpu_runtime --no-run --message-format=json 2>/dev/null | artifact gpu_runtime test)
-  gpu_debug=$(cargo test --release --test gpu_debug --no-run --message-format=json 2>/dev/null | artifact gpu_debug test)
-  gpu_multi=$(cargo test --release --test gpu_multi --no-run --message-format=json 2>/dev/null | artifact gpu_multi test)
+  # One integration-test binary (tests/it) holds every GPU test module (gpu::, gpu_runtime::,
+  # gpu_debug::, gpu_multi::), so LLVM travels once.
+  it_test=$(cargo test --release --test it --no-run --message-format=json 2>/dev/null | artifact it test)
   bench_runtime=$(cargo bench --bench runtime --no-run --message-format=json 2>/dev/null | artifact runtime bench)
   cargo build --release --example multi_gpu_stencil
   # Only the binaries are replaced: .carry/numba_tests (numba-cuda's test files, a fallback for
   # scripts/numba_suite.py) stays.
-  mkdir -p .carry && rm -f .carry/pydevice .carry/pydevice.* .carry/gpu_tests* .carry/gpu_runtime_tests* .carry/gpu_debug_tests* .carry/gpu_multi_tests* .carry/bench_runtime* .carry/multi_gpu_stencil*
+  mkdir -p .carry && rm -f .carry/pydevice .carry/pydevice.* .carry/gpu_tests* .carry/gpu_runtime_tests* .carry/gpu_debug_tests* .carry/gpu_multi_tests* .carry/it_tests* .carry/bench_runtime* .carry/multi_gpu_stencil*
   cp target/release/pydevice .carry/pydevice
-  cp "$gpu_test" .carry/gpu_tests
-  cp "$gpu_runtime" .carry/gpu_runtime_tests
-  cp "$gpu_debug" .carry/gpu_debug_tests
-  cp "$gpu_multi" .carry/gpu_multi_tests
+  cp "$it_test" .carry/it_tests
   cp "$bench_runtime" .carry/bench_runtime
   cp target/release/examples/multi_gpu_stencil .carry/multi_gpu_stencil
-  strip .carry/pydevice .carry/gpu_tests .carry/gpu_runtime_tests .carry/gpu_debug_tests .carry/gpu_multi_tests .carry/bench_runtime .carry/multi_gpu_stencil
+  strip .carry/pydevice .carry/it_tests .carry/bench_runtime .carry/multi_gpu_stencil
   site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 
   # xz packs LLVM-heavy binaries about a third smaller than gzip; gpu_run.sh unpacks .xz with
   # Python's lzma, so the GPU machine needs no xz.
-  xz -9 -T2 .carry/pydevice .carry/gpu_tests .carry/gpu_runtime_tests .carry/gpu_debug_tests .carry/gpu_multi_tests .carry/bench_runtime .carry/multi_gpu_stencil
+  xz -9 -T2 .carry/pydevice .carry/it_tests .carry/bench_runtime .carry/multi_gpu_stencil
 fi
 # The Python package: the abi3 wheel (one for every CPython >= 3.9; the GPU machine has 3.12),
 # xz-compressed too (its zip is only deflated), and pytest's wheels in case the GPU machine

@@ -33,16 +33,16 @@ for part in $parts; do
     tests)
       echo "######## tests"
       bash scripts/gpu_run.sh 2>&1 | tee "$out/gpu_run.log" | tail -60
-      if [ -x $work/gpu_debug_tests ]; then
-        echo "== debugging features (tests/gpu_debug.rs)"
-        $work/gpu_debug_tests --test-threads=1 2>&1 | tee "$out/gpu_debug.log" | grep -E "^test |test result|panicked"
+      if [ -x $work/it_tests ]; then
+        echo "== debugging features (tests/it/gpu_debug.rs)"
+        $work/it_tests --test-threads=1 gpu_debug:: 2>&1 | tee "$out/gpu_debug.log" | grep -E "^test |test result|panicked"
       fi
       echo "== cuda-gdb at a Python line of a debug=True kernel (scripts/cuda_gdb_check.sh)"
       bash scripts/cuda_gdb_check.sh > "$out/cuda_gdb.log" 2>&1; echo "exit $?" >> "$out/cuda_gdb.log"
       tail -25 "$out/cuda_gdb.log"
-      if [ -x $work/gpu_multi_tests ]; then
-        echo "== every GPU of the host (tests/gpu_multi.rs; two-GPU tests skip with one)"
-        $work/gpu_multi_tests --nocapture 2>&1 | tee "$out/gpu_multi.log" | grep -E "^test |test result|panicked|skipped|halo|CanAccessPeer"
+      if [ -x $work/it_tests ]; then
+        echo "== every GPU of the host (tests/it/gpu_multi.rs; two-GPU tests skip with one)"
+        $work/it_tests --nocapture gpu_multi:: 2>&1 | tee "$out/gpu_multi.log" | grep -E "^test |test result|panicked|skipped|halo|CanAccessPeer"
       fi
       if [ -x $work/multi_gpu_stencil ]; then
         gpus=$(nvidia-smi -L 2>/dev/null | wc -l)

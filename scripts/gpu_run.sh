@@ -18,10 +18,8 @@ export PYDEVICE_BIN=$work/pydevice
 # Tests find their fixtures from here (tests/support/mod.rs), not from the build machine's path.
 export PYDEVICE_REPO=$PWD
 nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader
-echo "== cargo GPU tests (tests/gpu.rs)"
-$work/gpu_tests --test-threads=1 2>&1 | tee "$out/gpu_tests.log" | grep -E "^test |test result|skipped|panicked"
-echo "== runtime GPU tests (tests/gpu_runtime.rs)"
-$work/gpu_runtime_tests --test-threads=1 2>&1 | tee "$out/gpu_runtime_tests.log" | grep -E "^test |test result|skipped|panicked"
+echo "== cargo GPU tests (tests/it: gpu::, gpu_runtime::)"
+$work/it_tests --test-threads=1 gpu:: gpu_runtime:: 2>&1 | tee "$out/gpu_tests.log" | grep -E "^test |test result|skipped|panicked"
 if [ -x $work/bench_runtime ]; then
   echo "== runtime benchmark (benches/runtime.rs)"
   $work/bench_runtime 2>&1 | tee "$out/bench_runtime.log"

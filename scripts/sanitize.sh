@@ -31,7 +31,7 @@ if [ ! -x "$cs" ]; then
 fi
 "$cs" --version | tail -1
 TOOLS=${TOOLS:-memcheck racecheck synccheck}
-SUITES=${SUITES:-gpu_tests gpu_runtime_tests}
+SUITES=${SUITES:-it_tests}
 FILTER=${FILTER:-}
 
 # racecheck only: tests whose shared-memory hazards are the tool not seeing synchronization

@@ -405,6 +405,12 @@ impl fmt::Display for HostValue {
                 if shape.len() > 32 || !held {
                     return write!(f, "array(<shape {shape:?}>, dtype={dtype})");
                 }
+                // No elements: NumPy's `array([], shape=(2, 0), dtype=...)`. Nested lists
+                // would print one `[]` per outer index, unbounded for a shape such as
+                // `[2**63, 0]`.
+                if data.is_empty() && shape.len() > 1 {
+                    return write!(f, "array([], shape={shape:?}, dtype={dtype})");
+                }
                 f.write_str("array(")?;
                 let mut at = 0;
                 write_nested(f, *dtype, shape, data, &mut at)?;
@@ -450,6 +456,19 @@ fn write_nested(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn empty_arrays_with_huge_dimensions_print_in_bounded_text() {
+        let v = HostValue::Array {
+            dtype: Scalar::Float32,
+            shape: vec![u64::MAX / 2, 0],
+            data: vec![],
+        };
+        assert_eq!(
+            v.to_string(),
+            format!("array([], shape=[{}, 0], dtype=float32)", u64::MAX / 2)
+        );
+    }
 
     #[test]
     fn floats_print_as_python_repr() {

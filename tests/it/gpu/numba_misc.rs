@@ -10,7 +10,7 @@ fn numba_pow_builtin_random() {
     let Some(dev) = device("numba_pow_builtin_random") else {
         return;
     };
-    let src = include_str!("../fixtures/numba/pow_builtin.py");
+    let src = include_str!("../../fixtures/numba/pow_builtin.py");
     let k = kernel(
         &dev,
         src,
@@ -209,13 +209,13 @@ fn numba_xoroshiro128p_sequences() {
     let rec = "Record(s0[type=uint64;offset=0],s1[type=uint64;offset=8];16;True)[::1]";
     let k32 = kernel(
         &dev,
-        include_str!("../fixtures/numba/xoroshiro_float32.py"),
+        include_str!("../../fixtures/numba/xoroshiro_float32.py"),
         "rng_kernel_float32",
         &format!("{rec}, float32[::1], int64, int64"),
     );
     let k64 = kernel(
         &dev,
-        include_str!("../fixtures/numba/xoroshiro_float64.py"),
+        include_str!("../../fixtures/numba/xoroshiro_float64.py"),
         "rng_kernel_float64",
         &format!("{rec}, float64[::1], int64, int64"),
     );
@@ -499,13 +499,13 @@ fn numba_cmath_inverse_random() {
     };
     let k = kernel(
         &dev,
-        include_str!("../fixtures/numba/cmath_inverse.py"),
+        include_str!("../../fixtures/numba/cmath_inverse.py"),
         "kernel_func",
         "complex128[:, ::1], complex128[::1]",
     );
     let k64 = kernel(
         &dev,
-        include_str!("../fixtures/numba/cmath_acos_complex64.py"),
+        include_str!("../../fixtures/numba/cmath_acos_complex64.py"),
         "kernel_func",
         "complex64[::1], complex64[::1]",
     );
@@ -596,7 +596,7 @@ fn numba_range_mixed_signedness() {
     };
     let k = kernel(
         &dev,
-        include_str!("../fixtures/numba/range_mixed_sign.py"),
+        include_str!("../../fixtures/numba/range_mixed_sign.py"),
         "intrinsic_forloop_step",
         "int32[:, ::1]",
     );
@@ -629,13 +629,13 @@ fn numba_libdevice_sad_sincos_random() {
     };
     let ks = kernel(
         &dev,
-        include_str!("../fixtures/numba/libdevice_sad.py"),
+        include_str!("../../fixtures/numba/libdevice_sad.py"),
         "use_sad",
         "int64[::1], int64[::1], int64[::1], int64[::1]",
     );
     let kc = kernel(
         &dev,
-        include_str!("../fixtures/numba/libdevice_sincos.py"),
+        include_str!("../../fixtures/numba/libdevice_sincos.py"),
         "use_sincos",
         "float64[::1], float64[::1], float64[::1]",
     );
@@ -700,7 +700,7 @@ fn numba_operator_module_random() {
     };
     let k = kernel(
         &dev,
-        include_str!("../fixtures/numba/operator_module.py"),
+        include_str!("../../fixtures/numba/operator_module.py"),
         "foo",
         "float64[::1], float64[::1], int64[::1]",
     );
@@ -734,7 +734,7 @@ fn numba_is_on_bools() {
     };
     let k = kernel(
         &dev,
-        include_str!("../fixtures/numba/is_compile_time.py"),
+        include_str!("../../fixtures/numba/is_compile_time.py"),
         "foo",
         "bool, int64[::1]",
     );
@@ -756,7 +756,7 @@ fn numba_atomic_tuple_index_random() {
     };
     let k = kernel(
         &dev,
-        include_str!("../fixtures/numba/atomic_tuple_index.py"),
+        include_str!("../../fixtures/numba/atomic_tuple_index.py"),
         "atomic_add_double_global_3",
         "float64[:, :]",
     );
@@ -783,7 +783,7 @@ fn numba_vector_from_vectors_random() {
     };
     let k = kernel(
         &dev,
-        include_str!("../fixtures/numba/vector_from_vectors.py"),
+        include_str!("../../fixtures/numba/vector_from_vectors.py"),
         "kernel",
         "float64[::1], int8[::1]",
     );
@@ -815,7 +815,7 @@ fn numba_device_explicit_signature_converts_arguments() {
     };
     let k = kernel(
         &dev,
-        include_str!("../fixtures/numba/device_explicit_signature.py"),
+        include_str!("../../fixtures/numba/device_explicit_signature.py"),
         "f",
         "int64[::1], float64, float64",
     );

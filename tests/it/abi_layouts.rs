@@ -13,7 +13,7 @@
 
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
-mod support;
+use crate::support;
 
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use pydevice::abi::header::{header, types_in};

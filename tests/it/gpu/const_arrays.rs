@@ -3,14 +3,14 @@
 //! NumPy's whole-array reductions (§5.18), against references computed here the way
 //! numba-cuda computes them.
 
-use crate::{Rng, array, device, from_bytes, kernel, vec1};
+use crate::gpu::{Rng, array, device, from_bytes, kernel, vec1};
 
 #[test]
 fn numba_const_arrays_read_from_constant_memory() {
     let Some(dev) = device("numba_const_arrays_read_from_constant_memory") else {
         return;
     };
-    let src = include_str!("../fixtures/numba/const_arrays.py");
+    let src = include_str!("../../fixtures/numba/const_arrays.py");
     let k = kernel(
         &dev,
         src,
@@ -65,7 +65,7 @@ fn lang_const_arrays_read_from_constant_memory() {
     let Some(dev) = device("lang_const_arrays_read_from_constant_memory") else {
         return;
     };
-    let src = include_str!("../fixtures/lang/const_arrays.py");
+    let src = include_str!("../../fixtures/lang/const_arrays.py");
     let k = kernel(&dev, src, "k", "float32[::1], int64[::1]");
     let n = 100usize;
     let (ob, oa) = vec1(&dev, &vec![0f32; n]);
@@ -132,7 +132,7 @@ fn numba_array_reductions_random() {
     let Some(dev) = device("numba_array_reductions_random") else {
         return;
     };
-    let src = include_str!("../fixtures/numba/array_reductions.py");
+    let src = include_str!("../../fixtures/numba/array_reductions.py");
     let k = kernel(
         &dev,
         src,
@@ -247,7 +247,7 @@ fn numba_literal_unroll_over_constant_arrays() {
     let Some(dev) = device("numba_literal_unroll_over_constant_arrays") else {
         return;
     };
-    let src = include_str!("../fixtures/numba/literal_unroll.py");
+    let src = include_str!("../../fixtures/numba/literal_unroll.py");
     let k = kernel(&dev, src, "unrolled", "float64[::1], int64[::1]");
     let (ob, oa) = vec1(&dev, &[0f64; 9]);
     let (ib, ia) = vec1(&dev, &[0i64; 3]);
@@ -268,7 +268,7 @@ fn static_range_unrolls_with_constant_indices() {
     let Some(dev) = device("static_range_unrolls_with_constant_indices") else {
         return;
     };
-    let src = include_str!("../fixtures/lang/static_range.py");
+    let src = include_str!("../../fixtures/lang/static_range.py");
     let k = kernel(
         &dev,
         src,
@@ -303,7 +303,7 @@ fn numba_const_record_arrays() {
     let Some(dev) = device("numba_const_record_arrays") else {
         return;
     };
-    let src = include_str!("../fixtures/numba/const_records.py");
+    let src = include_str!("../../fixtures/numba/const_records.py");
     let k = kernel(
         &dev,
         src,
@@ -352,7 +352,7 @@ fn numba_array_reductions_suite_inputs() {
     let Some(dev) = device("numba_array_reductions_suite_inputs") else {
         return;
     };
-    let src = include_str!("../fixtures/numba/reductions_suite.py");
+    let src = include_str!("../../fixtures/numba/reductions_suite.py");
     let k = kernel(&dev, src, "kernel", "float64[::1], int64[::1]");
     let arrays = suite_arrays();
     let (ob, oa) = vec1(&dev, &vec![0f64; 12 * arrays.len()]);
@@ -400,7 +400,7 @@ fn numba_typed_numpy_scalar_constants_random() {
     let Some(dev) = device("numba_typed_numpy_scalar_constants_random") else {
         return;
     };
-    let src = include_str!("../fixtures/numba/typed_constants.py");
+    let src = include_str!("../../fixtures/numba/typed_constants.py");
     let k = kernel(&dev, src, "k", "float32[::1], int64[::1]");
     let mut r = Rng(0x7e57);
     let x: Vec<f32> = (0..300).map(|_| r.f32(-100.0, 100.0)).collect();

@@ -10,7 +10,7 @@ fn numba_suite_builtins_random() {
     let Some(dev) = device("numba_suite_builtins_random") else {
         return;
     };
-    let src = include_str!("../fixtures/numba/suite_builtins.py");
+    let src = include_str!("../../fixtures/numba/suite_builtins.py");
     let k = kernel(
         &dev,
         src,
@@ -92,7 +92,7 @@ fn numba_fp16_exp10_rint_random() {
     let Some(dev) = device("numba_fp16_exp10_rint_random") else {
         return;
     };
-    let src = include_str!("../fixtures/numba/fp16_exp10_rint.py");
+    let src = include_str!("../../fixtures/numba/fp16_exp10_rint.py");
     let k = kernel(
         &dev,
         src,
@@ -157,7 +157,7 @@ fn numba_static_device_function_arguments() {
     let Some(dev) = device("numba_static_device_function_arguments") else {
         return;
     };
-    let src = include_str!("../fixtures/numba/static_args.py");
+    let src = include_str!("../../fixtures/numba/static_args.py");
     let k = kernel(
         &dev,
         src,
@@ -192,7 +192,7 @@ fn numba_int_bit_count_random() {
     let Some(dev) = device("numba_int_bit_count_random") else {
         return;
     };
-    let src = include_str!("../fixtures/numba/int_bit_count.py");
+    let src = include_str!("../../fixtures/numba/int_bit_count.py");
     let k = kernel(
         &dev,
         src,
@@ -222,7 +222,7 @@ fn numba_reshape_with_run_time_minus_one() {
     let Some(dev) = device("numba_reshape_with_run_time_minus_one") else {
         return;
     };
-    let src = include_str!("../fixtures/numba/reshape_runtime.py");
+    let src = include_str!("../../fixtures/numba/reshape_runtime.py");
     let k = kernel(
         &dev,
         src,
@@ -386,7 +386,7 @@ fn numba_bf16_functions_random() {
     let Some(dev) = device("numba_bf16_functions_random") else {
         return;
     };
-    let src = include_str!("../fixtures/numba/bf16_arith.py");
+    let src = include_str!("../../fixtures/numba/bf16_arith.py");
     let k = kernel(
         &dev,
         src,
@@ -453,7 +453,7 @@ fn numba_for_else_random() {
     let Some(dev) = device("numba_for_else_random") else {
         return;
     };
-    let src = include_str!("../fixtures/numba/for_else.py");
+    let src = include_str!("../../fixtures/numba/for_else.py");
     let k = kernel(&dev, src, "for_else", "int64[::1], int64[::1], int64[::1]");
     let n = 5000usize;
     let mut r = Rng(53);
@@ -480,7 +480,7 @@ fn numba_iterate_arrays_random() {
     let Some(dev) = device("numba_iterate_arrays_random") else {
         return;
     };
-    let src = include_str!("../fixtures/numba/iterate_arrays.py");
+    let src = include_str!("../../fixtures/numba/iterate_arrays.py");
     let k = kernel(
         &dev,
         src,
@@ -549,7 +549,7 @@ fn numba_frexp_ldexp_modf_random() {
     let Some(dev) = device("numba_frexp_ldexp_modf_random") else {
         return;
     };
-    let src = include_str!("../fixtures/numba/math_frexp_ldexp_modf.py");
+    let src = include_str!("../../fixtures/numba/math_frexp_ldexp_modf.py");
     let k = kernel(
         &dev,
         src,
@@ -634,7 +634,7 @@ fn numba_libdevice_names_random() {
     let Some(dev) = device("numba_libdevice_names_random") else {
         return;
     };
-    let src = include_str!("../fixtures/numba/libdevice_names.py");
+    let src = include_str!("../../fixtures/numba/libdevice_names.py");
     let k = kernel(
         &dev,
         src,
@@ -672,7 +672,7 @@ fn numba_bf16_sat_relu_random() {
     let Some(dev) = device("numba_bf16_sat_relu_random") else {
         return;
     };
-    let src = include_str!("../fixtures/numba/bf16_sat_relu.py");
+    let src = include_str!("../../fixtures/numba/bf16_sat_relu.py");
     let k = kernel(
         &dev,
         src,
@@ -732,7 +732,7 @@ fn numba_cmath_predicates_random() {
     let Some(dev) = device("numba_cmath_predicates_random") else {
         return;
     };
-    let src = include_str!("../fixtures/numba/cmath_predicates.py");
+    let src = include_str!("../../fixtures/numba/cmath_predicates.py");
     let k = kernel(
         &dev,
         src,
@@ -786,7 +786,7 @@ fn numba_cmath_log_base_random() {
     let Some(dev) = device("numba_cmath_log_base_random") else {
         return;
     };
-    let src = include_str!("../fixtures/numba/cmath_log_base.py");
+    let src = include_str!("../../fixtures/numba/cmath_log_base.py");
     let k = kernel(
         &dev,
         src,

@@ -1,7 +1,7 @@
 //! What the kernel options and intrinsics put into the PTX: checked textually, so a change
 //! in lowering that drops one shows up here (ptxas acceptance is checked by the fixtures).
 
-mod support;
+use crate::support;
 
 use pydevice::types::signature::parse_signature;
 use pydevice::{CompileOptions, Module};

@@ -383,7 +383,7 @@ fn reshape_of_a_padded_matrix_traps() {
     drop(dev);
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
-            "arrays::reshape_trap_child",
+            "gpu::arrays::reshape_trap_child",
             "--exact",
             "--nocapture",
             "--test-threads=1",

@@ -417,7 +417,7 @@ fn two_processes_fill_one_cache() {
             let mut c = std::process::Command::new(&exe);
             c.args([
                 "--exact",
-                "child_fills_the_cache",
+                "disk_cache::child_fills_the_cache",
                 "--ignored",
                 "--nocapture",
             ])

@@ -33,7 +33,7 @@ def scale(a, f):
 "#;
 
 /// A kernel with static shared memory: two 16 × 16 float32 tiles.
-const MATMUL: &str = include_str!("fixtures/lang/shared_tiled_matmul.py");
+const MATMUL: &str = include_str!("../fixtures/lang/shared_tiled_matmul.py");
 
 /// Set in the child process that runs [`fault_child`].
 const FAULT_CHILD: &str = "PYDEVICE_GPU_RUNTIME_FAULT_CHILD";
@@ -542,7 +542,7 @@ fn an_illegal_address_is_an_error_naming_the_kernel() {
     // faulting launch runs in a child process (this binary, running only `fault_child`).
     let exe = std::env::current_exe().unwrap();
     let out = std::process::Command::new(exe)
-        .args(["fault_child", "--exact", "--nocapture", "--test-threads=1"])
+        .args(["gpu_runtime::fault_child", "--exact", "--nocapture", "--test-threads=1"])
         .env(FAULT_CHILD, "1")
         .output()
         .unwrap();
@@ -621,7 +621,7 @@ def axpy(a, b, f):
 /// (`load_cached`), every 8th launch compiles and loads a kernel afresh and drops it, so
 /// that compiling, loading and unloading are exercised throughout, not only until the cache
 /// is warm. Run on a GPU machine:
-/// `PYDEVICE_SOAK_SECONDS=120 gpu_runtime_tests --ignored --exact soak_compile_and_launch_from_16_threads --nocapture`.
+/// `PYDEVICE_SOAK_SECONDS=120 it --ignored --exact gpu_runtime::soak_compile_and_launch_from_16_threads --nocapture`.
 #[test]
 #[ignore = "long: run explicitly on a GPU machine (see the doc comment)"]
 fn soak_compile_and_launch_from_16_threads() {

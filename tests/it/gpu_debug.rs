@@ -126,7 +126,7 @@ fn print_output_of_a_kernel_reaches_stdout() {
     // child process (this binary, running only `print_child`) and read its stdout.
     let exe = std::env::current_exe().unwrap();
     let out = std::process::Command::new(exe)
-        .args(["print_child", "--exact", "--nocapture", "--test-threads=1"])
+        .args(["gpu_debug::print_child", "--exact", "--nocapture", "--test-threads=1"])
         .env(PRINT_CHILD, "1")
         .output()
         .unwrap();

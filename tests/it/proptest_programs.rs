@@ -2,7 +2,7 @@
 //! well-typed ones (by construction) compile to PTX. Arbitrary text must only ever give
 //! diagnostics.
 
-mod support;
+use crate::support;
 
 use proptest::prelude::*;
 use pydevice::types::signature::parse_signature;

@@ -7,7 +7,7 @@
 //! `c_abi_matches_gcc` calls the raw C ABI pointer from C code compiled by the system's C
 //! compiler, with structs, tuples and vectors passed and returned by value.
 
-mod support;
+use crate::support;
 
 use pydevice::types::signature::parse_signature;
 use pydevice::types::{Scalar, Type};

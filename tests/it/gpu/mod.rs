@@ -19,8 +19,6 @@ mod numba_suite;
 mod options;
 mod records;
 mod recursion;
-#[path = "../support/mod.rs"]
-mod support;
 mod sync;
 mod tensor;
 mod types;

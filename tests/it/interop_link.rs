@@ -10,7 +10,7 @@
 //! (scripts/deps.sh installs them there). The NVRTC test also needs libnvrtc (the
 //! `nvidia-cuda-nvrtc` wheel or a CUDA installation) and is skipped without it.
 
-mod support;
+use crate::support;
 
 use pydevice::runtime::link::{compile_cuda, nvrtc_available, undefined_functions};
 use pydevice::{Arch, CompileOptions, Module};

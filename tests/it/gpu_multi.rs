@@ -8,7 +8,7 @@
 //! twice, many threads, the stencil's decomposition with both halves on GPU 0, the host
 //! copy path).
 
-#[path = "../examples/multi_gpu_stencil.rs"]
+#[path = "../../examples/multi_gpu_stencil.rs"]
 mod stencil;
 
 use pydevice::runtime::multi::{self, CopyPath, Endpoint};

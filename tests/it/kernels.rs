@@ -3,7 +3,7 @@
 //! by `ptxas` when present; goldens for the benchmark's shapes), and the diagnostics of bad
 //! definitions and calls (`.stderr` goldens). `PYDEVICE_BLESS=1` rewrites the goldens.
 
-mod support;
+use crate::support;
 
 use pydevice::abi::ArgValue;
 use pydevice::kernels::{ElementwiseKernel, Operand, ReductionKernel, ScalarArg, Strategy};

@@ -15,14 +15,14 @@
 //!
 //! They skip without a GPU, and without NVRTC (libnvrtc).
 
-use crate::{Rng, arch_for, bytes_of, device, from_bytes, vec1};
+use crate::gpu::{Rng, arch_for, bytes_of, device, from_bytes, vec1};
 use pydevice::runtime::link::nvrtc_available;
 use pydevice::runtime::{Device, LaunchConfig, LinkInput, LinkedModule, RuntimeError};
 use pydevice::{CompileOptions, CompiledKernel, Module};
 use std::ffi::c_void;
 
-const PY: &str = include_str!("../interop/interop.py");
-const CU: &str = include_str!("../interop/interop.cu");
+const PY: &str = include_str!("../../interop/interop.py");
+const CU: &str = include_str!("../../interop/interop.cu");
 
 fn ready(test: &str) -> Option<Device> {
     let dev = device(test)?;

@@ -473,7 +473,7 @@ fn activemask_in_divergent_branches() {
     let Some(dev) = device("activemask_in_divergent_branches") else {
         return;
     };
-    let src = include_str!("../fixtures/numba/activemask_branches.py");
+    let src = include_str!("../../fixtures/numba/activemask_branches.py");
     let k = kernel(&dev, src, "use_activemask", "uint32[::1]");
     let (xb, xa) = vec1(&dev, &[0u32; 32]);
     k.launch(&[xa], [1, 1, 1], [32, 1, 1]);
