@@ -25,6 +25,7 @@ import functools
 import math
 import re
 import sys
+import threading
 import weakref
 from typing import Any, Dict, List, Optional
 
@@ -73,7 +74,7 @@ _UN = {
 # Functions whose loop is the float type of the input; `math`'s spelling on complex operands
 # is `cmath`'s.
 _CMATH = {"sqrt", "exp", "log", "sin", "cos"}
-_ALIASES = {"abs": "absolute", "conj": "conjugate", "bitwise_not": "invert", "copy": "positive",
+_ALIASES = {"abs": "absolute", "conj": "conjugate", "bitwise_not": "invert",
             "mod": "remainder", "bitwise_left_shift": "left_shift",
             "bitwise_right_shift": "right_shift", "pow": "power"}
 
@@ -127,13 +128,22 @@ class _Trace:
         # is written are computed first if they read its memory.
         self.values: List[Any] = []
         self.name = "fused"
+        self.cls = None  # the class of traced values (`_V`, or `_CupyV` on CuPy arrays)
 
 
-_TRACE: List[_Trace] = []
+class _Traces(threading.local):
+    """The traces under way in this thread (a fused function traced inside another's trace
+    is inlined into it)."""
+
+    def __init__(self):
+        self.stack: List[_Trace] = []
+
+
+_TRACES = _Traces()
 
 
 def _trace() -> _Trace:
-    return _TRACE[-1]
+    return _TRACES.stack[-1]
 
 
 class _V:
@@ -143,6 +153,17 @@ class _V:
     __array_priority__ = 1000
     __hash__ = None
 
+    def __new__(cls, *args, **kwargs):
+        # On CuPy arrays, traced values are also CuPy's fusion proxies, so that
+        # `cupy.get_array_module(x)` says CuPy in the traced function as in CuPy's fuse.
+        stack = _TRACES.stack
+        if cls is _V and stack and stack[-1].cls is not None:
+            cls = stack[-1].cls
+        return object.__new__(cls)
+
+    def __repr__(self):
+        return f"<fused value {self.text} dtype={self.dtype} shape={self.shape}>"
+
     def __init__(self, text: str, dtype, shape, leaves=(), weak=None, leaf: Optional[str] = None):
         self.text = text
         self._dtype = None if dtype is None else np.dtype(dtype)
@@ -150,8 +171,9 @@ class _V:
         self.leaves = tuple(leaves)
         self.weak = weak  # the Python type of a weak number, else None
         self.leaf = leaf  # the argument leaf this proxy stands for (in-place assignment)
-        if _TRACE and leaves:
-            _TRACE[-1].values.append(weakref.ref(self))
+        stack = _TRACES.stack
+        if stack and leaves:
+            stack[-1].values.append(weakref.ref(self))
 
     # -- attributes
     @property
@@ -196,11 +218,12 @@ class _V:
         return self
 
     def __bool__(self):
-        raise TypeError("fuse: a traced array has no truth value (`if`, `and`, `or` on arrays); "
-                        "use np.where")
+        raise TypeError("fuse: a traced array cannot be converted to a Python scalar (`if`, "
+                        "`and`, `or` on arrays); use np.where")
 
     def __float__(self):
-        raise TypeError("fuse: use NumPy's functions (np.sqrt, np.exp, ...) on arrays, not math's")
+        raise TypeError("fuse: a traced array cannot be converted to a Python scalar; use "
+                        "NumPy's functions (np.sqrt, np.exp, ...) on arrays, not math's")
 
     __int__ = __float__
     __complex__ = __float__
@@ -402,7 +425,13 @@ def _cast(v: _V, dt: np.dtype) -> str:
 
 
 def _shape_of(ins: List[_V]):
-    return np.broadcast_shapes(*[v.shape for v in ins])
+    shapes = [v.shape for v in ins]
+    try:
+        return np.broadcast_shapes(*shapes)
+    except ValueError:
+        # NumPy's message for a ufunc's operands.
+        text = " ".join("(" + ",".join(map(str, s)) + ("," if len(s) == 1 else "") + ")" for s in shapes)
+        raise ValueError(f"operands could not be broadcast together with shapes {text}") from None
 
 
 def _leaves(ins: List[_V]):
@@ -524,8 +553,10 @@ def _assign(target: _V, value: _V, casting: str, ufunc_name: Optional[str] = Non
     new = _astype(value, target.dtype)
     if new.text == f"({leaf})":
         return
-    kern = _elementwise(tr, new.leaves, [("o", new)], f"w{len(tr.steps)}", [target.dtype])
-    tr.steps.append(("w", kern, new.leaves, leaf))
+    # A value that reads no array (`x[:] = nan`) takes the target's shape from the target.
+    ins = new.leaves or (leaf,)
+    kern = _elementwise(tr, ins, [("o", new)], f"w{len(tr.steps)}", [target.dtype])
+    tr.steps.append(("w", kern, ins, leaf))
     target.text, target.leaves = leaf, (leaf,)
 
 
@@ -684,13 +715,31 @@ class _CupyHistory:
     def call_ufunc(self, fusion_op, *args, **kwargs):
         name = getattr(fusion_op, "name", getattr(fusion_op, "__name__", ""))
         name = name[5:] if name.startswith("cupy_") else name
+        # CuPy's ufuncs take their outputs positionally after the inputs, too.
+        nin = {"where": 3, "clip": 3, "copy": 1, "real": 1, "imag": 1}.get(name)
+        if nin is None:
+            uf = getattr(np, _ALIASES.get(name, name), None)
+            nin = uf.nin if isinstance(uf, np.ufunc) else len(args)
+        args, outs = args[:nin], args[nin:]
+        out = kwargs.pop("out", None)
+        if outs:
+            out = outs[0] if len(outs) == 1 else outs
         if name == "where":
-            return _where(*args)
-        if name == "clip":
-            return _clip(*args, **kwargs)
-        if name in ("real", "imag"):
-            return getattr(_as_v(args[0]), name)
-        return _ufunc_call(name, args, kwargs)
+            r = _where(*args)
+        elif name == "clip":
+            r = _clip(*args)
+        elif name in ("real", "imag"):
+            r = getattr(_as_v(args[0]), name)
+        elif name == "copy":
+            r = _as_v(args[0]).copy()
+        else:
+            return _ufunc_call(name, args, dict(kwargs, out=out))
+        if out is not None:
+            if not isinstance(out, _V):
+                raise TypeError("fuse: `out=` must be an argument of the fused function")
+            _assign(out, r, "unsafe")
+            return out
+        return r
 
     def call_reduction(self, fusion_op, *args, **kwargs):
         name = getattr(fusion_op, "name", "")
@@ -704,6 +753,23 @@ class _CupyHistory:
 
     def call_indexing(self, fusion_op, *args, **kwargs):
         raise TypeError("fuse: indexing is not supported in a fused function")
+
+
+_CUPY_V: List[Any] = []
+
+
+def _cupy_value_class():
+    """`_V` made also a subclass of CuPy's `_ArrayProxy` (its methods are `_V`'s), or None
+    where CuPy has no such class."""
+    if not _CUPY_V:
+        try:
+            import importlib
+
+            proxy = importlib.import_module("cupy._core._fusion_interface")._ArrayProxy
+            _CUPY_V.append(type("_CupyV", (_V, proxy), {"__module__": __name__}))
+        except (ImportError, AttributeError, TypeError):
+            _CUPY_V.append(None)
+    return _CUPY_V[0]
 
 
 class _CupyHook:
@@ -879,6 +945,16 @@ class _Fused:
         tr.name = "".join(c if c.isalnum() or c == "_" else "_" for c in self._name) or "fused"
         if not (tr.name[0].isalpha() or tr.name[0] == "_"):
             tr.name = "f_" + tr.name
+        if any(type(a).__module__.startswith("cupy") for a in args if _is_array(a)):
+            tr.cls = _cupy_value_class()
+        _TRACES.stack.append(tr)
+        try:
+            traced = self._trace(tr, key, args)
+        finally:
+            _TRACES.stack.pop()
+        return self._finish(tr, traced)
+
+    def _trace(self, tr: _Trace, key, args):
         proxies = []
         for i, (k, a) in enumerate(zip(key, args)):
             if k[0] == "a":
@@ -893,12 +969,10 @@ class _Fused:
                 proxies.append(None)
             else:
                 proxies.append(_as_v(a))
-        _TRACE.append(tr)
-        try:
-            with _CupyHook(), np.errstate(all="ignore"):
-                traced = self._fn(*proxies)
-        finally:
-            _TRACE.pop()
+        with _CupyHook(), np.errstate(all="ignore"):
+            return self._fn(*proxies)
+
+    def _finish(self, tr: _Trace, traced) -> "_Plan":
         many = None
         if traced is None:
             rets = []
@@ -940,7 +1014,7 @@ class _Fused:
         elif (len(tr.steps) == 1 and tr.steps[0][0] == "r" and not groups and len(returns) == 1
               and many is None and returns[0] == ("leaf", tr.steps[0][5])):
             fast = ("r",)
-        return _Plan(tr, tr.steps, groups, returns if rets else ("none",), many, fast)
+        return _Plan(tr, tr.steps, groups, returns if traced is not None else ("none",), many, fast)
 
     def _plan(self, args) -> _Plan:
         key = self._key(args)
@@ -953,7 +1027,7 @@ class _Fused:
     def __call__(self, *args, **kwargs):
         if kwargs:
             raise TypeError(f"{self._name}: a fused function takes no keyword arguments")
-        if _TRACE or any(isinstance(a, _V) for a in args):
+        if _TRACES.stack or any(isinstance(a, _V) for a in args):
             # A fused function called inside another one's trace is inlined.
             return self._fn(*args)
         r = self._fast.call(args)
