@@ -14,8 +14,8 @@ folder:
              `ElementwiseKernel` and `ReductionKernel` are pydevice's and whose every other
              attribute is CuPy's (PEP 562 `__getattr__`). Test logic is never touched.
 
-Each test file runs in its own pytest process (`-p no:cacheprovider`, `--junitxml`), several
-at once, each with a timeout. A small plugin (`PLUGIN`) appends each test's outcome and the
+Each test file (each test class of it, `file_parts`) runs in its own pytest process
+(`-p no:cacheprovider`, `--junitxml`), several at once, each with a timeout. A small plugin (`PLUGIN`) appends each test's outcome and the
 first line of its exception to a JSON-lines file as it goes, so a test that kills its process
 (a segfault, an abort) is recorded as `crashed` and the file is run again without the tests
 already done. A file past its timeout counts its unfinished tests as `timed out`.
@@ -28,9 +28,11 @@ user-kernel suite is the tests whose `ElementwiseKernel`/`ReductionKernel` bodie
 methods of its class, parses as Python and has no `;`), since pydevice's bodies are Python and
 CuPy's C++ bodies are out of its scope by design (docs/semantics.md §20.1).
 
+The parts run all at once, up to `--jobs`.
+
 Usage (GPU machine, CuPy and pydevice installed):
   python3 scripts/cupy_suite.py --tests .peers/cupy --out $OUT [--suite jit,fuse,userkernel]
-      [--jobs 8] [--timeout 600] [--keep-tmp]
+      [--jobs N] [--timeout 480] [--keep-tmp]
 Writes $OUT/cupy_suite.md (tables per suite, per file and per failure cause), cupy_suite.json
 (every test's outcome on both) and the junit files under $OUT/junit/.
 """
@@ -279,6 +281,25 @@ def suite_files(tests_root: Path, suite: str):
     return [f.relative_to(tests_root).as_posix() for f in files]
 
 
+def file_parts(source: str):
+    """The parts of a test file run as separate processes (so that one long file does not
+    hold the run back): a pytest `-k` expression per top-level test class (its
+    parametrized copies `Class_param_N_...` included, other classes whose names extend it
+    excluded), and one for the module-level tests; `[None]` for a file without classes."""
+    tree = ast.parse(source)
+    classes = [c.name for c in tree.body if isinstance(c, ast.ClassDef) and c.name.startswith("Test")]
+    funcs = [f.name for f in tree.body if isinstance(f, ast.FunctionDef) and f.name.startswith("test")]
+    if len(classes) < 2:
+        return [None]
+    parts = []
+    for c in classes:
+        others = [o for o in classes if o != c and o.startswith(c)]
+        parts.append(" and ".join([c] + [f"not {o}" for o in others]))
+    if funcs:
+        parts.append(" and ".join(f"not {c}" for c in classes))
+    return parts
+
+
 def prepare(tests_root: Path, work: Path) -> None:
     """`work/cupy` (the tests as they are) and `work/pydevice` (imports rewritten), each with
     the recording plugin; `work/pydevice` also gets the `cupy` shim."""
@@ -295,10 +316,10 @@ def prepare(tests_root: Path, work: Path) -> None:
         (dst / "_cupy_suite_plugin.py").write_text(PLUGIN)
 
 
-def run_file(side_root: Path, rel: str, out: Path, timeout: float, python: str):
-    """Runs one test file under pytest (again without the finished tests after a crash) and
-    returns {nodeid: (outcome, cause)}."""
-    tag = rel.replace("/", "__")
+def run_file(side_root: Path, rel: str, out: Path, timeout: float, python: str, select=None):
+    """Runs one test file (or the part `select`, a `-k` expression, of it) under pytest,
+    again without the finished tests after a crash, and returns {nodeid: (outcome, cause)}."""
+    tag = rel.replace("/", "__") + ("" if select is None else "__" + re.sub(r"\W+", "_", select)[:80])
     log = out / "log" / f"{side_root.name}__{tag}.jsonl"
     log.parent.mkdir(parents=True, exist_ok=True)
     log.unlink(missing_ok=True)
@@ -312,6 +333,8 @@ def run_file(side_root: Path, rel: str, out: Path, timeout: float, python: str):
         cmd = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "_cupy_suite_plugin",
                f"--junitxml={junit}", "-o", "junit_family=xunit1", rel]
         cmd += [f"--deselect={n}" for n in results]
+        if select is not None:
+            cmd += ["-k", select]
         left = deadline - time.monotonic()
         timed_out = left <= 0
         rc = None
@@ -340,12 +363,13 @@ def run_file(side_root: Path, rel: str, out: Path, timeout: float, python: str):
             results[started] = ("failed", f"Crash: the test {why}")
             if not timed_out:
                 continue
+        part = f"{rel}::<{select or 'file'}>"
         if timed_out:
-            results[f"{rel}::<rest>"] = ("failed", "Crash: the file timed out")
+            results[f"{part}<rest>"] = ("failed", "Crash: the file timed out")
         elif rc not in (0, 1, 5) and not results:
-            results[f"{rel}::<collection>"] = ("failed", f"Crash: pytest exit status {rc}")
+            results[f"{part}<collection>"] = ("failed", f"Crash: pytest exit status {rc}")
         elif rc == 2 or rc == 3 or rc == 4:
-            results[f"{rel}::<collection>"] = ("failed", f"Error: pytest exit status {rc} (collection)")
+            results[f"{part}<collection>"] = ("failed", f"Error: pytest exit status {rc} (collection)")
         return results
 
 
@@ -410,8 +434,9 @@ def main(argv=None) -> int:
     ap.add_argument("--tests", default=".peers/cupy", help="the folder fetch_cupy_tests.sh filled")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     ap.add_argument("--suite", default="jit,fuse,userkernel")
-    ap.add_argument("--jobs", type=int, default=min(8, os.cpu_count() or 1))
-    ap.add_argument("--timeout", type=float, default=600.0, help="seconds per test file and side")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--timeout", type=float, default=480.0,
+                    help="seconds per test file part (a class) and side")
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--keep-tmp", action="store_true")
     args = ap.parse_args(argv)
@@ -432,12 +457,13 @@ def main(argv=None) -> int:
         for s in suites:
             files_of[s] = suite_files(tests_root, s)
             for rel in files_of[s]:
-                for side in ("cupy", "pydevice"):
-                    jobs.append((s, side, rel))
+                for select in file_parts((tests_root / rel).read_text()):
+                    for side in ("cupy", "pydevice"):
+                        jobs.append((s, side, rel, select))
         results = {(s, side): {} for s in suites for side in ("cupy", "pydevice")}
         with futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            todo = {pool.submit(run_file, work / side, rel, out, args.timeout, args.python):
-                    (s, side, rel) for s, side, rel in jobs}
+            todo = {pool.submit(run_file, work / side, rel, out, args.timeout, args.python, select):
+                    (s, side, rel) for s, side, rel, select in jobs}
             for f in futures.as_completed(todo):
                 s, side, rel = todo[f]
                 try:

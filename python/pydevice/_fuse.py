@@ -71,9 +71,24 @@ _UN = {
     "isfinite": "isfinite({0})", "conjugate": "{0}.conjugate()",
     "reciprocal": "(1 / {0})",
 }
-# Functions whose loop is the float type of the input; `math`'s spelling on complex operands
-# is `cmath`'s.
-_CMATH = {"sqrt", "exp", "log", "sin", "cos"}
+# The functions of complex operands, through `cmath` (imported by the kernel's preamble).
+_CMATH = {
+    "sqrt": "cmath.sqrt({0})", "exp": "cmath.exp({0})", "log": "cmath.log({0})",
+    "sin": "cmath.sin({0})", "cos": "cmath.cos({0})",
+    "tan": "(cmath.sin({0}) / cmath.cos({0}))",
+    "log10": "(cmath.log({0}) / {R}(2.302585092994046))",
+    "log2": "(cmath.log({0}) / {R}(0.6931471805599453))",
+    "exp2": "cmath.exp({0} * {R}(0.6931471805599453))",
+    "expm1": "(cmath.exp({0}) - 1)", "log1p": "cmath.log(1 + {0})",
+    "sinh": "((cmath.exp({0}) - cmath.exp(-{0})) / 2)",
+    "cosh": "((cmath.exp({0}) + cmath.exp(-{0})) / 2)",
+    "tanh": "((cmath.exp({0}) - cmath.exp(-{0})) / (cmath.exp({0}) + cmath.exp(-{0})))",
+    "isnan": "(isnan(({0}).real) or isnan(({0}).imag))",
+    "isinf": "(isinf(({0}).real) or isinf(({0}).imag))",
+    "isfinite": "(isfinite(({0}).real) and isfinite(({0}).imag))",
+    "absolute": "abs({0})", "conjugate": "{0}.conjugate()", "negative": "(-{0})",
+    "positive": "(+{0})", "square": "({0} * {0})", "reciprocal": "(1 / {0})",
+}
 _ALIASES = {"abs": "absolute", "conj": "conjugate", "bitwise_not": "invert",
             "mod": "remainder", "bitwise_left_shift": "left_shift",
             "bitwise_right_shift": "right_shift", "pow": "power"}
@@ -82,6 +97,79 @@ _ALIASES = {"abs": "absolute", "conj": "conjugate", "bitwise_not": "invert",
 _REDUCE = {"sum": "sum", "nansum": "sum", "prod": "prod", "nanprod": "prod", "max": "max",
            "amax": "max", "min": "min", "amin": "min", "all": "all", "any": "any",
            "mean": "mean"}
+
+
+#: Device functions the generated bodies may call (NumPy's rounding has no `math` spelling
+#: that keeps the float type): name -> (source, the helpers it calls).
+_HELPERS = {
+    "_ftrunc": ("""
+@device.func
+def _ftrunc(x):
+    # Floats of this size are integers already (and infinities, NaN stay as they are).
+    if not (abs(x) < 4503599627370496.0):
+        return x
+    return copysign(x - fmod(x, 1.0), x)
+""", ()),
+    "_ffloor": ("""
+@device.func
+def _ffloor(x):
+    t = _ftrunc(x)
+    if t > x:
+        return t - 1.0
+    return t
+""", ("_ftrunc",)),
+    "_fceil": ("""
+@device.func
+def _fceil(x):
+    t = _ftrunc(x)
+    if t < x:
+        return t + 1.0
+    return t
+""", ("_ftrunc",)),
+    "_frint": ("""
+@device.func
+def _frint(x):
+    f = _ffloor(x)
+    d = x - f
+    r = f
+    if d > 0.5:
+        r = f + 1.0
+    elif not (d < 0.5):
+        if fmod(f, 2.0) != 0.0:
+            r = f + 1.0
+    return copysign(r, x)
+""", ("_ffloor",)),
+}
+_HELPER_CALL = re.compile(r"\b(_ftrunc|_ffloor|_fceil|_frint)\(")
+
+
+def _preamble(texts) -> str:
+    """The helpers (`_HELPERS`) the texts call, with those they call."""
+    need, todo = [], [m.group(1) for t in texts for m in _HELPER_CALL.finditer(t)]
+    while todo:
+        n = todo.pop()
+        if n not in need:
+            need.append(n)
+            todo.extend(_HELPERS[n][1])
+    order = ["_ftrunc", "_ffloor", "_fceil", "_frint"]
+    imports = "import cmath\n" if any("cmath." in t for t in texts) else ""
+    return imports + "".join(_HELPERS[n][0] for n in order if n in need)
+
+
+#: Float functions of one operand: name -> text over the operand (already in a float type
+#: that is not float16: float16 is computed in float32, as NumPy computes it).
+_FLOAT_UN = {
+    "trunc": "_ftrunc({0})", "fix": "_ftrunc({0})", "floor": "_ffloor({0})",
+    "ceil": "_fceil({0})", "rint": "_frint({0})", "cbrt": "cbrt({0})",
+    "deg2rad": "({0} * {T}(0.017453292519943295))", "radians": "({0} * {T}(0.017453292519943295))",
+    "rad2deg": "({0} * {T}(57.29577951308232))", "degrees": "({0} * {T}(57.29577951308232))",
+    "signbit": "(copysign({T}(1), {0}) < {T}(0))",
+}
+_FLOAT_BIN = {
+    "logaddexp": "(max({0}, {1}) + log1p(exp(-abs({0} - {1}))) if {0} != {1} else {0} + {T}(0.6931471805599453))",
+    "logaddexp2": "(max({0}, {1}) + log1p(exp2(-abs({0} - {1}))) * {T}(1.4426950408889634) if {0} != {1} else {0} + {T}(1))",
+    "ldexp": "({0} * {T}(2) ** {T}({1}))",
+}
 
 
 def _is_complex(dt) -> bool:
@@ -454,15 +542,58 @@ def _complex_cmp(op: str, a: str, b: str) -> str:
 
 def _apply(name: str, inputs, out=None):
     name = _ALIASES.get(name, name)
+    if name in ("fix", "around", "round"):
+        return _round(name, inputs, out)
+    if name == "angle":
+        return _angle(*inputs)
     ufunc = getattr(np, name, None)
-    if not isinstance(ufunc, np.ufunc) or not (name in _BIN or name in _CMP or name in _UN):
+    if not isinstance(ufunc, np.ufunc) or not (name in _BIN or name in _CMP or name in _UN
+                                               or name in _FLOAT_UN or name in _FLOAT_BIN
+                                               or name in ("sign", "modf", "reciprocal")):
         raise TypeError(f"fuse: the ufunc {name} is not supported in a fused function")
     ins = [_as_v(x) for x in inputs]
     if len(ins) != ufunc.nin:
         raise TypeError(f"fuse: {name} takes {ufunc.nin} arguments, {len(ins)} were given")
     dts = _resolve(ufunc, ins, ufunc.nout)
     loop, res = dts[: ufunc.nin], dts[ufunc.nin]
+    if name in _FLOAT_UN or name in _FLOAT_BIN or name == "modf":
+        if loop[0].kind == "c":
+            raise TypeError(f"fuse: {name} of complex numbers is not supported in a fused function")
+        if loop[0].kind in "iub":
+            # Integer rounding keeps the integer (NumPy 2's loops for ints).
+            if name in ("trunc", "floor", "ceil", "rint", "fix") and loop[0] == res:
+                r = _V(_cast(ins[0], loop[0]), res, ins[0].shape, ins[0].leaves)
+                return _out(r, out, name)
+        # float16 is computed in float32 and rounded once.
+        work = [np.dtype(np.float32) if d == np.float16 else d for d in loop]
+        ops = [_cast(v, d) for v, d in zip(ins, work)]
+        tname = _dtype_name(work[0])
+        shape, leaves = _shape_of(ins), _leaves(ins)
+        if name == "modf":
+            t = f"_ftrunc({ops[0]})"
+            frac = f"(copysign({tname}(0), {ops[0]}) if isinf({ops[0]}) else ({ops[0]} - {t}))"
+            return (_V(f"{_dtype_name(res)}({frac})", res, shape, leaves),
+                    _V(f"{_dtype_name(dts[-1])}({t})", dts[-1], shape, leaves))
+        tpl = _FLOAT_UN.get(name) or _FLOAT_BIN[name]
+        text = tpl.format(*ops, T=tname)
+        return _out(_V(f"{_dtype_name(res)}({text})", res, shape, leaves), out, name)
     ops = [_cast(v, d) for v, d in zip(ins, loop)]
+    tn = _dtype_name(res)
+    if name == "sign":
+        if loop[0].kind == "c":
+            raise TypeError("fuse: sign of complex numbers is not supported")
+        o = ops[0]
+        if loop[0].kind == "u":
+            text = f"{tn}({o} > 0)"
+        elif loop[0].kind in "ib":
+            text = f"({tn}({o} > 0) - {tn}({o} < 0))"
+        else:
+            text = f"({tn}(1) if {o} > 0 else ({tn}(-1) if {o} < 0 else {o}))"
+        return _out(_V(text, res, _shape_of(ins), _leaves(ins)), out, name)
+    if name == "reciprocal":
+        text = (f"{tn}(1 / {ops[0]})" if loop[0].kind in "iu" else f"({tn}(1) / {ops[0]})"
+                if loop[0].kind != "b" else f"{tn}(1 / {tn}({ops[0]}))")
+        return _out(_V(text, res, _shape_of(ins), _leaves(ins)), out, name)
     if name in _CMP:
         text = (_complex_cmp(_CMP[name], *ops) if loop[0].kind == "c"
                 else f"({ops[0]} {_CMP[name]} {ops[1]})")
@@ -471,13 +602,26 @@ def _apply(name: str, inputs, out=None):
     elif loop[0].kind == "c" and name in ("maximum", "minimum"):
         c = _complex_cmp(">=" if name == "maximum" else "<=", ops[0], ops[1])
         text = f"({ops[0]} if {c} else {ops[1]})"
-    elif loop[0].kind == "c" and name in _CMATH:
-        text = f"cmath.{name}({ops[0]})"
+    elif loop[0].kind == "c" and name in _UN:
+        if name not in _CMATH:
+            raise TypeError(f"fuse: {name} of complex numbers is not supported in a fused function")
+        part = _dtype_name(np.empty((), loop[0]).real.dtype)
+        text = _CMATH[name].format(*ops, R=part)
     elif name == "absolute" and loop[0].kind == "b":
         text = ops[0]
+    elif loop[0] == np.float16 and (name in _UN and _UN[name][0].isalpha() or name in (
+            "arctan2", "hypot", "copysign", "fmax", "fmin")):
+        # float16 functions are computed in float32 and rounded once, as NumPy's are.
+        ops32 = [f"float32({o})" for o in ops]
+        text = f"float16({(_BIN.get(name) or _UN[name]).format(*ops32)})"
     else:
         text = (_BIN.get(name) or _UN[name]).format(*ops)
     r = _V(text, res, _shape_of(ins), _leaves(ins))
+    return _out(r, out, name)
+
+
+def _out(r: "_V", out, name: str):
+    """`r`, or `r` assigned to `out=` (returned) as NumPy's ufuncs do."""
     if out is not None:
         outs = out if isinstance(out, tuple) else (out,)
         if len(outs) != 1:
@@ -489,6 +633,43 @@ def _apply(name: str, inputs, out=None):
         _assign(target, r, "same_kind", ufunc_name=name)
         return target
     return r
+
+
+def _round(name, inputs, out=None):
+    """`around`/`round(x, decimals)` (NumPy: `rint(x * 10**d) / 10**d`) and `fix`."""
+    x = _as_v(inputs[0])
+    if name == "fix":
+        return _apply("trunc", [x], out)
+    decimals = inputs[1] if len(inputs) > 1 else 0
+    if isinstance(decimals, _V):
+        if decimals.weak is None or decimals.leaves:
+            raise TypeError("fuse: round's `decimals` must be a Python int")
+        decimals = int(decimals.text.strip("()"))
+    if x.dtype.kind in "iu":
+        if decimals >= 0:
+            return _out(x.copy(), out, name)
+        raise TypeError("fuse: rounding integers to negative decimals is not supported")
+    if x.dtype.kind == "c":
+        raise TypeError("fuse: rounding complex numbers is not supported")
+    if decimals == 0:
+        return _apply("rint", [x], out)
+    scale = 10.0 ** decimals
+    return _out(_apply("true_divide", [_apply("rint", [_apply("multiply", [x, np.dtype(x.dtype).type(scale)])]),
+                                      np.dtype(x.dtype).type(scale)]), out, name)
+
+
+def _angle(z, deg=False):
+    """`angle(z)`: the argument of complex numbers, 0 or pi of real ones."""
+    v = _as_v(z)
+    with np.errstate(all="ignore"):
+        res = np.angle(np.ones((), v.dtype)).dtype
+    tn = _dtype_name(res)
+    if v.dtype.kind == "c":
+        text = f"{tn}(atan2(({v.text}).imag, ({v.text}).real))"
+    else:
+        text = f"{tn}(atan2({tn}(0), {tn}({v.text})))"
+    r = _V(text, res, v.shape, v.leaves)
+    return _apply("multiply", [r, 180 / math.pi]) if deg else r
 
 
 def _ufunc_call(name, inputs, kwargs):
@@ -508,6 +689,7 @@ def _ufunc_call(name, inputs, kwargs):
         r = (_apply("floor_divide", inputs), _apply("remainder", inputs))
         return r
     return _apply(name, inputs, out=out)
+
 
 
 def _astype(v: _V, dt: np.dtype) -> _V:
@@ -579,7 +761,8 @@ def _elementwise(tr: "_Trace", ins, outs, suffix, out_dtypes) -> ElementwiseKern
     out_params = ", ".join(f"{_dtype_name(d)} {n}" for (n, _), d in zip(outs, out_dtypes))
     body = "\n".join(f"{n} = {v.text if v.weak is None and v.dtype == d else _astype(v, d).text}"
                      for (n, v), d in zip(outs, out_dtypes))
-    return ElementwiseKernel(in_params, out_params, body, f"{tr.name}" + (f"_{suffix}" if suffix else ""))
+    return ElementwiseKernel(in_params, out_params, body, f"{tr.name}" + (f"_{suffix}" if suffix else ""),
+                             preamble_python=_preamble([body]))
 
 
 def _where(condition, x=None, y=None):
@@ -609,6 +792,10 @@ def _reduce(kind: str, a, axis=None, dtype=None, out=None, keepdims=False, **kwa
         raise TypeError(f"fuse: {kind}: `initial=` and `where=` are not supported")
     v = _as_v(a)
     op = _REDUCE[kind]
+    if (_HELPER_CALL.search(v.text) or "cmath." in v.text) and v.leaves:
+        # ReductionKernel has no device functions of its own: compute the value first.
+        v = _V(v.text, v.dtype, v.shape, v.leaves)
+        _materialize(_trace(), v)
     if isinstance(axis, list):
         axis = tuple(axis)
     axes = tuple(range(v.ndim)) if axis is None else _normalize_axis_tuple(axis, v.ndim)
@@ -700,10 +887,14 @@ _FUNCTIONS = {
         _assign(dst, _as_v(src) if where is True else _where(where, src, dst), casting)),
     "copy": lambda a, order="K", subok=False: _as_v(a).copy(),
     "real": lambda a: _as_v(a).real,
-    "imag": lambda a: _as_v(a).imag,
+    "angle": _angle,
     "around": None,
+    "round": None,
+    "fix": lambda x, out=None: _apply("trunc", [x], out),
+    "imag": lambda a: _as_v(a).imag,
 }
-del _FUNCTIONS["around"]
+_FUNCTIONS["around"] = lambda a, decimals=0, out=None: _round("around", [a, decimals], out)
+_FUNCTIONS["round"] = _FUNCTIONS["around"]
 
 
 class _CupyHistory:

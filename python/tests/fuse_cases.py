@@ -257,5 +257,15 @@ CASES = {
     "index_of_reduction": (lambda x: x.sum(axis=0)[1:] * x[0, 1:], lambda: [shaped_random((3, 4), "int32")]),
     "index_out_of_range": (lambda x: x[3], lambda: [shaped_random((2, 3, 4), "int32")]),
     "index_too_many": (lambda x: x[0, 0, 0], lambda: [shaped_random((2, 3), "int32")]),
+    "rounding": (lambda x: (np.floor(x), np.ceil(x), np.trunc(x), np.rint(x), np.fix(x),
+                            np.around(x, 1), *np.modf(x), np.sign(x), np.signbit(x)),
+                 lambda: [np.array([-2.5, -1.5, -0.5, -0.0, 0.4, 0.5, 1.5, 2.5, 7.7, np.inf, -np.inf, np.nan], np.float32)]),
+    "rounding_float16_and_ints": (lambda x, i: (np.floor(x) + np.cbrt(x), np.rint(i), np.sign(i), np.degrees(x)),
+                                  lambda: [shaped_random((3, 4), "float16") - 2, shaped_random((3, 4), "int16") - 2]),
+    "float_binary": (lambda x, y: (np.logaddexp(x, y), np.logaddexp2(x, y), np.ldexp(x, y), np.copysign(x, -y)),
+                     lambda: [shaped_random((3, 4), "float32"), shaped_random((3, 4), "int32")]),
+    "complex_functions": (lambda z: (np.exp(z), np.log(z), np.sqrt(z), np.sin(z), np.tanh(z), np.log10(z),
+                                     np.isfinite(z), np.angle(z), np.reciprocal(z), np.sum(np.exp(z))),
+                          lambda: [shaped_random((3, 4), "complex128")]),
 }
 del CASES["same_memory"]

@@ -128,3 +128,23 @@ def test_summary_counts_over_what_cupy_passes():
     text = "\n".join(md)
     assert "**1 passed, 1 failed** over the 2 tests CuPy passes" in text
     assert "| 1 | `TypeError: nope` |" in text
+
+
+def test_a_file_runs_in_parts_one_per_class(tmp_path):
+    src = (
+        "class TestA:\n    def test_x(self):\n        pass\n"
+        "class TestAB:\n    def test_y(self):\n        pass\n"
+        "def test_free():\n    pass\n"
+    )
+    parts = cupy_suite.file_parts(src)
+    assert parts == ["TestA and not TestAB", "TestAB", "not TestA and not TestAB"]
+    assert cupy_suite.file_parts("class TestOnly:\n    pass\n") == [None]
+    side = tmp_path / "cupy"
+    side.mkdir()
+    (side / "_cupy_suite_plugin.py").write_text(cupy_suite.PLUGIN)
+    (side / "test_p.py").write_text(src + "class TestA_param_0_x(TestA):\n    pass\n")
+    got = {}
+    for sel in parts:
+        got.update(cupy_suite.run_file(side, "test_p.py", tmp_path / "out", 120, sys.executable, sel))
+    assert sorted(got) == ["test_p.py::TestA::test_x", "test_p.py::TestAB::test_y",
+                           "test_p.py::TestA_param_0_x::test_x", "test_p.py::test_free"]
