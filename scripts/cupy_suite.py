@@ -438,6 +438,7 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=480.0,
                     help="seconds per test file part (a class) and side")
     ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--only", default=None, help="run only the test files whose path contains this")
     ap.add_argument("--keep-tmp", action="store_true")
     args = ap.parse_args(argv)
 
@@ -455,7 +456,7 @@ def main(argv=None) -> int:
         prepare(tests_root, work)
         jobs, files_of = [], {}
         for s in suites:
-            files_of[s] = suite_files(tests_root, s)
+            files_of[s] = [f for f in suite_files(tests_root, s) if args.only is None or args.only in f]
             for rel in files_of[s]:
                 for select in file_parts((tests_root / rel).read_text()):
                     for side in ("cupy", "pydevice"):
