@@ -21,5 +21,5 @@ fi
 export PYDEVICE_LIBDEVICE=${PYDEVICE_LIBDEVICE:-/usr/local/cuda/nvvm/libdevice/libdevice.10.bc}
 python3 -c 'import cupy, numpy; print("cupy", cupy.__version__, "numpy", numpy.__version__)'
 echo "== CuPy's own tests (scripts/cupy_suite.py)"
-timeout 560 python3 scripts/cupy_suite.py --tests .peers/cupy --out "$out" --jobs "$(nproc)" --timeout 480 "$@" \
+timeout 590 python3 scripts/cupy_suite.py --tests .peers/cupy --out "$out" --jobs "$(nproc)" --deadline 540 "$@" \
   | grep -v "^\["
