@@ -14,11 +14,12 @@ folder:
              `ElementwiseKernel` and `ReductionKernel` are pydevice's and whose every other
              attribute is CuPy's (PEP 562 `__getattr__`). Test logic is never touched.
 
-Each test file (each test class of it, `file_parts`) runs in its own pytest process
-(`-p no:cacheprovider`, `--junitxml`), several at once, each with a timeout. A small plugin (`PLUGIN`) appends each test's outcome and the
-first line of its exception to a JSON-lines file as it goes, so a test that kills its process
-(a segfault, an abort) is recorded as `crashed` and the file is run again without the tests
-already done. A file past its timeout counts its unfinished tests as `timed out`.
+Each test file, cut into parts of `--chunk` tests by CuPy's collection, runs in pytest
+processes (`-p no:cacheprovider`, `--junitxml`), several at once, each with a timeout, all
+within one `--deadline`. A small plugin (`PLUGIN`) appends each test's outcome and the first
+line of its exception to a JSON-lines file as it goes, so a test that kills its process (a
+segfault, an abort) is recorded as `crashed` and the part is run again without the tests
+already done. A part past its timeout counts its unfinished tests as `timed out`.
 
 The figure per suite is `N passed, M failed` over the tests CuPy itself passes, less the
 written exclusions (`EXCLUDED`, each with its reason; they must stay under 3% of the suite,
@@ -300,6 +301,25 @@ def file_parts(source: str):
     return parts
 
 
+def collect(side_root: Path, rel: str, python: str, timeout: float = 120.0):
+    """The node ids of the tests in one file (pytest's collection), or None when it fails."""
+    try:
+        p = subprocess.run([python, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", rel],
+                           cwd=side_root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                           timeout=timeout, text=True,
+                           env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                               [str(side_root)] + [q for q in os.environ.get("PYTHONPATH", "").split(os.pathsep) if q])))
+    except subprocess.TimeoutExpired:
+        return None
+    ids = [line.strip() for line in p.stdout.splitlines() if line.startswith(rel + "::")]
+    return ids if p.returncode == 0 and ids else None
+
+
+def chunks(ids, size: int):
+    """`ids` cut into runs of at most `size` (each part is one pytest process)."""
+    return [tuple(ids[i:i + size]) for i in range(0, len(ids), size)]
+
+
 def prepare(tests_root: Path, work: Path) -> None:
     """`work/cupy` (the tests as they are) and `work/pydevice` (imports rewritten), each with
     the recording plugin; `work/pydevice` also gets the `cupy` shim."""
@@ -321,7 +341,11 @@ def run_file(side_root: Path, rel: str, out: Path, timeout: float, python: str, 
     """Runs one test file (or the part `select`, a `-k` expression, of it) under pytest,
     again without the finished tests after a crash, and returns {nodeid: (outcome, cause)}.
     Nothing runs past `end` (a `time.monotonic()` instant: the whole run's deadline)."""
-    tag = rel.replace("/", "__") + ("" if select is None else "__" + re.sub(r"\W+", "_", select)[:80])
+    if isinstance(select, tuple):  # node ids
+        label = f"{select[0].split('::', 1)[-1]}+{len(select) - 1}"
+    else:
+        label = select
+    tag = rel.replace("/", "__") + ("" if label is None else "__" + re.sub(r"\W+", "_", label)[:80])
     log = out / "log" / f"{side_root.name}__{tag}.jsonl"
     log.parent.mkdir(parents=True, exist_ok=True)
     log.unlink(missing_ok=True)
@@ -333,10 +357,13 @@ def run_file(side_root: Path, rel: str, out: Path, timeout: float, python: str, 
         junit = out / "junit" / f"{side_root.name}__{tag}.{attempt}.xml"
         junit.parent.mkdir(parents=True, exist_ok=True)
         cmd = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "_cupy_suite_plugin",
-               f"--junitxml={junit}", "-o", "junit_family=xunit1", rel]
-        cmd += [f"--deselect={n}" for n in results]
-        if select is not None:
-            cmd += ["-k", select]
+               f"--junitxml={junit}", "-o", "junit_family=xunit1"]
+        if isinstance(select, tuple):
+            cmd += [n for n in select if n not in results]
+        else:
+            cmd += [rel] + [f"--deselect={n}" for n in results]
+            if select is not None:
+                cmd += ["-k", select]
         left = deadline - time.monotonic()
         timed_out = left <= 0
         rc = None
@@ -365,7 +392,7 @@ def run_file(side_root: Path, rel: str, out: Path, timeout: float, python: str, 
             results[started] = ("failed", f"Crash: the test {why}")
             if not timed_out:
                 continue
-        part = f"{rel}::<{select or 'file'}>"
+        part = f"{rel}::<{label or 'file'}>"
         if timed_out:
             results[f"{part}<rest>"] = ("failed", "Crash: the file timed out")
         elif rc not in (0, 1, 5) and not results:
@@ -448,6 +475,7 @@ def main(argv=None) -> int:
     ap.add_argument("--deadline", type=float, default=540.0,
                     help="seconds for the whole run: parts still running then are stopped and "
                          "counted as timed out, and the report is written")
+    ap.add_argument("--chunk", type=int, default=10, help="tests per pytest process")
     ap.add_argument("--only", default=None, help="run only the test files whose path contains this")
     ap.add_argument("--keep-tmp", action="store_true")
     args = ap.parse_args(argv)
@@ -467,10 +495,16 @@ def main(argv=None) -> int:
         jobs, files_of = [], {}
         for s in suites:
             files_of[s] = [f for f in suite_files(tests_root, s) if args.only is None or args.only in f]
-            for rel in files_of[s]:
-                for select in file_parts((tests_root / rel).read_text()):
-                    for side in ("cupy", "pydevice"):
-                        jobs.append((s, side, rel, select))
+        # Each file is cut into parts of at most --chunk tests (by CuPy's collection; by test
+        # class where collecting fails), so that no part holds the run back.
+        every = [(s, rel) for s in suites for rel in files_of[s]]
+        with futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            collected = list(pool.map(lambda sr: collect(work / "cupy", sr[1], args.python), every))
+        for (s, rel), ids in zip(every, collected):
+            parts = chunks(ids, args.chunk) if ids else file_parts((tests_root / rel).read_text())
+            for select in parts:
+                for side in ("cupy", "pydevice"):
+                    jobs.append((s, side, rel, select))
         results = {(s, side): {} for s in suites for side in ("cupy", "pydevice")}
         with futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             end = t0 + args.deadline

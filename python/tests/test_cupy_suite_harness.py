@@ -148,3 +148,20 @@ def test_a_file_runs_in_parts_one_per_class(tmp_path):
         got.update(cupy_suite.run_file(side, "test_p.py", tmp_path / "out", 120, sys.executable, sel))
     assert sorted(got) == ["test_p.py::TestA::test_x", "test_p.py::TestAB::test_y",
                            "test_p.py::TestA_param_0_x::test_x", "test_p.py::test_free"]
+
+
+def test_files_are_collected_and_run_in_chunks_of_node_ids(tmp_path):
+    side = tmp_path / "cupy"
+    side.mkdir()
+    (side / "_cupy_suite_plugin.py").write_text(cupy_suite.PLUGIN)
+    (side / "test_c.py").write_text(
+        "import pytest\n@pytest.mark.parametrize('n', range(5))\ndef test_n(n):\n    assert n != 3\n")
+    ids = cupy_suite.collect(side, "test_c.py", sys.executable)
+    assert ids == [f"test_c.py::test_n[{n}]" for n in range(5)]
+    parts = cupy_suite.chunks(ids, 2)
+    assert [len(p) for p in parts] == [2, 2, 1]
+    got = {}
+    for p in parts:
+        got.update(cupy_suite.run_file(side, "test_c.py", tmp_path / "out", 120, sys.executable, p))
+    assert got["test_c.py::test_n[3]"][0] == "failed" and got["test_c.py::test_n[3]"][1].startswith("AssertionError")
+    assert sum(o == "passed" for o, _ in got.values()) == 4
