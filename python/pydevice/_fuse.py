@@ -169,6 +169,7 @@ _FLOAT_BIN = {
     "logaddexp": "(max({0}, {1}) + log1p(exp(-abs({0} - {1}))) if {0} != {1} else {0} + {T}(0.6931471805599453))",
     "logaddexp2": "(max({0}, {1}) + log1p(exp2(-abs({0} - {1}))) * {T}(1.4426950408889634) if {0} != {1} else {0} + {T}(1))",
     "ldexp": "({0} * {T}(2) ** {T}({1}))",
+    "fmod": "fmod({0}, {1})",
 }
 
 
@@ -462,6 +463,7 @@ _V.__pos__ = lambda s: _apply("positive", [s])
 _V.__abs__ = lambda s: _apply("absolute", [s])
 _V.__invert__ = lambda s: _apply("invert", [s])
 _V.__divmod__ = lambda s, o: (_apply("floor_divide", [s, o]), _apply("remainder", [s, o]))
+_V.__rdivmod__ = lambda s, o: (_apply("floor_divide", [o, s]), _apply("remainder", [o, s]))
 
 
 def _as_v(x) -> _V:
@@ -1043,6 +1045,21 @@ def _ptr(a):
     return a.__cuda_array_interface__["data"][0]
 
 
+def _flatten(x, out: list):
+    """The structure of a result (tuples and lists of values), its values appended to `out`."""
+    if isinstance(x, (tuple, list)):
+        return (type(x), [_flatten(e, out) for e in x])
+    out.append(x)
+    return len(out) - 1
+
+
+def _rebuild(spec, vals):
+    if isinstance(spec, int):
+        return vals[spec]
+    kind, items = spec
+    return kind(_rebuild(i, vals) for i in items)
+
+
 class _Plan:
     """A traced function for one argument signature: reductions in order, then one
     elementwise kernel per output shape."""
@@ -1096,7 +1113,7 @@ class _Plan:
                 vals.append(r[1])
         if self.many is None:
             return vals[0]
-        return self.many(vals)
+        return _rebuild(self.many, vals)
 
 
 class _Fused:
@@ -1164,13 +1181,11 @@ class _Fused:
             return self._fn(*proxies)
 
     def _finish(self, tr: _Trace, traced) -> "_Plan":
-        many = None
-        if traced is None:
-            rets = []
-        elif isinstance(traced, (tuple, list)):
-            many = type(traced)
-            rets = list(traced)
-        else:
+        many, rets = None, []
+        if isinstance(traced, (tuple, list)):
+            # Tuples and lists of results, nested too: flattened here, rebuilt by run().
+            many = _flatten(traced, rets)
+        elif traced is not None:
             rets = [traced]
         # One kernel per output shape computes the returned values; arguments and
         # reductions are returned as they are.
@@ -1200,7 +1215,8 @@ class _Fused:
         n_out = sum(1 for r in returns if r[0] == "out")
         fast = None
         if not tr.steps and len(groups) == 1 and all(r[0] == "out" for r in returns) and (
-                many is None and n_out == 1 or many is tuple and n_out > 1):
+                many is None and n_out == 1 or many is not None and many[0] is tuple and n_out > 1
+                and all(isinstance(i, int) for i in many[1])):
             fast = ("e", groups[0][1])
         elif (len(tr.steps) == 1 and tr.steps[0][0] == "r" and not groups and len(returns) == 1
               and many is None and returns[0] == ("leaf", tr.steps[0][5])):

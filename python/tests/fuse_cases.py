@@ -267,5 +267,8 @@ CASES = {
     "complex_functions": (lambda z: (np.exp(z), np.log(z), np.sqrt(z), np.sin(z), np.tanh(z), np.log10(z),
                                      np.isfinite(z), np.angle(z), np.reciprocal(z), np.sum(np.exp(z))),
                           lambda: [shaped_random((3, 4), "complex128")]),
+    "nested_results_fmod_rdivmod": (lambda a, b: (np.fmod(a, b), divmod(3, b), [a.sum()]),
+                                     lambda: [shaped_random((3, 4), "float32", scale=10) - 4, shaped_random((3, 4), "int32", scale=4)]),
+    "returns_empty_tuple": (lambda x: (), lambda: [shaped_random((3, 4), "int8")]),
 }
 del CASES["same_memory"]
