@@ -83,6 +83,13 @@ _CMATH = {
     "sinh": "((cmath.exp({0}) - cmath.exp(-{0})) / 2)",
     "cosh": "((cmath.exp({0}) + cmath.exp(-{0})) / 2)",
     "tanh": "((cmath.exp({0}) - cmath.exp(-{0})) / (cmath.exp({0}) + cmath.exp(-{0})))",
+    # The inverse functions by their logarithmic forms (principal branches).
+    "arcsin": "(-1j * cmath.log(1j * {0} + cmath.sqrt(1 - {0} * {0})))",
+    "arccos": "({R}(1.5707963267948966) + 1j * cmath.log(1j * {0} + cmath.sqrt(1 - {0} * {0})))",
+    "arctan": "(0.5j * (cmath.log(1 - 1j * {0}) - cmath.log(1 + 1j * {0})))",
+    "arcsinh": "cmath.log({0} + cmath.sqrt({0} * {0} + 1))",
+    "arccosh": "cmath.log({0} + cmath.sqrt({0} + 1) * cmath.sqrt({0} - 1))",
+    "arctanh": "(0.5 * (cmath.log(1 + {0}) - cmath.log(1 - {0})))",
     "isnan": "(isnan(({0}).real) or isnan(({0}).imag))",
     "isinf": "(isinf(({0}).real) or isinf(({0}).imag))",
     "isfinite": "(isfinite(({0}).real) and isfinite(({0}).imag))",
@@ -166,8 +173,10 @@ _FLOAT_UN = {
     "signbit": "(copysign({T}(1), {0}) < {T}(0))",
 }
 _FLOAT_BIN = {
-    "logaddexp": "(max({0}, {1}) + log1p(exp(-abs({0} - {1}))) if {0} != {1} else {0} + {T}(0.6931471805599453))",
-    "logaddexp2": "(max({0}, {1}) + log1p(exp2(-abs({0} - {1}))) * {T}(1.4426950408889634) if {0} != {1} else {0} + {T}(1))",
+    "logaddexp": ("(max({0}, {1}) + log1p(exp(-abs({0} - {1}))) if {0} != {1} "
+                  "else {0} + {T}(0.6931471805599453))"),
+    "logaddexp2": ("(max({0}, {1}) + log1p(exp2(-abs({0} - {1}))) * {T}(1.4426950408889634) "
+                   "if {0} != {1} else {0} + {T}(1))"),
     "ldexp": "({0} * {T}(2) ** {T}({1}))",
     "fmod": "fmod({0}, {1})",
 }
@@ -548,6 +557,8 @@ def _apply(name: str, inputs, out=None):
         return _round(name, inputs, out)
     if name == "angle":
         return _angle(*inputs)
+    if name == "sinc":
+        return _sinc(*inputs)
     ufunc = getattr(np, name, None)
     if not isinstance(ufunc, np.ufunc) or not (name in _BIN or name in _CMP or name in _UN
                                                or name in _FLOAT_UN or name in _FLOAT_BIN
@@ -656,8 +667,22 @@ def _round(name, inputs, out=None):
     if decimals == 0:
         return _apply("rint", [x], out)
     scale = 10.0 ** decimals
-    return _out(_apply("true_divide", [_apply("rint", [_apply("multiply", [x, np.dtype(x.dtype).type(scale)])]),
-                                      np.dtype(x.dtype).type(scale)]), out, name)
+    factor = np.dtype(x.dtype).type(scale)
+    scaled = _apply("rint", [_apply("multiply", [x, factor])])
+    return _out(_apply("true_divide", [scaled, factor]), out, name)
+
+
+def _sinc(x):
+    """`sinc(x)`: `sin(pi x) / (pi x)`, 1 at 0."""
+    v = _as_v(x)
+    with np.errstate(all="ignore"):
+        res = np.sinc(np.ones((), v.dtype)).dtype
+    if res.kind == "c":
+        raise TypeError("fuse: sinc of complex numbers is not supported in a fused function")
+    work = np.dtype(np.float32) if res == np.float16 else res
+    tn, t = _dtype_name(work), _cast(v, work)
+    text = f"{_dtype_name(res)}({tn}(1) if {t} == 0 else sin({tn}(3.141592653589793) * {t}) / ({tn}(3.141592653589793) * {t}))"
+    return _V(text, res, v.shape, v.leaves)
 
 
 def _angle(z, deg=False):
@@ -871,32 +896,38 @@ def _reduce(kind: str, a, axis=None, dtype=None, out=None, keepdims=False, **kwa
     return r
 
 
+def _reduction(kind: str, with_dtype: bool):
+    """NumPy's reduction function `kind` (`np.sum(a, axis, dtype, out, keepdims)`, or
+    without `dtype` for max, min, all, any)."""
+    if with_dtype:
+        def f(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+            return _reduce(kind, a, axis, dtype, out, keepdims, **kwargs)
+    else:
+        def f(a, axis=None, out=None, keepdims=False, **kwargs):
+            return _reduce(kind, a, axis, None, out, keepdims, **kwargs)
+    return f
+
+
+def _copyto(dst, src, casting="same_kind", where=True):
+    _assign(dst, _as_v(src) if where is True else _where(where, src, dst), casting)
+
+
+#: NumPy's functions on traced values (through `__array_function__`), by name.
 _FUNCTIONS = {
     "where": _where,
     "clip": _clip,
-    "sum": lambda a, axis=None, dtype=None, out=None, keepdims=False, **k: _reduce("sum", a, axis, dtype, out, keepdims, **k),
-    "prod": lambda a, axis=None, dtype=None, out=None, keepdims=False, **k: _reduce("prod", a, axis, dtype, out, keepdims, **k),
-    "nansum": lambda a, axis=None, dtype=None, out=None, keepdims=False, **k: _reduce("nansum", a, axis, dtype, out, keepdims, **k),
-    "nanprod": lambda a, axis=None, dtype=None, out=None, keepdims=False, **k: _reduce("nanprod", a, axis, dtype, out, keepdims, **k),
-    "mean": lambda a, axis=None, dtype=None, out=None, keepdims=False, **k: _reduce("mean", a, axis, dtype, out, keepdims, **k),
-    "max": lambda a, axis=None, out=None, keepdims=False, **k: _reduce("max", a, axis, None, out, keepdims, **k),
-    "amax": lambda a, axis=None, out=None, keepdims=False, **k: _reduce("max", a, axis, None, out, keepdims, **k),
-    "min": lambda a, axis=None, out=None, keepdims=False, **k: _reduce("min", a, axis, None, out, keepdims, **k),
-    "amin": lambda a, axis=None, out=None, keepdims=False, **k: _reduce("min", a, axis, None, out, keepdims, **k),
-    "all": lambda a, axis=None, out=None, keepdims=False, **k: _reduce("all", a, axis, None, out, keepdims, **k),
-    "any": lambda a, axis=None, out=None, keepdims=False, **k: _reduce("any", a, axis, None, out, keepdims, **k),
-    "copyto": lambda dst, src, casting="same_kind", where=True: (
-        _assign(dst, _as_v(src) if where is True else _where(where, src, dst), casting)),
+    **{k: _reduction(k, True) for k in ("sum", "prod", "nansum", "nanprod", "mean")},
+    **{k: _reduction(_REDUCE[k], False) for k in ("max", "amax", "min", "amin", "all", "any")},
+    "copyto": _copyto,
     "copy": lambda a, order="K", subok=False: _as_v(a).copy(),
     "real": lambda a: _as_v(a).real,
-    "angle": _angle,
-    "around": None,
-    "round": None,
-    "fix": lambda x, out=None: _apply("trunc", [x], out),
     "imag": lambda a: _as_v(a).imag,
+    "angle": _angle,
+    "sinc": _sinc,
+    "fix": lambda x, out=None: _apply("trunc", [x], out),
+    "around": lambda a, decimals=0, out=None: _round("around", [a, decimals], out),
+    "round": lambda a, decimals=0, out=None: _round("around", [a, decimals], out),
 }
-_FUNCTIONS["around"] = lambda a, decimals=0, out=None: _round("around", [a, decimals], out)
-_FUNCTIONS["round"] = _FUNCTIONS["around"]
 
 
 class _CupyHistory:
@@ -1191,7 +1222,7 @@ class _Fused:
         # reductions are returned as they are.
         returns, new_groups = [], {}
         for r in rets:
-            if r is None or not isinstance(r, _V) and not isinstance(r, (bool, int, float, complex, np.generic)):
+            if not isinstance(r, (_V, bool, int, float, complex, np.generic)):
                 raise TypeError(f"fuse: a fused function returns arrays or numbers, not "
                                 f"{type(r).__name__}")
             v = _as_v(r)

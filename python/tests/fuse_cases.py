@@ -270,5 +270,9 @@ CASES = {
     "nested_results_fmod_rdivmod": (lambda a, b: (np.fmod(a, b), divmod(3, b), [a.sum()]),
                                      lambda: [shaped_random((3, 4), "float32", scale=10) - 4, shaped_random((3, 4), "int32", scale=4)]),
     "returns_empty_tuple": (lambda x: (), lambda: [shaped_random((3, 4), "int8")]),
+    "complex_inverse_trig": (lambda z: (np.arcsin(z), np.arccos(z), np.arctan(z), np.arcsinh(z),
+                                        np.arccosh(z), np.arctanh(z)),
+                             lambda: [(shaped_random((3, 4), "complex128", scale=2) - 1) * 2]),
+    "sinc": (lambda x, i: (np.sinc(x), np.sinc(i)), lambda: [np.array([0.0, 0.5, -1.5, 2.0], np.float32), shaped_random((4,), "int16")]),
 }
 del CASES["same_memory"]
