@@ -192,6 +192,32 @@ def _same_memory(x, y, z):
     return x + z
 
 
+def _batchnorm(x, gamma, beta, running_mean, running_var, size, adjust):
+    # The shape of CuPy's fusion example (tests/cupy_tests/core_tests/fusion_tests): two
+    # reductions, views with None, and arguments updated in place.
+    decay = 0.9
+    eps = 2e-5
+    expander = (None, slice(None), None, None)
+    gamma = gamma[expander]
+    beta = beta[expander]
+    mean = np.sum(x, axis=(0, 2, 3)) / size
+    diff = x - mean[expander]
+    var = np.sum(diff * diff, axis=(0, 2, 3)) / size
+    inv_std = 1. / np.sqrt(var + eps)
+    y = gamma * diff * inv_std[expander] + beta
+    running_mean *= decay
+    running_mean += (1 - decay) * mean
+    running_var *= decay
+    running_var += (1 - decay) * adjust * var
+    return y
+
+
+def _batchnorm_args():
+    x = shaped_random((4, 6, 5, 7), "float32", scale=10)
+    size = x.size // 6
+    return [x, np.ones(6), np.zeros(6), np.zeros(6), np.ones(6), size, size / max(size - 1., 1.)]
+
+
 #: name -> (function, argument maker)
 CASES = {
     "methods_sum": (lambda x: x.sum(), lambda: [shaped_random((3, 4), "int32")]),
@@ -270,6 +296,7 @@ CASES = {
     "nested_results_fmod_rdivmod": (lambda a, b: (np.fmod(a, b), divmod(3, b), [a.sum()]),
                                      lambda: [shaped_random((3, 4), "float32", scale=10) - 4, shaped_random((3, 4), "int32", scale=4)]),
     "returns_empty_tuple": (lambda x: (), lambda: [shaped_random((3, 4), "int8")]),
+    "batchnorm": (_batchnorm, _batchnorm_args),
     "complex_inverse_trig": (lambda z: (np.arcsin(z), np.arccos(z), np.arctan(z), np.arcsinh(z),
                                         np.arccosh(z), np.arctanh(z)),
                              lambda: [(shaped_random((3, 4), "complex128", scale=2) - 1) * 2]),
