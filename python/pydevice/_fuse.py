@@ -146,8 +146,23 @@ def _frint(x):
             r = f + 1.0
     return copysign(r, x)
 """, ("_ffloor",)),
+    "_fi0": ("""
+@device.func
+def _fi0(x):
+    # The modified Bessel function I0: its power series sum((x/2)**2k / (k!)**2), summed
+    # until a term no longer changes the sum.
+    y = x * x * 0.25
+    t = x * 0.0 + 1.0
+    s = t
+    k = 1
+    while k < 1000 and t > s * 1e-17:
+        t = t * y / (k * k)
+        s = s + t
+        k += 1
+    return s
+""", ()),
 }
-_HELPER_CALL = re.compile(r"\b(_ftrunc|_ffloor|_fceil|_frint)\(")
+_HELPER_CALL = re.compile(r"\b(_ftrunc|_ffloor|_fceil|_frint|_fi0)\(")
 
 
 def _preamble(texts) -> str:
@@ -158,7 +173,7 @@ def _preamble(texts) -> str:
         if n not in need:
             need.append(n)
             todo.extend(_HELPERS[n][1])
-    order = ["_ftrunc", "_ffloor", "_fceil", "_frint"]
+    order = ["_ftrunc", "_ffloor", "_fceil", "_frint", "_fi0"]
     imports = "import cmath\n" if any("cmath." in t for t in texts) else ""
     return imports + "".join(_HELPERS[n][0] for n in order if n in need)
 
@@ -559,6 +574,8 @@ def _apply(name: str, inputs, out=None):
         return _angle(*inputs)
     if name == "sinc":
         return _sinc(*inputs)
+    if name == "i0":
+        return _i0(*inputs)
     ufunc = getattr(np, name, None)
     if not isinstance(ufunc, np.ufunc) or not (name in _BIN or name in _CMP or name in _UN
                                                or name in _FLOAT_UN or name in _FLOAT_BIN
@@ -683,6 +700,17 @@ def _sinc(x):
     tn, t = _dtype_name(work), _cast(v, work)
     text = f"{_dtype_name(res)}({tn}(1) if {t} == 0 else sin({tn}(3.141592653589793) * {t}) / ({tn}(3.141592653589793) * {t}))"
     return _V(text, res, v.shape, v.leaves)
+
+
+def _i0(x):
+    """`i0(x)`, the modified Bessel function of order 0 (NumPy's result type; float16 and
+    float32 are summed in float64 and rounded once)."""
+    v = _as_v(x)
+    with np.errstate(all="ignore"):
+        res = np.i0(np.ones((1,), v.dtype)).dtype
+    if res.kind == "c" or v.dtype.kind == "c":
+        raise TypeError("fuse: i0 of complex numbers is not supported in a fused function")
+    return _V(f"{_dtype_name(res)}(_fi0({_cast(v, np.dtype(np.float64))}))", res, v.shape, v.leaves)
 
 
 def _angle(z, deg=False):
@@ -924,6 +952,7 @@ _FUNCTIONS = {
     "imag": lambda a: _as_v(a).imag,
     "angle": _angle,
     "sinc": _sinc,
+    "i0": _i0,
     "fix": lambda x, out=None: _apply("trunc", [x], out),
     "around": lambda a, decimals=0, out=None: _round("around", [a, decimals], out),
     "round": lambda a, decimals=0, out=None: _round("around", [a, decimals], out),
