@@ -161,8 +161,38 @@ def _fi0(x):
         k += 1
     return s
 """, ()),
+    "_ffrexp_m": ("""
+@device.func
+def _ffrexp_m(x):
+    # frexp's mantissa in [0.5, 1) with x's sign, by exact halvings and doublings; zeros,
+    # infinities and NaN are their own mantissa.
+    if x == 0.0 or not isfinite(x):
+        return x
+    a = abs(x)
+    while a >= 1.0:
+        a = a * 0.5
+    while a < 0.5:
+        a = a * 2.0
+    return copysign(a, x)
+""", ()),
+    "_ffrexp_e": ("""
+@device.func
+def _ffrexp_e(x):
+    # frexp's exponent: x == mantissa * 2**exponent; 0 for zeros, infinities and NaN.
+    e = 0
+    if x == 0.0 or not isfinite(x):
+        return e
+    a = abs(x)
+    while a >= 1.0:
+        a = a * 0.5
+        e += 1
+    while a < 0.5:
+        a = a * 2.0
+        e -= 1
+    return e
+""", ()),
 }
-_HELPER_CALL = re.compile(r"\b(_ftrunc|_ffloor|_fceil|_frint|_fi0)\(")
+_HELPER_CALL = re.compile(r"\b(_ftrunc|_ffloor|_fceil|_frint|_fi0|_ffrexp_m|_ffrexp_e)\(")
 
 
 def _preamble(texts) -> str:
@@ -173,7 +203,7 @@ def _preamble(texts) -> str:
         if n not in need:
             need.append(n)
             todo.extend(_HELPERS[n][1])
-    order = ["_ftrunc", "_ffloor", "_fceil", "_frint", "_fi0"]
+    order = ["_ftrunc", "_ffloor", "_fceil", "_frint", "_fi0", "_ffrexp_m", "_ffrexp_e"]
     imports = "import cmath\n" if any("cmath." in t for t in texts) else ""
     return imports + "".join(_HELPERS[n][0] for n in order if n in need)
 
@@ -579,14 +609,14 @@ def _apply(name: str, inputs, out=None):
     ufunc = getattr(np, name, None)
     if not isinstance(ufunc, np.ufunc) or not (name in _BIN or name in _CMP or name in _UN
                                                or name in _FLOAT_UN or name in _FLOAT_BIN
-                                               or name in ("sign", "modf", "reciprocal")):
+                                               or name in ("sign", "modf", "reciprocal", "frexp")):
         raise TypeError(f"fuse: the ufunc {name} is not supported in a fused function")
     ins = [_as_v(x) for x in inputs]
     if len(ins) != ufunc.nin:
         raise TypeError(f"fuse: {name} takes {ufunc.nin} arguments, {len(ins)} were given")
     dts = _resolve(ufunc, ins, ufunc.nout)
     loop, res = dts[: ufunc.nin], dts[ufunc.nin]
-    if name in _FLOAT_UN or name in _FLOAT_BIN or name == "modf":
+    if name in _FLOAT_UN or name in _FLOAT_BIN or name in ("modf", "frexp"):
         if loop[0].kind == "c":
             raise TypeError(f"fuse: {name} of complex numbers is not supported in a fused function")
         if loop[0].kind in "iub":
@@ -599,6 +629,9 @@ def _apply(name: str, inputs, out=None):
         ops = [_cast(v, d) for v, d in zip(ins, work)]
         tname = _dtype_name(work[0])
         shape, leaves = _shape_of(ins), _leaves(ins)
+        if name == "frexp":
+            return (_V(f"{_dtype_name(res)}(_ffrexp_m({ops[0]}))", res, shape, leaves),
+                    _V(f"int32(_ffrexp_e({ops[0]}))", dts[-1], shape, leaves))
         if name == "modf":
             t = f"_ftrunc({ops[0]})"
             frac = f"(copysign({tname}(0), {ops[0]}) if isinf({ops[0]}) else ({ops[0]} - {t}))"

@@ -297,6 +297,8 @@ CASES = {
                                      lambda: [shaped_random((3, 4), "float32", scale=10) - 4, shaped_random((3, 4), "int32", scale=4)]),
     "returns_empty_tuple": (lambda x: (), lambda: [shaped_random((3, 4), "int8")]),
     "batchnorm": (_batchnorm, _batchnorm_args),
+    "frexp": (lambda x, i: (*np.frexp(x), *np.frexp(i)),
+              lambda: [np.array([0.0, -0.0, np.inf, -np.nan, 3.0, -0.75, 5e-324, 1e308]), shaped_random((3, 4), "int8")]),
     "i0": (lambda x: (np.i0(x), np.i0(x).sum(axis=0)), lambda: [shaped_random((3, 4), "float32", scale=20) - 10]),
     "complex_inverse_trig": (lambda z: (np.arcsin(z), np.arccos(z), np.arctan(z), np.arcsinh(z),
                                         np.arccosh(z), np.arctanh(z)),
