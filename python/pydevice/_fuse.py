@@ -191,8 +191,34 @@ def _ffrexp_e(x):
         e -= 1
     return e
 """, ()),
+    "_fnext": ("""
+@device.func
+def _fnext(x, y, p, tiny, big):
+    # nextafter in a format of p significant bits whose smallest subnormal is tiny and
+    # largest finite number big, computed exactly in float64 (x, y are float64 values of
+    # that format).
+    if isnan(x) or isnan(y):
+        return x + y
+    if x == y:
+        return y
+    if x == 0.0:
+        return copysign(tiny, y)
+    if isinf(x):
+        return copysign(big, x)
+    e = _ffrexp_e(x)
+    k = e - p
+    if (y > x) != (x > 0.0) and abs(_ffrexp_m(x)) == 0.5:
+        # Toward zero from a power of two: the spacing below is half the spacing above.
+        k = k - 1
+    d = float64(2.0) ** float64(k)
+    if d < tiny:
+        d = tiny
+    if y > x:
+        return x + d
+    return x - d
+""", ("_ffrexp_m", "_ffrexp_e")),
 }
-_HELPER_CALL = re.compile(r"\b(_ftrunc|_ffloor|_fceil|_frint|_fi0|_ffrexp_m|_ffrexp_e)\(")
+_HELPER_CALL = re.compile(r"\b(_ftrunc|_ffloor|_fceil|_frint|_fi0|_ffrexp_m|_ffrexp_e|_fnext)\(")
 
 
 def _preamble(texts) -> str:
@@ -203,7 +229,7 @@ def _preamble(texts) -> str:
         if n not in need:
             need.append(n)
             todo.extend(_HELPERS[n][1])
-    order = ["_ftrunc", "_ffloor", "_fceil", "_frint", "_fi0", "_ffrexp_m", "_ffrexp_e"]
+    order = ["_ftrunc", "_ffloor", "_fceil", "_frint", "_fi0", "_ffrexp_m", "_ffrexp_e", "_fnext"]
     imports = "import cmath\n" if any("cmath." in t for t in texts) else ""
     return imports + "".join(_HELPERS[n][0] for n in order if n in need)
 
@@ -609,13 +635,22 @@ def _apply(name: str, inputs, out=None):
     ufunc = getattr(np, name, None)
     if not isinstance(ufunc, np.ufunc) or not (name in _BIN or name in _CMP or name in _UN
                                                or name in _FLOAT_UN or name in _FLOAT_BIN
-                                               or name in ("sign", "modf", "reciprocal", "frexp")):
+                                               or name in ("sign", "modf", "reciprocal", "frexp",
+                                                           "nextafter")):
         raise TypeError(f"fuse: the ufunc {name} is not supported in a fused function")
     ins = [_as_v(x) for x in inputs]
     if len(ins) != ufunc.nin:
         raise TypeError(f"fuse: {name} takes {ufunc.nin} arguments, {len(ins)} were given")
     dts = _resolve(ufunc, ins, ufunc.nout)
     loop, res = dts[: ufunc.nin], dts[ufunc.nin]
+    if name == "nextafter":
+        if loop[0].kind != "f":
+            raise TypeError(f"fuse: nextafter of {loop[0]} is not supported in a fused function")
+        fi = np.finfo(loop[0])
+        a, b = (_cast(v, np.dtype(np.float64)) for v in ins)
+        text = (f"{_dtype_name(res)}(_fnext({a}, {b}, {fi.nmant + 1}, "
+                f"float64({float(fi.smallest_subnormal)!r}), float64({float(fi.max)!r})))")
+        return _out(_V(text, res, _shape_of(ins), _leaves(ins)), out, name)
     if name in _FLOAT_UN or name in _FLOAT_BIN or name in ("modf", "frexp"):
         if loop[0].kind == "c":
             raise TypeError(f"fuse: {name} of complex numbers is not supported in a fused function")
