@@ -12,11 +12,15 @@ CuPy's fusion hook, as they reach CuPy's tracer. Each operation is typed as NumP
 (``ufunc.resolve_dtypes``, Python numbers weak as in NEP 50), and its operands are converted
 to the operation's loop dtype in the text, so the generated code computes in NumPy's types.
 
-The trace becomes a *plan*: one ``ReductionKernel`` per reduction (its ``map_expr`` is the
-elementwise work before it), run in order, then one ``ElementwiseKernel`` per output shape
-for the returned values and the arrays assigned in place. On NumPy arrays the kernels run on
-the host through Cranelift (docs/semantics.md §20.8); a call without arrays runs the function
-as written.
+The trace becomes a *plan*, steps run in the order the function did them: a
+``ReductionKernel`` per reduction (its ``map_expr`` is the elementwise work before it), a
+view per basic subscript (no kernel), an ``ElementwiseKernel`` per write into an argument
+(in-place operators, ``out=``, ``x[...] = v``; values still alive that read the memory
+written are computed first, so that they keep NumPy's values), then one
+``ElementwiseKernel`` per output shape for the returned values. On NumPy arrays the kernels
+run on the host through Cranelift (docs/semantics.md §20.8); a call without arrays runs the
+function as written. What it must not do: change a value's meaning from NumPy's (a dtype, an
+order of writes) silently; whatever it cannot trace is a ``TypeError`` naming it.
 """
 
 from __future__ import annotations
@@ -278,13 +282,14 @@ def _lit(v) -> str:
 
 
 class _Trace:
-    """What one trace records: the leaves, the reductions (in order) and the arrays
-    assigned in place."""
+    """What one trace records: the leaves (arguments, reduction results, views, computed
+    values), their dtypes and shapes, and the steps of the plan in order."""
 
     def __init__(self):
-        self.leaves: Dict[str, tuple] = {}  # name -> ("arg", index) | ("tmp", step)
+        # name -> ("arg", argument index) | ("tmp", step) | ("view", step)
+        self.leaves: Dict[str, tuple] = {}
         self.dtypes: Dict[str, np.dtype] = {}
-        self.shapes: Dict[str, tuple] = {}  # of the temporaries
+        self.shapes: Dict[str, tuple] = {}
         # ("r", kernel, input leaves, axis, keepdims, name): a reduction into leaf `name`;
         # ("v", leaf, shape or None, index, name): the view `broadcast_to(leaf, shape)[index]`;
         # ("e", kernel, input leaves, name): a value computed into the new leaf `name`;
