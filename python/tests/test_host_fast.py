@@ -268,10 +268,10 @@ def test_fuse_fast_path(hooks):
     x = _array((64,))
     y = _array((64,), base=BASE + 0x10000)
     assert f._fast.call((x, y)) is NotImplemented
-    key = f._key((x, y))
-    built = f._build(key, (x, y))
-    assert _remember_ew(built[1], (x, y))
-    assert f._fast.insert((x, y), built[1]._k, built[2])
+    plan = f._build(f._key((x, y)), (x, y))
+    entry = f._fast_entry(plan, (x, y))
+    assert _remember_ew(plan.groups[0][0], tuple((x, y)[i] for i in entry[1]))
+    assert f._fast.insert((x, y), *entry)
     r = f._fast.call((x, y))
     assert r is not NotImplemented and r.shape == (64,)
     assert f(x, y).shape == (64,)  # __call__ takes it
@@ -280,23 +280,28 @@ def test_fuse_fast_path(hooks):
     def g(x, a):
         return x * a
 
-    built = g._build(g._key((x, 2.0)), (x, 2.0))
-    assert _remember_ew(built[1], (x,))
-    assert g._fast.insert((x, 2.0), built[1]._k, built[2])
+    plan = g._build(g._key((x, 2.0)), (x, 2.0))
+    entry = g._fast_entry(plan, (x, 2.0))
+    assert entry[1] == [0]
+    assert _remember_ew(plan.groups[0][0], (x,))
+    assert g._fast.insert((x, 2.0), *entry)
     assert g._fast.call((x, 2.0)) is not NotImplemented
     # The scalar's value is in the traced body: another value is another kernel.
     assert g._fast.call((x, 3.0)) is NotImplemented
     assert g._fast.call((x, 2)) is NotImplemented
     assert g._fast.call((2.0, 3.0)) is NotImplemented  # numbers alone run in Python
     assert g._fast.call((np.ones(4, np.float32), 2.0)) is NotImplemented
+    # A typed NumPy scalar is not remembered (the fast path keys numbers by value alone).
+    assert g._fast_entry(g._build(g._key((x, np.float32(2))), (x, np.float32(2))), (x, np.float32(2))) is None
 
     @pydevice.fuse()
     def s(x):
         return np.sum(x * x)
 
-    built = s._build(s._key((x,)), (x,))
-    assert _remember_red(built[1], (x,))
-    assert s._fast.insert((x,), built[1]._k, built[2], built[3], bool(built[4]))
+    plan = s._build(s._key((x,)), (x,))
+    entry = s._fast_entry(plan, (x,))
+    assert _remember_red(plan.steps[0][1], (x,))
+    assert s._fast.insert((x,), *entry)
     assert s._fast.call((x,)).shape == ()
 
 

@@ -135,7 +135,9 @@ def test_fuse_traces_into_one_kernel():
     assert "def squared_diff(" in squared_diff.source(x, y)
     assert "out0 = ((x0 - x1) * (x0 - x1))" in squared_diff.source(x, y)
     src = pick.source(x, y)
-    assert "(sqrt(abs(x0)) if (x0 > x1) else (max(x1, 0.5) * 2))" in src and "from math import sqrt" in src
+    # Operands are converted to NumPy's loop type (here the Python numbers to float32).
+    assert "(sqrt(abs(x0)) if (x0 > x1) else (max(x1, float32(0.5)) * float32(2)))" in src
+    assert "from math import sqrt" in src
     src = sum_of_products.source(x, y)
     assert "b = device.float32((x0 * x1))" in src and "a = device.float32(a + b)" in src
     with pytest.raises(TypeError, match="np.where"):

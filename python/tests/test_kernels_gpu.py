@@ -242,7 +242,7 @@ def test_fuse_elementwise_and_reductions(cupy):
             want = np.where(a > b, np.sqrt(np.abs(a)), np.maximum(b, 0.5) * 2)
             np.testing.assert_allclose(cupy.asnumpy(pick(ca, cb)), want, rtol=1e-6)
     # One kernel per (dtypes, ranks), reused.
-    assert len(squared_diff._kernels) == 3
+    assert len(squared_diff._plans) == 3
 
     @pydevice.fuse()
     def amax(x):
@@ -373,3 +373,41 @@ def test_guvectorize_on_torch(torch):
     got = gpu_dot(a, b)
     assert isinstance(got, torch.Tensor) and got.device.type == "cuda"
     torch.testing.assert_close(got, a @ b, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", sorted(__import__("fuse_cases").CASES))
+def test_fuse_cases_on_cupy(cupy, name):
+    """The host cases of fuse (fuse_cases.py) on CuPy arrays: values, dtypes and in-place
+    writes equal NumPy's."""
+    from fuse_cases import CASES, check
+
+    fn, make = CASES[name]
+    check(fn, make(), xp=cupy, rtol=1e-5)
+
+
+def test_fuse_operators_on_cupy(cupy):
+    from fuse_cases import OPERATORS, SIDES, _arg, check
+
+    for op in sorted(OPERATORS):
+        for sides in SIDES:
+            for d1, d2 in [("int8", "uint8"), ("int32", "float32"), ("float16", "float64"),
+                           ("complex64", "int64"), ("uint64", "uint64")]:
+                check(OPERATORS[op], [_arg(sides[0], d1, 0), _arg(sides[1], d2, 1)], xp=cupy, rtol=1e-5)
+
+
+def test_fuse_reaches_cupy_routines_through_cupys_fusion_hook(cupy):
+    """cupy.sum, cupy.where, cupy.sqrt, cupy.clip inside a fused function are recorded (CuPy's
+    routines hand their work to the tracer through cupy._core._fusion_thread_local)."""
+
+    def f(x, y):
+        s = cupy.sum(x, axis=0)
+        return cupy.where(x > y, cupy.sqrt(x), cupy.clip(y, 1, 3)) + s, cupy.prod(y), cupy.amax(x, 1)
+
+    x = np.random.default_rng(1).random((5, 7)) * 4
+    y = np.random.default_rng(2).random((5, 7)) * 4
+    got = pydevice.fuse(f)(cupy.asarray(x), cupy.asarray(y))
+    want = (np.where(x > y, np.sqrt(x), np.clip(y, 1, 3)) + x.sum(axis=0), np.prod(y), x.max(1))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(cupy.asnumpy(g), w, rtol=1e-10)
+    # The hook is removed after the trace: CuPy's routines work as usual again.
+    assert float(cupy.sum(cupy.asarray(x))) == pytest.approx(x.sum())

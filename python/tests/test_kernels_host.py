@@ -314,7 +314,7 @@ def test_fuse_on_numpy_runs_the_compiled_kernel_on_the_host():
         if dt != "int32":
             want = np.where(a > b, np.sqrt(np.abs(a)), np.maximum(b, 0.5) * 2)
             np.testing.assert_allclose(fused_pick(a, b), want, rtol=1e-6)
-    assert len(fused_squared_diff._kernels) == 3
+    assert len(fused_squared_diff._plans) == 3
     # The call compiled the kernel (it did not run the Python function on NumPy).
     assert "def fused_sd(" in fused_squared_diff.host_source(a, b)
     y, z = fused_two(rand((3, 4, 5), "float32"))
