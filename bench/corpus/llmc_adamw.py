@@ -63,6 +63,8 @@ def adamw_kernel2(params_memory, grads_memory, m_memory, v_memory, num_parameter
 ORIGINAL = "llmc_adamw.cu"
 TOL = {"p1": (1e-5, 1e-6), "m1": (1e-5, 1e-7), "v1": (1e-5, 1e-7),
        "p2": (1e-5, 1e-6), "m2": (1e-5, 1e-7), "v2": (1e-5, 1e-7)}
+# Sizes for bench/corpus/emulate.py (the CPU check without a GPU).
+SMALL = {"NUM_PARAMETERS": 1000}
 LR, BETA1, BETA2, EPS, WD, STEP = 1e-3, 0.9, 0.999, 1e-8, 0.0, 1
 
 

@@ -120,6 +120,8 @@ def attention_value_kernel1(out, att, inp, B, T, C, NH):
 # ---- harness (bench/corpus/run.py) ----
 ORIGINAL = "llmc_attention_forward.cu"
 TOL = {"att": (1e-4, 1e-6), "out": (1e-4, 1e-5)}
+# Sizes for bench/corpus/emulate.py (the CPU check without a GPU).
+SMALL = {"B": 1, "T": 8, "C": 24, "NH": 3, "BLOCK_SIZE": 64}
 
 
 def setup(rng):

@@ -33,6 +33,8 @@ def crossentropy_forward_kernel1(losses, probs, targets, B, T, V):
 # ---- harness (bench/corpus/run.py) ----
 ORIGINAL = "llmc_crossentropy_forward.cu"
 TOL = {"losses": (1e-6, 1e-6)}
+# Sizes for bench/corpus/emulate.py (the CPU check without a GPU).
+SMALL = {"B": 2, "T": 8, "V": 50}
 
 
 def setup(rng):

@@ -32,6 +32,8 @@ def gelu_forward_kernel1(out, inp, N):
 # ---- harness (bench/corpus/run.py) ----
 ORIGINAL = "llmc_gelu_forward.cu"
 TOL = {"out": (1e-5, 1e-6)}
+# Sizes for bench/corpus/emulate.py (the CPU check without a GPU).
+SMALL = {"B": 1, "T": 4, "C": 100}
 
 
 def setup(rng):

@@ -100,6 +100,8 @@ def matmul_forward_kernel4(out, inp, weight, bias, C, OC):
 # ---- harness (bench/corpus/run.py) ----
 ORIGINAL = "llmc_matmul_forward.cu"
 TOL = {"out1": (1e-4, 1e-4), "out4": (1e-4, 1e-4)}
+# Sizes for bench/corpus/emulate.py (the CPU check without a GPU).
+SMALL = {"B": 1, "T": 128, "C": 64, "OC": 128}
 
 
 def setup(rng):

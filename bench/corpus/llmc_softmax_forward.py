@@ -198,6 +198,8 @@ def softmax_forward_kernel4(out, inp, N, C):
 # ---- harness (bench/corpus/run.py) ----
 ORIGINAL = "llmc_softmax_forward.cu"
 TOL = {"out1": (1e-4, 1e-9), "out2": (1e-4, 1e-9), "out4": (1e-4, 1e-9)}
+# Sizes for bench/corpus/emulate.py (the CPU check without a GPU).
+SMALL = {"B": 2, "T": 4, "V": 100, "BLOCK_SIZE": 64}
 
 
 def setup(rng):

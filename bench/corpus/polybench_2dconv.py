@@ -41,6 +41,8 @@ def convolution2D_kernel(ni, nj, A, B):
 # ---- harness (bench/corpus/run.py) ----
 ORIGINAL = "polybench_2dconv.cu"
 TOL = {"B": (1e-5, 1e-5)}
+# Sizes for bench/corpus/emulate.py (the CPU check without a GPU).
+SMALL = {"NI": 40, "NJ": 40}
 
 
 def setup(rng):

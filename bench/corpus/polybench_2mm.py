@@ -46,6 +46,8 @@ def mm2_kernel2(ni, nj, nk, nl, alpha, beta, tmp, C, D):
 # ---- harness (bench/corpus/run.py) ----
 ORIGINAL = "polybench_2mm.cu"
 TOL = {"tmp": (1e-4, 1e-3), "D": (1e-4, 1e-3)}
+# Sizes for bench/corpus/emulate.py (the CPU check without a GPU).
+SMALL = {"NI": 64, "NJ": 64, "NK": 64, "NL": 64}
 
 
 def setup(rng):

@@ -60,6 +60,8 @@ def mm3_kernel3(ni, nj, nk, nl, nm, E, F, G):
 # ---- harness (bench/corpus/run.py) ----
 ORIGINAL = "polybench_3mm.cu"
 TOL = {"G": (1e-4, 1e-2)}
+# Sizes for bench/corpus/emulate.py (the CPU check without a GPU).
+SMALL = {"NI": 64, "NJ": 64, "NK": 64, "NL": 64, "NM": 64}
 
 
 def setup(rng):

@@ -3,7 +3,10 @@
 #   commit 5584aaa7d0be810ff5eb0b61c49fb64ecc81ba4c. PolyBench/GPU 1.0, Copyright (c) 2012,
 #   2013 University of Delaware (Scott Grauer-Gray, Will Killian, Louis-Noel Pouchet); the
 #   repository carries no license file. Ported to the cuda.device dialect for pydevice's corpus.
-# Launch as the original: block (32, 8), grids (ceil(NX/32), 1) and (ceil(NY/32), 1).
+# Launch as the original, but with block (32, 1) where it has (32, 8), grids (ceil(NX/32), 1) and (ceil(NY/32), 1).
+# Its kernels index with blockIdx.x/threadIdx.x only, so its 8 rows of threads a block
+# race on the same outputs (each resets and accumulates them); the result is undefined.
+# One row keeps the grid, the per-thread work and the memory traffic of a thread.
 #
 # entry: atax_kernel1
 # sig: int32, int32, float32[::1], float32[::1], float32[::1]
@@ -42,6 +45,8 @@ def atax_kernel2(nx, ny, A, y, tmp):
 # ---- harness (bench/corpus/run.py) ----
 ORIGINAL = "polybench_atax.cu"
 TOL = {"tmp": (1e-4, 1e-2), "y": (1e-4, 1e-1)}
+# Sizes for bench/corpus/emulate.py (the CPU check without a GPU).
+SMALL = {"NX": 128, "NY": 128}
 
 
 def setup(rng):
@@ -54,7 +59,7 @@ def setup(rng):
 
 
 def run(launch, d):
-    block = (DIM_THREAD_BLOCK_X, DIM_THREAD_BLOCK_Y)
+    block = (DIM_THREAD_BLOCK_X, 1)  # the original's (32, 8) races: see the header
     nx, ny = np.int32(NX), np.int32(NY)
     launch(atax_kernel1, (-(-NX // block[0]), 1), block, nx, ny, d["A"], d["x"], d["tmp"])
     launch(atax_kernel2, (-(-NY // block[0]), 1), block, nx, ny, d["A"], d["y"], d["tmp"])

@@ -42,6 +42,8 @@ def bicg_kernel2(nx, ny, A, p, q):
 # ---- harness (bench/corpus/run.py) ----
 ORIGINAL = "polybench_bicg.cu"
 TOL = {"s": (1e-4, 1e-2), "q": (1e-4, 1e-2)}
+# Sizes for bench/corpus/emulate.py (the CPU check without a GPU).
+SMALL = {"NX": 300, "NY": 300}
 
 
 def setup(rng):

@@ -78,6 +78,8 @@ def corr_kernel(m, n, symmat, data):
 # ---- harness (bench/corpus/run.py) ----
 ORIGINAL = "polybench_correlation.cu"
 TOL = {"mean": (1e-4, 1e-9), "std": (1e-3, 1e-9), "symmat": (1e-3, 1e-12)}
+# Sizes for bench/corpus/emulate.py (the CPU check without a GPU).
+SMALL = {"M": 256, "N": 16}
 
 
 def setup(rng):

@@ -58,6 +58,8 @@ def covar_kernel(m, n, symmat, data):
 # ---- harness (bench/corpus/run.py) ----
 ORIGINAL = "polybench_covariance.cu"
 TOL = {"mean": (1e-4, 1e-9), "symmat": (1e-3, 1e-3)}
+# Sizes for bench/corpus/emulate.py (the CPU check without a GPU).
+SMALL = {"M": 256, "N": 64}
 
 
 def setup(rng):

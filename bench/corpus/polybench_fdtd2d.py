@@ -56,6 +56,8 @@ def fdtd_step3_kernel(nx, ny, ex, ey, hz, t):
 # ---- harness (bench/corpus/run.py) ----
 ORIGINAL = "polybench_fdtd2d.cu"
 TOL = {"ex": (1e-3, 1e-3), "ey": (1e-3, 1e-3), "hz": (1e-3, 1e-3)}
+# Sizes for bench/corpus/emulate.py (the CPU check without a GPU).
+SMALL = {"NX": 40, "NY": 40, "TMAX": 3}
 
 
 def setup(rng):

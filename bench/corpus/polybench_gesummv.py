@@ -30,6 +30,8 @@ def gesummv_kernel(n, alpha, beta, A, B, tmp, x, y):
 # ---- harness (bench/corpus/run.py) ----
 ORIGINAL = "polybench_gesummv.cu"
 TOL = {"y": (1e-4, 1e-1), "tmp": (1e-4, 1e-2)}
+# Sizes for bench/corpus/emulate.py (the CPU check without a GPU).
+SMALL = {"N": 300}
 
 
 def setup(rng):

@@ -41,6 +41,8 @@ def runJacobiCUDA_kernel2(n, A, B):
 # ---- harness (bench/corpus/run.py) ----
 ORIGINAL = "polybench_jacobi2d.cu"
 TOL = {"A": (1e-5, 1e-5), "B": (1e-5, 1e-5)}
+# Sizes for bench/corpus/emulate.py (the CPU check without a GPU).
+SMALL = {"N": 50, "TSTEPS": 3}
 
 
 def setup(rng):

@@ -3,7 +3,10 @@
 #   commit 5584aaa7d0be810ff5eb0b61c49fb64ecc81ba4c. PolyBench/GPU 1.0, Copyright (c) 2012,
 #   2013 University of Delaware (Scott Grauer-Gray, Will Killian, Louis-Noel Pouchet); the
 #   repository carries no license file. Ported to the cuda.device dialect for pydevice's corpus.
-# Launch as the original: block (32, 8), grid (ceil(N/32), 1).
+# Launch as the original, but with block (32, 1) where it has (32, 8), grid (ceil(N/32), 1).
+# Its kernels index with blockIdx.x/threadIdx.x only, so its 8 rows of threads a block
+# race on the same outputs (each resets and accumulates them); the result is undefined.
+# One row keeps the grid, the per-thread work and the memory traffic of a thread.
 #
 # entry: mvt_kernel1
 # sig: int32, float32[::1], float32[::1], float32[::1]
@@ -39,6 +42,8 @@ def mvt_kernel2(n, a, x2, y_2):
 # ---- harness (bench/corpus/run.py) ----
 ORIGINAL = "polybench_mvt.cu"
 TOL = {"x1": (1e-4, 1e-2), "x2": (1e-4, 1e-2)}
+# Sizes for bench/corpus/emulate.py (the CPU check without a GPU).
+SMALL = {"N": 100}
 
 
 def setup(rng):
@@ -52,7 +57,7 @@ def setup(rng):
 
 
 def run(launch, d):
-    block = (DIM_THREAD_BLOCK_X, DIM_THREAD_BLOCK_Y)
+    block = (DIM_THREAD_BLOCK_X, 1)  # the original's (32, 8) races: see the header
     grid = (-(-N // DIM_THREAD_BLOCK_X), 1)
     launch(mvt_kernel1, grid, block, np.int32(N), d["a"], d["x1"], d["y_1"])
     launch(mvt_kernel2, grid, block, np.int32(N), d["a"], d["x2"], d["y_2"])

@@ -31,6 +31,8 @@ def syr2k_kernel(ni, nj, alpha, beta, a, b, c):
 # ---- harness (bench/corpus/run.py) ----
 ORIGINAL = "polybench_syr2k.cu"
 TOL = {"c": (1e-4, 1e-3)}
+# Sizes for bench/corpus/emulate.py (the CPU check without a GPU).
+SMALL = {"NI": 64, "NJ": 64}
 
 
 def setup(rng):

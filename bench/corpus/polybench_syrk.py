@@ -32,6 +32,8 @@ def syrk_kernel(ni, nj, alpha, beta, a, c):
 # ---- harness (bench/corpus/run.py) ----
 ORIGINAL = "polybench_syrk.cu"
 TOL = {"c": (1e-4, 1e-3)}
+# Sizes for bench/corpus/emulate.py (the CPU check without a GPU).
+SMALL = {"NI": 64, "NJ": 64}
 
 
 def setup(rng):
