@@ -75,6 +75,26 @@ llmc() {  # llmc PORT FILE [HELPERS] [COMMON_HELPERS]
   } > "$out/$port.cu"
 }
 
+RODINIA=$mirrors/yuhc+gpu-rodinia/repo
+RODINIA_COMMIT=9c10d3ea16ddba2ba057cc3951a9efc4c2cc18a4
+
+rodinia() {  # rodinia PORT "FILE ..." PRELUDE [SED_RANGE_OF_TYPES FILE]
+  local port=$1 files=$2 prelude=$3 types=${4:-} typesrc=${5:-}
+  {
+    echo "// $port: extracted from github.com/yuhc/gpu-rodinia ($files) at $RODINIA_COMMIT"
+    rtc_prelude
+    printf '%b' "$prelude"
+    if [ -n "$types" ]; then show "$RODINIA" "$RODINIA_COMMIT" "$typesrc" | sed -n "$types"; fi
+    for f in $files; do
+      show "$RODINIA" "$RODINIA_COMMIT" "$f" | cut_functions "$(entries "$port")" | grep -v '^[ \t]*#'
+    done
+  } > "$out/$port.cu"
+}
+
+rodinia rodinia_nn cuda/nn/nn_cuda.cu "" '/^typedef struct latLong/,/} LatLong;/p' cuda/nn/nn_cuda.cu
+rodinia rodinia_gaussian cuda/gaussian/gaussian.cu ""
+rodinia rodinia_bfs "cuda/bfs/kernel.cu cuda/bfs/kernel2.cu" '#define MAX_THREADS_PER_BLOCK 512\n' '/^struct Node/,/^};/p' cuda/bfs/bfs.cu
+
 polybench polybench_2mm 2MM/2mm
 polybench polybench_3mm 3MM/3mm
 polybench polybench_atax ATAX/atax

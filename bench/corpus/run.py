@@ -58,7 +58,7 @@ def ports():
     out = []
     for p in sorted(glob.glob(os.path.join(HERE, "*.py"))):
         stem = os.path.splitext(os.path.basename(p))[0]
-        if stem != "run" and not stem.startswith("_"):
+        if header(stem, "entry:"):  # run.py and emulate.py have none
             out.append(stem)
     return out
 
