@@ -46,6 +46,7 @@ ORIGINALS = os.path.join(ROOT, ".peers", "corpus")
 CUDA_BIN = "/usr/local/cuda/bin"
 SEED = 1234
 PORT_TIMEOUT_S = 240
+TOTAL_BUDGET_S = 540  # the device tool allows 10 minutes a command
 TIME_BUDGET_S = 0.6  # timing repeats a port gets, at most, per implementation
 
 
@@ -276,7 +277,8 @@ def run_port(stem, reps):
         with open(src_path) as f:
             src = f.read()
         try:
-            with tempfile.TemporaryDirectory() as tmp:
+            if True:  # the cubin stays on disk for the process's life (RawModule may load it lazily)
+                tmp = tempfile.mkdtemp(prefix="corpus-")
                 cubin = os.path.join(tmp, stem + ".cubin")
                 r = subprocess.run([tool("nvcc"), "-O3", "-arch=sm_90", "-cubin", "-Xptxas", "-v", "-o", cubin, src_path],
                                    capture_output=True, text=True, timeout=120)
@@ -293,7 +295,8 @@ def run_port(stem, reps):
         try:
             if symbols is None:
                 raise RuntimeError("no symbol names (the nvcc build failed)")
-            m = cc.RawModule(code=src, options=("--std=c++17",), backend="nvrtc")
+            m = cc.RawModule(code=src, options=("--std=c++17", "-I" + os.path.join(os.path.dirname(CUDA_BIN), "include")),
+                             backend="nvrtc")
             m.compile()
             impls.append(raw_impl("nvrtc", m, symbols))
         except Exception as ex:  # noqa: BLE001
@@ -381,7 +384,12 @@ def main():
         return
     os.makedirs(a.out, exist_ok=True)
     results = []
+    start = time.time()
     for stem in a.only or ports():
+        if time.time() - start > TOTAL_BUDGET_S:
+            results.append({"port": stem, "kernels": {e: {} for e, _ in entries(stem)},
+                            "errors": {"runner": f"not run: the run's {TOTAL_BUDGET_S} s budget was spent"}})
+            continue
         log(stem)
         t0 = time.time()
         try:
