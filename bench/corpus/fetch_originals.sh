@@ -95,6 +95,27 @@ rodinia rodinia_nn cuda/nn/nn_cuda.cu "" '/^typedef struct latLong/,/} LatLong;/
 rodinia rodinia_gaussian cuda/gaussian/gaussian.cu ""
 rodinia rodinia_bfs "cuda/bfs/kernel.cu cuda/bfs/kernel2.cu" '#define MAX_THREADS_PER_BLOCK 512\n' '/^struct Node/,/^};/p' cuda/bfs/bfs.cu
 
+SAMPLES=$mirrors/NVIDIA+cuda-samples/repo
+SAMPLES_COMMIT=c94ff366aed18c797b8a85dfaac7817b0228b420
+
+samples() {  # samples PORT FILE [EPILOGUE]
+  local port=$1 src=$2 epilogue=${3:-}
+  {
+    echo "// $port: extracted from github.com/NVIDIA/cuda-samples $src at $SAMPLES_COMMIT"
+    rtc_prelude
+    echo "#include <cooperative_groups.h>"
+    echo "namespace cg = cooperative_groups;"
+    show "$SAMPLES" "$SAMPLES_COMMIT" "$src" | cut_functions "$(entries "$port")" | grep -v '^#define \(FLOOR\|CEIL\)'
+    printf '%b' "$epilogue"
+  } > "$out/$port.cu"
+}
+
+samples samples_transpose Samples/6_Performance/transpose/transpose.cu
+# The sample instantiates MatrixMulCUDA<32> through its launch; here one line of ours does.
+samples samples_matrixMul Samples/0_Introduction/matrixMul/matrixMul.cu \
+  'template __global__ void MatrixMulCUDA<32>(float *, float *, float *, int, int);\n'
+samples samples_vectorAdd Samples/0_Introduction/vectorAdd/vectorAdd.cu
+
 polybench polybench_2mm 2MM/2mm
 polybench polybench_3mm 3MM/3mm
 polybench polybench_atax ATAX/atax
