@@ -364,6 +364,45 @@ def report(results):
     return "\n".join(head + rows + tail) + "\n"
 
 
+def static_figures(stems):
+    """ptxas figures of ours and nvcc's for every kernel, without a GPU (no CuPy needed)."""
+    ensure_pydevice()
+    sys.path.insert(0, HERE)
+    rows = ["| kernel | regs ours/nvcc | stack ours/nvcc | spill st+ld ours/nvcc |", "|---|---:|---:|---:|"]
+    for stem in stems:
+        try:
+            mod = importlib.import_module(stem)
+        except Exception as ex:  # noqa: BLE001
+            rows.append(f"| {stem} | import failed: {ex} | | |")
+            continue
+        stats = {}
+        src = os.path.join(ORIGINALS, stem + ".cu")
+        if os.path.exists(src):
+            with tempfile.TemporaryDirectory() as tmp:
+                r = subprocess.run([os.environ.get("NVCC", tool("nvcc")), "-O3", "-arch=sm_90", "-cubin", "-Xptxas", "-v",
+                                    "-o", os.path.join(tmp, "k.cubin"), src], capture_output=True, text=True)
+                stats = parse_ptxas(r.stderr)
+        symbols = mangled_for([e for e, _ in entries(stem)], list(stats))
+        for e, sig in entries(stem):
+            try:
+                ptx = getattr(mod, e).ptx(types=sig, arch="sm_90")
+                with tempfile.TemporaryDirectory() as tmp:
+                    p = os.path.join(tmp, "k.ptx")
+                    with open(p, "w") as f:
+                        f.write(ptx)
+                    r = subprocess.run([os.environ.get("PTXAS", tool("ptxas")), "-v", "-arch=sm_90", "-o", os.devnull, p],
+                                       capture_output=True, text=True)
+                po = parse_ptxas(r.stderr).get(e) or {}
+            except Exception as ex:  # noqa: BLE001
+                po = {}
+                log(f"{stem}/{e}: {ex}")
+            pn = stats.get(symbols.get(e, e)) or {}
+            sp = lambda p: None if p.get("spill_stores") is None else p["spill_stores"] + p["spill_loads"]
+            rows.append(f"| {stem}/{e} | {fmt(po.get('regs'), '{}')}/{fmt(pn.get('regs'), '{}')} | "
+                        f"{fmt(po.get('stack'), '{}')}/{fmt(pn.get('stack'), '{}')} | {fmt(sp(po), '{}')}/{fmt(sp(pn), '{}')} |")
+    return "\n".join(rows) + "\n"
+
+
 def gpu_line():
     try:
         r = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], capture_output=True, text=True)
@@ -377,8 +416,14 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--only", nargs="*", default=None, help="port stems to run (default: all)")
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--static", action="store_true",
+                    help="no GPU: print ptxas's registers, stack and spills of ours and nvcc's only "
+                         "($NVCC, $PTXAS name the tools when they are not in /usr/local/cuda/bin)")
     ap.add_argument("--one", help=argparse.SUPPRESS)  # child mode: run one port, print JSON
     a = ap.parse_args()
+    if a.static:
+        print(static_figures(a.only or ports()), end="")
+        return
     if a.one:
         print("CORPUS-RESULT " + json.dumps(run_port(a.one, a.reps)), flush=True)
         return
