@@ -115,6 +115,11 @@ samples samples_transpose Samples/6_Performance/transpose/transpose.cu
 samples samples_matrixMul Samples/0_Introduction/matrixMul/matrixMul.cu \
   'template __global__ void MatrixMulCUDA<32>(float *, float *, float *, int, int);\n'
 samples samples_vectorAdd Samples/0_Introduction/vectorAdd/vectorAdd.cu
+# The macros the next two use, written out (the originals choose BLOCK_SIZE under #ifdefs).
+rodinia rodinia_pathfinder cuda/pathfinder/pathfinder.cu \
+  '#define BLOCK_SIZE 256\n#define HALO 1\n#define IN_RANGE(x, min, max) ((x)>=(min) && (x)<=(max))\n#define MIN(a, b) ((a)<=(b) ? (a) : (b))\n'
+rodinia rodinia_hotspot cuda/hotspot/hotspot.cu \
+  '#define BLOCK_SIZE 16\n#define IN_RANGE(x, min, max) ((x)>=(min) && (x)<=(max))\n'
 
 polybench polybench_2mm 2MM/2mm
 polybench polybench_3mm 3MM/3mm
