@@ -120,6 +120,8 @@ rodinia rodinia_pathfinder cuda/pathfinder/pathfinder.cu \
   '#define BLOCK_SIZE 256\n#define HALO 1\n#define IN_RANGE(x, min, max) ((x)>=(min) && (x)<=(max))\n#define MIN(a, b) ((a)<=(b) ? (a) : (b))\n'
 rodinia rodinia_hotspot cuda/hotspot/hotspot.cu \
   '#define BLOCK_SIZE 16\n#define IN_RANGE(x, min, max) ((x)>=(min) && (x)<=(max))\n'
+rodinia rodinia_backprop cuda/backprop/backprop_cuda_kernel.cu \
+  '#define WIDTH 16\n#define HEIGHT 16\n#define ETA 0.3\n#define MOMENTUM 0.3\n'
 
 polybench polybench_2mm 2MM/2mm
 polybench polybench_3mm 3MM/3mm
