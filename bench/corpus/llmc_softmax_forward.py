@@ -1,11 +1,11 @@
 # Port of llm.c's softmax_forward kernels: kernel1 (a thread a row, float64 sum), kernel2 (a block a
 # row, shared-memory trees), kernel4 (a block a row, warp shuffles, then shared memory across
-# warps).
+# warps), online_kernel1 (a thread a row, one pass for the max and the float64 sum).
 # Origin: github.com/karpathy/llm.c, dev/cuda/softmax_forward.cu, commit f1e2ace651495b74ae22d45d1723443fd00ecd3a.
 #   MIT License, Copyright (c) 2024 Andrej Karpathy. Ported to the cuda.device dialect for
 #   pydevice's corpus.
-# Launch as the original's softmax_forward1/2/4 with block_size 256: kernel1 grid
-# ceil(N/256); kernel2 grid N, block_size floats of dynamic shared memory; kernel4 grid N,
+# Launch as the original's softmax_forward1/2/4/online1 with block_size 256: kernel1 and
+# online_kernel1 grid ceil(N/256); kernel2 grid N, block_size floats of dynamic shared memory; kernel4 grid N,
 # block_size/32 floats. N = B*T with B = 8, T = 128 (its main() has T = 1024), C = V = 50257.
 #
 # entry: softmax_forward_kernel1
@@ -13,6 +13,8 @@
 # entry: softmax_forward_kernel2
 # sig: float32[::1], float32[::1], int32, int32
 # entry: softmax_forward_kernel4
+# sig: float32[::1], float32[::1], int32, int32
+# entry: softmax_forward_online_kernel1
 # sig: float32[::1], float32[::1], int32, int32
 import math
 
@@ -195,9 +197,33 @@ def softmax_forward_kernel4(out, inp, N, C):
         out[idx * C + i] = x[i] / sum
 
 
+@device.kernel
+def softmax_forward_online_kernel1(out, inp, N, C):
+    # inp is (N, C)
+    # out is (N, C), each row of inp will get softmaxed
+    i = device.block_idx.x * device.block_dim.x + device.thread_idx.x
+    if i < N:
+        inp_row = inp[i * C:]
+        out_row = out[i * C:]
+
+        maxval = -math.inf
+        sum = device.float64(0.0)
+        for j in range(C):
+            maxval_prev = maxval
+            current_val = inp_row[j]
+            if current_val > maxval:
+                maxval = current_val
+                sum = sum * math.exp(maxval_prev - maxval) + math.exp(current_val - maxval)
+            else:
+                sum += math.exp(current_val - maxval)
+
+        for j in range(C):
+            out_row[j] = math.exp(inp_row[j] - maxval) / sum
+
+
 # ---- harness (bench/corpus/run.py) ----
 ORIGINAL = "llmc_softmax_forward.cu"
-TOL = {"out1": (1e-4, 1e-9), "out2": (1e-4, 1e-9), "out4": (1e-4, 1e-9)}
+TOL = {"out1": (1e-4, 1e-9), "out2": (1e-4, 1e-9), "out4": (1e-4, 1e-9), "outo": (1e-4, 1e-9)}
 # Sizes for bench/corpus/emulate.py (the CPU check without a GPU).
 SMALL = {"B": 2, "T": 4, "V": 100, "BLOCK_SIZE": 64}
 
@@ -209,6 +235,7 @@ def setup(rng):
         "out1": np.zeros(n * V, np.float32),
         "out2": np.zeros(n * V, np.float32),
         "out4": np.zeros(n * V, np.float32),
+        "outo": np.zeros(n * V, np.float32),
     }
 
 
@@ -218,10 +245,11 @@ def run(launch, d):
     launch(softmax_forward_kernel1, -(-n // bs), bs, d["out1"], d["inp"], *args)
     launch(softmax_forward_kernel2, n, bs, d["out2"], d["inp"], *args, shared=bs * 4)
     launch(softmax_forward_kernel4, n, bs, d["out4"], d["inp"], *args, shared=bs // 32 * 4)
+    launch(softmax_forward_online_kernel1, -(-n // bs), bs, d["outo"], d["inp"], *args)
 
 
 def reference(h):
     x = h["inp"].reshape(B * T, V).astype(np.float64)
     e = np.exp(x - x.max(axis=1, keepdims=True))
     out = (e / e.sum(axis=1, keepdims=True)).ravel()
-    return {"out1": out, "out2": out, "out4": out}
+    return {"out1": out, "out2": out, "out4": out, "outo": out}
