@@ -122,6 +122,7 @@ rodinia rodinia_hotspot cuda/hotspot/hotspot.cu \
   '#define BLOCK_SIZE 16\n#define IN_RANGE(x, min, max) ((x)>=(min) && (x)<=(max))\n'
 rodinia rodinia_backprop cuda/backprop/backprop_cuda_kernel.cu \
   '#define WIDTH 16\n#define HEIGHT 16\n#define ETA 0.3\n#define MOMENTUM 0.3\n'
+rodinia rodinia_srad cuda/srad/srad_v2/srad_kernel.cu '#define BLOCK_SIZE 16\n'
 
 polybench polybench_2mm 2MM/2mm
 polybench polybench_3mm 3MM/3mm
