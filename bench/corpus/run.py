@@ -276,6 +276,7 @@ def run_port(stem, reps):
     else:
         with open(src_path) as f:
             src = f.read()
+        symbols = None
         try:
             if True:  # the cubin stays on disk for the process's life (RawModule may load it lazily)
                 tmp = tempfile.mkdtemp(prefix="corpus-")
@@ -291,7 +292,6 @@ def run_port(stem, reps):
                 impls.append(raw_impl("nvcc", cc.RawModule(path=cubin), symbols))
         except Exception as ex:  # noqa: BLE001
             result["errors"]["nvcc_compile"] = str(ex)[-2000:]
-            symbols = None
         try:
             if symbols is None:
                 raise RuntimeError("no symbol names (the nvcc build failed)")
