@@ -89,6 +89,9 @@ def tool(name):
 # ---------------------------------------------------------------- pydevice, ptxas -v
 
 def ensure_pydevice():
+    libdevice = "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc"
+    if os.path.exists(libdevice):
+        os.environ.setdefault("PYDEVICE_LIBDEVICE", libdevice)
     try:
         import pydevice  # noqa: F401
         return
@@ -105,7 +108,6 @@ def ensure_pydevice():
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
                         "--target", site, dest], check=True)
     sys.path.insert(0, site)
-    os.environ.setdefault("PYDEVICE_LIBDEVICE", "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc")
 
 
 def parse_ptxas(text):
