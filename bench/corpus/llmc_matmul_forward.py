@@ -99,7 +99,7 @@ def matmul_forward_kernel4(out, inp, weight, bias, C, OC):
 
 # ---- harness (bench/corpus/run.py) ----
 ORIGINAL = "llmc_matmul_forward.cu"
-TOL = {"out1": (1e-4, 1e-4), "out4": (1e-4, 1e-4)}
+TOL = {"out1": (1e-4, 1e-3), "out4": (1e-4, 1e-3)}  # sums of 768 products of N(0, 1) values
 # Sizes for bench/corpus/emulate.py (the CPU check without a GPU).
 SMALL = {"B": 1, "T": 128, "C": 64, "OC": 128}
 
