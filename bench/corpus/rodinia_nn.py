@@ -30,7 +30,7 @@ def euclid(d_locations, d_distances, numRecords, lat, lng):
 
 # ---- harness (bench/corpus/run.py) ----
 ORIGINAL = "rodinia_nn.cu"
-TOL = {"d_distances": (1e-6, 1e-5)}
+TOL = {"d_distances": (1e-5, 1e-4)}
 # Sizes for bench/corpus/emulate.py (the CPU check without a GPU).
 SMALL = {"NUM_RECORDS": 1000}
 
