@@ -90,6 +90,10 @@ fn main() {
             bench(&path, name, sig).map_err(Failed::from)
         }));
     }
+    trials.push(Trial::test(
+        "corpus/ptxas_report_is_read_per_entry",
+        ptxas_report_is_read_per_entry,
+    ));
     for (path, entry, sig) in corpus_kernels() {
         let name = format!("corpus/{}/{entry}", stem(&path));
         trials.push(Trial::test(name, move || {
@@ -515,6 +519,39 @@ fn parse_ptxas_figures(report: &str, entry: &str) -> Option<PtxasFigures> {
         }
     }
     (seen.0 && seen.1).then_some(f)
+}
+
+/// The figures of each entry come from its own section of a report that holds several.
+fn ptxas_report_is_read_per_entry() -> Result<(), Failed> {
+    let report = "\
+ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'a' for 'sm_90'
+ptxas info    : Function properties for a
+    256 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads
+ptxas info    : Used 64 registers, used 1 barriers, 256 bytes cumulative stack size
+ptxas info    : Compiling entry function 'ab' for 'sm_90'
+ptxas info    : Function properties for ab
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 12 registers, used 0 barriers
+";
+    let a = parse_ptxas_figures(report, "a");
+    let ab = parse_ptxas_figures(report, "ab");
+    let want_a = PtxasFigures {
+        stack: 256,
+        spill_stores: 8,
+        spill_loads: 12,
+        registers: 64,
+    };
+    let want_ab = PtxasFigures {
+        stack: 0,
+        spill_stores: 0,
+        spill_loads: 0,
+        registers: 12,
+    };
+    if a != Some(want_a) || ab != Some(want_ab) || parse_ptxas_figures(report, "b").is_some() {
+        return Err(format!("read {a:?} for `a`, {ab:?} for `ab`").into());
+    }
+    Ok(())
 }
 
 /// The goldens of the corpus, one entry `FILE/ENTRY` a kernel, kept in key order.
