@@ -11,7 +11,7 @@ function wanted(line,   k) {
   sub(/\r$/, "", line)
   # `__global__ void` alone on a line, the name on the next one
   if (!on && pending != "") { if (wanted(line)) { print pending; on = 1; opened = 0 } pending = "" }
-  if (!on && line ~ /^[ \t]*(template[^(]*)?(static[ \t]+)?(__global__|__device__)[ \t]+[A-Za-z_0-9 ]*$/) { pending = line; next }
+  if (!on && line ~ /^[ \t]*(template[^(]*)?(static[ \t]+)?(__global__|__device__)[ \t]*[A-Za-z_0-9 ]*$/) { pending = line; next }
   if (!on && line ~ /(__global__|__device__)/ && line !~ /^[ \t]*(\/\/|#)/ && line !~ /;[ \t]*$/ && wanted(line)) { on = 1; opened = 0 }
   if (!on && line ~ /^[ \t]*#[ \t]*define/) { print line; while (line ~ /\\$/) { getline line; print line }; next }
   if (on) {
