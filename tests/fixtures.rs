@@ -94,6 +94,9 @@ fn main() {
         "corpus/ptxas_report_is_read_per_entry",
         ptxas_report_is_read_per_entry,
     ));
+    trials.push(Trial::test("corpus/every_golden_names_a_kernel", || {
+        every_golden_names_a_kernel().map_err(Failed::from)
+    }));
     for (path, entry, sig) in corpus_kernels() {
         let name = format!("corpus/{}/{entry}", stem(&path));
         trials.push(Trial::test(name, move || {
@@ -519,6 +522,34 @@ fn parse_ptxas_figures(report: &str, entry: &str) -> Option<PtxasFigures> {
         }
     }
     (seen.0 && seen.1).then_some(f)
+}
+
+/// `ptxas_goldens.json` holds no entry for a kernel the corpus no longer has (under
+/// `PYDEVICE_BLESS`, such entries are dropped).
+fn every_golden_names_a_kernel() -> Result<(), String> {
+    let live: std::collections::BTreeSet<String> = corpus_kernels()
+        .into_iter()
+        .map(|(path, entry, _)| format!("{}/{entry}", stem(&path)))
+        .collect();
+    let _guard = GOLDENS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let mut goldens = read_goldens()?;
+    let stale: Vec<String> = goldens
+        .keys()
+        .filter(|k| !live.contains(*k))
+        .cloned()
+        .collect();
+    if stale.is_empty() {
+        return Ok(());
+    }
+    if std::env::var_os("PYDEVICE_BLESS").is_some() {
+        goldens.retain(|k, _| live.contains(k));
+        let text = serde_json::to_string_pretty(&goldens).map_err(|e| e.to_string())?;
+        return std::fs::write(goldens_path(), text + "\n").map_err(|e| e.to_string());
+    }
+    Err(format!(
+        "{} has goldens for kernels the corpus does not have: {stale:?}; run with PYDEVICE_BLESS=1",
+        goldens_path().display()
+    ))
 }
 
 /// The figures of each entry come from its own section of a report that holds several.

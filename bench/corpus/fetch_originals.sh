@@ -149,7 +149,6 @@ llmc llmc_softmax_forward softmax_forward warpReduceMax warpReduceSum
 llmc llmc_attention_forward attention_forward
 llmc llmc_matmul_forward matmul_forward "ld_vec st_vec"
 llmc llmc_gelu_backward gelu_backward
-llmc llmc_attention_permute attention_forward
 llmc llmc_attention_flash attention_forward
 
 echo "wrote $(ls "$out"/*.cu | wc -l) originals to $out" >&2
