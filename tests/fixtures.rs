@@ -24,6 +24,13 @@
 //! - `bench/NAME`: every benchmark kernel of `bench/kernels/` (signature as
 //!   `bench/run_ours.py` passes its arguments): PTX accepted by `ptxas` and equal to
 //!   `bench/kernels/NAME.ptx`.
+//! - `corpus/FILE/ENTRY`: every kernel of the public-code corpus `bench/corpus/FILE.py`
+//!   (its `# entry:` / `# sig:` header pairs) is compiled for sm_90 and assembled with
+//!   `ptxas -v`; its stack frame and spill bytes may not exceed the figures stored in
+//!   `bench/corpus/ptxas_goldens.json` (registers are stored too, for reading, not checked).
+//!   `PYDEVICE_BLESS=1` rewrites the kernel's entry (lower figures are reported as a note, so
+//!   that an improvement gets blessed). Without `ptxas` the case compiles only, unless `CI`
+//!   or `PYDEVICE_REQUIRE_PTXAS` is set.
 //!
 //! A missing expected file is a failure. Set `PYDEVICE_BLESS=1` to (re)write them all. With
 //! `CI` or `PYDEVICE_REQUIRE_PTXAS` set, a missing `ptxas` is a failure; otherwise the PTX is
@@ -81,6 +88,19 @@ fn main() {
         let path = bench_dir.join(format!("{name}.py"));
         trials.push(Trial::test(format!("bench/{name}"), move || {
             bench(&path, name, sig).map_err(Failed::from)
+        }));
+    }
+    trials.push(Trial::test(
+        "corpus/ptxas_report_is_read_per_entry",
+        ptxas_report_is_read_per_entry,
+    ));
+    trials.push(Trial::test("corpus/every_golden_names_a_kernel", || {
+        every_golden_names_a_kernel().map_err(Failed::from)
+    }));
+    for (path, entry, sig) in corpus_kernels() {
+        let name = format!("corpus/{}/{entry}", stem(&path));
+        trials.push(Trial::test(name, move || {
+            corpus(&path, &entry, &sig).map_err(Failed::from)
         }));
     }
     trials.push(Trial::test(
@@ -403,6 +423,241 @@ fn bench(path: &Path, entry: &str, sig: &str) -> Result<(), String> {
         ),
         ptxas(&k.ptx, options.arch),
     ])
+}
+
+/// The kernels of `bench/corpus/*.py`: each file's `# entry: NAME` header lines, each
+/// followed by its `# sig: SIGNATURE` line.
+fn corpus_kernels() -> Vec<(PathBuf, String, String)> {
+    let mut out = Vec::new();
+    for path in py_files(&repo_path("bench/corpus")) {
+        let src =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let entries = header_values(&src, "entry:");
+        let sigs = header_values(&src, "sig:");
+        assert_eq!(
+            entries.len(),
+            sigs.len(),
+            "{}: each `# entry:` line needs its `# sig:` line",
+            path.display()
+        );
+        for (e, s) in entries.iter().zip(sigs.iter()) {
+            out.push((path.clone(), e.to_string(), s.to_string()));
+        }
+    }
+    out
+}
+
+/// What `ptxas -v` reports for one kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct PtxasFigures {
+    stack: u64,
+    spill_stores: u64,
+    spill_loads: u64,
+    registers: u64,
+}
+
+/// Runs `ptxas -v` for sm_90 and reads the figures of the `.entry` named `entry` from its
+/// report (`N bytes stack frame, N bytes spill stores, N bytes spill loads`, then `Used N
+/// registers`).
+fn ptxas_figures(ptx: &str, entry: &str) -> Result<PtxasFigures, String> {
+    let ptxas = pydevice::toolkit::ptxas().ok_or("ptxas not found")?;
+    let dir = std::env::temp_dir().join(format!(
+        "pydevice-corpus-{}-{entry}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let src = dir.join("k.ptx");
+    std::fs::write(&src, ptx).map_err(|e| e.to_string())?;
+    let out = std::process::Command::new(&ptxas)
+        .args(["-v", "-arch=sm_90", "-o"])
+        .arg(dir.join("k.cubin"))
+        .arg(&src)
+        .output()
+        .map_err(|e| format!("running {}: {e}", ptxas.display()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = out?;
+    let text = String::from_utf8_lossy(&out.stderr).into_owned();
+    if !out.status.success() {
+        return Err(format!("ptxas rejected the PTX:\n{text}"));
+    }
+    parse_ptxas_figures(&text, entry)
+        .ok_or_else(|| format!("no figures for `{entry}` in ptxas's report:\n{text}"))
+}
+
+/// The number before `what` in `line` (`"256 bytes stack frame"` → 256).
+fn number_before(line: &str, what: &str) -> Option<u64> {
+    let head = &line[..line.find(what)?];
+    head.split(|c: char| !c.is_ascii_digit())
+        .rfind(|w| !w.is_empty())?
+        .parse()
+        .ok()
+}
+
+fn parse_ptxas_figures(report: &str, entry: &str) -> Option<PtxasFigures> {
+    let lines: Vec<&str> = report.lines().collect();
+    let start = lines.iter().position(|l| {
+        l.contains("Compiling entry function") && l.contains(&format!("'{entry}'"))
+    })?;
+    let mut f = PtxasFigures {
+        stack: 0,
+        spill_stores: 0,
+        spill_loads: 0,
+        registers: 0,
+    };
+    let mut seen = (false, false);
+    for line in &lines[start + 1..] {
+        if line.contains("Compiling entry function") {
+            break;
+        }
+        if line.contains("bytes stack frame") {
+            f.stack = number_before(line, "bytes stack frame")?;
+            f.spill_stores = number_before(line, "bytes spill stores")?;
+            f.spill_loads = number_before(line, "bytes spill loads")?;
+            seen.0 = true;
+        }
+        if line.contains("Used") && line.contains("registers") {
+            f.registers = number_before(line, "registers")?;
+            seen.1 = true;
+        }
+    }
+    (seen.0 && seen.1).then_some(f)
+}
+
+/// `ptxas_goldens.json` holds no entry for a kernel the corpus no longer has (under
+/// `PYDEVICE_BLESS`, such entries are dropped).
+fn every_golden_names_a_kernel() -> Result<(), String> {
+    let live: std::collections::BTreeSet<String> = corpus_kernels()
+        .into_iter()
+        .map(|(path, entry, _)| format!("{}/{entry}", stem(&path)))
+        .collect();
+    let _guard = GOLDENS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let mut goldens = read_goldens()?;
+    let stale: Vec<String> = goldens
+        .keys()
+        .filter(|k| !live.contains(*k))
+        .cloned()
+        .collect();
+    if stale.is_empty() {
+        return Ok(());
+    }
+    if std::env::var_os("PYDEVICE_BLESS").is_some() {
+        goldens.retain(|k, _| live.contains(k));
+        let text = serde_json::to_string_pretty(&goldens).map_err(|e| e.to_string())?;
+        return std::fs::write(goldens_path(), text + "\n").map_err(|e| e.to_string());
+    }
+    Err(format!(
+        "{} has goldens for kernels the corpus does not have: {stale:?}; run with PYDEVICE_BLESS=1",
+        goldens_path().display()
+    ))
+}
+
+/// The figures of each entry come from its own section of a report that holds several.
+fn ptxas_report_is_read_per_entry() -> Result<(), Failed> {
+    let report = "\
+ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'a' for 'sm_90'
+ptxas info    : Function properties for a
+    256 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads
+ptxas info    : Used 64 registers, used 1 barriers, 256 bytes cumulative stack size
+ptxas info    : Compiling entry function 'ab' for 'sm_90'
+ptxas info    : Function properties for ab
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 12 registers, used 0 barriers
+";
+    let a = parse_ptxas_figures(report, "a");
+    let ab = parse_ptxas_figures(report, "ab");
+    let want_a = PtxasFigures {
+        stack: 256,
+        spill_stores: 8,
+        spill_loads: 12,
+        registers: 64,
+    };
+    let want_ab = PtxasFigures {
+        stack: 0,
+        spill_stores: 0,
+        spill_loads: 0,
+        registers: 12,
+    };
+    if a != Some(want_a) || ab != Some(want_ab) || parse_ptxas_figures(report, "b").is_some() {
+        return Err(format!("read {a:?} for `a`, {ab:?} for `ab`").into());
+    }
+    Ok(())
+}
+
+/// The goldens of the corpus, one entry `FILE/ENTRY` a kernel, kept in key order.
+type Goldens = std::collections::BTreeMap<String, PtxasFigures>;
+
+fn goldens_path() -> PathBuf {
+    repo_path("bench/corpus/ptxas_goldens.json")
+}
+
+/// Serializes reads and rewrites of the goldens file between the trials' threads.
+static GOLDENS_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn read_goldens() -> Result<Goldens, String> {
+    match std::fs::read_to_string(goldens_path()) {
+        Ok(text) => {
+            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", goldens_path().display()))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Goldens::new()),
+        Err(e) => Err(format!("{}: {e}", goldens_path().display())),
+    }
+}
+
+/// A corpus kernel: compiles, and ptxas's stack frame and spills stay within the golden.
+fn corpus(path: &Path, entry: &str, sig: &str) -> Result<(), String> {
+    let src = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let file = stem(path);
+    let module = Module::parse(&format!("{file}.py"), &src).map_err(|d| d.render())?;
+    let (args, _) = parse_signature(sig).map_err(|e| format!("bad signature `{sig}`: {e}"))?;
+    let options = CompileOptions {
+        arch: Arch::SM_90,
+        ..CompileOptions::default()
+    };
+    let k = module
+        .compile(entry, &args, &options)
+        .map_err(|e| e.to_string())?;
+    if pydevice::toolkit::ptxas().is_none() {
+        return ptxas(&k.ptx, options.arch);
+    }
+    let got = ptxas_figures(&k.ptx, entry)?;
+    let key = format!("{file}/{entry}");
+    let _guard = GOLDENS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let mut goldens = read_goldens()?;
+    if std::env::var_os("PYDEVICE_BLESS").is_some() {
+        goldens.insert(key, got);
+        let text = serde_json::to_string_pretty(&goldens).map_err(|e| e.to_string())?;
+        return std::fs::write(goldens_path(), text + "\n").map_err(|e| e.to_string());
+    }
+    let want = goldens.get(&key).ok_or_else(|| {
+        format!(
+            "no golden for `{key}` in {} (got {got:?}); run with PYDEVICE_BLESS=1",
+            goldens_path().display()
+        )
+    })?;
+    let mut worse = Vec::new();
+    for (what, g, w) in [
+        ("stack frame", got.stack, want.stack),
+        ("spill stores", got.spill_stores, want.spill_stores),
+        ("spill loads", got.spill_loads, want.spill_loads),
+    ] {
+        if g > w {
+            worse.push(format!("{what}: {g} bytes, the golden has {w}"));
+        } else if g < w {
+            eprintln!(
+                "note: {key}: {what} is {g} bytes, below the golden's {w}; bless it with PYDEVICE_BLESS=1"
+            );
+        }
+    }
+    if worse.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{key} got worse under ptxas -v (sm_90):\n  {}",
+            worse.join("\n  ")
+        ))
+    }
 }
 
 /// The back end keeps its LLVM pass pipelines alive between compiles on a thread
