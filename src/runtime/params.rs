@@ -73,6 +73,9 @@ impl PackedArgs {
                 p.name, p.ty, strides[d]
             )));
         }
+        let itemsize = crate::abi::layout_of(&a.dtype.ty()).size;
+        crate::abi::check_array(data, shape, strides, itemsize)
+            .map_err(|e| RuntimeError::Argument(format!("`{}`: {e}", p.name)))?;
         let o = self.offsets[index];
         self.words[o] = data;
         for d in 0..n {
