@@ -1331,10 +1331,13 @@ class Func(_Entry):
             self._host[(key, consts)] = hf
         if arrays:
             self._check_host_arrays(hf, arrays, copies)
-        result = hf.call_raw(tuple(vals), self._params)
-        for i, a, c in copies:
-            if hf.may_store(i) and a.size:
-                a[...] = c
+        try:
+            result = hf.call_raw(tuple(vals), self._params)
+        finally:
+            # Also after an exception: the stores made before it stay, as in place.
+            for i, a, c in copies:
+                if hf.may_store(i) and a.size:
+                    a[...] = c
         return _host_result(result, hf.result_type, self.underlying.__globals__)
 
     def _check_host_arrays(self, hf, arrays, copies) -> None:

@@ -169,7 +169,16 @@ fn const_value(v: &Bound<'_, PyAny>) -> PyResult<pydevice::ConstValue> {
         return Ok(pydevice::ConstValue::Bool(v.extract()?));
     }
     if v.is_instance_of::<PyInt>() {
-        return Ok(pydevice::ConstValue::Int(v.extract()?));
+        return v.extract().map(pydevice::ConstValue::Int).map_err(|_| {
+            raise(
+                v.py(),
+                "ArgumentRangeError",
+                (format!(
+                    "a ConstExpr integer must fit in 128 bits; {} does not",
+                    describe_value(v)
+                ),),
+            )
+        });
     }
     if v.is_instance_of::<PyFloat>() {
         return Ok(pydevice::ConstValue::Float(v.extract()?));
@@ -640,7 +649,7 @@ fn describe_value(v: &Bound<'_, PyAny>) -> String {
         .unwrap_or_else(|_| "object".into());
     match v.repr() {
         Ok(r) if r.to_string().chars().count() <= 40 => format!("{r} ({ty})"),
-        _ => format!("a {ty}"),
+        _ => format!("a value of type {ty}"),
     }
 }
 

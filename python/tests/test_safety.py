@@ -201,9 +201,17 @@ def test_the_abi_says_which_parameters_are_only_read(tmp_path):
     assert abi["read_only"] == [1, 2]
 
 
-def test_read_only_cai_is_refused_where_the_kernel_stores(gpu, tmp_path):
-    import cupy
+class ReadOnly:
+    """A CUDA Array Interface view of an array, flagged read-only (``data=(p, True)``)."""
 
+    def __init__(self, a):
+        cai = dict(a.__cuda_array_interface__)
+        cai["data"] = (cai["data"][0], True)
+        self.__cuda_array_interface__ = cai
+        self.keep = a
+
+
+def test_read_only_cai_is_refused_where_the_kernel_stores(cupy, tmp_path):
     m, _ = load_module(tmp_path, "ro_cai", """
         from cuda import device
 
@@ -213,14 +221,6 @@ def test_read_only_cai_is_refused_where_the_kernel_stores(gpu, tmp_path):
             if i < out.shape[0]:
                 out[i] = x[i]
     """)
-
-    class ReadOnly:
-        def __init__(self, a):
-            cai = dict(a.__cuda_array_interface__)
-            cai["data"] = (cai["data"][0], True)
-            self.__cuda_array_interface__ = cai
-            self.keep = a
-
     x = cupy.arange(8, dtype=cupy.float32)
     out = cupy.zeros(8, dtype=cupy.float32)
     device.launch(m.copy, ReadOnly(x), out, grid=1, block=8)  # read-only input: fine
@@ -228,6 +228,30 @@ def test_read_only_cai_is_refused_where_the_kernel_stores(gpu, tmp_path):
     assert out.get().tolist() == list(range(8))
     with pytest.raises(ValueError, match="read-only"):
         device.launch(m.copy, x, ReadOnly(out), grid=1, block=8)
+    # An ElementwiseKernel output flagged read-only is refused too.
+    k = pydevice.ElementwiseKernel("float32 x", "float32 z", "z = x + 1", "ro_out")
+    with pytest.raises(ValueError, match="output 0 is read-only"):
+        k(x, ReadOnly(out))
+
+
+def test_kernel_on_read_only_host_arrays_is_refused_where_it_stores(gpu, tmp_path):
+    m, _ = load_module(tmp_path, "ro_host", """
+        from cuda import device
+
+        @device.kernel
+        def copy(x, out):
+            i = device.tid(1)
+            if i < out.shape[0]:
+                out[i] = x[i]
+    """)
+    x = np.arange(8, dtype=np.float32)
+    x.setflags(write=False)
+    out = np.zeros(8, dtype=np.float32)
+    device.launch(m.copy, x, out, grid=1, block=8)
+    assert out.tolist() == list(range(8))
+    out.setflags(write=False)
+    with pytest.raises(ValueError, match="assignment destination is read-only"):
+        device.launch(m.copy, x, out, grid=1, block=8)
 
 
 # --- 3. decorator options given from Python ------------------------------------------------
@@ -250,6 +274,28 @@ def test_kernel_options_given_from_python_reach_the_compiler(tmp_path):
     kp = device.kernel(max_threads=128, min_blocks=2)(m.plain)
     ptx = kp.ptx(types=["float32[::1]"])
     assert ".maxntid 128, 1, 1" in ptx and ".minnctapersm 2" in ptx
+
+
+def test_options_from_python_merge_with_the_sources_and_keep_line_numbers(tmp_path):
+    m, path = load_module(tmp_path, "opts_merge", """
+        from cuda import device
+
+        @device.kernel(
+            fastmath=True,
+        )
+        def k(a):
+            a[0] = 1.0
+
+
+        def broken(a):
+            a[0] = not_defined
+    """)
+    k32 = device.kernel(fastmath=True, max_threads=32)(m.k.underlying)
+    assert ".maxntid 32, 1, 1" in k32.ptx(types=["float32[::1]"])
+    kb = device.kernel(max_threads=32)(m.broken)
+    with pytest.raises(pydevice.CompileError) as info:
+        kb.ptx(types=["float32[::1]"])
+    assert f"{path}:12:" in str(info.value)
 
 
 @pytest.mark.parametrize(
