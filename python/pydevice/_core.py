@@ -1213,9 +1213,23 @@ class Kernel(_Entry):
         """Host NumPy arrays: copied to the device, launched, synchronized, copied back."""
         ordinal = spec.launcher.device
         h = _stream_handle(stream)
-        for i in spec.host_arrays:
+        host = spec.host_arrays
+        for n, i in enumerate(host):
             if not vals[i].flags.writeable and spec.kernel.may_store(i):
                 raise _read_only_error(self, i)
+            # Each host array gets a device copy of its own, so two that share memory would
+            # not see each other's stores: refused where the kernel may store to either.
+            for j in host[n + 1 :]:
+                if (spec.kernel.may_store(i) or spec.kernel.may_store(j)) and np.may_share_memory(
+                    vals[i], vals[j]
+                ):
+                    raise ArgumentError(
+                        f"{self.__name__}(): host arrays {i} (parameter `{self._param_name(i)}`) and "
+                        f"{j} (parameter `{self._param_name(j)}`) share memory, and the kernel may "
+                        "store to one of them; each host array is copied to the GPU on its own, so "
+                        "they would not see each other's stores: pass device arrays (CuPy, PyTorch) "
+                        "to share memory on the GPU"
+                    )
         bufs = {}
         for i in spec.host_arrays:
             a = vals[i]

@@ -252,6 +252,10 @@ def test_kernel_on_read_only_host_arrays_is_refused_where_it_stores(gpu, tmp_pat
     out.setflags(write=False)
     with pytest.raises(ValueError, match="assignment destination is read-only"):
         device.launch(m.copy, x, out, grid=1, block=8)
+    # One host array twice: each would get its own device copy, so it is refused.
+    y = np.arange(8, dtype=np.float32)
+    with pytest.raises(pydevice.ArgumentError, match="share memory"):
+        device.launch(m.copy, y[:-1], y[1:], grid=1, block=8)
 
 
 # --- 3. decorator options given from Python ------------------------------------------------

@@ -85,9 +85,11 @@ fn may_store(f: &Function, param: Handle<Local>, facts: &[Vec<bool>]) -> bool {
             let t = |x: &Handle<Expr>| exprs[x.index()];
             let derived = match e {
                 Expr::Local(l) => locals[l.index()],
+                // (A load yields memory only for an element that is a reference.)
                 Expr::View { array, .. }
                 | Expr::Reshape { array, .. }
-                | Expr::ElementRef { array, .. } => t(array),
+                | Expr::ElementRef { array, .. }
+                | Expr::Load { array, .. } => t(array),
                 Expr::Reinterpret(a)
                 | Expr::Extract(a, _)
                 | Expr::FieldRef(a, _)
