@@ -152,6 +152,13 @@ def _device_name_before(tree, lineno: int, kind: str) -> Optional[str]:
     for n in tree.body:
         if getattr(n, "lineno", lineno) >= lineno:
             break
+        if kind == "jit":
+            # numba's dialect: `from numba import cuda` (as rewritten from pydevice.numba).
+            if isinstance(n, ast.ImportFrom) and n.module == "numba" and n.level == 0:
+                for a in n.names:
+                    if a.name == "cuda":
+                        found = f"{a.asname or 'cuda'}.jit"
+            continue
         if isinstance(n, ast.ImportFrom) and n.module == "cuda" and n.level == 0:
             for a in n.names:
                 if a.name == "device":
@@ -216,10 +223,11 @@ class _Source:
         if node is None:
             return lines
         ours = None
+        names = ("jit",) if kind == "jit" else ("kernel", "func")
         for d in node.decorator_list:
             f = d.func if isinstance(d, ast.Call) else d
             name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)
-            if name in ("kernel", "func"):
+            if name in names:
                 ours = d
         given = dict(options)
         if ours is None:
@@ -231,6 +239,8 @@ class _Source:
             kwargs = ", ".join(f"{k}={v!r}" for k, v in given.items())
             out = list(lines)
             name = _device_name_before(tree, node.lineno, kind)
+            if name is None and kind == "jit":
+                return lines  # no `cuda` of numba's to decorate with
             if name is None:
                 # No import of cuda.device before the function: one on the blank line
                 # above the decorator's (the compiler reads imports in order).
@@ -241,9 +251,11 @@ class _Source:
             out[above] = f"{indent}@{name}({kwargs})\n"
             return out
         source_kw = ours.keywords if isinstance(ours, ast.Call) else []
-        if isinstance(ours, ast.Call) and (ours.args or any(kw.arg is None for kw in source_kw)):
-            return lines  # positional or ** arguments: the compiler reports them
-        parts = []
+        source_args = ours.args if isinstance(ours, ast.Call) else []
+        if any(kw.arg is None for kw in source_kw) or any(isinstance(a, ast.Starred) for a in source_args):
+            return lines  # `**` or `*` arguments: the compiler reports them
+        # Positional arguments (numba's signature) stay as written.
+        parts = [ast.unparse(a) for a in source_args]
         changed = False
         for kw in source_kw:
             text = ast.unparse(kw.value)
@@ -980,6 +992,12 @@ class _Entry:
             decorator = None
             if self.dialect == "device" and self._decorator_kind is not None:
                 decorator = (self._decorator_kind, self.options)
+            elif self.dialect == "numba" and self.options:
+                # numba's `cuda.jit(max_registers=32)(f)`: written into `@cuda.jit` alike.
+                options = dict(self.options)
+                if self._decorator_kind == "func":
+                    options["device"] = True
+                decorator = ("jit", options)
             self._src = _Source(self.underlying, decorator)
         return self._src
 

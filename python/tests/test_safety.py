@@ -302,6 +302,33 @@ def test_options_from_python_merge_with_the_sources_and_keep_line_numbers(tmp_pa
     assert f"{path}:12:" in str(info.value)
 
 
+def test_numba_jit_options_given_from_python_reach_the_compiler(tmp_path):
+    m, _ = load_module(tmp_path, "opts_numba", """
+        from pydevice.numba import cuda
+
+
+        @cuda.jit
+        def k(a):
+            a[0] = 1.0
+
+
+        @cuda.jit("void(float32[::1])")
+        def ks(a):
+            a[0] = 2.0
+
+
+        def plain(a):
+            a[0] = 3.0
+    """)
+    from pydevice.numba import cuda
+
+    t = ["float32[::1]"]
+    assert ".maxnreg 32" in cuda.jit(max_registers=32)(m.k.underlying).ptx(types=t)
+    assert ".maxnreg" not in m.k.ptx(types=t)
+    assert ".maxnreg 40" in cuda.jit("void(float32[::1])", max_registers=40)(m.ks.underlying).ptx(types=t)
+    assert ".maxnreg 48" in cuda.jit(max_registers=48)(m.plain).ptx(types=t)
+
+
 @pytest.mark.parametrize(
     "options, error, text",
     [
