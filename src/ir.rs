@@ -14,6 +14,8 @@ use crate::types::{DType, GroupKind, MemSpace, Scalar, Type};
 use std::fmt;
 use std::marker::PhantomData;
 
+mod stores;
+pub use stores::holds_memory;
 mod validate;
 pub use validate::{ValidationError, validate};
 

@@ -280,6 +280,10 @@ pub struct EntryInfo {
     /// Parameter types from annotations, where every run-time parameter has one (the
     /// `ConstExpr` parameters are left out: they take compile-time values).
     pub annotated: Option<Vec<Type>>,
+    /// Each run-time parameter's annotated type, `None` where it has no annotation (or one
+    /// that is not a type): what a caller converts its argument to, even when other
+    /// parameters are not annotated.
+    pub param_annotations: Vec<Option<Type>>,
     /// The parameters hinted `ConstExpr` or `ConstExpr[T]`, which take their values at
     /// compile time ([`CompileOptions::constants`]), in order.
     pub constexpr: Vec<String>,
@@ -402,22 +406,26 @@ impl Module {
                     .filter(is_const)
                     .map(|p| p.parameter.name.id.to_string())
                     .collect();
-                let annotated = f
-                    .signature
-                    .clone()
-                    .filter(|s| s.len() == params.len())
-                    .or_else(|| {
-                        params
-                            .iter()
-                            .filter(|p| !is_const(p))
-                            .map(|p| {
-                                p.parameter
-                                    .annotation
-                                    .as_deref()
-                                    .and_then(|a| self.parsed.annotation_type(a, self.defaults))
-                            })
-                            .collect::<Option<Vec<_>>>()
-                    });
+                let signature = f.signature.clone().filter(|s| s.len() == params.len());
+                let param_annotations: Vec<Option<Type>> = match &signature {
+                    Some(s) => s.iter().cloned().map(Some).collect(),
+                    None => params
+                        .iter()
+                        .filter(|p| !is_const(p))
+                        .map(|p| {
+                            p.parameter
+                                .annotation
+                                .as_deref()
+                                .and_then(|a| self.parsed.annotation_type(a, self.defaults))
+                        })
+                        .collect(),
+                };
+                let annotated = signature.or_else(|| {
+                    param_annotations
+                        .iter()
+                        .cloned()
+                        .collect::<Option<Vec<_>>>()
+                });
                 Some(EntryInfo {
                     name: f.name.clone(),
                     is_kernel: kind == ir::FunctionKind::Kernel,
@@ -426,6 +434,7 @@ impl Module {
                         .map(|p| p.parameter.name.id.to_string())
                         .collect(),
                     annotated,
+                    param_annotations,
                     constexpr,
                 })
             })
@@ -821,6 +830,20 @@ impl Specialization {
         abi.seed = p.functions[p.entry].kind == ir::FunctionKind::Kernel
             && p.uses_random()[p.entry.index()];
         abi.cooperative = p.cooperative;
+        let entry = &p.functions[p.entry];
+        abi.read_only = p
+            .entry_param_stores()
+            .iter()
+            .enumerate()
+            .filter(|&(k, &stores)| {
+                !stores
+                    && entry
+                        .param_locals()
+                        .nth(k)
+                        .is_some_and(|l| ir::holds_memory(&entry.locals[l].ty))
+            })
+            .map(|(k, _)| k)
+            .collect();
         abi
     }
 

@@ -40,6 +40,7 @@ from ._types import VECTORS as _VECTORS
 from ._types import Atomic, ConstExpr, Dim3, Vector, align
 from .errors import (
     ArgumentError,
+    ArgumentRangeError,
     BoundsError,
     CompileError,
     DeviceFault,

@@ -21,6 +21,7 @@ This is glue over ``pydevice._native`` (the Rust crate through PyO3). What happe
 
 from __future__ import annotations
 
+import ast
 import inspect
 import json
 import linecache
@@ -34,7 +35,7 @@ import numpy as np
 
 from . import _native
 from . import _types
-from .errors import CompileError, DeviceMismatchError
+from .errors import ArgumentError, CompileError, DeviceMismatchError
 
 # ---------------------------------------------------------------------------------------
 # Source of decorated objects
@@ -144,10 +145,39 @@ def _globals_suffix(fn, seen=None) -> List[str]:
     return out
 
 
+def _device_name_before(tree, lineno: int, kind: str) -> Optional[str]:
+    """A name that a module-level import before line ``lineno`` binds to ``cuda.device``'s
+    decorator ``kind`` (``device.kernel``, ``kernel``), or None."""
+    found = None
+    for n in tree.body:
+        if getattr(n, "lineno", lineno) >= lineno:
+            break
+        if kind == "jit":
+            # numba's dialect: `from numba import cuda` (as rewritten from pydevice.numba).
+            if isinstance(n, ast.ImportFrom) and n.module == "numba" and n.level == 0:
+                for a in n.names:
+                    if a.name == "cuda":
+                        found = f"{a.asname or 'cuda'}.jit"
+            continue
+        if isinstance(n, ast.ImportFrom) and n.module == "cuda" and n.level == 0:
+            for a in n.names:
+                if a.name == "device":
+                    found = f"{a.asname or 'device'}.{kind}"
+        elif isinstance(n, ast.ImportFrom) and n.module == "cuda.device" and n.level == 0:
+            for a in n.names:
+                if a.name == kind:
+                    found = a.asname or kind
+        elif isinstance(n, ast.Import):
+            for a in n.names:
+                if a.name == "cuda.device" and a.asname:
+                    found = f"{a.asname}.{kind}"
+    return found
+
+
 class _Source:
     """The compiler's view of a decorated function: file name, text, entry name."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, decorator=None):
         code = fn.__code__
         self.filename = code.co_filename
         self.entry = fn.__name__
@@ -164,12 +194,100 @@ class _Source:
             lines = _hoist_nested(lines, first, block)
         self.lines = _rewrite_imports(lines)
         self.fn = fn
+        if decorator is not None:
+            self.lines = self._apply_decorator(self.lines, first, *decorator)
 
     def text(self) -> str:
         suffix = _globals_suffix(self.fn)
         if suffix:
             suffix = ["\nimport numpy as _pydevice_numpy_\n"] + suffix
         return "".join(self.lines + suffix)
+
+    def _apply_decorator(self, lines: List[str], first: int, kind: str, options: dict) -> List[str]:
+        """The source with the options given from Python (``device.kernel(max_threads=64)(f)``)
+        written into the function's decorator, on the decorator's own lines, so the compiler
+        reads them as it reads options written in the source (they take precedence over the
+        source's). A function without a decorator in the source gets one on the blank line
+        above its ``def`` (and, when no import of ``cuda.device`` precedes it, an import on
+        the blank line above that). Lines keep their numbers."""
+        try:
+            tree = ast.parse("".join(lines))
+        except (SyntaxError, ValueError):
+            return lines  # the compiler reports the source's own errors
+        node = None
+        for n in tree.body:
+            if isinstance(n, ast.FunctionDef) and n.name == self.entry:
+                start = min([d.lineno for d in n.decorator_list] + [n.lineno]) - 1
+                if start == first:
+                    node = n
+        if node is None:
+            return lines
+        ours = None
+        names = ("jit",) if kind == "jit" else ("kernel", "func")
+        for d in node.decorator_list:
+            f = d.func if isinstance(d, ast.Call) else d
+            name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)
+            if name in names:
+                ours = d
+        given = dict(options)
+        if ours is None:
+            given = {k: v for k, v in given.items() if _OPTION_DEFAULTS.get(k, object()) != v}
+            above = node.lineno - 2
+            if above < 0 or lines[above].strip() or node.decorator_list:
+                return lines  # nowhere to write it: the compiler says it is not decorated
+            indent = lines[node.lineno - 1][: node.col_offset]
+            kwargs = ", ".join(f"{k}={v!r}" for k, v in given.items())
+            out = list(lines)
+            name = _device_name_before(tree, node.lineno, kind)
+            if name is None and kind == "jit":
+                return lines  # no `cuda` of numba's to decorate with
+            if name is None:
+                # No import of cuda.device before the function: one on the blank line
+                # above the decorator's (the compiler reads imports in order).
+                if above < 1 or lines[above - 1].strip():
+                    return lines
+                out[above - 1] = f"{indent}import cuda.device as _pydevice_device_\n"
+                name = f"_pydevice_device_.{kind}"
+            out[above] = f"{indent}@{name}({kwargs})\n"
+            return out
+        source_kw = ours.keywords if isinstance(ours, ast.Call) else []
+        source_args = ours.args if isinstance(ours, ast.Call) else []
+        if any(kw.arg is None for kw in source_kw) or any(isinstance(a, ast.Starred) for a in source_args):
+            return lines  # `**` or `*` arguments: the compiler reports them
+        # Positional arguments (numba's signature) stay as written.
+        parts = [ast.unparse(a) for a in source_args]
+        changed = False
+        for kw in source_kw:
+            text = ast.unparse(kw.value)
+            if kw.arg in given:
+                v = given.pop(kw.arg)
+                changed |= repr(v) != text
+                text = repr(v)
+            parts.append(f"{kw.arg}={text}")
+        for k, v in given.items():
+            if _OPTION_DEFAULTS.get(k, object()) == v:
+                continue
+            parts.append(f"{k}={v!r}")
+            changed = True
+        if not changed:
+            return lines
+        callee = ours.func if isinstance(ours, ast.Call) else ours
+        text = f"{ast.unparse(callee)}({', '.join(parts)})"
+        out = list(lines)
+        # AST columns count UTF-8 bytes.
+        first_line = out[ours.lineno - 1].encode()
+        last_line = out[ours.end_lineno - 1].encode()
+        head = first_line[: ours.col_offset].decode()
+        tail = last_line[ours.end_col_offset :].decode()
+        if ours.end_lineno == ours.lineno:
+            out[ours.lineno - 1] = head + text + tail
+        else:
+            # A decorator over several lines: written on its first, the others left blank
+            # (what followed it on its last line can only be a comment).
+            out[ours.lineno - 1] = head + text + "\n"
+            for k in range(ours.lineno, ours.end_lineno):
+                out[k] = "\n"
+        return out
 
 
 _MODULES: Dict[Tuple[str, str], Any] = {}
@@ -265,11 +383,20 @@ def _h_complex(a):
     return ("c",), a
 
 
-def _h_tuple(t):
+# Tuples (and @struct values) nest at most this deep as arguments: the compiler's own bound
+# on type nesting (`pydevice::types::MAX_TYPE_DEPTH`), so a deeper one is refused here, before
+# it can overflow a stack.
+_MAX_NESTING = 64
+
+
+def _h_tuple(t, depth=0):
+    if depth >= _MAX_NESTING:
+        raise _Unsupported(f"a tuple nested deeper than {_MAX_NESTING} levels")
     keys = []
     vals = []
-    for x in t:
-        k, v = _describe(x)
+    # The tuple's own items: a subclass's `__iter__` (which may never end) is not called.
+    for i in range(tuple.__len__(t)):
+        k, v = _describe(tuple.__getitem__(t, i), depth + 1)
         keys.append(k)
         vals.append(v)
     return ("t", tuple(keys)), tuple(vals)
@@ -285,11 +412,13 @@ def _h_vector(v):
     return ("V", type(v)), tuple(x.item() if hasattr(x, "item") else x for x in v)
 
 
-def _h_struct(s):
+def _h_struct(s, depth=0):
+    if depth >= _MAX_NESTING:
+        raise _Unsupported(f"a @struct value nested deeper than {_MAX_NESTING} levels")
     keys = []
     vals = []
     for name in type(s)._fields:
-        k, v = _describe(getattr(s, name))
+        k, v = _describe(getattr(s, name), depth + 1)
         keys.append(k)
         vals.append(v)
     return ("S", type(s), tuple(keys)), tuple(vals)
@@ -298,6 +427,56 @@ def _h_struct(s):
 def _h_host_array(a):
     # Copied in and out around the launch; always passed C-contiguous.
     return ("H", a.dtype, a.ndim), a
+
+
+def _wanted_layout(ann: Optional[str]) -> Optional[str]:
+    """The layout an array annotation demands: "C" (``[:, ::1]``), "F" (``[::1, :]``) or None."""
+    m = _ARRAY_RE.match(ann) if ann else None
+    if not m:
+        return None
+    dims = [d.strip() for d in m.group(2).split(",")]
+    if dims[-1] == "::1":
+        return "C"
+    if dims[0] == "::1":
+        return "F"
+    return None
+
+
+def _host_arg(k, v, i: int, arrays: list, copies: list, want: Optional[str] = None):
+    """A host call's argument (key, value) for a host `@func` (``Func.__call__``): a NumPy
+    array as its own memory, ``(address, shape, element strides)``, keyed ``("h", dtype,
+    ndim, layout)``, when its strides and address are multiples of its item size; else an
+    aligned C-contiguous copy (added to ``copies`` to be written back). Each array is added
+    to ``arrays`` with its argument's index ``i``. Tuples and structs are walked."""
+    tag = k[0]
+    if tag == "H":
+        a = v
+        _dtype_name(a.dtype)  # a dtype the compiler knows, else TypeError
+        isz = a.itemsize
+        if a.ndim == 0:
+            shape, es = (1,), (1,)
+        else:
+            shape = a.shape
+            es = tuple(st // isz for st in a.strides)
+        direct = isz > 0 and all(st % isz == 0 for st in a.strides) and a.ctypes.data % a.dtype.alignment == 0
+        arrays.append((i, a))
+        if direct:
+            layout = _layout(shape, es)
+            if want is None or want == layout or a.ndim == 0:
+                return ("h", a.dtype, a.ndim, layout), (a.ctypes.data, shape, es)
+        # A copy: the layout the annotation wants (C by default).
+        order = want or "C"
+        c = np.array(a, order=order, copy=True)
+        copies.append((i, a, c))
+        es = (1,) if a.ndim == 0 else tuple(st // isz for st in c.strides)
+        return ("h", a.dtype, a.ndim, order if a.ndim else "C"), (c.ctypes.data, shape, es)
+    if tag == "t":
+        pairs = [_host_arg(x, y, i, arrays, copies) for x, y in zip(k[1], v)]
+        return ("t", tuple(p[0] for p in pairs)), tuple(p[1] for p in pairs)
+    if tag == "S":
+        pairs = [_host_arg(x, y, i, arrays, copies) for x, y in zip(k[2], v)]
+        return ("S", k[1], tuple(p[0] for p in pairs)), tuple(p[1] for p in pairs)
+    return k, v
 
 
 def _make_cupy_handler():
@@ -340,32 +519,88 @@ def _make_torch_handler(torch):
 
 def _h_dlpack(a):
     cap = a.__dlpack__()
-    data, dtype, shape, strides, dev = _native.dlpack_describe(cap)
+    data, dtype, shape, strides, dev, read_only = _native.dlpack_describe(cap)
+
     shape = tuple(shape)
     strides = tuple(strides)
     # `dev` is None for managed memory, which every GPU reaches.
-    return ("D", dtype, len(shape), _layout(shape, strides), dev), (data, shape, strides)
+    key = ("D", dtype, len(shape), _layout(shape, strides), dev)
+    return (key + _READ_ONLY if read_only else key), (data, shape, strides)
+
+
+# The tail of an array key (tags "A" and "D") for read-only memory: a CUDA Array Interface
+# with `data=(p, True)` or a DLPack tensor flagged read-only.
+_READ_ONLY = (True,)
+
+
+def _is_read_only(k) -> bool:
+    return len(k) > 5 and k[5] is True
+
+
+def _int_tuple(v, what: str, lo: int, hi: int) -> tuple:
+    """A tuple of ints in ``[lo, hi]`` from a CUDA Array Interface field, or _Unsupported."""
+    if not isinstance(v, (tuple, list)) or len(v) > 64:
+        raise _Unsupported(f"its __cuda_array_interface__ {what} must be a tuple of at most 64 ints")
+    out = []
+    for x in v:
+        if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or not lo <= int(x) <= hi:
+            raise _Unsupported(
+                f"its __cuda_array_interface__ {what} {tuple(v)!r} must hold ints from {lo} to {hi}"
+            )
+        out.append(int(x))
+    return tuple(out)
+
+
+_I64 = (1 << 63) - 1
+
+
+def _cai_fields(a):
+    """The checked fields of a CUDA Array Interface: (dtype, shape, element strides, data
+    address, read-only). A malformed interface is _Unsupported (named, not a Python error
+    from deep inside)."""
+    cai = a.__cuda_array_interface__
+    if not isinstance(cai, dict):
+        raise _Unsupported("its __cuda_array_interface__ is not a dict")
+    try:
+        descr = cai.get("descr", ())
+        dt = np.dtype(descr) if isinstance(descr, list) and len(descr) > 1 else np.dtype(cai["typestr"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise _Unsupported(f"its __cuda_array_interface__ typestr/descr is not a dtype ({e})") from None
+    shape = _int_tuple(cai.get("shape"), "shape", 0, _I64)
+    data = cai.get("data")
+    if not isinstance(data, (tuple, list)) or len(data) != 2:
+        raise _Unsupported("its __cuda_array_interface__ data must be a (pointer, read_only) pair")
+    ptr = data[0]
+    if ptr is None:
+        ptr = 0
+    if isinstance(ptr, bool) or not isinstance(ptr, (int, np.integer)) or not 0 <= int(ptr) < (1 << 64):
+        raise _Unsupported(f"its __cuda_array_interface__ data pointer {ptr!r} is not an address")
+    st = cai.get("strides")
+    if st is None:
+        strides = _c_strides(shape)
+    else:
+        st = _int_tuple(st, "strides", -_I64, _I64)
+        if len(st) != len(shape):
+            raise _Unsupported(
+                f"its __cuda_array_interface__ has {len(st)} strides for {len(shape)} dimensions"
+            )
+        if dt.itemsize == 0 or any(s % dt.itemsize for s in st):
+            raise _Unsupported(
+                f"its __cuda_array_interface__ strides {st} are not multiples of its item size {dt.itemsize}"
+            )
+        strides = tuple(s // dt.itemsize for s in st)
+    return dt, shape, strides, int(ptr), bool(data[1])
 
 
 def _h_cai(a):
-    cai = a.__cuda_array_interface__
-    dt = np.dtype(cai["descr"]) if len(cai.get("descr", ())) > 1 else np.dtype(cai["typestr"])
-    shape = tuple(cai["shape"])
-    st = cai.get("strides")
-    if st is None:
-        strides = []
-        acc = 1
-        for n in reversed(shape):
-            strides.append(acc)
-            acc *= n
-        strides = tuple(reversed(strides))
-    else:
-        strides = tuple(s // dt.itemsize for s in st)
-    ptr = cai["data"][0]
+    dt, shape, strides, ptr, read_only = _cai_fields(a)
     # The interface does not say which GPU holds the memory: the driver does (None for
     # managed or host memory, which any GPU may reach).
     dev = _native.pointer_device(ptr) if ptr else None
-    return ("A", dt, len(shape), _layout(shape, strides), dev), (ptr, shape, strides)
+    key = ("A", dt, len(shape), _layout(shape, strides), dev)
+    # Read-only memory is part of the key (`_READ_ONLY`): such an argument may only go to a
+    # parameter the kernel never stores to.
+    return (key + _READ_ONLY if read_only else key), (ptr, shape, strides)
 
 
 _HANDLERS: Dict[type, Any] = {
@@ -450,10 +685,12 @@ def _handler_for(a):
     return h
 
 
-def _describe(a):
+def _describe(a, depth=0):
     h = _HANDLERS.get(type(a))
     if h is None:
         h = _handler_for(a)
+    if depth and (h is _h_tuple or h is _h_struct):
+        return h(a, depth)
     return h(a)
 
 
@@ -483,6 +720,8 @@ def _type_of_key(k, dialect: str):
         return _array_type(_TORCH_DTYPES[k[1]], k[2], k[3])
     if tag == "H":
         return _array_type(_dtype_name(k[1]), k[2], "C")
+    if tag == "h":
+        return _array_type(_dtype_name(k[1]), k[2], k[3])
     if tag == "t":
         return tuple(_type_of_key(x, dialect) for x in k[1])
     if tag == "V":
@@ -525,6 +764,13 @@ def _reconcile(ours, ann: Optional[str], k, module) -> Any:
     if ann is None:
         return ours
     tag = k[0]
+    if tag == "n" and k[1].kind in "biufc":
+        # A NumPy scalar converts to the annotated number type as a Python number of its
+        # kind does (`np.float64` for `x: float`, `np.int64` for `n: uint32`); an integer
+        # out of the type's range is refused when the value is read (ArgumentRangeError).
+        tag = {"b": "b", "i": "i", "u": "i", "f": "f", "c": "c"}[k[1].kind]
+        if ann == ours:
+            return ann
     if tag in ("i", "f", "b", "c"):
         ok = {
             "b": {"bool"},
@@ -613,13 +859,81 @@ def _check_options(what: str, given: dict, allowed: set) -> None:
         )
 
 
-class _Specialization:
-    __slots__ = ("launcher", "host_arrays", "kernel")
+# The value each boolean option has when it is not given.
+_OPTION_DEFAULTS = {
+    "interop": False,
+    "fastmath": False,
+    "contract": True,
+    "lineinfo": False,
+    "debug": False,
+    "bounds_check": False,
+    "wraparound": True,
+    "assertions": True,
+}
+# The integer options and their ranges (as the compiler checks them in source, E0103).
+_COUNT_OPTIONS = {"max_threads": 1024, "min_blocks": 64}
 
-    def __init__(self, kernel, launcher, host_arrays):
+
+def _check_option_values(what: str, given: dict) -> None:
+    """Refuses option values the compiler would refuse in the source's decorator, with the
+    option's name: ``max_threads=-1`` (ValueError), ``bounds_check="no"`` (TypeError)."""
+    for k, v in given.items():
+        if k in _OPTION_DEFAULTS:
+            if not isinstance(v, (bool, np.bool_)):
+                raise TypeError(f"{what}: `{k}` must be True or False, not {v!r}")
+            given[k] = bool(v)
+        elif k in _COUNT_OPTIONS:
+            hi = _COUNT_OPTIONS[k]
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+                raise TypeError(f"{what}: `{k}` must be an integer from 1 to {hi}, not {v!r}")
+            if not 1 <= v <= hi:
+                raise ValueError(f"{what}: `{k}` must be an integer from 1 to {hi}, not {v!r}")
+            given[k] = int(v)
+        elif k == "cluster":
+            dims = v if isinstance(v, tuple) else (v,)
+            if not 1 <= len(dims) <= 3 or any(
+                isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)) or d < 1
+                for d in dims
+            ):
+                raise ValueError(f"{what}: `cluster` must be 1 to 3 positive integers, not {v!r}")
+            given[k] = tuple(int(d) for d in dims) if isinstance(v, tuple) else int(v)
+        elif k == "extern":
+            if not isinstance(v, (bool, str)):
+                raise TypeError(f"{what}: `extern` must be True, False or a symbol name, not {v!r}")
+    if "min_blocks" in given and "max_threads" not in given:
+        raise ValueError(f"{what}: `min_blocks` needs `max_threads` as well")
+
+
+class _Specialization:
+    __slots__ = ("launcher", "host_arrays", "kernel", "refuse")
+
+    def __init__(self, kernel, launcher, host_arrays, refuse=None):
         self.kernel = kernel
         self.launcher = launcher
         self.host_arrays = host_arrays
+        # The argument whose read-only memory the kernel may store to (every launch of it
+        # is refused), or None.
+        self.refuse = refuse
+
+
+def _holds_read_only(k) -> bool:
+    """Whether an argument key describes read-only device memory (at any tuple depth)."""
+    tag = k[0]
+    if tag in ("A", "D"):
+        return _is_read_only(k)
+    if tag == "t":
+        return any(_holds_read_only(x) for x in k[1])
+    if tag == "S":
+        return any(_holds_read_only(x) for x in k[2])
+    return False
+
+
+def _read_only_error(entry, i: int) -> ValueError:
+    """NumPy's error for a store into read-only memory, naming the argument."""
+    return ValueError(
+        f"{entry.__name__}(): argument {i} (parameter `{entry._param_name(i)}`) is read-only, and "
+        f"`{entry.__name__}` may store to it: assignment destination is read-only"
+    )
 
 
 def _default_device() -> int:
@@ -648,6 +962,9 @@ class _Entry:
     """What `Kernel` and `Func` share: the source, its native module and the entry's facts."""
 
     dialect = "device"
+    # The decorator (`kernel` or `func`) whose options given from Python are written into
+    # the source (`_Source._apply_decorator`).
+    _decorator_kind: Optional[str] = None
 
     def __init__(self, fn, options: dict, dialect: str):
         if not isinstance(fn, _pytypes.FunctionType):
@@ -663,7 +980,7 @@ class _Entry:
         self._src: Optional[_Source] = None
         self._module = None
         self._params: Optional[List[str]] = None
-        self._annotated: Optional[List[str]] = None
+        self._annotated: Optional[List[Optional[str]]] = None
         # Parameters hinted ConstExpr: their values are compile-time (docs/semantics.md §5.6).
         self._const: List[str] = []
         self._all_params: List[str] = []
@@ -672,7 +989,16 @@ class _Entry:
     @property
     def _source(self) -> "_Source":
         if self._src is None:
-            self._src = _Source(self.underlying)
+            decorator = None
+            if self.dialect == "device" and self._decorator_kind is not None:
+                decorator = (self._decorator_kind, self.options)
+            elif self.dialect == "numba" and self.options:
+                # numba's `cuda.jit(max_registers=32)(f)`: written into `@cuda.jit` alike.
+                options = dict(self.options)
+                if self._decorator_kind == "func":
+                    options["device"] = True
+                decorator = ("jit", options)
+            self._src = _Source(self.underlying, decorator)
         return self._src
 
     # The native module is made on first use (parsing is a few hundred microseconds).
@@ -738,7 +1064,7 @@ class _Entry:
 
     def _bad_arg(self, i: int, a, why: str) -> TypeError:
         t = type(a)
-        return TypeError(
+        return ArgumentError(
             f"{self.__name__}(): argument {i} (parameter `{self._param_name(i)}`): {why} "
             f"[given a {t.__module__}.{t.__qualname__}]"
         )
@@ -780,7 +1106,8 @@ class _Entry:
         return self._mod().compile(self.__name__, self._arg_types(args, types), arch, opt).ptx
 
     def abi(self, *args, types=None) -> dict:
-        """The parameter ABI (symbol; each parameter's name, type, C++ type, size, align, fields)."""
+        """The parameter ABI (symbol; each parameter's name, type, C++ type, size, align, fields;
+        ``read_only``, the parameters holding arrays that the function never stores to)."""
         raw = json.loads(self._mod().abi(self.__name__, self._arg_types(args, types)))
         return {
             "symbol": raw["symbol"],
@@ -795,6 +1122,8 @@ class _Entry:
                 }
                 for p in raw["params"]
             ],
+            # The parameters (indices) holding memory the function never stores to.
+            "read_only": raw.get("read_only", []),
         }
 
     def header(self) -> str:
@@ -805,6 +1134,8 @@ class _Entry:
 class Kernel(_Entry):
     """A ``@kernel``: launch it with ``device.launch(k, *args, grid=, block=, stream=)`` or
     ``k[grid, block, stream, shared](*args)``. ``underlying`` is the decorated function."""
+
+    _decorator_kind = "kernel"
 
     def __init__(self, fn, options: dict, dialect: str = "device"):
         super().__init__(fn, options, dialect)
@@ -843,7 +1174,12 @@ class Kernel(_Entry):
         compiled = m.compile(self.__name__, types, _arch_for(ordinal), 3, constants)
         launcher = compiled.load(ordinal)
         host = tuple(i for i, k in enumerate(key) if k[0] == "H")
-        spec = _Specialization(compiled, launcher, host)
+        refuse = None
+        for i, k in enumerate(key):
+            if _holds_read_only(k) and compiled.may_store(i):
+                refuse = i
+                break
+        spec = _Specialization(compiled, launcher, host, refuse)
         with self._lock:
             return self._specs.setdefault(full, spec)
 
@@ -873,6 +1209,8 @@ class Kernel(_Entry):
         spec = self._specs.get((key, ordinal, consts) if consts else (key, ordinal))
         if spec is None:
             spec = self._specialize(key, args, ordinal, consts)
+        if spec.refuse is not None:
+            raise _read_only_error(self, spec.refuse)
         if spec.host_arrays:
             return self._launch_host(spec, vals, grid, block, stream, shared, seed, cooperative, cluster)
         spec.launcher.launch(tuple(vals), grid, block, shared, h, seed, cooperative, cluster)
@@ -893,6 +1231,23 @@ class Kernel(_Entry):
         """Host NumPy arrays: copied to the device, launched, synchronized, copied back."""
         ordinal = spec.launcher.device
         h = _stream_handle(stream)
+        host = spec.host_arrays
+        for n, i in enumerate(host):
+            if not vals[i].flags.writeable and spec.kernel.may_store(i):
+                raise _read_only_error(self, i)
+            # Each host array gets a device copy of its own, so two that share memory would
+            # not see each other's stores: refused where the kernel may store to either.
+            for j in host[n + 1 :]:
+                if (spec.kernel.may_store(i) or spec.kernel.may_store(j)) and np.may_share_memory(
+                    vals[i], vals[j]
+                ):
+                    raise ArgumentError(
+                        f"{self.__name__}(): host arrays {i} (parameter `{self._param_name(i)}`) and "
+                        f"{j} (parameter `{self._param_name(j)}`) share memory, and the kernel may "
+                        "store to one of them; each host array is copied to the GPU on its own, so "
+                        "they would not see each other's stores: pass device arrays (CuPy, PyTorch) "
+                        "to share memory on the GPU"
+                    )
         bufs = {}
         for i in spec.host_arrays:
             a = vals[i]
@@ -905,8 +1260,8 @@ class Kernel(_Entry):
         _native.synchronize(ordinal, h)
         if self._bounds_check:
             spec.launcher.check_bounds()
-        for a, buf in bufs.values():
-            if a.flags.writeable and a.size:
+        for i, (a, buf) in bufs.items():
+            if spec.kernel.may_store(i) and a.size:
                 data = buf.download()[: a.nbytes]
                 a[...] = np.frombuffer(data, dtype=a.dtype).reshape(a.shape)
 
@@ -966,6 +1321,8 @@ launch = _native.launch
 class Func(_Entry):
     """A ``@func``: callable in device code, and on the host (compiled by Cranelift)."""
 
+    _decorator_kind = "func"
+
     def __init__(self, fn, options: dict, dialect: str = "device"):
         super().__init__(fn, options, dialect)
         self.interop = bool(options.get("interop", False))
@@ -982,9 +1339,16 @@ class Func(_Entry):
             args, consts = self._split_constants(args)
         keys = []
         vals = []
+        # Host arrays are passed as their own memory where the layout allows; `copies`
+        # collects the others (argument, array, its copy).
+        arrays: List[Tuple[int, np.ndarray]] = []
+        copies: List[Tuple[int, np.ndarray, np.ndarray]] = []
         try:
-            for a in args:
+            ann = self._annotated
+            for i, a in enumerate(args):
                 k, v = _describe(a)
+                want = _wanted_layout(ann[i]) if ann and i < len(ann) else None
+                k, v = _host_arg(k, v, i, arrays, copies, want)
                 keys.append(k)
                 vals.append(v)
         except _Unsupported as e:
@@ -997,20 +1361,36 @@ class Func(_Entry):
             constants = [(p, v) for p, _t, v in consts]
             hf = m.host_function(self.__name__, self._types_of_keys(key, args, m), constants)
             self._host[(key, consts)] = hf
-        host_vals = []
-        arrays = []
-        for k, v in zip(key, vals):
-            if k[0] == "H":
-                c = np.ascontiguousarray(v)
-                host_vals.append((tuple(c.shape), c.tobytes()))
-                arrays.append(v)
-            else:
-                host_vals.append(v)
-        result, after = hf.call(tuple(host_vals))
-        for a, data in zip(arrays, after):
-            if a.flags.writeable and a.size:
-                a[...] = np.frombuffer(data, dtype=a.dtype).reshape(a.shape)
+        if arrays:
+            self._check_host_arrays(hf, arrays, copies)
+        try:
+            result = hf.call_raw(tuple(vals), self._params)
+        finally:
+            # Also after an exception: the stores made before it stay, as in place.
+            for i, a, c in copies:
+                if hf.may_store(i) and a.size:
+                    a[...] = c
         return _host_result(result, hf.result_type, self.underlying.__globals__)
+
+    def _check_host_arrays(self, hf, arrays, copies) -> None:
+        """Refuses read-only arrays where the function may store, and copied arrays that
+        share memory with another array argument when either may be stored to (the copy
+        would not see the other's stores, nor the other the copy's)."""
+        for i, a in arrays:
+            if not a.flags.writeable and hf.may_store(i):
+                raise _read_only_error(self, i)
+        for i, a, _c in copies:
+            for j, b in arrays:
+                if b is a or not (hf.may_store(i) or hf.may_store(j)):
+                    continue
+                if np.may_share_memory(a, b):
+                    raise ArgumentError(
+                        f"{self.__name__}(): argument {i} (parameter `{self._param_name(i)}`) must be "
+                        f"copied (its strides {a.strides} or its address are not multiples of its item "
+                        f"size {a.itemsize}), but it shares memory with argument {j} (parameter "
+                        f"`{self._param_name(j)}`), which the copy would not see; pass an aligned "
+                        "array (np.ascontiguousarray)"
+                    )
 
 
 def _host_result(v, rtype: str, g: dict):
@@ -1100,9 +1480,12 @@ def _make_struct(cls, align: Optional[int]):
 
 def kernel(fn=None, **options):
     """``@kernel`` / ``@kernel(interop=, max_threads=, min_blocks=, fastmath=, contract=,
-    lineinfo=, debug=, bounds_check=, cluster=)``: a kernel. Options are read by the compiler from the source; unknown
-    keywords raise ``TypeError`` here."""
+    lineinfo=, debug=, bounds_check=, wraparound=, assertions=, cluster=)``: a kernel.
+    Options given here that the source's decorator does not say (``kernel(max_threads=64)(f)``)
+    are written into it, so the compiler sees them as source options (they take precedence);
+    unknown keywords raise ``TypeError`` and out-of-range values ``ValueError`` here."""
     _check_options("@kernel", options, _KERNEL_OPTIONS)
+    _check_option_values("@kernel", options)
     if fn is None:
         return lambda f: Kernel(f, options)
     return Kernel(fn, options)
@@ -1113,6 +1496,7 @@ def func(fn=None, *, interop: bool = False, **options):
     and on the host."""
     _check_options("@func", options, _FUNC_OPTIONS - {"interop"})
     options = dict(options, interop=interop)
+    _check_option_values("@func", options)
     if fn is None:
         return lambda f: Func(f, options)
     return Func(fn, options)
@@ -1223,10 +1607,15 @@ def copy(dst, src, *, stream=None, src_stream=None, via_host: bool = False) -> s
     return _native.copy(dp, dd, dh, sp, sd, sh, dn, via_host)
 
 
-def set_cache_dir(path: Optional[str]) -> None:
+def set_cache_dir(path: Optional[str], shared: bool = False) -> None:
     """Turns on the on-disk specialization cache (the Rust ``KernelCache``'s, shared with
-    other embedders using the same directory), or off with None. Also ``PYDEVICE_CACHE_DIR``."""
-    _native.set_disk_cache(path)
+    other embedders using the same directory), or off with None. Also ``PYDEVICE_CACHE_DIR``.
+
+    The directory must be the user's own and not writable by others (its entries are code
+    that runs with the reader's rights): another one raises ``ValueError``, unless
+    ``shared=True``, which trusts everyone who can write it (a cache a group shares on
+    purpose)."""
+    _native.set_disk_cache(path, bool(shared))
 
 
 def cache_stats() -> dict:
@@ -1239,5 +1628,23 @@ def machine_representation() -> str:
     return _native.machine_representation()
 
 
-if os.environ.get("PYDEVICE_CACHE_DIR"):
-    set_cache_dir(os.environ["PYDEVICE_CACHE_DIR"])
+def _cache_dir_from_environment() -> None:
+    """``PYDEVICE_CACHE_DIR``, read at import. A directory the cache refuses leaves the disk
+    cache off with a warning: the import (host calls, ``set_cache_dir``) still works."""
+    path = os.environ.get("PYDEVICE_CACHE_DIR")
+    if not path:
+        return
+    try:
+        set_cache_dir(path)
+    except ValueError as e:
+        import warnings
+
+        warnings.warn(
+            f"PYDEVICE_CACHE_DIR: {e}; the on-disk kernel cache is off (set another directory "
+            "with pydevice.set_cache_dir)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+
+
+_cache_dir_from_environment()

@@ -123,7 +123,7 @@ class _GUFunc:
 
     def __call__(self, *args, out=None, stream=None):
         g, ins, outs = self._prepare(args, out)
-        a = _Args(tuple(ins) + tuple(outs), self.nin)
+        a = _Args(tuple(ins) + tuple(outs), self.nin, frozenset(range(self.nin)))
         call = g.resolve(tuple(a.descs))
         allocated, descs = [], []
         for m in call.missing:
@@ -150,7 +150,7 @@ class _GUFunc:
 
     def _call_for(self, args):
         g, ins, outs = self._prepare(args, None)
-        a = _Args(tuple(ins) + tuple(outs), self.nin)
+        a = _Args(tuple(ins) + tuple(outs), self.nin, frozenset(range(self.nin)))
         call = g.resolve(tuple(a.descs))
         descs = tuple(
             ("A", call.out_dtypes[m], 1 << 33, tuple(call.shapes[m]), _c(call.shapes[m])) for m in call.missing

@@ -21,7 +21,7 @@ from typing import Any, List, Optional, Sequence
 import numpy as np
 
 from . import _native
-from ._core import _TORCH_DTYPES, _Unsupported, _describe, _dtype_name, _stream_handle
+from ._core import _TORCH_DTYPES, _Unsupported, _describe, _dtype_name, _is_read_only, _stream_handle
 
 __all__ = ["ElementwiseKernel", "ReductionKernel"]
 
@@ -32,7 +32,7 @@ class _Args:
 
     __slots__ = ("descs", "framework", "ordinal", "keep", "torch_device", "on_host")
 
-    def __init__(self, args: Sequence[Any], n_in: int):
+    def __init__(self, args: Sequence[Any], n_in: int, raw: frozenset = frozenset()):
         self.descs: List[Any] = []
         self.framework: Optional[str] = None
         self.ordinal = 0
@@ -59,6 +59,8 @@ class _Args:
                 self.descs.append(("S", None, v))
             elif tag == "n":
                 self.descs.append(("S", _dtype_name(k[1]), v))
+            elif tag in ("A", "D") and i >= n_in and _is_read_only(k):
+                raise ValueError(f"output {i - n_in} is read-only: assignment destination is read-only")
             elif tag == "A":
                 self._framework("cupy" if type(a).__module__.startswith("cupy") else "other")
                 self.ordinal = k[4] or 0
@@ -79,7 +81,13 @@ class _Args:
                 )
         # NumPy arrays, or no arrays at all: the call runs on the host.
         self.on_host = self.framework in ("numpy", None)
+        outputs = [a for i, a in host_pending if i >= n_in]
         for i, a in host_pending:
+            # An input that overlaps an output (but is not the very same view) is read from
+            # a copy, as NumPy buffers overlapping operands: every element reads the input as
+            # it was before the call.
+            if i < n_in and any(_overlaps(a, o, i in raw) for o in outputs):
+                a = a.copy()
             # The call runs on the arrays themselves.
             if not a.dtype.isnative:
                 raise TypeError(f"argument {i}: arrays of byte-swapped dtype {a.dtype} are not supported")
@@ -144,6 +152,20 @@ class _Args:
         with cupy.cuda.Device(self.ordinal):
             a = cupy.empty((nbytes,), dtype=np.uint8)
         return a, a.data.ptr
+
+def _overlaps(a: np.ndarray, out: np.ndarray, raw: bool) -> bool:
+    """Whether input ``a`` may read memory that output ``out`` writes, other than each
+    element at its own position (the same view of a non-``raw`` input, which an elementwise
+    call may update in place; a ``raw`` input is indexed anywhere)."""
+    same_view = (
+        not raw
+        and a.ctypes.data == out.ctypes.data
+        and a.shape == out.shape
+        and a.strides == out.strides
+        and a.dtype == out.dtype
+    )
+    return not same_view and np.may_share_memory(a, out)
+
 
 def _host_desc(a: np.ndarray) -> tuple:
     """The description of a NumPy array in host memory: its own address, shape and element
@@ -229,6 +251,7 @@ class ElementwiseKernel(_native.KernelCall):
         self.nin = _count(in_params)
         self.nout = _count(out_params)
         self.nargs = self.nin + self.nout
+        self._raw = _raw_inputs(in_params)
         self._set_native(self._k)
 
     def __repr__(self) -> str:
@@ -243,7 +266,7 @@ class ElementwiseKernel(_native.KernelCall):
                 f"{self.name} takes {self.nin} input{'s' if self.nin != 1 else ''} and optionally "
                 f"{self.nout} output{'s' if self.nout != 1 else ''}; {len(args)} arguments were given"
             )
-        a = _Args(args, self.nin)
+        a = _Args(args, self.nin, self._raw)
         call = self._k.resolve(tuple(a.descs), size)
         missing = call.missing
         dtypes = call.out_dtypes
@@ -297,6 +320,12 @@ class ElementwiseKernel(_native.KernelCall):
 
 def _count(params: str) -> int:
     return len([p for p in params.split(",") if p.strip()])
+
+
+def _raw_inputs(params: str) -> frozenset:
+    """The indices of the ``raw`` parameters of a parameter list."""
+    items = [p.split() for p in params.split(",") if p.strip()]
+    return frozenset(i for i, p in enumerate(items) if p and p[0] == "raw")
 
 
 def _axis(axis, ndim_hint=None):
@@ -360,7 +389,8 @@ class ReductionKernel(_native.KernelCall):
                 f"{self.name} takes {self.nin} input{'s' if self.nin != 1 else ''} and optionally "
                 f"{self.nout} output{'s' if self.nout != 1 else ''}; {len(args)} arguments were given"
             )
-        a = _Args(args, self.nin)
+        # Every input counts as `raw` (read at other positions than the output's).
+        a = _Args(args, self.nin, frozenset(range(self.nin)))
         call = self._k.resolve(tuple(a.descs), _axis(axis), bool(keepdims))
         missing = call.missing
         dtypes = call.out_dtypes

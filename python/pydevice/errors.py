@@ -14,6 +14,9 @@ argument); none of them ends the process.
 - :class:`DeviceMismatchError`: a launch mixes GPUs (an array on one, the stream or another
   array on another); it names both. Nothing was launched (also an ``ArgumentError``).
 - :class:`NoDriverError`: no CUDA driver on this machine.
+- :class:`ArgumentError`: an argument does not fit its parameter (also a ``TypeError``);
+  :class:`ArgumentRangeError` for an integer out of its type's range (also an
+  ``OverflowError``).
 """
 
 from __future__ import annotations
@@ -126,6 +129,11 @@ class LinkError(PydeviceError):
 
 class ArgumentError(PydeviceError, TypeError):
     """An argument does not fit its parameter (also a ``TypeError``)."""
+
+
+class ArgumentRangeError(ArgumentError, OverflowError):
+    """An integer argument is out of its parameter type's range (also an ``OverflowError``,
+    as numba raises for such a value)."""
 
 
 class DeviceMismatchError(ArgumentError):

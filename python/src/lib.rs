@@ -169,7 +169,16 @@ fn const_value(v: &Bound<'_, PyAny>) -> PyResult<pydevice::ConstValue> {
         return Ok(pydevice::ConstValue::Bool(v.extract()?));
     }
     if v.is_instance_of::<PyInt>() {
-        return Ok(pydevice::ConstValue::Int(v.extract()?));
+        return v.extract().map(pydevice::ConstValue::Int).map_err(|_| {
+            raise(
+                v.py(),
+                "ArgumentRangeError",
+                (format!(
+                    "a ConstExpr integer must fit in 128 bits; {} does not",
+                    describe_value(v)
+                ),),
+            )
+        });
     }
     if v.is_instance_of::<PyFloat>() {
         return Ok(pydevice::ConstValue::Float(v.extract()?));
@@ -274,9 +283,9 @@ fn parse_arch(arch: &str) -> PyResult<Arch> {
         .map_err(|e| PyValueError::new_err(format!("architecture `{arch}`: {e}")))
 }
 
-/// An entry as Python sees it: `(name, is_kernel, params, annotated types or None,
-/// ConstExpr parameters)`.
-type EntryTuple = (String, bool, Vec<String>, Option<Vec<String>>, Vec<String>);
+/// An entry as Python sees it: `(name, is_kernel, params, each run-time parameter's
+/// annotated type or None, ConstExpr parameters)`.
+type EntryTuple = (String, bool, Vec<String>, Vec<Option<String>>, Vec<String>);
 
 /// A parsed module of device code.
 #[pyclass(frozen, module = "pydevice._native")]
@@ -288,6 +297,18 @@ impl Module {
     /// Resolves a type description from Python: a string in numba notation or a name the
     /// module defines (a `@struct` class, `float32x4`), or a tuple of descriptions.
     fn resolve(&self, spec: &Bound<'_, PyAny>) -> PyResult<Type> {
+        self.resolve_at(spec, 0)
+    }
+
+    /// [`Module::resolve`] of a description nested `depth` tuples deep: deeper than
+    /// [`pydevice::types::MAX_TYPE_DEPTH`] is an error, not a stack overflow.
+    fn resolve_at(&self, spec: &Bound<'_, PyAny>, depth: usize) -> PyResult<Type> {
+        if depth > pydevice::types::MAX_TYPE_DEPTH {
+            return Err(PyTypeError::new_err(format!(
+                "a type description nests tuples deeper than {} levels",
+                pydevice::types::MAX_TYPE_DEPTH
+            )));
+        }
         if let Ok(s) = spec.extract::<String>() {
             if let Some(t) = self.inner.named_type(&s) {
                 return Ok(t);
@@ -297,7 +318,7 @@ impl Module {
         if let Ok(t) = spec.cast::<PyTuple>() {
             let items = t
                 .iter()
-                .map(|i| self.resolve(&i))
+                .map(|i| self.resolve_at(&i, depth + 1))
                 .collect::<PyResult<Vec<_>>>()?;
             return Ok(Type::Tuple(items));
         }
@@ -336,16 +357,18 @@ impl Module {
         }
     }
 
-    /// The `@kernel`/`@func` functions: `(name, is_kernel, params, annotated types of the
-    /// run-time parameters or None, the parameters hinted ConstExpr)`.
+    /// The `@kernel`/`@func` functions: `(name, is_kernel, params, the annotated type of
+    /// each run-time parameter or None, the parameters hinted ConstExpr)`.
     fn entries(&self) -> Vec<EntryTuple> {
         self.inner
             .entries()
             .into_iter()
             .map(|e| {
                 let ann = e
-                    .annotated
-                    .map(|ts| ts.iter().map(|t| t.to_string()).collect());
+                    .param_annotations
+                    .iter()
+                    .map(|t| t.as_ref().map(|t| t.to_string()))
+                    .collect();
                 (e.name, e.is_kernel, e.params, ann, e.constexpr)
             })
             .collect()
@@ -514,6 +537,12 @@ impl Kernel {
             .collect()
     }
 
+    /// Whether the kernel may store to the memory that parameter `index` holds (an array,
+    /// or a tuple or struct of arrays): read-only arrays are refused there.
+    fn may_store(&self, index: usize) -> bool {
+        self.inner.abi.may_store(index)
+    }
+
     /// Loads the kernel on GPU `ordinal` (once per device and kernel).
     fn load(&self, py: Python<'_>, ordinal: usize) -> PyResult<Launcher> {
         let k = self.inner.clone();
@@ -610,18 +639,112 @@ where
     Ok(out)
 }
 
+/// A short description of a Python value for an error message: its type, and its `repr`
+/// when that is short.
+fn describe_value(v: &Bound<'_, PyAny>) -> String {
+    let ty = v
+        .get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "object".into());
+    match v.repr() {
+        Ok(r) if r.to_string().chars().count() <= 40 => format!("{r} ({ty})"),
+        _ => format!("a value of type {ty}"),
+    }
+}
+
+/// A number argument for a parameter of number type `s`, converted as numba converts it:
+/// a value of the parameter's kind that the type can hold. The error is pydevice's own
+/// ([`raise`]d as `ArgumentError`, or `ArgumentRangeError` for an integer out of range),
+/// never Python's conversion message.
+fn scalar_arg(py: Python<'_>, s: Scalar, v: &Bound<'_, PyAny>) -> PyResult<ArgValue> {
+    let wrong = |what: &str| {
+        raise(
+            py,
+            "ArgumentError",
+            (format!(
+                "expected {what} for a {s} parameter, given {}",
+                describe_value(v)
+            ),),
+        )
+    };
+    if s == Scalar::Bool {
+        return v.extract().map(ArgValue::Bool).map_err(|_| wrong("a bool"));
+    }
+    if s.is_complex() {
+        let part = |name: &str| -> PyResult<f64> {
+            v.getattr(name)
+                .and_then(|x| x.extract::<f64>())
+                .map_err(|_| wrong("a number"))
+        };
+        return Ok(ArgValue::Complex(part("real")?, part("imag")?));
+    }
+    if s.is_float() {
+        if v.is_instance_of::<pyo3::types::PyString>() || v.is_instance_of::<PyBytes>() {
+            return Err(wrong("a real number"));
+        }
+        return v
+            .extract()
+            .map(ArgValue::Float)
+            .map_err(|_| wrong("a real number"));
+    }
+    // An integer type: a Python int, a NumPy integer or bool (anything with `__index__`).
+    let i: i128 = match v.extract::<i128>() {
+        Ok(i) => i,
+        Err(_) if v.hasattr("__index__").unwrap_or(false) => {
+            return Err(raise(
+                py,
+                "ArgumentRangeError",
+                (format!(
+                    "{} is out of range for a {s} parameter",
+                    describe_value(v)
+                ),),
+            ));
+        }
+        Err(_) => return Err(wrong("an integer")),
+    };
+    if !pydevice::ir::literal_fits(pydevice::ir::Literal::Int(i), s) {
+        return Err(raise(
+            py,
+            "ArgumentRangeError",
+            (format!("{i} is out of range for a {s} parameter"),),
+        ));
+    }
+    Ok(if s.is_signed() {
+        ArgValue::Int(i as i64)
+    } else {
+        ArgValue::UInt(i as u64)
+    })
+}
+
+/// `e` with its message prefixed by `what` (which argument, which parameter) when it is one
+/// of pydevice's `ArgumentError`s; other errors unchanged.
+fn name_argument_error(py: Python<'_>, e: PyErr, what: &str) -> PyErr {
+    let is_ours = py
+        .import("pydevice.errors")
+        .and_then(|m| m.getattr("ArgumentError"))
+        .map(|cls| e.is_instance(py, &cls))
+        .unwrap_or(false);
+    if !is_ours {
+        return e;
+    }
+    let value = e.value(py);
+    let message = value
+        .str()
+        .map(|m| m.to_string())
+        .unwrap_or_else(|_| "a bad argument".into());
+    match value.get_type().call1((format!("{what}: {message}"),)) {
+        Ok(v) => PyErr::from_value(v),
+        Err(_) => e,
+    }
+}
+
 /// Reads one argument value for a parameter of type `t` (see [`Launcher::launch`]).
 fn arg_value(t: &Type, v: &Bound<'_, PyAny>) -> PyResult<ArgValue> {
+    let py = v.py();
     Ok(match t {
-        Type::Scalar(s) if *s == Scalar::Bool => ArgValue::Bool(v.extract()?),
-        Type::Scalar(s) if s.is_float() => ArgValue::Float(v.extract()?),
-        Type::Scalar(s) if s.is_complex() => {
-            let re: f64 = v.getattr("real")?.extract()?;
-            let im: f64 = v.getattr("imag")?.extract()?;
-            ArgValue::Complex(re, im)
-        }
-        Type::Scalar(s) if s.is_signed() => ArgValue::Int(v.extract()?),
-        Type::Scalar(_) | Type::WarpMask => ArgValue::UInt(v.extract()?),
+        Type::Scalar(s) => scalar_arg(py, *s, v)?,
+        Type::WarpMask => scalar_arg(py, Scalar::UInt32, v)?,
         Type::Array(_) => {
             let (data, shape, strides): (u64, Vec<u64>, Vec<i64>) = v.extract()?;
             ArgValue::Array(ArrayArg {
@@ -776,7 +899,11 @@ impl Launcher {
                 let strides: SmallVec<[i64; 4]> = small(&item.get_item(2)?)?;
                 packed.set_array(abi, i, data, &shape, &strides)
             } else {
-                packed.set(abi, i, &arg_value(t, &v)?)
+                let value = arg_value(t, &v).map_err(|e| {
+                    let what = format!("{}(): parameter `{}`", abi.symbol, abi.params[i].name);
+                    name_argument_error(py, e, &what)
+                })?;
+                packed.set(abi, i, &value)
             };
             r.map_err(|e| runtime_to_py(py, e))?;
         }
@@ -1010,6 +1137,62 @@ impl HostFunc {
         Ok((host_result(py, &r)?, arrays))
     }
 
+    /// Calls the function on the arguments' own memory: array arguments (at any depth of a
+    /// tuple or struct) come as `(data, shape, strides in elements)` of host memory that the
+    /// caller keeps alive, readable, and writable where [`HostFunc::may_store`] says, for
+    /// the call; the function reads and writes it in place, so two arguments that share
+    /// memory see each other's stores, as on the device. Other values as
+    /// [`Launcher::launch`] reads them (`names`, the parameters' names, for the errors).
+    /// Returns the result.
+    #[pyo3(signature = (args, names=None))]
+    fn call_raw(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        names: Option<Vec<String>>,
+    ) -> PyResult<Py<PyAny>> {
+        let params = self.inner.params();
+        if args.len() != params.len() {
+            return Err(PyTypeError::new_err(format!(
+                "`{}` takes {} arguments, {} given",
+                self.inner.name(),
+                params.len(),
+                args.len()
+            )));
+        }
+        let values = params
+            .iter()
+            .zip(args.iter())
+            .enumerate()
+            .map(|(k, (t, v))| {
+                arg_value(t, &v).map_err(|e| {
+                    let name = names.as_ref().and_then(|n| n.get(k));
+                    let what = match name {
+                        Some(n) => {
+                            format!("{}(): argument {k} (parameter `{n}`)", self.inner.name())
+                        }
+                        None => format!("{}(): argument {k}", self.inner.name()),
+                    };
+                    name_argument_error(py, e, &what)
+                })
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let f = self.inner.clone();
+        // SAFETY: the Python side passes the data addresses of NumPy arrays it holds for the
+        // call (the `args` tuple keeps them alive), with their own shapes and strides, and
+        // only arrays it checked writable where the function may store
+        // (`pydevice._core.Func.__call__`). Every element access is bounds-checked against
+        // the descriptor, and `check_array` refused descriptors that wrap.
+        let r = py.detach(|| unsafe { f.call_raw(&values) });
+        let r = r.map_err(|e| to_py(py, Error::Host(e)))?;
+        host_result(py, &r)
+    }
+
+    /// Whether the function may store to the memory parameter `index` holds.
+    fn may_store(&self, index: usize) -> bool {
+        self.inner.may_store(index)
+    }
+
     /// The C ABI address of the compiled function.
     #[getter]
     fn address(&self) -> usize {
@@ -1065,14 +1248,14 @@ impl Buffer {
 
 /// Reads a DLPack capsule (`__dlpack__()`'s result, `"dltensor"` or `"dltensor_versioned"`)
 /// through the crate's [`pydevice::runtime::DeviceArray`] readers: returns
-/// `(data, dtype, shape, strides_in_elements, device_or_None)`. The capsule keeps ownership
+/// `(data, dtype, shape, strides_in_elements, device_or_None, read_only)`. The capsule keeps ownership
 /// (its destructor releases the producer's tensor).
 #[pyfunction]
 #[allow(clippy::type_complexity)]
 fn dlpack_describe(
     py: Python<'_>,
     capsule: &Bound<'_, PyAny>,
-) -> PyResult<(u64, String, Vec<u64>, Vec<i64>, Option<i32>)> {
+) -> PyResult<(u64, String, Vec<u64>, Vec<i64>, Option<i32>, bool)> {
     use pyo3::ffi;
     let cap = capsule.as_ptr();
     // SAFETY: the capsule API checks the object's type and name; the pointer it returns is
@@ -1091,7 +1274,14 @@ fn dlpack_describe(
         }
     };
     let a = array.map_err(|e| runtime_to_py(py, e))?;
-    Ok((a.data, a.dtype.to_string(), a.shape, a.strides, a.device))
+    Ok((
+        a.data,
+        a.dtype.to_string(),
+        a.shape,
+        a.strides,
+        a.device,
+        a.readonly,
+    ))
 }
 
 /// True when the CUDA driver library can be loaded.
@@ -1132,12 +1322,31 @@ fn synchronize(py: Python<'_>, ordinal: usize, stream: Option<usize>) -> PyResul
 /// Turns the on-disk specialization cache on (a directory) or off (`None`). The directory is
 /// created `0700`; one owned by another user or writable by others raises `ValueError`
 /// (the cache's trust model: see the README).
+///
+/// `shared=True` trusts everyone who can write the directory and read its key (a cache
+/// shared by a group on purpose: the crate's `DiskTrust::Shared`).
 #[pyfunction]
-#[pyo3(signature = (dir=None))]
-fn set_disk_cache(dir: Option<std::path::PathBuf>) -> PyResult<()> {
+#[pyo3(signature = (dir=None, shared=false))]
+fn set_disk_cache(dir: Option<std::path::PathBuf>, shared: bool) -> PyResult<()> {
+    let trust = if shared {
+        pydevice::runtime::DiskTrust::Shared
+    } else {
+        pydevice::runtime::DiskTrust::Private
+    };
     let c = match dir {
-        Some(d) => KernelCache::with_disk(&d)
-            .map_err(|e| PyValueError::new_err(format!("disk cache {}: {e}", d.display())))?,
+        Some(d) => KernelCache::with_disk_trusting(&d, trust).map_err(|e| {
+            // The message in Python's terms: the option is `shared=True` here.
+            let hint = if e.shareable {
+                " (pass shared=True to pydevice.set_cache_dir to share a cache on purpose)"
+            } else {
+                ""
+            };
+            PyValueError::new_err(format!(
+                "the kernel cache directory {} cannot be used: {}{hint}",
+                e.path.display(),
+                e.message
+            ))
+        })?,
         None => KernelCache::new(),
     };
     *cache().write().unwrap_or_else(|e| e.into_inner()) = Arc::new(c);

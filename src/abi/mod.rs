@@ -58,6 +58,49 @@ pub fn array_bytes(shape: &[u64], itemsize: u64) -> Option<u64> {
     (bound <= i64::MAX as u64).then_some(exact)
 }
 
+/// Checks an array descriptor before it is packed into a kernel's (or a host call's)
+/// parameters: its size in bytes fits in `i64`, its data address is not null when it has
+/// elements, and every element its shape and strides (in elements, possibly negative or
+/// zero) reach lies inside the address space, at most 2**63 bytes from `data`, since the
+/// code computes `data + (sum of index * stride) * itemsize` without checking for a wrap.
+pub fn check_array(data: u64, shape: &[u64], strides: &[i64], itemsize: u64) -> Result<(), String> {
+    if array_bytes(shape, itemsize).is_none() {
+        return Err(format!(
+            "the array's shape {shape:?} is too large: its size in bytes does not fit in 63 bits"
+        ));
+    }
+    if shape.contains(&0) {
+        return Ok(());
+    }
+    if data == 0 {
+        return Err(format!(
+            "the array's data pointer is null, but its shape {shape:?} has elements"
+        ));
+    }
+    // Bytes reached past `data` (the last element included) and before it.
+    let (mut ahead, mut behind) = (itemsize, 0u64);
+    for (&d, &s) in shape.iter().zip(strides) {
+        let slot = if s < 0 { &mut behind } else { &mut ahead };
+        *slot = (d - 1)
+            .checked_mul(s.unsigned_abs())
+            .and_then(|e| e.checked_mul(itemsize))
+            .and_then(|e| slot.checked_add(e))
+            .filter(|v| *v <= i64::MAX as u64)
+            .ok_or_else(|| {
+                format!(
+                    "the array's strides {strides:?} over shape {shape:?} reach past 2**63 bytes"
+                )
+            })?;
+    }
+    if data.checked_add(ahead).is_none() || data.checked_sub(behind).is_none() {
+        return Err(format!(
+            "the array at {data:#x} with shape {shape:?} and strides {strides:?} (in elements) \
+             runs past the end of the address space"
+        ));
+    }
+    Ok(())
+}
+
 /// Checks a type given through the API: [`Type::validate`], and a layout of at most
 /// [`crate::types::MAX_TYPE_SIZE`] bytes.
 pub fn check_type(t: &Type) -> Result<(), String> {
@@ -504,6 +547,13 @@ pub struct KernelAbi {
     /// JSON when false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cooperative: bool,
+    /// The parameters (indices into `params`) that hold memory (arrays, references, or
+    /// tuples and structs of them) which the kernel never stores to, itself or through the
+    /// functions it calls ([`crate::ir::Program::param_stores`]): a caller may pass
+    /// read-only memory there. A parameter not listed may be stored through, so read-only
+    /// memory is refused there (docs/semantics.md §5.4.1). Absent from the JSON when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read_only: Vec<usize>,
 }
 
 impl KernelAbi {
@@ -521,7 +571,14 @@ impl KernelAbi {
                 .collect(),
             seed: false,
             cooperative: false,
+            read_only: Vec::new(),
         }
+    }
+
+    /// Whether the kernel may store to the memory parameter `index` holds (true for an
+    /// index it does not list in [`KernelAbi::read_only`]).
+    pub fn may_store(&self, index: usize) -> bool {
+        !self.read_only.contains(&index)
     }
 }
 
@@ -659,12 +716,7 @@ fn pack_into(t: &Type, v: &ArgValue, out: &mut [u8]) -> Result<(), PackError> {
                 )));
             }
             let itemsize = layout_of(&a.dtype.ty()).size;
-            if array_bytes(&arr.shape, itemsize).is_none() {
-                return Err(PackError(format!(
-                    "the array's shape {:?} is too large: its size in bytes does not fit in 64 bits",
-                    arr.shape
-                )));
-            }
+            check_array(arr.data, &arr.shape, &arr.strides, itemsize).map_err(PackError)?;
             if out.len() < 8 + 16 * n {
                 return Err(PackError(format!("{t} does not fit its layout")));
             }
@@ -854,6 +906,30 @@ mod tests {
         assert_eq!(h, 0x4200u16.to_le_bytes());
         let b = pack(&Type::Scalar(Scalar::BFloat16), &ArgValue::Float(1.0)).unwrap();
         assert_eq!(b, 0x3f80u16.to_le_bytes());
+    }
+
+    #[test]
+    fn array_descriptors_that_wrap_or_are_null_are_refused() {
+        assert!(check_array(0x1000, &[4], &[1], 4).is_ok());
+        assert!(check_array(0, &[0], &[1], 4).is_ok());
+        let cases: [(u64, &[u64], &[i64], &str); 5] = [
+            (0, &[4], &[1], "null"),
+            (0x1000, &[u64::MAX], &[1], "too large"),
+            (u64::MAX - 15, &[8], &[1], "address space"),
+            (0x10, &[8], &[-1], "address space"),
+            (0x1000, &[1 << 40], &[1 << 40], "2**63"),
+        ];
+        for (data, shape, strides, text) in cases {
+            let e = check_array(data, shape, strides, 4).unwrap_err();
+            assert!(e.contains(text), "{data:#x} {shape:?} {strides:?}: {e}");
+            let t = Type::array(Scalar::Float32, 1, Layout::Any);
+            let v = ArgValue::Array(ArrayArg {
+                data,
+                shape: shape.to_vec(),
+                strides: strides.to_vec(),
+            });
+            assert!(pack(&t, &v).is_err());
+        }
     }
 
     #[test]

@@ -1020,6 +1020,16 @@ pub(crate) fn resolve(
         if have == want {
             continue;
         }
+        if k >= n_in && matches!(o, Operand::Array(_)) {
+            // CuPy's rule for a given output (`_decide_params_type_core`): its dtype must be
+            // the parameter's, never converted (a store would otherwise saturate or wrap).
+            return Err(arg_error(format!(
+                "output `{}` is {want}, but the array given is {have}: an output array must \
+                 have its parameter's dtype (CuPy: \"Type is mismatched. {} {have} {want}\"); \
+                 give a {want} array, or convert the result afterwards with astype",
+                p.name, p.name
+            )));
+        }
         let ok = match o {
             Operand::Array(_) if p.raw => false,
             Operand::Scalar(s) if s.dtype.is_none() => {

@@ -55,7 +55,9 @@ impl DeviceArray {
 
     /// Checks that the description is consistent and that every size and offset computed
     /// from it fits in `i64`: as many strides as extents, each extent and the element count,
-    /// and the distance in bytes between the first and last elements. Every source
+    /// and the distance in bytes between the first and last elements; and that the data
+    /// address is not null and the elements do not wrap the address space
+    /// ([`crate::abi::check_array`]). Every source
     /// (DLPack, CAI) checks this before handing out an array, and [`DeviceArray::to_arg`]
     /// checks it again, since the fields are public.
     pub fn check(&self) -> Result<(), RuntimeError> {
@@ -67,39 +69,8 @@ impl DeviceArray {
                 self.shape.len()
             )));
         }
-        let itemsize = self.dtype.size();
-        if super::npy::checked_size(&self.shape, itemsize).is_none() {
-            return Err(bad(format!(
-                "the array's shape {:?} is too large: its size in bytes does not fit in 64 bits",
-                self.shape
-            )));
-        }
-        if self.shape.contains(&0) {
-            return Ok(());
-        }
-        // The byte offset of the last element from the first (and of the first from the
-        // last, for negative strides), which the kernel computes.
-        let mut span: u64 = itemsize;
-        for (&d, &s) in self.shape.iter().zip(&self.strides) {
-            span = (d - 1)
-                .checked_mul(s.unsigned_abs())
-                .and_then(|e| e.checked_mul(itemsize))
-                .and_then(|e| span.checked_add(e))
-                .filter(|v| *v <= i64::MAX as u64)
-                .ok_or_else(|| {
-                    bad(format!(
-                        "the array's strides {:?} over shape {:?} reach past 2**63 bytes",
-                        self.strides, self.shape
-                    ))
-                })?;
-        }
-        if self.data.checked_add(span).is_none() {
-            return Err(bad(format!(
-                "the array at {:#x} spanning {span} bytes runs past the end of the address space",
-                self.data
-            )));
-        }
-        Ok(())
+        crate::abi::check_array(self.data, &self.shape, &self.strides, self.dtype.size())
+            .map_err(RuntimeError::Argument)
     }
 
     /// Number of dimensions.

@@ -173,11 +173,19 @@ pub struct DiskCacheError {
     pub path: PathBuf,
     /// What is wrong with it.
     pub message: String,
+    /// Whether only the private trust refuses it: [`DiskTrust::Shared`] would accept the
+    /// directory (the message then says so, in Rust's terms; an embedder with other names
+    /// for the option words its own hint from this).
+    pub shareable: bool,
 }
 
 impl fmt::Display for DiskCacheError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "kernel cache {}: {}", self.path.display(), self.message)
+        write!(f, "kernel cache {}: {}", self.path.display(), self.message)?;
+        if self.shareable {
+            f.write_str(" (use DiskTrust::Shared to share a cache on purpose)")?;
+        }
+        Ok(())
     }
 }
 
@@ -234,6 +242,11 @@ impl Disk {
         let err = |path: &Path, message: String| DiskCacheError {
             path: path.to_path_buf(),
             message,
+            shareable: false,
+        };
+        let untrusted = |path: &Path, message: String| DiskCacheError {
+            shareable: true,
+            ..err(path, message)
         };
         std::fs::DirBuilder::new()
             .recursive(true)
@@ -247,20 +260,21 @@ impl Disk {
         }
         if trust == DiskTrust::Private {
             if meta.uid() != euid() {
-                return Err(err(
+                return Err(untrusted(
                     &dir,
                     format!(
-                        "owned by uid {}, not by this user (uid {}): its entries cannot be                          trusted (use DiskTrust::Shared to share a cache on purpose)",
+                        "owned by uid {}, not by this user (uid {}): its entries cannot be trusted",
                         meta.uid(),
                         euid()
                     ),
                 ));
             }
             if meta.mode() & 0o022 != 0 {
-                return Err(err(
+                return Err(untrusted(
                     &dir,
                     format!(
-                        "writable by the group or the world (mode {:o}): its entries cannot                          be trusted (chmod 700 it, or use DiskTrust::Shared to share a cache                          on purpose)",
+                        "writable by the group or the world (mode {:o}): its entries cannot be \
+                         trusted (chmod 700 it)",
                         meta.mode() & 0o7777
                     ),
                 ));
@@ -275,6 +289,7 @@ impl Disk {
         let err = |message: String| DiskCacheError {
             path: path.clone(),
             message,
+            shareable: false,
         };
         // A key written by another process appears whole (it is linked into place), so at
         // most one retry is needed after losing the race to create it.

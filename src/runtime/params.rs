@@ -73,6 +73,9 @@ impl PackedArgs {
                 p.name, p.ty, strides[d]
             )));
         }
+        let itemsize = crate::abi::layout_of(&a.dtype.ty()).size;
+        crate::abi::check_array(data, shape, strides, itemsize)
+            .map_err(|e| RuntimeError::Argument(format!("`{}`: {e}", p.name)))?;
         let o = self.offsets[index];
         self.words[o] = data;
         for d in 0..n {
@@ -238,7 +241,10 @@ mod tests {
         assert!(e.to_string().contains("needs 1 dimensions"), "{e}");
         let e = p.set_array(&abi, 0, 0, &[4], &[2]).unwrap_err();
         assert!(e.to_string().contains("stride 2"), "{e}");
-        assert!(p.set_array(&abi, 0, 0, &[1], &[9]).is_ok()); // extent 1: any stride
+        assert!(p.set_array(&abi, 0, 0x1000, &[1], &[9]).is_ok()); // extent 1: any stride
+        let e = p.set_array(&abi, 0, 0, &[1], &[1]).unwrap_err();
+        assert!(e.to_string().contains("data pointer is null"), "{e}");
+        assert!(p.set_array(&abi, 0, 0, &[0], &[1]).is_ok()); // no elements: null is fine
         let e = p.set_array(&abi, 1, 0, &[4], &[1]).unwrap_err();
         assert!(e.to_string().contains("not an array"), "{e}");
         assert!(p.set(&abi, 9, &ArgValue::Int(0)).is_err());

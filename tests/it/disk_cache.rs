@@ -181,9 +181,17 @@ fn a_missing_directory_is_created_0700_with_a_0600_key() {
 fn untrusted_directories_and_keys_are_refused_unless_shared() {
     let dir = temp_dir("disk-refuse");
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let e = KernelCache::with_disk(&dir).unwrap_err().to_string();
+    let err = KernelCache::with_disk(&dir).unwrap_err();
+    // An embedder with other names for the option (Python's `shared=True`) words its own
+    // hint from `shareable`; the message itself has no Rust name and no run of spaces.
+    assert!(
+        err.shareable && !err.message.contains("DiskTrust"),
+        "{err:?}"
+    );
+    let e = err.to_string();
     assert!(e.contains("writable by the group or the world"), "{e}");
     assert!(e.contains("DiskTrust::Shared"), "{e}");
+    assert!(!e.contains("  "), "{e}");
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o770)).unwrap();
     assert!(KernelCache::with_disk(&dir).is_err());
     // The embedder opts in.

@@ -125,6 +125,9 @@ pub struct HostFunction {
     file: Arc<str>,
     /// Every `assert` and `raise` of the program: line, column, message.
     raises: Arc<Vec<(u32, u32, String)>>,
+    /// Per parameter: whether the function may store to memory it holds
+    /// ([`Program::param_stores`]).
+    stores: Arc<Vec<bool>>,
 }
 
 /// Every `assert` and `raise` of `program`: line, column, message.
@@ -173,6 +176,13 @@ impl HostFunction {
     /// The Python name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Whether the function may store to the memory parameter `index` holds (an array, or a
+    /// tuple or struct of arrays), itself or through its callees; `false` for a parameter
+    /// that holds no memory. A caller passing read-only memory checks this first.
+    pub fn may_store(&self, index: usize) -> bool {
+        self.stores.get(index).copied().unwrap_or(true)
     }
 
     /// Parameter types, in order.
@@ -404,6 +414,7 @@ pub fn compile(program: &Program) -> Result<HostFunction, HostError> {
         ret: entry.ret.clone(),
         file: program.file.name.as_str().into(),
         raises: Arc::new(raise_sites(program)),
+        stores: Arc::new(program.entry_param_stores()),
     })
 }
 
