@@ -1440,6 +1440,10 @@ pub enum LoopForm {
     /// A `range` loop whose step is known only at run time (a grid- or block-stride loop,
     /// `range(tid, n, grid_size)`), counted: its trip count is computed before it starts.
     RuntimeStride,
+    /// A loop the program asks to unroll (cupyx's `jit.range(..., unroll=u)`, §15.4): `0`
+    /// unrolls it fully (`unroll=True`), `1` not at all (`unroll=False`), `n` `n` times
+    /// (LLVM's `llvm.loop.unroll.full` / `.disable` / `.count`).
+    Unroll(u32),
 }
 
 /// The kinds of statement.
@@ -1654,8 +1658,11 @@ fn print_block(
                 form,
             } => {
                 let form = match form {
-                    LoopForm::Plain => "",
-                    LoopForm::RuntimeStride => " [runtime stride]",
+                    LoopForm::Plain => String::new(),
+                    LoopForm::RuntimeStride => " [runtime stride]".to_string(),
+                    LoopForm::Unroll(0) => " [unroll full]".to_string(),
+                    LoopForm::Unroll(1) => " [unroll disabled]".to_string(),
+                    LoopForm::Unroll(n) => format!(" [unroll {n}]"),
                 };
                 writeln!(f, "{ind}loop while {}{form}:", ExprFmt(func, *cond))?;
                 print_block(func, body, depth + 1, f)?;

@@ -99,6 +99,15 @@ impl Dialect {
         }
     }
 
+    /// The dialect's name in diagnostics: `cuda.device`, `numba` or `cupyx`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Dialect::CudaDevice => "cuda.device",
+            Dialect::Numba => "numba",
+            Dialect::Cupyx => "cupyx",
+        }
+    }
+
     /// The dialect of a module that also imports `module`: numba's for `numba` and its
     /// submodules, cupyx's for `cupyx` (unless numba's was seen: numba's rules win).
     pub fn with_import(self, module: &str) -> Dialect {

@@ -42,8 +42,9 @@ pub(crate) enum Item {
     Planned(String),
     /// A global bound to something only host code can compute.
     Host,
-    /// `None` passed as an argument to a `@func`: a compile-time value (§5.3), which only
-    /// `is None` / `is not None` can test.
+    /// `None` passed as an argument to a `@func` (§5.3), or a module global bound to `None`
+    /// (§15.4): a compile-time value, which only `is None` / `is not None` (and `== None`)
+    /// can test.
     NoneArg,
 }
 
@@ -489,12 +490,17 @@ impl ParsedModule {
             }
             Stmt::Assign(a) => {
                 let value = self.eval_const(&a.value);
+                let none = matches!(a.value.as_ref(), Expr::NoneLiteral(_));
                 for t in &a.targets {
                     if let Expr::Name(n) = t {
                         let value = value.clone().map(|c| {
                             self.name_const_arrays(c, n.id.as_str(), const_array::span_of(a))
                         });
-                        let item = value.map(Item::Const).unwrap_or(Item::Host);
+                        let item = match value {
+                            Some(c) => Item::Const(c),
+                            None if none => Item::NoneArg,
+                            None => Item::Host,
+                        };
                         self.items.insert(n.id.to_string(), item);
                     }
                 }

@@ -1277,7 +1277,7 @@ impl FnCx<'_, '_> {
             ),
             AtomicOp::Inc | AtomicOp::Dec => (
                 matches!(dtype, UInt32 | UInt64),
-                "numba's `inc` and `dec` need uint32 or uint64 (as CUDA's atomicInc/atomicDec)",
+                "`inc` and `dec` need uint32 or uint64 (as CUDA's atomicInc/atomicDec)",
             ),
             AtomicOp::And | AtomicOp::Or | AtomicOp::Xor => (
                 bits.contains(&dtype),
