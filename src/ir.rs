@@ -459,7 +459,8 @@ pub enum Intrinsic {
     /// `all_sync(mask, pred)`, `any_sync`, `eq_sync`, `ballot_sync`.
     Vote(Vote),
     /// `shfl_*_sync(mask, value, lane_or_delta)` for 32- and 64-bit values (smaller ones are
-    /// widened by the front end).
+    /// widened by the front end); an optional fourth operand, an int32, is `shfl.sync`'s `c`
+    /// (segment mask and clamp) for cupyx's `width=`, instead of the whole warp's.
     Shfl(Shfl),
     /// `match_any_sync(mask, value)` → WarpMask
     MatchAny,

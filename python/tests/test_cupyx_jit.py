@@ -30,6 +30,7 @@ def load_module(tmp_path, name, source):
 # as CuPy's tests do (inside a function, the device function beside the kernel).
 SOURCE = """
     import numpy
+    import numpy as cupy  # CuPy's tests write `cupy.dtype(...)`, `cupy.inf`; NumPy's are the same
     from pydevice.cupyx import jit
 
 
@@ -169,6 +170,28 @@ SOURCE = """
         return test_copy
 
 
+    def fill_with(dtype, inf):
+        @jit.rawkernel()
+        def f(x):
+            tid = jit.threadIdx.x + jit.blockDim.x * jit.blockIdx.x
+            if inf:
+                x[tid] = cupy.dtype(dtype).type(cupy.inf)
+            else:
+                x[tid] = cupy.dtype(dtype).type(cupy.nan)
+
+        return f
+
+
+    def shfl_width():
+        @jit.rawkernel()
+        def f(a, b, w):
+            laneId = jit.threadIdx.x & 0x1f
+            value = jit.shfl_sync(0xffffffff, b[jit.threadIdx.x], 0, width=w)
+            b[laneId] = value
+
+        return f
+
+
     def atomic_inc():
         @jit.rawkernel()
         def f(x, out):
@@ -240,6 +263,18 @@ def test_cooperative_groups_compile_and_mark_the_kernel_cooperative(mod):
         assert ".entry test_copy(" in mod.cg_copy(aligned).ptx(types=[I32, I32])
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.complex64, np.complex128])
+def test_dtype_of_the_enclosing_function_converts(mod, dtype):
+    name = np.dtype(dtype).name
+    ir = mod.fill_with(dtype, True).typed_ir(types=[f"{name}[::1]"])
+    assert f"x[tid] = {name}(inf" in ir
+
+
+def test_shfl_width_compiles_to_segments(mod):
+    ptx = mod.shfl_width().ptx(types=[I32, I32, "int64"])
+    assert "shfl.sync.idx.b32" in ptx
+
+
 def test_atomic_inc_compiles(mod):
     assert "atom.relaxed.gpu.global.inc.u32" in mod.atomic_inc().ptx(types=["uint32[::1]", "uint32[::1]"])
 
@@ -298,3 +333,20 @@ def test_gpu_atomic_inc(cupy, mod):
     out = x - 1
     mod.atomic_inc()((32,), (32,), (x, out))
     np.testing.assert_array_equal(cupy.asnumpy(out), np.arange(1, 1025, dtype=np.uint32))
+
+
+@pytest.mark.parametrize("special", ["inf", "nan"])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "complex64", "complex128"])
+def test_gpu_dtype_of_the_enclosing_function(cupy, mod, dtype, special):
+    x = cupy.zeros(30, dtype=dtype)
+    mod.fill_with(np.dtype(dtype).type, special == "inf")((5,), (6,), (x,))
+    np.testing.assert_array_equal(cupy.asnumpy(x), np.full(30, getattr(np, special), dtype=dtype))
+
+
+def test_gpu_shfl_width(cupy, mod):
+    k = mod.shfl_width()
+    for w in (2, 4, 8, 16, 32):
+        b = cupy.arange(32, dtype=cupy.int32)
+        k[1, 32](cupy.int32(100), b, w)
+        c = np.arange(32, dtype=np.int32)
+        np.testing.assert_array_equal(cupy.asnumpy(b), c - c % w)

@@ -499,7 +499,11 @@ impl ParsedModule {
                         let item = match value {
                             Some(c) => Item::Const(c),
                             None if none => Item::NoneArg,
-                            None => Item::Host,
+                            // `T = numpy.float16`: an alias of a scalar type (§15.4).
+                            None => match self.resolve_static(&a.value) {
+                                Some(item @ Item::Builtin(Builtin::Scalar(_))) => item,
+                                _ => Item::Host,
+                            },
                         };
                         self.items.insert(n.id.to_string(), item);
                     }
@@ -793,8 +797,26 @@ impl ParsedModule {
             Expr::Name(n) => self.lookup(n.id.as_str()),
             Expr::Attribute(a) => match self.resolve_static(&a.value)? {
                 Item::Namespace(ns) => builtins::member(ns, a.attr.id.as_str()),
+                // `np.dtype(t).type` is the scalar type `t` (§15.4).
+                item @ Item::Builtin(Builtin::Scalar(_)) if a.attr.id.as_str() == "type" => {
+                    Some(item)
+                }
                 _ => None,
             },
+            // `np.dtype(t)` / `cupy.dtype(t)` of a scalar type `t` names `t` (§15.4).
+            Expr::Call(c)
+                if c.arguments.keywords.is_empty()
+                    && c.arguments.args.len() == 1
+                    && matches!(c.func.as_ref(), Expr::Attribute(a)
+                        if a.attr.id.as_str() == "dtype"
+                            && self.resolve_static(&a.value)
+                                == Some(Item::Namespace(Namespace::Numpy))) =>
+            {
+                match self.resolve_static(&c.arguments.args[0])? {
+                    item @ Item::Builtin(Builtin::Scalar(_)) => Some(item),
+                    _ => None,
+                }
+            }
             _ => None,
         }
     }

@@ -544,7 +544,7 @@ impl FnCx<'_, '_> {
                 self.s.m.resolve_static(&a.value),
                 Some(Item::Namespace(Namespace::CupyxJit))
             ),
-            ast::Expr::Name(_) => self.s.m.dialect == crate::front::dialect::Dialect::Cupyx,
+            ast::Expr::Name(_) => self.s.m.rules().range_unroll_by_name,
             _ => false,
         }
     }
