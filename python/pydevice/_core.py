@@ -232,6 +232,17 @@ class _Source:
             if first < len(self._lines) and not _is_top(self._lines[first]):
                 block, _ = inspect.getsourcelines(f)
                 blocks.append((first, block))
+        # A function defined inside another gathered one (a `def` in a kernel's body, which
+        # the compiler refuses with its span) stays where it is: hoisting it would blank the
+        # function around it.
+        entry_first = self.fn.__code__.co_firstlineno - 1
+        spans = [(b[0], b[0] + len(b[1])) for b in blocks]
+        if _is_top(self._lines[entry_first]) if entry_first < len(self._lines) else False:
+            spans.append((entry_first, entry_first + len(inspect.getsourcelines(self.fn)[0])))
+        blocks = [
+            b for b in blocks
+            if not any(s <= b[0] and b[0] + len(b[1]) <= e and (s, e) != (b[0], b[0] + len(b[1])) for s, e in spans)
+        ]
         lines = self.lines
         if blocks:
             lines = _rewrite_imports(_hoist_nested(self._lines, blocks))

@@ -192,6 +192,27 @@ SOURCE = """
         return f
 
 
+    def def_inside_kernel():
+        @jit.rawkernel()
+        def f(x):
+            @jit.rawkernel(device=True)
+            def g(y):
+                return y + 1
+
+            x[0] = g(x[0])
+
+        return f
+
+
+    def atomic_add():
+        @jit.rawkernel()
+        def f(x, index, out):
+            tid = jit.blockDim.x * jit.blockIdx.x + jit.threadIdx.x
+            jit.atomic_add(out, index[tid], x[tid])
+
+        return f
+
+
     def atomic_inc():
         @jit.rawkernel()
         def f(x, out):
@@ -275,6 +296,13 @@ def test_shfl_width_compiles_to_segments(mod):
     assert "shfl.sync.idx.b32" in ptx
 
 
+def test_def_inside_a_kernel_is_a_diagnostic_with_its_span(mod):
+    with pytest.raises(CompileError) as info:
+        mod.def_inside_kernel().ptx(types=[I32])
+    d = info.value.diagnostics[0]
+    assert d.severity == "error" and d.line > 0
+
+
 def test_atomic_inc_compiles(mod):
     assert "atom.relaxed.gpu.global.inc.u32" in mod.atomic_inc().ptx(types=["uint32[::1]", "uint32[::1]"])
 
@@ -350,3 +378,16 @@ def test_gpu_shfl_width(cupy, mod):
         k[1, 32](cupy.int32(100), b, w)
         c = np.arange(32, dtype=np.int32)
         np.testing.assert_array_equal(cupy.asnumpy(b), c - c % w)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint32", "uint64", "float16", "float32", "float64"])
+def test_gpu_atomic_add(cupy, mod, dtype):
+    rng = np.random.default_rng(0)
+    x = (rng.random(1024) * 10).astype(dtype)
+    index = (rng.random(1024) > 0.5).astype(np.int32)
+    out = cupy.zeros((2,), dtype=dtype)
+    mod.atomic_add()((32,), (32,), (cupy.asarray(x), cupy.asarray(index), out))
+    expected = np.zeros(2, dtype=np.float64)
+    np.add.at(expected, index, x.astype(np.float64))
+    tol = 3e-2 if dtype == "float16" else 1e-5
+    np.testing.assert_allclose(cupy.asnumpy(out).astype(np.float64), expected, rtol=tol, atol=tol)

@@ -24,7 +24,7 @@ impl FnCx<'_, '_> {
     fn shfl_segment(&mut self, kind: Shfl, w: &ast::Expr) -> Option<Handle<Expr>> {
         let v = self.eval(w)?;
         if let Some(n) = v.konst.as_ref().and_then(|k| k.as_int())
-            && !(n >= 1 && n <= 32 && n & (n - 1) == 0)
+            && !((1..=32).contains(&n) && n & (n - 1) == 0)
         {
             self.diags.push(
                 Diagnostic::error(
@@ -1317,12 +1317,13 @@ impl FnCx<'_, '_> {
             ),
             // 1- and 2-byte elements take a CAS loop on their 32-bit word.
             AtomicOp::Exch | AtomicOp::Cas => (true, ""),
-            AtomicOp::Add
-            | AtomicOp::Sub
-            | AtomicOp::Max
-            | AtomicOp::Min
-            | AtomicOp::NanMax
-            | AtomicOp::NanMin => (
+            // float16 adds in hardware (`atom.add.noftz.f16`, sm_70 on), as CUDA's and CuPy's
+            // `atomicAdd(__half*, __half)` do.
+            AtomicOp::Add | AtomicOp::Sub => (
+                arith.contains(&dtype) || dtype == Float16,
+                "the dtype must be uint32, int32, uint64, int64, float16, float32 or float64",
+            ),
+            AtomicOp::Max | AtomicOp::Min | AtomicOp::NanMax | AtomicOp::NanMin => (
                 arith.contains(&dtype),
                 "the dtype must be uint32, int32, uint64, int64, float32 or float64",
             ),
