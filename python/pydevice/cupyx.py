@@ -39,8 +39,9 @@ class JitValueError(CompileError, ValueError):
 
 
 # Diagnostic codes whose CuPy exception is a TypeError: wrong types of operands, arguments,
-# indices, annotations, truth values and attributes.
-_TYPE_CODES = {"E0107", "E0202", "E0203", "E0205", "E0207", "E0212", "E0250", "E0251"}
+# annotations, truth values and attributes. (E0203, bad indexing and unpacking — `x, =
+# jit.grid(1)` — is CuPy's ValueError, as Python's unpacking of the wrong count is.)
+_TYPE_CODES = {"E0107", "E0202", "E0205", "E0207", "E0212", "E0250", "E0251"}
 _UNBOUND = re.compile(r"name `([^`]+)` is not defined")
 
 

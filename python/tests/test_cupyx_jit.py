@@ -92,6 +92,14 @@ SOURCE = """
         return f
 
 
+    def unpack_int():
+        @jit.rawkernel()
+        def f():
+            x, = jit.grid(1)  # noqa: F841
+
+        return f
+
+
     def unknown_name():
         @jit.rawkernel()
         def f(x):
@@ -263,6 +271,14 @@ def test_unknown_name_is_cupys_name_error(mod):
     e = _cupyx_error(info.value)
     assert isinstance(e, NameError)
     assert str(e).startswith("Unbound name: unknown_var\n")
+
+
+def test_unpacking_an_int_is_cupys_value_error(mod):
+    with pytest.raises(CompileError) as info:
+        mod.unpack_int().ptx(types=[])
+    assert info.value.diagnostics[0].code == "E0203"
+    e = _cupyx_error(info.value)
+    assert isinstance(e, ValueError) and not isinstance(e, TypeError)
 
 
 def test_thrust_diagnostic_names_the_cupyx_dialect(mod):
