@@ -461,7 +461,8 @@ pub enum Intrinsic {
     /// `all_sync(mask, pred)`, `any_sync`, `eq_sync`, `ballot_sync`.
     Vote(Vote),
     /// `shfl_*_sync(mask, value, lane_or_delta)` for 32- and 64-bit values (smaller ones are
-    /// widened by the front end).
+    /// widened by the front end); an optional fourth operand, an int32, is `shfl.sync`'s `c`
+    /// (segment mask and clamp) for cupyx's `width=`, instead of the whole warp's.
     Shfl(Shfl),
     /// `match_any_sync(mask, value)` → WarpMask
     MatchAny,
@@ -1442,6 +1443,10 @@ pub enum LoopForm {
     /// A `range` loop whose step is known only at run time (a grid- or block-stride loop,
     /// `range(tid, n, grid_size)`), counted: its trip count is computed before it starts.
     RuntimeStride,
+    /// A loop the program asks to unroll (cupyx's `jit.range(..., unroll=u)`, §15.4): `0`
+    /// unrolls it fully (`unroll=True`), `1` not at all (`unroll=False`), `n` `n` times
+    /// (LLVM's `llvm.loop.unroll.full` / `.disable` / `.count`).
+    Unroll(u32),
 }
 
 /// The kinds of statement.
@@ -1656,8 +1661,11 @@ fn print_block(
                 form,
             } => {
                 let form = match form {
-                    LoopForm::Plain => "",
-                    LoopForm::RuntimeStride => " [runtime stride]",
+                    LoopForm::Plain => String::new(),
+                    LoopForm::RuntimeStride => " [runtime stride]".to_string(),
+                    LoopForm::Unroll(0) => " [unroll full]".to_string(),
+                    LoopForm::Unroll(1) => " [unroll disabled]".to_string(),
+                    LoopForm::Unroll(n) => format!(" [unroll {n}]"),
                 };
                 writeln!(f, "{ind}loop while {}{form}:", ExprFmt(func, *cond))?;
                 print_block(func, body, depth + 1, f)?;

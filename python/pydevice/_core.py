@@ -65,30 +65,36 @@ def _is_top(line: str) -> bool:
     return bool(line.strip()) and not line[0].isspace() and not line.lstrip().startswith("#")
 
 
-def _hoist_nested(lines: List[str], first: int, block: List[str]) -> List[str]:
-    """Moves a nested function (``block``, starting at 0-based line ``first``) to the top
-    level at the same lines, blanking the top-level statement around it."""
-    start = first
-    while start > 0 and not _is_top(lines[start]):
-        start -= 1
-    while start > 0 and lines[start - 1].lstrip().startswith("@") and _is_top(lines[start - 1]):
-        start -= 1
-    end = first + len(block)
-    while end < len(lines) and not _is_top(lines[end]):
-        end += 1
+def _hoist_nested(lines: List[str], blocks: List[Tuple[int, List[str]]]) -> List[str]:
+    """Moves nested functions (each ``(first, block)``: its 0-based first line and its source
+    lines) to the top level at the same lines, blanking the top-level statements around them."""
     out = list(lines)
-    for i in range(start, end):
-        # An import in the enclosing function (`from cuda import device` inside a test
-        # function) stays, moved to the top level, so the names it binds resolve.
-        stripped = lines[i].strip()
-        single = not stripped.endswith(("(", "\\", ","))
-        if i < first and single and stripped.startswith(("import ", "from ")) and " import " in f" {stripped}":
-            out[i] = stripped + "\n"
-        else:
-            out[i] = "\n"
-    dedented = _dedent(block)
-    for i, text in enumerate(dedented):
-        out[first + i] = text
+    # The top-level statement around each block, and the last hoisted line in it.
+    spans: Dict[Tuple[int, int], int] = {}
+    for first, block in blocks:
+        start = first
+        while start > 0 and not _is_top(lines[start]):
+            start -= 1
+        while start > 0 and lines[start - 1].lstrip().startswith("@") and _is_top(lines[start - 1]):
+            start -= 1
+        end = first + len(block)
+        while end < len(lines) and not _is_top(lines[end]):
+            end += 1
+        key = (start, end)
+        spans[key] = max(spans.get(key, first), first)
+    for (start, end), last in spans.items():
+        for i in range(start, end):
+            # An import in the enclosing function (`from cuda import device` inside a test
+            # function) stays, moved to the top level, so the names it binds resolve.
+            stripped = lines[i].strip()
+            single = not stripped.endswith(("(", "\\", ","))
+            if i < last and single and stripped.startswith(("import ", "from ")) and " import " in f" {stripped}":
+                out[i] = stripped + "\n"
+            else:
+                out[i] = "\n"
+    for first, block in blocks:
+        for i, text in enumerate(_dedent(block)):
+            out[first + i] = text
     return out
 
 
@@ -106,6 +112,8 @@ def _referenced_names(code: _pytypes.CodeType, out: set) -> None:
 
 def _constant_text(value) -> Optional[str]:
     """A Python literal the compiler folds for a numeric global, or None."""
+    if value is None:
+        return "None"
     if isinstance(value, bool):
         return repr(value)
     if isinstance(value, int):
@@ -114,6 +122,13 @@ def _constant_text(value) -> Optional[str]:
         return repr(value) if np.isfinite(value) else None
     if isinstance(value, complex):
         return repr(value) if np.isfinite(value.real) and np.isfinite(value.imag) else None
+    if isinstance(value, type) and issubclass(value, np.generic) and value is not np.generic:
+        # A NumPy scalar type (`numpy.float16`, as CuPy's tests pass dtypes): an alias.
+        try:
+            name = np.dtype(value).name
+        except TypeError:  # an abstract type (`numpy.floating`)
+            return None
+        return f"_pydevice_numpy_.{name}" if name in _types.SCALARS else None
     if isinstance(value, np.generic) and value.dtype.kind in "biuf":
         inner = _constant_text(value.item())
         if inner is not None and value.dtype.name in _types.SCALARS:
@@ -121,27 +136,15 @@ def _constant_text(value) -> Optional[str]:
     return None
 
 
-def _globals_suffix(fn, seen=None) -> List[str]:
-    """Assignments of the current values of the numeric globals `fn` (and the device
-    functions it calls) reads."""
-    seen = set() if seen is None else seen
-    if id(fn) in seen:
-        return []
-    seen.add(id(fn))
-    names: set = set()
-    _referenced_names(fn.__code__, names)
+def _closure_values(fn) -> List[Tuple[str, Any]]:
+    """The names `fn` reads from enclosing functions, with their current values (a cell
+    not yet assigned is left out: reading it is the compiler's E0101)."""
     out = []
-    g = fn.__globals__
-    for name in sorted(names):
-        if name not in g:
-            continue
-        v = g[name]
-        if isinstance(v, (Func, Kernel)) and v.underlying.__globals__ is g:
-            out.extend(_globals_suffix(v.underlying, seen))
-            continue
-        text = _constant_text(v)
-        if text is not None:
-            out.append(f"{name} = {text}\n")
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        try:
+            out.append((name, cell.cell_contents))
+        except ValueError:
+            pass
     return out
 
 
@@ -174,6 +177,62 @@ def _device_name_before(tree, lineno: int, kind: str) -> Optional[str]:
     return found
 
 
+class _Gathered:
+    """What the compiler needs beside the file's text for one entry: the nested device
+    functions it can reach (to hoist) and the numeric values of the globals and enclosing
+    functions' names they read (to append as assignments)."""
+
+    def __init__(self, fn):
+        self.filename = fn.__code__.co_filename
+        self.nested: List[Any] = []
+        self.globals: Dict[str, str] = {}
+        self.closure: Dict[str, str] = {}
+        self._seen: set = set()
+        self._visit(fn)
+
+    def _visit(self, fn) -> None:
+        if id(fn) in self._seen:
+            return
+        self._seen.add(id(fn))
+        if "<locals>" in fn.__qualname__:
+            self.nested.append(fn)
+        names: set = set()
+        _referenced_names(fn.__code__, names)
+        g = fn.__globals__
+        for name in sorted(names):
+            if name in g:
+                self._value(name, g[name], g, self.globals, fn)
+        for name, v in _closure_values(fn):
+            self._value(name, v, g, self.closure, fn)
+
+    def _value(self, name: str, v, g: dict, into: Dict[str, str], fn) -> None:
+        if isinstance(v, (Func, Kernel)):
+            u = v.underlying
+            # A device function the compiler can see: one of this module (a nested one is
+            # hoisted beside the entry); one of another module stays E0101.
+            if u.__globals__ is g and u.__code__.co_filename == self.filename:
+                self._visit(u)
+            return
+        text = _constant_text(v)
+        if text is None:
+            return
+        prev = into.setdefault(name, text)
+        if prev != text:
+            raise CompileError(
+                f"error: `{name}` has two values where device code reads it ({prev} and {text}): "
+                f"the device functions `{fn.__qualname__}` reaches read it from different enclosing "
+                "functions; pydevice compiles them into one module, where a name has one value "
+                "(rename one of them)",
+                [],
+            )
+
+    def suffix(self) -> List[str]:
+        """Assignments of the values; an enclosing function's name wins over a global."""
+        out = [f"{n} = {t}\n" for n, t in self.globals.items() if n not in self.closure]
+        out += [f"{n} = {t}\n" for n, t in self.closure.items()]
+        return out
+
+
 class _Source:
     """The compiler's view of a decorated function: file name, text, entry name."""
 
@@ -188,20 +247,42 @@ class _Source:
                 "pydevice compiles device code from source; define it in a file or a notebook cell"
             )
         lines = [l if l.endswith("\n") else l + "\n" for l in lines]
-        first = code.co_firstlineno - 1
-        if "<locals>" in fn.__qualname__ and first < len(lines) and not _is_top(lines[first]):
-            block, _ = inspect.getsourcelines(fn)
-            lines = _hoist_nested(lines, first, block)
-        self.lines = _rewrite_imports(lines)
         self.fn = fn
-        if decorator is not None:
-            self.lines = self._apply_decorator(self.lines, first, *decorator)
+        self._gathered: Optional[_Gathered] = None
+        self._lines = lines
+        self.lines = _rewrite_imports(lines)
+        self._decorator = decorator
 
     def text(self) -> str:
-        suffix = _globals_suffix(self.fn)
+        # Gathered at the first compile, when the device functions an entry calls from an
+        # enclosing function (defined after it, often) exist.
+        g = self._gathered = _Gathered(self.fn)
+        blocks = []
+        for f in g.nested:
+            first = f.__code__.co_firstlineno - 1
+            if first < len(self._lines) and not _is_top(self._lines[first]):
+                block, _ = inspect.getsourcelines(f)
+                blocks.append((first, block))
+        # A function defined inside another gathered one (a `def` in a kernel's body, which
+        # the compiler refuses with its span) stays where it is: hoisting it would blank the
+        # function around it.
+        entry_first = self.fn.__code__.co_firstlineno - 1
+        spans = [(b[0], b[0] + len(b[1])) for b in blocks]
+        if _is_top(self._lines[entry_first]) if entry_first < len(self._lines) else False:
+            spans.append((entry_first, entry_first + len(inspect.getsourcelines(self.fn)[0])))
+        blocks = [
+            b for b in blocks
+            if not any(s <= b[0] and b[0] + len(b[1]) <= e and (s, e) != (b[0], b[0] + len(b[1])) for s, e in spans)
+        ]
+        lines = self.lines
+        if blocks:
+            lines = _rewrite_imports(_hoist_nested(self._lines, blocks))
+        if self._decorator is not None:
+            lines = self._apply_decorator(lines, entry_first, *self._decorator)
+        suffix = g.suffix()
         if suffix:
             suffix = ["\nimport numpy as _pydevice_numpy_\n"] + suffix
-        return "".join(self.lines + suffix)
+        return "".join(lines + suffix)
 
     def _apply_decorator(self, lines: List[str], first: int, kind: str, options: dict) -> List[str]:
         """The source with the options given from Python (``device.kernel(max_threads=64)(f)``)
@@ -1136,6 +1217,9 @@ class Kernel(_Entry):
     ``k[grid, block, stream, shared](*args)``. ``underlying`` is the decorated function."""
 
     _decorator_kind = "kernel"
+    # Whether a kernel that synchronizes the grid is launched cooperatively without being
+    # asked to (`cooperative=True`): cupyx.jit's kernels are (§15.4).
+    _auto_cooperative = False
 
     def __init__(self, fn, options: dict, dialect: str = "device"):
         super().__init__(fn, options, dialect)
@@ -1211,10 +1295,15 @@ class Kernel(_Entry):
             spec = self._specialize(key, args, ordinal, consts)
         if spec.refuse is not None:
             raise _read_only_error(self, spec.refuse)
+        auto = self._auto_cooperative and not cooperative and spec.launcher.cooperative
+        if auto:
+            # A dialect whose kernels launch cooperatively when they synchronize the grid
+            # (cupyx.jit, §15.4); the fast path, which launches plainly, is not used for them.
+            cooperative = True
         if spec.host_arrays:
             return self._launch_host(spec, vals, grid, block, stream, shared, seed, cooperative, cluster)
         spec.launcher.launch(tuple(vals), grid, block, shared, h, seed, cooperative, cluster)
-        if consts:
+        if consts or auto:
             # The fast path keys on argument kinds, not values: not for ConstExpr kernels.
             pass
         elif not self._bounds_check:

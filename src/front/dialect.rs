@@ -48,6 +48,11 @@ pub struct Rules {
     pub int_bit_count: bool,
     /// A vector constructor takes vectors as well as numbers, flattening them (numba).
     pub vectors_from_vectors: bool,
+    /// The warp shuffles take cupyx's `width=` (CUDA's segment width, §15.4).
+    pub shfl_width: bool,
+    /// A bare `range(...)` may be `jit.range` imported by name and take `unroll=` (cupyx,
+    /// §15.4).
+    pub range_unroll_by_name: bool,
     /// A `@func` shall be heterogeneous (`cuda.device`): a device-only entity in one needs
     /// a `target(...)` guard (E0243). numba's and cupyx's device functions are device-only.
     pub heterogeneous_funcs: bool,
@@ -64,6 +69,8 @@ const CUDA_DEVICE: Rules = Rules {
     widen_integer_arithmetic: false,
     int_bit_count: false,
     vectors_from_vectors: false,
+    shfl_width: false,
+    range_unroll_by_name: false,
     heterogeneous_funcs: true,
 };
 
@@ -78,6 +85,8 @@ const NUMBA: Rules = Rules {
     widen_integer_arithmetic: true,
     int_bit_count: true,
     vectors_from_vectors: true,
+    shfl_width: false,
+    range_unroll_by_name: false,
     heterogeneous_funcs: false,
 };
 
@@ -85,6 +94,8 @@ const NUMBA: Rules = Rules {
 /// `int32` and a `float` as `float32`, as CUDA C++ literals are), with fixed local types.
 const CUPYX: Rules = Rules {
     fixed_local_types: true,
+    shfl_width: true,
+    range_unroll_by_name: true,
     heterogeneous_funcs: false,
     ..CUDA_DEVICE
 };
@@ -96,6 +107,15 @@ impl Dialect {
             Dialect::CudaDevice => &CUDA_DEVICE,
             Dialect::Numba => &NUMBA,
             Dialect::Cupyx => &CUPYX,
+        }
+    }
+
+    /// The dialect's name in diagnostics: `cuda.device`, `numba` or `cupyx`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Dialect::CudaDevice => "cuda.device",
+            Dialect::Numba => "numba",
+            Dialect::Cupyx => "cupyx",
         }
     }
 

@@ -42,8 +42,9 @@ pub(crate) enum Item {
     Planned(String),
     /// A global bound to something only host code can compute.
     Host,
-    /// `None` passed as an argument to a `@func`: a compile-time value (§5.3), which only
-    /// `is None` / `is not None` can test.
+    /// `None` passed as an argument to a `@func` (§5.3), or a module global bound to `None`
+    /// (§15.4): a compile-time value, which only `is None` / `is not None` (and `== None`)
+    /// can test.
     NoneArg,
 }
 
@@ -489,12 +490,21 @@ impl ParsedModule {
             }
             Stmt::Assign(a) => {
                 let value = self.eval_const(&a.value);
+                let none = matches!(a.value.as_ref(), Expr::NoneLiteral(_));
                 for t in &a.targets {
                     if let Expr::Name(n) = t {
                         let value = value.clone().map(|c| {
                             self.name_const_arrays(c, n.id.as_str(), const_array::span_of(a))
                         });
-                        let item = value.map(Item::Const).unwrap_or(Item::Host);
+                        let item = match value {
+                            Some(c) => Item::Const(c),
+                            None if none => Item::NoneArg,
+                            // `T = numpy.float16`: an alias of a scalar type (§15.4).
+                            None => match self.resolve_static(&a.value) {
+                                Some(item @ Item::Builtin(Builtin::Scalar(_))) => item,
+                                _ => Item::Host,
+                            },
+                        };
                         self.items.insert(n.id.to_string(), item);
                     }
                 }
@@ -787,8 +797,26 @@ impl ParsedModule {
             Expr::Name(n) => self.lookup(n.id.as_str()),
             Expr::Attribute(a) => match self.resolve_static(&a.value)? {
                 Item::Namespace(ns) => builtins::member(ns, a.attr.id.as_str()),
+                // `np.dtype(t).type` is the scalar type `t` (§15.4).
+                item @ Item::Builtin(Builtin::Scalar(_)) if a.attr.id.as_str() == "type" => {
+                    Some(item)
+                }
                 _ => None,
             },
+            // `np.dtype(t)` / `cupy.dtype(t)` of a scalar type `t` names `t` (§15.4).
+            Expr::Call(c)
+                if c.arguments.keywords.is_empty()
+                    && c.arguments.args.len() == 1
+                    && matches!(c.func.as_ref(), Expr::Attribute(a)
+                        if a.attr.id.as_str() == "dtype"
+                            && self.resolve_static(&a.value)
+                                == Some(Item::Namespace(Namespace::Numpy))) =>
+            {
+                match self.resolve_static(&c.arguments.args[0])? {
+                    item @ Item::Builtin(Builtin::Scalar(_)) => Some(item),
+                    _ => None,
+                }
+            }
             _ => None,
         }
     }

@@ -64,6 +64,7 @@ fn uses(src: &str, ns: N, name: &str) -> bool {
         N::NumbaLibdevice => qualified("libdevice"),
         N::NumbaConst => qualified("const"),
         N::CupyxJit => src.contains("cupyx") && qualified("jit"),
+        N::CupyxCg => src.contains("cupyx") && qualified("cg"),
         N::Numpy => qualified("np") || qualified("numpy") || qualified("cupy"),
         N::Operator => qualified("operator"),
         N::Cg => qualified("cg"),

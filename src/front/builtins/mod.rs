@@ -45,6 +45,8 @@ pub enum Namespace {
     Cupyx,
     /// `cupyx.jit`.
     CupyxJit,
+    /// `cupyx.jit.cg`: cupyx's cooperative groups, onto `cuda.device.cg`'s (§15.4).
+    CupyxCg,
     /// `numpy` or `cupy`: only their dtype objects (`np.float32`) are usable in device code.
     Numpy,
     /// Python's `operator` module: its arithmetic, bitwise and comparison functions.
@@ -60,6 +62,39 @@ pub enum Namespace {
     /// `cuda.device.mma`: `mma.sync` on explicit fragment layouts and `ldmatrix` (a pydevice
     /// extension, §19.2).
     Mma,
+}
+
+impl Namespace {
+    /// The module path the namespace is imported as (`numba.cuda`, `cupyx.jit`), for
+    /// diagnostics.
+    pub fn path(self) -> &'static str {
+        match self {
+            Namespace::Cuda => "cuda",
+            Namespace::Device => "cuda.device",
+            Namespace::DeviceRandom => "cuda.device.random",
+            Namespace::Math => "math",
+            Namespace::Cmath => "cmath",
+            Namespace::Numba => "numba",
+            Namespace::NumbaCuda => "numba.cuda",
+            Namespace::NumbaShared => "numba.cuda.shared",
+            Namespace::NumbaLocal => "numba.cuda.local",
+            Namespace::NumbaAtomic => "numba.cuda.atomic",
+            Namespace::NumbaFp16 => "numba.cuda.fp16",
+            Namespace::NumbaBf16 => "numba.cuda.bf16",
+            Namespace::NumbaLibdevice => "numba.cuda.libdevice",
+            Namespace::NumbaConst => "numba.cuda.const",
+            Namespace::NumbaTypes => "numba.types",
+            Namespace::Cupyx => "cupyx",
+            Namespace::CupyxJit => "cupyx.jit",
+            Namespace::CupyxCg => "cupyx.jit.cg",
+            Namespace::Numpy => "numpy",
+            Namespace::Operator => "operator",
+            Namespace::Builtins => "builtins",
+            Namespace::Cg => "cuda.device.cg",
+            Namespace::Wmma => "cuda.device.wmma",
+            Namespace::Mma => "cuda.device.mma",
+        }
+    }
 }
 
 /// The namespaces that are members of other namespaces (`numba.cuda`, `cuda.device`).
@@ -79,6 +114,7 @@ const SUBSPACES: &[(Namespace, &str, Namespace)] = &[
     (Namespace::NumbaCuda, "libdevice", Namespace::NumbaLibdevice),
     (Namespace::NumbaCuda, "const", Namespace::NumbaConst),
     (Namespace::Cupyx, "jit", Namespace::CupyxJit),
+    (Namespace::CupyxJit, "cg", Namespace::CupyxCg),
 ];
 
 /// Member `name` of namespace `ns`: a sub-namespace, a constant (`math.pi`, `cmath.infj`,
@@ -387,6 +423,13 @@ pub enum CgFn {
     AsyncWait,
     /// `cg.memcpy_async_wait_all()`
     AsyncWaitAll,
+    /// cupyx's `jit.cg.memcpy_async(group, dst, dst_idx, src, src_idx, size, aligned_size=None)`:
+    /// a copy of `size` bytes shared by the group's threads (a statement, §15.4).
+    GroupMemcpy,
+    /// cupyx's `jit.cg.wait(group)`: the group's copies are complete and visible.
+    GroupWait,
+    /// cupyx's `jit.cg.wait_prior(group, step)`: as `wait` (the copies are synchronous).
+    GroupWaitPrior,
 }
 
 /// The functions of Python's `cmath` module that device code can call (the modulus is the

@@ -395,17 +395,20 @@ pub static ROWS: &[Row] = &[
     row(B::Rand, &[(N::DeviceRandom, "rand")], &["dtype"], &["float"], Rule::Random, Op::Intrinsic(I::Rand), HOST),
     row(B::Randn, &[(N::DeviceRandom, "randn")], &["dtype"], &["float"], Rule::Random, Op::Intrinsic(I::Randn), HOST),
     // Cooperative groups: a pydevice extension (`cuda.device.cg`, docs/semantics.md §17).
-    row(B::Cg(CgFn::ThisThreadBlock), &[(N::Cg, "this_thread_block")], &[], &[], Rule::Cg, Op::Intrinsic(I::Cg(CgOp::Make(GroupKind::Block))), DEVICE_ONLY),
-    row(B::Cg(CgFn::ThisGrid), &[(N::Cg, "this_grid")], &[], &[], Rule::Cg, Op::Intrinsic(I::Cg(CgOp::Make(GroupKind::Grid))), DEVICE_ONLY),
+    row(B::Cg(CgFn::ThisThreadBlock), &[(N::Cg, "this_thread_block"), (N::CupyxCg, "this_thread_block")], &[], &[], Rule::Cg, Op::Intrinsic(I::Cg(CgOp::Make(GroupKind::Block))), DEVICE_ONLY),
+    row(B::Cg(CgFn::ThisGrid), &[(N::Cg, "this_grid"), (N::CupyxCg, "this_grid")], &[], &[], Rule::Cg, Op::Intrinsic(I::Cg(CgOp::Make(GroupKind::Grid))), DEVICE_ONLY),
     row(B::Cg(CgFn::CoalescedThreads), &[(N::Cg, "coalesced_threads")], &[], &[], Rule::Cg, Op::Intrinsic(I::Cg(CgOp::Make(GroupKind::Coalesced))), DEVICE_ONLY),
     row(B::Cg(CgFn::TiledPartition), &[(N::Cg, "tiled_partition")], &["parent", "size"], &[], Rule::Cg, Op::Expr("tile group"), DEVICE_ONLY),
     row(B::Cg(CgFn::Reduce), &[(N::Cg, "reduce")], &["group", "value", "op"], &[], Rule::Cg, Op::Expr("group reduction"), DEVICE_ONLY),
-    row(B::Cg(CgFn::Sync), &[(N::Cg, "sync")], &["group"], &[], Rule::Cg, Op::Expr("group barrier"), DEVICE_ONLY),
+    row(B::Cg(CgFn::Sync), &[(N::Cg, "sync"), (N::CupyxCg, "sync")], &["group"], &[], Rule::Cg, Op::Expr("group barrier"), DEVICE_ONLY),
     row(B::Cg(CgFn::BarrierArrive), &[(N::Cg, "barrier_arrive")], &["group"], &[], Rule::Cg, Op::Intrinsic(I::Cg(CgOp::BarrierArrive)), DEVICE_ONLY),
     row(B::Cg(CgFn::MemcpyAsync), &[(N::Cg, "memcpy_async")], &["dst", "dst_index", "src", "src_index", "count"], &["1"], Rule::Cg, Op::Expr("asynchronous copy"), DEVICE_ONLY),
     row(B::Cg(CgFn::AsyncCommit), &[(N::Cg, "memcpy_async_commit")], &[], &[], Rule::Cg, Op::Intrinsic(I::Cg(CgOp::AsyncCommit)), DEVICE_ONLY),
     row(B::Cg(CgFn::AsyncWait), &[(N::Cg, "memcpy_async_wait")], &["n"], &["0"], Rule::Cg, Op::Expr("cp.async.wait_group"), DEVICE_ONLY),
     row(B::Cg(CgFn::AsyncWaitAll), &[(N::Cg, "memcpy_async_wait_all")], &[], &[], Rule::Cg, Op::Intrinsic(I::Cg(CgOp::AsyncWaitAll)), DEVICE_ONLY),
+    row(B::Cg(CgFn::GroupMemcpy), &[(N::CupyxCg, "memcpy_async")], &["group", "dst", "dst_idx", "src", "src_idx", "size", "aligned_size"], &["None"], Rule::Cg, Op::Expr("group copy loop"), DEVICE_ONLY),
+    row(B::Cg(CgFn::GroupWait), &[(N::CupyxCg, "wait")], &["group"], &[], Rule::Cg, Op::Expr("group barrier"), DEVICE_ONLY),
+    row(B::Cg(CgFn::GroupWaitPrior), &[(N::CupyxCg, "wait_prior")], &["group", "step"], &[], Rule::Cg, Op::Expr("group barrier"), DEVICE_ONLY),
     row(B::Cg(CgFn::BarrierWait), &[(N::Cg, "barrier_wait")], &["group", "token"], &[], Rule::Cg, Op::Intrinsic(I::Cg(CgOp::BarrierWait)), DEVICE_ONLY),
     // Tensor cores (a pydevice extension, §19). A load's and a store's layout is their
     // fragment's or their `layout` argument, read by the checker.
@@ -619,7 +622,9 @@ fn numba_atomic(op: AtomicOp, numba: bool) -> bool {
         | AtomicOp::Max
         | AtomicOp::Min
         | AtomicOp::Cas => true,
-        AtomicOp::NanMax | AtomicOp::NanMin | AtomicOp::Inc | AtomicOp::Dec => numba,
+        // cupyx.jit has `atomic_inc`/`atomic_dec` too (CUDA's `atomicInc`/`atomicDec`).
+        AtomicOp::Inc | AtomicOp::Dec => true,
+        AtomicOp::NanMax | AtomicOp::NanMin => numba,
         AtomicOp::Load | AtomicOp::Store | AtomicOp::Wait | AtomicOp::Notify => false,
     }
 }
@@ -852,8 +857,9 @@ mod tests {
             assert!(f.namespaces.contains(&ns), "{ns:?}.{n}: {}", f.what);
             assert!(!name(b).is_empty());
         }
-        // cupyx has no `atomic_inc`; numba's `cuda.atomic` has `inc`.
-        assert_eq!(member(N::CupyxJit, "atomic_inc"), None);
+        // cupyx has `atomic_inc` (CuPy v14's `jit.atomic_inc`) but no `atomic_nanmax`.
+        assert!(member(N::CupyxJit, "atomic_inc").is_some());
+        assert_eq!(member(N::CupyxJit, "atomic_nanmax"), None);
     }
 
     #[test]

@@ -17,6 +17,48 @@ const STATIC_SHARED_LIMIT: u64 = 48 * 1024;
 const LOCAL_MEMORY_LIMIT: u64 = 512 * 1024;
 
 impl FnCx<'_, '_> {
+    /// The `c` operand of `shfl.sync` for a shuffle within segments of `width` lanes (CUDA's
+    /// `width`): `((32 - width) << 8) | clamp`, the clamp 0 for `up` and 31 otherwise, as an
+    /// int32. A constant width must be a power of two from 1 to 32 (E0401); a run-time one is
+    /// the program's to get right, as in CUDA.
+    fn shfl_segment(&mut self, kind: Shfl, w: &ast::Expr) -> Option<Handle<Expr>> {
+        let v = self.eval(w)?;
+        if let Some(n) = v.konst.as_ref().and_then(|k| k.as_int())
+            && !((1..=32).contains(&n) && n & (n - 1) == 0)
+        {
+            self.diags.push(
+                Diagnostic::error(
+                    Code::E0401,
+                    v.span,
+                    format!("a shuffle's `width` is a power of two from 1 to 32, not {n}"),
+                )
+                .with_note(
+                    "the lanes are split into segments of `width` lanes, as CUDA's `__shfl_sync`",
+                ),
+            );
+            return None;
+        }
+        if !v.ty.as_scalar().is_some_and(|s| s.is_integer()) {
+            self.diags.push(Diagnostic::error(
+                Code::E0207,
+                v.span,
+                format!("a shuffle's `width` must be an integer, not {}", v.ty),
+            ));
+            return None;
+        }
+        let i32t = Type::Scalar(Scalar::Int32);
+        let w = self.convert(&v, Scalar::Int32)?;
+        let span = v.span;
+        let lit =
+            |cx: &mut Self, n: i128| cx.push(Expr::Literal(Literal::Int(n)), i32t.clone(), span);
+        let k32 = lit(self, 32);
+        let d = self.push(Expr::Binary(BinaryOp::Sub, k32, w), i32t.clone(), span);
+        let k8 = lit(self, 8);
+        let hi = self.push(Expr::Binary(BinaryOp::Shl, d, k8), i32t.clone(), span);
+        let clamp = lit(self, if kind == Shfl::Up { 0 } else { 0x1f });
+        Some(self.push(Expr::Binary(BinaryOp::BitOr, hi, clamp), i32t, span))
+    }
+
     /// Binds a call's arguments to parameter names (positional, then keyword); the first
     /// `required` must be given. Returns one slot per parameter.
     pub(super) fn bind<'a>(
@@ -664,7 +706,12 @@ impl FnCx<'_, '_> {
                 let Some(op @ Intrinsic::Shfl(_)) = op else {
                     return self.table_mismatch(b, span);
                 };
-                let a = self.bind(c, &name, entry.params(), entry.required())?;
+                // cupyx's shuffles take CUDA's `width` too (§15.4).
+                let mut params = entry.params().to_vec();
+                if self.s.m.rules().shfl_width {
+                    params.push("width");
+                }
+                let a = self.bind(c, &name, &params, entry.required())?;
                 let m = self.mask_arg(a[0])?;
                 let v = self.eval(a[1]?)?;
                 let v = self.concrete(v)?;
@@ -675,7 +722,11 @@ impl FnCx<'_, '_> {
                 self.check_shfl_lanes(kind, &name, entry.params()[2], m, lane_const, a[2]?)?;
                 let (wide, back) = self.widen_for_warp(&v, &name)?;
                 let wty = self.types[wide.index()].clone();
-                let r = self.push(Expr::Intrinsic(op, vec![m, wide, lane]), wty, span);
+                let mut operands = vec![m, wide, lane];
+                if let Some(w) = a.get(3).copied().flatten() {
+                    operands.push(self.shfl_segment(kind, w)?);
+                }
+                let r = self.push(Expr::Intrinsic(op, operands), wty, span);
                 let e = if back {
                     self.push(Expr::Cast(r), v.ty.clone(), span)
                 } else {
@@ -1266,18 +1317,19 @@ impl FnCx<'_, '_> {
             ),
             // 1- and 2-byte elements take a CAS loop on their 32-bit word.
             AtomicOp::Exch | AtomicOp::Cas => (true, ""),
-            AtomicOp::Add
-            | AtomicOp::Sub
-            | AtomicOp::Max
-            | AtomicOp::Min
-            | AtomicOp::NanMax
-            | AtomicOp::NanMin => (
+            // float16 adds in hardware (`atom.add.noftz.f16`, sm_70 on), as CUDA's and CuPy's
+            // `atomicAdd(__half*, __half)` do.
+            AtomicOp::Add | AtomicOp::Sub => (
+                arith.contains(&dtype) || dtype == Float16,
+                "the dtype must be uint32, int32, uint64, int64, float16, float32 or float64",
+            ),
+            AtomicOp::Max | AtomicOp::Min | AtomicOp::NanMax | AtomicOp::NanMin => (
                 arith.contains(&dtype),
                 "the dtype must be uint32, int32, uint64, int64, float32 or float64",
             ),
             AtomicOp::Inc | AtomicOp::Dec => (
                 matches!(dtype, UInt32 | UInt64),
-                "numba's `inc` and `dec` need uint32 or uint64 (as CUDA's atomicInc/atomicDec)",
+                "`inc` and `dec` need uint32 or uint64 (as CUDA's atomicInc/atomicDec)",
             ),
             AtomicOp::And | AtomicOp::Or | AtomicOp::Xor => (
                 bits.contains(&dtype),

@@ -230,7 +230,11 @@ impl FnCx<'_, '_> {
                     }
                     Namespace::Device => format!("`cuda.device` has no member `{attr}`"),
                     Namespace::Cuda | Namespace::Operator | Namespace::Builtins => String::new(),
-                    _ => format!("`{attr}` is not available in device code (numba dialect)"),
+                    _ => format!(
+                        "`{}.{attr}` is not available in device code ({} dialect)",
+                        ns.path(),
+                        self.s.m.dialect.name()
+                    ),
                 };
                 match crate::front::builtins::member(ns, attr) {
                     Some(Item::Planned(n)) => {

@@ -164,6 +164,38 @@ impl FnCx<'_, '_> {
                 Some(self.cg_op(CgOp::AsyncWait(n as u8), vec![], Type::None, span))
             }
             CgFn::MemcpyAsync => self.memcpy_async(&a, span),
+            CgFn::GroupMemcpy => {
+                self.diags.push(
+                    Diagnostic::error(
+                        Code::E0723,
+                        span,
+                        "`jit.cg.memcpy_async(...)` gives no value: call it as a statement",
+                    )
+                    .with_note("then `jit.cg.wait(group)` before reading the destination"),
+                );
+                None
+            }
+            CgFn::GroupWait | CgFn::GroupWaitPrior => {
+                let (kind, g) = self.group_arg(a[0]?, &name)?;
+                if kind != GroupKind::Block {
+                    self.not_a_block(kind, &format!("jit.cg.{name}"), sp(a[0]?));
+                    return None;
+                }
+                if f == CgFn::GroupWaitPrior {
+                    let step = self.const_int(a[1]?, "step")?;
+                    if step < 0 {
+                        self.diags.push(Diagnostic::error(
+                            Code::E0723,
+                            sp(a[1]?),
+                            format!("`wait_prior` waits for all but the last `step` copies; {step} is negative"),
+                        ));
+                        return None;
+                    }
+                }
+                // The group's copies are synchronous (`group_memcpy`): waiting is the group's
+                // barrier, after which every thread's stores are visible to the group.
+                Some(self.cg_op(CgOp::Sync(kind), vec![g.e], Type::None, span))
+            }
             CgFn::Sync => {
                 let (kind, g) = self.group_arg(a[0]?, &name)?;
                 Some(self.cg_op(CgOp::Sync(kind), vec![g.e], Type::None, span))
@@ -368,6 +400,220 @@ impl FnCx<'_, '_> {
         ))
     }
 
+    /// cupyx's `jit.cg.memcpy_async(group, dst, dst_idx, src, src_idx, size, aligned_size=None)`
+    /// as a statement: the thread block's threads copy the `size // itemsize` elements
+    /// `src[src_idx + k]` to `dst[dst_idx + k]`, thread `thread_rank` taking every
+    /// `num_threads`-th `k` (docs/semantics.md §15.4). The copy is synchronous: each thread's
+    /// part is done when the call returns, and `jit.cg.wait(group)` (a barrier) makes every
+    /// part visible, which is all CUDA's `cg::memcpy_async` promises after `cg::wait`.
+    pub(super) fn group_memcpy(&mut self, c: &ast::ExprCall, out: &mut Block) {
+        let b = Builtin::Cg(CgFn::GroupMemcpy);
+        let entry = table::entry(b);
+        let _ = self.group_memcpy_inner(c, entry.params(), entry.required(), out);
+    }
+
+    fn group_memcpy_inner(
+        &mut self,
+        c: &ast::ExprCall,
+        params: &[&'static str],
+        required: usize,
+        out: &mut Block,
+    ) -> Option<()> {
+        let span = sp(c);
+        let what = "jit.cg.memcpy_async";
+        let a = self.bind(c, what, params, required)?;
+        let (kind, g) = self.group_arg(a[0]?, what)?;
+        if kind != GroupKind::Block {
+            self.not_a_block(kind, what, sp(a[0]?));
+            return None;
+        }
+        if let Some(e) = a[6] {
+            // A promise about alignment, which a plain copy does not need; it must still be
+            // a constant, as CuPy requires.
+            if !matches!(e, ast::Expr::NoneLiteral(_)) {
+                self.const_int(e, "aligned_size")?;
+            }
+        }
+        let dst = self.eval(a[1]?)?;
+        let src = self.eval(a[3]?)?;
+        let mut arrays = Vec::new();
+        for v in [&dst, &src] {
+            match &v.ty {
+                Type::Array(at) if at.ndim == 1 => arrays.push(at.clone()),
+                other => {
+                    self.diags.push(
+                        Diagnostic::error(
+                            Code::E0723,
+                            v.span,
+                            format!("`{what}` copies between 1-D arrays, not {other}"),
+                        )
+                        .with_note("pass a 1-D array (a `jit.shared_memory` array or a 1-D argument) and an index"),
+                    );
+                    return None;
+                }
+            }
+        }
+        if arrays[0].dtype != arrays[1].dtype {
+            self.diags.push(
+                Diagnostic::error(
+                    Code::E0723,
+                    src.span,
+                    format!(
+                        "`{what}` copies between arrays of one dtype, not from {} to {}",
+                        arrays[1].dtype, arrays[0].dtype
+                    ),
+                )
+                .with_note("copy into an array of the source's dtype, then convert"),
+            );
+            return None;
+        }
+        let item = i128::from(crate::abi::layout_of(&arrays[0].dtype.ty()).size as u32);
+        let i64t = Type::Scalar(Scalar::Int64);
+        let bool_t = Type::Scalar(Scalar::Bool);
+        let mut ints = Vec::new();
+        for (e, name) in [(a[2]?, "dst_idx"), (a[4]?, "src_idx"), (a[5]?, "size")] {
+            let v = self.eval(e)?;
+            if !v
+                .ty
+                .as_scalar()
+                .is_some_and(|s| s.is_integer() || s == Scalar::Bool)
+            {
+                self.diags.push(Diagnostic::error(
+                    Code::E0207,
+                    v.span,
+                    format!("`{name}` must be an integer, not {}", v.ty),
+                ));
+                return None;
+            }
+            if name == "size"
+                && let Some(n) = v.konst.as_ref().and_then(|k| k.as_int())
+                && (n < 0 || n % item != 0)
+            {
+                self.diags.push(
+                    Diagnostic::error(
+                        Code::E0723,
+                        v.span,
+                        format!(
+                            "`{what}` copies whole elements: {n} bytes is not a multiple of the {item} bytes of a {}",
+                            arrays[0].dtype
+                        ),
+                    )
+                    .with_note("give `size` in bytes, a multiple of the element size"),
+                );
+                return None;
+            }
+            let h = self.convert(&v, Scalar::Int64)?;
+            let t = self.new_temp(i64t.clone(), v.span);
+            out.push(Stmt {
+                kind: StmtKind::Assign(t, h),
+                span,
+            });
+            ints.push(t);
+        }
+        let (d0, s0, size) = (ints[0], ints[1], ints[2]);
+        let mut temps = Vec::new();
+        for v in [&dst, &src] {
+            let t = self.new_temp(v.ty.clone(), v.span);
+            out.push(Stmt {
+                kind: StmtKind::Assign(t, v.e),
+                span,
+            });
+            temps.push((t, v.ty.clone()));
+        }
+        // n = size // itemsize; k = thread_rank; step = num_threads
+        let n = self.new_temp(i64t.clone(), span);
+        let sz = self.push(Expr::Local(size), i64t.clone(), span);
+        let it = self.push(Expr::Literal(Literal::Int(item)), i64t.clone(), span);
+        let q = self.push(Expr::Binary(BinaryOp::FloorDiv, sz, it), i64t.clone(), span);
+        out.push(Stmt {
+            kind: StmtKind::Assign(n, q),
+            span,
+        });
+        let g2 = self.push(self.exprs[g.e].clone(), g.ty.clone(), span);
+        let rank = self.cg_op(
+            CgOp::ThreadRank(kind),
+            vec![g.e],
+            Type::Scalar(Scalar::Int32),
+            span,
+        );
+        let rank = self.push(Expr::Cast(rank.e), i64t.clone(), span);
+        let k = self.new_temp(i64t.clone(), span);
+        out.push(Stmt {
+            kind: StmtKind::Assign(k, rank),
+            span,
+        });
+        let step = self.cg_op(
+            CgOp::NumThreads(kind),
+            vec![g2],
+            Type::Scalar(Scalar::Int32),
+            span,
+        );
+        let step = self.push(Expr::Cast(step.e), i64t.clone(), span);
+        let st = self.new_temp(i64t.clone(), span);
+        out.push(Stmt {
+            kind: StmtKind::Assign(st, step),
+            span,
+        });
+        let kc = self.push(Expr::Local(k), i64t.clone(), span);
+        let nc = self.push(Expr::Local(n), i64t.clone(), span);
+        let cond = self.push(Expr::Binary(BinaryOp::Lt, kc, nc), bool_t, span);
+        let index = |cx: &mut Self, base: Handle<Local>| {
+            let b = cx.push(Expr::Local(base), i64t.clone(), span);
+            let kk = cx.push(Expr::Local(k), i64t.clone(), span);
+            Index {
+                value: cx.push(Expr::Binary(BinaryOp::Add, b, kk), i64t.clone(), span),
+                wrap: false,
+            }
+        };
+        let si = index(self, s0);
+        let sa = self.push(Expr::Local(temps[1].0), temps[1].1.clone(), span);
+        let load = self.push(
+            Expr::Load {
+                array: sa,
+                indices: vec![si],
+            },
+            arrays[1].dtype.ty(),
+            span,
+        );
+        let di = index(self, d0);
+        let da = self.push(Expr::Local(temps[0].0), temps[0].1.clone(), span);
+        let kc = self.push(Expr::Local(k), i64t.clone(), span);
+        let sc = self.push(Expr::Local(st), i64t.clone(), span);
+        let inc = self.push(Expr::Binary(BinaryOp::AddNoWrap, kc, sc), i64t, span);
+        out.push(Stmt {
+            kind: StmtKind::Loop {
+                cond,
+                body: vec![Stmt {
+                    kind: StmtKind::Store {
+                        array: da,
+                        indices: vec![di],
+                        value: load,
+                    },
+                    span,
+                }],
+                continuing: vec![Stmt {
+                    kind: StmtKind::Assign(k, inc),
+                    span,
+                }],
+                form: LoopForm::Plain,
+            },
+            span,
+        });
+        Some(())
+    }
+
+    /// E0721: cupyx's group copy and waits take a thread block.
+    fn not_a_block(&mut self, kind: GroupKind, what: &str, span: Span) {
+        self.diags.push(
+            Diagnostic::error(
+                Code::E0721,
+                span,
+                format!("`{what}` takes a thread block, not a {}", kind.name()),
+            )
+            .with_note("as CUDA's `cg::memcpy_async`, `cg::wait` and `cg::wait_prior`: pass `jit.cg.this_thread_block()`"),
+        );
+    }
+
     fn wrong_group(&mut self, kind: GroupKind, method: &str, span: Span) {
         let note = match kind {
             GroupKind::Block | GroupKind::Grid => {
@@ -464,7 +710,16 @@ impl FnCx<'_, '_> {
                 };
                 Some(dim3(self, b))
             }
-            "block_index" | "dim_blocks" if kind == GroupKind::Grid => {
+            // cupyx's grid group: `is_valid()` (a grid-synchronizing kernel is launched
+            // cooperatively, §15.4, so the group is valid) and `group_dim()`, CUDA's
+            // older name of `dim_blocks()`.
+            "is_valid" if kind == GroupKind::Grid => {
+                self.bind(c, method, &[], 0)?;
+                let ty = Type::Scalar(Scalar::Bool);
+                let e = self.push(Expr::Literal(Literal::Bool(true)), ty.clone(), span);
+                Some(self.val(e, ty, span))
+            }
+            "block_index" | "dim_blocks" | "group_dim" if kind == GroupKind::Grid => {
                 self.bind(c, method, &[], 0)?;
                 let b = if method == "block_index" {
                     Builtin::BlockIdx
@@ -517,7 +772,8 @@ impl FnCx<'_, '_> {
             }
             "meta_group_rank" | "meta_group_size" | "block_rank" | "num_blocks" | "group_index"
             | "thread_index" | "dim_threads" | "group_dim" | "block_index" | "dim_blocks"
-            | "shfl" | "shfl_up" | "shfl_down" | "shfl_xor" | "any" | "all" | "ballot" => {
+            | "shfl" | "shfl_up" | "shfl_down" | "shfl_xor" | "any" | "all" | "ballot"
+            | "is_valid" => {
                 self.wrong_group(kind, method, span);
                 None
             }

@@ -79,7 +79,25 @@ impl FnCx<'_, '_> {
             return;
         }
         let args = &call.arguments;
-        if !args.keywords.is_empty() || args.args.is_empty() || args.args.len() > 3 {
+        // cupyx's `jit.range(..., unroll=u)` (§15.4): the one keyword `range` takes.
+        let unroll = match args.keywords.as_slice() {
+            [kw] if kw.arg.as_ref().is_some_and(|a| a.id.as_str() == "unroll")
+                && self.is_cupyx_range(&call.func) =>
+            {
+                match self.unroll_hint(&kw.value, &args.args) {
+                    Some(u) => u,
+                    None => return,
+                }
+            }
+            _ => None,
+        };
+        let keywords =
+            if unroll.is_some() || args.keywords.len() == 1 && self.is_cupyx_range(&call.func) {
+                0
+            } else {
+                args.keywords.len()
+            };
+        if keywords != 0 || args.args.is_empty() || args.args.len() > 3 {
             self.error(
                 Code::E0107,
                 sp(call),
@@ -318,10 +336,10 @@ impl FnCx<'_, '_> {
             && !start.nonneg
             && !matches!(self.exprs[start_e], Expr::Literal(_))
             && wraps_counter(&body, ctr, &self.exprs);
-        let form = if counted {
-            LoopForm::RuntimeStride
-        } else {
-            LoopForm::Plain
+        let form = match unroll {
+            Some(u) => LoopForm::Unroll(u),
+            None if counted => LoopForm::RuntimeStride,
+            None => LoopForm::Plain,
         };
         let stmt = Stmt {
             kind: StmtKind::Loop {
@@ -516,6 +534,88 @@ impl FnCx<'_, '_> {
                 Some(())
             }
         }
+    }
+
+    /// Whether a `range` call's callee is cupyx's `jit.range` (an attribute of `cupyx.jit`,
+    /// or a bare name in a cupyx module, where `from cupyx.jit import range` shadows Python's).
+    fn is_cupyx_range(&self, func: &ast::Expr) -> bool {
+        match func {
+            ast::Expr::Attribute(a) => matches!(
+                self.s.m.resolve_static(&a.value),
+                Some(Item::Namespace(Namespace::CupyxJit))
+            ),
+            ast::Expr::Name(_) => self.s.m.rules().range_unroll_by_name,
+            _ => false,
+        }
+    }
+
+    /// The `unroll=` of `jit.range` as a [`LoopForm::Unroll`] count, or `None` for
+    /// `unroll=None` (LLVM decides); errors are reported and give `Err` through `None` of
+    /// the outer option. As CuPy: `True` unrolls fully, `False` not at all, an `int` `n` in
+    /// `1 .. 2**31` that many times, and the bounds must then be constants (E0400); other
+    /// values are E0401 (CuPy ignores an out-of-range count with a warning).
+    fn unroll_hint(&mut self, e: &ast::Expr, bounds: &[ast::Expr]) -> Option<Option<u32>> {
+        let span = sp(e);
+        if self.is_none(e) {
+            return Some(None);
+        }
+        let c = self.s.m.eval_const(e).or_else(|| {
+            let v = self.expr(e);
+            match v {
+                Value::Val(v) => v.konst.clone(),
+                _ => None,
+            }
+        });
+        let u = match c {
+            Some(Const::Bool(true)) => 0,
+            Some(Const::Bool(false)) => 1,
+            Some(ref k) if k.as_int().is_some() => {
+                let n = k.as_int().unwrap_or(0);
+                if !(1..1i128 << 31).contains(&n) {
+                    self.diags.push(
+                        Diagnostic::error(
+                            Code::E0401,
+                            span,
+                            format!(
+                                "`unroll={n}` is not a count of iterations from 1 to 2**31 - 1"
+                            ),
+                        )
+                        .with_note(
+                            "write `unroll=True` to unroll fully, `unroll=False` not to unroll",
+                        ),
+                    );
+                    return None;
+                }
+                n as u32
+            }
+            _ => {
+                self.diags.push(
+                    Diagnostic::error(
+                        Code::E0400,
+                        span,
+                        "`unroll` must be a compile-time `True`, `False`, `None` or `int`",
+                    )
+                    .with_note("as in CuPy, the unrolling is decided when the kernel is compiled"),
+                );
+                return None;
+            }
+        };
+        for b in bounds {
+            let known = self.s.m.eval_const(b).is_some()
+                || matches!(self.expr(b), Value::Val(Val { konst: Some(_), .. }));
+            if !known {
+                self.diags.push(
+                    Diagnostic::error(
+                        Code::E0400,
+                        sp(b),
+                        "`jit.range(..., unroll=...)` needs constant start, stop and step",
+                    )
+                    .with_note("as in CuPy; leave `unroll` out to let the compiler decide"),
+                );
+                return None;
+            }
+        }
+        Some(Some(u))
     }
 
     /// `for x in a:`, `for i, x in enumerate(a):`, `for x, y in zip(a, b):` (nested too) over

@@ -390,8 +390,13 @@ impl FnCx<'_, '_> {
                 );
                 return None;
             }
-            if matches!(op, ast::CmpOp::Is | ast::CmpOp::IsNot) {
-                let v = self.identity(left, right, *op == ast::CmpOp::IsNot, span)?;
+            // `x == None` / `x != None` (cupyx's tests write them) are `is` / `is not`: a
+            // device value is never equal to `None`.
+            let with_none = matches!(op, ast::CmpOp::Eq | ast::CmpOp::NotEq)
+                && (self.is_none(left) || self.is_none(right));
+            if matches!(op, ast::CmpOp::Is | ast::CmpOp::IsNot) || with_none {
+                let negate = matches!(op, ast::CmpOp::IsNot | ast::CmpOp::NotEq);
+                let v = self.identity(left, right, negate, span)?;
                 acc = Some(match acc {
                     None => v,
                     Some(a) => {
@@ -441,7 +446,18 @@ impl FnCx<'_, '_> {
     pub(super) fn is_none(&mut self, e: &ast::Expr) -> bool {
         match e {
             ast::Expr::NoneLiteral(_) => true,
-            ast::Expr::Name(n) => self.statics.get(n.id.as_str()) == Some(&Item::NoneArg),
+            ast::Expr::Name(n) => {
+                let name = n.id.as_str();
+                match self.statics.get(name) {
+                    Some(item) => item == &Item::NoneArg,
+                    // A module global bound to `None` (§15.4), unless a local shadows it.
+                    None => {
+                        !self.scope.contains_key(name)
+                            && !self.assigned.contains(name)
+                            && self.s.m.lookup(name) == Some(Item::NoneArg)
+                    }
+                }
+            }
             _ => false,
         }
     }

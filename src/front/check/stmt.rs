@@ -205,6 +205,14 @@ impl FnCx<'_, '_> {
                     return;
                 }
                 if let ast::Expr::Call(c) = e.value.as_ref()
+                    && let Some(Item::Builtin(Builtin::Cg(
+                        crate::front::builtins::CgFn::GroupMemcpy,
+                    ))) = self.callee_item(&c.func)
+                {
+                    self.group_memcpy(c, out);
+                    return;
+                }
+                if let ast::Expr::Call(c) = e.value.as_ref()
                     && let Some(Item::Builtin(Builtin::Print)) = self.callee_item(&c.func)
                 {
                     self.print(c, span, out);

@@ -135,6 +135,10 @@ pub fn emit<'ctx>(
     Ok(e.uses_libdevice)
 }
 
+/// The mark of a run-time-stride loop's ID, which pipeline.cpp's `RuntimeStrideUnrollPass`
+/// reads ([`LoopForm::RuntimeStride`]).
+const RUNTIME_STRIDE: &str = "pydevice.loop.runtime_stride";
+
 struct Emitter<'a, 'ctx> {
     ctx: &'ctx Context,
     module: &'a Module<'ctx>,
@@ -416,8 +420,16 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 let latch = self.b().get_insert_block().ok_or_else(|| err("no block"))?;
                 if latch.get_terminator().is_none() {
                     let back = self.b().build_unconditional_branch(head)?;
-                    if *form == LoopForm::RuntimeStride {
-                        self.mark_runtime_stride(back);
+                    match *form {
+                        LoopForm::RuntimeStride => self.mark_loop(back, RUNTIME_STRIDE, None),
+                        LoopForm::Unroll(0) => self.mark_loop(back, "llvm.loop.unroll.full", None),
+                        LoopForm::Unroll(1) => {
+                            self.mark_loop(back, "llvm.loop.unroll.disable", None)
+                        }
+                        LoopForm::Unroll(n) => {
+                            self.mark_loop(back, "llvm.loop.unroll.count", Some(n))
+                        }
+                        LoopForm::Plain => {}
                     }
                 }
                 self.b().position_at_end(exit);
@@ -461,19 +473,20 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         Ok(())
     }
 
-    /// Marks the loop whose back edge is `back` as a run-time-stride loop
-    /// ([`LoopForm::RuntimeStride`]): its loop ID (`llvm.loop`) holds
+    /// Marks the loop whose back edge is `back`: its loop ID (`llvm.loop`) holds
+    /// `!{!"MARK"}` (or `!{!"MARK", i32 n}`). [`LoopForm::RuntimeStride`]'s mark is
     /// `!{!"pydevice.loop.runtime_stride"}`, which the optimizer's `RuntimeStrideUnrollPass`
-    /// (pipeline.cpp) turns into how LLVM unrolls the loop.
-    fn mark_runtime_stride(&self, back: InstructionValue<'ctx>) {
+    /// (pipeline.cpp) turns into how LLVM unrolls the loop; [`LoopForm::Unroll`]'s are LLVM's
+    /// own unrolling requests.
+    fn mark_loop(&self, back: InstructionValue<'ctx>, mark_name: &str, n: Option<u32>) {
         use inkwell::llvm_sys::core::{
             LLVMGetMDKindIDInContext, LLVMMDNodeInContext2, LLVMMDStringInContext2,
-            LLVMMetadataAsValue, LLVMSetMetadata,
+            LLVMMetadataAsValue, LLVMSetMetadata, LLVMValueAsMetadata,
         };
         use inkwell::llvm_sys::debuginfo::{LLVMMetadataReplaceAllUsesWith, LLVMTemporaryMDNode};
         const KIND: &str = "llvm.loop";
-        const MARK: &str = "pydevice.loop.runtime_stride";
         let ctx = self.e.ctx.as_ctx_ref();
+        let count = n.map(|n| self.e.ctx.i32_type().const_int(u64::from(n), false));
         // A loop's ID is a node whose first operand is itself: built around a temporary
         // node that is then replaced by the ID, which LLVM turns into a distinct node with
         // the self-reference (`MDNode::handleChangedOperand`).
@@ -481,11 +494,14 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         // temporary node is freed by the replacement and not used after it.
         unsafe {
             let temp = LLVMTemporaryMDNode(ctx, std::ptr::null_mut(), 0);
-            let mut mark = [LLVMMDStringInContext2(
+            let mut mark = vec![LLVMMDStringInContext2(
                 ctx,
-                MARK.as_ptr().cast(),
-                MARK.len(),
+                mark_name.as_ptr().cast(),
+                mark_name.len(),
             )];
+            if let Some(c) = count {
+                mark.push(LLVMValueAsMetadata(c.as_value_ref()));
+            }
             let mark = LLVMMDNodeInContext2(ctx, mark.as_mut_ptr(), mark.len());
             let mut ops = [temp, mark];
             let id = LLVMMDNodeInContext2(ctx, ops.as_mut_ptr(), ops.len());

@@ -226,6 +226,10 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 let (name, ty) = match op {
                     AtomicOp::Exch => ("exch", format!("b{bits}")),
                     AtomicOp::Cas => ("cas", format!("b{bits}")),
+                    // PTX's float16 add is `.noftz` only (sm_70 on).
+                    AtomicOp::Add | AtomicOp::Sub if dtype == Scalar::Float16 => {
+                        ("add.noftz", "f16".into())
+                    }
                     AtomicOp::Add | AtomicOp::Sub => (
                         "add",
                         if dtype.is_float() {

@@ -92,6 +92,14 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 let f = self.e.intrinsic(name, &[])?;
                 self.call1(f, &[vals[0].into(), vals[1].into()])?
             }
+            // A fourth operand is the `c` of a shuffle within segments (cupyx's `width`).
+            Intrinsic::Shfl(kind) if vals.len() == 4 => self.shfl_with(
+                kind,
+                vals[0].into_int_value(),
+                vals[1],
+                vals[2].into_int_value(),
+                vals[3].into_int_value(),
+            )?,
             Intrinsic::Shfl(kind) => self.shfl(
                 kind,
                 vals[0].into_int_value(),
