@@ -599,7 +599,7 @@ def _stream_place(s) -> Tuple[int, Optional[int]]:
 # ---------------------------------------------------------------------------------------
 # Decorated objects
 
-_KERNEL_OPTIONS = {"interop", "max_threads", "min_blocks", "fastmath", "contract", "lineinfo", "debug", "bounds_check", "wraparound", "assertions", "cluster"}
+_KERNEL_OPTIONS = {"interop", "max_threads", "min_blocks", "fastmath", "contract", "lineinfo", "debug", "bounds_check", "wraparound", "restrict", "assertions", "cluster"}
 _FUNC_OPTIONS = {"interop", "extern"}
 _NUMBA_OPTIONS = {"device", "fastmath", "lineinfo", "debug", "opt", "cache", "max_registers", "inline", "link"}
 
