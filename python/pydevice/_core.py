@@ -428,6 +428,9 @@ def _handler_for(a):
             _native.register_array_type("torch", t)
     elif isinstance(a, np.generic):
         h = _h_numpy_scalar
+        if a.dtype.fields is None and a.dtype.kind in "iufb":
+            # Launches with this type then take the native fast path (python/src/fast.rs).
+            _native.register_scalar_type(t, a.dtype.kind)
     elif isinstance(a, np.ndarray):
         h = _h_host_array
     elif hasattr(a, "__dlpack__") and hasattr(a, "__dlpack_device__"):
@@ -881,7 +884,8 @@ class Kernel(_Entry):
             pass
         elif not self._bounds_check:
             # Later launches with arguments of these kinds take the fast path (when all of
-            # them have one: CuPy arrays, PyTorch tensors, Python numbers).
+            # them have one: CuPy arrays, PyTorch tensors, Python numbers, NumPy scalars,
+            # @struct instances).
             self._dispatcher.insert(args, spec.launcher)
         else:
             # A bounds-checked kernel is a debugging aid: wait for it and report its first
@@ -1090,6 +1094,7 @@ def _make_struct(cls, align: Optional[int]):
     new.__qualname__ = cls.__qualname__
     new.__module__ = cls.__module__
     _HANDLERS[new] = _h_struct
+    _native.register_struct_type(new, list(fields))
     _STRUCTS[cls.__name__] = new
     return new
 
