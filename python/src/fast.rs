@@ -70,10 +70,12 @@ enum Registered {
     Struct(Arc<[Py<PyString>]>),
 }
 
-/// The registered types by type object address; each entry keeps its type alive, so the
-/// address stays unique. Read on every launch with such an argument, written once per type.
-static REGISTERED: LazyLock<RwLock<FxHashMap<usize, (Py<PyType>, Registered)>>> =
-    LazyLock::new(|| RwLock::new(FxHashMap::default()));
+/// Registered types by type object address, each with its type object (kept alive, so the
+/// address stays unique).
+type Registry = FxHashMap<usize, (Py<PyType>, Registered)>;
+
+/// The registered types. Read on every launch with such an argument, written once per type.
+static REGISTERED: LazyLock<RwLock<Registry>> = LazyLock::new(|| RwLock::new(Registry::default()));
 
 /// Registers a NumPy scalar type whose dtype kind is `kind` (`"i"`, `"u"`, `"f"` or `"b"`;
 /// other kinds, complex and structured types keep the Python path).
