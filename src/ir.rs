@@ -173,6 +173,10 @@ pub struct ProgramOptions {
     pub debug: bool,
     /// Check every array index; an out-of-range access is skipped and reported.
     pub bounds_check: bool,
+    /// `restrict=True`: the kernel's array parameters do not overlap when one is written
+    /// (CUDA C++'s `__restrict__` on every pointer parameter); read-only ones are read
+    /// through the non-coherent cache (`ld.global.nc`), docs/semantics.md §12.
+    pub restrict: bool,
     /// `assertions=False`: `assert` statements are compiled out (not evaluated).
     pub skip_assertions: bool,
     /// `cluster=(x, y, z)` (sm_90): the thread block cluster shape the kernel must be

@@ -744,6 +744,9 @@ def _handler_for(a):
             _native.register_array_type("torch", t)
     elif isinstance(a, np.generic):
         h = _h_numpy_scalar
+        if a.dtype.fields is None and a.dtype.kind in "iufb":
+            # Launches with this type then take the native fast path (python/src/fast.rs).
+            _native.register_scalar_type(t, a.dtype.kind)
     elif isinstance(a, np.ndarray):
         h = _h_host_array
     elif hasattr(a, "__dlpack__") and hasattr(a, "__dlpack_device__"):
@@ -926,7 +929,7 @@ def _stream_place(s) -> Tuple[int, Optional[int]]:
 # ---------------------------------------------------------------------------------------
 # Decorated objects
 
-_KERNEL_OPTIONS = {"interop", "max_threads", "min_blocks", "fastmath", "contract", "lineinfo", "debug", "bounds_check", "wraparound", "assertions", "cluster"}
+_KERNEL_OPTIONS = {"interop", "max_threads", "min_blocks", "fastmath", "contract", "lineinfo", "debug", "bounds_check", "wraparound", "restrict", "assertions", "cluster"}
 _FUNC_OPTIONS = {"interop", "extern"}
 _NUMBA_OPTIONS = {"device", "fastmath", "lineinfo", "debug", "opt", "cache", "max_registers", "inline", "link"}
 
@@ -1308,7 +1311,8 @@ class Kernel(_Entry):
             pass
         elif not self._bounds_check:
             # Later launches with arguments of these kinds take the fast path (when all of
-            # them have one: CuPy arrays, PyTorch tensors, Python numbers).
+            # them have one: CuPy arrays, PyTorch tensors, Python numbers, NumPy scalars,
+            # @struct instances).
             self._dispatcher.insert(args, spec.launcher)
         else:
             # A bounds-checked kernel is a debugging aid: wait for it and report its first
@@ -1559,6 +1563,7 @@ def _make_struct(cls, align: Optional[int]):
     new.__qualname__ = cls.__qualname__
     new.__module__ = cls.__module__
     _HANDLERS[new] = _h_struct
+    _native.register_struct_type(new, list(fields))
     _STRUCTS[cls.__name__] = new
     return new
 

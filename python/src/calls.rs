@@ -250,7 +250,9 @@ fn scalar_value(v: &ArgVal) -> Option<ArgValue> {
         ArgVal::Int(x) => Some(ArgValue::Int(*x)),
         ArgVal::Float(x) => Some(ArgValue::Float(*x)),
         ArgVal::Bool(x) => Some(ArgValue::Bool(*x)),
-        ArgVal::Array { .. } => None,
+        ArgVal::UInt(x) => Some(ArgValue::UInt(*x)),
+        // (`read`, which this path uses, makes neither.)
+        ArgVal::Array { .. } | ArgVal::Struct(_) => None,
     }
 }
 

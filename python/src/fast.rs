@@ -7,7 +7,11 @@
 //! the objects (the same facts DLPack would give, without making a capsule), finds the GPU
 //! (the stream's, else the arrays', else the default one), looks the launcher up, writes
 //! the arrays into a copy of its zeroed parameter buffer and launches without the GIL.
-//! Anything else (a first launch, host NumPy arrays, structs, other array types, arrays on
+//! NumPy scalars (`np.float64(x)`, `np.int32(n)`, ...) and `@struct` instances have a fast
+//! path too ([`read_launch`]): the Python side registers their types when it first meets
+//! them ([`register_scalar_type`], [`register_struct_type`]), the key holds the type, and
+//! the value is read as the Python path reads it (`item()`, field by field).
+//! Anything else (a first launch, host NumPy arrays, other array types, arrays on
 //! different GPUs, bounds-checked kernels) returns to the Python path, which specializes
 //! (or raises) and then [`Dispatcher::insert`]s the launcher.
 //!
@@ -16,12 +20,14 @@
 //! array `data.ptr`, `data.device_id`, `dtype`, `_c_contiguous`, `ndim` and, for a
 //! vector, `size` (else `shape`; strides and `itemsize` only for a non-contiguous array).
 
-use std::sync::{Mutex, OnceLock, RwLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock, RwLock};
 
 use pydevice::abi::ArgValue;
+use pydevice::types::Type;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyFloat, PyInt, PyModule, PyTuple, PyType};
+use pyo3::types::{PyBool, PyFloat, PyInt, PyModule, PyString, PyTuple, PyType};
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
@@ -42,6 +48,74 @@ pub fn register_array_type(kind: &str, t: Bound<'_, PyType>) {
     let _ = cell.set(t.unbind());
 }
 
+/// How a registered NumPy scalar type's value is read (its dtype's kind).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ScalarKind {
+    /// `int8` ... `int64`: read as an `i64`.
+    Int,
+    /// `uint8` ... `uint64`: read as a `u64`.
+    UInt,
+    /// `float16`, `float32`, `float64`: read as an `f64` (exact for all three).
+    Float,
+    /// `bool_`.
+    Bool,
+}
+
+/// A type registered for the fast path besides arrays and Python numbers.
+#[derive(Clone)]
+enum Registered {
+    /// A NumPy scalar type with a plain dtype.
+    Scalar(ScalarKind),
+    /// A `@struct` class: its field names, in order (interned).
+    Struct(Arc<[Py<PyString>]>),
+}
+
+/// Registered types by type object address, each with its type object (kept alive, so the
+/// address stays unique).
+type Registry = FxHashMap<usize, (Py<PyType>, Registered)>;
+
+/// The registered types. Read on every launch with such an argument, written once per type.
+static REGISTERED: LazyLock<RwLock<Registry>> = LazyLock::new(|| RwLock::new(Registry::default()));
+
+/// Registers a NumPy scalar type whose dtype kind is `kind` (`"i"`, `"u"`, `"f"` or `"b"`;
+/// other kinds, complex and structured types keep the Python path).
+#[pyfunction]
+pub fn register_scalar_type(t: Bound<'_, PyType>, kind: &str) {
+    let kind = match kind {
+        "i" => ScalarKind::Int,
+        "u" => ScalarKind::UInt,
+        "f" => ScalarKind::Float,
+        "b" => ScalarKind::Bool,
+        _ => return,
+    };
+    register(t, Registered::Scalar(kind));
+}
+
+/// Registers a `@struct` class with its field names, in declaration order.
+#[pyfunction]
+pub fn register_struct_type(t: Bound<'_, PyType>, fields: Vec<Bound<'_, PyString>>) {
+    let py = t.py();
+    let names: Arc<[Py<PyString>]> = fields
+        .iter()
+        .map(|f| PyString::intern(py, &f.to_string_lossy()).unbind())
+        .collect();
+    register(t, Registered::Struct(names));
+}
+
+fn register(t: Bound<'_, PyType>, r: Registered) {
+    let old = REGISTERED
+        .write()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(t.as_ptr() as usize, (t.unbind(), r));
+    drop(old); // outside the lock: dropping a Python object may run Python code
+}
+
+/// The registration of `t`, copied out (the lock is never held across Python code).
+fn registered(t: &Bound<'_, PyType>) -> Option<Registered> {
+    let map = REGISTERED.read().unwrap_or_else(|e| e.into_inner());
+    map.get(&(t.as_ptr() as usize)).map(|(_, r)| r.clone())
+}
+
 /// What determines the specialization, per argument.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum ArgKey {
@@ -57,6 +131,10 @@ pub(crate) enum ArgKey {
     Int,
     Float,
     Bool,
+    /// A registered NumPy scalar type (the type object's address; the registry keeps it).
+    Scalar(usize),
+    /// A registered `@struct` class (its address) and its fields' kinds.
+    Struct(usize, Box<[ArgKey]>),
 }
 
 /// An argument's value as read on the fast path.
@@ -67,8 +145,12 @@ pub(crate) enum ArgVal {
         strides: SmallVec<[i64; 4]>,
     },
     Int(i64),
+    /// An unsigned NumPy integer.
+    UInt(u64),
     Float(f64),
     Bool(bool),
+    /// A `@struct` instance's fields, in order.
+    Struct(Vec<ArgVal>),
 }
 
 pub(crate) type Key = SmallVec<[ArgKey; 6]>;
@@ -88,6 +170,8 @@ pub struct Dispatcher {
     /// The last stream object (kept alive, so its address identifies it), its handle and its
     /// GPU (`None` for a default stream).
     stream: Mutex<Option<LastStream>>,
+    /// How many launches took the fast path (for tests and benchmarks: `fast_launches`).
+    fast_launches: AtomicU64,
 }
 
 /// A stream object, its handle and its GPU.
@@ -263,6 +347,91 @@ pub(crate) fn read(py: Python<'_>, a: &Bound<'_, PyAny>) -> PyResult<Option<Read
     Ok(None)
 }
 
+/// Reads one kernel argument: [`read`]'s kinds, NumPy scalars and `@struct` instances of
+/// registered types; `None` when it has no fast path. The value is what the Python path
+/// passes: a scalar's `item()`, a struct's fields in order (each read the same way).
+pub(crate) fn read_launch(py: Python<'_>, a: &Bound<'_, PyAny>) -> PyResult<Option<Read>> {
+    if let Some(r) = read(py, a)? {
+        return Ok(Some(r));
+    }
+    let t = a.get_type();
+    let Some(r) = registered(&t) else {
+        return Ok(None);
+    };
+    let id = t.as_ptr() as usize;
+    Ok(match r {
+        Registered::Scalar(kind) => {
+            let v = match kind {
+                ScalarKind::Int => match a.extract::<i64>() {
+                    Ok(x) => ArgVal::Int(x),
+                    Err(_) => return Ok(None),
+                },
+                ScalarKind::UInt => match a.extract::<u64>() {
+                    Ok(x) => ArgVal::UInt(x),
+                    Err(_) => return Ok(None),
+                },
+                ScalarKind::Float => ArgVal::Float(a.extract()?),
+                ScalarKind::Bool => ArgVal::Bool(a.is_truthy()?),
+            };
+            Some((ArgKey::Scalar(id), v, None))
+        }
+        Registered::Struct(names) => {
+            let mut keys = Vec::with_capacity(names.len());
+            let mut vals = Vec::with_capacity(names.len());
+            for n in names.iter() {
+                let field = a.getattr(n.bind(py))?;
+                // Arrays in structs keep the Python path (their dtype objects would need
+                // keeping alive here too); numbers, NumPy scalars and nested structs do not.
+                match read_launch(py, &field)? {
+                    Some((k, v, None)) => {
+                        keys.push(k);
+                        vals.push(v);
+                    }
+                    _ => return Ok(None),
+                }
+            }
+            Some((
+                ArgKey::Struct(id, keys.into_boxed_slice()),
+                ArgVal::Struct(vals),
+                None,
+            ))
+        }
+    })
+}
+
+/// The value a scalar parameter (or struct field) of type `t` gets from a NumPy scalar or a
+/// number read on the fast path, converted as the Python path's `arg_value` converts the
+/// Python object; `None` where that path would raise or convert otherwise (the launch then
+/// takes the Python path).
+fn launch_value(t: &Type, v: &ArgVal) -> Option<ArgValue> {
+    use pydevice::types::Scalar;
+    Some(match (t, v) {
+        (Type::Scalar(s), ArgVal::Bool(b)) if *s == Scalar::Bool => ArgValue::Bool(*b),
+        (Type::Scalar(s), _) if *s == Scalar::Bool || s.is_complex() => return None,
+        (Type::Scalar(s), ArgVal::Float(x)) if s.is_float() => ArgValue::Float(*x),
+        (Type::Scalar(s), ArgVal::Int(x)) if s.is_float() => ArgValue::Float(*x as f64),
+        (Type::Scalar(s), ArgVal::UInt(x)) if s.is_float() => ArgValue::Float(*x as f64),
+        (Type::Scalar(s), ArgVal::Int(x)) if s.is_signed() => ArgValue::Int(*x),
+        (Type::Scalar(s), ArgVal::UInt(x)) if s.is_signed() => {
+            ArgValue::Int(i64::try_from(*x).ok()?)
+        }
+        (Type::Scalar(s), ArgVal::UInt(x)) if !s.is_float() => ArgValue::UInt(*x),
+        (Type::Scalar(s), ArgVal::Int(x)) if !s.is_float() => {
+            ArgValue::UInt(u64::try_from(*x).ok()?)
+        }
+        _ => return None,
+    })
+}
+
+/// A struct's values, nested structs flattened depth first (the order of
+/// `abi::scalar_leaves`); any other value is its own leaf.
+fn flatten<'a>(v: &'a ArgVal, out: &mut SmallVec<[&'a ArgVal; 8]>) {
+    match v {
+        ArgVal::Struct(vs) => vs.iter().for_each(|x| flatten(x, out)),
+        other => out.push(other),
+    }
+}
+
 /// Reads every argument; `None` when one has no fast path. The dtype objects named in the
 /// key are pushed to `keep` when given (only [`Dispatcher::insert`] needs them).
 fn read_all<'py>(
@@ -273,7 +442,7 @@ fn read_all<'py>(
     let mut key = Key::new();
     let mut vals = SmallVec::new();
     for a in args {
-        match read(py, &a)? {
+        match read_launch(py, &a)? {
             Some((k, v, d)) => {
                 key.push(k);
                 vals.push(v);
@@ -370,6 +539,31 @@ impl Dispatcher {
         let mut packed = l.template.clone();
         for (i, v) in vals.iter().enumerate() {
             let r = match v {
+                ArgVal::UInt(_) => {
+                    let Some(value) = l.params.get(i).and_then(|t| launch_value(t, v)) else {
+                        return Ok(false);
+                    };
+                    packed.set(abi, i, &value)
+                }
+                ArgVal::Struct(_) => {
+                    // Field by field into the struct's layout, computed once per launcher.
+                    let Some(Some(leaves)) = l.leaves.get(i) else {
+                        return Ok(false);
+                    };
+                    let mut flat: SmallVec<[&ArgVal; 8]> = SmallVec::new();
+                    flatten(v, &mut flat);
+                    if flat.len() != leaves.len() {
+                        return Ok(false);
+                    }
+                    let mut values: SmallVec<[ArgValue; 8]> = SmallVec::new();
+                    for (&(_, s), v) in leaves.iter().zip(&flat) {
+                        match launch_value(&Type::Scalar(s), v) {
+                            Some(x) => values.push(x),
+                            None => return Ok(false),
+                        }
+                    }
+                    packed.set_scalar_leaves(abi, i, leaves, &values)
+                }
                 ArgVal::Array {
                     data,
                     shape,
@@ -384,6 +578,7 @@ impl Dispatcher {
         let grid = dim3(grid, "grid")?;
         let block = dim3(block, "block")?;
         l.launch_packed(py, &packed, grid, block, shared, handle, cooperative, None)?;
+        self.fast_launches.fetch_add(1, Ordering::Relaxed);
         Ok(true)
     }
 
@@ -430,6 +625,7 @@ impl Dispatcher {
         Dispatcher {
             map: RwLock::new(FxHashMap::default()),
             stream: Mutex::new(None),
+            fast_launches: AtomicU64::new(0),
         }
     }
 
@@ -472,6 +668,12 @@ impl Dispatcher {
             _dtypes: dtypes,
         });
         Ok(true)
+    }
+
+    /// How many launches took the fast path since the dispatcher was made.
+    #[getter]
+    fn fast_launches(&self) -> u64 {
+        self.fast_launches.load(Ordering::Relaxed)
     }
 
     /// How many prepared launchers it holds.

@@ -588,6 +588,9 @@ pub struct Launcher {
     pub(crate) params: Vec<Type>,
     /// A zeroed parameter buffer, cloned and filled in place per launch.
     pub(crate) template: PackedArgs,
+    /// Per parameter, the scalar leaves of a struct passed by value (`abi::scalar_leaves`),
+    /// laid out once: the fast path writes a `@struct` argument's fields straight there.
+    pub(crate) leaves: Vec<Option<Vec<(u64, pydevice::types::Scalar)>>>,
     /// A dry-run launcher's last parameter bytes (for the tests that compare the fast path's
     /// packing with the Python path's).
     last: Mutex<Option<Vec<u8>>>,
@@ -608,6 +611,11 @@ impl Launcher {
             ordinal,
             params: abi.params.iter().map(|p| p.ty.clone()).collect(),
             template,
+            leaves: abi
+                .params
+                .iter()
+                .map(|p| pydevice::abi::scalar_leaves(&p.ty))
+                .collect(),
             last: Mutex::new(None),
             record: false,
         }
@@ -1405,6 +1413,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<fast::Configured>()?;
     m.add("launch", fast::launch_function(m)?)?;
     m.add_function(wrap_pyfunction!(fast::register_array_type, m)?)?;
+    m.add_function(wrap_pyfunction!(fast::register_scalar_type, m)?)?;
+    m.add_function(wrap_pyfunction!(fast::register_struct_type, m)?)?;
     m.add_function(wrap_pyfunction!(calls::set_cupy_hooks, m)?)?;
     m.add_function(wrap_pyfunction!(driver_available, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack_describe, m)?)?;

@@ -38,6 +38,8 @@ echo "== host time per launch (bench/python/launch_overhead.py)"
 timeout 300 python3 bench/python/launch_overhead.py 2>&1 | tee "$out/python_launch_overhead.log" | grep -v "^{" | tail -12
 echo "== host cost per launch, driver call left out (bench/python/launch_host_cost.py)"
 timeout 200 python3 bench/python/launch_host_cost.py --n 100000 --repeats 5 2>&1 | tee "$out/python_launch_host_cost.log" | tail -8
+echo "== host time per launch by argument kind: Python numbers, NumPy scalars, @struct (bench/python/launch_arg_kinds.py)"
+timeout 300 python3 bench/python/launch_arg_kinds.py --n 20000 --repeats 7 2>&1 | tee "$out/python_launch_arg_kinds.log" | grep -v "^{" | tail -14
 echo "== host cost per call of ElementwiseKernel / ReductionKernel / fuse, driver call left out (bench/python/kernels_host_cost.py)"
 timeout 300 python3 bench/python/kernels_host_cost.py --n 20000 --repeats 5 2>&1 | tee "$out/python_kernels_host_cost.log" | tail -7
 echo "== two-GPU stencil example (examples/multi_gpu_stencil.py; \`0 0\` with one GPU)"

@@ -369,3 +369,118 @@ def test_atomic_objects_histogram_and_block_counter(gpu, tmp_path):
     np.testing.assert_array_equal(bins, want.astype(np.float32))
     np.testing.assert_array_equal(counts, np.minimum(block, n - np.arange(nblocks) * block))
     np.testing.assert_array_equal(per, 2 * data)
+
+
+# --- issue 31: per-thread arrays in registers, restrict=True, NumPy scalar and struct launches
+
+
+_HD = 64
+_TILE = 32
+
+
+@device.kernel
+def _attention(q, k, v, out):
+    # One thread per query row; the row and its accumulator in per-thread arrays indexed by
+    # constant-trip loops (kept in registers: the loops are unrolled), K/V tiles in shared
+    # memory, causal online softmax in base 2 (scores pre-scaled by 1/8).
+    sk = device.shared_array((_TILE, _HD), device.float32)
+    sv = device.shared_array((_TILE, _HD), device.float32)
+    qr = device.local_array(_HD, device.float32)
+    acc = device.local_array(_HD, device.float32)
+    row = device.block_idx.x * _TILE + device.thread_idx.x
+    tid = device.thread_idx.x
+    for d in range(_HD):
+        qr[d] = q[row, d] * 0.125
+        acc[d] = 0.0
+    m = -1e30
+    l = 0.0
+    for t in range(device.block_idx.x + 1):
+        for d in range(_HD):
+            sk[tid, d] = k[t * _TILE + tid, d]
+            sv[tid, d] = v[t * _TILE + tid, d]
+        device.syncthreads()
+        for j in range(_TILE):
+            if t * _TILE + j <= row:
+                s = 0.0
+                for d in range(_HD):
+                    s += qr[d] * sk[j, d]
+                mn = max(m, s)
+                corr = 2.0 ** (m - mn)
+                p = 2.0 ** (s - mn)
+                l = l * corr + p
+                for d in range(_HD):
+                    acc[d] = acc[d] * corr + p * sv[j, d]
+                m = mn
+        device.syncthreads()
+    for d in range(_HD):
+        out[row, d] = acc[d] / l
+
+
+def test_attention_with_per_thread_accumulator_arrays(cupy):
+    t = 4 * _TILE
+    rng = np.random.default_rng(31)
+    q, k, v = (rng.standard_normal((t, _HD)).astype(np.float32) for _ in range(3))
+    out = cupy.zeros((t, _HD), dtype=np.float32)
+    device.launch(_attention, cupy.asarray(q), cupy.asarray(k), cupy.asarray(v), out, grid=t // _TILE, block=_TILE)
+    s = (q.astype(np.float64) * 0.125) @ k.astype(np.float64).T
+    s[np.triu_indices(t, 1)] = -np.inf
+    w = np.exp2(s - s.max(axis=1, keepdims=True))
+    ref = (w / w.sum(axis=1, keepdims=True)) @ v.astype(np.float64)
+    np.testing.assert_allclose(cupy.asnumpy(out), ref, rtol=1e-4, atol=1e-5)
+
+
+@device.kernel(restrict=True)
+def _axpy_restrict(x, y, out, alpha):
+    i = device.tid(1)
+    if i < len(out):
+        out[i] = alpha * x[i] + y[i]
+        out[i] += x[i] * y[i]
+
+
+def test_restrict_kernel_reads_through_the_non_coherent_cache_correctly(cupy):
+    n = 100_000
+    x = cupy.arange(n, dtype=np.float32) / n
+    y = cupy.ones(n, dtype=np.float32)
+    out = cupy.zeros(n, dtype=np.float32)
+    device.launch(_axpy_restrict, x, y, out, 2.0, grid=(n + 255) // 256, block=256)
+    xs, ys = cupy.asnumpy(x), cupy.asnumpy(y)
+    np.testing.assert_allclose(cupy.asnumpy(out), 2.0 * xs + ys + xs * ys, rtol=1e-6)
+
+
+@device.struct
+class _Affine:
+    s: device.float32
+    t: device.float32
+
+
+@device.kernel
+def _affine_scalars(a, out, s, t):
+    i = device.tid(1)
+    if i < len(out):
+        out[i] = a[i] * s + t
+
+
+@device.kernel
+def _affine_struct(a, out, p):
+    i = device.tid(1)
+    if i < len(out):
+        out[i] = a[i] * p.s + p.t
+
+
+def test_numpy_scalar_and_struct_launches_take_the_fast_path(cupy):
+    n = 1000
+    a = cupy.arange(n, dtype=np.float32)
+    out = cupy.zeros(n, dtype=np.float32)
+    for kernel, extra in [
+        (_affine_scalars, (np.float32(2.0), np.float32(1.0))),
+        (_affine_scalars, (np.float64(2.0), np.float64(1.0))),
+        (_affine_struct, (_Affine(2.0, 1.0),)),
+    ]:
+        for trial in range(3):
+            out[:] = 0
+            before = kernel._dispatcher.fast_launches
+            device.launch(kernel, a, out, *extra, grid=4, block=256)
+            cupy.cuda.runtime.deviceSynchronize()
+            np.testing.assert_array_equal(cupy.asnumpy(out), np.arange(n, dtype=np.float32) * 2 + 1)
+            # The first launch of these kinds takes the Python path; the later ones do not.
+            assert kernel._dispatcher.fast_launches == before + (trial > 0)

@@ -694,6 +694,45 @@ fn pack_scalar(s: Scalar, v: &ArgValue, out: &mut [u8]) -> Result<(), PackError>
     Ok(())
 }
 
+/// The scalar leaves of a struct passed by value (nested structs flattened, depth first, in
+/// field order): each leaf's byte offset in the struct's layout and its type. `None` for
+/// other types and for structs with a leaf that is not a scalar (an array, a tuple, a
+/// vector, a record). Computed once per parameter, it lets a launch write a struct's fields
+/// straight into its parameter ([`pack_scalar_at`]) without laying the type out again.
+pub fn scalar_leaves(t: &Type) -> Option<Vec<(u64, Scalar)>> {
+    fn walk(t: &Type, base: u64, out: &mut Vec<(u64, Scalar)>) -> Option<()> {
+        match t {
+            Type::Scalar(s) => out.push((base, *s)),
+            Type::Struct(st) if st.record.is_none() => {
+                let l = layout_of(t);
+                for (f, (_, ft)) in l.fields.iter().zip(&st.fields) {
+                    walk(ft, base.checked_add(f.offset)?, out)?;
+                }
+            }
+            _ => return None,
+        }
+        Some(())
+    }
+    let Type::Struct(_) = t else { return None };
+    check_type(t).ok()?;
+    let mut out = Vec::new();
+    walk(t, 0, &mut out)?;
+    Some(out)
+}
+
+/// Packs `v` as a value of scalar type `s` into `out`, which must be exactly the scalar's
+/// size: what [`pack`] writes for a scalar, without allocating.
+pub fn pack_scalar_at(s: Scalar, v: &ArgValue, out: &mut [u8]) -> Result<(), PackError> {
+    if out.len() as u64 != s.size() {
+        return Err(PackError(format!(
+            "{s} takes {} bytes, not {}",
+            s.size(),
+            out.len()
+        )));
+    }
+    pack_scalar(s, v, out)
+}
+
 /// Packs a value into the bytes of its parameter's layout.
 pub fn pack(t: &Type, v: &ArgValue) -> Result<Vec<u8>, PackError> {
     check_type(t).map_err(PackError)?;

@@ -69,6 +69,8 @@ pub(crate) struct DecoratorOptions {
     pub bounds_check: bool,
     /// `wraparound=False` (kernels): negative indices do not count from the end (§5.1).
     pub no_wraparound: bool,
+    /// `restrict=True` (kernels): array parameters do not overlap when one is written (§12).
+    pub restrict: bool,
     /// `assertions=False` (kernels): `assert` statements are compiled out.
     pub skip_assertions: bool,
     /// numba's `max_registers=N`.
@@ -934,6 +936,7 @@ impl ParsedModule {
                     "debug",
                     "bounds_check",
                     "wraparound",
+                    "restrict",
                     "assertions",
                     "cluster",
                 ];
@@ -996,6 +999,7 @@ impl ParsedModule {
                     }
                     "bounds_check" => options.bounds_check = flag(diags).unwrap_or(false),
                     "wraparound" => options.no_wraparound = !flag(diags).unwrap_or(true),
+                    "restrict" => options.restrict = flag(diags).unwrap_or(false),
                     "assertions" => options.skip_assertions = !flag(diags).unwrap_or(true),
                     "max_threads" => options.max_threads = count(diags, 1024),
                     "min_blocks" => options.min_blocks = count(diags, 64),
@@ -1011,7 +1015,7 @@ impl ParsedModule {
                         )
                         .with_label("not a supported option")
                         .with_note(if this == FunctionKind::Kernel {
-                            "supported options: interop, max_threads, min_blocks, fastmath, contract, lineinfo, debug, bounds_check, wraparound, assertions, cluster"
+                            "supported options: interop, max_threads, min_blocks, fastmath, contract, lineinfo, debug, bounds_check, wraparound, restrict, assertions, cluster"
                         } else {
                             "supported options: interop, extern"
                         }),

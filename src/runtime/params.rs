@@ -146,6 +146,52 @@ impl PackedArgs {
         Ok(())
     }
 
+    /// Writes the scalar leaves of a struct parameter `index` (`leaves` from
+    /// [`crate::abi::scalar_leaves`] of its type, `values` one per leaf, in the same order):
+    /// the bytes [`PackedArgs::set`] would write for the whole struct, where the buffer's
+    /// padding is still zero (as in a fresh copy of a zeroed template), without laying the
+    /// type out per call. `leaves` must be those of the parameter's type.
+    pub fn set_scalar_leaves(
+        &mut self,
+        abi: &KernelAbi,
+        index: usize,
+        leaves: &[(u64, crate::types::Scalar)],
+        values: &[ArgValue],
+    ) -> Result<(), RuntimeError> {
+        let p = param(abi, index)?;
+        if leaves.len() != values.len() {
+            return Err(RuntimeError::Argument(format!(
+                "`{}`: {} values for {} fields",
+                p.name,
+                values.len(),
+                leaves.len()
+            )));
+        }
+        let base = self.offsets[index] * 8;
+        let total = self.words.len() * 8;
+        for (&(off, s), v) in leaves.iter().zip(values) {
+            let n = s.size() as usize;
+            // (Leaves from `scalar_leaves` of the parameter's type are always inside it.)
+            let end = (off as usize).checked_add(base + n);
+            if n > 16 || end.is_none_or(|e| e > total) {
+                return Err(RuntimeError::Argument(format!(
+                    "`{}`: a field past the parameters' end",
+                    p.name
+                )));
+            }
+            let mut bytes = [0u8; 16];
+            crate::abi::pack_scalar_at(s, v, &mut bytes[..n])
+                .map_err(|e| RuntimeError::Argument(format!("`{}`: {e}", p.name)))?;
+            for (k, b) in bytes[..n].iter().enumerate() {
+                let at = base + off as usize + k;
+                let mut w = self.words[at / 8].to_le_bytes();
+                w[at % 8] = *b;
+                self.words[at / 8] = u64::from_le_bytes(w);
+            }
+        }
+        Ok(())
+    }
+
     /// The bytes of parameter `index` as the kernel receives them.
     pub fn param_bytes(&self, abi: &KernelAbi, index: usize) -> Option<Vec<u8>> {
         let p = abi.params.get(index)?;
@@ -231,6 +277,41 @@ mod tests {
                 "param {i}"
             );
         }
+    }
+
+    #[test]
+    fn struct_fields_written_leaf_by_leaf_equal_the_packed_struct() {
+        // A nested struct with padding: `Inner` (int8, float64) inside `Outer` (float16,
+        // Inner, uint32), passed by value.
+        const SRC: &str = "from cuda import device\nfrom cuda.device import int8, float16, float64, uint32\n\n@device.struct\nclass Inner:\n    a: int8\n    b: float64\n\n@device.struct\nclass Outer:\n    h: float16\n    i: Inner\n    u: uint32\n\n@device.kernel\ndef k(out, o):\n    out[0] = o.i.b + o.u\n";
+        let m = crate::Module::parse("s.py", SRC).unwrap();
+        let types = m.parse_signature("float64[::1], Outer").unwrap();
+        let abi = m.specialize("k", &types).unwrap().abi();
+        let leaves = crate::abi::scalar_leaves(&abi.params[1].ty).expect("scalar leaves");
+        assert_eq!(leaves.len(), 4);
+        let values = [
+            ArgValue::Float(-2.5),
+            ArgValue::Int(-3),
+            ArgValue::Float(0.1),
+            ArgValue::UInt(4_000_000_000),
+        ];
+        let mut p = PackedArgs::zeroed(&abi);
+        p.set_scalar_leaves(&abi, 1, &leaves, &values).unwrap();
+        let whole = ArgValue::Tuple(vec![
+            values[0].clone(),
+            ArgValue::Tuple(vec![values[1].clone(), values[2].clone()]),
+            values[3].clone(),
+        ]);
+        assert_eq!(
+            p.param_bytes(&abi, 1).unwrap(),
+            pack(&abi.params[1].ty, &whole).unwrap()
+        );
+        // Not a struct of scalars: no leaves; a value that does not fit: an error.
+        assert!(crate::abi::scalar_leaves(&abi.params[0].ty).is_none());
+        let mut bad = values.clone();
+        bad[1] = ArgValue::Int(300);
+        assert!(p.set_scalar_leaves(&abi, 1, &leaves, &bad).is_err());
+        assert!(p.set_scalar_leaves(&abi, 1, &leaves, &values[..3]).is_err());
     }
 
     #[test]

@@ -517,3 +517,186 @@ fn large_grid_stride_loops_are_unrolled_as_llvm_decides() {
     assert!(!found.is_empty(), "no loop found");
     assert!(found.iter().all(|&l| l == (false, 40)), "{found:?}");
 }
+
+/// ptxas's report (`-v`) on `ptx` for sm_90: (stack frame bytes, registers); `None` without
+/// ptxas.
+fn ptxas_usage(ptx: &str) -> Option<(u32, u32)> {
+    let ptxas = pydevice::toolkit::ptxas()?;
+    let dir = std::env::temp_dir().join(format!(
+        "pydevice-usage-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let src = dir.join("k.ptx");
+    std::fs::write(&src, ptx).expect("write ptx");
+    let out = std::process::Command::new(ptxas)
+        .args(["-arch=sm_90", "-v"])
+        .arg(&src)
+        .arg("-o")
+        .arg(dir.join("k.cubin"))
+        .output()
+        .expect("run ptxas");
+    let _ = std::fs::remove_dir_all(&dir);
+    let text = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{text}");
+    let number_before = |what: &str| -> u32 {
+        let at = text
+            .find(what)
+            .unwrap_or_else(|| panic!("no `{what}` in {text}"));
+        let head = text[..at].trim_end();
+        let digits = head
+            .rsplit(|c: char| !c.is_ascii_digit())
+            .next()
+            .unwrap_or("");
+        digits
+            .parse()
+            .unwrap_or_else(|_| panic!("`{what}` in {text}"))
+    };
+    Some((
+        number_before(" bytes stack frame"),
+        number_before(" registers"),
+    ))
+}
+
+/// Causal attention as llm.c-style kernels write it: a thread per query row, the query and
+/// the output accumulator in per-thread arrays over the head dimension (64), indexed by
+/// constant-trip loops, K and V tiles in shared memory, an online softmax (issue 31).
+const ATTENTION: &str = r#"
+from cuda import device
+
+HD = 64
+TILE = 32
+
+
+@device.kernel
+def attn(q, k, v, out):
+    sk = device.shared_array((TILE, HD), device.float32)
+    sv = device.shared_array((TILE, HD), device.float32)
+    qr = device.local_array(HD, device.float32)
+    acc = device.local_array(HD, device.float32)
+    row = device.block_idx.x * TILE + device.thread_idx.x
+    tid = device.thread_idx.x
+    for d in range(HD):
+        qr[d] = q[row, d] * 0.125
+        acc[d] = 0.0
+    m = -1e30
+    l = 0.0
+    for t in range(device.block_idx.x + 1):
+        for d in range(HD):
+            sk[tid, d] = k[t * TILE + tid, d]
+            sv[tid, d] = v[t * TILE + tid, d]
+        device.syncthreads()
+        for j in range(TILE):
+            if t * TILE + j <= row:
+                s = 0.0
+                for d in range(HD):
+                    s += qr[d] * sk[j, d]
+                mn = max(m, s)
+                corr = 2.0 ** (m - mn)
+                p = 2.0 ** (s - mn)
+                l = l * corr + p
+                for d in range(HD):
+                    acc[d] = acc[d] * corr + p * sv[j, d]
+                m = mn
+        device.syncthreads()
+    for d in range(HD):
+        out[row, d] = acc[d] / l
+"#;
+
+/// A register-blocked GEMM tile: a 4 x 4 accumulator in one flat per-thread array indexed
+/// `m * TN + q` in nested constant-trip loops, inside a loop of run-time trip count.
+const GEMM_TILE: &str = r#"
+from cuda import device
+
+TM = 4
+TN = 4
+
+
+@device.kernel
+def gemm_tile(a, b, c, n):
+    acc = device.local_array(TM * TN, device.float32)
+    ra = device.local_array(TM, device.float32)
+    rb = device.local_array(TN, device.float32)
+    row0 = (device.block_idx.y * device.block_dim.y + device.thread_idx.y) * TM
+    col0 = (device.block_idx.x * device.block_dim.x + device.thread_idx.x) * TN
+    for i in range(TM * TN):
+        acc[i] = 0.0
+    for k in range(n):
+        for m in range(TM):
+            ra[m] = a[row0 + m, k]
+        for q in range(TN):
+            rb[q] = b[k, col0 + q]
+        for m in range(TM):
+            for q in range(TN):
+                acc[m * TN + q] += ra[m] * rb[q]
+    for m in range(TM):
+        for q in range(TN):
+            c[row0 + m, col0 + q] = acc[m * TN + q]
+"#;
+
+#[test]
+fn per_thread_arrays_indexed_in_constant_trip_loops_live_in_registers() {
+    // The loops that index the arrays are unrolled completely and the arrays scalar-replaced
+    // (pipeline.cpp's LocalArrayUnrollPass), as NVVM does: no local memory at all. Before,
+    // the 64-step loops stayed loops (over LLVM's full-unroll threshold) and the two arrays
+    // took a 512-byte stack frame.
+    for (src, entry, sig) in [
+        (
+            ATTENTION,
+            "attn",
+            "float32[:, ::1], float32[:, ::1], float32[:, ::1], float32[:, ::1]",
+        ),
+        (
+            GEMM_TILE,
+            "gemm_tile",
+            "float32[:, ::1], float32[:, ::1], float32[:, ::1], int32",
+        ),
+    ] {
+        let p = ptx(src, entry, sig);
+        assert!(
+            !p.contains("__local_depot") && !p.contains("ld.local") && !p.contains("st.local"),
+            "{entry}: local memory in\n{p}"
+        );
+        if let Some((stack, registers)) = ptxas_usage(&p) {
+            assert_eq!(stack, 0, "{entry}: stack frame");
+            // nvcc -O3 -arch=sm_90 on the same kernels in CUDA C++: 167 and 64 registers.
+            assert!(registers <= 168, "{entry}: {registers} registers");
+        }
+    }
+}
+
+#[test]
+fn per_thread_arrays_indexed_at_run_time_stay_in_local_memory() {
+    // A run-time trip count cannot be unrolled away: the array stays addressable, and the
+    // kernel is still compiled (and right).
+    let src = "from cuda import device\n\n@device.kernel\ndef k(x, out, n):\n    t = device.local_array(32, device.float32)\n    for i in range(n):\n        t[i] = x[i]\n    s = 0.0\n    for i in range(n):\n        s += t[n - 1 - i] * i\n    out[0] = s\n";
+    let p = ptx(src, "k", "float32[::1], float32[::1], int32");
+    assert!(p.contains("__local_depot"), "{p}");
+}
+
+#[test]
+fn restrict_marks_read_only_parameters_for_the_non_coherent_cache() {
+    // `restrict=True` (docs/semantics.md §12): `x` and `y` are only read, so they are read
+    // through `ld.global.nc`; `out` is written, so it is not; and since `out` overlaps
+    // neither, `x[i]` and `y[i]` are loaded once and `out[i]` stored once.
+    let src = "from cuda import device\n\n@device.kernel(restrict=True)\ndef k(x, y, out, alpha):\n    i = device.tid(1)\n    if i < len(out):\n        out[i] = alpha * x[i] + y[i]\n        out[i] += x[i] * y[i]\n";
+    let sig = "float32[::1], float32[::1], float32[::1], float32";
+    let p = ptx(src, "k", sig);
+    let count = |s: &str| p.matches(s).count();
+    assert_eq!(count("ld.global.nc.f32"), 2, "{p}");
+    assert_eq!(count("ld.global.f32"), 0, "{p}");
+    assert_eq!(count("st.global.f32"), 1, "{p}");
+    // Without the option: no promise, so plain loads, and `out[i]` re-read after the store
+    // may have changed `x[i]` or `y[i]`.
+    let plain = ptx(&src.replace("(restrict=True)", ""), "k", sig);
+    assert!(!plain.contains(".nc"), "{plain}");
+    assert_eq!(plain.matches("st.global.f32").count(), 2, "{plain}");
+    // A parameter that is written, viewed or passed on is not read-only: no `.nc` for it.
+    let src = "from cuda import device\n\n@device.kernel(restrict=True)\ndef k(x, y, out):\n    i = device.tid(1)\n    if i < len(out):\n        v = x[1:]\n        out[i] = x[i] + v[i] + y[i]\n        y[i] = 0.0\n";
+    let p = ptx(src, "k", "float32[::1], float32[::1], float32[::1]");
+    assert_eq!(p.matches("ld.global.nc").count(), 0, "{p}");
+    if pydevice::toolkit::ptxas().is_some() {
+        pydevice::toolkit::ptxas_check(&p, pydevice::Arch::SM_90).unwrap_or_else(|e| panic!("{e}"));
+    }
+}

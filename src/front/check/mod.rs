@@ -139,6 +139,7 @@ pub fn specialize(
                     lineinfo: o.lineinfo,
                     debug: o.debug,
                     bounds_check: o.bounds_check,
+                    restrict: o.restrict,
                     skip_assertions: o.skip_assertions,
                     cluster: o.cluster.map(|(d, _)| d),
                 },

@@ -26,6 +26,7 @@ mod numbers;
 mod print;
 mod raise;
 mod random;
+mod restrict;
 mod tensor;
 mod types;
 mod views;
@@ -288,6 +289,8 @@ struct FnEmitter<'a, 'b, 'ctx> {
     loops: Vec<(BasicBlock<'ctx>, BasicBlock<'ctx>)>,
     /// The thread's random generator state, in functions that draw random numbers.
     rng: Option<PointerValue<'ctx>>,
+    /// The no-alias metadata of a `restrict=True` kernel's array parameters (`restrict.rs`).
+    restrict: restrict::Restrict<'ctx>,
 }
 
 impl<'ctx> FnEmitter<'_, '_, 'ctx> {
@@ -364,6 +367,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 let st = self.b().build_store(ptr, v)?;
                 st.set_alignment(elem_align(&at.dtype) as u32)
                     .map_err(|e| err(e.to_string()))?;
+                self.mark_restrict(st, *array, false)?;
                 if let Some(cont) = cont {
                     self.b().build_unconditional_branch(cont)?;
                     self.b().position_at_end(cont);

@@ -199,6 +199,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 if let Some(i) = ld.as_instruction_value() {
                     i.set_alignment(elem_align(&at.dtype) as u32)
                         .map_err(|e| err(e.to_string()))?;
+                    self.mark_restrict(i, *array, true)?;
                 }
                 let ld = match cont {
                     None => ld,

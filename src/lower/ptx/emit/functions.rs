@@ -218,7 +218,9 @@ impl<'ctx> Emitter<'_, 'ctx> {
         } else {
             None
         };
+        let restrict = self.restrict_for(f);
         let mut fx = FnEmitter {
+            restrict,
             e: self,
             f,
             llfn,
