@@ -7,6 +7,14 @@ cd "$(dirname "$0")/.."
 source scripts/deps.sh
 export PYDEVICE_REQUIRE_PTXAS=1
 cargo test 2>&1
+# The crate as crates.io and docs.rs see it: its public docs build without a warning (a
+# broken or private intra-doc link fails), and `cargo publish --dry-run` packages it (no
+# wildcard versions, the metadata present, the `include` list enough to build it) and
+# builds the package, reusing the dependencies `cargo test` built. `--allow-dirty` lets it
+# run on a work tree with uncommitted changes.
+echo "== cargo doc --no-deps (RUSTDOCFLAGS=-D warnings), cargo publish --dry-run"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p pydevice 2>&1
+cargo publish --dry-run --allow-dirty -p pydevice 2>&1
 echo "== the Python package: maturin build --release, pip install, pytest python/tests"
 bash scripts/python_package.sh "${PYDEVICE_WHEEL_PROFILE:---release}"  # --dev reuses cargo test's build
 # From the repository root, so `import pydevice` is the installed wheel, not python/pydevice.

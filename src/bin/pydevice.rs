@@ -276,7 +276,7 @@ fn cmd_compile(a: &Args) -> Result<(), Failure> {
             )));
         }
     };
-    match a.one_os("o") {
+    match a.one_os("o").filter(|o| *o != "-") {
         Some(out) => std::fs::write(out, text)
             .map_err(|e| format!("cannot write {}: {e}", Path::new(out).display()))?,
         None => print!("{text}"),
