@@ -92,7 +92,12 @@ pub fn machine_representation() -> &'static str {
 }
 
 /// Any error of the library.
-#[derive(Debug, Clone)]
+///
+/// `Debug` prints what `Display` does (the rendered diagnostics, or the back end's or
+/// runtime's message), so that `?` in an embedder's `main` prints a readable message;
+/// `{:#?}` gives the variant and its structure.
+#[derive(Clone)]
+#[non_exhaustive]
 pub enum Error {
     /// The program is ill-formed.
     Diagnostics(Diagnostics),
@@ -115,7 +120,30 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !f.alternate() {
+            return fmt::Display::fmt(self, f);
+        }
+        match self {
+            Error::Diagnostics(d) => f.debug_tuple("Diagnostics").field(d).finish(),
+            Error::Lower(e) => f.debug_tuple("Lower").field(e).finish(),
+            Error::Runtime(e) => f.debug_tuple("Runtime").field(e).finish(),
+            Error::Host(e) => f.debug_tuple("Host").field(e).finish(),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Diagnostics(d) => Some(d),
+            Error::Lower(e) => Some(e),
+            Error::Runtime(e) => Some(e),
+            Error::Host(e) => Some(e),
+        }
+    }
+}
 
 impl From<Diagnostics> for Error {
     fn from(d: Diagnostics) -> Self {
@@ -485,59 +513,33 @@ impl Module {
         }
     }
 
-    /// Argument types in Numba's notation ([`types::signature::parse_signature`]) where an
-    /// item may also name one of the module's types ([`Module::named_type`]): a `@struct`
-    /// class (`Particle`), or an array of one (`Particle[:]`, `Particle[:, ::1]`). What the
-    /// CLI's `--sig` takes.
-    pub fn parse_signature(&self, sig: &str) -> Result<Vec<Type>, String> {
-        if let Ok((args, _)) = types::signature::parse_signature(sig) {
-            return Ok(args);
-        }
-        // `void(...)` around the list.
-        let inner = sig
-            .trim()
-            .strip_suffix(')')
-            .and_then(|s| {
-                ["void(", "none(", "None("]
-                    .iter()
-                    .find_map(|p| s.trim_start().strip_prefix(p))
-            })
-            .unwrap_or(sig);
-        let mut out = Vec::new();
-        for item in split_top_level(inner) {
-            let name_of = |s: &str| {
-                let s = s.trim();
-                (!s.is_empty() && s.chars().all(|c| c.is_alphanumeric() || c == '_'))
-                    .then(|| self.named_type(s))
-                    .flatten()
-            };
-            if let Some((name, dims)) = item.strip_suffix(']').and_then(|s| s.split_once('['))
-                && let Some(elem) = name_of(name)
-            {
-                let dims: Vec<&str> = dims.split(',').map(str::trim).collect();
-                if dims.iter().any(|d| !matches!(*d, ":" | "::1")) {
-                    return Err(format!("`{item}`: each dimension is `:` or `::1`"));
-                }
-                let ndim = u8::try_from(dims.len())
-                    .map_err(|_| format!("`{item}`: too many dimensions"))?;
-                let layout = if dims.last() == Some(&"::1") {
-                    types::Layout::C
-                } else if ndim > 1 && dims.first() == Some(&"::1") {
-                    types::Layout::F
-                } else {
-                    types::Layout::Any
-                };
-                out.push(
-                    Type::array_of(&elem, ndim, layout)
-                        .ok_or_else(|| format!("`{item}`: no array of `{name}`"))?,
-                );
-            } else if let Some(t) = name_of(item) {
-                out.push(t);
-            } else {
-                out.extend(types::signature::parse_signature(item)?.0);
-            }
-        }
-        Ok(out)
+    /// Argument types in Numba's notation where an item may also name one of the module's
+    /// `@struct` classes, alone or as an array's element (`Particle`, `Particle[:, ::1]`):
+    /// [`types::signature::parse_signature_with`] with the module's classes. What the CLI's
+    /// `--sig` takes; a whole signature (`void(...)`) is accepted and its return type
+    /// dropped.
+    ///
+    /// ```
+    /// use pydevice::Module;
+    /// let src = "from cuda import device\nfrom cuda.device import float32\n\
+    ///            @device.struct\nclass Particle:\n    x: float32\n";
+    /// let m = Module::parse("p.py", src).unwrap();
+    /// let args = m.parse_signature("Particle[::1], float32").unwrap();
+    /// assert_eq!(args[0].to_string(), "Particle[::1]");
+    /// assert!(m.parse_signature("Nope[:]").is_err());
+    /// ```
+    pub fn parse_signature(
+        &self,
+        sig: &str,
+    ) -> Result<Vec<Type>, types::signature::SignatureError> {
+        let structs = |name: &str| match self.parsed.lookup(name) {
+            Some(front::Item::Struct(i)) => self
+                .parsed
+                .struct_type(i)
+                .map(|t| Type::Struct(Box::new(t.clone()))),
+            _ => None,
+        };
+        Ok(types::signature::parse_signature_with(sig, &structs)?.0)
     }
 
     /// Type-checks every entry whose parameters are all annotated; returns the names of the
@@ -717,21 +719,21 @@ impl Module {
         compiled
     }
 
-    /// Compiles `entry` once per architecture; at load time the runtime picks the variant
-    /// for the device ([`MultiArchKernel::select`]).
+    /// Compiles `entry` once per architecture, each with `options` (its optimization level
+    /// and `ConstExpr` constants; its `arch` is replaced by each of `archs`); at load time
+    /// the runtime picks the variant for the device ([`MultiArchKernel::select`]).
     pub fn compile_multi(
         &self,
         entry: &str,
         args: &[Type],
         archs: &[Arch],
-        opt_level: OptLevel,
+        options: &CompileOptions,
     ) -> Result<MultiArchKernel, Error> {
         let mut variants = Vec::new();
         for arch in archs {
             let options = CompileOptions {
                 arch: *arch,
-                opt_level,
-                constants: Vec::new(),
+                ..options.clone()
             };
             variants.push(self.compile(entry, args, &options)?);
         }
@@ -868,26 +870,6 @@ impl Specialization {
     }
 }
 
-/// `s` split at the commas outside brackets and parentheses, each part trimmed.
-fn split_top_level(s: &str) -> Vec<&str> {
-    let (mut depth, mut start, mut out) = (0i32, 0, Vec::new());
-    for (i, c) in s.char_indices() {
-        match c {
-            '(' | '[' => depth += 1,
-            ')' | ']' => depth -= 1,
-            ',' if depth == 0 => {
-                out.push(s[start..i].trim());
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    if !s[start..].trim().is_empty() {
-        out.push(s[start..].trim());
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -901,7 +883,7 @@ mod tests {
         let (args, _) = types::signature::parse_signature("int32[::1]").expect("sig");
         let archs = [Arch::SM_90, Arch::SM_75, Arch::SM_80];
         let k = m
-            .compile_multi("k", &args, &archs, OptLevel::O3)
+            .compile_multi("k", &args, &archs, &CompileOptions::default())
             .expect("compile");
         assert_eq!(
             k.variants.iter().map(|v| v.arch).collect::<Vec<_>>(),
@@ -912,6 +894,52 @@ mod tests {
         assert_eq!(k.select(Arch::SM_120).map(|v| v.arch), Some(Arch::SM_90));
         assert_eq!(k.select(Arch::new(7, 0).expect("sm_70")), None);
         assert!(k.variants[0].ptx.contains(".target sm_75"));
+    }
+
+    #[test]
+    fn compile_multi_takes_the_options_constants() {
+        let src = "from cuda import device\nfrom cuda.device import ConstExpr\n@device.kernel\ndef k(a, n: ConstExpr[int]):\n    a[0] = n\n";
+        let m = Module::parse("k.py", src).expect("parse");
+        let (args, _) = types::signature::parse_signature("int32[::1]").expect("sig");
+        let options = CompileOptions {
+            constants: vec![("n".into(), ConstValue::Int(12345))],
+            ..Default::default()
+        };
+        let k = m
+            .compile_multi("k", &args, &[Arch::SM_80, Arch::SM_90], &options)
+            .expect("compile");
+        assert_eq!(k.variants.len(), 2);
+        for v in &k.variants {
+            assert!(v.ptx.contains("12345"), "{}", v.ptx);
+        }
+        // Without the constant: the diagnostic that asks for it.
+        let e = m
+            .compile_multi("k", &args, &[Arch::SM_80], &CompileOptions::default())
+            .expect_err("n has no value");
+        assert!(e.to_string().contains("E0218"), "{e}");
+    }
+
+    #[test]
+    fn errors_debug_as_their_rendered_message() {
+        let src = "from cuda import device\n@device.kernel\ndef k(a):\n    a[0] = nope\n";
+        let m = Module::parse("k.py", src).expect("parse");
+        let (args, _) = types::signature::parse_signature("int32[::1]").expect("sig");
+        let e = m
+            .compile("k", &args, &CompileOptions::default())
+            .expect_err("undefined name");
+        let debug = format!("{e:?}");
+        assert_eq!(debug, e.to_string());
+        assert!(
+            debug.contains("a[0] = nope") && debug.starts_with("error["),
+            "{debug}"
+        );
+        let alt = format!("{e:#?}");
+        assert!(alt.starts_with("Diagnostics("), "{alt}");
+        assert!(!alt.contains("from cuda import device"), "{alt}");
+        // What `?` in `main` prints: `Error: ` and the Debug text.
+        let boxed: Box<dyn std::error::Error> = Box::new(e);
+        assert_eq!(format!("{boxed:?}"), debug);
+        assert!(boxed.source().is_some());
     }
 
     #[test]

@@ -28,17 +28,17 @@ fn on_small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 fn deeply_nested_signatures_are_an_error_not_a_stack_overflow() {
     let n = 20_000;
     let text = format!("{}int32{}", "(".repeat(n), ",)".repeat(n));
-    let e = on_small_stack(move || parse_signature(&text).unwrap_err());
+    let e = on_small_stack(move || parse_signature(&text).unwrap_err().to_string());
     assert!(e.contains("nest deeper than 64"), "{e}");
     let text = format!("void({}int32{})", "(".repeat(n), ",)".repeat(n));
-    let e = on_small_stack(move || parse_type(&text).unwrap_err());
+    let e = on_small_stack(move || parse_type(&text).unwrap_err().to_string());
     assert!(!e.is_empty());
     // Records nest too.
     let mut rec = "int32".to_string();
     for _ in 0..200 {
         rec = format!("Record(a[type={rec};offset=0];4;False)");
     }
-    let e = on_small_stack(move || parse_type(&rec).unwrap_err());
+    let e = on_small_stack(move || parse_type(&rec).unwrap_err().to_string());
     assert!(e.contains("nest deeper"), "{e}");
     // Up to the bound is fine.
     let ok = format!("{}int32{}", "(".repeat(60), ",)".repeat(60));
@@ -415,8 +415,18 @@ fn cli_in(dir: &std::path::Path, args: &[&std::ffi::OsStr]) -> std::process::Out
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
     let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
-    child.stdout.take().unwrap().read_to_end(&mut stdout).unwrap();
-    child.stderr.take().unwrap().read_to_end(&mut stderr).unwrap();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_end(&mut stdout)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_end(&mut stderr)
+        .unwrap();
     std::process::Output {
         status,
         stdout,
@@ -482,7 +492,14 @@ fn cli_follows_the_conventions_of_help_version_and_exit_status() {
     .unwrap();
     let bad = cli_in(
         &dir,
-        &[os("check"), os("bad.py"), os("--entry"), os("g"), os("--sig"), os("int32")],
+        &[
+            os("check"),
+            os("bad.py"),
+            os("--entry"),
+            os("g"),
+            os("--sig"),
+            os("int32"),
+        ],
     );
     assert_eq!(bad.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("error["));
@@ -494,7 +511,9 @@ fn cli_follows_the_conventions_of_help_version_and_exit_status() {
 fn cli_output_dash_is_stdout() {
     let dir = temp_dir("dash");
     std::fs::write(dir.join("f.py"), FUNC).unwrap();
-    let args = ["compile", "f.py", "--entry", "f", "--sig", "int32", "--emit", "ir"];
+    let args = [
+        "compile", "f.py", "--entry", "f", "--sig", "int32", "--emit", "ir",
+    ];
     let plain = cli_in(&dir, &args.map(os));
     assert_eq!(plain.status.code(), Some(0));
     let ir = String::from_utf8_lossy(&plain.stdout).into_owned();
@@ -536,10 +555,19 @@ fn cli_refuses_non_regular_and_oversized_inputs() {
         .set_len((64 << 20) + 1)
         .unwrap();
     let cases: Vec<(Vec<std::ffi::OsString>, &str)> = vec![
-        (vec!["check".into(), fifo.clone().into()], "not a regular file"),
-        (vec!["check".into(), "/dev/zero".into()], "not a regular file"),
+        (
+            vec!["check".into(), fifo.clone().into()],
+            "not a regular file",
+        ),
+        (
+            vec!["check".into(), "/dev/zero".into()],
+            "not a regular file",
+        ),
         (vec!["check".into(), dir.clone().into()], "a directory"),
-        (vec!["check".into(), big.clone().into()], "larger than 64 MiB"),
+        (
+            vec!["check".into(), big.clone().into()],
+            "larger than 64 MiB",
+        ),
         (
             vec![
                 "call".into(),
@@ -568,7 +596,10 @@ fn cli_refuses_non_regular_and_oversized_inputs() {
         let out = cli_in(&dir, &args);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains("cannot read") && err.contains(why), "{args:?}: {err}");
+        assert!(
+            err.contains("cannot read") && err.contains(why),
+            "{args:?}: {err}"
+        );
     }
     // At the limit the file is read: a 64 MiB `.npy` of zeros gets past reading to the
     // format's own error.
@@ -580,10 +611,20 @@ fn cli_refuses_non_regular_and_oversized_inputs() {
     let arg = format!("x={}", at_limit.display());
     let out = cli_in(
         &dir,
-        &[os("call"), os("f.py"), os("--entry"), os("f"), os("--arg"), os(&arg)],
+        &[
+            os("call"),
+            os("f.py"),
+            os("--entry"),
+            os("f"),
+            os("--arg"),
+            os(&arg),
+        ],
     );
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(!err.contains("cannot read") && err.contains("limit.npy"), "{err}");
+    assert!(
+        !err.contains("cannot read") && err.contains("limit.npy"),
+        "{err}"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }

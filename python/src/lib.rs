@@ -90,6 +90,8 @@ pub(crate) fn to_py(py: Python<'_>, e: Error) -> PyErr {
         Error::Host(pydevice::HostError::Argument(m)) => raise(py, "ArgumentError", (m,)),
         Error::Host(e) => raise(py, "HostError", (e.to_string(),)),
         Error::Runtime(e) => runtime_to_py(py, e),
+        // `pydevice::Error` is `#[non_exhaustive]`.
+        other => raise(py, "CompileError", (other.to_string(), PyList::empty(py))),
     }
 }
 
@@ -134,6 +136,8 @@ pub(crate) fn runtime_to_py(py: Python<'_>, e: RuntimeError) -> PyErr {
                 report.block,
             ),
         ),
+        // `RuntimeError` is `#[non_exhaustive]`.
+        _ => raise(py, "DriverError", (text,)),
     }
 }
 
@@ -318,7 +322,7 @@ impl Module {
                 None => Arch::DEFAULT,
             },
             opt_level: pydevice::OptLevel::try_from(opt)
-                .map_err(pyo3::exceptions::PyValueError::new_err)?,
+                .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?,
             ..Default::default()
         })
     }

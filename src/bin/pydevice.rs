@@ -398,8 +398,9 @@ fn cmd_compile(a: &CompileArgs) -> Result<(), Failure> {
         Emit::Abi => serde_json::to_string_pretty(&spec.abi()).map_err(|e| e.to_string())? + "\n",
     };
     match a.output.as_deref().filter(|o| o.as_os_str() != "-") {
-        Some(out) => std::fs::write(out, text)
-            .map_err(|e| format!("cannot write {}: {e}", out.display()))?,
+        Some(out) => {
+            std::fs::write(out, text).map_err(|e| format!("cannot write {}: {e}", out.display()))?
+        }
         None => print!("{text}"),
     }
     Ok(())
@@ -411,7 +412,12 @@ fn cmd_check(a: &CheckArgs) -> Result<(), Failure> {
     if let Some(entry) = &a.entry {
         let args = signature(&module, entry, a.entry_args.sig.as_deref())?;
         module
-            .specialize_with(entry, &args, &constants(&a.entry_args.consts)?, Arch::DEFAULT)
+            .specialize_with(
+                entry,
+                &args,
+                &constants(&a.entry_args.consts)?,
+                Arch::DEFAULT,
+            )
             .map_err(|d| report(d.into()))?;
         eprintln!("{file}: `{entry}` checked, no errors");
         return Ok(());

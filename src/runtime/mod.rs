@@ -326,7 +326,7 @@ impl Device {
     /// The device's architecture (compute capability).
     pub fn arch(&self) -> Result<Arch, RuntimeError> {
         let (maj, min) = self.s.ctx.compute_capability().map_err(drv)?;
-        Arch::new(maj as u32, min as u32).map_err(RuntimeError::Driver)
+        Arch::new(maj as u32, min as u32).map_err(|e| RuntimeError::Driver(e.to_string()))
     }
 
     /// The device's name.
