@@ -12,6 +12,15 @@ cargo test 2>&1
 # wildcard versions, the metadata present, the `include` list enough to build it) and
 # builds the package, reusing the dependencies `cargo test` built. `--allow-dirty` lets it
 # run on a work tree with uncommitted changes.
+# Without its default features (no LLVM, Cranelift or CUDA) the crate still builds, and its
+# dependency tree holds none of them.
+echo "== cargo check --no-default-features, cargo tree --no-default-features"
+cargo check --no-default-features -p pydevice 2>&1
+cargo test --no-default-features -p pydevice --lib 2>&1
+if cargo tree --no-default-features -e normal -p pydevice | grep -Ei 'llvm-sys|inkwell|cranelift|cudarc'; then
+  echo "error: the crate without default features depends on LLVM, Cranelift or CUDA (above)" >&2
+  exit 1
+fi
 echo "== cargo doc --no-deps (RUSTDOCFLAGS=-D warnings), cargo publish --dry-run"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p pydevice 2>&1
 cargo publish --dry-run --allow-dirty -p pydevice 2>&1

@@ -63,9 +63,11 @@ pub mod diag;
 pub mod front;
 pub mod ir;
 pub mod kernel;
+#[cfg(all(feature = "runtime", feature = "host"))]
 pub mod kernels;
 pub mod lower;
 pub mod random;
+#[cfg(feature = "runtime")]
 pub mod runtime;
 mod stack;
 pub mod target;
@@ -75,10 +77,12 @@ pub mod types;
 pub use abi::KernelAbi;
 pub use diag::{Diagnostic, Diagnostics, SourceFile, Span};
 pub use kernel::{CompiledKernel, MultiArchKernel};
+#[cfg(feature = "host")]
 pub use lower::host::{HostError, HostFunction, HostValue};
 pub use target::{Arch, OptLevel};
 pub use types::Type;
 
+#[cfg(feature = "ptx")]
 use lower::ptx::{Emit, LowerError, PtxOptions};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -102,10 +106,13 @@ pub enum Error {
     /// The program is ill-formed.
     Diagnostics(Diagnostics),
     /// The back end failed.
+    #[cfg(feature = "ptx")]
     Lower(LowerError),
     /// Running it failed.
+    #[cfg(feature = "runtime")]
     Runtime(runtime::RuntimeError),
     /// Building or calling host code failed.
+    #[cfg(feature = "host")]
     Host(HostError),
 }
 
@@ -113,8 +120,11 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Diagnostics(d) => write!(f, "{d}"),
+            #[cfg(feature = "ptx")]
             Error::Lower(e) => write!(f, "{e}"),
+            #[cfg(feature = "runtime")]
             Error::Runtime(e) => write!(f, "{e}"),
+            #[cfg(feature = "host")]
             Error::Host(e) => write!(f, "{e}"),
         }
     }
@@ -127,8 +137,11 @@ impl fmt::Debug for Error {
         }
         match self {
             Error::Diagnostics(d) => f.debug_tuple("Diagnostics").field(d).finish(),
+            #[cfg(feature = "ptx")]
             Error::Lower(e) => f.debug_tuple("Lower").field(e).finish(),
+            #[cfg(feature = "runtime")]
             Error::Runtime(e) => f.debug_tuple("Runtime").field(e).finish(),
+            #[cfg(feature = "host")]
             Error::Host(e) => f.debug_tuple("Host").field(e).finish(),
         }
     }
@@ -138,8 +151,11 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Diagnostics(d) => Some(d),
+            #[cfg(feature = "ptx")]
             Error::Lower(e) => Some(e),
+            #[cfg(feature = "runtime")]
             Error::Runtime(e) => Some(e),
+            #[cfg(feature = "host")]
             Error::Host(e) => Some(e),
         }
     }
@@ -150,16 +166,19 @@ impl From<Diagnostics> for Error {
         Error::Diagnostics(d)
     }
 }
+#[cfg(feature = "ptx")]
 impl From<LowerError> for Error {
     fn from(e: LowerError) -> Self {
         Error::Lower(e)
     }
 }
+#[cfg(feature = "host")]
 impl From<HostError> for Error {
     fn from(e: HostError) -> Self {
         Error::Host(e)
     }
 }
+#[cfg(feature = "runtime")]
 impl From<runtime::RuntimeError> for Error {
     fn from(e: runtime::RuntimeError) -> Self {
         Error::Runtime(e)
@@ -288,6 +307,7 @@ impl ConstValue {
 }
 
 impl CompileOptions {
+    #[cfg(feature = "ptx")]
     fn ptx(&self) -> PtxOptions {
         PtxOptions {
             arch: self.arch,
@@ -689,11 +709,13 @@ impl Module {
     }
 
     /// Specializes `@func` `entry` for the host and JIT-compiles it to native code.
+    #[cfg(feature = "host")]
     pub fn host_function(&self, entry: &str, args: &[Type]) -> Result<HostFunction, Error> {
         self.specialize_host(entry, args)?.to_host()
     }
 
     /// Specializes and compiles `entry` to PTX.
+    #[cfg(feature = "ptx")]
     pub fn compile(
         &self,
         entry: &str,
@@ -722,6 +744,7 @@ impl Module {
     /// Compiles `entry` once per architecture, each with `options` (its optimization level
     /// and `ConstExpr` constants; its `arch` is replaced by each of `archs`); at load time
     /// the runtime picks the variant for the device ([`MultiArchKernel::select`]).
+    #[cfg(feature = "ptx")]
     pub fn compile_multi(
         &self,
         entry: &str,
@@ -752,6 +775,7 @@ impl Module {
 /// more of the set-up off the first compile. The work (about 2 M instructions on other
 /// cores, a few MB) is wasted if nothing is then compiled with those options. Kernels with
 /// `debug=True` are compiled at `-O0`: warm up with [`OptLevel::O0`] for them.
+#[cfg(feature = "ptx")]
 pub fn warm_up(options: &CompileOptions) {
     lower::ptx::prepare(options.arch, options.opt_level.number());
 }
@@ -828,6 +852,7 @@ impl Specialization {
 
     /// Lowers to PTX. A program whose `if target(...)` conditions were decided for one
     /// architecture only lowers for that architecture.
+    #[cfg(feature = "ptx")]
     pub fn to_ptx(&self, options: &CompileOptions) -> Result<CompiledKernel, LowerError> {
         if let Some(sm) = self.program.target_sm
             && sm != options.arch.number()
@@ -848,6 +873,7 @@ impl Specialization {
     /// JIT-compiles the entry (a `@func`) to native code for this machine through
     /// Cranelift. The specialization must come from [`Module::specialize_host`] when the
     /// code uses `target(...)`; device-only constructs reached on the host are diagnostics.
+    #[cfg(feature = "host")]
     pub fn to_host(&self) -> Result<HostFunction, Error> {
         if let Some(sm) = self.program.target_sm
             && sm != ir::HOST_TARGET
@@ -865,6 +891,7 @@ impl Specialization {
     }
 
     /// Lowers to optimized LLVM IR text (for inspection).
+    #[cfg(feature = "ptx")]
     pub fn to_llvm_ir(&self, options: &CompileOptions) -> Result<String, LowerError> {
         lower::ptx::compile(&self.program, &options.ptx(), Emit::LlvmIr)
     }
@@ -877,6 +904,7 @@ mod tests {
     fn assert_send_sync<T: Send + Sync>() {}
 
     #[test]
+    #[cfg(feature = "ptx")]
     fn multi_arch_selection_takes_the_newest_not_above_the_device() {
         let src = "from cuda import device\n@device.kernel\ndef k(a):\n    a[0] = 1\n";
         let m = Module::parse("k.py", src).expect("parse");
@@ -897,6 +925,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "ptx")]
     fn compile_multi_takes_the_options_constants() {
         let src = "from cuda import device\nfrom cuda.device import ConstExpr\n@device.kernel\ndef k(a, n: ConstExpr[int]):\n    a[0] = n\n";
         let m = Module::parse("k.py", src).expect("parse");
@@ -920,6 +949,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "ptx")]
     fn errors_debug_as_their_rendered_message() {
         let src = "from cuda import device\n@device.kernel\ndef k(a):\n    a[0] = nope\n";
         let m = Module::parse("k.py", src).expect("parse");
@@ -943,6 +973,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "ptx")]
     fn target_decisions_pin_a_specialization_to_its_arch() {
         let src = "from cuda import device\nfrom cuda.device import target, provides, sm80\n@device.kernel\ndef k(a):\n    if target(provides(sm80)):\n        a[0] = 1\n";
         let m = Module::parse("k.py", src).expect("parse");
@@ -981,6 +1012,7 @@ mod tests {
         assert_send_sync::<Specialization>();
         assert_send_sync::<CompiledKernel>();
         assert_send_sync::<Error>();
+        #[cfg(feature = "host")]
         assert_send_sync::<HostFunction>();
     }
 }
