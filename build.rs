@@ -92,13 +92,15 @@ fn find_llvm_config() -> Result<PathBuf, String> {
             return Ok(config);
         }
     }
-    Err("pydevice's `ptx` feature needs LLVM 19 (with its static libraries), and no \
+    Err(
+        "pydevice's `ptx` feature needs LLVM 19 (with its static libraries), and no \
          llvm-config of LLVM 19 was found: set LLVM_SYS_191_PREFIX to its prefix (for \
          example /usr/lib/llvm-19, in the [env] table of .cargo/config.toml), or put \
          llvm-config-19 on PATH (Debian and Ubuntu: apt-get install llvm-19-dev \
          libpolly-19-dev zlib1g-dev libzstd-dev); or build without the `ptx` feature \
          (default-features = false)"
-        .into())
+            .into(),
+    )
 }
 
 fn main() {

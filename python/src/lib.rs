@@ -15,9 +15,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use pydevice::abi::{ArgValue, ArrayArg};
-use pydevice::runtime::{
-    Device, KernelCache, LaunchConfig, LoadedKernel, PackedArgs, RuntimeError, Stream,
-};
+use pydevice::cache::KernelCache;
+use pydevice::runtime::{Device, LaunchConfig, LoadedKernel, PackedArgs, RuntimeError, Stream};
 use pydevice::types::signature::parse_type;
 use pydevice::types::{Scalar, Type};
 use pydevice::{Arch, CompileOptions, CompiledKernel, Error, HostFunction, HostValue};
@@ -1178,7 +1177,7 @@ fn set_host_stream(seed: u64, thread: u64) {
 /// The crate's version (also part of disk cache keys).
 #[pyfunction]
 fn compiler_version() -> &'static str {
-    pydevice::runtime::cache::COMPILER_VERSION
+    pydevice::cache::COMPILER_VERSION
 }
 
 #[pymodule]

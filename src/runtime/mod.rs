@@ -12,8 +12,9 @@
 //! - [`link`] links our PTX with CUDA C++ (PTX, cubin, fatbin, objects, or source compiled
 //!   with NVRTC) through the driver's JIT linker into one module ([`Device::link`]).
 //! - [`reflect`] reads a kernel's registers, memory and occupancy without launching it.
-//! - [`cache::KernelCache`] compiles each specialization once, from many threads, with an
-//!   opt-in on-disk cache.
+//! - The specialization cache, which compiles each specialization once and loads it with
+//!   [`Device::load_cached`], is [`crate::cache`]: it is a client of the compiler's API, above
+//!   both it and this module.
 //!
 //! [`Device::open`] checks that the driver library exists before touching it, so a machine
 //! without a GPU gets [`RuntimeError::NoDriver`] rather than a crash. Every failure is an
@@ -23,7 +24,6 @@
 //! ([`crate::Module`], [`crate::CompiledKernel`], [`crate::abi`]).
 
 pub mod array;
-pub mod cache;
 pub mod cai;
 mod cluster;
 pub mod config;
@@ -38,7 +38,6 @@ pub mod reflect;
 pub mod stream;
 
 pub use array::{ArraySource, DeviceArray};
-pub use cache::{CacheStats, DiskCacheError, DiskTrust, KernelCache};
 pub use cai::CudaArrayInterface;
 pub use config::{Dim3, LaunchConfig};
 pub use error::{BoundsReport, RaiseReport, RuntimeError};
@@ -1067,7 +1066,7 @@ mod tests {
         assert_send_sync::<LoadedKernel>();
         assert_send_sync::<PackedArgs>();
         assert_send_sync::<Stream>();
-        assert_send_sync::<KernelCache>();
+        assert_send_sync::<crate::cache::KernelCache>();
     }
 
     #[test]
