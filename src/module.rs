@@ -3,6 +3,8 @@
 //! back ends, compiled kernels and host functions. The compiler's API, used by the crate
 //! root's re-exports, the cache, the CLI and embedders.
 
+#[cfg(feature = "ptx")]
+use crate::CompileOptions;
 #[cfg(any(feature = "ptx", feature = "host"))]
 use crate::Error;
 use crate::abi::{self, KernelAbi};
@@ -17,7 +19,7 @@ use crate::lower::host::{HostError, HostFunction};
 use crate::lower::ptx::{Emit, LowerError};
 use crate::target::Arch;
 use crate::types::{self, Type, promote::Defaults};
-use crate::{CompileOptions, ConstValue, front, ir};
+use crate::{ConstValue, front, ir};
 use serde::{Deserialize, Serialize};
 
 /// What a module-level function is.
@@ -33,7 +35,7 @@ pub struct EntryInfo {
     /// `ConstExpr` parameters are left out: they take compile-time values).
     pub annotated: Option<Vec<Type>>,
     /// The parameters hinted `ConstExpr` or `ConstExpr[T]`, which take their values at
-    /// compile time ([`CompileOptions::constants`]), in order.
+    /// compile time ([`crate::CompileOptions::constants`]), in order.
     pub constexpr: Vec<String>,
 }
 
