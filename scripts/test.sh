@@ -21,6 +21,11 @@ if cargo tree --no-default-features -e normal -p pydevice | grep -Ei 'llvm-sys|i
   echo "error: the crate without default features depends on LLVM, Cranelift or CUDA (above)" >&2
   exit 1
 fi
+# examples/embedder: a framework crate that uses only the public API (its own workspace,
+# pydevice as a path dependency), built and run against the same target directory. It
+# launches its kernel only where a CUDA driver is present.
+echo "== examples/embedder (cargo run)"
+CARGO_TARGET_DIR="$PWD/target" cargo run --manifest-path examples/embedder/Cargo.toml 2>&1
 echo "== cargo doc --no-deps (RUSTDOCFLAGS=-D warnings), cargo publish --dry-run"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p pydevice 2>&1
 cargo publish --dry-run --allow-dirty -p pydevice 2>&1
