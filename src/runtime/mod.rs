@@ -105,7 +105,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// thread) returns a handle to the same state, so every handle of one GPU shares its context,
 /// its default stream and the kernels loaded on it ([`Device::load_cached`]: one module per
 /// device and kernel). Handles of different ordinals share nothing; a kernel compiled once
-/// (one `Arc<CompiledKernel>` from [`KernelCache`]) is loaded into each device it runs on.
+/// (one `Arc<CompiledKernel>` from [`KernelCache`](crate::cache::KernelCache)) is loaded into each device it runs on.
 /// See [`multi`] for peers, copies between GPUs and where memory and streams live.
 #[derive(Clone)]
 pub struct Device {
@@ -436,7 +436,7 @@ impl Device {
     }
 
     /// Loads a compiled kernel once per device: later calls with the same `Arc` (as
-    /// [`KernelCache`] hands out) return the same loaded kernel.
+    /// [`KernelCache`](crate::cache::KernelCache) hands out) return the same loaded kernel.
     pub fn load_cached(
         &self,
         kernel: &Arc<CompiledKernel>,
