@@ -3,6 +3,11 @@
 //! and computes the build identity (`PYDEVICE_BUILD_ID`) that the on-disk kernel cache keys
 //! on: the SHA-256 of every file under `src/`, `Cargo.lock` and LLVM's version, so that a
 //! code-generation change never reuses kernels compiled by another build.
+//!
+//! LLVM is needed only with the `ptx` feature. `llvm-config` is looked for as llvm-sys does:
+//! `$LLVM_SYS_191_PREFIX/bin/llvm-config`, else `llvm-config-19` or `llvm-config` on `PATH`
+//! (the latter only if it reports LLVM 19). When none is found the build stops with a message
+//! saying what to install or set, not a panic.
 
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -34,6 +39,11 @@ fn build_id(llvm_version: &str) -> String {
         std::env::var("CARGO_PKG_VERSION").unwrap_or_default()
     ));
     h.update(format!("llvm {llvm_version}\0"));
+    // The features change what is compiled.
+    for feature in ["PTX", "HOST", "RUNTIME"] {
+        let on = std::env::var_os(format!("CARGO_FEATURE_{feature}")).is_some();
+        h.update(format!("{feature}={on}\0"));
+    }
     for f in &files {
         let bytes = std::fs::read(f).unwrap_or_default();
         h.update(f.to_string_lossy().as_bytes());
@@ -43,6 +53,56 @@ fn build_id(llvm_version: &str) -> String {
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Stops the build with `message` (cargo shows the build script's stderr).
+fn fail(message: &str) -> ! {
+    eprintln!("error: {message}");
+    std::process::exit(1);
+}
+
+/// Runs `config arg`, its output as text, or why it failed.
+fn run(config: &Path, arg: &str) -> Result<String, String> {
+    match Command::new(config).arg(arg).output() {
+        Ok(out) if out.status.success() => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
+        Ok(out) => Err(format!(
+            "`{} {arg}` failed: {}",
+            config.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+        Err(e) => Err(format!("cannot run {}: {e}", config.display())),
+    }
+}
+
+/// The `llvm-config` of LLVM 19: through `LLVM_SYS_191_PREFIX`, else on `PATH`.
+fn find_llvm_config() -> Result<PathBuf, String> {
+    if let Some(prefix) = std::env::var_os("LLVM_SYS_191_PREFIX") {
+        let config = PathBuf::from(prefix).join("bin").join("llvm-config");
+        return match run(&config, "--version") {
+            Ok(_) => Ok(config),
+            Err(why) => Err(format!(
+                "LLVM_SYS_191_PREFIX is set, but {why}; it must be the prefix of an LLVM 19 \
+                 installation (the folder with bin/llvm-config, such as /usr/lib/llvm-19)"
+            )),
+        };
+    }
+    for name in ["llvm-config-19", "llvm-config"] {
+        let config = PathBuf::from(name);
+        if let Ok(version) = run(&config, "--version")
+            && version.trim().starts_with("19.")
+        {
+            return Ok(config);
+        }
+    }
+    Err(
+        "pydevice's `ptx` feature needs LLVM 19 (with its static libraries), and no \
+         llvm-config of LLVM 19 was found: set LLVM_SYS_191_PREFIX to its prefix (for \
+         example /usr/lib/llvm-19, in the [env] table of .cargo/config.toml), or put \
+         llvm-config-19 on PATH (Debian and Ubuntu: apt-get install llvm-19-dev \
+         libpolly-19-dev zlib1g-dev libzstd-dev); or build without the `ptx` feature \
+         (default-features = false)"
+            .into(),
+    )
+}
+
 fn main() {
     let source = "src/lower/ptx/pipeline.cpp";
     // Any change under src/ changes the build identity; the C++ is recompiled only when it
@@ -50,22 +110,14 @@ fn main() {
     println!("cargo:rerun-if-changed=src");
     println!("cargo:rerun-if-changed=Cargo.lock");
     println!("cargo:rerun-if-env-changed=LLVM_SYS_191_PREFIX");
-    let prefix = std::env::var("LLVM_SYS_191_PREFIX").unwrap_or_else(|_| "/usr/lib/llvm-19".into());
-    let config = PathBuf::from(&prefix).join("bin").join("llvm-config");
-    let run = |arg: &str| match Command::new(&config).arg(arg).output() {
-        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).into_owned(),
-        Ok(out) => panic!(
-            "{} {arg} failed: {}",
-            config.display(),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-        Err(e) => panic!(
-            "cannot run {} ({e}); install llvm-19-dev or set LLVM_SYS_191_PREFIX",
-            config.display()
-        ),
-    };
-    let flags = run("--cxxflags");
-    let llvm_version = run("--version");
+    if std::env::var_os("CARGO_FEATURE_PTX").is_none() {
+        // No back end, so no LLVM: the build identity says so.
+        println!("cargo:rustc-env=PYDEVICE_BUILD_ID={}", build_id("none"));
+        return;
+    }
+    let config = find_llvm_config().unwrap_or_else(|e| fail(&e));
+    let flags = run(&config, "--cxxflags").unwrap_or_else(|e| fail(&e));
+    let llvm_version = run(&config, "--version").unwrap_or_else(|e| fail(&e));
     println!(
         "cargo:rustc-env=PYDEVICE_BUILD_ID={}",
         build_id(llvm_version.trim())

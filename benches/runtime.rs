@@ -17,7 +17,8 @@
 //! and the program exits 0.
 
 use pydevice::abi::{ArgValue, ArrayArg, pack};
-use pydevice::runtime::{Device, KernelCache, LaunchConfig, Stream, driver_available};
+use pydevice::cache::KernelCache;
+use pydevice::runtime::{Device, LaunchConfig, Stream, driver_available};
 use pydevice::types::signature::parse_signature;
 use pydevice::{Arch, CompileOptions};
 use std::ffi::c_void;

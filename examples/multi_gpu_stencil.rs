@@ -13,8 +13,9 @@
 //! Without two GPUs, give `0 0`: both halves run on GPU 0 (the decomposition and the
 //! exchange checked on one GPU, the copies then device-to-device).
 
+use pydevice::cache::KernelCache;
 use pydevice::runtime::multi::{self, CopyPath, Endpoint};
-use pydevice::runtime::{Device, KernelCache, LaunchConfig, LoadedKernel, RuntimeError, Stream};
+use pydevice::runtime::{Device, LaunchConfig, LoadedKernel, RuntimeError, Stream};
 use pydevice::types::signature::parse_signature;
 use pydevice::{Arch, CompileOptions, Module};
 use std::sync::Arc;

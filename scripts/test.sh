@@ -7,6 +7,28 @@ cd "$(dirname "$0")/.."
 source scripts/deps.sh
 export PYDEVICE_REQUIRE_PTXAS=1
 cargo test 2>&1
+# The crate as crates.io and docs.rs see it: its public docs build without a warning (a
+# broken or private intra-doc link fails), and `cargo publish --dry-run` packages it (no
+# wildcard versions, the metadata present, the `include` list enough to build it) and
+# builds the package, reusing the dependencies `cargo test` built. `--allow-dirty` lets it
+# run on a work tree with uncommitted changes.
+# Without its default features (no LLVM, Cranelift or CUDA) the crate still builds, and its
+# dependency tree holds none of them.
+echo "== cargo check --no-default-features, cargo tree --no-default-features"
+cargo check --no-default-features -p pydevice 2>&1
+cargo test --no-default-features -p pydevice --lib 2>&1
+if cargo tree --no-default-features -e normal -p pydevice | grep -Ei 'llvm-sys|inkwell|cranelift|cudarc'; then
+  echo "error: the crate without default features depends on LLVM, Cranelift or CUDA (above)" >&2
+  exit 1
+fi
+# examples/embedder: a framework crate that uses only the public API (its own workspace,
+# pydevice as a path dependency), built and run against the same target directory. It
+# launches its kernel only where a CUDA driver is present.
+echo "== examples/embedder (cargo run)"
+CARGO_TARGET_DIR="$PWD/target" cargo run --manifest-path examples/embedder/Cargo.toml 2>&1
+echo "== cargo doc --no-deps (RUSTDOCFLAGS=-D warnings), cargo publish --dry-run"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p pydevice 2>&1
+cargo publish --dry-run --allow-dirty -p pydevice 2>&1
 echo "== the Python package: maturin build --release, pip install, pytest python/tests"
 bash scripts/python_package.sh "${PYDEVICE_WHEEL_PROFILE:---release}"  # --dev reuses cargo test's build
 # From the repository root, so `import pydevice` is the installed wheel, not python/pydevice.

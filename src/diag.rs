@@ -413,8 +413,9 @@ impl Diagnostic {
     }
 }
 
-/// A source file: a name for messages and its text.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A source file: a name for messages and its text. Its `Debug` shows the name and size,
+/// not the text.
+#[derive(Clone, PartialEq, Eq)]
 pub struct SourceFile {
     /// The name shown in diagnostics, usually the path.
     pub name: String,
@@ -514,8 +515,35 @@ impl SourceFile {
     }
 }
 
+impl fmt::Debug for SourceFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SourceFile")
+            .field("name", &self.name)
+            .field("bytes", &self.text.len())
+            .finish_non_exhaustive()
+    }
+}
+
 /// Diagnostics for one source file: the error value of parsing and checking.
-#[derive(Clone, Debug)]
+///
+/// `Display` (and so `std::error::Error`) renders them as rustc does, with the source lines;
+/// so does `Debug`, so that `?` in a `main` returning `Result<(), Box<dyn Error>>` prints
+/// the rendered message and not a dump of the source and its offsets. `{:#?}` gives the
+/// structure (the file's name and each diagnostic), still without the source text.
+///
+/// ```
+/// use pydevice::Module;
+/// let src = "from cuda import device\n@device.kernel\ndef k(a):\n    a[0] = undefined_name\n";
+/// let err = Module::parse("k.py", src)
+///     .and_then(|m| m.specialize("k", &[pydevice::types::signature::parse_type("int32[:]").unwrap()]).map(|_| ()))
+///     .unwrap_err();
+/// let debug = format!("{err:?}");
+/// assert_eq!(debug, err.to_string());
+/// assert!(debug.starts_with("error[E"), "{debug}");
+/// assert!(debug.contains("a[0] = undefined_name"));
+/// assert!(!format!("{err:#?}").contains("from cuda import device"));
+/// ```
+#[derive(Clone)]
 pub struct Diagnostics {
     /// The file they are about.
     pub file: SourceFile,
@@ -543,6 +571,19 @@ impl Diagnostics {
 impl fmt::Display for Diagnostics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.render().trim_end())
+    }
+}
+
+impl fmt::Debug for Diagnostics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if f.alternate() {
+            f.debug_struct("Diagnostics")
+                .field("file", &self.file.name)
+                .field("list", &self.list)
+                .finish()
+        } else {
+            fmt::Display::fmt(self, f)
+        }
     }
 }
 

@@ -37,8 +37,8 @@ struct RawArch {
 }
 
 impl TryFrom<RawArch> for Arch {
-    type Error = String;
-    fn try_from(r: RawArch) -> Result<Arch, String> {
+    type Error = ArchError;
+    fn try_from(r: RawArch) -> Result<Arch, ArchError> {
         Arch::new(r.major, r.minor)
     }
 }
@@ -84,14 +84,11 @@ impl Arch {
     /// An architecture from its compute capability: `major` from 1 to 99, `minor` from 0
     /// to 9. Any such compute capability is an `Arch` (a device may report one the back end
     /// does not compile for; see [`Arch::SUPPORTED`]).
-    pub fn new(major: u32, minor: u32) -> Result<Arch, String> {
+    pub fn new(major: u32, minor: u32) -> Result<Arch, ArchError> {
         if (1..=99).contains(&major) && minor <= 9 {
             Ok(Arch { major, minor })
         } else {
-            Err(format!(
-                "compute capability {major}.{minor} is not an architecture: the major version \
-                 is 1 to 99 and the minor 0 to 9"
-            ))
+            Err(ArchError::NotAnArch { major, minor })
         }
     }
 
@@ -134,11 +131,67 @@ fn plain_number(s: &str) -> Option<u32> {
     canonical.then(|| s.parse().ok()).flatten()
 }
 
+/// Why an [`Arch`] could not be made ([`Arch::new`], parsing, deserialization).
+///
+/// ```
+/// use pydevice::{Arch, target::ArchError};
+/// assert_eq!(Arch::new(0, 0), Err(ArchError::NotAnArch { major: 0, minor: 0 }));
+/// let e = "sm_70".parse::<Arch>().unwrap_err();
+/// assert!(matches!(e, ArchError::Unsupported { .. }));
+/// assert!(e.to_string().starts_with("unsupported architecture `sm_70`"));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ArchError {
+    /// A compute capability outside 1.0 to 99.9, which no `sm_XY` names.
+    NotAnArch {
+        /// The major version given.
+        major: u32,
+        /// The minor version given.
+        minor: u32,
+    },
+    /// Text that names no architecture of [`Arch::SUPPORTED`].
+    Unsupported {
+        /// The text, as given.
+        text: String,
+    },
+}
+
+impl fmt::Display for ArchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ArchError::NotAnArch { major, minor } => write!(
+                f,
+                "compute capability {major}.{minor} is not an architecture: the major version \
+                 is 1 to 99 and the minor 0 to 9"
+            ),
+            ArchError::Unsupported { text } => write!(
+                f,
+                "unsupported architecture `{text}`; supported: {}",
+                Arch::SUPPORTED
+                    .iter()
+                    .map(|a| a.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ArchError {}
+
+/// For callers that report errors as text.
+impl From<ArchError> for String {
+    fn from(e: ArchError) -> String {
+        e.to_string()
+    }
+}
+
 impl FromStr for Arch {
-    type Err = String;
+    type Err = ArchError;
     /// Parses `sm_90`, `sm90`, `compute_90`, `90` or `9.0`: one prefix at most, then
     /// digits without a sign or leading zeros. Only [`Arch::SUPPORTED`] architectures parse.
-    fn from_str(s: &str) -> Result<Arch, String> {
+    fn from_str(s: &str) -> Result<Arch, ArchError> {
         let t = s.trim();
         let t = t
             .strip_prefix("sm_")
@@ -156,14 +209,9 @@ impl FromStr for Arch {
         };
         match arch {
             Some(a) if Arch::SUPPORTED.contains(&a) => Ok(a),
-            _ => Err(format!(
-                "unsupported architecture `{s}`; supported: {}",
-                Arch::SUPPORTED
-                    .iter()
-                    .map(|a| a.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )),
+            _ => Err(ArchError::Unsupported {
+                text: s.to_string(),
+            }),
         }
     }
 }
@@ -177,6 +225,7 @@ impl FromStr for Arch {
 /// assert!(OptLevel::try_from(4u8).is_err());
 /// ```
 #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+#[non_exhaustive]
 pub enum OptLevel {
     /// No optimization.
     O0,
@@ -201,15 +250,56 @@ impl OptLevel {
     }
 }
 
+/// Why an [`OptLevel`] could not be made: the level given is not 0, 1, 2 or 3.
+///
+/// ```
+/// use pydevice::{OptLevel, target::OptLevelError};
+/// let e = "fast".parse::<OptLevel>().unwrap_err();
+/// assert_eq!(e, OptLevelError::OutOfRange { text: "fast".into() });
+/// assert_eq!(e.to_string(), "optimization level `fast`: it is 0, 1, 2 or 3");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OptLevelError {
+    /// Not 0 to 3.
+    OutOfRange {
+        /// The level as given (a number, or the text parsed).
+        text: String,
+    },
+}
+
+impl fmt::Display for OptLevelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OptLevelError::OutOfRange { text } => {
+                write!(f, "optimization level `{text}`: it is 0, 1, 2 or 3")
+            }
+        }
+    }
+}
+
+impl std::error::Error for OptLevelError {}
+
+/// For callers that report errors as text.
+impl From<OptLevelError> for String {
+    fn from(e: OptLevelError) -> String {
+        e.to_string()
+    }
+}
+
 impl TryFrom<u8> for OptLevel {
-    type Error = String;
-    fn try_from(n: u8) -> Result<OptLevel, String> {
+    type Error = OptLevelError;
+    fn try_from(n: u8) -> Result<OptLevel, OptLevelError> {
         Ok(match n {
             0 => OptLevel::O0,
             1 => OptLevel::O1,
             2 => OptLevel::O2,
             3 => OptLevel::O3,
-            n => return Err(format!("optimization level {n}: it is 0, 1, 2 or 3")),
+            n => {
+                return Err(OptLevelError::OutOfRange {
+                    text: n.to_string(),
+                });
+            }
         })
     }
 }
@@ -221,15 +311,17 @@ impl From<OptLevel> for u8 {
 }
 
 impl FromStr for OptLevel {
-    type Err = String;
+    type Err = OptLevelError;
     /// Parses `0`, `1`, `2` or `3`.
-    fn from_str(s: &str) -> Result<OptLevel, String> {
+    fn from_str(s: &str) -> Result<OptLevel, OptLevelError> {
         match s.trim() {
             "0" => Ok(OptLevel::O0),
             "1" => Ok(OptLevel::O1),
             "2" => Ok(OptLevel::O2),
             "3" => Ok(OptLevel::O3),
-            _ => Err(format!("optimization level `{s}`: it is 0, 1, 2 or 3")),
+            _ => Err(OptLevelError::OutOfRange {
+                text: s.to_string(),
+            }),
         }
     }
 }

@@ -15,9 +15,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use pydevice::abi::{ArgValue, ArrayArg};
-use pydevice::runtime::{
-    Device, KernelCache, LaunchConfig, LoadedKernel, PackedArgs, RuntimeError, Stream,
-};
+use pydevice::cache::KernelCache;
+use pydevice::runtime::{Device, LaunchConfig, LoadedKernel, PackedArgs, RuntimeError, Stream};
 use pydevice::types::signature::parse_type;
 use pydevice::types::{Scalar, Type};
 use pydevice::{Arch, CompileOptions, CompiledKernel, Error, HostFunction, HostValue};
@@ -90,6 +89,8 @@ pub(crate) fn to_py(py: Python<'_>, e: Error) -> PyErr {
         Error::Host(pydevice::HostError::Argument(m)) => raise(py, "ArgumentError", (m,)),
         Error::Host(e) => raise(py, "HostError", (e.to_string(),)),
         Error::Runtime(e) => runtime_to_py(py, e),
+        // `pydevice::Error` is `#[non_exhaustive]`.
+        other => raise(py, "CompileError", (other.to_string(), PyList::empty(py))),
     }
 }
 
@@ -134,6 +135,8 @@ pub(crate) fn runtime_to_py(py: Python<'_>, e: RuntimeError) -> PyErr {
                 report.block,
             ),
         ),
+        // `RuntimeError` is `#[non_exhaustive]`.
+        _ => raise(py, "DriverError", (text,)),
     }
 }
 
@@ -339,7 +342,7 @@ impl Module {
                 None => Arch::DEFAULT,
             },
             opt_level: pydevice::OptLevel::try_from(opt)
-                .map_err(pyo3::exceptions::PyValueError::new_err)?,
+                .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?,
             ..Default::default()
         })
     }
@@ -1391,7 +1394,7 @@ fn set_host_stream(seed: u64, thread: u64) {
 /// The crate's version (also part of disk cache keys).
 #[pyfunction]
 fn compiler_version() -> &'static str {
-    pydevice::runtime::cache::COMPILER_VERSION
+    pydevice::cache::COMPILER_VERSION
 }
 
 #[pymodule]

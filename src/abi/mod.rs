@@ -580,6 +580,56 @@ impl KernelAbi {
     pub fn may_store(&self, index: usize) -> bool {
         !self.read_only.contains(&index)
     }
+
+    /// Where each parameter starts in the kernel's parameter buffer, in bytes, in the order
+    /// of [`KernelAbi::params`]: each at the next multiple of its alignment after the one
+    /// before, as the `.param` space lays them out (CUDA's `cuLaunchKernel` with
+    /// `CU_LAUNCH_PARAM_BUFFER_POINTER`, `cuFuncGetParamInfo`). The seed parameter, when the
+    /// kernel takes one, follows ([`KernelAbi::seed_offset`]).
+    ///
+    /// ```
+    /// use pydevice::abi::KernelAbi;
+    /// use pydevice::Module;
+    /// use pydevice::types::signature::parse_signature;
+    /// let src = "from cuda import device\n@device.kernel\ndef k(flag, a, x):\n    a[0] = x\n";
+    /// let m = Module::parse("k.py", src).unwrap();
+    /// let (args, _) = parse_signature("bool, float32[::1], float64").unwrap();
+    /// let abi = m.specialize("k", &args).unwrap().abi();
+    /// // a bool at 0; the array (align 8, 24 bytes) at 8; the float64 at 32.
+    /// assert_eq!(abi.param_offsets(), vec![0, 8, 32]);
+    /// assert_eq!(abi.param_buffer_size(), 40);
+    /// ```
+    pub fn param_offsets(&self) -> Vec<u64> {
+        self.layout().0
+    }
+
+    /// Where the launch's seed (a `uint64`) starts in the parameter buffer, when the kernel
+    /// draws random numbers ([`KernelAbi::seed`]).
+    pub fn seed_offset(&self) -> Option<u64> {
+        self.layout().1
+    }
+
+    /// The size of the parameter buffer: the end of the last parameter (the seed included).
+    pub fn param_buffer_size(&self) -> u64 {
+        self.layout().2
+    }
+
+    /// The offsets, the seed's offset and the end.
+    fn layout(&self) -> (Vec<u64>, Option<u64>, u64) {
+        let mut end = 0u64;
+        let mut place = |size: u64, align: u64| {
+            let at = end.next_multiple_of(align.max(1));
+            end = at + size;
+            at
+        };
+        let offsets = self
+            .params
+            .iter()
+            .map(|p| place(p.layout.size, p.layout.align))
+            .collect();
+        let seed = self.seed.then(|| place(8, 8));
+        (offsets, seed, end)
+    }
 }
 
 /// An argument array: a device pointer with shape and strides (in elements).

@@ -1,7 +1,8 @@
-//! The `pydevice` command line: a thin client of the library's public API.
+//! The `pydevice` command line: a thin client of the library's public API, its arguments
+//! parsed by clap (derive).
 //!
 //! ```text
-//! pydevice compile FILE.py --entry NAME --sig "float32[:], int32" [--const NAME=VALUE ...] [--arch sm_90] [--emit ptx|llvm|ir|abi] [-o OUT] [--debug]
+//! pydevice compile FILE.py --entry NAME [--sig SIG] [--const NAME=VALUE ...] [--arch sm_90] [--emit ptx|llvm|ir|abi] [-o OUT|-] [--debug]
 //! pydevice check FILE.py [--entry NAME --sig SIG [--const NAME=VALUE ...]]
 //! pydevice abi FILE.py [--type NAME ...] [--json | --header]
 //! pydevice run FILE.py --entry NAME --grid X[,Y[,Z]] --block X[,Y[,Z]] [--shared N] [--arch smXX]
@@ -9,53 +10,224 @@
 //!              [--seed N] [--debug]
 //! pydevice call FILE.py --entry NAME --arg NAME=dtype:value ... [--seed N [--thread T]]
 //! ```
-//! Exit status: 0 on success, 1 when the program has errors, 2 for usage or run-time errors.
+//! Exit status: 0 on success (and for `--help`, `--version`), 1 when the program has errors
+//! (diagnostics on stderr), 2 for usage errors and run-time failures (`error: ...` on
+//! stderr). Source files and `.npy` files are read only when they are regular files of at
+//! most [`MAX_INPUT_BYTES`].
 
+use clap::builder::{OsStringValueParser, TypedValueParser};
+use clap::{Parser, Subcommand, ValueEnum};
 use pydevice::abi::{self, ArgValue, ArrayArg};
 use pydevice::runtime::npy::NpyArray;
 use pydevice::runtime::records::NpyRecords;
 use pydevice::runtime::{Device, LaunchConfig};
 use pydevice::types::{Layout, Scalar, Type};
-use pydevice::{Arch, CompileOptions, HostValue, Module};
+use pydevice::{Arch, CompileOptions, HostValue, Module, OptLevel};
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
-use std::path::Path;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-const USAGE: &str = "usage:
-  pydevice compile FILE.py --entry NAME [--sig SIG] [--const NAME=VALUE ...] [--arch smXX] [--emit ptx|llvm|ir|abi] [-o OUT]
-                   [--debug]
-  pydevice check FILE.py [--entry NAME --sig SIG [--const NAME=VALUE ...]]
-  pydevice abi FILE.py [--type NAME ...] [--json | --header]
-  pydevice run FILE.py --entry NAME --grid X[,Y[,Z]] --block X[,Y[,Z]] [--shared N] [--arch smXX]
-               --arg NAME=FILE.npy | --arg NAME=DTYPE:VALUE ... [--const NAME=VALUE ...] [--out NAME=FILE.npy] [--bench N]
-               [--seed N] [--debug]
-  pydevice call FILE.py --entry NAME --arg NAME=DTYPE:VALUE ... [--seed N [--thread T]]
-SIG uses Numba's notation: \"float32[:], float64[:, ::1], int32\" or \"void(float32[:], int32)\".
---const gives the value of a parameter hinted ConstExpr (True, False, an integer or a float);
-the kernel is specialized for it, and SIG and --arg leave that parameter out.
-abi prints the layouts of the module's @struct classes, or of each --type (a class, a vector
-such as float32x3, a number, or a type in Numba's notation), with the types they are made of;
---header prints them as a CUDA C++ header, with extern \"C\" declarations of the module's
-interoperable functions unless --type narrows it to the named types.
---seed gives the seed of the kernel's random numbers (cuda.device.random); without it each
-launch draws a fresh one. --shared N gives each block N bytes of dynamic shared memory
-(device.dynamic_shared_array()); above 48 KiB the kernel is allowed that much first.
---debug compiles every kernel as @kernel(debug=True) does: DWARF
-for cuda-gdb (`break FILE.py:LINE`), at -O0, JIT-compiled with debug information.
-call runs a @func on this machine (JIT-compiled through Cranelift) and prints its result as
-Python's repr would, on the last line.";
+/// The largest source or `.npy` file the CLI reads: 64 MiB. A larger file, or one that is
+/// not a regular file (a FIFO, a character device such as `/dev/zero`, a directory), is
+/// refused with an error instead of being read without end.
+const MAX_INPUT_BYTES: u64 = 64 << 20;
 
 /// The dynamic shared memory a launch may ask for without raising the kernel's limit.
 const DEFAULT_DYNAMIC_SHARED: u32 = 48 * 1024;
 
-/// Options that take no value.
-const FLAGS: &[&str] = &["json", "header", "debug"];
+const AFTER_HELP: &str = "\
+SIG uses Numba's notation: \"float32[:], float64[:, ::1], int32\" or \"void(float32[:], int32)\",
+and may name the module's own @struct classes (\"Particle[:], float32\").
+--const gives the value of a parameter hinted ConstExpr (True, False, an integer or a float);
+the kernel is specialized for it, and SIG and --arg leave that parameter out.
+Source and .npy files must be regular files of at most 64 MiB.
+Exit status: 0 success, 1 the program has errors, 2 usage or run-time error.";
+
+/// Compiles CUDA SIMT kernels written in Python (the cuda.device, numba-cuda and cupyx.jit
+/// dialects) to PTX, checks them, prints parameter layouts, launches kernels and runs
+/// `@func`s on the host.
+#[derive(Parser, Debug)]
+#[command(
+    name = "pydevice",
+    version,
+    about,
+    after_help = AFTER_HELP,
+    arg_required_else_help = true,
+    // As the hand parser did: an option given twice takes its last value.
+    args_override_self = true,
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Compiles an entry to PTX (or LLVM IR, pydevice's IR, or its ABI as JSON).
+    Compile(CompileArgs),
+    /// Type-checks a module, or one entry for a signature.
+    Check(CheckArgs),
+    /// Prints the layouts of the module's @struct classes or of named types, as text, JSON or
+    /// a CUDA C++ header.
+    Abi(AbiArgs),
+    /// Compiles a kernel for the GPU, launches it once on .npy and scalar arguments, and
+    /// writes arrays back.
+    Run(RunArgs),
+    /// Runs a @func on this machine (JIT-compiled through Cranelift) and prints its result as
+    /// Python's repr would, on the last line.
+    Call(CallArgs),
+}
+
+/// Text options take any argument the OS gives and refuse one that is not UTF-8 with a
+/// message naming it (file names, which need not be UTF-8, are `OsString`/`PathBuf`).
+fn text() -> impl TypedValueParser<Value = String> {
+    OsStringValueParser::new().try_map(|s: OsString| {
+        s.into_string()
+            .map_err(|s| format!("not valid UTF-8: `{}`", s.to_string_lossy()))
+    })
+}
+
+/// What `compile --emit` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Emit {
+    /// PTX.
+    Ptx,
+    /// Optimized LLVM IR.
+    Llvm,
+    /// pydevice's typed IR as text.
+    Ir,
+    /// The parameter layouts as JSON.
+    Abi,
+}
+
+/// The entry, its signature and its `ConstExpr` values.
+#[derive(clap::Args, Debug)]
+struct EntryArgs {
+    /// The signature in Numba's notation; without it, the entry's annotations.
+    #[arg(long, value_name = "SIG", value_parser = text())]
+    sig: Option<String>,
+    /// The value of a parameter hinted ConstExpr (True, False, an integer or a float).
+    #[arg(long = "const", value_name = "NAME=VALUE", value_parser = text())]
+    consts: Vec<String>,
+}
+
+#[derive(clap::Args, Debug)]
+struct CompileArgs {
+    /// The Python source file.
+    file: PathBuf,
+    /// The @kernel or @func to compile.
+    #[arg(long, value_name = "NAME", value_parser = text())]
+    entry: String,
+    #[command(flatten)]
+    entry_args: EntryArgs,
+    /// The target architecture (sm_90, 90, 9.0, compute_90).
+    #[arg(long, value_name = "smXX", value_parser = text())]
+    arch: Option<String>,
+    /// What to write.
+    #[arg(long, value_enum, default_value_t = Emit::Ptx)]
+    emit: Emit,
+    /// The optimization level, 0 to 3.
+    #[arg(long, value_name = "0-3", value_parser = text())]
+    opt: Option<String>,
+    /// The output file; `-` (or none) is standard output.
+    #[arg(short = 'o', value_name = "OUT")]
+    output: Option<PathBuf>,
+    /// Compiles as @kernel(debug=True): DWARF for cuda-gdb, at -O0.
+    #[arg(long)]
+    debug: bool,
+}
+
+#[derive(clap::Args, Debug)]
+struct CheckArgs {
+    /// The Python source file.
+    file: PathBuf,
+    /// Checks this entry only, for --sig (or its annotations).
+    #[arg(long, value_name = "NAME", value_parser = text())]
+    entry: Option<String>,
+    #[command(flatten)]
+    entry_args: EntryArgs,
+}
+
+#[derive(clap::Args, Debug)]
+struct AbiArgs {
+    /// The Python source file.
+    file: PathBuf,
+    /// A type to lay out: a @struct class, a vector such as float32x3, a number, or a type
+    /// in Numba's notation (repeatable; default: every @struct class).
+    #[arg(long = "type", value_name = "NAME", value_parser = text())]
+    types: Vec<String>,
+    /// Prints the layouts as JSON.
+    #[arg(long, conflicts_with = "header")]
+    json: bool,
+    /// Prints a CUDA C++ header: the types, and extern "C" declarations of the module's
+    /// interoperable functions unless --type narrows it.
+    #[arg(long)]
+    header: bool,
+}
+
+#[derive(clap::Args, Debug)]
+struct RunArgs {
+    /// The Python source file.
+    file: PathBuf,
+    /// The @kernel to launch.
+    #[arg(long, value_name = "NAME", value_parser = text())]
+    entry: String,
+    /// The grid: X[,Y[,Z]].
+    #[arg(long, value_name = "X[,Y[,Z]]", value_parser = text())]
+    grid: String,
+    /// The block: X[,Y[,Z]].
+    #[arg(long, value_name = "X[,Y[,Z]]", value_parser = text())]
+    block: String,
+    /// Bytes of dynamic shared memory per block (device.dynamic_shared_array()).
+    #[arg(long, value_name = "N", value_parser = text())]
+    shared: Option<String>,
+    /// The architecture to compile for (default: the newest supported not above the device's).
+    #[arg(long, value_name = "smXX", value_parser = text())]
+    arch: Option<String>,
+    /// An argument: NAME=FILE.npy, NAME=DTYPE:VALUE or NAME=(ITEM, ...) (repeatable).
+    #[arg(long = "arg", value_name = "NAME=VALUE")]
+    args: Vec<OsString>,
+    /// The value of a parameter hinted ConstExpr (True, False, an integer or a float).
+    #[arg(long = "const", value_name = "NAME=VALUE", value_parser = text())]
+    consts: Vec<String>,
+    /// Writes an array argument back to a .npy file after the launch (repeatable).
+    #[arg(long = "out", value_name = "NAME=FILE.npy")]
+    outs: Vec<OsString>,
+    /// Times N more launches and prints their median and minimum as JSON.
+    #[arg(long, value_name = "N", value_parser = text())]
+    bench: Option<String>,
+    /// The seed of the kernel's random numbers (default: a fresh one).
+    #[arg(long, value_name = "N", value_parser = text())]
+    seed: Option<String>,
+    /// Compiles as @kernel(debug=True): DWARF for cuda-gdb, at -O0.
+    #[arg(long)]
+    debug: bool,
+}
+
+#[derive(clap::Args, Debug)]
+struct CallArgs {
+    /// The Python source file.
+    file: PathBuf,
+    /// The @func to run.
+    #[arg(long, value_name = "NAME", value_parser = text())]
+    entry: String,
+    /// A scalar argument: NAME=DTYPE:VALUE (repeatable).
+    #[arg(long = "arg", value_name = "NAME=DTYPE:VALUE")]
+    args: Vec<OsString>,
+    /// Draws cuda.device.random numbers as a launch with this seed does.
+    #[arg(long, value_name = "N", value_parser = text())]
+    seed: Option<String>,
+    /// ... as thread T of that launch does (default 0).
+    #[arg(long, value_name = "T", value_parser = text())]
+    thread: Option<String>,
+}
 
 enum Failure {
     /// The program is ill-formed (diagnostics already printed).
     Program,
-    /// Bad usage or a run-time failure.
+    /// A run-time failure, or a usage error found after parsing.
     Other(String),
 }
 
@@ -71,115 +243,67 @@ impl From<&str> for Failure {
     }
 }
 
-struct Args {
-    /// Positional arguments (file names), as the OS gave them.
-    positional: Vec<OsString>,
-    options: HashMap<String, Vec<OsString>>,
+/// Reads a source or `.npy` file: a regular file of at most [`MAX_INPUT_BYTES`]. The file
+/// is opened without blocking, so a FIFO with no writer is refused instead of waiting, and
+/// its type and size are read from the open file, not from the path.
+fn read_input(path: &Path) -> Result<Vec<u8>, String> {
+    let shown = path.display();
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options
+        .open(path)
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if !meta.is_file() {
+        let what = if meta.is_dir() {
+            "a directory"
+        } else {
+            "not a regular file (a FIFO, a socket or a device)"
+        };
+        return Err(format!(
+            "cannot read {shown}: it is {what}; pydevice reads regular files only"
+        ));
+    }
+    let too_big = || {
+        format!(
+            "cannot read {shown}: it is larger than {} MiB, the most pydevice reads",
+            MAX_INPUT_BYTES >> 20
+        )
+    };
+    if meta.len() > MAX_INPUT_BYTES {
+        return Err(too_big());
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    // A file that grows while it is read stops at the limit too.
+    file.take(MAX_INPUT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
+        return Err(too_big());
+    }
+    Ok(bytes)
 }
 
-/// Options whose values name files (`--arg NAME=FILE`, `--out NAME=FILE`, `-o FILE`): kept
-/// as the OS gave them, since a file name need not be UTF-8. Every other option is text.
-const PATH_OPTIONS: &[&str] = &["o", "out", "arg"];
-
-impl Args {
-    fn parse(raw: &[OsString]) -> Result<Args, String> {
-        let mut positional = Vec::new();
-        let mut options: HashMap<String, Vec<OsString>> = HashMap::new();
-        let mut i = 0;
-        while i < raw.len() {
-            let a = &raw[i];
-            let bytes = a.as_encoded_bytes();
-            let name_part = bytes
-                .strip_prefix(b"--")
-                .or_else(|| bytes.strip_prefix(b"-").filter(|n| *n == b"o"));
-            if let Some(rest) = name_part {
-                let (name, inline) = match rest.iter().position(|&b| b == b'=') {
-                    Some(at) => (&rest[..at], Some(&rest[at + 1..])),
-                    None => (rest, None),
-                };
-                let name = std::str::from_utf8(name)
-                    .map_err(|_| format!("option `{}` is not valid UTF-8", a.to_string_lossy()))?
-                    .to_string();
-                let value = match inline {
-                    // SAFETY: split at an ASCII `=` of a string from the OS, so both halves are
-                    // valid OS strings (the documented contract of from_encoded_bytes_unchecked).
-                    Some(v) => unsafe { OsString::from_encoded_bytes_unchecked(v.to_vec()) },
-                    None if FLAGS.contains(&name.as_str()) => OsString::new(),
-                    None => {
-                        i += 1;
-                        raw.get(i)
-                            .ok_or_else(|| format!("`{}` needs a value", a.to_string_lossy()))?
-                            .clone()
-                    }
-                };
-                if !PATH_OPTIONS.contains(&name.as_str()) && value.to_str().is_none() {
-                    return Err(format!(
-                        "the value of `--{name}` is not valid UTF-8: `{}`",
-                        value.to_string_lossy()
-                    ));
-                }
-                options.entry(name).or_default().push(value);
-            } else {
-                positional.push(a.clone());
-            }
-            i += 1;
-        }
-        Ok(Args {
-            positional,
-            options,
-        })
-    }
-
-    /// The last value of a text option (always UTF-8: checked by `parse`).
-    fn one(&self, name: &str) -> Option<&str> {
-        self.options
-            .get(name)
-            .and_then(|v| v.last())
-            .and_then(|v| v.to_str())
-    }
-
-    /// The last value of a file-name option.
-    fn one_os(&self, name: &str) -> Option<&OsStr> {
-        self.options
-            .get(name)
-            .and_then(|v| v.last())
-            .map(OsString::as_os_str)
-    }
-
-    /// Every value of a text option (always UTF-8: checked by `parse`).
-    fn all(&self, name: &str) -> Vec<&str> {
-        self.options
-            .get(name)
-            .map(|v| v.iter().filter_map(|s| s.to_str()).collect())
-            .unwrap_or_default()
-    }
-
-    /// Every value of a file-name option.
-    fn all_os(&self, name: &str) -> &[OsString] {
-        self.options.get(name).map(Vec::as_slice).unwrap_or(&[])
-    }
-
-    fn check_known(&self, known: &[&str]) -> Result<(), String> {
-        for k in self.options.keys() {
-            if !known.contains(&k.as_str()) {
-                return Err(format!("unknown option `--{k}`\n{USAGE}"));
-            }
-        }
-        Ok(())
-    }
-}
-
-fn load(path: &OsStr) -> Result<Module, Failure> {
-    let shown = Path::new(path).display();
-    let src = std::fs::read_to_string(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
+fn load(path: &Path) -> Result<Module, Failure> {
+    let bytes = read_input(path)?;
+    let src = String::from_utf8(bytes)
+        .map_err(|_| format!("cannot read {}: it is not UTF-8 text", path.display()))?;
     Module::parse(&path.to_string_lossy(), &src).map_err(|d| {
         eprint!("{}", d.render());
         Failure::Program
     })
 }
 
-fn arch_option(a: &Args) -> Result<Option<Arch>, String> {
-    a.one("arch").map(|s| s.parse::<Arch>()).transpose()
+fn arch_option(arch: Option<&str>) -> Result<Option<Arch>, String> {
+    arch.map(|s| s.parse::<Arch>().map_err(|e| e.to_string()))
+        .transpose()
 }
 
 /// The argument types: from `--sig`, or from the entry's annotations.
@@ -219,9 +343,9 @@ fn report(e: pydevice::Error) -> Failure {
 }
 
 /// The `--const NAME=VALUE` options: the values of `ConstExpr` parameters.
-fn constants(a: &Args) -> Result<Vec<(String, pydevice::ConstValue)>, Failure> {
-    a.all("const")
-        .into_iter()
+fn constants(consts: &[String]) -> Result<Vec<(String, pydevice::ConstValue)>, Failure> {
+    consts
+        .iter()
         .map(|text| {
             let (name, value) = text
                 .split_once('=')
@@ -234,28 +358,30 @@ fn constants(a: &Args) -> Result<Vec<(String, pydevice::ConstValue)>, Failure> {
         .collect()
 }
 
-fn cmd_compile(a: &Args) -> Result<(), Failure> {
-    a.check_known(&["entry", "sig", "const", "arch", "emit", "o", "opt", "debug"])?;
-    let [path] = a.positional.as_slice() else {
-        return Err(Failure::Other(format!("compile takes one FILE\n{USAGE}")));
-    };
-    let module = load(path)?.with_debug_info(a.one("debug").is_some());
-    let entry = a.one("entry").ok_or("compile needs --entry NAME")?;
-    let args = signature(&module, entry, a.one("sig"))?;
+/// A number option (`--seed`, `--bench`, ...), with a message naming it when it is not one.
+fn number<T: std::str::FromStr>(value: Option<&str>, name: &str) -> Result<Option<T>, String> {
+    value
+        .map(|s| s.parse().map_err(|_| format!("bad --{name} `{s}`")))
+        .transpose()
+}
+
+fn cmd_compile(a: &CompileArgs) -> Result<(), Failure> {
+    let module = load(&a.file)?.with_debug_info(a.debug);
+    let entry = a.entry.as_str();
+    let args = signature(&module, entry, a.entry_args.sig.as_deref())?;
     let mut options = CompileOptions {
-        arch: arch_option(a)?.unwrap_or(Arch::DEFAULT),
-        constants: constants(a)?,
+        arch: arch_option(a.arch.as_deref())?.unwrap_or(Arch::DEFAULT),
+        constants: constants(&a.entry_args.consts)?,
         ..CompileOptions::default()
     };
-    if let Some(o) = a.one("opt") {
+    if let Some(o) = &a.opt {
         options.opt_level = o.parse().map_err(|_| format!("bad --opt `{o}`"))?;
     }
-    let emit = a.one("emit").unwrap_or("ptx");
-    if emit == "ptx" {
+    if a.emit == Emit::Ptx {
         // LLVM's set-up overlaps the front end (`--debug` compiles at -O0).
         pydevice::warm_up(&CompileOptions {
-            opt_level: if a.one("debug").is_some() {
-                pydevice::OptLevel::O0
+            opt_level: if a.debug {
+                OptLevel::O0
             } else {
                 options.opt_level
             },
@@ -265,36 +391,33 @@ fn cmd_compile(a: &Args) -> Result<(), Failure> {
     let spec = module
         .specialize_with(entry, &args, &options.constants, options.arch)
         .map_err(|d| report(d.into()))?;
-    let text = match emit {
-        "ptx" => spec.to_ptx(&options).map_err(|e| report(e.into()))?.ptx,
-        "llvm" => spec.to_llvm_ir(&options).map_err(|e| report(e.into()))?,
-        "ir" => spec.program().to_string(),
-        "abi" => serde_json::to_string_pretty(&spec.abi()).map_err(|e| e.to_string())? + "\n",
-        other => {
-            return Err(Failure::Other(format!(
-                "unknown --emit `{other}` (ptx, llvm, ir, abi)"
-            )));
-        }
+    let text = match a.emit {
+        Emit::Ptx => spec.to_ptx(&options).map_err(|e| report(e.into()))?.ptx,
+        Emit::Llvm => spec.to_llvm_ir(&options).map_err(|e| report(e.into()))?,
+        Emit::Ir => spec.program().to_string(),
+        Emit::Abi => serde_json::to_string_pretty(&spec.abi()).map_err(|e| e.to_string())? + "\n",
     };
-    match a.one_os("o") {
-        Some(out) => std::fs::write(out, text)
-            .map_err(|e| format!("cannot write {}: {e}", Path::new(out).display()))?,
+    match a.output.as_deref().filter(|o| o.as_os_str() != "-") {
+        Some(out) => {
+            std::fs::write(out, text).map_err(|e| format!("cannot write {}: {e}", out.display()))?
+        }
         None => print!("{text}"),
     }
     Ok(())
 }
 
-fn cmd_check(a: &Args) -> Result<(), Failure> {
-    a.check_known(&["entry", "sig", "const"])?;
-    let [path] = a.positional.as_slice() else {
-        return Err(Failure::Other(format!("check takes one FILE\n{USAGE}")));
-    };
-    let file = path.to_string_lossy();
-    let module = load(path)?;
-    if let Some(entry) = a.one("entry") {
-        let args = signature(&module, entry, a.one("sig"))?;
+fn cmd_check(a: &CheckArgs) -> Result<(), Failure> {
+    let file = a.file.to_string_lossy();
+    let module = load(&a.file)?;
+    if let Some(entry) = &a.entry {
+        let args = signature(&module, entry, a.entry_args.sig.as_deref())?;
         module
-            .specialize_with(entry, &args, &constants(a)?, Arch::DEFAULT)
+            .specialize_with(
+                entry,
+                &args,
+                &constants(&a.entry_args.consts)?,
+                Arch::DEFAULT,
+            )
             .map_err(|d| report(d.into()))?;
         eprintln!("{file}: `{entry}` checked, no errors");
         return Ok(());
@@ -314,20 +437,14 @@ fn cmd_check(a: &Args) -> Result<(), Failure> {
     Ok(())
 }
 
-fn cmd_abi(a: &Args) -> Result<(), Failure> {
-    a.check_known(&["type", "json", "header"])?;
-    let [path] = a.positional.as_slice() else {
-        return Err(Failure::Other(format!("abi takes one FILE\n{USAGE}")));
-    };
-    let (json, header) = (a.one("json").is_some(), a.one("header").is_some());
-    if json && header {
-        return Err("--json and --header do not go together".into());
-    }
+fn cmd_abi(a: &AbiArgs) -> Result<(), Failure> {
+    let path = &a.file;
     let file = path.to_string_lossy();
     let module = load(path)?;
-    let named = a.all("type");
+    let named = &a.types;
     let mut roots = Vec::new();
-    for &name in &named {
+    for name in named {
+        let name = name.as_str();
         roots.push(module.named_type(name).ok_or_else(|| {
             if name.starts_with("Record(") {
                 // Say why numba's record notation was refused (a packed dtype, usually).
@@ -344,14 +461,14 @@ fn cmd_abi(a: &Args) -> Result<(), Failure> {
     if named.is_empty() {
         roots = module.structs();
     }
-    if header {
+    if a.header {
         // With --type, only those types; otherwise the whole module's interface.
         let functions = if named.is_empty() {
             interop_functions(&module)?
         } else {
             Vec::new()
         };
-        let stem = Path::new(path)
+        let stem = path
             .file_stem()
             .map_or(file.to_string(), |s| s.to_string_lossy().into_owned());
         print!("{}", abi::header::header(&stem, &roots, &functions));
@@ -361,7 +478,7 @@ fn cmd_abi(a: &Args) -> Result<(), Failure> {
         .iter()
         .map(abi::layout_of)
         .collect();
-    if json {
+    if a.json {
         let text = serde_json::to_string_pretty(&layouts).map_err(|e| e.to_string())?;
         println!("{text}");
         return Ok(());
@@ -598,7 +715,7 @@ fn parse_arg(text: &OsStr) -> Result<(String, CliArg), String> {
 /// `--arg NAME=FILE`: an array, array of records or record read from a `.npy` file.
 fn parse_file_arg(name: &str, path: &Path) -> Result<(String, CliArg), String> {
     let value = path.display();
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {value}: {e}"))?;
+    let bytes = read_input(path)?;
     // A structured dtype's `descr` is a list of fields.
     let head = String::from_utf8_lossy(&bytes[..bytes.len().min(4096)]).into_owned();
     if head.contains("'descr': [") {
@@ -619,37 +736,29 @@ fn parse_file_arg(name: &str, path: &Path) -> Result<(String, CliArg), String> {
     Ok((name.to_string(), CliArg::Array(arr)))
 }
 
-fn cmd_run(a: &Args) -> Result<(), Failure> {
-    a.check_known(&[
-        "entry", "grid", "block", "shared", "arch", "arg", "const", "out", "bench", "seed", "debug",
-    ])?;
+fn cmd_run(a: &RunArgs) -> Result<(), Failure> {
     let seed: Option<u64> = a
-        .one("seed")
+        .seed
+        .as_deref()
         .map(|s| {
             s.parse()
                 .map_err(|_| format!("bad --seed `{s}` (an integer 0 to 2**64-1)"))
         })
         .transpose()?;
-    let [path] = a.positional.as_slice() else {
-        return Err(Failure::Other(format!("run takes one FILE\n{USAGE}")));
-    };
+    let path = &a.file;
     let file = path.to_string_lossy();
-    let module = load(path)?.with_debug_info(a.one("debug").is_some());
-    let entry = a.one("entry").ok_or("run needs --entry NAME")?;
-    let grid = dims(a.one("grid").ok_or("run needs --grid")?, "grid")?;
-    let block = dims(a.one("block").ok_or("run needs --block")?, "block")?;
-    let shared: u32 = a
-        .one("shared")
-        .map(|s| s.parse().map_err(|_| format!("bad --shared `{s}`")))
-        .transpose()?
-        .unwrap_or(0);
+    let module = load(path)?.with_debug_info(a.debug);
+    let entry = a.entry.as_str();
+    let grid = dims(&a.grid, "grid")?;
+    let block = dims(&a.block, "block")?;
+    let shared: u32 = number(a.shared.as_deref(), "shared")?.unwrap_or(0);
     let info = module
         .entries()
         .into_iter()
         .find(|e| e.name == entry && e.is_kernel)
         .ok_or_else(|| format!("no @kernel named `{entry}` in {file}"))?;
     let mut given: HashMap<String, CliArg> = HashMap::new();
-    for text in a.all_os("arg") {
+    for text in &a.args {
         let (name, arg) = parse_arg(text)?;
         if !info.params.contains(&name) {
             return Err(Failure::Other(format!(
@@ -659,7 +768,7 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
         }
         given.insert(name, arg);
     }
-    let consts = constants(a)?;
+    let consts = constants(&a.consts)?;
     // `ConstExpr` parameters take `--const`, not `--arg`: they are not launch arguments.
     let params: Vec<String> = info
         .params
@@ -687,7 +796,7 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
         });
     }
     let device = Device::open(0).map_err(|e| e.to_string())?;
-    let arch = match arch_option(a)? {
+    let arch = match arch_option(a.arch.as_deref())? {
         Some(x) => x,
         None => {
             let dev = device.arch().map_err(|e| e.to_string())?;
@@ -776,7 +885,7 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
     device
         .check_bounds(&loaded)
         .map_err(|e| format!("{file}: {e}"))?;
-    for o in a.all_os("out") {
+    for o in &a.outs {
         let (name, out) = split_name(o).ok_or_else(|| {
             format!(
                 "--out `{}` must be NAME=PATH (NAME in UTF-8)",
@@ -821,8 +930,7 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
         "ran `{entry}` on {} ({arch}) with grid {grid:?} block {block:?}",
         device.name().unwrap_or_default()
     );
-    if let Some(n) = a.one("bench") {
-        let runs: usize = n.parse().map_err(|_| format!("bad --bench `{n}`"))?;
+    if let Some(runs) = number::<usize>(a.bench.as_deref(), "bench")? {
         let mut t = device
             .time_launches(&loaded, &values, &cfg, 5, runs.max(1))
             .map_err(|e| e.to_string())?;
@@ -837,34 +945,26 @@ fn cmd_run(a: &Args) -> Result<(), Failure> {
     Ok(())
 }
 
-fn cmd_call(a: &Args) -> Result<(), Failure> {
-    a.check_known(&["entry", "arg", "seed", "thread"])?;
-    let [path] = a.positional.as_slice() else {
-        return Err(Failure::Other(format!("call takes one FILE\n{USAGE}")));
-    };
+fn cmd_call(a: &CallArgs) -> Result<(), Failure> {
+    let path = &a.file;
     // `cuda.device.random` on the host: the stream of thread `--thread` (0) of a launch
     // with seed `--seed` (else a fresh seed).
-    let number = |name: &str| -> Result<Option<u64>, String> {
-        a.one(name)
-            .map(|s| s.parse().map_err(|_| format!("bad --{name} `{s}`")))
-            .transpose()
-    };
-    let thread = number("thread")?.unwrap_or(0);
-    if let Some(seed) = number("seed")? {
+    let thread = number::<u64>(a.thread.as_deref(), "thread")?.unwrap_or(0);
+    if let Some(seed) = number::<u64>(a.seed.as_deref(), "seed")? {
         pydevice::random::set_host_stream(seed, thread);
-    } else if a.one("thread").is_some() {
+    } else if a.thread.is_some() {
         pydevice::random::set_host_stream(pydevice::random::draw_seed(), thread);
     }
     let file = path.to_string_lossy();
     let module = load(path)?;
-    let entry = a.one("entry").ok_or("call needs --entry NAME")?;
+    let entry = a.entry.as_str();
     let info = module
         .entries()
         .into_iter()
         .find(|e| e.name == entry)
         .ok_or_else(|| format!("no @func named `{entry}` in {file}"))?;
     let mut given: HashMap<String, (Scalar, ArgValue)> = HashMap::new();
-    for text in a.all_os("arg") {
+    for text in &a.args {
         let (name, arg) = parse_arg(text)?;
         let CliArg::Scalar(s, v) = arg else {
             return Err(Failure::Other(format!(
@@ -915,28 +1015,16 @@ fn exit_quietly_on_closed_pipe() {
 
 fn main() -> ExitCode {
     exit_quietly_on_closed_pipe();
-    let raw: Vec<OsString> = std::env::args_os().skip(1).collect();
-    let Some((cmd, rest)) = raw.split_first() else {
-        eprintln!("{USAGE}");
-        return ExitCode::from(2);
+    // Usage errors print clap's message and exit with status 2; `--help` and `--version`
+    // print to stdout and exit 0.
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Compile(a) => cmd_compile(a),
+        Command::Check(a) => cmd_check(a),
+        Command::Abi(a) => cmd_abi(a),
+        Command::Run(a) => cmd_run(a),
+        Command::Call(a) => cmd_call(a),
     };
-    let cmd = cmd.to_string_lossy();
-    let result = Args::parse(rest)
-        .map_err(Failure::Other)
-        .and_then(|a| match &*cmd {
-            "compile" => cmd_compile(&a),
-            "check" => cmd_check(&a),
-            "abi" => cmd_abi(&a),
-            "run" => cmd_run(&a),
-            "call" => cmd_call(&a),
-            "-h" | "--help" | "help" => {
-                println!("{USAGE}");
-                Ok(())
-            }
-            other => Err(Failure::Other(format!(
-                "unknown command `{other}`\n{USAGE}"
-            ))),
-        });
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Program) => ExitCode::from(1),

@@ -1137,6 +1137,7 @@ impl ParsedModule {
                     }
                     _ => crate::types::signature::parse_signature(text),
                 }
+                .map_err(String::from)
             }
             Expr::Call(c) => {
                 let ret = match self.resolve_static(&c.func) {

@@ -13,8 +13,8 @@ use super::{
     check_duplicates, collapse_dims, imports_for, parse_params,
 };
 use crate::abi::{ArgValue, ArrayArg};
+use crate::cache::KernelCache;
 use crate::diag::{Code, Diagnostic, Span};
-use crate::runtime::cache::KernelCache;
 use crate::runtime::{Device, DeviceArray, DeviceBuffer, LaunchConfig, Stream};
 use crate::types::{Layout, Scalar, Type};
 use crate::{CompileOptions, CompiledKernel, Error};

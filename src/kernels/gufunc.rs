@@ -16,10 +16,10 @@
 use super::elementwise::ElementwiseKernel;
 use super::{Definition, Operand, arg_error, broadcast_shapes};
 use crate::Error;
+use crate::cache::KernelCache;
 use crate::diag::{Code, Diagnostic, Span};
 use crate::kernels::ElementwiseLaunch;
 use crate::runtime::DeviceArray;
-use crate::runtime::cache::KernelCache;
 use crate::types::Scalar;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -5,7 +5,7 @@
 //! from its arguments (outputs first, as CuPy does), broadcasts the arguments, and
 //! *generates* a kernel in the `cuda.device` dialect specialized for the dtypes, ranks and
 //! layouts it sees. That source goes through the ordinary pipeline ([`crate::Module`] →
-//! check → PTX) and [`crate::runtime::cache::KernelCache`]; nothing here compiles by itself.
+//! check → PTX) and [`crate::cache::KernelCache`]; nothing here compiles by itself.
 //!
 //! Diagnostics about the user's text point at that text: the definition is one
 //! [`SourceFile`] (the parameter lists and expressions, one per line), and a diagnostic the

@@ -22,6 +22,7 @@ use std::fmt;
 
 /// What went wrong at run time.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RuntimeError {
     /// No CUDA driver library is installed (no GPU on this machine).
     NoDriver(String),

@@ -12,8 +12,9 @@
 //! - [`link`] links our PTX with CUDA C++ (PTX, cubin, fatbin, objects, or source compiled
 //!   with NVRTC) through the driver's JIT linker into one module ([`Device::link`]).
 //! - [`reflect`] reads a kernel's registers, memory and occupancy without launching it.
-//! - [`cache::KernelCache`] compiles each specialization once, from many threads, with an
-//!   opt-in on-disk cache.
+//! - The specialization cache, which compiles each specialization once and loads it with
+//!   [`Device::load_cached`], is [`crate::cache`]: it is a client of the compiler's API, above
+//!   both it and this module.
 //!
 //! [`Device::open`] checks that the driver library exists before touching it, so a machine
 //! without a GPU gets [`RuntimeError::NoDriver`] rather than a crash. Every failure is an
@@ -23,7 +24,6 @@
 //! ([`crate::Module`], [`crate::CompiledKernel`], [`crate::abi`]).
 
 pub mod array;
-pub mod cache;
 pub mod cai;
 mod cluster;
 pub mod config;
@@ -38,7 +38,6 @@ pub mod reflect;
 pub mod stream;
 
 pub use array::{ArraySource, DeviceArray};
-pub use cache::{CacheStats, DiskCacheError, DiskTrust, KernelCache};
 pub use cai::CudaArrayInterface;
 pub use config::{Dim3, LaunchConfig};
 pub use error::{BoundsReport, RaiseReport, RuntimeError};
@@ -106,7 +105,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// thread) returns a handle to the same state, so every handle of one GPU shares its context,
 /// its default stream and the kernels loaded on it ([`Device::load_cached`]: one module per
 /// device and kernel). Handles of different ordinals share nothing; a kernel compiled once
-/// (one `Arc<CompiledKernel>` from [`KernelCache`]) is loaded into each device it runs on.
+/// (one `Arc<CompiledKernel>` from [`KernelCache`](crate::cache::KernelCache)) is loaded into each device it runs on.
 /// See [`multi`] for peers, copies between GPUs and where memory and streams live.
 #[derive(Clone)]
 pub struct Device {
@@ -326,7 +325,7 @@ impl Device {
     /// The device's architecture (compute capability).
     pub fn arch(&self) -> Result<Arch, RuntimeError> {
         let (maj, min) = self.s.ctx.compute_capability().map_err(drv)?;
-        Arch::new(maj as u32, min as u32).map_err(RuntimeError::Driver)
+        Arch::new(maj as u32, min as u32).map_err(|e| RuntimeError::Driver(e.to_string()))
     }
 
     /// The device's name.
@@ -437,7 +436,7 @@ impl Device {
     }
 
     /// Loads a compiled kernel once per device: later calls with the same `Arc` (as
-    /// [`KernelCache`] hands out) return the same loaded kernel.
+    /// [`KernelCache`](crate::cache::KernelCache) hands out) return the same loaded kernel.
     pub fn load_cached(
         &self,
         kernel: &Arc<CompiledKernel>,
@@ -1067,7 +1066,7 @@ mod tests {
         assert_send_sync::<LoadedKernel>();
         assert_send_sync::<PackedArgs>();
         assert_send_sync::<Stream>();
-        assert_send_sync::<KernelCache>();
+        assert_send_sync::<crate::cache::KernelCache>();
     }
 
     #[test]

@@ -1,7 +1,90 @@
 //! Parsing argument types written in Numba's notation: `float32[:]`, `float64[:, ::1]`,
 //! `int32`, `(int32, float32)`, and whole signatures such as `void(float32[:], int32)`.
+//! The one parser of the notation: [`parse_signature_with`] also resolves names the caller
+//! knows (a module's `@struct` classes, through `Module::parse_signature`).
 
 use super::{Layout, Scalar, Type};
+use std::fmt;
+
+/// Why a signature or a type in Numba's notation does not parse.
+///
+/// ```
+/// use pydevice::types::signature::{parse_type, SignatureError};
+/// assert_eq!(parse_type("float33"), Err(SignatureError::UnknownType { name: "float33".into() }));
+/// let e = parse_type("float32[:").unwrap_err();
+/// assert!(matches!(e, SignatureError::Syntax { column: 10, .. }), "{e:?}");
+/// assert_eq!(e.to_string(), "expected `]` at column 10");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SignatureError {
+    /// The text does not follow the notation.
+    Syntax {
+        /// Where, counting bytes from 1.
+        column: usize,
+        /// What was expected or found there.
+        message: String,
+    },
+    /// A name that is no type (nor one the caller resolves).
+    UnknownType {
+        /// The name.
+        name: String,
+    },
+    /// Tuples or records nest deeper than the parser follows.
+    TooDeep {
+        /// `"types"` or `"records"`.
+        what: &'static str,
+        /// The deepest nesting accepted.
+        limit: usize,
+        /// Where the limit was passed, counting bytes from 1.
+        column: usize,
+    },
+    /// Well-formed notation for a type that cannot be: an array of something that has no
+    /// arrays, a record whose layout is not C's, a string field.
+    Invalid {
+        /// Why.
+        message: String,
+    },
+}
+
+impl fmt::Display for SignatureError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SignatureError::Syntax { message, .. } | SignatureError::Invalid { message } => {
+                f.write_str(message)
+            }
+            SignatureError::UnknownType { name } => write!(f, "unknown type `{name}`"),
+            SignatureError::TooDeep {
+                what,
+                limit,
+                column,
+            } => write!(
+                f,
+                "{what} nest deeper than {limit} levels at column {column}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SignatureError {}
+
+/// For callers that report errors as text.
+impl From<SignatureError> for String {
+    fn from(e: SignatureError) -> String {
+        e.to_string()
+    }
+}
+
+fn syntax(column: usize, message: String) -> SignatureError {
+    SignatureError::Syntax { column, message }
+}
+
+fn invalid(message: String) -> SignatureError {
+    SignatureError::Invalid { message }
+}
+
+/// Resolves a name that is not one of the notation's own (a `@struct` class) to a type.
+pub type NameResolver<'a> = &'a dyn Fn(&str) -> Option<Type>;
 
 /// Parses a comma-separated list of argument types, optionally wrapped as a whole Numba
 /// signature `ret(args)`; the return type, if any, must be `void`/`none` for kernels and is
@@ -13,12 +96,32 @@ use super::{Layout, Scalar, Type};
 /// assert_eq!(args, vec![Type::array(Scalar::Float32, 1, Layout::C), Type::Scalar(Scalar::Int32)]);
 /// assert_eq!(ret, Some(Type::None));
 /// ```
-pub fn parse_signature(text: &str) -> Result<(Vec<Type>, Option<Type>), String> {
+pub fn parse_signature(text: &str) -> Result<(Vec<Type>, Option<Type>), SignatureError> {
+    parse_signature_with(text, &|_| None)
+}
+
+/// [`parse_signature`] where a name the notation does not know is looked up with `names`,
+/// alone or as an array's element (`Particle`, `Particle[:, ::1]`): how a module's
+/// `@struct` classes are named in a signature.
+///
+/// ```
+/// use pydevice::types::{signature::parse_signature_with, Layout, Scalar, Type};
+/// let point = Type::Tuple(vec![Type::Scalar(Scalar::Float32); 2]); // stands in for a struct
+/// let names = |n: &str| (n == "Point").then(|| point.clone());
+/// let (args, _) = parse_signature_with("Point, int32", &names).unwrap();
+/// assert_eq!(args[0], point);
+/// assert!(parse_signature_with("Nope", &names).is_err());
+/// ```
+pub fn parse_signature_with(
+    text: &str,
+    names: NameResolver<'_>,
+) -> Result<(Vec<Type>, Option<Type>), SignatureError> {
     let mut p = Parser {
         s: text.as_bytes(),
         i: 0,
         depth: 0,
         records: 0,
+        names,
     };
     p.ws();
     // A whole signature: NAME '(' ... ')'
@@ -49,22 +152,23 @@ pub fn parse_signature(text: &str) -> Result<(Vec<Type>, Option<Type>), String> 
     Ok((args, None))
 }
 
-fn validate(types: &[Type]) -> Result<(), String> {
-    types.iter().try_for_each(Type::validate)
+fn validate(types: &[Type]) -> Result<(), SignatureError> {
+    types.iter().try_for_each(Type::validate).map_err(invalid)
 }
 
 /// Parses one type in Numba's notation.
-pub fn parse_type(text: &str) -> Result<Type, String> {
+pub fn parse_type(text: &str) -> Result<Type, SignatureError> {
     let mut p = Parser {
         s: text.as_bytes(),
         i: 0,
         depth: 0,
         records: 0,
+        names: &|_| None,
     };
     p.ws();
     let t = p.ty()?;
     p.end()?;
-    t.validate()?;
+    t.validate().map_err(invalid)?;
     Ok(t)
 }
 
@@ -76,6 +180,8 @@ struct Parser<'a> {
     depth: usize,
     /// Records open around the current position (each costs more stack than a tuple).
     records: usize,
+    /// Names the notation does not know.
+    names: NameResolver<'a>,
 }
 
 /// The deepest nesting of `Record(...)` accepted (as for `.npy` structured dtypes).
@@ -83,14 +189,14 @@ const MAX_RECORD_DEPTH: usize = 16;
 
 impl Parser<'_> {
     /// Enters a tuple or record.
-    fn enter(&mut self) -> Result<(), String> {
+    fn enter(&mut self) -> Result<(), SignatureError> {
         self.depth += 1;
         if self.depth > super::MAX_TYPE_DEPTH {
-            return Err(format!(
-                "types nest deeper than {} levels at column {}",
-                super::MAX_TYPE_DEPTH,
-                self.i + 1
-            ));
+            return Err(SignatureError::TooDeep {
+                what: "types",
+                limit: super::MAX_TYPE_DEPTH,
+                column: self.i + 1,
+            });
         }
         Ok(())
     }
@@ -111,20 +217,26 @@ impl Parser<'_> {
         }
     }
 
-    fn expect(&mut self, c: u8) -> Result<(), String> {
+    fn expect(&mut self, c: u8) -> Result<(), SignatureError> {
         if self.eat(c) {
             Ok(())
         } else {
-            Err(format!("expected `{}` at column {}", c as char, self.i + 1))
+            Err(syntax(
+                self.i + 1,
+                format!("expected `{}` at column {}", c as char, self.i + 1),
+            ))
         }
     }
 
-    fn end(&mut self) -> Result<(), String> {
+    fn end(&mut self) -> Result<(), SignatureError> {
         self.ws();
         if self.i == self.s.len() {
             Ok(())
         } else {
-            Err(format!("unexpected text at column {}", self.i + 1))
+            Err(syntax(
+                self.i + 1,
+                format!("unexpected text at column {}", self.i + 1),
+            ))
         }
     }
 
@@ -140,7 +252,7 @@ impl Parser<'_> {
     }
 
     /// Types separated by commas up to (not consuming) `close`, or the end when `close` is 0.
-    fn list(&mut self, close: u8) -> Result<Vec<Type>, String> {
+    fn list(&mut self, close: u8) -> Result<Vec<Type>, SignatureError> {
         let mut out = Vec::new();
         self.ws();
         if self.s.get(self.i).copied() == Some(close) || (close == 0 && self.i == self.s.len()) {
@@ -158,7 +270,7 @@ impl Parser<'_> {
         }
     }
 
-    fn ty(&mut self) -> Result<Type, String> {
+    fn ty(&mut self) -> Result<Type, SignatureError> {
         if self.eat(b'(') {
             self.enter()?;
             let elems = self.list(b')')?;
@@ -169,16 +281,19 @@ impl Parser<'_> {
         let col = self.i + 1;
         let name = self
             .ident()
-            .ok_or_else(|| format!("expected a type at column {col}"))?;
+            .ok_or_else(|| syntax(col, format!("expected a type at column {col}")))?;
         let elem = match name.as_str() {
             "int" => Type::Scalar(Scalar::Int32),
             "float" => Type::Scalar(Scalar::Float32),
             "Record" if self.eat(b'(') => Type::Struct(Box::new(self.record()?)),
             n => match super::vector_name(n) {
                 Some((elem, len)) => Type::Vector { elem, len },
-                None => {
-                    Type::Scalar(Scalar::from_name(n).ok_or_else(|| format!("unknown type `{n}`"))?)
-                }
+                None => match Scalar::from_name(n) {
+                    Some(s) => Type::Scalar(s),
+                    None => (self.names)(n).ok_or_else(|| SignatureError::UnknownType {
+                        name: n.to_string(),
+                    })?,
+                },
             },
         };
         if !self.eat(b'[') {
@@ -194,7 +309,10 @@ impl Parser<'_> {
                     self.i += 1;
                     contiguous.push(true);
                 } else {
-                    return Err(format!("expected `::1` at column {}", self.i + 1));
+                    return Err(syntax(
+                        self.i + 1,
+                        format!("expected `::1` at column {}", self.i + 1),
+                    ));
                 }
             } else {
                 contiguous.push(false);
@@ -208,22 +326,29 @@ impl Parser<'_> {
         let layout = match contiguous.iter().position(|&c| c) {
             None => Layout::Any,
             Some(p) if contiguous.iter().filter(|&&c| c).count() > 1 => {
-                return Err(format!(
-                    "only one dimension can be `::1` (found at {p} and more)"
+                return Err(syntax(
+                    self.i,
+                    format!("only one dimension can be `::1` (found at {p} and more)"),
                 ));
             }
             Some(p) if p + 1 == n => Layout::C,
             Some(0) => Layout::F,
-            Some(_) => return Err("`::1` must be the first or last dimension".into()),
+            Some(_) => {
+                return Err(syntax(
+                    self.i,
+                    "`::1` must be the first or last dimension".into(),
+                ));
+            }
         };
         if n > 255 {
-            return Err("too many dimensions".into());
+            return Err(syntax(self.i, "too many dimensions".into()));
         }
-        Type::array_of(&elem, n as u8, layout).ok_or_else(|| format!("no arrays of {elem}"))
+        Type::array_of(&elem, n as u8, layout)
+            .ok_or_else(|| invalid(format!("no arrays of {elem}")))
     }
 
     /// A decimal number.
-    fn number(&mut self) -> Result<u64, String> {
+    fn number(&mut self) -> Result<u64, SignatureError> {
         self.ws();
         let start = self.i;
         while self.s.get(self.i).is_some_and(u8::is_ascii_digit) {
@@ -232,19 +357,25 @@ impl Parser<'_> {
         std::str::from_utf8(&self.s[start..self.i])
             .ok()
             .and_then(|t| t.parse().ok())
-            .ok_or_else(|| format!("expected a number at column {}", start + 1))
+            .ok_or_else(|| {
+                syntax(
+                    start + 1,
+                    format!("expected a number at column {}", start + 1),
+                )
+            })
     }
 
     /// The inside of numba's `Record(x[type=float32;offset=0],y[type=int32;offset=4];8;True)`
     /// (what `str(numba.from_dtype(dtype))` prints), after `Record(`.
-    fn record(&mut self) -> Result<crate::types::StructType, String> {
+    fn record(&mut self) -> Result<crate::types::StructType, SignatureError> {
         self.enter()?;
         self.records += 1;
         if self.records > MAX_RECORD_DEPTH {
-            return Err(format!(
-                "records nest deeper than {MAX_RECORD_DEPTH} levels at column {}",
-                self.i + 1
-            ));
+            return Err(SignatureError::TooDeep {
+                what: "records",
+                limit: MAX_RECORD_DEPTH,
+                column: self.i + 1,
+            });
         }
         let r = self.record_fields();
         self.records -= 1;
@@ -252,36 +383,39 @@ impl Parser<'_> {
         r
     }
 
-    fn record_fields(&mut self) -> Result<crate::types::StructType, String> {
+    fn record_fields(&mut self) -> Result<crate::types::StructType, SignatureError> {
         use crate::types::record::{RecordField, record};
         let mut fields = Vec::new();
         loop {
             let col = self.i + 1;
             let name = self
                 .ident()
-                .ok_or_else(|| format!("expected a field name at column {col}"))?;
+                .ok_or_else(|| syntax(col, format!("expected a field name at column {col}")))?;
             self.expect(b'[')?;
             if self.ident().as_deref() != Some("type") {
-                return Err(format!("expected `type=` at column {}", self.i + 1));
+                return Err(syntax(
+                    self.i + 1,
+                    format!("expected `type=` at column {}", self.i + 1),
+                ));
             }
             self.expect(b'=')?;
             let col = self.i + 1;
             if self.s.get(self.i) == Some(&b'[') {
                 // numba's `[char x 12]` / `[unichr x 12]`: a string field.
-                return Err(format!(
+                return Err(invalid(format!(
                     "field `{name}` is a string; record fields must be numbers, records or \
                      sub-arrays of those"
-                ));
+                )));
             }
             let t = self
                 .ident()
-                .ok_or_else(|| format!("expected a type at column {col}"))?;
+                .ok_or_else(|| syntax(col, format!("expected a type at column {col}")))?;
             let (t, shape, nested) = if t == "nestedarray" && self.eat(b'(') {
                 // A sub-array field: `nestedarray(float32, (3, 2))`.
                 let col = self.i + 1;
                 let elem = self
                     .ident()
-                    .ok_or_else(|| format!("expected a type at column {col}"))?;
+                    .ok_or_else(|| syntax(col, format!("expected a type at column {col}")))?;
                 let nested = if elem == "Record" && self.eat(b'(') {
                     Some(Type::Struct(Box::new(self.record()?)))
                 } else {
@@ -309,12 +443,15 @@ impl Parser<'_> {
             } else {
                 Type::Scalar(
                     Scalar::from_name(&t)
-                        .ok_or_else(|| format!("field `{name}`: unknown type `{t}`"))?,
+                        .ok_or_else(|| invalid(format!("field `{name}`: unknown type `{t}`")))?,
                 )
             };
             self.expect(b';')?;
             if self.ident().as_deref() != Some("offset") {
-                return Err(format!("expected `offset=` at column {}", self.i + 1));
+                return Err(syntax(
+                    self.i + 1,
+                    format!("expected `offset=` at column {}", self.i + 1),
+                ));
             }
             self.expect(b'=')?;
             let offset = self.number()?;
@@ -335,7 +472,7 @@ impl Parser<'_> {
             self.ident();
         }
         self.expect(b')')?;
-        record(&fields, size)
+        record(&fields, size).map_err(invalid)
     }
 }
 
@@ -396,6 +533,53 @@ mod tests {
     }
 
     #[test]
+    fn resolves_names_the_caller_knows_alone_and_as_array_elements() {
+        let st = parse_type("Record(x[type=float32;offset=0];4;True)").unwrap();
+        let names = |n: &str| (n == "Particle").then(|| st.clone());
+        let (args, ret) = parse_signature_with(
+            "void(Particle[:, ::1], Particle, (Particle, int32))",
+            &names,
+        )
+        .unwrap();
+        assert_eq!(ret, Some(Type::None));
+        assert_eq!(args[0], Type::array_of(&st, 2, Layout::C).unwrap());
+        assert_eq!(args[1], st);
+        assert_eq!(args[2], Type::Tuple(vec![st.clone(), Scalar::Int32.into()]));
+        // The notation's own names come first; an unknown one is a typed error.
+        assert_eq!(
+            parse_signature_with("int32", &names).unwrap().0,
+            vec![Type::Scalar(Scalar::Int32)]
+        );
+        assert_eq!(
+            parse_signature_with("Nope[:]", &names),
+            Err(SignatureError::UnknownType {
+                name: "Nope".into()
+            })
+        );
+    }
+
+    #[test]
+    fn errors_are_typed() {
+        let deep = format!("{}int32{}", "(".repeat(70), ",)".repeat(70));
+        assert!(matches!(
+            parse_signature(&deep),
+            Err(SignatureError::TooDeep {
+                what: "types",
+                limit: 64,
+                ..
+            })
+        ));
+        assert!(matches!(
+            parse_type("float32[::2]"),
+            Err(SignatureError::Syntax { .. })
+        ));
+        assert!(matches!(
+            parse_type("Record(a[type=int8;offset=0],b[type=float32;offset=1];5;False)"),
+            Err(SignatureError::Invalid { .. })
+        ));
+    }
+
+    #[test]
     fn rejects_bad_notation() {
         assert!(parse_type("float33").is_err());
         assert!(parse_type("float32[:").is_err());
@@ -445,6 +629,6 @@ mod tests {
             "Record(x[type=float32;offset=0],y[type=[char x 12];offset=4];16;False)[::1]",
         )
         .unwrap_err();
-        assert!(e.contains("`y` is a string"), "{e}");
+        assert!(e.to_string().contains("`y` is a string"), "{e}");
     }
 }

@@ -3,8 +3,8 @@
 //! key's coverage (build, libdevice, file name), and two processes filling one cache.
 
 use pydevice::CompileOptions;
-use pydevice::runtime::cache::{CacheKey, MAC_KEY_FILE, MAX_ENTRY_BYTES};
-use pydevice::runtime::{DiskTrust, KernelCache};
+use pydevice::cache::{CacheKey, MAC_KEY_FILE, MAX_ENTRY_BYTES};
+use pydevice::cache::{DiskTrust, KernelCache};
 use pydevice::types::Type;
 use pydevice::types::signature::parse_signature;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -120,7 +120,7 @@ fn the_key_covers_the_build_libdevice_and_file_name() {
     let libdevice = pydevice::lower::ptx::libdevice::identity();
     for part in [
         version.as_str(),
-        pydevice::runtime::cache::BUILD_ID,
+        pydevice::cache::BUILD_ID,
         libdevice,
         "scale.py",
         "scale",
@@ -130,7 +130,7 @@ fn the_key_covers_the_build_libdevice_and_file_name() {
     ] {
         assert!(d.contains(part), "{part} not in {d}");
     }
-    assert_eq!(pydevice::runtime::cache::BUILD_ID.len(), 64);
+    assert_eq!(pydevice::cache::BUILD_ID.len(), 64);
     let other = CacheKey::new(
         "other.py",
         SCALE,

@@ -11,10 +11,11 @@
 #[path = "../../examples/multi_gpu_stencil.rs"]
 mod stencil;
 
+use pydevice::cache::KernelCache;
 use pydevice::runtime::multi::{self, CopyPath, Endpoint};
 use pydevice::runtime::{
-    Device, DeviceArray, KernelCache, LaunchConfig, LoadedKernel, RuntimeError, Stream,
-    driver_available, pointer_device,
+    Device, DeviceArray, LaunchConfig, LoadedKernel, RuntimeError, Stream, driver_available,
+    pointer_device,
 };
 use pydevice::types::Scalar;
 use pydevice::types::signature::parse_signature;

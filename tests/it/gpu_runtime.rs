@@ -12,10 +12,11 @@
 use cudarc::driver::result;
 use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
 use pydevice::abi::{ArgValue, ArrayArg};
+use pydevice::cache::KernelCache;
 use pydevice::runtime::dlpack::{DL_CUDA, DL_FLOAT, DLDataType, DLDevice, DLTensor};
 use pydevice::runtime::{
-    ArraySource, CudaArrayInterface, Device, DeviceArray, KernelCache, LaunchConfig, LoadedKernel,
-    RuntimeError, Stream, driver_available,
+    ArraySource, CudaArrayInterface, Device, DeviceArray, LaunchConfig, LoadedKernel, RuntimeError,
+    Stream, driver_available,
 };
 use pydevice::types::signature::parse_signature;
 use pydevice::{Arch, CompileOptions, CompiledKernel, Module};

@@ -662,3 +662,43 @@ fn complex_cmath_functions_agree_with_cpython() {
         }
     }
 }
+
+/// A `@struct` goes into a host function as the same `HostValue::Struct` it comes out as:
+/// a result is a valid argument, and a value of another class, with other field names or
+/// as a plain tuple is an argument error, not a silent reinterpretation.
+#[test]
+fn struct_values_go_in_as_they_come_out() {
+    let src = "from cuda import device\nfrom cuda.device import float32, int32\n\n@device.struct\nclass Pt:\n    x: float32\n    n: int32\n\n@device.func\ndef bump(p: Pt) -> Pt:\n    return Pt(p.x * 2.0, p.n + 1)\n";
+    let m = Module::parse("pt.py", src).expect("parse");
+    let pt = m.named_type("Pt").expect("Pt");
+    let f = m.host_function("bump", &[pt]).expect("compile");
+    let arg = HostValue::Struct {
+        name: "Pt".into(),
+        fields: vec![
+            ("x".into(), HostValue::Float32(1.5)),
+            ("n".into(), HostValue::Int(2)),
+        ],
+    };
+    let once = f.call(std::slice::from_ref(&arg)).expect("call");
+    let HostValue::Struct { name, fields } = &once else {
+        panic!("a struct result is a HostValue::Struct: {once:?}")
+    };
+    assert_eq!(name, "Pt");
+    assert_eq!(fields[0], ("x".to_string(), HostValue::Float32(3.0)));
+    let twice = f
+        .call(std::slice::from_ref(&once))
+        .expect("the result goes back in");
+    assert_eq!(twice.to_string(), "Pt(x=6.0, n=4)");
+    let tuple = HostValue::Tuple(vec![HostValue::Float32(1.5), HostValue::Int(2)]);
+    let renamed = HostValue::Struct {
+        name: "Pt".into(),
+        fields: vec![
+            ("y".into(), HostValue::Float32(1.5)),
+            ("n".into(), HostValue::Int(2)),
+        ],
+    };
+    for bad in [tuple, renamed] {
+        let e = f.call(&[bad]).expect_err("not a Pt");
+        assert!(e.to_string().contains("Pt"), "{e}");
+    }
+}

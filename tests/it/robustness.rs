@@ -28,17 +28,17 @@ fn on_small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 fn deeply_nested_signatures_are_an_error_not_a_stack_overflow() {
     let n = 20_000;
     let text = format!("{}int32{}", "(".repeat(n), ",)".repeat(n));
-    let e = on_small_stack(move || parse_signature(&text).unwrap_err());
+    let e = on_small_stack(move || parse_signature(&text).unwrap_err().to_string());
     assert!(e.contains("nest deeper than 64"), "{e}");
     let text = format!("void({}int32{})", "(".repeat(n), ",)".repeat(n));
-    let e = on_small_stack(move || parse_type(&text).unwrap_err());
+    let e = on_small_stack(move || parse_type(&text).unwrap_err().to_string());
     assert!(!e.is_empty());
     // Records nest too.
     let mut rec = "int32".to_string();
     for _ in 0..200 {
         rec = format!("Record(a[type={rec};offset=0];4;False)");
     }
-    let e = on_small_stack(move || parse_type(&rec).unwrap_err());
+    let e = on_small_stack(move || parse_type(&rec).unwrap_err().to_string());
     assert!(e.contains("nest deeper"), "{e}");
     // Up to the bound is fine.
     let ok = format!("{}int32{}", "(".repeat(60), ",)".repeat(60));
@@ -388,5 +388,243 @@ fn cli_sig_names_structs_and_const_gives_constexpr_values() {
         .unwrap();
     assert_eq!(missing.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("E0218"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Runs the CLI in `dir` with `args`, killing it if it has not finished in 60 s (a read that
+/// blocks on a FIFO must fail the test, not hang it).
+fn cli_in(dir: &std::path::Path, args: &[&std::ffi::OsStr]) -> std::process::Output {
+    use std::io::Read;
+    let mut child = cli()
+        .current_dir(dir)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            child.kill().unwrap();
+            panic!("pydevice {args:?} did not finish in 60 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_end(&mut stdout)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_end(&mut stderr)
+        .unwrap();
+    std::process::Output {
+        status,
+        stdout,
+        stderr,
+    }
+}
+
+fn os(s: &str) -> &std::ffi::OsStr {
+    std::ffi::OsStr::new(s)
+}
+
+/// `--help`/`-h` on every subcommand and `--version` print to stdout with status 0; usage
+/// errors print to stderr with status 2 (no arguments, an unknown option or subcommand, a
+/// missing required option, a bad `--emit`); a program with errors exits with 1.
+#[test]
+fn cli_follows_the_conventions_of_help_version_and_exit_status() {
+    let dir = temp_dir("conventions");
+    std::fs::write(dir.join("f.py"), FUNC).unwrap();
+    for sub in ["compile", "check", "abi", "run", "call"] {
+        for flag in ["--help", "-h"] {
+            let out = cli_in(&dir, &[os(sub), os(flag)]);
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert_eq!(out.status.code(), Some(0), "{sub} {flag}: {text}");
+            assert!(
+                text.contains(&format!("Usage: pydevice {sub}")),
+                "{sub} {flag}: {text}"
+            );
+        }
+    }
+    let top = cli_in(&dir, &[os("--help")]);
+    let text = String::from_utf8_lossy(&top.stdout);
+    assert_eq!(top.status.code(), Some(0));
+    for sub in ["compile", "check", "abi", "run", "call"] {
+        assert!(text.contains(sub), "{text}");
+    }
+    let v = cli_in(&dir, &[os("--version")]);
+    assert_eq!(v.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&v.stdout).trim(),
+        format!("pydevice {}", env!("CARGO_PKG_VERSION"))
+    );
+    let usage_errors: &[&[&str]] = &[
+        &[],
+        &["frobnicate", "f.py"],
+        &["check", "f.py", "--bogus"],
+        &["compile", "f.py"],
+        &["compile", "f.py", "--entry", "f", "--emit", "asm"],
+        &["abi", "f.py", "--json", "--header"],
+        &["call", "f.py", "--entry"],
+    ];
+    for args in usage_errors {
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| os(a)).collect();
+        let out = cli_in(&dir, &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert!(!err.trim().is_empty(), "{args:?}");
+    }
+    std::fs::write(
+        dir.join("bad.py"),
+        "from cuda import device\n@device.func\ndef g(x):\n    return y\n",
+    )
+    .unwrap();
+    let bad = cli_in(
+        &dir,
+        &[
+            os("check"),
+            os("bad.py"),
+            os("--entry"),
+            os("g"),
+            os("--sig"),
+            os("int32"),
+        ],
+    );
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("error["));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `-o -` writes to standard output (no file named `-`), `-o FILE` to the file.
+#[test]
+fn cli_output_dash_is_stdout() {
+    let dir = temp_dir("dash");
+    std::fs::write(dir.join("f.py"), FUNC).unwrap();
+    let args = [
+        "compile", "f.py", "--entry", "f", "--sig", "int32", "--emit", "ir",
+    ];
+    let plain = cli_in(&dir, &args.map(os));
+    assert_eq!(plain.status.code(), Some(0));
+    let ir = String::from_utf8_lossy(&plain.stdout).into_owned();
+    assert!(ir.contains("(x: int32) -> int32"), "{ir}");
+    let mut dash: Vec<&std::ffi::OsStr> = args.map(os).to_vec();
+    dash.extend([os("-o"), os("-")]);
+    let out = cli_in(&dir, &dash);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), ir);
+    assert!(!dir.join("-").exists(), "`-o -` wrote a file named `-`");
+    let mut file: Vec<&std::ffi::OsStr> = args.map(os).to_vec();
+    file.extend([os("-o"), os("out.ir")]);
+    let out = cli_in(&dir, &file);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty());
+    assert_eq!(std::fs::read_to_string(dir.join("out.ir")).unwrap(), ir);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Source and `.npy` files are read only when they are regular files of at most 64 MiB: a
+/// FIFO (with no writer, which would block a plain read for ever), a device, a directory or
+/// a larger file is refused at once with a message saying why (exit status 2).
+#[test]
+fn cli_refuses_non_regular_and_oversized_inputs() {
+    let dir = temp_dir("inputs");
+    std::fs::write(dir.join("f.py"), FUNC).unwrap();
+    let fifo = dir.join("pipe.py");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let big = dir.join("big.py");
+    // Sparse: 64 MiB and one byte, nothing written.
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len((64 << 20) + 1)
+        .unwrap();
+    let big_npy = dir.join("big.npy");
+    std::fs::File::create(&big_npy)
+        .unwrap()
+        .set_len((64 << 20) + 1)
+        .unwrap();
+    let cases: Vec<(Vec<std::ffi::OsString>, &str)> = vec![
+        (
+            vec!["check".into(), fifo.clone().into()],
+            "not a regular file",
+        ),
+        (
+            vec!["check".into(), "/dev/zero".into()],
+            "not a regular file",
+        ),
+        (vec!["check".into(), dir.clone().into()], "a directory"),
+        (
+            vec!["check".into(), big.clone().into()],
+            "larger than 64 MiB",
+        ),
+        (
+            vec![
+                "call".into(),
+                "f.py".into(),
+                "--entry".into(),
+                "f".into(),
+                "--arg".into(),
+                format!("x={}", big_npy.display()).into(),
+            ],
+            "larger than 64 MiB",
+        ),
+        (
+            vec![
+                "call".into(),
+                "f.py".into(),
+                "--entry".into(),
+                "f".into(),
+                "--arg".into(),
+                format!("x={}", fifo.display()).into(),
+            ],
+            "not a regular file",
+        ),
+    ];
+    for (args, why) in &cases {
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+        let out = cli_in(&dir, &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("cannot read") && err.contains(why),
+            "{args:?}: {err}"
+        );
+    }
+    // At the limit the file is read: a 64 MiB `.npy` of zeros gets past reading to the
+    // format's own error.
+    let at_limit = dir.join("limit.npy");
+    std::fs::File::create(&at_limit)
+        .unwrap()
+        .set_len(64 << 20)
+        .unwrap();
+    let arg = format!("x={}", at_limit.display());
+    let out = cli_in(
+        &dir,
+        &[
+            os("call"),
+            os("f.py"),
+            os("--entry"),
+            os("f"),
+            os("--arg"),
+            os(&arg),
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        !err.contains("cannot read") && err.contains("limit.npy"),
+        "{err}"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -3,13 +3,14 @@
 //! pointers, which are never dereferenced), and `Dim3Like` launch shapes.
 
 use pydevice::abi::{ArgValue, ArrayArg, ParamAbi, layout_of};
+use pydevice::cache::KernelCache;
 use pydevice::runtime::dlpack::{
     DL_BOOL, DL_CPU, DL_CUDA, DL_CUDA_MANAGED, DL_FLOAT, DL_INT, DLDataType, DLDevice,
     DLManagedTensor, DLManagedTensorVersioned, DLPACK_FLAG_READ_ONLY, DLPackVersion, DLTensor,
     dlpack_arg,
 };
 use pydevice::runtime::{
-    ArraySource, CudaArrayInterface, DeviceArray, Dim3, KernelCache, LaunchConfig, RuntimeError,
+    ArraySource, CudaArrayInterface, DeviceArray, Dim3, LaunchConfig, RuntimeError,
 };
 use pydevice::types::signature::parse_signature;
 use pydevice::types::{Layout, Scalar, Type};

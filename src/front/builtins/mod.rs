@@ -1,7 +1,7 @@
 //! The names device code can use that the program does not define: the `cuda.device`
 //! namespace, Python builtins, the dialects' namespaces, and the scalar types. The entities
 //! are [`Builtin`]s; [`table`] says everything about each (spellings, parameters, typing
-//! rule, IR operation, host support), and [`member`] is the one resolver of a namespace's
+//! rule, IR operation, host support), and `member` is the one resolver of a namespace's
 //! members that the front end uses.
 
 pub mod table;

@@ -27,6 +27,7 @@ use std::sync::Arc;
 
 /// Why host code could not be built or called.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum HostError {
     /// The specialization decided `target(...)` for a GPU, not for the host.
     TargetMismatch {
@@ -196,8 +197,9 @@ impl HostFunction {
     }
 
     /// Calls the function with typed values (numbers convert to the parameter's type where
-    /// they fit; tuples, vectors and structs as [`HostValue::Tuple`] or
-    /// [`HostValue::Struct`]).
+    /// they fit; tuples and vectors as [`HostValue::Tuple`]; a `@struct` as the
+    /// [`HostValue::Struct`] a result of that class is, with the class and field names
+    /// checked, so a struct goes in as it comes out).
     pub fn call(&self, args: &[HostValue]) -> Result<HostValue, HostError> {
         self.invoke(args).map(|(r, _)| r)
     }

@@ -190,9 +190,29 @@ pub(crate) fn pack(t: &Type, v: &HostValue, bytes: &mut [u8], off: usize) -> Res
         Type::WarpMask => pack_scalar(Scalar::Int32, v, bytes, off).ok_or_else(mismatch)?,
         Type::Tuple(_) | Type::Vector { .. } | Type::Struct(_) => {
             let elems = elements(t).ok_or_else(mismatch)?;
-            let items: Vec<&HostValue> = match v {
-                HostValue::Tuple(items) => items.iter().collect(),
-                HostValue::Struct { fields, .. } => fields.iter().map(|(_, v)| v).collect(),
+            // A struct goes in as it comes out, a `HostValue::Struct` of the same class with
+            // its fields named in order; a tuple or vector as a `HostValue::Tuple`.
+            let items: Vec<&HostValue> = match (t, v) {
+                (Type::Struct(st), HostValue::Struct { name, fields }) => {
+                    let names_match = *name == st.name
+                        && fields.len() == st.fields.len()
+                        && fields.iter().zip(&st.fields).all(|((a, _), (b, _))| a == b);
+                    if !names_match {
+                        return Err(arg_err(format!(
+                            "expected a `{}` with fields ({}), got {v}",
+                            st.name,
+                            st.fields
+                                .iter()
+                                .map(|(n, _)| n.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )));
+                    }
+                    fields.iter().map(|(_, v)| v).collect()
+                }
+                (Type::Tuple(_) | Type::Vector { .. }, HostValue::Tuple(items)) => {
+                    items.iter().collect()
+                }
                 _ => return Err(mismatch()),
             };
             if items.len() != elems.len() {

@@ -28,6 +28,7 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 /// What went wrong in the back end. These are not the user's fault (except a missing
 /// libdevice); each names what failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LowerError {
     /// LLVM rejected something the back end built: a compiler bug.
     Llvm(String),

@@ -3,7 +3,7 @@
 
 use super::*;
 use pydevice::ConstValue;
-use pydevice::runtime::KernelCache;
+use pydevice::cache::KernelCache;
 
 const WINDOW: &str = r#"
 from cuda import device

@@ -677,7 +677,7 @@ fn target_specialization_across_archs() {
     let (args, _) = parse_signature("int32[::1]").expect("sig");
     let archs = [Arch::SM_75, Arch::SM_80, Arch::SM_90];
     let multi = module
-        .compile_multi("which", &args, &archs, pydevice::OptLevel::O3)
+        .compile_multi("which", &args, &archs, &pydevice::CompileOptions::default())
         .expect("compile");
     let n = 64;
     let run = |k: &pydevice::runtime::LoadedKernel| -> Vec<i32> {

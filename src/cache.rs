@@ -437,7 +437,7 @@ type Slot = Arc<OnceLock<Result<Arc<CompiledKernel>, Error>>>;
 /// every request waiting for it and not kept, so a later request tries again.
 ///
 /// ```
-/// use pydevice::runtime::KernelCache;
+/// use pydevice::cache::KernelCache;
 /// use pydevice::types::signature::parse_signature;
 /// use pydevice::CompileOptions;
 /// let src = "from cuda import device\n@device.kernel\ndef k(a):\n    a[0] = 1.0\n";
