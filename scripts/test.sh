@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 source scripts/deps.sh
 export PYDEVICE_REQUIRE_PTXAS=1
 cargo test 2>&1
+echo "== the C API: its header is current, its C test built with cc and run (issue 35)"
+cargo test -p pydevice-capi -- --nocapture 2>&1
 echo "== the Python package: maturin build --release, pip install, pytest python/tests"
 bash scripts/python_package.sh "${PYDEVICE_WHEEL_PROFILE:---release}"  # --dev reuses cargo test's build
 # From the repository root, so `import pydevice` is the installed wheel, not python/pydevice.
