@@ -584,3 +584,46 @@ pub unsafe extern "C" fn pydevice_kernel_launch(
         Ok(())
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn last_message() -> String {
+        let p = pydevice_last_error();
+        assert!(!p.is_null(), "no last error");
+        // SAFETY: a NUL-terminated message the library owns, read before the next call.
+        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    }
+
+    #[test]
+    fn a_panic_becomes_a_status_and_a_message() {
+        let s = guard_status(|| panic!("boom {}", 7));
+        assert_eq!(s, PydeviceStatus::Panic);
+        assert_eq!(pydevice_last_status(), PydeviceStatus::Panic);
+        assert!(last_message().contains("boom 7"), "{}", last_message());
+        let p: *mut PydeviceModule = guard(std::ptr::null_mut(), || panic!("static"));
+        assert!(p.is_null());
+        assert!(last_message().contains("static"));
+        // The next call clears it.
+        assert_eq!(guard_status(|| Ok(())), PydeviceStatus::Ok);
+        assert!(pydevice_last_error().is_null());
+        assert_eq!(pydevice_last_status(), PydeviceStatus::Ok);
+    }
+
+    #[test]
+    fn a_message_with_a_nul_is_cut_there() {
+        let s = guard_status(|| Err(Failure::invalid("before\0after")));
+        assert_eq!(s, PydeviceStatus::InvalidArgument);
+        assert_eq!(last_message(), "before");
+    }
+
+    #[test]
+    fn the_last_error_is_per_thread() {
+        let _ = guard_status(|| Err(Failure::invalid("here")));
+        std::thread::spawn(|| assert!(pydevice_last_error().is_null()))
+            .join()
+            .unwrap();
+        assert_eq!(last_message(), "here");
+    }
+}
