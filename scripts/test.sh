@@ -29,6 +29,8 @@ CARGO_TARGET_DIR="$PWD/target" cargo run --manifest-path examples/embedder/Cargo
 echo "== cargo doc --no-deps (RUSTDOCFLAGS=-D warnings), cargo publish --dry-run"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p pydevice 2>&1
 cargo publish --dry-run --allow-dirty -p pydevice 2>&1
+echo "== the C API: its header is current, its C test built with cc and run (issue 35)"
+cargo test -p pydevice-capi -- --nocapture 2>&1
 echo "== the Python package: maturin build --release, pip install, pytest python/tests"
 bash scripts/python_package.sh "${PYDEVICE_WHEEL_PROFILE:---release}"  # --dev reuses cargo test's build
 # From the repository root, so `import pydevice` is the installed wheel, not python/pydevice.

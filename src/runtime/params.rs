@@ -146,6 +146,7 @@ impl PackedArgs {
         Ok(())
     }
 
+<<<<<<< HEAD
     /// Writes the scalar leaves of a struct parameter `index` (`leaves` from
     /// [`crate::abi::scalar_leaves`] of its type, `values` one per leaf, in the same order):
     /// the bytes [`PackedArgs::set`] would write for the whole struct, where the buffer's
@@ -190,6 +191,63 @@ impl PackedArgs {
             }
         }
         Ok(())
+=======
+    /// Where each of `abi`'s parameters starts in the flat launch buffer that
+    /// [`PackedArgs::from_bytes`] reads, in bytes, and the buffer's size: each parameter
+    /// starts on an 8-byte boundary after the previous one (the layout of
+    /// [`PackedArgs::zeroed`]), so a C caller can fill the buffer with the parameters' C
+    /// layouts at these offsets.
+    pub fn byte_offsets(abi: &KernelAbi) -> (Vec<usize>, usize) {
+        let mut offsets = Vec::with_capacity(abi.params.len());
+        let mut end = 0;
+        for p in &abi.params {
+            offsets.push(end);
+            end += (layout_of(&p.ty).size as usize).div_ceil(8).max(1) * 8;
+        }
+        (offsets, end)
+    }
+
+    /// Arguments for `abi` from a flat buffer laid out as [`PackedArgs::byte_offsets`] says
+    /// (the C API's launch buffer): `bytes` must be exactly that size. Each parameter's bytes
+    /// are taken as they are, except array descriptors, which are read (data address, then
+    /// `ndim` extents, then `ndim` strides in elements, each 8 bytes) and checked as
+    /// [`PackedArgs::set_array`] checks them; padding is ignored.
+    pub fn from_bytes(abi: &KernelAbi, bytes: &[u8]) -> Result<PackedArgs, RuntimeError> {
+        let (offsets, size) = PackedArgs::byte_offsets(abi);
+        if bytes.len() != size {
+            return Err(RuntimeError::Argument(format!(
+                "the arguments of `{}` take a {size}-byte buffer, got {} bytes",
+                abi.symbol,
+                bytes.len()
+            )));
+        }
+        let mut out = PackedArgs::zeroed(abi);
+        for (i, (p, &o)) in abi.params.iter().zip(&offsets).enumerate() {
+            let len = layout_of(&p.ty).size as usize;
+            let param = &bytes[o..o + len];
+            if let Type::Array(a) = &p.ty {
+                let n = a.ndim as usize;
+                let word = |k: usize| {
+                    let mut w = [0u8; 8];
+                    w.copy_from_slice(&param[8 * k..8 * k + 8]);
+                    w
+                };
+                let shape: Vec<u64> = (0..n).map(|d| u64::from_le_bytes(word(1 + d))).collect();
+                let strides: Vec<i64> = (0..n)
+                    .map(|d| i64::from_le_bytes(word(1 + n + d)))
+                    .collect();
+                out.set_array(abi, i, u64::from_le_bytes(word(0)), &shape, &strides)?;
+                continue;
+            }
+            let w = out.offsets[i];
+            for (k, chunk) in param.chunks(8).enumerate() {
+                let mut word = [0u8; 8];
+                word[..chunk.len()].copy_from_slice(chunk);
+                out.words[w + k] = u64::from_le_bytes(word);
+            }
+        }
+        Ok(out)
+>>>>>>> capi
     }
 
     /// The bytes of parameter `index` as the kernel receives them.
@@ -280,6 +338,7 @@ mod tests {
     }
 
     #[test]
+<<<<<<< HEAD
     fn struct_fields_written_leaf_by_leaf_equal_the_packed_struct() {
         // A nested struct with padding: `Inner` (int8, float64) inside `Outer` (float16,
         // Inner, uint32), passed by value.
@@ -312,6 +371,46 @@ mod tests {
         bad[1] = ArgValue::Int(300);
         assert!(p.set_scalar_leaves(&abi, 1, &leaves, &bad).is_err());
         assert!(p.set_scalar_leaves(&abi, 1, &leaves, &values[..3]).is_err());
+=======
+    fn from_bytes_reads_the_flat_buffer() {
+        let abi = abi();
+        let (offsets, size) = PackedArgs::byte_offsets(&abi);
+        // float32[::1] (24 bytes), int32 (4 -> 8), (int8, float64) (16), float32[:, :] (40).
+        assert_eq!(offsets, vec![0, 24, 32, 48]);
+        assert_eq!(size, 88);
+        let mut buf = vec![0u8; size];
+        let mut put = |at: usize, b: &[u8]| buf[at..at + b.len()].copy_from_slice(b);
+        put(0, &0x1000u64.to_le_bytes());
+        put(8, &16u64.to_le_bytes());
+        put(16, &1i64.to_le_bytes());
+        put(24, &(-7i32).to_le_bytes());
+        put(32, &[3]);
+        put(40, &1.5f64.to_le_bytes());
+        put(48, &0x2000u64.to_le_bytes());
+        for (k, v) in [4i64, 5, -5, 2].iter().enumerate() {
+            put(56 + 8 * k, &v.to_le_bytes());
+        }
+        let p = PackedArgs::from_bytes(&abi, &buf).unwrap();
+        let mut q = PackedArgs::zeroed(&abi);
+        q.set_array(&abi, 0, 0x1000, &[16], &[1]).unwrap();
+        q.set(&abi, 1, &ArgValue::Int(-7)).unwrap();
+        q.set(
+            &abi,
+            2,
+            &ArgValue::Tuple(vec![ArgValue::Int(3), ArgValue::Float(1.5)]),
+        )
+        .unwrap();
+        q.set_array(&abi, 3, 0x2000, &[4, 5], &[-5, 2]).unwrap();
+        for i in 0..4 {
+            assert_eq!(p.param_bytes(&abi, i), q.param_bytes(&abi, i), "param {i}");
+        }
+        // A wrong size, and a descriptor the parameter's layout forbids, are errors.
+        let e = PackedArgs::from_bytes(&abi, &buf[..80]).unwrap_err();
+        assert!(e.to_string().contains("88-byte buffer, got 80"), "{e}");
+        buf[16..24].copy_from_slice(&2i64.to_le_bytes());
+        let e = PackedArgs::from_bytes(&abi, &buf).unwrap_err();
+        assert!(e.to_string().contains("stride 2"), "{e}");
+>>>>>>> capi
     }
 
     #[test]
