@@ -239,6 +239,15 @@ def _function_source(fn, decorator):
     if not isinstance(node, ast.FunctionDef) or node.name != fn.__name__:
         raise Uncapturable(f"`{fn.__name__}` is not a plain def (a lambda or generated code)")
     lines = src.splitlines()[node.lineno - 1:node.end_lineno]
+    if decorator == "@cuda.jit(device=True)":
+        # keep a device function's one explicit signature written as text
+        # (`@cuda.jit("i8(i8)", device=True)`): numba converts the arguments to it, and a
+        # recursive function takes its result type from it. The simulator's dispatcher keeps
+        # no signature, so it is read from the source.
+        for dec in node.decorator_list:
+            if isinstance(dec, ast.Call) and dec.args and isinstance(dec.args[0], ast.Constant) \
+                    and isinstance(dec.args[0].value, str) and ast.unparse(dec.func).endswith("jit"):
+                decorator = f"@cuda.jit({dec.args[0].value!r}, device=True)"
     return decorator + "\n" + "\n".join(lines) + "\n"
 
 
@@ -267,6 +276,7 @@ class SourceBuilder:
         text = _function_source(fn, decorator)
         if name != fn.__name__:
             text = re.sub(rf"^def {re.escape(fn.__name__)}\(", f"def {name}(", text, count=1, flags=re.M)
+        idx = len(self.functions)
         self.functions.append(text)
         values = {}
         if fn.__closure__:
@@ -277,6 +287,24 @@ class SourceBuilder:
                     raise Uncapturable(f"closure variable `{n}` is unset")
         for name in _code_names(fn.__code__):
             if name == fn.__name__:
+                if as_name and as_name != name and fn.__globals__.get(name) is not None and \
+                        getattr(fn.__globals__[name], "py_func", None) is fn:
+                    # a recursive function bound to another name (`cfunc = fib1`): its calls
+                    # to itself follow the rename
+                    text = re.sub(rf"\b{re.escape(name)}\b(?=\s*\()", as_name, text)
+                    self.functions[idx] = text
+                continue
+            value = values[name] if name in values else fn.__globals__.get(name)
+            if isinstance(value, pytypes.ModuleType) and sys.modules.get(value.__name__) is not value:
+                # a module made at run time (`types.ModuleType("mymod")`), which no import
+                # finds: each `mymod.attr` it is used through becomes a global of its own
+                for attr in sorted(set(re.findall(rf"\b{re.escape(name)}\.(\w+)", text))):
+                    if not hasattr(value, attr):
+                        raise Uncapturable(f"module `{name}` made at run time has no `{attr}`")
+                    flat = f"{name}__{attr}"
+                    text = re.sub(rf"\b{re.escape(name)}\.{attr}\b", flat, text)
+                    self.functions[idx] = text
+                    self.add_global(flat, getattr(value, attr), user=text)
                 continue
             if name in values:
                 self.add_global(name, values[name], user=text)
@@ -749,9 +777,40 @@ def tests_package():
     return f"carried ({base})"
 
 
+def keep_exec_source():
+    """Makes the source of functions made by `exec(text)` visible to `inspect.getsource`.
+
+    numba-cuda's tests build some kernels from text (test_atomics' `gen_atomic_extreme_funcs`
+    formats four kernels per atomic and `exec`s them); `exec` of a string compiles it as
+    `<string>`, whose lines `inspect` cannot find. Each string now gets its own file name,
+    registered in `linecache` with its text, so the capture writes such kernels out as it does
+    any other. Code objects and `exec` with a file name are passed on unchanged.
+    """
+    import builtins
+    import linecache
+    orig = builtins.exec
+    counter = [0]
+
+    def exec_(source, globals=None, locals=None, *rest, **kw):
+        if isinstance(source, (str, bytes)) and not rest and not kw:
+            text = source.decode() if isinstance(source, bytes) else source
+            counter[0] += 1
+            name = f"<numba_suite-exec-{counter[0]}>"
+            linecache.cache[name] = (len(text), None, text.splitlines(True), name)
+            source = compile(text, name, "exec", dont_inherit=True)
+        if globals is None:  # exec's defaults are its caller's namespaces, not ours
+            frame = sys._getframe(1)
+            globals = frame.f_globals
+            if locals is None:
+                locals = frame.f_locals
+        return orig(source, globals, locals, *rest, **kw)
+    builtins.exec = exec_
+
+
 def worker(module, cases_dir):
     np.row_stack = getattr(np, "row_stack", np.vstack)  # numba-cuda 0.30 with NumPy 2.5
     ensure_test_deps()
+    keep_exec_source()
     from numba.core import config
     simulator = bool(config.ENABLE_CUDASIM)
     where = tests_package()
