@@ -38,6 +38,7 @@ import ast
 import collections
 import concurrent.futures as futures
 import dis
+import enum
 import importlib
 import importlib.util
 import inspect
@@ -251,6 +252,29 @@ def _function_source(fn, decorator):
     return decorator + "\n" + "\n".join(lines) + "\n"
 
 
+def enum_members_as_numbers(name, cls, text):
+    """`Color.red` and `Color['red']` in `text` written as the member's integer value.
+
+    numba types a member of an `IntEnum` as its integer and compares members of an `Enum` by
+    value; for an enum whose values are all integers, reading a member in device code is
+    reading that number (int64, numba's integer literal type). Any other use of the class
+    (passing it, iterating it, members with other values) stays uncapturable."""
+    members = cls.__members__
+    if not all(isinstance(m.value, int) and not isinstance(m.value, bool) for m in members.values()):
+        raise Uncapturable(f"global `{name}` of type {type(cls).__name__} with values that are not integers")
+
+    def value_of(m):
+        member = m.group(1) or m.group(2)
+        if member not in members:
+            raise Uncapturable(f"enum `{name}` has no member `{member}`")
+        return repr(int(members[member].value))
+    n = re.escape(name)
+    text = re.sub(rf"\b{n}\s*\.\s*(\w+)\b|\b{n}\s*\[\s*['\"](\w+)['\"]\s*\]", value_of, text)
+    if re.search(rf"\b{n}\b", text.split("\n", 1)[1]):
+        raise Uncapturable(f"global `{name}` of type {type(cls).__name__} used other than as `{name}.member`")
+    return text
+
+
 class SourceBuilder:
     """The module text for one kernel: imports, constants, device functions, the kernel."""
 
@@ -295,6 +319,10 @@ class SourceBuilder:
                     self.functions[idx] = text
                 continue
             value = values[name] if name in values else fn.__globals__.get(name)
+            if isinstance(value, enum.EnumMeta):
+                text = enum_members_as_numbers(name, value, text)
+                self.functions[idx] = text
+                continue
             if isinstance(value, pytypes.ModuleType) and sys.modules.get(value.__name__) is not value:
                 # a module made at run time (`types.ModuleType("mymod")`), which no import
                 # finds: each `mymod.attr` it is used through becomes a global of its own
