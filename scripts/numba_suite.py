@@ -610,6 +610,54 @@ def tags_of(src, arrays):
     return tags
 
 
+def _holds_array(value):
+    return isinstance(value, tuple) and not hasattr(value, "_fields") and any(
+        isinstance(v, np.ndarray) or hasattr(v, "copy_to_host") or hasattr(v, "__cuda_array_interface__")
+        for v in value)
+
+
+def flat_params(params, args):
+    """The parameters of the launch wrapper: a tuple holding arrays gives one per item."""
+    out = []
+    for p, a in zip(params, args):
+        out += [f"{p}__{j}" for j in range(len(a))] if _holds_array(a) else [p]
+    return out
+
+
+def flatten_args(values, args):
+    """`values` (the arguments or their numba types) with each tuple holding arrays spread."""
+    out = []
+    for v, a in zip(values, args):
+        if _holds_array(a):
+            items = list(v) if isinstance(v, tuple) else list(getattr(v, "types", None) or [])
+            if len(items) != len(a):
+                raise Uncapturable(f"tuple argument holding arrays of numba type {v}")
+            out += items
+        else:
+            out.append(v)
+    return out
+
+
+def array_tuple_wrapper(name, params, args):
+    """A kernel that takes a tuple holding arrays (`f[1, n]((x0, x1, x2))`), which `pydevice
+    run` cannot pass, is written as a device function plus a kernel `NAME__launch` that takes
+    the tuple's items one by one and calls it with the tuple rebuilt; None if none does."""
+    if not any(_holds_array(a) for a in args):
+        return None
+    for a in args:
+        if _holds_array(a) and any(_holds_array(v) for v in a):
+            raise Uncapturable("tuple argument holding tuples of arrays")
+    call = []
+    for p, a in zip(params, args):
+        if _holds_array(a):
+            items = [f"{p}__{j}" for j in range(len(a))]
+            call.append("(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")")
+        else:
+            call.append(p)
+    return (f"@cuda.jit\ndef {name}__launch({', '.join(flat_params(params, args))}):\n"
+            f"    {name}({', '.join(call)})\n")
+
+
 class Capturer:
     """Writes one case folder per distinct (kernel, argument types)."""
 
@@ -645,17 +693,26 @@ class Capturer:
             meta = {"module": self.module, "test": self.current_test(), "kernel": py_func.__name__,
                     "qualname": py_func.__qualname__, "grid": list(grid), "block": list(block),
                     "shared": int(shared), "types": [str(t) for t in typeof_types]}
-            before = None
+            before, wrapper = None, None
             try:
-                sb = SourceBuilder()
-                sb.add_function(py_func, "@cuda.jit")
-                src = sb.text()
-                meta["tags"] = sorted(sb.tags)
-                (d / "kernel.py").write_text(src)
                 params = list(inspect.signature(py_func).parameters)
                 if len(params) != len(args):
                     raise Uncapturable("argument count differs from the parameters (*args?)")
-                before = [snapshot(a, t, simulator) for a, t in zip(args, typeof_types)]
+                sb = SourceBuilder()
+                wrapper = array_tuple_wrapper(py_func.__name__, params, args)
+                sb.add_function(py_func, "@cuda.jit(device=True)" if wrapper else "@cuda.jit")
+                src = sb.text()
+                if wrapper:
+                    src += "\n\n" + wrapper
+                    meta["kernel"] = py_func.__name__ + "__launch"
+                    params = flat_params(params, args)
+                    flat_args = flatten_args(args, args)
+                    flat_types = flatten_args(typeof_types, args)
+                else:
+                    flat_args, flat_types = list(args), list(typeof_types)
+                meta["tags"] = sorted(sb.tags)
+                (d / "kernel.py").write_text(src)
+                before = [snapshot(a, t, simulator) for a, t in zip(flat_args, flat_types)]
             except Uncapturable as e:
                 meta["uncapturable"] = str(e)
             except Exception as e:  # the hook must never change the test's outcome
@@ -671,10 +728,12 @@ class Capturer:
                     from numba import cuda
                     cuda.synchronize()
                 types_used = overload_types() or typeof_types
+                if before is not None and wrapper:
+                    types_used = flatten_args(types_used, args)
                 meta["types"] = [str(t) for t in types_used]
                 if before is not None and "uncapturable" not in meta:
                     argspec, outs = [], []
-                    after_vals = [snapshot(a, t, simulator) for a, t in zip(args, types_used)]
+                    after_vals = [snapshot(a, t, simulator) for a, t in zip(flat_args, types_used)]
                     for i, (p, b, a, t) in enumerate(zip(params, before, after_vals, types_used)):
                         if b[0] == "array":
                             np.save(d / f"in_{p}.npy", b[1])
@@ -695,7 +754,7 @@ class Capturer:
                                 outs.append(p)
                         else:
                             # the overload numba launched fixes the scalar's type
-                            _, dtype, text = snapshot(args[i], t, simulator)
+                            _, dtype, text = snapshot(flat_args[i], t, simulator)
                             if dtype == "tuple":
                                 argspec.append({"name": p, "scalar": text, "sig": tuple_sig(text)})
                             else:
