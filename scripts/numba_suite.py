@@ -26,12 +26,26 @@ The rate is matches / kernels launched (every class above counted in the denomin
 --compile-only (no GPU: with the simulator) replaces `run` by `pydevice compile --sig` and
 reports diagnostics only.
 
-Usage (GPU machine, numba-cuda installed; its wheel ships numba/cuda/tests, else the test files
-are looked for under .carry/numba_tests/tests, or $NUMBA_SUITE_TESTS/tests):
-  python3 scripts/numba_suite.py PYDEVICE [--report FILE.md] [--json FILE.json] [--jobs N]
-      [--keep CASES.tar.gz]
-Reports go to $OUT (or the current folder). About 4 minutes on the H100 with --jobs 12.
-Without a GPU, NUMBA_ENABLE_CUDASIM=1 and --compile-only give the diagnostics part.
+What the capture also expresses (each otherwise an "uncapturable" launch): kernels built by
+`exec(text)` (their text is registered with linecache), modules made at run time
+(`mymod.add` -> a global `mymod__add`), recursive device functions bound to another name and
+their explicit text signatures (`@cuda.jit("i8(i8)", device=True)`), members of enums with
+integer values (`Color.red` -> its number), and tuples holding arrays (the kernel becomes a
+device function called by a kernel `NAME__launch` that takes the tuple's items one by one).
+
+The GPU command (one device call; bundle first with `bash scripts/device_bundle.sh`, then carry
+[".carry"]; numba-cuda must be installed on the GPU machine: its wheel ships numba/cuda/tests,
+else the test files are looked for under .carry/numba_tests/tests, or $NUMBA_SUITE_TESTS/tests):
+  python3 scripts/numba_suite.py .carry/pydevice.xz --jobs 12 --budget 540 --keep $OUT/numba_cases.tar.gz
+PYDEVICE may be the xz-compressed CLI of the bundle (unpacked to a temporary file) or a plain
+executable. Other options: [--report FILE.md] [--json FILE.json] [--modules a,b] [--cases DIR].
+Reports go to $OUT (or the current folder): numba_suite.md and numba_suite.json. About 4
+minutes on the H100 with --jobs 12.
+
+Without a GPU (numba-cuda installed in a private folder, no pydevice run): the simulator and
+--compile-only give the capture and the diagnostics part:
+  NUMBA_ENABLE_CUDASIM=1 PYTHONPATH=/tmp/site-numba python3 scripts/numba_suite.py \
+      target/debug/pydevice --compile-only --jobs 3 --budget 1200 --module-timeout 300
 """
 import argparse
 import ast
@@ -1122,6 +1136,13 @@ def main():
         return
     if not args.pydevice:
         ap.error("PYDEVICE is required")
+    if args.pydevice.endswith(".xz"):  # the bundle's compressed CLI (scripts/device_bundle.sh)
+        import lzma
+        exe = Path(tempfile.mkdtemp(prefix="numba_suite_bin_")) / "pydevice"
+        with lzma.open(args.pydevice) as src, open(exe, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        exe.chmod(0o755)
+        args.pydevice = str(exe)
     cases = Path(args.cases or tempfile.mkdtemp(prefix="numba_suite_"))
     if cases.exists():
         shutil.rmtree(cases)
