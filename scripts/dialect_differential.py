@@ -104,6 +104,11 @@ def cupyx_cases():
     yield ("typing_rule.py", "first_assignment", (n + 127) // 128, 128,
            {"x": rng.uniform(-100, 100, n).astype(np.float32), "y": rng.uniform(-100, 100, n),
             "out": np.zeros(n, np.float32)}, {"out": 0.0})
+    n = 10_000
+    yield ("complex_array_parts.py", "complex_parts", (n + 127) // 128, 128,
+           {"z": rng.standard_normal(n) + 1j * rng.standard_normal(n),
+            "w": (rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(np.complex64),
+            "out": np.zeros(n)}, {"z": 0.0, "w": 0.0, "out": 1e-12})
 
 
 def load_module(src, name):

@@ -26,18 +26,33 @@ The rate is matches / kernels launched (every class above counted in the denomin
 --compile-only (no GPU: with the simulator) replaces `run` by `pydevice compile --sig` and
 reports diagnostics only.
 
-Usage (GPU machine, numba-cuda installed; its wheel ships numba/cuda/tests, else the test files
-are looked for under .carry/numba_tests/tests, or $NUMBA_SUITE_TESTS/tests):
-  python3 scripts/numba_suite.py PYDEVICE [--report FILE.md] [--json FILE.json] [--jobs N]
-      [--keep CASES.tar.gz]
-Reports go to $OUT (or the current folder). About 4 minutes on the H100 with --jobs 12.
-Without a GPU, NUMBA_ENABLE_CUDASIM=1 and --compile-only give the diagnostics part.
+What the capture also expresses (each otherwise an "uncapturable" launch): kernels built by
+`exec(text)` (their text is registered with linecache), modules made at run time
+(`mymod.add` -> a global `mymod__add`), recursive device functions bound to another name and
+their explicit text signatures (`@cuda.jit("i8(i8)", device=True)`), members of enums with
+integer values (`Color.red` -> its number), and tuples holding arrays (the kernel becomes a
+device function called by a kernel `NAME__launch` that takes the tuple's items one by one).
+
+The GPU command (one device call; bundle first with `bash scripts/device_bundle.sh`, then carry
+[".carry"]; numba-cuda must be installed on the GPU machine: its wheel ships numba/cuda/tests,
+else the test files are looked for under .carry/numba_tests/tests, or $NUMBA_SUITE_TESTS/tests):
+  python3 scripts/numba_suite.py .carry/pydevice.xz --jobs 12 --budget 540 --keep $OUT/numba_cases.tar.gz
+PYDEVICE may be the xz-compressed CLI of the bundle (unpacked to a temporary file) or a plain
+executable. Other options: [--report FILE.md] [--json FILE.json] [--modules a,b] [--cases DIR].
+Reports go to $OUT (or the current folder): numba_suite.md and numba_suite.json. About 4
+minutes on the H100 with --jobs 12.
+
+Without a GPU (numba-cuda installed in a private folder, no pydevice run): the simulator and
+--compile-only give the capture and the diagnostics part:
+  NUMBA_ENABLE_CUDASIM=1 PYTHONPATH=/tmp/site-numba python3 scripts/numba_suite.py \
+      target/debug/pydevice --compile-only --jobs 3 --budget 1200 --module-timeout 300
 """
 import argparse
 import ast
 import collections
 import concurrent.futures as futures
 import dis
+import enum
 import importlib
 import importlib.util
 import inspect
@@ -239,7 +254,39 @@ def _function_source(fn, decorator):
     if not isinstance(node, ast.FunctionDef) or node.name != fn.__name__:
         raise Uncapturable(f"`{fn.__name__}` is not a plain def (a lambda or generated code)")
     lines = src.splitlines()[node.lineno - 1:node.end_lineno]
+    if decorator == "@cuda.jit(device=True)":
+        # keep a device function's one explicit signature written as text
+        # (`@cuda.jit("i8(i8)", device=True)`): numba converts the arguments to it, and a
+        # recursive function takes its result type from it. The simulator's dispatcher keeps
+        # no signature, so it is read from the source.
+        for dec in node.decorator_list:
+            if isinstance(dec, ast.Call) and dec.args and isinstance(dec.args[0], ast.Constant) \
+                    and isinstance(dec.args[0].value, str) and ast.unparse(dec.func).endswith("jit"):
+                decorator = f"@cuda.jit({dec.args[0].value!r}, device=True)"
     return decorator + "\n" + "\n".join(lines) + "\n"
+
+
+def enum_members_as_numbers(name, cls, text):
+    """`Color.red` and `Color['red']` in `text` written as the member's integer value.
+
+    numba types a member of an `IntEnum` as its integer and compares members of an `Enum` by
+    value; for an enum whose values are all integers, reading a member in device code is
+    reading that number (int64, numba's integer literal type). Any other use of the class
+    (passing it, iterating it, members with other values) stays uncapturable."""
+    members = cls.__members__
+    if not all(isinstance(m.value, int) and not isinstance(m.value, bool) for m in members.values()):
+        raise Uncapturable(f"global `{name}` of type {type(cls).__name__} with values that are not integers")
+
+    def value_of(m):
+        member = m.group(1) or m.group(2)
+        if member not in members:
+            raise Uncapturable(f"enum `{name}` has no member `{member}`")
+        return repr(int(members[member].value))
+    n = re.escape(name)
+    text = re.sub(rf"\b{n}\s*\.\s*(\w+)\b|\b{n}\s*\[\s*['\"](\w+)['\"]\s*\]", value_of, text)
+    if re.search(rf"\b{n}\b", text.split("\n", 1)[1]):
+        raise Uncapturable(f"global `{name}` of type {type(cls).__name__} used other than as `{name}.member`")
+    return text
 
 
 class SourceBuilder:
@@ -267,6 +314,7 @@ class SourceBuilder:
         text = _function_source(fn, decorator)
         if name != fn.__name__:
             text = re.sub(rf"^def {re.escape(fn.__name__)}\(", f"def {name}(", text, count=1, flags=re.M)
+        idx = len(self.functions)
         self.functions.append(text)
         values = {}
         if fn.__closure__:
@@ -277,6 +325,28 @@ class SourceBuilder:
                     raise Uncapturable(f"closure variable `{n}` is unset")
         for name in _code_names(fn.__code__):
             if name == fn.__name__:
+                if as_name and as_name != name and fn.__globals__.get(name) is not None and \
+                        getattr(fn.__globals__[name], "py_func", None) is fn:
+                    # a recursive function bound to another name (`cfunc = fib1`): its calls
+                    # to itself follow the rename
+                    text = re.sub(rf"\b{re.escape(name)}\b(?=\s*\()", as_name, text)
+                    self.functions[idx] = text
+                continue
+            value = values[name] if name in values else fn.__globals__.get(name)
+            if isinstance(value, enum.EnumMeta):
+                text = enum_members_as_numbers(name, value, text)
+                self.functions[idx] = text
+                continue
+            if isinstance(value, pytypes.ModuleType) and sys.modules.get(value.__name__) is not value:
+                # a module made at run time (`types.ModuleType("mymod")`), which no import
+                # finds: each `mymod.attr` it is used through becomes a global of its own
+                for attr in sorted(set(re.findall(rf"\b{re.escape(name)}\.(\w+)", text))):
+                    if not hasattr(value, attr):
+                        raise Uncapturable(f"module `{name}` made at run time has no `{attr}`")
+                    flat = f"{name}__{attr}"
+                    text = re.sub(rf"\b{re.escape(name)}\.{attr}\b", flat, text)
+                    self.functions[idx] = text
+                    self.add_global(flat, getattr(value, attr), user=text)
                 continue
             if name in values:
                 self.add_global(name, values[name], user=text)
@@ -554,6 +624,54 @@ def tags_of(src, arrays):
     return tags
 
 
+def _holds_array(value):
+    return isinstance(value, tuple) and not hasattr(value, "_fields") and any(
+        isinstance(v, np.ndarray) or hasattr(v, "copy_to_host") or hasattr(v, "__cuda_array_interface__")
+        for v in value)
+
+
+def flat_params(params, args):
+    """The parameters of the launch wrapper: a tuple holding arrays gives one per item."""
+    out = []
+    for p, a in zip(params, args):
+        out += [f"{p}__{j}" for j in range(len(a))] if _holds_array(a) else [p]
+    return out
+
+
+def flatten_args(values, args):
+    """`values` (the arguments or their numba types) with each tuple holding arrays spread."""
+    out = []
+    for v, a in zip(values, args):
+        if _holds_array(a):
+            items = list(v) if isinstance(v, tuple) else list(getattr(v, "types", None) or [])
+            if len(items) != len(a):
+                raise Uncapturable(f"tuple argument holding arrays of numba type {v}")
+            out += items
+        else:
+            out.append(v)
+    return out
+
+
+def array_tuple_wrapper(name, params, args):
+    """A kernel that takes a tuple holding arrays (`f[1, n]((x0, x1, x2))`), which `pydevice
+    run` cannot pass, is written as a device function plus a kernel `NAME__launch` that takes
+    the tuple's items one by one and calls it with the tuple rebuilt; None if none does."""
+    if not any(_holds_array(a) for a in args):
+        return None
+    for a in args:
+        if _holds_array(a) and any(_holds_array(v) for v in a):
+            raise Uncapturable("tuple argument holding tuples of arrays")
+    call = []
+    for p, a in zip(params, args):
+        if _holds_array(a):
+            items = [f"{p}__{j}" for j in range(len(a))]
+            call.append("(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")")
+        else:
+            call.append(p)
+    return (f"@cuda.jit\ndef {name}__launch({', '.join(flat_params(params, args))}):\n"
+            f"    {name}({', '.join(call)})\n")
+
+
 class Capturer:
     """Writes one case folder per distinct (kernel, argument types)."""
 
@@ -589,17 +707,26 @@ class Capturer:
             meta = {"module": self.module, "test": self.current_test(), "kernel": py_func.__name__,
                     "qualname": py_func.__qualname__, "grid": list(grid), "block": list(block),
                     "shared": int(shared), "types": [str(t) for t in typeof_types]}
-            before = None
+            before, wrapper = None, None
             try:
-                sb = SourceBuilder()
-                sb.add_function(py_func, "@cuda.jit")
-                src = sb.text()
-                meta["tags"] = sorted(sb.tags)
-                (d / "kernel.py").write_text(src)
                 params = list(inspect.signature(py_func).parameters)
                 if len(params) != len(args):
                     raise Uncapturable("argument count differs from the parameters (*args?)")
-                before = [snapshot(a, t, simulator) for a, t in zip(args, typeof_types)]
+                sb = SourceBuilder()
+                wrapper = array_tuple_wrapper(py_func.__name__, params, args)
+                sb.add_function(py_func, "@cuda.jit(device=True)" if wrapper else "@cuda.jit")
+                src = sb.text()
+                if wrapper:
+                    src += "\n\n" + wrapper
+                    meta["kernel"] = py_func.__name__ + "__launch"
+                    params = flat_params(params, args)
+                    flat_args = flatten_args(args, args)
+                    flat_types = flatten_args(typeof_types, args)
+                else:
+                    flat_args, flat_types = list(args), list(typeof_types)
+                meta["tags"] = sorted(sb.tags)
+                (d / "kernel.py").write_text(src)
+                before = [snapshot(a, t, simulator) for a, t in zip(flat_args, flat_types)]
             except Uncapturable as e:
                 meta["uncapturable"] = str(e)
             except Exception as e:  # the hook must never change the test's outcome
@@ -615,10 +742,12 @@ class Capturer:
                     from numba import cuda
                     cuda.synchronize()
                 types_used = overload_types() or typeof_types
+                if before is not None and wrapper:
+                    types_used = flatten_args(types_used, args)
                 meta["types"] = [str(t) for t in types_used]
                 if before is not None and "uncapturable" not in meta:
                     argspec, outs = [], []
-                    after_vals = [snapshot(a, t, simulator) for a, t in zip(args, types_used)]
+                    after_vals = [snapshot(a, t, simulator) for a, t in zip(flat_args, types_used)]
                     for i, (p, b, a, t) in enumerate(zip(params, before, after_vals, types_used)):
                         if b[0] == "array":
                             np.save(d / f"in_{p}.npy", b[1])
@@ -639,7 +768,7 @@ class Capturer:
                                 outs.append(p)
                         else:
                             # the overload numba launched fixes the scalar's type
-                            _, dtype, text = snapshot(args[i], t, simulator)
+                            _, dtype, text = snapshot(flat_args[i], t, simulator)
                             if dtype == "tuple":
                                 argspec.append({"name": p, "scalar": text, "sig": tuple_sig(text)})
                             else:
@@ -749,9 +878,40 @@ def tests_package():
     return f"carried ({base})"
 
 
+def keep_exec_source():
+    """Makes the source of functions made by `exec(text)` visible to `inspect.getsource`.
+
+    numba-cuda's tests build some kernels from text (test_atomics' `gen_atomic_extreme_funcs`
+    formats four kernels per atomic and `exec`s them); `exec` of a string compiles it as
+    `<string>`, whose lines `inspect` cannot find. Each string now gets its own file name,
+    registered in `linecache` with its text, so the capture writes such kernels out as it does
+    any other. Code objects and `exec` with a file name are passed on unchanged.
+    """
+    import builtins
+    import linecache
+    orig = builtins.exec
+    counter = [0]
+
+    def exec_(source, globals=None, locals=None, *rest, **kw):
+        if isinstance(source, (str, bytes)) and not rest and not kw:
+            text = source.decode() if isinstance(source, bytes) else source
+            counter[0] += 1
+            name = f"<numba_suite-exec-{counter[0]}>"
+            linecache.cache[name] = (len(text), None, text.splitlines(True), name)
+            source = compile(text, name, "exec", dont_inherit=True)
+        if globals is None:  # exec's defaults are its caller's namespaces, not ours
+            frame = sys._getframe(1)
+            globals = frame.f_globals
+            if locals is None:
+                locals = frame.f_locals
+        return orig(source, globals, locals, *rest, **kw)
+    builtins.exec = exec_
+
+
 def worker(module, cases_dir):
     np.row_stack = getattr(np, "row_stack", np.vstack)  # numba-cuda 0.30 with NumPy 2.5
     ensure_test_deps()
+    keep_exec_source()
     from numba.core import config
     simulator = bool(config.ENABLE_CUDASIM)
     where = tests_package()
@@ -976,6 +1136,13 @@ def main():
         return
     if not args.pydevice:
         ap.error("PYDEVICE is required")
+    if args.pydevice.endswith(".xz"):  # the bundle's compressed CLI (scripts/device_bundle.sh)
+        import lzma
+        exe = Path(tempfile.mkdtemp(prefix="numba_suite_bin_")) / "pydevice"
+        with lzma.open(args.pydevice) as src, open(exe, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        exe.chmod(0o755)
+        args.pydevice = str(exe)
     cases = Path(args.cases or tempfile.mkdtemp(prefix="numba_suite_"))
     if cases.exists():
         shutil.rmtree(cases)

@@ -336,6 +336,11 @@ impl FnCx<'_, '_> {
                 r.nonneg = attr == "shape";
                 Some(r)
             }
+            (Type::Array(at), "real" | "imag")
+                if at.dtype.scalar().is_some_and(|s| s.is_complex()) =>
+            {
+                self.complex_array_part(&v, attr == "imag", span)
+            }
             (Type::Array(_), "size") => {
                 let e = self.push(Expr::ArrayProp(v.e, ArrayProp::Size), i64t.clone(), span);
                 let mut r = self.val(e, i64t, span);

@@ -491,6 +491,52 @@ impl FnCx<'_, '_> {
     }
 }
 
+impl FnCx<'_, '_> {
+    /// `a.real` / `a.imag` of a contiguous 1-D complex array: NumPy's view of one part of
+    /// every element, which shares the array's memory (writes and atomics go to the complex
+    /// array). Built as the array's bytes read as the part's float type
+    /// (`a.view(float64)`, twice as long) sliced `0::2` or `1::2` (docs/semantics.md §5.19).
+    pub(super) fn complex_array_part(&mut self, v: &Val, imag: bool, span: Span) -> Option<Val> {
+        let Type::Array(at) = &v.ty else {
+            return None;
+        };
+        let part = at.dtype.scalar().filter(|s| s.is_complex())?.component();
+        if at.ndim != 1 || at.layout != Layout::C {
+            self.diags.push(
+                Diagnostic::error(
+                    Code::E0203,
+                    span,
+                    format!(
+                        "`.{}` of a complex array needs a contiguous 1-D array, found {}",
+                        if imag { "imag" } else { "real" },
+                        v.ty
+                    ),
+                )
+                .with_note("declare the parameter contiguous (`complex128[::1]`)"),
+            );
+            return None;
+        }
+        let floats = ArrayType {
+            dtype: DType::Scalar(part),
+            ..at.clone()
+        };
+        let raw = self.push(Expr::Reinterpret(v.e), Type::Array(floats.clone()), span);
+        let start = if imag {
+            Some(self.literal(&Const::Int(1), Scalar::Int64, span)?)
+        } else {
+            None
+        };
+        let subs = vec![Subscript::Slice {
+            start,
+            stop: None,
+            step: 2,
+        }];
+        let ty = Type::Array(view_type(&floats, &subs));
+        let e = self.push(Expr::View { array: raw, subs }, ty.clone(), span);
+        Some(self.val(e, ty, span))
+    }
+}
+
 /// The type of a view: the kept dimensions, contiguous where the array's unit-stride
 /// dimension is kept whole-stepped in the same place.
 fn view_type(at: &ArrayType, subs: &[Subscript]) -> ArrayType {
