@@ -146,7 +146,6 @@ impl PackedArgs {
         Ok(())
     }
 
-<<<<<<< HEAD
     /// Writes the scalar leaves of a struct parameter `index` (`leaves` from
     /// [`crate::abi::scalar_leaves`] of its type, `values` one per leaf, in the same order):
     /// the bytes [`PackedArgs::set`] would write for the whole struct, where the buffer's
@@ -191,7 +190,8 @@ impl PackedArgs {
             }
         }
         Ok(())
-=======
+    }
+
     /// Where each of `abi`'s parameters starts in the flat launch buffer that
     /// [`PackedArgs::from_bytes`] reads, in bytes, and the buffer's size: each parameter
     /// starts on an 8-byte boundary after the previous one (the layout of
@@ -247,7 +247,6 @@ impl PackedArgs {
             }
         }
         Ok(out)
->>>>>>> capi
     }
 
     /// The bytes of parameter `index` as the kernel receives them.
@@ -338,7 +337,6 @@ mod tests {
     }
 
     #[test]
-<<<<<<< HEAD
     fn struct_fields_written_leaf_by_leaf_equal_the_packed_struct() {
         // A nested struct with padding: `Inner` (int8, float64) inside `Outer` (float16,
         // Inner, uint32), passed by value.
@@ -371,7 +369,9 @@ mod tests {
         bad[1] = ArgValue::Int(300);
         assert!(p.set_scalar_leaves(&abi, 1, &leaves, &bad).is_err());
         assert!(p.set_scalar_leaves(&abi, 1, &leaves, &values[..3]).is_err());
-=======
+    }
+
+    #[test]
     fn from_bytes_reads_the_flat_buffer() {
         let abi = abi();
         let (offsets, size) = PackedArgs::byte_offsets(&abi);
@@ -410,7 +410,6 @@ mod tests {
         buf[16..24].copy_from_slice(&2i64.to_le_bytes());
         let e = PackedArgs::from_bytes(&abi, &buf).unwrap_err();
         assert!(e.to_string().contains("stride 2"), "{e}");
->>>>>>> capi
     }
 
     #[test]
