@@ -136,9 +136,8 @@ impl From<Error> for Failure {
         match e {
             Error::Diagnostics(d) => Failure(PydeviceStatus::Program, d.render()),
             Error::Runtime(e) => e.into(),
-            e @ (Error::Lower(_) | Error::Host(_)) => {
-                Failure(PydeviceStatus::Compile, e.to_string())
-            }
+            // Lowering, host and any later kinds (`Error` is non-exhaustive).
+            e => Failure(PydeviceStatus::Compile, e.to_string()),
         }
     }
 }

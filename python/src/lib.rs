@@ -1340,9 +1340,9 @@ fn synchronize(py: Python<'_>, ordinal: usize, stream: Option<usize>) -> PyResul
 #[pyo3(signature = (dir=None, shared=false))]
 fn set_disk_cache(dir: Option<std::path::PathBuf>, shared: bool) -> PyResult<()> {
     let trust = if shared {
-        pydevice::runtime::DiskTrust::Shared
+        pydevice::cache::DiskTrust::Shared
     } else {
-        pydevice::runtime::DiskTrust::Private
+        pydevice::cache::DiskTrust::Private
     };
     let c = match dir {
         Some(d) => KernelCache::with_disk_trusting(&d, trust).map_err(|e| {
