@@ -14,7 +14,9 @@ use crate::types::{DType, GroupKind, MemSpace, Scalar, Type};
 use std::fmt;
 use std::marker::PhantomData;
 
+mod ops;
 mod validate;
+pub use ops::{BarrierScope, IntrinsicFlags};
 pub use validate::{ValidationError, validate};
 
 /// A typed index into an [`Arena`].
