@@ -174,7 +174,7 @@ codes! {
     E0218,
     /// an exposition-only name of the spec (`Dim3Like`) used in a program, as an annotation or otherwise (§1.1)
     E0219,
-    /// a warp shuffle that breaks a User Requirement decidable at compile time: a constant `src_lane`/`delta`/`flag` outside `0..31`, or a constant mask with a lane whose source lane is not in the mask (§10.3)
+    /// a warp shuffle that breaks a User Requirement decidable at compile time: a constant `src_lane`/`delta`/`flag` outside `0..31`, a constant mask with a lane whose source lane is not in the mask, or a constant zero mask to `syncwarp`, a vote, a shuffle or a match (§10.3)
     E0240,
     /// a block barrier (`syncthreads`, `syncthreads_count`/`_and`/`_or`, or a call of a function that reaches one) under an `if` or loop whose condition depends on the thread (§9.4)
     E0241,
