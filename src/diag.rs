@@ -104,7 +104,7 @@ macro_rules! codes {
 codes! {
     /// syntax error (from ruff's parser)
     E0001,
-    /// nesting beyond the compiler's limits: an expression or statement nested more than 10,000 levels (`-(-(…))`, a chain of 10,000 `+`), or a statement indented more than 100 levels (about CPython's own limit)
+    /// nesting beyond the compiler's limits: an expression or statement nested more than 10,000 levels (`-(-(…))`, a chain of 10,000 `+`), a statement indented more than 100 levels (about CPython's own limit), or a tuple value of more than 4,096 elements counted through nesting (§2.9)
     E0002,
     /// name is not defined
     E0101,
@@ -474,7 +474,7 @@ impl SourceFile {
         // ends with a line break (the parser's "found newline") is shown on the line where it
         // starts, not drawn as a span over two lines.
         let text = self.text.as_bytes();
-        let range = |sp: Span| {
+        let clamp = |sp: Span| {
             let start = (sp.start as usize).min(len);
             let mut end = (sp.end as usize).clamp(start, len);
             while end > start && matches!(text[end - 1], b'\n' | b'\r') {
@@ -482,10 +482,30 @@ impl SourceFile {
             }
             start..end
         };
+        // Only the lines the spans cover go to the renderer, which scans all the source it
+        // is given: with the whole file, N diagnostics took time quadratic in N.
+        let spans = std::iter::once(d.primary.span).chain(d.secondary.iter().map(|l| l.span));
+        let (lo, hi) = spans.map(clamp).fold((len, 0), |(lo, hi), r| {
+            (lo.min(r.start), hi.max(r.end))
+        });
+        let lo = lo.min(hi);
+        let (first_line, _) = self.line_col(lo as u32);
+        let lo = self.line_starts[first_line - 1] as usize;
+        let (last_line, _) = self.line_col(hi as u32);
+        let hi = self
+            .line_starts
+            .get(last_line)
+            .map_or(len, |&e| e as usize)
+            .max(lo);
+        let range = |sp: Span| {
+            let r = clamp(sp);
+            r.start - lo..r.end - lo
+        };
         fn label(l: &Label) -> Option<&str> {
             (!l.message.is_empty()).then_some(l.message.as_str())
         }
-        let mut snippet = Snippet::source(&*self.text)
+        let mut snippet = Snippet::source(&self.text[lo..hi])
+            .line_start(first_line)
             .path(self.name.as_str())
             .fold(true)
             .annotation(
@@ -514,6 +534,9 @@ impl SourceFile {
     }
 }
 
+/// How many diagnostics [`Diagnostics::render`] shows; a note counts the rest.
+pub const MAX_RENDERED: usize = 100;
+
 /// Diagnostics for one source file: the error value of parsing and checking.
 #[derive(Clone, Debug)]
 pub struct Diagnostics {
@@ -529,12 +552,21 @@ impl Diagnostics {
         self.list.iter().any(|d| d.severity == Severity::Error)
     }
 
-    /// Renders all diagnostics, each followed by a blank line.
+    /// Renders the diagnostics, each followed by a blank line: the first
+    /// [`MAX_RENDERED`] of them, then one line saying how many more there are (a file of
+    /// stray tokens used to give megabytes of messages).
     pub fn render(&self) -> String {
         let mut s = String::new();
-        for d in &self.list {
+        for d in self.list.iter().take(MAX_RENDERED) {
             s.push_str(&self.file.render(d));
             s.push('\n');
+        }
+        if self.list.len() > MAX_RENDERED {
+            let more = self.list.len() - MAX_RENDERED;
+            s.push_str(&format!(
+                "note: {more} more diagnostic{} not shown; fix the ones above first\n\n",
+                if more == 1 { "" } else { "s" }
+            ));
         }
         s
     }

@@ -314,9 +314,10 @@ pub fn parse(file: SourceFile) -> Result<ParsedModule, Diagnostics> {
         &file.text,
         ruff_python_parser::ParseOptions::from(ruff_python_parser::Mode::Module),
     );
-    let mut diags: Vec<Diagnostic> = parsed
-        .errors()
+    let errors = parsed.errors();
+    let mut diags: Vec<Diagnostic> = errors
         .iter()
+        .take(crate::diag::MAX_RENDERED - 1)
         .map(|e| {
             Diagnostic::error(
                 Code::E0001,
@@ -325,6 +326,19 @@ pub fn parse(file: SourceFile) -> Result<ParsedModule, Diagnostics> {
             )
         })
         .collect();
+    // A file of stray tokens has an error per token: past the first hundred, one
+    // diagnostic counts the rest, so the messages stay small (the CLI and Python alike).
+    if let Some(next) = errors.get(crate::diag::MAX_RENDERED - 1) {
+        let more = errors.len() - (crate::diag::MAX_RENDERED - 1);
+        diags.push(
+            Diagnostic::error(
+                Code::E0001,
+                next.location.into(),
+                format!("{more} more syntax errors from here on are not shown"),
+            )
+            .with_note("fix the errors above first; many of the later ones may follow from them"),
+        );
+    }
     if !diags.is_empty() {
         return Err(Diagnostics { file, list: diags });
     }

@@ -83,6 +83,22 @@ impl FnCx<'_, '_> {
                     es.push(v.e);
                     tys.push(v.ty);
                 }
+                let limit = crate::types::MAX_AGGREGATE_ELEMENTS;
+                let mut count = 0usize;
+                for t in &tys {
+                    count = count.saturating_add(t.element_count(limit));
+                    if count > limit {
+                        self.diags.push(
+                            Diagnostic::error(
+                                Code::E0002,
+                                span,
+                                format!("this tuple has more than {limit} elements (counted through nested tuples and structs), more than the compiler allows"),
+                            )
+                            .with_note("a tuple lives in registers; keep large data in an array (`local_array`, `shared_array` or a parameter)"),
+                        );
+                        return Value::Err;
+                    }
+                }
                 let ty = Type::Tuple(tys);
                 let e = self.push(Expr::Tuple(es), ty.clone(), span);
                 let mut v = self.val(e, ty, span);
