@@ -485,9 +485,9 @@ impl SourceFile {
         // Only the lines the spans cover go to the renderer, which scans all the source it
         // is given: with the whole file, N diagnostics took time quadratic in N.
         let spans = std::iter::once(d.primary.span).chain(d.secondary.iter().map(|l| l.span));
-        let (lo, hi) = spans.map(clamp).fold((len, 0), |(lo, hi), r| {
-            (lo.min(r.start), hi.max(r.end))
-        });
+        let (lo, hi) = spans
+            .map(clamp)
+            .fold((len, 0), |(lo, hi), r| (lo.min(r.start), hi.max(r.end)));
         let lo = lo.min(hi);
         let (first_line, _) = self.line_col(lo as u32);
         let lo = self.line_starts[first_line - 1] as usize;

@@ -514,7 +514,10 @@ fn cli_many_stray_tokens_give_a_bounded_message() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert_eq!(err.matches("error[E0001]").count(), 100, "{err}");
     // Two errors a line (the token and the statement it leaves unfinished).
-    assert!(err.contains("5901 more syntax errors from here on are not shown"), "{err}");
+    assert!(
+        err.contains("5901 more syntax errors from here on are not shown"),
+        "{err}"
+    );
     assert!(err.len() < 40_000, "{} bytes of messages", err.len());
     // Errors found by the checker (a name not defined, one per line) are capped when shown.
     let undefined: String = (0..3000).map(|i| format!("    a[0] = zz{i}\n")).collect();
@@ -531,6 +534,9 @@ fn cli_many_stray_tokens_give_a_bounded_message() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.matches("error[E0101]").count(), 100, "{err}");
-    assert!(err.contains("note: 2900 more diagnostics not shown"), "{err}");
+    assert!(
+        err.contains("note: 2900 more diagnostics not shown"),
+        "{err}"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
