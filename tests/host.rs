@@ -672,11 +672,10 @@ fn tuple_arguments_past_the_element_bound_are_an_error() {
     let m = Module::parse("wide.py", src).unwrap_or_else(|d| panic!("{}", d.render()));
     let i32t = Type::Scalar(Scalar::Int32);
     let wide = Type::Tuple(vec![i32t.clone(); 100_000]);
-    let err = m
-        .host_function("first", &[wide])
-        .err()
-        .expect("a 100,000-element tuple is refused")
-        .to_string();
+    let Err(err) = m.host_function("first", &[wide]) else {
+        panic!("a 100,000-element tuple is refused");
+    };
+    let err = err.to_string();
     assert!(
         err.contains("E0115") && err.contains("more than 4096 elements"),
         "{err}"

@@ -103,7 +103,7 @@ pub fn fold_math(f: crate::ir::MathFn, args: &[Const]) -> Option<Const> {
     let x: Vec<f64> = args.iter().map(Const::as_f64).collect::<Option<_>>()?;
     let to_int = |v: f64| -> Option<Const> {
         // Python: `math.floor(inf)` raises OverflowError, `math.floor(nan)` ValueError.
-        (v.is_finite() && v.abs() < 1.0e38).then(|| Const::Int(v as i128))
+        (v.is_finite() && v.abs() < 1.0e38).then_some(Const::Int(v as i128))
     };
     let r = match (f, x.as_slice()) {
         (M::Floor, [a]) => {
