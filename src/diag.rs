@@ -104,7 +104,7 @@ macro_rules! codes {
 codes! {
     /// syntax error (from ruff's parser)
     E0001,
-    /// nesting beyond the compiler's limits: an expression or statement nested more than 10,000 levels (`-(-(…))`, a chain of 10,000 `+`), a statement indented more than 100 levels (about CPython's own limit), or a tuple value of more than 4,096 elements counted through nesting (§2.9)
+    /// nesting beyond the compiler's limits: an expression or statement nested more than 10,000 levels (`-(-(…))`, a chain of 10,000 `+`), a statement indented more than 100 levels (about CPython's own limit), or a tuple value of more than 8,192 elements counted through nesting (§2.9)
     E0002,
     /// name is not defined
     E0101,
@@ -134,7 +134,7 @@ codes! {
     E0113,
     /// a constant array that does not fit in the module's 64 KiB constant bank (§1.3.1)
     E0114,
-    /// an argument type built through the Rust API that no program can take (`Type::validate`: a vector of other than 1 to 4 elements, an array of 0 dimensions, an alignment that is not a power of two up to 4096, nesting deeper than 64, a layout over 2 GiB), or `None` as a kernel parameter
+    /// an argument type built through the Rust API that no program can take (`Type::validate`: a vector of other than 1 to 4 elements, an array of 0 dimensions, an alignment that is not a power of two up to 4096, nesting deeper than 64, a layout over 2 GiB, more than 8,192 tuple elements and struct fields), or `None` as a kernel parameter
     E0115,
     /// a local (or the return value) gets values of different types
     E0201,

@@ -677,10 +677,10 @@ fn tuple_arguments_past_the_element_bound_are_an_error() {
     };
     let err = err.to_string();
     assert!(
-        err.contains("E0115") && err.contains("more than 4096 elements"),
+        err.contains("E0115") && err.contains("more than 8192 elements"),
         "{err}"
     );
-    let nested = Type::Tuple(vec![Type::Tuple(vec![i32t.clone(); 64]); 65]);
+    let nested = Type::Tuple(vec![Type::Tuple(vec![i32t.clone(); 128]); 65]);
     assert!(m.host_function("first", &[nested]).is_err());
     let n = 256;
     let f = m

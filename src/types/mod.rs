@@ -549,8 +549,9 @@ pub const MAX_TYPE_DEPTH: usize = 64;
 /// it, a value is refused (E0002 in device code, E0115 for an argument type built through
 /// the API) instead of building a type that doubles at each call (`f(x)` calling
 /// `f((x, x))` twenty-four times made 2**24 elements and 11 GB) or a host call whose
-/// lowering grows faster than its width.
-pub const MAX_AGGREGATE_ELEMENTS: usize = 4096;
+/// lowering grows faster than its width. CUDA's 32,764 bytes of kernel parameters hold at
+/// most 8,191 four-byte numbers, so no tuple a kernel can take is refused.
+pub const MAX_AGGREGATE_ELEMENTS: usize = 8192;
 
 /// The largest alignment a type may ask for (`@struct(align=N)`, `device.align`,
 /// `device.Atomic(align=N)`): what the front end accepts.
