@@ -104,7 +104,7 @@ macro_rules! codes {
 codes! {
     /// syntax error (from ruff's parser)
     E0001,
-    /// nesting beyond the compiler's limits: an expression or statement nested more than 10,000 levels (`-(-(…))`, a chain of 10,000 `+`), or a statement indented more than 100 levels (about CPython's own limit)
+    /// nesting beyond the compiler's limits: an expression or statement nested more than 10,000 levels (`-(-(…))`, a chain of 10,000 `+`), a statement indented more than 100 levels (about CPython's own limit), or a tuple value of more than 8,192 elements counted through nesting (§2.9)
     E0002,
     /// name is not defined
     E0101,
@@ -134,7 +134,7 @@ codes! {
     E0113,
     /// a constant array that does not fit in the module's 64 KiB constant bank (§1.3.1)
     E0114,
-    /// an argument type built through the Rust API that no program can take (`Type::validate`: a vector of other than 1 to 4 elements, an array of 0 dimensions, an alignment that is not a power of two up to 4096, nesting deeper than 64, a layout over 2 GiB), or `None` as a kernel parameter
+    /// an argument type built through the Rust API that no program can take (`Type::validate`: a vector of other than 1 to 4 elements, an array of 0 dimensions, an alignment that is not a power of two up to 4096, nesting deeper than 64, a layout over 2 GiB, more than 8,192 tuple elements and struct fields), or `None` as a kernel parameter
     E0115,
     /// a local (or the return value) gets values of different types
     E0201,
@@ -174,7 +174,7 @@ codes! {
     E0218,
     /// an exposition-only name of the spec (`Dim3Like`) used in a program, as an annotation or otherwise (§1.1)
     E0219,
-    /// a warp shuffle that breaks a User Requirement decidable at compile time: a constant `src_lane`/`delta`/`flag` outside `0..31`, or a constant mask with a lane whose source lane is not in the mask (§10.3)
+    /// a warp shuffle that breaks a User Requirement decidable at compile time: a constant `src_lane`/`delta`/`flag` outside `0..31`, a constant mask with a lane whose source lane is not in the mask, or a constant zero mask to `syncwarp`, a vote, a shuffle or a match (§10.3)
     E0240,
     /// a block barrier (`syncthreads`, `syncthreads_count`/`_and`/`_or`, or a call of a function that reaches one) under an `if` or loop whose condition depends on the thread (§9.4)
     E0241,
@@ -475,7 +475,7 @@ impl SourceFile {
         // ends with a line break (the parser's "found newline") is shown on the line where it
         // starts, not drawn as a span over two lines.
         let text = self.text.as_bytes();
-        let range = |sp: Span| {
+        let clamp = |sp: Span| {
             let start = (sp.start as usize).min(len);
             let mut end = (sp.end as usize).clamp(start, len);
             while end > start && matches!(text[end - 1], b'\n' | b'\r') {
@@ -483,10 +483,30 @@ impl SourceFile {
             }
             start..end
         };
+        // Only the lines the spans cover go to the renderer, which scans all the source it
+        // is given: with the whole file, N diagnostics took time quadratic in N.
+        let spans = std::iter::once(d.primary.span).chain(d.secondary.iter().map(|l| l.span));
+        let (lo, hi) = spans
+            .map(clamp)
+            .fold((len, 0), |(lo, hi), r| (lo.min(r.start), hi.max(r.end)));
+        let lo = lo.min(hi);
+        let (first_line, _) = self.line_col(lo as u32);
+        let lo = self.line_starts[first_line - 1] as usize;
+        let (last_line, _) = self.line_col(hi as u32);
+        let hi = self
+            .line_starts
+            .get(last_line)
+            .map_or(len, |&e| e as usize)
+            .max(lo);
+        let range = |sp: Span| {
+            let r = clamp(sp);
+            r.start - lo..r.end - lo
+        };
         fn label(l: &Label) -> Option<&str> {
             (!l.message.is_empty()).then_some(l.message.as_str())
         }
-        let mut snippet = Snippet::source(&*self.text)
+        let mut snippet = Snippet::source(&self.text[lo..hi])
+            .line_start(first_line)
             .path(self.name.as_str())
             .fold(true)
             .annotation(
@@ -524,6 +544,9 @@ impl fmt::Debug for SourceFile {
     }
 }
 
+/// How many diagnostics [`Diagnostics::render`] shows; a note counts the rest.
+pub const MAX_RENDERED: usize = 100;
+
 /// Diagnostics for one source file: the error value of parsing and checking.
 ///
 /// `Display` (and so `std::error::Error`) renders them as rustc does, with the source lines;
@@ -557,12 +580,21 @@ impl Diagnostics {
         self.list.iter().any(|d| d.severity == Severity::Error)
     }
 
-    /// Renders all diagnostics, each followed by a blank line.
+    /// Renders the diagnostics, each followed by a blank line: the first
+    /// [`MAX_RENDERED`] of them, then one line saying how many more there are (a file of
+    /// stray tokens used to give megabytes of messages).
     pub fn render(&self) -> String {
         let mut s = String::new();
-        for d in &self.list {
+        for d in self.list.iter().take(MAX_RENDERED) {
             s.push_str(&self.file.render(d));
             s.push('\n');
+        }
+        if self.list.len() > MAX_RENDERED {
+            let more = self.list.len() - MAX_RENDERED;
+            s.push_str(&format!(
+                "note: {more} more diagnostic{} not shown; fix the ones above first\n\n",
+                if more == 1 { "" } else { "s" }
+            ));
         }
         s
     }

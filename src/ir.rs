@@ -16,7 +16,9 @@ use std::marker::PhantomData;
 
 mod stores;
 pub use stores::holds_memory;
+mod ops;
 mod validate;
+pub use ops::{BarrierScope, IntrinsicFlags};
 pub use validate::{ValidationError, validate};
 
 /// A typed index into an [`Arena`].

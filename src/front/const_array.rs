@@ -425,6 +425,52 @@ impl ParsedModule {
             };
             return Some(Const::Float(if neg { -v } else { v }));
         }
+        // `math.sqrt(2.0 / math.pi)`, `abs(-3)`, `min(4, N)`: folded as Python computes them
+        // (docs/semantics.md §1.3), so the CLI and the Rust API accept the constants the
+        // Python package evaluates itself.
+        if c.arguments.keywords.is_empty()
+            && !c
+                .arguments
+                .args
+                .iter()
+                .any(|a| matches!(a, Expr::Starred(_)))
+        {
+            match self.resolve_static(&c.func) {
+                Some(Item::Builtin(Builtin::Math(f))) => {
+                    let args = c
+                        .arguments
+                        .args
+                        .iter()
+                        .map(|a| self.eval_const(a))
+                        .collect::<Option<Vec<_>>>()?;
+                    return super::consts::fold_math(f, &args);
+                }
+                Some(Item::Builtin(
+                    b
+                    @ (Builtin::Abs | Builtin::Min | Builtin::Max | Builtin::Int | Builtin::Round),
+                )) => {
+                    let args = c
+                        .arguments
+                        .args
+                        .iter()
+                        .map(|a| self.eval_const(a))
+                        .collect::<Option<Vec<_>>>()?;
+                    return super::consts::fold_builtin(b, &args);
+                }
+                Some(Item::Builtin(Builtin::Float))
+                    if c.arguments.args.len() == 1
+                        && !matches!(c.arguments.args[0], Expr::StringLiteral(_)) =>
+                {
+                    return match self.eval_const(&c.arguments.args[0])? {
+                        v @ (Const::Int(_) | Const::Float(_) | Const::Bool(_)) => {
+                            Some(Const::Float(v.as_f64()?))
+                        }
+                        _ => None,
+                    };
+                }
+                _ => {}
+            }
+        }
         // `complex(re, im)` of real constants: exact parts (-0.0, NaN and infinities too).
         if self.resolve_static(&c.func) == Some(Item::Builtin(Builtin::Complex))
             && c.arguments.keywords.is_empty()

@@ -84,6 +84,148 @@ impl Const {
     }
 }
 
+/// Folds a call of a `math` function on constants as CPython's `math` module computes it
+/// (the platform's libm, as CPython uses; `floor`, `ceil` and `trunc` give an `int`,
+/// `isnan`/`isinf`/`isfinite` a `bool`). `None` where CPython raises: a domain error (a
+/// NaN from arguments that are not NaN, `math.sqrt(-1.0)`, `math.log(0.0)`) or an overflow
+/// (an infinity from finite arguments, `math.exp(1000.0)`), a complex or non-numeric
+/// argument, the wrong number of arguments, and the functions CPython has but Rust's
+/// standard library does not compute the same way (`erf`, `erfc`, `gamma`, `lgamma`,
+/// `remainder`, `nextafter`): those stay host globals (docs/semantics.md §1.3).
+pub fn fold_math(f: crate::ir::MathFn, args: &[Const]) -> Option<Const> {
+    use crate::ir::MathFn as M;
+    if args
+        .iter()
+        .any(|a| matches!(a, Const::Complex(..) | Const::Tuple(_) | Const::Array(_)))
+    {
+        return None;
+    }
+    let x: Vec<f64> = args.iter().map(Const::as_f64).collect::<Option<_>>()?;
+    let to_int = |v: f64| -> Option<Const> {
+        // Python: `math.floor(inf)` raises OverflowError, `math.floor(nan)` ValueError.
+        (v.is_finite() && v.abs() < 1.0e38).then_some(Const::Int(v as i128))
+    };
+    let r = match (f, x.as_slice()) {
+        (M::Floor, [a]) => {
+            // An `int` argument is returned as it is (exact beyond 2**53).
+            return match &args[0] {
+                Const::Int(i) => Some(Const::Int(*i)),
+                _ => to_int(a.floor()),
+            };
+        }
+        (M::Ceil, [a]) => {
+            return match &args[0] {
+                Const::Int(i) => Some(Const::Int(*i)),
+                _ => to_int(a.ceil()),
+            };
+        }
+        (M::Trunc, [a]) => {
+            return match &args[0] {
+                Const::Int(i) => Some(Const::Int(*i)),
+                _ => to_int(a.trunc()),
+            };
+        }
+        (M::Isnan, [a]) => return Some(Const::Bool(a.is_nan())),
+        (M::Isinf, [a]) => return Some(Const::Bool(a.is_infinite())),
+        (M::Isfinite, [a]) => return Some(Const::Bool(a.is_finite())),
+        (M::Sqrt, [a]) => a.sqrt(),
+        (M::Exp, [a]) => a.exp(),
+        (M::Exp2, [a]) => a.exp2(),
+        (M::Expm1, [a]) => a.exp_m1(),
+        (M::Log, [a]) => a.ln(),
+        // CPython: `log(x, base)` is `log(x) / log(base)`.
+        (M::Log, [a, b]) => {
+            let (la, lb) = (a.ln(), b.ln());
+            if lb == 0.0 || !la.is_finite() && a.is_finite() || !lb.is_finite() && b.is_finite() {
+                return None;
+            }
+            la / lb
+        }
+        (M::Log2, [a]) => a.log2(),
+        (M::Log10, [a]) => a.log10(),
+        (M::Log1p, [a]) => a.ln_1p(),
+        (M::Pow, [a, b]) => {
+            // CPython: 0.0 ** negative raises; a negative base to a non-integral power too.
+            if *a == 0.0 && *b < 0.0 {
+                return None;
+            }
+            a.powf(*b)
+        }
+        (M::Sin, [a]) => a.sin(),
+        (M::Cos, [a]) => a.cos(),
+        (M::Tan, [a]) => a.tan(),
+        (M::Asin, [a]) => a.asin(),
+        (M::Acos, [a]) => a.acos(),
+        (M::Atan, [a]) => a.atan(),
+        (M::Atan2, [a, b]) => a.atan2(*b),
+        (M::Sinh, [a]) => a.sinh(),
+        (M::Cosh, [a]) => a.cosh(),
+        (M::Tanh, [a]) => a.tanh(),
+        (M::Asinh, [a]) => a.asinh(),
+        (M::Acosh, [a]) => a.acosh(),
+        (M::Atanh, [a]) => {
+            // CPython: atanh(±1) is a domain error, not an infinity.
+            if a.abs() == 1.0 {
+                return None;
+            }
+            a.atanh()
+        }
+        (M::Fabs, [a]) => a.abs(),
+        (M::Copysign, [a, b]) => a.copysign(*b),
+        (M::Fmod, [a, b]) => {
+            if *b == 0.0 || a.is_infinite() {
+                return None;
+            }
+            a % b
+        }
+        (M::Hypot, [a, b]) => a.hypot(*b),
+        (M::Cbrt, [a]) => a.cbrt(),
+        (M::Degrees, [a]) => a * (180.0 / std::f64::consts::PI),
+        (M::Radians, [a]) => a * (std::f64::consts::PI / 180.0),
+        _ => return None,
+    };
+    let nan_in = x.iter().any(|v| v.is_nan());
+    let inf_in = x.iter().any(|v| v.is_infinite());
+    if r.is_nan() && !nan_in || r.is_infinite() && !inf_in {
+        return None;
+    }
+    Some(Const::Float(r))
+}
+
+/// Folds `abs(x)`, `min(a, b, ...)`, `max(a, b, ...)`, `int(x)` and `round(x)` of real
+/// constants as Python computes them: `min`/`max` return the first least/greatest argument
+/// itself (an `int` stays an `int`), `int` truncates toward zero, `round` rounds half to
+/// even and gives an `int`. `None` where Python raises or for other arguments.
+pub fn fold_builtin(b: super::builtins::Builtin, args: &[Const]) -> Option<Const> {
+    use super::builtins::Builtin as B;
+    let real = |c: &Const| matches!(c, Const::Bool(_) | Const::Int(_) | Const::Float(_));
+    if !args.iter().all(real) {
+        return None;
+    }
+    let float_to_int = |f: f64| (f.is_finite() && f.abs() < 1.0e38).then_some(f as i128);
+    match (b, args) {
+        (B::Abs, [Const::Float(f)]) => Some(Const::Float(f.abs())),
+        (B::Abs, [a]) => a.as_int()?.checked_abs().map(Const::Int),
+        (B::Int, [Const::Float(f)]) => float_to_int(f.trunc()).map(Const::Int),
+        (B::Int, [a]) => a.as_int().map(Const::Int),
+        (B::Round, [Const::Float(f)]) => float_to_int(f.round_ties_even()).map(Const::Int),
+        (B::Round, [a]) => a.as_int().map(Const::Int),
+        (B::Min | B::Max, [first, rest @ ..]) if !rest.is_empty() => {
+            let mut best = first;
+            for c in rest {
+                let (x, y) = (c.as_f64()?, best.as_f64()?);
+                // Python keeps the first of equal values; NaN compares false.
+                let better = if b == B::Min { x < y } else { x > y };
+                if better {
+                    best = c;
+                }
+            }
+            Some(best.clone())
+        }
+        _ => None,
+    }
+}
+
 fn floor_div(a: i128, b: i128) -> Option<i128> {
     if b == 0 {
         return None;
@@ -247,6 +389,56 @@ fn fold_complex(op: BinaryOp, (a, b): (f64, f64), (c, d): (f64, f64)) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn math_calls_fold_as_cpython_computes_them() {
+        use crate::ir::MathFn as M;
+        let f = |m, args: &[f64]| {
+            fold_math(
+                m,
+                &args.iter().map(|x| Const::Float(*x)).collect::<Vec<_>>(),
+            )
+        };
+        // CPython: math.sqrt(2.0 / math.pi) == 0.7978845608028654
+        assert_eq!(
+            f(M::Sqrt, &[2.0 / std::f64::consts::PI]),
+            Some(Const::Float(0.7978845608028654))
+        );
+        assert_eq!(f(M::Floor, &[2.5]), Some(Const::Int(2)));
+        assert_eq!(f(M::Ceil, &[-2.5]), Some(Const::Int(-2)));
+        assert_eq!(f(M::Log, &[8.0, 2.0]), Some(Const::Float(3.0)));
+        assert_eq!(f(M::Isnan, &[f64::NAN]), Some(Const::Bool(true)));
+        // Where CPython raises, there is no constant.
+        assert_eq!(f(M::Sqrt, &[-1.0]), None);
+        assert_eq!(f(M::Log, &[0.0]), None);
+        assert_eq!(f(M::Exp, &[1000.0]), None);
+        assert_eq!(f(M::Sin, &[f64::INFINITY]), None);
+        assert_eq!(f(M::Atanh, &[1.0]), None);
+        assert_eq!(f(M::Floor, &[f64::INFINITY]), None);
+        assert_eq!(f(M::Pow, &[0.0, -1.0]), None);
+        assert_eq!(f(M::Erf, &[0.5]), None);
+        assert_eq!(f(M::Sqrt, &[1.0, 2.0]), None);
+        // NaN in, NaN out, as CPython's math.sqrt(nan).
+        assert!(matches!(f(M::Sqrt, &[f64::NAN]), Some(Const::Float(x)) if x.is_nan()));
+        assert_eq!(
+            fold_math(M::Floor, &[Const::Int(1 << 60)]),
+            Some(Const::Int(1 << 60))
+        );
+    }
+
+    #[test]
+    fn builtin_calls_fold_as_python_computes_them() {
+        use crate::front::builtins::Builtin as B;
+        let (i, fl) = (Const::Int, Const::Float);
+        assert_eq!(fold_builtin(B::Abs, &[i(-3)]), Some(i(3)));
+        assert_eq!(fold_builtin(B::Max, &[i(3), fl(3.0)]), Some(i(3)));
+        assert_eq!(fold_builtin(B::Min, &[fl(2.0), i(1)]), Some(i(1)));
+        assert_eq!(fold_builtin(B::Int, &[fl(-2.9)]), Some(i(-2)));
+        assert_eq!(fold_builtin(B::Round, &[fl(2.5)]), Some(i(2)));
+        assert_eq!(fold_builtin(B::Round, &[fl(3.5)]), Some(i(4)));
+        assert_eq!(fold_builtin(B::Int, &[fl(f64::NAN)]), None);
+        assert_eq!(fold_builtin(B::Max, &[i(3)]), None);
+    }
 
     #[test]
     fn python_integer_semantics() {

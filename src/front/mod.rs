@@ -279,6 +279,37 @@ fn nesting_depth(body: &[Stmt]) -> (usize, Span, usize, Span) {
     (d.max, d.at, d.max_stmts.saturating_sub(1), d.stmt_at)
 }
 
+/// The names a top-level compound statement (`if`, `for`, `while`, `with`, `try`,
+/// `match`) may bind in the module's scope: assignment, loop and `with` targets, walrus
+/// targets. Function and class bodies and comprehensions have scopes of their own; `def`,
+/// `class` and imports inside such blocks are not followed.
+fn block_bindings(stmt: &Stmt) -> Vec<String> {
+    use ruff_python_ast::visitor::{Visitor, walk_expr, walk_stmt};
+    struct Names(Vec<String>);
+    impl<'a> Visitor<'a> for Names {
+        fn visit_stmt(&mut self, s: &'a Stmt) {
+            match s {
+                Stmt::FunctionDef(_) | Stmt::ClassDef(_) => {}
+                s => crate::stack::deep(|| walk_stmt(self, s)),
+            }
+        }
+        fn visit_expr(&mut self, e: &'a Expr) {
+            match e {
+                Expr::Name(n) if n.ctx == ast::ExprContext::Store => self.0.push(n.id.to_string()),
+                Expr::Lambda(_)
+                | Expr::ListComp(_)
+                | Expr::SetComp(_)
+                | Expr::DictComp(_)
+                | Expr::Generator(_) => {}
+                e => crate::stack::deep(|| walk_expr(self, e)),
+            }
+        }
+    }
+    let mut v = Names(Vec::new());
+    v.visit_stmt(stmt);
+    v.0
+}
+
 /// Parses a module and records its device functions; syntax errors and errors in decorators
 /// or imports are returned together.
 pub fn parse(file: SourceFile) -> Result<ParsedModule, Diagnostics> {
@@ -286,9 +317,10 @@ pub fn parse(file: SourceFile) -> Result<ParsedModule, Diagnostics> {
         &file.text,
         ruff_python_parser::ParseOptions::from(ruff_python_parser::Mode::Module),
     );
-    let mut diags: Vec<Diagnostic> = parsed
-        .errors()
+    let errors = parsed.errors();
+    let mut diags: Vec<Diagnostic> = errors
         .iter()
+        .take(crate::diag::MAX_RENDERED - 1)
         .map(|e| {
             Diagnostic::error(
                 Code::E0001,
@@ -297,6 +329,19 @@ pub fn parse(file: SourceFile) -> Result<ParsedModule, Diagnostics> {
             )
         })
         .collect();
+    // A file of stray tokens has an error per token: past the first hundred, one
+    // diagnostic counts the rest, so the messages stay small (the CLI and Python alike).
+    if let Some(next) = errors.get(crate::diag::MAX_RENDERED - 1) {
+        let more = errors.len() - (crate::diag::MAX_RENDERED - 1);
+        diags.push(
+            Diagnostic::error(
+                Code::E0001,
+                next.location.into(),
+                format!("{more} more syntax errors from here on are not shown"),
+            )
+            .with_note("fix the errors above first; many of the later ones may follow from them"),
+        );
+    }
     if !diags.is_empty() {
         return Err(Diagnostics { file, list: diags });
     }
@@ -486,28 +531,60 @@ impl ParsedModule {
                     member: None,
                     name_span: def.name.range.into(),
                 };
-                self.items
-                    .insert(decl.name.clone(), Item::Function(self.functions.len()));
-                self.functions.push(decl);
+                self.define_function(decl);
             }
             Stmt::Assign(a) => {
                 let value = self.eval_const(&a.value);
                 let none = matches!(a.value.as_ref(), Expr::NoneLiteral(_));
                 for t in &a.targets {
-                    if let Expr::Name(n) = t {
-                        let value = value.clone().map(|c| {
-                            self.name_const_arrays(c, n.id.as_str(), const_array::span_of(a))
-                        });
-                        let item = match value {
-                            Some(c) => Item::Const(c),
-                            None if none => Item::NoneArg,
-                            // `T = numpy.float16`: an alias of a scalar type (§15.4).
-                            None => match self.resolve_static(&a.value) {
+                    if let Expr::Name(n) = t
+                        && value.is_none()
+                    {
+                        // `x = None`, and `T = numpy.float16`: an alias of a scalar type
+                        // (§15.4).
+                        let item = if none {
+                            Item::NoneArg
+                        } else {
+                            match self.resolve_static(&a.value) {
                                 Some(item @ Item::Builtin(Builtin::Scalar(_))) => item,
                                 _ => Item::Host,
-                            },
+                            }
                         };
-                        self.items.insert(n.id.to_string(), item);
+                        self.bind(n.id.as_str(), item);
+                        continue;
+                    }
+                    self.bind_target(t, value.clone(), const_array::span_of(a));
+                }
+            }
+            Stmt::AugAssign(a) => {
+                // `N += 1` at the top level: folded when both sides are constants.
+                if let Expr::Name(n) = a.target.as_ref() {
+                    let value = match (self.items.get(n.id.as_str()), binary_op(a.op)) {
+                        (Some(Item::Const(c)), Some(op)) => {
+                            let c = c.clone();
+                            self.eval_const(&a.value)
+                                .and_then(|v| consts::fold_binary(op, &c, &v))
+                        }
+                        _ => None,
+                    };
+                    self.bind(n.id.as_str(), value.map(Item::Const).unwrap_or(Item::Host));
+                }
+            }
+            Stmt::If(_)
+            | Stmt::For(_)
+            | Stmt::While(_)
+            | Stmt::With(_)
+            | Stmt::Try(_)
+            | Stmt::Match(_) => {
+                // A name a top-level block may bind (`if FAST: N = 8`) has no one value at
+                // compile time: it is a host global from here on (E0106 if device code reads
+                // it) rather than the value of an earlier binding.
+                for name in block_bindings(stmt) {
+                    if !matches!(
+                        self.items.get(&name),
+                        Some(Item::Function(_) | Item::Struct(_))
+                    ) {
+                        self.bind(&name, Item::Host);
                     }
                 }
             }
@@ -518,10 +595,7 @@ impl ParsedModule {
                         .as_deref()
                         .and_then(|v| self.eval_const(v))
                         .map(|c| self.name_const_arrays(c, n.id.as_str(), const_array::span_of(a)));
-                    self.items.insert(
-                        n.id.to_string(),
-                        value.map(Item::Const).unwrap_or(Item::Host),
-                    );
+                    self.bind(n.id.as_str(), value.map(Item::Const).unwrap_or(Item::Host));
                 }
             }
             Stmt::ClassDef(c) => self.declare_struct(index, c, diags),
@@ -529,9 +603,89 @@ impl ParsedModule {
         }
     }
 
+    /// Records a module-level function. A name bound to a function before (`def f` twice,
+    /// decorated or not) is rebound as Python rebinds it: the later definition replaces the
+    /// earlier one in place, so every lookup by name (compile, check, the host path and
+    /// [`ParsedModule::function`]) sees the last body (docs/semantics.md §1.2.2).
+    fn define_function(&mut self, decl: FunctionDecl) {
+        if let Some(Item::Function(i)) = self.items.get(&decl.name)
+            && self.functions[*i].member.is_none()
+        {
+            let i = *i;
+            self.functions[i] = decl;
+            return;
+        }
+        // A name bound to something else before (a constant, a class) loses that binding;
+        // an earlier function of this name rebound since then (`def f`, `f = 3`, `def f`)
+        // is no longer reachable by name.
+        self.unbind_function(&decl.name);
+        self.items
+            .insert(decl.name.clone(), Item::Function(self.functions.len()));
+        self.functions.push(decl);
+    }
+
+    /// Binds an assignment target to its value: a name to the constant (or to a host global
+    /// without one), a tuple or list of targets element by element when the value is a
+    /// constant tuple of as many elements (`A, B, C = 32, 8, 4`), every name of it to a host
+    /// global otherwise (`a, *rest = ...`, a run-time value).
+    fn bind_target(&mut self, target: &Expr, value: Option<Const>, span: Span) {
+        match target {
+            Expr::Name(n) => {
+                let value = value.map(|c| self.name_const_arrays(c, n.id.as_str(), span));
+                self.bind(n.id.as_str(), value.map(Item::Const).unwrap_or(Item::Host));
+            }
+            Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
+                let parts = match value {
+                    Some(Const::Tuple(items))
+                        if items.len() == elts.len()
+                            && !elts.iter().any(|e| matches!(e, Expr::Starred(_))) =>
+                    {
+                        items.into_iter().map(Some).collect()
+                    }
+                    _ => vec![None; elts.len()],
+                };
+                for (e, v) in elts.iter().zip(parts) {
+                    match e {
+                        Expr::Starred(s) => self.bind_target(&s.value, None, span),
+                        e => self.bind_target(e, v, span),
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Binds a module-level name to a non-function item, as an assignment does.
+    fn bind(&mut self, name: &str, item: Item) {
+        if matches!(self.items.get(name), Some(Item::Function(_))) {
+            self.unbind_function(name);
+        }
+        self.items.insert(name.to_string(), item);
+    }
+
+    /// Forgets the module-level function bound to `name`, if any, when the name is bound to
+    /// something else (`f = 3` after `def f`): lookups by name must not find its body.
+    fn unbind_function(&mut self, name: &str) {
+        for f in self.functions.iter_mut() {
+            if f.member.is_none() && f.name == name {
+                f.name = format!("<rebound {name}>");
+                f.kind = None;
+            }
+        }
+    }
+
     /// A class: a `@struct` (fields from its annotations, `@func` methods), or host code.
     fn declare_struct(&mut self, index: usize, c: &ast::StmtClassDef, diags: &mut Vec<Diagnostic>) {
         let name = c.name.id.to_string();
+        // A class redefined under the same name: the earlier one's methods are gone, as in
+        // Python (§1.2.2).
+        let prefix = format!("{name}.");
+        for f in self.functions.iter_mut() {
+            if f.member.is_some() && f.name.starts_with(&prefix) {
+                f.name = format!("<rebound {}>", f.name);
+                f.kind = None;
+            }
+        }
         let mut align = None;
         let mut is_struct = false;
         for dec in &c.decorator_list {
@@ -578,7 +732,7 @@ impl ParsedModule {
             }
         }
         if !is_struct {
-            self.items.insert(name, Item::Host);
+            self.bind(&name, Item::Host);
             return;
         }
         let mut fields: Vec<(String, crate::types::Type)> = Vec::new();
@@ -689,7 +843,16 @@ impl ParsedModule {
                         signature: None,
                         name_span: def.name.range.into(),
                     };
-                    self.functions.push(decl);
+                    // A method defined twice in one class: the later `def` wins, as in
+                    // Python (docs/semantics.md §1.2.2).
+                    match self
+                        .functions
+                        .iter()
+                        .position(|f| f.stmt == index && f.member.is_some() && f.name == decl.name)
+                    {
+                        Some(i) => self.functions[i] = decl,
+                        None => self.functions.push(decl),
+                    }
                 }
                 Stmt::Expr(_) | Stmt::Pass(_) => {}
                 other => diags.push(Diagnostic::error(
@@ -709,7 +872,7 @@ impl ParsedModule {
             field_align,
             record: None,
         });
-        self.items.insert(name, Item::Struct(self.structs.len()));
+        self.bind(&name, Item::Struct(self.structs.len()));
         self.structs.push(StructDecl { ty, defaults });
     }
 

@@ -544,6 +544,15 @@ impl GroupKind {
 /// The deepest nesting of tuples, structs and arrays that [`Type::validate`] accepts.
 pub const MAX_TYPE_DEPTH: usize = 64;
 
+/// The most elements a tuple or struct value may have, counted through nesting (each
+/// number, vector, array or other non-tuple part is one; docs/semantics.md §2.9). Beyond
+/// it, a value is refused (E0002 in device code, E0115 for an argument type built through
+/// the API) instead of building a type that doubles at each call (`f(x)` calling
+/// `f((x, x))` twenty-four times made 2**24 elements and 11 GB) or a host call whose
+/// lowering grows faster than its width. CUDA's 32,764 bytes of kernel parameters hold at
+/// most 8,191 four-byte numbers, so no tuple a kernel can take is refused.
+pub const MAX_AGGREGATE_ELEMENTS: usize = 8192;
+
 /// The largest alignment a type may ask for (`@struct(align=N)`, `device.align`,
 /// `device.Atomic(align=N)`): what the front end accepts.
 pub const MAX_TYPE_ALIGN: u64 = 4096;
@@ -564,11 +573,21 @@ impl Type {
         }
         // Iterative, so that a deep type cannot overflow the stack.
         let mut work: Vec<(&Type, usize)> = vec![(self, 0)];
+        let mut elements = 0usize;
         while let Some((t, depth)) = work.pop() {
             if depth > MAX_TYPE_DEPTH {
                 return Err(format!(
                     "the type nests deeper than {MAX_TYPE_DEPTH} levels"
                 ));
+            }
+            if !matches!(t, Type::Tuple(_)) {
+                elements += 1;
+                if elements > MAX_AGGREGATE_ELEMENTS {
+                    return Err(format!(
+                        "the type has more than {MAX_AGGREGATE_ELEMENTS} elements (tuple \
+                         elements and struct fields, counted through nesting)"
+                    ));
+                }
             }
             let scalar_vector = |elem: Scalar, len: u8| {
                 if (1..=4).contains(&len) {
@@ -616,6 +635,28 @@ impl Type {
             }
         }
         Ok(())
+    }
+
+    /// How many elements the type has, counted through tuples and struct fields (a tuple
+    /// itself is not one; everything else is), stopping once past `limit`: the result is at
+    /// most `limit + 1`, in time bounded by `limit` and the tuples' widths.
+    pub fn element_count(&self, limit: usize) -> usize {
+        let mut n = 0usize;
+        let mut work = vec![self];
+        while let Some(t) = work.pop() {
+            match t {
+                Type::Tuple(ts) => work.extend(ts.iter()),
+                Type::Struct(st) | Type::StructRef { st, .. } => {
+                    n += 1;
+                    work.extend(st.fields.iter().map(|(_, t)| t));
+                }
+                _ => n += 1,
+            }
+            if n > limit {
+                return n;
+            }
+        }
+        n
     }
 
     /// The scalar, if this is one (`WarpMask` is an `int32`).

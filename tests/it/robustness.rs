@@ -628,3 +628,153 @@ fn cli_refuses_non_regular_and_oversized_inputs() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A kernel defined twice under one name is the last definition in `check` and `compile`,
+/// as in Python (docs/semantics.md §1.2.2): the first body (ill-typed here) is never
+/// checked, and the PTX stores the second body's constant. A name rebound to a constant
+/// after its `def` is no longer an entry (E0110).
+#[test]
+fn cli_redefined_kernel_is_the_last_definition() {
+    let dir = temp_dir("redefined");
+    let file = dir.join("k.py");
+    std::fs::write(
+        &file,
+        "from cuda import device\nfrom cuda.device import float32\n\n\
+         @device.func\ndef f(x: float32) -> float32:\n    return x + \"s\"\n\n\
+         @device.func\ndef f(x: float32) -> float32:\n    return x * 2.0\n\n\
+         @device.kernel\ndef k(a):\n    a[0] = a + 1.0\n\n\
+         @device.kernel\ndef k(a):\n    a[0] = f(1234.5)\n\n\
+         @device.kernel\ndef gone(a):\n    a[0] = 1.0\n\ngone = 3\n",
+    )
+    .unwrap();
+    let check = cli().arg("check").arg(&file).output().unwrap();
+    let err = String::from_utf8_lossy(&check.stderr);
+    assert!(check.status.success(), "{err}");
+    assert!(
+        err.contains("1 of 2 device function(s) type-checked"),
+        "{err}"
+    );
+    let out = cli()
+        .arg("compile")
+        .arg(&file)
+        .args(["--entry", "k", "--sig", "float32[::1]", "--emit", "ir"])
+        .output()
+        .unwrap();
+    let ir = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(ir.contains("1234.5") && ir.contains("2.0"), "{ir}");
+    let gone = cli()
+        .arg("compile")
+        .arg(&file)
+        .args(["--entry", "gone", "--sig", "float32[::1]"])
+        .output()
+        .unwrap();
+    assert_eq!(gone.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&gone.stderr).contains("E0110"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The CLI folds the module constants the Python package evaluates itself (issue 37):
+/// `math` functions of constants, tuple unpacking, `N += 1`, `abs`/`min`/`max`/`int`/
+/// `round`; a name a top-level block may rebind is a host global (E0106), not the value
+/// of an earlier binding; a `math` call that raises in Python is not a constant.
+#[test]
+fn cli_folds_module_constants_as_python_does() {
+    let dir = temp_dir("consts");
+    let file = dir.join("c.py");
+    std::fs::write(
+        &file,
+        "import math\nfrom cuda import device\n\n\
+         GELU = math.sqrt(2.0 / math.pi)\nA, B, C = 32, 8, 4\n(D, E), F = (1, 2), 3\n\
+         N = 40\nN += 2\nM = max(3, abs(-7), int(2.9), round(4.5), math.floor(2.5))\n\
+         R = 5\nif GELU > 0:\n    R = 6\nBAD = math.sqrt(-1.0)\n\n\
+         @device.kernel\ndef k(a, b):\n    \
+         a[0] = GELU\n    b[0] = A * 1000 + B * 100 + C * 10 + D + E + F\n    b[1] = N\n    b[2] = M\n\n\
+         @device.kernel\ndef r(b):\n    b[0] = R\n\n\
+         @device.kernel\ndef bad(a):\n    a[0] = BAD\n",
+    )
+    .unwrap();
+    let compile = |entry: &str| {
+        let sig = match entry {
+            "k" => "float32[::1], int32[::1]",
+            "r" => "int32[::1]",
+            _ => "float32[::1]",
+        };
+        cli()
+            .arg("compile")
+            .arg(&file)
+            .args(["--entry", entry, "--sig", sig, "--emit", "ir"])
+            .output()
+            .unwrap()
+    };
+    let ok = compile("k");
+    let ir = String::from_utf8_lossy(&ok.stdout);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    // sqrt(2 / pi) as CPython computes it, B and C unpacked (not "name `B` is not defined").
+    assert!(ir.contains("float32(0.7978845608028654)"), "{ir}");
+    assert!(ir.contains("int32(32846)"), "{ir}");
+    assert!(ir.contains("int32(42)"), "{ir}");
+    // max(3, 7, 2, 4, 2) == 7
+    assert!(ir.contains("int32(7)"), "{ir}");
+    for entry in ["r", "bad"] {
+        let out = compile(entry);
+        assert_eq!(out.status.code(), Some(1), "{entry}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("E0106"), "{entry}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A body of stray tokens gives one syntax error per token: the CLI shows the first hundred
+/// diagnostics and one that counts the rest, and rendering is linear (each diagnostic
+/// renders only its own lines; before, 3,000 stray tokens took seconds and half a
+/// megabyte of messages, 100 KB about five minutes and 10 MB).
+#[test]
+fn cli_many_stray_tokens_give_a_bounded_message() {
+    let dir = temp_dir("stray");
+    let file = dir.join("s.py");
+    let body = "    a[0] = 1 $\n".repeat(3000);
+    std::fs::write(
+        &file,
+        format!("from cuda import device\n\n@device.kernel\ndef k(a):\n{body}"),
+    )
+    .unwrap();
+    let out = cli().arg("check").arg(&file).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.matches("error[E0001]").count(), 100, "{err}");
+    // Two errors a line (the token and the statement it leaves unfinished).
+    assert!(
+        err.contains("5901 more syntax errors from here on are not shown"),
+        "{err}"
+    );
+    assert!(err.len() < 40_000, "{} bytes of messages", err.len());
+    // Errors found by the checker (a name not defined, one per line) are capped when shown.
+    let undefined: String = (0..3000).map(|i| format!("    a[0] = zz{i}\n")).collect();
+    std::fs::write(
+        &file,
+        format!("from cuda import device\n\n@device.kernel\ndef k(a):\n{undefined}"),
+    )
+    .unwrap();
+    let out = cli()
+        .arg("compile")
+        .arg(&file)
+        .args(["--entry", "k", "--sig", "int32[::1]"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("error[E0101]").count(), 100, "{err}");
+    assert!(
+        err.contains("note: 2900 more diagnostics not shown"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

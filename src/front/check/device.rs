@@ -298,6 +298,35 @@ impl FnCx<'_, '_> {
         }
     }
 
+    /// The mask of a warp operation (`syncwarp`, a vote, a shuffle, a match): as
+    /// [`Self::mask_arg`], and E0240 when it is the constant 0. CUDA requires the mask to
+    /// name the calling thread, so a zero mask is never valid (docs/semantics.md §10.3).
+    pub(super) fn warp_mask_arg(
+        &mut self,
+        e: Option<&ast::Expr>,
+        name: &str,
+    ) -> Option<Handle<Expr>> {
+        let m = self.mask_arg(e)?;
+        let zero = |x: &Expr| matches!(x, Expr::Literal(Literal::Int(0)));
+        let constant_zero = match &self.exprs[m] {
+            Expr::Cast(x) => zero(&self.exprs[*x]),
+            x => zero(x),
+        };
+        if constant_zero {
+            self.diags.push(
+                Diagnostic::error(
+                    Code::E0240,
+                    self.exprs.span(m),
+                    format!("`{name}` with the constant mask 0: no thread takes part, not even the calling one"),
+                )
+                .with_label("a warp mask must include the calling thread")
+                .with_note("pass `0xFFFFFFFF` for the whole warp, `activemask()` for the threads active here, or a mask built from `lane_id`"),
+            );
+            return None;
+        }
+        Some(m)
+    }
+
     /// An `int32` argument (converted from any integer).
     pub(super) fn int32_arg(&mut self, e: &ast::Expr) -> Option<Handle<Expr>> {
         self.lane_arg(e).map(|(h, _)| h)
@@ -685,12 +714,12 @@ impl FnCx<'_, '_> {
             }
             Rule::SyncWarp => {
                 let a = self.bind(c, &name, entry.params(), entry.required())?;
-                let m = self.mask_arg(a[0])?;
+                let m = self.warp_mask_arg(a[0], &name)?;
                 Some(self.intrinsic(Intrinsic::SyncWarp, vec![m], Type::None, span))
             }
             Rule::Vote => {
                 let a = self.bind(c, &name, entry.params(), entry.required())?;
-                let m = self.mask_arg(a[0])?;
+                let m = self.warp_mask_arg(a[0], &name)?;
                 let p = self.predicate(a[1]?)?;
                 let Some(op @ Intrinsic::Vote(vote)) = op else {
                     return self.table_mismatch(b, span);
@@ -712,7 +741,7 @@ impl FnCx<'_, '_> {
                     params.push("width");
                 }
                 let a = self.bind(c, &name, &params, entry.required())?;
-                let m = self.mask_arg(a[0])?;
+                let m = self.warp_mask_arg(a[0], &name)?;
                 let v = self.eval(a[1]?)?;
                 let v = self.concrete(v)?;
                 let (lane, lane_const) = self.lane_arg(a[2]?)?;
@@ -736,7 +765,7 @@ impl FnCx<'_, '_> {
             }
             Rule::Match => {
                 let a = self.bind(c, &name, entry.params(), entry.required())?;
-                let m = self.mask_arg(a[0])?;
+                let m = self.warp_mask_arg(a[0], &name)?;
                 let v = self.eval(a[1]?)?;
                 let v = self.concrete(v)?;
                 let (wide, _) = self.widen_for_warp(&v, &name)?;

@@ -22,7 +22,7 @@
 //! parameters), and values that travel through shared or global memory.
 
 use crate::diag::{Code, Diagnostic, Span};
-use crate::ir::{Expr, Function, Handle, Intrinsic, Program, Stmt, StmtKind};
+use crate::ir::{BarrierScope, CgOp, Expr, Function, Handle, Intrinsic, Program, Stmt, StmtKind};
 use crate::types::{MemSpace, Type};
 
 /// What a caller needs to know about a function.
@@ -211,29 +211,13 @@ impl Analysis<'_> {
         match e {
             Expr::Local(l) => self.dep[l.index()],
             Expr::Intrinsic(op, _) => {
-                let barrier = match op {
-                    Intrinsic::SyncThreads => Some("syncthreads"),
-                    Intrinsic::SyncThreadsCount => Some("syncthreads_count"),
-                    Intrinsic::SyncThreadsAnd => Some("syncthreads_and"),
-                    Intrinsic::SyncThreadsOr => Some("syncthreads_or"),
-                    _ => None,
-                };
-                if let Some(name) = barrier {
-                    self.barrier(h, name, None, ctrl);
+                let flags = op.flags();
+                if let Some(scope) = flags.barrier.filter(|s| s.spans_blocks()) {
+                    self.barrier(h, Some((*op, scope)), None, ctrl);
                     // The block's threads all get the same count, conjunction or disjunction.
                     return false;
                 }
-                d || matches!(
-                    op,
-                    Intrinsic::ThreadIdx(_)
-                        | Intrinsic::LaneId
-                        | Intrinsic::LaneMaskLt
-                        | Intrinsic::ActiveMask
-                        | Intrinsic::Vote(_)
-                        | Intrinsic::Shfl(_)
-                        | Intrinsic::MatchAny
-                        | Intrinsic::MatchAll
-                )
+                d || flags.per_thread
             }
             Expr::Call(g, _) => {
                 // Callees come before their callers, except in recursion (§1.4): a call of a
@@ -244,7 +228,7 @@ impl Analysis<'_> {
                     barrier: None,
                 });
                 if let Some(inner) = s.barrier {
-                    self.barrier(h, "", Some(inner), ctrl);
+                    self.barrier(h, None, Some(inner), ctrl);
                 }
                 d || s.ret_dependent
             }
@@ -253,17 +237,30 @@ impl Analysis<'_> {
         }
     }
 
-    fn barrier(&mut self, h: Handle<Expr>, name: &str, inner: Option<Span>, ctrl: Option<Span>) {
+    /// Records a barrier (`op`, or a call that reaches `inner`) and reports it under a
+    /// thread-dependent `ctrl`.
+    fn barrier(
+        &mut self,
+        h: Handle<Expr>,
+        op: Option<(Intrinsic, BarrierScope)>,
+        inner: Option<Span>,
+        ctrl: Option<Span>,
+    ) {
         if !self.report {
             return;
         }
         let span = self.f.exprs.span(h);
         self.summary.barrier.get_or_insert(span);
         let Some(cond) = ctrl else { return };
-        let what = if inner.is_some() {
-            "a call that reaches a block barrier".to_string()
-        } else {
-            format!("`{name}` (a block barrier)")
+        let (what, threads) = match op {
+            Some((op, scope)) => (
+                format!("`{}` (a {} barrier)", barrier_name(op), scope_name(scope)),
+                scope.threads(),
+            ),
+            None => (
+                "a call that reaches a block barrier".to_string(),
+                "every thread of the block",
+            ),
         };
         let mut d = Diagnostic::error(
             Code::E0241,
@@ -277,9 +274,37 @@ impl Analysis<'_> {
         if let Some(inner) = inner {
             d = d.with_secondary(inner, "the barrier it reaches");
         }
-        self.diags.push(d.with_note(
-            "every thread of the block must reach a barrier (the spec's User Requirement); \
-             move it out of the condition, or make the condition the same for the whole block",
-        ));
+        self.diags.push(d.with_note(format!(
+            "{threads} must reach a barrier (the spec's User Requirement); \
+             move it out of the condition, or make the condition the same for the whole block"
+        )));
+    }
+}
+
+/// How the source spells a barrier.
+fn barrier_name(op: Intrinsic) -> &'static str {
+    match op {
+        Intrinsic::SyncThreads => "syncthreads",
+        Intrinsic::SyncThreadsCount => "syncthreads_count",
+        Intrinsic::SyncThreadsAnd => "syncthreads_and",
+        Intrinsic::SyncThreadsOr => "syncthreads_or",
+        Intrinsic::ClusterSync => "cluster_sync",
+        Intrinsic::ClusterArrive(_) => "cluster_arrive",
+        Intrinsic::ClusterWait => "cluster_wait",
+        Intrinsic::Cg(CgOp::BarrierArrive) => "barrier_arrive",
+        Intrinsic::Cg(CgOp::BarrierWait) => "barrier_wait",
+        Intrinsic::Cg(CgOp::Sync(_)) => "sync()",
+        Intrinsic::SyncWarp => "syncwarp",
+        _ => "barrier",
+    }
+}
+
+/// The scope's word in "a block barrier".
+fn scope_name(s: BarrierScope) -> &'static str {
+    match s {
+        BarrierScope::Warp => "warp",
+        BarrierScope::Block => "block",
+        BarrierScope::Cluster => "cluster",
+        BarrierScope::Grid => "grid",
     }
 }

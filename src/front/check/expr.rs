@@ -83,6 +83,22 @@ impl FnCx<'_, '_> {
                     es.push(v.e);
                     tys.push(v.ty);
                 }
+                let limit = crate::types::MAX_AGGREGATE_ELEMENTS;
+                let mut count = 0usize;
+                for t in &tys {
+                    count = count.saturating_add(t.element_count(limit));
+                    if count > limit {
+                        self.diags.push(
+                            Diagnostic::error(
+                                Code::E0002,
+                                span,
+                                format!("this tuple has more than {limit} elements (counted through nested tuples and structs), more than the compiler allows"),
+                            )
+                            .with_note("a tuple lives in registers; keep large data in an array (`local_array`, `shared_array` or a parameter)"),
+                        );
+                        return Value::Err;
+                    }
+                }
                 let ty = Type::Tuple(tys);
                 let e = self.push(Expr::Tuple(es), ty.clone(), span);
                 let mut v = self.val(e, ty, span);
@@ -175,7 +191,17 @@ impl FnCx<'_, '_> {
                 Value::Item(item, span)
             }
             None => {
-                self.error(Code::E0101, span, format!("name `{name}` is not defined"));
+                let mut d =
+                    Diagnostic::error(Code::E0101, span, format!("name `{name}` is not defined"));
+                let candidates = self
+                    .scope
+                    .keys()
+                    .chain(self.assigned.iter())
+                    .chain(self.s.m.items.keys());
+                if let Some(near) = closest_name(name, candidates) {
+                    d = d.with_label(format!("did you mean `{near}`?"));
+                }
+                self.diags.push(d);
                 Value::Err
             }
         }
@@ -735,4 +761,20 @@ fn dtype_of(ty: &Type) -> Option<Scalar> {
         Type::Scalar(s) => Some(*s),
         _ => None,
     }
+}
+
+/// The candidate closest to a misspelled `name` ("did you mean `tid`?"): the one with the
+/// smallest Damerau-Levenshtein distance, if it is at most a third of the name's length
+/// (at least 1), ties broken by name so that the suggestion is stable.
+pub(super) fn closest_name<'a>(
+    name: &str,
+    candidates: impl Iterator<Item = &'a String>,
+) -> Option<&'a str> {
+    let most = (name.chars().count() / 3).max(1);
+    candidates
+        .filter(|c| c.as_str() != name && !c.starts_with('_'))
+        .map(|c| (strsim::damerau_levenshtein(name, c), c.as_str()))
+        .filter(|(d, _)| *d <= most)
+        .min()
+        .map(|(_, c)| c)
 }

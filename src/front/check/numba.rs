@@ -32,7 +32,7 @@ impl FnCx<'_, '_> {
                     return self.table_mismatch(b, span);
                 };
                 let a = self.bind(c, "vote", &["mask", "predicate"], 2)?;
-                let m = self.mask_arg(a[0])?;
+                let m = self.warp_mask_arg(a[0], "vote")?;
                 let v = self.eval(a[1]?)?;
                 let p = self.truthy(v)?;
                 let (vote, ty) = match k {

@@ -392,51 +392,5 @@ fn python_name(op: Intrinsic) -> String {
 /// (`emit/intrinsics.rs`) lowers exactly those that are not device-only, and the builtin
 /// table's host column is tested against this (`tests/builtin_table.rs`).
 pub(crate) fn device_only(op: Intrinsic) -> bool {
-    match op {
-        Intrinsic::Popc
-        | Intrinsic::Brev
-        | Intrinsic::Clz
-        | Intrinsic::Ffs
-        | Intrinsic::Fma
-        | Intrinsic::Math(_)
-        | Intrinsic::Rand
-        | Intrinsic::Randn
-        | Intrinsic::Complex(_) => false,
-        Intrinsic::ThreadIdx(_)
-        | Intrinsic::BlockIdx(_)
-        | Intrinsic::BlockDim(_)
-        | Intrinsic::GridDim(_)
-        | Intrinsic::LaneId
-        | Intrinsic::WarpSize
-        | Intrinsic::SyncThreads
-        | Intrinsic::SyncThreadsCount
-        | Intrinsic::SyncThreadsAnd
-        | Intrinsic::SyncThreadsOr
-        | Intrinsic::ThreadFence(..)
-        | Intrinsic::ActiveMask
-        | Intrinsic::LaneMaskLt
-        | Intrinsic::SyncWarp
-        | Intrinsic::Vote(_)
-        | Intrinsic::Shfl(_)
-        | Intrinsic::MatchAny
-        | Intrinsic::MatchAll
-        | Intrinsic::Ldexp
-        | Intrinsic::Frexp
-        | Intrinsic::Modf
-        | Intrinsic::Sincos
-        | Intrinsic::Sad
-        | Intrinsic::RoundDigits
-        | Intrinsic::DynamicSharedSize
-        | Intrinsic::Cg(_)
-        | Intrinsic::ClusterIdx(_)
-        | Intrinsic::ClusterDim(_)
-        | Intrinsic::BlockIdxInCluster(_)
-        | Intrinsic::BlockRankInCluster
-        | Intrinsic::ClusterSize
-        | Intrinsic::ClusterArrive(_)
-        | Intrinsic::ClusterWait
-        | Intrinsic::ClusterSync
-        | Intrinsic::MapSharedRank
-        | Intrinsic::Tensor(_) => true,
-    }
+    op.flags().device_only
 }

@@ -38,6 +38,7 @@ use cranelift_codegen::isa::CallConv;
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_jit::JITModule;
 use cranelift_module::{FuncId, Linkage, Module};
+pub(crate) use raise::STACK_EXHAUSTED;
 use std::collections::HashMap;
 use wrappers::{buffer_wrapper, c_abi_wrapper};
 
@@ -301,6 +302,7 @@ impl FnCx<'_, '_> {
                 at += 1;
             }
         }
+        self.check_stack()?;
         self.block(&f.body)?;
         if f.ret == Type::None {
             self.b.ins().return_(&[]);

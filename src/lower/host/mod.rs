@@ -51,6 +51,13 @@ pub enum HostError {
         /// What Python would print: `AssertionError: message`, `ValueError: message`.
         message: String,
     },
+    /// The call ran out of stack, as CPython's `RecursionError` ("maximum recursion depth
+    /// exceeded"): recursion too deep, or a frame (a large `local_array`) larger than the
+    /// stack left. Nothing overflowed: each function checks the stack on entry.
+    StackExhausted {
+        /// The stack the call ran on, in bytes.
+        stack: usize,
+    },
     /// An array index was out of range (the access was skipped; a load read zero).
     IndexOutOfBounds {
         /// 1-based line of the access.
@@ -78,6 +85,11 @@ impl fmt::Display for HostError {
                 column,
                 message,
             } => write!(f, "{message} (at {file}:{line}:{column})"),
+            HostError::StackExhausted { stack } => write!(
+                f,
+                "RecursionError: maximum recursion depth exceeded (the host call ran out of its {} KiB stack)",
+                stack / 1024
+            ),
             HostError::IndexOutOfBounds { line, column } => {
                 write!(
                     f,
@@ -89,6 +101,14 @@ impl fmt::Display for HostError {
 }
 
 impl std::error::Error for HostError {}
+
+/// The stack a host call gets when its thread has less than [`MIN_STACK`] left.
+const HOST_STACK: usize = 8 << 20;
+/// The least stack left on a thread for a host call to run on it.
+const MIN_STACK: usize = 2 << 20;
+/// Stack kept free below the lowest frame of compiled code, for the native helpers it calls
+/// (libm, `printf`) and the signal handlers that may run on it.
+const STACK_RESERVE: usize = 256 << 10;
 
 /// The JIT-compiled code, freed when the last [`HostFunction`] using it is dropped.
 struct Code {
@@ -306,17 +326,38 @@ impl HostFunction {
     /// The array descriptors in `buf` must point to memory valid for every element their
     /// shapes and strides reach.
     unsafe fn run_frame(&self, buf: &[u64]) -> Result<HostValue, HostError> {
-        let mut word = 0u64;
         let size = crate::abi::layout_of(&self.ret).size;
         let mut out = vec![0u64; size.div_ceil(8) as usize + 1];
         // SAFETY: `buffer` is the address of the JIT-compiled
         // `extern "C" fn(*const u8, *mut u8, *mut u64)` wrapper, alive while `self._code`
         // is; it reads the parameters' layout from `buf` (the caller vouches for the arrays;
         // every access is bounds-checked) and writes the result's layout into `out` and any
-        // index error into `word`.
-        unsafe {
-            let f: extern "C" fn(*const u8, *mut u8, *mut u64) = std::mem::transmute(self.buffer);
-            f(buf.as_ptr().cast(), out.as_mut_ptr().cast(), &mut word);
+        // index error into the context's first word; the stack limit is the second.
+        let f: extern "C" fn(*const u8, *mut u8, *mut u64) =
+            unsafe { std::mem::transmute(self.buffer) };
+        let out_ptr: *mut u8 = out.as_mut_ptr().cast();
+        // The call's context: the error word, then the lowest stack address its functions
+        // may use (`emit::raise::check_stack`), which leaves `STACK_RESERVE` for the native
+        // helpers they call. A thread with less than `MIN_STACK` left (a small thread stack,
+        // deep native recursion) runs the call on a fresh stack of `HOST_STACK`.
+        let run = || {
+            let marker = 0u8;
+            let here = std::ptr::addr_of!(marker) as u64;
+            let left = stacker::remaining_stack().unwrap_or(0) as u64;
+            let limit = here
+                .saturating_sub(left)
+                .saturating_add(STACK_RESERVE as u64);
+            let mut ctx = [0u64, limit];
+            f(buf.as_ptr().cast(), out_ptr, ctx.as_mut_ptr());
+            (ctx[0], left as usize)
+        };
+        let (w, stack) = match stacker::remaining_stack() {
+            Some(left) if left >= MIN_STACK => run(),
+            _ => stacker::grow(HOST_STACK, run),
+        };
+        let word = w;
+        if word == emit::STACK_EXHAUSTED {
+            return Err(HostError::StackExhausted { stack });
         }
         if word & crate::ir::RAISE_BIT != 0 {
             let line = ((word & !crate::ir::RAISE_BIT) >> 32) as u32;

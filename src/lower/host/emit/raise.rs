@@ -8,6 +8,10 @@
 use super::*;
 use crate::ir::RAISE_BIT;
 
+/// The error word of a host call that ran out of stack: `RAISE_BIT` with line and column
+/// all ones (no source position has them).
+pub(crate) const STACK_EXHAUSTED: u64 = u64::MAX;
+
 impl FnCx<'_, '_> {
     /// `assert cond, message` (nothing with `assertions=False`).
     pub(super) fn assert(&mut self, cond: Handle<Expr>, span: crate::diag::Span) -> R<()> {
@@ -42,6 +46,29 @@ impl FnCx<'_, '_> {
         let new = self.b.ins().select(raised, old, code);
         self.b.ins().store(flags(), new, word, 0);
         self.return_zeros()
+    }
+
+    /// The function's stack check, after its frame is allocated: the word after the error
+    /// word is the lowest stack address the call may use (0: no limit). Below it, the
+    /// function records [`STACK_EXHAUSTED`] and returns, and the callers return in turn
+    /// (every program tests the word after its calls), so deep recursion or a frame too
+    /// large for the stack left (a big `local_array`) ends the host call with an error, as
+    /// CPython's `RecursionError`, instead of overflowing the native stack. The frame itself
+    /// is only reserved, not touched, before this check.
+    pub(super) fn check_stack(&mut self) -> R<()> {
+        let word = self.error_word.ok_or_else(|| err("error word"))?;
+        let sp = self.b.ins().get_stack_pointer(ct::I64);
+        let limit = self.b.ins().load(ct::I64, flags(), word, 8);
+        let low = self.b.ins().icmp(IntCC::UnsignedLessThan, sp, limit);
+        let fail = self.b.create_block();
+        let ok = self.b.create_block();
+        self.b.ins().brif(low, fail, &[], ok, &[]);
+        self.b.switch_to_block(fail);
+        let code = self.b.ins().iconst(ct::I64, STACK_EXHAUSTED as i64);
+        self.b.ins().store(flags(), code, word, 0);
+        self.return_zeros()?;
+        self.b.switch_to_block(ok);
+        Ok(())
     }
 
     /// After a call, in a program that can raise: return at once if the callee raised.
@@ -88,5 +115,11 @@ pub(super) fn can_raise(program: &Program) -> bool {
         })
     }
     let asserts = !program.options.skip_assertions;
-    program.functions.iter().any(|(_, f)| any(&f.body, asserts))
+    // A call may also run out of stack (`FnCx::check_stack`): every program with a call
+    // tests the word after it.
+    let calls = program
+        .functions
+        .iter()
+        .any(|(_, f)| f.exprs.iter().any(|(_, e)| matches!(e, Expr::Call(..))));
+    calls || program.functions.iter().any(|(_, f)| any(&f.body, asserts))
 }

@@ -1,0 +1,225 @@
+//! What every check must know about an [`Intrinsic`], declared once per intrinsic
+//! ([`Intrinsic::flags`]): whether it is a barrier and of which scope, whether it must be
+//! executed by converged threads, whether only a GPU can execute it, and whether its result
+//! differs between the threads of a block. The divergence check (E0241) and the host
+//! back end's device-only check read these flags instead of keeping their own lists, so a
+//! new intrinsic is classified in one place (issue 33).
+//!
+//! This module only describes; it does not lower anything.
+
+use super::{CgOp, Intrinsic, TensorOp};
+use crate::types::GroupKind;
+
+/// The threads a barrier waits for.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum BarrierScope {
+    /// The threads named by a warp mask, or of a warp-sized tile: they may be a subset of
+    /// the block chosen by a thread-dependent condition (`if lane_id < 16: syncwarp(0xFFFF)`
+    /// is legal), so a warp barrier under divergence is not an error.
+    Warp,
+    /// Every thread of the block (`syncthreads`, `this_thread_block().sync()`).
+    Block,
+    /// Every thread of every block of the cluster (`cluster_sync`).
+    Cluster,
+    /// Every thread of the launch (`this_grid().sync()`).
+    Grid,
+}
+
+impl BarrierScope {
+    /// How diagnostics name the threads that must all reach it.
+    pub fn threads(self) -> &'static str {
+        match self {
+            BarrierScope::Warp => "the threads of the mask",
+            BarrierScope::Block => "every thread of the block",
+            BarrierScope::Cluster => "every thread of the cluster",
+            BarrierScope::Grid => "every thread of the grid",
+        }
+    }
+
+    /// Whether every thread of a block must reach it (block, cluster and grid barriers):
+    /// then a block-divergent condition around it is an error (E0241).
+    pub fn spans_blocks(self) -> bool {
+        self >= BarrierScope::Block
+    }
+}
+
+/// The facts about an intrinsic that the checks need.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct IntrinsicFlags {
+    /// It is a barrier: the threads of this scope must all reach it.
+    pub barrier: Option<BarrierScope>,
+    /// Its effect or result depends on which threads execute it together (barriers,
+    /// shuffles, votes, matches, tensor-core operations): code motion must not change the
+    /// set of threads that reach it (LLVM's `convergent`).
+    pub convergent: bool,
+    /// Only a GPU can execute it: a host `@func` cannot use it (E0243 in the front end; the
+    /// host back end refuses it too).
+    pub device_only: bool,
+    /// Its result may differ between the threads of one block (`thread_idx`, `lane_id`, a
+    /// shuffle, a tile's vote, a random draw), so a condition on it is thread-dependent.
+    pub per_thread: bool,
+}
+
+impl IntrinsicFlags {
+    const HOST: IntrinsicFlags = IntrinsicFlags {
+        barrier: None,
+        convergent: false,
+        device_only: false,
+        per_thread: false,
+    };
+    const DEVICE: IntrinsicFlags = IntrinsicFlags {
+        device_only: true,
+        ..IntrinsicFlags::HOST
+    };
+    const PER_THREAD: IntrinsicFlags = IntrinsicFlags {
+        per_thread: true,
+        ..IntrinsicFlags::DEVICE
+    };
+    /// A warp collective whose result differs between lanes or warps.
+    const WARP: IntrinsicFlags = IntrinsicFlags {
+        convergent: true,
+        per_thread: true,
+        ..IntrinsicFlags::DEVICE
+    };
+
+    fn barrier(scope: BarrierScope) -> IntrinsicFlags {
+        IntrinsicFlags {
+            barrier: Some(scope),
+            convergent: true,
+            ..IntrinsicFlags::DEVICE
+        }
+    }
+}
+
+/// The scope a group's barrier waits for.
+fn group_scope(k: GroupKind) -> BarrierScope {
+    match k {
+        GroupKind::Block => BarrierScope::Block,
+        GroupKind::Grid => BarrierScope::Grid,
+        GroupKind::Coalesced | GroupKind::Tile(_) => BarrierScope::Warp,
+    }
+}
+
+impl Intrinsic {
+    /// The intrinsic's flags: the one place that classifies it for the divergence check,
+    /// the device-only checks and any other pass that must know (see [`IntrinsicFlags`]).
+    pub fn flags(self) -> IntrinsicFlags {
+        use BarrierScope as S;
+        use Intrinsic as I;
+        match self {
+            // Pure arithmetic, also compiled for the host.
+            I::Popc | I::Brev | I::Clz | I::Ffs | I::Fma | I::Math(_) | I::Complex(_) => {
+                IntrinsicFlags::HOST
+            }
+            // Each thread's own Philox stream: the host runs it too (one stream).
+            I::Rand | I::Randn => IntrinsicFlags {
+                per_thread: true,
+                ..IntrinsicFlags::HOST
+            },
+            // libdevice functions: GPU only.
+            I::Ldexp | I::Frexp | I::Modf | I::Sincos | I::Sad | I::RoundDigits => {
+                IntrinsicFlags::DEVICE
+            }
+            // The same in every thread of a block.
+            I::BlockIdx(_)
+            | I::BlockDim(_)
+            | I::GridDim(_)
+            | I::WarpSize
+            | I::DynamicSharedSize
+            | I::ClusterIdx(_)
+            | I::ClusterDim(_)
+            | I::BlockIdxInCluster(_)
+            | I::BlockRankInCluster
+            | I::ClusterSize
+            | I::ThreadFence(..)
+            | I::MapSharedRank => IntrinsicFlags::DEVICE,
+            I::ThreadIdx(_) | I::LaneId | I::LaneMaskLt => IntrinsicFlags::PER_THREAD,
+            // Which lanes are active here: convergence-dependent.
+            I::ActiveMask => IntrinsicFlags::WARP,
+            I::SyncThreads | I::SyncThreadsCount | I::SyncThreadsAnd | I::SyncThreadsOr => {
+                IntrinsicFlags::barrier(S::Block)
+            }
+            I::SyncWarp => IntrinsicFlags::barrier(S::Warp),
+            I::Vote(_) | I::Shfl(_) | I::MatchAny | I::MatchAll => IntrinsicFlags::WARP,
+            I::ClusterArrive(_) | I::ClusterWait | I::ClusterSync => {
+                IntrinsicFlags::barrier(S::Cluster)
+            }
+            I::Cg(op) => cg_flags(op),
+            I::Tensor(op) => match op {
+                // Fragments hold each thread's share of a matrix.
+                TensorOp::Load(_)
+                | TensorOp::Store(_)
+                | TensorOp::Mma { .. }
+                | TensorOp::MmaM16n8k16
+                | TensorOp::Ldmatrix { .. } => IntrinsicFlags::WARP,
+                TensorOp::Fill | TensorOp::Element | TensorOp::SetElement => IntrinsicFlags::DEVICE,
+            },
+        }
+    }
+}
+
+/// The flags of a cooperative-groups operation.
+fn cg_flags(op: CgOp) -> IntrinsicFlags {
+    let tile = |k: GroupKind| matches!(k, GroupKind::Coalesced | GroupKind::Tile(_));
+    match op {
+        CgOp::Sync(k) => IntrinsicFlags::barrier(group_scope(k)),
+        // The split block barrier: both halves are reached by every thread of the block.
+        CgOp::BarrierArrive | CgOp::BarrierWait => IntrinsicFlags::barrier(BarrierScope::Block),
+        // `coalesced_threads()` is the active mask where it is made.
+        CgOp::Make(GroupKind::Coalesced) => IntrinsicFlags::WARP,
+        CgOp::Make(_) => IntrinsicFlags::DEVICE,
+        CgOp::ThreadRank(_) => IntrinsicFlags::PER_THREAD,
+        // How many threads a coalesced group has depends on where it was made.
+        CgOp::NumThreads(k) | CgOp::MetaSize(k) => IntrinsicFlags {
+            per_thread: k == GroupKind::Coalesced,
+            ..IntrinsicFlags::DEVICE
+        },
+        // Which tile of the block: differs between the block's tiles.
+        CgOp::MetaRank(k) => IntrinsicFlags {
+            per_thread: tile(k),
+            ..IntrinsicFlags::DEVICE
+        },
+        CgOp::BlockRank | CgOp::NumBlocks => IntrinsicFlags::DEVICE,
+        CgOp::Shfl(..) | CgOp::Vote(..) => IntrinsicFlags::WARP,
+        // A reduction over a tile differs between tiles; over the block, it is the block's.
+        CgOp::Reduce(k, _) => IntrinsicFlags {
+            convergent: true,
+            per_thread: tile(k),
+            ..IntrinsicFlags::DEVICE
+        },
+        CgOp::MemcpyAsync(_) | CgOp::AsyncCommit | CgOp::AsyncWait(_) | CgOp::AsyncWaitAll => {
+            IntrinsicFlags::DEVICE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{Axis, Shfl};
+
+    #[test]
+    fn barriers_are_classified_by_scope() {
+        let scope = |i: Intrinsic| i.flags().barrier;
+        assert_eq!(scope(Intrinsic::SyncThreads), Some(BarrierScope::Block));
+        assert_eq!(scope(Intrinsic::SyncWarp), Some(BarrierScope::Warp));
+        assert_eq!(scope(Intrinsic::ClusterSync), Some(BarrierScope::Cluster));
+        assert_eq!(
+            scope(Intrinsic::Cg(CgOp::Sync(GroupKind::Grid))),
+            Some(BarrierScope::Grid)
+        );
+        assert_eq!(
+            scope(Intrinsic::Cg(CgOp::Sync(GroupKind::Tile(32)))),
+            Some(BarrierScope::Warp)
+        );
+        assert_eq!(scope(Intrinsic::Shfl(Shfl::Down)), None);
+        assert!(
+            Intrinsic::Cg(CgOp::ThreadRank(GroupKind::Block))
+                .flags()
+                .per_thread
+        );
+        assert!(!Intrinsic::BlockIdx(Axis::X).flags().per_thread);
+        assert!(!Intrinsic::Math(crate::ir::MathFn::Sqrt).flags().device_only);
+        assert!(Intrinsic::SyncThreads.flags().device_only);
+    }
+}
