@@ -239,6 +239,13 @@ class ElementwiseKernel(_native.KernelCall):
         for o in ("preamble", "loop_prep", "after_loop"):
             if options.get(o):
                 raise TypeError(f"`{o}=` holds CUDA C++, which pydevice does not compile; write it in the body")
+        if not name.isidentifier():
+            # CuPy's error (its kernel name becomes a C++ identifier; here a Python one).
+            raise ValueError(f"Invalid kernel name: {name!r}")
+        if not operation.strip():
+            # CuPy compiles an empty operation as a kernel that does nothing (its tests of
+            # `size=` use one): the body `pass`, outputs left as they are.
+            operation = "pass"
         self._no_return = bool(options.get("no_return", False))
         self._return_tuple = bool(options.get("return_tuple", False))
         # `preamble_python`: Python device functions (`@device.func`) the body may call. The
@@ -252,20 +259,37 @@ class ElementwiseKernel(_native.KernelCall):
         self.nout = _count(out_params)
         self.nargs = self.nin + self.nout
         self._raw = _raw_inputs(in_params)
+        self._raw_all = _raw_inputs(in_params + ("," + out_params if out_params.strip() else ""))
         self._set_native(self._k)
 
     def __repr__(self) -> str:
         return f"<pydevice.ElementwiseKernel {self.name}>"
 
-    def _call(self, *args, size: Optional[int] = None, stream=None, **kwargs):
+    def _call(self, *args, size: Optional[int] = None, stream=None, block_size=None, **kwargs):
         """The general path of a call (the native ``__call__`` found no remembered signature)."""
         if kwargs:
             raise TypeError(f"unknown keyword arguments: {', '.join(sorted(kwargs))}")
+        if block_size is not None and (
+            not isinstance(block_size, (int, np.integer)) or isinstance(block_size, bool) or block_size <= 0
+        ):
+            # CuPy's `block_size=` (threads per block) is validated as CuPy does; pydevice
+            # picks the block size itself (docs/semantics.md §20.2), so a valid one changes
+            # only the speed CuPy would get, never the result.
+            raise ValueError(f"block_size must be a positive integer, got {block_size!r}")
         if len(args) not in (self.nin, self.nargs):
             raise TypeError(
                 f"{self.name} takes {self.nin} input{'s' if self.nin != 1 else ''} and optionally "
                 f"{self.nout} output{'s' if self.nout != 1 else ''}; {len(args)} arguments were given"
             )
+        # CuPy's rule for `size=`: only when every array argument given is `raw`, and
+        # required then (its messages, as ValueError).
+        plain = any(i not in self._raw_all and _is_array_arg(a) for i, a in enumerate(args))
+        if size is not None and plain:
+            raise ValueError(
+                "Specified 'size' can be used only if all of the ElementwiseKernel arguments are raw."
+            )
+        if size is None and not plain and self._raw_all:
+            raise ValueError("Loop size is undecided.")
         a = _Args(args, self.nin, self._raw)
         call = self._k.resolve(tuple(a.descs), size)
         missing = call.missing
@@ -316,6 +340,14 @@ class ElementwiseKernel(_native.KernelCall):
         """The PTX of the generated kernel for arguments like ``args``; no GPU needed."""
         call, outs = self._call_for(args, size)
         return self._k.ptx(call, outs)
+
+
+def _is_array_arg(a) -> bool:
+    """Whether a kernel argument is an array (NumPy, CUDA array interface or DLPack), not a
+    scalar."""
+    if isinstance(a, np.generic):
+        return False
+    return isinstance(a, np.ndarray) or hasattr(a, "__cuda_array_interface__") or hasattr(a, "__dlpack__")
 
 
 def _count(params: str) -> int:
