@@ -286,10 +286,14 @@ class ElementwiseKernel(_native.KernelCall):
         plain = any(i not in self._raw_all and _is_array_arg(a) for i, a in enumerate(args))
         if size is not None and plain:
             raise ValueError(
-                "Specified 'size' can be used only if all of the ElementwiseKernel arguments are raw."
+                "Specified 'size' can be used only if all of the ndarray are 'raw'. "
+                "(A non-raw array decides the loop size itself.)"
             )
         if size is None and not plain and self._raw_all:
-            raise ValueError("Loop size is undecided.")
+            raise ValueError(
+                "Loop size is undecided. (Every array argument is `raw`: give `size=`, "
+                "the number of elements to loop over.)"
+            )
         a = _Args(args, self.nin, self._raw)
         call = self._k.resolve(tuple(a.descs), size)
         missing = call.missing
