@@ -691,6 +691,13 @@ impl Module {
         self.specialize_host(entry, args)?.to_host()
     }
 
+    /// Specializes `@kernel` `entry` for argument types and JIT-compiles it to run whole on
+    /// the CPU ([`runtime::cpu`], docs/semantics.md "CPU back end"). The code is specialized
+    /// as for [`Arch::DEFAULT`]: `target(is_device)` holds, as on a GPU.
+    pub fn cpu_kernel(&self, entry: &str, args: &[Type]) -> Result<runtime::cpu::CpuKernel, Error> {
+        self.specialize(entry, args)?.to_cpu()
+    }
+
     /// Specializes and compiles `entry` to PTX.
     pub fn compile(
         &self,
@@ -860,6 +867,20 @@ impl Specialization {
             }));
         }
         Ok(lower::host::compile(&self.program)?)
+    }
+
+    /// JIT-compiles the entry (a `@kernel`) to run whole on the CPU: each GPU thread a
+    /// fiber, blocks over a pool of OS threads ([`runtime::cpu`]). What the CPU back end does
+    /// not run yet is a diagnostic at its use.
+    pub fn to_cpu(&self) -> Result<runtime::cpu::CpuKernel, Error> {
+        let list = lower::host::kernel_diagnostics(&self.program);
+        if !list.is_empty() {
+            return Err(Error::Diagnostics(Diagnostics {
+                file: self.program.file.clone(),
+                list,
+            }));
+        }
+        Ok(runtime::cpu::CpuKernel::compile(&self.program)?)
     }
 
     /// Lowers to optimized LLVM IR text (for inspection).

@@ -27,6 +27,7 @@ pub mod cache;
 pub mod cai;
 mod cluster;
 pub mod config;
+pub mod cpu;
 pub mod dlpack;
 pub mod error;
 pub mod link;

@@ -112,6 +112,16 @@ impl FnCx<'_, '_> {
                 }
                 return Ok(results);
             }
+            Expr::Intrinsic(op, args) if self.kernel.is_some() && self.is_device_op(*op) => {
+                return self.device_intrinsic(h, *op, args, &ty);
+            }
+            Expr::StaticArray { shape, .. }
+                if self.kernel.is_some()
+                    && ty.as_array().map(|a| a.space) == Some(crate::types::MemSpace::Shared) =>
+            {
+                return self.shared_array(h, shape, &ty);
+            }
+            Expr::DynamicShared if self.kernel.is_some() => return self.dynamic_shared(),
             Expr::Intrinsic(op, args) => {
                 let mut vals = Vec::new();
                 let mut scalars = Vec::new();
