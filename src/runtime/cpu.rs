@@ -529,6 +529,17 @@ enum Wait {
     Done,
 }
 
+/// A lane's part in a warp collective.
+#[derive(Copy, Clone, Debug, PartialEq)]
+struct Collective {
+    op: WarpOp,
+    mask: u32,
+    value: u64,
+    arg: u32,
+    c: u32,
+    site: u64,
+}
+
 /// A GPU thread: the context the code reads (first, so that its address is the thread's),
 /// then the scheduler's state.
 #[repr(C)]
@@ -586,8 +597,8 @@ impl Scheduler {
                 return Ok(());
             }
             let mut progress = false;
-            for w in 0..self.n.div_ceil(32) {
-                // Warps never straddle blocks: `bs` threads per block, warps of 32 within.
+            // Warps never straddle blocks: `bs` threads per block, warps of 32 within.
+            for w in 0..(self.n / self.bs) * self.bs.div_ceil(32) {
                 progress |= self.resolve_warps(w);
             }
             if !progress {
@@ -611,121 +622,141 @@ impl Scheduler {
     /// Completes the collectives of warp `w` that every participant reached.
     fn resolve_warps(&mut self, w: usize) -> bool {
         let lanes = self.warp_lanes(w);
-        if lanes.is_empty() {
-            return false;
+        let (base, width) = (lanes.start, lanes.len());
+        // What each lane waits at, and which lanes have not ended.
+        let mut waits = [None; 32];
+        let mut live = 0u32;
+        for k in 0..width {
+            match self.t(base + k).wait {
+                Wait::Done => {}
+                Wait::Warp {
+                    op,
+                    mask,
+                    value,
+                    arg,
+                    c,
+                    site,
+                } => {
+                    live |= 1 << k;
+                    waits[k] = Some(Collective {
+                        op,
+                        mask,
+                        value,
+                        arg,
+                        c,
+                        site,
+                    });
+                }
+                _ => live |= 1 << k,
+            }
         }
-        let base = lanes.start;
-        let mut progress = false;
-        // Collectives with an explicit mask.
-        for l in lanes.clone() {
-            let Wait::Warp { op, mask, .. } = self.t(l).wait else {
-                continue;
-            };
-            if op == WarpOp::ActiveMask {
+        let mut done = 0u32;
+        // Collectives with an explicit mask: every live lane of the mask waits at the same
+        // operation with the same mask.
+        for k in 0..width {
+            let Some(me) = waits[k] else { continue };
+            if done & (1 << k) != 0 || me.op == WarpOp::ActiveMask {
                 continue;
             }
-            let parts: Vec<usize> = lanes
-                .clone()
-                .filter(|&p| mask & (1 << (p - base)) != 0 && self.t(p).wait != Wait::Done)
-                .collect();
-            let ready = parts.iter().all(|&p| {
-                matches!(self.t(p).wait, Wait::Warp { op: o, mask: m, .. } if o == op && m == mask)
-            });
-            if !ready || !parts.contains(&l) {
+            let parts = me.mask & live;
+            if parts & (1 << k) == 0 {
                 continue;
             }
-            self.collective(op, base, &parts);
-            progress = true;
+            let ready = (0..width)
+                .filter(|p| parts & (1 << p) != 0)
+                .all(|p| waits[p].is_some_and(|o| o.op == me.op && o.mask == me.mask));
+            if ready {
+                self.collective(me.op, base, parts, &waits);
+                done |= parts;
+            }
         }
         // `activemask()`: the lanes that wait at the same call.
-        for l in lanes.clone() {
-            let Wait::Warp {
-                op: WarpOp::ActiveMask,
-                site,
-                ..
-            } = self.t(l).wait
-            else {
+        for k in 0..width {
+            let Some(me) = waits[k] else { continue };
+            if done & (1 << k) != 0 || me.op != WarpOp::ActiveMask {
                 continue;
-            };
-            let group: Vec<usize> = lanes
-                .clone()
-                .filter(|&p| {
-                    matches!(self.t(p).wait, Wait::Warp { op: WarpOp::ActiveMask, site: s, .. } if s == site)
-                })
-                .collect();
-            let m = group.iter().fold(0u64, |m, &p| m | 1 << (p - base));
-            for p in group {
-                let t = self.t(p);
-                t.result = m;
-                t.wait = Wait::Run;
             }
-            progress = true;
+            let group = (0..width)
+                .filter(|&p| {
+                    done & (1 << p) == 0
+                        && waits[p].is_some_and(|o| o.op == WarpOp::ActiveMask && o.site == me.site)
+                })
+                .fold(0u32, |m, p| m | 1 << p);
+            for p in 0..width {
+                if group & (1 << p) != 0 {
+                    let t = self.t(base + p);
+                    t.result = u64::from(group);
+                    t.wait = Wait::Run;
+                }
+            }
+            done |= group;
         }
-        progress
+        done != 0
     }
 
-    /// Computes a warp collective over `parts` (thread indices; lane = index - `base`) and
-    /// makes them runnable.
-    fn collective(&mut self, op: WarpOp, base: usize, parts: &[usize]) {
-        let input: Vec<(u32, u64, u32, u32)> = parts
-            .iter()
-            .map(|&p| match self.t(p).wait {
-                Wait::Warp { value, arg, c, .. } => ((p - base) as u32, value, arg, c),
-                _ => ((p - base) as u32, 0, 0, 0),
-            })
-            .collect();
-        let value_of = |lane: u32| input.iter().find(|x| x.0 == lane).map(|x| x.1);
-        let members = input.iter().fold(0u64, |m, x| m | 1 << x.0);
-        let all_same = input.windows(2).all(|w| w[0].1 == w[1].1);
-        for (k, &p) in parts.iter().enumerate() {
-            let (lane, value, arg, c) = input[k];
+    /// Computes a warp collective over the lanes `parts` of the warp starting at thread
+    /// `base` and makes them runnable.
+    fn collective(
+        &mut self,
+        op: WarpOp,
+        base: usize,
+        parts: u32,
+        waits: &[Option<Collective>; 32],
+    ) {
+        let lanes = || (0..32u32).filter(move |l| parts & (1 << l) != 0);
+        let value = |l: u32| waits[l as usize].map_or(0, |c| c.value);
+        let first = lanes().next().map_or(0, value);
+        let all_same = lanes().all(|l| value(l) == first);
+        let ballot = lanes()
+            .filter(|&l| value(l) != 0)
+            .fold(0u64, |m, l| m | 1 << l);
+        let signed = lanes()
+            .next()
+            .is_some_and(|l| waits[l as usize].is_some_and(|c| c.arg != 0));
+        let key = |v: u64| {
+            if signed {
+                i128::from(v as i64)
+            } else {
+                i128::from(v)
+            }
+        };
+        let reduced = match op {
+            WarpOp::ReduceAdd => lanes().fold(0u64, |a, l| a.wrapping_add(value(l))),
+            WarpOp::ReduceMin => lanes().map(value).min_by_key(|v| key(*v)).unwrap_or(0),
+            WarpOp::ReduceMax => lanes().map(value).max_by_key(|v| key(*v)).unwrap_or(0),
+            _ => 0,
+        };
+        for lane in lanes() {
+            let Some(me) = waits[lane as usize] else {
+                continue;
+            };
             let r = match op {
                 WarpOp::Sync | WarpOp::ActiveMask => 0,
-                WarpOp::All => u64::from(input.iter().all(|x| x.1 != 0)),
-                WarpOp::Any => u64::from(input.iter().any(|x| x.1 != 0)),
-                WarpOp::Uni => {
-                    let first = input.first().is_some_and(|x| x.1 != 0);
-                    u64::from(input.iter().all(|x| (x.1 != 0) == first))
-                }
-                WarpOp::Ballot => input
-                    .iter()
-                    .filter(|x| x.1 != 0)
-                    .fold(0u64, |m, x| m | 1 << x.0),
+                WarpOp::All => u64::from(lanes().all(|l| value(l) != 0)),
+                WarpOp::Any => u64::from(ballot != 0),
+                WarpOp::Uni => u64::from(ballot == 0 || ballot == u64::from(parts)),
+                WarpOp::Ballot => ballot,
                 WarpOp::ShflIdx | WarpOp::ShflUp | WarpOp::ShflDown | WarpOp::ShflXor => {
-                    let j = shfl_source(op, lane, arg, c);
-                    value_of(j).unwrap_or(value)
-                }
-                WarpOp::MatchAny => input
-                    .iter()
-                    .filter(|x| x.1 == value)
-                    .fold(0u64, |m, x| m | 1 << x.0),
-                WarpOp::ReduceAdd => input.iter().fold(0u64, |a, x| a.wrapping_add(x.1)),
-                WarpOp::ReduceMin | WarpOp::ReduceMax => {
-                    let signed = arg != 0;
-                    let key = |v: u64| {
-                        if signed {
-                            i128::from(v as i64)
-                        } else {
-                            i128::from(v)
-                        }
-                    };
-                    let pick = input.iter().map(|x| x.1);
-                    let best = if op == WarpOp::ReduceMin {
-                        pick.min_by_key(|v| key(*v))
+                    let j = shfl_source(op, lane, me.arg, me.c);
+                    if j < 32 && parts & (1 << j) != 0 {
+                        value(j)
                     } else {
-                        pick.max_by_key(|v| key(*v))
-                    };
-                    best.unwrap_or(value)
+                        me.value
+                    }
                 }
+                WarpOp::MatchAny => lanes()
+                    .filter(|&l| value(l) == me.value)
+                    .fold(0u64, |m, l| m | 1 << l),
                 WarpOp::MatchAll => {
                     if all_same {
-                        members | 1 << 32
+                        u64::from(parts) | 1 << 32
                     } else {
                         0
                     }
                 }
+                WarpOp::ReduceAdd | WarpOp::ReduceMin | WarpOp::ReduceMax => reduced,
             };
-            let t = self.t(p);
+            let t = self.t(base + lane as usize);
             t.result = r;
             t.wait = Wait::Run;
         }
