@@ -42,6 +42,7 @@ from .errors import (
     ArgumentError,
     BoundsError,
     CompileError,
+    DeadlockError,
     DeviceFault,
     DeviceMismatchError,
     Diagnostic,
