@@ -790,3 +790,112 @@ fn cpu_wall_times_at_one_and_two_threads() {
         );
     }
 }
+
+/// Every kernel fixture (`tests/fixtures/{lang,numba,cupyx,kernels,structs}/*.py` with an
+/// `# entry:` and a plain `# sig:`) through the CPU back end: each either compiles or is
+/// refused with diagnostics; none reaches code generation and fails there (an internal
+/// error) or panics. Prints how many compile.
+#[test]
+fn cpu_back_end_compiles_or_refuses_every_kernel_fixture() {
+    let mut compiled = 0;
+    let mut refused = Vec::new();
+    let mut total = 0;
+    let mut broken = Vec::new();
+    for dir in ["lang", "numba", "cupyx", "kernels", "structs"] {
+        let root = crate::support::repo_path(&format!("tests/fixtures/{dir}"));
+        let Ok(entries) = std::fs::read_dir(&root) else {
+            continue;
+        };
+        let mut paths: Vec<_> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        paths.sort();
+        for path in paths {
+            if path.extension().is_none_or(|e| e != "py") {
+                continue;
+            }
+            let src = std::fs::read_to_string(&path).expect("fixture");
+            let header = |key: &str| {
+                src.lines()
+                    .find_map(|l| l.strip_prefix(key).map(|v| v.trim().to_string()))
+            };
+            let (Some(entry), Some(sig)) = (header("# entry:"), header("# sig:")) else {
+                continue;
+            };
+            if header("# const:").is_some() || header("# arch:").is_some() {
+                continue;
+            }
+            let Ok((args, _)) = parse_signature(&sig) else {
+                continue;
+            };
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().to_string())
+                .unwrap_or_default();
+            let Ok(m) = Module::parse(&name, &src) else {
+                continue;
+            };
+            let Ok(spec) = m.specialize(&entry, &args) else {
+                continue;
+            };
+            if spec.program().functions[spec.program().entry].kind
+                != pydevice::ir::FunctionKind::Kernel
+            {
+                continue;
+            }
+            total += 1;
+            match spec.to_cpu() {
+                Ok(_) => compiled += 1,
+                Err(pydevice::Error::Diagnostics(d)) => {
+                    refused.push(format!("{dir}/{name}: {}", d.list[0].message))
+                }
+                Err(e) => broken.push(format!("{dir}/{name}: {e}")),
+            }
+        }
+    }
+    eprintln!(
+        "cpu back end: {compiled} of {total} kernel fixtures compile; refused:\n  {}",
+        refused.join("\n  ")
+    );
+    assert!(
+        broken.is_empty(),
+        "internal errors:\n  {}",
+        broken.join("\n  ")
+    );
+    assert!(total > 50, "found only {total} kernel fixtures");
+    assert!(compiled * 2 > total, "{compiled} of {total}");
+}
+
+#[test]
+fn cpu_module_level_constant_arrays() {
+    let src = r#"
+import numpy as np
+from cuda import device
+
+TAPS = np.array([0.25, 0.5, 0.25], dtype=np.float32)
+TABLE = np.asfortranarray(np.array([[1, 2], [3, 4], [5, 6]], dtype=np.int64))
+
+@device.kernel
+def k(out, idx):
+    i = device.tid(1)
+    if i < len(out):
+        acc = device.float32(0)
+        for t in range(len(TAPS)):
+            acc += TAPS[t] * device.float32(i + t)
+        out[i] = acc
+    if i < TABLE.shape[0]:
+        idx[i] = TABLE[i, 0] * 10 + TABLE[i, 1]
+"#;
+    let k = compile(src, "k", "float32[::1], int64[::1]");
+    let (ob, oa) = vec1(&[0f32; 100]);
+    let (ib, ia) = vec1(&[0i64; 3]);
+    run(&k, &[oa, ia], [2, 1, 1], [64, 1, 1]);
+    let out: Vec<f32> = ob.read();
+    for (i, v) in out.iter().enumerate() {
+        let mut acc = 0f32;
+        for (t, w) in [0.25f32, 0.5, 0.25].iter().enumerate() {
+            acc = w.mul_add((i + t) as f32, acc);
+        }
+        let plain = 0.25 * i as f32 + 0.5 * (i + 1) as f32 + 0.25 * (i + 2) as f32;
+        assert!(*v == acc || *v == plain, "out[{i}] = {v}, want {acc}");
+    }
+    assert_eq!(ib.read::<i64>(), vec![12, 34, 56]);
+}

@@ -230,16 +230,27 @@ impl Checker {
             | Expr::FieldRef(..)
             | Expr::FieldArray(..)
             | Expr::Deref(_)
-            | Expr::ConstArray(_)
                 if self.kernel =>
             {
                 self.report(
                     Code::E0503,
                     span,
-                    "reshapes, `view(dtype)`, in-place struct elements and module-level constant arrays are not supported by the CPU back end yet"
+                    "reshapes, `view(dtype)` and in-place struct elements are not supported by the CPU back end yet"
                         .into(),
                     CPU_NOTE,
                 );
+                return;
+            }
+            Expr::ConstArray(c) if self.kernel => {
+                if c.dtype.scalar().is_none() {
+                    self.report(
+                        Code::E0503,
+                        span,
+                        "constant arrays of records are not supported by the CPU back end yet"
+                            .into(),
+                        CPU_NOTE,
+                    );
+                }
                 return;
             }
             Expr::Asm(_) | Expr::Launch(_) if self.kernel => {

@@ -122,6 +122,7 @@ impl FnCx<'_, '_> {
                 return self.shared_array(h, shape, &ty);
             }
             Expr::DynamicShared if self.kernel.is_some() => return self.dynamic_shared(),
+            Expr::ConstArray(c) if self.kernel.is_some() => return self.const_array(c),
             Expr::Intrinsic(op, args) => {
                 let mut vals = Vec::new();
                 let mut scalars = Vec::new();
@@ -438,7 +439,10 @@ impl FnCx<'_, '_> {
             .as_array()
             .cloned()
             .ok_or_else(|| err("view of a non-array"))?;
-        let dtype = at.dtype.scalar().ok_or_else(|| err("view of structs"))?;
+        let dtype = at
+            .dtype
+            .atomic_scalar()
+            .ok_or_else(|| err("view of structs"))?;
         let n = usize::from(at.ndim);
         let d = self.expr(array)?;
         let mut offset = self.b.ins().iconst(ct::I64, 0);

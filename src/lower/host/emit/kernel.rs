@@ -520,6 +520,41 @@ impl FnCx<'_, '_> {
         Ok(out)
     }
 
+    /// A module-level constant array (§1.3.1): its bytes as read-only data of the JIT
+    /// module, and the descriptor of that data.
+    pub(super) fn const_array(&mut self, c: &crate::ir::ConstArray) -> R<Vec<Value>> {
+        let id = self
+            .m
+            .declare_anonymous_data(false, false)
+            .map_err(|e| err(e.to_string()))?;
+        let mut d = cranelift_module::DataDescription::new();
+        let mut bytes = c.bytes.clone();
+        if bytes.is_empty() {
+            bytes.push(0);
+        }
+        d.define(bytes.into_boxed_slice());
+        d.set_align(16);
+        self.m.define_data(id, &d).map_err(|e| err(e.to_string()))?;
+        let gv = self.m.declare_data_in_func(id, self.b.func);
+        let ptr = self.b.ins().symbol_value(ct::I64, gv);
+        let n = c.shape.len();
+        let mut strides = vec![1u64; n];
+        if c.fortran {
+            for k in 1..n {
+                strides[k] = strides[k - 1] * c.shape[k - 1];
+            }
+        } else {
+            for k in (0..n.saturating_sub(1)).rev() {
+                strides[k] = strides[k + 1] * c.shape[k + 1];
+            }
+        }
+        let mut out = vec![ptr];
+        for v in c.shape.iter().chain(&strides) {
+            out.push(self.b.ins().iconst(ct::I64, *v as i64));
+        }
+        Ok(out)
+    }
+
     /// `dynamic_shared_array()`: the block's dynamic shared memory as `uint8[:]`.
     pub(super) fn dynamic_shared(&mut self) -> R<Vec<Value>> {
         let start = self
