@@ -899,3 +899,110 @@ def k(out, idx):
     }
     assert_eq!(ib.read::<i64>(), vec![12, 34, 56]);
 }
+
+#[test]
+fn cpu_numba_frexp_ldexp_modf_and_sad() {
+    let k = compile(
+        &fixture("numba/math_frexp_ldexp_modf.py"),
+        "frexp_ldexp_modf",
+        "float64[::1], int32[::1], float32[::1], float64[:, ::1], int32[:, ::1], float32[:, ::1]",
+    );
+    let n = 200;
+    let mut r = Rng(31);
+    let x: Vec<f64> = (0..n)
+        .map(|i| match i {
+            0 => 0.0,
+            1 => -0.0,
+            2 => f64::INFINITY,
+            3 => 1e-310,
+            _ => f64::from(r.f32(-1e6, 1e6)),
+        })
+        .collect();
+    let e: Vec<i32> = (0..n).map(|_| r.i32(-20, 20)).collect();
+    let y: Vec<f32> = x.iter().map(|v| *v as f32).collect();
+    let (_xb, xa) = vec1(&x);
+    let (_eb, ea) = vec1(&e);
+    let (_yb, ya) = vec1(&y);
+    let (ob, oa) = array(&vec![0f64; 4 * n], &[4, n as u64], &[n as i64, 1]);
+    let (pb, pa) = array(&vec![0i32; 2 * n], &[2, n as u64], &[n as i64, 1]);
+    let (qb, qa) = array(&vec![0f32; 4 * n], &[4, n as u64], &[n as i64, 1]);
+    run(&k, &[xa, ea, ya, oa, pa, qa], [2, 1, 1], [128, 1, 1]);
+    let (out, exps, out32): (Vec<f64>, Vec<i32>, Vec<f32>) = (ob.read(), pb.read(), qb.read());
+    let frexp = |v: f64| -> (f64, i32) {
+        if v == 0.0 || !v.is_finite() {
+            return (v, 0);
+        }
+        let mut m = v;
+        let mut k = 0;
+        while m.abs() >= 1.0 {
+            m /= 2.0;
+            k += 1;
+        }
+        while m.abs() < 0.5 {
+            m *= 2.0;
+            k -= 1;
+        }
+        (m, k)
+    };
+    for i in 0..n {
+        let (m, k) = frexp(x[i]);
+        assert_eq!(
+            (out[i].to_bits(), exps[i]),
+            (m.to_bits(), k),
+            "frexp({})",
+            x[i]
+        );
+        let scaled = x[i] * 2f64.powi(e[i]);
+        assert_eq!(
+            out[n + i].to_bits(),
+            scaled.to_bits(),
+            "ldexp({}, {})",
+            x[i],
+            e[i]
+        );
+        let int = if x[i].is_infinite() {
+            x[i]
+        } else {
+            x[i].trunc()
+        };
+        // C's modf: the fraction has the sign of x (also when it is zero).
+        let frac = if x[i].is_infinite() { 0.0 } else { x[i] - int }.copysign(x[i]);
+        assert_eq!(
+            out[2 * n + i].to_bits(),
+            frac.to_bits(),
+            "modf({}).frac",
+            x[i]
+        );
+        assert_eq!(
+            out[3 * n + i].to_bits(),
+            int.to_bits(),
+            "modf({}).int",
+            x[i]
+        );
+        let (m32, k32) = frexp(f64::from(y[i]));
+        assert_eq!(
+            (out32[i], exps[n + i]),
+            (m32 as f32, k32),
+            "frexp({}f32)",
+            y[i]
+        );
+    }
+
+    let k = compile(
+        &fixture("numba/libdevice_sad.py"),
+        "use_sad",
+        "int64[::1], int64[::1], int64[::1], int64[::1]",
+    );
+    let xs: Vec<i64> = (0..64).map(|_| i64::from(r.i32(-1000, 1000))).collect();
+    let ys: Vec<i64> = (0..64).map(|_| i64::from(r.i32(-1000, 1000))).collect();
+    let zs: Vec<i64> = (0..64).map(|_| i64::from(r.i32(0, 1000))).collect();
+    let (rb, ra) = vec1(&[0i64; 64]);
+    let (_a, xa) = vec1(&xs);
+    let (_b, ya) = vec1(&ys);
+    let (_c, za) = vec1(&zs);
+    run(&k, &[ra, xa, ya, za], [1, 1, 1], [64, 1, 1]);
+    let got: Vec<i64> = rb.read();
+    for i in 0..64 {
+        assert_eq!(got[i], (xs[i] - ys[i]).abs() + zs[i], "sad {i}");
+    }
+}

@@ -648,8 +648,8 @@ pub(crate) fn cpu_intrinsic(op: Intrinsic) -> bool {
         | Intrinsic::Frexp
         | Intrinsic::Modf
         | Intrinsic::Sincos
-        | Intrinsic::Sad
-        | Intrinsic::RoundDigits
+        | Intrinsic::Sad => true,
+        Intrinsic::RoundDigits
         | Intrinsic::ClusterIdx(_)
         | Intrinsic::ClusterDim(_)
         | Intrinsic::BlockIdxInCluster(_)

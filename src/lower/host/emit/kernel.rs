@@ -300,6 +300,20 @@ impl FnCx<'_, '_> {
                 )?]);
             }
             Intrinsic::Cg(cg) => return self.group_op(h, cg, args, ty),
+            Intrinsic::Ldexp | Intrinsic::Frexp | Intrinsic::Modf | Intrinsic::Sincos => {
+                return self.math_pair(op, args);
+            }
+            Intrinsic::Sad => {
+                // |x - y| (as an unsigned 32-bit difference) + z, as libdevice's `__nv_sad`.
+                let x = self.int_operand(arg(0)?, ct::I32)?;
+                let y = self.int_operand(arg(1)?, ct::I32)?;
+                let z = self.int_operand(arg(2)?, ct::I32)?;
+                let gt = self.b.ins().icmp(IntCC::SignedGreaterThan, x, y);
+                let xy = self.b.ins().isub(x, y);
+                let yx = self.b.ins().isub(y, x);
+                let d = self.b.ins().select(gt, xy, yx);
+                self.b.ins().iadd(d, z)
+            }
             other => {
                 return Err(err(format!(
                     "{other:?} reached the CPU back end (its check should have refused it)"
@@ -307,6 +321,38 @@ impl FnCx<'_, '_> {
             }
         };
         self.fit(v, ty)
+    }
+
+    /// `math.ldexp`, `math.frexp`, `math.modf` and numba's `libdevice.sincos` on `float32`
+    /// and `float64` (the C library's functions; pairs as two leaves).
+    fn math_pair(&mut self, op: Intrinsic, args: &[Handle<Expr>]) -> R<Vec<Value>> {
+        let xh = *args.first().ok_or_else(|| err("math operand"))?;
+        let s = self.scalar_of(xh)?;
+        if !matches!(s, Scalar::Float32 | Scalar::Float64) {
+            return Err(err(format!("{op:?} of {s:?} reached the CPU back end")));
+        }
+        let x = self.scalar(xh)?;
+        let t = reg_type(s);
+        let f = if s == Scalar::Float32 { "f" } else { "" };
+        Ok(match op {
+            Intrinsic::Ldexp => {
+                let nh = *args.get(1).ok_or_else(|| err("ldexp exponent"))?;
+                let n = self.int_operand(nh, ct::I32)?;
+                vec![self.call_helper(&format!("ldexp{f}"), &[t, ct::I32], t, &[x, n])?]
+            }
+            Intrinsic::Frexp => vec![
+                self.call_helper(&format!("__pyd_frexp{f}_m"), &[t], t, &[x])?,
+                self.call_helper(&format!("__pyd_frexp{f}_e"), &[t], ct::I32, &[x])?,
+            ],
+            Intrinsic::Modf => vec![
+                self.call_helper(&format!("__pyd_modf{f}_frac"), &[t], t, &[x])?,
+                self.call_helper(&format!("__pyd_modf{f}_int"), &[t], t, &[x])?,
+            ],
+            _ => vec![
+                self.call_helper(&format!("sin{f}"), &[t], t, &[x])?,
+                self.call_helper(&format!("cos{f}"), &[t], t, &[x])?,
+            ],
+        })
     }
 
     /// A cooperative-groups operation (docs/semantics.md §17); a group value is an `int32`.
