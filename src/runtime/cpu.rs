@@ -710,21 +710,11 @@ impl Scheduler {
         let ballot = lanes()
             .filter(|&l| value(l) != 0)
             .fold(0u64, |m, l| m | 1 << l);
-        let signed = lanes()
-            .next()
-            .is_some_and(|l| waits[l as usize].is_some_and(|c| c.arg != 0));
-        let key = |v: u64| {
-            if signed {
-                i128::from(v as i64)
-            } else {
-                i128::from(v)
-            }
-        };
         let reduced = match op {
-            WarpOp::ReduceAdd => lanes().fold(0u64, |a, l| a.wrapping_add(value(l))),
-            WarpOp::ReduceMin => lanes().map(value).min_by_key(|v| key(*v)).unwrap_or(0),
-            WarpOp::ReduceMax => lanes().map(value).max_by_key(|v| key(*v)).unwrap_or(0),
-            _ => 0,
+            WarpOp::ReduceAdd | WarpOp::ReduceMin | WarpOp::ReduceMax => {
+                reduce_tree(op, parts, waits)
+            }
+            _ => [0; 32],
         };
         for lane in lanes() {
             let Some(me) = waits[lane as usize] else {
@@ -754,7 +744,7 @@ impl Scheduler {
                         0
                     }
                 }
-                WarpOp::ReduceAdd | WarpOp::ReduceMin | WarpOp::ReduceMax => reduced,
+                WarpOp::ReduceAdd | WarpOp::ReduceMin | WarpOp::ReduceMax => reduced[lane as usize],
             };
             let t = self.t(base + lane as usize);
             t.result = r;
@@ -823,6 +813,89 @@ impl Scheduler {
         }
         false
     }
+}
+
+/// `cg.reduce` over the lanes `parts`, in the device's order of operations
+/// (`lower::ptx::emit::groups`): a tile's butterfly (each step combines a lane's value with
+/// that of lane `^ off`, for `off` from half the tile down to 1; a missing partner gives the
+/// lane's own value, as a shuffle does), or a coalesced group's tree over ranks (rank `r`
+/// takes rank `r + off` when `r % 2off == 0`) whose first member's total every member gets.
+/// The operands: `arg` bit 0 signed integers, bit 1 a coalesced group; `c` the width of a
+/// float (32 or 64), 0 for integers. Returns each lane's result.
+fn reduce_tree(op: WarpOp, parts: u32, waits: &[Option<Collective>; 32]) -> [u64; 32] {
+    let mut out = [0u64; 32];
+    let Some(me) = (0..32).find_map(|l| waits[l].filter(|_| parts & (1 << l) != 0)) else {
+        return out;
+    };
+    let signed = me.arg & 1 != 0;
+    let coalesced = me.arg & 2 != 0;
+    let combine = |a: u64, b: u64| -> u64 {
+        match (me.c, op) {
+            (32, WarpOp::ReduceAdd) => {
+                u64::from((f32::from_bits(a as u32) + f32::from_bits(b as u32)).to_bits())
+            }
+            (32, WarpOp::ReduceMin) => u64::from(
+                f32::from_bits(a as u32)
+                    .min(f32::from_bits(b as u32))
+                    .to_bits(),
+            ),
+            (32, _) => u64::from(
+                f32::from_bits(a as u32)
+                    .max(f32::from_bits(b as u32))
+                    .to_bits(),
+            ),
+            (64, WarpOp::ReduceAdd) => (f64::from_bits(a) + f64::from_bits(b)).to_bits(),
+            (64, WarpOp::ReduceMin) => f64::from_bits(a).min(f64::from_bits(b)).to_bits(),
+            (64, _) => f64::from_bits(a).max(f64::from_bits(b)).to_bits(),
+            (_, WarpOp::ReduceAdd) => a.wrapping_add(b),
+            (_, WarpOp::ReduceMin) if signed => (a as i64).min(b as i64) as u64,
+            (_, WarpOp::ReduceMin) => a.min(b),
+            (_, _) if signed => (a as i64).max(b as i64) as u64,
+            (_, _) => a.max(b),
+        }
+    };
+    let value = |l: usize| waits[l].map_or(0, |c| c.value);
+    if coalesced {
+        let members: Vec<usize> = (0..32).filter(|l| parts & (1 << l) != 0).collect();
+        let mut acc: Vec<u64> = members.iter().map(|&l| value(l)).collect();
+        let mut off = 1;
+        while off < 32 {
+            for r in (0..acc.len()).step_by(2 * off) {
+                if r + off < acc.len() {
+                    acc[r] = combine(acc[r], acc[r + off]);
+                }
+            }
+            off *= 2;
+        }
+        for &l in &members {
+            out[l] = acc[0];
+        }
+        return out;
+    }
+    let n = me.mask.count_ones().max(1) as usize;
+    let base = me.mask.trailing_zeros() as usize % 32;
+    let mut acc = [0u64; 32];
+    for (p, a) in acc.iter_mut().enumerate().take(n) {
+        *a = value(base + p);
+    }
+    let mut off = n / 2;
+    while off >= 1 {
+        let prev = acc;
+        for p in 0..n {
+            let q = p ^ off;
+            let other = if q < n && parts & (1 << (base + q)) != 0 {
+                prev[q]
+            } else {
+                prev[p]
+            };
+            acc[p] = combine(prev[p], other);
+        }
+        off /= 2;
+    }
+    for p in 0..n {
+        out[base + p] = acc[p];
+    }
+    out
 }
 
 /// The source lane of a shuffle, as PTX's `shfl.sync` computes it (`c`: the clamp value

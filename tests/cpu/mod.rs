@@ -1006,3 +1006,72 @@ fn cpu_numba_frexp_ldexp_modf_and_sad() {
         assert_eq!(got[i], (xs[i] - ys[i]).abs() + zs[i], "sad {i}");
     }
 }
+
+const FLOAT_REDUCE: &str = r#"
+from cuda import device
+from cuda.device import cg
+
+@device.kernel
+def fred(x, out):
+    i = device.tid(1)
+    t = cg.tiled_partition(cg.this_thread_block(), 8)
+    out[i, 0] = cg.reduce(t, x[i], 'add')
+    out[i, 1] = cg.reduce(t, x[i], 'max')
+    if x[i] > 0.0:
+        out[i, 2] = cg.reduce(cg.coalesced_threads(), x[i], 'add')
+"#;
+
+#[test]
+fn cpu_float_cg_reduce_in_the_devices_order() {
+    let k = compile(FLOAT_REDUCE, "fred", "float32[::1], float32[:, ::1]");
+    let n = 64;
+    let mut r = Rng(41);
+    let x: Vec<f32> = (0..n).map(|_| r.f32(-1.0, 1.0) * 1e3).collect();
+    let (_xb, xa) = vec1(&x);
+    let (ob, oa) = array(&vec![0f32; n * 3], &[n as u64, 3], &[3, 1]);
+    run(&k, &[xa, oa], [1, 1, 1], [n as u32, 1, 1]);
+    let out: Vec<f32> = ob.read();
+    for tile in 0..n / 8 {
+        // The butterfly: every lane ends with the same bits.
+        let mut acc: Vec<f32> = x[tile * 8..tile * 8 + 8].to_vec();
+        let mut mx = acc.clone();
+        for off in [4, 2, 1] {
+            let prev = acc.clone();
+            let prev_m = mx.clone();
+            for p in 0..8 {
+                acc[p] = prev[p] + prev[p ^ off];
+                mx[p] = prev_m[p].max(prev_m[p ^ off]);
+            }
+        }
+        for p in 0..8 {
+            let i = tile * 8 + p;
+            assert_eq!(
+                out[i * 3].to_bits(),
+                acc[p].to_bits(),
+                "tile sum, thread {i}"
+            );
+            assert_eq!(out[i * 3 + 1], mx[p], "tile max, thread {i}");
+        }
+    }
+    for w in 0..n / 32 {
+        // The tree over the ranks of the positive lanes.
+        let members: Vec<usize> = (w * 32..w * 32 + 32).filter(|&i| x[i] > 0.0).collect();
+        let mut acc: Vec<f32> = members.iter().map(|&i| x[i]).collect();
+        let mut off = 1;
+        while off < 32 {
+            for r in (0..acc.len()).step_by(2 * off) {
+                if r + off < acc.len() {
+                    acc[r] += acc[r + off];
+                }
+            }
+            off *= 2;
+        }
+        for &i in &members {
+            assert_eq!(
+                out[i * 3 + 2].to_bits(),
+                acc[0].to_bits(),
+                "coalesced sum, thread {i}"
+            );
+        }
+    }
+}

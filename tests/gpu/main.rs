@@ -715,7 +715,8 @@ fn target_specialization_across_archs() {
 
 /// The CPU back end (`runtime::cpu`) against the GPU, bit for bit, on the same kernels and
 /// inputs: every warp collective (the CPU gives lockstep results by exchanging values once
-/// all lanes arrived), a shuffle reduction tree, and Philox random numbers with one seed.
+/// all lanes arrived), a shuffle reduction tree, float `cg.reduce` over a tile and a
+/// coalesced group (the device's order of additions), and Philox random numbers.
 #[test]
 fn cpu_back_end_matches_the_gpu_bit_for_bit() {
     let Some(dev) = device("cpu_back_end_matches_the_gpu_bit_for_bit") else {
@@ -723,7 +724,7 @@ fn cpu_back_end_matches_the_gpu_bit_for_bit() {
     };
     let src = r#"
 from cuda import device
-from cuda.device import float32, float64, random
+from cuda.device import cg, float32, float64, random
 
 @device.kernel
 def mix(x, out, r):
@@ -738,6 +739,9 @@ def mix(x, out, r):
     out[i, 1] = float32(device.ballot_sync(full, lambda: x[i] > 0.5))
     out[i, 2] = float32(device.match_any_sync(full, x[i] > 0.25))
     out[i, 3] = float32(device.syncthreads_count(lambda: x[i] > 0.75))
+    out[i, 4] = cg.reduce(cg.tiled_partition(cg.this_thread_block(), 16), x[i], 'add')
+    if x[i] > 0.5:
+        out[i, 5] = cg.reduce(cg.coalesced_threads(), x[i], 'add')
     r[i, 0] = float64(random.rand(float32))
     r[i, 1] = random.randn(float64)
 "#;
@@ -760,7 +764,7 @@ def mix(x, out, r):
         .unwrap_or_else(|e| panic!("{e}"));
     let k = dev.load(&compiled.ptx, &compiled.abi).expect("load");
     let (_xb, xa) = vec1(&dev, &x);
-    let (ob, oa) = array(&dev, &vec![0f32; n * 4], &[n as u64, 4], &[4, 1]);
+    let (ob, oa) = array(&dev, &vec![0f32; n * 6], &[n as u64, 6], &[6, 1]);
     let (rb, ra) = array(&dev, &vec![0f64; n * 2], &[n as u64, 2], &[2, 1]);
     let cfg = LaunchConfig {
         grid: [n as u32 / block, 1, 1],
@@ -786,8 +790,8 @@ def mix(x, out, r):
         pydevice::HostValue::from_f32s(&x),
         pydevice::HostValue::Array {
             dtype: pydevice::types::Scalar::Float32,
-            shape: vec![n as u64, 4],
-            data: vec![0; n * 16],
+            shape: vec![n as u64, 6],
+            data: vec![0; n * 24],
         },
         pydevice::HostValue::Array {
             dtype: pydevice::types::Scalar::Float64,
@@ -804,13 +808,13 @@ def mix(x, out, r):
     };
     let cpu_out: Vec<f32> = from_bytes(&bytes(&values[1]));
     let cpu_r: Vec<f64> = from_bytes(&bytes(&values[2]));
-    for i in 0..n * 4 {
+    for i in 0..n * 6 {
         assert_eq!(
             cpu_out[i].to_bits(),
             gpu_out[i].to_bits(),
             "out[{}, {}]: cpu {} gpu {}",
-            i / 4,
-            i % 4,
+            i / 6,
+            i % 6,
             cpu_out[i],
             gpu_out[i]
         );

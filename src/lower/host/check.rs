@@ -11,7 +11,7 @@ use crate::diag::{Diagnostic, Span};
 use crate::ir::{
     AtomicOp, Expr, Function, FunctionKind, Handle, Intrinsic, Program, Stmt, StmtKind,
 };
-use crate::types::Type;
+use crate::types::{Scalar, Type};
 use std::collections::HashSet;
 
 /// The largest local array the host puts on its stack: 512 KiB, the local memory a CUDA
@@ -268,13 +268,17 @@ impl Checker {
                 return;
             }
             Expr::Intrinsic(Intrinsic::Cg(crate::ir::CgOp::Reduce(..)), _)
-                if self.kernel && f.ty(h).as_scalar().is_some_and(|s| s.is_float()) =>
+                if self.kernel
+                    && f.ty(h).as_scalar().is_some_and(|s| {
+                        s.is_float() && !matches!(s, Scalar::Float32 | Scalar::Float64)
+                    }) =>
             {
                 self.report(
                     Code::E0501,
                     span,
-                    "`cg.reduce` of floats is not supported by the CPU back end yet".into(),
-                    "the device's result depends on its order of additions, which the CPU does not reproduce yet",
+                    "`cg.reduce` of half-precision floats is not supported by the CPU back end yet"
+                        .into(),
+                    CPU_NOTE,
                 );
                 return;
             }
@@ -640,7 +644,8 @@ pub(crate) fn cpu_intrinsic(op: Intrinsic) -> bool {
             | CgOp::AsyncWait(_)
             | CgOp::AsyncWaitAll => true,
             CgOp::Shfl(kind, _) | CgOp::Vote(kind, _) => matches!(kind, GroupKind::Tile(_)),
-            // Integer reductions (floats are refused by the check, with the type at hand).
+            // In the device's order of operations (half precision is refused by the check,
+            // with the type at hand).
             CgOp::Reduce(kind, _) => matches!(kind, GroupKind::Tile(_) | GroupKind::Coalesced),
             CgOp::MemcpyAsync(_) => false,
         },

@@ -498,15 +498,28 @@ impl FnCx<'_, '_> {
                     _ => group(self)?,
                 };
                 let value = *args.get(1).ok_or_else(|| err("reduced value"))?;
-                let signed = self.ty(value).as_scalar().is_some_and(Scalar::is_signed);
-                let v = self.int_operand(value, ct::I64)?;
+                let s = self.scalar_of(value)?;
+                let x = self.scalar(value)?;
+                let bits = self.bits_of(s, x)?;
+                let bt = self.b.func.dfg.value_type(bits);
+                let v = self.resize(bits, s.is_signed(), ct::I64);
                 let op = match red {
                     crate::ir::CgReduce::Add => WarpOp::ReduceAdd,
                     crate::ir::CgReduce::Min => WarpOp::ReduceMin,
                     crate::ir::CgReduce::Max => WarpOp::ReduceMax,
                 };
-                let s = self.b.ins().iconst(ct::I32, i64::from(signed));
-                self.warp(op, mask, Some(v), Some(s), 0, h)?
+                // `arg`: bit 0 signed, bit 1 a coalesced group; `c`: a float's width.
+                let flags =
+                    i64::from(s.is_signed()) | (i64::from(kind == GroupKind::Coalesced) << 1);
+                let a = self.b.ins().iconst(ct::I32, flags);
+                let width = match s {
+                    Scalar::Float32 => 32,
+                    Scalar::Float64 => 64,
+                    _ => 0,
+                };
+                let r = self.warp(op, mask, Some(v), Some(a), width, h)?;
+                let r = self.resize(r, false, bt);
+                return Ok(vec![self.value_of_bits(s, r)?]);
             }
             CgOp::BarrierArrive => {
                 // The arrival is only the token; the wait is a whole block barrier (as the
