@@ -108,6 +108,9 @@ fn triple(t: [u32; 3]) -> String {
     format!("({}, {}, {})", t[0], t[1], t[2])
 }
 
+/// The most dynamic shared memory a block may ask for on the CPU: 16 MiB.
+pub const MAX_DYNAMIC_SHARED: u32 = 16 << 20;
+
 /// How to run a launch on the CPU.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CpuLaunch {
@@ -232,6 +235,12 @@ impl CpuKernel {
         if block_size > 1024 {
             return Err(CpuError::Config(format!(
                 "a block has at most 1024 threads; {block_size} were asked for"
+            )));
+        }
+        if cfg.shared_bytes > MAX_DYNAMIC_SHARED {
+            return Err(CpuError::Config(format!(
+                "{} bytes of dynamic shared memory were asked for; the CPU back end gives a block at most {MAX_DYNAMIC_SHARED} (a GPU at most 227 KiB)",
+                cfg.shared_bytes
             )));
         }
         if blocks > u64::from(u32::MAX) {
@@ -626,7 +635,7 @@ impl Scheduler {
         // What each lane waits at, and which lanes have not ended.
         let mut waits = [None; 32];
         let mut live = 0u32;
-        for k in 0..width {
+        for (k, slot) in waits.iter_mut().enumerate().take(width) {
             match self.t(base + k).wait {
                 Wait::Done => {}
                 Wait::Warp {
@@ -638,7 +647,7 @@ impl Scheduler {
                     site,
                 } => {
                     live |= 1 << k;
-                    waits[k] = Some(Collective {
+                    *slot = Some(Collective {
                         op,
                         mask,
                         value,
@@ -892,9 +901,7 @@ fn reduce_tree(op: WarpOp, parts: u32, waits: &[Option<Collective>; 32]) -> [u64
         }
         off /= 2;
     }
-    for p in 0..n {
-        out[base + p] = acc[p];
-    }
+    out[base..base + n].copy_from_slice(&acc[..n]);
     out
 }
 

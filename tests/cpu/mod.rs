@@ -580,9 +580,9 @@ fn cpu_dynamic_shared_memory() {
     cfg.shared_bytes = 64 + 3;
     try_run(&k, &[xa, oa], &cfg).expect("launch");
     let out: Vec<u8> = ob.read();
-    for i in 0..256 {
+    for (i, v) in out.iter().enumerate() {
         let (b, t) = (i / 64, i % 64);
-        assert_eq!(out[i], x[b * 64 + 63 - t].wrapping_add(3), "index {i}");
+        assert_eq!(*v, x[b * 64 + 63 - t].wrapping_add(3), "index {i}");
     }
 }
 
@@ -1074,4 +1074,30 @@ fn cpu_float_cg_reduce_in_the_devices_order() {
             );
         }
     }
+}
+
+#[test]
+fn cpu_launch_configurations_are_checked() {
+    let src = std::fs::read_to_string(crate::support::repo_path("examples/vector_add.py"))
+        .expect("example");
+    let k = compile(
+        &src,
+        "vector_add",
+        "float32[::1], float32[::1], float32[::1]",
+    );
+    let (_ab, aa) = vec1(&[1f32; 8]);
+    let args = [aa.clone(), aa.clone(), aa];
+    for (grid, block, shared, want) in [
+        ([0, 1, 1], [32, 1, 1], 0, "at least one block"),
+        ([1, 1, 1], [64, 32, 1], 0, "at most 1024 threads"),
+        ([1, 1, 1], [32, 1, 1], 1 << 30, "dynamic shared memory"),
+    ] {
+        let mut cfg = CpuLaunch::new(grid, block);
+        cfg.shared_bytes = shared;
+        let e = try_run(&k, &args, &cfg).expect_err("refused");
+        assert!(matches!(e, CpuError::Config(_)), "{e}");
+        assert!(e.to_string().contains(want), "{e}");
+    }
+    let e = try_run(&k, &args[..2], &CpuLaunch::new([1, 1, 1], [8, 1, 1])).expect_err("two args");
+    assert!(matches!(e, CpuError::Argument(_)), "{e}");
 }

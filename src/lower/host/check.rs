@@ -307,17 +307,19 @@ impl Checker {
                 );
                 return;
             }
-            Expr::StaticArray { .. } | Expr::DynamicShared if self.kernel => {
-                if leaves(f.ty(h)).is_none() {
-                    self.report(
-                        Code::E0503,
-                        span,
-                        "arrays of structs are not supported by the CPU back end yet".into(),
-                        CPU_NOTE,
-                    );
-                    return;
-                }
+            Expr::StaticArray { .. } | Expr::DynamicShared
+                if self.kernel && leaves(f.ty(h)).is_none() =>
+            {
+                self.report(
+                    Code::E0503,
+                    span,
+                    "arrays of structs are not supported by the CPU back end yet".into(),
+                    CPU_NOTE,
+                );
+                return;
             }
+            // Shared, local and dynamic shared arrays of numbers run on the CPU.
+            Expr::StaticArray { .. } | Expr::DynamicShared if self.kernel => {}
             Expr::Asm(_) | Expr::Launch(_) => {
                 let what = if matches!(e, Expr::Asm(_)) {
                     "inline PTX (`asm`)"
