@@ -1101,3 +1101,57 @@ fn cpu_launch_configurations_are_checked() {
     let e = try_run(&k, &args[..2], &CpuLaunch::new([1, 1, 1], [8, 1, 1])).expect_err("two args");
     assert!(matches!(e, CpuError::Argument(_)), "{e}");
 }
+
+const COALESCED: &str = r#"
+from cuda import device
+from cuda.device import cg
+
+@device.kernel
+def co(x, out):
+    i = device.tid(1)
+    if x[i] > 0:
+        g = cg.coalesced_threads()
+        out[i, 0] = g.thread_rank()
+        out[i, 1] = g.num_threads()
+        out[i, 2] = g.shfl(x[i], 1)
+        out[i, 3] = g.shfl_down(x[i], 2)
+        out[i, 4] = g.shfl_up(x[i], 1)
+        out[i, 5] = g.ballot(x[i] > 50)
+        out[i, 6] = g.any(x[i] > 90)
+        out[i, 7] = cg.reduce(g, x[i], 'max')
+"#;
+
+#[test]
+fn cpu_coalesced_groups() {
+    let k = compile(COALESCED, "co", "int32[::1], int32[:, ::1]");
+    let n = 64;
+    let mut r = Rng(51);
+    let x: Vec<i32> = (0..n).map(|_| r.i32(-100, 100)).collect();
+    let (_xb, xa) = vec1(&x);
+    let (ob, oa) = array(&vec![0i32; n * 8], &[n as u64, 8], &[8, 1]);
+    run(&k, &[xa, oa], [1, 1, 1], [n as u32, 1, 1]);
+    let out: Vec<i32> = ob.read();
+    for w in 0..n / 32 {
+        let members: Vec<usize> = (w * 32..w * 32 + 32).filter(|&i| x[i] > 0).collect();
+        let m = members.len();
+        let vals: Vec<i32> = members.iter().map(|&i| x[i]).collect();
+        let ballot = vals
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| **v > 50)
+            .fold(0i32, |b, (r, _)| b | 1 << r);
+        for (r, &i) in members.iter().enumerate() {
+            let want = [
+                r as i32,
+                m as i32,
+                if m > 1 { vals[1] } else { vals[r] },
+                if r + 2 < m { vals[r + 2] } else { vals[r] },
+                if r >= 1 { vals[r - 1] } else { vals[r] },
+                ballot,
+                vals.iter().any(|v| *v > 90) as i32,
+                *vals.iter().max().expect("members"),
+            ];
+            assert_eq!(&out[i * 8..i * 8 + 8], &want, "thread {i} (rank {r})");
+        }
+    }
+}

@@ -645,7 +645,9 @@ pub(crate) fn cpu_intrinsic(op: Intrinsic) -> bool {
             | CgOp::AsyncCommit
             | CgOp::AsyncWait(_)
             | CgOp::AsyncWaitAll => true,
-            CgOp::Shfl(kind, _) | CgOp::Vote(kind, _) => matches!(kind, GroupKind::Tile(_)),
+            CgOp::Shfl(kind, _) | CgOp::Vote(kind, _) => {
+                matches!(kind, GroupKind::Tile(_) | GroupKind::Coalesced)
+            }
             // In the device's order of operations (half precision is refused by the check,
             // with the type at hand).
             CgOp::Reduce(kind, _) => matches!(kind, GroupKind::Tile(_) | GroupKind::Coalesced),

@@ -201,11 +201,33 @@ extern "C" fn modff_integral(x: f32) -> f32 {
     i
 }
 
+/// PTX's `fns.b32 mask, base, offset` (coalesced-group shuffles on the CPU): the position of
+/// the `offset`-th set bit of `mask` counted from bit `base` (inclusive) upward, or downward
+/// for a negative `offset`; `0xffffffff` when there is none.
+extern "C" fn find_nth_set(mask: u32, base: u32, offset: i32) -> u32 {
+    if offset == 0 || base > 31 {
+        return u32::MAX;
+    }
+    let mut left = offset.unsigned_abs();
+    let mut pos = base as i32;
+    while (0..32).contains(&pos) {
+        if mask & (1 << pos) != 0 {
+            left -= 1;
+            if left == 0 {
+                return pos as u32;
+            }
+        }
+        pos += offset.signum();
+    }
+    u32::MAX
+}
+
 /// Every symbol host code may call, by name.
 pub(crate) fn symbols() -> Vec<(&'static str, *const u8)> {
     let mut v = libm_f64();
     v.extend(libm_f32());
     v.push(("__pyd_ipow", ipow as *const u8));
+    v.push(("__pyd_fns", find_nth_set as *const u8));
     v.push(("ldexp", ldexp as *const u8));
     v.push(("ldexpf", ldexpf as *const u8));
     v.push(("__pyd_frexp_m", frexp_mantissa as *const u8));
@@ -244,6 +266,19 @@ pub(crate) fn symbols() -> Vec<(&'static str, *const u8)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn find_nth_set_follows_ptx_fns() {
+        let m = 0b1011_0100u32;
+        assert_eq!(find_nth_set(m, 0, 1), 2);
+        assert_eq!(find_nth_set(m, 2, 1), 2);
+        assert_eq!(find_nth_set(m, 2, 2), 4);
+        assert_eq!(find_nth_set(m, 2, 4), 7);
+        assert_eq!(find_nth_set(m, 2, 5), u32::MAX);
+        assert_eq!(find_nth_set(m, 7, -2), 5);
+        assert_eq!(find_nth_set(m, 7, -4), 2);
+        assert_eq!(find_nth_set(m, 7, -5), u32::MAX);
+    }
 
     #[test]
     fn integer_power_wraps_and_handles_negative_exponents() {

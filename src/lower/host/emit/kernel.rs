@@ -461,6 +461,55 @@ impl FnCx<'_, '_> {
                 let value = *args.get(1).ok_or_else(|| err("shuffled value"))?;
                 return self.shuffle(op, mask, value, lane, c, h);
             }
+            CgOp::Shfl(GroupKind::Coalesced, shfl) => {
+                // The source is a member counted by rank (`fns`), as on the device; a
+                // missing one gives the thread its own value.
+                let g = group(self)?;
+                let lane = self.ctx_u32(offset::LANE)?;
+                let a = *args.get(2).ok_or_else(|| err("shuffle lane"))?;
+                let a = self.int_operand(a, ct::I32)?;
+                let k = self.b.ins().iadd_imm_s(a, 1);
+                let zero = self.b.ins().iconst(ct::I32, 0);
+                let (base, k) = match shfl {
+                    Shfl::Idx => (zero, k),
+                    Shfl::Down => (lane, k),
+                    Shfl::Up => (lane, self.b.ins().ineg(k)),
+                    Shfl::Xor => return Err(err("shfl_xor on a coalesced group")),
+                };
+                let src = self.call_helper(
+                    "__pyd_fns",
+                    &[ct::I32, ct::I32, ct::I32],
+                    ct::I32,
+                    &[g, base, k],
+                )?;
+                let none = self.b.ins().icmp_imm_s(IntCC::Equal, src, -1);
+                let src = self.b.ins().select(none, lane, src);
+                let value = *args.get(1).ok_or_else(|| err("shuffled value"))?;
+                return self.shuffle(WarpOp::ShflIdx, g, value, src, 0x1f, h);
+            }
+            CgOp::Vote(GroupKind::Coalesced, vote) => {
+                let g = group(self)?;
+                let p = *args.get(1).ok_or_else(|| err("vote predicate"))?;
+                let p = self.int_operand(p, ct::I64)?;
+                if vote == Vote::Ballot {
+                    // Bit r for the member of rank r (CUDA's packed lanes): the sum of the
+                    // members' bits, as the device computes it.
+                    let lt = self.lanemask_lt()?;
+                    let below = self.b.ins().band(g, lt);
+                    let rank = self.popc32(below);
+                    let rank = self.b.ins().uextend(ct::I64, rank);
+                    let bit = self.b.ins().ishl(p, rank);
+                    let coalesced = self.b.ins().iconst(ct::I32, 2);
+                    self.warp(WarpOp::ReduceAdd, g, Some(bit), Some(coalesced), 0, h)?
+                } else {
+                    let wop = match vote {
+                        Vote::All => WarpOp::All,
+                        Vote::Any => WarpOp::Any,
+                        _ => WarpOp::Uni,
+                    };
+                    self.warp(wop, g, Some(p), None, 0, h)?
+                }
+            }
             CgOp::Vote(GroupKind::Tile(n), vote) => {
                 group(self)?;
                 let mask = self.tile_mask(n)?;
