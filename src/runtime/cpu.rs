@@ -271,14 +271,33 @@ impl CpuKernel {
         }
         .min(units.len())
         .max(1);
-        if workers == 1 {
+        if workers == 1 && self.code.synchronizes() {
+            // Fibers have stacks of their own: the calling thread's does not matter.
             shared.work(&units);
         } else {
-            std::thread::scope(|s| {
+            // Kernels without barriers run their threads as plain calls on the workers'
+            // stacks, which must hold the local arrays.
+            let stack = self.code.stack_bytes().max(2 << 20) + (1 << 20);
+            let spawned = std::thread::scope(|s| {
+                let mut handles = Vec::new();
                 for _ in 0..workers {
-                    s.spawn(|| shared.work(&units));
+                    let h = std::thread::Builder::new()
+                        .stack_size(stack)
+                        .spawn_scoped(s, || shared.work(&units));
+                    match h {
+                        Ok(h) => handles.push(h),
+                        Err(e) => return Err(e),
+                    }
                 }
+                for h in handles {
+                    // A worker runs no code that panics; nothing to report if one did.
+                    let _ = h.join();
+                }
+                Ok(())
             });
+            if let Err(e) = spawned {
+                return Err(CpuError::Resource(format!("no worker thread: {e}")));
+            }
         }
         let failure = shared
             .failure
@@ -393,6 +412,23 @@ impl Launch<'_> {
         let tp = threads.as_mut_ptr();
         let entry = self.code.entry();
         let frame = self.frame;
+        if !self.code.synchronizes() {
+            // No barrier, no collective: each thread is a plain call, in rank order.
+            for t in threads.iter_mut() {
+                let mut unused = 0u64;
+                // SAFETY: as for a fiber below; the code never suspends (it calls no
+                // barrier or collective), so it needs no yielder.
+                unsafe {
+                    entry(
+                        frame as *const u8,
+                        (&mut unused as *mut u64).cast(),
+                        (t as *mut Thread).cast::<ThreadContext>(),
+                    )
+                };
+                t.wait = Wait::Done;
+            }
+            return self.first_error(&threads);
+        }
         let mut fibers: Vec<Option<Coroutine<(), (), (), DefaultStack>>> = Vec::with_capacity(n);
         for i in 0..n {
             let stack = match stacks.pop() {
@@ -428,38 +464,6 @@ impl Launch<'_> {
         }
         let mut sched = Scheduler { threads: tp, n, bs };
         let outcome = sched.run(&mut fibers, stacks);
-        // Errors of the threads, first by (block, thread) order.
-        let mut first: Option<((u32, u32), CpuError)> = None;
-        for t in &threads {
-            if t.ctx.error != 0 && first.is_none() {
-                let key = (t.ctx.block_rank, t.ctx.rank);
-                let e = match self.code.describe_error(t.ctx.error) {
-                    crate::lower::host::HostError::Raised {
-                        file,
-                        line,
-                        column,
-                        message,
-                    } => CpuError::Raised {
-                        file,
-                        line,
-                        column,
-                        message,
-                        thread: t.ctx.thread_idx,
-                        block: t.ctx.block_idx,
-                    },
-                    crate::lower::host::HostError::IndexOutOfBounds { line, column } => {
-                        CpuError::IndexOutOfBounds {
-                            line,
-                            column,
-                            thread: t.ctx.thread_idx,
-                            block: t.ctx.block_idx,
-                        }
-                    }
-                    other => CpuError::Argument(other.to_string()),
-                };
-                first = Some((key, e));
-            }
-        }
         if let Err(why) = outcome {
             // The waiting fibers can never finish: their stacks are leaked rather than
             // unwound through JIT-compiled frames.
@@ -473,10 +477,40 @@ impl Launch<'_> {
             ));
         }
         drop(shared);
-        match first {
-            Some(f) => Err(f),
-            None => Ok(()),
-        }
+        self.first_error(&threads)
+    }
+
+    /// The first error of the unit's threads, by (block, thread) order.
+    fn first_error(&self, threads: &[Thread]) -> Result<(), ((u32, u32), CpuError)> {
+        let Some(t) = threads.iter().find(|t| t.ctx.error != 0) else {
+            return Ok(());
+        };
+        let key = (t.ctx.block_rank, t.ctx.rank);
+        let e = match self.code.describe_error(t.ctx.error) {
+            crate::lower::host::HostError::Raised {
+                file,
+                line,
+                column,
+                message,
+            } => CpuError::Raised {
+                file,
+                line,
+                column,
+                message,
+                thread: t.ctx.thread_idx,
+                block: t.ctx.block_idx,
+            },
+            crate::lower::host::HostError::IndexOutOfBounds { line, column } => {
+                CpuError::IndexOutOfBounds {
+                    line,
+                    column,
+                    thread: t.ctx.thread_idx,
+                    block: t.ctx.block_idx,
+                }
+            }
+            other => CpuError::Argument(other.to_string()),
+        };
+        Err((key, e))
     }
 
     fn describe_deadlock(&self, threads: &[Thread], why: &str) -> String {

@@ -763,6 +763,13 @@ fn cpu_wall_times_at_one_and_two_threads() {
         "float32[:], float32[::1]",
     );
     let y: Vec<f32> = (0..1 << 18).map(|i| (i % 5) as f32).collect();
+    let src = std::fs::read_to_string(crate::support::repo_path("examples/vector_add.py"))
+        .expect("example");
+    let add = compile(
+        &src,
+        "vector_add",
+        "float32[::1], float32[::1], float32[::1]",
+    );
     for threads in [1, 2] {
         let (_xb, xa) = vec1(&x);
         let (ob, oa) = vec1(&vec![0i32; n]);
@@ -783,10 +790,19 @@ fn cpu_wall_times_at_one_and_two_threads() {
         try_run(&r, &[ya, sa], &cfg).expect("reduce");
         let red = t0.elapsed();
         assert_eq!(sb.read::<f32>()[0], y.iter().sum::<f32>());
+        let (_ab, aa) = vec1(&y);
+        let (cb, ca) = vec1(&vec![0f32; y.len()]);
+        let mut cfg = CpuLaunch::new([1024, 1, 1], [256, 1, 1]);
+        cfg.threads = threads;
+        let t0 = std::time::Instant::now();
+        try_run(&add, &[aa.clone(), aa, ca], &cfg).expect("add");
+        let vadd = t0.elapsed();
+        assert_eq!(cb.read::<f32>()[7], 2.0 * y[7]);
         eprintln!(
-            "cpu back end, {threads} thread(s): block scan of 65,536 int32 (64 blocks of 1024) {:.1} ms; shuffle reduction of 262,144 float32 (1024 blocks of 256) {:.1} ms",
+            "cpu back end, {threads} thread(s): block scan of 65,536 int32 (64 blocks of 1024) {:.1} ms; shuffle reduction of 262,144 float32 (1024 blocks of 256) {:.1} ms; vector add of 262,144 float32 (no barrier: plain calls) {:.1} ms",
             scan.as_secs_f64() * 1e3,
-            red.as_secs_f64() * 1e3
+            red.as_secs_f64() * 1e3,
+            vadd.as_secs_f64() * 1e3
         );
     }
 }

@@ -229,6 +229,40 @@ fn stack_bytes(program: &Program) -> usize {
     usize::try_from(bytes).unwrap_or(usize::MAX)
 }
 
+/// Whether any function of `program` reaches a barrier or a warp collective (an intrinsic
+/// that `emit::kernel` lowers to [`BARRIER_SYMBOL`] or [`WARP_SYMBOL`]).
+fn synchronizes(program: &Program) -> bool {
+    use crate::ir::{CgOp, Intrinsic};
+    use crate::types::GroupKind;
+    program.functions.iter().any(|(_, f)| {
+        f.exprs.iter().any(|(_, e)| match e {
+            Expr::Intrinsic(op, _) => match op {
+                Intrinsic::SyncThreads
+                | Intrinsic::SyncThreadsCount
+                | Intrinsic::SyncThreadsAnd
+                | Intrinsic::SyncThreadsOr
+                | Intrinsic::ActiveMask
+                | Intrinsic::SyncWarp
+                | Intrinsic::Vote(_)
+                | Intrinsic::Shfl(_)
+                | Intrinsic::MatchAny
+                | Intrinsic::MatchAll => true,
+                Intrinsic::Cg(cg) => matches!(
+                    cg,
+                    CgOp::Make(GroupKind::Coalesced)
+                        | CgOp::Sync(_)
+                        | CgOp::Shfl(..)
+                        | CgOp::Vote(..)
+                        | CgOp::Reduce(..)
+                        | CgOp::BarrierWait
+                ),
+                _ => false,
+            },
+            _ => false,
+        })
+    })
+}
+
 /// A `@kernel` compiled to native code for this machine, run by a scheduler of fibers
 /// (`runtime::cpu`). `Send + Sync`; cheap to clone.
 #[derive(Clone)]
@@ -242,6 +276,7 @@ pub struct KernelCode {
     shared: SharedLayout,
     stack_bytes: usize,
     cooperative: bool,
+    synchronizes: bool,
 }
 
 impl std::fmt::Debug for KernelCode {
@@ -276,6 +311,12 @@ impl KernelCode {
     /// The stack each thread's fiber gets.
     pub fn stack_bytes(&self) -> usize {
         self.stack_bytes
+    }
+
+    /// Whether the kernel calls the scheduler (a barrier or a warp collective anywhere):
+    /// when not, its threads can run one after the other as plain calls.
+    pub fn synchronizes(&self) -> bool {
+        self.synchronizes
     }
 
     /// Whether the kernel synchronizes the whole grid (all blocks must run together).
@@ -372,5 +413,6 @@ pub fn compile_kernel(
         shared,
         stack_bytes: stack_bytes(program),
         cooperative: program.cooperative,
+        synchronizes: synchronizes(program),
     })
 }
