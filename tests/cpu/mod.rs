@@ -1171,3 +1171,96 @@ fn cpu_coalesced_groups() {
         }
     }
 }
+
+// numba-cuda suite kernels of tests/gpu/numba_suite.rs, on the CPU.
+
+#[test]
+fn cpu_numba_int_bit_count_random() {
+    let k = compile(
+        &fixture("numba/int_bit_count.py"),
+        "bit_counts",
+        "uint8[::1], int64[::1], int32[:, ::1]",
+    );
+    let n = 1000;
+    let mut r = Rng(29);
+    let a: Vec<u8> = (0..n).map(|_| r.next() as u8).collect();
+    let b: Vec<i64> = (0..n).map(|_| r.next() as i64).collect();
+    let (_ab, aa) = vec1(&a);
+    let (_bb, ba) = vec1(&b);
+    let (ob, oa) = array(&vec![0i32; 2 * n], &[2, n as u64], &[n as i64, 1]);
+    run(&k, &[aa, ba, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let out: Vec<i32> = ob.read();
+    for i in 0..n {
+        assert_eq!(out[i], a[i].count_ones() as i32, "a[{i}] = {}", a[i]);
+        assert_eq!(out[n + i], b[i].count_ones() as i32, "b[{i}] = {}", b[i]);
+    }
+}
+
+#[test]
+fn cpu_numba_for_else_random() {
+    let k = compile(
+        &fixture("numba/for_else.py"),
+        "for_else",
+        "int64[::1], int64[::1], int64[::1]",
+    );
+    let n = 5000usize;
+    let mut r = Rng(53);
+    let x: Vec<i64> = (0..n).map(|_| i64::from(r.i32(0, 9))).collect();
+    let key: Vec<i64> = (0..n).map(|_| i64::from(r.i32(0, 50))).collect();
+    let (_xb, xa) = vec1(&x);
+    let (_kb, ka) = vec1(&key);
+    let (ob, oa) = vec1(&vec![0i64; n]);
+    run(&k, &[xa, ka, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let out: Vec<i64> = ob.read();
+    for i in 0..n {
+        let m = x[i];
+        let z = (0..m).find(|j| j * j == key[i]).unwrap_or(m * 100);
+        let hits = 3 * (1 + if m > 2 { 0 } else { 10 });
+        assert_eq!(out[i], z * 1000 + hits, "x = {m}, key = {}", key[i]);
+    }
+}
+
+#[test]
+fn cpu_numba_iterate_arrays_random() {
+    let k = compile(
+        &fixture("numba/iterate_arrays.py"),
+        "iterate_arrays",
+        "float64[::1], float64[::1], float64[::1], int64[::1]",
+    );
+    let mut r = Rng(59);
+    for _ in 0..20 {
+        let nx = 3 + (r.next() % 200) as usize;
+        let ny = 1 + (r.next() % 200) as usize;
+        let x: Vec<f64> = (0..nx).map(|_| f64::from(r.f32(-60.0, 60.0))).collect();
+        let y: Vec<f64> = (0..ny).map(|_| f64::from(r.f32(-60.0, 60.0))).collect();
+        let (_xb, xa) = vec1(&x);
+        let (_yb, ya) = vec1(&y);
+        let (ob, oa) = vec1(&[0f64; 4]);
+        let (ib, ia) = vec1(&vec![0i64; ny]);
+        run(&k, &[xa, ya, oa, ia], [1, 1, 1], [32, 1, 1]);
+        let out: Vec<f64> = ob.read();
+        let idx: Vec<i64> = ib.read();
+        let s = x.iter().fold(0.0, |s, v| s + v);
+        // The host fuses `m += k * a * b` as the device does (§3.13): m = fma(k * a, b, m).
+        let m = x
+            .iter()
+            .zip(&y)
+            .enumerate()
+            .fold(0.0, |m, (k, (a, b))| (k as f64 * a).mul_add(*b, m));
+        let mut n = 0usize;
+        let mut want_idx = vec![0i64; ny];
+        for (k, a) in y.iter().enumerate().take(nx) {
+            want_idx[k] = k as i64 + 1;
+            n += 1;
+            if *a > 50.0 {
+                break;
+            }
+        }
+        let w3 = [0.5, 1.5, 2.5]
+            .iter()
+            .enumerate()
+            .fold(0.0, |t, (k, w): (usize, &f64)| w.mul_add(x[k], t));
+        assert_eq!(out, vec![s, m, n as f64, w3], "nx = {nx}, ny = {ny}");
+        assert_eq!(idx, want_idx);
+    }
+}

@@ -36,6 +36,12 @@ impl FnCx<'_, '_> {
                 let x = self.scalar(*a)?;
                 self.unary(*op, s, x)?
             }
+            Expr::Binary(op, a, b)
+                if self.kernel.is_some()
+                    && let Some(v) = self.contracted(*op, *a, *b)? =>
+            {
+                v
+            }
             Expr::Binary(op, a, b) => {
                 let s = self.scalar_of(*a)?;
                 let x = self.scalar(*a)?;

@@ -192,6 +192,54 @@ impl FnCx<'_, '_> {
         self.b.ins().popcnt(v)
     }
 
+    /// In a kernel, `a * b + c`, `c + a * b`, `a * b - c` and `c - a * b` on `float32` or
+    /// `float64` as one `fma` (one rounding), as the device contracts them (§3.13: nvcc's
+    /// `-fmad=true`, LLVM's combine of an `fmul` with the `fadd`/`fsub` that uses it,
+    /// trying the left operand first); not with `contract=False`. `None`:
+    /// not such an expression. A product stored in a local first is not contracted here,
+    /// while the device's optimizer may still fuse it.
+    pub(super) fn contracted(
+        &mut self,
+        op: BinaryOp,
+        a: Handle<Expr>,
+        b: Handle<Expr>,
+    ) -> R<Option<Value>> {
+        if self.program.options.no_contract || !matches!(op, BinaryOp::Add | BinaryOp::Sub) {
+            return Ok(None);
+        }
+        let s = self.scalar_of(a)?;
+        if !matches!(s, Scalar::Float32 | Scalar::Float64) || self.ty(b).as_scalar() != Some(s) {
+            return Ok(None);
+        }
+        let product = |cx: &Self, h: Handle<Expr>| match &cx.f.exprs[h] {
+            Expr::Binary(BinaryOp::Mul, x, y) if cx.ty(h).as_scalar() == Some(s) => Some((*x, *y)),
+            _ => None,
+        };
+        if let Some((x, y)) = product(self, a) {
+            let x = self.scalar(x)?;
+            let y = self.scalar(y)?;
+            let c = self.scalar(b)?;
+            let c = if op == BinaryOp::Sub {
+                self.b.ins().fneg(c)
+            } else {
+                c
+            };
+            return Ok(Some(self.b.ins().fma(x, y, c)));
+        }
+        if let Some((x, y)) = product(self, b) {
+            let c = self.scalar(a)?;
+            let x = self.scalar(x)?;
+            let y = self.scalar(y)?;
+            let x = if op == BinaryOp::Sub {
+                self.b.ins().fneg(x)
+            } else {
+                x
+            };
+            return Ok(Some(self.b.ins().fma(x, y, c)));
+        }
+        Ok(None)
+    }
+
     /// A device intrinsic (or random number) of a kernel.
     pub(super) fn device_intrinsic(
         &mut self,
