@@ -429,6 +429,18 @@ impl Module {
         self.specialize_host(entry, args)?.to_host()
     }
 
+    /// Specializes `@kernel` `entry` for argument types and JIT-compiles it to run whole on
+    /// the CPU ([`crate::runtime::cpu`], docs/semantics.md "CPU back end"). The code is specialized
+    /// as for [`Arch::DEFAULT`]: `target(is_device)` holds, as on a GPU.
+    #[cfg(all(feature = "host", feature = "runtime"))]
+    pub fn cpu_kernel(
+        &self,
+        entry: &str,
+        args: &[Type],
+    ) -> Result<crate::runtime::cpu::CpuKernel, Error> {
+        self.specialize(entry, args)?.to_cpu()
+    }
+
     /// Specializes and compiles `entry` to PTX.
     #[cfg(feature = "ptx")]
     pub fn compile(
@@ -617,6 +629,21 @@ impl Specialization {
             }));
         }
         Ok(lower::host::compile(&self.program)?)
+    }
+
+    /// JIT-compiles the entry (a `@kernel`) to run whole on the CPU: each GPU thread a
+    /// fiber, blocks over a pool of OS threads ([`crate::runtime::cpu`]). What the CPU back end does
+    /// not run yet is a diagnostic at its use.
+    #[cfg(all(feature = "host", feature = "runtime"))]
+    pub fn to_cpu(&self) -> Result<crate::runtime::cpu::CpuKernel, Error> {
+        let list = lower::host::kernel_diagnostics(&self.program);
+        if !list.is_empty() {
+            return Err(Error::Diagnostics(Diagnostics {
+                file: self.program.file.clone(),
+                list,
+            }));
+        }
+        Ok(crate::runtime::cpu::CpuKernel::compile(&self.program)?)
     }
 
     /// Lowers to optimized LLVM IR text (for inspection).

@@ -43,6 +43,7 @@ from .errors import (
     ArgumentRangeError,
     BoundsError,
     CompileError,
+    DeadlockError,
     DeviceFault,
     DeviceMismatchError,
     Diagnostic,

@@ -1028,6 +1028,22 @@ def _default_device() -> int:
 
 _native.set_default_device(int(os.environ.get("PYDEVICE_DEVICE", "0")))
 
+# `PYDEVICE_BACKEND=cpu` runs every launch of an unchanged program on the CPU back end (as
+# `NUMBA_ENABLE_CUDASIM=1` runs numba's on its simulator); read once, at import.
+_BACKEND = os.environ.get("PYDEVICE_BACKEND", "").strip().lower() or None
+if _BACKEND not in (None, "cpu", "gpu", "cuda"):
+    raise ValueError(f"PYDEVICE_BACKEND={_BACKEND!r}: expected 'cpu' or 'gpu'")
+
+
+def _dim3(d, what: str) -> Tuple[int, int, int]:
+    """A launch dimension (an int or a tuple of 1 to 3 ints) as three ints."""
+    if isinstance(d, (int, np.integer)):
+        return (int(d), 1, 1)
+    t = tuple(int(x) for x in d)
+    if not 1 <= len(t) <= 3:
+        raise TypeError(f"{what} must be an int or a tuple of 1 to 3 ints, got {d!r}")
+    return t + (1,) * (3 - len(t))
+
 
 _SUPPORTED_ARCHS = (75, 80, 86, 87, 89, 90, 100, 120)
 _ARCH_OF_DEVICE: Dict[int, str] = {}
@@ -1227,6 +1243,8 @@ class Kernel(_Entry):
     def __init__(self, fn, options: dict, dialect: str = "device"):
         super().__init__(fn, options, dialect)
         self._specs: Dict[Any, _Specialization] = {}
+        # CPU back end: (argument kinds, constants) -> compiled kernel.
+        self._cpu: Dict[Any, Any] = {}
         self._bounds_check = bool(options.get("bounds_check", False))
         # The repeated-launch fast path (Rust): argument kinds -> prepared launcher.
         self._dispatcher = _native.Dispatcher()
@@ -1270,7 +1288,16 @@ class Kernel(_Entry):
         with self._lock:
             return self._specs.setdefault(full, spec)
 
-    def _launch(self, args, grid, block, stream, shared, seed=None, cooperative=False, cluster=None):
+    def _launch(self, args, grid, block, stream, shared, seed=None, cooperative=False, cluster=None, backend=None):
+        which = backend if backend is not None else _BACKEND
+        if which is not None:
+            which = str(which).lower()
+            if which == "cpu":
+                if cluster is not None:
+                    raise ValueError("thread block clusters do not run on the CPU back end")
+                return self._launch_cpu(args, grid, block, shared, seed)
+            if which not in ("gpu", "cuda"):
+                raise ValueError(f"backend={backend!r}: expected 'cpu' or 'gpu'")
         consts = ()
         if self._module is None:
             self._mod()
@@ -1319,6 +1346,58 @@ class Kernel(_Entry):
             # out-of-range access as BoundsError.
             _native.synchronize(spec.launcher.device, h)
             spec.launcher.check_bounds()
+
+    def _launch_cpu(self, args, grid, block, shared, seed=None, threads=0, deterministic=False):
+        """Runs the kernel on the CPU back end (docs/semantics.md, "CPU back end"): each GPU
+        thread a fiber, blocks over the cores. Arguments are numbers, tuples, vectors, structs
+        and NumPy arrays; arrays are copied in and back. Synchronous."""
+        if self._module is None:
+            self._mod()
+        consts = ()
+        if self._const:
+            args, consts = self._split_constants(args)
+        keys = []
+        vals = []
+        try:
+            for a in args:
+                k, v = _describe(a)
+                keys.append(k)
+                vals.append(v)
+        except _Unsupported as e:
+            i = len(keys)
+            raise self._bad_arg(i, args[i], f"unsupported argument type {e}") from None
+        for i, k in enumerate(keys):
+            a = args[i]
+            if k[0] != "H" and (hasattr(a, "__cuda_array_interface__") or hasattr(a, "__dlpack__")):
+                raise self._bad_arg(i, a, "the CPU back end takes host arrays (NumPy), not device arrays")
+        key = tuple(keys)
+        ck = self._cpu.get((key, consts))
+        if ck is None:
+            m = self._mod()
+            constants = [(p, v) for p, _t, v in consts]
+            ck = m.cpu_kernel(self.__name__, self._types_of_keys(key, args, m), constants)
+            self._cpu[(key, consts)] = ck
+        host_vals = []
+        arrays = []
+        for k, v in zip(key, vals):
+            if k[0] == "H":
+                c = np.ascontiguousarray(v)
+                host_vals.append((tuple(c.shape), c.tobytes()))
+                arrays.append(v)
+            else:
+                host_vals.append(v)
+        after = ck.launch(
+            tuple(host_vals),
+            _dim3(grid, "grid"),
+            _dim3(block, "block"),
+            int(shared or 0),
+            seed,
+            int(threads),
+            bool(deterministic),
+        )
+        for a, data in zip(arrays, after):
+            if a.flags.writeable and a.size:
+                a[...] = np.frombuffer(data, dtype=a.dtype).reshape(a.shape)
 
     def _launch_host(self, spec, vals, grid, block, stream, shared, seed=None, cooperative=False, cluster=None):
         """Host NumPy arrays: copied to the device, launched, synchronized, copied back."""

@@ -123,6 +123,15 @@ class KernelRaised(PydeviceError):
         self.block = tuple(block)
 
 
+class DeadlockError(PydeviceError):
+    """A kernel run on the CPU back end deadlocked: threads wait at barriers or warp
+    collectives that can never complete (the message says where each waits)."""
+
+    def __init__(self, message: str, kernel: str = ""):
+        super().__init__(message)
+        self.kernel = kernel
+
+
 class LinkError(PydeviceError):
     """Device code could not be linked."""
 

@@ -708,6 +708,7 @@ fn launch_impl<'py>(
     let mut seed = py.None().into_bound(py);
     let mut cooperative = false;
     let mut cluster = py.None().into_bound(py);
+    let mut backend = py.None().into_bound(py);
     let names = [
         pyo3::intern!(py, "grid"),
         pyo3::intern!(py, "block"),
@@ -716,6 +717,7 @@ fn launch_impl<'py>(
         pyo3::intern!(py, "seed"),
         pyo3::intern!(py, "cooperative"),
         pyo3::intern!(py, "cluster"),
+        pyo3::intern!(py, "backend"),
     ];
     for (name, value) in keywords {
         // Keyword names are interned strings, so the pointer comparison nearly always
@@ -731,6 +733,7 @@ fn launch_impl<'py>(
             Some(4) => seed = value.clone(),
             Some(5) => cooperative = value.is_truthy()?,
             Some(6) => cluster = value.clone(),
+            Some(7) => backend = value.clone(),
             Some(_) => {
                 shared = value.extract().map_err(|_| {
                     PyTypeError::new_err("launch(): shared must be a non-negative int (bytes)")
@@ -750,8 +753,10 @@ fn launch_impl<'py>(
     };
     // A fixed random-number seed or a cluster shape takes the Python path (the prepared
     // launchers draw a seed and launch without clusters).
+    // `backend=` (the CPU back end) takes the Python path too.
     if seed.is_none()
         && cluster.is_none()
+        && backend.is_none()
         && let Ok(d) = f.getattr(pyo3::intern!(py, "_dispatcher"))
         && let Ok(d) = d.cast::<Dispatcher>()
         && d.get().launch_from(
@@ -778,6 +783,7 @@ fn launch_impl<'py>(
                 seed,
                 cooperative,
                 cluster,
+                backend,
             ))?;
             Ok(())
         }

@@ -501,6 +501,127 @@ impl Module {
         f.map(|f| HostFunc { inner: Arc::new(f) })
             .map_err(|e| to_py(py, e))
     }
+
+    /// JIT-compiles `@kernel` `entry` to run whole on the CPU (the CPU back end), without
+    /// the GIL; `constants` gives the values of its `ConstExpr` parameters.
+    #[pyo3(signature = (entry, types, constants=None))]
+    fn cpu_kernel(
+        &self,
+        py: Python<'_>,
+        entry: &str,
+        types: &Bound<'_, PyAny>,
+        constants: Option<Vec<(String, Bound<'_, PyAny>)>>,
+    ) -> PyResult<CpuKernel> {
+        let types = self.resolve_all(types)?;
+        let constants = constants
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(n, v)| Ok((n, const_value(&v)?)))
+            .collect::<PyResult<Vec<_>>>()?;
+        let k = py.detach(|| {
+            self.inner
+                .specialize_with(entry, &types, &constants, Arch::DEFAULT)
+                .map_err(pydevice::Error::from)
+                .and_then(|s| s.to_cpu())
+        });
+        k.map(|k| CpuKernel { inner: Arc::new(k) })
+            .map_err(|e| to_py(py, e))
+    }
+}
+
+/// A `@kernel` compiled for the CPU back end.
+#[pyclass(frozen, module = "pydevice._native")]
+struct CpuKernel {
+    inner: Arc<pydevice::runtime::cpu::CpuKernel>,
+}
+
+/// The Python exception for a failed launch on the CPU.
+fn cpu_to_py(py: Python<'_>, kernel: &str, e: pydevice::runtime::cpu::CpuError) -> PyErr {
+    use pydevice::runtime::cpu::CpuError;
+    let text = format!("kernel `{kernel}`: {e}");
+    match e {
+        CpuError::Argument(_) => raise(py, "ArgumentError", (text,)),
+        CpuError::Config(_) | CpuError::Resource(_) => {
+            raise(py, "LaunchError", (text, kernel.to_string()))
+        }
+        CpuError::Deadlock(_) => raise(py, "DeadlockError", (text, kernel.to_string())),
+        CpuError::IndexOutOfBounds { line, column, .. } => {
+            raise(py, "BoundsError", (text, kernel.to_string(), line, column))
+        }
+        CpuError::Raised {
+            file,
+            line,
+            column,
+            message,
+            thread,
+            block,
+        } => raise(
+            py,
+            "KernelRaised",
+            (
+                text,
+                kernel.to_string(),
+                line,
+                column,
+                file,
+                message,
+                (thread[0], thread[1], thread[2]),
+                (block[0], block[1], block[2]),
+            ),
+        ),
+    }
+}
+
+#[pymethods]
+impl CpuKernel {
+    /// Runs the kernel on `args` (arrays as `(shape, bytes)`) over a `grid` of `block`
+    /// threads (3-tuples), without the GIL; returns each array argument's bytes after the
+    /// launch. `threads` OS threads (0: one per core); `deterministic` runs the blocks in
+    /// grid order on one thread.
+    #[pyo3(signature = (args, grid, block, shared=0, seed=None, threads=0, deterministic=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn launch(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared: u32,
+        seed: Option<u64>,
+        threads: usize,
+        deterministic: bool,
+    ) -> PyResult<Vec<Py<PyAny>>> {
+        let params = self.inner.params();
+        if args.len() != params.len() {
+            return Err(PyTypeError::new_err(format!(
+                "`{}` takes {} arguments, {} given",
+                self.inner.name(),
+                params.len(),
+                args.len()
+            )));
+        }
+        let mut values = params
+            .iter()
+            .zip(args.iter())
+            .map(|(t, v)| host_value(t, &v))
+            .collect::<PyResult<Vec<_>>>()?;
+        let cfg = pydevice::runtime::cpu::CpuLaunch {
+            grid,
+            block,
+            shared_bytes: shared,
+            threads,
+            deterministic,
+            seed,
+        };
+        let k = self.inner.clone();
+        let r = py.detach(|| k.launch(&mut values, &cfg));
+        r.map_err(|e| cpu_to_py(py, self.inner.name(), e))?;
+        values
+            .iter()
+            .filter(|v| matches!(v, HostValue::Array { .. }))
+            .map(|v| host_result(py, v))
+            .collect()
+    }
 }
 
 /// A compiled kernel: PTX and ABI.
@@ -1403,6 +1524,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Kernel>()?;
     m.add_class::<Launcher>()?;
     m.add_class::<HostFunc>()?;
+    m.add_class::<CpuKernel>()?;
     m.add_class::<Buffer>()?;
     m.add_class::<kernels::Elementwise>()?;
     m.add_class::<kernels::KernelCall>()?;

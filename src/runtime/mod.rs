@@ -27,6 +27,8 @@ pub mod array;
 pub mod cai;
 mod cluster;
 pub mod config;
+#[cfg(feature = "host")]
+pub mod cpu;
 pub mod dlpack;
 pub mod error;
 pub mod link;

@@ -4,6 +4,9 @@
 //! and `tests/fixtures/host/errors/` are test cases of `tests/fixtures.rs`; this file holds
 //! the tests written in Rust.
 //!
+//! `cpu` runs whole kernels on the CPU back end (`pydevice::runtime::cpu`), the same
+//! Cranelift code generator with fibers for the GPU threads.
+//!
 //! `c_abi_matches_gcc` calls the raw C ABI pointer from C code compiled by the system's C
 //! compiler, with structs, tuples and vectors passed and returned by value.
 

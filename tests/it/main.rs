@@ -9,6 +9,7 @@ mod support;
 mod abi_layouts;
 mod array_views;
 mod builtin_table;
+mod cpu;
 mod debug_info;
 mod disk_cache;
 mod gpu;

@@ -1,7 +1,9 @@
 //! What the host cannot run, found before lowering: device-only intrinsics (thread
 //! positioning, barriers, warp collectives), atomics, and values the host does not hold
 //! (arrays, references). Each use is a diagnostic at its span, so lowering itself only
-//! meets programs it can translate.
+//! meets programs it can translate. [`check_kernel`] does the same for a `@kernel` run whole
+//! on the CPU (`crate::lower::host::kernel`), which also runs the thread positions, barriers,
+//! warp collectives and the cooperative groups that [`cpu_intrinsic`] lists.
 
 use super::leaf::leaves;
 use crate::diag::Code;
@@ -9,7 +11,7 @@ use crate::diag::{Diagnostic, Span};
 use crate::ir::{
     AtomicOp, Expr, Function, FunctionKind, Handle, Intrinsic, Program, Stmt, StmtKind,
 };
-use crate::types::Type;
+use crate::types::{Scalar, Type};
 use std::collections::HashSet;
 
 /// The largest local array the host puts on its stack: 512 KiB, the local memory a CUDA
@@ -25,6 +27,7 @@ pub(crate) fn check(program: &Program) -> Vec<Diagnostic> {
     let mut c = Checker {
         diags: Vec::new(),
         seen: HashSet::new(),
+        kernel: false,
     };
     let entry = &program.functions[program.entry];
     if entry.kind == FunctionKind::Kernel {
@@ -43,7 +46,7 @@ pub(crate) fn check(program: &Program) -> Vec<Diagnostic> {
     }
     for l in entry.param_locals() {
         let t = &entry.locals[l].ty;
-        if leaves(t).is_none() {
+        if host_leaves(t).is_none() {
             c.diags.push(
                 Diagnostic::error(
                     if matches!(t, Type::Array(_)) {
@@ -61,7 +64,7 @@ pub(crate) fn check(program: &Program) -> Vec<Diagnostic> {
             );
         }
     }
-    if leaves(&entry.ret).is_none() || matches!(entry.ret, Type::Array(_)) {
+    if host_leaves(&entry.ret).is_none() || matches!(entry.ret, Type::Array(_)) {
         c.diags.push(Diagnostic::error(
             if matches!(entry.ret, Type::Array(_)) {
                 Code::E0503
@@ -83,9 +86,73 @@ pub(crate) fn check(program: &Program) -> Vec<Diagnostic> {
     c.diags
 }
 
+/// The diagnostics that stop `@kernel` `program` from running whole on the CPU; empty when
+/// it can.
+pub(crate) fn check_kernel(program: &Program) -> Vec<Diagnostic> {
+    let mut c = Checker {
+        diags: Vec::new(),
+        seen: HashSet::new(),
+        kernel: true,
+    };
+    let entry = &program.functions[program.entry];
+    if entry.kind != FunctionKind::Kernel {
+        c.diags.push(Diagnostic::error(
+            Code::E0500,
+            entry.span,
+            format!(
+                "`{}` is a @func; the CPU back end launches @kernel functions",
+                entry.name
+            ),
+        ));
+        return c.diags;
+    }
+    for l in entry.param_locals() {
+        let t = &entry.locals[l].ty;
+        if leaves(t).is_none() {
+            c.diags.push(
+                Diagnostic::error(
+                    Code::E0504,
+                    entry.span,
+                    format!(
+                        "parameter `{}` has type {t}, which the CPU back end cannot pass yet",
+                        entry.locals[l].name
+                    ),
+                )
+                .with_note("kernels on the CPU take numbers, tuples, vectors, @struct values and arrays of numbers"),
+            );
+        }
+    }
+    for (_, f) in program.functions.iter() {
+        if !f.external {
+            c.block(program, f, &f.body);
+        }
+    }
+    c.diags
+}
+
+/// [`leaves`] for host `@func`s: shared arrays, references into them and cooperative groups
+/// exist only in kernels.
+fn host_leaves(t: &Type) -> Option<Vec<super::leaf::Leaf>> {
+    fn kernel_only(t: &Type) -> bool {
+        match t {
+            Type::Array(a) => a.space == crate::types::MemSpace::Shared,
+            Type::Ref { space, .. } => *space == crate::types::MemSpace::Shared,
+            Type::Group(_) => true,
+            t => super::leaf::elements(t).is_some_and(|es| es.iter().any(kernel_only)),
+        }
+    }
+    if kernel_only(t) { None } else { leaves(t) }
+}
+
+/// The note of what the CPU back end does not run yet.
+const CPU_NOTE: &str =
+    "run this kernel on a GPU; docs/semantics.md, \"CPU back end\", lists what the CPU runs";
+
 struct Checker {
     diags: Vec<Diagnostic>,
     seen: HashSet<(Span, Code)>,
+    /// Checking a kernel for the CPU back end (not a host `@func`).
+    kernel: bool,
 }
 
 impl Checker {
@@ -158,6 +225,101 @@ impl Checker {
         let span = f.exprs.span(h);
         let e = &f.exprs[h];
         match e {
+            Expr::Reshape { .. }
+            | Expr::Reinterpret(_)
+            | Expr::FieldRef(..)
+            | Expr::FieldArray(..)
+            | Expr::Deref(_)
+                if self.kernel =>
+            {
+                self.report(
+                    Code::E0503,
+                    span,
+                    "reshapes, `view(dtype)` and in-place struct elements are not supported by the CPU back end yet"
+                        .into(),
+                    CPU_NOTE,
+                );
+                return;
+            }
+            Expr::ConstArray(c) if self.kernel => {
+                if c.dtype.scalar().is_none() {
+                    self.report(
+                        Code::E0503,
+                        span,
+                        "constant arrays of records are not supported by the CPU back end yet"
+                            .into(),
+                        CPU_NOTE,
+                    );
+                }
+                return;
+            }
+            Expr::Asm(_) | Expr::Launch(_) if self.kernel => {
+                let what = if matches!(e, Expr::Asm(_)) {
+                    "inline PTX (`asm`)"
+                } else {
+                    "a launch from device code"
+                };
+                self.report(
+                    Code::E0501,
+                    span,
+                    format!("{what} is not supported by the CPU back end"),
+                    CPU_NOTE,
+                );
+                return;
+            }
+            Expr::Intrinsic(Intrinsic::Cg(crate::ir::CgOp::Reduce(..)), _)
+                if self.kernel
+                    && f.ty(h).as_scalar().is_some_and(|s| {
+                        s.is_float() && !matches!(s, Scalar::Float32 | Scalar::Float64)
+                    }) =>
+            {
+                self.report(
+                    Code::E0501,
+                    span,
+                    "`cg.reduce` of half-precision floats is not supported by the CPU back end yet"
+                        .into(),
+                    CPU_NOTE,
+                );
+                return;
+            }
+            Expr::Intrinsic(op, _) if self.kernel && !cpu_intrinsic(*op) => {
+                self.report(
+                    Code::E0501,
+                    span,
+                    format!(
+                        "`{}` is not supported by the CPU back end yet",
+                        python_name(*op)
+                    ),
+                    CPU_NOTE,
+                );
+                return;
+            }
+            Expr::Intrinsic(..) if self.kernel => {}
+            Expr::Atomic { op, target, .. } if self.kernel && !host_atomic(*op, f.ty(*target)) => {
+                self.report(
+                    Code::E0502,
+                    span,
+                    format!(
+                        "atomic `{}` is not supported by the CPU back end yet",
+                        op.method()
+                    ),
+                    "on the CPU every atomic operation but `wait` is provided, on elements of real number types",
+                );
+                return;
+            }
+            Expr::StaticArray { .. } | Expr::DynamicShared
+                if self.kernel && leaves(f.ty(h)).is_none() =>
+            {
+                self.report(
+                    Code::E0503,
+                    span,
+                    "arrays of structs are not supported by the CPU back end yet".into(),
+                    CPU_NOTE,
+                );
+                return;
+            }
+            // Shared, local and dynamic shared arrays of numbers run on the CPU.
+            Expr::StaticArray { .. } | Expr::DynamicShared if self.kernel => {}
             Expr::Asm(_) | Expr::Launch(_) => {
                 let what = if matches!(e, Expr::Asm(_)) {
                     "inline PTX (`asm`)"
@@ -204,7 +366,7 @@ impl Checker {
                 );
                 return;
             }
-            Expr::StaticArray { .. } | Expr::DynamicShared if leaves(f.ty(h)).is_none() => {
+            Expr::StaticArray { .. } | Expr::DynamicShared if host_leaves(f.ty(h)).is_none() => {
                 self.report(
                     Code::E0503,
                     span,
@@ -270,7 +432,12 @@ impl Checker {
             );
             return;
         }
-        if leaves(f.ty(h)).is_none() && !matches!(e, Expr::Local(_)) {
+        let has_leaves = if self.kernel {
+            leaves(f.ty(h)).is_some()
+        } else {
+            host_leaves(f.ty(h)).is_some()
+        };
+        if !has_leaves && !matches!(e, Expr::Local(_)) {
             let code = if matches!(f.ty(h), Type::Array(_)) {
                 Code::E0503
             } else {
@@ -393,4 +560,73 @@ fn python_name(op: Intrinsic) -> String {
 /// table's host column is tested against this (`tests/builtin_table.rs`).
 pub(crate) fn device_only(op: Intrinsic) -> bool {
     op.flags().device_only
+}
+
+/// Whether the CPU back end runs intrinsic `op` in a kernel: every one the host runs, the
+/// thread positions, block barriers, warp collectives, fences, random numbers and the
+/// cooperative groups but those listed here. An exhaustive match, so a new intrinsic must
+/// say whether the CPU runs it.
+pub(crate) fn cpu_intrinsic(op: Intrinsic) -> bool {
+    use crate::ir::CgOp;
+    use crate::types::GroupKind;
+    match op {
+        Intrinsic::ThreadIdx(_)
+        | Intrinsic::BlockIdx(_)
+        | Intrinsic::BlockDim(_)
+        | Intrinsic::GridDim(_)
+        | Intrinsic::LaneId
+        | Intrinsic::WarpSize
+        | Intrinsic::SyncThreads
+        | Intrinsic::SyncThreadsCount
+        | Intrinsic::SyncThreadsAnd
+        | Intrinsic::SyncThreadsOr
+        | Intrinsic::ThreadFence(..)
+        | Intrinsic::ActiveMask
+        | Intrinsic::LaneMaskLt
+        | Intrinsic::SyncWarp
+        | Intrinsic::Vote(_)
+        | Intrinsic::Shfl(_)
+        | Intrinsic::MatchAny
+        | Intrinsic::MatchAll
+        | Intrinsic::DynamicSharedSize => true,
+        Intrinsic::Cg(op) => match op {
+            CgOp::Make(_)
+            | CgOp::ThreadRank(_)
+            | CgOp::NumThreads(_)
+            | CgOp::Sync(_)
+            | CgOp::MetaRank(_)
+            | CgOp::MetaSize(_)
+            | CgOp::BlockRank
+            | CgOp::NumBlocks
+            | CgOp::BarrierArrive
+            | CgOp::BarrierWait
+            | CgOp::AsyncCommit
+            | CgOp::AsyncWait(_)
+            | CgOp::AsyncWaitAll => true,
+            CgOp::Shfl(kind, _) | CgOp::Vote(kind, _) => {
+                matches!(kind, GroupKind::Tile(_) | GroupKind::Coalesced)
+            }
+            // In the device's order of operations (half precision is refused by the check,
+            // with the type at hand).
+            CgOp::Reduce(kind, _) => matches!(kind, GroupKind::Tile(_) | GroupKind::Coalesced),
+            CgOp::MemcpyAsync(_) => false,
+        },
+        Intrinsic::Ldexp
+        | Intrinsic::Frexp
+        | Intrinsic::Modf
+        | Intrinsic::Sincos
+        | Intrinsic::Sad => true,
+        Intrinsic::RoundDigits
+        | Intrinsic::ClusterIdx(_)
+        | Intrinsic::ClusterDim(_)
+        | Intrinsic::BlockIdxInCluster(_)
+        | Intrinsic::BlockRankInCluster
+        | Intrinsic::ClusterSize
+        | Intrinsic::ClusterArrive(_)
+        | Intrinsic::ClusterWait
+        | Intrinsic::ClusterSync
+        | Intrinsic::MapSharedRank
+        | Intrinsic::Tensor(_) => false,
+        op => !device_only(op),
+    }
 }

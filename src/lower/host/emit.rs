@@ -17,6 +17,7 @@ mod atomics;
 mod complex;
 mod expr;
 mod intrinsics;
+mod kernel;
 mod print;
 mod raise;
 mod wrappers;
@@ -100,8 +101,14 @@ fn internal_signature(m: &JITModule, f: &Function) -> R<Signature> {
 }
 
 /// Declares and defines every function of `program`, then the two wrappers of the entry;
-/// returns (C ABI wrapper, buffer wrapper).
-pub(crate) fn lower(m: &mut JITModule, program: &Program) -> R<(FuncId, FuncId)> {
+/// returns (C ABI wrapper, buffer wrapper). For a kernel run whole on the CPU (`kernel`, the
+/// layout of its static shared memory) there is no C ABI wrapper, and the hidden first
+/// parameter of every function is the thread's context (`super::kernel::ThreadContext`).
+pub(crate) fn lower(
+    m: &mut JITModule,
+    program: &Program,
+    kernel: Option<&super::kernel::SharedLayout>,
+) -> R<(Option<FuncId>, FuncId)> {
     let mut ids = Vec::new();
     for (h, f) in program.functions.iter() {
         let sig = internal_signature(m, f)?;
@@ -130,6 +137,8 @@ pub(crate) fn lower(m: &mut JITModule, program: &Program) -> R<(FuncId, FuncId)>
                 loops: Vec::new(),
                 imports: HashMap::new(),
                 can_raise,
+                kernel,
+                fn_index: h.index(),
             };
             cx.define()?;
             cx.b.finalize(cfg);
@@ -139,7 +148,16 @@ pub(crate) fn lower(m: &mut JITModule, program: &Program) -> R<(FuncId, FuncId)>
         m.clear_context(&mut ctx);
     }
     let entry = &program.functions[program.entry];
-    let c_abi = c_abi_wrapper(m, entry, ids[program.entry.index()], &mut fctx)?;
+    let c_abi = if kernel.is_some() {
+        None
+    } else {
+        Some(c_abi_wrapper(
+            m,
+            entry,
+            ids[program.entry.index()],
+            &mut fctx,
+        )?)
+    };
     let buffer = buffer_wrapper(m, entry, ids[program.entry.index()], &mut fctx)?;
     Ok((c_abi, buffer))
 }
@@ -158,7 +176,9 @@ fn import(
     }
     // cranelift-jit panics on a symbol it cannot resolve when the module is finalized:
     // refuse unknown helpers here, as an error value.
-    if !super::runtime::symbols().iter().any(|(n, _)| *n == name) {
+    if !super::runtime::symbols().iter().any(|(n, _)| *n == name)
+        && !super::kernel::runtime_symbols().contains(&name)
+    {
         return Err(err(format!(
             "no host implementation of `{name}` (a compiler bug; please report it)"
         )));
@@ -274,6 +294,11 @@ struct FnCx<'a, 'b> {
     imports: HashMap<String, FuncRef>,
     /// The program has an `assert` or a `raise`: test the error word after each call.
     can_raise: bool,
+    /// A kernel run whole on the CPU: the layout of its static shared memory (the error
+    /// word is then the first field of the thread's context).
+    kernel: Option<&'a super::kernel::SharedLayout>,
+    /// The function's index in the program (to find its shared arrays in `kernel`).
+    fn_index: usize,
 }
 
 impl FnCx<'_, '_> {

@@ -42,8 +42,12 @@ pub(crate) fn leaves(t: &Type) -> Option<Vec<Leaf>> {
         Type::Scalar(s) if !host_scalar(*s) => None,
         Type::Vector { elem, .. } if !host_scalar(*elem) => None,
         Type::Ref { dtype, .. } if !host_scalar(*dtype) => None,
-        // Cooperative groups exist only on the device.
-        Type::Group(_) => None,
+        // A cooperative group is an `int32` (a coalesced group's member mask, 0 for the other
+        // kinds); only kernels on the CPU hold them (the host check refuses them in `@func`s).
+        Type::Group(_) => Some(vec![Leaf {
+            scalar: Scalar::Int32,
+            offset: 0,
+        }]),
         Type::Scalar(s) if s.is_complex() => {
             let part = s.component();
             Some(vec![
@@ -85,9 +89,8 @@ pub(crate) fn leaves(t: &Type) -> Option<Vec<Leaf>> {
             if !host_scalar(a.dtype.atomic_scalar()?) {
                 return None;
             }
-            if a.space == crate::types::MemSpace::Shared {
-                return None;
-            }
+            // A shared array is a descriptor too (only kernels on the CPU hold one, where
+            // shared memory is the block's buffer; the host check refuses them in `@func`s).
             let n = u64::from(a.ndim);
             let mut out = vec![Leaf {
                 scalar: Scalar::UInt64,
@@ -102,11 +105,11 @@ pub(crate) fn leaves(t: &Type) -> Option<Vec<Leaf>> {
             Some(out)
         }
         // A reference to an array element (`atomic_ref`) is its address.
-        Type::Ref { space, .. } if *space != crate::types::MemSpace::Shared => Some(vec![Leaf {
+        Type::Ref { .. } => Some(vec![Leaf {
             scalar: Scalar::UInt64,
             offset: 0,
         }]),
-        Type::Atomic { .. } | Type::StructRef { .. } | Type::Ref { .. } => None,
+        Type::Atomic { .. } | Type::StructRef { .. } => None,
     }
 }
 

@@ -10,6 +10,7 @@
 mod check;
 mod cmath;
 mod emit;
+pub mod kernel;
 mod leaf;
 mod runtime;
 mod value;
@@ -228,16 +229,7 @@ impl HostFunction {
     /// array arguments back into them.
     pub fn call_mut(&self, args: &mut [HostValue]) -> Result<HostValue, HostError> {
         let (r, arrays) = self.invoke(args)?;
-        for (arg, (k, words)) in args
-            .iter_mut()
-            .zip(arrays)
-            .filter_map(|(a, w)| Some((a, w?)))
-        {
-            if let HostValue::Array { data, .. } = arg {
-                let bytes = &value::as_bytes_words(&words)[..k];
-                data.copy_from_slice(bytes);
-            }
-        }
+        value::copy_back(args, arrays);
         Ok(r)
     }
 
@@ -248,32 +240,7 @@ impl HostFunction {
         &self,
         args: &[HostValue],
     ) -> Result<(HostValue, Vec<Option<(usize, Vec<u64>)>>), HostError> {
-        if args.len() != self.params.len() {
-            return Err(HostError::Argument(format!(
-                "`{}` takes {} arguments, {} given",
-                self.name,
-                self.params.len(),
-                args.len()
-            )));
-        }
-        let frame_ty = Type::Tuple(self.params.clone());
-        let frame = crate::abi::layout_of(&frame_ty);
-        // u64 words keep the buffers 8-byte aligned.
-        let mut buf = vec![0u64; frame.size.div_ceil(8) as usize + 1];
-        let mut arrays = Vec::new();
-        {
-            let bytes = value::as_bytes_mut(&mut buf);
-            for ((t, f), v) in self.params.iter().zip(&frame.fields).zip(args) {
-                if let Type::Array(at) = t {
-                    let copy = value::array_copy(at, v)?;
-                    value::pack_descriptor(at, v, &copy, bytes, f.offset as usize)?;
-                    arrays.push(Some(copy));
-                } else {
-                    value::pack(t, v, bytes, f.offset as usize)?;
-                    arrays.push(None);
-                }
-            }
-        }
+        let (buf, arrays) = value::frame(&self.name, &self.params, args)?;
         // SAFETY: the array descriptors in `buf` point into `arrays`, alive and as large as
         // their shapes say.
         let r = unsafe { self.run_frame(&buf)? };
@@ -292,28 +259,7 @@ impl HostFunction {
     /// host memory of the parameter's dtype for the whole call: readable, and writable where
     /// the function stores, with no other thread writing it meanwhile.
     pub unsafe fn call_raw(&self, args: &[ArgValue]) -> Result<HostValue, HostError> {
-        if args.len() != self.params.len() {
-            return Err(HostError::Argument(format!(
-                "`{}` takes {} arguments, {} given",
-                self.name,
-                self.params.len(),
-                args.len()
-            )));
-        }
-        let frame = crate::abi::layout_of(&Type::Tuple(self.params.clone()));
-        let mut buf = vec![0u64; frame.size.div_ceil(8) as usize + 1];
-        {
-            let bytes = value::as_bytes_mut(&mut buf);
-            for (k, ((t, f), v)) in self.params.iter().zip(&frame.fields).zip(args).enumerate() {
-                let packed = crate::abi::pack(t, v)
-                    .map_err(|e| HostError::Argument(format!("argument {k}: {e}")))?;
-                let at = f.offset as usize;
-                bytes
-                    .get_mut(at..at + packed.len())
-                    .ok_or_else(|| HostError::Argument("argument buffer too small".into()))?
-                    .copy_from_slice(&packed);
-            }
-        }
+        let buf = value::raw_frame(&self.name, &self.params, args)?;
         // SAFETY: the caller vouches for the arrays' memory.
         unsafe { self.run_frame(&buf) }
     }
@@ -397,15 +343,47 @@ pub fn host_diagnostics(program: &Program) -> Vec<Diagnostic> {
     check::check(program)
 }
 
+/// The diagnostics that keep `@kernel` `program` from running whole on the CPU (empty when
+/// it can).
+pub fn kernel_diagnostics(program: &Program) -> Vec<Diagnostic> {
+    check::check_kernel(program)
+}
+
 /// JIT-compiles a program that passed [`host_diagnostics`].
 pub fn compile(program: &Program) -> Result<HostFunction, HostError> {
-    if !cfg!(all(target_arch = "x86_64", not(windows))) {
-        return Err(HostError::UnsupportedPlatform);
-    }
     if let Some(sm) = program.target_sm
         && sm != crate::ir::HOST_TARGET
     {
         return Err(HostError::TargetMismatch { specialized: sm });
+    }
+    let (code, (c_ptr, buf_ptr)) = jit(program, &[], None)?;
+    let entry = &program.functions[program.entry];
+    Ok(HostFunction {
+        _code: Arc::new(code),
+        c_abi: c_ptr,
+        buffer: buf_ptr,
+        name: entry.name.clone(),
+        params: entry
+            .param_locals()
+            .map(|l| entry.locals[l].ty.clone())
+            .collect(),
+        ret: entry.ret.clone(),
+        file: program.file.name.as_str().into(),
+        raises: Arc::new(raise_sites(program)),
+        stores: Arc::new(program.entry_param_stores()),
+    })
+}
+
+/// JIT-compiles every function of `program` with the runtime's `extra` symbols; returns the
+/// code and the addresses of the entry's C ABI wrapper (0 for a kernel, `kernel` given)
+/// and buffer wrapper.
+fn jit(
+    program: &Program,
+    extra: &[(&'static str, *const u8)],
+    kernel: Option<&kernel::SharedLayout>,
+) -> Result<(Code, (usize, usize)), HostError> {
+    if !cfg!(all(target_arch = "x86_64", not(windows))) {
+        return Err(HostError::UnsupportedPlatform);
     }
     let cg = |e: &dyn fmt::Display| HostError::Codegen(e.to_string());
     let mut fb = settings::builder();
@@ -422,11 +400,11 @@ pub fn compile(program: &Program) -> Result<HostFunction, HostError> {
         .finish(settings::Flags::new(fb))
         .map_err(|e| cg(&e))?;
     let mut jb = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
-    for (name, ptr) in runtime::symbols() {
+    for (name, ptr) in runtime::symbols().into_iter().chain(extra.iter().copied()) {
         jb.symbol(name, ptr);
     }
     let mut module = JITModule::new(jb);
-    let lowered = emit::lower(&mut module, program);
+    let lowered = emit::lower(&mut module, program, kernel);
     let (c_abi, buffer) = match lowered {
         Ok(ids) => ids,
         Err(e) => {
@@ -440,25 +418,14 @@ pub fn compile(program: &Program) -> Result<HostFunction, HostError> {
         unsafe { module.free_memory() };
         return Err(cg(&e));
     }
-    let c_ptr = module.get_finalized_function(c_abi) as usize;
+    let c_ptr = c_abi.map_or(0, |id| module.get_finalized_function(id) as usize);
     let buf_ptr = module.get_finalized_function(buffer) as usize;
-    let entry = &program.functions[program.entry];
-    Ok(HostFunction {
-        _code: Arc::new(Code {
+    Ok((
+        Code {
             module: Some(module),
-        }),
-        c_abi: c_ptr,
-        buffer: buf_ptr,
-        name: entry.name.clone(),
-        params: entry
-            .param_locals()
-            .map(|l| entry.locals[l].ty.clone())
-            .collect(),
-        ret: entry.ret.clone(),
-        file: program.file.name.as_str().into(),
-        raises: Arc::new(raise_sites(program)),
-        stores: Arc::new(program.entry_param_stores()),
-    })
+        },
+        (c_ptr, buf_ptr),
+    ))
 }
 
 #[cfg(test)]

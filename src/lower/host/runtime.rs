@@ -137,11 +137,107 @@ libmf! {
     ternary: fmaf;
 }
 
+#[link(name = "m")]
+unsafe extern "C" {
+    safe fn ldexp(x: f64, n: i32) -> f64;
+    safe fn ldexpf(x: f32, n: i32) -> f32;
+    fn frexp(x: f64, e: *mut i32) -> f64;
+    fn frexpf(x: f32, e: *mut i32) -> f32;
+    fn modf(x: f64, i: *mut f64) -> f64;
+    fn modff(x: f32, i: *mut f32) -> f32;
+}
+
+// `math.frexp` and `math.modf` (kernels on the CPU): the C library's, one result each.
+
+extern "C" fn frexp_mantissa(x: f64) -> f64 {
+    let mut e = 0;
+    // SAFETY: `e` is a valid `int` to write.
+    unsafe { frexp(x, &mut e) }
+}
+
+extern "C" fn frexp_exponent(x: f64) -> i32 {
+    let mut e = 0;
+    // SAFETY: as above.
+    unsafe { frexp(x, &mut e) };
+    e
+}
+
+extern "C" fn frexpf_mantissa(x: f32) -> f32 {
+    let mut e = 0;
+    // SAFETY: as above.
+    unsafe { frexpf(x, &mut e) }
+}
+
+extern "C" fn frexpf_exponent(x: f32) -> i32 {
+    let mut e = 0;
+    // SAFETY: as above.
+    unsafe { frexpf(x, &mut e) };
+    e
+}
+
+extern "C" fn modf_fraction(x: f64) -> f64 {
+    let mut i = 0.0;
+    // SAFETY: `i` is a valid `double` to write.
+    unsafe { modf(x, &mut i) }
+}
+
+extern "C" fn modf_integral(x: f64) -> f64 {
+    let mut i = 0.0;
+    // SAFETY: as above.
+    unsafe { modf(x, &mut i) };
+    i
+}
+
+extern "C" fn modff_fraction(x: f32) -> f32 {
+    let mut i = 0.0;
+    // SAFETY: `i` is a valid `float` to write.
+    unsafe { modff(x, &mut i) }
+}
+
+extern "C" fn modff_integral(x: f32) -> f32 {
+    let mut i = 0.0;
+    // SAFETY: as above.
+    unsafe { modff(x, &mut i) };
+    i
+}
+
+/// PTX's `fns.b32 mask, base, offset` (coalesced-group shuffles on the CPU): the position of
+/// the `offset`-th set bit of `mask` counted from bit `base` (inclusive) upward, or downward
+/// for a negative `offset`; `0xffffffff` when there is none.
+extern "C" fn find_nth_set(mask: u32, base: u32, offset: i32) -> u32 {
+    if offset == 0 || base > 31 {
+        return u32::MAX;
+    }
+    let mut left = offset.unsigned_abs();
+    let mut pos = base as i32;
+    while (0..32).contains(&pos) {
+        if mask & (1 << pos) != 0 {
+            left -= 1;
+            if left == 0 {
+                return pos as u32;
+            }
+        }
+        pos += offset.signum();
+    }
+    u32::MAX
+}
+
 /// Every symbol host code may call, by name.
 pub(crate) fn symbols() -> Vec<(&'static str, *const u8)> {
     let mut v = libm_f64();
     v.extend(libm_f32());
     v.push(("__pyd_ipow", ipow as *const u8));
+    v.push(("__pyd_fns", find_nth_set as *const u8));
+    v.push(("ldexp", ldexp as *const u8));
+    v.push(("ldexpf", ldexpf as *const u8));
+    v.push(("__pyd_frexp_m", frexp_mantissa as *const u8));
+    v.push(("__pyd_frexp_e", frexp_exponent as *const u8));
+    v.push(("__pyd_frexpf_m", frexpf_mantissa as *const u8));
+    v.push(("__pyd_frexpf_e", frexpf_exponent as *const u8));
+    v.push(("__pyd_modf_frac", modf_fraction as *const u8));
+    v.push(("__pyd_modf_int", modf_integral as *const u8));
+    v.push(("__pyd_modff_frac", modff_fraction as *const u8));
+    v.push(("__pyd_modff_int", modff_integral as *const u8));
     v.push(("__pyd_cmath_re", super::cmath::cmath_re as *const u8));
     v.push(("__pyd_cmath_im", super::cmath::cmath_im as *const u8));
     v.push(("__pyd_round_f16", round_f16 as *const u8));
@@ -170,6 +266,19 @@ pub(crate) fn symbols() -> Vec<(&'static str, *const u8)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn find_nth_set_follows_ptx_fns() {
+        let m = 0b1011_0100u32;
+        assert_eq!(find_nth_set(m, 0, 1), 2);
+        assert_eq!(find_nth_set(m, 2, 1), 2);
+        assert_eq!(find_nth_set(m, 2, 2), 4);
+        assert_eq!(find_nth_set(m, 2, 4), 7);
+        assert_eq!(find_nth_set(m, 2, 5), u32::MAX);
+        assert_eq!(find_nth_set(m, 7, -2), 5);
+        assert_eq!(find_nth_set(m, 7, -4), 2);
+        assert_eq!(find_nth_set(m, 7, -5), u32::MAX);
+    }
 
     #[test]
     fn integer_power_wraps_and_handles_negative_exponents() {

@@ -85,6 +85,86 @@ pub(crate) fn as_bytes_words(words: &[u64]) -> &[u8] {
     unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), words.len() * 8) }
 }
 
+/// Lays out the arguments of `name` (parameters `params`) as a C++ struct of the
+/// parameters: the frame, and per argument the aligned copy of an array's elements that the
+/// frame's descriptor points to (its length in bytes and storage).
+#[allow(clippy::type_complexity)]
+pub(crate) fn frame(
+    name: &str,
+    params: &[Type],
+    args: &[HostValue],
+) -> Result<(Vec<u64>, Vec<Option<(usize, Vec<u64>)>>), HostError> {
+    if args.len() != params.len() {
+        return Err(arg_err(format!(
+            "`{name}` takes {} arguments, {} given",
+            params.len(),
+            args.len()
+        )));
+    }
+    let layout = crate::abi::layout_of(&Type::Tuple(params.to_vec()));
+    // u64 words keep the buffers 8-byte aligned.
+    let mut buf = vec![0u64; layout.size.div_ceil(8) as usize + 1];
+    let mut arrays = Vec::new();
+    {
+        let bytes = as_bytes_mut(&mut buf);
+        for ((t, f), v) in params.iter().zip(&layout.fields).zip(args) {
+            if let Type::Array(at) = t {
+                let copy = array_copy(at, v)?;
+                pack_descriptor(at, v, &copy, bytes, f.offset as usize)?;
+                arrays.push(Some(copy));
+            } else {
+                pack(t, v, bytes, f.offset as usize)?;
+                arrays.push(None);
+            }
+        }
+    }
+    Ok((buf, arrays))
+}
+
+/// Writes the array copies of [`frame`] back into the arguments they came from.
+pub(crate) fn copy_back(args: &mut [HostValue], arrays: Vec<Option<(usize, Vec<u64>)>>) {
+    for (arg, (k, words)) in args
+        .iter_mut()
+        .zip(arrays)
+        .filter_map(|(a, w)| Some((a, w?)))
+    {
+        if let HostValue::Array { data, .. } = arg {
+            data.copy_from_slice(&as_bytes_words(&words)[..k]);
+        }
+    }
+}
+
+/// Lays out arguments given as kernel arguments ([`crate::abi::pack`]) as the frame of
+/// [`frame`].
+pub(crate) fn raw_frame(
+    name: &str,
+    params: &[Type],
+    args: &[crate::abi::ArgValue],
+) -> Result<Vec<u64>, HostError> {
+    if args.len() != params.len() {
+        return Err(arg_err(format!(
+            "`{name}` takes {} arguments, {} given",
+            params.len(),
+            args.len()
+        )));
+    }
+    let layout = crate::abi::layout_of(&Type::Tuple(params.to_vec()));
+    let mut buf = vec![0u64; layout.size.div_ceil(8) as usize + 1];
+    {
+        let bytes = as_bytes_mut(&mut buf);
+        for (k, ((t, f), v)) in params.iter().zip(&layout.fields).zip(args).enumerate() {
+            let packed =
+                crate::abi::pack(t, v).map_err(|e| arg_err(format!("argument {k}: {e}")))?;
+            let at = f.offset as usize;
+            bytes
+                .get_mut(at..at + packed.len())
+                .ok_or_else(|| arg_err("argument buffer too small".into()))?
+                .copy_from_slice(&packed);
+        }
+    }
+    Ok(buf)
+}
+
 /// A word-aligned copy of an array argument's elements, with its length in bytes.
 pub(crate) fn array_copy(
     at: &crate::types::ArrayType,

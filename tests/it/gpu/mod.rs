@@ -710,3 +710,120 @@ fn target_specialization_across_archs() {
         }
     }
 }
+
+/// The CPU back end (`runtime::cpu`) against the GPU, bit for bit, on the same kernels and
+/// inputs: every warp collective (the CPU gives lockstep results by exchanging values once
+/// all lanes arrived), a shuffle reduction tree, float `cg.reduce` over a tile and a
+/// coalesced group (the device's order of additions), and Philox random numbers.
+#[test]
+fn cpu_back_end_matches_the_gpu_bit_for_bit() {
+    let Some(dev) = device("cpu_back_end_matches_the_gpu_bit_for_bit") else {
+        return;
+    };
+    let src = r#"
+from cuda import device
+from cuda.device import cg, float32, float64, random
+
+@device.kernel
+def mix(x, out, r):
+    i = device.tid(1)
+    full = device.activemask()
+    v = x[i]
+    d = 16
+    while d > 0:
+        v += device.shfl_xor_sync(full, v, d)
+        d //= 2
+    out[i, 0] = v
+    out[i, 1] = float32(device.ballot_sync(full, lambda: x[i] > 0.5))
+    out[i, 2] = float32(device.match_any_sync(full, x[i] > 0.25))
+    out[i, 3] = float32(device.syncthreads_count(lambda: x[i] > 0.75))
+    out[i, 4] = cg.reduce(cg.tiled_partition(cg.this_thread_block(), 16), x[i], 'add')
+    if x[i] > 0.5:
+        out[i, 5] = cg.reduce(cg.coalesced_threads(), x[i], 'add')
+    r[i, 0] = float64(random.rand(float32))
+    r[i, 1] = random.randn(float64)
+"#;
+    let sig = "float32[::1], float32[:, ::1], float64[:, ::1]";
+    let (n, block) = (4096usize, 256u32);
+    let mut rng = Rng(77);
+    let x: Vec<f32> = (0..n).map(|_| rng.f32(0.0, 1.0)).collect();
+    // GPU.
+    let module = Module::parse("mix.py", src).unwrap_or_else(|d| panic!("{d}"));
+    let (args, _) = parse_signature(sig).expect("signature");
+    let compiled = module
+        .compile(
+            "mix",
+            &args,
+            &CompileOptions {
+                arch: arch_for(&dev),
+                ..CompileOptions::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    let k = dev.load(&compiled.ptx, &compiled.abi).expect("load");
+    let (_xb, xa) = vec1(&dev, &x);
+    let (ob, oa) = array(&dev, &vec![0f32; n * 6], &[n as u64, 6], &[6, 1]);
+    let (rb, ra) = array(&dev, &vec![0f64; n * 2], &[n as u64, 2], &[2, 1]);
+    let cfg = LaunchConfig {
+        grid: [n as u32 / block, 1, 1],
+        block: [block, 1, 1],
+        shared_bytes: 0,
+    };
+    dev.launch_seeded(
+        &k,
+        &[xa, oa, ra],
+        &cfg,
+        &pydevice::runtime::Stream::default_stream(),
+        Some(99),
+    )
+    .expect("launch");
+    dev.synchronize().expect("synchronize");
+    let gpu_out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    let gpu_r: Vec<f64> = from_bytes(&dev.download(&rb).expect("download"));
+    // CPU.
+    let ck = module
+        .cpu_kernel("mix", &args)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut values = vec![
+        pydevice::HostValue::from_f32s(&x),
+        pydevice::HostValue::Array {
+            dtype: pydevice::types::Scalar::Float32,
+            shape: vec![n as u64, 6],
+            data: vec![0; n * 24],
+        },
+        pydevice::HostValue::Array {
+            dtype: pydevice::types::Scalar::Float64,
+            shape: vec![n as u64, 2],
+            data: vec![0; n * 16],
+        },
+    ];
+    let mut ccfg = pydevice::runtime::cpu::CpuLaunch::new(cfg.grid, cfg.block);
+    ccfg.seed = Some(99);
+    ck.launch(&mut values, &ccfg).expect("cpu launch");
+    let bytes = |v: &pydevice::HostValue| match v {
+        pydevice::HostValue::Array { data, .. } => data.clone(),
+        _ => panic!("not an array"),
+    };
+    let cpu_out: Vec<f32> = from_bytes(&bytes(&values[1]));
+    let cpu_r: Vec<f64> = from_bytes(&bytes(&values[2]));
+    for i in 0..n * 6 {
+        assert_eq!(
+            cpu_out[i].to_bits(),
+            gpu_out[i].to_bits(),
+            "out[{}, {}]: cpu {} gpu {}",
+            i / 6,
+            i % 6,
+            cpu_out[i],
+            gpu_out[i]
+        );
+    }
+    for i in 0..n * 2 {
+        assert_eq!(
+            cpu_r[i].to_bits(),
+            gpu_r[i].to_bits(),
+            "r[{}, {}]",
+            i / 2,
+            i % 2
+        );
+    }
+}

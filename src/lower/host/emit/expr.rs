@@ -36,6 +36,12 @@ impl FnCx<'_, '_> {
                 let x = self.scalar(*a)?;
                 self.unary(*op, s, x)?
             }
+            Expr::Binary(op, a, b)
+                if self.kernel.is_some()
+                    && let Some(v) = self.contracted(*op, *a, *b)? =>
+            {
+                v
+            }
             Expr::Binary(op, a, b) => {
                 let s = self.scalar_of(*a)?;
                 let x = self.scalar(*a)?;
@@ -112,6 +118,17 @@ impl FnCx<'_, '_> {
                 }
                 return Ok(results);
             }
+            Expr::Intrinsic(op, args) if self.kernel.is_some() && self.is_device_op(*op) => {
+                return self.device_intrinsic(h, *op, args, &ty);
+            }
+            Expr::StaticArray { shape, .. }
+                if self.kernel.is_some()
+                    && ty.as_array().map(|a| a.space) == Some(crate::types::MemSpace::Shared) =>
+            {
+                return self.shared_array(h, shape, &ty);
+            }
+            Expr::DynamicShared if self.kernel.is_some() => return self.dynamic_shared(),
+            Expr::ConstArray(c) if self.kernel.is_some() => return self.const_array(c),
             Expr::Intrinsic(op, args) => {
                 let mut vals = Vec::new();
                 let mut scalars = Vec::new();
@@ -428,7 +445,10 @@ impl FnCx<'_, '_> {
             .as_array()
             .cloned()
             .ok_or_else(|| err("view of a non-array"))?;
-        let dtype = at.dtype.scalar().ok_or_else(|| err("view of structs"))?;
+        let dtype = at
+            .dtype
+            .atomic_scalar()
+            .ok_or_else(|| err("view of structs"))?;
         let n = usize::from(at.ndim);
         let d = self.expr(array)?;
         let mut offset = self.b.ins().iconst(ct::I64, 0);

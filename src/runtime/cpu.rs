@@ -1,0 +1,1076 @@
+//! Kernels run whole on the CPU (issue 33): the code comes from the host back end
+//! (`lower::host::kernel`), each GPU thread runs as a fiber (a stackful coroutine of the
+//! `corosensei` crate), and the blocks of a launch are spread over a pool of OS threads.
+//!
+//! A block's fibers run on one OS thread, each until it reaches a barrier, a warp
+//! collective, or its end. When none can go on, the scheduler resolves what is complete: a
+//! warp collective once every live lane of its mask waits at one with the same operation
+//! and mask (lanes then exchange values through the warp, which gives the lockstep
+//! semantics of the device), `activemask()` for the lanes that wait at the same call; then a
+//! block barrier once every live thread of the block waits at one. A thread that has ended
+//! no longer counts. If nothing can be resolved the launch deadlocked, and the error says
+//! where each thread waits. A cooperative kernel (one with a grid sync) runs all its blocks
+//! together on one OS thread, so that a grid barrier can complete.
+//!
+//! The schedule is fixed within a block (fibers in rank order, collectives resolved in
+//! warp order); with [`CpuLaunch::deterministic`] blocks also run one after the other in
+//! grid order, so a launch is reproducible even with atomics and races between blocks.
+//! docs/semantics.md, "CPU back end", records the decisions.
+
+use crate::abi::ArgValue;
+use crate::lower::host::HostValue;
+use crate::lower::host::kernel::{BarrierKind, KernelCode, ThreadContext, WarpOp};
+use corosensei::stack::DefaultStack;
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+use std::fmt;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+/// Why a launch on the CPU failed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CpuError {
+    /// The arguments do not match the parameters.
+    Argument(String),
+    /// The launch configuration is invalid (an empty grid or block, more than 1024 threads
+    /// per block).
+    Config(String),
+    /// A thread failed an `assert` or executed a `raise` (the first by block, then thread,
+    /// order); that thread stopped, the others ran to their end.
+    Raised {
+        /// The source file.
+        file: String,
+        /// 1-based line.
+        line: u32,
+        /// 1-based column.
+        column: u32,
+        /// `AssertionError: message`, ...
+        message: String,
+        /// `thread_idx` of the failing thread.
+        thread: [u32; 3],
+        /// `block_idx` of the failing thread.
+        block: [u32; 3],
+    },
+    /// An array index was out of range (the access was skipped; a load read zero).
+    IndexOutOfBounds {
+        /// 1-based line of the access.
+        line: u32,
+        /// 1-based column.
+        column: u32,
+        /// `thread_idx` of the first thread that did it.
+        thread: [u32; 3],
+        /// Its `block_idx`.
+        block: [u32; 3],
+    },
+    /// Threads wait at barriers or warp collectives that can never complete.
+    Deadlock(String),
+    /// An OS resource (a fiber's stack) could not be had.
+    Resource(String),
+}
+
+impl fmt::Display for CpuError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CpuError::Argument(m) | CpuError::Config(m) | CpuError::Resource(m) => {
+                write!(f, "{m}")
+            }
+            CpuError::Raised {
+                file,
+                line,
+                column,
+                message,
+                thread,
+                block,
+            } => write!(
+                f,
+                "{message} at {file}:{line}:{column} (thread {} of block {}; that thread stopped)",
+                triple(*thread),
+                triple(*block)
+            ),
+            CpuError::IndexOutOfBounds {
+                line,
+                column,
+                thread,
+                block,
+            } => write!(
+                f,
+                "array index out of range at line {line}, column {column} (thread {} of block {})",
+                triple(*thread),
+                triple(*block)
+            ),
+            CpuError::Deadlock(m) => write!(f, "the kernel deadlocked: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for CpuError {}
+
+fn triple(t: [u32; 3]) -> String {
+    format!("({}, {}, {})", t[0], t[1], t[2])
+}
+
+/// The most dynamic shared memory a block may ask for on the CPU: 16 MiB.
+pub const MAX_DYNAMIC_SHARED: u32 = 16 << 20;
+
+/// How to run a launch on the CPU.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuLaunch {
+    /// Blocks in the grid (x, y, z).
+    pub grid: [u32; 3],
+    /// Threads per block (x, y, z).
+    pub block: [u32; 3],
+    /// Bytes of dynamic shared memory per block.
+    pub shared_bytes: u32,
+    /// OS threads that run blocks; 0 for one per available core.
+    pub threads: usize,
+    /// Run the blocks one after the other in grid order (x fastest) on the calling thread:
+    /// the same interleaving, and so the same results, at every run.
+    pub deterministic: bool,
+    /// The seed of `random.rand`/`randn` (a fresh one when `None`), as the device's launch
+    /// seed: thread `t` of the grid gets the same numbers as on a GPU.
+    pub seed: Option<u64>,
+}
+
+impl CpuLaunch {
+    /// A launch of `grid` blocks of `block` threads, with no dynamic shared memory, on
+    /// every core.
+    pub fn new(grid: [u32; 3], block: [u32; 3]) -> CpuLaunch {
+        CpuLaunch {
+            grid,
+            block,
+            shared_bytes: 0,
+            threads: 0,
+            deterministic: false,
+            seed: None,
+        }
+    }
+}
+
+/// A `@kernel` compiled for the CPU. `Send + Sync`; cheap to clone.
+#[derive(Clone, Debug)]
+pub struct CpuKernel {
+    code: KernelCode,
+}
+
+/// The runtime functions the compiled code calls, by name.
+fn symbols() -> Vec<(&'static str, *const u8)> {
+    use crate::lower::host::kernel::{BARRIER_SYMBOL, RANDOM_SYMBOLS, WARP_SYMBOL};
+    vec![
+        (BARRIER_SYMBOL, barrier as *const u8),
+        (WARP_SYMBOL, warp as *const u8),
+        (RANDOM_SYMBOLS[0], rand_f32 as *const u8),
+        (RANDOM_SYMBOLS[1], rand_f64 as *const u8),
+        (RANDOM_SYMBOLS[2], randn_f32 as *const u8),
+        (RANDOM_SYMBOLS[3], randn_f64 as *const u8),
+    ]
+}
+
+impl CpuKernel {
+    /// JIT-compiles a kernel program that passed `lower::host::kernel_diagnostics`.
+    pub fn compile(
+        program: &crate::ir::Program,
+    ) -> Result<CpuKernel, crate::lower::host::HostError> {
+        let code = crate::lower::host::kernel::compile_kernel(program, &symbols())?;
+        Ok(CpuKernel { code })
+    }
+
+    /// The kernel's Python name.
+    pub fn name(&self) -> &str {
+        self.code.name()
+    }
+
+    /// Parameter types, in order.
+    pub fn params(&self) -> &[crate::types::Type] {
+        self.code.params()
+    }
+
+    /// Launches on arguments given as values; arrays are copied in, and what the kernel
+    /// stored is copied back into them when it ends (also when it failed).
+    pub fn launch(&self, args: &mut [HostValue], cfg: &CpuLaunch) -> Result<(), CpuError> {
+        let (frame, arrays) = self
+            .code
+            .frame_of_values(args)
+            .map_err(|e| CpuError::Argument(e.to_string()))?;
+        // SAFETY: the descriptors in `frame` point into `arrays`, alive until the end of
+        // the launch and as large as their shapes say.
+        let r = unsafe { self.run(&frame, cfg) };
+        KernelCode::copy_back(args, arrays);
+        r
+    }
+
+    /// Launches on arguments laid out as a kernel's ([`crate::abi::pack`]): arrays as
+    /// [`ArgValue::Array`] descriptors of **host** memory, read and written in place.
+    /// Every element access is bounds-checked against the descriptor's shape.
+    ///
+    /// # Safety
+    ///
+    /// For each array, every element its shape and strides reach must be valid host memory
+    /// of the parameter's dtype for the whole launch, readable and writable, written by no
+    /// other code meanwhile.
+    pub unsafe fn launch_raw(&self, args: &[ArgValue], cfg: &CpuLaunch) -> Result<(), CpuError> {
+        let frame = self
+            .code
+            .frame_of_raw(args)
+            .map_err(|e| CpuError::Argument(e.to_string()))?;
+        // SAFETY: the caller vouches for the arrays.
+        unsafe { self.run(&frame, cfg) }
+    }
+
+    /// Runs every block of the launch.
+    ///
+    /// # Safety
+    ///
+    /// The array descriptors in `frame` must point to memory valid for every element their
+    /// shapes and strides reach.
+    unsafe fn run(&self, frame: &[u64], cfg: &CpuLaunch) -> Result<(), CpuError> {
+        let [bx, by, bz] = cfg.block;
+        let [gx, gy, gz] = cfg.grid;
+        let block_size = u64::from(bx) * u64::from(by) * u64::from(bz);
+        let blocks = u64::from(gx) * u64::from(gy) * u64::from(gz);
+        if block_size == 0 || blocks == 0 {
+            return Err(CpuError::Config(format!(
+                "a launch needs at least one block of one thread (grid {:?}, block {:?})",
+                cfg.grid, cfg.block
+            )));
+        }
+        if block_size > 1024 {
+            return Err(CpuError::Config(format!(
+                "a block has at most 1024 threads; {block_size} were asked for"
+            )));
+        }
+        if cfg.shared_bytes > MAX_DYNAMIC_SHARED {
+            return Err(CpuError::Config(format!(
+                "{} bytes of dynamic shared memory were asked for; the CPU back end gives a block at most {MAX_DYNAMIC_SHARED} (a GPU at most 227 KiB)",
+                cfg.shared_bytes
+            )));
+        }
+        if blocks > u64::from(u32::MAX) {
+            return Err(CpuError::Config("the grid has too many blocks".into()));
+        }
+        let blocks = blocks as u32;
+        let units: Vec<Vec<u32>> = if self.code.cooperative() {
+            vec![(0..blocks).collect()]
+        } else {
+            (0..blocks).map(|b| vec![b]).collect()
+        };
+        let seed = cfg.seed.unwrap_or_else(crate::random::draw_seed);
+        let shared = Launch {
+            code: &self.code,
+            frame: frame.as_ptr() as usize,
+            cfg,
+            seed,
+            next: AtomicUsize::new(0),
+            stop: AtomicBool::new(false),
+            failure: Mutex::new(None),
+        };
+        let workers = if cfg.deterministic {
+            1
+        } else if cfg.threads == 0 {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        } else {
+            cfg.threads
+        }
+        .min(units.len())
+        .max(1);
+        if workers == 1 && self.code.synchronizes() {
+            // Fibers have stacks of their own: the calling thread's does not matter.
+            shared.work(&units);
+        } else {
+            // Kernels without barriers run their threads as plain calls on the workers'
+            // stacks, which must hold the local arrays.
+            let stack = self.code.stack_bytes().max(2 << 20) + (1 << 20);
+            let spawned = std::thread::scope(|s| {
+                let mut handles = Vec::new();
+                for _ in 0..workers {
+                    let h = std::thread::Builder::new()
+                        .stack_size(stack)
+                        .spawn_scoped(s, || shared.work(&units));
+                    match h {
+                        Ok(h) => handles.push(h),
+                        Err(e) => return Err(e),
+                    }
+                }
+                for h in handles {
+                    // A worker runs no code that panics; nothing to report if one did.
+                    let _ = h.join();
+                }
+                Ok(())
+            });
+            if let Err(e) = spawned {
+                return Err(CpuError::Resource(format!("no worker thread: {e}")));
+            }
+        }
+        let failure = shared
+            .failure
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner());
+        match failure {
+            None => Ok(()),
+            Some((_, e)) => Err(e),
+        }
+    }
+}
+
+/// Runs `kernel` on the CPU: `grid` blocks of `block` threads with `shared_bytes` of dynamic
+/// shared memory each, on `args` (arrays copied in and back), on every core.
+pub fn launch(
+    kernel: &CpuKernel,
+    grid: [u32; 3],
+    block: [u32; 3],
+    args: &mut [HostValue],
+    shared_bytes: u32,
+) -> Result<(), CpuError> {
+    let mut cfg = CpuLaunch::new(grid, block);
+    cfg.shared_bytes = shared_bytes;
+    kernel.launch(args, &cfg)
+}
+
+/// What the workers of one launch share.
+struct Launch<'a> {
+    code: &'a KernelCode,
+    /// The address of the argument frame.
+    frame: usize,
+    cfg: &'a CpuLaunch,
+    seed: u64,
+    /// The next unit to run.
+    next: AtomicUsize,
+    /// Set after a deadlock: no new unit starts.
+    stop: AtomicBool,
+    /// The first failure by (block, thread) order, with that order's key.
+    failure: Mutex<Option<((u32, u32), CpuError)>>,
+}
+
+impl Launch<'_> {
+    fn fail(&self, key: (u32, u32), e: CpuError) {
+        let mut f = self.failure.lock().unwrap_or_else(|e| e.into_inner());
+        if f.as_ref().is_none_or(|(k, _)| key < *k) {
+            *f = Some((key, e));
+        }
+    }
+
+    /// Takes units until none is left.
+    fn work(&self, units: &[Vec<u32>]) {
+        let mut stacks = Vec::new();
+        loop {
+            if self.stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let i = self.next.fetch_add(1, Ordering::Relaxed);
+            let Some(unit) = units.get(i) else { return };
+            if let Err((key, e)) = self.run_unit(unit, &mut stacks) {
+                if matches!(e, CpuError::Deadlock(_) | CpuError::Resource(_)) {
+                    self.stop.store(true, Ordering::Relaxed);
+                }
+                self.fail(key, e);
+            }
+        }
+    }
+
+    /// Runs the blocks of one unit (one block, or all of a cooperative launch) as fibers.
+    fn run_unit(
+        &self,
+        blocks: &[u32],
+        stacks: &mut Vec<DefaultStack>,
+    ) -> Result<(), ((u32, u32), CpuError)> {
+        let cfg = self.cfg;
+        let [bx, by, _] = cfg.block;
+        let [gx, gy, gz] = cfg.grid;
+        let bs = (cfg.block[0] * cfg.block[1] * cfg.block[2]) as usize;
+        let layout = self.code.shared();
+        let shared_bytes = layout.dynamic_offset() + u64::from(cfg.shared_bytes);
+        let words = usize::try_from(shared_bytes.div_ceil(8))
+            .unwrap_or(usize::MAX)
+            .max(1);
+        let mut shared: Vec<Vec<u64>> = blocks.iter().map(|_| vec![0u64; words]).collect();
+        let mut threads: Vec<Thread> = Vec::with_capacity(blocks.len() * bs);
+        for (k, &b) in blocks.iter().enumerate() {
+            for r in 0..bs as u32 {
+                threads.push(Thread {
+                    ctx: ThreadContext {
+                        error: 0,
+                        thread_idx: [r % bx, (r / bx) % by, r / (bx * by)],
+                        block_idx: [b % gx, (b / gx) % gy, b / (gx * gy)],
+                        block_dim: cfg.block,
+                        grid_dim: [gx, gy, gz],
+                        lane: r % 32,
+                        dynamic_shared_size: cfg.shared_bytes,
+                        shared: shared[k].as_mut_ptr() as u64,
+                        rank: r,
+                        block_size: bs as u32,
+                        block_rank: b,
+                        num_blocks: gx * gy * gz,
+                    },
+                    yielder: std::ptr::null(),
+                    wait: Wait::Run,
+                    result: 0,
+                    global: u64::from(b) * bs as u64 + u64::from(r),
+                    seed: self.seed,
+                    calls: 0,
+                });
+            }
+        }
+        let n = threads.len();
+        let tp = threads.as_mut_ptr();
+        let entry = self.code.entry();
+        let frame = self.frame;
+        if !self.code.synchronizes() {
+            // No barrier, no collective: each thread is a plain call, in rank order.
+            for t in threads.iter_mut() {
+                let mut unused = 0u64;
+                // SAFETY: as for a fiber below; the code never suspends (it calls no
+                // barrier or collective), so it needs no yielder.
+                unsafe {
+                    entry(
+                        frame as *const u8,
+                        (&mut unused as *mut u64).cast(),
+                        (t as *mut Thread).cast::<ThreadContext>(),
+                    )
+                };
+                t.wait = Wait::Done;
+            }
+            return self.first_error(&threads);
+        }
+        let mut fibers: Vec<Option<Coroutine<(), (), (), DefaultStack>>> = Vec::with_capacity(n);
+        for i in 0..n {
+            let stack = match stacks.pop() {
+                Some(s) => s,
+                None => DefaultStack::new(self.code.stack_bytes()).map_err(|e| {
+                    (
+                        (blocks[0], 0),
+                        CpuError::Resource(format!("no stack for a thread's fiber: {e}")),
+                    )
+                })?,
+            };
+            let t = tp.wrapping_add(i) as usize;
+            fibers.push(Some(Coroutine::with_stack(
+                stack,
+                move |y: &Yielder<(), ()>, _: ()| {
+                    let t = t as *mut Thread;
+                    // SAFETY: `t` is this fiber's element of `threads`, which outlives the
+                    // fiber; nothing else touches it while the fiber runs.
+                    unsafe { (*t).yielder = y as *const Yielder<(), ()> };
+                    let mut unused = 0u64;
+                    // SAFETY: `entry` is the kernel's buffer wrapper; `frame` holds the
+                    // parameters' layout (the caller of `run` vouches for the arrays); the
+                    // context is the first field of the `repr(C)` `Thread`.
+                    unsafe {
+                        entry(
+                            frame as *const u8,
+                            (&mut unused as *mut u64).cast(),
+                            t.cast::<ThreadContext>(),
+                        )
+                    };
+                },
+            )));
+        }
+        let mut sched = Scheduler { threads: tp, n, bs };
+        let outcome = sched.run(&mut fibers, stacks);
+        if let Err(why) = outcome {
+            // The waiting fibers can never finish: their stacks are leaked rather than
+            // unwound through JIT-compiled frames.
+            for f in fibers.into_iter().flatten() {
+                std::mem::forget(f);
+            }
+            let key = (blocks[0], 0);
+            return Err((
+                key,
+                CpuError::Deadlock(self.describe_deadlock(&threads, &why)),
+            ));
+        }
+        drop(shared);
+        self.first_error(&threads)
+    }
+
+    /// The first error of the unit's threads, by (block, thread) order.
+    fn first_error(&self, threads: &[Thread]) -> Result<(), ((u32, u32), CpuError)> {
+        let Some(t) = threads.iter().find(|t| t.ctx.error != 0) else {
+            return Ok(());
+        };
+        let key = (t.ctx.block_rank, t.ctx.rank);
+        let e = match self.code.describe_error(t.ctx.error) {
+            crate::lower::host::HostError::Raised {
+                file,
+                line,
+                column,
+                message,
+            } => CpuError::Raised {
+                file,
+                line,
+                column,
+                message,
+                thread: t.ctx.thread_idx,
+                block: t.ctx.block_idx,
+            },
+            crate::lower::host::HostError::IndexOutOfBounds { line, column } => {
+                CpuError::IndexOutOfBounds {
+                    line,
+                    column,
+                    thread: t.ctx.thread_idx,
+                    block: t.ctx.block_idx,
+                }
+            }
+            other => CpuError::Argument(other.to_string()),
+        };
+        Err((key, e))
+    }
+
+    fn describe_deadlock(&self, threads: &[Thread], why: &str) -> String {
+        let mut out = why.to_string();
+        let mut shown = 0;
+        for t in threads {
+            let (what, site) = match t.wait {
+                Wait::Barrier { kind, site, .. } => (
+                    if kind == BarrierKind::Grid {
+                        "the grid barrier"
+                    } else {
+                        "a block barrier"
+                    },
+                    site,
+                ),
+                Wait::Warp { op, mask, site, .. } => {
+                    let _ = (op, mask);
+                    ("a warp collective", site)
+                }
+                Wait::Run | Wait::Done => continue,
+            };
+            if shown == 4 {
+                out.push_str("; ...");
+                break;
+            }
+            out.push_str(&format!(
+                "; thread {} of block {} waits at {what} ({})",
+                triple(t.ctx.thread_idx),
+                triple(t.ctx.block_idx),
+                self.code.site(site)
+            ));
+            shown += 1;
+        }
+        out
+    }
+}
+
+/// What a thread is doing, as the scheduler sees it.
+#[derive(Copy, Clone, Debug, PartialEq)]
+enum Wait {
+    /// Runnable.
+    Run,
+    /// At a barrier of its block (or of the grid).
+    Barrier {
+        kind: BarrierKind,
+        pred: bool,
+        site: u64,
+    },
+    /// At a warp collective.
+    Warp {
+        op: WarpOp,
+        mask: u32,
+        value: u64,
+        arg: u32,
+        c: u32,
+        site: u64,
+    },
+    /// Ended.
+    Done,
+}
+
+/// A lane's part in a warp collective.
+#[derive(Copy, Clone, Debug, PartialEq)]
+struct Collective {
+    op: WarpOp,
+    mask: u32,
+    value: u64,
+    arg: u32,
+    c: u32,
+    site: u64,
+}
+
+/// A GPU thread: the context the code reads (first, so that its address is the thread's),
+/// then the scheduler's state.
+#[repr(C)]
+struct Thread {
+    ctx: ThreadContext,
+    /// The fiber's yielder, set when it starts.
+    yielder: *const Yielder<(), ()>,
+    wait: Wait,
+    /// The result of the collective or barrier it waited at.
+    result: u64,
+    /// Its global linear index (the random stream's thread).
+    global: u64,
+    seed: u64,
+    /// How many random numbers it drew.
+    calls: u64,
+}
+
+/// The fibers of one unit, in block-major rank order.
+struct Scheduler {
+    threads: *mut Thread,
+    n: usize,
+    /// Threads per block.
+    bs: usize,
+}
+
+impl Scheduler {
+    fn t(&mut self, i: usize) -> &mut Thread {
+        // SAFETY: `i < n`, and no fiber runs while the scheduler holds this borrow.
+        unsafe { &mut *self.threads.add(i) }
+    }
+
+    /// Runs the fibers until all have ended, or until none can go on (`Err`).
+    fn run(
+        &mut self,
+        fibers: &mut [Option<Coroutine<(), (), (), DefaultStack>>],
+        stacks: &mut Vec<DefaultStack>,
+    ) -> Result<(), String> {
+        loop {
+            for (i, slot) in fibers.iter_mut().enumerate() {
+                if self.t(i).wait != Wait::Run {
+                    continue;
+                }
+                let Some(f) = slot.as_mut() else { continue };
+                match f.resume(()) {
+                    CoroutineResult::Yield(()) => {}
+                    CoroutineResult::Return(()) => {
+                        self.t(i).wait = Wait::Done;
+                        if let Some(f) = slot.take() {
+                            stacks.push(f.into_stack());
+                        }
+                    }
+                }
+            }
+            if (0..self.n).all(|i| self.t(i).wait == Wait::Done) {
+                return Ok(());
+            }
+            let mut progress = false;
+            // Warps never straddle blocks: `bs` threads per block, warps of 32 within.
+            for w in 0..(self.n / self.bs) * self.bs.div_ceil(32) {
+                progress |= self.resolve_warps(w);
+            }
+            if !progress {
+                progress = self.release_barriers();
+            }
+            if !progress {
+                return Err("no thread can go on".into());
+            }
+        }
+    }
+
+    /// The thread indices of warp `w` (counted over the unit, block by block).
+    fn warp_lanes(&self, w: usize) -> std::ops::Range<usize> {
+        let warps_per_block = self.bs.div_ceil(32);
+        let (b, k) = (w / warps_per_block, w % warps_per_block);
+        let start = b * self.bs + k * 32;
+        let end = (b * self.bs + self.bs).min(start + 32);
+        start..end.min(self.n)
+    }
+
+    /// Completes the collectives of warp `w` that every participant reached.
+    fn resolve_warps(&mut self, w: usize) -> bool {
+        let lanes = self.warp_lanes(w);
+        let (base, width) = (lanes.start, lanes.len());
+        // What each lane waits at, and which lanes have not ended.
+        let mut waits = [None; 32];
+        let mut live = 0u32;
+        for (k, slot) in waits.iter_mut().enumerate().take(width) {
+            match self.t(base + k).wait {
+                Wait::Done => {}
+                Wait::Warp {
+                    op,
+                    mask,
+                    value,
+                    arg,
+                    c,
+                    site,
+                } => {
+                    live |= 1 << k;
+                    *slot = Some(Collective {
+                        op,
+                        mask,
+                        value,
+                        arg,
+                        c,
+                        site,
+                    });
+                }
+                _ => live |= 1 << k,
+            }
+        }
+        let mut done = 0u32;
+        // Collectives with an explicit mask: every live lane of the mask waits at the same
+        // operation with the same mask.
+        for k in 0..width {
+            let Some(me) = waits[k] else { continue };
+            if done & (1 << k) != 0 || me.op == WarpOp::ActiveMask {
+                continue;
+            }
+            let parts = me.mask & live;
+            if parts & (1 << k) == 0 {
+                continue;
+            }
+            let ready = (0..width)
+                .filter(|p| parts & (1 << p) != 0)
+                .all(|p| waits[p].is_some_and(|o| o.op == me.op && o.mask == me.mask));
+            if ready {
+                self.collective(me.op, base, parts, &waits);
+                done |= parts;
+            }
+        }
+        // `activemask()`: the lanes that wait at the same call.
+        for k in 0..width {
+            let Some(me) = waits[k] else { continue };
+            if done & (1 << k) != 0 || me.op != WarpOp::ActiveMask {
+                continue;
+            }
+            let group = (0..width)
+                .filter(|&p| {
+                    done & (1 << p) == 0
+                        && waits[p].is_some_and(|o| o.op == WarpOp::ActiveMask && o.site == me.site)
+                })
+                .fold(0u32, |m, p| m | 1 << p);
+            for p in 0..width {
+                if group & (1 << p) != 0 {
+                    let t = self.t(base + p);
+                    t.result = u64::from(group);
+                    t.wait = Wait::Run;
+                }
+            }
+            done |= group;
+        }
+        done != 0
+    }
+
+    /// Computes a warp collective over the lanes `parts` of the warp starting at thread
+    /// `base` and makes them runnable.
+    fn collective(
+        &mut self,
+        op: WarpOp,
+        base: usize,
+        parts: u32,
+        waits: &[Option<Collective>; 32],
+    ) {
+        let lanes = || (0..32u32).filter(move |l| parts & (1 << l) != 0);
+        let value = |l: u32| waits[l as usize].map_or(0, |c| c.value);
+        let first = lanes().next().map_or(0, value);
+        let all_same = lanes().all(|l| value(l) == first);
+        let ballot = lanes()
+            .filter(|&l| value(l) != 0)
+            .fold(0u64, |m, l| m | 1 << l);
+        let reduced = match op {
+            WarpOp::ReduceAdd | WarpOp::ReduceMin | WarpOp::ReduceMax => {
+                reduce_tree(op, parts, waits)
+            }
+            _ => [0; 32],
+        };
+        for lane in lanes() {
+            let Some(me) = waits[lane as usize] else {
+                continue;
+            };
+            let r = match op {
+                WarpOp::Sync | WarpOp::ActiveMask => 0,
+                WarpOp::All => u64::from(lanes().all(|l| value(l) != 0)),
+                WarpOp::Any => u64::from(ballot != 0),
+                WarpOp::Uni => u64::from(ballot == 0 || ballot == u64::from(parts)),
+                WarpOp::Ballot => ballot,
+                WarpOp::ShflIdx | WarpOp::ShflUp | WarpOp::ShflDown | WarpOp::ShflXor => {
+                    let j = shfl_source(op, lane, me.arg, me.c);
+                    if j < 32 && parts & (1 << j) != 0 {
+                        value(j)
+                    } else {
+                        me.value
+                    }
+                }
+                WarpOp::MatchAny => lanes()
+                    .filter(|&l| value(l) == me.value)
+                    .fold(0u64, |m, l| m | 1 << l),
+                WarpOp::MatchAll => {
+                    if all_same {
+                        u64::from(parts) | 1 << 32
+                    } else {
+                        0
+                    }
+                }
+                WarpOp::ReduceAdd | WarpOp::ReduceMin | WarpOp::ReduceMax => reduced[lane as usize],
+            };
+            let t = self.t(base + lane as usize);
+            t.result = r;
+            t.wait = Wait::Run;
+        }
+    }
+
+    /// Releases every block (or the grid) whose live threads all wait at a barrier.
+    fn release_barriers(&mut self) -> bool {
+        let mut progress = false;
+        let blocks = self.n / self.bs;
+        for b in 0..blocks {
+            let range = b * self.bs..(b + 1) * self.bs;
+            let live: Vec<usize> = range.filter(|&i| self.t(i).wait != Wait::Done).collect();
+            if live.is_empty()
+                || !live.iter().all(|&i| {
+                    matches!(self.t(i).wait, Wait::Barrier { kind, .. } if kind != BarrierKind::Grid)
+                })
+            {
+                continue;
+            }
+            let count = live
+                .iter()
+                .filter(|&&i| matches!(self.t(i).wait, Wait::Barrier { pred: true, .. }))
+                .count() as u64;
+            let n = live.len() as u64;
+            for &i in &live {
+                let t = self.t(i);
+                let Wait::Barrier { kind, .. } = t.wait else {
+                    continue;
+                };
+                t.result = match kind {
+                    BarrierKind::Count => count,
+                    BarrierKind::And => u64::from(count == n),
+                    BarrierKind::Or => u64::from(count > 0),
+                    BarrierKind::Sync | BarrierKind::Grid => 0,
+                };
+                t.wait = Wait::Run;
+            }
+            progress = true;
+        }
+        if progress {
+            return true;
+        }
+        // The grid barrier: every live thread of the (cooperative) unit waits at it.
+        let live: Vec<usize> = (0..self.n)
+            .filter(|&i| self.t(i).wait != Wait::Done)
+            .collect();
+        if !live.is_empty()
+            && live.iter().all(|&i| {
+                matches!(
+                    self.t(i).wait,
+                    Wait::Barrier {
+                        kind: BarrierKind::Grid,
+                        ..
+                    }
+                )
+            })
+        {
+            for i in live {
+                let t = self.t(i);
+                t.result = 0;
+                t.wait = Wait::Run;
+            }
+            return true;
+        }
+        false
+    }
+}
+
+/// `cg.reduce` over the lanes `parts`, in the device's order of operations
+/// (`lower::ptx::emit::groups`): a tile's butterfly (each step combines a lane's value with
+/// that of lane `^ off`, for `off` from half the tile down to 1; a missing partner gives the
+/// lane's own value, as a shuffle does), or a coalesced group's tree over ranks (rank `r`
+/// takes rank `r + off` when `r % 2off == 0`) whose first member's total every member gets.
+/// The operands: `arg` bit 0 signed integers, bit 1 a coalesced group; `c` the width of a
+/// float (32 or 64), 0 for integers. Returns each lane's result.
+fn reduce_tree(op: WarpOp, parts: u32, waits: &[Option<Collective>; 32]) -> [u64; 32] {
+    let mut out = [0u64; 32];
+    let Some(me) = (0..32).find_map(|l| waits[l].filter(|_| parts & (1 << l) != 0)) else {
+        return out;
+    };
+    let signed = me.arg & 1 != 0;
+    let coalesced = me.arg & 2 != 0;
+    let combine = |a: u64, b: u64| -> u64 {
+        match (me.c, op) {
+            (32, WarpOp::ReduceAdd) => {
+                u64::from((f32::from_bits(a as u32) + f32::from_bits(b as u32)).to_bits())
+            }
+            (32, WarpOp::ReduceMin) => u64::from(
+                f32::from_bits(a as u32)
+                    .min(f32::from_bits(b as u32))
+                    .to_bits(),
+            ),
+            (32, _) => u64::from(
+                f32::from_bits(a as u32)
+                    .max(f32::from_bits(b as u32))
+                    .to_bits(),
+            ),
+            (64, WarpOp::ReduceAdd) => (f64::from_bits(a) + f64::from_bits(b)).to_bits(),
+            (64, WarpOp::ReduceMin) => f64::from_bits(a).min(f64::from_bits(b)).to_bits(),
+            (64, _) => f64::from_bits(a).max(f64::from_bits(b)).to_bits(),
+            (_, WarpOp::ReduceAdd) => a.wrapping_add(b),
+            (_, WarpOp::ReduceMin) if signed => (a as i64).min(b as i64) as u64,
+            (_, WarpOp::ReduceMin) => a.min(b),
+            (_, _) if signed => (a as i64).max(b as i64) as u64,
+            (_, _) => a.max(b),
+        }
+    };
+    let value = |l: usize| waits[l].map_or(0, |c| c.value);
+    if coalesced {
+        let members: Vec<usize> = (0..32).filter(|l| parts & (1 << l) != 0).collect();
+        let mut acc: Vec<u64> = members.iter().map(|&l| value(l)).collect();
+        let mut off = 1;
+        while off < 32 {
+            for r in (0..acc.len()).step_by(2 * off) {
+                if r + off < acc.len() {
+                    acc[r] = combine(acc[r], acc[r + off]);
+                }
+            }
+            off *= 2;
+        }
+        for &l in &members {
+            out[l] = acc[0];
+        }
+        return out;
+    }
+    let n = me.mask.count_ones().max(1) as usize;
+    let base = me.mask.trailing_zeros() as usize % 32;
+    let mut acc = [0u64; 32];
+    for (p, a) in acc.iter_mut().enumerate().take(n) {
+        *a = value(base + p);
+    }
+    let mut off = n / 2;
+    while off >= 1 {
+        let prev = acc;
+        for p in 0..n {
+            let q = p ^ off;
+            let other = if q < n && parts & (1 << (base + q)) != 0 {
+                prev[q]
+            } else {
+                prev[p]
+            };
+            acc[p] = combine(prev[p], other);
+        }
+        off /= 2;
+    }
+    out[base..base + n].copy_from_slice(&acc[..n]);
+    out
+}
+
+/// The source lane of a shuffle, as PTX's `shfl.sync` computes it (`c`: the clamp value
+/// and the segment mask, `((32 - width) << 8) | clamp`); the lane itself when the source
+/// is outside its segment.
+fn shfl_source(op: WarpOp, lane: u32, b: u32, c: u32) -> u32 {
+    let bval = b & 0x1f;
+    let cval = c & 0x1f;
+    let seg = (c >> 8) & 0x1f;
+    let max = (lane & seg) | (cval & !seg);
+    let min = lane & seg;
+    let (j, ok) = match op {
+        WarpOp::ShflUp => {
+            let j = lane as i32 - bval as i32;
+            (j, j >= max as i32)
+        }
+        WarpOp::ShflDown => {
+            let j = (lane + bval) as i32;
+            (j, j <= max as i32)
+        }
+        WarpOp::ShflXor => {
+            let j = (lane ^ bval) as i32;
+            (j, j <= max as i32)
+        }
+        _ => {
+            let j = (min | (bval & !seg)) as i32;
+            (j, j <= max as i32)
+        }
+    };
+    if ok { j as u32 } else { lane }
+}
+
+/// The thread whose context `ctx` is.
+///
+/// # Safety
+///
+/// `ctx` must be the context of a live fiber's `Thread`, called from that fiber.
+unsafe fn thread<'a>(ctx: *mut ThreadContext) -> &'a mut Thread {
+    // SAFETY: the context is the first field of the `repr(C)` `Thread` (the caller's
+    // promise); only this fiber touches it while it runs.
+    unsafe { &mut *ctx.cast::<Thread>() }
+}
+
+/// Suspends the calling fiber until the scheduler resumes it; returns its result.
+fn suspend(t: &mut Thread) -> u64 {
+    let y = t.yielder;
+    // SAFETY: `yielder` was set by this fiber when it started and lives as long as it.
+    unsafe { (*y).suspend(()) };
+    t.result
+}
+
+extern "C" fn barrier(ctx: *mut ThreadContext, kind: i32, pred: i32, site: i64) -> i32 {
+    // SAFETY: called by kernel code, on its fiber, with its context.
+    let t = unsafe { thread(ctx) };
+    t.wait = Wait::Barrier {
+        kind: BarrierKind::from_code(kind).unwrap_or(BarrierKind::Sync),
+        pred: pred != 0,
+        site: site as u64,
+    };
+    suspend(t) as i32
+}
+
+extern "C" fn warp(
+    ctx: *mut ThreadContext,
+    op: i32,
+    mask: i32,
+    value: i64,
+    arg: i32,
+    c: i32,
+    site: i64,
+) -> i64 {
+    // SAFETY: called by kernel code, on its fiber, with its context.
+    let t = unsafe { thread(ctx) };
+    t.wait = Wait::Warp {
+        op: WarpOp::from_code(op).unwrap_or(WarpOp::Sync),
+        mask: mask as u32,
+        value: value as u64,
+        arg: arg as u32,
+        c: c as u32,
+        site: site as u64,
+    };
+    suspend(t) as i64
+}
+
+/// The next Philox block of the thread's stream (`crate::random`).
+fn next_block(ctx: *mut ThreadContext) -> [u32; 4] {
+    // SAFETY: called by kernel code, on its fiber, with its context.
+    let t = unsafe { thread(ctx) };
+    let b = crate::random::block(t.seed, t.global, t.calls);
+    t.calls = t.calls.wrapping_add(1);
+    b
+}
+
+extern "C" fn rand_f32(ctx: *mut ThreadContext) -> f32 {
+    crate::random::uniform_f32(next_block(ctx)[0])
+}
+
+extern "C" fn rand_f64(ctx: *mut ThreadContext) -> f64 {
+    let b = next_block(ctx);
+    crate::random::uniform_f64(b[0], b[1])
+}
+
+extern "C" fn randn_f32(ctx: *mut ThreadContext) -> f32 {
+    crate::random::normal_f64(next_block(ctx)) as f32
+}
+
+extern "C" fn randn_f64(ctx: *mut ThreadContext) -> f64 {
+    crate::random::normal_f64(next_block(ctx))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shuffle_sources_follow_ptx() {
+        // Full warp.
+        assert_eq!(shfl_source(WarpOp::ShflDown, 3, 4, 0x1f), 7);
+        assert_eq!(shfl_source(WarpOp::ShflDown, 30, 4, 0x1f), 30);
+        assert_eq!(shfl_source(WarpOp::ShflUp, 3, 4, 0), 3);
+        assert_eq!(shfl_source(WarpOp::ShflUp, 9, 4, 0), 5);
+        assert_eq!(shfl_source(WarpOp::ShflXor, 5, 1, 0x1f), 4);
+        assert_eq!(shfl_source(WarpOp::ShflIdx, 5, 33, 0x1f), 1);
+        // Width 8 (tile): segment of lanes 8..16.
+        let seg = (32 - 8) << 8;
+        assert_eq!(shfl_source(WarpOp::ShflDown, 14, 2, seg | 0x1f), 14);
+        assert_eq!(shfl_source(WarpOp::ShflDown, 12, 2, seg | 0x1f), 14);
+        assert_eq!(shfl_source(WarpOp::ShflUp, 9, 2, seg), 9);
+        assert_eq!(shfl_source(WarpOp::ShflIdx, 13, 3, seg | 0x1f), 11);
+    }
+
+    #[test]
+    fn kernels_cross_threads() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<CpuKernel>();
+    }
+}
