@@ -395,6 +395,8 @@ class ReductionKernel(_native.KernelCall):
         reduce_type: Optional[str] = None,
         **options,
     ):
+        if not name.isidentifier():
+            raise ValueError(f"Invalid kernel name: {name!r}")  # CuPy's error
         unknown = set(options) - {"reduce_dims", "options", "preamble"}
         if unknown:
             raise TypeError(f"unknown options: {', '.join(sorted(unknown))}")

@@ -17,6 +17,8 @@ def _noop(input_raw, output_raw):
 def test_invalid_kernel_name_is_a_value_error():
     with pytest.raises(ValueError, match="Invalid kernel name"):
         pydevice.ElementwiseKernel("T x", "", "", "1")
+    with pytest.raises(ValueError, match="Invalid kernel name"):
+        pydevice.ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "1")
 
 
 def test_size_only_when_every_array_is_raw():

@@ -387,6 +387,7 @@ impl Launch<'_> {
                 threads.push(Thread {
                     ctx: ThreadContext {
                         error: 0,
+                        stack_limit: 0,
                         thread_idx: [r % bx, (r / bx) % by, r / (bx * by)],
                         block_idx: [b % gx, (b / gx) % gy, b / (gx * gy)],
                         block_dim: cfg.block,
@@ -980,23 +981,38 @@ unsafe fn thread<'a>(ctx: *mut ThreadContext) -> &'a mut Thread {
     unsafe { &mut *ctx.cast::<Thread>() }
 }
 
-/// Suspends the calling fiber until the scheduler resumes it; returns its result.
-fn suspend(t: &mut Thread) -> u64 {
-    let y = t.yielder;
-    // SAFETY: `yielder` was set by this fiber when it started and lives as long as it.
-    unsafe { (*y).suspend(()) };
-    t.result
+/// Records what the calling fiber waits for, suspends it until the scheduler resumes it,
+/// and returns the result the scheduler left.
+///
+/// The scheduler reads `wait` and writes `result` while the fiber is suspended, through
+/// its own pointer to the thread: no `&mut Thread` may live across the suspension (the
+/// optimizer would take the reference as exclusive and read a stale `result`, as release
+/// builds did), so both go through the raw pointer, and `result` is read volatile.
+///
+/// # Safety
+///
+/// `t` must be the `Thread` of the calling fiber, which is running.
+unsafe fn wait_for(t: *mut Thread, wait: Wait) -> u64 {
+    // SAFETY: the caller's promise; the scheduler touches the thread only while the fiber is
+    // suspended.
+    unsafe {
+        std::ptr::write(std::ptr::addr_of_mut!((*t).wait), wait);
+        let y = (*t).yielder;
+        // `yielder` was set by this fiber when it started and lives as long as it.
+        (*y).suspend(());
+        std::ptr::read_volatile(std::ptr::addr_of!((*t).result))
+    }
 }
 
 extern "C" fn barrier(ctx: *mut ThreadContext, kind: i32, pred: i32, site: i64) -> i32 {
-    // SAFETY: called by kernel code, on its fiber, with its context.
-    let t = unsafe { thread(ctx) };
-    t.wait = Wait::Barrier {
+    let wait = Wait::Barrier {
         kind: BarrierKind::from_code(kind).unwrap_or(BarrierKind::Sync),
         pred: pred != 0,
         site: site as u64,
     };
-    suspend(t) as i32
+    // SAFETY: called by kernel code, on its fiber, with its context (the first field of its
+    // `repr(C)` `Thread`).
+    unsafe { wait_for(ctx.cast::<Thread>(), wait) as i32 }
 }
 
 extern "C" fn warp(
@@ -1008,9 +1024,7 @@ extern "C" fn warp(
     c: i32,
     site: i64,
 ) -> i64 {
-    // SAFETY: called by kernel code, on its fiber, with its context.
-    let t = unsafe { thread(ctx) };
-    t.wait = Wait::Warp {
+    let wait = Wait::Warp {
         op: WarpOp::from_code(op).unwrap_or(WarpOp::Sync),
         mask: mask as u32,
         value: value as u64,
@@ -1018,7 +1032,8 @@ extern "C" fn warp(
         c: c as u32,
         site: site as u64,
     };
-    suspend(t) as i64
+    // SAFETY: as in `barrier`.
+    unsafe { wait_for(ctx.cast::<Thread>(), wait) as i64 }
 }
 
 /// The next Philox block of the thread's stream (`crate::random`).

@@ -140,7 +140,7 @@ fn print_output_of_a_kernel_reaches_stdout() {
     // output, so the first printed line may follow it on the same line.
     let mut got: Vec<&str> = stdout
         .lines()
-        .map(|l| l.strip_prefix("test print_child ... ").unwrap_or(l))
+        .map(|l| l.strip_prefix("test gpu_debug::print_child ... ").unwrap_or(l))
         .filter(|l| l.starts_with("thread") || l.contains(" ; "))
         .collect();
     got.sort();

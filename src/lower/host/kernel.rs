@@ -21,6 +21,10 @@ pub struct ThreadContext {
     /// The thread's first error: `line << 32 | column` of an out-of-range index, or
     /// `RAISE_BIT | line << 32 | column` of a failed `assert` or a `raise`; 0 when none.
     pub error: u64,
+    /// The lowest stack address the thread's code may use, read by every function's stack
+    /// check (the word after the error word, as for host calls); 0: no check. A fiber's
+    /// stack is sized for the kernel's frames when it is made.
+    pub stack_limit: u64,
     /// `thread_idx.x, y, z`.
     pub thread_idx: [u32; 3],
     /// `block_idx.x, y, z`.
@@ -50,6 +54,8 @@ pub struct ThreadContext {
 pub(crate) mod offset {
     use super::ThreadContext;
     use std::mem::offset_of;
+    // Every function's stack check reads the word after the error word (`check_stack`).
+    const _: () = assert!(offset_of!(ThreadContext, stack_limit) == 8);
     pub const THREAD_IDX: usize = offset_of!(ThreadContext, thread_idx);
     pub const BLOCK_IDX: usize = offset_of!(ThreadContext, block_idx);
     pub const BLOCK_DIM: usize = offset_of!(ThreadContext, block_dim);
