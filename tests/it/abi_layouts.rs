@@ -11,9 +11,9 @@
 //! Without gcc or nvcc (with CCCL) a test says so and passes, except when env `CI` is set:
 //! then it fails, since CI installs them (scripts/deps.sh).
 
+use crate::support;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
-use crate::support;
 
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use pydevice::abi::header::{header, types_in};

@@ -126,7 +126,12 @@ fn print_output_of_a_kernel_reaches_stdout() {
     // child process (this binary, running only `print_child`) and read its stdout.
     let exe = std::env::current_exe().unwrap();
     let out = std::process::Command::new(exe)
-        .args(["gpu_debug::print_child", "--exact", "--nocapture", "--test-threads=1"])
+        .args([
+            "gpu_debug::print_child",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(PRINT_CHILD, "1")
         .output()
         .unwrap();
@@ -140,7 +145,10 @@ fn print_output_of_a_kernel_reaches_stdout() {
     // output, so the first printed line may follow it on the same line.
     let mut got: Vec<&str> = stdout
         .lines()
-        .map(|l| l.strip_prefix("test gpu_debug::print_child ... ").unwrap_or(l))
+        .map(|l| {
+            l.strip_prefix("test gpu_debug::print_child ... ")
+                .unwrap_or(l)
+        })
         .filter(|l| l.starts_with("thread") || l.contains(" ; "))
         .collect();
     got.sort();

@@ -543,7 +543,12 @@ fn an_illegal_address_is_an_error_naming_the_kernel() {
     // faulting launch runs in a child process (this binary, running only `fault_child`).
     let exe = std::env::current_exe().unwrap();
     let out = std::process::Command::new(exe)
-        .args(["gpu_runtime::fault_child", "--exact", "--nocapture", "--test-threads=1"])
+        .args([
+            "gpu_runtime::fault_child",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(FAULT_CHILD, "1")
         .output()
         .unwrap();
