@@ -39,9 +39,15 @@ for target in ${TARGETS:-signature arrays compile}; do
   set -e
   grep -E "^#[0-9]+ +DONE|stat::number_of_executed_units|stat::peak_rss|ERROR|SUMMARY|panicked|Test unit written" \
     "$scratch/$target.log" || tail -5 "$scratch/$target.log"
-  if [ "$rc" != 0 ] || grep -q "Test unit written\|==ERROR" "$scratch/$target.log"; then
+  # libFuzzer also writes a `slow-unit-*` for an input that took over 10 s: a speed finding
+  # to look at (it is named here), not a crash. Crashes, timeouts, leaks and OOMs fail.
+  if [ "$rc" != 0 ] || grep -q "==ERROR" "$scratch/$target.log" \
+    || grep "Test unit written" "$scratch/$target.log" | grep -vq "/slow-unit-"; then
     echo "FAIL: fuzz $target found a crash (see fuzz/artifacts/$target and $scratch/$target.log)"
     status=1
+  elif grep -q "/slow-unit-" "$scratch/$target.log"; then
+    echo "warning: fuzz $target: an input took $(sed -n 's/^Slowest unit: //p' "$scratch/$target.log" | tail -1) (slow, not a crash):"
+    grep -o "/[^ ]*slow-unit-[0-9a-f]*" "$scratch/$target.log" | sed 's/^/  /'
   fi
 done
 exit $status
