@@ -310,7 +310,7 @@ fn the_scan_finds_known_imports() {
             .any(|(f, _, _, r)| f == file && r.len() >= to.len() && r[..to.len()] == *to)
     };
     // `use crate::types::{...}` in a group.
-    assert!(has("ir.rs", &["types", "Type"]));
+    assert!(has("ir/mod.rs", &["types", "Type"]));
     // `use super::LowerError` from lower/ptx/libdevice.rs resolves to lower::ptx.
     assert!(has(
         "lower/ptx/libdevice.rs",
