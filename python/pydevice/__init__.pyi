@@ -27,7 +27,8 @@ Dim3Like = Union[int, Tuple[int], Tuple[int, int], Tuple[int, int, int]]
 """The spec's Dim3Like: an int or a tuple of one to three ints."""
 StreamLike = Any
 """A cuda.core Stream, anything with ``__cuda_stream__``, a CuPy or PyTorch stream, an int
-handle, or None (the legacy default stream)."""
+handle, or None (the current stream of the arguments' framework, CuPy or PyTorch, else the
+legacy default stream)."""
 TypeSpec = Union[str, Tuple[Any, ...]]
 """A parameter type: numba notation (``"float32[:, ::1]"``), a name the module defines (a
 ``@struct`` class, ``float32x4``), or a tuple of type specs."""

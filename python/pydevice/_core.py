@@ -909,6 +909,29 @@ def _stream_handle(s) -> int:
     return _stream_place(s)[0]
 
 
+def _implicit_stream(args):
+    """The stream of a launch given ``stream=None``: the current stream of the framework
+    whose arrays it is given (the first CuPy array or CUDA PyTorch tensor decides: CuPy's
+    ``get_current_stream`` on its GPU, PyTorch's current stream on its device), so that a
+    launch is ordered with that framework's work and is captured inside ``torch.cuda.graph``
+    or CuPy stream capture; 0 (the legacy default stream) otherwise (docs/semantics.md §13.3)."""
+    for a in args:
+        mod = type(a).__module__
+        if mod.startswith("torch") and getattr(a, "is_cuda", False):
+            import torch
+
+            return torch._C._cuda_getCurrentRawStream(a.get_device())
+        if mod.startswith("cupy") and hasattr(a, "data") and hasattr(a, "device"):
+            import cupy
+
+            try:
+                return cupy.cuda.get_current_stream(a.device.id).ptr
+            except TypeError:  # a CuPy without the device argument
+                with a.device:
+                    return cupy.cuda.get_current_stream().ptr
+    return 0
+
+
 def _stream_place(s) -> Tuple[int, Optional[int]]:
     """The stream's handle and GPU (None for the default streams, which follow the launch).
     The last stream object is remembered (one entry, held, so its identity is stable)."""
@@ -1318,7 +1341,7 @@ class Kernel(_Entry):
             i = len(keys)
             raise self._bad_arg(i, args[i], f"unsupported argument type {e}") from None
         key = tuple(keys)
-        h, stream_device = _stream_place(stream)
+        h, stream_device = _stream_place(_implicit_stream(args) if stream is None else stream)
         ordinal = _launch_device(self, args, key, stream_device)
         spec = self._specs.get((key, ordinal, consts) if consts else (key, ordinal))
         if spec is None:
