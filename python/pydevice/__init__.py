@@ -49,6 +49,7 @@ from .errors import (
     Diagnostic,
     DriverError,
     HostError,
+    HostRecursionError,
     KernelRaised,
     LaunchError,
     NoDriverError,

@@ -15,6 +15,7 @@ from .errors import (
     DeviceMismatchError as DeviceMismatchError,
     DriverError as DriverError,
     HostError as HostError,
+    HostRecursionError as HostRecursionError,
     LaunchError as LaunchError,
     NoDriverError as NoDriverError,
     PydeviceError as PydeviceError,

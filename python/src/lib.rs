@@ -87,6 +87,9 @@ pub(crate) fn to_py(py: Python<'_>, e: Error) -> PyErr {
             raise(py, "BoundsError", (text, String::new(), line, column))
         }
         Error::Host(pydevice::HostError::Argument(m)) => raise(py, "ArgumentError", (m,)),
+        Error::Host(e @ pydevice::HostError::StackExhausted { .. }) => {
+            raise(py, "HostRecursionError", (e.to_string(),))
+        }
         Error::Host(e) => raise(py, "HostError", (e.to_string(),)),
         Error::Runtime(e) => runtime_to_py(py, e),
         // `pydevice::Error` is `#[non_exhaustive]`.
