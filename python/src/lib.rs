@@ -1488,7 +1488,8 @@ fn set_disk_cache(dir: Option<std::path::PathBuf>, shared: bool) -> PyResult<()>
     Ok(())
 }
 
-/// The cache's counters: hits, misses, compiles, disk hits and writes.
+/// The cache's counters: hits, misses, compiles, disk hits, writes, waits (for another
+/// process compiling the same kernel), ignored entries and write errors.
 #[pyfunction]
 fn cache_stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
     let s = current_cache().stats();
@@ -1498,6 +1499,9 @@ fn cache_stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
     d.set_item("compiles", s.compiles)?;
     d.set_item("disk_hits", s.disk_hits)?;
     d.set_item("disk_writes", s.disk_writes)?;
+    d.set_item("disk_waits", s.disk_waits)?;
+    d.set_item("disk_ignored", s.disk_ignored)?;
+    d.set_item("disk_write_errors", s.disk_write_errors)?;
     Ok(d.unbind())
 }
 
