@@ -19,6 +19,7 @@ from ._core import (
     Func,
     Kernel,
     cache_stats,
+    can_access_peer,
     compile_ptx,
     copy,
     device_count,

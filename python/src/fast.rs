@@ -729,7 +729,7 @@ impl Dispatcher {
 }
 
 /// `device.launch(f, *args, grid, block, stream=None, shared=0, seed=None, cooperative=False,
-/// cluster=None)`: the fast path when `f`'s dispatcher has a launcher for these arguments, else
+/// cluster=None, backend=None, peer=False)`: the fast path when `f`'s dispatcher has a launcher for these arguments, else
 /// `f._launch(...)` (Python). `cooperative=True` launches with `cuLaunchCooperativeKernel` (every
 /// block resident at once), which kernels that call `cg.this_grid().sync()` need. A fixed
 /// `seed` or a launch in thread block clusters (`cluster=(x, y, z)`, §18.1) takes the Python
@@ -755,6 +755,7 @@ fn launch_impl<'py>(
     let mut cooperative = false;
     let mut cluster = py.None().into_bound(py);
     let mut backend = py.None().into_bound(py);
+    let mut peer = false;
     let names = [
         pyo3::intern!(py, "grid"),
         pyo3::intern!(py, "block"),
@@ -764,6 +765,7 @@ fn launch_impl<'py>(
         pyo3::intern!(py, "cooperative"),
         pyo3::intern!(py, "cluster"),
         pyo3::intern!(py, "backend"),
+        pyo3::intern!(py, "peer"),
     ];
     for (name, value) in keywords {
         // Keyword names are interned strings, so the pointer comparison nearly always
@@ -780,6 +782,7 @@ fn launch_impl<'py>(
             Some(5) => cooperative = value.is_truthy()?,
             Some(6) => cluster = value.clone(),
             Some(7) => backend = value.clone(),
+            Some(8) => peer = value.is_truthy()?,
             Some(_) => {
                 shared = value.extract().map_err(|_| {
                     PyTypeError::new_err("launch(): shared must be a non-negative int (bytes)")
@@ -799,10 +802,12 @@ fn launch_impl<'py>(
     };
     // A fixed random-number seed or a cluster shape takes the Python path (the prepared
     // launchers draw a seed and launch without clusters).
-    // `backend=` (the CPU back end) takes the Python path too.
+    // `backend=` (the CPU back end) and `peer=True` (arrays of other GPUs) take the Python
+    // path too.
     if seed.is_none()
         && cluster.is_none()
         && backend.is_none()
+        && !peer
         && let Ok(d) = f.getattr(pyo3::intern!(py, "_dispatcher"))
         && let Ok(d) = d.cast::<Dispatcher>()
         && d.get().launch_from(
@@ -830,6 +835,7 @@ fn launch_impl<'py>(
                 cooperative,
                 cluster,
                 backend,
+                peer,
             ))?;
             Ok(())
         }

@@ -243,6 +243,14 @@ fn can_access_peer(py: Python<'_>, a: usize, b: usize) -> PyResult<bool> {
     r.map_err(|e| runtime_to_py(py, e))
 }
 
+/// Lets GPU `a`'s kernels access GPU `b`'s memory (`cuCtxEnablePeerAccess`, once per pair);
+/// `False` when the driver does not allow it between them.
+#[pyfunction]
+fn enable_peer_access(py: Python<'_>, a: usize, b: usize) -> PyResult<bool> {
+    let r = py.detach(|| device(a)?.enable_peer_access(&*device(b)?));
+    r.map_err(|e| runtime_to_py(py, e))
+}
+
 /// Copies `nbytes` from `src` (device `src_device`, ordered on stream handle `src_stream`)
 /// to `dst` (likewise): `"same_device"`, `"peer"` or `"host"`, the path taken (the crate's
 /// [`pydevice::runtime::multi::copy`]); `via_host=True` forces the host path.
@@ -1564,6 +1572,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pointer_device, m)?)?;
     m.add_function(wrap_pyfunction!(stream_device, m)?)?;
     m.add_function(wrap_pyfunction!(can_access_peer, m)?)?;
+    m.add_function(wrap_pyfunction!(enable_peer_access, m)?)?;
     m.add_function(wrap_pyfunction!(copy, m)?)?;
     Ok(())
 }
