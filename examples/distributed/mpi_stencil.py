@@ -110,7 +110,8 @@ def main():
     lo, hi = slabs(args.rows, world)[rank]
     with cp.cuda.Device(dev):
         stream = cp.cuda.Stream(non_blocking=True)
-        bufs = [cp.asarray(g[lo - 1:hi + 1]), cp.asarray(g[lo - 1:hi + 1])]
+        with stream:  # the copies in on the kernels' stream
+            bufs = [cp.asarray(g[lo - 1:hi + 1]), cp.asarray(g[lo - 1:hi + 1])]
         ex = Exchange(comm, cp, stream)
         grid, block = shape_of(*bufs[0].shape)
         for k in range(args.steps):

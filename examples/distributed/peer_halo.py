@@ -44,7 +44,9 @@ def run_peer(cp, devs, g, steps):
     halves = []
     for dev, part in zip(devs, (g[:m], g[m:])):
         with cp.cuda.Device(dev):
-            halves.append((cp.cuda.Stream(non_blocking=True), [cp.asarray(part), cp.asarray(part)]))
+            s = cp.cuda.Stream(non_blocking=True)
+            with s:  # the copies in on the kernels' stream
+                halves.append((s, [cp.asarray(part), cp.asarray(part)]))
     (s0, top), (s1, bottom) = halves
     gt, bt = shape_of(*top[0].shape), shape_of(*bottom[0].shape)
     cp.cuda.runtime.deviceSynchronize()
