@@ -310,6 +310,25 @@ fn block_bindings(stmt: &Stmt) -> Vec<String> {
     v.0
 }
 
+/// The options `@kernel(...)` takes (decorator keywords).
+const KERNEL_OPTIONS: &[&str] = &[
+    "interop",
+    "max_threads",
+    "min_blocks",
+    "fastmath",
+    "contract",
+    "lineinfo",
+    "debug",
+    "bounds_check",
+    "wraparound",
+    "restrict",
+    "assertions",
+    "cluster",
+];
+
+/// The options `@func(...)` takes.
+const FUNC_OPTIONS: &[&str] = &["interop", "extern"];
+
 /// Parses a module and records its device functions; syntax errors and errors in decorators
 /// or imports are returned together.
 pub fn parse(file: SourceFile) -> Result<ParsedModule, Diagnostics> {
@@ -1177,11 +1196,25 @@ impl ParsedModule {
                             format!("unknown keyword argument `{other}` for `{what}`"),
                         )
                         .with_label("not a supported option")
-                        .with_note(if this == FunctionKind::Kernel {
-                            "supported options: interop, max_threads, min_blocks, fastmath, contract, lineinfo, debug, bounds_check, wraparound, restrict, assertions, cluster"
-                        } else {
-                            "supported options: interop, extern"
-                        }),
+                        .suggesting(
+                            other,
+                            if this == FunctionKind::Kernel {
+                                KERNEL_OPTIONS
+                            } else {
+                                FUNC_OPTIONS
+                            }
+                            .iter()
+                            .copied(),
+                        )
+                        .with_note(format!(
+                            "supported options: {}",
+                            if this == FunctionKind::Kernel {
+                                KERNEL_OPTIONS
+                            } else {
+                                FUNC_OPTIONS
+                            }
+                            .join(", ")
+                        )),
                     ),
                 }
             }
