@@ -160,7 +160,7 @@ codes! {
     E0211,
     /// unknown attribute or method (`.dtype` of an array of structs, `.ndims`, `.w` of a 3-vector, an atomic reference's unknown method, a struct method that does not exist, an array method other than `view`/`reshape`/`astype`, a record field that does not exist, …)
     E0212,
-    /// bad `@struct` class: a field without a heterogeneous type hint, a statement other than fields and methods, a `@kernel` method, an unsupported `Atomic(...)` field (§7.3)
+    /// bad `@struct` class: a field without a field type hint (a name not imported, an array type, another hint), a statement other than fields and methods, a `@kernel` method, an unsupported `Atomic(...)` field (§7.3)
     E0213,
     /// a sub-array field of a record value (a copy): only records in memory have sub-array views (§5.16.1)
     E0214,

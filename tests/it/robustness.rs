@@ -778,3 +778,20 @@ fn cli_many_stray_tokens_give_a_bounded_message() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A full-unroll request on a long loop is bounded (docs/semantics.md, `jit.range`): 20,000
+/// iterations asked to unroll fully compiled for minutes; they are unrolled 1,024 times and
+/// the loop stays, and LLVM prints nothing of its own.
+#[test]
+fn long_unroll_requests_are_bounded() {
+    let src = "from cupyx import jit\n\n@jit.rawkernel()\ndef k(x, y):\n    tid = jit.threadIdx.x\n    \
+               s = 0.0\n    for i in jit.range(20000, unroll=True):\n        s += x[i] * x[tid]\n    \
+               y[tid] = s\n";
+    let m = Module::parse("unroll.py", src).unwrap_or_else(|d| panic!("{}", d.render()));
+    let (sig, _) = parse_signature("float32[::1], float32[::1]").unwrap();
+    let k =
+        on_small_stack(move || m.compile("k", &sig, &CompileOptions::default())).expect("compiles");
+    let fmas = k.ptx.matches("fma.rn").count();
+    assert!((1..=1100).contains(&fmas), "{fmas} fma instructions");
+    assert!(k.ptx.contains("bra"), "the loop remains");
+}

@@ -600,10 +600,14 @@ impl FnCx<'_, '_> {
                 return None;
             }
         };
+        let mut values = Vec::with_capacity(bounds.len());
         for b in bounds {
-            let known = self.s.m.eval_const(b).is_some()
-                || matches!(self.expr(b), Value::Val(Val { konst: Some(_), .. }));
-            if !known {
+            let k = self.s.m.eval_const(b).or_else(|| match self.expr(b) {
+                Value::Val(Val { konst: Some(k), .. }) => Some(k),
+                _ => None,
+            });
+            values.push(k.as_ref().and_then(|k| k.as_int()));
+            if k.is_none() {
                 self.diags.push(
                     Diagnostic::error(
                         Code::E0400,
@@ -615,6 +619,29 @@ impl FnCx<'_, '_> {
                 return None;
             }
         }
+        // Unrolling is bounded (docs/semantics.md, `jit.range`): LLVM honours a full-unroll
+        // request however long the loop, and 20,000 iterations took minutes to compile. A
+        // loop of more than MAX_UNROLL iterations asked to unroll fully, or a count above
+        // MAX_UNROLL, is unrolled MAX_UNROLL times (the same iterations either way).
+        const MAX_UNROLL: i128 = 1024;
+        let trips = match values.as_slice() {
+            [Some(stop)] => Some((*stop).max(0)),
+            [Some(start), Some(stop)] => Some((stop - start).max(0)),
+            [Some(start), Some(stop), Some(step)] if *step != 0 => {
+                let span = if *step > 0 {
+                    stop - start
+                } else {
+                    start - stop
+                };
+                Some(((span + step.abs() - 1) / step.abs()).max(0))
+            }
+            _ => None,
+        };
+        let u = match (u, trips) {
+            (0, Some(t)) if t > MAX_UNROLL => MAX_UNROLL as u32,
+            (n, _) if n as i128 > MAX_UNROLL => MAX_UNROLL as u32,
+            (n, _) => n,
+        };
         Some(Some(u))
     }
 

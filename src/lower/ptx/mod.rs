@@ -385,8 +385,13 @@ pub(crate) fn compile_with(
         // gets a context of its own, which keeps them.
         let ctx = match emit {
             Emit::Ptx => b.context(),
-            Emit::LlvmIr => Rc::new(Context::create()),
+            Emit::LlvmIr => {
+                let c = Context::create();
+                pipeline::install_diagnostic_handler(&c);
+                Rc::new(c)
+            }
         };
+        let ctx_key = ctx.raw() as usize;
         let module = ctx.create_module("pydevice");
         module.set_triple(&TargetTriple::create(TRIPLE));
         module.set_data_layout(&b.machine().get_target_data().get_data_layout());
@@ -405,6 +410,7 @@ pub(crate) fn compile_with(
             let text = module.print_to_string().to_string();
             b.forget(&module);
             b.finish_setup();
+            llvm_errors(ctx_key)?;
             return Ok(text);
         }
         // The code generator keeps the module (and its context) alive: see `pipeline`.
@@ -413,6 +419,7 @@ pub(crate) fn compile_with(
         // A first compile returns only once the threads preparing its back end are done.
         b.finish_setup();
         let ptx = ptx?;
+        llvm_errors(ctx_key)?;
         let ptx = cluster_directives(
             widen_param_space(
                 retarget(renumber_call_sequences(ptx), options.arch),
@@ -427,6 +434,17 @@ pub(crate) fn compile_with(
             ptx
         })
     })?
+}
+
+/// An error for the errors LLVM's diagnostic handler collected for the context at
+/// `ctx_key` during a compile (see `pipeline::install_diagnostic_handler`).
+fn llvm_errors(ctx_key: usize) -> Result<(), LowerError> {
+    let errors = pipeline::take_llvm_errors(ctx_key);
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(LowerError::Llvm(errors.join("; ")))
+    }
 }
 
 /// Renumbers NVPTX's `// callseq N` comments from 0 in order of appearance. The code

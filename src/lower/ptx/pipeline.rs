@@ -458,12 +458,69 @@ impl LeanCodegenSetup {
     }
 }
 
-/// A fresh context that discards value names.
+/// A fresh context that discards value names, with pydevice's diagnostic handler.
 fn ptx_context() -> Rc<Context> {
     let context = Context::create();
     // SAFETY: the context is live; this only sets a flag on it.
     unsafe { LLVMContextSetDiscardValueNames(context.raw(), 1) };
+    install_diagnostic_handler(&context);
     Rc::new(context)
+}
+
+/// Errors LLVM reported through a context's diagnostic handler, with the context's address,
+/// until [`take_llvm_errors`] collects them.
+static LLVM_ERRORS: std::sync::Mutex<Vec<(usize, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// pydevice's handler of LLVM's diagnostics. LLVM's default prints every warning and remark
+/// to stderr (the optimizer's "loop not unrolled: the optimizer was unable to perform the
+/// requested transformation", with no Python source location, which the user cannot act on)
+/// and ends the process on an error. Here warnings, remarks and notes are dropped, and errors
+/// are kept for [`take_llvm_errors`], which turns them into a `LowerError`.
+extern "C" fn on_llvm_diagnostic(
+    info: inkwell::llvm_sys::prelude::LLVMDiagnosticInfoRef,
+    context: *mut c_void,
+) {
+    use inkwell::llvm_sys::LLVMDiagnosticSeverity;
+    use inkwell::llvm_sys::core::{
+        LLVMDisposeMessage, LLVMGetDiagInfoDescription, LLVMGetDiagInfoSeverity,
+    };
+    // SAFETY: LLVM passes a live diagnostic for the duration of the call.
+    if unsafe { LLVMGetDiagInfoSeverity(info) } != LLVMDiagnosticSeverity::LLVMDSError {
+        return;
+    }
+    // SAFETY: as above; the description is a message LLVM allocated, disposed of here.
+    let text = unsafe {
+        let d = LLVMGetDiagInfoDescription(info);
+        let t = std::ffi::CStr::from_ptr(d).to_string_lossy().into_owned();
+        LLVMDisposeMessage(d);
+        t
+    };
+    LLVM_ERRORS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push((context as usize, text));
+}
+
+/// Routes `context`'s diagnostics to [`on_llvm_diagnostic`].
+pub(crate) fn install_diagnostic_handler(context: &Context) {
+    // SAFETY: the context is live; the handler is a plain function and its context argument
+    // is only used as a key (the context's own address).
+    unsafe {
+        inkwell::llvm_sys::core::LLVMContextSetDiagnosticHandler(
+            context.raw(),
+            Some(on_llvm_diagnostic),
+            context.raw().cast(),
+        )
+    }
+}
+
+/// The errors LLVM reported for the context at address `context` since the last call (each
+/// compile of a thread's back end uses its context alone, so they are that compile's).
+pub(crate) fn take_llvm_errors(context: usize) -> Vec<String> {
+    let mut all = LLVM_ERRORS.lock().unwrap_or_else(|e| e.into_inner());
+    let (mine, rest): (Vec<_>, Vec<_>) = all.drain(..).partition(|(c, _)| *c == context);
+    *all = rest;
+    mine.into_iter().map(|(_, t)| t).collect()
 }
 
 impl Drop for Backend {
