@@ -277,8 +277,8 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         // and the addition carry it (§3.13). 16-bit floats and the compiler's own expansions
         // (complex arithmetic, random numbers, `//`, `%`, rounding) never carry it, nor does
         // anything in a kernel compiled with `contract=False`.
-        // `contract=False` (§12) keeps every rounding.
-        let may_contract = !self.e.program.options.no_contract;
+        // `contract=False` (§12) keeps every rounding, as do the helpers of `ir::expand`.
+        let may_contract = !self.e.program.options.no_contract && !self.f.expansion;
         let contractible = |v: FloatValue<'ctx>| -> BasicValueEnum<'ctx> {
             if may_contract
                 && matches!(s, Scalar::Float32 | Scalar::Float64)
