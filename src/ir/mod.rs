@@ -16,6 +16,7 @@ use std::marker::PhantomData;
 
 mod stores;
 pub use stores::holds_memory;
+pub mod analysis;
 pub mod expand;
 mod flags;
 mod validate;

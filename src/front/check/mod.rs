@@ -148,8 +148,7 @@ pub fn specialize(
                 cooperative: s.grid_sync,
                 split_barrier: s.split_barrier,
             };
-            let mut found = escape::check(&program);
-            found.extend(divergence::check(&program));
+            let found = crate::ir::analysis::check(&program);
             if found.is_empty() {
                 Ok(program)
             } else {
@@ -1565,8 +1564,6 @@ mod calls;
 mod cluster;
 mod complex;
 mod device;
-mod divergence;
-mod escape;
 mod groups;
 mod numba;
 use complex::complex_unsupported;
