@@ -20,7 +20,7 @@ pub mod analysis;
 pub mod expand;
 mod flags;
 mod validate;
-pub use flags::{BarrierScope, IntrinsicFlags};
+pub use flags::{BarrierScope, IntrinsicFlags, Signature};
 pub use validate::{ValidationError, validate};
 
 mod arena;

@@ -98,6 +98,9 @@ pub enum Rule {
     Math,
     /// A `math` function with two results or an int operand (`frexp`, `ldexp`, `modf`).
     MathPair,
+    /// An intrinsic whose declaration gives its signature ([`Intrinsic::signature`]): each
+    /// argument is converted to its parameter's type, the result has the declared type.
+    Declared,
     /// A vector constructor (`float32x4(...)`).
     Vector,
     /// numba's value-predicate barriers (`cuda.syncthreads_count(pred)`).
