@@ -113,9 +113,15 @@ impl Intrinsic {
         use Intrinsic as I;
         match self {
             // Pure arithmetic, also compiled for the host.
-            I::Popc | I::Brev | I::Clz | I::Ffs | I::Fma | I::Math(_) | I::Complex(_) => {
-                IntrinsicFlags::HOST
-            }
+            I::Popc
+            | I::Brev
+            | I::Clz
+            | I::Ffs
+            | I::FunnelShiftL
+            | I::FunnelShiftR
+            | I::Fma
+            | I::Math(_)
+            | I::Complex(_) => IntrinsicFlags::HOST,
             // Each thread's own Philox stream: the host runs it too (one stream).
             I::Rand | I::Randn => IntrinsicFlags {
                 per_thread: true,
@@ -215,9 +221,14 @@ impl Intrinsic {
     /// operation of this kind needs no typing code. `None` for intrinsics with a typing
     /// rule of their own (generic over types, with optional operands, or returning tuples).
     pub fn signature(self) -> Option<Signature> {
-        // No intrinsic is typed by its declaration alone yet.
-        let _ = self;
-        None
+        const U32: Scalar = Scalar::UInt32;
+        match self {
+            Intrinsic::FunnelShiftL | Intrinsic::FunnelShiftR => Some(Signature {
+                params: &[U32, U32, U32],
+                result: U32,
+            }),
+            _ => None,
+        }
     }
 
     /// The spelling of an intrinsic in Python, for diagnostics (an exhaustive match: no
@@ -272,6 +283,8 @@ impl Intrinsic {
             Intrinsic::Clz => "clz",
             Intrinsic::Ffs => "ffs",
             Intrinsic::Fma => "fma",
+            Intrinsic::FunnelShiftL => "funnelshift_l",
+            Intrinsic::FunnelShiftR => "funnelshift_r",
             Intrinsic::Math(f) => return format!("math.{}", f.name()),
             Intrinsic::Complex(_) => "complex arithmetic",
             Intrinsic::Rand => "random.rand",
