@@ -1,7 +1,8 @@
 //! IR-to-IR expansions that every back end shares: operations whose meaning is an
 //! algorithm, not one machine instruction, are rewritten here once into simpler IR, so that
 //! the PTX lowering, the host lowering and the CPU kernel back end only map operations and
-//! no back end states the algorithm again (issue 33).
+//! no back end states the algorithm again (issue 33): Smith's complex division
+//! ([`complex`]) and Python's `//` and `%` on floats ([`divmod`]).
 //!
 //! [`run`] runs after the front end's checks and analyses (the divergence and escape checks
 //! see the program as written) and before validation and lowering. An expansion that needs
@@ -16,6 +17,7 @@
 use super::*;
 
 mod complex;
+mod divmod;
 
 /// Expands every operation of `program` that has an IR expansion. Idempotent: a second run
 /// finds nothing left to expand.
@@ -28,7 +30,9 @@ pub fn run(program: &mut Program) {
             let e = Handle::new(k);
             k += 1;
             let f = &program.functions[h];
-            let found = complex::wants_helper(f, e).map(|k| (k, f.exprs.span(e)));
+            let found = complex::wants_helper(f, e)
+                .or_else(|| divmod::wants_helper(f, e))
+                .map(|k| (k, f.exprs.span(e)));
             if let Some((helper, span)) = found {
                 let callee = helpers.get(program, helper, span);
                 let f = &mut program.functions[h];
@@ -44,6 +48,8 @@ pub fn run(program: &mut Program) {
 enum Helper {
     /// Smith's complex division, for a complex scalar type.
     ComplexDiv(Scalar),
+    /// Python's `//` or `%` on a float type.
+    FloatDivMod(BinaryOp, Scalar),
 }
 
 /// The helpers added so far, made on first use.
@@ -59,6 +65,7 @@ impl Helpers {
         }
         let f = match helper {
             Helper::ComplexDiv(s) => complex::division(s, span),
+            Helper::FloatDivMod(op, s) => divmod::float_divmod(op, s, span),
         };
         let h = program.functions.append(f, span);
         self.made.push((helper, h));
