@@ -188,3 +188,40 @@ impl Builder {
         self.f
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::types::signature::parse_signature;
+    use crate::{CompileOptions, Module};
+
+    const SRC: &str = "from cuda import device\n\n\n@device.kernel(DECO)\ndef k(z, w, x, y, out, h):\n    i = device.tid(1)\n    z[i] = z[i] / w[i]\n    out[i] = x[i] // y[i] + x[i] % y[i]\n    h[i] = h[i] % h[0]\n";
+    const SIG: &str =
+        "complex64[::1], complex64[::1], float64[::1], float64[::1], float64[::1], float16[::1]";
+
+    #[test]
+    fn expansion_is_idempotent_and_valid() {
+        let m = Module::parse("k.py", &SRC.replace("(DECO)", "")).expect("parse");
+        let (args, _) = parse_signature(SIG).expect("sig");
+        let spec = m.specialize("k", &args).expect("specialize");
+        let mut p = spec.program().clone();
+        let before = p.to_string();
+        // One helper each: complex64 division, float64 // and %, float16 %.
+        assert_eq!(p.functions.len(), 5, "{before}");
+        assert!(p.functions.iter().skip(1).all(|(_, f)| f.expansion));
+        super::run(&mut p);
+        assert_eq!(p.to_string(), before, "a second run changed the program");
+        crate::ir::validate(&p).expect("valid");
+    }
+
+    #[test]
+    fn helpers_compile_with_debug_information_and_line_info() {
+        for deco in ["(debug=True)", "(lineinfo=True)", "(fastmath=True)"] {
+            let m = Module::parse("k.py", &SRC.replace("(DECO)", deco)).expect("parse");
+            let (args, _) = parse_signature(SIG).expect("sig");
+            let k = m
+                .compile("k", &args, &CompileOptions::default())
+                .unwrap_or_else(|e| panic!("{deco}: {e}"));
+            assert!(k.ptx.contains(".entry k"), "{deco}");
+        }
+    }
+}
