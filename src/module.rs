@@ -508,10 +508,12 @@ pub fn warm_up(options: &CompileOptions) {
 }
 
 impl Specialization {
-    /// The checker's program, validated against the IR's rules ([`ir::validate`]) in debug
+    /// The checker's program, with the shared IR expansions applied ([`ir::expand::run`]),
+    /// validated against the IR's rules ([`ir::validate`]) in debug
     /// builds: a broken rule is a compiler bug, reported as internal error E0998 at the
     /// statement, so that it never reaches a back end. Release builds skip the walk.
-    fn checked(program: ir::Program) -> Result<Specialization, Diagnostics> {
+    fn checked(mut program: ir::Program) -> Result<Specialization, Diagnostics> {
+        ir::expand::run(&mut program);
         #[cfg(debug_assertions)]
         if let Err(e) = ir::validate(&program) {
             return Err(Diagnostics {

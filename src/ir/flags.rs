@@ -5,10 +5,15 @@
 //! back end's device-only check read these flags instead of keeping their own lists, so a
 //! new intrinsic is classified in one place (issue 33).
 //!
+//! Beside the flags, each intrinsic's Python spelling for diagnostics
+//! ([`Intrinsic::python_name`]) and, for operations typed by their declaration alone, its
+//! [`Signature`]: the front end, the checks and the back ends read these declarations
+//! instead of keeping their own lists.
+//!
 //! This module only describes; it does not lower anything.
 
 use super::{CgOp, Intrinsic, TensorOp};
-use crate::types::GroupKind;
+use crate::types::{GroupKind, Scalar};
 
 /// The threads a barrier waits for.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -108,9 +113,15 @@ impl Intrinsic {
         use Intrinsic as I;
         match self {
             // Pure arithmetic, also compiled for the host.
-            I::Popc | I::Brev | I::Clz | I::Ffs | I::Fma | I::Math(_) | I::Complex(_) => {
-                IntrinsicFlags::HOST
-            }
+            I::Popc
+            | I::Brev
+            | I::Clz
+            | I::Ffs
+            | I::FunnelShiftL
+            | I::FunnelShiftR
+            | I::Fma
+            | I::Math(_)
+            | I::Complex(_) => IntrinsicFlags::HOST,
             // Each thread's own Philox stream: the host runs it too (one stream).
             I::Rand | I::Randn => IntrinsicFlags {
                 per_thread: true,
@@ -190,6 +201,98 @@ fn cg_flags(op: CgOp) -> IntrinsicFlags {
         CgOp::MemcpyAsync(_) | CgOp::AsyncCommit | CgOp::AsyncWait(_) | CgOp::AsyncWaitAll => {
             IntrinsicFlags::DEVICE
         }
+    }
+}
+
+/// The operand and result types of an intrinsic whose call is typed by its declaration
+/// alone ([`Intrinsic::signature`]): the front end converts each argument to its parameter's
+/// type, as a call of a typed function does.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Signature {
+    /// The parameters' types, in order.
+    pub params: &'static [Scalar],
+    /// The result's type.
+    pub result: Scalar,
+}
+
+impl Intrinsic {
+    /// The signature of an intrinsic whose typing is its declaration: the front end's
+    /// generic rule (`Rule::Declared`) checks and converts the arguments from it, so a new
+    /// operation of this kind needs no typing code. `None` for intrinsics with a typing
+    /// rule of their own (generic over types, with optional operands, or returning tuples).
+    pub fn signature(self) -> Option<Signature> {
+        const U32: Scalar = Scalar::UInt32;
+        match self {
+            Intrinsic::FunnelShiftL | Intrinsic::FunnelShiftR => Some(Signature {
+                params: &[U32, U32, U32],
+                result: U32,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The spelling of an intrinsic in Python, for diagnostics (an exhaustive match: no
+    /// name derived from `Debug`).
+    pub fn python_name(self) -> String {
+        use crate::ir::{Shfl, Vote};
+        let s = match self {
+            Intrinsic::ThreadIdx(a) => return format!("thread_idx.{}", a.letter()),
+            Intrinsic::BlockIdx(a) => return format!("block_idx.{}", a.letter()),
+            Intrinsic::BlockDim(a) => return format!("block_dim.{}", a.letter()),
+            Intrinsic::GridDim(a) => return format!("grid_dim.{}", a.letter()),
+            Intrinsic::LaneId => "lane_id",
+            Intrinsic::WarpSize => "warp_size",
+            Intrinsic::SyncThreads => "syncthreads",
+            Intrinsic::SyncThreadsCount => "syncthreads_count",
+            Intrinsic::SyncThreadsAnd => "syncthreads_and",
+            Intrinsic::SyncThreadsOr => "syncthreads_or",
+            Intrinsic::ThreadFence(..) => "threadfence",
+            Intrinsic::ActiveMask => "activemask",
+            Intrinsic::LaneMaskLt => "lanemask_lt",
+            Intrinsic::SyncWarp => "syncwarp",
+            Intrinsic::Vote(Vote::All) => "all_sync",
+            Intrinsic::Vote(Vote::Any) => "any_sync",
+            Intrinsic::Vote(Vote::Uni) => "eq_sync",
+            Intrinsic::Vote(Vote::Ballot) => "ballot_sync",
+            Intrinsic::Shfl(Shfl::Idx) => "shfl_sync",
+            Intrinsic::Shfl(Shfl::Up) => "shfl_up_sync",
+            Intrinsic::Shfl(Shfl::Down) => "shfl_down_sync",
+            Intrinsic::Shfl(Shfl::Xor) => "shfl_xor_sync",
+            Intrinsic::MatchAny => "match_any_sync",
+            Intrinsic::MatchAll => "match_all_sync",
+            Intrinsic::DynamicSharedSize => "dynamic_shared_array",
+            Intrinsic::ClusterIdx(a) => return format!("cluster_idx.{}", a.letter()),
+            Intrinsic::ClusterDim(a) => return format!("cluster_dim.{}", a.letter()),
+            Intrinsic::BlockIdxInCluster(a) => {
+                return format!("block_idx_in_cluster.{}", a.letter());
+            }
+            Intrinsic::BlockRankInCluster => "block_rank_in_cluster",
+            Intrinsic::ClusterSize => "cluster_size",
+            Intrinsic::ClusterArrive(_) => "cluster_arrive",
+            Intrinsic::ClusterWait => "cluster_wait",
+            Intrinsic::ClusterSync => "cluster_sync",
+            Intrinsic::MapSharedRank => "map_shared_rank",
+            Intrinsic::Ldexp => "math.ldexp",
+            Intrinsic::Frexp => "math.frexp",
+            Intrinsic::Modf => "math.modf",
+            Intrinsic::Sincos => "libdevice.sincos",
+            Intrinsic::Sad => "libdevice.sad",
+            Intrinsic::RoundDigits => "round",
+            Intrinsic::Popc => "popc",
+            Intrinsic::Brev => "brev",
+            Intrinsic::Clz => "clz",
+            Intrinsic::Ffs => "ffs",
+            Intrinsic::Fma => "fma",
+            Intrinsic::FunnelShiftL => "funnelshift_l",
+            Intrinsic::FunnelShiftR => "funnelshift_r",
+            Intrinsic::Math(f) => return format!("math.{}", f.name()),
+            Intrinsic::Complex(_) => "complex arithmetic",
+            Intrinsic::Rand => "random.rand",
+            Intrinsic::Randn => "random.randn",
+            Intrinsic::Cg(_) => "cooperative groups (`cg`)",
+            Intrinsic::Tensor(op) => op.python_name(),
+        };
+        s.to_string()
     }
 }
 

@@ -53,6 +53,12 @@ pub enum Intrinsic {
     Ffs,
     /// `fma(a, b, c)`, one rounding
     Fma,
+    /// `funnelshift_l(lo, hi, shift)` on uint32 (CUDA's `__funnelshift_l`): the high word of
+    /// the 64-bit `hi:lo` shifted left by `shift & 31`.
+    FunnelShiftL,
+    /// `funnelshift_r(lo, hi, shift)` on uint32 (CUDA's `__funnelshift_r`): the low word of
+    /// the 64-bit `hi:lo` shifted right by `shift & 31`.
+    FunnelShiftR,
     /// `math.ldexp(x, n)`: `x * 2**n` rounded once (libdevice's `ldexp`; `n` is int32)
     Ldexp,
     /// `math.frexp(x)`: `(mantissa, exponent)` as `(float, int32)` (libdevice's `frexp`)
@@ -473,6 +479,7 @@ impl Intrinsic {
             Intrinsic::Complex(op) => format!("complex.{op:?}").to_lowercase(),
             Intrinsic::Cg(op) => format!("cg.{op:?}").to_lowercase(),
             Intrinsic::Tensor(op) => op.name(),
+            Intrinsic::FunnelShiftL | Intrinsic::FunnelShiftR => self.python_name(),
             other => format!("{other:?}").to_lowercase(),
         }
     }

@@ -16,9 +16,11 @@ use std::marker::PhantomData;
 
 mod stores;
 pub use stores::holds_memory;
+pub mod analysis;
+pub mod expand;
 mod flags;
 mod validate;
-pub use flags::{BarrierScope, IntrinsicFlags};
+pub use flags::{BarrierScope, IntrinsicFlags, Signature};
 pub use validate::{ValidationError, validate};
 
 mod arena;

@@ -115,6 +115,10 @@ pub struct Function {
     /// Declared `extern`: defined in another language (CUDA C++) and linked in later; it has
     /// no locals but its parameters and no body, and is always `interop`.
     pub external: bool,
+    /// Made by an IR expansion (`ir::expand`), not written by the program: a helper such as
+    /// Smith's complex division. Its floating-point operations round one by one (never
+    /// contracted into a fused multiply-add, whatever the program's `contract` option).
+    pub expansion: bool,
     /// Locals; the first `params` of them are the parameters in order.
     pub locals: Arena<Local>,
     /// Number of parameters.

@@ -122,6 +122,7 @@ fn argument(row: &Row, param: &str) -> &'static str {
         "pred" => "x > 0",
         "value" => "x",
         "src_lane" | "delta" | "flag" | "ndim" => "1",
+        "lo" | "hi" | "shift" => "x",
         "shape" => "4",
         "dtype" => "int32",
         "array" => "arr",

@@ -12,6 +12,7 @@ mod builtin_table;
 mod cpu;
 mod debug_info;
 mod disk_cache;
+mod funnelshift;
 mod gpu;
 mod gpu_debug;
 mod gpu_multi;

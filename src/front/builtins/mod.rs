@@ -310,6 +310,9 @@ pub enum Builtin {
     Fma,
     /// `math.frexp(x)`, `math.ldexp(x, n)`, `math.modf(x)` (one of the three intrinsics)
     MathPair(crate::ir::Intrinsic),
+    /// An intrinsic typed by its declaration alone ([`crate::ir::Intrinsic::signature`]):
+    /// `funnelshift_l(lo, hi, shift)`.
+    Declared(crate::ir::Intrinsic),
     /// `WarpMask(x)`
     WarpMask,
     /// A function of the `math` module.

@@ -98,6 +98,9 @@ pub enum Rule {
     Math,
     /// A `math` function with two results or an int operand (`frexp`, `ldexp`, `modf`).
     MathPair,
+    /// An intrinsic whose declaration gives its signature ([`Intrinsic::signature`]): each
+    /// argument is converted to its parameter's type, the result has the declared type.
+    Declared,
     /// A vector constructor (`float32x4(...)`).
     Vector,
     /// numba's value-predicate barriers (`cuda.syncthreads_count(pred)`).
@@ -369,6 +372,8 @@ pub static ROWS: &[Row] = &[
     row(B::Brev, &[(N::Device, "brev"), (N::NumbaCuda, "brev")], &["x"], &[], Rule::Bits, Op::Intrinsic(I::Brev), HOST),
     row(B::Clz, &[(N::Device, "clz"), (N::NumbaCuda, "clz")], &["x"], &[], Rule::Bits, Op::Intrinsic(I::Clz), HOST),
     row(B::Ffs, &[(N::Device, "ffs"), (N::NumbaCuda, "ffs")], &["x"], &[], Rule::Bits, Op::Intrinsic(I::Ffs), HOST),
+    row(B::Declared(I::FunnelShiftL), &[(N::Device, "funnelshift_l")], &["lo", "hi", "shift"], &[], Rule::Declared, Op::Intrinsic(I::FunnelShiftL), HOST),
+    row(B::Declared(I::FunnelShiftR), &[(N::Device, "funnelshift_r")], &["lo", "hi", "shift"], &[], Rule::Declared, Op::Intrinsic(I::FunnelShiftR), HOST),
     row(B::Cbrt, &[(N::Device, "cbrt"), (N::NumbaCuda, "cbrt")], &["a"], &[], Rule::FloatOp, Op::Intrinsic(I::Math(crate::ir::MathFn::Cbrt)), HOST),
     row(B::Rsqrt, &[(N::Device, "rsqrt"), (N::NumbaLibdevice, "rsqrt"), (N::NumbaLibdevice, "rsqrtf")], &["x"], &[], Rule::FloatOp, Op::Intrinsic(I::Math(crate::ir::MathFn::Rsqrt)), HOST),
     row(B::Fma, &[(N::Device, "fma"), (N::NumbaCuda, "fma")], &["a", "b", "c"], &[], Rule::FloatOp, Op::Intrinsic(I::Fma), HOST),

@@ -879,6 +879,30 @@ impl FnCx<'_, '_> {
                 Some(op) => self.math_pair(op, c),
                 None => self.table_mismatch(b, span),
             },
+            Rule::Declared => {
+                let (Some(op), Some(sig)) = (op, op.and_then(Intrinsic::signature)) else {
+                    return self.table_mismatch(b, span);
+                };
+                let a = self.bind(c, &name, entry.params(), sig.params.len())?;
+                let mut args = Vec::new();
+                for (e, want) in a.into_iter().zip(sig.params) {
+                    let v = self.eval(e?)?;
+                    let fits =
+                        v.ty.as_scalar()
+                            .is_some_and(|s| s.is_integer() || s == Scalar::Bool)
+                            || !want.is_integer();
+                    if !fits {
+                        self.error(
+                            Code::E0406,
+                            v.span,
+                            format!("`{name}` takes {want} arguments, found {}", v.ty),
+                        );
+                        return None;
+                    }
+                    args.push(self.convert(&v, *want)?);
+                }
+                Some(self.intrinsic(op, args, Type::Scalar(sig.result), span))
+            }
             // Rules typed elsewhere (`builtin_call`, `numba_call`).
             Rule::NotCallable
             | Rule::Conversion

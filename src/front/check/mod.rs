@@ -148,8 +148,7 @@ pub fn specialize(
                 cooperative: s.grid_sync,
                 split_barrier: s.split_barrier,
             };
-            let mut found = escape::check(&program);
-            found.extend(divergence::check(&program));
+            let found = crate::ir::analysis::check(&program);
             if found.is_empty() {
                 Ok(program)
             } else {
@@ -503,6 +502,7 @@ impl Specializer<'_> {
             kind: FunctionKind::Device,
             interop: decl.options.interop,
             external: false,
+            expansion: false,
             locals,
             params: args.len(),
             ret,
@@ -546,6 +546,7 @@ impl Specializer<'_> {
             kind: FunctionKind::Device,
             interop: true,
             external: true,
+            expansion: false,
             locals,
             params: ext.params.len(),
             ret: ext.ret.clone(),
@@ -989,6 +990,7 @@ impl<'s, 'm> FnCx<'s, 'm> {
             kind: self.kind,
             interop: self.decl.options.interop,
             external: false,
+            expansion: false,
             locals: self.locals,
             params: self.params,
             ret,
@@ -1562,8 +1564,6 @@ mod calls;
 mod cluster;
 mod complex;
 mod device;
-mod divergence;
-mod escape;
 mod groups;
 mod numba;
 use complex::complex_unsupported;

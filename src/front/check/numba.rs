@@ -432,6 +432,7 @@ impl FnCx<'_, '_> {
             | Rule::Shfl
             | Rule::Match
             | Rule::Bits
+            | Rule::Declared
             | Rule::FloatOp
             | Rule::WarpMask
             | Rule::Math

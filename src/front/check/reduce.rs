@@ -573,6 +573,7 @@ impl FnCx<'_, '_> {
                     kind: FunctionKind::Device,
                     interop: false,
                     external: false,
+                    expansion: false,
                     locals: b.locals,
                     params: 1,
                     ret: Type::Scalar(r.result(d)),

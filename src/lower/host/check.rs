@@ -288,7 +288,7 @@ impl Checker {
                     span,
                     format!(
                         "`{}` is not supported by the CPU back end yet",
-                        python_name(*op)
+                        op.python_name()
                     ),
                     CPU_NOTE,
                 );
@@ -338,7 +338,7 @@ impl Checker {
                 self.report(
                     Code::E0501,
                     span,
-                    format!("`{}` exists only on the device", python_name(*op)),
+                    format!("`{}` exists only on the device", op.python_name()),
                     GUARD,
                 );
                 return;
@@ -493,65 +493,6 @@ fn host_atomic(op: AtomicOp, target: &Type) -> bool {
         // A single host thread waiting for a value only it could change would never return.
         AtomicOp::Wait => false,
     }
-}
-
-/// The spelling of an intrinsic in Python (an exhaustive match: no name derived from `Debug`).
-fn python_name(op: Intrinsic) -> String {
-    use crate::ir::{Shfl, Vote};
-    let s = match op {
-        Intrinsic::ThreadIdx(a) => return format!("thread_idx.{}", a.letter()),
-        Intrinsic::BlockIdx(a) => return format!("block_idx.{}", a.letter()),
-        Intrinsic::BlockDim(a) => return format!("block_dim.{}", a.letter()),
-        Intrinsic::GridDim(a) => return format!("grid_dim.{}", a.letter()),
-        Intrinsic::LaneId => "lane_id",
-        Intrinsic::WarpSize => "warp_size",
-        Intrinsic::SyncThreads => "syncthreads",
-        Intrinsic::SyncThreadsCount => "syncthreads_count",
-        Intrinsic::SyncThreadsAnd => "syncthreads_and",
-        Intrinsic::SyncThreadsOr => "syncthreads_or",
-        Intrinsic::ThreadFence(..) => "threadfence",
-        Intrinsic::ActiveMask => "activemask",
-        Intrinsic::LaneMaskLt => "lanemask_lt",
-        Intrinsic::SyncWarp => "syncwarp",
-        Intrinsic::Vote(Vote::All) => "all_sync",
-        Intrinsic::Vote(Vote::Any) => "any_sync",
-        Intrinsic::Vote(Vote::Uni) => "eq_sync",
-        Intrinsic::Vote(Vote::Ballot) => "ballot_sync",
-        Intrinsic::Shfl(Shfl::Idx) => "shfl_sync",
-        Intrinsic::Shfl(Shfl::Up) => "shfl_up_sync",
-        Intrinsic::Shfl(Shfl::Down) => "shfl_down_sync",
-        Intrinsic::Shfl(Shfl::Xor) => "shfl_xor_sync",
-        Intrinsic::MatchAny => "match_any_sync",
-        Intrinsic::MatchAll => "match_all_sync",
-        Intrinsic::DynamicSharedSize => "dynamic_shared_array",
-        Intrinsic::ClusterIdx(a) => return format!("cluster_idx.{}", a.letter()),
-        Intrinsic::ClusterDim(a) => return format!("cluster_dim.{}", a.letter()),
-        Intrinsic::BlockIdxInCluster(a) => return format!("block_idx_in_cluster.{}", a.letter()),
-        Intrinsic::BlockRankInCluster => "block_rank_in_cluster",
-        Intrinsic::ClusterSize => "cluster_size",
-        Intrinsic::ClusterArrive(_) => "cluster_arrive",
-        Intrinsic::ClusterWait => "cluster_wait",
-        Intrinsic::ClusterSync => "cluster_sync",
-        Intrinsic::MapSharedRank => "map_shared_rank",
-        Intrinsic::Ldexp => "math.ldexp",
-        Intrinsic::Frexp => "math.frexp",
-        Intrinsic::Modf => "math.modf",
-        Intrinsic::Sincos => "libdevice.sincos",
-        Intrinsic::Sad => "libdevice.sad",
-        Intrinsic::RoundDigits => "round",
-        Intrinsic::Popc => "popc",
-        Intrinsic::Brev => "brev",
-        Intrinsic::Clz => "clz",
-        Intrinsic::Ffs => "ffs",
-        Intrinsic::Fma => "fma",
-        Intrinsic::Math(f) => return format!("math.{}", f.name()),
-        Intrinsic::Complex(_) => "complex arithmetic",
-        Intrinsic::Rand => "random.rand",
-        Intrinsic::Randn => "random.randn",
-        Intrinsic::Cg(_) => "cooperative groups (`cg`)",
-        Intrinsic::Tensor(op) => op.python_name(),
-    };
-    s.to_string()
 }
 
 /// Whether an intrinsic needs a GPU (thread positions, barriers, warp operations). An

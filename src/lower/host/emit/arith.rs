@@ -150,52 +150,13 @@ impl FnCx<'_, '_> {
                 let name = if t == ct::F32 { "powf" } else { "pow" };
                 self.call_helper(name, &[t, t], t, &[x, y])?
             }
-            FloorDiv | Mod => self.float_divmod(op, s, x, y)?,
+            FloorDiv | Mod => {
+                return Err(err(
+                    "float `//` or `%` reached the back end (ir::expand lowers it)",
+                ));
+            }
             BitAnd | BitOr | BitXor | Shl | Shr => return Err(err("bitwise op on floats")),
         })
-    }
-
-    /// CPython's `float_divmod`, step for step as the device computes it.
-    fn float_divmod(&mut self, op: BinaryOp, s: Scalar, x: Value, y: Value) -> R<Value> {
-        let t = reg_type(s);
-        let name = if t == ct::F32 { "fmodf" } else { "fmod" };
-        let m = self.call_helper(name, &[t, t], t, &[x, y])?;
-        let zero = self.zero(t);
-        let b = &mut self.b;
-        let m_nonzero = b.ins().fcmp(FloatCC::NotEqual, m, zero);
-        let y_neg = b.ins().fcmp(FloatCC::LessThan, y, zero);
-        let m_neg = b.ins().fcmp(FloatCC::LessThan, m, zero);
-        let differ = b.ins().bxor(y_neg, m_neg);
-        let adjust = b.ins().band(m_nonzero, differ);
-        if op == BinaryOp::Mod {
-            let m_adj = b.ins().fadd(m, y);
-            let r = b.ins().select(adjust, m_adj, m);
-            let signed_zero = b.ins().fcopysign(zero, y);
-            return Ok(b.ins().select(m_nonzero, r, signed_zero));
-        }
-        let one = if t == ct::F32 {
-            b.ins().f32const(1.0)
-        } else {
-            b.ins().f64const(1.0)
-        };
-        let half = if t == ct::F32 {
-            b.ins().f32const(0.5)
-        } else {
-            b.ins().f64const(0.5)
-        };
-        let diff = b.ins().fsub(x, m);
-        let div = b.ins().fdiv(diff, y);
-        let div_m1 = b.ins().fsub(div, one);
-        let div = b.ins().select(adjust, div_m1, div);
-        let fl = b.ins().floor(div);
-        let frac = b.ins().fsub(div, fl);
-        let up = b.ins().fcmp(FloatCC::GreaterThan, frac, half);
-        let fl1 = b.ins().fadd(fl, one);
-        let q = b.ins().select(up, fl1, fl);
-        let q_zero = b.ins().fcmp(FloatCC::Equal, div, zero);
-        let xy = b.ins().fdiv(x, y);
-        let z = b.ins().fcopysign(zero, xy);
-        Ok(b.ins().select(q_zero, z, q))
     }
 
     fn int_binary(&mut self, op: BinaryOp, s: Scalar, x: Value, y: Value) -> R<Value> {

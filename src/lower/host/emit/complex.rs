@@ -1,6 +1,6 @@
 //! Complex numbers on the host, mirroring `lower::ptx::emit::numbers`: a complex value is
 //! two leaves (its real and imaginary parts, of the component type), arithmetic is the
-//! same formulas (textbook `*`, Smith's division, `==`/`!=` part by part), and the `cmath`
+//! same formulas (textbook `*`, `==`/`!=` part by part; division is `ir::expand`'s), and the `cmath`
 //! functions the same textbook formulas over the C library's real functions that the
 //! device computes over libdevice's, or CPython's algorithms in the runtime
 //! (`host::cmath`), as the device computes them (docs/semantics.md §16.4 bounds the
@@ -132,7 +132,8 @@ impl FnCx<'_, '_> {
         self.b.ins().bor(r, i)
     }
 
-    /// `+ - * /`, `==` and `!=` as the device computes them.
+    /// `+ - *`, `==` and `!=` as the device computes them (`/` was expanded into a call of
+    /// Smith's algorithm before lowering, `ir::expand`).
     fn complex_binary(&mut self, op: BinaryOp, (a, b): Parts, (c, d): Parts) -> R<Vec<Value>> {
         Ok(match op {
             BinaryOp::Add | BinaryOp::AddNoWrap => {
@@ -145,10 +146,6 @@ impl FnCx<'_, '_> {
                 let ad = self.b.ins().fmul(a, d);
                 let bc = self.b.ins().fmul(b, c);
                 vec![self.b.ins().fsub(ac, bd), self.b.ins().fadd(ad, bc)]
-            }
-            BinaryOp::Div => {
-                let (re, im) = self.smith_div(a, b, c, d);
-                vec![re, im]
             }
             BinaryOp::Eq => {
                 let r = self.b.ins().fcmp(FloatCC::Equal, a, c);
@@ -167,46 +164,6 @@ impl FnCx<'_, '_> {
                 )));
             }
         })
-    }
-
-    /// `(a + bi) / (c + di)` by Smith's algorithm; a zero divisor gives each part over
-    /// `|c|` (infinities or NaN), as on the device.
-    fn smith_div(&mut self, a: Value, b: Value, c: Value, d: Value) -> Parts {
-        let t = self.b.func.dfg.value_type(a);
-        let abs_c = self.b.ins().fabs(c);
-        let abs_d = self.b.ins().fabs(d);
-        // |c| >= |d|: r = d/c, den = c + d r, q = ((a + b r) + (b - a r) i) / den
-        let r1 = self.b.ins().fdiv(d, c);
-        let dr1 = self.b.ins().fmul(d, r1);
-        let den1 = self.b.ins().fadd(c, dr1);
-        let br1 = self.b.ins().fmul(b, r1);
-        let re1 = self.b.ins().fadd(a, br1);
-        let ar1 = self.b.ins().fmul(a, r1);
-        let im1 = self.b.ins().fsub(b, ar1);
-        let re1 = self.b.ins().fdiv(re1, den1);
-        let im1 = self.b.ins().fdiv(im1, den1);
-        // |c| < |d|: r = c/d, den = c r + d, q = ((a r + b) + (b r - a) i) / den
-        let r2 = self.b.ins().fdiv(c, d);
-        let cr2 = self.b.ins().fmul(c, r2);
-        let den2 = self.b.ins().fadd(cr2, d);
-        let ar2 = self.b.ins().fmul(a, r2);
-        let re2 = self.b.ins().fadd(ar2, b);
-        let br2 = self.b.ins().fmul(b, r2);
-        let im2 = self.b.ins().fsub(br2, a);
-        let re2 = self.b.ins().fdiv(re2, den2);
-        let im2 = self.b.ins().fdiv(im2, den2);
-        let re0 = self.b.ins().fdiv(a, abs_c);
-        let im0 = self.b.ins().fdiv(b, abs_c);
-        let first = self.b.ins().fcmp(FloatCC::GreaterThanOrEqual, abs_c, abs_d);
-        let zero = self.zero(t);
-        let c0 = self.b.ins().fcmp(FloatCC::Equal, c, zero);
-        let d0 = self.b.ins().fcmp(FloatCC::Equal, d, zero);
-        let both0 = self.b.ins().band(c0, d0);
-        let re = self.b.ins().select(first, re1, re2);
-        let im = self.b.ins().select(first, im1, im2);
-        let re = self.b.ins().select(both0, re0, re);
-        let im = self.b.ins().select(both0, im0, im);
-        (re, im)
     }
 
     /// Construction, parts and the `cmath` functions, by the device's formulas

@@ -53,6 +53,25 @@ impl FnCx<'_, '_> {
                 let zero = self.b.ins().iconst(ct::I32, 0);
                 self.b.ins().select(z, zero, r1)
             }
+            // `hi:lo` as one 64-bit word, shifted by `shift & 31`.
+            Intrinsic::FunnelShiftL | Intrinsic::FunnelShiftR => {
+                let [lo, hi, k] = vals[..] else {
+                    return Err(err("a funnel shift takes three operands"));
+                };
+                let lo = self.b.ins().uextend(ct::I64, lo);
+                let hi = self.b.ins().uextend(ct::I64, hi);
+                let hi = self.b.ins().ishl_imm_u(hi, 32);
+                let both = self.b.ins().bor(hi, lo);
+                let k = self.b.ins().band_imm_u(k, 31);
+                let k = self.b.ins().uextend(ct::I64, k);
+                let r = if op == Intrinsic::FunnelShiftL {
+                    let r = self.b.ins().ishl(both, k);
+                    self.b.ins().ushr_imm_u(r, 32)
+                } else {
+                    self.b.ins().ushr(both, k)
+                };
+                self.b.ins().ireduce(ct::I32, r)
+            }
             Intrinsic::Fma => {
                 let s = ty.as_scalar().ok_or_else(|| err("fma type"))?;
                 if is_half(s) {

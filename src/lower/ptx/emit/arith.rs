@@ -258,7 +258,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         x: FloatValue<'ctx>,
         y: FloatValue<'ctx>,
     ) -> R<BasicValueEnum<'ctx>> {
-        if s.bits() == 16 && matches!(op, BinaryOp::Pow | BinaryOp::FloorDiv | BinaryOp::Mod) {
+        if s.bits() == 16 && op == BinaryOp::Pow {
             // No 16-bit libdevice functions: compute in float32 and round once.
             let f32t = self.e.ctx.f32_type();
             let xe = self.b().build_float_ext(x, f32t, "")?;
@@ -277,8 +277,8 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         // and the addition carry it (§3.13). 16-bit floats and the compiler's own expansions
         // (complex arithmetic, random numbers, `//`, `%`, rounding) never carry it, nor does
         // anything in a kernel compiled with `contract=False`.
-        // `contract=False` (§12) keeps every rounding.
-        let may_contract = !self.e.program.options.no_contract;
+        // `contract=False` (§12) keeps every rounding, as do the helpers of `ir::expand`.
+        let may_contract = !self.e.program.options.no_contract && !self.f.expansion;
         let contractible = |v: FloatValue<'ctx>| -> BasicValueEnum<'ctx> {
             if may_contract
                 && matches!(s, Scalar::Float32 | Scalar::Float64)
@@ -318,66 +318,13 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 let f = self.e.libdevice_fn(name, x.get_type().into(), 2);
                 self.call1(f, &[x.into(), y.into()])?
             }
-            FloorDiv | Mod => self.float_divmod(op, s, x, y)?,
+            FloorDiv | Mod => {
+                return Err(err(
+                    "float `//` or `%` reached the back end (ir::expand lowers it)",
+                ));
+            }
             BitAnd | BitOr | BitXor | Shl | Shr => return Err(err("bitwise op on floats")),
         })
-    }
-
-    /// CPython's `float_divmod`: the remainder takes the divisor's sign, and the quotient is
-    /// rounded so that `q * y + r == x` as closely as floats allow.
-    fn float_divmod(
-        &mut self,
-        op: BinaryOp,
-        s: Scalar,
-        x: FloatValue<'ctx>,
-        y: FloatValue<'ctx>,
-    ) -> R<BasicValueEnum<'ctx>> {
-        let ft = x.get_type();
-        let name = if s == Scalar::Float32 {
-            "__nv_fmodf"
-        } else {
-            "__nv_fmod"
-        };
-        let fmod = self.e.libdevice_fn(name, ft.into(), 2);
-        let m = self.call1(fmod, &[x.into(), y.into()])?.into_float_value();
-        let b = &self.e.builder;
-        let zero = ft.const_zero();
-        let m_nonzero = b.build_float_compare(FloatPredicate::UNE, m, zero, "")?;
-        let y_neg = b.build_float_compare(FloatPredicate::OLT, y, zero, "")?;
-        let m_neg = b.build_float_compare(FloatPredicate::OLT, m, zero, "")?;
-        let signs_differ = b.build_xor(y_neg, m_neg, "")?;
-        let adjust = b.build_and(m_nonzero, signs_differ, "")?;
-        if op == BinaryOp::Mod {
-            let m_adj = b.build_float_add(m, y, "")?;
-            let r = b.build_select(adjust, m_adj, m, "")?.into_float_value();
-            // A zero remainder takes the divisor's sign.
-            let copysign = self.e.intrinsic("llvm.copysign", &[ft.into()])?;
-            let signed_zero = self
-                .call1(copysign, &[zero.into(), y.into()])?
-                .into_float_value();
-            let b = &self.e.builder;
-            return Ok(b.build_select(m_nonzero, r, signed_zero, "")?);
-        }
-        let diff = b.build_float_sub(x, m, "")?;
-        let div = b.build_float_div(diff, y, "")?;
-        let one = ft.const_float(1.0);
-        let div_m1 = b.build_float_sub(div, one, "")?;
-        let div = b.build_select(adjust, div_m1, div, "")?.into_float_value();
-        let floor = self.e.intrinsic("llvm.floor", &[ft.into()])?;
-        let fl = self.call1(floor, &[div.into()])?.into_float_value();
-        let b = &self.e.builder;
-        let frac = b.build_float_sub(div, fl, "")?;
-        let half = ft.const_float(0.5);
-        let up = b.build_float_compare(FloatPredicate::OGT, frac, half, "")?;
-        let fl1 = b.build_float_add(fl, one, "")?;
-        let q = b.build_select(up, fl1, fl, "")?.into_float_value();
-        let q_zero = b.build_float_compare(FloatPredicate::OEQ, div, zero, "")?;
-        let xy = b.build_float_div(x, y, "")?;
-        let copysign = self.e.intrinsic("llvm.copysign", &[ft.into()])?;
-        let z = self
-            .call1(copysign, &[zero.into(), xy.into()])?
-            .into_float_value();
-        Ok(self.e.builder.build_select(q_zero, z, q, "")?)
     }
 
     fn int_binary(

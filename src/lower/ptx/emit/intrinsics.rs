@@ -170,6 +170,17 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                     }
                 }
             }
+            // LLVM's funnel shifts take the high word first and the count modulo 32, as
+            // CUDA's do (`shf.l.wrap.b32` / `shf.r.wrap.b32`).
+            Intrinsic::FunnelShiftL | Intrinsic::FunnelShiftR => {
+                let name = if op == Intrinsic::FunnelShiftL {
+                    "llvm.fshl"
+                } else {
+                    "llvm.fshr"
+                };
+                let f = self.e.intrinsic(name, &[i32t.into()])?;
+                self.call1(f, &[vals[1].into(), vals[0].into(), vals[2].into()])?
+            }
             Intrinsic::Fma => {
                 let t = vals[0].get_type();
                 let f = self.e.intrinsic("llvm.fma", &[t])?;

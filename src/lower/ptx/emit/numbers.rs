@@ -89,11 +89,8 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
 
     /// `+ - * /`, `==` and `!=` on two complex values of the same type.
     ///
-    /// Multiplication is the textbook `(ac - bd) + (ad + bc)i`; division is Smith's
-    /// algorithm (1962), which scales by the larger part of the divisor so that the
-    /// intermediate products neither overflow nor underflow where the quotient does not.
-    /// Dividing by zero gives `a/0 + (b/0)i` part by part (infinities, or NaN for 0/0), as
-    /// NumPy does.
+    /// Multiplication is the textbook `(ac - bd) + (ad + bc)i`; division was expanded into a
+    /// call of Smith's algorithm before lowering (`ir::expand`).
     pub(super) fn complex_binary(
         &mut self,
         op: BinaryOp,
@@ -123,7 +120,6 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 let im = bld.build_float_add(ad, bc, "")?;
                 self.make_complex(re, im)
             }
-            BinaryOp::Div => self.smith_div(a, b, c, d),
             BinaryOp::Eq => {
                 let r = bld.build_float_compare(FloatPredicate::OEQ, a, c, "")?;
                 let i = bld.build_float_compare(FloatPredicate::OEQ, b, d, "")?;
@@ -139,48 +135,6 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 other.symbol()
             ))),
         }
-    }
-
-    /// `(a + bi) / (c + di)` by Smith's algorithm, both branches computed and selected.
-    fn smith_div(
-        &mut self,
-        a: FloatValue<'ctx>,
-        b: FloatValue<'ctx>,
-        c: FloatValue<'ctx>,
-        d: FloatValue<'ctx>,
-    ) -> R<BasicValueEnum<'ctx>> {
-        let ft = a.get_type();
-        let fabs = self.e.intrinsic("llvm.fabs", &[ft.into()])?;
-        let abs_c = self.call1(fabs, &[c.into()])?.into_float_value();
-        let abs_d = self.call1(fabs, &[d.into()])?.into_float_value();
-        let bld = &self.e.builder;
-        // |c| >= |d|: r = d/c, den = c + d r, q = ((a + b r) + (b - a r) i) / den
-        let r1 = bld.build_float_div(d, c, "")?;
-        let den1 = bld.build_float_add(c, bld.build_float_mul(d, r1, "")?, "")?;
-        let re1 = bld.build_float_add(a, bld.build_float_mul(b, r1, "")?, "")?;
-        let im1 = bld.build_float_sub(b, bld.build_float_mul(a, r1, "")?, "")?;
-        let re1 = bld.build_float_div(re1, den1, "")?;
-        let im1 = bld.build_float_div(im1, den1, "")?;
-        // |c| < |d|: r = c/d, den = c r + d, q = ((a r + b) + (b r - a) i) / den
-        let r2 = bld.build_float_div(c, d, "")?;
-        let den2 = bld.build_float_add(bld.build_float_mul(c, r2, "")?, d, "")?;
-        let re2 = bld.build_float_add(bld.build_float_mul(a, r2, "")?, b, "")?;
-        let im2 = bld.build_float_sub(bld.build_float_mul(b, r2, "")?, a, "")?;
-        let re2 = bld.build_float_div(re2, den2, "")?;
-        let im2 = bld.build_float_div(im2, den2, "")?;
-        // A zero divisor: each part over |c| (= 0), giving infinities or NaN.
-        let re0 = bld.build_float_div(a, abs_c, "")?;
-        let im0 = bld.build_float_div(b, abs_c, "")?;
-        let first = bld.build_float_compare(FloatPredicate::OGE, abs_c, abs_d, "")?;
-        let zero = ft.const_zero();
-        let c0 = bld.build_float_compare(FloatPredicate::OEQ, c, zero, "")?;
-        let d0 = bld.build_float_compare(FloatPredicate::OEQ, d, zero, "")?;
-        let both0 = bld.build_and(c0, d0, "")?;
-        let re = bld.build_select(first, re1, re2, "")?.into_float_value();
-        let im = bld.build_select(first, im1, im2, "")?.into_float_value();
-        let re = bld.build_select(both0, re0, re, "")?.into_float_value();
-        let im = bld.build_select(both0, im0, im, "")?.into_float_value();
-        self.make_complex(re, im)
     }
 
     /// Whether a complex value is nonzero.

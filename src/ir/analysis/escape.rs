@@ -16,7 +16,7 @@ use crate::ir::{Expr, Function, FunctionKind, Handle, Program, Stmt, StmtKind};
 use crate::types::{MemSpace, Type};
 
 /// E0242 for each `return` of a value that points into the returning function's frame.
-pub(super) fn check(program: &Program) -> Vec<Diagnostic> {
+pub fn check(program: &Program) -> Vec<Diagnostic> {
     let mut diags = Vec::new();
     for (_, f) in program.functions.iter() {
         if f.external || f.kind == FunctionKind::Kernel || !may_point(&f.ret) {

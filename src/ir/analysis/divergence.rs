@@ -1,8 +1,12 @@
 //! Block barriers under thread-dependent control (E0241): the spec says `syncthreads()` and
 //! its `_count`/`_and`/`_or` forms "shall be called by every thread in the thread block"
-//! (§ *Thread Block Synchronization*). A barrier inside an `if` or a loop whose condition
-//! depends on the thread (`if thread_idx.x == 0: syncthreads()`) is reached by some threads
-//! of a block and not by others, so it is diagnosed.
+//! (§ *Thread Block Synchronization*), and the same holds of every barrier whose scope spans
+//! the block: a group's `sync()` for the block or the grid, the split block barrier, the
+//! cluster barriers. Which intrinsics those are is read from their declarations
+//! ([`Intrinsic::flags`], `BarrierScope::spans_blocks`), not listed here. A barrier inside
+//! an `if` or a loop whose condition depends on the thread (`if thread_idx.x == 0:
+//! syncthreads()`) is reached by some threads of a block and not by others, so it is
+//! diagnosed.
 //!
 //! This is a divergence analysis on the checked IR. A value is *thread-dependent* when it is
 //! computed from `thread_idx`, `lane_id`, `lanemask_lt`, `activemask`, a shuffle, a vote or
@@ -35,7 +39,7 @@ struct Summary {
 }
 
 /// E0241 for each barrier of `program` under thread-dependent control.
-pub(super) fn check(program: &Program) -> Vec<Diagnostic> {
+pub fn check(program: &Program) -> Vec<Diagnostic> {
     let mut summaries: Vec<Summary> = Vec::with_capacity(program.functions.len());
     let mut diags = Vec::new();
     // Callees come before their callers, but for recursive calls (see `Expr::Call` below).
