@@ -51,6 +51,7 @@ pub fn specialize(
         target_used: false,
         grid_sync: false,
         split_barrier: false,
+        arch_specific: false,
         functions: Arena::default(),
         instances: HashMap::new(),
         reported: HashSet::new(),
@@ -147,6 +148,7 @@ pub fn specialize(
                 target_sm: s.target_used.then_some(sm),
                 cooperative: s.grid_sync,
                 split_barrier: s.split_barrier,
+                arch_specific: s.arch_specific,
             };
             let mut found = escape::check(&program);
             found.extend(divergence::check(&program));
@@ -308,6 +310,9 @@ struct Specializer<'m> {
     /// Whether any `cg.barrier_arrive` was checked (the kernel initializes the block's
     /// split barrier on entry).
     split_barrier: bool,
+    /// Whether any sm_90a-only operation (`hopper.wgmma`, `hopper.setmaxnreg`) was checked
+    /// (the PTX then targets sm_90a).
+    arch_specific: bool,
     functions: Arena<Function>,
     instances: HashMap<InstanceKey, Instance>,
     reported: HashSet<InstanceKey>,
@@ -1565,6 +1570,7 @@ mod device;
 mod divergence;
 mod escape;
 mod groups;
+mod hopper;
 mod numba;
 use complex::complex_unsupported;
 use stmt::{always_returns, assigned_names, contains_call, count_assignments, element_type};

@@ -550,6 +550,7 @@ fn python_name(op: Intrinsic) -> String {
         Intrinsic::Randn => "random.randn",
         Intrinsic::Cg(_) => "cooperative groups (`cg`)",
         Intrinsic::Tensor(op) => op.python_name(),
+        Intrinsic::Hopper(op) => return op.name(),
     };
     s.to_string()
 }
@@ -626,7 +627,8 @@ pub(crate) fn cpu_intrinsic(op: Intrinsic) -> bool {
         | Intrinsic::ClusterWait
         | Intrinsic::ClusterSync
         | Intrinsic::MapSharedRank
-        | Intrinsic::Tensor(_) => false,
+        | Intrinsic::Tensor(_)
+        | Intrinsic::Hopper(_) => false,
         op => !device_only(op),
     }
 }
