@@ -305,12 +305,13 @@ impl FnCx<'_, '_> {
             None::<Val>
         };
         let types_span = a[5].or(a[4]).map(sp).unwrap_or(span);
-        if at.family() != bt.family() || (at.family() < 2 && at != bt) {
+        // Mixed s8 × u8 needs PTX ISA 8.4; the back end emits 8.0 for sm_90a.
+        if at.family() != bt.family() || (at.family() != 2 && at != bt) {
             return bad(
                 self,
                 types_span,
                 format!("`{name}` has no `{}` × `{}` form", at.ptx(), bt.ptx()),
-                "A and B are both f16, both bf16, both tf32, fp8 (e4m3/e5m2, mixed allowed) or int8 (s8/u8, mixed allowed)",
+                "A and B are both f16, both bf16, both tf32, fp8 (e4m3/e5m2, mixed allowed), both s8 or both u8",
             );
         }
         let acc_ok = match at.family() {
