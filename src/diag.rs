@@ -332,7 +332,7 @@ codes! {
     E0746,
     /// a `hopper` operation while compiling for an architecture that lacks it: sm_90 or newer for mbarriers, fences, `elect_one` and bulk copies; sm_90 exactly (whose PTX then targets sm_90a) for `wgmma` and `setmaxnreg` (§18.4)
     E0747,
-    /// a `hopper` mbarrier or bulk-copy operand of the wrong kind: an mbarrier that is not an element of a shared `uint64` array, a copy end that is not an element of a global (or shared) array, arrays of two dtypes, a constant byte count that is not a positive multiple of 16, an arrival or transaction count out of range (§18.4)
+    /// a `hopper` mbarrier or bulk-copy operand of the wrong kind: an mbarrier that is not an element of a shared `uint64` array, a copy end that is not an element of a global (or shared) array, arrays of two dtypes, a constant byte count that is not a positive multiple of 16, an arrival or transaction count out of range, a tensor map that is not a 1-D global array, other than 1 to 5 TMA coordinates, a multicast mask that is not an integer (§18.4)
     E0748,
     /// a `hopper` constant out of range: `setmaxnreg` of other than 24 to 256 registers in steps of 8, a wait group count outside 0 to 7, a flag that is not a constant `True`/`False` (§18.4)
     E0749,

@@ -187,6 +187,9 @@ fn hopper_flags(op: HopperOp) -> IntrinsicFlags {
         | HopperOp::BulkCopyToGlobal
         | HopperOp::BulkCommit
         | HopperOp::BulkWait { .. }
+        | HopperOp::TmaLoad { .. }
+        | HopperOp::TmaStore { .. }
+        | HopperOp::SharedAddress
         | HopperOp::WgmmaDesc(_) => IntrinsicFlags::DEVICE,
     }
 }

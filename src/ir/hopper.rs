@@ -60,10 +60,33 @@ pub enum HopperOp {
         /// Wait only until the groups' sources have been read (`.read`).
         read: bool,
     },
+    /// `tma_load(dst, tmap, coords, bar, multicast)`: [shared ElementRef, ElementRef to the
+    /// tensor map (128 bytes in global memory), mbarrier, `dims` int32 coordinates
+    /// (innermost first), and with `multicast` a uint16 mask of the cluster's blocks]:
+    /// `cp.async.bulk.tensor.<dims>d.shared::cluster.global.tile.mbarrier::complete_tx::bytes`.
+    TmaLoad {
+        /// 1 to 5.
+        dims: u8,
+        /// `.multicast::cluster`: the tile lands in every block of the mask (sm_90a).
+        multicast: bool,
+    },
+    /// `tma_store(tmap, coords, src)` (`reduce`: `tma_reduce_add`): [ElementRef to the tensor
+    /// map, shared ElementRef, `dims` int32 coordinates]:
+    /// `cp.async.bulk.tensor.<dims>d.global.shared::cta.tile.bulk_group`, or
+    /// `cp.reduce.async.bulk.tensor.<dims>d.global.shared::cta.add.tile.bulk_group`.
+    TmaStore {
+        /// 1 to 5.
+        dims: u8,
+        /// Add into global memory instead of overwriting it.
+        reduce: bool,
+    },
     /// `wgmma_desc(array, index, leading, stride, swizzle)`: [shared ElementRef, uint32
     /// leading-dimension byte offset, uint32 stride-dimension byte offset] → the uint64
     /// shared-memory matrix descriptor.
     WgmmaDesc(Swizzle),
+    /// `shared_address(a[i])`: [shared ElementRef] → uint32, the element's address in the
+    /// block's shared window (to align a dynamic shared buffer for TMA and `wgmma`).
+    SharedAddress,
     /// `wgmma_fence()`: `wgmma.fence.sync.aligned`.
     WgmmaFence,
     /// `wgmma_commit_group()`: `wgmma.commit_group.sync.aligned`.
@@ -258,7 +281,20 @@ impl HopperOp {
                     if read { ".read" } else { "" }
                 )
             }
+            HopperOp::TmaLoad { dims, multicast } => format!(
+                "hopper.tma_load.{dims}d{}",
+                if multicast { ".multicast" } else { "" }
+            ),
+            HopperOp::TmaStore { dims, reduce } => format!(
+                "hopper.{}.{dims}d",
+                if reduce {
+                    "tma_reduce_add"
+                } else {
+                    "tma_store"
+                }
+            ),
             HopperOp::WgmmaDesc(s) => format!("hopper.wgmma_desc.swizzle{}", s.bytes()),
+            HopperOp::SharedAddress => "hopper.shared_address".into(),
             HopperOp::WgmmaFence => "hopper.wgmma_fence".into(),
             HopperOp::WgmmaCommit => "hopper.wgmma_commit_group".into(),
             HopperOp::WgmmaWait(n) => format!("hopper.wgmma_wait_group.{n}"),
@@ -277,6 +313,10 @@ impl HopperOp {
         matches!(
             self,
             HopperOp::SetMaxNReg { .. }
+                | HopperOp::TmaLoad {
+                    multicast: true,
+                    ..
+                }
                 | HopperOp::WgmmaFence
                 | HopperOp::WgmmaCommit
                 | HopperOp::WgmmaWait(_)

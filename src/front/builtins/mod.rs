@@ -434,8 +434,16 @@ pub enum HopperFn {
     BulkCommit,
     /// `hopper.bulk_wait_group(n, read)`
     BulkWait,
+    /// `hopper.tma_load(dst, tmap, coords, bar, multicast=None)`
+    TmaLoad,
+    /// `hopper.tma_store(tmap, coords, src)`
+    TmaStore,
+    /// `hopper.tma_reduce_add(tmap, coords, src)`
+    TmaReduceAdd,
     /// `hopper.wgmma_desc(array, index, leading, stride, swizzle)`
     WgmmaDesc,
+    /// `hopper.shared_address(a[i])`
+    SharedAddress,
     /// `hopper.wgmma_fence()`
     WgmmaFence,
     /// `hopper.wgmma_commit_group()`

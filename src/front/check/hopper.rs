@@ -198,6 +198,59 @@ impl FnCx<'_, '_> {
                 }
                 simple(self, table_op?, args, none)
             }
+            HopperFn::TmaLoad => {
+                let multicast = a[4].is_some();
+                if multicast {
+                    // `.multicast::cluster` is tuned for sm_90a (ptxas advises so).
+                    self.require_hopper(&name, true, span)?;
+                }
+                let (dst, _) = self.space_ref(a[0]?, MemSpace::Shared, "dst", &name, true)?;
+                let tmap = self.tensor_map_ref(a[1]?, &name)?;
+                let coords = self.tma_coords(a[2]?)?;
+                let bar = self.mbarrier_ref(a[3]?, &name)?;
+                let op = HopperOp::TmaLoad {
+                    dims: coords.len() as u8,
+                    multicast,
+                };
+                let mut args = vec![dst, tmap, bar];
+                args.extend(coords);
+                if let Some(m) = a[4] {
+                    let v = self.eval(m)?;
+                    if !v.ty.as_scalar().is_some_and(|s| s.is_integer()) {
+                        self.error(
+                            Code::E0748,
+                            v.span,
+                            format!("`multicast` is a mask of the cluster's blocks (an integer), not {}", v.ty),
+                        );
+                        return None;
+                    }
+                    args.push(self.convert(&v, Scalar::UInt16)?);
+                }
+                simple(self, op, args, none)
+            }
+            HopperFn::TmaStore | HopperFn::TmaReduceAdd => {
+                let tmap = self.tensor_map_ref(a[0]?, &name)?;
+                let coords = self.tma_coords(a[1]?)?;
+                let (src, _) = self.space_ref(a[2]?, MemSpace::Shared, "src", &name, false)?;
+                let op = HopperOp::TmaStore {
+                    dims: coords.len() as u8,
+                    reduce: f == HopperFn::TmaReduceAdd,
+                };
+                let mut args = vec![tmap, src];
+                args.extend(coords);
+                simple(self, op, args, none)
+            }
+            HopperFn::SharedAddress => {
+                let (r, _) = self.space_ref(a[0]?, MemSpace::Shared, "element", &name, false)?;
+                let mut v = self.intrinsic(
+                    Intrinsic::Hopper(HopperOp::SharedAddress),
+                    vec![r],
+                    Type::Scalar(Scalar::UInt32),
+                    span,
+                );
+                v.nonneg = true;
+                Some(v)
+            }
             HopperFn::WgmmaDesc => {
                 let arr = self.eval(a[0]?)?;
                 let Some(dtype) = (match &arr.ty {
@@ -481,6 +534,71 @@ impl FnCx<'_, '_> {
             },
             span,
         ))
+    }
+
+    /// The tensor map of a TMA operation: a global array holding the 128-byte `CUtensorMap`
+    /// (`hopper.tensor_map(...)` on the host), as a reference to its first element.
+    fn tensor_map_ref(&mut self, e: &ast::Expr, name: &str) -> Option<Handle<Expr>> {
+        let v = self.eval(e)?;
+        let dtype = match &v.ty {
+            Type::Array(at) if at.space == MemSpace::Global && at.ndim == 1 => at.dtype.scalar(),
+            _ => None,
+        };
+        let Some(dtype) = dtype else {
+            self.diags.push(
+                Diagnostic::error(
+                    Code::E0748,
+                    v.span,
+                    format!("the tensor map of `{name}` is a 1-D global array holding its 128 bytes, not {}", v.ty),
+                )
+                .with_note("build it on the host with `pydevice.hopper.tensor_map(array, box)` (or `Device::tensor_map_tiled`) and pass it as an argument"),
+            );
+            return None;
+        };
+        let zero = self.push(
+            Expr::Literal(Literal::Int(0)),
+            Type::Scalar(Scalar::Int64),
+            v.span,
+        );
+        Some(self.push(
+            Expr::ElementRef {
+                array: v.e,
+                indices: vec![Index {
+                    value: zero,
+                    wrap: false,
+                }],
+            },
+            Type::Ref {
+                dtype,
+                space: MemSpace::Global,
+            },
+            v.span,
+        ))
+    }
+
+    /// TMA coordinates: one integer or a tuple of 1 to 5, innermost dimension first, each as
+    /// an int32 (E0748 otherwise).
+    fn tma_coords(&mut self, e: &ast::Expr) -> Option<Vec<Handle<Expr>>> {
+        let items: Vec<&ast::Expr> = match e {
+            ast::Expr::Tuple(t) => t.elts.iter().collect(),
+            other => vec![other],
+        };
+        if !(1..=5).contains(&items.len()) {
+            self.diags.push(
+                Diagnostic::error(
+                    Code::E0748,
+                    sp(e),
+                    format!("a tensor map has 1 to 5 dimensions; {} coordinates given", items.len()),
+                )
+                .with_note("write the coordinates as a tuple literal, innermost dimension first: `(col, row)`"),
+            );
+            return None;
+        }
+        let mut out = Vec::new();
+        for it in items {
+            out.push(self.int32_arg(it)?);
+        }
+        Some(out)
     }
 
     /// A reference to `a[i]`, an element of an array in `space`, and the array's dtype.

@@ -181,6 +181,57 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 )?;
                 return Ok(None);
             }
+            HopperOp::TmaLoad { dims, multicast } => {
+                let dst = self.shared_addr(args[0])?;
+                let map = self.global_addr(args[1])?;
+                let bar = self.shared_addr(args[2])?;
+                let d = usize::from(dims);
+                let mut ops = vec![dst, map, bar];
+                for &c in &args[3..3 + d] {
+                    ops.push(self.value(c)?);
+                }
+                let coords = (0..d)
+                    .map(|i| format!("${}", 3 + i))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let (mc, mask, mcons) = if multicast {
+                    ops.push(self.value(args[3 + d])?);
+                    (".multicast::cluster", format!(", ${}", 3 + d), ",h")
+                } else {
+                    ("", String::new(), "")
+                };
+                let text = format!(
+                    "cp.async.bulk.tensor.{dims}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes{mc} [$0], [$1, {{{coords}}}], [$2]{mask};"
+                );
+                let cons = format!("r,l,r{}{mcons},~{{memory}}", ",r".repeat(d));
+                call(self, &text, &cons, None, &ops)?;
+                return Ok(None);
+            }
+            HopperOp::TmaStore { dims, reduce } => {
+                let map = self.global_addr(args[0])?;
+                let src = self.shared_addr(args[1])?;
+                let d = usize::from(dims);
+                let mut ops = vec![map, src];
+                for &c in &args[2..2 + d] {
+                    ops.push(self.value(c)?);
+                }
+                let coords = (0..d)
+                    .map(|i| format!("${}", 2 + i))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let text = if reduce {
+                    format!(
+                        "cp.reduce.async.bulk.tensor.{dims}d.global.shared::cta.add.tile.bulk_group [$0, {{{coords}}}], [$1];"
+                    )
+                } else {
+                    format!(
+                        "cp.async.bulk.tensor.{dims}d.global.shared::cta.tile.bulk_group [$0, {{{coords}}}], [$1];"
+                    )
+                };
+                let cons = format!("l,r{},~{{memory}}", ",r".repeat(d));
+                call(self, &text, &cons, None, &ops)?;
+                return Ok(None);
+            }
             HopperOp::WgmmaDesc(sw) => {
                 let addr = self.shared_addr(args[0])?.into_int_value();
                 let lead = self.value(args[1])?.into_int_value();
@@ -198,6 +249,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 d = b.build_or(d, i64t.const_int(sw.code() << 62, false), "")?;
                 d.into()
             }
+            HopperOp::SharedAddress => self.shared_addr(args[0])?,
             HopperOp::WgmmaFence => {
                 self.asm("wgmma.fence.sync.aligned;", "~{memory}", None, &[])?;
                 return Ok(None);
