@@ -91,7 +91,10 @@ pub enum HopperOp {
     WgmmaFence,
     /// `wgmma_commit_group()`: `wgmma.commit_group.sync.aligned`.
     WgmmaCommit,
-    /// `wgmma_wait_group(n)`: `wgmma.wait_group.sync.aligned n`.
+    /// `wgmma_wait_group(n)`: `wgmma.wait_group.sync.aligned n`; args [accumulator array,
+    /// int32 literal register count]* of the function's earlier `wgmma`s, whose registers
+    /// are pinned after the wait (an empty `asm` that reads and rewrites them), so no read of
+    /// an accumulator is scheduled before the MMAs writing it retire.
     WgmmaWait(u8),
     /// `wgmma(acc, a_desc, b_desc, shape, ...)`: [ElementRef to the accumulator local
     /// array's first element, uint64 A descriptor, uint64 B descriptor, bool scale_d]:
@@ -234,6 +237,15 @@ impl Wgmma {
     /// How many accumulator elements each thread of the warpgroup holds (64·N/128).
     pub fn acc_elems(self) -> u32 {
         u32::from(self.n) / 2
+    }
+
+    /// How many 32-bit registers hold the accumulator (two float16 elements share one).
+    pub fn acc_regs(self) -> u32 {
+        if self.acc == Scalar::Float16 {
+            self.acc_elems() / 2
+        } else {
+            self.acc_elems()
+        }
     }
 
     /// The instruction's mnemonic and types, without operands.

@@ -151,7 +151,19 @@ impl FnCx<'_, '_> {
                     None => 0,
                 };
                 let op = if f == HopperFn::WgmmaWait {
-                    HopperOp::WgmmaWait(n)
+                    // The accumulators of earlier `wgmma`s are re-read here and passed to
+                    // the wait, which pins them: no read of them moves above it.
+                    let mut args = Vec::new();
+                    for (_, e, regs) in self.wgmma_accs.clone() {
+                        let v = self.eval(&e)?;
+                        let count = self.push(
+                            Expr::Literal(Literal::Int(i128::from(regs))),
+                            Type::Scalar(Scalar::Int32),
+                            span,
+                        );
+                        args.extend([v.e, count]);
+                    }
+                    return simple(self, HopperOp::WgmmaWait(n), args, none);
                 } else {
                     let read = match a[1] {
                         Some(e) => self.hopper_bool(e, "read")?,
@@ -480,14 +492,23 @@ impl FnCx<'_, '_> {
                 span,
             ),
         };
-        let op = HopperOp::Wgmma(Wgmma {
+        let w = Wgmma {
             n: n as u16,
             a: at,
             b: bt,
             acc: acc_dtype,
             trans_a,
             trans_b,
-        });
+        };
+        if let ast::Expr::Name(nm) = acc_e {
+            let regs = w.acc_regs();
+            let id = nm.id.to_string();
+            match self.wgmma_accs.iter_mut().find(|(n, ..)| *n == id) {
+                Some(entry) => entry.2 = entry.2.max(regs),
+                None => self.wgmma_accs.push((id, acc_e.clone(), regs)),
+            }
+        }
+        let op = HopperOp::Wgmma(w);
         Some(self.intrinsic(
             Intrinsic::Hopper(op),
             vec![acc_ref, ad, bd, scale],

@@ -673,6 +673,9 @@ struct FnCx<'s, 'm> {
     /// Locals holding an `Atomic` object (`c = device.Atomic(int32)`), with where it was
     /// made: assigning them is E0260 (§9.5).
     atomic_objects: HashMap<String, Span>,
+    /// The local arrays `hopper.wgmma` has accumulated into so far in this pass, with their
+    /// register counts: `wgmma_wait_group` pins them after the wait (§18.4).
+    wgmma_accs: Vec<(String, ast::Expr, u32)>,
 }
 
 impl<'s, 'm> FnCx<'s, 'm> {
@@ -716,6 +719,7 @@ impl<'s, 'm> FnCx<'s, 'm> {
             statics: HashMap::new(),
             host_reachable: true,
             atomic_objects: HashMap::new(),
+            wgmma_accs: Vec::new(),
         };
         assigned_names(&def.body, &mut cx.assigned);
         count_assignments(&def.body, &mut cx.assign_sites);

@@ -265,6 +265,9 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                     None,
                     &[],
                 )?;
+                for pair in args.chunks(2) {
+                    self.pin_accumulator(pair[0], pair[1])?;
+                }
                 return Ok(None);
             }
             HopperOp::Wgmma(w) => {
@@ -273,6 +276,56 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             }
         };
         Ok(Some(v))
+    }
+
+    /// Reads and rewrites the first `count` 32-bit registers of accumulator array `array`
+    /// through an empty `asm` with side effects, placed after a `wgmma.wait_group`: later
+    /// reads use its results, so none is scheduled before the wait.
+    fn pin_accumulator(&mut self, array: Handle<Expr>, count: Handle<Expr>) -> R<()> {
+        let Expr::Literal(crate::ir::Literal::Int(regs)) = self.f.exprs[count] else {
+            return Err(err("wgmma_wait_group without a register count"));
+        };
+        let ctx = self.e.ctx;
+        let (i64t, i8t) = (ctx.i64_type(), ctx.i8_type());
+        let (reg_t, letter): (BasicTypeEnum<'ctx>, &str) = match self.ty(array) {
+            Type::Array(at) if at.dtype.scalar() == Some(Scalar::Float32) => {
+                (ctx.f32_type().into(), "f")
+            }
+            _ => (ctx.i32_type().into(), "r"),
+        };
+        let r = usize::try_from(regs).map_err(|_| err("a negative register count"))?;
+        let desc = self.value(array)?.into_struct_value();
+        let data = self
+            .b()
+            .build_extract_value(desc, 0, "")?
+            .into_pointer_value();
+        let base =
+            self.b()
+                .build_address_space_cast(data, ctx.ptr_type(AddressSpace::default()), "")?;
+        // The array holds them: the `wgmma` that wrote it checked its length.
+        let mut ptrs = Vec::new();
+        let mut ins: Vec<BasicValueEnum<'ctx>> = Vec::new();
+        for i in 0..r {
+            // SAFETY: within the accumulator, as above.
+            let p = unsafe {
+                self.b()
+                    .build_gep(i8t, base, &[i64t.const_int(i as u64 * 4, false)], "")?
+            };
+            ins.push(self.b().build_load(reg_t, p, "")?);
+            ptrs.push(p);
+        }
+        let mut cons: Vec<String> = (0..r).map(|_| format!("={letter}")).collect();
+        cons.extend((0..r).map(|i| i.to_string()));
+        let ret = ctx.struct_type(&vec![reg_t; r], false);
+        let out = self
+            .asm_call("", &cons.join(","), Some(ret.into()), &ins, false)?
+            .ok_or_else(|| err("a pinned accumulator without a value"))?
+            .into_struct_value();
+        for (i, p) in ptrs.into_iter().enumerate() {
+            let v = self.b().build_extract_value(out, i as u32, "")?;
+            self.b().build_store(p, v)?;
+        }
+        Ok(())
     }
 
     /// `mbarrier.try_wait.parity` as an int32 (1 when the phase of that parity completed).
