@@ -72,7 +72,7 @@ fn check(a: &DeviceArray, box_shape: &[u32], swizzle: u32) -> Result<(), Runtime
     if a.strides[rank - 1] != 1 {
         return bad("the innermost dimension must be contiguous (stride 1)".into());
     }
-    if a.data % 16 != 0 {
+    if !a.data.is_multiple_of(16) {
         return bad(format!(
             "the data address {:#x} is not 16-byte aligned",
             a.data
@@ -80,7 +80,7 @@ fn check(a: &DeviceArray, box_shape: &[u32], swizzle: u32) -> Result<(), Runtime
     }
     for d in 0..rank - 1 {
         let s = a.strides[d];
-        if s <= 0 || (s as u64 * size) % 16 != 0 {
+        if s <= 0 || !(s as u64 * size).is_multiple_of(16) {
             return bad(format!(
                 "dimension {d} has a stride of {s} elements; strides are positive multiples of 16 bytes"
             ));
@@ -92,7 +92,7 @@ fn check(a: &DeviceArray, box_shape: &[u32], swizzle: u32) -> Result<(), Runtime
         }
     }
     let inner = u64::from(box_shape[rank - 1]) * size;
-    if inner % 16 != 0 {
+    if !inner.is_multiple_of(16) {
         return bad(format!(
             "the box's innermost extent is {inner} bytes; it must be a multiple of 16"
         ));
