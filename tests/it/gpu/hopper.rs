@@ -509,3 +509,119 @@ fn mbarrier_phases_complete_in_order_with_transaction_counts() {
     }
     assert_eq!(out[4 * threads], 0, "a 16-byte aligned shared buffer");
 }
+
+/// The e4m3 bits of `x`, a normal number with at most four significant bits (checked).
+fn e4m3_bits(x: f32) -> u8 {
+    if x == 0.0 {
+        return 0;
+    }
+    let sign = if x < 0.0 { 0x80u8 } else { 0 };
+    let a = x.abs();
+    let e = a.log2().floor() as i32;
+    let m = a / 2f32.powi(e) - 1.0;
+    let mant = m * 8.0;
+    assert!(
+        mant.fract() == 0.0 && (-6..=8).contains(&e),
+        "{x} is not an e4m3 number"
+    );
+    sign | (((e + 7) as u8) << 3) | mant as u8
+}
+
+/// Runs a one-step `wgmma` fixture (64×K by K×64) on `a` and `b` (64×K each, as the
+/// element bytes `enc` gives) and checks D against the exact products of `av` and `bv`.
+fn wgmma_case<T: Copy, D: Copy + Default + PartialEq + std::fmt::Debug>(
+    dev: &Device,
+    file: &str,
+    entry: &str,
+    sig: &str,
+    k: usize,
+    (a, b): (&[T], &[T]),
+    want: impl Fn(usize, usize) -> D,
+    nan: D,
+) {
+    let kern = kernel(dev, &fixture(file), entry, sig);
+    let (m, n) = (64usize, 64usize);
+    let (_ab, aa) = array(dev, a, &[m as u64, k as u64], &[k as i64, 1]);
+    let (_bb, ba) = array(dev, b, &[n as u64, k as u64], &[k as i64, 1]);
+    let (db, da) = array(
+        dev,
+        &vec![nan; m * n],
+        &[m as u64, n as u64],
+        &[n as i64, 1],
+    );
+    kern.launch(&[aa, ba, da], [1, 1, 1], [128, 1, 1]);
+    let out: Vec<D> = from_bytes(&dev.download(&db).expect("download"));
+    for r in 0..m {
+        for c in 0..n {
+            assert_eq!(out[r * n + c], want(r, c), "{entry}: D[{r}, {c}]");
+        }
+    }
+}
+
+#[test]
+fn wgmma_tf32_e4m3_and_s8_match_the_cpu() {
+    let Some(dev) = hopper_a("wgmma_tf32_e4m3_and_s8_match_the_cpu") else {
+        return;
+    };
+    // Inputs exactly representable in each type, small enough that every sum is exact.
+    let mut rng = Rng(0x96_3a);
+    let dot = |a: &[f32], b: &[f32], k: usize, r: usize, c: usize| -> f32 {
+        (0..k).map(|i| a[r * k + i] * b[c * k + i]).sum()
+    };
+    // tf32: K = 8, multiples of 1/4 in [-8, 8] (float32 arrays read as tf32).
+    let k = 8;
+    let a: Vec<f32> = (0..64 * k).map(|_| rng.i32(-32, 33) as f32 / 4.0).collect();
+    let b: Vec<f32> = (0..64 * k).map(|_| rng.i32(-32, 33) as f32 / 4.0).collect();
+    wgmma_case(
+        &dev,
+        "hopper_wgmma_tf32.py",
+        "wgmma_tf32",
+        "float32[:, ::1], float32[:, ::1], float32[:, ::1]",
+        k,
+        (&a, &b),
+        |r, c| dot(&a, &b, k, r, c),
+        f32::NAN,
+    );
+    // e4m3: K = 32, multiples of 1/2 in [-8, 8].
+    let k = 32;
+    let a: Vec<f32> = (0..64 * k).map(|_| rng.i32(-16, 17) as f32 / 2.0).collect();
+    let b: Vec<f32> = (0..64 * k).map(|_| rng.i32(-16, 17) as f32 / 2.0).collect();
+    let ae: Vec<u8> = a.iter().map(|&x| e4m3_bits(x)).collect();
+    let be: Vec<u8> = b.iter().map(|&x| e4m3_bits(x)).collect();
+    wgmma_case(
+        &dev,
+        "hopper_wgmma_e4m3.py",
+        "wgmma_e4m3",
+        "float8e4m3[:, ::1], float8e4m3[:, ::1], float32[:, ::1]",
+        k,
+        (&ae, &be),
+        |r, c| dot(&a, &b, k, r, c),
+        f32::NAN,
+    );
+    // s8: K = 32, integers in [-100, 100] into int32.
+    let a: Vec<i8> = (0..64 * k).map(|_| rng.i32(-100, 101) as i8).collect();
+    let b: Vec<i8> = (0..64 * k).map(|_| rng.i32(-100, 101) as i8).collect();
+    wgmma_case(
+        &dev,
+        "hopper_wgmma_s8.py",
+        "wgmma_s8",
+        "int8[:, ::1], int8[:, ::1], int32[:, ::1]",
+        k,
+        (&a, &b),
+        |r, c| {
+            (0..k)
+                .map(|i| i32::from(a[r * k + i]) * i32::from(b[c * k + i]))
+                .sum::<i32>()
+        },
+        i32::MIN,
+    );
+}
+
+#[test]
+fn e4m3_encoder_matches_known_values() {
+    assert_eq!(e4m3_bits(1.0), 0x38);
+    assert_eq!(e4m3_bits(-2.0), 0xC0);
+    assert_eq!(e4m3_bits(3.0), 0x44);
+    assert_eq!(e4m3_bits(0.5), 0x30);
+    assert_eq!(e4m3_bits(7.5), 0x4F);
+}
