@@ -29,10 +29,9 @@ def main() -> int:
     if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
         print("skipped: the bf16 GEMM needs a compute capability 9.0 GPU (sm_90a)")
         return 0
+    import gemm_bf16 as G
     from cuda import device
     from cuda.device import hopper
-
-    import gemm_bf16 as G
 
     def maps(a, b):
         am = torch.from_numpy(hopper.tensor_map(a, (G.BM, G.BK), 128).view("int64")).cuda()
@@ -73,8 +72,8 @@ def main() -> int:
         err = ((c.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
         ok = err < 2e-2
         failed |= not ok
-        t_ours = time_ms(lambda: ours(am, bm, c, k))
-        t_ref = time_ms(lambda: torch.matmul(a, b.T))
+        t_ours = time_ms(lambda am=am, bm=bm, c=c, k=k: ours(am, bm, c, k))
+        t_ref = time_ms(lambda a=a, b=b: torch.matmul(a, b.T))
         flop = 2.0 * m * n * k
         rows.append((s, t_ours, flop / t_ours / 1e9, t_ref, flop / t_ref / 1e9, err, ok))
     print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}")

@@ -9,7 +9,7 @@ pydevice's own) through the driver's ``cuTensorMapEncodeTiled``.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

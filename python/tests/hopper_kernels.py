@@ -47,7 +47,7 @@ def fill_from_device(out, per_block):
 
 
 # Hopper's asynchronous pipeline (§18.4): TMA through tensor maps built on the host.
-from cuda.device import hopper  # noqa: E402
+from cuda.device import hopper
 
 TR = 16
 TC = 32

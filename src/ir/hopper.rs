@@ -91,9 +91,9 @@ pub enum HopperOp {
     WgmmaFence,
     /// `wgmma_commit_group()`: `wgmma.commit_group.sync.aligned`.
     WgmmaCommit,
-    /// `wgmma_wait_group(n)`: `wgmma.wait_group.sync.aligned n`; args [accumulator array,
-    /// int32 literal register count]* of the function's earlier `wgmma`s, whose registers
-    /// are pinned after the wait (an empty `asm` that reads and rewrites them), so no read of
+    /// `wgmma_wait_group(n)`: `wgmma.wait_group.sync.aligned n`; for n = 0, args
+    /// [accumulator array, int32 literal register count]* of the function's earlier
+    /// `wgmma`s, whose registers are pinned after the wait (an empty `asm` that reads and rewrites them), so no read of
     /// an accumulator is scheduled before the MMAs writing it retire.
     WgmmaWait(u8),
     /// `wgmma(acc, a_desc, b_desc, shape, ...)`: [ElementRef to the accumulator local

@@ -151,10 +151,17 @@ impl FnCx<'_, '_> {
                     None => 0,
                 };
                 let op = if f == HopperFn::WgmmaWait {
-                    // The accumulators of earlier `wgmma`s are re-read here and passed to
-                    // the wait, which pins them: no read of them moves above it.
+                    // With every group retired (n = 0), the accumulators of earlier
+                    // `wgmma`s are re-read here and passed to the wait, which pins them: no
+                    // read of them moves above it. (With groups still in flight they are
+                    // not read until the next wait.)
                     let mut args = Vec::new();
-                    for (_, e, regs) in self.wgmma_accs.clone() {
+                    let accs = if n == 0 {
+                        self.wgmma_accs.clone()
+                    } else {
+                        Vec::new()
+                    };
+                    for (_, e, regs) in accs {
                         let v = self.eval(&e)?;
                         let count = self.push(
                             Expr::Literal(Literal::Int(i128::from(regs))),
