@@ -38,7 +38,8 @@ def shape_of(rows, cols):
 def run_single(cp, dev, g, steps):
     with cp.cuda.Device(dev):
         s = cp.cuda.Stream(non_blocking=True)
-        bufs = [cp.asarray(g), cp.asarray(g)]
+        with s:  # the copies in on the kernels' stream (a non-blocking stream does not wait
+            bufs = [cp.asarray(g), cp.asarray(g)]  # for the legacy one CuPy would use)
     grid, block = shape_of(*g.shape)
     for k in range(steps):
         device.launch(jacobi, bufs[k % 2], bufs[1 - k % 2], grid=grid, block=block, stream=s)
@@ -53,7 +54,9 @@ def run_decomposed(cp, devs, g, steps):
     halves = []
     for dev, part in zip(devs, parts):
         with cp.cuda.Device(dev):
-            halves.append((cp.cuda.Stream(non_blocking=True), [cp.asarray(part), cp.asarray(part)]))
+            s = cp.cuda.Stream(non_blocking=True)
+            with s:  # the copies in on the kernels' stream
+                halves.append((s, [cp.asarray(part), cp.asarray(part)]))
     paths = set()
     for k in range(steps):
         frm, to = k % 2, 1 - k % 2

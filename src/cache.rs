@@ -31,6 +31,13 @@
 //!   name (the `tempfile` crate), flushed to disk (`fsync`) and then renamed, so a reader
 //!   never sees half a file and a planted symbolic link is never written through.
 //!
+//! - processes that share the directory compile each key once: a process that misses takes
+//!   the entry's lock file (`.lock-<entry>`, an advisory `flock`), and those that find it
+//!   held wait, then read the entry the holder wrote ([`CacheStats::disk_waits`]). The system
+//!   drops a lock when its process dies, so a rank killed mid-compile blocks no one, and
+//!   since entries appear only by rename it leaves nothing half-written; a holder that is
+//!   alive but stuck is waited for at most five minutes.
+//!
 //! With [`DiskTrust::Shared`] everyone who can read the key (the group that shares the
 //! directory) is trusted to write entries. Nothing here defends against someone who can
 //! already write as the user.
@@ -195,6 +202,8 @@ impl std::error::Error for DiskCacheError {}
 struct Disk {
     dir: PathBuf,
     key: [u8; 32],
+    /// Opened with [`DiskTrust::Shared`] (lock files are then group-readable).
+    shared: bool,
 }
 
 impl fmt::Debug for Disk {
@@ -281,7 +290,11 @@ impl Disk {
             }
         }
         let key = Disk::load_or_create_key(&dir, trust)?;
-        Ok(Disk { dir, key })
+        Ok(Disk {
+            dir,
+            key,
+            shared: trust == DiskTrust::Shared,
+        })
     }
 
     fn load_or_create_key(dir: &Path, trust: DiskTrust) -> Result<[u8; 32], DiskCacheError> {
@@ -393,6 +406,72 @@ impl Disk {
     }
 }
 
+/// The lock of one entry, held while its key is compiled and written (released when
+/// dropped, or by the system when the process dies, so a rank killed mid-compile never
+/// blocks the others).
+struct EntryLock {
+    _file: File,
+    /// Whether another holder had it first (then the entry is worth reading again).
+    waited: bool,
+}
+
+/// How long a process waits for another's compile of the same key before compiling it
+/// itself (a holder that is alive but stuck must not stop the others for ever).
+const LOCK_WAIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(300);
+
+impl Disk {
+    /// Takes the lock file `.lock-<name>` of entry `name`, waiting (polling, up to
+    /// [`LOCK_WAIT_LIMIT`]) while another process holds it. `None` when the lock cannot be
+    /// had (an unwritable directory, a file that is not ours, the wait limit): the caller
+    /// then compiles without it, as before locks existed. Lock files stay in the directory
+    /// (removing one would race with a process about to take it); they are empty.
+    fn lock_entry(&self, name: &str) -> Option<EntryLock> {
+        let path = self.dir.join(format!(".lock-{name}"));
+        let flags = libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC;
+        // A lock works on a descriptor opened for reading, so a file another member of a
+        // shared directory's group created serves too; else it is created.
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(flags)
+            .open(&path)
+            .or_else(|_| {
+                OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(false)
+                    .mode(if self.shared { 0o640 } else { 0o600 })
+                    .custom_flags(flags)
+                    .open(&path)
+            })
+            .ok()?;
+        if !file.metadata().ok()?.is_file() {
+            return None;
+        }
+        let start = std::time::Instant::now();
+        let mut pause = std::time::Duration::from_millis(2);
+        let mut waited = false;
+        loop {
+            match file.try_lock() {
+                Ok(()) => {
+                    return Some(EntryLock {
+                        _file: file,
+                        waited,
+                    });
+                }
+                Err(std::fs::TryLockError::WouldBlock) => {}
+                Err(std::fs::TryLockError::Error(_)) => return None,
+            }
+            if start.elapsed() >= LOCK_WAIT_LIMIT {
+                return None;
+            }
+            waited = true;
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
 /// Flushes a directory's entries (a rename) to disk; best effort.
 fn sync_dir(dir: &Path) {
     if let Ok(d) = File::open(dir) {
@@ -412,6 +491,7 @@ fn decode_hex(s: &str) -> Option<Vec<u8>> {
 
 /// How a cache has been used.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CacheStats {
     /// Requests answered from memory (including ones that waited for another thread's
     /// compile of the same key).
@@ -428,6 +508,10 @@ pub struct CacheStats {
     pub disk_ignored: u64,
     /// Disk entries that could not be written (the cache still works, in memory).
     pub disk_write_errors: u64,
+    /// Disk hits that waited for another process compiling the same key (see
+    /// [`KernelCache::with_disk`]: one compile per key per directory).
+    #[serde(default)]
+    pub disk_waits: u64,
 }
 
 type Slot = Arc<OnceLock<Result<Arc<CompiledKernel>, Error>>>;
@@ -459,6 +543,7 @@ pub struct KernelCache {
     disk_writes: AtomicU64,
     disk_ignored: AtomicU64,
     disk_write_errors: AtomicU64,
+    disk_waits: AtomicU64,
 }
 
 /// A file of the on-disk cache.
@@ -578,12 +663,44 @@ impl KernelCache {
         key: &CacheKey,
         compile: impl FnOnce() -> Result<CompiledKernel, Error>,
     ) -> Result<Arc<CompiledKernel>, Error> {
-        if let Some(disk) = &self.disk
-            && let Some(k) = self.read_disk(disk, key)
-        {
-            bump(&self.disk_hits);
-            return Ok(Arc::new(k));
+        let mut found_bad = false;
+        if let Some(disk) = &self.disk {
+            match self.read_disk(disk, key) {
+                Ok(Some(k)) => {
+                    bump(&self.disk_hits);
+                    return Ok(Arc::new(k));
+                }
+                Ok(None) => {}
+                Err(()) => {
+                    bump(&self.disk_ignored);
+                    found_bad = true;
+                }
+            }
         }
+        // One compile per key per directory: processes sharing the directory (the ranks of a
+        // job on one node) take the entry's lock; those that waited read the entry written
+        // by the one that compiled.
+        let _lock = match &self.disk {
+            Some(disk) => {
+                let lock = disk.lock_entry(&key.file_name());
+                // Read again under the lock: the entry may have been written since the read
+                // above, by a holder this process did or did not have to wait for.
+                // (A bad entry seen above is not read twice unless another process waited
+                // on wrote it anew; it is counted once either way.)
+                if let Some(l) = &lock
+                    && (l.waited || !found_bad)
+                    && let Ok(Some(k)) = self.read_disk(disk, key)
+                {
+                    bump(&self.disk_hits);
+                    if l.waited {
+                        bump(&self.disk_waits);
+                    }
+                    return Ok(Arc::new(k));
+                }
+                lock
+            }
+            None => None,
+        };
         bump(&self.compiles);
         let kernel = compile()?;
         if let Some(disk) = &self.disk {
@@ -592,23 +709,17 @@ impl KernelCache {
         Ok(Arc::new(kernel))
     }
 
-    fn read_disk(&self, disk: &Disk, key: &CacheKey) -> Option<CompiledKernel> {
-        let payload = match disk.read(&key.file_name()) {
-            Ok(Some(p)) => p,
-            Ok(None) => return None,
-            Err(()) => {
-                bump(&self.disk_ignored);
-                return None;
-            }
+    /// The entry for `key`: `Ok(None)` when there is none, `Err` when a file is there that
+    /// is not a valid entry for it (the caller counts it as ignored).
+    fn read_disk(&self, disk: &Disk, key: &CacheKey) -> Result<Option<CompiledKernel>, ()> {
+        let Some(payload) = disk.read(&key.file_name())? else {
+            return Ok(None);
         };
         match serde_json::from_slice::<DiskEntry>(&payload) {
             Ok(e) if e.key == key.stable_description() && e.kernel.arch == key.options.arch => {
-                Some(e.kernel)
+                Ok(Some(e.kernel))
             }
-            _ => {
-                bump(&self.disk_ignored);
-                None
-            }
+            _ => Err(()),
         }
     }
 
@@ -637,6 +748,7 @@ impl KernelCache {
             disk_writes: get(&self.disk_writes),
             disk_ignored: get(&self.disk_ignored),
             disk_write_errors: get(&self.disk_write_errors),
+            disk_waits: get(&self.disk_waits),
         }
     }
 

@@ -421,6 +421,37 @@ impl Diagnostic {
         self.notes.push(note.into());
         self
     }
+
+    /// Labels the primary span "did you mean `x`?" when one of `candidates` is close to the
+    /// misspelled `name` (see [`closest`]); otherwise leaves the diagnostic as it is.
+    pub(crate) fn suggesting<'a>(
+        self,
+        name: &str,
+        candidates: impl IntoIterator<Item = &'a str>,
+    ) -> Diagnostic {
+        match closest(name, candidates) {
+            Some(near) => self.with_label(format!("did you mean `{near}`?")),
+            None => self,
+        }
+    }
+}
+
+/// The candidate closest to a misspelled `name` ("did you mean `tid`?"): the one with the
+/// smallest Damerau-Levenshtein distance, if it is at most a third of the name's length (at
+/// least 1), ties broken by name so that the suggestion is stable. Names starting with `_`
+/// and `name` itself are never suggested.
+pub(crate) fn closest<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    let most = (name.chars().count() / 3).max(1);
+    candidates
+        .into_iter()
+        .filter(|c| *c != name && !c.starts_with('_'))
+        .map(|c| (strsim::damerau_levenshtein(name, c), c))
+        .filter(|(d, _)| *d <= most)
+        .min()
+        .map(|(_, c)| c)
 }
 
 /// A source file: a name for messages and its text. Its `Debug` shows the name and size,

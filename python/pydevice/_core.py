@@ -815,18 +815,38 @@ def _type_of_key(k, dialect: str):
     raise AssertionError(k)
 
 
-def _launch_device(kernel, args, key, stream_device: Optional[int]) -> int:
+def _launch_device(kernel, args, key, stream_device: Optional[int], peer: bool = False) -> int:
     """The GPU a launch runs on: the stream's (a non-default stream belongs to one GPU),
     else the arrays', else the default device (``PYDEVICE_DEVICE``, 0 unless set). Every
-    array whose GPU is known must be on it: DeviceMismatchError names both GPUs."""
+    array whose GPU is known must be on it: DeviceMismatchError names both GPUs. With
+    ``peer=True`` an array of another GPU is admitted when the launch's GPU can access that
+    GPU's memory (peer access, enabled here once per pair; docs/semantics.md §13.3)."""
     launch = stream_device
     because = "its stream is on"
+    if peer and launch is None:
+        # The launch's GPU is the first array's; the others are its peers.
+        for k in key:
+            if k[0] in ("A", "D", "T") and k[4] is not None:
+                launch = k[4]
+                because = "the first array is on"
+                break
     for i, k in enumerate(key):
         if k[0] not in ("A", "D", "T") or k[4] is None:
             continue
         if launch is None:
             launch = k[4]
             because = f"argument {i} (parameter `{kernel._param_name(i)}`) is on"
+        elif k[4] != launch and peer:
+            if not _native.enable_peer_access(launch, k[4]):
+                raise DeviceMismatchError(
+                    f"{kernel.__name__}(): argument {i} (parameter `{kernel._param_name(i)}`) is on "
+                    f"GPU {k[4]}, and GPU {launch} (where the launch runs: {because} GPU {launch}) "
+                    f"cannot access GPU {k[4]}'s memory (the driver allows no peer access between "
+                    "them); copy the array (pydevice.copy)",
+                    kernel.__name__,
+                    k[4],
+                    launch,
+                )
         elif k[4] != launch:
             raise DeviceMismatchError(
                 f"{kernel.__name__}(): argument {i} (parameter `{kernel._param_name(i)}`) is on "
@@ -907,6 +927,29 @@ def _resolve_stream(s) -> int:
 
 def _stream_handle(s) -> int:
     return _stream_place(s)[0]
+
+
+def _implicit_stream(args):
+    """The stream of a launch given ``stream=None``: the current stream of the framework
+    whose arrays it is given (the first CuPy array or CUDA PyTorch tensor decides: CuPy's
+    ``get_current_stream`` on its GPU, PyTorch's current stream on its device), so that a
+    launch is ordered with that framework's work and is captured inside ``torch.cuda.graph``
+    or CuPy stream capture; 0 (the legacy default stream) otherwise (docs/semantics.md §13.3)."""
+    for a in args:
+        mod = type(a).__module__
+        if mod.startswith("torch") and getattr(a, "is_cuda", False):
+            import torch
+
+            return torch._C._cuda_getCurrentRawStream(a.get_device())
+        if mod.startswith("cupy") and hasattr(a, "data") and hasattr(a, "device"):
+            import cupy
+
+            try:
+                return cupy.cuda.get_current_stream(a.device.id).ptr
+            except TypeError:  # a CuPy without the device argument
+                with a.device:
+                    return cupy.cuda.get_current_stream().ptr
+    return 0
 
 
 def _stream_place(s) -> Tuple[int, Optional[int]]:
@@ -1288,7 +1331,8 @@ class Kernel(_Entry):
         with self._lock:
             return self._specs.setdefault(full, spec)
 
-    def _launch(self, args, grid, block, stream, shared, seed=None, cooperative=False, cluster=None, backend=None):
+    def _launch(self, args, grid, block, stream, shared, seed=None, cooperative=False, cluster=None, backend=None,
+                peer=False):
         which = backend if backend is not None else _BACKEND
         if which is not None:
             which = str(which).lower()
@@ -1318,8 +1362,8 @@ class Kernel(_Entry):
             i = len(keys)
             raise self._bad_arg(i, args[i], f"unsupported argument type {e}") from None
         key = tuple(keys)
-        h, stream_device = _stream_place(stream)
-        ordinal = _launch_device(self, args, key, stream_device)
+        h, stream_device = _stream_place(_implicit_stream(args) if stream is None else stream)
+        ordinal = _launch_device(self, args, key, stream_device, peer)
         spec = self._specs.get((key, ordinal, consts) if consts else (key, ordinal))
         if spec is None:
             spec = self._specialize(key, args, ordinal, consts)
@@ -1738,6 +1782,13 @@ def synchronize(stream=None, device: Optional[int] = None) -> None:
 def device_count() -> int:
     """The number of GPUs (0 without a driver)."""
     return _native.device_count()
+
+
+def can_access_peer(a: int, b: int) -> bool:
+    """Whether kernels on GPU ``a`` can load and store GPU ``b``'s memory directly (peer
+    access over NVLink or PCIe), which ``launch(..., peer=True)`` needs (a GPU is its own
+    peer)."""
+    return bool(_native.can_access_peer(int(a), int(b)))
 
 
 def _contiguous_place(a, what: str):

@@ -17,6 +17,9 @@ argument); none of them ends the process.
 - :class:`ArgumentError`: an argument does not fit its parameter (also a ``TypeError``);
   :class:`ArgumentRangeError` for an integer out of its type's range (also an
   ``OverflowError``).
+- :class:`HostError`: a ``@func`` could not be built or called on the host;
+  :class:`HostRecursionError` (also a ``RecursionError``) when a host call ran out of stack
+  (recursion too deep, or a frame larger than the stack left), as CPython reports it.
 """
 
 from __future__ import annotations
@@ -59,6 +62,12 @@ class CompileError(PydeviceError):
 
 class HostError(PydeviceError):
     """A ``@func`` could not be built or called on the host."""
+
+
+class HostRecursionError(HostError, RecursionError):
+    """A host call ran out of stack: recursion too deep, or a frame (a large
+    ``local_array``) larger than the stack left. Nothing overflowed (each compiled function
+    checks the stack on entry); catch it as Python's ``RecursionError``."""
 
 
 class DriverError(PydeviceError):

@@ -103,6 +103,19 @@ pub fn set_cupy_hooks(
     drop(old);
 }
 
+/// The handle of CuPy's current stream (on CuPy's current GPU), through the registered
+/// hooks; `None` when CuPy's hooks are not registered (the Python path decides).
+pub(crate) fn cupy_current_stream(py: Python<'_>) -> PyResult<Option<usize>> {
+    let Some(hooks) = hooks() else {
+        return Ok(None);
+    };
+    let s = hooks.current_stream.bind(py).call0()?;
+    Ok(match s.getattr(pyo3::intern!(py, "ptr")) {
+        Ok(h) => Some(h.extract::<usize>()?),
+        Err(_) => None,
+    })
+}
+
 fn hooks() -> Option<Arc<Hooks>> {
     CUPY_HOOKS.read().unwrap_or_else(|e| e.into_inner()).clone()
 }

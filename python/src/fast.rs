@@ -486,6 +486,44 @@ fn launch_device(stream: Option<u32>, key: &Key) -> Option<u32> {
     )
 }
 
+/// `torch._C._cuda_getCurrentRawStream` (PyTorch's current stream of a device, as an int),
+/// looked up at the first launch of a tensor without a stream; `None` inside when this
+/// PyTorch lacks it (the Python path then asks `torch.cuda.current_stream`).
+static TORCH_RAW_STREAM: OnceLock<Option<Py<PyAny>>> = OnceLock::new();
+
+/// The stream of a launch given `stream=None`, as the Python path's `_implicit_stream`
+/// chooses it (docs/semantics.md §13.3): the current stream of the first array's framework
+/// (PyTorch's on the tensor's device, CuPy's current stream), else the legacy default stream
+/// (0). `None` when the fast path cannot tell (the Python path decides).
+fn implicit_stream(py: Python<'_>, key: &Key) -> PyResult<Option<usize>> {
+    for k in key {
+        if let ArgKey::Array { torch, device, .. } = k {
+            if !*torch {
+                return crate::calls::cupy_current_stream(py);
+            }
+            let f = match TORCH_RAW_STREAM.get() {
+                Some(f) => f,
+                None => {
+                    // Looked up outside the cell's initializer: an import may release the
+                    // GIL, and another thread must not wait on the cell while holding it.
+                    let f = py
+                        .import("torch._C")
+                        .and_then(|m| m.getattr("_cuda_getCurrentRawStream"))
+                        .ok()
+                        .map(Bound::unbind);
+                    let _ = TORCH_RAW_STREAM.set(f);
+                    TORCH_RAW_STREAM.get().expect("set above")
+                }
+            };
+            let Some(f) = f else {
+                return Ok(None);
+            };
+            return Ok(Some(f.bind(py).call1((*device,))?.extract()?));
+        }
+    }
+    Ok(Some(0))
+}
+
 /// The handle of a stream object with `__cuda_stream__` (cuda.core), `cuda_stream` (PyTorch)
 /// or `ptr` (CuPy), as the Python path's `_resolve_stream` reads it; `None` for other kinds
 /// (the Python path knows them, and the error).
@@ -521,7 +559,15 @@ impl Dispatcher {
         let Some((key, vals)) = read_all(py, args, None)? else {
             return Ok(false);
         };
-        let Some((handle, stream_dev)) = self.stream_place(py, stream)? else {
+        let place = if stream.is_none() {
+            match implicit_stream(py, &key)? {
+                Some(h) => Some((h, handle_device(py, h)?)),
+                None => None,
+            }
+        } else {
+            self.stream_place(py, stream)?
+        };
+        let Some((handle, stream_dev)) = place else {
             return Ok(false);
         };
         let Some(dev) = launch_device(stream_dev, &key) else {
@@ -683,7 +729,7 @@ impl Dispatcher {
 }
 
 /// `device.launch(f, *args, grid, block, stream=None, shared=0, seed=None, cooperative=False,
-/// cluster=None)`: the fast path when `f`'s dispatcher has a launcher for these arguments, else
+/// cluster=None, backend=None, peer=False)`: the fast path when `f`'s dispatcher has a launcher for these arguments, else
 /// `f._launch(...)` (Python). `cooperative=True` launches with `cuLaunchCooperativeKernel` (every
 /// block resident at once), which kernels that call `cg.this_grid().sync()` need. A fixed
 /// `seed` or a launch in thread block clusters (`cluster=(x, y, z)`, §18.1) takes the Python
@@ -709,6 +755,7 @@ fn launch_impl<'py>(
     let mut cooperative = false;
     let mut cluster = py.None().into_bound(py);
     let mut backend = py.None().into_bound(py);
+    let mut peer = false;
     let names = [
         pyo3::intern!(py, "grid"),
         pyo3::intern!(py, "block"),
@@ -718,6 +765,7 @@ fn launch_impl<'py>(
         pyo3::intern!(py, "cooperative"),
         pyo3::intern!(py, "cluster"),
         pyo3::intern!(py, "backend"),
+        pyo3::intern!(py, "peer"),
     ];
     for (name, value) in keywords {
         // Keyword names are interned strings, so the pointer comparison nearly always
@@ -734,6 +782,7 @@ fn launch_impl<'py>(
             Some(5) => cooperative = value.is_truthy()?,
             Some(6) => cluster = value.clone(),
             Some(7) => backend = value.clone(),
+            Some(8) => peer = value.is_truthy()?,
             Some(_) => {
                 shared = value.extract().map_err(|_| {
                     PyTypeError::new_err("launch(): shared must be a non-negative int (bytes)")
@@ -753,10 +802,12 @@ fn launch_impl<'py>(
     };
     // A fixed random-number seed or a cluster shape takes the Python path (the prepared
     // launchers draw a seed and launch without clusters).
-    // `backend=` (the CPU back end) takes the Python path too.
+    // `backend=` (the CPU back end) and `peer=True` (arrays of other GPUs) take the Python
+    // path too.
     if seed.is_none()
         && cluster.is_none()
         && backend.is_none()
+        && !peer
         && let Ok(d) = f.getattr(pyo3::intern!(py, "_dispatcher"))
         && let Ok(d) = d.cast::<Dispatcher>()
         && d.get().launch_from(
@@ -784,6 +835,7 @@ fn launch_impl<'py>(
                 cooperative,
                 cluster,
                 backend,
+                peer,
             ))?;
             Ok(())
         }

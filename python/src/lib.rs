@@ -87,6 +87,9 @@ pub(crate) fn to_py(py: Python<'_>, e: Error) -> PyErr {
             raise(py, "BoundsError", (text, String::new(), line, column))
         }
         Error::Host(pydevice::HostError::Argument(m)) => raise(py, "ArgumentError", (m,)),
+        Error::Host(e @ pydevice::HostError::StackExhausted { .. }) => {
+            raise(py, "HostRecursionError", (e.to_string(),))
+        }
         Error::Host(e) => raise(py, "HostError", (e.to_string(),)),
         Error::Runtime(e) => runtime_to_py(py, e),
         // `pydevice::Error` is `#[non_exhaustive]`.
@@ -237,6 +240,14 @@ pub(crate) fn stream_device(py: Python<'_>, handle: usize) -> PyResult<Option<us
 #[pyfunction]
 fn can_access_peer(py: Python<'_>, a: usize, b: usize) -> PyResult<bool> {
     let r = py.detach(|| device(a)?.can_access_peer(&*device(b)?));
+    r.map_err(|e| runtime_to_py(py, e))
+}
+
+/// Lets GPU `a`'s kernels access GPU `b`'s memory (`cuCtxEnablePeerAccess`, once per pair);
+/// `False` when the driver does not allow it between them.
+#[pyfunction]
+fn enable_peer_access(py: Python<'_>, a: usize, b: usize) -> PyResult<bool> {
+    let r = py.detach(|| device(a)?.enable_peer_access(&*device(b)?));
     r.map_err(|e| runtime_to_py(py, e))
 }
 
@@ -1525,7 +1536,8 @@ fn set_disk_cache(dir: Option<std::path::PathBuf>, shared: bool) -> PyResult<()>
     Ok(())
 }
 
-/// The cache's counters: hits, misses, compiles, disk hits and writes.
+/// The cache's counters: hits, misses, compiles, disk hits, writes, waits (for another
+/// process compiling the same kernel), ignored entries and write errors.
 #[pyfunction]
 fn cache_stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
     let s = current_cache().stats();
@@ -1535,6 +1547,9 @@ fn cache_stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
     d.set_item("compiles", s.compiles)?;
     d.set_item("disk_hits", s.disk_hits)?;
     d.set_item("disk_writes", s.disk_writes)?;
+    d.set_item("disk_waits", s.disk_waits)?;
+    d.set_item("disk_ignored", s.disk_ignored)?;
+    d.set_item("disk_write_errors", s.disk_write_errors)?;
     Ok(d.unbind())
 }
 
@@ -1598,6 +1613,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pointer_device, m)?)?;
     m.add_function(wrap_pyfunction!(stream_device, m)?)?;
     m.add_function(wrap_pyfunction!(can_access_peer, m)?)?;
+    m.add_function(wrap_pyfunction!(enable_peer_access, m)?)?;
     m.add_function(wrap_pyfunction!(copy, m)?)?;
     Ok(())
 }

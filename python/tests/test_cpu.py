@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -363,6 +364,34 @@ def test_disk_cache_is_shared_across_processes(tmp_path):
     assert first["disk_writes"] == 1 and first["compiles"] == 1
     assert second["disk_hits"] == 1 and second["compiles"] == 0
     assert any((tmp_path / "cache").iterdir())
+
+
+def test_ranks_started_together_compile_each_kernel_once_per_node(tmp_path):
+    """Issue 36: processes started at once with one PYDEVICE_CACHE_DIR (the ranks of a job on
+    one node) compile a kernel once; the others wait for that compile and load its entry."""
+    src = tmp_path / "ranked.py"
+    src.write_text("from cuda import device\n\n@device.kernel\ndef k(a, b):\n"
+                   "    i = device.tid(1)\n    if i < a.shape[0]:\n        a[i] = a[i] * b[i] + 1.0\n")
+    go = tmp_path / "go"
+    script = (
+        "import os, sys, time, pydevice; sys.path.insert(0, sys.argv[1]); import ranked\n"
+        "while not os.path.exists(sys.argv[2]): time.sleep(0.001)\n"
+        "ranked.k.ptx(types=['float32[::1]', 'float32[::1]']); print(pydevice.cache_stats())"
+    )
+    env = dict(os.environ, PYDEVICE_CACHE_DIR=str(tmp_path / "cache"))
+    ranks = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path), str(go)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(6)]
+    time.sleep(1.0)  # every rank imported pydevice and is waiting
+    go.write_text("")
+    stats = []
+    for p in ranks:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+        stats.append(eval(out))  # noqa: S307 (our own dict repr)
+    assert sum(s["compiles"] for s in stats) == 1, stats
+    assert sum(s["disk_hits"] for s in stats) == len(ranks) - 1, stats
+    assert all(s["disk_ignored"] == 0 and s["disk_write_errors"] == 0 for s in stats), stats
 
 
 def test_host_call_out_of_range_is_a_bounds_error(tmp_path):

@@ -101,3 +101,34 @@ def test_copies_between_two_gpus(two_gpus):
         cp.cuda.Device().synchronize()
     np.testing.assert_array_equal(cp.asnumpy(b), cp.asnumpy(a))
     np.testing.assert_array_equal(cp.asnumpy(c), cp.asnumpy(a))
+
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples", "distributed"))
+import peer_halo  # noqa: E402
+
+
+def test_halo_read_inside_the_kernel_over_peer_memory_matches_one_gpu(two_gpus):
+    """`peer=True` admits the other GPU's arrays (peer access enabled once per pair); the
+    stencil whose kernels read the neighbour's rows in place gives one GPU's bits."""
+    cp = two_gpus
+    if not device.can_access_peer(0, 1):
+        pytest.skip("GPUs 0 and 1 cannot access each other's memory")
+    g = stencil.initial(130, 200)
+    single = stencil.run_single(cp, 0, g, 40)
+    peer, _ = peer_halo.run_peer(cp, [0, 1], g, 40)
+    np.testing.assert_array_equal(single.view(np.uint32), peer.view(np.uint32))
+
+
+def test_another_gpus_array_needs_peer_true(two_gpus):
+    cp = two_gpus
+    with cp.cuda.Device(0):
+        a = cp.zeros(64, dtype=cp.float32)
+    with cp.cuda.Device(1):
+        b = cp.ones(64, dtype=cp.float32)
+    with pytest.raises(device.DeviceMismatchError, match="GPU 1"):
+        device.launch(K.vec_add, a, b, a, grid=1, block=64)
+    if device.can_access_peer(0, 1):
+        device.launch(K.vec_add, a, b, a, grid=1, block=64, peer=True)
+        with cp.cuda.Device(0):
+            cp.cuda.runtime.deviceSynchronize()
+        np.testing.assert_array_equal(a.get(), np.ones(64, np.float32))

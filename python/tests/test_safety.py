@@ -538,3 +538,26 @@ def test_annotated_parameter_of_a_partly_annotated_kernel_converts_python_ints(t
     ptx = m.k.ptx(np.zeros(2, np.uint32), 5)
     assert ".entry k" in ptx or "k(" in ptx
     assert m.k.abi(np.zeros(2, np.uint32), 5)["params"][1]["type"] == "uint32"
+
+
+def test_unbounded_host_recursion_is_a_recursion_error(tmp_path):
+    """A host ``@func`` that recurses without end raises ``HostRecursionError``, which is
+    Python's ``RecursionError`` (it used to kill the interpreter with SIGSEGV); the function
+    stays callable."""
+    m, _ = load_module(tmp_path, "recursing", """
+        from cuda import device
+        from cuda.device import int32
+
+
+        @device.func
+        def down(n: int32) -> int32:
+            if n == 0:
+                return 0
+            return down(n - 1) + 1
+    """)
+    assert m.down(500) == 500
+    with pytest.raises(RecursionError, match="maximum recursion depth") as e:
+        m.down(-1)
+    assert isinstance(e.value, pydevice.HostRecursionError)
+    assert isinstance(e.value, pydevice.HostError)
+    assert m.down(7) == 7

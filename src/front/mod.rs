@@ -310,6 +310,25 @@ fn block_bindings(stmt: &Stmt) -> Vec<String> {
     v.0
 }
 
+/// The options `@kernel(...)` takes (decorator keywords).
+const KERNEL_OPTIONS: &[&str] = &[
+    "interop",
+    "max_threads",
+    "min_blocks",
+    "fastmath",
+    "contract",
+    "lineinfo",
+    "debug",
+    "bounds_check",
+    "wraparound",
+    "restrict",
+    "assertions",
+    "cluster",
+];
+
+/// The options `@func(...)` takes.
+const FUNC_OPTIONS: &[&str] = &["interop", "extern"];
+
 /// Parses a module and records its device functions; syntax errors and errors in decorators
 /// or imports are returned together.
 pub fn parse(file: SourceFile) -> Result<ParsedModule, Diagnostics> {
@@ -800,10 +819,7 @@ impl ParsedModule {
                             ok = false;
                         }
                         None => {
-                            diags.push(
-                                Diagnostic::error(Code::E0213, a.annotation.range().into(), format!("field `{}` needs a heterogeneous type hint", n.id))
-                                    .with_note("a number type (`int`, `float32`, ...), a vector type, or another `@struct` class"),
-                            );
+                            diags.push(self.bad_field_hint(&n.id, &a.annotation));
                             ok = false;
                         }
                     }
@@ -957,6 +973,71 @@ impl ParsedModule {
     }
 
     /// Resolves a name or attribute chain at module level without evaluating anything.
+    /// E0213 for a `@struct` field whose type hint is not a field type, saying why: a name
+    /// that is not defined (a `cuda.device` type not imported: the import to add), an array
+    /// type (structs hold numbers, vectors and structs), or another kind of hint.
+    fn bad_field_hint(&self, field: &str, hint: &Expr) -> Diagnostic {
+        let span: Span = hint.range().into();
+        let root = match hint {
+            Expr::Subscript(s) => &*s.value,
+            e => e,
+        };
+        // Python's own container and object types are defined, just not field types.
+        const PYTHON_TYPES: &[&str] = &[
+            "list",
+            "dict",
+            "set",
+            "frozenset",
+            "tuple",
+            "str",
+            "bytes",
+            "bytearray",
+            "object",
+        ];
+        if let Expr::Name(name) = root
+            && self.resolve_static(root).is_none()
+            && !PYTHON_TYPES.contains(&name.id.as_str())
+        {
+            let id = name.id.as_str();
+            let d = Diagnostic::error(
+                Code::E0213,
+                name.range.into(),
+                format!("field `{field}`: `{id}` is not defined"),
+            );
+            return if builtins::member(Namespace::Device, id).is_some() {
+                d.with_label("not imported")
+                    .with_note(format!("import it: `from cuda.device import {id}`"))
+            } else {
+                d.suggesting(id, self.items.keys().map(String::as_str))
+            };
+        }
+        if let Expr::Subscript(sub) = hint
+            && matches!(
+                self.resolve_static(&sub.value),
+                Some(Item::Builtin(
+                    Builtin::Scalar(_) | Builtin::Int | Builtin::Float | Builtin::Bool
+                ))
+            )
+        {
+            return Diagnostic::error(
+                Code::E0213,
+                span,
+                format!("field `{field}` is an array: a `@struct` holds numbers, vectors and other structs"),
+            )
+            .with_label("an array type")
+            .with_note("pass the array as a parameter of its own, or hold a few values in a vector type (`float32x4`) or a nested `@struct`");
+        }
+        Diagnostic::error(
+            Code::E0213,
+            span,
+            format!(
+                "field `{field}`: `{}` is not a field type",
+                &self.file.text[hint.range().start().to_usize()..hint.range().end().to_usize()]
+            ),
+        )
+        .with_note("a field is a number type (`int`, `float32`, ...), a vector type, or another `@struct` class")
+    }
+
     pub(crate) fn resolve_static(&self, e: &Expr) -> Option<Item> {
         match e {
             Expr::Name(n) => self.lookup(n.id.as_str()),
@@ -1177,11 +1258,25 @@ impl ParsedModule {
                             format!("unknown keyword argument `{other}` for `{what}`"),
                         )
                         .with_label("not a supported option")
-                        .with_note(if this == FunctionKind::Kernel {
-                            "supported options: interop, max_threads, min_blocks, fastmath, contract, lineinfo, debug, bounds_check, wraparound, restrict, assertions, cluster"
-                        } else {
-                            "supported options: interop, extern"
-                        }),
+                        .suggesting(
+                            other,
+                            if this == FunctionKind::Kernel {
+                                KERNEL_OPTIONS
+                            } else {
+                                FUNC_OPTIONS
+                            }
+                            .iter()
+                            .copied(),
+                        )
+                        .with_note(format!(
+                            "supported options: {}",
+                            if this == FunctionKind::Kernel {
+                                KERNEL_OPTIONS
+                            } else {
+                                FUNC_OPTIONS
+                            }
+                            .join(", ")
+                        )),
                     ),
                 }
             }

@@ -94,13 +94,13 @@ fn disk_cache_round_trips_across_caches() {
     let name = file.file_name().unwrap().to_str().unwrap().to_string();
     assert_eq!(name.len(), 64 + 5);
     assert!(name[..64].bytes().all(|b| b.is_ascii_hexdigit()));
-    // Only the entry and the key: no temporary files left behind.
+    // Only the entry, its (empty) lock file and the key: no temporary files left behind.
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     names.sort();
-    let mut want = vec![name, MAC_KEY_FILE.to_string()];
+    let mut want = vec![format!(".lock-{name}"), name, MAC_KEY_FILE.to_string()];
     want.sort();
     assert_eq!(names, want);
 
@@ -455,6 +455,155 @@ fn two_processes_fill_one_cache() {
     assert_eq!(
         (st.disk_hits, st.compiles, st.disk_ignored),
         (CHILD_SIGS.len() as u64, 0, 0),
+        "{st:?}"
+    );
+    std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
+}
+
+/// The ranks of a job started at once on one node: how many processes compile together.
+const RANKS: usize = 4;
+
+/// Not a test on its own: one rank of `ranks_sharing_a_directory_compile_each_key_once`.
+/// Each compile is slowed down so that every rank misses the disk while the first compiles;
+/// the rank prints its counters as `stats: compiles disk_hits disk_waits`.
+#[test]
+#[ignore = "run by ranks_sharing_a_directory_compile_each_key_once in child processes"]
+fn child_rank_compiles_or_waits() {
+    let Some(dir) = std::env::var_os("PYDEVICE_CACHE_RANK_DIR") else {
+        return;
+    };
+    let cache = KernelCache::with_disk(&dir).expect("cache directory");
+    for s in ["float32[::1], float32", "float64[::1], float64"] {
+        let k = cache
+            .get_with(key(s), || {
+                std::thread::sleep(Duration::from_millis(400));
+                pydevice::Module::parse("scale.py", SCALE)
+                    .map_err(pydevice::Error::from)?
+                    .compile("scale", &sig(s), &CompileOptions::default())
+            })
+            .expect("compile");
+        assert!(k.ptx.contains(".entry scale"), "{s}");
+    }
+    let st = cache.stats();
+    println!("stats: {} {} {}", st.compiles, st.disk_hits, st.disk_waits);
+}
+
+/// Issue 36: ranks started together with one `PYDEVICE_CACHE_DIR` compile each kernel once
+/// per node; the others wait for that compile and load its entry.
+#[test]
+fn ranks_sharing_a_directory_compile_each_key_once() {
+    let dir = temp_dir("disk-ranks").join("cache");
+    let exe = std::env::current_exe().unwrap();
+    let children: Vec<_> = (0..RANKS)
+        .map(|_| {
+            std::process::Command::new(&exe)
+                .args([
+                    "--exact",
+                    "disk_cache::child_rank_compiles_or_waits",
+                    "--ignored",
+                    "--nocapture",
+                ])
+                .env("PYDEVICE_CACHE_RANK_DIR", &dir)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let (mut compiles, mut hits) = (0, 0);
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{text}");
+        let line = text
+            .lines()
+            .find_map(|l| l.strip_prefix("stats: "))
+            .unwrap_or_else(|| panic!("the rank printed no counters: {text}"));
+        let n: Vec<u64> = line.split(' ').map(|x| x.parse().unwrap()).collect();
+        compiles += n[0];
+        hits += n[1];
+    }
+    assert_eq!(
+        (compiles, hits),
+        (2, 2 * (RANKS as u64 - 1)),
+        "two keys: each compiled by one rank and read from disk by the others"
+    );
+    std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
+}
+
+/// Not a test on its own: a rank that takes an entry's lock and then hangs until it is killed
+/// (run by `a_rank_killed_while_compiling_blocks_no_one`).
+#[test]
+#[ignore = "run by a_rank_killed_while_compiling_blocks_no_one in a child process"]
+fn child_holds_a_lock_until_killed() {
+    let Some(lock) = std::env::var_os("PYDEVICE_CACHE_LOCK_FILE") else {
+        return;
+    };
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(lock)
+        .unwrap();
+    f.lock().unwrap();
+    println!("locked");
+    std::thread::sleep(Duration::from_secs(120));
+}
+
+/// A rank that dies while it holds an entry's lock (killed mid-compile) blocks no one: the
+/// system drops its lock, the waiting process compiles, and the entry it writes is whole.
+#[test]
+fn a_rank_killed_while_compiling_blocks_no_one() {
+    use std::io::{BufRead, BufReader};
+    let dir = temp_dir("disk-killed").join("cache");
+    drop(KernelCache::with_disk(&dir).unwrap()); // the directory and its key
+    let s = "float32[::1], float32";
+    let lock = dir.join(format!(".lock-{}", key(s).file_name()));
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "disk_cache::child_holds_a_lock_until_killed",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env("PYDEVICE_CACHE_LOCK_FILE", &lock)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The harness prints its own lines first; the pipe stays open until the child is killed.
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while line.trim() != "locked" {
+        line.clear();
+        assert!(
+            out.read_line(&mut line).unwrap() > 0,
+            "the child ended unlocked"
+        );
+    }
+    let d = dir.clone();
+    let waiter = std::thread::spawn(move || {
+        let cache = KernelCache::with_disk(&d).unwrap();
+        let t = Instant::now();
+        let k = compile_through(&cache, s);
+        (k.ptx.contains(".entry scale"), cache.stats(), t.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!waiter.is_finished(), "the lock was not waited for");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (ok, st, took) = waiter.join().unwrap();
+    assert!(ok);
+    assert_eq!((st.compiles, st.disk_waits), (1, 0), "{st:?}");
+    assert!(took < Duration::from_secs(60), "waited {took:?}");
+    // The entry written after the kill is whole.
+    let fresh = KernelCache::with_disk(&dir).unwrap();
+    compile_through(&fresh, s);
+    let st = fresh.stats();
+    assert_eq!(
+        (st.disk_hits, st.compiles, st.disk_ignored),
+        (1, 0, 0),
         "{st:?}"
     );
     std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();

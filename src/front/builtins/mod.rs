@@ -159,6 +159,31 @@ pub(crate) fn member(ns: Namespace, name: &str) -> Option<super::Item> {
         })
 }
 
+/// The names namespace `ns` has (its sub-namespaces, constants and builtins), for "did you
+/// mean" suggestions; unordered.
+pub(crate) fn member_names(ns: Namespace) -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = SUBSPACES
+        .iter()
+        .filter(|(p, _, _)| *p == ns)
+        .map(|(_, n, _)| *n)
+        .collect();
+    if matches!(ns, Namespace::Math | Namespace::Cmath) {
+        names.extend(["tau", "pi", "e", "inf", "nan"]);
+    }
+    if ns == Namespace::Cmath {
+        names.extend(["infj", "nanj"]);
+    }
+    if ns == Namespace::Device {
+        names.push("Dim3");
+        names.extend(crate::types::Scalar::ALL.iter().map(|s| s.name()));
+    }
+    if matches!(ns, Namespace::Math | Namespace::NumbaLibdevice) {
+        names.extend(crate::ir::MathFn::ALL.iter().map(|m| m.name()));
+    }
+    names.extend(table::names_in(ns));
+    names
+}
+
 /// An entity provided by the compiler.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Builtin {

@@ -757,6 +757,15 @@ pub fn member(ns: N, name: &str) -> Option<Builtin> {
     FAMILIES.iter().find_map(|f| (f.member)(ns, name))
 }
 
+/// The names the table's rows spell in namespace `ns` (not the families' members, such as
+/// the scalar types, which are spelled by rule).
+pub fn names_in(ns: N) -> impl Iterator<Item = &'static str> {
+    ROWS.iter()
+        .flat_map(|r| r.names.iter())
+        .filter(move |(n, _)| *n == ns)
+        .map(|&(_, name)| name)
+}
+
 /// What the table says about one builtin: its row, or its family.
 #[derive(Copy, Clone, Debug)]
 pub enum Entry {

@@ -753,6 +753,10 @@ impl FnCx<'_, '_> {
                         sp(k),
                         format!("`{}` has no parameter named `{}`", decl.name, name.id),
                     )
+                    .suggesting(
+                        name.id.as_str(),
+                        params.iter().map(|p| p.parameter.name.id.as_str()),
+                    )
                     .with_secondary(decl.name_span, "defined here"),
                 );
                 return None;

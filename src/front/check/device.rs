@@ -102,6 +102,7 @@ impl FnCx<'_, '_> {
                         sp(k),
                         format!("`{name}` has no parameter `{}`", kname.id),
                     )
+                    .suggesting(kname.id.as_str(), params.iter().copied())
                     .with_note(format!("parameters: {}", params.join(", "))),
                 );
                 return None;

@@ -191,16 +191,15 @@ impl FnCx<'_, '_> {
                 Value::Item(item, span)
             }
             None => {
-                let mut d =
-                    Diagnostic::error(Code::E0101, span, format!("name `{name}` is not defined"));
                 let candidates = self
                     .scope
                     .keys()
                     .chain(self.assigned.iter())
-                    .chain(self.s.m.items.keys());
-                if let Some(near) = closest_name(name, candidates) {
-                    d = d.with_label(format!("did you mean `{near}`?"));
-                }
+                    .chain(self.s.m.items.keys())
+                    .map(String::as_str);
+                let d =
+                    Diagnostic::error(Code::E0101, span, format!("name `{name}` is not defined"))
+                        .suggesting(name, candidates);
                 self.diags.push(d);
                 Value::Err
             }
@@ -274,7 +273,11 @@ impl FnCx<'_, '_> {
                         return Value::Item(item, span);
                     }
                     None if !missing.is_empty() => {
-                        self.error(Code::E0102, span, missing);
+                        let names = crate::front::builtins::member_names(ns);
+                        self.diags.push(
+                            Diagnostic::error(Code::E0102, span, missing)
+                                .suggesting(attr, names.iter().copied()),
+                        );
                         return Value::Err;
                     }
                     // Not a member: the namespace itself is not a value (below).
@@ -761,20 +764,4 @@ fn dtype_of(ty: &Type) -> Option<Scalar> {
         Type::Scalar(s) => Some(*s),
         _ => None,
     }
-}
-
-/// The candidate closest to a misspelled `name` ("did you mean `tid`?"): the one with the
-/// smallest Damerau-Levenshtein distance, if it is at most a third of the name's length
-/// (at least 1), ties broken by name so that the suggestion is stable.
-pub(super) fn closest_name<'a>(
-    name: &str,
-    candidates: impl Iterator<Item = &'a String>,
-) -> Option<&'a str> {
-    let most = (name.chars().count() / 3).max(1);
-    candidates
-        .filter(|c| c.as_str() != name && !c.starts_with('_'))
-        .map(|c| (strsim::damerau_levenshtein(name, c), c.as_str()))
-        .filter(|(d, _)| *d <= most)
-        .min()
-        .map(|(_, c)| c)
 }

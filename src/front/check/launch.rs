@@ -53,6 +53,7 @@ impl FnCx<'_, '_> {
                                 None => "`**` arguments are not accepted by `launch`".to_string(),
                             },
                         )
+                        .suggesting(other.unwrap_or(""), ["grid", "block", "shared"])
                         .with_note("device-side launch: `launch(kernel, *args, grid=..., block=..., shared=0)`"),
                     );
                     return None;

@@ -1,0 +1,126 @@
+"""How the CPU back end's blocks scale with cores (issue 33): three kernels of different
+shapes, each launched with 1, 2, 4, ... worker threads up to the machine's cores, on the
+same inputs; the median time of a few launches, the speedup over one thread and the
+efficiency (speedup over threads). Outputs are checked against NumPy once per kernel.
+
+    python3 bench/cpu/scaling.py [--repeats 3] [--scale 1.0]
+
+- `fma_chain`: arithmetic only (a 256-step fma chain per element), no barriers;
+- `block_sum`: a shared-memory tree per block, a barrier per level (fibers switch at each);
+- `warp_sum`: warp shuffles (lockstep collectives) then one atomic per warp.
+
+Prints one JSON line per (kernel, threads) and a table. The thread count is the back end's
+worker pool size for that launch (`threads=`), the blocks being spread over it.
+"""
+import argparse
+import json
+import os
+import statistics
+import time
+
+import numpy as np
+
+from cuda import device
+
+BLOCK = 256
+
+
+@device.kernel
+def fma_chain(x, out):
+    i = device.block_idx.x * device.block_dim.x + device.thread_idx.x
+    if i < x.shape[0]:
+        v = x[i]
+        acc = device.float32(0.0)
+        for _ in range(256):
+            acc = device.fma(acc, device.float32(0.999), v)
+        out[i] = acc
+
+
+@device.kernel
+def block_sum(x, out):
+    buf = device.shared_array(BLOCK, device.float32)
+    t = device.thread_idx.x
+    i = device.block_idx.x * BLOCK + t
+    buf[t] = x[i] if i < x.shape[0] else device.float32(0.0)
+    device.syncthreads()
+    k = BLOCK // 2
+    while k > 0:
+        if t < k:
+            buf[t] += buf[t + k]
+        device.syncthreads()
+        k //= 2
+    if t == 0:
+        out[device.block_idx.x] = buf[0]
+
+
+@device.kernel
+def warp_sum(x, out):
+    i = device.block_idx.x * device.block_dim.x + device.thread_idx.x
+    v = x[i] if i < x.shape[0] else device.float32(0.0)
+    off = 16
+    while off > 0:
+        v += device.shfl_down_sync(0xFFFFFFFF, v, off)
+        off //= 2
+    if device.lane_id == 0:
+        device.atomic_ref(out, 0).add(v)
+
+
+def cases(rng, scale):
+    n = max(BLOCK, int((1 << 20) * scale))
+    x = rng.standard_normal(n).astype(np.float32)
+    blocks = (n + BLOCK - 1) // BLOCK
+
+    def fma_ref():
+        acc = np.zeros(n, np.float32)
+        for _ in range(256):
+            acc = (acc * np.float32(0.999) + x).astype(np.float32)
+        return acc
+
+    return [
+        ("fma_chain", fma_chain, lambda: (x, np.empty(n, np.float32)), 1, fma_ref, 1e-3),
+        ("block_sum", block_sum, lambda: (x, np.empty(blocks, np.float32)), 1,
+         lambda: np.pad(x, (0, blocks * BLOCK - n)).reshape(blocks, BLOCK).sum(1), 1e-4),
+        ("warp_sum", warp_sum, lambda: (x, np.zeros(1, np.float32)), 1,
+         lambda: np.array([x.sum(dtype=np.float64)], np.float32), 1e-2),
+    ], blocks
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--scale", type=float, default=1.0, help="problem size factor (2^20 elements at 1)")
+    args = ap.parse_args()
+    cores = os.cpu_count() or 1
+    counts = [t for t in (1, 2, 4, 8, 16, 32, 64, 128) if t <= cores]
+    if counts[-1] != cores:
+        counts.append(cores)
+    rng = np.random.default_rng(33)
+    table = []
+    all_cases, blocks = cases(rng, args.scale)
+    for name, k, make, out_index, ref, tol in all_cases:
+        base = None
+        for t in counts:
+            times = []
+            for _ in range(args.repeats):
+                a = make()
+                t0 = time.perf_counter()
+                k._launch_cpu(a, blocks, BLOCK, 0, None, threads=t)
+                times.append(time.perf_counter() - t0)
+            if t == counts[0]:
+                got = a[out_index]
+                want = ref()
+                assert np.allclose(got, want, rtol=tol, atol=tol * np.abs(want).max()), name
+            med = statistics.median(times)
+            base = base or med
+            row = {"kernel": name, "threads": t, "cores": cores, "seconds": round(med, 4),
+                   "speedup": round(base / med, 2), "efficiency": round(base / med / t, 3)}
+            print(json.dumps(row), flush=True)
+            table.append(row)
+    print(f"\n| kernel ({blocks} blocks of {BLOCK}) | threads | s | speedup | efficiency |")
+    print("|---|---:|---:|---:|---:|")
+    for r in table:
+        print(f"| {r['kernel']} | {r['threads']} | {r['seconds']} | {r['speedup']} | {r['efficiency']:.0%} |")
+
+
+if __name__ == "__main__":
+    main()
