@@ -330,6 +330,12 @@ codes! {
     E0745,
     /// a kernel launched from device code given an array outside global memory (shared, local or cluster shared) (§18.3)
     E0746,
+    /// a `hopper` operation while compiling for an architecture that lacks it: sm_90 or newer for mbarriers, fences, `elect_one` and bulk copies; sm_90 exactly (whose PTX then targets sm_90a) for `wgmma` and `setmaxnreg` (§18.4)
+    E0747,
+    /// a `hopper` mbarrier or bulk-copy operand of the wrong kind: an mbarrier that is not an element of a shared `uint64` array, a copy end that is not an element of a global (or shared) array, arrays of two dtypes, a constant byte count that is not a positive multiple of 16, an arrival or transaction count out of range, a tensor map that is not a 1-D global array, other than 1 to 5 TMA coordinates, a multicast mask that is not an integer (§18.4)
+    E0748,
+    /// a `hopper` constant out of range: `setmaxnreg` of other than 24 to 256 registers in steps of 8, a wait group count outside 0 to 7, a flag that is not a constant `True`/`False` (§18.4)
+    E0749,
     /// a tensor-core fragment that CUDA does not have: its use, shape, element type and layout do not go together (§19.1)
     E0760,
     /// a tensor-core element type that the target architecture lacks: bfloat16, tf32 and float64 need sm_80 (§19)
@@ -342,6 +348,10 @@ codes! {
     E0764,
     /// a tensor-core argument of the wrong kind: not a fragment, a fragment of the wrong use, registers of the wrong types, or a fragment element index that is not an integer in range (§19)
     E0765,
+    /// a `hopper.wgmma` that PTX does not have: A and B types that do not go together, an accumulator dtype the inputs lack, an N outside the shapes of the types, a transposed tile of other than f16/bf16, an accumulator that is not a 1-D local array (§18.4)
+    E0766,
+    /// a `hopper` matrix descriptor field out of range: not a shared array, a constant leading or stride byte offset that is not a multiple of 16 below 2**18, a swizzle other than 0, 32, 64 or 128 bytes, a descriptor that is not a 64-bit integer (§18.4)
+    E0767,
     /// `random.rand`/`random.randn` of a dtype other than `float32` and `float64` (§6.4)
     E0780,
     /// `random.rand`/`random.randn` in an `interop=True` function, directly or through a callee: its C++ signature has no place for the generator state (§6.4)

@@ -27,6 +27,11 @@ pub struct Arch {
     major: u32,
     /// Minor version (0 for sm_90), 0 to 9.
     minor: u32,
+    /// The architecture-specific variant (`sm_90a`): the PTX may use instructions only this
+    /// exact architecture has (`wgmma`, `setmaxnreg`), and runs on it alone. Serialized only
+    /// when set, so `{"major": 9, "minor": 0}` keeps naming sm_90.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    specific: bool,
 }
 
 /// An `Arch` as it is serialized (`{"major": 9, "minor": 0}`), before validation.
@@ -34,12 +39,21 @@ pub struct Arch {
 struct RawArch {
     major: u32,
     minor: u32,
+    #[serde(default)]
+    specific: bool,
 }
 
 impl TryFrom<RawArch> for Arch {
     type Error = ArchError;
     fn try_from(r: RawArch) -> Result<Arch, ArchError> {
-        Arch::new(r.major, r.minor)
+        let a = Arch::new(r.major, r.minor)?;
+        if r.specific {
+            a.specific().ok_or(ArchError::Unsupported {
+                text: format!("sm_{}a", a.number()),
+            })
+        } else {
+            Ok(a)
+        }
     }
 }
 
@@ -56,6 +70,13 @@ impl Arch {
     pub const SM_89: Arch = Arch::known(8, 9);
     /// Hopper (sm_90).
     pub const SM_90: Arch = Arch::known(9, 0);
+    /// Hopper with its architecture-specific features (sm_90a: `wgmma`, `setmaxnreg`;
+    /// docs/semantics.md §18.4). PTX for it runs on compute capability 9.0 only.
+    pub const SM_90A: Arch = Arch {
+        major: 9,
+        minor: 0,
+        specific: true,
+    };
     /// Blackwell B100/B200 (sm_100).
     pub const SM_100: Arch = Arch::known(10, 0);
     /// Blackwell GeForce (sm_120).
@@ -78,7 +99,27 @@ impl Arch {
 
     /// For the constants above, which are valid.
     const fn known(major: u32, minor: u32) -> Arch {
-        Arch { major, minor }
+        Arch {
+            major,
+            minor,
+            specific: false,
+        }
+    }
+
+    /// The architecture-specific variant of this architecture (`sm_90` → `sm_90a`), where
+    /// the back end has one (sm_90 only).
+    pub fn specific(self) -> Option<Arch> {
+        (self.number() == 90).then_some(Arch::SM_90A)
+    }
+
+    /// Whether this is an architecture-specific variant (`sm_90a`).
+    pub fn is_specific(self) -> bool {
+        self.specific
+    }
+
+    /// The architecture without its architecture-specific features (`sm_90a` → `sm_90`).
+    pub fn generic(self) -> Arch {
+        Arch::known(self.major, self.minor)
     }
 
     /// An architecture from its compute capability: `major` from 1 to 99, `minor` from 0
@@ -86,7 +127,7 @@ impl Arch {
     /// does not compile for; see [`Arch::SUPPORTED`]).
     pub fn new(major: u32, minor: u32) -> Result<Arch, ArchError> {
         if (1..=99).contains(&major) && minor <= 9 {
-            Ok(Arch { major, minor })
+            Ok(Arch::known(major, minor))
         } else {
             Err(ArchError::NotAnArch { major, minor })
         }
@@ -120,7 +161,12 @@ impl Arch {
 
 impl fmt::Display for Arch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "sm_{}", self.number())
+        write!(
+            f,
+            "sm_{}{}",
+            self.number(),
+            if self.specific { "a" } else { "" }
+        )
     }
 }
 
@@ -190,9 +236,22 @@ impl From<ArchError> for String {
 impl FromStr for Arch {
     type Err = ArchError;
     /// Parses `sm_90`, `sm90`, `compute_90`, `90` or `9.0`: one prefix at most, then
-    /// digits without a sign or leading zeros. Only [`Arch::SUPPORTED`] architectures parse.
+    /// digits without a sign or leading zeros. Only [`Arch::SUPPORTED`] architectures parse,
+    /// and `sm_90a` (or `compute_90a`, `90a`), the architecture-specific [`Arch::SM_90A`].
     fn from_str(s: &str) -> Result<Arch, ArchError> {
         let t = s.trim();
+        if let Some(base) = t.strip_suffix('a')
+            && !base.ends_with('a')
+        {
+            return base
+                .parse::<Arch>()
+                .ok()
+                .filter(|_| !base.contains('.'))
+                .and_then(|a| a.specific())
+                .ok_or_else(|| ArchError::Unsupported {
+                    text: s.to_string(),
+                });
+        }
         let t = t
             .strip_prefix("sm_")
             .or_else(|| t.strip_prefix("compute_"))
@@ -379,6 +438,25 @@ mod tests {
         assert!("sm_91".parse::<Arch>().is_err());
         assert!("banana".parse::<Arch>().is_err());
         assert_eq!(Arch::SM_100.to_string(), "sm_100");
+    }
+
+    #[test]
+    fn sm_90a_is_the_architecture_specific_hopper() {
+        for s in ["sm_90a", "sm90a", "compute_90a", "90a"] {
+            assert_eq!(s.parse::<Arch>(), Ok(Arch::SM_90A), "{s}");
+        }
+        for s in ["sm_80a", "sm_90aa", "9.0a", "sm_100a", "a"] {
+            assert!(s.parse::<Arch>().is_err(), "`{s}` parsed");
+        }
+        assert_eq!(Arch::SM_90A.to_string(), "sm_90a");
+        assert_eq!(Arch::SM_90A.number(), 90);
+        assert_eq!(Arch::SM_90A.generic(), Arch::SM_90);
+        assert_eq!(Arch::SM_90.specific(), Some(Arch::SM_90A));
+        assert_eq!(Arch::SM_80.specific(), None);
+        let json = serde_json::to_string(&Arch::SM_90A).expect("serializes");
+        assert_eq!(json, r#"{"major":9,"minor":0,"specific":true}"#);
+        assert_eq!(serde_json::from_str::<Arch>(&json).ok(), Some(Arch::SM_90A));
+        assert!(serde_json::from_str::<Arch>(r#"{"major":8,"minor":0,"specific":true}"#).is_err());
     }
 
     /// Issue #23: these parsed as sm_90.

@@ -14,6 +14,7 @@ in for ``from numba import cuda`` and ``from cupyx import jit``.
 from __future__ import annotations
 
 from . import errors
+from . import hopper
 from . import random
 from ._core import (
     Func,

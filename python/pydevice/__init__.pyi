@@ -2,6 +2,7 @@
 
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar, Union, overload
 
+from . import hopper as hopper
 from . import random as random
 from .errors import (
     ArgumentError as ArgumentError,

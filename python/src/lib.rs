@@ -988,10 +988,19 @@ impl Launcher {
             *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(bytes);
             return Ok(());
         };
-        let r = py.detach(|| match cluster {
-            Some(c) => device.launch_cluster(kernel, packed, &cfg, c, &stream),
-            None if cooperative => device.launch_cooperative_packed(kernel, packed, &cfg, &stream),
-            None => device.launch_packed(kernel, packed, &cfg, &stream),
+        let r = py.detach(|| {
+            // Above 48 KiB of dynamic shared memory a kernel must opt in (Hopper's pipelined
+            // kernels use up to 227 KiB, §18.4); the driver refuses what the device lacks.
+            if shared > 48 << 10 {
+                kernel.set_max_dynamic_shared(shared)?;
+            }
+            match cluster {
+                Some(c) => device.launch_cluster(kernel, packed, &cfg, c, &stream),
+                None if cooperative => {
+                    device.launch_cooperative_packed(kernel, packed, &cfg, &stream)
+                }
+                None => device.launch_packed(kernel, packed, &cfg, &stream),
+            }
         });
         r.map_err(|e| runtime_to_py(py, e))
     }
@@ -1427,6 +1436,37 @@ fn dlpack_describe(
     ))
 }
 
+/// Encodes a TMA tensor map (docs/semantics.md §18.4) of the array at device address
+/// `data` on GPU `ordinal` (`dtype` a dtype name, `shape` and element `strides` outermost
+/// first) whose boxes have `box_shape`, swizzled by `swizzle` bytes: the map's 16 words.
+#[pyfunction]
+#[pyo3(signature = (ordinal, data, dtype, shape, strides, box_shape, swizzle=0))]
+#[allow(clippy::too_many_arguments)]
+fn tensor_map_tiled(
+    py: Python<'_>,
+    ordinal: usize,
+    data: u64,
+    dtype: &str,
+    shape: Vec<u64>,
+    strides: Vec<i64>,
+    box_shape: Vec<u32>,
+    swizzle: u32,
+) -> PyResult<Vec<u64>> {
+    let dtype = pydevice::types::Scalar::from_name(dtype)
+        .ok_or_else(|| PyValueError::new_err(format!("tensor map: unknown dtype `{dtype}`")))?;
+    let a = pydevice::runtime::DeviceArray {
+        data,
+        dtype,
+        shape,
+        strides,
+        readonly: false,
+        device: None,
+    };
+    let r = py.detach(|| device(ordinal).and_then(|d| d.tensor_map_tiled(&a, &box_shape, swizzle)));
+    r.map(|m| m.words.to_vec())
+        .map_err(|e| runtime_to_py(py, e))
+}
+
 /// True when the CUDA driver library can be loaded.
 #[pyfunction]
 fn driver_available() -> bool {
@@ -1559,6 +1599,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(driver_available, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack_describe, m)?)?;
     m.add_function(wrap_pyfunction!(device_arch, m)?)?;
+    m.add_function(wrap_pyfunction!(tensor_map_tiled, m)?)?;
     m.add_function(wrap_pyfunction!(device_name, m)?)?;
     m.add_function(wrap_pyfunction!(synchronize, m)?)?;
     m.add_function(wrap_pyfunction!(set_disk_cache, m)?)?;

@@ -70,3 +70,100 @@ def test_launch_from_device_code(cupy):
     device.launch(H.fill_from_device, out, per_block, grid=blocks, block=32)
     cp.cuda.Device().synchronize()
     np.testing.assert_array_equal(cp.asnumpy(out), np.repeat(np.arange(blocks), per_block).astype(np.int32))
+
+
+# Hopper's asynchronous pipeline (§18.4): tensor maps from CuPy (CUDA Array Interface) and
+# PyTorch (DLPack) arrays, TMA loads, stores and reductions, elect_one, and the bf16 GEMM of
+# bench/hopper (TMA + mbarriers + wgmma, warp-specialized).
+
+
+def _sm90(cc: str) -> None:
+    if int(cc) < 90:
+        pytest.skip(f"TMA and mbarriers need sm_90, this GPU is sm_{cc}")
+
+
+def test_tma_tiles_from_a_cupy_array(cupy):
+    cp = cupy
+    _sm90(cp.cuda.Device().compute_capability)
+    from cuda.device import hopper
+
+    rows, cols = 64, 128
+    rng = np.random.default_rng(32)
+    a = rng.standard_normal((rows, cols)).astype(np.float32)
+    r0 = rng.integers(-50, 50, (rows, cols)).astype(np.float32)
+    d_a, d_o, d_r = cp.asarray(a), cp.full((rows, cols), np.nan, np.float32), cp.asarray(r0)
+    maps = [cp.asarray(hopper.tensor_map(x, (H.TR, H.TC))) for x in (d_a, d_o, d_r)]
+    device.launch(H.tma_double, *maps, grid=(cols // H.TC, rows // H.TR), block=128)
+    cp.cuda.Device().synchronize()
+    np.testing.assert_array_equal(cp.asnumpy(d_o), a * 2)
+    np.testing.assert_array_equal(cp.asnumpy(d_r), r0 + a * 2)
+
+
+def test_tma_tiles_from_a_torch_tensor(torch):
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("TMA needs sm_90")
+    from cuda.device import hopper
+
+    rows, cols = 32, 64
+    g = torch.Generator(device="cuda").manual_seed(5)
+    a = torch.randn(rows, cols, device="cuda", generator=g)
+    o = torch.full_like(a, float("nan"))
+    r = torch.zeros_like(a)
+    maps = [
+        torch.from_numpy(hopper.tensor_map(x, (H.TR, H.TC)).view(np.int64)).cuda()
+        for x in (a, o, r)
+    ]
+    device.launch(H.tma_double, *maps, grid=(cols // H.TC, rows // H.TR), block=128)
+    torch.cuda.synchronize()
+    assert torch.equal(o, a * 2)
+    assert torch.equal(r, a * 2)
+
+
+def test_tensor_map_refuses_a_bad_box(cupy):
+    cp = cupy
+    _sm90(cp.cuda.Device().compute_capability)
+    from cuda.device import hopper
+
+    a = cp.zeros((64, 64), np.float32)
+    with pytest.raises(Exception, match="not 1 to 256"):
+        hopper.tensor_map(a, (512, 8))
+    with pytest.raises(Exception, match="multiple of 16"):
+        hopper.tensor_map(a, (8, 2))
+
+
+def test_elect_one_picks_one_lane_per_warp(cupy):
+    cp = cupy
+    _sm90(cp.cuda.Device().compute_capability)
+    out = cp.zeros(10, np.int32)
+    device.launch(H.elect_count, out, grid=10, block=64)
+    cp.cuda.Device().synchronize()
+    np.testing.assert_array_equal(cp.asnumpy(out), np.full(10, 2, np.int32))
+
+
+def test_bench_gemm_bf16_matches_torch(torch):
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("wgmma needs compute capability 9.0 (sm_90a)")
+    import importlib.util
+    import pathlib
+
+    from cuda.device import hopper
+
+    path = pathlib.Path(__file__).resolve().parents[2] / "bench" / "hopper" / "gemm_bf16.py"
+    spec = importlib.util.spec_from_file_location("gemm_bf16", path)
+    G = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(G)
+    m, n, k = 256, 512, 320
+    g = torch.Generator(device="cuda").manual_seed(32)
+    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, generator=g)
+    b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16, generator=g)
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    am = torch.from_numpy(hopper.tensor_map(a, (G.BM, G.BK), 128).view(np.int64)).cuda()
+    bm = torch.from_numpy(hopper.tensor_map(b, (G.BN, G.BK), 128).view(np.int64)).cuda()
+    device.launch(
+        G.gemm_bf16, am, bm, c, k // G.BK,
+        grid=(n // G.BN, m // G.BM), block=384, shared=G.SHARED_BYTES,
+    )
+    torch.cuda.synchronize()
+    ref = a.float() @ b.float().T
+    err = ((c.float() - ref).abs().max() / ref.abs().max()).item()
+    assert err < 1e-2, f"max relative error {err}"

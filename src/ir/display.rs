@@ -232,6 +232,7 @@ impl ExprFmt<'_> {
                             | Intrinsic::ClusterArrive(_)
                             | Intrinsic::ClusterWait
                             | Intrinsic::ClusterSync
+                            | Intrinsic::Hopper(_)
                     )
                 {
                     write!(f, "(")?;

@@ -12,7 +12,7 @@
 //!
 //! This module only describes; it does not lower anything.
 
-use super::{CgOp, Intrinsic, TensorOp};
+use super::{CgOp, HopperOp, Intrinsic, TensorOp};
 use crate::types::{GroupKind, Scalar};
 
 /// The threads a barrier waits for.
@@ -165,7 +165,43 @@ impl Intrinsic {
                 | TensorOp::Ldmatrix { .. } => IntrinsicFlags::WARP,
                 TensorOp::Fill | TensorOp::Element | TensorOp::SetElement => IntrinsicFlags::DEVICE,
             },
+            I::Hopper(op) => hopper_flags(op),
         }
+    }
+}
+
+/// The flags of a Hopper operation (§18.4): all device-only.
+fn hopper_flags(op: HopperOp) -> IntrinsicFlags {
+    match op {
+        // `elect.sync` picks one lane of those executing it together.
+        HopperOp::ElectOne => IntrinsicFlags::WARP,
+        // Warpgroup-wide `.sync.aligned` instructions: every thread of the warpgroup (and so
+        // of its warps) executes them together.
+        HopperOp::SetMaxNReg { .. }
+        | HopperOp::WgmmaFence
+        | HopperOp::WgmmaCommit
+        | HopperOp::WgmmaWait(_)
+        | HopperOp::Wgmma(_) => IntrinsicFlags {
+            convergent: true,
+            ..IntrinsicFlags::DEVICE
+        },
+        // A try-wait's answer differs between threads that ask at different times.
+        HopperOp::MbarrierTryWaitParity => IntrinsicFlags::PER_THREAD,
+        HopperOp::MbarrierInit
+        | HopperOp::MbarrierArrive
+        | HopperOp::MbarrierArriveExpectTx
+        | HopperOp::MbarrierExpectTx
+        | HopperOp::MbarrierWaitParity
+        | HopperOp::FenceMbarrierInit
+        | HopperOp::FenceProxyAsync
+        | HopperOp::BulkCopyToShared
+        | HopperOp::BulkCopyToGlobal
+        | HopperOp::BulkCommit
+        | HopperOp::BulkWait { .. }
+        | HopperOp::TmaLoad { .. }
+        | HopperOp::TmaStore { .. }
+        | HopperOp::SharedAddress
+        | HopperOp::WgmmaDesc(_) => IntrinsicFlags::DEVICE,
     }
 }
 
@@ -291,6 +327,7 @@ impl Intrinsic {
             Intrinsic::Randn => "random.randn",
             Intrinsic::Cg(_) => "cooperative groups (`cg`)",
             Intrinsic::Tensor(op) => op.python_name(),
+            Intrinsic::Hopper(op) => return op.name(),
         };
         s.to_string()
     }
@@ -324,5 +361,19 @@ mod tests {
         assert!(!Intrinsic::BlockIdx(Axis::X).flags().per_thread);
         assert!(!Intrinsic::Math(crate::ir::MathFn::Sqrt).flags().device_only);
         assert!(Intrinsic::SyncThreads.flags().device_only);
+        // Every Hopper operation is device-only (the CPU back end refuses it, E0501).
+        for op in [
+            HopperOp::MbarrierInit,
+            HopperOp::ElectOne,
+            HopperOp::FenceProxyAsync,
+            HopperOp::WgmmaFence,
+            HopperOp::BulkCommit,
+            HopperOp::SetMaxNReg {
+                inc: true,
+                count: 240,
+            },
+        ] {
+            assert!(Intrinsic::Hopper(op).flags().device_only, "{op:?}");
+        }
     }
 }

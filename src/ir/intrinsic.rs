@@ -116,6 +116,8 @@ pub enum Intrinsic {
     Cg(CgOp),
     /// A tensor-core operation of `device.wmma` or `device.mma` (§19).
     Tensor(TensorOp),
+    /// A Hopper asynchronous-pipeline operation of `device.hopper` (§18.4).
+    Hopper(HopperOp),
 }
 
 /// The operations of cooperative groups (docs/semantics.md §17). `Group` values are
@@ -480,6 +482,7 @@ impl Intrinsic {
             Intrinsic::Cg(op) => format!("cg.{op:?}").to_lowercase(),
             Intrinsic::Tensor(op) => op.name(),
             Intrinsic::FunnelShiftL | Intrinsic::FunnelShiftR => self.python_name(),
+            Intrinsic::Hopper(op) => op.name(),
             other => format!("{other:?}").to_lowercase(),
         }
     }

@@ -31,6 +31,8 @@ mod operators;
 pub use operators::*;
 mod intrinsic;
 pub use intrinsic::*;
+mod hopper;
+pub use hopper::*;
 mod math;
 pub use math::*;
 mod expr;

@@ -22,6 +22,9 @@ pub struct Program {
     /// Whether the program uses the block's split barrier (`cg.barrier_arrive`): the kernel
     /// then initializes it on entry (docs/semantics.md §17.5).
     pub split_barrier: bool,
+    /// Whether the program uses an instruction only sm_90a has (`wgmma`, `setmaxnreg`,
+    /// §18.4): compiled for sm_90, its PTX then targets sm_90a.
+    pub arch_specific: bool,
 }
 
 /// The value of [`Program::target_sm`] (and of the architecture a program is specialized

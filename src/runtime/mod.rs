@@ -38,6 +38,7 @@ pub mod params;
 pub mod records;
 pub mod reflect;
 pub mod stream;
+pub mod tma;
 
 pub use array::{ArraySource, DeviceArray};
 pub use cai::CudaArrayInterface;
@@ -47,6 +48,7 @@ pub use link::{LinkInput, LinkedModule};
 pub use multi::{CopyPath, Endpoint, device_count, pointer_device};
 pub use reflect::{BlockSizeSuggestion, KernelAttributes, Occupancy};
 pub use stream::Stream;
+pub use tma::TensorMap;
 
 use crate::abi::{ArgValue, KernelAbi, pack};
 use crate::kernel::CompiledKernel;

@@ -70,6 +70,7 @@ fn uses(src: &str, ns: N, name: &str) -> bool {
         N::Cg => qualified("cg"),
         N::Wmma => qualified("wmma"),
         N::Mma => qualified("mma"),
+        N::Hopper => qualified("hopper"),
         N::Cuda | N::Cupyx => has_word(src, name),
     }
 }

@@ -62,6 +62,9 @@ pub enum Namespace {
     /// `cuda.device.mma`: `mma.sync` on explicit fragment layouts and `ldmatrix` (a pydevice
     /// extension, §19.2).
     Mma,
+    /// `cuda.device.hopper`: mbarriers, bulk copies, `elect.sync`, `setmaxnreg` and warpgroup
+    /// MMA (sm_90/sm_90a, a pydevice extension, §18.4).
+    Hopper,
 }
 
 impl Namespace {
@@ -93,6 +96,7 @@ impl Namespace {
             Namespace::Cg => "cuda.device.cg",
             Namespace::Wmma => "cuda.device.wmma",
             Namespace::Mma => "cuda.device.mma",
+            Namespace::Hopper => "cuda.device.hopper",
         }
     }
 }
@@ -104,6 +108,7 @@ const SUBSPACES: &[(Namespace, &str, Namespace)] = &[
     (Namespace::Device, "cg", Namespace::Cg),
     (Namespace::Device, "wmma", Namespace::Wmma),
     (Namespace::Device, "mma", Namespace::Mma),
+    (Namespace::Device, "hopper", Namespace::Hopper),
     (Namespace::Numba, "cuda", Namespace::NumbaCuda),
     (Namespace::Numba, "types", Namespace::NumbaTypes),
     (Namespace::NumbaCuda, "shared", Namespace::NumbaShared),
@@ -422,6 +427,59 @@ pub enum Builtin {
     MmaM16n8k16,
     /// `mma.ldmatrix(array, index, count, trans=False)` (§19.2)
     Ldmatrix,
+    /// A function of `cuda.device.hopper` (§18.4)
+    Hopper(HopperFn),
+}
+
+/// The functions of `cuda.device.hopper` (docs/semantics.md §18.4).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum HopperFn {
+    /// `hopper.mbarrier_init(bar, count)`
+    MbarrierInit,
+    /// `hopper.mbarrier_arrive(bar)`
+    MbarrierArrive,
+    /// `hopper.mbarrier_arrive_expect_tx(bar, bytes)`
+    MbarrierArriveExpectTx,
+    /// `hopper.mbarrier_expect_tx(bar, bytes)`
+    MbarrierExpectTx,
+    /// `hopper.mbarrier_try_wait_parity(bar, phase)`
+    MbarrierTryWaitParity,
+    /// `hopper.mbarrier_wait_parity(bar, phase)`
+    MbarrierWaitParity,
+    /// `hopper.fence_mbarrier_init()`
+    FenceMbarrierInit,
+    /// `hopper.fence_proxy_async()`
+    FenceProxyAsync,
+    /// `hopper.elect_one()`
+    ElectOne,
+    /// `hopper.setmaxnreg(count, inc)`
+    SetMaxNReg,
+    /// `hopper.bulk_copy_to_shared(dst, src, bytes, bar)`
+    BulkCopyToShared,
+    /// `hopper.bulk_copy_to_global(dst, src, bytes)`
+    BulkCopyToGlobal,
+    /// `hopper.bulk_commit_group()`
+    BulkCommit,
+    /// `hopper.bulk_wait_group(n, read)`
+    BulkWait,
+    /// `hopper.tma_load(dst, tmap, coords, bar, multicast=None)`
+    TmaLoad,
+    /// `hopper.tma_store(tmap, coords, src)`
+    TmaStore,
+    /// `hopper.tma_reduce_add(tmap, coords, src)`
+    TmaReduceAdd,
+    /// `hopper.wgmma_desc(array, index, leading, stride, swizzle)`
+    WgmmaDesc,
+    /// `hopper.shared_address(a[i])`
+    SharedAddress,
+    /// `hopper.wgmma_fence()`
+    WgmmaFence,
+    /// `hopper.wgmma_commit_group()`
+    WgmmaCommit,
+    /// `hopper.wgmma_wait_group(n)`
+    WgmmaWait,
+    /// `hopper.wgmma(acc, a_desc, b_desc, n, a_type, b_type, scale_d, trans_a, trans_b)`
+    Wgmma,
 }
 
 /// The functions of `cuda.device.cg` (docs/semantics.md §17).

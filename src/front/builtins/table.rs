@@ -16,8 +16,8 @@
 //!
 //! This module must not depend on the checker: a rule is data here, a function there.
 
-use super::{Builtin, CgFn, Namespace as N};
-use crate::ir::{AtomicOp, CgOp, Intrinsic, Shfl, TensorOp, Vote};
+use super::{Builtin, CgFn, HopperFn as H, Namespace as N};
+use crate::ir::{AtomicOp, CgOp, HopperOp, Intrinsic, Shfl, Swizzle, TensorOp, Vote};
 use crate::types::GroupKind;
 use crate::types::tensor::MatrixLayout;
 use std::collections::HashMap;
@@ -140,6 +140,8 @@ pub enum Rule {
     /// A tensor-core operation that gives a value or stores (`wmma.fragment`,
     /// `wmma.store_matrix_sync`, `mma.mma_sync_m16n8k16`, `mma.ldmatrix`; §19).
     Tensor,
+    /// A function of `cuda.device.hopper` (`check::hopper`, §18.4).
+    Hopper,
     /// A `wmma` operation that writes its first argument, a fragment local
     /// (`wmma.mma_sync(d, a, b, c)`): only a statement (`check::tensor`), E0763 as a value.
     TensorInPlace,
@@ -425,6 +427,31 @@ pub static ROWS: &[Row] = &[
     entity(B::WmmaTf32, &[(N::Wmma, "tf32")], DEVICE_ONLY),
     row(B::MmaM16n8k16, &[(N::Mma, "mma_sync_m16n8k16")], &["a", "b", "c"], &[], Rule::Tensor, Op::Intrinsic(I::Tensor(TensorOp::MmaM16n8k16)), DEVICE_ONLY),
     row(B::Ldmatrix, &[(N::Mma, "ldmatrix")], &["array", "index", "count", "trans"], &["False"], Rule::Tensor, Op::Intrinsic(I::Tensor(TensorOp::Ldmatrix { count: 4, trans: false })), DEVICE_ONLY),
+    // Hopper's asynchronous pipeline (sm_90, sm_90a; a pydevice extension, §18.4). The
+    // checker picks the exact operation (constants, shapes, types).
+    row(B::Hopper(H::MbarrierInit), &[(N::Hopper, "mbarrier_init")], &["bar", "count"], &[], Rule::Hopper, Op::Intrinsic(I::Hopper(HopperOp::MbarrierInit)), DEVICE_ONLY),
+    row(B::Hopper(H::MbarrierArrive), &[(N::Hopper, "mbarrier_arrive")], &["bar"], &[], Rule::Hopper, Op::Intrinsic(I::Hopper(HopperOp::MbarrierArrive)), DEVICE_ONLY),
+    row(B::Hopper(H::MbarrierArriveExpectTx), &[(N::Hopper, "mbarrier_arrive_expect_tx")], &["bar", "bytes"], &[], Rule::Hopper, Op::Intrinsic(I::Hopper(HopperOp::MbarrierArriveExpectTx)), DEVICE_ONLY),
+    row(B::Hopper(H::MbarrierExpectTx), &[(N::Hopper, "mbarrier_expect_tx")], &["bar", "bytes"], &[], Rule::Hopper, Op::Intrinsic(I::Hopper(HopperOp::MbarrierExpectTx)), DEVICE_ONLY),
+    row(B::Hopper(H::MbarrierTryWaitParity), &[(N::Hopper, "mbarrier_try_wait_parity")], &["bar", "phase"], &[], Rule::Hopper, Op::Intrinsic(I::Hopper(HopperOp::MbarrierTryWaitParity)), DEVICE_ONLY),
+    row(B::Hopper(H::MbarrierWaitParity), &[(N::Hopper, "mbarrier_wait_parity")], &["bar", "phase"], &[], Rule::Hopper, Op::Intrinsic(I::Hopper(HopperOp::MbarrierWaitParity)), DEVICE_ONLY),
+    row(B::Hopper(H::FenceMbarrierInit), &[(N::Hopper, "fence_mbarrier_init")], &[], &[], Rule::Hopper, Op::Intrinsic(I::Hopper(HopperOp::FenceMbarrierInit)), DEVICE_ONLY),
+    row(B::Hopper(H::FenceProxyAsync), &[(N::Hopper, "fence_proxy_async")], &[], &[], Rule::Hopper, Op::Intrinsic(I::Hopper(HopperOp::FenceProxyAsync)), DEVICE_ONLY),
+    row(B::Hopper(H::ElectOne), &[(N::Hopper, "elect_one")], &[], &[], Rule::Hopper, Op::Intrinsic(I::Hopper(HopperOp::ElectOne)), DEVICE_ONLY),
+    row(B::Hopper(H::SetMaxNReg), &[(N::Hopper, "setmaxnreg")], &["count", "inc"], &[], Rule::Hopper, Op::Intrinsic(I::Hopper(HopperOp::SetMaxNReg { inc: true, count: 0 })), DEVICE_ONLY),
+    row(B::Hopper(H::BulkCopyToShared), &[(N::Hopper, "bulk_copy_to_shared")], &["dst", "src", "bytes", "bar"], &[], Rule::Hopper, Op::Intrinsic(I::Hopper(HopperOp::BulkCopyToShared)), DEVICE_ONLY),
+    row(B::Hopper(H::BulkCopyToGlobal), &[(N::Hopper, "bulk_copy_to_global")], &["dst", "src", "bytes"], &[], Rule::Hopper, Op::Intrinsic(I::Hopper(HopperOp::BulkCopyToGlobal)), DEVICE_ONLY),
+    row(B::Hopper(H::BulkCommit), &[(N::Hopper, "bulk_commit_group")], &[], &[], Rule::Hopper, Op::Intrinsic(I::Hopper(HopperOp::BulkCommit)), DEVICE_ONLY),
+    row(B::Hopper(H::BulkWait), &[(N::Hopper, "bulk_wait_group")], &["n", "read"], &["0", "False"], Rule::Hopper, Op::Intrinsic(I::Hopper(HopperOp::BulkWait { n: 0, read: false })), DEVICE_ONLY),
+    row(B::Hopper(H::TmaLoad), &[(N::Hopper, "tma_load")], &["dst", "tmap", "coords", "bar", "multicast"], &["None"], Rule::Hopper, Op::Expr("cp.async.bulk.tensor"), DEVICE_ONLY),
+    row(B::Hopper(H::TmaStore), &[(N::Hopper, "tma_store")], &["tmap", "coords", "src"], &[], Rule::Hopper, Op::Intrinsic(I::Hopper(HopperOp::TmaStore { dims: 1, reduce: false })), DEVICE_ONLY),
+    row(B::Hopper(H::TmaReduceAdd), &[(N::Hopper, "tma_reduce_add")], &["tmap", "coords", "src"], &[], Rule::Hopper, Op::Intrinsic(I::Hopper(HopperOp::TmaStore { dims: 1, reduce: true })), DEVICE_ONLY),
+    row(B::Hopper(H::WgmmaDesc), &[(N::Hopper, "wgmma_desc")], &["array", "index", "leading", "stride", "swizzle"], &[], Rule::Hopper, Op::Intrinsic(I::Hopper(HopperOp::WgmmaDesc(Swizzle::None))), DEVICE_ONLY),
+    row(B::Hopper(H::SharedAddress), &[(N::Hopper, "shared_address")], &["element"], &[], Rule::Hopper, Op::Intrinsic(I::Hopper(HopperOp::SharedAddress)), DEVICE_ONLY),
+    row(B::Hopper(H::WgmmaFence), &[(N::Hopper, "wgmma_fence")], &[], &[], Rule::Hopper, Op::Intrinsic(I::Hopper(HopperOp::WgmmaFence)), DEVICE_ONLY),
+    row(B::Hopper(H::WgmmaCommit), &[(N::Hopper, "wgmma_commit_group")], &[], &[], Rule::Hopper, Op::Intrinsic(I::Hopper(HopperOp::WgmmaCommit)), DEVICE_ONLY),
+    row(B::Hopper(H::WgmmaWait), &[(N::Hopper, "wgmma_wait_group")], &["n"], &["0"], Rule::Hopper, Op::Intrinsic(I::Hopper(HopperOp::WgmmaWait(0))), DEVICE_ONLY),
+    row(B::Hopper(H::Wgmma), &[(N::Hopper, "wgmma")], &["acc", "a_desc", "b_desc", "n", "a_type", "b_type", "scale_d", "trans_a", "trans_b"], &["'bf16'", "'bf16'", "True", "False", "False"], Rule::Hopper, Op::Expr("wgmma.mma_async"), DEVICE_ONLY),
 ];
 
 /// The families of builtins named by another enum.

@@ -440,6 +440,7 @@ impl FnCx<'_, '_> {
             rule @ (Rule::ClusterBarrier | Rule::MapSharedRank) => {
                 self.cluster_call(rule, entry, b, c)
             }
+            Rule::Hopper => self.hopper_call(entry, b, c),
             Rule::Asm => self.asm_call(entry, c),
             Rule::DeviceLaunch => self.device_launch(c),
             Rule::TargetOnly => {

@@ -134,7 +134,7 @@ impl FnCx<'_, '_> {
     }
 
     /// A string literal argument.
-    fn str_arg(&mut self, e: &ast::Expr, what: &str) -> Option<String> {
+    pub(super) fn str_arg(&mut self, e: &ast::Expr, what: &str) -> Option<String> {
         match e {
             ast::Expr::StringLiteral(s) => Some(s.value.to_str().to_string()),
             _ => {
@@ -940,6 +940,7 @@ impl FnCx<'_, '_> {
             | Rule::Asm
             | Rule::DeviceLaunch
             | Rule::Tensor
+            | Rule::Hopper
             | Rule::TensorInPlace => self.table_mismatch(b, span),
         }
     }

@@ -51,6 +51,7 @@ pub fn specialize(
         target_used: false,
         grid_sync: false,
         split_barrier: false,
+        arch_specific: false,
         functions: Arena::default(),
         instances: HashMap::new(),
         reported: HashSet::new(),
@@ -147,6 +148,7 @@ pub fn specialize(
                 target_sm: s.target_used.then_some(sm),
                 cooperative: s.grid_sync,
                 split_barrier: s.split_barrier,
+                arch_specific: s.arch_specific,
             };
             let found = crate::ir::analysis::check(&program);
             if found.is_empty() {
@@ -307,6 +309,9 @@ struct Specializer<'m> {
     /// Whether any `cg.barrier_arrive` was checked (the kernel initializes the block's
     /// split barrier on entry).
     split_barrier: bool,
+    /// Whether any sm_90a-only operation (`hopper.wgmma`, `hopper.setmaxnreg`) was checked
+    /// (the PTX then targets sm_90a).
+    arch_specific: bool,
     functions: Arena<Function>,
     instances: HashMap<InstanceKey, Instance>,
     reported: HashSet<InstanceKey>,
@@ -669,6 +674,9 @@ struct FnCx<'s, 'm> {
     /// Locals holding an `Atomic` object (`c = device.Atomic(int32)`), with where it was
     /// made: assigning them is E0260 (§9.5).
     atomic_objects: HashMap<String, Span>,
+    /// The local arrays `hopper.wgmma` has accumulated into so far in this pass, with their
+    /// register counts: `wgmma_wait_group` pins them after the wait (§18.4).
+    wgmma_accs: Vec<(String, ast::Expr, u32)>,
 }
 
 impl<'s, 'm> FnCx<'s, 'm> {
@@ -712,6 +720,7 @@ impl<'s, 'm> FnCx<'s, 'm> {
             statics: HashMap::new(),
             host_reachable: true,
             atomic_objects: HashMap::new(),
+            wgmma_accs: Vec::new(),
         };
         assigned_names(&def.body, &mut cx.assigned);
         count_assignments(&def.body, &mut cx.assign_sites);
@@ -1565,6 +1574,7 @@ mod cluster;
 mod complex;
 mod device;
 mod groups;
+mod hopper;
 mod numba;
 use complex::complex_unsupported;
 use stmt::{always_returns, assigned_names, contains_call, count_assignments, element_type};

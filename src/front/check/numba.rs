@@ -444,6 +444,7 @@ impl FnCx<'_, '_> {
             | Rule::Asm
             | Rule::DeviceLaunch
             | Rule::Tensor
+            | Rule::Hopper
             | Rule::TensorInPlace => self.table_mismatch(b, span),
         }
     }

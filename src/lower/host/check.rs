@@ -567,7 +567,8 @@ pub(crate) fn cpu_intrinsic(op: Intrinsic) -> bool {
         | Intrinsic::ClusterWait
         | Intrinsic::ClusterSync
         | Intrinsic::MapSharedRank
-        | Intrinsic::Tensor(_) => false,
+        | Intrinsic::Tensor(_)
+        | Intrinsic::Hopper(_) => false,
         op => !device_only(op),
     }
 }

@@ -21,6 +21,7 @@ mod expr;
 mod extensions;
 mod functions;
 mod groups;
+mod hopper;
 mod intrinsics;
 mod numbers;
 mod print;

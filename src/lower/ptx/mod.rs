@@ -380,6 +380,23 @@ pub(crate) fn compile_with(
     } else {
         options.opt_level.number()
     };
+    // A program with sm_90a-only instructions (`wgmma`, `setmaxnreg`, §18.4) compiled for
+    // sm_90 targets sm_90a: such code runs on compute capability 9.0 alone, as sm_90a does.
+    let arch = match (program.arch_specific, options.arch.specific()) {
+        (false, _) => options.arch,
+        (true, Some(a)) => a,
+        (true, None) => {
+            return Err(LowerError::Llvm(format!(
+                "the program uses sm_90a-only instructions (wgmma, setmaxnreg) and cannot be \
+                 compiled for {}",
+                options.arch
+            )));
+        }
+    };
+    let options = &PtxOptions {
+        arch,
+        opt_level: options.opt_level,
+    };
     with_backend(options.arch, opt, |b| {
         // PTX modules share a context that discards value names; LLVM IR for inspection
         // gets a context of its own, which keeps them.

@@ -1264,3 +1264,17 @@ fn cpu_numba_iterate_arrays_random() {
         assert_eq!(idx, want_idx);
     }
 }
+
+/// `device.hopper` operations are device-only (ir/flags.rs): the CPU back end refuses them
+/// with a diagnostic at the call, not an internal error.
+#[test]
+fn cpu_back_end_refuses_hopper_operations_with_the_span() {
+    let m = Module::parse("bulk.py", &fixture("lang/hopper_bulk_mbarrier.py")).expect("parse");
+    let (args, _) = parse_signature("float32[::1], float32[::1]").expect("sig");
+    let e = m
+        .cpu_kernel("bulk_double", &args)
+        .expect_err("hopper operations are device-only");
+    let text = e.to_string();
+    assert!(text.contains("hopper.mbarrier_init"), "{text}");
+    assert!(text.contains("bulk.py:20"), "{text}");
+}

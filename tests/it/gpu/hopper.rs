@@ -295,3 +295,333 @@ fn device_side_launch_scales_each_slice() {
         assert_eq!(out[i], src[i] * 2.5, "element {i}");
     }
 }
+
+/// A device of compute capability 9.0 exactly: the sm_90a instructions (`wgmma`,
+/// `setmaxnreg`, §18.4) run there only.
+fn hopper_a(test: &str) -> Option<Device> {
+    let dev = hopper(test)?;
+    match dev.arch() {
+        Ok(a) if a.number() == 90 => Some(dev),
+        Ok(a) => {
+            eprintln!(
+                "skipped {test}: wgmma needs compute capability 9.0 (sm_90a), this GPU is {a}"
+            );
+            None
+        }
+        Err(e) => {
+            eprintln!("skipped {test}: {e}");
+            None
+        }
+    }
+}
+
+/// The bfloat16 bits of `x`, which must be exactly representable (checked).
+fn bf16_bits(x: f32) -> u16 {
+    let b = (x.to_bits() >> 16) as u16;
+    assert_eq!(
+        f32::from_bits(u32::from(b) << 16),
+        x,
+        "{x} is not a bfloat16"
+    );
+    b
+}
+
+#[test]
+fn bulk_copy_with_mbarrier_transaction_count_round_trips() {
+    let Some(dev) = hopper("bulk_copy_with_mbarrier_transaction_count_round_trips") else {
+        return;
+    };
+    // Each block: one elected lane arms the mbarrier with 4096 bytes and starts a bulk copy
+    // into shared memory; all wait on phase 0, double the tile, and a bulk store writes it
+    // back (§18.4).
+    let k = kernel(
+        &dev,
+        &fixture("hopper_bulk_mbarrier.py"),
+        "bulk_double",
+        "float32[::1], float32[::1]",
+    );
+    let (per_block, blocks) = (1024usize, 12usize);
+    let n = per_block * blocks;
+    let mut rng = Rng(0xb01c_0de5);
+    let src: Vec<f32> = (0..n).map(|_| rng.f32(-1000.0, 1000.0)).collect();
+    let (_sb, sa) = vec1(&dev, &src);
+    let (db, da) = vec1(&dev, &vec![f32::NAN; n]);
+    k.launch(&[sa, da], [blocks as u32, 1, 1], [256, 1, 1]);
+    let out: Vec<f32> = from_bytes(&dev.download(&db).expect("download"));
+    for i in 0..n {
+        assert_eq!(out[i], src[i] * 2.0, "element {i}");
+    }
+}
+
+#[test]
+fn wgmma_bf16_m64n64k16_matches_the_cpu() {
+    let Some(dev) = hopper_a("wgmma_bf16_m64n64k16_matches_the_cpu") else {
+        return;
+    };
+    // One warpgroup: D (64×64, float32) = A (64×16) · Bᵀ (B is 64×16), bf16 inputs staged
+    // K-major in shared memory without swizzle (§18.4). Inputs are multiples of 1/4 in
+    // [-8, 8], so every product and sum is exact in float32.
+    let k = kernel(
+        &dev,
+        &fixture("hopper_wgmma_bf16.py"),
+        "wgmma_bf16",
+        "bfloat16[:, ::1], bfloat16[:, ::1], float32[:, ::1]",
+    );
+    let (m, n, kk) = (64usize, 64usize, 16usize);
+    let mut rng = Rng(0x3a9_90a);
+    let a: Vec<f32> = (0..m * kk).map(|_| rng.i32(-32, 33) as f32 / 4.0).collect();
+    let b: Vec<f32> = (0..n * kk).map(|_| rng.i32(-32, 33) as f32 / 4.0).collect();
+    let ab: Vec<u16> = a.iter().map(|&x| bf16_bits(x)).collect();
+    let bb: Vec<u16> = b.iter().map(|&x| bf16_bits(x)).collect();
+    let (_ab, aa) = array(&dev, &ab, &[m as u64, kk as u64], &[kk as i64, 1]);
+    let (_bb, ba) = array(&dev, &bb, &[n as u64, kk as u64], &[kk as i64, 1]);
+    let (db, da) = array(
+        &dev,
+        &vec![f32::NAN; m * n],
+        &[m as u64, n as u64],
+        &[n as i64, 1],
+    );
+    k.launch(&[aa, ba, da], [1, 1, 1], [128, 1, 1]);
+    let out: Vec<f32> = from_bytes(&dev.download(&db).expect("download"));
+    for r in 0..m {
+        for c in 0..n {
+            let want: f32 = (0..kk).map(|i| a[r * kk + i] * b[c * kk + i]).sum();
+            assert_eq!(out[r * n + c], want, "D[{r}, {c}]");
+        }
+    }
+}
+
+/// A tensor map of `a` uploaded to the device, as the `uint64[::1]` argument TMA reads.
+fn tensor_map_arg(
+    dev: &Device,
+    a: &pydevice::runtime::DeviceArray,
+    box_shape: &[u32],
+    swizzle: u32,
+) -> (DeviceBuffer, ArgValue) {
+    let map = dev
+        .tensor_map_tiled(a, box_shape, swizzle)
+        .unwrap_or_else(|e| panic!("{e}"));
+    vec1(dev, &map.words)
+}
+
+#[test]
+fn tma_tile_load_store_and_reduce_match_the_cpu() {
+    let Some(dev) = hopper("tma_tile_load_store_and_reduce_match_the_cpu") else {
+        return;
+    };
+    // 16×32 tiles of a 64×128 float32 matrix: loaded by TMA, doubled, stored through a
+    // second map and added into a third (§18.4).
+    let k = kernel(
+        &dev,
+        &fixture("hopper_tma_tiles.py"),
+        "tma_tiles",
+        "uint64[::1], uint64[::1], uint64[::1]",
+    );
+    let (rows, cols) = (64usize, 128usize);
+    let mut rng = Rng(0x7a4a_71e5);
+    let a: Vec<f32> = (0..rows * cols).map(|_| rng.f32(-100.0, 100.0)).collect();
+    let r0: Vec<f32> = (0..rows * cols).map(|_| rng.i32(-50, 50) as f32).collect();
+    let up = |v: &[f32]| {
+        let buf = dev.upload(&bytes_of(v)).expect("upload");
+        let arr = pydevice::runtime::DeviceArray::contiguous(
+            dev.address(&buf),
+            pydevice::types::Scalar::Float32,
+            &[rows as u64, cols as u64],
+        );
+        (buf, arr)
+    };
+    let (_ab, aarr) = up(&a);
+    let (ob, oarr) = up(&vec![f32::NAN; rows * cols]);
+    let (rb, rarr) = up(&r0);
+    let (_am, amap) = tensor_map_arg(&dev, &aarr, &[16, 32], 0);
+    let (_om, omap) = tensor_map_arg(&dev, &oarr, &[16, 32], 0);
+    let (_rm, rmap) = tensor_map_arg(&dev, &rarr, &[16, 32], 0);
+    k.launch(
+        &[amap, omap, rmap],
+        [(cols / 32) as u32, (rows / 16) as u32, 1],
+        [128, 1, 1],
+    );
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    let red: Vec<f32> = from_bytes(&dev.download(&rb).expect("download"));
+    for i in 0..rows * cols {
+        assert_eq!(out[i], a[i] * 2.0, "stored element {i}");
+        assert_eq!(red[i], r0[i] + a[i] * 2.0, "reduced element {i}");
+    }
+}
+
+#[test]
+fn tma_multicast_fills_every_block_of_the_cluster() {
+    let Some(dev) = hopper_a("tma_multicast_fills_every_block_of_the_cluster") else {
+        return;
+    };
+    let k = kernel(
+        &dev,
+        &fixture("hopper_tma_multicast.py"),
+        "tma_multicast",
+        "uint64[::1], float32[::1]",
+    );
+    let t = 32usize;
+    let mut rng = Rng(0x3c_a57);
+    let a: Vec<f32> = (0..t * t).map(|_| rng.f32(-1.0, 1.0)).collect();
+    let buf = dev.upload(&bytes_of(&a)).expect("upload");
+    // A (1, 32, 32) view: three coordinates in the kernel.
+    let arr = pydevice::runtime::DeviceArray::contiguous(
+        dev.address(&buf),
+        pydevice::types::Scalar::Float32,
+        &[1, t as u64, t as u64],
+    );
+    let (_m, map) = tensor_map_arg(&dev, &arr, &[1, 32, 32], 0);
+    let blocks = 4usize;
+    let (ob, oa) = vec1(&dev, &vec![f32::NAN; blocks * t * t]);
+    k.launch(&[map, oa], [blocks as u32, 1, 1], [128, 1, 1]);
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    for b in 0..blocks {
+        for i in 0..t * t {
+            assert_eq!(out[b * t * t + i], a[i], "block {b}, element {i}");
+        }
+    }
+}
+
+#[test]
+fn mbarrier_phases_complete_in_order_with_transaction_counts() {
+    let Some(dev) = hopper("mbarrier_phases_complete_in_order_with_transaction_counts") else {
+        return;
+    };
+    // Four rounds of one mbarrier: every thread arrives, thread 0 adds 128 bytes of
+    // transactions retired by a bulk copy; `try_wait.parity` polls each phase (§18.4).
+    let k = kernel(
+        &dev,
+        &fixture("hopper_mbarrier_phases.py"),
+        "phases",
+        "int32[::1], uint64[::1]",
+    );
+    let threads = 128usize;
+    let mut rng = Rng(0x9a5e);
+    let src: Vec<u64> = (0..16).map(|_| rng.next()).collect();
+    let (_sb, sa) = vec1(&dev, &src);
+    let (ob, oa) = vec1(&dev, &vec![-1i32; 4 * threads + 1]);
+    k.launch(&[oa, sa], [1, 1, 1], [threads as u32, 1, 1]);
+    let out: Vec<i32> = from_bytes(&dev.download(&ob).expect("download"));
+    for r in 0..4 {
+        for t in 0..threads {
+            assert_eq!(out[r * threads + t], r as i32 + 2, "round {r}, thread {t}");
+        }
+    }
+    assert_eq!(out[4 * threads], 0, "a 16-byte aligned shared buffer");
+}
+
+/// The e4m3 bits of `x`, a normal number with at most four significant bits (checked).
+fn e4m3_bits(x: f32) -> u8 {
+    if x == 0.0 {
+        return 0;
+    }
+    let sign = if x < 0.0 { 0x80u8 } else { 0 };
+    let a = x.abs();
+    let e = a.log2().floor() as i32;
+    let m = a / 2f32.powi(e) - 1.0;
+    let mant = m * 8.0;
+    assert!(
+        mant.fract() == 0.0 && (-6..=8).contains(&e),
+        "{x} is not an e4m3 number"
+    );
+    sign | (((e + 7) as u8) << 3) | mant as u8
+}
+
+/// Runs a one-step `wgmma` fixture (64×K by K×64) on `a` and `b` (64×K each, as the
+/// element bytes `enc` gives) and checks D against the exact products of `av` and `bv`.
+fn wgmma_case<T: Copy, D: Copy + Default + PartialEq + std::fmt::Debug>(
+    dev: &Device,
+    file: &str,
+    entry: &str,
+    sig: &str,
+    k: usize,
+    (a, b): (&[T], &[T]),
+    want: impl Fn(usize, usize) -> D,
+    nan: D,
+) {
+    let kern = kernel(dev, &fixture(file), entry, sig);
+    let (m, n) = (64usize, 64usize);
+    let (_ab, aa) = array(dev, a, &[m as u64, k as u64], &[k as i64, 1]);
+    let (_bb, ba) = array(dev, b, &[n as u64, k as u64], &[k as i64, 1]);
+    let (db, da) = array(
+        dev,
+        &vec![nan; m * n],
+        &[m as u64, n as u64],
+        &[n as i64, 1],
+    );
+    kern.launch(&[aa, ba, da], [1, 1, 1], [128, 1, 1]);
+    let out: Vec<D> = from_bytes(&dev.download(&db).expect("download"));
+    for r in 0..m {
+        for c in 0..n {
+            assert_eq!(out[r * n + c], want(r, c), "{entry}: D[{r}, {c}]");
+        }
+    }
+}
+
+#[test]
+fn wgmma_tf32_e4m3_and_s8_match_the_cpu() {
+    let Some(dev) = hopper_a("wgmma_tf32_e4m3_and_s8_match_the_cpu") else {
+        return;
+    };
+    // Inputs exactly representable in each type, small enough that every sum is exact.
+    let mut rng = Rng(0x96_3a);
+    let dot = |a: &[f32], b: &[f32], k: usize, r: usize, c: usize| -> f32 {
+        (0..k).map(|i| a[r * k + i] * b[c * k + i]).sum()
+    };
+    // tf32: K = 8, multiples of 1/4 in [-8, 8] (float32 arrays read as tf32).
+    let k = 8;
+    let a: Vec<f32> = (0..64 * k).map(|_| rng.i32(-32, 33) as f32 / 4.0).collect();
+    let b: Vec<f32> = (0..64 * k).map(|_| rng.i32(-32, 33) as f32 / 4.0).collect();
+    wgmma_case(
+        &dev,
+        "hopper_wgmma_tf32.py",
+        "wgmma_tf32",
+        "float32[:, ::1], float32[:, ::1], float32[:, ::1]",
+        k,
+        (&a, &b),
+        |r, c| dot(&a, &b, k, r, c),
+        f32::NAN,
+    );
+    // e4m3: K = 32, multiples of 1/2 in [-8, 8].
+    let k = 32;
+    let a: Vec<f32> = (0..64 * k).map(|_| rng.i32(-16, 17) as f32 / 2.0).collect();
+    let b: Vec<f32> = (0..64 * k).map(|_| rng.i32(-16, 17) as f32 / 2.0).collect();
+    let ae: Vec<u8> = a.iter().map(|&x| e4m3_bits(x)).collect();
+    let be: Vec<u8> = b.iter().map(|&x| e4m3_bits(x)).collect();
+    wgmma_case(
+        &dev,
+        "hopper_wgmma_e4m3.py",
+        "wgmma_e4m3",
+        "float8e4m3[:, ::1], float8e4m3[:, ::1], float32[:, ::1]",
+        k,
+        (&ae, &be),
+        |r, c| dot(&a, &b, k, r, c),
+        f32::NAN,
+    );
+    // s8: K = 32, integers in [-100, 100] into int32.
+    let a: Vec<i8> = (0..64 * k).map(|_| rng.i32(-100, 101) as i8).collect();
+    let b: Vec<i8> = (0..64 * k).map(|_| rng.i32(-100, 101) as i8).collect();
+    wgmma_case(
+        &dev,
+        "hopper_wgmma_s8.py",
+        "wgmma_s8",
+        "int8[:, ::1], int8[:, ::1], int32[:, ::1]",
+        k,
+        (&a, &b),
+        |r, c| {
+            (0..k)
+                .map(|i| i32::from(a[r * k + i]) * i32::from(b[c * k + i]))
+                .sum::<i32>()
+        },
+        i32::MIN,
+    );
+}
+
+#[test]
+fn e4m3_encoder_matches_known_values() {
+    assert_eq!(e4m3_bits(1.0), 0x38);
+    assert_eq!(e4m3_bits(-2.0), 0xC0);
+    assert_eq!(e4m3_bits(3.0), 0x44);
+    assert_eq!(e4m3_bits(0.5), 0x30);
+    assert_eq!(e4m3_bits(7.5), 0x4F);
+}

@@ -19,6 +19,9 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         if let Intrinsic::Tensor(t) = op {
             return self.tensor(t, args, ty);
         }
+        if let Intrinsic::Hopper(h) = op {
+            return self.hopper(h, args);
+        }
         let sreg = |kind: &str, a: Axis| format!("llvm.nvvm.read.ptx.sreg.{kind}.{}", a.letter());
         let ctx = self.e.ctx;
         let i32t = ctx.i32_type();
@@ -233,6 +236,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 return Ok(None);
             }
             Intrinsic::MapSharedRank => self.map_shared_rank(vals[0], vals[1], ty)?,
+            Intrinsic::Hopper(_) => return Err(err("Hopper operation lowered twice")),
         };
         Ok(Some(v))
     }

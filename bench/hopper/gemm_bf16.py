@@ -1,0 +1,85 @@
+"""A bf16 GEMM for Hopper in the cuda.device dialect (docs/semantics.md §18.4): C = A·Bᵀ with
+A (M×K) and B (N×K) row-major bfloat16 and C (M×N) bfloat16, float32 accumulation.
+
+Warp-specialized: warpgroup 0 is the producer (one thread issues TMA loads of 128×64 A and
+256×64 B tiles, 128-byte swizzled, into a ring of STAGES shared-memory stages, each
+counted on its `full` mbarrier); warpgroups 1 and 2 are consumers, each multiplying its
+64 rows of the 128×256 block tile with `wgmma.mma_async.m64n256k16` (four per 64-wide K
+step) into 128 float32 registers, and releasing a stage on its `empty` mbarrier once the
+MMAs that read it have retired. `setmaxnreg` moves registers from the producer to the
+consumers. Not persistent, no cluster multicast (yet).
+
+Run as a script on an sm_90 GPU with PyTorch: checks against `torch.matmul` and prints a
+table of TFLOP/s beside it at 4096³ and 8192³ (see bench/hopper/README.md).
+"""
+
+from cuda import device
+from cuda.device import hopper
+
+BM = 128
+BN = 256
+BK = 64
+STAGES = 4
+A_BYTES = BM * BK * 2
+B_BYTES = BN * BK * 2
+STAGE_BYTES = A_BYTES + B_BYTES
+# The ring, the barriers (2 × STAGES × 8 bytes) and 1024 bytes to align the ring to the
+# 128-byte swizzle's 1024-byte period.
+SHARED_BYTES = STAGES * STAGE_BYTES + 1024 + 1024
+
+
+@device.kernel(max_threads=384)
+def gemm_bf16(amap, bmap, c, k_tiles):
+    smem = device.dynamic_shared_array()
+    base = hopper.shared_address(smem[0])
+    pad = (1024 - base % 1024) % 1024
+    bars = smem[pad + STAGES * STAGE_BYTES :].view(device.uint64)
+    t = device.thread_idx.x
+    wg = t // 128
+    m0 = device.block_idx.y * BM
+    n0 = device.block_idx.x * BN
+    if t == 0:
+        for s in range(STAGES):
+            hopper.mbarrier_init(bars[s], 1)
+            hopper.mbarrier_init(bars[STAGES + s], 2)
+        hopper.fence_mbarrier_init()
+    device.syncthreads()
+    if wg == 0:
+        hopper.setmaxnreg(40, False)
+        if t == 0:
+            for kt in range(k_tiles):
+                s = kt % STAGES
+                if kt >= STAGES:
+                    hopper.mbarrier_wait_parity(bars[STAGES + s], (kt // STAGES - 1) % 2)
+                hopper.mbarrier_arrive_expect_tx(bars[s], STAGE_BYTES)
+                at = pad + s * STAGE_BYTES
+                hopper.tma_load(smem[at], amap, (kt * BK, m0), bars[s])
+                hopper.tma_load(smem[at + A_BYTES], bmap, (kt * BK, n0), bars[s])
+    else:
+        hopper.setmaxnreg(232, True)
+        cw = wg - 1
+        acc = device.local_array(BN // 2, device.float32)
+        for i in device.static_range(BN // 2):
+            acc[i] = 0.0
+        for kt in range(k_tiles):
+            s = kt % STAGES
+            hopper.mbarrier_wait_parity(bars[s], (kt // STAGES) % 2)
+            at = pad + s * STAGE_BYTES
+            da = hopper.wgmma_desc(smem, at + cw * 64 * 128, 16, 1024, 128)
+            db = hopper.wgmma_desc(smem, at + A_BYTES, 16, 1024, 128)
+            hopper.wgmma_fence()
+            for kk in device.static_range(BK // 16):
+                # 16 bf16 along K are 32 bytes: 2 in the descriptor's address field.
+                hopper.wgmma(acc, da + kk * 2, db + kk * 2, BN, "bf16", "bf16")
+            hopper.wgmma_commit_group()
+            hopper.wgmma_wait_group(1)
+            if kt > 0 and t % 128 == 0:
+                hopper.mbarrier_arrive(bars[STAGES + (kt - 1) % STAGES])
+        hopper.wgmma_wait_group(0)
+        w = (t % 128) // 32
+        lane = t % 32
+        row = m0 + cw * 64 + w * 16 + lane // 4
+        for i in device.static_range(BN // 2):
+            r = row + 8 * ((i // 2) % 2)
+            col = n0 + 8 * (i // 4) + 2 * (lane % 4) + i % 2
+            c[r, col] = device.bfloat16(acc[i])
