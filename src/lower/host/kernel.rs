@@ -283,6 +283,7 @@ pub struct KernelCode {
     stack_bytes: usize,
     cooperative: bool,
     synchronizes: bool,
+    max_threads: Option<u32>,
 }
 
 impl std::fmt::Debug for KernelCode {
@@ -307,6 +308,16 @@ impl KernelCode {
     /// Parameter types, in order.
     pub fn params(&self) -> &[Type] {
         &self.params
+    }
+
+    /// The source file's name.
+    pub fn file(&self) -> &str {
+        &self.file
+    }
+
+    /// `@kernel(max_threads=)`: the most threads a block of a launch may have.
+    pub fn max_threads(&self) -> Option<u32> {
+        self.max_threads
     }
 
     /// The layout of the block's static shared memory.
@@ -420,5 +431,6 @@ pub fn compile_kernel(
         stack_bytes: stack_bytes(program),
         cooperative: program.cooperative,
         synchronizes: synchronizes(program),
+        max_threads: program.options.max_threads,
     })
 }

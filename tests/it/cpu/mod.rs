@@ -667,7 +667,7 @@ fn cpu_errors_name_the_thread_and_the_line() {
     .expect_err("out of range");
     assert_eq!(
         e.to_string(),
-        "array index out of range at line 9, column 5 (thread (31, 0, 0) of block (1, 0, 0))"
+        "array index out of range at fails.py:9:5 (thread (31, 0, 0) of block (1, 0, 0))"
     );
 }
 
@@ -1263,4 +1263,78 @@ fn cpu_numba_iterate_arrays_random() {
         assert_eq!(out, vec![s, m, n as f64, w3], "nx = {nx}, ny = {ny}");
         assert_eq!(idx, want_idx);
     }
+}
+
+/// `pydevice run --cpu`: the kernel runs on the CPU back end with no GPU, its `.npy`
+/// arguments in host memory, `--out` writes the result; what is for a GPU is refused.
+#[test]
+fn cpu_cli_run_launches_on_the_cpu_back_end() {
+    use pydevice::runtime::npy::NpyArray;
+    use pydevice::types::Scalar;
+    let dir = std::env::temp_dir().join(format!("pydevice-cli-cpu-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = |f: &str| dir.join(f).display().to_string();
+    let n = 10_007usize;
+    let mut r = Rng(41);
+    let a: Vec<f32> = (0..n).map(|_| r.f32(-10.0, 10.0)).collect();
+    let b: Vec<f32> = (0..n).map(|_| r.f32(-10.0, 10.0)).collect();
+    let npy = |v: &[f32]| NpyArray {
+        dtype: Scalar::Float32,
+        shape: vec![v.len() as u64],
+        fortran_order: false,
+        data: v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+    };
+    std::fs::write(path("a.npy"), npy(&a).to_bytes()).unwrap();
+    std::fs::write(path("b.npy"), npy(&b).to_bytes()).unwrap();
+    std::fs::write(path("c.npy"), npy(&vec![0f32; n]).to_bytes()).unwrap();
+    let example = crate::support::repo_path("examples/vector_add.py")
+        .display()
+        .to_string();
+    let run = |extra: &[&str]| {
+        std::process::Command::new(crate::support::pydevice_bin())
+            .args(["run", &example, "--entry", "vector_add", "--cpu"])
+            .args(["--grid", &blocks(n, 256).to_string(), "--block", "256"])
+            .args(["--arg", &format!("a={}", path("a.npy"))])
+            .args(["--arg", &format!("b={}", path("b.npy"))])
+            .args(["--arg", &format!("c={}", path("c.npy"))])
+            .args(extra)
+            .output()
+            .expect("pydevice run")
+    };
+    let out = run(&["--out", &format!("c={}", path("out.npy"))]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("on the CPU back end"), "{stderr}");
+    let c = NpyArray::parse(&std::fs::read(path("out.npy")).unwrap()).expect("npy");
+    let c: Vec<f32> = c
+        .data
+        .chunks(4)
+        .map(|w| f32::from_le_bytes(w.try_into().unwrap()))
+        .collect();
+    for i in 0..n {
+        assert_eq!(c[i].to_bits(), (a[i] + b[i]).to_bits(), "c[{i}]");
+    }
+    // A block the CPU back end cannot run is the launch's error (exit status 2).
+    let out = std::process::Command::new(crate::support::pydevice_bin())
+        .args(["run", &example, "--entry", "vector_add", "--cpu"])
+        .args(["--grid", "1", "--block", "2048"])
+        .args(["--arg", &format!("a={}", path("a.npy"))])
+        .args(["--arg", &format!("b={}", path("b.npy"))])
+        .args(["--arg", &format!("c={}", path("c.npy"))])
+        .output()
+        .expect("pydevice run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("vector_add") && stderr.contains("at most 1024 threads"),
+        "{stderr}"
+    );
+    // Options for a GPU are refused, naming the option.
+    for opt in [&["--arch", "sm_80"][..], &["--bench", "3"], &["--debug"]] {
+        let out = run(opt);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{opt:?}: {stderr}");
+        assert!(stderr.contains(opt[0]), "{opt:?}: {stderr}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

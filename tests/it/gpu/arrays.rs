@@ -15,11 +15,8 @@ fn close(got: f32, want: f32, what: &str) {
     );
 }
 
-#[test]
-fn column_and_row_views_of_a_matrix() {
-    let Some(dev) = device("column_and_row_views_of_a_matrix") else {
-        return;
-    };
+on_each_backend! {
+fn column_and_row_views_of_a_matrix(dev) {
     let k = kernel(
         &dev,
         &fixture("array_views"),
@@ -72,7 +69,9 @@ fn column_and_row_views_of_a_matrix() {
         }
     }
 }
+}
 
+// GPU-only until the CPU back end runs reshapes and `view(dtype)` (issue 33).
 #[test]
 fn reshape_views_without_copying() {
     let Some(dev) = device("reshape_views_without_copying") else {
@@ -125,6 +124,7 @@ fn score(s: &Sample) -> f32 {
     s.value * s.weight + s.count as f32 + f32::from(s.tag)
 }
 
+// GPU-only until the CPU back end runs in-place struct elements (field references) (issue 33).
 #[test]
 fn aligned_struct_fields_and_defaults() {
     let Some(dev) = device("aligned_struct_fields_and_defaults") else {
@@ -161,19 +161,18 @@ fn aligned_struct_fields_and_defaults() {
     );
     let arr = pydevice::Type::array_of(&sample, 1, pydevice::types::Layout::C).expect("array");
     let (rest, _) = parse_signature("float32[::1]").expect("sig");
-    let compiled = module
-        .compile(
-            "scale",
-            &[vec![arr], rest].concat(),
-            &CompileOptions {
-                arch: arch_for(&dev),
-                ..CompileOptions::default()
-            },
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
+    let compiled = dev.compile(
+        &module,
+        "scale",
+        &[vec![arr], rest].concat(),
+        &CompileOptions {
+            arch: arch_for(&dev),
+            ..CompileOptions::default()
+        },
+    );
     let k = Kernel {
         dev: &dev,
-        k: dev.load(&compiled.ptx, &compiled.abi).expect("load"),
+        k: compiled,
     };
     let ss: Vec<Sample> = (0..n)
         .map(|_| Sample {
@@ -215,6 +214,7 @@ struct Rec {
 /// tests/fixtures/numba/records.py on random records, the array given as a plain descriptor,
 /// through the CUDA Array Interface with a `descr` of fields, and as a uint8 array of the
 /// records' bytes (how DLPack carries them).
+// GPU-only until the CPU back end runs record (structured) array parameters (issue 33).
 #[test]
 fn structured_dtype_records_in_place() {
     let Some(dev) = device("structured_dtype_records_in_place") else {
@@ -287,11 +287,14 @@ fn structured_dtype_records_in_place() {
 
 /// `pydevice run` with a structured `.npy` (as `np.save` writes an `align=True` dtype): the
 /// records are uploaded, updated in place and written back with the same `descr`.
+// GPU-only until the CPU back end runs record (structured) array parameters (issue 33).
 #[test]
 fn cli_runs_on_a_structured_npy() {
     let Some(dev) = device("cli_runs_on_a_structured_npy") else {
         return;
     };
+    // The GPU is for the `pydevice` child to open; `--cpu` where this run is the CPU\'s.
+    let cli = dev.cli_flags();
     drop(dev);
     use pydevice::runtime::npy::NpyArray;
     use pydevice::runtime::records::NpyRecords;
@@ -344,6 +347,7 @@ fn cli_runs_on_a_structured_npy() {
         ])
         .args(["--arg", &arg("recs", &rin), "--arg", &arg("out", &oin)])
         .args(["--out", &arg("recs", &rout), "--out", &arg("out", &oout)])
+        .args(cli)
         .output()
         .expect("pydevice run");
     assert!(
@@ -407,7 +411,7 @@ fn reshape_trap_child() {
     if std::env::var_os(RESHAPE_CHILD).is_none() {
         return;
     }
-    let dev = Device::open(0).unwrap();
+    let dev = Dev::Gpu(Device::open(0).unwrap());
     let src = "from cuda import device\n\n@device.kernel\ndef flat(m, out):\n    \
                f = m.reshape(-1)\n    i = device.tid(1)\n    if i < len(f):\n        \
                out[i] = f[i]\n";
@@ -450,13 +454,10 @@ def row_sums(m, out, k):
         out[i] = s + float(len(row))
 "#;
 
+on_each_backend! {
 /// With `bounds_check=True`, a row view whose index is out of range is recorded (line 7) and
 /// is empty, so the loop over it reads nothing.
-#[test]
-fn bounds_checked_views_are_empty_when_out_of_range() {
-    let Some(dev) = device("bounds_checked_views_are_empty_when_out_of_range") else {
-        return;
-    };
+fn bounds_checked_views_are_empty_when_out_of_range(dev) {
     let k = kernel(
         &dev,
         CHECKED_ROWS,
@@ -497,6 +498,7 @@ fn bounds_checked_views_are_empty_when_out_of_range() {
         }
     }
 }
+}
 
 #[repr(C)]
 #[derive(Copy, Clone, Debug, Default, PartialEq)]
@@ -517,6 +519,7 @@ struct Nested {
 
 /// tests/fixtures/numba/records_nested.py: nested record fields written in place, through
 /// the CUDA Array Interface with a nested `descr`.
+// GPU-only until the CPU back end runs record (structured) array parameters (issue 33).
 #[test]
 fn nested_records_in_place() {
     let Some(dev) = device("nested_records_in_place") else {
@@ -574,14 +577,11 @@ fn nested_records_in_place() {
     }
 }
 
+on_each_backend! {
 /// `range` loops from a start of unknown sign (`lang/range_versioned.py`): the first loop is
 /// compiled twice (§5.1), and about half the threads start it below zero, so both copies run;
 /// negative loop variables and negative gathered indices must still wrap as Python's do.
-#[test]
-fn versioned_range_loops_wrap_negative_indices() {
-    let Some(dev) = device("versioned_range_loops_wrap_negative_indices") else {
-        return;
-    };
+fn versioned_range_loops_wrap_negative_indices(dev) {
     let k = kernel(
         &dev,
         &fixture("range_versioned"),
@@ -646,14 +646,12 @@ fn versioned_range_loops_wrap_negative_indices() {
         "{from_negative} {from_positive}"
     );
 }
+}
 
+on_each_backend! {
 /// `@kernel(wraparound=False)` (`lang/wraparound_off.py`): a CSR matrix-vector product whose
 /// gathers and `@func` index as C does, on a random matrix against the CPU.
-#[test]
-fn wraparound_off_gathers_as_c_does() {
-    let Some(dev) = device("wraparound_off_gathers_as_c_does") else {
-        return;
-    };
+fn wraparound_off_gathers_as_c_does(dev) {
     let k = kernel(
         &dev,
         &fixture("wraparound_off"),
@@ -689,4 +687,5 @@ fn wraparound_off_gathers_as_c_does() {
             y[row]
         );
     }
+}
 }
