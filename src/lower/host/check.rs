@@ -600,6 +600,7 @@ pub(crate) fn cpu_intrinsic(op: Intrinsic) -> bool {
             | CgOp::NumBlocks
             | CgOp::BarrierArrive
             | CgOp::BarrierWait
+            | CgOp::MemcpyAsync(_)
             | CgOp::AsyncCommit
             | CgOp::AsyncWait(_)
             | CgOp::AsyncWaitAll => true,
@@ -609,15 +610,14 @@ pub(crate) fn cpu_intrinsic(op: Intrinsic) -> bool {
             // In the device's order of operations (half precision is refused by the check,
             // with the type at hand).
             CgOp::Reduce(kind, _) => matches!(kind, GroupKind::Tile(_) | GroupKind::Coalesced),
-            CgOp::MemcpyAsync(_) => false,
         },
         Intrinsic::Ldexp
         | Intrinsic::Frexp
         | Intrinsic::Modf
         | Intrinsic::Sincos
-        | Intrinsic::Sad => true,
-        Intrinsic::RoundDigits
-        | Intrinsic::ClusterIdx(_)
+        | Intrinsic::Sad
+        | Intrinsic::RoundDigits => true,
+        Intrinsic::ClusterIdx(_)
         | Intrinsic::ClusterDim(_)
         | Intrinsic::BlockIdxInCluster(_)
         | Intrinsic::BlockRankInCluster

@@ -510,12 +510,8 @@ def small(y, z, oy, oz):
         oz[j] = sz[j]
 "#;
 
-// GPU-only until the CPU back end runs `cg.memcpy_async` (issue 33).
-#[test]
-fn cg_memcpy_async_pipeline() {
-    let Some(dev) = device("cg_memcpy_async_pipeline") else {
-        return;
-    };
+on_each_backend! {
+fn cg_memcpy_async_pipeline(dev) {
     let (blocks, block, stages) = (6usize, 128usize, 9usize);
     let w = 512usize;
     let n = blocks * w * stages;
@@ -581,4 +577,5 @@ fn cg_memcpy_async_pipeline() {
         assert_eq!(oy, y, "{arch}: 8- and 4-byte copies of int16");
         assert_eq!(oz, z, "{arch}: 8- and 16-byte copies of float64");
     }
+}
 }

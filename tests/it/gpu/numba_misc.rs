@@ -118,14 +118,10 @@ fn numba_round_digits(x: f64, ndigits: i64) -> f64 {
     }
 }
 
+on_each_backend! {
 /// `round(x, ndigits)` (numba-cuda's test_round_to_f4/f8) on random float32 and float64
 /// values, halfway cases and non-finite values, bit for bit against numba's algorithm.
-// GPU-only until the CPU back end runs `round(x, ndigits)` (issue 33).
-#[test]
-fn numba_round_ndigits_random() {
-    let Some(dev) = device("numba_round_ndigits_random") else {
-        return;
-    };
+fn numba_round_ndigits_random(dev) {
     let src = "from numba import cuda\n\n\n@cuda.jit\ndef k(o32, x32, o64, x64, nd):\n    i = cuda.grid(1)\n    if i < len(o32):\n        o32[i] = round(x32[i], nd[i])\n        o64[i] = round(x64[i], nd[i])\n";
     let k = kernel(
         &dev,
@@ -179,6 +175,7 @@ fn numba_round_ndigits_random() {
             o64[i]
         );
     }
+}
 }
 
 /// numba.cuda.random's `xoroshiro128p_next` on the host: returns `s0 + s1` and advances.
