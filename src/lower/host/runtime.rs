@@ -195,7 +195,7 @@ macro_rules! round_digits {
                 z = 2.0 * llrint(y * 0.5);
             }
             let res = if nonneg { (z / pow2) / pow1 } else { z * pow1 };
-            if !(x.abs() < <$t>::INFINITY) || (nonneg && y_pos.abs() == <$t>::INFINITY) {
+            if !x.is_finite() || (nonneg && y_pos.abs() == <$t>::INFINITY) {
                 x
             } else {
                 res
