@@ -1,6 +1,9 @@
 //! GPU tests: each compiles a kernel, runs it on random inputs and compares with a reference
-//! computed on the CPU. Without a CUDA driver every test prints why it is skipped and passes;
-//! on a GPU machine they really run (`scripts/gpu_run.sh` runs them on the H100).
+//! computed on the CPU. A test defined with `on_each_backend!` runs on the GPU when a CUDA
+//! driver is present and always on the CPU back end (`backend.rs`), so CI runs its kernel;
+//! a test that truly needs a GPU asks for one with `device(..)` and, without a driver,
+//! prints why it is skipped and passes (docs/semantics.md §22.3 lists them, and why). On a
+//! GPU machine they really run (`scripts/gpu_run.sh`).
 //! `sync` covers shared memory, atomics, warp collectives and intrinsics; `interop` Python and
 //! CUDA C++ calling each other; `arrays` views, reshape, records and aligned struct fields;
 //! `host_device` the same `@func` on the host (Cranelift) and on the device; `numba_suite`

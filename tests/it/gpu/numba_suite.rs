@@ -144,13 +144,10 @@ fn numba_grid_beyond_int32() {
     assert_eq!(out, vec![total - 1, total]);
 }
 
-#[test]
-fn numba_static_device_function_arguments() {
+on_each_backend! {
+fn numba_static_device_function_arguments(dev) {
     // A dtype, an atomic operation, a device function and constants as device-function
     // arguments (numba-cuda's test_atomics style).
-    let Some(dev) = device("numba_static_device_function_arguments") else {
-        return;
-    };
     let src = include_str!("../../fixtures/numba/static_args.py");
     let k = kernel(
         &dev,
@@ -179,6 +176,7 @@ fn numba_static_device_function_arguments() {
     for (g, a) in got2.iter().zip(&ary2) {
         assert_eq!(*g, a + 0.25);
     }
+}
 }
 
 on_each_backend! {
