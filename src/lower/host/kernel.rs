@@ -8,7 +8,7 @@
 use super::{HostError, HostValue, value};
 use crate::abi::ArgValue;
 use crate::ir::{Expr, Program};
-use crate::types::{MemSpace, Scalar, Type};
+use crate::types::{MemSpace, Type};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -199,9 +199,9 @@ impl SharedLayout {
                 if at.space != MemSpace::Shared {
                     continue;
                 }
-                let elem = at.dtype.atomic_scalar().map_or(1, Scalar::size);
+                let (elem, elem_align) = super::leaf::elem_layout(&at.dtype);
                 let bytes = shape.iter().fold(elem, |acc, d| acc.saturating_mul(*d));
-                let align = (*align).max(elem).max(1).next_power_of_two();
+                let align = (*align).max(elem_align).max(1).next_power_of_two();
                 let at_off = out.static_bytes.div_ceil(align) * align;
                 out.offsets.insert((fh.index(), eh.index()), at_off);
                 out.static_bytes = at_off.saturating_add(bytes);
@@ -226,7 +226,7 @@ fn stack_bytes(program: &Program) -> usize {
                 && let Some(at) = f.ty(eh).as_array()
                 && at.space != MemSpace::Shared
             {
-                let elem = at.dtype.atomic_scalar().map_or(1, Scalar::size);
+                let (elem, _) = super::leaf::elem_layout(&at.dtype);
                 local = local.saturating_add(shape.iter().fold(elem, |a, d| a.saturating_mul(*d)));
             }
         }

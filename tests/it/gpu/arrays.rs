@@ -124,12 +124,8 @@ fn score(s: &Sample) -> f32 {
     s.value * s.weight + s.count as f32 + f32::from(s.tag)
 }
 
-// GPU-only until the CPU back end runs in-place struct elements (field references) (issue 33).
-#[test]
-fn aligned_struct_fields_and_defaults() {
-    let Some(dev) = device("aligned_struct_fields_and_defaults") else {
-        return;
-    };
+on_each_backend! {
+fn aligned_struct_fields_and_defaults(dev) {
     let src = fixture("struct_align_defaults");
     let k = kernel(&dev, &src, "aligned", "float32[::1], float32[::1]");
     let n = 3000usize;
@@ -199,6 +195,7 @@ fn aligned_struct_fields_and_defaults() {
         assert_eq!(got[i], want, "sample {i}");
     }
 }
+}
 
 /// An element of `np.dtype([('x', '<f4'), ('y', '<f4'), ('n', '<i4'), ('w', '<f8')],
 /// align=True)`: w at 16, 24 bytes.
@@ -211,15 +208,11 @@ struct Rec {
     w: f64,
 }
 
+on_each_backend! {
 /// tests/fixtures/numba/records.py on random records, the array given as a plain descriptor,
 /// through the CUDA Array Interface with a `descr` of fields, and as a uint8 array of the
 /// records' bytes (how DLPack carries them).
-// GPU-only until the CPU back end runs record (structured) array parameters (issue 33).
-#[test]
-fn structured_dtype_records_in_place() {
-    let Some(dev) = device("structured_dtype_records_in_place") else {
-        return;
-    };
+fn structured_dtype_records_in_place(dev) {
     let path = crate::support::repo_path("tests/fixtures/numba/records.py");
     let src = std::fs::read_to_string(&path).expect("fixture");
     let sig = "Record(x[type=float32;offset=0],y[type=float32;offset=4],n[type=int32;offset=8],\
@@ -284,15 +277,12 @@ fn structured_dtype_records_in_place() {
     let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
     check(&got, &out);
 }
+}
 
+on_each_backend! {
 /// `pydevice run` with a structured `.npy` (as `np.save` writes an `align=True` dtype): the
 /// records are uploaded, updated in place and written back with the same `descr`.
-// GPU-only until the CPU back end runs record (structured) array parameters (issue 33).
-#[test]
-fn cli_runs_on_a_structured_npy() {
-    let Some(dev) = device("cli_runs_on_a_structured_npy") else {
-        return;
-    };
+fn cli_runs_on_a_structured_npy(dev) {
     // The GPU is for the `pydevice` child to open; `--cpu` where this run is the CPU\'s.
     let cli = dev.cli_flags();
     drop(dev);
@@ -372,6 +362,7 @@ fn cli_runs_on_a_structured_npy() {
         close(outs[i], want.x * 2.0 + p.y, &format!("out[{i}]"));
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
 }
 
 const RESHAPE_CHILD: &str = "PYDEVICE_GPU_RESHAPE_TRAP_CHILD";
@@ -517,14 +508,10 @@ struct Nested {
     k: u16,
 }
 
+on_each_backend! {
 /// tests/fixtures/numba/records_nested.py: nested record fields written in place, through
 /// the CUDA Array Interface with a nested `descr`.
-// GPU-only until the CPU back end runs record (structured) array parameters (issue 33).
-#[test]
-fn nested_records_in_place() {
-    let Some(dev) = device("nested_records_in_place") else {
-        return;
-    };
+fn nested_records_in_place(dev) {
     let path = crate::support::repo_path("tests/fixtures/numba/records_nested.py");
     let src = std::fs::read_to_string(&path).expect("fixture");
     let sig = "Record(id[type=int8;offset=0],pos[type=Record(x[type=float32;offset=0],\
@@ -575,6 +562,7 @@ fn nested_records_in_place() {
             out[i]
         );
     }
+}
 }
 
 on_each_backend! {

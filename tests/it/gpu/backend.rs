@@ -9,7 +9,7 @@
 //!
 //! This file must not compute results: the tests' references stay in the tests.
 
-use pydevice::abi::ArgValue;
+use pydevice::abi::{ArgValue, KernelAbi};
 use pydevice::runtime::cpu::{CpuError, CpuKernel, CpuLaunch};
 use pydevice::runtime::{Device, DeviceBuffer, LaunchConfig, LoadedKernel, RuntimeError, Stream};
 use pydevice::types::Type;
@@ -119,8 +119,19 @@ pub(crate) enum Loaded {
     /// Loaded PTX.
     Gpu(LoadedKernel),
     /// Code for the CPU back end, with the error its threads recorded (an `assert`, a
-    /// `raise`, an index out of range) until `check_errors` takes it, as on the device.
-    Cpu(CpuKernel, Mutex<Option<CpuError>>),
+    /// `raise`, an index out of range) until `check_errors` takes it, as on the device,
+    /// and the parameters' layouts (the same as the PTX's).
+    Cpu(CpuKernel, Mutex<Option<CpuError>>, Box<KernelAbi>),
+}
+
+impl Loaded {
+    /// The parameters' layouts, from which array sources (CAI, DLPack) make arguments.
+    pub(crate) fn abi(&self) -> &KernelAbi {
+        match self {
+            Loaded::Gpu(k) => k.abi(),
+            Loaded::Cpu(_, _, abi) => abi,
+        }
+    }
 }
 
 impl std::ops::Deref for Loaded {
@@ -138,7 +149,7 @@ impl std::ops::Deref for Loaded {
 
 impl Drop for Loaded {
     fn drop(&mut self) {
-        if let Loaded::Cpu(_, record) = self {
+        if let Loaded::Cpu(_, record, _) = self {
             let pending = record.get_mut().map_or(None, |r| r.take());
             if let Some(e) = pending
                 && !std::thread::panicking()
@@ -166,7 +177,7 @@ impl Launchable for Loaded {
     fn loaded(&self) -> Target<'_> {
         match self {
             Loaded::Gpu(k) => Target::Gpu(k),
-            Loaded::Cpu(k, r) => Target::Cpu(k, r),
+            Loaded::Cpu(k, r, _) => Target::Cpu(k, r),
         }
     }
 }
@@ -256,12 +267,11 @@ impl Dev {
                 Loaded::Gpu(d.load(&compiled.ptx, &compiled.abi).expect("load"))
             }
             Dev::Cpu => {
-                let k = module
+                let spec = module
                     .specialize_with(entry, args, &options.constants, Arch::DEFAULT)
-                    .map_err(pydevice::Error::from)
-                    .and_then(|s| s.to_cpu())
-                    .unwrap_or_else(|e| panic!("{e}"));
-                Loaded::Cpu(k, Mutex::new(None))
+                    .unwrap_or_else(|d| panic!("{d}"));
+                let k = spec.to_cpu().unwrap_or_else(|e| panic!("{e}"));
+                Loaded::Cpu(k, Mutex::new(None), Box::new(spec.abi()))
             }
         }
     }

@@ -193,16 +193,12 @@ fn unit_f64(x: u64) -> f64 {
     (x >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
 }
 
+on_each_backend! {
 /// numba-cuda's test_random kernels (`xoroshiro128p_uniform_float32/64`,
 /// `xoroshiro128p_normal_float32/64` over a record array of states) against the exact
 /// xoroshiro128+ sequence computed here: states and uniform draws bit for bit; normal draws
 /// (Box-Muller through libdevice's `log`/`cos`) within a few ulps.
-// GPU-only until the CPU back end runs record (structured) array parameters (issue 33).
-#[test]
-fn numba_xoroshiro128p_sequences() {
-    let Some(dev) = device("numba_xoroshiro128p_sequences") else {
-        return;
-    };
+fn numba_xoroshiro128p_sequences(dev) {
     let rec = "Record(s0[type=uint64;offset=0],s1[type=uint64;offset=8];16;True)[::1]";
     let k32 = kernel(
         &dev,
@@ -285,6 +281,7 @@ fn numba_xoroshiro128p_sequences() {
             }
         }
     }
+}
 }
 
 /// numba's complex functions (`numba/cpython/cmathimpl.py`, CPython's algorithms), on the

@@ -248,15 +248,11 @@ fn numba_reshape_with_run_time_minus_one() {
     }
 }
 
+on_each_backend! {
 /// `pydevice run` with tuple arguments (`--arg 't=(int64:3, (float64:1.5, float64:-2))'`,
 /// `--arg 'e=()'`) and a record by value (a zero-dimensional structured `.npy`), as
 /// scripts/numba_suite.py passes numba-cuda's test_array_args and test_record_dtype launches.
-// GPU-only until the CPU back end runs records passed by reference (issue 33).
-#[test]
-fn cli_runs_with_tuple_and_record_scalar_arguments() {
-    let Some(dev) = device("cli_runs_with_tuple_and_record_scalar_arguments") else {
-        return;
-    };
+fn cli_runs_with_tuple_and_record_scalar_arguments(dev) {
     // The GPU is for the `pydevice` child to open; `--cpu` where this run is the CPU\'s.
     let cli = dev.cli_flags();
     drop(dev);
@@ -333,6 +329,7 @@ fn cli_runs_with_tuple_and_record_scalar_arguments() {
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
 }
 
 /// Tuple arguments the CLI refuses, before it looks for a GPU (exit status 2).

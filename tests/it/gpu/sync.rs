@@ -419,7 +419,7 @@ fn ticket_mutex_serializes_blocks() {
     }
 }
 
-// GPU-only until the CPU back end runs in-place struct elements (field references) (issue 33).
+// GPU-only until the CPU back end runs atomic `wait` (issue 33).
 #[test]
 fn ticket_mutex_struct_in_shared_memory_guards_struct_cells() {
     let Some(dev) = device("ticket_mutex_struct_in_shared_memory_guards_struct_cells") else {

@@ -203,12 +203,8 @@ struct Particle {
     v: f64,
 }
 
-// GPU-only until the CPU back end runs record (structured) array parameters (issue 33).
-#[test]
-fn global_array_of_structs_updated_in_place() {
-    let Some(dev) = device("global_array_of_structs_updated_in_place") else {
-        return;
-    };
+on_each_backend! {
+fn global_array_of_structs_updated_in_place(dev) {
     let src = std::fs::read_to_string(crate::support::repo_path(
         "tests/fixtures/structs/particles.py",
     ))
@@ -263,6 +259,7 @@ fn global_array_of_structs_updated_in_place() {
         assert_eq!(*g, want, "particle {i}");
         assert_eq!(out[i], p.id * 2 + p.id + 1, "out {i}");
     }
+}
 }
 
 // ---- complex numbers ----------------------------------------------------------------------

@@ -677,7 +677,7 @@ impl FnCx<'_, '_> {
                 .as_array()
                 .cloned()
                 .ok_or_else(|| err("memcpy_async of a non-array"))?;
-            let es = at.dtype.atomic_scalar().map_or(1, Scalar::size);
+            let (es, _) = crate::lower::host::leaf::elem_layout(&at.dtype);
             let d = self.expr(array)?;
             let off = self.int_operand(off, ct::I64)?;
             let mut size = self.b.ins().iconst(ct::I64, es as i64);
