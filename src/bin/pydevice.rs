@@ -204,6 +204,10 @@ struct RunArgs {
     /// Compiles as @kernel(debug=True): DWARF for cuda-gdb, at -O0.
     #[arg(long)]
     debug: bool,
+    /// Runs the kernel on the CPU back end (this machine's cores, no GPU needed) instead of
+    /// a GPU: blocks over a thread pool, the threads of a block as fibers.
+    #[arg(long)]
+    cpu: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -795,6 +799,18 @@ fn cmd_run(a: &RunArgs) -> Result<(), Failure> {
             arg => arg.ty(),
         });
     }
+    if a.cpu {
+        return run_on_cpu(
+            a,
+            &module,
+            &types,
+            &consts,
+            &params,
+            &given,
+            (grid, block, shared),
+            seed,
+        );
+    }
     let device = Device::open(0).map_err(|e| e.to_string())?;
     let arch = match arch_option(a.arch.as_deref())? {
         Some(x) => x,
@@ -831,37 +847,12 @@ fn cmd_run(a: &RunArgs) -> Result<(), Failure> {
             .map_err(|e| e.to_string())?;
     }
     let mut buffers = HashMap::new();
-    let mut values = Vec::new();
-    for (p, ty) in params.iter().zip(&types) {
-        match &given[p] {
-            CliArg::Record(_, bytes) if matches!(ty, Type::StructRef { .. }) => {
-                let buf = device.upload(bytes).map_err(|e| e.to_string())?;
-                values.push(ArgValue::UInt(device.address(&buf)));
-                buffers.insert(p.clone(), buf);
-            }
-            arg @ (CliArg::Scalar(..) | CliArg::Tuple(_) | CliArg::Record(..)) => {
-                values.push(arg.value().ok_or("an array inside a tuple")?)
-            }
-            CliArg::Array(arr) => {
-                let buf = device.upload(&arr.data).map_err(|e| e.to_string())?;
-                values.push(ArgValue::Array(ArrayArg {
-                    data: device.address(&buf),
-                    shape: arr.shape.clone(),
-                    strides: arr.element_strides(),
-                }));
-                buffers.insert(p.clone(), buf);
-            }
-            CliArg::Records(r) => {
-                let buf = device.upload(&r.data).map_err(|e| e.to_string())?;
-                values.push(ArgValue::Array(ArrayArg {
-                    data: device.address(&buf),
-                    shape: r.shape.clone(),
-                    strides: r.element_strides(),
-                }));
-                buffers.insert(p.clone(), buf);
-            }
-        }
-    }
+    let values = launch_values(&params, &types, &given, |p, bytes| {
+        let buf = device.upload(bytes).map_err(|e| e.to_string())?;
+        let address = device.address(&buf);
+        buffers.insert(p.to_string(), buf);
+        Ok(address)
+    })?;
     let cfg = LaunchConfig {
         grid,
         block,
@@ -885,19 +876,83 @@ fn cmd_run(a: &RunArgs) -> Result<(), Failure> {
     device
         .check_bounds(&loaded)
         .map_err(|e| format!("{file}: {e}"))?;
-    for o in &a.outs {
+    write_outs(&a.outs, &given, |name| {
+        buffers
+            .get(name)
+            .map(|b| device.download(b).map_err(|e| e.to_string()))
+    })?;
+    eprintln!(
+        "ran `{entry}` on {} ({arch}) with grid {grid:?} block {block:?}",
+        device.name().unwrap_or_default()
+    );
+    if let Some(runs) = number::<usize>(a.bench.as_deref(), "bench")? {
+        let mut t = device
+            .time_launches(&loaded, &values, &cfg, 5, runs.max(1))
+            .map_err(|e| e.to_string())?;
+        t.sort_by(f64::total_cmp);
+        let median = t[t.len() / 2];
+        println!(
+            "{{\"kernel\":\"{entry}\",\"median_us\":{median:.3},\"min_us\":{:.3},\"runs\":{}}}",
+            t[0],
+            t.len()
+        );
+    }
+    Ok(())
+}
+
+/// The launch arguments of `run`, in parameter order; `upload(name, bytes)` places an
+/// array's (or a record passed by reference's) bytes where the kernel reads them and gives
+/// their address.
+fn launch_values(
+    params: &[String],
+    types: &[Type],
+    given: &HashMap<String, CliArg>,
+    mut upload: impl FnMut(&str, &[u8]) -> Result<u64, Failure>,
+) -> Result<Vec<ArgValue>, Failure> {
+    let mut values = Vec::new();
+    for (p, ty) in params.iter().zip(types) {
+        match &given[p] {
+            CliArg::Record(_, bytes) if matches!(ty, Type::StructRef { .. }) => {
+                values.push(ArgValue::UInt(upload(p, bytes)?));
+            }
+            arg @ (CliArg::Scalar(..) | CliArg::Tuple(_) | CliArg::Record(..)) => {
+                values.push(arg.value().ok_or("an array inside a tuple")?)
+            }
+            CliArg::Array(arr) => values.push(ArgValue::Array(ArrayArg {
+                data: upload(p, &arr.data)?,
+                shape: arr.shape.clone(),
+                strides: arr.element_strides(),
+            })),
+            CliArg::Records(r) => values.push(ArgValue::Array(ArrayArg {
+                data: upload(p, &r.data)?,
+                shape: r.shape.clone(),
+                strides: r.element_strides(),
+            })),
+        }
+    }
+    Ok(values)
+}
+
+/// Writes the `--out NAME=FILE.npy` arrays; `download(name)` gives the bytes the kernel
+/// left in argument `name`'s memory (`None` if it has none).
+fn write_outs(
+    outs: &[OsString],
+    given: &HashMap<String, CliArg>,
+    download: impl Fn(&str) -> Option<Result<Vec<u8>, String>>,
+) -> Result<(), Failure> {
+    for o in outs {
         let (name, out) = split_name(o).ok_or_else(|| {
             format!(
                 "--out `{}` must be NAME=PATH (NAME in UTF-8)",
                 o.to_string_lossy()
             )
         })?;
-        let (Some(buf), Some(arg)) = (buffers.get(name), given.get(name)) else {
+        let (Some(data), Some(arg)) = (download(name), given.get(name)) else {
             return Err(Failure::Other(format!(
                 "--out {name}: `{name}` is not an array argument"
             )));
         };
-        let data = device.download(buf).map_err(|e| e.to_string())?;
+        let data = data?;
         let bytes = match arg {
             CliArg::Array(arr) => NpyArray {
                 data: data[..arr.data.len()].to_vec(),
@@ -926,22 +981,70 @@ fn cmd_run(a: &RunArgs) -> Result<(), Failure> {
         std::fs::write(&out, bytes)
             .map_err(|e| format!("cannot write {}: {e}", Path::new(&out).display()))?;
     }
-    eprintln!(
-        "ran `{entry}` on {} ({arch}) with grid {grid:?} block {block:?}",
-        device.name().unwrap_or_default()
-    );
-    if let Some(runs) = number::<usize>(a.bench.as_deref(), "bench")? {
-        let mut t = device
-            .time_launches(&loaded, &values, &cfg, 5, runs.max(1))
-            .map_err(|e| e.to_string())?;
-        t.sort_by(f64::total_cmp);
-        let median = t[t.len() / 2];
-        println!(
-            "{{\"kernel\":\"{entry}\",\"median_us\":{median:.3},\"min_us\":{:.3},\"runs\":{}}}",
-            t[0],
-            t.len()
-        );
+    Ok(())
+}
+
+/// `run --cpu`: the kernel compiled by the CPU back end (`pydevice::runtime::cpu`,
+/// docs/semantics.md §22) and launched on this machine's cores, its arrays in host memory.
+#[allow(clippy::too_many_arguments)]
+fn run_on_cpu(
+    a: &RunArgs,
+    module: &Module,
+    types: &[Type],
+    consts: &[(String, pydevice::ConstValue)],
+    params: &[String],
+    given: &HashMap<String, CliArg>,
+    (grid, block, shared): ([u32; 3], [u32; 3], u32),
+    seed: Option<u64>,
+) -> Result<(), Failure> {
+    let entry = a.entry.as_str();
+    let file = a.file.to_string_lossy();
+    for (given, option) in [
+        (a.arch.is_some(), "--arch"),
+        (a.bench.is_some(), "--bench"),
+        (a.debug, "--debug"),
+    ] {
+        if given {
+            return Err(Failure::Other(format!(
+                "{option} is for a GPU; --cpu runs the kernel on the CPU back end"
+            )));
+        }
     }
+    let kernel = module
+        .specialize_with(entry, types, consts, Arch::DEFAULT)
+        .map_err(pydevice::Error::from)
+        .and_then(|s| s.to_cpu())
+        .map_err(report)?;
+    // Host memory in 8-byte words, so that every element is aligned as on a device.
+    let mut buffers: HashMap<String, (Vec<u64>, usize)> = HashMap::new();
+    let values = launch_values(params, types, given, |p, bytes| {
+        let mut words = vec![0u64; bytes.len().div_ceil(8).max(1)];
+        // SAFETY: `words` holds at least `bytes.len()` bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                words.as_mut_ptr().cast::<u8>(),
+                bytes.len(),
+            )
+        };
+        let address = words.as_ptr() as u64;
+        buffers.insert(p.to_string(), (words, bytes.len()));
+        Ok(address)
+    })?;
+    let mut cfg = pydevice::runtime::cpu::CpuLaunch::new(grid, block);
+    cfg.shared_bytes = shared;
+    cfg.seed = seed;
+    // SAFETY: every array argument is the address of a buffer in `buffers`, alive until the
+    // end of this function, as long as its .npy data, which its shape and strides describe.
+    unsafe { kernel.launch_raw(&values, &cfg) }
+        .map_err(|e| format!("{file}: kernel `{entry}`: {e}"))?;
+    write_outs(&a.outs, given, |name| {
+        buffers.get(name).map(|(words, len)| {
+            // SAFETY: `words` holds `len` bytes.
+            Ok(unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), *len) }.to_vec())
+        })
+    })?;
+    eprintln!("ran `{entry}` on the CPU back end with grid {grid:?} block {block:?}");
     Ok(())
 }
 

@@ -52,6 +52,8 @@ pub enum CpuError {
     },
     /// An array index was out of range (the access was skipped; a load read zero).
     IndexOutOfBounds {
+        /// The source file.
+        file: String,
         /// 1-based line of the access.
         line: u32,
         /// 1-based column.
@@ -87,13 +89,14 @@ impl fmt::Display for CpuError {
                 triple(*block)
             ),
             CpuError::IndexOutOfBounds {
+                file,
                 line,
                 column,
                 thread,
                 block,
             } => write!(
                 f,
-                "array index out of range at line {line}, column {column} (thread {} of block {})",
+                "array index out of range at {file}:{line}:{column} (thread {} of block {})",
                 triple(*thread),
                 triple(*block)
             ),
@@ -235,6 +238,13 @@ impl CpuKernel {
         if block_size > 1024 {
             return Err(CpuError::Config(format!(
                 "a block has at most 1024 threads; {block_size} were asked for"
+            )));
+        }
+        if let Some(max) = self.code.max_threads()
+            && block_size > u64::from(max)
+        {
+            return Err(CpuError::Config(format!(
+                "the kernel was compiled with max_threads={max}; a block of {block_size} threads was asked for"
             )));
         }
         if cfg.shared_bytes > MAX_DYNAMIC_SHARED {
@@ -503,6 +513,7 @@ impl Launch<'_> {
             },
             crate::lower::host::HostError::IndexOutOfBounds { line, column } => {
                 CpuError::IndexOutOfBounds {
+                    file: self.code.file().to_string(),
                     line,
                     column,
                     thread: t.ctx.thread_idx,

@@ -135,7 +135,12 @@ pub(crate) fn check_kernel(program: &Program) -> Vec<Diagnostic> {
 fn host_leaves(t: &Type) -> Option<Vec<super::leaf::Leaf>> {
     fn kernel_only(t: &Type) -> bool {
         match t {
-            Type::Array(a) => a.space == crate::types::MemSpace::Shared,
+            // Arrays of records and record references: in-place record elements, which
+            // only kernels on the CPU run.
+            Type::Array(a) => {
+                a.space == crate::types::MemSpace::Shared || a.dtype.atomic_scalar().is_none()
+            }
+            Type::StructRef { .. } => true,
             Type::Ref { space, .. } => *space == crate::types::MemSpace::Shared,
             Type::Group(_) => true,
             t => super::leaf::elements(t).is_some_and(|es| es.iter().any(kernel_only)),
@@ -225,22 +230,17 @@ impl Checker {
         let span = f.exprs.span(h);
         let e = &f.exprs[h];
         match e {
-            Expr::Reshape { .. }
-            | Expr::Reinterpret(_)
-            | Expr::FieldRef(..)
-            | Expr::FieldArray(..)
-            | Expr::Deref(_)
-                if self.kernel =>
-            {
+            Expr::Reshape { .. } | Expr::Reinterpret(_) if self.kernel => {
                 self.report(
                     Code::E0503,
                     span,
-                    "reshapes, `view(dtype)` and in-place struct elements are not supported by the CPU back end yet"
-                        .into(),
+                    "reshapes and `view(dtype)` are not supported by the CPU back end yet".into(),
                     CPU_NOTE,
                 );
                 return;
             }
+            // In-place record elements: addresses into the caller's or the block's memory.
+            Expr::FieldRef(..) | Expr::FieldArray(..) | Expr::Deref(_) if self.kernel => {}
             Expr::ConstArray(c) if self.kernel => {
                 if c.dtype.scalar().is_none() {
                     self.report(
@@ -352,6 +352,8 @@ impl Checker {
                 );
                 return;
             }
+            // In-place record elements run in kernels on the CPU (above), not yet in host
+            // `@func`s.
             Expr::Reshape { .. }
             | Expr::Reinterpret(_)
             | Expr::FieldRef(..)
@@ -380,8 +382,7 @@ impl Checker {
                 let elem = f
                     .ty(h)
                     .as_array()
-                    .and_then(|a| a.dtype.atomic_scalar())
-                    .map_or(1, |s| s.size());
+                    .map_or(1, |a| super::leaf::elem_layout(&a.dtype).0);
                 let bytes = shape
                     .iter()
                     .try_fold(elem, |acc, d| acc.checked_mul(*d))
@@ -541,6 +542,7 @@ pub(crate) fn cpu_intrinsic(op: Intrinsic) -> bool {
             | CgOp::NumBlocks
             | CgOp::BarrierArrive
             | CgOp::BarrierWait
+            | CgOp::MemcpyAsync(_)
             | CgOp::AsyncCommit
             | CgOp::AsyncWait(_)
             | CgOp::AsyncWaitAll => true,
@@ -550,15 +552,14 @@ pub(crate) fn cpu_intrinsic(op: Intrinsic) -> bool {
             // In the device's order of operations (half precision is refused by the check,
             // with the type at hand).
             CgOp::Reduce(kind, _) => matches!(kind, GroupKind::Tile(_) | GroupKind::Coalesced),
-            CgOp::MemcpyAsync(_) => false,
         },
         Intrinsic::Ldexp
         | Intrinsic::Frexp
         | Intrinsic::Modf
         | Intrinsic::Sincos
-        | Intrinsic::Sad => true,
-        Intrinsic::RoundDigits
-        | Intrinsic::ClusterIdx(_)
+        | Intrinsic::Sad
+        | Intrinsic::RoundDigits => true,
+        Intrinsic::ClusterIdx(_)
         | Intrinsic::ClusterDim(_)
         | Intrinsic::BlockIdxInCluster(_)
         | Intrinsic::BlockRankInCluster

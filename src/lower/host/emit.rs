@@ -374,6 +374,33 @@ impl FnCx<'_, '_> {
                 array,
                 indices,
                 value,
+            } if self
+                .ty(*array)
+                .as_array()
+                .is_some_and(|a| a.dtype.atomic_scalar().is_none()) =>
+            {
+                // A whole record (or vector) element, leaf by leaf; skipped when out of range.
+                let (addr, ok, code, _) = self.element(*array, indices, s.span)?;
+                let ty = self.ty(*value).clone();
+                let vals = self.expr(*value)?;
+                let (inb, oob, merge) = (
+                    self.b.create_block(),
+                    self.b.create_block(),
+                    self.b.create_block(),
+                );
+                self.b.ins().brif(ok, inb, &[], oob, &[]);
+                self.b.switch_to_block(inb);
+                self.store_leaves(addr, &ty, &vals)?;
+                self.b.ins().jump(merge, &[]);
+                self.b.switch_to_block(oob);
+                self.record_error(code)?;
+                self.b.ins().jump(merge, &[]);
+                self.b.switch_to_block(merge);
+            }
+            StmtKind::Store {
+                array,
+                indices,
+                value,
             } => {
                 let (addr, ok, code, dtype) = self.element(*array, indices, s.span)?;
                 // A complex element is its two parts, one after the other.
@@ -397,8 +424,12 @@ impl FnCx<'_, '_> {
                 self.b.ins().jump(merge, &[]);
                 self.b.switch_to_block(merge);
             }
-            StmtKind::StoreRef { .. } => {
-                return Err(err("stores through references reached the host back end"));
+            StmtKind::StoreRef { target, value } => {
+                // `array[i].x = v`: a plain store through the reference.
+                let addr = self.scalar(*target)?;
+                let ty = self.ty(*value).clone();
+                let vals = self.expr(*value)?;
+                self.store_leaves(addr, &ty, &vals)?;
             }
             StmtKind::If {
                 cond,

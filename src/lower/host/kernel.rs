@@ -8,7 +8,7 @@
 use super::{HostError, HostValue, value};
 use crate::abi::ArgValue;
 use crate::ir::{Expr, Program};
-use crate::types::{MemSpace, Scalar, Type};
+use crate::types::{MemSpace, Type};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -199,9 +199,9 @@ impl SharedLayout {
                 if at.space != MemSpace::Shared {
                     continue;
                 }
-                let elem = at.dtype.atomic_scalar().map_or(1, Scalar::size);
+                let (elem, elem_align) = super::leaf::elem_layout(&at.dtype);
                 let bytes = shape.iter().fold(elem, |acc, d| acc.saturating_mul(*d));
-                let align = (*align).max(elem).max(1).next_power_of_two();
+                let align = (*align).max(elem_align).max(1).next_power_of_two();
                 let at_off = out.static_bytes.div_ceil(align) * align;
                 out.offsets.insert((fh.index(), eh.index()), at_off);
                 out.static_bytes = at_off.saturating_add(bytes);
@@ -226,7 +226,7 @@ fn stack_bytes(program: &Program) -> usize {
                 && let Some(at) = f.ty(eh).as_array()
                 && at.space != MemSpace::Shared
             {
-                let elem = at.dtype.atomic_scalar().map_or(1, Scalar::size);
+                let (elem, _) = super::leaf::elem_layout(&at.dtype);
                 local = local.saturating_add(shape.iter().fold(elem, |a, d| a.saturating_mul(*d)));
             }
         }
@@ -283,6 +283,7 @@ pub struct KernelCode {
     stack_bytes: usize,
     cooperative: bool,
     synchronizes: bool,
+    max_threads: Option<u32>,
 }
 
 impl std::fmt::Debug for KernelCode {
@@ -307,6 +308,16 @@ impl KernelCode {
     /// Parameter types, in order.
     pub fn params(&self) -> &[Type] {
         &self.params
+    }
+
+    /// The source file's name.
+    pub fn file(&self) -> &str {
+        &self.file
+    }
+
+    /// `@kernel(max_threads=)`: the most threads a block of a launch may have.
+    pub fn max_threads(&self) -> Option<u32> {
+        self.max_threads
     }
 
     /// The layout of the block's static shared memory.
@@ -420,5 +431,6 @@ pub fn compile_kernel(
         stack_bytes: stack_bytes(program),
         cooperative: program.cooperative,
         synchronizes: synchronizes(program),
+        max_threads: program.options.max_threads,
     })
 }

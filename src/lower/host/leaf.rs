@@ -86,7 +86,12 @@ pub(crate) fn leaves(t: &Type) -> Option<Vec<Leaf>> {
         Type::Array(a) => {
             // A global array of numbers is its descriptor (§5.4): the data address, then
             // `shape[ndim]` and `strides[ndim]` (in elements).
-            if !host_scalar(a.dtype.atomic_scalar()?) {
+            // An array of records (or vectors) needs elements the host can hold.
+            let ok = match a.dtype.atomic_scalar() {
+                Some(s) => host_scalar(s),
+                None => leaves(&a.dtype.ty()).is_some(),
+            };
+            if !ok {
                 return None;
             }
             // A shared array is a descriptor too (only kernels on the CPU hold one, where
@@ -109,7 +114,27 @@ pub(crate) fn leaves(t: &Type) -> Option<Vec<Leaf>> {
             scalar: Scalar::UInt64,
             offset: 0,
         }]),
-        Type::Atomic { .. } | Type::StructRef { .. } => None,
+        // A reference to a record (an element of an array of records, numba's record
+        // argument) is its address.
+        Type::StructRef { st, .. } => leaves(&Type::Struct(st.clone())).map(|_| {
+            vec![Leaf {
+                scalar: Scalar::UInt64,
+                offset: 0,
+            }]
+        }),
+        Type::Atomic { .. } => None,
+    }
+}
+
+/// The size and alignment of an element of an array of `dtype` (its C++ layout: a
+/// record's with its padding).
+pub(crate) fn elem_layout(dtype: &crate::types::DType) -> (u64, u64) {
+    match dtype.atomic_scalar() {
+        Some(s) => (s.size(), s.size()),
+        None => {
+            let l = crate::abi::layout_of(&dtype.ty());
+            (l.size, l.align)
+        }
     }
 }
 

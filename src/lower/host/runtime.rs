@@ -162,6 +162,51 @@ extern "C" fn frexp_exponent(x: f64) -> i32 {
     e
 }
 
+/// `round(x, ndigits)` as the device computes it (`lower::ptx`'s `round_digits`, numba's
+/// `round_to_impl`), step for step in `x`'s own type: `10 ** e` by squaring over `e`'s low
+/// 17 bits, `llrint` as the device's saturating round-half-even conversion.
+macro_rules! round_digits {
+    ($name:ident, $t:ty) => {
+        extern "C" fn $name(x: $t, n: i64) -> $t {
+            let nonneg = n >= 0;
+            let big = nonneg && n > 22;
+            let e = if !nonneg {
+                n.wrapping_neg()
+            } else if big {
+                n - 22
+            } else {
+                n
+            };
+            let (mut r, mut a): ($t, $t) = (1.0, 10.0);
+            for bit in 0..17 {
+                if e & (1 << bit) != 0 {
+                    r *= a;
+                }
+                a *= a;
+            }
+            let pow1 = if e > 0x10000 { <$t>::INFINITY } else { r };
+            let pow2: $t = if big { 1e22 } else { 1.0 };
+            let y_pos = (x * pow1) * pow2;
+            let y = if nonneg { y_pos } else { x / pow1 };
+            // `as i64` saturates and takes NaN to 0, as `cvt.rni.s64` does.
+            let llrint = |v: $t| v.round_ties_even() as i64 as $t;
+            let mut z = llrint(y);
+            if (y - z).abs() == 0.5 {
+                z = 2.0 * llrint(y * 0.5);
+            }
+            let res = if nonneg { (z / pow2) / pow1 } else { z * pow1 };
+            if !x.is_finite() || (nonneg && y_pos.abs() == <$t>::INFINITY) {
+                x
+            } else {
+                res
+            }
+        }
+    };
+}
+
+round_digits!(round_digits_f64, f64);
+round_digits!(round_digits_f32, f32);
+
 extern "C" fn frexpf_mantissa(x: f32) -> f32 {
     let mut e = 0;
     // SAFETY: as above.
@@ -234,6 +279,8 @@ pub(crate) fn symbols() -> Vec<(&'static str, *const u8)> {
     v.push(("__pyd_frexp_e", frexp_exponent as *const u8));
     v.push(("__pyd_frexpf_m", frexpf_mantissa as *const u8));
     v.push(("__pyd_frexpf_e", frexpf_exponent as *const u8));
+    v.push(("__pyd_round_digits", round_digits_f64 as *const u8));
+    v.push(("__pyd_round_digitsf", round_digits_f32 as *const u8));
     v.push(("__pyd_modf_frac", modf_fraction as *const u8));
     v.push(("__pyd_modf_int", modf_integral as *const u8));
     v.push(("__pyd_modff_frac", modff_fraction as *const u8));

@@ -1,34 +1,16 @@
-//! Kernels run whole on the CPU (`pydevice::runtime::cpu`, docs/semantics.md "CPU back
-//! end"): kernels of the GPU tests (`tests/gpu/`: vector add, shared-memory matmul, warp
-//! shuffle reduction, atomics histogram, block scan, message passing between blocks, every
-//! warp collective, `activemask` in divergent branches, a grid-synchronized cooperative
-//! reduction and scan) on random inputs against a reference computed here, bit for bit
-//! where the device's result does not depend on the order of atomics; then what only the
-//! CPU back end does (deterministic schedule, deadlock reports, errors naming the thread and
-//! line, Philox numbers equal to the device's) and its diagnostics. No GPU needed: CI runs
-//! these.
+//! Kernels run whole on the CPU (`pydevice::runtime::cpu`, docs/semantics.md §22): what only
+//! the CPU back end does (deterministic schedule, deadlock reports, errors naming the thread
+//! and line, Philox numbers equal to the device's, `pydevice run --cpu`) and its diagnostics,
+//! and kernels of its own. The GPU tests' kernels (`tests/it/gpu/`) run on the CPU back end
+//! through their own helpers (`on_each_backend!`, §22.3), so they are not repeated here. No
+//! GPU needed: CI runs these.
 
 use pydevice::Module;
 use pydevice::abi::{ArgValue, ArrayArg};
 use pydevice::runtime::cpu::{CpuError, CpuKernel, CpuLaunch};
 use pydevice::types::signature::parse_signature;
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn f32(&mut self, lo: f32, hi: f32) -> f32 {
-        lo + (hi - lo) * ((self.next() >> 40) as f32 / (1u64 << 24) as f32)
-    }
-    fn i32(&mut self, lo: i32, hi: i32) -> i32 {
-        lo + (self.next() % (hi - lo) as u64) as i32
-    }
-}
+use crate::gpu::Rng;
 
 /// Host memory standing for a device buffer: 8-byte aligned words.
 struct Buf {
@@ -104,141 +86,6 @@ fn run(k: &CpuKernel, args: &[ArgValue], grid: [u32; 3], block: [u32; 3]) {
     try_run(k, args, &cfg).unwrap_or_else(|e| panic!("{e}"));
 }
 
-#[test]
-fn cpu_vector_add_and_saxpy() {
-    let src = std::fs::read_to_string(crate::support::repo_path("examples/vector_add.py"))
-        .expect("example");
-    let k = compile(
-        &src,
-        "vector_add",
-        "float32[::1], float32[::1], float32[::1]",
-    );
-    let n = (1 << 16) + 7;
-    let mut r = Rng(1);
-    let a: Vec<f32> = (0..n).map(|_| r.f32(-100.0, 100.0)).collect();
-    let b: Vec<f32> = (0..n).map(|_| r.f32(-100.0, 100.0)).collect();
-    let (_ab, aa) = vec1(&a);
-    let (_bb, ba) = vec1(&b);
-    let (cb, ca) = vec1(&vec![0f32; n]);
-    run(&k, &[aa, ba, ca], [blocks(n, 256), 1, 1], [256, 1, 1]);
-    let c: Vec<f32> = cb.read();
-    for i in 0..n {
-        assert_eq!(c[i], a[i] + b[i], "index {i}");
-    }
-
-    let src = "from cuda import device\n@device.kernel\ndef saxpy(a, x, y, out):\n    i = device.tid(1)\n    if i < len(out):\n        out[i] = a * x[i] + y[i]\n";
-    let k = compile(src, "saxpy", "float32, float32[:], float32[:], float32[:]");
-    let n = 10_003;
-    let x: Vec<f32> = (0..n).map(|_| r.f32(-1.0, 1.0)).collect();
-    let y: Vec<f32> = (0..n).map(|_| r.f32(-1.0, 1.0)).collect();
-    let (_xb, xa) = vec1(&x);
-    let (_yb, ya) = vec1(&y);
-    let (ob, oa) = vec1(&vec![0f32; n]);
-    run(
-        &k,
-        &[ArgValue::Float(2.5), xa, ya, oa],
-        [blocks(n, 128), 1, 1],
-        [128, 1, 1],
-    );
-    let out: Vec<f32> = ob.read();
-    for i in 0..n {
-        // The device contracts `a * x + y` into one fma (§3.13); so does the host.
-        let want = 2.5f32.mul_add(x[i], y[i]);
-        assert!(
-            out[i] == want || out[i] == 2.5 * x[i] + y[i],
-            "index {i}: {} vs {want}",
-            out[i]
-        );
-    }
-}
-
-#[test]
-fn cpu_shared_memory_tiled_matmul_on_a_2d_grid() {
-    let k = compile(
-        &fixture("lang/shared_tiled_matmul.py"),
-        "matmul",
-        "float32[:, ::1], float32[:, ::1], float32[:, ::1]",
-    );
-    let (m, kk, n) = (70usize, 90usize, 50usize);
-    let mut r = Rng(11);
-    let a: Vec<f32> = (0..m * kk).map(|_| r.f32(-1.0, 1.0)).collect();
-    let b: Vec<f32> = (0..kk * n).map(|_| r.f32(-1.0, 1.0)).collect();
-    let (_ab, aa) = array(&a, &[m as u64, kk as u64], &[kk as i64, 1]);
-    let (_bb, ba) = array(&b, &[kk as u64, n as u64], &[n as i64, 1]);
-    let (cb, ca) = array(&vec![0f32; m * n], &[m as u64, n as u64], &[n as i64, 1]);
-    run(
-        &k,
-        &[aa, ba, ca],
-        [blocks(n, 16), blocks(m, 16), 1],
-        [16, 16, 1],
-    );
-    let c: Vec<f32> = cb.read();
-    for i in 0..m {
-        for j in 0..n {
-            let want: f64 = (0..kk)
-                .map(|t| f64::from(a[i * kk + t]) * f64::from(b[t * n + j]))
-                .sum();
-            assert!(
-                (f64::from(c[i * n + j]) - want).abs() < 1e-3,
-                "({i}, {j}): {} vs {want}",
-                c[i * n + j]
-            );
-        }
-    }
-}
-
-#[test]
-fn cpu_block_and_warp_shuffle_reduction() {
-    let k = compile(
-        &fixture("lang/warp_reduction.py"),
-        "reduce",
-        "float32[:], float32[::1]",
-    );
-    let n = (1 << 16) + 13;
-    let mut r = Rng(12);
-    let x: Vec<f32> = (0..n).map(|_| r.f32(0.0, 1.0)).collect();
-    let (_xb, xa) = vec1(&x);
-    let (ob, oa) = vec1(&[0f32]);
-    run(&k, &[xa, oa], [blocks(n, 256), 1, 1], [256, 1, 1]);
-    let out: Vec<f32> = ob.read();
-    let want: f64 = x.iter().map(|v| f64::from(*v)).sum();
-    assert!(
-        (f64::from(out[0]) - want).abs() / want < 1e-4,
-        "{} vs {want}",
-        out[0]
-    );
-}
-
-#[test]
-fn cpu_histogram_with_integer_and_float_atomics() {
-    let k = compile(
-        &fixture("lang/histogram_atomics.py"),
-        "hist",
-        "uint8[:], int32[::1], float64[::1], float64[:]",
-    );
-    let n = 1 << 16;
-    let mut r = Rng(13);
-    let data: Vec<u8> = (0..n).map(|_| (r.next() % 256) as u8).collect();
-    let w: Vec<f64> = (0..n).map(|_| f64::from(r.f32(0.0, 2.0))).collect();
-    let (_db, da) = vec1(&data);
-    let (bb, ba) = vec1(&[0i32; 256]);
-    let (sb, sa) = vec1(&[0f64; 8]);
-    let (_wb, wa) = vec1(&w);
-    run(&k, &[da, ba, sa, wa], [blocks(n, 256), 1, 1], [256, 1, 1]);
-    let bins: Vec<i32> = bb.read();
-    let sums: Vec<f64> = sb.read();
-    let mut want = [0i32; 256];
-    let mut want_s = [0f64; 8];
-    for (d, wt) in data.iter().zip(&w) {
-        want[*d as usize] += 1;
-        want_s[(*d % 8) as usize] += wt;
-    }
-    assert_eq!(bins, want.to_vec());
-    for k in 0..8 {
-        assert!((sums[k] - want_s[k]).abs() < 1e-6 * want_s[k], "bin {k}");
-    }
-}
-
 const SCAN: &str = r#"
 from cuda import device
 from cuda.device import int32
@@ -262,238 +109,6 @@ def scan(x, out):
     if i < len(out):
         out[i] = buf[t]
 "#;
-
-#[test]
-fn cpu_block_prefix_scan() {
-    let k = compile(SCAN, "scan", "int32[::1], int32[::1]");
-    let n = 1024 * 5 + 100;
-    let mut r = Rng(14);
-    let x: Vec<i32> = (0..n).map(|_| r.i32(-100, 100)).collect();
-    let (_xb, xa) = vec1(&x);
-    let (ob, oa) = vec1(&vec![0i32; n]);
-    run(&k, &[xa, oa], [blocks(n, 1024), 1, 1], [1024, 1, 1]);
-    let out: Vec<i32> = ob.read();
-    for b in 0..blocks(n, 1024) as usize {
-        let mut acc = 0;
-        for i in b * 1024..((b + 1) * 1024).min(n) {
-            acc += x[i];
-            assert_eq!(out[i], acc, "index {i}");
-        }
-    }
-}
-
-const MESSAGE: &str = r#"
-from cuda import device
-
-@device.kernel
-def message(data, flag, out):
-    if device.thread_idx.x != 0:
-        return
-    if device.block_idx.x == 0:
-        for i in range(len(data)):
-            data[i] = i * 7 + 1
-        device.atomic_ref(flag, 0).store(1, memory='release', scope='device')
-    else:
-        f = device.atomic_ref(flag, 0)
-        while f.load(memory='acquire', scope='device') == 0:
-            pass
-        for i in range(len(data)):
-            out[i] = data[i]
-"#;
-
-#[test]
-fn cpu_release_acquire_message_passing_across_blocks() {
-    let k = compile(MESSAGE, "message", "int32[::1], int32[::1], int32[::1]");
-    for (round, deterministic) in [(0, false), (1, true), (2, false)] {
-        let n = 4096;
-        let (_db, da) = vec1(&vec![0i32; n]);
-        let (_fb, fa) = vec1(&[0i32]);
-        let (ob, oa) = vec1(&vec![-1i32; n]);
-        let mut cfg = CpuLaunch::new([2, 1, 1], [32, 1, 1]);
-        cfg.threads = 2;
-        cfg.deterministic = deterministic;
-        try_run(&k, &[da, fa, oa], &cfg).expect("launch");
-        let out: Vec<i32> = ob.read();
-        for (i, v) in out.iter().enumerate() {
-            assert_eq!(*v, i as i32 * 7 + 1, "round {round}, index {i}");
-        }
-    }
-}
-
-#[test]
-fn cpu_every_warp_collective() {
-    let k = compile(
-        &fixture("lang/warp_collectives.py"),
-        "warps",
-        "int32[:, ::1], float64[::1]",
-    );
-    let (grid, block) = (4usize, 128usize);
-    let n = grid * block;
-    let mut r = Rng(15);
-    let mut out = vec![0i32; n * 16];
-    for i in 0..n {
-        out[i * 16] = if i / 32 == 3 {
-            r.i32(1, 999)
-        } else {
-            r.i32(-50, 150)
-        };
-    }
-    let vals: Vec<f64> = (0..n).map(|i| i as f64 * 1.5).collect();
-    let (ob, oa) = array(&out, &[n as u64, 16], &[16, 1]);
-    let (vb, va) = vec1(&vals);
-    run(&k, &[oa, va], [grid as u32, 1, 1], [block as u32, 1, 1]);
-    let got: Vec<i32> = ob.read();
-    let got_v: Vec<f64> = vb.read();
-    let x = |i: usize| out[i * 16];
-    for i in 0..n {
-        let (w, lane) = (i / 32 * 32, i % 32);
-        let warp: Vec<i32> = (w..w + 32).map(x).collect();
-        let row = &got[i * 16..i * 16 + 16];
-        let ballot = warp
-            .iter()
-            .enumerate()
-            .filter(|(_, v)| **v > 0)
-            .fold(0u32, |m, (l, _)| m | 1 << l);
-        let b0 = i / block * block;
-        let blk: Vec<i32> = (b0..b0 + block).map(x).collect();
-        let count = blk.iter().filter(|v| **v > 0).count() as i32;
-        let all_same = warp
-            .iter()
-            .all(|v| v.div_euclid(1000) == warp[0].div_euclid(1000));
-        let same4 = warp
-            .iter()
-            .enumerate()
-            .filter(|(_, v)| v.rem_euclid(4) == x(i).rem_euclid(4))
-            .fold(0u32, |m, (l, _)| m | 1 << l);
-        let want = [
-            x(i),
-            warp.iter().all(|v| *v > 0) as i32,
-            warp.iter().any(|v| *v > 100) as i32,
-            (warp.iter().all(|v| v % 2 == 0) || warp.iter().all(|v| v % 2 != 0)) as i32,
-            ballot as i32,
-            warp[0],
-            if lane >= 1 {
-                warp[lane - 1]
-            } else {
-                warp[lane]
-            },
-            if lane + 1 < 32 {
-                warp[lane + 1]
-            } else {
-                warp[lane]
-            },
-            warp[lane ^ 1],
-            same4 as i32,
-            if all_same { -1 } else { 0 },
-            all_same as i32,
-            ((1u64 << lane) - 1) as i32,
-            1,
-            count,
-            (count == block as i32) as i32 + 2 * (count > 0) as i32,
-        ];
-        assert_eq!(row, &want, "thread {i} (lane {lane})");
-        let wv = if lane + 2 < 32 { vals[i + 2] } else { vals[i] };
-        assert_eq!(got_v[i], wv, "shfl_down of float64, thread {i}");
-    }
-}
-
-#[test]
-fn cpu_activemask_in_divergent_branches() {
-    let k = compile(
-        &fixture("numba/activemask_branches.py"),
-        "use_activemask",
-        "uint32[::1]",
-    );
-    let (xb, xa) = vec1(&[0u32; 64]);
-    run(&k, &[xa], [2, 1, 1], [32, 1, 1]);
-    let x: Vec<u32> = xb.read();
-    for (i, m) in x.iter().enumerate() {
-        let want = if i % 2 == 0 { 0x5555_5555 } else { 0xaaaa_aaaa };
-        assert_eq!(*m, want, "lane {i}: {m:#010x}");
-    }
-}
-
-const REDUCE_SCAN: &str = r#"
-from cuda import device
-from cuda.device import cg
-
-@device.kernel
-def reduce_scan(x, k, warp_sums, total, scan):
-    grid = cg.this_grid()
-    tile = cg.tiled_partition(cg.this_thread_block(), 32)
-    t = grid.thread_rank()
-    n = len(x)
-    s = device.int64(0)
-    for j in range(t * k, t * k + k):
-        if j < n:
-            s += x[j]
-    # The warp's inclusive scan of the threads' sums.
-    incl = s
-    d = 1
-    while d < 32:
-        y = tile.shfl_up(incl, d)
-        if tile.thread_rank() >= d:
-            incl += y
-        d *= 2
-    w = t // 32
-    if tile.thread_rank() == 31:
-        warp_sums[w] = incl
-    # The same total through cg.reduce, one atomic per warp.
-    r = cg.reduce(tile, s, 'add')
-    if tile.thread_rank() == 0:
-        device.atomic_ref(total, 1).add(r)
-    grid.sync()
-    if t == 0:
-        acc = device.int64(0)
-        for i in range(len(warp_sums)):
-            v = warp_sums[i]
-            warp_sums[i] = acc
-            acc += v
-        total[0] = acc
-    grid.sync()
-    run = warp_sums[w] + incl - s
-    for j in range(t * k, t * k + k):
-        if j < n:
-            run += x[j]
-            scan[j] = run
-"#;
-
-#[test]
-fn cpu_cg_grid_sync_reduction_and_scan() {
-    let k = compile(
-        REDUCE_SCAN,
-        "reduce_scan",
-        "int32[::1], int32, int64[::1], int64[::1], int64[::1]",
-    );
-    let block = 256u32;
-    for (round, blocks) in [1u64, 3, 7].into_iter().enumerate() {
-        let threads = blocks as usize * block as usize;
-        let per = 5usize;
-        let n = threads * per - 37 * (round + 1);
-        let mut rng = Rng(0x5eed + round as u64);
-        let x: Vec<i32> = (0..n).map(|_| rng.i32(-100_000, 100_000)).collect();
-        let (_xb, xa) = vec1(&x);
-        let (_wb, wa) = vec1(&vec![0i64; threads / 32]);
-        let (tb, ta) = vec1(&[0i64, 0]);
-        let (sb, sa) = vec1(&vec![0i64; n]);
-        run(
-            &k,
-            &[xa, ArgValue::Int(per as i64), wa, ta, sa],
-            [blocks as u32, 1, 1],
-            [block, 1, 1],
-        );
-        let total: Vec<i64> = tb.read();
-        let scan: Vec<i64> = sb.read();
-        let want: i64 = x.iter().map(|&v| i64::from(v)).sum();
-        assert_eq!(total[0], want, "grid-synchronized total, {blocks} blocks");
-        assert_eq!(total[1], want, "cg.reduce total, {blocks} blocks");
-        let mut acc = 0i64;
-        for (j, &v) in x.iter().enumerate() {
-            acc += i64::from(v);
-            assert_eq!(scan[j], acc, "scan[{j}], {blocks} blocks");
-        }
-    }
-}
 
 const TILES: &str = r#"
 from cuda import device
@@ -667,7 +282,7 @@ fn cpu_errors_name_the_thread_and_the_line() {
     .expect_err("out of range");
     assert_eq!(
         e.to_string(),
-        "array index out of range at line 9, column 5 (thread (31, 0, 0) of block (1, 0, 0))"
+        "array index out of range at fails.py:9:5 (thread (31, 0, 0) of block (1, 0, 0))"
     );
 }
 
@@ -1174,95 +789,78 @@ fn cpu_coalesced_groups() {
 
 // numba-cuda suite kernels of tests/gpu/numba_suite.rs, on the CPU.
 
+/// `pydevice run --cpu`: the kernel runs on the CPU back end with no GPU, its `.npy`
+/// arguments in host memory, `--out` writes the result; what is for a GPU is refused.
 #[test]
-fn cpu_numba_int_bit_count_random() {
-    let k = compile(
-        &fixture("numba/int_bit_count.py"),
-        "bit_counts",
-        "uint8[::1], int64[::1], int32[:, ::1]",
-    );
-    let n = 1000;
-    let mut r = Rng(29);
-    let a: Vec<u8> = (0..n).map(|_| r.next() as u8).collect();
-    let b: Vec<i64> = (0..n).map(|_| r.next() as i64).collect();
-    let (_ab, aa) = vec1(&a);
-    let (_bb, ba) = vec1(&b);
-    let (ob, oa) = array(&vec![0i32; 2 * n], &[2, n as u64], &[n as i64, 1]);
-    run(&k, &[aa, ba, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
-    let out: Vec<i32> = ob.read();
+fn cpu_cli_run_launches_on_the_cpu_back_end() {
+    use pydevice::runtime::npy::NpyArray;
+    use pydevice::types::Scalar;
+    let dir = std::env::temp_dir().join(format!("pydevice-cli-cpu-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = |f: &str| dir.join(f).display().to_string();
+    let n = 10_007usize;
+    let mut r = Rng(41);
+    let a: Vec<f32> = (0..n).map(|_| r.f32(-10.0, 10.0)).collect();
+    let b: Vec<f32> = (0..n).map(|_| r.f32(-10.0, 10.0)).collect();
+    let npy = |v: &[f32]| NpyArray {
+        dtype: Scalar::Float32,
+        shape: vec![v.len() as u64],
+        fortran_order: false,
+        data: v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+    };
+    std::fs::write(path("a.npy"), npy(&a).to_bytes()).unwrap();
+    std::fs::write(path("b.npy"), npy(&b).to_bytes()).unwrap();
+    std::fs::write(path("c.npy"), npy(&vec![0f32; n]).to_bytes()).unwrap();
+    let example = crate::support::repo_path("examples/vector_add.py")
+        .display()
+        .to_string();
+    let run = |extra: &[&str]| {
+        std::process::Command::new(crate::support::pydevice_bin())
+            .args(["run", &example, "--entry", "vector_add", "--cpu"])
+            .args(["--grid", &blocks(n, 256).to_string(), "--block", "256"])
+            .args(["--arg", &format!("a={}", path("a.npy"))])
+            .args(["--arg", &format!("b={}", path("b.npy"))])
+            .args(["--arg", &format!("c={}", path("c.npy"))])
+            .args(extra)
+            .output()
+            .expect("pydevice run")
+    };
+    let out = run(&["--out", &format!("c={}", path("out.npy"))]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("on the CPU back end"), "{stderr}");
+    let c = NpyArray::parse(&std::fs::read(path("out.npy")).unwrap()).expect("npy");
+    let c: Vec<f32> = c
+        .data
+        .chunks(4)
+        .map(|w| f32::from_le_bytes(w.try_into().unwrap()))
+        .collect();
     for i in 0..n {
-        assert_eq!(out[i], a[i].count_ones() as i32, "a[{i}] = {}", a[i]);
-        assert_eq!(out[n + i], b[i].count_ones() as i32, "b[{i}] = {}", b[i]);
+        assert_eq!(c[i].to_bits(), (a[i] + b[i]).to_bits(), "c[{i}]");
     }
-}
-
-#[test]
-fn cpu_numba_for_else_random() {
-    let k = compile(
-        &fixture("numba/for_else.py"),
-        "for_else",
-        "int64[::1], int64[::1], int64[::1]",
+    // A block the CPU back end cannot run is the launch's error (exit status 2).
+    let out = std::process::Command::new(crate::support::pydevice_bin())
+        .args(["run", &example, "--entry", "vector_add", "--cpu"])
+        .args(["--grid", "1", "--block", "2048"])
+        .args(["--arg", &format!("a={}", path("a.npy"))])
+        .args(["--arg", &format!("b={}", path("b.npy"))])
+        .args(["--arg", &format!("c={}", path("c.npy"))])
+        .output()
+        .expect("pydevice run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("vector_add") && stderr.contains("at most 1024 threads"),
+        "{stderr}"
     );
-    let n = 5000usize;
-    let mut r = Rng(53);
-    let x: Vec<i64> = (0..n).map(|_| i64::from(r.i32(0, 9))).collect();
-    let key: Vec<i64> = (0..n).map(|_| i64::from(r.i32(0, 50))).collect();
-    let (_xb, xa) = vec1(&x);
-    let (_kb, ka) = vec1(&key);
-    let (ob, oa) = vec1(&vec![0i64; n]);
-    run(&k, &[xa, ka, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
-    let out: Vec<i64> = ob.read();
-    for i in 0..n {
-        let m = x[i];
-        let z = (0..m).find(|j| j * j == key[i]).unwrap_or(m * 100);
-        let hits = 3 * (1 + if m > 2 { 0 } else { 10 });
-        assert_eq!(out[i], z * 1000 + hits, "x = {m}, key = {}", key[i]);
+    // Options for a GPU are refused, naming the option.
+    for opt in [&["--arch", "sm_80"][..], &["--bench", "3"], &["--debug"]] {
+        let out = run(opt);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{opt:?}: {stderr}");
+        assert!(stderr.contains(opt[0]), "{opt:?}: {stderr}");
     }
-}
-
-#[test]
-fn cpu_numba_iterate_arrays_random() {
-    let k = compile(
-        &fixture("numba/iterate_arrays.py"),
-        "iterate_arrays",
-        "float64[::1], float64[::1], float64[::1], int64[::1]",
-    );
-    let mut r = Rng(59);
-    for _ in 0..20 {
-        let nx = 3 + (r.next() % 200) as usize;
-        let ny = 1 + (r.next() % 200) as usize;
-        let x: Vec<f64> = (0..nx).map(|_| f64::from(r.f32(-60.0, 60.0))).collect();
-        let y: Vec<f64> = (0..ny).map(|_| f64::from(r.f32(-60.0, 60.0))).collect();
-        let (_xb, xa) = vec1(&x);
-        let (_yb, ya) = vec1(&y);
-        let (ob, oa) = vec1(&[0f64; 4]);
-        let (ib, ia) = vec1(&vec![0i64; ny]);
-        run(&k, &[xa, ya, oa, ia], [1, 1, 1], [32, 1, 1]);
-        let out: Vec<f64> = ob.read();
-        let idx: Vec<i64> = ib.read();
-        let s = x.iter().fold(0.0, |s, v| s + v);
-        // The host fuses `m += k * a * b` as the device does (§3.13): m = fma(k * a, b, m).
-        let m = x
-            .iter()
-            .zip(&y)
-            .enumerate()
-            .fold(0.0, |m, (k, (a, b))| (k as f64 * a).mul_add(*b, m));
-        let mut n = 0usize;
-        let mut want_idx = vec![0i64; ny];
-        for (k, a) in y.iter().enumerate().take(nx) {
-            want_idx[k] = k as i64 + 1;
-            n += 1;
-            if *a > 50.0 {
-                break;
-            }
-        }
-        let w3 = [0.5, 1.5, 2.5]
-            .iter()
-            .enumerate()
-            .fold(0.0, |t, (k, w): (usize, &f64)| w.mul_add(x[k], t));
-        assert_eq!(out, vec![s, m, n as f64, w3], "nx = {nx}, ny = {ny}");
-        assert_eq!(idx, want_idx);
-    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `device.hopper` operations are device-only (ir/flags.rs): the CPU back end refuses them

@@ -15,11 +15,8 @@ fn close(got: f32, want: f32, what: &str) {
     );
 }
 
-#[test]
-fn column_and_row_views_of_a_matrix() {
-    let Some(dev) = device("column_and_row_views_of_a_matrix") else {
-        return;
-    };
+on_each_backend! {
+fn column_and_row_views_of_a_matrix(dev) {
     let k = kernel(
         &dev,
         &fixture("array_views"),
@@ -72,7 +69,9 @@ fn column_and_row_views_of_a_matrix() {
         }
     }
 }
+}
 
+// GPU-only until the CPU back end runs reshapes and `view(dtype)` (issue 33).
 #[test]
 fn reshape_views_without_copying() {
     let Some(dev) = device("reshape_views_without_copying") else {
@@ -125,11 +124,8 @@ fn score(s: &Sample) -> f32 {
     s.value * s.weight + s.count as f32 + f32::from(s.tag)
 }
 
-#[test]
-fn aligned_struct_fields_and_defaults() {
-    let Some(dev) = device("aligned_struct_fields_and_defaults") else {
-        return;
-    };
+on_each_backend! {
+fn aligned_struct_fields_and_defaults(dev) {
     let src = fixture("struct_align_defaults");
     let k = kernel(&dev, &src, "aligned", "float32[::1], float32[::1]");
     let n = 3000usize;
@@ -161,19 +157,18 @@ fn aligned_struct_fields_and_defaults() {
     );
     let arr = pydevice::Type::array_of(&sample, 1, pydevice::types::Layout::C).expect("array");
     let (rest, _) = parse_signature("float32[::1]").expect("sig");
-    let compiled = module
-        .compile(
-            "scale",
-            &[vec![arr], rest].concat(),
-            &CompileOptions {
-                arch: arch_for(&dev),
-                ..CompileOptions::default()
-            },
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
+    let compiled = dev.compile(
+        &module,
+        "scale",
+        &[vec![arr], rest].concat(),
+        &CompileOptions {
+            arch: arch_for(&dev),
+            ..CompileOptions::default()
+        },
+    );
     let k = Kernel {
         dev: &dev,
-        k: dev.load(&compiled.ptx, &compiled.abi).expect("load"),
+        k: compiled,
     };
     let ss: Vec<Sample> = (0..n)
         .map(|_| Sample {
@@ -200,6 +195,7 @@ fn aligned_struct_fields_and_defaults() {
         assert_eq!(got[i], want, "sample {i}");
     }
 }
+}
 
 /// An element of `np.dtype([('x', '<f4'), ('y', '<f4'), ('n', '<i4'), ('w', '<f8')],
 /// align=True)`: w at 16, 24 bytes.
@@ -212,14 +208,11 @@ struct Rec {
     w: f64,
 }
 
+on_each_backend! {
 /// tests/fixtures/numba/records.py on random records, the array given as a plain descriptor,
 /// through the CUDA Array Interface with a `descr` of fields, and as a uint8 array of the
 /// records' bytes (how DLPack carries them).
-#[test]
-fn structured_dtype_records_in_place() {
-    let Some(dev) = device("structured_dtype_records_in_place") else {
-        return;
-    };
+fn structured_dtype_records_in_place(dev) {
     let path = crate::support::repo_path("tests/fixtures/numba/records.py");
     let src = std::fs::read_to_string(&path).expect("fixture");
     let sig = "Record(x[type=float32;offset=0],y[type=float32;offset=4],n[type=int32;offset=8],\
@@ -284,14 +277,14 @@ fn structured_dtype_records_in_place() {
     let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
     check(&got, &out);
 }
+}
 
+on_each_backend! {
 /// `pydevice run` with a structured `.npy` (as `np.save` writes an `align=True` dtype): the
 /// records are uploaded, updated in place and written back with the same `descr`.
-#[test]
-fn cli_runs_on_a_structured_npy() {
-    let Some(dev) = device("cli_runs_on_a_structured_npy") else {
-        return;
-    };
+fn cli_runs_on_a_structured_npy(dev) {
+    // The GPU is for the `pydevice` child to open; `--cpu` where this run is the CPU\'s.
+    let cli = dev.cli_flags();
     drop(dev);
     use pydevice::runtime::npy::NpyArray;
     use pydevice::runtime::records::NpyRecords;
@@ -344,6 +337,7 @@ fn cli_runs_on_a_structured_npy() {
         ])
         .args(["--arg", &arg("recs", &rin), "--arg", &arg("out", &oin)])
         .args(["--out", &arg("recs", &rout), "--out", &arg("out", &oout)])
+        .args(cli)
         .output()
         .expect("pydevice run");
     assert!(
@@ -368,6 +362,7 @@ fn cli_runs_on_a_structured_npy() {
         close(outs[i], want.x * 2.0 + p.y, &format!("out[{i}]"));
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
 }
 
 const RESHAPE_CHILD: &str = "PYDEVICE_GPU_RESHAPE_TRAP_CHILD";
@@ -407,7 +402,7 @@ fn reshape_trap_child() {
     if std::env::var_os(RESHAPE_CHILD).is_none() {
         return;
     }
-    let dev = Device::open(0).unwrap();
+    let dev = Dev::Gpu(Device::open(0).unwrap());
     let src = "from cuda import device\n\n@device.kernel\ndef flat(m, out):\n    \
                f = m.reshape(-1)\n    i = device.tid(1)\n    if i < len(f):\n        \
                out[i] = f[i]\n";
@@ -450,13 +445,10 @@ def row_sums(m, out, k):
         out[i] = s + float(len(row))
 "#;
 
+on_each_backend! {
 /// With `bounds_check=True`, a row view whose index is out of range is recorded (line 7) and
 /// is empty, so the loop over it reads nothing.
-#[test]
-fn bounds_checked_views_are_empty_when_out_of_range() {
-    let Some(dev) = device("bounds_checked_views_are_empty_when_out_of_range") else {
-        return;
-    };
+fn bounds_checked_views_are_empty_when_out_of_range(dev) {
     let k = kernel(
         &dev,
         CHECKED_ROWS,
@@ -497,6 +489,7 @@ fn bounds_checked_views_are_empty_when_out_of_range() {
         }
     }
 }
+}
 
 #[repr(C)]
 #[derive(Copy, Clone, Debug, Default, PartialEq)]
@@ -515,13 +508,10 @@ struct Nested {
     k: u16,
 }
 
+on_each_backend! {
 /// tests/fixtures/numba/records_nested.py: nested record fields written in place, through
 /// the CUDA Array Interface with a nested `descr`.
-#[test]
-fn nested_records_in_place() {
-    let Some(dev) = device("nested_records_in_place") else {
-        return;
-    };
+fn nested_records_in_place(dev) {
     let path = crate::support::repo_path("tests/fixtures/numba/records_nested.py");
     let src = std::fs::read_to_string(&path).expect("fixture");
     let sig = "Record(id[type=int8;offset=0],pos[type=Record(x[type=float32;offset=0],\
@@ -573,15 +563,13 @@ fn nested_records_in_place() {
         );
     }
 }
+}
 
+on_each_backend! {
 /// `range` loops from a start of unknown sign (`lang/range_versioned.py`): the first loop is
 /// compiled twice (§5.1), and about half the threads start it below zero, so both copies run;
 /// negative loop variables and negative gathered indices must still wrap as Python's do.
-#[test]
-fn versioned_range_loops_wrap_negative_indices() {
-    let Some(dev) = device("versioned_range_loops_wrap_negative_indices") else {
-        return;
-    };
+fn versioned_range_loops_wrap_negative_indices(dev) {
     let k = kernel(
         &dev,
         &fixture("range_versioned"),
@@ -646,14 +634,12 @@ fn versioned_range_loops_wrap_negative_indices() {
         "{from_negative} {from_positive}"
     );
 }
+}
 
+on_each_backend! {
 /// `@kernel(wraparound=False)` (`lang/wraparound_off.py`): a CSR matrix-vector product whose
 /// gathers and `@func` index as C does, on a random matrix against the CPU.
-#[test]
-fn wraparound_off_gathers_as_c_does() {
-    let Some(dev) = device("wraparound_off_gathers_as_c_does") else {
-        return;
-    };
+fn wraparound_off_gathers_as_c_does(dev) {
     let k = kernel(
         &dev,
         &fixture("wraparound_off"),
@@ -689,4 +675,5 @@ fn wraparound_off_gathers_as_c_does() {
             y[row]
         );
     }
+}
 }

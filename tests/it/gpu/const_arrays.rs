@@ -5,11 +5,8 @@
 
 use crate::gpu::{Rng, array, device, from_bytes, kernel, vec1};
 
-#[test]
-fn numba_const_arrays_read_from_constant_memory() {
-    let Some(dev) = device("numba_const_arrays_read_from_constant_memory") else {
-        return;
-    };
+on_each_backend! {
+fn numba_const_arrays_read_from_constant_memory(dev) {
     let src = include_str!("../../fixtures/numba/const_arrays.py");
     let k = kernel(
         &dev,
@@ -59,12 +56,10 @@ fn numba_const_arrays_read_from_constant_memory() {
         .collect();
     assert_eq!(z, want);
 }
+}
 
-#[test]
-fn lang_const_arrays_read_from_constant_memory() {
-    let Some(dev) = device("lang_const_arrays_read_from_constant_memory") else {
-        return;
-    };
+on_each_backend! {
+fn lang_const_arrays_read_from_constant_memory(dev) {
     let src = include_str!("../../fixtures/lang/const_arrays.py");
     let k = kernel(&dev, src, "k", "float32[::1], int64[::1]");
     let n = 100usize;
@@ -82,6 +77,7 @@ fn lang_const_arrays_read_from_constant_memory() {
         assert_eq!(got.to_bits(), acc.to_bits(), "i = {i}");
     }
     assert_eq!(idx, vec![2, 12, 30]);
+}
 }
 
 fn same(a: f64, b: f64) -> bool {
@@ -127,11 +123,8 @@ fn var(x: &[f64]) -> f64 {
     x.iter().fold(0.0, |s, v| (v - m).mul_add(v - m, s)) / n
 }
 
-#[test]
-fn numba_array_reductions_random() {
-    let Some(dev) = device("numba_array_reductions_random") else {
-        return;
-    };
+on_each_backend! {
+fn numba_array_reductions_random(dev) {
     let src = include_str!("../../fixtures/numba/array_reductions.py");
     let k = kernel(
         &dev,
@@ -241,12 +234,10 @@ fn numba_array_reductions_random() {
         assert_eq!(iout, iwant, "trial {trial}");
     }
 }
+}
 
-#[test]
-fn numba_literal_unroll_over_constant_arrays() {
-    let Some(dev) = device("numba_literal_unroll_over_constant_arrays") else {
-        return;
-    };
+on_each_backend! {
+fn numba_literal_unroll_over_constant_arrays(dev) {
     let src = include_str!("../../fixtures/numba/literal_unroll.py");
     let k = kernel(&dev, src, "unrolled", "float64[::1], int64[::1]");
     let (ob, oa) = vec1(&dev, &[0f64; 9]);
@@ -260,14 +251,12 @@ fn numba_literal_unroll_over_constant_arrays() {
     // count_nonzero + len: NaN counts as non-zero.
     assert_eq!(iout, vec![3 + 4, 5 + 2, 2 + 3]);
 }
+}
 
+on_each_backend! {
 /// `device.static_range` (§4.6.2): the fixture's unrolled loops index a tuple by the loop
 /// variable, nest, count down and skip an empty range.
-#[test]
-fn static_range_unrolls_with_constant_indices() {
-    let Some(dev) = device("static_range_unrolls_with_constant_indices") else {
-        return;
-    };
+fn static_range_unrolls_with_constant_indices(dev) {
     let src = include_str!("../../fixtures/lang/static_range.py");
     let k = kernel(
         &dev,
@@ -297,7 +286,9 @@ fn static_range_unrolls_with_constant_indices() {
     // k = 10, 7, 4, 1 as base-100 digits; then k + 0, k + 1; then 7 (the name is a local again).
     assert_eq!(iout, vec![10_07_04_01, 10_07_04_02, 7]);
 }
+}
 
+// GPU-only until the CPU back end runs constant arrays of records (issue 33).
 #[test]
 fn numba_const_record_arrays() {
     let Some(dev) = device("numba_const_record_arrays") else {
@@ -347,11 +338,8 @@ fn suite_arrays() -> Vec<Vec<f64>> {
     ]
 }
 
-#[test]
-fn numba_array_reductions_suite_inputs() {
-    let Some(dev) = device("numba_array_reductions_suite_inputs") else {
-        return;
-    };
+on_each_backend! {
+fn numba_array_reductions_suite_inputs(dev) {
     let src = include_str!("../../fixtures/numba/reductions_suite.py");
     let k = kernel(&dev, src, "kernel", "float64[::1], int64[::1]");
     let arrays = suite_arrays();
@@ -394,12 +382,10 @@ fn numba_array_reductions_suite_inputs() {
         assert_eq!(&iout[3 * a..3 * a + 3], &iwant, "array {a}");
     }
 }
+}
 
-#[test]
-fn numba_typed_numpy_scalar_constants_random() {
-    let Some(dev) = device("numba_typed_numpy_scalar_constants_random") else {
-        return;
-    };
+on_each_backend! {
+fn numba_typed_numpy_scalar_constants_random(dev) {
     let src = include_str!("../../fixtures/numba/typed_constants.py");
     let k = kernel(&dev, src, "k", "float32[::1], int64[::1]");
     let mut r = Rng(0x7e57);
@@ -417,4 +403,5 @@ fn numba_typed_numpy_scalar_constants_random() {
         assert_eq!(g.to_bits(), want.to_bits(), "i = {i}, x = {v}");
     }
     assert_eq!(iout, vec![-21]);
+}
 }

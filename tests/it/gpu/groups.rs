@@ -6,26 +6,24 @@
 //! (shuffle trees) and for the device (`redux.sync` on sm_80+).
 
 use super::*;
-use pydevice::runtime::{LoadedKernel, RuntimeError, Stream};
+use pydevice::runtime::{RuntimeError, Stream};
 
-fn compile_for(dev: &Device, src: &str, entry: &str, sig: &str, arch: Arch) -> LoadedKernel {
+fn compile_for(dev: &Dev, src: &str, entry: &str, sig: &str, arch: Arch) -> Loaded {
     let module = Module::parse(entry, src).unwrap_or_else(|d| panic!("{d}"));
     let (args, _) = parse_signature(sig).expect("signature");
-    let compiled = module
-        .compile(
-            entry,
-            &args,
-            &CompileOptions {
-                arch,
-                ..CompileOptions::default()
-            },
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-    dev.load(&compiled.ptx, &compiled.abi).expect("load")
+    let options = CompileOptions {
+        arch,
+        ..CompileOptions::default()
+    };
+    dev.compile(&module, entry, &args, &options)
 }
 
-/// The architectures to test collectives on: sm_75 (shuffle trees) and the device's own.
-fn arches(dev: &Device) -> Vec<Arch> {
+/// The architectures to test collectives on: sm_75 (shuffle trees) and the device's own
+/// (one run on the CPU back end, which has no architectures).
+fn arches(dev: &Dev) -> Vec<Arch> {
+    if dev.is_cpu() {
+        return vec![Arch::DEFAULT];
+    }
     let mut v = vec!["sm_75".parse::<Arch>().expect("arch")];
     let own = arch_for(dev);
     if !v.contains(&own) {
@@ -81,11 +79,8 @@ def reduce_scan(x, k, warp_sums, total, scan):
 
 const REDUCE_SCAN_SIG: &str = "int32[::1], int32, int64[::1], int64[::1], int64[::1]";
 
-#[test]
-fn cg_grid_sync_reduction_and_scan() {
-    let Some(dev) = device("cg_grid_sync_reduction_and_scan") else {
-        return;
-    };
+on_each_backend! {
+fn cg_grid_sync_reduction_and_scan(dev) {
     let k = compile_for(
         &dev,
         REDUCE_SCAN,
@@ -93,8 +88,9 @@ fn cg_grid_sync_reduction_and_scan() {
         REDUCE_SCAN_SIG,
         arch_for(&dev),
     );
+    // The PTX's ABI says so (the CPU back end finds the grid sync in its own code).
     assert!(
-        k.abi().cooperative,
+        dev.is_cpu() || k.abi().cooperative,
         "grid sync marks the kernel cooperative"
     );
     let block = 256u32;
@@ -141,6 +137,7 @@ fn cg_grid_sync_reduction_and_scan() {
         }
     }
 }
+}
 
 #[test]
 fn cg_cooperative_launch_refusals() {
@@ -175,14 +172,20 @@ fn cg_cooperative_launch_refusals() {
         .launch_cooperative(&k, &args, &big, &Stream::default_stream())
         .expect_err("a grid larger than the device holds is refused");
     let msg = e.to_string();
-    assert!(matches!(e, RuntimeError::Launch { .. }), "{msg}");
+    assert!(
+        matches!(e, DevError::Gpu(RuntimeError::Launch { .. })),
+        "{msg}"
+    );
     assert!(msg.contains(&format!("at most {limit}")), "{msg}");
     // The ordinary launch of a grid-synchronizing kernel.
     let e = dev
         .launch(&k, &args, &one)
         .expect_err("grid sync without a cooperative launch is refused");
     let msg = e.to_string();
-    assert!(matches!(e, RuntimeError::Launch { .. }), "{msg}");
+    assert!(
+        matches!(e, DevError::Gpu(RuntimeError::Launch { .. })),
+        "{msg}"
+    );
     assert!(msg.contains("cooperative launch"), "{msg}");
     assert!(e.context_usable());
     // The context still works: the cooperative launch at the limit succeeds.
@@ -220,11 +223,8 @@ def tiles(x, f, out, fout):
     fout[i, 2] = device.float32(cg.reduce(cg.tiled_partition(block, 8), device.float64(f[i]), 'max'))
 "#;
 
-#[test]
-fn cg_tile_partitioned_warp_reduction() {
-    let Some(dev) = device("cg_tile_partitioned_warp_reduction") else {
-        return;
-    };
+on_each_backend! {
+fn cg_tile_partitioned_warp_reduction(dev) {
     let (blocks, block) = (6u32, 128u32);
     let n = (blocks * block) as usize;
     let mut rng = Rng(77);
@@ -291,6 +291,7 @@ fn cg_tile_partitioned_warp_reduction() {
         }
     }
 }
+}
 
 const COALESCED: &str = r#"
 from cuda import device
@@ -320,11 +321,8 @@ def coalesced(x, out):
         act.sync()
 "#;
 
-#[test]
-fn cg_coalesced_groups() {
-    let Some(dev) = device("cg_coalesced_groups") else {
-        return;
-    };
+on_each_backend! {
+fn cg_coalesced_groups(dev) {
     let (blocks, block) = (4u32, 96u32);
     let n = (blocks * block) as usize;
     let mut rng = Rng(4242);
@@ -391,6 +389,7 @@ fn cg_coalesced_groups() {
         }
     }
 }
+}
 
 const SPLIT_BARRIER: &str = r#"
 from cuda import device
@@ -416,11 +415,8 @@ def rotate(x, out, rounds):
     out[i] = acc
 "#;
 
-#[test]
-fn cg_split_barrier_arrive_wait() {
-    let Some(dev) = device("cg_split_barrier_arrive_wait") else {
-        return;
-    };
+on_each_backend! {
+fn cg_split_barrier_arrive_wait(dev) {
     let (blocks, block) = (5usize, 160usize);
     let n = blocks * block;
     let rounds = 9i32;
@@ -456,6 +452,7 @@ fn cg_split_barrier_arrive_wait() {
             assert_eq!(out[i], want, "{arch}: thread {i}");
         }
     }
+}
 }
 
 const PIPELINE: &str = r#"
@@ -513,11 +510,8 @@ def small(y, z, oy, oz):
         oz[j] = sz[j]
 "#;
 
-#[test]
-fn cg_memcpy_async_pipeline() {
-    let Some(dev) = device("cg_memcpy_async_pipeline") else {
-        return;
-    };
+on_each_backend! {
+fn cg_memcpy_async_pipeline(dev) {
     let (blocks, block, stages) = (6usize, 128usize, 9usize);
     let w = 512usize;
     let n = blocks * w * stages;
@@ -583,4 +577,5 @@ fn cg_memcpy_async_pipeline() {
         assert_eq!(oy, y, "{arch}: 8- and 4-byte copies of int16");
         assert_eq!(oz, z, "{arch}: 8- and 16-byte copies of float64");
     }
+}
 }

@@ -6,7 +6,7 @@ use super::*;
 use pydevice::runtime::{PackedArgs, RuntimeError, Stream};
 
 /// A device of compute capability 9.0 or newer.
-fn hopper(test: &str) -> Option<Device> {
+fn hopper(test: &str) -> Option<Dev> {
     let dev = device(test)?;
     match dev.arch() {
         Ok(a) if a.number() >= 90 => Some(dev),
@@ -139,7 +139,7 @@ fn cluster_launch_refused_for_a_bad_grid() {
         .expect_err("a grid of 6 blocks cannot hold clusters of 4");
     let text = e.to_string();
     assert!(
-        matches!(e, RuntimeError::Launch { .. })
+        matches!(e, DevError::Gpu(RuntimeError::Launch { .. }))
             && text.contains("neighbour_sum")
             && text.contains("grid extent x is 6")
             && text.contains("cluster= option"),

@@ -4,7 +4,7 @@
 //! §16.4 gives (IEEE operations agree except where the device contracts `a * b + c` into
 //! one fma; libm and libdevice math functions differ by a few ulps).
 
-use super::{Rng, blocks, device, from_bytes, kernel, vec1};
+use super::{Rng, blocks, from_bytes, kernel, vec1};
 use pydevice::types::{Scalar, Type};
 use pydevice::{HostValue, Module};
 
@@ -126,11 +126,8 @@ fn ulps32(a: f32, b: f32) -> u64 {
     u64::from(a.to_bits().abs_diff(b.to_bits()))
 }
 
-#[test]
-fn host_and_device_agree_on_integer_functions() {
-    let Some(dev) = device("host_and_device_agree_on_integer_functions") else {
-        return;
-    };
+on_each_backend! {
+fn host_and_device_agree_on_integer_functions(dev) {
     let mut r = Rng(0x5eed);
     let a: Vec<i32> = (0..N).map(|_| r.next() as i32).collect();
     let b: Vec<i32> = (0..N)
@@ -189,12 +186,10 @@ fn host_and_device_agree_on_integer_functions() {
         );
     }
 }
+}
 
-#[test]
-fn host_and_device_agree_on_float_functions() {
-    let Some(dev) = device("host_and_device_agree_on_float_functions") else {
-        return;
-    };
+on_each_backend! {
+fn host_and_device_agree_on_float_functions(dev) {
     let mut r = Rng(0xf10a7);
     let x: Vec<f32> = (0..N).map(|_| r.f32(-50.0, 50.0)).collect();
     let y: Vec<f32> = (0..N)
@@ -265,12 +260,10 @@ fn host_and_device_agree_on_float_functions() {
         );
     }
 }
+}
 
-#[test]
-fn host_and_device_agree_on_struct_results() {
-    let Some(dev) = device("host_and_device_agree_on_struct_results") else {
-        return;
-    };
+on_each_backend! {
+fn host_and_device_agree_on_struct_results(dev) {
     let mut r = Rng(0x57a75);
     let x: Vec<f32> = (0..N).map(|_| r.f32(-1e3, 1e3)).collect();
     let y: Vec<f32> = (0..N).map(|_| r.f32(-1e3, 1e3)).collect();
@@ -321,6 +314,7 @@ fn host_and_device_agree_on_struct_results() {
         };
         assert_eq!(h, want, "summarize({}, {}, {})", x[i], y[i], k[i]);
     }
+}
 }
 
 /// Without a GPU: both sides of every function above still build (PTX for the wrappers,
@@ -417,14 +411,11 @@ def run_cmix(z, w, out, out64):
         out64[i] = cmix64(complex64(z[i]), complex64(w[i]))
 "#;
 
+on_each_backend! {
 /// Complex numbers (docs/semantics.md §16.1): the same `@func`s on the host (Cranelift, the
 /// C library and the runtime's `cmath` algorithms) and on the device (libdevice), on random
 /// arguments: arithmetic, every `cmath` function, powers, `rect`, `phase`, `abs`, parts.
-#[test]
-fn host_and_device_agree_on_complex_functions() {
-    let Some(dev) = device("host_and_device_agree_on_complex_functions") else {
-        return;
-    };
+fn host_and_device_agree_on_complex_functions(dev) {
     let n = 2053;
     let mut r = Rng(0xc0ffee);
     let z: Vec<[f64; 2]> = (0..n)
@@ -493,4 +484,5 @@ fn host_and_device_agree_on_complex_functions() {
             w[i]
         );
     }
+}
 }

@@ -15,7 +15,7 @@
 //!
 //! They skip without a GPU, and without NVRTC (libnvrtc).
 
-use crate::gpu::{Rng, arch_for, bytes_of, device, from_bytes, vec1};
+use crate::gpu::{Dev, Rng, arch_for, bytes_of, device, from_bytes, vec1};
 use pydevice::runtime::link::nvrtc_available;
 use pydevice::runtime::{Device, LaunchConfig, LinkInput, LinkedModule, RuntimeError};
 use pydevice::{CompileOptions, CompiledKernel, Module};
@@ -24,7 +24,7 @@ use std::ffi::c_void;
 const PY: &str = include_str!("../../interop/interop.py");
 const CU: &str = include_str!("../../interop/interop.cu");
 
-fn ready(test: &str) -> Option<Device> {
+fn ready(test: &str) -> Option<Dev> {
     let dev = device(test)?;
     if !nvrtc_available() {
         eprintln!("skipped {test}: libnvrtc not found");
@@ -55,7 +55,7 @@ fn header(module: &Module) -> String {
 
 /// Every entry of interop.py compiled for the device, and the whole program linked with
 /// interop.cu (compiled by NVRTC, the header inlined in place of its `#include`).
-fn link_all(dev: &Device) -> (LinkedModule, Vec<(String, CompiledKernel)>) {
+fn link_all(dev: &Dev) -> (LinkedModule, Vec<(String, CompiledKernel)>) {
     let module = Module::parse("interop.py", PY).unwrap_or_else(|d| panic!("{d}"));
     let opts = CompileOptions {
         arch: arch_for(dev),

@@ -1,13 +1,35 @@
 //! GPU tests: each compiles a kernel, runs it on random inputs and compares with a reference
-//! computed on the CPU. Without a CUDA driver every test prints why it is skipped and passes;
-//! on a GPU machine they really run (`scripts/gpu_run.sh` runs them on the H100).
+//! computed on the CPU. A test defined with `on_each_backend!` runs on the GPU when a CUDA
+//! driver is present and always on the CPU back end (`backend.rs`), so CI runs its kernel;
+//! a test that truly needs a GPU asks for one with `device(..)` and, without a driver,
+//! prints why it is skipped and passes (docs/semantics.md §22.3 lists them, and why). On a
+//! GPU machine they really run (`scripts/gpu_run.sh`).
 //! `sync` covers shared memory, atomics, warp collectives and intrinsics; `interop` Python and
 //! CUDA C++ calling each other; `arrays` views, reshape, records and aligned struct fields;
 //! `host_device` the same `@func` on the host (Cranelift) and on the device; `numba_suite`
 //! kernels from numba-cuda's own test suite; `hopper` thread block clusters, inline PTX and
 //! launches from device code (§18); `tensor` WMMA and `mma.sync` GEMMs and `ldmatrix`.
 
+/// Defines a test whose kernels run on every back end at hand: on the GPU when a CUDA
+/// driver is present, and always on the CPU back end (`pydevice::runtime::cpu`), so CI,
+/// which has no GPU, runs them. The body is written once against [`Dev`]; `dev` names the
+/// back end of each run. `PYDEVICE_TEST_BACKEND=gpu` (or `cpu`) restricts the runs to one.
+macro_rules! on_each_backend {
+    ($(#[$attr:meta])* fn $name:ident($dev:ident) $body:block) => {
+        $(#[$attr])*
+        #[test]
+        fn $name() {
+            #[allow(clippy::needless_return)]
+            fn body($dev: $crate::gpu::Dev) $body
+            for dev in $crate::gpu::backends(stringify!($name)) {
+                body(dev);
+            }
+        }
+    };
+}
+
 mod arrays;
+mod backend;
 mod const_arrays;
 mod constexpr;
 mod groups;
@@ -24,22 +46,14 @@ mod tensor;
 mod types;
 mod zero_dim;
 
+pub(crate) use backend::{Buffer, Dev, DevError, Loaded, backends, device};
 use pydevice::abi::{ArgValue, ArrayArg};
-use pydevice::runtime::{Device, DeviceBuffer, LaunchConfig};
+pub(crate) use pydevice::runtime::Device;
+use pydevice::runtime::LaunchConfig;
 use pydevice::types::signature::parse_signature;
 use pydevice::{Arch, CompileOptions, Module};
 
-pub(crate) fn device(test: &str) -> Option<Device> {
-    match Device::open(0) {
-        Ok(d) => Some(d),
-        Err(e) => {
-            eprintln!("skipped {test}: {e}");
-            None
-        }
-    }
-}
-
-pub(crate) struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
     pub(crate) fn next(&mut self) -> u64 {
@@ -56,14 +70,19 @@ impl Rng {
     }
 }
 
+/// A kernel compiled for the back end of `dev`, with the device it runs on.
 pub(crate) struct Kernel<'d> {
-    dev: &'d Device,
-    k: pydevice::runtime::LoadedKernel,
+    pub(crate) dev: &'d Dev,
+    pub(crate) k: Loaded,
 }
 
-/// The newest architecture we compile for that the device runs.
-pub(crate) fn arch_for(dev: &Device) -> Arch {
-    let arch = dev.arch().expect("arch");
+/// The newest architecture we compile for that the device runs (the default one on the
+/// CPU back end).
+pub(crate) fn arch_for(dev: &Dev) -> Arch {
+    let Some(gpu) = dev.gpu() else {
+        return Arch::DEFAULT;
+    };
+    let arch = gpu.arch().expect("arch");
     Arch::SUPPORTED
         .iter()
         .rev()
@@ -72,21 +91,14 @@ pub(crate) fn arch_for(dev: &Device) -> Arch {
         .unwrap_or(Arch::DEFAULT)
 }
 
-pub(crate) fn kernel<'d>(dev: &'d Device, src: &str, entry: &str, sig: &str) -> Kernel<'d> {
+pub(crate) fn kernel<'d>(dev: &'d Dev, src: &str, entry: &str, sig: &str) -> Kernel<'d> {
     let module = Module::parse(entry, src).unwrap_or_else(|d| panic!("{d}"));
     let (args, _) = parse_signature(sig).expect("signature");
-    let arch = arch_for(dev);
-    let compiled = module
-        .compile(
-            entry,
-            &args,
-            &CompileOptions {
-                arch,
-                ..CompileOptions::default()
-            },
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-    let k = dev.load(&compiled.ptx, &compiled.abi).expect("load");
+    let options = CompileOptions {
+        arch: arch_for(dev),
+        ..CompileOptions::default()
+    };
+    let k = dev.compile(&module, entry, &args, &options);
     Kernel { dev, k }
 }
 
@@ -124,11 +136,11 @@ pub(crate) fn from_bytes<T: Copy + Default>(b: &[u8]) -> Vec<T> {
 }
 
 pub(crate) fn array<T: Copy>(
-    dev: &Device,
+    dev: &Dev,
     data: &[T],
     shape: &[u64],
     strides: &[i64],
-) -> (DeviceBuffer, ArgValue) {
+) -> (Buffer, ArgValue) {
     let buf = dev.upload(&bytes_of(data)).expect("upload");
     let arg = ArgValue::Array(ArrayArg {
         data: dev.address(&buf),
@@ -138,7 +150,7 @@ pub(crate) fn array<T: Copy>(
     (buf, arg)
 }
 
-pub(crate) fn vec1<T: Copy>(dev: &Device, data: &[T]) -> (DeviceBuffer, ArgValue) {
+pub(crate) fn vec1<T: Copy>(dev: &Dev, data: &[T]) -> (Buffer, ArgValue) {
     array(dev, data, &[data.len() as u64], &[1])
 }
 
@@ -146,11 +158,8 @@ pub(crate) fn blocks(n: usize, block: u32) -> u32 {
     n.div_ceil(block as usize) as u32
 }
 
-#[test]
-fn vector_add_random() {
-    let Some(dev) = device("vector_add_random") else {
-        return;
-    };
+on_each_backend! {
+fn vector_add_random(dev) {
     let src = std::fs::read_to_string(crate::support::repo_path("examples/vector_add.py"))
         .expect("example");
     let k = kernel(
@@ -172,12 +181,10 @@ fn vector_add_random() {
         assert_eq!(c[i], a[i] + b[i], "index {i}");
     }
 }
+}
 
-#[test]
-fn saxpy_with_scalar() {
-    let Some(dev) = device("saxpy_with_scalar") else {
-        return;
-    };
+on_each_backend! {
+fn saxpy_with_scalar(dev) {
     let src = "from cuda import device\n@device.kernel\ndef saxpy(a, x, y, out):\n    i = device.tid(1)\n    if i < len(out):\n        out[i] = a * x[i] + y[i]\n";
     let k = kernel(
         &dev,
@@ -208,12 +215,10 @@ fn saxpy_with_scalar() {
         );
     }
 }
+}
 
-#[test]
-fn transpose_of_a_transposed_view() {
-    let Some(dev) = device("transpose_of_a_transposed_view") else {
-        return;
-    };
+on_each_backend! {
+fn transpose_of_a_transposed_view(dev) {
     let src = std::fs::read_to_string(crate::support::repo_path(
         "tests/fixtures/lang/transpose_2d.py",
     ))
@@ -239,12 +244,10 @@ fn transpose_of_a_transposed_view() {
         }
     }
 }
+}
 
-#[test]
-fn grid_stride_loop() {
-    let Some(dev) = device("grid_stride_loop") else {
-        return;
-    };
+on_each_backend! {
+fn grid_stride_loop(dev) {
     let src = std::fs::read_to_string(crate::support::repo_path(
         "tests/fixtures/lang/grid_stride.py",
     ))
@@ -259,12 +262,10 @@ fn grid_stride_loop() {
         assert_eq!(out[i], a[i] * -3.0, "index {i}");
     }
 }
+}
 
-#[test]
-fn three_d_indexing() {
-    let Some(dev) = device("three_d_indexing") else {
-        return;
-    };
+on_each_backend! {
+fn three_d_indexing(dev) {
     let src = std::fs::read_to_string(crate::support::repo_path(
         "tests/fixtures/lang/indexed_3d.py",
     ))
@@ -286,6 +287,7 @@ fn three_d_indexing() {
             }
         }
     }
+}
 }
 
 fn py_floordiv(a: i32, b: i32) -> i32 {
@@ -315,11 +317,8 @@ fn py_mod(a: i32, b: i32) -> i32 {
     }
 }
 
-#[test]
-fn integer_semantics_match_python() {
-    let Some(dev) = device("integer_semantics_match_python") else {
-        return;
-    };
+on_each_backend! {
+fn integer_semantics_match_python(dev) {
     let src = std::fs::read_to_string(crate::support::repo_path(
         "tests/fixtures/lang/integer_semantics.py",
     ))
@@ -360,6 +359,7 @@ fn integer_semantics_match_python() {
         assert_eq!(&out[i * 12..i * 12 + 12], &want, "a={x} b={y}");
     }
 }
+}
 
 /// CPython's float floor division and modulo, in f32.
 fn py_fdivmod(x: f32, y: f32) -> (f32, f32) {
@@ -383,11 +383,8 @@ fn py_fdivmod(x: f32, y: f32) -> (f32, f32) {
     (q, md)
 }
 
-#[test]
-fn float_division_matches_python() {
-    let Some(dev) = device("float_division_matches_python") else {
-        return;
-    };
+on_each_backend! {
+fn float_division_matches_python(dev) {
     let src = std::fs::read_to_string(crate::support::repo_path(
         "tests/fixtures/lang/float_division.py",
     ))
@@ -424,12 +421,10 @@ fn float_division_matches_python() {
         assert_eq!(row[5], 3.5);
     }
 }
+}
 
-#[test]
-fn device_function_call_chain() {
-    let Some(dev) = device("device_function_call_chain") else {
-        return;
-    };
+on_each_backend! {
+fn device_function_call_chain(dev) {
     let src = std::fs::read_to_string(crate::support::repo_path(
         "tests/fixtures/lang/func_chain.py",
     ))
@@ -453,12 +448,10 @@ fn device_function_call_chain() {
         );
     }
 }
+}
 
-#[test]
-fn control_flow_and_int64() {
-    let Some(dev) = device("control_flow_and_int64") else {
-        return;
-    };
+on_each_backend! {
+fn control_flow_and_int64(dev) {
     let src = std::fs::read_to_string(crate::support::repo_path(
         "tests/fixtures/lang/control_flow.py",
     ))
@@ -479,12 +472,10 @@ fn control_flow_and_int64() {
         assert_eq!(out[i], c, "start {s}");
     }
 }
+}
 
-#[test]
-fn negative_indices_and_weak_accumulators() {
-    let Some(dev) = device("negative_indices_and_weak_accumulators") else {
-        return;
-    };
+on_each_backend! {
+fn negative_indices_and_weak_accumulators(dev) {
     let src = std::fs::read_to_string(crate::support::repo_path(
         "tests/fixtures/lang/weak_local_inference.py",
     ))
@@ -515,12 +506,10 @@ fn negative_indices_and_weak_accumulators() {
     let out: Vec<i16> = from_bytes(&dev.download(&ob).expect("download"));
     assert_eq!(out, vec![a[99], a[99], a[98]]);
 }
+}
 
-#[test]
-fn launch_errors_are_values() {
-    let Some(dev) = device("launch_errors_are_values") else {
-        return;
-    };
+on_each_backend! {
+fn launch_errors_are_values(dev) {
     let src = std::fs::read_to_string(crate::support::repo_path("examples/vector_add.py"))
         .expect("example");
     let k = kernel(
@@ -543,6 +532,7 @@ fn launch_errors_are_values() {
         .launch(&k.k, std::slice::from_ref(&a), &cfg)
         .expect_err("wrong arity");
     assert!(e.to_string().contains("3 arguments"), "{e}");
+}
 }
 
 #[test]
@@ -615,11 +605,8 @@ def ranges(starts, stops, steps, sums, counts, lasts):
         lasts[i] = last
 "#;
 
-#[test]
-fn range_with_run_time_steps_matches_python() {
-    let Some(dev) = device("range_with_run_time_steps_matches_python") else {
-        return;
-    };
+on_each_backend! {
+fn range_with_run_time_steps_matches_python(dev) {
     let k = kernel(
         &dev,
         RANGES,
@@ -663,6 +650,7 @@ fn range_with_run_time_steps_matches_python() {
             "range({a}, {b}, {s})"
         );
     }
+}
 }
 
 #[test]

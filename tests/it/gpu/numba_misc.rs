@@ -4,12 +4,9 @@
 
 use super::*;
 
+on_each_backend! {
 /// The builtin `pow` (numba-cuda's test_powi `vec_pow`) on complex128, float32 and int64.
-#[test]
-fn numba_pow_builtin_random() {
-    let Some(dev) = device("numba_pow_builtin_random") else {
-        return;
-    };
+fn numba_pow_builtin_random(dev) {
     let src = include_str!("../../fixtures/numba/pow_builtin.py");
     let k = kernel(
         &dev,
@@ -71,6 +68,7 @@ fn numba_pow_builtin_random() {
         assert_eq!(mo[i], m[i].wrapping_mul(m[i]).wrapping_mul(m[i]));
     }
 }
+}
 
 /// numba's `10.0 ** e` for an integer `e >= 0` (`int_power_impl`: repeated squaring).
 fn numba_pow10(e: i64) -> f64 {
@@ -120,13 +118,10 @@ fn numba_round_digits(x: f64, ndigits: i64) -> f64 {
     }
 }
 
+on_each_backend! {
 /// `round(x, ndigits)` (numba-cuda's test_round_to_f4/f8) on random float32 and float64
 /// values, halfway cases and non-finite values, bit for bit against numba's algorithm.
-#[test]
-fn numba_round_ndigits_random() {
-    let Some(dev) = device("numba_round_ndigits_random") else {
-        return;
-    };
+fn numba_round_ndigits_random(dev) {
     let src = "from numba import cuda\n\n\n@cuda.jit\ndef k(o32, x32, o64, x64, nd):\n    i = cuda.grid(1)\n    if i < len(o32):\n        o32[i] = round(x32[i], nd[i])\n        o64[i] = round(x64[i], nd[i])\n";
     let k = kernel(
         &dev,
@@ -181,6 +176,7 @@ fn numba_round_ndigits_random() {
         );
     }
 }
+}
 
 /// numba.cuda.random's `xoroshiro128p_next` on the host: returns `s0 + s1` and advances.
 fn xoroshiro_next(s: &mut [u64; 2]) -> u64 {
@@ -197,15 +193,12 @@ fn unit_f64(x: u64) -> f64 {
     (x >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
 }
 
+on_each_backend! {
 /// numba-cuda's test_random kernels (`xoroshiro128p_uniform_float32/64`,
 /// `xoroshiro128p_normal_float32/64` over a record array of states) against the exact
 /// xoroshiro128+ sequence computed here: states and uniform draws bit for bit; normal draws
 /// (Box-Muller through libdevice's `log`/`cos`) within a few ulps.
-#[test]
-fn numba_xoroshiro128p_sequences() {
-    let Some(dev) = device("numba_xoroshiro128p_sequences") else {
-        return;
-    };
+fn numba_xoroshiro128p_sequences(dev) {
     let rec = "Record(s0[type=uint64;offset=0],s1[type=uint64;offset=8];16;True)[::1]";
     let k32 = kernel(
         &dev,
@@ -288,6 +281,7 @@ fn numba_xoroshiro128p_sequences() {
             }
         }
     }
+}
 }
 
 /// numba's complex functions (`numba/cpython/cmathimpl.py`, CPython's algorithms), on the
@@ -489,14 +483,11 @@ fn complex_close(got: (f64, f64), want: (f64, f64), tol: f64) -> bool {
     })
 }
 
+on_each_backend! {
 /// `cmath.acos` and numba's other inverse, hyperbolic and circular complex functions
 /// (numba-cuda's test_complex TestCMath) on random complex128 and complex64 values and
 /// special values, against numba's algorithms in Rust.
-#[test]
-fn numba_cmath_inverse_random() {
-    let Some(dev) = device("numba_cmath_inverse_random") else {
-        return;
-    };
+fn numba_cmath_inverse_random(dev) {
     let k = kernel(
         &dev,
         include_str!("../../fixtures/numba/cmath_inverse.py"),
@@ -586,14 +577,12 @@ fn numba_cmath_inverse_random() {
         );
     }
 }
+}
 
+on_each_backend! {
 /// numba-cuda's `intrinsic_forloop_step`: grid-stride `range` loops whose arguments mix
 /// int64 and uint64 count in int64; every element of a random-shaped array is written once.
-#[test]
-fn numba_range_mixed_signedness() {
-    let Some(dev) = device("numba_range_mixed_signedness") else {
-        return;
-    };
+fn numba_range_mixed_signedness(dev) {
     let k = kernel(
         &dev,
         include_str!("../../fixtures/numba/range_mixed_sign.py"),
@@ -618,15 +607,13 @@ fn numba_range_mixed_signedness() {
         }
     }
 }
+}
 
+on_each_backend! {
 /// numba's `libdevice.sad` and `libdevice.sincos` (numba-cuda's test_libdevice) on random
 /// inputs: `sad` exactly (`|x - y| + z` in 32 bits, arguments truncated to int32 as numba
 /// converts them), `sincos` against the host's `sin`/`cos`.
-#[test]
-fn numba_libdevice_sad_sincos_random() {
-    let Some(dev) = device("numba_libdevice_sad_sincos_random") else {
-        return;
-    };
+fn numba_libdevice_sad_sincos_random(dev) {
     let ks = kernel(
         &dev,
         include_str!("../../fixtures/numba/libdevice_sad.py"),
@@ -691,13 +678,11 @@ fn numba_libdevice_sad_sincos_random() {
         );
     }
 }
+}
 
+on_each_backend! {
 /// Functions of Python's `operator` module (numba-cuda's test_operator) on random inputs.
-#[test]
-fn numba_operator_module_random() {
-    let Some(dev) = device("numba_operator_module_random") else {
-        return;
-    };
+fn numba_operator_module_random(dev) {
     let k = kernel(
         &dev,
         include_str!("../../fixtures/numba/operator_module.py"),
@@ -725,13 +710,11 @@ fn numba_operator_module_random() {
         assert_eq!(gm[i], m[i].div_euclid(3) ^ (m[i] << 2), "ints at {i}");
     }
 }
+}
 
+on_each_backend! {
 /// `pred is True` on a bool argument (numba-cuda's test_issue5623) for both values.
-#[test]
-fn numba_is_on_bools() {
-    let Some(dev) = device("numba_is_on_bools") else {
-        return;
-    };
+fn numba_is_on_bools(dev) {
     let k = kernel(
         &dev,
         include_str!("../../fixtures/numba/is_compile_time.py"),
@@ -745,15 +728,13 @@ fn numba_is_on_bools() {
         assert_eq!(got, want, "pred = {pred}");
     }
 }
+}
 
+on_each_backend! {
 /// numba-cuda's `atomic_add_double_global_3`: an atomic add at a tuple-valued index `bin`,
 /// with the dead `if neg_idx:` branch pruned; every element of a random block-shaped array
 /// (strided, not contiguous) is incremented once.
-#[test]
-fn numba_atomic_tuple_index_random() {
-    let Some(dev) = device("numba_atomic_tuple_index_random") else {
-        return;
-    };
+fn numba_atomic_tuple_index_random(dev) {
     let k = kernel(
         &dev,
         include_str!("../../fixtures/numba/atomic_tuple_index.py"),
@@ -773,14 +754,12 @@ fn numba_atomic_tuple_index_random() {
         }
     }
 }
+}
 
+on_each_backend! {
 /// numba's vector constructors from vectors and numbers (numba-cuda's
 /// `test_fancy_creation_readout`), on random int8 components.
-#[test]
-fn numba_vector_from_vectors_random() {
-    let Some(dev) = device("numba_vector_from_vectors_random") else {
-        return;
-    };
+fn numba_vector_from_vectors_random(dev) {
     let k = kernel(
         &dev,
         include_str!("../../fixtures/numba/vector_from_vectors.py"),
@@ -804,15 +783,13 @@ fn numba_vector_from_vectors_random() {
         assert_eq!(got, want, "components {s:?}");
     }
 }
+}
 
+on_each_backend! {
 /// numba-cuda's `test_explicit_signatures_device_unsafe`: a device function compiled for
 /// `(int64, int64)` converts float64 arguments to int64 (truncating) before adding them,
 /// as numba's device calls do; random arguments of both signs against that rule.
-#[test]
-fn numba_device_explicit_signature_converts_arguments() {
-    let Some(dev) = device("numba_device_explicit_signature_converts_arguments") else {
-        return;
-    };
+fn numba_device_explicit_signature_converts_arguments(dev) {
     let k = kernel(
         &dev,
         include_str!("../../fixtures/numba/device_explicit_signature.py"),
@@ -841,4 +818,5 @@ fn numba_device_explicit_signature_converts_arguments() {
             "add_device({x}, {y})"
         );
     }
+}
 }

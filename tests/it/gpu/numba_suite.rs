@@ -5,11 +5,8 @@
 use super::*;
 use crate::support::pydevice_bin;
 
-#[test]
-fn numba_suite_builtins_random() {
-    let Some(dev) = device("numba_suite_builtins_random") else {
-        return;
-    };
+on_each_backend! {
+fn numba_suite_builtins_random(dev) {
     let src = include_str!("../../fixtures/numba/suite_builtins.py");
     let k = kernel(
         &dev,
@@ -64,12 +61,10 @@ fn numba_suite_builtins_random() {
         );
     }
 }
+}
 
-#[test]
-fn float16_scalar_arguments() {
-    let Some(dev) = device("float16_scalar_arguments") else {
-        return;
-    };
+on_each_backend! {
+fn float16_scalar_arguments(dev) {
     let src = "from numba import cuda\n\n@cuda.jit\ndef k(a, out):\n    out[0] = a\n";
     let k = kernel(&dev, src, "k", "float16, float16[::1]");
     let mut r = Rng(5);
@@ -86,12 +81,10 @@ fn float16_scalar_arguments() {
         assert_eq!(got[0], pydevice::types::half::f16_bits(v), "float16({v})");
     }
 }
+}
 
-#[test]
-fn numba_fp16_exp10_rint_random() {
-    let Some(dev) = device("numba_fp16_exp10_rint_random") else {
-        return;
-    };
+on_each_backend! {
+fn numba_fp16_exp10_rint_random(dev) {
     let src = include_str!("../../fixtures/numba/fp16_exp10_rint.py");
     let k = kernel(
         &dev,
@@ -120,6 +113,7 @@ fn numba_fp16_exp10_rint_random() {
         let rint = pydevice::types::half::f16_bits(x.round_ties_even());
         assert_eq!(out[n + i], rint, "hrint({x})");
     }
+}
 }
 
 /// A float16's value from its bits.
@@ -150,13 +144,10 @@ fn numba_grid_beyond_int32() {
     assert_eq!(out, vec![total - 1, total]);
 }
 
-#[test]
-fn numba_static_device_function_arguments() {
+on_each_backend! {
+fn numba_static_device_function_arguments(dev) {
     // A dtype, an atomic operation, a device function and constants as device-function
     // arguments (numba-cuda's test_atomics style).
-    let Some(dev) = device("numba_static_device_function_arguments") else {
-        return;
-    };
     let src = include_str!("../../fixtures/numba/static_args.py");
     let k = kernel(
         &dev,
@@ -186,12 +177,10 @@ fn numba_static_device_function_arguments() {
         assert_eq!(*g, a + 0.25);
     }
 }
+}
 
-#[test]
-fn numba_int_bit_count_random() {
-    let Some(dev) = device("numba_int_bit_count_random") else {
-        return;
-    };
+on_each_backend! {
+fn numba_int_bit_count_random(dev) {
     let src = include_str!("../../fixtures/numba/int_bit_count.py");
     let k = kernel(
         &dev,
@@ -213,10 +202,12 @@ fn numba_int_bit_count_random() {
         assert_eq!(out[n + i], b[i].count_ones() as i32, "b[{i}] = {}", b[i]);
     }
 }
+}
 
 /// numba-cuda's `array_reshape1d(arr, newshape, got)` with `newshape == -1` passed at run
 /// time (and a positive one), and `flat.reshape((-1, cols))` with `cols` a run-time value:
 /// the extents numba infers, on random contents.
+// GPU-only until the CPU back end runs reshapes and `view(dtype)` (issue 33).
 #[test]
 fn numba_reshape_with_run_time_minus_one() {
     let Some(dev) = device("numba_reshape_with_run_time_minus_one") else {
@@ -257,14 +248,13 @@ fn numba_reshape_with_run_time_minus_one() {
     }
 }
 
+on_each_backend! {
 /// `pydevice run` with tuple arguments (`--arg 't=(int64:3, (float64:1.5, float64:-2))'`,
 /// `--arg 'e=()'`) and a record by value (a zero-dimensional structured `.npy`), as
 /// scripts/numba_suite.py passes numba-cuda's test_array_args and test_record_dtype launches.
-#[test]
-fn cli_runs_with_tuple_and_record_scalar_arguments() {
-    let Some(dev) = device("cli_runs_with_tuple_and_record_scalar_arguments") else {
-        return;
-    };
+fn cli_runs_with_tuple_and_record_scalar_arguments(dev) {
+    // The GPU is for the `pydevice` child to open; `--cpu` where this run is the CPU\'s.
+    let cli = dev.cli_flags();
     drop(dev);
     use pydevice::runtime::npy::NpyArray;
     use pydevice::runtime::records::NpyRecords;
@@ -319,6 +309,7 @@ fn cli_runs_with_tuple_and_record_scalar_arguments() {
             .arg(format!("rec={}", rec.display()))
             .arg("--out")
             .arg(format!("r={}", rout.display()))
+            .args(cli)
             .output()
             .expect("pydevice run");
         assert!(
@@ -338,6 +329,7 @@ fn cli_runs_with_tuple_and_record_scalar_arguments() {
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
 }
 
 /// Tuple arguments the CLI refuses, before it looks for a GPU (exit status 2).
@@ -378,14 +370,11 @@ fn from_bf16(h: u16) -> f32 {
     f32::from_bits(u32::from(h) << 16)
 }
 
+on_each_backend! {
 /// numba's `cuda.bf16` functions (imported by name, as numba-cuda's test_bfloat16 does) on
 /// random bfloat16 values, against the exact result rounded once to bfloat16 (division and
 /// square root within one bfloat16 ulp).
-#[test]
-fn numba_bf16_functions_random() {
-    let Some(dev) = device("numba_bf16_functions_random") else {
-        return;
-    };
+fn numba_bf16_functions_random(dev) {
     let src = include_str!("../../fixtures/numba/bf16_arith.py");
     let k = kernel(
         &dev,
@@ -444,15 +433,13 @@ fn numba_bf16_functions_random() {
         }
     }
 }
+}
 
+on_each_backend! {
 /// `for ... else` (numba-cuda's test_flow_control): the `else` runs when the loop ends
 /// without `break` (empty ranges included), a nested loop's `break` does not count for the
 /// outer loop; random trip counts and keys.
-#[test]
-fn numba_for_else_random() {
-    let Some(dev) = device("numba_for_else_random") else {
-        return;
-    };
+fn numba_for_else_random(dev) {
     let src = include_str!("../../fixtures/numba/for_else.py");
     let k = kernel(&dev, src, "for_else", "int64[::1], int64[::1], int64[::1]");
     let n = 5000usize;
@@ -471,15 +458,13 @@ fn numba_for_else_random() {
         assert_eq!(out[i], z * 1000 + hits, "x = {m}, key = {}", key[i]);
     }
 }
+}
 
+on_each_backend! {
 /// `for` over 1-D arrays, `enumerate`, `zip` (stopping at the shorter) nested in each other,
 /// with `break`, and `enumerate` over a module-level tuple (numba-cuda's test_iterators and
 /// test_lang), on random arrays of random lengths against the same sums in the same order.
-#[test]
-fn numba_iterate_arrays_random() {
-    let Some(dev) = device("numba_iterate_arrays_random") else {
-        return;
-    };
+fn numba_iterate_arrays_random(dev) {
     let src = include_str!("../../fixtures/numba/iterate_arrays.py");
     let k = kernel(
         &dev,
@@ -525,6 +510,7 @@ fn numba_iterate_arrays_random() {
         assert_eq!(idx, want_idx);
     }
 }
+}
 
 /// `frexp` on the host: `(m, e)` with `x = m * 2**e`, `0.5 <= |m| < 1` (zeros, infinities and
 /// NaN give `(x, 0)`).
@@ -542,13 +528,10 @@ fn frexp64(x: f64) -> (f64, i32) {
     (m, e - bias)
 }
 
+on_each_backend! {
 /// `math.frexp`, `math.ldexp` and `math.modf` in float64 and float32 on random values and the
 /// special ones (zeros of both signs, infinities, NaN, a subnormal), against the host.
-#[test]
-fn numba_frexp_ldexp_modf_random() {
-    let Some(dev) = device("numba_frexp_ldexp_modf_random") else {
-        return;
-    };
+fn numba_frexp_ldexp_modf_random(dev) {
     let src = include_str!("../../fixtures/numba/math_frexp_ldexp_modf.py");
     let k = kernel(
         &dev,
@@ -625,15 +608,13 @@ fn numba_frexp_ldexp_modf_random() {
         }
     }
 }
+}
 
+on_each_backend! {
 /// `numba.cuda.libdevice.frexp/ldexp/sin/sinf/modff` (numba-cuda's test_libdevice) are the
 /// `math` functions: random values against the host's frexp and ldexp, and `libdevice.sin`
 /// minus `math.sin` exactly zero.
-#[test]
-fn numba_libdevice_names_random() {
-    let Some(dev) = device("numba_libdevice_names_random") else {
-        return;
-    };
+fn numba_libdevice_names_random(dev) {
     let src = include_str!("../../fixtures/numba/libdevice_names.py");
     let k = kernel(
         &dev,
@@ -663,15 +644,13 @@ fn numba_libdevice_names_random() {
         assert_eq!(out32[n + i], y[i].trunc(), "libdevice.modff({})", y[i]);
     }
 }
+}
 
+on_each_backend! {
 /// `cuda.bf16.hadd_sat/hsub_sat/hmul_sat/hfma_sat` clamp to [0, 1] with NaN giving 0, and
 /// `hfma_relu` gives 0 for negative results and keeps NaN: random bfloat16 values (NaN and
 /// infinities among them) against the host, rounded once to bfloat16 first.
-#[test]
-fn numba_bf16_sat_relu_random() {
-    let Some(dev) = device("numba_bf16_sat_relu_random") else {
-        return;
-    };
+fn numba_bf16_sat_relu_random(dev) {
     let src = include_str!("../../fixtures/numba/bf16_sat_relu.py");
     let k = kernel(
         &dev,
@@ -724,14 +703,12 @@ fn numba_bf16_sat_relu_random() {
         }
     }
 }
+}
 
+on_each_backend! {
 /// `cmath.isfinite`, `cmath.isnan` and `cmath.isinf` on complex128 and complex64 values whose
 /// parts are random finite numbers, infinities and NaNs, against the host.
-#[test]
-fn numba_cmath_predicates_random() {
-    let Some(dev) = device("numba_cmath_predicates_random") else {
-        return;
-    };
+fn numba_cmath_predicates_random(dev) {
     let src = include_str!("../../fixtures/numba/cmath_predicates.py");
     let k = kernel(
         &dev,
@@ -778,14 +755,12 @@ fn numba_cmath_predicates_random() {
         }
     }
 }
+}
 
+on_each_backend! {
 /// `cmath.log(z, base)` (numba-cuda's test_cmath) on random complex128 values against
 /// `log(z) / log(base)` computed on the host.
-#[test]
-fn numba_cmath_log_base_random() {
-    let Some(dev) = device("numba_cmath_log_base_random") else {
-        return;
-    };
+fn numba_cmath_log_base_random(dev) {
     let src = include_str!("../../fixtures/numba/cmath_log_base.py");
     let k = kernel(
         &dev,
@@ -822,4 +797,5 @@ fn numba_cmath_log_base_random() {
             );
         }
     }
+}
 }

@@ -14,6 +14,7 @@ def guarded(a, out, k):
         out[i] = a[i + k]
 "#;
 
+// GPU-only until the CPU back end runs bounds reports naming the array and the index (issue 33).
 #[test]
 fn launch_bounds_and_bounds_checking() {
     let Some(dev) = device("launch_bounds_and_bounds_checking") else {
@@ -25,8 +26,11 @@ fn launch_bounds_and_bounds_checking() {
         "guarded",
         "float32[::1], float32[::1], int32",
     );
-    let attrs = k.k.attributes().expect("attributes");
-    assert_eq!(attrs.max_threads_per_block, 128, "{attrs:?}");
+    // The driver's view of the PTX; the CPU back end checks the limit at launch (below).
+    if let Loaded::Gpu(loaded) = &k.k {
+        let attrs = loaded.attributes().expect("attributes");
+        assert_eq!(attrs.max_threads_per_block, 128, "{attrs:?}");
+    }
     let n = 1000;
     let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let (_ab, aa) = vec1(&dev, &a);
@@ -91,11 +95,8 @@ def fast(x, out):
         out[i] = math.sqrt(x[i]) / (x[i] + 1.0) + math.exp(x[i] * 0.01)
 "#;
 
-#[test]
-fn fastmath_stays_close() {
-    let Some(dev) = device("fastmath_stays_close") else {
-        return;
-    };
+on_each_backend! {
+fn fastmath_stays_close(dev) {
     let k = kernel(&dev, FAST, "fast", "float32[::1], float32[::1]");
     let n = 10_000;
     let mut r = Rng(21);
@@ -114,6 +115,7 @@ fn fastmath_stays_close() {
         );
     }
 }
+}
 
 const CONTRACT: &str = r#"
 from cuda import device
@@ -131,13 +133,10 @@ def separate(a, b, c, out):
         out[i] = a[i] * b[i] + c[i]
 "#;
 
+on_each_backend! {
 /// By default `a * b + c` is one fused multiply-add (one rounding: Rust's `mul_add`), bit
 /// for bit (§3.13); with `contract=False` the product and the sum are rounded separately.
-#[test]
-fn contract_fuses_multiply_add() {
-    let Some(dev) = device("contract_fuses_multiply_add") else {
-        return;
-    };
+fn contract_fuses_multiply_add(dev) {
     let sig = "float32[::1], float32[::1], float32[::1], float32[::1]";
     let n = 10_000;
     let mut r = Rng(33);
@@ -176,12 +175,10 @@ fn contract_fuses_multiply_add() {
         "only {differ} of {n} fused results differ from separate ones"
     );
 }
+}
 
-#[test]
-fn bounds_checked_atomics_hit_a_scratch_word_and_report() {
-    let Some(dev) = device("bounds_checked_atomics_hit_a_scratch_word_and_report") else {
-        return;
-    };
+on_each_backend! {
+fn bounds_checked_atomics_hit_a_scratch_word_and_report(dev) {
     let k = kernel(
         &dev,
         &fixture("kernel_options.py"),
@@ -211,4 +208,5 @@ fn bounds_checked_atomics_hit_a_scratch_word_and_report() {
         want.to_vec(),
         "in-range atomics are exact; the out-of-range one touched no bin"
     );
+}
 }

@@ -67,14 +67,11 @@ fn nested_reference(p: IjRec, rec: GhRec) -> (IjRec, f64) {
     (q, f64::from(acc as f32))
 }
 
+on_each_backend! {
 /// numba-cuda test_record_dtype's operations on sub-array fields: read and write `r.j[k, l]`
 /// of array elements, read those of a record argument (by value here), `len`, `.shape`,
 /// iteration, a row view and a view passed to a device function.
-#[test]
-fn subarray_fields_read_and_write_in_place() {
-    let Some(dev) = device("subarray_fields_read_and_write_in_place") else {
-        return;
-    };
+fn subarray_fields_read_and_write_in_place(dev) {
     let k = kernel(
         &dev,
         &fixture("numba/records_subarray.py"),
@@ -102,15 +99,15 @@ fn subarray_fields_read_and_write_in_place() {
         close(out[i], o, &format!("out[{i}]"));
     }
 }
+}
 
+on_each_backend! {
 /// The same kernel through `pydevice run`: structured `.npy` files with a sub-array field
 /// (as `np.save` writes them), the record argument as a zero-dimensional one (passed by
 /// reference, a numba module's record; the kernel only reads it).
-#[test]
-fn cli_runs_on_subarray_records() {
-    let Some(dev) = device("cli_runs_on_subarray_records") else {
-        return;
-    };
+fn cli_runs_on_subarray_records(dev) {
+    // The GPU is for the `pydevice` child to open; `--cpu` where this run is the CPU\'s.
+    let cli = dev.cli_flags();
     drop(dev);
     let n = 777usize;
     let recs = random_ij(n, 62);
@@ -171,6 +168,7 @@ fn cli_runs_on_subarray_records() {
         .args(["--arg", &arg("out", "out.npy")])
         .args(["--out", &arg("recs", "recs_out.npy")])
         .args(["--out", &arg("out", "out_out.npy")])
+        .args(cli)
         .output()
         .expect("pydevice run");
     assert!(
@@ -190,6 +188,7 @@ fn cli_runs_on_subarray_records() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+}
 
 /// numba-cuda test_record_dtype's record, `np.dtype([('a','f8'),('b','i4'),('c','c8'),
 /// ('d','u1',(5,))], align=True)`: NumPy puts the complex64 at 12 (C++ would put it at 16).
@@ -203,14 +202,11 @@ struct NumbaRec {
     pad: [u8; 7],
 }
 
+on_each_backend! {
 /// numba/records_subarray_copy.py: whole sub-arrays assigned from another record's, from a
 /// row of an int16 matrix and from a number; a complex field at NumPy's offset 12; a record
 /// argument copied into the array.
-#[test]
-fn subarray_fields_assigned_whole_at_numpy_offsets() {
-    let Some(dev) = device("subarray_fields_assigned_whole_at_numpy_offsets") else {
-        return;
-    };
+fn subarray_fields_assigned_whole_at_numpy_offsets(dev) {
     let abcd = "Record(a[type=float64;offset=0],b[type=int32;offset=8],c[type=complex64;\
         offset=12],d[type=nestedarray(uint8, (5,));offset=20];32;True)";
     let sig = format!("int64, {abcd}[::1], {abcd}, int16[:, ::1]");
@@ -262,6 +258,7 @@ fn subarray_fields_assigned_whole_at_numpy_offsets() {
         assert_eq!((g.a, g.b, g.c, g.d), (w.a, w.b, w.c, w.d), "record {i}");
     }
 }
+}
 
 /// `np.dtype([('id','i4'), ('w','f4',(4,)), ('m','f8',(2,2))], align=True)`: w at 4, m at
 /// 24, 56 bytes.
@@ -273,12 +270,9 @@ struct WmRec {
     m: [[f64; 2]; 2],
 }
 
+on_each_backend! {
 /// lang/records_subarray.py: the cuda.device spelling, `recs[i].w[k]` in place.
-#[test]
-fn subarray_fields_in_cuda_device_code() {
-    let Some(dev) = device("subarray_fields_in_cuda_device_code") else {
-        return;
-    };
+fn subarray_fields_in_cuda_device_code(dev) {
     let sig = "Record(id[type=int32;offset=0],w[type=nestedarray(float32, (4,));offset=4],\
         m[type=nestedarray(float64, (2, 2));offset=24];56;True)[::1], float32[::1]";
     let k = kernel(&dev, &fixture("lang/records_subarray.py"), "smooth", sig);
@@ -307,6 +301,7 @@ fn subarray_fields_in_cuda_device_code() {
         close(out[i], f64::from(o), &format!("out[{i}]"));
     }
 }
+}
 
 const WRITE_BACK: &str = "from numba import cuda
 
@@ -330,13 +325,10 @@ fn write_back_reference(p: IjRec, vals: &[f32]) -> IjRec {
     q
 }
 
+on_each_backend! {
 /// numba-cuda's test_record_write_array: a record argument passed by reference (its device
 /// address, `Type::StructRef`), as numba passes it, so the kernel's stores reach it.
-#[test]
-fn numba_record_arguments_by_reference_are_written() {
-    let Some(dev) = device("numba_record_arguments_by_reference_are_written") else {
-        return;
-    };
+fn numba_record_arguments_by_reference_are_written(dev) {
     let module = pydevice::Module::parse("write.py", WRITE_BACK).expect("parse");
     let sig = "Record(i[type=int32;offset=0],j[type=nestedarray(float32, (3, 2));offset=4];28;False), float32[::1]";
     let (types, _) = parse_signature(sig).expect("signature");
@@ -350,17 +342,16 @@ fn numba_record_arguments_by_reference_are_written() {
         },
         types[1].clone(),
     ];
-    let compiled = module
-        .compile(
-            "write",
-            &types,
-            &CompileOptions {
-                arch: arch_for(&dev),
-                ..CompileOptions::default()
-            },
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-    let k = dev.load(&compiled.ptx, &compiled.abi).expect("load");
+    let compiled = dev.compile(
+        &module,
+        "write",
+        &types,
+        &CompileOptions {
+            arch: arch_for(&dev),
+            ..CompileOptions::default()
+        },
+    );
+    let k = compiled;
     let rec = random_ij(1, 65)[0];
     let vals = [2.5f32, -1.0, 7.25];
     let rb = dev.upload(&bytes_of(&[rec])).expect("upload");
@@ -376,14 +367,14 @@ fn numba_record_arguments_by_reference_are_written() {
     let got: Vec<IjRec> = from_bytes(&dev.download(&rb).expect("download"));
     assert_eq!(got[0], write_back_reference(rec, &vals));
 }
+}
 
+on_each_backend! {
 /// The same through `pydevice run`: a numba module's record argument from a
 /// zero-dimensional `.npy` is passed by reference and `--out` writes it back.
-#[test]
-fn cli_writes_numba_record_arguments_back() {
-    let Some(dev) = device("cli_writes_numba_record_arguments_back") else {
-        return;
-    };
+fn cli_writes_numba_record_arguments_back(dev) {
+    // The GPU is for the `pydevice` child to open; `--cpu` where this run is the CPU\'s.
+    let cli = dev.cli_flags();
     drop(dev);
     let dir = std::env::temp_dir().join(format!("pyd-record-back-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -424,6 +415,7 @@ fn cli_writes_numba_record_arguments_back() {
             &arg("vals", "vals.npy"),
         ])
         .args(["--out", &arg("r", "r_out.npy")])
+        .args(cli)
         .output()
         .expect("pydevice run");
     assert!(
@@ -437,4 +429,5 @@ fn cli_writes_numba_record_arguments_back() {
     let got: Vec<IjRec> = from_bytes(&back.data);
     assert_eq!(got[0], write_back_reference(rec, &vals));
     let _ = std::fs::remove_dir_all(&dir);
+}
 }

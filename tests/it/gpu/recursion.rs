@@ -56,11 +56,8 @@ fn ackermann(m: i64, n: i64) -> i64 {
     }
 }
 
-#[test]
-fn recursive_device_functions_random() {
-    let Some(dev) = device("recursive_device_functions_random") else {
-        return;
-    };
+on_each_backend! {
+fn recursive_device_functions_random(dev) {
     let k = kernel(
         &dev,
         RECURSIVE,
@@ -91,4 +88,5 @@ fn recursive_device_functions_random() {
             "ackermann, index {i}"
         );
     }
+}
 }

@@ -81,7 +81,7 @@ fn random_matrix(t: In, n: usize, r: &mut Rng) -> (Vec<u8>, Vec<f64>) {
     (bytes, vals)
 }
 
-fn upload(dev: &Device, bytes: &[u8], rows: usize, cols: usize) -> (DeviceBuffer, ArgValue) {
+fn upload(dev: &Dev, bytes: &[u8], rows: usize, cols: usize) -> (Buffer, ArgValue) {
     let buf = dev.upload(bytes).expect("upload");
     let arg = ArgValue::Array(ArrayArg {
         data: dev.address(&buf),

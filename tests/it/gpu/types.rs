@@ -57,11 +57,8 @@ fn rb16(x: f32) -> f32 {
     bf16_value(bf16_bits(x))
 }
 
-#[test]
-fn vectors_float16_and_bfloat16() {
-    let Some(dev) = device("vectors_float16_and_bfloat16") else {
-        return;
-    };
+on_each_backend! {
+fn vectors_float16_and_bfloat16(dev) {
     let k = kernel(
         &dev,
         &fixture("vectors_and_half.py"),
@@ -117,6 +114,7 @@ fn vectors_float16_and_bfloat16() {
         assert_eq!(row[5], x + y, "float(x) + float(y), thread {i}");
     }
 }
+}
 
 const STRUCTS: &str = r#"
 from cuda import device
@@ -145,11 +143,8 @@ def clamp_all(b, xs, out, tags):
         tags[i] = w.tag
 "#;
 
-#[test]
-fn structs_by_value_with_methods() {
-    let Some(dev) = device("structs_by_value_with_methods") else {
-        return;
-    };
+on_each_backend! {
+fn structs_by_value_with_methods(dev) {
     let module = Module::parse("structs.py", STRUCTS).expect("parse");
     let bt = module.named_type("box").expect("struct type");
     let layout = pydevice::abi::layout_of(&bt);
@@ -165,19 +160,18 @@ fn structs_by_value_with_methods() {
         pydevice::types::Layout::C,
     );
     let arch = arch_for(&dev);
-    let compiled = module
-        .compile(
+    let compiled = dev.compile(
+        &module,
             "clamp_all",
             &[bt, f32a.clone(), f32a, i16a],
             &CompileOptions {
                 arch,
                 ..CompileOptions::default()
             },
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
+    );
     let k = Kernel {
         dev: &dev,
-        k: dev.load(&compiled.ptx, &compiled.abi).expect("load"),
+        k: compiled,
     };
     let n = 3000;
     let mut r = Rng(51);
@@ -198,6 +192,7 @@ fn structs_by_value_with_methods() {
         assert_eq!(tags[i], 42);
     }
 }
+}
 
 /// The host mirror of `particle` in `tests/fixtures/structs/particles.py` (C layout).
 #[repr(C)]
@@ -208,11 +203,8 @@ struct Particle {
     v: f64,
 }
 
-#[test]
-fn global_array_of_structs_updated_in_place() {
-    let Some(dev) = device("global_array_of_structs_updated_in_place") else {
-        return;
-    };
+on_each_backend! {
+fn global_array_of_structs_updated_in_place(dev) {
     let src = std::fs::read_to_string(crate::support::repo_path(
         "tests/fixtures/structs/particles.py",
     ))
@@ -226,19 +218,18 @@ fn global_array_of_structs_updated_in_place() {
     let ps_t = pydevice::Type::array_of(&particle, 1, pydevice::types::Layout::C).expect("array");
     let (rest, _) = parse_signature("int32[::1], float64").expect("sig");
     let arch = arch_for(&dev);
-    let compiled = module
-        .compile(
-            "step",
-            &[vec![ps_t], rest].concat(),
-            &CompileOptions {
-                arch,
-                ..CompileOptions::default()
-            },
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
+    let compiled = dev.compile(
+        &module,
+        "step",
+        &[vec![ps_t], rest].concat(),
+        &CompileOptions {
+            arch,
+            ..CompileOptions::default()
+        },
+    );
     let k = Kernel {
         dev: &dev,
-        k: dev.load(&compiled.ptx, &compiled.abi).expect("load"),
+        k: compiled,
     };
     let n = 5001;
     let mut r = Rng(77);
@@ -268,6 +259,7 @@ fn global_array_of_structs_updated_in_place() {
         assert_eq!(*g, want, "particle {i}");
         assert_eq!(out[i], p.id * 2 + p.id + 1, "out {i}");
     }
+}
 }
 
 // ---- complex numbers ----------------------------------------------------------------------
@@ -322,16 +314,13 @@ def carith(a, b, out, ok):
         ok[i] = (x == y) or (x != x)
 ";
 
+on_each_backend! {
 /// complex64 `+ - * /`, negation, conjugate, `abs`, an integer power and weak Python
 /// complex constants on random inputs, against an f64 reference, norm-wise in float32 ulp
 /// (2^-24 relative): `+ -`, negation and conjugate exact; `*` (no FMA) within 3 (the bound
 /// is sqrt(5)); Smith's `/` within 8; `abs` (libdevice `hypotf`, 3 ulp) within 4; `x ** 3`
 /// and `(2 + 0.5j) * x - 1` within 8.
-#[test]
-fn complex64_arithmetic_random() {
-    let Some(dev) = device("complex64_arithmetic_random") else {
-        return;
-    };
+fn complex64_arithmetic_random(dev) {
     let k = kernel(
         &dev,
         COMPLEX_ARITH,
@@ -393,6 +382,7 @@ fn complex64_arithmetic_random() {
         assert!(*w <= l, "operation {j}: {w} ulp (limit {l})");
     }
 }
+}
 
 const CMATH: &str = "\
 import cmath
@@ -441,15 +431,12 @@ fn cmath_ref(x: C) -> [C; 6] {
     ]
 }
 
+on_each_backend! {
 /// cmath on complex64 and complex128 against an f64 reference, norm-wise and absolute below
 /// magnitude 1: complex64 within 8 float32 ulp, complex128 within 8 float64 ulp
 /// (libdevice's functions are within 1 to 3 ulp; the formulas add a few roundings).
 /// `sqrt(z)` squared gives `z` back as a check that does not share the formula.
-#[test]
-fn cmath_random() {
-    let Some(dev) = device("cmath_random") else {
-        return;
-    };
+fn cmath_random(dev) {
     let n = 20_000;
     let mut r = Rng(62);
     let zs: Vec<C> = (0..n)
@@ -528,6 +515,7 @@ fn cmath_random() {
         }
     }
 }
+}
 
 // ---- fp8 ----------------------------------------------------------------------------------
 
@@ -597,21 +585,19 @@ fn fp8_round_trips() {
         got == want || (fmt.decode(got).is_nan() && fmt.decode(want).is_nan())
     };
     for arch in [arch_for(&dev), Arch::SM_80] {
-        let compiled = module
-            .compile(
-                "f8",
-                &args,
-                &CompileOptions {
-                    arch,
-                    ..CompileOptions::default()
-                },
-            )
-            .unwrap_or_else(|e| panic!("{e}"));
-        let k = dev.load(&compiled.ptx, &compiled.abi).expect("load");
+        let compiled = dev.compile(
+            &module,
+            "f8",
+            &args,
+            &CompileOptions {
+                arch,
+                ..CompileOptions::default()
+            },
+        );
+        let k = compiled;
         let (_fb, fa) = vec1(&dev, &f);
         let (_db, da) = vec1(&dev, &xs);
-        let outs: Vec<(DeviceBuffer, ArgValue)> =
-            (0..4).map(|_| vec1(&dev, &vec![0u8; n])).collect();
+        let outs: Vec<(Buffer, ArgValue)> = (0..4).map(|_| vec1(&dev, &vec![0u8; n])).collect();
         let (bb, ba) = array(&dev, &vec![0f32; 2 * n], &[n as u64, 2], &[2, 1]);
         let mut launch_args = vec![fa, da];
         launch_args.extend(outs.iter().map(|(_, a)| a.clone()));
@@ -743,17 +729,16 @@ fn fp8_vectors_random() {
     };
     let same_f32 = |got: f32, want: f32| got == want || (got.is_nan() && want.is_nan());
     for arch in [arch_for(&dev), Arch::SM_80] {
-        let compiled = module
-            .compile(
-                "f8v",
-                &args,
-                &CompileOptions {
-                    arch,
-                    ..CompileOptions::default()
-                },
-            )
-            .unwrap_or_else(|e| panic!("{e}"));
-        let k = dev.load(&compiled.ptx, &compiled.abi).expect("load");
+        let compiled = dev.compile(
+            &module,
+            "f8v",
+            &args,
+            &CompileOptions {
+                arch,
+                ..CompileOptions::default()
+            },
+        );
+        let k = compiled;
         let (_qb, qa) = vec1(&dev, &q);
         let (_rb, ra) = vec1(&dev, &r);
         let (_fb, fa) = vec1(&dev, &f);
@@ -839,13 +824,10 @@ def kp(z, w, a):
         a[i] = apply(rot(w, i), a[i] * z)
 ";
 
+on_each_backend! {
 /// Complex scalars as kernel parameters (packed by `abi::pack` as `cuda::std::complex`),
 /// a complex `@struct` field, and a `@func` result, against the same arithmetic on the CPU.
-#[test]
-fn complex_parameters_and_struct_fields() {
-    let Some(dev) = device("complex_parameters_and_struct_fields") else {
-        return;
-    };
+fn complex_parameters_and_struct_fields(dev) {
     let k = kernel(
         &dev,
         COMPLEX_PARAMS,
@@ -880,14 +862,12 @@ fn complex_parameters_and_struct_fields() {
         );
     }
 }
+}
 
+on_each_backend! {
 /// 16-bit float scalars as kernel parameters: the host packs `ArgValue::Float` into their
 /// bits (`types::half`), rounding once as CUDA's `__double2half` does.
-#[test]
-fn half_and_bfloat16_scalar_parameters() {
-    let Some(dev) = device("half_and_bfloat16_scalar_parameters") else {
-        return;
-    };
+fn half_and_bfloat16_scalar_parameters(dev) {
     let src = r#"
 from cuda import device
 from cuda.device import float16, bfloat16, float32
@@ -931,13 +911,11 @@ def affine(a, h: float16, b: bfloat16, out):
         );
     }
 }
+}
 
+on_each_backend! {
 /// float16 → bfloat16 → float16, explicit and through a store, on every float16 value.
-#[test]
-fn float16_bfloat16_conversions() {
-    let Some(dev) = device("float16_bfloat16_conversions") else {
-        return;
-    };
+fn float16_bfloat16_conversions(dev) {
     let src = std::fs::read_to_string(crate::support::repo_path(
         "tests/fixtures/lang/half_bfloat_conversions.py",
     ))
@@ -974,6 +952,7 @@ fn float16_bfloat16_conversions() {
         );
     }
 }
+}
 
 /// The value of any float16 bits but NaN.
 fn half_to_f32(bits: u16) -> f32 {
@@ -987,14 +966,11 @@ fn half_to_f32(bits: u16) -> f32 {
     }
 }
 
+on_each_backend! {
 /// `cmath.rect` at CPython's special values (numba-cuda's `test_rect` inputs): an infinite
 /// radius with a zero angle keeps the zero, a non-finite angle gives `|r|` for `r == 0` and
 /// `(r, phi)` for an infinite `r`.
-#[test]
-fn cmath_rect_special_values() {
-    let Some(dev) = device("cmath_rect_special_values") else {
-        return;
-    };
+fn cmath_rect_special_values(dev) {
     let src = "import cmath\nfrom cuda import device\n\n@device.kernel\ndef rect(r, phi, out):\n    i = device.tid(1)\n    if i < len(r):\n        out[i] = cmath.rect(r[i], phi[i])\n";
     let k = kernel(
         &dev,
@@ -1047,6 +1023,7 @@ fn cmath_rect_special_values() {
         );
     }
 }
+}
 
 /// CPython's `c_pow`, the reference for complex powers with a non-constant exponent.
 fn c_pow(z: (f64, f64), w: (f64, f64)) -> (f64, f64) {
@@ -1067,12 +1044,9 @@ fn c_pow(z: (f64, f64), w: (f64, f64)) -> (f64, f64) {
     (len * phase.cos(), len * phase.sin())
 }
 
+on_each_backend! {
 /// `z ** w` for complex128 `z` and `w` at run time, and `z ** 0.5`, against `c_pow`.
-#[test]
-fn complex_power_random() {
-    let Some(dev) = device("complex_power_random") else {
-        return;
-    };
+fn complex_power_random(dev) {
     let src = "from cuda import device\n\n@device.kernel\ndef p(z, w, out):\n    i = device.tid(1)\n    if i < len(z):\n        out[2 * i] = z[i] ** w[i]\n        out[2 * i + 1] = z[i] ** 0.5\n";
     let k = kernel(
         &dev,
@@ -1123,4 +1097,5 @@ fn complex_power_random() {
             );
         }
     }
+}
 }

@@ -20,11 +20,8 @@ def k(a, b, out, s):
         out[i] = shift(v, None) + shift(v, s) + s.ndim + s.size + len(s.shape)
 "#;
 
-#[test]
-fn zero_dim_numbers_and_dtype_random() {
-    let Some(dev) = device("zero_dim_numbers_and_dtype_random") else {
-        return;
-    };
+on_each_backend! {
+fn zero_dim_numbers_and_dtype_random(dev) {
     let k = kernel(
         &dev,
         ZERO_DIM,
@@ -53,4 +50,5 @@ fn zero_dim_numbers_and_dtype_random() {
             out[i]
         );
     }
+}
 }

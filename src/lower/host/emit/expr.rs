@@ -145,6 +145,42 @@ impl FnCx<'_, '_> {
                 }
                 return Ok(out);
             }
+            Expr::Load { array, indices }
+                if self
+                    .ty(*array)
+                    .as_array()
+                    .is_some_and(|a| a.dtype.atomic_scalar().is_none()) =>
+            {
+                // A whole record (or vector) element, leaf by leaf; zero when out of range.
+                let span = self.f.exprs.span(h);
+                let (addr, ok, code, _) = self.element(*array, indices, span)?;
+                let ls = leaves(&ty).ok_or_else(|| err(format!("a load of {ty}")))?;
+                let (inb, oob, merge) = (
+                    self.b.create_block(),
+                    self.b.create_block(),
+                    self.b.create_block(),
+                );
+                for l in &ls {
+                    self.b.append_block_param(merge, reg_type(l.scalar));
+                }
+                self.b.ins().brif(ok, inb, &[], oob, &[]);
+                self.b.switch_to_block(inb);
+                let vals: Vec<BlockArg> = self
+                    .load_leaves(addr, &ty)?
+                    .into_iter()
+                    .map(BlockArg::from)
+                    .collect();
+                self.b.ins().jump(merge, &vals);
+                self.b.switch_to_block(oob);
+                self.record_error(code)?;
+                let zs: Vec<BlockArg> = ls
+                    .iter()
+                    .map(|l| BlockArg::from(self.zero(reg_type(l.scalar))))
+                    .collect();
+                self.b.ins().jump(merge, &zs);
+                self.b.switch_to_block(merge);
+                return Ok(self.b.block_params(merge).to_vec());
+            }
             Expr::Load { array, indices } => {
                 let span = self.f.exprs.span(h);
                 let (addr, ok, code, dtype) = self.element(*array, indices, span)?;
@@ -189,7 +225,7 @@ impl FnCx<'_, '_> {
                 match p {
                     ArrayProp::Shape(k) => d[1 + usize::from(*k)],
                     ArrayProp::Stride(k) => {
-                        let es = at.dtype.atomic_scalar().map_or(1, Scalar::size);
+                        let es = elem_size(&at.dtype);
                         self.b
                             .ins()
                             .imul_imm_s(d[1 + n + usize::from(*k)], es as i64)
@@ -210,17 +246,14 @@ impl FnCx<'_, '_> {
                     .as_array()
                     .cloned()
                     .ok_or_else(|| err("local array type"))?;
-                let dtype = at
-                    .dtype
-                    .atomic_scalar()
-                    .ok_or_else(|| err("local array of structs"))?;
+                let (elem, elem_align) = crate::lower::host::leaf::elem_layout(&at.dtype);
                 let count = shape
                     .iter()
                     .try_fold(1u64, |acc, d| acc.checked_mul(*d))
                     .ok_or_else(|| err("local array too large"))?;
-                let bytes = u32::try_from(count.saturating_mul(dtype.size()))
+                let bytes = u32::try_from(count.saturating_mul(elem))
                     .map_err(|_| err("local array too large for the host stack"))?;
-                let align = (*align).max(dtype.size()).max(1);
+                let align = (*align).max(elem_align).max(1);
                 let shift = align.trailing_zeros().min(12) as u8;
                 let slot = self.b.create_sized_stack_slot(StackSlotData::new(
                     StackSlotKind::ExplicitSlot,
@@ -271,6 +304,39 @@ impl FnCx<'_, '_> {
                 ));
                 let scratch = self.b.ins().stack_addr(ct::I64, scratch, 0);
                 self.b.ins().select(ok, addr, scratch)
+            }
+            Expr::FieldRef(base, k) => {
+                // The address of a field of the record a reference points to.
+                let st = self.struct_of_ref(*base)?;
+                let off = crate::abi::field_offsets(&Type::Struct(st))
+                    .get(*k as usize)
+                    .copied()
+                    .ok_or_else(|| err("field of a record reference"))?;
+                let addr = self.scalar(*base)?;
+                self.b.ins().iadd_imm_s(addr, off as i64)
+            }
+            Expr::FieldArray(base, k) => {
+                // A sub-array field as a C-contiguous view of the record's bytes (§5.16).
+                let st = self.struct_of_ref(*base)?;
+                let off = crate::abi::field_offsets(&Type::Struct(st.clone()))
+                    .get(*k as usize)
+                    .copied()
+                    .ok_or_else(|| err("sub-array field of a record reference"))?;
+                let shape = st.subarray_shape(*k as usize).to_vec();
+                let addr = self.scalar(*base)?;
+                let mut out = vec![self.b.ins().iadd_imm_s(addr, off as i64)];
+                for n in &shape {
+                    out.push(self.b.ins().iconst(ct::I64, *n as i64));
+                }
+                for d in 0..shape.len() {
+                    let stride: u64 = shape[d + 1..].iter().product();
+                    out.push(self.b.ins().iconst(ct::I64, stride as i64));
+                }
+                return Ok(out);
+            }
+            Expr::Deref(r) => {
+                let addr = self.scalar(*r)?;
+                return self.load_leaves(addr, &ty);
             }
             Expr::Atomic {
                 op, target, args, ..
@@ -323,10 +389,10 @@ impl FnCx<'_, '_> {
             .as_array()
             .cloned()
             .ok_or_else(|| err("indexing a non-array"))?;
-        let dtype = at
-            .dtype
-            .atomic_scalar()
-            .ok_or_else(|| err("array of structs"))?;
+        // A record's (or vector's) element: its place only; loads and stores go through
+        // `element_ref` (the dtype returned is then a placeholder).
+        let dtype = at.dtype.atomic_scalar().unwrap_or(Scalar::UInt8);
+        let size = elem_size(&at.dtype);
         let n = usize::from(at.ndim);
         let d = self.expr(array)?;
         let mut offset = self.b.ins().iconst(ct::I64, 0);
@@ -350,7 +416,7 @@ impl FnCx<'_, '_> {
             let term = self.b.ins().imul(i, d[1 + n + k]);
             offset = self.b.ins().iadd(offset, term);
         }
-        let bytes = self.b.ins().imul_imm_s(offset, dtype.size() as i64);
+        let bytes = self.b.ins().imul_imm_s(offset, size as i64);
         let addr = self.b.ins().iadd(d[0], bytes);
         let (line, col) = self.program.file.line_col(span.start);
         Ok((addr, ok, ((line as i64) << 32) | col as i64, dtype))
@@ -445,10 +511,7 @@ impl FnCx<'_, '_> {
             .as_array()
             .cloned()
             .ok_or_else(|| err("view of a non-array"))?;
-        let dtype = at
-            .dtype
-            .atomic_scalar()
-            .ok_or_else(|| err("view of structs"))?;
+        let esize = elem_size(&at.dtype);
         let n = usize::from(at.ndim);
         let d = self.expr(array)?;
         let mut offset = self.b.ins().iconst(ct::I64, 0);
@@ -493,7 +556,7 @@ impl FnCx<'_, '_> {
                 *e = self.b.ins().select(ok, *e, zero);
             }
         }
-        let bytes = self.b.ins().imul_imm_s(offset, dtype.size() as i64);
+        let bytes = self.b.ins().imul_imm_s(offset, esize as i64);
         let data = self.b.ins().iadd(d[0], bytes);
         Ok(std::iter::once(data).chain(shape).chain(strides).collect())
     }
@@ -516,5 +579,57 @@ impl FnCx<'_, '_> {
             _ => bits,
         };
         from_memory(self.m, &mut self.b, &mut self.imports, s, raw)
+    }
+}
+
+/// The bytes an element of an array of `dtype` takes (its C++ layout's size: a record's
+/// with its padding).
+pub(super) fn elem_size(dtype: &crate::types::DType) -> u64 {
+    crate::lower::host::leaf::elem_layout(dtype).0
+}
+
+impl FnCx<'_, '_> {
+    /// The record type a `StructRef` operand refers to.
+    fn struct_of_ref(&self, r: Handle<Expr>) -> R<Box<crate::types::StructType>> {
+        match self.ty(r) {
+            Type::StructRef { st, .. } => Ok(st.clone()),
+            other => Err(err(format!(
+                "a field of {other}, not of a record reference"
+            ))),
+        }
+    }
+
+    /// A value of type `ty` read from memory at `addr`, leaf by leaf at its C++ offsets
+    /// (`Deref`: a plain load).
+    pub(super) fn load_leaves(&mut self, addr: Value, ty: &Type) -> R<Vec<Value>> {
+        let ls = leaves(ty).ok_or_else(|| err(format!("a load of {ty}")))?;
+        let mut out = Vec::new();
+        for l in ls {
+            let raw = self
+                .b
+                .ins()
+                .load(mem_type(l.scalar), flags(), addr, l.offset as i32);
+            out.push(from_memory(
+                self.m,
+                &mut self.b,
+                &mut self.imports,
+                l.scalar,
+                raw,
+            )?);
+        }
+        Ok(out)
+    }
+
+    /// Stores `vals`, a value of type `ty`, at `addr`, leaf by leaf (`StoreRef`).
+    pub(super) fn store_leaves(&mut self, addr: Value, ty: &Type, vals: &[Value]) -> R<()> {
+        let ls = leaves(ty).ok_or_else(|| err(format!("a store of {ty}")))?;
+        if ls.len() != vals.len() {
+            return Err(err("a store of the wrong number of leaves"));
+        }
+        for (l, v) in ls.iter().zip(vals) {
+            let raw = to_memory(self.m, &mut self.b, &mut self.imports, l.scalar, *v)?;
+            self.b.ins().store(flags(), raw, addr, l.offset as i32);
+        }
+        Ok(())
     }
 }

@@ -351,6 +351,26 @@ impl FnCx<'_, '_> {
             Intrinsic::Ldexp | Intrinsic::Frexp | Intrinsic::Modf | Intrinsic::Sincos => {
                 return self.math_pair(op, args);
             }
+            Intrinsic::RoundDigits => {
+                // `round(x, ndigits)`: the device's algorithm, in the runtime.
+                let xh = arg(0)?;
+                let s = self.scalar_of(xh)?;
+                let (name, t) = match s {
+                    Scalar::Float32 => ("__pyd_round_digitsf", ct::F32),
+                    Scalar::Float64 => ("__pyd_round_digits", ct::F64),
+                    other => {
+                        return Err(err(format!(
+                            "round(x, ndigits) of {other:?} reached the CPU back end"
+                        )));
+                    }
+                };
+                let x = self.scalar(xh)?;
+                let n = self.int_operand(arg(1)?, ct::I64)?;
+                if ty.as_scalar() != Some(s) {
+                    return Err(err("round(x, ndigits) of another type than x"));
+                }
+                return Ok(vec![self.call_helper(name, &[t, ct::I64], t, &[x, n])?]);
+            }
             Intrinsic::Sad => {
                 // |x - y| (as an unsigned 32-bit difference) + z, as libdevice's `__nv_sad`.
                 let x = self.int_operand(arg(0)?, ct::I32)?;
@@ -627,6 +647,11 @@ impl FnCx<'_, '_> {
                 self.barrier(BarrierKind::Sync, None, h)?;
                 return Ok(Vec::new());
             }
+            CgOp::MemcpyAsync(bytes) => {
+                self.memcpy_async(args, bytes, h)?;
+                return Ok(Vec::new());
+            }
+            // Every copy is done when `memcpy_async` returns: nothing is in flight.
             CgOp::AsyncCommit | CgOp::AsyncWait(_) | CgOp::AsyncWaitAll => return Ok(Vec::new()),
             other => {
                 return Err(err(format!(
@@ -635,6 +660,64 @@ impl FnCx<'_, '_> {
             }
         };
         self.fit(v, ty)
+    }
+
+    /// `cg.memcpy_async(dst, i, src, j)` of `bytes` bytes: a plain copy, as the device
+    /// does below sm_80 (`[dst array, byte offset, src array, byte offset]`). The CPU
+    /// checks that both byte ranges lie inside their arrays' elements; a copy that does
+    /// not is skipped and reported as an out-of-range index at the call.
+    fn memcpy_async(&mut self, args: &[Handle<Expr>], bytes: u8, h: Handle<Expr>) -> R<()> {
+        let mut ok = self.b.ins().iconst(ct::I8, 1);
+        let mut addrs = Vec::new();
+        for (a, o) in [(0, 1), (2, 3)] {
+            let array = *args.get(a).ok_or_else(|| err("memcpy_async array"))?;
+            let off = *args.get(o).ok_or_else(|| err("memcpy_async offset"))?;
+            let at = self
+                .ty(array)
+                .as_array()
+                .cloned()
+                .ok_or_else(|| err("memcpy_async of a non-array"))?;
+            let (es, _) = crate::lower::host::leaf::elem_layout(&at.dtype);
+            let d = self.expr(array)?;
+            let off = self.int_operand(off, ct::I64)?;
+            let mut size = self.b.ins().iconst(ct::I64, es as i64);
+            for k in 0..usize::from(at.ndim) {
+                size = self.b.ins().imul(size, d[1 + k]);
+            }
+            let end = self.b.ins().iadd_imm_s(off, i64::from(bytes));
+            let from = self
+                .b
+                .ins()
+                .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, off, 0);
+            let to = self.b.ins().icmp(IntCC::SignedLessThanOrEqual, end, size);
+            let both = self.b.ins().band(from, to);
+            ok = self.b.ins().band(ok, both);
+            addrs.push(self.b.ins().iadd(d[0], off));
+        }
+        let (copy, oob, merge) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        self.b.ins().brif(ok, copy, &[], oob, &[]);
+        self.b.switch_to_block(copy);
+        let (t, step) = match bytes {
+            1 => (ct::I8, 1),
+            2 => (ct::I16, 2),
+            4 => (ct::I32, 4),
+            _ => (ct::I64, 8),
+        };
+        for k in 0..i32::from(bytes) / step {
+            let v = self.b.ins().load(t, flags(), addrs[1], k * step);
+            self.b.ins().store(flags(), v, addrs[0], k * step);
+        }
+        self.b.ins().jump(merge, &[]);
+        self.b.switch_to_block(oob);
+        let (line, col) = self.program.file.line_col(self.f.exprs.span(h).start);
+        self.record_error(((line as i64) << 32) | col as i64)?;
+        self.b.ins().jump(merge, &[]);
+        self.b.switch_to_block(merge);
+        Ok(())
     }
 
     /// A static shared array: the descriptor of its place in the block's shared memory.
