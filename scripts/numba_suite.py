@@ -46,6 +46,14 @@ Without a GPU (numba-cuda installed in a private folder, no pydevice run): the s
 --compile-only give the capture and the diagnostics part:
   NUMBA_ENABLE_CUDASIM=1 PYTHONPATH=/tmp/site-numba python3 scripts/numba_suite.py \
       target/debug/pydevice --compile-only --jobs 3 --budget 1200 --module-timeout 300
+
+On pydevice's CPU back end (issue 33): --cpu replays each kernel with `pydevice run --cpu`
+(no GPU needed), and --bench N times N more launches of each. Under NUMBA_ENABLE_CUDASIM=1
+the references and numba's times come from the simulator, so the report's timing section
+compares the CPU back end with the simulator on the same kernels:
+  NUMBA_ENABLE_CUDASIM=1 PYTHONPATH=/tmp/site-numba python3 scripts/numba_suite.py \
+      target/release/pydevice --cpu --bench 5 --jobs 2 --budget 2300 --module-timeout 400
+--replay-only --cases DIR replays a capture kept in DIR again (phase 2 only).
 """
 import argparse
 import ast
