@@ -291,7 +291,30 @@ def _code_names(code):
     return names
 
 
+def _lambda_source(fn, decorator):
+    """A lambda (`cuda.reduce(lambda a, b: a + b)`, which numba compiles as a device function)
+    written as `def <lambda>(a, b): return a + b`; the caller renames it to the name it is
+    bound to. The lambda is found in its source line by its parameters; if that is not one
+    lambda, it stays uncapturable."""
+    try:
+        src = textwrap.dedent(inspect.getsource(fn))
+        tree = ast.parse(src)
+    except (OSError, TypeError, SyntaxError) as e:
+        raise Uncapturable(f"source of a lambda unavailable ({type(e).__name__})")
+    code = fn.__code__
+    params = list(code.co_varnames[:code.co_argcount])
+    found = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)
+             and [a.arg for a in n.args.args] == params and not n.args.vararg
+             and not n.args.kwarg and not n.args.kwonlyargs and not n.args.defaults]
+    if len(found) != 1:
+        raise Uncapturable("`<lambda>` is not a plain def (a lambda or generated code)")
+    body = ast.unparse(found[0].body)
+    return f"{decorator}\ndef <lambda>({', '.join(params)}):\n    return {body}\n"
+
+
 def _function_source(fn, decorator):
+    if fn.__name__ == "<lambda>":
+        return _lambda_source(fn, decorator)
     try:
         src = textwrap.dedent(inspect.getsource(fn))
     except (OSError, TypeError) as e:
@@ -357,6 +380,8 @@ class SourceBuilder:
     def add_function(self, fn, decorator, as_name=None):
         """Adds `fn`'s source (renamed to `as_name`, the global it is bound to, if that differs)."""
         name = as_name or fn.__name__
+        if name == "<lambda>":
+            raise Uncapturable("a lambda launched as a kernel")
         if not self.bind(name, ("fn", id(fn))):
             return
         text = _function_source(fn, decorator)
