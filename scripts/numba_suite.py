@@ -59,6 +59,7 @@ import argparse
 import ast
 import collections
 import concurrent.futures as futures
+import contextlib
 import dis
 import enum
 import importlib
@@ -932,12 +933,11 @@ def install_hook(cap, simulator):
             tys = tuple(typeof(a) for a in args)
             sig = getattr(self, "_suite_sig", None)
             if sig is not None:
-                try:
+                given = None
+                with contextlib.suppress(Exception):  # else the types of the values stay
                     given = signature_types(sig)
-                    if len(given) == len(tys):
-                        tys = given
-                except Exception:  # noqa: BLE001 - keep the types of the values
-                    pass
+                if given is not None and len(given) == len(tys):
+                    tys = given
             return cap.around(self.fn, args, tys, grid, block, self.dynshared_size,
                               lambda: orig(self, *args), lambda: None, simulator=True)
         FakeCUDAKernel.__call__ = call
@@ -1233,15 +1233,16 @@ def timing_section(launched):
     first = np.array([(r.get("ours_compile_us") or 0) * 1e-6 + (r.get("ours_first_us") or 0) * 1e-6
                       for r in rows])
     ratio = theirs / ours
-    lines = ["", "## Time per kernel launch (matched kernels)", "",
-             f"{len(rows)} kernels; numba's launch as the capture hook timed it, pydevice's the median "
-             "of the `--bench` launches (compile left out); same machine, same process count.", "",
+    total = f"{theirs.sum():.3f} s | {ours.sum():.3f} s | {theirs.sum() / ours.sum():.0f}x"
+    median = (f"{np.median(theirs) * 1e3:.2f} ms | {np.median(ours) * 1e3:.3f} ms | "
+              f"{np.median(ratio):.0f}x (median of the ratios)")
+    with_jit = f"{theirs.sum():.3f} s | {first.sum():.3f} s | {theirs.sum() / first.sum():.1f}x"
+    intro = (f"{len(rows)} kernels; numba's launch as the capture hook timed it, pydevice's the "
+             "median of the `--bench` launches (compile left out); same machine, same process count.")
+    lines = ["", "## Time per kernel launch (matched kernels)", "", intro, "",
              "| | numba | pydevice | numba / pydevice |", "|---|---:|---:|---:|",
-             f"| total over the kernels | {theirs.sum():.3f} s | {ours.sum():.3f} s | {theirs.sum() / ours.sum():.0f}x |",
-             f"| median per kernel | {np.median(theirs) * 1e3:.2f} ms | {np.median(ours) * 1e3:.3f} ms | "
-             f"{np.median(ratio):.0f}x (median of the ratios) |",
-             f"| pydevice with its JIT compile and first launch, total | {theirs.sum():.3f} s | {first.sum():.3f} s | "
-             f"{theirs.sum() / first.sum():.1f}x |",
+             f"| total over the kernels | {total} |", f"| median per kernel | {median} |",
+             f"| pydevice with its JIT compile and first launch, total | {with_jit} |",
              "", "| ratio numba / pydevice | kernels |", "|---|---:|"]
     for lo, hi in ((0, 1), (1, 10), (10, 100), (100, 1000), (1000, float("inf"))):
         n = int(((ratio >= lo) & (ratio < hi)).sum())
