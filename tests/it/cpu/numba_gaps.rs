@@ -4,7 +4,8 @@
 
 use super::*;
 use crate::gpu::numba_gaps::{
-    BF16_EXTREMES_SIG, HEAT_SIG, bf16_inputs, check_bf16_extremes, heat_want,
+    BF16_EXTREMES_SIG, ENUMERATE_RANGE_SIG, HEAT_SIG, bf16_inputs, check_bf16_extremes,
+    enumerate_range_inputs, enumerate_range_want, heat_want,
 };
 
 #[test]
@@ -142,4 +143,21 @@ fn cli_run_on_the_cpu() {
         .expect("pydevice run --cpu --arch");
     assert_eq!(refused.status.code(), Some(2));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn cpu_numba_enumerate_range_random() {
+    let k = compile(
+        &fixture("numba/enumerate_range.py"),
+        "enumerate_range",
+        ENUMERATE_RANGE_SIG,
+    );
+    let n = 500usize;
+    let (x, y, a) = enumerate_range_inputs(n);
+    let (_xb, xa) = vec1(&x);
+    let (_yb, ya) = vec1(&y);
+    let (_ab, aa) = vec1(&a);
+    let (ob, oa) = array(&vec![0i64; 4 * n], &[4, n as u64], &[n as i64, 1]);
+    run(&k, &[xa, ya, aa, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    assert_eq!(ob.read::<i64>(), enumerate_range_want(&x, &y, &a));
 }

@@ -190,3 +190,64 @@ fn numba_cg_grid_sync_heat() {
         );
     }
 }
+
+pub(crate) const ENUMERATE_RANGE_SIG: &str = "int64[::1], int64[::1], float64[::1], int64[:, ::1]";
+
+/// Python's `range(start, stop, step)`.
+fn py_range(start: i64, stop: i64, step: i64) -> Vec<i64> {
+    let mut v = Vec::new();
+    let mut j = start;
+    while (step > 0 && j < stop) || (step < 0 && j > stop) {
+        v.push(j);
+        j += step;
+    }
+    v
+}
+
+/// Inputs of `enumerate_range`: bounds on both sides of each other (empty ranges included).
+pub(crate) fn enumerate_range_inputs(n: usize) -> (Vec<i64>, Vec<i64>, Vec<f64>) {
+    let mut r = Rng(41);
+    let x = (0..n).map(|_| i64::from(r.i32(-20, 40))).collect();
+    let y = (0..n).map(|_| i64::from(r.i32(-20, 40))).collect();
+    let a = (0..17).map(|_| f64::from(r.i32(-5, 5))).collect();
+    (x, y, a)
+}
+
+/// The reference of `enumerate_range`, rows 0-3 of `out` (n columns).
+pub(crate) fn enumerate_range_want(x: &[i64], y: &[i64], a: &[f64]) -> Vec<i64> {
+    let n = x.len();
+    let mut out = vec![0i64; 4 * n];
+    for t in 0..n {
+        let e = |v: Vec<i64>| v.into_iter().enumerate().map(|(i, j)| (i as i64, j));
+        out[t] = e(py_range(x[t], y[t], -1)).map(|(i, j)| i * j).sum();
+        out[n + t] = e(py_range(y[t], x[t], 3))
+            .filter(|(_, j)| j % 2 != 0)
+            .map(|(i, j)| i * 1000 + j)
+            .sum();
+        out[2 * n + t] = py_range(0, x[t], 1)
+            .into_iter()
+            .zip(a)
+            .map(|(j, v)| j * (*v as i64))
+            .sum();
+        out[3 * n + t] = e(py_range(0, y[t], 1)).map(|(i, j)| i - j).sum();
+    }
+    out
+}
+
+#[test]
+fn numba_enumerate_range_random() {
+    let Some(dev) = device("numba_enumerate_range_random") else {
+        return;
+    };
+    let src = include_str!("../../fixtures/numba/enumerate_range.py");
+    let k = kernel(&dev, src, "enumerate_range", ENUMERATE_RANGE_SIG);
+    let n = 500usize;
+    let (x, y, a) = enumerate_range_inputs(n);
+    let (_xb, xa) = vec1(&dev, &x);
+    let (_yb, ya) = vec1(&dev, &y);
+    let (_ab, aa) = vec1(&dev, &a);
+    let (ob, oa) = array(&dev, &vec![0i64; 4 * n], &[4, n as u64], &[n as i64, 1]);
+    k.launch(&[xa, ya, aa, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let out: Vec<i64> = from_bytes(&dev.download(&ob).expect("download"));
+    assert_eq!(out, enumerate_range_want(&x, &y, &a));
+}
