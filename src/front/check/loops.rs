@@ -740,8 +740,10 @@ impl FnCx<'_, '_> {
     fn for_arrays(&mut self, f: &ast::StmtFor, out: &mut Block) -> bool {
         let span = sp(f);
         let mut arrays = Vec::new();
+        let reported = self.diags.len();
         let Some(it) = self.array_iterable(&f.iter, &mut arrays) else {
-            return false;
+            // an error inside the iterable (a zero `range` step) is the one to report
+            return self.diags.len() > reported;
         };
         if !f.orelse.is_empty() {
             self.error(
