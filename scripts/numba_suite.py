@@ -46,11 +46,20 @@ Without a GPU (numba-cuda installed in a private folder, no pydevice run): the s
 --compile-only give the capture and the diagnostics part:
   NUMBA_ENABLE_CUDASIM=1 PYTHONPATH=/tmp/site-numba python3 scripts/numba_suite.py \
       target/debug/pydevice --compile-only --jobs 3 --budget 1200 --module-timeout 300
+
+On pydevice's CPU back end (issue 33): --cpu replays each kernel with `pydevice run --cpu`
+(no GPU needed), and --bench N times N more launches of each. Under NUMBA_ENABLE_CUDASIM=1
+the references and numba's times come from the simulator, so the report's timing section
+compares the CPU back end with the simulator on the same kernels:
+  NUMBA_ENABLE_CUDASIM=1 PYTHONPATH=/tmp/site-numba python3 scripts/numba_suite.py \
+      target/release/pydevice --cpu --bench 5 --jobs 2 --budget 2300 --module-timeout 400
+--replay-only --cases DIR replays a capture kept in DIR again (phase 2 only).
 """
 import argparse
 import ast
 import collections
 import concurrent.futures as futures
+import contextlib
 import dis
 import enum
 import importlib
@@ -136,6 +145,13 @@ def snapshot(value, ty, simulator):
     from numba.cuda.args import ArgHint
     if isinstance(value, ArgHint):
         value = value.value
+    if isinstance(value, enum.Enum):
+        # a member of an enum: the number the kernel's source reads for it (see
+        # `enum_member_number`), an int64 as numba's Enum<int64>/IntEnum<int64> types hold
+        return ("scalar", "int64", str(enum_member_number(type(value), value)))
+    if isinstance(value, (np.datetime64, np.timedelta64)):
+        # numba's NPDatetime/NPTimedelta scalars are int64 counts of their unit
+        return ("scalar", "int64", str(int(datetime_as_int64(np.asarray(value), "scalar"))))
     if isinstance(value, (bool, np.bool_)):
         return ("scalar", "bool", "true" if value else "false")
     if isinstance(value, (complex, np.complexfloating)):
@@ -184,11 +200,46 @@ def snapshot(value, ty, simulator):
             arr = arr.view(np.dtype((np.void, arr.dtype)))
     if arr.ndim == 0:
         raise Uncapturable("zero-dimensional array argument")
+    if arr.dtype.kind in "mM":
+        arr = datetime_as_int64(arr, "array")
     if arr.dtype.kind in "mMOUS" or (arr.dtype.kind == "V" and arr.dtype.names is None):
         raise Uncapturable(f"array of dtype {arr.dtype} (datetime, object or bytes)")
     if arr.nbytes > MAX_ARG_BYTES:
         raise Uncapturable("arguments too large to copy")
     return ("array", np.ascontiguousarray(arr) if not arr.flags.f_contiguous else arr)
+
+
+DATETIME_UNITS = threading.local()
+
+
+def datetime_as_int64(arr, what):
+    """A datetime64/timedelta64 array (or 0-d scalar) as the int64 counts numba computes on.
+
+    numba lowers datetime64 and timedelta64 of one unit to int64 arithmetic (subtraction of
+    two dates is a timedelta of the same unit, comparisons compare the counts), except that
+    NaT (the int64 minimum) propagates through arithmetic and compares unequal. So a launch
+    is captured as int64 only when its datetime arguments share one unit and hold no NaT;
+    anything else (mixed units, which numba rescales, or NaT) stays uncapturable."""
+    unit = np.datetime_data(arr.dtype)
+    seen = getattr(DATETIME_UNITS, "unit", None)
+    if seen is not None and seen != unit:
+        raise Uncapturable(f"datetime arguments of different units ({seen[0]} and {unit[0]})")
+    DATETIME_UNITS.unit = unit
+    ints = arr.view(np.int64)
+    if np.any(ints == np.iinfo(np.int64).min):
+        raise Uncapturable(f"datetime {what} holding NaT")
+    return ints
+
+
+def enum_member_number(cls, member):
+    """The number a member of enum `cls` is written as in captured code: its value when
+    every member's value is an integer (numba's Enum<int64>/IntEnum<int64>), else its
+    position among the members (then only ==, !=, `is` and `is not` keep their meaning, as
+    distinct members get distinct numbers; any other use fails to compile)."""
+    members = list(cls.__members__.values())
+    if all(isinstance(m.value, int) and not isinstance(m.value, bool) for m in members):
+        return int(member.value)
+    return list(dict.fromkeys(members)).index(member)
 
 
 def tuple_text(value, ty):
@@ -241,7 +292,30 @@ def _code_names(code):
     return names
 
 
+def _lambda_source(fn, decorator):
+    """A lambda (`cuda.reduce(lambda a, b: a + b)`, which numba compiles as a device function)
+    written as `def <lambda>(a, b): return a + b`; the caller renames it to the name it is
+    bound to. The lambda is found in its source line by its parameters; if that is not one
+    lambda, it stays uncapturable."""
+    try:
+        src = textwrap.dedent(inspect.getsource(fn))
+        tree = ast.parse(src)
+    except (OSError, TypeError, SyntaxError) as e:
+        raise Uncapturable(f"source of a lambda unavailable ({type(e).__name__})")
+    code = fn.__code__
+    params = list(code.co_varnames[:code.co_argcount])
+    found = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)
+             and [a.arg for a in n.args.args] == params and not n.args.vararg
+             and not n.args.kwarg and not n.args.kwonlyargs and not n.args.defaults]
+    if len(found) != 1:
+        raise Uncapturable("`<lambda>` is not a plain def (a lambda or generated code)")
+    body = ast.unparse(found[0].body)
+    return f"{decorator}\ndef <lambda>({', '.join(params)}):\n    return {body}\n"
+
+
 def _function_source(fn, decorator):
+    if fn.__name__ == "<lambda>":
+        return _lambda_source(fn, decorator)
     try:
         src = textwrap.dedent(inspect.getsource(fn))
     except (OSError, TypeError) as e:
@@ -274,14 +348,12 @@ def enum_members_as_numbers(name, cls, text):
     reading that number (int64, numba's integer literal type). Any other use of the class
     (passing it, iterating it, members with other values) stays uncapturable."""
     members = cls.__members__
-    if not all(isinstance(m.value, int) and not isinstance(m.value, bool) for m in members.values()):
-        raise Uncapturable(f"global `{name}` of type {type(cls).__name__} with values that are not integers")
 
     def value_of(m):
         member = m.group(1) or m.group(2)
         if member not in members:
             raise Uncapturable(f"enum `{name}` has no member `{member}`")
-        return repr(int(members[member].value))
+        return repr(enum_member_number(cls, members[member]))
     n = re.escape(name)
     text = re.sub(rf"\b{n}\s*\.\s*(\w+)\b|\b{n}\s*\[\s*['\"](\w+)['\"]\s*\]", value_of, text)
     if re.search(rf"\b{n}\b", text.split("\n", 1)[1]):
@@ -309,6 +381,8 @@ class SourceBuilder:
     def add_function(self, fn, decorator, as_name=None):
         """Adds `fn`'s source (renamed to `as_name`, the global it is bound to, if that differs)."""
         name = as_name or fn.__name__
+        if name == "<lambda>":
+            raise Uncapturable("a lambda launched as a kernel")
         if not self.bind(name, ("fn", id(fn))):
             return
         text = _function_source(fn, decorator)
@@ -380,9 +454,11 @@ class SourceBuilder:
                 hasattr(value, "targetoptions") or hasattr(value, "_device")
                 or isinstance(value, CPUDispatcher)):
             opts = getattr(value, "targetoptions", {}) or {}
+            # A kernel (`@cuda.jit` without device=True) called from device code: numba-cuda
+            # compiles the callee as a device function there, which is what it becomes here.
             device = opts.get("device", getattr(value, "_device", True))
-            if not device:
-                raise Uncapturable(f"kernel `{name}` called from device code")
+            if not device and getattr(value, "_can_compile", True) is False:
+                raise Uncapturable(f"kernel `{name}` with eager signatures called from device code")
             # A device function compiled eagerly for one signature of numbers
             # (`cuda.jit("(int64, int64)", device=True)`) converts its arguments to it: keep
             # the signature. Several eager signatures (overloads) are left to specialization.
@@ -600,7 +676,9 @@ def numba_import(name, value):
     except ImportError:
         pass
     for mod, modname in places:
-        for attr in (name, own, str(value)):
+        # also any public name bound to the very object (`cuda.bf16.heq` is `__heq`)
+        aliases = [a for a in dir(mod) if not a.startswith("_") and getattr(mod, a, None) is value]
+        for attr in (name, own, str(value), *aliases):
             try:
                 found = getattr(mod, attr, None)
                 same = found is value or (found is not None and isinstance(value, nbtypes.Type) and found == value)
@@ -726,13 +804,21 @@ class Capturer:
                     flat_args, flat_types = list(args), list(typeof_types)
                 meta["tags"] = sorted(sb.tags)
                 (d / "kernel.py").write_text(src)
+                classes = {type(a) for a in args if isinstance(a, enum.Enum)}
+                if len(classes) > 1 and re.search(r"\bis\b", src.split("@cuda.jit", 1)[-1]):
+                    # `a is b` of members of two enums is False even when their numbers agree
+                    raise Uncapturable("members of different enums compared with `is`")
+                DATETIME_UNITS.unit = None
                 before = [snapshot(a, t, simulator) for a, t in zip(flat_args, flat_types)]
             except Uncapturable as e:
                 meta["uncapturable"] = str(e)
             except Exception as e:  # the hook must never change the test's outcome
                 meta["uncapturable"] = f"capture failed: {type(e).__name__}: {e}"
             try:
+                t_launch = time.perf_counter()
                 result = launch()
+                if simulator:
+                    meta["numba_launch_s"] = time.perf_counter() - t_launch
             except BaseException as e:
                 meta["numba_failed"] = f"{type(e).__name__}: {str(e)[:200]}"
                 (d / "meta.json").write_text(json.dumps(meta))
@@ -741,12 +827,14 @@ class Capturer:
                 if not simulator:
                     from numba import cuda
                     cuda.synchronize()
+                    meta["numba_launch_s"] = time.perf_counter() - t_launch
                 types_used = overload_types() or typeof_types
                 if before is not None and wrapper:
                     types_used = flatten_args(types_used, args)
                 meta["types"] = [str(t) for t in types_used]
                 if before is not None and "uncapturable" not in meta:
                     argspec, outs = [], []
+                    DATETIME_UNITS.unit = None
                     after_vals = [snapshot(a, t, simulator) for a, t in zip(flat_args, types_used)]
                     for i, (p, b, a, t) in enumerate(zip(params, before, after_vals, types_used)):
                         if b[0] == "array":
@@ -757,7 +845,10 @@ class Capturer:
                             if b[1].dtype.names is not None and hasattr(t, "dtype"):
                                 nd = b[1].ndim
                                 argspec[-1]["sig"] = f"{t.dtype}[" + ", ".join([":"] * (nd - 1) + ["::1"]) + "]"
-                            outs.append(p)
+                            if type(flat_args[i]).__name__ != "In":
+                                # `cuda.In(a)`: numba copies it to the device only, so the
+                                # host array after the launch says nothing of the kernel
+                                outs.append(p)
                         elif b[0] == "record":
                             np.save(d / f"in_{p}.npy", b[1])
                             argspec.append({"name": p, "record": f"in_{p}.npy", "sig": str(t) if str(t).startswith("Record(") else record_sig(b[1].dtype)})
@@ -787,10 +878,43 @@ class Capturer:
             self.busy.on = False
 
 
+def keep_simulator_signatures():
+    """Under the simulator, `cuda.jit("void(uint32[:], uint32)")(f)` keeps no signature, so
+    a Python int argument would be captured as int64 where numba on a GPU converts it to the
+    signature's uint32. The simulator's `cuda.jit` is wrapped to note a single signature given
+    as text on the kernel it makes (`_suite_sig`); the hook types the arguments from it."""
+    import numba.cuda
+    from numba.cuda.simulator.kernel import FakeCUDAKernel
+    orig_jit = numba.cuda.jit
+
+    def jit(func_or_sig=None, *a, **k):
+        made = orig_jit(func_or_sig, *a, **k)
+        if isinstance(func_or_sig, str) and not isinstance(made, FakeCUDAKernel) and callable(made):
+            def deco(fn):
+                kern = made(fn)
+                if isinstance(kern, FakeCUDAKernel):
+                    kern._suite_sig = func_or_sig
+                return kern
+            return deco
+        return made
+    numba.cuda.jit = jit
+
+
+def signature_types(text):
+    """The argument types of a signature given as text (`void(uint32[:], uint32)`)."""
+    try:
+        from numba.cuda.core import sigutils
+    except ImportError:
+        from numba.core import sigutils
+    args, _ = sigutils.normalize_signature(text)
+    return tuple(args)
+
+
 def install_hook(cap, simulator):
     if simulator:
         from numba.cuda.simulator.kernel import FakeCUDAKernel
         orig = FakeCUDAKernel.__call__
+        keep_simulator_signatures()
 
         def call(self, *args):
             from numba.cuda.simulator import kernel as k
@@ -807,6 +931,13 @@ def install_hook(cap, simulator):
                 except Exception:
                     return type(a).__name__
             tys = tuple(typeof(a) for a in args)
+            sig = getattr(self, "_suite_sig", None)
+            if sig is not None:
+                given = None
+                with contextlib.suppress(Exception):  # else the types of the values stay
+                    given = signature_types(sig)
+                if given is not None and len(given) == len(tys):
+                    tys = given
             return cap.around(self.fn, args, tys, grid, block, self.dynshared_size,
                               lambda: orig(self, *args), lambda: None, simulator=True)
         FakeCUDAKernel.__call__ = call
@@ -910,6 +1041,14 @@ def keep_exec_source():
 
 def worker(module, cases_dir):
     np.row_stack = getattr(np, "row_stack", np.vstack)  # numba-cuda 0.30 with NumPy 2.5
+    try:
+        # numba-cuda's `.pth` hook sends `numba.cuda` to the numba_cuda package; a `.pth`
+        # runs only in a site directory, not from PYTHONPATH (a private --target install),
+        # where numba's own older numba.cuda would be found instead. Importing it twice
+        # is a no-op.
+        import _numba_cuda_redirector  # noqa: F401
+    except ImportError:
+        pass
     ensure_test_deps()
     keep_exec_source()
     from numba.core import config
@@ -958,7 +1097,7 @@ def compare(ref, ours):
     return False, False, f"{bad} of {ref.size} elements differ"
 
 
-def replay(case, pydevice, compile_only, timeout):
+def replay(case, pydevice, compile_only, timeout, cpu=False, bench=0):
     meta = json.loads((case / "meta.json").read_text())
     out = {"case": case.name, **{k: meta.get(k) for k in ("module", "test", "kernel", "grid", "block",
                                                            "shared", "types", "tags")}}
@@ -993,7 +1132,12 @@ def replay(case, pydevice, compile_only, timeout):
             cmd += ["--arg", f"{a['name']}=" + value]
         for o in meta["outs"]:
             cmd += ["--out", f"{o}={case / ('ours_' + o + '.npy')}"]
+        if cpu:
+            # pydevice's CPU back end (issue 33); `--bench N` times N more launches, the
+            # compile left out, as the simulator's time is (it compiles nothing)
+            cmd += ["--cpu"] + (["--bench", str(bench)] if bench else [])
     out["command"] = " ".join(cmd)
+    out["numba_launch_s"] = meta.get("numba_launch_s")
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -1017,6 +1161,12 @@ def replay(case, pydevice, compile_only, timeout):
     if compile_only:
         out["status"] = "compiles"
         return out
+    for line in p.stdout.splitlines():
+        if line.startswith("{") and '"median_us"' in line:
+            t = json.loads(line)
+            out["ours_launch_us"] = t["median_us"]
+            out["ours_compile_us"] = t.get("compile_us")
+            out["ours_first_us"] = t.get("first_us")
     exact, notes = True, []
     for o in meta["outs"]:
         ref = np.load(case / f"ref_{o}.npy")
@@ -1061,6 +1211,49 @@ def needs_of(detail):
     return {tag for pat, tag in NEEDS if re.search(pat, detail)}
 
 
+def mode_of(args):
+    from_sim = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+    if args.compile_only:
+        return "compile only"
+    where = "pydevice's CPU back end (`pydevice run --cpu`)" if args.cpu else "pydevice on the GPU"
+    ref = "numba-cuda's simulator (NUMBA_ENABLE_CUDASIM=1)" if from_sim else "numba-cuda on the GPU"
+    return f"run on {where}, references from {ref}"
+
+
+def timing_section(launched):
+    """Time per kernel launch, numba's side (as the capture hook measured it: the simulator
+    runs the kernel in Python threads) against pydevice's (`--bench`: the median of N launches
+    after the first, the JIT compile left out), over the kernels that matched."""
+    rows = [r for r in launched if r["status"] == "match" and r.get("numba_launch_s")
+            and r.get("ours_launch_us")]
+    if not rows:
+        return []
+    ours = np.array([r["ours_launch_us"] * 1e-6 for r in rows])
+    theirs = np.array([r["numba_launch_s"] for r in rows])
+    first = np.array([(r.get("ours_compile_us") or 0) * 1e-6 + (r.get("ours_first_us") or 0) * 1e-6
+                      for r in rows])
+    ratio = theirs / ours
+    total = f"{theirs.sum():.3f} s | {ours.sum():.3f} s | {theirs.sum() / ours.sum():.0f}x"
+    median = (f"{np.median(theirs) * 1e3:.2f} ms | {np.median(ours) * 1e3:.3f} ms | "
+              f"{np.median(ratio):.0f}x (median of the ratios)")
+    with_jit = f"{theirs.sum():.3f} s | {first.sum():.3f} s | {theirs.sum() / first.sum():.1f}x"
+    intro = (f"{len(rows)} kernels; numba's launch as the capture hook timed it, pydevice's the "
+             "median of the `--bench` launches (compile left out); same machine, same process count.")
+    lines = ["", "## Time per kernel launch (matched kernels)", "", intro, "",
+             "| | numba | pydevice | numba / pydevice |", "|---|---:|---:|---:|",
+             f"| total over the kernels | {total} |", f"| median per kernel | {median} |",
+             f"| pydevice with its JIT compile and first launch, total | {with_jit} |",
+             "", "| ratio numba / pydevice | kernels |", "|---|---:|"]
+    for lo, hi in ((0, 1), (1, 10), (10, 100), (100, 1000), (1000, float("inf"))):
+        n = int(((ratio >= lo) & (ratio < hi)).sum())
+        lines.append(f"| {lo}x to {hi if hi != float('inf') else '…'}x | {n} |")
+    slow = sorted(rows, key=lambda r: r["numba_launch_s"] / (r["ours_launch_us"] * 1e-6))[:8]
+    lines += ["", "Smallest ratios: " + ", ".join(
+        f"{r['module'].split('.')[-1]} `{r['kernel']}` {r['numba_launch_s'] * 1e3:.2f} ms vs "
+        f"{r['ours_launch_us'] / 1e3:.3f} ms" for r in slow)]
+    return lines
+
+
 def report(results, summaries, args, elapsed, version):
     launched = [r for r in results if r["status"] != "numba failed"]
     counts = collections.Counter(r["status"] for r in launched)
@@ -1068,7 +1261,7 @@ def report(results, summaries, args, elapsed, version):
     lines = [f"# numba-cuda test suite through pydevice ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})",
              "", f"numba-cuda {version}; {len(summaries)} test modules; "
              f"{sum(s.get('tests', 0) for s in summaries)} tests run by numba in {elapsed[0]:.0f} s; "
-             f"pydevice phase {elapsed[1]:.0f} s; mode: {'compile only' if args.compile_only else 'run'}", ""]
+             f"pydevice phase {elapsed[1]:.0f} s; mode: {mode_of(args)}", ""]
     exact = sum(1 for r in launched if r.get("exact"))
     lines += ["| class | kernels |", "|---|---|"]
     for s in STATUSES:
@@ -1104,6 +1297,7 @@ def report(results, summaries, args, elapsed, version):
               "| needs | kernels |", "|---|---|"] + [f"| {t} | {v} |" for t, v in tagged.most_common()]
     lines += ["", "## Mismatches", ""] + [f"- {r['module']} {r['test']} `{r['kernel']}`: {r['detail']}"
                                          for r in launched if r["status"] == "mismatch"]
+    lines += timing_section(launched)
     lines += ["", "## Per module", "", "| module | tests | kernels | match | seconds |", "|---|---|---|---|---|"]
     per = collections.defaultdict(lambda: [0, 0])
     for r in launched:
@@ -1127,6 +1321,13 @@ def main():
     ap.add_argument("--kernel-timeout", type=int, default=30)
     ap.add_argument("--budget", type=int, default=330, help="seconds for both phases together")
     ap.add_argument("--compile-only", action="store_true")
+    ap.add_argument("--cpu", action="store_true",
+                    help="replay on pydevice's CPU back end (`pydevice run --cpu`); with "
+                         "NUMBA_ENABLE_CUDASIM=1 the references are the simulator's")
+    ap.add_argument("--bench", type=int, default=0,
+                    help="with --cpu: time N more launches of each kernel (median reported)")
+    ap.add_argument("--replay-only", action="store_true",
+                    help="reuse the cases already captured in --cases (phase 2 only)")
     ap.add_argument("--keep", help="a .tar.gz to keep the cases that did not match in")
     ap.add_argument("--report", default=os.path.join(os.environ.get("OUT", "."), "numba_suite.md"))
     ap.add_argument("--json", default=os.path.join(os.environ.get("OUT", "."), "numba_suite.json"))
@@ -1144,9 +1345,13 @@ def main():
         exe.chmod(0o755)
         args.pydevice = str(exe)
     cases = Path(args.cases or tempfile.mkdtemp(prefix="numba_suite_"))
-    if cases.exists():
-        shutil.rmtree(cases)
-    cases.mkdir(parents=True)
+    if args.replay_only:
+        if not args.cases or not cases.is_dir():
+            ap.error("--replay-only needs --cases DIR holding a capture")
+    else:
+        if cases.exists():
+            shutil.rmtree(cases)
+        cases.mkdir(parents=True)
     modules = args.modules.split(",") if args.modules else MODULES
     env = dict(os.environ, NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS="0", NUMBA_DISABLE_PERFORMANCE_WARNINGS="1",
                PYTHONWARNINGS="ignore")
@@ -1162,9 +1367,10 @@ def main():
             return f"{m}: exit {p.returncode}" + (f"\n{p.stderr[-800:]}" if p.returncode else "")
         except subprocess.TimeoutExpired:
             return f"{m}: timed out"
-    with futures.ThreadPoolExecutor(args.jobs) as pool:
-        for line in pool.map(run_module, modules):
-            print(line, flush=True)
+    if not args.replay_only:
+        with futures.ThreadPoolExecutor(args.jobs) as pool:
+            for line in pool.map(run_module, modules):
+                print(line, flush=True)
     t1 = time.time()
     summaries = [json.loads(p.read_text()) for p in cases.glob("summary-*.json")]
     done = {s["module"] for s in summaries}
@@ -1179,7 +1385,7 @@ def main():
             return {"case": c.name, "status": "crash", "detail": "not run: time budget spent",
                     **{k: json.loads((c / "meta.json").read_text()).get(k) for k in ("module", "test", "kernel")}}
         try:
-            return replay(c, args.pydevice, args.compile_only, args.kernel_timeout)
+            return replay(c, args.pydevice, args.compile_only, args.kernel_timeout, args.cpu, args.bench)
         except Exception as e:
             return {"case": c.name, "status": "crash", "detail": f"harness: {type(e).__name__}: {e}",
                     "module": "?", "test": "?", "kernel": "?"}

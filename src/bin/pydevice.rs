@@ -7,7 +7,7 @@
 //! pydevice abi FILE.py [--type NAME ...] [--json | --header]
 //! pydevice run FILE.py --entry NAME --grid X[,Y[,Z]] --block X[,Y[,Z]] [--shared N] [--arch smXX]
 //!              --arg NAME=file.npy --arg NAME=dtype:value ... [--const NAME=VALUE ...] [--out NAME=path.npy] [--bench N]
-//!              [--seed N] [--debug]
+//!              [--seed N] [--debug] [--cpu [--deterministic]]
 //! pydevice call FILE.py --entry NAME --arg NAME=dtype:value ... [--seed N [--thread T]]
 //! ```
 //! Exit status: 0 on success (and for `--help`, `--version`), 1 when the program has errors
@@ -204,10 +204,14 @@ struct RunArgs {
     /// Compiles as @kernel(debug=True): DWARF for cuda-gdb, at -O0.
     #[arg(long)]
     debug: bool,
-    /// Runs the kernel on the CPU back end (this machine's cores, no GPU needed) instead of
-    /// a GPU: blocks over a thread pool, the threads of a block as fibers.
-    #[arg(long)]
+    /// Runs the kernel on the CPU back end (docs/semantics.md "CPU back end"): no GPU
+    /// needed; `--bench` then times launches on the CPU.
+    #[arg(long, conflicts_with_all = ["arch", "debug"])]
     cpu: bool,
+    /// With `--cpu`: runs the blocks one after the other in grid order (the same results at
+    /// every run).
+    #[arg(long, requires = "cpu")]
+    deterministic: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -800,16 +804,18 @@ fn cmd_run(a: &RunArgs) -> Result<(), Failure> {
         });
     }
     if a.cpu {
-        return run_on_cpu(
-            a,
-            &module,
-            &types,
-            &consts,
-            &params,
-            &given,
-            (grid, block, shared),
+        let run = CpuRun {
+            entry,
+            file: &file,
+            params: &params,
+            types: &types,
+            given: &given,
+            grid,
+            block,
+            shared,
             seed,
-        );
+        };
+        return run.go(a, &module, &consts);
     }
     let device = Device::open(0).map_err(|e| e.to_string())?;
     let arch = match arch_option(a.arch.as_deref())? {
@@ -984,68 +990,158 @@ fn write_outs(
     Ok(())
 }
 
-/// `run --cpu`: the kernel compiled by the CPU back end (`pydevice::runtime::cpu`,
-/// docs/semantics.md §22) and launched on this machine's cores, its arrays in host memory.
-#[allow(clippy::too_many_arguments)]
-fn run_on_cpu(
-    a: &RunArgs,
-    module: &Module,
-    types: &[Type],
-    consts: &[(String, pydevice::ConstValue)],
-    params: &[String],
-    given: &HashMap<String, CliArg>,
-    (grid, block, shared): ([u32; 3], [u32; 3], u32),
+/// `pydevice run --cpu`: the launch of `cmd_run` on the CPU back end.
+struct CpuRun<'a> {
+    entry: &'a str,
+    file: &'a str,
+    params: &'a [String],
+    types: &'a [Type],
+    given: &'a HashMap<String, CliArg>,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared: u32,
     seed: Option<u64>,
-) -> Result<(), Failure> {
-    let entry = a.entry.as_str();
-    let file = a.file.to_string_lossy();
-    for (given, option) in [
-        (a.arch.is_some(), "--arch"),
-        (a.bench.is_some(), "--bench"),
-        (a.debug, "--debug"),
-    ] {
-        if given {
-            return Err(Failure::Other(format!(
-                "{option} is for a GPU; --cpu runs the kernel on the CPU back end"
-            )));
-        }
-    }
-    let kernel = module
-        .specialize_with(entry, types, consts, Arch::DEFAULT)
-        .map_err(pydevice::Error::from)
-        .and_then(|s| s.to_cpu())
-        .map_err(report)?;
-    // Host memory in 8-byte words, so that every element is aligned as on a device.
-    let mut buffers: HashMap<String, (Vec<u64>, usize)> = HashMap::new();
-    let values = launch_values(params, types, given, |p, bytes| {
-        let mut words = vec![0u64; bytes.len().div_ceil(8).max(1)];
-        // SAFETY: `words` holds at least `bytes.len()` bytes.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                bytes.as_ptr(),
-                words.as_mut_ptr().cast::<u8>(),
-                bytes.len(),
-            )
+}
+
+impl CpuRun<'_> {
+    fn go(
+        &self,
+        a: &RunArgs,
+        module: &Module,
+        consts: &[(String, pydevice::ConstValue)],
+    ) -> Result<(), Failure> {
+        use pydevice::runtime::cpu::{CpuKernel, CpuLaunch};
+        let entry = self.entry;
+        let t0 = std::time::Instant::now();
+        let kernel: CpuKernel = module
+            .specialize_with(entry, self.types, consts, Arch::DEFAULT)
+            .map_err(pydevice::Error::from)
+            .and_then(|s| s.to_cpu())
+            .map_err(report)?;
+        let compile_s = t0.elapsed().as_secs_f64();
+        // Host copies of the arrays (and of records passed by reference), 16-byte aligned,
+        // which the kernel reads and writes in place.
+        let mut buffers: HashMap<String, (Vec<u128>, usize)> = HashMap::new();
+        let aligned = |bytes: &[u8]| {
+            let mut v = vec![0u128; bytes.len().div_ceil(16).max(1)];
+            // SAFETY: a u128 buffer seen as its bytes; it holds at least `bytes.len()`.
+            let dst = unsafe {
+                std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), v.len() * 16)
+            };
+            dst[..bytes.len()].copy_from_slice(bytes);
+            (v, bytes.len())
         };
-        let address = words.as_ptr() as u64;
-        buffers.insert(p.to_string(), (words, bytes.len()));
-        Ok(address)
-    })?;
-    let mut cfg = pydevice::runtime::cpu::CpuLaunch::new(grid, block);
-    cfg.shared_bytes = shared;
-    cfg.seed = seed;
-    // SAFETY: every array argument is the address of a buffer in `buffers`, alive until the
-    // end of this function, as long as its .npy data, which its shape and strides describe.
-    unsafe { kernel.launch_raw(&values, &cfg) }
-        .map_err(|e| format!("{file}: kernel `{entry}`: {e}"))?;
-    write_outs(&a.outs, given, |name| {
-        buffers.get(name).map(|(words, len)| {
-            // SAFETY: `words` holds `len` bytes.
-            Ok(unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), *len) }.to_vec())
-        })
-    })?;
-    eprintln!("ran `{entry}` on the CPU back end with grid {grid:?} block {block:?}");
-    Ok(())
+        for (p, ty) in self.params.iter().zip(self.types) {
+            match &self.given[p] {
+                CliArg::Record(_, bytes) if matches!(ty, Type::StructRef { .. }) => {
+                    buffers.insert(p.clone(), aligned(bytes));
+                }
+                CliArg::Array(arr) => {
+                    buffers.insert(p.clone(), aligned(&arr.data));
+                }
+                CliArg::Records(r) => {
+                    buffers.insert(p.clone(), aligned(&r.data));
+                }
+                _ => {}
+            }
+        }
+        let mut values = Vec::new();
+        for (p, ty) in self.params.iter().zip(self.types) {
+            let addr = buffers.get_mut(p).map(|(v, _)| v.as_mut_ptr() as u64);
+            match (&self.given[p], addr) {
+                (CliArg::Record(..), Some(addr)) if matches!(ty, Type::StructRef { .. }) => {
+                    values.push(ArgValue::UInt(addr))
+                }
+                (CliArg::Array(arr), Some(addr)) => values.push(ArgValue::Array(ArrayArg {
+                    data: addr,
+                    shape: arr.shape.clone(),
+                    strides: arr.element_strides(),
+                })),
+                (CliArg::Records(r), Some(addr)) => values.push(ArgValue::Array(ArrayArg {
+                    data: addr,
+                    shape: r.shape.clone(),
+                    strides: r.element_strides(),
+                })),
+                (arg, _) => values.push(arg.value().ok_or("an array inside a tuple")?),
+            }
+        }
+        let mut cfg = CpuLaunch::new(self.grid, self.block);
+        cfg.shared_bytes = self.shared;
+        cfg.seed = self.seed;
+        cfg.deterministic = a.deterministic;
+        let t1 = std::time::Instant::now();
+        // SAFETY: every array descriptor points into `buffers`, alive and unaliased until
+        // the end of this function and as large as the .npy file's shape says.
+        unsafe { kernel.launch_raw(&values, &cfg) }
+            .map_err(|e| format!("kernel `{entry}` failed on the CPU: {e}"))?;
+        let launch_s = t1.elapsed().as_secs_f64();
+        for o in &a.outs {
+            let (name, out) = split_name(o).ok_or_else(|| {
+                format!(
+                    "--out `{}` must be NAME=PATH (NAME in UTF-8)",
+                    o.to_string_lossy()
+                )
+            })?;
+            let (Some((buf, len)), Some(arg)) = (buffers.get(name), self.given.get(name)) else {
+                return Err(Failure::Other(format!(
+                    "--out {name}: `{name}` is not an array argument"
+                )));
+            };
+            // SAFETY: the buffer's first `len` bytes, written by the launch.
+            let data =
+                unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), *len) }.to_vec();
+            let bytes = match arg {
+                CliArg::Array(arr) => NpyArray {
+                    data,
+                    ..arr.clone()
+                }
+                .to_bytes(),
+                CliArg::Records(r) => NpyRecords { data, ..r.clone() }.to_bytes(),
+                CliArg::Record(Type::Struct(st), _) => NpyRecords {
+                    record: (**st).clone(),
+                    shape: Vec::new(),
+                    fortran_order: false,
+                    data,
+                }
+                .to_bytes(),
+                _ => {
+                    return Err(Failure::Other(format!(
+                        "--out {name}: `{name}` is not an array argument"
+                    )));
+                }
+            };
+            std::fs::write(&out, bytes)
+                .map_err(|e| format!("cannot write {}: {e}", Path::new(&out).display()))?;
+        }
+        eprintln!(
+            "ran `{entry}` of {} on the CPU with grid {:?} block {:?} (compile {:.1} ms, launch {:.3} ms)",
+            self.file,
+            self.grid,
+            self.block,
+            compile_s * 1e3,
+            launch_s * 1e3
+        );
+        if let Some(runs) = number::<usize>(a.bench.as_deref(), "bench")? {
+            let mut t = Vec::new();
+            for _ in 0..runs.max(1) {
+                let s = std::time::Instant::now();
+                // SAFETY: as for the launch above.
+                unsafe { kernel.launch_raw(&values, &cfg) }
+                    .map_err(|e| format!("kernel `{entry}` failed on the CPU: {e}"))?;
+                t.push(s.elapsed().as_secs_f64() * 1e6);
+            }
+            t.sort_by(f64::total_cmp);
+            println!(
+                "{{\"kernel\":\"{entry}\",\"median_us\":{:.3},\"min_us\":{:.3},\"runs\":{},\"compile_us\":{:.1},\"first_us\":{:.3},\"backend\":\"cpu\"}}",
+                t[t.len() / 2],
+                t[0],
+                t.len(),
+                compile_s * 1e6,
+                launch_s * 1e6
+            );
+        }
+        Ok(())
+    }
 }
 
 fn cmd_call(a: &CallArgs) -> Result<(), Failure> {

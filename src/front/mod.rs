@@ -1716,6 +1716,7 @@ fn dialect_namespace(module: &str) -> Option<Namespace> {
         "numba" => Namespace::Numba,
         "numba.cuda" => Namespace::NumbaCuda,
         "numba.cuda.fp16" => Namespace::NumbaFp16,
+        "numba.cuda.cg" => Namespace::NumbaCg,
         "numba.cuda.bf16" => Namespace::NumbaBf16,
         "numba.cuda.libdevice" => Namespace::NumbaLibdevice,
         "numba.types" => Namespace::NumbaTypes,

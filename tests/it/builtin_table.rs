@@ -65,6 +65,7 @@ fn uses(src: &str, ns: N, name: &str) -> bool {
         N::NumbaConst => qualified("const"),
         N::CupyxJit => src.contains("cupyx") && qualified("jit"),
         N::CupyxCg => src.contains("cupyx") && qualified("cg"),
+        N::NumbaCg => src.contains("numba") && qualified("cg"),
         N::Numpy => qualified("np") || qualified("numpy") || qualified("cupy"),
         N::Operator => qualified("operator"),
         N::Cg => qualified("cg"),

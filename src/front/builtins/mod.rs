@@ -39,6 +39,9 @@ pub enum Namespace {
     NumbaLibdevice,
     /// `numba.cuda.const`
     NumbaConst,
+    /// `numba.cuda.cg`: numba's cooperative groups (`this_grid()` and the grid's `sync()`),
+    /// onto `cuda.device.cg`'s (§17).
+    NumbaCg,
     /// `numba.types`
     NumbaTypes,
     /// The package `cupyx` (only `cupyx.jit` is used from it).
@@ -86,6 +89,7 @@ impl Namespace {
             Namespace::NumbaBf16 => "numba.cuda.bf16",
             Namespace::NumbaLibdevice => "numba.cuda.libdevice",
             Namespace::NumbaConst => "numba.cuda.const",
+            Namespace::NumbaCg => "numba.cuda.cg",
             Namespace::NumbaTypes => "numba.types",
             Namespace::Cupyx => "cupyx",
             Namespace::CupyxJit => "cupyx.jit",
@@ -118,6 +122,7 @@ const SUBSPACES: &[(Namespace, &str, Namespace)] = &[
     (Namespace::NumbaCuda, "bf16", Namespace::NumbaBf16),
     (Namespace::NumbaCuda, "libdevice", Namespace::NumbaLibdevice),
     (Namespace::NumbaCuda, "const", Namespace::NumbaConst),
+    (Namespace::NumbaCuda, "cg", Namespace::NumbaCg),
     (Namespace::Cupyx, "jit", Namespace::CupyxJit),
     (Namespace::CupyxJit, "cg", Namespace::CupyxCg),
 ];
@@ -555,6 +560,12 @@ pub enum Fp16Op {
     FmaSat,
     /// `cuda.bf16.hfma_relu(a, b, c)`: `hfma`, negative results 0 (NaN stays NaN)
     FmaRelu,
+    /// `cuda.bf16.hmax_nan(a, b)`, `hmin_nan(a, b)`: `hmax`/`hmin`, but NaN when either is
+    NanBinary(crate::ir::BinaryOp),
+    /// `cuda.bf16.hisnan(a)`: `bool`
+    IsNan,
+    /// `cuda.bf16.hisinf(a)`: an `int32`, 1 for +inf, -1 for -inf, else 0 (CUDA's `__hisinf`)
+    IsInf,
 }
 
 /// The names of `cuda.fp16`'s members, in the order of [`numba_fp16_member`].
@@ -594,6 +605,10 @@ const FP16_NAMES: &[&str] = &[
     "hmul_sat",
     "hfma_sat",
     "hfma_relu",
+    "hmax_nan",
+    "hmin_nan",
+    "hisnan",
+    "hisinf",
 ];
 
 impl Fp16Op {
@@ -612,8 +627,14 @@ impl Fp16Op {
     /// How many operands it takes.
     pub fn arity(self) -> usize {
         match self {
-            Fp16Op::Binary(_) | Fp16Op::SatBinary(_) => 2,
-            Fp16Op::Neg | Fp16Op::Abs | Fp16Op::Math(_) | Fp16Op::Rcp | Fp16Op::Rsqrt => 1,
+            Fp16Op::Binary(_) | Fp16Op::SatBinary(_) | Fp16Op::NanBinary(_) => 2,
+            Fp16Op::Neg
+            | Fp16Op::Abs
+            | Fp16Op::Math(_)
+            | Fp16Op::Rcp
+            | Fp16Op::Rsqrt
+            | Fp16Op::IsNan
+            | Fp16Op::IsInf => 1,
             Fp16Op::Fma | Fp16Op::FmaSat | Fp16Op::FmaRelu => 3,
         }
     }
@@ -670,6 +691,10 @@ pub fn numba_bf16_member(name: &str) -> Option<Builtin> {
         "hmul_sat" => Some(Fp16Op::SatBinary(B::Mul)),
         "hfma_sat" => Some(Fp16Op::FmaSat),
         "hfma_relu" => Some(Fp16Op::FmaRelu),
+        "hmax_nan" => Some(Fp16Op::NanBinary(B::Max)),
+        "hmin_nan" => Some(Fp16Op::NanBinary(B::Min)),
+        "hisnan" => Some(Fp16Op::IsNan),
+        "hisinf" => Some(Fp16Op::IsInf),
         _ => None,
     };
     if let Some(op) = special {

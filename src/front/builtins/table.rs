@@ -403,7 +403,7 @@ pub static ROWS: &[Row] = &[
     row(B::Randn, &[(N::DeviceRandom, "randn")], &["dtype"], &["float"], Rule::Random, Op::Intrinsic(I::Randn), HOST),
     // Cooperative groups: a pydevice extension (`cuda.device.cg`, docs/semantics.md §17).
     row(B::Cg(CgFn::ThisThreadBlock), &[(N::Cg, "this_thread_block"), (N::CupyxCg, "this_thread_block")], &[], &[], Rule::Cg, Op::Intrinsic(I::Cg(CgOp::Make(GroupKind::Block))), DEVICE_ONLY),
-    row(B::Cg(CgFn::ThisGrid), &[(N::Cg, "this_grid"), (N::CupyxCg, "this_grid")], &[], &[], Rule::Cg, Op::Intrinsic(I::Cg(CgOp::Make(GroupKind::Grid))), DEVICE_ONLY),
+    row(B::Cg(CgFn::ThisGrid), &[(N::Cg, "this_grid"), (N::CupyxCg, "this_grid"), (N::NumbaCg, "this_grid")], &[], &[], Rule::Cg, Op::Intrinsic(I::Cg(CgOp::Make(GroupKind::Grid))), DEVICE_ONLY),
     row(B::Cg(CgFn::CoalescedThreads), &[(N::Cg, "coalesced_threads")], &[], &[], Rule::Cg, Op::Intrinsic(I::Cg(CgOp::Make(GroupKind::Coalesced))), DEVICE_ONLY),
     row(B::Cg(CgFn::TiledPartition), &[(N::Cg, "tiled_partition")], &["parent", "size"], &[], Rule::Cg, Op::Expr("tile group"), DEVICE_ONLY),
     row(B::Cg(CgFn::Reduce), &[(N::Cg, "reduce")], &["group", "value", "op"], &[], Rule::Cg, Op::Expr("group reduction"), DEVICE_ONLY),

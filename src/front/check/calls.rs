@@ -177,6 +177,24 @@ impl FnCx<'_, '_> {
                 if target.is_complex() {
                     return self.complex_new(target, c);
                 }
+                // `float("nan")`, `float("-inf")`, `float("1.5")`: Python's float of a
+                // constant text is a constant number (numba folds it the same way).
+                if target.is_float()
+                    && c.arguments.keywords.is_empty()
+                    && let [ast::Expr::StringLiteral(k)] = &*c.arguments.args
+                {
+                    let text = k.value.to_str();
+                    let Some(f) = python_float_text(text) else {
+                        self.error(
+                            Code::E0202,
+                            sp(k),
+                            format!("`{name}({text:?})`: the text is not a number Python reads"),
+                        );
+                        return None;
+                    };
+                    let e = self.literal(&Const::Float(f), target, span)?;
+                    return Some(self.val(e, Type::Scalar(target), span));
+                }
                 let mut args = self.args(c, &name, 0, 1)?;
                 let Some(v) = args.pop() else {
                     let zero = if target.is_float() {
@@ -1134,5 +1152,64 @@ fn is_static_item(item: &Item) -> bool {
                 | Builtin::ClusterSize
         ),
         _ => false,
+    }
+}
+
+/// The number Python's `float(text)` gives for a constant text: an optional sign, then
+/// `nan`, `inf` or `infinity` (any case), or a decimal number (digits may be grouped by
+/// single underscores), surrounded by whitespace; `None` for any other text.
+fn python_float_text(text: &str) -> Option<f64> {
+    let t = text.trim();
+    let (neg, body) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let lower = body.to_ascii_lowercase();
+    let v = match lower.as_str() {
+        "nan" => f64::NAN,
+        "inf" | "infinity" => f64::INFINITY,
+        _ => {
+            let bytes = body.as_bytes();
+            // an underscore only between two digits, as Python reads numbers
+            let grouped = bytes.iter().enumerate().all(|(i, &b)| {
+                b != b'_'
+                    || (i > 0
+                        && bytes[i - 1].is_ascii_digit()
+                        && bytes.get(i + 1).is_some_and(u8::is_ascii_digit))
+            });
+            let ok = grouped
+                && !body.starts_with(['+', '-'])
+                && body
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || b"._eE+-".contains(&b))
+                && body.bytes().any(|b| b.is_ascii_digit());
+            if !ok {
+                return None;
+            }
+            body.replace('_', "").parse::<f64>().ok()?
+        }
+    };
+    Some(if neg { -v } else { v })
+}
+
+#[cfg(test)]
+mod float_text_tests {
+    use super::python_float_text as f;
+
+    #[test]
+    fn reads_what_python_float_reads() {
+        assert!(f("nan").unwrap().is_nan());
+        assert!(f(" -NaN ").unwrap().is_nan());
+        assert_eq!(f("inf"), Some(f64::INFINITY));
+        assert_eq!(f("-Infinity"), Some(f64::NEG_INFINITY));
+        assert_eq!(f("+1.5e3"), Some(1500.0));
+        assert_eq!(f("1_000.25"), Some(1000.25));
+        assert_eq!(f("-0.0").map(f64::to_bits), Some((-0.0f64).to_bits()));
+        for bad in [
+            "", "abc", "1__0", "_1", "1_", "1_.5", "infinit", "0x10", "--1", "+-1", ".",
+        ] {
+            assert_eq!(f(bad), None, "{bad:?}");
+        }
     }
 }

@@ -385,6 +385,43 @@ impl FnCx<'_, '_> {
     /// type (by its temp), or `enumerate`/`zip` of such iterables.
     fn array_iterable(&mut self, e: &ast::Expr, arrays: &mut Vec<Val>) -> Option<ArrayIter> {
         if let ast::Expr::Call(c) = e
+            && matches!(
+                self.callee_item(&c.func),
+                Some(Item::Builtin(Builtin::Range))
+            )
+            && c.arguments.keywords.is_empty()
+            && (1..=3).contains(&c.arguments.args.len())
+        {
+            // `enumerate(range(...))`, `zip(range(...), a)`: the range as (start, stop, step)
+            let span = sp(e);
+            let i64t = Type::Scalar(Scalar::Int64);
+            let mut parts = Vec::new();
+            for a in c.arguments.args.iter() {
+                let v = self.eval(a)?;
+                if !matches!(v.ty, Type::Scalar(s) if s.is_integer()) {
+                    return None;
+                }
+                if v.konst.as_ref().and_then(|k| k.as_int()) == Some(0) && parts.len() == 2 {
+                    self.error(Code::E0304, v.span, "`range()` step must not be zero");
+                    return None;
+                }
+                parts.push(self.convert(&v, Scalar::Int64)?);
+            }
+            let lit = |me: &mut Self, x: i128| {
+                me.push(Expr::Literal(Literal::Int(x)), i64t.clone(), span)
+            };
+            let (start, stop, step) = match parts[..] {
+                [stop] => (lit(self, 0), stop, lit(self, 1)),
+                [start, stop] => (start, stop, lit(self, 1)),
+                [start, stop, step] => (start, stop, step),
+                _ => return None,
+            };
+            let ty = Type::Tuple(vec![i64t.clone(); 3]);
+            let t = self.push(Expr::Tuple(vec![start, stop, step]), ty.clone(), span);
+            arrays.push(self.val(t, ty, span));
+            return Some(ArrayIter::Range(arrays.len() - 1));
+        }
+        if let ast::Expr::Call(c) = e
             && let ast::Expr::Name(n) = c.func.as_ref()
             && matches!(n.id.as_str(), "enumerate" | "zip")
             && self.callee_item(&c.func).is_none()
@@ -427,6 +464,69 @@ impl FnCx<'_, '_> {
             }
             _ => None,
         }
+    }
+
+    /// The number of items of a range held as `(start, stop, step)` in local `t`, as Python
+    /// counts them: `ceil((stop - start) / step)`, at least 0.
+    fn range_len(&mut self, t: Handle<Local>, ty: &Type, span: Span) -> Handle<Expr> {
+        let i64t = Type::Scalar(Scalar::Int64);
+        let bool_t = Type::Scalar(Scalar::Bool);
+        let part = |me: &mut Self, k: u32| {
+            let l = me.push(Expr::Local(t), ty.clone(), span);
+            me.push(Expr::Extract(l, k), i64t.clone(), span)
+        };
+        let lit =
+            |me: &mut Self, x: i128| me.push(Expr::Literal(Literal::Int(x)), i64t.clone(), span);
+        let bin = |me: &mut Self, op: BinaryOp, a: Handle<Expr>, b: Handle<Expr>| {
+            me.push(Expr::Binary(op, a, b), i64t.clone(), span)
+        };
+        // step > 0: (stop - start + step - 1) // step
+        let (start, stop, step) = (part(self, 0), part(self, 1), part(self, 2));
+        let d = bin(self, BinaryOp::Sub, stop, start);
+        let d = bin(self, BinaryOp::Add, d, step);
+        let one = lit(self, 1);
+        let d = bin(self, BinaryOp::Sub, d, one);
+        let step2 = part(self, 2);
+        let up = bin(self, BinaryOp::FloorDiv, d, step2);
+        // step < 0: (start - stop - step - 1) // -step
+        let (start, stop, step) = (part(self, 0), part(self, 1), part(self, 2));
+        let d = bin(self, BinaryOp::Sub, start, stop);
+        let d = bin(self, BinaryOp::Sub, d, step);
+        let one = lit(self, 1);
+        let d = bin(self, BinaryOp::Sub, d, one);
+        let zero = lit(self, 0);
+        let step2 = part(self, 2);
+        let neg = bin(self, BinaryOp::Sub, zero, step2);
+        let down = bin(self, BinaryOp::FloorDiv, d, neg);
+        let step3 = part(self, 2);
+        let zero = lit(self, 0);
+        let pos = self.push(
+            Expr::Binary(BinaryOp::Gt, step3, zero),
+            bool_t.clone(),
+            span,
+        );
+        let n = self.push(
+            Expr::Select {
+                cond: pos,
+                then: up,
+                otherwise: down,
+            },
+            i64t.clone(),
+            span,
+        );
+        let n2 = self.push(self.exprs[n].clone(), i64t.clone(), span);
+        let zero = lit(self, 0);
+        let empty = self.push(Expr::Binary(BinaryOp::Lt, n, zero), bool_t, span);
+        let zero = lit(self, 0);
+        self.push(
+            Expr::Select {
+                cond: empty,
+                then: zero,
+                otherwise: n2,
+            },
+            i64t,
+            span,
+        )
     }
 
     /// Binds a `for` target to iteration `ctr` of `it`: an array's element, `enumerate`'s
@@ -497,6 +597,21 @@ impl FnCx<'_, '_> {
                     );
                 }
                 let v = self.val(acc, ety, span);
+                self.assign(target, v, body);
+                Some(())
+            }
+            ArrayIter::Range(i) => {
+                // start + ctr * step
+                let (tmp, ty) = &temps[*i];
+                let part = |me: &mut Self, k: u32| {
+                    let t = me.push(Expr::Local(*tmp), ty.clone(), span);
+                    me.push(Expr::Extract(t, k), i64t.clone(), span)
+                };
+                let (start, step) = (part(self, 0), part(self, 2));
+                let k = self.push(Expr::Local(ctr), i64t.clone(), span);
+                let off = self.push(Expr::Binary(BinaryOp::Mul, k, step), i64t.clone(), span);
+                let v = self.push(Expr::Binary(BinaryOp::Add, start, off), i64t.clone(), span);
+                let v = self.val(v, i64t, span);
                 self.assign(target, v, body);
                 Some(())
             }
@@ -652,8 +767,10 @@ impl FnCx<'_, '_> {
     fn for_arrays(&mut self, f: &ast::StmtFor, out: &mut Block) -> bool {
         let span = sp(f);
         let mut arrays = Vec::new();
+        let reported = self.diags.len();
         let Some(it) = self.array_iterable(&f.iter, &mut arrays) else {
-            return false;
+            // an error inside the iterable (a zero `range` step) is the one to report
+            return self.diags.len() > reported;
         };
         if !f.orelse.is_empty() {
             self.error(
@@ -676,8 +793,12 @@ impl FnCx<'_, '_> {
         }
         // n = min of the lengths
         let count = self.new_temp(i64t.clone(), span);
+        let mut ranges = Vec::new();
+        it.range_slots(&mut ranges);
         for (j, (t, ty)) in temps.iter().enumerate() {
-            let len = if let Type::Tuple(ts) = ty {
+            let len = if ranges.contains(&j) {
+                self.range_len(*t, ty, span)
+            } else if let Type::Tuple(ts) = ty {
                 let n = ts.len() as i128;
                 self.push(Expr::Literal(Literal::Int(n)), i64t.clone(), span)
             } else {
@@ -1050,6 +1171,21 @@ enum ArrayIter {
     Enumerate(Box<ArrayIter>),
     /// `zip(a, b, …)`: the items of each.
     Zip(Vec<ArrayIter>),
+    /// `range(...)` inside `enumerate`/`zip`: item `i` is `start + i * step`; the loop value
+    /// with this index holds `(start, stop, step)` as int64.
+    Range(usize),
+}
+
+impl ArrayIter {
+    /// The indices of the loop values that are ranges, not arrays or tuples.
+    fn range_slots(&self, out: &mut Vec<usize>) {
+        match self {
+            ArrayIter::Range(i) => out.push(*i),
+            ArrayIter::Enumerate(inner) => inner.range_slots(out),
+            ArrayIter::Zip(items) => items.iter().for_each(|it| it.range_slots(out)),
+            ArrayIter::Array(_) | ArrayIter::Tuple(..) => {}
+        }
+    }
 }
 
 /// The most iterations a `static_range` loop unrolls (E0281): each is a copy of the body.

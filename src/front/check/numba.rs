@@ -8,6 +8,90 @@ use crate::front::builtins::table::{self, Rule};
 use crate::ir::{AtomicOp, MathFn, MemoryOrder, Scope, Vote};
 
 impl FnCx<'_, '_> {
+    /// Another use of the value `e` computes: a copy of its node (as vector indexing does).
+    fn again(&mut self, e: Handle<Expr>, ty: &Type, span: Span) -> Handle<Expr> {
+        self.push(self.exprs[e].clone(), ty.clone(), span)
+    }
+
+    /// Another use of the half value `e`, widened (exactly) to `float32` for a comparison.
+    fn again_wide(&mut self, e: Handle<Expr>, ty: &Type, span: Span) -> Handle<Expr> {
+        let x = self.again(e, ty, span);
+        self.push(Expr::Cast(x), Type::Scalar(Scalar::Float32), span)
+    }
+
+    /// CUDA's `__hmax`/`__hmin` on half values (`a > b ? a : b`, `a < b ? a : b`; a NaN
+    /// operand gives the other one, two NaNs a NaN), or with `nan` `__hmax_nan`/`__hmin_nan`
+    /// (a NaN when either operand is one).
+    fn half_extreme(
+        &mut self,
+        op: BinaryOp,
+        a: Handle<Expr>,
+        b: Handle<Expr>,
+        nan: bool,
+        half: &Type,
+        span: Span,
+    ) -> Handle<Expr> {
+        let bool_t = Type::Scalar(Scalar::Bool);
+        let cmp = if op == BinaryOp::Max {
+            BinaryOp::Gt
+        } else {
+            BinaryOp::Lt
+        };
+        let (a1, b1) = (
+            self.again_wide(a, half, span),
+            self.again_wide(b, half, span),
+        );
+        let c = self.push(Expr::Binary(cmp, a1, b1), bool_t.clone(), span);
+        let (a2, b2) = (self.again(a, half, span), self.again(b, half, span));
+        let pick = self.push(
+            Expr::Select {
+                cond: c,
+                then: a2,
+                otherwise: b2,
+            },
+            half.clone(),
+            span,
+        );
+        let (b3, b4) = (
+            self.again_wide(b, half, span),
+            self.again_wide(b, half, span),
+        );
+        let b_nan = self.push(Expr::Binary(BinaryOp::Ne, b3, b4), bool_t.clone(), span);
+        // b NaN: a (hmax), or b itself (hmax_nan)
+        let on_b_nan = if nan {
+            self.again(b, half, span)
+        } else {
+            self.again(a, half, span)
+        };
+        let r = self.push(
+            Expr::Select {
+                cond: b_nan,
+                then: on_b_nan,
+                otherwise: pick,
+            },
+            half.clone(),
+            span,
+        );
+        if !nan {
+            return r;
+        }
+        let (a3, a4) = (
+            self.again_wide(a, half, span),
+            self.again_wide(a, half, span),
+        );
+        let a_nan = self.push(Expr::Binary(BinaryOp::Ne, a3, a4), bool_t, span);
+        let a5 = self.again(a, half, span);
+        self.push(
+            Expr::Select {
+                cond: a_nan,
+                then: a5,
+                otherwise: r,
+            },
+            half.clone(),
+            span,
+        )
+    }
+
     pub(super) fn numba_call(&mut self, rule: Rule, b: Builtin, c: &ast::ExprCall) -> Option<Val> {
         let span = sp(c);
         let bool_t = Type::Scalar(Scalar::Bool);
@@ -162,10 +246,50 @@ impl FnCx<'_, '_> {
                     vals.push(v);
                 }
                 match op {
+                    Fp16Op::Binary(bop @ (BinaryOp::Max | BinaryOp::Min))
+                    | Fp16Op::NanBinary(bop) => {
+                        let nan = matches!(op, Fp16Op::NanBinary(_));
+                        let e = self.half_extreme(bop, vals[0].e, vals[1].e, nan, &half, span);
+                        Some(self.val(e, half, span))
+                    }
                     Fp16Op::Binary(bop) => {
                         let r = vals.pop()?;
                         let l = vals.pop()?;
                         self.binary(bop, l, r, span)
+                    }
+                    Fp16Op::IsNan => {
+                        let x = vals[0].e;
+                        let (a, b) = (
+                            self.again_wide(x, &half, span),
+                            self.again_wide(x, &half, span),
+                        );
+                        let bool_t = Type::Scalar(Scalar::Bool);
+                        let e = self.push(Expr::Binary(BinaryOp::Ne, a, b), bool_t.clone(), span);
+                        Some(self.val(e, bool_t, span))
+                    }
+                    Fp16Op::IsInf => {
+                        // CUDA's `__hisinf`: 1 for +inf, -1 for -inf, else 0.
+                        let i32t = Type::Scalar(Scalar::Int32);
+                        let bool_t = Type::Scalar(Scalar::Bool);
+                        let mut acc = self.push(Expr::Literal(Literal::Int(0)), i32t.clone(), span);
+                        for (inf, val) in [(f64::NEG_INFINITY, -1), (f64::INFINITY, 1)] {
+                            let x = self.again_wide(vals[0].e, &half, span);
+                            let f32t = Type::Scalar(Scalar::Float32);
+                            let lim = self.push(Expr::Literal(Literal::Float(inf)), f32t, span);
+                            let is =
+                                self.push(Expr::Binary(BinaryOp::Eq, x, lim), bool_t.clone(), span);
+                            let v = self.push(Expr::Literal(Literal::Int(val)), i32t.clone(), span);
+                            acc = self.push(
+                                Expr::Select {
+                                    cond: is,
+                                    then: v,
+                                    otherwise: acc,
+                                },
+                                i32t.clone(),
+                                span,
+                            );
+                        }
+                        Some(self.val(acc, i32t, span))
                     }
                     Fp16Op::Neg => self.unary(ast::UnaryOp::USub, vals.pop()?, span),
                     Fp16Op::Abs => {

@@ -876,3 +876,5 @@ fn cpu_back_end_refuses_hopper_operations_with_the_span() {
     assert!(text.contains("hopper.mbarrier_init"), "{text}");
     assert!(text.contains("bulk.py:20"), "{text}");
 }
+
+mod numba_gaps;

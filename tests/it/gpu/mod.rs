@@ -36,6 +36,7 @@ mod groups;
 mod hopper;
 mod host_device;
 mod interop;
+pub(crate) mod numba_gaps;
 mod numba_misc;
 mod numba_suite;
 mod options;
