@@ -22,6 +22,9 @@ pub struct Program {
     /// Whether the program uses the block's split barrier (`cg.barrier_arrive`): the kernel
     /// then initializes it on entry (docs/semantics.md §17.5).
     pub split_barrier: bool,
+    /// The CUDA C++ definitions of the `extern` functions that stand for `jit.thrust.*`
+    /// calls (`crate::cccl`), one per distinct symbol, in the order first called.
+    pub cuda_shims: Vec<String>,
 }
 
 /// The value of [`Program::target_sm`] (and of the architecture a program is specialized

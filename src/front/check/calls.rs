@@ -13,6 +13,9 @@ pub(super) fn builtin_name(b: Builtin) -> String {
 
 impl FnCx<'_, '_> {
     pub(super) fn call(&mut self, c: &ast::ExprCall) -> Value {
+        if let Some(v) = self.thrust_call(c) {
+            return v.map(Value::Val).unwrap_or(Value::Err);
+        }
         let fspan = sp(c.func.as_ref());
         let callee = match (self.callee_item(&c.func), c.func.as_ref()) {
             (Some(item), _) => {

@@ -51,6 +51,8 @@ pub fn specialize(
         target_used: false,
         grid_sync: false,
         split_barrier: false,
+        cuda_shims: Vec::new(),
+        shim_symbols: HashMap::new(),
         functions: Arena::default(),
         instances: HashMap::new(),
         reported: HashSet::new(),
@@ -147,6 +149,7 @@ pub fn specialize(
                 target_sm: s.target_used.then_some(sm),
                 cooperative: s.grid_sync,
                 split_barrier: s.split_barrier,
+                cuda_shims: s.cuda_shims.iter().map(|(_, body)| body.clone()).collect(),
             };
             let mut found = escape::check(&program);
             found.extend(divergence::check(&program));
@@ -308,6 +311,11 @@ struct Specializer<'m> {
     /// Whether any `cg.barrier_arrive` was checked (the kernel initializes the block's
     /// split barrier on entry).
     split_barrier: bool,
+    /// The `extern` functions declared for `jit.thrust.*` calls: each one's IR handle and
+    /// CUDA C++ definition, by symbol (`thrust.rs`).
+    cuda_shims: Vec<(Handle<Function>, String)>,
+    /// Their symbols, for finding one already declared.
+    shim_symbols: HashMap<String, Handle<Function>>,
     functions: Arena<Function>,
     instances: HashMap<InstanceKey, Instance>,
     reported: HashSet<InstanceKey>,
@@ -1577,4 +1585,5 @@ mod records;
 pub(crate) mod reduce;
 mod stmt;
 mod tensor;
+mod thrust;
 mod views;
