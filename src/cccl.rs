@@ -1,5 +1,5 @@
 //! CUDA C++ that calls CCCL (Thrust) for `jit.thrust.*` in cupyx.jit kernels
-//! (docs/semantics.md §15.6).
+//! (docs/semantics.md §15.5).
 //!
 //! Each `jit.thrust.f(policy, ...)` call becomes a call of an `extern "C" __device__` shim,
 //! one per algorithm and argument types, such as

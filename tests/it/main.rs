@@ -27,4 +27,5 @@ mod ptx_features;
 mod random;
 mod robustness;
 mod runtime;
+mod thrust_link;
 mod validate;

@@ -1,4 +1,4 @@
-//! cupyx.jit's `jit.thrust.*` inside kernels (docs/semantics.md §15.6): iterators over
+//! cupyx.jit's `jit.thrust.*` inside kernels (docs/semantics.md §15.5): iterators over
 //! arrays (`a.begin()`, `a.end()`, `shared + n`), their arithmetic, and calls of Thrust's
 //! algorithms, each lowered to a call of a generated CUDA C++ shim (`crate::cccl`).
 //!
@@ -225,7 +225,7 @@ impl FnCx<'_, '_> {
                 Code::E0212,
                 span,
                 format!(
-                    "`{method}()` of {}: jit.thrust iterators are over number elements",
+                    "`{method}()` of {}: jit.thrust iterators are over bool, integer, float32 and float64 elements",
                     v.ty
                 ),
             );
