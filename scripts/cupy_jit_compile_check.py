@@ -58,6 +58,7 @@ random = _Random()
 
 FAKE_TESTING = r'''
 import functools
+import inspect
 import numpy
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal  # noqa: F401
@@ -72,7 +73,7 @@ def shaped_random(shape, xp=None, dtype=numpy.float32, scale=10, seed=0, order="
         a = (rng.rand(*numpy.atleast_1d(shape)) * scale + 1j * rng.rand(*numpy.atleast_1d(shape)) * scale)
         a = a.astype(dtype).reshape(shape)
     else:
-        a = (rng.rand(*numpy.atleast_1d(shape)) * scale).astype(dtype).reshape(shape)
+        a = numpy.asarray(rng.rand(*tuple(numpy.atleast_1d(shape))) * scale).astype(dtype).reshape(shape)
     return numpy.asfortranarray(a) if order == "F" else numpy.ascontiguousarray(a)
 
 
@@ -88,6 +89,8 @@ def for_dtypes(dtypes, name="dtype"):
             for d in dtypes:
                 kw[name] = numpy.dtype(d).type
                 f(*args, **kw)
+        sig = inspect.signature(f)
+        run.__signature__ = sig.replace(parameters=[p for p in sig.parameters.values() if p.name != name])
         return run
     return deco
 
@@ -111,6 +114,7 @@ CONFTEST = r'''
 import ctypes, os, subprocess, tempfile
 import numpy, pytest
 from pydevice import _core, cupyx as _cupyx
+from pydevice.errors import CompileError
 
 NVRTC = os.environ["CHECK_NVRTC"]
 PTXAS = os.environ["CHECK_PTXAS"]
@@ -140,8 +144,16 @@ _CACHE = {}
 
 
 def _check(kernel, args):
-    ptx = kernel.ptx(*args, arch="sm_90")
-    cuda = kernel.cuda(*args, arch="sm_90")
+    try:
+        ptx = kernel.ptx(*args, arch="sm_90")
+        cuda = kernel.cuda(*args, arch="sm_90")
+    except CompileError as e:
+        # As a launch raises it: the cupyx dialect's exception class.
+        if isinstance(kernel, _cupyx.RawKernel) and not isinstance(
+            e, (_cupyx.JitNameError, _cupyx.JitTypeError, _cupyx.JitValueError)
+        ):
+            raise _cupyx._cupyx_error(e, kernel._unusable()) from None
+        raise
     with tempfile.TemporaryDirectory() as d:
         pieces = [("kernel", ptx)]
         for name, src in cuda:
@@ -274,6 +286,8 @@ def main() -> None:
             print("   ", line)
     print("TOTAL: " + ", ".join(f"{k} {v}" for k, v in sorted(total.items())))
     print(json.dumps(dict(total)))
+    print("(`linked`: the launch compiled and linked, nothing ran; `compile/link`: refused, which "
+          "tests expecting an error may want; `other`: the stand-in's limits)")
     if not a.keep:
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(stubs, ignore_errors=True)

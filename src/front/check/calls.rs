@@ -512,8 +512,18 @@ impl FnCx<'_, '_> {
         let span = sp(c);
         let name = builtin_name(b);
         let v = self.args(c, &name, 1, 1)?.pop()?;
+        let integer = v.ty.as_scalar().is_some_and(|s| s.is_integer());
         let n = match v.konst.as_ref().and_then(|k| k.as_int()) {
-            Some(n @ 1..=3) if v.ty.as_scalar().is_some_and(|s| s.is_integer()) => n as usize,
+            Some(n @ 1..=3) if integer => n as usize,
+            // A tuple, a float, a string: a type error (CuPy's TypeError), not a bad count.
+            _ if !integer => {
+                self.error(
+                    Code::E0207,
+                    v.span,
+                    format!("`{name}` takes an integer 1, 2 or 3, not {}", v.ty),
+                );
+                return None;
+            }
             _ => {
                 self.diags.push(
                     Diagnostic::error(
