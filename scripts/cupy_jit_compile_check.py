@@ -113,7 +113,10 @@ def multi_gpu(n):
 CONFTEST = r'''
 import ctypes, os, subprocess, tempfile
 import numpy, pytest
-from pydevice import _core, cupyx as _cupyx
+import importlib
+from pydevice import _core
+
+_cupyx = importlib.import_module("pydevice.cupyx")
 from pydevice.errors import CompileError
 
 NVRTC = os.environ["CHECK_NVRTC"]
