@@ -59,6 +59,19 @@ xz -9 -T2 ".carry/$(basename "$wheel")"
 mkdir -p .carry/pywheels
 python3 -m pip download --quiet --disable-pip-version-check --only-binary=:all: --python-version 3.12 \
   -d .carry/pywheels pytest 2>/dev/null || echo "note: pytest wheels not downloaded (no network); the GPU machine needs pytest" >&2
+# CCCL's headers from the nvidia-cuda-cccl wheel (the version src/cccl.rs's NVRTC prelude is
+# tested with, docs/semantics.md §15.5), for jit.thrust on the GPU machine: about 1.5 MB as
+# .tar.xz, which scripts/cupy_suite_gpu.sh unpacks with Python's tarfile.
+cccl=$(python3 -c 'import nvidia, os; print(os.path.join(nvidia.__path__[0], "cu13/include/cccl"))')
+rm -f .carry/cccl.tar.xz
+if [ -f "$cccl/thrust/sort.h" ]; then
+  python3 - "$cccl" .carry/cccl.tar.xz <<'PY'
+import sys, tarfile
+with tarfile.open(sys.argv[2], "w:xz") as t:
+    for d in ("thrust", "cub", "cuda", "nv"):
+        t.add(f"{sys.argv[1]}/{d}", arcname=f"cccl/{d}")
+PY
+fi
 total=$(du -cb .carry/* | tail -1 | cut -f1)
 echo "carry: $total bytes"
 if [ "$total" -gt $((64 * 1024 * 1024 - 2 * 1024 * 1024)) ]; then

@@ -15,6 +15,21 @@ pub struct CompiledKernel {
     pub arch: Arch,
     /// Its symbol and parameter layouts.
     pub abi: KernelAbi,
+    /// CUDA C++ that the PTX calls (`.extern .func`): the shims of `jit.thrust.*` calls
+    /// (`crate::cccl`), compiled by NVRTC and linked with the PTX when the kernel is loaded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cuda: Vec<CudaSource>,
+}
+
+/// One translation unit of CUDA C++ that a kernel links with when it is loaded.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct CudaSource {
+    /// A name for messages (NVRTC's file name).
+    pub name: String,
+    /// The source.
+    pub source: String,
+    /// Whether it includes CCCL (Thrust, CUB) and so needs `crate::cccl`'s NVRTC options.
+    pub cccl: bool,
 }
 
 /// One kernel compiled for several architectures.

@@ -61,6 +61,7 @@
 pub mod abi;
 #[cfg(feature = "runtime")]
 pub mod cache;
+pub mod cccl;
 pub mod diag;
 pub mod front;
 pub mod ir;
@@ -79,7 +80,7 @@ pub mod types;
 
 pub use abi::KernelAbi;
 pub use diag::{Diagnostic, Diagnostics, SourceFile, Span};
-pub use kernel::{CompiledKernel, MultiArchKernel};
+pub use kernel::{CompiledKernel, CudaSource, MultiArchKernel};
 #[cfg(feature = "host")]
 pub use lower::host::{HostError, HostFunction, HostValue};
 #[cfg(feature = "ptx")]

@@ -606,10 +606,23 @@ impl Specialization {
             });
         }
         let ptx = lower::ptx::compile(&self.program, &options.ptx(), Emit::Ptx)?;
+        let cuda = if self.program.cuda_shims.is_empty() {
+            Vec::new()
+        } else {
+            vec![crate::kernel::CudaSource {
+                name: format!(
+                    "{}_thrust.cu",
+                    self.program.functions[self.program.entry].symbol
+                ),
+                source: crate::cccl::translation_unit(&self.program.cuda_shims),
+                cccl: true,
+            }]
+        };
         Ok(CompiledKernel {
             ptx,
             arch: options.arch,
             abi: self.abi(),
+            cuda,
         })
     }
 

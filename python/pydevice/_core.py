@@ -187,6 +187,9 @@ class _Gathered:
         self.nested: List[Any] = []
         self.globals: Dict[str, str] = {}
         self.closure: Dict[str, str] = {}
+        # Names bound to values device code cannot use (a str, a list), with their types:
+        # reading one is E0101, which a dialect may report as its own type error.
+        self.unusable: Dict[str, str] = {}
         self._seen: set = set()
         self._visit(fn)
 
@@ -215,6 +218,7 @@ class _Gathered:
             return
         text = _constant_text(v)
         if text is None:
+            self.unusable.setdefault(name, type(v).__name__)
             return
         prev = into.setdefault(name, text)
         if prev != text:
@@ -1247,6 +1251,12 @@ class _Entry:
     def ptx(self, *args, types=None, arch: Optional[str] = None, opt: int = 3) -> str:
         """The PTX of the specialization (compiled through the shared cache)."""
         return self._mod().compile(self.__name__, self._arg_types(args, types), arch, opt).ptx
+
+    def cuda(self, *args, types=None, arch: Optional[str] = None, opt: int = 3) -> list:
+        """The CUDA C++ the specialization links with when loaded, as ``(name, source)``
+        pairs: the shims of its ``jit.thrust`` calls (NVRTC compiles them with CCCL's headers);
+        empty for most kernels."""
+        return list(self._mod().compile(self.__name__, self._arg_types(args, types), arch, opt).cuda)
 
     def abi(self, *args, types=None) -> dict:
         """The parameter ABI (symbol; each parameter's name, type, C++ type, size, align, fields;

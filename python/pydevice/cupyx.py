@@ -45,12 +45,20 @@ _TYPE_CODES = {"E0107", "E0202", "E0205", "E0207", "E0212", "E0250", "E0251"}
 _UNBOUND = re.compile(r"name `([^`]+)` is not defined")
 
 
-def _cupyx_error(e: CompileError) -> CompileError:
-    """``e`` as the exception class CuPy raises for the first error it reports."""
+def _cupyx_error(e: CompileError, unusable=None) -> CompileError:
+    """``e`` as the exception class CuPy raises for the first error it reports. ``unusable``
+    maps the names bound (in the module or an enclosing function) to values device code
+    cannot use to their types: reading one is CuPy's ``TypeError``, not an unbound name."""
     first = next((d for d in e.diagnostics if d.severity == "error"), None)
     code = first.code if first is not None else ""
     if code == "E0101":
         m = _UNBOUND.search(first.message)
+        if m and unusable and m.group(1) in unusable:
+            return JitTypeError(
+                f"`{m.group(1)}` is a {unusable[m.group(1)]}, which device code cannot use\n"
+                + e.rendered,
+                e.diagnostics,
+            )
         head = f"Unbound name: {m.group(1)}\n" if m else ""
         return JitNameError(head + e.rendered, e.diagnostics)
     if code in _TYPE_CODES:
@@ -70,11 +78,38 @@ class RawKernel(_core.Kernel):
         if not self._dispatcher.try_launch(args, grid, block, stream, shared_mem):
             self._launch(args, grid, block, stream, shared_mem)
 
+    @property
+    def cached_codes(self) -> dict:
+        """CuPy's ``cached_codes``: the code of each specialization made so far, keyed by its
+        parameter types. pydevice's code is the PTX it compiled (CuPy's is CUDA C++)."""
+        with self._lock:
+            specs = list(self._specs.values())
+        codes: dict = {}
+        for spec in specs:
+            codes.setdefault(tuple(spec.kernel.param_types), spec.kernel.ptx)
+        return codes
+
+    @property
+    def cached_code(self) -> str:
+        """CuPy's ``cached_code``: the code of the one specialization made so far (a
+        ``RuntimeError`` when there are several or none, as in CuPy)."""
+        codes = self.cached_codes
+        if len(codes) != 1:
+            raise RuntimeError(
+                f"the kernel has {len(codes)} specializations; `cached_code` needs exactly one "
+                "(use `cached_codes`)"
+            )
+        return next(iter(codes.values()))
+
     def _mod(self):
         try:
             return super()._mod()
         except CompileError as e:
-            raise _cupyx_error(e) from None
+            raise _cupyx_error(e, self._unusable()) from None
+
+    def _unusable(self) -> dict:
+        g = getattr(self._src, "_gathered", None) if self._src is not None else None
+        return dict(g.unusable) if g is not None else {}
 
     def _specialize(self, key, args, ordinal: int, consts=()):
         try:
@@ -82,7 +117,7 @@ class RawKernel(_core.Kernel):
         except CompileError as e:
             if isinstance(e, (JitNameError, JitTypeError, JitValueError)):
                 raise
-            raise _cupyx_error(e) from None
+            raise _cupyx_error(e, self._unusable()) from None
 
 
 class _Jit:

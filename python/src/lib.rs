@@ -649,6 +649,17 @@ impl Kernel {
         &self.inner.ptx
     }
 
+    /// The CUDA C++ the kernel links with when loaded (`jit.thrust` shims): a list of
+    /// `(name, source)`; empty for most kernels.
+    #[getter]
+    fn cuda(&self) -> Vec<(String, String)> {
+        self.inner
+            .cuda
+            .iter()
+            .map(|c| (c.name.clone(), c.source.clone()))
+            .collect()
+    }
+
     /// The architecture, `sm_XX`.
     #[getter]
     fn arch(&self) -> String {

@@ -17,6 +17,11 @@ if ! python3 -c 'import pytest' 2>/dev/null; then
   python3 -m pip install --quiet --disable-pip-version-check --no-index --find-links .carry/pywheels pytest 2>&1 | grep -v WARNING
 fi
 export PYDEVICE_LIBDEVICE=${PYDEVICE_LIBDEVICE:-/usr/local/cuda/nvvm/libdevice/libdevice.10.bc}
+# CCCL's headers for jit.thrust (test_gpu_thrust.py), as scripts/cupy_suite_gpu.sh does.
+if [ -z "${PYDEVICE_CCCL:-}" ] && [ -f .carry/cccl.tar.xz ]; then
+  python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' .carry/cccl.tar.xz "$work"
+  export PYDEVICE_CCCL=$work/cccl
+fi
 nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader
 python3 -c 'import sys, numpy; print("python", sys.version.split()[0], "numpy", numpy.__version__)'
 python3 - <<'PY'

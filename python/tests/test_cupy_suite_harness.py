@@ -165,3 +165,11 @@ def test_files_are_collected_and_run_in_chunks_of_node_ids(tmp_path):
         got.update(cupy_suite.run_file(side, "test_c.py", tmp_path / "out", 120, sys.executable, p))
     assert got["test_c.py::test_n[3]"][0] == "failed" and got["test_c.py::test_n[3]"][1].startswith("AssertionError")
     assert sum(o == "passed" for o, _ in got.values()) == 4
+
+
+def test_jit_tests_keep_import_cupy():
+    # The cupyx.jit tests use `cupy` only for arrays and constants: their kernels read
+    # `cupy.inf` / `cupy.int32` from the module a user's would (docs/semantics.md §15.4.1).
+    src = "import cupy\nfrom cupyx import jit\n"
+    assert cupy_suite.rewrite_source(src, keep_cupy=True) == "import cupy\nfrom pydevice.cupyx import jit\n"
+    assert cupy_suite.rewrite_source(src).startswith("import _pydevice_cupy as cupy\n")

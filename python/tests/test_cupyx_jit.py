@@ -117,6 +117,23 @@ SOURCE = """
         return f
 
 
+    def cub_call():
+        @jit.rawkernel()
+        def f(x, y):
+            WarpReduce = jit.cub.WarpReduce[numpy.int32]  # noqa: F841
+            y[0] = x[0]
+
+        return f
+
+
+    def grid_of(n):
+        @jit.rawkernel()
+        def f():
+            x = jit.grid(n)  # noqa: F841
+
+        return f
+
+
     def two_values_of_one_name():
         def make(n):
             @jit.rawkernel(device=True)
@@ -281,11 +298,40 @@ def test_unpacking_an_int_is_cupys_value_error(mod):
     assert isinstance(e, ValueError) and not isinstance(e, TypeError)
 
 
-def test_thrust_diagnostic_names_the_cupyx_dialect(mod):
+def test_thrust_calls_become_extern_shims_the_kernel_carries(mod):
+    # `jit.thrust.count(policy, smem_or_array, x + 32, tid)`: one extern shim, whose CUDA C++
+    # the kernel carries for NVRTC (docs/semantics.md §15.5).
+    k = mod.thrust_call()
+    sym = "__pyd_thrust_count__it_int32__it_int32__v_int32"
+    assert f") {sym}" in k.ptx(types=[I32, I32])
+    (name, src), = k.cuda(types=[I32, I32])
+    assert name.endswith(".cu") and f"long long {sym}(" in src
+    assert "thrust::count(thrust::seq" in src and "#include <thrust/count.h>" in src
+    assert mod.device_function_after_kernel().cuda(types=[I32] * 3) == []
+
+
+def test_cub_diagnostic_names_the_cupyx_dialect(mod):
     with pytest.raises(CompileError) as info:
-        mod.thrust_call().ptx(types=[I32, I32])
+        mod.cub_call().ptx(types=[I32, I32])
     msg = info.value.diagnostics[0].message
-    assert "`cupyx.jit.thrust` is not available in device code (cupyx dialect)" == msg
+    assert "`cupyx.jit.cub` is not available in device code (cupyx dialect)" == msg
+
+
+@pytest.mark.parametrize("n, cls", [(0, ValueError), (4, ValueError), ((1,), TypeError),
+                                    ("abc", TypeError), ([0], TypeError)])
+def test_grid_of_a_bad_count_is_cupys_exception(mod, n, cls):
+    k = mod.grid_of(n)
+    with pytest.raises(CompileError) as info:
+        k.ptx(types=[])
+    e = _cupyx_error(info.value, k._unusable())
+    assert isinstance(e, cls) and not isinstance(e, ({ValueError, TypeError} - {cls}).pop())
+
+
+def test_cached_codes_start_empty(mod):
+    k = mod.thrust_call()
+    assert k.cached_codes == {}
+    with pytest.raises(RuntimeError):
+        k.cached_code
 
 
 def test_one_name_with_two_values_is_refused(mod):

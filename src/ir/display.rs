@@ -253,6 +253,7 @@ impl ExprFmt<'_> {
                 ArrayProp::Shape(d) => write!(f, "{}.shape[{d}]", e(*a)),
                 ArrayProp::Stride(d) => write!(f, "{}.strides[{d}]", e(*a)),
                 ArrayProp::Size => write!(f, "{}.size", e(*a)),
+                ArrayProp::Address => write!(f, "address({})", e(*a)),
             },
             Expr::Tuple(items) => {
                 write!(f, "{ty}(")?;

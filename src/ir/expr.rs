@@ -11,6 +11,9 @@ pub enum ArrayProp {
     Stride(u8),
     /// `a.size` (int64)
     Size,
+    /// The generic address of the array's first element (int64): where a `jit.thrust`
+    /// iterator over it starts (`crate::cccl`).
+    Address,
 }
 
 /// What a view keeps of one dimension of an array.

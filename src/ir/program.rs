@@ -25,6 +25,9 @@ pub struct Program {
     /// Whether the program uses an instruction only sm_90a has (`wgmma`, `setmaxnreg`,
     /// §18.4): compiled for sm_90, its PTX then targets sm_90a.
     pub arch_specific: bool,
+    /// The CUDA C++ definitions of the `extern` functions that stand for `jit.thrust.*`
+    /// calls (`crate::cccl`), one per distinct symbol, in the order first called.
+    pub cuda_shims: Vec<String>,
 }
 
 /// The value of [`Program::target_sm`] (and of the architecture a program is specialized

@@ -324,6 +324,8 @@ fn nvrtc_check() -> Result<(), RuntimeError> {
 /// (`-rdc=true`: its `extern "C" __device__` functions stay visible, and calls of functions
 /// it only declares are left for the linker), with the CUDA include directories found on this
 /// machine and `options`. A compile error is a [`RuntimeError::Link`] with NVRTC's log.
+/// Results are cached in memory by content, and on disk under `$PYDEVICE_NVRTC_CACHE` when
+/// it is set.
 pub fn compile_cuda(
     name: &str,
     source: &str,
@@ -331,6 +333,48 @@ pub fn compile_cuda(
     options: &[String],
 ) -> Result<String, RuntimeError> {
     nvrtc_check()?;
+    // Cached by content: the same source, architecture and options give the same PTX, and
+    // NVRTC takes seconds over Thrust's headers.
+    static CACHE: OnceLock<std::sync::Mutex<std::collections::HashMap<String, String>>> =
+        OnceLock::new();
+    let key = {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (source, arch.number(), options).hash(&mut h);
+        format!("{:016x}-{}", h.finish(), source.len())
+    };
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(ptx) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return Ok(ptx.clone());
+    }
+    let disk = std::env::var_os("PYDEVICE_NVRTC_CACHE")
+        .map(std::path::PathBuf::from)
+        .map(|d| d.join(format!("{key}.ptx")));
+    if let Some(ptx) = disk.as_ref().and_then(|p| std::fs::read_to_string(p).ok()) {
+        cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, ptx.clone());
+        return Ok(ptx);
+    }
+    let ptx = compile_cuda_uncached(name, source, arch, options)?;
+    if let Some(p) = &disk {
+        let _ = p.parent().map(std::fs::create_dir_all);
+        let _ = std::fs::write(p, &ptx);
+    }
+    cache
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(key, ptx.clone());
+    Ok(ptx)
+}
+
+fn compile_cuda_uncached(
+    name: &str,
+    source: &str,
+    arch: Arch,
+    options: &[String],
+) -> Result<String, RuntimeError> {
     let fail = |message: String| RuntimeError::Link {
         undefined: Vec::new(),
         message: format!("compiling `{name}` with NVRTC: {message}"),

@@ -431,12 +431,32 @@ impl Device {
                     .join(", ")
             ))
         })?;
-        self.load(&k.ptx, &k.abi)
+        self.load_compiled(k)
     }
 
-    /// Loads a compiled kernel.
+    /// Loads a compiled kernel. One that carries CUDA C++ (`jit.thrust` shims,
+    /// [`CompiledKernel::cuda`]) is linked with it ([`Device::link`]); NVRTC's PTX for it
+    /// is cached by content ([`link::compile_cuda`]).
     pub fn load_compiled(&self, kernel: &CompiledKernel) -> Result<LoadedKernel, RuntimeError> {
-        self.load(&kernel.ptx, &kernel.abi)
+        if kernel.cuda.is_empty() {
+            return self.load(&kernel.ptx, &kernel.abi);
+        }
+        let mut inputs = vec![LinkInput::compiled(&kernel.abi.symbol, kernel)];
+        for c in &kernel.cuda {
+            let mut options = Vec::new();
+            if c.cccl {
+                options = crate::cccl::nvrtc_options().map_err(|message| RuntimeError::Link {
+                    undefined: Vec::new(),
+                    message,
+                })?;
+            }
+            inputs.push(LinkInput::Cuda {
+                name: c.name.clone(),
+                source: c.source.clone(),
+                options,
+            });
+        }
+        self.link(&inputs)?.kernel(&kernel.abi)
     }
 
     /// Loads a compiled kernel once per device: later calls with the same `Arc` (as

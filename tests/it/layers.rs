@@ -12,7 +12,7 @@
 //! |---|---|---|
 //! | 0 | `diag`, `target`, `stack`, `random` | diagnostics; the GPU architecture; stack growth for deep recursion; the Philox reference |
 //! | 1 | `types`, `toolkit` | the type lattice; finding the CUDA toolkit |
-//! | 2 | `ir` | the typed IR |
+//! | 2 | `ir`, `cccl` | the typed IR; the CUDA C++ prelude and NVRTC options of `jit.thrust` shims |
 //! | 3 | `abi` | parameter layouts (of types and IR functions) |
 //! | 4 | `front`, `lower`, `kernel` | source → IR; IR → PTX and host code; a compiled kernel |
 //! | 5 | `runtime` | the CUDA driver: loading and launching compiled kernels |
@@ -31,7 +31,7 @@ use syn::visit::Visit;
 const LAYERS: &[&[&str]] = &[
     &["diag", "target", "stack", "random"],
     &["types", "toolkit"],
-    &["ir"],
+    &["ir", "cccl"],
     &["abi"],
     &["front", "lower", "kernel"],
     &["runtime"],

@@ -28,4 +28,5 @@ mod ptx_features;
 mod random;
 mod robustness;
 mod runtime;
+mod thrust_link;
 mod validate;

@@ -13,6 +13,9 @@ pub(super) fn builtin_name(b: Builtin) -> String {
 
 impl FnCx<'_, '_> {
     pub(super) fn call(&mut self, c: &ast::ExprCall) -> Value {
+        if let Some(v) = self.thrust_call(c) {
+            return v.map(Value::Val).unwrap_or(Value::Err);
+        }
         let fspan = sp(c.func.as_ref());
         let callee = match (self.callee_item(&c.func), c.func.as_ref()) {
             (Some(item), _) => {
@@ -529,8 +532,18 @@ impl FnCx<'_, '_> {
         let span = sp(c);
         let name = builtin_name(b);
         let v = self.args(c, &name, 1, 1)?.pop()?;
+        let integer = v.ty.as_scalar().is_some_and(|s| s.is_integer());
         let n = match v.konst.as_ref().and_then(|k| k.as_int()) {
-            Some(n @ 1..=3) if v.ty.as_scalar().is_some_and(|s| s.is_integer()) => n as usize,
+            Some(n @ 1..=3) if integer => n as usize,
+            // A tuple, a float, a string: a type error (CuPy's TypeError), not a bad count.
+            _ if !integer => {
+                self.error(
+                    Code::E0207,
+                    v.span,
+                    format!("`{name}` takes an integer 1, 2 or 3, not {}", v.ty),
+                );
+                return None;
+            }
             _ => {
                 self.diags.push(
                     Diagnostic::error(

@@ -1176,6 +1176,12 @@ impl FnCx<'_, '_> {
             return r;
         }
         match v.ty.clone() {
+            Type::Array(_)
+                if matches!(method, "begin" | "end")
+                    && self.s.m.dialect == crate::front::dialect::Dialect::Cupyx =>
+            {
+                self.array_iterator(&v, method == "end", c)
+            }
             Type::Group(k) => self.group_method(k, v, method, c),
             // `v.dtype(x)`: the element type's conversion.
             Type::Vector { elem, .. } if method == "dtype" => {

@@ -596,6 +596,9 @@ impl FnCx<'_, '_> {
     /// `base[...]` on an evaluated base.
     pub(super) fn subscript_with(&mut self, base: Val, s: &ast::ExprSubscript) -> Option<Val> {
         let span = sp(s);
+        if thrust::iter_of(&base.ty).is_some() {
+            return self.iterator_subscript(&base, s);
+        }
         match &base.ty {
             Type::Array(_) => self.array_subscript(&base, &s.slice, span),
             Type::Fragment(_) => self.fragment_element(&base, &s.slice, span),

@@ -52,6 +52,8 @@ pub fn specialize(
         grid_sync: false,
         split_barrier: false,
         arch_specific: false,
+        cuda_shims: Vec::new(),
+        shim_symbols: HashMap::new(),
         functions: Arena::default(),
         instances: HashMap::new(),
         reported: HashSet::new(),
@@ -149,6 +151,7 @@ pub fn specialize(
                 cooperative: s.grid_sync,
                 split_barrier: s.split_barrier,
                 arch_specific: s.arch_specific,
+                cuda_shims: s.cuda_shims.iter().map(|(_, body)| body.clone()).collect(),
             };
             let found = crate::ir::analysis::check(&program);
             if found.is_empty() {
@@ -312,6 +315,11 @@ struct Specializer<'m> {
     /// Whether any sm_90a-only operation (`hopper.wgmma`, `hopper.setmaxnreg`) was checked
     /// (the PTX then targets sm_90a).
     arch_specific: bool,
+    /// The `extern` functions declared for `jit.thrust.*` calls: each one's IR handle and
+    /// CUDA C++ definition, by symbol (`thrust.rs`).
+    cuda_shims: Vec<(Handle<Function>, String)>,
+    /// Their symbols, for finding one already declared.
+    shim_symbols: HashMap<String, Handle<Function>>,
     functions: Arena<Function>,
     instances: HashMap<InstanceKey, Instance>,
     reported: HashSet<InstanceKey>,
@@ -1587,4 +1595,5 @@ mod records;
 pub(crate) mod reduce;
 mod stmt;
 mod tensor;
+mod thrust;
 mod views;

@@ -29,6 +29,9 @@ impl FnCx<'_, '_> {
     }
 
     pub(super) fn binary(&mut self, op: BinaryOp, l: Val, r: Val, span: Span) -> Option<Val> {
+        if let Some(v) = self.iterator_binary(op, &l, &r, span) {
+            return v;
+        }
         let d = self.s.defaults;
         let (Some(ls), Some(rs)) = (l.ty.as_scalar(), r.ty.as_scalar()) else {
             let mut d = Diagnostic::error(

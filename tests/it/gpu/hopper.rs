@@ -298,7 +298,7 @@ fn device_side_launch_scales_each_slice() {
 
 /// A device of compute capability 9.0 exactly: the sm_90a instructions (`wgmma`,
 /// `setmaxnreg`, §18.4) run there only.
-fn hopper_a(test: &str) -> Option<Device> {
+fn hopper_a(test: &str) -> Option<Dev> {
     let dev = hopper(test)?;
     match dev.arch() {
         Ok(a) if a.number() == 90 => Some(dev),
@@ -393,11 +393,11 @@ fn wgmma_bf16_m64n64k16_matches_the_cpu() {
 
 /// A tensor map of `a` uploaded to the device, as the `uint64[::1]` argument TMA reads.
 fn tensor_map_arg(
-    dev: &Device,
+    dev: &Dev,
     a: &pydevice::runtime::DeviceArray,
     box_shape: &[u32],
     swizzle: u32,
-) -> (DeviceBuffer, ArgValue) {
+) -> (Buffer, ArgValue) {
     let map = dev
         .tensor_map_tiled(a, box_shape, swizzle)
         .unwrap_or_else(|e| panic!("{e}"));
@@ -530,7 +530,7 @@ fn e4m3_bits(x: f32) -> u8 {
 /// Runs a one-step `wgmma` fixture (64×K by K×64) on `a` and `b` (64×K each, as the
 /// element bytes `enc` gives) and checks D against the exact products of `av` and `bv`.
 fn wgmma_case<T: Copy, D: Copy + Default + PartialEq + std::fmt::Debug>(
-    dev: &Device,
+    dev: &Dev,
     file: &str,
     entry: &str,
     sig: &str,

@@ -230,6 +230,8 @@ impl FnCx<'_, '_> {
                             .ins()
                             .imul_imm_s(d[1 + n + usize::from(*k)], es as i64)
                     }
+                    // Host pointers are plain addresses.
+                    ArrayProp::Address => d[0],
                     ArrayProp::Size => {
                         let mut acc = self.b.ins().iconst(ct::I64, 1);
                         for k in 0..n {

@@ -234,6 +234,24 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                         let size = i64t.const_int(elem_size(&at.dtype), false);
                         self.b().build_int_mul(s, size, "")?.into()
                     }
+                    ArrayProp::Address => {
+                        // A generic address, whatever space the array lives in.
+                        let data = self
+                            .b()
+                            .build_extract_value(desc, 0, "")?
+                            .into_pointer_value();
+                        let generic =
+                            if data.get_type().get_address_space() == AddressSpace::default() {
+                                data
+                            } else {
+                                self.b().build_address_space_cast(
+                                    data,
+                                    self.e.ctx.ptr_type(AddressSpace::default()),
+                                    "",
+                                )?
+                            };
+                        self.b().build_ptr_to_int(generic, i64t, "")?.into()
+                    }
                     ArrayProp::Size => {
                         let mut acc = i64t.const_int(1, false);
                         for d in 0..at.ndim {

@@ -1,0 +1,48 @@
+"""jit.thrust on the GPU (docs/semantics.md §15.5): random inputs against NumPy. The kernels'
+shims are compiled by NVRTC with CCCL's headers and linked at load time; skipped without a
+GPU, CuPy, NVRTC or CCCL (saying which)."""
+
+import numpy as np
+import pytest
+
+from pydevice.cupyx import jit
+
+
+@jit.rawkernel()
+def sort_rows(x):
+    i = jit.threadIdx.x
+    row = x[i]
+    jit.thrust.sort(jit.thrust.device, row.begin(), row.end())
+
+
+@jit.rawkernel()
+def row_stats(x, counts, firsts, sums, scans):
+    i = jit.threadIdx.x
+    row = x[i]
+    counts[i] = jit.thrust.count(jit.thrust.seq, row.begin(), row.end(), 3)
+    it = jit.thrust.find(jit.thrust.seq, row.begin(), row.end(), 3)
+    firsts[i] = it - row.begin()
+    sums[i] = jit.thrust.reduce(jit.thrust.device, row.begin(), row.end(), 10)
+    out = scans[i]
+    jit.thrust.exclusive_scan(jit.thrust.seq, row.begin(), row.end(), out.begin(), 5)
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_thrust_on_strided_rows_matches_numpy(cupy, order):
+    rng = np.random.default_rng(7 if order == "C" else 8)
+    h, w = 64, 97
+    x = rng.integers(0, 8, (h, w)).astype(np.int32)
+    xd = cupy.asarray(np.asfortranarray(x) if order == "F" else x)
+    counts = cupy.zeros(h, np.int64)
+    firsts = cupy.zeros(h, np.int64)
+    sums = cupy.zeros(h, np.int64)
+    scans = cupy.zeros((h, w), np.int32, order=order)
+    row_stats[1, h](xd, counts, firsts, sums, scans)
+    found = np.where((x == 3).any(axis=1), (x == 3).argmax(axis=1), w)
+    np.testing.assert_array_equal(cupy.asnumpy(counts), (x == 3).sum(axis=1))
+    np.testing.assert_array_equal(cupy.asnumpy(firsts), found)
+    np.testing.assert_array_equal(cupy.asnumpy(sums), x.sum(axis=1) + 10)
+    scan = np.concatenate([np.full((h, 1), 5), 5 + np.cumsum(x, axis=1)[:, :-1]], axis=1)
+    np.testing.assert_array_equal(cupy.asnumpy(scans), scan)
+    sort_rows[1, h](xd)
+    np.testing.assert_array_equal(cupy.asnumpy(xd), np.sort(x, axis=1))
