@@ -574,6 +574,23 @@ fn cpu_to_py(py: Python<'_>, kernel: &str, e: pydevice::runtime::cpu::CpuError) 
 
 #[pymethods]
 impl CpuKernel {
+    /// Each parameter's type, printed.
+    #[getter]
+    fn param_types(&self) -> Vec<String> {
+        self.inner.params().iter().map(|t| t.to_string()).collect()
+    }
+
+    /// Whether the kernel may store to the memory parameter `index` holds.
+    fn may_store(&self, index: usize) -> bool {
+        self.inner.may_store(index)
+    }
+
+    /// Whether the kernel synchronizes the grid (a GPU launches it only cooperatively).
+    #[getter]
+    fn cooperative(&self) -> bool {
+        self.inner.cooperative()
+    }
+
     /// Runs the kernel on `args` (arrays as `(shape, bytes)`) over a `grid` of `block`
     /// threads (3-tuples), without the GIL; returns each array argument's bytes after the
     /// launch. `threads` OS threads (0: one per core); `deterministic` runs the blocks in

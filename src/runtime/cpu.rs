@@ -111,6 +111,10 @@ fn triple(t: [u32; 3]) -> String {
 /// The most dynamic shared memory a block may ask for on the CPU: 16 MiB.
 pub const MAX_DYNAMIC_SHARED: u32 = 16 << 20;
 
+/// The most threads a launch of a kernel that synchronizes the grid may have on the CPU:
+/// they all run together, each a fiber with a stack of its own.
+pub const MAX_COOPERATIVE_THREADS: u64 = 1 << 16;
+
 /// How to run a launch on the CPU.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CpuLaunch {
@@ -149,6 +153,8 @@ impl CpuLaunch {
 #[derive(Clone, Debug)]
 pub struct CpuKernel {
     code: KernelCode,
+    /// For each parameter: whether the kernel may store to the memory it holds.
+    stores: std::sync::Arc<Vec<bool>>,
 }
 
 /// The runtime functions the compiled code calls, by name.
@@ -170,7 +176,23 @@ impl CpuKernel {
         program: &crate::ir::Program,
     ) -> Result<CpuKernel, crate::lower::host::HostError> {
         let code = crate::lower::host::kernel::compile_kernel(program, &symbols())?;
-        Ok(CpuKernel { code })
+        Ok(CpuKernel {
+            code,
+            stores: std::sync::Arc::new(program.entry_param_stores()),
+        })
+    }
+
+    /// Whether the kernel may store to the memory parameter `index` holds (an array, or a
+    /// tuple or struct of arrays), itself or through its callees: a caller passing read-only
+    /// memory checks this first, as for a GPU launch.
+    pub fn may_store(&self, index: usize) -> bool {
+        self.stores.get(index).copied().unwrap_or(true)
+    }
+
+    /// Whether the kernel synchronizes the grid: on a GPU it must be launched cooperatively
+    /// (the CPU runs all its blocks together whichever way it is launched).
+    pub fn cooperative(&self) -> bool {
+        self.code.cooperative()
     }
 
     /// The kernel's Python name.
@@ -245,6 +267,12 @@ impl CpuKernel {
         }
         if blocks > u64::from(u32::MAX) {
             return Err(CpuError::Config("the grid has too many blocks".into()));
+        }
+        if self.code.cooperative() && blocks * block_size > MAX_COOPERATIVE_THREADS {
+            return Err(CpuError::Config(format!(
+                "cooperative launch rejected: the grid has {blocks} blocks, but at most {} can be resident at once on the CPU back end with {block_size} threads per block (a kernel that synchronizes the grid runs all its threads together, at most {MAX_COOPERATIVE_THREADS})",
+                MAX_COOPERATIVE_THREADS / block_size
+            )));
         }
         let blocks = blocks as u32;
         let units: Vec<Vec<u32>> = if self.code.cooperative() {
