@@ -35,7 +35,7 @@ import numpy as np
 
 from . import _native
 from . import _types
-from .errors import ArgumentError, CompileError, DeviceMismatchError
+from .errors import ArgumentError, CompileError, DeviceMismatchError, LaunchError
 
 # ---------------------------------------------------------------------------------------
 # Source of decorated objects
@@ -1041,7 +1041,8 @@ def _dim3(d, what: str) -> Tuple[int, int, int]:
         return (int(d), 1, 1)
     t = tuple(int(x) for x in d)
     if not 1 <= len(t) <= 3:
-        raise TypeError(f"{what} must be an int or a tuple of 1 to 3 ints, got {d!r}")
+        # A ValueError, as a GPU launch's (the native launcher's) for the same dimensions.
+        raise ValueError(f"{what} must be an int or a tuple of 1 to 3 ints, got {d!r}")
     return t + (1,) * (3 - len(t))
 
 
@@ -1295,7 +1296,7 @@ class Kernel(_Entry):
             if which == "cpu":
                 if cluster is not None:
                     raise ValueError("thread block clusters do not run on the CPU back end")
-                return self._launch_cpu(args, grid, block, shared, seed)
+                return self._launch_cpu(args, grid, block, shared, seed, cooperative=cooperative)
             if which not in ("gpu", "cuda"):
                 raise ValueError(f"backend={backend!r}: expected 'cpu' or 'gpu'")
         consts = ()
@@ -1347,10 +1348,17 @@ class Kernel(_Entry):
             _native.synchronize(spec.launcher.device, h)
             spec.launcher.check_bounds()
 
-    def _launch_cpu(self, args, grid, block, shared, seed=None, threads=0, deterministic=False):
+    def _cpu_kernel(self, m, key, args, constants):
+        """The kernel compiled for the CPU back end for argument kinds ``key``."""
+        return m.cpu_kernel(self.__name__, self._types_of_keys(key, args, m), constants)
+
+    def _launch_cpu(self, args, grid, block, shared, seed=None, threads=0, deterministic=False, cooperative=False):
         """Runs the kernel on the CPU back end (docs/semantics.md, "CPU back end"): each GPU
         thread a fiber, blocks over the cores. Arguments are numbers, tuples, vectors, structs
-        and NumPy arrays; arrays are copied in and back. Synchronous."""
+        and NumPy arrays; arrays are copied in and back. Synchronous. What a GPU launch
+        refuses is refused here too: a grid-synchronizing kernel launched without
+        ``cooperative=True``, a store to a read-only array, two host arrays sharing memory
+        where the kernel may store to one."""
         if self._module is None:
             self._mod()
         consts = ()
@@ -1375,8 +1383,27 @@ class Kernel(_Entry):
         if ck is None:
             m = self._mod()
             constants = [(p, v) for p, _t, v in consts]
-            ck = m.cpu_kernel(self.__name__, self._types_of_keys(key, args, m), constants)
+            ck = self._cpu_kernel(m, key, args, constants)
             self._cpu[(key, consts)] = ck
+        if ck.cooperative and not cooperative and not self._auto_cooperative:
+            raise LaunchError(
+                f"kernel `{self.__name__}`: launch rejected: the kernel synchronizes the whole grid "
+                "(`cg.this_grid().sync()`), so it needs a cooperative launch "
+                "(`device.launch(..., cooperative=True)`), on the CPU back end as on a GPU",
+                self.__name__,
+            )
+        host = [i for i, k in enumerate(key) if k[0] == "H"]
+        for n, i in enumerate(host):
+            if not vals[i].flags.writeable and ck.may_store(i):
+                raise _read_only_error(self, i)
+            for j in host[n + 1 :]:
+                if (ck.may_store(i) or ck.may_store(j)) and np.may_share_memory(vals[i], vals[j]):
+                    raise ArgumentError(
+                        f"{self.__name__}(): host arrays {i} (parameter `{self._param_name(i)}`) and "
+                        f"{j} (parameter `{self._param_name(j)}`) share memory, and the kernel may "
+                        "store to one of them; each host array is copied on its own, so they would "
+                        "not see each other's stores"
+                    )
         host_vals = []
         arrays = []
         for k, v in zip(key, vals):
@@ -1463,8 +1490,10 @@ class Kernel(_Entry):
 
     @property
     def specializations(self) -> list:
-        """The argument types of each specialization made so far."""
-        return [s.kernel.param_types for s in self._specs.values()]
+        """The argument types of each specialization made so far (for the GPU, then for the
+        CPU back end)."""
+        gpu = [s.kernel.param_types for s in self._specs.values()]
+        return gpu + [ck.param_types for ck in self._cpu.values()]
 
 
 def _c_strides(shape) -> tuple:
@@ -1728,7 +1757,10 @@ def header(obj) -> str:
 def synchronize(stream=None, device: Optional[int] = None) -> None:
     """Waits for the work on ``stream`` (all streams of the device when None), raising
     DeviceFault for a kernel that faulted. The device is the stream's, else ``device``, else
-    the default one."""
+    the default one. With the CPU back end selected (``PYDEVICE_BACKEND=cpu``) and no stream
+    given, there is nothing to wait for: CPU launches are synchronous."""
+    if _BACKEND == "cpu" and stream is None and device is None:
+        return
     h, d = (None, None) if stream is None else _stream_place(stream)
     if d is None:
         d = _default_device() if device is None else device

@@ -1,7 +1,8 @@
 """The repeated-call fast paths on the GPU (session 16): every call of a signature after the
 first takes the native path (ElementwiseKernel, ReductionKernel, fuse, device.launch), and
 its results match NumPy on fresh random inputs each call, on CuPy's current stream and on a
-given one, with scalars changing between calls. Skipped without a GPU or CuPy."""
+given one, with scalars changing between calls. Skipped without a GPU or CuPy: the fast paths
+are the native GPU launchers (the CPU back end has none)."""
 
 import numpy as np
 import pytest
@@ -28,7 +29,8 @@ def vec_add_fast(a, b, c):
         c[i] = a[i] + b[i]
 
 
-def test_elementwise_fast_path_on_gpu(cupy):
+@pytest.mark.gpu_only('the native GPU fast paths')
+def test_elementwise_fast_path_on_gpu(real_gpu, cupy):
     for shape, ys in (((4096,), (4096,)), ((64, 33), (33,)), ((3, 5, 7), (3, 5, 7))):
         for call in range(4):  # the first call remembers, the next ones take the fast path
             x, y = rng.standard_normal(shape).astype(np.float32), rng.standard_normal(ys).astype(np.float32)
@@ -61,7 +63,8 @@ def test_elementwise_fast_path_on_gpu(cupy):
         np.testing.assert_allclose(cupy.asnumpy(got), (x - y) ** 2, rtol=1e-6)
 
 
-def test_reduction_and_fuse_fast_paths_on_gpu(cupy):
+@pytest.mark.gpu_only('the native GPU fast paths')
+def test_reduction_and_fuse_fast_paths_on_gpu(real_gpu, cupy):
     for shape, axis in (((1 << 16,), None), ((128, 300), 1), ((128, 300), 0), ((128, 300), (0, 1))):
         for _ in range(4):
             x = rng.standard_normal(shape).astype(np.float32)
@@ -74,7 +77,8 @@ def test_reduction_and_fuse_fast_paths_on_gpu(cupy):
     assert fused._fast.call((cupy.asarray(x), cupy.asarray(y))) is not NotImplemented
 
 
-def test_launch_fast_path_on_gpu(cupy):
+@pytest.mark.gpu_only('the native GPU fast paths')
+def test_launch_fast_path_on_gpu(real_gpu, cupy):
     n = 10_000
     for _ in range(5):
         a, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
@@ -84,7 +88,8 @@ def test_launch_fast_path_on_gpu(cupy):
     assert len(vec_add_fast._dispatcher) == 1
 
 
-def test_fast_path_keywords_wide_columns_and_allocation_on_gpu(cupy):
+@pytest.mark.gpu_only('the native GPU fast paths')
+def test_fast_path_keywords_wide_columns_and_allocation_on_gpu(real_gpu, cupy):
     """The native `__call__` with keywords (`out=`, `keepdims=`, `stream=`) on the fast path,
     the narrowed column tiles of a (1024, n) sum over axis 0 (one kernel), and the outputs
     it allocates through CuPy's constructor in two steps: ordinary CuPy arrays of the pool
