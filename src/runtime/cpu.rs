@@ -63,6 +63,22 @@ pub enum CpuError {
     },
     /// Threads wait at barriers or warp collectives that can never complete.
     Deadlock(String),
+    /// With [`CpuLaunch::race_check`]: two threads accessed the same byte of shared or
+    /// global memory with no barrier between them, at least one of them storing (atomic
+    /// operations excluded). The first such pair found; the launch ran to its end.
+    Race {
+        /// The source file.
+        file: String,
+        /// `"shared"` or `"global"`.
+        space: &'static str,
+        /// The byte offset in the block's shared memory, or the host address of the
+        /// global byte.
+        address: u64,
+        /// The earlier access.
+        first: Box<RaceAccess>,
+        /// The later access, which found the earlier one.
+        second: Box<RaceAccess>,
+    },
     /// An OS resource (a fiber's stack) could not be had.
     Resource(String),
 }
@@ -98,11 +114,62 @@ impl fmt::Display for CpuError {
                 triple(*block)
             ),
             CpuError::Deadlock(m) => write!(f, "the kernel deadlocked: {m}"),
+            CpuError::Race {
+                file,
+                space,
+                address,
+                first,
+                second,
+            } => {
+                let at = if *space == "shared" {
+                    format!(
+                        "shared memory (byte {address} of block {})",
+                        triple(first.block)
+                    )
+                } else {
+                    format!("global memory (address {address:#x})")
+                };
+                write!(
+                    f,
+                    "data race on {at}: {} at {file}:{}:{} by thread {} of block {}, and {} at {file}:{}:{} by thread {} of block {}, with no barrier between them",
+                    first.what(),
+                    first.line,
+                    first.column,
+                    triple(first.thread),
+                    triple(first.block),
+                    second.what(),
+                    second.line,
+                    second.column,
+                    triple(second.thread),
+                    triple(second.block),
+                )
+            }
         }
     }
 }
 
 impl std::error::Error for CpuError {}
+
+/// One of the two accesses of a data race ([`CpuError::Race`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RaceAccess {
+    /// 1-based line of the access.
+    pub line: u32,
+    /// 1-based column.
+    pub column: u32,
+    /// Whether it stored.
+    pub write: bool,
+    /// `thread_idx` of the thread that made it.
+    pub thread: [u32; 3],
+    /// Its `block_idx`.
+    pub block: [u32; 3],
+}
+
+impl RaceAccess {
+    fn what(&self) -> &'static str {
+        if self.write { "a store" } else { "a load" }
+    }
+}
 
 fn triple(t: [u32; 3]) -> String {
     format!("({}, {}, {})", t[0], t[1], t[2])
@@ -132,6 +199,11 @@ pub struct CpuLaunch {
     /// The seed of `random.rand`/`randn` (a fresh one when `None`), as the device's launch
     /// seed: thread `t` of the grid gets the same numbers as on a GPU.
     pub seed: Option<u64>,
+    /// Check for data races (docs/semantics.md §22): every load and store of shared or
+    /// global memory is recorded, and two by different threads of the same byte with no
+    /// barrier between them, one a store, fail the launch with [`CpuError::Race`].
+    /// Atomics are not recorded. Slower; works in both schedules.
+    pub race_check: bool,
 }
 
 impl CpuLaunch {
@@ -145,6 +217,7 @@ impl CpuLaunch {
             threads: 0,
             deterministic: false,
             seed: None,
+            race_check: false,
         }
     }
 }
@@ -159,10 +232,11 @@ pub struct CpuKernel {
 
 /// The runtime functions the compiled code calls, by name.
 fn symbols() -> Vec<(&'static str, *const u8)> {
-    use crate::lower::host::kernel::{BARRIER_SYMBOL, RANDOM_SYMBOLS, WARP_SYMBOL};
+    use crate::lower::host::kernel::{BARRIER_SYMBOL, RACE_SYMBOL, RANDOM_SYMBOLS, WARP_SYMBOL};
     vec![
         (BARRIER_SYMBOL, barrier as *const u8),
         (WARP_SYMBOL, warp as *const u8),
+        (RACE_SYMBOL, race as *const u8),
         (RANDOM_SYMBOLS[0], rand_f32 as *const u8),
         (RANDOM_SYMBOLS[1], rand_f64 as *const u8),
         (RANDOM_SYMBOLS[2], randn_f32 as *const u8),
@@ -289,6 +363,7 @@ impl CpuKernel {
             next: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
             failure: Mutex::new(None),
+            race: cfg.race_check.then(RaceState::default),
         };
         let workers = if cfg.deterministic {
             1
@@ -331,9 +406,45 @@ impl CpuKernel {
             .failure
             .into_inner()
             .unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = failure.as_ref().map(|(_, e)| e)
+            && !matches!(
+                e,
+                CpuError::Raised { .. } | CpuError::IndexOutOfBounds { .. }
+            )
+        {
+            return Err(e.clone());
+        }
+        // A race is reported before an error it may have caused.
+        if let Some(found) = shared
+            .race
+            .and_then(|r| r.found.into_inner().ok().flatten())
+        {
+            return Err(self.race_error(found));
+        }
         match failure {
             None => Ok(()),
             Some((_, e)) => Err(e),
+        }
+    }
+
+    fn race_error(&self, found: RaceFound) -> CpuError {
+        let access = |a: &Access, block: [u32; 3], thread: [u32; 3]| RaceAccess {
+            line: (a.site >> 32) as u32,
+            column: a.site as u32,
+            write: a.write,
+            thread,
+            block,
+        };
+        CpuError::Race {
+            file: self.code.file().to_string(),
+            space: if found.region == 0 {
+                "global"
+            } else {
+                "shared"
+            },
+            address: found.address,
+            first: Box::new(access(&found.first, found.first_ids.1, found.first_ids.0)),
+            second: Box::new(access(&found.second, found.second_ids.1, found.second_ids.0)),
         }
     }
 }
@@ -365,6 +476,71 @@ struct Launch<'a> {
     stop: AtomicBool,
     /// The first failure by (block, thread) order, with that order's key.
     failure: Mutex<Option<((u32, u32), CpuError)>>,
+    /// The race detector's records, when the launch checks for races.
+    race: Option<RaceState>,
+}
+
+/// An access as the race detector records it.
+#[derive(Copy, Clone, Debug)]
+struct Access {
+    /// The thread's rank in its block, and its block's rank in the grid.
+    rank: u32,
+    block: u32,
+    /// The thread's [`Thread::epochs`] when it made the access.
+    epochs: [u32; 3],
+    /// `line << 32 | column`.
+    site: u64,
+    write: bool,
+}
+
+impl Access {
+    /// Whether a barrier (or program order) separates `self` from `other`.
+    fn ordered_with(&self, other: &Access) -> bool {
+        if self.block == other.block && self.rank == other.rank {
+            return true;
+        }
+        // A grid barrier separates any two threads of a cooperative launch.
+        if self.epochs[1] != other.epochs[1] {
+            return true;
+        }
+        if self.block != other.block {
+            return false;
+        }
+        // A block barrier separates two threads of the block; `syncwarp` two of a warp.
+        self.epochs[0] != other.epochs[0]
+            || (self.rank / 32 == other.rank / 32 && self.epochs[2] != other.epochs[2])
+    }
+}
+
+/// What the race detector knows of one byte: its last store, and the loads since.
+#[derive(Default)]
+struct Cell {
+    write: Option<Access>,
+    reads: Vec<Access>,
+}
+
+/// The loads of a byte kept per cell: enough for the kernels a race check is for.
+const READS_PER_BYTE: usize = 32;
+
+/// The first race found.
+struct RaceFound {
+    /// 0 for global memory, `1 + block rank` for a block's shared memory.
+    region: u32,
+    address: u64,
+    first: Access,
+    second: Access,
+    /// (`thread_idx`, `block_idx`) of each.
+    first_ids: ([u32; 3], [u32; 3]),
+    second_ids: ([u32; 3], [u32; 3]),
+}
+
+/// The race detector's state for one launch: every byte of shared memory (by block and
+/// offset) and of global memory (by address) that was accessed, under one lock.
+#[derive(Default)]
+struct RaceState {
+    cells: Mutex<std::collections::HashMap<(u32, u64), Cell>>,
+    found: Mutex<Option<RaceFound>>,
+    any: AtomicBool,
 }
 
 impl Launch<'_> {
@@ -427,6 +603,7 @@ impl Launch<'_> {
                         block_size: bs as u32,
                         block_rank: b,
                         num_blocks: gx * gy * gz,
+                        race: u64::from(self.race.is_some()),
                     },
                     yielder: std::ptr::null(),
                     wait: Wait::Run,
@@ -434,6 +611,11 @@ impl Launch<'_> {
                     global: u64::from(b) * bs as u64 + u64::from(r),
                     seed: self.seed,
                     calls: 0,
+                    epochs: [0; 3],
+                    race: self
+                        .race
+                        .as_ref()
+                        .map_or(std::ptr::null(), |r| r as *const RaceState),
                 });
             }
         }
@@ -627,6 +809,11 @@ struct Thread {
     seed: u64,
     /// How many random numbers it drew.
     calls: u64,
+    /// How many block barriers, grid barriers and `syncwarp`s it has passed (the race
+    /// detector's clock).
+    epochs: [u32; 3],
+    /// The launch's race detector, or null.
+    race: *const RaceState,
 }
 
 /// The fibers of one unit, in block-major rank order.
@@ -820,6 +1007,9 @@ impl Scheduler {
             };
             let t = self.t(base + lane as usize);
             t.result = r;
+            if op == WarpOp::Sync {
+                t.epochs[2] = t.epochs[2].wrapping_add(1);
+            }
             t.wait = Wait::Run;
         }
     }
@@ -854,6 +1044,7 @@ impl Scheduler {
                     BarrierKind::Or => u64::from(count > 0),
                     BarrierKind::Sync | BarrierKind::Grid => 0,
                 };
+                t.epochs[0] = t.epochs[0].wrapping_add(1);
                 t.wait = Wait::Run;
             }
             progress = true;
@@ -879,6 +1070,7 @@ impl Scheduler {
             for i in live {
                 let t = self.t(i);
                 t.result = 0;
+                t.epochs[1] = t.epochs[1].wrapping_add(1);
                 t.wait = Wait::Run;
             }
             return true;
@@ -1062,6 +1254,88 @@ extern "C" fn warp(
     };
     // SAFETY: as in `barrier`.
     unsafe { wait_for(ctx.cast::<Thread>(), wait) as i64 }
+}
+
+/// The race detector's record of an access (docs/semantics.md §22): checks it against
+/// the byte's last store and the loads since, then records it. The first race found is
+/// kept; after it nothing more is recorded.
+extern "C" fn race(
+    ctx: *mut ThreadContext,
+    addr: i64,
+    size: i32,
+    write: i32,
+    space: i32,
+    site: i64,
+) -> i32 {
+    // SAFETY: called by kernel code, on its fiber (or its plain call), with its context.
+    let t = unsafe { thread(ctx) };
+    // SAFETY: `race` points to the launch's state, alive for the whole launch, or is null.
+    let Some(state) = (unsafe { t.race.as_ref() }) else {
+        return 0;
+    };
+    if state.any.load(Ordering::Relaxed) {
+        return 0;
+    }
+    let me = Access {
+        rank: t.ctx.rank,
+        block: t.ctx.block_rank,
+        epochs: t.epochs,
+        site: site as u64,
+        write: write != 0,
+    };
+    let (region, base) = if space == 1 {
+        (
+            t.ctx.block_rank + 1,
+            (addr as u64).wrapping_sub(t.ctx.shared),
+        )
+    } else {
+        (0, addr as u64)
+    };
+    let mut cells = state.cells.lock().unwrap_or_else(|e| e.into_inner());
+    for k in 0..u64::from(size.max(1) as u32) {
+        let cell = cells.entry((region, base + k)).or_default();
+        let conflict = cell.write.filter(|w| !w.ordered_with(&me)).or_else(|| {
+            me.write
+                .then(|| cell.reads.iter().find(|r| !r.ordered_with(&me)).copied())
+                .flatten()
+        });
+        if let Some(first) = conflict {
+            // The other thread's indices, from its ranks.
+            let ids = |a: &Access| {
+                let [bx, by, _] = t.ctx.block_dim;
+                let [gx, gy, _] = t.ctx.grid_dim;
+                let (r, b) = (a.rank, a.block);
+                (
+                    [r % bx, (r / bx) % by, r / (bx * by)],
+                    [b % gx, (b / gx) % gy, b / (gx * gy)],
+                )
+            };
+            let mut found = state.found.lock().unwrap_or_else(|e| e.into_inner());
+            if found.is_none() {
+                *found = Some(RaceFound {
+                    region,
+                    address: base + k,
+                    first_ids: ids(&first),
+                    second_ids: ids(&me),
+                    first,
+                    second: me,
+                });
+            }
+            state.any.store(true, Ordering::Relaxed);
+            return 0;
+        }
+        if me.write {
+            cell.write = Some(me);
+            cell.reads.clear();
+        } else {
+            cell.reads
+                .retain(|r| !(r.rank == me.rank && r.block == me.block));
+            if cell.reads.len() < READS_PER_BYTE {
+                cell.reads.push(me);
+            }
+        }
+    }
+    0
 }
 
 /// The next Philox block of the thread's stream (`crate::random`).

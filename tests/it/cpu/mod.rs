@@ -1264,3 +1264,5 @@ fn cpu_numba_iterate_arrays_random() {
         assert_eq!(idx, want_idx);
     }
 }
+
+mod race;

@@ -6,7 +6,7 @@
 //! value is computed here (tile masks, ranks).
 
 use super::super::kernel::{
-    BARRIER_SYMBOL, BarrierKind, RANDOM_SYMBOLS, WARP_SYMBOL, WarpOp, offset,
+    BARRIER_SYMBOL, BarrierKind, RACE_SYMBOL, RANDOM_SYMBOLS, WARP_SYMBOL, WarpOp, offset,
 };
 use super::*;
 use crate::ir::{Axis, CgOp, Shfl, Vote};
@@ -35,6 +35,48 @@ impl FnCx<'_, '_> {
         let c = self.ctx()?;
         let off = i32::try_from(off).map_err(|_| err("context offset"))?;
         Ok(self.b.ins().load(ct::I32, flags(), c, off))
+    }
+
+    /// In a kernel run whole on the CPU, the race check of an access of `size` bytes at
+    /// `addr` to an array in `space` (docs/semantics.md §22): when the launch checks for
+    /// races (the context's `race` word), a call of [`RACE_SYMBOL`] before the access.
+    /// Nothing for per-thread and constant memory, nor outside CPU kernels.
+    pub(super) fn race_check(
+        &mut self,
+        space: crate::types::MemSpace,
+        addr: Value,
+        size: u64,
+        write: bool,
+        code: i64,
+    ) -> R<()> {
+        use crate::types::MemSpace;
+        let space = match space {
+            MemSpace::Global => 0,
+            MemSpace::Shared => 1,
+            _ => return Ok(()),
+        };
+        if self.kernel.is_none() {
+            return Ok(());
+        }
+        let ctx = self.ctx()?;
+        let off = i32::try_from(offset::RACE).map_err(|_| err("context offset"))?;
+        let on = self.b.ins().load(ct::I64, flags(), ctx, off);
+        let (check, cont) = (self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(on, check, &[], cont, &[]);
+        self.b.switch_to_block(check);
+        let size = self.b.ins().iconst(ct::I32, size as i64);
+        let write = self.b.ins().iconst(ct::I32, i64::from(write));
+        let space = self.b.ins().iconst(ct::I32, space);
+        let site = self.b.ins().iconst(ct::I64, code);
+        self.call_helper(
+            RACE_SYMBOL,
+            &[ct::I64, ct::I64, ct::I32, ct::I32, ct::I32, ct::I64],
+            ct::I32,
+            &[ctx, addr, size, write, space, site],
+        )?;
+        self.b.ins().jump(cont, &[]);
+        self.b.switch_to_block(cont);
+        Ok(())
     }
 
     /// `line << 32 | column` of expression `h`.
