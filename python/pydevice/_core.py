@@ -1031,6 +1031,8 @@ _native.set_default_device(int(os.environ.get("PYDEVICE_DEVICE", "0")))
 # `PYDEVICE_BACKEND=cpu` runs every launch of an unchanged program on the CPU back end (as
 # `NUMBA_ENABLE_CUDASIM=1` runs numba's on its simulator); read once, at import.
 _BACKEND = os.environ.get("PYDEVICE_BACKEND", "").strip().lower() or None
+# `PYDEVICE_RACECHECK=1` checks every launch on the CPU back end for data races (§22).
+_RACECHECK = os.environ.get("PYDEVICE_RACECHECK", "").strip().lower() not in ("", "0", "false", "no")
 if _BACKEND not in (None, "cpu", "gpu", "cuda"):
     raise ValueError(f"PYDEVICE_BACKEND={_BACKEND!r}: expected 'cpu' or 'gpu'")
 
@@ -1289,16 +1291,25 @@ class Kernel(_Entry):
         with self._lock:
             return self._specs.setdefault(full, spec)
 
-    def _launch(self, args, grid, block, stream, shared, seed=None, cooperative=False, cluster=None, backend=None):
+    def _launch(
+        self, args, grid, block, stream, shared, seed=None, cooperative=False, cluster=None, backend=None,
+        race_check=None, deterministic=False,
+    ):
         which = backend if backend is not None else _BACKEND
         if which is not None:
             which = str(which).lower()
             if which == "cpu":
                 if cluster is not None:
                     raise ValueError("thread block clusters do not run on the CPU back end")
-                return self._launch_cpu(args, grid, block, shared, seed, cooperative=cooperative)
+                race = _RACECHECK if race_check is None else bool(race_check)
+                return self._launch_cpu(
+                    args, grid, block, shared, seed, deterministic=deterministic, cooperative=cooperative,
+                    race_check=race,
+                )
             if which not in ("gpu", "cuda"):
                 raise ValueError(f"backend={backend!r}: expected 'cpu' or 'gpu'")
+        if race_check or deterministic:
+            raise ValueError("race_check=True and deterministic=True need the CPU back end: pass backend='cpu' too")
         consts = ()
         if self._module is None:
             self._mod()
@@ -1352,13 +1363,18 @@ class Kernel(_Entry):
         """The kernel compiled for the CPU back end for argument kinds ``key``."""
         return m.cpu_kernel(self.__name__, self._types_of_keys(key, args, m), constants)
 
-    def _launch_cpu(self, args, grid, block, shared, seed=None, threads=0, deterministic=False, cooperative=False):
+    def _launch_cpu(
+        self, args, grid, block, shared, seed=None, threads=0, deterministic=False, cooperative=False,
+        race_check=False,
+    ):
         """Runs the kernel on the CPU back end (docs/semantics.md, "CPU back end"): each GPU
         thread a fiber, blocks over the cores. Arguments are numbers, tuples, vectors, structs
         and NumPy arrays; arrays are copied in and back. Synchronous. What a GPU launch
         refuses is refused here too: a grid-synchronizing kernel launched without
         ``cooperative=True``, a store to a read-only array, two host arrays sharing memory
-        where the kernel may store to one."""
+        where the kernel may store to one. ``race_check`` records every access to shared and
+        global memory and raises RaceError for two by different threads with no barrier
+        between them, one a store (§22)."""
         if self._module is None:
             self._mod()
         consts = ()
@@ -1421,6 +1437,7 @@ class Kernel(_Entry):
             seed,
             int(threads),
             bool(deterministic),
+            bool(race_check),
         )
         for a, data in zip(arrays, after):
             if a.flags.writeable and a.size:
@@ -1514,8 +1531,10 @@ def _c_strides(shape) -> tuple:
 # with `__cuda_stream__`, a CuPy or PyTorch stream, or a handle; None is the default
 # stream). The extension `cluster=(x, y, z)` (sm_90, semantics §18.1) runs it in thread block
 # clusters of that shape; a grid that is not a whole number of clusters is refused
-# (LaunchError). It is native: the fast path when the kernel has a launcher for arguments of these
-# kinds, else `Kernel._launch`.
+# (LaunchError). `backend="cpu"` runs it on the CPU back end (docs/semantics.md §22), where
+# `deterministic=True` runs the blocks one after the other in grid order and `race_check=True`
+# raises RaceError for a data race (default: `PYDEVICE_RACECHECK`). It is native: the fast
+# path when the kernel has a launcher for arguments of these kinds, else `Kernel._launch`.
 launch = _native.launch
 
 

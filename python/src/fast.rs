@@ -709,6 +709,8 @@ fn launch_impl<'py>(
     let mut cooperative = false;
     let mut cluster = py.None().into_bound(py);
     let mut backend = py.None().into_bound(py);
+    let mut race_check = py.None().into_bound(py);
+    let mut deterministic = false;
     let names = [
         pyo3::intern!(py, "grid"),
         pyo3::intern!(py, "block"),
@@ -718,6 +720,8 @@ fn launch_impl<'py>(
         pyo3::intern!(py, "cooperative"),
         pyo3::intern!(py, "cluster"),
         pyo3::intern!(py, "backend"),
+        pyo3::intern!(py, "race_check"),
+        pyo3::intern!(py, "deterministic"),
     ];
     for (name, value) in keywords {
         // Keyword names are interned strings, so the pointer comparison nearly always
@@ -734,6 +738,8 @@ fn launch_impl<'py>(
             Some(5) => cooperative = value.is_truthy()?,
             Some(6) => cluster = value.clone(),
             Some(7) => backend = value.clone(),
+            Some(8) => race_check = value.clone(),
+            Some(9) => deterministic = value.is_truthy()?,
             Some(_) => {
                 shared = value.extract().map_err(|_| {
                     PyTypeError::new_err("launch(): shared must be a non-negative int (bytes)")
@@ -753,10 +759,13 @@ fn launch_impl<'py>(
     };
     // A fixed random-number seed or a cluster shape takes the Python path (the prepared
     // launchers draw a seed and launch without clusters).
-    // `backend=` (the CPU back end) takes the Python path too.
+    // `backend=`, `race_check=` and `deterministic=` (the CPU back end) take the Python
+    // path too.
     if seed.is_none()
         && cluster.is_none()
         && backend.is_none()
+        && race_check.is_none()
+        && !deterministic
         && let Ok(d) = f.getattr(pyo3::intern!(py, "_dispatcher"))
         && let Ok(d) = d.cast::<Dispatcher>()
         && d.get().launch_from(
@@ -784,6 +793,8 @@ fn launch_impl<'py>(
                 cooperative,
                 cluster,
                 backend,
+                race_check,
+                deterministic,
             ))?;
             Ok(())
         }

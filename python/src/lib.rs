@@ -545,6 +545,36 @@ fn cpu_to_py(py: Python<'_>, kernel: &str, e: pydevice::runtime::cpu::CpuError) 
             raise(py, "LaunchError", (text, kernel.to_string()))
         }
         CpuError::Deadlock(_) => raise(py, "DeadlockError", (text, kernel.to_string())),
+        CpuError::Race {
+            file,
+            space,
+            address,
+            first,
+            second,
+        } => {
+            let access = |a: &pydevice::runtime::cpu::RaceAccess| {
+                (
+                    a.line,
+                    a.column,
+                    a.write,
+                    (a.thread[0], a.thread[1], a.thread[2]),
+                    (a.block[0], a.block[1], a.block[2]),
+                )
+            };
+            raise(
+                py,
+                "RaceError",
+                (
+                    text,
+                    kernel.to_string(),
+                    file,
+                    space,
+                    address,
+                    access(&first),
+                    access(&second),
+                ),
+            )
+        }
         CpuError::IndexOutOfBounds { line, column, .. } => {
             raise(py, "BoundsError", (text, kernel.to_string(), line, column))
         }
@@ -594,8 +624,8 @@ impl CpuKernel {
     /// Runs the kernel on `args` (arrays as `(shape, bytes)`) over a `grid` of `block`
     /// threads (3-tuples), without the GIL; returns each array argument's bytes after the
     /// launch. `threads` OS threads (0: one per core); `deterministic` runs the blocks in
-    /// grid order on one thread.
-    #[pyo3(signature = (args, grid, block, shared=0, seed=None, threads=0, deterministic=false))]
+    /// grid order on one thread; `race_check` checks for data races (RaceError).
+    #[pyo3(signature = (args, grid, block, shared=0, seed=None, threads=0, deterministic=false, race_check=false))]
     #[allow(clippy::too_many_arguments)]
     fn launch(
         &self,
@@ -607,6 +637,7 @@ impl CpuKernel {
         seed: Option<u64>,
         threads: usize,
         deterministic: bool,
+        race_check: bool,
     ) -> PyResult<Vec<Py<PyAny>>> {
         let params = self.inner.params();
         if args.len() != params.len() {
@@ -629,6 +660,7 @@ impl CpuKernel {
             threads,
             deterministic,
             seed,
+            race_check,
         };
         let k = self.inner.clone();
         let r = py.detach(|| k.launch(&mut values, &cfg));
