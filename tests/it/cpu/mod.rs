@@ -1265,4 +1265,5 @@ fn cpu_numba_iterate_arrays_random() {
     }
 }
 
+mod builders;
 mod race;
