@@ -444,7 +444,11 @@ impl CpuKernel {
             },
             address: found.address,
             first: Box::new(access(&found.first, found.first_ids.1, found.first_ids.0)),
-            second: Box::new(access(&found.second, found.second_ids.1, found.second_ids.0)),
+            second: Box::new(access(
+                &found.second,
+                found.second_ids.1,
+                found.second_ids.0,
+            )),
         }
     }
 }
