@@ -52,5 +52,5 @@ if [ "$fuzz_seconds" != 0 ]; then
   FUZZ_BUILD_FLAGS=${FUZZ_BUILD_FLAGS:---dev --sanitizer none} bash scripts/fuzz.sh "$fuzz_seconds"
 fi
 if ! python3 -c 'import ctypes.util,sys; sys.exit(0 if ctypes.util.find_library("cuda") else 1)'; then
-  echo "note: no CUDA driver here, so tests/gpu.rs and python/tests/test_gpu.py skipped their launches (scripts/gpu_run.sh and python/tests/gpu_run.sh run them on a GPU)"
+  echo "note: no CUDA driver here, so tests/gpu.rs skipped its launches, and the Python GPU tests ran their kernels on the CPU back end, skipping (saying why) only what needs a GPU (scripts/gpu_run.sh and python/tests/gpu_run.sh run them on a GPU)"
 fi

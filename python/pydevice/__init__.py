@@ -56,6 +56,7 @@ from .errors import (
     LaunchError,
     NoDriverError,
     PydeviceError,
+    RaceError,
 )
 from ._native import compiler_version, driver_available
 

@@ -35,7 +35,7 @@ import numpy as np
 
 from . import _native
 from . import _types
-from .errors import ArgumentError, CompileError, DeviceMismatchError
+from .errors import ArgumentError, CompileError, DeviceMismatchError, LaunchError
 
 # ---------------------------------------------------------------------------------------
 # Source of decorated objects
@@ -1078,6 +1078,8 @@ _native.set_default_device(int(os.environ.get("PYDEVICE_DEVICE", "0")))
 # `PYDEVICE_BACKEND=cpu` runs every launch of an unchanged program on the CPU back end (as
 # `NUMBA_ENABLE_CUDASIM=1` runs numba's on its simulator); read once, at import.
 _BACKEND = os.environ.get("PYDEVICE_BACKEND", "").strip().lower() or None
+# `PYDEVICE_RACECHECK=1` checks every launch on the CPU back end for data races (§22).
+_RACECHECK = os.environ.get("PYDEVICE_RACECHECK", "").strip().lower() not in ("", "0", "false", "no")
 if _BACKEND not in (None, "cpu", "gpu", "cuda"):
     raise ValueError(f"PYDEVICE_BACKEND={_BACKEND!r}: expected 'cpu' or 'gpu'")
 
@@ -1088,7 +1090,8 @@ def _dim3(d, what: str) -> Tuple[int, int, int]:
         return (int(d), 1, 1)
     t = tuple(int(x) for x in d)
     if not 1 <= len(t) <= 3:
-        raise TypeError(f"{what} must be an int or a tuple of 1 to 3 ints, got {d!r}")
+        # A ValueError, as a GPU launch's (the native launcher's) for the same dimensions.
+        raise ValueError(f"{what} must be an int or a tuple of 1 to 3 ints, got {d!r}")
     return t + (1,) * (3 - len(t))
 
 
@@ -1341,17 +1344,25 @@ class Kernel(_Entry):
         with self._lock:
             return self._specs.setdefault(full, spec)
 
-    def _launch(self, args, grid, block, stream, shared, seed=None, cooperative=False, cluster=None, backend=None,
-                peer=False):
+    def _launch(
+        self, args, grid, block, stream, shared, seed=None, cooperative=False, cluster=None, backend=None,
+        peer=False, race_check=None, deterministic=False,
+    ):
         which = backend if backend is not None else _BACKEND
         if which is not None:
             which = str(which).lower()
             if which == "cpu":
                 if cluster is not None:
                     raise ValueError("thread block clusters do not run on the CPU back end")
-                return self._launch_cpu(args, grid, block, shared, seed)
+                race = _RACECHECK if race_check is None else bool(race_check)
+                return self._launch_cpu(
+                    args, grid, block, shared, seed, deterministic=deterministic, cooperative=cooperative,
+                    race_check=race,
+                )
             if which not in ("gpu", "cuda"):
                 raise ValueError(f"backend={backend!r}: expected 'cpu' or 'gpu'")
+        if race_check or deterministic:
+            raise ValueError("race_check=True and deterministic=True need the CPU back end: pass backend='cpu' too")
         consts = ()
         if self._module is None:
             self._mod()
@@ -1401,10 +1412,22 @@ class Kernel(_Entry):
             _native.synchronize(spec.launcher.device, h)
             spec.launcher.check_bounds()
 
-    def _launch_cpu(self, args, grid, block, shared, seed=None, threads=0, deterministic=False):
+    def _cpu_kernel(self, m, key, args, constants):
+        """The kernel compiled for the CPU back end for argument kinds ``key``."""
+        return m.cpu_kernel(self.__name__, self._types_of_keys(key, args, m), constants)
+
+    def _launch_cpu(
+        self, args, grid, block, shared, seed=None, threads=0, deterministic=False, cooperative=False,
+        race_check=False,
+    ):
         """Runs the kernel on the CPU back end (docs/semantics.md, "CPU back end"): each GPU
         thread a fiber, blocks over the cores. Arguments are numbers, tuples, vectors, structs
-        and NumPy arrays; arrays are copied in and back. Synchronous."""
+        and NumPy arrays; arrays are copied in and back. Synchronous. What a GPU launch
+        refuses is refused here too: a grid-synchronizing kernel launched without
+        ``cooperative=True``, a store to a read-only array, two host arrays sharing memory
+        where the kernel may store to one. ``race_check`` records every access to shared and
+        global memory and raises RaceError for two by different threads with no barrier
+        between them, one a store (§22)."""
         if self._module is None:
             self._mod()
         consts = ()
@@ -1429,8 +1452,27 @@ class Kernel(_Entry):
         if ck is None:
             m = self._mod()
             constants = [(p, v) for p, _t, v in consts]
-            ck = m.cpu_kernel(self.__name__, self._types_of_keys(key, args, m), constants)
+            ck = self._cpu_kernel(m, key, args, constants)
             self._cpu[(key, consts)] = ck
+        if ck.cooperative and not cooperative and not self._auto_cooperative:
+            raise LaunchError(
+                f"kernel `{self.__name__}`: launch rejected: the kernel synchronizes the whole grid "
+                "(`cg.this_grid().sync()`), so it needs a cooperative launch "
+                "(`device.launch(..., cooperative=True)`), on the CPU back end as on a GPU",
+                self.__name__,
+            )
+        host = [i for i, k in enumerate(key) if k[0] == "H"]
+        for n, i in enumerate(host):
+            if not vals[i].flags.writeable and ck.may_store(i):
+                raise _read_only_error(self, i)
+            for j in host[n + 1 :]:
+                if (ck.may_store(i) or ck.may_store(j)) and np.may_share_memory(vals[i], vals[j]):
+                    raise ArgumentError(
+                        f"{self.__name__}(): host arrays {i} (parameter `{self._param_name(i)}`) and "
+                        f"{j} (parameter `{self._param_name(j)}`) share memory, and the kernel may "
+                        "store to one of them; each host array is copied on its own, so they would "
+                        "not see each other's stores"
+                    )
         host_vals = []
         arrays = []
         for k, v in zip(key, vals):
@@ -1448,6 +1490,7 @@ class Kernel(_Entry):
             seed,
             int(threads),
             bool(deterministic),
+            bool(race_check),
         )
         for a, data in zip(arrays, after):
             if a.flags.writeable and a.size:
@@ -1517,8 +1560,10 @@ class Kernel(_Entry):
 
     @property
     def specializations(self) -> list:
-        """The argument types of each specialization made so far."""
-        return [s.kernel.param_types for s in self._specs.values()]
+        """The argument types of each specialization made so far (for the GPU, then for the
+        CPU back end)."""
+        gpu = [s.kernel.param_types for s in self._specs.values()]
+        return gpu + [ck.param_types for ck in self._cpu.values()]
 
 
 def _c_strides(shape) -> tuple:
@@ -1539,8 +1584,10 @@ def _c_strides(shape) -> tuple:
 # with `__cuda_stream__`, a CuPy or PyTorch stream, or a handle; None is the default
 # stream). The extension `cluster=(x, y, z)` (sm_90, semantics §18.1) runs it in thread block
 # clusters of that shape; a grid that is not a whole number of clusters is refused
-# (LaunchError). It is native: the fast path when the kernel has a launcher for arguments of these
-# kinds, else `Kernel._launch`.
+# (LaunchError). `backend="cpu"` runs it on the CPU back end (docs/semantics.md §22), where
+# `deterministic=True` runs the blocks one after the other in grid order and `race_check=True`
+# raises RaceError for a data race (default: `PYDEVICE_RACECHECK`). It is native: the fast
+# path when the kernel has a launcher for arguments of these kinds, else `Kernel._launch`.
 launch = _native.launch
 
 
@@ -1782,7 +1829,10 @@ def header(obj) -> str:
 def synchronize(stream=None, device: Optional[int] = None) -> None:
     """Waits for the work on ``stream`` (all streams of the device when None), raising
     DeviceFault for a kernel that faulted. The device is the stream's, else ``device``, else
-    the default one."""
+    the default one. With the CPU back end selected (``PYDEVICE_BACKEND=cpu``) and no stream
+    given, there is nothing to wait for: CPU launches are synchronous."""
+    if _BACKEND == "cpu" and stream is None and device is None:
+        return
     h, d = (None, None) if stream is None else _stream_place(stream)
     if d is None:
         d = _default_device() if device is None else device

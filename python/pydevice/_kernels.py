@@ -9,7 +9,9 @@ arguments, allocates the outputs with the inputs' framework and returns them:
 - PyTorch CUDA tensors in, tensors out (on PyTorch's current stream);
 - NumPy arrays in, NumPy arrays out: the kernel runs on the host, compiled through Cranelift
   (``run_host``, docs/semantics.md §20.8), on the arrays in place (any strides; a given
-  NumPy output is filled in place); no GPU is needed;
+  NumPy output is filled in place); no GPU is needed. With the CPU back end selected
+  (``PYDEVICE_BACKEND=cpu``, as the GPU tests select it without a GPU) the device kernel
+  itself runs there instead (``launch_cpu``, docs/semantics.md §22.4);
 - other arrays with ``__dlpack__`` or ``__cuda_array_interface__``: outputs are allocated
   with CuPy (which must be installed).
 """
@@ -20,7 +22,7 @@ from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
-from . import _native
+from . import _core, _native
 from ._core import _TORCH_DTYPES, _Unsupported, _describe, _dtype_name, _is_read_only, _stream_handle
 
 __all__ = ["ElementwiseKernel", "ReductionKernel"]
@@ -301,7 +303,11 @@ class ElementwiseKernel(_native.KernelCall):
         shape = call.shape
         if a.on_host:
             allocated, descs = _host_outputs(a, shape, dtypes, missing)
-            self._k.run_host(call, descs)
+            if _core._BACKEND == "cpu":
+                # PYDEVICE_BACKEND=cpu: the device kernel itself, on the CPU back end (§22.4).
+                self._k.launch_cpu(call, descs)
+            else:
+                self._k.run_host(call, descs)
         else:
             allocated, descs = a.outputs(shape, dtypes, missing)
             h = a.stream(stream)
@@ -435,7 +441,11 @@ class ReductionKernel(_native.KernelCall):
         shape = call.shape
         if a.on_host:
             allocated, descs = _host_outputs(a, shape, dtypes, missing)
-            self._k.run_host(call, descs)
+            if _core._BACKEND == "cpu":
+                # PYDEVICE_BACKEND=cpu: the device kernel itself, on the CPU back end (§22.4).
+                self._k.launch_cpu(call, descs)
+            else:
+                self._k.run_host(call, descs)
         else:
             allocated, descs = a.outputs(shape, dtypes, missing)
             h = a.stream(stream)

@@ -111,6 +111,14 @@ class RawKernel(_core.Kernel):
         g = getattr(self._src, "_gathered", None) if self._src is not None else None
         return dict(g.unusable) if g is not None else {}
 
+    def _cpu_kernel(self, m, key, args, constants):
+        try:
+            return super()._cpu_kernel(m, key, args, constants)
+        except CompileError as e:
+            if isinstance(e, (JitNameError, JitTypeError, JitValueError)):
+                raise
+            raise _cupyx_error(e) from None
+
     def _specialize(self, key, args, ordinal: int, consts=()):
         try:
             return super()._specialize(key, args, ordinal, consts)

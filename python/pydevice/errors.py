@@ -14,6 +14,8 @@ argument); none of them ends the process.
 - :class:`DeviceMismatchError`: a launch mixes GPUs (an array on one, the stream or another
   array on another); it names both. Nothing was launched (also an ``ArgumentError``).
 - :class:`NoDriverError`: no CUDA driver on this machine.
+- :class:`DeadlockError`, :class:`RaceError`: a kernel on the CPU back end deadlocked, or (with
+  ``race_check=True``) had a data race; the latter names both accesses' lines.
 - :class:`ArgumentError`: an argument does not fit its parameter (also a ``TypeError``);
   :class:`ArgumentRangeError` for an integer out of its type's range (also an
   ``OverflowError``).
@@ -130,6 +132,48 @@ class KernelRaised(PydeviceError):
         self.exception = exception
         self.thread = tuple(thread)
         self.block = tuple(block)
+
+
+class RaceAccess(NamedTuple):
+    """One access of a data race: where (``line``, ``column``), whether it stored, and by
+    which thread (``thread``, ``block``: ``thread_idx`` and ``block_idx``)."""
+
+    line: int
+    column: int
+    write: bool
+    thread: tuple
+    block: tuple
+
+
+class RaceError(PydeviceError):
+    """A kernel launched with ``race_check=True`` on the CPU back end had a data race: two
+    threads accessed the same byte of shared or global memory with no barrier between them,
+    at least one storing (docs/semantics.md §22). ``first`` and ``second`` are the two
+    accesses (:class:`RaceAccess`, each naming its Python line), ``space`` is ``"shared"`` or
+    ``"global"``."""
+
+    def __init__(
+        self,
+        message: str,
+        kernel: str = "",
+        file: str = "",
+        space: str = "",
+        address: int = 0,
+        first: tuple = (0, 0, False, (0, 0, 0), (0, 0, 0)),
+        second: tuple = (0, 0, False, (0, 0, 0), (0, 0, 0)),
+    ):
+        super().__init__(message)
+        self.kernel = kernel
+        self.file = file
+        self.space = space
+        self.address = address
+        self.first = RaceAccess(*first)
+        self.second = RaceAccess(*second)
+
+    @property
+    def lines(self) -> tuple:
+        """The two accesses' lines."""
+        return (self.first.line, self.second.line)
 
 
 class DeadlockError(PydeviceError):

@@ -56,7 +56,33 @@ class DeviceNDArray:
         return out
 
 
+class HostDeviceArray(np.ndarray):
+    """What ``cuda.to_device`` and ``cuda.device_array(_like)`` give when launches run on the
+    CPU back end (``PYDEVICE_BACKEND=cpu``, docs/semantics.md §22): a NumPy array in host
+    memory with a device array's ``copy_to_host``, as numba's simulator
+    (``NUMBA_ENABLE_CUDASIM=1``) gives. Kernels launched on the CPU use it in place."""
+
+    def copy_to_host(self, ary=None, stream=0):
+        out = np.array(self, copy=True)
+        if ary is not None:
+            ary[...] = out
+            return ary
+        return out
+
+    def copy_to_device(self, ary, stream=0):
+        self[...] = ary
+
+
+def _on_cpu() -> bool:
+    return _core._BACKEND == "cpu"
+
+
 def _to_device(ary, stream=0, copy=True, to=None):
+    if _on_cpu():
+        if to is not None:
+            to[...] = ary
+            return to
+        return np.array(ary, copy=True).view(HostDeviceArray)
     a = np.ascontiguousarray(ary)
     buf = _native.Buffer.upload(_core._default_device(), a.tobytes() if a.nbytes else b"\0")
     return DeviceNDArray(a.shape, a.dtype, buf)
@@ -81,14 +107,20 @@ class _Cuda:
 
     @staticmethod
     def device_array(shape, dtype=np.float64, stream=0, order="C"):
+        if _on_cpu():
+            return np.zeros(shape, dtype, order=order).view(HostDeviceArray)
         return DeviceNDArray(shape, dtype)
 
     @staticmethod
     def device_array_like(ary, stream=0):
+        if _on_cpu():
+            return np.zeros(ary.shape, ary.dtype).view(HostDeviceArray)
         return DeviceNDArray(ary.shape, ary.dtype)
 
     @staticmethod
     def synchronize():
+        if _on_cpu():
+            return  # CPU launches are synchronous
         _native.synchronize(_core._default_device(), None)
 
     @staticmethod

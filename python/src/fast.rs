@@ -756,6 +756,8 @@ fn launch_impl<'py>(
     let mut cluster = py.None().into_bound(py);
     let mut backend = py.None().into_bound(py);
     let mut peer = false;
+    let mut race_check = py.None().into_bound(py);
+    let mut deterministic = false;
     let names = [
         pyo3::intern!(py, "grid"),
         pyo3::intern!(py, "block"),
@@ -766,6 +768,8 @@ fn launch_impl<'py>(
         pyo3::intern!(py, "cluster"),
         pyo3::intern!(py, "backend"),
         pyo3::intern!(py, "peer"),
+        pyo3::intern!(py, "race_check"),
+        pyo3::intern!(py, "deterministic"),
     ];
     for (name, value) in keywords {
         // Keyword names are interned strings, so the pointer comparison nearly always
@@ -783,6 +787,8 @@ fn launch_impl<'py>(
             Some(6) => cluster = value.clone(),
             Some(7) => backend = value.clone(),
             Some(8) => peer = value.is_truthy()?,
+            Some(9) => race_check = value.clone(),
+            Some(10) => deterministic = value.is_truthy()?,
             Some(_) => {
                 shared = value.extract().map_err(|_| {
                     PyTypeError::new_err("launch(): shared must be a non-negative int (bytes)")
@@ -802,12 +808,15 @@ fn launch_impl<'py>(
     };
     // A fixed random-number seed or a cluster shape takes the Python path (the prepared
     // launchers draw a seed and launch without clusters).
-    // `backend=` (the CPU back end) and `peer=True` (arrays of other GPUs) take the Python
+    // `backend=`, `race_check=` and `deterministic=` (the CPU back end) and `peer=True`
+    // (arrays of other GPUs) take the Python
     // path too.
     if seed.is_none()
         && cluster.is_none()
         && backend.is_none()
         && !peer
+        && race_check.is_none()
+        && !deterministic
         && let Ok(d) = f.getattr(pyo3::intern!(py, "_dispatcher"))
         && let Ok(d) = d.cast::<Dispatcher>()
         && d.get().launch_from(
@@ -836,6 +845,8 @@ fn launch_impl<'py>(
                 cluster,
                 backend,
                 peer,
+                race_check,
+                deterministic,
             ))?;
             Ok(())
         }

@@ -185,6 +185,19 @@ fn generated_ptx<B: Builder>(
     py.detach(|| b.kernel_ptx(&l)).map_err(|e| to_py(py, e))
 }
 
+/// Runs the device kernels on the CPU back end (`run`, given the bound launch), without the
+/// GIL.
+fn run_on_cpu<B: Builder>(
+    b: &B,
+    py: Python<'_>,
+    call: &B::Call,
+    outs: &Bound<'_, PyTuple>,
+    run: impl Fn(&B::Launch) -> Result<(), pydevice::Error> + Send + Sync,
+) -> PyResult<()> {
+    let l = b.bind_outs(py, call, outs)?;
+    py.detach(|| run(&l)).map_err(|e| to_py(py, e))
+}
+
 /// Runs without the GIL.
 fn run_on_host<B: Builder>(
     b: &B,
@@ -540,6 +553,19 @@ impl Elementwise {
         outs: &Bound<'_, PyTuple>,
     ) -> PyResult<()> {
         run_on_host(self, py, call, outs)
+    }
+
+    /// Runs the device kernel on the CPU back end, without the GIL; every array described
+    /// is host memory.
+    fn launch_cpu(
+        &self,
+        py: Python<'_>,
+        call: &ElementwiseCall,
+        outs: &Bound<'_, PyTuple>,
+    ) -> PyResult<()> {
+        // SAFETY: `pydevice._kernels` calls `launch_cpu` only with NumPy arrays it keeps
+        // alive during the call, described by their own data pointers, shapes and strides.
+        run_on_cpu(self, py, call, outs, |l| unsafe { self.k.launch_cpu(l) })
     }
 
     /// Launches on GPU `ordinal`, stream handle `stream`, without the GIL. With
@@ -906,6 +932,18 @@ impl Reduction {
         outs: &Bound<'_, PyTuple>,
     ) -> PyResult<()> {
         run_on_host(self, py, call, outs)
+    }
+
+    /// Runs the device kernels on the CPU back end, without the GIL; every array described
+    /// is host memory.
+    fn launch_cpu(
+        &self,
+        py: Python<'_>,
+        call: &ReductionCall,
+        outs: &Bound<'_, PyTuple>,
+    ) -> PyResult<()> {
+        // SAFETY: as for `Elementwise::launch_cpu`.
+        run_on_cpu(self, py, call, outs, |l| unsafe { self.k.launch_cpu(l) })
     }
 
     /// Launches; `partials` is device memory of `call.partials_bytes` bytes (the partial

@@ -556,6 +556,36 @@ fn cpu_to_py(py: Python<'_>, kernel: &str, e: pydevice::runtime::cpu::CpuError) 
             raise(py, "LaunchError", (text, kernel.to_string()))
         }
         CpuError::Deadlock(_) => raise(py, "DeadlockError", (text, kernel.to_string())),
+        CpuError::Race {
+            file,
+            space,
+            address,
+            first,
+            second,
+        } => {
+            let access = |a: &pydevice::runtime::cpu::RaceAccess| {
+                (
+                    a.line,
+                    a.column,
+                    a.write,
+                    (a.thread[0], a.thread[1], a.thread[2]),
+                    (a.block[0], a.block[1], a.block[2]),
+                )
+            };
+            raise(
+                py,
+                "RaceError",
+                (
+                    text,
+                    kernel.to_string(),
+                    file,
+                    space,
+                    address,
+                    access(&first),
+                    access(&second),
+                ),
+            )
+        }
         CpuError::IndexOutOfBounds { line, column, .. } => {
             raise(py, "BoundsError", (text, kernel.to_string(), line, column))
         }
@@ -585,11 +615,28 @@ fn cpu_to_py(py: Python<'_>, kernel: &str, e: pydevice::runtime::cpu::CpuError) 
 
 #[pymethods]
 impl CpuKernel {
+    /// Each parameter's type, printed.
+    #[getter]
+    fn param_types(&self) -> Vec<String> {
+        self.inner.params().iter().map(|t| t.to_string()).collect()
+    }
+
+    /// Whether the kernel may store to the memory parameter `index` holds.
+    fn may_store(&self, index: usize) -> bool {
+        self.inner.may_store(index)
+    }
+
+    /// Whether the kernel synchronizes the grid (a GPU launches it only cooperatively).
+    #[getter]
+    fn cooperative(&self) -> bool {
+        self.inner.cooperative()
+    }
+
     /// Runs the kernel on `args` (arrays as `(shape, bytes)`) over a `grid` of `block`
     /// threads (3-tuples), without the GIL; returns each array argument's bytes after the
     /// launch. `threads` OS threads (0: one per core); `deterministic` runs the blocks in
-    /// grid order on one thread.
-    #[pyo3(signature = (args, grid, block, shared=0, seed=None, threads=0, deterministic=false))]
+    /// grid order on one thread; `race_check` checks for data races (RaceError).
+    #[pyo3(signature = (args, grid, block, shared=0, seed=None, threads=0, deterministic=false, race_check=false))]
     #[allow(clippy::too_many_arguments)]
     fn launch(
         &self,
@@ -601,6 +648,7 @@ impl CpuKernel {
         seed: Option<u64>,
         threads: usize,
         deterministic: bool,
+        race_check: bool,
     ) -> PyResult<Vec<Py<PyAny>>> {
         let params = self.inner.params();
         if args.len() != params.len() {
@@ -623,6 +671,7 @@ impl CpuKernel {
             threads,
             deterministic,
             seed,
+            race_check,
         };
         let k = self.inner.clone();
         let r = py.detach(|| k.launch(&mut values, &cfg));

@@ -12,14 +12,15 @@ from cuda import device
 import hopper_kernels as H
 
 
-@pytest.fixture(scope="module")
-def hopper(cupy):
+@pytest.fixture
+def hopper(real_gpu, cupy):
     cc = cupy.cuda.Device().compute_capability
     if int(cc) < 90:
         pytest.skip(f"thread block clusters need sm_90, this GPU is sm_{cc}")
     return cupy
 
 
+@pytest.mark.gpu_only('thread block clusters (sm_90)')
 def test_cluster_blocks_swap_shared_tiles(hopper):
     cp = hopper
     n = H.BLOCK * 2 * 40
@@ -33,6 +34,7 @@ def test_cluster_blocks_swap_shared_tiles(hopper):
     np.testing.assert_array_equal(cp.asnumpy(d_dst), want)
 
 
+@pytest.mark.gpu_only('thread block clusters (sm_90)')
 def test_cluster_launch_attribute_and_bad_grids(hopper):
     cp = hopper
     out = cp.full(8 * 32, -1, dtype=np.int32)
@@ -52,7 +54,8 @@ def test_cluster_launch_attribute_and_bad_grids(hopper):
     np.testing.assert_array_equal(cp.asnumpy(out), want)
 
 
-def test_inline_ptx_lop3(cupy):
+@pytest.mark.gpu_only('PTX (inline `asm`)')
+def test_inline_ptx_lop3(real_gpu, cupy):
     cp = cupy
     n = 5000
     rng = np.random.default_rng(7)
@@ -63,7 +66,8 @@ def test_inline_ptx_lop3(cupy):
     np.testing.assert_array_equal(cp.asnumpy(out), a ^ b ^ c)
 
 
-def test_launch_from_device_code(cupy):
+@pytest.mark.gpu_only('the device runtime (a launch from device code)')
+def test_launch_from_device_code(real_gpu, cupy):
     cp = cupy
     per_block, blocks = 100, 12
     out = cp.full(per_block * blocks, -1, dtype=np.int32)

@@ -18,7 +18,7 @@ import kernels as K  # noqa: E402
 
 
 @pytest.fixture
-def two_gpus(cupy):
+def two_gpus(real_gpu, cupy):
     n = cupy.cuda.runtime.getDeviceCount()
     if n < 2:
         pytest.skip(f"needs two GPUs, {n} present")
@@ -26,7 +26,8 @@ def two_gpus(cupy):
     return cupy
 
 
-def test_stencil_halves_on_one_gpu_match_the_whole(cupy):
+@pytest.mark.gpu_only('device-to-device copies (`device.copy`)')
+def test_stencil_halves_on_one_gpu_match_the_whole(real_gpu, cupy):
     g = stencil.initial(130, 200)
     single = stencil.run_single(cupy, 0, g, 40)
     split, paths = stencil.run_decomposed(cupy, [0, 0], g, 40)
@@ -35,7 +36,8 @@ def test_stencil_halves_on_one_gpu_match_the_whole(cupy):
     assert not np.array_equal(single, g)
 
 
-def test_copy_paths_on_one_gpu(cupy):
+@pytest.mark.gpu_only('device-to-device copies (`device.copy`)')
+def test_copy_paths_on_one_gpu(real_gpu, cupy):
     a = cupy.arange(1000, dtype=cupy.float32)
     b = cupy.zeros_like(a)
     c = cupy.zeros_like(a)
@@ -48,6 +50,7 @@ def test_copy_paths_on_one_gpu(cupy):
         device.copy(b[:10], a)
 
 
+@pytest.mark.gpu_only('two GPUs (peer copies)')
 def test_stencil_on_two_gpus_matches_one(two_gpus):
     cp = two_gpus
     g = stencil.initial(258, 512)
@@ -58,6 +61,7 @@ def test_stencil_on_two_gpus_matches_one(two_gpus):
     np.testing.assert_array_equal(single.view(np.uint32), split.view(np.uint32))
 
 
+@pytest.mark.gpu_only('two GPUs')
 def test_the_launch_follows_the_stream_and_the_arrays(two_gpus):
     cp = two_gpus
     n = 1000
@@ -86,6 +90,7 @@ def test_the_launch_follows_the_stream_and_the_arrays(two_gpus):
             assert isinstance(e.value, TypeError)
 
 
+@pytest.mark.gpu_only('two GPUs (peer copies)')
 def test_copies_between_two_gpus(two_gpus):
     cp = two_gpus
     with cp.cuda.Device(0):

@@ -211,7 +211,9 @@ class ReadOnly:
         self.keep = a
 
 
-def test_read_only_cai_is_refused_where_the_kernel_stores(cupy, tmp_path):
+@pytest.mark.gpu_only('the CUDA Array Interface of device arrays')
+def test_read_only_cai_is_refused_where_the_kernel_stores(real_gpu, cupy, tmp_path):
+    # The CUDA Array Interface's read-only flag: host arrays on the CPU back end have none.
     m, _ = load_module(tmp_path, "ro_cai", """
         from cuda import device
 

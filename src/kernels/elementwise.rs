@@ -52,6 +52,7 @@ pub struct ElementwiseKernel {
     cache: Arc<KernelCache>,
     compiled: Mutex<HashMap<ElementwiseKey, Arc<CompiledKernel>>>,
     host_compiled: Mutex<HashMap<ElementwiseKey, HostKernel>>,
+    cpu_compiled: Mutex<HashMap<ElementwiseKey, Arc<crate::runtime::cpu::CpuKernel>>>,
 }
 
 /// What a call's arguments decide before the outputs exist.
@@ -269,6 +270,7 @@ impl ElementwiseKernel {
                 cache: Arc::new(KernelCache::new()),
                 compiled: Mutex::new(HashMap::new()),
                 host_compiled: Mutex::new(HashMap::new()),
+                cpu_compiled: Mutex::new(HashMap::new()),
             }),
             _ => Err(def.error(diags)),
         }
@@ -760,6 +762,35 @@ impl ElementwiseKernel {
         }
         // SAFETY: the caller vouches for the arrays.
         unsafe { k.run(&launch.args) }
+    }
+
+    /// Runs a launch's device kernel (the one [`ElementwiseKernel::launch`] runs on a GPU) on
+    /// the CPU back end (docs/semantics.md §22.4): the same grid, blocks and code, on arrays
+    /// in host memory. Compiled on the first call for these types, then reused.
+    ///
+    /// # Safety
+    ///
+    /// As [`ElementwiseKernel::run_host`]: every array of the launch is host memory valid for
+    /// every element its shape and strides reach.
+    pub unsafe fn launch_cpu(&self, launch: &ElementwiseLaunch) -> Result<(), Error> {
+        let key = (
+            (launch.types.clone(), launch.wide_index),
+            launch.indexing.clone(),
+        );
+        let k = super::cached_cpu_kernel(
+            &self.cpu_compiled,
+            key,
+            &format!("<ElementwiseKernel {}>", self.name),
+            &self.def,
+            &self.name,
+            &launch.types,
+            || self.generate(launch, false),
+        )?;
+        if launch.size == 0 {
+            return Ok(());
+        }
+        // SAFETY: the caller vouches for the arrays.
+        unsafe { super::launch_on_cpu(&k, &launch.args, &launch.config()) }
     }
 
     /// The whole call on the host, on arrays in host memory (their `data` are host

@@ -1070,6 +1070,58 @@ pub(crate) fn cached_host_kernel<K: Eq + std::hash::Hash>(
     Ok(f)
 }
 
+/// The generated kernel `entry` of a builder's launch compiled for the CPU back end
+/// (docs/semantics.md §22.4): `cache`'s entry for `key`, else the device source `generate`
+/// gives, parsed and JIT-compiled whole for the CPU for `types` (its diagnostics pointing
+/// into the definition) and remembered.
+pub(crate) fn cached_cpu_kernel<K: Eq + std::hash::Hash>(
+    cache: &std::sync::Mutex<HashMap<K, Arc<crate::runtime::cpu::CpuKernel>>>,
+    key: K,
+    file: &str,
+    def: &Definition,
+    entry: &str,
+    types: &[crate::types::Type],
+    generate: impl FnOnce() -> (GeneratedSource, HashMap<String, String>),
+) -> Result<Arc<crate::runtime::cpu::CpuKernel>, crate::Error> {
+    if let Some(k) = lock(cache).get(&key) {
+        return Ok(k.clone());
+    }
+    let (source, renames) = generate();
+    let compiled = crate::Module::parse(file, &source.text)
+        .map_err(crate::Error::from)
+        .and_then(|module| module.cpu_kernel(entry, types));
+    let k = match compiled {
+        Ok(k) => Arc::new(k),
+        Err(crate::Error::Diagnostics(d)) => return Err(source.map(d, def, &renames)),
+        Err(e) => return Err(e),
+    };
+    lock(cache).insert(key, k.clone());
+    Ok(k)
+}
+
+/// Runs a generated kernel on the CPU back end on `args` (host memory) with `config`'s
+/// grid, block and dynamic shared memory; a failure is a launch error naming the kernel.
+///
+/// # Safety
+///
+/// As [`crate::runtime::cpu::CpuKernel::launch_raw`]: every array of `args` is host memory
+/// valid for every element its shape and strides reach.
+pub(crate) unsafe fn launch_on_cpu(
+    k: &crate::runtime::cpu::CpuKernel,
+    args: &[ArgValue],
+    config: &crate::runtime::LaunchConfig,
+) -> Result<(), crate::Error> {
+    let mut c = crate::runtime::cpu::CpuLaunch::new(config.grid, config.block);
+    c.shared_bytes = config.shared_bytes;
+    // SAFETY: the caller's promise.
+    unsafe { k.launch_raw(args, &c) }.map_err(|e| {
+        crate::Error::Runtime(RuntimeError::Launch {
+            kernel: k.name().to_string(),
+            message: e.to_string(),
+        })
+    })
+}
+
 /// A mutex's guard, also after a panic elsewhere poisoned it (the caches hold no
 /// half-made entries: an entry is inserted whole).
 pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -172,6 +172,8 @@ pub struct ReductionKernel {
     cache: Arc<KernelCache>,
     compiled: Mutex<HashMap<(SpecKey, Strategy, u32), Arc<CompiledKernel>>>,
     host_compiled: Mutex<HashMap<HostKey, HostKernel>>,
+    #[allow(clippy::type_complexity)]
+    cpu_compiled: Mutex<HashMap<(SpecKey, Strategy, u32), Arc<crate::runtime::cpu::CpuKernel>>>,
 }
 
 /// A reduction call's types and shapes, before the outputs exist.
@@ -440,6 +442,7 @@ impl ReductionKernel {
                     cache: Arc::new(KernelCache::new()),
                     compiled: Mutex::new(HashMap::new()),
                     host_compiled: Mutex::new(HashMap::new()),
+                    cpu_compiled: Mutex::new(HashMap::new()),
                 })
             }
             _ => Err(def.error(diags)),
@@ -1237,6 +1240,56 @@ impl ReductionKernel {
         // SAFETY: the caller vouches for the arrays; the partial results' array (empty) is
         // not used by the host function.
         unsafe { k.run(&launch.args) }
+    }
+
+    /// Runs a launch's device kernels (those [`ReductionKernel::launch`] runs on a GPU: the
+    /// kernel, then for a full or split column reduction the `_final` kernel over the
+    /// partial results, kept in host memory here) on the CPU back end (docs/semantics.md
+    /// §22.4), on arrays in host memory. Compiled on the first call for these types.
+    ///
+    /// # Safety
+    ///
+    /// As [`ReductionKernel::run_host`]: every array of the launch is host memory valid for
+    /// every element its shape and strides reach.
+    pub unsafe fn launch_cpu(&self, launch: &ReductionLaunch) -> Result<(), Error> {
+        let file = format!("<ReductionKernel {}>", self.name);
+        let kernel = |entry: &str, fin: bool| {
+            super::cached_cpu_kernel(
+                &self.cpu_compiled,
+                ((launch.types.clone(), fin), launch.strategy, launch.tile),
+                &file,
+                &self.def,
+                entry,
+                &launch.types,
+                || self.generate(launch, false),
+            )
+        };
+        let main = kernel(&self.name, false)?;
+        if launch.n_out == 0 {
+            return Ok(());
+        }
+        let mut args = launch.args.clone();
+        let grid = launch.grid();
+        let Some((len, fin_grid)) = launch.final_pass() else {
+            // SAFETY: the caller vouches for the arrays.
+            return unsafe { super::launch_on_cpu(&main, &args, &grid) };
+        };
+        let fin = kernel(&format!("{}_final", self.name), true)?;
+        // The partial results: host memory of `partials_len` values of the reduce type.
+        let bytes = launch.partials_len().max(len).max(1) * launch.reduce_type.size();
+        let mut partials = vec![0u64; bytes.div_ceil(8) as usize];
+        let slot = args.len() - 3;
+        args[slot] = ArgValue::Array(ArrayArg {
+            data: partials.as_mut_ptr() as u64,
+            shape: vec![len],
+            strides: vec![1],
+        });
+        // SAFETY: the caller vouches for the arrays; `partials` holds `len` values and lives
+        // until both kernels are done.
+        unsafe {
+            super::launch_on_cpu(&main, &args, &grid)?;
+            super::launch_on_cpu(&fin, &args, &fin_grid)
+        }
     }
 
     /// The whole call on the host, on arrays in host memory: resolves, allocates the

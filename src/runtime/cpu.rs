@@ -65,6 +65,22 @@ pub enum CpuError {
     },
     /// Threads wait at barriers or warp collectives that can never complete.
     Deadlock(String),
+    /// With [`CpuLaunch::race_check`]: two threads accessed the same byte of shared or
+    /// global memory with no barrier between them, at least one of them storing (atomic
+    /// operations excluded). The first such pair found; the launch ran to its end.
+    Race {
+        /// The source file.
+        file: String,
+        /// `"shared"` or `"global"`.
+        space: &'static str,
+        /// The byte offset in the block's shared memory, or the host address of the
+        /// global byte.
+        address: u64,
+        /// The earlier access.
+        first: Box<RaceAccess>,
+        /// The later access, which found the earlier one.
+        second: Box<RaceAccess>,
+    },
     /// An OS resource (a fiber's stack) could not be had.
     Resource(String),
 }
@@ -101,11 +117,62 @@ impl fmt::Display for CpuError {
                 triple(*block)
             ),
             CpuError::Deadlock(m) => write!(f, "the kernel deadlocked: {m}"),
+            CpuError::Race {
+                file,
+                space,
+                address,
+                first,
+                second,
+            } => {
+                let at = if *space == "shared" {
+                    format!(
+                        "shared memory (byte {address} of block {})",
+                        triple(first.block)
+                    )
+                } else {
+                    format!("global memory (address {address:#x})")
+                };
+                write!(
+                    f,
+                    "data race on {at}: {} at {file}:{}:{} by thread {} of block {}, and {} at {file}:{}:{} by thread {} of block {}, with no barrier between them",
+                    first.what(),
+                    first.line,
+                    first.column,
+                    triple(first.thread),
+                    triple(first.block),
+                    second.what(),
+                    second.line,
+                    second.column,
+                    triple(second.thread),
+                    triple(second.block),
+                )
+            }
         }
     }
 }
 
 impl std::error::Error for CpuError {}
+
+/// One of the two accesses of a data race ([`CpuError::Race`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RaceAccess {
+    /// 1-based line of the access.
+    pub line: u32,
+    /// 1-based column.
+    pub column: u32,
+    /// Whether it stored.
+    pub write: bool,
+    /// `thread_idx` of the thread that made it.
+    pub thread: [u32; 3],
+    /// Its `block_idx`.
+    pub block: [u32; 3],
+}
+
+impl RaceAccess {
+    fn what(&self) -> &'static str {
+        if self.write { "a store" } else { "a load" }
+    }
+}
 
 fn triple(t: [u32; 3]) -> String {
     format!("({}, {}, {})", t[0], t[1], t[2])
@@ -113,6 +180,10 @@ fn triple(t: [u32; 3]) -> String {
 
 /// The most dynamic shared memory a block may ask for on the CPU: 16 MiB.
 pub const MAX_DYNAMIC_SHARED: u32 = 16 << 20;
+
+/// The most threads a launch of a kernel that synchronizes the grid may have on the CPU:
+/// they all run together, each a fiber with a stack of its own.
+pub const MAX_COOPERATIVE_THREADS: u64 = 1 << 16;
 
 /// How to run a launch on the CPU.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -131,6 +202,11 @@ pub struct CpuLaunch {
     /// The seed of `random.rand`/`randn` (a fresh one when `None`), as the device's launch
     /// seed: thread `t` of the grid gets the same numbers as on a GPU.
     pub seed: Option<u64>,
+    /// Check for data races (docs/semantics.md §22): every load and store of shared or
+    /// global memory is recorded, and two by different threads of the same byte with no
+    /// barrier between them, one a store, fail the launch with [`CpuError::Race`].
+    /// Atomics are not recorded. Slower; works in both schedules.
+    pub race_check: bool,
 }
 
 impl CpuLaunch {
@@ -144,6 +220,7 @@ impl CpuLaunch {
             threads: 0,
             deterministic: false,
             seed: None,
+            race_check: false,
         }
     }
 }
@@ -152,14 +229,17 @@ impl CpuLaunch {
 #[derive(Clone, Debug)]
 pub struct CpuKernel {
     code: KernelCode,
+    /// For each parameter: whether the kernel may store to the memory it holds.
+    stores: std::sync::Arc<Vec<bool>>,
 }
 
 /// The runtime functions the compiled code calls, by name.
 fn symbols() -> Vec<(&'static str, *const u8)> {
-    use crate::lower::host::kernel::{BARRIER_SYMBOL, RANDOM_SYMBOLS, WARP_SYMBOL};
+    use crate::lower::host::kernel::{BARRIER_SYMBOL, RACE_SYMBOL, RANDOM_SYMBOLS, WARP_SYMBOL};
     vec![
         (BARRIER_SYMBOL, barrier as *const u8),
         (WARP_SYMBOL, warp as *const u8),
+        (RACE_SYMBOL, race as *const u8),
         (RANDOM_SYMBOLS[0], rand_f32 as *const u8),
         (RANDOM_SYMBOLS[1], rand_f64 as *const u8),
         (RANDOM_SYMBOLS[2], randn_f32 as *const u8),
@@ -173,7 +253,23 @@ impl CpuKernel {
         program: &crate::ir::Program,
     ) -> Result<CpuKernel, crate::lower::host::HostError> {
         let code = crate::lower::host::kernel::compile_kernel(program, &symbols())?;
-        Ok(CpuKernel { code })
+        Ok(CpuKernel {
+            code,
+            stores: std::sync::Arc::new(program.entry_param_stores()),
+        })
+    }
+
+    /// Whether the kernel may store to the memory parameter `index` holds (an array, or a
+    /// tuple or struct of arrays), itself or through its callees: a caller passing read-only
+    /// memory checks this first, as for a GPU launch.
+    pub fn may_store(&self, index: usize) -> bool {
+        self.stores.get(index).copied().unwrap_or(true)
+    }
+
+    /// Whether the kernel synchronizes the grid: on a GPU it must be launched cooperatively
+    /// (the CPU runs all its blocks together whichever way it is launched).
+    pub fn cooperative(&self) -> bool {
+        self.code.cooperative()
     }
 
     /// The kernel's Python name.
@@ -256,6 +352,12 @@ impl CpuKernel {
         if blocks > u64::from(u32::MAX) {
             return Err(CpuError::Config("the grid has too many blocks".into()));
         }
+        if self.code.cooperative() && blocks * block_size > MAX_COOPERATIVE_THREADS {
+            return Err(CpuError::Config(format!(
+                "cooperative launch rejected: the grid has {blocks} blocks, but at most {} can be resident at once on the CPU back end with {block_size} threads per block (a kernel that synchronizes the grid runs all its threads together, at most {MAX_COOPERATIVE_THREADS})",
+                MAX_COOPERATIVE_THREADS / block_size
+            )));
+        }
         let blocks = blocks as u32;
         let units: Vec<Vec<u32>> = if self.code.cooperative() {
             vec![(0..blocks).collect()]
@@ -271,6 +373,7 @@ impl CpuKernel {
             next: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
             failure: Mutex::new(None),
+            race: cfg.race_check.then(RaceState::default),
         };
         let workers = if cfg.deterministic {
             1
@@ -313,9 +416,49 @@ impl CpuKernel {
             .failure
             .into_inner()
             .unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = failure.as_ref().map(|(_, e)| e)
+            && !matches!(
+                e,
+                CpuError::Raised { .. } | CpuError::IndexOutOfBounds { .. }
+            )
+        {
+            return Err(e.clone());
+        }
+        // A race is reported before an error it may have caused.
+        if let Some(found) = shared
+            .race
+            .and_then(|r| r.found.into_inner().ok().flatten())
+        {
+            return Err(self.race_error(found));
+        }
         match failure {
             None => Ok(()),
             Some((_, e)) => Err(e),
+        }
+    }
+
+    fn race_error(&self, found: RaceFound) -> CpuError {
+        let access = |a: &Access, block: [u32; 3], thread: [u32; 3]| RaceAccess {
+            line: (a.site >> 32) as u32,
+            column: a.site as u32,
+            write: a.write,
+            thread,
+            block,
+        };
+        CpuError::Race {
+            file: self.code.file().to_string(),
+            space: if found.region == 0 {
+                "global"
+            } else {
+                "shared"
+            },
+            address: found.address,
+            first: Box::new(access(&found.first, found.first_ids.1, found.first_ids.0)),
+            second: Box::new(access(
+                &found.second,
+                found.second_ids.1,
+                found.second_ids.0,
+            )),
         }
     }
 }
@@ -347,6 +490,71 @@ struct Launch<'a> {
     stop: AtomicBool,
     /// The first failure by (block, thread) order, with that order's key.
     failure: Mutex<Option<((u32, u32), CpuError)>>,
+    /// The race detector's records, when the launch checks for races.
+    race: Option<RaceState>,
+}
+
+/// An access as the race detector records it.
+#[derive(Copy, Clone, Debug)]
+struct Access {
+    /// The thread's rank in its block, and its block's rank in the grid.
+    rank: u32,
+    block: u32,
+    /// The thread's [`Thread::epochs`] when it made the access.
+    epochs: [u32; 3],
+    /// `line << 32 | column`.
+    site: u64,
+    write: bool,
+}
+
+impl Access {
+    /// Whether a barrier (or program order) separates `self` from `other`.
+    fn ordered_with(&self, other: &Access) -> bool {
+        if self.block == other.block && self.rank == other.rank {
+            return true;
+        }
+        // A grid barrier separates any two threads of a cooperative launch.
+        if self.epochs[1] != other.epochs[1] {
+            return true;
+        }
+        if self.block != other.block {
+            return false;
+        }
+        // A block barrier separates two threads of the block; `syncwarp` two of a warp.
+        self.epochs[0] != other.epochs[0]
+            || (self.rank / 32 == other.rank / 32 && self.epochs[2] != other.epochs[2])
+    }
+}
+
+/// What the race detector knows of one byte: its last store, and the loads since.
+#[derive(Default)]
+struct Cell {
+    write: Option<Access>,
+    reads: Vec<Access>,
+}
+
+/// The loads of a byte kept per cell: enough for the kernels a race check is for.
+const READS_PER_BYTE: usize = 32;
+
+/// The first race found.
+struct RaceFound {
+    /// 0 for global memory, `1 + block rank` for a block's shared memory.
+    region: u32,
+    address: u64,
+    first: Access,
+    second: Access,
+    /// (`thread_idx`, `block_idx`) of each.
+    first_ids: ([u32; 3], [u32; 3]),
+    second_ids: ([u32; 3], [u32; 3]),
+}
+
+/// The race detector's state for one launch: every byte of shared memory (by block and
+/// offset) and of global memory (by address) that was accessed, under one lock.
+#[derive(Default)]
+struct RaceState {
+    cells: Mutex<std::collections::HashMap<(u32, u64), Cell>>,
+    found: Mutex<Option<RaceFound>>,
+    any: AtomicBool,
 }
 
 impl Launch<'_> {
@@ -409,6 +617,7 @@ impl Launch<'_> {
                         block_size: bs as u32,
                         block_rank: b,
                         num_blocks: gx * gy * gz,
+                        race: u64::from(self.race.is_some()),
                     },
                     yielder: std::ptr::null(),
                     wait: Wait::Run,
@@ -416,6 +625,11 @@ impl Launch<'_> {
                     global: u64::from(b) * bs as u64 + u64::from(r),
                     seed: self.seed,
                     calls: 0,
+                    epochs: [0; 3],
+                    race: self
+                        .race
+                        .as_ref()
+                        .map_or(std::ptr::null(), |r| r as *const RaceState),
                 });
             }
         }
@@ -610,6 +824,11 @@ struct Thread {
     seed: u64,
     /// How many random numbers it drew.
     calls: u64,
+    /// How many block barriers, grid barriers and `syncwarp`s it has passed (the race
+    /// detector's clock).
+    epochs: [u32; 3],
+    /// The launch's race detector, or null.
+    race: *const RaceState,
 }
 
 /// The fibers of one unit, in block-major rank order.
@@ -803,6 +1022,9 @@ impl Scheduler {
             };
             let t = self.t(base + lane as usize);
             t.result = r;
+            if op == WarpOp::Sync {
+                t.epochs[2] = t.epochs[2].wrapping_add(1);
+            }
             t.wait = Wait::Run;
         }
     }
@@ -837,6 +1059,7 @@ impl Scheduler {
                     BarrierKind::Or => u64::from(count > 0),
                     BarrierKind::Sync | BarrierKind::Grid => 0,
                 };
+                t.epochs[0] = t.epochs[0].wrapping_add(1);
                 t.wait = Wait::Run;
             }
             progress = true;
@@ -862,6 +1085,7 @@ impl Scheduler {
             for i in live {
                 let t = self.t(i);
                 t.result = 0;
+                t.epochs[1] = t.epochs[1].wrapping_add(1);
                 t.wait = Wait::Run;
             }
             return true;
@@ -1045,6 +1269,88 @@ extern "C" fn warp(
     };
     // SAFETY: as in `barrier`.
     unsafe { wait_for(ctx.cast::<Thread>(), wait) as i64 }
+}
+
+/// The race detector's record of an access (docs/semantics.md §22): checks it against
+/// the byte's last store and the loads since, then records it. The first race found is
+/// kept; after it nothing more is recorded.
+extern "C" fn race(
+    ctx: *mut ThreadContext,
+    addr: i64,
+    size: i32,
+    write: i32,
+    space: i32,
+    site: i64,
+) -> i32 {
+    // SAFETY: called by kernel code, on its fiber (or its plain call), with its context.
+    let t = unsafe { thread(ctx) };
+    // SAFETY: `race` points to the launch's state, alive for the whole launch, or is null.
+    let Some(state) = (unsafe { t.race.as_ref() }) else {
+        return 0;
+    };
+    if state.any.load(Ordering::Relaxed) {
+        return 0;
+    }
+    let me = Access {
+        rank: t.ctx.rank,
+        block: t.ctx.block_rank,
+        epochs: t.epochs,
+        site: site as u64,
+        write: write != 0,
+    };
+    let (region, base) = if space == 1 {
+        (
+            t.ctx.block_rank + 1,
+            (addr as u64).wrapping_sub(t.ctx.shared),
+        )
+    } else {
+        (0, addr as u64)
+    };
+    let mut cells = state.cells.lock().unwrap_or_else(|e| e.into_inner());
+    for k in 0..u64::from(size.max(1) as u32) {
+        let cell = cells.entry((region, base + k)).or_default();
+        let conflict = cell.write.filter(|w| !w.ordered_with(&me)).or_else(|| {
+            me.write
+                .then(|| cell.reads.iter().find(|r| !r.ordered_with(&me)).copied())
+                .flatten()
+        });
+        if let Some(first) = conflict {
+            // The other thread's indices, from its ranks.
+            let ids = |a: &Access| {
+                let [bx, by, _] = t.ctx.block_dim;
+                let [gx, gy, _] = t.ctx.grid_dim;
+                let (r, b) = (a.rank, a.block);
+                (
+                    [r % bx, (r / bx) % by, r / (bx * by)],
+                    [b % gx, (b / gx) % gy, b / (gx * gy)],
+                )
+            };
+            let mut found = state.found.lock().unwrap_or_else(|e| e.into_inner());
+            if found.is_none() {
+                *found = Some(RaceFound {
+                    region,
+                    address: base + k,
+                    first_ids: ids(&first),
+                    second_ids: ids(&me),
+                    first,
+                    second: me,
+                });
+            }
+            state.any.store(true, Ordering::Relaxed);
+            return 0;
+        }
+        if me.write {
+            cell.write = Some(me);
+            cell.reads.clear();
+        } else {
+            cell.reads
+                .retain(|r| !(r.rank == me.rank && r.block == me.block));
+            if cell.reads.len() < READS_PER_BYTE {
+                cell.reads.push(me);
+            }
+        }
+    }
+    0
 }
 
 /// The next Philox block of the thread's stream (`crate::random`).

@@ -348,7 +348,7 @@ impl Checker {
                     Code::E0502,
                     span,
                     format!("atomic `{}` is not supported on the host yet", op.method()),
-                    "on the host every atomic operation but `wait` is provided, on elements of real number types (float16 `add`/`sub` on the device only)",
+                    "on the host every atomic operation but `wait` is provided, on elements of real number types",
                 );
                 return;
             }
@@ -468,10 +468,6 @@ fn host_atomic(op: AtomicOp, target: &Type) -> bool {
     };
     if dtype.is_complex() {
         // The device's complex64 atomics move the 64 bits as one; not on the host yet.
-        return false;
-    }
-    if *dtype == crate::types::Scalar::Float16 && matches!(op, AtomicOp::Add | AtomicOp::Sub) {
-        // The device adds float16 in hardware (`atom.add.noftz.f16`); not on the host yet.
         return false;
     }
     match op {

@@ -403,6 +403,7 @@ impl FnCx<'_, '_> {
                 value,
             } => {
                 let (addr, ok, code, dtype) = self.element(*array, indices, s.span)?;
+                let space = self.ty(*array).as_array().map(|a| a.space);
                 // A complex element is its two parts, one after the other.
                 let vals = self.expr(*value)?;
                 let part = dtype.component();
@@ -413,6 +414,9 @@ impl FnCx<'_, '_> {
                 );
                 self.b.ins().brif(ok, inb, &[], oob, &[]);
                 self.b.switch_to_block(inb);
+                if let Some(space) = space {
+                    self.race_check(space, addr, dtype.size(), true, code)?;
+                }
                 for (k, v) in vals.iter().enumerate() {
                     let raw = to_memory(self.m, &mut self.b, &mut self.imports, part, *v)?;
                     let off = (k as u64 * part.size()) as i32;

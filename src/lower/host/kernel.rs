@@ -48,6 +48,9 @@ pub struct ThreadContext {
     pub block_rank: u32,
     /// Blocks in the grid.
     pub num_blocks: u32,
+    /// Nonzero when the launch checks for data races: every access to shared or global
+    /// memory then calls [`RACE_SYMBOL`] first.
+    pub race: u64,
 }
 
 /// Byte offsets of [`ThreadContext`]'s fields, as the emitted code reads them.
@@ -67,6 +70,7 @@ pub(crate) mod offset {
     pub const BLOCK_SIZE: usize = offset_of!(ThreadContext, block_size);
     pub const BLOCK_RANK: usize = offset_of!(ThreadContext, block_rank);
     pub const NUM_BLOCKS: usize = offset_of!(ThreadContext, num_blocks);
+    pub const RACE: usize = offset_of!(ThreadContext, race);
 }
 
 /// `__pyd_cpu_barrier(ctx, kind, pred, site) -> int32`: a barrier of the block (or of the
@@ -75,6 +79,11 @@ pub const BARRIER_SYMBOL: &str = "__pyd_cpu_barrier";
 /// `__pyd_cpu_warp(ctx, op, mask, value, arg, c, site) -> int64`: a warp collective
 /// ([`WarpOp`]) over the lanes of `mask`.
 pub const WARP_SYMBOL: &str = "__pyd_cpu_warp";
+/// `__pyd_cpu_race(ctx, addr, size, write, space, site) -> int32`: an access of `size`
+/// bytes at `addr` (a store when `write` is 1) to shared (`space` 1) or global (0) memory,
+/// at `site` (`line << 32 | column`), called only when the launch checks for races
+/// ([`ThreadContext::race`]); the result is unused.
+pub const RACE_SYMBOL: &str = "__pyd_cpu_race";
 /// `rand(float32)`, `rand(float64)`, `randn(float32)`, `randn(float64)` of the thread's
 /// Philox stream: `(ctx) -> float`.
 pub const RANDOM_SYMBOLS: [&str; 4] = [
@@ -86,7 +95,7 @@ pub const RANDOM_SYMBOLS: [&str; 4] = [
 
 /// Every symbol the runtime must provide to [`compile_kernel`].
 pub fn runtime_symbols() -> Vec<&'static str> {
-    let mut v = vec![BARRIER_SYMBOL, WARP_SYMBOL];
+    let mut v = vec![BARRIER_SYMBOL, WARP_SYMBOL, RACE_SYMBOL];
     v.extend(RANDOM_SYMBOLS);
     v
 }

@@ -878,3 +878,5 @@ fn cpu_back_end_refuses_hopper_operations_with_the_span() {
 }
 
 mod numba_gaps;
+mod builders;
+mod race;

@@ -184,6 +184,7 @@ impl FnCx<'_, '_> {
             Expr::Load { array, indices } => {
                 let span = self.f.exprs.span(h);
                 let (addr, ok, code, dtype) = self.element(*array, indices, span)?;
+                let space = self.ty(*array).as_array().map(|a| a.space);
                 let (inb, oob, merge) = (
                     self.b.create_block(),
                     self.b.create_block(),
@@ -197,6 +198,9 @@ impl FnCx<'_, '_> {
                 }
                 self.b.ins().brif(ok, inb, &[], oob, &[]);
                 self.b.switch_to_block(inb);
+                if let Some(space) = space {
+                    self.race_check(space, addr, dtype.size(), false, code)?;
+                }
                 let mut vals = Vec::new();
                 for k in 0..parts {
                     let off = (k * part.size()) as i32;

@@ -6,7 +6,7 @@
 //! value is computed here (tile masks, ranks).
 
 use super::super::kernel::{
-    BARRIER_SYMBOL, BarrierKind, RANDOM_SYMBOLS, WARP_SYMBOL, WarpOp, offset,
+    BARRIER_SYMBOL, BarrierKind, RACE_SYMBOL, RANDOM_SYMBOLS, WARP_SYMBOL, WarpOp, offset,
 };
 use super::*;
 use crate::ir::{Axis, CgOp, Shfl, Vote};
@@ -35,6 +35,48 @@ impl FnCx<'_, '_> {
         let c = self.ctx()?;
         let off = i32::try_from(off).map_err(|_| err("context offset"))?;
         Ok(self.b.ins().load(ct::I32, flags(), c, off))
+    }
+
+    /// In a kernel run whole on the CPU, the race check of an access of `size` bytes at
+    /// `addr` to an array in `space` (docs/semantics.md §22): when the launch checks for
+    /// races (the context's `race` word), a call of [`RACE_SYMBOL`] before the access.
+    /// Nothing for per-thread and constant memory, nor outside CPU kernels.
+    pub(super) fn race_check(
+        &mut self,
+        space: crate::types::MemSpace,
+        addr: Value,
+        size: u64,
+        write: bool,
+        code: i64,
+    ) -> R<()> {
+        use crate::types::MemSpace;
+        let space = match space {
+            MemSpace::Global => 0,
+            MemSpace::Shared => 1,
+            _ => return Ok(()),
+        };
+        if self.kernel.is_none() {
+            return Ok(());
+        }
+        let ctx = self.ctx()?;
+        let off = i32::try_from(offset::RACE).map_err(|_| err("context offset"))?;
+        let on = self.b.ins().load(ct::I64, flags(), ctx, off);
+        let (check, cont) = (self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(on, check, &[], cont, &[]);
+        self.b.switch_to_block(check);
+        let size = self.b.ins().iconst(ct::I32, size as i64);
+        let write = self.b.ins().iconst(ct::I32, i64::from(write));
+        let space = self.b.ins().iconst(ct::I32, space);
+        let site = self.b.ins().iconst(ct::I64, code);
+        self.call_helper(
+            RACE_SYMBOL,
+            &[ct::I64, ct::I64, ct::I32, ct::I32, ct::I32, ct::I64],
+            ct::I32,
+            &[ctx, addr, size, write, space, site],
+        )?;
+        self.b.ins().jump(cont, &[]);
+        self.b.switch_to_block(cont);
+        Ok(())
     }
 
     /// `line << 32 | column` of expression `h`.
@@ -110,6 +152,21 @@ impl FnCx<'_, '_> {
         c: i64,
         h: Handle<Expr>,
     ) -> R<Value> {
+        let c = self.b.ins().iconst(ct::I32, c);
+        self.warp_with(op, mask, value, arg, c, h)
+    }
+
+    /// [`Self::warp`] with the third operand `c` a run-time `i32` (a shuffle's segment
+    /// and clamp, from cupyx's `width=`).
+    fn warp_with(
+        &mut self,
+        op: WarpOp,
+        mask: Value,
+        value: Option<Value>,
+        arg: Option<Value>,
+        c: Value,
+        h: Handle<Expr>,
+    ) -> R<Value> {
         let ctx = self.ctx()?;
         let o = self.b.ins().iconst(ct::I32, op as i64);
         let v = match value {
@@ -120,7 +177,6 @@ impl FnCx<'_, '_> {
             Some(a) => a,
             None => self.b.ins().iconst(ct::I32, 0),
         };
-        let c = self.b.ins().iconst(ct::I32, c);
         let site = self.site(h);
         let site = self.b.ins().iconst(ct::I64, site);
         self.call_helper(
@@ -148,7 +204,7 @@ impl FnCx<'_, '_> {
         mask: Value,
         value: Handle<Expr>,
         arg: Value,
-        c: i64,
+        c: Value,
         h: Handle<Expr>,
     ) -> R<Vec<Value>> {
         let t = self.ty(value).clone();
@@ -159,7 +215,7 @@ impl FnCx<'_, '_> {
             let bits = self.bits_of(l.scalar, v)?;
             let bt = self.b.func.dfg.value_type(bits);
             let wide = self.resize(bits, false, ct::I64);
-            let r = self.warp(op, mask, Some(wide), Some(arg), c, h)?;
+            let r = self.warp_with(op, mask, Some(wide), Some(arg), c, h)?;
             let r = self.resize(r, false, bt);
             out.push(self.value_of_bits(l.scalar, r)?);
         }
@@ -315,6 +371,12 @@ impl FnCx<'_, '_> {
                     Shfl::Up => (WarpOp::ShflUp, 0),
                     Shfl::Down => (WarpOp::ShflDown, 0x1f),
                     Shfl::Xor => (WarpOp::ShflXor, 0x1f),
+                };
+                // A fourth operand is the `c` of a shuffle within segments (cupyx's
+                // `width`), as PTX's `shfl.sync` takes it.
+                let c = match args.get(3) {
+                    Some(&e) => self.int_operand(e, ct::I32)?,
+                    None => self.b.ins().iconst(ct::I32, c),
                 };
                 return self.shuffle(op, mask, arg(1)?, lane, c, h);
             }
@@ -527,6 +589,7 @@ impl FnCx<'_, '_> {
                     Shfl::Xor => (WarpOp::ShflXor, seg | 0x1f),
                 };
                 let value = *args.get(1).ok_or_else(|| err("shuffled value"))?;
+                let c = self.b.ins().iconst(ct::I32, c);
                 return self.shuffle(op, mask, value, lane, c, h);
             }
             CgOp::Shfl(GroupKind::Coalesced, shfl) => {
@@ -553,7 +616,8 @@ impl FnCx<'_, '_> {
                 let none = self.b.ins().icmp_imm_s(IntCC::Equal, src, -1);
                 let src = self.b.ins().select(none, lane, src);
                 let value = *args.get(1).ok_or_else(|| err("shuffled value"))?;
-                return self.shuffle(WarpOp::ShflIdx, g, value, src, 0x1f, h);
+                let c = self.b.ins().iconst(ct::I32, 0x1f);
+                return self.shuffle(WarpOp::ShflIdx, g, value, src, c, h);
             }
             CgOp::Vote(GroupKind::Coalesced, vote) => {
                 let g = group(self)?;
