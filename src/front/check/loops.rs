@@ -211,8 +211,36 @@ impl FnCx<'_, '_> {
         // the value from the count: the optimizer can then compute the trip count and unroll
         // (a grid-stride loop otherwise keeps one load in flight per warp).
         let counted = step_sign.is_none();
+        // A run-time step whose loop counts in `int64` only because its arguments mix 32-bit
+        // types (`range(thread_idx.x, n, block_size)` with `n: int32`: `uint32` with `int32`
+        // promotes to `int64`, §3.7): every value of the loop then lies between `start` and
+        // `stop`, both within [-2^31, 2^32), so `i += step` cannot overflow `int64` and the
+        // loop needs no trip count. It is written as C writes it, versioned on the step's
+        // sign: `if step > 0: i = start; while i < stop: ...; i += step` (and `elif step <
+        // 0:` the same loop counting down), without the divisions that count the
+        // iterations; the optimizer still computes the trip count of each copy to unroll
+        // it, and in the first, where `step` is written as the zero extension of its 32 bits
+        // (equal there), proves a counter that starts non-negative stays so (issue 31).
+        let fits32 = |v: &Val| match (&v.weak, &v.konst) {
+            (Some(_), Some(c)) => c.as_int().is_some_and(|i| i32::try_from(i).is_ok()),
+            _ => {
+                v.ty.as_scalar()
+                    .is_some_and(|s| s.is_integer() && s.bits() <= 32)
+            }
+        };
+        let narrow =
+            counted && ty == Scalar::Int64 && fits32(&start) && fits32(&stop) && fits32(&step);
         let ctr = self.new_temp(tty.clone(), span);
-        let (cond, value) = if counted {
+        let (cond, value) = if narrow {
+            out.push(Stmt {
+                kind: StmtKind::Assign(ctr, start_e),
+                span,
+            });
+            let c = self.push(Expr::Local(ctr), tty.clone(), span);
+            let stop = copy(self, stop_e);
+            let cond = bin(self, BinaryOp::Lt, c, stop);
+            (cond, self.push(Expr::Local(ctr), tty.clone(), span))
+        } else if counted {
             let select = |cx: &mut Self, cond, then, otherwise| {
                 cx.push(
                     Expr::Select {
@@ -321,7 +349,16 @@ impl FnCx<'_, '_> {
             self.else_flags.pop();
         }
         let c = self.push(Expr::Local(ctr), tty.clone(), span);
-        let st = if counted {
+        let st = if narrow {
+            // `int64(uint32(step))`, which is `step` where `step > 0`.
+            let st = copy(self, step_e);
+            if step.nonneg {
+                st
+            } else {
+                let u = self.push(Expr::Cast(st), Type::Scalar(Scalar::UInt32), span);
+                self.push(Expr::Cast(u), tty.clone(), span)
+            }
+        } else if counted {
             lit(self, 1)
         } else {
             copy(self, step_e)
@@ -353,7 +390,63 @@ impl FnCx<'_, '_> {
             },
             span,
         };
-        if version {
+        if narrow {
+            let down = if counts_up {
+                Vec::new()
+            } else {
+                let Stmt {
+                    kind: StmtKind::Loop { body, form, .. },
+                    ..
+                } = stmt.clone()
+                else {
+                    unreachable!("built as a loop above")
+                };
+                let c = self.push(Expr::Local(ctr), tty.clone(), span);
+                let stop = copy(self, stop_e);
+                let cond = bin(self, BinaryOp::Gt, c, stop);
+                let c = self.push(Expr::Local(ctr), tty.clone(), span);
+                let st = copy(self, step_e);
+                let inc = self.push(Expr::Binary(BinaryOp::AddNoWrap, c, st), tty.clone(), span);
+                // A negative run-time step is rare: that copy is not unrolled, unless the
+                // program asked for it.
+                let form = match form {
+                    LoopForm::Unroll(_) => form,
+                    _ => LoopForm::Unroll(1),
+                };
+                let down = Stmt {
+                    kind: StmtKind::Loop {
+                        cond,
+                        body,
+                        continuing: vec![Stmt {
+                            kind: StmtKind::Assign(ctr, inc),
+                            span,
+                        }],
+                        form,
+                    },
+                    span,
+                };
+                let (s, zero) = (copy(self, step_e), lit(self, 0));
+                let negative = bin(self, BinaryOp::Lt, s, zero);
+                vec![Stmt {
+                    kind: StmtKind::If {
+                        cond: negative,
+                        then: vec![down],
+                        otherwise: Vec::new(),
+                    },
+                    span,
+                }]
+            };
+            let (s, zero) = (copy(self, step_e), lit(self, 0));
+            let positive = bin(self, BinaryOp::Gt, s, zero);
+            out.push(Stmt {
+                kind: StmtKind::If {
+                    cond: positive,
+                    then: vec![stmt],
+                    otherwise: down,
+                },
+                span,
+            });
+        } else if version {
             let (s, zero) = (copy(self, start_e), lit(self, 0));
             let cond = bin(self, BinaryOp::Ge, s, zero);
             out.push(Stmt {

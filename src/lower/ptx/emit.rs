@@ -141,6 +141,26 @@ pub fn emit<'ctx>(
 /// reads ([`LoopForm::RuntimeStride`]).
 const RUNTIME_STRIDE: &str = "pydevice.loop.runtime_stride";
 
+/// The loop mark that says a loop terminates (LLVM's `mustprogress`, per loop).
+const MUST_PROGRESS: &str = "llvm.loop.mustprogress";
+
+/// Whether `stmts` hold a loop, at any depth.
+fn has_loop(stmts: &[Stmt]) -> bool {
+    stmts.iter().any(|s| match &s.kind {
+        StmtKind::Loop { .. } => true,
+        StmtKind::If {
+            then, otherwise, ..
+        } => has_loop(then) || has_loop(otherwise),
+        _ => false,
+    })
+}
+
+/// The functions that stand for signed 64-bit floor division and Python's modulo until the
+/// optimizer expands them (pipeline.cpp's `FloorDivPass`, which knows these names).
+pub(crate) const FLOORDIV_I64: &str = "__pyd_floordiv.i64";
+/// See [`FLOORDIV_I64`].
+pub(crate) const FLOORMOD_I64: &str = "__pyd_floormod.i64";
+
 struct Emitter<'a, 'ctx> {
     ctx: &'ctx Context,
     module: &'a Module<'ctx>,
@@ -426,6 +446,14 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 if latch.get_terminator().is_none() {
                     let back = self.b().build_unconditional_branch(head)?;
                     match *form {
+                        // An innermost run-time-stride loop terminates (it counts its
+                        // iterations, or steps towards a bound within 32 bits, loops.rs), so
+                        // its ID also says `llvm.loop.mustprogress`: with it, ScalarEvolution
+                        // computes the trip count of `while i < stop: ...; i += step` with
+                        // a step of unknown sign, and the loop is unrolled as nvcc unrolls
+                        // C's `for (i = tid; i < n; i += step)`.
+                        LoopForm::RuntimeStride if !has_loop(body) => self
+                            .mark_loop_with(back, &[(RUNTIME_STRIDE, None), (MUST_PROGRESS, None)]),
                         LoopForm::RuntimeStride => self.mark_loop(back, RUNTIME_STRIDE, None),
                         LoopForm::Unroll(0) => self.mark_loop(back, "llvm.loop.unroll.full", None),
                         LoopForm::Unroll(1) => {
@@ -484,6 +512,11 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
     /// (pipeline.cpp) turns into how LLVM unrolls the loop; [`LoopForm::Unroll`]'s are LLVM's
     /// own unrolling requests.
     fn mark_loop(&self, back: InstructionValue<'ctx>, mark_name: &str, n: Option<u32>) {
+        self.mark_loop_with(back, &[(mark_name, n)]);
+    }
+
+    /// [`Self::mark_loop`] with several marks, each `!{!"MARK"}` or `!{!"MARK", i32 n}`.
+    fn mark_loop_with(&self, back: InstructionValue<'ctx>, marks: &[(&str, Option<u32>)]) {
         use inkwell::llvm_sys::core::{
             LLVMGetMDKindIDInContext, LLVMMDNodeInContext2, LLVMMDStringInContext2,
             LLVMMetadataAsValue, LLVMSetMetadata, LLVMValueAsMetadata,
@@ -491,7 +524,6 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         use inkwell::llvm_sys::debuginfo::{LLVMMetadataReplaceAllUsesWith, LLVMTemporaryMDNode};
         const KIND: &str = "llvm.loop";
         let ctx = self.e.ctx.as_ctx_ref();
-        let count = n.map(|n| self.e.ctx.i32_type().const_int(u64::from(n), false));
         // A loop's ID is a node whose first operand is itself: built around a temporary
         // node that is then replaced by the ID, which LLVM turns into a distinct node with
         // the self-reference (`MDNode::handleChangedOperand`).
@@ -499,16 +531,19 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         // temporary node is freed by the replacement and not used after it.
         unsafe {
             let temp = LLVMTemporaryMDNode(ctx, std::ptr::null_mut(), 0);
-            let mut mark = vec![LLVMMDStringInContext2(
-                ctx,
-                mark_name.as_ptr().cast(),
-                mark_name.len(),
-            )];
-            if let Some(c) = count {
-                mark.push(LLVMValueAsMetadata(c.as_value_ref()));
+            let mut ops = vec![temp];
+            for &(mark_name, n) in marks {
+                let mut mark = vec![LLVMMDStringInContext2(
+                    ctx,
+                    mark_name.as_ptr().cast(),
+                    mark_name.len(),
+                )];
+                if let Some(n) = n {
+                    let c = self.e.ctx.i32_type().const_int(u64::from(n), false);
+                    mark.push(LLVMValueAsMetadata(c.as_value_ref()));
+                }
+                ops.push(LLVMMDNodeInContext2(ctx, mark.as_mut_ptr(), mark.len()));
             }
-            let mark = LLVMMDNodeInContext2(ctx, mark.as_mut_ptr(), mark.len());
-            let mut ops = [temp, mark];
             let id = LLVMMDNodeInContext2(ctx, ops.as_mut_ptr(), ops.len());
             LLVMMetadataReplaceAllUsesWith(temp, id);
             let kind = LLVMGetMDKindIDInContext(ctx, KIND.as_ptr().cast(), KIND.len() as u32);

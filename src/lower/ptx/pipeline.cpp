@@ -41,7 +41,12 @@
 #include <llvm/Support/FormattedStream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm-c/Types.h>
+#include <llvm/ADT/PostOrderIterator.h>
 #include <llvm/Analysis/CFG.h>
+#include <llvm/Analysis/LazyValueInfo.h>
+#include <llvm/IR/ConstantRange.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/Support/KnownBits.h>
 #include <llvm/Analysis/LoopInfo.h>
 #include <llvm/Analysis/ScalarEvolution.h>
 #include <llvm/Analysis/ValueTracking.h>
@@ -252,12 +257,14 @@ bool add_codegen_passes(LLVMTargetMachine &tm, CodeGen &c, bool straight_line) {
 // and the module optimization pipeline (loop vectorizer/unroller, late clean-ups), at the
 // same level. On the fixtures it gives PTX of the same length or shorter (a test checks),
 // for ~12% less work per small kernel.
+bool is_floor_fn(const Function *f);
+
 bool is_leaf_module(const Module &m) {
   if (!m.global_empty()) return false;
   unsigned defined = 0;
   for (const Function &f : m) {
     if (f.isDeclaration()) {
-      if (!f.isIntrinsic()) return false;
+      if (!f.isIntrinsic() && !is_floor_fn(&f)) return false;
       continue;
     }
     ++defined;
@@ -308,6 +315,209 @@ struct OneExtensionPass : PassInfoMixin<OneExtensionPass> {
       z->eraseFromParent();
     }
     return rewrite.empty() ? PreservedAnalyses::all() : PreservedAnalyses::none();
+  }
+  static bool isRequired() { return false; }
+};
+
+// Floor division and Python's modulo at the narrowest width their operands allow (issue 31).
+// The PTX emitter writes a signed 64-bit `x // y` or `x % y` as a call to
+// `__pyd_floordiv.i64` / `__pyd_floormod.i64` (emit.rs's FLOORDIV_I64), declared without side
+// effects, and this pass expands each call once SROA and the first InstCombine have put its
+// operands in registers. Index arithmetic written the way CUDA programmers write it mixes
+// `uint32` thread indices with `int32` shapes, which the typing rules (docs/semantics.md
+// §3.7) promote to `int64`: `b = idx // (NH * N * d)`, `rest = idx % (NH * N * d)`,
+// `nh = rest // (N * d)`. Expanded at 64 bits each is a 64-bit division (a called
+// subroutine of ~70 SASS instructions behind NVPTX's run-time 32-bit bypass) plus the floor
+// corrections, and the remainder's range, which LLVM's value tracking cannot bound through
+// the corrections, keeps every later division in the chain at 64 bits: llm.c's
+// `permute_kernel` had 350 SASS instructions and ran 1.53x slower than nvcc's 119, whose
+// `int` arithmetic is 32-bit. The value ranges decide the width here:
+//   - both operands fit `int32` (known sign bits, or LazyValueInfo's range at the call: a
+//     dominating `if idx < N:` bounds `idx`) and `x` may be negative: the division, the
+//     remainder and the corrections are done at 32 bits and extended, except `x // -1`,
+//     which is `-x` at 64 bits (`INT32_MIN // -1` does not fit);
+//   - `x` fits `uint32` and `y` fits `int32` (`idx // C`, with `idx` any `uint32`, or a
+//     non-negative `int32`): one unsigned 32-bit division of `x` by `|y|`, then the sign:
+//     for `y < 0` the quotient is `-(q + (r != 0))` and the remainder `r - |y|` when
+//     `r != 0`;
+//   - both fit `uint32`: an unsigned 32-bit division;
+//   - otherwise, 0 <= x and 0 < y: an unsigned 64-bit division;
+//   - otherwise the 64-bit expansion the emitter used to write.
+// In the first two cases the remainder is the sign extension of a 32-bit value (|r| < |y|),
+// so a later division of it by another `int32` shape is done at 32 bits as well. Every
+// expansion gives the value Python's operators give (y == 0 gives 0, as NumPy's) for every
+// pair of operands in the ranges it was chosen for. Run after each InstCombine (the
+// peephole extension point) and in the straight-line pipeline; whatever a pipeline leaves
+// (at -O0) is expanded at the end without value ranges.
+constexpr const char *kFloorDiv = "__pyd_floordiv.i64";
+constexpr const char *kFloorMod = "__pyd_floormod.i64";
+
+bool is_floor_fn(const Function *f) {
+  return f && f->isDeclaration() && (f->getName() == kFloorDiv || f->getName() == kFloorMod);
+}
+
+// The range of `v` at `at`. LazyValueInfo bounds a value by the conditions of the branches
+// that lead to `at` only where they name that value; a value defined above the branch is
+// not re-evaluated there, so `stop - start - 1`, computed before `if start < stop:` from
+// `sext(stop)`, keeps its whole range inside the branch. So the range of a cast or of
+// integer arithmetic is also computed from its operands' ranges at `at` (a few levels
+// deep), and the two are intersected.
+ConstantRange range_at(Value *v, Instruction *at, LazyValueInfo &lvi, unsigned depth) {
+  ConstantRange r = lvi.getConstantRange(v, at, /*UndefAllowed=*/false);
+  if (depth == 0 || r.isSingleElement()) return r;
+  if (auto *c = dyn_cast<CastInst>(v); c && c->getSrcTy()->isIntegerTy()) {
+    ConstantRange op = range_at(c->getOperand(0), at, lvi, depth - 1);
+    unsigned bits = v->getType()->getIntegerBitWidth();
+    return r.intersectWith(op.castOp(c->getOpcode(), bits));
+  }
+  if (auto *b = dyn_cast<BinaryOperator>(v)) {
+    switch (b->getOpcode()) {
+      case Instruction::Add:
+      case Instruction::Sub:
+      case Instruction::Mul:
+      case Instruction::Xor:
+      case Instruction::Or:
+      case Instruction::And:
+        return r.intersectWith(range_at(b->getOperand(0), at, lvi, depth - 1)
+                                   .binaryOp(b->getOpcode(),
+                                             range_at(b->getOperand(1), at, lvi, depth - 1)));
+      default:
+        break;
+    }
+  }
+  return r;
+}
+
+bool fits_signed32(Value *v, const DataLayout &dl, LazyValueInfo *lvi, Instruction *at) {
+  if (ComputeNumSignBits(v, dl) >= 33) return true;
+  return lvi && range_at(v, at, *lvi, 4).getMinSignedBits() <= 32;
+}
+
+bool fits_unsigned32(Value *v, const DataLayout &dl, LazyValueInfo *lvi, Instruction *at) {
+  if (computeKnownBits(v, dl).countMinLeadingZeros() >= 32) return true;
+  return lvi && range_at(v, at, *lvi, 4).getActiveBits() <= 32;
+}
+
+Value *expand_floor(CallInst *call, LazyValueInfo *lvi) {
+  const DataLayout &dl = call->getModule()->getDataLayout();
+  bool div = call->getCalledFunction()->getName() == kFloorDiv;
+  Value *x = call->getArgOperand(0), *y = call->getArgOperand(1);
+  IRBuilder<> b(call);
+  Type *i64 = b.getInt64Ty(), *i32 = b.getInt32Ty();
+  // A non-negative `x` takes the unsigned division even where it also fits `int32`: a
+  // signed one would take |x| and fix the signs again.
+  bool ys = fits_signed32(y, dl, lvi, call);
+  bool xu = fits_unsigned32(x, dl, lvi, call);
+  bool xs = ys && !xu && fits_signed32(x, dl, lvi, call);
+  bool yu = !ys && xu && fits_unsigned32(y, dl, lvi, call);
+  if (xs) {
+    Value *x32 = b.CreateTrunc(x, i32), *y32 = b.CreateTrunc(y, i32);
+    Value *zero = b.getInt32(0), *one = b.getInt32(1);
+    Value *y_zero = b.CreateICmpEQ(y32, zero);
+    Value *m1 = b.CreateICmpEQ(y32, b.getInt32(-1));
+    Value *y1 = b.CreateSelect(b.CreateOr(y_zero, m1), one, y32);
+    Value *q = b.CreateSDiv(x32, y1), *r = b.CreateSRem(x32, y1);
+    Value *adjust = b.CreateAnd(b.CreateICmpNE(r, zero),
+                                b.CreateICmpSLT(b.CreateXor(r, y1), zero));
+    if (div) {
+      Value *fq = b.CreateSExt(b.CreateSelect(adjust, b.CreateSub(q, one), q), i64);
+      fq = b.CreateSelect(m1, b.CreateNeg(x), fq);
+      return b.CreateSelect(y_zero, ConstantInt::get(i64, 0), fq);
+    }
+    Value *fr = b.CreateSelect(adjust, b.CreateAdd(r, y1), r);
+    return b.CreateSExt(b.CreateSelect(y_zero, zero, fr), i64);
+  }
+  if (xu && (ys || yu)) {
+    Value *x32 = b.CreateTrunc(x, i32), *y32 = b.CreateTrunc(y, i32);
+    Value *zero = b.getInt32(0), *one = b.getInt32(1);
+    Value *y_zero = b.CreateICmpEQ(y32, zero);
+    // |y| as an unsigned 32-bit value (2^31 for INT32_MIN); 1 for y == 0.
+    Value *neg = ys ? b.CreateICmpSLT(y32, zero) : nullptr;
+    Value *u = neg ? b.CreateSelect(neg, b.CreateNeg(y32), y32) : y32;
+    u = b.CreateSelect(y_zero, one, u);
+    Value *q = b.CreateUDiv(x32, u), *r = b.CreateURem(x32, u);
+    if (div) {
+      Value *fq = b.CreateZExt(q, i64);
+      if (neg) {
+        // y < 0: floor(x / y) = -(q + (r != 0)), at 64 bits (q may be 2^32 - 1).
+        Value *up = b.CreateZExt(b.CreateICmpNE(r, zero), i64);
+        fq = b.CreateSelect(neg, b.CreateNeg(b.CreateAdd(fq, up)), fq);
+      }
+      return b.CreateSelect(y_zero, ConstantInt::get(i64, 0), fq);
+    }
+    Value *fr = r;
+    if (neg) {
+      // y < 0: the remainder takes y's sign: r - |y| when r != 0, in (y, 0).
+      Value *adjust = b.CreateAnd(neg, b.CreateICmpNE(r, zero));
+      fr = b.CreateSelect(adjust, b.CreateSub(r, u), r);
+      fr = b.CreateSExt(b.CreateSelect(y_zero, zero, fr), i64);
+    } else {
+      // 0 <= r < y < 2^32.
+      fr = b.CreateZExt(b.CreateSelect(y_zero, zero, fr), i64);
+    }
+    return fr;
+  }
+  Value *zero = ConstantInt::get(i64, 0), *one = ConstantInt::get(i64, 1);
+  if (lvi && range_at(x, call, *lvi, 4).isAllNonNegative() &&
+      range_at(y, call, *lvi, 4).getSignedMin().sgt(0))
+    // 0 <= x and 0 < y: no correction and no zero divisor.
+    return div ? b.CreateUDiv(x, y) : b.CreateURem(x, y);
+  Value *y_zero = b.CreateICmpEQ(y, zero);
+  Value *m1 = b.CreateICmpEQ(y, ConstantInt::getSigned(i64, -1));
+  Value *y1 = b.CreateSelect(b.CreateOr(y_zero, m1), one, y);
+  Value *q = b.CreateSDiv(x, y1), *r = b.CreateSRem(x, y1);
+  Value *adjust =
+      b.CreateAnd(b.CreateICmpNE(r, zero), b.CreateICmpSLT(b.CreateXor(r, y1), zero));
+  Value *res;
+  if (div) {
+    res = b.CreateSelect(adjust, b.CreateSub(q, one), q);
+    res = b.CreateSelect(m1, b.CreateNeg(x), res);
+  } else {
+    res = b.CreateSelect(adjust, b.CreateAdd(r, y1), r);
+  }
+  return b.CreateSelect(y_zero, zero, res);
+}
+
+// Expands every floor-division call of `f`, producers before users (reverse post-order), so
+// that a remainder expanded at 32 bits is seen as such by the division that uses it.
+bool expand_floor_divs(Function &f, LazyValueInfo *lvi) {
+  SmallVector<CallInst *, 8> calls;
+  ReversePostOrderTraversal<Function *> rpo(&f);
+  for (BasicBlock *bb : rpo)
+    for (Instruction &inst : *bb)
+      if (auto *c = dyn_cast<CallInst>(&inst); c && is_floor_fn(c->getCalledFunction()))
+        calls.push_back(c);
+  // Calls in unreachable blocks, which the traversal does not visit.
+  for (BasicBlock &bb : f)
+    for (Instruction &inst : bb)
+      if (auto *c = dyn_cast<CallInst>(&inst);
+          c && is_floor_fn(c->getCalledFunction()) && !is_contained(calls, c))
+        calls.push_back(c);
+  for (CallInst *c : calls) {
+    Value *v = expand_floor(c, lvi);
+    v->takeName(c);
+    c->replaceAllUsesWith(v);
+    c->eraseFromParent();
+  }
+  return !calls.empty();
+}
+
+bool has_floor_calls(const Function &f) {
+  for (const Function &g : *f.getParent())
+    if (is_floor_fn(&g) && !g.use_empty())
+      for (const User *u : g.users())
+        if (auto *c = dyn_cast<CallInst>(u); c && c->getFunction() == &f) return true;
+  return false;
+}
+
+struct FloorDivPass : PassInfoMixin<FloorDivPass> {
+  PreservedAnalyses run(Function &f, FunctionAnalysisManager &am) {
+    if (!has_floor_calls(f)) return PreservedAnalyses::all();
+    LazyValueInfo &lvi = am.getResult<LazyValueAnalysis>(f);
+    expand_floor_divs(f, &lvi);
+    PreservedAnalyses pa;
+    pa.preserveSet<CFGAnalyses>();
+    return pa;
   }
   static bool isRequired() { return false; }
 };
@@ -506,6 +716,9 @@ FunctionPassManager straight_line_pipeline() {
   f.addPass(JumpThreadingPass());
   f.addPass(CorrelatedValuePropagationPass());
   f.addPass(SimplifyCFGPass(keep_shape));
+  // Before the pipeline's only InstCombine, which then folds the expansion (its corrections
+  // for a constant divisor).
+  f.addPass(FloorDivPass());
   f.addPass(InstCombinePass());
   f.addPass(OneExtensionPass());
   f.addPass(AggressiveInstCombinePass());
@@ -584,7 +797,10 @@ void *pydevice_optimizer_new(LLVMTargetMachineRef tm, unsigned opt_level) {
   o->builder->registerLoopAnalyses(o->lam);
   o->builder->crossRegisterProxies(o->lam, o->fam, o->cgam, o->mam);
   o->builder->registerPeepholeEPCallback(
-      [](FunctionPassManager &f, OptimizationLevel) { f.addPass(OneExtensionPass()); });
+      [](FunctionPassManager &f, OptimizationLevel) {
+        f.addPass(OneExtensionPass());
+        f.addPass(FloorDivPass());
+      });
   o->builder->registerLateLoopOptimizationsEPCallback(
       [](LoopPassManager &l, OptimizationLevel) { l.addPass(LocalArrayUnrollPass()); });
   o->builder->registerVectorizerStartEPCallback(
@@ -624,6 +840,11 @@ int pydevice_optimizer_run(void *handle, LLVMModuleRef module, int allow_leaf) {
     passes = o->builder->buildPerModuleDefaultPipeline(o->level);
   }
   (straight ? *o->straight : passes).run(m, o->mam);
+  // What no pipeline expanded (-O0 has no InstCombine), without value ranges.
+  for (Function &f : m)
+    if (!f.isDeclaration()) expand_floor_divs(f, nullptr);
+  for (const char *name : {kFloorDiv, kFloorMod})
+    if (Function *f = m.getFunction(name); f && f->use_empty()) f->eraseFromParent();
   if (o->level != OptimizationLevel::O0)
     for (Function &f : m)
       if (!f.isDeclaration()) keep_bit_tests(f);

@@ -816,3 +816,128 @@ def mix(x, out, r):
         );
     }
 }
+
+/// Python's `a // b` and `a % b` on int64 (`b == 0` gives 0, as NumPy; `MIN // -1` wraps).
+pub(crate) fn py_divmod64(a: i64, b: i64) -> (i64, i64) {
+    if b == 0 {
+        return (0, 0);
+    }
+    if b == -1 {
+        return (a.wrapping_neg(), 0);
+    }
+    let (q, r) = (a / b, a % b);
+    if r != 0 && ((r < 0) != (b < 0)) {
+        (q - 1, r + b)
+    } else {
+        (q, r)
+    }
+}
+
+/// The (C, T) shapes `index_split` is launched with: ordinary ones and every sign and edge
+/// case of the 32-bit expansions (issue 31).
+pub(crate) const INDEX_SPLIT_SHAPES: [(i32, i32); 10] = [
+    (768, 8),
+    (7, 3),
+    (-7, 3),
+    (5, -3),
+    (1, -1),
+    (-1, 5),
+    (0, 3),
+    (i32::MIN, -1),
+    (i32::MAX, 2),
+    (3, i32::MIN),
+];
+
+/// What `index_split` writes for thread `idx`: `idx // C`, `idx % C`, then the quotient
+/// split by `T`.
+pub(crate) fn index_split_reference(idx: i64, c: i32, t: i32) -> [i64; 4] {
+    let (bt, cc) = py_divmod64(idx, i64::from(c));
+    let (b, tt) = py_divmod64(bt, i64::from(t));
+    [bt, cc, b, tt]
+}
+
+/// Python's `range(start, stop, step)` (no iterations for a zero step): count, sum, last,
+/// first (-12345 for none).
+pub(crate) fn py_range_summary(start: i64, stop: i64, step: i64) -> (i32, i64, i64, i64) {
+    let mut v = Vec::new();
+    let mut i = start;
+    while (step > 0 && i < stop) || (step < 0 && i > stop) {
+        v.push(i);
+        i += step;
+    }
+    (
+        v.len() as i32,
+        v.iter().sum(),
+        v.last().copied().unwrap_or(-12345),
+        v.first().copied().unwrap_or(-12345),
+    )
+}
+
+/// The (stop, step) pairs of `strided_ranges`, one a block.
+pub(crate) fn strided_range_cases() -> (Vec<i32>, Vec<i32>) {
+    let mut stops = vec![768, 100, -5, 0, 64, 300, 10, -100, 2_000_000_000, 63];
+    let mut steps = vec![256, -3, -1, 0, 1, 7, i32::MIN, -40, 1_000_000_000, i32::MAX];
+    let mut r = Rng(77);
+    for _ in 0..40 {
+        stops.push(r.i32(-200, 400));
+        steps.push(r.i32(-9, 10));
+    }
+    (stops, steps)
+}
+
+#[test]
+fn index_split_and_strided_ranges_match_python() {
+    let Some(dev) = device("index_split_and_strided_ranges_match_python") else {
+        return;
+    };
+    let src = fixture("lang/index_split.py");
+    let k = kernel(&dev, &src, "index_split", "int64[:, :], int32, int32");
+    let n = 5000usize;
+    for (c, t) in INDEX_SPLIT_SHAPES {
+        let (ob, oa) = array(&dev, &vec![0i64; n * 4], &[n as u64, 4], &[4, 1]);
+        k.launch(
+            &[oa, ArgValue::Int(c.into()), ArgValue::Int(t.into())],
+            [blocks(n, 128), 1, 1],
+            [128, 1, 1],
+        );
+        let out: Vec<i64> = from_bytes(&dev.download(&ob).expect("download"));
+        for idx in 0..n {
+            let want = index_split_reference(idx as i64, c, t);
+            assert_eq!(&out[idx * 4..idx * 4 + 4], &want, "idx={idx} C={c} T={t}");
+        }
+    }
+    let k = kernel(
+        &dev,
+        &src,
+        "strided_ranges",
+        "int32[:], int32[:], int32[:], int64[:], int64[:], int64[:]",
+    );
+    let (stops, steps) = strided_range_cases();
+    let (blocks_n, bs) = (stops.len(), 64usize);
+    let (_s, sa) = vec1(&dev, &stops);
+    let (_t, ta) = vec1(&dev, &steps);
+    let (cb, ca) = vec1(&dev, &vec![0i32; blocks_n * bs]);
+    let (ub, ua) = vec1(&dev, &vec![0i64; blocks_n * bs]);
+    let (lb, la) = vec1(&dev, &vec![0i64; blocks_n * bs]);
+    let (fb, fa) = vec1(&dev, &vec![0i64; blocks_n * bs]);
+    k.launch(
+        &[sa, ta, ca, ua, la, fa],
+        [blocks_n as u32, 1, 1],
+        [bs as u32, 1, 1],
+    );
+    let counts: Vec<i32> = from_bytes(&dev.download(&cb).expect("download"));
+    let sums: Vec<i64> = from_bytes(&dev.download(&ub).expect("download"));
+    let lasts: Vec<i64> = from_bytes(&dev.download(&lb).expect("download"));
+    let firsts: Vec<i64> = from_bytes(&dev.download(&fb).expect("download"));
+    for b in 0..blocks_n {
+        for tid in 0..bs {
+            let j = b * bs + tid;
+            let (stop, step) = (stops[b], steps[b]);
+            assert_eq!(
+                (counts[j], sums[j], lasts[j], firsts[j]),
+                py_range_summary(tid as i64, stop.into(), step.into()),
+                "range({tid}, {stop}, {step})"
+            );
+        }
+    }
+}

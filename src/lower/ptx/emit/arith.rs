@@ -396,6 +396,9 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 };
                 b.build_select(big, saturated, shifted, "")?
             }
+            FloorDiv | Mod if signed && bits == 64 => {
+                return self.deferred_floor_divmod(op, x, y);
+            }
             FloorDiv | Mod => {
                 // Python semantics: floor division, remainder with the divisor's sign.
                 // Division by zero gives 0 (as NumPy does); MIN // -1 wraps.
@@ -439,6 +442,53 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             }
             Div => return Err(err("true division on integers reached the back end")),
         })
+    }
+
+    /// Signed 64-bit `x // y` or `x % y` (Python's semantics, as [`Self::int_binary`]'s
+    /// expansion), as a call to `__pyd_floordiv.i64` / `__pyd_floormod.i64`, which the
+    /// optimizer expands once SROA has put the operands in registers (pipeline.cpp's
+    /// `FloorDivPass`): at 32 bits when their value ranges fit (an index split by a shape,
+    /// `idx // C` with `idx: uint32` and `C: int32`), else at 64. The functions are declared
+    /// without side effects, so they are merged and deleted like the operators; not
+    /// `speculatable`, as a division by a divisor that may be zero is not, so that a
+    /// division under a condition stays there and the expansion sees the condition
+    /// (`(stop - start - 1) // step` in a `range` whose step is positive there).
+    fn deferred_floor_divmod(
+        &mut self,
+        op: BinaryOp,
+        x: IntValue<'ctx>,
+        y: IntValue<'ctx>,
+    ) -> R<BasicValueEnum<'ctx>> {
+        let name = if op == BinaryOp::FloorDiv {
+            FLOORDIV_I64
+        } else {
+            FLOORMOD_I64
+        };
+        let f = match self.e.module.get_function(name) {
+            Some(f) => f,
+            None => {
+                let t = self.e.ctx.i64_type();
+                let f =
+                    self.e
+                        .module
+                        .add_function(name, t.fn_type(&[t.into(), t.into()], false), None);
+                for (attr, value) in [
+                    ("memory", 0),
+                    ("nounwind", 0),
+                    ("willreturn", 0),
+                    ("nosync", 0),
+                    ("nofree", 0),
+                ] {
+                    let kind = Attribute::get_named_enum_kind_id(attr);
+                    f.add_attribute(
+                        AttributeLoc::Function,
+                        self.e.ctx.create_enum_attribute(kind, value),
+                    );
+                }
+                f
+            }
+        };
+        self.call1(f, &[x.into(), y.into()])
     }
 
     /// `x ** y` on integers by repeated squaring (wrapping), as an internal helper function

@@ -272,8 +272,21 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             .exprs
             .iter()
             .any(|(_, e)| matches!(e, Expr::Intrinsic(Intrinsic::Tensor(_), _)));
+        let ealign = elem_align(&at.dtype);
+        // A shared tile of 16 bytes or more is 16-byte aligned (issue 31): LLVM's load/store
+        // vectorizer joins `t[r, 4 * k + 0..4]` into one `ld.shared.v4` only when it can
+        // prove the first address 16-byte aligned, and alignment inference derives that
+        // from the index's known bits only up to the array's own alignment. With 4, the
+        // 8x8 register tile of llm.c's matmul_forward_kernel4 read its shared tiles with 64
+        // scalar loads where nvcc's code uses 16 `LDS.128`.
+        let vector = if at.space == MemSpace::Shared && count.saturating_mul(ealign) >= 16 {
+            16
+        } else {
+            0
+        };
         let align = align
-            .max(elem_align(&at.dtype))
+            .max(ealign)
+            .max(vector)
             .max(if tensor { 32 } else { 0 }) as u32;
         let data = if at.space == MemSpace::Shared {
             let name = format!("__pyd_shared_{}_{}", self.f.symbol, h.index());
