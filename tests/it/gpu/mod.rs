@@ -890,7 +890,7 @@ fn index_split_and_strided_ranges_match_python() {
     let Some(dev) = device("index_split_and_strided_ranges_match_python") else {
         return;
     };
-    let src = fixture("lang/index_split.py");
+    let src = fixture("index_split.py");
     let k = kernel(&dev, &src, "index_split", "int64[:, :], int32, int32");
     let n = 5000usize;
     for (c, t) in INDEX_SPLIT_SHAPES {
