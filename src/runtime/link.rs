@@ -386,14 +386,25 @@ fn compile_cuda_uncached(
         format!("--gpu-architecture=compute_{}", arch.number()),
         "-rdc=true".to_string(),
     ];
-    opts.extend(options.iter().cloned());
+    // The caller's `-I` folders are searched before the toolkit's: CUDA 13 puts its own CCCL
+    // under `include/cccl`, and a `PYDEVICE_CCCL` given for jit.thrust must win over it (on
+    // the H200 machine the toolkit's CCCL 3.0 was found first and failed to compile).
+    let (includes, rest): (Vec<&String>, Vec<&String>) =
+        options.iter().partition(|o| o.starts_with("-I"));
+    opts.extend(rest.into_iter().cloned());
+    let include_paths = includes
+        .into_iter()
+        .map(|o| o[2..].to_string())
+        .chain(
+            crate::toolkit::include_dirs()
+                .iter()
+                .map(|d| d.display().to_string()),
+        )
+        .collect();
     let compiled = cudarc::nvrtc::compile_ptx_with_opts(
         source,
         cudarc::nvrtc::CompileOptions {
-            include_paths: crate::toolkit::include_dirs()
-                .iter()
-                .map(|d| d.display().to_string())
-                .collect(),
+            include_paths,
             options: opts,
             name: Some(name.to_string()),
             ..Default::default()
