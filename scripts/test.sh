@@ -4,8 +4,27 @@
 # driver.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each step's wall time, and the machine's load at the start and end, are printed at the end
+# (also when a step fails): what a fresh clone spends where (README, "Testing").
+t0=$SECONDS step_t=$SECONDS step_name="" step_times=()
+step() {
+  [ -n "$step_name" ] && step_times+=("$(printf '%5d s  %s' $((SECONDS - step_t)) "$step_name")")
+  step_name=$1 step_t=$SECONDS
+  [ -n "$1" ] && echo "== $1"
+  return 0
+}
+step_summary() {
+  step ""
+  echo "== step times (wall), load at the start: $load0"
+  printf '%s\n' "${step_times[@]}"
+  printf '%5d s  total; load at the end: %s\n' $((SECONDS - t0)) "$(cut -d' ' -f1-3 /proc/loadavg)"
+}
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+trap step_summary EXIT
+step "dependencies (scripts/deps.sh)"
 source scripts/deps.sh
 export PYDEVICE_REQUIRE_PTXAS=1
+step "cargo test"
 cargo test 2>&1
 # The crate as crates.io and docs.rs see it: its public docs build without a warning (a
 # broken or private intra-doc link fails), and `cargo publish --dry-run` packages it (no
@@ -14,7 +33,7 @@ cargo test 2>&1
 # run on a work tree with uncommitted changes.
 # Without its default features (no LLVM, Cranelift or CUDA) the crate still builds, and its
 # dependency tree holds none of them.
-echo "== cargo check --no-default-features, cargo tree --no-default-features"
+step "cargo check, test --lib and tree --no-default-features"
 cargo check --no-default-features -p pydevice 2>&1
 cargo test --no-default-features -p pydevice --lib 2>&1
 if cargo tree --no-default-features -e normal -p pydevice | grep -Ei 'llvm-sys|inkwell|cranelift|cudarc'; then
@@ -24,16 +43,18 @@ fi
 # examples/embedder: a framework crate that uses only the public API (its own workspace,
 # pydevice as a path dependency), built and run against the same target directory. It
 # launches its kernel only where a CUDA driver is present.
-echo "== examples/embedder (cargo run)"
+step "examples/embedder (cargo run)"
 CARGO_TARGET_DIR="$PWD/target" cargo run --manifest-path examples/embedder/Cargo.toml 2>&1
-echo "== cargo doc --no-deps (RUSTDOCFLAGS=-D warnings), cargo publish --dry-run"
+step "cargo doc --no-deps (RUSTDOCFLAGS=-D warnings)"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p pydevice 2>&1
+step "cargo publish --dry-run"
 cargo publish --dry-run --allow-dirty -p pydevice 2>&1
-echo "== the C API: its header is current, its C test built with cc and run (issue 35)"
+step "the C API: its header is current, its C test built with cc and run (issue 35)"
 cargo test -p pydevice-capi -- --nocapture 2>&1
-echo "== the Python package: maturin build --release, pip install, pytest python/tests"
+step "the Python package: maturin build ${PYDEVICE_WHEEL_PROFILE:---release}, pip install"
 bash scripts/python_package.sh "${PYDEVICE_WHEEL_PROFILE:---release}"  # --dev reuses cargo test's build
 # From the repository root, so `import pydevice` is the installed wheel, not python/pydevice.
+step "pytest python/tests"
 set +e
 python3 -m pytest -q -rs -p no:cacheprovider python/tests
 rc=$?
@@ -49,6 +70,7 @@ esac
 # keeps the build to a few minutes; scripts/fuzz.sh alone builds them optimized with ASan.
 fuzz_seconds=${PYDEVICE_FUZZ_SECONDS:-20}
 if [ "$fuzz_seconds" != 0 ]; then
+  step "fuzzing (scripts/fuzz.sh, build and ${fuzz_seconds} s per target)"
   FUZZ_BUILD_FLAGS=${FUZZ_BUILD_FLAGS:---dev --sanitizer none} bash scripts/fuzz.sh "$fuzz_seconds"
 fi
 if ! python3 -c 'import ctypes.util,sys; sys.exit(0 if ctypes.util.find_library("cuda") else 1)'; then
