@@ -9,6 +9,7 @@
 
 mod calls;
 mod fast;
+mod fuse;
 mod kernels;
 
 use std::collections::HashMap;
@@ -1534,7 +1535,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<kernels::GuVectorize>()?;
     m.add_class::<kernels::GuCall>()?;
     m.add_class::<fast::Dispatcher>()?;
-    m.add_class::<calls::FuseDispatch>()?;
+    m.add_class::<fuse::FuseDispatch>()?;
     m.add_class::<fast::Configured>()?;
     m.add("launch", fast::launch_function(m)?)?;
     m.add_function(wrap_pyfunction!(fast::register_array_type, m)?)?;
