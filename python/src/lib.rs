@@ -8,6 +8,7 @@
 //! functions' source, chooses specializations and describes arguments.
 
 mod calls;
+mod cli;
 mod fast;
 mod fuse;
 mod kernels;
@@ -1543,6 +1544,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fast::register_struct_type, m)?)?;
     m.add_function(wrap_pyfunction!(calls::set_cupy_hooks, m)?)?;
     m.add_function(wrap_pyfunction!(driver_available, m)?)?;
+    m.add_function(wrap_pyfunction!(cli::cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack_describe, m)?)?;
     m.add_function(wrap_pyfunction!(device_arch, m)?)?;
     m.add_function(wrap_pyfunction!(device_name, m)?)?;
