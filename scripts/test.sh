@@ -25,6 +25,9 @@ trap step_summary EXIT
 step "dependencies (scripts/deps.sh)"
 source scripts/deps.sh
 export PYDEVICE_REQUIRE_PTXAS=1
+# In CI every build starts from nothing: incremental compilation's caches would only cost
+# time and disk (about 2 GB of target/debug/incremental).
+if [ -n "${CI:-}" ]; then export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}; fi
 # The library's tests and the C API's (its header is current, its C test built with cc and
 # run: issue 35) in one cargo invocation, so the library is built once for both. The Python
 # extension (pydevice-python) is built by maturin below: as an extension module it cannot
