@@ -3,7 +3,7 @@
 # → PTX warm (median of 1000 compiles after 50) and as the first compile of a fresh process
 # (40 processes), each pinned to one CPU and not pinned, then the 50-kernel throughput on 1 / 2
 # / 4 threads. It runs the benches/runtime.rs binary with `--compile`: $BENCH_RUNTIME if set,
-# else .carry/bench_runtime(.xz) from scripts/device_bundle.sh. BENCH_CPU picks the CPU to pin
+# else .carry/bench_runtime(.xz) from `PYDEVICE_BUNDLE_EXTRA=1 scripts/device_bundle.sh`. BENCH_CPU picks the CPU to pin
 # to (default: the one the process starts on). Nothing else should run meanwhile.
 #
 #   bash scripts/compile_latency.sh            # on the GPU machine, from the .carry/ bundle
@@ -20,7 +20,7 @@ if [ -z "$bin" ]; then
       .carry/bench_runtime.xz "$bin"
     chmod +x "$bin"
   else
-    echo "no benches/runtime.rs binary: set BENCH_RUNTIME or run scripts/device_bundle.sh" >&2
+    echo "no benches/runtime.rs binary: set BENCH_RUNTIME or run PYDEVICE_BUNDLE_EXTRA=1 scripts/device_bundle.sh" >&2
     exit 2
   fi
 fi

@@ -9,6 +9,10 @@
 #   bash scripts/fuzz.sh            # 60 s per target
 #   bash scripts/fuzz.sh 3600       # an hour per target
 #   TARGETS=arrays bash scripts/fuzz.sh 600
+#   FUZZ_BUILD_FLAGS="--dev --sanitizer none" bash scripts/fuzz.sh 20   # as scripts/test.sh does
+#
+# FUZZ_BUILD_FLAGS are cargo-fuzz's build options (default: none, i.e. optimized with
+# AddressSanitizer). The targets are built once, together, before any runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
@@ -20,7 +24,17 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
 fi
 # The fuzz crate is outside the workspace: build it with the library's locked versions.
 [ -e fuzz/Cargo.lock ] || cp Cargo.lock fuzz/Cargo.lock
+read -ra build_flags <<< "${FUZZ_BUILD_FLAGS:-}"
 scratch=${FUZZ_SCRATCH:-$(mktemp -d /tmp/pydevice-fuzz.XXXXXX)}
+# Every target in one build (their links run in parallel); each run below finds it current.
+if [ -z "${TARGETS:-}" ]; then
+  echo "== cargo fuzz build ${build_flags[*]}"
+  if ! cargo fuzz build "${build_flags[@]}" > "$scratch/build.log" 2>&1; then
+    tail -30 "$scratch/build.log"
+    echo "FAIL: cargo fuzz build (log: $scratch/build.log)"
+    exit 1
+  fi
+fi
 status=0
 for target in ${TARGETS:-signature arrays compile}; do
   corpus=$scratch/$target
@@ -33,7 +47,7 @@ for target in ${TARGETS:-signature arrays compile}; do
   echo "== fuzz $target for ${seconds}s"
   # -rss_limit_mb: LLVM and Cranelift are large; 4 GiB leaves room and still catches blow-ups.
   set +e
-  nice -n 19 cargo fuzz run "$target" "$corpus" -- -max_total_time="$seconds" -rss_limit_mb=4096 \
+  nice -n 19 cargo fuzz run "${build_flags[@]}" "$target" "$corpus" -- -max_total_time="$seconds" -rss_limit_mb=4096 \
     -print_final_stats=1 > "$scratch/$target.log" 2>&1
   rc=$?
   set -e

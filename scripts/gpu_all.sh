@@ -21,6 +21,8 @@ for f in .carry/*.xz; do
     "$f" "$work/$(basename "${f%.xz}")"
 done
 chmod +x $work/* 2>/dev/null
+# The command line travels inside the wheel (scripts/device_bundle.sh): $work/pydevice runs it.
+[ -e $work/pydevice ] || python3 scripts/carry_cli.py $work > /dev/null || exit 2
 export PYDEVICE_LIBDEVICE=${PYDEVICE_LIBDEVICE:-/usr/local/cuda/nvvm/libdevice/libdevice.10.bc}
 export PYDEVICE_REPO=$PWD PYDEVICE_BIN=$work/pydevice PYTHONUNBUFFERED=1
 out=${OUT:-$work}
@@ -48,6 +50,8 @@ for part in $parts; do
         gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
         echo "== examples/multi_gpu_stencil.rs (GPUs 0 and $((gpus > 1 ? 1 : 0)))"
         $work/multi_gpu_stencil 0 $((gpus > 1 ? 1 : 0)) 2>&1 | tee "$out/multi_gpu_stencil.log" | tail -3
+      else
+        echo "skipped examples/multi_gpu_stencil.rs: not in the bundle (PYDEVICE_BUNDLE_EXTRA=1 scripts/device_bundle.sh adds it; python/tests/gpu_run.sh runs the .py twin)"
       fi
       {
         echo "cuda-gdb:          $(grep -hE '^(PASS|FAIL|skipped)' "$out/cuda_gdb.log" | tr '\n' ' ')"

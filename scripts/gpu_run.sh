@@ -11,6 +11,8 @@ for f in .carry/*.xz; do
     "$f" "$work/$(basename "${f%.xz}")"
 done
 chmod +x $work/*
+# The command line travels inside the wheel (scripts/device_bundle.sh): $work/pydevice runs it.
+[ -e $work/pydevice ] || python3 scripts/carry_cli.py $work > /dev/null || exit 2
 export PYDEVICE_LIBDEVICE=${PYDEVICE_LIBDEVICE:-/usr/local/cuda/nvvm/libdevice/libdevice.10.bc}
 out=${OUT:-$work}
 # Tests that run the CLI find it here (the path cargo baked in does not exist on this machine).
@@ -23,6 +25,8 @@ $work/it_tests --test-threads=1 gpu:: gpu_runtime:: 2>&1 | tee "$out/gpu_tests.l
 if [ -x $work/bench_runtime ]; then
   echo "== runtime benchmark (benches/runtime.rs)"
   $work/bench_runtime 2>&1 | tee "$out/bench_runtime.log"
+else
+  echo "skipped the runtime benchmark: not in the bundle (PYDEVICE_BUNDLE_EXTRA=1 scripts/device_bundle.sh adds it)"
 fi
 echo "== CLI: pydevice run examples/vector_add.py"
 python3 scripts/run_example.py $work/pydevice 2>&1 | tail -3

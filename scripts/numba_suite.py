@@ -36,8 +36,9 @@ device function called by a kernel `NAME__launch` that takes the tuple's items o
 The GPU command (one device call; bundle first with `bash scripts/device_bundle.sh`, then carry
 [".carry"]; numba-cuda must be installed on the GPU machine: its wheel ships numba/cuda/tests,
 else the test files are looked for under .carry/numba_tests/tests, or $NUMBA_SUITE_TESTS/tests):
-  python3 scripts/numba_suite.py .carry/pydevice.xz --jobs 12 --budget 540 --keep $OUT/numba_cases.tar.gz
-PYDEVICE may be the xz-compressed CLI of the bundle (unpacked to a temporary file) or a plain
+  python3 scripts/numba_suite.py .carry/pydevice-*.whl.xz --jobs 12 --budget 540 --keep $OUT/numba_cases.tar.gz
+PYDEVICE may be the bundle's wheel (.whl.xz, which carries the CLI: scripts/carry_cli.py), an
+xz-compressed CLI binary (unpacked to a temporary file) or a plain
 executable. Other options: [--report FILE.md] [--json FILE.json] [--modules a,b] [--cases DIR].
 Reports go to $OUT (or the current folder): numba_suite.md and numba_suite.json. About 4
 minutes on the H100 with --jobs 12.
@@ -1337,7 +1338,13 @@ def main():
         return
     if not args.pydevice:
         ap.error("PYDEVICE is required")
-    if args.pydevice.endswith(".xz"):  # the bundle's compressed CLI (scripts/device_bundle.sh)
+    if args.pydevice.endswith(".whl.xz"):  # the bundle's wheel, which carries the CLI
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from carry_cli import install
+
+        work = tempfile.mkdtemp(prefix="numba_suite_bin_")
+        args.pydevice = install(work, str(Path(args.pydevice).resolve().parent))
+    elif args.pydevice.endswith(".xz"):  # a compressed CLI binary
         import lzma
         exe = Path(tempfile.mkdtemp(prefix="numba_suite_bin_")) / "pydevice"
         with lzma.open(args.pydevice) as src, open(exe, "wb") as dst:

@@ -21,6 +21,8 @@ for f in .carry/*.xz; do
     "$f" "$work/$(basename "${f%.xz}")"
 done
 chmod +x $work/* 2>/dev/null
+# The command line travels inside the wheel (scripts/device_bundle.sh): $work/pydevice runs it.
+[ -e $work/pydevice ] || python3 scripts/carry_cli.py $work > /dev/null || exit 2
 export PYDEVICE_LIBDEVICE=${PYDEVICE_LIBDEVICE:-/usr/local/cuda/nvvm/libdevice/libdevice.10.bc}
 export PYDEVICE_BIN=$work/pydevice
 out=${OUT:-$work}

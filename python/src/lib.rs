@@ -8,7 +8,9 @@
 //! functions' source, chooses specializations and describes arguments.
 
 mod calls;
+mod cli;
 mod fast;
+mod fuse;
 mod kernels;
 
 use std::collections::HashMap;
@@ -1649,7 +1651,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<kernels::GuVectorize>()?;
     m.add_class::<kernels::GuCall>()?;
     m.add_class::<fast::Dispatcher>()?;
-    m.add_class::<calls::FuseDispatch>()?;
+    m.add_class::<fuse::FuseDispatch>()?;
     m.add_class::<fast::Configured>()?;
     m.add("launch", fast::launch_function(m)?)?;
     m.add_function(wrap_pyfunction!(fast::register_array_type, m)?)?;
@@ -1657,6 +1659,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fast::register_struct_type, m)?)?;
     m.add_function(wrap_pyfunction!(calls::set_cupy_hooks, m)?)?;
     m.add_function(wrap_pyfunction!(driver_available, m)?)?;
+    m.add_function(wrap_pyfunction!(cli::cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack_describe, m)?)?;
     m.add_function(wrap_pyfunction!(device_arch, m)?)?;
     m.add_function(wrap_pyfunction!(tensor_map_tiled, m)?)?;

@@ -1201,22 +1201,32 @@ fn cmd_call(a: &CallArgs) -> Result<(), Failure> {
 }
 
 /// A closed pipe (`pydevice abi FILE.py | head`) ends the process quietly, as it ends
-/// `cat`: Rust ignores SIGPIPE, so every `println!` would panic instead. Restoring the
-/// default action before anything is printed covers every subcommand.
+/// `cat`: Rust (and Python, for the Python package's `pydevice` command) ignores SIGPIPE, so
+/// every `println!` would panic instead. Restoring the default action before anything is
+/// printed covers every subcommand.
 fn exit_quietly_on_closed_pipe() {
     #[cfg(unix)]
-    // SAFETY: called first thing in `main`, before any other thread exists; resetting a
-    // signal's disposition to its default has no other effect on this process.
+    // SAFETY: called first thing in `run`, in a process that is the command line (the binary,
+    // or `python -m pydevice`); `signal` is thread-safe, and resetting a signal's
+    // disposition to its default has no other effect on this process.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 
-fn main() -> ExitCode {
+/// Runs the command line on `args` (the program's name first) and returns its exit status.
+/// The binary's `main` calls it, and so does the Python package's `pydevice` command
+/// (`python -m pydevice`), whose extension module includes this file (`python/src/cli.rs`):
+/// one command line, whichever way it is installed.
+pub(crate) fn run<I, T>(args: I) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
     exit_quietly_on_closed_pipe();
     // Usage errors print clap's message and exit with status 2; `--help` and `--version`
     // print to stdout and exit 0.
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(args);
     let result = match &cli.command {
         Command::Compile(a) => cmd_compile(a),
         Command::Check(a) => cmd_check(a),
@@ -1225,11 +1235,15 @@ fn main() -> ExitCode {
         Command::Call(a) => cmd_call(a),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::Program) => ExitCode::from(1),
+        Ok(()) => 0,
+        Err(Failure::Program) => 1,
         Err(Failure::Other(m)) => {
             eprintln!("error: {m}");
-            ExitCode::from(2)
+            2
         }
     }
+}
+
+fn main() -> ExitCode {
+    ExitCode::from(run(std::env::args_os()))
 }

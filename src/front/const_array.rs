@@ -455,7 +455,7 @@ impl ParsedModule {
                         .iter()
                         .map(|a| self.eval_const(a))
                         .collect::<Option<Vec<_>>>()?;
-                    return super::consts::fold_builtin(b, &args);
+                    return super::builtins::fold_builtin(b, &args);
                 }
                 Some(Item::Builtin(Builtin::Float))
                     if c.arguments.args.len() == 1

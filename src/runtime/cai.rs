@@ -7,8 +7,7 @@
 //! not supported (the spec's arrays have no mask), so a `mask` other than `None` is an error.
 
 use super::RuntimeError;
-use super::array::{DeviceArray, c_strides};
-use crate::abi::{ArgValue, ParamAbi};
+use super::device_array::{DeviceArray, c_strides};
 use crate::types::Scalar;
 use serde::{Deserialize, Serialize};
 
@@ -193,19 +192,5 @@ impl CudaArrayInterface {
         };
         a.check()?;
         Ok(a)
-    }
-
-    /// Checks and converts the description and makes the argument for `param`. Arrays of
-    /// records (a `|Vn` typestr with a `descr` of fields) go to a parameter whose dtype is
-    /// the same record ([`super::records::cai_record_arg`]).
-    pub fn to_arg(&self, param: &ParamAbi) -> Result<ArgValue, RuntimeError> {
-        let record_param = param
-            .ty
-            .as_array()
-            .is_some_and(|a| matches!(a.dtype, crate::types::DType::Struct(_)));
-        if record_param || super::records::cai_record(self).is_some() {
-            return super::records::cai_record_arg(self, param);
-        }
-        self.to_array()?.to_arg(param)
     }
 }

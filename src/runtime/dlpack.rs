@@ -8,7 +8,7 @@
 //! `DLManagedTensor` calls its `deleter` once the kernels using it are done.
 
 use super::RuntimeError;
-use super::array::{DeviceArray, c_strides};
+use super::device_array::{DeviceArray, c_strides};
 use crate::abi::{ArgValue, ParamAbi};
 use crate::types::Scalar;
 use std::ffi::c_void;

@@ -29,6 +29,7 @@ mod cluster;
 pub mod config;
 #[cfg(feature = "host")]
 pub mod cpu;
+mod device_array;
 pub mod dlpack;
 pub mod error;
 pub mod link;
@@ -40,9 +41,10 @@ pub mod reflect;
 pub mod stream;
 pub mod tma;
 
-pub use array::{ArraySource, DeviceArray};
+pub use array::ArraySource;
 pub use cai::CudaArrayInterface;
 pub use config::{Dim3, LaunchConfig};
+pub use device_array::DeviceArray;
 pub use error::{BoundsReport, RaiseReport, RuntimeError};
 pub use link::{LinkInput, LinkedModule};
 pub use multi::{CopyPath, Endpoint, device_count, pointer_device};

@@ -8,6 +8,8 @@
 
 use super::RuntimeError;
 use super::cai::CudaArrayInterface;
+pub use super::device_array::bytes_as_records;
+use super::device_array::c_strides;
 use super::npy::{NpyError, descr_scalar, header_shape, split_header};
 use crate::abi::{ArgValue, ArrayArg, ParamAbi, layout_of};
 use crate::types::record::{RecordField, record, record_fields};
@@ -460,7 +462,7 @@ pub fn cai_record_arg(
     }
     let size = l.size as i64;
     let strides = match &cai.strides {
-        None => super::array::c_strides(&cai.shape),
+        None => c_strides(&cai.shape),
         Some(bytes) => {
             let mut out = Vec::new();
             for (d, &b) in bytes.iter().enumerate() {
@@ -495,55 +497,6 @@ pub fn cai_record_arg(
     crate::abi::pack(&param.ty, &arg)
         .map_err(|e| RuntimeError::Argument(format!("`{}`: {e}", param.name)))?;
     Ok(arg)
-}
-
-/// A `uint8` array whose last dimension is one record's bytes (`shape[-1]` = the record
-/// size, unit stride), given to a parameter that is an array of records: DLPack has no record
-/// dtype, so a record array travels through DLPack as its bytes and takes its layout from the
-/// parameter's struct (our ABI). The other dimensions' strides must be whole records.
-/// `None` when the parameter is not a record array or the array is not `uint8`.
-pub fn bytes_as_records(
-    a: &super::DeviceArray,
-    param: &ParamAbi,
-) -> Option<Result<ArgValue, RuntimeError>> {
-    let at = param.ty.as_array()?;
-    let DType::Struct(st) = &at.dtype else {
-        return None;
-    };
-    if a.dtype != crate::types::Scalar::UInt8 {
-        return None;
-    }
-    let size = layout_of(&Type::Struct(st.clone())).size;
-    let n = usize::from(at.ndim);
-    let bad = |why: String| {
-        Some(Err(RuntimeError::Argument(format!(
-            "`{}` is {}: a uint8 array standing for its records needs shape (..., {size}) with              {n} leading dimensions and unit stride in the last; {why}",
-            param.name, param.ty
-        ))))
-    };
-    if a.shape.len() != n + 1 || a.shape[n] != size || (a.strides[n] != 1 && size > 1) {
-        return bad(format!(
-            "got shape {:?} and strides {:?}",
-            a.shape, a.strides
-        ));
-    }
-    let mut strides = Vec::new();
-    for (d, &s) in a.strides[..n].iter().enumerate() {
-        if s % size as i64 != 0 {
-            return bad(format!("dimension {d} has stride {s} bytes"));
-        }
-        strides.push(s / size as i64);
-    }
-    let arg = ArgValue::Array(ArrayArg {
-        data: a.data,
-        shape: a.shape[..n].to_vec(),
-        strides,
-    });
-    Some(
-        crate::abi::pack(&param.ty, &arg)
-            .map(|_| arg)
-            .map_err(|e| RuntimeError::Argument(format!("`{}`: {e}", param.name))),
-    )
 }
 
 #[cfg(test)]

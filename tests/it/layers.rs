@@ -250,9 +250,15 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Every `crate::`/`super::` path outside `#[cfg(test)]` code, resolved.
+/// Every `crate::`/`super::` path outside `#[cfg(test)]` code of the library, resolved.
 fn scan() -> Vec<(String, usize, String, Vec<String>)> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    scan_crate("src")
+}
+
+/// Every `crate::`/`super::` path outside `#[cfg(test)]` code of the crate whose root module
+/// is in `dir` (relative to the repository), resolved; `dir/bin` is left out.
+fn scan_crate(dir: &str) -> Vec<(String, usize, String, Vec<String>)> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     files.retain(|f| !f.starts_with(src.join("bin")));
@@ -297,6 +303,201 @@ fn no_stage_imports_a_higher_one() {
         "{} import(s) against the layer order (see tests/layers.rs):\n{}",
         bad.len(),
         bad.into_iter().collect::<Vec<_>>().join("\n")
+    );
+}
+
+/// Module names ranked lowest first; one rank's modules are peers.
+type Ranks = &'static [&'static [&'static str]];
+
+/// Files that once imported each other in a circle, and the order that broke it, lowest
+/// first: (the crate's directory, the parent module, the ranks of its child modules). A child
+/// listed here may name another listed child of the same parent only when that one has a
+/// strictly lower rank, directly or through a name the parent re-exports (`pub use`), so
+/// the circle cannot return. Children not listed are not constrained by this table.
+///
+/// - `front`: `consts` (constant values and folding) < `builtins` (the entities and namespace
+///   members, `math.pi` among them; folding a builtin's call) < `const_array` (array
+///   constants, folded through both);
+/// - `runtime`: `device_array` (`DeviceArray` and the argument made from it) < `cai`,
+///   `dlpack` (the sources, read into a `DeviceArray`) < `records` (record arrays, CAI's
+///   included) < `array` (`ArraySource` and the CAI argument, which may be records);
+/// - the Python package's extension (`python/src`): `calls` (the repeated-call fast path) <
+///   `kernels` (`ElementwiseKernel`, `ReductionKernel`) < `fuse` (`fuse`'s dispatch to them).
+const INNER: &[(&str, &[&str], Ranks)] = &[
+    (
+        "src",
+        &["front"],
+        &[&["consts"], &["builtins"], &["const_array"]],
+    ),
+    (
+        "src",
+        &["runtime"],
+        &[
+            &["device_array"],
+            &["cai", "dlpack"],
+            &["records"],
+            &["array"],
+        ],
+    ),
+    ("python/src", &[], &[&["calls"], &["kernels"], &["fuse"]]),
+];
+
+/// The rank of the child of `parent` that `path` lies in, if `INNER`'s `order` lists it.
+fn inner_rank(parent: &[&str], order: &[&[&str]], path: &[String]) -> Option<(usize, String)> {
+    if path.len() <= parent.len() || !parent.iter().zip(path).all(|(a, b)| a == b) {
+        return None;
+    }
+    let child = &path[parent.len()];
+    order
+        .iter()
+        .position(|rank| rank.contains(&child.as_str()))
+        .map(|r| (r, child.clone()))
+}
+
+/// The names a module file re-exports or imports from its children (`pub use array::{A, B}`
+/// in `runtime/mod.rs` gives `A` -> `runtime::array::A`), so that `super::A` from a child
+/// resolves to the child that defines `A`.
+fn child_imports(dir: &str, parent: &[&str]) -> Vec<(String, Vec<String>)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+    let file = if parent.is_empty() {
+        ["lib.rs", "main.rs"]
+            .iter()
+            .map(|f| root.join(f))
+            .find(|f| f.exists())
+            .expect("a crate root")
+    } else {
+        let base = root.join(parent.join("/"));
+        if base.join("mod.rs").exists() {
+            base.join("mod.rs")
+        } else {
+            base.with_extension("rs")
+        }
+    };
+    fn walk(prefix: &mut Vec<String>, t: &syn::UseTree, out: &mut Vec<(String, Vec<String>)>) {
+        match t {
+            syn::UseTree::Path(p) => {
+                prefix.push(p.ident.to_string());
+                walk(prefix, &p.tree, out);
+                prefix.pop();
+            }
+            syn::UseTree::Name(n) => {
+                let mut p = prefix.clone();
+                p.push(n.ident.to_string());
+                out.push((n.ident.to_string(), p));
+            }
+            syn::UseTree::Rename(r) => {
+                let mut p = prefix.clone();
+                p.push(r.ident.to_string());
+                out.push((r.rename.to_string(), p));
+            }
+            syn::UseTree::Glob(_) => {}
+            syn::UseTree::Group(g) => {
+                for t in &g.items {
+                    walk(prefix, t, out);
+                }
+            }
+        }
+    }
+    let text = std::fs::read_to_string(&file).expect("read source");
+    let ast = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let mut out = Vec::new();
+    for item in &ast.items {
+        if let syn::Item::Use(u) = item {
+            walk(&mut Vec::new(), &u.tree, &mut out);
+        }
+    }
+    // `use self::x::A` and `use x::A` both name the child `x`.
+    out.into_iter()
+        .map(|(name, mut path)| {
+            if path.first().is_some_and(|s| s == "self") {
+                path.remove(0);
+            }
+            let mut full: Vec<String> = parent.iter().map(|s| s.to_string()).collect();
+            full.extend(path);
+            (name, full)
+        })
+        .collect()
+}
+
+/// The violations of `INNER`: a listed child naming a listed sibling of the same or a
+/// higher rank.
+fn inner_violations() -> BTreeSet<String> {
+    let mut bad = BTreeSet::new();
+    for &(dir, parent, order) in INNER {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+        let imports = child_imports(dir, parent);
+        for (file, line, written, resolved) in scan_crate(dir) {
+            let module = module_of(&src, &src.join(&file));
+            let Some((from_rank, from)) = inner_rank(parent, order, &module) else {
+                continue;
+            };
+            // `super::A` where the parent has `pub use child::A`: the child that defines it.
+            let mut target = resolved.clone();
+            if resolved.len() == parent.len() + 1
+                && let Some((_, full)) = imports.iter().find(|(n, _)| *n == resolved[parent.len()])
+            {
+                target = full.clone();
+            }
+            let Some((to_rank, to)) = inner_rank(parent, order, &target) else {
+                continue;
+            };
+            if from != to && to_rank >= from_rank {
+                bad.insert(format!(
+                    "{dir}/{file}:{line}: `{written}`: {from} (rank {from_rank}) uses {to} (rank {to_rank})"
+                ));
+            }
+        }
+    }
+    bad
+}
+
+#[test]
+fn no_former_circle_returns() {
+    let bad = inner_violations();
+    assert!(
+        bad.is_empty(),
+        "{} import(s) against the order that broke a circle (INNER in tests/it/layers.rs):\n{}",
+        bad.len(),
+        bad.into_iter().collect::<Vec<_>>().join("\n")
+    );
+}
+
+/// The inner check sees the files it orders (every listed child exists and is scanned), and
+/// ranks as it must.
+#[test]
+fn the_inner_order_is_checked() {
+    for &(dir, parent, order) in INNER {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+        let modules: Vec<Vec<String>> = scan_crate(dir)
+            .iter()
+            .map(|(f, ..)| module_of(&src, &src.join(f)))
+            .collect();
+        for child in order.iter().flat_map(|r| r.iter()) {
+            let mut want: Vec<String> = parent.iter().map(|s| s.to_string()).collect();
+            want.push(child.to_string());
+            assert!(
+                modules.iter().any(|m| m.starts_with(&want)),
+                "{dir}: no import seen in {}; is the module still there?",
+                want.join("::")
+            );
+        }
+    }
+    let order: &[&[&str]] = &[&["consts"], &["builtins"], &["const_array"]];
+    let p = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        inner_rank(&["front"], order, &p(&["front", "builtins", "Builtin"])),
+        Some((1, "builtins".into()))
+    );
+    assert_eq!(inner_rank(&["front"], order, &p(&["front", "check"])), None);
+    assert_eq!(
+        inner_rank(&["front"], order, &p(&["runtime", "consts"])),
+        None
+    );
+    // `super::DeviceArray` from a runtime child is `device_array`'s, re-exported by the parent.
+    let imports = child_imports("src", &["runtime"]);
+    assert!(
+        imports.iter().any(|(n, full)| n == "DeviceArray"
+            && full == &p(&["runtime", "device_array", "DeviceArray"]))
     );
 }
 

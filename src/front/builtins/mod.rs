@@ -6,6 +6,7 @@
 
 pub mod table;
 
+use super::consts::Const;
 use crate::types::Scalar;
 
 /// A namespace that can be imported.
@@ -133,7 +134,6 @@ const SUBSPACES: &[(Namespace, &str, Namespace)] = &[
 /// (`check::expr`) both call it.
 pub(crate) fn member(ns: Namespace, name: &str) -> Option<super::Item> {
     use super::Item;
-    use super::consts::Const;
     if let Some(&(_, _, sub)) = SUBSPACES.iter().find(|(p, n, _)| *p == ns && *n == name) {
         return Some(Item::Namespace(sub));
     }
@@ -187,6 +187,40 @@ pub(crate) fn member_names(ns: Namespace) -> Vec<&'static str> {
     }
     names.extend(table::names_in(ns));
     names
+}
+
+/// Folds `abs(x)`, `min(a, b, ...)`, `max(a, b, ...)`, `int(x)` and `round(x)` of real
+/// constants as Python computes them: `min`/`max` return the first least/greatest argument
+/// itself (an `int` stays an `int`), `int` truncates toward zero, `round` rounds half to
+/// even and gives an `int`. `None` where Python raises or for other arguments.
+pub fn fold_builtin(b: Builtin, args: &[Const]) -> Option<Const> {
+    use Builtin as B;
+    let real = |c: &Const| matches!(c, Const::Bool(_) | Const::Int(_) | Const::Float(_));
+    if !args.iter().all(real) {
+        return None;
+    }
+    let float_to_int = |f: f64| (f.is_finite() && f.abs() < 1.0e38).then_some(f as i128);
+    match (b, args) {
+        (B::Abs, [Const::Float(f)]) => Some(Const::Float(f.abs())),
+        (B::Abs, [a]) => a.as_int()?.checked_abs().map(Const::Int),
+        (B::Int, [Const::Float(f)]) => float_to_int(f.trunc()).map(Const::Int),
+        (B::Int, [a]) => a.as_int().map(Const::Int),
+        (B::Round, [Const::Float(f)]) => float_to_int(f.round_ties_even()).map(Const::Int),
+        (B::Round, [a]) => a.as_int().map(Const::Int),
+        (B::Min | B::Max, [first, rest @ ..]) if !rest.is_empty() => {
+            let mut best = first;
+            for c in rest {
+                let (x, y) = (c.as_f64()?, best.as_f64()?);
+                // Python keeps the first of equal values; NaN compares false.
+                let better = if b == B::Min { x < y } else { x > y };
+                if better {
+                    best = c;
+                }
+            }
+            Some(best.clone())
+        }
+        _ => None,
+    }
 }
 
 /// An entity provided by the compiler.
@@ -841,4 +875,23 @@ pub fn operator_member(name: &str) -> Option<Builtin> {
         "not_" => return Some(Builtin::OperatorUnary(OperatorUnary::Not)),
         _ => return None,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_calls_fold_as_python_computes_them() {
+        use super::Builtin as B;
+        let (i, fl) = (Const::Int, Const::Float);
+        assert_eq!(fold_builtin(B::Abs, &[i(-3)]), Some(i(3)));
+        assert_eq!(fold_builtin(B::Max, &[i(3), fl(3.0)]), Some(i(3)));
+        assert_eq!(fold_builtin(B::Min, &[fl(2.0), i(1)]), Some(i(1)));
+        assert_eq!(fold_builtin(B::Int, &[fl(-2.9)]), Some(i(-2)));
+        assert_eq!(fold_builtin(B::Round, &[fl(2.5)]), Some(i(2)));
+        assert_eq!(fold_builtin(B::Round, &[fl(3.5)]), Some(i(4)));
+        assert_eq!(fold_builtin(B::Int, &[fl(f64::NAN)]), None);
+        assert_eq!(fold_builtin(B::Max, &[i(3)]), None);
+    }
 }
