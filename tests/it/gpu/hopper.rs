@@ -529,6 +529,7 @@ fn e4m3_bits(x: f32) -> u8 {
 
 /// Runs a one-step `wgmma` fixture (64×K by K×64) on `a` and `b` (64×K each, as the
 /// element bytes `enc` gives) and checks D against the exact products of `av` and `bv`.
+#[allow(clippy::too_many_arguments)]
 fn wgmma_case<T: Copy, D: Copy + Default + PartialEq + std::fmt::Debug>(
     dev: &Dev,
     file: &str,
