@@ -214,6 +214,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "ptx")]
     fn helpers_compile_with_debug_information_and_line_info() {
         for deco in ["(debug=True)", "(lineinfo=True)", "(fastmath=True)"] {
             let m = Module::parse("k.py", &SRC.replace("(DECO)", deco)).expect("parse");
