@@ -12,21 +12,21 @@ use super::Scalar;
 /// `ElementRef` to a `uint64` element of a shared array.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum HopperOp {
-    /// `mbarrier_init(bar, count)`: [mbarrier, uint32 count] (`mbarrier.init`).
+    /// `mbarrier_init(bar, count)`: \[mbarrier, uint32 count\] (`mbarrier.init`).
     MbarrierInit,
-    /// `mbarrier_arrive(bar)`: [mbarrier] → uint64 state (`mbarrier.arrive`).
+    /// `mbarrier_arrive(bar)`: \[mbarrier\] → uint64 state (`mbarrier.arrive`).
     MbarrierArrive,
-    /// `mbarrier_arrive_expect_tx(bar, bytes)`: [mbarrier, uint32] → uint64 state; raises the
+    /// `mbarrier_arrive_expect_tx(bar, bytes)`: \[mbarrier, uint32\] → uint64 state; raises the
     /// transaction count of the current phase by `bytes`, then arrives.
     MbarrierArriveExpectTx,
-    /// `mbarrier_expect_tx(bar, bytes)`: [mbarrier, uint32]: raises the transaction count
+    /// `mbarrier_expect_tx(bar, bytes)`: \[mbarrier, uint32\]: raises the transaction count
     /// without arriving.
     MbarrierExpectTx,
-    /// `mbarrier_try_wait_parity(bar, phase)`: [mbarrier, uint32 parity] → bool, whether the
+    /// `mbarrier_try_wait_parity(bar, phase)`: \[mbarrier, uint32 parity\] → bool, whether the
     /// phase of that parity has completed (`mbarrier.try_wait.parity`, which may suspend the
     /// thread for a while first).
     MbarrierTryWaitParity,
-    /// `mbarrier_wait_parity(bar, phase)`: [mbarrier, uint32 parity]: loops on
+    /// `mbarrier_wait_parity(bar, phase)`: \[mbarrier, uint32 parity\]: loops on
     /// `try_wait.parity` until the phase has completed.
     MbarrierWaitParity,
     /// `fence_mbarrier_init()`: `fence.mbarrier_init.release.cluster`, making initialized
@@ -84,7 +84,7 @@ pub enum HopperOp {
     /// leading-dimension byte offset, uint32 stride-dimension byte offset] → the uint64
     /// shared-memory matrix descriptor.
     WgmmaDesc(Swizzle),
-    /// `shared_address(a[i])`: [shared ElementRef] → uint32, the element's address in the
+    /// `shared_address(a\[i\])`: [shared ElementRef] → uint32, the element's address in the
     /// block's shared window (to align a dynamic shared buffer for TMA and `wgmma`).
     SharedAddress,
     /// `wgmma_fence()`: `wgmma.fence.sync.aligned`.
@@ -92,7 +92,7 @@ pub enum HopperOp {
     /// `wgmma_commit_group()`: `wgmma.commit_group.sync.aligned`.
     WgmmaCommit,
     /// `wgmma_wait_group(n)`: `wgmma.wait_group.sync.aligned n`; for n = 0, args
-    /// [accumulator array, int32 literal register count]* of the function's earlier
+    /// \[accumulator array, int32 literal register count\]* of the function's earlier
     /// `wgmma`s, whose registers are pinned after the wait (an empty `asm` that reads and rewrites them), so no read of
     /// an accumulator is scheduled before the MMAs writing it retire.
     WgmmaWait(u8),

@@ -2,7 +2,7 @@
 //! algorithm, not one machine instruction, are rewritten here once into simpler IR, so that
 //! the PTX lowering, the host lowering and the CPU kernel back end only map operations and
 //! no back end states the algorithm again (issue 33): Smith's complex division
-//! ([`complex`]) and Python's `//` and `%` on floats ([`divmod`]).
+//! (`complex`) and Python's `//` and `%` on floats (`divmod`).
 //!
 //! [`run`] runs after the front end's checks and analyses (the divergence and escape checks
 //! see the program as written) and before validation and lowering. An expansion that needs
