@@ -86,7 +86,8 @@ def _sm90(cc: str) -> None:
         pytest.skip(f"TMA and mbarriers need sm_90, this GPU is sm_{cc}")
 
 
-def test_tma_tiles_from_a_cupy_array(cupy):
+@pytest.mark.gpu_only('TMA (a tensor map of device memory, sm_90)')
+def test_tma_tiles_from_a_cupy_array(real_gpu, cupy):
     cp = cupy
     _sm90(cp.cuda.Device().compute_capability)
     from cuda.device import hopper
@@ -123,7 +124,8 @@ def test_tma_tiles_from_a_torch_tensor(torch):
     assert torch.equal(r, a * 2)
 
 
-def test_tensor_map_refuses_a_bad_box(cupy):
+@pytest.mark.gpu_only('the driver (cuTensorMapEncodeTiled)')
+def test_tensor_map_refuses_a_bad_box(real_gpu, cupy):
     cp = cupy
     _sm90(cp.cuda.Device().compute_capability)
     from cuda.device import hopper
@@ -135,7 +137,8 @@ def test_tensor_map_refuses_a_bad_box(cupy):
         hopper.tensor_map(a, (8, 2))
 
 
-def test_elect_one_picks_one_lane_per_warp(cupy):
+@pytest.mark.gpu_only('sm_90 (elect.sync)')
+def test_elect_one_picks_one_lane_per_warp(real_gpu, cupy):
     cp = cupy
     _sm90(cp.cuda.Device().compute_capability)
     out = cp.zeros(10, np.int32)

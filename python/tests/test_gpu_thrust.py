@@ -27,8 +27,9 @@ def row_stats(x, counts, firsts, sums, scans):
     jit.thrust.exclusive_scan(jit.thrust.seq, row.begin(), row.end(), out.begin(), 5)
 
 
+@pytest.mark.gpu_only("jit.thrust (NVRTC-compiled CUDA C++ linked into the kernel)")
 @pytest.mark.parametrize("order", ["C", "F"])
-def test_thrust_on_strided_rows_matches_numpy(cupy, order):
+def test_thrust_on_strided_rows_matches_numpy(real_gpu, cupy, order):
     rng = np.random.default_rng(7 if order == "C" else 8)
     h, w = 64, 97
     x = rng.integers(0, 8, (h, w)).astype(np.int32)

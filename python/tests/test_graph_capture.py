@@ -36,7 +36,8 @@ def _rand(rng, n=N):
     return rng.standard_normal(n).astype(np.float32)
 
 
-def test_cupy_stream_capture_replays_pydevice_launches(cupy):
+@pytest.mark.gpu_only('CUDA graph capture (CuPy streams)')
+def test_cupy_stream_capture_replays_pydevice_launches(real_gpu, cupy):
     rng = np.random.default_rng(35)
     x = cupy.asarray(_rand(rng))
     y = cupy.asarray(_rand(rng))
@@ -63,7 +64,8 @@ def test_cupy_stream_capture_replays_pydevice_launches(cupy):
         np.testing.assert_allclose(out.get(), expect, rtol=1e-6, atol=1e-6)
 
 
-def test_cupy_stream_capture_of_a_cupyx_style_and_an_elementwise_kernel(cupy):
+@pytest.mark.gpu_only('CUDA graph capture (CuPy streams)')
+def test_cupy_stream_capture_of_a_cupyx_style_and_an_elementwise_kernel(real_gpu, cupy):
     from pydevice.cupyx import jit
 
     @jit.rawkernel()
@@ -121,7 +123,8 @@ def test_torch_cuda_graph_replays_pydevice_launches(torch):
         np.testing.assert_allclose(out.cpu().numpy(), expect, rtol=1e-6, atol=1e-6)
 
 
-def test_a_launch_that_would_compile_during_capture_is_refused_or_captured(cupy):
+@pytest.mark.gpu_only('CUDA graph capture (CuPy streams)')
+def test_a_launch_that_would_compile_during_capture_is_refused_or_captured(real_gpu, cupy):
     """A first launch inside capture must not corrupt the capture: either it is captured and
     replays correctly, or it raises a clear error and the capture can be ended."""
 
