@@ -512,7 +512,10 @@ fn implicit_stream(py: Python<'_>, key: &Key) -> PyResult<Option<usize>> {
                         .ok()
                         .map(Bound::unbind);
                     let _ = TORCH_RAW_STREAM.set(f);
-                    TORCH_RAW_STREAM.get().expect("set above")
+                    match TORCH_RAW_STREAM.get() {
+                        Some(f) => f,
+                        None => return Ok(None), // unreachable: set above; the Python path decides
+                    }
                 }
             };
             let Some(f) = f else {
