@@ -36,8 +36,8 @@ step "cargo test (the crate, and the C API: capi/)"
 cargo test --workspace --exclude pydevice-python 2>&1
 # Without its default features (no LLVM, Cranelift or CUDA) the crate still builds, and its
 # dependency tree holds none of them.
-step "cargo check, test --lib and tree --no-default-features"
-cargo check --no-default-features -p pydevice 2>&1
+# (`cargo test --lib` builds the library itself; a separate `cargo check` only cost time.)
+step "cargo test --lib and tree --no-default-features"
 cargo test --no-default-features -p pydevice --lib 2>&1
 if cargo tree --no-default-features -e normal -p pydevice | grep -Ei 'llvm-sys|inkwell|cranelift|cudarc'; then
   echo "error: the crate without default features depends on LLVM, Cranelift or CUDA (above)" >&2
@@ -86,14 +86,14 @@ case $rc in
   5) echo "error: pytest collected no tests from python/tests" >&2; exit 1 ;;
   *) echo "error: pytest failed (exit status $rc)" >&2; exit 1 ;;
 esac
-# A short fuzzing run of every cargo-fuzz target (scripts/fuzz.sh; PYDEVICE_FUZZ_SECONDS=0
-# skips it). Installs cargo-fuzz on first use.
-# In the test suite the targets are built unoptimized and without AddressSanitizer
-# (FUZZ_BUILD_FLAGS), which keeps the build to a few minutes; scripts/fuzz.sh alone builds
-# them optimized with ASan. (Before, fuzz.sh ignored FUZZ_BUILD_FLAGS, and the optimized ASan
-# build of three LLVM-linked targets was the suite's longest step: about 8 minutes of the
-# 21 min 49 s, by subtracting the other steps' times.)
-fuzz_seconds=${PYDEVICE_FUZZ_SECONDS:-20}
+# Fuzzing. Every `cargo test` above replays the fuzz targets' bodies (fuzz/src/lib.rs) over
+# the kept seeds and the fixtures (tests/it/fuzz_replay.rs), which needs neither cargo-fuzz nor
+# an instrumented build. New inputs come from scripts/fuzz.sh, run apart from the suite (an
+# hour per target; fuzz/README.md records the runs). PYDEVICE_FUZZ_SECONDS=N adds a run of N
+# seconds per target here. It is off by default: on a fresh machine it meant installing
+# cargo-fuzz from source and an instrumented build of three LLVM-linked targets, a third of
+# the suite's 16.5 minutes, for 20 seconds of fuzzing each.
+fuzz_seconds=${PYDEVICE_FUZZ_SECONDS:-0}
 if [ "$fuzz_seconds" != 0 ]; then
   step "fuzzing (scripts/fuzz.sh, build and ${fuzz_seconds} s per target)"
   FUZZ_BUILD_FLAGS=${FUZZ_BUILD_FLAGS:---dev --sanitizer none} bash scripts/fuzz.sh "$fuzz_seconds"

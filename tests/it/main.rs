@@ -13,6 +13,7 @@ mod cpu;
 mod debug_info;
 mod disk_cache;
 mod funnelshift;
+mod fuzz_replay;
 mod gpu;
 mod gpu_debug;
 mod gpu_multi;
