@@ -7,8 +7,8 @@
 # that faults or hangs loses its section only.
 # Needs only the wheel: device tool carry [".carry"] (scripts/device_bundle.sh puts
 # .carry/pydevice-*.whl.xz there), command `bash scripts/hopper_bench_gpu.sh`.
-# Optional environment: GEMM_VARIANTS (default base,persistent), ATTN_VARIANTS
-# (default vt,vn,vn_swap), SIZES (4096,8192), SEQS (4096,16384), ITERS (10).
+# Optional environment: GEMM_VARIANTS (default base,persistent,cluster), ATTN_VARIANTS
+# (default vt,vn,vn_swap), SIZES (4096,8192), SEQS (4096,16384), ITERS (20).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 work=/tmp/pydevice-hopper-bench && rm -rf $work && mkdir -p $work
@@ -25,7 +25,7 @@ elif ! python3 -c 'import pydevice' 2>/dev/null; then
   echo "no .carry/pydevice-*.whl.xz and no pydevice installed: run scripts/device_bundle.sh first"; exit 1
 fi
 rows=$out/hopper_rows.jsonl && rm -f "$rows"
-common=(--rows "$rows" --sizes "${SIZES:-4096,8192}" --seqs "${SEQS:-4096,16384}" --iters "${ITERS:-10}")
+common=(--rows "$rows" --sizes "${SIZES:-4096,8192}" --seqs "${SEQS:-4096,16384}" --iters "${ITERS:-20}")
 section() {  # NAME TIMEOUT ARGS...
   local name=$1 limit=$2; shift 2
   echo "== $name"
@@ -35,10 +35,12 @@ section() {  # NAME TIMEOUT ARGS...
     python3 -c 'import json, sys; print(json.dumps([sys.argv[1], "-", "-", 0, 0, 0, 0, float("nan"), False, "timed out"]))' "$name" >>"$rows"
   fi
 }
-section gemm 100 --skip fp8,attn --gemm "${GEMM_VARIANTS:-base,persistent}"
-section fp8 60 --skip gemm,attn
+for v in $(echo "${GEMM_VARIANTS:-base,persistent,cluster}" | tr , ' '); do
+  section "gemm_$v" 45 --skip fp8,attn --gemm "$v"
+done
+section fp8 45 --skip gemm,attn
 for v in $(echo "${ATTN_VARIANTS:-vt,vn,vn_swap}" | tr , ' '); do
-  section "attn_$v" 75 --skip gemm,fp8 --attn "$v"
+  section "attn_$v" 50 --skip gemm,fp8 --attn "$v"
 done
 echo "== table"
 python3 bench/hopper/bench_all.py --table "$rows" | tee "$out/hopper_bench.md"

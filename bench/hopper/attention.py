@@ -161,8 +161,10 @@ def attn_fwd(qmap, kmap, vmap, o2, seq, scale_log2, causal):
             dv = hopper.wgmma_desc(smem, at + TILE_BYTES, 16, 1024, 128)
             hopper.wgmma_fence()
             for kk in device.static_range(8):
+                # P's 64-key chunks are 8192 bytes apart (512 in the descriptor), Vᵀ's 16384.
                 off = (kk // 4) * 1024 + (kk % 4) * 2
-                hopper.wgmma(o, dp + off, dv + off, D, "bf16", "bf16")
+                off_p = (kk // 4) * 512 + (kk % 4) * 2
+                hopper.wgmma(o, dp + off_p, dv + off, D, "bf16", "bf16")
             hopper.wgmma_commit_group()
             hopper.wgmma_wait_group(0)
             if t % 128 == 0:
@@ -313,8 +315,9 @@ def attn_fwd_vn(qmap, kmap, vmap, o2, seq, scale_log2, causal, vl, vs):
             dv = hopper.wgmma_desc(smem, at + TILE_BYTES, vl, vs, 128)
             hopper.wgmma_fence()
             for kk in device.static_range(8):
-                off = (kk // 4) * 1024 + (kk % 4) * 2
-                hopper.wgmma(o, dp + off, dv + kk * 128, D, "bf16", "bf16", trans_b=True)
+                # P's 64-key chunks are 8192 bytes apart (512 in the descriptor).
+                off_p = (kk // 4) * 512 + (kk % 4) * 2
+                hopper.wgmma(o, dp + off_p, dv + kk * 128, D, "bf16", "bf16", trans_b=True)
             hopper.wgmma_commit_group()
             hopper.wgmma_wait_group(0)
             if t % 128 == 0:

@@ -166,3 +166,107 @@ def gemm_bf16_persistent(amap, bmap, c2, k_tiles, tiles_m, tiles_n):
                 c2[r, col2] = device.asm(
                     "cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc[j + 1], acc[j])
                 )
+
+
+# ---------------------------------------------------------------------------------------------
+# Persistent, in clusters of two blocks that share B: the pair computes the 256×256 output of two
+# vertically adjacent tiles; each block loads its own A tile and half (128 rows) of the common B
+# tile, multicast into both blocks (`.multicast::cluster`, mask 0b11), so each B byte leaves L2
+# once per pair. A stage may be refilled only when all four consumer warpgroups of the pair
+# have released it: the `empty` barriers count 4 arrivals, each warpgroup arriving on its own
+# block's and on the peer's (inline PTX: `mapa` maps the barrier's address into the cluster's
+# shared window, then `mbarrier.arrive.release.cluster.shared::cluster`). B's tensor map has a 128×64 box.
+@device.kernel(max_threads=384, cluster=(2, 1, 1))
+def gemm_bf16_cluster(amap, bmap, c2, k_tiles, tiles_m, tiles_n):
+    smem = device.dynamic_shared_array()
+    base = hopper.shared_address(smem[0])
+    pad = (1024 - base % 1024) % 1024
+    bars = smem[pad + STAGES * STAGE_BYTES :].view(device.uint64)
+    t = device.int32(device.thread_idx.x)
+    wg = t // 128
+    rank = device.block_rank_in_cluster
+    peer = device.uint32(1 - rank)
+    nclusters = device.int32(device.grid_dim.x) // 2
+    cid = device.int32(device.block_idx.x) // 2
+    pairs_m = tiles_m // 2
+    pairs = pairs_m * tiles_n
+    group_m = GROUP_M // 2
+    if t == 0:
+        for s in range(STAGES):
+            hopper.mbarrier_init(bars[s], 1)
+            hopper.mbarrier_init(bars[STAGES + s], 4)
+        hopper.fence_mbarrier_init()
+    device.cluster_sync()
+    if wg == 0:
+        hopper.setmaxnreg(40, False)
+        if t == 0:
+            it = 0
+            for pair in range(cid, pairs, nclusters):
+                group = pair // (group_m * tiles_n)
+                first = group * group_m
+                gm = min(pairs_m - first, group_m)
+                m0 = ((first + (pair % (group_m * tiles_n)) % gm) * 2 + rank) * BM
+                n0 = ((pair % (group_m * tiles_n)) // gm) * BN
+                for kt in range(k_tiles):
+                    s = it % STAGES
+                    if it >= STAGES:
+                        hopper.mbarrier_wait_parity(bars[STAGES + s], (it // STAGES - 1) % 2)
+                    hopper.mbarrier_arrive_expect_tx(bars[s], STAGE_BYTES)
+                    at = pad + s * STAGE_BYTES
+                    hopper.tma_load(smem[at], amap, (kt * BK, m0), bars[s])
+                    hopper.tma_load(
+                        smem[at + A_BYTES + rank * (B_BYTES // 2)], bmap, (kt * BK, n0 + rank * (BN // 2)),
+                        bars[s], multicast=device.uint16(3),
+                    )
+                    it += 1
+    else:
+        hopper.setmaxnreg(232, True)
+        cw = wg - 1
+        w = (t % 128) // 32
+        lane = t % 32
+        acc = device.local_array(BN // 2, device.float32)
+        it = 0
+        for pair in range(cid, pairs, nclusters):
+            group = pair // (group_m * tiles_n)
+            first = group * group_m
+            gm = min(pairs_m - first, group_m)
+            m0 = ((first + (pair % (group_m * tiles_n)) % gm) * 2 + rank) * BM
+            n0 = ((pair % (group_m * tiles_n)) // gm) * BN
+            for kt in range(k_tiles):
+                s = it % STAGES
+                hopper.mbarrier_wait_parity(bars[s], (it // STAGES) % 2)
+                at = pad + s * STAGE_BYTES
+                da = hopper.wgmma_desc(smem, at + cw * 64 * 128, 16, 1024, 128)
+                db = hopper.wgmma_desc(smem, at + A_BYTES, 16, 1024, 128)
+                hopper.wgmma_fence()
+                for kk in device.static_range(BK // 16):
+                    hopper.wgmma(acc, da + kk * 2, db + kk * 2, BN, "bf16", "bf16", scale_d=(kt > 0 or kk > 0))
+                hopper.wgmma_commit_group()
+                hopper.wgmma_wait_group(1)
+                if kt > 0 and t % 128 == 0:
+                    e = STAGES + (it - 1) % STAGES
+                    hopper.mbarrier_arrive(bars[e])
+                    device.asm(
+                        "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }",
+                        None, (hopper.shared_address(bars[e]), peer), memory=True,
+                    )
+                it += 1
+            hopper.wgmma_wait_group(0)
+            if t % 128 == 0:
+                e = STAGES + (it - 1) % STAGES
+                hopper.mbarrier_arrive(bars[e])
+                device.asm(
+                    "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }",
+                    None, (hopper.shared_address(bars[e]), peer), memory=True,
+                )
+            row = m0 + cw * 64 + w * 16 + lane // 4
+            for i in device.static_range(BN // 4):
+                j = 2 * i
+                r = row + 8 * (i % 2)
+                col2 = (n0 + 8 * (j // 4) + 2 * (lane % 4)) // 2
+                c2[r, col2] = device.asm(
+                    "cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc[j + 1], acc[j])
+                )
+    # The peer may still arrive on this block's barriers: neither leaves before both are done.
+    device.cluster_sync()
+
