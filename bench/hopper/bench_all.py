@@ -6,7 +6,7 @@ checked against the baseline's first, printing one Markdown table (issue 32):
 - flash-attention forward (attention.py; bf16, head dim 128) against
   `torch.nn.functional.scaled_dot_product_attention` on the flash backend, causal and not.
 
-    python3 bench/hopper/bench_all.py [--gemm base,persistent,cluster] [--sizes 4096,8192]
+    python3 bench/hopper/bench_all.py [--gemm base,persistent,cluster,pingpong] [--sizes 4096,8192]
         [--attn vt,vn,vn_swap] [--seqs 4096,16384] [--skip gemm,fp8,attn] [--iters 10]
 
 Needs an sm_90 GPU, PyTorch and the pydevice package; without them it says why and exits 0.
@@ -53,7 +53,7 @@ def row(kind, case, variant, ms, tflops, ref_ms, ref_tflops, err, ok, note=""):
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--gemm", default="base,persistent,cluster")
+    ap.add_argument("--gemm", default="base,persistent,cluster,pingpong")
     ap.add_argument("--sizes", default="4096,8192")
     ap.add_argument("--attn", default="vt,vn,vn_swap")
     ap.add_argument("--seqs", default="4096,16384")
@@ -153,6 +153,13 @@ def main() -> int:
                     def f(c2=c2, tm=tiles_m, tn=tiles_n, bm_half=bm_half, grid=grid):
                         device.launch(G.gemm_bf16_cluster, am, bm_half, c2, i32(k // G.BK), i32(tm), i32(tn),
                                       grid=grid, block=384, shared=G.SHARED_BYTES)
+                elif v == "pingpong":
+                    bm_128 = tmap(b, (G.PP_BN, G.BK))
+                    tn = n // G.PP_BN
+
+                    def f(c2=c2, tm=tiles_m, tn=tn, bm_128=bm_128):
+                        device.launch(G.gemm_bf16_pingpong, am, bm_128, c2, i32(k // G.BK), i32(tm), i32(tn),
+                                      grid=min(sms, tm * tn), block=384, shared=G.PP_SHARED_BYTES)
                 else:
                     print(f"unknown GEMM variant {v}")
                     continue
