@@ -7,9 +7,10 @@
 # that faults or hangs loses its section only.
 # Needs only the wheel: device tool carry [".carry"] (scripts/device_bundle.sh puts
 # .carry/pydevice-*.whl.xz there), command `bash scripts/hopper_bench_gpu.sh`.
-# Optional environment: GEMM_VARIANTS (default persistent,pingpong,cluster,base), ATTN_VARIANTS
-# (default vt,vn,vn_swap), SIZES (4096,8192), SEQS (4096,16384), ITERS (20), BUDGET (280:
-# seconds after which the remaining sections are skipped, saying so).
+# Optional environment: GEMM_VARIANTS (default persistent,pingpong,cluster,base), FP8_VARIANTS
+# (persistent,pingpong,cluster), ATTN_VARIANTS (vt,vn,vn_swap), SIZES (4096,8192), SEQS
+# (4096,16384), ITERS (20), BUDGET (280: seconds after which the remaining sections are
+# skipped, saying so).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 work=/tmp/pydevice-hopper-bench && rm -rf $work && mkdir -p $work
@@ -47,7 +48,9 @@ for v in $gemm; do
   [ "$v" = base ] && continue
   section "gemm_$v" 40 --skip fp8,attn --gemm "$v"
 done
-section fp8 40 --skip gemm,attn
+for v in $(echo "${FP8_VARIANTS:-persistent,pingpong,cluster}" | tr , ' '); do
+  section "fp8_$v" 35 --skip gemm,attn --fp8 "$v"
+done
 for v in $(echo "${ATTN_VARIANTS:-vt,vn,vn_swap}" | tr , ' '); do
   section "attn_$v" 45 --skip gemm,fp8 --attn "$v"
 done

@@ -7,6 +7,7 @@ checked against the baseline's first, printing one Markdown table (issue 32):
   `torch.nn.functional.scaled_dot_product_attention` on the flash backend, causal and not.
 
     python3 bench/hopper/bench_all.py [--gemm base,persistent,cluster,pingpong] [--sizes 4096,8192]
+        [--fp8 persistent,cluster,pingpong]
         [--attn vt,vn,vn_swap] [--seqs 4096,16384] [--skip gemm,fp8,attn] [--iters 10]
 
 Needs an sm_90 GPU, PyTorch and the pydevice package; without them it says why and exits 0.
@@ -55,6 +56,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--gemm", default="base,persistent,cluster,pingpong")
     ap.add_argument("--sizes", default="4096,8192")
+    ap.add_argument("--fp8", default="persistent,cluster,pingpong")
     ap.add_argument("--attn", default="vt,vn,vn_swap")
     ap.add_argument("--seqs", default="4096,16384")
     ap.add_argument("--skip", default="")
@@ -196,23 +198,35 @@ def main() -> int:
             # The baseline is the faster of cuBLAS's two accumulation modes.
             t_ref = min(time_ms(ref_f), time_ms(lambda: ref_f(fast=True)))
             flop = 2.0 * m * n * k
-            am, bm = tmap(a.view(torch.uint8), (F.BM, F.BK)), tmap(b.view(torch.uint8), (F.BN, F.BK))
-            c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
-            c2 = c.view(torch.int32)
-            tm, tn = m // F.BM, n // F.BN
+            a8, b8 = a.view(torch.uint8), b.view(torch.uint8)
+            am = tmap(a8, (F.BM, F.BK))
+            for v in args.fp8.split(","):
+                c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+                c2 = c.view(torch.int32)
+                tm = m // F.BM
+                if v == "persistent":
+                    kern, bmv, tn, shared, grid = F.gemm_fp8, tmap(b8, (F.BN, F.BK)), n // F.BN, F.SHARED_BYTES, 0
+                elif v == "cluster":
+                    kern, bmv, tn, shared, grid = F.gemm_fp8_cluster, tmap(b8, (F.BN // 2, F.BK)), n // F.BN, F.SHARED_BYTES, 2
+                elif v == "pingpong":
+                    kern, bmv, tn, shared, grid = F.gemm_fp8_pingpong, tmap(b8, (F.PP_BN, F.BK)), n // F.PP_BN, F.PP_SHARED_BYTES, 0
+                else:
+                    print(f"unknown FP8 variant {v}")
+                    continue
+                g = min(sms, tm * tn) // 2 * 2 if grid == 2 else min(sms, tm * tn)
 
-            def f(c2=c2, tm=tm, tn=tn, k=k):
-                device.launch(F.gemm_fp8, am, bm, c2, i32(k // F.BK), i32(tm), i32(tn), np.float32(0.5 * 0.25),
-                              grid=min(sms, tm * tn), block=384, shared=F.SHARED_BYTES)
+                def f(kern=kern, bmv=bmv, c2=c2, tm=tm, tn=tn, k=k, shared=shared, g=g):
+                    device.launch(kern, am, bmv, c2, i32(k // F.BK), i32(tm), i32(tn), np.float32(0.5 * 0.25),
+                                  grid=g, block=384, shared=shared)
 
-            def run(f=f, c=c, ref=ref, flop=flop, t_ref=t_ref, s=s):
-                f()
-                torch.cuda.synchronize()
-                err = ((c.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
-                t = time_ms(f)
-                row("fp8 GEMM", f"{s}³", "persistent", t, flop / t / 1e9, t_ref, flop / t_ref / 1e9, err, err < 2e-2, note(t))
+                def run(f=f, c=c, ref=ref, flop=flop, t_ref=t_ref, s=s, v=v):
+                    f()
+                    torch.cuda.synchronize()
+                    err = ((c.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
+                    t = time_ms(f)
+                    row("fp8 GEMM", f"{s}³", v, t, flop / t / 1e9, t_ref, flop / t_ref / 1e9, err, err < 2e-2, note(t))
 
-            attempt(f"fp8 GEMM {s}", run)
+                attempt(f"fp8 GEMM {s} {v}", run)
 
         for s in sizes:
             attempt(f"fp8 GEMM {s}", lambda s=s: fp8_case(s))
