@@ -95,6 +95,8 @@ def attn_fwd(qmap, kmap, vmap, o2, seq, scale_log2, causal):
         r_wg0 = w * 16 + g
         r_blk0 = cw * 64 + r_wg0
         p_base = pad + P_OFF + cw * P_BYTES
+        # This thread's first word of P: row r_wg0, column 2 tq.
+        p_word = device.int32(p_base // 4) + r_wg0 * 32 + tq
         hopper.mbarrier_wait_parity(bars[6], 0)
         dq = hopper.wgmma_desc(smem, pad + Q_OFF + cw * 64 * 128, 16, 1024, 128)
         dp = hopper.wgmma_desc(smem, p_base, 16, 1024, 128)
@@ -145,16 +147,15 @@ def attn_fwd(qmap, kmap, vmap, o2, seq, scale_log2, causal):
                     sacc[i] = p
                     l1 = l1 + p
                     o[i] = o[i] * a1
-            # P (bfloat16) into the warpgroup's tile: row r, column c at chunk c // 64, 16-byte
-            # unit (c % 64) // 8 xor r % 8 (the 128-byte swizzle), byte 2 (c % 8).
+            # P (bfloat16) into the warpgroup's tile: row r, column c at byte (c // 64) · 8192 +
+            # 128 r + 16 · ((c % 64) // 8 xor r % 8) (the 128-byte swizzle) + 2 (c % 8). Elements
+            # 2i, 2i + 1 are row r_wg0 + 8 (i % 2) (so r % 8 = g), columns 8 (i // 2) + 2 tq + {0, 1}:
+            # one 32-bit word, at p_word + the constant part + 4 (unit xor g).
             for i in device.static_range(32):
                 e = 2 * i
-                r = r_wg0 + 8 * (i % 2)
-                c = 8 * (e // 4) + 2 * tq
-                byte = (c // 64) * 8192 + r * 128 + ((((c % 64) // 8) ^ (r % 8)) * 16) + (c % 8) * 2
-                sm32[(p_base + byte) // 4] = device.asm(
-                    "cvt.rn.bf16x2.f32 $0, $1, $2;", device.uint32, (sacc[e + 1], sacc[e])
-                )
+                unit = (i // 2) % 8
+                word = p_word + (i % 2) * 256 + (i // 16) * 2048 + (unit ^ g) * 4
+                sm32[word] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.uint32, (sacc[e + 1], sacc[e]))
             hopper.fence_proxy_async()
             device.asm("bar.sync $0, 128;", None, (device.int32(1 + cw),), memory=True)
             hopper.mbarrier_wait_parity(bars[2 + s], ph)
@@ -248,6 +249,8 @@ def attn_fwd_vn(qmap, kmap, vmap, o2, seq, scale_log2, causal, vl, vs):
         r_wg0 = w * 16 + g
         r_blk0 = cw * 64 + r_wg0
         p_base = pad + P_OFF + cw * P_BYTES
+        # This thread's first word of P: row r_wg0, column 2 tq.
+        p_word = device.int32(p_base // 4) + r_wg0 * 32 + tq
         hopper.mbarrier_wait_parity(bars[6], 0)
         dq = hopper.wgmma_desc(smem, pad + Q_OFF + cw * 64 * 128, 16, 1024, 128)
         dp = hopper.wgmma_desc(smem, p_base, 16, 1024, 128)
@@ -298,16 +301,15 @@ def attn_fwd_vn(qmap, kmap, vmap, o2, seq, scale_log2, causal, vl, vs):
                     sacc[i] = p
                     l1 = l1 + p
                     o[i] = o[i] * a1
-            # P (bfloat16) into the warpgroup's tile: row r, column c at chunk c // 64, 16-byte
-            # unit (c % 64) // 8 xor r % 8 (the 128-byte swizzle), byte 2 (c % 8).
+            # P (bfloat16) into the warpgroup's tile: row r, column c at byte (c // 64) · 8192 +
+            # 128 r + 16 · ((c % 64) // 8 xor r % 8) (the 128-byte swizzle) + 2 (c % 8). Elements
+            # 2i, 2i + 1 are row r_wg0 + 8 (i % 2) (so r % 8 = g), columns 8 (i // 2) + 2 tq + {0, 1}:
+            # one 32-bit word, at p_word + the constant part + 4 (unit xor g).
             for i in device.static_range(32):
                 e = 2 * i
-                r = r_wg0 + 8 * (i % 2)
-                c = 8 * (e // 4) + 2 * tq
-                byte = (c // 64) * 8192 + r * 128 + ((((c % 64) // 8) ^ (r % 8)) * 16) + (c % 8) * 2
-                sm32[(p_base + byte) // 4] = device.asm(
-                    "cvt.rn.bf16x2.f32 $0, $1, $2;", device.uint32, (sacc[e + 1], sacc[e])
-                )
+                unit = (i // 2) % 8
+                word = p_word + (i % 2) * 256 + (i // 16) * 2048 + (unit ^ g) * 4
+                sm32[word] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.uint32, (sacc[e + 1], sacc[e]))
             hopper.fence_proxy_async()
             device.asm("bar.sync $0, 128;", None, (device.int32(1 + cw),), memory=True)
             hopper.mbarrier_wait_parity(bars[2 + s], ph)
