@@ -111,6 +111,24 @@ def main() -> int:
         h = host_ms[0]
         return f"host {h * 1e3:.0f} µs/launch" + (" (launch-bound)" if h > 0.8 * t else "")
 
+    def diagnose(label, d, tol, ct=256):
+        """For a failed check: where the wrong elements are (d: the error, 2-D rows × columns),
+        by 16-row band of a 128-row tile and (ct / 8)-column band of a ct-column tile."""
+        try:
+            _diagnose(label, d, tol, ct)
+        except Exception as e:  # the diagnosis is a help; its failure must not lose the row
+            print(f"    {label}: no diagnosis ({e})")
+
+    def _diagnose(label, d, tol, ct):
+        bad = (d.abs() > tol) | d.isnan()
+        rows, cols = bad.shape
+        frac = bad.float().mean().item()
+        rb = bad.view(rows // 128, 8, 16, cols).any(dim=3).any(dim=2).float().mean(dim=0).tolist()
+        cb = bad.view(rows, cols // ct, 8, ct // 8).any(dim=3).any(dim=0).float().mean(dim=0).tolist()
+        print(f"    {label}: {frac:.1%} of elements off by more than {tol:.3g}; rows by 16-row band of 128: "
+              + " ".join(f"{x:.2f}" for x in rb) + f"; columns by {ct // 8}-column band of {ct}: "
+              + " ".join(f"{x:.2f}" for x in cb), flush=True)
+
     def attempt(label, fn):
         try:
             fn()
@@ -170,6 +188,8 @@ def main() -> int:
                     f()
                     torch.cuda.synchronize()
                     err = ((c.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
+                    if not err < 2e-2:
+                        diagnose(f"bf16 GEMM {s} {v}", c.float() - ref.float(), 2e-2 * ref.float().abs().max().item())
                     t = time_ms(f)
                     row("bf16 GEMM", f"{s}³", v, t, flop / t / 1e9, t_ref, flop / t_ref / 1e9, err, err < 2e-2, note(t))
 
@@ -223,6 +243,8 @@ def main() -> int:
                     f()
                     torch.cuda.synchronize()
                     err = ((c.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
+                    if not err < 2e-2:
+                        diagnose(f"fp8 GEMM {s} {v}", c.float() - ref.float(), 2e-2 * ref.float().abs().max().item())
                     t = time_ms(f)
                     row("fp8 GEMM", f"{s}³", v, t, flop / t / 1e9, t_ref, flop / t_ref / 1e9, err, err < 2e-2, note(t))
 
@@ -284,6 +306,8 @@ def main() -> int:
                         d = o.float() - ref.float()
                         err = (d.norm() / ref.float().norm()).item()
                         worst = d.abs().max().item()
+                        if not (err < 2e-2 and worst < 6e-2):
+                            diagnose(f"attention {case} {variant}", d.view(-1, A.D), 6e-2, ct=A.D)
                         t = time_ms(f)
                         row("attention", case, variant, t, flop / t / 1e9, t_ref, flop / t_ref / 1e9, err,
                             err < 2e-2 and worst < 6e-2, f"max abs err {worst:.1e}; {note(t)}")
