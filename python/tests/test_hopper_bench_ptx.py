@@ -42,6 +42,8 @@ KERNELS = [
     ("attention", "attn_fwd", ATTN + ")",
      ["wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", "ex2.approx.ftz.f32",
       "fence.proxy.async.shared::cta", "shfl.sync.bfly.b32"]),
+    ("attention", "attn_fwd_pp", ATTN + ")",
+     ["wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", "bar.arrive", "bar.sync"]),
     ("attention", "attn_fwd_vn", ATTN + ", int32, int32)",
      ["wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"]),
 ]
