@@ -128,9 +128,9 @@ def attn_fwd(qmap, kmap, vmap, o2, seq, scale_log2, causal):
             mx1 = NEG
             for i in device.static_range(64):
                 if (i // 2) % 2 == 0:
-                    mx0 = max(mx0, sacc[i])
+                    mx0 = device.asm("max.f32 $0, $1, $2;", device.float32, (mx0, sacc[i]))
                 else:
-                    mx1 = max(mx1, sacc[i])
+                    mx1 = device.asm("max.f32 $0, $1, $2;", device.float32, (mx1, sacc[i]))
             mx0 = max(mx0, device.shfl_xor_sync(FULL, mx0, 1))
             mx0 = max(mx0, device.shfl_xor_sync(FULL, mx0, 2))
             mx1 = max(mx1, device.shfl_xor_sync(FULL, mx1, 1))
@@ -282,9 +282,9 @@ def attn_fwd_vn(qmap, kmap, vmap, o2, seq, scale_log2, causal, vl, vs):
             mx1 = NEG
             for i in device.static_range(64):
                 if (i // 2) % 2 == 0:
-                    mx0 = max(mx0, sacc[i])
+                    mx0 = device.asm("max.f32 $0, $1, $2;", device.float32, (mx0, sacc[i]))
                 else:
-                    mx1 = max(mx1, sacc[i])
+                    mx1 = device.asm("max.f32 $0, $1, $2;", device.float32, (mx1, sacc[i]))
             mx0 = max(mx0, device.shfl_xor_sync(FULL, mx0, 1))
             mx0 = max(mx0, device.shfl_xor_sync(FULL, mx0, 2))
             mx1 = max(mx1, device.shfl_xor_sync(FULL, mx1, 1))
@@ -444,9 +444,9 @@ def attn_fwd_pp(qmap, kmap, vmap, o2, seq, scale_log2, causal):
         mx1 = NEG
         for i in device.static_range(64):
             if (i // 2) % 2 == 0:
-                mx0 = max(mx0, sacc[i])
+                mx0 = device.asm("max.f32 $0, $1, $2;", device.float32, (mx0, sacc[i]))
             else:
-                mx1 = max(mx1, sacc[i])
+                mx1 = device.asm("max.f32 $0, $1, $2;", device.float32, (mx1, sacc[i]))
         mx0 = max(mx0, device.shfl_xor_sync(FULL, mx0, 1))
         mx0 = max(mx0, device.shfl_xor_sync(FULL, mx0, 2))
         mx1 = max(mx1, device.shfl_xor_sync(FULL, mx1, 1))
@@ -510,9 +510,9 @@ def attn_fwd_pp(qmap, kmap, vmap, o2, seq, scale_log2, causal):
             mx1 = NEG
             for i in device.static_range(64):
                 if (i // 2) % 2 == 0:
-                    mx0 = max(mx0, sacc[i])
+                    mx0 = device.asm("max.f32 $0, $1, $2;", device.float32, (mx0, sacc[i]))
                 else:
-                    mx1 = max(mx1, sacc[i])
+                    mx1 = device.asm("max.f32 $0, $1, $2;", device.float32, (mx1, sacc[i]))
             mx0 = max(mx0, device.shfl_xor_sync(FULL, mx0, 1))
             mx0 = max(mx0, device.shfl_xor_sync(FULL, mx0, 2))
             mx1 = max(mx1, device.shfl_xor_sync(FULL, mx1, 1))
