@@ -7,8 +7,8 @@
 # that faults or hangs loses its section only.
 # Needs only the wheel: device tool carry [".carry"] (scripts/device_bundle.sh puts
 # .carry/pydevice-*.whl.xz there), command `bash scripts/hopper_bench_gpu.sh`.
-# Optional environment: GEMM_VARIANTS (default persistent,pingpong,cluster,base), FP8_VARIANTS
-# (persistent,pingpong,cluster), ATTN_VARIANTS (pp,vt,vn,vn_swap), SIZES (4096,8192), SEQS
+# Optional environment: GEMM_VARIANTS (default persistent,pingpong,cluster,ppcluster,base), FP8_VARIANTS
+# (persistent,pingpong,cluster,ppcluster), ATTN_VARIANTS (pp,vt,vn,vn_swap), SIZES (4096,8192), SEQS
 # (4096,16384), ITERS (20), BUDGET (280: seconds after which the remaining sections are
 # skipped, saying so).
 set -uo pipefail
@@ -43,12 +43,12 @@ section() {  # NAME TIMEOUT ARGS...: skipped once the run has used $budget secon
     python3 -c 'import json, sys; print(json.dumps([sys.argv[1], "-", "-", 0, 0, 0, 0, float("nan"), False, "timed out"]))' "$name" >>"$rows"
   fi
 }
-gemm=$(echo "${GEMM_VARIANTS:-persistent,pingpong,cluster,base}" | tr , ' ')
+gemm=$(echo "${GEMM_VARIANTS:-persistent,pingpong,cluster,ppcluster,base}" | tr , ' ')
 for v in $gemm; do
   [ "$v" = base ] && continue
   section "gemm_$v" 40 --skip fp8,attn --gemm "$v"
 done
-for v in $(echo "${FP8_VARIANTS:-persistent,pingpong,cluster}" | tr , ' '); do
+for v in $(echo "${FP8_VARIANTS:-persistent,pingpong,cluster,ppcluster}" | tr , ' '); do
   section "fp8_$v" 35 --skip gemm,attn --fp8 "$v"
 done
 for v in $(echo "${ATTN_VARIANTS:-pp,vt,vn,vn_swap}" | tr , ' '); do

@@ -6,8 +6,8 @@ checked against the baseline's first, printing one Markdown table (issue 32):
 - flash-attention forward (attention.py; bf16, head dim 128) against
   `torch.nn.functional.scaled_dot_product_attention` on the flash backend, causal and not.
 
-    python3 bench/hopper/bench_all.py [--gemm base,persistent,cluster,pingpong] [--sizes 4096,8192]
-        [--fp8 persistent,cluster,pingpong]
+    python3 bench/hopper/bench_all.py [--gemm base,persistent,cluster,pingpong,ppcluster] [--sizes 4096,8192]
+        [--fp8 persistent,cluster,pingpong,ppcluster]
         [--attn pp,vt,vn,vn_swap] [--seqs 4096,16384] [--skip gemm,fp8,attn] [--iters 10]
 
 Needs an sm_90 GPU, PyTorch and the pydevice package; without them it says why and exits 0.
@@ -54,9 +54,9 @@ def row(kind, case, variant, ms, tflops, ref_ms, ref_tflops, err, ok, note=""):
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--gemm", default="base,persistent,cluster,pingpong")
+    ap.add_argument("--gemm", default="base,persistent,cluster,pingpong,ppcluster")
     ap.add_argument("--sizes", default="4096,8192")
-    ap.add_argument("--fp8", default="persistent,cluster,pingpong")
+    ap.add_argument("--fp8", default="persistent,cluster,pingpong,ppcluster")
     ap.add_argument("--attn", default="pp,vt,vn,vn_swap")
     ap.add_argument("--seqs", default="4096,16384")
     ap.add_argument("--skip", default="")
@@ -180,6 +180,13 @@ def main() -> int:
                     def f(c2=c2, tm=tiles_m, tn=tn, bm_128=bm_128):
                         device.launch(G.gemm_bf16_pingpong, am, bm_128, c2, i32(k // G.BK), i32(tm), i32(tn),
                                       grid=min(sms, tm * tn), block=384, shared=G.PP_SHARED_BYTES)
+                elif v == "ppcluster":
+                    bm_64 = tmap(b, (G.PP_BN // 2, G.BK))
+                    tn = n // G.PP_BN
+
+                    def f(c2=c2, tm=tiles_m, tn=tn, bm_64=bm_64):
+                        device.launch(G.gemm_bf16_ppcluster, am, bm_64, c2, i32(k // G.BK), i32(tm), i32(tn),
+                                      grid=min(sms, tm * tn) // 2 * 2, block=384, shared=G.PP_SHARED_BYTES)
                 else:
                     print(f"unknown GEMM variant {v}")
                     continue
@@ -230,6 +237,9 @@ def main() -> int:
                     kern, bmv, tn, shared, grid = F.gemm_fp8_cluster, tmap(b8, (F.BN // 2, F.BK)), n // F.BN, F.SHARED_BYTES, 2
                 elif v == "pingpong":
                     kern, bmv, tn, shared, grid = F.gemm_fp8_pingpong, tmap(b8, (F.PP_BN, F.BK)), n // F.PP_BN, F.PP_SHARED_BYTES, 0
+                elif v == "ppcluster":
+                    kern, bmv, tn, shared, grid = (F.gemm_fp8_ppcluster, tmap(b8, (F.PP_BN // 2, F.BK)), n // F.PP_BN,
+                                                   F.PP_SHARED_BYTES, 2)
                 else:
                     print(f"unknown FP8 variant {v}")
                     continue

@@ -101,7 +101,7 @@ def gemm_fp8(amap, bmap, c2, k_tiles, tiles_m, tiles_n, scale):
                 )
 
 
-# The cluster and ping-pong variants of gemm_bf16.py, for e4m3 (generated from their text:
+# The cluster, ping-pong and ping-pong-in-clusters variants of gemm_bf16.py, for e4m3 (generated from their text:
 # the types, 32-byte K steps of 32 elements, and the scale in the epilogue differ).
 PP_BN = 128
 PP_STAGES = 6
@@ -290,3 +290,106 @@ def gemm_fp8_pingpong(amap, bmap, c2, k_tiles, tiles_m, tiles_n, scale):
                     c2[r + 64, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc1[j + 1] * scale, acc1[j] * scale))
             lt += 1
 
+
+@device.kernel(max_threads=384, cluster=(2, 1, 1))
+def gemm_fp8_ppcluster(amap, bmap, c2, k_tiles, tiles_m, tiles_n, scale):
+    smem = device.dynamic_shared_array()
+    base = hopper.shared_address(smem[0])
+    pad = device.int32((1024 - base % 1024) % 1024)
+    bars = smem[pad + PP_STAGES * PP_STAGE_BYTES :].view(device.uint64)
+    t = device.int32(device.thread_idx.x)
+    wg = t // 128
+    rank = device.block_rank_in_cluster
+    peer = device.uint32(1 - rank)
+    nclusters = device.int32(device.grid_dim.x) // 2
+    cid = device.int32(device.block_idx.x) // 2
+    pairs_m = tiles_m // 2
+    pairs = pairs_m * tiles_n
+    group_m = GROUP_M // 2
+    if t == 0:
+        for s in range(PP_STAGES):
+            hopper.mbarrier_init(bars[s], 1)
+            hopper.mbarrier_init(bars[PP_STAGES + s], 2)
+        hopper.fence_mbarrier_init()
+    device.cluster_sync()
+    if wg == 0:
+        hopper.setmaxnreg(40, False)
+        if t == 0:
+            it = 0
+            for pair in range(cid, pairs, nclusters):
+                group = pair // (group_m * tiles_n)
+                first = group * group_m
+                gm = min(pairs_m - first, group_m)
+                m0 = ((first + (pair % (group_m * tiles_n)) % gm) * 2 + rank) * BM
+                n0 = ((pair % (group_m * tiles_n)) // gm) * PP_BN
+                for kt in range(k_tiles):
+                    s = it % PP_STAGES
+                    if it >= PP_STAGES:
+                        hopper.mbarrier_wait_parity(bars[PP_STAGES + s], (it // PP_STAGES - 1) % 2)
+                    hopper.mbarrier_arrive_expect_tx(bars[s], PP_STAGE_BYTES)
+                    at = pad + s * PP_STAGE_BYTES
+                    hopper.tma_load(smem[at], amap, (kt * BK, m0), bars[s])
+                    hopper.tma_load(
+                        smem[at + A_BYTES + rank * (PP_B_BYTES // 2)], bmap, (kt * BK, n0 + rank * (PP_BN // 2)),
+                        bars[s], multicast=device.uint16(3),
+                    )
+                    it += 1
+    else:
+        hopper.setmaxnreg(232, True)
+        cw = wg - 1
+        w = (t % 128) // 32
+        lane = t % 32
+        acc0 = device.local_array(PP_BN // 2, device.float32)
+        acc1 = device.local_array(PP_BN // 2, device.float32)
+        count = (pairs - cid + nclusters - 1) // nclusters
+        lt = device.int32(0)
+        for pair in range(cid, pairs, nclusters):
+            if lt % 2 == cw:
+                if lt > 0:
+                    device.asm("bar.sync $0, 256;", None, (device.int32(3 + cw),), memory=True)
+                group = pair // (group_m * tiles_n)
+                first = group * group_m
+                gm = min(pairs_m - first, group_m)
+                m0 = ((first + (pair % (group_m * tiles_n)) % gm) * 2 + rank) * BM
+                n0 = ((pair % (group_m * tiles_n)) // gm) * PP_BN
+                ci = lt * k_tiles
+                for kt in range(k_tiles):
+                    s = ci % PP_STAGES
+                    hopper.mbarrier_wait_parity(bars[s], (ci // PP_STAGES) % 2)
+                    cat = pad + s * PP_STAGE_BYTES
+                    da0 = hopper.wgmma_desc(smem, cat, 16, 1024, 128)
+                    da1 = hopper.wgmma_desc(smem, cat + 64 * 128, 16, 1024, 128)
+                    db = hopper.wgmma_desc(smem, cat + A_BYTES, 16, 1024, 128)
+                    hopper.wgmma_fence()
+                    for kk in device.static_range(BK // 32):
+                        hopper.wgmma(acc0, da0 + kk * 2, db + kk * 2, PP_BN, "e4m3", "e4m3", scale_d=(kt > 0 or kk > 0))
+                        hopper.wgmma(acc1, da1 + kk * 2, db + kk * 2, PP_BN, "e4m3", "e4m3", scale_d=(kt > 0 or kk > 0))
+                    hopper.wgmma_commit_group()
+                    hopper.wgmma_wait_group(1)
+                    if kt > 0 and t % 128 == 0:
+                        e = PP_STAGES + (ci - 1) % PP_STAGES
+                        hopper.mbarrier_arrive(bars[e])
+                        device.asm(
+                            "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }",
+                            None, (hopper.shared_address(bars[e]), peer), memory=True,
+                        )
+                    ci += 1
+                if lt + 1 < count:
+                    device.asm("bar.arrive $0, 256;", None, (device.int32(4 - cw),), memory=True)
+                hopper.wgmma_wait_group(0)
+                if t % 128 == 0:
+                    e = PP_STAGES + (ci - 1) % PP_STAGES
+                    hopper.mbarrier_arrive(bars[e])
+                    device.asm(
+                        "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }",
+                        None, (hopper.shared_address(bars[e]), peer), memory=True,
+                    )
+                row = m0 + w * 16 + lane // 4
+                for i in device.static_range(PP_BN // 4):
+                    j = 2 * i
+                    r = row + 8 * (i % 2)
+                    col2 = (n0 + 8 * (j // 4) + 2 * (lane % 4)) // 2
+                    c2[r, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc0[j + 1] * scale, acc0[j] * scale))
+                    c2[r + 64, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc1[j + 1] * scale, acc1[j] * scale))
+            lt += 1
+    device.cluster_sync()
