@@ -8,7 +8,7 @@
 # Needs only the wheel: device tool carry [".carry"] (scripts/device_bundle.sh puts
 # .carry/pydevice-*.whl.xz there), command `bash scripts/hopper_bench_gpu.sh`.
 # Optional environment: GEMM_VARIANTS (default persistent,pingpong,cluster,ppcluster,base), FP8_VARIANTS
-# (persistent,pingpong,cluster,ppcluster), ATTN_VARIANTS (pp,vt,vn,vn_swap), SIZES (4096,8192), SEQS
+# (persistent,pingpong,cluster,ppcluster), ATTN_VARIANTS (ov,pp,vt,vn,vn_swap), SIZES (4096,8192), SEQS
 # (4096,16384), ITERS (20), BUDGET (280: seconds after which the remaining sections are
 # skipped, saying so).
 set -uo pipefail
@@ -51,7 +51,7 @@ done
 for v in $(echo "${FP8_VARIANTS:-persistent,pingpong,cluster,ppcluster}" | tr , ' '); do
   section "fp8_$v" 35 --skip gemm,attn --fp8 "$v"
 done
-for v in $(echo "${ATTN_VARIANTS:-pp,vt,vn,vn_swap}" | tr , ' '); do
+for v in $(echo "${ATTN_VARIANTS:-ov,pp,vt,vn,vn_swap}" | tr , ' '); do
   section "attn_$v" 45 --skip gemm,fp8 --attn "$v"
 done
 # The original kernel last: its figures are known (78.9% and 93.6% of cuBLAS).

@@ -8,7 +8,7 @@ checked against the baseline's first, printing one Markdown table (issue 32):
 
     python3 bench/hopper/bench_all.py [--gemm base,persistent,cluster,pingpong,ppcluster] [--sizes 4096,8192]
         [--fp8 persistent,cluster,pingpong,ppcluster]
-        [--attn pp,vt,vn,vn_swap] [--seqs 4096,16384] [--skip gemm,fp8,attn] [--iters 10]
+        [--attn ov,pp,vt,vn,vn_swap] [--seqs 4096,16384] [--skip gemm,fp8,attn] [--iters 10]
 
 Needs an sm_90 GPU, PyTorch and the pydevice package; without them it says why and exits 0.
 Exits 1 when an output is wrong (the row says FAILED) or a kernel fails to run.
@@ -57,7 +57,7 @@ def main() -> int:
     ap.add_argument("--gemm", default="base,persistent,cluster,pingpong,ppcluster")
     ap.add_argument("--sizes", default="4096,8192")
     ap.add_argument("--fp8", default="persistent,cluster,pingpong,ppcluster")
-    ap.add_argument("--attn", default="pp,vt,vn,vn_swap")
+    ap.add_argument("--attn", default="ov,pp,vt,vn,vn_swap")
     ap.add_argument("--seqs", default="4096,16384")
     ap.add_argument("--skip", default="")
     ap.add_argument("--iters", type=int, default=10)
@@ -291,10 +291,10 @@ def main() -> int:
                     o2 = o.view(-1, A.D).view(torch.int32)
                     grid = (seq // A.BM, bsz * heads)
                     sl2 = np.float32(scale * math.log2(math.e))
-                    if variant in ("vt", "pp"):
+                    if variant in ("vt", "pp", "ov"):
                         vt = torch.empty(bsz, heads, A.D, seq, device="cuda", dtype=torch.bfloat16)
                         vtm = tmap(vt.view(-1, seq), (A.D, 64))
-                        kern = A.attn_fwd if variant == "vt" else A.attn_fwd_pp
+                        kern = {"vt": A.attn_fwd, "pp": A.attn_fwd_pp, "ov": A.attn_fwd_ov}[variant]
 
                         def f(o2=o2, v_=v_, vt=vt, vtm=vtm, causal=causal, grid=grid, sl2=sl2, seq=seq, kern=kern):
                             # The transpose of V is part of the timed work.
