@@ -6,8 +6,8 @@ checked against the baseline's first, printing one Markdown table (issue 32):
 - flash-attention forward (attention.py; bf16, head dim 128) against
   `torch.nn.functional.scaled_dot_product_attention` on the flash backend, causal and not.
 
-    python3 bench/hopper/bench_all.py [--gemm base,persistent,cluster,pingpong,ppcluster] [--sizes 4096,8192]
-        [--fp8 persistent,cluster,pingpong,ppcluster]
+    python3 bench/hopper/bench_all.py [--gemm base,persistent,cluster,pingpong,ppcluster,cluster4] [--sizes 4096,8192]
+        [--fp8 persistent,cluster,pingpong,ppcluster,cluster4] [--c4grid 128]
         [--attn ov,pp,vt,vn,vn_swap] [--seqs 4096,16384] [--skip gemm,fp8,attn] [--iters 10]
 
 Needs an sm_90 GPU, PyTorch and the pydevice package; without them it says why and exits 0.
@@ -54,13 +54,15 @@ def row(kind, case, variant, ms, tflops, ref_ms, ref_tflops, err, ok, note=""):
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--gemm", default="base,persistent,cluster,pingpong,ppcluster")
+    ap.add_argument("--gemm", default="base,persistent,cluster,pingpong,ppcluster,cluster4")
     ap.add_argument("--sizes", default="4096,8192")
-    ap.add_argument("--fp8", default="persistent,cluster,pingpong,ppcluster")
+    ap.add_argument("--fp8", default="persistent,cluster,pingpong,ppcluster,cluster4")
     ap.add_argument("--attn", default="ov,pp,vt,vn,vn_swap")
     ap.add_argument("--seqs", default="4096,16384")
     ap.add_argument("--skip", default="")
     ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--c4grid", type=int, default=128,
+                    help="blocks of the 2x2-cluster kernels: 4 x the clusters of 4 the GPU holds at once")
     ap.add_argument("--rows", default="", help="also append each row to this file (JSON lines)")
     ap.add_argument("--table", default="", help="only print the table of the rows in this file")
     args = ap.parse_args()
@@ -187,6 +189,13 @@ def main() -> int:
                     def f(c2=c2, tm=tiles_m, tn=tn, bm_64=bm_64):
                         device.launch(G.gemm_bf16_ppcluster, am, bm_64, c2, i32(k // G.BK), i32(tm), i32(tn),
                                       grid=min(sms, tm * tn) // 2 * 2, block=384, shared=G.PP_SHARED_BYTES)
+                elif v == "cluster4":
+                    am_64 = tmap(a, (G.BM // 2, G.BK))
+                    bm_half = tmap(b, (G.BN // 2, G.BK))
+
+                    def f(c2=c2, tm=tiles_m, tn=tiles_n, am_64=am_64, bm_half=bm_half):
+                        device.launch(G.gemm_bf16_cluster4, am_64, bm_half, c2, i32(k // G.BK), i32(tm), i32(tn),
+                                      grid=args.c4grid, block=384, shared=G.SHARED_BYTES)
                 else:
                     print(f"unknown GEMM variant {v}")
                     continue
@@ -240,13 +249,18 @@ def main() -> int:
                 elif v == "ppcluster":
                     kern, bmv, tn, shared, grid = (F.gemm_fp8_ppcluster, tmap(b8, (F.PP_BN // 2, F.BK)), n // F.PP_BN,
                                                    F.PP_SHARED_BYTES, 2)
+                elif v == "cluster4":
+                    kern, bmv, tn, shared, grid = F.gemm_fp8_cluster4, tmap(b8, (F.BN // 2, F.BK)), n // F.BN, F.SHARED_BYTES, 4
                 else:
                     print(f"unknown FP8 variant {v}")
                     continue
-                g = min(sms, tm * tn) // 2 * 2 if grid == 2 else min(sms, tm * tn)
+                if grid == 4:
+                    g, amv = args.c4grid, tmap(a8, (F.BM // 2, F.BK))
+                else:
+                    g, amv = (min(sms, tm * tn) // 2 * 2 if grid == 2 else min(sms, tm * tn)), am
 
-                def f(kern=kern, bmv=bmv, c2=c2, tm=tm, tn=tn, k=k, shared=shared, g=g):
-                    device.launch(kern, am, bmv, c2, i32(k // F.BK), i32(tm), i32(tn), np.float32(0.5 * 0.25),
+                def f(kern=kern, amv=amv, bmv=bmv, c2=c2, tm=tm, tn=tn, k=k, shared=shared, g=g):
+                    device.launch(kern, amv, bmv, c2, i32(k // F.BK), i32(tm), i32(tn), np.float32(0.5 * 0.25),
                                   grid=g, block=384, shared=shared)
 
                 def run(f=f, c=c, ref=ref, flop=flop, t_ref=t_ref, s=s, v=v):

@@ -478,3 +478,111 @@ def gemm_bf16_ppcluster(amap, bmap, c2, k_tiles, tiles_m, tiles_n):
                     c2[r + 64, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc1[j + 1], acc1[j]))
             lt += 1
     device.cluster_sync()
+
+
+# ---------------------------------------------------------------------------------------------
+# Persistent in clusters of four (2×2 tiles of 128×256, a 256×512 block of C): block (mi, ni)
+# of the cluster (rank mi + 2 ni) loads half of its A tile (64 rows), multicast to itself and
+# the block beside it (same rows, other columns), and half of its B tile (128 rows),
+# multicast to itself and the block above or below it; so each block reads a quarter less
+# from L2 than with clusters of two. A stage of block d is written by d, its row neighbour
+# and its column neighbour, so each consumer warpgroup releases a stage on those three
+# blocks' `empty` barriers (6 arrivals each). The grid must be a whole number of clusters
+# that fit on the GPU at once (persistent blocks wait for nothing): 32 clusters on an H100/H200.
+@device.kernel(max_threads=384, cluster=(4, 1, 1))
+def gemm_bf16_cluster4(amap, bmap, c2, k_tiles, tiles_m, tiles_n):
+    smem = device.dynamic_shared_array()
+    base = hopper.shared_address(smem[0])
+    pad = device.int32((1024 - base % 1024) % 1024)
+    bars = smem[pad + STAGES * STAGE_BYTES :].view(device.uint64)
+    t = device.int32(device.thread_idx.x)
+    wg = t // 128
+    rank = device.block_rank_in_cluster
+    mi = rank % 2
+    ni = rank // 2
+    row_nbr = device.uint32(mi + 2 * (1 - ni))
+    col_nbr = device.uint32((1 - mi) + 2 * ni)
+    a_mask = device.uint16((1 << mi) | (1 << (mi + 2)))
+    b_mask = device.uint16((1 << (2 * ni)) | (1 << (1 + 2 * ni)))
+    nclusters = device.int32(device.grid_dim.x) // 4
+    cid = device.int32(device.block_idx.x) // 4
+    quads_m = tiles_m // 2
+    quads_n = tiles_n // 2
+    quads = quads_m * quads_n
+    group_m = GROUP_M // 2
+    if t == 0:
+        for s in range(STAGES):
+            hopper.mbarrier_init(bars[s], 1)
+            hopper.mbarrier_init(bars[STAGES + s], 6)
+        hopper.fence_mbarrier_init()
+    device.cluster_sync()
+    if wg == 0:
+        hopper.setmaxnreg(40, False)
+        if t == 0:
+            it = 0
+            for quad in range(cid, quads, nclusters):
+                group = quad // (group_m * quads_n)
+                first = group * group_m
+                gm = min(quads_m - first, group_m)
+                m0 = ((first + (quad % (group_m * quads_n)) % gm) * 2 + mi) * BM
+                n0 = (((quad % (group_m * quads_n)) // gm) * 2 + ni) * BN
+                for kt in range(k_tiles):
+                    s = it % STAGES
+                    if it >= STAGES:
+                        hopper.mbarrier_wait_parity(bars[STAGES + s], (it // STAGES - 1) % 2)
+                    hopper.mbarrier_arrive_expect_tx(bars[s], STAGE_BYTES)
+                    at = pad + s * STAGE_BYTES
+                    hopper.tma_load(smem[at + ni * (A_BYTES // 2)], amap, (kt * BK, m0 + ni * (BM // 2)), bars[s],
+                                    multicast=a_mask)
+                    hopper.tma_load(smem[at + A_BYTES + mi * (B_BYTES // 2)], bmap, (kt * BK, n0 + mi * (BN // 2)),
+                                    bars[s], multicast=b_mask)
+                    it += 1
+    else:
+        hopper.setmaxnreg(232, True)
+        cw = wg - 1
+        w = (t % 128) // 32
+        lane = t % 32
+        acc = device.local_array(BN // 2, device.float32)
+        ci = 0
+        for quad in range(cid, quads, nclusters):
+            group = quad // (group_m * quads_n)
+            first = group * group_m
+            gm = min(quads_m - first, group_m)
+            m0 = ((first + (quad % (group_m * quads_n)) % gm) * 2 + mi) * BM
+            n0 = (((quad % (group_m * quads_n)) // gm) * 2 + ni) * BN
+            for kt in range(k_tiles):
+                s = ci % STAGES
+                hopper.mbarrier_wait_parity(bars[s], (ci // STAGES) % 2)
+                cat = pad + s * STAGE_BYTES
+                da = hopper.wgmma_desc(smem, cat + cw * 64 * 128, 16, 1024, 128)
+                db = hopper.wgmma_desc(smem, cat + A_BYTES, 16, 1024, 128)
+                hopper.wgmma_fence()
+                for kk in device.static_range(BK // 16):
+                    hopper.wgmma(acc, da + kk * 2, db + kk * 2, BN, "bf16", "bf16", scale_d=(kt > 0 or kk > 0))
+                hopper.wgmma_commit_group()
+                hopper.wgmma_wait_group(1)
+                if kt > 0 and t % 128 == 0:
+                    e = STAGES + (ci - 1) % STAGES
+                    hopper.mbarrier_arrive(bars[e])
+                    ea = hopper.shared_address(bars[e])
+                    device.asm(
+                        "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; mapa.shared::cluster.u32 ra, $0, $2; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }",
+                        None, (ea, row_nbr, col_nbr), memory=True,
+                    )
+                ci += 1
+            hopper.wgmma_wait_group(0)
+            if t % 128 == 0:
+                e = STAGES + (ci - 1) % STAGES
+                hopper.mbarrier_arrive(bars[e])
+                ea = hopper.shared_address(bars[e])
+                device.asm(
+                    "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; mapa.shared::cluster.u32 ra, $0, $2; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }",
+                    None, (ea, row_nbr, col_nbr), memory=True,
+                )
+            row = m0 + cw * 64 + w * 16 + lane // 4
+            for i in device.static_range(BN // 4):
+                j = 2 * i
+                r = row + 8 * (i % 2)
+                col2 = (n0 + 8 * (j // 4) + 2 * (lane % 4)) // 2
+                c2[r, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc[j + 1], acc[j]))
+    device.cluster_sync()
