@@ -9,7 +9,7 @@
 # .carry/pydevice-*.whl.xz there), command `bash scripts/hopper_bench_gpu.sh`.
 # Optional environment: GEMM_VARIANTS (default persistent,cluster4,pingpong,cluster,ppcluster,
 # base), FP8_VARIANTS (persistent,cluster4,pingpong,cluster,ppcluster), ATTN_VARIANTS
-# (ov,pp,vt,vn,vn_swap), SIZES (4096,8192), SEQS (4096,16384), ITERS (20), BUDGET (280:
+# (ov,pp,vt,vn,vn_swap,ov_vn,ov_vn_swap), SIZES (4096,8192), SEQS (4096,16384), ITERS (20), BUDGET (280:
 # seconds after which the remaining sections are skipped, saying so).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -48,7 +48,7 @@ section() {  # NAME TIMEOUT ARGS...: skipped once the run has used $budget secon
 # already measured) comes last.
 read -ra gemm <<<"$(echo "${GEMM_VARIANTS:-persistent,cluster4,pingpong,cluster,ppcluster,base}" | tr , ' ')"
 read -ra fp8 <<<"$(echo "${FP8_VARIANTS:-persistent,cluster4,pingpong,cluster,ppcluster}" | tr , ' ')"
-read -ra attn <<<"$(echo "${ATTN_VARIANTS:-ov,pp,vt,vn,vn_swap}" | tr , ' ')"
+read -ra attn <<<"$(echo "${ATTN_VARIANTS:-ov,pp,vt,vn,vn_swap,ov_vn,ov_vn_swap}" | tr , ' ')"
 n=${#gemm[@]}; [ ${#fp8[@]} -gt "$n" ] && n=${#fp8[@]}; [ ${#attn[@]} -gt "$n" ] && n=${#attn[@]}
 for ((i = 0; i < n; i++)); do
   v=${gemm[i]:-}; [ -n "$v" ] && section "gemm_$v" 40 --skip fp8,attn --gemm "$v"

@@ -795,3 +795,220 @@ def attn_fwd_ov(qmap, kmap, vmap, o2, seq, scale_log2, causal):
                 v1 = o[e + 1] * inv1
             c = 8 * (e // 4) + 2 * tq
             o2[orow + 8 * (i % 2), c // 2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (v1, v0))
+
+
+@device.kernel(max_threads=384)
+def attn_fwd_ov_vn(qmap, kmap, vmap, o2, seq, scale_log2, causal, vl, vs):
+    smem = device.dynamic_shared_array()
+    base = hopper.shared_address(smem[0])
+    pad = (1024 - base % 1024) % 1024
+    sm32 = smem.view(device.uint32)
+    bars = smem[pad + BAR_OFF :].view(device.uint64)
+    t = device.int32(device.thread_idx.x)
+    wg = t // 128
+    nq = seq // BM
+    qb = nq - 1 - device.int32(device.block_idx.x)
+    bh = device.int32(device.block_idx.y)
+    row0 = bh * seq
+    n_kv = qb + 1 if causal else seq // BN
+    # bars: 0, 1 K full; 2, 3 V full; 4, 5 empty; 6 Q.
+    if t == 0:
+        for s in range(2):
+            hopper.mbarrier_init(bars[s], 1)
+            hopper.mbarrier_init(bars[2 + s], 1)
+            hopper.mbarrier_init(bars[4 + s], 2)
+        hopper.mbarrier_init(bars[6], 1)
+        hopper.fence_mbarrier_init()
+    device.syncthreads()
+    if wg == 0:
+        hopper.setmaxnreg(24, False)
+        if t == 0:
+            hopper.mbarrier_arrive_expect_tx(bars[6], TILE_BYTES)
+            for ch in range(2):
+                hopper.tma_load(smem[pad + Q_OFF + ch * 16384], qmap, (ch * 64, row0 + qb * BM), bars[6])
+            for j in range(n_kv):
+                s = j % 2
+                if j >= 2:
+                    hopper.mbarrier_wait_parity(bars[4 + s], (j // 2 - 1) % 2)
+                at = pad + STAGE_OFF + s * STAGE_BYTES
+                hopper.mbarrier_arrive_expect_tx(bars[s], TILE_BYTES)
+                for ch in range(2):
+                    hopper.tma_load(smem[at + ch * 16384], kmap, (ch * 64, row0 + j * BN), bars[s])
+                hopper.mbarrier_arrive_expect_tx(bars[2 + s], TILE_BYTES)
+                for ch in range(2):
+                    # V is (B·H·S, 128): box ch holds the tile's 128 keys × head dims 64ch..64ch+63.
+                    hopper.tma_load(smem[at + TILE_BYTES + ch * 16384], vmap, (ch * 64, row0 + j * BN), bars[2 + s])
+    else:
+        hopper.setmaxnreg(240, True)
+        cw = wg - 1
+        w = (t % 128) // 32
+        lane = t % 32
+        g = lane // 4
+        tq = lane % 4
+        sacc = device.local_array(64, device.float32)
+        o = device.local_array(64, device.float32)
+        for i in device.static_range(64):
+            o[i] = 0.0
+        m0 = NEG
+        m1 = NEG
+        l0 = device.float32(0.0)
+        l1 = device.float32(0.0)
+        # This thread's two rows within the block's 128 (and within the warpgroup's 64).
+        r_wg0 = w * 16 + g
+        r_blk0 = cw * 64 + r_wg0
+        p_base = pad + P_OFF + cw * P_BYTES
+        # This thread's first word of P: row r_wg0, column 2 tq.
+        p_word = device.int32(p_base // 4) + r_wg0 * 32 + tq
+        hopper.mbarrier_wait_parity(bars[6], 0)
+        dq = hopper.wgmma_desc(smem, pad + Q_OFF + cw * 64 * 128, 16, 1024, 128)
+        dp = hopper.wgmma_desc(smem, p_base, 16, 1024, 128)
+        snext = device.local_array(64, device.float32)
+        # S_{j+1} = Q·K_{j+1}ᵀ runs on the tensor cores during the softmax of S_j (a second S
+        # accumulator; the consumers' 240 registers hold both and O). The last tile is peeled
+        # (it has no next S, and it is the only one the causal mask touches), so that no
+        # `wgmma` sits under a branch.
+        hopper.mbarrier_wait_parity(bars[0], 0)
+        hopper.wgmma_fence()
+        dk = hopper.wgmma_desc(smem, pad + STAGE_OFF + (0 % 2) * STAGE_BYTES, 16, 1024, 128)
+        for kk in device.static_range(8):
+            off = (kk // 4) * 1024 + (kk % 4) * 2
+            hopper.wgmma(sacc, dq + off, dk + off, BN, "bf16", "bf16", scale_d=(kk > 0))
+        hopper.wgmma_commit_group()
+        hopper.wgmma_wait_group(0)
+        for j in range(n_kv - 1):
+            hopper.mbarrier_wait_parity(bars[(j + 1) % 2], ((j + 1) // 2) % 2)
+            hopper.wgmma_fence()
+            dk = hopper.wgmma_desc(smem, pad + STAGE_OFF + ((j + 1) % 2) * STAGE_BYTES, 16, 1024, 128)
+            for kk in device.static_range(8):
+                off = (kk // 4) * 1024 + (kk % 4) * 2
+                hopper.wgmma(snext, dq + off, dk + off, BN, "bf16", "bf16", scale_d=(kk > 0))
+            hopper.wgmma_commit_group()
+            mx0 = NEG
+            mx1 = NEG
+            for i in device.static_range(64):
+                if (i // 2) % 2 == 0:
+                    mx0 = device.asm("max.f32 $0, $1, $2;", device.float32, (mx0, sacc[i]))
+                else:
+                    mx1 = device.asm("max.f32 $0, $1, $2;", device.float32, (mx1, sacc[i]))
+            mx0 = max(mx0, device.shfl_xor_sync(FULL, mx0, 1))
+            mx0 = max(mx0, device.shfl_xor_sync(FULL, mx0, 2))
+            mx1 = max(mx1, device.shfl_xor_sync(FULL, mx1, 1))
+            mx1 = max(mx1, device.shfl_xor_sync(FULL, mx1, 2))
+            n0 = max(m0, mx0 * scale_log2)
+            n1 = max(m1, mx1 * scale_log2)
+            a0 = device.asm("ex2.approx.ftz.f32 $0, $1;", device.float32, (m0 - n0,))
+            a1 = device.asm("ex2.approx.ftz.f32 $0, $1;", device.float32, (m1 - n1,))
+            m0 = n0
+            m1 = n1
+            l0 = l0 * a0
+            l1 = l1 * a1
+            for i in device.static_range(64):
+                if (i // 2) % 2 == 0:
+                    p = device.asm("ex2.approx.ftz.f32 $0, $1;", device.float32, (sacc[i] * scale_log2 - n0,))
+                    sacc[i] = p
+                    l0 = l0 + p
+                    o[i] = o[i] * a0
+                else:
+                    p = device.asm("ex2.approx.ftz.f32 $0, $1;", device.float32, (sacc[i] * scale_log2 - n1,))
+                    sacc[i] = p
+                    l1 = l1 + p
+                    o[i] = o[i] * a1
+            # P (bfloat16) into the warpgroup's tile: row r, column c at byte (c // 64) · 8192 +
+            # 128 r + 16 · ((c % 64) // 8 xor r % 8) (the 128-byte swizzle) + 2 (c % 8). Elements
+            # 2i, 2i + 1 are row r_wg0 + 8 (i % 2) (so r % 8 = g), columns 8 (i // 2) + 2 tq + {0, 1}:
+            # one 32-bit word, at p_word + the constant part + 4 (unit xor g).
+            for i in device.static_range(32):
+                e = 2 * i
+                unit = (i // 2) % 8
+                word = p_word + (i % 2) * 256 + (i // 16) * 2048 + (unit ^ g) * 4
+                sm32[word] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.uint32, (sacc[e + 1], sacc[e]))
+            hopper.fence_proxy_async()
+            device.asm("bar.sync $0, 128;", None, (device.int32(1 + cw),), memory=True)
+            hopper.mbarrier_wait_parity(bars[2 + (j) % 2], ((j) // 2) % 2)
+            dv = hopper.wgmma_desc(smem, pad + STAGE_OFF + ((j) % 2) * STAGE_BYTES + TILE_BYTES, vl, vs, 128)
+            hopper.wgmma_fence()
+            for kk in device.static_range(8):
+                # P's 64-key chunks are 8192 bytes apart (512 in the descriptor); V N-major, 16 keys = 2048 bytes.
+                off = (kk // 4) * 1024 + (kk % 4) * 2
+                off_p = (kk // 4) * 512 + (kk % 4) * 2
+                hopper.wgmma(o, dp + off_p, dv + kk * 128, D, "bf16", "bf16", trans_b=True)
+            hopper.wgmma_commit_group()
+            hopper.wgmma_wait_group(0)
+            if t % 128 == 0:
+                hopper.mbarrier_arrive(bars[4 + j % 2])
+            for i in device.static_range(64):
+                sacc[i] = snext[i]
+        j = n_kv - 1
+        if causal and j == qb:
+            for i in device.static_range(64):
+                col = 8 * (i // 4) + 2 * tq + i % 2
+                if col > r_blk0 + 8 * ((i // 2) % 2):
+                    sacc[i] = NEG
+        mx0 = NEG
+        mx1 = NEG
+        for i in device.static_range(64):
+            if (i // 2) % 2 == 0:
+                mx0 = device.asm("max.f32 $0, $1, $2;", device.float32, (mx0, sacc[i]))
+            else:
+                mx1 = device.asm("max.f32 $0, $1, $2;", device.float32, (mx1, sacc[i]))
+        mx0 = max(mx0, device.shfl_xor_sync(FULL, mx0, 1))
+        mx0 = max(mx0, device.shfl_xor_sync(FULL, mx0, 2))
+        mx1 = max(mx1, device.shfl_xor_sync(FULL, mx1, 1))
+        mx1 = max(mx1, device.shfl_xor_sync(FULL, mx1, 2))
+        n0 = max(m0, mx0 * scale_log2)
+        n1 = max(m1, mx1 * scale_log2)
+        a0 = device.asm("ex2.approx.ftz.f32 $0, $1;", device.float32, (m0 - n0,))
+        a1 = device.asm("ex2.approx.ftz.f32 $0, $1;", device.float32, (m1 - n1,))
+        m0 = n0
+        m1 = n1
+        l0 = l0 * a0
+        l1 = l1 * a1
+        for i in device.static_range(64):
+            if (i // 2) % 2 == 0:
+                p = device.asm("ex2.approx.ftz.f32 $0, $1;", device.float32, (sacc[i] * scale_log2 - n0,))
+                sacc[i] = p
+                l0 = l0 + p
+                o[i] = o[i] * a0
+            else:
+                p = device.asm("ex2.approx.ftz.f32 $0, $1;", device.float32, (sacc[i] * scale_log2 - n1,))
+                sacc[i] = p
+                l1 = l1 + p
+                o[i] = o[i] * a1
+        # P (bfloat16) into the warpgroup's tile: row r, column c at byte (c // 64) · 8192 +
+        # 128 r + 16 · ((c % 64) // 8 xor r % 8) (the 128-byte swizzle) + 2 (c % 8). Elements
+        # 2i, 2i + 1 are row r_wg0 + 8 (i % 2) (so r % 8 = g), columns 8 (i // 2) + 2 tq + {0, 1}:
+        # one 32-bit word, at p_word + the constant part + 4 (unit xor g).
+        for i in device.static_range(32):
+            e = 2 * i
+            unit = (i // 2) % 8
+            word = p_word + (i % 2) * 256 + (i // 16) * 2048 + (unit ^ g) * 4
+            sm32[word] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.uint32, (sacc[e + 1], sacc[e]))
+        hopper.fence_proxy_async()
+        device.asm("bar.sync $0, 128;", None, (device.int32(1 + cw),), memory=True)
+        hopper.mbarrier_wait_parity(bars[2 + (j) % 2], ((j) // 2) % 2)
+        dv = hopper.wgmma_desc(smem, pad + STAGE_OFF + ((j) % 2) * STAGE_BYTES + TILE_BYTES, vl, vs, 128)
+        hopper.wgmma_fence()
+        for kk in device.static_range(8):
+            # P's 64-key chunks are 8192 bytes apart (512 in the descriptor); V N-major, 16 keys = 2048 bytes.
+            off = (kk // 4) * 1024 + (kk % 4) * 2
+            off_p = (kk // 4) * 512 + (kk % 4) * 2
+            hopper.wgmma(o, dp + off_p, dv + kk * 128, D, "bf16", "bf16", trans_b=True)
+        hopper.wgmma_commit_group()
+        hopper.wgmma_wait_group(0)
+        l0 = l0 + device.shfl_xor_sync(FULL, l0, 1)
+        l0 = l0 + device.shfl_xor_sync(FULL, l0, 2)
+        l1 = l1 + device.shfl_xor_sync(FULL, l1, 1)
+        l1 = l1 + device.shfl_xor_sync(FULL, l1, 2)
+        inv0 = 1.0 / l0
+        inv1 = 1.0 / l1
+        orow = row0 + qb * BM + r_blk0
+        for i in device.static_range(32):
+            e = 2 * i
+            if i % 2 == 0:
+                v0 = o[e] * inv0
+                v1 = o[e + 1] * inv0
+            else:
+                v0 = o[e] * inv1
+                v1 = o[e + 1] * inv1
+            c = 8 * (e // 4) + 2 * tq
+            o2[orow + 8 * (i % 2), c // 2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (v1, v0))

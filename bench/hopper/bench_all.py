@@ -8,7 +8,7 @@ checked against the baseline's first, printing one Markdown table (issue 32):
 
     python3 bench/hopper/bench_all.py [--gemm base,persistent,cluster,pingpong,ppcluster,cluster4] [--sizes 4096,8192]
         [--fp8 persistent,cluster,pingpong,ppcluster,cluster4] [--c4grid 128]
-        [--attn ov,pp,vt,vn,vn_swap] [--seqs 4096,16384] [--skip gemm,fp8,attn] [--iters 10]
+        [--attn ov,pp,vt,vn,vn_swap,ov_vn,ov_vn_swap] [--seqs 4096,16384] [--skip gemm,fp8,attn] [--iters 10]
 
 Needs an sm_90 GPU, PyTorch and the pydevice package; without them it says why and exits 0.
 Exits 1 when an output is wrong (the row says FAILED) or a kernel fails to run.
@@ -57,7 +57,7 @@ def main() -> int:
     ap.add_argument("--gemm", default="base,persistent,cluster,pingpong,ppcluster,cluster4")
     ap.add_argument("--sizes", default="4096,8192")
     ap.add_argument("--fp8", default="persistent,cluster,pingpong,ppcluster,cluster4")
-    ap.add_argument("--attn", default="ov,pp,vt,vn,vn_swap")
+    ap.add_argument("--attn", default="ov,pp,vt,vn,vn_swap,ov_vn,ov_vn_swap")
     ap.add_argument("--seqs", default="4096,16384")
     ap.add_argument("--skip", default="")
     ap.add_argument("--iters", type=int, default=10)
@@ -315,17 +315,18 @@ def main() -> int:
                             vt.copy_(v_.transpose(-1, -2))
                             device.launch(kern, qm, km, vtm, o2, i32(seq), sl2, causal,
                                           grid=grid, block=384, shared=A.SHARED_BYTES)
-                    elif variant in ("vn", "vn_swap"):
-                        vl, vs = (16384, 1024) if variant == "vn" else (1024, 16384)
+                    elif variant in ("vn", "vn_swap", "ov_vn", "ov_vn_swap"):
+                        vl, vs = (1024, 16384) if variant.endswith("swap") else (16384, 1024)
+                        kern = A.attn_fwd_ov_vn if variant.startswith("ov") else A.attn_fwd_vn
 
-                        def f(o2=o2, causal=causal, grid=grid, sl2=sl2, seq=seq, vl=vl, vs=vs):
-                            device.launch(A.attn_fwd_vn, qm, km, vnm, o2, i32(seq), sl2, causal, i32(vl), i32(vs),
+                        def f(o2=o2, causal=causal, grid=grid, sl2=sl2, seq=seq, vl=vl, vs=vs, kern=kern):
+                            device.launch(kern, qm, km, vnm, o2, i32(seq), sl2, causal, i32(vl), i32(vs),
                                           grid=grid, block=384, shared=A.SHARED_BYTES)
                     else:
                         print(f"unknown attention variant {variant}")
                         continue
 
-                    def run(f=f, o=o, ref=ref, flop=flop, t_ref=t_ref, case=case, variant=variant):
+                    def run(f=f, o=o, ref=ref, flop=flop, t_ref=t_ref, case=case, variant=variant, v_=v_):
                         f()
                         torch.cuda.synchronize()
                         d = o.float() - ref.float()
@@ -334,8 +335,16 @@ def main() -> int:
                         if not (err < 2e-2 and worst < 6e-2):
                             diagnose(f"attention {case} {variant}", d.view(-1, A.D), 6e-2, ct=A.D)
                         t = time_ms(f)
+                        extra = note(t)
+                        if variant in ("vt", "pp", "ov"):
+                            try:
+                                vt2 = v_.transpose(-1, -2).contiguous()
+                                tc = time_ms(lambda: vt2.copy_(v_.transpose(-1, -2)))
+                                extra += f"; includes the Vᵀ copy, {tc:.3f} ms"
+                            except Exception as e:  # a note only
+                                extra += f"; Vᵀ copy not timed ({e})"
                         row("attention", case, variant, t, flop / t / 1e9, t_ref, flop / t_ref / 1e9, err,
-                            err < 2e-2 and worst < 6e-2, f"max abs err {worst:.1e}; {note(t)}")
+                            err < 2e-2 and worst < 6e-2, f"max abs err {worst:.1e}; {extra}")
 
                     attempt(f"attention {case} {variant}", run)
 

@@ -54,6 +54,8 @@ KERNELS = [
      ["wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", "bar.arrive", "bar.sync"]),
     ("attention", "attn_fwd_ov", ATTN + ")",
      ["wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", "setmaxnreg.inc.sync.aligned.u32 240"]),
+    ("attention", "attn_fwd_ov_vn", ATTN + ", int32, int32)",
+     ["wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", "setmaxnreg.inc.sync.aligned.u32 240"]),
     ("attention", "attn_fwd_vn", ATTN + ", int32, int32)",
      ["wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"]),
 ]
