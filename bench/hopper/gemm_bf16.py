@@ -83,3 +83,506 @@ def gemm_bf16(amap, bmap, c, k_tiles):
             r = row + 8 * ((i // 2) % 2)
             col = n0 + 8 * (i // 4) + 2 * (lane % 4) + i % 2
             c[r, col] = device.bfloat16(acc[i])
+
+
+# ---------------------------------------------------------------------------------------------
+# Persistent variant: one block per SM walks the tiles (grouped GROUP_M tile rows at a time so
+# that the blocks running together share A and B tiles in L2); the producer runs ahead into the
+# next tile while the consumers store the last one, and the epilogue stores two bfloat16 per
+# 32-bit store (`cvt.rn.bf16x2.f32`) into C viewed as int32 pairs.
+GROUP_M = 8
+
+
+@device.kernel(max_threads=384)
+def gemm_bf16_persistent(amap, bmap, c2, k_tiles, tiles_m, tiles_n):
+    smem = device.dynamic_shared_array()
+    base = hopper.shared_address(smem[0])
+    pad = (1024 - base % 1024) % 1024
+    bars = smem[pad + STAGES * STAGE_BYTES :].view(device.uint64)
+    t = device.int32(device.thread_idx.x)
+    wg = t // 128
+    nblocks = device.int32(device.grid_dim.x)
+    tiles = tiles_m * tiles_n
+    if t == 0:
+        for s in range(STAGES):
+            hopper.mbarrier_init(bars[s], 1)
+            hopper.mbarrier_init(bars[STAGES + s], 2)
+        hopper.fence_mbarrier_init()
+    device.syncthreads()
+    if wg == 0:
+        hopper.setmaxnreg(40, False)
+        if t == 0:
+            it = 0
+            for tile in range(device.int32(device.block_idx.x), tiles, nblocks):
+                group = tile // (GROUP_M * tiles_n)
+                first = group * GROUP_M
+                gm = min(tiles_m - first, GROUP_M)
+                m0 = (first + (tile % (GROUP_M * tiles_n)) % gm) * BM
+                n0 = ((tile % (GROUP_M * tiles_n)) // gm) * BN
+                for kt in range(k_tiles):
+                    s = it % STAGES
+                    if it >= STAGES:
+                        hopper.mbarrier_wait_parity(bars[STAGES + s], (it // STAGES - 1) % 2)
+                    hopper.mbarrier_arrive_expect_tx(bars[s], STAGE_BYTES)
+                    at = pad + s * STAGE_BYTES
+                    hopper.tma_load(smem[at], amap, (kt * BK, m0), bars[s])
+                    hopper.tma_load(smem[at + A_BYTES], bmap, (kt * BK, n0), bars[s])
+                    it += 1
+    else:
+        hopper.setmaxnreg(232, True)
+        cw = wg - 1
+        w = (t % 128) // 32
+        lane = t % 32
+        acc = device.local_array(BN // 2, device.float32)
+        it = 0
+        for tile in range(device.int32(device.block_idx.x), tiles, nblocks):
+            group = tile // (GROUP_M * tiles_n)
+            first = group * GROUP_M
+            gm = min(tiles_m - first, GROUP_M)
+            m0 = (first + (tile % (GROUP_M * tiles_n)) % gm) * BM
+            n0 = ((tile % (GROUP_M * tiles_n)) // gm) * BN
+            for kt in range(k_tiles):
+                s = it % STAGES
+                hopper.mbarrier_wait_parity(bars[s], (it // STAGES) % 2)
+                at = pad + s * STAGE_BYTES
+                da = hopper.wgmma_desc(smem, at + cw * 64 * 128, 16, 1024, 128)
+                db = hopper.wgmma_desc(smem, at + A_BYTES, 16, 1024, 128)
+                hopper.wgmma_fence()
+                for kk in device.static_range(BK // 16):
+                    hopper.wgmma(acc, da + kk * 2, db + kk * 2, BN, "bf16", "bf16", scale_d=(kt > 0 or kk > 0))
+                hopper.wgmma_commit_group()
+                hopper.wgmma_wait_group(1)
+                if kt > 0 and t % 128 == 0:
+                    hopper.mbarrier_arrive(bars[STAGES + (it - 1) % STAGES])
+                it += 1
+            hopper.wgmma_wait_group(0)
+            if t % 128 == 0:
+                hopper.mbarrier_arrive(bars[STAGES + (it - 1) % STAGES])
+            row = m0 + cw * 64 + w * 16 + lane // 4
+            for i in device.static_range(BN // 4):
+                j = 2 * i
+                r = row + 8 * (i % 2)
+                col2 = (n0 + 8 * (j // 4) + 2 * (lane % 4)) // 2
+                c2[r, col2] = device.asm(
+                    "cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc[j + 1], acc[j])
+                )
+
+
+# ---------------------------------------------------------------------------------------------
+# Persistent, in clusters of two blocks that share B: the pair computes the 256×256 output of two
+# vertically adjacent tiles; each block loads its own A tile and half (128 rows) of the common B
+# tile, multicast into both blocks (`.multicast::cluster`, mask 0b11), so each B byte leaves L2
+# once per pair. A stage may be refilled only when all four consumer warpgroups of the pair
+# have released it: the `empty` barriers count 4 arrivals, each warpgroup arriving on its own
+# block's and on the peer's (inline PTX: `mapa` maps the barrier's address into the cluster's
+# shared window, then `mbarrier.arrive.release.cluster.shared::cluster`). B's tensor map has a 128×64 box.
+@device.kernel(max_threads=384, cluster=(2, 1, 1))
+def gemm_bf16_cluster(amap, bmap, c2, k_tiles, tiles_m, tiles_n):
+    smem = device.dynamic_shared_array()
+    base = hopper.shared_address(smem[0])
+    pad = (1024 - base % 1024) % 1024
+    bars = smem[pad + STAGES * STAGE_BYTES :].view(device.uint64)
+    t = device.int32(device.thread_idx.x)
+    wg = t // 128
+    rank = device.block_rank_in_cluster
+    peer = device.uint32(1 - rank)
+    nclusters = device.int32(device.grid_dim.x) // 2
+    cid = device.int32(device.block_idx.x) // 2
+    pairs_m = tiles_m // 2
+    pairs = pairs_m * tiles_n
+    group_m = GROUP_M // 2
+    if t == 0:
+        for s in range(STAGES):
+            hopper.mbarrier_init(bars[s], 1)
+            hopper.mbarrier_init(bars[STAGES + s], 4)
+        hopper.fence_mbarrier_init()
+    device.cluster_sync()
+    if wg == 0:
+        hopper.setmaxnreg(40, False)
+        if t == 0:
+            it = 0
+            for pair in range(cid, pairs, nclusters):
+                group = pair // (group_m * tiles_n)
+                first = group * group_m
+                gm = min(pairs_m - first, group_m)
+                m0 = ((first + (pair % (group_m * tiles_n)) % gm) * 2 + rank) * BM
+                n0 = ((pair % (group_m * tiles_n)) // gm) * BN
+                for kt in range(k_tiles):
+                    s = it % STAGES
+                    if it >= STAGES:
+                        hopper.mbarrier_wait_parity(bars[STAGES + s], (it // STAGES - 1) % 2)
+                    hopper.mbarrier_arrive_expect_tx(bars[s], STAGE_BYTES)
+                    at = pad + s * STAGE_BYTES
+                    hopper.tma_load(smem[at], amap, (kt * BK, m0), bars[s])
+                    hopper.tma_load(
+                        smem[at + A_BYTES + rank * (B_BYTES // 2)], bmap, (kt * BK, n0 + rank * (BN // 2)),
+                        bars[s], multicast=device.uint16(3),
+                    )
+                    it += 1
+    else:
+        hopper.setmaxnreg(232, True)
+        cw = wg - 1
+        w = (t % 128) // 32
+        lane = t % 32
+        acc = device.local_array(BN // 2, device.float32)
+        it = 0
+        for pair in range(cid, pairs, nclusters):
+            group = pair // (group_m * tiles_n)
+            first = group * group_m
+            gm = min(pairs_m - first, group_m)
+            m0 = ((first + (pair % (group_m * tiles_n)) % gm) * 2 + rank) * BM
+            n0 = ((pair % (group_m * tiles_n)) // gm) * BN
+            for kt in range(k_tiles):
+                s = it % STAGES
+                hopper.mbarrier_wait_parity(bars[s], (it // STAGES) % 2)
+                at = pad + s * STAGE_BYTES
+                da = hopper.wgmma_desc(smem, at + cw * 64 * 128, 16, 1024, 128)
+                db = hopper.wgmma_desc(smem, at + A_BYTES, 16, 1024, 128)
+                hopper.wgmma_fence()
+                for kk in device.static_range(BK // 16):
+                    hopper.wgmma(acc, da + kk * 2, db + kk * 2, BN, "bf16", "bf16", scale_d=(kt > 0 or kk > 0))
+                hopper.wgmma_commit_group()
+                hopper.wgmma_wait_group(1)
+                if kt > 0 and t % 128 == 0:
+                    e = STAGES + (it - 1) % STAGES
+                    hopper.mbarrier_arrive(bars[e])
+                    device.asm(
+                        "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }",
+                        None, (hopper.shared_address(bars[e]), peer), memory=True,
+                    )
+                it += 1
+            hopper.wgmma_wait_group(0)
+            if t % 128 == 0:
+                e = STAGES + (it - 1) % STAGES
+                hopper.mbarrier_arrive(bars[e])
+                device.asm(
+                    "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }",
+                    None, (hopper.shared_address(bars[e]), peer), memory=True,
+                )
+            row = m0 + cw * 64 + w * 16 + lane // 4
+            for i in device.static_range(BN // 4):
+                j = 2 * i
+                r = row + 8 * (i % 2)
+                col2 = (n0 + 8 * (j // 4) + 2 * (lane % 4)) // 2
+                c2[r, col2] = device.asm(
+                    "cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc[j + 1], acc[j])
+                )
+    # The peer may still arrive on this block's barriers: neither leaves before both are done.
+    device.cluster_sync()
+
+
+
+# ---------------------------------------------------------------------------------------------
+# Ping-pong: each consumer warpgroup owns whole 128×128 tiles (two m64n128 accumulators, 128
+# float32 registers), the two taking this block's tiles in turn. Their main loops run one after
+# the other (a named-barrier handshake, `bar.sync`/`bar.arrive 3 + warpgroup, 256`, passes the
+# turn as soon as a warpgroup has waited for its last stage), so one warpgroup's epilogue runs
+# while the other's MMAs keep the tensor cores busy. The handshake also keeps each `full`
+# barrier at most one phase behind the warpgroup that waits on it, which the parity wait needs.
+PP_BN = 128
+PP_STAGES = 6
+PP_B_BYTES = PP_BN * BK * 2
+PP_STAGE_BYTES = A_BYTES + PP_B_BYTES
+PP_SHARED_BYTES = PP_STAGES * PP_STAGE_BYTES + 1024 + 1024
+
+
+@device.kernel(max_threads=384)
+def gemm_bf16_pingpong(amap, bmap, c2, k_tiles, tiles_m, tiles_n):
+    smem = device.dynamic_shared_array()
+    base = hopper.shared_address(smem[0])
+    pad = device.int32((1024 - base % 1024) % 1024)
+    bars = smem[pad + PP_STAGES * PP_STAGE_BYTES :].view(device.uint64)
+    t = device.int32(device.thread_idx.x)
+    wg = t // 128
+    bid = device.int32(device.block_idx.x)
+    nblocks = device.int32(device.grid_dim.x)
+    tiles = tiles_m * tiles_n
+    if t == 0:
+        for s in range(PP_STAGES):
+            hopper.mbarrier_init(bars[s], 1)
+            hopper.mbarrier_init(bars[PP_STAGES + s], 1)
+        hopper.fence_mbarrier_init()
+    device.syncthreads()
+    if wg == 0:
+        hopper.setmaxnreg(40, False)
+        if t == 0:
+            it = 0
+            for tile in range(bid, tiles, nblocks):
+                group = tile // (GROUP_M * tiles_n)
+                first = group * GROUP_M
+                gm = min(tiles_m - first, GROUP_M)
+                m0 = (first + (tile % (GROUP_M * tiles_n)) % gm) * BM
+                n0 = ((tile % (GROUP_M * tiles_n)) // gm) * PP_BN
+                for kt in range(k_tiles):
+                    s = it % PP_STAGES
+                    if it >= PP_STAGES:
+                        hopper.mbarrier_wait_parity(bars[PP_STAGES + s], (it // PP_STAGES - 1) % 2)
+                    hopper.mbarrier_arrive_expect_tx(bars[s], PP_STAGE_BYTES)
+                    at = pad + s * PP_STAGE_BYTES
+                    hopper.tma_load(smem[at], amap, (kt * BK, m0), bars[s])
+                    hopper.tma_load(smem[at + A_BYTES], bmap, (kt * BK, n0), bars[s])
+                    it += 1
+    else:
+        hopper.setmaxnreg(232, True)
+        cw = wg - 1
+        w = (t % 128) // 32
+        lane = t % 32
+        acc0 = device.local_array(PP_BN // 2, device.float32)
+        acc1 = device.local_array(PP_BN // 2, device.float32)
+        count = (tiles - bid + nblocks - 1) // nblocks
+        lt = device.int32(0)
+        for tile in range(bid, tiles, nblocks):
+            if lt % 2 == cw:
+                if lt > 0:
+                    device.asm("bar.sync $0, 256;", None, (device.int32(3 + cw),), memory=True)
+                group = tile // (GROUP_M * tiles_n)
+                first = group * GROUP_M
+                gm = min(tiles_m - first, GROUP_M)
+                m0 = (first + (tile % (GROUP_M * tiles_n)) % gm) * BM
+                n0 = ((tile % (GROUP_M * tiles_n)) // gm) * PP_BN
+                ci = lt * k_tiles
+                for kt in range(k_tiles):
+                    s = ci % PP_STAGES
+                    hopper.mbarrier_wait_parity(bars[s], (ci // PP_STAGES) % 2)
+                    cat = pad + s * PP_STAGE_BYTES
+                    da0 = hopper.wgmma_desc(smem, cat, 16, 1024, 128)
+                    da1 = hopper.wgmma_desc(smem, cat + 64 * 128, 16, 1024, 128)
+                    db = hopper.wgmma_desc(smem, cat + A_BYTES, 16, 1024, 128)
+                    hopper.wgmma_fence()
+                    for kk in device.static_range(BK // 16):
+                        hopper.wgmma(acc0, da0 + kk * 2, db + kk * 2, PP_BN, "bf16", "bf16", scale_d=(kt > 0 or kk > 0))
+                        hopper.wgmma(acc1, da1 + kk * 2, db + kk * 2, PP_BN, "bf16", "bf16", scale_d=(kt > 0 or kk > 0))
+                    hopper.wgmma_commit_group()
+                    hopper.wgmma_wait_group(1)
+                    if kt > 0 and t % 128 == 0:
+                        hopper.mbarrier_arrive(bars[PP_STAGES + (ci - 1) % PP_STAGES])
+                    ci += 1
+                if lt + 1 < count:
+                    device.asm("bar.arrive $0, 256;", None, (device.int32(4 - cw),), memory=True)
+                hopper.wgmma_wait_group(0)
+                if t % 128 == 0:
+                    hopper.mbarrier_arrive(bars[PP_STAGES + (ci - 1) % PP_STAGES])
+                row = m0 + w * 16 + lane // 4
+                for i in device.static_range(PP_BN // 4):
+                    j = 2 * i
+                    r = row + 8 * (i % 2)
+                    col2 = (n0 + 8 * (j // 4) + 2 * (lane % 4)) // 2
+                    c2[r, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc0[j + 1], acc0[j]))
+                    c2[r + 64, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc1[j + 1], acc1[j]))
+            lt += 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Ping-pong in clusters of two: as gemm_bf16_pingpong, but the two blocks of a cluster compute
+# vertically adjacent 128×128 tiles in lockstep and share B (each loads 64 of its 128 rows,
+# multicast to both); a stage's `empty` barrier counts the consuming warpgroup of each block.
+@device.kernel(max_threads=384, cluster=(2, 1, 1))
+def gemm_bf16_ppcluster(amap, bmap, c2, k_tiles, tiles_m, tiles_n):
+    smem = device.dynamic_shared_array()
+    base = hopper.shared_address(smem[0])
+    pad = device.int32((1024 - base % 1024) % 1024)
+    bars = smem[pad + PP_STAGES * PP_STAGE_BYTES :].view(device.uint64)
+    t = device.int32(device.thread_idx.x)
+    wg = t // 128
+    rank = device.block_rank_in_cluster
+    peer = device.uint32(1 - rank)
+    nclusters = device.int32(device.grid_dim.x) // 2
+    cid = device.int32(device.block_idx.x) // 2
+    pairs_m = tiles_m // 2
+    pairs = pairs_m * tiles_n
+    group_m = GROUP_M // 2
+    if t == 0:
+        for s in range(PP_STAGES):
+            hopper.mbarrier_init(bars[s], 1)
+            hopper.mbarrier_init(bars[PP_STAGES + s], 2)
+        hopper.fence_mbarrier_init()
+    device.cluster_sync()
+    if wg == 0:
+        hopper.setmaxnreg(40, False)
+        if t == 0:
+            it = 0
+            for pair in range(cid, pairs, nclusters):
+                group = pair // (group_m * tiles_n)
+                first = group * group_m
+                gm = min(pairs_m - first, group_m)
+                m0 = ((first + (pair % (group_m * tiles_n)) % gm) * 2 + rank) * BM
+                n0 = ((pair % (group_m * tiles_n)) // gm) * PP_BN
+                for kt in range(k_tiles):
+                    s = it % PP_STAGES
+                    if it >= PP_STAGES:
+                        hopper.mbarrier_wait_parity(bars[PP_STAGES + s], (it // PP_STAGES - 1) % 2)
+                    hopper.mbarrier_arrive_expect_tx(bars[s], PP_STAGE_BYTES)
+                    at = pad + s * PP_STAGE_BYTES
+                    hopper.tma_load(smem[at], amap, (kt * BK, m0), bars[s])
+                    hopper.tma_load(
+                        smem[at + A_BYTES + rank * (PP_B_BYTES // 2)], bmap, (kt * BK, n0 + rank * (PP_BN // 2)),
+                        bars[s], multicast=device.uint16(3),
+                    )
+                    it += 1
+    else:
+        hopper.setmaxnreg(232, True)
+        cw = wg - 1
+        w = (t % 128) // 32
+        lane = t % 32
+        acc0 = device.local_array(PP_BN // 2, device.float32)
+        acc1 = device.local_array(PP_BN // 2, device.float32)
+        count = (pairs - cid + nclusters - 1) // nclusters
+        lt = device.int32(0)
+        for pair in range(cid, pairs, nclusters):
+            if lt % 2 == cw:
+                if lt > 0:
+                    device.asm("bar.sync $0, 256;", None, (device.int32(3 + cw),), memory=True)
+                group = pair // (group_m * tiles_n)
+                first = group * group_m
+                gm = min(pairs_m - first, group_m)
+                m0 = ((first + (pair % (group_m * tiles_n)) % gm) * 2 + rank) * BM
+                n0 = ((pair % (group_m * tiles_n)) // gm) * PP_BN
+                ci = lt * k_tiles
+                for kt in range(k_tiles):
+                    s = ci % PP_STAGES
+                    hopper.mbarrier_wait_parity(bars[s], (ci // PP_STAGES) % 2)
+                    cat = pad + s * PP_STAGE_BYTES
+                    da0 = hopper.wgmma_desc(smem, cat, 16, 1024, 128)
+                    da1 = hopper.wgmma_desc(smem, cat + 64 * 128, 16, 1024, 128)
+                    db = hopper.wgmma_desc(smem, cat + A_BYTES, 16, 1024, 128)
+                    hopper.wgmma_fence()
+                    for kk in device.static_range(BK // 16):
+                        hopper.wgmma(acc0, da0 + kk * 2, db + kk * 2, PP_BN, "bf16", "bf16", scale_d=(kt > 0 or kk > 0))
+                        hopper.wgmma(acc1, da1 + kk * 2, db + kk * 2, PP_BN, "bf16", "bf16", scale_d=(kt > 0 or kk > 0))
+                    hopper.wgmma_commit_group()
+                    hopper.wgmma_wait_group(1)
+                    if kt > 0 and t % 128 == 0:
+                        e = PP_STAGES + (ci - 1) % PP_STAGES
+                        hopper.mbarrier_arrive(bars[e])
+                        device.asm(
+                            "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }",
+                            None, (hopper.shared_address(bars[e]), peer), memory=True,
+                        )
+                    ci += 1
+                if lt + 1 < count:
+                    device.asm("bar.arrive $0, 256;", None, (device.int32(4 - cw),), memory=True)
+                hopper.wgmma_wait_group(0)
+                if t % 128 == 0:
+                    e = PP_STAGES + (ci - 1) % PP_STAGES
+                    hopper.mbarrier_arrive(bars[e])
+                    device.asm(
+                        "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }",
+                        None, (hopper.shared_address(bars[e]), peer), memory=True,
+                    )
+                row = m0 + w * 16 + lane // 4
+                for i in device.static_range(PP_BN // 4):
+                    j = 2 * i
+                    r = row + 8 * (i % 2)
+                    col2 = (n0 + 8 * (j // 4) + 2 * (lane % 4)) // 2
+                    c2[r, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc0[j + 1], acc0[j]))
+                    c2[r + 64, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc1[j + 1], acc1[j]))
+            lt += 1
+    device.cluster_sync()
+
+
+# ---------------------------------------------------------------------------------------------
+# Persistent in clusters of four (2×2 tiles of 128×256, a 256×512 block of C): block (mi, ni)
+# of the cluster (rank mi + 2 ni) loads half of its A tile (64 rows), multicast to itself and
+# the block beside it (same rows, other columns), and half of its B tile (128 rows),
+# multicast to itself and the block above or below it; so each block reads a quarter less
+# from L2 than with clusters of two. A stage of block d is written by d, its row neighbour
+# and its column neighbour, so each consumer warpgroup releases a stage on those three
+# blocks' `empty` barriers (6 arrivals each). The grid must be a whole number of clusters
+# that fit on the GPU at once (persistent blocks wait for nothing): 32 clusters on an H100/H200.
+@device.kernel(max_threads=384, cluster=(4, 1, 1))
+def gemm_bf16_cluster4(amap, bmap, c2, k_tiles, tiles_m, tiles_n):
+    smem = device.dynamic_shared_array()
+    base = hopper.shared_address(smem[0])
+    pad = device.int32((1024 - base % 1024) % 1024)
+    bars = smem[pad + STAGES * STAGE_BYTES :].view(device.uint64)
+    t = device.int32(device.thread_idx.x)
+    wg = t // 128
+    rank = device.block_rank_in_cluster
+    mi = rank % 2
+    ni = rank // 2
+    row_nbr = device.uint32(mi + 2 * (1 - ni))
+    col_nbr = device.uint32((1 - mi) + 2 * ni)
+    a_mask = device.uint16((1 << mi) | (1 << (mi + 2)))
+    b_mask = device.uint16((1 << (2 * ni)) | (1 << (1 + 2 * ni)))
+    nclusters = device.int32(device.grid_dim.x) // 4
+    cid = device.int32(device.block_idx.x) // 4
+    quads_m = tiles_m // 2
+    quads_n = tiles_n // 2
+    quads = quads_m * quads_n
+    group_m = GROUP_M // 2
+    if t == 0:
+        for s in range(STAGES):
+            hopper.mbarrier_init(bars[s], 1)
+            hopper.mbarrier_init(bars[STAGES + s], 6)
+        hopper.fence_mbarrier_init()
+    device.cluster_sync()
+    if wg == 0:
+        hopper.setmaxnreg(40, False)
+        if t == 0:
+            it = 0
+            for quad in range(cid, quads, nclusters):
+                group = quad // (group_m * quads_n)
+                first = group * group_m
+                gm = min(quads_m - first, group_m)
+                m0 = ((first + (quad % (group_m * quads_n)) % gm) * 2 + mi) * BM
+                n0 = (((quad % (group_m * quads_n)) // gm) * 2 + ni) * BN
+                for kt in range(k_tiles):
+                    s = it % STAGES
+                    if it >= STAGES:
+                        hopper.mbarrier_wait_parity(bars[STAGES + s], (it // STAGES - 1) % 2)
+                    hopper.mbarrier_arrive_expect_tx(bars[s], STAGE_BYTES)
+                    at = pad + s * STAGE_BYTES
+                    hopper.tma_load(smem[at + ni * (A_BYTES // 2)], amap, (kt * BK, m0 + ni * (BM // 2)), bars[s],
+                                    multicast=a_mask)
+                    hopper.tma_load(smem[at + A_BYTES + mi * (B_BYTES // 2)], bmap, (kt * BK, n0 + mi * (BN // 2)),
+                                    bars[s], multicast=b_mask)
+                    it += 1
+    else:
+        hopper.setmaxnreg(232, True)
+        cw = wg - 1
+        w = (t % 128) // 32
+        lane = t % 32
+        acc = device.local_array(BN // 2, device.float32)
+        ci = 0
+        for quad in range(cid, quads, nclusters):
+            group = quad // (group_m * quads_n)
+            first = group * group_m
+            gm = min(quads_m - first, group_m)
+            m0 = ((first + (quad % (group_m * quads_n)) % gm) * 2 + mi) * BM
+            n0 = (((quad % (group_m * quads_n)) // gm) * 2 + ni) * BN
+            for kt in range(k_tiles):
+                s = ci % STAGES
+                hopper.mbarrier_wait_parity(bars[s], (ci // STAGES) % 2)
+                cat = pad + s * STAGE_BYTES
+                da = hopper.wgmma_desc(smem, cat + cw * 64 * 128, 16, 1024, 128)
+                db = hopper.wgmma_desc(smem, cat + A_BYTES, 16, 1024, 128)
+                hopper.wgmma_fence()
+                for kk in device.static_range(BK // 16):
+                    hopper.wgmma(acc, da + kk * 2, db + kk * 2, BN, "bf16", "bf16", scale_d=(kt > 0 or kk > 0))
+                hopper.wgmma_commit_group()
+                hopper.wgmma_wait_group(1)
+                if kt > 0 and t % 128 == 0:
+                    e = STAGES + (ci - 1) % STAGES
+                    hopper.mbarrier_arrive(bars[e])
+                    ea = hopper.shared_address(bars[e])
+                    device.asm(
+                        "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; mapa.shared::cluster.u32 ra, $0, $2; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }",
+                        None, (ea, row_nbr, col_nbr), memory=True,
+                    )
+                ci += 1
+            hopper.wgmma_wait_group(0)
+            if t % 128 == 0:
+                e = STAGES + (ci - 1) % STAGES
+                hopper.mbarrier_arrive(bars[e])
+                ea = hopper.shared_address(bars[e])
+                device.asm(
+                    "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; mapa.shared::cluster.u32 ra, $0, $2; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }",
+                    None, (ea, row_nbr, col_nbr), memory=True,
+                )
+            row = m0 + cw * 64 + w * 16 + lane // 4
+            for i in device.static_range(BN // 4):
+                j = 2 * i
+                r = row + 8 * (i % 2)
+                col2 = (n0 + 8 * (j // 4) + 2 * (lane % 4)) // 2
+                c2[r, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc[j + 1], acc[j]))
+    device.cluster_sync()
