@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Runs the whole test suite (what CI runs): the Rust tests (the crate's and the C API's), the
-# crate without default features, the embedder example, the docs, the package, then the Python
-# package built as a wheel, installed, and its pytest suite, then a short fuzzing run. GPU
-# tests skip, saying so, without a CUDA driver. It prints each step's time at the end.
+# Runs the whole test suite (what CI runs): the Rust tests (the crate's, the C API's and the
+# embedder example's), the crate without default features, the docs, the package, then the
+# Python package built as a wheel, installed, and its pytest suite (fuzzing only when asked:
+# PYDEVICE_FUZZ_SECONDS). GPU tests skip, saying so, without a CUDA driver. It prints each step's time at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Each step's wall time, and the machine's load at the start and end, are printed at the end
@@ -28,11 +28,12 @@ export PYDEVICE_REQUIRE_PTXAS=1
 # In CI every build starts from nothing: incremental compilation's caches would only cost
 # time and disk (about 2 GB of target/debug/incremental).
 if [ -n "${CI:-}" ]; then export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}; fi
-# The library's tests and the C API's (its header is current, its C test built with cc and
-# run: issue 35) in one cargo invocation, so the library is built once for both. The Python
+# The library's tests, the C API's (its header is current, its C test built with cc and
+# run: issue 35) and examples/embedder's (a framework crate using only the public API, run
+# as its binary's unit test) in one cargo invocation, so the library is built once for all. The Python
 # extension (pydevice-python) is built by maturin below: as an extension module it cannot
 # link a test binary.
-step "cargo test (the crate, and the C API: capi/)"
+step "cargo test (the crate, the C API: capi/, examples/embedder)"
 cargo test --workspace --exclude pydevice-python 2>&1
 # Without its default features (no LLVM, Cranelift or CUDA) the crate still builds, and its
 # dependency tree holds none of them.
@@ -43,11 +44,6 @@ if cargo tree --no-default-features -e normal -p pydevice | grep -Ei 'llvm-sys|i
   echo "error: the crate without default features depends on LLVM, Cranelift or CUDA (above)" >&2
   exit 1
 fi
-# examples/embedder: a framework crate that uses only the public API (its own workspace,
-# pydevice as a path dependency), built and run against the same target directory. It
-# launches its kernel only where a CUDA driver is present.
-step "examples/embedder (cargo run)"
-CARGO_TARGET_DIR="$PWD/target" cargo run --manifest-path examples/embedder/Cargo.toml 2>&1
 # The crate as crates.io and docs.rs see it: its public docs build without a warning (a
 # broken or private intra-doc link fails), and `cargo publish --dry-run` packages it (no
 # wildcard versions, the metadata present, the `include` list enough to build it) and

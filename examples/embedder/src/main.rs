@@ -1,6 +1,7 @@
 //! Runs the example framework: checks its kernel, prints the launch-buffer layout, compiles
 //! to PTX, and, when a CUDA driver and GPU are present, launches the kernel and checks the
 //! result. A user's broken kernel shows what `?` prints. Exits non-zero on any mismatch.
+//! `cargo test --workspace` (scripts/test.sh) runs it as this binary's unit test.
 
 use pydevice::abi::{ArgValue, ArrayArg};
 use pydevice::runtime::{Device, LaunchConfig, driver_available};
@@ -8,6 +9,11 @@ use pydevice_embedder_example::Framework;
 use std::error::Error;
 
 fn main() -> Result<(), Box<dyn Error>> {
+    run()
+}
+
+/// The whole example; an error says what did not hold.
+fn run() -> Result<(), Box<dyn Error>> {
     let fw = Framework::new()?;
     for p in fw.params("float32")? {
         println!("{:>4}  {:<5} {} ({} bytes)", p.offset, p.name, p.ty, p.size);
@@ -79,4 +85,15 @@ fn main() -> Result<(), Box<dyn Error>> {
     }
     println!("launched on {}: {n} results match", device.name()?);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    /// The example, run by `cargo test --workspace` with the build the crate's tests share.
+    #[test]
+    fn the_example_framework_runs() {
+        if let Err(e) = super::run() {
+            panic!("the embedder example failed: {e}");
+        }
+    }
 }
