@@ -2,7 +2,8 @@
 # Runs the whole test suite (what CI runs): the Rust tests (the crate's, the C API's and the
 # embedder example's), the crate without default features, the docs, the package, then the
 # Python package built as a wheel, installed, and its pytest suite (fuzzing only when asked:
-# PYDEVICE_FUZZ_SECONDS). GPU tests skip, saying so, without a CUDA driver. It prints each step's time at the end.
+# PYDEVICE_FUZZ_SECONDS). GPU tests skip, saying so, without a CUDA driver. It prints each
+# step's time at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Each step's wall time, and the machine's load at the start and end, are printed at the end
