@@ -120,10 +120,75 @@ SOURCE = """
     def cub_call():
         @jit.rawkernel()
         def f(x, y):
-            WarpReduce = jit.cub.WarpReduce[numpy.int32]  # noqa: F841
+            BlockScan = jit.cub.BlockScan[numpy.int32, 32]  # noqa: F841
             y[0] = x[0]
 
         return f
+
+
+    def warp_reduce(dtype, op):
+        # CuPy's three WarpReduce kernels: Sum, Reduce(Sum()), Reduce(Max()).
+        @jit.rawkernel()
+        def warp_sum(x, y):
+            WarpReduce = jit.cub.WarpReduce[dtype]
+            temp_storage = jit.shared_memory(dtype=WarpReduce.TempStorage, size=1)
+            i, j = jit.blockIdx.x, jit.threadIdx.x
+            value = x[i, j]
+            aggregator = WarpReduce(temp_storage[0])
+            aggregate = aggregator.Sum(value)
+            if j == 0:
+                y[i] = aggregate
+
+        @jit.rawkernel()
+        def warp_reduce_sum(x, y):
+            WarpReduce = jit.cub.WarpReduce[dtype]
+            temp_storage = jit.shared_memory(dtype=WarpReduce.TempStorage, size=1)
+            i, j = jit.blockIdx.x, jit.threadIdx.x
+            value = x[i, j]
+            aggregator = WarpReduce(temp_storage[0])
+            aggregate = aggregator.Reduce(value, jit.cub.Sum())
+            if j == 0:
+                y[i] = aggregate
+
+        @jit.rawkernel()
+        def warp_reduce_max(x, y):
+            WarpReduce = jit.cub.WarpReduce[dtype]
+            temp_storage = jit.shared_memory(dtype=WarpReduce.TempStorage, size=1)
+            i, j = jit.blockIdx.x, jit.threadIdx.x
+            value = x[i, j]
+            aggregator = WarpReduce(temp_storage[0])
+            aggregate = aggregator.Reduce(value, jit.cub.Max())
+            if j == 0:
+                y[i] = aggregate
+
+        return {"Sum": warp_sum, "Reduce(Sum)": warp_reduce_sum, "Max": warp_reduce_max}[op]
+
+
+    def block_reduce(dtype, op):
+        # CuPy's two BlockReduce kernels: Sum, Reduce(Min()).
+        @jit.rawkernel()
+        def block_sum(x, y):
+            BlockReduce = jit.cub.BlockReduce[dtype, 256]
+            temp_storage = jit.shared_memory(dtype=BlockReduce.TempStorage, size=1)
+            i, j = jit.blockIdx.x, jit.threadIdx.x
+            value = x[i, j]
+            aggregator = BlockReduce(temp_storage[0])
+            aggregate = aggregator.Sum(value)
+            if j == 0:
+                y[i] = aggregate
+
+        @jit.rawkernel()
+        def block_reduce_min(x, y):
+            BlockReduce = jit.cub.BlockReduce[dtype, 256]
+            temp_storage = jit.shared_memory(dtype=BlockReduce.TempStorage, size=1)
+            i, j = jit.blockIdx.x, jit.threadIdx.x
+            value = x[i, j]
+            aggregator = BlockReduce(temp_storage[0])
+            aggregate = aggregator.Reduce(value, jit.cub.Min())
+            if j == 0:
+                y[i] = aggregate
+
+        return {"Sum": block_sum, "Min": block_reduce_min}[op]
 
 
     def grid_of(n):
@@ -314,7 +379,57 @@ def test_cub_diagnostic_names_the_cupyx_dialect(mod):
     with pytest.raises(CompileError) as info:
         mod.cub_call().ptx(types=[I32, I32])
     msg = info.value.diagnostics[0].message
-    assert "`cupyx.jit.cub` is not available in device code (cupyx dialect)" == msg
+    assert "`cupyx.jit.cub.BlockScan` is not available in device code (cupyx dialect)" == msg
+
+
+def test_cub_reductions_compile_to_shuffles_and_one_shared_array(mod):
+    ptx = mod.block_reduce(np.float32, "Sum").ptx(types=["float32[:, ::1]", "float32[::1]"])
+    assert "shfl.sync.down" in ptx and "bar.sync" in ptx and ".shared" in ptx
+    ptx = mod.warp_reduce(np.complex128, "Max").ptx(types=["complex128[:, ::1]", "complex128[::1]"])
+    assert "shfl.sync.down" in ptx and "bar.sync" not in ptx
+
+
+# CuPy's TestCubWarpReduce / TestCubBlockReduce: every dtype but bool (on the CPU back end
+# without a GPU).
+CUB_DTYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+              "float16", "float32", "float64", "complex64", "complex128"]
+
+
+def _shaped_random(shape, dtype, seed):
+    a = np.random.RandomState(seed).rand(*shape) * 10
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * np.random.RandomState(seed + 1).rand(*shape) * 10
+    return a.astype(dtype)
+
+
+@pytest.mark.parametrize("op", ["Sum", "Reduce(Sum)", "Max"])
+@pytest.mark.parametrize("dtype", CUB_DTYPES)
+def test_gpu_cub_warp_reduce(cupy, mod, dtype, op):
+    h, w = 4, 32
+    x = _shaped_random((h, w), dtype, 0)
+    y = cupy.zeros((h,), dtype=dtype)
+    mod.warp_reduce(np.dtype(dtype).type, op)[h, w](cupy.asarray(x), y)
+    want = x.max(axis=-1) if op == "Max" else x.sum(axis=-1, dtype=dtype)
+    got = cupy.asnumpy(y)
+    if np.dtype(dtype).kind in "iu" or op == "Max":
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-2 if dtype == "float16" else 1e-5)
+
+
+@pytest.mark.parametrize("op", ["Sum", "Min"])
+@pytest.mark.parametrize("dtype", CUB_DTYPES)
+def test_gpu_cub_block_reduce(cupy, mod, dtype, op):
+    h, w = 3, 256
+    x = _shaped_random((h, w), dtype, 1)
+    y = cupy.zeros((h,), dtype=dtype)
+    mod.block_reduce(np.dtype(dtype).type, op)[h, w](cupy.asarray(x), y)
+    want = x.min(axis=-1) if op == "Min" else x.sum(axis=-1, dtype=dtype)
+    got = cupy.asnumpy(y)
+    if np.dtype(dtype).kind in "iu" or op == "Min":
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-2 if dtype == "float16" else 1e-5)
 
 
 @pytest.mark.parametrize("n, cls", [(0, ValueError), (4, ValueError), ((1,), TypeError),

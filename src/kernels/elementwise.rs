@@ -1124,10 +1124,12 @@ pub(crate) fn resolve(
                 && a.shape != shape
             {
                 // CuPy's words first (its tests match them), then which output and why.
-                return Err(crate::Error::Runtime(crate::runtime::RuntimeError::Shape(format!(
-                    "Out shape is mismatched: output `{}` has shape {:?}, but the arguments broadcast to {shape:?}",
-                    params[k].name, a.shape
-                ))));
+                return Err(crate::Error::Runtime(crate::runtime::RuntimeError::Shape(
+                    format!(
+                        "Out shape is mismatched: output `{}` has shape {:?}, but the arguments broadcast to {shape:?}",
+                        params[k].name, a.shape
+                    ),
+                )));
             }
         }
     }

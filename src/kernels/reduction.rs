@@ -1224,7 +1224,10 @@ impl ReductionKernel {
         let g = self.generate(launch, host);
         let types: Vec<String> = launch.types.iter().map(|t| t.to_string()).collect();
         let spread = if host {
-            format!("{} kept and {} reduced dimensions", launch.kdims, launch.rdims)
+            format!(
+                "{} kept and {} reduced dimensions",
+                launch.kdims, launch.rdims
+            )
         } else {
             format!("{:?}, tile {}", launch.strategy, launch.tile)
         };

@@ -272,7 +272,10 @@ impl FnCx<'_, '_> {
                 Diagnostic::error(
                     Code::E0207,
                     args[0].span,
-                    format!("`{what}(...)` takes its temporary storage, found {}", args[0].ty),
+                    format!(
+                        "`{what}(...)` takes its temporary storage, found {}",
+                        args[0].ty
+                    ),
                 )
                 .with_note(format!(
                     "pass an element of `jit.shared_memory({}.TempStorage, 1)`",
@@ -315,7 +318,10 @@ impl FnCx<'_, '_> {
                         Diagnostic::error(
                             Code::E0207,
                             a[1].span,
-                            format!("`{what}.Reduce` takes a `jit.cub` operator, found {}", a[1].ty),
+                            format!(
+                                "`{what}.Reduce` takes a `jit.cub` operator, found {}",
+                                a[1].ty
+                            ),
                         )
                         .with_note("pass `jit.cub.Sum()`, `jit.cub.Max()` or `jit.cub.Min()`"),
                     );
@@ -394,7 +400,11 @@ impl FnCx<'_, '_> {
 
 /// A real or imaginary part of a complex value.
 fn part(b: &mut Builder, z: Handle<Expr>, s: Scalar, imag: bool) -> Handle<Expr> {
-    let op = if imag { ComplexOp::Imag } else { ComplexOp::Real };
+    let op = if imag {
+        ComplexOp::Imag
+    } else {
+        ComplexOp::Real
+    };
     b.e(
         Expr::Intrinsic(Intrinsic::Complex(op), vec![z]),
         Type::Scalar(s.component()),
@@ -440,7 +450,13 @@ fn shfl_down(b: &mut Builder, x: Handle<Expr>, s: Scalar, delta: i128) -> Handle
 
 /// `op(a, x)` of two locals as CUB computes it: `a + x`, `x > a ? x : a`, `x < a ? x : a`.
 /// Every use reads the local afresh, so nothing is evaluated twice.
-fn apply(b: &mut Builder, op: CubOp, s: Scalar, a: Handle<Local>, x: Handle<Local>) -> Handle<Expr> {
+fn apply(
+    b: &mut Builder,
+    op: CubOp,
+    s: Scalar,
+    a: Handle<Local>,
+    x: Handle<Local>,
+) -> Handle<Expr> {
     let cmp = match op {
         CubOp::Sum => {
             let (a, x) = (b.get(a), b.get(x));
@@ -507,7 +523,10 @@ fn build(b: &mut Builder, r: Reducer, op: CubOp) -> Block {
         );
         out.push(b.set(arr, alloc));
         let tid = b.local("$tid", Type::Scalar(u32t));
-        let t = b.e(Expr::Intrinsic(Intrinsic::ThreadIdx(Axis::X), vec![]), Type::Scalar(u32t));
+        let t = b.e(
+            Expr::Intrinsic(Intrinsic::ThreadIdx(Axis::X), vec![]),
+            Type::Scalar(u32t),
+        );
         out.push(b.set(tid, t));
         // Lane 0 of each warp stores the warp's result.
         let t = b.get(tid);
