@@ -117,6 +117,65 @@ SOURCE = """
         return f
 
 
+    def factory_device_functions():
+        # CuPy's test_device_function_duplicated_names: `g(10)` is called on the host while
+        # compiling; each instance is its own device function (all named `f`, as the kernel).
+        @jit.rawkernel()
+        def f(x, y, z):
+            tid = jit.threadIdx.x
+            z[tid] = g(10)(x[tid], y[tid])
+            z[tid] += g(20)(x[tid], y[tid])
+            z[tid] += g(30)(x[tid], y[tid])
+            z[tid] += g(10)(x[tid], y[tid])
+
+        def g(const):
+            @jit.rawkernel(device=True)
+            def f(x, y):
+                return x + y + const
+            return f
+
+        return f
+
+
+    def factory_recursion():
+        # CuPy's test_device_function_template_recursion: the `if step < 256` of each instance
+        # is decided while compiling, which ends the recursion; its barrier under `tid % ...`
+        # is pydevice's E0241.
+        @jit.rawkernel()
+        def f(x, y):
+            tid = jit.threadIdx.x
+            y[tid] = x[tid]
+            jit.syncthreads()
+            g(1)(y)
+
+        def g(step):
+            @jit.rawkernel(device=True)
+            def f(x):
+                if step < 256:
+                    tid = jit.threadIdx.x
+                    if tid % (step * 2) == 0:
+                        x[tid] += x[tid + step]
+                        jit.syncthreads()
+                        g(step * 2)(x)
+            return f
+
+        return f
+
+
+    def factory_of_a_variable():
+        @jit.rawkernel()
+        def f(x):
+            x[0] = g(x[1])(x[0])
+
+        def g(const):
+            @jit.rawkernel(device=True)
+            def f(x):
+                return x + const
+            return f
+
+        return f
+
+
     def cub_call():
         @jit.rawkernel()
         def f(x, y):
@@ -380,6 +439,40 @@ def test_cub_diagnostic_names_the_cupyx_dialect(mod):
         mod.cub_call().ptx(types=[I32, I32])
     msg = info.value.diagnostics[0].message
     assert "`cupyx.jit.cub.BlockScan` is not available in device code (cupyx dialect)" == msg
+
+
+def test_factory_calls_make_one_device_function_per_value(mod):
+    k = mod.factory_device_functions()
+    ptx = k.ptx(types=[I32] * 3)
+    text = k._src.text()
+    # Three instances for three values (`g(10)` twice is one), none named like the kernel.
+    assert text.count("@jit.rawkernel(device=True)\ndef _pyd_factory_") == 3
+    assert "return x + y + 10" in text and "return x + y + 30" in text
+    assert ".entry f(" in ptx
+
+
+def test_factory_recursion_ends_and_its_divergent_barrier_is_e0241(mod):
+    k = mod.factory_recursion()
+    with pytest.raises(CompileError) as info:
+        k.ptx(types=[I32] * 2)
+    assert {d.code for d in info.value.diagnostics} == {"E0241"}
+    # step = 1, 2, ..., 256: nine instances, the last one empty.
+    assert "def _pyd_factory_9_f(x):\n    pass" in k._src.text()
+
+
+def test_factory_call_with_a_variable_stays_an_error(mod):
+    # `g(x[1])`: not a constant, so `g` is read in device code (CuPy's TypeError when
+    # launched, the compiler's E0101 here).
+    with pytest.raises(CompileError, match="name `g` is not defined"):
+        mod.factory_of_a_variable().ptx(types=[I32])
+
+
+def test_gpu_factory_device_functions(cupy, mod):
+    x = cupy.arange(30, dtype=cupy.int32)
+    y = cupy.arange(30, dtype=cupy.int32) * 7
+    z = cupy.zeros(30, dtype=cupy.int32)
+    mod.factory_device_functions()((1,), (30,), (x, y, z))
+    np.testing.assert_array_equal(cupy.asnumpy(z), np.arange(30) * 8 * 4 + 70)
 
 
 def test_cub_reductions_compile_to_shuffles_and_one_shared_array(mod):
