@@ -82,6 +82,10 @@ template <class T> struct pyd_it {
 
 // Two results (an iterator pair, or an iterator and a count), returned by value.
 struct pyd_pair { long long a; long long b; };
+
+// Two iterators, each its address and stride (what pydevice's iterator values hold),
+// returned by value: the call's value is then the pair itself, evaluated once.
+struct pyd_iters { long long a; long long sa; long long b; long long sb; };
 "#;
 
 /// Thrust's header of each algorithm a shim may call (fewer headers, faster NVRTC).

@@ -146,7 +146,7 @@ impl From<RuntimeError> for Failure {
     fn from(e: RuntimeError) -> Failure {
         let status = match e {
             RuntimeError::NoDriver(_) => PydeviceStatus::NoDriver,
-            RuntimeError::Argument(_) => PydeviceStatus::InvalidArgument,
+            RuntimeError::Argument(_) | RuntimeError::Shape(_) => PydeviceStatus::InvalidArgument,
             _ => PydeviceStatus::Runtime,
         };
         Failure(status, e.to_string())

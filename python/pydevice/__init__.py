@@ -57,6 +57,7 @@ from .errors import (
     NoDriverError,
     PydeviceError,
     RaceError,
+    ShapeMismatchError,
 )
 from ._native import compiler_version, driver_available
 

@@ -21,6 +21,7 @@ from .errors import (
     LaunchError as LaunchError,
     NoDriverError as NoDriverError,
     PydeviceError as PydeviceError,
+    ShapeMismatchError as ShapeMismatchError,
 )
 from ._types import Atomic as Atomic, ConstExpr as ConstExpr, ScalarType, Vector as Vector, align as align
 

@@ -182,7 +182,7 @@ class _Gathered:
     functions it can reach (to hoist) and the numeric values of the globals and enclosing
     functions' names they read (to append as assignments)."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, factories: bool = False):
         self.filename = fn.__code__.co_filename
         self.nested: List[Any] = []
         self.globals: Dict[str, str] = {}
@@ -191,12 +191,45 @@ class _Gathered:
         # reading one is E0101, which a dialect may report as its own type error.
         self.unusable: Dict[str, str] = {}
         self._seen: set = set()
+        self._visited: List[Any] = []
         self._visit(fn)
+        # Device functions made by host functions called with constants (`g(10)(x, y)`):
+        # one instance each, appended to the module (`_factories`).
+        from ._factories import Factories
+
+        self.factories = Factories(self._device_function, self._visit_device)
+        if factories:
+            for f in list(self._visited):
+                self.factories.scan(f)
+
+    def _device_function(self, v):
+        """The function a device function of this file wraps, else None."""
+        if isinstance(v, (Func, Kernel)):
+            u = v.underlying
+            if u.__code__.co_filename == self.filename:
+                return u
+        return None
+
+    def _visit_device(self, v) -> None:
+        u = self._device_function(v)
+        if u is not None and u.__globals__ is self._globals:
+            self._visit(u)
+
+    def apply(self, lines: List[str]) -> List[str]:
+        """The file's lines with each factory call replaced by its instance's name."""
+        out = list(lines)
+        for line, start, end, name in sorted(self.factories.replacements, reverse=True):
+            text = out[line]
+            out[line] = text[:start] + name + text[end:]
+        return out
 
     def _visit(self, fn) -> None:
         if id(fn) in self._seen:
             return
         self._seen.add(id(fn))
+        if not self._visited:
+            self._globals = fn.__globals__
+        self._visited.append(fn)
         if "<locals>" in fn.__qualname__:
             self.nested.append(fn)
         names: set = set()
@@ -240,8 +273,10 @@ class _Gathered:
 class _Source:
     """The compiler's view of a decorated function: file name, text, entry name."""
 
-    def __init__(self, fn, decorator=None):
+    def __init__(self, fn, decorator=None, factories: bool = False):
         code = fn.__code__
+        # cupyx.jit's device functions made by host calls with constants (`_factories`).
+        self._factories = factories
         self.filename = code.co_filename
         self.entry = fn.__name__
         lines = linecache.getlines(self.filename, fn.__globals__)
@@ -260,13 +295,14 @@ class _Source:
     def text(self) -> str:
         # Gathered at the first compile, when the device functions an entry calls from an
         # enclosing function (defined after it, often) exist.
-        g = self._gathered = _Gathered(self.fn)
+        g = self._gathered = _Gathered(self.fn, self._factories)
+        src = g.apply(self._lines)
         blocks = []
         for f in g.nested:
             first = f.__code__.co_firstlineno - 1
-            if first < len(self._lines) and not _is_top(self._lines[first]):
+            if first < len(src) and not _is_top(src[first]):
                 block, _ = inspect.getsourcelines(f)
-                blocks.append((first, block))
+                blocks.append((first, src[first : first + len(block)]))
         # A function defined inside another gathered one (a `def` in a kernel's body, which
         # the compiler refuses with its span) stays where it is: hoisting it would blank the
         # function around it.
@@ -278,14 +314,16 @@ class _Source:
             b for b in blocks
             if not any(s <= b[0] and b[0] + len(b[1]) <= e and (s, e) != (b[0], b[0] + len(b[1])) for s, e in spans)
         ]
-        lines = self.lines
+        lines = self.lines if src == self._lines else _rewrite_imports(src)
         if blocks:
-            lines = _rewrite_imports(_hoist_nested(self._lines, blocks))
+            lines = _rewrite_imports(_hoist_nested(src, blocks))
         if self._decorator is not None:
             lines = self._apply_decorator(lines, entry_first, *self._decorator)
         suffix = g.suffix()
         if suffix:
             suffix = ["\nimport numpy as _pydevice_numpy_\n"] + suffix
+        if g.factories.texts:
+            suffix = suffix + ["\n\n"] + [t + "\n\n" for t in g.factories.texts]
         return "".join(lines + suffix)
 
     def _apply_decorator(self, lines: List[str], first: int, kind: str, options: dict) -> List[str]:
@@ -1148,7 +1186,7 @@ class _Entry:
                 if self._decorator_kind == "func":
                     options["device"] = True
                 decorator = ("jit", options)
-            self._src = _Source(self.underlying, decorator)
+            self._src = _Source(self.underlying, decorator, factories=self.dialect == "cupyx")
         return self._src
 
     # The native module is made on first use (parsing is a few hundred microseconds).

@@ -422,6 +422,14 @@ class ReductionKernel(_native.KernelCall):
     def __repr__(self) -> str:
         return f"<pydevice.ReductionKernel {self.name}>"
 
+    @property
+    def _cached_codes(self) -> dict:
+        """The generated source of each specialization compiled so far, by a description of
+        it (its argument types, where it ran, how the reduction is spread): one entry per
+        specialization however often it ran, as CuPy's ``_cached_codes`` holds its generated
+        CUDA C++. A snapshot; pydevice's kernel is the ``cuda.device`` source shown here."""
+        return dict(self._k.cached_codes())
+
     def _call(self, *args, axis=None, keepdims: bool = False, stream=None, out=None, **kwargs):
         """The general path of a call (the native ``__call__`` found no remembered signature)."""
         if kwargs:

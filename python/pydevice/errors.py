@@ -18,7 +18,8 @@ argument); none of them ends the process.
   ``race_check=True``) had a data race; the latter names both accesses' lines.
 - :class:`ArgumentError`: an argument does not fit its parameter (also a ``TypeError``);
   :class:`ArgumentRangeError` for an integer out of its type's range (also an
-  ``OverflowError``).
+  ``OverflowError``); :class:`ShapeMismatchError` for an output whose shape is not the
+  arguments' broadcast shape (also a ``ValueError``).
 - :class:`HostError`: a ``@func`` could not be built or called on the host;
   :class:`HostRecursionError` (also a ``RecursionError``) when a host call ran out of stack
   (recursion too deep, or a frame larger than the stack left), as CPython reports it.
@@ -191,6 +192,12 @@ class LinkError(PydeviceError):
 
 class ArgumentError(PydeviceError, TypeError):
     """An argument does not fit its parameter (also a ``TypeError``)."""
+
+
+class ShapeMismatchError(ArgumentError, ValueError):
+    """An output array given to an ``ElementwiseKernel`` does not have the shape the
+    arguments broadcast to (also a ``ValueError``, as CuPy and NumPy raise for it; the message
+    begins with CuPy's "Out shape is mismatched")."""
 
 
 class ArgumentRangeError(ArgumentError, OverflowError):

@@ -796,6 +796,12 @@ impl Reduction {
         self.fast.len()
     }
 
+    /// The generated source of each specialization compiled so far, as
+    /// `(description, source)` pairs (`ReductionKernel._cached_codes`).
+    fn cached_codes(&self) -> Vec<(String, String)> {
+        self.k.cached_codes()
+    }
+
     /// For measuring and testing without a GPU (see [`Elementwise::remember_dry_run`]).
     #[pyo3(signature = (args, call, outs, partials, axis=None, keepdims=false, ordinal=0, record=false))]
     #[allow(clippy::too_many_arguments)]

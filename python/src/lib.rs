@@ -108,6 +108,7 @@ pub(crate) fn runtime_to_py(py: Python<'_>, e: RuntimeError) -> PyErr {
         RuntimeError::Launch { kernel, .. } => raise(py, "LaunchError", (text, kernel)),
         RuntimeError::Fault { kernel, .. } => raise(py, "DeviceFault", (text, kernel)),
         RuntimeError::Argument(_) => raise(py, "ArgumentError", (text,)),
+        RuntimeError::Shape(_) => raise(py, "ShapeMismatchError", (text,)),
         RuntimeError::WrongDevice {
             kernel,
             found,

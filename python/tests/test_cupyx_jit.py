@@ -117,13 +117,137 @@ SOURCE = """
         return f
 
 
+    def factory_device_functions():
+        # CuPy's test_device_function_duplicated_names: `g(10)` is called on the host while
+        # compiling; each instance is its own device function (all named `f`, as the kernel).
+        @jit.rawkernel()
+        def f(x, y, z):
+            tid = jit.threadIdx.x
+            z[tid] = g(10)(x[tid], y[tid])
+            z[tid] += g(20)(x[tid], y[tid])
+            z[tid] += g(30)(x[tid], y[tid])
+            z[tid] += g(10)(x[tid], y[tid])
+
+        def g(const):
+            @jit.rawkernel(device=True)
+            def f(x, y):
+                return x + y + const
+            return f
+
+        return f
+
+
+    def factory_recursion():
+        # CuPy's test_device_function_template_recursion: the `if step < 256` of each instance
+        # is decided while compiling, which ends the recursion; its barrier under `tid % ...`
+        # is pydevice's E0241.
+        @jit.rawkernel()
+        def f(x, y):
+            tid = jit.threadIdx.x
+            y[tid] = x[tid]
+            jit.syncthreads()
+            g(1)(y)
+
+        def g(step):
+            @jit.rawkernel(device=True)
+            def f(x):
+                if step < 256:
+                    tid = jit.threadIdx.x
+                    if tid % (step * 2) == 0:
+                        x[tid] += x[tid + step]
+                        jit.syncthreads()
+                        g(step * 2)(x)
+            return f
+
+        return f
+
+
+    def factory_of_a_variable():
+        @jit.rawkernel()
+        def f(x):
+            x[0] = g(x[1])(x[0])
+
+        def g(const):
+            @jit.rawkernel(device=True)
+            def f(x):
+                return x + const
+            return f
+
+        return f
+
+
     def cub_call():
         @jit.rawkernel()
         def f(x, y):
-            WarpReduce = jit.cub.WarpReduce[numpy.int32]  # noqa: F841
+            BlockScan = jit.cub.BlockScan[numpy.int32, 32]  # noqa: F841
             y[0] = x[0]
 
         return f
+
+
+    def warp_reduce(dtype, op):
+        # CuPy's three WarpReduce kernels: Sum, Reduce(Sum()), Reduce(Max()).
+        @jit.rawkernel()
+        def warp_sum(x, y):
+            WarpReduce = jit.cub.WarpReduce[dtype]
+            temp_storage = jit.shared_memory(dtype=WarpReduce.TempStorage, size=1)
+            i, j = jit.blockIdx.x, jit.threadIdx.x
+            value = x[i, j]
+            aggregator = WarpReduce(temp_storage[0])
+            aggregate = aggregator.Sum(value)
+            if j == 0:
+                y[i] = aggregate
+
+        @jit.rawkernel()
+        def warp_reduce_sum(x, y):
+            WarpReduce = jit.cub.WarpReduce[dtype]
+            temp_storage = jit.shared_memory(dtype=WarpReduce.TempStorage, size=1)
+            i, j = jit.blockIdx.x, jit.threadIdx.x
+            value = x[i, j]
+            aggregator = WarpReduce(temp_storage[0])
+            aggregate = aggregator.Reduce(value, jit.cub.Sum())
+            if j == 0:
+                y[i] = aggregate
+
+        @jit.rawkernel()
+        def warp_reduce_max(x, y):
+            WarpReduce = jit.cub.WarpReduce[dtype]
+            temp_storage = jit.shared_memory(dtype=WarpReduce.TempStorage, size=1)
+            i, j = jit.blockIdx.x, jit.threadIdx.x
+            value = x[i, j]
+            aggregator = WarpReduce(temp_storage[0])
+            aggregate = aggregator.Reduce(value, jit.cub.Max())
+            if j == 0:
+                y[i] = aggregate
+
+        return {"Sum": warp_sum, "Reduce(Sum)": warp_reduce_sum, "Max": warp_reduce_max}[op]
+
+
+    def block_reduce(dtype, op):
+        # CuPy's two BlockReduce kernels: Sum, Reduce(Min()).
+        @jit.rawkernel()
+        def block_sum(x, y):
+            BlockReduce = jit.cub.BlockReduce[dtype, 256]
+            temp_storage = jit.shared_memory(dtype=BlockReduce.TempStorage, size=1)
+            i, j = jit.blockIdx.x, jit.threadIdx.x
+            value = x[i, j]
+            aggregator = BlockReduce(temp_storage[0])
+            aggregate = aggregator.Sum(value)
+            if j == 0:
+                y[i] = aggregate
+
+        @jit.rawkernel()
+        def block_reduce_min(x, y):
+            BlockReduce = jit.cub.BlockReduce[dtype, 256]
+            temp_storage = jit.shared_memory(dtype=BlockReduce.TempStorage, size=1)
+            i, j = jit.blockIdx.x, jit.threadIdx.x
+            value = x[i, j]
+            aggregator = BlockReduce(temp_storage[0])
+            aggregate = aggregator.Reduce(value, jit.cub.Min())
+            if j == 0:
+                y[i] = aggregate
+
+        return {"Sum": block_sum, "Min": block_reduce_min}[op]
 
 
     def grid_of(n):
@@ -314,7 +438,91 @@ def test_cub_diagnostic_names_the_cupyx_dialect(mod):
     with pytest.raises(CompileError) as info:
         mod.cub_call().ptx(types=[I32, I32])
     msg = info.value.diagnostics[0].message
-    assert "`cupyx.jit.cub` is not available in device code (cupyx dialect)" == msg
+    assert "`cupyx.jit.cub.BlockScan` is not available in device code (cupyx dialect)" == msg
+
+
+def test_factory_calls_make_one_device_function_per_value(mod):
+    k = mod.factory_device_functions()
+    ptx = k.ptx(types=[I32] * 3)
+    text = k._src.text()
+    # Three instances for three values (`g(10)` twice is one), none named like the kernel.
+    assert text.count("@jit.rawkernel(device=True)\ndef _pyd_factory_") == 3
+    assert "return x + y + 10" in text and "return x + y + 30" in text
+    assert ".entry f(" in ptx
+
+
+def test_factory_recursion_ends_and_its_divergent_barrier_is_e0241(mod):
+    k = mod.factory_recursion()
+    with pytest.raises(CompileError) as info:
+        k.ptx(types=[I32] * 2)
+    assert {d.code for d in info.value.diagnostics} == {"E0241"}
+    # step = 1, 2, ..., 256: nine instances, the last one empty.
+    assert "def _pyd_factory_9_f(x):\n    pass" in k._src.text()
+
+
+def test_factory_call_with_a_variable_stays_an_error(mod):
+    # `g(x[1])`: not a constant, so `g` is read in device code (CuPy's TypeError when
+    # launched, the compiler's E0101 here).
+    with pytest.raises(CompileError, match="name `g` is not defined"):
+        mod.factory_of_a_variable().ptx(types=[I32])
+
+
+def test_gpu_factory_device_functions(cupy, mod):
+    x = cupy.arange(30, dtype=cupy.int32)
+    y = cupy.arange(30, dtype=cupy.int32) * 7
+    z = cupy.zeros(30, dtype=cupy.int32)
+    mod.factory_device_functions()((1,), (30,), (x, y, z))
+    np.testing.assert_array_equal(cupy.asnumpy(z), np.arange(30) * 8 * 4 + 70)
+
+
+def test_cub_reductions_compile_to_shuffles_and_one_shared_array(mod):
+    ptx = mod.block_reduce(np.float32, "Sum").ptx(types=["float32[:, ::1]", "float32[::1]"])
+    assert "shfl.sync.down" in ptx and "bar.sync" in ptx and ".shared" in ptx
+    ptx = mod.warp_reduce(np.complex128, "Max").ptx(types=["complex128[:, ::1]", "complex128[::1]"])
+    assert "shfl.sync.down" in ptx and "bar.sync" not in ptx
+
+
+# CuPy's TestCubWarpReduce / TestCubBlockReduce: every dtype but bool (on the CPU back end
+# without a GPU).
+CUB_DTYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+              "float16", "float32", "float64", "complex64", "complex128"]
+
+
+def _shaped_random(shape, dtype, seed):
+    a = np.random.RandomState(seed).rand(*shape) * 10
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * np.random.RandomState(seed + 1).rand(*shape) * 10
+    return a.astype(dtype)
+
+
+@pytest.mark.parametrize("op", ["Sum", "Reduce(Sum)", "Max"])
+@pytest.mark.parametrize("dtype", CUB_DTYPES)
+def test_gpu_cub_warp_reduce(cupy, mod, dtype, op):
+    h, w = 4, 32
+    x = _shaped_random((h, w), dtype, 0)
+    y = cupy.zeros((h,), dtype=dtype)
+    mod.warp_reduce(np.dtype(dtype).type, op)[h, w](cupy.asarray(x), y)
+    want = x.max(axis=-1) if op == "Max" else x.sum(axis=-1, dtype=dtype)
+    got = cupy.asnumpy(y)
+    if np.dtype(dtype).kind in "iu" or op == "Max":
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-2 if dtype == "float16" else 1e-5)
+
+
+@pytest.mark.parametrize("op", ["Sum", "Min"])
+@pytest.mark.parametrize("dtype", CUB_DTYPES)
+def test_gpu_cub_block_reduce(cupy, mod, dtype, op):
+    h, w = 3, 256
+    x = _shaped_random((h, w), dtype, 1)
+    y = cupy.zeros((h,), dtype=dtype)
+    mod.block_reduce(np.dtype(dtype).type, op)[h, w](cupy.asarray(x), y)
+    want = x.min(axis=-1) if op == "Min" else x.sum(axis=-1, dtype=dtype)
+    got = cupy.asnumpy(y)
+    if np.dtype(dtype).kind in "iu" or op == "Min":
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-2 if dtype == "float16" else 1e-5)
 
 
 @pytest.mark.parametrize("n, cls", [(0, ValueError), (4, ValueError), ((1,), TypeError),

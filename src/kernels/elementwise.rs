@@ -1123,9 +1123,12 @@ pub(crate) fn resolve(
                 && !params[k].raw
                 && a.shape != shape
             {
-                return Err(arg_error(format!(
-                    "output `{}` has shape {:?}, but the arguments broadcast to {shape:?}",
-                    params[k].name, a.shape
+                // CuPy's words first (its tests match them), then which output and why.
+                return Err(crate::Error::Runtime(crate::runtime::RuntimeError::Shape(
+                    format!(
+                        "Out shape is mismatched: output `{}` has shape {:?}, but the arguments broadcast to {shape:?}",
+                        params[k].name, a.shape
+                    ),
                 )));
             }
         }

@@ -174,6 +174,9 @@ pub struct ReductionKernel {
     host_compiled: Mutex<HashMap<HostKey, HostKernel>>,
     #[allow(clippy::type_complexity)]
     cpu_compiled: Mutex<HashMap<(SpecKey, Strategy, u32), Arc<crate::runtime::cpu::CpuKernel>>>,
+    /// The generated source of every specialization compiled so far, by its description
+    /// ([`ReductionKernel::cached_codes`]).
+    codes: Mutex<std::collections::BTreeMap<String, String>>,
 }
 
 /// A reduction call's types and shapes, before the outputs exist.
@@ -443,6 +446,7 @@ impl ReductionKernel {
                     compiled: Mutex::new(HashMap::new()),
                     host_compiled: Mutex::new(HashMap::new()),
                     cpu_compiled: Mutex::new(HashMap::new()),
+                    codes: Mutex::new(std::collections::BTreeMap::new()),
                 })
             }
             _ => Err(def.error(diags)),
@@ -1197,6 +1201,41 @@ impl ReductionKernel {
         (b.finish(), renames)
     }
 
+    /// The generated source of every specialization this kernel has compiled, in the order
+    /// of their descriptions: `(description, source)`, the description naming the argument
+    /// types, where it runs (`device`, `cpu` for the CPU back end, `host`) and how the
+    /// reduction is spread. One entry per specialization, however often it ran (CuPy's
+    /// `ReductionKernel._cached_codes` holds its generated CUDA C++ the same way).
+    pub fn cached_codes(&self) -> Vec<(String, String)> {
+        super::lock(&self.codes)
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+
+    /// [`ReductionKernel::generate`] for a compilation: the source is recorded in
+    /// [`ReductionKernel::cached_codes`] under the specialization's description.
+    fn generate_compiled(
+        &self,
+        launch: &ReductionLaunch,
+        host: bool,
+        target: &str,
+    ) -> (GeneratedSource, HashMap<String, String>) {
+        let g = self.generate(launch, host);
+        let types: Vec<String> = launch.types.iter().map(|t| t.to_string()).collect();
+        let spread = if host {
+            format!(
+                "{} kept and {} reduced dimensions",
+                launch.kdims, launch.rdims
+            )
+        } else {
+            format!("{:?}, tile {}", launch.strategy, launch.tile)
+        };
+        let key = format!("({}) on {target}: {spread}", types.join(", "));
+        super::lock(&self.codes).insert(key, g.0.text.clone());
+        g
+    }
+
     /// The generated source for a launch (both kernels of a full reduction).
     pub fn source(&self, launch: &ReductionLaunch) -> String {
         self.generate(launch, false).0.text
@@ -1222,7 +1261,7 @@ impl ReductionKernel {
             &self.def,
             &self.name,
             &launch.types,
-            || self.generate(launch, true),
+            || self.generate_compiled(launch, true, "host"),
         )
     }
 
@@ -1261,7 +1300,7 @@ impl ReductionKernel {
                 &self.def,
                 entry,
                 &launch.types,
-                || self.generate(launch, false),
+                || self.generate_compiled(launch, false, "cpu"),
             )
         };
         let main = kernel(&self.name, false)?;
@@ -1322,7 +1361,7 @@ impl ReductionKernel {
         launch: &ReductionLaunch,
         entry: &str,
     ) -> Result<Arc<CompiledKernel>, Error> {
-        let (source, renames) = self.generate(launch, false);
+        let (source, renames) = self.generate_compiled(launch, false, "device");
         let file = format!("<ReductionKernel {}>", self.name);
         self.cache
             .get_or_compile_source(&file, &source.text, entry, &launch.types, &self.options)

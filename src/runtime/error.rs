@@ -50,6 +50,11 @@ pub enum RuntimeError {
     /// An argument does not match the kernel's parameters, or an array description (DLPack,
     /// CUDA Array Interface) is malformed or unsupported.
     Argument(String),
+    /// An output array's shape is not the shape the arguments broadcast to (an elementwise
+    /// kernel's given output). The message begins with CuPy's words, "Out shape is
+    /// mismatched"; Python raises it as `ShapeMismatchError`, both an `ArgumentError` and the
+    /// `ValueError` CuPy and NumPy raise for it (docs/semantics.md §20.3).
+    Shape(String),
     /// A launch mixes GPUs: its kernel, an array argument or its stream belongs to GPU
     /// `found`, but the launch runs on GPU `launch`. Nothing was launched; the context is
     /// still usable.
@@ -163,6 +168,7 @@ impl fmt::Display for RuntimeError {
                 "kernel `{kernel}` faulted: {message} (the CUDA context is unusable from now on)"
             ),
             RuntimeError::Argument(m) => write!(f, "bad kernel argument: {m}"),
+            RuntimeError::Shape(m) => write!(f, "{m}"),
             RuntimeError::WrongDevice {
                 kernel,
                 what,

@@ -16,6 +16,9 @@ impl FnCx<'_, '_> {
         if let Some(v) = self.thrust_call(c) {
             return v.map(Value::Val).unwrap_or(Value::Err);
         }
+        if let Some(v) = self.cub_call(c) {
+            return v.map(Value::Val).unwrap_or(Value::Err);
+        }
         let fspan = sp(c.func.as_ref());
         let callee = match (self.callee_item(&c.func), c.func.as_ref()) {
             (Some(item), _) => {

@@ -208,6 +208,9 @@ impl FnCx<'_, '_> {
 
     /// A dtype argument: a type (`float32`, `int`) or its name as a string.
     pub(super) fn dtype_arg(&mut self, e: &ast::Expr) -> Option<Scalar> {
+        if let Some(s) = self.cub_temp_storage(e) {
+            return Some(s);
+        }
         let d = self.s.defaults;
         let found = match e {
             ast::Expr::StringLiteral(s) => Scalar::from_name(s.value.to_str()),
@@ -1173,6 +1176,9 @@ impl FnCx<'_, '_> {
     pub(super) fn method_call(&mut self, v: Val, method: &str, c: &ast::ExprCall) -> Option<Val> {
         let span = sp(c);
         if let Some(r) = self.number_method(&v, method, c) {
+            return r;
+        }
+        if let Some(r) = self.cub_method(&v, method, c) {
             return r;
         }
         match v.ty.clone() {

@@ -456,6 +456,9 @@ impl FnCx<'_, '_> {
     }
 
     pub(super) fn subscript(&mut self, s: &ast::ExprSubscript) -> Option<Val> {
+        if let Some(v) = self.cub_subscript(s) {
+            return v;
+        }
         if let ast::Expr::StringLiteral(k) = s.slice.as_ref() {
             // `records[i]['x']`: numba's spelling of a field, `records[i].x`.
             let base = self.place_or_value(&s.value);

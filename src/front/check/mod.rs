@@ -62,6 +62,7 @@ pub fn specialize(
         pending: HashMap::new(),
         diags: Vec::new(),
         reductions: HashMap::new(),
+        cub_functions: HashMap::new(),
         wraparound: true,
     };
     let fail = |list| Diagnostics {
@@ -332,6 +333,8 @@ struct Specializer<'m> {
     diags: Vec<Diagnostic>,
     /// The functions computing NumPy reductions, by reduction and array type (§5.18).
     reductions: HashMap<(reduce::Reduce, crate::types::ArrayType), Handle<Function>>,
+    /// The functions computing `jit.cub` reductions, by reducer and operator (§15.6).
+    cub_functions: HashMap<String, Handle<Function>>,
     /// Whether negative indices count from the end (§5.1): false under the entry kernel's
     /// `wraparound=False`, for it and every `@func` it calls.
     wraparound: bool,
@@ -1580,6 +1583,7 @@ mod atomic_object;
 mod calls;
 mod cluster;
 mod complex;
+mod cub;
 mod device;
 mod groups;
 mod hopper;

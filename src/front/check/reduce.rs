@@ -125,17 +125,17 @@ impl Reduce {
 }
 
 /// The IR of one synthesized function under construction.
-struct Builder {
-    /// The array parameter.
-    param: Handle<Local>,
-    locals: Arena<Local>,
-    exprs: Arena<Expr>,
-    types: Vec<Type>,
-    span: Span,
+pub(super) struct Builder {
+    /// The (first) parameter.
+    pub(super) param: Handle<Local>,
+    pub(super) locals: Arena<Local>,
+    pub(super) exprs: Arena<Expr>,
+    pub(super) types: Vec<Type>,
+    pub(super) span: Span,
 }
 
 impl Builder {
-    fn local(&mut self, name: &str, ty: Type) -> Handle<Local> {
+    pub(super) fn local(&mut self, name: &str, ty: Type) -> Handle<Local> {
         self.locals.append(
             Local {
                 name: name.to_string(),
@@ -144,18 +144,18 @@ impl Builder {
             self.span,
         )
     }
-    fn e(&mut self, e: Expr, ty: Type) -> Handle<Expr> {
+    pub(super) fn e(&mut self, e: Expr, ty: Type) -> Handle<Expr> {
         self.types.push(ty);
         self.exprs.append(e, self.span)
     }
-    fn get(&mut self, l: Handle<Local>) -> Handle<Expr> {
+    pub(super) fn get(&mut self, l: Handle<Local>) -> Handle<Expr> {
         let ty = self.locals[l].ty.clone();
         self.e(Expr::Local(l), ty)
     }
-    fn lit(&mut self, lit: Literal, s: Scalar) -> Handle<Expr> {
+    pub(super) fn lit(&mut self, lit: Literal, s: Scalar) -> Handle<Expr> {
         self.e(Expr::Literal(lit), Type::Scalar(s))
     }
-    fn bin(&mut self, op: BinaryOp, a: Handle<Expr>, b: Handle<Expr>) -> Handle<Expr> {
+    pub(super) fn bin(&mut self, op: BinaryOp, a: Handle<Expr>, b: Handle<Expr>) -> Handle<Expr> {
         let ty = match op {
             BinaryOp::Eq
             | BinaryOp::Ne
@@ -167,13 +167,13 @@ impl Builder {
         };
         self.e(Expr::Binary(op, a, b), ty)
     }
-    fn cast(&mut self, a: Handle<Expr>, s: Scalar) -> Handle<Expr> {
+    pub(super) fn cast(&mut self, a: Handle<Expr>, s: Scalar) -> Handle<Expr> {
         if self.types[a.index()] == Type::Scalar(s) {
             return a;
         }
         self.e(Expr::Cast(a), Type::Scalar(s))
     }
-    fn select(
+    pub(super) fn select(
         &mut self,
         cond: Handle<Expr>,
         then: Handle<Expr>,
@@ -192,13 +192,13 @@ impl Builder {
     fn not(&mut self, a: Handle<Expr>) -> Handle<Expr> {
         self.e(Expr::Unary(UnaryOp::Not, a), Type::Scalar(Scalar::Bool))
     }
-    fn set(&self, l: Handle<Local>, v: Handle<Expr>) -> Stmt {
+    pub(super) fn set(&self, l: Handle<Local>, v: Handle<Expr>) -> Stmt {
         Stmt {
             kind: StmtKind::Assign(l, v),
             span: self.span,
         }
     }
-    fn when(&self, cond: Handle<Expr>, then: Block, otherwise: Block) -> Stmt {
+    pub(super) fn when(&self, cond: Handle<Expr>, then: Block, otherwise: Block) -> Stmt {
         Stmt {
             kind: StmtKind::If {
                 cond,

@@ -513,10 +513,18 @@ impl FnCx<'_, '_> {
         let (ret_ty, cret, body) = match ret {
             R::None => (Type::None, "void", format!("{call};")),
             R::It(_) => (i64t.clone(), "long long", format!("return {call}.addr();")),
-            R::Pair(..) => (
-                Type::Tuple(vec![i64t.clone(), i64t.clone()]),
-                "pyd_pair",
-                format!("auto r = {call};\n  return pyd_pair{{r.first.addr(), r.second.addr()}};"),
+            // The two iterators whole, so that the call's value is the pair itself: taking
+            // its parts from one value evaluates the call once (an in-place algorithm such as
+            // `unique_by_key` must not run twice).
+            R::Pair(k1, k2) => (
+                Type::Tuple(vec![
+                    iter_type(IterKind::Array, elems[k1]?),
+                    iter_type(IterKind::Array, elems[k2]?),
+                ]),
+                "pyd_iters",
+                format!(
+                    "auto r = {call};\n  return pyd_iters{{r.first.addr(), s{k1}, r.second.addr(), s{k2}}};"
+                ),
             ),
             R::Bool => (
                 Type::Scalar(Scalar::Int32),
@@ -552,15 +560,7 @@ impl FnCx<'_, '_> {
         match ret {
             R::None => Some(self.val(e, Type::None, span)),
             R::It(k) => it_at(self, e, k),
-            R::Pair(k1, k2) => {
-                let a = self.push(Expr::Extract(e, 0), i64t.clone(), span);
-                let b = self.push(Expr::Extract(e, 1), i64t.clone(), span);
-                let x = it_at(self, a, k1)?;
-                let y = it_at(self, b, k2)?;
-                let ty = Type::Tuple(vec![x.ty.clone(), y.ty.clone()]);
-                let t = self.push(Expr::Tuple(vec![x.e, y.e]), ty.clone(), span);
-                Some(self.val(t, ty, span))
-            }
+            R::Pair(..) => Some(self.val(e, ret_ty, span)),
             R::Bool => {
                 let v = self.val(e, Type::Scalar(Scalar::Int32), span);
                 let b = self.convert(&v, Scalar::Bool)?;
