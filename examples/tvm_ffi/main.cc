@@ -71,14 +71,14 @@ int main(int argc, char** argv) {
       !Sym(lib, "cuCtxSetCurrent", &d.cuCtxSetCurrent) || !Sym(lib, "cuMemAlloc_v2", &d.cuMemAlloc) ||
       !Sym(lib, "cuMemcpyHtoD_v2", &d.cuMemcpyHtoD) || !Sym(lib, "cuMemcpyDtoH_v2", &d.cuMemcpyDtoH) ||
       !Sym(lib, "cuCtxSynchronize", &d.cuCtxSynchronize) || d.cuInit(0) != 0) {
-    std::printf("skipped: no CUDA driver or GPU\n");
+    std::printf("{\"caller\": \"C++\", \"skipped\": \"no CUDA driver or GPU\"}\n");
     return 2;
   }
   int dev = 0;
   void* ctx = nullptr;
   if (d.cuDeviceGet(&dev, 0) != 0 || d.cuDevicePrimaryCtxRetain(&ctx, dev) != 0 ||
       d.cuCtxSetCurrent(ctx) != 0) {
-    std::printf("skipped: no GPU\n");
+    std::printf("{\"caller\": \"C++\", \"skipped\": \"no GPU\"}\n");
     return 2;
   }
   const int64_t n = 1 << 20;
