@@ -3,7 +3,9 @@
 # c = a * s + b (examples/tvm_ffi), called from C++, from PyTorch and from JAX, then the
 # pytest file python/tests/test_tvm_ffi.py; prints a short table. No network: the wheels come
 # from .carry/pywheels (apache-tvm-ffi and jax-tvm-ffi, installed with pip --target) and the
-# pydevice wheel from .carry (scripts/device_bundle.sh). With a C++ compiler the library and
+# pydevice wheel from .carry (scripts/device_bundle.sh). Then issue 35's launch figure
+# (bench/python/launch_3us.py, also with the GIL released per launch, the old behaviour) and
+# the kernel builders' host cost (bench/python/kernels_host_cost.py). With a C++ compiler the library and
 # the C++ caller are built here from the kernel; without one, the copies built on the build
 # machine (.carry/pywheels/tvm_ffi_example: axpb.so, main, axpb.cc) are used, saying so.
 # Device tool: carry [".carry"], command `bash scripts/tvm_ffi_gpu.sh`. Logs go to $OUT.
@@ -70,6 +72,12 @@ result() {
 } | tee $out/tvm_ffi_calls.jsonl
 echo "== pytest python/tests/test_tvm_ffi.py"
 python3 -m pytest -q -rs -p no:cacheprovider python/tests/test_tvm_ffi.py 2>&1 | tee $out/tvm_ffi_pytest.log | tail -15
+echo "== issue 35's launch figure: 3 arrays + 1 scalar, CuPy / PyTorch / RawKernel / custom op / TVM-FFI (bench/python/launch_3us.py)"
+timeout 400 python3 bench/python/launch_3us.py --tvm-ffi-lib $lib 2>&1 | tee $out/launch_3us.log | grep -v '^{' | tail -16
+echo "== the same with the GIL released around each launch (PYDEVICE_LAUNCH_RELEASE_GIL=1, the old behaviour)"
+PYDEVICE_LAUNCH_RELEASE_GIL=1 timeout 400 python3 bench/python/launch_3us.py --launches 10000 --repeats 5 --tvm-ffi-lib $lib 2>&1 | tee $out/launch_3us_gil.log | grep -E '^\| pydevice device.launch|^target' 
+echo "== kernel builders' host cost, driver call left out (bench/python/kernels_host_cost.py)"
+timeout 300 python3 bench/python/kernels_host_cost.py --n 20000 --repeats 5 2>&1 | tee $out/kernels_host_cost.log | tail -7
 echo "== summary"
 python3 - "$out/tvm_ffi_calls.jsonl" <<'PY'
 import json, sys

@@ -103,12 +103,10 @@ struct ExchangeApi {
     managed_tensor_allocator: *const std::ffi::c_void,
     managed_tensor_from_py_object_no_sync: *const std::ffi::c_void,
     managed_tensor_to_py_object_no_sync: *const std::ffi::c_void,
-    dltensor_from_py_object_no_sync: Option<
-        unsafe extern "C" fn(*mut std::ffi::c_void, *mut DlTensor) -> std::os::raw::c_int,
-    >,
-    current_work_stream: Option<
-        unsafe extern "C" fn(i32, i32, *mut *mut std::ffi::c_void) -> std::os::raw::c_int,
-    >,
+    dltensor_from_py_object_no_sync:
+        Option<unsafe extern "C" fn(*mut std::ffi::c_void, *mut DlTensor) -> std::os::raw::c_int>,
+    current_work_stream:
+        Option<unsafe extern "C" fn(i32, i32, *mut *mut std::ffi::c_void) -> std::os::raw::c_int>,
 }
 
 /// A type's exchange table (static in the producer: it lives as long as the process).
@@ -155,7 +153,10 @@ fn exchange_api(t: &Bound<'_, PyType>) -> Option<Exchange> {
 /// The dtype part of a key read through DLPack: its code, bits and lanes, with the top bit
 /// set (no object address has it), so it never equals a dtype object's address.
 fn dl_dtype_key(d: DlDataType) -> usize {
-    (1usize << 63) | (usize::from(d.code) << 24) | (usize::from(d.bits) << 16) | usize::from(d.lanes)
+    (1usize << 63)
+        | (usize::from(d.code) << 24)
+        | (usize::from(d.bits) << 16)
+        | usize::from(d.lanes)
 }
 
 /// Reads a CUDA array through its type's DLPack exchange API (`dltensor_from_py_object_no_sync`:

@@ -16,7 +16,7 @@ SCRIPT = textwrap.dedent(r'''
     import numpy as np
     from cuda import device
     import pydevice._core as core
-    from pydevice import _native
+    _native = core._native
 
     class DLDevice(ctypes.Structure):
         _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
@@ -140,7 +140,8 @@ SCRIPT = textwrap.dedent(r'''
 ''')
 
 
-def test_dlpack_exchange_intake_packs_the_described_arrays():
-    env = dict(os.environ)
-    r = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=300)
+def test_dlpack_exchange_intake_packs_the_described_arrays(tmp_path):
+    script = tmp_path / "dlpack_exchange_case.py"  # a file: pydevice compiles from source
+    script.write_text(SCRIPT)
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=dict(os.environ), timeout=300)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
