@@ -1046,7 +1046,12 @@ impl Launcher {
     /// [`Launcher::launch_packed`], releasing the GIL around the driver call only when
     /// `release` is set. The fast path keeps it for a plain launch (not cooperative, at most
     /// 48 KiB of dynamic shared memory, no clusters): `cuLaunchKernel` only queues the kernel,
-    /// and releasing and retaking the GIL was a measurable part of a launch's host time.
+    /// and releasing and retaking the GIL was a measurable part of a launch's host time
+    /// (about 1,500 of 15,000 host instructions, `bench/NOTES.md`). The cost of keeping it:
+    /// when the driver's launch queue is full, `cuLaunchKernel` waits with the GIL held, so
+    /// other Python threads wait too, and a Python host callback queued earlier on the same
+    /// stream (`cuLaunchHostFunc` from Python) could never run; such programs set
+    /// `PYDEVICE_LAUNCH_RELEASE_GIL=1`.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn launch_packed_gil(
         &self,
