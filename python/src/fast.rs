@@ -33,19 +33,193 @@ use smallvec::SmallVec;
 
 use crate::{Launcher, dim3};
 
+/// Whether the fast path releases the GIL around every launch (`PYDEVICE_LAUNCH_RELEASE_GIL=1`),
+/// read once; by default a plain launch keeps it.
+static RELEASE_GIL: LazyLock<bool> =
+    LazyLock::new(|| std::env::var_os("PYDEVICE_LAUNCH_RELEASE_GIL").is_some_and(|v| v == "1"));
+
 /// Array types with a fast path, registered by the Python side when it first meets them.
 static CUPY_NDARRAY: OnceLock<Py<PyType>> = OnceLock::new();
 static TORCH_TENSOR: OnceLock<Py<PyType>> = OnceLock::new();
 
-/// Registers `cupy.ndarray` (`kind="cupy"`) or `torch.Tensor` (`kind="torch"`).
+/// The DLPack C exchange API of each registered array type (`None` inside: the type has none,
+/// or one of a DLPack major version other than 1), looked up once at registration.
+static CUPY_EXCHANGE: OnceLock<Option<Exchange>> = OnceLock::new();
+static TORCH_EXCHANGE: OnceLock<Option<Exchange>> = OnceLock::new();
+
+/// Registers `cupy.ndarray` (`kind="cupy"`) or `torch.Tensor` (`kind="torch"`), with the
+/// type's DLPack C exchange API when it has one (`__dlpack_c_exchange_api__`).
 #[pyfunction]
 pub fn register_array_type(kind: &str, t: Bound<'_, PyType>) {
-    let cell = match kind {
-        "cupy" => &CUPY_NDARRAY,
-        "torch" => &TORCH_TENSOR,
+    let (cell, exchange) = match kind {
+        "cupy" => (&CUPY_NDARRAY, &CUPY_EXCHANGE),
+        "torch" => (&TORCH_TENSOR, &TORCH_EXCHANGE),
         _ => return,
     };
+    let _ = exchange.set(exchange_api(&t));
     let _ = cell.set(t.unbind());
+}
+
+/// DLPack's `DLDevice` (dlpack.h).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct DlDevice {
+    device_type: i32,
+    device_id: i32,
+}
+
+/// DLPack's `DLDataType`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct DlDataType {
+    code: u8,
+    bits: u8,
+    lanes: u16,
+}
+
+/// DLPack's `DLTensor`, as `dltensor_from_py_object_no_sync` fills it (a view: the producer
+/// owns `shape` and `strides`, valid while the object lives).
+#[repr(C)]
+struct DlTensor {
+    data: *mut std::ffi::c_void,
+    device: DlDevice,
+    ndim: i32,
+    dtype: DlDataType,
+    shape: *const i64,
+    strides: *const i64,
+    byte_offset: u64,
+}
+
+/// `kDLCUDA`.
+const DL_CUDA: i32 = 2;
+
+/// DLPack 1.x's `DLPackExchangeAPI`: a header (version, older table), then the producer's
+/// functions. Only the two read here are typed.
+#[repr(C)]
+struct ExchangeApi {
+    major: u32,
+    minor: u32,
+    prev: *const std::ffi::c_void,
+    managed_tensor_allocator: *const std::ffi::c_void,
+    managed_tensor_from_py_object_no_sync: *const std::ffi::c_void,
+    managed_tensor_to_py_object_no_sync: *const std::ffi::c_void,
+    dltensor_from_py_object_no_sync:
+        Option<unsafe extern "C" fn(*mut std::ffi::c_void, *mut DlTensor) -> std::os::raw::c_int>,
+    current_work_stream:
+        Option<unsafe extern "C" fn(i32, i32, *mut *mut std::ffi::c_void) -> std::os::raw::c_int>,
+}
+
+/// A type's exchange table (static in the producer: it lives as long as the process).
+#[derive(Clone, Copy)]
+struct Exchange(&'static ExchangeApi);
+
+// SAFETY: the table is immutable, process-lifetime data of the producer (DLPack's contract),
+// and its functions are called only with the GIL held.
+unsafe impl Send for Exchange {}
+unsafe impl Sync for Exchange {}
+
+/// The DLPack C exchange API of type `t`: its `__dlpack_c_exchange_api__`, a capsule named
+/// `dlpack_exchange_api` (or, as `__c_dlpack_exchange_api__`, an int: PyTorch 2.9), of DLPack major
+/// version 1 with a `dltensor_from_py_object_no_sync`; `None` otherwise.
+fn exchange_api(t: &Bound<'_, PyType>) -> Option<Exchange> {
+    let py = t.py();
+    // The DLPack 1.3 name first, then the name PyTorch 2.9 published it under (an int).
+    let attr = t
+        .getattr(pyo3::intern!(py, "__dlpack_c_exchange_api__"))
+        .or_else(|_| t.getattr(pyo3::intern!(py, "__c_dlpack_exchange_api__")))
+        .ok()?;
+    let ptr = if let Ok(i) = attr.extract::<usize>() {
+        i as *const ExchangeApi
+    } else {
+        // SAFETY: `attr` is a live object; PyCapsule_GetPointer checks that it is a capsule of
+        // that name and sets an error (cleared below) when it is not.
+        let p = unsafe {
+            pyo3::ffi::PyCapsule_GetPointer(attr.as_ptr(), c"dlpack_exchange_api".as_ptr())
+        };
+        if p.is_null() {
+            let _ = PyErr::take(py);
+            return None;
+        }
+        p as *const ExchangeApi
+    };
+    if ptr.is_null() {
+        return None;
+    }
+    // SAFETY: the producer publishes a pointer to its static table (DLPack's contract).
+    let api: &'static ExchangeApi = unsafe { &*ptr };
+    (api.major == 1 && api.dltensor_from_py_object_no_sync.is_some()).then_some(Exchange(api))
+}
+
+/// The dtype part of a key read through DLPack: its code, bits and lanes, with the top bit
+/// set (no object address has it), so it never equals a dtype object's address.
+fn dl_dtype_key(d: DlDataType) -> usize {
+    (1usize << 63)
+        | (usize::from(d.code) << 24)
+        | (usize::from(d.bits) << 16)
+        | usize::from(d.lanes)
+}
+
+/// Reads a CUDA array through its type's DLPack exchange API (`dltensor_from_py_object_no_sync`:
+/// one C call, no Python attribute or method); `None` for memory elsewhere or an object the
+/// producer refuses (its error cleared: the Python path decides).
+fn read_dlpack(py: Python<'_>, x: Exchange, a: &Bound<'_, PyAny>, torch: bool) -> Option<Read> {
+    let f = x.0.dltensor_from_py_object_no_sync?;
+    let mut t = DlTensor {
+        data: std::ptr::null_mut(),
+        device: DlDevice::default(),
+        ndim: 0,
+        dtype: DlDataType::default(),
+        shape: std::ptr::null(),
+        strides: std::ptr::null(),
+        byte_offset: 0,
+    };
+    // SAFETY: the object is of the type the table was published on (checked by the caller),
+    // the GIL is held, and `t` is writable.
+    if unsafe { f(a.as_ptr().cast(), &mut t) } != 0 {
+        let _ = PyErr::take(py);
+        return None;
+    }
+    if t.device.device_type != DL_CUDA || t.ndim <= 0 || t.shape.is_null() {
+        return None;
+    }
+    let n = t.ndim as usize;
+    // SAFETY: the producer filled `ndim` extents (and strides, when not null), valid while the
+    // object lives, which the caller's borrow ensures.
+    let shape: SmallVec<[u64; 4]> = unsafe { std::slice::from_raw_parts(t.shape, n) }
+        .iter()
+        .map(|&x| x as u64)
+        .collect();
+    let strides: SmallVec<[i64; 4]> = if t.strides.is_null() {
+        c_strides(&shape)
+    } else {
+        // SAFETY: as above.
+        SmallVec::from_slice(unsafe { std::slice::from_raw_parts(t.strides, n) })
+    };
+    let key = ArgKey::Array {
+        torch,
+        dtype: dl_dtype_key(t.dtype),
+        ndim: n as u8,
+        layout: layout_of(&shape, &strides),
+        device: t.device.device_id,
+    };
+    let data = (t.data as u64).wrapping_add(t.byte_offset);
+    Some((
+        key,
+        ArgVal::Array {
+            data,
+            shape,
+            strides,
+        },
+        None,
+    ))
+}
+
+/// The current work stream of a framework on GPU `device`, through its exchange API.
+fn dlpack_current_stream(x: Exchange, device: i32) -> Option<usize> {
+    let f = x.0.current_work_stream?;
+    let mut s: *mut std::ffi::c_void = std::ptr::null_mut();
+    // SAFETY: the GIL is held; `s` is writable.
+    (unsafe { f(DL_CUDA, device, &mut s) } == 0).then_some(s as usize)
 }
 
 /// How a registered NumPy scalar type's value is read (its dtype's kind).
@@ -242,6 +416,9 @@ pub(crate) fn read(py: Python<'_>, a: &Bound<'_, PyAny>) -> PyResult<Option<Read
     if let Some(cp) = CUPY_NDARRAY.get()
         && t.is(cp.bind(py))
     {
+        if let Some(Some(x)) = CUPY_EXCHANGE.get() {
+            return Ok(read_dlpack(py, *x, a, false));
+        }
         let mem = a.getattr(pyo3::intern!(py, "data"))?;
         let data = address(&mem.getattr(pyo3::intern!(py, "ptr"))?)?;
         let device: i32 = mem.getattr(pyo3::intern!(py, "device_id"))?.extract()?;
@@ -300,6 +477,9 @@ pub(crate) fn read(py: Python<'_>, a: &Bound<'_, PyAny>) -> PyResult<Option<Read
     if let Some(tt) = TORCH_TENSOR.get()
         && t.is(tt.bind(py))
     {
+        if let Some(Some(x)) = TORCH_EXCHANGE.get() {
+            return Ok(read_dlpack(py, *x, a, true));
+        }
         let device: i32 = a.call_method0(pyo3::intern!(py, "get_device"))?.extract()?;
         if device < 0 {
             return Ok(None); // on the CPU: the Python path says why it is refused
@@ -499,7 +679,13 @@ fn implicit_stream(py: Python<'_>, key: &Key) -> PyResult<Option<usize>> {
     for k in key {
         if let ArgKey::Array { torch, device, .. } = k {
             if !*torch {
+                if let Some(Some(x)) = CUPY_EXCHANGE.get() {
+                    return Ok(dlpack_current_stream(*x, *device));
+                }
                 return crate::calls::cupy_current_stream(py);
+            }
+            if let Some(Some(x)) = TORCH_EXCHANGE.get() {
+                return Ok(dlpack_current_stream(*x, *device));
             }
             let f = match TORCH_RAW_STREAM.get() {
                 Some(f) => f,
@@ -626,7 +812,20 @@ impl Dispatcher {
         }
         let grid = dim3(grid, "grid")?;
         let block = dim3(block, "block")?;
-        l.launch_packed(py, &packed, grid, block, shared, handle, cooperative, None)?;
+        // A plain launch keeps the GIL (see `launch_packed_gil`); PYDEVICE_LAUNCH_RELEASE_GIL=1
+        // releases it for every launch.
+        let release = cooperative || shared > 48 << 10 || *RELEASE_GIL;
+        l.launch_packed_gil(
+            py,
+            &packed,
+            grid,
+            block,
+            shared,
+            handle,
+            cooperative,
+            None,
+            release,
+        )?;
         self.fast_launches.fetch_add(1, Ordering::Relaxed);
         Ok(true)
     }

@@ -1031,6 +1031,41 @@ impl Launcher {
         cooperative: bool,
         cluster: Option<[u32; 3]>,
     ) -> PyResult<()> {
+        self.launch_packed_gil(
+            py,
+            packed,
+            grid,
+            block,
+            shared,
+            stream,
+            cooperative,
+            cluster,
+            true,
+        )
+    }
+
+    /// [`Launcher::launch_packed`], releasing the GIL around the driver call only when
+    /// `release` is set. The fast path keeps it for a plain launch (not cooperative, at most
+    /// 48 KiB of dynamic shared memory, no clusters): `cuLaunchKernel` only queues the kernel,
+    /// and releasing and retaking the GIL was a measurable part of a launch's host time
+    /// (about 1,500 of 15,000 host instructions, `bench/NOTES.md`). The cost of keeping it:
+    /// when the driver's launch queue is full, `cuLaunchKernel` waits with the GIL held, so
+    /// other Python threads wait too, and a Python host callback queued earlier on the same
+    /// stream (`cuLaunchHostFunc` from Python) could never run; such programs set
+    /// `PYDEVICE_LAUNCH_RELEASE_GIL=1`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn launch_packed_gil(
+        &self,
+        py: Python<'_>,
+        packed: &PackedArgs,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared: u32,
+        stream: usize,
+        cooperative: bool,
+        cluster: Option<[u32; 3]>,
+        release: bool,
+    ) -> PyResult<()> {
         let cfg = LaunchConfig {
             grid,
             block,
@@ -1040,8 +1075,12 @@ impl Launcher {
         // (or is 0/1/2, the default streams).
         let stream = unsafe { Stream::from_handle(stream) };
         let Some((device, kernel)) = &self.gpu else {
-            // A dry run: the same GIL release, no driver call; the bytes are kept.
-            py.detach(|| std::hint::black_box((packed, &cfg, &stream, cooperative, cluster)));
+            // A dry run: the same GIL release (when asked), no driver call; the bytes are kept.
+            if release {
+                py.detach(|| std::hint::black_box((packed, &cfg, &stream, cooperative, cluster)));
+            } else {
+                std::hint::black_box((packed, &cfg, &stream, cooperative, cluster));
+            }
             if !self.record {
                 return Ok(());
             }
@@ -1051,7 +1090,7 @@ impl Launcher {
             *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(bytes);
             return Ok(());
         };
-        let r = py.detach(|| {
+        let launch = || {
             // Above 48 KiB of dynamic shared memory a kernel must opt in (Hopper's pipelined
             // kernels use up to 227 KiB, §18.4); the driver refuses what the device lacks.
             if shared > 48 << 10 {
@@ -1064,7 +1103,8 @@ impl Launcher {
                 }
                 None => device.launch_packed(kernel, packed, &cfg, &stream),
             }
-        });
+        };
+        let r = if release { py.detach(launch) } else { launch() };
         r.map_err(|e| runtime_to_py(py, e))
     }
 }
@@ -1135,6 +1175,57 @@ impl Launcher {
                 None => None,
             },
         )
+    }
+
+    /// Launches `values` (as [`Launcher::launch`] takes them, packed once) `n` times back to
+    /// back on stream `stream` from one Rust loop, with the GIL held, and returns the seconds
+    /// the loop took: the floor under a launch from Python (the driver's `cuLaunchKernel` and
+    /// the runtime's checks), for `bench/python/launch_3us.py`. A dry-run launcher skips the
+    /// driver call.
+    #[pyo3(signature = (values, grid, block, stream, n))]
+    fn time_packed_loop(
+        &self,
+        py: Python<'_>,
+        values: &Bound<'_, PyTuple>,
+        grid: &Bound<'_, PyAny>,
+        block: &Bound<'_, PyAny>,
+        stream: usize,
+        n: u64,
+    ) -> PyResult<f64> {
+        let abi = &self.abi;
+        let mut packed = self.template.clone();
+        for (i, (t, v)) in self.params.iter().zip(values.iter()).enumerate() {
+            let r = match t {
+                Type::Array(_) => {
+                    let item = v.cast::<PyTuple>()?;
+                    let data: u64 = item.get_item(0)?.extract()?;
+                    let shape: SmallVec<[u64; 4]> = small(&item.get_item(1)?)?;
+                    let strides: SmallVec<[i64; 4]> = small(&item.get_item(2)?)?;
+                    packed.set_array(abi, i, data, &shape, &strides)
+                }
+                _ => packed.set(abi, i, &arg_value(t, &v)?),
+            };
+            r.map_err(|e| runtime_to_py(py, e))?;
+        }
+        let cfg = LaunchConfig {
+            grid: dim3(grid, "grid")?,
+            block: dim3(block, "block")?,
+            shared_bytes: 0,
+        };
+        // SAFETY: as in `launch_packed`: the caller keeps the stream alive for the call.
+        let stream = unsafe { Stream::from_handle(stream) };
+        let t0 = std::time::Instant::now();
+        for _ in 0..n {
+            match &self.gpu {
+                Some((device, kernel)) => device
+                    .launch_packed(kernel, &packed, &cfg, &stream)
+                    .map_err(|e| runtime_to_py(py, e))?,
+                None => {
+                    std::hint::black_box((&packed, &cfg, &stream));
+                }
+            }
+        }
+        Ok(t0.elapsed().as_secs_f64())
     }
 
     /// A dry-run launcher's last launch: each parameter's bytes, concatenated (`None`

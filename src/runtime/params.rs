@@ -73,7 +73,12 @@ impl PackedArgs {
                 p.name, p.ty, strides[d]
             )));
         }
-        let itemsize = crate::abi::layout_of(&a.dtype.ty()).size;
+        // A number's size without laying the type out (`layout_of` builds its names: a
+        // launch from Python writes several arrays per call).
+        let itemsize = match &a.dtype {
+            crate::types::DType::Scalar(s) => s.size(),
+            other => crate::abi::layout_of(&other.ty()).size,
+        };
         crate::abi::check_array(data, shape, strides, itemsize)
             .map_err(|e| RuntimeError::Argument(format!("`{}`: {e}", p.name)))?;
         let o = self.offsets[index];
@@ -135,9 +140,30 @@ impl PackedArgs {
         value: &ArgValue,
     ) -> Result<(), RuntimeError> {
         let p = param(abi, index)?;
+        let o = self.offsets[index];
+        // A number (the common case) packed on the stack, as `pack` packs it, without laying
+        // its type out or allocating.
+        let number = match p.ty {
+            Type::Scalar(s) => Some(s),
+            Type::WarpMask => Some(crate::types::Scalar::UInt32),
+            _ => None,
+        };
+        if let Some(s) = number
+            && s.size() <= 16
+        {
+            let mut buf = [0u8; 16];
+            let n = s.size() as usize;
+            crate::abi::pack_scalar_at(s, value, &mut buf[..n])
+                .map_err(|e| RuntimeError::Argument(format!("`{}`: {e}", p.name)))?;
+            for (i, chunk) in buf[..n].chunks(8).enumerate() {
+                let mut w = [0u8; 8];
+                w[..chunk.len()].copy_from_slice(chunk);
+                self.words[o + i] = u64::from_le_bytes(w);
+            }
+            return Ok(());
+        }
         let bytes =
             pack(&p.ty, value).map_err(|e| RuntimeError::Argument(format!("`{}`: {e}", p.name)))?;
-        let o = self.offsets[index];
         for (i, chunk) in bytes.chunks(8).enumerate() {
             let mut w = [0u8; 8];
             w[..chunk.len()].copy_from_slice(chunk);
@@ -333,6 +359,41 @@ mod tests {
                 pack(&abi.params[i].ty, v).unwrap(),
                 "param {i}"
             );
+        }
+    }
+
+    #[test]
+    fn numbers_set_in_place_equal_packed_numbers() {
+        // `set` packs a number on the stack; `pack` lays the type out: same bytes, same
+        // refusals, for every kind of number and value.
+        const SRC: &str = "from cuda import device\n\n@device.kernel\ndef k(out, a, b, c, d, e, f, g):\n    out[0] = d\n";
+        let m = crate::Module::parse("n.py", SRC).unwrap();
+        let types = m
+            .parse_signature("float64[::1], int8, uint16, int64, float32, float64, bool, complex64")
+            .unwrap();
+        let abi = m.specialize("k", &types).unwrap().abi();
+        let values = [
+            ArgValue::Int(-3),
+            ArgValue::Int(300),
+            ArgValue::UInt(65_535),
+            ArgValue::Int(-1),
+            ArgValue::Int(i64::MIN),
+            ArgValue::UInt(u64::MAX),
+            ArgValue::Float(0.1),
+            ArgValue::Float(-2.5e300),
+            ArgValue::Bool(true),
+            ArgValue::Complex(1.5, -0.25),
+        ];
+        for i in 1..abi.params.len() {
+            for v in &values {
+                let mut p = PackedArgs::zeroed(&abi);
+                let set = p.set(&abi, i, v);
+                let packed = pack(&abi.params[i].ty, v);
+                assert_eq!(set.is_ok(), packed.is_ok(), "param {i}, {v:?}");
+                if let Ok(bytes) = packed {
+                    assert_eq!(p.param_bytes(&abi, i).unwrap(), bytes, "param {i}, {v:?}");
+                }
+            }
         }
     }
 
