@@ -699,10 +699,27 @@ def test_host_print_writes_floats_as_python_repr(tmp_path):
             return str(float(v))
         return repr(float(np.format_float_scientific(v, unique=True)))
 
-    want = "".join(f"{float(v)!r}\n" for v in f64) + "|\n"
-    want += "".join(f"{py(v)};" for v in f32) + "|\n"
-    want += "".join(f"{py(v)} ({py(v)}, 1.5)\n" for v in f16)
-    assert out.stdout == want
+    def same(got, v, t):
+        # Where two shortest strings are equally near (the value is an exact tie between
+        # them, as -150725.125 in float32), NumPy rounds the tie up and we (Rust's shortest
+        # digits, as Python's own repr of a float64) to even: either is shortest and reads
+        # back to the value.
+        want = py(v)
+        return got == want or (len(got) == len(want) and t(got) == v == t(want))
+
+    f64_text, f32_text, f16_text = out.stdout.split("|\n")
+    assert f64_text == "".join(f"{float(v)!r}\n" for v in f64)
+    got32 = f32_text.split(";")[:-1]
+    assert len(got32) == len(f32)
+    bad = [(g, py(v)) for g, v in zip(got32, f32)
+           if not (same(g, v, np.float32) or (np.isnan(v) and g == "nan"))]
+    assert not bad
+    lines16 = f16_text.splitlines()
+    assert len(lines16) == len(f16)
+    for line, v in zip(lines16, f16):
+        g, rest = line.split(" ", 1)
+        assert same(g, v, np.float16), (line, py(v))
+        assert rest == f"({g}, 1.5)"
 
 
 def test_many_stray_tokens_give_a_bounded_message_in_linear_time():

@@ -466,8 +466,10 @@ impl FnCx<'_, '_> {
                 && v.weak.is_none()
                 && matches!(&v.ty, Type::Scalar(Scalar::UInt32 | Scalar::UInt64))
         };
+        // A Python int (a literal or a module constant), as a port writes `x < 0` and
+        // `max(x, 0)`; a typed constant (`uint32(0)`) says its type on purpose.
         let int_const = |v: &Val| match &v.konst {
-            Some(Const::Int(c)) => Some(*c),
+            Some(Const::Int(c)) if v.weak.is_some() => Some(*c),
             _ => None,
         };
         // As `u op c`, flipping `c op u`.
