@@ -747,3 +747,47 @@ def test_many_stray_tokens_give_a_bounded_message_in_linear_time():
     assert len(text) < 40_000
     assert big < 30.0
     assert big < 3.0 * small + 0.5, (small, big)
+
+
+def test_redefinition_runs_the_last_definition(tmp_path):
+    """A ``@func`` or ``@kernel`` defined twice under one name runs and compiles the last
+    body, as Python binds it (it used to run the first); the CLI's side is
+    tests/it/robustness.rs ``cli_redefined_kernel_is_the_last_definition``."""
+    m, _ = load_module(tmp_path, "redefined", """
+        from cuda import device
+        from cuda.device import int32, float32
+
+
+        @device.func
+        def f(x: int32) -> int32:
+            return x + 1
+
+
+        @device.func
+        def f(x: int32) -> int32:
+            return x * 10
+
+
+        @device.func
+        def g(x: int32) -> int32:
+            return f(x) + 2
+
+
+        @device.kernel
+        def k(a):
+            a[0] = float32(1.0)
+
+
+        @device.kernel
+        def k(a):
+            a[0] = float32(1234.5)
+    """)
+    assert m.f(3) == 30
+    assert m.g(3) == 32
+    ptx = m.k.ptx(types=["float32[::1]"])
+    # The last body stores 1234.5 (bits 0x449A5000), the first 1.0 (0x3F800000); the PTX
+    # writes the bits as a float literal or as the integer of a 32-bit move.
+    last = ("0f449A5000", str(0x449A5000))
+    first = ("0f3F800000", str(0x3F800000))
+    assert any(t in ptx for t in last), ptx
+    assert not any(t in ptx for t in first), ptx
