@@ -143,15 +143,17 @@ impl PrintPiece {
     pub const REPR: char = 'r';
 
     /// The significant digits the device prints a float of type `s` with in place of its
-    /// `repr`: 16 for `float64` (Python's switch to exponent notation at `1e16` then
-    /// matches), 8 for `float32`, 5 for `float16`, 4 for `bfloat16`.
+    /// `repr`: one more than the decimal digits the type always keeps (C's `DBL_DIG + 1`),
+    /// so a value written with that many digits prints as written: 16 for `float64`
+    /// (Python's switch to exponent notation at `1e16` then matches), 7 for `float32`, 4
+    /// for `float16`, 3 for `bfloat16`. The host reads the width back from it.
     pub fn repr_digits(s: crate::types::Scalar) -> u32 {
         use crate::types::Scalar;
         match s {
             Scalar::Float64 => 16,
-            Scalar::Float16 => 5,
-            Scalar::BFloat16 => 4,
-            _ => 8,
+            Scalar::Float16 => 4,
+            Scalar::BFloat16 => 3,
+            _ => 7,
         }
     }
 

@@ -159,7 +159,7 @@ fn print_output_of_a_kernel_reaches_stdout() {
     for i in 0..4u32 {
         let x = i as f32 * 1.5;
         // A float without a spec prints as Python's repr (0.0, 1.5, 3.0, 4.5; the device
-        // writes `%.8g` and `.0` for an integral value, docs/semantics.md §4.5.1), which
+        // writes `%.7g` and `.0` for an integral value, docs/semantics.md §4.5.1), which
         // Rust's `{:?}` writes for these values.
         let g = |v: f32| format!("{v:?}");
         want.push(format!(
@@ -174,7 +174,7 @@ fn print_output_of_a_kernel_reaches_stdout() {
             g(x)
         ));
     }
-    // Python's text for each (x is 0 in thread 0); where `%.8g`/`%.16g` and Python differ
+    // Python's text for each (x is 0 in thread 0); where `%.7g`/`%.16g` and Python differ
     // is documented, and none of these values is such a case.
     want.push("floats 0.1 0.3333333333333333 1e+16 123456.5 -0.0 0.0 1e-05".to_string());
     let mut want: Vec<&str> = want.iter().map(String::as_str).collect();

@@ -80,8 +80,8 @@ extern "C" fn print_repr(digits: i32, v: f64) -> i32 {
 }
 
 /// `v` as Python's `repr` writes a float (`print(x)`, `str(x)`) of the width that
-/// `digits` names ([`crate::ir::PrintPiece::repr_digits`]: 16 `float64`, 8 `float32`, 5
-/// `float16`, 4 `bfloat16`; `v` holds a value of that width): the fewest significant digits
+/// `digits` names ([`crate::ir::PrintPiece::repr_digits`]: 16 `float64`, 7 `float32`, 4
+/// `float16`, 3 `bfloat16`; `v` holds a value of that width): the fewest significant digits
 /// that read back to the value at that width, in positional notation with at least one
 /// digit after the point when the decimal exponent is in -4..16 (`3.0`, `0.0001`,
 /// `123456.5`), else in exponent notation with a signed exponent of at least two digits
@@ -97,9 +97,9 @@ pub(crate) fn float_repr(v: f64, digits: u32) -> String {
     // widths, the fewest digits that round back to `v`.
     let sci = match digits {
         16 => format!("{v:e}"),
-        8 => format!("{:e}", v as f32),
+        7 => format!("{:e}", v as f32),
         _ => {
-            let round = if digits == 5 {
+            let round = if digits == 4 {
                 leaf::round_f16
             } else {
                 leaf::round_bf16
