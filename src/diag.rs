@@ -206,6 +206,8 @@ codes! {
     E0283,
     /// a constant negative index (`a[-1]`) in a kernel compiled with `wraparound=False`, or in a `@func` it calls (§5.1)
     E0290,
+    /// a comparison of a `uint32`/`uint64` value with a constant that makes it always `False` (`u < 0`), or `max`/`min` of one with a constant `<= 0`: the sign test of unsigned arithmetic ported from CUDA C++ (§3.1.1)
+    E0291,
     /// unsupported statement or parameter form (`try`, `with`, a nested `def` that is not a predicate, `global`, defaults, `*args`, a `for` target that is not a name, …)
     E0301,
     /// an `assert` or `raise` device code cannot report: an `assert` message that is not a string literal, a bare `raise`, `raise ... from`, an exception that is not one of Python's built-in ones or whose argument is not one string literal

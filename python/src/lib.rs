@@ -11,6 +11,7 @@ mod calls;
 mod cli;
 mod fast;
 mod fuse;
+mod interrupt;
 mod kernels;
 
 use std::collections::HashMap;
@@ -89,6 +90,7 @@ pub(crate) fn to_py(py: Python<'_>, e: Error) -> PyErr {
             raise(py, "BoundsError", (text, String::new(), line, column))
         }
         Error::Host(pydevice::HostError::Argument(m)) => raise(py, "ArgumentError", (m,)),
+        Error::Host(pydevice::HostError::Interrupted) => interrupt::interrupted(py),
         Error::Host(e @ pydevice::HostError::StackExhausted { .. }) => {
             raise(py, "HostRecursionError", (e.to_string(),))
         }
@@ -1433,6 +1435,7 @@ impl HostFunc {
             .map(|(t, v)| host_value(t, &v))
             .collect::<PyResult<Vec<_>>>()?;
         let f = self.inner.clone();
+        interrupt::arm(py);
         let r = py.detach(|| f.call_mut(&mut values));
         let r = r.map_err(|e| to_py(py, Error::Host(e)))?;
         let arrays = values
@@ -1489,6 +1492,7 @@ impl HostFunc {
         // only arrays it checked writable where the function may store
         // (`pydevice._core.Func.__call__`). Every element access is bounds-checked against
         // the descriptor, and `check_array` refused descriptors that wrap.
+        interrupt::arm(py);
         let r = py.detach(|| unsafe { f.call_raw(&values) });
         let r = r.map_err(|e| to_py(py, Error::Host(e)))?;
         host_result(py, &r)

@@ -563,3 +563,231 @@ def test_unbounded_host_recursion_is_a_recursion_error(tmp_path):
     assert isinstance(e.value, pydevice.HostRecursionError)
     assert isinstance(e.value, pydevice.HostError)
     assert m.down(7) == 7
+
+
+_SPIN = """
+import signal, sys, time
+import numpy as np
+sys.path.insert(0, {here!r})
+from cuda import device
+from cuda.device import int64
+
+@device.func
+def spin(a, n: int64) -> int64:
+    i = int64(0)
+    while True:
+        a[0] = i
+        i += 1
+        if i == n:
+            return i
+
+@device.func
+def nested(a) -> int64:
+    # the loop is in a callee: the interrupt must reach the caller too
+    return spin(a, int64(-1)) + 1
+
+a = np.zeros(1, np.int64)
+assert spin(a, 1000) == 1000
+mode = sys.argv[1]
+if mode == "handler":
+    seen = []
+    def handler(sig, frame):
+        seen.append(sig)
+        raise RuntimeError("handled")
+    signal.signal(signal.SIGINT, handler)
+for attempt in range(2):
+    print("ready", flush=True)
+    t = time.monotonic()
+    try:
+        spin(a, -1) if attempt == 0 else nested(a)
+    except KeyboardInterrupt:
+        print("KeyboardInterrupt", a[0] > 0, round(time.monotonic() - t, 1), flush=True)
+    except RuntimeError as e:
+        print("RuntimeError", e, seen, flush=True)
+assert spin(a, 5) == 5 and a[0] == 4
+print("done", flush=True)
+"""
+
+
+@pytest.mark.parametrize("mode", ["default", "handler"])
+def test_ctrl_c_interrupts_an_endless_host_loop(tmp_path, mode):
+    """SIGINT stops a host ``@func`` looping forever (it used to wait for the native call
+    to return): the loop polls a flag at its back-edge, and the call raises what Python's
+    handler raises (``KeyboardInterrupt``, or a user handler's exception), also from a loop
+    in a callee; the stores made before stay, and the function stays callable."""
+    import signal
+    import time
+
+    script = tmp_path / "spin.py"
+    script.write_text(_SPIN.format(here=os.path.dirname(__file__)))
+    p = subprocess.Popen([sys.executable, str(script), mode], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(2):
+            assert p.stdout.readline().strip() == "ready"
+            time.sleep(0.5)  # inside the native loop by now
+            p.send_signal(signal.SIGINT)
+            line = p.stdout.readline().split()
+            if mode == "default":
+                assert line[:2] == ["KeyboardInterrupt", "True"], line
+            else:
+                assert line[:2] == ["RuntimeError", "handled"], line
+        assert p.stdout.readline().strip() == "done"
+        assert p.wait(timeout=60) == 0, p.stderr.read()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+_PRINT_FLOATS = """
+import sys
+import numpy as np
+from cuda import device
+
+@device.func
+def show64(a):
+    for i in range(a.shape[0]):
+        print(a[i])
+
+@device.func
+def show32(a):
+    for i in range(a.shape[0]):
+        print(a[i], end=";")
+
+@device.func
+def show16(a):
+    for i in range(a.shape[0]):
+        print(a[i], (a[i], 1.5))
+
+data = np.load(sys.argv[1])
+show64(data["f64"])
+print("|")
+show32(data["f32"])
+print("|")
+show16(data["f16"])
+"""
+
+
+def test_host_print_writes_floats_as_python_repr(tmp_path):
+    """``print(x)`` of a float on the host writes what Python writes (``3.0``, not ``3``):
+    the shortest digits that read back to the value at its width, Python's switch to
+    exponent notation, ``nan``/``inf``; random values of every magnitude, compared with
+    ``repr`` (for float32/float16, NumPy's shortest digits in Python's layout)."""
+    rng = np.random.default_rng(37)
+    special = [0.0, -0.0, 1.0, 3.0, 0.1, 1e16, 1e15, 9999999999999998.0, 1e-4, 1e-5,
+               123456.5, 1.5e-7, np.nan, np.inf, -np.inf, 5e-324, 1.7976931348623157e308,
+               2.0 ** 70, -1234.5]
+    f64 = np.concatenate([special, rng.standard_normal(200) * 10.0 ** rng.integers(
+        -30, 30, 200), rng.integers(-10 ** 6, 10 ** 6, 50).astype(np.float64)])
+    f32 = np.concatenate([np.array(special[:13], np.float32),
+                          (rng.standard_normal(200) * 10.0 ** rng.integers(-20, 20, 200))
+                          .astype(np.float32)])
+    f16 = np.concatenate([np.array([0.0, 1.0, 0.1, 65504.0, 6e-8, 1e-4, 3.14], np.float16),
+                          rng.standard_normal(100).astype(np.float16)])
+    np.savez(tmp_path / "data.npz", f64=f64, f32=f32, f16=f16)
+    script = tmp_path / "show.py"
+    script.write_text(_PRINT_FLOATS)
+    out = subprocess.run([sys.executable, str(script), str(tmp_path / "data.npz")],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    def py(v):
+        # The shortest digits at the value's width (NumPy's unique digits), laid out as
+        # Python lays out a float (NumPy's own scalar str switches to exponent notation
+        # earlier for float32/float16: docs/semantics.md §4.5.1).
+        if not np.isfinite(v):
+            return str(float(v))
+        return repr(float(np.format_float_scientific(v, unique=True)))
+
+    def same(got, v, t):
+        # Where two shortest strings are equally near (the value is an exact tie between
+        # them, as -150725.125 in float32), NumPy rounds the tie up and we (Rust's shortest
+        # digits, as Python's own repr of a float64) to even: either is shortest and reads
+        # back to the value.
+        want = py(v)
+        return got == want or (len(got) == len(want) and t(got) == v == t(want))
+
+    f64_text, f32_text, f16_text = out.stdout.split("|\n")
+    assert f64_text == "".join(f"{float(v)!r}\n" for v in f64)
+    got32 = f32_text.split(";")[:-1]
+    assert len(got32) == len(f32)
+    bad = [(g, py(v)) for g, v in zip(got32, f32)
+           if not (same(g, v, np.float32) or (np.isnan(v) and g == "nan"))]
+    assert not bad
+    lines16 = f16_text.splitlines()
+    assert len(lines16) == len(f16)
+    for line, v in zip(lines16, f16):
+        g, rest = line.split(" ", 1)
+        assert same(g, v, np.float16), (line, py(v))
+        assert rest == f"({g}, 1.5)"
+
+
+def test_many_stray_tokens_give_a_bounded_message_in_linear_time():
+    """100 KB of stray tokens (issue 37: about five minutes and a 10 MB message) give a
+    capped ``CompileError`` quickly through the Python API, as through the CLI
+    (tests/it/robustness.rs ``cli_many_stray_tokens_give_a_bounded_message``); twice the
+    input takes about twice the time, not four times."""
+    import time
+
+    from pydevice import _native
+
+    def run(lines):
+        src = "from cuda import device\n\n@device.kernel\ndef k(a):\n" + \
+            "    a[0] = 1 $\n" * lines
+        t = time.perf_counter()
+        with pytest.raises(pydevice.CompileError) as e:
+            _native.Module("stray.py", src)
+        return time.perf_counter() - t, str(e.value), len(src)
+
+    small, _, _ = run(3_500)
+    big, text, size = run(7_000)
+    assert size > 100_000
+    assert text.count("error[E0001]") == 100
+    assert "more syntax errors from here on are not shown" in text
+    assert len(text) < 40_000
+    assert big < 30.0
+    assert big < 3.0 * small + 0.5, (small, big)
+
+
+def test_redefinition_runs_the_last_definition(tmp_path):
+    """A ``@func`` or ``@kernel`` defined twice under one name runs and compiles the last
+    body, as Python binds it (it used to run the first); the CLI's side is
+    tests/it/robustness.rs ``cli_redefined_kernel_is_the_last_definition``."""
+    m, _ = load_module(tmp_path, "redefined", """
+        from cuda import device
+        from cuda.device import int32, float32
+
+
+        @device.func
+        def f(x: int32) -> int32:
+            return x + 1
+
+
+        @device.func
+        def f(x: int32) -> int32:
+            return x * 10
+
+
+        @device.func
+        def g(x: int32) -> int32:
+            return f(x) + 2
+
+
+        @device.kernel
+        def k(a):
+            a[0] = float32(1.0)
+
+
+        @device.kernel
+        def k(a):
+            a[0] = float32(1234.5)
+    """)
+    assert m.f(3) == 30
+    assert m.g(3) == 32
+    ptx = m.k.ptx(types=["float32[::1]"])
+    # The last body stores 1234.5 (bits 0x449A5000), the first 1.0 (0x3F800000); the PTX
+    # writes the bits as a float literal or as the integer of a 32-bit move.
+    last = ("0f449A5000", str(0x449A5000))
+    first = ("0f3F800000", str(0x3F800000))
+    assert any(t in ptx for t in last), ptx
+    assert not any(t in ptx for t in first), ptx

@@ -116,7 +116,8 @@ pub enum PrintPiece {
         /// (only the characters `-+ #0123456789.`).
         spec: String,
         /// The conversion letter: `d`/`x`/`X`/`o` for integers (after `ll`), `f`/`F`/`e`/`E`/
-        /// `g`/`G` for floats, `s` for bools.
+        /// `g`/`G` for floats, `s` for bools, or [`PrintPiece::REPR`] for a float written as
+        /// Python's `repr` writes it (`spec` is then `.N`, [`PrintPiece::repr_digits`]).
         letter: char,
     },
 }
@@ -135,11 +136,36 @@ pub enum PrintConv {
 }
 
 impl PrintPiece {
+    /// The letter of a float written as Python's `repr` writes it: on the host the shortest
+    /// digits that read back to the value at its width (`1.0`, `0.1`, `1e+16`); printf has
+    /// no such conversion, so the device writes `%.Ng` (`N` = [`PrintPiece::repr_digits`])
+    /// followed by `.0` when the value is integral and below `10**N` (a `%s` argument).
+    pub const REPR: char = 'r';
+
+    /// The significant digits the device prints a float of type `s` with in place of its
+    /// `repr`: one more than the decimal digits the type always keeps (C's `DBL_DIG + 1`),
+    /// so a value written with that many digits prints as written: 16 for `float64`
+    /// (Python's switch to exponent notation at `1e16` then matches), 7 for `float32`, 4
+    /// for `float16`, 3 for `bfloat16`. The host reads the width back from it.
+    pub fn repr_digits(s: crate::types::Scalar) -> u32 {
+        use crate::types::Scalar;
+        match s {
+            Scalar::Float64 => 16,
+            Scalar::Float16 => 4,
+            Scalar::BFloat16 => 3,
+            _ => 7,
+        }
+    }
+
     /// The printf directive of a value piece (`%lld`, `%.3f`, `%s`), or the text of a text
-    /// piece with `%` doubled.
+    /// piece with `%` doubled. A [`PrintPiece::REPR`] piece is `%.Ng%s` (the value, then
+    /// `.0` or nothing).
     pub fn printf(&self) -> String {
         match self {
             PrintPiece::Text(t) => t.replace('%', "%%"),
+            PrintPiece::Value { spec, letter, .. } if *letter == PrintPiece::REPR => {
+                format!("%{spec}g%s")
+            }
             PrintPiece::Value {
                 conv, spec, letter, ..
             } => {

@@ -19,7 +19,7 @@ const PRINT_CHILD: &str = "PYDEVICE_GPU_DEBUG_PRINT_CHILD";
 
 const PRINTS: &str = r#"
 from cuda import device
-from cuda.device import float32
+from cuda.device import float32, float64
 
 
 @device.struct
@@ -35,6 +35,9 @@ def show(a, n):
         x = a[i]
         print("thread", i, "x =", x, i % 2 == 0)
         print(f"{i:>3d}|{x:8.3f}|{x:.2e}", (i, x), point(x, 2.0), sep=" ; ")
+        if i == 0:
+            print("floats", float32(0.1), float64(1.0) / float64(3.0), float64(1e16),
+                  float64(123456.5), float64(-0.0), x * float32(1e20), float32(1e-5))
 "#;
 
 const ASSERTS: &str = r#"
@@ -149,26 +152,31 @@ fn print_output_of_a_kernel_reaches_stdout() {
             l.strip_prefix("test gpu_debug::print_child ... ")
                 .unwrap_or(l)
         })
-        .filter(|l| l.starts_with("thread") || l.contains(" ; "))
+        .filter(|l| l.starts_with("thread") || l.contains(" ; ") || l.starts_with("floats"))
         .collect();
     got.sort();
     let mut want = Vec::new();
     for i in 0..4u32 {
         let x = i as f32 * 1.5;
-        // printf's `%g` of these values is Rust's shortest form (0, 1.5, 3, 4.5).
-        let g = |v: f32| format!("{v}");
+        // A float without a spec prints as Python's repr (0.0, 1.5, 3.0, 4.5; the device
+        // writes `%.7g` and `.0` for an integral value, docs/semantics.md §4.5.1), which
+        // Rust's `{:?}` writes for these values.
+        let g = |v: f32| format!("{v:?}");
         want.push(format!(
             "thread {i} x = {} {}",
             g(x),
             if i % 2 == 0 { "True" } else { "False" }
         ));
         want.push(format!(
-            "{i:>3}|{x:8.3}|{} ; ({i}, {}) ; point(x={}, y=2)",
+            "{i:>3}|{x:8.3}|{} ; ({i}, {}) ; point(x={}, y=2.0)",
             sci(x),
             g(x),
             g(x)
         ));
     }
+    // Python's text for each (x is 0 in thread 0); where `%.7g`/`%.16g` and Python differ
+    // is documented, and none of these values is such a case.
+    want.push("floats 0.1 0.3333333333333333 1e+16 123456.5 -0.0 0.0 1e-05".to_string());
     let mut want: Vec<&str> = want.iter().map(String::as_str).collect();
     want.sort();
     assert_eq!(got, want, "child stdout:\n{stdout}");

@@ -546,7 +546,7 @@ fn target_specialization_takes_the_host_branch_on_the_host() {
 
 /// `print` on the host writes through C `printf` to the process's standard output, so the
 /// call runs in a child process (`pydevice call`) whose stdout is compared with the text
-/// Python prints (floats: printf's `%g`, see docs/semantics.md §print).
+/// Python prints (floats without a spec as Python's `repr`, docs/semantics.md §4.5.1).
 #[test]
 fn print_on_the_host_writes_python_text() {
     let file = support::repo_path("tests/fixtures/host/print_host.py");
@@ -573,8 +573,9 @@ fn print_on_the_host_writes_python_text() {
         "i = 3 x = 2.5 False 100%\n\
          3: 2.500 [    3] fffffffffffffffd   2.50e+00|\n\
          (3, 2.5) ; (3,)\n\
-         point(x=2.5, y=2) float32x2(2.5, 0.1) 200 -3\n\
+         point(x=2.5, y=2.0) float32x2(2.5, 0.1) 200 -3\n\
          \n\
+         3.0 0.1 1e+16 123456.5 1.5e-05 -0.0 0.1 2.5e+20 0.3333333333333333 10.0\n\
          5.5\n"
     );
 }

@@ -396,6 +396,11 @@ pub enum Builtin {
     Provides,
     /// `smXX`: an architecture selector (the number, e.g. 90).
     Sm(u32),
+    /// `TargetDescription`: the class of target descriptions, a hint for a local bound to
+    /// one (`d: TargetDescription = provides(sm80)`)
+    TargetDescription,
+    /// `SMSelector`: the class of `smXX`, a hint for a local bound to one
+    SmSelector,
     /// numba's `@cuda.jit`
     Jit,
     /// numba's `void` (the return type of kernel signatures)

@@ -398,6 +398,8 @@ pub static ROWS: &[Row] = &[
     entity(B::IsDevice, &[(N::Device, "is_device")], HOST),
     entity(B::AnyTarget, &[(N::Device, "any_target")], HOST),
     entity(B::NoTarget, &[(N::Device, "no_target")], HOST),
+    entity(B::TargetDescription, &[(N::Device, "TargetDescription")], HOST),
+    entity(B::SmSelector, &[(N::Device, "SMSelector")], HOST),
     // Random numbers: pydevice's extension `cuda.device.random` (§6.4).
     row(B::Rand, &[(N::DeviceRandom, "rand")], &["dtype"], &["float"], Rule::Random, Op::Intrinsic(I::Rand), HOST),
     row(B::Randn, &[(N::DeviceRandom, "randn")], &["dtype"], &["float"], Rule::Random, Op::Intrinsic(I::Randn), HOST),

@@ -415,6 +415,9 @@ impl FnCx<'_, '_> {
                 };
                 let mut acc = vals.remove(0);
                 for v in vals {
+                    if self.unsigned_sign_test(op, &acc, &v, span) {
+                        return None;
+                    }
                     acc = self.binary(op, acc, v, span)?;
                 }
                 Some(acc)

@@ -376,10 +376,13 @@ impl FnCx<'_, '_> {
                 r.nonneg = true;
                 Some(r)
             }
-            (Type::Array(at), "ndim") => self.const_val(&Const::Int(i128::from(at.ndim)), span),
+            // `ndims` is the spec's spelling (§5.3).
+            (Type::Array(at), "ndim" | "ndims") => {
+                self.const_val(&Const::Int(i128::from(at.ndim)), span)
+            }
             // A fixed-format number is a zero-dimensional array (NumPy's scalars have the
             // same attributes): `ndim` 0, `shape` and `strides` `()`, `size` 1.
-            (Type::Scalar(_), "ndim") => self.const_val(&Const::Int(0), span),
+            (Type::Scalar(_), "ndim" | "ndims") => self.const_val(&Const::Int(0), span),
             (Type::Scalar(_), "size") => self.const_val(&Const::Int(1), span),
             (Type::Scalar(_), "shape" | "strides") => {
                 self.const_val(&Const::Tuple(Vec::new()), span)

@@ -428,6 +428,9 @@ impl FnCx<'_, '_> {
             let l = self.expr(left);
             let r = self.expr(right);
             let (l, r) = (self.value_of(l)?, self.value_of(r)?);
+            if self.unsigned_sign_test(op, &l, &r, span) {
+                return None;
+            }
             let v = self.binary(op, l, r, span)?;
             acc = Some(match acc {
                 None => v,
@@ -438,6 +441,83 @@ impl FnCx<'_, '_> {
             });
         }
         acc
+    }
+
+    /// E0291: a comparison of a `uint32`/`uint64` value with a constant that makes it
+    /// always `False` (`u < 0`, `u <= -1`, `u == -3`; §3.1.1), or a `max`/`min` of one with
+    /// a constant `<= 0` (`max(u, 0)` is `u`), in the `cuda.device` dialect. It is the sign test of code ported from CUDA C++, where
+    /// `int x = (blockIdx.x * STEPS - HALO) * BX;` turns a wrapped `unsigned` result back
+    /// into a negative `int`; here `x` stays `uint32`, so `x < 0` never holds and block 0's
+    /// halo reads the far end. Returns whether it reported one.
+    pub(super) fn unsigned_sign_test(
+        &mut self,
+        op: BinaryOp,
+        l: &Val,
+        r: &Val,
+        span: Span,
+    ) -> bool {
+        if self.s.m.dialect != crate::front::dialect::Dialect::CudaDevice {
+            return false;
+        }
+        // The index widths: `uint8`/`uint16` values are data (NumPy's rules compare them
+        // with any Python int, `errors`-free: `lang/numpy_literal_rules`).
+        let unsigned = |v: &Val| {
+            v.konst.is_none()
+                && v.weak.is_none()
+                && matches!(&v.ty, Type::Scalar(Scalar::UInt32 | Scalar::UInt64))
+        };
+        // A Python int (a literal or a module constant), as a port writes `x < 0` and
+        // `max(x, 0)`; a typed constant (`uint32(0)`) says its type on purpose.
+        let int_const = |v: &Val| match &v.konst {
+            Some(Const::Int(c)) if v.weak.is_some() => Some(*c),
+            _ => None,
+        };
+        // As `u op c`, flipping `c op u`.
+        let (u, c, op) = if unsigned(l)
+            && let Some(c) = int_const(r)
+        {
+            (l, c, op)
+        } else if unsigned(r)
+            && let Some(c) = int_const(l)
+        {
+            let flipped = match op {
+                BinaryOp::Lt => BinaryOp::Gt,
+                BinaryOp::Le => BinaryOp::Ge,
+                BinaryOp::Gt => BinaryOp::Lt,
+                BinaryOp::Ge => BinaryOp::Le,
+                o => o,
+            };
+            (r, c, flipped)
+        } else {
+            return false;
+        };
+        let Type::Scalar(s) = &u.ty else {
+            return false;
+        };
+        // Only the tests whose outcome the port depends on: a sign test that never holds
+        // (the clamp `if x < 0: x = 0` that never runs) and a clamp that does nothing. One
+        // that always holds (`x >= 0 and x < n`) is a redundant guard, left alone.
+        let what = match op {
+            BinaryOp::Lt if c <= 0 => "this comparison is always False".to_string(),
+            BinaryOp::Le if c < 0 => "this comparison is always False".to_string(),
+            BinaryOp::Eq if c < 0 => "this comparison is always False".to_string(),
+            BinaryOp::Max if c <= 0 => format!("`max` with {c} has no effect"),
+            BinaryOp::Min if c <= 0 => format!("`min` with {c} is always {c}"),
+            _ => return false,
+        };
+        self.diags.push(
+            Diagnostic::error(
+                Code::E0291,
+                span,
+                format!("{what}: the value is {s}, which is never negative"),
+            )
+            .with_secondary(u.span, format!("{s}"))
+            .with_note(
+                "unsigned arithmetic wraps (§3.1): `thread_idx.x - 1` is 4294967295 in thread 0, and `block_idx.x * N - HALO` never goes below 0; \
+                 for signed arithmetic convert first, as CUDA C++'s `int x = ...` does: `int32(block_idx.x) * N - HALO`, or use `tid()`",
+            ),
+        );
+        true
     }
 
     /// `l is r` (`negate`: `is not`) as numba decides it at compile time from the types: with

@@ -318,6 +318,10 @@ impl FnCx<'_, '_> {
                     Some(t) => (PrintConv::Float, t),
                 }
             }
+            // A float printed without a spec is written as Python's `repr` writes it
+            // (`PrintPiece::REPR`): the shortest digits that read back to the value at its
+            // width. A spec without a type keeps `%g`'s rule.
+            Kind::Float if spec.is_none() => (PrintConv::Float, PrintPiece::REPR),
             Kind::Float => match spec.as_ref().and_then(|(x, _)| x.ty) {
                 None => (PrintConv::Float, 'g'),
                 Some(t @ ('d' | 'x' | 'X' | 'o')) => {
@@ -355,7 +359,11 @@ impl FnCx<'_, '_> {
         pieces.push(PrintPiece::Value {
             value,
             conv,
-            spec: spec.map(|(x, _)| x.printf).unwrap_or_default(),
+            spec: if letter == PrintPiece::REPR {
+                format!(".{}", PrintPiece::repr_digits(s))
+            } else {
+                spec.map(|(x, _)| x.printf).unwrap_or_default()
+            },
             letter,
         });
         Some(())

@@ -252,6 +252,18 @@ impl FnCx<'_, '_> {
                     self.seen_assigned.insert(n.id.to_string());
                     return;
                 }
+                // `t = out.dtype`, `t = float32x4`, `t = int`, `P = point`, `n = None`: a
+                // local bound once to a type (or to `None`) is a compile-time alias, used as
+                // the type itself is (`t(x)`, `local_array(n, t)`, `n is None`; §2.10).
+                if let [ast::Expr::Name(n)] = a.targets.as_slice()
+                    && self.assign_sites.get(n.id.as_str()).copied() == Some(1)
+                    && !self.hints.contains_key(n.id.as_str())
+                    && let Some(item) = self.type_value(&a.value)
+                {
+                    self.statics.insert(n.id.to_string(), item);
+                    self.seen_assigned.insert(n.id.to_string());
+                    return;
+                }
                 if let ast::Expr::Call(c) = a.value.as_ref()
                     && self.is_atomic_class_call(&a.value)
                 {
@@ -284,6 +296,47 @@ impl FnCx<'_, '_> {
                 }
             }
             ast::Stmt::AnnAssign(a) => {
+                // `d: TargetDescription = provides(sm80)`, `s: SMSelector = sm90`: bound as
+                // the same assignments without the hint are.
+                if let (ast::Expr::Name(n), Some(value)) = (a.target.as_ref(), a.value.as_ref())
+                    && let Some(Item::Builtin(
+                        hint @ (Builtin::TargetDescription | Builtin::SmSelector),
+                    )) = self.s.m.resolve_static(&a.annotation)
+                {
+                    let ok = match hint {
+                        Builtin::TargetDescription => self.is_target_desc(value),
+                        _ => matches!(self.callee_item(value), Some(Item::Builtin(Builtin::Sm(_)))),
+                    };
+                    if !ok {
+                        let what = if hint == Builtin::TargetDescription {
+                            "a target description (`is_host`, `provides(sm80)`, ... combined with |, & and ~)"
+                        } else {
+                            "an architecture selector `smXX`"
+                        };
+                        self.error(
+                            Code::E0410,
+                            sp(value.as_ref()),
+                            format!(
+                                "`{}` is hinted `{}`, so its value must be {what}",
+                                n.id,
+                                if hint == Builtin::TargetDescription {
+                                    "TargetDescription"
+                                } else {
+                                    "SMSelector"
+                                }
+                            ),
+                        );
+                        return;
+                    }
+                    let plain = ast::StmtAssign {
+                        node_index: a.node_index.clone(),
+                        range: a.range,
+                        targets: vec![a.target.as_ref().clone()],
+                        value: value.clone(),
+                    };
+                    self.stmt(&ast::Stmt::Assign(plain), out);
+                    return;
+                }
                 if let ast::Expr::Name(n) = a.target.as_ref() {
                     let want = match self.s.m.resolve_static(&a.annotation) {
                         Some(Item::Builtin(Builtin::Scalar(s))) => Some(s),
@@ -657,6 +710,55 @@ impl FnCx<'_, '_> {
         }
         self.s.target_used = true;
         Some(self.target_desc(&c.arguments.args[0]))
+    }
+
+    /// What `e` names when it is a type or `None` written as a value (§2.10): `None`, a
+    /// number or vector type (`float32`, `int`, `float32x4`, `out.dtype`, `v.dtype`), a
+    /// `@struct` class (also `points.dtype` of an array of records), or a local bound to one
+    /// of these.
+    fn type_value(&mut self, e: &ast::Expr) -> Option<Item> {
+        if matches!(e, ast::Expr::NoneLiteral(_)) {
+            return Some(Item::NoneArg);
+        }
+        // `points.dtype` of an array of records names its `@struct` class.
+        if let ast::Expr::Attribute(a) = e
+            && a.attr.id.as_str() == "dtype"
+            && let ast::Expr::Name(n) = a.value.as_ref()
+            && let Some(h) = self.hints.get(n.id.as_str())
+            && let Type::Array(at) = &h.ty
+            && let DType::Struct(st) = &at.dtype
+        {
+            return match self.s.m.items.get(&st.name) {
+                Some(item @ Item::Struct(_)) => Some(item.clone()),
+                _ => None,
+            };
+        }
+        if !matches!(
+            e,
+            ast::Expr::Name(_) | ast::Expr::Attribute(_) | ast::Expr::Call(_)
+        ) {
+            return None;
+        }
+        // A call is a type only as `np.dtype(t)` (resolved without evaluating anything).
+        let item = if matches!(e, ast::Expr::Call(_)) {
+            self.s.m.resolve_static(e)?
+        } else {
+            self.callee_item(e)?
+        };
+        match item {
+            Item::Builtin(
+                Builtin::Scalar(_)
+                | Builtin::Int
+                | Builtin::Float
+                | Builtin::Bool
+                | Builtin::Complex
+                | Builtin::Vector(..),
+            )
+            | Item::Builtin(Builtin::Sm(_))
+            | Item::Struct(_)
+            | Item::NoneArg => Some(item),
+            _ => None,
+        }
     }
 
     /// Whether `e` is written as a target description: `is_host`, `provides(sm80)`, and

@@ -39,7 +39,7 @@ use cranelift_codegen::isa::CallConv;
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_jit::JITModule;
 use cranelift_module::{FuncId, Linkage, Module};
-pub(crate) use raise::STACK_EXHAUSTED;
+pub(crate) use raise::{INTERRUPTED, STACK_EXHAUSTED};
 use std::collections::HashMap;
 use wrappers::{buffer_wrapper, c_abi_wrapper};
 
@@ -139,6 +139,7 @@ pub(crate) fn lower(
                 can_raise,
                 kernel,
                 fn_index: h.index(),
+                interrupt: None,
             };
             cx.define()?;
             cx.b.finalize(cfg);
@@ -299,6 +300,10 @@ struct FnCx<'a, 'b> {
     kernel: Option<&'a super::kernel::SharedLayout>,
     /// The function's index in the program (to find its shared arrays in `kernel`).
     fn_index: usize,
+    /// The address of the call's interrupt flag (the context's third word, loaded on
+    /// entry), polled at every loop back-edge of a host call (`FnCx::poll_interrupt`);
+    /// `None` in a kernel run whole on the CPU and in functions without loops.
+    interrupt: Option<Value>,
 }
 
 impl FnCx<'_, '_> {
@@ -328,6 +333,10 @@ impl FnCx<'_, '_> {
             }
         }
         self.check_stack()?;
+        if self.kernel.is_none() && raise::has_loop(&f.body) {
+            let word = self.error_word.ok_or_else(|| err("error word"))?;
+            self.interrupt = Some(self.b.ins().load(ct::I64, flags(), word, 16));
+        }
         self.block(&f.body)?;
         if f.ret == Type::None {
             self.b.ins().return_(&[]);
@@ -478,6 +487,7 @@ impl FnCx<'_, '_> {
                 self.b.ins().jump(cont, &[]);
                 self.b.switch_to_block(cont);
                 self.block(continuing)?;
+                self.poll_interrupt()?;
                 self.b.ins().jump(head, &[]);
                 self.b.switch_to_block(exit);
             }

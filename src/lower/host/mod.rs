@@ -10,6 +10,7 @@
 mod check;
 mod cmath;
 mod emit;
+pub mod interrupt;
 pub mod kernel;
 mod leaf;
 mod runtime;
@@ -59,6 +60,9 @@ pub enum HostError {
         /// The stack the call ran on, in bytes.
         stack: usize,
     },
+    /// The call was stopped at a loop back-edge by [`interrupt::request`] (Ctrl-C in
+    /// Python, which raises `KeyboardInterrupt`).
+    Interrupted,
     /// An array index was out of range (the access was skipped; a load read zero).
     IndexOutOfBounds {
         /// 1-based line of the access.
@@ -91,6 +95,7 @@ impl fmt::Display for HostError {
                 "RecursionError: maximum recursion depth exceeded (the host call ran out of its {} KiB stack)",
                 stack / 1024
             ),
+            HostError::Interrupted => write!(f, "the host call was interrupted"),
             HostError::IndexOutOfBounds { line, column } => {
                 write!(
                     f,
@@ -284,8 +289,10 @@ impl HostFunction {
         let out_ptr: *mut u8 = out.as_mut_ptr().cast();
         // The call's context: the error word, then the lowest stack address its functions
         // may use (`emit::raise::check_stack`), which leaves `STACK_RESERVE` for the native
-        // helpers they call. A thread with less than `MIN_STACK` left (a small thread stack,
+        // helpers they call, then the address of the flag its loops poll
+        // (`interrupt::flag_for_call`). A thread with less than `MIN_STACK` left (a small thread stack,
         // deep native recursion) runs the call on a fresh stack of `HOST_STACK`.
+        let flag = interrupt::flag_for_call();
         let run = || {
             let marker = 0u8;
             let here = std::ptr::addr_of!(marker) as u64;
@@ -293,7 +300,7 @@ impl HostFunction {
             let limit = here
                 .saturating_sub(left)
                 .saturating_add(STACK_RESERVE as u64);
-            let mut ctx = [0u64, limit];
+            let mut ctx = [0u64, limit, flag];
             f(buf.as_ptr().cast(), out_ptr, ctx.as_mut_ptr());
             (ctx[0], left as usize)
         };
@@ -302,6 +309,9 @@ impl HostFunction {
             _ => stacker::grow(HOST_STACK, run),
         };
         let word = w;
+        if word == emit::INTERRUPTED {
+            return Err(HostError::Interrupted);
+        }
         if word == emit::STACK_EXHAUSTED {
             return Err(HostError::StackExhausted { stack });
         }

@@ -72,6 +72,85 @@ extern "C" fn print_f64(format: *const std::ffi::c_char, v: f64) -> i32 {
     unsafe { printf(format, v) }
 }
 
+extern "C" fn print_repr(digits: i32, v: f64) -> i32 {
+    let text = float_repr(v, digits as u32);
+    let c = std::ffi::CString::new(text).unwrap_or_default();
+    // SAFETY: `%s` takes the NUL-terminated string `c`, alive for the call.
+    unsafe { printf(c"%s".as_ptr(), c.as_ptr()) }
+}
+
+/// `v` as Python's `repr` writes a float (`print(x)`, `str(x)`) of the width that
+/// `digits` names ([`crate::ir::PrintPiece::repr_digits`]: 16 `float64`, 7 `float32`, 4
+/// `float16`, 3 `bfloat16`; `v` holds a value of that width): the fewest significant digits
+/// that read back to the value at that width, in positional notation with at least one
+/// digit after the point when the decimal exponent is in -4..16 (`3.0`, `0.0001`,
+/// `123456.5`), else in exponent notation with a signed exponent of at least two digits
+/// (`1e+16`, `1.5e-05`); `nan`, `inf`, `-inf`.
+pub(crate) fn float_repr(v: f64, digits: u32) -> String {
+    if v.is_nan() {
+        return "nan".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    // Rust's `{:e}` writes the shortest round-trip digits of an f64 or f32; for the half
+    // widths, the fewest digits that round back to `v`.
+    let sci = match digits {
+        16 => format!("{v:e}"),
+        7 => format!("{:e}", v as f32),
+        _ => {
+            let round = if digits == 4 {
+                leaf::round_f16
+            } else {
+                leaf::round_bf16
+            };
+            (1..=17usize)
+                .map(|p| format!("{:.*e}", p - 1, v))
+                .find(|s| s.parse::<f64>().is_ok_and(|x| f64::from(round(x)) == v))
+                .unwrap_or_else(|| format!("{v:e}"))
+        }
+    };
+    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let neg = mant.starts_with('-');
+    let all: String = mant.chars().filter(char::is_ascii_digit).collect();
+    let ds = match all.trim_end_matches('0') {
+        "" => "0",
+        d => d,
+    };
+    let mut out = String::from(if neg { "-" } else { "" });
+    if (-4..16).contains(&exp) {
+        if exp >= 0 {
+            let int = exp as usize + 1;
+            if ds.len() <= int {
+                out.push_str(ds);
+                out.extend(std::iter::repeat_n('0', int - ds.len()));
+                out.push_str(".0");
+            } else {
+                out.push_str(&ds[..int]);
+                out.push('.');
+                out.push_str(&ds[int..]);
+            }
+        } else {
+            out.push_str("0.");
+            out.extend(std::iter::repeat_n('0', (-exp - 1) as usize));
+            out.push_str(ds);
+        }
+    } else {
+        out.push_str(&ds[..1]);
+        if ds.len() > 1 {
+            out.push('.');
+            out.push_str(&ds[1..]);
+        }
+        out.push_str(&format!(
+            "e{}{:02}",
+            if exp < 0 { '-' } else { '+' },
+            exp.abs()
+        ));
+    }
+    out
+}
+
 extern "C" fn print_bool(format: *const std::ffi::c_char, v: u32) -> i32 {
     let s: &std::ffi::CStr = if v != 0 { c"True" } else { c"False" };
     // SAFETY: `format` is one `%...s` directive, which takes a NUL-terminated string.
@@ -296,6 +375,7 @@ pub(crate) fn symbols() -> Vec<(&'static str, *const u8)> {
     v.push(("__pyd_print_u64", print_u64 as *const u8));
     v.push(("__pyd_print_f64", print_f64 as *const u8));
     v.push(("__pyd_print_bool", print_bool as *const u8));
+    v.push(("__pyd_print_repr", print_repr as *const u8));
     v.push(("__pyd_print_flush", print_flush as *const u8));
     v.push(("__pyd_rand_f32", crate::random::host_rand_f32 as *const u8));
     v.push(("__pyd_rand_f64", crate::random::host_rand_f64 as *const u8));

@@ -574,7 +574,6 @@ fn retarget(ptx: String, arch: Arch) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::signature::parse_signature;
     use std::path::Path;
 
     /// PTX instructions that do work: not moves, parameter loads, directives or labels.
@@ -627,7 +626,8 @@ mod tests {
                 let module = crate::Module::parse(&name, &src).expect("fixture parses");
                 let entry = entry.expect("fixture names its entry");
                 let args = match sig {
-                    Some(s) => parse_signature(&s).expect("fixture signature").0,
+                    // The module's own @struct names resolve (`particle[::1]`).
+                    Some(s) => module.parse_signature(&s).expect("fixture signature"),
                     None => module
                         .entries()
                         .into_iter()

@@ -1,6 +1,7 @@
 //! `print` on the host: one call of a runtime helper per piece (`__pyd_print_*`, which pass
-//! the piece's printf directive and value to C `printf`, so the host formats exactly as the
-//! device's `vprintf` does), then `__pyd_print_flush`. Each directive is a NUL-terminated
+//! the piece's printf directive and value to C `printf`, so the host formats as the device's
+//! `vprintf` does), then `__pyd_print_flush`. A float without a format spec is written as
+//! Python's `repr` writes it (`__pyd_print_repr`), which printf cannot do. Each directive is a NUL-terminated
 //! data object of the JIT module.
 
 use super::*;
@@ -30,6 +31,18 @@ impl FnCx<'_, '_> {
             match p {
                 PrintPiece::Text(_) => {
                     self.call_helper("__pyd_print_text", &[ct::I64], ct::I32, &[fmt])?;
+                }
+                PrintPiece::Value {
+                    value,
+                    spec,
+                    letter,
+                    ..
+                } if *letter == PrintPiece::REPR => {
+                    // Python's `repr` (`runtime::float_repr`), at the width `spec` names.
+                    let v = self.scalar(*value)?;
+                    let digits: i64 = spec.trim_start_matches('.').parse().unwrap_or(16);
+                    let d = self.b.ins().iconst(ct::I32, digits);
+                    self.call_helper("__pyd_print_repr", &[ct::I32, ct::F64], ct::I32, &[d, v])?;
                 }
                 PrintPiece::Value { value, conv, .. } => {
                     let mut v = self.scalar(*value)?;

@@ -11,6 +11,9 @@ use crate::ir::RAISE_BIT;
 /// The error word of a host call that ran out of stack: `RAISE_BIT` with line and column
 /// all ones (no source position has them).
 pub(crate) const STACK_EXHAUSTED: u64 = u64::MAX;
+/// The error word of a host call stopped by an interrupt (`host::interrupt`, Ctrl-C in
+/// Python): `RAISE_BIT` with line all ones and column all ones but the lowest bit.
+pub(crate) const INTERRUPTED: u64 = u64::MAX - 1;
 
 impl FnCx<'_, '_> {
     /// `assert cond, message` (nothing with `assertions=False`).
@@ -71,6 +74,28 @@ impl FnCx<'_, '_> {
         Ok(())
     }
 
+    /// At a loop's back-edge in a host call: when the flag the call's context points to
+    /// (its third word, loaded on entry) is set, record [`INTERRUPTED`] and return; the
+    /// callers return in turn (every program with a call tests the word after it). One
+    /// load and a branch per iteration, so an endless loop can be stopped (Ctrl-C).
+    pub(super) fn poll_interrupt(&mut self) -> R<()> {
+        let Some(flag) = self.interrupt else {
+            return Ok(());
+        };
+        let word = self.error_word.ok_or_else(|| err("error word"))?;
+        let set = self.b.ins().load(ct::I32, flags(), flag, 0);
+        let stop = self.b.create_block();
+        let go = self.b.create_block();
+        self.b.ins().brif(set, stop, &[], go, &[]);
+        self.b.set_cold_block(stop);
+        self.b.switch_to_block(stop);
+        let code = self.b.ins().iconst(ct::I64, INTERRUPTED as i64);
+        self.b.ins().store(flags(), code, word, 0);
+        self.return_zeros()?;
+        self.b.switch_to_block(go);
+        Ok(())
+    }
+
     /// After a call, in a program that can raise: return at once if the callee raised.
     pub(super) fn propagate_raise(&mut self) -> R<()> {
         let word = self.error_word.ok_or_else(|| err("error word"))?;
@@ -97,6 +122,17 @@ impl FnCx<'_, '_> {
         self.b.ins().return_(&vals);
         Ok(())
     }
+}
+
+/// Whether `b` has a loop (at any depth): its function polls the interrupt flag.
+pub(super) fn has_loop(b: &crate::ir::Block) -> bool {
+    b.iter().any(|s| match &s.kind {
+        StmtKind::Loop { .. } => true,
+        StmtKind::If {
+            then, otherwise, ..
+        } => has_loop(then) || has_loop(otherwise),
+        _ => false,
+    })
 }
 
 /// Whether `program` has an `assert` (that is compiled in) or a `raise`.

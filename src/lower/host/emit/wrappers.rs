@@ -151,13 +151,19 @@ pub(super) fn c_abi_wrapper(
         }
         // Out-of-range accesses through the C pointer are skipped; the error word that
         // records them is local to the call. The word after it is the stack limit, 0 here:
-        // a C caller's stack is its own (see `FnCx::check_stack`).
+        // a C caller's stack is its own (see `FnCx::check_stack`); the third word is the
+        // interrupt flag its loops poll, one that is never set (`interrupt::NEVER`).
         let word =
-            b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 16, 3));
+            b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 24, 3));
         let word = b.ins().stack_addr(ct::I64, word, 0);
         let zero = b.ins().iconst(ct::I64, 0);
         b.ins().store(flags(), zero, word, 0);
         b.ins().store(flags(), zero, word, 8);
+        let never = b.ins().iconst(
+            ct::I64,
+            crate::lower::host::interrupt::NEVER.as_ptr() as i64,
+        );
+        b.ins().store(flags(), never, word, 16);
         args.insert(0, word);
         let f = m.declare_func_in_func(inner, b.func);
         let call = b.ins().call(f, &args);

@@ -48,8 +48,38 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         let fmt = self.const_cstr(&format, "__pyd_fmt", false)?;
         let mut args = Vec::new();
         for p in pieces {
-            if let PrintPiece::Value { value, conv, .. } = p {
+            if let PrintPiece::Value {
+                value,
+                conv,
+                spec,
+                letter,
+            } = p
+            {
                 let v = self.value(*value)?;
+                if *letter == PrintPiece::REPR {
+                    // `%.Ng%s`: the value, then `.0` when it is integral and below 10**N
+                    // (where `%.Ng` writes it without a point or an exponent).
+                    let digits: i32 = spec.trim_start_matches('.').parse().unwrap_or(16);
+                    let x = v.into_float_value();
+                    let f64t = ctx.f64_type();
+                    let fabs = self.e.intrinsic("llvm.fabs", &[f64t.into()])?;
+                    let trunc = self.e.intrinsic("llvm.trunc", &[f64t.into()])?;
+                    let a = self.call1(fabs, &[x.into()])?.into_float_value();
+                    let t = self.call1(trunc, &[x.into()])?.into_float_value();
+                    let limit = f64t.const_float(10f64.powi(digits));
+                    let small = self
+                        .b()
+                        .build_float_compare(FloatPredicate::OLT, a, limit, "")?;
+                    let whole = self
+                        .b()
+                        .build_float_compare(FloatPredicate::OEQ, x, t, "")?;
+                    let point = self.b().build_and(small, whole, "")?;
+                    let dot = self.const_cstr(".0", "__pyd_point0", true)?;
+                    let none = self.const_cstr("", "__pyd_empty", true)?;
+                    args.push(v);
+                    args.push(self.b().build_select(point, dot, none, "")?);
+                    continue;
+                }
                 let v: BasicValueEnum<'ctx> = match conv {
                     PrintConv::Signed | PrintConv::Unsigned | PrintConv::Float => v,
                     PrintConv::Bool => {
