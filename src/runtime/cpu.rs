@@ -756,7 +756,7 @@ impl Launch<'_> {
                     let _ = (op, mask);
                     ("a warp collective", site)
                 }
-                Wait::Run | Wait::Done => continue,
+                Wait::Run | Wait::Poll | Wait::Done => continue,
             };
             if shown == 4 {
                 out.push_str("; ...");
@@ -785,6 +785,9 @@ enum Wait {
         pred: bool,
         site: u64,
     },
+    /// Polling: an atomic `wait` found its value unchanged; runnable again after the
+    /// others had their turn.
+    Poll,
     /// At a warp collective.
     Warp {
         op: WarpOp,
@@ -853,6 +856,9 @@ impl Scheduler {
     ) -> Result<(), String> {
         loop {
             for (i, slot) in fibers.iter_mut().enumerate() {
+                if self.t(i).wait == Wait::Poll {
+                    self.t(i).wait = Wait::Run;
+                }
                 if self.t(i).wait != Wait::Run {
                     continue;
                 }
@@ -877,6 +883,12 @@ impl Scheduler {
             }
             if !progress {
                 progress = self.release_barriers();
+            }
+            if !progress && (0..self.n).any(|i| self.t(i).wait == Wait::Poll) {
+                // Only polling threads can go on: what they wait for may come from
+                // another block, on another OS thread.
+                std::thread::yield_now();
+                progress = true;
             }
             if !progress {
                 return Err("no thread can go on".into());
@@ -1057,7 +1069,7 @@ impl Scheduler {
                     BarrierKind::Count => count,
                     BarrierKind::And => u64::from(count == n),
                     BarrierKind::Or => u64::from(count > 0),
-                    BarrierKind::Sync | BarrierKind::Grid => 0,
+                    BarrierKind::Sync | BarrierKind::Grid | BarrierKind::Poll => 0,
                 };
                 t.epochs[0] = t.epochs[0].wrapping_add(1);
                 t.wait = Wait::Run;
@@ -1240,6 +1252,19 @@ unsafe fn wait_for(t: *mut Thread, wait: Wait) -> u64 {
 }
 
 extern "C" fn barrier(ctx: *mut ThreadContext, kind: i32, pred: i32, site: i64) -> i32 {
+    if kind == BarrierKind::Poll as i32 {
+        let t = ctx.cast::<Thread>();
+        // SAFETY: called by kernel code with its context; `yielder` is null only for a
+        // thread run as a plain call, which then gives its OS thread away instead.
+        unsafe {
+            if (*t).yielder.is_null() {
+                std::thread::yield_now();
+            } else {
+                wait_for(t, Wait::Poll);
+            }
+        }
+        return 0;
+    }
     let wait = Wait::Barrier {
         kind: BarrierKind::from_code(kind).unwrap_or(BarrierKind::Sync),
         pred: pred != 0,

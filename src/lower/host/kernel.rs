@@ -114,6 +114,9 @@ pub enum BarrierKind {
     Or = 3,
     /// `this_grid().sync()`: every thread of the (cooperative) launch.
     Grid = 4,
+    /// Not a barrier: an atomic `wait` saw the value it waits on unchanged, so the thread
+    /// lets the others run (the threads of its unit, then other OS threads) and polls again.
+    Poll = 5,
 }
 
 impl BarrierKind {
@@ -125,6 +128,7 @@ impl BarrierKind {
             BarrierKind::And,
             BarrierKind::Or,
             BarrierKind::Grid,
+            BarrierKind::Poll,
         ]
         .into_iter()
         .find(|k| *k as i32 == c)
@@ -244,8 +248,8 @@ fn stack_bytes(program: &Program) -> usize {
     usize::try_from(bytes).unwrap_or(usize::MAX)
 }
 
-/// Whether any function of `program` reaches a barrier or a warp collective (an intrinsic
-/// that `emit::kernel` lowers to [`BARRIER_SYMBOL`] or [`WARP_SYMBOL`]).
+/// Whether any function of `program` reaches a barrier, a warp collective or an atomic
+/// `wait` (what `emit::kernel` lowers to [`BARRIER_SYMBOL`] or [`WARP_SYMBOL`]).
 fn synchronizes(program: &Program) -> bool {
     use crate::ir::{CgOp, Intrinsic};
     use crate::types::GroupKind;
@@ -273,6 +277,12 @@ fn synchronizes(program: &Program) -> bool {
                 ),
                 _ => false,
             },
+            // A thread waiting for a value another thread of its block stores must let
+            // that thread run: it polls as a fiber.
+            Expr::Atomic {
+                op: crate::ir::AtomicOp::Wait,
+                ..
+            } => true,
             _ => false,
         })
     })

@@ -34,7 +34,7 @@ pub(crate) fn host_scalar(s: Scalar) -> bool {
 }
 
 /// The leaves of a value of type `t`, or `None` when the host cannot hold such values
-/// (shared arrays, struct references, atomic fields, 8-bit float numbers).
+/// (fragments, 8-bit float numbers).
 pub(crate) fn leaves(t: &Type) -> Option<Vec<Leaf>> {
     match t {
         Type::None => Some(Vec::new()),
@@ -122,7 +122,9 @@ pub(crate) fn leaves(t: &Type) -> Option<Vec<Leaf>> {
                 offset: 0,
             }]
         }),
-        Type::Atomic { .. } => None,
+        // An `Atomic` struct field holds its number's bytes (the front end accesses it only
+        // through atomic references to it, in records that stay in memory).
+        Type::Atomic { dtype, .. } => leaves(&Type::Scalar(*dtype)),
     }
 }
 

@@ -877,66 +877,6 @@ fn cpu_back_end_refuses_hopper_operations_with_the_span() {
     assert!(text.contains("bulk.py:20"), "{text}");
 }
 
-/// `tests/fixtures/lang/index_split.py` on the CPU back end (the GPU test is
-/// `gpu::index_split_and_strided_ranges_match_python`): a `uint32` index split by `int32`
-/// shapes of every sign, and `range` over a `uint32` start with `int32` stop and step, which
-/// the checker writes as C's loop versioned on the step's sign (issue 31).
-#[test]
-fn cpu_index_split_and_strided_ranges_match_python() {
-    use crate::gpu::{
-        INDEX_SPLIT_SHAPES, index_split_reference, py_range_summary, strided_range_cases,
-    };
-    let src = fixture("lang/index_split.py");
-    let k = compile(&src, "index_split", "int64[:, :], int32, int32");
-    let n = 700usize;
-    for (c, t) in INDEX_SPLIT_SHAPES {
-        let (ob, oa) = array(&vec![0i64; n * 4], &[n as u64, 4], &[4, 1]);
-        run(
-            &k,
-            &[oa, ArgValue::Int(c.into()), ArgValue::Int(t.into())],
-            [blocks(n, 64), 1, 1],
-            [64, 1, 1],
-        );
-        let out: Vec<i64> = ob.read();
-        for idx in 0..n {
-            let want = index_split_reference(idx as i64, c, t);
-            assert_eq!(&out[idx * 4..idx * 4 + 4], &want, "idx={idx} C={c} T={t}");
-        }
-    }
-    let k = compile(
-        &src,
-        "strided_ranges",
-        "int32[:], int32[:], int32[:], int64[:], int64[:], int64[:]",
-    );
-    let (stops, steps) = strided_range_cases();
-    let (blocks_n, bs) = (stops.len(), 32usize);
-    let (_s, sa) = vec1(&stops);
-    let (_t, ta) = vec1(&steps);
-    let (cb, ca) = vec1(&vec![0i32; blocks_n * bs]);
-    let (ub, ua) = vec1(&vec![0i64; blocks_n * bs]);
-    let (lb, la) = vec1(&vec![0i64; blocks_n * bs]);
-    let (fb, fa) = vec1(&vec![0i64; blocks_n * bs]);
-    run(
-        &k,
-        &[sa, ta, ca, ua, la, fa],
-        [blocks_n as u32, 1, 1],
-        [bs as u32, 1, 1],
-    );
-    let (counts, sums): (Vec<i32>, Vec<i64>) = (cb.read(), ub.read());
-    let (lasts, firsts): (Vec<i64>, Vec<i64>) = (lb.read(), fb.read());
-    for b in 0..blocks_n {
-        for tid in 0..bs {
-            let j = b * bs + tid;
-            let (stop, step) = (stops[b], steps[b]);
-            assert_eq!(
-                (counts[j], sums[j], lasts[j], firsts[j]),
-                py_range_summary(tid as i64, stop.into(), step.into()),
-                "range({tid}, {stop}, {step})"
-            );
-        }
-    }
-}
-
 mod builders;
 mod numba_gaps;
 mod race;

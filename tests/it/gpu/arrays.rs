@@ -71,12 +71,8 @@ fn column_and_row_views_of_a_matrix(dev) {
 }
 }
 
-// GPU-only until the CPU back end runs reshapes and `view(dtype)` (issue 33).
-#[test]
-fn reshape_views_without_copying() {
-    let Some(dev) = device("reshape_views_without_copying") else {
-        return;
-    };
+on_each_backend! {
+fn reshape_views_without_copying(dev) {
     let k = kernel(
         &dev,
         &fixture("array_reshape"),
@@ -106,6 +102,7 @@ fn reshape_views_without_copying() {
     for i in 0..gr * gc {
         assert_eq!(g[i], grid[i] + 1.0, "grid element {i}");
     }
+}
 }
 
 /// `sample` of tests/fixtures/lang/struct_align_defaults.py: `value: device.align(float32,

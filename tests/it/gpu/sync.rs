@@ -342,12 +342,8 @@ fn every_integer_and_float_intrinsic(dev) {
 }
 }
 
-// GPU-only until the CPU back end runs reshapes and `view(dtype)` (issue 33).
-#[test]
-fn dynamic_shared_memory_views() {
-    let Some(dev) = device("dynamic_shared_memory_views") else {
-        return;
-    };
+on_each_backend! {
+fn dynamic_shared_memory_views(dev) {
     let k = kernel(
         &dev,
         &fixture("dynamic_shared_views.py"),
@@ -366,6 +362,7 @@ fn dynamic_shared_memory_views() {
         assert_eq!(fo[t], want, "f[{t}]");
         assert_eq!(no[t], ns[255] + 256, "n[{t}]");
     }
+}
 }
 
 on_each_backend! {
@@ -392,12 +389,8 @@ fn local_array_in_fortran_order(dev) {
 }
 }
 
-// GPU-only until the CPU back end runs atomic `wait` (issue 33).
-#[test]
-fn ticket_mutex_serializes_blocks() {
-    let Some(dev) = device("ticket_mutex_serializes_blocks") else {
-        return;
-    };
+on_each_backend! {
+fn ticket_mutex_serializes_blocks(dev) {
     let k = kernel(
         &dev,
         &fixture("ticket_lock.py"),
@@ -418,13 +411,10 @@ fn ticket_mutex_serializes_blocks() {
         );
     }
 }
+}
 
-// GPU-only until the CPU back end runs atomic `wait` (issue 33).
-#[test]
-fn ticket_mutex_struct_in_shared_memory_guards_struct_cells() {
-    let Some(dev) = device("ticket_mutex_struct_in_shared_memory_guards_struct_cells") else {
-        return;
-    };
+on_each_backend! {
+fn ticket_mutex_struct_in_shared_memory_guards_struct_cells(dev) {
     let k = kernel(
         &dev,
         &fixture("ticket_mutex_struct.py"),
@@ -452,6 +442,7 @@ fn ticket_mutex_struct_in_shared_memory_guards_struct_cells() {
         }
     }
 }
+}
 
 on_each_backend! {
 /// `activemask()` on both sides of a divergent branch reports each side's lanes (numba-cuda's
@@ -469,18 +460,14 @@ fn activemask_in_divergent_branches(dev) {
 }
 }
 
+on_each_backend! {
 /// `exch` and `cas` on 1- and 2-byte cells (CAS loops on their 32-bit words, with the
 /// neighbouring bytes of the same word updated by other threads at the same time) and
 /// `load`/`store`/`exch`/`cas` on complex64 (64-bit), against what must hold whatever the
 /// order of the threads: each cell's chain of exchanges returns every value written to it
 /// but the last, plus the initial one; CAS increments add one per thread; guard cells of
 /// the same words stay untouched.
-// GPU-only until the CPU back end runs atomics on complex elements (issue 33).
-#[test]
-fn small_and_complex_atomics() {
-    let Some(dev) = device("small_and_complex_atomics") else {
-        return;
-    };
+fn small_and_complex_atomics(dev) {
     let src = r#"
 from cuda import device
 from cuda.device import int8, int16, complex64
@@ -599,6 +586,7 @@ def k(x8, olds8, c8, c16, xc, oldsc, cc, seeds):
     }
     assert_eq!(cc[2], [5.0, 5.0], "complex64 untouched cell");
     assert_eq!(cc[3], [7.0, 8.0], "complex64 store");
+}
 }
 
 on_each_backend! {

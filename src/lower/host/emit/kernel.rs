@@ -125,6 +125,22 @@ impl FnCx<'_, '_> {
         }])
     }
 
+    /// Lets the other threads run before an atomic `wait` looks at its value again
+    /// ([`BarrierKind::Poll`]).
+    pub(super) fn poll(&mut self) -> R<()> {
+        let ctx = self.ctx()?;
+        let k = self.b.ins().iconst(ct::I32, BarrierKind::Poll as i64);
+        let p = self.b.ins().iconst(ct::I32, 0);
+        let site = self.b.ins().iconst(ct::I64, 0);
+        self.call_helper(
+            BARRIER_SYMBOL,
+            &[ct::I64, ct::I32, ct::I32, ct::I64],
+            ct::I32,
+            &[ctx, k, p, site],
+        )?;
+        Ok(())
+    }
+
     fn barrier(&mut self, kind: BarrierKind, pred: Option<Value>, h: Handle<Expr>) -> R<Value> {
         let ctx = self.ctx()?;
         let k = self.b.ins().iconst(ct::I32, kind as i64);
