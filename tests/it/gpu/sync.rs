@@ -445,6 +445,49 @@ fn ticket_mutex_struct_in_shared_memory_guards_struct_cells(dev) {
 }
 
 on_each_backend! {
+/// `wait` makes each thread of a block wait for the thread after it: thread `t` waits until
+/// the block's turn counter reaches `block_dim - 1 - t`, writes its rank into the order
+/// array at that position and passes the turn on, so the threads finish in reverse rank
+/// order (the last one first), whatever order they start in. Blocks of 96 threads (three
+/// warps, lanes of one warp waiting on each other) and a partial last block of work.
+fn atomic_wait_orders_threads_in_reverse(dev) {
+    let src = r#"
+from cuda import device
+from cuda.device import int32
+
+@device.kernel
+def reverse(turns, order):
+    t = device.thread_idx.x
+    b = device.block_idx.x
+    n = device.block_dim.x
+    mine = n - 1 - t
+    turn = device.atomic_ref(turns, b)
+    while True:
+        now = turn.load(memory='acquire')
+        if now == mine:
+            break
+        turn.wait(now, memory='acquire')
+    order[b * n + mine] = int32(t)
+    turn.add(1, memory='release')
+    turn.notify_all()
+"#;
+    let k = kernel(&dev, src, "reverse", "int32[::1], int32[::1]");
+    let (blocks_n, bs) = (5usize, 96usize);
+    let (tb, ta) = vec1(&dev, &vec![0i32; blocks_n]);
+    let (ob, oa) = vec1(&dev, &vec![-1i32; blocks_n * bs]);
+    k.launch(&[ta, oa], [blocks_n as u32, 1, 1], [bs as u32, 1, 1]);
+    let turns: Vec<i32> = from_bytes(&dev.download(&tb).expect("download"));
+    let order: Vec<i32> = from_bytes(&dev.download(&ob).expect("download"));
+    assert_eq!(turns, vec![bs as i32; blocks_n], "every thread passed the turn on");
+    for b in 0..blocks_n {
+        for p in 0..bs {
+            assert_eq!(order[b * bs + p], (bs - 1 - p) as i32, "block {b}, position {p}");
+        }
+    }
+}
+}
+
+on_each_backend! {
 /// `activemask()` on both sides of a divergent branch reports each side's lanes (numba-cuda's
 /// `test_activemask`); LLVM once merged the two calls into one before the branch.
 fn activemask_in_divergent_branches(dev) {
