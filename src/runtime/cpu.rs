@@ -1002,12 +1002,24 @@ impl Scheduler {
             }
             _ => [0; 32],
         };
+        if op == WarpOp::Tensor {
+            let mut bufs = [None; 32];
+            for l in lanes() {
+                bufs[l as usize] = Some(value(l));
+            }
+            let code = lanes()
+                .next()
+                .map_or(0, |l| waits[l as usize].map_or(0, |c| c.arg));
+            // SAFETY: each lane of `parts` is suspended at this collective with the address
+            // of its buffer, laid out as the code says (`lower::host::emit::tensor`).
+            unsafe { super::cpu_tensor::run(code, &bufs) };
+        }
         for lane in lanes() {
             let Some(me) = waits[lane as usize] else {
                 continue;
             };
             let r = match op {
-                WarpOp::Sync | WarpOp::ActiveMask => 0,
+                WarpOp::Sync | WarpOp::ActiveMask | WarpOp::Tensor => 0,
                 WarpOp::All => u64::from(lanes().all(|l| value(l) != 0)),
                 WarpOp::Any => u64::from(ballot != 0),
                 WarpOp::Uni => u64::from(ballot == 0 || ballot == u64::from(parts)),

@@ -565,8 +565,9 @@ pub(crate) fn cpu_intrinsic(op: Intrinsic) -> bool {
         | Intrinsic::ClusterWait
         | Intrinsic::ClusterSync
         | Intrinsic::MapSharedRank
-        | Intrinsic::Tensor(_)
         | Intrinsic::Hopper(_) => false,
+        // WMMA, `mma.sync` m16n8k16 and `ldmatrix` (`emit::tensor`).
+        Intrinsic::Tensor(_) => true,
         op => !device_only(op),
     }
 }

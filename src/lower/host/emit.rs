@@ -20,6 +20,7 @@ mod intrinsics;
 mod kernel;
 mod print;
 mod raise;
+mod tensor;
 mod wrappers;
 
 use super::HostError;

@@ -172,6 +172,9 @@ pub enum WarpOp {
     ReduceMin = 13,
     /// `cg.reduce(g, v, 'max')` on integers; `arg` is 1 when they are signed.
     ReduceMax = 14,
+    /// A tensor-core operation over the whole warp: `value` is the address of the lane's
+    /// buffer, `arg` the operation's code (`runtime::cpu_tensor`); the result is 0.
+    Tensor = 15,
 }
 
 impl WarpOp {
@@ -180,7 +183,7 @@ impl WarpOp {
         use WarpOp::*;
         [
             Sync, All, Any, Uni, Ballot, ShflIdx, ShflUp, ShflDown, ShflXor, MatchAny, MatchAll,
-            ActiveMask, ReduceAdd, ReduceMin, ReduceMax,
+            ActiveMask, ReduceAdd, ReduceMin, ReduceMax, Tensor,
         ]
         .into_iter()
         .find(|k| *k as i32 == c)
@@ -266,6 +269,12 @@ fn synchronizes(program: &Program) -> bool {
                 | Intrinsic::Shfl(_)
                 | Intrinsic::MatchAny
                 | Intrinsic::MatchAll => true,
+                Intrinsic::Tensor(t) => matches!(
+                    t,
+                    crate::ir::TensorOp::Mma { .. }
+                        | crate::ir::TensorOp::MmaM16n8k16
+                        | crate::ir::TensorOp::Ldmatrix { .. }
+                ),
                 Intrinsic::Cg(cg) => matches!(
                     cg,
                     CgOp::Make(GroupKind::Coalesced)

@@ -34,11 +34,26 @@ pub(crate) fn host_scalar(s: Scalar) -> bool {
 }
 
 /// The leaves of a value of type `t`, or `None` when the host cannot hold such values
-/// (fragments, 8-bit float numbers).
+/// (8-bit float numbers).
 pub(crate) fn leaves(t: &Type) -> Option<Vec<Leaf>> {
     match t {
         Type::None => Some(Vec::new()),
-        Type::Fragment(_) => None,
+        // A WMMA fragment: its `num_elements` elements (TF32 as `float32`), the lane's share
+        // of the matrix (kernels on the CPU only; `lower::host::emit::tensor`).
+        Type::Fragment(f) => {
+            let s = match f.elem {
+                crate::types::tensor::FragmentElem::TF32 => Scalar::Float32,
+                e => e.scalar(),
+            };
+            Some(
+                (0..u64::from(f.num_elements()))
+                    .map(|k| Leaf {
+                        scalar: s,
+                        offset: k * s.size(),
+                    })
+                    .collect(),
+            )
+        }
         Type::Scalar(s) if !host_scalar(*s) => None,
         Type::Vector { elem, .. } if !host_scalar(*elem) => None,
         Type::Ref { dtype, .. } if !host_scalar(*dtype) => None,
