@@ -43,6 +43,43 @@ extern "C" fn f16_value(bits: u16) -> f32 {
     leaf::f16_value(bits)
 }
 
+/// `float8e4m3(x)` of a `float64` (or wider-held) value: rounded once, to nearest even,
+/// saturating (§2.8), as the `float32` the host holds it in.
+extern "C" fn round_e4m3(x: f64) -> f32 {
+    use crate::types::fp8::E4M3;
+    E4M3.decode(E4M3.encode(x)) as f32
+}
+
+/// `float8e5m2(x)`, as [`round_e4m3`].
+extern "C" fn round_e5m2(x: f64) -> f32 {
+    use crate::types::fp8::E5M2;
+    E5M2.decode(E5M2.encode(x)) as f32
+}
+
+/// The code of an fp8 value held as `float32` (exact: the value is an fp8 value).
+extern "C" fn e4m3_bits(v: f32) -> u8 {
+    crate::types::fp8::E4M3.encode(f64::from(v))
+}
+
+/// As [`e4m3_bits`]; an infinity (which only an e5m2 value read from memory holds) keeps
+/// its code, where a conversion would saturate it.
+extern "C" fn e5m2_bits(v: f32) -> u8 {
+    if v.is_infinite() {
+        return if v < 0.0 { 0xfc } else { 0x7c };
+    }
+    crate::types::fp8::E5M2.encode(f64::from(v))
+}
+
+/// The value of an fp8 code, as `float32` (exact).
+extern "C" fn e4m3_value(code: u8) -> f32 {
+    crate::types::fp8::E4M3.decode(code) as f32
+}
+
+/// As [`e4m3_value`].
+extern "C" fn e5m2_value(code: u8) -> f32 {
+    crate::types::fp8::E5M2.decode(code) as f32
+}
+
 unsafe extern "C" {
     fn printf(format: *const std::ffi::c_char, ...) -> std::ffi::c_int;
     fn fflush(stream: *mut std::ffi::c_void) -> std::ffi::c_int;
@@ -291,6 +328,12 @@ pub(crate) fn symbols() -> Vec<(&'static str, *const u8)> {
     v.push(("__pyd_round_bf16", round_bf16 as *const u8));
     v.push(("__pyd_f16_bits", f16_bits as *const u8));
     v.push(("__pyd_f16_value", f16_value as *const u8));
+    v.push(("__pyd_round_e4m3", round_e4m3 as *const u8));
+    v.push(("__pyd_round_e5m2", round_e5m2 as *const u8));
+    v.push(("__pyd_e4m3_bits", e4m3_bits as *const u8));
+    v.push(("__pyd_e5m2_bits", e5m2_bits as *const u8));
+    v.push(("__pyd_e4m3_value", e4m3_value as *const u8));
+    v.push(("__pyd_e5m2_value", e5m2_value as *const u8));
     v.push(("__pyd_print_text", print_text as *const u8));
     v.push(("__pyd_print_i64", print_i64 as *const u8));
     v.push(("__pyd_print_u64", print_u64 as *const u8));
