@@ -341,17 +341,19 @@ def total(x, out):
 
 #[test]
 fn cpu_back_end_refuses_what_it_does_not_run_with_the_span() {
-    let m = Module::parse("dyn.py", &fixture("lang/dynamic_shared_views.py")).expect("parse");
-    let (args, _) = parse_signature("float32[::1], int32[::1]").expect("sig");
+    let src = "from cuda import device\n\n@device.kernel\ndef lane(out):\n    \
+               out[0] = device.asm('mov.u32 $0, %laneid;', device.uint32)\n";
+    let m = Module::parse("lane.py", src).expect("parse");
+    let (args, _) = parse_signature("uint32[::1]").expect("sig");
     let e = m
-        .cpu_kernel("dyn", &args)
-        .expect_err("views of dtype are refused");
+        .cpu_kernel("lane", &args)
+        .expect_err("inline PTX is refused");
     let text = e.to_string();
     assert!(
-        text.contains("not supported by the CPU back end yet"),
+        text.contains("inline PTX (`asm`) is not supported by the CPU back end"),
         "{text}"
     );
-    assert!(text.contains("dyn.py:10"), "{text}");
+    assert!(text.contains("lane.py:5"), "{text}");
     let src = "from cuda import device\n@device.func\ndef f(x):\n    return x\n";
     let m = Module::parse("f.py", src).expect("parse");
     let e = m
