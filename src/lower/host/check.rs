@@ -234,18 +234,9 @@ impl Checker {
             Expr::Reshape { .. } | Expr::Reinterpret(_) if self.kernel => {}
             // In-place record elements: addresses into the caller's or the block's memory.
             Expr::FieldRef(..) | Expr::FieldArray(..) | Expr::Deref(_) if self.kernel => {}
-            Expr::ConstArray(c) if self.kernel => {
-                if c.dtype.scalar().is_none() {
-                    self.report(
-                        Code::E0503,
-                        span,
-                        "constant arrays of records are not supported by the CPU back end yet"
-                            .into(),
-                        CPU_NOTE,
-                    );
-                }
-                return;
-            }
+            // Constant arrays of numbers and of records (their bytes in the C layout, read
+            // in place as arrays of records in global memory are).
+            Expr::ConstArray(_) if self.kernel => return,
             Expr::Asm(_) | Expr::Launch(_) if self.kernel => {
                 let what = if matches!(e, Expr::Asm(_)) {
                     "inline PTX (`asm`)"
