@@ -555,8 +555,22 @@ pub(crate) fn cpu_intrinsic(op: Intrinsic) -> bool {
         | Intrinsic::ClusterArrive(_)
         | Intrinsic::ClusterWait
         | Intrinsic::ClusterSync
-        | Intrinsic::MapSharedRank
-        | Intrinsic::Hopper(_) => false,
+        | Intrinsic::MapSharedRank => false,
+        // mbarriers, bulk copies, `elect_one` and the fences (`emit::hopper`); not TMA
+        // (tensor maps) nor `wgmma`.
+        Intrinsic::Hopper(h) => {
+            use crate::ir::HopperOp::*;
+            !matches!(
+                h,
+                TmaLoad { .. }
+                    | TmaStore { .. }
+                    | WgmmaDesc(_)
+                    | WgmmaFence
+                    | WgmmaCommit
+                    | WgmmaWait(_)
+                    | Wgmma(_)
+            )
+        }
         // WMMA, `mma.sync` m16n8k16 and `ldmatrix` (`emit::tensor`).
         Intrinsic::Tensor(_) => true,
         op => !device_only(op),

@@ -16,6 +16,7 @@ mod arith;
 mod atomics;
 mod complex;
 mod expr;
+mod hopper;
 mod intrinsics;
 mod kernel;
 mod print;

@@ -269,6 +269,12 @@ fn synchronizes(program: &Program) -> bool {
                 | Intrinsic::Shfl(_)
                 | Intrinsic::MatchAny
                 | Intrinsic::MatchAll => true,
+                Intrinsic::Hopper(o) => matches!(
+                    o,
+                    crate::ir::HopperOp::ElectOne
+                        | crate::ir::HopperOp::MbarrierTryWaitParity
+                        | crate::ir::HopperOp::MbarrierWaitParity
+                ),
                 Intrinsic::Tensor(t) => matches!(
                     t,
                     crate::ir::TensorOp::Mma { .. }

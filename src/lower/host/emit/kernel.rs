@@ -427,6 +427,7 @@ impl FnCx<'_, '_> {
             }
             Intrinsic::Cg(cg) => return self.group_op(h, cg, args, ty),
             Intrinsic::Tensor(t) => return self.tensor(h, t, args, ty),
+            Intrinsic::Hopper(o) => return self.hopper(h, o, args),
             Intrinsic::Ldexp | Intrinsic::Frexp | Intrinsic::Modf | Intrinsic::Sincos => {
                 return self.math_pair(op, args);
             }

@@ -257,7 +257,7 @@ impl FnCx<'_, '_> {
     }
 
     /// The byte range `[lo, hi)` the elements of `array` occupy (negative strides included).
-    fn extent(&mut self, array: Handle<Expr>) -> R<(Value, Value)> {
+    pub(super) fn extent(&mut self, array: Handle<Expr>) -> R<(Value, Value)> {
         let at = self
             .ty(array)
             .as_array()
