@@ -1,6 +1,6 @@
 //! The tensor-core operations of a kernel run on the CPU (docs/semantics.md §22.1): warp
-//! collectives over the 32 lanes' fragment buffers ([`WarpOp::Tensor`]
-//! (crate::lower::host::kernel::WarpOp)). Each lane passes the address of a buffer of
+//! collectives over the 32 lanes' fragment buffers (`WarpOp::Tensor`, with the codes of
+//! `lower::host::tensor_code`). Each lane passes the address of a buffer of
 //! 8-byte entries (floats as `f64`, integers as `i64`, addresses as `u64`) that its code
 //! filled (`lower::host::emit::tensor`); when the whole warp has arrived, [`run`] reads
 //! every lane's operands, computes, and writes each lane's results into its buffer.
@@ -17,80 +17,10 @@
 //!   saturates with `satfinite`.
 //! - **`mma.sync` m16n8k16** and **`ldmatrix`**: the register layouts of PTX (§19.2).
 
-use crate::types::tensor::{Fragment, FragmentElem, FragmentUse, MmaShape};
-
-/// The kinds of tensor collective (the low 4 bits of the code).
-pub(crate) const KIND_WMMA: u32 = 0;
-/// `mma.mma_sync_m16n8k16`: 8 A, 4 B, 4 C entries, then 4 D.
-pub(crate) const KIND_MMA16816: u32 = 1;
-/// `mma.ldmatrix`: the lane's row address, then `2 * count` results (raw 16-bit values).
-pub(crate) const KIND_LDMATRIX: u32 = 2;
-
-/// The WMMA shapes, by their index in a code.
-pub(crate) const SHAPES: [(u8, u8, u8); 5] = [
-    (16, 16, 16),
-    (32, 8, 16),
-    (8, 32, 16),
-    (16, 16, 8),
-    (8, 8, 4),
-];
-
-/// The fragment element types, by their index in a code.
-pub(crate) const ELEMS: [FragmentElem; 8] = [
-    FragmentElem::F16,
-    FragmentElem::BF16,
-    FragmentElem::TF32,
-    FragmentElem::F32,
-    FragmentElem::F64,
-    FragmentElem::S8,
-    FragmentElem::U8,
-    FragmentElem::S32,
-];
-
-/// The code of a WMMA `mma_sync` of A/B fragments of `input` and accumulators of `acc`.
-pub(crate) fn wmma_code(
-    shape: MmaShape,
-    input: FragmentElem,
-    acc: FragmentElem,
-    sat: bool,
-) -> Option<u32> {
-    let s = SHAPES
-        .iter()
-        .position(|g| *g == (shape.m, shape.n, shape.k))? as u32;
-    let i = ELEMS.iter().position(|e| *e == input)? as u32;
-    let a = ELEMS.iter().position(|e| *e == acc)? as u32;
-    Some(KIND_WMMA | s << 4 | i << 8 | a << 12 | u32::from(sat) << 16)
-}
-
-/// The fragments of a WMMA code: A, B and the accumulator, and `satfinite`.
-pub(crate) fn wmma_fragments(code: u32) -> Option<(Fragment, Fragment, Fragment, bool)> {
-    let (m, n, k) = *SHAPES.get(((code >> 4) & 15) as usize)?;
-    let input = *ELEMS.get(((code >> 8) & 15) as usize)?;
-    let acc = *ELEMS.get(((code >> 12) & 15) as usize)?;
-    let shape = MmaShape { m, n, k };
-    let frag = |usage, elem| Fragment {
-        usage,
-        shape,
-        elem,
-        layout: None,
-    };
-    Some((
-        frag(FragmentUse::MatrixA, input),
-        frag(FragmentUse::MatrixB, input),
-        frag(FragmentUse::Accumulator, acc),
-        code & (1 << 16) != 0,
-    ))
-}
-
-/// The offsets (in entries) of A, B, C and D in a WMMA lane buffer.
-pub(crate) fn wmma_offsets(a: &Fragment, b: &Fragment, c: &Fragment) -> [usize; 4] {
-    let (ea, eb, ec) = (
-        a.num_elements() as usize,
-        b.num_elements() as usize,
-        c.num_elements() as usize,
-    );
-    [0, ea, ea + eb, ea + eb + ec]
-}
+use crate::lower::host::tensor_code::{
+    KIND_LDMATRIX, KIND_MMA16816, KIND_WMMA, wmma_fragments, wmma_offsets,
+};
+use crate::types::tensor::{Fragment, FragmentElem};
 
 /// Entry `i` of a lane's buffer as `f64` (floats) or `i64` (integers).
 ///

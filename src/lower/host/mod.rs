@@ -13,6 +13,7 @@ mod emit;
 pub mod kernel;
 mod leaf;
 mod runtime;
+pub mod tensor_code;
 mod value;
 
 pub use value::HostValue;

@@ -7,9 +7,9 @@
 //! of 8-byte entries per lane that the runtime reads and writes.
 
 use super::super::kernel::{WarpOp, offset};
+use super::super::tensor_code as cpu_tensor;
 use super::*;
 use crate::ir::{Expr, TensorOp};
-use crate::runtime::cpu_tensor;
 use crate::types::tensor::{Fragment, FragmentElem, MatrixLayout};
 
 impl FnCx<'_, '_> {
