@@ -756,7 +756,7 @@ impl Launch<'_> {
                     let _ = (op, mask);
                     ("a warp collective", site)
                 }
-                Wait::Run | Wait::Done => continue,
+                Wait::Run | Wait::Poll | Wait::Done => continue,
             };
             if shown == 4 {
                 out.push_str("; ...");
@@ -785,6 +785,9 @@ enum Wait {
         pred: bool,
         site: u64,
     },
+    /// Polling: an atomic `wait` found its value unchanged; runnable again after the
+    /// others had their turn.
+    Poll,
     /// At a warp collective.
     Warp {
         op: WarpOp,
@@ -853,6 +856,9 @@ impl Scheduler {
     ) -> Result<(), String> {
         loop {
             for (i, slot) in fibers.iter_mut().enumerate() {
+                if self.t(i).wait == Wait::Poll {
+                    self.t(i).wait = Wait::Run;
+                }
                 if self.t(i).wait != Wait::Run {
                     continue;
                 }
@@ -877,6 +883,12 @@ impl Scheduler {
             }
             if !progress {
                 progress = self.release_barriers();
+            }
+            if !progress && (0..self.n).any(|i| self.t(i).wait == Wait::Poll) {
+                // Only polling threads can go on: what they wait for may come from
+                // another block, on another OS thread.
+                std::thread::yield_now();
+                progress = true;
             }
             if !progress {
                 return Err("no thread can go on".into());
@@ -990,12 +1002,24 @@ impl Scheduler {
             }
             _ => [0; 32],
         };
+        if op == WarpOp::Tensor {
+            let mut bufs = [None; 32];
+            for l in lanes() {
+                bufs[l as usize] = Some(value(l));
+            }
+            let code = lanes()
+                .next()
+                .map_or(0, |l| waits[l as usize].map_or(0, |c| c.arg));
+            // SAFETY: each lane of `parts` is suspended at this collective with the address
+            // of its buffer, laid out as the code says (`lower::host::emit::tensor`).
+            unsafe { super::cpu_tensor::run(code, &bufs) };
+        }
         for lane in lanes() {
             let Some(me) = waits[lane as usize] else {
                 continue;
             };
             let r = match op {
-                WarpOp::Sync | WarpOp::ActiveMask => 0,
+                WarpOp::Sync | WarpOp::ActiveMask | WarpOp::Tensor => 0,
                 WarpOp::All => u64::from(lanes().all(|l| value(l) != 0)),
                 WarpOp::Any => u64::from(ballot != 0),
                 WarpOp::Uni => u64::from(ballot == 0 || ballot == u64::from(parts)),
@@ -1057,7 +1081,7 @@ impl Scheduler {
                     BarrierKind::Count => count,
                     BarrierKind::And => u64::from(count == n),
                     BarrierKind::Or => u64::from(count > 0),
-                    BarrierKind::Sync | BarrierKind::Grid => 0,
+                    BarrierKind::Sync | BarrierKind::Grid | BarrierKind::Poll => 0,
                 };
                 t.epochs[0] = t.epochs[0].wrapping_add(1);
                 t.wait = Wait::Run;
@@ -1240,6 +1264,19 @@ unsafe fn wait_for(t: *mut Thread, wait: Wait) -> u64 {
 }
 
 extern "C" fn barrier(ctx: *mut ThreadContext, kind: i32, pred: i32, site: i64) -> i32 {
+    if kind == BarrierKind::Poll as i32 {
+        let t = ctx.cast::<Thread>();
+        // SAFETY: called by kernel code with its context; `yielder` is null only for a
+        // thread run as a plain call, which then gives its OS thread away instead.
+        unsafe {
+            if (*t).yielder.is_null() {
+                std::thread::yield_now();
+            } else {
+                wait_for(t, Wait::Poll);
+            }
+        }
+        return 0;
+    }
     let wait = Wait::Barrier {
         kind: BarrierKind::from_code(kind).unwrap_or(BarrierKind::Sync),
         pred: pred != 0,

@@ -29,6 +29,7 @@ mod cluster;
 pub mod config;
 #[cfg(feature = "host")]
 pub mod cpu;
+pub(crate) mod cpu_tensor;
 mod device_array;
 pub mod dlpack;
 pub mod error;

@@ -230,29 +230,13 @@ impl Checker {
         let span = f.exprs.span(h);
         let e = &f.exprs[h];
         match e {
-            Expr::Reshape { .. } | Expr::Reinterpret(_) if self.kernel => {
-                self.report(
-                    Code::E0503,
-                    span,
-                    "reshapes and `view(dtype)` are not supported by the CPU back end yet".into(),
-                    CPU_NOTE,
-                );
-                return;
-            }
+            // Reshapes and `view(dtype)`: new descriptors of the same memory.
+            Expr::Reshape { .. } | Expr::Reinterpret(_) if self.kernel => {}
             // In-place record elements: addresses into the caller's or the block's memory.
             Expr::FieldRef(..) | Expr::FieldArray(..) | Expr::Deref(_) if self.kernel => {}
-            Expr::ConstArray(c) if self.kernel => {
-                if c.dtype.scalar().is_none() {
-                    self.report(
-                        Code::E0503,
-                        span,
-                        "constant arrays of records are not supported by the CPU back end yet"
-                            .into(),
-                        CPU_NOTE,
-                    );
-                }
-                return;
-            }
+            // Constant arrays of numbers and of records (their bytes in the C layout, read
+            // in place as arrays of records in global memory are).
+            Expr::ConstArray(_) if self.kernel => return,
             Expr::Asm(_) | Expr::Launch(_) if self.kernel => {
                 let what = if matches!(e, Expr::Asm(_)) {
                     "inline PTX (`asm`)"
@@ -295,7 +279,9 @@ impl Checker {
                 return;
             }
             Expr::Intrinsic(..) if self.kernel => {}
-            Expr::Atomic { op, target, .. } if self.kernel && !host_atomic(*op, f.ty(*target)) => {
+            Expr::Atomic { op, target, .. }
+                if self.kernel && !host_atomic(*op, f.ty(*target), true) =>
+            {
                 self.report(
                     Code::E0502,
                     span,
@@ -303,10 +289,11 @@ impl Checker {
                         "atomic `{}` is not supported by the CPU back end yet",
                         op.method()
                     ),
-                    "on the CPU every atomic operation but `wait` is provided, on elements of real number types",
+                    "on the CPU every atomic operation is provided on elements of real number types, and `load`, `store`, `exch` and `cas` on complex64",
                 );
                 return;
             }
+            Expr::Atomic { .. } if self.kernel => {}
             Expr::StaticArray { .. } | Expr::DynamicShared
                 if self.kernel && leaves(f.ty(h)).is_none() =>
             {
@@ -343,12 +330,12 @@ impl Checker {
                 );
                 return;
             }
-            Expr::Atomic { op, target, .. } if !host_atomic(*op, f.ty(*target)) => {
+            Expr::Atomic { op, target, .. } if !host_atomic(*op, f.ty(*target), false) => {
                 self.report(
                     Code::E0502,
                     span,
                     format!("atomic `{}` is not supported on the host yet", op.method()),
-                    "on the host every atomic operation but `wait` is provided, on elements of real number types",
+                    "on the host every atomic operation but `wait` is provided on elements of real number types, and `load`, `store`, `exch` and `cas` on complex64",
                 );
                 return;
             }
@@ -462,13 +449,17 @@ impl Checker {
 }
 
 /// Whether the host lowers atomic `op` on a reference of type `target`.
-fn host_atomic(op: AtomicOp, target: &Type) -> bool {
+fn host_atomic(op: AtomicOp, target: &Type, kernel: bool) -> bool {
     let Type::Ref { dtype, .. } = target else {
         return false;
     };
     if dtype.is_complex() {
-        // The device's complex64 atomics move the 64 bits as one; not on the host yet.
-        return false;
+        // complex64's 64 bits move as one, as on the device (complex128 has no atomics).
+        return *dtype == Scalar::Complex64
+            && matches!(
+                op,
+                AtomicOp::Load | AtomicOp::Store | AtomicOp::Exch | AtomicOp::Cas
+            );
     }
     match op {
         AtomicOp::Load
@@ -487,8 +478,9 @@ fn host_atomic(op: AtomicOp, target: &Type) -> bool {
         | AtomicOp::NanMin
         | AtomicOp::Inc
         | AtomicOp::Dec => dtype.is_integer() || dtype.is_float(),
-        // A single host thread waiting for a value only it could change would never return.
-        AtomicOp::Wait => false,
+        // A single host thread waiting for a value only it could change would never return;
+        // a kernel's thread on the CPU polls, letting the others run.
+        AtomicOp::Wait => kernel,
     }
 }
 
@@ -563,9 +555,24 @@ pub(crate) fn cpu_intrinsic(op: Intrinsic) -> bool {
         | Intrinsic::ClusterArrive(_)
         | Intrinsic::ClusterWait
         | Intrinsic::ClusterSync
-        | Intrinsic::MapSharedRank
-        | Intrinsic::Tensor(_)
-        | Intrinsic::Hopper(_) => false,
+        | Intrinsic::MapSharedRank => false,
+        // mbarriers, bulk copies, `elect_one` and the fences (`emit::hopper`); not TMA
+        // (tensor maps) nor `wgmma`.
+        Intrinsic::Hopper(h) => {
+            use crate::ir::HopperOp::*;
+            !matches!(
+                h,
+                TmaLoad { .. }
+                    | TmaStore { .. }
+                    | WgmmaDesc(_)
+                    | WgmmaFence
+                    | WgmmaCommit
+                    | WgmmaWait(_)
+                    | Wgmma(_)
+            )
+        }
+        // WMMA, `mma.sync` m16n8k16 and `ldmatrix` (`emit::tensor`).
+        Intrinsic::Tensor(_) => true,
         op => !device_only(op),
     }
 }

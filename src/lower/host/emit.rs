@@ -16,10 +16,12 @@ mod arith;
 mod atomics;
 mod complex;
 mod expr;
+mod hopper;
 mod intrinsics;
 mod kernel;
 mod print;
 mod raise;
+mod tensor;
 mod wrappers;
 
 use super::HostError;
@@ -61,8 +63,8 @@ pub(crate) fn reg_type(s: Scalar) -> ct::Type {
         // A complex number's parts (each complex value is two leaves).
         Scalar::Complex64 => ct::F32,
         Scalar::Complex128 => ct::F64,
-        // Refused by the host check (`leaf::host_scalar`); never lowered.
-        Scalar::Float8E4M3 | Scalar::Float8E5M2 => ct::I64,
+        // The `float32` of the value, which holds every fp8 value exactly.
+        Scalar::Float8E4M3 | Scalar::Float8E5M2 => ct::F32,
     }
 }
 
@@ -70,12 +72,18 @@ pub(crate) fn reg_type(s: Scalar) -> ct::Type {
 fn mem_type(s: Scalar) -> ct::Type {
     match s {
         Scalar::Float16 | Scalar::BFloat16 => ct::I16,
+        Scalar::Float8E4M3 | Scalar::Float8E5M2 => ct::I8,
         s => reg_type(s),
     }
 }
 
+/// Whether `s` is a narrow float held as `float32` and rounded on conversion (float16,
+/// bfloat16 and the 8-bit formats).
 fn is_half(s: Scalar) -> bool {
-    matches!(s, Scalar::Float16 | Scalar::BFloat16)
+    matches!(
+        s,
+        Scalar::Float16 | Scalar::BFloat16 | Scalar::Float8E4M3 | Scalar::Float8E5M2
+    )
 }
 
 fn flags() -> MemFlagsData {
@@ -254,6 +262,16 @@ fn from_memory(
             let w = b.ins().ishl_imm_u(w, 16);
             b.ins().bitcast(ct::F32, flags(), w)
         }
+        Scalar::Float8E4M3 | Scalar::Float8E5M2 => {
+            let name = if s == Scalar::Float8E4M3 {
+                "__pyd_e4m3_value"
+            } else {
+                "__pyd_e5m2_value"
+            };
+            let f = import(m, b, imports, name, &[ct::I8], ct::F32)?;
+            let c = b.ins().call(f, &[raw]);
+            b.inst_results(c)[0]
+        }
         _ => raw,
     })
 }
@@ -276,6 +294,16 @@ fn to_memory(
             let w = b.ins().bitcast(ct::I32, flags(), v);
             let w = b.ins().ushr_imm_u(w, 16);
             b.ins().ireduce(ct::I16, w)
+        }
+        Scalar::Float8E4M3 | Scalar::Float8E5M2 => {
+            let name = if s == Scalar::Float8E4M3 {
+                "__pyd_e4m3_bits"
+            } else {
+                "__pyd_e5m2_bits"
+            };
+            let f = import(m, b, imports, name, &[ct::F32], ct::I8)?;
+            let c = b.ins().call(f, &[v]);
+            b.inst_results(c)[0]
         }
         _ => v,
     })
@@ -554,6 +582,14 @@ impl FnCx<'_, '_> {
             Scalar::Float64 => self.b.ins().f64const(x),
             Scalar::Float16 => self.b.ins().f32const(super::leaf::round_f16(x)),
             Scalar::BFloat16 => self.b.ins().f32const(super::leaf::round_bf16(x)),
+            Scalar::Float8E4M3 => {
+                use crate::types::fp8::E4M3;
+                self.b.ins().f32const(E4M3.decode(E4M3.encode(x)) as f32)
+            }
+            Scalar::Float8E5M2 => {
+                use crate::types::fp8::E5M2;
+                self.b.ins().f32const(E5M2.decode(E5M2.encode(x)) as f32)
+            }
             _ => self.b.ins().f32const(x as f32),
         }
     }
@@ -575,10 +611,11 @@ impl FnCx<'_, '_> {
         } else {
             v
         };
-        let name = if s == Scalar::Float16 {
-            "__pyd_round_f16"
-        } else {
-            "__pyd_round_bf16"
+        let name = match s {
+            Scalar::Float16 => "__pyd_round_f16",
+            Scalar::Float8E4M3 => "__pyd_round_e4m3",
+            Scalar::Float8E5M2 => "__pyd_round_e5m2",
+            _ => "__pyd_round_bf16",
         };
         self.call_helper(name, &[ct::F64], ct::F32, &[wide])
     }

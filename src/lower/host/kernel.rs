@@ -114,6 +114,9 @@ pub enum BarrierKind {
     Or = 3,
     /// `this_grid().sync()`: every thread of the (cooperative) launch.
     Grid = 4,
+    /// Not a barrier: an atomic `wait` saw the value it waits on unchanged, so the thread
+    /// lets the others run (the threads of its unit, then other OS threads) and polls again.
+    Poll = 5,
 }
 
 impl BarrierKind {
@@ -125,6 +128,7 @@ impl BarrierKind {
             BarrierKind::And,
             BarrierKind::Or,
             BarrierKind::Grid,
+            BarrierKind::Poll,
         ]
         .into_iter()
         .find(|k| *k as i32 == c)
@@ -168,6 +172,9 @@ pub enum WarpOp {
     ReduceMin = 13,
     /// `cg.reduce(g, v, 'max')` on integers; `arg` is 1 when they are signed.
     ReduceMax = 14,
+    /// A tensor-core operation over the whole warp: `value` is the address of the lane's
+    /// buffer, `arg` the operation's code (`runtime::cpu_tensor`); the result is 0.
+    Tensor = 15,
 }
 
 impl WarpOp {
@@ -176,7 +183,7 @@ impl WarpOp {
         use WarpOp::*;
         [
             Sync, All, Any, Uni, Ballot, ShflIdx, ShflUp, ShflDown, ShflXor, MatchAny, MatchAll,
-            ActiveMask, ReduceAdd, ReduceMin, ReduceMax,
+            ActiveMask, ReduceAdd, ReduceMin, ReduceMax, Tensor,
         ]
         .into_iter()
         .find(|k| *k as i32 == c)
@@ -244,8 +251,8 @@ fn stack_bytes(program: &Program) -> usize {
     usize::try_from(bytes).unwrap_or(usize::MAX)
 }
 
-/// Whether any function of `program` reaches a barrier or a warp collective (an intrinsic
-/// that `emit::kernel` lowers to [`BARRIER_SYMBOL`] or [`WARP_SYMBOL`]).
+/// Whether any function of `program` reaches a barrier, a warp collective or an atomic
+/// `wait` (what `emit::kernel` lowers to [`BARRIER_SYMBOL`] or [`WARP_SYMBOL`]).
 fn synchronizes(program: &Program) -> bool {
     use crate::ir::{CgOp, Intrinsic};
     use crate::types::GroupKind;
@@ -262,6 +269,18 @@ fn synchronizes(program: &Program) -> bool {
                 | Intrinsic::Shfl(_)
                 | Intrinsic::MatchAny
                 | Intrinsic::MatchAll => true,
+                Intrinsic::Hopper(o) => matches!(
+                    o,
+                    crate::ir::HopperOp::ElectOne
+                        | crate::ir::HopperOp::MbarrierTryWaitParity
+                        | crate::ir::HopperOp::MbarrierWaitParity
+                ),
+                Intrinsic::Tensor(t) => matches!(
+                    t,
+                    crate::ir::TensorOp::Mma { .. }
+                        | crate::ir::TensorOp::MmaM16n8k16
+                        | crate::ir::TensorOp::Ldmatrix { .. }
+                ),
                 Intrinsic::Cg(cg) => matches!(
                     cg,
                     CgOp::Make(GroupKind::Coalesced)
@@ -273,6 +292,12 @@ fn synchronizes(program: &Program) -> bool {
                 ),
                 _ => false,
             },
+            // A thread waiting for a value another thread of its block stores must let
+            // that thread run: it polls as a fiber.
+            Expr::Atomic {
+                op: crate::ir::AtomicOp::Wait,
+                ..
+            } => true,
             _ => false,
         })
     })

@@ -26,19 +26,35 @@ pub(crate) fn elements(t: &Type) -> Option<Vec<Type>> {
     }
 }
 
-/// Whether the host computes on a scalar type: not yet on the 8-bit float storage formats.
-/// A complex number is two leaves, its real and imaginary parts (`cuda::std::complex<T>`'s
-/// layout).
+/// Whether the host computes on a scalar type: on every one. A complex number is two leaves,
+/// its real and imaginary parts (`cuda::std::complex<T>`'s layout); an 8-bit float is held
+/// as the `float32` of its value (§2.8: arithmetic on it is `float32` anyway).
 pub(crate) fn host_scalar(s: Scalar) -> bool {
-    !matches!(s, Scalar::Float8E4M3 | Scalar::Float8E5M2)
+    let _ = s;
+    true
 }
 
 /// The leaves of a value of type `t`, or `None` when the host cannot hold such values
-/// (shared arrays, struct references, atomic fields, 8-bit float numbers).
+/// (8-bit float numbers).
 pub(crate) fn leaves(t: &Type) -> Option<Vec<Leaf>> {
     match t {
         Type::None => Some(Vec::new()),
-        Type::Fragment(_) => None,
+        // A WMMA fragment: its `num_elements` elements (TF32 as `float32`), the lane's share
+        // of the matrix (kernels on the CPU only; `lower::host::emit::tensor`).
+        Type::Fragment(f) => {
+            let s = match f.elem {
+                crate::types::tensor::FragmentElem::TF32 => Scalar::Float32,
+                e => e.scalar(),
+            };
+            Some(
+                (0..u64::from(f.num_elements()))
+                    .map(|k| Leaf {
+                        scalar: s,
+                        offset: k * s.size(),
+                    })
+                    .collect(),
+            )
+        }
         Type::Scalar(s) if !host_scalar(*s) => None,
         Type::Vector { elem, .. } if !host_scalar(*elem) => None,
         Type::Ref { dtype, .. } if !host_scalar(*dtype) => None,
@@ -122,7 +138,9 @@ pub(crate) fn leaves(t: &Type) -> Option<Vec<Leaf>> {
                 offset: 0,
             }]
         }),
-        Type::Atomic { .. } => None,
+        // An `Atomic` struct field holds its number's bytes (the front end accesses it only
+        // through atomic references to it, in records that stay in memory).
+        Type::Atomic { dtype, .. } => leaves(&Type::Scalar(*dtype)),
     }
 }
 

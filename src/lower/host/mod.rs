@@ -14,6 +14,7 @@ pub mod interrupt;
 pub mod kernel;
 mod leaf;
 mod runtime;
+pub mod tensor_code;
 mod value;
 
 pub use value::HostValue;
@@ -185,9 +186,21 @@ fn raise_sites(program: &Program) -> Vec<(u32, u32, String)> {
     let mut out = Vec::new();
     for (_, f) in program.functions.iter() {
         walk(program, &f.body, &mut out);
+        // A reshape that cannot view its array fails as a raise at its position (the
+        // device traps there).
+        for (h, e) in f.exprs.iter() {
+            if matches!(e, crate::ir::Expr::Reshape { .. }) {
+                let (l, c) = program.file.line_col(f.exprs.span(h).start);
+                out.push((l as u32, c as u32, RESHAPE_ERROR.to_string()));
+            }
+        }
     }
     out
 }
+
+/// What a failed `reshape` says on the CPU.
+const RESHAPE_ERROR: &str = "ValueError: cannot reshape the array: it is not contiguous in the \
+                             requested order, or the new shape has another number of elements";
 
 impl fmt::Debug for HostFunction {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

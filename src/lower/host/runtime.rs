@@ -43,6 +43,144 @@ extern "C" fn f16_value(bits: u16) -> f32 {
     leaf::f16_value(bits)
 }
 
+/// `float8e4m3(x)` of a `float64` (or wider-held) value: rounded once, to nearest even,
+/// saturating (§2.8), as the `float32` the host holds it in.
+extern "C" fn round_e4m3(x: f64) -> f32 {
+    use crate::types::fp8::E4M3;
+    E4M3.decode(E4M3.encode(x)) as f32
+}
+
+/// An mbarrier word on the CPU (`emit::hopper`): bit 63 the current phase's parity, bits
+/// 0–20 the arrivals it still waits for, bits 21–41 the count it was initialized with, bits
+/// 42–62 its pending transaction bytes (two's complement: a copy may retire before its
+/// bytes are expected).
+mod mbar {
+    pub(super) const FIELD: u64 = (1 << 21) - 1;
+
+    pub(super) fn pack(parity: u64, pending: u64, count: u64, tx: i64) -> u64 {
+        parity << 63 | (pending & FIELD) | (count & FIELD) << 21 | ((tx as u64) & FIELD) << 42
+    }
+
+    /// (parity, pending, count, tx).
+    pub(super) fn unpack(w: u64) -> (u64, u64, u64, i64) {
+        let raw = (w >> 42) & FIELD;
+        let tx = ((raw << 43) as i64) >> 43;
+        (w >> 63, w & FIELD, (w >> 21) & FIELD, tx)
+    }
+
+    /// Completes the phase when nothing is left of it.
+    pub(super) fn settle(w: u64) -> u64 {
+        let (parity, pending, count, tx) = unpack(w);
+        if pending == 0 && tx == 0 {
+            pack(parity ^ 1, count, count, 0)
+        } else {
+            w
+        }
+    }
+
+    /// Changes the word at `p` with `f` atomically; returns the old word.
+    ///
+    /// # Safety
+    ///
+    /// `p` is the address of a live, 8-byte-aligned `uint64` (the emitted code passes an
+    /// element of a shared `uint64` array, or its scratch word).
+    pub(super) unsafe fn update(p: u64, f: impl Fn(u64) -> u64) -> u64 {
+        // SAFETY: the caller's promise.
+        let a = unsafe { &*(p as *const std::sync::atomic::AtomicU64) };
+        let order = std::sync::atomic::Ordering::SeqCst;
+        a.fetch_update(order, order, |w| Some(settle(f(w))))
+            .unwrap_or_else(|w| w)
+    }
+}
+
+/// `mbarrier_init(bar, count)`: phase 0, `count` arrivals pending, no transactions.
+extern "C" fn mbar_init(p: u64, count: u32) -> i32 {
+    let w = mbar::pack(0, u64::from(count), u64::from(count), 0);
+    // SAFETY: an mbarrier operand (see `mbar::update`).
+    unsafe {
+        (*(p as *const std::sync::atomic::AtomicU64)).store(w, std::sync::atomic::Ordering::SeqCst)
+    };
+    0
+}
+
+/// `mbarrier_arrive` (`arrive` 1, `tx` 0), `mbarrier_arrive_expect_tx` (`arrive` 1) and
+/// `mbarrier_expect_tx` (`arrive` 0): adds `tx` expected bytes, then arrives; returns the
+/// word before.
+extern "C" fn mbar_arrive(p: u64, tx: u32, arrive: i32) -> u64 {
+    // SAFETY: an mbarrier operand.
+    unsafe {
+        mbar::update(p, |w| {
+            let (parity, pending, count, old) = mbar::unpack(w);
+            let pending = if arrive != 0 {
+                pending.saturating_sub(1)
+            } else {
+                pending
+            };
+            mbar::pack(parity, pending, count, old + i64::from(tx))
+        })
+    }
+}
+
+/// A bulk copy's `bytes` retire on the mbarrier (`complete_tx`).
+extern "C" fn mbar_complete_tx(p: u64, bytes: u32) -> i32 {
+    // SAFETY: an mbarrier operand.
+    unsafe {
+        mbar::update(p, |w| {
+            let (parity, pending, count, tx) = mbar::unpack(w);
+            mbar::pack(parity, pending, count, tx - i64::from(bytes))
+        })
+    };
+    0
+}
+
+/// Whether the phase of parity `parity` has completed (`try_wait.parity`): the current
+/// phase has the other parity.
+extern "C" fn mbar_done(p: u64, parity: u32) -> i32 {
+    // SAFETY: an mbarrier operand.
+    let w = unsafe {
+        (*(p as *const std::sync::atomic::AtomicU64)).load(std::sync::atomic::Ordering::SeqCst)
+    };
+    i32::from(w >> 63 != u64::from(parity & 1))
+}
+
+/// A bulk copy of `n` bytes (the emitted code checked both ranges).
+extern "C" fn bulk_copy(dst: u64, src: u64, n: u64) -> i32 {
+    // SAFETY: both ranges lie in their arrays (checked by the caller); `copy` allows an
+    // overlap.
+    unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, n as usize) };
+    0
+}
+
+/// `float8e5m2(x)`, as [`round_e4m3`].
+extern "C" fn round_e5m2(x: f64) -> f32 {
+    use crate::types::fp8::E5M2;
+    E5M2.decode(E5M2.encode(x)) as f32
+}
+
+/// The code of an fp8 value held as `float32` (exact: the value is an fp8 value).
+extern "C" fn e4m3_bits(v: f32) -> u8 {
+    crate::types::fp8::E4M3.encode(f64::from(v))
+}
+
+/// As [`e4m3_bits`]; an infinity (which only an e5m2 value read from memory holds) keeps
+/// its code, where a conversion would saturate it.
+extern "C" fn e5m2_bits(v: f32) -> u8 {
+    if v.is_infinite() {
+        return if v < 0.0 { 0xfc } else { 0x7c };
+    }
+    crate::types::fp8::E5M2.encode(f64::from(v))
+}
+
+/// The value of an fp8 code, as `float32` (exact).
+extern "C" fn e4m3_value(code: u8) -> f32 {
+    crate::types::fp8::E4M3.decode(code) as f32
+}
+
+/// As [`e4m3_value`].
+extern "C" fn e5m2_value(code: u8) -> f32 {
+    crate::types::fp8::E5M2.decode(code) as f32
+}
+
 unsafe extern "C" {
     fn printf(format: *const std::ffi::c_char, ...) -> std::ffi::c_int;
     fn fflush(stream: *mut std::ffi::c_void) -> std::ffi::c_int;
@@ -370,6 +508,17 @@ pub(crate) fn symbols() -> Vec<(&'static str, *const u8)> {
     v.push(("__pyd_round_bf16", round_bf16 as *const u8));
     v.push(("__pyd_f16_bits", f16_bits as *const u8));
     v.push(("__pyd_f16_value", f16_value as *const u8));
+    v.push(("__pyd_round_e4m3", round_e4m3 as *const u8));
+    v.push(("__pyd_mbar_init", mbar_init as *const u8));
+    v.push(("__pyd_mbar_arrive", mbar_arrive as *const u8));
+    v.push(("__pyd_mbar_complete_tx", mbar_complete_tx as *const u8));
+    v.push(("__pyd_mbar_done", mbar_done as *const u8));
+    v.push(("__pyd_bulk_copy", bulk_copy as *const u8));
+    v.push(("__pyd_round_e5m2", round_e5m2 as *const u8));
+    v.push(("__pyd_e4m3_bits", e4m3_bits as *const u8));
+    v.push(("__pyd_e5m2_bits", e5m2_bits as *const u8));
+    v.push(("__pyd_e4m3_value", e4m3_value as *const u8));
+    v.push(("__pyd_e5m2_value", e5m2_value as *const u8));
     v.push(("__pyd_print_text", print_text as *const u8));
     v.push(("__pyd_print_i64", print_i64 as *const u8));
     v.push(("__pyd_print_u64", print_u64 as *const u8));

@@ -327,9 +327,8 @@ fn pack_scalar(
             b.extend(im.to_le_bytes());
             b
         }
-        Scalar::Float8E4M3 | Scalar::Float8E5M2 => {
-            return None;
-        }
+        Scalar::Float8E4M3 => vec![crate::types::fp8::E4M3.encode(as_f64(v)?)],
+        Scalar::Float8E5M2 => vec![crate::types::fp8::E5M2.encode(as_f64(v)?)],
         Scalar::Bool => match v {
             HostValue::Bool(b) => vec![u8::from(*b)],
             _ => return None,
@@ -407,8 +406,11 @@ fn unpack_scalar(s: Scalar, bytes: &[u8], off: usize) -> Result<HostValue, HostE
             f64::from_le_bytes(get(bytes, off)?),
             f64::from_le_bytes(get(bytes, off + 8)?),
         ),
-        Scalar::Float8E4M3 | Scalar::Float8E5M2 => {
-            return Err(arg_err(format!("the host does not hold {s} values")));
+        Scalar::Float8E4M3 => {
+            HostValue::Float32(crate::types::fp8::E4M3.decode(get::<1>(bytes, off)?[0]) as f32)
+        }
+        Scalar::Float8E5M2 => {
+            HostValue::Float32(crate::types::fp8::E5M2.decode(get::<1>(bytes, off)?[0]) as f32)
         }
     })
 }

@@ -71,12 +71,8 @@ fn column_and_row_views_of_a_matrix(dev) {
 }
 }
 
-// GPU-only until the CPU back end runs reshapes and `view(dtype)` (issue 33).
-#[test]
-fn reshape_views_without_copying() {
-    let Some(dev) = device("reshape_views_without_copying") else {
-        return;
-    };
+on_each_backend! {
+fn reshape_views_without_copying(dev) {
     let k = kernel(
         &dev,
         &fixture("array_reshape"),
@@ -106,6 +102,7 @@ fn reshape_views_without_copying() {
     for i in 0..gr * gc {
         assert_eq!(g[i], grid[i] + 1.0, "grid element {i}");
     }
+}
 }
 
 /// `sample` of tests/fixtures/lang/struct_align_defaults.py: `value: device.align(float32,
@@ -367,14 +364,16 @@ fn cli_runs_on_a_structured_npy(dev) {
 
 const RESHAPE_CHILD: &str = "PYDEVICE_GPU_RESHAPE_TRAP_CHILD";
 
+on_each_backend! {
 /// A reshape of an array that is not contiguous at run time (a padded C matrix: row stride
 /// larger than the row) traps instead of making a wrong view; the launch reports a fault.
-/// The fault ruins the context, so the launch runs in a child process.
-#[test]
-fn reshape_of_a_padded_matrix_traps() {
-    let Some(dev) = device("reshape_of_a_padded_matrix_traps") else {
+/// The fault ruins the context, so on a GPU the launch runs in a child process. On the CPU
+/// back end the reshape records a `ValueError` at its line and the view is empty.
+fn reshape_of_a_padded_matrix_traps(dev) {
+    if dev.is_cpu() {
+        reshape_trap_run(&dev);
         return;
-    };
+    }
     drop(dev);
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
@@ -395,6 +394,7 @@ fn reshape_of_a_padded_matrix_traps() {
     assert!(stdout.contains("RESHAPE TRAPPED: "), "{stdout}");
     assert!(stdout.contains("CONTIGUOUS OK"), "{stdout}");
 }
+}
 
 /// Runs only as the child of [`reshape_of_a_padded_matrix_traps`].
 #[test]
@@ -402,28 +402,48 @@ fn reshape_trap_child() {
     if std::env::var_os(RESHAPE_CHILD).is_none() {
         return;
     }
-    let dev = Dev::Gpu(Device::open(0).unwrap());
+    reshape_trap_run(&Dev::Gpu(Device::open(0).unwrap()));
+}
+
+/// The launches of [`reshape_of_a_padded_matrix_traps`]: a contiguous matrix flattened, then
+/// a padded one, whose reshape must fail.
+fn reshape_trap_run(dev: &Dev) {
     let src = "from cuda import device\n\n@device.kernel\ndef flat(m, out):\n    \
                f = m.reshape(-1)\n    i = device.tid(1)\n    if i < len(f):\n        \
                out[i] = f[i]\n";
-    let k = kernel(&dev, src, "flat", "float32[:, ::1], float32[::1]");
+    let k = kernel(dev, src, "flat", "float32[:, ::1], float32[::1]");
     let (rows, cols) = (4usize, 6usize);
     let data: Vec<f32> = (0..rows * 8).map(|x| x as f32).collect();
     // First a contiguous 4 x 8 matrix: the reshape is a plain view.
-    let (_mb, ma) = array(&dev, &data, &[rows as u64, 8], &[8, 1]);
-    let (ob, oa) = vec1(&dev, &vec![0f32; rows * 8]);
+    let (_mb, ma) = array(dev, &data, &[rows as u64, 8], &[8, 1]);
+    let (ob, oa) = vec1(dev, &vec![0f32; rows * 8]);
     k.launch(&[ma, oa], [1, 1, 1], [64, 1, 1]);
     let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
     assert_eq!(out, data);
     println!("CONTIGUOUS OK");
     // Then the first 6 columns of it: row stride 8, not 6.
-    let (_pb, pa) = array(&dev, &data, &[rows as u64, cols as u64], &[8, 1]);
-    let (_ob, oa) = vec1(&dev, &vec![0f32; rows * cols]);
+    let (_pb, pa) = array(dev, &data, &[rows as u64, cols as u64], &[8, 1]);
+    let (ob, oa) = vec1(dev, &vec![0f32; rows * cols]);
     let cfg = LaunchConfig {
         grid: [1, 1, 1],
         block: [64, 1, 1],
         shared_bytes: 0,
     };
+    if dev.is_cpu() {
+        dev.launch(&k.k, &[pa, oa], &cfg).expect("launch");
+        let err = dev.check_errors(&k.k).expect_err("the reshape must fail");
+        let text = err.to_string();
+        assert!(
+            text.contains("ValueError: cannot reshape") && text.contains(":5:"),
+            "{text}"
+        );
+        let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+        assert!(
+            out.iter().all(|x| *x == 0.0),
+            "nothing read through the view"
+        );
+        return;
+    }
     let err = match dev.launch(&k.k, &[pa, oa], &cfg) {
         Err(e) => e,
         Ok(()) => dev.synchronize().expect_err("the reshape must trap"),

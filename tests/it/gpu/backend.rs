@@ -325,7 +325,8 @@ impl Dev {
         self.launch_seeded(k, args, cfg, &Stream::default_stream(), None)
     }
 
-    /// Launches with the seed of `random` (a fresh one when `None`).
+    /// Launches with the seed of `random` (a fresh one when `None`). A kernel that
+    /// synchronizes the grid is refused on the CPU back end too, as the driver refuses it.
     pub(crate) fn launch_seeded<K: Launchable + ?Sized>(
         &self,
         k: &K,
@@ -336,6 +337,13 @@ impl Dev {
     ) -> Result<(), DevError> {
         match (self, k.loaded()) {
             (Dev::Gpu(d), Target::Gpu(k)) => Ok(d.launch_seeded(k, args, cfg, stream, seed)?),
+            (Dev::Cpu, Target::Cpu(k, _)) if k.cooperative() => Err(DevError::Cpu(
+                k.name().to_string(),
+                CpuError::Config(
+                    "a kernel that synchronizes the grid needs a cooperative launch, as the driver and Python's launch require"
+                        .into(),
+                ),
+            )),
             (Dev::Cpu, Target::Cpu(k, record)) => cpu_launch(k, record, args, cfg, seed),
             _ => panic!("a kernel of one back end launched on the other"),
         }

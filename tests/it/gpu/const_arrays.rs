@@ -3,7 +3,7 @@
 //! NumPy's whole-array reductions (§5.18), against references computed here the way
 //! numba-cuda computes them.
 
-use crate::gpu::{Rng, array, device, from_bytes, kernel, vec1};
+use crate::gpu::{Rng, array, from_bytes, kernel, vec1};
 
 on_each_backend! {
 fn numba_const_arrays_read_from_constant_memory(dev) {
@@ -288,12 +288,8 @@ fn static_range_unrolls_with_constant_indices(dev) {
 }
 }
 
-// GPU-only until the CPU back end runs constant arrays of records (issue 33).
-#[test]
-fn numba_const_record_arrays() {
-    let Some(dev) = device("numba_const_record_arrays") else {
-        return;
-    };
+on_each_backend! {
+fn numba_const_record_arrays(dev) {
     let src = include_str!("../../fixtures/numba/const_records.py");
     let k = kernel(
         &dev,
@@ -317,6 +313,7 @@ fn numba_const_record_arrays() {
     assert_eq!(c, vec![1 + 2 + 3 + 8, 4 + 5 + 6 + 10]);
     assert_eq!(d, vec![0xDEAD_BEEF, 0xBEEF_DEAD]);
     assert_eq!(e, vec![0, 0]);
+}
 }
 
 /// The arrays of numba-cuda's `test_array_reductions` (as in `numba/reductions_suite.py`).

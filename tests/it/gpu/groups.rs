@@ -139,11 +139,18 @@ fn cg_grid_sync_reduction_and_scan(dev) {
 }
 }
 
-#[test]
-fn cg_cooperative_launch_refusals() {
-    let Some(dev) = device("cg_cooperative_launch_refusals") else {
-        return;
-    };
+/// Whether `e` is a refused launch: the driver's launch error, or the CPU back end's
+/// refusal of the launch's configuration.
+fn refused(e: &DevError) -> bool {
+    matches!(
+        e,
+        DevError::Gpu(RuntimeError::Launch { .. })
+            | DevError::Cpu(_, pydevice::runtime::cpu::CpuError::Config(_))
+    )
+}
+
+on_each_backend! {
+fn cg_cooperative_launch_refusals(dev) {
     let k = compile_for(
         &dev,
         REDUCE_SCAN,
@@ -157,7 +164,13 @@ fn cg_cooperative_launch_refusals() {
         block: [block, 1, 1],
         shared_bytes: 0,
     };
-    let limit = dev.cooperative_limit(&k, &one).expect("limit");
+    // The device's co-residency limit; on the CPU back end, the threads it runs together
+    // (`MAX_COOPERATIVE_THREADS`; the harness's `cooperative_limit` is lower, for memory).
+    let limit = if dev.is_cpu() {
+        pydevice::runtime::cpu::MAX_COOPERATIVE_THREADS / u64::from(block)
+    } else {
+        dev.cooperative_limit(&k, &one).expect("limit")
+    };
     let (_xb, xa) = vec1(&dev, &[1i32; 64]);
     let (_wb, wa) = vec1(&dev, &vec![0i64; 1 << 16]);
     let (_tb, ta) = vec1(&dev, &[0i64, 0]);
@@ -172,26 +185,21 @@ fn cg_cooperative_launch_refusals() {
         .launch_cooperative(&k, &args, &big, &Stream::default_stream())
         .expect_err("a grid larger than the device holds is refused");
     let msg = e.to_string();
-    assert!(
-        matches!(e, DevError::Gpu(RuntimeError::Launch { .. })),
-        "{msg}"
-    );
+    assert!(refused(&e), "{msg}");
     assert!(msg.contains(&format!("at most {limit}")), "{msg}");
     // The ordinary launch of a grid-synchronizing kernel.
     let e = dev
         .launch(&k, &args, &one)
         .expect_err("grid sync without a cooperative launch is refused");
     let msg = e.to_string();
-    assert!(
-        matches!(e, DevError::Gpu(RuntimeError::Launch { .. })),
-        "{msg}"
-    );
+    assert!(refused(&e), "{msg}");
     assert!(msg.contains("cooperative launch"), "{msg}");
     assert!(e.context_usable());
     // The context still works: the cooperative launch at the limit succeeds.
     dev.launch_cooperative(&k, &args, &one, &Stream::default_stream())
         .expect("a one-block cooperative launch");
     dev.synchronize().expect("synchronize");
+}
 }
 
 const TILES: &str = r#"

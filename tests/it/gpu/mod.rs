@@ -885,11 +885,8 @@ pub(crate) fn strided_range_cases() -> (Vec<i32>, Vec<i32>) {
     (stops, steps)
 }
 
-#[test]
-fn index_split_and_strided_ranges_match_python() {
-    let Some(dev) = device("index_split_and_strided_ranges_match_python") else {
-        return;
-    };
+on_each_backend! {
+fn index_split_and_strided_ranges_match_python(dev) {
     let src = fixture("index_split.py");
     let k = kernel(&dev, &src, "index_split", "int64[:, :], int32, int32");
     let n = 5000usize;
@@ -940,4 +937,5 @@ fn index_split_and_strided_ranges_match_python() {
             );
         }
     }
+}
 }

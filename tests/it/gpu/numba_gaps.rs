@@ -86,11 +86,8 @@ pub(crate) fn check_bf16_extremes(a: &[u16], b: &[u16], out: &[f32], inf: &[i32]
 pub(crate) const BF16_EXTREMES_SIG: &str =
     "bfloat16[::1], bfloat16[::1], float32[:, ::1], int32[::1]";
 
-#[test]
-fn numba_bf16_extremes_random() {
-    let Some(dev) = device("numba_bf16_extremes_random") else {
-        return;
-    };
+on_each_backend! {
+fn numba_bf16_extremes_random(dev) {
     let src = include_str!("../../fixtures/numba/bf16_extremes.py");
     let k = kernel(&dev, src, "bf16_extremes", BF16_EXTREMES_SIG);
     let n = 3001usize;
@@ -103,6 +100,7 @@ fn numba_bf16_extremes_random() {
     let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
     let inf: Vec<i32> = from_bytes(&dev.download(&ib).expect("download"));
     check_bf16_extremes(&a, &b, &out, &inf);
+}
 }
 
 /// The heat equation of numba-cuda's documentation, `steps` steps, as the kernel computes it
@@ -133,26 +131,21 @@ pub(crate) fn heat_want(init: &[f64], steps: usize, k: f64) -> (Vec<f64>, Vec<f6
 
 pub(crate) const HEAT_SIG: &str = "float64[::1], float64[::1], int64, float64";
 
-#[test]
-fn numba_cg_grid_sync_heat() {
-    let Some(dev) = device("numba_cg_grid_sync_heat") else {
-        return;
-    };
+on_each_backend! {
+fn numba_cg_grid_sync_heat(dev) {
     let src = include_str!("../../fixtures/numba/cg_grid_sync.py");
     let module = Module::parse("cg_grid_sync", src).unwrap_or_else(|d| panic!("{d}"));
     let (args, _) = parse_signature(HEAT_SIG).expect("signature");
-    let compiled = module
-        .compile(
-            "heat",
-            &args,
-            &CompileOptions {
-                arch: arch_for(&dev),
-                ..CompileOptions::default()
-            },
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert!(compiled.abi.cooperative, "grid sync makes it cooperative");
-    let k = dev.load(&compiled.ptx, &compiled.abi).expect("load");
+    let k = dev.compile(
+        &module,
+        "heat",
+        &args,
+        &CompileOptions {
+            arch: arch_for(&dev),
+            ..CompileOptions::default()
+        },
+    );
+    assert!(k.abi().cooperative, "grid sync makes it cooperative");
     let n = 1000usize;
     let mut r = Rng(5);
     let init: Vec<f64> = (0..n).map(|_| f64::from(r.f32(0.0, 100.0))).collect();
@@ -189,6 +182,7 @@ fn numba_cg_grid_sync_heat() {
             w1[i]
         );
     }
+}
 }
 
 pub(crate) const ENUMERATE_RANGE_SIG: &str = "int64[::1], int64[::1], float64[::1], int64[:, ::1]";
@@ -234,11 +228,8 @@ pub(crate) fn enumerate_range_want(x: &[i64], y: &[i64], a: &[f64]) -> Vec<i64> 
     out
 }
 
-#[test]
-fn numba_enumerate_range_random() {
-    let Some(dev) = device("numba_enumerate_range_random") else {
-        return;
-    };
+on_each_backend! {
+fn numba_enumerate_range_random(dev) {
     let src = include_str!("../../fixtures/numba/enumerate_range.py");
     let k = kernel(&dev, src, "enumerate_range", ENUMERATE_RANGE_SIG);
     let n = 500usize;
@@ -250,4 +241,5 @@ fn numba_enumerate_range_random() {
     k.launch(&[xa, ya, aa, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
     let out: Vec<i64> = from_bytes(&dev.download(&ob).expect("download"));
     assert_eq!(out, enumerate_range_want(&x, &y, &a));
+}
 }

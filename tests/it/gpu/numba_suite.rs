@@ -204,15 +204,11 @@ fn numba_int_bit_count_random(dev) {
 }
 }
 
+on_each_backend! {
 /// numba-cuda's `array_reshape1d(arr, newshape, got)` with `newshape == -1` passed at run
 /// time (and a positive one), and `flat.reshape((-1, cols))` with `cols` a run-time value:
 /// the extents numba infers, on random contents.
-// GPU-only until the CPU back end runs reshapes and `view(dtype)` (issue 33).
-#[test]
-fn numba_reshape_with_run_time_minus_one() {
-    let Some(dev) = device("numba_reshape_with_run_time_minus_one") else {
-        return;
-    };
+fn numba_reshape_with_run_time_minus_one(dev) {
     let src = include_str!("../../fixtures/numba/reshape_runtime.py");
     let k = kernel(
         &dev,
@@ -246,6 +242,7 @@ fn numba_reshape_with_run_time_minus_one() {
             );
         }
     }
+}
 }
 
 on_each_backend! {

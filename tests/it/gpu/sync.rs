@@ -342,12 +342,8 @@ fn every_integer_and_float_intrinsic(dev) {
 }
 }
 
-// GPU-only until the CPU back end runs reshapes and `view(dtype)` (issue 33).
-#[test]
-fn dynamic_shared_memory_views() {
-    let Some(dev) = device("dynamic_shared_memory_views") else {
-        return;
-    };
+on_each_backend! {
+fn dynamic_shared_memory_views(dev) {
     let k = kernel(
         &dev,
         &fixture("dynamic_shared_views.py"),
@@ -366,6 +362,7 @@ fn dynamic_shared_memory_views() {
         assert_eq!(fo[t], want, "f[{t}]");
         assert_eq!(no[t], ns[255] + 256, "n[{t}]");
     }
+}
 }
 
 on_each_backend! {
@@ -392,12 +389,8 @@ fn local_array_in_fortran_order(dev) {
 }
 }
 
-// GPU-only until the CPU back end runs atomic `wait` (issue 33).
-#[test]
-fn ticket_mutex_serializes_blocks() {
-    let Some(dev) = device("ticket_mutex_serializes_blocks") else {
-        return;
-    };
+on_each_backend! {
+fn ticket_mutex_serializes_blocks(dev) {
     let k = kernel(
         &dev,
         &fixture("ticket_lock.py"),
@@ -418,13 +411,10 @@ fn ticket_mutex_serializes_blocks() {
         );
     }
 }
+}
 
-// GPU-only until the CPU back end runs atomic `wait` (issue 33).
-#[test]
-fn ticket_mutex_struct_in_shared_memory_guards_struct_cells() {
-    let Some(dev) = device("ticket_mutex_struct_in_shared_memory_guards_struct_cells") else {
-        return;
-    };
+on_each_backend! {
+fn ticket_mutex_struct_in_shared_memory_guards_struct_cells(dev) {
     let k = kernel(
         &dev,
         &fixture("ticket_mutex_struct.py"),
@@ -452,6 +442,50 @@ fn ticket_mutex_struct_in_shared_memory_guards_struct_cells() {
         }
     }
 }
+}
+
+on_each_backend! {
+/// `wait` makes each thread of a block wait for the thread after it: thread `t` waits until
+/// the block's turn counter reaches `block_dim - 1 - t`, writes its rank into the order
+/// array at that position and passes the turn on, so the threads finish in reverse rank
+/// order (the last one first), whatever order they start in. Blocks of 96 threads (three
+/// warps, lanes of one warp waiting on each other) and a partial last block of work.
+fn atomic_wait_orders_threads_in_reverse(dev) {
+    let src = r#"
+from cuda import device
+from cuda.device import int32
+
+@device.kernel
+def reverse(turns, order):
+    t = device.thread_idx.x
+    b = device.block_idx.x
+    n = device.block_dim.x
+    mine = n - 1 - t
+    turn = device.atomic_ref(turns, b)
+    while True:
+        now = turn.load(memory='acquire')
+        if now == mine:
+            break
+        turn.wait(now, memory='acquire')
+    order[b * n + mine] = int32(t)
+    turn.add(1, memory='release')
+    turn.notify_all()
+"#;
+    let k = kernel(&dev, src, "reverse", "int32[::1], int32[::1]");
+    let (blocks_n, bs) = (5usize, 96usize);
+    let (tb, ta) = vec1(&dev, &vec![0i32; blocks_n]);
+    let (ob, oa) = vec1(&dev, &vec![-1i32; blocks_n * bs]);
+    k.launch(&[ta, oa], [blocks_n as u32, 1, 1], [bs as u32, 1, 1]);
+    let turns: Vec<i32> = from_bytes(&dev.download(&tb).expect("download"));
+    let order: Vec<i32> = from_bytes(&dev.download(&ob).expect("download"));
+    assert_eq!(turns, vec![bs as i32; blocks_n], "every thread passed the turn on");
+    for b in 0..blocks_n {
+        for p in 0..bs {
+            assert_eq!(order[b * bs + p], (bs - 1 - p) as i32, "block {b}, position {p}");
+        }
+    }
+}
+}
 
 on_each_backend! {
 /// `activemask()` on both sides of a divergent branch reports each side's lanes (numba-cuda's
@@ -469,18 +503,14 @@ fn activemask_in_divergent_branches(dev) {
 }
 }
 
+on_each_backend! {
 /// `exch` and `cas` on 1- and 2-byte cells (CAS loops on their 32-bit words, with the
 /// neighbouring bytes of the same word updated by other threads at the same time) and
 /// `load`/`store`/`exch`/`cas` on complex64 (64-bit), against what must hold whatever the
 /// order of the threads: each cell's chain of exchanges returns every value written to it
 /// but the last, plus the initial one; CAS increments add one per thread; guard cells of
 /// the same words stay untouched.
-// GPU-only until the CPU back end runs atomics on complex elements (issue 33).
-#[test]
-fn small_and_complex_atomics() {
-    let Some(dev) = device("small_and_complex_atomics") else {
-        return;
-    };
+fn small_and_complex_atomics(dev) {
     let src = r#"
 from cuda import device
 from cuda.device import int8, int16, complex64
@@ -599,6 +629,7 @@ def k(x8, olds8, c8, c16, xc, oldsc, cc, seeds):
     }
     assert_eq!(cc[2], [5.0, 5.0], "complex64 untouched cell");
     assert_eq!(cc[3], [7.0, 8.0], "complex64 store");
+}
 }
 
 on_each_backend! {

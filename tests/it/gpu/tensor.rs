@@ -160,11 +160,16 @@ fn check_gemm(
 
 /// A `tests/fixtures/lang/wmma_*.py` GEMM (A row-major M×K, B given as Bᵀ N×K, C row-major)
 /// on random M×N×K inputs.
-fn wmma_gemm(test: &str, fixture: &str, t: In, acc: Acc, tile: (usize, usize), rel: f64) {
-    let Some(dev) = device(test) else {
-        return;
-    };
-    if arch_for(&dev).number() < 80 {
+fn wmma_gemm(
+    dev: &Dev,
+    test: &str,
+    fixture: &str,
+    t: In,
+    acc: Acc,
+    tile: (usize, usize),
+    rel: f64,
+) {
+    if arch_for(dev).number() < 80 && !dev.is_cpu() {
         eprintln!("skipped {test}: needs sm_80");
         return;
     }
@@ -181,7 +186,7 @@ fn wmma_gemm(test: &str, fixture: &str, t: In, acc: Acc, tile: (usize, usize), r
         (In::U8, _) => ("uint8", "int32"),
     };
     let k = kernel(
-        &dev,
+        dev,
         &src,
         "gemm",
         &format!("{ty}[:, ::1], {ty}[:, ::1], {accty}[:, ::1]"),
@@ -197,9 +202,9 @@ fn wmma_gemm(test: &str, fixture: &str, t: In, acc: Acc, tile: (usize, usize), r
             b_ref[p * n + j] = bv[j * kk + p];
         }
     }
-    let (_a, aa) = upload(&dev, &ab, m, kk);
-    let (_b, ba) = upload(&dev, &bb, n, kk);
-    let (cb, ca) = upload(&dev, &vec![0u8; m * n * acc_bytes(acc)], m, n);
+    let (_a, aa) = upload(dev, &ab, m, kk);
+    let (_b, ba) = upload(dev, &bb, n, kk);
+    let (cb, ca) = upload(dev, &vec![0u8; m * n * acc_bytes(acc)], m, n);
     k.launch(
         &[aa, ba, ca],
         [(n / tile.1) as u32, (m / tile.0) as u32, 1],
@@ -214,9 +219,10 @@ fn wmma_gemm(test: &str, fixture: &str, t: In, acc: Acc, tile: (usize, usize), r
 // truncate, in an unspecified order), so each of the K sums may lose up to 2^-22 relative.
 const F32_REL: f64 = 128.0 * 2.4e-7;
 
-#[test]
-fn wmma_f16_gemm_random() {
+on_each_backend! {
+fn wmma_f16_gemm_random(dev) {
     wmma_gemm(
+        &dev,
         "wmma_f16_gemm_random",
         "wmma_f16",
         In::F16,
@@ -225,10 +231,12 @@ fn wmma_f16_gemm_random() {
         F32_REL,
     );
 }
+}
 
-#[test]
-fn wmma_bf16_gemm_random() {
+on_each_backend! {
+fn wmma_bf16_gemm_random(dev) {
     wmma_gemm(
+        &dev,
         "wmma_bf16_gemm_random",
         "wmma_bf16_sm80",
         In::Bf16,
@@ -237,10 +245,12 @@ fn wmma_bf16_gemm_random() {
         F32_REL,
     );
 }
+}
 
-#[test]
-fn wmma_bf16_m8n32k16_gemm_random() {
+on_each_backend! {
+fn wmma_bf16_m8n32k16_gemm_random(dev) {
     wmma_gemm(
+        &dev,
         "wmma_bf16_m8n32k16_gemm_random",
         "wmma_bf16_m8n32k16",
         In::Bf16,
@@ -249,10 +259,12 @@ fn wmma_bf16_m8n32k16_gemm_random() {
         F32_REL,
     );
 }
+}
 
-#[test]
-fn wmma_tf32_gemm_random() {
+on_each_backend! {
+fn wmma_tf32_gemm_random(dev) {
     wmma_gemm(
+        &dev,
         "wmma_tf32_gemm_random",
         "wmma_tf32_sm80",
         In::Tf32,
@@ -261,10 +273,12 @@ fn wmma_tf32_gemm_random() {
         F32_REL,
     );
 }
+}
 
-#[test]
-fn wmma_f64_gemm_random() {
+on_each_backend! {
+fn wmma_f64_gemm_random(dev) {
     wmma_gemm(
+        &dev,
         "wmma_f64_gemm_random",
         "wmma_f64_sm80",
         In::F64,
@@ -273,11 +287,13 @@ fn wmma_f64_gemm_random() {
         128.0 * 2.3e-16,
     );
 }
+}
 
-#[test]
-fn wmma_s8_gemm_random() {
+on_each_backend! {
+fn wmma_s8_gemm_random(dev) {
     // |sum| ≤ 128 · 128 · 128 fits int32: satfinite never saturates, the result is exact.
     wmma_gemm(
+        &dev,
         "wmma_s8_gemm_random",
         "wmma_s8_sm80",
         In::S8,
@@ -286,10 +302,12 @@ fn wmma_s8_gemm_random() {
         0.0,
     );
 }
+}
 
-#[test]
-fn wmma_u8_gemm_random() {
+on_each_backend! {
+fn wmma_u8_gemm_random(dev) {
     wmma_gemm(
+        &dev,
         "wmma_u8_gemm_random",
         "wmma_u8_m8n32k16",
         In::U8,
@@ -298,15 +316,13 @@ fn wmma_u8_gemm_random() {
         0.0,
     );
 }
+}
 
+on_each_backend! {
 /// `lang/wmma_f16_shared.py`: tiles staged in shared memory (A column-major, B row-major),
 /// a float16 accumulator, C stored column-major.
-#[test]
-fn wmma_f16_accumulator_shared_col_major() {
+fn wmma_f16_accumulator_shared_col_major(dev) {
     let test = "wmma_f16_accumulator_shared_col_major";
-    let Some(dev) = device(test) else {
-        return;
-    };
     let src = std::fs::read_to_string(crate::support::repo_path(
         "tests/fixtures/lang/wmma_f16_shared.py",
     ))
@@ -332,6 +348,7 @@ fn wmma_f16_accumulator_shared_col_major() {
     let got = read_acc(Acc::F16, &dev.download(&cb).expect("download"));
     // float16 accumulation: each of the K partial sums may round by 2^-11 relative.
     check_gemm(test, &got, &av, &bv, (m, n, kk), true, 64.0 * 4.9e-4);
+}
 }
 
 /// A multi-tile `mma.sync` GEMM: one warp per 16×8 tile of C, K in steps of 16 through
@@ -367,18 +384,15 @@ def mma_gemm(a, b, c):
     c[m0 + g + 8, n0 + 2 * t + 1] = acc[3]
 "#;
 
-fn mma_gemm(test: &str, t: In) {
-    let Some(dev) = device(test) else {
-        return;
-    };
-    if arch_for(&dev).number() < 80 {
+fn mma_gemm(dev: &Dev, test: &str, t: In) {
+    if arch_for(dev).number() < 80 && !dev.is_cpu() {
         eprintln!("skipped {test}: needs sm_80");
         return;
     }
     let dt = if t == In::F16 { "float16" } else { "bfloat16" };
     let src = MMA_GEMM.replace("DT", &format!("device.{dt}"));
     let k = kernel(
-        &dev,
+        dev,
         &src,
         "mma_gemm",
         &format!("{dt}[:, ::1], {dt}[:, ::1], float32[:, ::1]"),
@@ -387,9 +401,9 @@ fn mma_gemm(test: &str, t: In) {
     let mut r = Rng(0x3a3a);
     let (ab, av) = random_matrix(t, m * kk, &mut r);
     let (bb, bv) = random_matrix(t, kk * n, &mut r);
-    let (_a, aa) = upload(&dev, &ab, m, kk);
-    let (_b, ba) = upload(&dev, &bb, kk, n);
-    let (cb, ca) = upload(&dev, &vec![0u8; m * n * 4], m, n);
+    let (_a, aa) = upload(dev, &ab, m, kk);
+    let (_b, ba) = upload(dev, &bb, kk, n);
+    let (cb, ca) = upload(dev, &vec![0u8; m * n * 4], m, n);
     k.launch(
         &[aa, ba, ca],
         [(n / 8) as u32, (m / 16) as u32, 1],
@@ -399,24 +413,25 @@ fn mma_gemm(test: &str, t: In) {
     check_gemm(test, &got, &av, &bv, (m, n, kk), false, F32_REL);
 }
 
-#[test]
-fn mma_m16n8k16_f16_gemm_random() {
-    mma_gemm("mma_m16n8k16_f16_gemm_random", In::F16);
+on_each_backend! {
+fn mma_m16n8k16_f16_gemm_random(dev) {
+    mma_gemm(
+        &dev,"mma_m16n8k16_f16_gemm_random", In::F16);
+}
 }
 
-#[test]
-fn mma_m16n8k16_bf16_gemm_random() {
-    mma_gemm("mma_m16n8k16_bf16_gemm_random", In::Bf16);
+on_each_backend! {
+fn mma_m16n8k16_bf16_gemm_random(dev) {
+    mma_gemm(
+        &dev,"mma_m16n8k16_bf16_gemm_random", In::Bf16);
+}
 }
 
+on_each_backend! {
 /// `ldmatrix` x4, with and without `.trans`, against the register layout of §19.2: lane
 /// `l`'s vector i holds elements (g, 2t), (g, 2t+1) of matrix i (transposed: (2t, g),
 /// (2t+1, g)), where matrix i is rows 8i..8i+7 of a 32×8 tile.
-#[test]
-fn ldmatrix_layout() {
-    let Some(dev) = device("ldmatrix_layout") else {
-        return;
-    };
+fn ldmatrix_layout(dev) {
     let src = r#"
 from cuda import device
 from cuda.device import mma
@@ -481,14 +496,12 @@ def ld(src, out, out_t):
         }
     }
 }
+}
 
+on_each_backend! {
 /// `bounds_check=True`: a WMMA load whose first element is out of range is reported (naming
 /// the array) and skipped, the fragment reading as zeros; in range it copies the tile.
-#[test]
-fn wmma_bounds_checked_load() {
-    let Some(dev) = device("wmma_bounds_checked_load") else {
-        return;
-    };
+fn wmma_bounds_checked_load(dev) {
     let src = r#"
 from cuda import device
 from cuda.device import wmma
@@ -516,19 +529,21 @@ def tile(a, c, row):
     let e = dev
         .check_bounds(&k.k)
         .expect_err("an out-of-range tile must be reported");
-    assert!(e.to_string().contains("a[40, 0]"), "{e}");
+    // The device names the array and the index; the CPU back end names the line (§22.1).
+    if dev.is_cpu() {
+        assert!(e.to_string().contains(":9:"), "{e}");
+    } else {
+        assert!(e.to_string().contains("a[40, 0]"), "{e}");
+    }
     let c: Vec<f32> = from_bytes(&dev.download(&cb).expect("download"));
     assert!(c.iter().all(|x| *x == 0.0), "{c:?}");
 }
+}
 
+on_each_backend! {
 /// `lang/wmma_elements.py`: C = alpha·A·B + beta·C on one 16×16 tile, the scaling done on
 /// the accumulator fragments' elements (`frag[i]`, `num_elements`).
-#[test]
-fn wmma_fragment_elements_epilogue() {
-    let test = "wmma_fragment_elements_epilogue";
-    let Some(dev) = device(test) else {
-        return;
-    };
+fn wmma_fragment_elements_epilogue(dev) {
     let src = std::fs::read_to_string(crate::support::repo_path(
         "tests/fixtures/lang/wmma_elements.py",
     ))
@@ -574,18 +589,16 @@ fn wmma_fragment_elements_epilogue() {
         }
     }
 }
+}
 
+on_each_backend! {
 /// The benchmark's tensor-core GEMM, `bench/kernels/hgemm_mma.py` (cp.async pipeline into
 /// XOR-swizzled shared tiles in 64 KiB of dynamic shared memory, `ldmatrix.x4`, `mma.sync`),
 /// on shapes that reach its edges: fewer k steps than pipeline stages, a last L2 group of
 /// fewer block rows than the others (18 = 16 + 2), non-square matrices, a long k loop.
-#[test]
-fn hgemm_mma_bench_kernel_matches_the_cpu() {
+fn hgemm_mma_bench_kernel_matches_the_cpu(dev) {
     let test = "hgemm_mma_bench_kernel_matches_the_cpu";
-    let Some(dev) = device(test) else {
-        return;
-    };
-    if arch_for(&dev).number() < 80 {
+    if arch_for(&dev).number() < 80 && !dev.is_cpu() {
         eprintln!("skipped {test}: needs sm_80");
         return;
     }
@@ -599,7 +612,10 @@ fn hgemm_mma_bench_kernel_matches_the_cpu() {
     );
     // The kernel's SHARED (4 stages of 128 x 32 and 32 x 128 float16 tiles) and THREADS.
     let shared = 4 * (128 * 32 + 32 * 128) * 2;
-    k.k.set_max_dynamic_shared(shared).expect("allow 64 KiB");
+    // The driver's opt-in above 48 KiB (the CPU back end takes up to 16 MiB as it is).
+    if !dev.is_cpu() {
+        k.k.set_max_dynamic_shared(shared).expect("allow 64 KiB");
+    }
     let mut r = Rng(71);
     for (m, n, kk) in [(256, 384, 64), (2304, 256, 96), (128, 128, 1024)] {
         let (ab, av) = random_matrix(In::F16, m * kk, &mut r);
@@ -616,4 +632,5 @@ fn hgemm_mma_bench_kernel_matches_the_cpu() {
         let rel = F32_REL.max(kk as f64 * 2.4e-7);
         check_gemm(&what, &got, &av, &bv, (m, n, kk), false, rel);
     }
+}
 }

@@ -563,16 +563,13 @@ fn fp8_inputs() -> Vec<f64> {
     v
 }
 
+on_each_backend! {
 /// float32 and float64 → fp8 and fp8 → float32 on the device, with the sm_89+ `cvt`
 /// instructions (the device's own architecture) and with the software conversion (sm_80),
 /// against `pydevice::types::fp8` (round to nearest even, saturating, NaN kept): equal
 /// codes for every input (any NaN code for NaN), and exact values back.
-#[test]
-fn fp8_round_trips() {
+fn fp8_round_trips(dev) {
     use pydevice::types::fp8::{E4M3, E5M2};
-    let Some(dev) = device("fp8_round_trips") else {
-        return;
-    };
     let xs = fp8_inputs();
     let n = xs.len();
     let f: Vec<f32> = xs.iter().map(|x| *x as f32).collect();
@@ -643,6 +640,7 @@ fn fp8_round_trips() {
         }
     }
 }
+}
 
 const FP8_VECTORS: &str = "\
 from cuda import device
@@ -688,6 +686,7 @@ def f8v(q, r, f, k4, k2, o4, o5, back):
         back[i, 3] = float32(len(v) + a3.size) + v.dtype(x)
 ";
 
+on_each_backend! {
 /// fp8 vectors on the device, with the sm_89+ conversions and the software ones (sm_80):
 /// vectors read from an array of vectors of random fp8 codes (every code, NaNs included),
 /// built from fp8 array elements and from float32 values (rounded as `float8e4m3(x)`
@@ -695,12 +694,8 @@ def f8v(q, r, f, k4, k2, o4, o5, back):
 /// results, a struct field, a tuple, `v.dtype(x)`, vector kernel parameters packed on the host, and whole
 /// vectors stored into `float8e4m3x4` and (3-byte) `float8e5m2x3` arrays; every fp8 code and
 /// float32 result checked exactly against `pydevice::types::fp8`.
-#[test]
-fn fp8_vectors_random() {
+fn fp8_vectors_random(dev) {
     use pydevice::types::fp8::{E4M3, E5M2, Format};
-    let Some(dev) = device("fp8_vectors_random") else {
-        return;
-    };
     let n = 4096;
     let mut rng = Rng(88);
     let q: Vec<[u8; 4]> = (0..n).map(|_| (rng.next() as u32).to_le_bytes()).collect();
@@ -802,6 +797,7 @@ fn fp8_vectors_random() {
             }
         }
     }
+}
 }
 
 const COMPLEX_PARAMS: &str = "\

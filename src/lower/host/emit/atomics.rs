@@ -1,5 +1,6 @@
 //! Atomic operations on the host: Cranelift's `atomic_rmw` where it has the operation, and
-//! compare-and-swap loops for the rest (floats, min/max, inc/dec).
+//! compare-and-swap loops for the rest (floats, min/max, inc/dec); in a kernel on the CPU,
+//! `wait` polls, letting the other threads run between looks.
 
 use super::*;
 
@@ -25,7 +26,29 @@ impl FnCx<'_, '_> {
             cx.bits_of(dtype, v)
         };
         let old = match op {
+            // Nothing sleeps on the CPU: a waiter polls (`Wait`), so there is no one to wake.
             AtomicOp::Notify => return Ok(Vec::new()),
+            AtomicOp::Wait => {
+                // while load() == old: let the other threads run, then look again (the
+                // device polls with `nanosleep` backoff; a kernel on the CPU yields its
+                // fiber). The bits are compared, as the device compares them.
+                let old = arg(self, 0)?;
+                let (lp, poll, done) = (
+                    self.b.create_block(),
+                    self.b.create_block(),
+                    self.b.create_block(),
+                );
+                self.b.ins().jump(lp, &[]);
+                self.b.switch_to_block(lp);
+                let cur = self.b.ins().atomic_load(it, flags(), ptr);
+                let same = self.b.ins().icmp(IntCC::Equal, cur, old);
+                self.b.ins().brif(same, poll, &[], done, &[]);
+                self.b.switch_to_block(poll);
+                self.poll()?;
+                self.b.ins().jump(lp, &[]);
+                self.b.switch_to_block(done);
+                return Ok(Vec::new());
+            }
             AtomicOp::Load => self.b.ins().atomic_load(it, flags(), ptr),
             AtomicOp::Store => {
                 let v = arg(self, 0)?;
@@ -112,6 +135,57 @@ impl FnCx<'_, '_> {
             }
         };
         Ok(vec![self.value_of_bits(dtype, old)?])
+    }
+
+    /// An atomic `load`, `store`, `exch` or `cas` of a `complex64` element at `ptr`: the 64
+    /// bits move as one, as the device's `b64` atomics move them (the real part's bits low,
+    /// at the lower address); `cas` compares the bits. `vals` are the operands' parts.
+    pub(super) fn complex_atomic(
+        &mut self,
+        op: AtomicOp,
+        ptr: Value,
+        vals: &[(Value, Value)],
+    ) -> R<Vec<Value>> {
+        let pack = |cx: &mut Self, k: usize| -> R<Value> {
+            let (re, im) = *vals.get(k).ok_or_else(|| err("atomic operand"))?;
+            let re = cx.b.ins().bitcast(ct::I32, flags(), re);
+            let im = cx.b.ins().bitcast(ct::I32, flags(), im);
+            let lo = cx.b.ins().uextend(ct::I64, re);
+            let hi = cx.b.ins().uextend(ct::I64, im);
+            let hi = cx.b.ins().ishl_imm_u(hi, 32);
+            Ok(cx.b.ins().bor(hi, lo))
+        };
+        let old = match op {
+            AtomicOp::Notify => return Ok(Vec::new()),
+            AtomicOp::Load => self.b.ins().atomic_load(ct::I64, flags(), ptr),
+            AtomicOp::Store => {
+                let v = pack(self, 0)?;
+                self.b.ins().atomic_store(flags(), v, ptr);
+                return Ok(Vec::new());
+            }
+            AtomicOp::Exch => {
+                let v = pack(self, 0)?;
+                self.b
+                    .ins()
+                    .atomic_rmw(ct::I64, flags(), AtomicRmwOp::Xchg, ptr, v)
+            }
+            AtomicOp::Cas => {
+                let expected = pack(self, 0)?;
+                let new = pack(self, 1)?;
+                self.b.ins().atomic_cas(flags(), ptr, expected, new)
+            }
+            other => {
+                return Err(err(format!(
+                    "atomic {other:?} of a complex64 element reached the host back end"
+                )));
+            }
+        };
+        let lo = self.b.ins().ireduce(ct::I32, old);
+        let hi = self.b.ins().ushr_imm_u(old, 32);
+        let hi = self.b.ins().ireduce(ct::I32, hi);
+        let re = self.b.ins().bitcast(ct::F32, flags(), lo);
+        let im = self.b.ins().bitcast(ct::F32, flags(), hi);
+        Ok(vec![re, im])
     }
 
     /// A read-modify-write as a compare-and-swap loop on the element's bits: `new_of`

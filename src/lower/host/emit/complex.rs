@@ -14,7 +14,7 @@ type Parts = (Value, Value);
 
 impl FnCx<'_, '_> {
     /// The parts of a complex expression.
-    fn parts(&mut self, e: Handle<Expr>) -> R<Parts> {
+    pub(super) fn parts(&mut self, e: Handle<Expr>) -> R<Parts> {
         let v = self.expr(e)?;
         match v.as_slice() {
             [re, im] => Ok((*re, *im)),

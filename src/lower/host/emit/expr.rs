@@ -352,6 +352,13 @@ impl FnCx<'_, '_> {
                     _ => return Err(err("atomic on a non-reference")),
                 };
                 let ptr = self.scalar(*target)?;
+                if dtype == Scalar::Complex64 {
+                    let mut vals = Vec::new();
+                    for a in args {
+                        vals.push(self.parts(*a)?);
+                    }
+                    return self.complex_atomic(*op, ptr, &vals);
+                }
                 let mut vals = Vec::new();
                 for a in args {
                     vals.push(self.scalar(*a)?);
@@ -361,6 +368,32 @@ impl FnCx<'_, '_> {
             Expr::View { array, subs } => {
                 let span = self.f.exprs.span(h);
                 return self.view(*array, subs, span);
+            }
+            Expr::Reshape {
+                array,
+                shape,
+                fortran,
+            } => {
+                let span = self.f.exprs.span(h);
+                return self.reshape(*array, shape, *fortran, span);
+            }
+            Expr::Reinterpret(a) => {
+                // `a.view(dtype)` of a 1-D array: the same bytes, the extent scaled by the
+                // element sizes, unit stride (as `lower::ptx` builds it).
+                let from = self
+                    .ty(*a)
+                    .as_array()
+                    .map(|at| elem_size(&at.dtype))
+                    .ok_or_else(|| err("view of a non-array"))?;
+                let to = ty
+                    .as_array()
+                    .map(|at| elem_size(&at.dtype))
+                    .ok_or_else(|| err("view to a non-array"))?;
+                let d = self.expr(*a)?;
+                let bytes = self.b.ins().imul_imm_s(d[1], from as i64);
+                let n = self.b.ins().udiv_imm_s(bytes, to.max(1) as i64);
+                let one = self.b.ins().iconst(ct::I64, 1);
+                return Ok(vec![d[0], n, one]);
             }
             Expr::Extract(a, i) => {
                 let at = self.ty(*a).clone();
@@ -565,6 +598,125 @@ impl FnCx<'_, '_> {
         let bytes = self.b.ins().imul_imm_s(offset, esize as i64);
         let data = self.b.ins().iadd(d[0], bytes);
         Ok(std::iter::once(data).chain(shape).chain(strides).collect())
+    }
+
+    /// `array.reshape(shape)` (§5.13), as the device computes it (`lower::ptx::emit::views`):
+    /// the array must be contiguous in the requested order (extents of 1 may have any
+    /// stride, an empty array any strides) and the new shape must have as many elements (the
+    /// one `-1` extent, literal or given at run time, is the quotient). Where the device
+    /// traps, the CPU records the error of the reshape's position (a `ValueError`, reported
+    /// as a raise at that line) and gives an empty view, so nothing is accessed through it.
+    /// The new strides are those of a contiguous array of the new shape.
+    fn reshape(
+        &mut self,
+        array: Handle<Expr>,
+        new_shape: &[Option<Handle<Expr>>],
+        fortran: bool,
+        span: crate::diag::Span,
+    ) -> R<Vec<Value>> {
+        let from = self
+            .ty(array)
+            .as_array()
+            .cloned()
+            .ok_or_else(|| err("reshape of a non-array"))?;
+        let n = usize::from(from.ndim);
+        let d = self.expr(array)?;
+        let mut ok = self.b.ins().iconst(ct::I8, 1);
+        let order: Vec<usize> = if fortran {
+            (0..n).collect()
+        } else {
+            (0..n).rev().collect()
+        };
+        let mut size = self.b.ins().iconst(ct::I64, 1);
+        for k in order {
+            let (ext, stride) = (d[1 + k], d[1 + n + k]);
+            let unit = self.b.ins().icmp_imm_s(IntCC::Equal, ext, 1);
+            let packed = self.b.ins().icmp(IntCC::Equal, stride, size);
+            let fine = self.b.ins().bor(unit, packed);
+            ok = self.b.ins().band(ok, fine);
+            size = self.b.ins().imul(size, ext);
+        }
+        let empty = self.b.ins().icmp_imm_s(IntCC::Equal, size, 0);
+        ok = self.b.ins().bor(ok, empty);
+        let one = self.b.ins().iconst(ct::I64, 1);
+        let zero = self.b.ins().iconst(ct::I64, 0);
+        let mut known = one;
+        let mut holes = zero;
+        // Each extent: (value, whether it is the hole).
+        let mut dims: Vec<(Value, Value)> = Vec::new();
+        for e in new_shape {
+            match e {
+                Some(h) => {
+                    let s = self.scalar_of(*h)?;
+                    let v = self.scalar(*h)?;
+                    let v = match reg_type(s) {
+                        ct::I64 => v,
+                        _ if s.is_signed() => self.b.ins().sextend(ct::I64, v),
+                        _ => self.b.ins().uextend(ct::I64, v),
+                    };
+                    let hole = self.b.ins().icmp_imm_s(IntCC::Equal, v, -1);
+                    let valid = self
+                        .b
+                        .ins()
+                        .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, v, -1);
+                    ok = self.b.ins().band(ok, valid);
+                    let factor = self.b.ins().select(hole, one, v);
+                    known = self.b.ins().imul(known, factor);
+                    let h64 = self.b.ins().uextend(ct::I64, hole);
+                    holes = self.b.ins().iadd(holes, h64);
+                    dims.push((v, hole));
+                }
+                None => {
+                    holes = self.b.ins().iadd_imm_s(holes, 1);
+                    let m1 = self.b.ins().iconst(ct::I64, -1);
+                    let tru = self.b.ins().iconst(ct::I8, 1);
+                    dims.push((m1, tru));
+                }
+            }
+        }
+        let at_most_one = self
+            .b
+            .ins()
+            .icmp_imm_s(IntCC::UnsignedLessThanOrEqual, holes, 1);
+        ok = self.b.ins().band(ok, at_most_one);
+        let has_hole = self.b.ins().icmp_imm_s(IntCC::Equal, holes, 1);
+        let zero_known = self.b.ins().icmp_imm_s(IntCC::Equal, known, 0);
+        let divisor = self.b.ins().select(zero_known, one, known);
+        let inferred = self.b.ins().udiv(size, divisor);
+        let total = self.b.ins().imul(inferred, known);
+        let nz = self.b.ins().icmp_imm_s(IntCC::NotEqual, known, 0);
+        let fills = self.b.ins().icmp(IntCC::Equal, total, size);
+        let hole_ok = self.b.ins().band(nz, fills);
+        let exact = self.b.ins().icmp(IntCC::Equal, known, size);
+        let fits = self.b.ins().select(has_hole, hole_ok, exact);
+        ok = self.b.ins().band(ok, fits);
+        let mut shape: Vec<Value> = Vec::new();
+        for (v, hole) in dims {
+            shape.push(self.b.ins().select(hole, inferred, v));
+        }
+        let (bad, cont) = (self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(ok, cont, &[], bad, &[]);
+        self.b.switch_to_block(bad);
+        let (line, col) = self.program.file.line_col(span.start);
+        self.record_error((crate::ir::RAISE_BIT | ((line as u64) << 32) | col as u64) as i64)?;
+        self.b.ins().jump(cont, &[]);
+        self.b.switch_to_block(cont);
+        for e in shape.iter_mut() {
+            *e = self.b.ins().select(ok, *e, zero);
+        }
+        let m = shape.len();
+        let mut strides = vec![one; m];
+        let idx: Vec<usize> = if fortran {
+            (0..m).collect()
+        } else {
+            (0..m).rev().collect()
+        };
+        let mut acc = one;
+        for k in idx {
+            strides[k] = acc;
+            acc = self.b.ins().imul(acc, shape[k]);
+        }
+        Ok(std::iter::once(d[0]).chain(shape).chain(strides).collect())
     }
 
     /// Register value → integer bits of its memory form.

@@ -26,12 +26,12 @@ impl FnCx<'_, '_> {
         matches!(op, Intrinsic::Rand | Intrinsic::Randn) || super::super::check::device_only(op)
     }
 
-    fn ctx(&self) -> R<Value> {
+    pub(super) fn ctx(&self) -> R<Value> {
         self.error_word.ok_or_else(|| err("thread context"))
     }
 
     /// A `u32` field of the thread's context, at byte offset `off`.
-    fn ctx_u32(&mut self, off: usize) -> R<Value> {
+    pub(super) fn ctx_u32(&mut self, off: usize) -> R<Value> {
         let c = self.ctx()?;
         let off = i32::try_from(off).map_err(|_| err("context offset"))?;
         Ok(self.b.ins().load(ct::I32, flags(), c, off))
@@ -125,6 +125,22 @@ impl FnCx<'_, '_> {
         }])
     }
 
+    /// Lets the other threads run before an atomic `wait` looks at its value again
+    /// ([`BarrierKind::Poll`]).
+    pub(super) fn poll(&mut self) -> R<()> {
+        let ctx = self.ctx()?;
+        let k = self.b.ins().iconst(ct::I32, BarrierKind::Poll as i64);
+        let p = self.b.ins().iconst(ct::I32, 0);
+        let site = self.b.ins().iconst(ct::I64, 0);
+        self.call_helper(
+            BARRIER_SYMBOL,
+            &[ct::I64, ct::I32, ct::I32, ct::I64],
+            ct::I32,
+            &[ctx, k, p, site],
+        )?;
+        Ok(())
+    }
+
     fn barrier(&mut self, kind: BarrierKind, pred: Option<Value>, h: Handle<Expr>) -> R<Value> {
         let ctx = self.ctx()?;
         let k = self.b.ins().iconst(ct::I32, kind as i64);
@@ -143,7 +159,7 @@ impl FnCx<'_, '_> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn warp(
+    pub(super) fn warp(
         &mut self,
         op: WarpOp,
         mask: Value,
@@ -410,6 +426,8 @@ impl FnCx<'_, '_> {
                 )?]);
             }
             Intrinsic::Cg(cg) => return self.group_op(h, cg, args, ty),
+            Intrinsic::Tensor(t) => return self.tensor(h, t, args, ty),
+            Intrinsic::Hopper(o) => return self.hopper(h, o, args),
             Intrinsic::Ldexp | Intrinsic::Frexp | Intrinsic::Modf | Intrinsic::Sincos => {
                 return self.math_pair(op, args);
             }

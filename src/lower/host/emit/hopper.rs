@@ -1,0 +1,215 @@
+//! Hopper's mbarriers and bulk copies in a kernel run whole on the CPU (docs/semantics.md
+//! §18.4, §22.1). An mbarrier is its `uint64` word of shared memory in a layout of the CPU's
+//! own (the device's is opaque too; `lower::host::runtime`'s `__pyd_mbar_*` functions
+//! read and change it): the current phase's parity, the arrivals it still waits for, the
+//! arrival count it was initialized with, and its pending transaction bytes. A phase
+//! completes when both its arrivals and its transactions are done. A bulk copy is done when
+//! it is issued (the bytes are copied, then retired on its mbarrier), so `bulk_commit_group`
+//! and `bulk_wait_group` have nothing in flight; waiting for a phase polls, letting the
+//! block's other threads run. `elect_one()` elects the lowest lane of the warp that reaches
+//! it together (a ballot), the fences are full fences, `setmaxnreg` changes nothing, and
+//! `shared_address` is the element's offset in the block's shared memory. TMA and `wgmma`
+//! stay device-only (E0501).
+
+use super::super::kernel::{WarpOp, offset};
+use super::*;
+use crate::ir::{Expr, HopperOp};
+
+impl FnCx<'_, '_> {
+    /// A Hopper operation of a kernel on the CPU.
+    pub(super) fn hopper(
+        &mut self,
+        h: Handle<Expr>,
+        op: HopperOp,
+        args: &[Handle<Expr>],
+    ) -> R<Vec<Value>> {
+        let arg = |k: usize| -> R<Handle<Expr>> {
+            args.get(k)
+                .copied()
+                .ok_or_else(|| err("missing operand of a hopper operation"))
+        };
+        let u32_of = |cx: &mut Self, k: usize| -> R<Value> {
+            let a = arg(k)?;
+            let signed = cx.ty(a).as_scalar().is_some_and(Scalar::is_signed);
+            let v = cx.scalar(a)?;
+            Ok(if cx.b.func.dfg.value_type(v) == ct::I64 {
+                cx.b.ins().ireduce(ct::I32, v)
+            } else if cx.b.func.dfg.value_type(v) == ct::I32 {
+                v
+            } else if signed {
+                cx.b.ins().sextend(ct::I32, v)
+            } else {
+                cx.b.ins().uextend(ct::I32, v)
+            })
+        };
+        match op {
+            HopperOp::MbarrierInit => {
+                let bar = self.scalar(arg(0)?)?;
+                let n = u32_of(self, 1)?;
+                self.call_helper("__pyd_mbar_init", &[ct::I64, ct::I32], ct::I32, &[bar, n])?;
+                Ok(Vec::new())
+            }
+            HopperOp::MbarrierArrive
+            | HopperOp::MbarrierArriveExpectTx
+            | HopperOp::MbarrierExpectTx => {
+                let bar = self.scalar(arg(0)?)?;
+                let tx = if op == HopperOp::MbarrierArrive {
+                    self.b.ins().iconst(ct::I32, 0)
+                } else {
+                    u32_of(self, 1)?
+                };
+                let arrive = self
+                    .b
+                    .ins()
+                    .iconst(ct::I32, i64::from(op != HopperOp::MbarrierExpectTx));
+                let state = self.call_helper(
+                    "__pyd_mbar_arrive",
+                    &[ct::I64, ct::I32, ct::I32],
+                    ct::I64,
+                    &[bar, tx, arrive],
+                )?;
+                Ok(if op == HopperOp::MbarrierExpectTx {
+                    Vec::new()
+                } else {
+                    vec![state]
+                })
+            }
+            HopperOp::MbarrierTryWaitParity | HopperOp::MbarrierWaitParity => {
+                let bar = self.scalar(arg(0)?)?;
+                let parity = u32_of(self, 1)?;
+                let test = |cx: &mut Self| -> R<Value> {
+                    cx.call_helper(
+                        "__pyd_mbar_done",
+                        &[ct::I64, ct::I32],
+                        ct::I32,
+                        &[bar, parity],
+                    )
+                };
+                if op == HopperOp::MbarrierTryWaitParity {
+                    // One look; when the phase is still open, the others run first (the
+                    // device's try_wait may suspend the thread a while) and it looks again.
+                    let (wait, done) = (self.b.create_block(), self.b.create_block());
+                    self.b.append_block_param(done, ct::I32);
+                    let first = test(self)?;
+                    self.b
+                        .ins()
+                        .brif(first, done, &[BlockArg::from(first)], wait, &[]);
+                    self.b.switch_to_block(wait);
+                    self.poll()?;
+                    let again = test(self)?;
+                    self.b.ins().jump(done, &[BlockArg::from(again)]);
+                    self.b.switch_to_block(done);
+                    let r = self.b.block_params(done)[0];
+                    return Ok(vec![self.b.ins().icmp_imm_s(IntCC::NotEqual, r, 0)]);
+                }
+                let (lp, wait, done) = (
+                    self.b.create_block(),
+                    self.b.create_block(),
+                    self.b.create_block(),
+                );
+                self.b.ins().jump(lp, &[]);
+                self.b.switch_to_block(lp);
+                let ok = test(self)?;
+                self.b.ins().brif(ok, done, &[], wait, &[]);
+                self.b.switch_to_block(wait);
+                self.poll()?;
+                self.b.ins().jump(lp, &[]);
+                self.b.switch_to_block(done);
+                Ok(Vec::new())
+            }
+            HopperOp::FenceMbarrierInit | HopperOp::FenceProxyAsync => {
+                self.b.ins().fence();
+                Ok(Vec::new())
+            }
+            HopperOp::SetMaxNReg { .. } | HopperOp::BulkCommit | HopperOp::BulkWait { .. } => {
+                Ok(Vec::new())
+            }
+            HopperOp::ElectOne => {
+                let mask = self.b.ins().iconst(ct::I32, -1);
+                let one = self.b.ins().iconst(ct::I64, 1);
+                let ballot = self.warp(WarpOp::Ballot, mask, Some(one), None, 0, h)?;
+                let low = self.b.ins().ctz(ballot);
+                let lane = self.ctx_u32(offset::LANE)?;
+                let lane = self.b.ins().uextend(ct::I64, lane);
+                Ok(vec![self.b.ins().icmp(IntCC::Equal, low, lane)])
+            }
+            HopperOp::SharedAddress => {
+                let addr = self.scalar(arg(0)?)?;
+                let ctx = self.ctx()?;
+                let base = self
+                    .b
+                    .ins()
+                    .load(ct::I64, flags(), ctx, offset::SHARED as i32);
+                let off = self.b.ins().isub(addr, base);
+                Ok(vec![self.b.ins().ireduce(ct::I32, off)])
+            }
+            HopperOp::BulkCopyToShared | HopperOp::BulkCopyToGlobal => {
+                let n = u32_of(self, 2)?;
+                let n = self.b.ins().uextend(ct::I64, n);
+                let dst = self.byte_range(arg(0)?, n)?;
+                let src = self.byte_range(arg(1)?, n)?;
+                // A copy whose bytes do not all lie in their arrays is skipped and reported
+                // at the first reference that leaves its array.
+                let ok = self.b.ins().band(dst.1, src.1);
+                let (copy, cont) = (self.b.create_block(), self.b.create_block());
+                self.b.ins().brif(ok, copy, &[], cont, &[]);
+                self.b.switch_to_block(copy);
+                self.call_helper(
+                    "__pyd_bulk_copy",
+                    &[ct::I64, ct::I64, ct::I64],
+                    ct::I32,
+                    &[dst.0, src.0, n],
+                )?;
+                self.b.ins().jump(cont, &[]);
+                self.b.switch_to_block(cont);
+                let bad_dst = self.b.ins().bxor_imm_u(dst.1, 1);
+                self.record_if(bad_dst, dst.2)?;
+                let bad_src = self.b.ins().bxor_imm_u(src.1, 1);
+                self.record_if(bad_src, src.2)?;
+                if op == HopperOp::BulkCopyToShared {
+                    // Its bytes retire on the mbarrier (all of them: a skipped copy too, so
+                    // that the waiters go on to report it rather than hang).
+                    let bar = self.scalar(arg(3)?)?;
+                    let n32 = self.b.ins().ireduce(ct::I32, n);
+                    self.call_helper(
+                        "__pyd_mbar_complete_tx",
+                        &[ct::I64, ct::I32],
+                        ct::I32,
+                        &[bar, n32],
+                    )?;
+                }
+                Ok(Vec::new())
+            }
+            other => Err(err(format!(
+                "hopper operation {other:?} reached the CPU back end"
+            ))),
+        }
+    }
+
+    /// The address of element reference `r` and whether `n` bytes from it lie inside its
+    /// array, with the error code of the reference.
+    fn byte_range(&mut self, r: Handle<Expr>, n: Value) -> R<(Value, Value, i64)> {
+        let Expr::ElementRef { array, indices } = &self.f.exprs[r] else {
+            return Err(err("a bulk copy without an element reference"));
+        };
+        let (array, indices) = (*array, indices.clone());
+        let span = self.f.exprs.span(r);
+        let (addr, ok, code, _) = self.element(array, &indices, span)?;
+        let (_, hi) = self.extent(array)?;
+        let end = self.b.ins().iadd(addr, n);
+        let fits = self.b.ins().icmp(IntCC::UnsignedLessThanOrEqual, end, hi);
+        let ok = self.b.ins().band(ok, fits);
+        Ok((addr, ok, code))
+    }
+
+    /// Records error `code` when `bad` (an `i8` 0/1) is 1.
+    fn record_if(&mut self, bad: Value, code: i64) -> R<()> {
+        let (rec, cont) = (self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(bad, rec, &[], cont, &[]);
+        self.b.switch_to_block(rec);
+        self.record_error(code)?;
+        self.b.ins().jump(cont, &[]);
+        self.b.switch_to_block(cont);
+        Ok(())
+    }
+}
