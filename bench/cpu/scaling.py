@@ -3,14 +3,19 @@ shapes, each launched with 1, 2, 4, ... worker threads up to the machine's cores
 same inputs; the median time of a few launches, the speedup over one thread and the
 efficiency (speedup over threads). Outputs are checked against NumPy once per kernel.
 
-    python3 bench/cpu/scaling.py [--repeats 3] [--scale 1.0]
+    python3 bench/cpu/scaling.py [--repeats 5] [--scale 1.0] [--threads 1,2,4]
+
+On the GPU host: `bash bench/cpu/run_scaling.sh` (installs the wheel of .carry/, as
+python/tests/gpu_run.sh does, and runs this).
 
 - `fma_chain`: arithmetic only (a 256-step fma chain per element), no barriers;
 - `block_sum`: a shared-memory tree per block, a barrier per level (fibers switch at each);
 - `warp_sum`: warp shuffles (lockstep collectives) then one atomic per warp.
 
 Prints one JSON line per (kernel, threads) and a table. The thread count is the back end's
-worker pool size for that launch (`threads=`), the blocks being spread over it.
+worker pool size for that launch (`threads=`), the blocks being spread over it. Each count
+gets one launch first that is not timed (it makes that count's persistent pool), and the
+arrays are made (and their pages touched) before the clock starts.
 """
 import argparse
 import json
@@ -87,19 +92,24 @@ def cases(rng, scale):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--scale", type=float, default=1.0, help="problem size factor (2^20 elements at 1)")
+    ap.add_argument("--threads", default=None, help="comma-separated thread counts (default: 1, 2, 4, ... up to the cores)")
     args = ap.parse_args()
-    cores = os.cpu_count() or 1
-    counts = [t for t in (1, 2, 4, 8, 16, 32, 64, 128) if t <= cores]
-    if counts[-1] != cores:
-        counts.append(cores)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if args.threads:
+        counts = [int(t) for t in args.threads.split(",")]
+    else:
+        counts = [t for t in (1, 2, 4, 8, 16, 32, 64, 128) if t <= cores]
+        if counts[-1] != cores:
+            counts.append(cores)
     rng = np.random.default_rng(33)
     table = []
     all_cases, blocks = cases(rng, args.scale)
     for name, k, make, out_index, ref, tol in all_cases:
         base = None
         for t in counts:
+            k._launch_cpu(make(), blocks, BLOCK, 0, None, threads=t)
             times = []
             for _ in range(args.repeats):
                 a = make()
@@ -116,6 +126,7 @@ def main():
                    "speedup": round(base / med, 2), "efficiency": round(base / med / t, 3)}
             print(json.dumps(row), flush=True)
             table.append(row)
+    print(f"\n{cores} cores; load average {os.getloadavg()[0]:.1f} at the end")
     print(f"\n| kernel ({blocks} blocks of {BLOCK}) | threads | s | speedup | efficiency |")
     print("|---|---:|---:|---:|---:|")
     for r in table:
