@@ -15,11 +15,14 @@ python/tests/gpu_run.sh does, and runs this).
 Prints one JSON line per (kernel, threads) and a table. The thread count is the back end's
 worker pool size for that launch (`threads=`), the blocks being spread over it. Each count
 gets one launch first that is not timed (it makes that count's persistent pool), and the
-arrays are made (and their pages touched) before the clock starts.
+arrays are made (and their pages touched) before the clock starts. "CPU s" is the process's
+user + system time during the launch: near `seconds` times the threads when every worker
+had a core of its own (on a loaded machine it is not, and the wall time cannot scale).
 """
 import argparse
 import json
 import os
+import resource
 import statistics
 import time
 
@@ -111,11 +114,15 @@ def main():
         for t in counts:
             k._launch_cpu(make(), blocks, BLOCK, 0, None, threads=t)
             times = []
+            cpu = []
             for _ in range(args.repeats):
                 a = make()
+                r0 = resource.getrusage(resource.RUSAGE_SELF)
                 t0 = time.perf_counter()
                 k._launch_cpu(a, blocks, BLOCK, 0, None, threads=t)
                 times.append(time.perf_counter() - t0)
+                r1 = resource.getrusage(resource.RUSAGE_SELF)
+                cpu.append(r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime)
             if t == counts[0]:
                 got = a[out_index]
                 want = ref()
@@ -123,14 +130,15 @@ def main():
             med = statistics.median(times)
             base = base or med
             row = {"kernel": name, "threads": t, "cores": cores, "seconds": round(med, 4),
-                   "speedup": round(base / med, 2), "efficiency": round(base / med / t, 3)}
+                   "speedup": round(base / med, 2), "efficiency": round(base / med / t, 3),
+                   "cpu_seconds": round(statistics.median(cpu), 4)}
             print(json.dumps(row), flush=True)
             table.append(row)
     print(f"\n{cores} cores; load average {os.getloadavg()[0]:.1f} at the end")
-    print(f"\n| kernel ({blocks} blocks of {BLOCK}) | threads | s | speedup | efficiency |")
-    print("|---|---:|---:|---:|---:|")
+    print(f"\n| kernel ({blocks} blocks of {BLOCK}) | threads | s | speedup | efficiency | CPU s |")
+    print("|---|---:|---:|---:|---:|---:|")
     for r in table:
-        print(f"| {r['kernel']} | {r['threads']} | {r['seconds']} | {r['speedup']} | {r['efficiency']:.0%} |")
+        print(f"| {r['kernel']} | {r['threads']} | {r['seconds']} | {r['speedup']} | {r['efficiency']:.0%} | {r['cpu_seconds']} |")
 
 
 if __name__ == "__main__":
