@@ -1421,13 +1421,14 @@ class Kernel(_Entry):
         race_check=False,
     ):
         """Runs the kernel on the CPU back end (docs/semantics.md, "CPU back end"): each GPU
-        thread a fiber, blocks over the cores. Arguments are numbers, tuples, vectors, structs
-        and NumPy arrays; arrays are worked on in place (a failed launch leaves them as they
-        were). Synchronous. What a GPU launch refuses is refused here too: a
-        grid-synchronizing kernel launched without ``cooperative=True``, a store to a read-only array, two host arrays sharing memory
-        where the kernel may store to one. ``race_check`` records every access to shared and
-        global memory and raises RaceError for two by different threads with no barrier
-        between them, one a store (§22)."""
+        thread a fiber, blocks over the cores. Arguments are numbers, tuples, vectors,
+        structs and NumPy arrays; arrays are worked on in place (a failed launch leaves
+        them as they were). Synchronous. What a GPU launch refuses is refused here too: a
+        grid-synchronizing kernel launched without ``cooperative=True``, a store to a
+        read-only array, two host arrays sharing memory where the kernel may store to one.
+        ``race_check`` records every access to shared and global memory and raises
+        RaceError for two by different threads with no barrier between them, one a store
+        (§22)."""
         if self._module is None:
             self._mod()
         consts = ()
