@@ -539,11 +539,19 @@ fn copy_parallel(dst: &mut [u8], src: &[u8], workers: usize) -> Result<(), CpuEr
 /// at the first launch that asks for it and kept for the process, so that a launch starts
 /// no thread (spawning them at every launch was a serial cost that bounded the scaling
 /// with cores). Pools are kept per worker count (a launch's `threads`) and stack size,
-/// rounded up to a power of two.
+/// rounded up to a power of two. A child process made by `fork` (Python's
+/// `multiprocessing`) has none of its parent's threads: it makes pools of its own (the
+/// parent's are abandoned there, not dropped, since their threads do not exist).
 fn pool(workers: usize, stack: usize) -> Result<Arc<rayon_core::ThreadPool>, String> {
-    static POOLS: Mutex<Vec<(usize, usize, Arc<rayon_core::ThreadPool>)>> = Mutex::new(Vec::new());
+    type Pools = (u32, Vec<(usize, usize, Arc<rayon_core::ThreadPool>)>);
+    static POOLS: Mutex<Pools> = Mutex::new((0, Vec::new()));
     let stack = stack.checked_next_power_of_two().unwrap_or(stack);
-    let mut pools = POOLS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut guard = POOLS.lock().unwrap_or_else(|e| e.into_inner());
+    let (pid, pools) = &mut *guard;
+    if *pid != std::process::id() {
+        std::mem::forget(std::mem::take(pools));
+        *pid = std::process::id();
+    }
     if let Some((.., p)) = pools.iter().find(|(w, s, _)| *w == workers && *s >= stack) {
         return Ok(p.clone());
     }
