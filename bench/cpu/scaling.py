@@ -3,18 +3,26 @@ shapes, each launched with 1, 2, 4, ... worker threads up to the machine's cores
 same inputs; the median time of a few launches, the speedup over one thread and the
 efficiency (speedup over threads). Outputs are checked against NumPy once per kernel.
 
-    python3 bench/cpu/scaling.py [--repeats 3] [--scale 1.0]
+    python3 bench/cpu/scaling.py [--repeats 5] [--scale 1.0] [--threads 1,2,4]
+
+On the GPU host: `bash bench/cpu/run_scaling.sh` (installs the wheel of .carry/, as
+python/tests/gpu_run.sh does, and runs this).
 
 - `fma_chain`: arithmetic only (a 256-step fma chain per element), no barriers;
 - `block_sum`: a shared-memory tree per block, a barrier per level (fibers switch at each);
 - `warp_sum`: warp shuffles (lockstep collectives) then one atomic per warp.
 
 Prints one JSON line per (kernel, threads) and a table. The thread count is the back end's
-worker pool size for that launch (`threads=`), the blocks being spread over it.
+worker pool size for that launch (`threads=`), the blocks being spread over it. Each count
+gets one launch first that is not timed (it makes that count's persistent pool), and the
+arrays are made (and their pages touched) before the clock starts. "CPU s" is the process's
+user + system time during the launch: near `seconds` times the threads when every worker
+had a core of its own (on a loaded machine it is not, and the wall time cannot scale).
 """
 import argparse
 import json
 import os
+import resource
 import statistics
 import time
 
@@ -87,25 +95,34 @@ def cases(rng, scale):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--scale", type=float, default=1.0, help="problem size factor (2^20 elements at 1)")
+    ap.add_argument("--threads", default=None, help="comma-separated thread counts (default: 1, 2, 4, ... up to the cores)")
     args = ap.parse_args()
-    cores = os.cpu_count() or 1
-    counts = [t for t in (1, 2, 4, 8, 16, 32, 64, 128) if t <= cores]
-    if counts[-1] != cores:
-        counts.append(cores)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if args.threads:
+        counts = [int(t) for t in args.threads.split(",")]
+    else:
+        counts = [t for t in (1, 2, 4, 8, 16, 32, 64, 128) if t <= cores]
+        if counts[-1] != cores:
+            counts.append(cores)
     rng = np.random.default_rng(33)
     table = []
     all_cases, blocks = cases(rng, args.scale)
     for name, k, make, out_index, ref, tol in all_cases:
         base = None
         for t in counts:
+            k._launch_cpu(make(), blocks, BLOCK, 0, None, threads=t)
             times = []
+            cpu = []
             for _ in range(args.repeats):
                 a = make()
+                r0 = resource.getrusage(resource.RUSAGE_SELF)
                 t0 = time.perf_counter()
                 k._launch_cpu(a, blocks, BLOCK, 0, None, threads=t)
                 times.append(time.perf_counter() - t0)
+                r1 = resource.getrusage(resource.RUSAGE_SELF)
+                cpu.append(r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime)
             if t == counts[0]:
                 got = a[out_index]
                 want = ref()
@@ -113,13 +130,15 @@ def main():
             med = statistics.median(times)
             base = base or med
             row = {"kernel": name, "threads": t, "cores": cores, "seconds": round(med, 4),
-                   "speedup": round(base / med, 2), "efficiency": round(base / med / t, 3)}
+                   "speedup": round(base / med, 2), "efficiency": round(base / med / t, 3),
+                   "cpu_seconds": round(statistics.median(cpu), 4)}
             print(json.dumps(row), flush=True)
             table.append(row)
-    print(f"\n| kernel ({blocks} blocks of {BLOCK}) | threads | s | speedup | efficiency |")
-    print("|---|---:|---:|---:|---:|")
+    print(f"\n{cores} cores; load average {os.getloadavg()[0]:.1f} at the end")
+    print(f"\n| kernel ({blocks} blocks of {BLOCK}) | threads | s | speedup | efficiency | CPU s |")
+    print("|---|---:|---:|---:|---:|---:|")
     for r in table:
-        print(f"| {r['kernel']} | {r['threads']} | {r['seconds']} | {r['speedup']} | {r['efficiency']:.0%} |")
+        print(f"| {r['kernel']} | {r['threads']} | {r['seconds']} | {r['speedup']} | {r['efficiency']:.0%} | {r['cpu_seconds']} |")
 
 
 if __name__ == "__main__":

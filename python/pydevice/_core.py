@@ -1459,13 +1459,14 @@ class Kernel(_Entry):
         race_check=False,
     ):
         """Runs the kernel on the CPU back end (docs/semantics.md, "CPU back end"): each GPU
-        thread a fiber, blocks over the cores. Arguments are numbers, tuples, vectors, structs
-        and NumPy arrays; arrays are copied in and back. Synchronous. What a GPU launch
-        refuses is refused here too: a grid-synchronizing kernel launched without
-        ``cooperative=True``, a store to a read-only array, two host arrays sharing memory
-        where the kernel may store to one. ``race_check`` records every access to shared and
-        global memory and raises RaceError for two by different threads with no barrier
-        between them, one a store (§22)."""
+        thread a fiber, blocks over the cores. Arguments are numbers, tuples, vectors,
+        structs and NumPy arrays; arrays are worked on in place (a failed launch leaves
+        them as they were). Synchronous. What a GPU launch refuses is refused here too: a
+        grid-synchronizing kernel launched without ``cooperative=True``, a store to a
+        read-only array, two host arrays sharing memory where the kernel may store to one.
+        ``race_check`` records every access to shared and global memory and raises
+        RaceError for two by different threads with no barrier between them, one a store
+        (§22)."""
         if self._module is None:
             self._mod()
         consts = ()
@@ -1508,19 +1509,23 @@ class Kernel(_Entry):
                     raise ArgumentError(
                         f"{self.__name__}(): host arrays {i} (parameter `{self._param_name(i)}`) and "
                         f"{j} (parameter `{self._param_name(j)}`) share memory, and the kernel may "
-                        "store to one of them; each host array is copied on its own, so they would "
-                        "not see each other's stores"
+                        "store to one of them; a GPU launch copies each host array on its own, so they "
+                        "would not see each other's stores (the CPU back end refuses it too)"
                     )
+        # Arrays are read and written in place (no copy in and out): a C-contiguous array as
+        # it is, any other through a contiguous copy written back after the launch.
         host_vals = []
-        arrays = []
+        copies = []  # (array, its contiguous copy), each kept alive during the launch
         for k, v in zip(key, vals):
             if k[0] == "H":
                 c = np.ascontiguousarray(v)
-                host_vals.append((tuple(c.shape), c.tobytes()))
-                arrays.append(v)
+                copies.append((v, c))
+                host_vals.append((tuple(c.shape), c.__array_interface__["data"][0]))
             else:
                 host_vals.append(v)
-        after = ck.launch(
+        # A launch that fails leaves the arrays as they were, as a GPU launch on host arrays
+        # does (the native side restores what the kernel stored).
+        ck.launch(
             tuple(host_vals),
             _dim3(grid, "grid"),
             _dim3(block, "block"),
@@ -1530,9 +1535,9 @@ class Kernel(_Entry):
             bool(deterministic),
             bool(race_check),
         )
-        for a, data in zip(arrays, after):
-            if a.flags.writeable and a.size:
-                a[...] = np.frombuffer(data, dtype=a.dtype).reshape(a.shape)
+        for a, c in copies:
+            if c is not a and a.flags.writeable and a.size:
+                a[...] = c
 
     def _launch_host(self, spec, vals, grid, block, stream, shared, seed=None, cooperative=False, cluster=None):
         """Host NumPy arrays: copied to the device, launched, synchronized, copied back."""

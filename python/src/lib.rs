@@ -637,10 +637,14 @@ impl CpuKernel {
         self.inner.cooperative()
     }
 
-    /// Runs the kernel on `args` (arrays as `(shape, bytes)`) over a `grid` of `block`
-    /// threads (3-tuples), without the GIL; returns each array argument's bytes after the
-    /// launch. `threads` OS threads (0: one per core); `deterministic` runs the blocks in
-    /// grid order on one thread; `race_check` checks for data races (RaceError).
+    /// Runs the kernel on `args` over a `grid` of `block` threads (3-tuples), without the
+    /// GIL, reading and writing each array argument in place: an array is given as
+    /// `(shape, address)`, the address of C-contiguous host memory of the parameter's dtype
+    /// that the caller keeps alive, and writes to no other way, during the call (no copy
+    /// in and out: the serial copies bounded the launch's scaling with cores). A launch that
+    /// fails leaves the arrays as they were (`CpuKernel::launch_raw_or_restore`).
+    /// `threads` OS threads (0: one per core); `deterministic` runs the blocks in grid order
+    /// on one thread; `race_check` checks for data races (RaceError).
     #[pyo3(signature = (args, grid, block, shared=0, seed=None, threads=0, deterministic=false, race_check=false))]
     #[allow(clippy::too_many_arguments)]
     fn launch(
@@ -654,7 +658,7 @@ impl CpuKernel {
         threads: usize,
         deterministic: bool,
         race_check: bool,
-    ) -> PyResult<Vec<Py<PyAny>>> {
+    ) -> PyResult<()> {
         let params = self.inner.params();
         if args.len() != params.len() {
             return Err(PyTypeError::new_err(format!(
@@ -664,10 +668,10 @@ impl CpuKernel {
                 args.len()
             )));
         }
-        let mut values = params
+        let values = params
             .iter()
             .zip(args.iter())
-            .map(|(t, v)| host_value(t, &v))
+            .map(|(t, v)| cpu_arg(t, &v))
             .collect::<PyResult<Vec<_>>>()?;
         let cfg = pydevice::runtime::cpu::CpuLaunch {
             grid,
@@ -679,14 +683,64 @@ impl CpuKernel {
             race_check,
         };
         let k = self.inner.clone();
-        let r = py.detach(|| k.launch(&mut values, &cfg));
-        r.map_err(|e| cpu_to_py(py, self.inner.name(), e))?;
-        values
-            .iter()
-            .filter(|v| matches!(v, HostValue::Array { .. }))
-            .map(|v| host_result(py, v))
-            .collect()
+        // SAFETY: `pydevice._core` passes, for each array, the address of a C-contiguous
+        // NumPy buffer of the shape given, which it keeps alive and does not touch during
+        // the call, writable where the kernel may store to it (it checks `may_store`).
+        let r = py.detach(|| unsafe { k.launch_raw_or_restore(&values, &cfg) });
+        r.map_err(|e| cpu_to_py(py, self.inner.name(), e))
     }
+}
+
+/// A CPU kernel's argument of type `t`: an array as `(shape, address)` of C-contiguous host
+/// memory, anything else as [`host_value`] reads it.
+fn cpu_arg(t: &Type, v: &Bound<'_, PyAny>) -> PyResult<ArgValue> {
+    if let Type::Array(_) = t {
+        let (shape, data): (Vec<u64>, u64) = v.extract()?;
+        let mut strides = vec![0i64; shape.len()];
+        let mut stride = 1i64;
+        for (s, d) in strides.iter_mut().zip(&shape).rev() {
+            *s = stride;
+            stride = stride.saturating_mul(i64::try_from(*d).unwrap_or(i64::MAX));
+        }
+        return Ok(ArgValue::Array(ArrayArg {
+            data,
+            shape,
+            strides,
+        }));
+    }
+    arg_of_host(host_value(t, v)?)
+}
+
+/// A [`HostValue`] as the kernel argument it stands for: a struct's fields in order. Arrays
+/// are passed only as parameters of their own ([`cpu_arg`]).
+fn arg_of_host(v: HostValue) -> PyResult<ArgValue> {
+    Ok(match v {
+        HostValue::None => ArgValue::Tuple(Vec::new()),
+        HostValue::Bool(b) => ArgValue::Bool(b),
+        HostValue::Int(i) => ArgValue::Int(i),
+        HostValue::UInt(u) => ArgValue::UInt(u),
+        HostValue::Float32(f) => ArgValue::Float(f64::from(f)),
+        HostValue::Float64(f) => ArgValue::Float(f),
+        HostValue::Complex64(re, im) => ArgValue::Complex(f64::from(re), f64::from(im)),
+        HostValue::Complex128(re, im) => ArgValue::Complex(re, im),
+        HostValue::Tuple(items) => ArgValue::Tuple(
+            items
+                .into_iter()
+                .map(arg_of_host)
+                .collect::<PyResult<_>>()?,
+        ),
+        HostValue::Struct { fields, .. } => ArgValue::Tuple(
+            fields
+                .into_iter()
+                .map(|(_, v)| arg_of_host(v))
+                .collect::<PyResult<_>>()?,
+        ),
+        HostValue::Array { .. } => {
+            return Err(PyTypeError::new_err(
+                "a CPU launch takes arrays as arguments of their own, not inside a tuple or struct",
+            ));
+        }
+    })
 }
 
 /// A compiled kernel: PTX and ABI.
@@ -1362,8 +1416,14 @@ fn host_value(t: &Type, v: &Bound<'_, PyAny>) -> PyResult<HostValue> {
                 .collect::<PyResult<_>>()?,
         },
         Type::Array(a) if let Some(dtype) = a.dtype.scalar() => {
-            let (shape, data): (Vec<u64>, Vec<u8>) = v.extract()?;
-            HostValue::Array { dtype, shape, data }
+            // The bytes object's buffer at once: extracting a `Vec<u8>` would convert
+            // element by element.
+            let (shape, data): (Vec<u64>, Bound<'_, PyBytes>) = v.extract()?;
+            HostValue::Array {
+                dtype,
+                shape,
+                data: data.as_bytes().to_vec(),
+            }
         }
         other => {
             return Err(PyTypeError::new_err(format!(

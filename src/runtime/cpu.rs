@@ -22,9 +22,10 @@ use crate::lower::host::HostValue;
 use crate::lower::host::kernel::{BarrierKind, KernelCode, ThreadContext, WarpOp};
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
+use std::cell::RefCell;
 use std::fmt;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Why a launch on the CPU failed.
 #[derive(Clone, Debug, PartialEq)]
@@ -67,7 +68,8 @@ pub enum CpuError {
     Deadlock(String),
     /// With [`CpuLaunch::race_check`]: two threads accessed the same byte of shared or
     /// global memory with no barrier between them, at least one of them storing (atomic
-    /// operations excluded). The first such pair found; the launch ran to its end.
+    /// operations excluded). The first pair found in the shared memory of the lowest block
+    /// that has one, else the first in global memory; the launch ran to its end.
     Race {
         /// The source file.
         file: String,
@@ -314,6 +316,50 @@ impl CpuKernel {
         unsafe { self.run(&frame, cfg) }
     }
 
+    /// As [`CpuKernel::launch_raw`], but a launch that fails leaves the arrays it may store
+    /// to as they were, as a GPU launch on host arrays does (it copies them back only when
+    /// the kernel succeeded): each such array (a top-level argument) is copied before the
+    /// launch and restored from the copy if it fails. The copies are spread over the
+    /// launch's worker threads; the kernel itself works in place.
+    ///
+    /// # Safety
+    ///
+    /// As for [`CpuKernel::launch_raw`].
+    pub unsafe fn launch_raw_or_restore(
+        &self,
+        args: &[ArgValue],
+        cfg: &CpuLaunch,
+    ) -> Result<(), CpuError> {
+        let workers = if cfg.threads == 0 {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        } else {
+            cfg.threads
+        };
+        let mut saved = Vec::new();
+        for (i, (a, t)) in args.iter().zip(self.params()).enumerate() {
+            if let (ArgValue::Array(a), crate::types::Type::Array(at)) = (a, t)
+                && self.may_store(i)
+                && let Some((start, len)) = extent(a, at)
+            {
+                let mut copy = vec![0u8; len];
+                // SAFETY: the caller vouches for every byte the array's shape reaches.
+                let src = unsafe { std::slice::from_raw_parts(start as *const u8, len) };
+                copy_parallel(&mut copy, src, workers)?;
+                saved.push((start, copy));
+            }
+        }
+        // SAFETY: the caller vouches for the arrays.
+        let r = unsafe { self.launch_raw(args, cfg) };
+        if r.is_err() {
+            for (start, copy) in &saved {
+                // SAFETY: as above, and the launch has ended.
+                let dst = unsafe { std::slice::from_raw_parts_mut(*start as *mut u8, copy.len()) };
+                copy_parallel(dst, copy, workers)?;
+            }
+        }
+        r
+    }
+
     /// Runs every block of the launch.
     ///
     /// # Safety
@@ -391,26 +437,10 @@ impl CpuKernel {
             // Kernels without barriers run their threads as plain calls on the workers'
             // stacks, which must hold the local arrays.
             let stack = self.code.stack_bytes().max(2 << 20) + (1 << 20);
-            let spawned = std::thread::scope(|s| {
-                let mut handles = Vec::new();
-                for _ in 0..workers {
-                    let h = std::thread::Builder::new()
-                        .stack_size(stack)
-                        .spawn_scoped(s, || shared.work(&units));
-                    match h {
-                        Ok(h) => handles.push(h),
-                        Err(e) => return Err(e),
-                    }
-                }
-                for h in handles {
-                    // A worker runs no code that panics; nothing to report if one did.
-                    let _ = h.join();
-                }
-                Ok(())
-            });
-            if let Err(e) = spawned {
-                return Err(CpuError::Resource(format!("no worker thread: {e}")));
-            }
+            let pool = pool(workers, stack).map_err(CpuError::Resource)?;
+            // Every worker of the pool takes units from the launch's counter until none is
+            // left (a worker that finds none returns at once).
+            pool.broadcast(|_| shared.work(&units));
         }
         let failure = shared
             .failure
@@ -425,10 +455,12 @@ impl CpuKernel {
             return Err(e.clone());
         }
         // A race is reported before an error it may have caused.
-        if let Some(found) = shared
-            .race
-            .and_then(|r| r.found.into_inner().ok().flatten())
-        {
+        if let Some(found) = shared.race.and_then(|r| {
+            r.records
+                .into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .report()
+        }) {
             return Err(self.race_error(found));
         }
         match failure {
@@ -461,6 +493,79 @@ impl CpuKernel {
             )),
         }
     }
+}
+
+/// The first byte and the length of the memory an array's shape and strides reach, or
+/// `None` when it has no element.
+fn extent(a: &crate::abi::ArrayArg, at: &crate::types::ArrayType) -> Option<(u64, usize)> {
+    let itemsize = crate::abi::layout_of(&at.dtype.ty()).size;
+    if a.shape.contains(&0) || a.shape.len() != a.strides.len() {
+        return None;
+    }
+    let (mut ahead, mut behind) = (itemsize, 0u64);
+    for (&d, &s) in a.shape.iter().zip(&a.strides) {
+        let reach = (d - 1)
+            .checked_mul(s.unsigned_abs())?
+            .checked_mul(itemsize)?;
+        if s < 0 {
+            behind = behind.checked_add(reach)?;
+        } else {
+            ahead = ahead.checked_add(reach)?;
+        }
+    }
+    let start = a.data.checked_sub(behind)?;
+    Some((start, usize::try_from(behind.checked_add(ahead)?).ok()?))
+}
+
+/// Copies `src` into `dst` (of the same length): over `workers` threads of the persistent
+/// pool in chunks of at least 1 MiB when it is large, else on the calling thread.
+fn copy_parallel(dst: &mut [u8], src: &[u8], workers: usize) -> Result<(), CpuError> {
+    const CHUNK: usize = 1 << 20;
+    if workers <= 1 || src.len() < 2 * CHUNK {
+        dst.copy_from_slice(src);
+        return Ok(());
+    }
+    let chunk = src.len().div_ceil(workers).max(CHUNK);
+    let pool = pool(workers, 4 << 20).map_err(CpuError::Resource)?;
+    pool.scope(|s| {
+        for (d, c) in dst.chunks_mut(chunk).zip(src.chunks(chunk)) {
+            s.spawn(move |_| d.copy_from_slice(c));
+        }
+    });
+    Ok(())
+}
+
+/// The persistent pool of `workers` OS threads with stacks of at least `stack` bytes: made
+/// at the first launch that asks for it and kept for the process, so that a launch starts
+/// no thread (spawning them at every launch was a serial cost that bounded the scaling
+/// with cores). Pools are kept per worker count (a launch's `threads`) and stack size,
+/// rounded up to a power of two. A child process made by `fork` (Python's
+/// `multiprocessing`) has none of its parent's threads: it makes pools of its own (the
+/// parent's are abandoned there, not dropped, since their threads do not exist).
+fn pool(workers: usize, stack: usize) -> Result<Arc<rayon_core::ThreadPool>, String> {
+    type Pools = (u32, Vec<(usize, usize, Arc<rayon_core::ThreadPool>)>);
+    static POOLS: Mutex<Pools> = Mutex::new((0, Vec::new()));
+    let stack = stack.checked_next_power_of_two().unwrap_or(stack);
+    let mut guard = POOLS.lock().unwrap_or_else(|e| e.into_inner());
+    let (pid, pools) = &mut *guard;
+    if *pid != std::process::id() {
+        std::mem::forget(std::mem::take(pools));
+        *pid = std::process::id();
+    }
+    if let Some((.., p)) = pools.iter().find(|(w, s, _)| *w == workers && *s >= stack) {
+        return Ok(p.clone());
+    }
+    let p = rayon_core::ThreadPoolBuilder::new()
+        .num_threads(workers)
+        .stack_size(stack)
+        .thread_name(|i| format!("pydevice-cpu-{i}"))
+        .build()
+        .map_err(|e| format!("no worker thread: {e}"))?;
+    let p = Arc::new(p);
+    // A larger stack replaces the pool of the same size.
+    pools.retain(|(w, ..)| *w != workers);
+    pools.push((workers, stack, p.clone()));
+    Ok(p)
 }
 
 /// Runs `kernel` on the CPU: `grid` blocks of `block` threads with `shared_bytes` of dynamic
@@ -548,13 +653,35 @@ struct RaceFound {
     second_ids: ([u32; 3], [u32; 3]),
 }
 
-/// The race detector's state for one launch: every byte of shared memory (by block and
-/// offset) and of global memory (by address) that was accessed, under one lock.
+/// The race detector's state for one launch, under one lock.
 #[derive(Default)]
 struct RaceState {
-    cells: Mutex<std::collections::HashMap<(u32, u64), Cell>>,
-    found: Mutex<Option<RaceFound>>,
-    any: AtomicBool,
+    records: Mutex<Records>,
+}
+
+/// What the race detector knows: every byte of shared memory (by block and offset) and of
+/// global memory (by address) that was accessed, and the first race found in each region.
+///
+/// The report is chosen so that it does not depend on how the blocks' runs interleave
+/// ([`Records::report`]): a region is recorded until its own first race, whatever races
+/// other regions found meanwhile.
+#[derive(Default)]
+struct Records {
+    cells: std::collections::HashMap<(u32, u64), Cell>,
+    /// By region: 0 global memory, `1 + block rank` a block's shared memory.
+    found: std::collections::BTreeMap<u32, RaceFound>,
+}
+
+impl Records {
+    /// The race reported: the first in the shared memory of the lowest block that has one,
+    /// else the first in global memory. Only a block's own threads touch its shared memory,
+    /// on the block's fixed schedule, so that choice is the same at every run; which of two
+    /// blocks racing on global memory comes first depends on the schedule unless the launch
+    /// is deterministic.
+    fn report(mut self) -> Option<RaceFound> {
+        let shared = self.found.range(1..).next().map(|(r, _)| *r);
+        self.found.remove(&shared.unwrap_or(0))
+    }
 }
 
 impl Launch<'_> {
@@ -565,29 +692,36 @@ impl Launch<'_> {
         }
     }
 
-    /// Takes units until none is left.
+    /// Takes units until none is left, with the buffers this OS thread kept from its
+    /// earlier units and launches ([`WorkerCache`]).
     fn work(&self, units: &[Vec<u32>]) {
-        let mut stacks = Vec::new();
+        let mut cache = CACHE.with(|c| std::mem::take(&mut *c.borrow_mut()));
+        if cache.stack_size != self.code.stack_bytes() {
+            cache.stacks.clear();
+            cache.stack_size = self.code.stack_bytes();
+        }
         loop {
             if self.stop.load(Ordering::Relaxed) {
-                return;
+                break;
             }
             let i = self.next.fetch_add(1, Ordering::Relaxed);
-            let Some(unit) = units.get(i) else { return };
-            if let Err((key, e)) = self.run_unit(unit, &mut stacks) {
+            let Some(unit) = units.get(i) else { break };
+            if let Err((key, e)) = self.run_unit(unit, &mut cache) {
                 if matches!(e, CpuError::Deadlock(_) | CpuError::Resource(_)) {
                     self.stop.store(true, Ordering::Relaxed);
                 }
                 self.fail(key, e);
             }
         }
+        cache.trim();
+        CACHE.with(|c| *c.borrow_mut() = cache);
     }
 
     /// Runs the blocks of one unit (one block, or all of a cooperative launch) as fibers.
     fn run_unit(
         &self,
         blocks: &[u32],
-        stacks: &mut Vec<DefaultStack>,
+        cache: &mut WorkerCache,
     ) -> Result<(), ((u32, u32), CpuError)> {
         let cfg = self.cfg;
         let [bx, by, _] = cfg.block;
@@ -595,11 +729,19 @@ impl Launch<'_> {
         let bs = (cfg.block[0] * cfg.block[1] * cfg.block[2]) as usize;
         let layout = self.code.shared();
         let shared_bytes = layout.dynamic_offset() + u64::from(cfg.shared_bytes);
-        let words = usize::try_from(shared_bytes.div_ceil(8))
+        // Each block's shared memory starts 16-byte aligned, zeroed.
+        let words = usize::try_from(shared_bytes.div_ceil(16) * 2)
             .unwrap_or(usize::MAX)
-            .max(1);
-        let mut shared: Vec<Vec<u64>> = blocks.iter().map(|_| vec![0u64; words]).collect();
-        let mut threads: Vec<Thread> = Vec::with_capacity(blocks.len() * bs);
+            .max(2);
+        let shared = &mut cache.shared;
+        shared.clear();
+        shared.resize(words.saturating_mul(blocks.len()), 0);
+        let shared_base = shared.as_mut_ptr();
+        let WorkerCache {
+            threads, stacks, ..
+        } = cache;
+        threads.clear();
+        threads.reserve(blocks.len() * bs);
         for (k, &b) in blocks.iter().enumerate() {
             for r in 0..bs as u32 {
                 threads.push(Thread {
@@ -612,7 +754,7 @@ impl Launch<'_> {
                         grid_dim: [gx, gy, gz],
                         lane: r % 32,
                         dynamic_shared_size: cfg.shared_bytes,
-                        shared: shared[k].as_mut_ptr() as u64,
+                        shared: shared_base.wrapping_add(k * words) as u64,
                         rank: r,
                         block_size: bs as u32,
                         block_rank: b,
@@ -652,7 +794,7 @@ impl Launch<'_> {
                 };
                 t.wait = Wait::Done;
             }
-            return self.first_error(&threads);
+            return self.first_error(threads);
         }
         let mut fibers: Vec<Option<Coroutine<(), (), (), DefaultStack>>> = Vec::with_capacity(n);
         for i in 0..n {
@@ -698,11 +840,10 @@ impl Launch<'_> {
             let key = (blocks[0], 0);
             return Err((
                 key,
-                CpuError::Deadlock(self.describe_deadlock(&threads, &why)),
+                CpuError::Deadlock(self.describe_deadlock(threads, &why)),
             ));
         }
-        drop(shared);
-        self.first_error(&threads)
+        self.first_error(threads)
     }
 
     /// The first error of the unit's threads, by (block, thread) order.
@@ -772,6 +913,46 @@ impl Launch<'_> {
         }
         out
     }
+}
+
+/// What a worker thread keeps from one unit to the next and from one launch to the next,
+/// so that a block allocates nothing in the common case: its fibers' stacks (mapping a
+/// stack is a system call), the threads' records and the blocks' shared memory.
+#[derive(Default)]
+struct WorkerCache {
+    /// Free fiber stacks, each of `stack_size` bytes.
+    stacks: Vec<DefaultStack>,
+    stack_size: usize,
+    /// The threads of the unit being run (their storage is what is kept).
+    threads: Vec<Thread>,
+    /// The shared memory of the unit's blocks, one after the other.
+    shared: Vec<u64>,
+}
+
+/// The most fiber stacks a worker keeps between launches (a block has at most 1024
+/// threads; a cooperative launch can have far more).
+const KEPT_STACKS: usize = 1024;
+
+/// The most shared-memory words a worker keeps between launches (64 MiB).
+const KEPT_SHARED_WORDS: usize = 8 << 20;
+
+impl WorkerCache {
+    /// Lets go of what is more than a worker should keep between launches.
+    fn trim(&mut self) {
+        self.stacks.truncate(KEPT_STACKS);
+        self.threads.clear();
+        if self.threads.capacity() > KEPT_STACKS {
+            self.threads = Vec::new();
+        }
+        if self.shared.capacity() > KEPT_SHARED_WORDS {
+            self.shared = Vec::new();
+        }
+    }
+}
+
+thread_local! {
+    /// This OS thread's [`WorkerCache`], taken by a launch's `work` and put back after.
+    static CACHE: RefCell<WorkerCache> = RefCell::default();
 }
 
 /// What a thread is doing, as the scheduler sees it.
@@ -1309,8 +1490,9 @@ extern "C" fn warp(
 }
 
 /// The race detector's record of an access (docs/semantics.md §22): checks it against
-/// the byte's last store and the loads since, then records it. The first race found is
-/// kept; after it nothing more is recorded.
+/// the byte's last store and the loads since, then records it. The first race found in a
+/// region (global memory, or one block's shared memory) is kept; after it nothing more is
+/// recorded there.
 extern "C" fn race(
     ctx: *mut ThreadContext,
     addr: i64,
@@ -1325,9 +1507,6 @@ extern "C" fn race(
     let Some(state) = (unsafe { t.race.as_ref() }) else {
         return 0;
     };
-    if state.any.load(Ordering::Relaxed) {
-        return 0;
-    }
     let me = Access {
         rank: t.ctx.rank,
         block: t.ctx.block_rank,
@@ -1343,7 +1522,12 @@ extern "C" fn race(
     } else {
         (0, addr as u64)
     };
-    let mut cells = state.cells.lock().unwrap_or_else(|e| e.into_inner());
+    let mut records = state.records.lock().unwrap_or_else(|e| e.into_inner());
+    // After its first race, nothing more is recorded in that region.
+    if records.found.contains_key(&region) {
+        return 0;
+    }
+    let Records { cells, found } = &mut *records;
     for k in 0..u64::from(size.max(1) as u32) {
         let cell = cells.entry((region, base + k)).or_default();
         let conflict = cell.write.filter(|w| !w.ordered_with(&me)).or_else(|| {
@@ -1362,18 +1546,17 @@ extern "C" fn race(
                     [b % gx, (b / gx) % gy, b / (gx * gy)],
                 )
             };
-            let mut found = state.found.lock().unwrap_or_else(|e| e.into_inner());
-            if found.is_none() {
-                *found = Some(RaceFound {
+            found.insert(
+                region,
+                RaceFound {
                     region,
                     address: base + k,
                     first_ids: ids(&first),
                     second_ids: ids(&me),
                     first,
                     second: me,
-                });
-            }
-            state.any.store(true, Ordering::Relaxed);
+                },
+            );
             return 0;
         }
         if me.write {

@@ -21,7 +21,7 @@ pub(super) fn wants_helper(f: &Function, e: Handle<Expr>) -> Option<Helper> {
 /// `complex_div(x, y)` for complex type `s`: Smith's algorithm, the operations in the
 /// order the back ends emitted them before this expansion existed.
 pub(super) fn division(s: Scalar, span: Span) -> Function {
-    use BinaryOp::{Add, BitAnd, Div, Eq, Ge, Mul, Sub};
+    use BinaryOp::{BitAnd, Div, Eq, Ge};
     let ct = Type::Scalar(s);
     let part = s.component();
     let pt = Type::Scalar(part);
@@ -49,43 +49,9 @@ pub(super) fn division(s: Scalar, span: Span) -> Function {
     let abs_c = abs(&mut b, c, "abs_c");
     let abs_d = abs(&mut b, d, "abs_d");
     // |c| >= |d|: r = d/c, den = c + d r, q = ((a + b r) + (b - a r) i) / den
-    let e = b.binary_l(Div, d, c);
-    let r1 = b.let_("r1", e);
-    let dr1 = b.binary_l(Mul, d, r1);
-    let cc = b.read(c);
-    let e = b.binary(Add, cc, dr1);
-    let den1 = b.let_("den1", e);
-    let br1 = b.binary_l(Mul, bb, r1);
-    let aa = b.read(a);
-    let e = b.binary(Add, aa, br1);
-    let re1 = b.let_("re1", e);
-    let ar1 = b.binary_l(Mul, a, r1);
-    let bv = b.read(bb);
-    let e = b.binary(Sub, bv, ar1);
-    let im1 = b.let_("im1", e);
-    let e = b.binary_l(Div, re1, den1);
-    b.set(re1, e);
-    let e = b.binary_l(Div, im1, den1);
-    b.set(im1, e);
+    let (re1, im1) = smith_step(&mut b, [a, bb, c, d], false, "1");
     // |c| < |d|: r = c/d, den = c r + d, q = ((a r + b) + (b r - a) i) / den
-    let e = b.binary_l(Div, c, d);
-    let r2 = b.let_("r2", e);
-    let cr2 = b.binary_l(Mul, c, r2);
-    let dv = b.read(d);
-    let e = b.binary(Add, cr2, dv);
-    let den2 = b.let_("den2", e);
-    let ar2 = b.binary_l(Mul, a, r2);
-    let bv = b.read(bb);
-    let e = b.binary(Add, ar2, bv);
-    let re2 = b.let_("re2", e);
-    let br2 = b.binary_l(Mul, bb, r2);
-    let av = b.read(a);
-    let e = b.binary(Sub, br2, av);
-    let im2 = b.let_("im2", e);
-    let e = b.binary_l(Div, re2, den2);
-    b.set(re2, e);
-    let e = b.binary_l(Div, im2, den2);
-    b.set(im2, e);
+    let (re2, im2) = smith_step(&mut b, [a, bb, c, d], true, "2");
     // A zero divisor: each part over |c| (= 0), giving infinities or NaN.
     let e = b.binary_l(Div, a, abs_c);
     let re0 = b.let_("re0", e);
@@ -116,4 +82,45 @@ pub(super) fn division(s: Scalar, span: Span) -> Function {
         ct,
     );
     b.ret(q)
+}
+
+/// One branch of Smith's algorithm for `[a, b, c, d]` (the dividend's and the divisor's
+/// parts), scaled by the divisor's larger part: `c` when not `flip` (`r = d/c`,
+/// `den = c + d r`, `re = a + b r`, `im = b - a r`), `d` when `flip` (`r = c/d`,
+/// `den = c r + d`, `re = a r + b`, `im = b r - a`). Each sum is a product by `r` and a part,
+/// in the order written (the operand order of the emitted IR is that of the back ends'
+/// former expansions). Returns the locals holding `re / den` and `im / den`; `n` suffixes
+/// the locals' names.
+fn smith_step(
+    b: &mut Builder,
+    [a, bb, c, d]: [Handle<Local>; 4],
+    flip: bool,
+    n: &str,
+) -> (Handle<Local>, Handle<Local>) {
+    use BinaryOp::{Add, Div, Mul, Sub};
+    let (big, small) = if flip { (d, c) } else { (c, d) };
+    // `p op q r` (or `q r op p` when flipped): the product first, then the part.
+    let term = |b: &mut Builder, op: BinaryOp, p: Handle<Local>, q: Handle<Local>, r| {
+        let qr = b.binary_l(Mul, q, r);
+        let pv = b.read(p);
+        if flip {
+            b.binary(op, qr, pv)
+        } else {
+            b.binary(op, pv, qr)
+        }
+    };
+    let e = b.binary_l(Div, small, big);
+    let r = b.let_(&format!("r{n}"), e);
+    let e = term(b, Add, big, small, r);
+    let den = b.let_(&format!("den{n}"), e);
+    let (p, q) = if flip { (bb, a) } else { (a, bb) };
+    let e = term(b, Add, p, q, r);
+    let re = b.let_(&format!("re{n}"), e);
+    let e = term(b, Sub, q, p, r);
+    let im = b.let_(&format!("im{n}"), e);
+    let e = b.binary_l(Div, re, den);
+    b.set(re, e);
+    let e = b.binary_l(Div, im, den);
+    b.set(im, e);
+    (re, im)
 }
