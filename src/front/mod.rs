@@ -12,6 +12,7 @@ pub mod const_array;
 pub mod consts;
 pub mod dialect;
 mod external;
+mod webs;
 
 use crate::diag::Code;
 use crate::diag::{Diagnostic, Diagnostics, SourceFile, Span};
@@ -408,6 +409,25 @@ pub fn parse(file: SourceFile) -> Result<ParsedModule, Diagnostics> {
         module.declare(index, stmt, &mut diags);
     }
     module.body = body;
+    if module.rules().split_locals {
+        let sites: Vec<(usize, Option<usize>)> = module
+            .functions
+            .iter()
+            .filter(|f| f.kind.is_some())
+            .map(|f| (f.stmt, f.member))
+            .collect();
+        for (stmt, member) in sites {
+            match (&mut module.body[stmt], member) {
+                (Stmt::FunctionDef(d), None) => webs::split_locals(d),
+                (Stmt::ClassDef(c), Some(m)) => {
+                    if let Some(Stmt::FunctionDef(d)) = c.body.get_mut(m) {
+                        webs::split_locals(d);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
     if diags.is_empty() {
         Ok(module)
     } else {
