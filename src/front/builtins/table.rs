@@ -579,7 +579,7 @@ pub static FAMILIES: &[Family] = &[
     },
     Family {
         what: "numba's `cuda.fp16` and `cuda.bf16` arithmetic",
-        contains: |b| matches!(b, B::NumbaFp16(_) | B::NumbaBf16(_)),
+        contains: |b| matches!(b, B::NumbaFp16(_) | B::NumbaBf16(_) | B::NumbaBf16Cvt(_)),
         member: |ns, n| match ns {
             N::NumbaFp16 => super::numba_fp16_member(n),
             N::NumbaBf16 => super::numba_bf16_member(n),
@@ -588,6 +588,7 @@ pub static FAMILIES: &[Family] = &[
         name: |b| match b {
             B::NumbaFp16(op) => format!("fp16.{}", op.name()),
             B::NumbaBf16(op) => format!("bf16.{}", op.name()),
+            B::NumbaBf16Cvt(c) => format!("bf16.{}", c.name()),
             _ => String::new(),
         },
         namespaces: &[N::NumbaFp16, N::NumbaBf16],
