@@ -3,7 +3,6 @@
 from pydevice.numba import cuda
 
 
-
 @cuda.jit
 def to_bfloat16(f4, i4, i8, u8, f8, out):
     i = cuda.grid(1)

@@ -12,7 +12,7 @@ def vectors_then_longer_vectors(a, res):
         y = int8(a[i] + 1)
         z = int8(a[i] + 2)
         j = 0
-        for v in tuple((cuda.int8x2(x, y), cuda.int8x2(y, z))):
+        for v in tuple((cuda.int8x2(x, y), cuda.int8x2(y, z))):  # noqa: C409 (numba test form)
             res[i, j] = v.x * 3 + v.y
             j += 1
         for v in (cuda.int8x3(x, y, z), cuda.int8x3(z, y, x)):

@@ -39,6 +39,12 @@ def test_reassigned_locals_are_new_variables_on_the_cpu():
     )
     env = dict(os.environ, PYDEVICE_BACKEND="cpu")
     env["PYTHONPATH"] = os.pathsep.join([HERE, env.get("PYTHONPATH", "")])
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "ok"
