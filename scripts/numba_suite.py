@@ -676,6 +676,11 @@ def numba_import(name, value):
         places.append((special, "numba.cuda.misc.special"))
     except ImportError:
         pass
+    try:  # `to_fixed_tuple`'s (numba-cuda's broadcasting `setitem` kernel uses it)
+        import numba.cuda.np.unsafe.ndarray as unsafe_ndarray
+        places.append((unsafe_ndarray, "numba.cuda.np.unsafe.ndarray"))
+    except ImportError:
+        pass
     for mod, modname in places:
         # also any public name bound to the very object (`cuda.bf16.heq` is `__heq`)
         aliases = [a for a in dir(mod) if not a.startswith("_") and getattr(mod, a, None) is value]

@@ -48,3 +48,31 @@ def test_reassigned_locals_are_new_variables_on_the_cpu():
     )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "ok"
+
+
+def test_to_fixed_tuple_and_run_time_shape_index_on_the_cpu():
+    code = textwrap.dedent(
+        """
+        import numpy as np
+        import numba_tuple_kernels as T
+
+        rng = np.random.default_rng(3)
+        for shape, rshape in (((5, 7), (1, 7)), ((5, 7), (5, 1)), ((4, 6), (4, 6))):
+            rhs = rng.random(rshape)
+            lhs = np.zeros(shape)
+            T.broadcast_setitem[1, 64](lhs, rhs)
+            np.testing.assert_array_equal(lhs, np.broadcast_to(rhs, shape))
+        print("ok")
+        """
+    )
+    env = dict(os.environ, PYDEVICE_BACKEND="cpu")
+    env["PYTHONPATH"] = os.pathsep.join([HERE, env.get("PYTHONPATH", "")])
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ok"

@@ -60,6 +60,9 @@ pub struct Rules {
     /// value of another type after its old value is dead is a new variable (numba's SSA
     /// renaming, §1.6).
     pub split_locals: bool,
+    /// A tuple of numbers of one type takes an index known only at run time (numba's
+    /// `UniTuple`, §7.1).
+    pub runtime_tuple_index: bool,
 }
 
 const CUDA_DEVICE: Rules = Rules {
@@ -77,6 +80,7 @@ const CUDA_DEVICE: Rules = Rules {
     range_unroll_by_name: false,
     heterogeneous_funcs: true,
     split_locals: false,
+    runtime_tuple_index: false,
 };
 
 const NUMBA: Rules = Rules {
@@ -94,6 +98,7 @@ const NUMBA: Rules = Rules {
     range_unroll_by_name: false,
     heterogeneous_funcs: false,
     split_locals: true,
+    runtime_tuple_index: true,
 };
 
 /// cupyx.jit: `cuda.device`'s rules (its `rawkernel(mode='cuda')` types a Python `int` as

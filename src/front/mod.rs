@@ -1742,6 +1742,8 @@ fn dialect_namespace(module: &str) -> Option<Namespace> {
         "numba.types" => Namespace::NumbaTypes,
         // `literal_unroll`'s home; its other members are numba's too.
         "numba.cuda.misc.special" | "numba.misc.special" => Namespace::Numba,
+        // `to_fixed_tuple`'s home.
+        "numba.cuda.np.unsafe.ndarray" | "numba.np.unsafe.ndarray" => Namespace::Numba,
         "cupyx" => Namespace::Cupyx,
         "cupyx.jit" => Namespace::CupyxJit,
         "numpy" | "cupy" => Namespace::Numpy,

@@ -442,6 +442,9 @@ pub enum Builtin {
     NpReduce(super::check::reduce::Reduce),
     /// numba's `literal_unroll(t)`: a `for` loop over it is unrolled at compile time (§4.6.1)
     LiteralUnroll,
+    /// numba's `to_fixed_tuple(array, n)` (`numba.np.unsafe.ndarray`): the first `n`
+    /// elements of a 1-D array as a tuple, `n` a compile-time integer
+    ToFixedTuple,
     /// `device.static_range(start, stop, step)`: a `for` loop over it is unrolled at compile
     /// time, its variable a constant in each copy (§4.6.2)
     StaticRange,

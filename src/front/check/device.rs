@@ -934,6 +934,7 @@ impl FnCx<'_, '_> {
             | Rule::Round
             | Rule::NumbaFence
             | Rule::Selp
+            | Rule::ToFixedTuple
             | Rule::CupyxSharedMemory
             | Rule::ClusterBarrier
             | Rule::MapSharedRank

@@ -717,6 +717,57 @@ impl FnCx<'_, '_> {
                 );
                 Some(self.val(e, Type::None, span))
             }
+            Rule::ToFixedTuple => {
+                let a = self.bind(c, "to_fixed_tuple", &["array", "length"], 2)?;
+                let arr = self.eval(a[0]?)?;
+                let n = self.const_int(a[1]?, "the length of `to_fixed_tuple`")?;
+                let dtype = match &arr.ty {
+                    Type::Array(at) if at.ndim == 1 => at.dtype.scalar(),
+                    _ => None,
+                };
+                let Some(dtype) = dtype else {
+                    self.diags.push(
+                        Diagnostic::error(
+                            Code::E0203,
+                            arr.span,
+                            format!(
+                                "`to_fixed_tuple` takes a 1-D array of numbers, found {}",
+                                arr.ty
+                            ),
+                        )
+                        .with_note("numba's `to_fixed_tuple(array, n)` reads `array[0:n]`"),
+                    );
+                    return None;
+                };
+                if !(0..=64).contains(&n) {
+                    self.error(
+                        Code::E0203,
+                        sp(a[1]?),
+                        format!("`to_fixed_tuple` makes tuples of 0 to 64 elements, not {n}"),
+                    );
+                    return None;
+                }
+                let ety = Type::Scalar(dtype);
+                let i64t = Type::Scalar(Scalar::Int64);
+                let mut items = Vec::new();
+                for k in 0..n {
+                    let idx = self.push(Expr::Literal(Literal::Int(k)), i64t.clone(), span);
+                    items.push(self.push(
+                        Expr::Load {
+                            array: arr.e,
+                            indices: vec![crate::ir::Index {
+                                value: idx,
+                                wrap: false,
+                            }],
+                        },
+                        ety.clone(),
+                        span,
+                    ));
+                }
+                let ty = Type::Tuple(vec![ety; items.len()]);
+                let e = self.push(Expr::Tuple(items), ty.clone(), span);
+                Some(self.val(e, ty, span))
+            }
             Rule::Selp => {
                 let a = self.bind(c, "selp", &["cond", "a", "b"], 3)?;
                 let cv = self.eval(a[0]?)?;
