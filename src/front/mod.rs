@@ -500,6 +500,12 @@ impl ParsedModule {
                         self.items.insert(bound, item);
                         continue;
                     }
+                    // A dialect module imported from its parent (`from numba.core import
+                    // types`, as numba-cuda's own code imports it).
+                    if let Some(ns) = dialect_namespace(&format!("{module}.{name}")) {
+                        self.items.insert(bound, Item::Namespace(ns));
+                        continue;
+                    }
                     let item = match (module, name) {
                         ("cuda.device", "*") => {
                             self.star_device = true;
@@ -1739,7 +1745,7 @@ fn dialect_namespace(module: &str) -> Option<Namespace> {
         "numba.cuda.cg" => Namespace::NumbaCg,
         "numba.cuda.bf16" => Namespace::NumbaBf16,
         "numba.cuda.libdevice" => Namespace::NumbaLibdevice,
-        "numba.types" => Namespace::NumbaTypes,
+        "numba.types" | "numba.core.types" => Namespace::NumbaTypes,
         // `literal_unroll`'s home; its other members are numba's too.
         "numba.cuda.misc.special" | "numba.misc.special" => Namespace::Numba,
         // `to_fixed_tuple`'s home.
