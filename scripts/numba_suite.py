@@ -676,6 +676,13 @@ def numba_import(name, value):
         places.append((special, "numba.cuda.misc.special"))
     except ImportError:
         pass
+    # `to_fixed_tuple`'s home (numba-cuda's broadcasting `setitem` kernel uses it): numba's
+    # when numba is installed, else numba-cuda's own copy.
+    for modname in ("numba.np.unsafe.ndarray", "numba.cuda.np.unsafe.ndarray"):
+        try:
+            places.append((importlib.import_module(modname), modname))
+        except ImportError:
+            pass
     for mod, modname in places:
         # also any public name bound to the very object (`cuda.bf16.heq` is `__heq`)
         aliases = [a for a in dir(mod) if not a.startswith("_") and getattr(mod, a, None) is value]

@@ -135,6 +135,14 @@ class _Cuda:
 
 cuda = _Cuda()
 
+
+def to_fixed_tuple(array, length):
+    """numba's ``to_fixed_tuple`` (``numba.np.unsafe.ndarray``): the first ``length``
+    elements of a 1-D array as a tuple; ``length`` is a compile-time integer in device
+    code. On the host, ``tuple(array[:length])``."""
+    return tuple(array[:length])
+
+
 globals().update(_types.SCALARS)
 
 

@@ -56,6 +56,13 @@ pub struct Rules {
     /// A `@func` shall be heterogeneous (`cuda.device`): a device-only entity in one needs
     /// a `target(...)` guard (E0243). numba's and cupyx's device functions are device-only.
     pub heterogeneous_funcs: bool,
+    /// Each local is split into its def-use webs before checking, so a name reassigned a
+    /// value of another type after its old value is dead is a new variable (numba's SSA
+    /// renaming, §1.6).
+    pub split_locals: bool,
+    /// A tuple of numbers of one type takes an index known only at run time (numba's
+    /// `UniTuple`, §7.1).
+    pub runtime_tuple_index: bool,
 }
 
 const CUDA_DEVICE: Rules = Rules {
@@ -72,6 +79,8 @@ const CUDA_DEVICE: Rules = Rules {
     shfl_width: false,
     range_unroll_by_name: false,
     heterogeneous_funcs: true,
+    split_locals: false,
+    runtime_tuple_index: false,
 };
 
 const NUMBA: Rules = Rules {
@@ -88,6 +97,8 @@ const NUMBA: Rules = Rules {
     shfl_width: false,
     range_unroll_by_name: false,
     heterogeneous_funcs: false,
+    split_locals: true,
+    runtime_tuple_index: true,
 };
 
 /// cupyx.jit: `cuda.device`'s rules (its `rawkernel(mode='cuda')` types a Python `int` as

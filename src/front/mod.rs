@@ -12,6 +12,7 @@ pub mod const_array;
 pub mod consts;
 pub mod dialect;
 mod external;
+mod webs;
 
 use crate::diag::Code;
 use crate::diag::{Diagnostic, Diagnostics, SourceFile, Span};
@@ -408,6 +409,25 @@ pub fn parse(file: SourceFile) -> Result<ParsedModule, Diagnostics> {
         module.declare(index, stmt, &mut diags);
     }
     module.body = body;
+    if module.rules().split_locals {
+        let sites: Vec<(usize, Option<usize>)> = module
+            .functions
+            .iter()
+            .filter(|f| f.kind.is_some())
+            .map(|f| (f.stmt, f.member))
+            .collect();
+        for (stmt, member) in sites {
+            match (&mut module.body[stmt], member) {
+                (Stmt::FunctionDef(d), None) => webs::split_locals(d),
+                (Stmt::ClassDef(c), Some(m)) => {
+                    if let Some(Stmt::FunctionDef(d)) = c.body.get_mut(m) {
+                        webs::split_locals(d);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
     if diags.is_empty() {
         Ok(module)
     } else {
@@ -478,6 +498,12 @@ impl ParsedModule {
                         dialect_namespace(module).and_then(|ns| builtins::member(ns, name))
                     {
                         self.items.insert(bound, item);
+                        continue;
+                    }
+                    // A dialect module imported from its parent (`from numba.core import
+                    // types`, as numba-cuda's own code imports it).
+                    if let Some(ns) = dialect_namespace(&format!("{module}.{name}")) {
+                        self.items.insert(bound, Item::Namespace(ns));
                         continue;
                     }
                     let item = match (module, name) {
@@ -1719,9 +1745,11 @@ fn dialect_namespace(module: &str) -> Option<Namespace> {
         "numba.cuda.cg" => Namespace::NumbaCg,
         "numba.cuda.bf16" => Namespace::NumbaBf16,
         "numba.cuda.libdevice" => Namespace::NumbaLibdevice,
-        "numba.types" => Namespace::NumbaTypes,
+        "numba.types" | "numba.core.types" => Namespace::NumbaTypes,
         // `literal_unroll`'s home; its other members are numba's too.
         "numba.cuda.misc.special" | "numba.misc.special" => Namespace::Numba,
+        // `to_fixed_tuple`'s home.
+        "numba.cuda.np.unsafe.ndarray" | "numba.np.unsafe.ndarray" => Namespace::Numba,
         "cupyx" => Namespace::Cupyx,
         "cupyx.jit" => Namespace::CupyxJit,
         "numpy" | "cupy" => Namespace::Numpy,

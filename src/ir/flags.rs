@@ -115,6 +115,7 @@ impl Intrinsic {
             // Pure arithmetic, also compiled for the host.
             I::Popc
             | I::Brev
+            | I::BitCast
             | I::Clz
             | I::Ffs
             | I::FunnelShiftL
@@ -316,6 +317,7 @@ impl Intrinsic {
             Intrinsic::RoundDigits => "round",
             Intrinsic::Popc => "popc",
             Intrinsic::Brev => "brev",
+            Intrinsic::BitCast => "bitcast",
             Intrinsic::Clz => "clz",
             Intrinsic::Ffs => "ffs",
             Intrinsic::Fma => "fma",

@@ -47,6 +47,11 @@ pub enum Intrinsic {
     Popc,
     /// `brev(x)` (same type)
     Brev,
+    /// The bits of the number `x` as a number of another type of the same size (the
+    /// expression's type): `bfloat16` <-> `int16`/`uint16`, `float32` <-> `int32`/`uint32`,
+    /// `float64` <-> `int64`/`uint64` (numba's `bf16.bfloat16_as_int16`, CUDA's
+    /// `__float_as_uint`).
+    BitCast,
     /// `clz(x)` → int32
     Clz,
     /// `ffs(x)` → int32, 1-based, 0 when x == 0

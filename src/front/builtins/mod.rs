@@ -425,6 +425,9 @@ pub enum Builtin {
     NumbaFp16(Fp16Op),
     /// numba's `cuda.bf16.<op>` on bfloat16 values (the same operations as `cuda.fp16`)
     NumbaBf16(Fp16Op),
+    /// numba's `cuda.bf16` conversions (`float32_to_bfloat16_rz`, `bfloat16_to_int32_rd`,
+    /// `bfloat16_as_int16`, ...)
+    NumbaBf16Cvt(Bf16Cvt),
     /// numba's cache-hinted loads `cuda.ldca/ldcg/ldcs/ldlu/ldcv(array, i)` (false) and
     /// stores `cuda.stcg/stcs/stwb/stwt(array, i, value)` (true): plain loads and stores
     NumbaCacheHint(bool),
@@ -444,6 +447,9 @@ pub enum Builtin {
     NpReduce(super::check::reduce::Reduce),
     /// numba's `literal_unroll(t)`: a `for` loop over it is unrolled at compile time (§4.6.1)
     LiteralUnroll,
+    /// numba's `to_fixed_tuple(array, n)` (`numba.np.unsafe.ndarray`): the first `n`
+    /// elements of a 1-D array as a tuple, `n` a compile-time integer
+    ToFixedTuple,
     /// `device.static_range(start, stop, step)`: a `for` loop over it is unrolled at compile
     /// time, its variable a constant in each copy (§4.6.2)
     StaticRange,
@@ -571,6 +577,107 @@ pub enum CmathFn {
     Op(crate::ir::ComplexOp),
     /// `polar(z)`: `(abs(z), phase(z))`.
     Polar,
+}
+
+/// A rounding direction of numba's `cuda.bf16` conversions (CUDA's `_rn`, `_rz`, `_rd`,
+/// `_ru` suffixes).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Rounding {
+    /// To nearest, ties to even.
+    Nearest,
+    /// Toward zero.
+    Zero,
+    /// Toward negative infinity.
+    Down,
+    /// Toward positive infinity.
+    Up,
+}
+
+impl Rounding {
+    fn suffix(self) -> &'static str {
+        match self {
+            Rounding::Nearest => "rn",
+            Rounding::Zero => "rz",
+            Rounding::Down => "rd",
+            Rounding::Up => "ru",
+        }
+    }
+}
+
+/// A conversion of numba's `cuda.bf16` namespace.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Bf16Cvt {
+    /// `<type>_to_bfloat16[_<rounding>]`: a number of that type rounded to bfloat16.
+    To(crate::types::Scalar, Rounding),
+    /// `bfloat16_to_<type>[_<rounding>]`: a bfloat16 value as that type (integers rounded
+    /// that way, saturating, NaN to 0).
+    From(crate::types::Scalar, Rounding),
+    /// `bfloat16_as_int16` / `bfloat16_as_uint16` (the bits), `int16_as_bfloat16` /
+    /// `uint16_as_bfloat16` (from the bits): `(the other type, toward bfloat16)`.
+    Bits(crate::types::Scalar, bool),
+}
+
+impl Bf16Cvt {
+    /// Its name in `cuda.bf16`.
+    pub fn name(self) -> String {
+        match self {
+            Bf16Cvt::To(s, r) => format!("{s}_to_bfloat16_{}", r.suffix()),
+            Bf16Cvt::From(s, r) => format!("bfloat16_to_{s}_{}", r.suffix()),
+            Bf16Cvt::Bits(s, true) => format!("{s}_as_bfloat16"),
+            Bf16Cvt::Bits(s, false) => format!("bfloat16_as_{s}"),
+        }
+    }
+}
+
+/// The conversions of numba's `cuda.bf16` (see [`Bf16Cvt`]).
+fn numba_bf16_conversion(name: &str) -> Option<Bf16Cvt> {
+    use crate::types::Scalar as S;
+    let round = |r: &str| match r {
+        "rn" => Some(Rounding::Nearest),
+        "rz" => Some(Rounding::Zero),
+        "rd" => Some(Rounding::Down),
+        "ru" => Some(Rounding::Up),
+        _ => None,
+    };
+    let int = |t: &str| match t {
+        "int8" => Some(S::Int8),
+        "uint8" => Some(S::UInt8),
+        "int16" => Some(S::Int16),
+        "uint16" => Some(S::UInt16),
+        "int32" => Some(S::Int32),
+        "uint32" => Some(S::UInt32),
+        "int64" => Some(S::Int64),
+        "uint64" => Some(S::UInt64),
+        _ => None,
+    };
+    Some(match name {
+        "float32_to_bfloat16" => Bf16Cvt::To(S::Float32, Rounding::Nearest),
+        "float64_to_bfloat16" => Bf16Cvt::To(S::Float64, Rounding::Nearest),
+        "bfloat16_to_float32" => Bf16Cvt::From(S::Float32, Rounding::Nearest),
+        "bfloat16_as_int16" => Bf16Cvt::Bits(S::Int16, false),
+        "bfloat16_as_uint16" => Bf16Cvt::Bits(S::UInt16, false),
+        "int16_as_bfloat16" => Bf16Cvt::Bits(S::Int16, true),
+        "uint16_as_bfloat16" => Bf16Cvt::Bits(S::UInt16, true),
+        _ => {
+            let (head, r) = name.rsplit_once('_')?;
+            let r = round(r)?;
+            if let Some(t) = head.strip_suffix("_to_bfloat16") {
+                let s = match t {
+                    "float32" => S::Float32,
+                    // numba has `int8`/`uint8` only from bfloat16, and `_rz` only.
+                    "int8" | "uint8" => return None,
+                    t => int(t)?,
+                };
+                Bf16Cvt::To(s, r)
+            } else {
+                let s = int(head.strip_prefix("bfloat16_to_")?)?;
+                if matches!(s, S::Int8 | S::UInt8) && r != Rounding::Zero {
+                    return None;
+                }
+                Bf16Cvt::From(s, r)
+            }
+        }
+    })
 }
 
 /// The arithmetic of numba's `cuda.fp16` namespace (each takes and gives `float16`; the
@@ -724,6 +831,9 @@ pub fn numba_fp16_member(name: &str) -> Option<Builtin> {
 /// float arithmetic, semantics §3.13).
 pub fn numba_bf16_member(name: &str) -> Option<Builtin> {
     use crate::ir::BinaryOp as B;
+    if let Some(c) = numba_bf16_conversion(name) {
+        return Some(Builtin::NumbaBf16Cvt(c));
+    }
     let special = match name {
         "hadd_sat" => Some(Fp16Op::SatBinary(B::Add)),
         "hsub_sat" => Some(Fp16Op::SatBinary(B::Sub)),

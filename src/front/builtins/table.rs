@@ -121,6 +121,8 @@ pub enum Rule {
     NumbaFence,
     /// numba's `cuda.selp(cond, a, b)`.
     Selp,
+    /// numba's `to_fixed_tuple(array, n)`: a tuple of the array's first `n` elements.
+    ToFixedTuple,
     /// cupyx's `jit.shared_memory(dtype, size)`.
     CupyxSharedMemory,
     /// `random.rand(dtype)` / `random.randn(dtype)`: a float of the dtype (float32 or float64;
@@ -300,6 +302,7 @@ pub static ROWS: &[Row] = &[
     row(B::Round, &[(N::Builtins, "round")], &["number", "ndigits"], &["None"], Rule::Round, Op::Intrinsic(I::RoundDigits), HOST),
     row(B::Pow, &[(N::Builtins, "pow")], &["base", "exp", "mod"], &["None"], Rule::Pow, Op::Expr("pow"), HOST),
     row(B::LiteralUnroll, &[(N::NumbaCuda, "literal_unroll"), (N::Numba, "literal_unroll")], &["t"], &[], Rule::UnrollOnly, Op::None, DEVICE_ONLY),
+    row(B::ToFixedTuple, &[(N::Numba, "to_fixed_tuple")], &["array", "length"], &[], Rule::ToFixedTuple, Op::Expr("tuple"), DEVICE_ONLY),
     row(B::StaticRange, &[(N::Device, "static_range")], &["start", "stop", "step"], &["None", "1"], Rule::UnrollOnly, Op::None, HOST),
     // Thread positioning (§ "Thread Positioning").
     entity(B::ThreadIdx, &[(N::Device, "thread_idx"), (N::NumbaCuda, "threadIdx"), (N::CupyxJit, "threadIdx")], DEVICE_ONLY),
@@ -581,7 +584,7 @@ pub static FAMILIES: &[Family] = &[
     },
     Family {
         what: "numba's `cuda.fp16` and `cuda.bf16` arithmetic",
-        contains: |b| matches!(b, B::NumbaFp16(_) | B::NumbaBf16(_)),
+        contains: |b| matches!(b, B::NumbaFp16(_) | B::NumbaBf16(_) | B::NumbaBf16Cvt(_)),
         member: |ns, n| match ns {
             N::NumbaFp16 => super::numba_fp16_member(n),
             N::NumbaBf16 => super::numba_bf16_member(n),
@@ -590,6 +593,7 @@ pub static FAMILIES: &[Family] = &[
         name: |b| match b {
             B::NumbaFp16(op) => format!("fp16.{}", op.name()),
             B::NumbaBf16(op) => format!("bf16.{}", op.name()),
+            B::NumbaBf16Cvt(c) => format!("bf16.{}", c.name()),
             _ => String::new(),
         },
         namespaces: &[N::NumbaFp16, N::NumbaBf16],

@@ -12,7 +12,7 @@ impl FnCx<'_, '_> {
             if n == "$return" {
                 "this function returns".to_string()
             } else {
-                format!("`{n}` is assigned")
+                format!("`{}` is assigned", crate::front::webs::source_name(n))
             }
         };
         let cupyx = self.s.m.rules().fixed_local_types && name != "$return";

@@ -462,6 +462,7 @@ impl FnCx<'_, '_> {
             | Rule::Round
             | Rule::NumbaFence
             | Rule::Selp
+            | Rule::ToFixedTuple
             | Rule::CupyxSharedMemory) => self.numba_call(rule, b, c),
             Rule::Cg => self.cg_call(b, c),
             rule @ (Rule::ClusterBarrier | Rule::MapSharedRank) => {

@@ -937,6 +937,7 @@ impl FnCx<'_, '_> {
             | Rule::Round
             | Rule::NumbaFence
             | Rule::Selp
+            | Rule::ToFixedTuple
             | Rule::CupyxSharedMemory
             | Rule::ClusterBarrier
             | Rule::MapSharedRank

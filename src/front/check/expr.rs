@@ -649,6 +649,57 @@ impl FnCx<'_, '_> {
                 {
                     return self.vector_element(&base, &iv, span);
                 }
+                // numba: a tuple whose elements share one type (a `UniTuple`, such as
+                // `a.shape`) takes a run-time index (docs/semantics.md §7.1; negative
+                // indices count from the end).
+                if let Type::Tuple(ts) = &base.ty
+                    && self.s.m.rules().runtime_tuple_index
+                    && iv.konst.is_none()
+                    && iv.ty.as_scalar().is_some_and(|s| s.is_integer())
+                    && ts
+                        .first()
+                        .is_some_and(|t| matches!(t, Type::Scalar(_)) && ts.iter().all(|u| u == t))
+                {
+                    let ety = ts[0].clone();
+                    let i64s = Scalar::Int64;
+                    let i64t = Type::Scalar(i64s);
+                    let bool_t = Type::Scalar(Scalar::Bool);
+                    let idx = self.convert(&iv, i64s)?;
+                    let zero = self.push(Expr::Literal(Literal::Int(0)), i64t.clone(), span);
+                    let neg =
+                        self.push(Expr::Binary(BinaryOp::Lt, idx, zero), bool_t.clone(), span);
+                    let len = self.push(Expr::Literal(Literal::Int(n as i128)), i64t.clone(), span);
+                    let up = self.push(Expr::Binary(BinaryOp::Add, idx, len), i64t.clone(), span);
+                    let idx = self.push(
+                        Expr::Select {
+                            cond: neg,
+                            then: up,
+                            otherwise: idx,
+                        },
+                        i64t.clone(),
+                        span,
+                    );
+                    let mut acc = self.push(Expr::Extract(base.e, n as u32 - 1), ety.clone(), span);
+                    for k in (0..n - 1).rev() {
+                        let ek = self.push(Expr::Extract(base.e, k as u32), ety.clone(), span);
+                        let kk =
+                            self.push(Expr::Literal(Literal::Int(k as i128)), i64t.clone(), span);
+                        let is_k =
+                            self.push(Expr::Binary(BinaryOp::Eq, idx, kk), bool_t.clone(), span);
+                        acc = self.push(
+                            Expr::Select {
+                                cond: is_k,
+                                then: ek,
+                                otherwise: acc,
+                            },
+                            ety.clone(),
+                            span,
+                        );
+                    }
+                    let mut r = self.val(acc, ety, span);
+                    r.nonneg |= base.nonneg;
+                    return Some(r);
+                }
                 let Some(i) = iv
                     .konst
                     .as_ref()

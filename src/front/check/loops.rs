@@ -26,8 +26,14 @@ impl FnCx<'_, '_> {
             _ => None,
         };
         let Some(call) = is_range else {
-            if let ast::Expr::Tuple(_) | ast::Expr::Name(_) | ast::Expr::Attribute(_) =
-                f.iter.as_ref()
+            // `tuple(t)` of a tuple is the tuple (numba iterates it the same way).
+            let tuple_call = matches!(f.iter.as_ref(), ast::Expr::Call(c)
+                if self.callee_item(&c.func) == Some(Item::Builtin(Builtin::TupleType)));
+            if tuple_call
+                || matches!(
+                    f.iter.as_ref(),
+                    ast::Expr::Tuple(_) | ast::Expr::Name(_) | ast::Expr::Attribute(_)
+                )
             {
                 let v = match self.expr(&f.iter) {
                     // `for d in grid_dim:` iterates over the Dim3's three components.

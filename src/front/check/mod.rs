@@ -843,7 +843,10 @@ impl<'s, 'm> FnCx<'s, 'm> {
                     Diagnostic::error(
                         Code::E0111,
                         span,
-                        format!("`{name}` is used before it is assigned"),
+                        format!(
+                            "`{}` is used before it is assigned",
+                            crate::front::webs::source_name(&name)
+                        ),
                     )
                     .with_note("assign it before this point on every path"),
                 );

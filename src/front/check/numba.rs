@@ -7,7 +7,261 @@ use crate::diag::Code;
 use crate::front::builtins::table::{self, Rule};
 use crate::ir::{AtomicOp, MathFn, MemoryOrder, Scope, Vote};
 
+/// Small IR builders for [`FnCx::bf16_conversion`]'s bit manipulation.
 impl FnCx<'_, '_> {
+    fn lit_int(&mut self, v: i128, s: Scalar, span: Span) -> Handle<Expr> {
+        self.push(Expr::Literal(Literal::Int(v)), Type::Scalar(s), span)
+    }
+
+    fn bin_as(
+        &mut self,
+        op: BinaryOp,
+        a: Handle<Expr>,
+        b: Handle<Expr>,
+        s: Scalar,
+        span: Span,
+    ) -> Handle<Expr> {
+        self.push(Expr::Binary(op, a, b), Type::Scalar(s), span)
+    }
+
+    fn cast_as(&mut self, e: Handle<Expr>, s: Scalar, span: Span) -> Handle<Expr> {
+        self.push(Expr::Cast(e), Type::Scalar(s), span)
+    }
+
+    fn bits_as(&mut self, e: Handle<Expr>, s: Scalar, span: Span) -> Handle<Expr> {
+        self.push(
+            Expr::Intrinsic(Intrinsic::BitCast, vec![e]),
+            Type::Scalar(s),
+            span,
+        )
+    }
+
+    fn select_as(
+        &mut self,
+        cond: Handle<Expr>,
+        then: Handle<Expr>,
+        otherwise: Handle<Expr>,
+        s: Scalar,
+        span: Span,
+    ) -> Handle<Expr> {
+        self.push(
+            Expr::Select {
+                cond,
+                then,
+                otherwise,
+            },
+            Type::Scalar(s),
+            span,
+        )
+    }
+
+    /// numba's `cuda.bf16` conversions (CUDA's `__float2bfloat16_rz`, `__int2bfloat16_rd`,
+    /// `__bfloat162int_ru`, `__bfloat16_as_short`, ...), built from casts and bit operations
+    /// so that both back ends run them:
+    ///
+    /// - to bfloat16 with a directed rounding: the value as a `float32` that rounds to
+    ///   bfloat16 as the exact value does (integers wider than 24 bits keep their top 24
+    ///   bits and a sticky bit), whose low 16 bits are dropped (`rz`) or round the top 16
+    ///   away from zero when not all zero (`rd` for negatives, `ru` for positives); a NaN
+    ///   gives the canonical NaN `0x7fff`. `rn` is the ordinary (round-to-nearest) cast of
+    ///   that float32.
+    /// - from bfloat16 to an integer: `rint`/`floor`/`ceil` (or nothing, for `rz`) in
+    ///   float32, then the saturating cast (NaN gives 0), as CUDA's `cvt` does.
+    pub(super) fn bf16_conversion(
+        &mut self,
+        c: &ast::ExprCall,
+        cvt: crate::front::builtins::Bf16Cvt,
+        span: Span,
+    ) -> Option<Val> {
+        use crate::front::builtins::{Bf16Cvt, Rounding};
+        let name = format!("cuda.bf16.{}", cvt.name());
+        let a = self.bind(c, &name, &["a"], 1)?;
+        let v = self.eval(a[0]?)?;
+        let bf = Scalar::BFloat16;
+        let (from, to) = match cvt {
+            Bf16Cvt::To(s, _) => (s, bf),
+            Bf16Cvt::From(s, _) => (bf, s),
+            Bf16Cvt::Bits(s, true) => (s, bf),
+            Bf16Cvt::Bits(s, false) => (bf, s),
+        };
+        // Like numba's typed signatures, other real numbers convert to the parameter's type
+        // by value (`bfloat16_as_int16(int16(16320))` is the bits of bfloat16 16320.0).
+        let x = {
+            match &v.ty {
+                Type::Scalar(s) if !s.is_complex() => self.convert(&v, from)?,
+                _ => {
+                    self.diags.push(
+                        Diagnostic::error(
+                            Code::E0207,
+                            v.span,
+                            format!("`{name}` takes a {from} value, found {}", v.ty),
+                        )
+                        .with_note(format!("convert with `numba.{from}(x)`")),
+                    );
+                    return None;
+                }
+            }
+        };
+        let e = match cvt {
+            Bf16Cvt::Bits(..) => self.bits_as(x, to, span),
+            Bf16Cvt::From(s, r) => {
+                let f32s = Scalar::Float32;
+                let w = self.cast_as(x, f32s, span);
+                if s == f32s {
+                    w
+                } else {
+                    let f = match r {
+                        Rounding::Nearest => Some(MathFn::Rint),
+                        Rounding::Zero => None,
+                        Rounding::Down => Some(MathFn::Floor),
+                        Rounding::Up => Some(MathFn::Ceil),
+                    };
+                    let w = match f {
+                        Some(f) => self.push(
+                            Expr::Intrinsic(Intrinsic::Math(f), vec![w]),
+                            Type::Scalar(f32s),
+                            span,
+                        ),
+                        None => w,
+                    };
+                    self.cast_as(w, s, span)
+                }
+            }
+            Bf16Cvt::To(s, r) => {
+                let f = self.float32_rounding_like(x, s, span);
+                self.float32_to_bf16(f, r, span)
+            }
+        };
+        Some(self.val(e, Type::Scalar(to), span))
+    }
+
+    /// A float32 that rounds to bfloat16 (in any direction) as `x` of type `s` does: `x`
+    /// itself for float32, an exact conversion for narrow integers, and for wide integers
+    /// and float64 the top 24 significant bits with a sticky bit for the rest.
+    fn float32_rounding_like(&mut self, x: Handle<Expr>, s: Scalar, span: Span) -> Handle<Expr> {
+        let (f32s, u64s, u32s, i32s) = (
+            Scalar::Float32,
+            Scalar::UInt64,
+            Scalar::UInt32,
+            Scalar::Int32,
+        );
+        match s {
+            Scalar::Float32 => x,
+            Scalar::Float64 => {
+                // The 29 bits below float32's last one become one sticky bit (exact for
+                // values in float32's normal range).
+                let bits = self.bits_as(x, u64s, span);
+                let low_mask = self.lit_int((1 << 29) - 1, u64s, span);
+                let low = self.bin_as(BinaryOp::BitAnd, bits, low_mask, u64s, span);
+                let zero = self.lit_int(0, u64s, span);
+                let inexact = self.bin_as(BinaryOp::Ne, low, zero, Scalar::Bool, span);
+                let high_mask =
+                    self.lit_int(!((1i128 << 29) - 1) & 0xffff_ffff_ffff_ffff, u64s, span);
+                let high = self.bin_as(BinaryOp::BitAnd, bits, high_mask, u64s, span);
+                let sticky_bit = self.lit_int(1 << 29, u64s, span);
+                let zero = self.lit_int(0, u64s, span);
+                let sticky = self.select_as(inexact, sticky_bit, zero, u64s, span);
+                let kept = self.bin_as(BinaryOp::BitOr, high, sticky, u64s, span);
+                let kept = self.bits_as(kept, Scalar::Float64, span);
+                self.cast_as(kept, f32s, span)
+            }
+            s if s.bits() <= 16 => self.cast_as(x, f32s, span),
+            s => {
+                // |x| as uint64, shifted right by max(0, bit length - 24) with a sticky bit,
+                // converted exactly and scaled back by a power of two.
+                let signed = s.kind() == Kind::Int;
+                let wide = self.cast_as(x, u64s, span);
+                let mag = if signed {
+                    let zero = self.lit_int(0, s, span);
+                    let neg = self.bin_as(BinaryOp::Lt, x, zero, Scalar::Bool, span);
+                    let zero = self.lit_int(0, u64s, span);
+                    let minus = self.bin_as(BinaryOp::Sub, zero, wide, u64s, span);
+                    self.select_as(neg, minus, wide, u64s, span)
+                } else {
+                    wide
+                };
+                let lz = self.push(
+                    Expr::Intrinsic(Intrinsic::Clz, vec![mag]),
+                    Type::Scalar(i32s),
+                    span,
+                );
+                let forty = self.lit_int(40, i32s, span);
+                let sh = self.bin_as(BinaryOp::Sub, forty, lz, i32s, span);
+                let zero = self.lit_int(0, i32s, span);
+                let sh = self.bin_as(BinaryOp::Max, sh, zero, i32s, span);
+                let sh64 = self.cast_as(sh, u64s, span);
+                let kept = self.bin_as(BinaryOp::Shr, mag, sh64, u64s, span);
+                let one = self.lit_int(1, u64s, span);
+                let pow = self.bin_as(BinaryOp::Shl, one, sh64, u64s, span);
+                let one = self.lit_int(1, u64s, span);
+                let mask = self.bin_as(BinaryOp::Sub, pow, one, u64s, span);
+                let low = self.bin_as(BinaryOp::BitAnd, mag, mask, u64s, span);
+                let zero = self.lit_int(0, u64s, span);
+                let inexact = self.bin_as(BinaryOp::Ne, low, zero, Scalar::Bool, span);
+                let one = self.lit_int(1, u64s, span);
+                let zero = self.lit_int(0, u64s, span);
+                let sticky = self.select_as(inexact, one, zero, u64s, span);
+                let kept = self.bin_as(BinaryOp::BitOr, kept, sticky, u64s, span);
+                let f = self.cast_as(kept, f32s, span);
+                // 2**sh as float32: exponent field 127 + sh.
+                let sh32 = self.cast_as(sh, u32s, span);
+                let bias = self.lit_int(127, u32s, span);
+                let ex = self.bin_as(BinaryOp::Add, sh32, bias, u32s, span);
+                let k23 = self.lit_int(23, u32s, span);
+                let ex = self.bin_as(BinaryOp::Shl, ex, k23, u32s, span);
+                let scale = self.bits_as(ex, f32s, span);
+                let f = self.bin_as(BinaryOp::Mul, f, scale, f32s, span);
+                if signed {
+                    let zero = self.lit_int(0, s, span);
+                    let neg = self.bin_as(BinaryOp::Lt, x, zero, Scalar::Bool, span);
+                    let minus = self.push(Expr::Unary(UnaryOp::Neg, f), Type::Scalar(f32s), span);
+                    self.select_as(neg, minus, f, f32s, span)
+                } else {
+                    f
+                }
+            }
+        }
+    }
+
+    /// The float32 `f` rounded to bfloat16 in direction `r` (see [`Self::bf16_conversion`]).
+    fn float32_to_bf16(
+        &mut self,
+        f: Handle<Expr>,
+        r: crate::front::builtins::Rounding,
+        span: Span,
+    ) -> Handle<Expr> {
+        use crate::front::builtins::Rounding;
+        let (bf, u32s, boo) = (Scalar::BFloat16, Scalar::UInt32, Scalar::Bool);
+        if r == Rounding::Nearest {
+            return self.cast_as(f, bf, span);
+        }
+        let bits = self.bits_as(f, u32s, span);
+        let k16 = self.lit_int(16, u32s, span);
+        let hi = self.bin_as(BinaryOp::Shr, bits, k16, u32s, span);
+        let r = if r == Rounding::Zero {
+            hi
+        } else {
+            let m = self.lit_int(0xffff, u32s, span);
+            let low = self.bin_as(BinaryOp::BitAnd, bits, m, u32s, span);
+            let zero = self.lit_int(0, u32s, span);
+            let inexact = self.bin_as(BinaryOp::Ne, low, zero, boo, span);
+            let k31 = self.lit_int(31, u32s, span);
+            let sign = self.bin_as(BinaryOp::Shr, bits, k31, u32s, span);
+            let want = self.lit_int(i128::from(r == Rounding::Down), u32s, span);
+            let away = self.bin_as(BinaryOp::Eq, sign, want, boo, span);
+            let bump = self.push(Expr::And(inexact, away), Type::Scalar(boo), span);
+            let one = self.lit_int(1, u32s, span);
+            let zero = self.lit_int(0, u32s, span);
+            let inc = self.select_as(bump, one, zero, u32s, span);
+            self.bin_as(BinaryOp::Add, hi, inc, u32s, span)
+        };
+        let nan = self.bin_as(BinaryOp::Ne, f, f, boo, span);
+        let canon = self.lit_int(0x7fff, u32s, span);
+        let r = self.select_as(nan, canon, r, u32s, span);
+        let r16 = self.cast_as(r, Scalar::UInt16, span);
+        self.bits_as(r16, bf, span)
+    }
+
     /// Another use of the value `e` computes: a copy of its node (as vector indexing does).
     fn again(&mut self, e: Handle<Expr>, ty: &Type, span: Span) -> Handle<Expr> {
         self.push(self.exprs[e].clone(), ty.clone(), span)
@@ -211,6 +465,9 @@ impl FnCx<'_, '_> {
                 Some(self.val(e, Type::Scalar(dtype), span))
             }
             Rule::Fp16 => {
+                if let Builtin::NumbaBf16Cvt(cvt) = b {
+                    return self.bf16_conversion(c, cvt, span);
+                }
                 let (Builtin::NumbaFp16(op) | Builtin::NumbaBf16(op)) = b else {
                     return self.table_mismatch(b, span);
                 };
@@ -459,6 +716,57 @@ impl FnCx<'_, '_> {
                     span,
                 );
                 Some(self.val(e, Type::None, span))
+            }
+            Rule::ToFixedTuple => {
+                let a = self.bind(c, "to_fixed_tuple", &["array", "length"], 2)?;
+                let arr = self.eval(a[0]?)?;
+                let n = self.const_int(a[1]?, "the length of `to_fixed_tuple`")?;
+                let dtype = match &arr.ty {
+                    Type::Array(at) if at.ndim == 1 => at.dtype.scalar(),
+                    _ => None,
+                };
+                let Some(dtype) = dtype else {
+                    self.diags.push(
+                        Diagnostic::error(
+                            Code::E0203,
+                            arr.span,
+                            format!(
+                                "`to_fixed_tuple` takes a 1-D array of numbers, found {}",
+                                arr.ty
+                            ),
+                        )
+                        .with_note("numba's `to_fixed_tuple(array, n)` reads `array[0:n]`"),
+                    );
+                    return None;
+                };
+                if !(0..=64).contains(&n) {
+                    self.error(
+                        Code::E0203,
+                        sp(a[1]?),
+                        format!("`to_fixed_tuple` makes tuples of 0 to 64 elements, not {n}"),
+                    );
+                    return None;
+                }
+                let ety = Type::Scalar(dtype);
+                let i64t = Type::Scalar(Scalar::Int64);
+                let mut items = Vec::new();
+                for k in 0..n {
+                    let idx = self.push(Expr::Literal(Literal::Int(k)), i64t.clone(), span);
+                    items.push(self.push(
+                        Expr::Load {
+                            array: arr.e,
+                            indices: vec![crate::ir::Index {
+                                value: idx,
+                                wrap: false,
+                            }],
+                        },
+                        ety.clone(),
+                        span,
+                    ));
+                }
+                let ty = Type::Tuple(vec![ety; items.len()]);
+                let e = self.push(Expr::Tuple(items), ty.clone(), span);
+                Some(self.val(e, ty, span))
             }
             Rule::Selp => {
                 let a = self.bind(c, "selp", &["cond", "a", "b"], 3)?;

@@ -45,6 +45,35 @@ impl FnCx<'_, '_> {
                 to_i32(self, r)
             }
             Intrinsic::Brev => self.b.ins().bitrev(x),
+            // `bfloat16` lives in an `f32` register (its bits on top): shift them out or in.
+            Intrinsic::BitCast => {
+                let from = *scalars.first().ok_or_else(|| err("bitcast operand"))?;
+                let to = ty.as_scalar().ok_or_else(|| err("bitcast type"))?;
+                match (from, to) {
+                    (Scalar::BFloat16, Scalar::Int16 | Scalar::UInt16) => {
+                        let w = self.b.ins().bitcast(ct::I32, flags(), x);
+                        let w = self.b.ins().ushr_imm_u(w, 16);
+                        self.b.ins().ireduce(ct::I16, w)
+                    }
+                    (Scalar::Int16 | Scalar::UInt16, Scalar::BFloat16) => {
+                        let w = self.b.ins().uextend(ct::I32, x);
+                        let w = self.b.ins().ishl_imm_u(w, 16);
+                        self.b.ins().bitcast(ct::F32, flags(), w)
+                    }
+                    (f, t)
+                        if !is_half(f)
+                            && !is_half(t)
+                            && reg_type(f).bits() == reg_type(t).bits() =>
+                    {
+                        if reg_type(f) == reg_type(t) {
+                            x
+                        } else {
+                            self.b.ins().bitcast(reg_type(t), flags(), x)
+                        }
+                    }
+                    (f, t) => return Err(err(format!("bitcast of {f} to {t}"))),
+                }
+            }
             Intrinsic::Ffs => {
                 let r = self.b.ins().ctz(x);
                 let r = to_i32(self, r);

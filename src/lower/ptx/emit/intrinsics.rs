@@ -139,6 +139,10 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                         .as_basic_value_enum()
                 }
             }
+            Intrinsic::BitCast => {
+                let to = self.e.ty(ty).ok_or_else(|| err("bitcast type"))?;
+                self.b().build_bit_cast(vals[0], to, "")?
+            }
             Intrinsic::Popc | Intrinsic::Clz | Intrinsic::Ffs | Intrinsic::Brev => {
                 let x = vals[0].into_int_value();
                 let t = x.get_type();
