@@ -160,11 +160,10 @@ def gemm_bf16_persistent(amap, bmap, c2, k_tiles, tiles_m, tiles_n):
                 hopper.mbarrier_arrive(bars[STAGES + (it - 1) % STAGES])
             row = m0 + cw * 64 + w * 16 + lane // 4
             for i in device.static_range(BN // 4):
-                j = 2 * i
                 r = row + 8 * (i % 2)
-                col2 = (n0 + 8 * (j // 4) + 2 * (lane % 4)) // 2
+                col2 = (n0 + 8 * (i // 2) + 2 * (lane % 4)) // 2
                 c2[r, col2] = device.asm(
-                    "cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc[j + 1], acc[j])
+                    "cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc[2 * i + 1], acc[2 * i])
                 )
 
 
@@ -261,11 +260,10 @@ def gemm_bf16_cluster(amap, bmap, c2, k_tiles, tiles_m, tiles_n):
                 )
             row = m0 + cw * 64 + w * 16 + lane // 4
             for i in device.static_range(BN // 4):
-                j = 2 * i
                 r = row + 8 * (i % 2)
-                col2 = (n0 + 8 * (j // 4) + 2 * (lane % 4)) // 2
+                col2 = (n0 + 8 * (i // 2) + 2 * (lane % 4)) // 2
                 c2[r, col2] = device.asm(
-                    "cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc[j + 1], acc[j])
+                    "cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc[2 * i + 1], acc[2 * i])
                 )
     # The peer may still arrive on this block's barriers: neither leaves before both are done.
     device.cluster_sync()
@@ -364,11 +362,10 @@ def gemm_bf16_pingpong(amap, bmap, c2, k_tiles, tiles_m, tiles_n):
                     hopper.mbarrier_arrive(bars[PP_STAGES + (ci - 1) % PP_STAGES])
                 row = m0 + w * 16 + lane // 4
                 for i in device.static_range(PP_BN // 4):
-                    j = 2 * i
                     r = row + 8 * (i % 2)
-                    col2 = (n0 + 8 * (j // 4) + 2 * (lane % 4)) // 2
-                    c2[r, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc0[j + 1], acc0[j]))
-                    c2[r + 64, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc1[j + 1], acc1[j]))
+                    col2 = (n0 + 8 * (i // 2) + 2 * (lane % 4)) // 2
+                    c2[r, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc0[2 * i + 1], acc0[2 * i]))
+                    c2[r + 64, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc1[2 * i + 1], acc1[2 * i]))
             lt += 1
 
 
@@ -471,11 +468,10 @@ def gemm_bf16_ppcluster(amap, bmap, c2, k_tiles, tiles_m, tiles_n):
                     )
                 row = m0 + w * 16 + lane // 4
                 for i in device.static_range(PP_BN // 4):
-                    j = 2 * i
                     r = row + 8 * (i % 2)
-                    col2 = (n0 + 8 * (j // 4) + 2 * (lane % 4)) // 2
-                    c2[r, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc0[j + 1], acc0[j]))
-                    c2[r + 64, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc1[j + 1], acc1[j]))
+                    col2 = (n0 + 8 * (i // 2) + 2 * (lane % 4)) // 2
+                    c2[r, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc0[2 * i + 1], acc0[2 * i]))
+                    c2[r + 64, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc1[2 * i + 1], acc1[2 * i]))
             lt += 1
     device.cluster_sync()
 
@@ -581,8 +577,7 @@ def gemm_bf16_cluster4(amap, bmap, c2, k_tiles, tiles_m, tiles_n):
                 )
             row = m0 + cw * 64 + w * 16 + lane // 4
             for i in device.static_range(BN // 4):
-                j = 2 * i
                 r = row + 8 * (i % 2)
-                col2 = (n0 + 8 * (j // 4) + 2 * (lane % 4)) // 2
-                c2[r, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc[j + 1], acc[j]))
+                col2 = (n0 + 8 * (i // 2) + 2 * (lane % 4)) // 2
+                c2[r, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc[2 * i + 1], acc[2 * i]))
     device.cluster_sync()

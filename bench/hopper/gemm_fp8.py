@@ -93,11 +93,10 @@ def gemm_fp8(amap, bmap, c2, k_tiles, tiles_m, tiles_n, scale):
                 hopper.mbarrier_arrive(bars[STAGES + (it - 1) % STAGES])
             row = m0 + cw * 64 + w * 16 + lane // 4
             for i in device.static_range(BN // 4):
-                j = 2 * i
                 r = row + 8 * (i % 2)
-                col2 = (n0 + 8 * (j // 4) + 2 * (lane % 4)) // 2
+                col2 = (n0 + 8 * (i // 2) + 2 * (lane % 4)) // 2
                 c2[r, col2] = device.asm(
-                    "cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc[j + 1] * scale, acc[j] * scale)
+                    "cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc[2 * i + 1] * scale, acc[2 * i] * scale)
                 )
 
 
@@ -195,11 +194,10 @@ def gemm_fp8_cluster(amap, bmap, c2, k_tiles, tiles_m, tiles_n, scale):
                 )
             row = m0 + cw * 64 + w * 16 + lane // 4
             for i in device.static_range(BN // 4):
-                j = 2 * i
                 r = row + 8 * (i % 2)
-                col2 = (n0 + 8 * (j // 4) + 2 * (lane % 4)) // 2
+                col2 = (n0 + 8 * (i // 2) + 2 * (lane % 4)) // 2
                 c2[r, col2] = device.asm(
-                    "cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc[j + 1] * scale, acc[j] * scale)
+                    "cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc[2 * i + 1] * scale, acc[2 * i] * scale)
                 )
     # The peer may still arrive on this block's barriers: neither leaves before both are done.
     device.cluster_sync()
@@ -283,11 +281,10 @@ def gemm_fp8_pingpong(amap, bmap, c2, k_tiles, tiles_m, tiles_n, scale):
                     hopper.mbarrier_arrive(bars[PP_STAGES + (ci - 1) % PP_STAGES])
                 row = m0 + w * 16 + lane // 4
                 for i in device.static_range(PP_BN // 4):
-                    j = 2 * i
                     r = row + 8 * (i % 2)
-                    col2 = (n0 + 8 * (j // 4) + 2 * (lane % 4)) // 2
-                    c2[r, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc0[j + 1] * scale, acc0[j] * scale))
-                    c2[r + 64, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc1[j + 1] * scale, acc1[j] * scale))
+                    col2 = (n0 + 8 * (i // 2) + 2 * (lane % 4)) // 2
+                    c2[r, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc0[2 * i + 1] * scale, acc0[2 * i] * scale))
+                    c2[r + 64, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc1[2 * i + 1] * scale, acc1[2 * i] * scale))
             lt += 1
 
 
@@ -386,11 +383,10 @@ def gemm_fp8_ppcluster(amap, bmap, c2, k_tiles, tiles_m, tiles_n, scale):
                     )
                 row = m0 + w * 16 + lane // 4
                 for i in device.static_range(PP_BN // 4):
-                    j = 2 * i
                     r = row + 8 * (i % 2)
-                    col2 = (n0 + 8 * (j // 4) + 2 * (lane % 4)) // 2
-                    c2[r, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc0[j + 1] * scale, acc0[j] * scale))
-                    c2[r + 64, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc1[j + 1] * scale, acc1[j] * scale))
+                    col2 = (n0 + 8 * (i // 2) + 2 * (lane % 4)) // 2
+                    c2[r, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc0[2 * i + 1] * scale, acc0[2 * i] * scale))
+                    c2[r + 64, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc1[2 * i + 1] * scale, acc1[2 * i] * scale))
             lt += 1
     device.cluster_sync()
 
@@ -487,8 +483,7 @@ def gemm_fp8_cluster4(amap, bmap, c2, k_tiles, tiles_m, tiles_n, scale):
                 )
             row = m0 + cw * 64 + w * 16 + lane // 4
             for i in device.static_range(BN // 4):
-                j = 2 * i
                 r = row + 8 * (i % 2)
-                col2 = (n0 + 8 * (j // 4) + 2 * (lane % 4)) // 2
-                c2[r, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc[j + 1] * scale, acc[j] * scale))
+                col2 = (n0 + 8 * (i // 2) + 2 * (lane % 4)) // 2
+                c2[r, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc[2 * i + 1] * scale, acc[2 * i] * scale))
     device.cluster_sync()

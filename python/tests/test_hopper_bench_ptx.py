@@ -79,6 +79,12 @@ def test_bench_kernel_assembles_for_sm90a(module, kernel, sig, needles, tmp_path
     assert ".target sm_90a" in ptx
     for n in needles:
         assert n in ptx, f"{kernel}: no `{n}` in its PTX"
+    # The bf16x2 packings (epilogue: 64 per thread; attention: 32 of P and 32 of O) convert at
+    # least 64 different register pairs: a static_range index frozen at its first value (a
+    # compiler bug met here) packs one pair 64 times.
+    pairs = set(re.findall(r"cvt\.rn\.bf16x2\.f32 %r\d+, (%f\d+, %f\d+);", ptx))
+    if kernel != "gemm_bf16":
+        assert len(pairs) >= 64, f"{kernel}: only {len(pairs)} different bf16x2 operand pairs"
     ptxas = _ptxas()
     if ptxas is None:
         if os.environ.get("CI") or os.environ.get("PYDEVICE_REQUIRE_PTXAS"):
