@@ -174,7 +174,9 @@ def gemm_bf16_persistent(amap, bmap, c2, k_tiles, tiles_m, tiles_n):
 # once per pair. A stage may be refilled only when all four consumer warpgroups of the pair
 # have released it: the `empty` barriers count 4 arrivals, each warpgroup arriving on its own
 # block's and on the peer's (inline PTX: `mapa` maps the barrier's address into the cluster's
-# shared window, then `mbarrier.arrive.release.cluster.shared::cluster`). B's tensor map has a 128×64 box.
+# shared window, then `mbarrier.arrive.shared::cluster` with the default .release.cta; with
+# .release.cluster, a cluster-scope release on every stage, the H200 run of 03:45 gave only
+# 70% of cuBLAS, and the suspect is that fence). B's tensor map has a 128×64 box.
 @device.kernel(max_threads=384, cluster=(2, 1, 1))
 def gemm_bf16_cluster(amap, bmap, c2, k_tiles, tiles_m, tiles_n):
     smem = device.dynamic_shared_array()
@@ -246,7 +248,7 @@ def gemm_bf16_cluster(amap, bmap, c2, k_tiles, tiles_m, tiles_n):
                     e = STAGES + (it - 1) % STAGES
                     hopper.mbarrier_arrive(bars[e])
                     device.asm(
-                        "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }",
+                        "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.shared::cluster.b64 _, [ra]; }",
                         None, (hopper.shared_address(bars[e]), peer), memory=True,
                     )
                 it += 1
@@ -255,7 +257,7 @@ def gemm_bf16_cluster(amap, bmap, c2, k_tiles, tiles_m, tiles_n):
                 e = STAGES + (it - 1) % STAGES
                 hopper.mbarrier_arrive(bars[e])
                 device.asm(
-                    "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }",
+                    "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.shared::cluster.b64 _, [ra]; }",
                     None, (hopper.shared_address(bars[e]), peer), memory=True,
                 )
             row = m0 + cw * 64 + w * 16 + lane // 4
@@ -452,7 +454,7 @@ def gemm_bf16_ppcluster(amap, bmap, c2, k_tiles, tiles_m, tiles_n):
                         e = PP_STAGES + (ci - 1) % PP_STAGES
                         hopper.mbarrier_arrive(bars[e])
                         device.asm(
-                            "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }",
+                            "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.shared::cluster.b64 _, [ra]; }",
                             None, (hopper.shared_address(bars[e]), peer), memory=True,
                         )
                     ci += 1
@@ -463,7 +465,7 @@ def gemm_bf16_ppcluster(amap, bmap, c2, k_tiles, tiles_m, tiles_n):
                     e = PP_STAGES + (ci - 1) % PP_STAGES
                     hopper.mbarrier_arrive(bars[e])
                     device.asm(
-                        "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }",
+                        "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.shared::cluster.b64 _, [ra]; }",
                         None, (hopper.shared_address(bars[e]), peer), memory=True,
                     )
                 row = m0 + w * 16 + lane // 4
@@ -562,7 +564,7 @@ def gemm_bf16_cluster4(amap, bmap, c2, k_tiles, tiles_m, tiles_n):
                     hopper.mbarrier_arrive(bars[e])
                     ea = hopper.shared_address(bars[e])
                     device.asm(
-                        "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; mapa.shared::cluster.u32 ra, $0, $2; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }",
+                        "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.shared::cluster.b64 _, [ra]; mapa.shared::cluster.u32 ra, $0, $2; mbarrier.arrive.shared::cluster.b64 _, [ra]; }",
                         None, (ea, row_nbr, col_nbr), memory=True,
                     )
                 ci += 1
@@ -572,7 +574,7 @@ def gemm_bf16_cluster4(amap, bmap, c2, k_tiles, tiles_m, tiles_n):
                 hopper.mbarrier_arrive(bars[e])
                 ea = hopper.shared_address(bars[e])
                 device.asm(
-                    "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; mapa.shared::cluster.u32 ra, $0, $2; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }",
+                    "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.shared::cluster.b64 _, [ra]; mapa.shared::cluster.u32 ra, $0, $2; mbarrier.arrive.shared::cluster.b64 _, [ra]; }",
                     None, (ea, row_nbr, col_nbr), memory=True,
                 )
             row = m0 + cw * 64 + w * 16 + lane // 4

@@ -180,7 +180,7 @@ def gemm_fp8_cluster(amap, bmap, c2, k_tiles, tiles_m, tiles_n, scale):
                     e = STAGES + (it - 1) % STAGES
                     hopper.mbarrier_arrive(bars[e])
                     device.asm(
-                        "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }",
+                        "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.shared::cluster.b64 _, [ra]; }",
                         None, (hopper.shared_address(bars[e]), peer), memory=True,
                     )
                 it += 1
@@ -189,7 +189,7 @@ def gemm_fp8_cluster(amap, bmap, c2, k_tiles, tiles_m, tiles_n, scale):
                 e = STAGES + (it - 1) % STAGES
                 hopper.mbarrier_arrive(bars[e])
                 device.asm(
-                    "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }",
+                    "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.shared::cluster.b64 _, [ra]; }",
                     None, (hopper.shared_address(bars[e]), peer), memory=True,
                 )
             row = m0 + cw * 64 + w * 16 + lane // 4
@@ -367,7 +367,7 @@ def gemm_fp8_ppcluster(amap, bmap, c2, k_tiles, tiles_m, tiles_n, scale):
                         e = PP_STAGES + (ci - 1) % PP_STAGES
                         hopper.mbarrier_arrive(bars[e])
                         device.asm(
-                            "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }",
+                            "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.shared::cluster.b64 _, [ra]; }",
                             None, (hopper.shared_address(bars[e]), peer), memory=True,
                         )
                     ci += 1
@@ -378,7 +378,7 @@ def gemm_fp8_ppcluster(amap, bmap, c2, k_tiles, tiles_m, tiles_n, scale):
                     e = PP_STAGES + (ci - 1) % PP_STAGES
                     hopper.mbarrier_arrive(bars[e])
                     device.asm(
-                        "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }",
+                        "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.shared::cluster.b64 _, [ra]; }",
                         None, (hopper.shared_address(bars[e]), peer), memory=True,
                     )
                 row = m0 + w * 16 + lane // 4
@@ -468,7 +468,7 @@ def gemm_fp8_cluster4(amap, bmap, c2, k_tiles, tiles_m, tiles_n, scale):
                     hopper.mbarrier_arrive(bars[e])
                     ea = hopper.shared_address(bars[e])
                     device.asm(
-                        "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; mapa.shared::cluster.u32 ra, $0, $2; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }",
+                        "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.shared::cluster.b64 _, [ra]; mapa.shared::cluster.u32 ra, $0, $2; mbarrier.arrive.shared::cluster.b64 _, [ra]; }",
                         None, (ea, row_nbr, col_nbr), memory=True,
                     )
                 ci += 1
@@ -478,7 +478,7 @@ def gemm_fp8_cluster4(amap, bmap, c2, k_tiles, tiles_m, tiles_n, scale):
                 hopper.mbarrier_arrive(bars[e])
                 ea = hopper.shared_address(bars[e])
                 device.asm(
-                    "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; mapa.shared::cluster.u32 ra, $0, $2; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }",
+                    "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.shared::cluster.b64 _, [ra]; mapa.shared::cluster.u32 ra, $0, $2; mbarrier.arrive.shared::cluster.b64 _, [ra]; }",
                     None, (ea, row_nbr, col_nbr), memory=True,
                 )
             row = m0 + cw * 64 + w * 16 + lane // 4

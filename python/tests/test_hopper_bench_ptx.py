@@ -30,7 +30,7 @@ KERNELS = [
      ["wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", "cvt.rn.bf16x2.f32"]),
     ("gemm_bf16", "gemm_bf16_cluster", GEMM,
      [".reqnctapercluster 2, 1, 1", ".multicast::cluster", "mapa.shared::cluster.u32",
-      "mbarrier.arrive.release.cluster.shared::cluster.b64", "barrier.cluster.arrive"]),
+      "mbarrier.arrive.shared::cluster.b64", "barrier.cluster.arrive"]),
     ("gemm_bf16", "gemm_bf16_pingpong", GEMM,
      ["wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", "bar.sync", "bar.arrive"]),
     ("gemm_bf16", "gemm_bf16_ppcluster", GEMM,
