@@ -869,13 +869,13 @@ bool is_kernel(const Function &f) {
   return false;
 }
 
-// Whether `f` calls a function that is not an LLVM intrinsic (a `@func` kept out of line, a
-// device-side launch, recursion): such kernels are left as they are, since copying their
-// calls would copy their call sites' stack frames and parameter set-up.
+// Whether `f` calls a function that is not an LLVM intrinsic or inline assembly (a `@func`
+// kept out of line, a device-side launch, recursion): such kernels are left as they are,
+// since copying their calls would copy their call sites' stack frames and parameter set-up.
 bool has_calls(const Function &f) {
   for (const BasicBlock &bb : f)
     for (const Instruction &inst : bb)
-      if (auto *c = dyn_cast<CallBase>(&inst)) {
+      if (auto *c = dyn_cast<CallBase>(&inst); c && !c->isInlineAsm()) {
         const Function *callee = c->getCalledFunction();
         if (!callee || !callee->isIntrinsic()) return true;
       }
