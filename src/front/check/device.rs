@@ -1356,20 +1356,42 @@ impl FnCx<'_, '_> {
         method: &str,
         span: Span,
     ) -> Option<()> {
-        // complex64 travels as its 64 bits: load, store, exch and cas (§9.2).
-        let complex_bits = dtype == Scalar::Complex64
-            && matches!(
+        // complex64 travels as its 64 bits: load, store, exch and cas; complex128 as its
+        // 128 bits: load and store (PTX's `.b128`, sm_90 on) (§9.2).
+        let complex_bits = match dtype {
+            Scalar::Complex64 => matches!(
                 op,
                 AtomicOp::Load | AtomicOp::Store | AtomicOp::Exch | AtomicOp::Cas
-            );
+            ),
+            Scalar::Complex128 => {
+                matches!(op, AtomicOp::Load | AtomicOp::Store | AtomicOp::Notify)
+            }
+            _ => false,
+        };
         if (dtype.is_complex() || dtype.is_fp8()) && !complex_bits {
             self.diags.push(
                 Diagnostic::error(
                     Code::E0253,
                     span,
-                    format!("atomic operations on {dtype} are not supported"),
+                    format!("atomic `{method}` on {dtype} is not supported"),
                 )
-                .with_note("complex64 elements take `load`, `store`, `exch` and `cas` only; complex128 and fp8 elements have no atomic instructions: use a lock, or atomics on a float32 or int32 array"),
+                .with_note("complex64 elements take `load`, `store`, `exch` and `cas`; complex128 elements (16 bytes) `load` and `store` only (the spec's 16-byte rule; `exch` and `cas` need at most 8 bytes); fp8 elements have no atomic instructions: use a lock, or atomics on a float32 or int32 array"),
+            );
+            return None;
+        }
+        // 16-byte atomic loads and stores are PTX's `ld`/`st` `.b128` (PTX ISA 8.3, sm_90 on).
+        // The host refuses them later (E0502), so only device targets are checked here.
+        if dtype.size() == 16 && self.s.sm != crate::ir::HOST_TARGET && self.s.sm < 90 {
+            self.diags.push(
+                Diagnostic::error(
+                    Code::E0402,
+                    span,
+                    format!(
+                        "a 16-byte atomic `{method}` ({dtype}) needs sm_90 or newer; this compilation is for sm_{}",
+                        self.s.sm
+                    ),
+                )
+                .with_note("PTX has 128-bit atomic loads and stores (`ld`/`st` `.b128`) from sm_90 on: compile for sm_90, or guard the code with `if device.target(device.provides(device.sm_90))`"),
             );
             return None;
         }
