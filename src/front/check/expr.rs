@@ -571,6 +571,7 @@ impl FnCx<'_, '_> {
         let (ref_ty, deref) = match &fty {
             Type::Atomic { dtype, .. } => (
                 Type::Ref {
+                    record: None,
                     dtype: *dtype,
                     space,
                 },
@@ -583,7 +584,14 @@ impl FnCx<'_, '_> {
                 },
                 false,
             ),
-            Type::Scalar(s) => (Type::Ref { dtype: *s, space }, true),
+            Type::Scalar(s) => (
+                Type::Ref {
+                    record: None,
+                    dtype: *s,
+                    space,
+                },
+                true,
+            ),
             other => {
                 // Vectors and tuples: read the whole element and take the field.
                 let whole = self.push(Expr::Deref(r.e), Type::Struct(st.clone()), span);
