@@ -223,7 +223,11 @@ impl FnCx<'_, '_> {
                 match self.eval(&a.value).map(|v| v.ty) {
                     Some(Type::Array(at)) => at.dtype.scalar(),
                     Some(Type::Vector { elem, .. }) => Some(elem),
-                    Some(Type::Ref { dtype, .. }) => Some(dtype),
+                    Some(Type::Ref {
+                        dtype,
+                        record: None,
+                        ..
+                    }) => Some(dtype),
                     _ => None,
                 }
             }
@@ -1478,7 +1482,7 @@ impl FnCx<'_, '_> {
                 "`exch` and `cas` need a struct of at most 8 bytes (the spec's rule); 16-byte structs take `load` and `store`",
             ),
             _ => Some(
-                "structs take `load`, `store`, `exch` and `cas` (bit copies); arithmetic atomics need a number element",
+                "structs take `load`, `store`, `exch` and `cas` (bit copies); the other atomic methods need a number element",
             ),
         };
         if let Some(why) = why {
