@@ -508,6 +508,8 @@ pub enum Type {
         space: MemSpace,
         /// The struct, when the element is one (`atomic_ref` on an array of a 4-, 8- or
         /// 16-byte `@struct`, §9.2): its `load`, `store`, `exch` and `cas` take and return it.
+        /// Left out of the serialized form when `None`, which keeps that form as it was.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         record: Option<Box<StructType>>,
     },
     /// A cooperative group (`cg.this_thread_block()`, `cg.tiled_partition(g, 8)`, …,
