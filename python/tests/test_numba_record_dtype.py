@@ -26,3 +26,29 @@ def test_structured_dtype_globals_as_array_dtypes(gpu):
     R.bump[2, 32](z)
     np.testing.assert_array_equal(z["a"], want["a"])
     np.testing.assert_allclose(z["b"], want["b"], rtol=1e-15)
+
+
+def test_numba_suite_writes_structured_dtype_globals():
+    """scripts/numba_suite.py writes a Record (or structured NumPy dtype) global as the
+    `numpy.dtype([...])` the dialect reads; other structured dtypes stay uncapturable."""
+    import importlib.util
+    import os
+
+    import pytest
+
+    pytest.importorskip("numba", reason="numba-cuda is not installed")
+    from numba.np import numpy_support
+
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "numba_suite.py")
+    spec = importlib.util.spec_from_file_location("numba_suite", path)
+    suite = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(suite)
+    text = suite.record_dtype_text(numpy_support.from_dtype(R.rec))
+    assert text == "numpy.dtype([('i', 'int32'), ('j', 'float32', (3, 2))])"
+    assert eval(text, {"numpy": np}) == R.rec  # noqa: S307 - our own generated text
+    text = suite.record_dtype_text(R.pair)
+    assert text.endswith("align=True)") and eval(text, {"numpy": np}) == R.pair  # noqa: S307
+    for bad in (np.dtype([("x", np.int32), ("y", "<U12")]),
+                np.dtype({"names": ["a", "b"], "formats": ["i4", "i4"], "offsets": [0, 8]})):
+        with pytest.raises(suite.Uncapturable):
+            suite.record_dtype_text(bad)
