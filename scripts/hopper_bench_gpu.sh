@@ -7,10 +7,11 @@
 # that faults or hangs loses its section only.
 # Needs only the wheel: device tool carry [".carry"] (scripts/device_bundle.sh puts
 # .carry/pydevice-*.whl.xz there), command `bash scripts/hopper_bench_gpu.sh`.
-# Optional environment: GEMM_VARIANTS (default persistent,cluster4,pingpong,cluster,ppcluster,
-# base), FP8_VARIANTS (persistent,cluster4,pingpong,cluster,ppcluster), ATTN_VARIANTS
-# (ov,pp,vt,vn,vn_swap,ov_vn,ov_vn_swap), SIZES (4096,8192), SEQS (4096,16384), ITERS (20), BUDGET (280:
-# seconds after which the remaining sections are skipped, saying so).
+# Optional environment: GEMM_VARIANTS (default persistent,tmastore,cluster,pingpong,cluster4,
+# base; also ppcluster), FP8_VARIANTS (persistent,tmastore,cluster,pingpong,cluster4; also
+# ppcluster), ATTN_VARIANTS (pp,ov_vn,ov,vt,vn; also vn_swap, ov_vn_swap: the wrong
+# descriptor order, which fail), SIZES (4096,8192), SEQS (4096,16384), ITERS (20), BUDGET
+# (280: seconds after which the remaining sections are skipped, saying so).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 work=/tmp/pydevice-hopper-bench && rm -rf $work && mkdir -p $work
@@ -46,9 +47,9 @@ section() {  # NAME TIMEOUT ARGS...: skipped once the run has used $budget secon
 # Round robin over the three kinds, most telling variants first, so that a run cut short by
 # the budget still has each kind's main figures; the original GEMM (78.9% and 93.6% of cuBLAS
 # already measured) comes last.
-read -ra gemm <<<"$(echo "${GEMM_VARIANTS:-persistent,cluster4,pingpong,cluster,ppcluster,base}" | tr , ' ')"
-read -ra fp8 <<<"$(echo "${FP8_VARIANTS:-persistent,cluster4,pingpong,cluster,ppcluster}" | tr , ' ')"
-read -ra attn <<<"$(echo "${ATTN_VARIANTS:-ov,pp,vt,vn,vn_swap,ov_vn,ov_vn_swap}" | tr , ' ')"
+read -ra gemm <<<"$(echo "${GEMM_VARIANTS:-persistent,tmastore,cluster,pingpong,cluster4,base}" | tr , ' ')"
+read -ra fp8 <<<"$(echo "${FP8_VARIANTS:-persistent,tmastore,cluster,pingpong,cluster4}" | tr , ' ')"
+read -ra attn <<<"$(echo "${ATTN_VARIANTS:-pp,ov_vn,ov,vt,vn}" | tr , ' ')"
 n=${#gemm[@]}; [ ${#fp8[@]} -gt "$n" ] && n=${#fp8[@]}; [ ${#attn[@]} -gt "$n" ] && n=${#attn[@]}
 for ((i = 0; i < n; i++)); do
   v=${gemm[i]:-}; [ -n "$v" ] && section "gemm_$v" 40 --skip fp8,attn --gemm "$v"

@@ -116,8 +116,7 @@ def attn_fwd(qmap, kmap, vmap, o2, seq, scale_log2, causal):
             dk = hopper.wgmma_desc(smem, at, 16, 1024, 128)
             hopper.wgmma_fence()
             for kk in device.static_range(8):
-                off = (kk // 4) * 1024 + (kk % 4) * 2
-                hopper.wgmma(sacc, dq + off, dk + off, BN, "bf16", "bf16", scale_d=(kk > 0))
+                hopper.wgmma(sacc, dq + ((kk // 4) * 1024 + (kk % 4) * 2), dk + ((kk // 4) * 1024 + (kk % 4) * 2), BN, "bf16", "bf16", scale_d=(kk > 0))
             hopper.wgmma_commit_group()
             hopper.wgmma_wait_group(0)
             if causal and j == qb:
@@ -160,10 +159,8 @@ def attn_fwd(qmap, kmap, vmap, o2, seq, scale_log2, causal):
             # 2i, 2i + 1 are row r_wg0 + 8 (i % 2) (so r % 8 = g), columns 8 (i // 2) + 2 tq + {0, 1}:
             # one 32-bit word, at p_word + the constant part + 4 (unit xor g).
             for i in device.static_range(32):
-                e = 2 * i
-                unit = (i // 2) % 8
-                word = p_word + (i % 2) * 256 + (i // 16) * 2048 + (unit ^ g) * 4
-                sm32[word] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.uint32, (sacc[e + 1], sacc[e]))
+                word = p_word + (i % 2) * 256 + (i // 16) * 2048 + (((i // 2) % 8) ^ g) * 4
+                sm32[word] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.uint32, (sacc[2 * i + 1], sacc[2 * i]))
             hopper.fence_proxy_async()
             device.asm("bar.sync $0, 128;", None, (device.int32(1 + cw),), memory=True)
             hopper.mbarrier_wait_parity(bars[2 + s], ph)
@@ -171,9 +168,7 @@ def attn_fwd(qmap, kmap, vmap, o2, seq, scale_log2, causal):
             hopper.wgmma_fence()
             for kk in device.static_range(8):
                 # P's 64-key chunks are 8192 bytes apart (512 in the descriptor), Vᵀ's 16384.
-                off = (kk // 4) * 1024 + (kk % 4) * 2
-                off_p = (kk // 4) * 512 + (kk % 4) * 2
-                hopper.wgmma(o, dp + off_p, dv + off, D, "bf16", "bf16")
+                hopper.wgmma(o, dp + ((kk // 4) * 512 + (kk % 4) * 2), dv + ((kk // 4) * 1024 + (kk % 4) * 2), D, "bf16", "bf16")
             hopper.wgmma_commit_group()
             hopper.wgmma_wait_group(0)
             if t % 128 == 0:
@@ -186,14 +181,13 @@ def attn_fwd(qmap, kmap, vmap, o2, seq, scale_log2, causal):
         inv1 = 1.0 / l1
         orow = row0 + qb * BM + r_blk0
         for i in device.static_range(32):
-            e = 2 * i
             if i % 2 == 0:
-                v0 = o[e] * inv0
-                v1 = o[e + 1] * inv0
+                v0 = o[2 * i] * inv0
+                v1 = o[2 * i + 1] * inv0
             else:
-                v0 = o[e] * inv1
-                v1 = o[e + 1] * inv1
-            c = 8 * (e // 4) + 2 * tq
+                v0 = o[2 * i] * inv1
+                v1 = o[2 * i + 1] * inv1
+            c = 8 * (i // 2) + 2 * tq
             o2[orow + 8 * (i % 2), c // 2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (v1, v0))
 
 
@@ -270,8 +264,7 @@ def attn_fwd_vn(qmap, kmap, vmap, o2, seq, scale_log2, causal, vl, vs):
             dk = hopper.wgmma_desc(smem, at, 16, 1024, 128)
             hopper.wgmma_fence()
             for kk in device.static_range(8):
-                off = (kk // 4) * 1024 + (kk % 4) * 2
-                hopper.wgmma(sacc, dq + off, dk + off, BN, "bf16", "bf16", scale_d=(kk > 0))
+                hopper.wgmma(sacc, dq + ((kk // 4) * 1024 + (kk % 4) * 2), dk + ((kk // 4) * 1024 + (kk % 4) * 2), BN, "bf16", "bf16", scale_d=(kk > 0))
             hopper.wgmma_commit_group()
             hopper.wgmma_wait_group(0)
             if causal and j == qb:
@@ -314,10 +307,8 @@ def attn_fwd_vn(qmap, kmap, vmap, o2, seq, scale_log2, causal, vl, vs):
             # 2i, 2i + 1 are row r_wg0 + 8 (i % 2) (so r % 8 = g), columns 8 (i // 2) + 2 tq + {0, 1}:
             # one 32-bit word, at p_word + the constant part + 4 (unit xor g).
             for i in device.static_range(32):
-                e = 2 * i
-                unit = (i // 2) % 8
-                word = p_word + (i % 2) * 256 + (i // 16) * 2048 + (unit ^ g) * 4
-                sm32[word] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.uint32, (sacc[e + 1], sacc[e]))
+                word = p_word + (i % 2) * 256 + (i // 16) * 2048 + (((i // 2) % 8) ^ g) * 4
+                sm32[word] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.uint32, (sacc[2 * i + 1], sacc[2 * i]))
             hopper.fence_proxy_async()
             device.asm("bar.sync $0, 128;", None, (device.int32(1 + cw),), memory=True)
             hopper.mbarrier_wait_parity(bars[2 + s], ph)
@@ -326,8 +317,7 @@ def attn_fwd_vn(qmap, kmap, vmap, o2, seq, scale_log2, causal, vl, vs):
             hopper.wgmma_fence()
             for kk in device.static_range(8):
                 # P's 64-key chunks are 8192 bytes apart (512 in the descriptor).
-                off_p = (kk // 4) * 512 + (kk % 4) * 2
-                hopper.wgmma(o, dp + off_p, dv + kk * 128, D, "bf16", "bf16", trans_b=True)
+                hopper.wgmma(o, dp + ((kk // 4) * 512 + (kk % 4) * 2), dv + kk * 128, D, "bf16", "bf16", trans_b=True)
             hopper.wgmma_commit_group()
             hopper.wgmma_wait_group(0)
             if t % 128 == 0:
@@ -340,14 +330,13 @@ def attn_fwd_vn(qmap, kmap, vmap, o2, seq, scale_log2, causal, vl, vs):
         inv1 = 1.0 / l1
         orow = row0 + qb * BM + r_blk0
         for i in device.static_range(32):
-            e = 2 * i
             if i % 2 == 0:
-                v0 = o[e] * inv0
-                v1 = o[e + 1] * inv0
+                v0 = o[2 * i] * inv0
+                v1 = o[2 * i + 1] * inv0
             else:
-                v0 = o[e] * inv1
-                v1 = o[e + 1] * inv1
-            c = 8 * (e // 4) + 2 * tq
+                v0 = o[2 * i] * inv1
+                v1 = o[2 * i + 1] * inv1
+            c = 8 * (i // 2) + 2 * tq
             o2[orow + 8 * (i % 2), c // 2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (v1, v0))
 
 
@@ -431,8 +420,7 @@ def attn_fwd_pp(qmap, kmap, vmap, o2, seq, scale_log2, causal):
         hopper.wgmma_fence()
         dk = hopper.wgmma_desc(smem, pad + STAGE_OFF + (0 % 2) * STAGE_BYTES, 16, 1024, 128)
         for kk in device.static_range(8):
-            off = (kk // 4) * 1024 + (kk % 4) * 2
-            hopper.wgmma(sacc, dq + off, dk + off, BN, "bf16", "bf16", scale_d=(kk > 0))
+            hopper.wgmma(sacc, dq + ((kk // 4) * 1024 + (kk % 4) * 2), dk + ((kk // 4) * 1024 + (kk % 4) * 2), BN, "bf16", "bf16", scale_d=(kk > 0))
         hopper.wgmma_commit_group()
         device.asm("bar.arrive $0, 256;", None, (device.int32(4 - cw),), memory=True)
         hopper.wgmma_wait_group(0)
@@ -476,10 +464,8 @@ def attn_fwd_pp(qmap, kmap, vmap, o2, seq, scale_log2, causal):
         # 2i, 2i + 1 are row r_wg0 + 8 (i % 2) (so r % 8 = g), columns 8 (i // 2) + 2 tq + {0, 1}:
         # one 32-bit word, at p_word + the constant part + 4 (unit xor g).
         for i in device.static_range(32):
-            e = 2 * i
-            unit = (i // 2) % 8
-            word = p_word + (i % 2) * 256 + (i // 16) * 2048 + (unit ^ g) * 4
-            sm32[word] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.uint32, (sacc[e + 1], sacc[e]))
+            word = p_word + (i % 2) * 256 + (i // 16) * 2048 + (((i // 2) % 8) ^ g) * 4
+            sm32[word] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.uint32, (sacc[2 * i + 1], sacc[2 * i]))
         hopper.fence_proxy_async()
         device.asm("bar.sync $0, 128;", None, (device.int32(1 + cw),), memory=True)
         for j in range(1, n_kv):
@@ -490,13 +476,10 @@ def attn_fwd_pp(qmap, kmap, vmap, o2, seq, scale_log2, causal):
             dv = hopper.wgmma_desc(smem, pad + STAGE_OFF + ((j - 1) % 2) * STAGE_BYTES + TILE_BYTES, 16, 1024, 128)
             for kk in device.static_range(8):
                 # P's 64-key chunks are 8192 bytes apart (512 in the descriptor), Vᵀ's 16384.
-                off = (kk // 4) * 1024 + (kk % 4) * 2
-                off_p = (kk // 4) * 512 + (kk % 4) * 2
-                hopper.wgmma(o, dp + off_p, dv + off, D, "bf16", "bf16")
+                hopper.wgmma(o, dp + ((kk // 4) * 512 + (kk % 4) * 2), dv + ((kk // 4) * 1024 + (kk % 4) * 2), D, "bf16", "bf16")
             dk = hopper.wgmma_desc(smem, pad + STAGE_OFF + (j % 2) * STAGE_BYTES, 16, 1024, 128)
             for kk in device.static_range(8):
-                off = (kk // 4) * 1024 + (kk % 4) * 2
-                hopper.wgmma(sacc, dq + off, dk + off, BN, "bf16", "bf16", scale_d=(kk > 0))
+                hopper.wgmma(sacc, dq + ((kk // 4) * 1024 + (kk % 4) * 2), dk + ((kk // 4) * 1024 + (kk % 4) * 2), BN, "bf16", "bf16", scale_d=(kk > 0))
             hopper.wgmma_commit_group()
             device.asm("bar.arrive $0, 256;", None, (device.int32(4 - cw),), memory=True)
             hopper.wgmma_wait_group(0)
@@ -542,10 +525,8 @@ def attn_fwd_pp(qmap, kmap, vmap, o2, seq, scale_log2, causal):
             # 2i, 2i + 1 are row r_wg0 + 8 (i % 2) (so r % 8 = g), columns 8 (i // 2) + 2 tq + {0, 1}:
             # one 32-bit word, at p_word + the constant part + 4 (unit xor g).
             for i in device.static_range(32):
-                e = 2 * i
-                unit = (i // 2) % 8
-                word = p_word + (i % 2) * 256 + (i // 16) * 2048 + (unit ^ g) * 4
-                sm32[word] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.uint32, (sacc[e + 1], sacc[e]))
+                word = p_word + (i % 2) * 256 + (i // 16) * 2048 + (((i // 2) % 8) ^ g) * 4
+                sm32[word] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.uint32, (sacc[2 * i + 1], sacc[2 * i]))
             hopper.fence_proxy_async()
             device.asm("bar.sync $0, 128;", None, (device.int32(1 + cw),), memory=True)
         hopper.mbarrier_wait_parity(bars[2 + (n_kv - 1) % 2], ((n_kv - 1) // 2) % 2)
@@ -554,9 +535,7 @@ def attn_fwd_pp(qmap, kmap, vmap, o2, seq, scale_log2, causal):
         dv = hopper.wgmma_desc(smem, pad + STAGE_OFF + ((n_kv - 1) % 2) * STAGE_BYTES + TILE_BYTES, 16, 1024, 128)
         for kk in device.static_range(8):
             # P's 64-key chunks are 8192 bytes apart (512 in the descriptor), Vᵀ's 16384.
-            off = (kk // 4) * 1024 + (kk % 4) * 2
-            off_p = (kk // 4) * 512 + (kk % 4) * 2
-            hopper.wgmma(o, dp + off_p, dv + off, D, "bf16", "bf16")
+            hopper.wgmma(o, dp + ((kk // 4) * 512 + (kk % 4) * 2), dv + ((kk // 4) * 1024 + (kk % 4) * 2), D, "bf16", "bf16")
         hopper.wgmma_commit_group()
         if cw == 0:
             device.asm("bar.arrive 4, 256;", None, memory=True)
@@ -569,14 +548,13 @@ def attn_fwd_pp(qmap, kmap, vmap, o2, seq, scale_log2, causal):
         inv1 = 1.0 / l1
         orow = row0 + qb * BM + r_blk0
         for i in device.static_range(32):
-            e = 2 * i
             if i % 2 == 0:
-                v0 = o[e] * inv0
-                v1 = o[e + 1] * inv0
+                v0 = o[2 * i] * inv0
+                v1 = o[2 * i + 1] * inv0
             else:
-                v0 = o[e] * inv1
-                v1 = o[e + 1] * inv1
-            c = 8 * (e // 4) + 2 * tq
+                v0 = o[2 * i] * inv1
+                v1 = o[2 * i + 1] * inv1
+            c = 8 * (i // 2) + 2 * tq
             o2[orow + 8 * (i % 2), c // 2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (v1, v0))
 
 
@@ -654,8 +632,7 @@ def attn_fwd_ov(qmap, kmap, vmap, o2, seq, scale_log2, causal):
         hopper.wgmma_fence()
         dk = hopper.wgmma_desc(smem, pad + STAGE_OFF + (0 % 2) * STAGE_BYTES, 16, 1024, 128)
         for kk in device.static_range(8):
-            off = (kk // 4) * 1024 + (kk % 4) * 2
-            hopper.wgmma(sacc, dq + off, dk + off, BN, "bf16", "bf16", scale_d=(kk > 0))
+            hopper.wgmma(sacc, dq + ((kk // 4) * 1024 + (kk % 4) * 2), dk + ((kk // 4) * 1024 + (kk % 4) * 2), BN, "bf16", "bf16", scale_d=(kk > 0))
         hopper.wgmma_commit_group()
         hopper.wgmma_wait_group(0)
         for j in range(n_kv - 1):
@@ -663,8 +640,7 @@ def attn_fwd_ov(qmap, kmap, vmap, o2, seq, scale_log2, causal):
             hopper.wgmma_fence()
             dk = hopper.wgmma_desc(smem, pad + STAGE_OFF + ((j + 1) % 2) * STAGE_BYTES, 16, 1024, 128)
             for kk in device.static_range(8):
-                off = (kk // 4) * 1024 + (kk % 4) * 2
-                hopper.wgmma(snext, dq + off, dk + off, BN, "bf16", "bf16", scale_d=(kk > 0))
+                hopper.wgmma(snext, dq + ((kk // 4) * 1024 + (kk % 4) * 2), dk + ((kk // 4) * 1024 + (kk % 4) * 2), BN, "bf16", "bf16", scale_d=(kk > 0))
             hopper.wgmma_commit_group()
             mx0 = NEG
             mx1 = NEG
@@ -701,10 +677,8 @@ def attn_fwd_ov(qmap, kmap, vmap, o2, seq, scale_log2, causal):
             # 2i, 2i + 1 are row r_wg0 + 8 (i % 2) (so r % 8 = g), columns 8 (i // 2) + 2 tq + {0, 1}:
             # one 32-bit word, at p_word + the constant part + 4 (unit xor g).
             for i in device.static_range(32):
-                e = 2 * i
-                unit = (i // 2) % 8
-                word = p_word + (i % 2) * 256 + (i // 16) * 2048 + (unit ^ g) * 4
-                sm32[word] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.uint32, (sacc[e + 1], sacc[e]))
+                word = p_word + (i % 2) * 256 + (i // 16) * 2048 + (((i // 2) % 8) ^ g) * 4
+                sm32[word] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.uint32, (sacc[2 * i + 1], sacc[2 * i]))
             hopper.fence_proxy_async()
             device.asm("bar.sync $0, 128;", None, (device.int32(1 + cw),), memory=True)
             hopper.mbarrier_wait_parity(bars[2 + (j) % 2], ((j) // 2) % 2)
@@ -712,9 +686,7 @@ def attn_fwd_ov(qmap, kmap, vmap, o2, seq, scale_log2, causal):
             hopper.wgmma_fence()
             for kk in device.static_range(8):
                 # P's 64-key chunks are 8192 bytes apart (512 in the descriptor), Vᵀ's 16384.
-                off = (kk // 4) * 1024 + (kk % 4) * 2
-                off_p = (kk // 4) * 512 + (kk % 4) * 2
-                hopper.wgmma(o, dp + off_p, dv + off, D, "bf16", "bf16")
+                hopper.wgmma(o, dp + ((kk // 4) * 512 + (kk % 4) * 2), dv + ((kk // 4) * 1024 + (kk % 4) * 2), D, "bf16", "bf16")
             hopper.wgmma_commit_group()
             hopper.wgmma_wait_group(0)
             if t % 128 == 0:
@@ -762,10 +734,8 @@ def attn_fwd_ov(qmap, kmap, vmap, o2, seq, scale_log2, causal):
         # 2i, 2i + 1 are row r_wg0 + 8 (i % 2) (so r % 8 = g), columns 8 (i // 2) + 2 tq + {0, 1}:
         # one 32-bit word, at p_word + the constant part + 4 (unit xor g).
         for i in device.static_range(32):
-            e = 2 * i
-            unit = (i // 2) % 8
-            word = p_word + (i % 2) * 256 + (i // 16) * 2048 + (unit ^ g) * 4
-            sm32[word] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.uint32, (sacc[e + 1], sacc[e]))
+            word = p_word + (i % 2) * 256 + (i // 16) * 2048 + (((i // 2) % 8) ^ g) * 4
+            sm32[word] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.uint32, (sacc[2 * i + 1], sacc[2 * i]))
         hopper.fence_proxy_async()
         device.asm("bar.sync $0, 128;", None, (device.int32(1 + cw),), memory=True)
         hopper.mbarrier_wait_parity(bars[2 + (j) % 2], ((j) // 2) % 2)
@@ -773,9 +743,7 @@ def attn_fwd_ov(qmap, kmap, vmap, o2, seq, scale_log2, causal):
         hopper.wgmma_fence()
         for kk in device.static_range(8):
             # P's 64-key chunks are 8192 bytes apart (512 in the descriptor), Vᵀ's 16384.
-            off = (kk // 4) * 1024 + (kk % 4) * 2
-            off_p = (kk // 4) * 512 + (kk % 4) * 2
-            hopper.wgmma(o, dp + off_p, dv + off, D, "bf16", "bf16")
+            hopper.wgmma(o, dp + ((kk // 4) * 512 + (kk % 4) * 2), dv + ((kk // 4) * 1024 + (kk % 4) * 2), D, "bf16", "bf16")
         hopper.wgmma_commit_group()
         hopper.wgmma_wait_group(0)
         l0 = l0 + device.shfl_xor_sync(FULL, l0, 1)
@@ -786,14 +754,13 @@ def attn_fwd_ov(qmap, kmap, vmap, o2, seq, scale_log2, causal):
         inv1 = 1.0 / l1
         orow = row0 + qb * BM + r_blk0
         for i in device.static_range(32):
-            e = 2 * i
             if i % 2 == 0:
-                v0 = o[e] * inv0
-                v1 = o[e + 1] * inv0
+                v0 = o[2 * i] * inv0
+                v1 = o[2 * i + 1] * inv0
             else:
-                v0 = o[e] * inv1
-                v1 = o[e + 1] * inv1
-            c = 8 * (e // 4) + 2 * tq
+                v0 = o[2 * i] * inv1
+                v1 = o[2 * i + 1] * inv1
+            c = 8 * (i // 2) + 2 * tq
             o2[orow + 8 * (i % 2), c // 2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (v1, v0))
 
 
@@ -871,8 +838,7 @@ def attn_fwd_ov_vn(qmap, kmap, vmap, o2, seq, scale_log2, causal, vl, vs):
         hopper.wgmma_fence()
         dk = hopper.wgmma_desc(smem, pad + STAGE_OFF + (0 % 2) * STAGE_BYTES, 16, 1024, 128)
         for kk in device.static_range(8):
-            off = (kk // 4) * 1024 + (kk % 4) * 2
-            hopper.wgmma(sacc, dq + off, dk + off, BN, "bf16", "bf16", scale_d=(kk > 0))
+            hopper.wgmma(sacc, dq + ((kk // 4) * 1024 + (kk % 4) * 2), dk + ((kk // 4) * 1024 + (kk % 4) * 2), BN, "bf16", "bf16", scale_d=(kk > 0))
         hopper.wgmma_commit_group()
         hopper.wgmma_wait_group(0)
         for j in range(n_kv - 1):
@@ -880,8 +846,7 @@ def attn_fwd_ov_vn(qmap, kmap, vmap, o2, seq, scale_log2, causal, vl, vs):
             hopper.wgmma_fence()
             dk = hopper.wgmma_desc(smem, pad + STAGE_OFF + ((j + 1) % 2) * STAGE_BYTES, 16, 1024, 128)
             for kk in device.static_range(8):
-                off = (kk // 4) * 1024 + (kk % 4) * 2
-                hopper.wgmma(snext, dq + off, dk + off, BN, "bf16", "bf16", scale_d=(kk > 0))
+                hopper.wgmma(snext, dq + ((kk // 4) * 1024 + (kk % 4) * 2), dk + ((kk // 4) * 1024 + (kk % 4) * 2), BN, "bf16", "bf16", scale_d=(kk > 0))
             hopper.wgmma_commit_group()
             mx0 = NEG
             mx1 = NEG
@@ -918,10 +883,8 @@ def attn_fwd_ov_vn(qmap, kmap, vmap, o2, seq, scale_log2, causal, vl, vs):
             # 2i, 2i + 1 are row r_wg0 + 8 (i % 2) (so r % 8 = g), columns 8 (i // 2) + 2 tq + {0, 1}:
             # one 32-bit word, at p_word + the constant part + 4 (unit xor g).
             for i in device.static_range(32):
-                e = 2 * i
-                unit = (i // 2) % 8
-                word = p_word + (i % 2) * 256 + (i // 16) * 2048 + (unit ^ g) * 4
-                sm32[word] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.uint32, (sacc[e + 1], sacc[e]))
+                word = p_word + (i % 2) * 256 + (i // 16) * 2048 + (((i // 2) % 8) ^ g) * 4
+                sm32[word] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.uint32, (sacc[2 * i + 1], sacc[2 * i]))
             hopper.fence_proxy_async()
             device.asm("bar.sync $0, 128;", None, (device.int32(1 + cw),), memory=True)
             hopper.mbarrier_wait_parity(bars[2 + (j) % 2], ((j) // 2) % 2)
@@ -929,9 +892,7 @@ def attn_fwd_ov_vn(qmap, kmap, vmap, o2, seq, scale_log2, causal, vl, vs):
             hopper.wgmma_fence()
             for kk in device.static_range(8):
                 # P's 64-key chunks are 8192 bytes apart (512 in the descriptor); V N-major, 16 keys = 2048 bytes.
-                off = (kk // 4) * 1024 + (kk % 4) * 2
-                off_p = (kk // 4) * 512 + (kk % 4) * 2
-                hopper.wgmma(o, dp + off_p, dv + kk * 128, D, "bf16", "bf16", trans_b=True)
+                hopper.wgmma(o, dp + ((kk // 4) * 512 + (kk % 4) * 2), dv + kk * 128, D, "bf16", "bf16", trans_b=True)
             hopper.wgmma_commit_group()
             hopper.wgmma_wait_group(0)
             if t % 128 == 0:
@@ -979,10 +940,8 @@ def attn_fwd_ov_vn(qmap, kmap, vmap, o2, seq, scale_log2, causal, vl, vs):
         # 2i, 2i + 1 are row r_wg0 + 8 (i % 2) (so r % 8 = g), columns 8 (i // 2) + 2 tq + {0, 1}:
         # one 32-bit word, at p_word + the constant part + 4 (unit xor g).
         for i in device.static_range(32):
-            e = 2 * i
-            unit = (i // 2) % 8
-            word = p_word + (i % 2) * 256 + (i // 16) * 2048 + (unit ^ g) * 4
-            sm32[word] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.uint32, (sacc[e + 1], sacc[e]))
+            word = p_word + (i % 2) * 256 + (i // 16) * 2048 + (((i // 2) % 8) ^ g) * 4
+            sm32[word] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.uint32, (sacc[2 * i + 1], sacc[2 * i]))
         hopper.fence_proxy_async()
         device.asm("bar.sync $0, 128;", None, (device.int32(1 + cw),), memory=True)
         hopper.mbarrier_wait_parity(bars[2 + (j) % 2], ((j) // 2) % 2)
@@ -990,9 +949,7 @@ def attn_fwd_ov_vn(qmap, kmap, vmap, o2, seq, scale_log2, causal, vl, vs):
         hopper.wgmma_fence()
         for kk in device.static_range(8):
             # P's 64-key chunks are 8192 bytes apart (512 in the descriptor); V N-major, 16 keys = 2048 bytes.
-            off = (kk // 4) * 1024 + (kk % 4) * 2
-            off_p = (kk // 4) * 512 + (kk % 4) * 2
-            hopper.wgmma(o, dp + off_p, dv + kk * 128, D, "bf16", "bf16", trans_b=True)
+            hopper.wgmma(o, dp + ((kk // 4) * 512 + (kk % 4) * 2), dv + kk * 128, D, "bf16", "bf16", trans_b=True)
         hopper.wgmma_commit_group()
         hopper.wgmma_wait_group(0)
         l0 = l0 + device.shfl_xor_sync(FULL, l0, 1)
@@ -1003,12 +960,11 @@ def attn_fwd_ov_vn(qmap, kmap, vmap, o2, seq, scale_log2, causal, vl, vs):
         inv1 = 1.0 / l1
         orow = row0 + qb * BM + r_blk0
         for i in device.static_range(32):
-            e = 2 * i
             if i % 2 == 0:
-                v0 = o[e] * inv0
-                v1 = o[e + 1] * inv0
+                v0 = o[2 * i] * inv0
+                v1 = o[2 * i + 1] * inv0
             else:
-                v0 = o[e] * inv1
-                v1 = o[e + 1] * inv1
-            c = 8 * (e // 4) + 2 * tq
+                v0 = o[2 * i] * inv1
+                v1 = o[2 * i + 1] * inv1
+            c = 8 * (i // 2) + 2 * tq
             o2[orow + 8 * (i % 2), c // 2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (v1, v0))

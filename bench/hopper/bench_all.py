@@ -6,8 +6,8 @@ checked against the baseline's first, printing one Markdown table (issue 32):
 - flash-attention forward (attention.py; bf16, head dim 128) against
   `torch.nn.functional.scaled_dot_product_attention` on the flash backend, causal and not.
 
-    python3 bench/hopper/bench_all.py [--gemm base,persistent,cluster,pingpong,ppcluster,cluster4] [--sizes 4096,8192]
-        [--fp8 persistent,cluster,pingpong,ppcluster,cluster4] [--c4grid 128]
+    python3 bench/hopper/bench_all.py [--gemm base,persistent,cluster,pingpong,ppcluster,cluster4,tmastore] [--sizes 4096,8192]
+        [--fp8 persistent,cluster,pingpong,ppcluster,cluster4,tmastore] [--c4grid 128]
         [--attn ov,pp,vt,vn,vn_swap,ov_vn,ov_vn_swap] [--seqs 4096,16384] [--skip gemm,fp8,attn] [--iters 10]
 
 Needs an sm_90 GPU, PyTorch and the pydevice package; without them it says why and exits 0.
@@ -54,9 +54,9 @@ def row(kind, case, variant, ms, tflops, ref_ms, ref_tflops, err, ok, note=""):
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--gemm", default="base,persistent,cluster,pingpong,ppcluster,cluster4")
+    ap.add_argument("--gemm", default="base,persistent,cluster,pingpong,ppcluster,cluster4,tmastore")
     ap.add_argument("--sizes", default="4096,8192")
-    ap.add_argument("--fp8", default="persistent,cluster,pingpong,ppcluster,cluster4")
+    ap.add_argument("--fp8", default="persistent,cluster,pingpong,ppcluster,cluster4,tmastore")
     ap.add_argument("--attn", default="ov,pp,vt,vn,vn_swap,ov_vn,ov_vn_swap")
     ap.add_argument("--seqs", default="4096,16384")
     ap.add_argument("--skip", default="")
@@ -196,6 +196,12 @@ def main() -> int:
                     def f(c2=c2, tm=tiles_m, tn=tiles_n, am_64=am_64, bm_half=bm_half):
                         device.launch(G.gemm_bf16_cluster4, am_64, bm_half, c2, i32(k // G.BK), i32(tm), i32(tn),
                                       grid=args.c4grid, block=384, shared=G.SHARED_BYTES)
+                elif v == "tmastore":
+                    cm = tmap(c, (64, 64))
+
+                    def f(c2=c2, tm=tiles_m, tn=tiles_n, cm=cm):
+                        device.launch(G.gemm_bf16_tmastore, am, bm, cm, i32(k // G.BK), i32(tm), i32(tn),
+                                      grid=min(sms, tm * tn), block=384, shared=G.TS_SHARED_BYTES)
                 else:
                     print(f"unknown GEMM variant {v}")
                     continue
@@ -251,16 +257,21 @@ def main() -> int:
                                                    F.PP_SHARED_BYTES, 2)
                 elif v == "cluster4":
                     kern, bmv, tn, shared, grid = F.gemm_fp8_cluster4, tmap(b8, (F.BN // 2, F.BK)), n // F.BN, F.SHARED_BYTES, 4
+                elif v == "tmastore":
+                    kern, bmv, tn, shared, grid = F.gemm_fp8_tmastore, tmap(b8, (F.BN, F.BK)), n // F.BN, F.TS_SHARED_BYTES, 1
                 else:
                     print(f"unknown FP8 variant {v}")
                     continue
+                out = c2
                 if grid == 4:
                     g, amv = args.c4grid, tmap(a8, (F.BM // 2, F.BK))
                 else:
                     g, amv = (min(sms, tm * tn) // 2 * 2 if grid == 2 else min(sms, tm * tn)), am
+                if grid == 1:
+                    out = tmap(c, (64, 64))  # the TMA-store epilogue writes C through a map
 
-                def f(kern=kern, amv=amv, bmv=bmv, c2=c2, tm=tm, tn=tn, k=k, shared=shared, g=g):
-                    device.launch(kern, amv, bmv, c2, i32(k // F.BK), i32(tm), i32(tn), np.float32(0.5 * 0.25),
+                def f(kern=kern, amv=amv, bmv=bmv, out=out, tm=tm, tn=tn, k=k, shared=shared, g=g):
+                    device.launch(kern, amv, bmv, out, i32(k // F.BK), i32(tm), i32(tn), np.float32(0.5 * 0.25),
                                   grid=g, block=384, shared=shared)
 
                 def run(f=f, c=c, ref=ref, flop=flop, t_ref=t_ref, s=s, v=v):

@@ -160,11 +160,10 @@ def gemm_bf16_persistent(amap, bmap, c2, k_tiles, tiles_m, tiles_n):
                 hopper.mbarrier_arrive(bars[STAGES + (it - 1) % STAGES])
             row = m0 + cw * 64 + w * 16 + lane // 4
             for i in device.static_range(BN // 4):
-                j = 2 * i
                 r = row + 8 * (i % 2)
-                col2 = (n0 + 8 * (j // 4) + 2 * (lane % 4)) // 2
+                col2 = (n0 + 8 * (i // 2) + 2 * (lane % 4)) // 2
                 c2[r, col2] = device.asm(
-                    "cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc[j + 1], acc[j])
+                    "cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc[2 * i + 1], acc[2 * i])
                 )
 
 
@@ -175,7 +174,9 @@ def gemm_bf16_persistent(amap, bmap, c2, k_tiles, tiles_m, tiles_n):
 # once per pair. A stage may be refilled only when all four consumer warpgroups of the pair
 # have released it: the `empty` barriers count 4 arrivals, each warpgroup arriving on its own
 # block's and on the peer's (inline PTX: `mapa` maps the barrier's address into the cluster's
-# shared window, then `mbarrier.arrive.release.cluster.shared::cluster`). B's tensor map has a 128×64 box.
+# shared window, then `mbarrier.arrive.shared::cluster` with the default .release.cta; with
+# .release.cluster, a cluster-scope release on every stage, the H200 run of 03:45 gave only
+# 70% of cuBLAS, and the suspect is that fence). B's tensor map has a 128×64 box.
 @device.kernel(max_threads=384, cluster=(2, 1, 1))
 def gemm_bf16_cluster(amap, bmap, c2, k_tiles, tiles_m, tiles_n):
     smem = device.dynamic_shared_array()
@@ -247,7 +248,7 @@ def gemm_bf16_cluster(amap, bmap, c2, k_tiles, tiles_m, tiles_n):
                     e = STAGES + (it - 1) % STAGES
                     hopper.mbarrier_arrive(bars[e])
                     device.asm(
-                        "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }",
+                        "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.shared::cluster.b64 _, [ra]; }",
                         None, (hopper.shared_address(bars[e]), peer), memory=True,
                     )
                 it += 1
@@ -256,16 +257,15 @@ def gemm_bf16_cluster(amap, bmap, c2, k_tiles, tiles_m, tiles_n):
                 e = STAGES + (it - 1) % STAGES
                 hopper.mbarrier_arrive(bars[e])
                 device.asm(
-                    "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }",
+                    "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.shared::cluster.b64 _, [ra]; }",
                     None, (hopper.shared_address(bars[e]), peer), memory=True,
                 )
             row = m0 + cw * 64 + w * 16 + lane // 4
             for i in device.static_range(BN // 4):
-                j = 2 * i
                 r = row + 8 * (i % 2)
-                col2 = (n0 + 8 * (j // 4) + 2 * (lane % 4)) // 2
+                col2 = (n0 + 8 * (i // 2) + 2 * (lane % 4)) // 2
                 c2[r, col2] = device.asm(
-                    "cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc[j + 1], acc[j])
+                    "cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc[2 * i + 1], acc[2 * i])
                 )
     # The peer may still arrive on this block's barriers: neither leaves before both are done.
     device.cluster_sync()
@@ -364,11 +364,10 @@ def gemm_bf16_pingpong(amap, bmap, c2, k_tiles, tiles_m, tiles_n):
                     hopper.mbarrier_arrive(bars[PP_STAGES + (ci - 1) % PP_STAGES])
                 row = m0 + w * 16 + lane // 4
                 for i in device.static_range(PP_BN // 4):
-                    j = 2 * i
                     r = row + 8 * (i % 2)
-                    col2 = (n0 + 8 * (j // 4) + 2 * (lane % 4)) // 2
-                    c2[r, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc0[j + 1], acc0[j]))
-                    c2[r + 64, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc1[j + 1], acc1[j]))
+                    col2 = (n0 + 8 * (i // 2) + 2 * (lane % 4)) // 2
+                    c2[r, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc0[2 * i + 1], acc0[2 * i]))
+                    c2[r + 64, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc1[2 * i + 1], acc1[2 * i]))
             lt += 1
 
 
@@ -455,7 +454,7 @@ def gemm_bf16_ppcluster(amap, bmap, c2, k_tiles, tiles_m, tiles_n):
                         e = PP_STAGES + (ci - 1) % PP_STAGES
                         hopper.mbarrier_arrive(bars[e])
                         device.asm(
-                            "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }",
+                            "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.shared::cluster.b64 _, [ra]; }",
                             None, (hopper.shared_address(bars[e]), peer), memory=True,
                         )
                     ci += 1
@@ -466,16 +465,15 @@ def gemm_bf16_ppcluster(amap, bmap, c2, k_tiles, tiles_m, tiles_n):
                     e = PP_STAGES + (ci - 1) % PP_STAGES
                     hopper.mbarrier_arrive(bars[e])
                     device.asm(
-                        "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }",
+                        "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.shared::cluster.b64 _, [ra]; }",
                         None, (hopper.shared_address(bars[e]), peer), memory=True,
                     )
                 row = m0 + w * 16 + lane // 4
                 for i in device.static_range(PP_BN // 4):
-                    j = 2 * i
                     r = row + 8 * (i % 2)
-                    col2 = (n0 + 8 * (j // 4) + 2 * (lane % 4)) // 2
-                    c2[r, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc0[j + 1], acc0[j]))
-                    c2[r + 64, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc1[j + 1], acc1[j]))
+                    col2 = (n0 + 8 * (i // 2) + 2 * (lane % 4)) // 2
+                    c2[r, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc0[2 * i + 1], acc0[2 * i]))
+                    c2[r + 64, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc1[2 * i + 1], acc1[2 * i]))
             lt += 1
     device.cluster_sync()
 
@@ -566,7 +564,7 @@ def gemm_bf16_cluster4(amap, bmap, c2, k_tiles, tiles_m, tiles_n):
                     hopper.mbarrier_arrive(bars[e])
                     ea = hopper.shared_address(bars[e])
                     device.asm(
-                        "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; mapa.shared::cluster.u32 ra, $0, $2; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }",
+                        "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.shared::cluster.b64 _, [ra]; mapa.shared::cluster.u32 ra, $0, $2; mbarrier.arrive.shared::cluster.b64 _, [ra]; }",
                         None, (ea, row_nbr, col_nbr), memory=True,
                     )
                 ci += 1
@@ -576,13 +574,115 @@ def gemm_bf16_cluster4(amap, bmap, c2, k_tiles, tiles_m, tiles_n):
                 hopper.mbarrier_arrive(bars[e])
                 ea = hopper.shared_address(bars[e])
                 device.asm(
-                    "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; mapa.shared::cluster.u32 ra, $0, $2; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }",
+                    "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; mbarrier.arrive.shared::cluster.b64 _, [ra]; mapa.shared::cluster.u32 ra, $0, $2; mbarrier.arrive.shared::cluster.b64 _, [ra]; }",
                     None, (ea, row_nbr, col_nbr), memory=True,
                 )
             row = m0 + cw * 64 + w * 16 + lane // 4
             for i in device.static_range(BN // 4):
-                j = 2 * i
                 r = row + 8 * (i % 2)
-                col2 = (n0 + 8 * (j // 4) + 2 * (lane % 4)) // 2
-                c2[r, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc[j + 1], acc[j]))
+                col2 = (n0 + 8 * (i // 2) + 2 * (lane % 4)) // 2
+                c2[r, col2] = device.asm("cvt.rn.bf16x2.f32 $0, $1, $2;", device.int32, (acc[2 * i + 1], acc[2 * i]))
     device.cluster_sync()
+
+
+# ---------------------------------------------------------------------------------------------
+# Persistent with a TMA-store epilogue: each consumer warpgroup writes its 64×256 bf16 result
+# into its own shared tile (four 64×64 boxes, 128-byte swizzled, the layout a TMA store with
+# a 64×64 box and 128-byte swizzle reads; 32-bit stores free of bank conflicts), publishes it
+# (`fence.proxy.async`, a warpgroup named barrier) and one thread issues the four
+# `tma_store`s, so the warpgroup goes on to the next tile's MMAs while the TMA unit writes
+# C. The tile is reused once the previous stores have read it (`bulk_wait_group(0, read)`).
+# 3 stages (the two C tiles take 64 KB).
+TS_STAGES = 3
+TS_C_OFF = TS_STAGES * STAGE_BYTES
+TS_SHARED_BYTES = TS_C_OFF + 2 * 32768 + 1024 + 1024
+
+
+@device.kernel(max_threads=384)
+def gemm_bf16_tmastore(amap, bmap, cmap, k_tiles, tiles_m, tiles_n):
+    smem = device.dynamic_shared_array()
+    base = hopper.shared_address(smem[0])
+    pad = device.int32((1024 - base % 1024) % 1024)
+    sm32 = smem.view(device.uint32)
+    bars = smem[pad + TS_C_OFF + 2 * 32768 :].view(device.uint64)
+    t = device.int32(device.thread_idx.x)
+    wg = t // 128
+    nblocks = device.int32(device.grid_dim.x)
+    tiles = tiles_m * tiles_n
+    if t == 0:
+        for s in range(TS_STAGES):
+            hopper.mbarrier_init(bars[s], 1)
+            hopper.mbarrier_init(bars[TS_STAGES + s], 2)
+        hopper.fence_mbarrier_init()
+    device.syncthreads()
+    if wg == 0:
+        hopper.setmaxnreg(40, False)
+        if t == 0:
+            it = 0
+            for tile in range(device.int32(device.block_idx.x), tiles, nblocks):
+                group = tile // (GROUP_M * tiles_n)
+                first = group * GROUP_M
+                gm = min(tiles_m - first, GROUP_M)
+                m0 = (first + (tile % (GROUP_M * tiles_n)) % gm) * BM
+                n0 = ((tile % (GROUP_M * tiles_n)) // gm) * BN
+                for kt in range(k_tiles):
+                    s = it % TS_STAGES
+                    if it >= TS_STAGES:
+                        hopper.mbarrier_wait_parity(bars[TS_STAGES + s], (it // TS_STAGES - 1) % 2)
+                    hopper.mbarrier_arrive_expect_tx(bars[s], STAGE_BYTES)
+                    at = pad + s * STAGE_BYTES
+                    hopper.tma_load(smem[at], amap, (kt * BK, m0), bars[s])
+                    hopper.tma_load(smem[at + A_BYTES], bmap, (kt * BK, n0), bars[s])
+                    it += 1
+    else:
+        hopper.setmaxnreg(232, True)
+        cw = wg - 1
+        w = (t % 128) // 32
+        lane = t % 32
+        g = lane // 4
+        tq = lane % 4
+        cbase = pad + TS_C_OFF + cw * 32768
+        # This thread's first word of the C tile: row 16 w + g, columns 2 tq, 2 tq + 1.
+        c_word = cbase // 4 + (w * 16 + g) * 32 + tq
+        acc = device.local_array(BN // 2, device.float32)
+        ci = 0
+        for tile in range(device.int32(device.block_idx.x), tiles, nblocks):
+            group = tile // (GROUP_M * tiles_n)
+            first = group * GROUP_M
+            gm = min(tiles_m - first, GROUP_M)
+            m0 = (first + (tile % (GROUP_M * tiles_n)) % gm) * BM
+            n0 = ((tile % (GROUP_M * tiles_n)) // gm) * BN
+            for kt in range(k_tiles):
+                s = ci % TS_STAGES
+                hopper.mbarrier_wait_parity(bars[s], (ci // TS_STAGES) % 2)
+                cat = pad + s * STAGE_BYTES
+                da = hopper.wgmma_desc(smem, cat + cw * 64 * 128, 16, 1024, 128)
+                db = hopper.wgmma_desc(smem, cat + A_BYTES, 16, 1024, 128)
+                hopper.wgmma_fence()
+                for kk in device.static_range(BK // 16):
+                    hopper.wgmma(acc, da + kk * 2, db + kk * 2, BN, "bf16", "bf16", scale_d=(kt > 0 or kk > 0))
+                hopper.wgmma_commit_group()
+                hopper.wgmma_wait_group(1)
+                if kt > 0 and t % 128 == 0:
+                    hopper.mbarrier_arrive(bars[TS_STAGES + (ci - 1) % TS_STAGES])
+                ci += 1
+            hopper.wgmma_wait_group(0)
+            if t % 128 == 0:
+                hopper.mbarrier_arrive(bars[TS_STAGES + (ci - 1) % TS_STAGES])
+                # The previous tile's stores have read the C tile.
+                hopper.bulk_wait_group(0, True)
+            device.asm("bar.sync $0, 128;", None, (device.int32(1 + cw),), memory=True)
+            # Element pair i: row 16 w + g + 8 (i % 2), columns 8 (i // 2) + 2 tq + {0, 1}: box
+            # i // 16, 16-byte unit (i // 2) % 8 xor g (the swizzle), word tq of the unit.
+            for i in device.static_range(BN // 4):
+                sm32[c_word + (i // 16) * 2048 + (i % 2) * 256 + ((((i // 2) % 8) ^ g) * 4)] = device.asm(
+                    "cvt.rn.bf16x2.f32 $0, $1, $2;", device.uint32, (acc[2 * i + 1], acc[2 * i])
+                )
+            hopper.fence_proxy_async()
+            device.asm("bar.sync $0, 128;", None, (device.int32(1 + cw),), memory=True)
+            if t % 128 == 0:
+                for b in range(4):
+                    hopper.tma_store(cmap, (n0 + b * 64, m0 + cw * 64), smem[cbase + b * 8192])
+                hopper.bulk_commit_group()
+        if t % 128 == 0:
+            hopper.bulk_wait_group(0)

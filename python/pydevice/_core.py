@@ -1912,13 +1912,38 @@ def _contiguous_place(a, what: str):
     return data, n * itemsize, k[4]
 
 
+def _cpu_device_bytes(a: np.ndarray, what: str) -> np.ndarray:
+    """The bytes of a C-contiguous array of the CPU device (a NumPy array), as a view."""
+    if not a.flags.c_contiguous:
+        raise ValueError(f"copy: {what} must be C-contiguous (shape {a.shape}, strides {a.strides})")
+    return a.reshape(-1).view(np.uint8)
+
+
+def _cpu_device_copy(dst: np.ndarray, src: np.ndarray, via_host: bool) -> str:
+    """`copy` on the CPU back end's device, whose memory is host memory (see `copy`)."""
+    d = _cpu_device_bytes(dst, "dst")
+    s = _cpu_device_bytes(src, "src")
+    if d.size != s.size:
+        raise ValueError(f"copy: dst has {d.size} bytes, src {s.size}")
+    if not dst.flags.writeable:
+        raise ValueError("copy: dst is read-only")
+    np.copyto(d, s)  # overlapping arrays are copied as if through a temporary
+    return "host" if via_host else "same_device"
+
+
 def copy(dst, src, *, stream=None, src_stream=None, via_host: bool = False) -> str:
     """Copies the C-contiguous device array ``src`` into ``dst`` (the same number of bytes),
     which may be on another GPU, and returns how: ``"same_device"``, ``"peer"`` (peer to peer,
     where the driver allows it between the two GPUs) or ``"host"`` (through host memory).
     The copy is ordered after the work already on ``src_stream`` (a stream of ``src``'s GPU;
     default: ``stream``, else the default stream) and ``stream`` (of ``dst``'s GPU), and
-    before work submitted to either later. ``via_host=True`` takes the host path anyway."""
+    before work submitted to either later. ``via_host=True`` takes the host path anyway.
+
+    With the CPU back end selected (``PYDEVICE_BACKEND=cpu``), its device's memory is host
+    memory: two NumPy arrays are copied there, synchronously (CPU launches are), and the copy
+    is ``"same_device"`` (``"host"`` with ``via_host=True``); the streams order nothing."""
+    if _BACKEND == "cpu" and isinstance(dst, np.ndarray) and isinstance(src, np.ndarray):
+        return _cpu_device_copy(dst, src, via_host)
     dp, dn, dd = _contiguous_place(dst, "dst")
     sp, sn, sd = _contiguous_place(src, "src")
     if dn != sn:

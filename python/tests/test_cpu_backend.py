@@ -178,3 +178,34 @@ def test_environment_variable_runs_unchanged_numba_and_cupyx_programs_on_the_cpu
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "ok"
+
+
+def test_copy_between_arrays_of_the_cpu_device(monkeypatch):
+    """`device.copy` with the CPU back end selected: its device's memory is host memory, so
+    two NumPy arrays are copied byte for byte there; the checks of a device copy still hold."""
+    from pydevice import _core
+
+    rng = np.random.default_rng(33)
+    src = rng.standard_normal((37, 11)).astype(np.float64)
+    dst = np.zeros(37 * 11 * 2, np.float32)  # the same bytes, another type and shape
+    monkeypatch.setattr(_core, "_BACKEND", None)
+    with pytest.raises(TypeError, match="device array"):  # GPUs: host memory is not theirs
+        device.copy(dst, src)
+    monkeypatch.setattr(_core, "_BACKEND", "cpu")
+    assert device.copy(dst, src) == "same_device"
+    np.testing.assert_array_equal(dst.view(np.float64).reshape(37, 11), src)
+    again = np.zeros_like(src)
+    assert device.copy(again, src, via_host=True, stream=0) == "host"
+    np.testing.assert_array_equal(again, src)
+    with pytest.raises(ValueError, match="bytes"):
+        device.copy(dst[:10], src)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        device.copy(np.zeros(37, np.float64), src[:, 0])
+    ro = np.zeros_like(src)
+    ro.setflags(write=False)
+    with pytest.raises(ValueError, match="read-only"):
+        device.copy(ro, src)
+    assert not ro.any()
+    v = np.arange(100, dtype=np.int32)  # overlapping: as if through a temporary
+    assert device.copy(v[10:60], v[:50]) == "same_device"
+    np.testing.assert_array_equal(v, np.r_[np.arange(10), np.arange(50), np.arange(60, 100)])

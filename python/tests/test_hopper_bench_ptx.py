@@ -30,7 +30,7 @@ KERNELS = [
      ["wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", "cvt.rn.bf16x2.f32"]),
     ("gemm_bf16", "gemm_bf16_cluster", GEMM,
      [".reqnctapercluster 2, 1, 1", ".multicast::cluster", "mapa.shared::cluster.u32",
-      "mbarrier.arrive.release.cluster.shared::cluster.b64", "barrier.cluster.arrive"]),
+      "mbarrier.arrive.shared::cluster.b64", "barrier.cluster.arrive"]),
     ("gemm_bf16", "gemm_bf16_pingpong", GEMM,
      ["wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", "bar.sync", "bar.arrive"]),
     ("gemm_bf16", "gemm_bf16_ppcluster", GEMM,
@@ -41,6 +41,10 @@ KERNELS = [
      [".reqnctapercluster 4, 1, 1", ".multicast::cluster", "mapa.shared::cluster.u32"]),
     ("gemm_fp8", "gemm_fp8_cluster4", f"void({MAP}, {MAP}, {C2}, int32, int32, int32, float32)",
      [".reqnctapercluster 4, 1, 1", "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3"]),
+    ("gemm_bf16", "gemm_bf16_tmastore", f"void({MAP}, {MAP}, {MAP}, int32, int32, int32)",
+     ["cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group", "cp.async.bulk.wait_group.read 0"]),
+    ("gemm_fp8", "gemm_fp8_tmastore", f"void({MAP}, {MAP}, {MAP}, int32, int32, int32, float32)",
+     ["cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group", "m64n256k32.f32.e4m3.e4m3"]),
     ("gemm_fp8", "gemm_fp8", f"void({MAP}, {MAP}, {C2}, int32, int32, int32, float32)",
      ["wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3"]),
     ("gemm_fp8", "gemm_fp8_cluster", f"void({MAP}, {MAP}, {C2}, int32, int32, int32, float32)",
@@ -79,6 +83,12 @@ def test_bench_kernel_assembles_for_sm90a(module, kernel, sig, needles, tmp_path
     assert ".target sm_90a" in ptx
     for n in needles:
         assert n in ptx, f"{kernel}: no `{n}` in its PTX"
+    # The bf16x2 packings (epilogue: 64 per thread; attention: 32 of P and 32 of O) convert at
+    # least 64 different register pairs: a static_range index frozen at its first value (a
+    # compiler bug met here) packs one pair 64 times.
+    pairs = set(re.findall(r"cvt\.rn\.bf16x2\.f32 %r\d+, (%f\d+, %f\d+);", ptx))
+    if kernel != "gemm_bf16":
+        assert len(pairs) >= 64, f"{kernel}: only {len(pairs)} different bf16x2 operand pairs"
     ptxas = _ptxas()
     if ptxas is None:
         if os.environ.get("CI") or os.environ.get("PYDEVICE_REQUIRE_PTXAS"):

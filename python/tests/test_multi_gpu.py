@@ -1,7 +1,8 @@
 """Every GPU of a host, from Python: the launch follows its stream (then its arrays), arrays
 of another GPU raise DeviceMismatchError naming both, `pydevice.copy` between GPUs, and the
 two-GPU stencil example against one GPU. Two-GPU tests skip with one GPU, saying so; what one
-GPU can check (the stencil with both halves on GPU 0, copies, the GPU of a stream) it does."""
+GPU can check (the stencil with both halves on GPU 0, copies, the GPU of a stream) it does;
+without a GPU those run on the CPU back end, whose device memory is host memory."""
 
 import os
 import sys
@@ -26,8 +27,8 @@ def two_gpus(real_gpu, cupy):
     return cupy
 
 
-@pytest.mark.gpu_only('device-to-device copies (`device.copy`)')
-def test_stencil_halves_on_one_gpu_match_the_whole(real_gpu, cupy):
+def test_stencil_halves_on_one_gpu_match_the_whole(cupy):
+    # Without a GPU: both halves on the CPU back end's device, the halos copied in host memory.
     g = stencil.initial(130, 200)
     single = stencil.run_single(cupy, 0, g, 40)
     split, paths = stencil.run_decomposed(cupy, [0, 0], g, 40)
@@ -36,8 +37,7 @@ def test_stencil_halves_on_one_gpu_match_the_whole(real_gpu, cupy):
     assert not np.array_equal(single, g)
 
 
-@pytest.mark.gpu_only('device-to-device copies (`device.copy`)')
-def test_copy_paths_on_one_gpu(real_gpu, cupy):
+def test_copy_paths_on_one_gpu(cupy):
     a = cupy.arange(1000, dtype=cupy.float32)
     b = cupy.zeros_like(a)
     c = cupy.zeros_like(a)

@@ -501,10 +501,16 @@ pub enum Type {
     },
     /// A reference to one element of an array, as `atomic_ref(array, index)` returns.
     Ref {
-        /// The element type.
+        /// The element type; for a struct element, the number type of the same size whose
+        /// bits the atomic moves (`uint32`, `uint64`, or `complex128` for 16 bytes).
         dtype: Scalar,
         /// Where the element lives.
         space: MemSpace,
+        /// The struct, when the element is one (`atomic_ref` on an array of a 4-, 8- or
+        /// 16-byte `@struct`, §9.2): its `load`, `store`, `exch` and `cas` take and return it.
+        /// Left out of the serialized form when `None`, which keeps that form as it was.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        record: Option<Box<StructType>>,
     },
     /// A cooperative group (`cg.this_thread_block()`, `cg.tiled_partition(g, 8)`, …,
     /// docs/semantics.md §17). Its kind is known at compile time; at run time it is an
@@ -822,6 +828,9 @@ impl fmt::Display for Type {
             Type::Struct(st) => f.write_str(&st.name),
             Type::Atomic { dtype, .. } => write!(f, "Atomic[{dtype}]"),
             Type::StructRef { st, .. } => write!(f, "ref[{}]", st.name),
+            Type::Ref {
+                record: Some(st), ..
+            } => write!(f, "atomic_ref[{}]", st.name),
             Type::Ref { dtype, .. } => write!(f, "atomic_ref[{dtype}]"),
             Type::Group(k) => f.write_str(&k.name()),
             Type::Fragment(fr) => write!(f, "{fr}"),

@@ -475,6 +475,7 @@ fn cuda_types_match_nvcc() {
     types.push(Type::None);
     types.push(Type::WarpMask);
     types.push(Type::Ref {
+        record: None,
         dtype: Scalar::Float64,
         space: MemSpace::Global,
     });

@@ -86,7 +86,11 @@ fn ty() -> impl Strategy<Value = Type> {
         scalar().prop_map(Type::Scalar),
         (scalar(), any::<u8>()).prop_map(|(elem, len)| Type::Vector { elem, len }),
         (scalar(), edgy_u64()).prop_map(|(dtype, align)| Type::Atomic { dtype, align }),
-        (scalar(), space()).prop_map(|(dtype, space)| Type::Ref { dtype, space }),
+        (scalar(), space()).prop_map(|(dtype, space)| Type::Ref {
+            dtype,
+            space,
+            record: None
+        }),
     ];
     leaf.prop_recursive(4, 24, 4, |inner| {
         prop_oneof![

@@ -514,7 +514,11 @@ impl FnCx<'_, '_> {
         };
         let target = self.push(
             Expr::FieldRef(base.e, idx),
-            Type::Ref { dtype: fs, space },
+            Type::Ref {
+                record: None,
+                dtype: fs,
+                space,
+            },
             span,
         );
         out.push(Stmt {

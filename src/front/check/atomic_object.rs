@@ -100,6 +100,7 @@ impl FnCx<'_, '_> {
         let i64t = Type::Scalar(Scalar::Int64);
         let zero_i = self.push(Expr::Literal(Literal::Int(0)), i64t, span);
         let ref_ty = Type::Ref {
+            record: None,
             dtype,
             space: MemSpace::Local,
         };

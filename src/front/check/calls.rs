@@ -44,7 +44,13 @@ impl FnCx<'_, '_> {
                     // `r.dtype(x)` of an atomic reference or `v.dtype(x)` of a vector: a
                     // conversion to the element type.
                     Value::Val(Val {
-                        ty: Type::Ref { dtype: s, .. } | Type::Vector { elem: s, .. },
+                        ty:
+                            Type::Ref {
+                                dtype: s,
+                                record: None,
+                                ..
+                            }
+                            | Type::Vector { elem: s, .. },
                         ..
                     }) if a.attr.id.as_str() == "dtype" => {
                         return self

@@ -223,7 +223,11 @@ impl FnCx<'_, '_> {
                 match self.eval(&a.value).map(|v| v.ty) {
                     Some(Type::Array(at)) => at.dtype.scalar(),
                     Some(Type::Vector { elem, .. }) => Some(elem),
-                    Some(Type::Ref { dtype, .. }) => Some(dtype),
+                    Some(Type::Ref {
+                        dtype,
+                        record: None,
+                        ..
+                    }) => Some(dtype),
                     _ => None,
                 }
             }
@@ -656,6 +660,26 @@ impl FnCx<'_, '_> {
                     return None;
                 };
                 let space = at.space;
+                if let DType::Struct(st) = &at.dtype {
+                    let st = st.clone();
+                    let dtype = self.struct_atomic_carrier(&st, &arr)?;
+                    self.check_writable(&arr, span)?;
+                    let indices = self.indices(&arr, a[1]?)?;
+                    let ty = Type::Ref {
+                        dtype,
+                        space,
+                        record: Some(st),
+                    };
+                    let e = self.push(
+                        Expr::ElementRef {
+                            array: arr.e,
+                            indices,
+                        },
+                        ty.clone(),
+                        span,
+                    );
+                    return Some(self.val(e, ty, span));
+                }
                 let Some(dtype) = at.dtype.atomic_scalar() else {
                     self.diags.push(
                         Diagnostic::error(Code::E0408, arr.span, format!("`atomic_ref` needs an array of numbers, found {}", arr.ty))
@@ -665,7 +689,11 @@ impl FnCx<'_, '_> {
                 };
                 self.check_writable(&arr, span)?;
                 let indices = self.indices(&arr, a[1]?)?;
-                let ty = Type::Ref { dtype, space };
+                let ty = Type::Ref {
+                    record: None,
+                    dtype,
+                    space,
+                };
                 let e = self.push(
                     Expr::ElementRef {
                         array: arr.e,
@@ -1198,7 +1226,7 @@ impl FnCx<'_, '_> {
                 self.builtin_call(Builtin::Scalar(at.dtype.scalar()?), c)
             }
             Type::Scalar(s) if method == "dtype" => self.builtin_call(Builtin::Scalar(s), c),
-            Type::Ref { dtype, .. } => {
+            Type::Ref { dtype, record, .. } => {
                 let Some(op) = AtomicOp::from_method(method) else {
                     self.error(
                         Code::E0212,
@@ -1215,7 +1243,10 @@ impl FnCx<'_, '_> {
                 };
                 let nvals = params.len() - 2;
                 let a = self.bind(c, method, params, nvals)?;
-                self.check_atomic_dtype(op, dtype, method, v.span)?;
+                match &record {
+                    Some(st) => self.check_struct_atomic(op, st, dtype, method, v.span)?,
+                    None => self.check_atomic_dtype(op, dtype, method, v.span)?,
+                }
                 let order = self.memory_order(a[nvals])?;
                 let scope = self.scope(a[nvals + 1])?;
                 let bad_order = match op {
@@ -1243,10 +1274,27 @@ impl FnCx<'_, '_> {
                 let mut args = Vec::new();
                 for e in a[..nvals].iter().flatten() {
                     let x = self.eval(e)?;
-                    args.push(self.store_value(&x, dtype)?);
+                    match &record {
+                        // A struct element's operands are values of the struct.
+                        Some(st) if x.ty != Type::Struct(st.clone()) => {
+                            self.error(
+                                Code::E0207,
+                                x.span,
+                                format!("atomic `{method}` on a `{}` element needs a `{}` value, found {}", st.name, st.name, x.ty),
+                            );
+                            return None;
+                        }
+                        Some(_) => {
+                            let x = self.concrete(x)?;
+                            args.push(x.e);
+                        }
+                        None => args.push(self.store_value(&x, dtype)?),
+                    }
                 }
                 let ty = if matches!(op, AtomicOp::Store | AtomicOp::Wait | AtomicOp::Notify) {
                     Type::None
+                } else if let Some(st) = record {
+                    Type::Struct(st)
                 } else {
                     Type::Scalar(dtype)
                 };
@@ -1350,6 +1398,135 @@ impl FnCx<'_, '_> {
         }
     }
 
+    /// The number type whose bits an `atomic_ref` on an element of struct `st` moves: the
+    /// struct must be 4, 8 or 16 bytes, aligned to its size (as C++'s
+    /// `atomic_ref<T>::required_alignment`), and hold no `Atomic` field (§9.2). E0408
+    /// otherwise, at the array.
+    fn struct_atomic_carrier(
+        &mut self,
+        st: &crate::types::StructType,
+        arr: &Val,
+    ) -> Option<Scalar> {
+        fn has_atomic(t: &Type) -> bool {
+            match t {
+                Type::Atomic { .. } => true,
+                Type::Struct(st) => st.fields.iter().any(|(_, t)| has_atomic(t)),
+                _ => false,
+            }
+        }
+        if st.fields.iter().any(|(_, t)| has_atomic(t)) {
+            self.diags.push(
+                Diagnostic::error(
+                    Code::E0408,
+                    arr.span,
+                    format!(
+                        "`atomic_ref` on an element of `{}`, which has `Atomic` fields",
+                        st.name
+                    ),
+                )
+                .with_note("use the fields' own atomic methods: `array[i].field.add(1)`"),
+            );
+            return None;
+        }
+        let (size, align) = crate::abi::size_align(&Type::Struct(Box::new(st.clone())));
+        let carrier = match size {
+            4 => Scalar::UInt32,
+            8 => Scalar::UInt64,
+            16 => Scalar::Complex128,
+            _ => {
+                self.diags.push(
+                    Diagnostic::error(
+                        Code::E0408,
+                        arr.span,
+                        format!(
+                            "`atomic_ref` on an element of `{}` ({size} bytes): atomic structs must be 4, 8 or 16 bytes",
+                            st.name
+                        ),
+                    )
+                    .with_note("the GPU accesses 4, 8 or 16 bytes atomically; pad the struct to one of these sizes, or use `Atomic` fields"),
+                );
+                return None;
+            }
+        };
+        if align < size {
+            self.diags.push(
+                Diagnostic::error(
+                    Code::E0408,
+                    arr.span,
+                    format!(
+                        "`atomic_ref` on an element of `{}` needs it aligned to its {size} bytes, but its alignment is {align}",
+                        st.name
+                    ),
+                )
+                .with_note(format!("declare the struct `@device.struct(align={size})`, as C++'s `atomic_ref<T>::required_alignment` asks")),
+            );
+            return None;
+        }
+        Some(carrier)
+    }
+
+    /// The rules of atomic `method` on an element of struct `st` (§9.2): `load` and `store`
+    /// up to 16 bytes (16 from sm_90 on), `exch` and `cas` up to 8; E0402 otherwise.
+    fn check_struct_atomic(
+        &mut self,
+        op: AtomicOp,
+        st: &crate::types::StructType,
+        dtype: Scalar,
+        method: &str,
+        span: Span,
+    ) -> Option<()> {
+        let size = dtype.size();
+        let why = match op {
+            AtomicOp::Load | AtomicOp::Store | AtomicOp::Notify => None,
+            AtomicOp::Exch | AtomicOp::Cas if size <= 8 => None,
+            AtomicOp::Exch | AtomicOp::Cas => Some(
+                "`exch` and `cas` need a struct of at most 8 bytes (the spec's rule); 16-byte structs take `load` and `store`",
+            ),
+            _ => Some(
+                "structs take `load`, `store`, `exch` and `cas` (bit copies); the other atomic methods need a number element",
+            ),
+        };
+        if let Some(why) = why {
+            self.diags.push(
+                Diagnostic::error(
+                    Code::E0402,
+                    span,
+                    format!(
+                        "atomic `{method}` is not available for struct `{}` ({size} bytes)",
+                        st.name
+                    ),
+                )
+                .with_note(why),
+            );
+            return None;
+        }
+        if size == 16 {
+            self.check_b128_arch(method, &format!("struct `{}`", st.name), span)?;
+        }
+        Some(())
+    }
+
+    /// 16-byte atomic loads and stores are PTX's `ld`/`st` `.b128` (PTX ISA 8.3, sm_90 on):
+    /// E0402 below sm_90. The host refuses them later (E0502), so only device targets are
+    /// checked here.
+    fn check_b128_arch(&mut self, method: &str, what: &str, span: Span) -> Option<()> {
+        if self.s.sm == crate::ir::HOST_TARGET || self.s.sm >= 90 {
+            return Some(());
+        }
+        self.diags.push(
+            Diagnostic::error(
+                Code::E0402,
+                span,
+                format!(
+                    "a 16-byte atomic `{method}` ({what}) needs sm_90 or newer; this compilation is for sm_{}",
+                    self.s.sm
+                ),
+            )
+            .with_note("PTX has 128-bit atomic loads and stores (`ld`/`st` `.b128`) from sm_90 on: compile for sm_90, or guard the code with `if device.target(device.provides(device.sm_90))`"),
+        );
+        None
+    }
+
     pub(super) fn check_atomic_dtype(
         &mut self,
         op: AtomicOp,
@@ -1357,22 +1534,31 @@ impl FnCx<'_, '_> {
         method: &str,
         span: Span,
     ) -> Option<()> {
-        // complex64 travels as its 64 bits: load, store, exch and cas (§9.2).
-        let complex_bits = dtype == Scalar::Complex64
-            && matches!(
+        // complex64 travels as its 64 bits: load, store, exch and cas; complex128 as its
+        // 128 bits: load and store (PTX's `.b128`, sm_90 on) (§9.2).
+        let complex_bits = match dtype {
+            Scalar::Complex64 => matches!(
                 op,
                 AtomicOp::Load | AtomicOp::Store | AtomicOp::Exch | AtomicOp::Cas
-            );
+            ),
+            Scalar::Complex128 => {
+                matches!(op, AtomicOp::Load | AtomicOp::Store | AtomicOp::Notify)
+            }
+            _ => false,
+        };
         if (dtype.is_complex() || dtype.is_fp8()) && !complex_bits {
             self.diags.push(
                 Diagnostic::error(
                     Code::E0253,
                     span,
-                    format!("atomic operations on {dtype} are not supported"),
+                    format!("atomic `{method}` on {dtype} is not supported"),
                 )
-                .with_note("complex64 elements take `load`, `store`, `exch` and `cas` only; complex128 and fp8 elements have no atomic instructions: use a lock, or atomics on a float32 or int32 array"),
+                .with_note("complex64 elements take `load`, `store`, `exch` and `cas`; complex128 elements (16 bytes) `load` and `store` only (the spec's 16-byte rule; `exch` and `cas` need at most 8 bytes); fp8 elements have no atomic instructions: use a lock, or atomics on a float32 or int32 array"),
             );
             return None;
+        }
+        if dtype.size() == 16 {
+            self.check_b128_arch(method, dtype.name(), span)?;
         }
         use Scalar::*;
         let arith = [UInt32, Int32, UInt64, Int64, Float32, Float64];

@@ -331,6 +331,22 @@ impl FnCx<'_, '_> {
                     return Value::Item(Item::Builtin(Builtin::Scalar(elem)), span);
                 }
                 // `AtomicInterface.dtype`: the dtype of the atomic's object, a type too.
+                // A struct element's reference has no number dtype: its bits travel as one
+                // of the same size, which is not the element's type (§9.2).
+                if let (
+                    Type::Ref {
+                        record: Some(st), ..
+                    },
+                    "dtype",
+                ) = (&v.ty, attr)
+                {
+                    self.error(
+                        Code::E0212,
+                        span,
+                        format!("`dtype` of an atomic reference to a `{}` element is not available: use `{}` itself", st.name, st.name),
+                    );
+                    return Value::Err;
+                }
                 if let (Type::Ref { dtype, .. }, "dtype") = (&v.ty, attr) {
                     return Value::Item(Item::Builtin(Builtin::Scalar(*dtype)), span);
                 }
@@ -571,6 +587,7 @@ impl FnCx<'_, '_> {
         let (ref_ty, deref) = match &fty {
             Type::Atomic { dtype, .. } => (
                 Type::Ref {
+                    record: None,
                     dtype: *dtype,
                     space,
                 },
@@ -583,7 +600,14 @@ impl FnCx<'_, '_> {
                 },
                 false,
             ),
-            Type::Scalar(s) => (Type::Ref { dtype: *s, space }, true),
+            Type::Scalar(s) => (
+                Type::Ref {
+                    record: None,
+                    dtype: *s,
+                    space,
+                },
+                true,
+            ),
             other => {
                 // Vectors and tuples: read the whole element and take the field.
                 let whole = self.push(Expr::Deref(r.e), Type::Struct(st.clone()), span);

@@ -296,7 +296,11 @@ impl FnCx<'_, '_> {
                         array: arr.e,
                         indices,
                     },
-                    Type::Ref { dtype, space },
+                    Type::Ref {
+                        record: None,
+                        dtype,
+                        space,
+                    },
                     span,
                 );
                 let lead = self.desc_offset(a[2]?, "leading")?;
@@ -452,6 +456,7 @@ impl FnCx<'_, '_> {
                     }],
                 },
                 Type::Ref {
+                    record: None,
                     dtype: acc_dtype,
                     space: MemSpace::Local,
                 },
@@ -557,6 +562,7 @@ impl FnCx<'_, '_> {
                 indices,
             },
             Type::Ref {
+                record: None,
                 dtype,
                 space: MemSpace::Shared,
             },
@@ -597,6 +603,7 @@ impl FnCx<'_, '_> {
                 }],
             },
             Type::Ref {
+                record: None,
                 dtype,
                 space: MemSpace::Global,
             },
@@ -673,7 +680,11 @@ impl FnCx<'_, '_> {
                 array: arr.e,
                 indices,
             },
-            Type::Ref { dtype, space },
+            Type::Ref {
+                record: None,
+                dtype,
+                space,
+            },
             sp(e),
         );
         Some((h, dtype))

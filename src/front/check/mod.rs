@@ -1525,7 +1525,7 @@ impl FnCx<'_, '_> {
         };
         // `c: device.Atomic(int32)`: an Atomic object (or an element of an array of them, or
         // an `atomic_ref`) of that dtype, passed by reference (§9.7).
-        let atomic_ok = matches!((&want, ty), (Type::Atomic { dtype: a, .. }, Type::Ref { dtype: b, .. }) if a == b);
+        let atomic_ok = matches!((&want, ty), (Type::Atomic { dtype: a, .. }, Type::Ref { dtype: b, record: None, .. }) if a == b);
         if &want != ty && !atomic_ok {
             self.diags.push(
                 Diagnostic::error(

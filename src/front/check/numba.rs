@@ -440,7 +440,11 @@ impl FnCx<'_, '_> {
                         array: arr.e,
                         indices,
                     },
-                    Type::Ref { dtype, space },
+                    Type::Ref {
+                        record: None,
+                        dtype,
+                        space,
+                    },
                     span,
                 );
                 let first_val = if cas_first { 1 } else { 2 };

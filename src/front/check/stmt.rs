@@ -6,8 +6,14 @@ use super::*;
 use crate::diag::Code;
 
 /// Calls `f` with each name an assignment binds in `stmts` (nested blocks included) and
-/// whether it is a `for` loop's target.
+/// whether it takes many values: a `for` loop's target, or a name assigned in the body of a
+/// `static_range` loop (each unrolled copy assigns it anew, the index a different constant, so
+/// a local assigned once there is no constant expression).
 fn each_assigned_name(stmts: &[ast::Stmt], f: &mut impl FnMut(&str, bool)) {
+    walk_assigned(stmts, false, f)
+}
+
+fn walk_assigned(stmts: &[ast::Stmt], many: bool, f: &mut impl FnMut(&str, bool)) {
     fn target(e: &ast::Expr, loop_var: bool, f: &mut impl FnMut(&str, bool)) {
         match e {
             ast::Expr::Name(n) => f(n.id.as_str(), loop_var),
@@ -20,26 +26,39 @@ fn each_assigned_name(stmts: &[ast::Stmt], f: &mut impl FnMut(&str, bool)) {
     }
     for s in stmts {
         match s {
-            ast::Stmt::Assign(a) => a.targets.iter().for_each(|t| target(t, false, f)),
-            ast::Stmt::AugAssign(a) => target(&a.target, false, f),
-            ast::Stmt::AnnAssign(a) => target(&a.target, false, f),
+            ast::Stmt::Assign(a) => a.targets.iter().for_each(|t| target(t, many, f)),
+            ast::Stmt::AugAssign(a) => target(&a.target, many, f),
+            ast::Stmt::AnnAssign(a) => target(&a.target, many, f),
             ast::Stmt::For(fs) => {
                 target(&fs.target, true, f);
-                each_assigned_name(&fs.body, f);
-                each_assigned_name(&fs.orelse, f);
+                walk_assigned(&fs.body, many || is_static_range(&fs.iter), f);
+                walk_assigned(&fs.orelse, many, f);
             }
             ast::Stmt::While(w) => {
-                each_assigned_name(&w.body, f);
-                each_assigned_name(&w.orelse, f);
+                walk_assigned(&w.body, many, f);
+                walk_assigned(&w.orelse, many, f);
             }
             ast::Stmt::If(i) => {
-                each_assigned_name(&i.body, f);
+                walk_assigned(&i.body, many, f);
                 for c in &i.elif_else_clauses {
-                    each_assigned_name(&c.body, f);
+                    walk_assigned(&c.body, many, f);
                 }
             }
             _ => {}
         }
+    }
+}
+
+/// Whether a loop's iterable is a call of `static_range` (`device.static_range(...)` or a
+/// bare `static_range(...)`), judged by the name alone: this runs before names are resolved.
+fn is_static_range(iter: &ast::Expr) -> bool {
+    let ast::Expr::Call(c) = iter else {
+        return false;
+    };
+    match c.func.as_ref() {
+        ast::Expr::Name(n) => n.id.as_str() == "static_range",
+        ast::Expr::Attribute(a) => a.attr.id.as_str() == "static_range",
+        _ => false,
     }
 }
 
@@ -51,7 +70,8 @@ pub(super) fn assigned_names(stmts: &[ast::Stmt], out: &mut HashSet<String>) {
 }
 
 /// Counts the places that assign each name (a `for` target and `x += 1` count too; a loop
-/// variable counts twice, as it takes many values).
+/// variable, and a name assigned in a `static_range` body, count twice, as they take many
+/// values).
 pub(super) fn count_assignments(stmts: &[ast::Stmt], out: &mut HashMap<String, usize>) {
     each_assigned_name(stmts, &mut |n, loop_var| {
         *out.entry(n.to_string()).or_default() += if loop_var { 2 } else { 1 };

@@ -643,7 +643,11 @@ impl FnCx<'_, '_> {
                 array: arr.e,
                 indices,
             },
-            Type::Ref { dtype, space },
+            Type::Ref {
+                record: None,
+                dtype,
+                space,
+            },
             span,
         ))
     }

@@ -251,6 +251,7 @@ impl FnCx<'_, '_> {
             if let DType::Atomic(dtype) = at.dtype {
                 // An element of an array of `Atomic` is the atomic object itself (§9.5).
                 let ty = Type::Ref {
+                    record: None,
                     dtype,
                     space: at.space,
                 };

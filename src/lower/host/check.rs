@@ -450,11 +450,17 @@ impl Checker {
 
 /// Whether the host lowers atomic `op` on a reference of type `target`.
 fn host_atomic(op: AtomicOp, target: &Type, kernel: bool) -> bool {
-    let Type::Ref { dtype, .. } = target else {
+    let Type::Ref { dtype, record, .. } = target else {
         return false;
     };
+    if record.is_some() {
+        // Struct elements (§9.2) are device-only: their 16-byte form has no Cranelift
+        // counterpart, and the host does not convert structs to bits.
+        return false;
+    }
     if dtype.is_complex() {
-        // complex64's 64 bits move as one, as on the device (complex128 has no atomics).
+        // complex64's 64 bits move as one, as on the device; complex128's 16-byte load and
+        // store (§9.2) are device-only.
         return *dtype == Scalar::Complex64
             && matches!(
                 op,

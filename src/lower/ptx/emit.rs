@@ -559,6 +559,25 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         Ok(())
     }
 
+    /// Value `v` of type `from` as a value of type `to`, of the same size: stored to a
+    /// 16-byte-aligned stack slot as `from`, loaded as `to` (a struct element's bits for an
+    /// atomic, §9.2).
+    fn same_bits(
+        &self,
+        v: BasicValueEnum<'ctx>,
+        from: &Type,
+        to: &Type,
+    ) -> R<BasicValueEnum<'ctx>> {
+        let slot = self.entry_alloca(self.e.ctx.i8_type().array_type(16), "bits")?;
+        if let Some(i) = slot.as_instruction() {
+            i.set_alignment(16).map_err(|e| err(e.to_string()))?;
+        }
+        let v = self.mem_repr(v, from)?;
+        self.b().build_store(slot, v)?;
+        let r = self.b().build_load(self.e.mem_type(to), slot, "")?;
+        self.reg_repr(r, to)
+    }
+
     /// Register value → memory value (bool to byte).
     fn mem_repr(&self, v: BasicValueEnum<'ctx>, t: &Type) -> R<BasicValueEnum<'ctx>> {
         if t == &Type::Scalar(Scalar::Bool) && v.into_int_value().get_type().get_bit_width() == 1 {

@@ -437,14 +437,14 @@ pub(crate) fn compile_with(
         b.finish_setup();
         let ptx = ptx?;
         llvm_errors(ctx_key)?;
-        let ptx = cluster_directives(
+        let ptx = require_b128_version(cluster_directives(
             widen_param_space(
                 retarget(renumber_call_sequences(ptx), options.arch),
                 program,
                 options.arch,
             ),
             program,
-        );
+        ));
         Ok(if program.options.debug {
             format!("{DEBUG_MARK}\n{ptx}")
         } else {
@@ -492,6 +492,30 @@ pub(crate) fn renumber_call_sequences(ptx: String) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// A module with a 16-byte atomic `load`/`store` (`ld`/`st` of a `.b128` register, §9.2)
+/// declares at least PTX ISA 8.4: `.b128` came with 8.3, and its `.sys` scope (the default
+/// scope of an atomic) with 8.4. Other modules keep their version. (The checker allows
+/// 16-byte atomics from sm_90 on, whose usual version is 8.0.)
+pub(crate) fn require_b128_version(ptx: String) -> String {
+    if !ptx.contains(".b128 ") {
+        return ptx;
+    }
+    let Some(line) = ptx.lines().find(|l| l.starts_with(".version ")) else {
+        return ptx;
+    };
+    let version = line[".version ".len()..].trim();
+    let parsed = version
+        .split_once('.')
+        .and_then(|(a, b)| Some((a.parse::<u32>().ok()?, b.parse::<u32>().ok()?)));
+    match parsed {
+        Some(v) if v < (8, 4) => {
+            let line = line.to_string();
+            ptx.replacen(&line, ".version 8.4", 1)
+        }
+        _ => ptx,
+    }
 }
 
 /// The `.param` space a kernel's parameters may take before PTX ISA 8.1; from 8.1 on (sm_70

@@ -45,6 +45,8 @@
 #include <llvm/Analysis/CFG.h>
 #include <llvm/Analysis/LazyValueInfo.h>
 #include <llvm/IR/ConstantRange.h>
+#include <llvm/IR/Dominators.h>
+#include <llvm/IR/PatternMatch.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/Support/KnownBits.h>
 #include <llvm/Analysis/LoopInfo.h>
@@ -52,6 +54,10 @@
 #include <llvm/Analysis/ValueTracking.h>
 #include <llvm/Transforms/Scalar/LoopPassManager.h>
 #include <llvm/Transforms/Utils/LoopUtils.h>
+#include <llvm/Transforms/Utils/BasicBlockUtils.h>
+#include <llvm/Transforms/Utils/Cloning.h>
+#include <llvm/Transforms/Utils/Local.h>
+#include <llvm/Transforms/Utils/ValueMapper.h>
 #include <llvm/ADT/SmallString.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/LLVMContext.h>
@@ -77,12 +83,15 @@
 #include <llvm/Transforms/Vectorize/VectorCombine.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <mutex>
 #include <utility>
 
 using namespace llvm;
+using namespace llvm::PatternMatch;
 
 namespace llvm {
 // NVPTX's cache of `nvvm.annotations` per Module* (NVPTXUtilities.h, not installed). The
@@ -356,17 +365,116 @@ bool is_floor_fn(const Function *f) {
   return f && f->isDeclaration() && (f->getName() == kFloorDiv || f->getName() == kFloorMod);
 }
 
-// The range of `v` at `at`. LazyValueInfo bounds a value by the conditions of the branches
+// Conditions that hold at an instruction: the branch conditions of the edges every path to it
+// takes. Walking up the dominator tree from the instruction's block, a block with a single
+// predecessor ending in a conditional branch is entered only through that edge, so the
+// branch's condition (negated on its false edge) holds in it and in every block it
+// dominates. An `and` (or a logical `and` written as a select) on a true edge, and an `or` on
+// a false edge, give both of their operands. This is how `if x < width:` tells the range
+// queries below that `width > x >= 0` inside the branch, and a loop's guard
+// `for so in range(0, C, 32)` that `C > 0` inside the loop: LazyValueInfo finds such facts
+// only for values the conditions name, and not across a loop's back edge.
+struct Fact {
+  ICmpInst::Predicate pred;
+  Value *lhs, *rhs;
+};
+
+void add_fact(Value *cond, bool holds, SmallVectorImpl<Fact> &out, unsigned depth) {
+  if (auto *c = dyn_cast<ICmpInst>(cond)) {
+    out.push_back({holds ? c->getPredicate() : c->getInversePredicate(), c->getOperand(0),
+                   c->getOperand(1)});
+    return;
+  }
+  if (depth == 0) return;
+  Value *a, *b;
+  if (holds ? match(cond, m_LogicalAnd(m_Value(a), m_Value(b)))
+            : match(cond, m_LogicalOr(m_Value(a), m_Value(b)))) {
+    add_fact(a, holds, out, depth - 1);
+    add_fact(b, holds, out, depth - 1);
+  }
+}
+
+void facts_at(Instruction *at, const DominatorTree &dt, SmallVectorImpl<Fact> &out) {
+  const DomTreeNode *node = dt.getNode(at->getParent());
+  for (unsigned steps = 0; node && steps < 64; node = node->getIDom(), ++steps) {
+    BasicBlock *bb = node->getBlock();
+    BasicBlock *pred = bb->getSinglePredecessor();
+    if (!pred) continue;
+    auto *br = dyn_cast<BranchInst>(pred->getTerminator());
+    if (!br || !br->isConditional() || br->getSuccessor(0) == br->getSuccessor(1)) continue;
+    add_fact(br->getCondition(), br->getSuccessor(0) == bb, out, 3);
+  }
+}
+
+// The facts at one instruction, collected once for all the range queries made there.
+struct RangeQuery {
+  Instruction *at;
+  LazyValueInfo &lvi;
+  SmallVector<Fact, 8> facts;
+  RangeQuery(Instruction *at, LazyValueInfo &lvi, const DominatorTree *dt) : at(at), lvi(lvi) {
+    if (dt) facts_at(at, *dt, facts);
+  }
+};
+
+ConstantRange range_at(Value *v, RangeQuery &q, unsigned depth);
+
+// The range the facts give `v`: from `v < w`, `v`'s values below the largest of `w`, and so
+// on; a fact about `sext(v)` or `zext(v)` bounds `v` too (within `v`'s type).
+ConstantRange fact_range(Value *v, RangeQuery &q, unsigned depth) {
+  unsigned bits = v->getType()->getIntegerBitWidth();
+  ConstantRange r = ConstantRange::getFull(bits);
+  for (const Fact &f : q.facts) {
+    for (int side = 0; side < 2; ++side) {
+      Value *s = side ? f.rhs : f.lhs, *o = side ? f.lhs : f.rhs;
+      ICmpInst::Predicate p = side ? ICmpInst::getSwappedPredicate(f.pred) : f.pred;
+      if (!s->getType()->isIntegerTy()) continue;
+      Value *inner = s;
+      auto *cast = dyn_cast<CastInst>(s);
+      if (s != v) {
+        if (!cast || cast->getOperand(0) != v ||
+            (cast->getOpcode() != Instruction::SExt && cast->getOpcode() != Instruction::ZExt))
+          continue;
+        inner = v;
+      }
+      // (One level of facts for the other side: enough for `x < w` with `x` an index, and
+      // the cost stays linear in the number of facts.)
+      ConstantRange region =
+          ConstantRange::makeAllowedICmpRegion(p, range_at(o, q, std::min(depth, 1u)));
+      if (inner != s) {
+        // The region of the extension, back in `v`'s type: its signed (sext) or unsigned
+        // (zext) bounds, where they fit that type.
+        unsigned wide = s->getType()->getIntegerBitWidth();
+        bool sx = cast->getOpcode() == Instruction::SExt;
+        ConstantRange dom = sx ? ConstantRange::getFull(bits).signExtend(wide)
+                               : ConstantRange::getFull(bits).zeroExtend(wide);
+        region = region.intersectWith(dom, sx ? ConstantRange::Signed : ConstantRange::Unsigned);
+        if (region.isEmptySet() || region.isFullSet()) continue;
+        APInt lo = sx ? region.getSignedMin() : region.getUnsignedMin();
+        APInt hi = sx ? region.getSignedMax() : region.getUnsignedMax();
+        bool fits = sx ? lo.isSignedIntN(bits) && hi.isSignedIntN(bits)
+                       : lo.isIntN(bits) && hi.isIntN(bits);
+        if (!fits) continue;
+        region = ConstantRange::getNonEmpty(lo.trunc(bits), hi.trunc(bits) + 1);
+      }
+      r = r.intersectWith(region, ConstantRange::Signed);
+    }
+  }
+  return r;
+}
+
+// The range of `v` at `q.at`. LazyValueInfo bounds a value by the conditions of the branches
 // that lead to `at` only where they name that value; a value defined above the branch is
 // not re-evaluated there, so `stop - start - 1`, computed before `if start < stop:` from
 // `sext(stop)`, keeps its whole range inside the branch. So the range of a cast or of
 // integer arithmetic is also computed from its operands' ranges at `at` (a few levels
-// deep), and the two are intersected.
-ConstantRange range_at(Value *v, Instruction *at, LazyValueInfo &lvi, unsigned depth) {
-  ConstantRange r = lvi.getConstantRange(v, at, /*UndefAllowed=*/false);
+// deep), and the two are intersected, and with what the facts at `at` give.
+ConstantRange range_at(Value *v, RangeQuery &q, unsigned depth) {
+  ConstantRange r = q.lvi.getConstantRange(v, q.at, /*UndefAllowed=*/false);
   if (depth == 0 || r.isSingleElement()) return r;
+  if (!q.facts.empty() && !isa<Constant>(v))
+    r = r.intersectWith(fact_range(v, q, depth - 1), ConstantRange::Signed);
   if (auto *c = dyn_cast<CastInst>(v); c && c->getSrcTy()->isIntegerTy()) {
-    ConstantRange op = range_at(c->getOperand(0), at, lvi, depth - 1);
+    ConstantRange op = range_at(c->getOperand(0), q, depth - 1);
     unsigned bits = v->getType()->getIntegerBitWidth();
     return r.intersectWith(op.castOp(c->getOpcode(), bits));
   }
@@ -378,9 +486,9 @@ ConstantRange range_at(Value *v, Instruction *at, LazyValueInfo &lvi, unsigned d
       case Instruction::Xor:
       case Instruction::Or:
       case Instruction::And:
-        return r.intersectWith(range_at(b->getOperand(0), at, lvi, depth - 1)
+        return r.intersectWith(range_at(b->getOperand(0), q, depth - 1)
                                    .binaryOp(b->getOpcode(),
-                                             range_at(b->getOperand(1), at, lvi, depth - 1)));
+                                             range_at(b->getOperand(1), q, depth - 1)));
       default:
         break;
     }
@@ -388,28 +496,31 @@ ConstantRange range_at(Value *v, Instruction *at, LazyValueInfo &lvi, unsigned d
   return r;
 }
 
-bool fits_signed32(Value *v, const DataLayout &dl, LazyValueInfo *lvi, Instruction *at) {
+bool fits_signed32(Value *v, const DataLayout &dl, RangeQuery *q) {
   if (ComputeNumSignBits(v, dl) >= 33) return true;
-  return lvi && range_at(v, at, *lvi, 4).getMinSignedBits() <= 32;
+  return q && range_at(v, *q, 4).getMinSignedBits() <= 32;
 }
 
-bool fits_unsigned32(Value *v, const DataLayout &dl, LazyValueInfo *lvi, Instruction *at) {
+bool fits_unsigned32(Value *v, const DataLayout &dl, RangeQuery *q) {
   if (computeKnownBits(v, dl).countMinLeadingZeros() >= 32) return true;
-  return lvi && range_at(v, at, *lvi, 4).getActiveBits() <= 32;
+  return q && range_at(v, *q, 4).getActiveBits() <= 32;
 }
 
-Value *expand_floor(CallInst *call, LazyValueInfo *lvi) {
+Value *expand_floor(CallInst *call, LazyValueInfo *lvi, const DominatorTree *dt) {
   const DataLayout &dl = call->getModule()->getDataLayout();
   bool div = call->getCalledFunction()->getName() == kFloorDiv;
   Value *x = call->getArgOperand(0), *y = call->getArgOperand(1);
+  std::optional<RangeQuery> query;
+  if (lvi) query.emplace(call, *lvi, dt);
+  RangeQuery *rq = query ? &*query : nullptr;
   IRBuilder<> b(call);
   Type *i64 = b.getInt64Ty(), *i32 = b.getInt32Ty();
   // A non-negative `x` takes the unsigned division even where it also fits `int32`: a
   // signed one would take |x| and fix the signs again.
-  bool ys = fits_signed32(y, dl, lvi, call);
-  bool xu = fits_unsigned32(x, dl, lvi, call);
-  bool xs = ys && !xu && fits_signed32(x, dl, lvi, call);
-  bool yu = !ys && xu && fits_unsigned32(y, dl, lvi, call);
+  bool ys = fits_signed32(y, dl, rq);
+  bool xu = fits_unsigned32(x, dl, rq);
+  bool xs = ys && !xu && fits_signed32(x, dl, rq);
+  bool yu = !ys && xu && fits_unsigned32(y, dl, rq);
   if (xs) {
     Value *x32 = b.CreateTrunc(x, i32), *y32 = b.CreateTrunc(y, i32);
     Value *zero = b.getInt32(0), *one = b.getInt32(1);
@@ -458,8 +569,7 @@ Value *expand_floor(CallInst *call, LazyValueInfo *lvi) {
     return fr;
   }
   Value *zero = ConstantInt::get(i64, 0), *one = ConstantInt::get(i64, 1);
-  if (lvi && range_at(x, call, *lvi, 4).isAllNonNegative() &&
-      range_at(y, call, *lvi, 4).getSignedMin().sgt(0))
+  if (rq && range_at(x, *rq, 4).isAllNonNegative() && range_at(y, *rq, 4).getSignedMin().sgt(0))
     // 0 <= x and 0 < y: no correction and no zero divisor.
     return div ? b.CreateUDiv(x, y) : b.CreateURem(x, y);
   Value *y_zero = b.CreateICmpEQ(y, zero);
@@ -480,7 +590,7 @@ Value *expand_floor(CallInst *call, LazyValueInfo *lvi) {
 
 // Expands every floor-division call of `f`, producers before users (reverse post-order), so
 // that a remainder expanded at 32 bits is seen as such by the division that uses it.
-bool expand_floor_divs(Function &f, LazyValueInfo *lvi) {
+bool expand_floor_divs(Function &f, LazyValueInfo *lvi, const DominatorTree *dt) {
   SmallVector<CallInst *, 8> calls;
   ReversePostOrderTraversal<Function *> rpo(&f);
   for (BasicBlock *bb : rpo)
@@ -494,7 +604,7 @@ bool expand_floor_divs(Function &f, LazyValueInfo *lvi) {
           c && is_floor_fn(c->getCalledFunction()) && !is_contained(calls, c))
         calls.push_back(c);
   for (CallInst *c : calls) {
-    Value *v = expand_floor(c, lvi);
+    Value *v = expand_floor(c, lvi, dt);
     v->takeName(c);
     c->replaceAllUsesWith(v);
     c->eraseFromParent();
@@ -514,10 +624,330 @@ struct FloorDivPass : PassInfoMixin<FloorDivPass> {
   PreservedAnalyses run(Function &f, FunctionAnalysisManager &am) {
     if (!has_floor_calls(f)) return PreservedAnalyses::all();
     LazyValueInfo &lvi = am.getResult<LazyValueAnalysis>(f);
-    expand_floor_divs(f, &lvi);
+    expand_floor_divs(f, &lvi, &am.getResult<DominatorTreeAnalysis>(f));
     PreservedAnalyses pa;
     pa.preserveSet<CFGAnalyses>();
     return pa;
+  }
+  static bool isRequired() { return false; }
+};
+
+// Sign tests that the conditions on the way to them decide (issue 31). A Python index may be
+// negative, so an index the checker cannot prove non-negative (docs/semantics.md §5.1) is
+// wrapped: `i + (i < 0 ? shape : 0)`, which InstCombine turns into
+// `i + ((i >> 63) & shape)`, three or four SASS instructions for each access and a 64-bit
+// address computed twice. Often the program's own bounds test proves the index
+// non-negative: CUDA samples' `copySharedMem` reads `idata[index + i * width]` with
+// `index = xIndex + width * yIndex` under `if xIndex < width and yIndex < height:`, where
+// `width > xIndex >= 0`, so the index is non-negative; a loop
+// `for so in range(0, C, 32):` proves `C > 0` in its body. The checker's rules do not look at
+// branch conditions, and LazyValueInfo does not re-evaluate `index`, defined above the
+// branch, with what the branch says about `width`. This pass, run after each InstCombine
+// next to FloorDivPass, computes the range of the operand of each comparison with a constant
+// (`x < 0`, and `x < -16` once an unrolled loop has folded an offset into it)
+// and of each `x >> (bits - 1)` with `range_at` and the facts at that instruction, and
+// replaces the ones the range decides by their constant. Nothing observable changes: the
+// replaced value is the one the instruction computes on every path that reaches it.
+// The sign tests of `f` (of the blocks in `only`, when given) that the ranges decide, each
+// with its constant.
+void decided_sign_tests(Function &f, LazyValueInfo &lvi, const DominatorTree &dt,
+                        const SmallPtrSetImpl<BasicBlock *> *only,
+                        SmallVectorImpl<std::pair<Instruction *, Constant *>> &folds) {
+  for (BasicBlock &bb : f) {
+    if (only && !only->contains(&bb)) continue;
+    for (Instruction &inst : bb) {
+      if (auto *c = dyn_cast<ICmpInst>(&inst)) {
+        if (!c->getOperand(0)->getType()->isIntegerTy()) continue;
+        auto *k = dyn_cast<ConstantInt>(c->getOperand(1));
+        if (!k || isa<Constant>(c->getOperand(0))) continue;
+        RangeQuery q(c, lvi, &dt);
+        ConstantRange r = range_at(c->getOperand(0), q, 4);
+        ConstantRange kr(k->getValue());
+        if (r.icmp(c->getPredicate(), kr))
+          folds.push_back({c, ConstantInt::getTrue(c->getType())});
+        else if (r.icmp(c->getInversePredicate(), kr))
+          folds.push_back({c, ConstantInt::getFalse(c->getType())});
+        continue;
+      }
+      auto *b = dyn_cast<BinaryOperator>(&inst);
+      if (!b || b->getOpcode() != Instruction::AShr || !b->getType()->isIntegerTy()) continue;
+      auto *k = dyn_cast<ConstantInt>(b->getOperand(1));
+      unsigned bits = b->getType()->getIntegerBitWidth();
+      if (!k || k->getValue() != bits - 1 || isa<Constant>(b->getOperand(0))) continue;
+      RangeQuery q(b, lvi, &dt);
+      ConstantRange r = range_at(b->getOperand(0), q, 4);
+      if (r.isAllNonNegative())
+        folds.push_back({b, ConstantInt::get(b->getType(), 0)});
+      else if (r.isAllNegative())
+        folds.push_back({b, ConstantInt::getSigned(b->getType(), -1)});
+    }
+  }
+}
+
+bool fold_sign_tests(Function &f, LazyValueInfo &lvi, const DominatorTree &dt,
+                     const SmallPtrSetImpl<BasicBlock *> *only = nullptr) {
+  SmallVector<std::pair<Instruction *, Constant *>, 8> folds;
+  decided_sign_tests(f, lvi, dt, only, folds);
+  for (auto [inst, value] : folds) {
+    inst->replaceAllUsesWith(value);
+    inst->eraseFromParent();
+  }
+  return !folds.empty();
+}
+
+struct SignTestPass : PassInfoMixin<SignTestPass> {
+  PreservedAnalyses run(Function &f, FunctionAnalysisManager &am) {
+    LazyValueInfo &lvi = am.getResult<LazyValueAnalysis>(f);
+    if (!fold_sign_tests(f, lvi, am.getResult<DominatorTreeAnalysis>(f)))
+      return PreservedAnalyses::all();
+    PreservedAnalyses pa;
+    pa.preserveSet<CFGAnalyses>();
+    return pa;
+  }
+  static bool isRequired() { return false; }
+};
+
+// Kernels versioned on the signs of their parameters (issue 31). A CUDA programmer's index
+// arithmetic multiplies thread indices by `int` shapes: `idata[xIndex + width * yIndex]`,
+// `idx // (NH * N * d)`. In C the shapes' signs do not matter (`int` arithmetic, truncating
+// division). In Python they do: an index that may be negative wraps (§5.1) and `//` and `%`
+// floor, so where `width` may be negative every access pays the wrap (3-4 SASS
+// instructions) and every division its floor corrections, and no bounds test in the
+// program says otherwise (CUDA samples' transpose kernels, llm.c's permute and encoder
+// kernels: up to 2.6x nvcc's SASS instructions). So, once the function has been simplified
+// (loops fully unrolled, the divisions expanded by FloorDivPass), this pass looks at every
+// sign test SignTestPass cannot decide and at what would decide it: values that depend only
+// on the parameters (`width`, `NH * N * d`, `16 * width`), non-negative (or, for a test
+// against 0 such as a divisor's, positive). If there are some (at most 8), it emits the
+// function twice: `if width >= 0 and ...:` a copy in which those values are computed once
+// at the top and the tests are decided, else the original. The condition depends only on
+// parameters, so every thread of the grid takes the same copy (a barrier in the body is
+// reached by all or none), and both copies compute the same results: the second is the
+// function as it was, and in the first only tests that the condition decides were replaced
+// by their value. When the condition decides no test, the copy is removed again.
+constexpr unsigned kMaxVersionLeaves = 8;
+constexpr unsigned kMaxVersionedInstructions = 4000;
+
+// Whether `v` is computed from the function's parameters and constants alone, by operations
+// that cannot trap (no division) and whose operands are in range (constant shift amounts).
+bool parameter_value(Value *v, unsigned depth) {
+  if (isa<ConstantInt>(v)) return true;
+  if (auto *a = dyn_cast<Argument>(v)) return a->getType()->isIntegerTy();
+  if (depth == 0) return false;
+  auto *i = dyn_cast<Instruction>(v);
+  if (!i || !i->getType()->isIntegerTy()) return false;
+  if (auto *e = dyn_cast<ExtractValueInst>(i)) return isa<Argument>(e->getAggregateOperand());
+  if (auto *c = dyn_cast<CastInst>(i)) {
+    if (!c->getSrcTy()->isIntegerTy()) return false;
+  } else if (auto *b = dyn_cast<BinaryOperator>(i)) {
+    switch (b->getOpcode()) {
+      case Instruction::Add:
+      case Instruction::Sub:
+      case Instruction::Mul:
+      case Instruction::And:
+      case Instruction::Or:
+      case Instruction::Xor:
+        break;
+      case Instruction::Shl:
+      case Instruction::LShr:
+      case Instruction::AShr:
+        if (!isa<ConstantInt>(b->getOperand(1))) return false;
+        break;
+      default:
+        return false;
+    }
+  } else {
+    return false;
+  }
+  for (Value *op : i->operands())
+    if (!parameter_value(op, depth - 1)) return false;
+  return true;
+}
+
+// The parameter values whose signs would make `x` non-negative: `x` itself when it is one,
+// else those of the operands of the sums, products and extensions that make it up. False
+// when some part is neither known non-negative nor a parameter value.
+bool sign_leaves(Value *x, RangeQuery &q, SmallVectorImpl<Value *> &out, unsigned depth) {
+  if (isa<Constant>(x)) return isa<ConstantInt>(x) && !cast<ConstantInt>(x)->isNegative();
+  if (range_at(x, q, 3).isAllNonNegative()) return true;
+  if (parameter_value(x, 6)) {
+    out.push_back(x);
+    return true;
+  }
+  if (depth == 0) return false;
+  if (auto *c = dyn_cast<CastInst>(x)) {
+    if (c->getOpcode() == Instruction::SExt || c->getOpcode() == Instruction::Trunc)
+      return sign_leaves(c->getOperand(0), q, out, depth - 1);
+    return false;
+  }
+  if (auto *b = dyn_cast<BinaryOperator>(x)) {
+    switch (b->getOpcode()) {
+      case Instruction::Add:
+      case Instruction::Mul:
+      case Instruction::Or:
+      case Instruction::Shl:
+      case Instruction::LShr:
+      case Instruction::UDiv:
+      case Instruction::URem:
+        return sign_leaves(b->getOperand(0), q, out, depth - 1) &&
+               sign_leaves(b->getOperand(1), q, out, depth - 1);
+      default:
+        return false;
+    }
+  }
+  return false;
+}
+
+// The leaves of every undecided sign test of `f`, with whether each must be positive (a
+// test `x == 0` or `x != 0`, a divisor's) rather than non-negative.
+void version_leaves(Function &f, LazyValueInfo &lvi, const DominatorTree &dt,
+                    SmallVectorImpl<std::pair<Value *, bool>> &leaves) {
+  auto add = [&](Instruction *at, Value *x, bool strict) {
+    RangeQuery q(at, lvi, &dt);
+    SmallVector<Value *, 4> found;
+    if (!sign_leaves(x, q, found, 6)) return;
+    for (Value *v : found) {
+      auto it = llvm::find_if(leaves, [&](auto &l) { return l.first == v; });
+      if (it != leaves.end())
+        it->second |= strict;
+      else if (leaves.size() < kMaxVersionLeaves)
+        leaves.push_back({v, strict});
+    }
+  };
+  for (BasicBlock &bb : f)
+    for (Instruction &inst : bb) {
+      if (auto *c = dyn_cast<ICmpInst>(&inst)) {
+        auto *k = dyn_cast<ConstantInt>(c->getOperand(1));
+        if (!k || !c->getOperand(0)->getType()->isIntegerTy() || isa<Constant>(c->getOperand(0)))
+          continue;
+        // Tests that a non-negative (or positive) value decides: `x < k` or `x >= k` for
+        // k <= 0, `x > k` or `x <= k` for k < 0, and `x == 0`, `x != 0`.
+        ICmpInst::Predicate p = c->getPredicate();
+        const APInt &kv = k->getValue();
+        bool eq = c->isEquality() && kv.isZero();
+        bool lt = (p == ICmpInst::ICMP_SLT || p == ICmpInst::ICMP_SGE) && kv.isNonPositive();
+        bool gt = (p == ICmpInst::ICMP_SGT || p == ICmpInst::ICMP_SLE) && kv.isNegative();
+        if (eq || lt || gt) add(c, c->getOperand(0), eq);
+        continue;
+      }
+      auto *b = dyn_cast<BinaryOperator>(&inst);
+      if (!b || b->getOpcode() != Instruction::AShr) continue;
+      auto *k = dyn_cast<ConstantInt>(b->getOperand(1));
+      if (k && k->getValue() == b->getType()->getIntegerBitWidth() - 1)
+        add(b, b->getOperand(0), false);
+    }
+}
+
+// A copy of the parameter value `v` at `b`'s insertion point (its operations without the
+// flags that could make it poison where the original was not evaluated).
+Value *materialize(Value *v, IRBuilder<> &b, DenseMap<Value *, Value *> &done) {
+  if (!isa<Instruction>(v)) return v;
+  if (auto it = done.find(v); it != done.end()) return it->second;
+  auto *i = cast<Instruction>(v);
+  Instruction *c = i->clone();
+  c->dropPoisonGeneratingFlags();
+  c->dropPoisonGeneratingMetadata();
+  for (unsigned n = 0; n < c->getNumOperands(); ++n)
+    c->setOperand(n, materialize(i->getOperand(n), b, done));
+  b.Insert(c);
+  done[v] = c;
+  return c;
+}
+
+// Whether `f` is a kernel (`!nvvm.annotations` names it `"kernel"`): only kernels are
+// versioned, whose parameters come from the launch; a `@func` is inlined into its callers,
+// where it is versioned with them, or called, where the caller's copy would not know.
+bool is_kernel(const Function &f) {
+  const NamedMDNode *md = f.getParent()->getNamedMetadata("nvvm.annotations");
+  if (!md) return false;
+  for (const MDNode *n : md->operands()) {
+    if (n->getNumOperands() < 2) continue;
+    auto *v = dyn_cast_or_null<ValueAsMetadata>(n->getOperand(0).get());
+    auto *s = dyn_cast_or_null<MDString>(n->getOperand(1).get());
+    if (v && v->getValue() == &f && s && s->getString() == "kernel") return true;
+  }
+  return false;
+}
+
+// Whether `f` calls a function that is not an LLVM intrinsic or inline assembly (a `@func`
+// kept out of line, a device-side launch, recursion): such kernels are left as they are,
+// since copying their calls would copy their call sites' stack frames and parameter set-up.
+bool has_calls(const Function &f) {
+  for (const BasicBlock &bb : f)
+    for (const Instruction &inst : bb)
+      if (auto *c = dyn_cast<CallBase>(&inst); c && !c->isInlineAsm()) {
+        const Function *callee = c->getCalledFunction();
+        if (!callee || !callee->isIntrinsic()) return true;
+      }
+  return false;
+}
+
+bool version_on_signs(Function &f, FunctionAnalysisManager &am) {
+  if (f.isDeclaration() || f.hasFnAttribute("pydevice-sign-versioned")) return false;
+  f.addFnAttr("pydevice-sign-versioned");
+  if (!is_kernel(f) || has_calls(f) || f.getInstructionCount() > kMaxVersionedInstructions)
+    return false;
+  SmallVector<std::pair<Value *, bool>, 8> leaves;
+  {
+    LazyValueInfo &lvi = am.getResult<LazyValueAnalysis>(f);
+    version_leaves(f, lvi, am.getResult<DominatorTreeAnalysis>(f), leaves);
+  }
+  if (leaves.empty()) return false;
+  BasicBlock *entry = &f.getEntryBlock();
+  SmallVector<BasicBlock *, 16> original;
+  for (BasicBlock &bb : f) original.push_back(&bb);
+  ValueToValueMapTy vmap;
+  SmallVector<BasicBlock *, 16> copy;
+  for (BasicBlock *bb : original) {
+    BasicBlock *c = CloneBasicBlock(bb, vmap, ".pos", &f);
+    vmap[bb] = c;
+    copy.push_back(c);
+  }
+  LLVMContext &ctx = f.getContext();
+  BasicBlock *dispatch = BasicBlock::Create(ctx, "signs", &f, entry);
+  IRBuilder<> b(dispatch);
+  DenseMap<Value *, Value *> done;
+  Value *cond = nullptr;
+  for (auto [v, strict] : leaves) {
+    Value *d = materialize(v, b, done);
+    if (isa<Instruction>(v)) vmap[v] = d;
+    Value *zero = ConstantInt::get(v->getType(), 0);
+    Value *c = strict ? b.CreateICmpSGT(d, zero) : b.CreateICmpSGE(d, zero);
+    cond = cond ? b.CreateAnd(cond, c) : c;
+  }
+  BranchInst *br = b.CreateCondBr(cond, cast<BasicBlock>(vmap[entry]), entry);
+  remapInstructionsInBlocks(copy, vmap);
+  // Static allocas stay in the entry block (SROA looks for them only there).
+  for (BasicBlock *bb : {entry, cast<BasicBlock>(vmap[entry])})
+    for (Instruction &inst : make_early_inc_range(*bb))
+      if (auto *a = dyn_cast<AllocaInst>(&inst); a && a->isStaticAlloca())
+        a->moveBefore(dispatch->getFirstNonPHI());
+  am.invalidate(f, PreservedAnalyses::none());
+  SmallPtrSet<BasicBlock *, 16> in_copy(copy.begin(), copy.end());
+  bool folded = false;
+  for (int round = 0; round < 4; ++round) {
+    DominatorTree dt(f);
+    LazyValueInfo &lvi = am.getResult<LazyValueAnalysis>(f);
+    bool any = fold_sign_tests(f, lvi, dt, &in_copy);
+    am.invalidate(f, PreservedAnalyses::none());
+    if (!any) break;
+    folded = true;
+    for (BasicBlock *bb : copy) SimplifyInstructionsInBlock(bb);
+  }
+  if (folded) return true;
+  // Nothing decided: back to the original function.
+  br->eraseFromParent();
+  BranchInst::Create(entry, dispatch);
+  DeleteDeadBlocks(copy);
+  for (Instruction &inst : make_early_inc_range(reverse(*dispatch)))
+    if (isInstructionTriviallyDead(&inst)) inst.eraseFromParent();
+  return true;
+}
+
+struct SignVersionPass : PassInfoMixin<SignVersionPass> {
+  PreservedAnalyses run(Function &f, FunctionAnalysisManager &am) {
+    if (!version_on_signs(f, am)) return PreservedAnalyses::all();
+    return PreservedAnalyses::none();
   }
   static bool isRequired() { return false; }
 };
@@ -719,8 +1149,10 @@ FunctionPassManager straight_line_pipeline() {
   // Before the pipeline's only InstCombine, which then folds the expansion (its corrections
   // for a constant divisor).
   f.addPass(FloorDivPass());
+  f.addPass(SignTestPass());
   f.addPass(InstCombinePass());
   f.addPass(OneExtensionPass());
+  f.addPass(SignVersionPass());
   f.addPass(AggressiveInstCombinePass());
   f.addPass(ReassociatePass());
   f.addPass(VectorCombinePass(/*TryEarlyFoldsOnly=*/true));
@@ -800,11 +1232,15 @@ void *pydevice_optimizer_new(LLVMTargetMachineRef tm, unsigned opt_level) {
       [](FunctionPassManager &f, OptimizationLevel) {
         f.addPass(OneExtensionPass());
         f.addPass(FloorDivPass());
+        f.addPass(SignTestPass());
       });
   o->builder->registerLateLoopOptimizationsEPCallback(
       [](LoopPassManager &l, OptimizationLevel) { l.addPass(LocalArrayUnrollPass()); });
   o->builder->registerVectorizerStartEPCallback(
-      [](FunctionPassManager &f, OptimizationLevel) { f.addPass(RuntimeStrideUnrollPass()); });
+      [](FunctionPassManager &f, OptimizationLevel) {
+        f.addPass(SignVersionPass());
+        f.addPass(RuntimeStrideUnrollPass());
+      });
   o->level = opt_level == 0   ? OptimizationLevel::O0
              : opt_level == 1 ? OptimizationLevel::O1
              : opt_level == 2 ? OptimizationLevel::O2
@@ -842,7 +1278,7 @@ int pydevice_optimizer_run(void *handle, LLVMModuleRef module, int allow_leaf) {
   (straight ? *o->straight : passes).run(m, o->mam);
   // What no pipeline expanded (-O0 has no InstCombine), without value ranges.
   for (Function &f : m)
-    if (!f.isDeclaration()) expand_floor_divs(f, nullptr);
+    if (!f.isDeclaration()) expand_floor_divs(f, nullptr, nullptr);
   for (const char *name : {kFloorDiv, kFloorMod})
     if (Function *f = m.getFunction(name); f && f->use_empty()) f->eraseFromParent();
   if (o->level != OptimizationLevel::O0)

@@ -96,6 +96,9 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         let sc = ptx_scope(scope);
         let (rmw_sem, fence) = atomic_semantics(order, sc);
         let bits = dtype.bits();
+        if bits == 128 {
+            return self.atomic_b128(op, order, sc, ss, &fence, dtype, ptr, vals);
+        }
         let it = self.e.int_t(bits.max(16));
         let reg = match bits {
             8 | 16 => "h",
@@ -286,6 +289,85 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                     .ok_or_else(|| err("atomic"))?;
                 Ok(Some(from_bits(self, r.into_int_value())?))
             }
+        }
+    }
+
+    /// A 16-byte (`complex128`) atomic `load` or `store`: PTX's `ld`/`st` with `.b128`
+    /// (PTX ISA 8.3, 8.4 for `.sys`, sm_90; the module's version is raised by
+    /// `require_b128_version`, and the checker refuses older architectures, E0402). LLVM 19's NVPTX
+    /// back end has no 128-bit atomics (it would call `__atomic_load_16`), so the statement
+    /// declares its own `.b128` register and moves the two 64-bit halves (real part low)
+    /// in and out with `mov.b128`.
+    #[allow(clippy::too_many_arguments)]
+    fn atomic_b128(
+        &mut self,
+        op: AtomicOp,
+        order: MemoryOrder,
+        sc: &str,
+        ss: &str,
+        fence: &str,
+        dtype: Scalar,
+        ptr: PointerValue<'ctx>,
+        vals: &[BasicValueEnum<'ctx>],
+    ) -> R<Option<BasicValueEnum<'ctx>>> {
+        let t = Type::Scalar(dtype);
+        let i64t = self.e.ctx.i64_type();
+        let i128t = self.e.int_t(128);
+        let sixty_four = i128t.const_int(64, false);
+        match op {
+            AtomicOp::Load => {
+                let sem = if order == MemoryOrder::Relaxed {
+                    "relaxed"
+                } else {
+                    "acquire"
+                };
+                let text = format!(
+                    "{{ .reg .b128 t; {fence}ld.{sem}.{sc}{ss}.b128 t, [$2]; mov.b128 {{$0, $1}}, t; }}"
+                );
+                let pair = self.e.ctx.struct_type(&[i64t.into(), i64t.into()], false);
+                let r = self
+                    .mem_asm(&text, "=l,=l,l,~{memory}", Some(pair.into()), &[ptr.into()])?
+                    .ok_or_else(|| err("16-byte atomic load"))?
+                    .into_struct_value();
+                let b = self.b();
+                let lo = b.build_extract_value(r, 0, "")?.into_int_value();
+                let hi = b.build_extract_value(r, 1, "")?.into_int_value();
+                let lo = b.build_int_z_extend(lo, i128t, "")?;
+                let hi = b.build_int_z_extend(hi, i128t, "")?;
+                let hi = b.build_left_shift(hi, sixty_four, "")?;
+                let all = b.build_or(lo, hi, "")?;
+                let v = self.int_bits_as(all, self.e.mem_type(&t))?;
+                Ok(Some(self.reg_repr(v, &t)?))
+            }
+            AtomicOp::Store => {
+                // seq_cst is the fence and a relaxed store, as for the narrower stores.
+                let sem = if order == MemoryOrder::Release {
+                    "release"
+                } else {
+                    "relaxed"
+                };
+                let text = format!(
+                    "{{ .reg .b128 t; mov.b128 t, {{$1, $2}}; {fence}st.{sem}.{sc}{ss}.b128 [$0], t; }}"
+                );
+                let v = self.mem_repr(vals[0], &t)?;
+                let all = self.as_int_bits(v)?;
+                let b = self.b();
+                let lo = b.build_int_truncate(all, i64t, "")?;
+                let hi = b.build_right_shift(all, sixty_four, false, "")?;
+                let hi = b.build_int_truncate(hi, i64t, "")?;
+                self.mem_asm(
+                    &text,
+                    "l,l,l,~{memory}",
+                    None,
+                    &[ptr.into(), lo.into(), hi.into()],
+                )?;
+                Ok(None)
+            }
+            AtomicOp::Notify => Ok(None),
+            _ => Err(err(format!(
+                "atomic `{}` on a 16-byte element passed the checker",
+                op.method()
+            ))),
         }
     }
 

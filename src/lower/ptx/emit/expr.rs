@@ -430,8 +430,12 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 target,
                 args,
             } => {
-                let (dtype, space) = match self.ty(*target) {
-                    Type::Ref { dtype, space } => (*dtype, *space),
+                let (dtype, space, record) = match self.ty(*target) {
+                    Type::Ref {
+                        dtype,
+                        space,
+                        record,
+                    } => (*dtype, *space, record.clone()),
                     _ => return Err(err("atomic on a non-reference")),
                 };
                 let ptr = self.value(*target)?.into_pointer_value();
@@ -439,7 +443,18 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 for a in args {
                     vals.push(self.value(*a)?);
                 }
-                return self.atomic(*op, *order, *scope, dtype, space, ptr, &vals);
+                let Some(st) = record else {
+                    return self.atomic(*op, *order, *scope, dtype, space, ptr, &vals);
+                };
+                // A struct element (§9.2): the atomic moves its bits as the number type of
+                // the same size, and the operands and the result are converted through a
+                // stack slot (which LLVM folds into register moves).
+                let (st, bits) = (Type::Struct(st), Type::Scalar(dtype));
+                for v in &mut vals {
+                    *v = self.same_bits(*v, &st, &bits)?;
+                }
+                let r = self.atomic(*op, *order, *scope, dtype, space, ptr, &vals)?;
+                return r.map(|r| self.same_bits(r, &bits, &st)).transpose();
             }
         };
         Ok(Some(v))

@@ -11,6 +11,8 @@ impl<'ctx> Emitter<'_, 'ctx> {
             8 => self.ctx.i8_type(),
             16 => self.ctx.i16_type(),
             32 => self.ctx.i32_type(),
+            // complex128's bits (16-byte atomics, §9.2).
+            128 => self.ctx.i128_type(),
             _ => self.ctx.i64_type(),
         }
     }
