@@ -528,6 +528,16 @@ class SourceBuilder:
             if self.bind(name, ("const", text)):
                 self.constants.append(f"{name} = {text}")
                 self._import("import numpy")
+        elif isinstance(value, (nbtypes.Record, np.dtype)) and (
+                isinstance(value, nbtypes.Record) or value.names is not None):
+            # A structured dtype as a global (`dt = numba.from_dtype(arr.dtype)` used as
+            # `cuda.shared.array(n, dtype=dt)`): written as the `numpy.dtype([...])` it
+            # comes from, which the numba dialect reads as the record type (§5.16).
+            self.tags.add("records (structured dtypes)")
+            text = record_dtype_text(value)
+            if self.bind(name, ("const", text)):
+                self.constants.append(f"{name} = {text}")
+                self._import("import numpy")
         elif isinstance(value, nbtypes.Type) or (
                 callable(value) and str(getattr(value, "__module__", "")).startswith(("numba", "_numba"))
                 and ".tests." not in str(getattr(value, "__module__", ""))):
@@ -578,6 +588,27 @@ def _const_item(x, complex_ok):
     if np.isinf(f):
         return "float('inf')" if f > 0 else "-float('inf')"
     return repr(f)
+
+
+def record_dtype_text(value):
+    """`numpy.dtype([(name, 'type', shape), ...], align=...)` for a structured dtype (a NumPy
+    dtype or numba's Record): number fields and sub-arrays of numbers at NumPy's packed or
+    aligned offsets. Anything else (string or nested fields, custom offsets) is Uncapturable."""
+    from numba.core import types as nbtypes
+    from numba.np import numpy_support
+
+    dt = numpy_support.as_dtype(value) if isinstance(value, nbtypes.Record) else value
+    fields = []
+    for fname in dt.names:
+        ft = dt.fields[fname][0]
+        base, shape = (ft.subdtype if ft.subdtype is not None else (ft, ()))
+        if base.kind not in "biufc" or base.names is not None:
+            raise Uncapturable(f"structured dtype global with field `{fname}` of dtype {ft.str}")
+        fields.append((fname, base.name, shape) if shape else (fname, base.name))
+    for aligned in (False, True):
+        if np.dtype(fields, align=aligned) == dt:
+            return "numpy.dtype(" + repr(fields) + (", align=True" if aligned else "") + ")"
+    raise Uncapturable(f"structured dtype global {dt} with offsets neither packed nor aligned")
 
 
 def const_array_text(value):

@@ -341,6 +341,73 @@ impl ParsedModule {
         }
     }
 
+    /// A module-level structured dtype used as a type (`dt = np.dtype([('i', np.int32),
+    /// ('j', np.float32, (3, 2))])`, `align=True` too): the record struct an array of that
+    /// dtype has, laid out at NumPy's offsets (packed, or aligned with `align=True`) as
+    /// numba's `from_dtype` gives them. Fields are numbers or sub-arrays of numbers; `None`
+    /// for anything else (the name then stays a host global).
+    pub(crate) fn dtype_record(&self, e: &Expr) -> Option<StructType> {
+        let (list, aligned) = match e {
+            Expr::Call(c) if self.numpy_function(&c.func) == Some("dtype") => {
+                let mut inner = c.arguments.args.first();
+                let mut aligned = false;
+                if c.arguments.args.len() > 1 {
+                    return None;
+                }
+                for k in &c.arguments.keywords {
+                    match (k.arg.as_ref().map(|a| a.id.as_str()), &k.value) {
+                        (Some("dtype"), v) => inner = Some(v),
+                        (Some("align"), Expr::BooleanLiteral(b)) => aligned = b.value,
+                        _ => return None,
+                    }
+                }
+                (inner?, aligned)
+            }
+            _ => return None,
+        };
+        let Expr::List(l) = list else { return None };
+        let (mut end, mut max_align) = (0u64, 1u64);
+        let mut fields = Vec::new();
+        for f in &l.elts {
+            let Expr::Tuple(t) = f else { return None };
+            let (name, ty, shape) = match t.elts.as_slice() {
+                [Expr::StringLiteral(n), ty] => (n, ty, Vec::new()),
+                [Expr::StringLiteral(n), ty, shape] => {
+                    let dims: Vec<&Expr> = match shape {
+                        Expr::Tuple(s) => s.elts.iter().collect(),
+                        e => vec![e],
+                    };
+                    let mut out = Vec::new();
+                    for d in dims {
+                        let v = self.eval_const(d)?.as_int()?;
+                        out.push(u64::try_from(v).ok().filter(|v| *v > 0)?);
+                    }
+                    (n, ty, out)
+                }
+                _ => return None,
+            };
+            let s = self.const_dtype(ty)?;
+            let a = s.size();
+            if aligned {
+                end = end.div_ceil(a) * a;
+                max_align = max_align.max(a);
+            }
+            fields.push(crate::types::record::RecordField {
+                name: name.value.to_str().to_string(),
+                ty: Type::Scalar(s),
+                offset: end,
+                shape: shape.clone(),
+            });
+            end += a * shape.iter().product::<u64>();
+        }
+        let size = if aligned {
+            end.div_ceil(max_align) * max_align
+        } else {
+            end
+        };
+        crate::types::record::record(&fields, size).ok()
+    }
+
     /// A nested list of records (tuples): its shape and the records in C order.
     fn record_literal(&self, e: &Expr, n: usize) -> Option<(Vec<u64>, Vec<Vec<Const>>)> {
         match e {

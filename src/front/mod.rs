@@ -589,6 +589,15 @@ impl ParsedModule {
                         // (§15.4).
                         let item = if none {
                             Item::NoneArg
+                        } else if let Some(st) = self.dtype_record(&a.value) {
+                            // A structured dtype (`np.dtype([...])`): the record struct,
+                            // usable as a dtype like a `@struct` class (§5.16).
+                            let defaults = vec![None; st.fields.len()];
+                            self.structs.push(StructDecl {
+                                ty: Some(st),
+                                defaults,
+                            });
+                            Item::Struct(self.structs.len() - 1)
                         } else {
                             match self.resolve_static(&a.value) {
                                 Some(item @ Item::Builtin(Builtin::Scalar(_))) => item,
