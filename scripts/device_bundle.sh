@@ -67,6 +67,13 @@ pack ".carry/$(basename "$wheel")"
 mkdir -p .carry/pywheels
 python3 -m pip download --quiet --disable-pip-version-check --only-binary=:all: --python-version 3.12 \
   -d .carry/pywheels pytest 2>/dev/null || echo "note: pytest wheels not downloaded (no network); the GPU machine needs pytest" >&2
+# The TVM-FFI export's packages for scripts/tvm_ffi_gpu.sh (issue 35): apache-tvm-ffi and
+# jax-tvm-ffi for CPython 3.12 on manylinux x86-64 (this folder is rebuilt above, so they are
+# fetched here, not left from an earlier bundle).
+python3 -m pip download --quiet --disable-pip-version-check --only-binary=:all: --no-deps \
+  --python-version 3.12 --platform manylinux2014_x86_64 --platform manylinux_2_28_x86_64 \
+  -d .carry/pywheels apache-tvm-ffi jax-tvm-ffi 2>/dev/null \
+  || echo "note: TVM-FFI wheels not downloaded (no network); scripts/tvm_ffi_gpu.sh will skip" >&2
 # CCCL's headers from the nvidia-cuda-cccl wheel (the version src/cccl.rs's NVRTC prelude is
 # tested with, docs/semantics.md §15.5), for jit.thrust on the GPU machine: about 1.5 MB as
 # .tar.xz, which scripts/cupy_suite_gpu.sh unpacks with Python's tarfile.

@@ -24,7 +24,7 @@ use crate::diag::Diagnostic;
 use crate::ir::{Program, StmtKind};
 use crate::types::Type;
 use cranelift_codegen::settings::{self, Configurable};
-use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_jit::{ArenaMemoryProvider, JITBuilder, JITModule};
 use std::fmt;
 use std::sync::Arc;
 
@@ -397,6 +397,11 @@ pub fn compile(program: &Program) -> Result<HostFunction, HostError> {
     })
 }
 
+/// The address space reserved for one compiled module's code and data (see `compile`): far
+/// more than the largest kernel needs, and within the ±2 GiB of x86-64 PC-relative
+/// references.
+const JIT_ARENA_BYTES: usize = 256 << 20;
+
 /// JIT-compiles every function of `program` with the runtime's `extra` symbols; returns the
 /// code and the addresses of the entry's C ABI wrapper (0 for a kernel, `kernel` given)
 /// and buffer wrapper.
@@ -423,6 +428,13 @@ fn jit(
         .finish(settings::Flags::new(fb))
         .map_err(|e| cg(&e))?;
     let mut jb = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
+    // One reserved range for the module's code and data. With separate allocations (the
+    // default provider), a module's code and its data could land more than 2 GiB apart in a
+    // large process, and the 32-bit PC-relative references between them could not be
+    // written (cranelift-jit panics: seen on the 16-core GPU host's release build, hgemm's
+    // CPU run). Reserving costs address space only (PROT_NONE until used).
+    let arena = ArenaMemoryProvider::new_with_size(JIT_ARENA_BYTES).map_err(|e| cg(&e))?;
+    jb.memory_provider(Box::new(arena));
     for (name, ptr) in runtime::symbols().into_iter().chain(extra.iter().copied()) {
         jb.symbol(name, ptr);
     }
