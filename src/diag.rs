@@ -238,7 +238,7 @@ codes! {
     E0406,
     /// a `shared_array` larger than the 48 KiB of static shared memory (§5.7)
     E0407,
-    /// `atomic_ref` of something that is not an array of numbers (§9.2)
+    /// `atomic_ref` of something that is not an array of numbers or of 4-, 8- or 16-byte structs aligned to their size (§9.2)
     E0408,
     /// a shuffle or match value that is not a number of at most 8 bytes (§10.3, §10.4)
     E0409,
