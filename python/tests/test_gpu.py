@@ -379,7 +379,8 @@ def test_atomic_objects_histogram_and_block_counter(gpu, tmp_path):
     np.testing.assert_array_equal(per, 2 * data)
 
 
-def test_atomic_b128_complex128_load_store(gpu, tmp_path):
+@pytest.mark.gpu_only("16-byte atomics (`.b128`, sm_90), which the CPU back end does not provide (E0502)")
+def test_atomic_b128_complex128_load_store(gpu, real_gpu, tmp_path):
     # Issue 37: 16-byte atomic load/store (PTX ld/st .b128, sm_90) on complex128 elements in
     # global and shared memory: a copy of random values through them equals NumPy's, and
     # concurrent stores of (k, -k) are never seen torn (a half of one store with a half of
@@ -432,7 +433,8 @@ def test_atomic_b128_complex128_load_store(gpu, tmp_path):
     assert cell[0].real == -cell[0].imag and 1 <= cell[0].real <= n * 64
 
 
-def test_atomic_ref_on_struct_elements(gpu, tmp_path):
+@pytest.mark.gpu_only("atomic_ref on struct elements, which the CPU back end does not provide (E0502)")
+def test_atomic_ref_on_struct_elements(gpu, real_gpu, tmp_path):
     # Issue 37: atomic_ref on elements of an 8-byte and a 16-byte @struct (aligned to their
     # size) in shared memory: store, load and exch move whole structs (ld/st/atom .b64,
     # ld/st .b128), checked against NumPy with each thread reading its neighbour's element,

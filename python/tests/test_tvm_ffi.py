@@ -18,6 +18,8 @@ import pytest
 from cuda import device
 
 tvm_ffi = pytest.importorskip("tvm_ffi", reason="needs the apache-tvm-ffi package (pip install apache-tvm-ffi)")
+# A `tvm_ffi` without `libinfo` (another package of that name) cannot build exports either.
+pytest.importorskip("tvm_ffi.libinfo", reason="needs the apache-tvm-ffi package (pip install apache-tvm-ffi)")
 import pydevice.tvm_ffi as export  # noqa: E402
 
 _CXX = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
