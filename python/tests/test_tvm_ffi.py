@@ -180,7 +180,6 @@ def test_torch_calls_exported_2d_kernel_with_int_scalar(real_gpu, torch, tmp_pat
         f(x.contiguous(), out, 1)
 
 
-@needs_cxx
 _JAX_CALL = """
 import sys
 import numpy as np
@@ -210,6 +209,7 @@ print("OK")
 """
 
 
+@needs_cxx
 @pytest.mark.gpu_only("JAX's GPU arrays through jax_tvm_ffi")
 def test_jax_calls_exported_kernel(real_gpu, axpb_lib):
     # In a process of its own: JAX and PyTorch initialising CUDA in one process abort it
