@@ -600,7 +600,11 @@ fn build(b: &mut Builder, r: Reducer, op: CubOp) -> Block {
         out.push(sync(b));
     }
     let ret = b.get(v);
-    let ret = if s == r.dtype { ret } else { b.cast(ret, r.dtype) };
+    let ret = if s == r.dtype {
+        ret
+    } else {
+        b.cast(ret, r.dtype)
+    };
     out.push(Stmt {
         kind: StmtKind::Return(Some(ret)),
         span: b.span,
