@@ -6,9 +6,12 @@ checked against the baseline's first, printing one Markdown table (issue 32):
 - flash-attention forward (attention.py; bf16, head dim 128) against
   `torch.nn.functional.scaled_dot_product_attention` on the flash backend, causal and not.
 
-    python3 bench/hopper/bench_all.py [--gemm base,persistent,cluster,pingpong,ppcluster,cluster4,tmastore] [--sizes 4096,8192]
-        [--fp8 persistent,cluster,pingpong,ppcluster,cluster4,tmastore] [--c4grid 128]
-        [--attn ov,pp,vt,vn,vn_swap,ov_vn,ov_vn_swap] [--seqs 4096,16384] [--skip gemm,fp8,attn] [--iters 10]
+    python3 bench/hopper/bench_all.py [--gemm base,persistent,cluster,pingpong,ppcluster,cluster4,tmastore,triton,triton_mm]
+        [--sizes 4096,8192] [--fp8 persistent,cluster,pingpong,ppcluster,cluster4,tmastore,triton] [--c4grid 128]
+        [--attn ov,pp,vt,vn,vn_swap,ov_vn,ov_vn_swap,triton] [--seqs 4096,16384] [--skip gemm,fp8,attn] [--iters 10]
+
+(`cluster4:GRID` runs the 2×2-cluster kernels on GRID blocks.) The `triton*` variants are
+Triton's tutorial kernels (triton_ref.py), rows like ours against the same PyTorch baseline.
 
 Needs an sm_90 GPU, PyTorch and the pydevice package; without them it says why and exits 0.
 Exits 1 when an output is wrong (the row says FAILED) or a kernel fails to run.
@@ -141,6 +144,25 @@ def main() -> int:
             torch.cuda.synchronize()
 
     i32 = np.int32
+
+    def c4grid(v):
+        """The 2×2-cluster kernels' grid: `cluster4:GRID` names it, else --c4grid."""
+        return int(v.split(":")[1]) if ":" in v else args.c4grid
+
+    triton_mod = []
+
+    def triton_ref():
+        """triton_ref.py (Triton's tutorial kernels), or None after a row saying why not."""
+        if not triton_mod:
+            try:
+                import triton_ref as T
+
+                triton_mod.append(T)
+            except Exception as e:  # no Triton, or one without tensor descriptors
+                triton_mod.append(None)
+                print(f"  Triton baselines skipped: {type(e).__name__}: {e}", flush=True)
+                add(("triton", "-", "-", 0.0, 0.0, 0.0, 0.0, 0.0, True, f"skipped: {type(e).__name__}: {e}"))
+        return triton_mod[0]
     sizes = [int(x) for x in args.sizes.split(",") if x]
 
     # ---- bf16 GEMM ------------------------------------------------------------------------
@@ -189,19 +211,26 @@ def main() -> int:
                     def f(c2=c2, tm=tiles_m, tn=tn, bm_64=bm_64):
                         device.launch(G.gemm_bf16_ppcluster, am, bm_64, c2, i32(k // G.BK), i32(tm), i32(tn),
                                       grid=min(sms, tm * tn) // 2 * 2, block=384, shared=G.PP_SHARED_BYTES)
-                elif v == "cluster4":
+                elif v.split(":")[0] == "cluster4":
                     am_64 = tmap(a, (G.BM // 2, G.BK))
                     bm_half = tmap(b, (G.BN // 2, G.BK))
 
-                    def f(c2=c2, tm=tiles_m, tn=tiles_n, am_64=am_64, bm_half=bm_half):
+                    def f(c2=c2, tm=tiles_m, tn=tiles_n, am_64=am_64, bm_half=bm_half, g=c4grid(v)):
                         device.launch(G.gemm_bf16_cluster4, am_64, bm_half, c2, i32(k // G.BK), i32(tm), i32(tn),
-                                      grid=args.c4grid, block=384, shared=G.SHARED_BYTES)
+                                      grid=g, block=384, shared=G.SHARED_BYTES)
                 elif v == "tmastore":
                     cm = tmap(c, (64, 64))
 
                     def f(c2=c2, tm=tiles_m, tn=tiles_n, cm=cm):
                         device.launch(G.gemm_bf16_tmastore, am, bm, cm, i32(k // G.BK), i32(tm), i32(tn),
                                       grid=min(sms, tm * tn), block=384, shared=G.TS_SHARED_BYTES)
+                elif v in ("triton", "triton_mm"):
+                    T = triton_ref()
+                    if T is None:
+                        continue
+
+                    def f(c=c, a=a, b=b, T=T, v=v):
+                        (T.matmul_tma_persistent if v == "triton" else T.matmul)(a, b, c)
                 else:
                     print(f"unknown GEMM variant {v}")
                     continue
@@ -255,24 +284,33 @@ def main() -> int:
                 elif v == "ppcluster":
                     kern, bmv, tn, shared, grid = (F.gemm_fp8_ppcluster, tmap(b8, (F.PP_BN // 2, F.BK)), n // F.PP_BN,
                                                    F.PP_SHARED_BYTES, 2)
-                elif v == "cluster4":
+                elif v.split(":")[0] == "cluster4":
                     kern, bmv, tn, shared, grid = F.gemm_fp8_cluster4, tmap(b8, (F.BN // 2, F.BK)), n // F.BN, F.SHARED_BYTES, 4
                 elif v == "tmastore":
                     kern, bmv, tn, shared, grid = F.gemm_fp8_tmastore, tmap(b8, (F.BN, F.BK)), n // F.BN, F.TS_SHARED_BYTES, 1
+                elif v == "triton":
+                    T = triton_ref()
+                    if T is None:
+                        continue
+                    kern, bmv, tn, shared, grid = None, None, 0, 0, 0
                 else:
                     print(f"unknown FP8 variant {v}")
                     continue
                 out = c2
                 if grid == 4:
-                    g, amv = args.c4grid, tmap(a8, (F.BM // 2, F.BK))
+                    g, amv = c4grid(v), tmap(a8, (F.BM // 2, F.BK))
                 else:
                     g, amv = (min(sms, tm * tn) // 2 * 2 if grid == 2 else min(sms, tm * tn)), am
                 if grid == 1:
                     out = tmap(c, (64, 64))  # the TMA-store epilogue writes C through a map
 
-                def f(kern=kern, amv=amv, bmv=bmv, out=out, tm=tm, tn=tn, k=k, shared=shared, g=g):
-                    device.launch(kern, amv, bmv, out, i32(k // F.BK), i32(tm), i32(tn), np.float32(0.5 * 0.25),
-                                  grid=g, block=384, shared=shared)
+                if kern is None:  # Triton's tutorial-09 kernel, e4m3 in, the same scales
+                    def f(c=c, a=a, b=b, T=T):
+                        T.matmul_tma_persistent(a, b, c, scale=0.5 * 0.25)
+                else:
+                    def f(kern=kern, amv=amv, bmv=bmv, out=out, tm=tm, tn=tn, k=k, shared=shared, g=g):
+                        device.launch(kern, amv, bmv, out, i32(k // F.BK), i32(tm), i32(tn), np.float32(0.5 * 0.25),
+                                      grid=g, block=384, shared=shared)
 
                 def run(f=f, c=c, ref=ref, flop=flop, t_ref=t_ref, s=s, v=v):
                     f()
@@ -334,6 +372,13 @@ def main() -> int:
                             vt.copy_(v_.transpose(-1, -2))
                             device.launch(kern, qm, km, vtm, o2, i32(seq), sl2, causal,
                                           grid=grid, block=384, shared=A.SHARED_BYTES)
+                    elif variant == "triton":
+                        T = triton_ref()
+                        if T is None:
+                            continue
+
+                        def f(o=o, q=q, k_=k_, v_=v_, causal=causal, scale=scale, T=T):
+                            T.attention(q, k_, v_, o, causal, scale)
                     elif variant in ("vn", "vn_swap", "ov_vn", "ov_vn_swap"):
                         vl, vs = (1024, 16384) if variant.endswith("swap") else (16384, 1024)
                         kern = A.attn_fwd_ov_vn if variant.startswith("ov") else A.attn_fwd_vn
