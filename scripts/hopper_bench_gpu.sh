@@ -11,8 +11,7 @@
 # FP8, tutorial 03's matmul, the fused-attention forward) are the variants named triton*, each
 # a row beside PyTorch's in the same table; a machine without Triton gets a row saying so.
 # Optional environment: GEMM_VARIANTS (default tmastore,persistent,cluster,pingpong,base,
-# triton,triton_mm; also cluster4 and cluster4:GRID, the 2x2-cluster kernel on GRID blocks),
-# FP8_VARIANTS (tmastore,persistent,cluster,pingpong,triton; also cluster4[:GRID]),
+# triton,triton_mm), FP8_VARIANTS (tmastore,persistent,cluster,pingpong,triton),
 # ATTN_VARIANTS (vn,pp,ov_vn,ov,vt,triton; also vn_swap, ov_vn_swap: the wrong descriptor
 # order, which fail), SIZES (4096,8192), SEQS (4096,16384), ITERS (20), BUDGET (280: seconds
 # after which the remaining sections are skipped, saying so).

@@ -6,12 +6,12 @@ checked against the baseline's first, printing one Markdown table (issue 32):
 - flash-attention forward (attention.py; bf16, head dim 128) against
   `torch.nn.functional.scaled_dot_product_attention` on the flash backend, causal and not.
 
-    python3 bench/hopper/bench_all.py [--gemm tmastore,persistent,cluster,pingpong,base,cluster4,triton,triton_mm]
-        [--sizes 4096,8192] [--fp8 tmastore,persistent,cluster,pingpong,cluster4,triton] [--c4grid 128]
+    python3 bench/hopper/bench_all.py [--gemm tmastore,persistent,cluster,pingpong,base,triton,triton_mm]
+        [--sizes 4096,8192] [--fp8 tmastore,persistent,cluster,pingpong,triton]
         [--attn ov,pp,vt,vn,vn_swap,ov_vn,ov_vn_swap,triton] [--seqs 4096,16384] [--skip gemm,fp8,attn] [--iters 10]
 
-(`cluster4:GRID` runs the 2×2-cluster kernels on GRID blocks.) The `triton*` variants are
-Triton's tutorial kernels (triton_ref.py), rows like ours against the same PyTorch baseline.
+The `triton*` variants are Triton's tutorial kernels (triton_ref.py), rows like ours against
+the same PyTorch baseline.
 
 Needs an sm_90 GPU, PyTorch and the pydevice package; without them it says why and exits 0.
 Exits 1 when an output is wrong (the row says FAILED) or a kernel fails to run.
@@ -64,8 +64,6 @@ def main() -> int:
     ap.add_argument("--seqs", default="4096,16384")
     ap.add_argument("--skip", default="")
     ap.add_argument("--iters", type=int, default=10)
-    ap.add_argument("--c4grid", type=int, default=128,
-                    help="blocks of the 2x2-cluster kernels: 4 x the clusters of 4 the GPU holds at once")
     ap.add_argument("--rows", default="", help="also append each row to this file (JSON lines)")
     ap.add_argument("--table", default="", help="only print the table of the rows in this file")
     args = ap.parse_args()
@@ -145,10 +143,6 @@ def main() -> int:
 
     i32 = np.int32
 
-    def c4grid(v):
-        """The 2×2-cluster kernels' grid: `cluster4:GRID` names it, else --c4grid."""
-        return int(v.split(":")[1]) if ":" in v else args.c4grid
-
     triton_mod = []
 
     def triton_ref():
@@ -176,7 +170,7 @@ def main() -> int:
         pre = "gemm_fp8_" if fp8 else "gemm_bf16_"
         tail = (np.float32(FP8_SCALE),) if fp8 else ()
         tm, tn = m // G.BM, n // G.BN
-        name = v.split(":")[0]
+        name = v
         out = c.view(torch.int32)  # bf16 pairs stored as 32-bit words
         bn, shared, grid = G.BN, G.SHARED_BYTES, min(sms, tm * tn)
         am = (G.BM, bk)
@@ -189,8 +183,6 @@ def main() -> int:
         elif name == "pingpong":
             tn = n // G.PP_BN
             kern, bn, shared, grid = getattr(G, pre + name), G.PP_BN, G.PP_SHARED_BYTES, min(sms, tm * tn)
-        elif name == "cluster4":
-            kern, am, bn, grid = getattr(G, pre + name), (G.BM // 2, bk), G.BN // 2, c4grid(v)
         elif name == "tmastore":
             kern, out, shared = getattr(G, pre + name), tmap(c, (64, 64)), G.TS_SHARED_BYTES
         elif name in ("triton", "triton_mm") and not (fp8 and name == "triton_mm"):

@@ -120,7 +120,7 @@ def _matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.conste
     a_ptrs = a_ptr + rm[:, None] * K + rk[None, :]
     b_ptrs = b_ptr + rn[None, :] * K + rk[:, None]
     acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for _ in range(0, tl.cdiv(K, BK)):
+    for _ in range(tl.cdiv(K, BK)):
         acc = tl.dot(tl.load(a_ptrs), tl.load(b_ptrs), acc)
         a_ptrs += BK
         b_ptrs += BK
