@@ -276,7 +276,10 @@ def report(o, times, mode):
         base = TORCH_FLOAT if "PyTorch tensors + np." in case else PY_FLOAT
         if ("+ np." in case or "@struct" in case) and base in med:
             d = m - med[base]
-            verdict = "met" if d <= 1.0 else "NOT met"
+            if mode == "GPU":
+                verdict = "met" if d <= 1.0 else "NOT met"
+            else:  # a dry run's times are the host part of a debug or loaded build: no verdict
+                verdict = f"{m / med[base]:.2f}x the Python float (dry run: the verdict needs the GPU machine)"
             print(f"issue 31, within 1 µs of a Python float: `{case}` {d:+.3f} µs: {verdict}")
     sys.stdout.flush()
 
