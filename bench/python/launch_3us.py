@@ -147,8 +147,12 @@ def main():
     add("CuPy RawKernel, CuPy arrays + float", lambda: raw((GRID,), (BLOCK,), (a, b, c, s32, n32)),
         stream.synchronize, cupy_check)
 
-    # The floor: pydevice's launcher for these arguments, launched from a Rust loop.
-    spec = next(iter(axpb._specs.values()), None)
+    # The floor: pydevice's launcher for these arguments (the Python float's specialization),
+    # launched from a Rust loop.
+    import pydevice._core as core
+
+    key = tuple(core._describe(x)[0] for x in (a, b, c, S))
+    spec = axpb._specs.get((key, a.device.id)) or next(iter(axpb._specs.values()), None)
     launcher = getattr(spec, "launcher", None) if spec is not None else None
     floor = None
     if launcher is not None and hasattr(launcher, "time_packed_loop"):
@@ -287,12 +291,19 @@ def report(o, times, mode):
 def dry_run(o):
     """The pydevice cases without a GPU: dry-run launchers (no driver call) on CuPy stand-ins."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from launch_host_cost import FAKE_BASE, FakeStream, _standin_class
+    from launch_host_cost import FAKE_BASE, FakeStream, _standin_class, cupy_arrays
 
     import pydevice._core as core
 
-    cls = _standin_class()
-    a, b, c = (cls(FAKE_BASE + k * N * 4) for k in range(3))
+    # Real CuPy arrays over memory never touched where CuPy imports (it needs no GPU for
+    # that), else stand-ins with the same attributes.
+    arrays = cupy_arrays()
+    what = "CuPy arrays (UnownedMemory)"
+    if arrays is None:
+        cls = _standin_class()
+        arrays = [cls(FAKE_BASE + k * N * 4) for k in range(3)]
+        what = "CuPy stand-ins"
+    a, b, c = arrays
     stream = FakeStream()
 
     def prepare(kernel, *args):
@@ -320,9 +331,9 @@ def dry_run(o):
         if o.case in name:
             prepare(kernel, a, b, c, s)
         add_fast(name, kernel, lambda kernel=kernel, s=s: device.launch(kernel, a, b, c, s, grid=GRID, block=BLOCK, stream=stream))
-    for what in ("CuPy RawKernel", "PyTorch cases", FLOOR):
-        skip(what, "dry run: no GPU (or --dry-run)")
-    report(o, run_rounds(o, None, nothing), "dry run, CuPy stand-ins, no driver call")
+    for peer in ("CuPy RawKernel", "PyTorch cases", FLOOR):
+        skip(peer, "dry run: no GPU (or --dry-run)")
+    report(o, run_rounds(o, None, nothing), f"dry run, {what}, no driver call")
 
 
 def tvm_ffi_lib(prebuilt, kernel):
