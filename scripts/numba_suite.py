@@ -466,10 +466,14 @@ class SourceBuilder:
             decorator = "@cuda.jit(device=True)"
             if getattr(value, "_can_compile", True) is False:
                 keys = list(getattr(value, "overloads", {}) or {})
-                if len(keys) == 1 and all(
-                        isinstance(t, (nbtypes.Integer, nbtypes.Float, nbtypes.Boolean))
-                        for t in keys[0]):
-                    decorator = '@cuda.jit("(' + ", ".join(str(t) for t in keys[0]) + ')", device=True)'
+                number = (nbtypes.Integer, nbtypes.Float, nbtypes.Boolean)
+                if len(keys) == 1 and all(isinstance(t, number) for t in keys[0]):
+                    # with its result type when that is a number: a recursive function
+                    # (`fib1(n - 1) + fib1(n - 2)`) takes its result type from it
+                    cres = value.overloads[keys[0]]
+                    ret = getattr(getattr(cres, "signature", None), "return_type", None)
+                    ret = str(ret) if isinstance(ret, number) else ""
+                    decorator = f'@cuda.jit("{ret}(' + ", ".join(str(t) for t in keys[0]) + ')", device=True)'
             self.add_function(inner, decorator, as_name=name)
         elif isinstance(value, (np.integer, np.floating)):
             # Checked before Python numbers: np.float64 is a subclass of float. int64 is the

@@ -12,7 +12,7 @@ pub use super::device_array::bytes_as_records;
 use super::device_array::c_strides;
 use super::npy::{NpyError, descr_scalar, header_shape, split_header};
 use crate::abi::{ArgValue, ArrayArg, ParamAbi, layout_of};
-use crate::types::record::{RecordField, record, record_fields};
+use crate::types::record::{RecordField, Text, record, record_fields};
 use crate::types::{DType, StructType, Type};
 
 /// The type of one entry of a NumPy `descr` list: a type string (`'<f4'`; `'|V4'` for
@@ -44,8 +44,8 @@ fn element_of_descr(name: &str, d: &Descr) -> Result<Type, String> {
             }
             let dtype = descr_scalar(typestr).ok_or_else(|| {
                 format!(
-                    "field `{name}` has type `{typestr}`; record fields must be numbers, records \
-                     or sub-arrays of those"
+                    "field `{name}` has type `{typestr}`; record fields must be numbers, records, \
+                     text (`S<n>`, `U<n>`) or sub-arrays of numbers and records"
                 )
             })?;
             Ok(Type::Scalar(dtype))
@@ -80,6 +80,32 @@ pub fn record_of_descr(
             Descr::Sub(inner, shape) => (inner.as_ref(), shape.clone()),
             d => (d, Vec::new()),
         };
+        // A text field (`|S12`, `<U12`): a sub-array of its code units, marked as text.
+        if let Descr::Type(typestr) = elem
+            && let Some((text, n)) = Text::of_typestr(typestr)
+        {
+            if !shape.is_empty() {
+                return Err(format!("field `{name}`: a sub-array of text ({typestr})"));
+            }
+            if typestr.starts_with('>') && text == Text::Unicode {
+                return Err(format!("field `{name}` is big-endian"));
+            }
+            let ty = Type::Scalar(text.unit());
+            let size = super::npy::checked_size(&[n], layout_of(&ty).size)
+                .ok_or_else(|| format!("field `{name}`: {typestr} is too large"))?;
+            fields.push(RecordField {
+                name: name.clone(),
+                ty,
+                offset: off,
+                shape: vec![n],
+                text: Some(text),
+            });
+            off = off
+                .checked_add(size)
+                .filter(|o| *o <= i64::MAX as u64)
+                .ok_or("the record is too large")?;
+            continue;
+        }
         let ty = element_of_descr(name, elem)?;
         let size = super::npy::checked_size(&shape, layout_of(&ty).size)
             .ok_or_else(|| format!("field `{name}`: sub-array shape {shape:?} is too large"))?;
@@ -88,6 +114,7 @@ pub fn record_of_descr(
             ty,
             offset: off,
             shape,
+            text: None,
         });
         off = off
             .checked_add(size)
@@ -108,6 +135,12 @@ pub fn descr_of_record(st: &StructType) -> Option<Vec<DescrEntry>> {
     for f in fields {
         if f.offset > at {
             out.push(pad(f.offset - at));
+        }
+        if let Some(text) = f.text {
+            let n = f.shape.first().copied().unwrap_or(0);
+            out.push((f.name.clone(), Descr::Type(text.typestr(n))));
+            at = f.offset + layout_of(&f.ty).size * n;
+            continue;
         }
         let d = match &f.ty {
             Type::Scalar(s) => Descr::Type(s.numpy_descr().to_string()),

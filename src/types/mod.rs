@@ -754,6 +754,11 @@ pub struct RecordLayout {
     /// that is not a sub-array. A sub-array field's type in [`StructType::fields`] is the C
     /// array it occupies, as nested tuples (`tuple[tuple[float32, float32], ...]`).
     pub shapes: Vec<Vec<u64>>,
+    /// Each field's text kind: a fixed-width text field (NumPy `S<n>` or `U<n>`) is held as
+    /// a sub-array of its `n` code units (`uint8` or `uint32`), and is marked here so that it
+    /// is written back as text and takes string literals. Empty when no field is text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub text: Vec<Option<record::Text>>,
 }
 
 impl StructType {
@@ -765,6 +770,13 @@ impl StructType {
     /// The `device.align` override of field `i` in bytes (0: none).
     pub fn field_align(&self, i: usize) -> u64 {
         self.field_align.get(i).copied().unwrap_or(0)
+    }
+
+    /// The text kind of field `i` of a record (`None` when it is not a text field).
+    pub fn field_text(&self, i: usize) -> Option<record::Text> {
+        self.record
+            .as_ref()
+            .and_then(|r| r.text.get(i).copied().flatten())
     }
 
     /// The sub-array shape of field `i` of a record (empty when it is not a sub-array).

@@ -400,17 +400,38 @@ impl Parser<'_> {
             }
             self.expect(b'=')?;
             let col = self.i + 1;
-            if self.s.get(self.i) == Some(&b'[') {
-                // numba's `[char x 12]` / `[unichr x 12]`: a string field.
-                return Err(invalid(format!(
-                    "field `{name}` is a string; record fields must be numbers, records or \
-                     sub-arrays of those"
-                )));
+            let mut text = None;
+            if self.eat(b'[') {
+                // numba's `[char x 12]` / `[unichr x 12]`: a text field (NumPy `S12`, `U12`).
+                let kind = match self.ident().as_deref() {
+                    Some("char") => crate::types::record::Text::Bytes,
+                    Some("unichr") => crate::types::record::Text::Unicode,
+                    _ => {
+                        return Err(syntax(
+                            col,
+                            format!("expected `[char x N]` or `[unichr x N]` at column {col}"),
+                        ));
+                    }
+                };
+                if self.ident().as_deref() != Some("x") {
+                    return Err(syntax(
+                        self.i + 1,
+                        format!("expected `x` at column {}", self.i + 1),
+                    ));
+                }
+                let n = self.number()?;
+                self.expect(b']')?;
+                text = Some((kind, n));
             }
-            let t = self
-                .ident()
-                .ok_or_else(|| syntax(col, format!("expected a type at column {col}")))?;
-            let (t, shape, nested) = if t == "nestedarray" && self.eat(b'(') {
+            let t = if text.is_some() {
+                String::new()
+            } else {
+                self.ident()
+                    .ok_or_else(|| syntax(col, format!("expected a type at column {col}")))?
+            };
+            let (t, shape, nested) = if let Some((kind, n)) = text {
+                (kind.unit().to_string(), vec![n], None)
+            } else if t == "nestedarray" && self.eat(b'(') {
                 // A sub-array field: `nestedarray(float32, (3, 2))`.
                 let col = self.i + 1;
                 let elem = self
@@ -461,6 +482,7 @@ impl Parser<'_> {
                 ty,
                 offset,
                 shape,
+                text: text.map(|(kind, _)| kind),
             });
             if !self.eat(b',') {
                 break;

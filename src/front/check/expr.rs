@@ -160,7 +160,10 @@ impl FnCx<'_, '_> {
                     Diagnostic::error(
                         Code::E0111,
                         span,
-                        format!("`{name}` is used before it is assigned"),
+                        format!(
+                            "`{}` is used before it is assigned",
+                            crate::front::webs::source_name(name)
+                        ),
                     )
                     .with_note("assign it before this point on every path"),
                 );
@@ -567,6 +570,19 @@ impl FnCx<'_, '_> {
         let fty = st.fields[i].1.clone();
         let space = *space;
         let shape = st.subarray_shape(i);
+        if st.field_text(i).is_some() {
+            self.diags.push(
+                Diagnostic::error(
+                    Code::E0214,
+                    span,
+                    format!("text field `{field}` of `{}` cannot be read in device code", st.name),
+                )
+                .with_note(
+                    "a fixed-width text field (NumPy `S<n>`, `U<n>`) can only be assigned a string literal (`r[\"name\"] = \"abc\"`)",
+                ),
+            );
+            return None;
+        }
         if !shape.is_empty() {
             // A sub-array field: an array view of the record's bytes (numba's nested arrays).
             let elem = crate::types::record::subarray_elem(&fty, shape.len())?;
