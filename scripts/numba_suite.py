@@ -362,6 +362,44 @@ def enum_members_as_numbers(name, cls, text):
     return text
 
 
+def fold_enum_identity(src, kernel, params, args):
+    """`a is b` (or `is not`) in the kernel, of two parameters given members of different
+    enums, written as numba types it: False (True), a constant, even when the members'
+    numbers agree (the capture passes members as their numbers, which `is` could not tell
+    apart). Any other `is` between members of different enums stays uncapturable."""
+    classes = {p: type(a) for p, a in zip(params, args) if isinstance(a, enum.Enum)}
+    tree = ast.parse(src)
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == kernel), None)
+    if fn is None:
+        raise Uncapturable("members of different enums compared with `is`")
+    stored = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    lines = src.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    edits = []
+    for node in ast.walk(fn):
+        if not (isinstance(node, ast.Compare)
+                and any(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops)):
+            continue
+        names = [node.left, *node.comparators]
+        enums = [isinstance(n, ast.Name) and n.id in classes for n in names]
+        if not any(enums):
+            continue
+        if not (len(node.ops) == 1 and all(enums) and not {n.id for n in names} & stored):
+            raise Uncapturable("members of different enums compared with `is`")
+        a, b = (classes[n.id] for n in names)
+        if a is b:
+            continue  # members of one enum: `is` is equality of their numbers
+        value = isinstance(node.ops[0], ast.IsNot)
+        begin = starts[node.lineno - 1] + len(lines[node.lineno - 1].encode()[:node.col_offset].decode())
+        end = starts[node.end_lineno - 1] + len(lines[node.end_lineno - 1].encode()[:node.end_col_offset].decode())
+        edits.append((begin, end, repr(value)))
+    for begin, end, text in sorted(edits, reverse=True):
+        src = src[:begin] + text + src[end:]
+    return src
+
+
 class SourceBuilder:
     """The module text for one kernel: imports, constants, device functions, the kernel."""
 
@@ -848,9 +886,9 @@ class Capturer:
                 meta["tags"] = sorted(sb.tags)
                 (d / "kernel.py").write_text(src)
                 classes = {type(a) for a in args if isinstance(a, enum.Enum)}
-                if len(classes) > 1 and re.search(r"\bis\b", src.split("@cuda.jit", 1)[-1]):
-                    # `a is b` of members of two enums is False even when their numbers agree
-                    raise Uncapturable("members of different enums compared with `is`")
+                if len(classes) > 1:
+                    src = fold_enum_identity(src, py_func.__name__, params, args)
+                    (d / "kernel.py").write_text(src)
                 DATETIME_UNITS.unit = None
                 before = [snapshot(a, t, simulator) for a, t in zip(flat_args, flat_types)]
             except Uncapturable as e:
