@@ -203,7 +203,10 @@ def snapshot(value, ty, simulator):
         raise Uncapturable("zero-dimensional array argument")
     if arr.dtype.kind in "mM":
         arr = datetime_as_int64(arr, "array")
-    if arr.dtype.kind in "mMOUS" or (arr.dtype.kind == "V" and arr.dtype.names is None):
+    # NumPy's text dtypes (`S12`, `<U12`) are read by `pydevice run` as arrays of strings
+    # (docs/semantics.md §5.16.2); a big-endian `>U12` is not.
+    if arr.dtype.kind in "mMO" or (arr.dtype.kind == "U" and arr.dtype.byteorder == ">") \
+            or (arr.dtype.kind == "V" and arr.dtype.names is None):
         raise Uncapturable(f"array of dtype {arr.dtype} (datetime, object or bytes)")
     if arr.nbytes > MAX_ARG_BYTES:
         raise Uncapturable("arguments too large to copy")
@@ -923,7 +926,8 @@ class Capturer:
                             np.save(d / f"ref_{p}.npy", a[1])
                             argspec.append({"name": p, "array": f"in_{p}.npy", "dtype": str(b[1].dtype),
                                             "shape": list(b[1].shape)})
-                            if b[1].dtype.names is not None and hasattr(t, "dtype"):
+                            if (b[1].dtype.names is not None or b[1].dtype.kind in "SU") \
+                                    and hasattr(t, "dtype"):
                                 nd = b[1].ndim
                                 argspec[-1]["sig"] = f"{t.dtype}[" + ", ".join([":"] * (nd - 1) + ["::1"]) + "]"
                             if type(flat_args[i]).__name__ != "In":

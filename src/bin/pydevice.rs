@@ -726,7 +726,7 @@ fn parse_file_arg(name: &str, path: &Path) -> Result<(String, CliArg), String> {
     let bytes = read_input(path)?;
     // A structured dtype's `descr` is a list of fields.
     let head = String::from_utf8_lossy(&bytes[..bytes.len().min(4096)]).into_owned();
-    if head.contains("'descr': [") {
+    if head.contains("'descr': [") || pydevice::runtime::records::text_descr(&head).is_some() {
         let recs = NpyRecords::parse(&bytes).map_err(|e| format!("{value}: {e}"))?;
         if recs.shape.is_empty() {
             // One record, passed by value.

@@ -759,6 +759,10 @@ pub struct RecordLayout {
     /// is written back as text and takes string literals. Empty when no field is text.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub text: Vec<Option<record::Text>>,
+    /// NumPy's text dtype itself (`np.zeros(n, "U12")`), as a record of its one text field
+    /// ([`record::text_element`]): read and written as the plain `S<n>` / `U<n>` dtype.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub bare: bool,
 }
 
 impl StructType {
@@ -770,6 +774,15 @@ impl StructType {
     /// The `device.align` override of field `i` in bytes (0: none).
     pub fn field_align(&self, i: usize) -> u64 {
         self.field_align.get(i).copied().unwrap_or(0)
+    }
+
+    /// For NumPy's text dtype itself ([`record::text_element`]): its kind and width.
+    pub fn bare_text(&self) -> Option<(record::Text, u64)> {
+        let r = self.record.as_ref().filter(|r| r.bare)?;
+        Some((
+            r.text.first().copied().flatten()?,
+            *r.shapes.first()?.first()?,
+        ))
     }
 
     /// The text kind of field `i` of a record (`None` when it is not a text field).

@@ -234,8 +234,27 @@ pub fn record(fields: &[RecordField], itemsize: u64) -> Result<StructType, Strin
             } else {
                 Vec::new()
             },
+            bare: false,
         })),
     })
+}
+
+/// NumPy's text dtype itself (`S<n>`, `U<n>`: an array of strings, `np.zeros(9, "U12")`):
+/// a record named `S12` / `U12` of one text field `text`, marked bare so that it is read
+/// and written as the plain dtype (docs/semantics.md §5.16.2).
+pub fn text_element(kind: Text, n: u64) -> Result<StructType, String> {
+    let unit = kind.unit();
+    let field = RecordField {
+        shape: vec![n],
+        text: Some(kind),
+        ..RecordField::new("text", Type::Scalar(unit), 0)
+    };
+    let mut st = record(&[field], n * unit.size())?;
+    st.name = format!("{}{n}", if kind == Text::Bytes { 'S' } else { 'U' });
+    if let Some(r) = st.record.as_mut() {
+        r.bare = true;
+    }
+    Ok(st)
 }
 
 /// The C type a sub-array of `elem` with this shape occupies: nested tuples, outermost

@@ -270,6 +270,32 @@ impl Parser<'_> {
         }
     }
 
+    /// The rest of numba's `[char x N]` / `[unichr x N]` after its `[`: the text kind and N.
+    fn text_kind(
+        &mut self,
+        col: usize,
+    ) -> Result<(crate::types::record::Text, u64), SignatureError> {
+        let kind = match self.ident().as_deref() {
+            Some("char") => crate::types::record::Text::Bytes,
+            Some("unichr") => crate::types::record::Text::Unicode,
+            _ => {
+                return Err(syntax(
+                    col,
+                    format!("expected `[char x N]` or `[unichr x N]` at column {col}"),
+                ));
+            }
+        };
+        if self.ident().as_deref() != Some("x") {
+            return Err(syntax(
+                self.i + 1,
+                format!("expected `x` at column {}", self.i + 1),
+            ));
+        }
+        let n = self.number()?;
+        self.expect(b']')?;
+        Ok((kind, n))
+    }
+
     fn ty(&mut self) -> Result<Type, SignatureError> {
         if self.eat(b'(') {
             self.enter()?;
@@ -279,22 +305,30 @@ impl Parser<'_> {
             return Ok(Type::Tuple(elems));
         }
         let col = self.i + 1;
-        let name = self
-            .ident()
-            .ok_or_else(|| syntax(col, format!("expected a type at column {col}")))?;
-        let elem = match name.as_str() {
-            "int" => Type::Scalar(Scalar::Int32),
-            "float" => Type::Scalar(Scalar::Float32),
-            "Record" if self.eat(b'(') => Type::Struct(Box::new(self.record()?)),
-            n => match super::vector_name(n) {
-                Some((elem, len)) => Type::Vector { elem, len },
-                None => match Scalar::from_name(n) {
-                    Some(s) => Type::Scalar(s),
-                    None => (self.names)(n).ok_or_else(|| SignatureError::UnknownType {
-                        name: n.to_string(),
-                    })?,
+        let elem = if self.eat(b'[') {
+            // numba's `[unichr x 12]` / `[char x 12]`: NumPy's text dtype `U12` / `S12`.
+            let (kind, n) = self.text_kind(col)?;
+            crate::types::record::text_element(kind, n)
+                .map(|st| Type::Struct(Box::new(st)))
+                .map_err(invalid)?
+        } else {
+            let name = self
+                .ident()
+                .ok_or_else(|| syntax(col, format!("expected a type at column {col}")))?;
+            match name.as_str() {
+                "int" => Type::Scalar(Scalar::Int32),
+                "float" => Type::Scalar(Scalar::Float32),
+                "Record" if self.eat(b'(') => Type::Struct(Box::new(self.record()?)),
+                n => match super::vector_name(n) {
+                    Some((elem, len)) => Type::Vector { elem, len },
+                    None => match Scalar::from_name(n) {
+                        Some(s) => Type::Scalar(s),
+                        None => (self.names)(n).ok_or_else(|| SignatureError::UnknownType {
+                            name: n.to_string(),
+                        })?,
+                    },
                 },
-            },
+            }
         };
         if !self.eat(b'[') {
             return Ok(elem);
@@ -403,25 +437,7 @@ impl Parser<'_> {
             let mut text = None;
             if self.eat(b'[') {
                 // numba's `[char x 12]` / `[unichr x 12]`: a text field (NumPy `S12`, `U12`).
-                let kind = match self.ident().as_deref() {
-                    Some("char") => crate::types::record::Text::Bytes,
-                    Some("unichr") => crate::types::record::Text::Unicode,
-                    _ => {
-                        return Err(syntax(
-                            col,
-                            format!("expected `[char x N]` or `[unichr x N]` at column {col}"),
-                        ));
-                    }
-                };
-                if self.ident().as_deref() != Some("x") {
-                    return Err(syntax(
-                        self.i + 1,
-                        format!("expected `x` at column {}", self.i + 1),
-                    ));
-                }
-                let n = self.number()?;
-                self.expect(b']')?;
-                text = Some((kind, n));
+                text = Some(self.text_kind(col)?);
             }
             let t = if text.is_some() {
                 String::new()
@@ -646,11 +662,20 @@ mod tests {
         )
         .unwrap();
         assert_eq!(one.to_string(), "record_g_int32_h_float32_2");
-        // numba-cuda test_const_string's record: strings are refused with the field named.
-        let e = parse_type(
+        // numba-cuda test_const_string's record: a text field, held as 12 code units.
+        let t = parse_type(
             "Record(x[type=float32;offset=0],y[type=[char x 12];offset=4];16;False)[::1]",
         )
-        .unwrap_err();
-        assert!(e.to_string().contains("`y` is a string"), "{e}");
+        .unwrap();
+        let Type::Array(at) = &t else { panic!("{t}") };
+        let crate::types::DType::Struct(st) = &at.dtype else {
+            panic!("{t}")
+        };
+        assert_eq!(st.field_text(1), Some(super::super::record::Text::Bytes));
+        assert_eq!(st.subarray_shape(1), &[12]);
+        // An array of NumPy's `<U12` itself, and a malformed text type.
+        let u = parse_type("[unichr x 12][:, ::1]").unwrap();
+        assert_eq!(u.to_string(), "U12[:, ::1]");
+        assert!(parse_type("[wchar x 3][::1]").is_err());
     }
 }

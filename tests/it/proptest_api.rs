@@ -75,6 +75,7 @@ fn struct_type(field: BoxedStrategy<Type>) -> impl Strategy<Value = StructType> 
                     align,
                     shapes: Vec::new(),
                     text: Vec::new(),
+                    bare: false,
                 })
             }),
         })

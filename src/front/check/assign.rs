@@ -576,6 +576,59 @@ impl FnCx<'_, '_> {
             );
             return;
         };
+        let what = format!("field `{field}`");
+        self.store_text(base, (i, text, width, space), &what, lit, span, out);
+    }
+
+    /// `strings[i] = "abc"`: a string literal stored into an element of an array of NumPy's
+    /// text dtype (`U12`, `S12`; docs/semantics.md §5.16.2), as into a text field.
+    pub(super) fn assign_text_element(
+        &mut self,
+        target: &ast::Expr,
+        lit: &ast::Expr,
+        span: Span,
+        out: &mut Block,
+    ) {
+        let base = match self.place_or_value(target) {
+            Value::Val(base) => base,
+            Value::Err => return,
+            Value::Item(..) => {
+                self.error(Code::E0207, span, "cannot assign a string to this");
+                return;
+            }
+        };
+        let found = match &base.ty {
+            Type::StructRef { st, space } => st.bare_text().map(|(t, n)| (0, t, n, *space)),
+            _ => None,
+        };
+        let Some(found) = found else {
+            self.diags.push(
+                Diagnostic::error(
+                    Code::E0207,
+                    sp(lit),
+                    format!("cannot assign a string to an element of {}", base.ty),
+                )
+                .with_note(
+                    "strings are not values in device code; a string literal can only be stored into an element of an array of NumPy's text dtype (`S<n>`, `U<n>`) or a text field of a record",
+                ),
+            );
+            return;
+        };
+        self.store_text(base, found, "this element", lit, span, out);
+    }
+
+    /// Stores literal `lit` into text field `i` (`width` code units of `text`) of the record
+    /// `base` refers to (`what` names it in messages).
+    fn store_text(
+        &mut self,
+        base: Val,
+        (i, text, width, space): (usize, Text, u64, crate::types::MemSpace),
+        what: &str,
+        lit: &ast::Expr,
+        span: Span,
+        out: &mut Block,
+    ) {
+        let lspan = sp(lit);
         if space == crate::types::MemSpace::Const {
             self.error(
                 Code::E0112,
@@ -600,7 +653,7 @@ impl FnCx<'_, '_> {
                 Code::E0207,
                 lspan,
                 format!(
-                    "field `{field}` holds {}; this literal is not ASCII",
+                    "{what} holds {}; this literal is not ASCII",
                     if text == Text::Bytes {
                         "bytes (`S`)"
                     } else {

@@ -489,12 +489,27 @@ impl FnCx<'_, '_> {
         }
         let base = self.expr(&s.value);
         let base = self.value_of(base)?;
-        if self.s.m.rules().records_by_reference {
+        let v = if self.s.m.rules().records_by_reference {
             // numba's records are references into their array, as NumPy's are: `r = recs[i]`
             // sees later stores to `recs[i]`, and `r.x = v` stores into the array.
-            return self.element_place(base, s);
+            self.element_place(base, s)
+        } else {
+            self.subscript_with(base, s)
+        }?;
+        if let Type::StructRef { st, .. } | Type::Struct(st) = &v.ty
+            && st.bare_text().is_some()
+        {
+            self.diags.push(
+                Diagnostic::error(
+                    Code::E0214,
+                    sp(s),
+                    format!("an element of an array of {} (text) cannot be read in device code", st.name),
+                )
+                .with_note("an array of NumPy's text dtype (`S<n>`, `U<n>`) can only be assigned string literals (`a[i] = \"abc\"`)"),
+            );
+            return None;
         }
-        self.subscript_with(base, s)
+        Some(v)
     }
 
     /// `e`, except that an element of an array of structs is a reference to it (so its

@@ -309,6 +309,10 @@ impl FnCx<'_, '_> {
                         self.assign_text(base, field, &a.value, sp(t), out);
                         return;
                     }
+                    if matches!(t, ast::Expr::Subscript(_)) {
+                        self.assign_text_element(t, &a.value, sp(t), out);
+                        return;
+                    }
                 }
                 let v = self.expr(&a.value);
                 let Some(mut v) = self.value_of(v) else {

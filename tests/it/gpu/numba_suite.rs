@@ -875,3 +875,38 @@ fn numba_record_text_fields_random(dev) {
     }
 }
 }
+
+on_each_backend! {
+fn numba_text_arrays_random(dev) {
+    // `a[i] = "XYZ"` on arrays of NumPy's `<U12` and `S5` (test_const_string), per thread on
+    // a random choice of literal: code points / bytes, cut to the width, zero-padded.
+    let src = include_str!("../../fixtures/numba/text_arrays.py");
+    let k = kernel(
+        &dev,
+        src,
+        "text_arrays",
+        "[unichr x 12][::1], [char x 5][::1], int64[::1]",
+    );
+    let n = 900usize;
+    let mut r = Rng(17);
+    let sel: Vec<i64> = (0..n).map(|_| i64::from(r.i32(0, 3))).collect();
+    let (ub, ua) = array(&dev, &vec![0xA5u8; n * 48], &[n as u64], &[1]);
+    let (sb, sa) = array(&dev, &vec![0x5Au8; n * 5], &[n as u64], &[1]);
+    let (_eb, ea) = vec1(&dev, &sel);
+    k.launch(&[ua, sa, ea], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let u: Vec<u8> = dev.download(&ub).expect("download");
+    let s: Vec<u8> = dev.download(&sb).expect("download");
+    let texts_u = ["XYZ", "\u{e9}t\u{e9} \u{2014} summer!", ""];
+    let texts_s: [&[u8]; 3] = [b"XYZ", b"truncated", b""];
+    for i in 0..n {
+        let c = sel[i] as usize;
+        let mut cps: Vec<u32> = texts_u[c].chars().map(u32::from).take(12).collect();
+        cps.resize(12, 0);
+        let want_u: Vec<u8> = cps.iter().flat_map(|c| c.to_le_bytes()).collect();
+        assert_eq!(&u[i * 48..(i + 1) * 48], &want_u[..], "u[{i}] ({c})");
+        let mut want_s: Vec<u8> = texts_s[c].iter().copied().take(5).collect();
+        want_s.resize(5, 0);
+        assert_eq!(&s[i * 5..(i + 1) * 5], &want_s[..], "s[{i}] ({c})");
+    }
+}
+}
