@@ -199,8 +199,6 @@ def snapshot(value, ty, simulator):
         arr = arr.view(np.ndarray)
         if arr.dtype.type is not np.void:
             arr = arr.view(np.dtype((np.void, arr.dtype)))
-    if arr.ndim == 0:
-        raise Uncapturable("zero-dimensional array argument")
     if arr.dtype.kind in "mM":
         arr = datetime_as_int64(arr, "array")
     # NumPy's text dtypes (`S12`, `<U12`) are read by `pydevice run` as arrays of strings
@@ -1205,7 +1203,8 @@ def replay(case, pydevice, compile_only, timeout, cpu=False, bench=0):
                 sig.append(a["scalar"].split(":")[0])
             else:
                 nd = len(a["shape"])
-                sig.append(a["dtype"] + "[" + ", ".join([":"] * (nd - 1) + ["::1"]) + "]")
+                dims = ", ".join([":"] * (nd - 1) + ["::1"]) if nd else "()"
+                sig.append(a["dtype"] + "[" + dims + "]")
         cmd = [pydevice, "compile", str(src_path), "--entry", meta["kernel"], "--sig", ", ".join(sig),
                "-o", os.devnull]
     else:

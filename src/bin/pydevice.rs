@@ -736,11 +736,6 @@ fn parse_file_arg(name: &str, path: &Path) -> Result<(String, CliArg), String> {
         return Ok((name.to_string(), CliArg::Records(recs)));
     }
     let arr = NpyArray::parse(&bytes).map_err(|e| format!("{value}: {e}"))?;
-    if arr.shape.is_empty() {
-        return Err(format!(
-            "{value}: zero-dimensional arrays are not supported; pass a scalar as DTYPE:VALUE"
-        ));
-    }
     Ok((name.to_string(), CliArg::Array(arr)))
 }
 

@@ -613,19 +613,14 @@ impl Type {
                 | Type::Fragment(_) => {}
                 Type::Vector { elem, len } => scalar_vector(*elem, *len)?,
                 Type::Tuple(ts) => work.extend(ts.iter().map(|t| (t, depth + 1))),
-                Type::Array(a) => {
-                    if a.ndim == 0 {
-                        return Err("an array type has 0 dimensions; arrays have 1 to 255".into());
+                Type::Array(a) => match &a.dtype {
+                    DType::Scalar(_) | DType::Atomic(_) => {}
+                    DType::Vector { elem, len } => scalar_vector(*elem, *len)?,
+                    DType::Struct(st) => {
+                        validate_struct(st, align_ok)?;
+                        work.extend(st.fields.iter().map(|(_, t)| (t, depth + 1)));
                     }
-                    match &a.dtype {
-                        DType::Scalar(_) | DType::Atomic(_) => {}
-                        DType::Vector { elem, len } => scalar_vector(*elem, *len)?,
-                        DType::Struct(st) => {
-                            validate_struct(st, align_ok)?;
-                            work.extend(st.fields.iter().map(|(_, t)| (t, depth + 1)));
-                        }
-                    }
-                }
+                },
                 Type::Struct(st) | Type::StructRef { st, .. } => {
                     validate_struct(st, align_ok)?;
                     work.extend(st.fields.iter().map(|(_, t)| (t, depth + 1)));
@@ -810,6 +805,9 @@ impl From<Scalar> for Type {
 impl fmt::Display for ArrayType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}[", self.dtype)?;
+        if self.ndim == 0 {
+            f.write_str("()")?;
+        }
         for d in 0..self.ndim {
             if d > 0 {
                 f.write_str(", ")?;

@@ -333,6 +333,13 @@ impl Parser<'_> {
         if !self.eat(b'[') {
             return Ok(elem);
         }
+        // `float64[()]`: a zero-dimensional array (NumPy's `np.array(1.5)`).
+        if self.eat(b'(') {
+            self.expect(b')')?;
+            self.expect(b']')?;
+            return Type::array_of(&elem, 0, Layout::C)
+                .ok_or_else(|| invalid(format!("`{elem}` cannot be the element of an array")));
+        }
         // Dimensions: `:` or `::1`, separated by commas.
         let mut contiguous = Vec::new();
         loop {

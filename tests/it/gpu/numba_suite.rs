@@ -910,3 +910,31 @@ fn numba_text_arrays_random(dev) {
     }
 }
 }
+
+on_each_backend! {
+fn numba_zero_dim_arrays_random(dev) {
+    // Zero-dimensional array arguments: `a[()]` read and written, `.ndim`/`.size`/`.shape`.
+    let src = include_str!("../../fixtures/numba/zero_dim_arrays.py");
+    let k = kernel(
+        &dev,
+        src,
+        "zero_dim_arrays",
+        "float64[()], float64[()], float64[::1]",
+    );
+    let mut r = Rng(3);
+    for _ in 0..3 {
+        let x = f64::from(r.f32(-100.0, 100.0));
+        let n = 300usize;
+        let (lb, la) = array(&dev, &[-1.0f64], &[], &[]);
+        let (_rb, ra) = array(&dev, &[x], &[], &[]);
+        let (ob, oa) = vec1(&dev, &vec![0f64; n]);
+        k.launch(&[la, ra, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
+        let lhs: Vec<f64> = from_bytes(&dev.download(&lb).expect("download"));
+        assert_eq!(lhs, vec![x * 2.0]);
+        let out: Vec<f64> = from_bytes(&dev.download(&ob).expect("download"));
+        for (i, o) in out.iter().enumerate() {
+            assert_eq!(*o, x * i as f64 + 0.0 + 1.0 + 0.0, "out[{i}]");
+        }
+    }
+}
+}
