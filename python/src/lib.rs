@@ -561,6 +561,7 @@ fn cpu_to_py(py: Python<'_>, kernel: &str, e: pydevice::runtime::cpu::CpuError) 
             raise(py, "LaunchError", (text, kernel.to_string()))
         }
         CpuError::Deadlock(_) => raise(py, "DeadlockError", (text, kernel.to_string())),
+        CpuError::Interrupted => interrupt::interrupted(py),
         CpuError::Race {
             file,
             space,
@@ -644,8 +645,11 @@ impl CpuKernel {
     /// in and out: the serial copies bounded the launch's scaling with cores). A launch that
     /// fails leaves the arrays as they were (`CpuKernel::launch_raw_or_restore`).
     /// `threads` OS threads (0: one per core); `deterministic` runs the blocks in grid order
-    /// on one thread; `race_check` checks for data races (RaceError).
-    #[pyo3(signature = (args, grid, block, shared=0, seed=None, threads=0, deterministic=false, race_check=false))]
+    /// on one thread; `race_check` checks for data races (RaceError); `cluster` is the
+    /// launch's thread block cluster shape. On Python's main thread, Ctrl-C stops the
+    /// launch: its threads stop at their next loop back-edge and it raises
+    /// `KeyboardInterrupt` (what Python's `SIGINT` handler raises).
+    #[pyo3(signature = (args, grid, block, shared=0, seed=None, threads=0, deterministic=false, race_check=false, cluster=None))]
     #[allow(clippy::too_many_arguments)]
     fn launch(
         &self,
@@ -658,6 +662,7 @@ impl CpuKernel {
         threads: usize,
         deterministic: bool,
         race_check: bool,
+        cluster: Option<[u32; 3]>,
     ) -> PyResult<()> {
         let params = self.inner.params();
         if args.len() != params.len() {
@@ -681,8 +686,10 @@ impl CpuKernel {
             deterministic,
             seed,
             race_check,
+            cluster,
         };
         let k = self.inner.clone();
+        interrupt::arm(py);
         // SAFETY: `pydevice._core` passes, for each array, the address of a C-contiguous
         // NumPy buffer of the shape given, which it keeps alive and does not touch during
         // the call, writable where the kernel may store to it (it checks `may_store`).

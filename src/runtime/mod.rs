@@ -30,6 +30,8 @@ pub mod config;
 #[cfg(feature = "host")]
 pub mod cpu;
 pub(crate) mod cpu_tensor;
+#[cfg(feature = "host")]
+pub mod cpu_tma;
 mod device_array;
 pub mod dlpack;
 pub mod error;

@@ -13,7 +13,7 @@ mod emit;
 pub mod interrupt;
 pub mod kernel;
 mod leaf;
-mod runtime;
+pub(crate) mod runtime;
 pub mod tensor_code;
 mod value;
 

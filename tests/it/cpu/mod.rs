@@ -885,3 +885,20 @@ fn cpu_back_end_refuses_hopper_operations_with_the_span() {
 mod builders;
 mod numba_gaps;
 mod race;
+
+#[test]
+fn cpu_tma_swizzle_modes_follow_ptx() {
+    use pydevice::runtime::cpu_tma::swizzle;
+    // 128-byte swizzle: line 1's chunk 0 goes to chunk 1, line 7's chunk 2 to chunk 5,
+    // line 8 starts the pattern again; bytes within a chunk stay.
+    assert_eq!(swizzle(0x80, 128), 0x90);
+    assert_eq!(swizzle(7 * 128 + 2 * 16 + 3, 128), 7 * 128 + 5 * 16 + 3);
+    assert_eq!(swizzle(8 * 128 + 16, 128), 8 * 128 + 16);
+    // 64-byte: the chunk's two low bits XOR the line modulo 4.
+    assert_eq!(swizzle(3 * 128 + 16, 64), 3 * 128 + 2 * 16);
+    assert_eq!(swizzle(5 * 128, 64), 5 * 128 + 16);
+    // 32-byte: the chunk's lowest bit XOR the line's.
+    assert_eq!(swizzle(128, 32), 128 + 16);
+    assert_eq!(swizzle(2 * 128 + 16, 32), 2 * 128 + 16);
+    assert_eq!(swizzle(12345, 0), 12345);
+}

@@ -3,7 +3,8 @@
 //! GPU, or without a driver, each says why it is skipped and passes.
 
 use super::*;
-use pydevice::runtime::{PackedArgs, RuntimeError, Stream};
+use pydevice::runtime::RuntimeError;
+use pydevice::runtime::cpu::CpuError;
 
 /// A device of compute capability 9.0 or newer.
 fn hopper(test: &str) -> Option<Dev> {
@@ -40,26 +41,25 @@ fn sm90_or_cpu(dev: &Dev, test: &str) -> bool {
     }
 }
 
-/// Launches packed arguments in clusters of `cluster` blocks and waits.
+/// Launches in clusters of `cluster` blocks and waits (on either back end: the CPU back
+/// end runs a cluster's blocks together, docs/semantics.md §22.1).
 fn launch_cluster(
-    dev: &Device,
+    dev: &Dev,
     k: &Kernel<'_>,
     args: &[ArgValue],
     grid: [u32; 3],
     block: [u32; 3],
     cluster: [u32; 3],
-) -> Result<(), RuntimeError> {
-    let packed: PackedArgs = k.k.pack(args)?;
+) -> Result<(), DevError> {
     let cfg = LaunchConfig::new(grid, block);
-    dev.launch_cluster(&k.k, &packed, &cfg, cluster, &Stream::default_stream())?;
-    dev.synchronize()
+    dev.launch_cluster(&k.k, args, &cfg, cluster)
 }
 
-#[test]
-fn cluster_neighbour_exchange_through_distributed_shared_memory() {
-    let Some(dev) = hopper("cluster_neighbour_exchange_through_distributed_shared_memory") else {
+on_each_backend! {
+fn cluster_neighbour_exchange_through_distributed_shared_memory(dev) {
+    if !sm90_or_cpu(&dev, "cluster_neighbour_exchange_through_distributed_shared_memory") {
         return;
-    };
+    }
     // `cluster=(4, 1, 1)`, 128 threads per block: block b of the grid has rank b % 4.
     let k = kernel(
         &dev,
@@ -85,6 +85,7 @@ fn cluster_neighbour_exchange_through_distributed_shared_memory() {
         assert_eq!(out[i], want, "element {i} (block {b}, thread {t})");
     }
 }
+}
 
 const POSITIONS: &str = r#"
 from cuda import device
@@ -108,11 +109,11 @@ def positions(out):
     device.cluster_wait()
 "#;
 
-#[test]
-fn cluster_positions_with_the_launch_attribute() {
-    let Some(dev) = hopper("cluster_positions_with_the_launch_attribute") else {
+on_each_backend! {
+fn cluster_positions_with_the_launch_attribute(dev) {
+    if !sm90_or_cpu(&dev, "cluster_positions_with_the_launch_attribute") {
         return;
-    };
+    }
     let k = kernel(&dev, POSITIONS, "positions", "int32[:, ::1]");
     assert_eq!(k.k.required_cluster(), None);
     let (gx, gy, cx, cy, threads) = (8u32, 6u32, 2u32, 3u32, 32u32);
@@ -136,12 +137,13 @@ fn cluster_positions_with_the_launch_attribute() {
         }
     }
 }
+}
 
-#[test]
-fn cluster_launch_refused_for_a_bad_grid() {
-    let Some(dev) = hopper("cluster_launch_refused_for_a_bad_grid") else {
+on_each_backend! {
+fn cluster_launch_refused_for_a_bad_grid(dev) {
+    if !sm90_or_cpu(&dev, "cluster_launch_refused_for_a_bad_grid") {
         return;
-    };
+    }
     let k = kernel(
         &dev,
         &fixture("cluster_dsmem.py"),
@@ -158,8 +160,10 @@ fn cluster_launch_refused_for_a_bad_grid() {
         .expect_err("a grid of 6 blocks cannot hold clusters of 4");
     let text = e.to_string();
     assert!(
-        matches!(e, DevError::Gpu(RuntimeError::Launch { .. }))
-            && text.contains("neighbour_sum")
+        matches!(
+            e,
+            DevError::Gpu(RuntimeError::Launch { .. }) | DevError::Cpu(_, CpuError::Config(_))
+        ) && text.contains("neighbour_sum")
             && text.contains("grid extent x is 6")
             && text.contains("cluster= option"),
         "{text}"
@@ -195,6 +199,7 @@ fn cluster_launch_refused_for_a_bad_grid() {
     // The context is still usable: a good launch runs.
     launch_cluster(&dev, &p, &[oa], [2, 1, 1], [32, 1, 1], [2, 1, 1]).expect("good launch");
     k.launch(&[sa, da], [8, 1, 1], [128, 1, 1]);
+}
 }
 
 /// The byte permutation of PTX's `prmt.b32 d, a, b, c` in its default mode.
@@ -424,11 +429,11 @@ fn tensor_map_arg(
     vec1(dev, &map.words)
 }
 
-#[test]
-fn tma_tile_load_store_and_reduce_match_the_cpu() {
-    let Some(dev) = hopper("tma_tile_load_store_and_reduce_match_the_cpu") else {
+on_each_backend! {
+fn tma_tile_load_store_and_reduce_match_the_cpu(dev) {
+    if !sm90_or_cpu(&dev, "tma_tile_load_store_and_reduce_match_the_cpu") {
         return;
-    };
+    }
     // 16×32 tiles of a 64×128 float32 matrix: loaded by TMA, doubled, stored through a
     // second map and added into a third (§18.4).
     let k = kernel(
@@ -468,12 +473,13 @@ fn tma_tile_load_store_and_reduce_match_the_cpu() {
         assert_eq!(red[i], r0[i] + a[i] * 2.0, "reduced element {i}");
     }
 }
+}
 
-#[test]
-fn tma_multicast_fills_every_block_of_the_cluster() {
-    let Some(dev) = hopper_a("tma_multicast_fills_every_block_of_the_cluster") else {
+on_each_backend! {
+fn tma_multicast_fills_every_block_of_the_cluster(dev) {
+    if dev.gpu().is_some() && hopper_a("tma_multicast_fills_every_block_of_the_cluster").is_none() {
         return;
-    };
+    }
     let k = kernel(
         &dev,
         &fixture("hopper_tma_multicast.py"),
@@ -500,6 +506,7 @@ fn tma_multicast_fills_every_block_of_the_cluster() {
             assert_eq!(out[b * t * t + i], a[i], "block {b}, element {i}");
         }
     }
+}
 }
 
 on_each_backend! {

@@ -180,10 +180,89 @@ impl FnCx<'_, '_> {
                 }
                 Ok(Vec::new())
             }
+            HopperOp::TmaLoad { dims, multicast } => {
+                // [dst, map, mbarrier, coordinates..., mask?]
+                let mask = if multicast {
+                    self.int_operand(arg(3 + usize::from(dims))?, ct::I32)?
+                } else {
+                    self.b.ins().iconst(ct::I32, 0)
+                };
+                self.tma(
+                    h,
+                    0,
+                    arg(0)?,
+                    arg(1)?,
+                    Some(arg(2)?),
+                    &args[3..3 + usize::from(dims)],
+                    mask,
+                )?;
+                Ok(Vec::new())
+            }
+            HopperOp::TmaStore { dims, reduce } => {
+                // [map, src, coordinates...]
+                let zero = self.b.ins().iconst(ct::I32, 0);
+                let op = if reduce { 2 } else { 1 };
+                self.tma(
+                    h,
+                    op,
+                    arg(1)?,
+                    arg(0)?,
+                    None,
+                    &args[2..2 + usize::from(dims)],
+                    zero,
+                )?;
+                Ok(Vec::new())
+            }
             other => Err(err(format!(
                 "hopper operation {other:?} reached the CPU back end"
             ))),
         }
+    }
+
+    /// A TMA copy (`runtime::cpu_tma::tma`, op 0 load, 1 store, 2 reduce-add) between the
+    /// box of the tensor map at `map` and the shared array element `smem`; a copy the
+    /// runtime refuses (not a CPU tensor map, a box that does not fit in the shared array,
+    /// an element type reduce-add does not add) is reported at the call.
+    #[allow(clippy::too_many_arguments)]
+    fn tma(
+        &mut self,
+        h: Handle<Expr>,
+        op: i64,
+        smem: Handle<Expr>,
+        map: Handle<Expr>,
+        bar: Option<Handle<Expr>>,
+        coords: &[Handle<Expr>],
+        mask: Value,
+    ) -> R<()> {
+        let Expr::ElementRef { array, .. } = &self.f.exprs[smem] else {
+            return Err(err("a TMA copy without a shared element reference"));
+        };
+        let array = *array;
+        let s = self.scalar(smem)?;
+        let (_, limit) = self.extent(array)?;
+        let m = self.scalar(map)?;
+        let bar = match bar {
+            Some(b) => self.scalar(b)?,
+            None => self.b.ins().iconst(ct::I64, 0),
+        };
+        let mut c = Vec::new();
+        for k in 0..5 {
+            c.push(match coords.get(k) {
+                Some(&e) => self.int_operand(e, ct::I32)?,
+                None => self.b.ins().iconst(ct::I32, 0),
+            });
+        }
+        let ctx = self.ctx()?;
+        let op = self.b.ins().iconst(ct::I32, op);
+        let mut params = vec![ct::I64, ct::I32, ct::I64, ct::I64, ct::I64, ct::I64];
+        params.extend([ct::I32; 6]);
+        let mut vals = vec![ctx, op, s, limit, m, bar];
+        vals.extend(c);
+        vals.push(mask);
+        let status = self.call_helper(super::super::kernel::TMA_SYMBOL, &params, ct::I32, &vals)?;
+        let bad = self.b.ins().icmp_imm_s(IntCC::NotEqual, status, 0);
+        let code = self.site(h);
+        self.record_if(bad, code)
     }
 
     /// The address of element reference `r` and whether `n` bytes from it lie inside its
