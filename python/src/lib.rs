@@ -1692,6 +1692,35 @@ fn tensor_map_tiled(
         .map_err(|e| runtime_to_py(py, e))
 }
 
+/// The CPU back end's tensor map (`pydevice::runtime::cpu_tma`) of host array `data`, with
+/// the arguments and checks of [`tensor_map_tiled`]: its 16 words, which only kernels run
+/// on the CPU back end read.
+#[pyfunction]
+#[pyo3(signature = (data, dtype, shape, strides, box_shape, swizzle=0))]
+fn cpu_tensor_map_tiled(
+    py: Python<'_>,
+    data: u64,
+    dtype: &str,
+    shape: Vec<u64>,
+    strides: Vec<i64>,
+    box_shape: Vec<u32>,
+    swizzle: u32,
+) -> PyResult<Vec<u64>> {
+    let dtype = pydevice::types::Scalar::from_name(dtype)
+        .ok_or_else(|| PyValueError::new_err(format!("tensor map: unknown dtype `{dtype}`")))?;
+    let a = pydevice::runtime::DeviceArray {
+        data,
+        dtype,
+        shape,
+        strides,
+        readonly: false,
+        device: None,
+    };
+    pydevice::runtime::cpu_tma::tensor_map_tiled(&a, &box_shape, swizzle)
+        .map(|m| m.words.to_vec())
+        .map_err(|e| cpu_to_py(py, "tensor map", e))
+}
+
 /// True when the CUDA driver library can be loaded.
 #[pyfunction]
 fn driver_available() -> bool {
@@ -1826,6 +1855,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dlpack_describe, m)?)?;
     m.add_function(wrap_pyfunction!(device_arch, m)?)?;
     m.add_function(wrap_pyfunction!(tensor_map_tiled, m)?)?;
+    m.add_function(wrap_pyfunction!(cpu_tensor_map_tiled, m)?)?;
     m.add_function(wrap_pyfunction!(device_name, m)?)?;
     m.add_function(wrap_pyfunction!(synchronize, m)?)?;
     m.add_function(wrap_pyfunction!(set_disk_cache, m)?)?;

@@ -251,10 +251,11 @@ pub struct CpuKernel {
 /// The runtime functions the compiled code calls, by name.
 fn symbols() -> Vec<(&'static str, *const u8)> {
     use crate::lower::host::kernel::{
-        BARRIER_SYMBOL, RACE_SYMBOL, RANDOM_SYMBOLS, TMA_SYMBOL, WARP_SYMBOL,
+        BARRIER_SYMBOL, RACE_SYMBOL, RANDOM_SYMBOLS, TMA_SYMBOL, WARP_SYMBOL, WGMMA_SYMBOL,
     };
     vec![
         (BARRIER_SYMBOL, barrier as *const u8),
+        (WGMMA_SYMBOL, super::cpu_wgmma::wgmma as *const u8),
         (TMA_SYMBOL, super::cpu_tma::tma as *const u8),
         (WARP_SYMBOL, warp as *const u8),
         (RACE_SYMBOL, race as *const u8),
@@ -450,12 +451,14 @@ impl CpuKernel {
                 .collect()
         };
         let clusters = blocks / cluster_size;
-        let units: Vec<Vec<u32>> = if self.code.cooperative() {
-            vec![(0..clusters).flat_map(in_clusters).collect()]
+        let units = if self.code.cooperative() {
+            Units::Lists(vec![(0..clusters).flat_map(in_clusters).collect()])
         } else if cluster_size == 1 {
-            (0..blocks).map(|b| vec![b]).collect()
+            // A block per unit, numbered as they are taken: no list to build (serially, before
+            // the workers start) and drop.
+            Units::Blocks(blocks)
         } else {
-            (0..clusters).map(in_clusters).collect()
+            Units::Lists((0..clusters).map(in_clusters).collect())
         };
         let interrupt = crate::lower::host::interrupt::flag_for_call();
         let seed = cfg.seed.unwrap_or_else(crate::random::draw_seed);
@@ -635,6 +638,23 @@ pub fn launch(
     kernel.launch(args, &cfg)
 }
 
+/// The units of a launch: the blocks that run together on one OS thread.
+enum Units {
+    /// Each of this many blocks on its own, in grid order.
+    Blocks(u32),
+    /// The blocks of each unit (a cluster's, or all of a cooperative launch), in rank order.
+    Lists(Vec<Vec<u32>>),
+}
+
+impl Units {
+    fn len(&self) -> usize {
+        match self {
+            Units::Blocks(n) => *n as usize,
+            Units::Lists(v) => v.len(),
+        }
+    }
+}
+
 /// What the workers of one launch share.
 struct Launch<'a> {
     code: &'a KernelCode,
@@ -759,7 +779,7 @@ impl Launch<'_> {
 
     /// Takes units until none is left, with the buffers this OS thread kept from its
     /// earlier units and launches ([`WorkerCache`]).
-    fn work(&self, units: &[Vec<u32>]) {
+    fn work(&self, units: &Units) {
         let mut cache = CACHE.with(|c| std::mem::take(&mut *c.borrow_mut()));
         if cache.stack_size != self.code.stack_bytes() {
             cache.stacks.clear();
@@ -770,7 +790,18 @@ impl Launch<'_> {
                 break;
             }
             let i = self.next.fetch_add(1, Ordering::Relaxed);
-            let Some(unit) = units.get(i) else { break };
+            let one;
+            let unit: &[u32] = match units {
+                Units::Blocks(n) if i < *n as usize => {
+                    one = [i as u32];
+                    &one
+                }
+                Units::Blocks(_) => break,
+                Units::Lists(v) => match v.get(i) {
+                    Some(u) => u,
+                    None => break,
+                },
+            };
             if let Err((key, e)) = self.run_unit(unit, &mut cache) {
                 if matches!(e, CpuError::Deadlock(_) | CpuError::Resource(_)) {
                     self.stop.store(true, Ordering::Relaxed);
@@ -803,7 +834,10 @@ impl Launch<'_> {
         shared.resize(words.saturating_mul(blocks.len()), 0);
         let shared_base = shared.as_mut_ptr();
         let WorkerCache {
-            threads, stacks, ..
+            threads,
+            stacks,
+            fibers: kept,
+            ..
         } = cache;
         threads.clear();
         threads.reserve(blocks.len() * bs);
@@ -865,7 +899,10 @@ impl Launch<'_> {
             }
             return self.first_error(threads);
         }
-        let mut fibers: Vec<Option<Coroutine<(), (), (), DefaultStack>>> = Vec::with_capacity(n);
+        // The fibers' slots are kept from unit to unit too (no allocation per block).
+        let mut fibers = std::mem::take(kept);
+        fibers.clear();
+        fibers.reserve(n);
         for i in 0..n {
             let stack = match stacks.pop() {
                 Some(s) => s,
@@ -918,6 +955,9 @@ impl Launch<'_> {
                 CpuError::Deadlock(self.describe_deadlock(threads, &why)),
             ));
         }
+        // Every slot is empty now (each fiber's stack went back to `stacks`).
+        fibers.clear();
+        *kept = fibers;
         self.first_error(threads)
     }
 
@@ -1002,6 +1042,8 @@ struct WorkerCache {
     threads: Vec<Thread>,
     /// The shared memory of the unit's blocks, one after the other.
     shared: Vec<u64>,
+    /// The unit's fibers' slots (their storage is what is kept).
+    fibers: Vec<Option<Coroutine<(), (), (), DefaultStack>>>,
 }
 
 /// The most fiber stacks a worker keeps between launches (a block has at most 1024
@@ -1021,6 +1063,9 @@ impl WorkerCache {
         }
         if self.shared.capacity() > KEPT_SHARED_WORDS {
             self.shared = Vec::new();
+        }
+        if self.fibers.capacity() > KEPT_STACKS {
+            self.fibers = Vec::new();
         }
     }
 }

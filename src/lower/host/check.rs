@@ -564,15 +564,13 @@ pub(crate) fn cpu_intrinsic(op: Intrinsic) -> bool {
         | Intrinsic::ClusterWait
         | Intrinsic::ClusterSync
         | Intrinsic::MapSharedRank => true,
-        // mbarriers, bulk copies, TMA with the CPU's tensor maps, `elect_one` and the
-        // fences (`emit::hopper`); not `wgmma`.
-        Intrinsic::Hopper(h) => {
-            use crate::ir::HopperOp::*;
-            !matches!(
-                h,
-                WgmmaDesc(_) | WgmmaFence | WgmmaCommit | WgmmaWait(_) | Wgmma(_)
-            )
-        }
+        // mbarriers, bulk copies, TMA with the CPU's tensor maps, `wgmma` on K-major
+        // operands, `elect_one` and the fences (`emit::hopper`); not `wgmma` of a
+        // transposed (MN-major) operand.
+        Intrinsic::Hopper(h) => match h {
+            crate::ir::HopperOp::Wgmma(w) => !w.trans_a && !w.trans_b,
+            _ => true,
+        },
         // WMMA, `mma.sync` m16n8k16 and `ldmatrix` (`emit::tensor`).
         Intrinsic::Tensor(_) => true,
         op => !device_only(op),

@@ -100,6 +100,9 @@ pub const RACE_SYMBOL: &str = "__pyd_cpu_race";
 /// `__pyd_cpu_tma(ctx, op, smem, limit, map, bar, c0, c1, c2, c3, c4, mask) -> int32`: a
 /// TMA copy between a tensor map's box and shared memory (`runtime::cpu_tma::tma`).
 pub const TMA_SYMBOL: &str = "__pyd_cpu_tma";
+/// `__pyd_cpu_wgmma(ctx, acc, a_desc, b_desc, info, scale_d, shared_bytes) -> int32`: the
+/// calling thread's part of a `wgmma` (`runtime::cpu_wgmma::wgmma`).
+pub const WGMMA_SYMBOL: &str = "__pyd_cpu_wgmma";
 /// `rand(float32)`, `rand(float64)`, `randn(float32)`, `randn(float64)` of the thread's
 /// Philox stream: `(ctx) -> float`.
 pub const RANDOM_SYMBOLS: [&str; 4] = [
@@ -111,7 +114,13 @@ pub const RANDOM_SYMBOLS: [&str; 4] = [
 
 /// Every symbol the runtime must provide to [`compile_kernel`].
 pub fn runtime_symbols() -> Vec<&'static str> {
-    let mut v = vec![BARRIER_SYMBOL, WARP_SYMBOL, RACE_SYMBOL, TMA_SYMBOL];
+    let mut v = vec![
+        BARRIER_SYMBOL,
+        WARP_SYMBOL,
+        RACE_SYMBOL,
+        TMA_SYMBOL,
+        WGMMA_SYMBOL,
+    ];
     v.extend(RANDOM_SYMBOLS);
     v
 }

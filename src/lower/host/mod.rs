@@ -12,7 +12,7 @@ mod cmath;
 mod emit;
 pub mod interrupt;
 pub mod kernel;
-mod leaf;
+pub(crate) mod leaf;
 pub(crate) mod runtime;
 pub mod tensor_code;
 mod value;

@@ -378,11 +378,11 @@ fn bulk_copy_with_mbarrier_transaction_count_round_trips(dev) {
 }
 }
 
-#[test]
-fn wgmma_bf16_m64n64k16_matches_the_cpu() {
-    let Some(dev) = hopper_a("wgmma_bf16_m64n64k16_matches_the_cpu") else {
+on_each_backend! {
+fn wgmma_bf16_m64n64k16_matches_the_cpu(dev) {
+    if dev.gpu().is_some() && hopper_a("wgmma_bf16_m64n64k16_matches_the_cpu").is_none() {
         return;
-    };
+    }
     // One warpgroup: D (64×64, float32) = A (64×16) · Bᵀ (B is 64×16), bf16 inputs staged
     // K-major in shared memory without swizzle (§18.4). Inputs are multiples of 1/4 in
     // [-8, 8], so every product and sum is exact in float32.
@@ -414,6 +414,7 @@ fn wgmma_bf16_m64n64k16_matches_the_cpu() {
             assert_eq!(out[r * n + c], want, "D[{r}, {c}]");
         }
     }
+}
 }
 
 /// A tensor map of `a` uploaded to the device, as the `uint64[::1]` argument TMA reads.
@@ -587,11 +588,11 @@ fn wgmma_case<T: Copy, D: Copy + Default + PartialEq + std::fmt::Debug>(
     }
 }
 
-#[test]
-fn wgmma_tf32_e4m3_and_s8_match_the_cpu() {
-    let Some(dev) = hopper_a("wgmma_tf32_e4m3_and_s8_match_the_cpu") else {
+on_each_backend! {
+fn wgmma_tf32_e4m3_and_s8_match_the_cpu(dev) {
+    if dev.gpu().is_some() && hopper_a("wgmma_tf32_e4m3_and_s8_match_the_cpu").is_none() {
         return;
-    };
+    }
     // Inputs exactly representable in each type, small enough that every sum is exact.
     let mut rng = Rng(0x96_3a);
     let dot = |a: &[f32], b: &[f32], k: usize, r: usize, c: usize| -> f32 {
@@ -644,6 +645,85 @@ fn wgmma_tf32_e4m3_and_s8_match_the_cpu() {
         },
         i32::MIN,
     );
+}
+}
+
+/// `wgmma` on operands staged with the 128-byte swizzle (§18.4): K-major rows of 128 bytes
+/// (the first 32 hold the row's 16 bf16 of K), 8-row groups 1024 bytes apart (SBO), each
+/// 16-byte chunk `c` of line `l` stored at chunk `c ^ (l % 8)` of the 1024-aligned window.
+const WGMMA_SW128: &str = r#"
+from cuda import device
+from cuda.device import hopper
+
+N = 64
+
+
+@device.func
+def sw128(r, k):
+    # The element index of (r, k) of a bf16 K-major operand in the 128-byte swizzled layout.
+    o = (r // 8) * 1024 + (r % 8) * 128 + k * 2
+    return (o ^ (((o >> 7) & 7) << 4)) // 2
+
+
+@device.kernel(max_threads=128)
+def wgmma_sw128(a, b, d):
+    sa = device.shared_array(64 * 64, device.bfloat16, align=1024)
+    sb = device.shared_array(N * 64, device.bfloat16, align=1024)
+    t = device.thread_idx.x
+    for i in range(t, 64 * 16, 128):
+        sa[sw128(i // 16, i % 16)] = a[i // 16, i % 16]
+    for i in range(t, N * 16, 128):
+        sb[sw128(i // 16, i % 16)] = b[i // 16, i % 16]
+    hopper.fence_proxy_async()
+    device.syncthreads()
+    acc = device.local_array(N // 2, device.float32)
+    for i in range(N // 2):
+        acc[i] = 1.0
+    da = hopper.wgmma_desc(sa, 0, 16, 1024, 128)
+    db = hopper.wgmma_desc(sb, 0, 16, 1024, 128)
+    hopper.wgmma_fence()
+    hopper.wgmma(acc, da, db, N, "bf16", "bf16", scale_d=True)
+    hopper.wgmma_commit_group()
+    hopper.wgmma_wait_group(0)
+    w = t // 32
+    lane = t % 32
+    for i in range(N // 2):
+        row = w * 16 + lane // 4 + 8 * ((i // 2) % 2)
+        col = 8 * (i // 4) + 2 * (lane % 4) + i % 2
+        d[row, col] = acc[i]
+"#;
+
+on_each_backend! {
+fn wgmma_bf16_with_128_byte_swizzle_matches_the_cpu(dev) {
+    if dev.gpu().is_some() && hopper_a("wgmma_bf16_with_128_byte_swizzle_matches_the_cpu").is_none() {
+        return;
+    }
+    // D = 1 + A·Bᵀ (scale_d: the accumulator's 1.0 is kept), inputs multiples of 1/4 in
+    // [-8, 8]: every product and sum is exact in float32.
+    let k = kernel(
+        &dev,
+        WGMMA_SW128,
+        "wgmma_sw128",
+        "bfloat16[:, ::1], bfloat16[:, ::1], float32[:, ::1]",
+    );
+    let (m, n, kk) = (64usize, 64usize, 16usize);
+    let mut rng = Rng(0x5_12_8);
+    let a: Vec<f32> = (0..m * kk).map(|_| rng.i32(-32, 33) as f32 / 4.0).collect();
+    let b: Vec<f32> = (0..n * kk).map(|_| rng.i32(-32, 33) as f32 / 4.0).collect();
+    let ab: Vec<u16> = a.iter().map(|&x| bf16_bits(x)).collect();
+    let bb: Vec<u16> = b.iter().map(|&x| bf16_bits(x)).collect();
+    let (_ab, aa) = array(&dev, &ab, &[m as u64, kk as u64], &[kk as i64, 1]);
+    let (_bb, ba) = array(&dev, &bb, &[n as u64, kk as u64], &[kk as i64, 1]);
+    let (db, da) = array(&dev, &vec![f32::NAN; m * n], &[m as u64, n as u64], &[n as i64, 1]);
+    k.launch(&[aa, ba, da], [1, 1, 1], [128, 1, 1]);
+    let out: Vec<f32> = from_bytes(&dev.download(&db).expect("download"));
+    for r in 0..m {
+        for c in 0..n {
+            let want: f32 = 1.0 + (0..kk).map(|i| a[r * kk + i] * b[c * kk + i]).sum::<f32>();
+            assert_eq!(out[r * n + c], want, "D[{r}, {c}]");
+        }
+    }
+}
 }
 
 #[test]

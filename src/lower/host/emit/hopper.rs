@@ -8,8 +8,9 @@
 //! and `bulk_wait_group` have nothing in flight; waiting for a phase polls, letting the
 //! block's other threads run. `elect_one()` elects the lowest lane of the warp that reaches
 //! it together (a ballot), the fences are full fences, `setmaxnreg` changes nothing, and
-//! `shared_address` is the element's offset in the block's shared memory. TMA and `wgmma`
-//! stay device-only (E0501).
+//! `shared_address` is the element's offset in the block's shared memory. TMA copies
+//! (`runtime::cpu_tma`) and `wgmma` (`runtime::cpu_wgmma`) are done when issued, by the
+//! runtime; `wgmma_desc` builds PTX's matrix descriptor of the shared window's offset.
 
 use super::super::kernel::{WarpOp, offset};
 use super::*;
@@ -180,6 +181,79 @@ impl FnCx<'_, '_> {
                 }
                 Ok(Vec::new())
             }
+            HopperOp::WgmmaFence | HopperOp::WgmmaCommit | HopperOp::WgmmaWait(_) => {
+                // Each `wgmma` is done when it is issued: nothing is in flight.
+                Ok(Vec::new())
+            }
+            HopperOp::WgmmaDesc(swizzle) => {
+                // PTX's matrix descriptor of the element's offset in the shared window.
+                let addr = self.scalar(arg(0)?)?;
+                let ctx = self.ctx()?;
+                let base = self
+                    .b
+                    .ins()
+                    .load(ct::I64, flags(), ctx, offset::SHARED as i32);
+                let off = self.b.ins().isub(addr, base);
+                let lbo = u32_of(self, 1)?;
+                let sbo = u32_of(self, 2)?;
+                let mut desc = self.b.ins().iconst(ct::I64, (swizzle.code() << 62) as i64);
+                for (k, v) in [(0, off), (16, lbo), (32, sbo)] {
+                    let v = if self.b.func.dfg.value_type(v) == ct::I64 {
+                        v
+                    } else {
+                        self.b.ins().uextend(ct::I64, v)
+                    };
+                    let f = self.b.ins().ushr_imm_u(v, 4);
+                    let f = self.b.ins().band_imm_u(f, 0x3fff);
+                    let f = self.b.ins().ishl_imm_u(f, k);
+                    desc = self.b.ins().bor(desc, f);
+                }
+                Ok(vec![desc])
+            }
+            HopperOp::Wgmma(w) => {
+                // [accumulator element, A descriptor, B descriptor, scale_d]
+                let code = |i: crate::ir::WgmmaInput| -> i64 {
+                    use crate::ir::WgmmaInput as I;
+                    match i {
+                        I::F16 => 0,
+                        I::BF16 => 1,
+                        I::TF32 => 2,
+                        I::E4M3 => 3,
+                        I::E5M2 => 4,
+                        I::S8 => 5,
+                        I::U8 => 6,
+                    }
+                };
+                let acc_kind = match w.acc {
+                    Scalar::Float16 => 1,
+                    Scalar::Int32 => 2,
+                    _ => 0,
+                };
+                let info = i64::from(w.n) | code(w.a) << 9 | code(w.b) << 12 | acc_kind << 15;
+                let acc = self.scalar(arg(0)?)?;
+                let da = self.scalar(arg(1)?)?;
+                let db = self.scalar(arg(2)?)?;
+                let scale = self.int_operand(arg(3)?, ct::I32)?;
+                let info = self.b.ins().iconst(ct::I32, info);
+                let layout = self
+                    .kernel
+                    .ok_or_else(|| err("wgmma outside a kernel"))?
+                    .dynamic_offset();
+                let dynamic = self.ctx_u32(offset::DYNAMIC_SHARED_SIZE)?;
+                let dynamic = self.b.ins().uextend(ct::I64, dynamic);
+                let bytes = self.b.ins().iadd_imm_s(dynamic, layout as i64);
+                let ctx = self.ctx()?;
+                let status = self.call_helper(
+                    super::super::kernel::WGMMA_SYMBOL,
+                    &[ct::I64, ct::I64, ct::I64, ct::I64, ct::I32, ct::I32, ct::I64],
+                    ct::I32,
+                    &[ctx, acc, da, db, info, scale, bytes],
+                )?;
+                let bad = self.b.ins().icmp_imm_s(IntCC::NotEqual, status, 0);
+                let site = self.site(h);
+                self.record_if(bad, site)?;
+                Ok(Vec::new())
+            }
             HopperOp::TmaLoad { dims, multicast } => {
                 // [dst, map, mbarrier, coordinates..., mask?]
                 let mask = if multicast {
@@ -213,9 +287,6 @@ impl FnCx<'_, '_> {
                 )?;
                 Ok(Vec::new())
             }
-            other => Err(err(format!(
-                "hopper operation {other:?} reached the CPU back end"
-            ))),
         }
     }
 
