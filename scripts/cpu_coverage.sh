@@ -40,7 +40,7 @@ PY
   cat "$out/rust.txt"
 fi
 if [ "${1:-}" != "--rust-only" ]; then
-  PYTHONPATH="scripts:${PYTHONPATH:-}" PYDEVICE_COVERAGE_OUT="$out/python.txt" \
+  PYTHONPATH="scripts:${PYTHONPATH:-}" PYDEVICE_COVERAGE_OUT="$out/python.txt" PYDEVICE_COVERAGE_ONLY_GPU=1 \
     python3 -m pytest python/tests -q -p cpu_coverage_plugin -p no:cacheprovider > "$out/python.log" 2>&1
   cat "$out/python.txt"
   read -r py_total py < <(sed -n 's/^python GPU tests: \([0-9]*\), passed on this machine: \([0-9]*\)$/\1 \2/p' "$out/python.txt")

@@ -2,7 +2,8 @@
 fixture: `gpu`, `cupy`, `real_gpu`, `torch`) by outcome, and lists those that did not pass.
 
 Loaded with `-p cpu_coverage_plugin` (scripts/ on PYTHONPATH); writes its summary to the file
-named by `PYDEVICE_COVERAGE_OUT` (default: stdout at the end of the session)."""
+named by `PYDEVICE_COVERAGE_OUT` (default: stdout at the end of the session). With
+`PYDEVICE_COVERAGE_ONLY_GPU=1` the other tests are deselected."""
 
 import os
 
@@ -27,6 +28,11 @@ def pytest_collection_modifyitems(session, config, items):  # noqa: ARG001
         names = set(getattr(item, "fixturenames", ()))
         if _GPU_FIXTURES & names:
             _GPU_IDS.add(item.nodeid)
+    if os.environ.get("PYDEVICE_COVERAGE_ONLY_GPU"):
+        # Only the GPU tests run (the count needs no other).
+        keep = [i for i in items if i.nodeid in _GPU_IDS]
+        config.hook.pytest_deselected(items=[i for i in items if i.nodeid not in _GPU_IDS])
+        items[:] = keep
 
 
 def pytest_sessionfinish(session, exitstatus):

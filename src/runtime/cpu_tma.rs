@@ -131,10 +131,10 @@ impl Map {
         for e in 0..n {
             let mut rest = e;
             let mut addr = Some(self.base);
-            for k in 0..5 {
+            for (k, &c) in coords.iter().enumerate() {
                 let i = rest % self.boxes[k];
                 rest /= self.boxes[k];
-                let g = i64::from(coords[k]) + i as i64;
+                let g = i64::from(c) + i as i64;
                 if g < 0 || g as u64 >= self.dims[k] {
                     addr = None;
                 } else if let Some(a) = addr {

@@ -29,10 +29,16 @@ fn load(kind: u32, p: u64) -> f64 {
     // range against the block's shared bytes).
     unsafe {
         match kind {
-            0 => f64::from(crate::lower::host::leaf::f16_value((p as *const u16).read_unaligned())),
-            1 => f64::from(f32::from_bits(u32::from((p as *const u16).read_unaligned()) << 16)),
+            0 => f64::from(crate::lower::host::leaf::f16_value(
+                (p as *const u16).read_unaligned(),
+            )),
+            1 => f64::from(f32::from_bits(
+                u32::from((p as *const u16).read_unaligned()) << 16,
+            )),
             // tf32: the float32's 19 high bits.
-            2 => f64::from(f32::from_bits((p as *const u32).read_unaligned() & 0xffff_e000)),
+            2 => f64::from(f32::from_bits(
+                (p as *const u32).read_unaligned() & 0xffff_e000,
+            )),
             3 => E4M3.decode(*(p as *const u8)),
             4 => E5M2.decode(*(p as *const u8)),
             5 => f64::from(*(p as *const i8)),
@@ -135,7 +141,11 @@ pub(crate) extern "C" fn wgmma(
                 }
                 _ => {
                     let p = (acc as *mut f32).add(i as usize);
-                    let old = if scale_d != 0 { p.read_unaligned() } else { 0.0 };
+                    let old = if scale_d != 0 {
+                        p.read_unaligned()
+                    } else {
+                        0.0
+                    };
                     p.write_unaligned(old + fsum as f32);
                 }
             }

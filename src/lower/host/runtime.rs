@@ -170,13 +170,8 @@ extern "C" fn atomic16(op: i32, ptr: u64, io: u64) -> i32 {
         let old = p.read_unaligned();
         let val = io.read_unaligned();
         match op {
-            1 => p.write_unaligned(val),
-            2 => p.write_unaligned(val),
-            3 => {
-                if old == val {
-                    p.write_unaligned(io.add(1).read_unaligned());
-                }
-            }
+            1 | 2 => p.write_unaligned(val),
+            3 if old == val => p.write_unaligned(io.add(1).read_unaligned()),
             _ => {}
         }
         io.write_unaligned(old);

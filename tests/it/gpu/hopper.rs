@@ -707,7 +707,7 @@ fn wgmma_bf16_with_128_byte_swizzle_matches_the_cpu(dev) {
         "bfloat16[:, ::1], bfloat16[:, ::1], float32[:, ::1]",
     );
     let (m, n, kk) = (64usize, 64usize, 16usize);
-    let mut rng = Rng(0x5_12_8);
+    let mut rng = Rng(0x5128);
     let a: Vec<f32> = (0..m * kk).map(|_| rng.i32(-32, 33) as f32 / 4.0).collect();
     let b: Vec<f32> = (0..n * kk).map(|_| rng.i32(-32, 33) as f32 / 4.0).collect();
     let ab: Vec<u16> = a.iter().map(|&x| bf16_bits(x)).collect();

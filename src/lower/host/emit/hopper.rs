@@ -245,7 +245,15 @@ impl FnCx<'_, '_> {
                 let ctx = self.ctx()?;
                 let status = self.call_helper(
                     super::super::kernel::WGMMA_SYMBOL,
-                    &[ct::I64, ct::I64, ct::I64, ct::I64, ct::I32, ct::I32, ct::I64],
+                    &[
+                        ct::I64,
+                        ct::I64,
+                        ct::I64,
+                        ct::I64,
+                        ct::I32,
+                        ct::I32,
+                        ct::I64,
+                    ],
                     ct::I32,
                     &[ctx, acc, da, db, info, scale, bytes],
                 )?;
