@@ -788,7 +788,7 @@ def _handler_for(a):
         h = _h_numpy_scalar
         if a.dtype.fields is None and a.dtype.kind in "iufb":
             # Launches with this type then take the native fast path (python/src/fast.rs).
-            _native.register_scalar_type(t, a.dtype.kind)
+            _native.register_scalar_type(t, a.dtype.kind, a.dtype.itemsize)
     elif isinstance(a, np.ndarray):
         h = _h_host_array
     elif hasattr(a, "__dlpack__") and hasattr(a, "__dlpack_device__"):

@@ -1849,6 +1849,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fast::register_array_type, m)?)?;
     m.add_function(wrap_pyfunction!(fast::register_scalar_type, m)?)?;
     m.add_function(wrap_pyfunction!(fast::register_struct_type, m)?)?;
+    m.add_function(wrap_pyfunction!(fast::scalar_read, m)?)?;
     m.add_function(wrap_pyfunction!(calls::set_cupy_hooks, m)?)?;
     m.add_function(wrap_pyfunction!(driver_available, m)?)?;
     m.add_function(wrap_pyfunction!(cli::cli_main, m)?)?;

@@ -154,18 +154,23 @@ def test_elect_one_picks_one_lane_per_warp(gpu, cupy):
     np.testing.assert_array_equal(cp.asnumpy(out), np.full(10, 2, np.int32))
 
 
-def test_bench_gemm_bf16_matches_torch(torch):
-    if torch.cuda.get_device_capability() != (9, 0):
-        pytest.skip("wgmma needs compute capability 9.0 (sm_90a)")
+def _bench_gemm_module():
     import importlib.util
     import pathlib
 
-    from cuda.device import hopper
-
-    path = pathlib.Path(__file__).resolve().parents[2] / "bench" / "hopper" / "gemm_bf16.py"
-    spec = importlib.util.spec_from_file_location("gemm_bf16", path)
+    path = pathlib.Path(__file__).resolve().parents[2] / "bench" / "hopper" / "gemm.py"
+    spec = importlib.util.spec_from_file_location("gemm", path)
     G = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(G)
+    return G
+
+
+def test_bench_gemm_bf16_matches_torch(torch):
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("wgmma needs compute capability 9.0 (sm_90a)")
+    from cuda.device import hopper
+
+    G = _bench_gemm_module()
     m, n, k = 256, 512, 320
     g = torch.Generator(device="cuda").manual_seed(32)
     a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, generator=g)
@@ -181,3 +186,41 @@ def test_bench_gemm_bf16_matches_torch(torch):
     ref = a.float() @ b.float().T
     err = ((c.float() - ref).abs().max() / ref.abs().max()).item()
     assert err < 1e-2, f"max relative error {err}"
+
+
+@pytest.mark.parametrize("variant,fp8", [("tmastore", False), ("tmastore", True), ("persistent", True)])
+def test_bench_gemm_variants_match_torch(torch, variant, fp8):
+    # The GEMMs of bench/hopper/gemm.py (persistent, TMA-store epilogue; bf16 and e4m3 instances
+    # of one body) on 2 × 2 tiles of random inputs, against a float32 reference.
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("wgmma needs compute capability 9.0 (sm_90a)")
+    from cuda.device import hopper
+
+    G = _bench_gemm_module()
+    m, n, k = 256, 512, 384
+    bk = G.BK_FP8 if fp8 else G.BK
+    g = torch.Generator(device="cuda").manual_seed(33)
+    a = torch.randn(m, k, device="cuda", generator=g)
+    b = torch.randn(n, k, device="cuda", generator=g)
+    dt = torch.float8_e4m3fn if fp8 else torch.bfloat16
+    a, b = (a * 2).to(dt), (b * 2).to(dt)
+    scale = 0.125 if fp8 else 1.0
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+
+    def tmap(t, box):
+        return torch.from_numpy(hopper.tensor_map(t, box, 128).view(np.int64)).cuda()
+
+    a_, b_ = (a.view(torch.uint8), b.view(torch.uint8)) if fp8 else (a, b)
+    out = tmap(c, (64, 64)) if variant == "tmastore" else c.view(torch.int32)
+    shared = G.TS_SHARED_BYTES if variant == "tmastore" else G.SHARED_BYTES
+    kern = getattr(G, f"gemm_{'fp8' if fp8 else 'bf16'}_{variant}")
+    tail = (np.float32(scale),) if fp8 else ()
+    tm, tn = m // G.BM, n // G.BN
+    device.launch(
+        kern, tmap(a_, (G.BM, bk)), tmap(b_, (G.BN, bk)), out, np.int32(k // bk), np.int32(tm), np.int32(tn), *tail,
+        grid=tm * tn, block=384, shared=shared,
+    )
+    torch.cuda.synchronize()
+    ref = (a.float() @ b.float().T) * scale
+    err = ((c.float() - ref).abs().max() / ref.abs().max()).item()
+    assert err < 1e-2, f"{kern.__name__}: max relative error {err}"

@@ -378,45 +378,6 @@ fn bulk_copy_with_mbarrier_transaction_count_round_trips(dev) {
 }
 }
 
-on_each_backend! {
-fn wgmma_bf16_m64n64k16_matches_the_cpu(dev) {
-    if dev.gpu().is_some() && hopper_a("wgmma_bf16_m64n64k16_matches_the_cpu").is_none() {
-        return;
-    }
-    // One warpgroup: D (64×64, float32) = A (64×16) · Bᵀ (B is 64×16), bf16 inputs staged
-    // K-major in shared memory without swizzle (§18.4). Inputs are multiples of 1/4 in
-    // [-8, 8], so every product and sum is exact in float32.
-    let k = kernel(
-        &dev,
-        &fixture("hopper_wgmma_bf16.py"),
-        "wgmma_bf16",
-        "bfloat16[:, ::1], bfloat16[:, ::1], float32[:, ::1]",
-    );
-    let (m, n, kk) = (64usize, 64usize, 16usize);
-    let mut rng = Rng(0x3a9_90a);
-    let a: Vec<f32> = (0..m * kk).map(|_| rng.i32(-32, 33) as f32 / 4.0).collect();
-    let b: Vec<f32> = (0..n * kk).map(|_| rng.i32(-32, 33) as f32 / 4.0).collect();
-    let ab: Vec<u16> = a.iter().map(|&x| bf16_bits(x)).collect();
-    let bb: Vec<u16> = b.iter().map(|&x| bf16_bits(x)).collect();
-    let (_ab, aa) = array(&dev, &ab, &[m as u64, kk as u64], &[kk as i64, 1]);
-    let (_bb, ba) = array(&dev, &bb, &[n as u64, kk as u64], &[kk as i64, 1]);
-    let (db, da) = array(
-        &dev,
-        &vec![f32::NAN; m * n],
-        &[m as u64, n as u64],
-        &[n as i64, 1],
-    );
-    k.launch(&[aa, ba, da], [1, 1, 1], [128, 1, 1]);
-    let out: Vec<f32> = from_bytes(&dev.download(&db).expect("download"));
-    for r in 0..m {
-        for c in 0..n {
-            let want: f32 = (0..kk).map(|i| a[r * kk + i] * b[c * kk + i]).sum();
-            assert_eq!(out[r * n + c], want, "D[{r}, {c}]");
-        }
-    }
-}
-}
-
 /// A tensor map of `a` uploaded to the device, as the `uint64[::1]` argument TMA reads.
 fn tensor_map_arg(
     dev: &Dev,
@@ -556,95 +517,113 @@ fn e4m3_bits(x: f32) -> u8 {
     sign | (((e + 7) as u8) << 3) | mant as u8
 }
 
-/// Runs a one-step `wgmma` fixture (64×K by K×64) on `a` and `b` (64×K each, as the
-/// element bytes `enc` gives) and checks D against the exact products of `av` and `bv`.
-#[allow(clippy::too_many_arguments)]
-fn wgmma_case<T: Copy, D: Copy + Default + PartialEq + std::fmt::Debug>(
-    dev: &Dev,
-    file: &str,
-    entry: &str,
-    sig: &str,
-    k: usize,
-    (a, b): (&[T], &[T]),
-    want: impl Fn(usize, usize) -> D,
-    nan: D,
-) {
-    let kern = kernel(dev, &fixture(file), entry, sig);
-    let (m, n) = (64usize, 64usize);
-    let (_ab, aa) = array(dev, a, &[m as u64, k as u64], &[k as i64, 1]);
-    let (_bb, ba) = array(dev, b, &[n as u64, k as u64], &[k as i64, 1]);
-    let (db, da) = array(
-        dev,
-        &vec![nan; m * n],
-        &[m as u64, n as u64],
-        &[n as i64, 1],
-    );
-    kern.launch(&[aa, ba, da], [1, 1, 1], [128, 1, 1]);
-    let out: Vec<D> = from_bytes(&dev.download(&db).expect("download"));
-    for r in 0..m {
-        for c in 0..n {
-            assert_eq!(out[r * n + c], want(r, c), "{entry}: D[{r}, {c}]");
-        }
-    }
-}
-
 on_each_backend! {
-fn wgmma_tf32_e4m3_and_s8_match_the_cpu(dev) {
-    if dev.gpu().is_some() && hopper_a("wgmma_tf32_e4m3_and_s8_match_the_cpu").is_none() {
+fn wgmma_each_input_family_matches_the_cpu(dev) {
+    if dev.gpu().is_some() && hopper_a("wgmma_each_input_family_matches_the_cpu").is_none() {
         return;
     }
-    // Inputs exactly representable in each type, small enough that every sum is exact.
-    let mut rng = Rng(0x96_3a);
+    // One warpgroup, one K step per family (fixture `hopper_wgmma_kinds.py`): D (64×64) =
+    // A (64×K) · Bᵀ (B is 64×K) for bf16 (K = 16), tf32 (K = 8), e4m3 (K = 32) into float32
+    // and s8 (K = 32) into int32, the tiles staged K-major without swizzle (§18.4). Inputs
+    // are exactly representable in each type and small enough that every sum is exact.
+    let k = kernel(
+        &dev,
+        &fixture("hopper_wgmma_kinds.py"),
+        "wgmma_kinds",
+        "bfloat16[:, ::1], bfloat16[:, ::1], float32[:, ::1], float32[:, ::1], float32[:, ::1], \
+         float32[:, ::1], float8e4m3[:, ::1], float8e4m3[:, ::1], float32[:, ::1], int8[:, ::1], \
+         int8[:, ::1], int32[:, ::1]",
+    );
+    let (m, n) = (64usize, 64usize);
+    let mut rng = Rng(0x3a9_90a);
     let dot = |a: &[f32], b: &[f32], k: usize, r: usize, c: usize| -> f32 {
         (0..k).map(|i| a[r * k + i] * b[c * k + i]).sum()
     };
-    // tf32: K = 8, multiples of 1/4 in [-8, 8] (float32 arrays read as tf32).
-    let k = 8;
-    let a: Vec<f32> = (0..64 * k).map(|_| rng.i32(-32, 33) as f32 / 4.0).collect();
-    let b: Vec<f32> = (0..64 * k).map(|_| rng.i32(-32, 33) as f32 / 4.0).collect();
-    wgmma_case(
+    // bf16 and tf32: multiples of 1/4 in [-8, 8]; e4m3: multiples of 1/2 in [-8, 8].
+    let mut quarters =
+        |k: usize| -> Vec<f32> { (0..64 * k).map(|_| rng.i32(-32, 33) as f32 / 4.0).collect() };
+    let (a16, b16) = (quarters(16), quarters(16));
+    let (a32, b32) = (quarters(8), quarters(8));
+    let a8: Vec<f32> = (0..64 * 32)
+        .map(|_| rng.i32(-16, 17) as f32 / 2.0)
+        .collect();
+    let b8: Vec<f32> = (0..64 * 32)
+        .map(|_| rng.i32(-16, 17) as f32 / 2.0)
+        .collect();
+    let as8: Vec<i8> = (0..64 * 32).map(|_| rng.i32(-100, 101) as i8).collect();
+    let bs8: Vec<i8> = (0..64 * 32).map(|_| rng.i32(-100, 101) as i8).collect();
+    let bits16: Vec<Vec<u16>> = [&a16, &b16]
+        .iter()
+        .map(|v| v.iter().map(|&x| bf16_bits(x)).collect())
+        .collect();
+    let bits8: Vec<Vec<u8>> = [&a8, &b8]
+        .iter()
+        .map(|v| v.iter().map(|&x| e4m3_bits(x)).collect())
+        .collect();
+    let tile = |k: usize| ([m as u64, k as u64], [k as i64, 1]);
+    let ((s16, t16), (s8, t8), (s32, t32)) = (tile(16), tile(32), tile(8));
+    let ins = [
+        array(&dev, &bits16[0], &s16, &t16),
+        array(&dev, &bits16[1], &s16, &t16),
+        array(&dev, &a32, &s32, &t32),
+        array(&dev, &b32, &s32, &t32),
+        array(&dev, &bits8[0], &s8, &t8),
+        array(&dev, &bits8[1], &s8, &t8),
+        array(&dev, &as8, &s8, &t8),
+        array(&dev, &bs8, &s8, &t8),
+    ];
+    let out_f32 = || {
+        array(
+            &dev,
+            &vec![f32::NAN; m * n],
+            &[m as u64, n as u64],
+            &[n as i64, 1],
+        )
+    };
+    let (d16, d32, d8) = (out_f32(), out_f32(), out_f32());
+    let ds8 = array(
         &dev,
-        "hopper_wgmma_tf32.py",
-        "wgmma_tf32",
-        "float32[:, ::1], float32[:, ::1], float32[:, ::1]",
-        k,
-        (&a, &b),
-        |r, c| dot(&a, &b, k, r, c),
-        f32::NAN,
+        &vec![i32::MIN; m * n],
+        &[m as u64, n as u64],
+        &[n as i64, 1],
     );
-    // e4m3: K = 32, multiples of 1/2 in [-8, 8].
-    let k = 32;
-    let a: Vec<f32> = (0..64 * k).map(|_| rng.i32(-16, 17) as f32 / 2.0).collect();
-    let b: Vec<f32> = (0..64 * k).map(|_| rng.i32(-16, 17) as f32 / 2.0).collect();
-    let ae: Vec<u8> = a.iter().map(|&x| e4m3_bits(x)).collect();
-    let be: Vec<u8> = b.iter().map(|&x| e4m3_bits(x)).collect();
-    wgmma_case(
-        &dev,
-        "hopper_wgmma_e4m3.py",
-        "wgmma_e4m3",
-        "float8e4m3[:, ::1], float8e4m3[:, ::1], float32[:, ::1]",
-        k,
-        (&ae, &be),
-        |r, c| dot(&a, &b, k, r, c),
-        f32::NAN,
-    );
-    // s8: K = 32, integers in [-100, 100] into int32.
-    let a: Vec<i8> = (0..64 * k).map(|_| rng.i32(-100, 101) as i8).collect();
-    let b: Vec<i8> = (0..64 * k).map(|_| rng.i32(-100, 101) as i8).collect();
-    wgmma_case(
-        &dev,
-        "hopper_wgmma_s8.py",
-        "wgmma_s8",
-        "int8[:, ::1], int8[:, ::1], int32[:, ::1]",
-        k,
-        (&a, &b),
-        |r, c| {
-            (0..k)
-                .map(|i| i32::from(a[r * k + i]) * i32::from(b[c * k + i]))
-                .sum::<i32>()
-        },
-        i32::MIN,
-    );
+    let args = [
+        ins[0].1.clone(),
+        ins[1].1.clone(),
+        d16.1.clone(),
+        ins[2].1.clone(),
+        ins[3].1.clone(),
+        d32.1.clone(),
+        ins[4].1.clone(),
+        ins[5].1.clone(),
+        d8.1.clone(),
+        ins[6].1.clone(),
+        ins[7].1.clone(),
+        ds8.1.clone(),
+    ];
+    k.launch(&args, [1, 1, 1], [128, 1, 1]);
+    let got = |b: &Buffer| -> Vec<f32> { from_bytes(&dev.download(b).expect("download")) };
+    for (name, buf, a, b, kk) in [
+        ("bf16", &d16.0, &a16, &b16, 16),
+        ("tf32", &d32.0, &a32, &b32, 8),
+        ("e4m3", &d8.0, &a8, &b8, 32),
+    ] {
+        let out = got(buf);
+        for r in 0..m {
+            for c in 0..n {
+                assert_eq!(out[r * n + c], dot(a, b, kk, r, c), "{name}: D[{r}, {c}]");
+            }
+        }
+    }
+    let out: Vec<i32> = from_bytes(&dev.download(&ds8.0).expect("download"));
+    for r in 0..m {
+        for c in 0..n {
+            let want: i32 = (0..32)
+                .map(|i| i32::from(as8[r * 32 + i]) * i32::from(bs8[c * 32 + i]))
+                .sum();
+            assert_eq!(out[r * n + c], want, "s8: D[{r}, {c}]");
+        }
+    }
 }
 }
 
