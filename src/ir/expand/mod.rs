@@ -2,7 +2,8 @@
 //! algorithm, not one machine instruction, are rewritten here once into simpler IR, so that
 //! the PTX lowering, the host lowering and the CPU kernel back end only map operations and
 //! no back end states the algorithm again (issue 33): Smith's complex division
-//! (`complex`) and Python's `//` and `%` on floats (`divmod`).
+//! (`complex`), the `cmath` functions and the other complex operations that are algorithms
+//! (`cmath`), and Python's `//` and `%` on floats (`divmod`).
 //!
 //! [`run`] runs after the front end's checks and analyses (the divergence and escape checks
 //! see the program as written) and before validation and lowering. An expansion that needs
@@ -16,6 +17,7 @@
 
 use super::*;
 
+mod cmath;
 mod complex;
 mod divmod;
 
@@ -31,6 +33,7 @@ pub fn run(program: &mut Program) {
             k += 1;
             let f = &program.functions[h];
             let found = complex::wants_helper(f, e)
+                .or_else(|| cmath::wants_helper(f, e))
                 .or_else(|| divmod::wants_helper(f, e))
                 .map(|k| (k, f.exprs.span(e)));
             if let Some((helper, span)) = found {
@@ -48,6 +51,8 @@ pub fn run(program: &mut Program) {
 enum Helper {
     /// Smith's complex division, for a complex scalar type.
     ComplexDiv(Scalar),
+    /// A complex operation other than construction and the parts, for a complex type.
+    Cmath(ComplexOp, Scalar),
     /// Python's `//` or `%` on a float type.
     FloatDivMod(BinaryOp, Scalar),
 }
@@ -65,6 +70,7 @@ impl Helpers {
         }
         let f = match helper {
             Helper::ComplexDiv(s) => complex::division(s, span),
+            Helper::Cmath(op, s) => cmath::function(op, s, span),
             Helper::FloatDivMod(op, s) => divmod::float_divmod(op, s, span),
         };
         let h = program.functions.append(f, span);

@@ -502,8 +502,6 @@ pub(crate) fn symbols() -> Vec<(&'static str, *const u8)> {
     v.push(("__pyd_modf_int", modf_integral as *const u8));
     v.push(("__pyd_modff_frac", modff_fraction as *const u8));
     v.push(("__pyd_modff_int", modff_integral as *const u8));
-    v.push(("__pyd_cmath_re", super::cmath::cmath_re as *const u8));
-    v.push(("__pyd_cmath_im", super::cmath::cmath_im as *const u8));
     v.push(("__pyd_round_f16", round_f16 as *const u8));
     v.push(("__pyd_round_bf16", round_bf16 as *const u8));
     v.push(("__pyd_f16_bits", f16_bits as *const u8));
