@@ -524,15 +524,11 @@ pub(crate) fn symbols() -> Vec<(&'static str, *const u8)> {
     v.push(("__pyd_print_bool", print_bool as *const u8));
     v.push(("__pyd_print_repr", print_repr as *const u8));
     v.push(("__pyd_print_flush", print_flush as *const u8));
-    v.push(("__pyd_rand_f32", crate::random::host_rand_f32 as *const u8));
-    v.push(("__pyd_rand_f64", crate::random::host_rand_f64 as *const u8));
+    v.push(("__pyd_rand_seed", crate::random::host_seed as *const u8));
+    v.push(("__pyd_rand_thread", crate::random::host_thread as *const u8));
     v.push((
-        "__pyd_randn_f32",
-        crate::random::host_randn_f32 as *const u8,
-    ));
-    v.push((
-        "__pyd_randn_f64",
-        crate::random::host_randn_f64 as *const u8,
+        "__pyd_rand_call",
+        crate::random::host_next_call as *const u8,
     ));
     v
 }
