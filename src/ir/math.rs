@@ -170,6 +170,8 @@ pub enum ComplexOp {
     Exp,
     /// `cmath.log` (principal branch)
     Log,
+    /// `cmath.log10`: `log(z)` with both parts divided by `ln 10`, as CPython computes it
+    Log10,
     /// `cmath.sqrt` (principal branch)
     Sqrt,
     /// `cmath.sin`
@@ -215,6 +217,7 @@ impl ComplexOp {
         Some(match name {
             "exp" => ComplexOp::Exp,
             "log" => ComplexOp::Log,
+            "log10" => ComplexOp::Log10,
             "sqrt" => ComplexOp::Sqrt,
             "sin" => ComplexOp::Sin,
             "cos" => ComplexOp::Cos,

@@ -101,6 +101,12 @@ pub(super) fn function(op: ComplexOp, s: Scalar, span: Span) -> Function {
             let m = c.math(MathFn::Hypot, &[x, y]);
             (c.math(MathFn::Log, &[m]), c.math(MathFn::Atan2, &[y, x]))
         }
+        ComplexOp::Log10 => {
+            let m = c.math(MathFn::Hypot, &[x, y]);
+            let (re, im) = (c.math(MathFn::Log, &[m]), c.math(MathFn::Atan2, &[y, x]));
+            let ln10 = V::K(std::f64::consts::LN_10);
+            (c.div(re, ln10), c.div(im, ln10))
+        }
         ComplexOp::Sin | ComplexOp::Cos => {
             let sx = c.math(MathFn::Sin, &[x]);
             let cx = c.math(MathFn::Cos, &[x]);
