@@ -259,10 +259,9 @@ fn symbols() -> Vec<(&'static str, *const u8)> {
         (TMA_SYMBOL, super::cpu_tma::tma as *const u8),
         (WARP_SYMBOL, warp as *const u8),
         (RACE_SYMBOL, race as *const u8),
-        (RANDOM_SYMBOLS[0], rand_f32 as *const u8),
-        (RANDOM_SYMBOLS[1], rand_f64 as *const u8),
-        (RANDOM_SYMBOLS[2], randn_f32 as *const u8),
-        (RANDOM_SYMBOLS[3], randn_f64 as *const u8),
+        (RANDOM_SYMBOLS[0], rand_seed as *const u8),
+        (RANDOM_SYMBOLS[1], rand_thread as *const u8),
+        (RANDOM_SYMBOLS[2], rand_call as *const u8),
     ]
 }
 
@@ -1743,30 +1742,25 @@ extern "C" fn race(
     0
 }
 
-/// The next Philox block of the thread's stream (`crate::random`).
-fn next_block(ctx: *mut ThreadContext) -> [u32; 4] {
+/// The seed of the thread's random stream (`crate::random`).
+extern "C" fn rand_seed(ctx: *mut ThreadContext) -> u64 {
+    // SAFETY: called by kernel code, on its fiber, with its context.
+    unsafe { thread(ctx) }.seed
+}
+
+/// The thread's index in the random stream: its global linear index.
+extern "C" fn rand_thread(ctx: *mut ThreadContext) -> u64 {
+    // SAFETY: called by kernel code, on its fiber, with its context.
+    unsafe { thread(ctx) }.global
+}
+
+/// How many draws the thread made before; the count is then advanced.
+extern "C" fn rand_call(ctx: *mut ThreadContext) -> u64 {
     // SAFETY: called by kernel code, on its fiber, with its context.
     let t = unsafe { thread(ctx) };
-    let b = crate::random::block(t.seed, t.global, t.calls);
-    t.calls = t.calls.wrapping_add(1);
-    b
-}
-
-extern "C" fn rand_f32(ctx: *mut ThreadContext) -> f32 {
-    crate::random::uniform_f32(next_block(ctx)[0])
-}
-
-extern "C" fn rand_f64(ctx: *mut ThreadContext) -> f64 {
-    let b = next_block(ctx);
-    crate::random::uniform_f64(b[0], b[1])
-}
-
-extern "C" fn randn_f32(ctx: *mut ThreadContext) -> f32 {
-    crate::random::normal_f64(next_block(ctx)) as f32
-}
-
-extern "C" fn randn_f64(ctx: *mut ThreadContext) -> f64 {
-    crate::random::normal_f64(next_block(ctx))
+    let n = t.calls;
+    t.calls = n.wrapping_add(1);
+    n
 }
 
 #[cfg(test)]

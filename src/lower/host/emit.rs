@@ -641,9 +641,5 @@ impl FnCx<'_, '_> {
 
 /// The C library function for a `math` function (`sinf` / `sin`; `gamma` is `tgamma`).
 pub(crate) fn libm_name(f: MathFn, f64: bool) -> String {
-    let base = match f {
-        MathFn::Gamma => "tgamma",
-        f => f.name(),
-    };
-    format!("{base}{}", if f64 { "" } else { "f" })
+    format!("{}{}", f.c_name(), if f64 { "" } else { "f" })
 }

@@ -103,13 +103,13 @@ pub const TMA_SYMBOL: &str = "__pyd_cpu_tma";
 /// `__pyd_cpu_wgmma(ctx, acc, a_desc, b_desc, info, scale_d, shared_bytes) -> int32`: the
 /// calling thread's part of a `wgmma` (`runtime::cpu_wgmma::wgmma`).
 pub const WGMMA_SYMBOL: &str = "__pyd_cpu_wgmma";
-/// `rand(float32)`, `rand(float64)`, `randn(float32)`, `randn(float64)` of the thread's
-/// Philox stream: `(ctx) -> float`.
-pub const RANDOM_SYMBOLS: [&str; 4] = [
-    "__pyd_cpu_rand_f32",
-    "__pyd_cpu_rand_f64",
-    "__pyd_cpu_randn_f32",
-    "__pyd_cpu_randn_f64",
+/// The thread's random stream's seed, its index in the stream, and its call count (then
+/// advanced): `(ctx) -> uint64` each, the CPU's `RandSeed`, `RandThread` and `RandCall`
+/// (Philox itself is IR, `ir::expand::philox`).
+pub const RANDOM_SYMBOLS: [&str; 3] = [
+    "__pyd_cpu_rand_seed",
+    "__pyd_cpu_rand_thread",
+    "__pyd_cpu_rand_call",
 ];
 
 /// Every symbol the runtime must provide to [`compile_kernel`].

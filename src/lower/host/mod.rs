@@ -8,7 +8,6 @@
 //! does, see `leaf::classify`). docs/semantics.md §16 records the decisions.
 
 mod check;
-mod cmath;
 mod emit;
 pub mod interrupt;
 pub mod kernel;

@@ -538,8 +538,6 @@ pub(crate) fn symbols() -> Vec<(&'static str, *const u8)> {
     v.push(("__pyd_modf_int", modf_integral as *const u8));
     v.push(("__pyd_modff_frac", modff_fraction as *const u8));
     v.push(("__pyd_modff_int", modff_integral as *const u8));
-    v.push(("__pyd_cmath_re", super::cmath::cmath_re as *const u8));
-    v.push(("__pyd_cmath_im", super::cmath::cmath_im as *const u8));
     v.push(("__pyd_round_f16", round_f16 as *const u8));
     v.push(("__pyd_round_bf16", round_bf16 as *const u8));
     v.push(("__pyd_f16_bits", f16_bits as *const u8));
@@ -563,15 +561,11 @@ pub(crate) fn symbols() -> Vec<(&'static str, *const u8)> {
     v.push(("__pyd_print_bool", print_bool as *const u8));
     v.push(("__pyd_print_repr", print_repr as *const u8));
     v.push(("__pyd_print_flush", print_flush as *const u8));
-    v.push(("__pyd_rand_f32", crate::random::host_rand_f32 as *const u8));
-    v.push(("__pyd_rand_f64", crate::random::host_rand_f64 as *const u8));
+    v.push(("__pyd_rand_seed", crate::random::host_seed as *const u8));
+    v.push(("__pyd_rand_thread", crate::random::host_thread as *const u8));
     v.push((
-        "__pyd_randn_f32",
-        crate::random::host_randn_f32 as *const u8,
-    ));
-    v.push((
-        "__pyd_randn_f64",
-        crate::random::host_randn_f64 as *const u8,
+        "__pyd_rand_call",
+        crate::random::host_next_call as *const u8,
     ));
     v
 }

@@ -23,7 +23,10 @@ fn axis_index(a: Axis) -> i32 {
 impl FnCx<'_, '_> {
     /// Whether a kernel lowers `op` here rather than as the host does.
     pub(super) fn is_device_op(&self, op: Intrinsic) -> bool {
-        matches!(op, Intrinsic::Rand | Intrinsic::Randn) || super::super::check::device_only(op)
+        matches!(
+            op,
+            Intrinsic::RandSeed | Intrinsic::RandThread | Intrinsic::RandCall
+        ) || super::super::check::device_only(op)
     }
 
     pub(super) fn ctx(&self) -> R<Value> {
@@ -413,15 +416,17 @@ impl FnCx<'_, '_> {
                     return Ok(vec![m, p]);
                 }
             }
-            Intrinsic::Rand | Intrinsic::Randn => {
-                let f64 = ty.as_scalar() == Some(Scalar::Float64);
-                let k = usize::from(op == Intrinsic::Randn) * 2 + usize::from(f64);
-                let t = if f64 { ct::F64 } else { ct::F32 };
+            Intrinsic::RandSeed | Intrinsic::RandThread | Intrinsic::RandCall => {
+                let k = match op {
+                    Intrinsic::RandSeed => 0,
+                    Intrinsic::RandThread => 1,
+                    _ => 2,
+                };
                 let ctx = self.ctx()?;
                 return Ok(vec![self.call_helper(
                     RANDOM_SYMBOLS[k],
                     &[ct::I64],
-                    t,
+                    ct::I64,
                     &[ctx],
                 )?]);
             }
