@@ -141,3 +141,19 @@ def window_scale(a, out, width: device.ConstExpr[int], scale: device.ConstExpr):
         for j in range(width):
             s += buf[j]
         out[i] = s * scale
+
+
+@device.kernel
+def stride_count(out, sums, stop, step):
+    # A block-stride loop whose 64-bit counter is narrowed to 32 bits (pipeline.cpp's
+    # NarrowCounterPass: start = thread index, step and stop int32, step > 0): with stop near
+    # INT32_MAX and a large step, `i + step` passes 2^31 on the last test (no wrap allowed).
+    t = device.thread_idx.x
+    if step > 0:
+        n = 0
+        s = 0
+        for i in range(t, stop, step):
+            n += 1
+            s += i
+        out[t] = n
+        sums[t] = s

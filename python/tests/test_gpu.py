@@ -633,3 +633,20 @@ def test_numpy_scalar_and_struct_launches_take_the_fast_path(gpu, cupy):
             # (the native GPU fast path; CPU launches are all synchronous Python calls).
             if gpu != "cpu":
                 assert kernel._dispatcher.fast_launches == before + (trial > 0)
+
+
+@pytest.mark.parametrize(
+    "stop, step", [(2**31 - 1, 2**30 + 7), (2**31 - 1, 2**31 - 1), (-5, 3), (1000, 1), (2**31 - 2, 2**29)]
+)
+def test_block_stride_counter_near_int32_max(cupy, stop, step):
+    # pipeline.cpp's NarrowCounterPass keeps this loop's counter in 32 bits; the counts and
+    # sums (int64) must be Python's `range` ones, also where `i + step` exceeds INT32_MAX.
+    nt = 64
+    out = cupy.zeros(nt, dtype="int64")
+    sums = cupy.zeros(nt, dtype="int64")
+    args = (out, sums, np.int32(stop), np.int32(step))
+    device.launch(K.stride_count, *args, grid=(1,), block=(nt, 1, 1))
+    want_n = [len(range(t, stop, step)) for t in range(nt)]
+    want_s = [sum(range(t, stop, step)) for t in range(nt)]
+    np.testing.assert_array_equal(cupy.asnumpy(out), np.array(want_n, dtype=np.int64))
+    np.testing.assert_array_equal(cupy.asnumpy(sums), np.array(want_s, dtype=np.int64))

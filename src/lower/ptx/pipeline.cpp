@@ -1043,6 +1043,142 @@ struct SignVersionPass : PassInfoMixin<SignVersionPass> {
   static bool isRequired() { return false; }
 };
 
+// `range_at`, and for a `zext nneg` of a value of at most 32 bits, at most its type's
+// signed maximum (the `nneg` flag: a negative operand makes the extension poison, so the
+// 64-bit program is undefined there). `range(tid, C, block_size)`'s start and step are
+// `zext nneg` of `thread_idx.x` and `block_dim.x`.
+ConstantRange nonneg_range(Value *v, RangeQuery &q) {
+  ConstantRange r = range_at(v, q, 4);
+  auto *z = dyn_cast<ZExtInst>(v);
+  if (z && z->hasNonNeg()) {
+    unsigned from = z->getSrcTy()->getIntegerBitWidth();
+    unsigned bits = z->getType()->getIntegerBitWidth();
+    r = r.intersectWith(ConstantRange::getNonEmpty(APInt::getZero(bits),
+                                                   APInt::getSignedMaxValue(from).zext(bits) + 1));
+  }
+  return r;
+}
+
+// 32-bit `range` counters where the value ranges allow it (issue 31). A `range` loop's
+// counter is an `int64` (Python ints are 64-bit, docs/semantics.md §3.1). LLVM's
+// IndVarSimplify narrows `for j in range(C)` (start 0, step 1) itself, but `for i in
+// range(tid, C, block_size)` with an `int32` `C` kept a 64-bit phi, increment and compare
+// (two registers and two instructions each) where nvcc's `int` counter takes one: llm.c's
+// softmax_forward_kernel2 took 48 registers against nvcc's 24. This pass, run where the
+// vectorizer starts (loops rotated, before unrolling), rewrites a loop header's counter
+// `i = phi [start, pre], [i + step (nsw), latch]` to 32 bits when the latch continues while
+// `i + step < bound` (signed), and `range_at` shows where the loop is entered
+// `0 <= start <= INT32_MAX` and `0 <= step <= INT32_MAX` (a `zext nneg` of a 32-bit value
+// counts as such), and at the latch
+// `INT32_MIN <= bound <= INT32_MAX`, the bound and step loop-invariant. Then every value the
+// counter takes is in [0, INT32_MAX]: the start, or a value that passed `< bound`. So `i + step`
+// is below 2^32 (an unsigned 32-bit add does not wrap), and `i + step < bound` is
+// `(i + step) <u max(bound, 0)` at 32 bits. The 64-bit values are the zero extensions of
+// the 32-bit ones, which replace them in every other use (index arithmetic, exit values).
+// A bound that may exceed INT32_MAX (an `int64` parameter, say) keeps the 64-bit counter.
+bool narrow_counter(Loop &l, PHINode *phi, LazyValueInfo &lvi, const DominatorTree &dt) {
+  // The one block outside the loop that enters it (a preheader, or the block that tests
+  // whether to enter at all: SimplifyCFG folds preheaders away).
+  BasicBlock *pre = l.getLoopPredecessor(), *latch = l.getLoopLatch(), *header = l.getHeader();
+  if (!pre || !latch || !phi->getType()->isIntegerTy(64) || phi->getNumIncomingValues() != 2)
+    return false;
+  auto *br = dyn_cast<BranchInst>(latch->getTerminator());
+  if (!br || !br->isConditional()) return false;
+  Value *start = phi->getIncomingValueForBlock(pre);
+  auto *next = dyn_cast<BinaryOperator>(phi->getIncomingValueForBlock(latch));
+  Value *step = nullptr;
+  if (!next ||
+      !(match(next, m_NSWAdd(m_Specific(phi), m_Value(step))) ||
+        match(next, m_NSWAdd(m_Value(step), m_Specific(phi)))) ||
+      !l.isLoopInvariant(step))
+    return false;
+  ICmpInst::Predicate p;
+  Value *a = nullptr, *bound = nullptr;
+  auto *cond = dyn_cast<ICmpInst>(br->getCondition());
+  if (!cond || !match(cond, m_ICmp(p, m_Value(a), m_Value(bound)))) return false;
+  if (a != next) {
+    std::swap(a, bound);
+    p = ICmpInst::getSwappedPredicate(p);
+  }
+  if (a != next || !l.isLoopInvariant(bound)) return false;
+  if (br->getSuccessor(0) != header) {
+    if (br->getSuccessor(1) != header) return false;
+    p = ICmpInst::getInversePredicate(p);
+  } else if (br->getSuccessor(1) == header) {
+    return false;
+  }
+  // (A loop whose latch tests `i + 1 != bound` is one IndVarSimplify has seen: it keeps a
+  // 64-bit counter where the 64-bit value is what the body uses, and a 32-bit copy beside
+  // it costs a register: numba/shared_record_dtype.)
+  if (p != ICmpInst::ICMP_SLT) return false;
+  APInt max32 = APInt::getSignedMaxValue(32).sext(64);
+  APInt min32 = APInt::getSignedMinValue(32).sext(64);
+  RangeQuery at_pre(pre->getTerminator(), lvi, &dt);
+  ConstantRange rs = nonneg_range(start, at_pre), rt = nonneg_range(step, at_pre);
+  if (!rs.isAllNonNegative() || rs.getSignedMax().sgt(max32) || !rt.isAllNonNegative() ||
+      rt.getSignedMax().sgt(max32))
+    return false;
+  RangeQuery at_latch(br, lvi, &dt);
+  ConstantRange rb = range_at(bound, at_latch, 4);
+  if (rb.getSignedMax().sgt(max32) || rb.getSignedMin().slt(min32)) return false;
+
+  Type *i32 = Type::getInt32Ty(phi->getContext());
+  IRBuilder<> b(pre->getTerminator());
+  Value *start32 = b.CreateTrunc(start, i32);
+  Value *step32 = b.CreateTrunc(step, i32);
+  Value *bound32 = b.CreateTrunc(bound, i32);
+  if (!rb.isAllNonNegative())
+    bound32 = b.CreateBinaryIntrinsic(Intrinsic::smax, bound32, ConstantInt::get(i32, 0));
+  auto *phi32 = PHINode::Create(i32, 2, phi->getName() + ".i32", header->begin());
+  b.SetInsertPoint(next);
+  auto *next32 = cast<BinaryOperator>(
+      b.CreateAdd(phi32, step32, next->getName() + ".i32", /*HasNUW=*/true, /*HasNSW=*/false));
+  phi32->addIncoming(start32, pre);
+  phi32->addIncoming(next32, latch);
+  Value *cont = b.CreateICmpULT(next32, bound32);
+  b.SetInsertPoint(header, header->getFirstInsertionPt());
+  auto *wide = cast<Instruction>(b.CreateZExt(phi32, phi->getType()));
+  wide->setNonNeg(true);
+  b.SetInsertPoint(next);
+  auto *wide_next = cast<Instruction>(b.CreateZExt(next32, next->getType()));
+  wide_next->setNonNeg(true);
+  // The branch continues on its first successor (`cont`) or on its second (`!cont`).
+  if (br->getSuccessor(0) != header) br->swapSuccessors();
+  br->setCondition(cont);
+  next->replaceAllUsesWith(wide_next);
+  phi->replaceAllUsesWith(wide);
+  phi->eraseFromParent();
+  next->eraseFromParent();
+  if (cond->use_empty()) cond->eraseFromParent();
+  return true;
+}
+
+struct NarrowCounterPass : PassInfoMixin<NarrowCounterPass> {
+  PreservedAnalyses run(Function &f, FunctionAnalysisManager &am) {
+    if (f.isDeclaration()) return PreservedAnalyses::all();
+    auto &li = am.getResult<LoopAnalysis>(f);
+    if (li.empty()) return PreservedAnalyses::all();
+    auto &dt = am.getResult<DominatorTreeAnalysis>(f);
+    auto &lvi = am.getResult<LazyValueAnalysis>(f);
+    bool changed = false;
+    for (Loop *l : li.getLoopsInPreorder()) {
+      SmallVector<PHINode *, 4> phis;
+      for (PHINode &phi : l->getHeader()->phis()) phis.push_back(&phi);
+      for (PHINode *phi : phis)
+        if (narrow_counter(*l, phi, lvi, dt)) {
+          changed = true;
+          // LazyValueInfo caches ranges of the values just replaced.
+          lvi.clear();
+        }
+    }
+    if (!changed) return PreservedAnalyses::all();
+    PreservedAnalyses pa;
+    pa.preserveSet<CFGAnalyses>();
+    return pa;
+  }
+  static bool isRequired() { return false; }
+};
+
 // How run-time-stride loops are unrolled (`LoopForm::RuntimeStride` in the IR: a `range`
 // loop whose step is known only at run time, `for i in range(tid, n, grid_size)`). The
 // emitter marks such a loop's ID with `pydevice.loop.runtime_stride`; this pass, run just
@@ -1330,6 +1466,7 @@ void *pydevice_optimizer_new(LLVMTargetMachineRef tm, unsigned opt_level) {
   o->builder->registerVectorizerStartEPCallback(
       [](FunctionPassManager &f, OptimizationLevel) {
         f.addPass(SignVersionPass());
+        f.addPass(NarrowCounterPass());
         f.addPass(RuntimeStrideUnrollPass());
       });
   o->level = opt_level == 0   ? OptimizationLevel::O0
