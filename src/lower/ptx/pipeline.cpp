@@ -747,9 +747,18 @@ bool fold_sign_tests(Function &f, LazyValueInfo &lvi, const DominatorTree &dt,
   SmallVector<std::pair<Instruction *, Constant *>, 8> folds;
   decided_sign_tests(f, lvi, dt, only, folds, depth, index_rule);
   SmallVector<BinaryOperator *, 4> unsigned_divs;
+  SmallVector<std::pair<Instruction *, Value *>, 4> absolutes;
   for (BasicBlock &bb : f) {
     if (only && !only->contains(&bb)) continue;
     for (Instruction &inst : bb) {
+      // `abs(x)` of an `x` proved non-negative is `x` (the divisor `|y|` of FloorDivPass's
+      // unsigned division, once the copy's condition says `y > 0`).
+      if (auto *ii = dyn_cast<IntrinsicInst>(&inst); ii && ii->getIntrinsicID() == Intrinsic::abs) {
+        RangeQuery q(ii, lvi, &dt);
+        if (range_at(ii->getArgOperand(0), q, depth).isAllNonNegative())
+          absolutes.push_back({ii, ii->getArgOperand(0)});
+        continue;
+      }
       auto *b = dyn_cast<BinaryOperator>(&inst);
       if (!b || (b->getOpcode() != Instruction::SDiv && b->getOpcode() != Instruction::SRem))
         continue;
@@ -763,6 +772,10 @@ bool fold_sign_tests(Function &f, LazyValueInfo &lvi, const DominatorTree &dt,
     inst->replaceAllUsesWith(value);
     inst->eraseFromParent();
   }
+  for (auto [inst, value] : absolutes) {
+    inst->replaceAllUsesWith(value);
+    inst->eraseFromParent();
+  }
   for (BinaryOperator *b : unsigned_divs) {
     auto op = b->getOpcode() == Instruction::SDiv ? Instruction::UDiv : Instruction::URem;
     BinaryOperator *u = BinaryOperator::Create(op, b->getOperand(0), b->getOperand(1), "", b);
@@ -771,7 +784,7 @@ bool fold_sign_tests(Function &f, LazyValueInfo &lvi, const DominatorTree &dt,
     b->replaceAllUsesWith(u);
     b->eraseFromParent();
   }
-  return !folds.empty() || !unsigned_divs.empty();
+  return !folds.empty() || !unsigned_divs.empty() || !absolutes.empty();
 }
 
 struct SignTestPass : PassInfoMixin<SignTestPass> {
