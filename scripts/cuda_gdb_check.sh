@@ -23,6 +23,20 @@ cp tests/fixtures/lang/debug_info.py "$work/debug_info.py"
 line=$(grep -n 'w = square(v) \* f' "$work/debug_info.py" | cut -d: -f1)
 python3 -c 'import numpy as np, sys; np.save(sys.argv[1], np.arange(64, dtype=np.float32))' "$work/a.npy"
 cd "$work"
+# cuda-gdb must start the process that loads the kernel. The bundle's command line
+# (scripts/carry_cli.py) is a shell launcher that execs Python on the extension module: run
+# that Python directly, with the launcher's own program text, rather than the launcher.
+cli=("$bin")
+if ! head -c4 "$bin" | grep -q ELF; then
+  py=$(sed -n "s/^exec \([^ ]*\) -S -c '\$/\1/p" "$bin")
+  native=$(tail -1 "$bin" | sed "s/^' \(.*\) \"\$@\"\$/\1/")
+  sed -n "/-S -c '\$/,/^' /p" "$bin" | sed '1d;$d' > cli.py
+  if [ -z "$py" ] || [ ! -e "$native" ] || [ ! -s cli.py ]; then
+    echo "FAIL: $bin is neither an executable nor a launcher written by scripts/carry_cli.py"; exit 1
+  fi
+  cli=("$py" -S cli.py "$native")
+  echo "debugging the launcher's process: ${cli[*]}"
+fi
 # The kernel's module is JIT-loaded after the process starts: the breakpoint is pending
 # until then. `--debug` is not needed (the kernel says debug=True), but shows the CLI flag.
 timeout 300 "$gdb" -batch -nx \
@@ -37,7 +51,7 @@ timeout 300 "$gdb" -batch -nx \
   -ex 'print f' \
   -ex 'delete' \
   -ex 'continue' \
-  --args "$bin" run debug_info.py --entry scale --grid 2 --block 32 --debug \
+  --args "${cli[@]}" run debug_info.py --entry scale --grid 2 --block 32 --debug \
     --arg a=a.npy --arg f=float32:2.0 --out a=out.npy > gdb.log 2>&1
 status=$?
 cat gdb.log

@@ -5,8 +5,10 @@
 //!
 //! This is the reference of the `cuda.device.random` extension (`rand()`, `randn()`;
 //! docs/semantics.md §6.4): the PTX back end computes the same bits from the same stream
-//! definition ([`block`]), the host back end calls [`host_rand_f32`] and friends, and the
-//! tests compare both with the functions here bit for bit.
+//! definition ([`block`]) by the one IR expansion every back end shares
+//! (`ir::expand::philox`), and the tests compare it with the functions here bit for bit. The
+//! host back end reads its stream's position from [`host_seed`], [`host_thread`] and
+//! [`host_next_call`].
 //!
 //! The stream: launch seed `s` (64 bits), thread `t` (the global linear thread index), call
 //! `n` (how many `rand`/`randn` calls the thread made before, from 0). Call `n` of thread `t`
@@ -268,8 +270,19 @@ pub fn host_stream() -> HostStream {
     })
 }
 
-/// The next block of this OS thread's host stream.
-fn host_block() -> [u32; 4] {
+/// The seed of this OS thread's host stream (the host back end's `RandSeed`).
+pub extern "C" fn host_seed() -> u64 {
+    host_stream().seed
+}
+
+/// The thread index of this OS thread's host stream (the host back end's `RandThread`).
+pub extern "C" fn host_thread() -> u64 {
+    host_stream().thread
+}
+
+/// The call count of this OS thread's host stream, then advanced by one (the host back end's
+/// `RandCall`).
+pub extern "C" fn host_next_call() -> u64 {
     let s = host_stream();
     HOST.with(|h| {
         h.set(Some(HostStream {
@@ -277,28 +290,7 @@ fn host_block() -> [u32; 4] {
             ..s
         }))
     });
-    block(s.seed, s.thread, s.call)
-}
-
-/// `rand(float32)` on the host (the Cranelift back end calls it).
-pub extern "C" fn host_rand_f32() -> f32 {
-    uniform_f32(host_block()[0])
-}
-
-/// `rand(float64)` on the host.
-pub extern "C" fn host_rand_f64() -> f64 {
-    let b = host_block();
-    uniform_f64(b[0], b[1])
-}
-
-/// `randn(float32)` on the host.
-pub extern "C" fn host_randn_f32() -> f32 {
-    normal_f64(host_block()) as f32
-}
-
-/// `randn(float64)` on the host.
-pub extern "C" fn host_randn_f64() -> f64 {
-    normal_f64(host_block())
+    s.call
 }
 
 #[cfg(test)]
@@ -393,10 +385,8 @@ mod tests {
     #[test]
     fn host_stream_continues_from_the_set_point() {
         set_host_stream(7, 3);
-        let a = host_rand_f32();
-        let b = host_randn_f64();
-        assert_eq!(a, rand_f32(7, 3, 0));
-        assert_eq!(b, randn_f64(7, 3, 1));
+        assert_eq!((host_seed(), host_thread(), host_next_call()), (7, 3, 0));
+        assert_eq!(host_next_call(), 1);
         assert_eq!(host_stream().call, 2);
         assert_ne!(draw_seed(), draw_seed());
     }

@@ -1,14 +1,17 @@
 """One run of every Hopper kernel of this folder beside its PyTorch baseline, each output
 checked against the baseline's first, printing one Markdown table (issue 32):
 
-- the bf16 GEMM variants (gemm_bf16.py) against `torch.matmul` (cuBLAS) at 4096³ and 8192³;
-- the FP8 e4m3 GEMM (gemm_fp8.py) against `torch._scaled_mm` (bf16 output, per-tensor scales);
+- the bf16 GEMM variants (gemm.py) against `torch.matmul` (cuBLAS) at 4096³ and 8192³;
+- the FP8 e4m3 GEMM variants (gemm.py) against `torch._scaled_mm` (bf16 output, per-tensor scales);
 - flash-attention forward (attention.py; bf16, head dim 128) against
   `torch.nn.functional.scaled_dot_product_attention` on the flash backend, causal and not.
 
-    python3 bench/hopper/bench_all.py [--gemm base,persistent,cluster,pingpong,ppcluster,cluster4,tmastore] [--sizes 4096,8192]
-        [--fp8 persistent,cluster,pingpong,ppcluster,cluster4,tmastore] [--c4grid 128]
-        [--attn ov,pp,vt,vn,vn_swap,ov_vn,ov_vn_swap] [--seqs 4096,16384] [--skip gemm,fp8,attn] [--iters 10]
+    python3 bench/hopper/bench_all.py [--gemm tmastore,persistent,cluster,pingpong,base,triton,triton_mm]
+        [--sizes 4096,8192] [--fp8 tmastore,persistent,cluster,pingpong,triton]
+        [--attn ov,pp,vt,vn,vn_swap,ov_vn,ov_vn_swap,triton] [--seqs 4096,16384] [--skip gemm,fp8,attn] [--iters 10]
+
+The `triton*` variants are Triton's tutorial kernels (triton_ref.py), rows like ours against
+the same PyTorch baseline.
 
 Needs an sm_90 GPU, PyTorch and the pydevice package; without them it says why and exits 0.
 Exits 1 when an output is wrong (the row says FAILED) or a kernel fails to run.
@@ -54,15 +57,13 @@ def row(kind, case, variant, ms, tflops, ref_ms, ref_tflops, err, ok, note=""):
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--gemm", default="base,persistent,cluster,pingpong,ppcluster,cluster4,tmastore")
+    ap.add_argument("--gemm", default="tmastore,persistent,cluster,pingpong,base")
     ap.add_argument("--sizes", default="4096,8192")
-    ap.add_argument("--fp8", default="persistent,cluster,pingpong,ppcluster,cluster4,tmastore")
+    ap.add_argument("--fp8", default="tmastore,persistent,cluster,pingpong")
     ap.add_argument("--attn", default="ov,pp,vt,vn,vn_swap,ov_vn,ov_vn_swap")
     ap.add_argument("--seqs", default="4096,16384")
     ap.add_argument("--skip", default="")
     ap.add_argument("--iters", type=int, default=10)
-    ap.add_argument("--c4grid", type=int, default=128,
-                    help="blocks of the 2x2-cluster kernels: 4 x the clusters of 4 the GPU holds at once")
     ap.add_argument("--rows", default="", help="also append each row to this file (JSON lines)")
     ap.add_argument("--table", default="", help="only print the table of the rows in this file")
     args = ap.parse_args()
@@ -141,152 +142,114 @@ def main() -> int:
             torch.cuda.synchronize()
 
     i32 = np.int32
+
+    triton_mod = []
+
+    def triton_ref():
+        """triton_ref.py (Triton's tutorial kernels), or None after a row saying why not."""
+        if not triton_mod:
+            try:
+                import triton_ref as T
+
+                triton_mod.append(T)
+            except Exception as e:  # no Triton, or one without tensor descriptors
+                triton_mod.append(None)
+                print(f"  Triton baselines skipped: {type(e).__name__}: {e}", flush=True)
+                add(("triton", "-", "-", 0.0, 0.0, 0.0, 0.0, 0.0, True, f"skipped: {type(e).__name__}: {e}"))
+        return triton_mod[0]
     sizes = [int(x) for x in args.sizes.split(",") if x]
 
-    # ---- bf16 GEMM ------------------------------------------------------------------------
-    if "gemm" not in skip:
-        import gemm_bf16 as G
+    # ---- GEMMs: bf16 and FP8 ----------------------------------------------------------------
+    FP8_SCALE = 0.5 * 0.25  # scale_a · scale_b of the FP8 case
 
-        def gemm_case(s):
-            m = n = k = s
-            torch.manual_seed(s)
-            a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-            b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
-            ref = torch.matmul(a, b.T)
-            t_ref = time_ms(lambda a=a, b=b: torch.matmul(a, b.T))
-            flop = 2.0 * m * n * k
-            am, bm = tmap(a, (G.BM, G.BK)), tmap(b, (G.BN, G.BK))
-            for v in args.gemm.split(","):
-                c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
-                c2 = c.view(torch.int32)
-                tiles_m, tiles_n = m // G.BM, n // G.BN
-                if v == "base":
-                    def f(c=c):
-                        device.launch(G.gemm_bf16, am, bm, c, i32(k // G.BK),
-                                      grid=(tiles_n, tiles_m), block=384, shared=G.SHARED_BYTES)
-                elif v == "persistent":
-                    def f(c2=c2, tm=tiles_m, tn=tiles_n):
-                        device.launch(G.gemm_bf16_persistent, am, bm, c2, i32(k // G.BK), i32(tm), i32(tn),
-                                      grid=min(sms, tm * tn), block=384, shared=G.SHARED_BYTES)
-                elif v == "cluster":
-                    bm_half = tmap(b, (G.BN // 2, G.BK))
-                    grid = min(sms, tiles_m * tiles_n) // 2 * 2
+    def gemm_variant(G, v, fp8, a, b, c, m, n, k):
+        """A function that runs GEMM variant `v` (gemm.py, or Triton's for triton*) on a and
+        b (bf16, or e4m3) into c (bf16); None for a name it does not know."""
+        bk = G.BK_FP8 if fp8 else G.BK
+        a_, b_ = (a.view(torch.uint8), b.view(torch.uint8)) if fp8 else (a, b)  # e4m3 maps over bytes
+        pre = "gemm_fp8_" if fp8 else "gemm_bf16_"
+        tail = (np.float32(FP8_SCALE),) if fp8 else ()
+        tm, tn = m // G.BM, n // G.BN
+        name = v
+        out = c.view(torch.int32)  # bf16 pairs stored as 32-bit words
+        bn, shared, grid = G.BN, G.SHARED_BYTES, min(sms, tm * tn)
+        am = (G.BM, bk)
+        if name == "base" and not fp8:
+            kern, out, grid = G.gemm_bf16, c, (tn, tm)
+        elif name == "persistent":
+            kern = getattr(G, pre + name)
+        elif name == "cluster":
+            kern, bn, grid = getattr(G, pre + name), G.BN // 2, grid // 2 * 2
+        elif name == "pingpong":
+            tn = n // G.PP_BN
+            kern, bn, shared, grid = getattr(G, pre + name), G.PP_BN, G.PP_SHARED_BYTES, min(sms, tm * tn)
+        elif name == "tmastore":
+            kern, out, shared = getattr(G, pre + name), tmap(c, (64, 64)), G.TS_SHARED_BYTES
+        elif name in ("triton", "triton_mm") and not (fp8 and name == "triton_mm"):
+            T = triton_ref()
+            if T is None:
+                return None
+            if name == "triton_mm":
+                return lambda: T.matmul(a, b, c)
+            return lambda: T.matmul_tma_persistent(a, b, c, scale=FP8_SCALE if fp8 else None)
+        else:
+            print(f"unknown {'FP8' if fp8 else 'bf16'} GEMM variant {v}")
+            return None
+        amap, bmap = tmap(a_, am), tmap(b_, (bn, bk))
+        args = (amap, bmap, out, i32(k // bk)) + ((i32(tm), i32(tn)) if name != "base" else ()) + tail
 
-                    def f(c2=c2, tm=tiles_m, tn=tiles_n, bm_half=bm_half, grid=grid):
-                        device.launch(G.gemm_bf16_cluster, am, bm_half, c2, i32(k // G.BK), i32(tm), i32(tn),
-                                      grid=grid, block=384, shared=G.SHARED_BYTES)
-                elif v == "pingpong":
-                    bm_128 = tmap(b, (G.PP_BN, G.BK))
-                    tn = n // G.PP_BN
+        def f():
+            device.launch(kern, *args, grid=grid, block=384, shared=shared)
 
-                    def f(c2=c2, tm=tiles_m, tn=tn, bm_128=bm_128):
-                        device.launch(G.gemm_bf16_pingpong, am, bm_128, c2, i32(k // G.BK), i32(tm), i32(tn),
-                                      grid=min(sms, tm * tn), block=384, shared=G.PP_SHARED_BYTES)
-                elif v == "ppcluster":
-                    bm_64 = tmap(b, (G.PP_BN // 2, G.BK))
-                    tn = n // G.PP_BN
+        return f
 
-                    def f(c2=c2, tm=tiles_m, tn=tn, bm_64=bm_64):
-                        device.launch(G.gemm_bf16_ppcluster, am, bm_64, c2, i32(k // G.BK), i32(tm), i32(tn),
-                                      grid=min(sms, tm * tn) // 2 * 2, block=384, shared=G.PP_SHARED_BYTES)
-                elif v == "cluster4":
-                    am_64 = tmap(a, (G.BM // 2, G.BK))
-                    bm_half = tmap(b, (G.BN // 2, G.BK))
+    def gemm_case(s, fp8):
+        import gemm as G
 
-                    def f(c2=c2, tm=tiles_m, tn=tiles_n, am_64=am_64, bm_half=bm_half):
-                        device.launch(G.gemm_bf16_cluster4, am_64, bm_half, c2, i32(k // G.BK), i32(tm), i32(tn),
-                                      grid=args.c4grid, block=384, shared=G.SHARED_BYTES)
-                elif v == "tmastore":
-                    cm = tmap(c, (64, 64))
-
-                    def f(c2=c2, tm=tiles_m, tn=tiles_n, cm=cm):
-                        device.launch(G.gemm_bf16_tmastore, am, bm, cm, i32(k // G.BK), i32(tm), i32(tn),
-                                      grid=min(sms, tm * tn), block=384, shared=G.TS_SHARED_BYTES)
-                else:
-                    print(f"unknown GEMM variant {v}")
-                    continue
-
-                def run(v=v, f=f, c=c, flop=flop, t_ref=t_ref, s=s):
-                    f()
-                    torch.cuda.synchronize()
-                    err = ((c.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
-                    if not err < 2e-2:
-                        diagnose(f"bf16 GEMM {s} {v}", c.float() - ref.float(), 2e-2 * ref.float().abs().max().item())
-                    t = time_ms(f)
-                    row("bf16 GEMM", f"{s}³", v, t, flop / t / 1e9, t_ref, flop / t_ref / 1e9, err, err < 2e-2, note(t))
-
-                attempt(f"bf16 GEMM {s} {v}", run)
-
-        for s in sizes:
-            attempt(f"bf16 GEMM {s}", lambda s=s: gemm_case(s))
-
-    # ---- FP8 GEMM -------------------------------------------------------------------------
-    if "fp8" not in skip:
-        import gemm_fp8 as F
-
-        def fp8_case(s):
-            m = n = k = s
+        m = n = k = s
+        kind = "fp8 GEMM" if fp8 else "bf16 GEMM"
+        if fp8:
             torch.manual_seed(s + 1)
             a = (torch.randn(m, k, device="cuda") * 2).to(torch.float8_e4m3fn)
             b = (torch.randn(n, k, device="cuda") * 2).to(torch.float8_e4m3fn)
             sa = torch.tensor(0.5, device="cuda")
             sb = torch.tensor(0.25, device="cuda")
 
-            def ref_f(a=a, b=b, sa=sa, sb=sb, fast=False):
+            def ref_f(fast=False):
                 r = torch._scaled_mm(a, b.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16, use_fast_accum=fast)
                 return r[0] if isinstance(r, tuple) else r
 
             ref = ref_f()
             # The baseline is the faster of cuBLAS's two accumulation modes.
             t_ref = min(time_ms(ref_f), time_ms(lambda: ref_f(fast=True)))
-            flop = 2.0 * m * n * k
-            a8, b8 = a.view(torch.uint8), b.view(torch.uint8)
-            am = tmap(a8, (F.BM, F.BK))
-            for v in args.fp8.split(","):
-                c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
-                c2 = c.view(torch.int32)
-                tm = m // F.BM
-                if v == "persistent":
-                    kern, bmv, tn, shared, grid = F.gemm_fp8, tmap(b8, (F.BN, F.BK)), n // F.BN, F.SHARED_BYTES, 0
-                elif v == "cluster":
-                    kern, bmv, tn, shared, grid = F.gemm_fp8_cluster, tmap(b8, (F.BN // 2, F.BK)), n // F.BN, F.SHARED_BYTES, 2
-                elif v == "pingpong":
-                    kern, bmv, tn, shared, grid = F.gemm_fp8_pingpong, tmap(b8, (F.PP_BN, F.BK)), n // F.PP_BN, F.PP_SHARED_BYTES, 0
-                elif v == "ppcluster":
-                    kern, bmv, tn, shared, grid = (F.gemm_fp8_ppcluster, tmap(b8, (F.PP_BN // 2, F.BK)), n // F.PP_BN,
-                                                   F.PP_SHARED_BYTES, 2)
-                elif v == "cluster4":
-                    kern, bmv, tn, shared, grid = F.gemm_fp8_cluster4, tmap(b8, (F.BN // 2, F.BK)), n // F.BN, F.SHARED_BYTES, 4
-                elif v == "tmastore":
-                    kern, bmv, tn, shared, grid = F.gemm_fp8_tmastore, tmap(b8, (F.BN, F.BK)), n // F.BN, F.TS_SHARED_BYTES, 1
-                else:
-                    print(f"unknown FP8 variant {v}")
-                    continue
-                out = c2
-                if grid == 4:
-                    g, amv = args.c4grid, tmap(a8, (F.BM // 2, F.BK))
-                else:
-                    g, amv = (min(sms, tm * tn) // 2 * 2 if grid == 2 else min(sms, tm * tn)), am
-                if grid == 1:
-                    out = tmap(c, (64, 64))  # the TMA-store epilogue writes C through a map
+        else:
+            torch.manual_seed(s)
+            a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+            b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+            ref = torch.matmul(a, b.T)
+            t_ref = time_ms(lambda: torch.matmul(a, b.T))
+        flop = 2.0 * m * n * k
+        for v in (args.fp8 if fp8 else args.gemm).split(","):
+            c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
 
-                def f(kern=kern, amv=amv, bmv=bmv, out=out, tm=tm, tn=tn, k=k, shared=shared, g=g):
-                    device.launch(kern, amv, bmv, out, i32(k // F.BK), i32(tm), i32(tn), np.float32(0.5 * 0.25),
-                                  grid=g, block=384, shared=shared)
+            def run(v=v, c=c):
+                f = gemm_variant(G, v, fp8, a, b, c, m, n, k)
+                if f is None:
+                    return
+                f()
+                torch.cuda.synchronize()
+                err = ((c.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
+                if not err < 2e-2:
+                    diagnose(f"{kind} {s} {v}", c.float() - ref.float(), 2e-2 * ref.float().abs().max().item())
+                t = time_ms(f)
+                row(kind, f"{s}³", v, t, flop / t / 1e9, t_ref, flop / t_ref / 1e9, err, err < 2e-2, note(t))
 
-                def run(f=f, c=c, ref=ref, flop=flop, t_ref=t_ref, s=s, v=v):
-                    f()
-                    torch.cuda.synchronize()
-                    err = ((c.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
-                    if not err < 2e-2:
-                        diagnose(f"fp8 GEMM {s} {v}", c.float() - ref.float(), 2e-2 * ref.float().abs().max().item())
-                    t = time_ms(f)
-                    row("fp8 GEMM", f"{s}³", v, t, flop / t / 1e9, t_ref, flop / t_ref / 1e9, err, err < 2e-2, note(t))
+            attempt(f"{kind} {s} {v}", run)
 
-                attempt(f"fp8 GEMM {s} {v}", run)
-
-        for s in sizes:
-            attempt(f"fp8 GEMM {s}", lambda s=s: fp8_case(s))
+    for fp8 in (False, True):
+        if ("fp8" if fp8 else "gemm") not in skip:
+            for s in sizes:
+                attempt(f"{'fp8' if fp8 else 'bf16'} GEMM {s}", lambda s=s, fp8=fp8: gemm_case(s, fp8))
 
     # ---- attention ------------------------------------------------------------------------
     if "attn" not in skip:
@@ -334,6 +297,13 @@ def main() -> int:
                             vt.copy_(v_.transpose(-1, -2))
                             device.launch(kern, qm, km, vtm, o2, i32(seq), sl2, causal,
                                           grid=grid, block=384, shared=A.SHARED_BYTES)
+                    elif variant == "triton":
+                        T = triton_ref()
+                        if T is None:
+                            continue
+
+                        def f(o=o, q=q, k_=k_, v_=v_, causal=causal, scale=scale, T=T):
+                            T.attention(q, k_, v_, o, causal, scale)
                     elif variant in ("vn", "vn_swap", "ov_vn", "ov_vn_swap"):
                         vl, vs = (1024, 16384) if variant.endswith("swap") else (16384, 1024)
                         kern = A.attn_fwd_ov_vn if variant.startswith("ov") else A.attn_fwd_vn

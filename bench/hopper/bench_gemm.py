@@ -1,5 +1,7 @@
-"""Times the Hopper bf16 GEMM of this folder (gemm_bf16.py) beside torch.matmul (cuBLAS) at
-4096³ and 8192³ and prints a table; every output is checked against torch's first.
+"""Times the Hopper bf16 GEMM of this folder (gemm.py's `gemm_bf16_tmastore`: persistent,
+warp-specialized, TMA-store epilogue) beside torch.matmul (cuBLAS) at 4096³ and 8192³ and
+prints a table; every output is checked against torch's first. bench_all.py runs it with
+the other variants, the FP8 GEMM, attention and Triton's kernels.
 
     python3 bench/hopper/bench_gemm.py [--sizes 4096,8192] [--iters 20]
 
@@ -12,6 +14,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -29,20 +33,23 @@ def main() -> int:
     if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
         print("skipped: the bf16 GEMM needs a compute capability 9.0 GPU (sm_90a)")
         return 0
-    import gemm_bf16 as G
+    import gemm as G
     from cuda import device
     from cuda.device import hopper
 
-    def maps(a, b):
-        am = torch.from_numpy(hopper.tensor_map(a, (G.BM, G.BK), 128).view("int64")).cuda()
-        bm = torch.from_numpy(hopper.tensor_map(b, (G.BN, G.BK), 128).view("int64")).cuda()
-        return am, bm
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
 
-    def ours(am, bm, c, k):
-        m, n = c.shape
+    def tmap(t, box):
+        return torch.from_numpy(hopper.tensor_map(t, box, 128).view("int64")).cuda()
+
+    def maps(a, b, c):
+        return tmap(a, (G.BM, G.BK)), tmap(b, (G.BN, G.BK)), tmap(c, (64, 64))
+
+    def ours(am, bm, cm, m, n, k):
+        tm, tn = m // G.BM, n // G.BN
         device.launch(
-            G.gemm_bf16, am, bm, c, k // G.BK,
-            grid=(n // G.BN, m // G.BM), block=384, shared=G.SHARED_BYTES,
+            G.gemm_bf16_tmastore, am, bm, cm, np.int32(k // G.BK), np.int32(tm), np.int32(tn),
+            grid=min(sms, tm * tn), block=384, shared=G.TS_SHARED_BYTES,
         )
 
     def time_ms(f) -> float:
@@ -65,14 +72,14 @@ def main() -> int:
         a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
         b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
         c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
-        am, bm = maps(a, b)
-        ours(am, bm, c, k)
+        am, bm, cm = maps(a, b, c)
+        ours(am, bm, cm, m, n, k)
         torch.cuda.synchronize()
         ref = torch.matmul(a, b.T)
         err = ((c.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
         ok = err < 2e-2
         failed |= not ok
-        t_ours = time_ms(lambda am=am, bm=bm, c=c, k=k: ours(am, bm, c, k))
+        t_ours = time_ms(lambda am=am, bm=bm, cm=cm, s=s: ours(am, bm, cm, s, s, s))
         t_ref = time_ms(lambda a=a, b=b: torch.matmul(a, b.T))
         flop = 2.0 * m * n * k
         rows.append((s, t_ours, flop / t_ours / 1e9, t_ref, flop / t_ref / 1e9, err, ok))

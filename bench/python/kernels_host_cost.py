@@ -169,10 +169,12 @@ def main():
     undo = general_path(hooks)
     fast_ew, fast_red = ew._k, red._k
     ew._k, red._k = _GeneralOnly(fast_ew, False), _GeneralOnly(fast_red, True)
-    built = fused._build(fused._key((x, y)), (x, y))
-    fused._kernels[fused._key((x, y))] = built
-    fused_k = built[1]._k
-    built[1]._k = _GeneralOnly(fused_k, False)
+    # The fused function's plan for (x, y): one elementwise kernel (its native half is
+    # `kern._k`), remembered as __call__ would.
+    plan = fused._plan((x, y))
+    kern = plan.groups[0][0]
+    fused_k = kern._k
+    kern._k = _GeneralOnly(fused_k, False)
     fused_fast, fused._fast = fused._fast, _native.FuseDispatch()  # empty: always misses
     z = array((N,), base=BASE + 0x200000)
     # Strided views (every other element of 2N, as elementwise_bench.py's ew-strided) and a
@@ -190,15 +192,15 @@ def main():
         ("fuse, general path", lambda: fused(x, y)),
     ], o.n, o.repeats)
     undo()
-    ew._k, red._k, built[1]._k, fused._fast = fast_ew, fast_red, fused_k, fused_fast
+    ew._k, red._k, kern._k, fused._fast = fast_ew, fast_red, fused_k, fused_fast
     # Fast path: each call signature remembered once with a dry run.
     a = _kernels._Args((x, y), 2)
     call = ew._k.resolve(tuple(a.descs), None)
     outs = (("A", "float32", BASE + (1 << 40), (N,), (1,)),)
     assert ew._k.remember_dry_run((x, y), call, outs, 0, None)
     assert ew._k.remember_dry_run((x, y, z), ew._k.resolve(tuple(_kernels._Args((x, y, z), 2).descs), None), (), 0, None)
-    assert built[1]._k.remember_dry_run((x, y), built[1]._k.resolve(tuple(a.descs), None), outs, 0, None)
-    assert fused._fast.insert((x, y), built[1]._k, built[2])
+    assert kern._k.remember_dry_run((x, y), kern._k.resolve(tuple(a.descs), None), outs, 0, None)
+    assert fused._fast.insert((x, y), *fused._fast_entry(plan, (x, y)))
     a = _kernels._Args((x,), 1)
     rcall = red._k.resolve(tuple(a.descs), None, False)
     routs = (("A", "float32", BASE + (1 << 40), (), ()),)

@@ -1,8 +1,9 @@
 """GPU tests of the §17 extensions through the Python package: a cluster kernel exchanging
 shared tiles between blocks (the `cluster=` kernel option, and the launch attribute
 `device.launch(..., cluster=...)`), a grid that is not a whole number of clusters refused,
-inline PTX, and a kernel launched from device code. Skipped without a GPU and CuPy; the
-cluster tests need sm_90."""
+inline PTX, and a kernel launched from device code. On a GPU the cluster tests need sm_90;
+without one they run on the CPU back end (it runs a cluster's blocks together); the others
+need a real GPU."""
 
 import numpy as np
 import pytest
@@ -13,14 +14,16 @@ import hopper_kernels as H
 
 
 @pytest.fixture
-def hopper(real_gpu, cupy):
-    cc = cupy.cuda.Device().compute_capability
-    if int(cc) < 90:
-        pytest.skip(f"thread block clusters need sm_90, this GPU is sm_{cc}")
+def hopper(gpu, cupy):
+    """CuPy on an sm_90 GPU; without a GPU, the CPU back end (it runs a cluster's blocks
+    together, docs/semantics.md §22.1)."""
+    if gpu != "cpu":
+        cc = cupy.cuda.Device().compute_capability
+        if int(cc) < 90:
+            pytest.skip(f"thread block clusters need sm_90, this GPU is sm_{cc}")
     return cupy
 
 
-@pytest.mark.gpu_only('thread block clusters (sm_90)')
 def test_cluster_blocks_swap_shared_tiles(hopper):
     cp = hopper
     n = H.BLOCK * 2 * 40
@@ -34,7 +37,6 @@ def test_cluster_blocks_swap_shared_tiles(hopper):
     np.testing.assert_array_equal(cp.asnumpy(d_dst), want)
 
 
-@pytest.mark.gpu_only('thread block clusters (sm_90)')
 def test_cluster_launch_attribute_and_bad_grids(hopper):
     cp = hopper
     out = cp.full(8 * 32, -1, dtype=np.int32)
@@ -46,8 +48,9 @@ def test_cluster_launch_attribute_and_bad_grids(hopper):
     with pytest.raises(device.LaunchError, match="not a multiple"):
         device.launch(H.ranks, out, grid=6, block=32, cluster=(4, 1, 1))
     src = cp.zeros(3 * H.BLOCK, dtype=np.float32)
+    dst = cp.zeros(3 * H.BLOCK, dtype=np.float32)
     with pytest.raises(device.LaunchError, match="cluster= option"):
-        device.launch(H.swap_halves, src, src, grid=3, block=H.BLOCK)
+        device.launch(H.swap_halves, src, dst, grid=3, block=H.BLOCK)
     device.launch(H.ranks, out, grid=8, block=32, cluster=2)
     cp.cuda.Device().synchronize()
     want = np.repeat((np.arange(8) % 2) * 100 + 2, 32).astype(np.int32)
@@ -86,10 +89,12 @@ def _sm90(cc: str) -> None:
         pytest.skip(f"TMA and mbarriers need sm_90, this GPU is sm_{cc}")
 
 
-@pytest.mark.gpu_only('TMA (a tensor map of device memory, sm_90)')
-def test_tma_tiles_from_a_cupy_array(real_gpu, cupy):
+def test_tma_tiles_from_a_cupy_array(gpu, cupy):
+    """On a GPU, the driver's tensor maps of CuPy arrays; without one, the CPU back end's of
+    the stand-in's NumPy arrays (``hopper.tensor_map`` of a NumPy array)."""
     cp = cupy
-    _sm90(cp.cuda.Device().compute_capability)
+    if gpu != "cpu":
+        _sm90(cp.cuda.Device().compute_capability)
     from cuda.device import hopper
 
     rows, cols = 64, 128
@@ -124,10 +129,11 @@ def test_tma_tiles_from_a_torch_tensor(torch):
     assert torch.equal(r, a * 2)
 
 
-@pytest.mark.gpu_only('the driver (cuTensorMapEncodeTiled)')
-def test_tensor_map_refuses_a_bad_box(real_gpu, cupy):
+def test_tensor_map_refuses_a_bad_box(gpu, cupy):
+    """The driver's checks, and the CPU back end's (the same) without a GPU."""
     cp = cupy
-    _sm90(cp.cuda.Device().compute_capability)
+    if gpu != "cpu":
+        _sm90(cp.cuda.Device().compute_capability)
     from cuda.device import hopper
 
     a = cp.zeros((64, 64), np.float32)
@@ -148,18 +154,23 @@ def test_elect_one_picks_one_lane_per_warp(gpu, cupy):
     np.testing.assert_array_equal(cp.asnumpy(out), np.full(10, 2, np.int32))
 
 
-def test_bench_gemm_bf16_matches_torch(torch):
-    if torch.cuda.get_device_capability() != (9, 0):
-        pytest.skip("wgmma needs compute capability 9.0 (sm_90a)")
+def _bench_gemm_module():
     import importlib.util
     import pathlib
 
-    from cuda.device import hopper
-
-    path = pathlib.Path(__file__).resolve().parents[2] / "bench" / "hopper" / "gemm_bf16.py"
-    spec = importlib.util.spec_from_file_location("gemm_bf16", path)
+    path = pathlib.Path(__file__).resolve().parents[2] / "bench" / "hopper" / "gemm.py"
+    spec = importlib.util.spec_from_file_location("gemm", path)
     G = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(G)
+    return G
+
+
+def test_bench_gemm_bf16_matches_torch(torch):
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("wgmma needs compute capability 9.0 (sm_90a)")
+    from cuda.device import hopper
+
+    G = _bench_gemm_module()
     m, n, k = 256, 512, 320
     g = torch.Generator(device="cuda").manual_seed(32)
     a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, generator=g)
@@ -175,3 +186,41 @@ def test_bench_gemm_bf16_matches_torch(torch):
     ref = a.float() @ b.float().T
     err = ((c.float() - ref).abs().max() / ref.abs().max()).item()
     assert err < 1e-2, f"max relative error {err}"
+
+
+@pytest.mark.parametrize("variant,fp8", [("tmastore", False), ("tmastore", True), ("persistent", True)])
+def test_bench_gemm_variants_match_torch(torch, variant, fp8):
+    # The GEMMs of bench/hopper/gemm.py (persistent, TMA-store epilogue; bf16 and e4m3 instances
+    # of one body) on 2 × 2 tiles of random inputs, against a float32 reference.
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("wgmma needs compute capability 9.0 (sm_90a)")
+    from cuda.device import hopper
+
+    G = _bench_gemm_module()
+    m, n, k = 256, 512, 384
+    bk = G.BK_FP8 if fp8 else G.BK
+    g = torch.Generator(device="cuda").manual_seed(33)
+    a = torch.randn(m, k, device="cuda", generator=g)
+    b = torch.randn(n, k, device="cuda", generator=g)
+    dt = torch.float8_e4m3fn if fp8 else torch.bfloat16
+    a, b = (a * 2).to(dt), (b * 2).to(dt)
+    scale = 0.125 if fp8 else 1.0
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+
+    def tmap(t, box):
+        return torch.from_numpy(hopper.tensor_map(t, box, 128).view(np.int64)).cuda()
+
+    a_, b_ = (a.view(torch.uint8), b.view(torch.uint8)) if fp8 else (a, b)
+    out = tmap(c, (64, 64)) if variant == "tmastore" else c.view(torch.int32)
+    shared = G.TS_SHARED_BYTES if variant == "tmastore" else G.SHARED_BYTES
+    kern = getattr(G, f"gemm_{'fp8' if fp8 else 'bf16'}_{variant}")
+    tail = (np.float32(scale),) if fp8 else ()
+    tm, tn = m // G.BM, n // G.BN
+    device.launch(
+        kern, tmap(a_, (G.BM, bk)), tmap(b_, (G.BN, bk)), out, np.int32(k // bk), np.int32(tm), np.int32(tn), *tail,
+        grid=tm * tn, block=384, shared=shared,
+    )
+    torch.cuda.synchronize()
+    ref = (a.float() @ b.float().T) * scale
+    err = ((c.float() - ref).abs().max() / ref.abs().max()).item()
+    assert err < 1e-2, f"{kern.__name__}: max relative error {err}"

@@ -22,35 +22,32 @@ C2 = "int32[:, ::1]"
 GEMM = f"void({MAP}, {MAP}, {C2}, int32, int32, int32)"
 ATTN = f"void({MAP}, {MAP}, {MAP}, {C2}, int32, float32, bool"
 
-# (module, kernel, signature, instructions its PTX must hold)
+GEMM_FP8 = f"void({MAP}, {MAP}, {C2}, int32, int32, int32, float32)"
+TMASTORE = f"void({MAP}, {MAP}, {MAP}, int32, int32, int32"
+
+# (module, kernel, signature, instructions its PTX must hold). gemm.py writes each GEMM variant
+# once (a @func with `fp8: ConstExpr[bool]`) for two kernels, bf16 and e4m3.
 KERNELS = [
-    ("gemm_bf16", "gemm_bf16", f"void({MAP}, {MAP}, bfloat16[:, ::1], int32)",
+    ("gemm", "gemm_bf16", f"void({MAP}, {MAP}, bfloat16[:, ::1], int32)",
      ["wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", "setmaxnreg.inc.sync.aligned.u32 232"]),
-    ("gemm_bf16", "gemm_bf16_persistent", GEMM,
+    ("gemm", "gemm_bf16_persistent", GEMM,
      ["wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", "cvt.rn.bf16x2.f32"]),
-    ("gemm_bf16", "gemm_bf16_cluster", GEMM,
+    ("gemm", "gemm_fp8_persistent", GEMM_FP8,
+     ["wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3"]),
+    ("gemm", "gemm_bf16_cluster", GEMM,
      [".reqnctapercluster 2, 1, 1", ".multicast::cluster", "mapa.shared::cluster.u32",
       "mbarrier.arrive.shared::cluster.b64", "barrier.cluster.arrive"]),
-    ("gemm_bf16", "gemm_bf16_pingpong", GEMM,
-     ["wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", "bar.sync", "bar.arrive"]),
-    ("gemm_bf16", "gemm_bf16_ppcluster", GEMM,
-     ["wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", ".multicast::cluster", "bar.arrive"]),
-    ("gemm_fp8", "gemm_fp8_ppcluster", f"void({MAP}, {MAP}, {C2}, int32, int32, int32, float32)",
-     ["wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3", ".multicast::cluster", "bar.arrive"]),
-    ("gemm_bf16", "gemm_bf16_cluster4", GEMM,
-     [".reqnctapercluster 4, 1, 1", ".multicast::cluster", "mapa.shared::cluster.u32"]),
-    ("gemm_fp8", "gemm_fp8_cluster4", f"void({MAP}, {MAP}, {C2}, int32, int32, int32, float32)",
-     [".reqnctapercluster 4, 1, 1", "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3"]),
-    ("gemm_bf16", "gemm_bf16_tmastore", f"void({MAP}, {MAP}, {MAP}, int32, int32, int32)",
-     ["cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group", "cp.async.bulk.wait_group.read 0"]),
-    ("gemm_fp8", "gemm_fp8_tmastore", f"void({MAP}, {MAP}, {MAP}, int32, int32, int32, float32)",
-     ["cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group", "m64n256k32.f32.e4m3.e4m3"]),
-    ("gemm_fp8", "gemm_fp8", f"void({MAP}, {MAP}, {C2}, int32, int32, int32, float32)",
-     ["wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3"]),
-    ("gemm_fp8", "gemm_fp8_cluster", f"void({MAP}, {MAP}, {C2}, int32, int32, int32, float32)",
+    ("gemm", "gemm_fp8_cluster", GEMM_FP8,
      ["wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3", ".multicast::cluster"]),
-    ("gemm_fp8", "gemm_fp8_pingpong", f"void({MAP}, {MAP}, {C2}, int32, int32, int32, float32)",
+    ("gemm", "gemm_bf16_pingpong", GEMM,
+     ["wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", "bar.sync", "bar.arrive"]),
+    ("gemm", "gemm_fp8_pingpong", GEMM_FP8,
      ["wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3", "bar.arrive"]),
+    ("gemm", "gemm_bf16_tmastore", TMASTORE + ")",
+     ["cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group", "cp.async.bulk.wait_group.read 0",
+      "m64n256k16.f32.bf16.bf16"]),
+    ("gemm", "gemm_fp8_tmastore", TMASTORE + ", float32)",
+     ["cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group", "m64n256k32.f32.e4m3.e4m3"]),
     ("attention", "attn_fwd", ATTN + ")",
      ["wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", "ex2.approx.ftz.f32",
       "fence.proxy.async.shared::cta", "shfl.sync.bfly.b32"]),
@@ -83,6 +80,11 @@ def test_bench_kernel_assembles_for_sm90a(module, kernel, sig, needles, tmp_path
     assert ".target sm_90a" in ptx
     for n in needles:
         assert n in ptx, f"{kernel}: no `{n}` in its PTX"
+    # The bf16 and FP8 instances of one gemm.py variant: each holds its own `wgmma` types only
+    # (the `if fp8:` of the shared body is decided at compile time).
+    if kernel.startswith("gemm_"):
+        other = "e4m3.e4m3" if kernel.startswith("gemm_bf16") else "bf16.bf16"
+        assert f".f32.{other}" not in ptx, f"{kernel}: the other instance's wgmma in its PTX"
     # The bf16x2 packings (epilogue: 64 per thread; attention: 32 of P and 32 of O) convert at
     # least 64 different register pairs: a static_range index frozen at its first value (a
     # compiler bug met here) packs one pair 64 times.

@@ -124,7 +124,7 @@ impl Intrinsic {
             | I::Math(_)
             | I::Complex(_) => IntrinsicFlags::HOST,
             // Each thread's own Philox stream: the host runs it too (one stream).
-            I::Rand | I::Randn => IntrinsicFlags {
+            I::Rand | I::Randn | I::RandSeed | I::RandThread | I::RandCall => IntrinsicFlags {
                 per_thread: true,
                 ..IntrinsicFlags::HOST
             },
@@ -327,6 +327,7 @@ impl Intrinsic {
             Intrinsic::Complex(_) => "complex arithmetic",
             Intrinsic::Rand => "random.rand",
             Intrinsic::Randn => "random.randn",
+            Intrinsic::RandSeed | Intrinsic::RandThread | Intrinsic::RandCall => "random's stream",
             Intrinsic::Cg(_) => "cooperative groups (`cg`)",
             Intrinsic::Tensor(op) => op.python_name(),
             Intrinsic::Hopper(op) => return op.name(),

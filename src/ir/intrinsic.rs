@@ -116,6 +116,14 @@ pub enum Intrinsic {
     Rand,
     /// `random.randn(dtype)`: the next standard normal of the thread's Philox stream.
     Randn,
+    /// The seed of the thread's random stream (uint64; `crate::random` defines the stream):
+    /// the launch's. `rand`/`randn` are expanded into Philox over this, [`Intrinsic::RandThread`]
+    /// and [`Intrinsic::RandCall`] (`ir::expand::philox`); the back ends map these three.
+    RandSeed,
+    /// The thread's index in the random stream (uint64): its global linear index (x fastest).
+    RandThread,
+    /// How many draws the thread made before this one (uint64); it advances the stream.
+    RandCall,
     /// A cooperative-groups operation (`cuda.device.cg`, docs/semantics.md §17); its first
     /// argument, where it has one, is the group value.
     Cg(CgOp),

@@ -122,6 +122,16 @@ impl MathFn {
         }
     }
 
+    /// The C math library's name of the `double` version (`tgamma` for `gamma`, otherwise the
+    /// Python name), which both back ends call: the host's C library as is (`f` appended for
+    /// `float`), libdevice with its `__nv_` prefix. The one table of these names.
+    pub fn c_name(self) -> &'static str {
+        match self {
+            MathFn::Gamma => "tgamma",
+            f => f.name(),
+        }
+    }
+
     /// Looks a `math` function up by name (`rint`, `exp10` and `rsqrt` are internal: `math`
     /// has no such functions).
     pub fn from_name(s: &str) -> Option<MathFn> {
@@ -160,6 +170,8 @@ pub enum ComplexOp {
     Exp,
     /// `cmath.log` (principal branch)
     Log,
+    /// `cmath.log10`: `log(z)` with both parts divided by `ln 10`, as CPython computes it
+    Log10,
     /// `cmath.sqrt` (principal branch)
     Sqrt,
     /// `cmath.sin`
@@ -205,6 +217,7 @@ impl ComplexOp {
         Some(match name {
             "exp" => ComplexOp::Exp,
             "log" => ComplexOp::Log,
+            "log10" => ComplexOp::Log10,
             "sqrt" => ComplexOp::Sqrt,
             "sin" => ComplexOp::Sin,
             "cos" => ComplexOp::Cos,

@@ -156,7 +156,14 @@ impl Program {
                     continue;
                 }
                 let uses = f.exprs.iter().any(|(_, e)| match e {
-                    Expr::Intrinsic(Intrinsic::Rand | Intrinsic::Randn, _) => true,
+                    Expr::Intrinsic(
+                        Intrinsic::Rand
+                        | Intrinsic::Randn
+                        | Intrinsic::RandSeed
+                        | Intrinsic::RandThread
+                        | Intrinsic::RandCall,
+                        _,
+                    ) => true,
                     Expr::Call(callee, _) => out.get(callee.index()).copied().unwrap_or(false),
                     _ => false,
                 });

@@ -116,6 +116,8 @@ const SUBSPACES: &[(Namespace, &str, Namespace)] = &[
     (Namespace::Device, "hopper", Namespace::Hopper),
     (Namespace::Numba, "cuda", Namespace::NumbaCuda),
     (Namespace::Numba, "types", Namespace::NumbaTypes),
+    // numba-cuda's own copy of `numba.types` (`from numba.cuda import types`).
+    (Namespace::NumbaCuda, "types", Namespace::NumbaTypes),
     (Namespace::NumbaCuda, "shared", Namespace::NumbaShared),
     (Namespace::NumbaCuda, "local", Namespace::NumbaLocal),
     (Namespace::NumbaCuda, "atomic", Namespace::NumbaAtomic),
@@ -947,8 +949,8 @@ pub fn operator_name(op: crate::ir::BinaryOp) -> &'static str {
 
 /// The names of `cmath`'s functions that are IR operations.
 const CMATH_NAMES: &[&str] = &[
-    "exp", "log", "sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
-    "asinh", "acosh", "atanh", "phase", "rect", "isfinite", "isnan", "isinf",
+    "exp", "log", "log10", "sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
+    "tanh", "asinh", "acosh", "atanh", "phase", "rect", "isfinite", "isnan", "isinf",
 ];
 
 /// The `cmath` name of a complex operation (`Exp` → `exp`).

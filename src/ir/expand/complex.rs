@@ -21,106 +21,56 @@ pub(super) fn wants_helper(f: &Function, e: Handle<Expr>) -> Option<Helper> {
 /// `complex_div(x, y)` for complex type `s`: Smith's algorithm, the operations in the
 /// order the back ends emitted them before this expansion existed.
 pub(super) fn division(s: Scalar, span: Span) -> Function {
-    use BinaryOp::{BitAnd, Div, Eq, Ge};
-    let ct = Type::Scalar(s);
+    use BinaryOp::{Div, Eq, Ge};
     let part = s.component();
-    let pt = Type::Scalar(part);
-    let mut b = Builder::new(
+    let ct = Type::Scalar(s);
+    let b = Builder::new(
         &format!("complex_div_{s}"),
         &[("x", ct.clone()), ("y", ct.clone())],
-        ct.clone(),
+        ct,
         span,
     );
-    let (x, y) = (Handle::new(0), Handle::new(1));
-    let get = |b: &mut Builder, z: Handle<Local>, op: ComplexOp, name: &str| {
-        let r = b.read(z);
-        let v = b.expr(Expr::Intrinsic(Intrinsic::Complex(op), vec![r]), pt.clone());
-        b.let_(name, v)
-    };
-    let a = get(&mut b, x, ComplexOp::Real, "a");
-    let bb = get(&mut b, x, ComplexOp::Imag, "b");
-    let c = get(&mut b, y, ComplexOp::Real, "c");
-    let d = get(&mut b, y, ComplexOp::Imag, "d");
-    let abs = |b: &mut Builder, v: Handle<Local>, name: &str| {
-        let r = b.read(v);
-        let e = b.expr(Expr::Unary(UnaryOp::Abs, r), pt.clone());
-        b.let_(name, e)
-    };
-    let abs_c = abs(&mut b, c, "abs_c");
-    let abs_d = abs(&mut b, d, "abs_d");
+    let mut c = Calc { b, t: part };
+    let (a, bb) = c.parts(Handle::new(0), part);
+    let (cc, d) = c.parts(Handle::new(1), part);
+    let abs_c = c.fabs(cc);
+    let abs_d = c.fabs(d);
     // |c| >= |d|: r = d/c, den = c + d r, q = ((a + b r) + (b - a r) i) / den
-    let (re1, im1) = smith_step(&mut b, [a, bb, c, d], false, "1");
+    let q1 = smith_step(&mut c, [a, bb, cc, d], false);
     // |c| < |d|: r = c/d, den = c r + d, q = ((a r + b) + (b r - a) i) / den
-    let (re2, im2) = smith_step(&mut b, [a, bb, c, d], true, "2");
+    let q2 = smith_step(&mut c, [a, bb, cc, d], true);
     // A zero divisor: each part over |c| (= 0), giving infinities or NaN.
-    let e = b.binary_l(Div, a, abs_c);
-    let re0 = b.let_("re0", e);
-    let e = b.binary_l(Div, bb, abs_c);
-    let im0 = b.let_("im0", e);
-    let e = b.binary_l(Ge, abs_c, abs_d);
-    let first = b.let_("first", e);
-    let zero = |b: &mut Builder| b.expr(Expr::Literal(Literal::Float(0.0)), pt.clone());
-    let cv = b.read(c);
-    let z = zero(&mut b);
-    let c0 = b.binary(Eq, cv, z);
-    let dv = b.read(d);
-    let z = zero(&mut b);
-    let d0 = b.binary(Eq, dv, z);
-    let e = b.binary(BitAnd, c0, d0);
-    let both0 = b.let_("both0", e);
-    let e = b.select_l(first, re1, re2);
-    let re = b.let_("re", e);
-    let e = b.select_l(first, im1, im2);
-    let im = b.let_("im", e);
-    let e = b.select_l(both0, re0, re);
-    b.set(re, e);
-    let e = b.select_l(both0, im0, im);
-    b.set(im, e);
-    let (rv, iv) = (b.read(re), b.read(im));
-    let q = b.expr(
-        Expr::Intrinsic(Intrinsic::Complex(ComplexOp::New), vec![rv, iv]),
-        ct,
-    );
-    b.ret(q)
+    let q0 = (c.bin(Div, a, abs_c), c.bin(Div, bb, abs_c));
+    let first = c.bin(Ge, abs_c, abs_d);
+    let c0 = c.bin(Eq, cc, V::K(0.0));
+    let d0 = c.bin(Eq, d, V::K(0.0));
+    let both0 = c.and(c0, d0);
+    let q = c.sel2(first, q1, q2);
+    let q = c.sel2(both0, q0, q);
+    c.ret_complex(q, s)
 }
 
 /// One branch of Smith's algorithm for `[a, b, c, d]` (the dividend's and the divisor's
 /// parts), scaled by the divisor's larger part: `c` when not `flip` (`r = d/c`,
 /// `den = c + d r`, `re = a + b r`, `im = b - a r`), `d` when `flip` (`r = c/d`,
 /// `den = c r + d`, `re = a r + b`, `im = b r - a`). Each sum is a product by `r` and a part,
-/// in the order written (the operand order of the emitted IR is that of the back ends'
-/// former expansions). Returns the locals holding `re / den` and `im / den`; `n` suffixes
-/// the locals' names.
-fn smith_step(
-    b: &mut Builder,
-    [a, bb, c, d]: [Handle<Local>; 4],
-    flip: bool,
-    n: &str,
-) -> (Handle<Local>, Handle<Local>) {
-    use BinaryOp::{Add, Div, Mul, Sub};
-    let (big, small) = if flip { (d, c) } else { (c, d) };
+/// in the order written. Returns `(re / den, im / den)`.
+fn smith_step(c: &mut Calc, [a, b, cc, d]: [V; 4], flip: bool) -> (V, V) {
+    use BinaryOp::{Add, Div, Sub};
+    let (big, small) = if flip { (d, cc) } else { (cc, d) };
+    let r = c.div(small, big);
     // `p op q r` (or `q r op p` when flipped): the product first, then the part.
-    let term = |b: &mut Builder, op: BinaryOp, p: Handle<Local>, q: Handle<Local>, r| {
-        let qr = b.binary_l(Mul, q, r);
-        let pv = b.read(p);
+    let term = |c: &mut Calc, op: BinaryOp, p: V, q: V| {
+        let qr = c.mul(q, r);
         if flip {
-            b.binary(op, qr, pv)
+            c.bin(op, qr, p)
         } else {
-            b.binary(op, pv, qr)
+            c.bin(op, p, qr)
         }
     };
-    let e = b.binary_l(Div, small, big);
-    let r = b.let_(&format!("r{n}"), e);
-    let e = term(b, Add, big, small, r);
-    let den = b.let_(&format!("den{n}"), e);
-    let (p, q) = if flip { (bb, a) } else { (a, bb) };
-    let e = term(b, Add, p, q, r);
-    let re = b.let_(&format!("re{n}"), e);
-    let e = term(b, Sub, q, p, r);
-    let im = b.let_(&format!("im{n}"), e);
-    let e = b.binary_l(Div, re, den);
-    b.set(re, e);
-    let e = b.binary_l(Div, im, den);
-    b.set(im, e);
-    (re, im)
+    let den = term(c, Add, big, small);
+    let (p, q) = if flip { (b, a) } else { (a, b) };
+    let re = term(c, Add, p, q);
+    let im = term(c, Sub, q, p);
+    (c.bin(Div, re, den), c.bin(Div, im, den))
 }

@@ -2,7 +2,9 @@
 //! algorithm, not one machine instruction, are rewritten here once into simpler IR, so that
 //! the PTX lowering, the host lowering and the CPU kernel back end only map operations and
 //! no back end states the algorithm again (issue 33): Smith's complex division
-//! (`complex`) and Python's `//` and `%` on floats (`divmod`).
+//! (`complex`), the `cmath` functions and the other complex operations that are algorithms
+//! (`cmath`), Python's `//` and `%` on floats (`divmod`), and `random.rand`/`randn`, Philox
+//! and its conversions (`philox`).
 //!
 //! [`run`] runs after the front end's checks and analyses (the divergence and escape checks
 //! see the program as written) and before validation and lowering. An expansion that needs
@@ -16,8 +18,10 @@
 
 use super::*;
 
+mod cmath;
 mod complex;
 mod divmod;
+mod philox;
 
 /// Expands every operation of `program` that has an IR expansion. Idempotent: a second run
 /// finds nothing left to expand.
@@ -31,7 +35,9 @@ pub fn run(program: &mut Program) {
             k += 1;
             let f = &program.functions[h];
             let found = complex::wants_helper(f, e)
+                .or_else(|| cmath::wants_helper(f, e))
                 .or_else(|| divmod::wants_helper(f, e))
+                .or_else(|| philox::wants_helper(f, e))
                 .map(|k| (k, f.exprs.span(e)));
             if let Some((helper, span)) = found {
                 let callee = helpers.get(program, helper, span);
@@ -48,8 +54,12 @@ pub fn run(program: &mut Program) {
 enum Helper {
     /// Smith's complex division, for a complex scalar type.
     ComplexDiv(Scalar),
+    /// A complex operation other than construction and the parts, for a complex type.
+    Cmath(ComplexOp, Scalar),
     /// Python's `//` or `%` on a float type.
     FloatDivMod(BinaryOp, Scalar),
+    /// `rand` (false) or `randn` (true) of a float type.
+    Random(bool, Scalar),
 }
 
 /// The helpers added so far, made on first use.
@@ -65,7 +75,9 @@ impl Helpers {
         }
         let f = match helper {
             Helper::ComplexDiv(s) => complex::division(s, span),
+            Helper::Cmath(op, s) => cmath::function(op, s, span),
             Helper::FloatDivMod(op, s) => divmod::float_divmod(op, s, span),
+            Helper::Random(normal, s) => philox::function(normal, s, span),
         };
         let h = program.functions.append(f, span);
         self.made.push((helper, h));
@@ -186,6 +198,183 @@ impl Builder {
             span: self.f.span,
         });
         self.f
+    }
+}
+
+/// A value in a helper: a local, or a constant.
+#[derive(Copy, Clone, Debug)]
+enum V {
+    /// A local.
+    L(Handle<Local>),
+    /// A constant of the computing float type.
+    K(f64),
+    /// An integer constant of an integer type.
+    I(u64, Scalar),
+}
+
+/// A pair of values: a complex number as its parts.
+type P = (V, V);
+
+/// A builder of straight-line code over [`Builder`]: each operation is assigned to a new local
+/// (an IR expression is used once, so a value used twice is a local read twice), and
+/// constants are written inline. The expansions of `cmath` and Philox are written with it.
+struct Calc {
+    /// The helper under construction.
+    b: Builder,
+    /// The float type constants have and the code computes in.
+    t: Scalar,
+}
+
+impl Calc {
+    /// The type of `v`.
+    fn ty(&self, v: V) -> Type {
+        match v {
+            V::L(l) => self.b.f.locals[l].ty.clone(),
+            V::K(_) => Type::Scalar(self.t),
+            V::I(_, s) => Type::Scalar(s),
+        }
+    }
+
+    /// An expression reading `v`.
+    fn get(&mut self, v: V) -> Handle<Expr> {
+        match v {
+            V::L(l) => self.b.read(l),
+            V::K(x) => self
+                .b
+                .expr(Expr::Literal(Literal::Float(x)), Type::Scalar(self.t)),
+            V::I(x, s) => self
+                .b
+                .expr(Expr::Literal(Literal::Int(i128::from(x))), Type::Scalar(s)),
+        }
+    }
+
+    /// `e` assigned to a new local.
+    fn bind(&mut self, e: Handle<Expr>) -> V {
+        let n = self.b.f.locals.len();
+        V::L(self.b.let_(&format!("t{n}"), e))
+    }
+
+    /// `a op b`.
+    fn bin(&mut self, op: BinaryOp, a: V, b: V) -> V {
+        let ty = if op.is_comparison() {
+            Type::Scalar(Scalar::Bool)
+        } else {
+            self.ty(a)
+        };
+        let (a, b) = (self.get(a), self.get(b));
+        let e = self.b.expr(Expr::Binary(op, a, b), ty);
+        self.bind(e)
+    }
+
+    fn add(&mut self, a: V, b: V) -> V {
+        self.bin(BinaryOp::Add, a, b)
+    }
+    fn sub(&mut self, a: V, b: V) -> V {
+        self.bin(BinaryOp::Sub, a, b)
+    }
+    fn mul(&mut self, a: V, b: V) -> V {
+        self.bin(BinaryOp::Mul, a, b)
+    }
+    fn div(&mut self, a: V, b: V) -> V {
+        self.bin(BinaryOp::Div, a, b)
+    }
+    fn and(&mut self, a: V, b: V) -> V {
+        self.bin(BinaryOp::BitAnd, a, b)
+    }
+    fn or(&mut self, a: V, b: V) -> V {
+        self.bin(BinaryOp::BitOr, a, b)
+    }
+
+    /// `-a`.
+    fn neg(&mut self, a: V) -> V {
+        let ty = self.ty(a);
+        let a = self.get(a);
+        let e = self.b.expr(Expr::Unary(UnaryOp::Neg, a), ty);
+        self.bind(e)
+    }
+
+    /// `math.f(args...)`: a float of the first argument's type, or a `bool` for the tests.
+    fn math(&mut self, f: MathFn, args: &[V]) -> V {
+        let ty = if matches!(f, MathFn::Isnan | MathFn::Isinf | MathFn::Isfinite) {
+            Type::Scalar(Scalar::Bool)
+        } else {
+            self.ty(args[0])
+        };
+        let args = args.iter().map(|a| self.get(*a)).collect();
+        let e = self.b.expr(Expr::Intrinsic(Intrinsic::Math(f), args), ty);
+        self.bind(e)
+    }
+    fn fabs(&mut self, a: V) -> V {
+        self.math(MathFn::Fabs, &[a])
+    }
+    fn copysign(&mut self, a: V, b: V) -> V {
+        self.math(MathFn::Copysign, &[a, b])
+    }
+
+    /// `a if c else b`.
+    fn sel(&mut self, c: V, a: V, b: V) -> V {
+        let ty = self.ty(a);
+        let (cond, then, otherwise) = (self.get(c), self.get(a), self.get(b));
+        let e = self.b.expr(
+            Expr::Select {
+                cond,
+                then,
+                otherwise,
+            },
+            ty,
+        );
+        self.bind(e)
+    }
+
+    /// [`Calc::sel`] on both parts.
+    fn sel2(&mut self, c: V, a: P, b: P) -> P {
+        (self.sel(c, a.0, b.0), self.sel(c, a.1, b.1))
+    }
+
+    /// `a` converted to type `to` (as [`Expr::Cast`]: integers wrap, floats round).
+    fn cast(&mut self, a: V, to: Scalar) -> V {
+        let a = self.get(a);
+        let e = self.b.expr(Expr::Cast(a), Type::Scalar(to));
+        self.bind(e)
+    }
+
+    /// The bits of `a` as a number of type `to`, of the same size.
+    fn bitcast(&mut self, a: V, to: Scalar) -> V {
+        let a = self.get(a);
+        let e = self.b.expr(
+            Expr::Intrinsic(Intrinsic::BitCast, vec![a]),
+            Type::Scalar(to),
+        );
+        self.bind(e)
+    }
+
+    /// The parts of the complex local `z`.
+    fn parts(&mut self, z: Handle<Local>, part: Scalar) -> P {
+        let mut get = |op| {
+            let r = self.b.read(z);
+            let e = self.b.expr(
+                Expr::Intrinsic(Intrinsic::Complex(op), vec![r]),
+                Type::Scalar(part),
+            );
+            self.bind(e)
+        };
+        (get(ComplexOp::Real), get(ComplexOp::Imag))
+    }
+
+    /// Returns the complex number `(re, im)` of type `s`.
+    fn ret_complex(mut self, (re, im): P, s: Scalar) -> Function {
+        let (re, im) = (self.get(re), self.get(im));
+        let q = self.b.expr(
+            Expr::Intrinsic(Intrinsic::Complex(ComplexOp::New), vec![re, im]),
+            Type::Scalar(s),
+        );
+        self.b.ret(q)
+    }
+
+    /// Returns `v`.
+    fn ret(mut self, v: V) -> Function {
+        let e = self.get(v);
+        self.b.ret(e)
     }
 }
 

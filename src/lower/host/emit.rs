@@ -361,9 +361,16 @@ impl FnCx<'_, '_> {
             }
         }
         self.check_stack()?;
-        if self.kernel.is_none() && raise::has_loop(&f.body) {
+        if raise::has_loop(&f.body) {
+            // A host call's context has the flag's address in its third word; a kernel's
+            // thread context has it in its own field.
+            let at = if self.kernel.is_some() {
+                super::kernel::offset::INTERRUPT as i32
+            } else {
+                16
+            };
             let word = self.error_word.ok_or_else(|| err("error word"))?;
-            self.interrupt = Some(self.b.ins().load(ct::I64, flags(), word, 16));
+            self.interrupt = Some(self.b.ins().load(ct::I64, flags(), word, at));
         }
         self.block(&f.body)?;
         if f.ret == Type::None {
@@ -634,9 +641,5 @@ impl FnCx<'_, '_> {
 
 /// The C library function for a `math` function (`sinf` / `sin`; `gamma` is `tgamma`).
 pub(crate) fn libm_name(f: MathFn, f64: bool) -> String {
-    let base = match f {
-        MathFn::Gamma => "tgamma",
-        f => f.name(),
-    };
-    format!("{base}{}", if f64 { "" } else { "f" })
+    format!("{}{}", f.c_name(), if f64 { "" } else { "f" })
 }

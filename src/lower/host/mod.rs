@@ -8,12 +8,11 @@
 //! does, see `leaf::classify`). docs/semantics.md §16 records the decisions.
 
 mod check;
-mod cmath;
 mod emit;
 pub mod interrupt;
 pub mod kernel;
-mod leaf;
-mod runtime;
+pub(crate) mod leaf;
+pub(crate) mod runtime;
 pub mod tensor_code;
 mod value;
 

@@ -10,13 +10,12 @@
 //! This file holds the driver, statements and locals; the submodules hold the rest: `types`
 //! (LLVM types), `functions` (signatures and prologues), `expr`, `arith` (operators and
 //! casts), `arrays` (elements and array storage), `views`, `intrinsics`, `atomics`, `numbers`
-//! (complex and fp8), `cmath` (complex math functions), `print`, `raise` (asserts and
+//! (complex and fp8), `print`, `raise` (asserts and
 //! errors) and `random` (`cuda.device.random`: Philox and its conversions).
 
 mod arith;
 mod arrays;
 mod atomics;
-mod cmath;
 mod expr;
 mod extensions;
 mod functions;

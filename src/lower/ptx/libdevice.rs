@@ -16,44 +16,13 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 /// The libdevice function that computes `f` at a float width (`__nv_expf`, `__nv_exp`), for
 /// the functions that come from libdevice; the others are LLVM intrinsics or plain
-/// instructions (`None`).
+/// instructions (`None`). The name is the C library's ([`MathFn::c_name`]).
 pub(crate) fn function_for(f: MathFn, f64: bool) -> Option<String> {
     use MathFn::*;
     let base = match f {
-        Exp => "exp",
-        Exp2 => "exp2",
-        Expm1 => "expm1",
-        Log => "log",
-        Log2 => "log2",
-        Log10 => "log10",
-        Log1p => "log1p",
-        Pow => "pow",
-        Sin => "sin",
-        Cos => "cos",
-        Tan => "tan",
-        Asin => "asin",
-        Acos => "acos",
-        Atan => "atan",
-        Atan2 => "atan2",
-        Sinh => "sinh",
-        Cosh => "cosh",
-        Tanh => "tanh",
-        Asinh => "asinh",
-        Acosh => "acosh",
-        Atanh => "atanh",
-        Erf => "erf",
-        Erfc => "erfc",
-        Gamma => "tgamma",
-        Lgamma => "lgamma",
-        Fmod => "fmod",
-        Hypot => "hypot",
-        Cbrt => "cbrt",
-        Remainder => "remainder",
-        Nextafter => "nextafter",
-        Exp10 => "exp10",
-        Rsqrt => "rsqrt",
         Sqrt | Floor | Ceil | Trunc | Fabs | Copysign | Isnan | Isinf | Isfinite | Degrees
         | Radians | Rint => return None,
+        f => f.c_name(),
     };
     Some(format!("__nv_{base}{}", if f64 { "" } else { "f" }))
 }

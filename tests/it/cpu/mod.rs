@@ -242,6 +242,50 @@ fn cpu_random_numbers_are_the_devices() {
     }
 }
 
+const KAT: &str = r#"
+from cuda import device
+from cuda.device import random, float32, float64
+
+@device.kernel
+def kat(out, which):
+    if which == 0:
+        out[0] = float64(random.rand(float32))
+    elif which == 1:
+        out[0] = random.rand(float64)
+    else:
+        out[0] = random.randn(float64)
+"#;
+
+/// Thread 0's first draw under seed 0 is Philox4x32-10 of counter 0 and key 0, whose words
+/// Random123's `kat_vectors` publish (written here, not computed by `pydevice::random`):
+/// `rand(float32)` is the top 24 bits of word 0, `rand(float64)` the top 53 of words 0:1,
+/// `randn` Box–Muller of all four.
+#[test]
+fn cpu_philox_matches_the_published_known_answer() {
+    const WORDS: [u32; 4] = [0x6627_e8d5, 0xe169_c58d, 0xbc57_ac4c, 0x9b00_dbd8];
+    let k = compile(KAT, "kat", "float64[::1], int32");
+    let want = [
+        f64::from((WORDS[0] >> 8) as f32 / 16_777_216.0),
+        ((u64::from(WORDS[0]) << 32 | u64::from(WORDS[1])) >> 11) as f64 / 9_007_199_254_740_992.0,
+        pydevice::random::normal_f64(WORDS),
+    ];
+    for (which, w) in want.into_iter().enumerate() {
+        let (ob, oa) = vec1(&[0f64; 1]);
+        let mut cfg = CpuLaunch::new([1, 1, 1], [1, 1, 1]);
+        cfg.seed = Some(0);
+        try_run(&k, &[oa, ArgValue::Int(which as i64)], &cfg).expect("launch");
+        let got: Vec<f64> = ob.read();
+        assert_eq!(
+            got[0].to_bits(),
+            w.to_bits(),
+            "draw {which}: {} vs {w}",
+            got[0]
+        );
+    }
+    // The first word's top bits, by hand: 0x6627e8 / 2^24.
+    assert_eq!(want[0], 6_694_888.0 / 16_777_216.0);
+}
+
 const FAILS: &str = r#"
 from cuda import device
 
@@ -871,17 +915,51 @@ fn cpu_cli_run_launches_on_the_cpu_back_end() {
 /// `mbarrier_phases_complete_in_order_with_transaction_counts`).
 #[test]
 fn cpu_back_end_refuses_hopper_operations_with_the_span() {
+    // TMA and K-major `wgmma` run on the CPU (§22.1); a transposed (MN-major) `wgmma`
+    // operand does not yet: refused at its line, the other operations of the kernel not.
     let m = Module::parse("tma.py", &fixture("lang/hopper_tma_tiles.py")).expect("parse");
     let (args, _) = parse_signature("uint64[::1], uint64[::1], uint64[::1]").expect("sig");
+    m.cpu_kernel("tma_tiles", &args)
+        .expect("TMA runs on the CPU");
+    let m = Module::parse("types.py", &fixture("lang/hopper_wgmma_types.py")).expect("parse");
+    let src = fixture("lang/hopper_wgmma_types.py");
+    let entry = src
+        .lines()
+        .find_map(|l| l.strip_prefix("# entry:"))
+        .expect("entry")
+        .trim();
+    let sig = src
+        .lines()
+        .find_map(|l| l.strip_prefix("# sig:"))
+        .expect("sig")
+        .trim();
+    let (args, _) = parse_signature(sig).expect("sig");
     let e = m
-        .cpu_kernel("tma_tiles", &args)
-        .expect_err("TMA is device-only");
+        .cpu_kernel(entry, &args)
+        .expect_err("a transposed wgmma operand is device-only");
     let text = e.to_string();
-    assert!(text.contains("hopper.tma_load"), "{text}");
-    assert!(text.contains("tma.py:28"), "{text}");
-    assert!(!text.contains("mbarrier"), "{text}");
+    assert!(text.contains("hopper.wgmma"), "{text}");
+    assert!(text.contains("types.py:29"), "{text}");
+    assert!(!text.contains("types.py:24"), "{text}");
 }
 
 mod builders;
 mod numba_gaps;
 mod race;
+
+#[test]
+fn cpu_tma_swizzle_modes_follow_ptx() {
+    use pydevice::runtime::cpu_tma::swizzle;
+    // 128-byte swizzle: line 1's chunk 0 goes to chunk 1, line 7's chunk 2 to chunk 5,
+    // line 8 starts the pattern again; bytes within a chunk stay.
+    assert_eq!(swizzle(0x80, 128), 0x90);
+    assert_eq!(swizzle(7 * 128 + 2 * 16 + 3, 128), 7 * 128 + 5 * 16 + 3);
+    assert_eq!(swizzle(8 * 128 + 16, 128), 8 * 128 + 16);
+    // 64-byte: the chunk's two low bits XOR the line modulo 4.
+    assert_eq!(swizzle(3 * 128 + 16, 64), 3 * 128 + 2 * 16);
+    assert_eq!(swizzle(5 * 128, 64), 5 * 128 + 16);
+    // 32-byte: the chunk's lowest bit XOR the line's.
+    assert_eq!(swizzle(128, 32), 128 + 16);
+    assert_eq!(swizzle(2 * 128 + 16, 32), 2 * 128 + 16);
+    assert_eq!(swizzle(12345, 0), 12345);
+}

@@ -3,7 +3,8 @@
 //! GPU, or without a driver, each says why it is skipped and passes.
 
 use super::*;
-use pydevice::runtime::{PackedArgs, RuntimeError, Stream};
+use pydevice::runtime::RuntimeError;
+use pydevice::runtime::cpu::CpuError;
 
 /// A device of compute capability 9.0 or newer.
 fn hopper(test: &str) -> Option<Dev> {
@@ -40,26 +41,25 @@ fn sm90_or_cpu(dev: &Dev, test: &str) -> bool {
     }
 }
 
-/// Launches packed arguments in clusters of `cluster` blocks and waits.
+/// Launches in clusters of `cluster` blocks and waits (on either back end: the CPU back
+/// end runs a cluster's blocks together, docs/semantics.md §22.1).
 fn launch_cluster(
-    dev: &Device,
+    dev: &Dev,
     k: &Kernel<'_>,
     args: &[ArgValue],
     grid: [u32; 3],
     block: [u32; 3],
     cluster: [u32; 3],
-) -> Result<(), RuntimeError> {
-    let packed: PackedArgs = k.k.pack(args)?;
+) -> Result<(), DevError> {
     let cfg = LaunchConfig::new(grid, block);
-    dev.launch_cluster(&k.k, &packed, &cfg, cluster, &Stream::default_stream())?;
-    dev.synchronize()
+    dev.launch_cluster(&k.k, args, &cfg, cluster)
 }
 
-#[test]
-fn cluster_neighbour_exchange_through_distributed_shared_memory() {
-    let Some(dev) = hopper("cluster_neighbour_exchange_through_distributed_shared_memory") else {
+on_each_backend! {
+fn cluster_neighbour_exchange_through_distributed_shared_memory(dev) {
+    if !sm90_or_cpu(&dev, "cluster_neighbour_exchange_through_distributed_shared_memory") {
         return;
-    };
+    }
     // `cluster=(4, 1, 1)`, 128 threads per block: block b of the grid has rank b % 4.
     let k = kernel(
         &dev,
@@ -85,6 +85,7 @@ fn cluster_neighbour_exchange_through_distributed_shared_memory() {
         assert_eq!(out[i], want, "element {i} (block {b}, thread {t})");
     }
 }
+}
 
 const POSITIONS: &str = r#"
 from cuda import device
@@ -108,11 +109,11 @@ def positions(out):
     device.cluster_wait()
 "#;
 
-#[test]
-fn cluster_positions_with_the_launch_attribute() {
-    let Some(dev) = hopper("cluster_positions_with_the_launch_attribute") else {
+on_each_backend! {
+fn cluster_positions_with_the_launch_attribute(dev) {
+    if !sm90_or_cpu(&dev, "cluster_positions_with_the_launch_attribute") {
         return;
-    };
+    }
     let k = kernel(&dev, POSITIONS, "positions", "int32[:, ::1]");
     assert_eq!(k.k.required_cluster(), None);
     let (gx, gy, cx, cy, threads) = (8u32, 6u32, 2u32, 3u32, 32u32);
@@ -136,12 +137,13 @@ fn cluster_positions_with_the_launch_attribute() {
         }
     }
 }
+}
 
-#[test]
-fn cluster_launch_refused_for_a_bad_grid() {
-    let Some(dev) = hopper("cluster_launch_refused_for_a_bad_grid") else {
+on_each_backend! {
+fn cluster_launch_refused_for_a_bad_grid(dev) {
+    if !sm90_or_cpu(&dev, "cluster_launch_refused_for_a_bad_grid") {
         return;
-    };
+    }
     let k = kernel(
         &dev,
         &fixture("cluster_dsmem.py"),
@@ -158,8 +160,10 @@ fn cluster_launch_refused_for_a_bad_grid() {
         .expect_err("a grid of 6 blocks cannot hold clusters of 4");
     let text = e.to_string();
     assert!(
-        matches!(e, DevError::Gpu(RuntimeError::Launch { .. }))
-            && text.contains("neighbour_sum")
+        matches!(
+            e,
+            DevError::Gpu(RuntimeError::Launch { .. }) | DevError::Cpu(_, CpuError::Config(_))
+        ) && text.contains("neighbour_sum")
             && text.contains("grid extent x is 6")
             && text.contains("cluster= option"),
         "{text}"
@@ -195,6 +199,7 @@ fn cluster_launch_refused_for_a_bad_grid() {
     // The context is still usable: a good launch runs.
     launch_cluster(&dev, &p, &[oa], [2, 1, 1], [32, 1, 1], [2, 1, 1]).expect("good launch");
     k.launch(&[sa, da], [8, 1, 1], [128, 1, 1]);
+}
 }
 
 /// The byte permutation of PTX's `prmt.b32 d, a, b, c` in its default mode.
@@ -373,44 +378,6 @@ fn bulk_copy_with_mbarrier_transaction_count_round_trips(dev) {
 }
 }
 
-#[test]
-fn wgmma_bf16_m64n64k16_matches_the_cpu() {
-    let Some(dev) = hopper_a("wgmma_bf16_m64n64k16_matches_the_cpu") else {
-        return;
-    };
-    // One warpgroup: D (64×64, float32) = A (64×16) · Bᵀ (B is 64×16), bf16 inputs staged
-    // K-major in shared memory without swizzle (§18.4). Inputs are multiples of 1/4 in
-    // [-8, 8], so every product and sum is exact in float32.
-    let k = kernel(
-        &dev,
-        &fixture("hopper_wgmma_bf16.py"),
-        "wgmma_bf16",
-        "bfloat16[:, ::1], bfloat16[:, ::1], float32[:, ::1]",
-    );
-    let (m, n, kk) = (64usize, 64usize, 16usize);
-    let mut rng = Rng(0x3a9_90a);
-    let a: Vec<f32> = (0..m * kk).map(|_| rng.i32(-32, 33) as f32 / 4.0).collect();
-    let b: Vec<f32> = (0..n * kk).map(|_| rng.i32(-32, 33) as f32 / 4.0).collect();
-    let ab: Vec<u16> = a.iter().map(|&x| bf16_bits(x)).collect();
-    let bb: Vec<u16> = b.iter().map(|&x| bf16_bits(x)).collect();
-    let (_ab, aa) = array(&dev, &ab, &[m as u64, kk as u64], &[kk as i64, 1]);
-    let (_bb, ba) = array(&dev, &bb, &[n as u64, kk as u64], &[kk as i64, 1]);
-    let (db, da) = array(
-        &dev,
-        &vec![f32::NAN; m * n],
-        &[m as u64, n as u64],
-        &[n as i64, 1],
-    );
-    k.launch(&[aa, ba, da], [1, 1, 1], [128, 1, 1]);
-    let out: Vec<f32> = from_bytes(&dev.download(&db).expect("download"));
-    for r in 0..m {
-        for c in 0..n {
-            let want: f32 = (0..kk).map(|i| a[r * kk + i] * b[c * kk + i]).sum();
-            assert_eq!(out[r * n + c], want, "D[{r}, {c}]");
-        }
-    }
-}
-
 /// A tensor map of `a` uploaded to the device, as the `uint64[::1]` argument TMA reads.
 fn tensor_map_arg(
     dev: &Dev,
@@ -424,11 +391,11 @@ fn tensor_map_arg(
     vec1(dev, &map.words)
 }
 
-#[test]
-fn tma_tile_load_store_and_reduce_match_the_cpu() {
-    let Some(dev) = hopper("tma_tile_load_store_and_reduce_match_the_cpu") else {
+on_each_backend! {
+fn tma_tile_load_store_and_reduce_match_the_cpu(dev) {
+    if !sm90_or_cpu(&dev, "tma_tile_load_store_and_reduce_match_the_cpu") {
         return;
-    };
+    }
     // 16×32 tiles of a 64×128 float32 matrix: loaded by TMA, doubled, stored through a
     // second map and added into a third (§18.4).
     let k = kernel(
@@ -468,12 +435,13 @@ fn tma_tile_load_store_and_reduce_match_the_cpu() {
         assert_eq!(red[i], r0[i] + a[i] * 2.0, "reduced element {i}");
     }
 }
+}
 
-#[test]
-fn tma_multicast_fills_every_block_of_the_cluster() {
-    let Some(dev) = hopper_a("tma_multicast_fills_every_block_of_the_cluster") else {
+on_each_backend! {
+fn tma_multicast_fills_every_block_of_the_cluster(dev) {
+    if dev.gpu().is_some() && hopper_a("tma_multicast_fills_every_block_of_the_cluster").is_none() {
         return;
-    };
+    }
     let k = kernel(
         &dev,
         &fixture("hopper_tma_multicast.py"),
@@ -500,6 +468,7 @@ fn tma_multicast_fills_every_block_of_the_cluster() {
             assert_eq!(out[b * t * t + i], a[i], "block {b}, element {i}");
         }
     }
+}
 }
 
 on_each_backend! {
@@ -548,95 +517,192 @@ fn e4m3_bits(x: f32) -> u8 {
     sign | (((e + 7) as u8) << 3) | mant as u8
 }
 
-/// Runs a one-step `wgmma` fixture (64×K by K×64) on `a` and `b` (64×K each, as the
-/// element bytes `enc` gives) and checks D against the exact products of `av` and `bv`.
-#[allow(clippy::too_many_arguments)]
-fn wgmma_case<T: Copy, D: Copy + Default + PartialEq + std::fmt::Debug>(
-    dev: &Dev,
-    file: &str,
-    entry: &str,
-    sig: &str,
-    k: usize,
-    (a, b): (&[T], &[T]),
-    want: impl Fn(usize, usize) -> D,
-    nan: D,
-) {
-    let kern = kernel(dev, &fixture(file), entry, sig);
-    let (m, n) = (64usize, 64usize);
-    let (_ab, aa) = array(dev, a, &[m as u64, k as u64], &[k as i64, 1]);
-    let (_bb, ba) = array(dev, b, &[n as u64, k as u64], &[k as i64, 1]);
-    let (db, da) = array(
-        dev,
-        &vec![nan; m * n],
-        &[m as u64, n as u64],
-        &[n as i64, 1],
-    );
-    kern.launch(&[aa, ba, da], [1, 1, 1], [128, 1, 1]);
-    let out: Vec<D> = from_bytes(&dev.download(&db).expect("download"));
-    for r in 0..m {
-        for c in 0..n {
-            assert_eq!(out[r * n + c], want(r, c), "{entry}: D[{r}, {c}]");
-        }
-    }
-}
-
-#[test]
-fn wgmma_tf32_e4m3_and_s8_match_the_cpu() {
-    let Some(dev) = hopper_a("wgmma_tf32_e4m3_and_s8_match_the_cpu") else {
+on_each_backend! {
+fn wgmma_each_input_family_matches_the_cpu(dev) {
+    if dev.gpu().is_some() && hopper_a("wgmma_each_input_family_matches_the_cpu").is_none() {
         return;
-    };
-    // Inputs exactly representable in each type, small enough that every sum is exact.
-    let mut rng = Rng(0x96_3a);
+    }
+    // One warpgroup, one K step per family (fixture `hopper_wgmma_kinds.py`): D (64×64) =
+    // A (64×K) · Bᵀ (B is 64×K) for bf16 (K = 16), tf32 (K = 8), e4m3 (K = 32) into float32
+    // and s8 (K = 32) into int32, the tiles staged K-major without swizzle (§18.4). Inputs
+    // are exactly representable in each type and small enough that every sum is exact.
+    let k = kernel(
+        &dev,
+        &fixture("hopper_wgmma_kinds.py"),
+        "wgmma_kinds",
+        "bfloat16[:, ::1], bfloat16[:, ::1], float32[:, ::1], float32[:, ::1], float32[:, ::1], \
+         float32[:, ::1], float8e4m3[:, ::1], float8e4m3[:, ::1], float32[:, ::1], int8[:, ::1], \
+         int8[:, ::1], int32[:, ::1]",
+    );
+    let (m, n) = (64usize, 64usize);
+    let mut rng = Rng(0x3a9_90a);
     let dot = |a: &[f32], b: &[f32], k: usize, r: usize, c: usize| -> f32 {
         (0..k).map(|i| a[r * k + i] * b[c * k + i]).sum()
     };
-    // tf32: K = 8, multiples of 1/4 in [-8, 8] (float32 arrays read as tf32).
-    let k = 8;
-    let a: Vec<f32> = (0..64 * k).map(|_| rng.i32(-32, 33) as f32 / 4.0).collect();
-    let b: Vec<f32> = (0..64 * k).map(|_| rng.i32(-32, 33) as f32 / 4.0).collect();
-    wgmma_case(
+    // bf16 and tf32: multiples of 1/4 in [-8, 8]; e4m3: multiples of 1/2 in [-8, 8].
+    let mut quarters =
+        |k: usize| -> Vec<f32> { (0..64 * k).map(|_| rng.i32(-32, 33) as f32 / 4.0).collect() };
+    let (a16, b16) = (quarters(16), quarters(16));
+    let (a32, b32) = (quarters(8), quarters(8));
+    let a8: Vec<f32> = (0..64 * 32)
+        .map(|_| rng.i32(-16, 17) as f32 / 2.0)
+        .collect();
+    let b8: Vec<f32> = (0..64 * 32)
+        .map(|_| rng.i32(-16, 17) as f32 / 2.0)
+        .collect();
+    let as8: Vec<i8> = (0..64 * 32).map(|_| rng.i32(-100, 101) as i8).collect();
+    let bs8: Vec<i8> = (0..64 * 32).map(|_| rng.i32(-100, 101) as i8).collect();
+    let bits16: Vec<Vec<u16>> = [&a16, &b16]
+        .iter()
+        .map(|v| v.iter().map(|&x| bf16_bits(x)).collect())
+        .collect();
+    let bits8: Vec<Vec<u8>> = [&a8, &b8]
+        .iter()
+        .map(|v| v.iter().map(|&x| e4m3_bits(x)).collect())
+        .collect();
+    let tile = |k: usize| ([m as u64, k as u64], [k as i64, 1]);
+    let ((s16, t16), (s8, t8), (s32, t32)) = (tile(16), tile(32), tile(8));
+    let ins = [
+        array(&dev, &bits16[0], &s16, &t16),
+        array(&dev, &bits16[1], &s16, &t16),
+        array(&dev, &a32, &s32, &t32),
+        array(&dev, &b32, &s32, &t32),
+        array(&dev, &bits8[0], &s8, &t8),
+        array(&dev, &bits8[1], &s8, &t8),
+        array(&dev, &as8, &s8, &t8),
+        array(&dev, &bs8, &s8, &t8),
+    ];
+    let out_f32 = || {
+        array(
+            &dev,
+            &vec![f32::NAN; m * n],
+            &[m as u64, n as u64],
+            &[n as i64, 1],
+        )
+    };
+    let (d16, d32, d8) = (out_f32(), out_f32(), out_f32());
+    let ds8 = array(
         &dev,
-        "hopper_wgmma_tf32.py",
-        "wgmma_tf32",
-        "float32[:, ::1], float32[:, ::1], float32[:, ::1]",
-        k,
-        (&a, &b),
-        |r, c| dot(&a, &b, k, r, c),
-        f32::NAN,
+        &vec![i32::MIN; m * n],
+        &[m as u64, n as u64],
+        &[n as i64, 1],
     );
-    // e4m3: K = 32, multiples of 1/2 in [-8, 8].
-    let k = 32;
-    let a: Vec<f32> = (0..64 * k).map(|_| rng.i32(-16, 17) as f32 / 2.0).collect();
-    let b: Vec<f32> = (0..64 * k).map(|_| rng.i32(-16, 17) as f32 / 2.0).collect();
-    let ae: Vec<u8> = a.iter().map(|&x| e4m3_bits(x)).collect();
-    let be: Vec<u8> = b.iter().map(|&x| e4m3_bits(x)).collect();
-    wgmma_case(
+    let args = [
+        ins[0].1.clone(),
+        ins[1].1.clone(),
+        d16.1.clone(),
+        ins[2].1.clone(),
+        ins[3].1.clone(),
+        d32.1.clone(),
+        ins[4].1.clone(),
+        ins[5].1.clone(),
+        d8.1.clone(),
+        ins[6].1.clone(),
+        ins[7].1.clone(),
+        ds8.1.clone(),
+    ];
+    k.launch(&args, [1, 1, 1], [128, 1, 1]);
+    let got = |b: &Buffer| -> Vec<f32> { from_bytes(&dev.download(b).expect("download")) };
+    for (name, buf, a, b, kk) in [
+        ("bf16", &d16.0, &a16, &b16, 16),
+        ("tf32", &d32.0, &a32, &b32, 8),
+        ("e4m3", &d8.0, &a8, &b8, 32),
+    ] {
+        let out = got(buf);
+        for r in 0..m {
+            for c in 0..n {
+                assert_eq!(out[r * n + c], dot(a, b, kk, r, c), "{name}: D[{r}, {c}]");
+            }
+        }
+    }
+    let out: Vec<i32> = from_bytes(&dev.download(&ds8.0).expect("download"));
+    for r in 0..m {
+        for c in 0..n {
+            let want: i32 = (0..32)
+                .map(|i| i32::from(as8[r * 32 + i]) * i32::from(bs8[c * 32 + i]))
+                .sum();
+            assert_eq!(out[r * n + c], want, "s8: D[{r}, {c}]");
+        }
+    }
+}
+}
+
+/// `wgmma` on operands staged with the 128-byte swizzle (§18.4): K-major rows of 128 bytes
+/// (the first 32 hold the row's 16 bf16 of K), 8-row groups 1024 bytes apart (SBO), each
+/// 16-byte chunk `c` of line `l` stored at chunk `c ^ (l % 8)` of the 1024-aligned window.
+const WGMMA_SW128: &str = r#"
+from cuda import device
+from cuda.device import hopper
+
+N = 64
+
+
+@device.func
+def sw128(r, k):
+    # The element index of (r, k) of a bf16 K-major operand in the 128-byte swizzled layout.
+    o = (r // 8) * 1024 + (r % 8) * 128 + k * 2
+    return (o ^ (((o >> 7) & 7) << 4)) // 2
+
+
+@device.kernel(max_threads=128)
+def wgmma_sw128(a, b, d):
+    sa = device.shared_array(64 * 64, device.bfloat16, align=1024)
+    sb = device.shared_array(N * 64, device.bfloat16, align=1024)
+    t = device.thread_idx.x
+    for i in range(t, 64 * 16, 128):
+        sa[sw128(i // 16, i % 16)] = a[i // 16, i % 16]
+    for i in range(t, N * 16, 128):
+        sb[sw128(i // 16, i % 16)] = b[i // 16, i % 16]
+    hopper.fence_proxy_async()
+    device.syncthreads()
+    acc = device.local_array(N // 2, device.float32)
+    for i in range(N // 2):
+        acc[i] = 1.0
+    da = hopper.wgmma_desc(sa, 0, 16, 1024, 128)
+    db = hopper.wgmma_desc(sb, 0, 16, 1024, 128)
+    hopper.wgmma_fence()
+    hopper.wgmma(acc, da, db, N, "bf16", "bf16", scale_d=True)
+    hopper.wgmma_commit_group()
+    hopper.wgmma_wait_group(0)
+    w = t // 32
+    lane = t % 32
+    for i in range(N // 2):
+        row = w * 16 + lane // 4 + 8 * ((i // 2) % 2)
+        col = 8 * (i // 4) + 2 * (lane % 4) + i % 2
+        d[row, col] = acc[i]
+"#;
+
+on_each_backend! {
+fn wgmma_bf16_with_128_byte_swizzle_matches_the_cpu(dev) {
+    if dev.gpu().is_some() && hopper_a("wgmma_bf16_with_128_byte_swizzle_matches_the_cpu").is_none() {
+        return;
+    }
+    // D = 1 + A·Bᵀ (scale_d: the accumulator's 1.0 is kept), inputs multiples of 1/4 in
+    // [-8, 8]: every product and sum is exact in float32.
+    let k = kernel(
         &dev,
-        "hopper_wgmma_e4m3.py",
-        "wgmma_e4m3",
-        "float8e4m3[:, ::1], float8e4m3[:, ::1], float32[:, ::1]",
-        k,
-        (&ae, &be),
-        |r, c| dot(&a, &b, k, r, c),
-        f32::NAN,
+        WGMMA_SW128,
+        "wgmma_sw128",
+        "bfloat16[:, ::1], bfloat16[:, ::1], float32[:, ::1]",
     );
-    // s8: K = 32, integers in [-100, 100] into int32.
-    let a: Vec<i8> = (0..64 * k).map(|_| rng.i32(-100, 101) as i8).collect();
-    let b: Vec<i8> = (0..64 * k).map(|_| rng.i32(-100, 101) as i8).collect();
-    wgmma_case(
-        &dev,
-        "hopper_wgmma_s8.py",
-        "wgmma_s8",
-        "int8[:, ::1], int8[:, ::1], int32[:, ::1]",
-        k,
-        (&a, &b),
-        |r, c| {
-            (0..k)
-                .map(|i| i32::from(a[r * k + i]) * i32::from(b[c * k + i]))
-                .sum::<i32>()
-        },
-        i32::MIN,
-    );
+    let (m, n, kk) = (64usize, 64usize, 16usize);
+    let mut rng = Rng(0x5128);
+    let a: Vec<f32> = (0..m * kk).map(|_| rng.i32(-32, 33) as f32 / 4.0).collect();
+    let b: Vec<f32> = (0..n * kk).map(|_| rng.i32(-32, 33) as f32 / 4.0).collect();
+    let ab: Vec<u16> = a.iter().map(|&x| bf16_bits(x)).collect();
+    let bb: Vec<u16> = b.iter().map(|&x| bf16_bits(x)).collect();
+    let (_ab, aa) = array(&dev, &ab, &[m as u64, kk as u64], &[kk as i64, 1]);
+    let (_bb, ba) = array(&dev, &bb, &[n as u64, kk as u64], &[kk as i64, 1]);
+    let (db, da) = array(&dev, &vec![f32::NAN; m * n], &[m as u64, n as u64], &[n as i64, 1]);
+    k.launch(&[aa, ba, da], [1, 1, 1], [128, 1, 1]);
+    let out: Vec<f32> = from_bytes(&dev.download(&db).expect("download"));
+    for r in 0..m {
+        for c in 0..n {
+            let want: f32 = 1.0 + (0..kk).map(|i| a[r * kk + i] * b[c * kk + i]).sum::<f32>();
+            assert_eq!(out[r * n + c], want, "D[{r}, {c}]");
+        }
+    }
+}
 }
 
 #[test]

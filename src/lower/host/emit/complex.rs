@@ -1,10 +1,9 @@
 //! Complex numbers on the host, mirroring `lower::ptx::emit::numbers`: a complex value is
 //! two leaves (its real and imaginary parts, of the component type), arithmetic is the
-//! same formulas (textbook `*`, `==`/`!=` part by part; division is `ir::expand`'s), and the `cmath`
-//! functions the same textbook formulas over the C library's real functions that the
-//! device computes over libdevice's, or CPython's algorithms in the runtime
-//! (`host::cmath`), as the device computes them (docs/semantics.md §16.4 bounds the
-//! difference).
+//! same formulas (textbook `*`, `==`/`!=` part by part). Division, the `cmath` functions and
+//! the other complex operations that are algorithms are `ir::expand`'s, over the C
+//! library's real functions where the device has libdevice's (docs/semantics.md §16.4
+//! bounds the difference).
 
 use super::*;
 use crate::ir::ComplexOp;
@@ -82,15 +81,11 @@ impl FnCx<'_, '_> {
                 }
             }
             Expr::Intrinsic(Intrinsic::Complex(op), args) => {
-                let part = match args.first().map(|a| f.ty(*a).as_scalar()) {
-                    Some(Some(s)) => s.component(),
-                    _ => return Err(err("complex operation without operands")),
-                };
                 let mut vals = Vec::new();
                 for a in args {
                     vals.push(self.expr(*a)?);
                 }
-                self.complex_op(*op, part, &vals)?
+                self.complex_op(*op, &vals)?
             }
             Expr::And(a, b) | Expr::Or(a, b) if is_c(ty) => {
                 // Python's `x and y` / `x or y`: `x` itself, or `y`, by `x`'s truth.
@@ -166,226 +161,26 @@ impl FnCx<'_, '_> {
         })
     }
 
-    /// Construction, parts and the `cmath` functions, by the device's formulas
-    /// (`lower::ptx::emit::numbers::complex_op`). `part` is the operands' component type.
-    fn complex_op(&mut self, op: ComplexOp, part: Scalar, vals: &[Vec<Value>]) -> R<Vec<Value>> {
-        let one = |v: &Vec<Value>| v.first().copied().ok_or_else(|| err("complex operand"));
+    /// Construction and the two parts: the operations the back end maps. Every other complex
+    /// operation (the `cmath` functions, `abs`, `phase`, `rect`, `**`, ...) was expanded into
+    /// IR before lowering (`ir::expand::cmath`).
+    fn complex_op(&mut self, op: ComplexOp, vals: &[Vec<Value>]) -> R<Vec<Value>> {
         let first = vals
             .first()
             .ok_or_else(|| err("complex operation without operands"))?;
-        if matches!(op, ComplexOp::New | ComplexOp::Rect) {
-            let x = one(first)?;
-            let y = one(vals.get(1).ok_or_else(|| err("two parts"))?)?;
-            if op == ComplexOp::New {
-                return Ok(vec![x, y]);
+        match (op, first.as_slice()) {
+            (ComplexOp::New, [x]) => {
+                let y = match vals.get(1).map(Vec::as_slice) {
+                    Some([y]) => *y,
+                    _ => return Err(err("complex construction needs two parts")),
+                };
+                Ok(vec![*x, y])
             }
-            let (re, im) = self.rect(part, x, y)?;
-            return Ok(vec![re, im]);
+            (ComplexOp::Real, [x, _]) => Ok(vec![*x]),
+            (ComplexOp::Imag, [_, y]) => Ok(vec![*y]),
+            (other, _) => Err(err(format!(
+                "{other:?} reached the host back end unexpanded (ir::expand::cmath)"
+            ))),
         }
-        let (x, y) = match first.as_slice() {
-            [x, y] => (*x, *y),
-            _ => return Err(err("a complex operand without two parts")),
-        };
-        Ok(match op {
-            ComplexOp::New | ComplexOp::Rect => return Err(err("handled above")),
-            ComplexOp::Pow => {
-                let (c, d) = match vals.get(1).map(Vec::as_slice) {
-                    Some([c, d]) => (*c, *d),
-                    _ => return Err(err("complex power needs two complex operands")),
-                };
-                let (re, im) = self.complex_pow(part, (x, y), (c, d))?;
-                vec![re, im]
-            }
-            ComplexOp::Real => vec![x],
-            ComplexOp::Imag => vec![y],
-            ComplexOp::Conj => vec![x, self.b.ins().fneg(y)],
-            ComplexOp::Abs => vec![self.m(MathFn::Hypot, part, &[x, y])?],
-            ComplexOp::Phase => vec![self.m(MathFn::Atan2, part, &[y, x])?],
-            ComplexOp::IsFinite | ComplexOp::IsNan | ComplexOp::IsInf => {
-                let t = self.b.func.dfg.value_type(x);
-                let inf = if t == ct::F32 {
-                    self.b.ins().f32const(f32::INFINITY)
-                } else {
-                    self.b.ins().f64const(f64::INFINITY)
-                };
-                let mut tests = Vec::new();
-                for p in [x, y] {
-                    tests.push(match op {
-                        ComplexOp::IsNan => self.b.ins().fcmp(FloatCC::Unordered, p, p),
-                        ComplexOp::IsFinite => {
-                            let a = self.b.ins().fabs(p);
-                            self.b.ins().fcmp(FloatCC::LessThan, a, inf)
-                        }
-                        _ => {
-                            let a = self.b.ins().fabs(p);
-                            self.b.ins().fcmp(FloatCC::Equal, a, inf)
-                        }
-                    });
-                }
-                if op == ComplexOp::IsFinite {
-                    vec![self.b.ins().band(tests[0], tests[1])]
-                } else {
-                    vec![self.b.ins().bor(tests[0], tests[1])]
-                }
-            }
-            ComplexOp::Exp => {
-                let m = self.m(MathFn::Exp, part, &[x])?;
-                let c = self.m(MathFn::Cos, part, &[y])?;
-                let s = self.m(MathFn::Sin, part, &[y])?;
-                vec![self.b.ins().fmul(m, c), self.b.ins().fmul(m, s)]
-            }
-            ComplexOp::Log => {
-                let m = self.m(MathFn::Hypot, part, &[x, y])?;
-                let re = self.m(MathFn::Log, part, &[m])?;
-                let im = self.m(MathFn::Atan2, part, &[y, x])?;
-                vec![re, im]
-            }
-            ComplexOp::Sin | ComplexOp::Cos => {
-                let sx = self.m(MathFn::Sin, part, &[x])?;
-                let cx = self.m(MathFn::Cos, part, &[x])?;
-                let shy = self.m(MathFn::Sinh, part, &[y])?;
-                let chy = self.m(MathFn::Cosh, part, &[y])?;
-                if op == ComplexOp::Sin {
-                    vec![self.b.ins().fmul(sx, chy), self.b.ins().fmul(cx, shy)]
-                } else {
-                    let im = self.b.ins().fmul(sx, shy);
-                    vec![self.b.ins().fmul(cx, chy), self.b.ins().fneg(im)]
-                }
-            }
-            ComplexOp::Sqrt => {
-                let t_ = self.b.func.dfg.value_type(x);
-                let m = self.m(MathFn::Hypot, part, &[x, y])?;
-                let ax = self.b.ins().fabs(x);
-                let ay = self.b.ins().fabs(y);
-                let half = if t_ == ct::F32 {
-                    self.b.ins().f32const(0.5)
-                } else {
-                    self.b.ins().f64const(0.5)
-                };
-                let s = self.b.ins().fadd(ax, m);
-                let s = self.b.ins().fmul(s, half);
-                let t = self.b.ins().sqrt(s);
-                let two_t = self.b.ins().fadd(t, t);
-                let q = self.b.ins().fdiv(y, two_t);
-                let aq = self.b.ins().fdiv(ay, two_t);
-                let st = self.b.ins().fcopysign(t, y);
-                let zero = self.zero(t_);
-                let nonneg = self.b.ins().fcmp(FloatCC::GreaterThanOrEqual, x, zero);
-                let re = self.b.ins().select(nonneg, t, aq);
-                let im = self.b.ins().select(nonneg, q, st);
-                // sqrt(0 + 0i): the answer is 0 with y's sign.
-                let z = self.b.ins().fcmp(FloatCC::Equal, t, zero);
-                vec![self.b.ins().select(z, t, re), self.b.ins().select(z, y, im)]
-            }
-            ComplexOp::Tan
-            | ComplexOp::Asin
-            | ComplexOp::Acos
-            | ComplexOp::Atan
-            | ComplexOp::Sinh
-            | ComplexOp::Cosh
-            | ComplexOp::Tanh
-            | ComplexOp::Asinh
-            | ComplexOp::Acosh
-            | ComplexOp::Atanh => {
-                // CPython's algorithms in double, in the runtime (`host::cmath`), as the
-                // device computes them in double; complex64 results are rounded once.
-                let c = crate::lower::host::cmath::code(op)
-                    .ok_or_else(|| err("a cmath function without a runtime code"))?;
-                let wide = part == Scalar::Float32;
-                let (xd, yd) = if wide {
-                    (
-                        self.b.ins().fpromote(ct::F64, x),
-                        self.b.ins().fpromote(ct::F64, y),
-                    )
-                } else {
-                    (x, y)
-                };
-                let code = self.b.ins().iconst(ct::I32, i64::from(c));
-                let sig = [ct::I32, ct::F64, ct::F64];
-                let re = self.call_helper("__pyd_cmath_re", &sig, ct::F64, &[code, xd, yd])?;
-                let im = self.call_helper("__pyd_cmath_im", &sig, ct::F64, &[code, xd, yd])?;
-                if wide {
-                    vec![
-                        self.b.ins().fdemote(ct::F32, re),
-                        self.b.ins().fdemote(ct::F32, im),
-                    ]
-                } else {
-                    vec![re, im]
-                }
-            }
-        })
-    }
-
-    /// `cmath.rect(r, phi)` with numba-cuda's special values (see the device's `rect`).
-    fn rect(&mut self, part: Scalar, r: Value, phi: Value) -> R<Parts> {
-        let t = self.b.func.dfg.value_type(r);
-        let c = self.m(MathFn::Cos, part, &[phi])?;
-        let s = self.m(MathFn::Sin, part, &[phi])?;
-        let abs_r = self.b.ins().fabs(r);
-        let abs_phi = self.b.ins().fabs(phi);
-        let inf = if t == ct::F32 {
-            self.b.ins().f32const(f32::INFINITY)
-        } else {
-            self.b.ins().f64const(f64::INFINITY)
-        };
-        let zero = self.zero(t);
-        let r_inf = self.b.ins().fcmp(FloatCC::Equal, abs_r, inf);
-        let r_zero = self.b.ins().fcmp(FloatCC::Equal, r, zero);
-        let phi_finite = self.b.ins().fcmp(FloatCC::LessThan, abs_phi, inf);
-        let part_of = |cx: &mut Self, v: Value| {
-            let is_zero = cx.b.ins().fcmp(FloatCC::Equal, v, zero);
-            let keep_zero = cx.b.ins().band(is_zero, r_inf);
-            let div = cx.b.ins().fdiv(v, r);
-            let mul = cx.b.ins().fmul(v, r);
-            cx.b.ins().select(keep_zero, div, mul)
-        };
-        let re = part_of(self, c);
-        let im = part_of(self, s);
-        let re_special = self.b.ins().select(r_inf, r, re);
-        let re_special = self.b.ins().select(r_zero, abs_r, re_special);
-        let im_special = self.b.ins().select(r_inf, phi, im);
-        let im_special = self.b.ins().select(r_zero, zero, im_special);
-        let re = self.b.ins().select(phi_finite, re, re_special);
-        let im = self.b.ins().select(phi_finite, im, im_special);
-        Ok((re, im))
-    }
-
-    /// `z ** w` as CPython's `c_pow` (see the device's `complex_pow`).
-    fn complex_pow(&mut self, part: Scalar, (a, b): Parts, (c, d): Parts) -> R<Parts> {
-        let t = self.b.func.dfg.value_type(a);
-        let zero = self.zero(t);
-        let one = if t == ct::F32 {
-            self.b.ins().f32const(1.0)
-        } else {
-            self.b.ins().f64const(1.0)
-        };
-        let vabs = self.m(MathFn::Hypot, part, &[a, b])?;
-        let len = self.m(MathFn::Pow, part, &[vabs, c])?;
-        let at = self.m(MathFn::Atan2, part, &[b, a])?;
-        let atd = self.b.ins().fmul(at, d);
-        let shrink = self.m(MathFn::Exp, part, &[atd])?;
-        let logr = self.m(MathFn::Log, part, &[vabs])?;
-        let phase = self.b.ins().fmul(at, c);
-        let turn = self.b.ins().fmul(d, logr);
-        let d_nonzero = self.b.ins().fcmp(FloatCC::NotEqual, d, zero);
-        let len_d = self.b.ins().fdiv(len, shrink);
-        let len = self.b.ins().select(d_nonzero, len_d, len);
-        let phase_d = self.b.ins().fadd(phase, turn);
-        let phase = self.b.ins().select(d_nonzero, phase_d, phase);
-        let cos = self.m(MathFn::Cos, part, &[phase])?;
-        let sin = self.m(MathFn::Sin, part, &[phase])?;
-        let re = self.b.ins().fmul(len, cos);
-        let im = self.b.ins().fmul(len, sin);
-        let cz = self.b.ins().fcmp(FloatCC::Equal, c, zero);
-        let dz = self.b.ins().fcmp(FloatCC::Equal, d, zero);
-        let w_zero = self.b.ins().band(cz, dz);
-        let az = self.b.ins().fcmp(FloatCC::Equal, a, zero);
-        let bz = self.b.ins().fcmp(FloatCC::Equal, b, zero);
-        let z_zero = self.b.ins().band(az, bz);
-        let re = self.b.ins().select(z_zero, zero, re);
-        let im = self.b.ins().select(z_zero, zero, im);
-        let re = self.b.ins().select(w_zero, one, re);
-        let im = self.b.ins().select(w_zero, zero, im);
-        Ok((re, im))
     }
 }

@@ -76,6 +76,19 @@ impl FnCx<'_, '_> {
                 otherwise,
             } => {
                 let c = self.scalar(*cond)?;
+                let f = self.f;
+                let plain =
+                    |e: Handle<Expr>| matches!(f.exprs[e], Expr::Local(_) | Expr::Literal(_));
+                if plain(*then) && plain(*otherwise) {
+                    // Nothing to skip evaluating (the IR expansions' selects): `select`s.
+                    let x = self.expr(*then)?;
+                    let y = self.expr(*otherwise)?;
+                    return Ok(x
+                        .into_iter()
+                        .zip(y)
+                        .map(|(x, y)| self.b.ins().select(c, x, y))
+                        .collect());
+                }
                 let (tb, eb, mb) = (
                     self.b.create_block(),
                     self.b.create_block(),
@@ -358,6 +371,13 @@ impl FnCx<'_, '_> {
                         vals.push(self.parts(*a)?);
                     }
                     return self.complex_atomic(*op, ptr, &vals);
+                }
+                if dtype == Scalar::Complex128 {
+                    let mut vals = Vec::new();
+                    for a in args {
+                        vals.push(self.parts(*a)?);
+                    }
+                    return self.wide_complex_atomic(*op, ptr, &vals);
                 }
                 let mut vals = Vec::new();
                 for a in args {

@@ -11,16 +11,14 @@ impl FnCx<'_, '_> {
         vals: &[Value],
         ty: &Type,
     ) -> R<Value> {
-        if let Intrinsic::Rand | Intrinsic::Randn = op {
+        if let Intrinsic::RandSeed | Intrinsic::RandThread | Intrinsic::RandCall = op {
             // The OS thread's stream (`crate::random::host_stream`), in the runtime.
-            let f64 = ty.as_scalar() == Some(Scalar::Float64);
-            let (name, t) = match (op == Intrinsic::Rand, f64) {
-                (true, false) => ("__pyd_rand_f32", ct::F32),
-                (true, true) => ("__pyd_rand_f64", ct::F64),
-                (false, false) => ("__pyd_randn_f32", ct::F32),
-                (false, true) => ("__pyd_randn_f64", ct::F64),
+            let name = match op {
+                Intrinsic::RandSeed => "__pyd_rand_seed",
+                Intrinsic::RandThread => "__pyd_rand_thread",
+                _ => "__pyd_rand_call",
             };
-            return self.call_helper(name, &[], t, &[]);
+            return self.call_helper(name, &[], ct::I64, &[]);
         }
         let x = *vals
             .first()

@@ -204,7 +204,11 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 self.call1(f, &[vals[0].into(), vals[1].into(), vals[2].into()])?
             }
             Intrinsic::Complex(op) => self.complex_op(op, &vals)?,
-            Intrinsic::Rand | Intrinsic::Randn => self.random(op, ty)?,
+            Intrinsic::Rand
+            | Intrinsic::Randn
+            | Intrinsic::RandSeed
+            | Intrinsic::RandThread
+            | Intrinsic::RandCall => self.random(op)?,
             Intrinsic::Cg(op) => return self.cg(op, &vals, ty),
             Intrinsic::Tensor(_) => return Err(err("tensor operation lowered twice")),
             Intrinsic::DynamicSharedSize => self

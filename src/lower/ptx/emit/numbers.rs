@@ -174,116 +174,9 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         self.make_complex(re, pt.const_zero())
     }
 
-    /// `(a + bi) ** (c + di)` as CPython's `c_pow` (and numba) computes it: `1` for a zero
-    /// exponent, `0` for a zero base (where Python raises), otherwise in polar form: with
-    /// `r = |z|` and `t = atan2(b, a)`, `r**c / e**(t d)` at angle `t c + d log r`.
-    fn complex_pow(
-        &mut self,
-        a: FloatValue<'ctx>,
-        b: FloatValue<'ctx>,
-        c: FloatValue<'ctx>,
-        d: FloatValue<'ctx>,
-    ) -> R<BasicValueEnum<'ctx>> {
-        let ft = a.get_type();
-        let zero = ft.const_zero();
-        let one = ft.const_float(1.0);
-        let vabs = self.libm("hypot", &[a, b])?;
-        let len = self.libm("pow", &[vabs, c])?;
-        let at = self.libm("atan2", &[b, a])?;
-        let atd = self.b().build_float_mul(at, d, "")?;
-        let shrink = self.libm("exp", &[atd])?;
-        let logr = self.libm("log", &[vabs])?;
-        let b_ = self.b();
-        let phase = b_.build_float_mul(at, c, "")?;
-        let turn = b_.build_float_mul(d, logr, "")?;
-        // Only where the exponent has an imaginary part, as CPython does (it keeps
-        // `len`/`phase` exact for real exponents).
-        let d_nonzero = b_.build_float_compare(FloatPredicate::UNE, d, zero, "")?;
-        let len_d = b_.build_float_div(len, shrink, "")?;
-        let len = b_
-            .build_select(d_nonzero, len_d, len, "")?
-            .into_float_value();
-        let phase_d = b_.build_float_add(phase, turn, "")?;
-        let phase = b_
-            .build_select(d_nonzero, phase_d, phase, "")?
-            .into_float_value();
-        let cos = self.libm("cos", &[phase])?;
-        let sin = self.libm("sin", &[phase])?;
-        let b_ = self.b();
-        let re = b_.build_float_mul(len, cos, "")?;
-        let im = b_.build_float_mul(len, sin, "")?;
-        // Special cases: a zero exponent gives 1, a zero base 0.
-        let w_zero = {
-            let cz = b_.build_float_compare(FloatPredicate::OEQ, c, zero, "")?;
-            let dz = b_.build_float_compare(FloatPredicate::OEQ, d, zero, "")?;
-            b_.build_and(cz, dz, "")?
-        };
-        let z_zero = {
-            let az = b_.build_float_compare(FloatPredicate::OEQ, a, zero, "")?;
-            let bz = b_.build_float_compare(FloatPredicate::OEQ, b, zero, "")?;
-            b_.build_and(az, bz, "")?
-        };
-        let re = b_.build_select(z_zero, zero, re, "")?.into_float_value();
-        let im = b_.build_select(z_zero, zero, im, "")?.into_float_value();
-        let re = b_.build_select(w_zero, one, re, "")?.into_float_value();
-        let im = b_.build_select(w_zero, zero, im, "")?.into_float_value();
-        self.make_complex(re, im)
-    }
-
-    /// `cmath.rect(r, phi)` as numba-cuda computes it, which keeps CPython's special values
-    /// where the naive `r*cos(phi), r*sin(phi)` would make NaNs: an infinite `r` times a zero
-    /// `cos`/`sin` gives a signed zero (`0 / r`), and a non-finite `phi` gives `|r| + 0j` for
-    /// `r == 0` and `r + phi*j` for an infinite `r`.
-    fn rect(&mut self, r: FloatValue<'ctx>, phi: FloatValue<'ctx>) -> R<BasicValueEnum<'ctx>> {
-        let ft = r.get_type();
-        let fabs = self.e.intrinsic("llvm.fabs", &[ft.into()])?;
-        let c = self.libm("cos", &[phi])?;
-        let s = self.libm("sin", &[phi])?;
-        let abs_r = self.call1(fabs, &[r.into()])?.into_float_value();
-        let abs_phi = self.call1(fabs, &[phi.into()])?.into_float_value();
-        let inf = ft.const_float(f64::INFINITY);
-        let zero = ft.const_zero();
-        let b = self.b();
-        let r_inf = b.build_float_compare(FloatPredicate::OEQ, abs_r, inf, "")?;
-        let r_zero = b.build_float_compare(FloatPredicate::OEQ, r, zero, "")?;
-        let phi_finite = b.build_float_compare(FloatPredicate::OLT, abs_phi, inf, "")?;
-        let part = |v: FloatValue<'ctx>| -> R<FloatValue<'ctx>> {
-            let b = self.b();
-            let is_zero = b.build_float_compare(FloatPredicate::OEQ, v, zero, "")?;
-            let keep_zero = b.build_and(is_zero, r_inf, "")?;
-            let div = b.build_float_div(v, r, "")?;
-            let mul = b.build_float_mul(v, r, "")?;
-            Ok(b.build_select(keep_zero, div, mul, "")?.into_float_value())
-        };
-        let re = part(c)?;
-        let im = part(s)?;
-        let b = self.b();
-        // phi is NaN or infinite: r == 0 gives |r|, an infinite r gives (r, phi).
-        let re_special = b.build_select(r_inf, r, re, "")?.into_float_value();
-        let re_special = b
-            .build_select(r_zero, abs_r, re_special, "")?
-            .into_float_value();
-        let im_special = b.build_select(r_inf, phi, im, "")?.into_float_value();
-        let im_special = b
-            .build_select(r_zero, zero, im_special, "")?
-            .into_float_value();
-        let re = b
-            .build_select(phi_finite, re, re_special, "")?
-            .into_float_value();
-        let im = b
-            .build_select(phi_finite, im, im_special, "")?
-            .into_float_value();
-        self.make_complex(re, im)
-    }
-
-    /// Complex construction, parts, and the `cmath` functions. `vals` are the operands'
-    /// values; the result type is `to`.
-    ///
-    /// The functions are the textbook formulas over libdevice's real functions:
-    /// `exp(x+iy) = e^x (cos y + i sin y)`, `log z = log|z| + i atan2(y, x)`,
-    /// `sin(x+iy) = sin x cosh y + i cos x sinh y`, `cos(x+iy) = cos x cosh y - i sin x sinh y`,
-    /// and for `sqrt` the stable form `t = sqrt((|x| + |z|) / 2)`, giving `t + i y/(2t)` for
-    /// `x >= 0` and `|y|/(2t) + i copysign(t, y)` otherwise.
+    /// Complex construction and the two parts: the operations the back end maps. Every other
+    /// complex operation (the `cmath` functions, `abs`, `phase`, `rect`, `**`, ...) was
+    /// expanded into IR before lowering (`ir::expand::cmath`).
     pub(super) fn complex_op(
         &mut self,
         op: ComplexOp,
@@ -292,138 +185,19 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         let first = *vals
             .first()
             .ok_or_else(|| err("complex op without operands"))?;
-        if matches!(op, ComplexOp::New | ComplexOp::Rect) {
-            let (x, y) = (
-                first.into_float_value(),
-                vals.get(1)
-                    .ok_or_else(|| err("complex construction needs two parts"))?
-                    .into_float_value(),
-            );
-            if op == ComplexOp::New {
-                return self.make_complex(x, y);
+        match op {
+            ComplexOp::New => {
+                let im = vals
+                    .get(1)
+                    .ok_or_else(|| err("complex construction needs two parts"))?;
+                self.make_complex(first.into_float_value(), im.into_float_value())
             }
-            return self.rect(x, y);
+            ComplexOp::Real => Ok(self.parts(first)?.0.into()),
+            ComplexOp::Imag => Ok(self.parts(first)?.1.into()),
+            other => Err(err(format!(
+                "{other:?} reached the back end unexpanded (ir::expand::cmath)"
+            ))),
         }
-        let (x, y) = self.parts(first)?;
-        let ft = x.get_type();
-        if op == ComplexOp::Pow {
-            let w = *vals
-                .get(1)
-                .ok_or_else(|| err("complex power needs two operands"))?;
-            let (c, d) = self.parts(w)?;
-            return self.complex_pow(x, y, c, d);
-        }
-        Ok(match op {
-            ComplexOp::New | ComplexOp::Rect | ComplexOp::Pow => {
-                return Err(err("complex construction and power handled above"));
-            }
-            ComplexOp::Tan
-            | ComplexOp::Asin
-            | ComplexOp::Acos
-            | ComplexOp::Atan
-            | ComplexOp::Sinh
-            | ComplexOp::Cosh
-            | ComplexOp::Tanh
-            | ComplexOp::Asinh
-            | ComplexOp::Acosh
-            | ComplexOp::Atanh => self.cmath_function(op, first)?,
-            ComplexOp::Real => x.into(),
-            ComplexOp::Imag => y.into(),
-            ComplexOp::Conj => {
-                let ny = self.b().build_float_neg(y, "")?;
-                self.make_complex(x, ny)?
-            }
-            ComplexOp::Abs => self.libm("hypot", &[x, y])?.into(),
-            ComplexOp::IsFinite | ComplexOp::IsNan | ComplexOp::IsInf => {
-                // |x| < inf is false for NaN; |x| == inf only for the infinities.
-                let fabs = self.e.intrinsic("llvm.fabs", &[ft.into()])?;
-                let inf = ft.const_float(f64::INFINITY);
-                let mut tests = Vec::new();
-                for p in [x, y] {
-                    let t = match op {
-                        ComplexOp::IsNan => {
-                            self.b()
-                                .build_float_compare(FloatPredicate::UNO, p, p, "")?
-                        }
-                        _ => {
-                            let a = self.call1(fabs, &[p.into()])?.into_float_value();
-                            let pred = if op == ComplexOp::IsFinite {
-                                FloatPredicate::OLT
-                            } else {
-                                FloatPredicate::OEQ
-                            };
-                            self.b().build_float_compare(pred, a, inf, "")?
-                        }
-                    };
-                    tests.push(t);
-                }
-                if op == ComplexOp::IsFinite {
-                    self.b().build_and(tests[0], tests[1], "")?.into()
-                } else {
-                    self.b().build_or(tests[0], tests[1], "")?.into()
-                }
-            }
-            ComplexOp::Phase => self.libm("atan2", &[y, x])?.into(),
-            ComplexOp::Exp => {
-                let m = self.libm("exp", &[x])?;
-                let c = self.libm("cos", &[y])?;
-                let s = self.libm("sin", &[y])?;
-                let re = self.b().build_float_mul(m, c, "")?;
-                let im = self.b().build_float_mul(m, s, "")?;
-                self.make_complex(re, im)?
-            }
-            ComplexOp::Log => {
-                let m = self.libm("hypot", &[x, y])?;
-                let re = self.libm("log", &[m])?;
-                let im = self.libm("atan2", &[y, x])?;
-                self.make_complex(re, im)?
-            }
-            ComplexOp::Sin | ComplexOp::Cos => {
-                let sx = self.libm("sin", &[x])?;
-                let cx = self.libm("cos", &[x])?;
-                let shy = self.libm("sinh", &[y])?;
-                let chy = self.libm("cosh", &[y])?;
-                let b = self.b();
-                if op == ComplexOp::Sin {
-                    let re = b.build_float_mul(sx, chy, "")?;
-                    let im = b.build_float_mul(cx, shy, "")?;
-                    self.make_complex(re, im)?
-                } else {
-                    let re = b.build_float_mul(cx, chy, "")?;
-                    let im = b.build_float_mul(sx, shy, "")?;
-                    let im = b.build_float_neg(im, "")?;
-                    self.make_complex(re, im)?
-                }
-            }
-            ComplexOp::Sqrt => {
-                let fabs = self.e.intrinsic("llvm.fabs", &[ft.into()])?;
-                let copysign = self.e.intrinsic("llvm.copysign", &[ft.into()])?;
-                let sqrt = self.e.intrinsic("llvm.sqrt", &[ft.into()])?;
-                let m = self.libm("hypot", &[x, y])?;
-                let ax = self.call1(fabs, &[x.into()])?.into_float_value();
-                let ay = self.call1(fabs, &[y.into()])?.into_float_value();
-                let b = self.b();
-                let half = ft.const_float(0.5);
-                let s = b.build_float_mul(b.build_float_add(ax, m, "")?, half, "")?;
-                let t = self.call1(sqrt, &[s.into()])?.into_float_value();
-                let b = self.b();
-                let two_t = b.build_float_add(t, t, "")?;
-                let q = b.build_float_div(y, two_t, "")?;
-                let aq = b.build_float_div(ay, two_t, "")?;
-                let st = self
-                    .call1(copysign, &[t.into(), y.into()])?
-                    .into_float_value();
-                let b = self.b();
-                let nonneg = b.build_float_compare(FloatPredicate::OGE, x, ft.const_zero(), "")?;
-                let re = b.build_select(nonneg, t, aq, "")?.into_float_value();
-                let im = b.build_select(nonneg, q, st, "")?.into_float_value();
-                // sqrt(0 + 0i): t = 0 and y/(2t) is NaN; the answer is 0 with y's sign.
-                let zero = b.build_float_compare(FloatPredicate::OEQ, t, ft.const_zero(), "")?;
-                let re = b.build_select(zero, t, re, "")?.into_float_value();
-                let im = b.build_select(zero, y, im, "")?.into_float_value();
-                self.make_complex(re, im)?
-            }
-        })
     }
 
     /// `round(x, ndigits)` (`x` a `double`, `ndigits` an `i64`) exactly as numba-cuda's
