@@ -544,6 +544,17 @@ ConstantRange range_at(Value *v, RangeQuery &q, unsigned depth) {
       case Instruction::Xor:
       case Instruction::Or:
       case Instruction::And:
+      // The divisions and shifts of split index chains (`t = idx % (T * C) // C`, expanded
+      // by FloorDivPass): a remainder by a positive value is below it, a quotient of a
+      // non-negative value is non-negative (ConstantRange's division ranges leave out the
+      // divisor 0, which is undefined behaviour).
+      case Instruction::UDiv:
+      case Instruction::SDiv:
+      case Instruction::URem:
+      case Instruction::SRem:
+      case Instruction::Shl:
+      case Instruction::LShr:
+      case Instruction::AShr:
         return r.intersectWith(range_at(b->getOperand(0), q, depth - 1)
                                    .binaryOp(b->getOpcode(),
                                              range_at(b->getOperand(1), q, depth - 1)));
@@ -551,6 +562,11 @@ ConstantRange range_at(Value *v, RangeQuery &q, unsigned depth) {
         break;
     }
   }
+  // A select's value is one of its arms (the floor corrections FloorDivPass leaves where a
+  // sign is not known, and the `y == 0` guard of every division).
+  if (auto *s = dyn_cast<SelectInst>(v); s && s->getType()->isIntegerTy())
+    return r.intersectWith(range_at(s->getTrueValue(), q, depth - 1)
+                               .unionWith(range_at(s->getFalseValue(), q, depth - 1)));
   if (auto *phi = dyn_cast<PHINode>(v); phi && phi->getType()->isIntegerTy())
     return r.intersectWith(counter_range(phi, q, depth), ConstantRange::Signed);
   return r;
@@ -713,9 +729,37 @@ struct FloorDivPass : PassInfoMixin<FloorDivPass> {
 // How deep `range_at` looks for a sign test: 5 reaches a loop counter's start through a
 // fact about the loop's bound (`idx * C + i` with `i < C` in `range(tid, C, ...)`).
 constexpr unsigned kSignTestDepth = 5;
+bool sign_leaves(Value *x, RangeQuery &q, SmallVectorImpl<Value *> &out, unsigned depth,
+                 bool through_trunc = true);
+// How deep `sign_leaves` looks into an index: a 4-D index in Horner form,
+// `((b * N * 3 + n * 3) * NH + nh) * d + d_`, is 8 sums and products deep.
+constexpr unsigned kSignLeafDepth = 12;
+
+// Whether `x` is an array index (a `getelementptr` index operand): its sign tests are the
+// negative-index wrap's.
+bool used_as_index(Value *x) {
+  for (User *u : x->users())
+    if (auto *g = dyn_cast<GetElementPtrInst>(u))
+      for (unsigned n = 1; n < g->getNumOperands(); ++n)
+        if (g->getOperand(n) == x) return true;
+  return false;
+}
+
+// Whether the index `x` is non-negative as a sum and product of non-negative values, the
+// rule the checker applies to indices (docs/semantics.md §5.1: the proof assumes signed
+// arithmetic does not overflow). Used in SignVersionPass's copy, whose condition makes the
+// parameters of `inp[b * N * 3 * NH * d + ...]` non-negative: interval arithmetic at 64
+// bits cannot see that, its products of 32-bit ranges overflowing.
+bool structurally_non_negative_index(Value *x, RangeQuery &q) {
+  if (!used_as_index(x)) return false;
+  SmallVector<Value *, 4> found;
+  return sign_leaves(x, q, found, kSignLeafDepth, /*through_trunc=*/false) && found.empty();
+}
+
 void decided_sign_tests(Function &f, LazyValueInfo &lvi, const DominatorTree &dt,
                         const SmallPtrSetImpl<BasicBlock *> *only,
-                        SmallVectorImpl<std::pair<Instruction *, Constant *>> &folds) {
+                        SmallVectorImpl<std::pair<Instruction *, Constant *>> &folds,
+                        unsigned depth, bool index_rule) {
   for (BasicBlock &bb : f) {
     if (only && !only->contains(&bb)) continue;
     for (Instruction &inst : bb) {
@@ -724,7 +768,11 @@ void decided_sign_tests(Function &f, LazyValueInfo &lvi, const DominatorTree &dt
         auto *k = dyn_cast<ConstantInt>(c->getOperand(1));
         if (!k || isa<Constant>(c->getOperand(0))) continue;
         RangeQuery q(c, lvi, &dt);
-        ConstantRange r = range_at(c->getOperand(0), q, kSignTestDepth);
+        ConstantRange r = range_at(c->getOperand(0), q, depth);
+        if (index_rule && !r.isAllNonNegative() && k->getValue().isZero() &&
+            structurally_non_negative_index(c->getOperand(0), q))
+          r = r.intersectWith(ConstantRange::getNonEmpty(
+              APInt::getZero(r.getBitWidth()), APInt::getSignedMinValue(r.getBitWidth())));
         ConstantRange kr(k->getValue());
         if (r.icmp(c->getPredicate(), kr))
           folds.push_back({c, ConstantInt::getTrue(c->getType())});
@@ -738,8 +786,9 @@ void decided_sign_tests(Function &f, LazyValueInfo &lvi, const DominatorTree &dt
       unsigned bits = b->getType()->getIntegerBitWidth();
       if (!k || k->getValue() != bits - 1 || isa<Constant>(b->getOperand(0))) continue;
       RangeQuery q(b, lvi, &dt);
-      ConstantRange r = range_at(b->getOperand(0), q, kSignTestDepth);
-      if (r.isAllNonNegative())
+      ConstantRange r = range_at(b->getOperand(0), q, depth);
+      if (r.isAllNonNegative() ||
+          (index_rule && structurally_non_negative_index(b->getOperand(0), q)))
         folds.push_back({b, ConstantInt::get(b->getType(), 0)});
       else if (r.isAllNegative())
         folds.push_back({b, ConstantInt::getSigned(b->getType(), -1)});
@@ -747,11 +796,42 @@ void decided_sign_tests(Function &f, LazyValueInfo &lvi, const DominatorTree &dt
   }
 }
 
+// (`depth`: how deep `range_at` looks into the tested value; SignVersionPass's copy, where
+// the tests are the deep index sums its condition decides, looks as deep as `sign_leaves`.)
+// Also turns each signed division or remainder whose operands the ranges prove
+// non-negative into the unsigned one (`rest // d` in a split index chain, once the copy's
+// condition has made `d` positive): NVPTX's signed 32-bit division by a run-time value takes
+// the absolute values and fixes the sign again, 5 more SASS instructions.
+// (`index_rule`: SignVersionPass's copy, where the index wraps are also decided by
+// `structurally_non_negative_index`.)
 bool fold_sign_tests(Function &f, LazyValueInfo &lvi, const DominatorTree &dt,
                      const SmallPtrSetImpl<BasicBlock *> *only = nullptr,
-                     const LoopInfo *loops = nullptr, bool *in_loop = nullptr) {
+                     const LoopInfo *loops = nullptr, bool *in_loop = nullptr,
+                     unsigned depth = kSignTestDepth, bool index_rule = false) {
   SmallVector<std::pair<Instruction *, Constant *>, 8> folds;
-  decided_sign_tests(f, lvi, dt, only, folds);
+  decided_sign_tests(f, lvi, dt, only, folds, depth, index_rule);
+  SmallVector<BinaryOperator *, 4> unsigned_divs;
+  SmallVector<std::pair<Instruction *, Value *>, 4> absolutes;
+  for (BasicBlock &bb : f) {
+    if (only && !only->contains(&bb)) continue;
+    for (Instruction &inst : bb) {
+      // `abs(x)` of an `x` proved non-negative is `x` (the divisor `|y|` of FloorDivPass's
+      // unsigned division, once the copy's condition says `y > 0`).
+      if (auto *ii = dyn_cast<IntrinsicInst>(&inst); ii && ii->getIntrinsicID() == Intrinsic::abs) {
+        RangeQuery q(ii, lvi, &dt);
+        if (range_at(ii->getArgOperand(0), q, depth).isAllNonNegative())
+          absolutes.push_back({ii, ii->getArgOperand(0)});
+        continue;
+      }
+      auto *b = dyn_cast<BinaryOperator>(&inst);
+      if (!b || (b->getOpcode() != Instruction::SDiv && b->getOpcode() != Instruction::SRem))
+        continue;
+      RangeQuery q(b, lvi, &dt);
+      if (range_at(b->getOperand(0), q, depth).isAllNonNegative() &&
+          range_at(b->getOperand(1), q, depth).isAllNonNegative())
+        unsigned_divs.push_back(b);
+    }
+  }
   for (auto [inst, value] : folds) {
     if (loops && in_loop) {
       // A test in a loop, or one hoisted out of it whose value the loop uses.
@@ -764,7 +844,19 @@ bool fold_sign_tests(Function &f, LazyValueInfo &lvi, const DominatorTree &dt,
     inst->replaceAllUsesWith(value);
     inst->eraseFromParent();
   }
-  return !folds.empty();
+  for (auto [inst, value] : absolutes) {
+    inst->replaceAllUsesWith(value);
+    inst->eraseFromParent();
+  }
+  for (BinaryOperator *b : unsigned_divs) {
+    auto op = b->getOpcode() == Instruction::SDiv ? Instruction::UDiv : Instruction::URem;
+    BinaryOperator *u = BinaryOperator::Create(op, b->getOperand(0), b->getOperand(1), "", b);
+    u->takeName(b);
+    if (op == Instruction::UDiv) u->setIsExact(b->isExact());
+    b->replaceAllUsesWith(u);
+    b->eraseFromParent();
+  }
+  return !folds.empty() || !unsigned_divs.empty() || !absolutes.empty();
 }
 
 struct SignTestPass : PassInfoMixin<SignTestPass> {
@@ -798,6 +890,7 @@ struct SignTestPass : PassInfoMixin<SignTestPass> {
 // function as it was, and in the first only tests that the condition decides were replaced
 // by their value. When the condition decides no test, the copy is removed again.
 constexpr unsigned kMaxVersionLeaves = 8;
+
 constexpr unsigned kMaxVersionedInstructions = 4000;
 
 // Whether `v` is computed from the function's parameters and constants alone, by operations
@@ -839,7 +932,10 @@ bool parameter_value(Value *v, unsigned depth) {
 // The parameter values whose signs would make `x` non-negative: `x` itself when it is one,
 // else those of the operands of the sums, products and extensions that make it up. False
 // when some part is neither known non-negative nor a parameter value.
-bool sign_leaves(Value *x, RangeQuery &q, SmallVectorImpl<Value *> &out, unsigned depth) {
+// (`through_trunc`: whether a truncation of a value counts as having its sign, as when only
+// choosing the values to version on; not when deciding a test, since a conversion wraps.)
+bool sign_leaves(Value *x, RangeQuery &q, SmallVectorImpl<Value *> &out, unsigned depth,
+                 bool through_trunc) {
   if (isa<Constant>(x)) return isa<ConstantInt>(x) && !cast<ConstantInt>(x)->isNegative();
   if (range_at(x, q, 3).isAllNonNegative()) return true;
   if (parameter_value(x, 6)) {
@@ -848,8 +944,9 @@ bool sign_leaves(Value *x, RangeQuery &q, SmallVectorImpl<Value *> &out, unsigne
   }
   if (depth == 0) return false;
   if (auto *c = dyn_cast<CastInst>(x)) {
-    if (c->getOpcode() == Instruction::SExt || c->getOpcode() == Instruction::Trunc)
-      return sign_leaves(c->getOperand(0), q, out, depth - 1);
+    if (c->getOpcode() == Instruction::SExt ||
+        (through_trunc && c->getOpcode() == Instruction::Trunc))
+      return sign_leaves(c->getOperand(0), q, out, depth - 1, through_trunc);
     return false;
   }
   if (auto *b = dyn_cast<BinaryOperator>(x)) {
@@ -861,23 +958,31 @@ bool sign_leaves(Value *x, RangeQuery &q, SmallVectorImpl<Value *> &out, unsigne
       case Instruction::LShr:
       case Instruction::UDiv:
       case Instruction::URem:
-        return sign_leaves(b->getOperand(0), q, out, depth - 1) &&
-               sign_leaves(b->getOperand(1), q, out, depth - 1);
+      // A quotient or remainder of non-negative values (the divisions FloorDivPass left
+      // signed because the divisor's sign was not known: `idx % (T * C) // C`).
+      case Instruction::SDiv:
+      case Instruction::SRem:
+        return sign_leaves(b->getOperand(0), q, out, depth - 1, through_trunc) &&
+               sign_leaves(b->getOperand(1), q, out, depth - 1, through_trunc);
       default:
         return false;
     }
   }
+  if (auto *s = dyn_cast<SelectInst>(x))
+    return sign_leaves(s->getTrueValue(), q, out, depth - 1, through_trunc) &&
+           sign_leaves(s->getFalseValue(), q, out, depth - 1, through_trunc);
   return false;
 }
 
 // The leaves of every undecided sign test of `f`, with whether each must be positive (a
 // test `x == 0` or `x != 0`, a divisor's) rather than non-negative.
 void version_leaves(Function &f, LazyValueInfo &lvi, const DominatorTree &dt,
-                    SmallVectorImpl<std::pair<Value *, bool>> &leaves) {
+                    SmallVectorImpl<std::pair<Value *, bool>> &leaves,
+                    const SmallPtrSetImpl<BasicBlock *> *only = nullptr) {
   auto add = [&](Instruction *at, Value *x, bool strict) {
     RangeQuery q(at, lvi, &dt);
     SmallVector<Value *, 4> found;
-    if (!sign_leaves(x, q, found, 6)) return;
+    if (!sign_leaves(x, q, found, kSignLeafDepth)) return;
     for (Value *v : found) {
       auto it = llvm::find_if(leaves, [&](auto &l) { return l.first == v; });
       if (it != leaves.end())
@@ -886,7 +991,8 @@ void version_leaves(Function &f, LazyValueInfo &lvi, const DominatorTree &dt,
         leaves.push_back({v, strict});
     }
   };
-  for (BasicBlock &bb : f)
+  for (BasicBlock &bb : f) {
+    if (only && !only->contains(&bb)) continue;
     for (Instruction &inst : bb) {
       if (auto *c = dyn_cast<ICmpInst>(&inst)) {
         auto *k = dyn_cast<ConstantInt>(c->getOperand(1));
@@ -908,6 +1014,7 @@ void version_leaves(Function &f, LazyValueInfo &lvi, const DominatorTree &dt,
       if (k && k->getValue() == b->getType()->getIntegerBitWidth() - 1)
         add(b, b->getOperand(0), false);
     }
+  }
 }
 
 // A copy of the parameter value `v` at `b`'s insertion point (its operations without the
@@ -997,16 +1104,61 @@ bool version_on_signs(Function &f, FunctionAnalysisManager &am) {
   am.invalidate(f, PreservedAnalyses::none());
   SmallPtrSet<BasicBlock *, 16> in_copy(copy.begin(), copy.end());
   bool folded = false, folded_in_loop = false, has_loops = false;
-  for (int round = 0; round < 4; ++round) {
-    DominatorTree dt(f);
-    LoopInfo loops(dt);
-    has_loops = !loops.empty();
-    LazyValueInfo &lvi = am.getResult<LazyValueAnalysis>(f);
-    bool any = fold_sign_tests(f, lvi, dt, &in_copy, &loops, &folded_in_loop);
+  auto fold_copy = [&] {
+    bool now = false;
+    for (int round = 0; round < 4; ++round) {
+      DominatorTree dt(f);
+      LoopInfo loops(dt);
+      has_loops = !loops.empty();
+      LazyValueInfo &lvi = am.getResult<LazyValueAnalysis>(f);
+      bool any = fold_sign_tests(f, lvi, dt, &in_copy, &loops, &folded_in_loop, kSignLeafDepth,
+                                 /*index_rule=*/true);
+      am.invalidate(f, PreservedAnalyses::none());
+      if (!any) break;
+      folded = now = true;
+      for (BasicBlock *bb : copy) SimplifyInstructionsInBlock(bb);
+    }
+    return now;
+  };
+  fold_copy();
+  // Tests the first condition's folds uncovered: with `b = idx // (NH * N * d)` now an
+  // unsigned quotient in the copy (its floor corrections decided), the wrap of
+  // `inp[b * N * 3 * NH * d + ...]` depends only on `N`, `NH` and `d` being non-negative.
+  // Their leaves, computed from parameters, join the condition (which only narrows when
+  // the copy runs: the folds made so far stay valid), and the copy is folded again.
+  for (int more = 0; more < 2 && folded; ++more) {
+    SmallVector<std::pair<Value *, bool>, 8> extra;
+    {
+      DominatorTree dt(f);
+      LazyValueInfo &lvi = am.getResult<LazyValueAnalysis>(f);
+      version_leaves(f, lvi, dt, extra, &in_copy);
+      am.invalidate(f, PreservedAnalyses::none());
+    }
+    if (extra.empty() || leaves.size() + extra.size() > kMaxVersionLeaves) break;
+    Value *before = cond;
+    size_t had = leaves.size();
+    b.SetInsertPoint(br);
+    DenseMap<Value *, Value *> again;
+    for (auto [v, strict] : extra) {
+      Value *d = materialize(v, b, again);
+      // The copy uses the condition's value, as the first leaves' users do (through the
+      // value map), so that the facts the condition gives name it.
+      if (auto *i = dyn_cast<Instruction>(v); i && in_copy.contains(i->getParent()))
+        i->replaceAllUsesWith(d);
+      Value *zero = ConstantInt::get(v->getType(), 0);
+      Value *c = strict ? b.CreateICmpSGT(d, zero) : b.CreateICmpSGE(d, zero);
+      cond = b.CreateAnd(cond, c);
+      leaves.push_back({v, strict});
+    }
+    br->setCondition(cond);
     am.invalidate(f, PreservedAnalyses::none());
-    if (!any) break;
-    folded = true;
-    for (BasicBlock *bb : copy) SimplifyInstructionsInBlock(bb);
+    if (fold_copy()) continue;
+    // Nothing more decided: the copy keeps its first condition.
+    br->setCondition(before);
+    leaves.resize(had);
+    for (Instruction &inst : make_early_inc_range(reverse(*dispatch)))
+      if (isInstructionTriviallyDead(&inst)) inst.eraseFromParent();
+    break;
   }
   // In a function with loops, a copy whose decided tests all lie outside them (and whose
   // values no loop uses: a floor division's divisor test hoisted out of a grid-stride loop

@@ -697,3 +697,120 @@ fn wraparound_off_gathers_as_c_does(dev) {
     }
 }
 }
+
+on_each_backend! {
+/// llm.c's `permute_kernel` shape (issue 31): a 4-D index split by `//` and `%` of `int32`
+/// shapes and rebuilt as `b * N * 3 * NH * d + ...`. SignVersionPass compiles it twice; the
+/// copy taken for positive shapes has its wraps decided in a second condition round and its
+/// divisions unsigned (pipeline.cpp). Random positive shapes, against the CPU's gather.
+fn split_index_permute_with_positive_shapes(dev) {
+    let src = r#"from cuda import device
+
+@device.kernel
+def permute(q, k, v, inp, B, N, NH, d):
+    idx = device.block_idx.x * device.block_dim.x + device.thread_idx.x
+    if idx < B * NH * N * d:
+        b = idx // (NH * N * d)
+        rest = idx % (NH * N * d)
+        nh_ = rest // (N * d)
+        rest = rest % (N * d)
+        n = rest // d
+        d_ = rest % d
+        inp_idx = (b * N * 3 * NH * d) + (n * 3 * NH * d) + (nh_ * d) + d_
+        q[idx] = inp[inp_idx]
+        k[idx] = inp[inp_idx + NH * d]
+        v[idx] = inp[inp_idx + 2 * (NH * d)]
+"#;
+    let kern = kernel(
+        &dev,
+        src,
+        "permute",
+        "float32[::1], float32[::1], float32[::1], float32[::1], int32, int32, int32, int32",
+    );
+    let mut r = Rng(31);
+    for _ in 0..4 {
+        let (b, n, nh, d) = (
+            r.i32(1, 4) as usize,
+            r.i32(1, 70) as usize,
+            r.i32(1, 7) as usize,
+            r.i32(1, 40) as usize,
+        );
+        let total = b * n * nh * d;
+        let inp: Vec<f32> = (0..3 * total).map(|_| r.f32(-1.0, 1.0)).collect();
+        let (_ib, ia) = vec1(&dev, &inp);
+        let outs: Vec<_> = (0..3).map(|_| vec1(&dev, &vec![f32::NAN; total])).collect();
+        let args = vec![
+            outs[0].1.clone(),
+            outs[1].1.clone(),
+            outs[2].1.clone(),
+            ia,
+            ArgValue::Int(b as i64),
+            ArgValue::Int(n as i64),
+            ArgValue::Int(nh as i64),
+            ArgValue::Int(d as i64),
+        ];
+        kern.launch(&args, [blocks(total, 128), 1, 1], [128, 1, 1]);
+        for (which, (buf, _)) in outs.iter().enumerate() {
+            let got: Vec<f32> = from_bytes(&dev.download(buf).expect("download"));
+            for (idx, got) in got.iter().enumerate() {
+                let (bb, rest) = (idx / (nh * n * d), idx % (nh * n * d));
+                let (h, rest) = (rest / (n * d), rest % (n * d));
+                let (nn, dd) = (rest / d, rest % d);
+                let at = bb * n * 3 * nh * d + nn * 3 * nh * d + which * nh * d + h * d + dd;
+                assert_eq!(
+                    got.to_bits(),
+                    inp[at].to_bits(),
+                    "shape ({b}, {n}, {nh}, {d}), output {which}, idx {idx}"
+                );
+            }
+        }
+    }
+}
+}
+
+on_each_backend! {
+/// `tests/fixtures/lang/sign_versioning.py`'s `split_index` with negative shapes: the condition of
+/// SignVersionPass fails (`T * C > 0 and C > 0` does not hold), so the original copy runs,
+/// with Python's floor division and negative-index wrap; positive shapes take the fast copy.
+/// Against the CPU.
+fn split_index_with_a_negative_shape_takes_the_original_copy(dev) {
+    let k = kernel(
+        &dev,
+        &fixture("sign_versioning"),
+        "split_index",
+        "float32[::1], float32[::1], int32, int32",
+    );
+    let n = 4096usize;
+    let mut r = Rng(5);
+    let inp: Vec<f32> = (0..n).map(|_| r.f32(-1.0, 1.0)).collect();
+    let (_ib, ia) = vec1(&dev, &inp);
+    for (t, c) in [(-16i64, 8i64), (-4, -16), (-1, -64), (16, 8), (3, 5)] {
+        let (ob, oa) = vec1(&dev, &vec![f32::NAN; n]);
+        k.launch(
+            &[oa, ia.clone(), ArgValue::Int(t), ArgValue::Int(c)],
+            [blocks(n, 128), 1, 1],
+            [128, 1, 1],
+        );
+        let got: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+        // Python's floor division and modulo (no shape here is 0).
+        let fdiv = |x: i64, y: i64| x.div_euclid(y) - i64::from(y < 0 && x.rem_euclid(y) != 0);
+        let fmod = |x: i64, y: i64| x - y * fdiv(x, y);
+        for idx in 0..n as i64 {
+            let tc = t * c;
+            let b = fdiv(idx, tc);
+            let tt = fdiv(fmod(idx, tc), c);
+            let cc = fmod(idx, c);
+            let mut at = b * t * c + cc * t + tt;
+            if at < 0 {
+                at += n as i64;
+            }
+            assert!((0..n as i64).contains(&at), "T={t} C={c} idx {idx}: index {at}");
+            assert_eq!(
+                got[idx as usize].to_bits(),
+                inp[at as usize].to_bits(),
+                "T={t} C={c} idx {idx}"
+            );
+        }
+    }
+}
+}
