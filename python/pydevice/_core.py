@@ -477,7 +477,9 @@ def _layout(shape, strides) -> str:
 
 def _array_type(dtype_name: str, ndim: int, layout: str) -> str:
     if ndim == 0:
-        ndim, layout = 1, "C"  # zero-dimensional arrays are passed as one element
+        # A zero-dimensional array (docs/semantics.md §5.3): its parameter is the element's
+        # address alone, its value `(address, (), ())`.
+        return f"{dtype_name}[()]"
     dims = [":"] * ndim
     if layout == "C":
         dims[-1] = "::1"
@@ -576,11 +578,8 @@ def _host_arg(k, v, i: int, arrays: list, copies: list, want: Optional[str] = No
         a = v
         _dtype_name(a.dtype)  # a dtype the compiler knows, else TypeError
         isz = a.itemsize
-        if a.ndim == 0:
-            shape, es = (1,), (1,)
-        else:
-            shape = a.shape
-            es = tuple(st // isz for st in a.strides)
+        shape = a.shape
+        es = tuple(st // isz for st in a.strides)
         direct = isz > 0 and all(st % isz == 0 for st in a.strides) and a.ctypes.data % a.dtype.alignment == 0
         arrays.append((i, a))
         if direct:
@@ -591,7 +590,7 @@ def _host_arg(k, v, i: int, arrays: list, copies: list, want: Optional[str] = No
         order = want or "C"
         c = np.array(a, order=order, copy=True)
         copies.append((i, a, c))
-        es = (1,) if a.ndim == 0 else tuple(st // isz for st in c.strides)
+        es = tuple(st // isz for st in c.strides)
         return ("h", a.dtype, a.ndim, order if a.ndim else "C"), (c.ctypes.data, shape, es)
     if tag == "t":
         pairs = [_host_arg(x, y, i, arrays, copies) for x, y in zip(k[1], v)]
@@ -935,7 +934,8 @@ def _reconcile(ours, ann: Optional[str], k, module) -> Any:
     if a and m and a.group(1) == m.group(1):
         ad = [d.strip() for d in a.group(2).split(",")]
         md = [d.strip() for d in m.group(2).split(",")]
-        if len(ad) == len(md) and all(x == ":" or x == y for x, y in zip(ad, md)):
+        # (`()`, a 0-d array, matches only itself: it is no dimension for `:` to match.)
+        if len(ad) == len(md) and "()" not in md and all(x == ":" or x == y for x, y in zip(ad, md)):
             return ann
     raise _Mismatch(ann, mine)
 
@@ -1518,7 +1518,8 @@ class Kernel(_Entry):
         copies = []  # (array, its contiguous copy), each kept alive during the launch
         for k, v in zip(key, vals):
             if k[0] == "H":
-                c = np.ascontiguousarray(v)
+                # (`np.ascontiguousarray` makes a 0-d array 1-D; `np.require` keeps it 0-d.)
+                c = np.require(v, requirements="C")
                 copies.append((v, c))
                 host_vals.append((tuple(c.shape), c.__array_interface__["data"][0]))
             else:
@@ -1567,8 +1568,7 @@ class Kernel(_Entry):
             c = np.ascontiguousarray(a)
             buf = _native.Buffer.upload(ordinal, c.tobytes() if c.size else b"\0")
             bufs[i] = (a, buf)
-            strides = _c_strides(a.shape) if a.ndim else (1,)
-            vals[i] = (buf.ptr, a.shape if a.ndim else (1,), strides)
+            vals[i] = (buf.ptr, a.shape, _c_strides(a.shape))
         spec.launcher.launch(tuple(vals), grid, block, shared, h, seed, cooperative, cluster)
         _native.synchronize(ordinal, h)
         if self._bounds_check:
