@@ -304,6 +304,14 @@ impl Parser<'_> {
             self.depth -= 1;
             return Ok(Type::Tuple(elems));
         }
+        self.named_ty()
+    }
+
+    /// A type that is not a tuple: a name, a record, a text type, then any array
+    /// dimensions. Kept out of [`Parser::ty`] so that the frames of the tuple recursion
+    /// stay small (64 levels must fit a small thread stack in a debug build).
+    #[inline(never)]
+    fn named_ty(&mut self) -> Result<Type, SignatureError> {
         let col = self.i + 1;
         let elem = if self.eat(b'[') {
             // numba's `[unichr x 12]` / `[char x 12]`: NumPy's text dtype `U12` / `S12`.
