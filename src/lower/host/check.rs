@@ -570,6 +570,7 @@ pub(crate) fn cpu_intrinsic(op: Intrinsic) -> bool {
                 h,
                 TmaLoad { .. }
                     | TmaStore { .. }
+                    | TmaPrefetch
                     | WgmmaDesc(_)
                     | WgmmaFence
                     | WgmmaCommit
