@@ -432,6 +432,55 @@ fn tma_tile_load_store_and_reduce_match_the_cpu() {
 }
 
 #[test]
+fn tma_grid_constant_maps_load_store_and_reduce_match_the_cpu() {
+    let Some(dev) = hopper("tma_grid_constant_maps_load_store_and_reduce_match_the_cpu") else {
+        return;
+    };
+    // As above, but the load and the store read maps passed by value (`hopper.TensorMap`,
+    // grid constants in the parameter space), the reduction a map in global memory (§18.4).
+    let k = kernel(
+        &dev,
+        &fixture("hopper_tma_grid_constant.py"),
+        "tma_grid_constant",
+        "hopper.TensorMap, hopper.TensorMap, uint64[::1]",
+    );
+    let (rows, cols) = (96usize, 64usize);
+    let mut rng = Rng(0x6c_0de5);
+    let a: Vec<f32> = (0..rows * cols).map(|_| rng.f32(-100.0, 100.0)).collect();
+    let r0: Vec<f32> = (0..rows * cols).map(|_| rng.i32(-50, 50) as f32).collect();
+    let up = |v: &[f32]| {
+        let buf = dev.upload(&bytes_of(v)).expect("upload");
+        let arr = pydevice::runtime::DeviceArray::contiguous(
+            dev.address(&buf),
+            pydevice::types::Scalar::Float32,
+            &[rows as u64, cols as u64],
+        );
+        (buf, arr)
+    };
+    let (_ab, aarr) = up(&a);
+    let (ob, oarr) = up(&vec![f32::NAN; rows * cols]);
+    let (rb, rarr) = up(&r0);
+    let by_value = |arr| {
+        dev.tensor_map_tiled(arr, &[16, 32], 0)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .arg()
+    };
+    let (amap, omap) = (by_value(&aarr), by_value(&oarr));
+    let (_rm, rmap) = tensor_map_arg(&dev, &rarr, &[16, 32], 0);
+    k.launch(
+        &[amap, omap, rmap],
+        [(cols / 32) as u32, (rows / 16) as u32, 1],
+        [128, 1, 1],
+    );
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    let red: Vec<f32> = from_bytes(&dev.download(&rb).expect("download"));
+    for i in 0..rows * cols {
+        assert_eq!(out[i], a[i] * 2.0, "stored element {i}");
+        assert_eq!(red[i], r0[i] + a[i] * 2.0, "reduced element {i}");
+    }
+}
+
+#[test]
 fn tma_multicast_fills_every_block_of_the_cluster() {
     let Some(dev) = hopper_a("tma_multicast_fills_every_block_of_the_cluster") else {
         return;
