@@ -513,6 +513,41 @@ fn tma_multicast_fills_every_block_of_the_cluster() {
     }
 }
 
+#[test]
+fn tma_multicast_through_a_grid_constant_map_fills_every_block() {
+    let Some(dev) = hopper_a("tma_multicast_through_a_grid_constant_map_fills_every_block") else {
+        return;
+    };
+    // The multicast load of the test above, its map passed by value (§18.4).
+    let k = kernel(
+        &dev,
+        &fixture("hopper_tma_multicast_grid_constant.py"),
+        "tma_multicast_by_value",
+        "hopper.TensorMap, float32[::1]",
+    );
+    let t = 32usize;
+    let mut rng = Rng(0x9c_0a57);
+    let a: Vec<f32> = (0..t * t).map(|_| rng.f32(-1.0, 1.0)).collect();
+    let buf = dev.upload(&bytes_of(&a)).expect("upload");
+    let arr = pydevice::runtime::DeviceArray::contiguous(
+        dev.address(&buf),
+        pydevice::types::Scalar::Float32,
+        &[1, t as u64, t as u64],
+    );
+    let map = dev
+        .tensor_map_tiled(&arr, &[1, 32, 32], 0)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let blocks = 4usize;
+    let (ob, oa) = vec1(&dev, &vec![f32::NAN; blocks * t * t]);
+    k.launch(&[map.into(), oa], [blocks as u32, 1, 1], [128, 1, 1]);
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    for b in 0..blocks {
+        for i in 0..t * t {
+            assert_eq!(out[b * t * t + i], a[i], "block {b}, element {i}");
+        }
+    }
+}
+
 on_each_backend! {
 fn mbarrier_phases_complete_in_order_with_transaction_counts(dev) {
     if !sm90_or_cpu(&dev, "mbarrier_phases_complete_in_order_with_transaction_counts") {
