@@ -242,8 +242,12 @@ fn tuple_cxx(t: &Type) -> String {
 }
 
 /// A Python identifier as a C++ identifier: C++ keywords get a trailing underscore
-/// (`new` → `new_`); every other Python identifier is already a valid C++ one.
+/// (`new` → `new_`); every other Python identifier is already a valid C++ one. The dot of a
+/// builtin struct's name becomes `_` (`hopper.TensorMap` → `hopper_TensorMap`).
 pub fn cxx_ident(name: &str) -> String {
+    if name.contains('.') {
+        return cxx_ident(&name.replace('.', "_"));
+    }
     const KEYWORDS: &str = "\
         alignas alignof and_eq asm auto bitand bitor bool case catch char char8_t char16_t \
         char32_t class compl concept const consteval constexpr constinit const_cast co_await \
@@ -890,6 +894,7 @@ mod tests {
         let t = Type::tensor_map();
         let l = layout_of(&t);
         assert_eq!((l.size, l.align), (128, 64));
+        assert_eq!(l.cxx, "hopper_TensorMap", "a C++ name for headers");
         assert_eq!(size_align(&t), (128, 64));
         assert!(t.is_tensor_map());
         assert_eq!(
