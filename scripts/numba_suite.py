@@ -199,11 +199,12 @@ def snapshot(value, ty, simulator):
         arr = arr.view(np.ndarray)
         if arr.dtype.type is not np.void:
             arr = arr.view(np.dtype((np.void, arr.dtype)))
-    if arr.ndim == 0:
-        raise Uncapturable("zero-dimensional array argument")
     if arr.dtype.kind in "mM":
         arr = datetime_as_int64(arr, "array")
-    if arr.dtype.kind in "mMOUS" or (arr.dtype.kind == "V" and arr.dtype.names is None):
+    # NumPy's text dtypes (`S12`, `<U12`) are read by `pydevice run` as arrays of strings
+    # (docs/semantics.md §5.16.2); a big-endian `>U12` is not.
+    if arr.dtype.kind in "mMO" or (arr.dtype.kind == "U" and arr.dtype.byteorder == ">") \
+            or (arr.dtype.kind == "V" and arr.dtype.names is None):
         raise Uncapturable(f"array of dtype {arr.dtype} (datetime, object or bytes)")
     if arr.nbytes > MAX_ARG_BYTES:
         raise Uncapturable("arguments too large to copy")
@@ -362,6 +363,44 @@ def enum_members_as_numbers(name, cls, text):
     return text
 
 
+def fold_enum_identity(src, kernel, params, args):
+    """`a is b` (or `is not`) in the kernel, of two parameters given members of different
+    enums, written as numba types it: False (True), a constant, even when the members'
+    numbers agree (the capture passes members as their numbers, which `is` could not tell
+    apart). Any other `is` between members of different enums stays uncapturable."""
+    classes = {p: type(a) for p, a in zip(params, args) if isinstance(a, enum.Enum)}
+    tree = ast.parse(src)
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == kernel), None)
+    if fn is None:
+        raise Uncapturable("members of different enums compared with `is`")
+    stored = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    lines = src.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    edits = []
+    for node in ast.walk(fn):
+        if not (isinstance(node, ast.Compare)
+                and any(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops)):
+            continue
+        names = [node.left, *node.comparators]
+        enums = [isinstance(n, ast.Name) and n.id in classes for n in names]
+        if not any(enums):
+            continue
+        if not (len(node.ops) == 1 and all(enums) and not {n.id for n in names} & stored):
+            raise Uncapturable("members of different enums compared with `is`")
+        a, b = (classes[n.id] for n in names)
+        if a is b:
+            continue  # members of one enum: `is` is equality of their numbers
+        value = isinstance(node.ops[0], ast.IsNot)
+        begin = starts[node.lineno - 1] + len(lines[node.lineno - 1].encode()[:node.col_offset].decode())
+        end = starts[node.end_lineno - 1] + len(lines[node.end_lineno - 1].encode()[:node.end_col_offset].decode())
+        edits.append((begin, end, repr(value)))
+    for begin, end, text in sorted(edits, reverse=True):
+        src = src[:begin] + text + src[end:]
+    return src
+
+
 class SourceBuilder:
     """The module text for one kernel: imports, constants, device functions, the kernel."""
 
@@ -466,10 +505,14 @@ class SourceBuilder:
             decorator = "@cuda.jit(device=True)"
             if getattr(value, "_can_compile", True) is False:
                 keys = list(getattr(value, "overloads", {}) or {})
-                if len(keys) == 1 and all(
-                        isinstance(t, (nbtypes.Integer, nbtypes.Float, nbtypes.Boolean))
-                        for t in keys[0]):
-                    decorator = '@cuda.jit("(' + ", ".join(str(t) for t in keys[0]) + ')", device=True)'
+                number = (nbtypes.Integer, nbtypes.Float, nbtypes.Boolean)
+                if len(keys) == 1 and all(isinstance(t, number) for t in keys[0]):
+                    # with its result type when that is a number: a recursive function
+                    # (`fib1(n - 1) + fib1(n - 2)`) takes its result type from it
+                    cres = value.overloads[keys[0]]
+                    ret = getattr(getattr(cres, "signature", None), "return_type", None)
+                    ret = str(ret) if isinstance(ret, number) else ""
+                    decorator = f'@cuda.jit("{ret}(' + ", ".join(str(t) for t in keys[0]) + ')", device=True)'
             self.add_function(inner, decorator, as_name=name)
         elif isinstance(value, (np.integer, np.floating)):
             # Checked before Python numbers: np.float64 is a subclass of float. int64 is the
@@ -844,9 +887,9 @@ class Capturer:
                 meta["tags"] = sorted(sb.tags)
                 (d / "kernel.py").write_text(src)
                 classes = {type(a) for a in args if isinstance(a, enum.Enum)}
-                if len(classes) > 1 and re.search(r"\bis\b", src.split("@cuda.jit", 1)[-1]):
-                    # `a is b` of members of two enums is False even when their numbers agree
-                    raise Uncapturable("members of different enums compared with `is`")
+                if len(classes) > 1:
+                    src = fold_enum_identity(src, py_func.__name__, params, args)
+                    (d / "kernel.py").write_text(src)
                 DATETIME_UNITS.unit = None
                 before = [snapshot(a, t, simulator) for a, t in zip(flat_args, flat_types)]
             except Uncapturable as e:
@@ -881,7 +924,8 @@ class Capturer:
                             np.save(d / f"ref_{p}.npy", a[1])
                             argspec.append({"name": p, "array": f"in_{p}.npy", "dtype": str(b[1].dtype),
                                             "shape": list(b[1].shape)})
-                            if b[1].dtype.names is not None and hasattr(t, "dtype"):
+                            if (b[1].dtype.names is not None or b[1].dtype.kind in "SU") \
+                                    and hasattr(t, "dtype"):
                                 nd = b[1].ndim
                                 argspec[-1]["sig"] = f"{t.dtype}[" + ", ".join([":"] * (nd - 1) + ["::1"]) + "]"
                             if type(flat_args[i]).__name__ != "In":
@@ -1159,7 +1203,8 @@ def replay(case, pydevice, compile_only, timeout, cpu=False, bench=0):
                 sig.append(a["scalar"].split(":")[0])
             else:
                 nd = len(a["shape"])
-                sig.append(a["dtype"] + "[" + ", ".join([":"] * (nd - 1) + ["::1"]) + "]")
+                dims = ", ".join([":"] * (nd - 1) + ["::1"]) if nd else "()"
+                sig.append(a["dtype"] + "[" + dims + "]")
         cmd = [pydevice, "compile", str(src_path), "--entry", meta["kernel"], "--sig", ", ".join(sig),
                "-o", os.devnull]
     else:

@@ -211,7 +211,12 @@ fn signature(module: &Module, sig: &str) -> Result<Vec<Type>, String> {
         if let Some((name, dims)) = item.strip_suffix(']').and_then(|s| s.split_once('['))
             && let Some(elem) = module.named_type(name.trim())
         {
-            let ndim = dims.split(',').count() as u8;
+            // `float64[()]`: zero-dimensional.
+            let ndim = if dims.trim() == "()" {
+                0
+            } else {
+                dims.split(',').count() as u8
+            };
             let layout = if dims.trim_end().ends_with("::1") {
                 Layout::C
             } else if ndim > 1 && dims.trim_start().starts_with("::1") {

@@ -10,7 +10,13 @@ python/tests/gpu_run.sh does, and runs this).
 
 - `fma_chain`: arithmetic only (a 256-step fma chain per element), no barriers;
 - `block_sum`: a shared-memory tree per block, a barrier per level (fibers switch at each);
-- `warp_sum`: warp shuffles (lockstep collectives) then one atomic per warp.
+- `warp_sum`: warp shuffles (lockstep collectives) then one atomic per warp;
+- `sync_only`: block_sum's barriers (8 levels) without shared memory (each thread adds in a
+  register), and `shared_only`: block_sum's shared-memory traffic without barriers (each
+  thread works on its own slot): which of the two costs block_sum its scaling.
+
+`--kernels block_sum,sync_only` runs some of them. The last line gives each kernel's speedup
+at the most threads (the figure to quote).
 
 Prints one JSON line per (kernel, threads) and a table. The thread count is the back end's
 worker pool size for that launch (`threads=`), the blocks being spread over it. Each count
@@ -73,6 +79,42 @@ def warp_sum(x, out):
         device.atomic_ref(out, 0).add(v)
 
 
+@device.kernel
+def sync_only(x, out):
+    t = device.thread_idx.x
+    i = device.block_idx.x * BLOCK + t
+    v = x[i] if i < x.shape[0] else device.float32(0.0)
+    device.syncthreads()
+    k = BLOCK // 2
+    while k > 0:
+        v = v * device.float32(0.5) + device.float32(1.0)
+        device.syncthreads()
+        k //= 2
+    out[i] = v
+
+
+@device.kernel
+def shared_only(x, out):
+    buf = device.shared_array(BLOCK, device.float32)
+    t = device.thread_idx.x
+    i = device.block_idx.x * BLOCK + t
+    buf[t] = x[i] if i < x.shape[0] else device.float32(0.0)
+    k = BLOCK // 2
+    while k > 0:
+        buf[t] = buf[t] * device.float32(0.5) + device.float32(1.0)
+        k //= 2
+    out[i] = buf[t]
+
+
+def _levels(x, n):
+    v = np.pad(x, (0, n - x.shape[0])).astype(np.float32)
+    k = BLOCK // 2
+    while k > 0:
+        v = (v * np.float32(0.5) + np.float32(1.0)).astype(np.float32)
+        k //= 2
+    return v
+
+
 def cases(rng, scale):
     n = max(BLOCK, int((1 << 20) * scale))
     x = rng.standard_normal(n).astype(np.float32)
@@ -90,6 +132,10 @@ def cases(rng, scale):
          lambda: np.pad(x, (0, blocks * BLOCK - n)).reshape(blocks, BLOCK).sum(1), 1e-4),
         ("warp_sum", warp_sum, lambda: (x, np.zeros(1, np.float32)), 1,
          lambda: np.array([x.sum(dtype=np.float64)], np.float32), 1e-2),
+        ("sync_only", sync_only, lambda: (x, np.empty(blocks * BLOCK, np.float32)), 1,
+         lambda: _levels(x, blocks * BLOCK), 1e-6),
+        ("shared_only", shared_only, lambda: (x, np.empty(blocks * BLOCK, np.float32)), 1,
+         lambda: _levels(x, blocks * BLOCK), 1e-6),
     ], blocks
 
 
@@ -98,6 +144,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--scale", type=float, default=1.0, help="problem size factor (2^20 elements at 1)")
     ap.add_argument("--threads", default=None, help="comma-separated thread counts (default: 1, 2, 4, ... up to the cores)")
+    ap.add_argument("--kernels", default=None, help="comma-separated kernel names (default: all)")
     args = ap.parse_args()
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     if args.threads:
@@ -109,6 +156,9 @@ def main():
     rng = np.random.default_rng(33)
     table = []
     all_cases, blocks = cases(rng, args.scale)
+    if args.kernels:
+        keep = args.kernels.split(",")
+        all_cases = [c for c in all_cases if c[0] in keep]
     for name, k, make, out_index, ref, tol in all_cases:
         base = None
         for t in counts:
@@ -139,6 +189,9 @@ def main():
     print("|---|---:|---:|---:|---:|---:|")
     for r in table:
         print(f"| {r['kernel']} | {r['threads']} | {r['seconds']} | {r['speedup']} | {r['efficiency']:.0%} | {r['cpu_seconds']} |")
+    top = max(r["threads"] for r in table)
+    print(f"\nspeedup at {top} threads: " + ", ".join(
+        f"{r['kernel']} {r['speedup']}x" for r in table if r["threads"] == top))
 
 
 if __name__ == "__main__":

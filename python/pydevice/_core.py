@@ -793,7 +793,7 @@ def _handler_for(a):
         h = _h_numpy_scalar
         if a.dtype.fields is None and a.dtype.kind in "iufb":
             # Launches with this type then take the native fast path (python/src/fast.rs).
-            _native.register_scalar_type(t, a.dtype.kind)
+            _native.register_scalar_type(t, a.dtype.kind, a.dtype.itemsize)
     elif isinstance(a, np.ndarray):
         h = _h_host_array
     elif hasattr(a, "__dlpack__") and hasattr(a, "__dlpack_device__"):
@@ -1399,12 +1399,10 @@ class Kernel(_Entry):
         if which is not None:
             which = str(which).lower()
             if which == "cpu":
-                if cluster is not None:
-                    raise ValueError("thread block clusters do not run on the CPU back end")
                 race = _RACECHECK if race_check is None else bool(race_check)
                 return self._launch_cpu(
                     args, grid, block, shared, seed, deterministic=deterministic, cooperative=cooperative,
-                    race_check=race,
+                    race_check=race, cluster=cluster,
                 )
             if which not in ("gpu", "cuda"):
                 raise ValueError(f"backend={backend!r}: expected 'cpu' or 'gpu'")
@@ -1465,7 +1463,7 @@ class Kernel(_Entry):
 
     def _launch_cpu(
         self, args, grid, block, shared, seed=None, threads=0, deterministic=False, cooperative=False,
-        race_check=False,
+        race_check=False, cluster=None,
     ):
         """Runs the kernel on the CPU back end (docs/semantics.md, "CPU back end"): each GPU
         thread a fiber, blocks over the cores. Arguments are numbers, tuples, vectors,
@@ -1475,7 +1473,9 @@ class Kernel(_Entry):
         read-only array, two host arrays sharing memory where the kernel may store to one.
         ``race_check`` records every access to shared and global memory and raises
         RaceError for two by different threads with no barrier between them, one a store
-        (§22)."""
+        (§22). ``cluster`` runs the blocks in thread block clusters of that shape (the
+        kernel's own ``cluster=`` shape without it): a cluster's blocks run together, sharing
+        their shared memory (§22.1). Ctrl-C stops the launch (KeyboardInterrupt)."""
         if self._module is None:
             self._mod()
         consts = ()
@@ -1543,6 +1543,7 @@ class Kernel(_Entry):
             int(threads),
             bool(deterministic),
             bool(race_check),
+            None if cluster is None else _dim3(cluster, "cluster"),
         )
         for a, c in copies:
             if c is not a and a.flags.writeable and a.size:

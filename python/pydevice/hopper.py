@@ -39,7 +39,18 @@ def tensor_map(array, box: Sequence[int], swizzle: int = 0, device: int = 0) -> 
     (0, 32, 64 or 128): its 128 bytes as 16 ``uint64``. Copy it to the GPU (for example
     ``cupy.asarray(m)``) and pass it to the kernel, whose ``hopper.tma_load`` and
     ``tma_store`` take coordinates innermost first. The array must stay alive while kernels
-    use the map."""
+    use the map.
+
+    A NumPy array (host memory) gets the CPU back end's tensor map instead, for kernels
+    launched with ``backend="cpu"`` (docs/semantics.md §22.1): pass it as a NumPy array."""
+    if isinstance(array, np.ndarray):
+        if array.dtype.itemsize and any(s % array.dtype.itemsize for s in array.strides):
+            raise ValueError("tensor_map: the array's strides are not whole elements")
+        words = _native.cpu_tensor_map_tiled(
+            array.__array_interface__["data"][0], array.dtype.name, list(array.shape),
+            [s // array.dtype.itemsize for s in array.strides], [int(b) for b in box], int(swizzle),
+        )
+        return np.array(words, dtype=np.uint64)
     data, dtype, shape, strides = _describe(array)
     words = _native.tensor_map_tiled(
         device, data, dtype, shape, strides, [int(b) for b in box], int(swizzle)

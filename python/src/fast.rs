@@ -8,9 +8,14 @@
 //! (the stream's, else the arrays', else the default one), looks the launcher up, writes
 //! the arrays into a copy of its zeroed parameter buffer and launches without the GIL.
 //! NumPy scalars (`np.float64(x)`, `np.int32(n)`, ...) and `@struct` instances have a fast
-//! path too ([`read_launch`]): the Python side registers their types when it first meets
-//! them ([`register_scalar_type`], [`register_struct_type`]), the key holds the type, and
-//! the value is read as the Python path reads it (`item()`, field by field).
+//! path too ([`read_launch_into`]): the Python side registers their types when it first meets
+//! them ([`register_scalar_type`], [`register_struct_type`]) and the key holds the type. A
+//! scalar's value is read from the object's memory, where NumPy's array scalars keep it
+//! (`PyArrayScalar_VAL`: the C value right after the object header), once registration has
+//! checked that layout on sample values against the value Python gives (else through
+//! `__float__`/`__index__`, as before); a struct's fields are read by their interned names
+//! into a flat list of scalar leaves (nested structs flattened), allocating nothing, and
+//! written at the offsets each launcher laid out once for the struct's type.
 //! Anything else (a first launch, host NumPy arrays, other array types, arrays on
 //! different GPUs, bounds-checked kernels) returns to the Python path, which specializes
 //! (or raises) and then [`Dispatcher::insert`]s the launcher.
@@ -235,11 +240,19 @@ enum ScalarKind {
     Bool,
 }
 
+/// A registered NumPy scalar type: its kind, and its item size when its value may be read
+/// straight from the object (registration checked the layout), else `None`.
+#[derive(Clone, Copy, Debug)]
+struct ScalarType {
+    kind: ScalarKind,
+    raw: Option<u8>,
+}
+
 /// A type registered for the fast path besides arrays and Python numbers.
 #[derive(Clone)]
 enum Registered {
     /// A NumPy scalar type with a plain dtype.
-    Scalar(ScalarKind),
+    Scalar(ScalarType),
     /// A `@struct` class: its field names, in order (interned).
     Struct(Arc<[Py<PyString>]>),
 }
@@ -252,9 +265,11 @@ type Registry = FxHashMap<usize, (Py<PyType>, Registered)>;
 static REGISTERED: LazyLock<RwLock<Registry>> = LazyLock::new(|| RwLock::new(Registry::default()));
 
 /// Registers a NumPy scalar type whose dtype kind is `kind` (`"i"`, `"u"`, `"f"` or `"b"`;
-/// other kinds, complex and structured types keep the Python path).
+/// other kinds, complex and structured types keep the Python path) and whose item size is
+/// `itemsize` (0: unknown, the value is then always read through Python's number protocol).
 #[pyfunction]
-pub fn register_scalar_type(t: Bound<'_, PyType>, kind: &str) {
+#[pyo3(signature = (t, kind, itemsize=0))]
+pub fn register_scalar_type(t: Bound<'_, PyType>, kind: &str, itemsize: usize) {
     let kind = match kind {
         "i" => ScalarKind::Int,
         "u" => ScalarKind::UInt,
@@ -262,7 +277,138 @@ pub fn register_scalar_type(t: Bound<'_, PyType>, kind: &str) {
         "b" => ScalarKind::Bool,
         _ => return,
     };
-    register(t, Registered::Scalar(kind));
+    let raw = raw_layout_checked(&t, kind, itemsize);
+    register(t, Registered::Scalar(ScalarType { kind, raw }));
+}
+
+/// How the fast path reads scalars of registered type `t` (for tests): `"memory"` (from the
+/// object, the layout checked at registration), `"protocol"` (`__float__`/`__index__`), or
+/// `None` when `t` is not a registered scalar type.
+#[pyfunction]
+pub fn scalar_read(t: Bound<'_, PyType>) -> Option<&'static str> {
+    match registered(&t)? {
+        Registered::Scalar(ScalarType { raw: Some(_), .. }) => Some("memory"),
+        Registered::Scalar(_) => Some("protocol"),
+        Registered::Struct(_) => None,
+    }
+}
+
+/// Where a NumPy array scalar keeps its value: right after the object header (NumPy's
+/// `PyArrayScalar_VAL`; `np.float64`'s layout is `float`'s, the same place).
+const SCALAR_VALUE_OFFSET: usize = std::mem::size_of::<pyo3::ffi::PyObject>();
+
+/// Whether scalars of type `t` (kind `kind`, item size `size`) may be read from memory: the
+/// size is one the reader knows, the instances are large enough, and the value read from
+/// sample instances equals the value Python's number protocol gives for each. `Some(size)`
+/// then; `None` keeps the protocol.
+fn raw_layout_checked(t: &Bound<'_, PyType>, kind: ScalarKind, size: usize) -> Option<u8> {
+    let known = match kind {
+        ScalarKind::Int | ScalarKind::UInt => matches!(size, 1 | 2 | 4 | 8),
+        ScalarKind::Float => matches!(size, 2 | 4 | 8),
+        ScalarKind::Bool => size == 1,
+    };
+    if !known {
+        return None;
+    }
+    let py = t.py();
+    let basic: usize = t
+        .getattr(pyo3::intern!(py, "__basicsize__"))
+        .and_then(|b| b.extract())
+        .ok()?;
+    if basic < SCALAR_VALUE_OFFSET + size {
+        return None;
+    }
+    let samples: &[f64] = match kind {
+        ScalarKind::Int => &[5.0, -7.0, 0.0, 100.0],
+        ScalarKind::UInt => &[5.0, 3.0, 0.0, 200.0],
+        ScalarKind::Float => &[5.0, -2.25, 0.0, 1.0e-3],
+        ScalarKind::Bool => &[1.0, 0.0],
+    };
+    for &x in samples {
+        let sample = if matches!(kind, ScalarKind::Float) {
+            t.call1((x,))
+        } else {
+            t.call1((x as i64,))
+        }
+        .ok()?;
+        if !sample.get_type().is(t) {
+            return None;
+        }
+        let want = protocol_value(&sample, kind).ok()??;
+        // SAFETY: `sample` is a live instance of `t`, whose instances are at least
+        // `SCALAR_VALUE_OFFSET + size` bytes long (checked above).
+        let got = unsafe { raw_value(sample.as_ptr(), kind, size as u8) };
+        let same = match (&want, &got) {
+            (ArgVal::Int(a), ArgVal::Int(b)) => a == b,
+            (ArgVal::UInt(a), ArgVal::UInt(b)) => a == b,
+            (ArgVal::Float(a), ArgVal::Float(b)) => a.to_bits() == b.to_bits(),
+            (ArgVal::Bool(a), ArgVal::Bool(b)) => a == b,
+            _ => false,
+        };
+        if !same {
+            return None;
+        }
+    }
+    Some(size as u8)
+}
+
+/// A scalar's value through Python's number protocol (`__index__`, `__float__`, truth): what
+/// the Python path's `item()` gives, as a number; `None` for an integer outside 64 bits.
+fn protocol_value(a: &Bound<'_, PyAny>, kind: ScalarKind) -> PyResult<Option<ArgVal>> {
+    Ok(Some(match kind {
+        ScalarKind::Int => match a.extract::<i64>() {
+            Ok(x) => ArgVal::Int(x),
+            Err(_) => return Ok(None),
+        },
+        ScalarKind::UInt => match a.extract::<u64>() {
+            Ok(x) => ArgVal::UInt(x),
+            Err(_) => return Ok(None),
+        },
+        ScalarKind::Float => ArgVal::Float(a.extract()?),
+        ScalarKind::Bool => ArgVal::Bool(a.is_truthy()?),
+    }))
+}
+
+/// The value of a NumPy scalar of `kind` and item size `size`, read from its memory.
+///
+/// # Safety
+/// `p` must point to a live object of a type for which [`raw_layout_checked`] gave `size`.
+unsafe fn raw_value(p: *mut pyo3::ffi::PyObject, kind: ScalarKind, size: u8) -> ArgVal {
+    // SAFETY: the caller's contract: the value's bytes lie inside the object.
+    unsafe {
+        let v = p.cast::<u8>().add(SCALAR_VALUE_OFFSET);
+        match (kind, size) {
+            (ScalarKind::Int, 1) => ArgVal::Int(i64::from(v.cast::<i8>().read_unaligned())),
+            (ScalarKind::Int, 2) => ArgVal::Int(i64::from(v.cast::<i16>().read_unaligned())),
+            (ScalarKind::Int, 4) => ArgVal::Int(i64::from(v.cast::<i32>().read_unaligned())),
+            (ScalarKind::Int, _) => ArgVal::Int(v.cast::<i64>().read_unaligned()),
+            (ScalarKind::UInt, 1) => ArgVal::UInt(u64::from(v.read())),
+            (ScalarKind::UInt, 2) => ArgVal::UInt(u64::from(v.cast::<u16>().read_unaligned())),
+            (ScalarKind::UInt, 4) => ArgVal::UInt(u64::from(v.cast::<u32>().read_unaligned())),
+            (ScalarKind::UInt, _) => ArgVal::UInt(v.cast::<u64>().read_unaligned()),
+            (ScalarKind::Float, 2) => {
+                ArgVal::Float(f16_bits_to_f64(v.cast::<u16>().read_unaligned()))
+            }
+            (ScalarKind::Float, 4) => ArgVal::Float(f64::from(v.cast::<f32>().read_unaligned())),
+            (ScalarKind::Float, _) => ArgVal::Float(v.cast::<f64>().read_unaligned()),
+            (ScalarKind::Bool, _) => ArgVal::Bool(v.read() != 0),
+        }
+    }
+}
+
+/// An IEEE half's value as a double, exactly (NaN payloads kept, as NumPy converts them).
+fn f16_bits_to_f64(h: u16) -> f64 {
+    let sign = u64::from(h >> 15) << 63;
+    let exp = (h >> 10) & 0x1f;
+    let frac = u64::from(h & 0x3ff);
+    match exp {
+        0 => {
+            let m = frac as f64 * 2f64.powi(-24); // subnormal (or zero): exact
+            if sign != 0 { -m } else { m }
+        }
+        0x1f => f64::from_bits(sign | 0x7ff0_0000_0000_0000 | (frac << 42)),
+        e => f64::from_bits(sign | ((u64::from(e) + 1008) << 52) | (frac << 42)),
+    }
 }
 
 /// Registers a `@struct` class with its field names, in declaration order.
@@ -307,8 +453,10 @@ pub(crate) enum ArgKey {
     Bool,
     /// A registered NumPy scalar type (the type object's address; the registry keeps it).
     Scalar(usize),
-    /// A registered `@struct` class (its address) and its fields' kinds.
-    Struct(usize, Box<[ArgKey]>),
+    /// A registered `@struct` class (its address). Its fields' kinds follow it in the key,
+    /// depth first (a nested struct's own marker, then its fields); the field count is the
+    /// type's, so the listing is unambiguous and needs no allocation.
+    Struct(usize),
 }
 
 /// An argument's value as read on the fast path.
@@ -323,11 +471,19 @@ pub(crate) enum ArgVal {
     UInt(u64),
     Float(f64),
     Bool(bool),
-    /// A `@struct` instance's fields, in order.
-    Struct(Vec<ArgVal>),
+    /// A `@struct` instance: its `n` scalar leaves (nested structs flattened depth first,
+    /// the order of `abi::scalar_leaves`) follow it in the value list.
+    Struct(u32),
 }
 
-pub(crate) type Key = SmallVec<[ArgKey; 6]>;
+pub(crate) type Key = SmallVec<[ArgKey; 8]>;
+
+/// The values read for a launch: one per parameter, a struct's leaves after it.
+pub(crate) type Vals = SmallVec<[ArgVal; 8]>;
+
+/// How deeply nested a struct argument the fast path reads (deeper ones take the Python
+/// path, which refuses past its own limit).
+const MAX_STRUCT_DEPTH: usize = 16;
 
 struct Prepared {
     launcher: Py<Launcher>,
@@ -527,56 +683,118 @@ pub(crate) fn read(py: Python<'_>, a: &Bound<'_, PyAny>) -> PyResult<Option<Read
     Ok(None)
 }
 
-/// Reads one kernel argument: [`read`]'s kinds, NumPy scalars and `@struct` instances of
-/// registered types; `None` when it has no fast path. The value is what the Python path
-/// passes: a scalar's `item()`, a struct's fields in order (each read the same way).
-pub(crate) fn read_launch(py: Python<'_>, a: &Bound<'_, PyAny>) -> PyResult<Option<Read>> {
-    if let Some(r) = read(py, a)? {
-        return Ok(Some(r));
+/// Reads one kernel argument into `key` and `vals`: [`read`]'s kinds, NumPy scalars and
+/// `@struct` instances of registered types; `false` (the lists then hold partial entries)
+/// when it has no fast path. The value is what the Python path passes: a scalar's `item()`,
+/// a struct's fields in order (each read the same way, nested structs flattened).
+pub(crate) fn read_launch_into(
+    py: Python<'_>,
+    a: &Bound<'_, PyAny>,
+    key: &mut Key,
+    vals: &mut Vals,
+    keep: Option<&mut Vec<Py<PyAny>>>,
+) -> PyResult<bool> {
+    if let Some((k, v, d)) = read(py, a)? {
+        key.push(k);
+        vals.push(v);
+        if let (Some(keep), Some(d)) = (keep, d) {
+            keep.push(d);
+        }
+        return Ok(true);
     }
     let t = a.get_type();
-    let Some(r) = registered(&t) else {
-        return Ok(None);
-    };
-    let id = t.as_ptr() as usize;
-    Ok(match r {
-        Registered::Scalar(kind) => {
-            let v = match kind {
-                ScalarKind::Int => match a.extract::<i64>() {
-                    Ok(x) => ArgVal::Int(x),
-                    Err(_) => return Ok(None),
-                },
-                ScalarKind::UInt => match a.extract::<u64>() {
-                    Ok(x) => ArgVal::UInt(x),
-                    Err(_) => return Ok(None),
-                },
-                ScalarKind::Float => ArgVal::Float(a.extract()?),
-                ScalarKind::Bool => ArgVal::Bool(a.is_truthy()?),
+    match registered(&t) {
+        Some(Registered::Scalar(st)) => {
+            let Some(v) = scalar_value(a, st)? else {
+                return Ok(false);
             };
-            Some((ArgKey::Scalar(id), v, None))
+            key.push(ArgKey::Scalar(t.as_ptr() as usize));
+            vals.push(v);
+            Ok(true)
         }
-        Registered::Struct(names) => {
-            let mut keys = Vec::with_capacity(names.len());
-            let mut vals = Vec::with_capacity(names.len());
-            for n in names.iter() {
-                let field = a.getattr(n.bind(py))?;
-                // Arrays in structs keep the Python path (their dtype objects would need
-                // keeping alive here too); numbers, NumPy scalars and nested structs do not.
-                match read_launch(py, &field)? {
-                    Some((k, v, None)) => {
-                        keys.push(k);
-                        vals.push(v);
-                    }
-                    _ => return Ok(None),
+        Some(Registered::Struct(names)) => {
+            let at = vals.len();
+            vals.push(ArgVal::Struct(0));
+            if !read_fields(py, a, t.as_ptr() as usize, &names, key, vals, 0)? {
+                return Ok(false);
+            }
+            vals[at] = ArgVal::Struct((vals.len() - at - 1) as u32);
+            Ok(true)
+        }
+        None => Ok(false),
+    }
+}
+
+/// A registered NumPy scalar's value: from its memory when registration checked the
+/// layout, else through the number protocol.
+fn scalar_value(a: &Bound<'_, PyAny>, st: ScalarType) -> PyResult<Option<ArgVal>> {
+    match st.raw {
+        // SAFETY: `a` is a live instance of exactly the registered type (the registry is
+        // keyed by exact type), for which `raw_layout_checked` gave this size.
+        Some(size) => Ok(Some(unsafe { raw_value(a.as_ptr(), st.kind, size) })),
+        None => protocol_value(a, st.kind),
+    }
+}
+
+/// Reads the fields of struct `a` (type address `id`, field names `names`): its marker and
+/// its fields' kinds into `key`, its scalar leaves into `vals`; `false` when a field has no
+/// fast path (arrays in structs keep the Python path: their dtype objects would need
+/// keeping alive here too).
+fn read_fields(
+    py: Python<'_>,
+    a: &Bound<'_, PyAny>,
+    id: usize,
+    names: &[Py<PyString>],
+    key: &mut Key,
+    vals: &mut Vals,
+    depth: usize,
+) -> PyResult<bool> {
+    if depth >= MAX_STRUCT_DEPTH {
+        return Ok(false);
+    }
+    key.push(ArgKey::Struct(id));
+    for n in names {
+        // A field the instance lacks takes the Python path, which says so.
+        let Ok(f) = a.getattr(n.bind(py)) else {
+            let _ = PyErr::take(py);
+            return Ok(false);
+        };
+        if f.is_exact_instance_of::<PyFloat>() {
+            key.push(ArgKey::Float);
+            vals.push(ArgVal::Float(f.extract()?));
+            continue;
+        }
+        if f.is_exact_instance_of::<PyBool>() {
+            key.push(ArgKey::Bool);
+            vals.push(ArgVal::Bool(f.extract()?));
+            continue;
+        }
+        if f.is_exact_instance_of::<PyInt>() {
+            let Ok(i) = f.extract::<i64>() else {
+                return Ok(false);
+            };
+            key.push(ArgKey::Int);
+            vals.push(ArgVal::Int(i));
+            continue;
+        }
+        let t = f.get_type();
+        match registered(&t) {
+            Some(Registered::Scalar(st)) => {
+                let Some(v) = scalar_value(&f, st)? else {
+                    return Ok(false);
+                };
+                key.push(ArgKey::Scalar(t.as_ptr() as usize));
+                vals.push(v);
+            }
+            Some(Registered::Struct(inner)) => {
+                if !read_fields(py, &f, t.as_ptr() as usize, &inner, key, vals, depth + 1)? {
+                    return Ok(false);
                 }
             }
-            Some((
-                ArgKey::Struct(id, keys.into_boxed_slice()),
-                ArgVal::Struct(vals),
-                None,
-            ))
+            None => return Ok(false),
         }
-    })
+    }
+    Ok(true)
 }
 
 /// The value a scalar parameter (or struct field) of type `t` gets from a NumPy scalar or a
@@ -603,37 +821,24 @@ fn launch_value(t: &Type, v: &ArgVal) -> Option<ArgValue> {
     })
 }
 
-/// A struct's values, nested structs flattened depth first (the order of
-/// `abi::scalar_leaves`); any other value is its own leaf.
-fn flatten<'a>(v: &'a ArgVal, out: &mut SmallVec<[&'a ArgVal; 8]>) {
-    match v {
-        ArgVal::Struct(vs) => vs.iter().for_each(|x| flatten(x, out)),
-        other => out.push(other),
-    }
-}
-
-/// Reads every argument; `None` when one has no fast path. The dtype objects named in the
-/// key are pushed to `keep` when given (only [`Dispatcher::insert`] needs them).
+/// Reads every argument; `None` when one has no fast path, else the key, the values and
+/// the number of arguments. The dtype objects named in the key are pushed to `keep` when
+/// given (only [`Dispatcher::insert`] needs them).
 fn read_all<'py>(
     py: Python<'py>,
     args: impl Iterator<Item = Bound<'py, PyAny>>,
     mut keep: Option<&mut Vec<Py<PyAny>>>,
-) -> PyResult<Option<(Key, SmallVec<[ArgVal; 6]>)>> {
+) -> PyResult<Option<(Key, Vals, usize)>> {
     let mut key = Key::new();
-    let mut vals = SmallVec::new();
+    let mut vals = Vals::new();
+    let mut n = 0;
     for a in args {
-        match read_launch(py, &a)? {
-            Some((k, v, d)) => {
-                key.push(k);
-                vals.push(v);
-                if let (Some(keep), Some(d)) = (keep.as_deref_mut(), d) {
-                    keep.push(d);
-                }
-            }
-            None => return Ok(None),
+        if !read_launch_into(py, &a, &mut key, &mut vals, keep.as_deref_mut())? {
+            return Ok(None);
         }
+        n += 1;
     }
-    Ok(Some((key, vals)))
+    Ok(Some((key, vals, n)))
 }
 
 /// The GPU of a stream handle: `None` for the default streams (0, 1 and 2).
@@ -745,7 +950,7 @@ impl Dispatcher {
         shared: u32,
         cooperative: bool,
     ) -> PyResult<bool> {
-        let Some((key, vals)) = read_all(py, args, None)? else {
+        let Some((key, vals, _)) = read_all(py, args, None)? else {
             return Ok(false);
         };
         let place = if stream.is_none() {
@@ -772,7 +977,11 @@ impl Dispatcher {
         let l = launcher.get();
         let abi = &l.abi;
         let mut packed = l.template.clone();
-        for (i, v) in vals.iter().enumerate() {
+        // `j` walks the values (a struct's leaves follow it), `i` the parameters.
+        let mut j = 0;
+        for i in 0.. {
+            let Some(v) = vals.get(j) else { break };
+            j += 1;
             let r = match v {
                 ArgVal::UInt(_) => {
                     let Some(value) = l.params.get(i).and_then(|t| launch_value(t, v)) else {
@@ -780,18 +989,21 @@ impl Dispatcher {
                     };
                     packed.set(abi, i, &value)
                 }
-                ArgVal::Struct(_) => {
-                    // Field by field into the struct's layout, computed once per launcher.
+                ArgVal::Struct(n) => {
+                    // Leaf by leaf into the struct's layout, computed once per launcher.
+                    let n = *n as usize;
+                    let Some(flat) = vals.get(j..j + n) else {
+                        return Ok(false);
+                    };
+                    j += n;
                     let Some(Some(leaves)) = l.leaves.get(i) else {
                         return Ok(false);
                     };
-                    let mut flat: SmallVec<[&ArgVal; 8]> = SmallVec::new();
-                    flatten(v, &mut flat);
                     if flat.len() != leaves.len() {
                         return Ok(false);
                     }
                     let mut values: SmallVec<[ArgValue; 8]> = SmallVec::new();
-                    for (&(_, s), v) in leaves.iter().zip(&flat) {
+                    for (&(_, s), v) in leaves.iter().zip(flat) {
                         match launch_value(&Type::Scalar(s), v) {
                             Some(x) => values.push(x),
                             None => return Ok(false),
@@ -808,7 +1020,12 @@ impl Dispatcher {
                 ArgVal::Float(x) => packed.set(abi, i, &ArgValue::Float(*x)),
                 ArgVal::Bool(x) => packed.set(abi, i, &ArgValue::Bool(*x)),
             };
-            r.map_err(|e| crate::runtime_to_py(py, e))?;
+            // A value the parameter refuses (an integer out of its type's range, an array of
+            // the wrong layout) takes the Python path, which raises the error that names the
+            // argument (`ArgumentRangeError`, ...), the same on every launch.
+            if r.is_err() {
+                return Ok(false);
+            }
         }
         let grid = dim3(grid, "grid")?;
         let block = dim3(block, "block")?;
@@ -903,10 +1120,10 @@ impl Dispatcher {
         launcher: Py<Launcher>,
     ) -> PyResult<bool> {
         let mut dtypes = Vec::new();
-        let Some((key, _)) = read_all(py, args.iter(), Some(&mut dtypes))? else {
+        let Some((key, _, n)) = read_all(py, args.iter(), Some(&mut dtypes))? else {
             return Ok(false);
         };
-        if key.len() != launcher.get().params.len() {
+        if n != launcher.get().params.len() {
             return Ok(false);
         }
         let dev = launcher.get().ordinal as u32;

@@ -561,6 +561,7 @@ fn cpu_to_py(py: Python<'_>, kernel: &str, e: pydevice::runtime::cpu::CpuError) 
             raise(py, "LaunchError", (text, kernel.to_string()))
         }
         CpuError::Deadlock(_) => raise(py, "DeadlockError", (text, kernel.to_string())),
+        CpuError::Interrupted => interrupt::interrupted(py),
         CpuError::Race {
             file,
             space,
@@ -644,8 +645,11 @@ impl CpuKernel {
     /// in and out: the serial copies bounded the launch's scaling with cores). A launch that
     /// fails leaves the arrays as they were (`CpuKernel::launch_raw_or_restore`).
     /// `threads` OS threads (0: one per core); `deterministic` runs the blocks in grid order
-    /// on one thread; `race_check` checks for data races (RaceError).
-    #[pyo3(signature = (args, grid, block, shared=0, seed=None, threads=0, deterministic=false, race_check=false))]
+    /// on one thread; `race_check` checks for data races (RaceError); `cluster` is the
+    /// launch's thread block cluster shape. On Python's main thread, Ctrl-C stops the
+    /// launch: its threads stop at their next loop back-edge and it raises
+    /// `KeyboardInterrupt` (what Python's `SIGINT` handler raises).
+    #[pyo3(signature = (args, grid, block, shared=0, seed=None, threads=0, deterministic=false, race_check=false, cluster=None))]
     #[allow(clippy::too_many_arguments)]
     fn launch(
         &self,
@@ -658,6 +662,7 @@ impl CpuKernel {
         threads: usize,
         deterministic: bool,
         race_check: bool,
+        cluster: Option<[u32; 3]>,
     ) -> PyResult<()> {
         let params = self.inner.params();
         if args.len() != params.len() {
@@ -681,8 +686,10 @@ impl CpuKernel {
             deterministic,
             seed,
             race_check,
+            cluster,
         };
         let k = self.inner.clone();
+        interrupt::arm(py);
         // SAFETY: `pydevice._core` passes, for each array, the address of a C-contiguous
         // NumPy buffer of the shape given, which it keeps alive and does not touch during
         // the call, writable where the kernel may store to it (it checks `may_store`).
@@ -1685,6 +1692,35 @@ fn tensor_map_tiled(
         .map_err(|e| runtime_to_py(py, e))
 }
 
+/// The CPU back end's tensor map (`pydevice::runtime::cpu_tma`) of host array `data`, with
+/// the arguments and checks of [`tensor_map_tiled`]: its 16 words, which only kernels run
+/// on the CPU back end read.
+#[pyfunction]
+#[pyo3(signature = (data, dtype, shape, strides, box_shape, swizzle=0))]
+fn cpu_tensor_map_tiled(
+    py: Python<'_>,
+    data: u64,
+    dtype: &str,
+    shape: Vec<u64>,
+    strides: Vec<i64>,
+    box_shape: Vec<u32>,
+    swizzle: u32,
+) -> PyResult<Vec<u64>> {
+    let dtype = pydevice::types::Scalar::from_name(dtype)
+        .ok_or_else(|| PyValueError::new_err(format!("tensor map: unknown dtype `{dtype}`")))?;
+    let a = pydevice::runtime::DeviceArray {
+        data,
+        dtype,
+        shape,
+        strides,
+        readonly: false,
+        device: None,
+    };
+    pydevice::runtime::cpu_tma::tensor_map_tiled(&a, &box_shape, swizzle)
+        .map(|m| m.words.to_vec())
+        .map_err(|e| cpu_to_py(py, "tensor map", e))
+}
+
 /// True when the CUDA driver library can be loaded.
 #[pyfunction]
 fn driver_available() -> bool {
@@ -1813,12 +1849,14 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fast::register_array_type, m)?)?;
     m.add_function(wrap_pyfunction!(fast::register_scalar_type, m)?)?;
     m.add_function(wrap_pyfunction!(fast::register_struct_type, m)?)?;
+    m.add_function(wrap_pyfunction!(fast::scalar_read, m)?)?;
     m.add_function(wrap_pyfunction!(calls::set_cupy_hooks, m)?)?;
     m.add_function(wrap_pyfunction!(driver_available, m)?)?;
     m.add_function(wrap_pyfunction!(cli::cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack_describe, m)?)?;
     m.add_function(wrap_pyfunction!(device_arch, m)?)?;
     m.add_function(wrap_pyfunction!(tensor_map_tiled, m)?)?;
+    m.add_function(wrap_pyfunction!(cpu_tensor_map_tiled, m)?)?;
     m.add_function(wrap_pyfunction!(device_name, m)?)?;
     m.add_function(wrap_pyfunction!(synchronize, m)?)?;
     m.add_function(wrap_pyfunction!(set_disk_cache, m)?)?;

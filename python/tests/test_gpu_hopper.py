@@ -1,8 +1,9 @@
 """GPU tests of the §17 extensions through the Python package: a cluster kernel exchanging
 shared tiles between blocks (the `cluster=` kernel option, and the launch attribute
 `device.launch(..., cluster=...)`), a grid that is not a whole number of clusters refused,
-inline PTX, and a kernel launched from device code. Skipped without a GPU and CuPy; the
-cluster tests need sm_90."""
+inline PTX, and a kernel launched from device code. On a GPU the cluster tests need sm_90;
+without one they run on the CPU back end (it runs a cluster's blocks together); the others
+need a real GPU."""
 
 import numpy as np
 import pytest
@@ -13,14 +14,16 @@ import hopper_kernels as H
 
 
 @pytest.fixture
-def hopper(real_gpu, cupy):
-    cc = cupy.cuda.Device().compute_capability
-    if int(cc) < 90:
-        pytest.skip(f"thread block clusters need sm_90, this GPU is sm_{cc}")
+def hopper(gpu, cupy):
+    """CuPy on an sm_90 GPU; without a GPU, the CPU back end (it runs a cluster's blocks
+    together, docs/semantics.md §22.1)."""
+    if gpu != "cpu":
+        cc = cupy.cuda.Device().compute_capability
+        if int(cc) < 90:
+            pytest.skip(f"thread block clusters need sm_90, this GPU is sm_{cc}")
     return cupy
 
 
-@pytest.mark.gpu_only('thread block clusters (sm_90)')
 def test_cluster_blocks_swap_shared_tiles(hopper):
     cp = hopper
     n = H.BLOCK * 2 * 40
@@ -34,7 +37,6 @@ def test_cluster_blocks_swap_shared_tiles(hopper):
     np.testing.assert_array_equal(cp.asnumpy(d_dst), want)
 
 
-@pytest.mark.gpu_only('thread block clusters (sm_90)')
 def test_cluster_launch_attribute_and_bad_grids(hopper):
     cp = hopper
     out = cp.full(8 * 32, -1, dtype=np.int32)
@@ -46,8 +48,9 @@ def test_cluster_launch_attribute_and_bad_grids(hopper):
     with pytest.raises(device.LaunchError, match="not a multiple"):
         device.launch(H.ranks, out, grid=6, block=32, cluster=(4, 1, 1))
     src = cp.zeros(3 * H.BLOCK, dtype=np.float32)
+    dst = cp.zeros(3 * H.BLOCK, dtype=np.float32)
     with pytest.raises(device.LaunchError, match="cluster= option"):
-        device.launch(H.swap_halves, src, src, grid=3, block=H.BLOCK)
+        device.launch(H.swap_halves, src, dst, grid=3, block=H.BLOCK)
     device.launch(H.ranks, out, grid=8, block=32, cluster=2)
     cp.cuda.Device().synchronize()
     want = np.repeat((np.arange(8) % 2) * 100 + 2, 32).astype(np.int32)
@@ -86,10 +89,12 @@ def _sm90(cc: str) -> None:
         pytest.skip(f"TMA and mbarriers need sm_90, this GPU is sm_{cc}")
 
 
-@pytest.mark.gpu_only('TMA (a tensor map of device memory, sm_90)')
-def test_tma_tiles_from_a_cupy_array(real_gpu, cupy):
+def test_tma_tiles_from_a_cupy_array(gpu, cupy):
+    """On a GPU, the driver's tensor maps of CuPy arrays; without one, the CPU back end's of
+    the stand-in's NumPy arrays (``hopper.tensor_map`` of a NumPy array)."""
     cp = cupy
-    _sm90(cp.cuda.Device().compute_capability)
+    if gpu != "cpu":
+        _sm90(cp.cuda.Device().compute_capability)
     from cuda.device import hopper
 
     rows, cols = 64, 128
@@ -151,10 +156,11 @@ def test_tma_tiles_through_grid_constant_maps(real_gpu, cupy):
     np.testing.assert_array_equal(cp.asnumpy(d_r), r0 + a * 4)
 
 
-@pytest.mark.gpu_only('the driver (cuTensorMapEncodeTiled)')
-def test_tensor_map_refuses_a_bad_box(real_gpu, cupy):
+def test_tensor_map_refuses_a_bad_box(gpu, cupy):
+    """The driver's checks, and the CPU back end's (the same) without a GPU."""
     cp = cupy
-    _sm90(cp.cuda.Device().compute_capability)
+    if gpu != "cpu":
+        _sm90(cp.cuda.Device().compute_capability)
     from cuda.device import hopper
 
     a = cp.zeros((64, 64), np.float32)

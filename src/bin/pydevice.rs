@@ -726,7 +726,7 @@ fn parse_file_arg(name: &str, path: &Path) -> Result<(String, CliArg), String> {
     let bytes = read_input(path)?;
     // A structured dtype's `descr` is a list of fields.
     let head = String::from_utf8_lossy(&bytes[..bytes.len().min(4096)]).into_owned();
-    if head.contains("'descr': [") {
+    if head.contains("'descr': [") || pydevice::runtime::records::text_descr(&head).is_some() {
         let recs = NpyRecords::parse(&bytes).map_err(|e| format!("{value}: {e}"))?;
         if recs.shape.is_empty() {
             // One record, passed by value.
@@ -736,11 +736,6 @@ fn parse_file_arg(name: &str, path: &Path) -> Result<(String, CliArg), String> {
         return Ok((name.to_string(), CliArg::Records(recs)));
     }
     let arr = NpyArray::parse(&bytes).map_err(|e| format!("{value}: {e}"))?;
-    if arr.shape.is_empty() {
-        return Err(format!(
-            "{value}: zero-dimensional arrays are not supported; pass a scalar as DTYPE:VALUE"
-        ));
-    }
     Ok((name.to_string(), CliArg::Array(arr)))
 }
 

@@ -397,6 +397,7 @@ impl ParsedModule {
                 ty: Type::Scalar(s),
                 offset: end,
                 shape: shape.clone(),
+                text: None,
             });
             end += a * shape.iter().product::<u64>();
         }

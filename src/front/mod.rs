@@ -1757,7 +1757,7 @@ fn dialect_namespace(module: &str) -> Option<Namespace> {
         "numba.cuda.cg" => Namespace::NumbaCg,
         "numba.cuda.bf16" => Namespace::NumbaBf16,
         "numba.cuda.libdevice" => Namespace::NumbaLibdevice,
-        "numba.types" | "numba.core.types" => Namespace::NumbaTypes,
+        "numba.types" | "numba.core.types" | "numba.cuda.types" => Namespace::NumbaTypes,
         // `literal_unroll`'s home; its other members are numba's too.
         "numba.cuda.misc.special" | "numba.misc.special" => Namespace::Numba,
         // `to_fixed_tuple`'s home.

@@ -69,6 +69,9 @@ struct Analysis {
     annotated: HashSet<String>,
     /// States at `break` and `continue` of the innermost loops.
     loops: Vec<(State, State)>,
+    /// `x += v` where no assignment of `x` reaches: it reads the zero-initialised local
+    /// (docs/semantics.md §4.2), so it joins the web that keeps the name.
+    unbound_augs: Vec<usize>,
 }
 
 impl Analysis {
@@ -211,10 +214,13 @@ impl Analysis {
                     let at = n.range.start();
                     self.use_name(n.id.as_str(), at, &st);
                     let d = self.new_def(n.id.as_str(), at);
-                    if let Some(prev) = st.get(n.id.as_str()).cloned() {
-                        for p in prev {
-                            self.union(p, d);
+                    match st.get(n.id.as_str()).cloned() {
+                        Some(prev) if !prev.is_empty() => {
+                            for p in prev {
+                                self.union(p, d);
+                            }
                         }
+                        _ => self.unbound_augs.push(d),
                     }
                     st.insert(n.id.to_string(), BTreeSet::from([d]));
                 } else {
@@ -410,6 +416,15 @@ pub(crate) fn split_locals(def: &mut ast::StmtFunctionDef) {
     a.block(&def.body, Some(st));
     if a.bail {
         return;
+    }
+    // An augmented assignment that no assignment reaches (`c += 1` on a path where `c` was
+    // never assigned, as in numba's test_ssa) reads the local's zero: it is the first web's
+    // variable, not a web of its own that the checker would see read before any assignment.
+    for d in std::mem::take(&mut a.unbound_augs) {
+        let name = a.defs[d].0.clone();
+        if let Some(first) = (0..a.defs.len()).find(|&e| e != d && a.defs[e].0 == name) {
+            a.union(first, d);
+        }
     }
     // Webs of each name, by their root (the earliest definition).
     let mut webs: HashMap<String, BTreeSet<usize>> = HashMap::new();

@@ -37,43 +37,56 @@ pub(super) fn cluster_shape(
 ) -> Result<Option<[u32; 3]>, RuntimeError> {
     // Three attribute queries the first time, then a cached answer.
     let required = kernel.required_cluster();
-    let refuse = |message: String| RuntimeError::Launch {
-        kernel: kernel.name.to_string(),
-        message: format!("launch refused: {message} ({cfg})"),
-    };
+    check_cluster(cfg.grid, explicit, required)
+        .map(|_| explicit)
+        .map_err(|message| RuntimeError::Launch {
+            kernel: kernel.name.to_string(),
+            message: format!("launch refused: {message} ({cfg})"),
+        })
+}
+
+/// The cluster shape a launch of `grid` blocks runs with: `explicit` (the launch's) or
+/// `required` (the kernel's `cluster=`), `None` for neither; refuses a shape other than the
+/// kernel's, a zero extent, and a grid that is not a whole number of clusters, saying
+/// which numbers are at fault. Shared by the GPU launch and the CPU back end's.
+pub(crate) fn check_cluster(
+    grid: [u32; 3],
+    explicit: Option<[u32; 3]>,
+    required: Option<[u32; 3]>,
+) -> Result<Option<[u32; 3]>, String> {
     let (shape, from) = match (explicit, required) {
         (Some(e), Some(r)) if e != r => {
-            return Err(refuse(format!(
+            return Err(format!(
                 "the launch asks for clusters of {} blocks, but the kernel was compiled with \
                  cluster={}",
                 show(e),
                 show(r)
-            )));
+            ));
         }
         (Some(e), _) => (e, "the launch's cluster shape"),
         (None, Some(r)) => (r, "the kernel's cluster= option"),
         (None, None) => return Ok(None),
     };
     if shape.contains(&0) {
-        return Err(refuse(format!(
+        return Err(format!(
             "cluster extents must be at least 1, not {}",
             show(shape)
-        )));
+        ));
     }
     for d in 0..3 {
-        if !cfg.grid[d].is_multiple_of(shape[d]) {
-            return Err(refuse(format!(
+        if !grid[d].is_multiple_of(shape[d]) {
+            return Err(format!(
                 "grid extent {} is {}, not a multiple of {} ({} blocks in {}); the grid \
                  must be a whole number of clusters",
                 ["x", "y", "z"][d],
-                cfg.grid[d],
+                grid[d],
                 from,
                 shape[d],
                 ["x", "y", "z"][d],
-            )));
+            ));
         }
     }
-    Ok(explicit)
+    Ok(Some(shape))
 }
 
 fn show(d: [u32; 3]) -> String {

@@ -24,7 +24,7 @@ use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use std::cell::RefCell;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Why a launch on the CPU failed.
@@ -85,6 +85,11 @@ pub enum CpuError {
     },
     /// An OS resource (a fiber's stack) could not be had.
     Resource(String),
+    /// The launch was stopped by [`crate::lower::host::interrupt::request`] (Ctrl-C in
+    /// Python) before it ended: every thread stopped at its next loop back-edge, and no
+    /// block started after it (`launch_raw_or_restore` then restores the arrays, as after
+    /// any failed launch).
+    Interrupted,
 }
 
 impl fmt::Display for CpuError {
@@ -119,6 +124,7 @@ impl fmt::Display for CpuError {
                 triple(*block)
             ),
             CpuError::Deadlock(m) => write!(f, "the kernel deadlocked: {m}"),
+            CpuError::Interrupted => write!(f, "the launch was interrupted"),
             CpuError::Race {
                 file,
                 space,
@@ -209,6 +215,12 @@ pub struct CpuLaunch {
     /// barrier between them, one a store, fail the launch with [`CpuError::Race`].
     /// Atomics are not recorded. Slower; works in both schedules.
     pub race_check: bool,
+    /// The thread block cluster shape of the launch (the launch attribute); `None` for the
+    /// kernel's own `cluster=` shape, or clusters of one block. The blocks of a cluster run
+    /// together on one OS thread, their shared memory one after the other in rank order
+    /// (distributed shared memory), and a cluster barrier waits for every live thread of
+    /// the cluster.
+    pub cluster: Option<[u32; 3]>,
 }
 
 impl CpuLaunch {
@@ -223,6 +235,7 @@ impl CpuLaunch {
             deterministic: false,
             seed: None,
             race_check: false,
+            cluster: None,
         }
     }
 }
@@ -237,9 +250,13 @@ pub struct CpuKernel {
 
 /// The runtime functions the compiled code calls, by name.
 fn symbols() -> Vec<(&'static str, *const u8)> {
-    use crate::lower::host::kernel::{BARRIER_SYMBOL, RACE_SYMBOL, RANDOM_SYMBOLS, WARP_SYMBOL};
+    use crate::lower::host::kernel::{
+        BARRIER_SYMBOL, RACE_SYMBOL, RANDOM_SYMBOLS, TMA_SYMBOL, WARP_SYMBOL, WGMMA_SYMBOL,
+    };
     vec![
         (BARRIER_SYMBOL, barrier as *const u8),
+        (WGMMA_SYMBOL, super::cpu_wgmma::wgmma as *const u8),
+        (TMA_SYMBOL, super::cpu_tma::tma as *const u8),
         (WARP_SYMBOL, warp as *const u8),
         (RACE_SYMBOL, race as *const u8),
         (RANDOM_SYMBOLS[0], rand_f32 as *const u8),
@@ -277,6 +294,11 @@ impl CpuKernel {
     /// The kernel's Python name.
     pub fn name(&self) -> &str {
         self.code.name()
+    }
+
+    /// `@kernel(cluster=)`: the thread block cluster shape every launch must have.
+    pub fn cluster(&self) -> Option<[u32; 3]> {
+        self.code.cluster()
     }
 
     /// Parameter types, in order.
@@ -405,11 +427,40 @@ impl CpuKernel {
             )));
         }
         let blocks = blocks as u32;
-        let units: Vec<Vec<u32>> = if self.code.cooperative() {
-            vec![(0..blocks).collect()]
-        } else {
-            (0..blocks).map(|b| vec![b]).collect()
+        let cluster =
+            crate::runtime::cluster::check_cluster(cfg.grid, cfg.cluster, self.code.cluster())
+                .map_err(|m| {
+                    CpuError::Config(format!(
+                        "launch refused: {m} (grid {}, block {})",
+                        triple(cfg.grid),
+                        triple(cfg.block)
+                    ))
+                })?
+                .unwrap_or([1, 1, 1]);
+        // The blocks of a cluster in rank order (x fastest), the clusters in grid order.
+        let cluster_size = cluster[0] * cluster[1] * cluster[2];
+        let in_clusters = |c: u32| -> Vec<u32> {
+            let [cx, cy, _] = cluster;
+            let (nx, ny) = (gx / cx, gy / cy);
+            let (ox, oy, oz) = (c % nx * cx, c / nx % ny * cy, c / (nx * ny) * cluster[2]);
+            (0..cluster_size)
+                .map(|r| {
+                    let (x, y, z) = (ox + r % cx, oy + r / cx % cy, oz + r / (cx * cy));
+                    x + gx * (y + gy * z)
+                })
+                .collect()
         };
+        let clusters = blocks / cluster_size;
+        let units = if self.code.cooperative() {
+            Units::Lists(vec![(0..clusters).flat_map(in_clusters).collect()])
+        } else if cluster_size == 1 {
+            // A block per unit, numbered as they are taken: no list to build (serially, before
+            // the workers start) and drop.
+            Units::Blocks(blocks)
+        } else {
+            Units::Lists((0..clusters).map(in_clusters).collect())
+        };
+        let interrupt = crate::lower::host::interrupt::flag_for_call();
         let seed = cfg.seed.unwrap_or_else(crate::random::draw_seed);
         let shared = Launch {
             code: &self.code,
@@ -420,6 +471,8 @@ impl CpuKernel {
             stop: AtomicBool::new(false),
             failure: Mutex::new(None),
             race: cfg.race_check.then(RaceState::default),
+            interrupt,
+            cluster,
         };
         let workers = if cfg.deterministic {
             1
@@ -441,6 +494,9 @@ impl CpuKernel {
             // Every worker of the pool takes units from the launch's counter until none is
             // left (a worker that finds none returns at once).
             pool.broadcast(|_| shared.work(&units));
+        }
+        if shared.interrupted() {
+            return Err(CpuError::Interrupted);
         }
         let failure = shared
             .failure
@@ -582,6 +638,23 @@ pub fn launch(
     kernel.launch(args, &cfg)
 }
 
+/// The units of a launch: the blocks that run together on one OS thread.
+enum Units {
+    /// Each of this many blocks on its own, in grid order.
+    Blocks(u32),
+    /// The blocks of each unit (a cluster's, or all of a cooperative launch), in rank order.
+    Lists(Vec<Vec<u32>>),
+}
+
+impl Units {
+    fn len(&self) -> usize {
+        match self {
+            Units::Blocks(n) => *n as usize,
+            Units::Lists(v) => v.len(),
+        }
+    }
+}
+
 /// What the workers of one launch share.
 struct Launch<'a> {
     code: &'a KernelCode,
@@ -597,6 +670,11 @@ struct Launch<'a> {
     failure: Mutex<Option<((u32, u32), CpuError)>>,
     /// The race detector's records, when the launch checks for races.
     race: Option<RaceState>,
+    /// The address of the interrupt flag (a `u32`) the threads poll
+    /// (`lower::host::interrupt`).
+    interrupt: u64,
+    /// The cluster shape (1, 1, 1 without clusters).
+    cluster: [u32; 3],
 }
 
 /// An access as the race detector records it.
@@ -685,6 +763,13 @@ impl Records {
 }
 
 impl Launch<'_> {
+    /// Whether the launch was asked to stop (Ctrl-C in Python).
+    fn interrupted(&self) -> bool {
+        // SAFETY: `interrupt` is the address of one of `lower::host::interrupt`'s static
+        // flags.
+        unsafe { (*(self.interrupt as *const AtomicU32)).load(Ordering::Relaxed) != 0 }
+    }
+
     fn fail(&self, key: (u32, u32), e: CpuError) {
         let mut f = self.failure.lock().unwrap_or_else(|e| e.into_inner());
         if f.as_ref().is_none_or(|(k, _)| key < *k) {
@@ -694,18 +779,29 @@ impl Launch<'_> {
 
     /// Takes units until none is left, with the buffers this OS thread kept from its
     /// earlier units and launches ([`WorkerCache`]).
-    fn work(&self, units: &[Vec<u32>]) {
+    fn work(&self, units: &Units) {
         let mut cache = CACHE.with(|c| std::mem::take(&mut *c.borrow_mut()));
         if cache.stack_size != self.code.stack_bytes() {
             cache.stacks.clear();
             cache.stack_size = self.code.stack_bytes();
         }
         loop {
-            if self.stop.load(Ordering::Relaxed) {
+            if self.stop.load(Ordering::Relaxed) || self.interrupted() {
                 break;
             }
             let i = self.next.fetch_add(1, Ordering::Relaxed);
-            let Some(unit) = units.get(i) else { break };
+            let one;
+            let unit: &[u32] = match units {
+                Units::Blocks(n) if i < *n as usize => {
+                    one = [i as u32];
+                    &one
+                }
+                Units::Blocks(_) => break,
+                Units::Lists(v) => match v.get(i) {
+                    Some(u) => u,
+                    None => break,
+                },
+            };
             if let Err((key, e)) = self.run_unit(unit, &mut cache) {
                 if matches!(e, CpuError::Deadlock(_) | CpuError::Resource(_)) {
                     self.stop.store(true, Ordering::Relaxed);
@@ -738,7 +834,10 @@ impl Launch<'_> {
         shared.resize(words.saturating_mul(blocks.len()), 0);
         let shared_base = shared.as_mut_ptr();
         let WorkerCache {
-            threads, stacks, ..
+            threads,
+            stacks,
+            fibers: kept,
+            ..
         } = cache;
         threads.clear();
         threads.reserve(blocks.len() * bs);
@@ -760,6 +859,9 @@ impl Launch<'_> {
                         block_rank: b,
                         num_blocks: gx * gy * gz,
                         race: u64::from(self.race.is_some()),
+                        interrupt: self.interrupt,
+                        cluster_dim: self.cluster,
+                        cluster_stride: (words * 8) as u64,
                     },
                     yielder: std::ptr::null(),
                     wait: Wait::Run,
@@ -768,6 +870,7 @@ impl Launch<'_> {
                     seed: self.seed,
                     calls: 0,
                     epochs: [0; 3],
+                    cluster_arrivals: 0,
                     race: self
                         .race
                         .as_ref()
@@ -796,7 +899,10 @@ impl Launch<'_> {
             }
             return self.first_error(threads);
         }
-        let mut fibers: Vec<Option<Coroutine<(), (), (), DefaultStack>>> = Vec::with_capacity(n);
+        // The fibers' slots are kept from unit to unit too (no allocation per block).
+        let mut fibers = std::mem::take(kept);
+        fibers.clear();
+        fibers.reserve(n);
         for i in 0..n {
             let stack = match stacks.pop() {
                 Some(s) => s,
@@ -829,7 +935,13 @@ impl Launch<'_> {
                 },
             )));
         }
-        let mut sched = Scheduler { threads: tp, n, bs };
+        let cluster_size = (self.cluster[0] * self.cluster[1] * self.cluster[2]) as usize;
+        let mut sched = Scheduler {
+            threads: tp,
+            n,
+            bs,
+            cs: bs * cluster_size,
+        };
         let outcome = sched.run(&mut fibers, stacks);
         if let Err(why) = outcome {
             // The waiting fibers can never finish: their stacks are leaked rather than
@@ -843,6 +955,9 @@ impl Launch<'_> {
                 CpuError::Deadlock(self.describe_deadlock(threads, &why)),
             ));
         }
+        // Every slot is empty now (each fiber's stack went back to `stacks`).
+        fibers.clear();
+        *kept = fibers;
         self.first_error(threads)
     }
 
@@ -886,10 +1001,10 @@ impl Launch<'_> {
         for t in threads {
             let (what, site) = match t.wait {
                 Wait::Barrier { kind, site, .. } => (
-                    if kind == BarrierKind::Grid {
-                        "the grid barrier"
-                    } else {
-                        "a block barrier"
+                    match kind {
+                        BarrierKind::Grid => "the grid barrier",
+                        BarrierKind::ClusterWait => "a cluster barrier",
+                        _ => "a block barrier",
                     },
                     site,
                 ),
@@ -927,6 +1042,8 @@ struct WorkerCache {
     threads: Vec<Thread>,
     /// The shared memory of the unit's blocks, one after the other.
     shared: Vec<u64>,
+    /// The unit's fibers' slots (their storage is what is kept).
+    fibers: Vec<Option<Coroutine<(), (), (), DefaultStack>>>,
 }
 
 /// The most fiber stacks a worker keeps between launches (a block has at most 1024
@@ -946,6 +1063,9 @@ impl WorkerCache {
         }
         if self.shared.capacity() > KEPT_SHARED_WORDS {
             self.shared = Vec::new();
+        }
+        if self.fibers.capacity() > KEPT_STACKS {
+            self.fibers = Vec::new();
         }
     }
 }
@@ -1013,6 +1133,8 @@ struct Thread {
     epochs: [u32; 3],
     /// The launch's race detector, or null.
     race: *const RaceState,
+    /// How many times it arrived at its cluster's barrier (`cluster_arrive`).
+    cluster_arrivals: u32,
 }
 
 /// The fibers of one unit, in block-major rank order.
@@ -1021,6 +1143,8 @@ struct Scheduler {
     n: usize,
     /// Threads per block.
     bs: usize,
+    /// Threads per cluster (a unit holds whole clusters, one after the other).
+    cs: usize,
 }
 
 impl Scheduler {
@@ -1240,20 +1364,26 @@ impl Scheduler {
         let blocks = self.n / self.bs;
         for b in 0..blocks {
             let range = b * self.bs..(b + 1) * self.bs;
-            let live: Vec<usize> = range.filter(|&i| self.t(i).wait != Wait::Done).collect();
-            if live.is_empty()
-                || !live.iter().all(|&i| {
-                    matches!(self.t(i).wait, Wait::Barrier { kind, .. } if kind != BarrierKind::Grid)
-                })
-            {
+            // One pass (no allocation: this runs at every barrier of every block): whether
+            // every live thread waits at a block barrier, how many live, how many true.
+            let (mut n, mut count, mut all) = (0u64, 0u64, true);
+            for i in range.clone() {
+                match self.t(i).wait {
+                    Wait::Done => {}
+                    Wait::Barrier { kind, pred, .. } if kind.of_block() => {
+                        n += 1;
+                        count += u64::from(pred);
+                    }
+                    _ => {
+                        all = false;
+                        break;
+                    }
+                }
+            }
+            if n == 0 || !all {
                 continue;
             }
-            let count = live
-                .iter()
-                .filter(|&&i| matches!(self.t(i).wait, Wait::Barrier { pred: true, .. }))
-                .count() as u64;
-            let n = live.len() as u64;
-            for &i in &live {
+            for i in range {
                 let t = self.t(i);
                 let Wait::Barrier { kind, .. } = t.wait else {
                     continue;
@@ -1262,12 +1392,44 @@ impl Scheduler {
                     BarrierKind::Count => count,
                     BarrierKind::And => u64::from(count == n),
                     BarrierKind::Or => u64::from(count > 0),
-                    BarrierKind::Sync | BarrierKind::Grid | BarrierKind::Poll => 0,
+                    _ => 0,
                 };
                 t.epochs[0] = t.epochs[0].wrapping_add(1);
                 t.wait = Wait::Run;
             }
             progress = true;
+        }
+        if progress {
+            return true;
+        }
+        // A cluster barrier: a thread waiting at one goes on once every live thread of its
+        // cluster has arrived as often as it has.
+        for c in 0..self.n / self.cs {
+            let range = c * self.cs..(c + 1) * self.cs;
+            let least = range
+                .clone()
+                .filter_map(|i| {
+                    let t = self.t(i);
+                    (t.wait != Wait::Done).then_some(t.cluster_arrivals)
+                })
+                .min();
+            let Some(least) = least else { continue };
+            for i in range {
+                let t = self.t(i);
+                if let Wait::Barrier {
+                    kind: BarrierKind::ClusterWait,
+                    ..
+                } = t.wait
+                    && t.cluster_arrivals <= least
+                {
+                    // It orders the block's threads as a block barrier does (the race
+                    // detector does not follow distributed shared memory across blocks).
+                    t.result = 0;
+                    t.epochs[0] = t.epochs[0].wrapping_add(1);
+                    t.wait = Wait::Run;
+                    progress = true;
+                }
+            }
         }
         if progress {
             return true;
@@ -1445,6 +1607,14 @@ unsafe fn wait_for(t: *mut Thread, wait: Wait) -> u64 {
 }
 
 extern "C" fn barrier(ctx: *mut ThreadContext, kind: i32, pred: i32, site: i64) -> i32 {
+    if kind == BarrierKind::ClusterArrive as i32 {
+        // SAFETY: called by kernel code with its context (the first field of its Thread).
+        unsafe {
+            let t = ctx.cast::<Thread>();
+            (*t).cluster_arrivals = (*t).cluster_arrivals.wrapping_add(1);
+        }
+        return 0;
+    }
     if kind == BarrierKind::Poll as i32 {
         let t = ctx.cast::<Thread>();
         // SAFETY: called by kernel code with its context; `yielder` is null only for a

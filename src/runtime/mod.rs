@@ -30,6 +30,10 @@ pub mod config;
 #[cfg(feature = "host")]
 pub mod cpu;
 pub(crate) mod cpu_tensor;
+#[cfg(feature = "host")]
+pub mod cpu_tma;
+#[cfg(feature = "host")]
+pub(crate) mod cpu_wgmma;
 mod device_array;
 pub mod dlpack;
 pub mod error;

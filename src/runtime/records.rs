@@ -12,7 +12,7 @@ pub use super::device_array::bytes_as_records;
 use super::device_array::c_strides;
 use super::npy::{NpyError, descr_scalar, header_shape, split_header};
 use crate::abi::{ArgValue, ArrayArg, ParamAbi, layout_of};
-use crate::types::record::{RecordField, record, record_fields};
+use crate::types::record::{RecordField, Text, record, record_fields};
 use crate::types::{DType, StructType, Type};
 
 /// The type of one entry of a NumPy `descr` list: a type string (`'<f4'`; `'|V4'` for
@@ -44,8 +44,8 @@ fn element_of_descr(name: &str, d: &Descr) -> Result<Type, String> {
             }
             let dtype = descr_scalar(typestr).ok_or_else(|| {
                 format!(
-                    "field `{name}` has type `{typestr}`; record fields must be numbers, records \
-                     or sub-arrays of those"
+                    "field `{name}` has type `{typestr}`; record fields must be numbers, records, \
+                     text (`S<n>`, `U<n>`) or sub-arrays of numbers and records"
                 )
             })?;
             Ok(Type::Scalar(dtype))
@@ -80,6 +80,32 @@ pub fn record_of_descr(
             Descr::Sub(inner, shape) => (inner.as_ref(), shape.clone()),
             d => (d, Vec::new()),
         };
+        // A text field (`|S12`, `<U12`): a sub-array of its code units, marked as text.
+        if let Descr::Type(typestr) = elem
+            && let Some((text, n)) = Text::of_typestr(typestr)
+        {
+            if !shape.is_empty() {
+                return Err(format!("field `{name}`: a sub-array of text ({typestr})"));
+            }
+            if typestr.starts_with('>') && text == Text::Unicode {
+                return Err(format!("field `{name}` is big-endian"));
+            }
+            let ty = Type::Scalar(text.unit());
+            let size = super::npy::checked_size(&[n], layout_of(&ty).size)
+                .ok_or_else(|| format!("field `{name}`: {typestr} is too large"))?;
+            fields.push(RecordField {
+                name: name.clone(),
+                ty,
+                offset: off,
+                shape: vec![n],
+                text: Some(text),
+            });
+            off = off
+                .checked_add(size)
+                .filter(|o| *o <= i64::MAX as u64)
+                .ok_or("the record is too large")?;
+            continue;
+        }
         let ty = element_of_descr(name, elem)?;
         let size = super::npy::checked_size(&shape, layout_of(&ty).size)
             .ok_or_else(|| format!("field `{name}`: sub-array shape {shape:?} is too large"))?;
@@ -88,6 +114,7 @@ pub fn record_of_descr(
             ty,
             offset: off,
             shape,
+            text: None,
         });
         off = off
             .checked_add(size)
@@ -108,6 +135,12 @@ pub fn descr_of_record(st: &StructType) -> Option<Vec<DescrEntry>> {
     for f in fields {
         if f.offset > at {
             out.push(pad(f.offset - at));
+        }
+        if let Some(text) = f.text {
+            let n = f.shape.first().copied().unwrap_or(0);
+            out.push((f.name.clone(), Descr::Type(text.typestr(n))));
+            at = f.offset + layout_of(&f.ty).size * n;
+            continue;
         }
         let d = match &f.ty {
             Type::Scalar(s) => Descr::Type(s.numpy_descr().to_string()),
@@ -311,6 +344,14 @@ fn descr_of_json(items: &[serde_json::Value]) -> Result<Vec<DescrEntry>, String>
     Ok(out)
 }
 
+/// The text dtype (`'<U12'`, `'|S12'`: an array of strings) of a `.npy` header, if that is
+/// its `descr`.
+pub fn text_descr(header: &str) -> Option<(Text, u64)> {
+    let at = header.find("'descr':")?;
+    let rest = header[at + 8..].trim_start().strip_prefix('\'')?;
+    Text::of_typestr(&rest[..rest.find('\'')?])
+}
+
 /// An array of records read from (or to be written to) a `.npy` file.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NpyRecords {
@@ -345,10 +386,15 @@ impl NpyRecords {
         let at = header
             .find("'descr':")
             .ok_or_else(|| NpyError("header has no descr".into()))?;
-        let entries = parse_descr_list(header[at + 8..].trim_start())
-            .map_err(|e| NpyError(format!("structured dtype: {e}")))?;
-        let record = record_of_descr(&entries, None)
-            .map_err(|e| NpyError(format!("structured dtype: {e}")))?;
+        let record = if let Some((kind, n)) = text_descr(header) {
+            crate::types::record::text_element(kind, n)
+                .map_err(|e| NpyError(format!("text dtype: {e}")))?
+        } else {
+            let entries = parse_descr_list(header[at + 8..].trim_start())
+                .map_err(|e| NpyError(format!("structured dtype: {e}")))?;
+            record_of_descr(&entries, None)
+                .map_err(|e| NpyError(format!("structured dtype: {e}")))?
+        };
         let (shape, fortran_order) = header_shape(header)?;
         let size = layout_of(&Type::Struct(Box::new(record.clone()))).size;
         let data = &bytes[hstart + hlen..];
@@ -384,9 +430,13 @@ impl NpyRecords {
         .unwrap_or(Type::None)
     }
 
-    /// The bytes of a version-1 `.npy` file with the record's `descr` (padding included).
+    /// The bytes of a version-1 `.npy` file with the record's `descr` (padding included; a
+    /// text dtype's own type string for an array of strings).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let descr = descr_text(&descr_of_record(&self.record).unwrap_or_default());
+        let descr = match self.record.bare_text() {
+            Some((kind, n)) => format!("'{}'", kind.typestr(n)),
+            None => descr_text(&descr_of_record(&self.record).unwrap_or_default()),
+        };
         super::npy::npy_bytes(&descr, &self.shape, self.fortran_order, &self.data)
     }
 }
@@ -504,6 +554,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn text_fields_and_text_arrays_round_trip() {
+        // A record with `<U3` and `|S2` fields: code-unit sub-arrays, written back as text.
+        let e = |n: &str, t: &str| (n.to_string(), Descr::Type(t.to_string()));
+        let fields = [e("x", "<i4"), e("u", "<U3"), e("s", "|S2"), e("", "|V2")];
+        let r = record_of_descr(&fields, Some(20)).unwrap();
+        assert_eq!(r.subarray_shape(1), &[3]);
+        assert_eq!(r.field_text(1), Some(Text::Unicode));
+        assert_eq!(r.field_text(2), Some(Text::Bytes));
+        assert_eq!(descr_of_record(&r).unwrap(), fields.to_vec());
+        assert!(record_of_descr(&[e("t", ">U3")], None).is_err());
+        // An array of NumPy's `<U2` itself: its own descr, not a list of fields.
+        let data: Vec<u8> = [65u32, 66, 67, 0]
+            .iter()
+            .flat_map(|c| c.to_le_bytes())
+            .collect();
+        let bytes = super::super::npy::npy_bytes("'<U2'", &[2], false, &data);
+        let head = String::from_utf8_lossy(&bytes[..64]).into_owned();
+        assert_eq!(text_descr(&head), Some((Text::Unicode, 2)));
+        let recs = NpyRecords::parse(&bytes).unwrap();
+        assert_eq!(recs.record.bare_text(), Some((Text::Unicode, 2)));
+        assert_eq!(recs.data, data);
+        assert_eq!(recs.to_bytes(), bytes);
+    }
+
+    #[test]
     fn aligned_descr_round_trips_and_packed_is_refused() {
         let e = |n: &str, t: &str| (n.to_string(), Descr::Type(t.to_string()));
         let aligned = [e("a", "|i1"), e("", "|V3"), e("b", "<f4"), e("c", "<f8")];
@@ -619,9 +694,9 @@ mod tests {
             panic!("not a list")
         };
         assert_eq!(descr_of_json(&items).unwrap(), entries);
-        // Strings stay unsupported.
-        let s = parse_descr_list("[('x', '<i4'), ('y', '|S12')]").unwrap();
-        assert!(record_of_descr(&s, None).unwrap_err().contains("|S12"));
+        // Other types stay unsupported (text fields: `text_fields_and_text_arrays_round_trip`).
+        let s = parse_descr_list("[('x', '<i4'), ('y', '|O8')]").unwrap();
+        assert!(record_of_descr(&s, None).unwrap_err().contains("|O8"));
     }
 
     #[test]

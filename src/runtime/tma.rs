@@ -64,7 +64,7 @@ fn data_type(s: Scalar) -> Option<sys::CUtensorMapDataType> {
 
 /// Checks a tiled map's description against the driver's documented limits, so a mistake
 /// is an error that names it rather than `CUDA_ERROR_INVALID_VALUE`.
-fn check(a: &DeviceArray, box_shape: &[u32], swizzle: u32) -> Result<(), RuntimeError> {
+pub(crate) fn check(a: &DeviceArray, box_shape: &[u32], swizzle: u32) -> Result<(), RuntimeError> {
     let bad = |m: String| Err(RuntimeError::Argument(format!("tensor map: {m}")));
     let rank = a.shape.len();
     if !(1..=5).contains(&rank) {

@@ -633,19 +633,14 @@ impl Type {
                 | Type::Fragment(_) => {}
                 Type::Vector { elem, len } => scalar_vector(*elem, *len)?,
                 Type::Tuple(ts) => work.extend(ts.iter().map(|t| (t, depth + 1))),
-                Type::Array(a) => {
-                    if a.ndim == 0 {
-                        return Err("an array type has 0 dimensions; arrays have 1 to 255".into());
+                Type::Array(a) => match &a.dtype {
+                    DType::Scalar(_) | DType::Atomic(_) => {}
+                    DType::Vector { elem, len } => scalar_vector(*elem, *len)?,
+                    DType::Struct(st) => {
+                        validate_struct(st, align_ok)?;
+                        work.extend(st.fields.iter().map(|(_, t)| (t, depth + 1)));
                     }
-                    match &a.dtype {
-                        DType::Scalar(_) | DType::Atomic(_) => {}
-                        DType::Vector { elem, len } => scalar_vector(*elem, *len)?,
-                        DType::Struct(st) => {
-                            validate_struct(st, align_ok)?;
-                            work.extend(st.fields.iter().map(|(_, t)| (t, depth + 1)));
-                        }
-                    }
-                }
+                },
                 Type::Struct(st) | Type::StructRef { st, .. } => {
                     validate_struct(st, align_ok)?;
                     work.extend(st.fields.iter().map(|(_, t)| (t, depth + 1)));
@@ -777,6 +772,15 @@ pub struct RecordLayout {
     /// that is not a sub-array. A sub-array field's type in [`StructType::fields`] is the C
     /// array it occupies, as nested tuples (`tuple[tuple[float32, float32], ...]`).
     pub shapes: Vec<Vec<u64>>,
+    /// Each field's text kind: a fixed-width text field (NumPy `S<n>` or `U<n>`) is held as
+    /// a sub-array of its `n` code units (`uint8` or `uint32`), and is marked here so that it
+    /// is written back as text and takes string literals. Empty when no field is text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub text: Vec<Option<record::Text>>,
+    /// NumPy's text dtype itself (`np.zeros(n, "U12")`), as a record of its one text field
+    /// ([`record::text_element`]): read and written as the plain `S<n>` / `U<n>` dtype.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub bare: bool,
 }
 
 impl StructType {
@@ -788,6 +792,22 @@ impl StructType {
     /// The `device.align` override of field `i` in bytes (0: none).
     pub fn field_align(&self, i: usize) -> u64 {
         self.field_align.get(i).copied().unwrap_or(0)
+    }
+
+    /// For NumPy's text dtype itself ([`record::text_element`]): its kind and width.
+    pub fn bare_text(&self) -> Option<(record::Text, u64)> {
+        let r = self.record.as_ref().filter(|r| r.bare)?;
+        Some((
+            r.text.first().copied().flatten()?,
+            *r.shapes.first()?.first()?,
+        ))
+    }
+
+    /// The text kind of field `i` of a record (`None` when it is not a text field).
+    pub fn field_text(&self, i: usize) -> Option<record::Text> {
+        self.record
+            .as_ref()
+            .and_then(|r| r.text.get(i).copied().flatten())
     }
 
     /// The sub-array shape of field `i` of a record (empty when it is not a sub-array).
@@ -808,6 +828,9 @@ impl From<Scalar> for Type {
 impl fmt::Display for ArrayType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}[", self.dtype)?;
+        if self.ndim == 0 {
+            f.write_str("()")?;
+        }
         for d in 0..self.ndim {
             if d > 0 {
                 f.write_str(", ")?;

@@ -15,6 +15,47 @@ use super::{RecordLayout, StructType, Type};
 /// The most elements a sub-array field may have (its C type is a nested tuple).
 pub const MAX_SUBARRAY_ELEMENTS: u64 = 4096;
 
+/// A fixed-width text field of a structured dtype (docs/semantics.md §5.16): NumPy's `S<n>`
+/// (`n` bytes) or `U<n>` (`n` UCS-4 code points, each a `uint32`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Text {
+    /// `S<n>`: bytes.
+    Bytes,
+    /// `U<n>`: UCS-4 code points.
+    Unicode,
+}
+
+impl Text {
+    /// The kind and width of a NumPy type string (`|S12`, `<U12`); `None` for others.
+    pub fn of_typestr(typestr: &str) -> Option<(Text, u64)> {
+        let t = typestr.trim_start_matches(['<', '|', '=']);
+        let (kind, n) = if let Some(n) = t.strip_prefix('S') {
+            (Text::Bytes, n)
+        } else if let Some(n) = t.strip_prefix('U') {
+            (Text::Unicode, n)
+        } else {
+            return None;
+        };
+        n.parse().ok().filter(|n| *n > 0).map(|n| (kind, n))
+    }
+
+    /// The code unit: `uint8` for bytes, `uint32` for code points.
+    pub fn unit(self) -> super::Scalar {
+        match self {
+            Text::Bytes => super::Scalar::UInt8,
+            Text::Unicode => super::Scalar::UInt32,
+        }
+    }
+
+    /// NumPy's type string of a field of `n` code units (`|S12`, `<U12`).
+    pub fn typestr(self, n: u64) -> String {
+        match self {
+            Text::Bytes => format!("|S{n}"),
+            Text::Unicode => format!("<U{n}"),
+        }
+    }
+}
+
 /// One named field of a structured dtype, at a byte offset in the element.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RecordField {
@@ -27,6 +68,8 @@ pub struct RecordField {
     pub offset: u64,
     /// The sub-array shape (`[3, 2]` for `('j', '<f4', (3, 2))`); empty for a plain field.
     pub shape: Vec<u64>,
+    /// A text field (`S<n>`, `U<n>`): `ty` is its code unit and `shape` is `[n]`.
+    pub text: Option<Text>,
 }
 
 impl RecordField {
@@ -37,6 +80,7 @@ impl RecordField {
             ty,
             offset,
             shape: Vec::new(),
+            text: None,
         }
     }
 }
@@ -150,6 +194,16 @@ pub fn record(fields: &[RecordField], itemsize: u64) -> Result<StructType, Strin
             name.push('_');
             name.push_str(&dims.join("x"));
         }
+        if let Some(t) = f.text {
+            if f.shape.len() != 1 || f.ty != Type::Scalar(t.unit()) {
+                return Err(format!(
+                    "text field `{}` must be a sub-array of {} code units",
+                    f.name,
+                    t.unit()
+                ));
+            }
+            name.push_str(if t == Text::Bytes { "_S" } else { "_U" });
+        }
         out.push((f.name.clone(), ty));
     }
     if itemsize < end || !itemsize.is_multiple_of(align) {
@@ -175,8 +229,32 @@ pub fn record(fields: &[RecordField], itemsize: u64) -> Result<StructType, Strin
             size: itemsize,
             align,
             shapes: fields.iter().map(|f| f.shape.clone()).collect(),
+            text: if fields.iter().any(|f| f.text.is_some()) {
+                fields.iter().map(|f| f.text).collect()
+            } else {
+                Vec::new()
+            },
+            bare: false,
         })),
     })
+}
+
+/// NumPy's text dtype itself (`S<n>`, `U<n>`: an array of strings, `np.zeros(9, "U12")`):
+/// a record named `S12` / `U12` of one text field `text`, marked bare so that it is read
+/// and written as the plain dtype (docs/semantics.md §5.16.2).
+pub fn text_element(kind: Text, n: u64) -> Result<StructType, String> {
+    let unit = kind.unit();
+    let field = RecordField {
+        shape: vec![n],
+        text: Some(kind),
+        ..RecordField::new("text", Type::Scalar(unit), 0)
+    };
+    let mut st = record(&[field], n * unit.size())?;
+    st.name = format!("{}{n}", if kind == Text::Bytes { 'S' } else { 'U' });
+    if let Some(r) = st.record.as_mut() {
+        r.bare = true;
+    }
+    Ok(st)
 }
 
 /// The C type a sub-array of `elem` with this shape occupies: nested tuples, outermost
@@ -235,6 +313,7 @@ pub fn record_fields(st: &StructType) -> Option<Vec<RecordField>> {
                 ty: subarray_elem(t, shape.len())?.clone(),
                 offset: *r.offsets.get(i)?,
                 shape,
+                text: r.text.get(i).copied().flatten(),
             })
         })
         .collect()
@@ -252,6 +331,7 @@ mod tests {
             ty: s.into(),
             offset,
             shape: shape.to_vec(),
+            text: None,
         }
     }
 
@@ -357,6 +437,7 @@ mod tests {
             ty: Type::Struct(Box::new(p)),
             offset: 4,
             shape: vec![2],
+            text: None,
         };
         let st = record(&[f("n", Scalar::Int8, 0, &[]), pf], 20).unwrap();
         assert_eq!(layout(&st), (vec![0, 4], 20, 4));

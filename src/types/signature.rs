@@ -270,6 +270,32 @@ impl Parser<'_> {
         }
     }
 
+    /// The rest of numba's `[char x N]` / `[unichr x N]` after its `[`: the text kind and N.
+    fn text_kind(
+        &mut self,
+        col: usize,
+    ) -> Result<(crate::types::record::Text, u64), SignatureError> {
+        let kind = match self.ident().as_deref() {
+            Some("char") => crate::types::record::Text::Bytes,
+            Some("unichr") => crate::types::record::Text::Unicode,
+            _ => {
+                return Err(syntax(
+                    col,
+                    format!("expected `[char x N]` or `[unichr x N]` at column {col}"),
+                ));
+            }
+        };
+        if self.ident().as_deref() != Some("x") {
+            return Err(syntax(
+                self.i + 1,
+                format!("expected `x` at column {}", self.i + 1),
+            ));
+        }
+        let n = self.number()?;
+        self.expect(b']')?;
+        Ok((kind, n))
+    }
+
     fn ty(&mut self) -> Result<Type, SignatureError> {
         if self.eat(b'(') {
             self.enter()?;
@@ -279,30 +305,45 @@ impl Parser<'_> {
             return Ok(Type::Tuple(elems));
         }
         let col = self.i + 1;
-        let name = self
-            .ident()
-            .ok_or_else(|| syntax(col, format!("expected a type at column {col}")))?;
-        let elem = match name.as_str() {
-            "int" => Type::Scalar(Scalar::Int32),
-            "float" => Type::Scalar(Scalar::Float32),
-            "Record" if self.eat(b'(') => Type::Struct(Box::new(self.record()?)),
-            // A TMA tensor map by value (§18.4): `TensorMap` or `hopper.TensorMap`.
-            "TensorMap" => Type::tensor_map(),
-            "hopper" if self.eat(b'.') && self.ident().as_deref() == Some("TensorMap") => {
-                Type::tensor_map()
-            }
-            n => match super::vector_name(n) {
-                Some((elem, len)) => Type::Vector { elem, len },
-                None => match Scalar::from_name(n) {
-                    Some(s) => Type::Scalar(s),
-                    None => (self.names)(n).ok_or_else(|| SignatureError::UnknownType {
-                        name: n.to_string(),
-                    })?,
+        let elem = if self.eat(b'[') {
+            // numba's `[unichr x 12]` / `[char x 12]`: NumPy's text dtype `U12` / `S12`.
+            let (kind, n) = self.text_kind(col)?;
+            crate::types::record::text_element(kind, n)
+                .map(|st| Type::Struct(Box::new(st)))
+                .map_err(invalid)?
+        } else {
+            let name = self
+                .ident()
+                .ok_or_else(|| syntax(col, format!("expected a type at column {col}")))?;
+            match name.as_str() {
+                "int" => Type::Scalar(Scalar::Int32),
+                "float" => Type::Scalar(Scalar::Float32),
+                "Record" if self.eat(b'(') => Type::Struct(Box::new(self.record()?)),
+                // A TMA tensor map by value (§18.4): `TensorMap` or `hopper.TensorMap`.
+                "TensorMap" => Type::tensor_map(),
+                "hopper" if self.eat(b'.') && self.ident().as_deref() == Some("TensorMap") => {
+                    Type::tensor_map()
+                }
+                n => match super::vector_name(n) {
+                    Some((elem, len)) => Type::Vector { elem, len },
+                    None => match Scalar::from_name(n) {
+                        Some(s) => Type::Scalar(s),
+                        None => (self.names)(n).ok_or_else(|| SignatureError::UnknownType {
+                            name: n.to_string(),
+                        })?,
+                    },
                 },
-            },
+            }
         };
         if !self.eat(b'[') {
             return Ok(elem);
+        }
+        // `float64[()]`: a zero-dimensional array (NumPy's `np.array(1.5)`).
+        if self.eat(b'(') {
+            self.expect(b')')?;
+            self.expect(b']')?;
+            return Type::array_of(&elem, 0, Layout::C)
+                .ok_or_else(|| invalid(format!("`{elem}` cannot be the element of an array")));
         }
         // Dimensions: `:` or `::1`, separated by commas.
         let mut contiguous = Vec::new();
@@ -405,17 +446,20 @@ impl Parser<'_> {
             }
             self.expect(b'=')?;
             let col = self.i + 1;
-            if self.s.get(self.i) == Some(&b'[') {
-                // numba's `[char x 12]` / `[unichr x 12]`: a string field.
-                return Err(invalid(format!(
-                    "field `{name}` is a string; record fields must be numbers, records or \
-                     sub-arrays of those"
-                )));
+            let mut text = None;
+            if self.eat(b'[') {
+                // numba's `[char x 12]` / `[unichr x 12]`: a text field (NumPy `S12`, `U12`).
+                text = Some(self.text_kind(col)?);
             }
-            let t = self
-                .ident()
-                .ok_or_else(|| syntax(col, format!("expected a type at column {col}")))?;
-            let (t, shape, nested) = if t == "nestedarray" && self.eat(b'(') {
+            let t = if text.is_some() {
+                String::new()
+            } else {
+                self.ident()
+                    .ok_or_else(|| syntax(col, format!("expected a type at column {col}")))?
+            };
+            let (t, shape, nested) = if let Some((kind, n)) = text {
+                (kind.unit().to_string(), vec![n], None)
+            } else if t == "nestedarray" && self.eat(b'(') {
                 // A sub-array field: `nestedarray(float32, (3, 2))`.
                 let col = self.i + 1;
                 let elem = self
@@ -466,6 +510,7 @@ impl Parser<'_> {
                 ty,
                 offset,
                 shape,
+                text: text.map(|(kind, _)| kind),
             });
             if !self.eat(b',') {
                 break;
@@ -629,11 +674,20 @@ mod tests {
         )
         .unwrap();
         assert_eq!(one.to_string(), "record_g_int32_h_float32_2");
-        // numba-cuda test_const_string's record: strings are refused with the field named.
-        let e = parse_type(
+        // numba-cuda test_const_string's record: a text field, held as 12 code units.
+        let t = parse_type(
             "Record(x[type=float32;offset=0],y[type=[char x 12];offset=4];16;False)[::1]",
         )
-        .unwrap_err();
-        assert!(e.to_string().contains("`y` is a string"), "{e}");
+        .unwrap();
+        let Type::Array(at) = &t else { panic!("{t}") };
+        let crate::types::DType::Struct(st) = &at.dtype else {
+            panic!("{t}")
+        };
+        assert_eq!(st.field_text(1), Some(super::super::record::Text::Bytes));
+        assert_eq!(st.subarray_shape(1), &[12]);
+        // An array of NumPy's `<U12` itself, and a malformed text type.
+        let u = parse_type("[unichr x 12][:, ::1]").unwrap();
+        assert_eq!(u.to_string(), "U12[:, ::1]");
+        assert!(parse_type("[wchar x 3][::1]").is_err());
     }
 }

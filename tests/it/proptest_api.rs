@@ -74,6 +74,8 @@ fn struct_type(field: BoxedStrategy<Type>) -> impl Strategy<Value = StructType> 
                     size,
                     align,
                     shapes: Vec::new(),
+                    text: Vec::new(),
+                    bare: false,
                 })
             }),
         })

@@ -116,6 +116,8 @@ const SUBSPACES: &[(Namespace, &str, Namespace)] = &[
     (Namespace::Device, "hopper", Namespace::Hopper),
     (Namespace::Numba, "cuda", Namespace::NumbaCuda),
     (Namespace::Numba, "types", Namespace::NumbaTypes),
+    // numba-cuda's own copy of `numba.types` (`from numba.cuda import types`).
+    (Namespace::NumbaCuda, "types", Namespace::NumbaTypes),
     (Namespace::NumbaCuda, "shared", Namespace::NumbaShared),
     (Namespace::NumbaCuda, "local", Namespace::NumbaLocal),
     (Namespace::NumbaCuda, "atomic", Namespace::NumbaAtomic),

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::diag::Code;
+use crate::types::record::Text;
 
 impl FnCx<'_, '_> {
     /// Records that `name` (a local, or `$return`) receives `v`, checks it against what is
@@ -530,6 +531,173 @@ impl FnCx<'_, '_> {
     /// `r.j = v` for a sub-array field `j` (its view is `view`): every element of the
     /// sub-array gets the element of array `v` at the same index, or the number `v`, as
     /// NumPy assigns a whole field. Unrolled: sub-arrays are small and their shape is known.
+    /// `r["name"] = "abc"` (or `r.name = b"abc"`): a string literal stored into a fixed-width
+    /// text field of a record (NumPy `S<n>`, `U<n>`; docs/semantics.md §5.16) as NumPy
+    /// stores it: its code units (bytes, or UCS-4 code points), cut to the field's width and
+    /// padded with zeros.
+    pub(super) fn assign_text(
+        &mut self,
+        target: &ast::Expr,
+        field: &str,
+        lit: &ast::Expr,
+        span: Span,
+        out: &mut Block,
+    ) {
+        let lspan = sp(lit);
+        let base = match self.place_or_value(target) {
+            Value::Val(base) => base,
+            Value::Err => return,
+            Value::Item(..) => {
+                self.error(
+                    Code::E0207,
+                    span,
+                    format!("cannot assign a string to `{field}`"),
+                );
+                return;
+            }
+        };
+        let found = match &base.ty {
+            Type::StructRef { st, space } => st.field(field).and_then(|i| {
+                st.field_text(i)
+                    .map(|t| (i, t, st.subarray_shape(i)[0], *space))
+            }),
+            _ => None,
+        };
+        let Some((i, text, width, space)) = found else {
+            self.diags.push(
+                Diagnostic::error(
+                    Code::E0207,
+                    lspan,
+                    format!("cannot assign a string to `{field}` of {}", base.ty),
+                )
+                .with_note(
+                    "strings are not values in device code; a string literal can only be stored into a fixed-width text field of a record (NumPy `S<n>` or `U<n>`)",
+                ),
+            );
+            return;
+        };
+        let what = format!("field `{field}`");
+        self.store_text(base, (i, text, width, space), &what, lit, span, out);
+    }
+
+    /// `strings[i] = "abc"`: a string literal stored into an element of an array of NumPy's
+    /// text dtype (`U12`, `S12`; docs/semantics.md §5.16.2), as into a text field.
+    pub(super) fn assign_text_element(
+        &mut self,
+        target: &ast::Expr,
+        lit: &ast::Expr,
+        span: Span,
+        out: &mut Block,
+    ) {
+        let base = match self.place_or_value(target) {
+            Value::Val(base) => base,
+            Value::Err => return,
+            Value::Item(..) => {
+                self.error(Code::E0207, span, "cannot assign a string to this");
+                return;
+            }
+        };
+        let found = match &base.ty {
+            Type::StructRef { st, space } => st.bare_text().map(|(t, n)| (0, t, n, *space)),
+            _ => None,
+        };
+        let Some(found) = found else {
+            self.diags.push(
+                Diagnostic::error(
+                    Code::E0207,
+                    sp(lit),
+                    format!("cannot assign a string to an element of {}", base.ty),
+                )
+                .with_note(
+                    "strings are not values in device code; a string literal can only be stored into an element of an array of NumPy's text dtype (`S<n>`, `U<n>`) or a text field of a record",
+                ),
+            );
+            return;
+        };
+        self.store_text(base, found, "this element", lit, span, out);
+    }
+
+    /// Stores literal `lit` into text field `i` (`width` code units of `text`) of the record
+    /// `base` refers to (`what` names it in messages).
+    fn store_text(
+        &mut self,
+        base: Val,
+        (i, text, width, space): (usize, Text, u64, crate::types::MemSpace),
+        what: &str,
+        lit: &ast::Expr,
+        span: Span,
+        out: &mut Block,
+    ) {
+        let lspan = sp(lit);
+        if space == crate::types::MemSpace::Const {
+            self.error(
+                Code::E0112,
+                span,
+                "this writes to a constant array, which device code can only read",
+            );
+            return;
+        }
+        let units: Vec<u32> = match lit {
+            ast::Expr::StringLiteral(s) => s.value.to_str().chars().map(u32::from).collect(),
+            ast::Expr::BytesLiteral(b) => b.value.bytes().map(u32::from).collect(),
+            _ => return,
+        };
+        // NumPy encodes a str into `S<n>` as ASCII and decodes bytes into `U<n>` as ASCII.
+        let other_kind = matches!(
+            (text, lit),
+            (Text::Bytes, ast::Expr::StringLiteral(_))
+                | (Text::Unicode, ast::Expr::BytesLiteral(_))
+        );
+        if other_kind && units.iter().any(|u| *u > 127) {
+            self.error(
+                Code::E0207,
+                lspan,
+                format!(
+                    "{what} holds {}; this literal is not ASCII",
+                    if text == Text::Bytes {
+                        "bytes (`S`)"
+                    } else {
+                        "a str (`U`)"
+                    }
+                ),
+            );
+            return;
+        }
+        let unit = text.unit();
+        let view_ty = Type::Array(crate::types::ArrayType {
+            dtype: DType::Scalar(unit),
+            ndim: 1,
+            layout: crate::types::Layout::C,
+            space,
+        });
+        let view = self.push(Expr::FieldArray(base.e, i as u32), view_ty, span);
+        let i64t = Type::Scalar(Scalar::Int64);
+        for k in 0..width {
+            let code = units.get(k as usize).copied().unwrap_or(0);
+            let index = Index {
+                value: self.push(
+                    Expr::Literal(Literal::Int(i128::from(k))),
+                    i64t.clone(),
+                    span,
+                ),
+                wrap: false,
+            };
+            let value = self.push(
+                Expr::Literal(Literal::Int(i128::from(code))),
+                Type::Scalar(unit),
+                lspan,
+            );
+            out.push(Stmt {
+                kind: StmtKind::Store {
+                    array: view,
+                    indices: vec![index],
+                    value,
+                },
+                span,
+            });
+        }
+    }
+
     fn assign_subarray(&mut self, view: Val, shape: &[u64], v: Val, span: Span, out: &mut Block) {
         const MAX_UNROLLED: u64 = 256;
         let Type::Array(at) = &view.ty else { return };

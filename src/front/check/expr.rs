@@ -160,7 +160,10 @@ impl FnCx<'_, '_> {
                     Diagnostic::error(
                         Code::E0111,
                         span,
-                        format!("`{name}` is used before it is assigned"),
+                        format!(
+                            "`{}` is used before it is assigned",
+                            crate::front::webs::source_name(name)
+                        ),
                     )
                     .with_note("assign it before this point on every path"),
                 );
@@ -497,12 +500,27 @@ impl FnCx<'_, '_> {
         }
         let base = self.expr(&s.value);
         let base = self.value_of(base)?;
-        if self.s.m.rules().records_by_reference {
+        let v = if self.s.m.rules().records_by_reference {
             // numba's records are references into their array, as NumPy's are: `r = recs[i]`
             // sees later stores to `recs[i]`, and `r.x = v` stores into the array.
-            return self.element_place(base, s);
+            self.element_place(base, s)
+        } else {
+            self.subscript_with(base, s)
+        }?;
+        if let Type::StructRef { st, .. } | Type::Struct(st) = &v.ty
+            && st.bare_text().is_some()
+        {
+            self.diags.push(
+                Diagnostic::error(
+                    Code::E0214,
+                    sp(s),
+                    format!("an element of an array of {} (text) cannot be read in device code", st.name),
+                )
+                .with_note("an array of NumPy's text dtype (`S<n>`, `U<n>`) can only be assigned string literals (`a[i] = \"abc\"`)"),
+            );
+            return None;
         }
-        self.subscript_with(base, s)
+        Some(v)
     }
 
     /// `e`, except that an element of an array of structs is a reference to it (so its
@@ -578,6 +596,19 @@ impl FnCx<'_, '_> {
         let fty = st.fields[i].1.clone();
         let space = *space;
         let shape = st.subarray_shape(i);
+        if st.field_text(i).is_some() {
+            self.diags.push(
+                Diagnostic::error(
+                    Code::E0214,
+                    span,
+                    format!("text field `{field}` of `{}` cannot be read in device code", st.name),
+                )
+                .with_note(
+                    "a fixed-width text field (NumPy `S<n>`, `U<n>`) can only be assigned a string literal (`r[\"name\"] = \"abc\"`)",
+                ),
+            );
+            return None;
+        }
         if !shape.is_empty() {
             // A sub-array field: an array view of the record's bytes (numba's nested arrays).
             let elem = crate::types::record::subarray_elem(&fty, shape.len())?;

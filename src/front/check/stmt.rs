@@ -290,6 +290,30 @@ impl FnCx<'_, '_> {
                     self.atomic_object(&a.targets, c, out);
                     return;
                 }
+                // `r["name"] = "abc"`: a string literal stored into a record's text field.
+                if let [t] = a.targets.as_slice()
+                    && matches!(
+                        a.value.as_ref(),
+                        ast::Expr::StringLiteral(_) | ast::Expr::BytesLiteral(_)
+                    )
+                {
+                    let field = match t {
+                        ast::Expr::Subscript(s) => match s.slice.as_ref() {
+                            ast::Expr::StringLiteral(k) => Some((&*s.value, k.value.to_str())),
+                            _ => None,
+                        },
+                        ast::Expr::Attribute(at) => Some((&*at.value, at.attr.as_str())),
+                        _ => None,
+                    };
+                    if let Some((base, field)) = field {
+                        self.assign_text(base, field, &a.value, sp(t), out);
+                        return;
+                    }
+                    if matches!(t, ast::Expr::Subscript(_)) {
+                        self.assign_text_element(t, &a.value, sp(t), out);
+                        return;
+                    }
+                }
                 let v = self.expr(&a.value);
                 let Some(mut v) = self.value_of(v) else {
                     // Already reported: later uses of the targets stay quiet.

@@ -289,7 +289,7 @@ impl Checker {
                         "atomic `{}` is not supported by the CPU back end yet",
                         op.method()
                     ),
-                    "on the CPU every atomic operation is provided on elements of real number types, and `load`, `store`, `exch` and `cas` on complex64",
+                    "on the CPU every atomic operation is provided on elements of real number types, and `load`, `store`, `exch` and `cas` on complex64 and complex128",
                 );
                 return;
             }
@@ -459,9 +459,10 @@ fn host_atomic(op: AtomicOp, target: &Type, kernel: bool) -> bool {
         return false;
     }
     if dtype.is_complex() {
-        // complex64's 64 bits move as one, as on the device; complex128's 16-byte load and
-        // store (§9.2) are device-only.
-        return *dtype == Scalar::Complex64
+        // complex64's 64 bits move as one, as on the device; in a kernel on the CPU,
+        // complex128's 16 bytes move under a lock of the runtime
+        // (`emit::atomics::wide_complex_atomic`); host `@func`s do not have them yet.
+        return (*dtype == Scalar::Complex64 || (kernel && *dtype == Scalar::Complex128))
             && matches!(
                 op,
                 AtomicOp::Load | AtomicOp::Store | AtomicOp::Exch | AtomicOp::Cas
@@ -553,6 +554,7 @@ pub(crate) fn cpu_intrinsic(op: Intrinsic) -> bool {
         | Intrinsic::Sincos
         | Intrinsic::Sad
         | Intrinsic::RoundDigits => true,
+        // Thread block clusters: a cluster's blocks run together (`runtime::cpu`).
         Intrinsic::ClusterIdx(_)
         | Intrinsic::ClusterDim(_)
         | Intrinsic::BlockIdxInCluster(_)
@@ -561,23 +563,14 @@ pub(crate) fn cpu_intrinsic(op: Intrinsic) -> bool {
         | Intrinsic::ClusterArrive(_)
         | Intrinsic::ClusterWait
         | Intrinsic::ClusterSync
-        | Intrinsic::MapSharedRank => false,
-        // mbarriers, bulk copies, `elect_one` and the fences (`emit::hopper`); not TMA
-        // (tensor maps) nor `wgmma`.
-        Intrinsic::Hopper(h) => {
-            use crate::ir::HopperOp::*;
-            !matches!(
-                h,
-                TmaLoad { .. }
-                    | TmaStore { .. }
-                    | TmaPrefetch
-                    | WgmmaDesc(_)
-                    | WgmmaFence
-                    | WgmmaCommit
-                    | WgmmaWait(_)
-                    | Wgmma(_)
-            )
-        }
+        | Intrinsic::MapSharedRank => true,
+        // mbarriers, bulk copies, TMA with the CPU's tensor maps, `wgmma` on K-major
+        // operands, `elect_one` and the fences (`emit::hopper`); not `wgmma` of a
+        // transposed (MN-major) operand.
+        Intrinsic::Hopper(h) => match h {
+            crate::ir::HopperOp::Wgmma(w) => !w.trans_a && !w.trans_b,
+            _ => true,
+        },
         // WMMA, `mma.sync` m16n8k16 and `ldmatrix` (`emit::tensor`).
         Intrinsic::Tensor(_) => true,
         op => !device_only(op),

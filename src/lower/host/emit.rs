@@ -361,9 +361,16 @@ impl FnCx<'_, '_> {
             }
         }
         self.check_stack()?;
-        if self.kernel.is_none() && raise::has_loop(&f.body) {
+        if raise::has_loop(&f.body) {
+            // A host call's context has the flag's address in its third word; a kernel's
+            // thread context has it in its own field.
+            let at = if self.kernel.is_some() {
+                super::kernel::offset::INTERRUPT as i32
+            } else {
+                16
+            };
             let word = self.error_word.ok_or_else(|| err("error word"))?;
-            self.interrupt = Some(self.b.ins().load(ct::I64, flags(), word, 16));
+            self.interrupt = Some(self.b.ins().load(ct::I64, flags(), word, at));
         }
         self.block(&f.body)?;
         if f.ret == Type::None {

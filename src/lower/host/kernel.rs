@@ -51,6 +51,16 @@ pub struct ThreadContext {
     /// Nonzero when the launch checks for data races: every access to shared or global
     /// memory then calls [`RACE_SYMBOL`] first.
     pub race: u64,
+    /// The address of the launch's interrupt flag (a `u32`, `lower::host::interrupt`):
+    /// every function of the kernel with a loop polls it at each back-edge, and a thread
+    /// that finds it set stops with the host's `INTERRUPTED` error word (Ctrl-C in Python).
+    pub interrupt: u64,
+    /// `cluster_dim.x, y, z`: the blocks of a thread block cluster (1, 1, 1 without one).
+    pub cluster_dim: [u32; 3],
+    /// The bytes between the shared memory of consecutive ranks of a cluster (the blocks of
+    /// a cluster run together, their shared memory one after the other in rank order):
+    /// `map_shared_rank` adds `(rank - own rank) *` this to an address.
+    pub cluster_stride: u64,
 }
 
 /// Byte offsets of [`ThreadContext`]'s fields, as the emitted code reads them.
@@ -71,6 +81,9 @@ pub(crate) mod offset {
     pub const BLOCK_RANK: usize = offset_of!(ThreadContext, block_rank);
     pub const NUM_BLOCKS: usize = offset_of!(ThreadContext, num_blocks);
     pub const RACE: usize = offset_of!(ThreadContext, race);
+    pub const INTERRUPT: usize = offset_of!(ThreadContext, interrupt);
+    pub const CLUSTER_DIM: usize = offset_of!(ThreadContext, cluster_dim);
+    pub const CLUSTER_STRIDE: usize = offset_of!(ThreadContext, cluster_stride);
 }
 
 /// `__pyd_cpu_barrier(ctx, kind, pred, site) -> int32`: a barrier of the block (or of the
@@ -84,6 +97,12 @@ pub const WARP_SYMBOL: &str = "__pyd_cpu_warp";
 /// at `site` (`line << 32 | column`), called only when the launch checks for races
 /// ([`ThreadContext::race`]); the result is unused.
 pub const RACE_SYMBOL: &str = "__pyd_cpu_race";
+/// `__pyd_cpu_tma(ctx, op, smem, limit, map, bar, c0, c1, c2, c3, c4, mask) -> int32`: a
+/// TMA copy between a tensor map's box and shared memory (`runtime::cpu_tma::tma`).
+pub const TMA_SYMBOL: &str = "__pyd_cpu_tma";
+/// `__pyd_cpu_wgmma(ctx, acc, a_desc, b_desc, info, scale_d, shared_bytes) -> int32`: the
+/// calling thread's part of a `wgmma` (`runtime::cpu_wgmma::wgmma`).
+pub const WGMMA_SYMBOL: &str = "__pyd_cpu_wgmma";
 /// `rand(float32)`, `rand(float64)`, `randn(float32)`, `randn(float64)` of the thread's
 /// Philox stream: `(ctx) -> float`.
 pub const RANDOM_SYMBOLS: [&str; 4] = [
@@ -95,7 +114,13 @@ pub const RANDOM_SYMBOLS: [&str; 4] = [
 
 /// Every symbol the runtime must provide to [`compile_kernel`].
 pub fn runtime_symbols() -> Vec<&'static str> {
-    let mut v = vec![BARRIER_SYMBOL, WARP_SYMBOL, RACE_SYMBOL];
+    let mut v = vec![
+        BARRIER_SYMBOL,
+        WARP_SYMBOL,
+        RACE_SYMBOL,
+        TMA_SYMBOL,
+        WGMMA_SYMBOL,
+    ];
     v.extend(RANDOM_SYMBOLS);
     v
 }
@@ -117,6 +142,12 @@ pub enum BarrierKind {
     /// Not a barrier: an atomic `wait` saw the value it waits on unchanged, so the thread
     /// lets the others run (the threads of its unit, then other OS threads) and polls again.
     Poll = 5,
+    /// `cluster_arrive()`: counts the thread's arrival at its cluster's barrier; does not
+    /// wait.
+    ClusterArrive = 6,
+    /// `cluster_wait()`: waits until every live thread of the cluster has arrived as often
+    /// as this one.
+    ClusterWait = 7,
 }
 
 impl BarrierKind {
@@ -129,9 +160,19 @@ impl BarrierKind {
             BarrierKind::Or,
             BarrierKind::Grid,
             BarrierKind::Poll,
+            BarrierKind::ClusterArrive,
+            BarrierKind::ClusterWait,
         ]
         .into_iter()
         .find(|k| *k as i32 == c)
+    }
+
+    /// Whether every live thread of the block waits at it (`syncthreads` and its forms).
+    pub fn of_block(self) -> bool {
+        matches!(
+            self,
+            BarrierKind::Sync | BarrierKind::Count | BarrierKind::And | BarrierKind::Or
+        )
     }
 }
 
@@ -268,7 +309,9 @@ fn synchronizes(program: &Program) -> bool {
                 | Intrinsic::Vote(_)
                 | Intrinsic::Shfl(_)
                 | Intrinsic::MatchAny
-                | Intrinsic::MatchAll => true,
+                | Intrinsic::MatchAll
+                | Intrinsic::ClusterWait
+                | Intrinsic::ClusterSync => true,
                 Intrinsic::Hopper(o) => matches!(
                     o,
                     crate::ir::HopperOp::ElectOne
@@ -318,6 +361,7 @@ pub struct KernelCode {
     cooperative: bool,
     synchronizes: bool,
     max_threads: Option<u32>,
+    cluster: Option<[u32; 3]>,
 }
 
 impl std::fmt::Debug for KernelCode {
@@ -352,6 +396,11 @@ impl KernelCode {
     /// `@kernel(max_threads=)`: the most threads a block of a launch may have.
     pub fn max_threads(&self) -> Option<u32> {
         self.max_threads
+    }
+
+    /// `@kernel(cluster=)`: the thread block cluster shape every launch must have.
+    pub fn cluster(&self) -> Option<[u32; 3]> {
+        self.cluster
     }
 
     /// The layout of the block's static shared memory.
@@ -466,5 +515,6 @@ pub fn compile_kernel(
         cooperative: program.cooperative,
         synchronizes: synchronizes(program),
         max_threads: program.options.max_threads,
+        cluster: program.options.cluster,
     })
 }

@@ -12,8 +12,8 @@ mod cmath;
 mod emit;
 pub mod interrupt;
 pub mod kernel;
-mod leaf;
-mod runtime;
+pub(crate) mod leaf;
+pub(crate) mod runtime;
 pub mod tensor_code;
 mod value;
 

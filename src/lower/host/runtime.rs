@@ -3,6 +3,7 @@
 //! integer power). Registered with the JIT by name; nothing else is looked up.
 
 use super::leaf;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// `x ** e` on integers widened to 64 bits (the caller keeps the low bits): repeated
 /// squaring, wrapping; a negative exponent (when `signed`) gives 1 for 1, ±1 for −1 and 0
@@ -122,7 +123,7 @@ extern "C" fn mbar_arrive(p: u64, tx: u32, arrive: i32) -> u64 {
 }
 
 /// A bulk copy's `bytes` retire on the mbarrier (`complete_tx`).
-extern "C" fn mbar_complete_tx(p: u64, bytes: u32) -> i32 {
+pub(crate) extern "C" fn mbar_complete_tx(p: u64, bytes: u32) -> i32 {
     // SAFETY: an mbarrier operand.
     unsafe {
         mbar::update(p, |w| {
@@ -144,6 +145,41 @@ extern "C" fn mbar_done(p: u64, parity: u32) -> i32 {
 }
 
 /// A bulk copy of `n` bytes (the emitted code checked both ranges).
+/// The locks of 16-byte atomics ([`atomic16`]), chosen by address.
+static ATOMIC16_LOCKS: [AtomicBool; 64] = [const { AtomicBool::new(false) }; 64];
+
+/// A 16-byte atomic (`complex128`'s `load`, `store`, `exch`, `cas`, docs/semantics.md §9.2)
+/// of the element at `ptr`: `op` 0 load, 1 store, 2 exchange, 3 compare-and-swap of the
+/// bits. `io` points to 32 bytes: the value (or the expected value, then the new one); the
+/// old value is written to its first 16 bytes. Every 16-byte atomic of an address holds the
+/// same spin lock while it reads and writes, so none sees another half done (a kernel's
+/// fiber never suspends while holding it).
+extern "C" fn atomic16(op: i32, ptr: u64, io: u64) -> i32 {
+    let lock = &ATOMIC16_LOCKS[((ptr >> 4) & 63) as usize];
+    while lock
+        .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        std::hint::spin_loop();
+    }
+    // SAFETY: `ptr` is a checked reference to a 16-byte element and `io` the caller's
+    // 32-byte stack slot; unaligned accesses, as NumPy's complex128 is 8-byte aligned.
+    unsafe {
+        let p = ptr as *mut [u64; 2];
+        let io = io as *mut [u64; 2];
+        let old = p.read_unaligned();
+        let val = io.read_unaligned();
+        match op {
+            1 | 2 => p.write_unaligned(val),
+            3 if old == val => p.write_unaligned(io.add(1).read_unaligned()),
+            _ => {}
+        }
+        io.write_unaligned(old);
+    }
+    lock.store(false, Ordering::Release);
+    0
+}
+
 extern "C" fn bulk_copy(dst: u64, src: u64, n: u64) -> i32 {
     // SAFETY: both ranges lie in their arrays (checked by the caller); `copy` allows an
     // overlap.
@@ -514,6 +550,7 @@ pub(crate) fn symbols() -> Vec<(&'static str, *const u8)> {
     v.push(("__pyd_mbar_complete_tx", mbar_complete_tx as *const u8));
     v.push(("__pyd_mbar_done", mbar_done as *const u8));
     v.push(("__pyd_bulk_copy", bulk_copy as *const u8));
+    v.push(("__pyd_atomic16", atomic16 as *const u8));
     v.push(("__pyd_round_e5m2", round_e5m2 as *const u8));
     v.push(("__pyd_e4m3_bits", e4m3_bits as *const u8));
     v.push(("__pyd_e5m2_bits", e5m2_bits as *const u8));

@@ -410,8 +410,10 @@ void facts_at(Instruction *at, const DominatorTree &dt, SmallVectorImpl<Fact> &o
 struct RangeQuery {
   Instruction *at;
   LazyValueInfo &lvi;
+  const DominatorTree *dt;
   SmallVector<Fact, 8> facts;
-  RangeQuery(Instruction *at, LazyValueInfo &lvi, const DominatorTree *dt) : at(at), lvi(lvi) {
+  RangeQuery(Instruction *at, LazyValueInfo &lvi, const DominatorTree *dt)
+      : at(at), lvi(lvi), dt(dt) {
     if (dt) facts_at(at, *dt, facts);
   }
 };
@@ -462,6 +464,62 @@ ConstantRange fact_range(Value *v, RangeQuery &q, unsigned depth) {
   return r;
 }
 
+// The range of a loop counter `phi` (issue 31): a `range` loop's counter is a phi of its
+// start and `i + step`, the increment marked `nsw` (the counter does not overflow,
+// docs/semantics.md §4.3), and LazyValueInfo gives such a phi its whole range, since it does not
+// follow the back edge. So `out[idx * C + i]` in `for i in range(tid, C, block_size)` kept
+// its negative-index wrap (llm.c's softmax kernels). Here: when every incoming value is either
+// `phi + x` (nsw) with `x` non-negative, or a value whose range is known, the phi is at least
+// the least of the latter (the nsw steps only go up), and at most the largest value any
+// incoming value takes on its edge (LazyValueInfo's range on the edge: a rotated loop's latch
+// `if i + step < stop:` bounds the value it sends back). Full when nothing is known.
+ConstantRange counter_range(PHINode *phi, RangeQuery &q, unsigned depth) {
+  unsigned bits = phi->getType()->getIntegerBitWidth();
+  ConstantRange full = ConstantRange::getFull(bits);
+  if (depth == 0 || phi->getNumIncomingValues() == 0) return full;
+  APInt lo = APInt::getSignedMaxValue(bits), hi = APInt::getSignedMinValue(bits);
+  bool start = false;
+  for (unsigned n = 0; n < phi->getNumIncomingValues(); ++n) {
+    Value *in = phi->getIncomingValue(n);
+    BasicBlock *from = phi->getIncomingBlock(n);
+    if (in == phi) continue;
+    // Asked at the end of the incoming block, where `in` is defined (it need not be
+    // defined where `q.at` is).
+    Instruction *end = from->getTerminator();
+    if (!end || (q.dt && !q.dt->isReachableFromEntry(from))) return full;
+    ConstantRange edge = q.lvi.getConstantRangeOnEdge(in, from, phi->getParent(), end);
+    RangeQuery there(end, q.lvi, q.dt);
+    Value *x = nullptr;
+    if (match(in, m_NSWAdd(m_Specific(phi), m_Value(x))) ||
+        match(in, m_NSWAdd(m_Value(x), m_Specific(phi)))) {
+      if (!range_at(x, there, depth - 1).isAllNonNegative()) return full;
+      // The latch's test of the value it sends back, `in < stop`, with `stop`'s range as
+      // range_at gives it (LazyValueInfo's edge range takes `stop` as it finds it, and
+      // does not see through `sext(C)` with `C > 0` known from a fact).
+      ICmpInst::Predicate p;
+      Value *bound = nullptr;
+      auto *br = dyn_cast<BranchInst>(end);
+      if (br && br->isConditional() &&
+          match(br->getCondition(), m_ICmp(p, m_Specific(in), m_Value(bound))) &&
+          (br->getSuccessor(0) == phi->getParent()) != (br->getSuccessor(1) == phi->getParent())) {
+        if (br->getSuccessor(1) == phi->getParent()) p = ICmpInst::getInversePredicate(p);
+        edge = edge.intersectWith(
+            ConstantRange::makeAllowedICmpRegion(p, range_at(bound, there, depth - 1)),
+            ConstantRange::Signed);
+      }
+      hi = APIntOps::smax(hi, edge.getSignedMax());
+      continue;
+    }
+    ConstantRange s = range_at(in, there, depth - 1).intersectWith(edge, ConstantRange::Signed);
+    if (s.isEmptySet()) continue;
+    start = true;
+    lo = APIntOps::smin(lo, s.getSignedMin());
+    hi = APIntOps::smax(hi, s.getSignedMax());
+  }
+  if (!start || lo.sgt(hi)) return full;
+  return ConstantRange::getNonEmpty(lo, hi + 1);
+}
+
 // The range of `v` at `q.at`. LazyValueInfo bounds a value by the conditions of the branches
 // that lead to `at` only where they name that value; a value defined above the branch is
 // not re-evaluated there, so `stop - start - 1`, computed before `if start < stop:` from
@@ -493,6 +551,8 @@ ConstantRange range_at(Value *v, RangeQuery &q, unsigned depth) {
         break;
     }
   }
+  if (auto *phi = dyn_cast<PHINode>(v); phi && phi->getType()->isIntegerTy())
+    return r.intersectWith(counter_range(phi, q, depth), ConstantRange::Signed);
   return r;
 }
 
@@ -650,6 +710,9 @@ struct FloorDivPass : PassInfoMixin<FloorDivPass> {
 // replaced value is the one the instruction computes on every path that reaches it.
 // The sign tests of `f` (of the blocks in `only`, when given) that the ranges decide, each
 // with its constant.
+// How deep `range_at` looks for a sign test: 5 reaches a loop counter's start through a
+// fact about the loop's bound (`idx * C + i` with `i < C` in `range(tid, C, ...)`).
+constexpr unsigned kSignTestDepth = 5;
 void decided_sign_tests(Function &f, LazyValueInfo &lvi, const DominatorTree &dt,
                         const SmallPtrSetImpl<BasicBlock *> *only,
                         SmallVectorImpl<std::pair<Instruction *, Constant *>> &folds) {
@@ -661,7 +724,7 @@ void decided_sign_tests(Function &f, LazyValueInfo &lvi, const DominatorTree &dt
         auto *k = dyn_cast<ConstantInt>(c->getOperand(1));
         if (!k || isa<Constant>(c->getOperand(0))) continue;
         RangeQuery q(c, lvi, &dt);
-        ConstantRange r = range_at(c->getOperand(0), q, 4);
+        ConstantRange r = range_at(c->getOperand(0), q, kSignTestDepth);
         ConstantRange kr(k->getValue());
         if (r.icmp(c->getPredicate(), kr))
           folds.push_back({c, ConstantInt::getTrue(c->getType())});
@@ -675,7 +738,7 @@ void decided_sign_tests(Function &f, LazyValueInfo &lvi, const DominatorTree &dt
       unsigned bits = b->getType()->getIntegerBitWidth();
       if (!k || k->getValue() != bits - 1 || isa<Constant>(b->getOperand(0))) continue;
       RangeQuery q(b, lvi, &dt);
-      ConstantRange r = range_at(b->getOperand(0), q, 4);
+      ConstantRange r = range_at(b->getOperand(0), q, kSignTestDepth);
       if (r.isAllNonNegative())
         folds.push_back({b, ConstantInt::get(b->getType(), 0)});
       else if (r.isAllNegative())
@@ -685,10 +748,19 @@ void decided_sign_tests(Function &f, LazyValueInfo &lvi, const DominatorTree &dt
 }
 
 bool fold_sign_tests(Function &f, LazyValueInfo &lvi, const DominatorTree &dt,
-                     const SmallPtrSetImpl<BasicBlock *> *only = nullptr) {
+                     const SmallPtrSetImpl<BasicBlock *> *only = nullptr,
+                     const LoopInfo *loops = nullptr, bool *in_loop = nullptr) {
   SmallVector<std::pair<Instruction *, Constant *>, 8> folds;
   decided_sign_tests(f, lvi, dt, only, folds);
   for (auto [inst, value] : folds) {
+    if (loops && in_loop) {
+      // A test in a loop, or one hoisted out of it whose value the loop uses.
+      bool used_in_loop = loops->getLoopFor(inst->getParent());
+      for (User *u : inst->users())
+        if (auto *ui = dyn_cast<Instruction>(u); ui && loops->getLoopFor(ui->getParent()))
+          used_in_loop = true;
+      if (used_in_loop) *in_loop = true;
+    }
     inst->replaceAllUsesWith(value);
     inst->eraseFromParent();
   }
@@ -924,23 +996,33 @@ bool version_on_signs(Function &f, FunctionAnalysisManager &am) {
         a->moveBefore(dispatch->getFirstNonPHI());
   am.invalidate(f, PreservedAnalyses::none());
   SmallPtrSet<BasicBlock *, 16> in_copy(copy.begin(), copy.end());
-  bool folded = false;
+  bool folded = false, folded_in_loop = false, has_loops = false;
   for (int round = 0; round < 4; ++round) {
     DominatorTree dt(f);
+    LoopInfo loops(dt);
+    has_loops = !loops.empty();
     LazyValueInfo &lvi = am.getResult<LazyValueAnalysis>(f);
-    bool any = fold_sign_tests(f, lvi, dt, &in_copy);
+    bool any = fold_sign_tests(f, lvi, dt, &in_copy, &loops, &folded_in_loop);
     am.invalidate(f, PreservedAnalyses::none());
     if (!any) break;
     folded = true;
     for (BasicBlock *bb : copy) SimplifyInstructionsInBlock(bb);
   }
+  // In a function with loops, a copy whose decided tests all lie outside them (and whose
+  // values no loop uses: a floor division's divisor test hoisted out of a grid-stride loop
+  // counts as in it) saves a few instructions a thread, once, for twice the code and the
+  // registers of the larger copy. On the H200 (bench/corpus results 2026-11-29 vs -29b)
+  // such copies made llm.c's attention_forward_kernel2 1.010x -> 1.105x nvcc (only its tile
+  // slices' clamps were decided; 40 -> 56 registers, 1112 -> 2040 SASS instructions),
+  // attention_value_kernel1 1.135x -> 1.197x, layernorm_forward_kernel3 1.016x -> 1.048x.
+  if (folded && has_loops && !folded_in_loop) folded = false;
   if (folded) {
     // Marked for pydevice_optimizer_run: a function with two copies is no longer what the
     // straight-line code generator's shortcuts were checked on (keep_codegen_pass).
     f.addFnAttr("pydevice-sign-fast-copy");
     return true;
   }
-  // Nothing decided: back to the original function.
+  // Nothing decided (or nothing in a loop): back to the original function.
   br->eraseFromParent();
   BranchInst::Create(entry, dispatch);
   DeleteDeadBlocks(copy);

@@ -871,17 +871,51 @@ fn cpu_cli_run_launches_on_the_cpu_back_end() {
 /// `mbarrier_phases_complete_in_order_with_transaction_counts`).
 #[test]
 fn cpu_back_end_refuses_hopper_operations_with_the_span() {
+    // TMA and K-major `wgmma` run on the CPU (§22.1); a transposed (MN-major) `wgmma`
+    // operand does not yet: refused at its line, the other operations of the kernel not.
     let m = Module::parse("tma.py", &fixture("lang/hopper_tma_tiles.py")).expect("parse");
     let (args, _) = parse_signature("uint64[::1], uint64[::1], uint64[::1]").expect("sig");
+    m.cpu_kernel("tma_tiles", &args)
+        .expect("TMA runs on the CPU");
+    let m = Module::parse("types.py", &fixture("lang/hopper_wgmma_types.py")).expect("parse");
+    let src = fixture("lang/hopper_wgmma_types.py");
+    let entry = src
+        .lines()
+        .find_map(|l| l.strip_prefix("# entry:"))
+        .expect("entry")
+        .trim();
+    let sig = src
+        .lines()
+        .find_map(|l| l.strip_prefix("# sig:"))
+        .expect("sig")
+        .trim();
+    let (args, _) = parse_signature(sig).expect("sig");
     let e = m
-        .cpu_kernel("tma_tiles", &args)
-        .expect_err("TMA is device-only");
+        .cpu_kernel(entry, &args)
+        .expect_err("a transposed wgmma operand is device-only");
     let text = e.to_string();
-    assert!(text.contains("hopper.tma_load"), "{text}");
-    assert!(text.contains("tma.py:28"), "{text}");
-    assert!(!text.contains("mbarrier"), "{text}");
+    assert!(text.contains("hopper.wgmma"), "{text}");
+    assert!(text.contains("types.py:29"), "{text}");
+    assert!(!text.contains("types.py:24"), "{text}");
 }
 
 mod builders;
 mod numba_gaps;
 mod race;
+
+#[test]
+fn cpu_tma_swizzle_modes_follow_ptx() {
+    use pydevice::runtime::cpu_tma::swizzle;
+    // 128-byte swizzle: line 1's chunk 0 goes to chunk 1, line 7's chunk 2 to chunk 5,
+    // line 8 starts the pattern again; bytes within a chunk stay.
+    assert_eq!(swizzle(0x80, 128), 0x90);
+    assert_eq!(swizzle(7 * 128 + 2 * 16 + 3, 128), 7 * 128 + 5 * 16 + 3);
+    assert_eq!(swizzle(8 * 128 + 16, 128), 8 * 128 + 16);
+    // 64-byte: the chunk's two low bits XOR the line modulo 4.
+    assert_eq!(swizzle(3 * 128 + 16, 64), 3 * 128 + 2 * 16);
+    assert_eq!(swizzle(5 * 128, 64), 5 * 128 + 16);
+    // 32-byte: the chunk's lowest bit XOR the line's.
+    assert_eq!(swizzle(128, 32), 128 + 16);
+    assert_eq!(swizzle(2 * 128 + 16, 32), 2 * 128 + 16);
+    assert_eq!(swizzle(12345, 0), 12345);
+}

@@ -125,6 +125,14 @@ pub(crate) enum Loaded {
 }
 
 impl Loaded {
+    /// The thread block cluster shape the kernel was compiled with (`cluster=`).
+    pub(crate) fn required_cluster(&self) -> Option<[u32; 3]> {
+        match self {
+            Loaded::Gpu(k) => k.required_cluster(),
+            Loaded::Cpu(k, ..) => k.cluster(),
+        }
+    }
+
     /// The parameters' layouts, from which array sources (CAI, DLPack) make arguments.
     pub(crate) fn abi(&self) -> &KernelAbi {
         match self {
@@ -307,6 +315,22 @@ impl Dev {
         }
     }
 
+    /// A tiled TMA tensor map of `a` (memory of this back end): the driver's on a GPU, the
+    /// CPU back end's own layout there (`runtime::cpu_tma`); each is read only by its back
+    /// end's `tma_load`/`tma_store`.
+    pub(crate) fn tensor_map_tiled(
+        &self,
+        a: &pydevice::runtime::DeviceArray,
+        box_shape: &[u32],
+        swizzle: u32,
+    ) -> Result<pydevice::runtime::tma::TensorMap, DevError> {
+        match self {
+            Dev::Gpu(d) => Ok(d.tensor_map_tiled(a, box_shape, swizzle)?),
+            Dev::Cpu => pydevice::runtime::cpu_tma::tensor_map_tiled(a, box_shape, swizzle)
+                .map_err(|e| DevError::Cpu("tensor map".into(), e)),
+        }
+    }
+
     /// Waits for the launches (CPU launches are done when they return).
     pub(crate) fn synchronize(&self) -> Result<(), DevError> {
         match self {
@@ -344,7 +368,29 @@ impl Dev {
                         .into(),
                 ),
             )),
-            (Dev::Cpu, Target::Cpu(k, record)) => cpu_launch(k, record, args, cfg, seed),
+            (Dev::Cpu, Target::Cpu(k, record)) => cpu_launch(k, record, args, cfg, seed, None),
+            _ => panic!("a kernel of one back end launched on the other"),
+        }
+    }
+
+    /// Launches in thread block clusters of `cluster` blocks (the launch attribute) and
+    /// waits: on the CPU back end a cluster's blocks run together.
+    pub(crate) fn launch_cluster<K: Launchable + ?Sized>(
+        &self,
+        k: &K,
+        args: &[ArgValue],
+        cfg: &LaunchConfig,
+        cluster: [u32; 3],
+    ) -> Result<(), DevError> {
+        match (self, k.loaded()) {
+            (Dev::Gpu(d), Target::Gpu(k)) => {
+                let packed = k.pack(args)?;
+                d.launch_cluster(k, &packed, cfg, cluster, &Stream::default_stream())?;
+                Ok(d.synchronize()?)
+            }
+            (Dev::Cpu, Target::Cpu(k, record)) => {
+                cpu_launch(k, record, args, cfg, None, Some(cluster))
+            }
             _ => panic!("a kernel of one back end launched on the other"),
         }
     }
@@ -360,7 +406,7 @@ impl Dev {
     ) -> Result<(), DevError> {
         match (self, k.loaded()) {
             (Dev::Gpu(d), Target::Gpu(k)) => Ok(d.launch_cooperative(k, args, cfg, stream)?),
-            (Dev::Cpu, Target::Cpu(k, record)) => cpu_launch(k, record, args, cfg, None),
+            (Dev::Cpu, Target::Cpu(k, record)) => cpu_launch(k, record, args, cfg, None, None),
             _ => panic!("a kernel of one back end launched on the other"),
         }
     }
@@ -409,10 +455,12 @@ fn cpu_launch(
     args: &[ArgValue],
     cfg: &LaunchConfig,
     seed: Option<u64>,
+    cluster: Option<[u32; 3]>,
 ) -> Result<(), DevError> {
     let mut launch = CpuLaunch::new(cfg.grid, cfg.block);
     launch.shared_bytes = cfg.shared_bytes;
     launch.seed = seed;
+    launch.cluster = cluster;
     // SAFETY: every array argument of a test on the CPU back end is the address of a
     // `HostBuffer` (`Dev::upload`) that the test keeps alive across the launch, with the
     // shape and strides of its data.

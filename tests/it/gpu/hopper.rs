@@ -3,7 +3,8 @@
 //! GPU, or without a driver, each says why it is skipped and passes.
 
 use super::*;
-use pydevice::runtime::{PackedArgs, RuntimeError, Stream};
+use pydevice::runtime::RuntimeError;
+use pydevice::runtime::cpu::CpuError;
 
 /// A device of compute capability 9.0 or newer.
 fn hopper(test: &str) -> Option<Dev> {
@@ -40,26 +41,25 @@ fn sm90_or_cpu(dev: &Dev, test: &str) -> bool {
     }
 }
 
-/// Launches packed arguments in clusters of `cluster` blocks and waits.
+/// Launches in clusters of `cluster` blocks and waits (on either back end: the CPU back
+/// end runs a cluster's blocks together, docs/semantics.md §22.1).
 fn launch_cluster(
-    dev: &Device,
+    dev: &Dev,
     k: &Kernel<'_>,
     args: &[ArgValue],
     grid: [u32; 3],
     block: [u32; 3],
     cluster: [u32; 3],
-) -> Result<(), RuntimeError> {
-    let packed: PackedArgs = k.k.pack(args)?;
+) -> Result<(), DevError> {
     let cfg = LaunchConfig::new(grid, block);
-    dev.launch_cluster(&k.k, &packed, &cfg, cluster, &Stream::default_stream())?;
-    dev.synchronize()
+    dev.launch_cluster(&k.k, args, &cfg, cluster)
 }
 
-#[test]
-fn cluster_neighbour_exchange_through_distributed_shared_memory() {
-    let Some(dev) = hopper("cluster_neighbour_exchange_through_distributed_shared_memory") else {
+on_each_backend! {
+fn cluster_neighbour_exchange_through_distributed_shared_memory(dev) {
+    if !sm90_or_cpu(&dev, "cluster_neighbour_exchange_through_distributed_shared_memory") {
         return;
-    };
+    }
     // `cluster=(4, 1, 1)`, 128 threads per block: block b of the grid has rank b % 4.
     let k = kernel(
         &dev,
@@ -85,6 +85,7 @@ fn cluster_neighbour_exchange_through_distributed_shared_memory() {
         assert_eq!(out[i], want, "element {i} (block {b}, thread {t})");
     }
 }
+}
 
 const POSITIONS: &str = r#"
 from cuda import device
@@ -108,11 +109,11 @@ def positions(out):
     device.cluster_wait()
 "#;
 
-#[test]
-fn cluster_positions_with_the_launch_attribute() {
-    let Some(dev) = hopper("cluster_positions_with_the_launch_attribute") else {
+on_each_backend! {
+fn cluster_positions_with_the_launch_attribute(dev) {
+    if !sm90_or_cpu(&dev, "cluster_positions_with_the_launch_attribute") {
         return;
-    };
+    }
     let k = kernel(&dev, POSITIONS, "positions", "int32[:, ::1]");
     assert_eq!(k.k.required_cluster(), None);
     let (gx, gy, cx, cy, threads) = (8u32, 6u32, 2u32, 3u32, 32u32);
@@ -136,12 +137,13 @@ fn cluster_positions_with_the_launch_attribute() {
         }
     }
 }
+}
 
-#[test]
-fn cluster_launch_refused_for_a_bad_grid() {
-    let Some(dev) = hopper("cluster_launch_refused_for_a_bad_grid") else {
+on_each_backend! {
+fn cluster_launch_refused_for_a_bad_grid(dev) {
+    if !sm90_or_cpu(&dev, "cluster_launch_refused_for_a_bad_grid") {
         return;
-    };
+    }
     let k = kernel(
         &dev,
         &fixture("cluster_dsmem.py"),
@@ -158,8 +160,10 @@ fn cluster_launch_refused_for_a_bad_grid() {
         .expect_err("a grid of 6 blocks cannot hold clusters of 4");
     let text = e.to_string();
     assert!(
-        matches!(e, DevError::Gpu(RuntimeError::Launch { .. }))
-            && text.contains("neighbour_sum")
+        matches!(
+            e,
+            DevError::Gpu(RuntimeError::Launch { .. }) | DevError::Cpu(_, CpuError::Config(_))
+        ) && text.contains("neighbour_sum")
             && text.contains("grid extent x is 6")
             && text.contains("cluster= option"),
         "{text}"
@@ -195,6 +199,7 @@ fn cluster_launch_refused_for_a_bad_grid() {
     // The context is still usable: a good launch runs.
     launch_cluster(&dev, &p, &[oa], [2, 1, 1], [32, 1, 1], [2, 1, 1]).expect("good launch");
     k.launch(&[sa, da], [8, 1, 1], [128, 1, 1]);
+}
 }
 
 /// The byte permutation of PTX's `prmt.b32 d, a, b, c` in its default mode.
@@ -386,11 +391,11 @@ fn tensor_map_arg(
     vec1(dev, &map.words)
 }
 
-#[test]
-fn tma_tile_load_store_and_reduce_match_the_cpu() {
-    let Some(dev) = hopper("tma_tile_load_store_and_reduce_match_the_cpu") else {
+on_each_backend! {
+fn tma_tile_load_store_and_reduce_match_the_cpu(dev) {
+    if !sm90_or_cpu(&dev, "tma_tile_load_store_and_reduce_match_the_cpu") {
         return;
-    };
+    }
     // 16×32 tiles of a 64×128 float32 matrix: loaded by TMA, doubled, stored through a
     // second map and added into a third (§18.4).
     let k = kernel(
@@ -430,12 +435,13 @@ fn tma_tile_load_store_and_reduce_match_the_cpu() {
         assert_eq!(red[i], r0[i] + a[i] * 2.0, "reduced element {i}");
     }
 }
+}
 
-#[test]
-fn tma_grid_constant_maps_load_store_and_reduce_match_the_cpu() {
-    let Some(dev) = hopper("tma_grid_constant_maps_load_store_and_reduce_match_the_cpu") else {
+on_each_backend! {
+fn tma_grid_constant_maps_load_store_and_reduce_match_the_cpu(dev) {
+    if !sm90_or_cpu(&dev, "tma_grid_constant_maps_load_store_and_reduce_match_the_cpu") {
         return;
-    };
+    }
     // As above, but the load and the store read maps passed by value (`hopper.TensorMap`,
     // grid constants in the parameter space), the reduction a map in global memory (§18.4).
     let k = kernel(
@@ -479,12 +485,13 @@ fn tma_grid_constant_maps_load_store_and_reduce_match_the_cpu() {
         assert_eq!(red[i], r0[i] + a[i] * 2.0, "reduced element {i}");
     }
 }
+}
 
-#[test]
-fn tma_multicast_fills_every_block_of_the_cluster() {
-    let Some(dev) = hopper_a("tma_multicast_fills_every_block_of_the_cluster") else {
+on_each_backend! {
+fn tma_multicast_fills_every_block_of_the_cluster(dev) {
+    if dev.gpu().is_some() && hopper_a("tma_multicast_fills_every_block_of_the_cluster").is_none() {
         return;
-    };
+    }
     let k = kernel(
         &dev,
         &fixture("hopper_tma_multicast.py"),
@@ -512,12 +519,15 @@ fn tma_multicast_fills_every_block_of_the_cluster() {
         }
     }
 }
+}
 
-#[test]
-fn tma_multicast_through_a_grid_constant_map_fills_every_block() {
-    let Some(dev) = hopper_a("tma_multicast_through_a_grid_constant_map_fills_every_block") else {
+on_each_backend! {
+fn tma_multicast_through_a_grid_constant_map_fills_every_block(dev) {
+    if dev.gpu().is_some()
+        && hopper_a("tma_multicast_through_a_grid_constant_map_fills_every_block").is_none()
+    {
         return;
-    };
+    }
     // The multicast load of the test above, its map passed by value (§18.4).
     let k = kernel(
         &dev,
@@ -546,6 +556,7 @@ fn tma_multicast_through_a_grid_constant_map_fills_every_block() {
             assert_eq!(out[b * t * t + i], a[i], "block {b}, element {i}");
         }
     }
+}
 }
 
 on_each_backend! {
@@ -594,11 +605,11 @@ fn e4m3_bits(x: f32) -> u8 {
     sign | (((e + 7) as u8) << 3) | mant as u8
 }
 
-#[test]
-fn wgmma_each_input_family_matches_the_cpu() {
-    let Some(dev) = hopper_a("wgmma_each_input_family_matches_the_cpu") else {
+on_each_backend! {
+fn wgmma_each_input_family_matches_the_cpu(dev) {
+    if dev.gpu().is_some() && hopper_a("wgmma_each_input_family_matches_the_cpu").is_none() {
         return;
-    };
+    }
     // One warpgroup, one K step per family (fixture `hopper_wgmma_kinds.py`): D (64×64) =
     // A (64×K) · Bᵀ (B is 64×K) for bf16 (K = 16), tf32 (K = 8), e4m3 (K = 32) into float32
     // and s8 (K = 32) into int32, the tiles staged K-major without swizzle (§18.4). Inputs
@@ -701,6 +712,85 @@ fn wgmma_each_input_family_matches_the_cpu() {
             assert_eq!(out[r * n + c], want, "s8: D[{r}, {c}]");
         }
     }
+}
+}
+
+/// `wgmma` on operands staged with the 128-byte swizzle (§18.4): K-major rows of 128 bytes
+/// (the first 32 hold the row's 16 bf16 of K), 8-row groups 1024 bytes apart (SBO), each
+/// 16-byte chunk `c` of line `l` stored at chunk `c ^ (l % 8)` of the 1024-aligned window.
+const WGMMA_SW128: &str = r#"
+from cuda import device
+from cuda.device import hopper
+
+N = 64
+
+
+@device.func
+def sw128(r, k):
+    # The element index of (r, k) of a bf16 K-major operand in the 128-byte swizzled layout.
+    o = (r // 8) * 1024 + (r % 8) * 128 + k * 2
+    return (o ^ (((o >> 7) & 7) << 4)) // 2
+
+
+@device.kernel(max_threads=128)
+def wgmma_sw128(a, b, d):
+    sa = device.shared_array(64 * 64, device.bfloat16, align=1024)
+    sb = device.shared_array(N * 64, device.bfloat16, align=1024)
+    t = device.thread_idx.x
+    for i in range(t, 64 * 16, 128):
+        sa[sw128(i // 16, i % 16)] = a[i // 16, i % 16]
+    for i in range(t, N * 16, 128):
+        sb[sw128(i // 16, i % 16)] = b[i // 16, i % 16]
+    hopper.fence_proxy_async()
+    device.syncthreads()
+    acc = device.local_array(N // 2, device.float32)
+    for i in range(N // 2):
+        acc[i] = 1.0
+    da = hopper.wgmma_desc(sa, 0, 16, 1024, 128)
+    db = hopper.wgmma_desc(sb, 0, 16, 1024, 128)
+    hopper.wgmma_fence()
+    hopper.wgmma(acc, da, db, N, "bf16", "bf16", scale_d=True)
+    hopper.wgmma_commit_group()
+    hopper.wgmma_wait_group(0)
+    w = t // 32
+    lane = t % 32
+    for i in range(N // 2):
+        row = w * 16 + lane // 4 + 8 * ((i // 2) % 2)
+        col = 8 * (i // 4) + 2 * (lane % 4) + i % 2
+        d[row, col] = acc[i]
+"#;
+
+on_each_backend! {
+fn wgmma_bf16_with_128_byte_swizzle_matches_the_cpu(dev) {
+    if dev.gpu().is_some() && hopper_a("wgmma_bf16_with_128_byte_swizzle_matches_the_cpu").is_none() {
+        return;
+    }
+    // D = 1 + A·Bᵀ (scale_d: the accumulator's 1.0 is kept), inputs multiples of 1/4 in
+    // [-8, 8]: every product and sum is exact in float32.
+    let k = kernel(
+        &dev,
+        WGMMA_SW128,
+        "wgmma_sw128",
+        "bfloat16[:, ::1], bfloat16[:, ::1], float32[:, ::1]",
+    );
+    let (m, n, kk) = (64usize, 64usize, 16usize);
+    let mut rng = Rng(0x5128);
+    let a: Vec<f32> = (0..m * kk).map(|_| rng.i32(-32, 33) as f32 / 4.0).collect();
+    let b: Vec<f32> = (0..n * kk).map(|_| rng.i32(-32, 33) as f32 / 4.0).collect();
+    let ab: Vec<u16> = a.iter().map(|&x| bf16_bits(x)).collect();
+    let bb: Vec<u16> = b.iter().map(|&x| bf16_bits(x)).collect();
+    let (_ab, aa) = array(&dev, &ab, &[m as u64, kk as u64], &[kk as i64, 1]);
+    let (_bb, ba) = array(&dev, &bb, &[n as u64, kk as u64], &[kk as i64, 1]);
+    let (db, da) = array(&dev, &vec![f32::NAN; m * n], &[m as u64, n as u64], &[n as i64, 1]);
+    k.launch(&[aa, ba, da], [1, 1, 1], [128, 1, 1]);
+    let out: Vec<f32> = from_bytes(&dev.download(&db).expect("download"));
+    for r in 0..m {
+        for c in 0..n {
+            let want: f32 = 1.0 + (0..kk).map(|i| a[r * kk + i] * b[c * kk + i]).sum::<f32>();
+            assert_eq!(out[r * n + c], want, "D[{r}, {c}]");
+        }
+    }
+}
 }
 
 #[test]

@@ -796,3 +796,145 @@ fn numba_cmath_log_base_random(dev) {
     }
 }
 }
+
+on_each_backend! {
+fn numba_broadcast_setitem_random(dev) {
+    // numba-cuda's DeviceNDArray `lhs[...] = rhs` kernel (`numba.cuda.types`, to_fixed_tuple):
+    // a row and a column broadcast over a 37 x 53 array.
+    let src = include_str!("../../fixtures/numba/broadcast_setitem.py");
+    let k = kernel(&dev, src, "broadcast_setitem", "float64[:, :], float64[:, :]");
+    let (m, n) = (37usize, 53usize);
+    let mut r = Rng(23);
+    for (rm, rn) in [(1usize, n), (m, 1usize)] {
+        let rhs: Vec<f64> = (0..rm * rn).map(|_| f64::from(r.f32(-5.0, 5.0))).collect();
+        let (lb, la) = array(&dev, &vec![0f64; m * n], &[m as u64, n as u64], &[n as i64, 1]);
+        let (_rb, ra) = array(&dev, &rhs, &[rm as u64, rn as u64], &[rn as i64, 1]);
+        k.launch(&[la, ra], [blocks(m * n, 128), 1, 1], [128, 1, 1]);
+        let out: Vec<f64> = from_bytes(&dev.download(&lb).expect("download"));
+        for i in 0..m {
+            for j in 0..n {
+                let want = rhs[(i % rm) * rn + j % rn];
+                assert_eq!(out[i * n + j], want, "({i}, {j}) with rhs {rm} x {rn}");
+            }
+        }
+    }
+}
+}
+
+on_each_backend! {
+fn numba_unassigned_augmented_random(dev) {
+    // `c += 1` where `c` was never assigned reads the local's zero (test_ssa's
+    // check_undefined_var, per thread).
+    let src = include_str!("../../fixtures/numba/unassigned_augmented.py");
+    let k = kernel(&dev, src, "unassigned_augmented", "int64[::1], int64[::1]");
+    let n = 3000usize;
+    let mut r = Rng(41);
+    let ns: Vec<i64> = (0..n).map(|_| i64::from(r.i32(-3, 4))).collect();
+    let (ob, oa) = vec1(&dev, &vec![-7i64; n]);
+    let (_nb, na) = vec1(&dev, &ns);
+    k.launch(&[oa, na], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let out: Vec<i64> = from_bytes(&dev.download(&ob).expect("download"));
+    for t in 0..n {
+        assert_eq!(out[t], i64::from(ns[t] == 0), "thread {t}: n = {}", ns[t]);
+    }
+}
+}
+
+on_each_backend! {
+fn numba_record_text_fields_random(dev) {
+    // String literals stored into `U12` / `S12` record fields (test_const_string), per thread
+    // on a random choice of literal, against NumPy's encoding: code points / bytes, cut to 12,
+    // zero-padded.
+    let src = include_str!("../../fixtures/numba/record_text_fields.py");
+    let sig = "Record(x[type=int32;offset=0],y[type=[unichr x 12];offset=4];52;False)[::1], \
+        Record(x[type=float32;offset=0],y[type=[char x 12];offset=4];16;False)[::1], int64[::1]";
+    let k = kernel(&dev, src, "record_text_fields", sig);
+    let n = 700usize;
+    let mut r = Rng(5);
+    let sel: Vec<i64> = (0..n).map(|_| i64::from(r.i32(0, 3))).collect();
+    let (ub, ua) = array(&dev, &vec![0xAAu8; n * 52], &[n as u64], &[1]);
+    let (sb, sa) = array(&dev, &vec![0x55u8; n * 16], &[n as u64], &[1]);
+    let (_eb, ea) = vec1(&dev, &sel);
+    k.launch(&[ua, sa, ea], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let u: Vec<u8> = dev.download(&ub).expect("download");
+    let s: Vec<u8> = dev.download(&sb).expect("download");
+    let texts_u = ["ABC", "h\u{e9}llo w\u{f6}rld, too long", ""];
+    let texts_s: [&[u8]; 3] = [b"XYZ", b"PQ", b"0123456789abcdef"];
+    for i in 0..n {
+        let c = sel[i] as usize;
+        let mut want_u = (i as i32).to_le_bytes().to_vec();
+        let mut cps: Vec<u32> = texts_u[c].chars().map(u32::from).take(12).collect();
+        cps.resize(12, 0);
+        want_u.extend(cps.iter().flat_map(|c| c.to_le_bytes()));
+        assert_eq!(&u[i * 52..(i + 1) * 52], &want_u[..], "u[{i}] ({c})");
+        let mut want_s = (0.5f32 * i as f32).to_le_bytes().to_vec();
+        let mut bs: Vec<u8> = texts_s[c].iter().copied().take(12).collect();
+        bs.resize(12, 0);
+        want_s.extend(bs);
+        assert_eq!(&s[i * 16..(i + 1) * 16], &want_s[..], "s[{i}] ({c})");
+    }
+}
+}
+
+on_each_backend! {
+fn numba_text_arrays_random(dev) {
+    // `a[i] = "XYZ"` on arrays of NumPy's `<U12` and `S5` (test_const_string), per thread on
+    // a random choice of literal: code points / bytes, cut to the width, zero-padded.
+    let src = include_str!("../../fixtures/numba/text_arrays.py");
+    let k = kernel(
+        &dev,
+        src,
+        "text_arrays",
+        "[unichr x 12][::1], [char x 5][::1], int64[::1]",
+    );
+    let n = 900usize;
+    let mut r = Rng(17);
+    let sel: Vec<i64> = (0..n).map(|_| i64::from(r.i32(0, 3))).collect();
+    let (ub, ua) = array(&dev, &vec![0xA5u8; n * 48], &[n as u64], &[1]);
+    let (sb, sa) = array(&dev, &vec![0x5Au8; n * 5], &[n as u64], &[1]);
+    let (_eb, ea) = vec1(&dev, &sel);
+    k.launch(&[ua, sa, ea], [blocks(n, 128), 1, 1], [128, 1, 1]);
+    let u: Vec<u8> = dev.download(&ub).expect("download");
+    let s: Vec<u8> = dev.download(&sb).expect("download");
+    let texts_u = ["XYZ", "\u{e9}t\u{e9} \u{2014} summer!", ""];
+    let texts_s: [&[u8]; 3] = [b"XYZ", b"truncated", b""];
+    for i in 0..n {
+        let c = sel[i] as usize;
+        let mut cps: Vec<u32> = texts_u[c].chars().map(u32::from).take(12).collect();
+        cps.resize(12, 0);
+        let want_u: Vec<u8> = cps.iter().flat_map(|c| c.to_le_bytes()).collect();
+        assert_eq!(&u[i * 48..(i + 1) * 48], &want_u[..], "u[{i}] ({c})");
+        let mut want_s: Vec<u8> = texts_s[c].iter().copied().take(5).collect();
+        want_s.resize(5, 0);
+        assert_eq!(&s[i * 5..(i + 1) * 5], &want_s[..], "s[{i}] ({c})");
+    }
+}
+}
+
+on_each_backend! {
+fn numba_zero_dim_arrays_random(dev) {
+    // Zero-dimensional array arguments: `a[()]` read and written, `.ndim`/`.size`/`.shape`.
+    let src = include_str!("../../fixtures/numba/zero_dim_arrays.py");
+    let k = kernel(
+        &dev,
+        src,
+        "zero_dim_arrays",
+        "float64[()], float64[()], float64[::1]",
+    );
+    let mut r = Rng(3);
+    for _ in 0..3 {
+        let x = f64::from(r.f32(-100.0, 100.0));
+        let n = 300usize;
+        let (lb, la) = array(&dev, &[-1.0f64], &[], &[]);
+        let (_rb, ra) = array(&dev, &[x], &[], &[]);
+        let (ob, oa) = vec1(&dev, &vec![0f64; n]);
+        k.launch(&[la, ra, oa], [blocks(n, 128), 1, 1], [128, 1, 1]);
+        let lhs: Vec<f64> = from_bytes(&dev.download(&lb).expect("download"));
+        assert_eq!(lhs, vec![x * 2.0]);
+        let out: Vec<f64> = from_bytes(&dev.download(&ob).expect("download"));
+        for (i, o) in out.iter().enumerate() {
+            assert_eq!(*o, x * i as f64 + 0.0 + 1.0 + 0.0, "out[{i}]");
+        }
+    }
+}
+}

@@ -188,6 +188,54 @@ impl FnCx<'_, '_> {
         Ok(vec![re, im])
     }
 
+    /// An atomic `load`, `store`, `exch` or `cas` of a `complex128` element at `ptr` (the
+    /// device's `.b128`, sm_90): Cranelift has no 16-byte atomics, so the runtime's
+    /// `__pyd_atomic16` moves the 16 bytes under a lock that every 16-byte atomic of that
+    /// address takes (`lower::host::runtime::atomic16`); `cas` compares the bits. The operands
+    /// go through a stack slot: the value (or `cas`'s expected value then the new one), and
+    /// the old value comes back in its first 16 bytes.
+    pub(super) fn wide_complex_atomic(
+        &mut self,
+        op: AtomicOp,
+        ptr: Value,
+        vals: &[(Value, Value)],
+    ) -> R<Vec<Value>> {
+        let code = match op {
+            AtomicOp::Notify => return Ok(Vec::new()),
+            AtomicOp::Load => 0,
+            AtomicOp::Store => 1,
+            AtomicOp::Exch => 2,
+            AtomicOp::Cas => 3,
+            other => {
+                return Err(err(format!(
+                    "atomic {other:?} of a complex128 element reached the host back end"
+                )));
+            }
+        };
+        let slot =
+            self.b
+                .create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 32, 4));
+        let io = self.b.ins().stack_addr(ct::I64, slot, 0);
+        for (k, (re, im)) in vals.iter().take(2).enumerate() {
+            let at = 16 * k as i32;
+            self.b.ins().store(flags(), *re, io, at);
+            self.b.ins().store(flags(), *im, io, at + 8);
+        }
+        let code = self.b.ins().iconst(ct::I32, code);
+        self.call_helper(
+            "__pyd_atomic16",
+            &[ct::I32, ct::I64, ct::I64],
+            ct::I32,
+            &[code, ptr, io],
+        )?;
+        if op == AtomicOp::Store {
+            return Ok(Vec::new());
+        }
+        let re = self.b.ins().load(ct::F64, flags(), io, 0);
+        let im = self.b.ins().load(ct::F64, flags(), io, 8);
+        Ok(vec![re, im])
+    }
+
     /// A read-modify-write as a compare-and-swap loop on the element's bits: `new_of`
     /// computes the new value from the old one (register forms). Returns the old bits.
     fn cas_loop(

@@ -359,6 +359,13 @@ impl FnCx<'_, '_> {
                     }
                     return self.complex_atomic(*op, ptr, &vals);
                 }
+                if dtype == Scalar::Complex128 {
+                    let mut vals = Vec::new();
+                    for a in args {
+                        vals.push(self.parts(*a)?);
+                    }
+                    return self.wide_complex_atomic(*op, ptr, &vals);
+                }
                 let mut vals = Vec::new();
                 for a in args {
                     vals.push(self.scalar(*a)?);

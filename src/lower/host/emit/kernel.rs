@@ -80,7 +80,7 @@ impl FnCx<'_, '_> {
     }
 
     /// `line << 32 | column` of expression `h`.
-    fn site(&self, h: Handle<Expr>) -> i64 {
+    pub(super) fn site(&self, h: Handle<Expr>) -> i64 {
         let (l, c) = self.program.file.line_col(self.f.exprs.span(h).start);
         ((l as i64) << 32) | c as i64
     }
@@ -100,7 +100,7 @@ impl FnCx<'_, '_> {
     }
 
     /// Operand `h` (an integer, bool or warp mask) as an integer of type `t`.
-    fn int_operand(&mut self, h: Handle<Expr>, t: ct::Type) -> R<Value> {
+    pub(super) fn int_operand(&mut self, h: Handle<Expr>, t: ct::Type) -> R<Value> {
         let signed = self.ty(h).as_scalar().is_some_and(Scalar::is_signed);
         let v = self.scalar(h)?;
         if self.b.func.dfg.value_type(v).is_float() {
@@ -428,6 +428,33 @@ impl FnCx<'_, '_> {
             Intrinsic::Cg(cg) => return self.group_op(h, cg, args, ty),
             Intrinsic::Tensor(t) => return self.tensor(h, t, args, ty),
             Intrinsic::Hopper(o) => return self.hopper(h, o, args),
+            Intrinsic::ClusterDim(a) => {
+                self.ctx_u32(offset::CLUSTER_DIM + 4 * axis_index(a) as usize)?
+            }
+            Intrinsic::ClusterIdx(a) | Intrinsic::BlockIdxInCluster(a) => {
+                let k = 4 * axis_index(a) as usize;
+                let b = self.ctx_u32(offset::BLOCK_IDX + k)?;
+                let c = self.ctx_u32(offset::CLUSTER_DIM + k)?;
+                if matches!(op, Intrinsic::ClusterIdx(_)) {
+                    self.b.ins().udiv(b, c)
+                } else {
+                    self.b.ins().urem(b, c)
+                }
+            }
+            Intrinsic::BlockRankInCluster => self.rank_in_cluster()?,
+            Intrinsic::ClusterSize => self.cluster_size()?,
+            Intrinsic::ClusterArrive(_) | Intrinsic::ClusterWait | Intrinsic::ClusterSync => {
+                // The fibers of a cluster share one OS thread: arriving is counted, waiting
+                // suspends the thread until the cluster has arrived (`runtime::cpu`).
+                if op != Intrinsic::ClusterWait {
+                    self.barrier(BarrierKind::ClusterArrive, None, h)?;
+                }
+                if !matches!(op, Intrinsic::ClusterArrive(_)) {
+                    self.barrier(BarrierKind::ClusterWait, None, h)?;
+                }
+                return Ok(Vec::new());
+            }
+            Intrinsic::MapSharedRank => return self.map_shared_rank(h, arg(0)?, arg(1)?),
             Intrinsic::Ldexp | Intrinsic::Frexp | Intrinsic::Modf | Intrinsic::Sincos => {
                 return self.math_pair(op, args);
             }
@@ -469,6 +496,69 @@ impl FnCx<'_, '_> {
             }
         };
         self.fit(v, ty)
+    }
+
+    /// `block_rank_in_cluster`: the block's position in its cluster, x fastest.
+    fn rank_in_cluster(&mut self) -> R<Value> {
+        let mut rank = self.b.ins().iconst(ct::I32, 0);
+        let mut scale = self.b.ins().iconst(ct::I32, 1);
+        for k in 0..3 {
+            let b = self.ctx_u32(offset::BLOCK_IDX + 4 * k)?;
+            let c = self.ctx_u32(offset::CLUSTER_DIM + 4 * k)?;
+            let p = self.b.ins().urem(b, c);
+            let term = self.b.ins().imul(p, scale);
+            rank = self.b.ins().iadd(rank, term);
+            scale = self.b.ins().imul(scale, c);
+        }
+        Ok(rank)
+    }
+
+    /// `cluster_size`: the blocks of the cluster.
+    fn cluster_size(&mut self) -> R<Value> {
+        let x = self.ctx_u32(offset::CLUSTER_DIM)?;
+        let y = self.ctx_u32(offset::CLUSTER_DIM + 4)?;
+        let z = self.ctx_u32(offset::CLUSTER_DIM + 8)?;
+        let xy = self.b.ins().imul(x, y);
+        Ok(self.b.ins().imul(xy, z))
+    }
+
+    /// `map_shared_rank(a, rank)`: the same shared array of block `rank` of the cluster,
+    /// whose shared memory lies `(rank - own rank) * cluster_stride` bytes from this
+    /// block's. A rank outside the cluster is recorded as an index out of range at the call
+    /// and maps to the block's own array (a GPU's result is undefined there).
+    fn map_shared_rank(
+        &mut self,
+        h: Handle<Expr>,
+        array: Handle<Expr>,
+        rank: Handle<Expr>,
+    ) -> R<Vec<Value>> {
+        let mut d = self.expr(array)?;
+        let r = self.int_operand(rank, ct::I32)?;
+        let own = self.rank_in_cluster()?;
+        let size = self.cluster_size()?;
+        let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, r, size);
+        let r = self.b.ins().select(inside, r, own);
+        let (bad, go) = (self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(inside, go, &[], bad, &[]);
+        self.b.switch_to_block(bad);
+        let site = self.site(h);
+        self.record_error(site)?;
+        self.b.ins().jump(go, &[]);
+        self.b.switch_to_block(go);
+        let r = self.b.ins().uextend(ct::I64, r);
+        let own = self.b.ins().uextend(ct::I64, own);
+        let delta = self.b.ins().isub(r, own);
+        let ctx = self.ctx()?;
+        let stride = self
+            .b
+            .ins()
+            .load(ct::I64, flags(), ctx, offset::CLUSTER_STRIDE as i32);
+        let bytes = self.b.ins().imul(delta, stride);
+        let first = d
+            .first_mut()
+            .ok_or_else(|| err("an array without a data pointer"))?;
+        *first = self.b.ins().iadd(*first, bytes);
+        Ok(d)
     }
 
     /// `math.ldexp`, `math.frexp`, `math.modf` and numba's `libdevice.sincos` on `float32`
