@@ -549,6 +549,11 @@ def _h_struct(s, depth=0):
     return ("S", type(s), tuple(keys)), tuple(vals)
 
 
+def _h_tensor_map(m):
+    # `hopper.TensorMap`: its 128 bytes, packed by value (a grid constant, §18.4).
+    return ("M",), bytes(m)
+
+
 def _h_host_array(a):
     # Copied in and out around the launch; always passed C-contiguous.
     return ("H", a.dtype, a.ndim), a
@@ -800,6 +805,8 @@ def _handler_for(a):
         h = _h_cai
     elif isinstance(a, tuple):
         h = _h_tuple
+    elif getattr(t, "_pydevice_tensor_map", False):
+        h = _h_tensor_map
     if h is None:
         raise _Unsupported(
             f"{t.__module__}.{t.__qualname__} (a kernel takes arrays with __dlpack__ or "
@@ -853,6 +860,8 @@ def _type_of_key(k, dialect: str):
         return k[1].__name__
     if tag == "S":
         return k[1].__name__
+    if tag == "M":
+        return "hopper.TensorMap"
     raise AssertionError(k)
 
 

@@ -81,6 +81,35 @@ def tma_double(amap, omap, rmap):
         hopper.bulk_wait_group(0)
 
 
+@device.kernel(max_threads=128)
+def tma_double_by_value(amap: hopper.TensorMap, omap: hopper.TensorMap, rmap):
+    # `tma_double` with the load's and the store's maps passed by value (grid constants in
+    # the parameter space, §18.4); the reduction's map stays in global memory.
+    tile = device.shared_array(TR * TC, device.float32, align=128)
+    bars = device.shared_array(1, device.uint64)
+    t = device.thread_idx.x
+    col = device.block_idx.x * TC
+    row = device.block_idx.y * TR
+    if t == 0:
+        hopper.tma_prefetch(amap)
+        hopper.mbarrier_init(bars[0], 1)
+        hopper.fence_mbarrier_init()
+    device.syncthreads()
+    if t == 0:
+        hopper.mbarrier_arrive_expect_tx(bars[0], TR * TC * 4)
+        hopper.tma_load(tile[0], amap, (col, row), bars[0])
+    hopper.mbarrier_wait_parity(bars[0], 0)
+    for i in range(t, TR * TC, device.block_dim.x):
+        tile[i] = tile[i] * 2.0
+    hopper.fence_proxy_async()
+    device.syncthreads()
+    if t == 0:
+        hopper.tma_store(omap, (col, row), tile[0])
+        hopper.tma_reduce_add(rmap, (col, row), tile[0])
+        hopper.bulk_commit_group()
+        hopper.bulk_wait_group(0)
+
+
 @device.kernel(max_threads=64)
 def elect_count(out):
     # Each warp elects one lane, which counts itself: out[b] == warps per block.

@@ -129,6 +129,33 @@ def test_tma_tiles_from_a_torch_tensor(torch):
     assert torch.equal(r, a * 2)
 
 
+@pytest.mark.gpu_only('TMA through grid-constant tensor maps (sm_90)')
+def test_tma_tiles_through_grid_constant_maps(real_gpu, cupy):
+    # The load's and the store's maps passed by value (`hopper.TensorMap` parameters), the
+    # reduction's in global memory; random tiles against NumPy.
+    cp = cupy
+    _sm90(cp.cuda.Device().compute_capability)
+    from cuda.device import hopper
+
+    rows, cols = 96, 64
+    rng = np.random.default_rng(3232)
+    a = rng.standard_normal((rows, cols)).astype(np.float32)
+    r0 = rng.integers(-50, 50, (rows, cols)).astype(np.float32)
+    d_a, d_o, d_r = cp.asarray(a), cp.full((rows, cols), np.nan, np.float32), cp.asarray(r0)
+    amap = hopper.TensorMap(d_a, (H.TR, H.TC))
+    omap = hopper.TensorMap.from_words(hopper.tensor_map(d_o, (H.TR, H.TC)))
+    rmap = cp.asarray(hopper.tensor_map(d_r, (H.TR, H.TC)))
+    grid = (cols // H.TC, rows // H.TR)
+    device.launch(H.tma_double_by_value, amap, omap, rmap, grid=grid, block=128)
+    cp.cuda.Device().synchronize()
+    np.testing.assert_array_equal(cp.asnumpy(d_o), a * 2)
+    np.testing.assert_array_equal(cp.asnumpy(d_r), r0 + a * 2)
+    # Launched again through the kernel's own syntax: the same maps, the sums add up.
+    H.tma_double_by_value[grid, 128](amap, omap, rmap)
+    cp.cuda.Device().synchronize()
+    np.testing.assert_array_equal(cp.asnumpy(d_r), r0 + a * 4)
+
+
 def test_tensor_map_refuses_a_bad_box(gpu, cupy):
     """The driver's checks, and the CPU back end's (the same) without a GPU."""
     cp = cupy

@@ -242,8 +242,12 @@ fn tuple_cxx(t: &Type) -> String {
 }
 
 /// A Python identifier as a C++ identifier: C++ keywords get a trailing underscore
-/// (`new` → `new_`); every other Python identifier is already a valid C++ one.
+/// (`new` → `new_`); every other Python identifier is already a valid C++ one. The dot of a
+/// builtin struct's name becomes `_` (`hopper.TensorMap` → `hopper_TensorMap`).
 pub fn cxx_ident(name: &str) -> String {
+    if name.contains('.') {
+        return cxx_ident(&name.replace('.', "_"));
+    }
     const KEYWORDS: &str = "\
         alignas alignof and_eq asm auto bitand bitor bool case catch char char8_t char16_t \
         char32_t class compl concept const consteval constexpr constinit const_cast co_await \
@@ -881,6 +885,43 @@ fn pack_into(t: &Type, v: &ArgValue, out: &mut [u8]) -> Result<(), PackError> {
 mod tests {
     use super::*;
     use crate::types::Layout;
+
+    /// `hopper.TensorMap` (§18.4) is CUDA's `CUtensorMap` by value: 128 bytes aligned to 64,
+    /// so in a kernel's parameter buffer it starts at a multiple of 64 whatever precedes it,
+    /// and it packs from its 128 bytes (or its 16 words) and nothing else.
+    #[test]
+    fn tensor_maps_are_128_bytes_at_multiples_of_64_in_the_parameter_buffer() {
+        let t = Type::tensor_map();
+        let l = layout_of(&t);
+        assert_eq!((l.size, l.align), (128, 64));
+        assert_eq!(l.cxx, "hopper_TensorMap", "a C++ name for headers");
+        assert_eq!(size_align(&t), (128, 64));
+        assert!(t.is_tensor_map());
+        assert_eq!(
+            crate::types::signature::parse_type(&t.to_string()).unwrap(),
+            t,
+            "the type's name parses back"
+        );
+        let src = "from cuda import device\nfrom cuda.device import hopper\n@device.kernel\n\
+                   def k(n, m: hopper.TensorMap, a, t: hopper.TensorMap):\n    \
+                   hopper.tma_prefetch(m)\n    hopper.tma_prefetch(t)\n    a[0] = n\n";
+        let m = crate::Module::parse("k.py", src).unwrap();
+        let (args, _) = crate::types::signature::parse_signature(
+            "int32, hopper.TensorMap, float32[::1], TensorMap",
+        )
+        .unwrap();
+        let abi = m.specialize("k", &args).unwrap().abi();
+        // int32 at 0; the map at 64; the array (24 bytes, align 8) at 192; the map at 256.
+        assert_eq!(abi.param_offsets(), vec![0, 64, 192, 256]);
+        assert_eq!(abi.param_buffer_size(), 384);
+        let bytes: Vec<u8> = (0..128).collect();
+        assert_eq!(pack(&t, &ArgValue::Bytes(bytes.clone())).unwrap(), bytes);
+        assert!(pack(&t, &ArgValue::Bytes(vec![0; 127])).is_err());
+        assert!(pack(&t, &ArgValue::UInt(0)).is_err());
+        let words = ArgValue::Tuple((0..16).map(|i| ArgValue::UInt(i << 8 | i)).collect());
+        let p = pack(&t, &words).unwrap();
+        assert_eq!((p[8], p[9], p[127]), (1, 1, 0));
+    }
 
     #[test]
     fn half_encoding_rounds_like_numpy() {

@@ -1736,6 +1736,9 @@ impl ParsedModule {
                 Item::Builtin(Builtin::Complex) => Some(Type::Scalar(d.complex)),
                 Item::Builtin(Builtin::Bool) => Some(Type::Scalar(Scalar::Bool)),
                 Item::Builtin(Builtin::Vector(elem, len)) => Some(Type::Vector { elem, len }),
+                Item::Builtin(Builtin::Hopper(builtins::HopperFn::TensorMap)) => {
+                    Some(Type::tensor_map())
+                }
                 Item::Struct(i) => self
                     .struct_type(i)
                     .map(|t| Type::Struct(Box::new(t.clone()))),

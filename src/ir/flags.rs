@@ -201,6 +201,7 @@ fn hopper_flags(op: HopperOp) -> IntrinsicFlags {
         | HopperOp::BulkWait { .. }
         | HopperOp::TmaLoad { .. }
         | HopperOp::TmaStore { .. }
+        | HopperOp::TmaPrefetch
         | HopperOp::SharedAddress
         | HopperOp::WgmmaDesc(_) => IntrinsicFlags::DEVICE,
     }

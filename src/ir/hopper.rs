@@ -80,6 +80,9 @@ pub enum HopperOp {
         /// Add into global memory instead of overwriting it.
         reduce: bool,
     },
+    /// `tma_prefetch(tmap)`: [the tensor map, as for `TmaLoad`]: `prefetch.tensormap`, which
+    /// brings the map into the TMA unit's cache ahead of the copies that use it.
+    TmaPrefetch,
     /// `wgmma_desc(array, index, leading, stride, swizzle)`: [shared ElementRef, uint32
     /// leading-dimension byte offset, uint32 stride-dimension byte offset] → the uint64
     /// shared-memory matrix descriptor.
@@ -305,6 +308,7 @@ impl HopperOp {
                     "tma_store"
                 }
             ),
+            HopperOp::TmaPrefetch => "hopper.tma_prefetch".into(),
             HopperOp::WgmmaDesc(s) => format!("hopper.wgmma_desc.swizzle{}", s.bytes()),
             HopperOp::SharedAddress => "hopper.shared_address".into(),
             HopperOp::WgmmaFence => "hopper.wgmma_fence".into(),

@@ -3,13 +3,16 @@
 //! the host by the driver (`cuTensorMapEncodeTiled`) from any [`DeviceArray`] (so from a
 //! Rust buffer, a DLPack tensor or a CUDA Array Interface array alike).
 //!
-//! Device code reads the map from global memory: upload [`TensorMap::bytes`] and pass that
-//! array to the kernel. Dimensions follow the array's order here (`shape`, `box_shape`,
+//! Device code reads the map either from global memory (upload [`TensorMap::bytes`] and pass
+//! that array to a `uint64[::1]` parameter) or, by value, from a `hopper.TensorMap` kernel
+//! parameter, a `__grid_constant__` (pass [`TensorMap::arg`]: its 128 bytes are packed into
+//! the kernel's parameter buffer at a multiple of 64). Dimensions follow the array's order here (`shape`, `box_shape`,
 //! outermost first); the driver's and PTX's order is the reverse, so a kernel's coordinates
 //! are innermost first (`(col, row)` for a matrix).
 
 use super::error::drv;
 use super::{Device, DeviceArray, RuntimeError};
+use crate::abi::ArgValue;
 use crate::types::Scalar;
 use cudarc::driver::sys;
 
@@ -22,6 +25,13 @@ pub struct TensorMap {
 }
 
 impl TensorMap {
+    /// The map as the argument of a `hopper.TensorMap` kernel parameter (§18.4): its 128
+    /// bytes, passed by value in the kernel's parameter space (`.param .align 64 .b8 [128]`,
+    /// a grid constant), so no device buffer holds it.
+    pub fn arg(&self) -> ArgValue {
+        ArgValue::Bytes(self.bytes().to_vec())
+    }
+
     /// The map's 128 bytes, to upload (little-endian, as the device reads them).
     pub fn bytes(&self) -> [u8; 128] {
         let mut out = [0u8; 128];
@@ -169,6 +179,13 @@ impl Device {
     }
 }
 
+impl From<TensorMap> for ArgValue {
+    /// [`TensorMap::arg`].
+    fn from(m: TensorMap) -> ArgValue {
+        m.arg()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,5 +208,9 @@ mod tests {
             words: [0x0102; 16],
         };
         assert_eq!(m.bytes()[0..2], [2, 1]);
+        let ArgValue::Bytes(b) = m.arg() else {
+            panic!("a tensor map argument is its bytes");
+        };
+        assert_eq!(b, m.bytes());
     }
 }

@@ -567,6 +567,26 @@ pub const MAX_TYPE_ALIGN: u64 = 4096;
 pub const MAX_TYPE_SIZE: u64 = 1 << 31;
 
 impl Type {
+    /// `hopper.TensorMap` (§18.4): a TMA tensor map (`CUtensorMap`) passed by value, as
+    /// CUDA C++'s `const __grid_constant__ CUtensorMap`: 128 bytes aligned to 64, a struct of
+    /// sixteen `uint64` words named `hopper.TensorMap` (no `@struct` class can be so named).
+    pub fn tensor_map() -> Type {
+        Type::Struct(Box::new(StructType {
+            name: TENSOR_MAP.into(),
+            fields: (0..16)
+                .map(|i| (format!("w{i}"), Type::Scalar(Scalar::UInt64)))
+                .collect(),
+            align: Some(64),
+            field_align: Vec::new(),
+            record: None,
+        }))
+    }
+
+    /// Whether this is [`Type::tensor_map`].
+    pub fn is_tensor_map(&self) -> bool {
+        matches!(self, Type::Struct(st) if st.name == TENSOR_MAP && st.record.is_none())
+    }
+
     /// Checks a type built through the API (the front end only builds valid ones): vectors
     /// of 1 to 4 elements, arrays of 1 to 255 dimensions, alignments that are powers of two
     /// up to [`MAX_TYPE_ALIGN`] and nesting up to [`MAX_TYPE_DEPTH`]. `crate::abi::check_type`
@@ -715,6 +735,9 @@ impl Type {
         }))
     }
 }
+
+/// The struct name of [`Type::tensor_map`].
+pub const TENSOR_MAP: &str = "hopper.TensorMap";
 
 /// A heterogeneous struct type (`@device.struct class point: x: int ...`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -327,6 +327,11 @@ impl Parser<'_> {
                 "int" => Type::Scalar(Scalar::Int32),
                 "float" => Type::Scalar(Scalar::Float32),
                 "Record" if self.eat(b'(') => Type::Struct(Box::new(self.record()?)),
+                // A TMA tensor map by value (§18.4): `TensorMap` or `hopper.TensorMap`.
+                "TensorMap" => Type::tensor_map(),
+                "hopper" if self.eat(b'.') && self.ident().as_deref() == Some("TensorMap") => {
+                    Type::tensor_map()
+                }
                 n => match super::vector_name(n) {
                     Some((elem, len)) => Type::Vector { elem, len },
                     None => match Scalar::from_name(n) {

@@ -520,10 +520,14 @@ pub enum HopperFn {
     TmaStore,
     /// `hopper.tma_reduce_add(tmap, coords, src)`
     TmaReduceAdd,
+    /// `hopper.tma_prefetch(tmap)`
+    TmaPrefetch,
     /// `hopper.wgmma_desc(array, index, leading, stride, swizzle)`
     WgmmaDesc,
     /// `hopper.shared_address(a[i])`
     SharedAddress,
+    /// `hopper.TensorMap`: the type of a tensor map passed by value, as a grid constant
+    TensorMap,
     /// `hopper.wgmma_fence()`
     WgmmaFence,
     /// `hopper.wgmma_commit_group()`

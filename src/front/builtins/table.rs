@@ -452,6 +452,8 @@ pub static ROWS: &[Row] = &[
     row(B::Hopper(H::TmaStore), &[(N::Hopper, "tma_store")], &["tmap", "coords", "src"], &[], Rule::Hopper, Op::Intrinsic(I::Hopper(HopperOp::TmaStore { dims: 1, reduce: false })), DEVICE_ONLY),
     row(B::Hopper(H::TmaReduceAdd), &[(N::Hopper, "tma_reduce_add")], &["tmap", "coords", "src"], &[], Rule::Hopper, Op::Intrinsic(I::Hopper(HopperOp::TmaStore { dims: 1, reduce: true })), DEVICE_ONLY),
     row(B::Hopper(H::WgmmaDesc), &[(N::Hopper, "wgmma_desc")], &["array", "index", "leading", "stride", "swizzle"], &[], Rule::Hopper, Op::Intrinsic(I::Hopper(HopperOp::WgmmaDesc(Swizzle::None))), DEVICE_ONLY),
+    row(B::Hopper(H::TmaPrefetch), &[(N::Hopper, "tma_prefetch")], &["tmap"], &[], Rule::Hopper, Op::Intrinsic(I::Hopper(HopperOp::TmaPrefetch)), DEVICE_ONLY),
+    row(B::Hopper(H::TensorMap), &[(N::Hopper, "TensorMap")], &[], &[], Rule::Hopper, Op::Expr("tensor map type"), DEVICE_ONLY),
     row(B::Hopper(H::SharedAddress), &[(N::Hopper, "shared_address")], &["element"], &[], Rule::Hopper, Op::Intrinsic(I::Hopper(HopperOp::SharedAddress)), DEVICE_ONLY),
     row(B::Hopper(H::WgmmaFence), &[(N::Hopper, "wgmma_fence")], &[], &[], Rule::Hopper, Op::Intrinsic(I::Hopper(HopperOp::WgmmaFence)), DEVICE_ONLY),
     row(B::Hopper(H::WgmmaCommit), &[(N::Hopper, "wgmma_commit_group")], &[], &[], Rule::Hopper, Op::Intrinsic(I::Hopper(HopperOp::WgmmaCommit)), DEVICE_ONLY),

@@ -175,6 +175,17 @@ impl FnCx<'_, '_> {
             };
             let h = self.local(name, span);
             let ty = self.locals[h].ty.clone();
+            if ty.is_tensor_map() && !self.tensor_map_use {
+                self.diags.push(
+                    Diagnostic::error(
+                        Code::E0748,
+                        span,
+                        format!("the tensor map `{name}` is a grid constant: it can only be the tensor map of a TMA function"),
+                    )
+                    .with_note("a `hopper.TensorMap` parameter lives in the kernel's parameter space, which PTX does not let a kernel write; TMA reads it there by address, so it is not copied, assigned, passed to functions or read field by field"),
+                );
+                return Value::Err;
+            }
             let e = self.push(Expr::Local(h), ty.clone(), span);
             let single = self.assign_sites.get(name).copied() == Some(1);
             return Value::Val(Val {

@@ -259,6 +259,10 @@ impl FnCx<'_, '_> {
                 args.extend(coords);
                 simple(self, op, args, none)
             }
+            HopperFn::TmaPrefetch => {
+                let tmap = self.tensor_map_ref(a[0]?, &name)?;
+                simple(self, HopperOp::TmaPrefetch, vec![tmap], none)
+            }
             HopperFn::SharedAddress => {
                 let (r, _) = self.space_ref(a[0]?, MemSpace::Shared, "element", &name, false)?;
                 let mut v = self.intrinsic(
@@ -320,6 +324,17 @@ impl FnCx<'_, '_> {
                 simple(self, HopperOp::WgmmaDesc(sw), vec![r, lead, stride], u64t)
             }
             HopperFn::Wgmma => self.wgmma(&a, &name, span),
+            HopperFn::TensorMap => {
+                self.diags.push(
+                    Diagnostic::error(
+                        Code::E0748,
+                        span,
+                        "`hopper.TensorMap` is a type: annotate a kernel parameter with it",
+                    )
+                    .with_note("the map is built on the host (`pydevice.hopper.tensor_map(array, box)` or `Device::tensor_map_tiled`) and passed as that argument"),
+                );
+                None
+            }
         }
     }
 
@@ -572,8 +587,37 @@ impl FnCx<'_, '_> {
 
     /// The tensor map of a TMA operation: a global array holding the 128-byte `CUtensorMap`
     /// (`hopper.tensor_map(...)` on the host), as a reference to its first element.
+    ///
+    /// Or a `hopper.TensorMap` kernel parameter named directly: the map's bytes stay in the
+    /// kernel's parameter space (`__grid_constant__`) and the operand is the parameter
+    /// itself (`Expr::Local`), whose generic address (`cvta.param`) the copy reads.
     fn tensor_map_ref(&mut self, e: &ast::Expr, name: &str) -> Option<Handle<Expr>> {
-        let v = self.eval(e)?;
+        let v = if matches!(e, ast::Expr::Name(_)) {
+            self.tensor_map_use = true;
+            let v = self.eval(e);
+            self.tensor_map_use = false;
+            v?
+        } else {
+            self.eval(e)?
+        };
+        if v.ty.is_tensor_map() {
+            let param = match self.exprs[v.e] {
+                Expr::Local(h) if h.index() < self.params => Some(h),
+                _ => None,
+            };
+            if param.is_none() || self.kind != FunctionKind::Kernel {
+                self.diags.push(
+                    Diagnostic::error(
+                        Code::E0748,
+                        v.span,
+                        format!("the tensor map of `{name}` must be a kernel's `hopper.TensorMap` parameter"),
+                    )
+                    .with_note("a map passed by value is a grid constant: only a kernel's own parameter has an address in parameter space that TMA can read; pass the map to the kernel and name that parameter here"),
+                );
+                return None;
+            }
+            return Some(v.e);
+        }
         let dtype = match &v.ty {
             Type::Array(at) if at.space == MemSpace::Global && at.ndim == 1 => at.dtype.scalar(),
             _ => None,
@@ -583,7 +627,7 @@ impl FnCx<'_, '_> {
                 Diagnostic::error(
                     Code::E0748,
                     v.span,
-                    format!("the tensor map of `{name}` is a 1-D global array holding its 128 bytes, not {}", v.ty),
+                    format!("the tensor map of `{name}` is a `hopper.TensorMap` kernel parameter or a 1-D global array holding its 128 bytes, not {}", v.ty),
                 )
                 .with_note("build it on the host with `pydevice.hopper.tensor_map(array, box)` (or `Device::tensor_map_tiled`) and pass it as an argument"),
             );

@@ -688,6 +688,9 @@ struct FnCx<'s, 'm> {
     /// The local arrays `hopper.wgmma` has accumulated into so far in this pass, with their
     /// register counts: `wgmma_wait_group` pins them after the wait (§18.4).
     wgmma_accs: Vec<(String, ast::Expr, u32)>,
+    /// Set while the tensor-map argument of a TMA function is read: the only place a
+    /// `hopper.TensorMap` parameter may be named (§18.4).
+    tensor_map_use: bool,
 }
 
 impl<'s, 'm> FnCx<'s, 'm> {
@@ -732,6 +735,7 @@ impl<'s, 'm> FnCx<'s, 'm> {
             host_reachable: true,
             atomic_objects: HashMap::new(),
             wgmma_accs: Vec::new(),
+            tensor_map_use: false,
         };
         assigned_names(&def.body, &mut cx.assigned);
         count_assignments(&def.body, &mut cx.assign_sites);

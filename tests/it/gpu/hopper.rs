@@ -438,6 +438,56 @@ fn tma_tile_load_store_and_reduce_match_the_cpu(dev) {
 }
 
 on_each_backend! {
+fn tma_grid_constant_maps_load_store_and_reduce_match_the_cpu(dev) {
+    if !sm90_or_cpu(&dev, "tma_grid_constant_maps_load_store_and_reduce_match_the_cpu") {
+        return;
+    }
+    // As above, but the load and the store read maps passed by value (`hopper.TensorMap`,
+    // grid constants in the parameter space), the reduction a map in global memory (§18.4).
+    let k = kernel(
+        &dev,
+        &fixture("hopper_tma_grid_constant.py"),
+        "tma_grid_constant",
+        "hopper.TensorMap, hopper.TensorMap, uint64[::1]",
+    );
+    let (rows, cols) = (96usize, 64usize);
+    let mut rng = Rng(0x6c_0de5);
+    let a: Vec<f32> = (0..rows * cols).map(|_| rng.f32(-100.0, 100.0)).collect();
+    let r0: Vec<f32> = (0..rows * cols).map(|_| rng.i32(-50, 50) as f32).collect();
+    let up = |v: &[f32]| {
+        let buf = dev.upload(&bytes_of(v)).expect("upload");
+        let arr = pydevice::runtime::DeviceArray::contiguous(
+            dev.address(&buf),
+            pydevice::types::Scalar::Float32,
+            &[rows as u64, cols as u64],
+        );
+        (buf, arr)
+    };
+    let (_ab, aarr) = up(&a);
+    let (ob, oarr) = up(&vec![f32::NAN; rows * cols]);
+    let (rb, rarr) = up(&r0);
+    let by_value = |arr| {
+        dev.tensor_map_tiled(arr, &[16, 32], 0)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .arg()
+    };
+    let (amap, omap) = (by_value(&aarr), by_value(&oarr));
+    let (_rm, rmap) = tensor_map_arg(&dev, &rarr, &[16, 32], 0);
+    k.launch(
+        &[amap, omap, rmap],
+        [(cols / 32) as u32, (rows / 16) as u32, 1],
+        [128, 1, 1],
+    );
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    let red: Vec<f32> = from_bytes(&dev.download(&rb).expect("download"));
+    for i in 0..rows * cols {
+        assert_eq!(out[i], a[i] * 2.0, "stored element {i}");
+        assert_eq!(red[i], r0[i] + a[i] * 2.0, "reduced element {i}");
+    }
+}
+}
+
+on_each_backend! {
 fn tma_multicast_fills_every_block_of_the_cluster(dev) {
     if dev.gpu().is_some() && hopper_a("tma_multicast_fills_every_block_of_the_cluster").is_none() {
         return;
@@ -462,6 +512,44 @@ fn tma_multicast_fills_every_block_of_the_cluster(dev) {
     let blocks = 4usize;
     let (ob, oa) = vec1(&dev, &vec![f32::NAN; blocks * t * t]);
     k.launch(&[map, oa], [blocks as u32, 1, 1], [128, 1, 1]);
+    let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
+    for b in 0..blocks {
+        for i in 0..t * t {
+            assert_eq!(out[b * t * t + i], a[i], "block {b}, element {i}");
+        }
+    }
+}
+}
+
+on_each_backend! {
+fn tma_multicast_through_a_grid_constant_map_fills_every_block(dev) {
+    if dev.gpu().is_some()
+        && hopper_a("tma_multicast_through_a_grid_constant_map_fills_every_block").is_none()
+    {
+        return;
+    }
+    // The multicast load of the test above, its map passed by value (§18.4).
+    let k = kernel(
+        &dev,
+        &fixture("hopper_tma_multicast_grid_constant.py"),
+        "tma_multicast_by_value",
+        "hopper.TensorMap, float32[::1]",
+    );
+    let t = 32usize;
+    let mut rng = Rng(0x9c_0a57);
+    let a: Vec<f32> = (0..t * t).map(|_| rng.f32(-1.0, 1.0)).collect();
+    let buf = dev.upload(&bytes_of(&a)).expect("upload");
+    let arr = pydevice::runtime::DeviceArray::contiguous(
+        dev.address(&buf),
+        pydevice::types::Scalar::Float32,
+        &[1, t as u64, t as u64],
+    );
+    let map = dev
+        .tensor_map_tiled(&arr, &[1, 32, 32], 0)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let blocks = 4usize;
+    let (ob, oa) = vec1(&dev, &vec![f32::NAN; blocks * t * t]);
+    k.launch(&[map.into(), oa], [blocks as u32, 1, 1], [128, 1, 1]);
     let out: Vec<f32> = from_bytes(&dev.download(&ob).expect("download"));
     for b in 0..blocks {
         for i in 0..t * t {

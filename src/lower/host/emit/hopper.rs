@@ -122,9 +122,11 @@ impl FnCx<'_, '_> {
                 self.b.ins().fence();
                 Ok(Vec::new())
             }
-            HopperOp::SetMaxNReg { .. } | HopperOp::BulkCommit | HopperOp::BulkWait { .. } => {
-                Ok(Vec::new())
-            }
+            // `prefetch.tensormap` is a cache hint: nothing to do on the CPU.
+            HopperOp::SetMaxNReg { .. }
+            | HopperOp::BulkCommit
+            | HopperOp::BulkWait { .. }
+            | HopperOp::TmaPrefetch => Ok(Vec::new()),
             HopperOp::ElectOne => {
                 let mask = self.b.ins().iconst(ct::I32, -1);
                 let one = self.b.ins().iconst(ct::I64, 1);
@@ -319,7 +321,7 @@ impl FnCx<'_, '_> {
         let array = *array;
         let s = self.scalar(smem)?;
         let (_, limit) = self.extent(array)?;
-        let m = self.scalar(map)?;
+        let m = self.tensor_map_addr(map)?;
         let bar = match bar {
             Some(b) => self.scalar(b)?,
             None => self.b.ins().iconst(ct::I64, 0),
@@ -342,6 +344,32 @@ impl FnCx<'_, '_> {
         let bad = self.b.ins().icmp_imm_s(IntCC::NotEqual, status, 0);
         let code = self.site(h);
         self.record_if(bad, code)
+    }
+
+    /// The address of a TMA copy's tensor map: an element of a global array, or a
+    /// `hopper.TensorMap` parameter (a map by value, §18.4), whose sixteen words are stored
+    /// to a 128-byte stack slot aligned to 64 for the runtime to read.
+    fn tensor_map_addr(&mut self, map: Handle<Expr>) -> R<Value> {
+        let Expr::Local(l) = self.f.exprs[map] else {
+            return self.scalar(map);
+        };
+        if !self.f.locals[l].ty.is_tensor_map() {
+            return Err(err(
+                "a tensor map that is neither an element nor a TensorMap",
+            ));
+        }
+        let words = self.expr(map)?;
+        if words.len() != 16 {
+            return Err(err("a TensorMap of other than sixteen words"));
+        }
+        let slot =
+            self.b
+                .create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 128, 6));
+        let p = self.b.ins().stack_addr(ct::I64, slot, 0);
+        for (i, w) in words.into_iter().enumerate() {
+            self.b.ins().store(flags(), w, p, (i * 8) as i32);
+        }
+        Ok(p)
     }
 
     /// The address of element reference `r` and whether `n` bytes from it lie inside its

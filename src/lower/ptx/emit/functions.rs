@@ -65,6 +65,25 @@ impl<'ctx> Emitter<'_, 'ctx> {
                     );
                 }
             }
+            // `hopper.TensorMap` parameters are `__grid_constant__` (§18.4): NVPTX then takes
+            // their address in parameter space (`cvta.param`) instead of copying them to
+            // local memory. LLVM 19 reads the (1-based) indices from this annotation.
+            let grid_constants: Vec<_> = f
+                .param_locals()
+                .enumerate()
+                .filter(|(_, l)| f.locals[*l].ty.is_tensor_map())
+                .map(|(i, _)| self.ctx.i32_type().const_int(i as u64 + 1, false).into())
+                .collect();
+            if !grid_constants.is_empty() {
+                let md = self.ctx.metadata_node(&[
+                    llfn.as_global_value().as_pointer_value().into(),
+                    self.ctx.metadata_string("grid_constant").into(),
+                    self.ctx.metadata_node(&grid_constants).into(),
+                ]);
+                self.module
+                    .add_global_metadata("nvvm.annotations", &md)
+                    .map_err(|e| err(e.to_string()))?;
+            }
             let md = self.ctx.metadata_node(&[
                 llfn.as_global_value().as_pointer_value().into(),
                 self.ctx.metadata_string("kernel").into(),

@@ -183,7 +183,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
             }
             HopperOp::TmaLoad { dims, multicast } => {
                 let dst = self.shared_addr(args[0])?;
-                let map = self.global_addr(args[1])?;
+                let map = self.tensor_map_addr(args[1])?;
                 let bar = self.shared_addr(args[2])?;
                 let d = usize::from(dims);
                 let mut ops = vec![dst, map, bar];
@@ -208,7 +208,7 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 return Ok(None);
             }
             HopperOp::TmaStore { dims, reduce } => {
-                let map = self.global_addr(args[0])?;
+                let map = self.tensor_map_addr(args[0])?;
                 let src = self.shared_addr(args[1])?;
                 let d = usize::from(dims);
                 let mut ops = vec![map, src];
@@ -230,6 +230,17 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
                 };
                 let cons = format!("l,r{},~{{memory}}", ",r".repeat(d));
                 call(self, &text, &cons, None, &ops)?;
+                return Ok(None);
+            }
+            HopperOp::TmaPrefetch => {
+                let map = self.tensor_map_addr(args[0])?;
+                call(
+                    self,
+                    "prefetch.tensormap [$0];",
+                    "l,~{memory}",
+                    None,
+                    &[map],
+                )?;
                 return Ok(None);
             }
             HopperOp::WgmmaDesc(sw) => {
@@ -363,6 +374,29 @@ impl<'ctx> FnEmitter<'_, '_, 'ctx> {
         if at.space != MemSpace::Global {
             return Err(err("a Hopper global operand outside global memory"));
         }
+        Ok(self
+            .b()
+            .build_ptr_to_int(p, self.e.ctx.i64_type(), "")?
+            .into())
+    }
+
+    /// The generic address of a TMA operation's tensor map: an element of a global array, or
+    /// a `hopper.TensorMap` kernel parameter (`Expr::Local`), whose `byval` pointer, marked
+    /// `grid_constant`, NVPTX lowers to `cvta.param` of the parameter's address.
+    fn tensor_map_addr(&mut self, r: Handle<Expr>) -> R<BasicValueEnum<'ctx>> {
+        let Expr::Local(l) = self.f.exprs[r] else {
+            return self.global_addr(r);
+        };
+        if l.index() >= self.f.params || !self.f.locals[l].ty.is_tensor_map() {
+            return Err(err(
+                "a tensor map that is not a kernel's TensorMap parameter",
+            ));
+        }
+        let p = self
+            .llfn
+            .get_nth_param(l.index() as u32)
+            .ok_or_else(|| err("missing tensor map parameter"))?
+            .into_pointer_value();
         Ok(self
             .b()
             .build_ptr_to_int(p, self.e.ctx.i64_type(), "")?
