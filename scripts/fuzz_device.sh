@@ -9,6 +9,7 @@
 #
 #   bash scripts/fuzz_device.sh start SECONDS [WORKERS]   # starts them in the background
 #   bash scripts/fuzz_device.sh wait                      # waits, prints a table, exit 1 on a finding
+#   TARGETS=compile bash scripts/fuzz_device.sh start ...  # some targets only (same TARGETS for wait)
 #
 # Device tool: carry [".carry/fuzz"] (plus what the other commands of the call need), e.g.
 # `bash scripts/fuzz_device.sh start 400 4; <GPU tests>; bash scripts/fuzz_device.sh wait`.
@@ -16,7 +17,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/pydevice-fuzz-out}
 work=/tmp/pydevice-fuzz-device
-targets="signature arrays compile"
+targets=${TARGETS:-signature arrays compile}
 case "${1:-}" in
   start)
     seconds=${2:?seconds}; workers=${3:-4}
