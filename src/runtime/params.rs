@@ -59,7 +59,9 @@ impl PackedArgs {
                 p.name, p.ty
             )));
         }
+        // The dimension whose stride must be 1; a 0-d array has none.
         let contiguous = match a.layout {
+            _ if n == 0 => None,
             Layout::C => Some(n - 1),
             Layout::F => Some(0),
             Layout::Any => None,
@@ -324,6 +326,45 @@ mod tests {
             .specialize("k", &types)
             .unwrap()
             .abi()
+    }
+
+    #[test]
+    fn zero_dimensional_arrays_fill_only_their_address() {
+        // A 0-d parameter (`float64[()]`) is its element's address (§5.3); the layout check
+        // has no dimension to look at (it indexed dimension `0 - 1` before: a panic in a
+        // debug build, an out-of-bounds index in a release one, found on the H200).
+        let src =
+            "from cuda import device\n\n@device.kernel\ndef z(x, y):\n    x[()] = y[()] + 1.0\n";
+        let (types, _) = parse_signature("float64[()], float64[()]").unwrap();
+        let abi = crate::Module::parse("z.py", src)
+            .unwrap()
+            .specialize("z", &types)
+            .unwrap()
+            .abi();
+        let mut p = PackedArgs::zeroed(&abi);
+        p.set_array(&abi, 0, 0x1000, &[], &[]).unwrap();
+        p.set_array(&abi, 1, 0x2000, &[], &[]).unwrap();
+        let e = p.set_array(&abi, 1, 0x2000, &[3], &[1]).unwrap_err();
+        assert!(e.to_string().contains("needs 0 dimensions"), "{e}");
+        let values = [
+            ArgValue::Array(ArrayArg {
+                data: 0x1000,
+                shape: vec![],
+                strides: vec![],
+            }),
+            ArgValue::Array(ArrayArg {
+                data: 0x2000,
+                shape: vec![],
+                strides: vec![],
+            }),
+        ];
+        for (i, v) in values.iter().enumerate() {
+            assert_eq!(
+                p.param_bytes(&abi, i).unwrap(),
+                pack(&abi.params[i].ty, v).unwrap(),
+                "param {i}"
+            );
+        }
     }
 
     #[test]
