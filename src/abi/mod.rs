@@ -821,7 +821,7 @@ fn pack_into(t: &Type, v: &ArgValue, out: &mut [u8]) -> Result<(), PackError> {
             }
             let contiguous = match a.layout {
                 crate::types::Layout::C => n.checked_sub(1),
-                crate::types::Layout::F => Some(0),
+                crate::types::Layout::F => (n > 0).then_some(0),
                 crate::types::Layout::Any => None,
             };
             if let Some(d) = contiguous
